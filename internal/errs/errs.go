@@ -1,0 +1,221 @@
+// Package errs defines atoll's typed errors, their stable wire codes and
+// their conversion to and from protobuf ErrorInfo.
+//
+// Every error type has one code (atollpb.ErrorCode) and one sentinel, so
+// callers can test with errors.Is(err, atoll.ErrActorDied) or extract details
+// with errors.As(err, &actorDied). The root package re-exports these types.
+package errs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+)
+
+// Sentinels, one per code. errors.Is(err, ErrX) is true for every error of
+// the matching type.
+var (
+	ErrTask             = errors.New("atoll: task failed")
+	ErrWorkerCrashed    = errors.New("atoll: worker crashed")
+	ErrActorDied        = errors.New("atoll: actor died")
+	ErrObjectStoreFull  = errors.New("atoll: object store full")
+	ErrObjectLost       = errors.New("atoll: object lost")
+	ErrGetTimeout       = errors.New("atoll: get timed out")
+	ErrCancelled        = errors.New("atoll: task cancelled")
+	ErrOwnerDied        = errors.New("atoll: owner died")
+	ErrInvalidArgument  = errors.New("atoll: invalid argument")
+	ErrNotFound         = errors.New("atoll: not found")
+	ErrUnavailable      = errors.New("atoll: runtime unavailable")
+	ErrNotInitialized   = fmt.Errorf("%w: atoll.Init has not been called", ErrUnavailable)
+	ErrAlreadyStarted   = errors.New("atoll: already initialized")
+	errUnknownErrorCode = errors.New("atoll: unknown error")
+)
+
+// TaskError is a task's (or actor method's) own failure: it returned an
+// error or panicked. Cause is the original error when the task ran in this
+// process; across processes only Message and RemoteStack survive.
+type TaskError struct {
+	TaskName    string
+	TaskID      string
+	Message     string
+	RemoteStack string
+	Cause       error
+}
+
+func (e *TaskError) Error() string {
+	s := fmt.Sprintf("atoll: task %s failed: %s", e.TaskName, e.Message)
+	return s
+}
+
+// Is matches ErrTask.
+func (e *TaskError) Is(target error) bool { return target == ErrTask }
+
+// Unwrap returns the original error, if the task ran in this process.
+func (e *TaskError) Unwrap() error { return e.Cause }
+
+// WorkerCrashedError: the worker died while running the task and retries
+// were exhausted.
+type WorkerCrashedError struct {
+	TaskName string
+	TaskID   string
+	Message  string
+}
+
+func (e *WorkerCrashedError) Error() string {
+	return fmt.Sprintf("atoll: worker running task %s crashed: %s", e.TaskName, e.Message)
+}
+
+// Is matches ErrWorkerCrashed.
+func (e *WorkerCrashedError) Is(target error) bool { return target == ErrWorkerCrashed }
+
+// ActorDiedError: the actor is dead (killed, restarts exhausted, or its
+// constructor failed) and the call could not run.
+type ActorDiedError struct {
+	ActorID string
+	Name    string
+	Message string
+}
+
+func (e *ActorDiedError) Error() string {
+	n := e.Name
+	if n == "" {
+		n = e.ActorID
+	}
+	return fmt.Sprintf("atoll: actor %s died: %s", n, e.Message)
+}
+
+// Is matches ErrActorDied.
+func (e *ActorDiedError) Is(target error) bool { return target == ErrActorDied }
+
+// ObjectStoreFullError: a creation could not get space in time.
+type ObjectStoreFullError struct {
+	ObjectID  string
+	Requested uint64
+	Capacity  uint64
+	Used      uint64
+	Message   string
+}
+
+func (e *ObjectStoreFullError) Error() string {
+	if e.Message != "" {
+		return "atoll: object store full: " + e.Message
+	}
+	return fmt.Sprintf("atoll: object store full: %d bytes requested, %d of %d used", e.Requested, e.Used, e.Capacity)
+}
+
+// Is matches ErrObjectStoreFull.
+func (e *ObjectStoreFullError) Is(target error) bool { return target == ErrObjectStoreFull }
+
+// ObjectLostError: the object's value is gone and cannot be reconstructed.
+type ObjectLostError struct {
+	ObjectID string
+	Message  string
+}
+
+func (e *ObjectLostError) Error() string {
+	return fmt.Sprintf("atoll: object %s lost: %s", e.ObjectID, e.Message)
+}
+
+// Is matches ErrObjectLost.
+func (e *ObjectLostError) Is(target error) bool { return target == ErrObjectLost }
+
+// GetTimeoutError: a Get or Wait did not finish before its deadline. It also
+// matches context.DeadlineExceeded.
+type GetTimeoutError struct {
+	ObjectID string
+}
+
+func (e *GetTimeoutError) Error() string {
+	return fmt.Sprintf("atoll: get of object %s timed out", e.ObjectID)
+}
+
+// Is matches ErrGetTimeout and context.DeadlineExceeded.
+func (e *GetTimeoutError) Is(target error) bool {
+	return target == ErrGetTimeout || target == context.DeadlineExceeded
+}
+
+// CancelledError: the task was cancelled before or while it ran. It also
+// matches context.Canceled.
+type CancelledError struct {
+	TaskName string
+	TaskID   string
+}
+
+func (e *CancelledError) Error() string {
+	return fmt.Sprintf("atoll: task %s cancelled", e.TaskName)
+}
+
+// Is matches ErrCancelled and context.Canceled.
+func (e *CancelledError) Is(target error) bool {
+	return target == ErrCancelled || target == context.Canceled
+}
+
+// OwnerDiedError: the process owning the object died.
+type OwnerDiedError struct {
+	ObjectID string
+	Message  string
+}
+
+func (e *OwnerDiedError) Error() string {
+	return fmt.Sprintf("atoll: owner of object %s died: %s", e.ObjectID, e.Message)
+}
+
+// Is matches ErrOwnerDied.
+func (e *OwnerDiedError) Is(target error) bool { return target == ErrOwnerDied }
+
+// CodeError is a plain error with a code (invalid argument, not found,
+// unavailable).
+type CodeError struct {
+	Code    atollpb.ErrorCode
+	Message string
+}
+
+func (e *CodeError) Error() string { return e.Message }
+
+// Is matches the sentinel of its code.
+func (e *CodeError) Is(target error) bool { return sentinel(e.Code) == target }
+
+func sentinel(c atollpb.ErrorCode) error {
+	switch c {
+	case atollpb.ErrorCode_TASK_ERROR:
+		return ErrTask
+	case atollpb.ErrorCode_WORKER_CRASHED:
+		return ErrWorkerCrashed
+	case atollpb.ErrorCode_ACTOR_DIED:
+		return ErrActorDied
+	case atollpb.ErrorCode_OBJECT_STORE_FULL:
+		return ErrObjectStoreFull
+	case atollpb.ErrorCode_OBJECT_LOST:
+		return ErrObjectLost
+	case atollpb.ErrorCode_GET_TIMEOUT:
+		return ErrGetTimeout
+	case atollpb.ErrorCode_CANCELLED:
+		return ErrCancelled
+	case atollpb.ErrorCode_OWNER_DIED:
+		return ErrOwnerDied
+	case atollpb.ErrorCode_INVALID_ARGUMENT:
+		return ErrInvalidArgument
+	case atollpb.ErrorCode_NOT_FOUND:
+		return ErrNotFound
+	case atollpb.ErrorCode_UNAVAILABLE:
+		return ErrUnavailable
+	}
+	return errUnknownErrorCode
+}
+
+// Invalidf returns an INVALID_ARGUMENT error.
+func Invalidf(format string, args ...any) error {
+	return &CodeError{Code: atollpb.ErrorCode_INVALID_ARGUMENT, Message: "atoll: " + fmt.Sprintf(format, args...)}
+}
+
+// NotFoundf returns a NOT_FOUND error.
+func NotFoundf(format string, args ...any) error {
+	return &CodeError{Code: atollpb.ErrorCode_NOT_FOUND, Message: "atoll: " + fmt.Sprintf(format, args...)}
+}
+
+// Unavailablef returns an UNAVAILABLE error.
+func Unavailablef(format string, args ...any) error {
+	return &CodeError{Code: atollpb.ErrorCode_UNAVAILABLE, Message: "atoll: " + fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,64 @@
+package errs
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+)
+
+func TestEveryCodeRoundTripsToItsSentinel(t *testing.T) {
+	cases := []struct {
+		err      error
+		sentinel error
+	}{
+		{&TaskError{TaskName: "f", Message: "boom", RemoteStack: "stack"}, ErrTask},
+		{&WorkerCrashedError{TaskName: "f", Message: "killed"}, ErrWorkerCrashed},
+		{&ActorDiedError{Name: "a", Message: "restarts exhausted"}, ErrActorDied},
+		{&ObjectStoreFullError{Requested: 10, Capacity: 5}, ErrObjectStoreFull},
+		{&ObjectLostError{Message: "gone"}, ErrObjectLost},
+		{&GetTimeoutError{}, ErrGetTimeout},
+		{&CancelledError{TaskName: "f"}, ErrCancelled},
+		{&OwnerDiedError{}, ErrOwnerDied},
+		{Invalidf("bad %d", 1), ErrInvalidArgument},
+		{NotFoundf("no actor %q", "x"), ErrNotFound},
+		{Unavailablef("down"), ErrUnavailable},
+	}
+	for _, c := range cases {
+		if !errors.Is(c.err, c.sentinel) {
+			t.Errorf("%T does not match its sentinel", c.err)
+		}
+		back := FromProto(ToProto(c.err))
+		if !errors.Is(back, c.sentinel) {
+			t.Errorf("%T after the wire: %T %v does not match its sentinel", c.err, back, back)
+		}
+		if ToProto(c.err).Code == atollpb.ErrorCode_ERROR_CODE_UNSPECIFIED {
+			t.Errorf("%T has no code", c.err)
+		}
+	}
+}
+
+func TestContextCompatibility(t *testing.T) {
+	if !errors.Is(&GetTimeoutError{}, context.DeadlineExceeded) {
+		t.Error("GetTimeoutError should match context.DeadlineExceeded")
+	}
+	if !errors.Is(&CancelledError{}, context.Canceled) {
+		t.Error("CancelledError should match context.Canceled")
+	}
+}
+
+func TestTaskErrorKeepsDetails(t *testing.T) {
+	cause := errors.New("root cause")
+	err := error(&TaskError{TaskName: "sum", TaskID: "00ff", Message: cause.Error(), RemoteStack: "goroutine 1", Cause: cause})
+	if !errors.Is(err, cause) {
+		t.Error("in-process TaskError should unwrap to its cause")
+	}
+	var te *TaskError
+	if !errors.As(FromProto(ToProto(err)), &te) || te.RemoteStack != "goroutine 1" || te.TaskName != "sum" || te.TaskID != "00ff" {
+		t.Errorf("details lost on the wire: %+v", te)
+	}
+	if ToProto(errors.New("plain")).Code != atollpb.ErrorCode_TASK_ERROR {
+		t.Error("a plain error should travel as TASK_ERROR")
+	}
+}

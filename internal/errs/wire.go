@@ -1,0 +1,87 @@
+package errs
+
+import (
+	"encoding/hex"
+	"errors"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+)
+
+// ToProto converts an error to its wire form. Errors that are not atoll
+// typed errors become TASK_ERROR with the error's text.
+func ToProto(err error) *atollpb.ErrorInfo {
+	if err == nil {
+		return nil
+	}
+	var (
+		te  *TaskError
+		wc  *WorkerCrashedError
+		ad  *ActorDiedError
+		sf  *ObjectStoreFullError
+		ol  *ObjectLostError
+		gt  *GetTimeoutError
+		cn  *CancelledError
+		od  *OwnerDiedError
+		cd  *CodeError
+		msg = err.Error()
+	)
+	switch {
+	case errors.As(err, &te):
+		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_TASK_ERROR, Message: te.Message, TaskName: te.TaskName, TaskId: unhex(te.TaskID), RemoteStack: te.RemoteStack}
+	case errors.As(err, &wc):
+		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_WORKER_CRASHED, Message: wc.Message, TaskName: wc.TaskName, TaskId: unhex(wc.TaskID)}
+	case errors.As(err, &ad):
+		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_ACTOR_DIED, Message: ad.Message, TaskName: ad.Name, ActorId: unhex(ad.ActorID)}
+	case errors.As(err, &sf):
+		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_OBJECT_STORE_FULL, Message: msg, ObjectId: unhex(sf.ObjectID)}
+	case errors.As(err, &ol):
+		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_OBJECT_LOST, Message: ol.Message, ObjectId: unhex(ol.ObjectID)}
+	case errors.As(err, &gt):
+		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_GET_TIMEOUT, Message: msg, ObjectId: unhex(gt.ObjectID)}
+	case errors.As(err, &cn):
+		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_CANCELLED, Message: msg, TaskName: cn.TaskName, TaskId: unhex(cn.TaskID)}
+	case errors.As(err, &od):
+		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_OWNER_DIED, Message: od.Message, ObjectId: unhex(od.ObjectID)}
+	case errors.As(err, &cd):
+		return &atollpb.ErrorInfo{Code: cd.Code, Message: cd.Message}
+	}
+	return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_TASK_ERROR, Message: msg}
+}
+
+// FromProto converts a wire error back to its typed form.
+func FromProto(info *atollpb.ErrorInfo) error {
+	if info == nil {
+		return nil
+	}
+	switch info.Code {
+	case atollpb.ErrorCode_TASK_ERROR:
+		return &TaskError{TaskName: info.TaskName, TaskID: hex.EncodeToString(info.TaskId), Message: info.Message, RemoteStack: info.RemoteStack}
+	case atollpb.ErrorCode_WORKER_CRASHED:
+		return &WorkerCrashedError{TaskName: info.TaskName, TaskID: hex.EncodeToString(info.TaskId), Message: info.Message}
+	case atollpb.ErrorCode_ACTOR_DIED:
+		return &ActorDiedError{ActorID: hex.EncodeToString(info.ActorId), Name: info.TaskName, Message: info.Message}
+	case atollpb.ErrorCode_OBJECT_STORE_FULL:
+		return &ObjectStoreFullError{ObjectID: hex.EncodeToString(info.ObjectId), Message: trimPrefix(info.Message, "atoll: object store full: ")}
+	case atollpb.ErrorCode_OBJECT_LOST:
+		return &ObjectLostError{ObjectID: hex.EncodeToString(info.ObjectId), Message: info.Message}
+	case atollpb.ErrorCode_GET_TIMEOUT:
+		return &GetTimeoutError{ObjectID: hex.EncodeToString(info.ObjectId)}
+	case atollpb.ErrorCode_CANCELLED:
+		return &CancelledError{TaskName: info.TaskName, TaskID: hex.EncodeToString(info.TaskId)}
+	case atollpb.ErrorCode_OWNER_DIED:
+		return &OwnerDiedError{ObjectID: hex.EncodeToString(info.ObjectId), Message: info.Message}
+	}
+	return &CodeError{Code: info.Code, Message: info.Message}
+}
+
+func unhex(s string) []byte {
+	b, _ := hex.DecodeString(s)
+	return b
+}
+
+func trimPrefix(s, p string) string {
+	if len(s) >= len(p) && s[:len(p)] == p {
+		return s[len(p):]
+	}
+	return s
+}

@@ -164,6 +164,7 @@ type ActorCreationSpec struct {
 	Name           string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	MaxRestarts    int32                  `protobuf:"varint,3,opt,name=max_restarts,json=maxRestarts,proto3" json:"max_restarts,omitempty"`
 	MaxTaskRetries int32                  `protobuf:"varint,4,opt,name=max_task_retries,json=maxTaskRetries,proto3" json:"max_task_retries,omitempty"`
+	Namespace      string                 `protobuf:"bytes,5,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -226,6 +227,13 @@ func (x *ActorCreationSpec) GetMaxTaskRetries() int32 {
 	return 0
 }
 
+func (x *ActorCreationSpec) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
 // TaskSpec is everything needed to run a task anywhere in the cluster.
 type TaskSpec struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -255,8 +263,10 @@ type TaskSpec struct {
 	ActorId        []byte             `protobuf:"bytes,15,opt,name=actor_id,json=actorId,proto3" json:"actor_id,omitempty"`
 	SequenceNumber uint64             `protobuf:"varint,16,opt,name=sequence_number,json=sequenceNumber,proto3" json:"sequence_number,omitempty"`
 	ActorCreation  *ActorCreationSpec `protobuf:"bytes,17,opt,name=actor_creation,json=actorCreation,proto3" json:"actor_creation,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Spans that produced the task's object arguments, for span links.
+	ArgProducers  []*TraceContext `protobuf:"bytes,18,rep,name=arg_producers,json=argProducers,proto3" json:"arg_producers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskSpec) Reset() {
@@ -408,6 +418,13 @@ func (x *TaskSpec) GetActorCreation() *ActorCreationSpec {
 	return nil
 }
 
+func (x *TaskSpec) GetArgProducers() []*TraceContext {
+	if x != nil {
+		return x.ArgProducers
+	}
+	return nil
+}
+
 // ReturnObject is one return value of a finished task.
 type ReturnObject struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -473,7 +490,12 @@ type TaskResult struct {
 	Error    *ErrorInfo `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
 	WorkerId []byte     `protobuf:"bytes,5,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	// Trace context of the execute span, for links from consumers.
-	ExecuteSpan   *TraceContext `protobuf:"bytes,6,opt,name=execute_span,json=executeSpan,proto3" json:"execute_span,omitempty"`
+	ExecuteSpan *TraceContext `protobuf:"bytes,6,opt,name=execute_span,json=executeSpan,proto3" json:"execute_span,omitempty"`
+	// For ACTOR_CREATION_TASK: where the actor's calls are sent.
+	ActorAddress string `protobuf:"bytes,7,opt,name=actor_address,json=actorAddress,proto3" json:"actor_address,omitempty"`
+	// The actor crashed while running this call (a panic or a killed
+	// worker): the call may be retried on the restarted actor.
+	ActorCrashed  bool `protobuf:"varint,8,opt,name=actor_crashed,json=actorCrashed,proto3" json:"actor_crashed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -548,6 +570,20 @@ func (x *TaskResult) GetExecuteSpan() *TraceContext {
 		return x.ExecuteSpan
 	}
 	return nil
+}
+
+func (x *TaskResult) GetActorAddress() string {
+	if x != nil {
+		return x.ActorAddress
+	}
+	return ""
+}
+
+func (x *TaskResult) GetActorCrashed() bool {
+	if x != nil {
+		return x.ActorCrashed
+	}
+	return false
 }
 
 // SubmitTask asks a raylet to schedule a task.
@@ -696,9 +732,11 @@ func (x *PushTask) GetSpec() *TaskSpec {
 
 // KillWorker is a fault-injection and actor-kill request.
 type KillWorker struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	WorkerId      []byte                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId []byte                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Reason   string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Alternatively, kill whichever worker runs this task.
+	TaskId        []byte `protobuf:"bytes,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -747,6 +785,165 @@ func (x *KillWorker) GetReason() string {
 	return ""
 }
 
+func (x *KillWorker) GetTaskId() []byte {
+	if x != nil {
+		return x.TaskId
+	}
+	return nil
+}
+
+// WorkerBlocked tells the raylet that the task running on a worker waits in
+// Get or Wait, so its CPU can run other tasks (nested tasks cannot deadlock).
+type WorkerBlocked struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TaskId        []byte                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkerBlocked) Reset() {
+	*x = WorkerBlocked{}
+	mi := &file_atollpb_task_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkerBlocked) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkerBlocked) ProtoMessage() {}
+
+func (x *WorkerBlocked) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_task_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkerBlocked.ProtoReflect.Descriptor instead.
+func (*WorkerBlocked) Descriptor() ([]byte, []int) {
+	return file_atollpb_task_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *WorkerBlocked) GetTaskId() []byte {
+	if x != nil {
+		return x.TaskId
+	}
+	return nil
+}
+
+// WorkerUnblocked tells the raylet the task resumed and takes its CPU back.
+type WorkerUnblocked struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TaskId        []byte                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkerUnblocked) Reset() {
+	*x = WorkerUnblocked{}
+	mi := &file_atollpb_task_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkerUnblocked) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkerUnblocked) ProtoMessage() {}
+
+func (x *WorkerUnblocked) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_task_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkerUnblocked.ProtoReflect.Descriptor instead.
+func (*WorkerUnblocked) Descriptor() ([]byte, []int) {
+	return file_atollpb_task_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *WorkerUnblocked) GetTaskId() []byte {
+	if x != nil {
+		return x.TaskId
+	}
+	return nil
+}
+
+// KillActor stops an actor; with no_restart it is not restarted.
+type KillActor struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ActorId       []byte                 `protobuf:"bytes,1,opt,name=actor_id,json=actorId,proto3" json:"actor_id,omitempty"`
+	NoRestart     bool                   `protobuf:"varint,2,opt,name=no_restart,json=noRestart,proto3" json:"no_restart,omitempty"`
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KillActor) Reset() {
+	*x = KillActor{}
+	mi := &file_atollpb_task_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KillActor) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KillActor) ProtoMessage() {}
+
+func (x *KillActor) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_task_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KillActor.ProtoReflect.Descriptor instead.
+func (*KillActor) Descriptor() ([]byte, []int) {
+	return file_atollpb_task_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *KillActor) GetActorId() []byte {
+	if x != nil {
+		return x.ActorId
+	}
+	return nil
+}
+
+func (x *KillActor) GetNoRestart() bool {
+	if x != nil {
+		return x.NoRestart
+	}
+	return false
+}
+
+func (x *KillActor) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 var File_atollpb_task_proto protoreflect.FileDescriptor
 
 const file_atollpb_task_proto_rawDesc = "" +
@@ -755,13 +952,14 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\aTaskArg\x12'\n" +
 	"\x05value\x18\x01 \x01(\v2\x0f.atoll.v1.ValueH\x00R\x05value\x12'\n" +
 	"\x03ref\x18\x02 \x01(\v2\x13.atoll.v1.ObjectRefH\x00R\x03refB\x06\n" +
-	"\x04kind\"\x93\x01\n" +
+	"\x04kind\"\xb1\x01\n" +
 	"\x11ActorCreationSpec\x12\x1d\n" +
 	"\n" +
 	"actor_type\x18\x01 \x01(\tR\tactorType\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12!\n" +
 	"\fmax_restarts\x18\x03 \x01(\x05R\vmaxRestarts\x12(\n" +
-	"\x10max_task_retries\x18\x04 \x01(\x05R\x0emaxTaskRetries\"\xb5\x05\n" +
+	"\x10max_task_retries\x18\x04 \x01(\x05R\x0emaxTaskRetries\x12\x1c\n" +
+	"\tnamespace\x18\x05 \x01(\tR\tnamespace\"\xf2\x05\n" +
 	"\bTaskSpec\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\fR\x05jobId\x12&\n" +
@@ -782,13 +980,14 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\x05trace\x18\x0e \x01(\v2\x16.atoll.v1.TraceContextR\x05trace\x12\x19\n" +
 	"\bactor_id\x18\x0f \x01(\fR\aactorId\x12'\n" +
 	"\x0fsequence_number\x18\x10 \x01(\x04R\x0esequenceNumber\x12B\n" +
-	"\x0eactor_creation\x18\x11 \x01(\v2\x1b.atoll.v1.ActorCreationSpecR\ractorCreation\x1a<\n" +
+	"\x0eactor_creation\x18\x11 \x01(\v2\x1b.atoll.v1.ActorCreationSpecR\ractorCreation\x12;\n" +
+	"\rarg_producers\x18\x12 \x03(\v2\x16.atoll.v1.TraceContextR\fargProducers\x1a<\n" +
 	"\x0eResourcesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"R\n" +
 	"\fReturnObject\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12%\n" +
-	"\x05value\x18\x02 \x01(\v2\x0f.atoll.v1.ValueR\x05value\"\xf4\x01\n" +
+	"\x05value\x18\x02 \x01(\v2\x0f.atoll.v1.ValueR\x05value\"\xbe\x02\n" +
 	"\n" +
 	"TaskResult\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x18\n" +
@@ -796,7 +995,9 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\areturns\x18\x03 \x03(\v2\x16.atoll.v1.ReturnObjectR\areturns\x12)\n" +
 	"\x05error\x18\x04 \x01(\v2\x13.atoll.v1.ErrorInfoR\x05error\x12\x1b\n" +
 	"\tworker_id\x18\x05 \x01(\fR\bworkerId\x129\n" +
-	"\fexecute_span\x18\x06 \x01(\v2\x16.atoll.v1.TraceContextR\vexecuteSpan\"4\n" +
+	"\fexecute_span\x18\x06 \x01(\v2\x16.atoll.v1.TraceContextR\vexecuteSpan\x12#\n" +
+	"\ractor_address\x18\a \x01(\tR\factorAddress\x12#\n" +
+	"\ractor_crashed\x18\b \x01(\bR\factorCrashed\"4\n" +
 	"\n" +
 	"SubmitTask\x12&\n" +
 	"\x04spec\x18\x01 \x01(\v2\x12.atoll.v1.TaskSpecR\x04spec\"C\n" +
@@ -805,11 +1006,21 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x1c\n" +
 	"\trecursive\x18\x02 \x01(\bR\trecursive\"2\n" +
 	"\bPushTask\x12&\n" +
-	"\x04spec\x18\x01 \x01(\v2\x12.atoll.v1.TaskSpecR\x04spec\"A\n" +
+	"\x04spec\x18\x01 \x01(\v2\x12.atoll.v1.TaskSpecR\x04spec\"Z\n" +
 	"\n" +
 	"KillWorker\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\fR\bworkerId\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason*_\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x17\n" +
+	"\atask_id\x18\x03 \x01(\fR\x06taskId\"(\n" +
+	"\rWorkerBlocked\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\fR\x06taskId\"*\n" +
+	"\x0fWorkerUnblocked\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\fR\x06taskId\"]\n" +
+	"\tKillActor\x12\x19\n" +
+	"\bactor_id\x18\x01 \x01(\fR\aactorId\x12\x1d\n" +
+	"\n" +
+	"no_restart\x18\x02 \x01(\bR\tnoRestart\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason*_\n" +
 	"\bTaskType\x12\x19\n" +
 	"\x15TASK_TYPE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vNORMAL_TASK\x10\x01\x12\x17\n" +
@@ -830,7 +1041,7 @@ func file_atollpb_task_proto_rawDescGZIP() []byte {
 }
 
 var file_atollpb_task_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_atollpb_task_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_atollpb_task_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_atollpb_task_proto_goTypes = []any{
 	(TaskType)(0),             // 0: atoll.v1.TaskType
 	(*TaskArg)(nil),           // 1: atoll.v1.TaskArg
@@ -842,31 +1053,35 @@ var file_atollpb_task_proto_goTypes = []any{
 	(*CancelTask)(nil),        // 7: atoll.v1.CancelTask
 	(*PushTask)(nil),          // 8: atoll.v1.PushTask
 	(*KillWorker)(nil),        // 9: atoll.v1.KillWorker
-	nil,                       // 10: atoll.v1.TaskSpec.ResourcesEntry
-	(*Value)(nil),             // 11: atoll.v1.Value
-	(*ObjectRef)(nil),         // 12: atoll.v1.ObjectRef
-	(*TraceContext)(nil),      // 13: atoll.v1.TraceContext
-	(*ErrorInfo)(nil),         // 14: atoll.v1.ErrorInfo
+	(*WorkerBlocked)(nil),     // 10: atoll.v1.WorkerBlocked
+	(*WorkerUnblocked)(nil),   // 11: atoll.v1.WorkerUnblocked
+	(*KillActor)(nil),         // 12: atoll.v1.KillActor
+	nil,                       // 13: atoll.v1.TaskSpec.ResourcesEntry
+	(*Value)(nil),             // 14: atoll.v1.Value
+	(*ObjectRef)(nil),         // 15: atoll.v1.ObjectRef
+	(*TraceContext)(nil),      // 16: atoll.v1.TraceContext
+	(*ErrorInfo)(nil),         // 17: atoll.v1.ErrorInfo
 }
 var file_atollpb_task_proto_depIdxs = []int32{
-	11, // 0: atoll.v1.TaskArg.value:type_name -> atoll.v1.Value
-	12, // 1: atoll.v1.TaskArg.ref:type_name -> atoll.v1.ObjectRef
+	14, // 0: atoll.v1.TaskArg.value:type_name -> atoll.v1.Value
+	15, // 1: atoll.v1.TaskArg.ref:type_name -> atoll.v1.ObjectRef
 	0,  // 2: atoll.v1.TaskSpec.type:type_name -> atoll.v1.TaskType
 	1,  // 3: atoll.v1.TaskSpec.args:type_name -> atoll.v1.TaskArg
-	10, // 4: atoll.v1.TaskSpec.resources:type_name -> atoll.v1.TaskSpec.ResourcesEntry
-	13, // 5: atoll.v1.TaskSpec.trace:type_name -> atoll.v1.TraceContext
+	13, // 4: atoll.v1.TaskSpec.resources:type_name -> atoll.v1.TaskSpec.ResourcesEntry
+	16, // 5: atoll.v1.TaskSpec.trace:type_name -> atoll.v1.TraceContext
 	2,  // 6: atoll.v1.TaskSpec.actor_creation:type_name -> atoll.v1.ActorCreationSpec
-	11, // 7: atoll.v1.ReturnObject.value:type_name -> atoll.v1.Value
-	4,  // 8: atoll.v1.TaskResult.returns:type_name -> atoll.v1.ReturnObject
-	14, // 9: atoll.v1.TaskResult.error:type_name -> atoll.v1.ErrorInfo
-	13, // 10: atoll.v1.TaskResult.execute_span:type_name -> atoll.v1.TraceContext
-	3,  // 11: atoll.v1.SubmitTask.spec:type_name -> atoll.v1.TaskSpec
-	3,  // 12: atoll.v1.PushTask.spec:type_name -> atoll.v1.TaskSpec
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	16, // 7: atoll.v1.TaskSpec.arg_producers:type_name -> atoll.v1.TraceContext
+	14, // 8: atoll.v1.ReturnObject.value:type_name -> atoll.v1.Value
+	4,  // 9: atoll.v1.TaskResult.returns:type_name -> atoll.v1.ReturnObject
+	17, // 10: atoll.v1.TaskResult.error:type_name -> atoll.v1.ErrorInfo
+	16, // 11: atoll.v1.TaskResult.execute_span:type_name -> atoll.v1.TraceContext
+	3,  // 12: atoll.v1.SubmitTask.spec:type_name -> atoll.v1.TaskSpec
+	3,  // 13: atoll.v1.PushTask.spec:type_name -> atoll.v1.TaskSpec
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_task_proto_init() }
@@ -885,7 +1100,7 @@ func file_atollpb_task_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_task_proto_rawDesc), len(file_atollpb_task_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   10,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

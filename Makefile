@@ -1,0 +1,45 @@
+# atoll — common tasks. `make` (or `make help`) lists them.
+
+GO ?= go
+MODULE := github.com/atoll-runtime/atoll
+BIN := $(CURDIR)/bin
+
+# staticcheck 2026.2.2 (module v0.8.2) is built with and supports Go 1.26.
+STATICCHECK_VERSION := v0.8.2
+# Must match the protoc-gen-go version in the headers of atollpb/*.pb.go.
+PROTOC_GEN_GO_VERSION := v1.36.12
+
+.DEFAULT_GOAL := help
+.PHONY: help run test lint bench proto tidy
+
+help: ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
+
+run: ## run the quickstart sample
+	$(GO) run ./samples/quickstart
+
+test: ## run every test with the race detector
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+lint: ## gofmt, go vet and staticcheck
+	@unformatted=$$(for d in $$($(GO) list -e -f '{{.Dir}}' ./...); do gofmt -l $$d/*.go; done); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+bench: ## run the Go benchmarks
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+proto: ## regenerate atollpb/*.pb.go from atollpb/*.proto
+	@if ! command -v protoc >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y protobuf-compiler; \
+		else \
+			echo "protoc not found: install it with 'sudo apt-get install protobuf-compiler'" >&2; exit 1; \
+		fi; \
+	fi
+	GOBIN=$(BIN) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	PATH="$(BIN):$$PATH" protoc --go_out=. --go_opt=module=$(MODULE) -I . atollpb/*.proto
+
+tidy: ## go mod tidy
+	$(GO) mod tidy

@@ -1,0 +1,280 @@
+package atoll
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/raylet"
+)
+
+// actorTypeEntry is a registered actor type: its constructor and methods.
+type actorTypeEntry struct {
+	name    string
+	goType  reflect.Type
+	ctor    func(ctx context.Context, args []argData) (any, error)
+	methods map[string]methodInvoker
+}
+
+// methodInvoker calls a method on an actor instance.
+type methodInvoker func(ctx context.Context, instance any, args []argData) ([]any, error)
+
+func registerActorType(e *actorTypeEntry) {
+	registry.Lock()
+	defer registry.Unlock()
+	if e.name == "" {
+		panic("atoll: an actor type needs a name")
+	}
+	if _, dup := registry.actors[e.name]; dup {
+		panic(fmt.Sprintf("atoll: actor type %q registered twice", e.name))
+	}
+	registry.actors[e.name] = e
+}
+
+func lookupActorType(name string) *actorTypeEntry {
+	registry.RLock()
+	defer registry.RUnlock()
+	return registry.actors[name]
+}
+
+func registerMethod(t *actorTypeEntry, name string, m methodInvoker) {
+	registry.Lock()
+	defer registry.Unlock()
+	if _, dup := t.methods[name]; dup {
+		panic(fmt.Sprintf("atoll: method %s.%s registered twice", t.name, name))
+	}
+	t.methods[name] = m
+}
+
+// ActorType is a registered actor type whose instances are T values (a
+// pointer to your struct, usually). Create instances with New.
+type ActorType[T any] struct {
+	entry *actorTypeEntry
+}
+
+// NewActorType registers an actor type whose constructor takes no
+// argument. Register at package init so every process of the binary knows
+// it.
+func NewActorType[T any](name string, ctor func(context.Context) (T, error)) *ActorType[T] {
+	e := &actorTypeEntry{name: name, goType: reflect.TypeFor[T](), methods: map[string]methodInvoker{},
+		ctor: func(ctx context.Context, args []argData) (any, error) {
+			if err := checkArgs(args, 0); err != nil {
+				return nil, err
+			}
+			return ctor(ctx)
+		}}
+	registerActorType(e)
+	return &ActorType[T]{entry: e}
+}
+
+// ActorClass is any registered actor type with instances of type T
+// (ActorType or ActorType1); methods are registered on it.
+type ActorClass[T any] interface {
+	actorType() *ActorType[T]
+}
+
+func (t *ActorType[T]) actorType() *ActorType[T] { return t }
+
+// ActorType1 is an actor type whose constructor takes one argument.
+type ActorType1[T, A any] struct {
+	ActorType[T]
+}
+
+// NewActorType1 registers an actor type whose constructor takes an
+// argument (use a struct for several).
+func NewActorType1[T, A any](name string, ctor func(context.Context, A) (T, error)) *ActorType1[T, A] {
+	e := &actorTypeEntry{name: name, goType: reflect.TypeFor[T](), methods: map[string]methodInvoker{},
+		ctor: func(ctx context.Context, args []argData) (any, error) {
+			if err := checkArgs(args, 1); err != nil {
+				return nil, err
+			}
+			a, err := arg[A](args, 0)
+			if err != nil {
+				return nil, err
+			}
+			return ctor(ctx, a)
+		}}
+	registerActorType(e)
+	return &ActorType1[T, A]{ActorType[T]{entry: e}}
+}
+
+// New creates an actor and returns its handle at once; calls made before
+// the actor is running wait for it. Options: ActorName, MaxRestarts,
+// MaxTaskRetries, WithTaskResources. A name already taken by a live actor
+// fails with ErrInvalidArgument.
+func (t *ActorType[T]) New(ctx context.Context, opts ...CallOption) (ActorHandle[T], error) {
+	return newActor[T](ctx, t.entry, nil, opts)
+}
+
+// New creates an actor with constructor argument a (see ActorType.New).
+func (t *ActorType1[T, A]) New(ctx context.Context, a Arg[A], opts ...CallOption) (ActorHandle[T], error) {
+	return newActor[T](ctx, t.entry, []argSource{a.taskArg()}, opts)
+}
+
+// ActorHandle refers to a live actor; copies refer to the same actor.
+type ActorHandle[T any] struct {
+	st *actorState
+}
+
+// ID returns the actor id in hex.
+func (h ActorHandle[T]) ID() string {
+	if h.st == nil {
+		return ""
+	}
+	return h.st.id.String()
+}
+
+// Name returns the actor's name ("" for anonymous actors).
+func (h ActorHandle[T]) Name() string {
+	if h.st == nil {
+		return ""
+	}
+	return h.st.name
+}
+
+func newActor[T any](ctx context.Context, e *actorTypeEntry, args []argSource, opts []CallOption) (ActorHandle[T], error) {
+	rt, err := running()
+	if err != nil {
+		return ActorHandle[T]{}, err
+	}
+	cc := newCallConfig(opts)
+	if cc.maxRestarts < -1 || cc.maxTaskRetries < -1 {
+		return ActorHandle[T]{}, errs.Invalidf("MaxRestarts and MaxTaskRetries must be >= -1")
+	}
+	id := ids.NewActorID()
+	info := &atollpb.ActorInfo{ActorId: id.Bytes(), Name: cc.actorName, Namespace: rt.cfg.namespace, ActorType: e.name,
+		State: atollpb.ActorState_ACTOR_PENDING_CREATION, MaxRestarts: int32(cc.maxRestarts), NodeId: rt.nodeID.Bytes(),
+		OwnerId: rt.workerID.Bytes(), JobId: rt.jobID.Bytes()}
+	if err := rt.gcs.RegisterActor(ctx, info); err != nil {
+		return ActorHandle[T]{}, err
+	}
+	st := rt.actors.add(id, cc.actorName, e.name, cc.maxTaskRetries)
+	spec := &atollpb.TaskSpec{
+		Type: atollpb.TaskType_ACTOR_CREATION_TASK, Function: e.name, Name: "create " + e.name, ActorId: id.Bytes(),
+		ActorCreation: &atollpb.ActorCreationSpec{ActorType: e.name, Name: cc.actorName, MaxRestarts: int32(cc.maxRestarts),
+			MaxTaskRetries: int32(cc.maxTaskRetries), Namespace: rt.cfg.namespace},
+	}
+	if cc.resources != nil {
+		spec.Resources = cc.resources.toMap()
+	}
+	rt.submit(ctx, spec, args, cc, nil)
+	return ActorHandle[T]{st: st}, nil
+}
+
+// GetActor returns a handle to the live actor named name in this
+// namespace. It fails with ErrNotFound if there is none, and with
+// ErrInvalidArgument if the actor is not of type T.
+func GetActor[T any](ctx context.Context, name string) (ActorHandle[T], error) {
+	rt, err := running()
+	if err != nil {
+		return ActorHandle[T]{}, err
+	}
+	info, err := rt.gcs.GetNamedActor(ctx, rt.cfg.namespace, name)
+	if err != nil {
+		return ActorHandle[T]{}, err
+	}
+	e := lookupActorType(info.ActorType)
+	if e == nil || e.goType != reflect.TypeFor[T]() {
+		return ActorHandle[T]{}, errs.Invalidf("actor %q is a %s, not a %v", name, info.ActorType, reflect.TypeFor[T]())
+	}
+	id := ids.MustFromBytes(info.ActorId)
+	st := rt.actors.get(id)
+	if st == nil {
+		st = rt.actors.add(id, info.Name, info.ActorType, 0)
+	}
+	if info.Address != "" && info.State == atollpb.ActorState_ACTOR_ALIVE {
+		rt.actors.created(rt, id, info.Address)
+	}
+	return ActorHandle[T]{st: st}, nil
+}
+
+// Kill stops an actor for good, whatever its MaxRestarts. Calls from
+// this process not yet finished fail with ActorDied at once; other
+// callers see it die when the GCS announces it.
+func Kill[T any](ctx context.Context, h ActorHandle[T]) error {
+	rt, err := running()
+	if err != nil {
+		return err
+	}
+	if h.st == nil {
+		return errs.Invalidf("Kill: zero ActorHandle")
+	}
+	const reason = "killed by atoll.Kill"
+	rt.actors.died(rt, h.st.id, errs.ToProto(&errs.ActorDiedError{ActorID: h.st.id.String(), Name: h.st.name, Message: reason}))
+	rt.system.Root.Send(rt.rayletPID, &atollpb.KillActor{ActorId: h.st.id.Bytes(), NoRestart: true, Reason: reason})
+	return nil
+}
+
+// callActor submits a method call.
+func callActor(ctx context.Context, st *actorState, method string, numReturns int, opts []CallOption, args ...argSource) []*refHandle {
+	rt, err := running()
+	if err == nil && st == nil {
+		err = errs.Invalidf("call on a zero ActorHandle")
+	}
+	if err != nil {
+		hs := make([]*refHandle, numReturns)
+		for i := range hs {
+			hs[i] = &refHandle{err: err, state: &handleState{}}
+		}
+		return hs
+	}
+	cc := newCallConfig(opts)
+	retries := st.maxTaskRetries
+	spec := &atollpb.TaskSpec{
+		Type: atollpb.TaskType_ACTOR_TASK, Function: st.typeName + "." + method, Name: cc.name, NumReturns: int32(numReturns),
+		MaxRetries: int32(retries), RetryExceptions: cc.retryExceptions, ActorId: st.id.Bytes(),
+	}
+	return rt.submit(ctx, spec, args, cc, st)
+}
+
+// NewActor implements raylet.Executor: it runs the constructor.
+func (ex *executor) NewActor(ctx context.Context, w raylet.Worker, spec *atollpb.TaskSpec) (any, error) {
+	rt := (*core)(ex)
+	e := lookupActorType(spec.GetActorCreation().GetActorType())
+	if e == nil {
+		return nil, errs.Invalidf("no actor type %q is registered in this binary", spec.GetActorCreation().GetActorType())
+	}
+	var instance any
+	res, _ := rt.execute(ctx, w, spec, func(ctx context.Context, args []argData) ([]any, error) {
+		v, err := e.ctor(ctx, args)
+		instance = v
+		return nil, err
+	})
+	if res.Error != nil {
+		return nil, errs.FromProto(res.Error)
+	}
+	return instance, nil
+}
+
+// RunActorTask implements raylet.Executor: it runs one method call.
+func (ex *executor) RunActorTask(ctx context.Context, w raylet.Worker, instance any, spec *atollpb.TaskSpec) (*atollpb.TaskResult, bool) {
+	rt := (*core)(ex)
+	typeName, method := splitMethod(spec.Function)
+	e := lookupActorType(typeName)
+	var m methodInvoker
+	if e != nil {
+		registry.RLock()
+		m = e.methods[method]
+		registry.RUnlock()
+	}
+	if m == nil {
+		return failed(spec, w, errs.Invalidf("actor type %s has no method %q", typeName, method)), false
+	}
+	res, panicked := rt.execute(ctx, w, spec, func(ctx context.Context, args []argData) ([]any, error) {
+		return m(ctx, instance, args)
+	})
+	res.ActorCrashed = panicked
+	return res, panicked
+}
+
+func splitMethod(fn string) (typeName, method string) {
+	for i := len(fn) - 1; i >= 0; i-- {
+		if fn[i] == '.' {
+			return fn[:i], fn[i+1:]
+		}
+	}
+	return fn, ""
+}

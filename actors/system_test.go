@@ -1,0 +1,59 @@
+package actors
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestNewSystemDemotesInfoToDebug(t *testing.T) {
+	var quiet, verbose syncBuffer
+	s1 := NewSystem(slog.New(slog.NewTextHandler(&quiet, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	defer s1.Shutdown()
+	s2 := NewSystem(slog.New(slog.NewTextHandler(&verbose, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	defer s2.Shutdown()
+
+	if got := quiet.String(); got != "" {
+		t.Errorf("info-level logger got protoactor output: %q", got)
+	}
+	got := verbose.String()
+	if !strings.Contains(got, "actor system started") || !strings.Contains(got, "level=DEBUG") {
+		t.Errorf("debug-level logger: want the start message at DEBUG, got %q", got)
+	}
+	if !strings.Contains(got, "lib=protoactor") || !strings.Contains(got, "system="+s2.ID) {
+		t.Errorf("missing lib/system attributes: %q", got)
+	}
+
+	s1.Logger().Warn("kept")
+	if !strings.Contains(quiet.String(), "level=WARN msg=kept") {
+		t.Errorf("warnings must keep their level: %q", quiet.String())
+	}
+}
+
+func TestNewSystemNilLogger(t *testing.T) {
+	s := NewSystem(nil)
+	defer s.Shutdown()
+	if s.Logger() == nil {
+		t.Fatal("nil logger")
+	}
+}

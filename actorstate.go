@@ -1,0 +1,190 @@
+package atoll
+
+import (
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+)
+
+// actorState is the caller side of one actor: where it lives, whether it
+// is dead, and the calls waiting to be sent in order.
+type actorState struct {
+	id             ids.ActorID
+	name           string
+	typeName       string
+	maxTaskRetries int
+
+	mu       sync.Mutex
+	pid      *actor.PID
+	dead     *atollpb.ErrorInfo
+	queue    []*pendingTask // submitted, not yet sent, in call order
+	inflight map[ids.TaskID]*pendingTask
+}
+
+// actorTable holds the actors this process has handles to.
+type actorTable struct {
+	mu sync.Mutex
+	m  map[ids.ActorID]*actorState
+}
+
+func newActorTable() *actorTable { return &actorTable{m: map[ids.ActorID]*actorState{}} }
+
+func (t *actorTable) add(id ids.ActorID, name, typeName string, maxTaskRetries int) *actorState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if st := t.m[id]; st != nil {
+		return st
+	}
+	st := &actorState{id: id, name: name, typeName: typeName, maxTaskRetries: maxTaskRetries, inflight: map[ids.TaskID]*pendingTask{}}
+	t.m[id] = st
+	return st
+}
+
+func (t *actorTable) get(id ids.ActorID) *actorState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.m[id]
+}
+
+// created records where a started actor lives and sends the calls that
+// waited for it.
+func (t *actorTable) created(rt *core, id ids.ActorID, address string) {
+	st := t.get(id)
+	if st == nil || address == "" {
+		return
+	}
+	st.mu.Lock()
+	if st.pid == nil {
+		st.pid = rt.system.NewLocalPID(address)
+	}
+	st.mu.Unlock()
+	st.flush(rt)
+}
+
+// died fails every pending call of a dead actor and any later one.
+func (t *actorTable) died(rt *core, id ids.ActorID, cause *atollpb.ErrorInfo) {
+	st := t.get(id)
+	if st == nil {
+		return
+	}
+	if cause == nil || cause.Code != atollpb.ErrorCode_ACTOR_DIED {
+		msg := "actor died"
+		if cause != nil {
+			msg = cause.Message
+		}
+		cause = errs.ToProto(&errs.ActorDiedError{ActorID: id.String(), Name: st.name, Message: msg})
+	}
+	st.mu.Lock()
+	if st.dead != nil {
+		st.mu.Unlock()
+		return
+	}
+	st.dead = cause
+	pending := append([]*pendingTask(nil), st.queue...)
+	for _, pt := range st.inflight {
+		pending = append(pending, pt)
+	}
+	st.queue = nil
+	st.mu.Unlock()
+	for _, pt := range pending {
+		rt.finish(pt, cause)
+	}
+}
+
+// onEvent applies an actor state change published by the GCS.
+func (t *actorTable) onEvent(rt *core, info *atollpb.ActorInfo) {
+	id := ids.MustFromBytes(info.ActorId)
+	switch info.State {
+	case atollpb.ActorState_ACTOR_DEAD:
+		t.died(rt, id, info.DeathCause)
+	case atollpb.ActorState_ACTOR_ALIVE:
+		t.created(rt, id, info.Address)
+	}
+}
+
+// enqueue records a call in call order (before its arguments resolve).
+func (st *actorState) enqueue(pt *pendingTask) {
+	st.mu.Lock()
+	dead := st.dead
+	if dead == nil {
+		st.queue = append(st.queue, pt)
+	}
+	st.mu.Unlock()
+	if dead != nil {
+		pt.actor = nil // nothing to forget
+		current().finish(pt, dead)
+	}
+}
+
+// markReady notes that a call's arguments resolved and sends every call at
+// the head of the queue that is ready.
+func (st *actorState) markReady(rt *core, pt *pendingTask) {
+	rt.tasks.mu.Lock()
+	pt.ready = true
+	rt.tasks.mu.Unlock()
+	st.flush(rt)
+}
+
+func (st *actorState) flush(rt *core) {
+	st.mu.Lock()
+	if st.pid == nil || st.dead != nil {
+		st.mu.Unlock()
+		return
+	}
+	var send []*pendingTask
+	rt.tasks.mu.Lock()
+	for len(st.queue) > 0 && st.queue[0].ready {
+		pt := st.queue[0]
+		st.queue = st.queue[1:]
+		st.inflight[pt.id] = pt
+		send = append(send, pt)
+	}
+	rt.tasks.mu.Unlock()
+	pid := st.pid
+	// Send under st.mu so concurrent flushes keep call order.
+	for _, pt := range send {
+		rt.system.Root.RequestWithCustomSender(pid, &atollpb.PushTask{Spec: pt.spec}, rt.ownerPID)
+	}
+	st.mu.Unlock()
+}
+
+// resend sends a retried call again (it goes behind calls already sent).
+func (st *actorState) resend(rt *core, pt *pendingTask) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.dead != nil || st.pid == nil {
+		return
+	}
+	rt.system.Root.RequestWithCustomSender(st.pid, &atollpb.PushTask{Spec: pt.spec}, rt.ownerPID)
+}
+
+// unsent removes a call that has not been sent yet; it reports whether it
+// found one.
+func (st *actorState) unsent(pt *pendingTask) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for i, q := range st.queue {
+		if q == pt {
+			st.queue = append(st.queue[:i], st.queue[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// forget drops a finished call.
+func (st *actorState) forget(pt *pendingTask) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	delete(st.inflight, pt.id)
+	for i, q := range st.queue {
+		if q == pt {
+			st.queue = append(st.queue[:i], st.queue[i+1:]...)
+			break
+		}
+	}
+}

@@ -1,0 +1,349 @@
+package atoll
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/atoll-runtime/atoll/actors"
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/gcs"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/natsembed"
+	"github.com/atoll-runtime/atoll/internal/telemetry"
+	"github.com/atoll-runtime/atoll/objectstore"
+	"github.com/atoll-runtime/atoll/raylet"
+)
+
+// core is one process's runtime: in the embedded default it is the whole
+// local cluster (NATS, GCS, object store, raylet) plus the driver's owner
+// state (object table, pending tasks, actor handles).
+type core struct {
+	cfg    config
+	log    *slog.Logger
+	tracer trace.Tracer
+	ownTP  *sdktrace.TracerProvider
+
+	sessionDir    string
+	ownSessionDir bool
+	nats          *natsembed.Server
+	nc            *nats.Conn
+	system        *actor.ActorSystem
+	gcs           *gcs.Client
+	arena         *objectstore.Arena
+	storePID      *actor.PID
+	gcsPID        *actor.PID
+	rayletPID     *actor.PID
+	ownerPID      *actor.PID
+	reporterPID   *actor.PID
+	store         *objectstore.Client
+
+	nodeID   ids.NodeID
+	jobID    ids.JobID
+	workerID ids.WorkerID
+	putTask  ids.TaskID
+	putSeq   atomic.Uint32
+
+	objects *objectTable
+	tasks   *taskTable
+	actors  *actorTable
+
+	workerStores sync.Map // ids.WorkerID -> *objectstore.Client
+	unsubscribe  func()
+	closed       atomic.Bool
+}
+
+var (
+	currentMu sync.Mutex
+	current_  atomic.Pointer[core]
+)
+
+func current() *core { return current_.Load() }
+
+func running() (*core, error) {
+	rt := current()
+	if rt == nil || rt.closed.Load() {
+		return nil, errs.ErrNotInitialized
+	}
+	return rt, nil
+}
+
+// Init starts atoll. With no address it starts the embedded local
+// cluster inside this process: an embedded NATS server with JetStream, the
+// GCS, the shared-memory object store, and a raylet with one goroutine
+// worker per CPU. Call Shutdown when done. Init fails with
+// ErrAlreadyStarted if atoll is already running in this process.
+func Init(ctx context.Context, opts ...Option) (err error) {
+	currentMu.Lock()
+	defer currentMu.Unlock()
+	if current() != nil {
+		return errs.ErrAlreadyStarted
+	}
+	cfg := config{}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	rt := &core{cfg: cfg, nodeID: ids.NewNodeID(), jobID: ids.NewJobID(), workerID: ids.NewWorkerID(), putTask: ids.NewTaskID()}
+	defer func() {
+		if err != nil {
+			rt.stop(context.Background())
+		}
+	}()
+	if err := rt.start(ctx); err != nil {
+		return err
+	}
+	current_.Store(rt)
+	return nil
+}
+
+func (rt *core) start(ctx context.Context) error {
+	cfg := &rt.cfg
+	rt.log = cfg.logger
+	if rt.log == nil {
+		rt.log = slog.Default()
+	}
+	rt.log = slog.New(telemetry.NewLogHandler(rt.log.Handler())).With("component", "atoll")
+	if cfg.numCPUs == 0 {
+		cfg.numCPUs = float64(goruntime.NumCPU())
+	}
+	if cfg.numCPUs < 0 {
+		return errs.Invalidf("WithNumCPUs(%g): must not be negative", cfg.numCPUs)
+	}
+	if cfg.inlineThreshold == 0 {
+		cfg.inlineThreshold = DefaultInlineThreshold
+	}
+	if cfg.namespace == "" {
+		cfg.namespace = "default"
+	}
+	tp := cfg.tracerProvider
+	if tp == nil {
+		own, err := telemetry.ProviderFromEnv(ctx)
+		if err != nil {
+			return fmt.Errorf("atoll: OTLP exporter: %w", err)
+		}
+		if own != nil {
+			rt.ownTP, tp = own, own
+		} else {
+			tp = otel.GetTracerProvider()
+		}
+	}
+	cfg.tracerProvider = tp
+	rt.tracer = telemetry.Tracer(tp)
+
+	rt.sessionDir = cfg.sessionDir
+	if rt.sessionDir == "" {
+		dir, err := os.MkdirTemp("", "atoll-session-")
+		if err != nil {
+			return fmt.Errorf("atoll: session dir: %w", err)
+		}
+		rt.sessionDir, rt.ownSessionDir = dir, true
+	}
+	var err error
+	rt.nats, err = natsembed.Start(natsembed.Config{Port: -1, StoreDir: filepath.Join(rt.sessionDir, "nats"), ServerName: "atoll-" + rt.nodeID.Short()})
+	if err != nil {
+		return fmt.Errorf("atoll: embedded NATS: %w", err)
+	}
+	if rt.nc, err = rt.nats.Connect(); err != nil {
+		return fmt.Errorf("atoll: connect to embedded NATS: %w", err)
+	}
+	rt.system = actors.NewSystem(rt.log)
+	root := rt.system.Root
+
+	gcsProps, err := gcs.NewProps(gcs.Config{Conn: rt.nc, Logger: quiet(rt.log), TracerProvider: tp})
+	if err != nil {
+		return err
+	}
+	if rt.gcsPID, err = root.SpawnNamed(gcsProps, "gcs"); err != nil {
+		return fmt.Errorf("atoll: start GCS: %w", err)
+	}
+	rt.gcs = gcs.NewClient(rt.nc, gcs.ClientOptions{WaitForServer: true})
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	_, err = rt.gcs.ListNodes(wctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("atoll: GCS not ready: %w", err)
+	}
+
+	storeCfg := objectstore.Config{Capacity: cfg.storeMemory, CreateTimeout: cfg.storeFullTimeout, Prefault: cfg.prefaultStore}
+	rt.arena, err = storeCfg.NewArena("atoll-" + rt.nodeID.Short())
+	if err != nil {
+		return fmt.Errorf("atoll: object store arena: %w", err)
+	}
+	storeProps, err := objectstore.NewProps(storeCfg, rt.arena)
+	if err != nil {
+		return err
+	}
+	if rt.storePID, err = root.SpawnNamed(storeProps, "objectstore"); err != nil {
+		return fmt.Errorf("atoll: start object store: %w", err)
+	}
+	rt.store = objectstore.NewClient(root, rt.storePID, rt.arena, rt.workerID)
+	rt.objects = newObjectTable(func(stored []ids.ObjectID) { rt.store.Delete(stored...) })
+	rt.tasks = newTaskTable()
+	rt.actors = newActorTable()
+
+	if rt.ownerPID, err = root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &ownerActor{rt: rt} }), "owner"); err != nil {
+		return fmt.Errorf("atoll: start owner: %w", err)
+	}
+	if rt.reporterPID, err = root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &actorReporter{gcs: rt.gcs, log: rt.log} }), "actor-reporter"); err != nil {
+		return fmt.Errorf("atoll: start actor reporter: %w", err)
+	}
+	res := raylet.Resources{}
+	for k, v := range cfg.resources {
+		res[k] = v
+	}
+	res[raylet.CPU] = cfg.numCPUs
+	if _, ok := res[raylet.Memory]; !ok {
+		res[raylet.Memory] = float64(totalMemory())
+	}
+	rayletProps, err := raylet.NewProps(raylet.Config{
+		NodeID:         rt.nodeID,
+		Resources:      res,
+		Executor:       (*executor)(rt),
+		TracerProvider: tp,
+		Logger:         rt.log,
+		OnWorkerDeath:  rt.workerDied,
+		ReportActor:    func(info *atollpb.ActorInfo) { root.Send(rt.reporterPID, info) },
+	})
+	if err != nil {
+		return err
+	}
+	if rt.rayletPID, err = root.SpawnNamed(rayletProps, "raylet"); err != nil {
+		return fmt.Errorf("atoll: start raylet: %w", err)
+	}
+	rt.unsubscribe, err = rt.gcs.SubscribeActorEvents(func(info *atollpb.ActorInfo) { root.Send(rt.ownerPID, info) })
+	if err != nil {
+		return fmt.Errorf("atoll: subscribe to actor events: %w", err)
+	}
+	host, _ := os.Hostname()
+	if err := rt.gcs.RegisterNode(ctx, &atollpb.NodeInfo{
+		NodeId: rt.nodeID.Bytes(), Address: rt.rayletPID.Id, Resources: res, State: atollpb.NodeState_NODE_ALIVE,
+		StartTimeUnixMs: time.Now().UnixMilli(), ObjectStoreBytes: rt.arena.Size(), Hostname: host, IsHead: true,
+	}); err != nil {
+		return fmt.Errorf("atoll: register node: %w", err)
+	}
+	if err := rt.gcs.AddJob(ctx, &atollpb.JobInfo{JobId: rt.jobID.Bytes(), DriverAddress: rt.ownerPID.Id,
+		StartTimeUnixMs: time.Now().UnixMilli(), Entrypoint: entrypoint()}); err != nil {
+		return fmt.Errorf("atoll: register job: %w", err)
+	}
+	rt.log.Debug("atoll started", "node", rt.nodeID.String(), "cpus", cfg.numCPUs, "store_bytes", rt.arena.Size())
+	return nil
+}
+
+// Shutdown stops atoll: running tasks are cancelled, actors stopped, the
+// object store and its shared memory released. Views returned by Get are
+// invalid afterwards. Shutdown without Init is a no-op.
+func Shutdown(ctx context.Context) error {
+	currentMu.Lock()
+	defer currentMu.Unlock()
+	rt := current()
+	if rt == nil {
+		return nil
+	}
+	current_.Store(nil)
+	return rt.stop(ctx)
+}
+
+func (rt *core) stop(ctx context.Context) error {
+	rt.closed.Store(true)
+	var errList []error
+	if rt.gcs != nil && rt.rayletPID != nil {
+		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		if err := rt.gcs.FinishJob(fctx, rt.jobID.Bytes()); err != nil {
+			rt.log.Debug("finish job", "err", err)
+		}
+		cancel()
+	}
+	if rt.unsubscribe != nil {
+		rt.unsubscribe()
+	}
+	if rt.objects != nil {
+		rt.objects.close()
+	}
+	if rt.tasks != nil {
+		rt.tasks.failAll(errs.Unavailablef("atoll shut down"), rt)
+	}
+	if rt.system != nil {
+		for _, pid := range []*actor.PID{rt.rayletPID, rt.ownerPID, rt.reporterPID, rt.storePID, rt.gcsPID} {
+			if pid != nil {
+				_ = rt.system.Root.StopFuture(pid).Wait()
+			}
+		}
+		rt.system.Shutdown()
+	}
+	if rt.nc != nil {
+		rt.nc.Close()
+	}
+	if rt.nats != nil {
+		rt.nats.Shutdown()
+	}
+	if rt.arena != nil {
+		if err := rt.arena.Close(); err != nil {
+			errList = append(errList, err)
+		}
+	}
+	if rt.ownSessionDir {
+		if err := os.RemoveAll(rt.sessionDir); err != nil {
+			errList = append(errList, err)
+		}
+	}
+	if rt.ownTP != nil {
+		if err := rt.ownTP.Shutdown(ctx); err != nil {
+			errList = append(errList, err)
+		}
+	}
+	return errors.Join(errList...)
+}
+
+// workerDied reclaims a dead worker's pins and unsealed objects.
+func (rt *core) workerDied(w ids.WorkerID) {
+	if c, ok := rt.workerStores.LoadAndDelete(w); ok {
+		c.(*objectstore.Client).Disconnect()
+	}
+}
+
+// storeFor returns the object-store client of a worker.
+func (rt *core) storeFor(w ids.WorkerID) *objectstore.Client {
+	if c, ok := rt.workerStores.Load(w); ok {
+		return c.(*objectstore.Client)
+	}
+	c, _ := rt.workerStores.LoadOrStore(w, objectstore.NewClient(rt.system.Root, rt.storePID, rt.arena, w))
+	return c.(*objectstore.Client)
+}
+
+// quiet keeps only warnings and errors of a chatty component.
+func quiet(l *slog.Logger) *slog.Logger { return slog.New(minLevel{l.Handler(), slog.LevelWarn}) }
+
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(a), h.min}
+}
+func (h minLevel) WithGroup(n string) slog.Handler { return minLevel{h.Handler.WithGroup(n), h.min} }
+
+func entrypoint() string {
+	if len(os.Args) > 0 {
+		return filepath.Base(os.Args[0])
+	}
+	return ""
+}

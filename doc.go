@@ -1,0 +1,30 @@
+// Package atoll is a Ray-style distributed runtime for Go: remote
+// functions (tasks) that return object references, stateful actors, and a
+// per-node shared-memory object store with a hard memory limit.
+//
+// Register remote functions and actor types at package init, so every
+// process of the same binary knows them by name:
+//
+//	var Sum = atoll.NewFunc1("sum", func(ctx context.Context, xs []float64) (float64, error) {
+//		return floats.Sum(xs), nil
+//	})
+//
+//	func main() {
+//		ctx := context.Background()
+//		if err := atoll.Init(ctx); err != nil { ... }
+//		defer atoll.Shutdown(ctx)
+//		ref, _ := atoll.Put(ctx, xs)          // stored once in shared memory
+//		total := Sum.Remote(ctx, ref)         // runs on a worker; xs is a zero-copy view there
+//		v, err := atoll.Get(ctx, total)
+//	}
+//
+// Arguments are plain values (atoll.Value(x)) or ObjectRefs, resolved
+// before the function runs; tasks may submit tasks. Errors are typed:
+// TaskError, WorkerCrashedError, ActorDiedError, ObjectStoreFullError,
+// ObjectLostError, GetTimeoutError, CancelledError (errors.Is/As).
+//
+// Init with no address starts the embedded local cluster inside the
+// process: an embedded NATS server with JetStream (the control plane and
+// the GCS's storage), the GCS, the object store and a raylet, each a
+// supervised protoactor-go actor. See ARCHITECTURE.md.
+package atoll

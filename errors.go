@@ -1,0 +1,50 @@
+package atoll
+
+import "github.com/atoll-runtime/atoll/internal/errs"
+
+// Typed errors. Test with errors.Is against the sentinels, or extract the
+// details with errors.As. Each type has a stable code on the wire
+// (atollpb.ErrorCode).
+type (
+	// TaskError is a task's or method's own failure: it returned an error
+	// or panicked (Message, RemoteStack). In-process, Unwrap returns the
+	// original error.
+	TaskError = errs.TaskError
+	// WorkerCrashedError: the worker died running the task and retries ran
+	// out.
+	WorkerCrashedError = errs.WorkerCrashedError
+	// ActorDiedError: the actor is dead (killed, restarts exhausted, or its
+	// constructor failed).
+	ActorDiedError = errs.ActorDiedError
+	// ObjectStoreFullError: a creation found no space in time.
+	ObjectStoreFullError = errs.ObjectStoreFullError
+	// ObjectLostError: the object's value is gone.
+	ObjectLostError = errs.ObjectLostError
+	// GetTimeoutError: a Get's context deadline passed first; it also
+	// matches context.DeadlineExceeded.
+	GetTimeoutError = errs.GetTimeoutError
+	// CancelledError: the task was cancelled; it also matches
+	// context.Canceled.
+	CancelledError = errs.CancelledError
+	// OwnerDiedError: the process owning the object died.
+	OwnerDiedError = errs.OwnerDiedError
+)
+
+// Sentinels for errors.Is.
+var (
+	ErrTask            = errs.ErrTask
+	ErrWorkerCrashed   = errs.ErrWorkerCrashed
+	ErrActorDied       = errs.ErrActorDied
+	ErrObjectStoreFull = errs.ErrObjectStoreFull
+	ErrObjectLost      = errs.ErrObjectLost
+	ErrGetTimeout      = errs.ErrGetTimeout
+	ErrCancelled       = errs.ErrCancelled
+	ErrOwnerDied       = errs.ErrOwnerDied
+	ErrInvalidArgument = errs.ErrInvalidArgument
+	ErrNotFound        = errs.ErrNotFound
+	// ErrUnavailable: atoll is not running (ErrNotInitialized) or shutting
+	// down.
+	ErrUnavailable    = errs.ErrUnavailable
+	ErrNotInitialized = errs.ErrNotInitialized
+	ErrAlreadyStarted = errs.ErrAlreadyStarted
+)

@@ -1,0 +1,198 @@
+package atoll
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/codec"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/telemetry"
+	"github.com/atoll-runtime/atoll/objectstore"
+	"github.com/atoll-runtime/atoll/raylet"
+)
+
+// executor runs user code for the raylet (raylet.Executor).
+type executor core
+
+var _ raylet.Executor = (*executor)(nil)
+
+type taskKey struct{}
+
+// taskInfo describes the task running under a context.
+type taskInfo struct {
+	id     ids.TaskID
+	worker ids.WorkerID
+	actor  bool
+}
+
+// RunTask implements raylet.Executor.
+func (ex *executor) RunTask(ctx context.Context, w raylet.Worker, spec *atollpb.TaskSpec) *atollpb.TaskResult {
+	rt := (*core)(ex)
+	fe := lookupFunc(spec.Function)
+	if fe == nil {
+		return failed(spec, w, errs.Invalidf("no remote function %q is registered in this binary", spec.Function))
+	}
+	res, _ := rt.execute(ctx, w, spec, fe.call)
+	return res
+}
+
+// execute runs one attempt: fetch arguments, call, store outputs, each
+// phase a span under the task's execute span.
+func (rt *core) execute(ctx context.Context, w raylet.Worker, spec *atollpb.TaskSpec, fn invoker) (res *atollpb.TaskResult, panicked bool) {
+	taskID := ids.MustFromBytes(spec.TaskId)
+	parent := telemetry.Extract(ctx, spec.Trace)
+	ctx, span := rt.tracer.Start(parent, "execute "+spec.Name, trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithLinks(telemetry.Links(spec.ArgProducers)...),
+		trace.WithAttributes(attribute.String("atoll.task_id", taskID.String()), attribute.Int("atoll.attempt", int(spec.Attempt)),
+			attribute.String("atoll.worker_id", w.ID.String()), attribute.String("atoll.node_id", w.NodeID.String())))
+	defer span.End()
+	ctx = context.WithValue(ctx, taskKey{}, &taskInfo{id: taskID, worker: w.ID, actor: spec.Type == atollpb.TaskType_ACTOR_TASK})
+	ctx = telemetry.WithTaskID(ctx, taskID.String())
+	store := rt.storeFor(w.ID)
+
+	args, release, err := rt.fetchArgs(ctx, store, spec)
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		return failed(spec, w, err), false
+	}
+	out, err, panicked := safeCall(ctx, fn, args)
+	release() // argument views are invalid from here on
+	if err == nil && len(out) != int(spec.NumReturns) {
+		err = errs.Invalidf("task %s returned %d values, want %d", spec.Name, len(out), spec.NumReturns)
+	}
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return failed(spec, w, &errs.CancelledError{TaskName: spec.Name, TaskID: taskID.String()}), false
+		}
+		var te *errs.TaskError
+		if !errors.As(err, &te) || te.TaskID != taskID.String() {
+			te = &errs.TaskError{TaskName: spec.Name, TaskID: taskID.String(), Message: err.Error(), Cause: err}
+			if p, ok := err.(*panicError); ok {
+				te.Message, te.RemoteStack = p.Error(), p.stack
+			}
+		}
+		res := failed(spec, w, te)
+		res.ExecuteSpan = telemetry.Inject(ctx)
+		return res, panicked
+	}
+	returns, err := rt.storeOutputs(ctx, store, spec, out)
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		return failed(spec, w, err), false
+	}
+	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Returns: returns, WorkerId: w.ID.Bytes(),
+		ExecuteSpan: telemetry.Inject(ctx)}, false
+}
+
+func failed(spec *atollpb.TaskSpec, w raylet.Worker, err error) *atollpb.TaskResult {
+	e := errs.ToProto(err)
+	if e.TaskName == "" {
+		e.TaskName = spec.Name
+	}
+	if len(e.TaskId) == 0 {
+		e.TaskId = spec.TaskId
+	}
+	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Error: e, WorkerId: w.ID.Bytes()}
+}
+
+// panicError is a recovered panic with the stack of the panicking
+// goroutine.
+type panicError struct {
+	value any
+	stack string
+}
+
+func (p *panicError) Error() string { return fmt.Sprintf("panic: %v", p.value) }
+
+func safeCall(ctx context.Context, fn invoker, args []argData) (out []any, err error, panicked bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err, panicked = nil, &panicError{value: r, stack: string(debug.Stack())}, true
+		}
+	}()
+	out, err = fn(ctx, args)
+	return out, err, false
+}
+
+// fetchArgs resolves a task's arguments: inline values as they are,
+// objects as pinned views of the store. release drops the pins.
+func (rt *core) fetchArgs(ctx context.Context, store *objectstore.Client, spec *atollpb.TaskSpec) ([]argData, func(), error) {
+	args := make([]argData, len(spec.Args))
+	var want []ids.ObjectID
+	var slots []int
+	for i, a := range spec.Args {
+		if v := a.GetValue(); v != nil {
+			args[i] = argData{codec: v.Codec, data: v.GetInline()}
+			continue
+		}
+		want = append(want, ids.MustObjectID(a.GetRef().GetObjectId()))
+		slots = append(slots, i)
+	}
+	if len(want) == 0 {
+		return args, func() {}, nil
+	}
+	_, span := rt.tracer.Start(ctx, "fetch_args "+spec.Name, trace.WithAttributes(attribute.Int("atoll.objects", len(want))))
+	defer span.End()
+	objs, err := store.Get(ctx, want, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	var pinned []ids.ObjectID
+	var size int
+	for j, o := range objs {
+		if o.ID.IsZero() {
+			store.Release(pinned...)
+			return nil, nil, &errs.ObjectLostError{ObjectID: want[j].String(), Message: "argument not in the object store"}
+		}
+		pinned = append(pinned, o.ID)
+		args[slots[j]] = argData{codec: o.Codec, data: o.Data}
+		size += len(o.Data)
+	}
+	span.SetAttributes(attribute.Int("atoll.size_bytes", size))
+	return args, func() { store.Release(pinned...) }, nil
+}
+
+// storeOutputs encodes a task's return values: small ones inline in the
+// result, large ones written into the object store.
+func (rt *core) storeOutputs(ctx context.Context, store *objectstore.Client, spec *atollpb.TaskSpec, out []any) ([]*atollpb.ReturnObject, error) {
+	_, span := rt.tracer.Start(ctx, "store_outputs "+spec.Name, trace.WithAttributes(attribute.Int("atoll.objects", len(out))))
+	defer span.End()
+	task := ids.MustFromBytes(spec.TaskId)
+	returns := make([]*atollpb.ReturnObject, len(out))
+	for i, v := range out {
+		id := ids.ReturnObjectID(task, i)
+		enc, err := codec.Encode(v)
+		if err != nil {
+			return nil, err
+		}
+		value := &atollpb.Value{Codec: enc.Codec}
+		if enc.Codec == atollpb.Codec_CODEC_GOB {
+			for _, c := range containedRefs(enc.Data) {
+				value.ContainedRefs = append(value.ContainedRefs, &atollpb.ObjectRef{ObjectId: c.Bytes()})
+			}
+		}
+		if rt.inline(len(enc.Data)) {
+			data := enc.Data
+			if codec.ElemSize(enc.Codec) != 0 {
+				data = append([]byte(nil), data...) // may alias an argument view
+			}
+			value.Kind = &atollpb.Value_Inline{Inline: data}
+		} else {
+			if err := store.Put(ctx, id, enc.Codec, enc.Data); err != nil && !errors.Is(err, objectstore.ErrObjectExists) {
+				return nil, err
+			}
+			value.Kind = storedValue(id, enc.Codec, len(enc.Data)).Kind
+		}
+		returns[i] = &atollpb.ReturnObject{ObjectId: id.Bytes(), Value: value}
+	}
+	return returns, nil
+}

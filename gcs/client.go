@@ -1,0 +1,199 @@
+package gcs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/propagation"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+)
+
+// ClientOptions configures a Client. The zero value is valid.
+type ClientOptions struct {
+	// Prefix must match the server's Config.Prefix. Default DefaultPrefix.
+	Prefix string
+	// Timeout bounds a request whose context has no deadline. Default
+	// DefaultRequestTimeout.
+	Timeout time.Duration
+	// WaitForServer retries a request that finds no GCS listening (for
+	// instance while a restarted GCS reloads its tables) until the
+	// context or Timeout expires. Default false: fail at once.
+	WaitForServer bool
+	// Propagator injects the caller's trace context into request headers.
+	// Default: otel.GetTextMapPropagator(), or W3C TraceContext when no
+	// global propagator is set.
+	Propagator propagation.TextMapPropagator
+}
+
+// Client sends typed requests to the GCS over NATS. It is safe for
+// concurrent use and holds no state besides its options.
+type Client struct {
+	nc      *nats.Conn
+	opts    ClientOptions
+	subject string
+}
+
+// NewClient returns a client of the GCS reachable over nc. An invalid
+// Prefix is not detected here; requests then find no GCS.
+func NewClient(nc *nats.Conn, opts ClientOptions) *Client {
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultRequestTimeout
+	}
+	return &Client{nc: nc, opts: opts, subject: RequestSubject(opts.Prefix)}
+}
+
+// RegisterNode registers a node as alive, or re-registers it.
+func (c *Client) RegisterNode(ctx context.Context, n *atollpb.NodeInfo) error {
+	_, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_RegisterNode{RegisterNode: n}})
+	return err
+}
+
+// MarkNodeDead marks a known node dead and records its end time; the entry
+// stays in the table. Marking a dead node again is a no-op.
+func (c *Client) MarkNodeDead(ctx context.Context, nodeID []byte) error {
+	_, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_MarkNodeDead{MarkNodeDead: nodeID}})
+	return err
+}
+
+// ListNodes returns every node, dead ones included, ordered by id.
+func (c *Client) ListNodes(ctx context.Context) ([]*atollpb.NodeInfo, error) {
+	r, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_ListNodes{ListNodes: &atollpb.ListNodes{}}})
+	return r.GetNodes(), err
+}
+
+// RegisterActor registers an actor (state PENDING_CREATION unless given).
+// It fails with an INVALID_ARGUMENT error if another live actor holds the
+// same name in the same namespace.
+func (c *Client) RegisterActor(ctx context.Context, a *atollpb.ActorInfo) error {
+	_, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_RegisterActor{RegisterActor: a}})
+	return err
+}
+
+// UpdateActor replaces the entry of a registered actor (state, restarts,
+// address, death cause). An actor that becomes DEAD frees its name.
+func (c *Client) UpdateActor(ctx context.Context, a *atollpb.ActorInfo) error {
+	_, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_UpdateActor{UpdateActor: a}})
+	return err
+}
+
+// GetActor returns an actor by id, or a NOT_FOUND error.
+func (c *Client) GetActor(ctx context.Context, actorID []byte) (*atollpb.ActorInfo, error) {
+	r, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_GetActor{GetActor: actorID}})
+	return first(r.GetActors(), err)
+}
+
+// GetNamedActor returns the live actor holding name in namespace, or a
+// NOT_FOUND error.
+func (c *Client) GetNamedActor(ctx context.Context, namespace, name string) (*atollpb.ActorInfo, error) {
+	r, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_GetNamedActor{
+		GetNamedActor: &atollpb.GetNamedActor{Namespace: namespace, Name: name},
+	}})
+	return first(r.GetActors(), err)
+}
+
+// ListActors returns every actor, dead ones included, ordered by id.
+func (c *Client) ListActors(ctx context.Context) ([]*atollpb.ActorInfo, error) {
+	r, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_ListActors{ListActors: &atollpb.ListActors{}}})
+	return r.GetActors(), err
+}
+
+// AddJob records a job (start time defaults to now), replacing any entry
+// with the same id.
+func (c *Client) AddJob(ctx context.Context, j *atollpb.JobInfo) error {
+	_, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_AddJob{AddJob: j}})
+	return err
+}
+
+// FinishJob marks a known job finished and records its end time.
+func (c *Client) FinishJob(ctx context.Context, jobID []byte) error {
+	_, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_FinishJob{FinishJob: jobID}})
+	return err
+}
+
+// ListJobs returns every job, ordered by id.
+func (c *Client) ListJobs(ctx context.Context) ([]*atollpb.JobInfo, error) {
+	r, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_ListJobs{ListJobs: &atollpb.ListJobs{}}})
+	return r.GetJobs(), err
+}
+
+func first(actors []*atollpb.ActorInfo, err error) (*atollpb.ActorInfo, error) {
+	if err != nil {
+		return nil, err
+	}
+	if len(actors) != 1 {
+		return nil, errs.Unavailablef("gcs: reply holds %d actors, want 1", len(actors))
+	}
+	return actors[0], nil
+}
+
+// do sends req with the caller's trace context and decodes the reply. A
+// typed error in the reply is returned as such (errs.FromProto); transport
+// failures are UNAVAILABLE errors that also match the context's error.
+func (c *Client) do(ctx context.Context, req *atollpb.GcsRequest) (*atollpb.GcsReply, error) {
+	op := opName(req)
+	data, err := proto.Marshal(req)
+	if err != nil {
+		return nil, errs.Invalidf("gcs %s: encode request: %v", op, err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
+		defer cancel()
+	}
+	msg := nats.NewMsg(c.subject)
+	msg.Data = data
+	propagatorOrDefault(c.opts.Propagator).Inject(ctx, natsHeaderCarrier(msg.Header))
+
+	resp, err := c.request(ctx, msg)
+	if err != nil {
+		return nil, c.transportError(ctx, op, err)
+	}
+	reply := &atollpb.GcsReply{}
+	if err := proto.Unmarshal(resp.Data, reply); err != nil {
+		return nil, errs.Unavailablef("gcs %s: undecodable reply: %v", op, err)
+	}
+	if reply.Error != nil {
+		return nil, errs.FromProto(reply.Error)
+	}
+	return reply, nil
+}
+
+// request sends msg, retrying while nobody listens if WaitForServer is set.
+func (c *Client) request(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
+	backoff := 10 * time.Millisecond
+	for {
+		resp, err := c.nc.RequestMsgWithContext(ctx, msg)
+		if !c.opts.WaitForServer || !errors.Is(err, nats.ErrNoResponders) {
+			return resp, err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+}
+
+func (c *Client) transportError(ctx context.Context, op string, err error) error {
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return errs.Unavailablef("gcs %s: no GCS is serving %s", op, c.subject)
+	case ctx.Err() != nil:
+		return fmt.Errorf("%w: %w", errs.Unavailablef("gcs %s: no reply", op), ctx.Err())
+	case errors.Is(err, nats.ErrTimeout):
+		return fmt.Errorf("%w: %w", errs.Unavailablef("gcs %s: no reply", op), context.DeadlineExceeded)
+	}
+	return errs.Unavailablef("gcs %s: %v", op, err)
+}

@@ -1,0 +1,50 @@
+// Package gcs is atoll's global control store: the cluster-wide tables of
+// nodes, actors and jobs, served over NATS and stored in JetStream KV.
+//
+// # Server
+//
+// The GCS is one supervised protoactor-go actor (NewProps). On start it
+// creates (or opens) the KV buckets <prefix>_nodes, <prefix>_actors and
+// <prefix>_jobs, loads every entry into memory (this is how a restarted GCS,
+// or a GCS on a restarted nats-server, recovers its state), and subscribes
+// in queue group "gcs" to <prefix>.gcs.v1, where requests are GcsRequest
+// protos and replies GcsReply protos. If JetStream is not reachable yet it
+// retries with a growing backoff instead of failing.
+//
+// The actor owns all state. The NATS callback copies each request into an
+// actor message and returns; the actor validates the request against its
+// tables, writes the new entry through to KV, and only then changes memory,
+// publishes the entry on <prefix>.events.node or <prefix>.events.actor, and
+// replies. A failed write leaves memory unchanged and returns UNAVAILABLE.
+// On stop (or restart) the actor drains its subscription so that a new
+// instance receives every later request; a request in flight at that
+// moment gets no reply and its caller a timeout.
+//
+// # Semantics
+//
+//   - register_node upserts a node as NODE_ALIVE; mark_node_dead sets
+//     NODE_DEAD and the end time and keeps the entry.
+//   - register_actor refuses (INVALID_ARGUMENT, "already taken") a name
+//     held by another live actor of the same namespace; registering the same
+//     id again is an idempotent upsert. update_actor replaces a known
+//     actor's entry; its name and namespace cannot change and a DEAD actor
+//     stays dead. A DEAD actor frees its name but keeps its entry, so
+//     get_actor still answers for it; get_named_actor finds live actors only.
+//   - add_job upserts a job; finish_job marks it finished with its end time.
+//   - Unknown ids are NOT_FOUND; malformed ids (not 16 bytes) are
+//     INVALID_ARGUMENT. Errors travel as ErrorInfo and come back from the
+//     Client typed (errors.Is(err, errs.ErrNotFound)).
+//
+// # Tracing
+//
+// The Client injects the caller's W3C trace context into the NATS headers;
+// the server extracts it and records a server span "gcs <op>" (op as in
+// gcs.proto, e.g. "gcs register_actor") as its child.
+//
+// # Client
+//
+// Client has one typed method per op, taking a context first, and
+// SubscribeActorEvents / SubscribeNodeEvents for the event subjects. A
+// request that finds no GCS fails at once with an UNAVAILABLE error, or
+// waits for one with ClientOptions.WaitForServer.
+package gcs

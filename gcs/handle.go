@@ -1,0 +1,155 @@
+package gcs
+
+import (
+	"context"
+	"errors"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+)
+
+// handle serves one request inside the actor: decode, trace, apply,
+// write through, publish the event, reply.
+func (s *server) handle(r *request) {
+	req := &atollpb.GcsRequest{}
+	var reply *atollpb.GcsReply
+	op := "invalid"
+	if err := proto.Unmarshal(r.data, req); err != nil {
+		reply = errorReply(errs.Invalidf("gcs: undecodable request: %v", err))
+	} else {
+		op = opName(req)
+	}
+
+	ctx := s.prop.Extract(context.Background(), natsHeaderCarrier(r.header))
+	ctx, span := s.tracer.Start(ctx, "gcs "+op,
+		trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(
+			attribute.String("messaging.system", "nats"),
+			attribute.String("messaging.destination.name", RequestSubject(s.cfg.Prefix)),
+			attribute.String("rpc.method", op),
+		))
+	if reply == nil {
+		reply = s.dispatch(ctx, req)
+	}
+	if e := reply.GetError(); e != nil {
+		span.SetStatus(codes.Error, e.GetMessage())
+		span.SetAttributes(attribute.String("atoll.error_code", e.GetCode().String()))
+	}
+	// End before replying, so the span is recorded by the time the caller
+	// has its answer.
+	span.End()
+	s.respond(r.reply, reply)
+}
+
+// dispatch applies one request to the tables and returns the reply.
+func (s *server) dispatch(ctx context.Context, req *atollpb.GcsRequest) *atollpb.GcsReply {
+	now := s.cfg.now().UnixMilli()
+	t := s.tables
+	nodeEvents, actorEvents := NodeEventsSubject(s.cfg.Prefix), ActorEventsSubject(s.cfg.Prefix)
+	var err error
+	switch op := req.Op.(type) {
+	case *atollpb.GcsRequest_RegisterNode:
+		err = writeThrough(ctx, s, s.store.nodes, func() (string, *atollpb.NodeInfo, error) { return t.checkRegisterNode(op.RegisterNode, now) }, t.putNode, nodeEvents)
+	case *atollpb.GcsRequest_MarkNodeDead:
+		err = writeThrough(ctx, s, s.store.nodes, func() (string, *atollpb.NodeInfo, error) { return t.checkMarkNodeDead(op.MarkNodeDead, now) }, t.putNode, nodeEvents)
+	case *atollpb.GcsRequest_ListNodes:
+		return &atollpb.GcsReply{Nodes: t.listNodes()}
+	case *atollpb.GcsRequest_RegisterActor:
+		err = writeThrough(ctx, s, s.store.actors, func() (string, *atollpb.ActorInfo, error) { return t.checkRegisterActor(op.RegisterActor) }, t.putActor, actorEvents)
+	case *atollpb.GcsRequest_UpdateActor:
+		err = writeThrough(ctx, s, s.store.actors, func() (string, *atollpb.ActorInfo, error) { return t.checkUpdateActor(op.UpdateActor) }, t.putActor, actorEvents)
+	case *atollpb.GcsRequest_GetActor:
+		a, err := t.getActor(op.GetActor)
+		if err != nil {
+			return errorReply(err)
+		}
+		return &atollpb.GcsReply{Actors: []*atollpb.ActorInfo{a}}
+	case *atollpb.GcsRequest_GetNamedActor:
+		a, err := t.getNamedActor(op.GetNamedActor.GetNamespace(), op.GetNamedActor.GetName())
+		if err != nil {
+			return errorReply(err)
+		}
+		return &atollpb.GcsReply{Actors: []*atollpb.ActorInfo{a}}
+	case *atollpb.GcsRequest_ListActors:
+		return &atollpb.GcsReply{Actors: t.listActors()}
+	case *atollpb.GcsRequest_AddJob:
+		err = writeThrough(ctx, s, s.store.jobs, func() (string, *atollpb.JobInfo, error) { return t.checkAddJob(op.AddJob, now) }, t.putJob, "")
+	case *atollpb.GcsRequest_FinishJob:
+		err = writeThrough(ctx, s, s.store.jobs, func() (string, *atollpb.JobInfo, error) { return t.checkFinishJob(op.FinishJob, now) }, t.putJob, "")
+	case *atollpb.GcsRequest_ListJobs:
+		return &atollpb.GcsReply{Jobs: t.listJobs()}
+	default:
+		err = errs.Invalidf("gcs: request has no known op")
+	}
+	if err != nil {
+		return errorReply(err)
+	}
+	return &atollpb.GcsReply{}
+}
+
+// writeThrough checks a change, writes it through to KV, applies it to the
+// tables and publishes it on event (if any). Memory changes only after the
+// write succeeded; a check that returns no entry is a no-op.
+func writeThrough[M proto.Message](ctx context.Context, s *server, kv jetstream.KeyValue, check func() (string, M, error), apply func(string, M), event string) error {
+	k, next, err := check()
+	if err != nil || !next.ProtoReflect().IsValid() {
+		return err
+	}
+	c, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	if err := put(c, kv, k, next); err != nil {
+		s.cfg.Logger.Error("gcs: write-through failed", "bucket", kv.Bucket(), "key", k, "err", err)
+		return errs.Unavailablef("gcs: store %s/%s: %v", kv.Bucket(), k, err)
+	}
+	apply(k, next)
+	if event != "" {
+		s.publish(event, next)
+	}
+	return nil
+}
+
+// publish announces a changed entry; a failure only loses the event.
+func (s *server) publish(subject string, m proto.Message) {
+	b, err := proto.Marshal(m)
+	if err == nil {
+		err = s.cfg.Conn.Publish(subject, b)
+	}
+	if err != nil {
+		s.cfg.Logger.Warn("gcs: publish event", "subject", subject, "err", err)
+	}
+}
+
+// respond sends the reply, if the request asked for one.
+func (s *server) respond(to string, reply *atollpb.GcsReply) {
+	if to == "" {
+		return
+	}
+	b, err := proto.Marshal(reply)
+	if err == nil {
+		err = s.cfg.Conn.Publish(to, b)
+	}
+	if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		s.cfg.Logger.Warn("gcs: reply", "err", err)
+	}
+}
+
+func errorReply(err error) *atollpb.GcsReply {
+	return &atollpb.GcsReply{Error: errs.ToProto(err)}
+}
+
+// opName names the request's op as in gcs.proto (register_node, ...).
+func opName(req *atollpb.GcsRequest) string {
+	m := req.ProtoReflect()
+	oneof := m.Descriptor().Oneofs().ByName("op")
+	if f := m.WhichOneof(oneof); f != nil {
+		return string(f.Name())
+	}
+	return "none"
+}

@@ -1,0 +1,156 @@
+package gcs
+
+import (
+	"context"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// tracerName is the instrumentation scope of GCS spans.
+const tracerName = "github.com/atoll-runtime/atoll/gcs"
+
+// firstRetryBackoff is the wait before the second start attempt; it
+// doubles up to Config.maxRetryBackoff.
+const firstRetryBackoff = 100 * time.Millisecond
+
+// NewProps validates cfg and returns the props of a GCS actor. Spawn it
+// under a supervisor; a restarted or newly spawned GCS reloads its tables
+// from JetStream before it serves requests.
+func NewProps(cfg Config) (*actor.Props, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return actor.PropsFromProducer(func() actor.Actor { return &server{cfg: cfg} }), nil
+}
+
+// server is the GCS actor. It alone owns tables and store; NATS callbacks
+// only copy a request into a message for it.
+type server struct {
+	cfg     Config
+	tables  *tables
+	store   *store
+	sub     *nats.Subscription
+	tracer  trace.Tracer
+	prop    propagation.TextMapPropagator
+	backoff time.Duration
+}
+
+// request is a GCS request copied out of a NATS callback.
+type request struct {
+	data   []byte
+	header map[string][]string
+	reply  string
+}
+
+// Receive implements actor.Actor.
+func (s *server) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		s.start(ctx)
+	case *actor.ReceiveTimeout:
+		if s.sub == nil {
+			s.start(ctx)
+		}
+	case *request:
+		s.handle(m)
+	case *actor.Stopping, *actor.Restarting:
+		s.stop()
+	}
+}
+
+// start opens the buckets, loads the tables and subscribes. On failure it
+// logs and retries after a growing backoff (the ReceiveTimeout wakes it),
+// so a GCS started before JetStream is ready comes up by itself.
+func (s *server) start(ctx actor.Context) {
+	if err := s.open(ctx); err != nil {
+		if s.backoff == 0 {
+			s.backoff = firstRetryBackoff
+		}
+		s.cfg.Logger.Warn("gcs: start failed; retrying", "err", err, "retry_in", s.backoff)
+		ctx.SetReceiveTimeout(s.backoff)
+		s.backoff = min(2*s.backoff, s.cfg.maxRetryBackoff)
+		return
+	}
+	ctx.CancelReceiveTimeout()
+	s.backoff = 0
+	s.cfg.Logger.Info("gcs: serving", "subject", RequestSubject(s.cfg.Prefix),
+		"nodes", len(s.tables.nodes), "actors", len(s.tables.actors), "jobs", len(s.tables.jobs))
+}
+
+func (s *server) open(ctx actor.Context) error {
+	tp := s.cfg.TracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	s.tracer = tp.Tracer(tracerName)
+	s.prop = propagatorOrDefault(s.cfg.Propagator)
+
+	c, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+	defer cancel()
+	st, err := openStore(c, s.cfg.Conn, s.cfg)
+	if err != nil {
+		return err
+	}
+	t, err := st.load(c, s.cfg.Logger)
+	if err != nil {
+		return err
+	}
+	s.store, s.tables = st, t
+
+	root, self := ctx.ActorSystem().Root, ctx.Self()
+	sub, err := s.cfg.Conn.QueueSubscribe(RequestSubject(s.cfg.Prefix), QueueGroup, func(m *nats.Msg) {
+		// Never block here and never touch state: copy and hand over.
+		root.Send(self, &request{data: m.Data, header: cloneHeader(m.Header), reply: m.Reply})
+	})
+	if err != nil {
+		return err
+	}
+	s.sub = sub
+	// Make the interest known to the server before declaring readiness.
+	if err := s.cfg.Conn.FlushTimeout(s.cfg.RequestTimeout); err != nil {
+		s.cfg.Logger.Warn("gcs: flush after subscribe", "err", err)
+	}
+	return nil
+}
+
+// stop drains the subscription and waits (bounded by RequestTimeout) until
+// the server has dropped the interest, so that a new GCS instance gets
+// every later request. Requests still in flight are not answered; their
+// callers see a timeout.
+func (s *server) stop() {
+	if s.sub == nil {
+		return
+	}
+	sub := s.sub
+	s.sub = nil
+	closed := sub.StatusChanged(nats.SubscriptionClosed)
+	if err := sub.Drain(); err != nil {
+		s.cfg.Logger.Debug("gcs: drain", "err", err)
+		return
+	}
+	timer := time.NewTimer(s.cfg.RequestTimeout)
+	defer timer.Stop()
+	select {
+	case <-closed:
+	case <-timer.C:
+		s.cfg.Logger.Warn("gcs: subscription did not drain in time; unsubscribing")
+		_ = sub.Unsubscribe()
+	}
+}
+
+func cloneHeader(h nats.Header) map[string][]string {
+	if h == nil {
+		return nil
+	}
+	out := make(map[string][]string, len(h))
+	for k, v := range h {
+		out[k] = append([]string(nil), v...)
+	}
+	return out
+}

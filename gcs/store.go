@@ -1,0 +1,142 @@
+package gcs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+)
+
+// store is the durable side of the tables: one JetStream KV bucket per
+// table, keyed by the hex id. Only the GCS actor uses it.
+type store struct {
+	nodes, actors, jobs jetstream.KeyValue
+}
+
+// openStore creates (or updates) the three buckets.
+func openStore(ctx context.Context, nc *nats.Conn, cfg Config) (*store, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("gcs: jetstream: %w", err)
+	}
+	bucket := func(name, what string) (jetstream.KeyValue, error) {
+		kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      name,
+			Description: "atoll GCS " + what + " table",
+			History:     1,
+			Storage:     jetstream.FileStorage,
+			Replicas:    cfg.Replicas,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("gcs: bucket %s: %w", name, err)
+		}
+		return kv, nil
+	}
+	var s store
+	if s.nodes, err = bucket(nodesBucket(cfg.Prefix), "node"); err != nil {
+		return nil, err
+	}
+	if s.actors, err = bucket(actorsBucket(cfg.Prefix), "actor"); err != nil {
+		return nil, err
+	}
+	if s.jobs, err = bucket(jobsBucket(cfg.Prefix), "job"); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// load reads every entry of the three buckets into fresh tables. Entries
+// that do not decode, or whose key does not match their id, are logged and
+// skipped: one bad entry must not keep the GCS down.
+func (s *store) load(ctx context.Context, log *slog.Logger) (*tables, error) {
+	t := newTables()
+	err := loadBucket(ctx, s.nodes, log, func(k string, b []byte) error {
+		n := &atollpb.NodeInfo{}
+		if err := decodeEntry(k, b, n, "node", n.GetNodeId); err != nil {
+			return err
+		}
+		t.putNode(k, n)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = loadBucket(ctx, s.actors, log, func(k string, b []byte) error {
+		a := &atollpb.ActorInfo{}
+		if err := decodeEntry(k, b, a, "actor", a.GetActorId); err != nil {
+			return err
+		}
+		t.putActor(k, a)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = loadBucket(ctx, s.jobs, log, func(k string, b []byte) error {
+		j := &atollpb.JobInfo{}
+		if err := decodeEntry(k, b, j, "job", j.GetJobId); err != nil {
+			return err
+		}
+		t.putJob(k, j)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// decodeEntry unmarshals b into m and checks that the id of m is k.
+func decodeEntry(k string, b []byte, m proto.Message, kind string, id func() []byte) error {
+	if err := proto.Unmarshal(b, m); err != nil {
+		return err
+	}
+	got, err := key(kind, id())
+	if err != nil {
+		return err
+	}
+	if got != k {
+		return fmt.Errorf("entry holds %s %s", kind, got)
+	}
+	return nil
+}
+
+// loadBucket calls apply for the latest value of every key of kv.
+func loadBucket(ctx context.Context, kv jetstream.KeyValue, log *slog.Logger, apply func(key string, value []byte) error) error {
+	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return fmt.Errorf("gcs: load %s: %w", kv.Bucket(), err)
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return fmt.Errorf("gcs: load %s: watcher closed", kv.Bucket())
+			}
+			if e == nil { // every initial value has been delivered
+				return nil
+			}
+			if err := apply(e.Key(), e.Value()); err != nil {
+				log.Warn("gcs: skipping bad entry", "bucket", kv.Bucket(), "key", e.Key(), "err", err)
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("gcs: load %s: %w", kv.Bucket(), ctx.Err())
+		}
+	}
+}
+
+// put writes m under k.
+func put(ctx context.Context, kv jetstream.KeyValue, k string, m proto.Message) error {
+	b, err := proto.Marshal(m)
+	if err != nil {
+		return err
+	}
+	_, err = kv.Put(ctx, k, b)
+	return err
+}

@@ -1,0 +1,245 @@
+package gcs
+
+import (
+	"maps"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+)
+
+// tables is the GCS state: nodes, actors (with the index of live names) and
+// jobs. It is pure: no I/O, no clock (times come in as arguments), owned by
+// the GCS actor alone. Mutations come in two steps so the actor can write
+// through to JetStream before it changes memory: a check method validates
+// a request against the current state and returns the key and the entry to
+// store (a nil entry when nothing changes), and a put method applies a
+// stored entry. Entries are never shared with callers' messages (checks
+// clone), so a failed write leaves no trace.
+type tables struct {
+	nodes  map[string]*atollpb.NodeInfo
+	actors map[string]*atollpb.ActorInfo
+	// names maps (namespace, name) to the key of the live actor holding it.
+	names map[actorName]string
+	jobs  map[string]*atollpb.JobInfo
+}
+
+// actorName is a name within a namespace.
+type actorName struct{ namespace, name string }
+
+func newTables() *tables {
+	return &tables{
+		nodes:  map[string]*atollpb.NodeInfo{},
+		actors: map[string]*atollpb.ActorInfo{},
+		names:  map[actorName]string{},
+		jobs:   map[string]*atollpb.JobInfo{},
+	}
+}
+
+// key renders a 16-byte id as the hex key used in memory and in KV.
+func key(kind string, id []byte) (string, error) {
+	v, err := ids.FromBytes(id)
+	if err != nil {
+		return "", errs.Invalidf("gcs: %s id: %v", kind, err)
+	}
+	return v.String(), nil
+}
+
+// checkRegisterNode returns the entry that registers (or re-registers) n
+// as alive.
+func (t *tables) checkRegisterNode(n *atollpb.NodeInfo, nowMs int64) (string, *atollpb.NodeInfo, error) {
+	k, err := key("node", n.GetNodeId())
+	if err != nil {
+		return "", nil, err
+	}
+	next := proto.CloneOf(n)
+	next.State = atollpb.NodeState_NODE_ALIVE
+	next.EndTimeUnixMs = 0
+	if next.StartTimeUnixMs == 0 {
+		next.StartTimeUnixMs = nowMs
+	}
+	return k, next, nil
+}
+
+// checkMarkNodeDead returns the dead entry of a known node, or nil if it is
+// already dead.
+func (t *tables) checkMarkNodeDead(id []byte, nowMs int64) (string, *atollpb.NodeInfo, error) {
+	k, err := key("node", id)
+	if err != nil {
+		return "", nil, err
+	}
+	cur, ok := t.nodes[k]
+	if !ok {
+		return "", nil, errs.NotFoundf("gcs: node %s not found", k)
+	}
+	if cur.State == atollpb.NodeState_NODE_DEAD {
+		return k, nil, nil
+	}
+	next := proto.CloneOf(cur)
+	next.State = atollpb.NodeState_NODE_DEAD
+	next.EndTimeUnixMs = nowMs
+	return k, next, nil
+}
+
+// putNode stores a node entry under its key.
+func (t *tables) putNode(k string, n *atollpb.NodeInfo) { t.nodes[k] = n }
+
+// listNodes returns every node, ordered by id.
+func (t *tables) listNodes() []*atollpb.NodeInfo { return sortedValues(t.nodes) }
+
+// checkRegisterActor returns the entry that registers a. Registering the
+// same id again is an idempotent upsert; a name held by another live actor
+// is refused.
+func (t *tables) checkRegisterActor(a *atollpb.ActorInfo) (string, *atollpb.ActorInfo, error) {
+	k, err := key("actor", a.GetActorId())
+	if err != nil {
+		return "", nil, err
+	}
+	next := proto.CloneOf(a)
+	switch next.State {
+	case atollpb.ActorState_ACTOR_STATE_UNSPECIFIED:
+		next.State = atollpb.ActorState_ACTOR_PENDING_CREATION
+	case atollpb.ActorState_ACTOR_DEAD:
+		return "", nil, errs.Invalidf("gcs: actor %s registered as DEAD", k)
+	}
+	if cur, ok := t.actors[k]; ok {
+		if err := sameIdentity(k, cur, next); err != nil {
+			return "", nil, err
+		}
+	}
+	if next.Name != "" {
+		if holder, ok := t.names[nameOf(next)]; ok && holder != k {
+			return "", nil, errs.Invalidf("gcs: actor name %q is already taken in namespace %q", next.Name, next.Namespace)
+		}
+	}
+	return k, next, nil
+}
+
+// checkUpdateActor returns the entry that replaces a known actor's entry
+// with a. Name and namespace cannot change and a dead actor stays dead.
+func (t *tables) checkUpdateActor(a *atollpb.ActorInfo) (string, *atollpb.ActorInfo, error) {
+	k, err := key("actor", a.GetActorId())
+	if err != nil {
+		return "", nil, err
+	}
+	cur, ok := t.actors[k]
+	if !ok {
+		return "", nil, errs.NotFoundf("gcs: actor %s not found", k)
+	}
+	if a.State == atollpb.ActorState_ACTOR_STATE_UNSPECIFIED {
+		return "", nil, errs.Invalidf("gcs: update of actor %s has no state", k)
+	}
+	if err := sameIdentity(k, cur, a); err != nil {
+		return "", nil, err
+	}
+	return k, proto.CloneOf(a), nil
+}
+
+// sameIdentity refuses a change of name or namespace and the revival of a
+// dead actor, which would corrupt the name index.
+func sameIdentity(k string, cur, next *atollpb.ActorInfo) error {
+	if cur.Name != next.Name || cur.Namespace != next.Namespace {
+		return errs.Invalidf("gcs: actor %s is named %q in namespace %q; its name cannot change", k, cur.Name, cur.Namespace)
+	}
+	if cur.State == atollpb.ActorState_ACTOR_DEAD && next.State != atollpb.ActorState_ACTOR_DEAD {
+		return errs.Invalidf("gcs: actor %s is dead and cannot change state to %v", k, next.State)
+	}
+	return nil
+}
+
+// putActor stores an actor entry under its key and keeps the name index: a
+// live named actor holds its name, a dead one frees it.
+func (t *tables) putActor(k string, a *atollpb.ActorInfo) {
+	if old, ok := t.actors[k]; ok && old.Name != "" && t.names[nameOf(old)] == k {
+		delete(t.names, nameOf(old))
+	}
+	t.actors[k] = a
+	if a.Name == "" {
+		return
+	}
+	n := nameOf(a)
+	if a.State == atollpb.ActorState_ACTOR_DEAD {
+		if t.names[n] == k {
+			delete(t.names, n)
+		}
+		return
+	}
+	t.names[n] = k
+}
+
+// getActor returns the actor with the given id.
+func (t *tables) getActor(id []byte) (*atollpb.ActorInfo, error) {
+	k, err := key("actor", id)
+	if err != nil {
+		return nil, err
+	}
+	a, ok := t.actors[k]
+	if !ok {
+		return nil, errs.NotFoundf("gcs: actor %s not found", k)
+	}
+	return a, nil
+}
+
+// getNamedActor returns the live actor holding a name.
+func (t *tables) getNamedActor(namespace, name string) (*atollpb.ActorInfo, error) {
+	k, ok := t.names[actorName{namespace, name}]
+	if !ok {
+		return nil, errs.NotFoundf("gcs: no live actor named %q in namespace %q", name, namespace)
+	}
+	return t.actors[k], nil
+}
+
+// listActors returns every actor, dead ones included, ordered by id.
+func (t *tables) listActors() []*atollpb.ActorInfo { return sortedValues(t.actors) }
+
+// checkAddJob returns the entry that adds (or replaces) a job.
+func (t *tables) checkAddJob(j *atollpb.JobInfo, nowMs int64) (string, *atollpb.JobInfo, error) {
+	k, err := key("job", j.GetJobId())
+	if err != nil {
+		return "", nil, err
+	}
+	next := proto.CloneOf(j)
+	if next.StartTimeUnixMs == 0 {
+		next.StartTimeUnixMs = nowMs
+	}
+	return k, next, nil
+}
+
+// checkFinishJob returns the finished entry of a known job, or nil if it
+// has already finished.
+func (t *tables) checkFinishJob(id []byte, nowMs int64) (string, *atollpb.JobInfo, error) {
+	k, err := key("job", id)
+	if err != nil {
+		return "", nil, err
+	}
+	cur, ok := t.jobs[k]
+	if !ok {
+		return "", nil, errs.NotFoundf("gcs: job %s not found", k)
+	}
+	if cur.Finished {
+		return k, nil, nil
+	}
+	next := proto.CloneOf(cur)
+	next.Finished = true
+	next.EndTimeUnixMs = nowMs
+	return k, next, nil
+}
+
+// putJob stores a job entry under its key.
+func (t *tables) putJob(k string, j *atollpb.JobInfo) { t.jobs[k] = j }
+
+// listJobs returns every job, ordered by id.
+func (t *tables) listJobs() []*atollpb.JobInfo { return sortedValues(t.jobs) }
+
+func nameOf(a *atollpb.ActorInfo) actorName { return actorName{a.Namespace, a.Name} }
+
+func sortedValues[V any](m map[string]V) []V {
+	out := make([]V, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, m[k])
+	}
+	return out
+}

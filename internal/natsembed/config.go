@@ -1,0 +1,87 @@
+package natsembed
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// Port values with a special meaning in Config.Port.
+const (
+	// RandomPort asks the operating system for a free TCP port.
+	RandomPort = 0
+	// NoListener disables the TCP listener: only in-process connections
+	// (Server.Connect, nats.InProcessServer) can reach the server.
+	NoListener = -1
+)
+
+// Defaults applied by Start to zero fields of Config.
+const (
+	// DefaultHost is loopback: an embedded server is private to the machine
+	// unless the operator opts in to a reachable address.
+	DefaultHost = "127.0.0.1"
+	// DefaultServerName names the server in logs and JetStream metadata.
+	DefaultServerName = "atoll-head"
+	// DefaultReadyTimeout bounds how long Start waits for the server to
+	// accept connections; JetStream recovery of a large store can take a
+	// few seconds.
+	DefaultReadyTimeout = 10 * time.Second
+)
+
+// Config describes an embedded server. The zero value is not valid:
+// StoreDir is required.
+type Config struct {
+	// Host is the interface the TCP listener binds. Default DefaultHost.
+	Host string
+	// Port is the client port: RandomPort (0, the default) picks a free
+	// port, NoListener (-1) serves in-process connections only.
+	Port int
+	// StoreDir is the directory of JetStream file storage. Required: the
+	// GCS tables live there and survive a restart of the server.
+	StoreDir string
+	// ServerName names the server. Default DefaultServerName. It must not
+	// contain spaces.
+	ServerName string
+	// MaxMemory caps JetStream memory storage in bytes. 0 (the default)
+	// keeps nats-server's own default (75% of system memory); atoll stores
+	// its tables on file, so this limit rarely matters.
+	MaxMemory int64
+	// ReadyTimeout bounds the wait for the server to accept connections.
+	// Default DefaultReadyTimeout.
+	ReadyTimeout time.Duration
+	// Logger receives the server's logs. Nil (the default) discards them,
+	// except that a fatal start-up error is still returned by Start.
+	Logger *slog.Logger
+}
+
+// withDefaults returns a copy of c with defaults applied, or an error if a
+// field is invalid.
+func (c Config) withDefaults() (Config, error) {
+	if c.StoreDir == "" {
+		return c, errors.New("natsembed: Config.StoreDir is required")
+	}
+	if c.Host == "" {
+		c.Host = DefaultHost
+	}
+	if c.Port < NoListener || c.Port > 65535 {
+		return c, fmt.Errorf("natsembed: Config.Port %d out of range (-1 for no listener, 0 for random, 1-65535)", c.Port)
+	}
+	if c.ServerName == "" {
+		c.ServerName = DefaultServerName
+	}
+	if strings.ContainsAny(c.ServerName, " \t\r\n") {
+		return c, fmt.Errorf("natsembed: Config.ServerName %q contains white space", c.ServerName)
+	}
+	if c.MaxMemory < 0 {
+		return c, fmt.Errorf("natsembed: Config.MaxMemory %d is negative", c.MaxMemory)
+	}
+	if c.ReadyTimeout < 0 {
+		return c, fmt.Errorf("natsembed: Config.ReadyTimeout %v is negative", c.ReadyTimeout)
+	}
+	if c.ReadyTimeout == 0 {
+		c.ReadyTimeout = DefaultReadyTimeout
+	}
+	return c, nil
+}

@@ -1,0 +1,178 @@
+//go:build linux
+
+package pss
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+const mib = 1 << 20
+
+func TestReadSelf(t *testing.T) {
+	n, err := Read(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("PSS of the test process is 0")
+	}
+}
+
+func TestReadMissingProcess(t *testing.T) {
+	_, err := Read(1 << 30) // above pid_max
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("err %v, want os.ErrNotExist", err)
+	}
+}
+
+// touch maps size bytes of private anonymous memory and has the kernel
+// fault every page in for writing (MAP_POPULATE), so the pages are resident
+// and private. Touching them from Go instead would also touch the race
+// detector's shadow memory under -race and double the growth.
+func touch(t *testing.T, size int) []byte {
+	t.Helper()
+	b, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE,
+		syscall.MAP_ANON|syscall.MAP_PRIVATE|syscall.MAP_POPULATE)
+	if err != nil {
+		t.Fatalf("mmap: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Munmap(b) })
+	return b
+}
+
+func TestReadSeesAllocation(t *testing.T) {
+	runtime.GC()
+	before, err := Read(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := touch(t, 64*mib)
+	after, err := Read(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.KeepAlive(b)
+	grew := int64(after) - int64(before)
+	if grew < 56*mib || grew > 80*mib {
+		t.Fatalf("PSS grew by %.1f MiB after touching 64 MiB", float64(grew)/mib)
+	}
+}
+
+func TestParseRollup(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want uint64
+		ok   bool
+	}{
+		{"Rss:  1740 kB\nPss:  473 kB\nPss_Dirty: 112 kB\n", 473 * 1024, true},
+		{"Rss: 1 kB\n", 0, false},
+		{"Pss: x kB\n", 0, false},
+		{"Pss: 12 MB\n", 0, false},
+	} {
+		got, err := parseRollup([]byte(tc.in))
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("parseRollup(%q) = %d, %v", tc.in, got, err)
+		}
+	}
+}
+
+func TestParsePPID(t *testing.T) {
+	got, err := parsePPID([]byte("42 (a) b (c)) S 7 42 1 0 -1"))
+	if err != nil || got != 7 {
+		t.Fatalf("got %d, %v", got, err)
+	}
+	if _, err := parsePPID([]byte("42 (a")); err == nil {
+		t.Fatal("no error for a truncated stat")
+	}
+}
+
+// startChild starts a child process that lives until the test ends.
+func startChild(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("sleep", "600")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("cannot start sleep: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd.Process.Pid
+}
+
+func TestTreeIncludesChild(t *testing.T) {
+	child := startChild(t)
+	pids, err := Tree(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pids[0] != os.Getpid() {
+		t.Fatalf("Tree starts with %d, want the root %d", pids[0], os.Getpid())
+	}
+	if !slices.Contains(pids, child) {
+		t.Fatalf("child %d missing from %v", child, pids)
+	}
+	total, err := Sum(pids)
+	if err != nil || total == 0 {
+		t.Fatalf("Sum = %d, %v", total, err)
+	}
+}
+
+func TestTreeMissingRoot(t *testing.T) {
+	if _, err := Tree(1 << 30); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("err %v, want os.ErrNotExist", err)
+	}
+}
+
+func TestSamplerPeak(t *testing.T) {
+	self := func() []int { return []int{os.Getpid()} }
+	runtime.GC()
+	base, err := Read(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewSampler(time.Millisecond, self)
+	s.Start()
+	s.Start() // no second goroutine
+	b := touch(t, 32*mib)
+	// Wait until a periodic sample has seen the allocation.
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Peak() < base+24*mib {
+		if time.Now().After(deadline) {
+			t.Fatalf("peak %d never reached base %d + 24 MiB", s.Peak(), base)
+		}
+		runtime.Gosched()
+	}
+	runtime.KeepAlive(b)
+	peak := s.Stop()
+	if peak < base+24*mib {
+		t.Fatalf("peak %d < base %d + 24 MiB", peak, base)
+	}
+	if s.Stop() != peak {
+		t.Fatal("second Stop changed the peak")
+	}
+	if s.Samples() < 2 || s.Err() != nil {
+		t.Fatalf("samples %d, err %v", s.Samples(), s.Err())
+	}
+}
+
+func TestSamplerSkipsExitedProcesses(t *testing.T) {
+	s := NewSampler(time.Hour, func() []int { return []int{os.Getpid(), 1 << 30} })
+	s.Start()
+	if peak := s.Stop(); peak == 0 || s.Err() != nil {
+		t.Fatalf("peak %d, err %v", peak, s.Err())
+	}
+}

@@ -1,0 +1,54 @@
+package telemetry
+
+import (
+	"context"
+	"log/slog"
+
+	"go.opentelemetry.io/otel/trace"
+)
+
+type taskIDKey struct{}
+
+// WithTaskID records the id of the task running under ctx.
+func WithTaskID(ctx context.Context, taskID string) context.Context {
+	return context.WithValue(ctx, taskIDKey{}, taskID)
+}
+
+// TaskID returns the id of the task running under ctx, or "".
+func TaskID(ctx context.Context) string {
+	s, _ := ctx.Value(taskIDKey{}).(string)
+	return s
+}
+
+// LogHandler wraps an slog.Handler so every record logged with a context
+// carries trace_id, span_id and task_id when the context has them.
+type LogHandler struct{ inner slog.Handler }
+
+// NewLogHandler wraps inner.
+func NewLogHandler(inner slog.Handler) *LogHandler { return &LogHandler{inner: inner} }
+
+// Enabled implements slog.Handler.
+func (h *LogHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.inner.Enabled(ctx, l) }
+
+// Handle implements slog.Handler.
+func (h *LogHandler) Handle(ctx context.Context, r slog.Record) error {
+	if ctx != nil {
+		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+			r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
+		}
+		if id := TaskID(ctx); id != "" {
+			r.AddAttrs(slog.String("task_id", id))
+		}
+	}
+	return h.inner.Handle(ctx, r)
+}
+
+// WithAttrs implements slog.Handler.
+func (h *LogHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &LogHandler{inner: h.inner.WithAttrs(attrs)}
+}
+
+// WithGroup implements slog.Handler.
+func (h *LogHandler) WithGroup(name string) slog.Handler {
+	return &LogHandler{inner: h.inner.WithGroup(name)}
+}

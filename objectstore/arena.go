@@ -1,0 +1,239 @@
+package objectstore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// ArenaOptions are the optional knobs of NewArena.
+type ArenaOptions struct {
+	// Prefault populates every page of the mapping at creation
+	// (MADV_POPULATE_WRITE, or touching one byte per page on kernels without
+	// it), so that first writes into fresh objects take no page faults. Off
+	// by default: the default arena is 30% of RAM and populating it would
+	// commit all of that memory at start.
+	Prefault bool
+}
+
+// Arena is one shared-memory region: a memfd of a fixed size mapped
+// MAP_SHARED read-write. Every process of a node maps the same memfd, so
+// bytes written through one mapping are visible through all the others.
+//
+// Views returned by Bytes alias the mapping; they are invalid after Close.
+// Arena is safe for concurrent use; the store actor decides which ranges
+// belong to whom.
+type Arena struct {
+	file *os.File
+	mem  []byte
+	size uint64
+	// backed has one bit per chunk of the arena known to be fully backed
+	// by memory (reserved and not released since), so that reserving again
+	// costs no system call.
+	backed []atomic.Uint64
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewArena creates an anonymous memfd called name, sizes it to size bytes and
+// maps it. The file is created with MFD_CLOEXEC; to hand it to a child
+// process, pass File() through exec.Cmd.ExtraFiles (which dups it without
+// the flag).
+func NewArena(name string, size uint64, opts ArenaOptions) (*Arena, error) {
+	if size == 0 {
+		return nil, errors.New("objectstore: arena size must be positive")
+	}
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("objectstore: memfd_create %q: %w", name, err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	if err := unix.Ftruncate(fd, int64(size)); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("objectstore: ftruncate arena to %d bytes: %w", size, err)
+	}
+	a, err := mapArena(f, size)
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	if opts.Prefault {
+		a.prefault()
+		a.setBacked(chunks(0, size))
+	}
+	return a, nil
+}
+
+// OpenArena maps an existing arena file of the given size, typically a memfd
+// inherited from the raylet. The Arena takes ownership of f: Close closes it.
+func OpenArena(f *os.File, size uint64) (*Arena, error) {
+	if f == nil {
+		return nil, errors.New("objectstore: OpenArena: nil file")
+	}
+	if size == 0 {
+		return nil, errors.New("objectstore: arena size must be positive")
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("objectstore: stat arena file: %w", err)
+	}
+	if fi.Size() < 0 || uint64(fi.Size()) < size {
+		return nil, fmt.Errorf("objectstore: arena file has %d bytes, want at least %d", fi.Size(), size)
+	}
+	return mapArena(f, size)
+}
+
+func mapArena(f *os.File, size uint64) (*Arena, error) {
+	if size > uint64(maxInt) {
+		return nil, fmt.Errorf("objectstore: arena size %d too large", size)
+	}
+	mem, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("objectstore: mmap arena of %d bytes: %w", size, err)
+	}
+	chunks := (size + chunkSize - 1) / chunkSize
+	return &Arena{file: f, mem: mem, size: size, backed: make([]atomic.Uint64, (chunks+63)/64)}, nil
+}
+
+// chunkSize is the granularity at which the arena remembers which memory is
+// backed. Reserve backs whole chunks, so an arena whose objects come and go
+// makes one fallocate per chunk instead of one per object.
+const chunkSize = 1 << 20
+
+// chunks returns the chunks overlapping [off, off+length).
+func chunks(off, length uint64) (first, last uint64) {
+	return off / chunkSize, (off + length - 1) / chunkSize
+}
+
+func (a *Arena) allBacked(first, last uint64) bool {
+	for c := first; c <= last; c++ {
+		if a.backed[c/64].Load()&(1<<(c%64)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *Arena) setBacked(first, last uint64) {
+	for c := first; c <= last; c++ {
+		a.backed[c/64].Or(1 << (c % 64))
+	}
+}
+
+func (a *Arena) clearBacked(first, last uint64) {
+	for c := first; c <= last; c++ {
+		a.backed[c/64].And(^uint64(1 << (c % 64)))
+	}
+}
+
+const maxInt = int(^uint(0) >> 1)
+
+// prefault populates the whole mapping. Errors are not fatal: pages that are
+// not populated now are faulted in on first write.
+func (a *Arena) prefault() {
+	if err := unix.Madvise(a.mem, unix.MADV_POPULATE_WRITE); err == nil {
+		return
+	}
+	page := os.Getpagesize()
+	for i := 0; i < len(a.mem); i += page {
+		// The arena is fresh (all zeros), so writing a zero only faults the
+		// page in.
+		a.mem[i] = 0
+	}
+}
+
+// File returns the memfd backing the arena, to pass to other processes.
+func (a *Arena) File() *os.File { return a.file }
+
+// Size returns the size of the arena in bytes.
+func (a *Arena) Size() uint64 { return a.size }
+
+// Bytes returns a view of [off, off+length) of the mapping without copying.
+// The view's capacity is capped at length, so appending to it never writes
+// into a neighbouring object. It panics if the range is outside the arena,
+// which only a caller bug can cause (locations come from the store).
+func (a *Arena) Bytes(off, length uint64) []byte {
+	if off > a.size || length > a.size-off {
+		panic(fmt.Sprintf("objectstore: range [%d, %d+%d) outside arena of %d bytes", off, off, length, a.size))
+	}
+	return a.mem[off : off+length : off+length]
+}
+
+// Reserve allocates backing memory for [off, off+length) with fallocate, so
+// that later writes into the range can never raise SIGBUS. It returns the
+// kernel's error (ENOSPC, ENOMEM) when the memory is not available.
+//
+// Reserve backs the whole 1 MiB chunks around the range and remembers them,
+// so reserving memory that is already backed is free. Reserve and Release
+// of overlapping ranges must not run concurrently (the store actor makes
+// every call).
+func (a *Arena) Reserve(off, length uint64) error {
+	if err := a.checkRange(off, length); err != nil || length == 0 {
+		return err
+	}
+	first, last := chunks(off, length)
+	if a.allBacked(first, last) {
+		return nil
+	}
+	start, end := first*chunkSize, min((last+1)*chunkSize, a.size)
+	if err := fallocate(a.file, 0, start, end-start); err == nil {
+		a.setBacked(first, last)
+		return nil
+	}
+	// Whole chunks may not be available when the exact range is.
+	if err := fallocate(a.file, 0, off, length); err != nil {
+		return fmt.Errorf("objectstore: reserve %d bytes at %d: %w", length, off, err)
+	}
+	return nil
+}
+
+// Release returns the memory behind [off, off+length) to the kernel by
+// punching a hole; the range reads as zeros afterwards and is faulted in
+// again on the next write (or Reserve). The store only does this when
+// Config.ReleaseFreedMemory is set.
+func (a *Arena) Release(off, length uint64) error {
+	if err := a.checkRange(off, length); err != nil || length == 0 {
+		return err
+	}
+	first, last := chunks(off, length)
+	a.clearBacked(first, last)
+	if err := fallocate(a.file, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, length); err != nil {
+		return fmt.Errorf("objectstore: release %d bytes at %d: %w", length, off, err)
+	}
+	return nil
+}
+
+func (a *Arena) checkRange(off, length uint64) error {
+	if off > a.size || length > a.size-off {
+		return fmt.Errorf("objectstore: range [%d, %d+%d) outside arena of %d bytes", off, off, length, a.size)
+	}
+	return nil
+}
+
+func fallocate(f *os.File, mode uint32, off, length uint64) error {
+	for {
+		err := unix.Fallocate(int(f.Fd()), mode, int64(off), int64(length))
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// Close unmaps the arena and closes its file. Views obtained from Bytes
+// must not be used afterwards. Close is idempotent.
+func (a *Arena) Close() error {
+	a.closeOnce.Do(func() {
+		err := unix.Munmap(a.mem)
+		a.mem = nil
+		if cerr := a.file.Close(); err == nil {
+			err = cerr
+		}
+		a.closeErr = err
+	})
+	return a.closeErr
+}

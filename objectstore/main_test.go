@@ -1,0 +1,16 @@
+package objectstore
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// protoactor's dead-letter log throttle starts a goroutine that
+		// lives for DeadLetterThrottleInterval (1s) after a dead letter is
+		// logged, e.g. when a test stops an actor that already stopped.
+		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
+	)
+}

@@ -1,0 +1,394 @@
+package objectstore
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+)
+
+// object is the Store's record of one object.
+type object struct {
+	loc        Location
+	block      uint64 // aligned size of its block
+	creator    ids.WorkerID
+	sealed     bool
+	pins       int // sum over clients
+	deleted    bool
+	lastAccess time.Time
+}
+
+// clientState indexes what one client holds, so that a disconnect costs
+// O(what it holds). pins is the per-client pin count of each object. An
+// entry lives until the client disconnects (clients are a node's workers
+// and drivers: few, and reused), so the hot path allocates no maps.
+type clientState struct {
+	pins     map[ids.ObjectID]int
+	creating map[ids.ObjectID]struct{}
+}
+
+// Store is the state machine of the objects of one arena. It decides where
+// objects go, who pins them and when they are freed; it does no I/O, starts
+// no goroutine and reads no clock. It is not safe for concurrent use: the
+// store actor owns it.
+//
+// An object is created (unsealed, writable by its creator only) and then
+// sealed (immutable, readable by anyone who pins it with Get) or aborted.
+// The creator holds no pin on it once sealed. Delete frees an object at once
+// if nothing pins it; otherwise the object is hidden from new Gets and freed
+// when its last pin is released (an unsealed object: when sealed or
+// aborted).
+type Store struct {
+	alloc   *Allocator
+	objects map[ids.ObjectID]*object
+	clients map[ids.WorkerID]*clientState
+	pending pendingQueue
+
+	numSealed   uint64
+	pinnedBytes uint64
+	created     uint64
+	failed      uint64
+
+	effects Effects
+}
+
+// NewStore returns an empty store over an arena of capacity bytes.
+func NewStore(capacity uint64) *Store {
+	return &Store{
+		alloc:   NewAllocator(capacity),
+		objects: make(map[ids.ObjectID]*object),
+		clients: make(map[ids.WorkerID]*clientState),
+		pending: newPendingQueue(),
+	}
+}
+
+// Capacity returns the usable bytes of the store.
+func (s *Store) Capacity() uint64 { return s.alloc.Capacity() }
+
+// Used returns the bytes of allocated blocks.
+func (s *Store) Used() uint64 { return s.alloc.Used() }
+
+// Len returns the number of objects (sealed or not).
+func (s *Store) Len() int { return len(s.objects) }
+
+// Pending returns the number of creations waiting for space.
+func (s *Store) Pending() int { return s.pending.Len() }
+
+// Create places a new object. It returns its location, or queued=true when
+// the object must wait for space (the outcome comes later as a Completion
+// carrying req.Token), or an error: ErrObjectExists, or ObjectStoreFull when
+// the object can never fit or its deadline leaves no time to wait.
+//
+// Creations are admitted in FIFO order: while any creation waits, new ones
+// queue behind it even if they would fit, so a large request at the head is
+// not starved by a stream of small ones.
+func (s *Store) Create(req CreateRequest, now time.Time) (loc Location, queued bool, err error) {
+	defer s.checkInvariants()
+	if _, ok := s.objects[req.ID]; ok || s.pending.Has(req.ID) {
+		return Location{}, false, objectExists(req.ID)
+	}
+	if s.pending.Len() == 0 {
+		if loc, ok := s.place(req, now); ok {
+			return loc, false, nil
+		}
+	}
+	need := BlockSize(req.Size)
+	if need == 0 || need > s.Capacity() || (!req.Deadline.IsZero() && !req.Deadline.After(now)) {
+		s.failed++
+		return Location{}, false, s.fullError(req)
+	}
+	s.pending.Push(req)
+	return Location{}, true, nil
+}
+
+func (s *Store) fullError(req CreateRequest) error {
+	return &errs.ObjectStoreFullError{
+		ObjectID:  req.ID.String(),
+		Requested: req.Size,
+		Capacity:  s.Capacity(),
+		Used:      s.Used(),
+	}
+}
+
+// place allocates and records the object if it fits.
+func (s *Store) place(req CreateRequest, now time.Time) (Location, bool) {
+	off, ok := s.alloc.Alloc(req.Size)
+	if !ok {
+		return Location{}, false
+	}
+	o := &object{
+		loc:        Location{ID: req.ID, Offset: off, Length: req.Size, Codec: req.Codec},
+		block:      BlockSize(req.Size),
+		creator:    req.Client,
+		lastAccess: now,
+	}
+	s.objects[req.ID] = o
+	s.client(req.Client).creating[req.ID] = struct{}{}
+	s.created++
+	return o.loc, true
+}
+
+// Seal makes the client's created object immutable and visible to Get.
+func (s *Store) Seal(id ids.ObjectID, client ids.WorkerID, now time.Time) error {
+	defer s.checkInvariants()
+	o, err := s.unsealed(id, client)
+	if err != nil {
+		return err
+	}
+	o.sealed = true
+	o.lastAccess = now
+	s.numSealed++
+	s.doneCreating(client, id)
+	if o.deleted && o.pins == 0 {
+		s.free(o)
+		s.admit(now)
+	}
+	return nil
+}
+
+// Abort frees an object the client created and has not sealed, or withdraws
+// its creation if it is still waiting for space (its Completion then carries
+// an UNAVAILABLE error).
+func (s *Store) Abort(id ids.ObjectID, client ids.WorkerID, now time.Time) error {
+	defer s.checkInvariants()
+	if req, ok := s.pending.Get(id); ok && req.Client == client {
+		s.pending.Remove(id)
+		s.complete(Completion{Token: req.Token, ID: id, Client: req.Client, Err: errs.Unavailablef("creation of object %s aborted", id)})
+		s.admit(now)
+		return nil
+	}
+	o, err := s.unsealed(id, client)
+	if err != nil {
+		return err
+	}
+	s.free(o)
+	s.admit(now)
+	return nil
+}
+
+func (s *Store) unsealed(id ids.ObjectID, client ids.WorkerID) (*object, error) {
+	o, ok := s.objects[id]
+	switch {
+	case !ok:
+		return nil, errs.NotFoundf("object %s not in store", id)
+	case o.sealed:
+		return nil, errs.Invalidf("object %s already sealed", id)
+	case o.creator != client:
+		return nil, errs.Invalidf("object %s was created by client %s, not %s", id, o.creator, client)
+	}
+	return o, nil
+}
+
+// Get pins, for the client, every sealed object among ids (one pin per
+// occurrence) and reports the others as missing. Deleted objects are
+// missing: they take no new pins.
+func (s *Store) Get(idList []ids.ObjectID, client ids.WorkerID, now time.Time) GetResult {
+	defer s.checkInvariants()
+	res := GetResult{Locations: make([]Location, len(idList))}
+	for i, id := range idList {
+		o, ok := s.objects[id]
+		if !ok || !o.sealed || o.deleted {
+			res.Missing = append(res.Missing, i)
+			continue
+		}
+		s.pin(o, client)
+		o.lastAccess = now
+		res.Locations[i] = o.loc
+	}
+	return res
+}
+
+// Release drops one of the client's pins on each id. An object that was
+// deleted while pinned is freed with its last pin. Releasing a pin the
+// client does not hold is an error (a panic in invariants builds); the
+// other ids are still released.
+func (s *Store) Release(idList []ids.ObjectID, client ids.WorkerID, now time.Time) error {
+	defer s.checkInvariants()
+	var bad []error
+	freed := false
+	for _, id := range idList {
+		cs := s.clients[client]
+		o, ok := s.objects[id]
+		if !ok || cs == nil || cs.pins[id] == 0 {
+			err := fmt.Errorf("objectstore: client %s releases object %s it has not pinned", client, id)
+			if invariantsEnabled {
+				panic(err)
+			}
+			bad = append(bad, err)
+			continue
+		}
+		s.unpin(o, client, 1)
+		if o.pins == 0 && o.deleted && o.sealed {
+			s.free(o)
+			freed = true
+		}
+	}
+	if freed {
+		s.admit(now)
+	}
+	return errors.Join(bad...)
+}
+
+// Delete frees the objects now if nothing pins them, or when their last pin
+// is released (unsealed ones: when sealed or aborted). Unknown ids are
+// ignored, and so are creations still waiting for space.
+func (s *Store) Delete(idList []ids.ObjectID, now time.Time) {
+	defer s.checkInvariants()
+	freed := false
+	for _, id := range idList {
+		o, ok := s.objects[id]
+		if !ok {
+			continue
+		}
+		o.deleted = true
+		if o.sealed && o.pins == 0 {
+			s.free(o)
+			freed = true
+		}
+	}
+	if freed {
+		s.admit(now)
+	}
+}
+
+// ClientDisconnected drops every pin of the client, aborts its unsealed
+// creations and fails its queued ones.
+func (s *Store) ClientDisconnected(client ids.WorkerID, now time.Time) {
+	defer s.checkInvariants()
+	for _, req := range s.pending.RemoveClient(client) {
+		s.complete(Completion{Token: req.Token, ID: req.ID, Client: req.Client, Err: errs.Unavailablef("client %s disconnected", client)})
+	}
+	cs := s.clients[client]
+	if cs != nil {
+		for id, n := range cs.pins {
+			o := s.objects[id]
+			s.unpin(o, client, n)
+			if o.pins == 0 && o.deleted && o.sealed {
+				s.free(o)
+			}
+		}
+		for id := range cs.creating {
+			s.free(s.objects[id])
+		}
+		delete(s.clients, client)
+	}
+	s.admit(now)
+}
+
+// ExpirePending fails the queued creations whose deadline is not after now
+// with ObjectStoreFull, then admits what fits behind them.
+func (s *Store) ExpirePending(now time.Time) {
+	defer s.checkInvariants()
+	for _, req := range s.pending.RemoveExpired(now) {
+		s.failed++
+		s.complete(Completion{Token: req.Token, ID: req.ID, Client: req.Client, Err: s.fullError(req)})
+	}
+	s.admit(now)
+}
+
+// failPending fails every queued creation with err.
+func (s *Store) failPending(err error) {
+	defer s.checkInvariants()
+	for _, req := range s.pending.removeIf(func(CreateRequest) bool { return true }) {
+		s.complete(Completion{Token: req.Token, ID: req.ID, Client: req.Client, Err: err})
+	}
+}
+
+// NextDeadline returns the earliest deadline among queued creations.
+func (s *Store) NextDeadline() (time.Time, bool) { return s.pending.NextDeadline() }
+
+// TakeEffects returns and clears the effects accumulated so far.
+func (s *Store) TakeEffects() Effects {
+	e := s.effects
+	s.effects = Effects{}
+	return e
+}
+
+// Stats returns a snapshot of the store's counters.
+func (s *Store) Stats() *atollpb.StoreStats {
+	return &atollpb.StoreStats{
+		CapacityBytes:      s.Capacity(),
+		UsedBytes:          s.Used(),
+		NumObjects:         uint64(len(s.objects)),
+		NumSealed:          s.numSealed,
+		PinnedBytes:        s.pinnedBytes,
+		PendingCreates:     uint64(s.pending.Len()),
+		LargestFreeBlock:   s.alloc.LargestFree(),
+		CreatedTotal:       s.created,
+		FailedCreatesTotal: s.failed,
+	}
+}
+
+// admit creates queued requests from the head while they fit.
+func (s *Store) admit(now time.Time) {
+	for {
+		req, ok := s.pending.Head()
+		if !ok {
+			return
+		}
+		loc, ok := s.place(req, now)
+		if !ok {
+			return
+		}
+		s.pending.Remove(req.ID)
+		s.complete(Completion{Token: req.Token, ID: req.ID, Client: req.Client, Location: loc})
+	}
+}
+
+func (s *Store) complete(c Completion) {
+	s.effects.Completions = append(s.effects.Completions, c)
+}
+
+func (s *Store) client(c ids.WorkerID) *clientState {
+	cs := s.clients[c]
+	if cs == nil {
+		cs = &clientState{pins: make(map[ids.ObjectID]int), creating: make(map[ids.ObjectID]struct{})}
+		s.clients[c] = cs
+	}
+	return cs
+}
+
+func (s *Store) doneCreating(c ids.WorkerID, id ids.ObjectID) {
+	if cs := s.clients[c]; cs != nil {
+		delete(cs.creating, id)
+	}
+}
+
+func (s *Store) pin(o *object, c ids.WorkerID) {
+	s.client(c).pins[o.loc.ID]++
+	if o.pins == 0 {
+		s.pinnedBytes += o.block
+	}
+	o.pins++
+}
+
+func (s *Store) unpin(o *object, c ids.WorkerID, n int) {
+	cs := s.clients[c]
+	if cs.pins[o.loc.ID] -= n; cs.pins[o.loc.ID] <= 0 {
+		delete(cs.pins, o.loc.ID)
+	}
+	o.pins -= n
+	if o.pins == 0 {
+		s.pinnedBytes -= o.block
+	}
+}
+
+// free returns the object's block to the allocator and forgets it. The
+// object has no pins.
+func (s *Store) free(o *object) {
+	delete(s.objects, o.loc.ID)
+	if o.sealed {
+		s.numSealed--
+	} else {
+		s.doneCreating(o.creator, o.loc.ID)
+	}
+	// The store allocated this block itself, so Free fails only on a
+	// bookkeeping bug (a panic in invariants builds); the object is
+	// forgotten either way and the range is not reported as freed.
+	if err := s.alloc.Free(o.loc.Offset); err == nil {
+		s.effects.Freed = append(s.effects.Freed, Range{o.loc.Offset, o.block})
+	}
+}

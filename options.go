@@ -1,0 +1,151 @@
+package atoll
+
+import (
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Resources is a task's or actor's resource demand, or a node's capacity.
+type Resources struct {
+	// CPU slots (fractions allowed).
+	CPU float64
+	// Memory in bytes (a scheduling hint; it is not enforced).
+	Memory float64
+	// Custom resources by name, e.g. {"GPU": 1}.
+	Custom map[string]float64
+}
+
+func (r Resources) toMap() map[string]float64 {
+	m := map[string]float64{}
+	if r.CPU != 0 {
+		m["CPU"] = r.CPU
+	}
+	if r.Memory != 0 {
+		m["memory"] = r.Memory
+	}
+	for k, v := range r.Custom {
+		m[k] = v
+	}
+	return m
+}
+
+// DefaultInlineThreshold is the size up to which values travel inside
+// task messages and live in the owner's memory instead of the shared
+// object store (Ray's max_direct_call_object_size is 100 KiB).
+const DefaultInlineThreshold = 100 << 10
+
+// Option configures Init.
+type Option func(*config)
+
+type config struct {
+	numCPUs          float64
+	resources        map[string]float64
+	storeMemory      uint64
+	storeFullTimeout time.Duration
+	prefaultStore    bool
+	inlineThreshold  int
+	tracerProvider   trace.TracerProvider
+	logger           *slog.Logger
+	sessionDir       string
+	namespace        string
+}
+
+// WithNumCPUs sets the node's CPU count (default: runtime.NumCPU()); one
+// goroutine worker starts per CPU.
+func WithNumCPUs(n float64) Option { return func(c *config) { c.numCPUs = n } }
+
+// WithResources declares the node's custom resources, e.g. {"GPU": 1}.
+func WithResources(r map[string]float64) Option { return func(c *config) { c.resources = r } }
+
+// WithObjectStoreMemory sets the object store's hard limit in bytes
+// (default 30% of physical memory, as Ray).
+func WithObjectStoreMemory(bytes uint64) Option { return func(c *config) { c.storeMemory = bytes } }
+
+// WithStoreFullTimeout sets how long a creation waits for space before it
+// fails with ObjectStoreFull (default 10s).
+func WithStoreFullTimeout(d time.Duration) Option { return func(c *config) { c.storeFullTimeout = d } }
+
+// WithPrefaultedStore touches every page of the object store at start, so
+// that writes never page-fault (as Ray's preallocation): faster puts, at
+// the cost of holding the whole store's memory from the start.
+func WithPrefaultedStore() Option { return func(c *config) { c.prefaultStore = true } }
+
+// WithInlineThreshold sets the largest value kept inline instead of in
+// the shared object store (default DefaultInlineThreshold; 0 keeps the
+// default, a negative value stores everything in the object store).
+func WithInlineThreshold(bytes int) Option { return func(c *config) { c.inlineThreshold = bytes } }
+
+// WithTracerProvider sets where spans go. Default: an OTLP exporter when
+// the standard OTEL_EXPORTER_OTLP_* variables are set, else the global
+// provider (otel.GetTracerProvider()).
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) { c.tracerProvider = tp }
+}
+
+// WithLogger sets the runtime's logger (default slog.Default()). Records
+// logged with a task's context carry trace_id, span_id and task_id.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithSessionDir sets the directory for the session's files (JetStream
+// state); default a fresh directory under os.TempDir(), removed at
+// Shutdown.
+func WithSessionDir(dir string) Option { return func(c *config) { c.sessionDir = dir } }
+
+// WithNamespace sets the namespace of named actors (default "default").
+func WithNamespace(ns string) Option { return func(c *config) { c.namespace = ns } }
+
+// CallOption configures one task, actor creation or actor call.
+type CallOption func(*callConfig)
+
+type callConfig struct {
+	resources       *Resources
+	maxRetries      int
+	retryExceptions bool
+	name            string
+	actorName       string
+	maxRestarts     int
+	maxTaskRetries  int
+}
+
+func newCallConfig(opts []CallOption) callConfig {
+	c := callConfig{maxRetries: DefaultMaxRetries}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// DefaultMaxRetries is how many times a task is retried when its worker
+// dies (Ray's default).
+const DefaultMaxRetries = 3
+
+// WithTaskResources sets the resources a task or actor needs. Tasks
+// default to {CPU: 1}; actors to nothing (an actor holds its resources for
+// its whole life).
+func WithTaskResources(r Resources) CallOption { return func(c *callConfig) { c.resources = &r } }
+
+// MaxRetries sets how many times a task is retried after its worker dies
+// (default 3; -1 retries forever; 0 never).
+func MaxRetries(n int) CallOption { return func(c *callConfig) { c.maxRetries = n } }
+
+// RetryExceptions makes a task also retry (within MaxRetries) when its own
+// code returns an error or panics.
+func RetryExceptions() CallOption { return func(c *callConfig) { c.retryExceptions = true } }
+
+// Name sets the task's name in traces and logs (default: the registered
+// function name).
+func Name(name string) CallOption { return func(c *callConfig) { c.name = name } }
+
+// ActorName gives an actor a name unique in its namespace, so GetActor can
+// find it.
+func ActorName(name string) CallOption { return func(c *callConfig) { c.actorName = name } }
+
+// MaxRestarts sets how many times a crashed actor is restarted, its
+// constructor run again (default 0; -1 without limit).
+func MaxRestarts(n int) CallOption { return func(c *callConfig) { c.maxRestarts = n } }
+
+// MaxTaskRetries sets how many times an actor call that was running when
+// the actor crashed is retried on the restarted actor (default 0).
+func MaxTaskRetries(n int) CallOption { return func(c *callConfig) { c.maxTaskRetries = n } }

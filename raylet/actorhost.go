@@ -1,0 +1,258 @@
+package raylet
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+)
+
+// hostedActor is the raylet's record of an actor it hosts.
+type hostedActor struct {
+	id       ids.ActorID
+	worker   ids.WorkerID
+	spec     *atollpb.TaskSpec
+	owner    *actor.PID
+	pid      *actor.PID
+	demand   Resources
+	restarts int
+	created  bool
+	cause    *atollpb.ErrorInfo
+}
+
+func (a *hostedActor) info(node ids.NodeID, state atollpb.ActorState) *atollpb.ActorInfo {
+	c := a.spec.GetActorCreation()
+	info := &atollpb.ActorInfo{
+		ActorId: a.id.Bytes(), Name: c.GetName(), ActorType: c.GetActorType(), State: state,
+		NumRestarts: int32(a.restarts), MaxRestarts: c.GetMaxRestarts(), NodeId: node.Bytes(),
+		OwnerId: a.spec.OwnerId, JobId: a.spec.JobId, Namespace: c.GetNamespace(),
+	}
+	if a.pid != nil {
+		info.Address = a.pid.Id
+	}
+	if state == atollpb.ActorState_ACTOR_DEAD {
+		info.DeathCause = a.cause
+	}
+	return info
+}
+
+// actorStarted reports that an actor's constructor ran (after creation or
+// a restart).
+type actorStarted struct {
+	id  ids.ActorID
+	err error
+}
+
+// actorFailed reports a supervision decision about a crashed actor.
+type actorFailed struct {
+	id        ids.ActorID
+	reason    any
+	restarted bool
+	restarts  int
+}
+
+// crashActor makes an actor host panic, as if its worker crashed (fault
+// injection; the actor restarts within its budget).
+type crashActor struct{ reason string }
+
+func (r *raylet) startActor(ctx actor.Context, t *task) {
+	a := &hostedActor{
+		id: ids.MustFromBytes(t.spec.ActorId), worker: ids.NewWorkerID(), spec: t.spec,
+		owner: t.owner, demand: t.demand,
+	}
+	w := Worker{ID: a.worker, NodeID: r.cfg.NodeID}
+	exec, raylet := r.cfg.Executor, ctx.Self()
+	props := actor.PropsFromProducer(func() actor.Actor {
+		return &actorHost{id: a.id, spec: t.spec, worker: w, exec: exec, raylet: raylet}
+	})
+	a.pid = ctx.SpawnPrefix(props, "actor")
+	r.strategy.add(a.pid.Id, a.id, int(t.spec.GetActorCreation().GetMaxRestarts()))
+	r.actors[a.id] = a
+	r.byPID[a.pid.Id] = a.id
+}
+
+func (r *raylet) actorStarted(ctx actor.Context, m *actorStarted) {
+	a := r.actors[m.id]
+	if a == nil {
+		return
+	}
+	if m.err != nil {
+		a.cause = errs.ToProto(&errs.ActorDiedError{ActorID: a.id.String(), Name: a.spec.GetActorCreation().GetName(),
+			Message: "constructor failed: " + m.err.Error()})
+		ctx.Stop(a.pid) // actorTerminated reports the death
+		return
+	}
+	if !a.created {
+		a.created = true
+		r.reply(ctx, a.owner, &atollpb.TaskResult{TaskId: a.spec.TaskId, Attempt: a.spec.Attempt,
+			ActorAddress: a.pid.Id, WorkerId: a.worker.Bytes()})
+	}
+	r.cfg.ReportActor(a.info(r.cfg.NodeID, atollpb.ActorState_ACTOR_ALIVE))
+}
+
+func (r *raylet) actorFailed(m *actorFailed) {
+	a := r.actors[m.id]
+	if a == nil {
+		return
+	}
+	a.restarts = m.restarts
+	if m.restarted {
+		r.stats.ActorRestarts++
+		r.cfg.ReportActor(a.info(r.cfg.NodeID, atollpb.ActorState_ACTOR_RESTARTING))
+		return
+	}
+	a.cause = errs.ToProto(&errs.ActorDiedError{ActorID: a.id.String(), Name: a.spec.GetActorCreation().GetName(),
+		Message: fmt.Sprintf("max_restarts (%d) exhausted; last failure: %v", a.spec.GetActorCreation().GetMaxRestarts(), m.reason)})
+}
+
+func (r *raylet) actorTerminated(ctx actor.Context, id ids.ActorID) {
+	a := r.actors[id]
+	if a == nil {
+		return
+	}
+	delete(r.actors, id)
+	delete(r.byPID, a.pid.Id)
+	r.strategy.remove(a.pid.Id)
+	r.avail.Add(a.demand)
+	r.cfg.OnWorkerDeath(a.worker)
+	if a.cause == nil {
+		a.cause = errs.ToProto(&errs.ActorDiedError{ActorID: id.String(), Name: a.spec.GetActorCreation().GetName(), Message: "actor stopped"})
+	}
+	if !a.created {
+		r.reply(ctx, a.owner, &atollpb.TaskResult{TaskId: a.spec.TaskId, Attempt: a.spec.Attempt, Error: a.cause})
+	}
+	r.cfg.ReportActor(a.info(r.cfg.NodeID, atollpb.ActorState_ACTOR_DEAD))
+	r.schedule(ctx)
+}
+
+func (r *raylet) killActor(ctx actor.Context, m *atollpb.KillActor) {
+	a := r.actors[ids.MustFromBytes(m.ActorId)]
+	if a == nil {
+		return
+	}
+	reason := m.Reason
+	if reason == "" {
+		reason = "killed"
+	}
+	if !m.NoRestart {
+		r.crashActor(ctx, a, reason)
+		return
+	}
+	a.cause = errs.ToProto(&errs.ActorDiedError{ActorID: a.id.String(), Name: a.spec.GetActorCreation().GetName(), Message: reason})
+	ctx.Stop(a.pid)
+}
+
+func (r *raylet) crashActor(ctx actor.Context, a *hostedActor, reason string) {
+	ctx.Send(a.pid, &crashActor{reason: reason})
+}
+
+// actorHost runs one actor instance. Method calls run one at a time, in
+// mailbox order, on the host's goroutine. A panicking method (or an
+// injected crash) fails the host, and the raylet's supervisor strategy
+// restarts it (the constructor runs again) within the actor's budget.
+type actorHost struct {
+	id       ids.ActorID
+	spec     *atollpb.TaskSpec
+	worker   Worker
+	exec     Executor
+	raylet   *actor.PID
+	instance any
+	cancel   context.CancelFunc
+	runCtx   context.Context
+}
+
+func (h *actorHost) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		h.runCtx, h.cancel = context.WithCancel(context.Background())
+		inst, err := h.exec.NewActor(h.runCtx, h.worker, h.spec)
+		// On error the raylet records the cause, then stops this host
+		// (stopping itself, the Terminated notice would overtake the cause).
+		ctx.Send(h.raylet, &actorStarted{id: h.id, err: err})
+		h.instance = inst
+	case *atollpb.PushTask:
+		if h.instance == nil {
+			died := &errs.ActorDiedError{ActorID: h.id.String(), Name: h.spec.GetActorCreation().GetName(), Message: "actor is not running"}
+			ctx.Respond(&atollpb.TaskResult{TaskId: m.Spec.TaskId, Attempt: m.Spec.Attempt, Error: errs.ToProto(died)})
+			return
+		}
+		res, panicked := h.exec.RunActorTask(h.runCtx, h.worker, h.instance, m.Spec)
+		ctx.Respond(res)
+		if panicked {
+			h.instance = nil
+			panic(fmt.Sprintf("actor %s: method %s panicked: %s", h.id.Short(), m.Spec.Function, res.GetError().GetMessage()))
+		}
+	case *crashActor:
+		h.instance = nil
+		panic("actor " + h.id.Short() + " crashed: " + m.reason)
+	case *actor.Restarting, *actor.Stopping:
+		if h.cancel != nil {
+			h.cancel()
+		}
+	}
+}
+
+// actorStrategy supervises the raylet's children: pool workers always
+// restart; an actor host restarts at most its max_restarts over its whole
+// life (-1: without limit), as Ray counts restarts, then stops.
+type actorStrategy struct {
+	mu     sync.Mutex
+	raylet *actor.PID
+	budget map[string]*restartBudget
+}
+
+type restartBudget struct {
+	actor ids.ActorID
+	max   int
+	used  int
+}
+
+func newActorStrategy() *actorStrategy {
+	return &actorStrategy{budget: map[string]*restartBudget{}}
+}
+
+func (s *actorStrategy) setRaylet(pid *actor.PID) {
+	s.mu.Lock()
+	s.raylet = pid
+	s.mu.Unlock()
+}
+
+func (s *actorStrategy) add(pid string, id ids.ActorID, max int) {
+	s.mu.Lock()
+	s.budget[pid] = &restartBudget{actor: id, max: max}
+	s.mu.Unlock()
+}
+
+func (s *actorStrategy) remove(pid string) {
+	s.mu.Lock()
+	delete(s.budget, pid)
+	s.mu.Unlock()
+}
+
+// HandleFailure implements actor.SupervisorStrategy.
+func (s *actorStrategy) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason any, _ any) {
+	s.mu.Lock()
+	b, raylet := s.budget[child.Id], s.raylet
+	restart := b == nil || b.max < 0 || b.used < b.max
+	var failed *actorFailed
+	if b != nil {
+		if restart {
+			b.used++
+		}
+		failed = &actorFailed{id: b.actor, reason: reason, restarted: restart, restarts: b.used}
+	}
+	s.mu.Unlock()
+	if failed != nil && raylet != nil {
+		system.Root.Send(raylet, failed)
+	}
+	if restart {
+		sup.RestartChildren(child)
+	} else {
+		sup.StopChildren(child)
+	}
+}

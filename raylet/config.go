@@ -1,0 +1,106 @@
+package raylet
+
+import (
+	"context"
+	"log/slog"
+	"runtime"
+
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+)
+
+// Worker identifies the worker a task or actor runs on.
+type Worker struct {
+	ID     ids.WorkerID
+	NodeID ids.NodeID
+}
+
+// Executor runs user code. The atoll package implements it; the raylet
+// calls it from worker goroutines.
+type Executor interface {
+	// RunTask runs one attempt of a normal task and returns its result. It
+	// must return promptly once ctx is cancelled (the task was cancelled or
+	// its worker killed).
+	RunTask(ctx context.Context, w Worker, spec *atollpb.TaskSpec) *atollpb.TaskResult
+	// NewActor runs an actor's constructor.
+	NewActor(ctx context.Context, w Worker, spec *atollpb.TaskSpec) (instance any, err error)
+	// RunActorTask runs one method call on instance. panicked reports that
+	// the method panicked: the actor is then restarted (or dies).
+	RunActorTask(ctx context.Context, w Worker, instance any, spec *atollpb.TaskSpec) (res *atollpb.TaskResult, panicked bool)
+}
+
+// Config configures a raylet. Zero fields take the documented defaults.
+type Config struct {
+	// NodeID names the node; default: a fresh id.
+	NodeID ids.NodeID
+	// Resources is the node's total; default {CPU: runtime.NumCPU()}.
+	Resources Resources
+	// NumWorkers is how many goroutine workers start with the raylet;
+	// default: the CPU count (one per CPU slot).
+	NumWorkers int
+	// MaxWorkers bounds the pool, which grows past NumWorkers while tasks
+	// block in Get (their CPU is lent to other tasks); default 1024.
+	MaxWorkers int
+	// Executor runs user code; required.
+	Executor Executor
+	// TracerProvider for queue and schedule spans; default no-op.
+	TracerProvider trace.TracerProvider
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// OnWorkerDeath is called (on the raylet's goroutine; it must not
+	// block) when a worker dies, so its pins and unsealed objects are
+	// reclaimed.
+	OnWorkerDeath func(ids.WorkerID)
+	// ReportActor publishes an actor's new state (to the GCS); it must not
+	// block. Optional.
+	ReportActor func(*atollpb.ActorInfo)
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Executor == nil {
+		return c, errs.Invalidf("raylet: Config.Executor is required")
+	}
+	if c.NodeID.IsZero() {
+		c.NodeID = ids.NewNodeID()
+	}
+	if c.Resources == nil {
+		c.Resources = Resources{}
+	} else {
+		c.Resources = c.Resources.Clone()
+	}
+	if _, ok := c.Resources[CPU]; !ok {
+		c.Resources[CPU] = float64(runtime.NumCPU())
+	}
+	if c.Resources[CPU] < 0 {
+		return c, errs.Invalidf("raylet: negative CPU count %g", c.Resources[CPU])
+	}
+	if c.NumWorkers <= 0 {
+		c.NumWorkers = int(c.Resources[CPU])
+		if c.NumWorkers < 1 {
+			c.NumWorkers = 1
+		}
+	}
+	if c.MaxWorkers <= 0 {
+		c.MaxWorkers = 1024
+	}
+	if c.MaxWorkers < c.NumWorkers {
+		c.MaxWorkers = c.NumWorkers
+	}
+	if c.TracerProvider == nil {
+		c.TracerProvider = noop.NewTracerProvider()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.OnWorkerDeath == nil {
+		c.OnWorkerDeath = func(ids.WorkerID) {}
+	}
+	if c.ReportActor == nil {
+		c.ReportActor = func(*atollpb.ActorInfo) {}
+	}
+	return c, nil
+}

@@ -1,0 +1,102 @@
+package raylet
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// CPU is the name of the CPU resource.
+const CPU = "CPU"
+
+// Memory is the name of the memory resource, in bytes.
+const Memory = "memory"
+
+// Resources maps resource names to amounts.
+type Resources map[string]float64
+
+// Fits reports whether demand fits in avail. Resources absent from avail
+// count as zero.
+func (avail Resources) Fits(demand Resources) bool {
+	for k, v := range demand {
+		if v > 0 && avail[k] < v-1e-9 {
+			return false
+		}
+	}
+	return true
+}
+
+// Sub takes demand out of r (amounts may go negative).
+func (r Resources) Sub(demand Resources) {
+	for k, v := range demand {
+		r[k] -= v
+	}
+}
+
+// Add gives demand back to r.
+func (r Resources) Add(demand Resources) {
+	for k, v := range demand {
+		r[k] += v
+	}
+}
+
+// Clone copies r.
+func (r Resources) Clone() Resources { return maps.Clone(r) }
+
+// String renders r sorted by name, for logs and scenario tests.
+func (r Resources) String() string {
+	keys := slices.Sorted(maps.Keys(r))
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%g", k, r[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// Feasible reports whether demand could ever run on a node with total
+// resources: otherwise the task must fail (or, in a cluster, go elsewhere).
+func Feasible(total, demand Resources) bool { return total.Fits(demand) }
+
+// PendingReason says why a queued task is not running.
+type PendingReason string
+
+// Pending reasons, recorded on queue spans.
+const (
+	PendingResources PendingReason = "waiting_for_resources"
+	PendingWorker    PendingReason = "waiting_for_worker"
+	PendingNone      PendingReason = ""
+)
+
+// Candidate is a queued task as the policy sees it.
+type Candidate struct {
+	Demand Resources
+	// NoSlot marks actor creations, which get a worker of their own
+	// instead of a slot of the pool.
+	NoSlot bool
+}
+
+// Pick decides which queued tasks to dispatch now, in queue order: a task
+// runs when its demand fits the available resources and a worker slot is
+// free. A task that does not fit does not block smaller tasks behind it.
+// It returns the indexes to dispatch and, for every task left queued, its
+// pending reason. avail is not modified.
+func Pick(queue []Candidate, avail Resources, freeSlots int) (dispatch []int, reasons []PendingReason) {
+	left := avail.Clone()
+	reasons = make([]PendingReason, len(queue))
+	for i, c := range queue {
+		switch {
+		case !left.Fits(c.Demand):
+			reasons[i] = PendingResources
+		case freeSlots <= 0 && !c.NoSlot:
+			reasons[i] = PendingWorker
+		default:
+			left.Sub(c.Demand)
+			if !c.NoSlot {
+				freeSlots--
+			}
+			dispatch = append(dispatch, i)
+		}
+	}
+	return dispatch, reasons
+}

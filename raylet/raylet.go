@@ -1,0 +1,367 @@
+package raylet
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/telemetry"
+)
+
+// task is a task the raylet knows: queued or running.
+type task struct {
+	spec      *atollpb.TaskSpec
+	id        ids.TaskID
+	owner     *actor.PID
+	demand    Resources
+	queueSpan trace.Span
+	reason    PendingReason
+	worker    ids.WorkerID
+	cancel    context.CancelFunc
+	blocked   bool
+	isActor   bool
+	enqueued  time.Time
+	started   time.Time
+	attemptID uint64
+}
+
+type worker struct {
+	id   ids.WorkerID
+	pid  *actor.PID
+	task *task
+}
+
+// raylet is the node manager actor. All fields are owned by its goroutine.
+type raylet struct {
+	cfg      Config
+	tracer   trace.Tracer
+	avail    Resources
+	queue    []*task
+	running  map[ids.TaskID]*task
+	workers  map[ids.WorkerID]*worker
+	idle     []ids.WorkerID
+	actors   map[ids.ActorID]*hostedActor
+	byPID    map[string]ids.ActorID
+	strategy *actorStrategy
+	attempts uint64
+	stats    Stats
+}
+
+// NewProps returns the props of a raylet actor. The raylet supervises its
+// workers and the actors it hosts.
+func NewProps(cfg Config) (*actor.Props, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	strategy := newActorStrategy()
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &raylet{
+			cfg:      cfg,
+			tracer:   telemetry.Tracer(cfg.TracerProvider),
+			avail:    cfg.Resources.Clone(),
+			running:  map[ids.TaskID]*task{},
+			workers:  map[ids.WorkerID]*worker{},
+			actors:   map[ids.ActorID]*hostedActor{},
+			byPID:    map[string]ids.ActorID{},
+			strategy: strategy,
+		}
+	}, actor.WithSupervisor(strategy)), nil
+}
+
+// Receive implements actor.Actor.
+func (r *raylet) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		r.strategy.setRaylet(ctx.Self())
+		for range r.cfg.NumWorkers {
+			r.spawnWorker(ctx)
+		}
+	case *atollpb.SubmitTask:
+		r.submit(ctx, m.Spec, ctx.Sender())
+	case *taskFinished:
+		r.finished(ctx, m)
+	case *atollpb.CancelTask:
+		r.cancelTask(ctx, ids.MustFromBytes(m.TaskId))
+	case *atollpb.WorkerBlocked:
+		r.setBlocked(ctx, ids.MustFromBytes(m.TaskId), true)
+	case *atollpb.WorkerUnblocked:
+		r.setBlocked(ctx, ids.MustFromBytes(m.TaskId), false)
+	case *atollpb.KillWorker:
+		r.killWorker(ctx, m)
+	case *atollpb.KillActor:
+		r.killActor(ctx, m)
+	case *actorStarted:
+		r.actorStarted(ctx, m)
+	case *actorFailed:
+		r.actorFailed(m)
+	case *actor.Terminated:
+		r.childTerminated(ctx, m.Who)
+	case *GetState:
+		ctx.Respond(r.snapshot())
+	}
+}
+
+func (r *raylet) submit(ctx actor.Context, spec *atollpb.TaskSpec, owner *actor.PID) {
+	t := &task{
+		spec:     spec,
+		id:       ids.MustFromBytes(spec.TaskId),
+		owner:    owner,
+		demand:   Resources(spec.Resources),
+		isActor:  spec.Type == atollpb.TaskType_ACTOR_CREATION_TASK,
+		enqueued: time.Now(),
+	}
+	if t.demand == nil {
+		t.demand = Resources{}
+	}
+	if !Feasible(r.cfg.Resources, t.demand) {
+		err := errs.Invalidf("task %s demands %v but node %s has %v in all", spec.Name, t.demand, r.cfg.NodeID.Short(), r.cfg.Resources)
+		r.reply(ctx, owner, &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Error: errs.ToProto(err)})
+		return
+	}
+	_, t.queueSpan = r.tracer.Start(telemetry.Extract(context.Background(), spec.Trace), "queue "+spec.Name,
+		trace.WithAttributes(attribute.String("atoll.task_id", t.id.String()), attribute.Int("atoll.attempt", int(spec.Attempt))))
+	r.queue = append(r.queue, t)
+	r.stats.Submitted++
+	r.schedule(ctx)
+}
+
+// schedule dispatches every queued task the policy allows.
+func (r *raylet) schedule(ctx actor.Context) {
+	if len(r.queue) == 0 {
+		return
+	}
+	cands := make([]Candidate, len(r.queue))
+	for i, t := range r.queue {
+		cands[i] = Candidate{Demand: t.demand, NoSlot: t.isActor}
+	}
+	freeSlots := len(r.idle) + r.cfg.MaxWorkers - len(r.workers)
+	dispatch, reasons := Pick(cands, r.avail, freeSlots)
+	for i, t := range r.queue {
+		if reasons[i] != PendingNone && reasons[i] != t.reason {
+			t.reason = reasons[i]
+			t.queueSpan.AddEvent("pending", trace.WithAttributes(attribute.String("atoll.pending_reason", string(t.reason))))
+		}
+	}
+	if len(dispatch) == 0 {
+		return
+	}
+	chosen := make(map[int]bool, len(dispatch))
+	for _, i := range dispatch {
+		chosen[i] = true
+		r.dispatch(ctx, r.queue[i])
+	}
+	kept := r.queue[:0]
+	for i, t := range r.queue {
+		if !chosen[i] {
+			kept = append(kept, t)
+		}
+	}
+	clear(r.queue[len(kept):])
+	r.queue = kept
+}
+
+func (r *raylet) dispatch(ctx actor.Context, t *task) {
+	r.avail.Sub(t.demand)
+	reason := string(t.reason)
+	if reason == "" {
+		reason = "none"
+	}
+	t.queueSpan.SetAttributes(attribute.String("atoll.pending_reason", reason))
+	t.queueSpan.End()
+	t.started = time.Now()
+	r.stats.Dispatched++
+	if t.isActor {
+		r.startActor(ctx, t)
+		return
+	}
+	var w *worker
+	if n := len(r.idle); n > 0 {
+		w = r.workers[r.idle[n-1]]
+		r.idle = r.idle[:n-1]
+	} else {
+		w = r.spawnWorker(ctx)
+		r.idle = r.idle[:len(r.idle)-1]
+	}
+	_, sched := r.tracer.Start(telemetry.Extract(context.Background(), t.spec.Trace), "schedule "+t.spec.Name,
+		trace.WithAttributes(attribute.String("atoll.task_id", t.id.String()),
+			attribute.String("atoll.worker_id", w.id.String()), attribute.String("atoll.node_id", r.cfg.NodeID.String())))
+	sched.End()
+	runCtx, cancel := context.WithCancel(context.Background())
+	r.attempts++
+	t.cancel, t.worker, t.attemptID = cancel, w.id, r.attempts
+	w.task = t
+	r.running[t.id] = t
+	ctx.Send(w.pid, &runTask{ctx: runCtx, spec: t.spec, attemptID: t.attemptID})
+}
+
+func (r *raylet) spawnWorker(ctx actor.Context) *worker {
+	w := &worker{id: ids.NewWorkerID()}
+	props := actor.PropsFromProducer(func() actor.Actor {
+		return &workerActor{id: w.id, node: r.cfg.NodeID, exec: r.cfg.Executor, raylet: ctx.Self()}
+	})
+	w.pid = ctx.SpawnPrefix(props, "worker")
+	r.workers[w.id] = w
+	r.idle = append(r.idle, w.id)
+	return w
+}
+
+func (r *raylet) finished(ctx actor.Context, m *taskFinished) {
+	w := r.workers[m.worker]
+	if w == nil || w.task == nil || w.task.attemptID != m.attemptID {
+		return // a killed worker's late result: already reported as a crash
+	}
+	t := w.task
+	w.task = nil
+	r.idle = append(r.idle, w.id)
+	r.release(t)
+	delete(r.running, t.id)
+	r.stats.Finished++
+	r.reply(ctx, t.owner, m.result)
+	r.schedule(ctx)
+}
+
+// release gives a finished task's resources back (its CPU was already
+// lent out while it blocked).
+func (r *raylet) release(t *task) {
+	t.cancel()
+	for k, v := range t.demand {
+		if k == CPU && t.blocked {
+			continue
+		}
+		r.avail[k] += v
+	}
+}
+
+func (r *raylet) reply(ctx actor.Context, owner *actor.PID, res *atollpb.TaskResult) {
+	if owner != nil {
+		ctx.Send(owner, res)
+	}
+}
+
+func (r *raylet) cancelTask(ctx actor.Context, id ids.TaskID) {
+	for i, t := range r.queue {
+		if t.id == id {
+			r.queue = append(r.queue[:i], r.queue[i+1:]...)
+			t.queueSpan.SetAttributes(attribute.String("atoll.pending_reason", "cancelled"))
+			t.queueSpan.End()
+			err := &errs.CancelledError{TaskName: t.spec.Name, TaskID: id.String()}
+			r.reply(ctx, t.owner, &atollpb.TaskResult{TaskId: t.spec.TaskId, Attempt: t.spec.Attempt, Error: errs.ToProto(err)})
+			return
+		}
+	}
+	if t := r.running[id]; t != nil {
+		t.cancel() // the executor reports the task cancelled
+	}
+}
+
+func (r *raylet) setBlocked(ctx actor.Context, id ids.TaskID, blocked bool) {
+	t := r.running[id]
+	if t == nil || t.blocked == blocked {
+		return
+	}
+	t.blocked = blocked
+	if blocked {
+		r.avail[CPU] += t.demand[CPU]
+		r.schedule(ctx)
+	} else {
+		r.avail[CPU] -= t.demand[CPU]
+	}
+}
+
+func (r *raylet) killWorker(ctx actor.Context, m *atollpb.KillWorker) {
+	var w *worker
+	if len(m.TaskId) > 0 {
+		if t := r.running[ids.MustFromBytes(m.TaskId)]; t != nil {
+			w = r.workers[t.worker]
+		}
+	} else {
+		id := ids.MustFromBytes(m.WorkerId)
+		w = r.workers[id]
+		for _, a := range r.actors {
+			if a.worker == id {
+				r.crashActor(ctx, a, m.Reason)
+				return
+			}
+		}
+	}
+	if w == nil {
+		return
+	}
+	reason := m.Reason
+	if reason == "" {
+		reason = "worker killed"
+	}
+	ctx.Stop(w.pid)
+	delete(r.workers, w.id)
+	r.removeIdle(w.id)
+	r.stats.WorkersKilled++
+	r.cfg.OnWorkerDeath(w.id)
+	if t := w.task; t != nil {
+		r.release(t)
+		delete(r.running, t.id)
+		crash := &errs.WorkerCrashedError{TaskName: t.spec.Name, TaskID: t.id.String(), Message: reason}
+		r.reply(ctx, t.owner, &atollpb.TaskResult{TaskId: t.spec.TaskId, Attempt: t.spec.Attempt, Error: errs.ToProto(crash), WorkerId: w.id.Bytes()})
+	}
+	if len(r.workers) < r.cfg.NumWorkers {
+		r.spawnWorker(ctx)
+	}
+	r.schedule(ctx)
+}
+
+func (r *raylet) removeIdle(id ids.WorkerID) {
+	for i, x := range r.idle {
+		if x == id {
+			r.idle = append(r.idle[:i], r.idle[i+1:]...)
+			return
+		}
+	}
+}
+
+func (r *raylet) childTerminated(ctx actor.Context, who *actor.PID) {
+	if id, ok := r.byPID[who.Id]; ok {
+		r.actorTerminated(ctx, id)
+	}
+}
+
+// GetState asks a raylet for a snapshot of its state (for status and tests).
+type GetState struct{}
+
+// Stats counts what a raylet did.
+type Stats struct {
+	Submitted, Dispatched, Finished, WorkersKilled, ActorRestarts uint64
+}
+
+// State is a snapshot of a raylet.
+type State struct {
+	NodeID      ids.NodeID
+	Total       Resources
+	Available   Resources
+	Queued      int
+	Running     int
+	Workers     int
+	IdleWorkers int
+	Actors      int
+	Stats       Stats
+}
+
+func (r *raylet) snapshot() *State {
+	return &State{
+		NodeID: r.cfg.NodeID, Total: r.cfg.Resources.Clone(), Available: r.avail.Clone(),
+		Queued: len(r.queue), Running: len(r.running), Workers: len(r.workers), IdleWorkers: len(r.idle),
+		Actors: len(r.actors), Stats: r.stats,
+	}
+}
+
+// String renders the state for logs.
+func (s *State) String() string {
+	return fmt.Sprintf("node %s: %d queued, %d running, %d/%d workers idle, %d actors, available %v of %v",
+		s.NodeID.Short(), s.Queued, s.Running, s.IdleWorkers, s.Workers, s.Actors, s.Available, s.Total)
+}

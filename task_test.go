@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/atoll-runtime/atoll"
 )
@@ -312,4 +316,45 @@ func TestResourcesAreRespected(t *testing.T) {
 	if _, err := atoll.Get(ctx, infeasible); !errors.Is(err, atoll.ErrInvalidArgument) {
 		t.Fatalf("infeasible task: want ErrInvalidArgument, got %v", err)
 	}
+}
+
+var logTask = atoll.NewFunc1("test.log", func(ctx context.Context, msg string) (string, error) {
+	slog.InfoContext(ctx, msg)
+	return msg, nil
+})
+
+func TestLogLinesCarryTaskAndTraceIDs(t *testing.T) {
+	var buf syncBuffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(atoll.LogHandler(slog.NewTextHandler(&buf, nil))))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	rec := tracetest.NewSpanRecorder()
+	ctx := start(t, atoll.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))))
+	ref := logTask.Remote(ctx, atoll.Value("hello from a task"))
+	if _, err := atoll.Get(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	line := buf.String()
+	for _, want := range []string{"hello from a task", "trace_id=", "span_id=", "task_id=" + ref.ID()[:32]} {
+		if !strings.Contains(line, want) {
+			t.Errorf("log %q lacks %q", line, want)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -68,35 +68,53 @@ const (
 	PendingNone      PendingReason = ""
 )
 
-// Candidate is a queued task as the policy sees it.
+// Candidate is one scheduling class as the policy sees it: Count queued
+// tasks with the same demand, oldest class first. Tasks of one class are
+// interchangeable for placement, so when the first does not fit, none does
+// (Ray's scheduling classes): a decision costs O(classes), not O(tasks).
 type Candidate struct {
 	Demand Resources
 	// NoSlot marks actor creations, which get a worker of their own
 	// instead of a slot of the pool.
 	NoSlot bool
+	// Count is how many tasks of the class are queued (at least 1).
+	Count int
 }
 
-// Pick decides which queued tasks to dispatch now, in queue order: a task
-// runs when its demand fits the available resources and a worker slot is
-// free. A task that does not fit does not block smaller tasks behind it.
-// It returns the indexes to dispatch and, for every task left queued, its
-// pending reason. avail is not modified.
-func Pick(queue []Candidate, avail Resources, freeSlots int) (dispatch []int, reasons []PendingReason) {
+// Pick decides how many tasks of each class to dispatch now. Classes are
+// served in order; within its class a task runs when its demand fits the
+// available resources and a worker slot is free. A class that does not fit
+// does not block smaller classes behind it. It returns the count to
+// dispatch per class and, for classes with tasks left queued, the reason.
+// avail is not modified.
+func Pick(classes []Candidate, avail Resources, freeSlots int) (dispatch []int, reasons []PendingReason) {
 	left := avail.Clone()
-	reasons = make([]PendingReason, len(queue))
-	for i, c := range queue {
-		switch {
-		case !left.Fits(c.Demand):
-			reasons[i] = PendingResources
-		case freeSlots <= 0 && !c.NoSlot:
-			reasons[i] = PendingWorker
-		default:
+	dispatch = make([]int, len(classes))
+	reasons = make([]PendingReason, len(classes))
+	for i, c := range classes {
+		for dispatch[i] < c.Count {
+			if !left.Fits(c.Demand) {
+				reasons[i] = PendingResources
+				break
+			}
+			if freeSlots <= 0 && !c.NoSlot {
+				reasons[i] = PendingWorker
+				break
+			}
 			left.Sub(c.Demand)
 			if !c.NoSlot {
 				freeSlots--
 			}
-			dispatch = append(dispatch, i)
+			dispatch[i]++
 		}
 	}
 	return dispatch, reasons
+}
+
+// ClassKey names the scheduling class of a demand.
+func ClassKey(demand Resources, noSlot bool) string {
+	if noSlot {
+		return "actor:" + demand.String()
+	}
+	return demand.String()
 }

@@ -1,8 +1,10 @@
 package raylet
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -22,7 +24,6 @@ type task struct {
 	owner     *actor.PID
 	demand    Resources
 	queueSpan trace.Span
-	reason    PendingReason
 	worker    ids.WorkerID
 	cancel    context.CancelFunc
 	blocked   bool
@@ -30,6 +31,19 @@ type task struct {
 	enqueued  time.Time
 	started   time.Time
 	attemptID uint64
+	seq       uint64 // arrival order
+	class     *classQueue
+}
+
+// classQueue holds the queued tasks of one scheduling class, in arrival
+// order.
+type classQueue struct {
+	key    string
+	demand Resources
+	noSlot bool
+	tasks  []*task
+	// reason is why the class last had tasks left queued.
+	reason PendingReason
 }
 
 type worker struct {
@@ -43,7 +57,9 @@ type raylet struct {
 	cfg      Config
 	tracer   trace.Tracer
 	avail    Resources
-	queue    []*task
+	classes  map[string]*classQueue
+	queued   int
+	seq      uint64
 	running  map[ids.TaskID]*task
 	workers  map[ids.WorkerID]*worker
 	idle     []ids.WorkerID
@@ -67,6 +83,7 @@ func NewProps(cfg Config) (*actor.Props, error) {
 			cfg:      cfg,
 			tracer:   telemetry.Tracer(cfg.TracerProvider),
 			avail:    cfg.Resources.Clone(),
+			classes:  map[string]*classQueue{},
 			running:  map[ids.TaskID]*task{},
 			workers:  map[ids.WorkerID]*worker{},
 			actors:   map[ids.ActorID]*hostedActor{},
@@ -128,51 +145,62 @@ func (r *raylet) submit(ctx actor.Context, spec *atollpb.TaskSpec, owner *actor.
 	}
 	_, t.queueSpan = r.tracer.Start(telemetry.Extract(context.Background(), spec.Trace), "queue "+spec.Name,
 		trace.WithAttributes(attribute.String("atoll.task_id", t.id.String()), attribute.Int("atoll.attempt", int(spec.Attempt))))
-	r.queue = append(r.queue, t)
+	key := ClassKey(t.demand, t.isActor)
+	cq := r.classes[key]
+	if cq == nil {
+		cq = &classQueue{key: key, demand: t.demand, noSlot: t.isActor}
+		r.classes[key] = cq
+	}
+	r.seq++
+	t.seq, t.class = r.seq, cq
+	cq.tasks = append(cq.tasks, t)
+	r.queued++
 	r.stats.Submitted++
 	r.schedule(ctx)
 }
 
 // schedule dispatches every queued task the policy allows.
 func (r *raylet) schedule(ctx actor.Context) {
-	if len(r.queue) == 0 {
+	if r.queued == 0 {
 		return
 	}
-	cands := make([]Candidate, len(r.queue))
-	for i, t := range r.queue {
-		cands[i] = Candidate{Demand: t.demand, NoSlot: t.isActor}
+	active := make([]*classQueue, 0, len(r.classes))
+	for _, cq := range r.classes {
+		if len(cq.tasks) > 0 {
+			active = append(active, cq)
+		}
+	}
+	slices.SortFunc(active, func(a, b *classQueue) int { return cmp.Compare(a.tasks[0].seq, b.tasks[0].seq) })
+	cands := make([]Candidate, len(active))
+	for i, cq := range active {
+		cands[i] = Candidate{Demand: cq.demand, NoSlot: cq.noSlot, Count: len(cq.tasks)}
 	}
 	freeSlots := len(r.idle) + r.cfg.MaxWorkers - len(r.workers)
 	dispatch, reasons := Pick(cands, r.avail, freeSlots)
-	for i, t := range r.queue {
-		if reasons[i] != PendingNone && reasons[i] != t.reason {
-			t.reason = reasons[i]
-			t.queueSpan.AddEvent("pending", trace.WithAttributes(attribute.String("atoll.pending_reason", string(t.reason))))
+	for i, cq := range active {
+		n := dispatch[i]
+		for _, t := range cq.tasks[:n] {
+			r.dispatch(ctx, t)
+		}
+		clear(cq.tasks[:n])
+		cq.tasks = cq.tasks[n:]
+		r.queued -= n
+		if len(cq.tasks) == 0 {
+			delete(r.classes, cq.key) // classes come and go with their tasks
+		} else if reasons[i] != cq.reason {
+			cq.reason = reasons[i]
+			cq.tasks[0].queueSpan.AddEvent("pending", trace.WithAttributes(attribute.String("atoll.pending_reason", string(cq.reason))))
 		}
 	}
-	if len(dispatch) == 0 {
-		return
-	}
-	chosen := make(map[int]bool, len(dispatch))
-	for _, i := range dispatch {
-		chosen[i] = true
-		r.dispatch(ctx, r.queue[i])
-	}
-	kept := r.queue[:0]
-	for i, t := range r.queue {
-		if !chosen[i] {
-			kept = append(kept, t)
-		}
-	}
-	clear(r.queue[len(kept):])
-	r.queue = kept
 }
 
 func (r *raylet) dispatch(ctx actor.Context, t *task) {
 	r.avail.Sub(t.demand)
-	reason := string(t.reason)
-	if reason == "" {
-		reason = "none"
+	// A task that waited did so for the reason its class was last held
+	// back (a class is forgotten when it empties).
+	reason := "none"
+	if t.class.reason != PendingNone {
+		reason = string(t.class.reason)
 	}
 	t.queueSpan.SetAttributes(attribute.String("atoll.pending_reason", reason))
 	t.queueSpan.End()
@@ -247,9 +275,16 @@ func (r *raylet) reply(ctx actor.Context, owner *actor.PID, res *atollpb.TaskRes
 }
 
 func (r *raylet) cancelTask(ctx actor.Context, id ids.TaskID) {
-	for i, t := range r.queue {
-		if t.id == id {
-			r.queue = append(r.queue[:i], r.queue[i+1:]...)
+	for _, cq := range r.classes {
+		for i, t := range cq.tasks {
+			if t.id != id {
+				continue
+			}
+			cq.tasks = append(cq.tasks[:i], cq.tasks[i+1:]...)
+			r.queued--
+			if len(cq.tasks) == 0 {
+				delete(r.classes, cq.key)
+			}
 			t.queueSpan.SetAttributes(attribute.String("atoll.pending_reason", "cancelled"))
 			t.queueSpan.End()
 			err := &errs.CancelledError{TaskName: t.spec.Name, TaskID: id.String()}
@@ -355,7 +390,7 @@ type State struct {
 func (r *raylet) snapshot() *State {
 	return &State{
 		NodeID: r.cfg.NodeID, Total: r.cfg.Resources.Clone(), Available: r.avail.Clone(),
-		Queued: len(r.queue), Running: len(r.running), Workers: len(r.workers), IdleWorkers: len(r.idle),
+		Queued: r.queued, Running: len(r.running), Workers: len(r.workers), IdleWorkers: len(r.idle),
 		Actors: len(r.actors), Stats: r.stats,
 	}
 }

@@ -1,0 +1,91 @@
+package atoll_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/atoll-runtime/atoll"
+)
+
+var noop = atoll.NewFunc0("bench.noop", func(context.Context) (int, error) { return 0, nil })
+
+func startBench(b *testing.B) context.Context {
+	b.Helper()
+	ctx := context.Background()
+	if err := atoll.Init(ctx, atoll.WithObjectStoreMemory(1<<30)); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = atoll.Shutdown(ctx) })
+	return ctx
+}
+
+// BenchmarkTasksSync is Ray's single_client_tasks_sync: submit one no-op
+// task and wait for it, over and over.
+func BenchmarkTasksSync(b *testing.B) {
+	ctx := startBench(b)
+	for b.Loop() {
+		if _, err := atoll.Get(ctx, noop.Remote(ctx)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
+}
+
+// BenchmarkTasksAsync is Ray's single_client_tasks_async: batches of 1,000
+// no-op tasks submitted at once, then waited for.
+func BenchmarkTasksAsync(b *testing.B) {
+	ctx := startBench(b)
+	refs := make([]atoll.ObjectRef[int], 1000)
+	for b.Loop() {
+		for i := range refs {
+			refs[i] = noop.Remote(ctx)
+		}
+		if _, err := atoll.GetAll(ctx, refs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*len(refs))/b.Elapsed().Seconds(), "tasks/s")
+}
+
+// BenchmarkPutGetSmall puts and gets one small (inline) value.
+func BenchmarkPutGetSmall(b *testing.B) {
+	ctx := startBench(b)
+	for b.Loop() {
+		ref, err := atoll.Put(ctx, 42)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := atoll.Get(ctx, ref); err != nil {
+			b.Fatal(err)
+		}
+		ref.Release()
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "objects/s")
+}
+
+// BenchmarkPutLarge puts 64 MiB into shared memory; the baseline is a
+// memcpy of the same bytes into a fresh Go slice.
+func BenchmarkPutLarge(b *testing.B) {
+	data := make([]byte, 64<<20)
+	b.Run("memcpy-baseline", func(b *testing.B) {
+		// Into a buffer whose pages are already faulted in, as the store's
+		// pages are after the first put.
+		dst := make([]byte, len(data))
+		copy(dst, data)
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			copy(dst, data)
+		}
+	})
+	b.Run("atoll-put", func(b *testing.B) {
+		ctx := startBench(b)
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			ref, err := atoll.Put(ctx, data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ref.Release()
+		}
+	})
+}

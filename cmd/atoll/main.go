@@ -1,0 +1,53 @@
+// Command atoll is atoll's command-line tool. Today it reports its
+// version; cluster commands (start, stop, status, memory, list,
+// microbenchmark) arrive with multi-node support.
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	if err := newRoot().Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "atoll",
+		Short:         "atoll: a Ray-style distributed runtime for Go",
+		SilenceUsage:  true,
+		SilenceErrors: false,
+	}
+	root.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "Print the atoll version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintf(cmd.OutOrStdout(), "atoll %s (%s)\n", version(), runtime.Version())
+		},
+	})
+	return root
+}
+
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			return s.Value[:12]
+		}
+	}
+	return "dev"
+}

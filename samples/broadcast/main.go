@@ -1,0 +1,196 @@
+// Command broadcast is seed 000's first benchmark: one large []float64 is
+// put into the object store once and N tasks each read it and sum it.
+// With a shared-memory store every task reads the same pages, so the
+// whole run costs about one copy of memory.
+//
+// The baseline, measured in the same run, builds the same array in an
+// ordinary Go slice and runs the same sums over the same number of
+// goroutines: the ideal parallel time with no runtime at all.
+//
+//	go run ./samples/broadcast -size 1GiB -tasks 100 -json
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+
+	"gonum.org/v1/gonum/floats"
+
+	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/benchfmt"
+	"github.com/atoll-runtime/atoll/internal/pss"
+)
+
+// sumTask is the work each task does: the same gonum summation the
+// baseline runs.
+var sumTask = atoll.NewFunc1("broadcast.sum", func(_ context.Context, xs []float64) (float64, error) {
+	return floats.Sum(xs), nil
+})
+
+// fill writes the benchmark's deterministic values.
+func fill(xs []float64) {
+	for i := range xs {
+		xs[i] = float64(i & 1023)
+	}
+}
+
+type options struct {
+	size    benchfmt.Size
+	tasks   int
+	workers int
+	store   benchfmt.Size
+	repeat  int
+	json    bool
+}
+
+func main() {
+	opts := options{size: benchfmt.Size(1 << 30), tasks: 100, workers: runtime.NumCPU()}
+	flag.Var(&opts.size, "size", "size of the broadcast array (e.g. 256MiB, 1GiB)")
+	flag.IntVar(&opts.tasks, "tasks", opts.tasks, "number of tasks that each sum the whole array")
+	flag.IntVar(&opts.workers, "workers", opts.workers, "worker slots (CPUs) of the node")
+	flag.Var(&opts.store, "store", "object store memory (default: twice -size)")
+	flag.IntVar(&opts.repeat, "repeat", 3, "runs of baseline and atoll, interleaved; medians are reported")
+	flag.BoolVar(&opts.json, "json", false, "print one JSON line per measurement (progress goes to stderr)")
+	flag.Parse()
+	if err := run(context.Background(), opts, os.Stdout, os.Stderr); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
+	n := int(opts.size) / 8
+	if n <= 0 || opts.tasks <= 0 || opts.workers <= 0 || opts.repeat <= 0 {
+		return fmt.Errorf("broadcast: -size, -tasks, -workers and -repeat must be positive")
+	}
+	if opts.store == 0 {
+		opts.store = 2 * opts.size
+	}
+	progress := func(format string, args ...any) { fmt.Fprintf(stderr, "broadcast: "+format+"\n", args...) }
+
+	var bases, sumsOnly, walls, puts []time.Duration
+	var peak uint64
+	for i := range opts.repeat {
+		progress("run %d/%d baseline: %s in a Go slice, %d sums on %d goroutines", i+1, opts.repeat, benchfmt.FormatSize(int64(opts.size)), opts.tasks, opts.workers)
+		base, sums, want := baseline(n, opts.tasks, opts.workers)
+		debug.FreeOSMemory() // return the baseline's slice before measuring atoll's memory
+		bases, sumsOnly = append(bases, base), append(sumsOnly, sums)
+
+		progress("run %d/%d atoll: put once, %d tasks on %d in-process workers", i+1, opts.repeat, opts.tasks, opts.workers)
+		sampler := pss.NewSampler(250*time.Millisecond, func() []int { return []int{os.Getpid()} })
+		sampler.Start()
+		wall, put, err := broadcast(ctx, opts, n, want)
+		peak = max(peak, sampler.Stop())
+		if err != nil {
+			return err
+		}
+		walls, puts = append(walls, wall), append(puts, put)
+		debug.FreeOSMemory()
+	}
+	base, wall, put := median(bases), median(walls), median(puts)
+	tasks, sums := wall-put, median(sumsOnly)
+	config := map[string]any{
+		"size_bytes": int64(opts.size), "tasks": opts.tasks, "workers": opts.workers, "worker_mode": "inprocess",
+		"object_store_bytes": int64(opts.store), "includes_creation": true, "atoll_version": benchfmt.Version(),
+		"go": runtime.Version(), "cpus": runtime.NumCPU(), "repeat": opts.repeat, "statistic": "median",
+	}
+	records := []benchfmt.Record{
+		benchfmt.NewRecord("broadcast", "wall_s", wall.Seconds(), "s", "ideal_parallel_compute_s", base.Seconds(), config).WithVerified(true),
+		benchfmt.NewRecord("broadcast", "put_s", put.Seconds(), "s", "slice_fill_s", (base - sums).Seconds(), config),
+		benchfmt.NewRecord("broadcast", "tasks_s", tasks.Seconds(), "s", "ideal_parallel_sums_s", sums.Seconds(), config),
+		benchfmt.NewRecord("broadcast", "peak_pss_bytes", float64(peak), "bytes", "object_size_bytes", float64(opts.size), config),
+	}
+	if opts.json {
+		w := benchfmt.NewWriter(stdout)
+		for _, r := range records {
+			if err := w.Write(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	fmt.Fprintf(stdout, "broadcast of %s to %d tasks on %d workers, median of %d runs (results verified)\n", benchfmt.FormatSize(int64(opts.size)), opts.tasks, opts.workers, opts.repeat)
+	fmt.Fprintf(stdout, "  atoll:    %.2fs = %.3fx the ideal %.2fs\n", wall.Seconds(), wall.Seconds()/base.Seconds(), base.Seconds())
+	fmt.Fprintf(stdout, "    put    %.2fs vs filling a Go slice %.2fs\n", put.Seconds(), (base - sums).Seconds())
+	fmt.Fprintf(stdout, "    tasks  %.2fs = %.3fx the ideal sums %.2fs\n", tasks.Seconds(), tasks.Seconds()/sums.Seconds(), sums.Seconds())
+	fmt.Fprintf(stdout, "  peak PSS: %s = %.3fx the object size\n", benchfmt.FormatSize(int64(peak)), float64(peak)/float64(opts.size))
+	return nil
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// baseline builds the array in a Go slice and sums it tasks times over
+// workers goroutines. It returns the whole time, the time of the sums
+// alone, and the expected sum.
+func baseline(n, tasks, workers int) (total, sumsOnly time.Duration, sum float64) {
+	start := time.Now()
+	xs := make([]float64, n)
+	fill(xs)
+	filled := time.Now()
+	sums := make([]float64, tasks)
+	work := make(chan int, tasks)
+	for i := range tasks {
+		work <- i
+	}
+	close(work)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				sums[i] = floats.Sum(xs)
+			}
+		}()
+	}
+	wg.Wait()
+	end := time.Now()
+	runtime.KeepAlive(xs)
+	return end.Sub(start), end.Sub(filled), sums[0]
+}
+
+// broadcast runs the benchmark on atoll and checks every task's sum.
+func broadcast(ctx context.Context, opts options, n int, want float64) (wall, put time.Duration, err error) {
+	if err := atoll.Init(ctx, atoll.WithNumCPUs(float64(opts.workers)), atoll.WithObjectStoreMemory(uint64(opts.store))); err != nil {
+		return 0, 0, err
+	}
+	defer func() {
+		if serr := atoll.Shutdown(ctx); err == nil {
+			err = serr
+		}
+	}()
+	start := time.Now()
+	ref, err := atoll.PutWith(ctx, n, fill)
+	if err != nil {
+		return 0, 0, err
+	}
+	put = time.Since(start)
+	refs := make([]atoll.ObjectRef[float64], opts.tasks)
+	for i := range refs {
+		refs[i] = sumTask.Remote(ctx, ref)
+	}
+	sums, err := atoll.GetAll(ctx, refs)
+	wall = time.Since(start)
+	if err != nil {
+		return 0, 0, err
+	}
+	for i, s := range sums {
+		if s != want {
+			return 0, 0, fmt.Errorf("broadcast: task %d summed %v, want %v", i, s, want)
+		}
+	}
+	runtime.KeepAlive(ref)
+	return wall, put, nil
+}

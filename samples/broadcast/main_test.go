@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"testing"
+)
+
+func TestBroadcastReportsVerifiedFiguresAsJSON(t *testing.T) {
+	var out bytes.Buffer
+	opts := options{size: 8 << 20, tasks: 6, workers: 2, repeat: 1, json: true}
+	if err := run(context.Background(), opts, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	metrics := map[string]map[string]any{}
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		var rec map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatalf("line %q is not JSON: %v", sc.Text(), err)
+		}
+		metrics[rec["metric"].(string)] = rec
+	}
+	for _, m := range []string{"wall_s", "put_s", "tasks_s", "peak_pss_bytes"} {
+		rec, ok := metrics[m]
+		if !ok {
+			t.Fatalf("no %s line in %q", m, out.String())
+		}
+		if rec["value"].(float64) <= 0 || rec["bench"] != "broadcast" {
+			t.Errorf("%s: %v", m, rec)
+		}
+	}
+	if metrics["wall_s"]["verified"] != true || metrics["wall_s"]["ratio"].(float64) <= 0 {
+		t.Errorf("wall_s must be verified and carry a ratio: %v", metrics["wall_s"])
+	}
+	cfg := metrics["wall_s"]["config"].(map[string]any)
+	if cfg["size_bytes"].(float64) != 8<<20 || cfg["worker_mode"] != "inprocess" {
+		t.Errorf("config: %v", cfg)
+	}
+}

@@ -23,7 +23,7 @@ func (a *traced) Receive(c actor.Context) {
 	}
 	ctx := ExtractTrace(context.Background(), c.MessageHeader())
 	_, span := a.tracer.Start(ctx, "receive")
-	defer span.End()
+	span.End() // before answering, so the sender finds it recorded
 	c.Respond(span.SpanContext())
 }
 

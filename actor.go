@@ -204,7 +204,7 @@ func Kill[T any](ctx context.Context, h ActorHandle[T]) error {
 	}
 	const reason = "killed by atoll.Kill"
 	rt.actors.died(rt, h.st.id, errs.ToProto(&errs.ActorDiedError{ActorID: h.st.id.String(), Name: h.st.name, Message: reason}))
-	rt.system.Root.Send(rt.rayletPID, &atollpb.KillActor{ActorId: h.st.id.Bytes(), NoRestart: true, Reason: reason})
+	rt.link.killActor(&atollpb.KillActor{ActorId: h.st.id.Bytes(), NoRestart: true, Reason: reason})
 	return nil
 }
 

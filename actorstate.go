@@ -3,8 +3,6 @@ package atoll
 import (
 	"sync"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -19,7 +17,7 @@ type actorState struct {
 	maxTaskRetries int
 
 	mu       sync.Mutex
-	pid      *actor.PID
+	address  string // where the host takes calls; empty until created
 	dead     *atollpb.ErrorInfo
 	queue    []*pendingTask // submitted, not yet sent, in call order
 	inflight map[ids.TaskID]*pendingTask
@@ -58,8 +56,8 @@ func (t *actorTable) created(rt *core, id ids.ActorID, address string) {
 		return
 	}
 	st.mu.Lock()
-	if st.pid == nil {
-		st.pid = rt.system.NewLocalPID(address)
+	if st.address == "" {
+		st.address = address
 	}
 	st.mu.Unlock()
 	st.flush(rt)
@@ -131,7 +129,7 @@ func (st *actorState) markReady(rt *core, pt *pendingTask) {
 
 func (st *actorState) flush(rt *core) {
 	st.mu.Lock()
-	if st.pid == nil || st.dead != nil {
+	if st.address == "" || st.dead != nil {
 		st.mu.Unlock()
 		return
 	}
@@ -144,10 +142,9 @@ func (st *actorState) flush(rt *core) {
 		send = append(send, pt)
 	}
 	rt.tasks.mu.Unlock()
-	pid := st.pid
 	// Send under st.mu so concurrent flushes keep call order.
 	for _, pt := range send {
-		rt.system.Root.RequestWithCustomSender(pid, &atollpb.PushTask{Spec: pt.spec}, rt.ownerPID)
+		rt.link.callActor(st.address, pt.spec)
 	}
 	st.mu.Unlock()
 }
@@ -156,10 +153,10 @@ func (st *actorState) flush(rt *core) {
 func (st *actorState) resend(rt *core, pt *pendingTask) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.dead != nil || st.pid == nil {
+	if st.dead != nil || st.address == "" {
 		return
 	}
-	rt.system.Root.RequestWithCustomSender(st.pid, &atollpb.PushTask{Spec: pt.spec}, rt.ownerPID)
+	rt.link.callActor(st.address, pt.spec)
 }
 
 // unsent removes a call that has not been sent yet; it reports whether it

@@ -43,14 +43,16 @@ type core struct {
 	nats          *natsembed.Server
 	nc            *nats.Conn
 	system        *actor.ActorSystem
-	gcs           *gcs.Client
+	gcs           gcsAPI
+	gcsClient     *gcs.Client
 	arena         *objectstore.Arena
 	storePID      *actor.PID
 	gcsPID        *actor.PID
 	rayletPID     *actor.PID
 	ownerPID      *actor.PID
 	reporterPID   *actor.PID
-	store         *objectstore.Client
+	store         storeAPI
+	link          nodeLink
 
 	nodeID   ids.NodeID
 	jobID    ids.JobID
@@ -170,9 +172,10 @@ func (rt *core) start(ctx context.Context) error {
 	if rt.gcsPID, err = root.SpawnNamed(gcsProps, "gcs"); err != nil {
 		return fmt.Errorf("atoll: start GCS: %w", err)
 	}
-	rt.gcs = gcs.NewClient(rt.nc, gcs.ClientOptions{WaitForServer: true})
+	rt.gcsClient = gcs.NewClient(rt.nc, gcs.ClientOptions{WaitForServer: true})
+	rt.gcs = rt.gcsClient
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	_, err = rt.gcs.ListNodes(wctx)
+	_, err = rt.gcsClient.ListNodes(wctx)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("atoll: GCS not ready: %w", err)
@@ -198,7 +201,7 @@ func (rt *core) start(ctx context.Context) error {
 	if rt.ownerPID, err = root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &ownerActor{rt: rt} }), "owner"); err != nil {
 		return fmt.Errorf("atoll: start owner: %w", err)
 	}
-	if rt.reporterPID, err = root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &actorReporter{gcs: rt.gcs, log: rt.log} }), "actor-reporter"); err != nil {
+	if rt.reporterPID, err = root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &actorReporter{gcs: rt.gcsClient, log: rt.log} }), "actor-reporter"); err != nil {
 		return fmt.Errorf("atoll: start actor reporter: %w", err)
 	}
 	res := raylet.Resources{}
@@ -224,18 +227,19 @@ func (rt *core) start(ctx context.Context) error {
 	if rt.rayletPID, err = root.SpawnNamed(rayletProps, "raylet"); err != nil {
 		return fmt.Errorf("atoll: start raylet: %w", err)
 	}
-	rt.unsubscribe, err = rt.gcs.SubscribeActorEvents(func(info *atollpb.ActorInfo) { root.Send(rt.ownerPID, info) })
+	rt.link = &driverLink{system: rt.system, raylet: rt.rayletPID, owner: rt.ownerPID}
+	rt.unsubscribe, err = rt.gcsClient.SubscribeActorEvents(func(info *atollpb.ActorInfo) { root.Send(rt.ownerPID, info) })
 	if err != nil {
 		return fmt.Errorf("atoll: subscribe to actor events: %w", err)
 	}
 	host, _ := os.Hostname()
-	if err := rt.gcs.RegisterNode(ctx, &atollpb.NodeInfo{
+	if err := rt.gcsClient.RegisterNode(ctx, &atollpb.NodeInfo{
 		NodeId: rt.nodeID.Bytes(), Address: rt.rayletPID.Id, Resources: res, State: atollpb.NodeState_NODE_ALIVE,
 		StartTimeUnixMs: time.Now().UnixMilli(), ObjectStoreBytes: rt.arena.Size(), Hostname: host, IsHead: true,
 	}); err != nil {
 		return fmt.Errorf("atoll: register node: %w", err)
 	}
-	if err := rt.gcs.AddJob(ctx, &atollpb.JobInfo{JobId: rt.jobID.Bytes(), DriverAddress: rt.ownerPID.Id,
+	if err := rt.gcsClient.AddJob(ctx, &atollpb.JobInfo{JobId: rt.jobID.Bytes(), DriverAddress: rt.ownerPID.Id,
 		StartTimeUnixMs: time.Now().UnixMilli(), Entrypoint: entrypoint()}); err != nil {
 		return fmt.Errorf("atoll: register job: %w", err)
 	}
@@ -260,9 +264,9 @@ func Shutdown(ctx context.Context) error {
 func (rt *core) stop(ctx context.Context) error {
 	rt.closed.Store(true)
 	var errList []error
-	if rt.gcs != nil && rt.rayletPID != nil {
+	if rt.gcsClient != nil && rt.rayletPID != nil {
 		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		if err := rt.gcs.FinishJob(fctx, rt.jobID.Bytes()); err != nil {
+		if err := rt.gcsClient.FinishJob(fctx, rt.jobID.Bytes()); err != nil {
 			rt.log.Debug("finish job", "err", err)
 		}
 		cancel()
@@ -316,7 +320,7 @@ func (rt *core) workerDied(w ids.WorkerID) {
 }
 
 // storeFor returns the object-store client of a worker.
-func (rt *core) storeFor(w ids.WorkerID) *objectstore.Client {
+func (rt *core) storeFor(w ids.WorkerID) storeAPI {
 	if c, ok := rt.workerStores.Load(w); ok {
 		return c.(*objectstore.Client)
 	}

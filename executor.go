@@ -125,7 +125,7 @@ func safeCall(ctx context.Context, fn invoker, args []argData) (out []any, err e
 
 // fetchArgs resolves a task's arguments: inline values as they are,
 // objects as pinned views of the store. release drops the pins.
-func (rt *core) fetchArgs(ctx context.Context, store *objectstore.Client, spec *atollpb.TaskSpec) ([]argData, func(), error) {
+func (rt *core) fetchArgs(ctx context.Context, store storeAPI, spec *atollpb.TaskSpec) ([]argData, func(), error) {
 	args := make([]argData, len(spec.Args))
 	var want []ids.ObjectID
 	var slots []int
@@ -163,7 +163,7 @@ func (rt *core) fetchArgs(ctx context.Context, store *objectstore.Client, spec *
 
 // storeOutputs encodes a task's return values: small ones inline in the
 // result, large ones written into the object store.
-func (rt *core) storeOutputs(ctx context.Context, store *objectstore.Client, spec *atollpb.TaskSpec, out []any) ([]*atollpb.ReturnObject, error) {
+func (rt *core) storeOutputs(ctx context.Context, store storeAPI, spec *atollpb.TaskSpec, out []any) ([]*atollpb.ReturnObject, error) {
 	_, span := rt.tracer.Start(ctx, "store_outputs "+spec.Name, trace.WithAttributes(attribute.Int("atoll.objects", len(out))))
 	defer span.End()
 	task := ids.MustFromBytes(spec.TaskId)

@@ -24,7 +24,7 @@ func KillTaskWorker(ctx context.Context, ref Ref) error {
 	if h == nil || h.id.IsPut() {
 		return errs.Invalidf("KillTaskWorker: ref is not a task result")
 	}
-	rt.system.Root.Send(rt.rayletPID, &atollpb.KillWorker{TaskId: h.id.TaskID().Bytes(), Reason: "killed by fault injection"})
+	rt.link.killWorker(&atollpb.KillWorker{TaskId: h.id.TaskID().Bytes(), Reason: "killed by fault injection"})
 	return nil
 }
 
@@ -38,6 +38,6 @@ func CrashActor[T any](ctx context.Context, h ActorHandle[T]) error {
 	if h.st == nil {
 		return errs.Invalidf("CrashActor: zero ActorHandle")
 	}
-	rt.system.Root.Send(rt.rayletPID, &atollpb.KillActor{ActorId: h.st.id.Bytes(), NoRestart: false, Reason: "crashed by fault injection"})
+	rt.link.killActor(&atollpb.KillActor{ActorId: h.st.id.Bytes(), NoRestart: false, Reason: "crashed by fault injection"})
 	return nil
 }

@@ -190,8 +190,8 @@ func (rt *core) blocked(ctx context.Context) func() {
 	if !ok || ti.actor {
 		return func() {}
 	}
-	rt.system.Root.Send(rt.rayletPID, &atollpb.WorkerBlocked{TaskId: ti.id.Bytes()})
-	return func() { rt.system.Root.Send(rt.rayletPID, &atollpb.WorkerUnblocked{TaskId: ti.id.Bytes()}) }
+	rt.link.setBlocked(ti.id, true)
+	return func() { rt.link.setBlocked(ti.id, false) }
 }
 
 func decodeValue[T any](ctx context.Context, rt *core, h *refHandle, value *atollpb.Value) (T, error) {

@@ -213,7 +213,7 @@ func (rt *core) dispatch(pt *pendingTask) {
 		pt.actor.markReady(rt, pt)
 		return
 	}
-	rt.system.Root.RequestWithCustomSender(rt.rayletPID, &atollpb.SubmitTask{Spec: pt.spec}, rt.ownerPID)
+	rt.link.submitTask(pt.spec)
 }
 
 // onResult handles a task attempt's result (on the owner actor).
@@ -276,7 +276,7 @@ func (rt *core) retry(pt *pendingTask, res *atollpb.TaskResult) bool {
 		pt.actor.resend(rt, pt)
 		return true
 	}
-	rt.system.Root.RequestWithCustomSender(rt.rayletPID, &atollpb.SubmitTask{Spec: spec}, rt.ownerPID)
+	rt.link.submitTask(spec)
 	return true
 }
 
@@ -338,7 +338,7 @@ func (rt *core) cancelTask(id ids.TaskID) {
 		}
 		// A call already sent to the actor runs to completion.
 	default:
-		rt.system.Root.Send(rt.rayletPID, &atollpb.CancelTask{TaskId: id.Bytes()})
+		rt.link.cancelTask(id)
 	}
 }
 

@@ -1,0 +1,202 @@
+// Package workerconn carries the worker protocol (atollpb.Frame) between a
+// raylet and a worker process over a stream socket: length-prefixed
+// protobuf frames, one-way messages and request/reply pairs in both
+// directions, one reader goroutine per connection.
+package workerconn
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+)
+
+// MaxFrame bounds one frame (a task spec with inline arguments, a
+// result with inline values); larger values go through the object store.
+const MaxFrame = 256 << 20
+
+// ErrClosed is returned by calls on a closed connection.
+var ErrClosed = errors.New("workerconn: connection closed")
+
+// Handler receives every frame that is not a reply, on the connection's
+// reader goroutine: it must not block (hand slow work to a goroutine).
+type Handler func(f *atollpb.Frame)
+
+// Conn is one end of a worker connection. It is safe for concurrent use.
+type Conn struct {
+	c       net.Conn
+	handler Handler
+
+	wmu sync.Mutex
+	w   *bufio.Writer
+
+	nextID  atomic.Uint64
+	mu      sync.Mutex
+	pending map[uint64]chan *atollpb.Frame
+	err     error
+	done    chan struct{}
+}
+
+// New wraps c and starts reading. Frames that are not replies go to h.
+func New(c net.Conn, h Handler) *Conn {
+	conn := &Conn{c: c, handler: h, w: bufio.NewWriterSize(c, 64<<10), pending: map[uint64]chan *atollpb.Frame{}, done: make(chan struct{})}
+	go conn.read()
+	return conn
+}
+
+// Send writes a one-way frame.
+func (c *Conn) Send(f *atollpb.Frame) error {
+	f.Id = 0
+	return c.write(f)
+}
+
+// Reply answers the request with id to.
+func (c *Conn) Reply(to uint64, f *atollpb.Frame) error {
+	f.Id, f.ReplyTo = 0, to
+	return c.write(f)
+}
+
+// Call sends a request and waits for its reply, ctx, or the connection's
+// end.
+func (c *Conn) Call(ctx context.Context, f *atollpb.Frame) (*atollpb.Frame, error) {
+	id := c.nextID.Add(1)
+	ch := make(chan *atollpb.Frame, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return nil, err
+	}
+	c.pending[id] = ch
+	c.mu.Unlock()
+	f.Id = id
+	if err := c.write(f); err != nil {
+		c.forget(id)
+		return nil, err
+	}
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-ctx.Done():
+		c.forget(id)
+		return nil, ctx.Err()
+	case <-c.done:
+		c.forget(id)
+		return nil, c.Err()
+	}
+}
+
+func (c *Conn) forget(id uint64) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	c.mu.Unlock()
+}
+
+func (c *Conn) write(f *atollpb.Frame) error {
+	b, err := proto.Marshal(f)
+	if err != nil {
+		return fmt.Errorf("workerconn: marshal: %w", err)
+	}
+	if len(b) > MaxFrame {
+		return fmt.Errorf("workerconn: frame of %d bytes exceeds %d", len(b), MaxFrame)
+	}
+	var hdr [4]byte
+	binary.BigEndian.PutUint32(hdr[:], uint32(len(b)))
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if _, err := c.w.Write(hdr[:]); err != nil {
+		return c.fail(err)
+	}
+	if _, err := c.w.Write(b); err != nil {
+		return c.fail(err)
+	}
+	if err := c.w.Flush(); err != nil {
+		return c.fail(err)
+	}
+	return nil
+}
+
+func (c *Conn) read() {
+	r := bufio.NewReaderSize(c.c, 64<<10)
+	var hdr [4]byte
+	for {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			c.fail(err)
+			return
+		}
+		n := binary.BigEndian.Uint32(hdr[:])
+		if n > MaxFrame {
+			c.fail(fmt.Errorf("workerconn: peer sent a frame of %d bytes", n))
+			return
+		}
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			c.fail(err)
+			return
+		}
+		f := &atollpb.Frame{}
+		if err := proto.Unmarshal(buf, f); err != nil {
+			c.fail(fmt.Errorf("workerconn: unmarshal: %w", err))
+			return
+		}
+		if f.ReplyTo != 0 {
+			c.mu.Lock()
+			ch := c.pending[f.ReplyTo]
+			delete(c.pending, f.ReplyTo)
+			c.mu.Unlock()
+			if ch != nil {
+				ch <- f
+			}
+			continue
+		}
+		c.handler(f)
+	}
+}
+
+// fail records the first error and closes the connection.
+func (c *Conn) fail(err error) error {
+	c.mu.Lock()
+	first := c.err == nil
+	if first {
+		switch {
+		case errors.Is(err, ErrClosed):
+		case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrClosedPipe):
+			err = ErrClosed
+		default: // a reset, a broken pipe, a corrupt frame: the connection is gone all the same
+			err = fmt.Errorf("%w: %v", ErrClosed, err)
+		}
+		c.err = err
+	}
+	err = c.err
+	c.mu.Unlock()
+	if first {
+		_ = c.c.Close()
+		close(c.done)
+	}
+	return err
+}
+
+// Close closes the connection; pending calls fail with ErrClosed.
+func (c *Conn) Close() error {
+	c.fail(ErrClosed)
+	return nil
+}
+
+// Done is closed when the connection ends (closed by either side).
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err reports why the connection ended, or nil while it is open.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}

@@ -1,0 +1,76 @@
+package atoll
+
+import (
+	"context"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/objectstore"
+)
+
+// nodeLink is how a process's core reaches its node: task submission,
+// cancellation, actor calls and faults. Results come back to the core's
+// owner actor. The driver of the embedded cluster sends actor messages
+// (driverLink); a worker process sends frames to its raylet (workerLink).
+type nodeLink interface {
+	submitTask(spec *atollpb.TaskSpec)
+	cancelTask(id ids.TaskID)
+	setBlocked(id ids.TaskID, blocked bool)
+	callActor(address string, spec *atollpb.TaskSpec)
+	killActor(m *atollpb.KillActor)
+	killWorker(m *atollpb.KillWorker)
+}
+
+// storeAPI is the object store as a process sees it: zero-copy views into
+// its own mapping of the node's arena. objectstore.Client implements it in
+// the raylet's process; a worker process forwards to the raylet.
+type storeAPI interface {
+	Create(ctx context.Context, id ids.ObjectID, size uint64, codec atollpb.Codec) ([]byte, error)
+	Seal(ctx context.Context, id ids.ObjectID) error
+	Abort(ctx context.Context, id ids.ObjectID) error
+	Put(ctx context.Context, id ids.ObjectID, codec atollpb.Codec, data []byte) error
+	Get(ctx context.Context, idList []ids.ObjectID, timeout time.Duration) ([]objectstore.Object, error)
+	Release(idList ...ids.ObjectID)
+	Delete(idList ...ids.ObjectID)
+	Stats(ctx context.Context) (*atollpb.StoreStats, error)
+}
+
+// gcsAPI is the part of the GCS a core uses.
+type gcsAPI interface {
+	RegisterActor(ctx context.Context, info *atollpb.ActorInfo) error
+	GetNamedActor(ctx context.Context, namespace, name string) (*atollpb.ActorInfo, error)
+}
+
+// driverLink reaches the raylet in the same process through its mailbox,
+// with the owner actor as sender so results come back to it.
+type driverLink struct {
+	system *actor.ActorSystem
+	raylet *actor.PID
+	owner  *actor.PID
+}
+
+func (l *driverLink) submitTask(spec *atollpb.TaskSpec) {
+	l.system.Root.RequestWithCustomSender(l.raylet, &atollpb.SubmitTask{Spec: spec}, l.owner)
+}
+
+func (l *driverLink) cancelTask(id ids.TaskID) {
+	l.system.Root.Send(l.raylet, &atollpb.CancelTask{TaskId: id.Bytes()})
+}
+
+func (l *driverLink) setBlocked(id ids.TaskID, blocked bool) {
+	if blocked {
+		l.system.Root.Send(l.raylet, &atollpb.WorkerBlocked{TaskId: id.Bytes()})
+	} else {
+		l.system.Root.Send(l.raylet, &atollpb.WorkerUnblocked{TaskId: id.Bytes()})
+	}
+}
+
+func (l *driverLink) callActor(address string, spec *atollpb.TaskSpec) {
+	l.system.Root.RequestWithCustomSender(l.system.NewLocalPID(address), &atollpb.PushTask{Spec: spec}, l.owner)
+}
+
+func (l *driverLink) killActor(m *atollpb.KillActor)   { l.system.Root.Send(l.raylet, m) }
+func (l *driverLink) killWorker(m *atollpb.KillWorker) { l.system.Root.Send(l.raylet, m) }

@@ -12,7 +12,7 @@ var noop = atoll.NewFunc0("bench.noop", func(context.Context) (int, error) { ret
 func startBench(b *testing.B) context.Context {
 	b.Helper()
 	ctx := context.Background()
-	if err := atoll.Init(ctx, atoll.WithObjectStoreMemory(1<<30)); err != nil {
+	if err := atoll.Init(ctx, atoll.WithObjectStoreMemory(1<<30), atoll.WithWorkerMode(atoll.InProcessWorkers)); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = atoll.Shutdown(ctx) })

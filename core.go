@@ -67,6 +67,8 @@ type core struct {
 	workerStores sync.Map // ids.WorkerID -> *objectstore.Client
 	unsubscribe  func()
 	closed       atomic.Bool
+	// isWorker: this core serves a worker process (see worker.go).
+	isWorker bool
 }
 
 var (
@@ -95,9 +97,12 @@ func Init(ctx context.Context, opts ...Option) (err error) {
 	if current() != nil {
 		return errs.ErrAlreadyStarted
 	}
-	cfg := config{}
+	cfg := config{workerMode: ProcessWorkers}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if IsWorker() {
+		serveWorker(cfg) // never returns
 	}
 	rt := &core{cfg: cfg, nodeID: ids.NewNodeID(), jobID: ids.NewJobID(), workerID: ids.NewWorkerID(), putTask: ids.NewTaskID()}
 	defer func() {
@@ -220,6 +225,7 @@ func (rt *core) start(ctx context.Context) error {
 		Logger:         rt.log,
 		OnWorkerDeath:  rt.workerDied,
 		ReportActor:    func(info *atollpb.ActorInfo) { root.Send(rt.reporterPID, info) },
+		Process:        rt.processConfig(),
 	})
 	if err != nil {
 		return err
@@ -228,7 +234,10 @@ func (rt *core) start(ctx context.Context) error {
 		return fmt.Errorf("atoll: start raylet: %w", err)
 	}
 	rt.link = &driverLink{system: rt.system, raylet: rt.rayletPID, owner: rt.ownerPID}
-	rt.unsubscribe, err = rt.gcsClient.SubscribeActorEvents(func(info *atollpb.ActorInfo) { root.Send(rt.ownerPID, info) })
+	rt.unsubscribe, err = rt.gcsClient.SubscribeActorEvents(func(info *atollpb.ActorInfo) {
+		root.Send(rt.ownerPID, info)
+		root.Send(rt.rayletPID, info) // for callers inside worker processes
+	})
 	if err != nil {
 		return fmt.Errorf("atoll: subscribe to actor events: %w", err)
 	}
@@ -312,6 +321,18 @@ func (rt *core) stop(ctx context.Context) error {
 	return errors.Join(errList...)
 }
 
+// processConfig returns how the raylet starts worker processes, or nil
+// for goroutine workers.
+func (rt *core) processConfig() *raylet.ProcessConfig {
+	if rt.cfg.workerMode != ProcessWorkers {
+		return nil
+	}
+	return &raylet.ProcessConfig{
+		Binary: rt.cfg.workerBinary, Arena: rt.arena.File(), ArenaSize: rt.arena.Size(), Store: rt.storePID,
+		GCS: rt.gcsClient.Do, Output: rt.cfg.workerOutput,
+	}
+}
+
 // workerDied reclaims a dead worker's pins and unsealed objects.
 func (rt *core) workerDied(w ids.WorkerID) {
 	if c, ok := rt.workerStores.LoadAndDelete(w); ok {
@@ -321,6 +342,9 @@ func (rt *core) workerDied(w ids.WorkerID) {
 
 // storeFor returns the object-store client of a worker.
 func (rt *core) storeFor(w ids.WorkerID) storeAPI {
+	if rt.isWorker {
+		return rt.store
+	}
 	if c, ok := rt.workerStores.Load(w); ok {
 		return c.(*objectstore.Client)
 	}

@@ -1,6 +1,7 @@
 package atoll
 
 import (
+	"io"
 	"log/slog"
 	"time"
 
@@ -50,7 +51,46 @@ type config struct {
 	logger           *slog.Logger
 	sessionDir       string
 	namespace        string
+	workerMode       WorkerMode
+	workerBinary     string
+	workerOutput     io.Writer
 }
+
+// WorkerMode says where tasks and actors run.
+type WorkerMode int
+
+const (
+	// ProcessWorkers runs tasks and actors in worker processes: your own
+	// binary, re-executed in worker mode, mapping the node's shared-memory
+	// arena. Isolation (a crash or kill takes one worker, not the
+	// program), real fault injection. The default.
+	ProcessWorkers WorkerMode = iota
+	// InProcessWorkers runs them on goroutines of the driver: lowest
+	// latency, no isolation (a task that ignores its context keeps
+	// running after a kill), state shared with the driver.
+	InProcessWorkers
+)
+
+// String names the mode as the -mode flags of the samples do.
+func (m WorkerMode) String() string {
+	if m == InProcessWorkers {
+		return "inprocess"
+	}
+	return "process"
+}
+
+// WithWorkerMode chooses process workers (the default) or in-process
+// goroutine workers.
+func WithWorkerMode(m WorkerMode) Option { return func(c *config) { c.workerMode = m } }
+
+// WithWorkerBinary sets the program worker processes run (default: this
+// program, os.Executable()). It must register the same functions and
+// actor types, and call Init early in main.
+func WithWorkerBinary(path string) Option { return func(c *config) { c.workerBinary = path } }
+
+// WithWorkerOutput sets where worker processes' stdout and stderr go
+// (default os.Stderr).
+func WithWorkerOutput(w io.Writer) Option { return func(c *config) { c.workerOutput = w } }
 
 // WithNumCPUs sets the node's CPU count (default: runtime.NumCPU()); one
 // goroutine worker starts per CPU.

@@ -197,3 +197,9 @@ func (c *Client) transportError(ctx context.Context, op string, err error) error
 	}
 	return errs.Unavailablef("gcs %s: %v", op, err)
 }
+
+// Do sends a raw request; the reply's error, if any, comes back as a typed
+// error. Raylets use it to serve GCS requests of their worker processes.
+func (c *Client) Do(ctx context.Context, req *atollpb.GcsRequest) (*atollpb.GcsReply, error) {
+	return c.do(ctx, req)
+}

@@ -356,3 +356,8 @@ func firstID(idList []ids.ObjectID) string {
 	}
 	return idList[0].String()
 }
+
+// ErrorFromProto converts a store reply's error to its typed form, as the
+// Client does (ErrObjectExists included), for clients that reach the store
+// through another transport.
+func ErrorFromProto(info *atollpb.ErrorInfo) error { return fromProto(info) }

@@ -70,6 +70,13 @@ func (r *raylet) startActor(ctx actor.Context, t *task) {
 	props := actor.PropsFromProducer(func() actor.Actor {
 		return &actorHost{id: a.id, spec: t.spec, worker: w, exec: exec, raylet: raylet}
 	})
+	if pc := r.cfg.Process; pc != nil {
+		state := &hostState{}
+		props = actor.PropsFromProducer(func() actor.Actor {
+			return &procActorHost{id: a.id, spec: t.spec, worker: w, cfg: pc, raylet: raylet,
+				proxy: proxy{id: w.ID, cfg: pc, raylet: raylet}, state: state}
+		})
+	}
 	a.pid = ctx.SpawnPrefix(props, "actor")
 	r.strategy.add(a.pid.Id, a.id, int(t.spec.GetActorCreation().GetMaxRestarts()))
 	r.actors[a.id] = a

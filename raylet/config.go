@@ -58,6 +58,9 @@ type Config struct {
 	// ReportActor publishes an actor's new state (to the GCS); it must not
 	// block. Optional.
 	ReportActor func(*atollpb.ActorInfo)
+	// Process, when set, runs workers and actors in worker processes;
+	// nil runs them on goroutines of this process.
+	Process *ProcessConfig
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -98,6 +101,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.OnWorkerDeath == nil {
 		c.OnWorkerDeath = func(ids.WorkerID) {}
+	}
+	if c.Process != nil {
+		p, err := c.Process.withDefaults()
+		if err != nil {
+			return c, err
+		}
+		c.Process = p
 	}
 	if c.ReportActor == nil {
 		c.ReportActor = func(*atollpb.ActorInfo) {}

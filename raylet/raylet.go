@@ -113,6 +113,18 @@ func (r *raylet) Receive(ctx actor.Context) {
 		r.setBlocked(ctx, ids.MustFromBytes(m.TaskId), false)
 	case *atollpb.KillWorker:
 		r.killWorker(ctx, m)
+	case *workerExited:
+		if w := r.workers[m.id]; w != nil {
+			r.workerGone(ctx, w, m.reason)
+		}
+	case *atollpb.ActorInfo:
+		// Actor state changes, for callers inside worker processes.
+		for _, w := range r.workers {
+			ctx.Send(w.pid, m)
+		}
+		for _, a := range r.actors {
+			ctx.Send(a.pid, m)
+		}
 	case *atollpb.KillActor:
 		r.killActor(ctx, m)
 	case *actorStarted:
@@ -232,9 +244,15 @@ func (r *raylet) dispatch(ctx actor.Context, t *task) {
 
 func (r *raylet) spawnWorker(ctx actor.Context) *worker {
 	w := &worker{id: ids.NewWorkerID()}
+	self := ctx.Self()
 	props := actor.PropsFromProducer(func() actor.Actor {
-		return &workerActor{id: w.id, node: r.cfg.NodeID, exec: r.cfg.Executor, raylet: ctx.Self()}
+		return &workerActor{id: w.id, node: r.cfg.NodeID, exec: r.cfg.Executor, raylet: self}
 	})
+	if pc := r.cfg.Process; pc != nil {
+		props = actor.PropsFromProducer(func() actor.Actor {
+			return &procWorker{id: w.id, node: r.cfg.NodeID, cfg: pc, raylet: self, proxy: proxy{id: w.id, cfg: pc, raylet: self}}
+		})
+	}
 	w.pid = ctx.SpawnPrefix(props, "worker")
 	r.workers[w.id] = w
 	r.idle = append(r.idle, w.id)
@@ -334,10 +352,17 @@ func (r *raylet) killWorker(ctx actor.Context, m *atollpb.KillWorker) {
 	if reason == "" {
 		reason = "worker killed"
 	}
+	r.stats.WorkersKilled++
+	r.workerGone(ctx, w, reason)
+}
+
+// workerGone forgets a dead or killed worker: its pins and unsealed
+// objects are reclaimed, its task reported as crashed (the owner retries
+// it), and the pool topped up.
+func (r *raylet) workerGone(ctx actor.Context, w *worker, reason string) {
 	ctx.Stop(w.pid)
 	delete(r.workers, w.id)
 	r.removeIdle(w.id)
-	r.stats.WorkersKilled++
 	r.cfg.OnWorkerDeath(w.id)
 	if t := w.task; t != nil {
 		r.release(t)

@@ -6,12 +6,28 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"testing"
+
+	"github.com/atoll-runtime/atoll"
 )
 
+func TestMain(m *testing.M) {
+	if atoll.IsWorker() {
+		_ = atoll.Init(context.Background()) // serves tasks; never returns
+	}
+	os.Exit(m.Run())
+}
+
 func TestBroadcastReportsVerifiedFiguresAsJSON(t *testing.T) {
+	for _, mode := range []string{"inprocess", "process"} {
+		t.Run(mode, func(t *testing.T) { checkBroadcast(t, mode) })
+	}
+}
+
+func checkBroadcast(t *testing.T, mode string) {
 	var out bytes.Buffer
-	opts := options{size: 8 << 20, tasks: 6, workers: 2, repeat: 1, json: true}
+	opts := options{size: 8 << 20, tasks: 6, workers: 2, repeat: 1, mode: mode, json: true}
 	if err := run(context.Background(), opts, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +53,7 @@ func TestBroadcastReportsVerifiedFiguresAsJSON(t *testing.T) {
 		t.Errorf("wall_s must be verified and carry a ratio: %v", metrics["wall_s"])
 	}
 	cfg := metrics["wall_s"]["config"].(map[string]any)
-	if cfg["size_bytes"].(float64) != 8<<20 || cfg["worker_mode"] != "inprocess" {
+	if cfg["size_bytes"].(float64) != 8<<20 || cfg["worker_mode"] != mode {
 		t.Errorf("config: %v", cfg)
 	}
 }

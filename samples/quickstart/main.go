@@ -69,7 +69,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer atoll.Shutdown(ctx)
-	fmt.Printf("atoll started an embedded cluster: 1 node, %d CPUs, 1 GiB object store (%v)\n",
+	fmt.Printf("atoll started an embedded cluster: 1 node, %d worker processes, 1 GiB object store (%v)\n",
 		runtime.NumCPU(), time.Since(start).Round(time.Millisecond))
 
 	// Tasks: ten squares in parallel, then a task that consumes a value

@@ -2,8 +2,18 @@ package main
 
 import (
 	"context"
+	"os"
 	"testing"
+
+	"github.com/atoll-runtime/atoll"
 )
+
+func TestMain(m *testing.M) {
+	if atoll.IsWorker() {
+		_ = atoll.Init(context.Background()) // serves tasks; never returns
+	}
+	os.Exit(m.Run())
+}
 
 func TestQuickstartRuns(t *testing.T) {
 	if err := run(context.Background()); err != nil {

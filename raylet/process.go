@@ -1,0 +1,178 @@
+package raylet
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"golang.org/x/sys/unix"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/workerconn"
+)
+
+// Environment of a worker process. The raylet starts the user's own
+// binary with these set; atoll.Init sees EnvWorker and serves tasks
+// instead of returning.
+const (
+	EnvWorker    = "ATOLL_WORKER"     // "1" in a worker process
+	EnvWorkerID  = "ATOLL_WORKER_ID"  // hex worker id
+	EnvNodeID    = "ATOLL_NODE_ID"    // hex node id
+	EnvArenaSize = "ATOLL_ARENA_SIZE" // bytes of the arena mapped from fd ArenaFD
+	// ArenaFD and ConnFD are the inherited descriptors: the node's arena
+	// (a memfd) and the worker's end of its socket pair to the raylet.
+	ArenaFD = 3
+	ConnFD  = 4
+)
+
+// ProcessConfig makes the raylet run workers as processes of Binary.
+type ProcessConfig struct {
+	// Binary is the program to start in worker mode; default
+	// os.Executable() (the driver's own binary).
+	Binary string
+	// Args are its arguments (default: the driver's own, os.Args[1:]).
+	Args []string
+	// Env is added to the worker's environment.
+	Env []string
+	// Arena is the node's arena file (a memfd), inherited by workers.
+	Arena     *os.File
+	ArenaSize uint64
+	// Store is the object-store actor; workers' store requests are
+	// forwarded to it with the worker as client.
+	Store *actor.PID
+	// GCS answers GCS requests made by workers.
+	GCS func(ctx context.Context, req *atollpb.GcsRequest) (*atollpb.GcsReply, error)
+	// StartTimeout bounds a worker's start until its hello; default 30s.
+	StartTimeout time.Duration
+	// Output receives the workers' stdout and stderr; default os.Stderr.
+	Output io.Writer
+}
+
+func (p *ProcessConfig) withDefaults() (*ProcessConfig, error) {
+	c := *p
+	if c.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("raylet: worker binary: %w", err)
+		}
+		c.Binary = exe
+	}
+	if c.Args == nil && len(os.Args) > 1 {
+		c.Args = os.Args[1:]
+	}
+	if c.Arena == nil || c.ArenaSize == 0 || c.Store == nil {
+		return nil, fmt.Errorf("raylet: ProcessConfig needs Arena, ArenaSize and Store")
+	}
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = 30 * time.Second
+	}
+	if c.Output == nil {
+		c.Output = os.Stderr
+	}
+	return &c, nil
+}
+
+// workerProcess is one started worker process and its connection.
+type workerProcess struct {
+	cmd   *exec.Cmd
+	conn  *workerconn.Conn
+	hello chan *atollpb.WorkerHello
+}
+
+// procFrame is a frame from a worker process, delivered to the actor that
+// owns the process; gen tells frames of an old incarnation apart.
+type procFrame struct {
+	gen   uint64
+	frame *atollpb.Frame
+}
+
+// processExited reports that a worker process ended.
+type processExited struct {
+	gen uint64
+	err error
+}
+
+// startProcess starts a worker process for id and delivers its frames
+// and its exit to self.
+func startProcess(system *actor.ActorSystem, self *actor.PID, gen uint64, cfg *ProcessConfig, id ids.WorkerID, node ids.NodeID) (*workerProcess, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("raylet: socketpair: %w", err)
+	}
+	mine, theirs := os.NewFile(uintptr(fds[0]), "raylet-conn"), os.NewFile(uintptr(fds[1]), "worker-conn")
+	defer theirs.Close()
+	nc, err := net.FileConn(mine)
+	mine.Close()
+	if err != nil {
+		return nil, fmt.Errorf("raylet: worker socket: %w", err)
+	}
+	p := &workerProcess{hello: make(chan *atollpb.WorkerHello, 1)}
+	p.conn = workerconn.New(nc, func(f *atollpb.Frame) {
+		if h := f.GetHello(); h != nil {
+			p.hello <- h
+			return
+		}
+		system.Root.Send(self, &procFrame{gen: gen, frame: f})
+	})
+	cmd := exec.Command(cfg.Binary, cfg.Args...)
+	cmd.Env = append(append(os.Environ(), cfg.Env...),
+		EnvWorker+"=1", EnvWorkerID+"="+id.String(), EnvNodeID+"="+node.String(),
+		EnvArenaSize+"="+strconv.FormatUint(cfg.ArenaSize, 10))
+	cmd.ExtraFiles = []*os.File{cfg.Arena, theirs} // fds 3 and 4
+	cmd.Stdout, cmd.Stderr = cfg.Output, cfg.Output
+	// A worker never outlives its raylet.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		p.conn.Close()
+		return nil, fmt.Errorf("raylet: start worker %s: %w", cfg.Binary, err)
+	}
+	p.cmd = cmd
+	go func() {
+		err := cmd.Wait()
+		p.conn.Close()
+		system.Root.Send(self, &processExited{gen: gen, err: err})
+	}()
+	return p, nil
+}
+
+// waitHello waits for the worker's first frame.
+func (p *workerProcess) waitHello(timeout time.Duration) error {
+	select {
+	case <-p.hello:
+		return nil
+	case <-p.conn.Done():
+		return fmt.Errorf("raylet: worker exited before it registered: %v", p.conn.Err())
+	case <-time.After(timeout):
+		return fmt.Errorf("raylet: worker did not register within %v", timeout)
+	}
+}
+
+// kill ends the process at once (SIGKILL); its exit is reported as usual.
+func (p *workerProcess) kill() {
+	if p != nil && p.cmd != nil && p.cmd.Process != nil {
+		_ = p.cmd.Process.Kill()
+	}
+}
+
+// Pid returns the process id.
+func (p *workerProcess) pid() int {
+	if p == nil || p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+func exitReason(err error) string {
+	if err == nil {
+		return "worker process exited"
+	}
+	return "worker process died: " + err.Error()
+}

@@ -1,0 +1,146 @@
+package raylet
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+)
+
+// hostState is the part of a process actor host that survives its
+// restarts: the process generation and the calls not yet answered.
+type hostState struct {
+	gen   uint64
+	queue []*queuedCall // calls waiting for the process, in arrival order
+	busy  *queuedCall   // the call the process is running
+}
+
+type queuedCall struct {
+	caller *actor.PID
+	spec   *atollpb.TaskSpec
+}
+
+// procActorHost hosts one actor in a worker process of its own. Calls are
+// queued here and sent to the process one at a time, so a crash loses
+// only the call that was running: the rest run on the restarted actor.
+// When the process dies or a method panics, the host fails the running
+// call (the caller may retry it) and panics, so the raylet's supervisor
+// strategy restarts it — a new process, the constructor again — or stops
+// it when the actor's restarts are spent.
+type procActorHost struct {
+	id     ids.ActorID
+	spec   *atollpb.TaskSpec
+	worker Worker
+	cfg    *ProcessConfig
+	raylet *actor.PID
+	proxy  proxy
+	state  *hostState
+	p      *workerProcess
+	gen    uint64
+	ready  bool
+}
+
+func (h *procActorHost) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		h.start(ctx)
+	case *atollpb.PushTask:
+		h.state.queue = append(h.state.queue, &queuedCall{caller: ctx.Sender(), spec: m.Spec})
+		h.pump()
+	case *procFrame:
+		if m.gen != h.gen || h.proxy.handle(ctx, h.p.conn, m.frame) {
+			return
+		}
+		if res := m.frame.GetTaskResult(); res != nil {
+			h.finished(ctx, res)
+		}
+	case *processExited:
+		if m.gen != h.gen {
+			return
+		}
+		h.crash(ctx, exitReason(m.err))
+	case *crashActor:
+		h.p.kill() // processExited follows and restarts the actor
+	case *actor.Restarting, *actor.Stopping:
+		if h.p != nil {
+			h.p.kill()
+			h.p.conn.Close()
+			// The dead process's pins and unsealed objects go with it; the
+			// next process reuses the worker id.
+			ctx.Send(h.cfg.Store, &atollpb.ClientDisconnected{ClientId: h.worker.ID.Bytes()})
+		}
+	default:
+		if h.p != nil {
+			forwardDown(h.p.conn, m)
+		}
+	}
+}
+
+// start launches a process and runs the constructor in it; on failure the
+// raylet records the cause and stops the host.
+func (h *procActorHost) start(ctx actor.Context) {
+	h.state.gen++
+	h.gen = h.state.gen
+	p, err := startProcess(ctx.ActorSystem(), ctx.Self(), h.gen, h.cfg, h.worker.ID, h.worker.NodeID)
+	if err == nil {
+		h.p = p
+		err = p.waitHello(h.cfg.StartTimeout)
+	}
+	if err == nil {
+		var reply *atollpb.Frame
+		cctx, cancel := context.WithTimeout(context.Background(), h.cfg.StartTimeout)
+		reply, err = p.conn.Call(cctx, &atollpb.Frame{Body: &atollpb.Frame_CreateActor{CreateActor: h.spec}})
+		cancel()
+		if err == nil && reply.GetStatus().GetCode() != atollpb.ErrorCode_ERROR_CODE_UNSPECIFIED {
+			err = errs.FromProto(reply.GetStatus())
+		}
+	}
+	ctx.Send(h.raylet, &actorStarted{id: h.id, err: err})
+	if err != nil {
+		return
+	}
+	h.ready = true
+	// A call that was running when the previous process died was failed;
+	// the queue runs on.
+	h.state.busy = nil
+	h.pump()
+}
+
+func (h *procActorHost) pump() {
+	if !h.ready || h.state.busy != nil || len(h.state.queue) == 0 {
+		return
+	}
+	c := h.state.queue[0]
+	h.state.queue = h.state.queue[1:]
+	h.state.busy = c
+	_ = h.p.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_PushTask{PushTask: &atollpb.PushTask{Spec: c.spec}}})
+}
+
+func (h *procActorHost) finished(ctx actor.Context, res *atollpb.TaskResult) {
+	c := h.state.busy
+	if c == nil {
+		return
+	}
+	h.state.busy = nil
+	ctx.Send(c.caller, res)
+	if res.ActorCrashed {
+		panic(fmt.Sprintf("actor %s: method %s panicked: %s", h.id.Short(), c.spec.Function, res.GetError().GetMessage()))
+	}
+	h.pump()
+}
+
+// crash fails the running call and hands the host to its supervisor.
+func (h *procActorHost) crash(ctx actor.Context, reason string) {
+	h.ready = false
+	if c := h.state.busy; c != nil {
+		h.state.busy = nil
+		died := &errs.ActorDiedError{ActorID: h.id.String(), Name: h.spec.GetActorCreation().GetName(),
+			Message: "the actor's worker process died while running this call: " + reason}
+		ctx.Send(c.caller, &atollpb.TaskResult{TaskId: c.spec.TaskId, Attempt: c.spec.Attempt, Error: errs.ToProto(died), ActorCrashed: true})
+	}
+	panic(fmt.Sprintf("actor %s: %s", h.id.Short(), reason))
+}

@@ -1,0 +1,228 @@
+package atoll
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel"
+
+	"github.com/atoll-runtime/atoll/actors"
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/telemetry"
+	"github.com/atoll-runtime/atoll/internal/workerconn"
+	"github.com/atoll-runtime/atoll/objectstore"
+	"github.com/atoll-runtime/atoll/raylet"
+)
+
+// IsWorker reports whether this process is an atoll worker process: the
+// raylet started it (your own binary, re-executed) to run tasks. In a
+// worker, Init serves tasks and never returns, so call Init at the top of
+// main, before any work a worker should not repeat; use IsWorker to skip
+// setup that only the driver needs (a TestMain, for instance).
+func IsWorker() bool { return os.Getenv(raylet.EnvWorker) == "1" }
+
+// serveWorker turns this process into a worker and never returns: it
+// exits when the raylet closes the connection or asks it to.
+func serveWorker(cfg config) {
+	rt, srv, err := newWorkerCore(cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "atoll worker: %v\n", err)
+		os.Exit(3)
+	}
+	current_.Store(rt)
+	_ = srv.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_Hello{Hello: &atollpb.WorkerHello{WorkerId: rt.workerID.Bytes(), Pid: int32(os.Getpid())}}})
+	srv.loop()
+	os.Exit(0)
+}
+
+func newWorkerCore(cfg config) (*core, *workerServer, error) {
+	workerID, err := ids.FromBytes(unhex(os.Getenv(raylet.EnvWorkerID)))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", raylet.EnvWorkerID, err)
+	}
+	nodeID, _ := ids.FromBytes(unhex(os.Getenv(raylet.EnvNodeID)))
+	size, err := strconv.ParseUint(os.Getenv(raylet.EnvArenaSize), 10, 64)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", raylet.EnvArenaSize, err)
+	}
+	arena, err := objectstore.OpenArena(os.NewFile(raylet.ArenaFD, "atoll-arena"), size)
+	if err != nil {
+		return nil, nil, err
+	}
+	nc, err := net.FileConn(os.NewFile(raylet.ConnFD, "atoll-raylet"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("raylet connection: %w", err)
+	}
+	if cfg.inlineThreshold == 0 {
+		cfg.inlineThreshold = DefaultInlineThreshold
+	}
+	if cfg.namespace == "" {
+		cfg.namespace = "default"
+	}
+	rt := &core{cfg: cfg, nodeID: nodeID, workerID: workerID, jobID: ids.NewJobID(), putTask: ids.NewTaskID(), arena: arena, isWorker: true}
+	rt.log = cfg.logger
+	if rt.log == nil {
+		rt.log = slog.Default()
+	}
+	rt.log = slog.New(telemetry.NewLogHandler(rt.log.Handler())).With("component", "atoll-worker", "worker", workerID.Short())
+	tp := cfg.tracerProvider
+	if tp == nil {
+		if own, err := telemetry.ProviderFromEnv(context.Background()); err == nil && own != nil {
+			rt.ownTP, tp = own, own
+		} else {
+			tp = otel.GetTracerProvider()
+		}
+	}
+	rt.tracer = telemetry.Tracer(tp)
+	rt.system = actors.NewSystem(rt.log)
+	srv := &workerServer{rt: rt, work: make(chan *atollpb.Frame, 1024), running: map[ids.TaskID]context.CancelFunc{}}
+	srv.conn = workerconn.New(nc, srv.handle)
+	rt.link = &workerLink{conn: srv.conn}
+	rt.store = &frameStore{conn: srv.conn, arena: arena}
+	rt.gcs = &frameGCS{conn: srv.conn}
+	rt.objects = newObjectTable(func(stored []ids.ObjectID) { rt.store.Delete(stored...) })
+	rt.tasks = newTaskTable()
+	rt.actors = newActorTable()
+	if rt.ownerPID, err = rt.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &ownerActor{rt: rt} }), "owner"); err != nil {
+		return nil, nil, err
+	}
+	return rt, srv, nil
+}
+
+// workerServer runs tasks and actor calls pushed by the raylet, one at a
+// time, in arrival order.
+type workerServer struct {
+	rt   *core
+	conn *workerconn.Conn
+	work chan *atollpb.Frame
+
+	mu       sync.Mutex
+	running  map[ids.TaskID]context.CancelFunc
+	instance any // the actor this worker hosts, if any
+}
+
+// handle receives frames on the connection's reader goroutine.
+func (s *workerServer) handle(f *atollpb.Frame) {
+	switch b := f.Body.(type) {
+	case *atollpb.Frame_PushTask, *atollpb.Frame_CreateActor:
+		s.work <- f
+	case *atollpb.Frame_TaskResult:
+		s.rt.system.Root.Send(s.rt.ownerPID, b.TaskResult)
+	case *atollpb.Frame_ActorEvent:
+		s.rt.system.Root.Send(s.rt.ownerPID, b.ActorEvent)
+	case *atollpb.Frame_CancelTask:
+		s.mu.Lock()
+		cancel := s.running[ids.MustFromBytes(b.CancelTask.TaskId)]
+		s.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+	case *atollpb.Frame_Exit:
+		os.Exit(0)
+	}
+}
+
+func (s *workerServer) loop() {
+	w := raylet.Worker{ID: s.rt.workerID, NodeID: s.rt.nodeID}
+	ex := (*executor)(s.rt)
+	for {
+		var f *atollpb.Frame
+		select {
+		case f = <-s.work:
+		case <-s.conn.Done():
+			return
+		}
+		if spec := f.GetCreateActor(); spec != nil {
+			inst, err := ex.NewActor(context.Background(), w, spec)
+			s.instance = inst
+			_ = s.conn.Reply(f.Id, &atollpb.Frame{Body: &atollpb.Frame_Status{Status: errs.ToProto(err)}})
+			continue
+		}
+		spec := f.GetPushTask().GetSpec()
+		id := ids.MustFromBytes(spec.TaskId)
+		ctx, cancel := context.WithCancel(context.Background())
+		s.mu.Lock()
+		s.running[id] = cancel
+		s.mu.Unlock()
+		var res *atollpb.TaskResult
+		if spec.Type == atollpb.TaskType_ACTOR_TASK {
+			res, _ = ex.RunActorTask(ctx, w, s.instance, spec)
+		} else {
+			res = ex.RunTask(ctx, w, spec)
+		}
+		s.mu.Lock()
+		delete(s.running, id)
+		s.mu.Unlock()
+		cancel()
+		_ = s.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: res}})
+	}
+}
+
+// workerLink reaches the raylet over the worker's connection.
+type workerLink struct{ conn *workerconn.Conn }
+
+func (l *workerLink) submitTask(spec *atollpb.TaskSpec) {
+	_ = l.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_SubmitTask{SubmitTask: &atollpb.SubmitTask{Spec: spec}}})
+}
+
+func (l *workerLink) cancelTask(id ids.TaskID) {
+	_ = l.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_CancelTask{CancelTask: &atollpb.CancelTask{TaskId: id.Bytes()}}})
+}
+
+func (l *workerLink) setBlocked(id ids.TaskID, blocked bool) {
+	if blocked {
+		_ = l.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_WorkerBlocked{WorkerBlocked: &atollpb.WorkerBlocked{TaskId: id.Bytes()}}})
+	} else {
+		_ = l.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_WorkerUnblocked{WorkerUnblocked: &atollpb.WorkerUnblocked{TaskId: id.Bytes()}}})
+	}
+}
+
+func (l *workerLink) callActor(address string, spec *atollpb.TaskSpec) {
+	_ = l.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_ActorCall{ActorCall: &atollpb.ActorCall{Address: address, Spec: spec}}})
+}
+
+func (l *workerLink) killActor(m *atollpb.KillActor) {
+	_ = l.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_KillActor{KillActor: m}})
+}
+
+func (l *workerLink) killWorker(m *atollpb.KillWorker) {
+	_ = l.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_KillWorker{KillWorker: m}})
+}
+
+// callTimeout bounds a request to the raylet that has no deadline of its
+// own.
+const callTimeout = 2 * time.Minute
+
+func rayletCall(ctx context.Context, conn *workerconn.Conn, f *atollpb.Frame) (*atollpb.Frame, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+	}
+	r, err := conn.Call(ctx, f)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, errs.Unavailablef("raylet connection: %v", err)
+	}
+	if st := r.GetStatus(); st != nil && st.Code != atollpb.ErrorCode_ERROR_CODE_UNSPECIFIED {
+		return nil, errs.FromProto(st)
+	}
+	return r, nil
+}
+
+func unhex(s string) []byte {
+	b, _ := hex.DecodeString(s)
+	return b
+}

@@ -333,11 +333,11 @@ func (rt *core) processConfig() *raylet.ProcessConfig {
 	}
 }
 
-// workerDied reclaims a dead worker's pins and unsealed objects.
+// workerDied reclaims a dead worker's pins, its unsealed objects and the
+// objects it owned.
 func (rt *core) workerDied(w ids.WorkerID) {
-	if c, ok := rt.workerStores.LoadAndDelete(w); ok {
-		c.(*objectstore.Client).Disconnect()
-	}
+	rt.workerStores.Delete(w)
+	rt.system.Root.Send(rt.storePID, &atollpb.ClientDisconnected{ClientId: w.Bytes()})
 }
 
 // storeFor returns the object-store client of a worker.

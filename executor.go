@@ -187,7 +187,8 @@ func (rt *core) storeOutputs(ctx context.Context, store storeAPI, spec *atollpb.
 			}
 			value.Kind = &atollpb.Value_Inline{Inline: data}
 		} else {
-			if err := store.Put(ctx, id, enc.Codec, enc.Data); err != nil && !errors.Is(err, objectstore.ErrObjectExists) {
+			owner, _ := ids.FromBytes(spec.OwnerId)
+			if err := store.PutOwned(ctx, id, enc.Codec, enc.Data, owner); err != nil && !errors.Is(err, objectstore.ErrObjectExists) {
 				return nil, err
 			}
 			value.Kind = storedValue(id, enc.Codec, len(enc.Data)).Kind

@@ -5,6 +5,8 @@ import (
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/objectstore"
 )
 
 // Fault injection, for testing systems built on atoll: these calls break
@@ -40,4 +42,47 @@ func CrashActor[T any](ctx context.Context, h ActorHandle[T]) error {
 	}
 	rt.link.killActor(&atollpb.KillActor{ActorId: h.st.id.Bytes(), NoRestart: false, Reason: "crashed by fault injection"})
 	return nil
+}
+
+// FailNextCreates makes the node's object store fail its next n object
+// creations with ObjectStoreFullError, as if it were full: Puts fail,
+// tasks whose outputs go to the store fail (and retry if they may).
+func FailNextCreates(ctx context.Context, n int) error {
+	rt, err := running()
+	if err != nil {
+		return err
+	}
+	if rt.isWorker {
+		return errs.Invalidf("FailNextCreates: call it from the driver")
+	}
+	if n < 0 {
+		return errs.Invalidf("FailNextCreates(%d): negative", n)
+	}
+	rt.system.Root.Send(rt.storePID, &objectstore.FailCreates{N: n})
+	return nil
+}
+
+// KillWorker kills the worker with the given id (as CurrentWorkerID
+// reports it inside a task): its running task is retried within its
+// MaxRetries; an actor it hosts restarts within its MaxRestarts.
+func KillWorker(ctx context.Context, workerID string) error {
+	rt, err := running()
+	if err != nil {
+		return err
+	}
+	id, err := ids.FromBytes(unhex(workerID))
+	if err != nil {
+		return errs.Invalidf("KillWorker: bad worker id %q", workerID)
+	}
+	rt.link.killWorker(&atollpb.KillWorker{WorkerId: id.Bytes(), Reason: "killed by fault injection"})
+	return nil
+}
+
+// CurrentWorkerID returns the id of the worker running the task or actor
+// call under ctx, or "" outside a task.
+func CurrentWorkerID(ctx context.Context) string {
+	if ti, ok := ctx.Value(taskKey{}).(*taskInfo); ok {
+		return ti.worker.String()
+	}
+	return ""
 }

@@ -28,10 +28,12 @@ type nodeLink interface {
 // its own mapping of the node's arena. objectstore.Client implements it in
 // the raylet's process; a worker process forwards to the raylet.
 type storeAPI interface {
-	Create(ctx context.Context, id ids.ObjectID, size uint64, codec atollpb.Codec) ([]byte, error)
+	// CreateOwned and PutOwned name the worker owning the object's
+	// references: the store frees it if that worker dies.
+	CreateOwned(ctx context.Context, id ids.ObjectID, size uint64, codec atollpb.Codec, owner ids.WorkerID) ([]byte, error)
 	Seal(ctx context.Context, id ids.ObjectID) error
 	Abort(ctx context.Context, id ids.ObjectID) error
-	Put(ctx context.Context, id ids.ObjectID, codec atollpb.Codec, data []byte) error
+	PutOwned(ctx context.Context, id ids.ObjectID, codec atollpb.Codec, data []byte, owner ids.WorkerID) error
 	Get(ctx context.Context, idList []ids.ObjectID, timeout time.Duration) ([]objectstore.Object, error)
 	Release(idList ...ids.ObjectID)
 	Delete(idList ...ids.ObjectID)

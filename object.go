@@ -69,7 +69,7 @@ func PutWith[E Elem](ctx context.Context, n int, fill func([]E)) (ObjectRef[[]E]
 		rt.objects.add(id, &atollpb.Value{Codec: c, Kind: &atollpb.Value_Inline{Inline: enc.Data}}, telemetry.Inject(ctx), nil)
 		return ObjectRef[[]E]{h: newHandle(rt, id)}, nil
 	}
-	buf, err := rt.store.Create(ctx, id, uint64(size), c)
+	buf, err := rt.store.CreateOwned(ctx, id, uint64(size), c, rt.workerID)
 	if err != nil {
 		return ObjectRef[[]E]{}, err
 	}
@@ -108,7 +108,7 @@ func (rt *core) putEncoded(ctx context.Context, enc codec.Encoded) (ids.ObjectID
 		rt.objects.add(id, &atollpb.Value{Codec: enc.Codec, Kind: &atollpb.Value_Inline{Inline: data}}, producer, contained)
 		return id, nil
 	}
-	if err := rt.store.Put(ctx, id, enc.Codec, enc.Data); err != nil {
+	if err := rt.store.PutOwned(ctx, id, enc.Codec, enc.Data, rt.workerID); err != nil {
 		rt.objects.decRef(contained...)
 		return id, err
 	}

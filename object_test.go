@@ -201,3 +201,22 @@ func TestInitTwiceFails(t *testing.T) {
 		t.Fatalf("second Init: %v", err)
 	}
 }
+
+func TestFailNextCreates(t *testing.T) {
+	ctx := start(t)
+	if err := atoll.FailNextCreates(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	big := make([]byte, 1<<20) // stored, not inline
+	for i := range 2 {
+		if _, err := atoll.Put(ctx, big); !errors.Is(err, atoll.ErrObjectStoreFull) {
+			t.Fatalf("put %d: want an injected ObjectStoreFull, got %v", i, err)
+		}
+	}
+	if _, err := atoll.Put(ctx, big); err != nil {
+		t.Fatalf("third put: %v", err)
+	}
+	if _, err := atoll.Put(ctx, 1); err != nil {
+		t.Fatalf("inline puts never touch the store: %v", err)
+	}
+}

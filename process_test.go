@@ -52,14 +52,22 @@ var (
 		if err != nil {
 			return 0, err
 		}
+		// Hold a worker-owned object in shared memory while registering
+		// (the test kills after that): the kill must free it.
+		held, err := atoll.Put(ctx, make([]byte, 1<<20))
+		if err != nil {
+			return 0, err
+		}
 		n, err := atoll.Get(ctx, register.Remote(ctx, t, atoll.Value(os.Getpid())))
 		if err != nil {
 			return 0, err
 		}
 		if n == 1 {
 			<-ctx.Done()
+			held.Release()
 			return 0, ctx.Err()
 		}
+		held.Release()
 		return 2 * a.X, nil
 	})
 	pidActorType = atoll.NewActorType1("proc.counter", func(_ context.Context, start int) (*counter, error) {
@@ -247,4 +255,46 @@ func TestKilledActorProcessIsRestarted(t *testing.T) {
 		_, err := atoll.Get(ctx, bump.Remote(ctx, c, atoll.Value(1)))
 		return errors.Is(err, atoll.ErrActorDied)
 	})
+}
+
+var workerOf = atoll.NewFunc1("proc.workerOf", func(ctx context.Context, tr string) (string, error) {
+	t, err := atoll.GetActor[*tracker](ctx, tr)
+	if err != nil {
+		return "", err
+	}
+	if n, err := atoll.Get(ctx, register.Remote(ctx, t, atoll.Value(os.Getpid()))); err != nil || n > 1 {
+		return atoll.CurrentWorkerID(ctx), err // the retry answers
+	}
+	<-ctx.Done()
+	return "", ctx.Err()
+})
+
+func TestKillWorkerByID(t *testing.T) {
+	ctx := startProcesses(t)
+	tr, err := trackerType.New(ctx, atoll.ActorName("tracker-kw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := workerOf.Remote(ctx, atoll.Value("tracker-kw"), atoll.MaxRetries(1))
+	first := waitForPid(t, ctx, tr)
+	// Killing by task ends the worker process running it; the retry runs
+	// on another worker and reports that worker's id.
+	if err := atoll.KillTaskWorker(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	id, err := atoll.Get(ctx, ref)
+	if err != nil || len(id) != 32 {
+		t.Fatalf("retried task: %q %v", id, err)
+	}
+	eventually(t, "the killed worker process to exit", func() bool { return syscall.Kill(first, 0) != nil })
+	if err := atoll.KillWorker(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := atoll.KillWorker(ctx, "zz"); !errors.Is(err, atoll.ErrInvalidArgument) {
+		t.Fatalf("bad id: %v", err)
+	}
+	// The node keeps serving after the kills.
+	if v, err := atoll.Get(ctx, double.Remote(ctx, atoll.Value(4))); err != nil || v != 8 {
+		t.Fatalf("after kills: %v %v", v, err)
+	}
 }

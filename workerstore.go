@@ -28,9 +28,9 @@ func timeoutMS(ctx context.Context) int64 {
 	return 0
 }
 
-func (s *frameStore) Create(ctx context.Context, id ids.ObjectID, size uint64, codec atollpb.Codec) ([]byte, error) {
+func (s *frameStore) CreateOwned(ctx context.Context, id ids.ObjectID, size uint64, codec atollpb.Codec, owner ids.WorkerID) ([]byte, error) {
 	r, err := rayletCall(ctx, s.conn, &atollpb.Frame{Body: &atollpb.Frame_CreateObject{CreateObject: &atollpb.CreateObjectRequest{
-		ObjectId: id.Bytes(), Size: size, Codec: codec, TimeoutMs: timeoutMS(ctx)}}})
+		ObjectId: id.Bytes(), Size: size, Codec: codec, TimeoutMs: timeoutMS(ctx), OwnerId: owner.Bytes()}}})
 	if err != nil {
 		return nil, err
 	}
@@ -58,8 +58,8 @@ func (s *frameStore) Abort(ctx context.Context, id ids.ObjectID) error {
 	return objectstore.ErrorFromProto(r.GetSealObjectReply().GetError())
 }
 
-func (s *frameStore) Put(ctx context.Context, id ids.ObjectID, codec atollpb.Codec, data []byte) error {
-	buf, err := s.Create(ctx, id, uint64(len(data)), codec)
+func (s *frameStore) PutOwned(ctx context.Context, id ids.ObjectID, codec atollpb.Codec, data []byte, owner ids.WorkerID) error {
+	buf, err := s.CreateOwned(ctx, id, uint64(len(data)), codec, owner)
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,11 @@ type CreateObjectRequest struct {
 	ClientId []byte                 `protobuf:"bytes,4,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	// How long the creation may wait for space before OBJECT_STORE_FULL;
 	// 0 uses the store's default, negative fails at once.
-	TimeoutMs     int64 `protobuf:"varint,5,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	TimeoutMs int64 `protobuf:"varint,5,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// The worker owning the object's references. When that client
+	// disconnects (its process died) the object is freed: nobody is left to
+	// release it. Empty: not tied to a client.
+	OwnerId       []byte `protobuf:"bytes,6,opt,name=owner_id,json=ownerId,proto3" json:"owner_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -97,6 +101,13 @@ func (x *CreateObjectRequest) GetTimeoutMs() int64 {
 		return x.TimeoutMs
 	}
 	return 0
+}
+
+func (x *CreateObjectRequest) GetOwnerId() []byte {
+	if x != nil {
+		return x.OwnerId
+	}
+	return nil
 }
 
 type CreateObjectReply struct {
@@ -708,14 +719,15 @@ var File_atollpb_store_proto protoreflect.FileDescriptor
 
 const file_atollpb_store_proto_rawDesc = "" +
 	"\n" +
-	"\x13atollpb/store.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\"\xa9\x01\n" +
+	"\x13atollpb/store.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\"\xc4\x01\n" +
 	"\x13CreateObjectRequest\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12%\n" +
 	"\x05codec\x18\x03 \x01(\x0e2\x0f.atoll.v1.CodecR\x05codec\x12\x1b\n" +
 	"\tclient_id\x18\x04 \x01(\fR\bclientId\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x05 \x01(\x03R\ttimeoutMs\"t\n" +
+	"timeout_ms\x18\x05 \x01(\x03R\ttimeoutMs\x12\x19\n" +
+	"\bowner_id\x18\x06 \x01(\fR\aownerId\"t\n" +
 	"\x11CreateObjectReply\x124\n" +
 	"\blocation\x18\x01 \x01(\v2\x18.atoll.v1.ObjectLocationR\blocation\x12)\n" +
 	"\x05error\x18\x02 \x01(\v2\x13.atoll.v1.ErrorInfoR\x05error\"M\n" +

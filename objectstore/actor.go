@@ -66,6 +66,8 @@ type storeState struct {
 	cfg   Config
 	arena *Arena
 	store *Store
+	// failCreates is how many creations still fail by fault injection.
+	failCreates int
 	gets  *getWaiters
 	// replyTo holds the requester of every queued creation and waiting get.
 	replyTo   map[uint64]*actor.PID
@@ -140,6 +142,8 @@ func (a *storeActor) Receive(ctx actor.Context) {
 		st.expire(ctx)
 	case *crashForTest:
 		panic("objectstore: crash requested by test")
+	case *FailCreates:
+		st.failCreates += m.N
 	}
 	st.flush(ctx)
 }
@@ -151,6 +155,10 @@ func (st *storeState) create(ctx actor.Context, m *atollpb.CreateObjectRequest) 
 		return
 	}
 	id, client, err := parseIDs(m.ObjectId, m.ClientId)
+	if err == nil && st.failCreates > 0 {
+		st.failCreates--
+		err = &errs.ObjectStoreFullError{ObjectID: id.String(), Requested: m.Size, Message: "creation failed by fault injection (FailCreates)"}
+	}
 	if err != nil {
 		respond(ctx, sender, &atollpb.CreateObjectReply{Error: errs.ToProto(err)})
 		return
@@ -164,7 +172,8 @@ func (st *storeState) create(ctx actor.Context, m *atollpb.CreateObjectRequest) 
 		timeout = 0
 	}
 	st.nextToken++
-	req := CreateRequest{ID: id, Size: m.Size, Codec: m.Codec, Client: client, Deadline: now.Add(timeout), Token: st.nextToken}
+	owner, _ := ids.FromBytes(m.OwnerId) // empty: no owner
+	req := CreateRequest{ID: id, Size: m.Size, Codec: m.Codec, Client: client, Owner: owner, Deadline: now.Add(timeout), Token: st.nextToken}
 	loc, queued, err := st.store.Create(req, now)
 	switch {
 	case err != nil:
@@ -365,3 +374,8 @@ func (st *storeState) answerGet(ctx actor.Context, token uint64, locs []Location
 	delete(st.replyTo, token)
 	respond(ctx, to, getReply(locs, err))
 }
+
+// FailCreates is a fault-injection message: the store fails its next N
+// creations with ObjectStoreFull, as if it were full, without touching
+// its state. Send it to the store actor.
+type FailCreates struct{ N int }

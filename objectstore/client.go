@@ -66,11 +66,20 @@ func (c *Client) ID() ids.WorkerID { return c.id }
 // context has none) and then fails with an error matching
 // errs.ErrObjectStoreFull. An id already in use fails with ErrObjectExists.
 func (c *Client) Create(ctx context.Context, id ids.ObjectID, size uint64, codec atollpb.Codec) ([]byte, error) {
+	return c.CreateOwned(ctx, id, size, codec, ids.WorkerID{})
+}
+
+// CreateOwned is Create for an object whose references owner holds: when
+// owner disconnects, the object is freed.
+func (c *Client) CreateOwned(ctx context.Context, id ids.ObjectID, size uint64, codec atollpb.Codec, owner ids.WorkerID) ([]byte, error) {
 	wait, timeoutMS, err := storeBudget(ctx)
 	if err != nil {
 		return nil, err
 	}
 	req := &atollpb.CreateObjectRequest{ObjectId: id.Bytes(), Size: size, Codec: codec, ClientId: c.idb, TimeoutMs: timeoutMS}
+	if !owner.IsZero() {
+		req.OwnerId = owner.Bytes()
+	}
 	res, err := c.call(ctx, req, wait, nil)
 	if err != nil {
 		// No answer (cancelled, or the store did not reply in time):
@@ -121,7 +130,12 @@ func (c *Client) errorCall(ctx context.Context, req any) error {
 
 // Put creates the object, copies data into it and seals it.
 func (c *Client) Put(ctx context.Context, id ids.ObjectID, codec atollpb.Codec, data []byte) error {
-	buf, err := c.Create(ctx, id, uint64(len(data)), codec)
+	return c.PutOwned(ctx, id, codec, data, ids.WorkerID{})
+}
+
+// PutOwned is Put for an object owned by owner (see CreateOwned).
+func (c *Client) PutOwned(ctx context.Context, id ids.ObjectID, codec atollpb.Codec, data []byte, owner ids.WorkerID) error {
+	buf, err := c.CreateOwned(ctx, id, uint64(len(data)), codec, owner)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ type object struct {
 	loc        Location
 	block      uint64 // aligned size of its block
 	creator    ids.WorkerID
+	owner      ids.WorkerID // zero: not tied to a client
 	sealed     bool
 	pins       int // sum over clients
 	deleted    bool
@@ -123,6 +124,7 @@ func (s *Store) place(req CreateRequest, now time.Time) (Location, bool) {
 		loc:        Location{ID: req.ID, Offset: off, Length: req.Size, Codec: req.Codec},
 		block:      BlockSize(req.Size),
 		creator:    req.Client,
+		owner:      req.Owner,
 		lastAccess: now,
 	}
 	s.objects[req.ID] = o
@@ -255,7 +257,8 @@ func (s *Store) Delete(idList []ids.ObjectID, now time.Time) {
 }
 
 // ClientDisconnected drops every pin of the client, aborts its unsealed
-// creations and fails its queued ones.
+// creations, fails its queued ones, and frees the objects it owned (when
+// their last pin goes). It costs O(objects).
 func (s *Store) ClientDisconnected(client ids.WorkerID, now time.Time) {
 	defer s.checkInvariants()
 	for _, req := range s.pending.RemoveClient(client) {
@@ -274,6 +277,15 @@ func (s *Store) ClientDisconnected(client ids.WorkerID, now time.Time) {
 			s.free(s.objects[id])
 		}
 		delete(s.clients, client)
+	}
+	// Objects the client owned have no one left to release them.
+	for _, o := range s.objects {
+		if o.owner == client && !client.IsZero() {
+			o.deleted = true
+			if o.sealed && o.pins == 0 {
+				s.free(o)
+			}
+		}
 	}
 	s.admit(now)
 }

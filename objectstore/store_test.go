@@ -284,3 +284,39 @@ func TestStoreFullErrorDetails(t *testing.T) {
 		t.Fatalf("failed creates not counted: %v", s.Stats())
 	}
 }
+
+func TestDisconnectFreesTheObjectsTheClientOwned(t *testing.T) {
+	s := NewStore(1 << 20)
+	now := time.Unix(0, 0)
+	worker, driver := ids.NewWorkerID(), ids.NewWorkerID()
+	owned := ids.PutObjectID(ids.NewTaskID(), 1)
+	foreign := ids.ReturnObjectID(ids.NewTaskID(), 0)
+	for _, c := range []struct {
+		id    ids.ObjectID
+		owner ids.WorkerID
+	}{{owned, worker}, {foreign, driver}} {
+		if _, queued, err := s.Create(CreateRequest{ID: c.id, Size: 4096, Client: worker, Owner: c.owner}, now); err != nil || queued {
+			t.Fatalf("create: %v queued=%v", err, queued)
+		}
+		if err := s.Seal(c.id, worker, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The driver reads the worker-owned object: it stays until unpinned.
+	if res := s.Get([]ids.ObjectID{owned}, driver, now); len(res.Missing) != 0 {
+		t.Fatalf("get: %+v", res)
+	}
+	s.ClientDisconnected(worker, now)
+	if s.Len() != 2 {
+		t.Fatalf("%d objects after the owner died with a pin held, want 2", s.Len())
+	}
+	if err := s.Release([]ids.ObjectID{owned}, driver, now); err != nil {
+		t.Fatal(err)
+	}
+	if s.Len() != 1 || s.Used() != BlockSize(4096) {
+		t.Fatalf("after the last pin: %d objects, %d bytes used; want only the driver-owned object", s.Len(), s.Used())
+	}
+	if res := s.Get([]ids.ObjectID{foreign}, driver, now); len(res.Missing) != 0 {
+		t.Fatal("the object owned by another client was freed")
+	}
+}

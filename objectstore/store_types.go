@@ -37,6 +37,9 @@ type CreateRequest struct {
 	Size   uint64
 	Codec  atollpb.Codec
 	Client ids.WorkerID
+	// Owner, if set, is the client owning the object: its disconnection
+	// frees the object.
+	Owner ids.WorkerID
 	// Deadline is when a creation that must wait for space fails with
 	// ObjectStoreFull. A deadline not after now means "fail at once if it
 	// does not fit"; the zero time waits forever.

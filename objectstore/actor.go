@@ -68,7 +68,7 @@ type storeState struct {
 	store *Store
 	// failCreates is how many creations still fail by fault injection.
 	failCreates int
-	gets  *getWaiters
+	gets        *getWaiters
 	// replyTo holds the requester of every queued creation and waiting get.
 	replyTo   map[uint64]*actor.PID
 	nextToken uint64

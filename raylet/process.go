@@ -162,14 +162,6 @@ func (p *workerProcess) kill() {
 	}
 }
 
-// Pid returns the process id.
-func (p *workerProcess) pid() int {
-	if p == nil || p.cmd == nil || p.cmd.Process == nil {
-		return 0
-	}
-	return p.cmd.Process.Pid
-}
-
 func exitReason(err error) string {
 	if err == nil {
 		return "worker process exited"

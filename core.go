@@ -221,6 +221,7 @@ func (rt *core) start(ctx context.Context) error {
 		NodeID:         rt.nodeID,
 		Resources:      res,
 		Executor:       (*executor)(rt),
+		IdleTimeout:    cfg.idleTimeout,
 		TracerProvider: tp,
 		Logger:         rt.log,
 		OnWorkerDeath:  rt.workerDied,

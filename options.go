@@ -54,6 +54,7 @@ type config struct {
 	workerMode       WorkerMode
 	workerBinary     string
 	workerOutput     io.Writer
+	idleTimeout      time.Duration
 }
 
 // WorkerMode says where tasks and actors run.
@@ -87,6 +88,11 @@ func WithWorkerMode(m WorkerMode) Option { return func(c *config) { c.workerMode
 // program, os.Executable()). It must register the same functions and
 // actor types, and call Init early in main.
 func WithWorkerBinary(path string) Option { return func(c *config) { c.workerBinary = path } }
+
+// WithIdleWorkerTimeout sets how long a worker beyond one per CPU (the
+// pool grows while tasks wait on their children) may stay idle before it
+// is stopped (default 10s).
+func WithIdleWorkerTimeout(d time.Duration) Option { return func(c *config) { c.idleTimeout = d } }
 
 // WithWorkerOutput sets where worker processes' stdout and stderr go
 // (default os.Stderr).

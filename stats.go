@@ -2,6 +2,10 @@ package atoll
 
 import (
 	"context"
+	"time"
+
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/raylet"
 )
 
 // MemoryStats describes this node's object store and this process's
@@ -39,5 +43,45 @@ func Memory(ctx context.Context) (MemoryStats, error) {
 	return MemoryStats{
 		StoreCapacity: s.CapacityBytes, StoreUsed: s.UsedBytes, StoreObjects: s.NumObjects, StorePinned: s.PinnedBytes,
 		PendingCreates: s.PendingCreates, OwnedObjects: live, PendingTasks: rt.tasks.size(),
+	}, nil
+}
+
+// NodeStatus describes this node's raylet: resources and its worker pool.
+type NodeStatus struct {
+	NodeID string
+	// Total and Available resources ("CPU", "memory", custom).
+	Total, Available map[string]float64
+	// Queued tasks wait for resources or a worker; Running ones run.
+	Queued, Running int
+	// Workers in the pool, and how many are idle.
+	Workers, IdleWorkers int
+	// Actors hosted.
+	Actors int
+	// WorkersReaped counts idle workers stopped past the idle timeout.
+	WorkersReaped uint64
+}
+
+// Status reports the node's raylet. It is answered by the driver of the
+// embedded cluster; a worker process gets ErrInvalidArgument.
+func Status(ctx context.Context) (NodeStatus, error) {
+	rt, err := running()
+	if err != nil {
+		return NodeStatus{}, err
+	}
+	if rt.isWorker {
+		return NodeStatus{}, errs.Invalidf("Status: call it from the driver")
+	}
+	timeout := 10 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	res, err := rt.system.Root.RequestFuture(rt.rayletPID, &raylet.GetState{}, timeout).Result()
+	if err != nil {
+		return NodeStatus{}, errs.Unavailablef("raylet did not answer: %v", err)
+	}
+	st := res.(*raylet.State)
+	return NodeStatus{
+		NodeID: st.NodeID.String(), Total: st.Total, Available: st.Available, Queued: st.Queued, Running: st.Running,
+		Workers: st.Workers, IdleWorkers: st.IdleWorkers, Actors: st.Actors, WorkersReaped: st.Stats.WorkersReaped,
 	}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -357,4 +358,25 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+func TestPoolGrowsForBlockedTasksThenShrinks(t *testing.T) {
+	ctx := start(t, atoll.WithNumCPUs(1), atoll.WithIdleWorkerTimeout(50*time.Millisecond))
+	if v, err := atoll.Get(ctx, nest.Remote(ctx, atoll.Value(3))); err != nil || v != 3 {
+		t.Fatalf("nested: %v %v", v, err)
+	}
+	st, err := atoll.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Workers < 2 && st.WorkersReaped == 0 {
+		t.Fatalf("the pool did not grow for blocked tasks: %+v", st)
+	}
+	eventually(t, "surplus idle workers to be stopped", func() bool {
+		st, err = atoll.Status(ctx)
+		return err == nil && st.Workers == 1 && st.WorkersReaped >= 1
+	})
+	if st.Total["CPU"] != 1 || st.Available["CPU"] != 1 || st.Queued != 0 || st.Running != 0 {
+		t.Fatalf("node status after the run: %+v", st)
+	}
 }

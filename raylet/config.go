@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"runtime"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -45,6 +46,10 @@ type Config struct {
 	// MaxWorkers bounds the pool, which grows past NumWorkers while tasks
 	// block in Get (their CPU is lent to other tasks); default 1024.
 	MaxWorkers int
+	// IdleTimeout is how long a worker beyond NumWorkers may stay idle
+	// before it is stopped; default 10s (long enough to absorb a burst of
+	// nested tasks, short enough not to hoard processes).
+	IdleTimeout time.Duration
 	// Executor runs user code; required.
 	Executor Executor
 	// TracerProvider for queue and schedule spans; default no-op.
@@ -92,6 +97,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxWorkers < c.NumWorkers {
 		c.MaxWorkers = c.NumWorkers
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 10 * time.Second
 	}
 	if c.TracerProvider == nil {
 		c.TracerProvider = noop.NewTracerProvider()

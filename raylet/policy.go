@@ -5,6 +5,9 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
 // CPU is the name of the CPU resource.
@@ -117,4 +120,29 @@ func ClassKey(demand Resources, noSlot bool) string {
 		return "actor:" + demand.String()
 	}
 	return demand.String()
+}
+
+// IdleWorker is a worker waiting for work, as the reaping policy sees it.
+type IdleWorker struct {
+	ID    ids.WorkerID
+	Since time.Time
+}
+
+// IdleToStop picks the workers to stop: those idle for longer than
+// timeout, longest idle first, at most surplus of them (the pool never
+// shrinks below its prestarted size).
+func IdleToStop(now time.Time, idle []IdleWorker, surplus int, timeout time.Duration) []ids.WorkerID {
+	if surplus <= 0 {
+		return nil
+	}
+	sorted := slices.Clone(idle)
+	slices.SortFunc(sorted, func(a, b IdleWorker) int { return a.Since.Compare(b.Since) })
+	var out []ids.WorkerID
+	for _, w := range sorted {
+		if len(out) == surplus || now.Sub(w.Since) < timeout {
+			break
+		}
+		out = append(out, w.ID)
+	}
+	return out
 }

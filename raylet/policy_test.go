@@ -3,6 +3,9 @@ package raylet
 import (
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
 func TestPickFillsResourcesInClassOrder(t *testing.T) {
@@ -55,4 +58,26 @@ func BenchmarkPick(b *testing.B) {
 		Pick(classes, avail, 2)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+}
+
+func TestIdleToStopKeepsThePoolAndFreshWorkers(t *testing.T) {
+	now := time.Unix(1000, 0)
+	a, b, c := ids.NewWorkerID(), ids.NewWorkerID(), ids.NewWorkerID()
+	idle := []IdleWorker{{a, now.Add(-5 * time.Second)}, {b, now.Add(-30 * time.Second)}, {c, now.Add(-time.Second)}}
+	cases := []struct {
+		name    string
+		surplus int
+		timeout time.Duration
+		want    []ids.WorkerID
+	}{
+		{"longest idle first, bounded by surplus", 1, 2 * time.Second, []ids.WorkerID{b}},
+		{"only those past the timeout", 3, 2 * time.Second, []ids.WorkerID{b, a}},
+		{"no surplus, no stop", 0, 0, nil},
+		{"none idle long enough", 3, time.Minute, nil},
+	}
+	for _, tc := range cases {
+		if got := IdleToStop(now, idle, tc.surplus, tc.timeout); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }

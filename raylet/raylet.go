@@ -47,10 +47,14 @@ type classQueue struct {
 }
 
 type worker struct {
-	id   ids.WorkerID
-	pid  *actor.PID
-	task *task
+	id        ids.WorkerID
+	pid       *actor.PID
+	task      *task
+	idleSince time.Time
 }
+
+// reapIdle is the raylet's tick to stop surplus idle workers.
+type reapIdle struct{}
 
 // raylet is the node manager actor. All fields are owned by its goroutine.
 type raylet struct {
@@ -68,6 +72,7 @@ type raylet struct {
 	strategy *actorStrategy
 	attempts uint64
 	stats    Stats
+	reaping  bool // a reapIdle tick is scheduled
 }
 
 // NewProps returns the props of a raylet actor. The raylet supervises its
@@ -135,6 +140,9 @@ func (r *raylet) Receive(ctx actor.Context) {
 		r.childTerminated(ctx, m.Who)
 	case *GetState:
 		ctx.Respond(r.snapshot())
+	case *reapIdle:
+		r.reaping = false
+		r.reap(ctx)
 	}
 }
 
@@ -266,7 +274,9 @@ func (r *raylet) finished(ctx actor.Context, m *taskFinished) {
 	}
 	t := w.task
 	w.task = nil
+	w.idleSince = time.Now()
 	r.idle = append(r.idle, w.id)
+	r.armReaper(ctx)
 	r.release(t)
 	delete(r.running, t.id)
 	r.stats.Finished++
@@ -376,6 +386,33 @@ func (r *raylet) workerGone(ctx actor.Context, w *worker, reason string) {
 	r.schedule(ctx)
 }
 
+// armReaper schedules a reaping tick while the pool is above its size.
+func (r *raylet) armReaper(ctx actor.Context) {
+	if r.reaping || len(r.workers) <= r.cfg.NumWorkers {
+		return
+	}
+	r.reaping = true
+	system, self := ctx.ActorSystem(), ctx.Self()
+	time.AfterFunc(r.cfg.IdleTimeout, func() { system.Root.Send(self, &reapIdle{}) })
+}
+
+// reap stops the surplus workers idle past IdleTimeout.
+func (r *raylet) reap(ctx actor.Context) {
+	idle := make([]IdleWorker, 0, len(r.idle))
+	for _, id := range r.idle {
+		idle = append(idle, IdleWorker{ID: id, Since: r.workers[id].idleSince})
+	}
+	for _, id := range IdleToStop(time.Now(), idle, len(r.workers)-r.cfg.NumWorkers, r.cfg.IdleTimeout) {
+		w := r.workers[id]
+		ctx.Stop(w.pid)
+		delete(r.workers, id)
+		r.removeIdle(id)
+		r.cfg.OnWorkerDeath(id)
+		r.stats.WorkersReaped++
+	}
+	r.armReaper(ctx)
+}
+
 func (r *raylet) removeIdle(id ids.WorkerID) {
 	for i, x := range r.idle {
 		if x == id {
@@ -396,7 +433,7 @@ type GetState struct{}
 
 // Stats counts what a raylet did.
 type Stats struct {
-	Submitted, Dispatched, Finished, WorkersKilled, ActorRestarts uint64
+	Submitted, Dispatched, Finished, WorkersKilled, WorkersReaped, ActorRestarts uint64
 }
 
 // State is a snapshot of a raylet.

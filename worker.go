@@ -85,17 +85,21 @@ func newWorkerCore(cfg config) (*core, *workerServer, error) {
 	}
 	rt.tracer = telemetry.Tracer(tp)
 	rt.system = actors.NewSystem(rt.log)
-	srv := &workerServer{rt: rt, work: make(chan *atollpb.Frame, 1024), running: map[ids.TaskID]context.CancelFunc{}}
-	srv.conn = workerconn.New(nc, srv.handle)
-	rt.link = &workerLink{conn: srv.conn}
-	rt.store = &frameStore{conn: srv.conn, arena: arena}
-	rt.gcs = &frameGCS{conn: srv.conn}
 	rt.objects = newObjectTable(func(stored []ids.ObjectID) { rt.store.Delete(stored...) })
 	rt.tasks = newTaskTable()
 	rt.actors = newActorTable()
 	if rt.ownerPID, err = rt.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &ownerActor{rt: rt} }), "owner"); err != nil {
 		return nil, nil, err
 	}
+	// The connection starts reading at once: everything its handler
+	// touches must exist first.
+	srv := &workerServer{rt: rt, work: make(chan *atollpb.Frame, 1024), running: map[ids.TaskID]context.CancelFunc{}}
+	ready := make(chan struct{})
+	srv.conn = workerconn.New(nc, func(f *atollpb.Frame) { <-ready; srv.handle(f) })
+	rt.link = &workerLink{conn: srv.conn}
+	rt.store = &frameStore{conn: srv.conn, arena: arena}
+	rt.gcs = &frameGCS{conn: srv.conn}
+	close(ready)
 	return rt, srv, nil
 }
 

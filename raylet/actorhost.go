@@ -124,6 +124,10 @@ func (r *raylet) actorTerminated(ctx actor.Context, id ids.ActorID) {
 	}
 	delete(r.actors, id)
 	delete(r.byPID, a.pid.Id)
+	if reason, ok := r.strategy.spent(a.pid.Id); ok && a.cause == nil {
+		a.cause = errs.ToProto(&errs.ActorDiedError{ActorID: a.id.String(), Name: a.spec.GetActorCreation().GetName(),
+			Message: fmt.Sprintf("max_restarts (%d) exhausted; last failure: %v", a.spec.GetActorCreation().GetMaxRestarts(), reason)})
+	}
 	r.strategy.remove(a.pid.Id)
 	r.avail.Add(a.demand)
 	r.cfg.OnWorkerDeath(a.worker)
@@ -217,6 +221,20 @@ type restartBudget struct {
 	actor ids.ActorID
 	max   int
 	used  int
+	// spent is the last failure once the budget ran out. It is recorded
+	// here, synchronously, because the Terminated notice (a system
+	// message) overtakes the actorFailed message in the raylet's mailbox.
+	spent any
+}
+
+// spent returns the failure that exhausted pid's budget, if any.
+func (s *actorStrategy) spent(pid string) (reason any, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b := s.budget[pid]; b != nil && b.spent != nil {
+		return b.spent, true
+	}
+	return nil, false
 }
 
 func newActorStrategy() *actorStrategy {
@@ -250,6 +268,8 @@ func (s *actorStrategy) HandleFailure(system *actor.ActorSystem, sup actor.Super
 	if b != nil {
 		if restart {
 			b.used++
+		} else {
+			b.spent = fmt.Sprint(reason)
 		}
 		failed = &actorFailed{id: b.actor, reason: reason, restarted: restart, restarts: b.used}
 	}

@@ -115,8 +115,8 @@ func TestTasksRunInWorkerProcesses(t *testing.T) {
 }
 
 func TestSharedObjectIsOneCopyAcrossWorkerProcesses(t *testing.T) {
-	const size = 256 << 20
-	ctx := startProcesses(t, atoll.WithObjectStoreMemory(2*size))
+	const size = 1 << 30
+	ctx := startProcesses(t, atoll.WithObjectStoreMemory(size+64<<20))
 	// Warm both workers up, then measure the cluster's memory before the
 	// object exists.
 	for range 2 {
@@ -137,8 +137,12 @@ func TestSharedObjectIsOneCopyAcrossWorkerProcesses(t *testing.T) {
 	}
 	before := clusterPSS()
 	ref, err := atoll.PutWith(ctx, size/8, func(xs []float64) {
-		for i := range xs {
-			xs[i] = 1
+		ones := make([]float64, 1<<16)
+		for i := range ones {
+			ones[i] = 1
+		}
+		for i := 0; i < len(xs); i += len(ones) {
+			copy(xs[i:], ones) // copy, not a loop: cheap under -race
 		}
 	})
 	if err != nil {

@@ -187,6 +187,12 @@ func (rt *core) start(ctx context.Context) error {
 	}
 
 	storeCfg := objectstore.Config{Capacity: cfg.storeMemory, CreateTimeout: cfg.storeFullTimeout, Prefault: cfg.prefaultStore}
+	if !cfg.noSpill {
+		storeCfg.SpillDirs = cfg.spillDirs
+		if len(storeCfg.SpillDirs) == 0 {
+			storeCfg.SpillDirs = []string{filepath.Join(rt.sessionDir, "spill")}
+		}
+	}
 	rt.arena, err = storeCfg.NewArena("atoll-" + rt.nodeID.Short())
 	if err != nil {
 		return fmt.Errorf("atoll: object store arena: %w", err)
@@ -222,6 +228,8 @@ func (rt *core) start(ctx context.Context) error {
 		Resources:      res,
 		Executor:       (*executor)(rt),
 		IdleTimeout:    cfg.idleTimeout,
+		StoreCapacity:  rt.arena.Size(),
+		Saturation:     cfg.saturation,
 		TracerProvider: tp,
 		Logger:         rt.log,
 		OnWorkerDeath:  rt.workerDied,

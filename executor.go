@@ -57,6 +57,17 @@ func (rt *core) execute(ctx context.Context, w raylet.Worker, spec *atollpb.Task
 	ctx = context.WithValue(ctx, taskKey{}, &taskInfo{id: taskID, worker: w.ID, actor: spec.Type == atollpb.TaskType_ACTOR_TASK})
 	ctx = telemetry.WithTaskID(ctx, taskID.String())
 	store := rt.storeFor(w.ID)
+	if rt.isWorker {
+		// Refs inside the arguments are the caller's: borrow them while
+		// the task runs (the owner keeps them alive until it ends).
+		var lent []ids.ObjectID
+		for _, b := range spec.Borrowed {
+			id := ids.MustObjectID(b.ObjectId)
+			rt.objects.borrow(id, b.Value)
+			lent = append(lent, id)
+		}
+		defer rt.objects.decRef(lent...)
+	}
 
 	args, release, err := rt.fetchArgs(ctx, store, spec)
 	if err != nil {
@@ -176,6 +187,10 @@ func (rt *core) storeOutputs(ctx context.Context, store storeAPI, spec *atollpb.
 		}
 		value := &atollpb.Value{Codec: enc.Codec}
 		if enc.Codec == atollpb.Codec_CODEC_GOB {
+			if refs := containedRefs(enc.Data); len(refs) > 0 && rt.isWorker {
+				rt.objects.decRef(refs...) // the references the encoding took
+				return nil, errs.Invalidf("task %s returned ObjectRefs inside its value: refs cannot leave a worker process yet (no borrower protocol)", spec.Name)
+			}
 			for _, c := range containedRefs(enc.Data) {
 				value.ContainedRefs = append(value.ContainedRefs, &atollpb.ObjectRef{ObjectId: c.Bytes()})
 			}

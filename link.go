@@ -35,6 +35,9 @@ type storeAPI interface {
 	Abort(ctx context.Context, id ids.ObjectID) error
 	PutOwned(ctx context.Context, id ids.ObjectID, codec atollpb.Codec, data []byte, owner ids.WorkerID) error
 	Get(ctx context.Context, idList []ids.ObjectID, timeout time.Duration) ([]objectstore.Object, error)
+	// GetWithPriority orders restores of spilled objects: a Get before a
+	// Wait before a task's arguments (objectstore.Priority*).
+	GetWithPriority(ctx context.Context, idList []ids.ObjectID, timeout time.Duration, priority int32) ([]objectstore.Object, error)
 	Release(idList ...ids.ObjectID)
 	Delete(idList ...ids.ObjectID)
 	Stats(ctx context.Context) (*atollpb.StoreStats, error)

@@ -13,6 +13,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
+	"github.com/atoll-runtime/atoll/objectstore"
 )
 
 // Put stores v as an object owned by this process and returns a reference
@@ -200,7 +201,7 @@ func decodeValue[T any](ctx context.Context, rt *core, h *refHandle, value *atol
 	case value.GetError() != nil:
 		return zero, errs.FromProto(value.GetError())
 	case value.GetStored() != nil:
-		objs, err := rt.store.Get(ctx, []ids.ObjectID{h.id}, 0)
+		objs, err := rt.store.GetWithPriority(ctx, []ids.ObjectID{h.id}, 0, objectstore.PriorityGet)
 		if err != nil {
 			return zero, err
 		}

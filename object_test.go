@@ -121,7 +121,7 @@ func TestStoreUsageReturnsToZeroAfterRefsAreDropped(t *testing.T) {
 }
 
 func TestStoreFullBackpressureThenObjectStoreFull(t *testing.T) {
-	ctx := start(t, atoll.WithObjectStoreMemory(16<<20), atoll.WithStoreFullTimeout(30*time.Second))
+	ctx := start(t, atoll.WithObjectStoreMemory(16<<20), atoll.WithStoreFullTimeout(30*time.Second), atoll.WithoutSpilling())
 	first, err := atoll.Put(ctx, make([]byte, 12<<20))
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,9 @@ type objectEntry struct {
 	// contained are the refs serialised inside this object's value; they
 	// stay referenced until this object is freed.
 	contained []ids.ObjectID
+	// borrowed: another process owns the object; freeing the entry does
+	// not free it in the store.
+	borrowed bool
 }
 
 func (e *objectEntry) ready() bool { return e.value != nil }
@@ -52,6 +55,20 @@ func (t *objectTable) add(id ids.ObjectID, value *atollpb.Value, producer *atoll
 	if value != nil {
 		t.resolveLocked(e, value, producer, contained)
 	}
+}
+
+// borrow registers, or takes one more reference to, an object owned by
+// another process whose value is known.
+func (t *objectTable) borrow(id ids.ObjectID, value *atollpb.Value) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.m[id]; e != nil {
+		e.refs++
+		return
+	}
+	e := &objectEntry{id: id, refs: 1, done: make(chan struct{}), value: value, borrowed: true}
+	close(e.done)
+	t.m[id] = e
 }
 
 // resolve sets a pending object's value and runs its ready callbacks. A
@@ -156,7 +173,7 @@ func (t *objectTable) decRef(idl ...ids.ObjectID) {
 		}
 		delete(t.m, id)
 		t.freed++
-		if e.value.GetStored() != nil {
+		if e.value.GetStored() != nil && !e.borrowed {
 			stored = append(stored, id)
 		}
 		stack = append(stack, e.contained...)

@@ -55,6 +55,9 @@ type config struct {
 	workerBinary     string
 	workerOutput     io.Writer
 	idleTimeout      time.Duration
+	saturation       float64
+	spillDirs        []string
+	noSpill          bool
 }
 
 // WorkerMode says where tasks and actors run.
@@ -93,6 +96,23 @@ func WithWorkerBinary(path string) Option { return func(c *config) { c.workerBin
 // pool grows while tasks wait on their children) may stay idle before it
 // is stopped (default 10s).
 func WithIdleWorkerTimeout(d time.Duration) Option { return func(c *config) { c.idleTimeout = d } }
+
+// WithSpillDirs sets the directories objects are spilled to when the
+// object store fills (round-robin; default: a directory in the session
+// directory, removed at Shutdown). Spill files are deleted as their objects
+// are freed.
+func WithSpillDirs(dirs ...string) Option { return func(c *config) { c.spillDirs = dirs } }
+
+// WithoutSpilling turns spilling off: a full store makes creations wait,
+// then fail with ObjectStoreFull.
+func WithoutSpilling() Option { return func(c *config) { c.noSpill = true } }
+
+// WithSaturation bounds root tasks — tasks with no ObjectRef arguments,
+// which create new data — to saturation × CPU slots running at once, and
+// runs tasks that consume existing objects first, so a pipeline does not
+// flood memory with inputs faster than it can consume them (Dask's
+// worker-saturation, seed 001). Default 1.0; math.Inf(1) disables it.
+func WithSaturation(saturation float64) Option { return func(c *config) { c.saturation = saturation } }
 
 // WithWorkerOutput sets where worker processes' stdout and stderr go
 // (default os.Stderr).

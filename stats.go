@@ -27,6 +27,12 @@ type MemoryStats struct {
 	// PendingTasks is the number of tasks this process submitted that
 	// have not finished.
 	PendingTasks int
+	// Spilling: bytes written to and read back from spill files ever,
+	// bytes of live objects on disk now, spill files now, failed spill
+	// writes, and creations that got their space from a spill.
+	SpilledBytesTotal, RestoredBytesTotal uint64
+	SpilledBytesCurrent, SpillFiles       uint64
+	SpillErrors, FallbackCreates          uint64
 }
 
 // Memory reports the object store's usage and this process's objects.
@@ -43,6 +49,9 @@ func Memory(ctx context.Context) (MemoryStats, error) {
 	return MemoryStats{
 		StoreCapacity: s.CapacityBytes, StoreUsed: s.UsedBytes, StoreObjects: s.NumObjects, StorePinned: s.PinnedBytes,
 		PendingCreates: s.PendingCreates, OwnedObjects: live, PendingTasks: rt.tasks.size(),
+		SpilledBytesTotal: s.SpilledBytesTotal, RestoredBytesTotal: s.RestoredBytesTotal,
+		SpilledBytesCurrent: s.SpilledBytesCurrent, SpillFiles: s.SpillFilesCurrent,
+		SpillErrors: s.SpillErrorsTotal, FallbackCreates: s.FallbackCreatesTotal,
 	}, nil
 }
 

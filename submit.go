@@ -31,6 +31,7 @@ type pendingTask struct {
 	deps        []ids.ObjectID // referenced while the task is pending
 	depArgIdx   []int          // index in spec.Args of each dep
 	holds       []ids.ObjectID // refs serialised inside inline arguments
+	refArgs     int            // arguments given as ObjectRefs (0: a root task)
 	returns     []ids.ObjectID
 	retriesLeft int // -1: forever
 	actor       *actorState
@@ -123,8 +124,15 @@ func (rt *core) submit(ctx context.Context, spec *atollpb.TaskSpec, args []argSo
 			rt.dispatch(pt)
 		}
 	}
+	remaining.Add(int32(len(pt.holds)))
 	for _, dep := range pt.deps {
 		rt.objects.whenReady(dep, onReady)
+	}
+	// Refs inside argument values must have values too, to be lent.
+	for _, held := range pt.holds {
+		if !rt.objects.whenReady(held, onReady) {
+			onReady()
+		}
 	}
 	onReady()
 	return handles
@@ -143,6 +151,7 @@ func (rt *core) buildArgs(pt *pendingTask, args []argSource) error {
 			}
 			pt.deps = append(pt.deps, a.ref.id)
 			pt.depArgIdx = append(pt.depArgIdx, i)
+			pt.refArgs++
 			pt.spec.Args = append(pt.spec.Args, &atollpb.TaskArg{Kind: &atollpb.TaskArg_Ref{Ref: &atollpb.ObjectRef{ObjectId: a.ref.id.Bytes()}}})
 			continue
 		}
@@ -199,6 +208,13 @@ func (rt *core) dispatch(pt *pendingTask) {
 		}
 		if inline := value.GetInline(); inline != nil || value.GetStored() == nil {
 			pt.spec.Args[pt.depArgIdx[j]] = &atollpb.TaskArg{Kind: &atollpb.TaskArg_Value{Value: value}}
+		} else {
+			pt.spec.Args[pt.depArgIdx[j]].GetRef().Size = value.GetStored().GetLength()
+		}
+	}
+	for _, held := range pt.holds {
+		if value, _, _, ok := rt.objects.lookup(held); ok {
+			pt.spec.Borrowed = append(pt.spec.Borrowed, &atollpb.ReturnObject{ObjectId: held.Bytes(), Value: value})
 		}
 	}
 	rt.tasks.mu.Lock()
@@ -208,6 +224,7 @@ func (rt *core) dispatch(pt *pendingTask) {
 	}
 	pt.dispatched = true
 	rt.tasks.mu.Unlock()
+	pt.spec.NumDependencies = int32(pt.refArgs + len(pt.holds))
 	pt.submitSpan.End()
 	if pt.actor != nil {
 		pt.actor.markReady(rt, pt)

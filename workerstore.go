@@ -68,7 +68,11 @@ func (s *frameStore) PutOwned(ctx context.Context, id ids.ObjectID, codec atollp
 }
 
 func (s *frameStore) Get(ctx context.Context, idList []ids.ObjectID, timeout time.Duration) ([]objectstore.Object, error) {
-	req := &atollpb.GetObjectsRequest{ObjectIds: make([][]byte, len(idList)), TimeoutMs: max(timeout.Milliseconds(), 0)}
+	return s.GetWithPriority(ctx, idList, timeout, objectstore.PriorityTaskArgument)
+}
+
+func (s *frameStore) GetWithPriority(ctx context.Context, idList []ids.ObjectID, timeout time.Duration, priority int32) ([]objectstore.Object, error) {
+	req := &atollpb.GetObjectsRequest{ObjectIds: make([][]byte, len(idList)), TimeoutMs: max(timeout.Milliseconds(), 0), Priority: priority}
 	for i, id := range idList {
 		req.ObjectIds[i] = id.Bytes()
 	}

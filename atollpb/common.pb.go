@@ -408,7 +408,9 @@ type ObjectRef struct {
 	// Address the owner can be reached at (empty within one process).
 	OwnerAddress string `protobuf:"bytes,3,opt,name=owner_address,json=ownerAddress,proto3" json:"owner_address,omitempty"`
 	// Span that produced the object, so consumers can link to it.
-	Producer      *TraceContext `protobuf:"bytes,4,opt,name=producer,proto3" json:"producer,omitempty"`
+	Producer *TraceContext `protobuf:"bytes,4,opt,name=producer,proto3" json:"producer,omitempty"`
+	// The object's size in bytes, when known (for memory-aware admission).
+	Size          uint64 `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -469,6 +471,13 @@ func (x *ObjectRef) GetProducer() *TraceContext {
 		return x.Producer
 	}
 	return nil
+}
+
+func (x *ObjectRef) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
 }
 
 // Value is the resolved content of an object: inline bytes, a location in
@@ -610,12 +619,13 @@ const file_atollpb_common_proto_rawDesc = "" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\x12\x16\n" +
 	"\x06length\x18\x03 \x01(\x04R\x06length\x12%\n" +
-	"\x05codec\x18\x04 \x01(\x0e2\x0f.atoll.v1.CodecR\x05codec\"\x9c\x01\n" +
+	"\x05codec\x18\x04 \x01(\x0e2\x0f.atoll.v1.CodecR\x05codec\"\xb0\x01\n" +
 	"\tObjectRef\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12\x19\n" +
 	"\bowner_id\x18\x02 \x01(\fR\aownerId\x12#\n" +
 	"\rowner_address\x18\x03 \x01(\tR\fownerAddress\x122\n" +
-	"\bproducer\x18\x04 \x01(\v2\x16.atoll.v1.TraceContextR\bproducer\"\xed\x01\n" +
+	"\bproducer\x18\x04 \x01(\v2\x16.atoll.v1.TraceContextR\bproducer\x12\x12\n" +
+	"\x04size\x18\x05 \x01(\x04R\x04size\"\xed\x01\n" +
 	"\x05Value\x12%\n" +
 	"\x05codec\x18\x01 \x01(\x0e2\x0f.atoll.v1.CodecR\x05codec\x12\x18\n" +
 	"\x06inline\x18\x02 \x01(\fH\x00R\x06inline\x122\n" +

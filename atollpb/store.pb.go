@@ -312,12 +312,20 @@ func (x *AbortObjectRequest) GetClientId() []byte {
 }
 
 // GetObjectsRequest pins sealed objects for the client and returns their
-// locations, waiting up to timeout_ms for objects not yet sealed.
+// locations, waiting up to timeout_ms for objects not yet sealed. Objects
+// spilled to disk are restored first, whatever timeout_ms (0 included):
+// the answer comes when they are back in memory, or with an error if they
+// cannot be (OBJECT_STORE_FULL when no space comes within the store's
+// creation timeout, OBJECT_LOST when the read fails). A positive
+// timeout_ms bounds the whole wait.
 type GetObjectsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObjectIds     [][]byte               `protobuf:"bytes,1,rep,name=object_ids,json=objectIds,proto3" json:"object_ids,omitempty"`
-	ClientId      []byte                 `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
-	TimeoutMs     int64                  `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ObjectIds [][]byte               `protobuf:"bytes,1,rep,name=object_ids,json=objectIds,proto3" json:"object_ids,omitempty"`
+	ClientId  []byte                 `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	TimeoutMs int64                  `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// Orders the restores of spilled objects waiting for space: higher
+	// first. 0 = a task's argument, 1 = a Wait, 2 = a Get.
+	Priority      int32 `protobuf:"varint,4,opt,name=priority,proto3" json:"priority,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -369,6 +377,13 @@ func (x *GetObjectsRequest) GetClientId() []byte {
 func (x *GetObjectsRequest) GetTimeoutMs() int64 {
 	if x != nil {
 		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *GetObjectsRequest) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
 	}
 	return 0
 }
@@ -618,8 +633,33 @@ type StoreStats struct {
 	LargestFreeBlock   uint64                 `protobuf:"varint,7,opt,name=largest_free_block,json=largestFreeBlock,proto3" json:"largest_free_block,omitempty"`
 	CreatedTotal       uint64                 `protobuf:"varint,8,opt,name=created_total,json=createdTotal,proto3" json:"created_total,omitempty"`
 	FailedCreatesTotal uint64                 `protobuf:"varint,9,opt,name=failed_creates_total,json=failedCreatesTotal,proto3" json:"failed_creates_total,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Bytes and objects written to spill files, ever.
+	SpilledBytesTotal   uint64 `protobuf:"varint,10,opt,name=spilled_bytes_total,json=spilledBytesTotal,proto3" json:"spilled_bytes_total,omitempty"`
+	SpilledObjectsTotal uint64 `protobuf:"varint,11,opt,name=spilled_objects_total,json=spilledObjectsTotal,proto3" json:"spilled_objects_total,omitempty"`
+	// Bytes and objects read back from spill files, ever.
+	RestoredBytesTotal   uint64 `protobuf:"varint,12,opt,name=restored_bytes_total,json=restoredBytesTotal,proto3" json:"restored_bytes_total,omitempty"`
+	RestoredObjectsTotal uint64 `protobuf:"varint,13,opt,name=restored_objects_total,json=restoredObjectsTotal,proto3" json:"restored_objects_total,omitempty"`
+	// Live objects that have a copy on disk now (spilled, or restored and
+	// still on disk), and their bytes.
+	SpilledBytesCurrent   uint64 `protobuf:"varint,14,opt,name=spilled_bytes_current,json=spilledBytesCurrent,proto3" json:"spilled_bytes_current,omitempty"`
+	SpilledObjectsCurrent uint64 `protobuf:"varint,15,opt,name=spilled_objects_current,json=spilledObjectsCurrent,proto3" json:"spilled_objects_current,omitempty"`
+	// Spill files on disk now and their total size (index included; a file
+	// keeps the bytes of its freed objects until its last one is freed).
+	SpillFilesCurrent     uint64 `protobuf:"varint,16,opt,name=spill_files_current,json=spillFilesCurrent,proto3" json:"spill_files_current,omitempty"`
+	SpillFileBytesCurrent uint64 `protobuf:"varint,17,opt,name=spill_file_bytes_current,json=spillFileBytesCurrent,proto3" json:"spill_file_bytes_current,omitempty"`
+	// Spill writes (batches) and restore reads that failed, ever.
+	SpillErrorsTotal   uint64 `protobuf:"varint,18,opt,name=spill_errors_total,json=spillErrorsTotal,proto3" json:"spill_errors_total,omitempty"`
+	RestoreErrorsTotal uint64 `protobuf:"varint,19,opt,name=restore_errors_total,json=restoreErrorsTotal,proto3" json:"restore_errors_total,omitempty"`
+	// Creations that waited for space and got it after a spill freed
+	// memory (Ray's "fallback" path), and their bytes.
+	FallbackCreatesTotal uint64 `protobuf:"varint,20,opt,name=fallback_creates_total,json=fallbackCreatesTotal,proto3" json:"fallback_creates_total,omitempty"`
+	FallbackBytesTotal   uint64 `protobuf:"varint,21,opt,name=fallback_bytes_total,json=fallbackBytesTotal,proto3" json:"fallback_bytes_total,omitempty"`
+	// Memory of the objects being written to disk now.
+	SpillingBytes uint64 `protobuf:"varint,22,opt,name=spilling_bytes,json=spillingBytes,proto3" json:"spilling_bytes,omitempty"`
+	// Restores waiting for space or reading now.
+	PendingRestores uint64 `protobuf:"varint,23,opt,name=pending_restores,json=pendingRestores,proto3" json:"pending_restores,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *StoreStats) Reset() {
@@ -715,6 +755,104 @@ func (x *StoreStats) GetFailedCreatesTotal() uint64 {
 	return 0
 }
 
+func (x *StoreStats) GetSpilledBytesTotal() uint64 {
+	if x != nil {
+		return x.SpilledBytesTotal
+	}
+	return 0
+}
+
+func (x *StoreStats) GetSpilledObjectsTotal() uint64 {
+	if x != nil {
+		return x.SpilledObjectsTotal
+	}
+	return 0
+}
+
+func (x *StoreStats) GetRestoredBytesTotal() uint64 {
+	if x != nil {
+		return x.RestoredBytesTotal
+	}
+	return 0
+}
+
+func (x *StoreStats) GetRestoredObjectsTotal() uint64 {
+	if x != nil {
+		return x.RestoredObjectsTotal
+	}
+	return 0
+}
+
+func (x *StoreStats) GetSpilledBytesCurrent() uint64 {
+	if x != nil {
+		return x.SpilledBytesCurrent
+	}
+	return 0
+}
+
+func (x *StoreStats) GetSpilledObjectsCurrent() uint64 {
+	if x != nil {
+		return x.SpilledObjectsCurrent
+	}
+	return 0
+}
+
+func (x *StoreStats) GetSpillFilesCurrent() uint64 {
+	if x != nil {
+		return x.SpillFilesCurrent
+	}
+	return 0
+}
+
+func (x *StoreStats) GetSpillFileBytesCurrent() uint64 {
+	if x != nil {
+		return x.SpillFileBytesCurrent
+	}
+	return 0
+}
+
+func (x *StoreStats) GetSpillErrorsTotal() uint64 {
+	if x != nil {
+		return x.SpillErrorsTotal
+	}
+	return 0
+}
+
+func (x *StoreStats) GetRestoreErrorsTotal() uint64 {
+	if x != nil {
+		return x.RestoreErrorsTotal
+	}
+	return 0
+}
+
+func (x *StoreStats) GetFallbackCreatesTotal() uint64 {
+	if x != nil {
+		return x.FallbackCreatesTotal
+	}
+	return 0
+}
+
+func (x *StoreStats) GetFallbackBytesTotal() uint64 {
+	if x != nil {
+		return x.FallbackBytesTotal
+	}
+	return 0
+}
+
+func (x *StoreStats) GetSpillingBytes() uint64 {
+	if x != nil {
+		return x.SpillingBytes
+	}
+	return 0
+}
+
+func (x *StoreStats) GetPendingRestores() uint64 {
+	if x != nil {
+		return x.PendingRestores
+	}
+	return 0
+}
+
 var File_atollpb_store_proto protoreflect.FileDescriptor
 
 const file_atollpb_store_proto_rawDesc = "" +
@@ -738,13 +876,14 @@ const file_atollpb_store_proto_rawDesc = "" +
 	"\x05error\x18\x01 \x01(\v2\x13.atoll.v1.ErrorInfoR\x05error\"N\n" +
 	"\x12AbortObjectRequest\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12\x1b\n" +
-	"\tclient_id\x18\x02 \x01(\fR\bclientId\"n\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\"\x8a\x01\n" +
 	"\x11GetObjectsRequest\x12\x1d\n" +
 	"\n" +
 	"object_ids\x18\x01 \x03(\fR\tobjectIds\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\"t\n" +
+	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\x12\x1a\n" +
+	"\bpriority\x18\x04 \x01(\x05R\bpriority\"t\n" +
 	"\x0fGetObjectsReply\x126\n" +
 	"\tlocations\x18\x01 \x03(\v2\x18.atoll.v1.ObjectLocationR\tlocations\x12)\n" +
 	"\x05error\x18\x02 \x01(\v2\x13.atoll.v1.ErrorInfoR\x05error\"S\n" +
@@ -757,7 +896,7 @@ const file_atollpb_store_proto_rawDesc = "" +
 	"object_ids\x18\x01 \x03(\fR\tobjectIds\"1\n" +
 	"\x12ClientDisconnected\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\fR\bclientId\"\x13\n" +
-	"\x11StoreStatsRequest\"\xe3\x02\n" +
+	"\x11StoreStatsRequest\"\x9e\b\n" +
 	"\n" +
 	"StoreStats\x12%\n" +
 	"\x0ecapacity_bytes\x18\x01 \x01(\x04R\rcapacityBytes\x12\x1d\n" +
@@ -771,7 +910,22 @@ const file_atollpb_store_proto_rawDesc = "" +
 	"\x0fpending_creates\x18\x06 \x01(\x04R\x0ependingCreates\x12,\n" +
 	"\x12largest_free_block\x18\a \x01(\x04R\x10largestFreeBlock\x12#\n" +
 	"\rcreated_total\x18\b \x01(\x04R\fcreatedTotal\x120\n" +
-	"\x14failed_creates_total\x18\t \x01(\x04R\x12failedCreatesTotalB(Z&github.com/atoll-runtime/atoll/atollpbb\x06proto3"
+	"\x14failed_creates_total\x18\t \x01(\x04R\x12failedCreatesTotal\x12.\n" +
+	"\x13spilled_bytes_total\x18\n" +
+	" \x01(\x04R\x11spilledBytesTotal\x122\n" +
+	"\x15spilled_objects_total\x18\v \x01(\x04R\x13spilledObjectsTotal\x120\n" +
+	"\x14restored_bytes_total\x18\f \x01(\x04R\x12restoredBytesTotal\x124\n" +
+	"\x16restored_objects_total\x18\r \x01(\x04R\x14restoredObjectsTotal\x122\n" +
+	"\x15spilled_bytes_current\x18\x0e \x01(\x04R\x13spilledBytesCurrent\x126\n" +
+	"\x17spilled_objects_current\x18\x0f \x01(\x04R\x15spilledObjectsCurrent\x12.\n" +
+	"\x13spill_files_current\x18\x10 \x01(\x04R\x11spillFilesCurrent\x127\n" +
+	"\x18spill_file_bytes_current\x18\x11 \x01(\x04R\x15spillFileBytesCurrent\x12,\n" +
+	"\x12spill_errors_total\x18\x12 \x01(\x04R\x10spillErrorsTotal\x120\n" +
+	"\x14restore_errors_total\x18\x13 \x01(\x04R\x12restoreErrorsTotal\x124\n" +
+	"\x16fallback_creates_total\x18\x14 \x01(\x04R\x14fallbackCreatesTotal\x120\n" +
+	"\x14fallback_bytes_total\x18\x15 \x01(\x04R\x12fallbackBytesTotal\x12%\n" +
+	"\x0espilling_bytes\x18\x16 \x01(\x04R\rspillingBytes\x12)\n" +
+	"\x10pending_restores\x18\x17 \x01(\x04R\x0fpendingRestoresB(Z&github.com/atoll-runtime/atoll/atollpbb\x06proto3"
 
 var (
 	file_atollpb_store_proto_rawDescOnce sync.Once

@@ -264,7 +264,15 @@ type TaskSpec struct {
 	SequenceNumber uint64             `protobuf:"varint,16,opt,name=sequence_number,json=sequenceNumber,proto3" json:"sequence_number,omitempty"`
 	ActorCreation  *ActorCreationSpec `protobuf:"bytes,17,opt,name=actor_creation,json=actorCreation,proto3" json:"actor_creation,omitempty"`
 	// Spans that produced the task's object arguments, for span links.
-	ArgProducers  []*TraceContext `protobuf:"bytes,18,rep,name=arg_producers,json=argProducers,proto3" json:"arg_producers,omitempty"`
+	ArgProducers []*TraceContext `protobuf:"bytes,18,rep,name=arg_producers,json=argProducers,proto3" json:"arg_producers,omitempty"`
+	// How many object references the task consumed (0: a root task, which
+	// root-task queuing may hold back).
+	NumDependencies int32 `protobuf:"varint,19,opt,name=num_dependencies,json=numDependencies,proto3" json:"num_dependencies,omitempty"`
+	// Objects referenced inside the task's argument values (a list of
+	// refs, say), with their values, so that a worker process can read
+	// them: it borrows them for the task's duration while the owner keeps
+	// them alive.
+	Borrowed      []*ReturnObject `protobuf:"bytes,20,rep,name=borrowed,proto3" json:"borrowed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -421,6 +429,20 @@ func (x *TaskSpec) GetActorCreation() *ActorCreationSpec {
 func (x *TaskSpec) GetArgProducers() []*TraceContext {
 	if x != nil {
 		return x.ArgProducers
+	}
+	return nil
+}
+
+func (x *TaskSpec) GetNumDependencies() int32 {
+	if x != nil {
+		return x.NumDependencies
+	}
+	return 0
+}
+
+func (x *TaskSpec) GetBorrowed() []*ReturnObject {
+	if x != nil {
+		return x.Borrowed
 	}
 	return nil
 }
@@ -959,7 +981,7 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12!\n" +
 	"\fmax_restarts\x18\x03 \x01(\x05R\vmaxRestarts\x12(\n" +
 	"\x10max_task_retries\x18\x04 \x01(\x05R\x0emaxTaskRetries\x12\x1c\n" +
-	"\tnamespace\x18\x05 \x01(\tR\tnamespace\"\xf2\x05\n" +
+	"\tnamespace\x18\x05 \x01(\tR\tnamespace\"\xd1\x06\n" +
 	"\bTaskSpec\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\fR\x05jobId\x12&\n" +
@@ -981,7 +1003,9 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\bactor_id\x18\x0f \x01(\fR\aactorId\x12'\n" +
 	"\x0fsequence_number\x18\x10 \x01(\x04R\x0esequenceNumber\x12B\n" +
 	"\x0eactor_creation\x18\x11 \x01(\v2\x1b.atoll.v1.ActorCreationSpecR\ractorCreation\x12;\n" +
-	"\rarg_producers\x18\x12 \x03(\v2\x16.atoll.v1.TraceContextR\fargProducers\x1a<\n" +
+	"\rarg_producers\x18\x12 \x03(\v2\x16.atoll.v1.TraceContextR\fargProducers\x12)\n" +
+	"\x10num_dependencies\x18\x13 \x01(\x05R\x0fnumDependencies\x122\n" +
+	"\bborrowed\x18\x14 \x03(\v2\x16.atoll.v1.ReturnObjectR\bborrowed\x1a<\n" +
 	"\x0eResourcesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"R\n" +
@@ -1071,17 +1095,18 @@ var file_atollpb_task_proto_depIdxs = []int32{
 	16, // 5: atoll.v1.TaskSpec.trace:type_name -> atoll.v1.TraceContext
 	2,  // 6: atoll.v1.TaskSpec.actor_creation:type_name -> atoll.v1.ActorCreationSpec
 	16, // 7: atoll.v1.TaskSpec.arg_producers:type_name -> atoll.v1.TraceContext
-	14, // 8: atoll.v1.ReturnObject.value:type_name -> atoll.v1.Value
-	4,  // 9: atoll.v1.TaskResult.returns:type_name -> atoll.v1.ReturnObject
-	17, // 10: atoll.v1.TaskResult.error:type_name -> atoll.v1.ErrorInfo
-	16, // 11: atoll.v1.TaskResult.execute_span:type_name -> atoll.v1.TraceContext
-	3,  // 12: atoll.v1.SubmitTask.spec:type_name -> atoll.v1.TaskSpec
-	3,  // 13: atoll.v1.PushTask.spec:type_name -> atoll.v1.TaskSpec
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	4,  // 8: atoll.v1.TaskSpec.borrowed:type_name -> atoll.v1.ReturnObject
+	14, // 9: atoll.v1.ReturnObject.value:type_name -> atoll.v1.Value
+	4,  // 10: atoll.v1.TaskResult.returns:type_name -> atoll.v1.ReturnObject
+	17, // 11: atoll.v1.TaskResult.error:type_name -> atoll.v1.ErrorInfo
+	16, // 12: atoll.v1.TaskResult.execute_span:type_name -> atoll.v1.TraceContext
+	3,  // 13: atoll.v1.SubmitTask.spec:type_name -> atoll.v1.TaskSpec
+	3,  // 14: atoll.v1.PushTask.spec:type_name -> atoll.v1.TaskSpec
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_task_proto_init() }

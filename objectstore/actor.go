@@ -11,6 +11,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/objectstore/spill"
 )
 
 // NewProps returns the props of the node's store actor, which serialises
@@ -34,6 +35,10 @@ import (
 //
 // Create and Get requests without a sender are dropped: nobody could learn
 // the location, so nobody could seal or release the object.
+//
+// With spilling configured (Config.SpillDirs or Config.SpillTarget) the
+// actor spawns a spiller child on start that does the spill file I/O;
+// spilled objects are restored for Gets before they are answered.
 func NewProps(cfg Config, arena *Arena) (*actor.Props, error) {
 	if arena == nil {
 		return nil, errors.New("objectstore: NewProps: nil arena")
@@ -56,6 +61,18 @@ func NewProps(cfg Config, arena *Arena) (*actor.Props, error) {
 		replyTo: make(map[uint64]*actor.PID),
 		now:     time.Now,
 	}
+	if cfg.spilling() {
+		if st.target = cfg.SpillTarget; st.target == nil {
+			if st.target, err = spill.NewLocal(cfg.SpillDirs, spill.LocalOptions{}); err != nil {
+				return nil, fmt.Errorf("objectstore: %w", err)
+			}
+		}
+		st.store = NewSpillingStore(cfg.Capacity, SpillPolicy{
+			Threshold:  cfg.SpillThreshold,
+			BatchBytes: cfg.SpillBatchBytes,
+			MaxObjects: cfg.SpillMaxObjects,
+		})
+	}
 	return actor.PropsFromProducer(func() actor.Actor { return &storeActor{st: st} }), nil
 }
 
@@ -72,6 +89,11 @@ type storeState struct {
 	// replyTo holds the requester of every queued creation and waiting get.
 	replyTo   map[uint64]*actor.PID
 	nextToken uint64
+
+	// target is where spilled objects go (nil: spilling is off) and
+	// spiller the child actor doing the I/O, while it runs.
+	target  spill.Target
+	spiller *actor.PID
 
 	self     *actor.PID
 	system   *actor.ActorSystem
@@ -96,6 +118,10 @@ type wake struct{ gen uint64 }
 // survives a restart by the supervisor.
 type crashForTest struct{}
 
+// inspectForTest runs fn on the actor's goroutine, so tests can check the
+// Store's exact state; the actor answers with struct{}{}.
+type inspectForTest struct{ fn func(*Store) }
+
 // Receive implements actor.Actor.
 func (a *storeActor) Receive(ctx actor.Context) {
 	st := a.st
@@ -112,6 +138,17 @@ func (a *storeActor) Receive(ctx actor.Context) {
 			return
 		}
 		st.self, st.system = ctx.Self(), ctx.ActorSystem()
+		st.startSpiller(ctx)
+		// Resume what a restart or re-spawn interrupted: spills, and
+		// deadlines of requests that waited across it.
+		st.expire(ctx)
+	case *actor.Restarting:
+		// The spiller is stopped with this actor; what it had not done is
+		// asked for again once the new spiller runs. No effects are
+		// carried out until then.
+		st.store.abandonIO(true)
+		st.spiller = nil
+		return
 	case *actor.Stopped:
 		st.stop(ctx)
 		return
@@ -142,141 +179,17 @@ func (a *storeActor) Receive(ctx actor.Context) {
 		st.expire(ctx)
 	case *crashForTest:
 		panic("objectstore: crash requested by test")
+	case *inspectForTest:
+		m.fn(st.store)
+		respond(ctx, ctx.Sender(), struct{}{})
 	case *FailCreates:
 		st.failCreates += m.N
+	case *spillWritten:
+		st.spillWritten(ctx, m)
+	case *restoreReadDone:
+		st.restoreReadDone(ctx, m)
 	}
 	st.flush(ctx)
-}
-
-func (st *storeState) create(ctx actor.Context, m *atollpb.CreateObjectRequest) {
-	sender := ctx.Sender()
-	if sender == nil {
-		ctx.Logger().Warn("objectstore: create without sender dropped")
-		return
-	}
-	id, client, err := parseIDs(m.ObjectId, m.ClientId)
-	if err == nil && st.failCreates > 0 {
-		st.failCreates--
-		err = &errs.ObjectStoreFullError{ObjectID: id.String(), Requested: m.Size, Message: "creation failed by fault injection (FailCreates)"}
-	}
-	if err != nil {
-		respond(ctx, sender, &atollpb.CreateObjectReply{Error: errs.ToProto(err)})
-		return
-	}
-	now := st.now()
-	timeout := time.Duration(m.TimeoutMs) * time.Millisecond
-	switch {
-	case m.TimeoutMs == 0:
-		timeout = st.cfg.CreateTimeout
-	case m.TimeoutMs < 0:
-		timeout = 0
-	}
-	st.nextToken++
-	owner, _ := ids.FromBytes(m.OwnerId) // empty: no owner
-	req := CreateRequest{ID: id, Size: m.Size, Codec: m.Codec, Client: client, Owner: owner, Deadline: now.Add(timeout), Token: st.nextToken}
-	loc, queued, err := st.store.Create(req, now)
-	switch {
-	case err != nil:
-		respond(ctx, sender, &atollpb.CreateObjectReply{Error: errs.ToProto(err)})
-	case queued:
-		st.replyTo[req.Token] = sender
-		st.armTimer(req.Deadline)
-	default:
-		st.grant(ctx, sender, client, loc)
-	}
-}
-
-// grant reserves the object's memory and sends its location. If the kernel
-// cannot back the range, the creation is aborted and fails with
-// ObjectStoreFull.
-func (st *storeState) grant(ctx actor.Context, to *actor.PID, client ids.WorkerID, loc Location) {
-	if err := st.arena.Reserve(loc.Offset, loc.Length); err != nil {
-		_ = st.store.Abort(loc.ID, client, st.now())
-		full := &errs.ObjectStoreFullError{ObjectID: loc.ID.String(), Requested: loc.Length, Message: err.Error()}
-		respond(ctx, to, &atollpb.CreateObjectReply{Error: errs.ToProto(full)})
-		return
-	}
-	respond(ctx, to, &atollpb.CreateObjectReply{Location: locationProto(loc)})
-}
-
-func (st *storeState) seal(ctx actor.Context, m *atollpb.SealObjectRequest) {
-	id, client, err := parseIDs(m.ObjectId, m.ClientId)
-	if err == nil {
-		now := st.now()
-		if err = st.store.Seal(id, client, now); err == nil {
-			for _, w := range st.gets.sealed(st.store, id, now) {
-				st.answerGet(ctx, w.token, w.locations, nil)
-			}
-		}
-	}
-	respond(ctx, ctx.Sender(), &atollpb.SealObjectReply{Error: errs.ToProto(err)})
-}
-
-func (st *storeState) abort(ctx actor.Context, m *atollpb.AbortObjectRequest) {
-	id, client, err := parseIDs(m.ObjectId, m.ClientId)
-	if err == nil {
-		err = st.store.Abort(id, client, st.now())
-	}
-	if ctx.Sender() != nil {
-		respond(ctx, ctx.Sender(), &atollpb.SealObjectReply{Error: errs.ToProto(err)})
-	}
-}
-
-func (st *storeState) get(ctx actor.Context, m *atollpb.GetObjectsRequest) {
-	sender := ctx.Sender()
-	if sender == nil {
-		ctx.Logger().Warn("objectstore: get without sender dropped")
-		return
-	}
-	client, err := ids.FromBytes(m.ClientId)
-	var idList []ids.ObjectID
-	if err == nil {
-		idList, err = objectIDs(m.ObjectIds)
-	}
-	if err != nil {
-		respond(ctx, sender, &atollpb.GetObjectsReply{Error: errs.ToProto(errs.Invalidf("get: %v", err))})
-		return
-	}
-	now := st.now()
-	res := st.store.Get(idList, client, now)
-	if len(res.Missing) == 0 || m.TimeoutMs <= 0 {
-		respond(ctx, sender, getReply(res.Locations, nil))
-		return
-	}
-	st.nextToken++
-	deadline := now.Add(time.Duration(m.TimeoutMs) * time.Millisecond)
-	st.gets.add(st.nextToken, client, idList, res, deadline)
-	st.replyTo[st.nextToken] = sender
-	st.armTimer(deadline)
-}
-
-func (st *storeState) release(ctx actor.Context, m *atollpb.ReleaseObjectsRequest) {
-	client, err := ids.FromBytes(m.ClientId)
-	var idList []ids.ObjectID
-	if err == nil {
-		idList, err = objectIDs(m.ObjectIds)
-	}
-	if err == nil {
-		err = st.store.Release(idList, client, st.now())
-	}
-	if err != nil {
-		ctx.Logger().Warn("objectstore: bad release", slog.Any("err", err))
-	}
-}
-
-func (st *storeState) disconnect(ctx actor.Context, m *atollpb.ClientDisconnected) {
-	client, err := ids.FromBytes(m.ClientId)
-	if err != nil {
-		ctx.Logger().Warn("objectstore: bad disconnect", slog.Any("err", err))
-		return
-	}
-	// The store drops every pin of the client, including those its waiting
-	// gets hold, so those gets fail without locations.
-	gone := errs.Unavailablef("client %s disconnected", client)
-	for _, w := range st.gets.removeClient(client) {
-		st.answerGet(ctx, w.token, nil, gone)
-	}
-	st.store.ClientDisconnected(client, st.now())
 }
 
 // expire fails the creations and gets whose deadline passed and re-arms the
@@ -287,6 +200,12 @@ func (st *storeState) expire(ctx actor.Context) {
 	for _, w := range st.gets.expire(now) {
 		st.answerGet(ctx, w.token, w.locations, &errs.GetTimeoutError{ObjectID: w.firstMissing().String()})
 	}
+	st.rearm()
+}
+
+// rearm arms the timer for the earliest deadline of the store and the
+// waiting gets.
+func (st *storeState) rearm() {
 	next, ok := st.store.NextDeadline()
 	if d, ok2 := st.gets.nextDeadline(); ok2 && (!ok || d.Before(next)) {
 		next, ok = d, true
@@ -297,13 +216,14 @@ func (st *storeState) expire(ctx actor.Context) {
 }
 
 // flush carries out the store's deferred effects: it returns freed memory to
-// the kernel if configured, then reserves and answers admitted creations.
-// Holes are punched before any reservation, so a block freed and reused in
-// the same step ends up reserved.
+// the kernel if configured, then reserves and answers admitted creations,
+// and hands spill work to the spiller (flushSpill). Holes are punched
+// before any reservation, so a block freed and reused in the same step
+// ends up reserved.
 func (st *storeState) flush(ctx actor.Context) {
 	for {
 		eff := st.store.TakeEffects()
-		if len(eff.Completions) == 0 && len(eff.Freed) == 0 {
+		if len(eff.Completions) == 0 && len(eff.Freed) == 0 && !eff.hasSpillWork() {
 			return
 		}
 		if st.cfg.ReleaseFreedMemory {
@@ -329,6 +249,7 @@ func (st *storeState) flush(ctx actor.Context) {
 				st.grant(ctx, to, c.Client, c.Location)
 			}
 		}
+		st.flushSpill(ctx, eff)
 	}
 }
 
@@ -354,6 +275,10 @@ func (st *storeState) stop(ctx actor.Context) {
 		st.timer.Stop()
 		st.timer, st.timerAt = nil, time.Time{}
 	}
+	// The spiller stopped first (children stop before their parent):
+	// forget the I/O it had not answered.
+	st.store.abandonIO(false)
+	st.spiller = nil
 	gone := errs.Unavailablef("object store stopped")
 	now := st.now()
 	for _, w := range st.gets.all() {

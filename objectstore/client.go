@@ -154,7 +154,21 @@ func (c *Client) PutOwned(ctx context.Context, id ids.ObjectID, codec atollpb.Co
 // (or negative) does not wait. If any object is still missing, Get fails
 // with an error matching errs.ErrGetTimeout and holds no pins; on success
 // the caller releases every returned object with Release.
+//
+// Objects spilled to disk are restored first, whatever the timeout, at the
+// priority of a task argument (PriorityTaskArgument; see GetWithPriority).
+// A restore that gets no space within the store's CreateTimeout fails the
+// Get with ObjectStoreFull; one whose read fails, with an error matching
+// ErrRestoreFailed (and errs.ErrObjectLost).
 func (c *Client) Get(ctx context.Context, idList []ids.ObjectID, timeout time.Duration) ([]Object, error) {
+	return c.GetWithPriority(ctx, idList, timeout, PriorityTaskArgument)
+}
+
+// GetWithPriority is Get whose restores of spilled objects are served at
+// priority: PriorityGet for a caller blocked on the objects, PriorityWait
+// for a Wait, PriorityTaskArgument for a task's arguments. Higher
+// priorities get memory and disk first.
+func (c *Client) GetWithPriority(ctx context.Context, idList []ids.ObjectID, timeout time.Duration, priority int32) ([]Object, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -164,11 +178,14 @@ func (c *Client) Get(ctx context.Context, idList []ids.ObjectID, timeout time.Du
 			timeout = max(until-until/20, time.Millisecond)
 		}
 	}
-	req := &atollpb.GetObjectsRequest{ObjectIds: make([][]byte, len(idList)), ClientId: c.idb, TimeoutMs: ceilMS(timeout)}
+	req := &atollpb.GetObjectsRequest{ObjectIds: make([][]byte, len(idList)), ClientId: c.idb, TimeoutMs: ceilMS(timeout), Priority: priority}
 	for i, id := range idList {
 		req.ObjectIds[i] = id.Bytes()
 	}
-	res, err := c.call(ctx, req, timeout, func(res any) {
+	// Restores are bounded by the store's creation timeout, which the
+	// client does not know, and by the disk: without a deadline of its
+	// own, wait as long as for a creation.
+	res, err := c.call(ctx, req, max(timeout, defaultCallTimeout), func(res any) {
 		if reply, ok := res.(*atollpb.GetObjectsReply); ok {
 			c.releaseLocations(reply.Locations)
 		}
@@ -343,11 +360,16 @@ func ceilMS(d time.Duration) int64 {
 }
 
 // fromProto turns a wire error into its typed form, restoring
-// ErrObjectExists (which travels as INVALID_ARGUMENT).
+// ErrObjectExists (which travels as INVALID_ARGUMENT) and ErrRestoreFailed
+// (OBJECT_LOST).
 func fromProto(info *atollpb.ErrorInfo) error {
 	err := errs.FromProto(info)
-	if info != nil && info.Code == atollpb.ErrorCode_INVALID_ARGUMENT && strings.Contains(info.Message, "object exists") {
+	switch {
+	case info == nil:
+	case info.Code == atollpb.ErrorCode_INVALID_ARGUMENT && strings.Contains(info.Message, "object exists"):
 		return existsError{err}
+	case info.Code == atollpb.ErrorCode_OBJECT_LOST && strings.Contains(info.Message, restoreFailedText):
+		return restoreError{err}
 	}
 	return err
 }
@@ -372,6 +394,6 @@ func firstID(idList []ids.ObjectID) string {
 }
 
 // ErrorFromProto converts a store reply's error to its typed form, as the
-// Client does (ErrObjectExists included), for clients that reach the store
-// through another transport.
+// Client does (ErrObjectExists and ErrRestoreFailed included), for clients
+// that reach the store through another transport.
 func ErrorFromProto(info *atollpb.ErrorInfo) error { return fromProto(info) }

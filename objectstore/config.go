@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/atoll-runtime/atoll/objectstore/spill"
 )
 
 // Defaults of Config.
@@ -50,7 +52,42 @@ type Config struct {
 	// so that first writes take no page faults. Default false: it commits
 	// Capacity bytes of memory at start.
 	Prefault bool
+
+	// SpillDirs turns spilling on: sealed objects nobody pins are written
+	// to files in these directories (one file per batch, the directories
+	// used in turn; a directory that fails a write is skipped for that
+	// write) when memory runs short, and read back when a Get needs them.
+	// Missing directories are created. Default empty: spilling is off and
+	// a creation that does not fit only waits for frees. Spill files are
+	// deleted as their objects are freed, not when the store stops: put
+	// the directories under the session directory.
+	SpillDirs []string
+
+	// SpillThreshold is the fraction of Capacity that objects in memory
+	// may use before the store spills, in (0, 1]. Default
+	// DefaultSpillThreshold (0.8, as Ray): spilling starts before
+	// creations have to wait. A creation that does not fit spills
+	// whatever the threshold.
+	SpillThreshold float64
+
+	// SpillBatchBytes is the most bytes fused into one spill file.
+	// Default DefaultSpillBatchBytes (100 MiB, as Ray): large sequential
+	// writes, few files. Objects at least this large get a file each.
+	SpillBatchBytes uint64
+
+	// SpillMaxObjects is the most objects fused into one spill file.
+	// Default DefaultSpillMaxObjects (2000, as Ray).
+	SpillMaxObjects int
+
+	// SpillTarget, if set, is where spilled objects go instead of
+	// SpillDirs (and turns spilling on by itself): another kind of
+	// storage, or a local target over a spill.FaultyFS to inject disk
+	// faults.
+	SpillTarget spill.Target
 }
+
+// spilling reports whether the configuration turns spilling on.
+func (c Config) spilling() bool { return len(c.SpillDirs) > 0 || c.SpillTarget != nil }
 
 // withDefaults returns c with every unset field at its default. arenaSize is
 // the size of the arena the store will manage, or 0 if it does not exist yet.
@@ -69,6 +106,17 @@ func (c Config) withDefaults(arenaSize uint64) (Config, error) {
 	if c.CreateTimeout == 0 {
 		c.CreateTimeout = DefaultCreateTimeout
 	}
+	if c.spilling() {
+		if c.SpillThreshold == 0 {
+			c.SpillThreshold = DefaultSpillThreshold
+		}
+		if c.SpillBatchBytes == 0 {
+			c.SpillBatchBytes = DefaultSpillBatchBytes
+		}
+		if c.SpillMaxObjects == 0 {
+			c.SpillMaxObjects = DefaultSpillMaxObjects
+		}
+	}
 	return c, nil
 }
 
@@ -79,6 +127,20 @@ func (c Config) validate() error {
 	}
 	if c.CreateTimeout < 0 {
 		return fmt.Errorf("objectstore: negative CreateTimeout %v", c.CreateTimeout)
+	}
+	if !c.spilling() {
+		return nil
+	}
+	if !(c.SpillThreshold > 0 && c.SpillThreshold <= 1) {
+		return fmt.Errorf("objectstore: SpillThreshold %v is not in (0, 1]", c.SpillThreshold)
+	}
+	if c.SpillMaxObjects < 0 {
+		return fmt.Errorf("objectstore: negative SpillMaxObjects %d", c.SpillMaxObjects)
+	}
+	for _, d := range c.SpillDirs {
+		if d == "" {
+			return errors.New("objectstore: empty directory in SpillDirs")
+		}
 	}
 	return nil
 }

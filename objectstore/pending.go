@@ -11,8 +11,18 @@ import (
 // object id. Push, Head and Remove are O(1); the sweeps are O(n) and run on
 // timer wake-ups and disconnects only.
 type pendingQueue struct {
-	order *list.List // of CreateRequest
+	order *list.List // of queuedCreate
 	byID  map[ids.ObjectID]*list.Element
+	// bytes is the sum of the queued requests' block sizes: the space
+	// they wait for.
+	bytes uint64
+}
+
+// queuedCreate is a waiting creation and the store's spill epoch when it
+// was queued, so that its admission can tell whether spilling made room.
+type queuedCreate struct {
+	req   CreateRequest
+	epoch uint64
 }
 
 func newPendingQueue() pendingQueue {
@@ -31,25 +41,28 @@ func (q *pendingQueue) Get(id ids.ObjectID) (CreateRequest, bool) {
 	if !ok {
 		return CreateRequest{}, false
 	}
-	return e.Value.(CreateRequest), true
+	return e.Value.(queuedCreate).req, true
 }
 
-func (q *pendingQueue) Push(req CreateRequest) {
-	q.byID[req.ID] = q.order.PushBack(req)
+func (q *pendingQueue) Push(req CreateRequest, epoch uint64) {
+	q.byID[req.ID] = q.order.PushBack(queuedCreate{req, epoch})
+	q.bytes += BlockSize(req.Size)
 }
 
-func (q *pendingQueue) Head() (CreateRequest, bool) {
+func (q *pendingQueue) Head() (CreateRequest, uint64, bool) {
 	e := q.order.Front()
 	if e == nil {
-		return CreateRequest{}, false
+		return CreateRequest{}, 0, false
 	}
-	return e.Value.(CreateRequest), true
+	qc := e.Value.(queuedCreate)
+	return qc.req, qc.epoch, true
 }
 
 func (q *pendingQueue) Remove(id ids.ObjectID) {
 	if e, ok := q.byID[id]; ok {
 		q.order.Remove(e)
 		delete(q.byID, id)
+		q.bytes -= BlockSize(e.Value.(queuedCreate).req.Size)
 	}
 }
 
@@ -58,10 +71,11 @@ func (q *pendingQueue) removeIf(f func(CreateRequest) bool) []CreateRequest {
 	var out []CreateRequest
 	for e := q.order.Front(); e != nil; {
 		next := e.Next()
-		if req := e.Value.(CreateRequest); f(req) {
+		if req := e.Value.(queuedCreate).req; f(req) {
 			out = append(out, req)
 			q.order.Remove(e)
 			delete(q.byID, req.ID)
+			q.bytes -= BlockSize(req.Size)
 		}
 		e = next
 	}
@@ -82,7 +96,7 @@ func (q *pendingQueue) RemoveExpired(now time.Time) []CreateRequest {
 func (q *pendingQueue) NextDeadline() (time.Time, bool) {
 	var earliest time.Time
 	for e := q.order.Front(); e != nil; e = e.Next() {
-		d := e.Value.(CreateRequest).Deadline
+		d := e.Value.(queuedCreate).req.Deadline
 		if !d.IsZero() && (earliest.IsZero() || d.Before(earliest)) {
 			earliest = d
 		}

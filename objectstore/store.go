@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
 // object is the Store's record of one object.
 type object struct {
+	// loc places the object in the arena; Offset is meaningful only while
+	// the object is resident.
 	loc        Location
 	block      uint64 // aligned size of its block
 	creator    ids.WorkerID
@@ -20,7 +21,28 @@ type object struct {
 	pins       int // sum over clients
 	deleted    bool
 	lastAccess time.Time
+	// resident objects hold a block of the arena; the others live only
+	// on disk (disk != nil).
+	resident bool
+	// io is the spill I/O under way on the object, if any. While it runs
+	// the block must stay where it is: the object cannot be freed.
+	io ioState
+	// disk is the object's copy in a spill file, if it has one.
+	disk *diskCopy
 }
+
+// ioState is the spill I/O under way on an object.
+type ioState uint8
+
+const (
+	ioNone ioState = iota
+	// ioSpilling: the spiller reads the block into a spill file. The
+	// object stays readable (Get may pin it meanwhile).
+	ioSpilling
+	// ioRestoring: the spiller fills the block from disk. The object is
+	// invisible to Get until the read completes.
+	ioRestoring
+)
 
 // clientState indexes what one client holds, so that a disconnect costs
 // O(what it holds). pins is the per-client pin count of each object. An
@@ -32,9 +54,10 @@ type clientState struct {
 }
 
 // Store is the state machine of the objects of one arena. It decides where
-// objects go, who pins them and when they are freed; it does no I/O, starts
-// no goroutine and reads no clock. It is not safe for concurrent use: the
-// store actor owns it.
+// objects go, who pins them, when they are freed and, if spilling is on,
+// which ones go to disk and come back; it does no I/O, starts no goroutine
+// and reads no clock. It is not safe for concurrent use: the store actor
+// owns it.
 //
 // An object is created (unsealed, writable by its creator only) and then
 // sealed (immutable, readable by anyone who pins it with Get) or aborted.
@@ -42,11 +65,17 @@ type clientState struct {
 // if nothing pins it; otherwise the object is hidden from new Gets and freed
 // when its last pin is released (an unsealed object: when sealed or
 // aborted).
+//
+// A spilling store (NewSpillingStore) also moves sealed, unpinned objects
+// to disk and back; see SpillPolicy for when, and store_spill.go for the
+// object states this adds.
 type Store struct {
 	alloc   *Allocator
 	objects map[ids.ObjectID]*object
 	clients map[ids.WorkerID]*clientState
 	pending pendingQueue
+	// spill is the spilling state; nil when spilling is off.
+	spill *spillState
 
 	numSealed   uint64
 	pinnedBytes uint64
@@ -56,7 +85,8 @@ type Store struct {
 	effects Effects
 }
 
-// NewStore returns an empty store over an arena of capacity bytes.
+// NewStore returns an empty store over an arena of capacity bytes that
+// never spills: a creation that does not fit waits for frees.
 func NewStore(capacity uint64) *Store {
 	return &Store{
 		alloc:   NewAllocator(capacity),
@@ -91,8 +121,9 @@ func (s *Store) Create(req CreateRequest, now time.Time) (loc Location, queued b
 	if _, ok := s.objects[req.ID]; ok || s.pending.Has(req.ID) {
 		return Location{}, false, objectExists(req.ID)
 	}
-	if s.pending.Len() == 0 {
+	if s.pending.Len() == 0 && !s.restoresWaiting() {
 		if loc, ok := s.place(req, now); ok {
+			s.settle(now) // the threshold may be crossed
 			return loc, false, nil
 		}
 	}
@@ -101,7 +132,8 @@ func (s *Store) Create(req CreateRequest, now time.Time) (loc Location, queued b
 		s.failed++
 		return Location{}, false, s.fullError(req)
 	}
-	s.pending.Push(req)
+	s.pending.Push(req, s.spillEpoch())
+	s.settle(now) // spill to make room
 	return Location{}, true, nil
 }
 
@@ -126,6 +158,7 @@ func (s *Store) place(req CreateRequest, now time.Time) (Location, bool) {
 		creator:    req.Client,
 		owner:      req.Owner,
 		lastAccess: now,
+		resident:   true,
 	}
 	s.objects[req.ID] = o
 	s.client(req.Client).creating[req.ID] = struct{}{}
@@ -144,10 +177,9 @@ func (s *Store) Seal(id ids.ObjectID, client ids.WorkerID, now time.Time) error 
 	o.lastAccess = now
 	s.numSealed++
 	s.doneCreating(client, id)
-	if o.deleted && o.pins == 0 {
-		s.free(o)
-		s.admit(now)
-	}
+	s.newCandidate()
+	s.freeIfDone(o)
+	s.settle(now)
 	return nil
 }
 
@@ -159,7 +191,7 @@ func (s *Store) Abort(id ids.ObjectID, client ids.WorkerID, now time.Time) error
 	if req, ok := s.pending.Get(id); ok && req.Client == client {
 		s.pending.Remove(id)
 		s.complete(Completion{Token: req.Token, ID: id, Client: req.Client, Err: errs.Unavailablef("creation of object %s aborted", id)})
-		s.admit(now)
+		s.settle(now)
 		return nil
 	}
 	o, err := s.unsealed(id, client)
@@ -167,7 +199,7 @@ func (s *Store) Abort(id ids.ObjectID, client ids.WorkerID, now time.Time) error
 		return err
 	}
 	s.free(o)
-	s.admit(now)
+	s.settle(now)
 	return nil
 }
 
@@ -184,9 +216,11 @@ func (s *Store) unsealed(id ids.ObjectID, client ids.WorkerID) (*object, error) 
 	return o, nil
 }
 
-// Get pins, for the client, every sealed object among ids (one pin per
-// occurrence) and reports the others as missing. Deleted objects are
-// missing: they take no new pins.
+// Get pins, for the client, every sealed object in memory among ids (one
+// pin per occurrence) and reports the others as missing. Deleted objects
+// are missing: they take no new pins. Sealed objects that are on disk only
+// (or being read back) are missing too, and also listed in Spilled: Restore
+// brings them back.
 func (s *Store) Get(idList []ids.ObjectID, client ids.WorkerID, now time.Time) GetResult {
 	defer s.checkInvariants()
 	res := GetResult{Locations: make([]Location, len(idList))}
@@ -194,6 +228,11 @@ func (s *Store) Get(idList []ids.ObjectID, client ids.WorkerID, now time.Time) G
 		o, ok := s.objects[id]
 		if !ok || !o.sealed || o.deleted {
 			res.Missing = append(res.Missing, i)
+			continue
+		}
+		if !o.resident || o.io == ioRestoring {
+			res.Missing = append(res.Missing, i)
+			res.Spilled = append(res.Spilled, i)
 			continue
 		}
 		s.pin(o, client)
@@ -210,7 +249,6 @@ func (s *Store) Get(idList []ids.ObjectID, client ids.WorkerID, now time.Time) G
 func (s *Store) Release(idList []ids.ObjectID, client ids.WorkerID, now time.Time) error {
 	defer s.checkInvariants()
 	var bad []error
-	freed := false
 	for _, id := range idList {
 		cs := s.clients[client]
 		o, ok := s.objects[id]
@@ -223,14 +261,9 @@ func (s *Store) Release(idList []ids.ObjectID, client ids.WorkerID, now time.Tim
 			continue
 		}
 		s.unpin(o, client, 1)
-		if o.pins == 0 && o.deleted && o.sealed {
-			s.free(o)
-			freed = true
-		}
+		s.freeIfDone(o)
 	}
-	if freed {
-		s.admit(now)
-	}
+	s.settle(now)
 	return errors.Join(bad...)
 }
 
@@ -239,21 +272,15 @@ func (s *Store) Release(idList []ids.ObjectID, client ids.WorkerID, now time.Tim
 // ignored, and so are creations still waiting for space.
 func (s *Store) Delete(idList []ids.ObjectID, now time.Time) {
 	defer s.checkInvariants()
-	freed := false
 	for _, id := range idList {
 		o, ok := s.objects[id]
 		if !ok {
 			continue
 		}
 		o.deleted = true
-		if o.sealed && o.pins == 0 {
-			s.free(o)
-			freed = true
-		}
+		s.freeIfDone(o)
 	}
-	if freed {
-		s.admit(now)
-	}
+	s.settle(now)
 }
 
 // ClientDisconnected drops every pin of the client, aborts its unsealed
@@ -264,14 +291,13 @@ func (s *Store) ClientDisconnected(client ids.WorkerID, now time.Time) {
 	for _, req := range s.pending.RemoveClient(client) {
 		s.complete(Completion{Token: req.Token, ID: req.ID, Client: req.Client, Err: errs.Unavailablef("client %s disconnected", client)})
 	}
+	s.dropRestoreWaiters(client)
 	cs := s.clients[client]
 	if cs != nil {
 		for id, n := range cs.pins {
 			o := s.objects[id]
 			s.unpin(o, client, n)
-			if o.pins == 0 && o.deleted && o.sealed {
-				s.free(o)
-			}
+			s.freeIfDone(o)
 		}
 		for id := range cs.creating {
 			s.free(s.objects[id])
@@ -282,76 +308,10 @@ func (s *Store) ClientDisconnected(client ids.WorkerID, now time.Time) {
 	for _, o := range s.objects {
 		if o.owner == client && !client.IsZero() {
 			o.deleted = true
-			if o.sealed && o.pins == 0 {
-				s.free(o)
-			}
+			s.freeIfDone(o)
 		}
 	}
-	s.admit(now)
-}
-
-// ExpirePending fails the queued creations whose deadline is not after now
-// with ObjectStoreFull, then admits what fits behind them.
-func (s *Store) ExpirePending(now time.Time) {
-	defer s.checkInvariants()
-	for _, req := range s.pending.RemoveExpired(now) {
-		s.failed++
-		s.complete(Completion{Token: req.Token, ID: req.ID, Client: req.Client, Err: s.fullError(req)})
-	}
-	s.admit(now)
-}
-
-// failPending fails every queued creation with err.
-func (s *Store) failPending(err error) {
-	defer s.checkInvariants()
-	for _, req := range s.pending.removeIf(func(CreateRequest) bool { return true }) {
-		s.complete(Completion{Token: req.Token, ID: req.ID, Client: req.Client, Err: err})
-	}
-}
-
-// NextDeadline returns the earliest deadline among queued creations.
-func (s *Store) NextDeadline() (time.Time, bool) { return s.pending.NextDeadline() }
-
-// TakeEffects returns and clears the effects accumulated so far.
-func (s *Store) TakeEffects() Effects {
-	e := s.effects
-	s.effects = Effects{}
-	return e
-}
-
-// Stats returns a snapshot of the store's counters.
-func (s *Store) Stats() *atollpb.StoreStats {
-	return &atollpb.StoreStats{
-		CapacityBytes:      s.Capacity(),
-		UsedBytes:          s.Used(),
-		NumObjects:         uint64(len(s.objects)),
-		NumSealed:          s.numSealed,
-		PinnedBytes:        s.pinnedBytes,
-		PendingCreates:     uint64(s.pending.Len()),
-		LargestFreeBlock:   s.alloc.LargestFree(),
-		CreatedTotal:       s.created,
-		FailedCreatesTotal: s.failed,
-	}
-}
-
-// admit creates queued requests from the head while they fit.
-func (s *Store) admit(now time.Time) {
-	for {
-		req, ok := s.pending.Head()
-		if !ok {
-			return
-		}
-		loc, ok := s.place(req, now)
-		if !ok {
-			return
-		}
-		s.pending.Remove(req.ID)
-		s.complete(Completion{Token: req.Token, ID: req.ID, Client: req.Client, Location: loc})
-	}
-}
-
-func (s *Store) complete(c Completion) {
-	s.effects.Completions = append(s.effects.Completions, c)
+	s.settle(now)
 }
 
 func (s *Store) client(c ids.WorkerID) *clientState {
@@ -385,11 +345,23 @@ func (s *Store) unpin(o *object, c ids.WorkerID, n int) {
 	o.pins -= n
 	if o.pins == 0 {
 		s.pinnedBytes -= o.block
+		s.newCandidate()
 	}
 }
 
-// free returns the object's block to the allocator and forgets it. The
-// object has no pins.
+// freeIfDone frees a deleted, sealed object once nothing holds it: no pin
+// and no spill I/O under way. It reports whether it did.
+func (s *Store) freeIfDone(o *object) bool {
+	if !o.deleted || !o.sealed || o.pins > 0 || o.io != ioNone {
+		return false
+	}
+	s.free(o)
+	return true
+}
+
+// free forgets the object: its block returns to the allocator, its disk
+// copy leaves its spill file, and a queued restore of it is withdrawn. The
+// object has no pins and no spill I/O under way.
 func (s *Store) free(o *object) {
 	delete(s.objects, o.loc.ID)
 	if o.sealed {
@@ -397,9 +369,21 @@ func (s *Store) free(o *object) {
 	} else {
 		s.doneCreating(o.creator, o.loc.ID)
 	}
+	if o.resident {
+		s.releaseBlock(o)
+	}
+	if o.disk != nil {
+		s.dropDiskCopy(o)
+	}
+	s.withdrawRestore(o)
+}
+
+// releaseBlock returns a resident object's block to the allocator.
+func (s *Store) releaseBlock(o *object) {
+	o.resident = false
 	// The store allocated this block itself, so Free fails only on a
-	// bookkeeping bug (a panic in invariants builds); the object is
-	// forgotten either way and the range is not reported as freed.
+	// bookkeeping bug (a panic in invariants builds); the range is not
+	// reported as freed then.
 	if err := s.alloc.Free(o.loc.Offset); err == nil {
 		s.effects.Freed = append(s.effects.Freed, Range{o.loc.Offset, o.block})
 	}

@@ -18,7 +18,7 @@ import (
 // text. Objects are named o1, o2…, clients c1, c2…; the clock starts at 0
 // and moves with "tick <ms>".
 //
-//	create <obj> <size> <client> [wait=<ms>]  → "@<offset>" | "queued" | "error <CODE>"
+//	create <obj> <size> <client> [wait=<ms>] [owner=<client>] → "@<offset>" | "queued" | "error <CODE>"
 //	seal|abort <obj> <client>                 → "ok" | "error <CODE>"
 //	get <client> <obj>...                     → "<obj>@<offset>" or "<obj>:missing" each
 //	release <client> <obj>...                 → "ok" | "error"
@@ -34,6 +34,8 @@ type storeScenario struct {
 	s     *Store
 	now   time.Time
 	token uint64
+	// batches and restores seen in the effects, for spilled/restored.
+	batches map[uint64][]Location
 }
 
 func objID(name string) ids.ObjectID {
@@ -64,12 +66,17 @@ func (sc *storeScenario) step(cmd string) string {
 	case "create":
 		size, _ := strconv.ParseUint(f[2], 10, 64)
 		deadline := sc.now.Add(time.Hour)
-		if len(f) > 4 {
-			ms, _ := strconv.Atoi(strings.TrimPrefix(f[4], "wait="))
-			deadline = sc.now.Add(time.Duration(ms) * time.Millisecond)
+		var owner ids.WorkerID
+		for _, opt := range f[4:] {
+			if ms, ok := strings.CutPrefix(opt, "wait="); ok {
+				n, _ := strconv.Atoi(ms)
+				deadline = sc.now.Add(time.Duration(n) * time.Millisecond)
+			} else if c, ok := strings.CutPrefix(opt, "owner="); ok {
+				owner = clientID(c)
+			}
 		}
 		sc.token++
-		req := CreateRequest{ID: objID(f[1]), Size: size, Codec: atollpb.Codec_CODEC_BYTES, Client: clientID(f[3]), Deadline: deadline, Token: sc.token}
+		req := CreateRequest{ID: objID(f[1]), Size: size, Codec: atollpb.Codec_CODEC_BYTES, Client: clientID(f[3]), Owner: owner, Deadline: deadline, Token: sc.token}
 		loc, queued, err := sc.s.Create(req, sc.now)
 		switch {
 		case err != nil:
@@ -98,9 +105,15 @@ func (sc *storeScenario) step(cmd string) string {
 		for _, i := range res.Missing {
 			missing[i] = true
 		}
+		spilled := map[int]bool{}
+		for _, i := range res.Spilled {
+			spilled[i] = true
+		}
 		var parts []string
 		for i, n := range f[2:] {
-			if missing[i] {
+			if spilled[i] {
+				parts = append(parts, n+":spilled")
+			} else if missing[i] {
 				parts = append(parts, n+":missing")
 			} else {
 				parts = append(parts, fmt.Sprintf("%s@%d", n, res.Locations[i].Offset))
@@ -137,7 +150,10 @@ func (sc *storeScenario) step(cmd string) string {
 		st := sc.s.Stats()
 		out = fmt.Sprintf("used=%d objects=%d sealed=%d pinned=%d pending=%d", st.UsedBytes, st.NumObjects, st.NumSealed, st.PinnedBytes, st.PendingCreates)
 	default:
-		sc.t.Fatalf("unknown command %q", cmd)
+		var ok bool
+		if out, ok = sc.spillStep(f); !ok {
+			sc.t.Fatalf("unknown command %q", cmd)
+		}
 	}
 	eff := sc.s.TakeEffects()
 	for _, r := range eff.Freed {
@@ -150,6 +166,7 @@ func (sc *storeScenario) step(cmd string) string {
 			out += fmt.Sprintf(" | admitted %s@%d", objName(c.ID), c.Location.Offset)
 		}
 	}
+	out += sc.spillEffects(eff)
 	if err := sc.s.check(); err != nil {
 		sc.t.Fatalf("after %q: %v", cmd, err)
 	}

@@ -6,12 +6,15 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
-// getWaiter is a Get that waits for objects not sealed yet. The objects it
-// already found are pinned for its client; the others are pinned as they
-// are sealed.
+// getWaiter is a Get that waits for objects not sealed yet, or spilled
+// ones being restored. The objects it already found are pinned for its
+// client; the others are pinned as they are sealed or restored.
 type getWaiter struct {
-	token    uint64
-	client   ids.WorkerID
+	token  uint64
+	client ids.WorkerID
+	// deadline is when the Get gives up; zero: it waits for its restores
+	// however long they take (they fail on their own if they cannot get
+	// space).
 	deadline time.Time
 	// locations in request order; filled as objects are found.
 	locations []Location
@@ -51,6 +54,53 @@ func (g *getWaiters) add(token uint64, client ids.WorkerID, idList []ids.ObjectI
 	}
 	g.byToken[token] = w
 }
+
+// restored fills in the object of a successful restore for the Gets it was
+// restored for (the store pinned it for them) and returns the Gets that now
+// have everything, removed from the set, plus the waiters whose Get is no
+// longer waiting for it: their pins must be released.
+func (g *getWaiters) restored(out RestoreOutcome) (done []*getWaiter, orphans []RestoreWaiter) {
+	for _, rw := range out.Waiters {
+		w := g.byToken[rw.Token]
+		idxs := []int(nil)
+		if w != nil {
+			idxs = w.missing[out.ID]
+		}
+		if len(idxs) != rw.Pins {
+			orphans = append(orphans, rw)
+			continue
+		}
+		for _, i := range idxs {
+			w.locations[i] = out.Location
+		}
+		g.resolved(w, out.ID)
+		if len(w.missing) == 0 {
+			delete(g.byToken, w.token)
+			done = append(done, w)
+		}
+	}
+	return done, orphans
+}
+
+// resolved removes id from what w awaits.
+func (g *getWaiters) resolved(w *getWaiter, id ids.ObjectID) {
+	delete(w.missing, id)
+	list := g.byObject[id]
+	for k, other := range list {
+		if other == w {
+			list = append(list[:k], list[k+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(g.byObject, id)
+	} else {
+		g.byObject[id] = list
+	}
+}
+
+// get returns the waiting Get of token, if it still waits.
+func (g *getWaiters) get(token uint64) *getWaiter { return g.byToken[token] }
 
 // sealed pins the newly sealed object for every Get waiting on it and
 // returns the Gets that now have everything, removed from the set.
@@ -121,7 +171,7 @@ func (g *getWaiters) removeIf(f func(*getWaiter) bool) []*getWaiter {
 
 // expire removes and returns the Gets whose deadline is not after now.
 func (g *getWaiters) expire(now time.Time) []*getWaiter {
-	return g.removeIf(func(w *getWaiter) bool { return !w.deadline.After(now) })
+	return g.removeIf(func(w *getWaiter) bool { return !w.deadline.IsZero() && !w.deadline.After(now) })
 }
 
 // removeClient removes and returns the Gets of a client.
@@ -138,7 +188,7 @@ func (g *getWaiters) all() []*getWaiter {
 func (g *getWaiters) nextDeadline() (time.Time, bool) {
 	var earliest time.Time
 	for _, w := range g.byToken {
-		if earliest.IsZero() || w.deadline.Before(earliest) {
+		if !w.deadline.IsZero() && (earliest.IsZero() || w.deadline.Before(earliest)) {
 			earliest = w.deadline
 		}
 	}

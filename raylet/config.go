@@ -3,6 +3,7 @@ package raylet
 import (
 	"context"
 	"log/slog"
+	"math"
 	"runtime"
 	"time"
 
@@ -63,6 +64,17 @@ type Config struct {
 	// ReportActor publishes an actor's new state (to the GCS); it must not
 	// block. Optional.
 	ReportActor func(*atollpb.ActorInfo)
+	// StoreCapacity is the node's object store size. With ArgsFraction it
+	// caps the argument bytes of running tasks (memory-aware admission);
+	// 0 disables the cap.
+	StoreCapacity uint64
+	// ArgsFraction of the store that running tasks' arguments may fill;
+	// default 0.7 (Ray's max_task_args_memory_fraction).
+	ArgsFraction float64
+	// Saturation bounds root tasks (tasks with no object arguments) to
+	// Saturation × worker slots at a time, consumers going first; default
+	// 1.0, +Inf disables (Dask's worker-saturation).
+	Saturation float64
 	// Process, when set, runs workers and actors in worker processes;
 	// nil runs them on goroutines of this process.
 	Process *ProcessConfig
@@ -97,6 +109,18 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxWorkers < c.NumWorkers {
 		c.MaxWorkers = c.NumWorkers
+	}
+	if c.ArgsFraction == 0 {
+		c.ArgsFraction = 0.7
+	}
+	if c.ArgsFraction < 0 || c.ArgsFraction > 1 {
+		return c, errs.Invalidf("raylet: ArgsFraction %g outside (0, 1]", c.ArgsFraction)
+	}
+	if c.Saturation == 0 {
+		c.Saturation = 1
+	}
+	if c.Saturation < 0 || math.IsNaN(c.Saturation) {
+		return c, errs.Invalidf("raylet: Saturation %g must be positive", c.Saturation)
 	}
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = 10 * time.Second

@@ -3,6 +3,7 @@ package raylet
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -68,7 +69,14 @@ type PendingReason string
 const (
 	PendingResources PendingReason = "waiting_for_resources"
 	PendingWorker    PendingReason = "waiting_for_worker"
-	PendingNone      PendingReason = ""
+	// PendingMemory: the arguments of running tasks already fill their
+	// share of the object store (memory-aware admission).
+	PendingMemory PendingReason = "waiting_for_memory"
+	// PendingRootQueued: a root task (no object arguments) held back so
+	// that workers are not flooded with new data while consumers wait
+	// (Dask's root-task queuing, seed 001).
+	PendingRootQueued PendingReason = "root_task_queued"
+	PendingNone       PendingReason = ""
 )
 
 // Candidate is one scheduling class as the policy sees it: Count queued
@@ -80,46 +88,126 @@ type Candidate struct {
 	// NoSlot marks actor creations, which get a worker of their own
 	// instead of a slot of the pool.
 	NoSlot bool
+	// Root marks tasks with no object dependencies.
+	Root bool
 	// Count is how many tasks of the class are queued (at least 1).
 	Count int
+	// Args are the object arguments of the first queued tasks, in queue
+	// order (at most as many as could start; tasks past the end have
+	// none).
+	Args [][]ArgObject
 }
 
-// Pick decides how many tasks of each class to dispatch now. Classes are
-// served in order; within its class a task runs when its demand fits the
-// available resources and a worker slot is free. A class that does not fit
-// does not block smaller classes behind it. It returns the count to
-// dispatch per class and, for classes with tasks left queued, the reason.
-// avail is not modified.
-func Pick(classes []Candidate, avail Resources, freeSlots int) (dispatch []int, reasons []PendingReason) {
+// ArgObject is an object a task reads, and its size.
+type ArgObject struct {
+	ID   ids.ObjectID
+	Size uint64
+}
+
+// Limits bound what may start besides resources.
+type Limits struct {
+	// FreeSlots is how many pool workers can take a task.
+	FreeSlots int
+	// RootSlots is how many more root tasks may start; negative: no limit.
+	RootSlots int
+	// Held are the objects running tasks read (each counted once however
+	// many tasks read it: they share its memory) and ArgsHeld their bytes;
+	// ArgsCap is the most they may hold (a share of the object store); 0:
+	// no limit. A task whose arguments alone exceed the cap still runs when
+	// nothing else holds arguments, or it could never run.
+	Held              func(ids.ObjectID) bool
+	ArgsHeld, ArgsCap uint64
+}
+
+// Pick decides how many tasks of each class to dispatch now. Classes of
+// tasks that consume objects go first, in arrival order — finishing work
+// on data already produced frees memory — then root classes within
+// RootSlots. Within its class a task runs when its demand fits the
+// available resources, a worker slot is free and its arguments fit the
+// budget. A class that cannot run does not block the others. It returns
+// the count to dispatch per class and, for classes with tasks left
+// queued, the reason. avail is not modified.
+func Pick(classes []Candidate, avail Resources, lim Limits) (dispatch []int, reasons []PendingReason) {
 	left := avail.Clone()
 	dispatch = make([]int, len(classes))
 	reasons = make([]PendingReason, len(classes))
-	for i, c := range classes {
-		for dispatch[i] < c.Count {
-			if !left.Fits(c.Demand) {
-				reasons[i] = PendingResources
-				break
+	added := map[ids.ObjectID]bool{} // objects the tasks picked here read
+	newBytes := func(args []ArgObject) uint64 {
+		var n uint64
+		for _, a := range args {
+			if (lim.Held == nil || !lim.Held(a.ID)) && !added[a.ID] {
+				n += a.Size
 			}
-			if freeSlots <= 0 && !c.NoSlot {
-				reasons[i] = PendingWorker
-				break
+		}
+		return n
+	}
+	for _, roots := range []bool{false, true} {
+		for i, c := range classes {
+			if c.Root != roots {
+				continue
 			}
-			left.Sub(c.Demand)
-			if !c.NoSlot {
-				freeSlots--
+			for dispatch[i] < c.Count {
+				var args []ArgObject
+				if dispatch[i] < len(c.Args) {
+					args = c.Args[dispatch[i]]
+				}
+				more := newBytes(args)
+				if r := lim.blocks(c, left, more); r != PendingNone {
+					reasons[i] = r
+					break
+				}
+				left.Sub(c.Demand)
+				if !c.NoSlot {
+					lim.FreeSlots--
+				}
+				if c.Root && lim.RootSlots > 0 {
+					lim.RootSlots--
+				}
+				for _, a := range args {
+					added[a.ID] = true
+				}
+				lim.ArgsHeld += more
+				dispatch[i]++
 			}
-			dispatch[i]++
 		}
 	}
 	return dispatch, reasons
 }
 
+// blocks says why the next task of c cannot start, or PendingNone.
+func (lim *Limits) blocks(c Candidate, left Resources, args uint64) PendingReason {
+	switch {
+	case !left.Fits(c.Demand):
+		return PendingResources
+	case lim.FreeSlots <= 0 && !c.NoSlot:
+		return PendingWorker
+	case c.Root && lim.RootSlots == 0:
+		return PendingRootQueued
+	case lim.ArgsCap > 0 && args > 0 && lim.ArgsHeld > 0 && lim.ArgsHeld+args > lim.ArgsCap:
+		return PendingMemory
+	}
+	return PendingNone
+}
+
 // ClassKey names the scheduling class of a demand.
-func ClassKey(demand Resources, noSlot bool) string {
-	if noSlot {
+func ClassKey(demand Resources, noSlot, root bool) string {
+	switch {
+	case noSlot:
 		return "actor:" + demand.String()
+	case root:
+		return "root:" + demand.String()
 	}
 	return demand.String()
+}
+
+// RootSlots is how many root tasks may run at once: saturation times the
+// node's worker slots, at least one (Dask's worker-saturation); +Inf
+// disables the limit (-1).
+func RootSlots(saturation float64, slots int) int {
+	if math.IsInf(saturation, 1) || saturation <= 0 {
+		return -1
+	}
+	return max(1, int(math.Ceil(saturation*float64(slots))))
 }
 
 // IdleWorker is a worker waiting for work, as the reaping policy sees it.

@@ -1,47 +1,123 @@
 package raylet
 
 import (
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/datadriven"
 
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
-func TestPickFillsResourcesInClassOrder(t *testing.T) {
-	cpu := func(n float64, count int) Candidate { return Candidate{Demand: Resources{CPU: n}, Count: count} }
-	cases := []struct {
-		name    string
-		classes []Candidate
-		avail   Resources
-		slots   int
-		want    []int
-		reasons []PendingReason
-	}{
-		{"two cpus three tasks", []Candidate{cpu(1, 3)}, Resources{CPU: 2}, 8, []int{2}, []PendingReason{PendingResources}},
-		{"slots bound dispatch", []Candidate{cpu(1, 2)}, Resources{CPU: 4}, 1, []int{1}, []PendingReason{PendingWorker}},
-		{"big class does not block small ones", []Candidate{cpu(4, 1), cpu(1, 1)}, Resources{CPU: 2}, 8, []int{0, 1},
-			[]PendingReason{PendingResources, ""}},
-		{"custom resources", []Candidate{{Demand: Resources{"GPU": 1}, Count: 1}, {Demand: Resources{CPU: 1, "GPU": 1}, Count: 1}},
-			Resources{CPU: 2, "GPU": 1}, 8, []int{1, 0}, []PendingReason{"", PendingResources}},
-		{"actor creations need no slot", []Candidate{{Demand: Resources{CPU: 1}, NoSlot: true, Count: 1}, cpu(1, 1)}, Resources{CPU: 2}, 0,
-			[]int{1, 0}, []PendingReason{"", PendingWorker}},
-		{"zero demand always fits", []Candidate{{Demand: Resources{}, Count: 3}}, Resources{}, 2, []int{2}, []PendingReason{PendingWorker}},
-		{"fractional cpus", []Candidate{cpu(0.5, 5)}, Resources{CPU: 2}, 8, []int{4}, []PendingReason{PendingResources}},
+// TestPickScenarios runs the scripted scenarios of testdata/pick.txt
+// (go test ./raylet -run Pick -rewrite regenerates the expectations).
+//
+//	pick avail=CPU:2 slots=4 root-slots=1 args-held=0 args-cap=100
+//	demand=CPU:1 count=3 root
+//	demand=CPU:1 count=2 args=60,60
+//	----
+//	dispatch=[...] reasons=[...]
+func TestPickScenarios(t *testing.T) {
+	datadriven.RunTest(t, "testdata/pick.txt", func(t *testing.T, d *datadriven.TestData) string {
+		if d.Cmd != "pick" {
+			t.Fatalf("unknown command %q", d.Cmd)
+		}
+		var availS string
+		lim := Limits{RootSlots: -1}
+		var heldBytes, cap int
+		var heldObjs string
+		d.ScanArgs(t, "avail", &availS)
+		d.MaybeScanArgs(t, "held", &heldObjs)
+		held := map[ids.ObjectID]bool{}
+		for _, label := range strings.Split(heldObjs, ",") {
+			if label != "" {
+				held[objectNamed(label)] = true
+			}
+		}
+		lim.Held = func(id ids.ObjectID) bool { return held[id] }
+		d.ScanArgs(t, "slots", &lim.FreeSlots)
+		d.MaybeScanArgs(t, "root-slots", &lim.RootSlots)
+		d.MaybeScanArgs(t, "args-held", &heldBytes)
+		d.MaybeScanArgs(t, "args-cap", &cap)
+		lim.ArgsHeld, lim.ArgsCap = uint64(heldBytes), uint64(cap)
+		avail := parseResources(t, availS)
+		var classes []Candidate
+		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+			classes = append(classes, parseCandidate(t, line))
+		}
+		before := avail.String()
+		dispatch, reasons := Pick(classes, avail, lim)
+		if avail.String() != before {
+			t.Fatal("Pick modified avail")
+		}
+		return fmt.Sprintf("dispatch=%v reasons=%q\n", dispatch, reasons)
+	})
+}
+
+// objectNamed turns a scenario's object label into an id.
+func objectNamed(label string) ids.ObjectID {
+	var t ids.TaskID
+	copy(t[:], label)
+	return ids.ReturnObjectID(t, 0)
+}
+
+func parseResources(t *testing.T, s string) Resources {
+	r := Resources{}
+	if s == "" || s == "-" {
+		return r
 	}
-	for _, c := range cases {
-		avail := c.avail.Clone()
-		got, reasons := Pick(c.classes, c.avail, c.slots)
-		if !slices.Equal(got, c.want) {
-			t.Errorf("%s: dispatch %v, want %v", c.name, got, c.want)
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, ":")
+		f, err := strconv.ParseFloat(v, 64)
+		if !ok || err != nil {
+			t.Fatalf("bad resource %q", kv)
 		}
-		if !slices.Equal(reasons, c.reasons) {
-			t.Errorf("%s: reasons %q, want %q", c.name, reasons, c.reasons)
-		}
-		if avail.String() != c.avail.String() {
-			t.Errorf("%s: Pick modified avail", c.name)
+		r[k] = f
+	}
+	return r
+}
+
+func parseCandidate(t *testing.T, line string) Candidate {
+	c := Candidate{Demand: Resources{}}
+	for _, field := range strings.Fields(line) {
+		k, v, _ := strings.Cut(field, "=")
+		switch k {
+		case "demand":
+			c.Demand = parseResources(t, v)
+		case "count":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Count = n
+		case "root":
+			c.Root = true
+		case "noslot":
+			c.NoSlot = true
+		case "args":
+			// args=a:60,b:60/c:10 : per task (slash-separated) the objects
+			// it reads as label:size; one label names one object.
+			for _, task := range strings.Split(v, "/") {
+				var args []ArgObject
+				for _, a := range strings.Split(task, ",") {
+					label, size, _ := strings.Cut(a, ":")
+					n, err := strconv.ParseUint(size, 10, 64)
+					if err != nil {
+						t.Fatal(err)
+					}
+					args = append(args, ArgObject{ID: objectNamed(label), Size: n})
+				}
+				c.Args = append(c.Args, args)
+			}
+		default:
+			t.Fatalf("unknown class field %q", field)
 		}
 	}
+	return c
 }
 
 func TestFeasible(t *testing.T) {
@@ -52,10 +128,10 @@ func TestFeasible(t *testing.T) {
 }
 
 func BenchmarkPick(b *testing.B) {
-	classes := []Candidate{{Demand: Resources{CPU: 1}, Count: 1000}, {Demand: Resources{CPU: 2}, Count: 10}, {Demand: Resources{"GPU": 1}, Count: 5}}
+	classes := []Candidate{{Demand: Resources{CPU: 1}, Count: 1000, Root: true}, {Demand: Resources{CPU: 2}, Count: 10}, {Demand: Resources{"GPU": 1}, Count: 5}}
 	avail := Resources{CPU: 2, Memory: 1 << 30}
 	for b.Loop() {
-		Pick(classes, avail, 2)
+		Pick(classes, avail, Limits{FreeSlots: 2, RootSlots: 2, ArgsCap: 1 << 30})
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
 }

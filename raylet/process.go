@@ -102,7 +102,7 @@ type processExited struct {
 
 // startProcess starts a worker process for id and delivers its frames
 // and its exit to self.
-func startProcess(system *actor.ActorSystem, self *actor.PID, gen uint64, cfg *ProcessConfig, id ids.WorkerID, node ids.NodeID) (*workerProcess, error) {
+func startProcess(system *actor.ActorSystem, self *actor.PID, gen uint64, cfg *ProcessConfig, px *proxy, id ids.WorkerID, node ids.NodeID) (*workerProcess, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("raylet: socketpair: %w", err)
@@ -115,13 +115,19 @@ func startProcess(system *actor.ActorSystem, self *actor.PID, gen uint64, cfg *P
 		return nil, fmt.Errorf("raylet: worker socket: %w", err)
 	}
 	p := &workerProcess{hello: make(chan *atollpb.WorkerHello, 1)}
+	ready := make(chan struct{})
 	p.conn = workerconn.New(nc, func(f *atollpb.Frame) {
+		<-ready
 		if h := f.GetHello(); h != nil {
 			p.hello <- h
 			return
 		}
+		if px.handle(system, self, p.conn, f) {
+			return
+		}
 		system.Root.Send(self, &procFrame{gen: gen, frame: f})
 	})
+	close(ready)
 	cmd := exec.Command(cfg.Binary, cfg.Args...)
 	cmd.Env = append(append(os.Environ(), cfg.Env...),
 		EnvWorker+"=1", EnvWorkerID+"="+id.String(), EnvNodeID+"="+node.String(),

@@ -52,7 +52,7 @@ func (h *procActorHost) Receive(ctx actor.Context) {
 		h.state.queue = append(h.state.queue, &queuedCall{caller: ctx.Sender(), spec: m.Spec})
 		h.pump()
 	case *procFrame:
-		if m.gen != h.gen || h.proxy.handle(ctx, h.p.conn, m.frame) {
+		if m.gen != h.gen {
 			return
 		}
 		if res := m.frame.GetTaskResult(); res != nil {
@@ -85,7 +85,7 @@ func (h *procActorHost) Receive(ctx actor.Context) {
 func (h *procActorHost) start(ctx actor.Context) {
 	h.state.gen++
 	h.gen = h.state.gen
-	p, err := startProcess(ctx.ActorSystem(), ctx.Self(), h.gen, h.cfg, h.worker.ID, h.worker.NodeID)
+	p, err := startProcess(ctx.ActorSystem(), ctx.Self(), h.gen, h.cfg, &h.proxy, h.worker.ID, h.worker.NodeID)
 	if err == nil {
 		h.p = p
 		err = p.waitHello(h.cfg.StartTimeout)

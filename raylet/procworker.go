@@ -37,7 +37,7 @@ type procWorker struct {
 func (w *procWorker) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		p, err := startProcess(ctx.ActorSystem(), ctx.Self(), 1, w.cfg, w.id, w.node)
+		p, err := startProcess(ctx.ActorSystem(), ctx.Self(), 1, w.cfg, &w.proxy, w.id, w.node)
 		if err != nil {
 			ctx.Send(w.raylet, &workerExited{id: w.id, reason: err.Error()})
 			ctx.Stop(ctx.Self())
@@ -61,9 +61,6 @@ func (w *procWorker) Receive(ctx actor.Context) {
 			w.push(m)
 		}
 	case *procFrame:
-		if w.proxy.handle(ctx, w.p.conn, m.frame) {
-			return
-		}
 		if res := m.frame.GetTaskResult(); res != nil && w.current != nil {
 			ctx.Send(w.raylet, &taskFinished{worker: w.id, attemptID: w.current.attemptID, result: res})
 			w.unwatch()

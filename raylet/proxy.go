@@ -24,24 +24,28 @@ type proxy struct {
 }
 
 // handle serves f if it is a request of the worker's own; it reports false
-// for frames the caller handles itself (task results, ...).
-func (p *proxy) handle(ctx actor.Context, conn *workerconn.Conn, f *atollpb.Frame) bool {
-	system := ctx.ActorSystem()
+// for frames the owning actor handles itself (task results, ...). It runs
+// on the connection's reader goroutine, not in the owning actor's
+// mailbox: an actor host blocked while its constructor runs must still
+// serve the constructor's own requests (a GetActor, a Put). Results of
+// tasks and calls the worker makes come back to self, the owning actor.
+func (p *proxy) handle(system *actor.ActorSystem, self *actor.PID, conn *workerconn.Conn, f *atollpb.Frame) bool {
+	root := system.Root
 	switch b := f.Body.(type) {
 	case *atollpb.Frame_SubmitTask:
-		ctx.RequestWithCustomSender(p.raylet, b.SubmitTask, ctx.Self())
+		root.RequestWithCustomSender(p.raylet, b.SubmitTask, self)
 	case *atollpb.Frame_ActorCall:
-		ctx.RequestWithCustomSender(system.NewLocalPID(b.ActorCall.Address), &atollpb.PushTask{Spec: b.ActorCall.Spec}, ctx.Self())
+		root.RequestWithCustomSender(system.NewLocalPID(b.ActorCall.Address), &atollpb.PushTask{Spec: b.ActorCall.Spec}, self)
 	case *atollpb.Frame_CancelTask:
-		ctx.Send(p.raylet, b.CancelTask)
+		root.Send(p.raylet, b.CancelTask)
 	case *atollpb.Frame_WorkerBlocked:
-		ctx.Send(p.raylet, b.WorkerBlocked)
+		root.Send(p.raylet, b.WorkerBlocked)
 	case *atollpb.Frame_WorkerUnblocked:
-		ctx.Send(p.raylet, b.WorkerUnblocked)
+		root.Send(p.raylet, b.WorkerUnblocked)
 	case *atollpb.Frame_KillActor:
-		ctx.Send(p.raylet, b.KillActor)
+		root.Send(p.raylet, b.KillActor)
 	case *atollpb.Frame_KillWorker:
-		ctx.Send(p.raylet, b.KillWorker)
+		root.Send(p.raylet, b.KillWorker)
 	case *atollpb.Frame_GcsRequest:
 		go p.gcs(conn, f.Id, b.GcsRequest)
 	case *atollpb.Frame_CreateObject:
@@ -66,9 +70,9 @@ func (p *proxy) handle(ctx actor.Context, conn *workerconn.Conn, f *atollpb.Fram
 		})
 	case *atollpb.Frame_ReleaseObjects:
 		b.ReleaseObjects.ClientId = p.id.Bytes()
-		ctx.Send(p.cfg.Store, b.ReleaseObjects)
+		root.Send(p.cfg.Store, b.ReleaseObjects)
 	case *atollpb.Frame_DeleteObjects:
-		ctx.Send(p.cfg.Store, b.DeleteObjects)
+		root.Send(p.cfg.Store, b.DeleteObjects)
 	case *atollpb.Frame_StoreStats:
 		go p.ask(system, conn, f.Id, b.StoreStats, 0, func(r any) *atollpb.Frame {
 			return &atollpb.Frame{Body: &atollpb.Frame_StoreStatsReply{StoreStatsReply: r.(*atollpb.StoreStats)}}

@@ -33,6 +33,14 @@ type task struct {
 	attemptID uint64
 	seq       uint64 // arrival order
 	class     *classQueue
+	root      bool        // no object arguments
+	args      []ArgObject // the objects it reads
+}
+
+// heldObject is an object read by running tasks.
+type heldObject struct {
+	size    uint64
+	readers int
 }
 
 // classQueue holds the queued tasks of one scheduling class, in arrival
@@ -41,6 +49,7 @@ type classQueue struct {
 	key    string
 	demand Resources
 	noSlot bool
+	root   bool
 	tasks  []*task
 	// reason is why the class last had tasks left queued.
 	reason PendingReason
@@ -73,6 +82,11 @@ type raylet struct {
 	attempts uint64
 	stats    Stats
 	reaping  bool // a reapIdle tick is scheduled
+	// Admission: the objects running tasks read (their bytes counted once
+	// in argsHeld), and the running root tasks.
+	held         map[ids.ObjectID]*heldObject
+	argsHeld     uint64
+	runningRoots int
 }
 
 // NewProps returns the props of a raylet actor. The raylet supervises its
@@ -89,6 +103,7 @@ func NewProps(cfg Config) (*actor.Props, error) {
 			tracer:   telemetry.Tracer(cfg.TracerProvider),
 			avail:    cfg.Resources.Clone(),
 			classes:  map[string]*classQueue{},
+			held:     map[ids.ObjectID]*heldObject{},
 			running:  map[ids.TaskID]*task{},
 			workers:  map[ids.WorkerID]*worker{},
 			actors:   map[ids.ActorID]*hostedActor{},
@@ -158,6 +173,19 @@ func (r *raylet) submit(ctx actor.Context, spec *atollpb.TaskSpec, owner *actor.
 	if t.demand == nil {
 		t.demand = Resources{}
 	}
+	t.root = !t.isActor && spec.NumDependencies == 0
+	if !t.isActor { // a constructor's arguments are not held while it lives
+		for _, a := range spec.Args {
+			if ref := a.GetRef(); ref != nil {
+				t.args = append(t.args, ArgObject{ID: ids.MustObjectID(ref.ObjectId), Size: ref.Size})
+			}
+		}
+		for _, b := range spec.Borrowed { // refs inside argument values
+			if st := b.GetValue().GetStored(); st != nil {
+				t.args = append(t.args, ArgObject{ID: ids.MustObjectID(b.ObjectId), Size: st.Length})
+			}
+		}
+	}
 	if !Feasible(r.cfg.Resources, t.demand) {
 		err := errs.Invalidf("task %s demands %v but node %s has %v in all", spec.Name, t.demand, r.cfg.NodeID.Short(), r.cfg.Resources)
 		r.reply(ctx, owner, &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Error: errs.ToProto(err)})
@@ -165,10 +193,10 @@ func (r *raylet) submit(ctx actor.Context, spec *atollpb.TaskSpec, owner *actor.
 	}
 	_, t.queueSpan = r.tracer.Start(telemetry.Extract(context.Background(), spec.Trace), "queue "+spec.Name,
 		trace.WithAttributes(attribute.String("atoll.task_id", t.id.String()), attribute.Int("atoll.attempt", int(spec.Attempt))))
-	key := ClassKey(t.demand, t.isActor)
+	key := ClassKey(t.demand, t.isActor, t.root)
 	cq := r.classes[key]
 	if cq == nil {
-		cq = &classQueue{key: key, demand: t.demand, noSlot: t.isActor}
+		cq = &classQueue{key: key, demand: t.demand, noSlot: t.isActor, root: t.root}
 		r.classes[key] = cq
 	}
 	r.seq++
@@ -191,12 +219,16 @@ func (r *raylet) schedule(ctx actor.Context) {
 		}
 	}
 	slices.SortFunc(active, func(a, b *classQueue) int { return cmp.Compare(a.tasks[0].seq, b.tasks[0].seq) })
+	lim := r.limits()
 	cands := make([]Candidate, len(active))
 	for i, cq := range active {
-		cands[i] = Candidate{Demand: cq.demand, NoSlot: cq.noSlot, Count: len(cq.tasks)}
+		cands[i] = Candidate{Demand: cq.demand, NoSlot: cq.noSlot, Root: cq.root, Count: len(cq.tasks)}
+		// Only the tasks that could start need their arguments listed.
+		for _, t := range cq.tasks[:min(len(cq.tasks), max(lim.FreeSlots, 0))] {
+			cands[i].Args = append(cands[i].Args, t.args)
+		}
 	}
-	freeSlots := len(r.idle) + r.cfg.MaxWorkers - len(r.workers)
-	dispatch, reasons := Pick(cands, r.avail, freeSlots)
+	dispatch, reasons := Pick(cands, r.avail, lim)
 	for i, cq := range active {
 		n := dispatch[i]
 		for _, t := range cq.tasks[:n] {
@@ -214,8 +246,41 @@ func (r *raylet) schedule(ctx actor.Context) {
 	}
 }
 
+// argsCap is the most argument bytes running tasks may hold.
+func (r *raylet) argsCap() uint64 { return uint64(r.cfg.ArgsFraction * float64(r.cfg.StoreCapacity)) }
+
+// limits are the admission limits now.
+func (r *raylet) limits() Limits {
+	lim := Limits{
+		FreeSlots: len(r.idle) + r.cfg.MaxWorkers - len(r.workers),
+		RootSlots: -1,
+		ArgsHeld:  r.argsHeld,
+		ArgsCap:   r.argsCap(),
+		Held:      func(id ids.ObjectID) bool { return r.held[id] != nil },
+	}
+	if slots := RootSlots(r.cfg.Saturation, r.cfg.NumWorkers); slots >= 0 {
+		lim.RootSlots = max(0, slots-r.runningRoots)
+	}
+	return lim
+}
+
 func (r *raylet) dispatch(ctx actor.Context, t *task) {
 	r.avail.Sub(t.demand)
+	before, more := r.argsHeld, uint64(0)
+	for _, a := range t.args {
+		h := r.held[a.ID]
+		if h == nil {
+			h = &heldObject{size: a.Size}
+			r.held[a.ID] = h
+			r.argsHeld += a.Size
+			more += a.Size
+		}
+		h.readers++
+	}
+	if t.root {
+		r.runningRoots++
+	}
+	r.checkAdmission(before, more)
 	// A task that waited did so for the reason its class was last held
 	// back (a class is forgotten when it empties).
 	reason := "none"
@@ -288,6 +353,17 @@ func (r *raylet) finished(ctx actor.Context, m *taskFinished) {
 // lent out while it blocked).
 func (r *raylet) release(t *task) {
 	t.cancel()
+	for _, a := range t.args {
+		if h := r.held[a.ID]; h != nil {
+			if h.readers--; h.readers == 0 {
+				delete(r.held, a.ID)
+				r.argsHeld -= h.size
+			}
+		}
+	}
+	if t.root && !t.blocked {
+		r.runningRoots--
+	}
 	for k, v := range t.demand {
 		if k == CPU && t.blocked {
 			continue
@@ -331,11 +407,19 @@ func (r *raylet) setBlocked(ctx actor.Context, id ids.TaskID, blocked bool) {
 		return
 	}
 	t.blocked = blocked
+	// A task waiting for its children lends its CPU and, if it is a root
+	// task, its root slot: otherwise nested tasks could never start.
 	if blocked {
 		r.avail[CPU] += t.demand[CPU]
+		if t.root {
+			r.runningRoots--
+		}
 		r.schedule(ctx)
 	} else {
 		r.avail[CPU] -= t.demand[CPU]
+		if t.root {
+			r.runningRoots++
+		}
 	}
 }
 

@@ -1,11 +1,15 @@
-// Command atoll is atoll's command-line tool. Today it reports its
-// version; cluster commands (start, stop, status, memory, list,
-// microbenchmark) arrive with multi-node support.
+// Command atoll is atoll's command-line tool: `atoll version`, and
+// `atoll microbenchmark`, Ray's microbenchmark set run on the embedded
+// local cluster against baselines measured in the same run. Cluster
+// commands (start, stop, status, memory, list) arrive with multi-node
+// support.
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime"
 	"runtime/debug"
 
@@ -13,7 +17,12 @@ import (
 )
 
 func main() {
-	if err := newRoot().Execute(); err != nil {
+	// Interrupting a run cancels its context, so the embedded cluster and
+	// its worker processes shut down cleanly.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := newRoot().ExecuteContext(ctx)
+	stop()
+	if err != nil {
 		os.Exit(1)
 	}
 }
@@ -33,6 +42,7 @@ func newRoot() *cobra.Command {
 			fmt.Fprintf(cmd.OutOrStdout(), "atoll %s (%s)\n", version(), runtime.Version())
 		},
 	})
+	root.AddCommand(newMicrobenchmarkCmd())
 	return root
 }
 

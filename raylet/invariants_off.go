@@ -1,0 +1,5 @@
+//go:build !(invariants || race)
+
+package raylet
+
+const invariantsEnabled = false

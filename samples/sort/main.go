@@ -1,0 +1,414 @@
+// Command sort is seed 000's second benchmark: a distributed sample sort
+// of a random int64 column larger than the object store, which spills to
+// disk and restores what tasks need.
+//
+//	go run ./samples/sort -size 8GiB -store 1GiB -partitions 100 -json
+//
+// The column is generated inside P root tasks (the dataset exists before
+// sorting starts). Then: sample each chunk (and take a checksum of its
+// multiset), choose P-1 splitters, partition every chunk into P buckets
+// (one task, P returns), and for each output partition concatenate its P
+// buckets and radix-sort them. Finally every sorted partition is read back
+// by a separate task that checks it is sorted and recomputes its count and
+// checksum; "verified" is reported only when the partitions are in order
+// across boundaries, every one is sorted, and the counts and multiset
+// checksums equal the input's.
+package main
+
+import (
+	"cmp"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/benchfmt"
+	"github.com/atoll-runtime/atoll/internal/pss"
+)
+
+// summary describes a chunk or a sorted partition.
+type summary struct {
+	Count    int64
+	Checksum uint64 // order-independent: sum of mix(x)
+	Min, Max int64
+	Sorted   bool
+}
+
+// mix is a 64-bit finaliser (splitmix64): summing mix(x) over a multiset
+// is a checksum that any lost, duplicated or altered value changes.
+func mix(x int64) uint64 {
+	z := uint64(x) + 0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
+func summarize(xs []int64) summary {
+	s := summary{Count: int64(len(xs)), Sorted: true}
+	if len(xs) > 0 {
+		s.Min, s.Max = xs[0], xs[0]
+	}
+	for i, x := range xs {
+		s.Checksum += mix(x)
+		s.Min, s.Max = min(s.Min, x), max(s.Max, x)
+		if i > 0 && xs[i-1] > x {
+			s.Sorted = false
+		}
+	}
+	return s
+}
+
+// samplesPerChunk: 64 per chunk gives 64·P samples for P-1 splitters,
+// enough to keep partitions within a few percent of each other.
+const samplesPerChunk = 64
+
+type genArgs struct {
+	Seed uint64
+	N    int
+}
+
+type sampleResult struct {
+	Samples []int64
+	Input   summary
+}
+
+var (
+	// gen makes one chunk of the column.
+	gen = atoll.NewFunc1("sort.gen", func(_ context.Context, a genArgs) ([]int64, error) {
+		r := rand.New(rand.NewPCG(a.Seed, 0x5eed))
+		xs := make([]int64, a.N)
+		for i := range xs {
+			xs[i] = int64(r.Uint64())
+		}
+		return xs, nil
+	})
+	// sample picks k values of a chunk at random, and summarises the
+	// chunk (count and multiset checksum) for the final check.
+	sample = atoll.NewFunc2("sort.sample", func(_ context.Context, chunk []int64, k int) (sampleResult, error) {
+		r := rand.New(rand.NewPCG(uint64(len(chunk)), uint64(k)))
+		out := sampleResult{Input: summarize(chunk)}
+		out.Input.Sorted = false
+		if len(chunk) > 0 {
+			for range k {
+				out.Samples = append(out.Samples, chunk[r.IntN(len(chunk))])
+			}
+		}
+		return out, nil
+	})
+	// partition splits a chunk into one bucket per output partition.
+	partition = atoll.NewMultiFunc2("sort.partition", func(_ context.Context, chunk []int64, splitters []int64) ([][]int64, error) {
+		p := len(splitters) + 1
+		counts := make([]int, p)
+		dest := make([]int32, len(chunk))
+		for i, x := range chunk {
+			j, _ := slices.BinarySearch(splitters, x)
+			dest[i] = int32(j)
+			counts[j]++
+		}
+		buckets := make([][]int64, p)
+		for j := range buckets {
+			buckets[j] = make([]int64, 0, counts[j])
+		}
+		for i, x := range chunk {
+			buckets[dest[i]] = append(buckets[dest[i]], x)
+		}
+		return buckets, nil
+	})
+	// reduce concatenates one partition's buckets and sorts them.
+	reduce = atoll.NewFunc1("sort.reduce", func(ctx context.Context, parts []atoll.ObjectRef[[]int64]) ([]int64, error) {
+		total := 0
+		views := make([][]int64, len(parts))
+		for i, ref := range parts {
+			v, err := atoll.Get(ctx, ref)
+			if err != nil {
+				return nil, err
+			}
+			views[i] = v
+			total += len(v)
+		}
+		xs := make([]int64, 0, total)
+		for _, v := range views {
+			xs = append(xs, v...)
+		}
+		for _, ref := range parts {
+			ref.Release() // the buckets are copied: let them go
+		}
+		buf := scratch.get(total)
+		radixSort(xs, buf)
+		scratch.put(buf)
+		return xs, nil
+	})
+	// verify reads a sorted partition back and summarises it.
+	verify = atoll.NewFunc1("sort.verify", func(_ context.Context, xs []int64) (summary, error) {
+		return summarize(xs), nil
+	})
+)
+
+// scratch reuses radix-sort buffers across the tasks a worker runs.
+var scratch = &bufPool{}
+
+type bufPool struct {
+	mu  sync.Mutex
+	buf []int64
+}
+
+func (p *bufPool) get(n int) []int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if cap(p.buf) < n {
+		p.buf = make([]int64, n)
+	}
+	b := p.buf[:n]
+	p.buf = nil
+	return b
+}
+
+func (p *bufPool) put(b []int64) {
+	p.mu.Lock()
+	p.buf = b
+	p.mu.Unlock()
+}
+
+type options struct {
+	size       benchfmt.Size
+	store      benchfmt.Size
+	partitions int
+	workers    int
+	mode       string
+	spillDir   string
+	baseline   benchfmt.Size
+	json       bool
+}
+
+func main() {
+	opts := options{size: 1 << 30, store: 1 << 30, partitions: 100, workers: runtime.NumCPU(), baseline: 4 << 30}
+	flag.Var(&opts.size, "size", "bytes of int64 data to sort (e.g. 1GiB, 8GiB)")
+	flag.Var(&opts.store, "store", "object store memory; smaller than -size to sort out of core")
+	flag.IntVar(&opts.partitions, "partitions", opts.partitions, "input chunks and output partitions")
+	flag.IntVar(&opts.workers, "workers", opts.workers, "worker slots (CPUs)")
+	flag.StringVar(&opts.mode, "mode", "process", "worker mode: process or inprocess")
+	flag.StringVar(&opts.spillDir, "spill-dir", "", "directory for spill files (default: under the session directory)")
+	flag.Var(&opts.baseline, "baseline-max", "largest size also sorted in one process in memory as the baseline")
+	flag.BoolVar(&opts.json, "json", false, "print one JSON line per measurement (progress goes to stderr)")
+	flag.Parse()
+	if err := run(context.Background(), opts, os.Stdout, os.Stderr); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
+	mode := atoll.ProcessWorkers
+	switch opts.mode {
+	case "process":
+	case "inprocess":
+		mode = atoll.InProcessWorkers
+	default:
+		return fmt.Errorf("sort: -mode %q: want process or inprocess", opts.mode)
+	}
+	initOpts := []atoll.Option{atoll.WithWorkerMode(mode), atoll.WithNumCPUs(float64(opts.workers)),
+		atoll.WithObjectStoreMemory(uint64(opts.store))}
+	if opts.spillDir != "" {
+		initOpts = append(initOpts, atoll.WithSpillDirs(opts.spillDir))
+	}
+	// Init first: in a worker process it serves tasks and never returns.
+	if err := atoll.Init(ctx, initOpts...); err != nil {
+		return err
+	}
+	defer atoll.Shutdown(ctx)
+	n := int(opts.size / 8)
+	if n <= 0 || opts.partitions <= 0 || n < opts.partitions {
+		return fmt.Errorf("sort: -size must hold at least one int64 per partition")
+	}
+	progress := newProgress(stderr)
+
+	sampler := pss.NewSampler(time.Second, func() []int {
+		tree, _ := pss.Tree(os.Getpid())
+		return tree
+	})
+	sampler.Start()
+	start := time.Now()
+	res, err := sortColumn(ctx, opts, n, progress)
+	wall := time.Since(start)
+	peak := sampler.Stop()
+	if err != nil {
+		return err
+	}
+	mem, err := atoll.Memory(ctx)
+	if err != nil {
+		return err
+	}
+	var base time.Duration
+	if opts.size <= opts.baseline {
+		progress.phase("baseline: the same data sorted in this process, in memory")
+		base = baseline(opts, n)
+	}
+	config := map[string]any{
+		"size_bytes": int64(opts.size), "partitions": opts.partitions, "object_store_bytes": int64(opts.store),
+		"workers": opts.workers, "worker_mode": mode.String(), "atoll_version": benchfmt.Version(), "cpus": runtime.NumCPU(),
+		"go": runtime.Version(), "sort": "sample sort, radix sort per partition",
+	}
+	verified := res.verified == nil
+	records := []benchfmt.Record{
+		benchfmt.NewRecord("sort", "wall_s", wall.Seconds(), "s", "in_memory_single_process_s", base.Seconds(), config).WithVerified(verified),
+		benchfmt.NewRecord("sort", "throughput_bytes_per_s", float64(opts.size)/wall.Seconds(), "bytes/s", "", 0, config),
+		benchfmt.NewRecord("sort", "spilled_bytes", float64(mem.SpilledBytesTotal), "bytes", "", 0, config),
+		benchfmt.NewRecord("sort", "restored_bytes", float64(mem.RestoredBytesTotal), "bytes", "", 0, config),
+		benchfmt.NewRecord("sort", "peak_pss_bytes", float64(peak), "bytes", "object_store_bytes", float64(opts.store), config),
+	}
+	if opts.json {
+		w := benchfmt.NewWriter(stdout)
+		for _, r := range records {
+			if err := w.Write(r); err != nil {
+				return err
+			}
+		}
+	} else {
+		fmt.Fprintf(stdout, "sorted %s in %d partitions under a %s object store (%s workers): %.2fs, %.0f MB/s\n",
+			benchfmt.FormatSize(int64(opts.size)), opts.partitions, benchfmt.FormatSize(int64(opts.store)), mode, wall.Seconds(),
+			float64(opts.size)/wall.Seconds()/1e6)
+		if base > 0 {
+			fmt.Fprintf(stdout, "  in one process, in memory: %.2fs (%.2fx)\n", base.Seconds(), wall.Seconds()/base.Seconds())
+		}
+		fmt.Fprintf(stdout, "  spilled %s, restored %s; peak PSS %s\n", human(mem.SpilledBytesTotal),
+			human(mem.RestoredBytesTotal), human(peak))
+		if verified {
+			fmt.Fprintf(stdout, "  verified: globally sorted, %d values, multiset checksum %016x\n", res.count, res.checksum)
+		}
+	}
+	if !verified {
+		return fmt.Errorf("sort: output NOT verified: %w", res.verified)
+	}
+	return nil
+}
+
+type sortResult struct {
+	count    int64
+	checksum uint64
+	verified error // nil when every check passed
+}
+
+func sortColumn(ctx context.Context, opts options, n int, progress *progress) (sortResult, error) {
+	p := opts.partitions
+	chunks := make([]atoll.ObjectRef[[]int64], p)
+	samples := make([]atoll.ObjectRef[sampleResult], p)
+	progress.phase(fmt.Sprintf("generate and sample %d chunks", p))
+	for i := range chunks {
+		size := n/p + boolInt(i < n%p)
+		chunks[i] = gen.Remote(ctx, atoll.Value(genArgs{Seed: uint64(i) + 1, N: size}))
+		samples[i] = sample.Remote(ctx, chunks[i], atoll.Value(samplesPerChunk))
+	}
+	var input summary
+	var all []int64
+	for i, ref := range samples {
+		s, err := atoll.Get(ctx, ref)
+		if err != nil {
+			return sortResult{}, err
+		}
+		input.Count += s.Input.Count
+		input.Checksum += s.Input.Checksum
+		all = append(all, s.Samples...)
+		progress.step(i+1, p)
+	}
+	slices.Sort(all)
+	splitters := make([]int64, p-1)
+	for j := range splitters {
+		splitters[j] = all[(j+1)*len(all)/p]
+	}
+
+	progress.phase(fmt.Sprintf("partition %d chunks into %d buckets each", p, p))
+	buckets := make([][]atoll.ObjectRef[[]int64], p)
+	for i, chunk := range chunks {
+		buckets[i] = partition.Remote(ctx, p, chunk, atoll.Value(splitters))
+		chunk.Release() // the partition task holds it now
+	}
+	progress.phase(fmt.Sprintf("sort %d partitions", p))
+	sorted := make([]atoll.ObjectRef[[]int64], p)
+	for j := range sorted {
+		col := make([]atoll.ObjectRef[[]int64], p)
+		for i := range buckets {
+			col[i] = buckets[i][j]
+		}
+		sorted[j] = reduce.Remote(ctx, atoll.Value(col))
+		for _, ref := range col {
+			ref.Release() // the reduce task holds them now
+		}
+	}
+	progress.phase("verify every sorted partition")
+	checks := make([]atoll.ObjectRef[summary], p)
+	for j, ref := range sorted {
+		checks[j] = verify.Remote(ctx, ref)
+	}
+	res := sortResult{}
+	var prev *summary
+	for j, ref := range checks {
+		s, err := atoll.Get(ctx, ref)
+		if err != nil {
+			return sortResult{}, err
+		}
+		sorted[j].Release()
+		res.count += s.Count
+		res.checksum += s.Checksum
+		switch {
+		case !s.Sorted:
+			res.verified = fmt.Errorf("partition %d is not sorted", j)
+		case prev != nil && s.Count > 0 && prev.Count > 0 && prev.Max > s.Min:
+			res.verified = fmt.Errorf("partition %d starts at %d, below partition %d's end %d", j, s.Min, j-1, prev.Max)
+		}
+		if s.Count > 0 {
+			prev = &s
+		}
+		progress.step(j+1, p)
+	}
+	switch {
+	case res.verified != nil:
+	case res.count != input.Count || res.count != int64(n):
+		res.verified = fmt.Errorf("output holds %d values, input %d (want %d)", res.count, input.Count, n)
+	case res.checksum != input.Checksum:
+		res.verified = fmt.Errorf("output checksum %x differs from the input's %x", res.checksum, input.Checksum)
+	}
+	return res, nil
+}
+
+// baseline generates the same column in one slice and radix-sorts it.
+func baseline(opts options, n int) time.Duration {
+	p := opts.partitions
+	start := time.Now()
+	xs := make([]int64, 0, n)
+	for i := range p {
+		r := rand.New(rand.NewPCG(uint64(i)+1, 0x5eed))
+		for range n/p + boolInt(i < n%p) {
+			xs = append(xs, int64(r.Uint64()))
+		}
+	}
+	radixSort(xs, make([]int64, n))
+	elapsed := time.Since(start)
+	if !slices.IsSortedFunc(xs, cmp.Compare[int64]) {
+		panic("baseline sort failed")
+	}
+	return elapsed
+}
+
+// human renders a byte count with a binary unit, for the text report.
+func human(n uint64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	v, u := float64(n), 0
+	for v >= 1024 && u < len(units)-1 {
+		v, u = v/1024, u+1
+	}
+	return fmt.Sprintf("%.1f %s", v, units[u])
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

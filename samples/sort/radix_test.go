@@ -1,0 +1,58 @@
+package main
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func TestRadixSortMatchesSlicesSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 2, 3, 100, 65537, 200000} {
+		xs := make([]int64, n)
+		for i := range xs {
+			switch i % 3 {
+			case 0:
+				xs[i] = r.Int64()
+			case 1:
+				xs[i] = -r.Int64()
+			default:
+				xs[i] = int64(r.IntN(10)) - 5
+			}
+		}
+		want := slices.Clone(xs)
+		slices.Sort(want)
+		radixSort(xs, make([]int64, n))
+		if !slices.Equal(xs, want) {
+			t.Fatalf("n=%d: radix sort differs from slices.Sort", n)
+		}
+	}
+}
+
+func BenchmarkRadixSort(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	src := make([]int64, 1<<22)
+	for i := range src {
+		src[i] = r.Int64()
+	}
+	xs, buf := make([]int64, len(src)), make([]int64, len(src))
+	b.SetBytes(int64(len(src) * 8))
+	for b.Loop() {
+		copy(xs, src)
+		radixSort(xs, buf)
+	}
+}
+
+func BenchmarkSlicesSort(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	src := make([]int64, 1<<22)
+	for i := range src {
+		src[i] = r.Int64()
+	}
+	xs := make([]int64, len(src))
+	b.SetBytes(int64(len(src) * 8))
+	for b.Loop() {
+		copy(xs, src)
+		slices.Sort(xs)
+	}
+}

@@ -141,11 +141,40 @@ func Get[T any](ctx context.Context, ref ObjectRef[T]) (T, error) {
 	return decodeValue[T](ctx, rt, ref.h, value)
 }
 
-// GetAll gets every ref in order; it fails with the first error.
+// GetAll gets every ref in order; it fails with the first error. Objects
+// in the store are fetched with one request, so spilled ones are restored
+// together rather than one round trip at a time.
 func GetAll[T any](ctx context.Context, refs []ObjectRef[T]) ([]T, error) {
 	out := make([]T, len(refs))
+	values := make([]*atollpb.Value, len(refs))
+	var stored []ids.ObjectID
 	for i, r := range refs {
-		v, err := Get(ctx, r)
+		if err := r.check(); err != nil {
+			return nil, err
+		}
+		if r.h.rt.closed.Load() {
+			return nil, errs.ErrNotInitialized
+		}
+		v, err := r.h.rt.await(ctx, r.h.id)
+		if err != nil {
+			return nil, err
+		}
+		values[i] = v
+		if v.GetStored() != nil && v.GetError() == nil {
+			stored = append(stored, r.h.id)
+		}
+	}
+	if len(stored) > 1 {
+		// Pin them all at once; each Get below then finds its object in
+		// memory and takes its own pin.
+		rt := refs[0].h.rt
+		if _, err := rt.store.GetWithPriority(ctx, stored, 0, objectstore.PriorityGet); err != nil {
+			return nil, err
+		}
+		defer rt.store.Release(stored...)
+	}
+	for i, r := range refs {
+		v, err := decodeValue[T](ctx, r.h.rt, r.h, values[i])
 		if err != nil {
 			return nil, err
 		}

@@ -380,3 +380,29 @@ func TestPoolGrowsForBlockedTasksThenShrinks(t *testing.T) {
 		t.Fatalf("node status after the run: %+v", st)
 	}
 }
+
+func TestRootTasksAreQueuedAtTheSaturationLimit(t *testing.T) {
+	// 4 CPUs but saturation 0.5: at most 2 root tasks run at once, and a
+	// task consuming an existing object is not held back by them.
+	ctx := start(t, atoll.WithNumCPUs(4), atoll.WithSaturation(0.5))
+	key := newChanKey(t)
+	roots := make([]atoll.ObjectRef[string], 6)
+	for i := range roots {
+		roots[i] = blockUntil.Remote(ctx, atoll.Value(key))
+	}
+	eventually(t, "two root tasks running and four queued", func() bool {
+		st, err := atoll.Status(ctx)
+		return err == nil && st.Running == 2 && st.Queued == 4
+	})
+	input, err := atoll.Put(ctx, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := atoll.Get(ctx, double.Remote(ctx, input)); err != nil || v != 40 {
+		t.Fatalf("a consumer behind queued roots: %v %v", v, err)
+	}
+	close(key.ch())
+	if _, err := atoll.GetAll(ctx, roots); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -48,6 +48,9 @@ func TestOutOfCoreSortIsVerified(t *testing.T) {
 	if metrics["restored_bytes"]["value"].(float64) <= 0 {
 		t.Fatal("nothing was restored")
 	}
+	if metrics["spill_files_left"]["value"].(float64) != 0 {
+		t.Fatalf("%v spill files left after every object was freed", metrics["spill_files_left"]["value"])
+	}
 }
 
 func TestSummaryDetectsDisorderAndLoss(t *testing.T) {

@@ -1,8 +1,10 @@
 package main
 
-// radixBits is the digit width: 2^11 buckets keep the counts and the
-// write cursors in L1/L2 while the scatter runs; 6 passes cover 64 bits.
-const radixBits = 11
+// radixBits is the digit width. Measured on this 2-vCPU machine (4M
+// random keys): 8 bits 130 MB/s, 11 bits 160 MB/s, 16 bits 218 MB/s —
+// each pass costs ~9 ns per key in scattered writes, so fewer passes win
+// (write-combining staging lines made it slower, 90 MB/s).
+const radixBits = 16
 
 // radixSort sorts xs in place using buf (len(buf) >= len(xs)) as scratch:
 // an LSD radix sort on radixBits-bit digits of the key with its sign bit

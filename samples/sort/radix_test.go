@@ -56,3 +56,25 @@ func BenchmarkSlicesSort(b *testing.B) {
 		slices.Sort(xs)
 	}
 }
+
+func TestBucketIndexMatchesBinarySearch(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	splitters := make([]int64, 99)
+	for i := range splitters {
+		splitters[i] = r.Int64() - r.Int64()
+	}
+	splitters = append(splitters, splitters[3], -1<<63, 1<<63-1) // duplicates and extremes
+	slices.Sort(splitters)
+	idx := newBucketIndex(splitters)
+	keys := []int64{-1 << 63, 1<<63 - 1, 0, -1, 1}
+	keys = append(keys, splitters...)
+	for range 100000 {
+		keys = append(keys, r.Int64()-r.Int64())
+	}
+	for _, x := range keys {
+		want, _ := slices.BinarySearch(splitters, x)
+		if got := idx.bucket(x); got != want {
+			t.Fatalf("bucket(%d) = %d, want %d", x, got, want)
+		}
+	}
+}

@@ -302,3 +302,33 @@ func TestKillWorkerByID(t *testing.T) {
 		t.Fatalf("after kills: %v %v", v, err)
 	}
 }
+
+// lookupAtBirth looks up another actor from its constructor, which runs in
+// its own worker process while its host waits for it.
+type lookupAtBirth struct{ found string }
+
+var (
+	lookupType = atoll.NewActorType1("proc.lookupAtBirth", func(ctx context.Context, name string) (*lookupAtBirth, error) {
+		t, err := atoll.GetActor[*tracker](ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		return &lookupAtBirth{found: t.ID()}, nil
+	})
+	foundID = atoll.NewMethod0(lookupType, "Found", func(l *lookupAtBirth, _ context.Context) (string, error) { return l.found, nil })
+)
+
+func TestActorConstructorCanCallTheGCS(t *testing.T) {
+	ctx := startProcesses(t)
+	tr, err := trackerType.New(ctx, atoll.ActorName("tracker-birth"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lookupType.New(ctx, atoll.Value("tracker-birth"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := atoll.Get(ctx, foundID.Remote(ctx, l)); err != nil || id != tr.ID() {
+		t.Fatalf("constructor lookup: %q %v, want %q", id, err, tr.ID())
+	}
+}

@@ -1,20 +1,60 @@
-// Package remote will carry node-to-node traffic: control messages
-// between raylets and pull-based, chunked object transfer straight into
-// the receiving node's arena. atoll runs on one node today (see
-// ARCHITECTURE.md), so the package holds only the transport contract that
-// the multi-node work will implement.
+// Package remote carries node-to-node object transfer: pull-based, chunked
+// streaming of an object's bytes from the node that holds it straight into
+// a buffer on the receiving node (in atoll, a view of a freshly created
+// object in the receiving node's arena, so there is no intermediate copy).
+//
+// Three pieces:
+//
+//   - Server listens on a TCP address and serves objects from an
+//     ObjectSource. Each accepted connection is served by one goroutine
+//     that answers requests one after another.
+//   - Client dials (and pools) connections per address and runs Pull:
+//     send the object id, learn the size, call alloc for a destination
+//     buffer of exactly that size, then read the bytes into it in chunks
+//     of ChunkSize. Several Pulls run concurrently over separate pooled
+//     connections.
+//   - Puller wraps a Client with admission (at most MaxInFlight bytes
+//     being received at once; larger pulls queue) and deduplication
+//     (concurrent pulls of one object id share one transfer).
+//
+// # Wire format
+//
+// Request: op byte (opPull) followed by the 20-byte ObjectID.
+// Reply: status byte and a big-endian uint64. For statusOK the uint64 is
+// the object size and exactly that many raw bytes follow. Otherwise it is
+// the length of a UTF-8 message that follows. A connection carries one
+// request at a time and is reused only after a complete reply.
+//
+// # Errors
+//
+// Unknown objects yield errors matching errs.ErrNotFound; dial failures,
+// peers that close or fail mid-transfer and server-side source failures
+// yield errors matching errs.ErrUnavailable; a cancelled context yields an
+// error matching ctx.Err(). Pull never reports success for a partially
+// filled buffer.
 package remote
 
 import (
 	"context"
-	"io"
 
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
 // ObjectSource serves the bytes of objects held on a node.
+//
+// Open returns a read-only view of the object's bytes (in atoll, a slice
+// of the local arena, pinned) and a release func that unpins it. The
+// Server calls release exactly once, after the last byte has been written
+// or the transfer has failed; it never retains data afterwards. Open
+// returns an error matching errs.ErrNotFound if the node does not hold id.
 type ObjectSource interface {
-	// Open returns a reader over object id's bytes and its size, or an
-	// error matching errs.ErrNotFound if the node does not hold it.
-	Open(ctx context.Context, id ids.ObjectID) (r io.ReadCloser, size uint64, err error)
+	Open(ctx context.Context, id ids.ObjectID) (data []byte, release func(), err error)
+}
+
+// ObjectSourceFunc adapts a function to ObjectSource.
+type ObjectSourceFunc func(ctx context.Context, id ids.ObjectID) ([]byte, func(), error)
+
+// Open calls f.
+func (f ObjectSourceFunc) Open(ctx context.Context, id ids.ObjectID) ([]byte, func(), error) {
+	return f(ctx, id)
 }

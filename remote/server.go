@@ -1,0 +1,160 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+)
+
+// Server serves objects from an ObjectSource to remote Clients.
+//
+// Goroutines: one accept loop, plus one per open connection. Close stops
+// all of them and waits. mu guards conns and closed only; it is never held
+// across I/O.
+type Server struct {
+	src ObjectSource
+	ln  net.Listener
+
+	ctx    context.Context // cancelled by Close; passed to src.Open
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+}
+
+// Listen starts a Server on addr (e.g. "127.0.0.1:0") serving src.
+func Listen(addr string, src ObjectSource) (*Server, error) {
+	if src == nil {
+		return nil, errs.Invalidf("remote: nil ObjectSource")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, errs.Unavailablef("remote: listen %s: %v", addr, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{src: src, ln: ln, ctx: ctx, cancel: cancel, conns: make(map[net.Conn]struct{})}
+	s.wg.Add(1)
+	go s.acceptLoop()
+	return s, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Close stops accepting, closes every connection (failing transfers in
+// progress on the client side) and waits for the server's goroutines.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	conns := make([]net.Conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+
+	s.cancel()
+	err := s.ln.Close()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) acceptLoop() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return // listener closed
+		}
+		if !s.track(c) {
+			_ = c.Close()
+			return
+		}
+		s.wg.Add(1)
+		go s.serveConn(c)
+	}
+}
+
+func (s *Server) track(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(c net.Conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	_ = c.Close()
+}
+
+func (s *Server) serveConn(c net.Conn) {
+	defer s.wg.Done()
+	defer s.untrack(c)
+	var req [requestLen]byte
+	for {
+		if _, err := io.ReadFull(c, req[:]); err != nil {
+			return // peer closed or server closing
+		}
+		if req[0] != opPull {
+			return // protocol violation: drop the connection
+		}
+		var id ids.ObjectID
+		copy(id[:], req[1:])
+		if err := s.serveOne(c, id); err != nil {
+			return
+		}
+	}
+}
+
+// serveOne answers one pull. A non-nil error means the connection is no
+// longer usable.
+func (s *Server) serveOne(c net.Conn, id ids.ObjectID) error {
+	data, release, err := s.src.Open(s.ctx, id)
+	if err != nil {
+		status := statusError
+		if errors.Is(err, errs.ErrNotFound) {
+			status = statusNotFound
+		}
+		msg := err.Error()
+		if len(msg) > maxMessageLen {
+			msg = msg[:maxMessageLen]
+		}
+		hdr := encodeReply(status, uint64(len(msg)))
+		if _, err := c.Write(append(hdr[:], msg...)); err != nil {
+			return err
+		}
+		return nil
+	}
+	if release != nil {
+		defer release()
+	}
+	hdr := encodeReply(statusOK, uint64(len(data)))
+	if _, err := c.Write(hdr[:]); err != nil {
+		return err
+	}
+	for off := 0; off < len(data); off += ChunkSize {
+		end := min(off+ChunkSize, len(data))
+		if _, err := c.Write(data[off:end]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

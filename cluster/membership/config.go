@@ -63,7 +63,9 @@ type Config struct {
 
 	// System and Events, if both set, receive every membership event as an
 	// actor message (NodeJoined, NodeLeft, NodeUpdated), in order. Set both
-	// or neither.
+	// or neither. Delivery runs on a goroutine of its own, so memberlist is
+	// never blocked; the actor should still use an unbounded mailbox (the
+	// default), since Shutdown waits for a delivery in progress.
 	System *actor.ActorSystem
 	Events *actor.PID
 }

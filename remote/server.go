@@ -150,6 +150,11 @@ func (s *Server) serveOne(c net.Conn, id ids.ObjectID) error {
 	if _, err := c.Write(hdr[:]); err != nil {
 		return err
 	}
-	_, err = c.Write(data)
-	return err
+	for off := 0; off < len(data); off += ChunkSize {
+		end := min(off+ChunkSize, len(data))
+		if _, err := c.Write(data[off:end]); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
@@ -66,6 +67,7 @@ type core struct {
 
 	workerStores sync.Map // ids.WorkerID -> *objectstore.Client
 	unsubscribe  func()
+	metrics      metric.Registration
 	closed       atomic.Bool
 	// isWorker: this core serves a worker process (see worker.go).
 	isWorker bool
@@ -250,6 +252,13 @@ func (rt *core) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("atoll: subscribe to actor events: %w", err)
 	}
+	mp := cfg.meterProvider
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	if rt.metrics, err = rt.registerMetrics(mp); err != nil {
+		return fmt.Errorf("atoll: metrics: %w", err)
+	}
 	host, _ := os.Hostname()
 	if err := rt.gcsClient.RegisterNode(ctx, &atollpb.NodeInfo{
 		NodeId: rt.nodeID.Bytes(), Address: rt.rayletPID.Id, Resources: res, State: atollpb.NodeState_NODE_ALIVE,
@@ -291,6 +300,9 @@ func (rt *core) stop(ctx context.Context) error {
 	}
 	if rt.unsubscribe != nil {
 		rt.unsubscribe()
+	}
+	if rt.metrics != nil {
+		_ = rt.metrics.Unregister()
 	}
 	if rt.objects != nil {
 		rt.objects.close()

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -58,6 +59,7 @@ type config struct {
 	saturation       float64
 	spillDirs        []string
 	noSpill          bool
+	meterProvider    metric.MeterProvider
 }
 
 // WorkerMode says where tasks and actors run.
@@ -149,6 +151,12 @@ func WithInlineThreshold(bytes int) Option { return func(c *config) { c.inlineTh
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(c *config) { c.tracerProvider = tp }
 }
+
+// WithMeterProvider sets where the node's metrics go (object store bytes,
+// spilled bytes, queue lengths, workers); default the global provider
+// (otel.GetMeterProvider()), a no-op unless the program installs one (a
+// Prometheus exporter, an OTLP reader).
+func WithMeterProvider(mp metric.MeterProvider) Option { return func(c *config) { c.meterProvider = mp } }
 
 // WithLogger sets the runtime's logger (default slog.Default()). Records
 // logged with a task's context carry trace_id, span_id and task_id.

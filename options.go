@@ -156,7 +156,9 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // spilled bytes, queue lengths, workers); default the global provider
 // (otel.GetMeterProvider()), a no-op unless the program installs one (a
 // Prometheus exporter, an OTLP reader).
-func WithMeterProvider(mp metric.MeterProvider) Option { return func(c *config) { c.meterProvider = mp } }
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) { c.meterProvider = mp }
+}
 
 // WithLogger sets the runtime's logger (default slog.Default()). Records
 // logged with a task's context carry trace_id, span_id and task_id.

@@ -215,11 +215,7 @@ func callActor(ctx context.Context, st *actorState, method string, numReturns in
 		err = errs.Invalidf("call on a zero ActorHandle")
 	}
 	if err != nil {
-		hs := make([]*refHandle, numReturns)
-		for i := range hs {
-			hs[i] = &refHandle{err: err, state: &handleState{}}
-		}
-		return hs
+		return failedHandles(numReturns, err)
 	}
 	cc := newCallConfig(opts)
 	retries := st.maxTaskRetries

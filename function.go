@@ -89,11 +89,7 @@ func checkArgs(args []argData, n int) error {
 func call(ctx context.Context, name string, numReturns int, opts []CallOption, args ...argSource) []*refHandle {
 	rt, err := running()
 	if err != nil {
-		hs := make([]*refHandle, numReturns)
-		for i := range hs {
-			hs[i] = &refHandle{err: err, state: &handleState{}}
-		}
-		return hs
+		return failedHandles(numReturns, err)
 	}
 	cc := newCallConfig(opts)
 	spec := &atollpb.TaskSpec{
@@ -106,6 +102,16 @@ func call(ctx context.Context, name string, numReturns int, opts []CallOption, a
 		spec.Resources = map[string]float64{"CPU": 1}
 	}
 	return rt.submit(ctx, spec, args, cc, nil)
+}
+
+// failedHandles returns n detached handles that report err: a call that
+// could not be submitted at all.
+func failedHandles(n int, err error) []*refHandle {
+	hs := make([]*refHandle, n)
+	for i := range hs {
+		hs[i] = &refHandle{err: err, state: &handleState{}}
+	}
+	return hs
 }
 
 // Func0 is a registered remote function with no arguments.

@@ -176,7 +176,7 @@ func (rt *core) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if rt.gcsPID, err = root.SpawnNamed(gcsProps, "gcs"); err != nil {
+	if rt.gcsPID, err = root.SpawnNamed(rt.withFaults(gcsProps), "gcs"); err != nil {
 		return fmt.Errorf("atoll: start GCS: %w", err)
 	}
 	rt.gcsClient = gcs.NewClient(rt.nc, gcs.ClientOptions{WaitForServer: true})
@@ -203,7 +203,7 @@ func (rt *core) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if rt.storePID, err = root.SpawnNamed(storeProps, "objectstore"); err != nil {
+	if rt.storePID, err = root.SpawnNamed(rt.withFaults(storeProps), "objectstore"); err != nil {
 		return fmt.Errorf("atoll: start object store: %w", err)
 	}
 	rt.store = objectstore.NewClient(root, rt.storePID, rt.arena, rt.workerID)
@@ -211,7 +211,7 @@ func (rt *core) start(ctx context.Context) error {
 	rt.tasks = newTaskTable()
 	rt.actors = newActorTable()
 
-	if rt.ownerPID, err = root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &ownerActor{rt: rt} }), "owner"); err != nil {
+	if rt.ownerPID, err = root.SpawnNamed(rt.withFaults(actor.PropsFromProducer(func() actor.Actor { return &ownerActor{rt: rt} })), "owner"); err != nil {
 		return fmt.Errorf("atoll: start owner: %w", err)
 	}
 	if rt.reporterPID, err = root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &actorReporter{gcs: rt.gcsClient, log: rt.log} }), "actor-reporter"); err != nil {
@@ -237,11 +237,12 @@ func (rt *core) start(ctx context.Context) error {
 		OnWorkerDeath:  rt.workerDied,
 		ReportActor:    func(info *atollpb.ActorInfo) { root.Send(rt.reporterPID, info) },
 		Process:        rt.processConfig(),
+		Middleware:     rt.faultMiddleware(),
 	})
 	if err != nil {
 		return err
 	}
-	if rt.rayletPID, err = root.SpawnNamed(rayletProps, "raylet"); err != nil {
+	if rt.rayletPID, err = root.SpawnNamed(rt.withFaults(rayletProps), "raylet"); err != nil {
 		return fmt.Errorf("atoll: start raylet: %w", err)
 	}
 	rt.link = &driverLink{system: rt.system, raylet: rt.rayletPID, owner: rt.ownerPID}
@@ -340,6 +341,22 @@ func (rt *core) stop(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errList...)
+}
+
+// faultMiddleware returns the fault injector's middleware, if any.
+func (rt *core) faultMiddleware() []actor.ReceiverMiddleware {
+	if rt.cfg.faults == nil {
+		return nil
+	}
+	return []actor.ReceiverMiddleware{rt.cfg.faults.ReceiverMiddleware()}
+}
+
+// withFaults installs the fault injector on props, if there is one.
+func (rt *core) withFaults(props *actor.Props) *actor.Props {
+	if mw := rt.faultMiddleware(); mw != nil {
+		return props.Clone(actor.WithReceiverMiddleware(mw...))
+	}
+	return props
 }
 
 // processConfig returns how the raylet starts worker processes, or nil

@@ -7,6 +7,8 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/atoll-runtime/atoll/actors"
 )
 
 // Resources is a task's or actor's resource demand, or a node's capacity.
@@ -60,6 +62,7 @@ type config struct {
 	spillDirs        []string
 	noSpill          bool
 	meterProvider    metric.MeterProvider
+	faults           *actors.FaultInjector
 }
 
 // WorkerMode says where tasks and actors run.
@@ -159,6 +162,13 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(c *config) { c.meterProvider = mp }
 }
+
+// WithFaultInjector installs fi on the node's actors — the GCS, the object
+// store, the raylet, the owner, every worker and actor host — so a test
+// can drop, delay or duplicate the messages between them (atollpb types:
+// SubmitTask, TaskResult, PushTask, CreateObjectRequest, ...) while the
+// program runs. See actors.FaultInjector for the rules.
+func WithFaultInjector(fi *actors.FaultInjector) Option { return func(c *config) { c.faults = fi } }
 
 // WithLogger sets the runtime's logger (default slog.Default()). Records
 // logged with a task's context carry trace_id, span_id and task_id.

@@ -77,7 +77,7 @@ func (r *raylet) startActor(ctx actor.Context, t *task) {
 				proxy: proxy{id: w.ID, cfg: pc, raylet: raylet}, state: state}
 		})
 	}
-	a.pid = ctx.SpawnPrefix(props, "actor")
+	a.pid = ctx.SpawnPrefix(r.withMiddleware(props), "actor")
 	r.strategy.add(a.pid.Id, a.id, int(t.spec.GetActorCreation().GetMaxRestarts()))
 	r.actors[a.id] = a
 	r.byPID[a.pid.Id] = a.id

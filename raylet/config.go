@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
@@ -75,6 +76,9 @@ type Config struct {
 	// Saturation × worker slots at a time, consumers going first; default
 	// 1.0, +Inf disables (Dask's worker-saturation).
 	Saturation float64
+	// Middleware is installed on the workers and actor hosts the raylet
+	// spawns (fault injection, tracing).
+	Middleware []actor.ReceiverMiddleware
 	// Process, when set, runs workers and actors in worker processes;
 	// nil runs them on goroutines of this process.
 	Process *ProcessConfig

@@ -246,6 +246,14 @@ func (r *raylet) schedule(ctx actor.Context) {
 	}
 }
 
+// withMiddleware installs Config.Middleware on props of a child.
+func (r *raylet) withMiddleware(props *actor.Props) *actor.Props {
+	if len(r.cfg.Middleware) == 0 {
+		return props
+	}
+	return props.Clone(actor.WithReceiverMiddleware(r.cfg.Middleware...))
+}
+
 // argsCap is the most argument bytes running tasks may hold.
 func (r *raylet) argsCap() uint64 { return uint64(r.cfg.ArgsFraction * float64(r.cfg.StoreCapacity)) }
 
@@ -326,7 +334,7 @@ func (r *raylet) spawnWorker(ctx actor.Context) *worker {
 			return &procWorker{id: w.id, node: r.cfg.NodeID, cfg: pc, raylet: self, proxy: proxy{id: w.id, cfg: pc, raylet: self}}
 		})
 	}
-	w.pid = ctx.SpawnPrefix(props, "worker")
+	w.pid = ctx.SpawnPrefix(r.withMiddleware(props), "worker")
 	r.workers[w.id] = w
 	r.idle = append(r.idle, w.id)
 	return w

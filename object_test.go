@@ -220,3 +220,14 @@ func TestFailNextCreates(t *testing.T) {
 		t.Fatalf("inline puts never touch the store: %v", err)
 	}
 }
+
+func TestParseWorkerModeRoundTrips(t *testing.T) {
+	for _, m := range []atoll.WorkerMode{atoll.ProcessWorkers, atoll.InProcessWorkers} {
+		if got, err := atoll.ParseWorkerMode(m.String()); err != nil || got != m {
+			t.Fatalf("%v: %v %v", m, got, err)
+		}
+	}
+	if _, err := atoll.ParseWorkerMode("threads"); !errors.Is(err, atoll.ErrInvalidArgument) {
+		t.Fatalf("bad mode: %v", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atoll-runtime/atoll/actors"
+	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
 // Resources is a task's or actor's resource demand, or a node's capacity.
@@ -86,6 +87,18 @@ func (m WorkerMode) String() string {
 		return "inprocess"
 	}
 	return "process"
+}
+
+// ParseWorkerMode reads a mode as String writes it ("process" or
+// "inprocess"), for -mode flags; anything else is ErrInvalidArgument.
+func ParseWorkerMode(s string) (WorkerMode, error) {
+	switch s {
+	case "process":
+		return ProcessWorkers, nil
+	case "inprocess":
+		return InProcessWorkers, nil
+	}
+	return ProcessWorkers, errs.Invalidf("worker mode %q: want process or inprocess", s)
 }
 
 // WithWorkerMode chooses process workers (the default) or in-process

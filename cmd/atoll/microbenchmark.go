@@ -86,14 +86,11 @@ func parseMicrobenchmarkFlags(args []string) (microbench.Options, error) {
 	if fs.NArg() > 0 {
 		return opts, fmt.Errorf("microbenchmark: unexpected argument %q (flags only; see atoll microbenchmark -h)", fs.Arg(0))
 	}
-	switch *mode {
-	case "process":
-		opts.Mode = atoll.ProcessWorkers
-	case "inprocess":
-		opts.Mode = atoll.InProcessWorkers
-	default:
+	m, err := atoll.ParseWorkerMode(*mode)
+	if err != nil {
 		return opts, fmt.Errorf("microbenchmark: -mode %q: want process or inprocess", *mode)
 	}
+	opts.Mode = m
 	if *filter != "" {
 		re, err := regexp.Compile(*filter)
 		if err != nil {

@@ -74,13 +74,9 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	if n <= 0 || opts.tasks <= 0 || opts.workers <= 0 || opts.repeat <= 0 {
 		return fmt.Errorf("broadcast: -size, -tasks, -workers and -repeat must be positive")
 	}
-	mode := atoll.ProcessWorkers
-	switch opts.mode {
-	case "process":
-	case "inprocess":
-		mode = atoll.InProcessWorkers
-	default:
-		return fmt.Errorf("broadcast: -mode %q: want process or inprocess", opts.mode)
+	mode, err := atoll.ParseWorkerMode(opts.mode)
+	if err != nil {
+		return fmt.Errorf("broadcast: -mode: %w", err)
 	}
 	if opts.store == 0 {
 		opts.store = 2 * opts.size

@@ -238,13 +238,9 @@ func main() {
 }
 
 func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
-	mode := atoll.ProcessWorkers
-	switch opts.mode {
-	case "process":
-	case "inprocess":
-		mode = atoll.InProcessWorkers
-	default:
-		return fmt.Errorf("sort: -mode %q: want process or inprocess", opts.mode)
+	mode, err := atoll.ParseWorkerMode(opts.mode)
+	if err != nil {
+		return fmt.Errorf("sort: -mode: %w", err)
 	}
 	initOpts := []atoll.Option{atoll.WithWorkerMode(mode), atoll.WithNumCPUs(float64(opts.workers)),
 		atoll.WithObjectStoreMemory(uint64(opts.store))}

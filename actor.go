@@ -157,6 +157,7 @@ func newActor[T any](ctx context.Context, e *actorTypeEntry, args []argSource, o
 		ActorCreation: &atollpb.ActorCreationSpec{ActorType: e.name, Name: cc.actorName, MaxRestarts: int32(cc.maxRestarts),
 			MaxTaskRetries: int32(cc.maxTaskRetries), Namespace: rt.cfg.namespace},
 	}
+	spec.Scheduling = cc.scheduling
 	if cc.resources != nil {
 		spec.Resources = cc.resources.toMap()
 	}

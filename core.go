@@ -21,6 +21,7 @@ import (
 
 	"github.com/atoll-runtime/atoll/actors"
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/cluster"
 	"github.com/atoll-runtime/atoll/gcs"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -71,6 +72,13 @@ type core struct {
 	closed       atomic.Bool
 	// isWorker: this core serves a worker process (see worker.go).
 	isWorker bool
+	// clusterAddress is the NATS address of the cluster this core joined
+	// or heads (empty in the embedded default).
+	clusterAddress string
+	// workerBinary is the program that runs this job's tasks (sent with
+	// every task, for nodes started without one).
+	workerBinary string
+	gateway      *cluster.Gateway
 }
 
 var (
@@ -103,8 +111,17 @@ func Init(ctx context.Context, opts ...Option) (err error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if IsWorker() {
+	if os.Getenv(raylet.EnvWorker) == "1" {
 		serveWorker(cfg) // never returns
+	}
+	if os.Getenv(EnvNode) != "" {
+		runNodeFromEnv() // never returns
+	}
+	if cfg.address == "" {
+		cfg.address = os.Getenv(EnvAddress)
+	}
+	if cfg.address != "" && cfg.workerMode != ProcessWorkers {
+		return errs.Invalidf("WithAddress: a driver connected to a cluster runs its tasks in worker processes (InProcessWorkers is for the embedded cluster)")
 	}
 	rt := &core{cfg: cfg, nodeID: ids.NewNodeID(), jobID: ids.NewJobID(), workerID: ids.NewWorkerID(), putTask: ids.NewTaskID()}
 	defer func() {
@@ -126,8 +143,12 @@ func (rt *core) start(ctx context.Context) error {
 		rt.log = slog.Default()
 	}
 	rt.log = slog.New(telemetry.NewLogHandler(rt.log.Handler())).With("component", "atoll")
-	if cfg.numCPUs == 0 {
-		cfg.numCPUs = float64(goruntime.NumCPU())
+	if cfg.numCPUs == 0 && cfg.address == "" {
+		cfg.numCPUs = float64(goruntime.NumCPU()) // a driver's own node in a cluster gets none by default
+	}
+	rt.workerBinary = cfg.workerBinary
+	if rt.workerBinary == "" {
+		rt.workerBinary, _ = os.Executable()
 	}
 	if cfg.numCPUs < 0 {
 		return errs.Invalidf("WithNumCPUs(%g): must not be negative", cfg.numCPUs)
@@ -161,27 +182,24 @@ func (rt *core) start(ctx context.Context) error {
 		}
 		rt.sessionDir, rt.ownSessionDir = dir, true
 	}
-	var err error
-	rt.nats, err = natsembed.Start(natsembed.Config{Port: -1, StoreDir: filepath.Join(rt.sessionDir, "nats"), ServerName: "atoll-" + rt.nodeID.Short()})
-	if err != nil {
-		return fmt.Errorf("atoll: embedded NATS: %w", err)
-	}
-	if rt.nc, err = rt.nats.Connect(); err != nil {
-		return fmt.Errorf("atoll: connect to embedded NATS: %w", err)
+	if err := rt.connectControlPlane(); err != nil {
+		return err
 	}
 	rt.system = actors.NewSystem(rt.log)
 	root := rt.system.Root
-
-	gcsProps, err := gcs.NewProps(gcs.Config{Conn: rt.nc, Logger: quiet(rt.log), TracerProvider: tp})
-	if err != nil {
-		return err
+	if rt.runsGCS() {
+		gcsProps, err := gcs.NewProps(gcs.Config{Conn: rt.nc, Logger: quiet(rt.log), TracerProvider: tp})
+		if err != nil {
+			return err
+		}
+		if rt.gcsPID, err = root.SpawnNamed(rt.withFaults(gcsProps), "gcs"); err != nil {
+			return fmt.Errorf("atoll: start GCS: %w", err)
+		}
 	}
-	if rt.gcsPID, err = root.SpawnNamed(rt.withFaults(gcsProps), "gcs"); err != nil {
-		return fmt.Errorf("atoll: start GCS: %w", err)
-	}
+	var err error
 	rt.gcsClient = gcs.NewClient(rt.nc, gcs.ClientOptions{WaitForServer: true})
 	rt.gcs = rt.gcsClient
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	_, err = rt.gcsClient.ListNodes(wctx)
 	cancel()
 	if err != nil {
@@ -207,7 +225,13 @@ func (rt *core) start(ctx context.Context) error {
 		return fmt.Errorf("atoll: start object store: %w", err)
 	}
 	rt.store = objectstore.NewClient(root, rt.storePID, rt.arena, rt.workerID)
-	rt.objects = newObjectTable(func(stored []ids.ObjectID) { rt.store.Delete(stored...) })
+	rt.objects = newObjectTable(func(stored []ids.ObjectID) {
+		if rt.gateway != nil {
+			rt.gateway.Free(idsBytes(stored)) // every node's copy
+			return
+		}
+		rt.store.Delete(stored...)
+	})
 	rt.tasks = newTaskTable()
 	rt.actors = newActorTable()
 
@@ -222,8 +246,21 @@ func (rt *core) start(ctx context.Context) error {
 		res[k] = v
 	}
 	res[raylet.CPU] = cfg.numCPUs
-	if _, ok := res[raylet.Memory]; !ok {
+	if _, ok := res[raylet.Memory]; !ok && cfg.numCPUs > 0 {
+		// A driver's node without CPUs advertises nothing, so placement
+		// never picks it for work the cluster's nodes can do.
 		res[raylet.Memory] = float64(totalMemory())
+	}
+	host, _ := os.Hostname()
+	info := &atollpb.NodeInfo{NodeId: rt.nodeID.Bytes(), Address: "raylet", Resources: res, State: atollpb.NodeState_NODE_ALIVE,
+		StartTimeUnixMs: time.Now().UnixMilli(), ObjectStoreBytes: rt.arena.Size(), Hostname: host,
+		IsHead: rt.runsGCS(), IsDriver: cfg.node == nil}
+	var clusterCfg *raylet.ClusterConfig
+	if rt.clustered() {
+		if err := rt.startGateway(info); err != nil {
+			return err
+		}
+		clusterCfg = rt.gateway.RayletConfig(0)
 	}
 	rayletProps, err := raylet.NewProps(raylet.Config{
 		NodeID:         rt.nodeID,
@@ -238,6 +275,7 @@ func (rt *core) start(ctx context.Context) error {
 		ReportActor:    func(info *atollpb.ActorInfo) { root.Send(rt.reporterPID, info) },
 		Process:        rt.processConfig(),
 		Middleware:     rt.faultMiddleware(),
+		Cluster:        clusterCfg,
 	})
 	if err != nil {
 		return err
@@ -245,7 +283,7 @@ func (rt *core) start(ctx context.Context) error {
 	if rt.rayletPID, err = root.SpawnNamed(rt.withFaults(rayletProps), "raylet"); err != nil {
 		return fmt.Errorf("atoll: start raylet: %w", err)
 	}
-	rt.link = &driverLink{system: rt.system, raylet: rt.rayletPID, owner: rt.ownerPID}
+	rt.link = &driverLink{system: rt.system, raylet: rt.rayletPID, owner: rt.ownerPID, node: rt.nodeID, gateway: rt.gateway}
 	rt.unsubscribe, err = rt.gcsClient.SubscribeActorEvents(func(info *atollpb.ActorInfo) {
 		root.Send(rt.ownerPID, info)
 		root.Send(rt.rayletPID, info) // for callers inside worker processes
@@ -260,16 +298,16 @@ func (rt *core) start(ctx context.Context) error {
 	if rt.metrics, err = rt.registerMetrics(mp); err != nil {
 		return fmt.Errorf("atoll: metrics: %w", err)
 	}
-	host, _ := os.Hostname()
-	if err := rt.gcsClient.RegisterNode(ctx, &atollpb.NodeInfo{
-		NodeId: rt.nodeID.Bytes(), Address: rt.rayletPID.Id, Resources: res, State: atollpb.NodeState_NODE_ALIVE,
-		StartTimeUnixMs: time.Now().UnixMilli(), ObjectStoreBytes: rt.arena.Size(), Hostname: host, IsHead: true,
-	}); err != nil {
-		return fmt.Errorf("atoll: register node: %w", err)
+	if !rt.clustered() {
+		if err := rt.gcsClient.RegisterNode(ctx, info); err != nil {
+			return fmt.Errorf("atoll: register node: %w", err)
+		}
 	}
-	if err := rt.gcsClient.AddJob(ctx, &atollpb.JobInfo{JobId: rt.jobID.Bytes(), DriverAddress: rt.ownerPID.Id,
-		StartTimeUnixMs: time.Now().UnixMilli(), Entrypoint: entrypoint()}); err != nil {
-		return fmt.Errorf("atoll: register job: %w", err)
+	if cfg.node == nil {
+		if err := rt.gcsClient.AddJob(ctx, &atollpb.JobInfo{JobId: rt.jobID.Bytes(), DriverAddress: rt.ownerPID.Id,
+			StartTimeUnixMs: time.Now().UnixMilli(), Entrypoint: entrypoint(), WorkerBinary: rt.workerBinary}); err != nil {
+			return fmt.Errorf("atoll: register job: %w", err)
+		}
 	}
 	rt.log.Debug("atoll started", "node", rt.nodeID.String(), "cpus", cfg.numCPUs, "store_bytes", rt.arena.Size())
 	return nil
@@ -292,7 +330,7 @@ func Shutdown(ctx context.Context) error {
 func (rt *core) stop(ctx context.Context) error {
 	rt.closed.Store(true)
 	var errList []error
-	if rt.gcsClient != nil && rt.rayletPID != nil {
+	if rt.gcsClient != nil && rt.rayletPID != nil && rt.cfg.node == nil {
 		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		if err := rt.gcsClient.FinishJob(fctx, rt.jobID.Bytes()); err != nil {
 			rt.log.Debug("finish job", "err", err)
@@ -310,6 +348,9 @@ func (rt *core) stop(ctx context.Context) error {
 	}
 	if rt.tasks != nil {
 		rt.tasks.failAll(errs.Unavailablef("atoll shut down"), rt)
+	}
+	if rt.gateway != nil {
+		rt.gateway.Stop()
 	}
 	if rt.system != nil {
 		for _, pid := range []*actor.PID{rt.rayletPID, rt.ownerPID, rt.reporterPID, rt.storePID, rt.gcsPID} {
@@ -365,10 +406,20 @@ func (rt *core) processConfig() *raylet.ProcessConfig {
 	if rt.cfg.workerMode != ProcessWorkers {
 		return nil
 	}
-	return &raylet.ProcessConfig{
+	pc := &raylet.ProcessConfig{
 		Binary: rt.cfg.workerBinary, Arena: rt.arena.File(), ArenaSize: rt.arena.Size(), Store: rt.storePID,
 		GCS: rt.gcsClient.Do, Output: rt.cfg.workerOutput,
 	}
+	if rt.cfg.node != nil {
+		// A cluster node runs each job's own binary unless it was given one.
+		pc.Binary, pc.PerJobBinary = rt.cfg.node.WorkerBinary, true
+		pc.Args = []string{}
+	}
+	if g := rt.gateway; g != nil {
+		pc.Fetch = g.Fetch
+		pc.Delete = func(req *atollpb.DeleteObjectsRequest) { g.Free(req.ObjectIds) }
+	}
+	return pc
 }
 
 // workerDied reclaims a dead worker's pins, its unsealed objects and the

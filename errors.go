@@ -28,6 +28,12 @@ type (
 	CancelledError = errs.CancelledError
 	// OwnerDiedError: the process owning the object died.
 	OwnerDiedError = errs.OwnerDiedError
+	// NodeDiedError: the node running the task, or holding the actor,
+	// died and retries ran out.
+	NodeDiedError = errs.NodeDiedError
+	// UnschedulableError: no node can run the task under its scheduling
+	// strategy (a hard node affinity to a dead or unknown node).
+	UnschedulableError = errs.UnschedulableError
 )
 
 // Sentinels for errors.Is.
@@ -42,6 +48,8 @@ var (
 	ErrOwnerDied       = errs.ErrOwnerDied
 	ErrInvalidArgument = errs.ErrInvalidArgument
 	ErrNotFound        = errs.ErrNotFound
+	ErrNodeDied        = errs.ErrNodeDied
+	ErrUnschedulable   = errs.ErrUnschedulable
 	// ErrUnavailable: atoll is not running (ErrNotInitialized) or shutting
 	// down.
 	ErrUnavailable    = errs.ErrUnavailable

@@ -140,19 +140,38 @@ func (rt *core) fetchArgs(ctx context.Context, store storeAPI, spec *atollpb.Tas
 	args := make([]argData, len(spec.Args))
 	var want []ids.ObjectID
 	var slots []int
+	var remote []*atollpb.ObjectRef
 	for i, a := range spec.Args {
 		if v := a.GetValue(); v != nil {
 			args[i] = argData{codec: v.Codec, data: v.GetInline()}
 			continue
 		}
-		want = append(want, ids.MustObjectID(a.GetRef().GetObjectId()))
+		ref := a.GetRef()
+		want = append(want, ids.MustObjectID(ref.GetObjectId()))
 		slots = append(slots, i)
+		if n := ref.GetNodeId(); len(n) > 0 && ids.MustFromBytes(n) != rt.nodeID {
+			remote = append(remote, ref)
+		}
+	}
+	for _, b := range spec.Borrowed {
+		if rt.isRemote(b.Value) {
+			remote = append(remote, refOf(ids.MustObjectID(b.ObjectId), b.Value))
+		}
+	}
+	if len(want) == 0 && len(remote) == 0 {
+		return args, func() {}, nil
+	}
+	_, span := rt.tracer.Start(ctx, "fetch_args "+spec.Name, trace.WithAttributes(attribute.Int("atoll.objects", len(want)),
+		attribute.Int("atoll.remote_objects", len(remote))))
+	defer span.End()
+	if len(remote) > 0 {
+		if err := rt.link.fetch(ctx, remote); err != nil {
+			return nil, nil, err
+		}
 	}
 	if len(want) == 0 {
 		return args, func() {}, nil
 	}
-	_, span := rt.tracer.Start(ctx, "fetch_args "+spec.Name, trace.WithAttributes(attribute.Int("atoll.objects", len(want))))
-	defer span.End()
 	objs, err := store.Get(ctx, want, 0)
 	if err != nil {
 		return nil, nil, err
@@ -206,7 +225,7 @@ func (rt *core) storeOutputs(ctx context.Context, store storeAPI, spec *atollpb.
 			if err := store.PutOwned(ctx, id, enc.Codec, enc.Data, owner); err != nil && !errors.Is(err, objectstore.ErrObjectExists) {
 				return nil, err
 			}
-			value.Kind = storedValue(id, enc.Codec, len(enc.Data)).Kind
+			value.Kind = rt.storedValue(id, enc.Codec, len(enc.Data)).Kind
 		}
 		returns[i] = &atollpb.ReturnObject{ObjectId: id.Bytes(), Value: value}
 	}

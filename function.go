@@ -96,6 +96,7 @@ func call(ctx context.Context, name string, numReturns int, opts []CallOption, a
 		Type: atollpb.TaskType_NORMAL_TASK, Function: name, Name: cc.name, NumReturns: int32(numReturns),
 		MaxRetries: int32(cc.maxRetries), RetryExceptions: cc.retryExceptions,
 	}
+	spec.Scheduling = cc.scheduling
 	if cc.resources != nil {
 		spec.Resources = cc.resources.toMap()
 	} else {

@@ -7,8 +7,10 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/cluster"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/objectstore"
+	"github.com/atoll-runtime/atoll/raylet"
 )
 
 // nodeLink is how a process's core reaches its node: task submission,
@@ -22,6 +24,8 @@ type nodeLink interface {
 	callActor(address string, spec *atollpb.TaskSpec)
 	killActor(m *atollpb.KillActor)
 	killWorker(m *atollpb.KillWorker)
+	// fetch pulls objects held on other nodes into the node's store.
+	fetch(ctx context.Context, refs []*atollpb.ObjectRef) error
 }
 
 // storeAPI is the object store as a process sees it: zero-copy views into
@@ -55,6 +59,9 @@ type driverLink struct {
 	system *actor.ActorSystem
 	raylet *actor.PID
 	owner  *actor.PID
+	node   ids.NodeID
+	// gateway connects the node to a cluster (nil: a single node).
+	gateway *cluster.Gateway
 }
 
 func (l *driverLink) submitTask(spec *atollpb.TaskSpec) {
@@ -74,7 +81,19 @@ func (l *driverLink) setBlocked(id ids.TaskID, blocked bool) {
 }
 
 func (l *driverLink) callActor(address string, spec *atollpb.TaskSpec) {
-	l.system.Root.RequestWithCustomSender(l.system.NewLocalPID(address), &atollpb.PushTask{Spec: spec}, l.owner)
+	node, local := raylet.SplitActorAddress(address)
+	if l.gateway != nil && !node.IsZero() && node != l.node {
+		l.gateway.CallActor(node, local, spec, l.owner)
+		return
+	}
+	l.system.Root.RequestWithCustomSender(l.system.NewLocalPID(local), &atollpb.PushTask{Spec: spec}, l.owner)
+}
+
+func (l *driverLink) fetch(ctx context.Context, refs []*atollpb.ObjectRef) error {
+	if l.gateway == nil {
+		return nil // a single node holds everything
+	}
+	return l.gateway.Fetch(ctx, refs)
 }
 
 func (l *driverLink) killActor(m *atollpb.KillActor)   { l.system.Root.Send(l.raylet, m) }

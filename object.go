@@ -83,14 +83,43 @@ func PutWith[E Elem](ctx context.Context, n int, fill func([]E)) (ObjectRef[[]E]
 	if err := rt.store.Seal(ctx, id); err != nil {
 		return ObjectRef[[]E]{}, err
 	}
-	rt.objects.add(id, storedValue(id, c, size), telemetry.Inject(ctx), nil)
+	rt.objects.add(id, rt.storedValue(id, c, size), telemetry.Inject(ctx), nil)
 	return ObjectRef[[]E]{h: newHandle(rt, id)}, nil
 }
 
 func (rt *core) newPutID() ids.ObjectID { return ids.PutObjectID(rt.putTask, rt.putSeq.Add(1)) }
 
-func storedValue(id ids.ObjectID, c atollpb.Codec, size int) *atollpb.Value {
-	return &atollpb.Value{Codec: c, Kind: &atollpb.Value_Stored{Stored: &atollpb.ObjectLocation{ObjectId: id.Bytes(), Length: uint64(size), Codec: c}}}
+// storedValue is the value of an object stored in this node's store.
+func (rt *core) storedValue(id ids.ObjectID, c atollpb.Codec, size int) *atollpb.Value {
+	return &atollpb.Value{Codec: c, Kind: &atollpb.Value_Stored{Stored: &atollpb.ObjectLocation{ObjectId: id.Bytes(), Length: uint64(size), Codec: c, NodeId: rt.nodeID.Bytes()}}}
+}
+
+// refOf is the reference to a stored object with its location, for a
+// fetch.
+func refOf(id ids.ObjectID, v *atollpb.Value) *atollpb.ObjectRef {
+	st := v.GetStored()
+	return &atollpb.ObjectRef{ObjectId: id.Bytes(), NodeId: st.GetNodeId(), Codec: st.GetCodec(), Size: st.GetLength()}
+}
+
+// isRemote reports whether a stored value lives on another node.
+func (rt *core) isRemote(v *atollpb.Value) bool {
+	n := v.GetStored().GetNodeId()
+	return len(n) > 0 && ids.MustFromBytes(n) != rt.nodeID
+}
+
+// fetchRemote pulls the stored values among values that live on other
+// nodes into this node's store.
+func (rt *core) fetchRemote(ctx context.Context, idList []ids.ObjectID, values []*atollpb.Value) error {
+	var refs []*atollpb.ObjectRef
+	for i, v := range values {
+		if rt.isRemote(v) {
+			refs = append(refs, refOf(idList[i], v))
+		}
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	return rt.link.fetch(ctx, refs)
 }
 
 // putEncoded stores an encoded value as a new object with one reference.
@@ -113,7 +142,7 @@ func (rt *core) putEncoded(ctx context.Context, enc codec.Encoded) (ids.ObjectID
 		rt.objects.decRef(contained...)
 		return id, err
 	}
-	rt.objects.add(id, storedValue(id, enc.Codec, len(enc.Data)), producer, contained)
+	rt.objects.add(id, rt.storedValue(id, enc.Codec, len(enc.Data)), producer, contained)
 	return id, nil
 }
 
@@ -148,6 +177,7 @@ func GetAll[T any](ctx context.Context, refs []ObjectRef[T]) ([]T, error) {
 	out := make([]T, len(refs))
 	values := make([]*atollpb.Value, len(refs))
 	var stored []ids.ObjectID
+	var storedValues []*atollpb.Value
 	for i, r := range refs {
 		if err := r.check(); err != nil {
 			return nil, err
@@ -162,6 +192,12 @@ func GetAll[T any](ctx context.Context, refs []ObjectRef[T]) ([]T, error) {
 		values[i] = v
 		if v.GetStored() != nil && v.GetError() == nil {
 			stored = append(stored, r.h.id)
+			storedValues = append(storedValues, v)
+		}
+	}
+	if len(stored) > 0 {
+		if err := refs[0].h.rt.fetchRemote(ctx, stored, storedValues); err != nil {
+			return nil, err
 		}
 	}
 	if len(stored) > 1 {
@@ -230,6 +266,11 @@ func decodeValue[T any](ctx context.Context, rt *core, h *refHandle, value *atol
 	case value.GetError() != nil:
 		return zero, errs.FromProto(value.GetError())
 	case value.GetStored() != nil:
+		if rt.isRemote(value) {
+			if err := rt.link.fetch(ctx, []*atollpb.ObjectRef{refOf(h.id, value)}); err != nil {
+				return zero, err
+			}
+		}
 		objs, err := rt.store.GetWithPriority(ctx, []ids.ObjectID{h.id}, 0, objectstore.PriorityGet)
 		if err != nil {
 			return zero, err

@@ -1,6 +1,7 @@
 package atoll
 
 import (
+	"encoding/hex"
 	"io"
 	"log/slog"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atoll-runtime/atoll/actors"
+	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
@@ -64,6 +66,11 @@ type config struct {
 	noSpill          bool
 	meterProvider    metric.MeterProvider
 	faults           *actors.FaultInjector
+	address          string
+	nodeIP           string
+	failureTimeout   time.Duration
+	// node is set when this core is a cluster node started by StartNode.
+	node *NodeConfig
 }
 
 // WorkerMode says where tasks and actors run.
@@ -206,6 +213,7 @@ type callConfig struct {
 	actorName       string
 	maxRestarts     int
 	maxTaskRetries  int
+	scheduling      *atollpb.SchedulingStrategy
 }
 
 func newCallConfig(opts []CallOption) callConfig {
@@ -248,3 +256,49 @@ func MaxRestarts(n int) CallOption { return func(c *callConfig) { c.maxRestarts 
 // MaxTaskRetries sets how many times an actor call that was running when
 // the actor crashed is retried on the restarted actor (default 0).
 func MaxTaskRetries(n int) CallOption { return func(c *callConfig) { c.maxTaskRetries = n } }
+
+// WithAddress connects the driver to a running cluster instead of starting
+// the embedded one: address is the head's host:port (or nats:// URL), or
+// "auto" for the cluster `atoll start --head` recorded on this machine.
+// Without it Init reads ATOLL_ADDRESS. The driver then runs a node of its
+// own that holds the objects it puts and gets; it gives that node no CPUs
+// unless WithNumCPUs says otherwise, so its tasks run on the cluster.
+func WithAddress(address string) Option { return func(c *config) { c.address = address } }
+
+// WithFailureTimeout bounds the time the cluster takes to declare a failed
+// node dead (default 5 s, at least 1.2 s).
+func WithFailureTimeout(d time.Duration) Option { return func(c *config) { c.failureTimeout = d } }
+
+// Spread places the task (or actor) round-robin over the nodes that can
+// run it (Ray's "SPREAD" strategy).
+func Spread() CallOption {
+	return func(c *callConfig) {
+		c.scheduling = &atollpb.SchedulingStrategy{Kind: atollpb.SchedulingStrategy_SPREAD}
+	}
+}
+
+// OnNode places the task (or actor) on the node with id nodeID (hex, as
+// CurrentNodeID returns). With soft it falls back to the default placement
+// if that node is gone or cannot run it; otherwise the call fails with an
+// UnschedulableError.
+func OnNode(nodeID string, soft bool) CallOption {
+	return func(c *callConfig) {
+		b, _ := hex.DecodeString(nodeID)
+		c.scheduling = &atollpb.SchedulingStrategy{Kind: atollpb.SchedulingStrategy_NODE_AFFINITY, NodeId: b, Soft: soft}
+	}
+}
+
+// CurrentNodeID is the id (hex) of the node this code runs on: inside a
+// task or actor, its node; in a driver, the driver's own node.
+func CurrentNodeID() string {
+	rt := current()
+	if rt == nil {
+		return ""
+	}
+	return rt.nodeID.String()
+}
+
+// WithNodeIP is the address other nodes reach the driver's node at (to
+// pull the objects it holds) when connected to a cluster; default
+// 127.0.0.1, right for a cluster on one machine.
+func WithNodeIP(ip string) Option { return func(c *config) { c.nodeIP = ip } }

@@ -84,6 +84,7 @@ func (rt *core) submit(ctx context.Context, spec *atollpb.TaskSpec, args []argSo
 	spec.TaskId = task.Bytes()
 	spec.JobId = rt.jobID.Bytes()
 	spec.OwnerId = rt.workerID.Bytes()
+	spec.WorkerBinary = rt.workerBinary
 	if spec.Name == "" {
 		spec.Name = spec.Function
 	}
@@ -209,7 +210,8 @@ func (rt *core) dispatch(pt *pendingTask) {
 		if inline := value.GetInline(); inline != nil || value.GetStored() == nil {
 			pt.spec.Args[pt.depArgIdx[j]] = &atollpb.TaskArg{Kind: &atollpb.TaskArg_Value{Value: value}}
 		} else {
-			pt.spec.Args[pt.depArgIdx[j]].GetRef().Size = value.GetStored().GetLength()
+			ref, st := pt.spec.Args[pt.depArgIdx[j]].GetRef(), value.GetStored()
+			ref.Size, ref.NodeId, ref.Codec = st.GetLength(), st.GetNodeId(), st.GetCodec()
 		}
 	}
 	for _, held := range pt.holds {
@@ -276,7 +278,7 @@ func (rt *core) retry(pt *pendingTask, res *atollpb.TaskResult) bool {
 		if !res.ActorCrashed && !(pt.spec.RetryExceptions && res.Error.Code == atollpb.ErrorCode_TASK_ERROR) {
 			return false
 		}
-	case res.Error.Code == atollpb.ErrorCode_WORKER_CRASHED:
+	case res.Error.Code == atollpb.ErrorCode_WORKER_CRASHED, res.Error.Code == atollpb.ErrorCode_NODE_DIED:
 	case res.Error.Code == atollpb.ErrorCode_TASK_ERROR && pt.spec.RetryExceptions:
 	default:
 		return false

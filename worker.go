@@ -29,7 +29,7 @@ import (
 // worker, Init serves tasks and never returns, so call Init at the top of
 // main, before any work a worker should not repeat; use IsWorker to skip
 // setup that only the driver needs (a TestMain, for instance).
-func IsWorker() bool { return os.Getenv(raylet.EnvWorker) == "1" }
+func IsWorker() bool { return os.Getenv(raylet.EnvWorker) == "1" || os.Getenv(EnvNode) != "" }
 
 // serveWorker turns this process into a worker and never returns: it
 // exits when the raylet closes the connection or asks it to.
@@ -70,6 +70,7 @@ func newWorkerCore(cfg config) (*core, *workerServer, error) {
 		cfg.namespace = "default"
 	}
 	rt := &core{cfg: cfg, nodeID: nodeID, workerID: workerID, jobID: ids.NewJobID(), putTask: ids.NewTaskID(), arena: arena, isWorker: true}
+	rt.workerBinary, _ = os.Executable()
 	rt.log = cfg.logger
 	if rt.log == nil {
 		rt.log = slog.Default()
@@ -229,4 +230,9 @@ func rayletCall(ctx context.Context, conn *workerconn.Conn, f *atollpb.Frame) (*
 func unhex(s string) []byte {
 	b, _ := hex.DecodeString(s)
 	return b
+}
+
+func (l *workerLink) fetch(ctx context.Context, refs []*atollpb.ObjectRef) error {
+	_, err := rayletCall(ctx, l.conn, &atollpb.Frame{Body: &atollpb.Frame_FetchObjects{FetchObjects: &atollpb.FetchObjects{Refs: refs}}})
+	return err
 }

@@ -49,6 +49,12 @@ const (
 	ErrorCode_NOT_FOUND ErrorCode = 10
 	// The runtime is shutting down or not started.
 	ErrorCode_UNAVAILABLE ErrorCode = 11
+	// The node running the task (or holding the actor) died; retried like a
+	// worker crash.
+	ErrorCode_NODE_DIED ErrorCode = 12
+	// No node can run the task under its scheduling strategy (a hard node
+	// affinity to a node that is gone or too small).
+	ErrorCode_UNSCHEDULABLE ErrorCode = 13
 )
 
 // Enum value maps for ErrorCode.
@@ -66,6 +72,8 @@ var (
 		9:  "INVALID_ARGUMENT",
 		10: "NOT_FOUND",
 		11: "UNAVAILABLE",
+		12: "NODE_DIED",
+		13: "UNSCHEDULABLE",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_UNSPECIFIED": 0,
@@ -80,6 +88,8 @@ var (
 		"INVALID_ARGUMENT":       9,
 		"NOT_FOUND":              10,
 		"UNAVAILABLE":            11,
+		"NODE_DIED":              12,
+		"UNSCHEDULABLE":          13,
 	}
 )
 
@@ -194,6 +204,7 @@ type ErrorInfo struct {
 	RemoteStack   string `protobuf:"bytes,5,opt,name=remote_stack,json=remoteStack,proto3" json:"remote_stack,omitempty"`
 	ActorId       []byte `protobuf:"bytes,6,opt,name=actor_id,json=actorId,proto3" json:"actor_id,omitempty"`
 	ObjectId      []byte `protobuf:"bytes,7,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	NodeId        []byte `protobuf:"bytes,8,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -277,6 +288,13 @@ func (x *ErrorInfo) GetObjectId() []byte {
 	return nil
 }
 
+func (x *ErrorInfo) GetNodeId() []byte {
+	if x != nil {
+		return x.NodeId
+	}
+	return nil
+}
+
 // TraceContext is W3C trace context (traceparent/tracestate headers).
 type TraceContext struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -332,11 +350,13 @@ func (x *TraceContext) GetTracestate() string {
 
 // ObjectLocation places a sealed object inside a node's shared arena.
 type ObjectLocation struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObjectId      []byte                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
-	Offset        uint64                 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
-	Length        uint64                 `protobuf:"varint,3,opt,name=length,proto3" json:"length,omitempty"`
-	Codec         Codec                  `protobuf:"varint,4,opt,name=codec,proto3,enum=atoll.v1.Codec" json:"codec,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId []byte                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	Offset   uint64                 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	Length   uint64                 `protobuf:"varint,3,opt,name=length,proto3" json:"length,omitempty"`
+	Codec    Codec                  `protobuf:"varint,4,opt,name=codec,proto3,enum=atoll.v1.Codec" json:"codec,omitempty"`
+	// The node whose store holds the primary copy (empty: the local node).
+	NodeId        []byte `protobuf:"bytes,5,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -399,6 +419,13 @@ func (x *ObjectLocation) GetCodec() Codec {
 	return Codec_CODEC_UNSPECIFIED
 }
 
+func (x *ObjectLocation) GetNodeId() []byte {
+	if x != nil {
+		return x.NodeId
+	}
+	return nil
+}
+
 // ObjectRef is a reference to an object together with its owner.
 type ObjectRef struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -410,7 +437,11 @@ type ObjectRef struct {
 	// Span that produced the object, so consumers can link to it.
 	Producer *TraceContext `protobuf:"bytes,4,opt,name=producer,proto3" json:"producer,omitempty"`
 	// The object's size in bytes, when known (for memory-aware admission).
-	Size          uint64 `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`
+	Size uint64 `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`
+	// Where the object's primary copy lives and how its bytes are encoded,
+	// so a node can pull it before the task that reads it runs.
+	NodeId        []byte `protobuf:"bytes,6,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Codec         Codec  `protobuf:"varint,7,opt,name=codec,proto3,enum=atoll.v1.Codec" json:"codec,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -478,6 +509,20 @@ func (x *ObjectRef) GetSize() uint64 {
 		return x.Size
 	}
 	return 0
+}
+
+func (x *ObjectRef) GetNodeId() []byte {
+	if x != nil {
+		return x.NodeId
+	}
+	return nil
+}
+
+func (x *ObjectRef) GetCodec() Codec {
+	if x != nil {
+		return x.Codec
+	}
+	return Codec_CODEC_UNSPECIFIED
 }
 
 // Value is the resolved content of an object: inline bytes, a location in
@@ -601,7 +646,7 @@ var File_atollpb_common_proto protoreflect.FileDescriptor
 
 const file_atollpb_common_proto_rawDesc = "" +
 	"\n" +
-	"\x14atollpb/common.proto\x12\batoll.v1\"\xdf\x01\n" +
+	"\x14atollpb/common.proto\x12\batoll.v1\"\xf8\x01\n" +
 	"\tErrorInfo\x12'\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x13.atoll.v1.ErrorCodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1b\n" +
@@ -609,30 +654,34 @@ const file_atollpb_common_proto_rawDesc = "" +
 	"\atask_id\x18\x04 \x01(\fR\x06taskId\x12!\n" +
 	"\fremote_stack\x18\x05 \x01(\tR\vremoteStack\x12\x19\n" +
 	"\bactor_id\x18\x06 \x01(\fR\aactorId\x12\x1b\n" +
-	"\tobject_id\x18\a \x01(\fR\bobjectId\"P\n" +
+	"\tobject_id\x18\a \x01(\fR\bobjectId\x12\x17\n" +
+	"\anode_id\x18\b \x01(\fR\x06nodeId\"P\n" +
 	"\fTraceContext\x12 \n" +
 	"\vtraceparent\x18\x01 \x01(\tR\vtraceparent\x12\x1e\n" +
 	"\n" +
 	"tracestate\x18\x02 \x01(\tR\n" +
-	"tracestate\"\x84\x01\n" +
+	"tracestate\"\x9d\x01\n" +
 	"\x0eObjectLocation\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\x12\x16\n" +
 	"\x06length\x18\x03 \x01(\x04R\x06length\x12%\n" +
-	"\x05codec\x18\x04 \x01(\x0e2\x0f.atoll.v1.CodecR\x05codec\"\xb0\x01\n" +
+	"\x05codec\x18\x04 \x01(\x0e2\x0f.atoll.v1.CodecR\x05codec\x12\x17\n" +
+	"\anode_id\x18\x05 \x01(\fR\x06nodeId\"\xf0\x01\n" +
 	"\tObjectRef\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12\x19\n" +
 	"\bowner_id\x18\x02 \x01(\fR\aownerId\x12#\n" +
 	"\rowner_address\x18\x03 \x01(\tR\fownerAddress\x122\n" +
 	"\bproducer\x18\x04 \x01(\v2\x16.atoll.v1.TraceContextR\bproducer\x12\x12\n" +
-	"\x04size\x18\x05 \x01(\x04R\x04size\"\xed\x01\n" +
+	"\x04size\x18\x05 \x01(\x04R\x04size\x12\x17\n" +
+	"\anode_id\x18\x06 \x01(\fR\x06nodeId\x12%\n" +
+	"\x05codec\x18\a \x01(\x0e2\x0f.atoll.v1.CodecR\x05codec\"\xed\x01\n" +
 	"\x05Value\x12%\n" +
 	"\x05codec\x18\x01 \x01(\x0e2\x0f.atoll.v1.CodecR\x05codec\x12\x18\n" +
 	"\x06inline\x18\x02 \x01(\fH\x00R\x06inline\x122\n" +
 	"\x06stored\x18\x03 \x01(\v2\x18.atoll.v1.ObjectLocationH\x00R\x06stored\x12+\n" +
 	"\x05error\x18\x04 \x01(\v2\x13.atoll.v1.ErrorInfoH\x00R\x05error\x12:\n" +
 	"\x0econtained_refs\x18\x05 \x03(\v2\x13.atoll.v1.ObjectRefR\rcontainedRefsB\x06\n" +
-	"\x04kind*\xe9\x01\n" +
+	"\x04kind*\x8b\x02\n" +
 	"\tErrorCode\x12\x1a\n" +
 	"\x16ERROR_CODE_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -649,7 +698,9 @@ const file_atollpb_common_proto_rawDesc = "" +
 	"\x10INVALID_ARGUMENT\x10\t\x12\r\n" +
 	"\tNOT_FOUND\x10\n" +
 	"\x12\x0f\n" +
-	"\vUNAVAILABLE\x10\v*\xa8\x01\n" +
+	"\vUNAVAILABLE\x10\v\x12\r\n" +
+	"\tNODE_DIED\x10\f\x12\x11\n" +
+	"\rUNSCHEDULABLE\x10\r*\xa8\x01\n" +
 	"\x05Codec\x12\x15\n" +
 	"\x11CODEC_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vCODEC_BYTES\x10\x01\x12\x11\n" +
@@ -688,15 +739,16 @@ var file_atollpb_common_proto_depIdxs = []int32{
 	0, // 0: atoll.v1.ErrorInfo.code:type_name -> atoll.v1.ErrorCode
 	1, // 1: atoll.v1.ObjectLocation.codec:type_name -> atoll.v1.Codec
 	3, // 2: atoll.v1.ObjectRef.producer:type_name -> atoll.v1.TraceContext
-	1, // 3: atoll.v1.Value.codec:type_name -> atoll.v1.Codec
-	4, // 4: atoll.v1.Value.stored:type_name -> atoll.v1.ObjectLocation
-	2, // 5: atoll.v1.Value.error:type_name -> atoll.v1.ErrorInfo
-	5, // 6: atoll.v1.Value.contained_refs:type_name -> atoll.v1.ObjectRef
-	7, // [7:7] is the sub-list for method output_type
-	7, // [7:7] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	1, // 3: atoll.v1.ObjectRef.codec:type_name -> atoll.v1.Codec
+	1, // 4: atoll.v1.Value.codec:type_name -> atoll.v1.Codec
+	4, // 5: atoll.v1.Value.stored:type_name -> atoll.v1.ObjectLocation
+	2, // 6: atoll.v1.Value.error:type_name -> atoll.v1.ErrorInfo
+	5, // 7: atoll.v1.Value.contained_refs:type_name -> atoll.v1.ObjectRef
+	8, // [8:8] is the sub-list for method output_type
+	8, // [8:8] is the sub-list for method input_type
+	8, // [8:8] is the sub-list for extension type_name
+	8, // [8:8] is the sub-list for extension extendee
+	0, // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_common_proto_init() }

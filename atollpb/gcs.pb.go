@@ -137,8 +137,15 @@ type NodeInfo struct {
 	ObjectStoreBytes uint64             `protobuf:"varint,7,opt,name=object_store_bytes,json=objectStoreBytes,proto3" json:"object_store_bytes,omitempty"`
 	Hostname         string             `protobuf:"bytes,8,opt,name=hostname,proto3" json:"hostname,omitempty"`
 	IsHead           bool               `protobuf:"varint,9,opt,name=is_head,json=isHead,proto3" json:"is_head,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Where other nodes pull this node's objects from (host:port).
+	TransferAddress string `protobuf:"bytes,10,opt,name=transfer_address,json=transferAddress,proto3" json:"transfer_address,omitempty"`
+	// The node's memberlist address (host:port), to join the gossip.
+	GossipAddress string `protobuf:"bytes,11,opt,name=gossip_address,json=gossipAddress,proto3" json:"gossip_address,omitempty"`
+	// A driver's node: it holds the driver's objects and runs tasks only if
+	// the driver gave it CPUs.
+	IsDriver      bool `protobuf:"varint,12,opt,name=is_driver,json=isDriver,proto3" json:"is_driver,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeInfo) Reset() {
@@ -230,6 +237,27 @@ func (x *NodeInfo) GetHostname() string {
 func (x *NodeInfo) GetIsHead() bool {
 	if x != nil {
 		return x.IsHead
+	}
+	return false
+}
+
+func (x *NodeInfo) GetTransferAddress() string {
+	if x != nil {
+		return x.TransferAddress
+	}
+	return ""
+}
+
+func (x *NodeInfo) GetGossipAddress() string {
+	if x != nil {
+		return x.GossipAddress
+	}
+	return ""
+}
+
+func (x *NodeInfo) GetIsDriver() bool {
+	if x != nil {
+		return x.IsDriver
 	}
 	return false
 }
@@ -376,8 +404,11 @@ type JobInfo struct {
 	EndTimeUnixMs   int64                  `protobuf:"varint,4,opt,name=end_time_unix_ms,json=endTimeUnixMs,proto3" json:"end_time_unix_ms,omitempty"`
 	Finished        bool                   `protobuf:"varint,5,opt,name=finished,proto3" json:"finished,omitempty"`
 	Entrypoint      string                 `protobuf:"bytes,6,opt,name=entrypoint,proto3" json:"entrypoint,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The driver's binary: worker processes for the job's tasks run it
+	// unless a node was started with its own worker binary.
+	WorkerBinary  string `protobuf:"bytes,7,opt,name=worker_binary,json=workerBinary,proto3" json:"worker_binary,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobInfo) Reset() {
@@ -448,6 +479,13 @@ func (x *JobInfo) GetFinished() bool {
 func (x *JobInfo) GetEntrypoint() string {
 	if x != nil {
 		return x.Entrypoint
+	}
+	return ""
+}
+
+func (x *JobInfo) GetWorkerBinary() string {
+	if x != nil {
+		return x.WorkerBinary
 	}
 	return ""
 }
@@ -911,7 +949,7 @@ var File_atollpb_gcs_proto protoreflect.FileDescriptor
 
 const file_atollpb_gcs_proto_rawDesc = "" +
 	"\n" +
-	"\x11atollpb/gcs.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\"\xa0\x03\n" +
+	"\x11atollpb/gcs.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\"\x8f\x04\n" +
 	"\bNodeInfo\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12?\n" +
@@ -921,7 +959,11 @@ const file_atollpb_gcs_proto_rawDesc = "" +
 	"\x10end_time_unix_ms\x18\x06 \x01(\x03R\rendTimeUnixMs\x12,\n" +
 	"\x12object_store_bytes\x18\a \x01(\x04R\x10objectStoreBytes\x12\x1a\n" +
 	"\bhostname\x18\b \x01(\tR\bhostname\x12\x17\n" +
-	"\ais_head\x18\t \x01(\bR\x06isHead\x1a<\n" +
+	"\ais_head\x18\t \x01(\bR\x06isHead\x12)\n" +
+	"\x10transfer_address\x18\n" +
+	" \x01(\tR\x0ftransferAddress\x12%\n" +
+	"\x0egossip_address\x18\v \x01(\tR\rgossipAddress\x12\x1b\n" +
+	"\tis_driver\x18\f \x01(\bR\bisDriver\x1a<\n" +
 	"\x0eResourcesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\x84\x03\n" +
@@ -940,7 +982,7 @@ const file_atollpb_gcs_proto_rawDesc = "" +
 	" \x01(\fR\aownerId\x12\x15\n" +
 	"\x06job_id\x18\v \x01(\fR\x05jobId\x124\n" +
 	"\vdeath_cause\x18\f \x01(\v2\x13.atoll.v1.ErrorInfoR\n" +
-	"deathCause\"\xd9\x01\n" +
+	"deathCause\"\xfe\x01\n" +
 	"\aJobInfo\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\fR\x05jobId\x12%\n" +
 	"\x0edriver_address\x18\x02 \x01(\tR\rdriverAddress\x12+\n" +
@@ -949,7 +991,8 @@ const file_atollpb_gcs_proto_rawDesc = "" +
 	"\bfinished\x18\x05 \x01(\bR\bfinished\x12\x1e\n" +
 	"\n" +
 	"entrypoint\x18\x06 \x01(\tR\n" +
-	"entrypoint\"\xc0\x04\n" +
+	"entrypoint\x12#\n" +
+	"\rworker_binary\x18\a \x01(\tR\fworkerBinary\"\xc0\x04\n" +
 	"\n" +
 	"GcsRequest\x129\n" +
 	"\rregister_node\x18\x01 \x01(\v2\x12.atoll.v1.NodeInfoH\x00R\fregisterNode\x12&\n" +

@@ -73,6 +73,61 @@ func (TaskType) EnumDescriptor() ([]byte, []int) {
 	return file_atollpb_task_proto_rawDescGZIP(), []int{0}
 }
 
+type SchedulingStrategy_Kind int32
+
+const (
+	// Locality (the node holding most argument bytes), then hybrid:
+	// the local node until its utilisation passes a threshold, then the
+	// least utilised node.
+	SchedulingStrategy_DEFAULT SchedulingStrategy_Kind = 0
+	// Round-robin over the feasible nodes.
+	SchedulingStrategy_SPREAD SchedulingStrategy_Kind = 1
+	// The node in node_id; soft falls back to DEFAULT when it is gone
+	// or cannot run the task, hard fails with UNSCHEDULABLE.
+	SchedulingStrategy_NODE_AFFINITY SchedulingStrategy_Kind = 2
+)
+
+// Enum value maps for SchedulingStrategy_Kind.
+var (
+	SchedulingStrategy_Kind_name = map[int32]string{
+		0: "DEFAULT",
+		1: "SPREAD",
+		2: "NODE_AFFINITY",
+	}
+	SchedulingStrategy_Kind_value = map[string]int32{
+		"DEFAULT":       0,
+		"SPREAD":        1,
+		"NODE_AFFINITY": 2,
+	}
+)
+
+func (x SchedulingStrategy_Kind) Enum() *SchedulingStrategy_Kind {
+	p := new(SchedulingStrategy_Kind)
+	*p = x
+	return p
+}
+
+func (x SchedulingStrategy_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SchedulingStrategy_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_atollpb_task_proto_enumTypes[1].Descriptor()
+}
+
+func (SchedulingStrategy_Kind) Type() protoreflect.EnumType {
+	return &file_atollpb_task_proto_enumTypes[1]
+}
+
+func (x SchedulingStrategy_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SchedulingStrategy_Kind.Descriptor instead.
+func (SchedulingStrategy_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_atollpb_task_proto_rawDescGZIP(), []int{3, 0}
+}
+
 // TaskArg is one argument of a task: a value passed inline, or a reference
 // whose value the worker resolves before the function runs.
 type TaskArg struct {
@@ -272,7 +327,12 @@ type TaskSpec struct {
 	// refs, say), with their values, so that a worker process can read
 	// them: it borrows them for the task's duration while the owner keeps
 	// them alive.
-	Borrowed      []*ReturnObject `protobuf:"bytes,20,rep,name=borrowed,proto3" json:"borrowed,omitempty"`
+	Borrowed []*ReturnObject `protobuf:"bytes,20,rep,name=borrowed,proto3" json:"borrowed,omitempty"`
+	// Where the task may run (default: locality, then hybrid local-first).
+	Scheduling *SchedulingStrategy `protobuf:"bytes,21,opt,name=scheduling,proto3" json:"scheduling,omitempty"`
+	// The binary worker processes must run to execute this task (the
+	// submitter's own), unless the node was started with one.
+	WorkerBinary  string `protobuf:"bytes,22,opt,name=worker_binary,json=workerBinary,proto3" json:"worker_binary,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -447,6 +507,81 @@ func (x *TaskSpec) GetBorrowed() []*ReturnObject {
 	return nil
 }
 
+func (x *TaskSpec) GetScheduling() *SchedulingStrategy {
+	if x != nil {
+		return x.Scheduling
+	}
+	return nil
+}
+
+func (x *TaskSpec) GetWorkerBinary() string {
+	if x != nil {
+		return x.WorkerBinary
+	}
+	return ""
+}
+
+// SchedulingStrategy places a task or actor in a cluster.
+type SchedulingStrategy struct {
+	state         protoimpl.MessageState  `protogen:"open.v1"`
+	Kind          SchedulingStrategy_Kind `protobuf:"varint,1,opt,name=kind,proto3,enum=atoll.v1.SchedulingStrategy_Kind" json:"kind,omitempty"`
+	NodeId        []byte                  `protobuf:"bytes,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Soft          bool                    `protobuf:"varint,3,opt,name=soft,proto3" json:"soft,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SchedulingStrategy) Reset() {
+	*x = SchedulingStrategy{}
+	mi := &file_atollpb_task_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SchedulingStrategy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SchedulingStrategy) ProtoMessage() {}
+
+func (x *SchedulingStrategy) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_task_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SchedulingStrategy.ProtoReflect.Descriptor instead.
+func (*SchedulingStrategy) Descriptor() ([]byte, []int) {
+	return file_atollpb_task_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SchedulingStrategy) GetKind() SchedulingStrategy_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return SchedulingStrategy_DEFAULT
+}
+
+func (x *SchedulingStrategy) GetNodeId() []byte {
+	if x != nil {
+		return x.NodeId
+	}
+	return nil
+}
+
+func (x *SchedulingStrategy) GetSoft() bool {
+	if x != nil {
+		return x.Soft
+	}
+	return false
+}
+
 // ReturnObject is one return value of a finished task.
 type ReturnObject struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -458,7 +593,7 @@ type ReturnObject struct {
 
 func (x *ReturnObject) Reset() {
 	*x = ReturnObject{}
-	mi := &file_atollpb_task_proto_msgTypes[3]
+	mi := &file_atollpb_task_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -470,7 +605,7 @@ func (x *ReturnObject) String() string {
 func (*ReturnObject) ProtoMessage() {}
 
 func (x *ReturnObject) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[3]
+	mi := &file_atollpb_task_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -483,7 +618,7 @@ func (x *ReturnObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReturnObject.ProtoReflect.Descriptor instead.
 func (*ReturnObject) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{3}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ReturnObject) GetObjectId() []byte {
@@ -524,7 +659,7 @@ type TaskResult struct {
 
 func (x *TaskResult) Reset() {
 	*x = TaskResult{}
-	mi := &file_atollpb_task_proto_msgTypes[4]
+	mi := &file_atollpb_task_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -536,7 +671,7 @@ func (x *TaskResult) String() string {
 func (*TaskResult) ProtoMessage() {}
 
 func (x *TaskResult) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[4]
+	mi := &file_atollpb_task_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -549,7 +684,7 @@ func (x *TaskResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskResult.ProtoReflect.Descriptor instead.
 func (*TaskResult) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{4}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *TaskResult) GetTaskId() []byte {
@@ -610,15 +745,20 @@ func (x *TaskResult) GetActorCrashed() bool {
 
 // SubmitTask asks a raylet to schedule a task.
 type SubmitTask struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Spec          *TaskSpec              `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Spec  *TaskSpec              `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	// Set when another node's raylet placed the task here: it runs here
+	// unless this node cannot run it at all (then it spills back).
+	Forwarded bool `protobuf:"varint,2,opt,name=forwarded,proto3" json:"forwarded,omitempty"`
+	// How many raylets the task went through.
+	Hops          int32 `protobuf:"varint,3,opt,name=hops,proto3" json:"hops,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SubmitTask) Reset() {
 	*x = SubmitTask{}
-	mi := &file_atollpb_task_proto_msgTypes[5]
+	mi := &file_atollpb_task_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -630,7 +770,7 @@ func (x *SubmitTask) String() string {
 func (*SubmitTask) ProtoMessage() {}
 
 func (x *SubmitTask) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[5]
+	mi := &file_atollpb_task_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -643,7 +783,7 @@ func (x *SubmitTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitTask.ProtoReflect.Descriptor instead.
 func (*SubmitTask) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{5}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SubmitTask) GetSpec() *TaskSpec {
@@ -651,6 +791,20 @@ func (x *SubmitTask) GetSpec() *TaskSpec {
 		return x.Spec
 	}
 	return nil
+}
+
+func (x *SubmitTask) GetForwarded() bool {
+	if x != nil {
+		return x.Forwarded
+	}
+	return false
+}
+
+func (x *SubmitTask) GetHops() int32 {
+	if x != nil {
+		return x.Hops
+	}
+	return 0
 }
 
 // CancelTask asks to stop a queued or running task.
@@ -665,7 +819,7 @@ type CancelTask struct {
 
 func (x *CancelTask) Reset() {
 	*x = CancelTask{}
-	mi := &file_atollpb_task_proto_msgTypes[6]
+	mi := &file_atollpb_task_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -677,7 +831,7 @@ func (x *CancelTask) String() string {
 func (*CancelTask) ProtoMessage() {}
 
 func (x *CancelTask) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[6]
+	mi := &file_atollpb_task_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -690,7 +844,7 @@ func (x *CancelTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTask.ProtoReflect.Descriptor instead.
 func (*CancelTask) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{6}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CancelTask) GetTaskId() []byte {
@@ -717,7 +871,7 @@ type PushTask struct {
 
 func (x *PushTask) Reset() {
 	*x = PushTask{}
-	mi := &file_atollpb_task_proto_msgTypes[7]
+	mi := &file_atollpb_task_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -729,7 +883,7 @@ func (x *PushTask) String() string {
 func (*PushTask) ProtoMessage() {}
 
 func (x *PushTask) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[7]
+	mi := &file_atollpb_task_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -742,7 +896,7 @@ func (x *PushTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushTask.ProtoReflect.Descriptor instead.
 func (*PushTask) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{7}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PushTask) GetSpec() *TaskSpec {
@@ -765,7 +919,7 @@ type KillWorker struct {
 
 func (x *KillWorker) Reset() {
 	*x = KillWorker{}
-	mi := &file_atollpb_task_proto_msgTypes[8]
+	mi := &file_atollpb_task_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -777,7 +931,7 @@ func (x *KillWorker) String() string {
 func (*KillWorker) ProtoMessage() {}
 
 func (x *KillWorker) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[8]
+	mi := &file_atollpb_task_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -790,7 +944,7 @@ func (x *KillWorker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillWorker.ProtoReflect.Descriptor instead.
 func (*KillWorker) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{8}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *KillWorker) GetWorkerId() []byte {
@@ -825,7 +979,7 @@ type WorkerBlocked struct {
 
 func (x *WorkerBlocked) Reset() {
 	*x = WorkerBlocked{}
-	mi := &file_atollpb_task_proto_msgTypes[9]
+	mi := &file_atollpb_task_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -837,7 +991,7 @@ func (x *WorkerBlocked) String() string {
 func (*WorkerBlocked) ProtoMessage() {}
 
 func (x *WorkerBlocked) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[9]
+	mi := &file_atollpb_task_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -850,7 +1004,7 @@ func (x *WorkerBlocked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerBlocked.ProtoReflect.Descriptor instead.
 func (*WorkerBlocked) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{9}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *WorkerBlocked) GetTaskId() []byte {
@@ -870,7 +1024,7 @@ type WorkerUnblocked struct {
 
 func (x *WorkerUnblocked) Reset() {
 	*x = WorkerUnblocked{}
-	mi := &file_atollpb_task_proto_msgTypes[10]
+	mi := &file_atollpb_task_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -882,7 +1036,7 @@ func (x *WorkerUnblocked) String() string {
 func (*WorkerUnblocked) ProtoMessage() {}
 
 func (x *WorkerUnblocked) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[10]
+	mi := &file_atollpb_task_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -895,7 +1049,7 @@ func (x *WorkerUnblocked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerUnblocked.ProtoReflect.Descriptor instead.
 func (*WorkerUnblocked) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{10}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WorkerUnblocked) GetTaskId() []byte {
@@ -917,7 +1071,7 @@ type KillActor struct {
 
 func (x *KillActor) Reset() {
 	*x = KillActor{}
-	mi := &file_atollpb_task_proto_msgTypes[11]
+	mi := &file_atollpb_task_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -929,7 +1083,7 @@ func (x *KillActor) String() string {
 func (*KillActor) ProtoMessage() {}
 
 func (x *KillActor) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[11]
+	mi := &file_atollpb_task_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -942,7 +1096,7 @@ func (x *KillActor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillActor.ProtoReflect.Descriptor instead.
 func (*KillActor) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{11}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *KillActor) GetActorId() []byte {
@@ -981,7 +1135,7 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12!\n" +
 	"\fmax_restarts\x18\x03 \x01(\x05R\vmaxRestarts\x12(\n" +
 	"\x10max_task_retries\x18\x04 \x01(\x05R\x0emaxTaskRetries\x12\x1c\n" +
-	"\tnamespace\x18\x05 \x01(\tR\tnamespace\"\xd1\x06\n" +
+	"\tnamespace\x18\x05 \x01(\tR\tnamespace\"\xb4\a\n" +
 	"\bTaskSpec\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\fR\x05jobId\x12&\n" +
@@ -1005,10 +1159,23 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\x0eactor_creation\x18\x11 \x01(\v2\x1b.atoll.v1.ActorCreationSpecR\ractorCreation\x12;\n" +
 	"\rarg_producers\x18\x12 \x03(\v2\x16.atoll.v1.TraceContextR\fargProducers\x12)\n" +
 	"\x10num_dependencies\x18\x13 \x01(\x05R\x0fnumDependencies\x122\n" +
-	"\bborrowed\x18\x14 \x03(\v2\x16.atoll.v1.ReturnObjectR\bborrowed\x1a<\n" +
+	"\bborrowed\x18\x14 \x03(\v2\x16.atoll.v1.ReturnObjectR\bborrowed\x12<\n" +
+	"\n" +
+	"scheduling\x18\x15 \x01(\v2\x1c.atoll.v1.SchedulingStrategyR\n" +
+	"scheduling\x12#\n" +
+	"\rworker_binary\x18\x16 \x01(\tR\fworkerBinary\x1a<\n" +
 	"\x0eResourcesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"R\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\xac\x01\n" +
+	"\x12SchedulingStrategy\x125\n" +
+	"\x04kind\x18\x01 \x01(\x0e2!.atoll.v1.SchedulingStrategy.KindR\x04kind\x12\x17\n" +
+	"\anode_id\x18\x02 \x01(\fR\x06nodeId\x12\x12\n" +
+	"\x04soft\x18\x03 \x01(\bR\x04soft\"2\n" +
+	"\x04Kind\x12\v\n" +
+	"\aDEFAULT\x10\x00\x12\n" +
+	"\n" +
+	"\x06SPREAD\x10\x01\x12\x11\n" +
+	"\rNODE_AFFINITY\x10\x02\"R\n" +
 	"\fReturnObject\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12%\n" +
 	"\x05value\x18\x02 \x01(\v2\x0f.atoll.v1.ValueR\x05value\"\xbe\x02\n" +
@@ -1021,10 +1188,12 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\tworker_id\x18\x05 \x01(\fR\bworkerId\x129\n" +
 	"\fexecute_span\x18\x06 \x01(\v2\x16.atoll.v1.TraceContextR\vexecuteSpan\x12#\n" +
 	"\ractor_address\x18\a \x01(\tR\factorAddress\x12#\n" +
-	"\ractor_crashed\x18\b \x01(\bR\factorCrashed\"4\n" +
+	"\ractor_crashed\x18\b \x01(\bR\factorCrashed\"f\n" +
 	"\n" +
 	"SubmitTask\x12&\n" +
-	"\x04spec\x18\x01 \x01(\v2\x12.atoll.v1.TaskSpecR\x04spec\"C\n" +
+	"\x04spec\x18\x01 \x01(\v2\x12.atoll.v1.TaskSpecR\x04spec\x12\x1c\n" +
+	"\tforwarded\x18\x02 \x01(\bR\tforwarded\x12\x12\n" +
+	"\x04hops\x18\x03 \x01(\x05R\x04hops\"C\n" +
 	"\n" +
 	"CancelTask\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x1c\n" +
@@ -1064,49 +1233,53 @@ func file_atollpb_task_proto_rawDescGZIP() []byte {
 	return file_atollpb_task_proto_rawDescData
 }
 
-var file_atollpb_task_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_atollpb_task_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_atollpb_task_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_atollpb_task_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_atollpb_task_proto_goTypes = []any{
-	(TaskType)(0),             // 0: atoll.v1.TaskType
-	(*TaskArg)(nil),           // 1: atoll.v1.TaskArg
-	(*ActorCreationSpec)(nil), // 2: atoll.v1.ActorCreationSpec
-	(*TaskSpec)(nil),          // 3: atoll.v1.TaskSpec
-	(*ReturnObject)(nil),      // 4: atoll.v1.ReturnObject
-	(*TaskResult)(nil),        // 5: atoll.v1.TaskResult
-	(*SubmitTask)(nil),        // 6: atoll.v1.SubmitTask
-	(*CancelTask)(nil),        // 7: atoll.v1.CancelTask
-	(*PushTask)(nil),          // 8: atoll.v1.PushTask
-	(*KillWorker)(nil),        // 9: atoll.v1.KillWorker
-	(*WorkerBlocked)(nil),     // 10: atoll.v1.WorkerBlocked
-	(*WorkerUnblocked)(nil),   // 11: atoll.v1.WorkerUnblocked
-	(*KillActor)(nil),         // 12: atoll.v1.KillActor
-	nil,                       // 13: atoll.v1.TaskSpec.ResourcesEntry
-	(*Value)(nil),             // 14: atoll.v1.Value
-	(*ObjectRef)(nil),         // 15: atoll.v1.ObjectRef
-	(*TraceContext)(nil),      // 16: atoll.v1.TraceContext
-	(*ErrorInfo)(nil),         // 17: atoll.v1.ErrorInfo
+	(TaskType)(0),                // 0: atoll.v1.TaskType
+	(SchedulingStrategy_Kind)(0), // 1: atoll.v1.SchedulingStrategy.Kind
+	(*TaskArg)(nil),              // 2: atoll.v1.TaskArg
+	(*ActorCreationSpec)(nil),    // 3: atoll.v1.ActorCreationSpec
+	(*TaskSpec)(nil),             // 4: atoll.v1.TaskSpec
+	(*SchedulingStrategy)(nil),   // 5: atoll.v1.SchedulingStrategy
+	(*ReturnObject)(nil),         // 6: atoll.v1.ReturnObject
+	(*TaskResult)(nil),           // 7: atoll.v1.TaskResult
+	(*SubmitTask)(nil),           // 8: atoll.v1.SubmitTask
+	(*CancelTask)(nil),           // 9: atoll.v1.CancelTask
+	(*PushTask)(nil),             // 10: atoll.v1.PushTask
+	(*KillWorker)(nil),           // 11: atoll.v1.KillWorker
+	(*WorkerBlocked)(nil),        // 12: atoll.v1.WorkerBlocked
+	(*WorkerUnblocked)(nil),      // 13: atoll.v1.WorkerUnblocked
+	(*KillActor)(nil),            // 14: atoll.v1.KillActor
+	nil,                          // 15: atoll.v1.TaskSpec.ResourcesEntry
+	(*Value)(nil),                // 16: atoll.v1.Value
+	(*ObjectRef)(nil),            // 17: atoll.v1.ObjectRef
+	(*TraceContext)(nil),         // 18: atoll.v1.TraceContext
+	(*ErrorInfo)(nil),            // 19: atoll.v1.ErrorInfo
 }
 var file_atollpb_task_proto_depIdxs = []int32{
-	14, // 0: atoll.v1.TaskArg.value:type_name -> atoll.v1.Value
-	15, // 1: atoll.v1.TaskArg.ref:type_name -> atoll.v1.ObjectRef
+	16, // 0: atoll.v1.TaskArg.value:type_name -> atoll.v1.Value
+	17, // 1: atoll.v1.TaskArg.ref:type_name -> atoll.v1.ObjectRef
 	0,  // 2: atoll.v1.TaskSpec.type:type_name -> atoll.v1.TaskType
-	1,  // 3: atoll.v1.TaskSpec.args:type_name -> atoll.v1.TaskArg
-	13, // 4: atoll.v1.TaskSpec.resources:type_name -> atoll.v1.TaskSpec.ResourcesEntry
-	16, // 5: atoll.v1.TaskSpec.trace:type_name -> atoll.v1.TraceContext
-	2,  // 6: atoll.v1.TaskSpec.actor_creation:type_name -> atoll.v1.ActorCreationSpec
-	16, // 7: atoll.v1.TaskSpec.arg_producers:type_name -> atoll.v1.TraceContext
-	4,  // 8: atoll.v1.TaskSpec.borrowed:type_name -> atoll.v1.ReturnObject
-	14, // 9: atoll.v1.ReturnObject.value:type_name -> atoll.v1.Value
-	4,  // 10: atoll.v1.TaskResult.returns:type_name -> atoll.v1.ReturnObject
-	17, // 11: atoll.v1.TaskResult.error:type_name -> atoll.v1.ErrorInfo
-	16, // 12: atoll.v1.TaskResult.execute_span:type_name -> atoll.v1.TraceContext
-	3,  // 13: atoll.v1.SubmitTask.spec:type_name -> atoll.v1.TaskSpec
-	3,  // 14: atoll.v1.PushTask.spec:type_name -> atoll.v1.TaskSpec
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	2,  // 3: atoll.v1.TaskSpec.args:type_name -> atoll.v1.TaskArg
+	15, // 4: atoll.v1.TaskSpec.resources:type_name -> atoll.v1.TaskSpec.ResourcesEntry
+	18, // 5: atoll.v1.TaskSpec.trace:type_name -> atoll.v1.TraceContext
+	3,  // 6: atoll.v1.TaskSpec.actor_creation:type_name -> atoll.v1.ActorCreationSpec
+	18, // 7: atoll.v1.TaskSpec.arg_producers:type_name -> atoll.v1.TraceContext
+	6,  // 8: atoll.v1.TaskSpec.borrowed:type_name -> atoll.v1.ReturnObject
+	5,  // 9: atoll.v1.TaskSpec.scheduling:type_name -> atoll.v1.SchedulingStrategy
+	1,  // 10: atoll.v1.SchedulingStrategy.kind:type_name -> atoll.v1.SchedulingStrategy.Kind
+	16, // 11: atoll.v1.ReturnObject.value:type_name -> atoll.v1.Value
+	6,  // 12: atoll.v1.TaskResult.returns:type_name -> atoll.v1.ReturnObject
+	19, // 13: atoll.v1.TaskResult.error:type_name -> atoll.v1.ErrorInfo
+	18, // 14: atoll.v1.TaskResult.execute_span:type_name -> atoll.v1.TraceContext
+	4,  // 15: atoll.v1.SubmitTask.spec:type_name -> atoll.v1.TaskSpec
+	4,  // 16: atoll.v1.PushTask.spec:type_name -> atoll.v1.TaskSpec
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_task_proto_init() }
@@ -1124,8 +1297,8 @@ func file_atollpb_task_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_task_proto_rawDesc), len(file_atollpb_task_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   13,
+			NumEnums:      2,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

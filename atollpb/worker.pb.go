@@ -59,6 +59,7 @@ type Frame struct {
 	//	*Frame_StoreStatsReply
 	//	*Frame_Status
 	//	*Frame_Exit
+	//	*Frame_FetchObjects
 	Body          isFrame_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -358,6 +359,15 @@ func (x *Frame) GetExit() *WorkerExit {
 	return nil
 }
 
+func (x *Frame) GetFetchObjects() *FetchObjects {
+	if x != nil {
+		if x, ok := x.Body.(*Frame_FetchObjects); ok {
+			return x.FetchObjects
+		}
+	}
+	return nil
+}
+
 type isFrame_Body interface {
 	isFrame_Body()
 }
@@ -487,6 +497,12 @@ type Frame_Exit struct {
 	Exit *WorkerExit `protobuf:"bytes,42,opt,name=exit,proto3,oneof"`
 }
 
+type Frame_FetchObjects struct {
+	// worker -> raylet: pull these objects into the node's store (they
+	// live on other nodes); answered with status.
+	FetchObjects *FetchObjects `protobuf:"bytes,43,opt,name=fetch_objects,json=fetchObjects,proto3,oneof"`
+}
+
 func (*Frame_Hello) isFrame_Body() {}
 
 func (*Frame_PushTask) isFrame_Body() {}
@@ -540,6 +556,8 @@ func (*Frame_StoreStatsReply) isFrame_Body() {}
 func (*Frame_Status) isFrame_Body() {}
 
 func (*Frame_Exit) isFrame_Body() {}
+
+func (*Frame_FetchObjects) isFrame_Body() {}
 
 type WorkerHello struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -694,7 +712,7 @@ var File_atollpb_worker_proto protoreflect.FileDescriptor
 
 const file_atollpb_worker_proto_rawDesc = "" +
 	"\n" +
-	"\x14atollpb/worker.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\x1a\x12atollpb/task.proto\x1a\x13atollpb/store.proto\x1a\x11atollpb/gcs.proto\"\xb1\r\n" +
+	"\x14atollpb/worker.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\x1a\x12atollpb/task.proto\x1a\x15atollpb/cluster.proto\x1a\x13atollpb/store.proto\x1a\x11atollpb/gcs.proto\"\xf0\r\n" +
 	"\x05Frame\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x19\n" +
 	"\breply_to\x18\x02 \x01(\x04R\areplyTo\x12-\n" +
@@ -736,7 +754,8 @@ const file_atollpb_worker_proto_rawDesc = "" +
 	"storeStats\x12B\n" +
 	"\x11store_stats_reply\x18( \x01(\v2\x14.atoll.v1.StoreStatsH\x00R\x0fstoreStatsReply\x12-\n" +
 	"\x06status\x18) \x01(\v2\x13.atoll.v1.ErrorInfoH\x00R\x06status\x12*\n" +
-	"\x04exit\x18* \x01(\v2\x14.atoll.v1.WorkerExitH\x00R\x04exitB\x06\n" +
+	"\x04exit\x18* \x01(\v2\x14.atoll.v1.WorkerExitH\x00R\x04exit\x12=\n" +
+	"\rfetch_objects\x18+ \x01(\v2\x16.atoll.v1.FetchObjectsH\x00R\ffetchObjectsB\x06\n" +
 	"\x04body\"<\n" +
 	"\vWorkerHello\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\fR\bworkerId\x12\x10\n" +
@@ -790,6 +809,7 @@ var file_atollpb_worker_proto_goTypes = []any{
 	(*StoreStatsRequest)(nil),     // 25: atoll.v1.StoreStatsRequest
 	(*StoreStats)(nil),            // 26: atoll.v1.StoreStats
 	(*ErrorInfo)(nil),             // 27: atoll.v1.ErrorInfo
+	(*FetchObjects)(nil),          // 28: atoll.v1.FetchObjects
 }
 var file_atollpb_worker_proto_depIdxs = []int32{
 	1,  // 0: atoll.v1.Frame.hello:type_name -> atoll.v1.WorkerHello
@@ -819,12 +839,13 @@ var file_atollpb_worker_proto_depIdxs = []int32{
 	26, // 24: atoll.v1.Frame.store_stats_reply:type_name -> atoll.v1.StoreStats
 	27, // 25: atoll.v1.Frame.status:type_name -> atoll.v1.ErrorInfo
 	3,  // 26: atoll.v1.Frame.exit:type_name -> atoll.v1.WorkerExit
-	6,  // 27: atoll.v1.ActorCall.spec:type_name -> atoll.v1.TaskSpec
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	28, // 27: atoll.v1.Frame.fetch_objects:type_name -> atoll.v1.FetchObjects
+	6,  // 28: atoll.v1.ActorCall.spec:type_name -> atoll.v1.TaskSpec
+	29, // [29:29] is the sub-list for method output_type
+	29, // [29:29] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_worker_proto_init() }
@@ -834,6 +855,7 @@ func file_atollpb_worker_proto_init() {
 	}
 	file_atollpb_common_proto_init()
 	file_atollpb_task_proto_init()
+	file_atollpb_cluster_proto_init()
 	file_atollpb_store_proto_init()
 	file_atollpb_gcs_proto_init()
 	file_atollpb_worker_proto_msgTypes[0].OneofWrappers = []any{
@@ -864,6 +886,7 @@ func file_atollpb_worker_proto_init() {
 		(*Frame_StoreStatsReply)(nil),
 		(*Frame_Status)(nil),
 		(*Frame_Exit)(nil),
+		(*Frame_FetchObjects)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -59,6 +59,12 @@ func (s *server) dispatch(ctx context.Context, req *atollpb.GcsRequest) *atollpb
 		err = writeThrough(ctx, s, s.store.nodes, func() (string, *atollpb.NodeInfo, error) { return t.checkRegisterNode(op.RegisterNode, now) }, t.putNode, nodeEvents)
 	case *atollpb.GcsRequest_MarkNodeDead:
 		err = writeThrough(ctx, s, s.store.nodes, func() (string, *atollpb.NodeInfo, error) { return t.checkMarkNodeDead(op.MarkNodeDead, now) }, t.putNode, nodeEvents)
+		// The actors the node hosted died with it.
+		for _, a := range t.actorsOn(op.MarkNodeDead) {
+			if err == nil {
+				err = writeThrough(ctx, s, s.store.actors, func() (string, *atollpb.ActorInfo, error) { return t.checkUpdateActor(a) }, t.putActor, actorEvents)
+			}
+		}
 	case *atollpb.GcsRequest_ListNodes:
 		return &atollpb.GcsReply{Nodes: t.listNodes()}
 	case *atollpb.GcsRequest_RegisterActor:

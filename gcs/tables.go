@@ -1,6 +1,8 @@
 package gcs
 
 import (
+	"bytes"
+	"encoding/hex"
 	"maps"
 	"slices"
 
@@ -82,6 +84,20 @@ func (t *tables) checkMarkNodeDead(id []byte, nowMs int64) (string, *atollpb.Nod
 	next.State = atollpb.NodeState_NODE_DEAD
 	next.EndTimeUnixMs = nowMs
 	return k, next, nil
+}
+
+// actorsOn returns dead entries for the live actors hosted on a node.
+func (t *tables) actorsOn(node []byte) []*atollpb.ActorInfo {
+	var out []*atollpb.ActorInfo
+	for _, a := range sortedValues(t.actors) {
+		if a.State != atollpb.ActorState_ACTOR_DEAD && bytes.Equal(a.NodeId, node) {
+			next := proto.CloneOf(a)
+			next.State = atollpb.ActorState_ACTOR_DEAD
+			next.DeathCause = errs.ToProto(&errs.NodeDiedError{NodeID: hex.EncodeToString(node), Message: "the actor's node died"})
+			out = append(out, next)
+		}
+	}
+	return out
 }
 
 // putNode stores a node entry under its key.

@@ -25,7 +25,7 @@ type hostedActor struct {
 	cause    *atollpb.ErrorInfo
 }
 
-func (a *hostedActor) info(node ids.NodeID, state atollpb.ActorState) *atollpb.ActorInfo {
+func (a *hostedActor) info(node ids.NodeID, state atollpb.ActorState, qualify bool) *atollpb.ActorInfo {
 	c := a.spec.GetActorCreation()
 	info := &atollpb.ActorInfo{
 		ActorId: a.id.Bytes(), Name: c.GetName(), ActorType: c.GetActorType(), State: state,
@@ -34,6 +34,9 @@ func (a *hostedActor) info(node ids.NodeID, state atollpb.ActorState) *atollpb.A
 	}
 	if a.pid != nil {
 		info.Address = a.pid.Id
+		if qualify {
+			info.Address = node.String() + "/" + a.pid.Id
+		}
 	}
 	if state == atollpb.ActorState_ACTOR_DEAD {
 		info.DeathCause = a.cause
@@ -70,11 +73,11 @@ func (r *raylet) startActor(ctx actor.Context, t *task) {
 	props := actor.PropsFromProducer(func() actor.Actor {
 		return &actorHost{id: a.id, spec: t.spec, worker: w, exec: exec, raylet: raylet}
 	})
-	if pc := r.cfg.Process; pc != nil {
-		state := &hostState{}
+	if r.cfg.Process != nil {
+		pc, state := r.processConfig(r.binaryFor(t.spec)), &hostState{}
 		props = actor.PropsFromProducer(func() actor.Actor {
 			return &procActorHost{id: a.id, spec: t.spec, worker: w, cfg: pc, raylet: raylet,
-				proxy: proxy{id: w.ID, cfg: pc, raylet: raylet}, state: state}
+				proxy: proxy{id: w.ID, node: w.NodeID, cfg: pc, raylet: raylet}, state: state}
 		})
 	}
 	a.pid = ctx.SpawnPrefix(r.withMiddleware(props), "actor")
@@ -97,9 +100,9 @@ func (r *raylet) actorStarted(ctx actor.Context, m *actorStarted) {
 	if !a.created {
 		a.created = true
 		r.reply(ctx, a.owner, &atollpb.TaskResult{TaskId: a.spec.TaskId, Attempt: a.spec.Attempt,
-			ActorAddress: a.pid.Id, WorkerId: a.worker.Bytes()})
+			ActorAddress: r.actorAddress(a.pid), WorkerId: a.worker.Bytes()})
 	}
-	r.cfg.ReportActor(a.info(r.cfg.NodeID, atollpb.ActorState_ACTOR_ALIVE))
+	r.cfg.ReportActor(a.info(r.cfg.NodeID, atollpb.ActorState_ACTOR_ALIVE, r.cfg.Cluster != nil))
 }
 
 func (r *raylet) actorFailed(m *actorFailed) {
@@ -110,7 +113,7 @@ func (r *raylet) actorFailed(m *actorFailed) {
 	a.restarts = m.restarts
 	if m.restarted {
 		r.stats.ActorRestarts++
-		r.cfg.ReportActor(a.info(r.cfg.NodeID, atollpb.ActorState_ACTOR_RESTARTING))
+		r.cfg.ReportActor(a.info(r.cfg.NodeID, atollpb.ActorState_ACTOR_RESTARTING, r.cfg.Cluster != nil))
 		return
 	}
 	a.cause = errs.ToProto(&errs.ActorDiedError{ActorID: a.id.String(), Name: a.spec.GetActorCreation().GetName(),
@@ -137,7 +140,7 @@ func (r *raylet) actorTerminated(ctx actor.Context, id ids.ActorID) {
 	if !a.created {
 		r.reply(ctx, a.owner, &atollpb.TaskResult{TaskId: a.spec.TaskId, Attempt: a.spec.Attempt, Error: a.cause})
 	}
-	r.cfg.ReportActor(a.info(r.cfg.NodeID, atollpb.ActorState_ACTOR_DEAD))
+	r.cfg.ReportActor(a.info(r.cfg.NodeID, atollpb.ActorState_ACTOR_DEAD, r.cfg.Cluster != nil))
 	r.schedule(ctx)
 }
 

@@ -82,6 +82,9 @@ type Config struct {
 	// Process, when set, runs workers and actors in worker processes;
 	// nil runs them on goroutines of this process.
 	Process *ProcessConfig
+	// Cluster, when set, makes the raylet one node of a cluster (placement
+	// and forwarding); nil: a single node.
+	Cluster *ClusterConfig
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -144,6 +147,9 @@ func (c Config) withDefaults() (Config, error) {
 			return c, err
 		}
 		c.Process = p
+	}
+	if c.Cluster != nil && (c.Cluster.Forward == nil || c.Cluster.CallActor == nil || c.Cluster.Cancel == nil) {
+		return c, errs.Invalidf("raylet: ClusterConfig needs Forward, CallActor and Cancel")
 	}
 	if c.ReportActor == nil {
 		c.ReportActor = func(*atollpb.ActorInfo) {}

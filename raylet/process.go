@@ -54,11 +54,21 @@ type ProcessConfig struct {
 	StartTimeout time.Duration
 	// Output receives the workers' stdout and stderr; default os.Stderr.
 	Output io.Writer
+	// PerJobBinary leaves Binary empty when unset: each task's
+	// TaskSpec.worker_binary (its driver's binary) runs its worker (a
+	// cluster node started without a worker binary).
+	PerJobBinary bool
+	// Fetch, in a cluster, pulls objects held on other nodes into this
+	// node's store (a worker's FetchObjects request).
+	Fetch func(ctx context.Context, refs []*atollpb.ObjectRef) error
+	// Delete, if set, replaces sending a worker's DeleteObjects to the
+	// store (in a cluster the copies on other nodes go too).
+	Delete func(*atollpb.DeleteObjectsRequest)
 }
 
 func (p *ProcessConfig) withDefaults() (*ProcessConfig, error) {
 	c := *p
-	if c.Binary == "" {
+	if c.Binary == "" && !c.PerJobBinary {
 		exe, err := os.Executable()
 		if err != nil {
 			return nil, fmt.Errorf("raylet: worker binary: %w", err)

@@ -19,6 +19,7 @@ import (
 // submitted come back to the proxying actor and go down the connection.
 type proxy struct {
 	id     ids.WorkerID
+	node   ids.NodeID
 	cfg    *ProcessConfig
 	raylet *actor.PID
 }
@@ -35,7 +36,14 @@ func (p *proxy) handle(system *actor.ActorSystem, self *actor.PID, conn *workerc
 	case *atollpb.Frame_SubmitTask:
 		root.RequestWithCustomSender(p.raylet, b.SubmitTask, self)
 	case *atollpb.Frame_ActorCall:
-		root.RequestWithCustomSender(system.NewLocalPID(b.ActorCall.Address), &atollpb.PushTask{Spec: b.ActorCall.Spec}, self)
+		node, local := SplitActorAddress(b.ActorCall.Address)
+		if !node.IsZero() && node != p.node {
+			root.RequestWithCustomSender(p.raylet, &ForwardCall{Node: node, Address: local, Spec: b.ActorCall.Spec}, self)
+			break
+		}
+		root.RequestWithCustomSender(system.NewLocalPID(local), &atollpb.PushTask{Spec: b.ActorCall.Spec}, self)
+	case *atollpb.Frame_FetchObjects:
+		go p.fetch(conn, f.Id, b.FetchObjects)
 	case *atollpb.Frame_CancelTask:
 		root.Send(p.raylet, b.CancelTask)
 	case *atollpb.Frame_WorkerBlocked:
@@ -72,7 +80,11 @@ func (p *proxy) handle(system *actor.ActorSystem, self *actor.PID, conn *workerc
 		b.ReleaseObjects.ClientId = p.id.Bytes()
 		root.Send(p.cfg.Store, b.ReleaseObjects)
 	case *atollpb.Frame_DeleteObjects:
-		root.Send(p.cfg.Store, b.DeleteObjects)
+		if p.cfg.Delete != nil {
+			p.cfg.Delete(b.DeleteObjects)
+		} else {
+			root.Send(p.cfg.Store, b.DeleteObjects)
+		}
 	case *atollpb.Frame_StoreStats:
 		go p.ask(system, conn, f.Id, b.StoreStats, 0, func(r any) *atollpb.Frame {
 			return &atollpb.Frame{Body: &atollpb.Frame_StoreStatsReply{StoreStatsReply: r.(*atollpb.StoreStats)}}
@@ -131,4 +143,16 @@ func forwardDown(conn *workerconn.Conn, msg any) bool {
 		return false
 	}
 	return true
+}
+
+// fetch pulls objects held on other nodes into the node's store for the
+// worker (cluster mode) and answers with a status.
+func (p *proxy) fetch(conn *workerconn.Conn, id uint64, req *atollpb.FetchObjects) {
+	var err error
+	if p.cfg.Fetch != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		err = p.cfg.Fetch(ctx, req.Refs)
+		cancel()
+	}
+	_ = conn.Reply(id, statusFrame(err))
 }

@@ -57,6 +57,7 @@ type classQueue struct {
 
 type worker struct {
 	id        ids.WorkerID
+	binary    string // the program its process runs ("" for goroutine workers)
 	pid       *actor.PID
 	task      *task
 	idleSince time.Time
@@ -87,6 +88,13 @@ type raylet struct {
 	held         map[ids.ObjectID]*heldObject
 	argsHeld     uint64
 	runningRoots int
+	// Cluster placement: the other nodes' latest views, the SPREAD
+	// cursor, tasks waiting for a node able to run them, and the worker
+	// configurations per job binary.
+	peers    map[ids.NodeID]*NodeView
+	spread   uint64
+	waiting  []*waitingTask
+	procCfgs map[string]*ProcessConfig
 }
 
 // NewProps returns the props of a raylet actor. The raylet supervises its
@@ -109,6 +117,8 @@ func NewProps(cfg Config) (*actor.Props, error) {
 			actors:   map[ids.ActorID]*hostedActor{},
 			byPID:    map[string]ids.ActorID{},
 			strategy: strategy,
+			peers:    map[ids.NodeID]*NodeView{},
+			procCfgs: map[string]*ProcessConfig{},
 		}
 	}, actor.WithSupervisor(strategy)), nil
 }
@@ -118,11 +128,17 @@ func (r *raylet) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		r.strategy.setRaylet(ctx.Self())
-		for range r.cfg.NumWorkers {
-			r.spawnWorker(ctx)
+		if r.cfg.Process == nil || r.cfg.Process.Binary != "" {
+			for range r.cfg.NumWorkers {
+				r.spawnWorker(ctx, r.defaultBinary())
+			}
 		}
 	case *atollpb.SubmitTask:
-		r.submit(ctx, m.Spec, ctx.Sender())
+		r.submit(ctx, m, ctx.Sender())
+	case *PeerView:
+		r.peerView(ctx, m)
+	case *ForwardCall:
+		r.forwardCall(ctx, m)
 	case *taskFinished:
 		r.finished(ctx, m)
 	case *atollpb.CancelTask:
@@ -161,7 +177,8 @@ func (r *raylet) Receive(ctx actor.Context) {
 	}
 }
 
-func (r *raylet) submit(ctx actor.Context, spec *atollpb.TaskSpec, owner *actor.PID) {
+func (r *raylet) submit(ctx actor.Context, m *atollpb.SubmitTask, owner *actor.PID) {
+	spec := m.Spec
 	t := &task{
 		spec:     spec,
 		id:       ids.MustFromBytes(spec.TaskId),
@@ -186,6 +203,20 @@ func (r *raylet) submit(ctx actor.Context, spec *atollpb.TaskSpec, owner *actor.
 			}
 		}
 	}
+	if r.cfg.Process != nil && r.binaryFor(spec) == "" {
+		err := errs.Invalidf("task %s: node %s was started without a worker binary and the task names none", spec.Name, r.cfg.NodeID.Short())
+		r.reply(ctx, owner, &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Error: errs.ToProto(err)})
+		return
+	}
+	if r.cfg.Cluster != nil && !r.placeLocally(ctx, t, m.Forwarded, m.Hops) {
+		return // forwarded, waiting for a node, or failed
+	}
+	r.enqueue(ctx, t)
+}
+
+// enqueue queues a task placed on this node.
+func (r *raylet) enqueue(ctx actor.Context, t *task) {
+	spec, owner := t.spec, t.owner
 	if !Feasible(r.cfg.Resources, t.demand) {
 		err := errs.Invalidf("task %s demands %v but node %s has %v in all", spec.Name, t.demand, r.cfg.NodeID.Short(), r.cfg.Resources)
 		r.reply(ctx, owner, &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Error: errs.ToProto(err)})
@@ -303,14 +334,7 @@ func (r *raylet) dispatch(ctx actor.Context, t *task) {
 		r.startActor(ctx, t)
 		return
 	}
-	var w *worker
-	if n := len(r.idle); n > 0 {
-		w = r.workers[r.idle[n-1]]
-		r.idle = r.idle[:n-1]
-	} else {
-		w = r.spawnWorker(ctx)
-		r.idle = r.idle[:len(r.idle)-1]
-	}
+	w := r.takeIdle(ctx, r.binaryFor(t.spec))
 	_, sched := r.tracer.Start(telemetry.Extract(context.Background(), t.spec.Trace), "schedule "+t.spec.Name,
 		trace.WithAttributes(attribute.String("atoll.task_id", t.id.String()),
 			attribute.String("atoll.worker_id", w.id.String()), attribute.String("atoll.node_id", r.cfg.NodeID.String())))
@@ -323,15 +347,37 @@ func (r *raylet) dispatch(ctx actor.Context, t *task) {
 	ctx.Send(w.pid, &runTask{ctx: runCtx, spec: t.spec, attemptID: t.attemptID})
 }
 
-func (r *raylet) spawnWorker(ctx actor.Context) *worker {
-	w := &worker{id: ids.NewWorkerID()}
+// takeIdle takes an idle worker running binary, starting one if there is
+// none (and stopping an idle worker of another binary if the pool is full).
+func (r *raylet) takeIdle(ctx actor.Context, binary string) *worker {
+	for i := len(r.idle) - 1; i >= 0; i-- {
+		if w := r.workers[r.idle[i]]; w.binary == binary {
+			r.idle = append(r.idle[:i], r.idle[i+1:]...)
+			return w
+		}
+	}
+	if len(r.workers) >= r.cfg.MaxWorkers && len(r.idle) > 0 {
+		old := r.workers[r.idle[0]]
+		ctx.Stop(old.pid)
+		delete(r.workers, old.id)
+		r.idle = r.idle[1:]
+		r.cfg.OnWorkerDeath(old.id)
+	}
+	w := r.spawnWorker(ctx, binary)
+	r.idle = r.idle[:len(r.idle)-1]
+	return w
+}
+
+func (r *raylet) spawnWorker(ctx actor.Context, binary string) *worker {
+	w := &worker{id: ids.NewWorkerID(), binary: binary}
 	self := ctx.Self()
 	props := actor.PropsFromProducer(func() actor.Actor {
 		return &workerActor{id: w.id, node: r.cfg.NodeID, exec: r.cfg.Executor, raylet: self}
 	})
-	if pc := r.cfg.Process; pc != nil {
+	if r.cfg.Process != nil {
+		pc, node := r.processConfig(binary), r.cfg.NodeID
 		props = actor.PropsFromProducer(func() actor.Actor {
-			return &procWorker{id: w.id, node: r.cfg.NodeID, cfg: pc, raylet: self, proxy: proxy{id: w.id, cfg: pc, raylet: self}}
+			return &procWorker{id: w.id, node: node, cfg: pc, raylet: self, proxy: proxy{id: w.id, node: node, cfg: pc, raylet: self}}
 		})
 	}
 	w.pid = ctx.SpawnPrefix(r.withMiddleware(props), "worker")
@@ -406,6 +452,13 @@ func (r *raylet) cancelTask(ctx actor.Context, id ids.TaskID) {
 	}
 	if t := r.running[id]; t != nil {
 		t.cancel() // the executor reports the task cancelled
+		return
+	}
+	if r.cancelWaiting(ctx, id) {
+		return
+	}
+	if r.cfg.Cluster != nil {
+		r.cfg.Cluster.Cancel(id) // it may have been forwarded to another node
 	}
 }
 
@@ -472,8 +525,8 @@ func (r *raylet) workerGone(ctx actor.Context, w *worker, reason string) {
 		crash := &errs.WorkerCrashedError{TaskName: t.spec.Name, TaskID: t.id.String(), Message: reason}
 		r.reply(ctx, t.owner, &atollpb.TaskResult{TaskId: t.spec.TaskId, Attempt: t.spec.Attempt, Error: errs.ToProto(crash), WorkerId: w.id.Bytes()})
 	}
-	if len(r.workers) < r.cfg.NumWorkers {
-		r.spawnWorker(ctx)
+	if len(r.workers) < r.cfg.NumWorkers && (w.binary != "" || r.cfg.Process == nil) {
+		r.spawnWorker(ctx, w.binary)
 	}
 	r.schedule(ctx)
 }
@@ -526,6 +579,8 @@ type GetState struct{}
 // Stats counts what a raylet did.
 type Stats struct {
 	Submitted, Dispatched, Finished, WorkersKilled, WorkersReaped, ActorRestarts uint64
+	// Forwarded counts tasks placed on other nodes.
+	Forwarded uint64
 }
 
 // State is a snapshot of a raylet.
@@ -534,6 +589,7 @@ type State struct {
 	Total       Resources
 	Available   Resources
 	Queued      int
+	QueuedCPU   float64
 	Running     int
 	Workers     int
 	IdleWorkers int
@@ -544,7 +600,7 @@ type State struct {
 func (r *raylet) snapshot() *State {
 	return &State{
 		NodeID: r.cfg.NodeID, Total: r.cfg.Resources.Clone(), Available: r.avail.Clone(),
-		Queued: r.queued, Running: len(r.running), Workers: len(r.workers), IdleWorkers: len(r.idle),
+		Queued: r.queued + len(r.waiting), QueuedCPU: r.queuedCPU(), Running: len(r.running), Workers: len(r.workers), IdleWorkers: len(r.idle),
 		Actors: len(r.actors), Stats: r.stats,
 	}
 }

@@ -28,6 +28,8 @@ var (
 	ErrInvalidArgument  = errors.New("atoll: invalid argument")
 	ErrNotFound         = errors.New("atoll: not found")
 	ErrUnavailable      = errors.New("atoll: runtime unavailable")
+	ErrNodeDied         = errors.New("atoll: node died")
+	ErrUnschedulable    = errors.New("atoll: task unschedulable")
 	ErrNotInitialized   = fmt.Errorf("%w: atoll.Init has not been called", ErrUnavailable)
 	ErrAlreadyStarted   = errors.New("atoll: already initialized")
 	errUnknownErrorCode = errors.New("atoll: unknown error")
@@ -165,6 +167,40 @@ func (e *OwnerDiedError) Error() string {
 // Is matches ErrOwnerDied.
 func (e *OwnerDiedError) Is(target error) bool { return target == ErrOwnerDied }
 
+// NodeDiedError: the node running the task, or holding the actor or
+// object, died (and retries ran out).
+type NodeDiedError struct {
+	NodeID   string
+	TaskName string
+	TaskID   string
+	Message  string
+}
+
+func (e *NodeDiedError) Error() string {
+	if e.TaskName != "" {
+		return fmt.Sprintf("atoll: node %s running task %s died: %s", e.NodeID, e.TaskName, e.Message)
+	}
+	return fmt.Sprintf("atoll: node %s died: %s", e.NodeID, e.Message)
+}
+
+// Is matches ErrNodeDied.
+func (e *NodeDiedError) Is(target error) bool { return target == ErrNodeDied }
+
+// UnschedulableError: no node can run the task under its scheduling
+// strategy, e.g. a hard node affinity to a node that is dead or unknown.
+type UnschedulableError struct {
+	TaskName string
+	TaskID   string
+	Reason   string
+}
+
+func (e *UnschedulableError) Error() string {
+	return fmt.Sprintf("atoll: task %s cannot be scheduled: %s", e.TaskName, e.Reason)
+}
+
+// Is matches ErrUnschedulable.
+func (e *UnschedulableError) Is(target error) bool { return target == ErrUnschedulable }
+
 // CodeError is a plain error with a code (invalid argument, not found,
 // unavailable).
 type CodeError struct {
@@ -201,6 +237,10 @@ func sentinel(c atollpb.ErrorCode) error {
 		return ErrNotFound
 	case atollpb.ErrorCode_UNAVAILABLE:
 		return ErrUnavailable
+	case atollpb.ErrorCode_NODE_DIED:
+		return ErrNodeDied
+	case atollpb.ErrorCode_UNSCHEDULABLE:
+		return ErrUnschedulable
 	}
 	return errUnknownErrorCode
 }

@@ -22,6 +22,8 @@ func ToProto(err error) *atollpb.ErrorInfo {
 		gt  *GetTimeoutError
 		cn  *CancelledError
 		od  *OwnerDiedError
+		nd  *NodeDiedError
+		us  *UnschedulableError
 		cd  *CodeError
 		msg = err.Error()
 	)
@@ -42,6 +44,10 @@ func ToProto(err error) *atollpb.ErrorInfo {
 		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_CANCELLED, Message: msg, TaskName: cn.TaskName, TaskId: unhex(cn.TaskID)}
 	case errors.As(err, &od):
 		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_OWNER_DIED, Message: od.Message, ObjectId: unhex(od.ObjectID)}
+	case errors.As(err, &nd):
+		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_NODE_DIED, Message: nd.Message, TaskName: nd.TaskName, TaskId: unhex(nd.TaskID), NodeId: unhex(nd.NodeID)}
+	case errors.As(err, &us):
+		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_UNSCHEDULABLE, Message: us.Reason, TaskName: us.TaskName, TaskId: unhex(us.TaskID)}
 	case errors.As(err, &cd):
 		return &atollpb.ErrorInfo{Code: cd.Code, Message: cd.Message}
 	}
@@ -70,6 +76,10 @@ func FromProto(info *atollpb.ErrorInfo) error {
 		return &CancelledError{TaskName: info.TaskName, TaskID: hex.EncodeToString(info.TaskId)}
 	case atollpb.ErrorCode_OWNER_DIED:
 		return &OwnerDiedError{ObjectID: hex.EncodeToString(info.ObjectId), Message: info.Message}
+	case atollpb.ErrorCode_NODE_DIED:
+		return &NodeDiedError{NodeID: hex.EncodeToString(info.NodeId), TaskName: info.TaskName, TaskID: hex.EncodeToString(info.TaskId), Message: info.Message}
+	case atollpb.ErrorCode_UNSCHEDULABLE:
+		return &UnschedulableError{TaskName: info.TaskName, TaskID: hex.EncodeToString(info.TaskId), Reason: info.Message}
 	}
 	return &CodeError{Code: info.Code, Message: info.Message}
 }

@@ -1,0 +1,207 @@
+package cluster
+
+import (
+	"context"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/cluster/membership"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/raylet"
+)
+
+// Messages to the gateway actor from the raylet and the node's links.
+type (
+	forwardTask struct {
+		node  ids.NodeID
+		spec  *atollpb.TaskSpec
+		owner *actor.PID
+		hops  int32
+	}
+	forwardCall struct {
+		node    ids.NodeID
+		address string
+		spec    *atollpb.TaskSpec
+		caller  *actor.PID
+	}
+	cancelForwarded struct{ id ids.TaskID }
+)
+
+// taskKey names one attempt of a task or one actor call.
+type taskKey struct {
+	task    ids.TaskID
+	attempt int32
+}
+
+func keyOf(taskID []byte, attempt int32) taskKey {
+	return taskKey{task: ids.MustFromBytes(taskID), attempt: attempt}
+}
+
+// forward is a task or call this node sent to another node, waiting for
+// its result.
+type forward struct {
+	node   ids.NodeID
+	owner  *actor.PID // where the result goes (the gateway itself for a task relayed onwards)
+	name   string
+	isCall bool
+}
+
+// gateway is the actor half of a Gateway. All fields are owned by its
+// goroutine, except the fetcher's address table (the fetcher is shared
+// with worker proxies and locks it).
+type gateway struct {
+	cfg   *Config
+	fetch *fetcher
+	// pending: work sent to other nodes; inbound: work other nodes sent
+	// here, by the node to answer.
+	pending map[taskKey]*forward
+	inbound map[taskKey]ids.NodeID
+	peers   map[ids.NodeID]*atollpb.NodeLoad
+	dead    map[ids.NodeID]bool
+}
+
+// Receive implements actor.Actor.
+func (g *gateway) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *forwardTask:
+		g.pending[keyOf(m.spec.TaskId, m.spec.Attempt)] = &forward{node: m.node, owner: m.owner, name: m.spec.Name}
+		g.publish(nodeSubject(g.cfg.Prefix, m.node, "task"), &atollpb.ForwardTask{Spec: m.spec, OriginNode: g.cfg.NodeID.Bytes(), Hops: m.hops})
+		g.failIfDead(ctx, m.node)
+	case *forwardCall:
+		g.pending[keyOf(m.spec.TaskId, m.spec.Attempt)] = &forward{node: m.node, owner: m.caller, name: m.spec.Name, isCall: true}
+		g.publish(nodeSubject(g.cfg.Prefix, m.node, "call"), &atollpb.ForwardActorCall{Address: m.address, Spec: m.spec, OriginNode: g.cfg.NodeID.Bytes()})
+		g.failIfDead(ctx, m.node)
+	case *cancelForwarded:
+		for k, f := range g.pending {
+			if k.task == m.id && !f.isCall {
+				g.publish(nodeSubject(g.cfg.Prefix, f.node, "cancel"), &atollpb.ForwardCancel{TaskId: m.id.Bytes()})
+			}
+		}
+	case *atollpb.ForwardTask:
+		g.inbound[keyOf(m.Spec.TaskId, m.Spec.Attempt)] = ids.MustFromBytes(m.OriginNode)
+		ctx.Request(g.cfg.Raylet, &atollpb.SubmitTask{Spec: m.Spec, Forwarded: true, Hops: m.Hops})
+	case *atollpb.ForwardActorCall:
+		g.inbound[keyOf(m.Spec.TaskId, m.Spec.Attempt)] = ids.MustFromBytes(m.OriginNode)
+		ctx.Request(ctx.ActorSystem().NewLocalPID(m.Address), &atollpb.PushTask{Spec: m.Spec})
+	case *atollpb.ForwardCancel:
+		ctx.Send(g.cfg.Raylet, &atollpb.CancelTask{TaskId: m.TaskId})
+	case *atollpb.TaskResult:
+		g.answer(m)
+	case *atollpb.ForwardedResult:
+		g.deliver(ctx, m.Result)
+	case *atollpb.NodeLoad:
+		g.load(ctx, m)
+	case membership.NodeLeft:
+		g.nodeGone(ctx, m.ID, m.Dead)
+	case membership.NodeJoined, membership.NodeUpdated:
+	}
+}
+
+func (g *gateway) publish(subject string, m proto.Message) {
+	b, err := proto.Marshal(m)
+	if err == nil {
+		err = g.cfg.Conn.Publish(subject, b)
+	}
+	if err != nil {
+		g.cfg.Logger.Warn("cluster: publish failed", "subject", subject, "err", err)
+	}
+}
+
+// answer sends the result of work another node sent here back to it.
+func (g *gateway) answer(res *atollpb.TaskResult) {
+	k := keyOf(res.TaskId, res.Attempt)
+	origin, ok := g.inbound[k]
+	if !ok {
+		return // a late duplicate, or its origin died
+	}
+	delete(g.inbound, k)
+	g.publish(nodeSubject(g.cfg.Prefix, origin, "result"), &atollpb.ForwardedResult{Result: res, FromNode: g.cfg.NodeID.Bytes()})
+}
+
+// deliver hands the result of work sent to another node to its owner.
+func (g *gateway) deliver(ctx actor.Context, res *atollpb.TaskResult) {
+	k := keyOf(res.TaskId, res.Attempt)
+	f, ok := g.pending[k]
+	if !ok {
+		return
+	}
+	delete(g.pending, k)
+	if f.owner == nil {
+		return
+	}
+	if f.owner.Equal(ctx.Self()) {
+		g.answer(res) // spilled back through this node: pass it on
+		return
+	}
+	ctx.Send(f.owner, res)
+}
+
+// load records a node's report and gives the raylet the new view.
+func (g *gateway) load(ctx actor.Context, m *atollpb.NodeLoad) {
+	node := ids.MustFromBytes(m.NodeId)
+	if node == g.cfg.NodeID || g.dead[node] {
+		return
+	}
+	if m.Leaving {
+		g.nodeGone(ctx, node, false)
+		return
+	}
+	if old := g.peers[node]; old == nil {
+		g.fetch.setAddr(node, m.TransferAddress)
+		g.cfg.Logger.Debug("cluster: node joined the view", "node", node.Short())
+	}
+	g.peers[node] = m
+	g.sendView(ctx)
+}
+
+func (g *gateway) sendView(ctx actor.Context) {
+	view := &raylet.PeerView{Nodes: make([]raylet.NodeView, 0, len(g.peers))}
+	for id, l := range g.peers {
+		view.Nodes = append(view.Nodes, raylet.NodeView{ID: id, Total: raylet.Resources(l.Total).Clone(),
+			Available: raylet.Resources(l.Available).Clone(), QueuedCPU: l.QueuedCpu})
+	}
+	ctx.Send(g.cfg.Raylet, view)
+}
+
+// nodeGone forgets a node that died or left: it leaves the view, and the
+// work sent to it fails with NodeDiedError (owners retry tasks).
+func (g *gateway) nodeGone(ctx actor.Context, node ids.NodeID, died bool) {
+	if node == g.cfg.NodeID || g.dead[node] {
+		return
+	}
+	g.dead[node] = true
+	delete(g.peers, node)
+	g.fetch.setAddr(node, "")
+	g.sendView(ctx)
+	g.cfg.Logger.Info("cluster: node left the cluster", "node", node.Short(), "failed", died)
+	g.failIfDead(ctx, node)
+	for k, origin := range g.inbound {
+		if origin == node {
+			delete(g.inbound, k) // nobody to answer
+		}
+	}
+	gcsClient := g.cfg.GCS
+	go func() {
+		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = gcsClient.MarkNodeDead(c, node.Bytes())
+		cancel()
+	}()
+}
+
+// failIfDead fails the work pending on node if it is dead.
+func (g *gateway) failIfDead(ctx actor.Context, node ids.NodeID) {
+	if !g.dead[node] {
+		return
+	}
+	for k, f := range g.pending {
+		if f.node != node {
+			continue
+		}
+		err := &errs.NodeDiedError{NodeID: node.String(), TaskName: f.name, TaskID: k.task.String(), Message: "the node left the cluster"}
+		g.deliver(ctx, &atollpb.TaskResult{TaskId: k.task.Bytes(), Attempt: k.attempt, Error: errs.ToProto(err), ActorCrashed: f.isCall})
+	}
+}

@@ -1,0 +1,141 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/objectstore"
+	"github.com/atoll-runtime/atoll/remote"
+)
+
+// sealWait bounds how long a reader waits for another reader's transfer
+// of the same object to be sealed.
+const sealWait = 10 * time.Minute
+
+// fetcher pulls objects held on other nodes into the local store. It is
+// safe for concurrent use: callers are worker proxies and the driver's Get.
+// The store is the copy-location directory of the node: an object already
+// there (or being created there by another pull) is never pulled again.
+type fetcher struct {
+	self   ids.NodeID
+	store  *objectstore.Client
+	puller *remote.Puller
+
+	mu    sync.Mutex
+	addrs map[ids.NodeID]string // transfer address per live node
+
+	pulls       atomic.Uint64 // objects pulled into this store
+	pulledBytes atomic.Uint64
+}
+
+func (f *fetcher) setAddr(node ids.NodeID, addr string) {
+	f.mu.Lock()
+	if addr == "" {
+		delete(f.addrs, node)
+	} else {
+		f.addrs[node] = addr
+	}
+	f.mu.Unlock()
+}
+
+func (f *fetcher) addr(node ids.NodeID) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.addrs[node]
+}
+
+// Fetch makes every object of refs held on another node present in the
+// local store, pulling those that are not, concurrently.
+func (f *fetcher) Fetch(ctx context.Context, refs []*atollpb.ObjectRef) error {
+	var remoteRefs []*atollpb.ObjectRef
+	for _, r := range refs {
+		if node, err := ids.FromBytes(r.NodeId); err == nil && !node.IsZero() && node != f.self {
+			remoteRefs = append(remoteRefs, r)
+		}
+	}
+	switch len(remoteRefs) {
+	case 0:
+		return nil
+	case 1:
+		return f.fetchOne(ctx, remoteRefs[0])
+	}
+	errc := make(chan error, len(remoteRefs))
+	for _, r := range remoteRefs {
+		go func() { errc <- f.fetchOne(ctx, r) }()
+	}
+	var first error
+	for range remoteRefs {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (f *fetcher) fetchOne(ctx context.Context, ref *atollpb.ObjectRef) error {
+	id := ids.MustObjectID(ref.ObjectId)
+	node := ids.MustFromBytes(ref.NodeId)
+	if f.present(ctx, id, 0) {
+		return nil
+	}
+	addr := f.addr(node)
+	if addr == "" {
+		return &errs.ObjectLostError{ObjectID: id.String(), Message: "held on node " + node.Short() + ", which is not (or no longer) in the cluster"}
+	}
+	n, shared, err := f.puller.Pull(ctx, addr, id, func(size uint64) ([]byte, error) {
+		return f.store.CreateOwned(ctx, id, size, ref.Codec, ids.WorkerID{})
+	})
+	switch {
+	case err == nil && !shared:
+		if err := f.store.Seal(ctx, id); err != nil {
+			return err
+		}
+		f.pulls.Add(1)
+		f.pulledBytes.Add(n)
+		return nil
+	case err == nil || errors.Is(err, objectstore.ErrObjectExists):
+		// Another reader's transfer (or creation) of the object: wait
+		// until it is sealed.
+		if f.present(ctx, id, sealWait) {
+			return nil
+		}
+		return &errs.ObjectLostError{ObjectID: id.String(), Message: "a concurrent pull of the object did not complete"}
+	}
+	_ = f.store.Abort(context.WithoutCancel(ctx), id) // a no-op unless this pull created it
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if errors.Is(err, errs.ErrObjectStoreFull) {
+		return err
+	}
+	return &errs.ObjectLostError{ObjectID: id.String(), Message: "pull from node " + node.Short() + " failed: " + err.Error()}
+}
+
+// present reports whether the store holds id sealed, waiting up to wait.
+func (f *fetcher) present(ctx context.Context, id ids.ObjectID, wait time.Duration) bool {
+	if _, err := f.store.Get(ctx, []ids.ObjectID{id}, wait); err != nil {
+		return false
+	}
+	f.store.Release(id)
+	return true
+}
+
+// serve is the node's remote.ObjectSource: a pinned view of a local object.
+func serve(store *objectstore.Client) remote.ObjectSource {
+	return remote.ObjectSourceFunc(func(ctx context.Context, id ids.ObjectID) ([]byte, func(), error) {
+		objs, err := store.Get(ctx, []ids.ObjectID{id}, 0)
+		if err != nil {
+			if errors.Is(err, errs.ErrGetTimeout) {
+				return nil, nil, errs.NotFoundf("object %s is not in this node's store", id.Short())
+			}
+			return nil, nil, err
+		}
+		return objs[0].Data, func() { store.Release(id) }, nil
+	})
+}

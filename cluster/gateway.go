@@ -1,0 +1,319 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/cluster/membership"
+	"github.com/atoll-runtime/atoll/gcs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/objectstore"
+	"github.com/atoll-runtime/atoll/raylet"
+	"github.com/atoll-runtime/atoll/remote"
+)
+
+// Config configures a node's gateway.
+type Config struct {
+	NodeID ids.NodeID
+	// Conn is the node's NATS connection (the control plane).
+	Conn *nats.Conn
+	// Prefix starts the subjects; default DefaultPrefix.
+	Prefix string
+	System *actor.ActorSystem
+	Raylet *actor.PID
+	Store  *actor.PID
+	// StoreClient serves and receives transferred objects.
+	StoreClient *objectstore.Client
+	GCS         *gcs.Client
+	// NodeIP is the address peers reach this node at; default 127.0.0.1.
+	NodeIP string
+	// TransferPort and GossipPort: 0 picks free ports.
+	TransferPort int
+	GossipPort   int
+	// FailureBudget bounds the time to declare a failed node dead;
+	// default membership.DefaultFailureBudget.
+	FailureBudget time.Duration
+	// ReportInterval is how often the node publishes its load; default
+	// 100 ms.
+	ReportInterval time.Duration
+	// MaxInFlight bounds the bytes being pulled at once; default 256 MiB.
+	MaxInFlight uint64
+	// Node describes this node for its GCS registration (resources,
+	// hostname, head/driver); Start fills in the addresses.
+	Node   *atollpb.NodeInfo
+	Logger *slog.Logger
+}
+
+// Gateway is a started gateway: its actor, the object server and the
+// membership member.
+type Gateway struct {
+	cfg     Config
+	pid     *actor.PID
+	fetch   *fetcher
+	server  *remote.Server
+	client  *remote.Client
+	member  *membership.Member
+	subs    []*nats.Subscription
+	stopRep chan struct{}
+	repDone chan struct{}
+	once    sync.Once
+}
+
+// Start registers the node in the GCS, joins the gossip and starts the
+// gateway actor.
+func Start(cfg Config) (*Gateway, error) {
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultPrefix
+	}
+	if cfg.NodeIP == "" {
+		cfg.NodeIP = "127.0.0.1"
+	}
+	if cfg.ReportInterval <= 0 {
+		cfg.ReportInterval = 100 * time.Millisecond
+	}
+	if cfg.MaxInFlight == 0 {
+		cfg.MaxInFlight = 256 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	g := &Gateway{cfg: cfg, stopRep: make(chan struct{}), repDone: make(chan struct{})}
+	ok := false
+	defer func() {
+		if !ok {
+			g.Stop()
+		}
+	}()
+	var err error
+	if g.client, err = remote.NewClient(remote.ClientConfig{}); err != nil {
+		return nil, err
+	}
+	puller, err := remote.NewPuller(g.client, remote.PullerConfig{MaxInFlight: cfg.MaxInFlight})
+	if err != nil {
+		return nil, err
+	}
+	g.fetch = &fetcher{self: cfg.NodeID, store: cfg.StoreClient, puller: puller, addrs: map[ids.NodeID]string{}}
+	if g.server, err = remote.Listen(net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.TransferPort)), serve(cfg.StoreClient)); err != nil {
+		return nil, fmt.Errorf("cluster: object transfer listener: %w", err)
+	}
+	gw := &gateway{cfg: &g.cfg, fetch: g.fetch, pending: map[taskKey]*forward{}, inbound: map[taskKey]ids.NodeID{},
+		peers: map[ids.NodeID]*atollpb.NodeLoad{}, dead: map[ids.NodeID]bool{}}
+	if g.pid, err = cfg.System.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return gw }), "gateway"); err != nil {
+		return nil, fmt.Errorf("cluster: start gateway: %w", err)
+	}
+	if g.member, err = membership.Start(membership.Config{
+		NodeID: cfg.NodeID, BindAddr: cfg.NodeIP, BindPort: cfg.GossipPort, FailureBudget: cfg.FailureBudget,
+		Logger: cfg.Logger, System: cfg.System, Events: g.pid,
+	}); err != nil {
+		return nil, fmt.Errorf("cluster: gossip: %w", err)
+	}
+	if err := g.subscribe(); err != nil {
+		return nil, err
+	}
+	info := proto.Clone(cfg.Node).(*atollpb.NodeInfo)
+	info.NodeId, info.State = cfg.NodeID.Bytes(), atollpb.NodeState_NODE_ALIVE
+	info.TransferAddress, info.GossipAddress = g.server.Addr(), g.member.Addr()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cfg.GCS.RegisterNode(ctx, info); err != nil {
+		return nil, fmt.Errorf("cluster: register node: %w", err)
+	}
+	nodes, err := cfg.GCS.ListNodes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: list nodes: %w", err)
+	}
+	var join []string
+	for _, n := range nodes {
+		if n.State == atollpb.NodeState_NODE_ALIVE && n.GossipAddress != "" && ids.MustFromBytes(n.NodeId) != cfg.NodeID {
+			join = append(join, n.GossipAddress)
+		}
+	}
+	if len(join) > 0 {
+		if _, err := g.member.Join(join); err != nil {
+			cfg.Logger.Warn("gossip join failed; the node still serves and retries through later joiners", "err", err)
+		}
+	}
+	go g.report(info)
+	ok = true
+	return g, nil
+}
+
+// PID is the gateway actor: the raylet's forwards go to it.
+func (g *Gateway) PID() *actor.PID { return g.pid }
+
+// TransferAddress is where this node serves its objects.
+func (g *Gateway) TransferAddress() string { return g.server.Addr() }
+
+// Fetch pulls refs held on other nodes into the local store.
+func (g *Gateway) Fetch(ctx context.Context, refs []*atollpb.ObjectRef) error {
+	return g.fetch.Fetch(ctx, refs)
+}
+
+// Free drops the objects on every node (the owner freed them).
+func (g *Gateway) Free(idList [][]byte) {
+	if len(idList) == 0 {
+		return
+	}
+	b, _ := proto.Marshal(&atollpb.FreeObjects{ObjectIds: idList})
+	if err := g.cfg.Conn.Publish(freeSubject(g.cfg.Prefix), b); err != nil {
+		// Without the control plane, at least the local copy goes.
+		g.cfg.System.Root.Send(g.cfg.Store, &atollpb.DeleteObjectsRequest{ObjectIds: idList})
+	}
+}
+
+// Pulls reports the objects and bytes this node pulled from others.
+func (g *Gateway) Pulls() (objects, bytes uint64) {
+	return g.fetch.pulls.Load(), g.fetch.pulledBytes.Load()
+}
+
+// RayletConfig returns the raylet's cluster configuration, forwarding
+// through this gateway.
+func (g *Gateway) RayletConfig(threshold float64) *raylet.ClusterConfig {
+	root, pid := g.cfg.System.Root, g.pid
+	return &raylet.ClusterConfig{
+		Forward: func(node ids.NodeID, spec *atollpb.TaskSpec, owner *actor.PID, hops int32) {
+			root.Send(pid, &forwardTask{node: node, spec: spec, owner: owner, hops: hops})
+		},
+		CallActor: func(node ids.NodeID, address string, spec *atollpb.TaskSpec, caller *actor.PID) {
+			root.Send(pid, &forwardCall{node: node, address: address, spec: spec, caller: caller})
+		},
+		Cancel:          func(id ids.TaskID) { root.Send(pid, &cancelForwarded{id: id}) },
+		SpreadThreshold: threshold,
+	}
+}
+
+// CallActor sends an actor call to a host on another node; the result
+// goes to caller.
+func (g *Gateway) CallActor(node ids.NodeID, address string, spec *atollpb.TaskSpec, caller *actor.PID) {
+	g.cfg.System.Root.Send(g.pid, &forwardCall{node: node, address: address, spec: spec, caller: caller})
+}
+
+// Stop leaves the gossip gracefully, marks the node dead in the GCS and
+// stops serving. Safe to call more than once.
+func (g *Gateway) Stop() {
+	g.once.Do(func() {
+		close(g.stopRep)
+		if g.member != nil {
+			_ = g.member.Leave(2 * time.Second)
+		}
+		for _, s := range g.subs {
+			_ = s.Unsubscribe()
+		}
+		if g.pid != nil {
+			<-g.repDone
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_ = g.cfg.GCS.MarkNodeDead(ctx, g.cfg.NodeID.Bytes())
+			cancel()
+			_ = g.cfg.System.Root.StopFuture(g.pid).Wait()
+		}
+		if g.member != nil {
+			_ = g.member.Shutdown()
+		}
+		if g.server != nil {
+			_ = g.server.Close()
+		}
+		if g.client != nil {
+			_ = g.client.Close()
+		}
+	})
+}
+
+// subscribe routes the node's subjects to the gateway actor.
+func (g *Gateway) subscribe() error {
+	c, p, self := g.cfg, g.cfg.Prefix, g.cfg.NodeID
+	root := c.System.Root
+	route := func(subject string, newMsg func() proto.Message) error {
+		s, err := c.Conn.Subscribe(subject, func(m *nats.Msg) {
+			v := newMsg()
+			if proto.Unmarshal(m.Data, v) == nil {
+				root.Send(g.pid, v)
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("cluster: subscribe %s: %w", subject, err)
+		}
+		g.subs = append(g.subs, s)
+		return nil
+	}
+	for _, r := range []struct {
+		subject string
+		newMsg  func() proto.Message
+	}{
+		{nodeSubject(p, self, "task"), func() proto.Message { return &atollpb.ForwardTask{} }},
+		{nodeSubject(p, self, "call"), func() proto.Message { return &atollpb.ForwardActorCall{} }},
+		{nodeSubject(p, self, "result"), func() proto.Message { return &atollpb.ForwardedResult{} }},
+		{nodeSubject(p, self, "cancel"), func() proto.Message { return &atollpb.ForwardCancel{} }},
+		{loadWildcard(p), func() proto.Message { return &atollpb.NodeLoad{} }},
+	} {
+		if err := route(r.subject, r.newMsg); err != nil {
+			return err
+		}
+	}
+	s, err := c.Conn.Subscribe(freeSubject(p), func(m *nats.Msg) {
+		var f atollpb.FreeObjects
+		if proto.Unmarshal(m.Data, &f) == nil {
+			root.Send(c.Store, &atollpb.DeleteObjectsRequest{ObjectIds: f.ObjectIds})
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe free: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	return c.Conn.FlushTimeout(10 * time.Second)
+}
+
+// report publishes the node's load every ReportInterval until Stop.
+func (g *Gateway) report(info *atollpb.NodeInfo) {
+	defer close(g.repDone)
+	c := g.cfg
+	tick := time.NewTicker(c.ReportInterval)
+	defer tick.Stop()
+	subject := loadSubject(c.Prefix, c.NodeID)
+	var seq uint64
+	host, _ := os.Hostname()
+	for {
+		seq++
+		load := &atollpb.NodeLoad{NodeId: c.NodeID.Bytes(), TransferAddress: g.server.Addr(), IsDriver: info.IsDriver,
+			IsHead: info.IsHead, Hostname: host, Seq: seq}
+		if res, err := c.System.Root.RequestFuture(c.Raylet, &raylet.GetState{}, time.Second).Result(); err == nil {
+			st := res.(*raylet.State)
+			load.Total, load.Available = st.Total, st.Available
+			load.Queued, load.Running, load.QueuedCpu = int32(st.Queued), int32(st.Running), st.QueuedCPU
+		}
+		if res, err := c.System.Root.RequestFuture(c.Store, &atollpb.StoreStatsRequest{}, time.Second).Result(); err == nil {
+			if st, ok := res.(*atollpb.StoreStats); ok {
+				load.StoreUsed, load.StoreCapacity = st.UsedBytes, st.CapacityBytes
+			}
+		}
+		load.Pulls, load.PulledBytes = g.Pulls()
+		select {
+		case <-g.stopRep:
+			load.Leaving = true
+			if b, err := proto.Marshal(load); err == nil {
+				_ = c.Conn.Publish(subject, b)
+			}
+			return
+		default:
+		}
+		if load.Total != nil {
+			if b, err := proto.Marshal(load); err == nil {
+				_ = c.Conn.Publish(subject, b)
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-g.stopRep:
+		}
+	}
+}

@@ -1,0 +1,16 @@
+package cluster
+
+import "github.com/atoll-runtime/atoll/internal/ids"
+
+// DefaultPrefix starts every subject of the cluster protocol.
+const DefaultPrefix = "atoll"
+
+func loadSubject(prefix string, node ids.NodeID) string { return prefix + ".load." + node.String() }
+func loadWildcard(prefix string) string                { return prefix + ".load.*" }
+func freeSubject(prefix string) string                 { return prefix + ".free" }
+
+// nodeSubject is where node's gateway receives kind (task, call, result,
+// cancel).
+func nodeSubject(prefix string, node ids.NodeID, kind string) string {
+	return prefix + ".node." + node.String() + "." + kind
+}

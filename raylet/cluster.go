@@ -1,0 +1,245 @@
+package raylet
+
+import (
+	"encoding/hex"
+	"errors"
+	"strings"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+)
+
+// ClusterConfig makes a raylet one node of a cluster: it places each task
+// submitted to it on a node (itself or a peer) and forwards what it does
+// not run. The callbacks run on the raylet's goroutine and must not block
+// (they send to the node's gateway actor).
+type ClusterConfig struct {
+	// Forward hands spec to node's raylet; results go to owner. hops is
+	// the number of raylets the task will have gone through.
+	Forward func(node ids.NodeID, spec *atollpb.TaskSpec, owner *actor.PID, hops int32)
+	// CallActor sends an actor call to a host on another node (address is
+	// the host's local address there); the result goes to caller.
+	CallActor func(node ids.NodeID, address string, spec *atollpb.TaskSpec, caller *actor.PID)
+	// Cancel cancels a task this raylet does not know (it may have been
+	// forwarded).
+	Cancel func(id ids.TaskID)
+	// SpreadThreshold is the utilisation past which hybrid placement
+	// leaves the local node; default DefaultSpreadThreshold.
+	SpreadThreshold float64
+}
+
+// maxHops bounds how often a task spills back from node to node.
+const maxHops = 4
+
+// PeerView is the gateway's latest view of the other live nodes; it
+// replaces the raylet's previous one.
+type PeerView struct {
+	Nodes []NodeView
+}
+
+// ForwardCall asks the raylet to send an actor call to a host on another
+// node (from a worker process's proxy); the sender receives the result.
+type ForwardCall struct {
+	Node    ids.NodeID
+	Address string
+	Spec    *atollpb.TaskSpec
+}
+
+// waitingTask is a task no live node can run yet.
+type waitingTask struct {
+	t         *task
+	forwarded bool
+	hops      int32
+}
+
+// SplitActorAddress splits a cluster actor address "<node hex>/<local>"
+// into the node and the host's local address; a plain local address
+// yields a zero node.
+func SplitActorAddress(address string) (ids.NodeID, string) {
+	if i := strings.IndexByte(address, '/'); i > 0 {
+		if b, err := hex.DecodeString(address[:i]); err == nil {
+			if node, err := ids.FromBytes(b); err == nil {
+				return node, address[i+1:]
+			}
+		}
+	}
+	return ids.NodeID{}, address
+}
+
+// actorAddress is the address callers use for a host: qualified with the
+// node in a cluster.
+func (r *raylet) actorAddress(pid *actor.PID) string {
+	if r.cfg.Cluster != nil {
+		return r.cfg.NodeID.String() + "/" + pid.Id
+	}
+	return pid.Id
+}
+
+func (r *raylet) forwardCall(ctx actor.Context, m *ForwardCall) {
+	if r.cfg.Cluster == nil {
+		return
+	}
+	r.cfg.Cluster.CallActor(m.Node, m.Address, m.Spec, ctx.Sender())
+}
+
+// defaultBinary is the program of workers started ahead of any task.
+func (r *raylet) defaultBinary() string {
+	if r.cfg.Process == nil {
+		return ""
+	}
+	return r.cfg.Process.Binary
+}
+
+// binaryFor is the program that runs spec: the node's worker binary if it
+// has one, else the submitting driver's.
+func (r *raylet) binaryFor(spec *atollpb.TaskSpec) string {
+	if r.cfg.Process == nil {
+		return ""
+	}
+	if r.cfg.Process.Binary != "" {
+		return r.cfg.Process.Binary
+	}
+	return spec.WorkerBinary
+}
+
+// processConfig is the worker-process configuration for binary.
+func (r *raylet) processConfig(binary string) *ProcessConfig {
+	if binary == r.cfg.Process.Binary {
+		return r.cfg.Process
+	}
+	if pc := r.procCfgs[binary]; pc != nil {
+		return pc
+	}
+	pc := *r.cfg.Process
+	pc.Binary, pc.Args = binary, []string{}
+	r.procCfgs[binary] = &pc
+	return &pc
+}
+
+// placeLocally decides where a submitted task runs. It reports true if it
+// runs here; otherwise it was forwarded, is waiting for a node able to
+// run it, or failed (its owner was told).
+func (r *raylet) placeLocally(ctx actor.Context, t *task, forwarded bool, hops int32) bool {
+	p := Placement{TaskName: t.spec.Name, TaskID: t.id.String(), Demand: t.demand, Strategy: t.spec.Scheduling}
+	if forwarded {
+		// Placed here by a peer: run it unless this node cannot at all.
+		if Feasible(r.cfg.Resources, t.demand) {
+			return true
+		}
+		if hops >= maxHops {
+			r.fail(ctx, t, &errs.UnschedulableError{TaskName: t.spec.Name, TaskID: t.id.String(),
+				Reason: "spilled back too often: no node could run it"})
+			return false
+		}
+		p.Exclude = r.cfg.NodeID
+	}
+	p.ArgBytes = argBytes(t.spec)
+	node, err := Place(p, r.cfg.NodeID, r.views(), &r.spread, r.cfg.Cluster.SpreadThreshold)
+	switch {
+	case errors.Is(err, ErrNoFeasibleNode):
+		if len(r.waiting) == 0 || r.waiting[len(r.waiting)-1].t.spec.Function != t.spec.Function {
+			r.cfg.Logger.Warn("no node in the cluster can run the task yet; it waits for one",
+				"task", t.spec.Name, "demand", t.demand.String())
+		}
+		r.waiting = append(r.waiting, &waitingTask{t: t, forwarded: forwarded, hops: hops})
+		return false
+	case err != nil:
+		r.fail(ctx, t, err)
+		return false
+	case node == r.cfg.NodeID:
+		return true
+	}
+	if v := r.peers[node]; v != nil {
+		v.Reserve(t.demand)
+	}
+	r.stats.Forwarded++
+	r.cfg.Cluster.Forward(node, t.spec, t.owner, hops+1)
+	return false
+}
+
+func (r *raylet) fail(ctx actor.Context, t *task, err error) {
+	r.reply(ctx, t.owner, &atollpb.TaskResult{TaskId: t.spec.TaskId, Attempt: t.spec.Attempt, Error: errs.ToProto(err)})
+}
+
+// views is the cluster as placement sees it: this node, live, and its peers.
+func (r *raylet) views() []NodeView {
+	out := make([]NodeView, 0, len(r.peers)+1)
+	out = append(out, NodeView{ID: r.cfg.NodeID, Total: r.cfg.Resources, Available: r.avail, QueuedCPU: r.queuedCPU()})
+	for _, v := range r.peers {
+		out = append(out, *v)
+	}
+	return out
+}
+
+// queuedCPU is the CPU demanded by the tasks queued here.
+func (r *raylet) queuedCPU() float64 {
+	var cpu float64
+	for _, cq := range r.classes {
+		cpu += cq.demand[CPU] * float64(len(cq.tasks))
+	}
+	return cpu
+}
+
+// peerView replaces the view of the other nodes and places the tasks that
+// were waiting for a node.
+func (r *raylet) peerView(ctx actor.Context, m *PeerView) {
+	clear(r.peers)
+	for i := range m.Nodes {
+		v := m.Nodes[i]
+		if v.ID != r.cfg.NodeID {
+			r.peers[v.ID] = &v
+		}
+	}
+	if len(r.waiting) == 0 {
+		return
+	}
+	waiting := r.waiting
+	r.waiting = nil
+	for _, w := range waiting {
+		if r.placeLocally(ctx, w.t, w.forwarded, w.hops) {
+			r.enqueue(ctx, w.t)
+		}
+	}
+}
+
+// cancelWaiting cancels a task waiting for a node.
+func (r *raylet) cancelWaiting(ctx actor.Context, id ids.TaskID) bool {
+	for i, w := range r.waiting {
+		if w.t.id == id {
+			r.waiting = append(r.waiting[:i], r.waiting[i+1:]...)
+			r.fail(ctx, w.t, &errs.CancelledError{TaskName: w.t.spec.Name, TaskID: id.String()})
+			return true
+		}
+	}
+	return false
+}
+
+// argBytes sums the bytes of a task's object arguments per node holding
+// them, for locality.
+func argBytes(spec *atollpb.TaskSpec) map[ids.NodeID]uint64 {
+	var m map[ids.NodeID]uint64
+	add := func(node []byte, n uint64) {
+		id, err := ids.FromBytes(node)
+		if err != nil || n == 0 {
+			return
+		}
+		if m == nil {
+			m = map[ids.NodeID]uint64{}
+		}
+		m[id] += n
+	}
+	for _, a := range spec.Args {
+		if ref := a.GetRef(); ref != nil {
+			add(ref.NodeId, ref.Size)
+		}
+	}
+	for _, b := range spec.Borrowed {
+		if st := b.GetValue().GetStored(); st != nil {
+			add(st.NodeId, st.Length)
+		}
+	}
+	return m
+}

@@ -108,7 +108,7 @@ func (n *Node) Address() string { return n.rt.clusterAddress }
 
 // ClusterStatus is what `atoll status` shows.
 type ClusterStatus struct {
-	Address string       `json:"address"`
+	Address string        `json:"address"`
 	Nodes   []ClusterNode `json:"nodes"`
 }
 

@@ -6,8 +6,8 @@ import "github.com/atoll-runtime/atoll/internal/ids"
 const DefaultPrefix = "atoll"
 
 func loadSubject(prefix string, node ids.NodeID) string { return prefix + ".load." + node.String() }
-func loadWildcard(prefix string) string                { return prefix + ".load.*" }
-func freeSubject(prefix string) string                 { return prefix + ".free" }
+func loadWildcard(prefix string) string                 { return prefix + ".load.*" }
+func freeSubject(prefix string) string                  { return prefix + ".free" }
 
 // nodeSubject is where node's gateway receives kind (task, call, result,
 // cancel).

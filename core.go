@@ -283,6 +283,16 @@ func (rt *core) start(ctx context.Context) error {
 	if rt.rayletPID, err = root.SpawnNamed(rt.withFaults(rayletProps), "raylet"); err != nil {
 		return fmt.Errorf("atoll: start raylet: %w", err)
 	}
+	if rt.gateway != nil && cfg.node == nil {
+		// A driver's first tasks should see the whole cluster, not the
+		// first node it heard of. A node that never reports (it died
+		// without the GCS knowing yet) delays Init by 3 s at most.
+		wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		if err := rt.gateway.WaitPeers(wctx); err != nil {
+			rt.log.Warn("starting before hearing from every node", "err", err)
+		}
+		cancel()
+	}
 	rt.link = &driverLink{system: rt.system, raylet: rt.rayletPID, owner: rt.ownerPID, node: rt.nodeID, gateway: rt.gateway}
 	rt.unsubscribe, err = rt.gcsClient.SubscribeActorEvents(func(info *atollpb.ActorInfo) {
 		root.Send(rt.ownerPID, info)

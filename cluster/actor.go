@@ -62,6 +62,8 @@ type gateway struct {
 	inbound map[taskKey]ids.NodeID
 	peers   map[ids.NodeID]*atollpb.NodeLoad
 	dead    map[ids.NodeID]bool
+	// heard is the set of nodes ever heard from, published for WaitPeers.
+	heard *peerSet
 }
 
 // Receive implements actor.Actor.
@@ -152,6 +154,7 @@ func (g *gateway) load(ctx actor.Context, m *atollpb.NodeLoad) {
 	}
 	if old := g.peers[node]; old == nil {
 		g.fetch.setAddr(node, m.TransferAddress)
+		g.heard.add(node)
 		g.cfg.Logger.Debug("cluster: node joined the view", "node", node.Short())
 	}
 	g.peers[node] = m

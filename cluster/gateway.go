@@ -65,6 +65,7 @@ type Gateway struct {
 	client  *remote.Client
 	member  *membership.Member
 	subs    []*nats.Subscription
+	heard   *peerSet
 	stopRep chan struct{}
 	repDone chan struct{}
 	once    sync.Once
@@ -88,7 +89,7 @@ func Start(cfg Config) (*Gateway, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	g := &Gateway{cfg: cfg, stopRep: make(chan struct{}), repDone: make(chan struct{})}
+	g := &Gateway{cfg: cfg, stopRep: make(chan struct{}), repDone: make(chan struct{}), heard: &peerSet{m: map[ids.NodeID]bool{}}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -108,7 +109,7 @@ func Start(cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("cluster: object transfer listener: %w", err)
 	}
 	gw := &gateway{cfg: &g.cfg, fetch: g.fetch, pending: map[taskKey]*forward{}, inbound: map[taskKey]ids.NodeID{},
-		peers: map[ids.NodeID]*atollpb.NodeLoad{}, dead: map[ids.NodeID]bool{}}
+		peers: map[ids.NodeID]*atollpb.NodeLoad{}, dead: map[ids.NodeID]bool{}, heard: g.heard}
 	if g.pid, err = cfg.System.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return gw }), "gateway"); err != nil {
 		return nil, fmt.Errorf("cluster: start gateway: %w", err)
 	}
@@ -147,6 +148,53 @@ func Start(cfg Config) (*Gateway, error) {
 	go g.report(info)
 	ok = true
 	return g, nil
+}
+
+// WaitPeers waits until the gateway has heard the load report of every
+// node the GCS lists alive (so the raylet's first placements see the whole
+// cluster), or ctx ends.
+func (g *Gateway) WaitPeers(ctx context.Context) error {
+	nodes, err := g.cfg.GCS.ListNodes(ctx)
+	if err != nil {
+		return err
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		missing := 0
+		for _, n := range nodes {
+			id := ids.MustFromBytes(n.NodeId)
+			if n.State == atollpb.NodeState_NODE_ALIVE && id != g.cfg.NodeID && !g.heard.has(id) {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: %d live nodes not heard from: %w", missing, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// peerSet is a goroutine-safe set of node ids.
+type peerSet struct {
+	mu sync.Mutex
+	m  map[ids.NodeID]bool
+}
+
+func (s *peerSet) add(id ids.NodeID) {
+	s.mu.Lock()
+	s.m[id] = true
+	s.mu.Unlock()
+}
+
+func (s *peerSet) has(id ids.NodeID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[id]
 }
 
 // PID is the gateway actor: the raylet's forwards go to it.

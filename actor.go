@@ -152,6 +152,7 @@ func newActor[T any](ctx context.Context, e *actorTypeEntry, args []argSource, o
 		return ActorHandle[T]{}, err
 	}
 	st := rt.actors.add(id, cc.actorName, e.name, cc.maxTaskRetries)
+	st.owned = true
 	spec := &atollpb.TaskSpec{
 		Type: atollpb.TaskType_ACTOR_CREATION_TASK, Function: e.name, Name: "create " + e.name, ActorId: id.Bytes(),
 		ActorCreation: &atollpb.ActorCreationSpec{ActorType: e.name, Name: cc.actorName, MaxRestarts: int32(cc.maxRestarts),

@@ -15,6 +15,7 @@ type actorState struct {
 	name           string
 	typeName       string
 	maxTaskRetries int
+	owned          bool // this process created it (it dies with the job)
 
 	mu       sync.Mutex
 	address  string // where the host takes calls; empty until created
@@ -30,6 +31,22 @@ type actorTable struct {
 }
 
 func newActorTable() *actorTable { return &actorTable{m: map[ids.ActorID]*actorState{}} }
+
+// ownedLive lists the actors this process created that are not known dead.
+func (t *actorTable) ownedLive() []ids.ActorID {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []ids.ActorID
+	for id, st := range t.m {
+		st.mu.Lock()
+		dead := st.dead != nil
+		st.mu.Unlock()
+		if st.owned && !dead {
+			out = append(out, id)
+		}
+	}
+	return out
+}
 
 func (t *actorTable) add(id ids.ActorID, name, typeName string, maxTaskRetries int) *actorState {
 	t.mu.Lock()

@@ -354,6 +354,15 @@ func (rt *core) stop(ctx context.Context) error {
 		_ = rt.metrics.Unregister()
 	}
 	if rt.objects != nil {
+		if rt.gateway != nil && rt.cfg.node == nil {
+			// The job ends: its objects go from every node (a single
+			// node's store simply closes).
+			rt.gateway.Free(idsBytes(rt.objects.storedIDs()))
+			for _, id := range rt.actors.ownedLive() {
+				rt.gateway.KillActor(&atollpb.KillActor{ActorId: id.Bytes(), NoRestart: true, Reason: "its job ended"})
+			}
+			rt.gateway.Flush()
+		}
 		rt.objects.close()
 	}
 	if rt.tasks != nil {

@@ -164,3 +164,13 @@ func ResolveAddress(address string) (string, error) {
 	}
 	return address, nil
 }
+
+// ClusterAddress is the address of the cluster this driver is connected
+// to, or "" when it runs the embedded single-node cluster.
+func ClusterAddress() string {
+	rt := current()
+	if rt == nil || rt.cfg.address == "" {
+		return ""
+	}
+	return rt.clusterAddress
+}

@@ -198,3 +198,16 @@ func (t *objectTable) close() {
 	t.closed = true
 	t.mu.Unlock()
 }
+
+// storedIDs lists the objects this process owns that live in a store.
+func (t *objectTable) storedIDs() []ids.ObjectID {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []ids.ObjectID
+	for id, e := range t.m {
+		if !e.borrowed && e.value.GetStored() != nil {
+			out = append(out, id)
+		}
+	}
+	return out
+}

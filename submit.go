@@ -85,6 +85,7 @@ func (rt *core) submit(ctx context.Context, spec *atollpb.TaskSpec, args []argSo
 	spec.JobId = rt.jobID.Bytes()
 	spec.OwnerId = rt.workerID.Bytes()
 	spec.WorkerBinary = rt.workerBinary
+	spec.OwnerAddress = rt.nodeID.String()
 	if spec.Name == "" {
 		spec.Name = spec.Function
 	}

@@ -310,7 +310,8 @@ type TaskSpec struct {
 	// 0 for the first execution, incremented on each retry.
 	Attempt int32 `protobuf:"varint,11,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	// The worker that submitted the task and owns its return objects.
-	OwnerId      []byte `protobuf:"bytes,12,opt,name=owner_id,json=ownerId,proto3" json:"owner_id,omitempty"`
+	OwnerId []byte `protobuf:"bytes,12,opt,name=owner_id,json=ownerId,proto3" json:"owner_id,omitempty"`
+	// The owner's node (hex id): its actors die with that node.
 	OwnerAddress string `protobuf:"bytes,13,opt,name=owner_address,json=ownerAddress,proto3" json:"owner_address,omitempty"`
 	// Trace context of the submit span; execution spans are its children.
 	Trace *TraceContext `protobuf:"bytes,14,opt,name=trace,proto3" json:"trace,omitempty"`

@@ -182,6 +182,7 @@ func (g *gateway) nodeGone(ctx actor.Context, node ids.NodeID, died bool) {
 	g.sendView(ctx)
 	g.cfg.Logger.Info("cluster: node left the cluster", "node", node.Short(), "failed", died)
 	g.failIfDead(ctx, node)
+	ctx.Send(g.cfg.Raylet, &raylet.NodeGone{Node: node})
 	for k, origin := range g.inbound {
 		if origin == node {
 			delete(g.inbound, k) // nobody to answer

@@ -237,9 +237,22 @@ func (g *Gateway) RayletConfig(threshold float64) *raylet.ClusterConfig {
 			root.Send(pid, &forwardCall{node: node, address: address, spec: spec, caller: caller})
 		},
 		Cancel:          func(id ids.TaskID) { root.Send(pid, &cancelForwarded{id: id}) },
+		KillActor:       g.KillActor,
 		SpreadThreshold: threshold,
 	}
 }
+
+// KillActor asks every node to kill an actor (its host does). Safe for
+// concurrent use.
+func (g *Gateway) KillActor(m *atollpb.KillActor) {
+	b, _ := proto.Marshal(m)
+	if err := g.cfg.Conn.Publish(killSubject(g.cfg.Prefix), b); err != nil {
+		g.cfg.Logger.Warn("cluster: publish actor kill", "err", err)
+	}
+}
+
+// Flush waits until NATS has what this node published.
+func (g *Gateway) Flush() { _ = g.cfg.Conn.FlushTimeout(2 * time.Second) }
 
 // CallActor sends an actor call to a host on another node; the result
 // goes to caller.
@@ -308,7 +321,17 @@ func (g *Gateway) subscribe() error {
 			return err
 		}
 	}
-	s, err := c.Conn.Subscribe(freeSubject(p), func(m *nats.Msg) {
+	s, err := c.Conn.Subscribe(killSubject(p), func(m *nats.Msg) {
+		var k atollpb.KillActor
+		if proto.Unmarshal(m.Data, &k) == nil {
+			root.Send(c.Raylet, &raylet.KillHostedActor{Msg: &k})
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe kill: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(freeSubject(p), func(m *nats.Msg) {
 		var f atollpb.FreeObjects
 		if proto.Unmarshal(m.Data, &f) == nil {
 			root.Send(c.Store, &atollpb.DeleteObjectsRequest{ObjectIds: f.ObjectIds})

@@ -14,3 +14,5 @@ func freeSubject(prefix string) string                  { return prefix + ".free
 func nodeSubject(prefix string, node ids.NodeID, kind string) string {
 	return prefix + ".node." + node.String() + "." + kind
 }
+
+func killSubject(prefix string) string { return prefix + ".kill" }

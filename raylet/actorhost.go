@@ -144,9 +144,12 @@ func (r *raylet) actorTerminated(ctx actor.Context, id ids.ActorID) {
 	r.schedule(ctx)
 }
 
-func (r *raylet) killActor(ctx actor.Context, m *atollpb.KillActor) {
+func (r *raylet) killActor(ctx actor.Context, m *atollpb.KillActor, local bool) {
 	a := r.actors[ids.MustFromBytes(m.ActorId)]
 	if a == nil {
+		if !local && r.cfg.Cluster != nil {
+			r.cfg.Cluster.KillActor(m) // hosted on another node
+		}
 		return
 	}
 	reason := m.Reason

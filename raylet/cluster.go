@@ -26,6 +26,9 @@ type ClusterConfig struct {
 	// Cancel cancels a task this raylet does not know (it may have been
 	// forwarded).
 	Cancel func(id ids.TaskID)
+	// KillActor kills an actor this raylet does not host (every node
+	// hears it; the host answers with KillHostedActor).
+	KillActor func(m *atollpb.KillActor)
 	// SpreadThreshold is the utilisation past which hybrid placement
 	// leaves the local node; default DefaultSpreadThreshold.
 	SpreadThreshold float64
@@ -46,6 +49,23 @@ type ForwardCall struct {
 	Node    ids.NodeID
 	Address string
 	Spec    *atollpb.TaskSpec
+}
+
+// KillHostedActor kills an actor if this raylet hosts it, and never asks
+// the other nodes.
+type KillHostedActor struct{ Msg *atollpb.KillActor }
+
+// NodeGone tells the raylet a node left the cluster: the actors it hosts
+// for owners on that node die with them (their handles are gone).
+type NodeGone struct{ Node ids.NodeID }
+
+func (r *raylet) ownerNodeGone(ctx actor.Context, node ids.NodeID) {
+	owner := node.String()
+	for _, a := range r.actors {
+		if a.spec.OwnerAddress == owner {
+			r.killActor(ctx, &atollpb.KillActor{ActorId: a.id.Bytes(), NoRestart: true, Reason: "its owner's node " + node.Short() + " left the cluster"}, true)
+		}
+	}
 }
 
 // waitingTask is a task no live node can run yet.

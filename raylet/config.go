@@ -148,8 +148,8 @@ func (c Config) withDefaults() (Config, error) {
 		}
 		c.Process = p
 	}
-	if c.Cluster != nil && (c.Cluster.Forward == nil || c.Cluster.CallActor == nil || c.Cluster.Cancel == nil) {
-		return c, errs.Invalidf("raylet: ClusterConfig needs Forward, CallActor and Cancel")
+	if c.Cluster != nil && (c.Cluster.Forward == nil || c.Cluster.CallActor == nil || c.Cluster.Cancel == nil || c.Cluster.KillActor == nil) {
+		return c, errs.Invalidf("raylet: ClusterConfig needs Forward, CallActor, Cancel and KillActor")
 	}
 	if c.ReportActor == nil {
 		c.ReportActor = func(*atollpb.ActorInfo) {}

@@ -162,7 +162,11 @@ func (r *raylet) Receive(ctx actor.Context) {
 			ctx.Send(a.pid, m)
 		}
 	case *atollpb.KillActor:
-		r.killActor(ctx, m)
+		r.killActor(ctx, m, false)
+	case *KillHostedActor:
+		r.killActor(ctx, m.Msg, true)
+	case *NodeGone:
+		r.ownerNodeGone(ctx, m.Node)
 	case *actorStarted:
 		r.actorStarted(ctx, m)
 	case *actorFailed:

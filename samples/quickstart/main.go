@@ -69,8 +69,22 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer atoll.Shutdown(ctx)
-	fmt.Printf("atoll started an embedded cluster: 1 node, %d worker processes, 1 GiB object store (%v)\n",
-		runtime.NumCPU(), time.Since(start).Round(time.Millisecond))
+	if addr := atoll.ClusterAddress(); addr != "" {
+		st, err := atoll.GetClusterStatus(ctx, addr)
+		if err != nil {
+			return err
+		}
+		alive := 0
+		for _, n := range st.Nodes {
+			if n.Alive && !n.Driver {
+				alive++
+			}
+		}
+		fmt.Printf("atoll connected to the cluster at %s: %d nodes (%v)\n", addr, alive, time.Since(start).Round(time.Millisecond))
+	} else {
+		fmt.Printf("atoll started an embedded cluster: 1 node, %d worker processes, 1 GiB object store (%v)\n",
+			runtime.NumCPU(), time.Since(start).Round(time.Millisecond))
+	}
 
 	// Tasks: ten squares in parallel, then a task that consumes a value
 	// computed from their results.

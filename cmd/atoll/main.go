@@ -1,8 +1,15 @@
-// Command atoll is atoll's command-line tool: `atoll version`, and
-// `atoll microbenchmark`, Ray's microbenchmark set run on the embedded
-// local cluster against baselines measured in the same run. Cluster
-// commands (start, stop, status, memory, list) arrive with multi-node
-// support.
+// Command atoll is atoll's command-line tool:
+//
+//   - `atoll start --head` starts a cluster's head node on this machine and
+//     `atoll start --address HOST:PORT` joins more nodes to it (in the
+//     background; --block keeps a node in the foreground);
+//   - `atoll stop` stops every node started on this machine;
+//   - `atoll status` shows the cluster's nodes, resources and load;
+//   - `atoll microbenchmark` runs Ray's microbenchmark set on the embedded
+//     local cluster against baselines measured in the same run;
+//   - `atoll version` prints the version.
+//
+// The memory and list commands arrive later.
 package main
 
 import (
@@ -42,6 +49,7 @@ func newRoot() *cobra.Command {
 			fmt.Fprintf(cmd.OutOrStdout(), "atoll %s (%s)\n", version(), runtime.Version())
 		},
 	})
+	root.AddCommand(newStartCmd(), newStopCmd(), newStatusCmd())
 	root.AddCommand(newMicrobenchmarkCmd())
 	return root
 }

@@ -1,0 +1,605 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/atoll-runtime/atoll"
+)
+
+// isolate gives the test its own $TMPDIR, so node records and the cluster
+// address file are the test's, and clears $ATOLL_ADDRESS.
+func isolate(t *testing.T) {
+	t.Helper()
+	t.Setenv("TMPDIR", t.TempDir())
+	t.Setenv(atoll.EnvAddress, "")
+}
+
+// parseStart parses `atoll start` flags into the node config.
+func parseStart(args ...string) (atoll.NodeConfig, error) {
+	cmd, f := startCommand()
+	if err := cmd.ParseFlags(args); err != nil {
+		return atoll.NodeConfig{}, err
+	}
+	return f.nodeConfig(cmd.Flags())
+}
+
+func TestStartConfig(t *testing.T) {
+	isolate(t)
+	ncpu := float64(runtime.NumCPU())
+	head := atoll.NodeConfig{
+		Head: true, NodeIP: "127.0.0.1", Port: atoll.DefaultPort, GossipPort: atoll.DefaultGossipPort,
+		TransferPort: atoll.DefaultTransferPort, NumCPUs: ncpu, FailureTimeout: 5 * time.Second,
+	}
+	worker := head
+	worker.Head, worker.Address = false, "nats://10.0.0.1:6380"
+	with := func(base atoll.NodeConfig, f func(*atoll.NodeConfig)) atoll.NodeConfig {
+		f(&base)
+		return base
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want atoll.NodeConfig
+	}{
+		{[]string{"--head"}, head},
+		// Port 0 picks a free port; only the ports given as 0 are random.
+		{[]string{"--head", "--port", "0"}, with(head, func(c *atoll.NodeConfig) { c.Port, c.RandomPorts = 0, true })},
+		{[]string{"--head", "--gossip-port=0", "--transfer-port=0"}, with(head, func(c *atoll.NodeConfig) {
+			c.GossipPort, c.TransferPort, c.RandomPorts = 0, 0, true
+		})},
+		{[]string{"--head", "--port", "7000", "--gossip-port", "7001"}, with(head, func(c *atoll.NodeConfig) { c.Port, c.GossipPort = 7000, 7001 })},
+		{[]string{"--address", "10.0.0.1:6380"}, worker},
+		{[]string{"--address", "nats://10.0.0.1:6380", "--transfer-port", "0"}, with(worker, func(c *atoll.NodeConfig) {
+			c.TransferPort, c.RandomPorts = 0, true
+		})},
+		// --nats: the head's port is unused, so its default does not count.
+		{[]string{"--head", "--nats", "127.0.0.1:4222", "--gossip-port", "0"}, with(head, func(c *atoll.NodeConfig) {
+			c.NATSURL, c.GossipPort, c.RandomPorts = "nats://127.0.0.1:4222", 0, true
+		})},
+		{[]string{"--head", "--nats", "nats://a:4222,b:4223"}, with(head, func(c *atoll.NodeConfig) { c.NATSURL = "nats://a:4222,nats://b:4223" })},
+		{[]string{"--head", "--node-ip", "10.1.2.3", "--num-cpus", "2.5", "--failure-timeout", "2s"}, with(head, func(c *atoll.NodeConfig) {
+			c.NodeIP, c.NumCPUs, c.FailureTimeout = "10.1.2.3", 2.5, 2*time.Second
+		})},
+		{[]string{"--head", "--resources", "GPU=1, disk=2.5"}, with(head, func(c *atoll.NodeConfig) { c.Resources = map[string]float64{"GPU": 1, "disk": 2.5} })},
+		{[]string{"--head", "--resources", `{"GPU": 2}`}, with(head, func(c *atoll.NodeConfig) { c.Resources = map[string]float64{"GPU": 2} })},
+		{[]string{"--head", "--object-store-memory", "2GiB"}, with(head, func(c *atoll.NodeConfig) { c.ObjectStoreMemory = 2 << 30 })},
+		{[]string{"--head", "--object-store-memory", "1000000"}, with(head, func(c *atoll.NodeConfig) { c.ObjectStoreMemory = 1e6 })},
+		{[]string{"--head", "--worker-binary", bin}, with(head, func(c *atoll.NodeConfig) { c.WorkerBinary = bin })},
+	} {
+		got, err := parseStart(tc.args...)
+		if err != nil {
+			t.Errorf("%q: %v", tc.args, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%q:\n got %+v\nwant %+v", tc.args, got, tc.want)
+		}
+	}
+}
+
+func TestStartConfigErrors(t *testing.T) {
+	isolate(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--head", "--address", "10.0.0.1:6380"}, "--head and --address conflict"},
+		{[]string{"--head", "--address", ""}, "--head and --address conflict"},
+		{[]string{"--address", ""}, "--address is empty"},
+		{[]string{"--address", "10.0.0.1"}, `--address "10.0.0.1": want HOST:PORT`},
+		{[]string{"--address", "10.0.0.1:99999"}, `port "99999": want 1 to 65535`},
+		{[]string{"--address", "10.0.0.1:6380", "--port", "0"}, "--port needs --head"},
+		{[]string{"--address", "10.0.0.1:6380", "--nats", "127.0.0.1:4222"}, "--nats needs --head"},
+		{[]string{"--head", "--nats", "127.0.0.1:4222", "--port", "4000"}, "--port and --nats conflict"},
+		{[]string{"--head", "--nats", "nats://"}, `--nats "nats://": want HOST:PORT`},
+		{[]string{"--head", "--port", "65536"}, "--port 65536: want a port from 0 to 65535"},
+		{[]string{"--head", "--gossip-port", "-1"}, "--gossip-port -1: want a port from 0 to 65535"},
+		{[]string{"--head", "--node-ip", "my-host"}, `--node-ip "my-host": want an IP address`},
+		{[]string{"--head", "--num-cpus", "0"}, "--num-cpus 0: want a positive number"},
+		{[]string{"--head", "--num-cpus", "-2"}, "--num-cpus -2: want a positive number"},
+		{[]string{"--head", "--resources", "GPU"}, `entry "GPU": want NAME=N`},
+		{[]string{"--head", "--resources", "GPU=1,,disk=1"}, `entry "": want NAME=N`},
+		{[]string{"--head", "--resources", "GPU=many"}, "GPU=many: not a number"},
+		{[]string{"--head", "--resources", "GPU=1,GPU=2"}, "GPU given twice"},
+		{[]string{"--head", "--resources", "GPU=-1"}, "GPU=-1: want a non-negative number"},
+		{[]string{"--head", "--resources", "CPU=4"}, "give CPUs with --num-cpus"},
+		{[]string{"--head", "--resources", `{"GPU": "one"}`}, "not a JSON object of numbers"},
+		{[]string{"--head", "--resources", `{"GPU": 1} x`}, "text after the JSON object"},
+		{[]string{"--head", "--resources", `{"a b": 1}`}, `bad resource name "a b"`},
+		{[]string{"--head", "--object-store-memory", "12XB"}, `--object-store-memory: size "12XB": unknown unit`},
+		{[]string{"--head", "--object-store-memory", "lots"}, `--object-store-memory: size "lots": not a number`},
+		{[]string{"--head", "--object-store-memory", "0"}, `--object-store-memory "0": want a positive size`},
+		{[]string{"--head", "--worker-binary", "/no/such/binary"}, `--worker-binary "/no/such/binary"`},
+		{[]string{"--head", "--worker-binary", os.TempDir()}, "not an executable file"},
+		{[]string{"--head", "--failure-timeout", "0s"}, "--failure-timeout 0s: want a positive duration"},
+	} {
+		_, err := parseStart(tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q", tc.args, err, tc.want)
+			continue
+		}
+		if !errors.Is(err, atoll.ErrInvalidArgument) {
+			t.Errorf("%q: %v is not atoll.ErrInvalidArgument", tc.args, err)
+		}
+	}
+}
+
+// A node that is not a head joins --address, else $ATOLL_ADDRESS, else
+// the address the local head recorded.
+func TestStartAddress(t *testing.T) {
+	isolate(t)
+	_, err := parseStart()
+	if !errors.Is(err, atoll.ErrNotFound) || !strings.Contains(err.Error(), "give --head to start a new cluster or --address HOST:PORT") {
+		t.Fatalf("no address anywhere: %v", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(atoll.AddressFile()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(atoll.AddressFile(), []byte("127.0.0.1:7000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		env  string
+		args []string
+		want string
+	}{
+		{"", nil, "nats://127.0.0.1:7000"},
+		{"", []string{"--address", "auto"}, "nats://127.0.0.1:7000"},
+		{"10.0.0.9:6380", nil, "nats://10.0.0.9:6380"},
+		{"10.0.0.9:6380", []string{"--address", "10.0.0.8:6380"}, "nats://10.0.0.8:6380"},
+		{"auto", nil, "nats://127.0.0.1:7000"},
+	} {
+		t.Setenv(atoll.EnvAddress, tc.env)
+		cfg, err := parseStart(tc.args...)
+		if err != nil || cfg.Address != tc.want || cfg.Head {
+			t.Errorf("env %q, args %q: address %q, %v; want %q", tc.env, tc.args, cfg.Address, err, tc.want)
+		}
+	}
+	t.Setenv(atoll.EnvAddress, "10.0.0.9")
+	if _, err := parseStart(); err == nil || !strings.Contains(err.Error(), `$ATOLL_ADDRESS "10.0.0.9": want HOST:PORT`) {
+		t.Errorf("bad $ATOLL_ADDRESS: %v", err)
+	}
+}
+
+// A bad flag fails the command before it starts anything.
+func TestStartCommandErrors(t *testing.T) {
+	isolate(t)
+	for _, args := range [][]string{
+		{"start", "--head", "--address", "10.0.0.1:6380"},
+		{"start", "--head", "extra"},
+		{"start", "--head", "--port", "many"},
+		{"start", "--head", "--block", "--resources", "CPU=1"},
+	} {
+		_, stderr, err := execute(args...)
+		if err == nil || !strings.Contains(stderr, "Error: ") {
+			t.Errorf("%q: error %v, stderr %q", args, err, stderr)
+		}
+	}
+	if _, err := os.Stat(nodesDir()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a failed start touched %s: %v", nodesDir(), err)
+	}
+}
+
+// The background node process gets the same flags, plus --block.
+func TestStartChildArgs(t *testing.T) {
+	isolate(t)
+	args := []string{"--head", "--port", "0", "--resources", "GPU=1,disk=2", "--object-store-memory", "64MiB",
+		"--num-cpus", "1.5", "--failure-timeout", "1500ms", "--node-ip", "127.0.0.2"}
+	cmd, f := startCommand()
+	if err := cmd.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	want, err := f.nodeConfig(cmd.Flags())
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := childArgs(cmd)
+	if child[0] != "start" || child[len(child)-1] != "--block" {
+		t.Fatalf("child args %q", child)
+	}
+	cmd2, f2 := startCommand()
+	if err := cmd2.ParseFlags(child[1:]); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f2.nodeConfig(cmd2.Flags())
+	if err != nil || !f2.block || !reflect.DeepEqual(got, want) {
+		t.Errorf("child args %q give %+v (block %v, %v), want %+v", child, got, f2.block, err, want)
+	}
+}
+
+func TestStatusTable(t *testing.T) {
+	st := &atoll.ClusterStatus{
+		Address: "nats://127.0.0.1:6380",
+		Nodes: []atoll.ClusterNode{
+			{NodeID: "bbbbbbbb11112222", Hostname: "w1", Alive: true,
+				Total: map[string]float64{"CPU": 4, "GPU": 1}, Available: map[string]float64{"CPU": 2.5, "GPU": 0},
+				Queued: 3, Running: 2, StoreUsed: 3 << 29, StoreCap: 2 << 30, Pulls: 7},
+			{NodeID: "cccccccc33334444", Hostname: "w2", Alive: false, Total: map[string]float64{"CPU": 4}, Available: map[string]float64{"CPU": 4}},
+			{NodeID: "dddddddd", Hostname: "laptop", Driver: true, Alive: true},
+			{NodeID: "aaaaaaaa55556666", Hostname: "h", IsHead: true, Alive: true,
+				Total: map[string]float64{"CPU": 8, "memory": 1 << 30}, Available: map[string]float64{"CPU": 8, "memory": 1 << 29},
+				StoreUsed: 0, StoreCap: 256 << 20},
+		},
+	}
+	var out bytes.Buffer
+	if err := printStatus(&out, st); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 7 {
+		t.Fatalf("%d lines:\n%s", len(lines), out.String())
+	}
+	for i, want := range []string{
+		`^cluster 127\.0\.0\.1:6380$`,
+		`^NODE +ROLE +STATE +HOST +CPU +RESOURCES +OBJECT STORE +QUEUED +RUNNING +PULLS$`,
+		`^aaaaaaaa +head +ALIVE +h +8/8 +memory 512MiB/1GiB +0B/256MiB +0 +0 +0$`,
+		`^bbbbbbbb +worker +ALIVE +w1 +2\.5/4 +GPU 0/1 +1\.5GiB/2GiB +3 +2 +7$`,
+		`^cccccccc +worker +DEAD +w2 +4/4 +- +0B/0B +0 +0 +0$`,
+		`^dddddddd +driver +ALIVE +laptop +0/0 +- +0B/0B +0 +0 +0$`,
+		`^3 nodes alive \(1 head, 1 worker, 1 driver\), 1 dead$`,
+	} {
+		if !regexp.MustCompile(want).MatchString(lines[i]) {
+			t.Errorf("line %d %q does not match %q", i, lines[i], want)
+		}
+	}
+	out.Reset()
+	if err := printStatus(&out, &atoll.ClusterStatus{Nodes: []atoll.ClusterNode{{NodeID: "ab", IsHead: true, Alive: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(out.String(), "\n1 node alive (1 head, 0 workers), 0 dead\n") {
+		t.Errorf("one node:\n%s", out.String())
+	}
+}
+
+func TestHumanBytes(t *testing.T) {
+	for n, want := range map[uint64]string{
+		0: "0B", 1023: "1023B", 1024: "1KiB", 1536: "1.5KiB", 256 << 20: "256MiB",
+		300<<20 + 1<<19: "300MiB", 3 << 29: "1.5GiB", 5 << 40: "5TiB",
+	} {
+		if got := humanBytes(n); got != want {
+			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// helperNode makes this test binary a stand-in node process for the stop
+// tests: "term" exits on SIGTERM, "ignore" ignores it.
+const helperNode = "ATOLL_CMD_TEST_HELPER_NODE"
+
+func TestHelperNodeProcess(t *testing.T) {
+	mode := os.Getenv(helperNode)
+	if mode == "" {
+		t.Skip("a stand-in node process for the stop tests")
+	}
+	if mode == "ignore" {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	fmt.Println("ready")
+	<-time.After(2 * time.Minute)
+	t.Fatal("not stopped within 2 minutes")
+}
+
+// startHelperNode starts a stand-in node process (its arguments have
+// --block, as a node's do) and writes its record.
+func startHelperNode(t *testing.T, mode string, head bool) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperNodeProcess$", "--", "--block")
+	cmd.Env = append(os.Environ(), helperNode+"="+mode)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The signal disposition is set once it prints a line.
+	if _, err := stdout.Read(make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
+	pid := cmd.Process.Pid
+	rec := nodeRecord{NodeReady: atoll.NodeReady{NodeID: fmt.Sprintf("%08x", pid), Address: "127.0.0.1:" + strconv.Itoa(pid%60000+1), PID: pid}, Head: head}
+	data, _ := json.Marshal(rec)
+	if err := writeFileAtomic(recordFile(pid), data); err != nil {
+		t.Fatal(err)
+	}
+	if head {
+		if err := writeFileAtomic(atoll.AddressFile(), []byte(rec.Address+"\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cmd
+}
+
+func TestStopCommand(t *testing.T) {
+	isolate(t)
+	stdout, _, err := execute("stop")
+	if err != nil || stdout != "stopped 0 atoll node(s)\n" {
+		t.Fatalf("stop with no nodes: %q, %v", stdout, err)
+	}
+
+	// A process that is not a node (no --block) is left alone, although a
+	// record names it: its pid was reused.
+	other := exec.Command(os.Args[0], "-test.run=^TestHelperNodeProcess$")
+	other.Env = append(os.Environ(), helperNode+"=term")
+	other.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	otherOut, err := other.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	otherDone := make(chan struct{})
+	go func() {
+		_, _ = otherOut.Read(make([]byte, 1))
+		_ = other.Wait()
+		close(otherDone)
+	}()
+	defer func() {
+		_ = other.Process.Kill()
+		<-otherDone
+	}()
+	stale := []string{
+		recordFile(other.Process.Pid),
+		recordFile(1 << 30), // no such process
+		filepath.Join(nodesDir(), "junk.json"),
+	}
+	for i, path := range stale {
+		pid := other.Process.Pid
+		if i == 1 {
+			pid = 1 << 30
+		}
+		data := fmt.Appendf(nil, `{"node_id":"x","address":"a:1","pid":%d}`, pid)
+		if i == 2 {
+			data = []byte("{")
+		}
+		if err := writeFileAtomic(path, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	worker := startHelperNode(t, "term", false)
+	head := startHelperNode(t, "ignore", true) // killed after --timeout
+	var out, errOut bytes.Buffer
+	root := newRoot()
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs([]string{"stop", "--timeout", "500ms"})
+	if err := root.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("stop: %v\n%s", err, errOut.String())
+	}
+	if out.String() != "stopped 2 atoll node(s)\n" {
+		t.Errorf("stop printed %q (stderr %q)", out.String(), errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "removing bad node record") {
+		t.Errorf("stderr %q", errOut.String())
+	}
+	for _, c := range []*exec.Cmd{worker, head} {
+		if processAlive(c.Process.Pid) {
+			t.Errorf("pid %d still alive", c.Process.Pid)
+		}
+	}
+	select {
+	case <-otherDone:
+		t.Error("stop signalled a process that is not a node")
+	default:
+	}
+	if left, _ := os.ReadDir(nodesDir()); len(left) != 0 {
+		t.Errorf("records left: %v", left)
+	}
+	if _, err := os.Stat(atoll.AddressFile()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("address file of the stopped head: %v", err)
+	}
+	if _, _, err := execute("stop", "--timeout", "0s"); !errors.Is(err, atoll.ErrInvalidArgument) {
+		t.Errorf("stop --timeout 0s: %v", err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// waitRecordFile waits until the record file of pid exists, failing the
+// test if done delivers (the node stopped) or after a minute.
+func waitRecordFile(t *testing.T, pid int, done <-chan error, out fmt.Stringer) nodeRecord {
+	t.Helper()
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for {
+		if data, err := os.ReadFile(recordFile(pid)); err == nil {
+			var rec nodeRecord
+			if err := json.Unmarshal(data, &rec); err != nil {
+				t.Fatalf("record: %v", err)
+			}
+			return rec
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("start --block returned before the node was ready: %v\noutput:\n%s", err, out)
+		case <-deadline.C:
+			t.Fatalf("no record file %s after a minute; output:\n%s", recordFile(pid), out)
+		case <-tick.C:
+		}
+	}
+}
+
+// checkOneHead checks `status --json` shows exactly one node, the alive
+// head rec.
+func checkOneHead(t *testing.T, rec nodeRecord, args ...string) {
+	t.Helper()
+	stdout, stderr, err := execute(append([]string{"status", "--json"}, args...)...)
+	if err != nil {
+		t.Fatalf("status: %v\n%s", err, stderr)
+	}
+	var st atoll.ClusterStatus
+	if err := json.Unmarshal([]byte(stdout), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, stdout)
+	}
+	if len(st.Nodes) != 1 {
+		t.Fatalf("status shows %d nodes, want 1:\n%s", len(st.Nodes), stdout)
+	}
+	n := st.Nodes[0]
+	if !n.Alive || !n.IsHead || n.NodeID != rec.NodeID || n.Total["CPU"] != 2 || n.StoreCap != 64<<20 {
+		t.Errorf("status node %+v, want the alive head %s with 2 CPUs and a 64MiB store", n, rec.NodeID)
+	}
+}
+
+// TestStartStatusStop runs a head in this process (start --block), checks
+// status sees it, and stops it by cancelling the command's context.
+func TestStartStatusStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster node")
+	}
+	isolate(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out syncBuffer
+	root := newRoot()
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs([]string{"start", "--head", "--port", "0", "--gossip-port", "0", "--transfer-port", "0",
+		"--num-cpus", "2", "--object-store-memory", "64MiB", "--block"})
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	rec := waitRecordFile(t, os.Getpid(), done, &out)
+	if !rec.Head || rec.NodeID == "" || rec.Address == "" || rec.PID != os.Getpid() {
+		t.Errorf("record %+v", rec)
+	}
+	addr, err := os.ReadFile(atoll.AddressFile())
+	if err != nil || strings.TrimSpace(string(addr)) != displayAddress(rec.Address) {
+		t.Errorf("address file %q, %v; want %s", addr, err, rec.Address)
+	}
+	for _, want := range []string{"atoll node " + rec.NodeID + " started (pid ", "cluster address: " + displayAddress(rec.Address)} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("start output lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	checkOneHead(t, rec, "--address", displayAddress(rec.Address))
+	checkOneHead(t, rec) // the recorded address
+	stdout, stderr, err := execute("status")
+	if err != nil || !strings.HasSuffix(stdout, "1 node alive (1 head, 0 workers), 0 dead\n") {
+		t.Errorf("status: %v\n%s%s", err, stdout, stderr)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("start --block: %v\n%s", err, out.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("start --block did not return a minute after its context was cancelled")
+	}
+	for _, path := range []string{recordFile(os.Getpid()), atoll.AddressFile()} {
+		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left after the node stopped: %v", path, err)
+		}
+	}
+}
+
+// TestStartDetachedStop runs `atoll start --head` as a program: it starts
+// the node in the background and returns; `atoll stop` stops it.
+func TestStartDetachedStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster node")
+	}
+	isolate(t)
+	t.Cleanup(func() { // kill what stop did not
+		recs, _ := readRecords(&bytes.Buffer{})
+		for _, e := range recs {
+			if isNodeProcess(e.rec.PID) {
+				_ = syscall.Kill(e.rec.PID, syscall.SIGKILL)
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "start", "--head", "--port", "0", "--gossip-port", "0", "--transfer-port", "0",
+		"--num-cpus", "2", "--object-store-memory", "64MiB")
+	cmd.Env = append(os.Environ(), runAsCommand+"=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("atoll start: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	m := regexp.MustCompile(`atoll node [0-9a-f]+ started \(pid (\d+), log (\S+)\)`).FindStringSubmatch(stdout.String())
+	if m == nil || !strings.Contains(stdout.String(), "cluster address: ") || !strings.Contains(stdout.String(), "join more nodes: atoll start --address ") {
+		t.Fatalf("start output:\n%s", stdout.String())
+	}
+	pid, _ := strconv.Atoi(m[1])
+	if !strings.HasPrefix(m[2], logsDir()) {
+		t.Errorf("log %s is not in %s", m[2], logsDir())
+	}
+	data, err := os.ReadFile(recordFile(pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec nodeRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		t.Fatal(err)
+	}
+	checkOneHead(t, rec)
+
+	out, errOut, err := execute("stop")
+	if err != nil || out != "stopped 1 atoll node(s)\n" {
+		t.Fatalf("stop: %q, %v\n%s", out, err, errOut)
+	}
+	if processAlive(pid) {
+		t.Errorf("node pid %d alive after stop", pid)
+	}
+	for _, path := range []string{recordFile(pid), atoll.AddressFile()} {
+		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left after stop: %v", path, err)
+		}
+	}
+	if log, err := os.ReadFile(m[2]); err != nil || !strings.Contains(string(log), "stopped") {
+		t.Errorf("node log: %v\n%s", err, log)
+	}
+}

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/atoll-runtime/atoll"
+)
+
+// statusTimeout bounds `atoll status`'s query of the cluster.
+const statusTimeout = 30 * time.Second
+
+func newStatusCmd() *cobra.Command {
+	var address string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status [--address HOST:PORT] [--json]",
+		Short: "Show the cluster's nodes, their resources and load",
+		Long: `Shows the nodes of the cluster at --address (default $` + atoll.EnvAddress + `, then the
+address the local head recorded): role, state, CPUs available/total, other
+resources, object store use, queued and running tasks, and objects pulled
+from other nodes.`,
+		Args:                  cobra.NoArgs,
+		DisableFlagsInUseLine: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if address == "" {
+				address = os.Getenv(atoll.EnvAddress)
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), statusTimeout)
+			defer cancel()
+			st, err := atoll.GetClusterStatus(ctx, address)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			return printStatus(out, st)
+		},
+	}
+	cmd.Flags().StringVar(&address, "address", "", "`HOST:PORT` of the cluster (default $"+atoll.EnvAddress+", then the address the local head recorded)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	return cmd
+}
+
+// printStatus writes the status as a table and a summary line.
+func printStatus(w io.Writer, st *atoll.ClusterStatus) error {
+	nodes := slices.Clone(st.Nodes)
+	// Heads first, then workers, then drivers; alive before dead.
+	slices.SortStableFunc(nodes, func(a, b atoll.ClusterNode) int {
+		if c := cmp.Compare(roleRank(a), roleRank(b)); c != 0 {
+			return c
+		}
+		if a.Alive != b.Alive {
+			if a.Alive {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.NodeID, b.NodeID)
+	})
+	if st.Address != "" {
+		fmt.Fprintf(w, "cluster %s\n", displayAddress(st.Address))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tROLE\tSTATE\tHOST\tCPU\tRESOURCES\tOBJECT STORE\tQUEUED\tRUNNING\tPULLS")
+	var alive, dead, heads, workers, drivers int
+	for _, n := range nodes {
+		state := "ALIVE"
+		if n.Alive {
+			alive++
+			switch role(n) {
+			case "head":
+				heads++
+			case "driver":
+				drivers++
+			default:
+				workers++
+			}
+		} else {
+			state = "DEAD"
+			dead++
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s/%s\t%d\t%d\t%d\n",
+			shortID(n.NodeID), role(n), state, orDash(n.Hostname),
+			availTotal(n.Available["CPU"], n.Total["CPU"]), otherResources(n),
+			humanBytes(n.StoreUsed), humanBytes(n.StoreCap), n.Queued, n.Running, n.Pulls)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	roles := []string{plural(heads, "head", "heads"), plural(workers, "worker", "workers")}
+	if drivers > 0 {
+		roles = append(roles, plural(drivers, "driver", "drivers"))
+	}
+	_, err := fmt.Fprintf(w, "%s alive (%s), %d dead\n", plural(alive, "node", "nodes"), strings.Join(roles, ", "), dead)
+	return err
+}
+
+// role is a node's role as status shows it.
+func role(n atoll.ClusterNode) string {
+	switch {
+	case n.IsHead:
+		return "head"
+	case n.Driver:
+		return "driver"
+	}
+	return "worker"
+}
+
+func roleRank(n atoll.ClusterNode) int {
+	switch role(n) {
+	case "head":
+		return 0
+	case "worker":
+		return 1
+	}
+	return 2
+}
+
+// shortID is a node id's first 8 hex digits.
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// otherResources lists the resources other than CPU as NAME avail/total,
+// sorted by name; memory resources are shown in bytes units.
+func otherResources(n atoll.ClusterNode) string {
+	var names []string
+	for name := range n.Total {
+		if name != "CPU" {
+			names = append(names, name)
+		}
+	}
+	for name := range n.Available {
+		if _, ok := n.Total[name]; !ok && name != "CPU" {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return "-"
+	}
+	slices.Sort(names)
+	parts := make([]string, len(names))
+	for i, name := range names {
+		avail, total := n.Available[name], n.Total[name]
+		if strings.Contains(strings.ToLower(name), "memory") {
+			parts[i] = name + " " + humanBytes(uint64(max(avail, 0))) + "/" + humanBytes(uint64(max(total, 0)))
+		} else {
+			parts[i] = name + " " + availTotal(avail, total)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// availTotal formats "available/total".
+func availTotal(avail, total float64) string {
+	return formatNum(avail) + "/" + formatNum(total)
+}
+
+// formatNum formats a resource quantity: integers plainly, fractions
+// with at most two decimals.
+func formatNum(v float64) string {
+	return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64)
+}
+
+// humanBytes formats a byte count with a binary unit: 512B, 1.5KiB,
+// 256MiB, 1.2GiB.
+func humanBytes(n uint64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
+	v, u := float64(n), 0
+	for v >= 1024 && u < len(units)-1 {
+		v, u = v/1024, u+1
+	}
+	if u == 0 || v >= 100 || v == float64(int64(v)) {
+		return strconv.FormatFloat(v, 'f', 0, 64) + units[u]
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + units[u]
+}

@@ -1,0 +1,631 @@
+// Package testcluster starts multi-node atoll clusters on 127.0.0.1 for
+// tests and benchmarks: every node is a separate process running the test
+// binary itself, so the nodes' worker processes run the test's registered
+// functions and actor types.
+//
+// A node process is the test binary (os.Executable()) started with
+// atoll.EnvNode set to its JSON-encoded atoll.NodeConfig. The package's
+// TestMain must hand such a process to atoll.Init before running tests:
+//
+//	func TestMain(m *testing.M) {
+//		if atoll.IsWorker() {
+//			_ = atoll.Init(context.Background())
+//		}
+//		os.Exit(m.Run())
+//	}
+//
+// atoll.Init then runs the node: it prints atoll.NodeReadyPrefix and a
+// JSON atoll.NodeReady line once it serves, and exits on SIGTERM. Start
+// waits for that line. Each node's output goes to a log file in the test's
+// temporary directory; the last lines of every log are printed when the
+// test fails.
+//
+//	c := testcluster.Start(t, testcluster.Options{Nodes: 3})
+//	// a driver joins the cluster:
+//	atoll.Init(ctx, atoll.WithAddress(c.Address()))
+//	c.Kill(2)    // SIGKILL a node
+//	c.Restart(2) // and start it again
+//
+// The methods of Cluster report failures with t.Fatal, so call them from
+// the test's goroutine. Cleanups run last-registered first: a driver's
+// atoll.Shutdown registered after Start runs before the nodes stop.
+package testcluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/atoll-runtime/atoll"
+)
+
+// Defaults of Options.
+const (
+	DefaultNodes             = 3
+	DefaultNumCPUs           = 1
+	DefaultObjectStoreMemory = 256 << 20
+	DefaultFailureTimeout    = 2 * time.Second
+	// ReadyTimeout bounds the wait for a node's ready line.
+	ReadyTimeout = 60 * time.Second
+	// StopTimeout is how long a node gets to exit after SIGTERM before it
+	// is killed.
+	StopTimeout = 10 * time.Second
+	// LogTailLines is how many lines of each node's log a failed test
+	// prints.
+	LogTailLines = 50
+)
+
+// Options configures a cluster. Zero fields take the defaults.
+type Options struct {
+	// Nodes is the number of nodes (default 3); node 0 is the head.
+	Nodes int
+	// NumCPUs is every node's CPU slots (default 1).
+	NumCPUs float64
+	// ObjectStoreMemory is every node's object store size in bytes
+	// (default 256 MiB).
+	ObjectStoreMemory uint64
+	// NATSURL makes the head use an existing NATS server (with
+	// JetStream) instead of its embedded one.
+	NATSURL string
+	// FailureTimeout bounds the time to declare a failed node dead
+	// (default 2s; memberlist cannot go below about 1.2s).
+	FailureTimeout time.Duration
+	// Resources, if set, gives node i its custom resources.
+	Resources func(i int) map[string]float64
+	// Config, if set, adjusts node i's config after the defaults above
+	// are applied (Head, Address, NodeIP, ports and SessionDir are
+	// reset afterwards).
+	Config func(i int, cfg *atoll.NodeConfig)
+}
+
+// withDefaults fills in the zero fields.
+func (o Options) withDefaults() Options {
+	if o.Nodes == 0 {
+		o.Nodes = DefaultNodes
+	}
+	if o.NumCPUs == 0 {
+		o.NumCPUs = DefaultNumCPUs
+	}
+	if o.ObjectStoreMemory == 0 {
+		o.ObjectStoreMemory = DefaultObjectStoreMemory
+	}
+	if o.FailureTimeout == 0 {
+		o.FailureTimeout = DefaultFailureTimeout
+	}
+	return o
+}
+
+// Cluster is a running test cluster. Its processes are stopped when the
+// test ends.
+type Cluster struct {
+	t    testing.TB
+	opts Options
+	dir  string // the test's temporary directory for logs and session dirs
+	exe  string // the test binary
+
+	mu      sync.Mutex
+	nodes   []*Node
+	logs    []string // every node log, restarted incarnations included
+	address string   // the head's cluster address
+	seq     int      // incarnation counter, for unique file names
+}
+
+// Node is one node process. A restarted node is a new Node.
+type Node struct {
+	// Index is the node's position in the cluster (0: the head).
+	Index int
+	// ID is the node id (hex) the node reported.
+	ID string
+	// PID is the node's process id.
+	PID int
+	// Address is the cluster address the node reported.
+	Address string
+	// Config is the config the node was started with.
+	Config atoll.NodeConfig
+	// LogFile holds the node's stdout and stderr.
+	LogFile string
+
+	proc *process
+}
+
+// Alive reports whether the node's process has not exited yet.
+func (n *Node) Alive() bool {
+	select {
+	case <-n.proc.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Done is closed once the node's process has exited and been reaped.
+func (n *Node) Done() <-chan struct{} { return n.proc.done }
+
+// Start starts a cluster of opts.Nodes node processes: the head first,
+// then the others concurrently, each waited for until it is ready. The
+// test's cleanup stops every node (SIGTERM, then SIGKILL after
+// StopTimeout) and, if the test failed, logs the tail of each node's log.
+func Start(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	if os.Getenv(atoll.EnvNode) != "" {
+		// A node process ran the tests instead of serving as a node: its
+		// TestMain does not call atoll.Init. Starting more nodes here
+		// would recurse.
+		t.Fatalf("testcluster.Start in a node process (%s is set): TestMain must call atoll.Init when atoll.IsWorker()", atoll.EnvNode)
+	}
+	opts = opts.withDefaults()
+	if opts.Nodes < 1 {
+		t.Fatalf("testcluster: Options.Nodes %d: want at least 1", opts.Nodes)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatalf("testcluster: %v", err)
+	}
+	c := &Cluster{t: t, opts: opts, dir: t.TempDir(), exe: exe}
+	// Registered after t.TempDir, so it runs before the directory is
+	// removed.
+	t.Cleanup(c.cleanup)
+
+	head, err := c.launch(0, c.config(0))
+	if err != nil {
+		t.Fatalf("testcluster: head: %v", err)
+	}
+	c.mu.Lock()
+	c.nodes = append(c.nodes, head)
+	c.address = head.Address
+	c.mu.Unlock()
+
+	rest := make([]*Node, opts.Nodes-1)
+	errList := make([]error, opts.Nodes-1)
+	var wg sync.WaitGroup
+	for i := 1; i < opts.Nodes; i++ {
+		cfg := c.config(i)
+		wg.Go(func() { rest[i-1], errList[i-1] = c.launch(i, cfg) })
+	}
+	wg.Wait()
+	c.mu.Lock()
+	c.nodes = append(c.nodes, rest...) // nil for a node that failed
+	c.mu.Unlock()
+	for i, err := range errList {
+		if err != nil {
+			t.Fatalf("testcluster: node %d: %v", i+1, err)
+		}
+	}
+	return c
+}
+
+// Address is the head's cluster address (host:port), for
+// atoll.WithAddress, atoll.GetClusterStatus or NodeConfig.Address.
+func (c *Cluster) Address() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.address
+}
+
+// Options are the cluster's options, defaults filled in.
+func (c *Cluster) Options() Options { return c.opts }
+
+// Len is the number of nodes, stopped ones included.
+func (c *Cluster) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.nodes)
+}
+
+// Node returns node i (0: the head), its latest incarnation.
+func (c *Cluster) Node(i int) *Node {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i < 0 || i >= len(c.nodes) || c.nodes[i] == nil {
+		c.t.Fatalf("testcluster: no node %d (the cluster has %d)", i, len(c.nodes))
+	}
+	return c.nodes[i]
+}
+
+// Kill kills node i with SIGKILL, as a crash would, and waits until its
+// process has been reaped.
+func (c *Cluster) Kill(i int) {
+	c.t.Helper()
+	n := c.Node(i)
+	_ = n.proc.signal(syscall.SIGKILL)
+	if !n.proc.wait(StopTimeout) {
+		c.t.Fatalf("testcluster: node %d (pid %d) still running %v after SIGKILL", i, n.PID, StopTimeout)
+	}
+}
+
+// Stop stops node i gracefully (SIGTERM) and waits until it has exited;
+// after StopTimeout it is killed.
+func (c *Cluster) Stop(i int) {
+	c.t.Helper()
+	n := c.Node(i)
+	if err := n.proc.stop(StopTimeout); err != nil {
+		c.t.Fatalf("testcluster: stop node %d: %v", i, err)
+	}
+}
+
+// Restart starts node i again, after stopping it if it still runs, with
+// the same config, and waits until it is ready; Node(i) is then the new
+// process. A restarted head keeps its session directory and, unless it
+// uses Options.NATSURL, its NATS port, so the cluster address does not
+// change and its state can be reloaded.
+func (c *Cluster) Restart(i int) *Node {
+	c.t.Helper()
+	old := c.Node(i)
+	if old.Alive() {
+		c.Stop(i)
+	}
+	cfg := old.Config
+	if cfg.Head {
+		if cfg.NATSURL == "" {
+			if _, port, err := net.SplitHostPort(strings.TrimPrefix(old.Address, "nats://")); err == nil {
+				if p, err := strconv.Atoi(port); err == nil {
+					cfg.Port = p
+				}
+			}
+		}
+	} else {
+		cfg.Address = c.Address()
+		cfg.SessionDir = c.sessionDir(i)
+	}
+	n, err := c.launch(i, cfg)
+	if err != nil {
+		c.t.Fatalf("testcluster: restart node %d: %v", i, err)
+	}
+	c.mu.Lock()
+	c.nodes[i] = n
+	if cfg.Head {
+		c.address = n.Address
+	}
+	c.mu.Unlock()
+	return n
+}
+
+// AddNode starts one more node joining the cluster and waits until it is
+// ready. cfg, if not nil, adjusts the node's config last (the defaults,
+// Options.Resources and Options.Config applied), so it may change
+// anything, ports included.
+func (c *Cluster) AddNode(cfg func(*atoll.NodeConfig)) *Node {
+	c.t.Helper()
+	c.mu.Lock()
+	i := len(c.nodes)
+	c.nodes = append(c.nodes, nil) // reserve the index
+	c.mu.Unlock()
+	nc := c.config(i)
+	if cfg != nil {
+		cfg(&nc)
+	}
+	n, err := c.launch(i, nc)
+	c.mu.Lock()
+	if err != nil {
+		c.nodes = c.nodes[:i]
+	} else {
+		c.nodes[i] = n
+	}
+	c.mu.Unlock()
+	if err != nil {
+		c.t.Fatalf("testcluster: add node %d: %v", i, err)
+	}
+	return n
+}
+
+// WaitStatus polls atoll.GetClusterStatus until cond holds, failing the
+// test after timeout with the last status or error. It returns the status
+// that satisfied cond.
+func (c *Cluster) WaitStatus(timeout time.Duration, cond func(*atoll.ClusterStatus) bool) *atoll.ClusterStatus {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var last string
+	for {
+		st, err := atoll.GetClusterStatus(ctx, c.Address())
+		if err == nil && cond(st) {
+			return st
+		}
+		if err != nil {
+			last = "error: " + err.Error()
+		} else {
+			b, _ := json.MarshalIndent(st, "", "  ")
+			last = string(b)
+		}
+		select {
+		case <-ctx.Done():
+			c.t.Fatalf("testcluster: cluster status not as expected after %v; last status %s", timeout, last)
+		case <-tick.C:
+		}
+	}
+}
+
+// config is node i's config before it starts.
+func (c *Cluster) config(i int) atoll.NodeConfig {
+	cfg := atoll.NodeConfig{
+		NumCPUs:           c.opts.NumCPUs,
+		ObjectStoreMemory: c.opts.ObjectStoreMemory,
+		FailureTimeout:    c.opts.FailureTimeout,
+	}
+	if c.opts.Resources != nil {
+		cfg.Resources = c.opts.Resources(i)
+	}
+	if c.opts.Config != nil {
+		c.opts.Config(i, &cfg)
+	}
+	cfg.Head = i == 0
+	cfg.NATSURL = ""
+	if cfg.Head {
+		cfg.NATSURL = c.opts.NATSURL
+	}
+	cfg.Address = ""
+	if !cfg.Head {
+		cfg.Address = c.Address()
+	}
+	cfg.NodeIP = "127.0.0.1"
+	cfg.RandomPorts = true
+	cfg.Port, cfg.GossipPort, cfg.TransferPort = 0, 0, 0
+	cfg.SessionDir = c.sessionDir(i)
+	cfg.Logger = nil
+	return cfg
+}
+
+// sessionDir makes a fresh session directory for node i (short names:
+// sockets may live there).
+func (c *Cluster) sessionDir(i int) string {
+	c.mu.Lock()
+	c.seq++
+	dir := filepath.Join(c.dir, fmt.Sprintf("n%d.%d", i, c.seq))
+	c.mu.Unlock()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		c.t.Fatalf("testcluster: %v", err)
+	}
+	return dir
+}
+
+// launch starts node i's process with cfg and waits until it is ready.
+func (c *Cluster) launch(i int, cfg atoll.NodeConfig) (*Node, error) {
+	cfgJSON, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.seq++
+	logFile := filepath.Join(c.dir, fmt.Sprintf("node%d.%d.log", i, c.seq))
+	c.logs = append(c.logs, logFile)
+	c.mu.Unlock()
+	env := append(filterEnv(os.Environ(), atoll.EnvNode), atoll.EnvNode+"="+string(cfgJSON))
+	// -test.run=^$: should TestMain not hand the process to atoll.Init,
+	// it runs no tests (and exits) rather than starting clusters itself.
+	p, ready, err := startProcess(c.exe, []string{"-test.run=^$"}, env, logFile, ReadyTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return &Node{
+		Index:   i,
+		ID:      ready.NodeID,
+		PID:     p.cmd.Process.Pid,
+		Address: ready.Address,
+		Config:  cfg,
+		LogFile: logFile,
+		proc:    p,
+	}, nil
+}
+
+// cleanup stops every node still running, others before the head, and
+// logs the tail of every node's log if the test failed.
+func (c *Cluster) cleanup() {
+	c.mu.Lock()
+	nodes := append([]*Node(nil), c.nodes...)
+	logs := append([]string(nil), c.logs...)
+	c.mu.Unlock()
+	var others []*Node
+	var head *Node
+	for _, n := range nodes {
+		switch {
+		case n == nil:
+		case n.Config.Head:
+			head = n
+		default:
+			others = append(others, n)
+		}
+	}
+	stopAll := func(ns []*Node) {
+		var wg sync.WaitGroup
+		for _, n := range ns {
+			wg.Go(func() {
+				if err := n.proc.stop(StopTimeout); err != nil {
+					c.t.Errorf("testcluster: node %d (pid %d): %v", n.Index, n.PID, err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	stopAll(others)
+	if head != nil {
+		stopAll([]*Node{head})
+	}
+	if c.t.Failed() {
+		for _, path := range logs {
+			c.t.Logf("testcluster: last lines of %s:\n%s", path, tail(path, LogTailLines))
+		}
+	}
+}
+
+// filterEnv drops the variable name from env.
+func filterEnv(env []string, name string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// process is a started node process, reaped by a goroutine.
+type process struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed once cmd.Wait returned
+	err  error         // how it exited (never nil), once done is closed
+}
+
+// startProcess starts bin with args and env, its stdout and stderr going
+// to logFile, and waits up to timeout for it to print the ready line. If
+// it exits first or does not print it in time (it is then killed), the
+// error holds the end of its log.
+func startProcess(bin string, args, env []string, logFile string, timeout time.Duration) (*process, atoll.NodeReady, error) {
+	f, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, atoll.NodeReady{}, err
+	}
+	rw := &readyWriter{f: f, ready: make(chan atoll.NodeReady, 1)}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	cmd.Stdout = rw // copied by a goroutine of os/exec until the pipe closes
+	cmd.Stderr = f
+	// Never outlive the test, even if it crashes.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// Should a worker process hold the node's stdout after the node
+	// exits, Wait stops copying after this long.
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, atoll.NodeReady{}, err
+	}
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		if p.err == nil {
+			p.err = errors.New("exit status 0")
+		}
+		f.Close()
+		close(p.done)
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case r := <-rw.ready:
+		return p, r, nil
+	case <-p.done:
+		// The ready line may have raced the exit.
+		select {
+		case r := <-rw.ready:
+			return nil, r, fmt.Errorf("pid %d exited right after it was ready (%v); log %s:\n%s", cmd.Process.Pid, p.err, logFile, tail(logFile, LogTailLines))
+		default:
+		}
+		return nil, atoll.NodeReady{}, fmt.Errorf("pid %d exited before it was ready (%v); log %s:\n%s", cmd.Process.Pid, p.err, logFile, tail(logFile, LogTailLines))
+	case <-timer.C:
+		_ = p.signal(syscall.SIGKILL)
+		p.wait(StopTimeout)
+		return nil, atoll.NodeReady{}, fmt.Errorf("pid %d not ready after %v (killed); log %s:\n%s", cmd.Process.Pid, timeout, logFile, tail(logFile, LogTailLines))
+	}
+}
+
+// signal sends sig unless the process has been reaped.
+func (p *process) signal(sig syscall.Signal) error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	err := p.cmd.Process.Signal(sig)
+	if errors.Is(err, os.ErrProcessDone) {
+		return nil
+	}
+	return err
+}
+
+// wait waits up to d for the process to be reaped.
+func (p *process) wait(d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-p.done:
+		return true
+	case <-timer.C:
+		return false
+	}
+}
+
+// stop sends SIGTERM, waits up to timeout, then kills the process; it
+// returns once the process is reaped.
+func (p *process) stop(timeout time.Duration) error {
+	if err := p.signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	if p.wait(timeout) {
+		return nil
+	}
+	_ = p.signal(syscall.SIGKILL)
+	if !p.wait(StopTimeout) {
+		return fmt.Errorf("pid %d still running after SIGKILL", p.cmd.Process.Pid)
+	}
+	return fmt.Errorf("pid %d did not exit within %v of SIGTERM; killed", p.cmd.Process.Pid, timeout)
+}
+
+// readyWriter copies a node's stdout to its log file and delivers the
+// first ready line (atoll.NodeReadyPrefix and JSON) on ready.
+type readyWriter struct {
+	mu    sync.Mutex
+	f     *os.File
+	line  []byte // the partial line before a ready line was found
+	found bool
+	ready chan atoll.NodeReady
+}
+
+func (w *readyWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, err := w.f.Write(b); err != nil {
+		return 0, err
+	}
+	if w.found {
+		return len(b), nil
+	}
+	w.line = append(w.line, b...)
+	for !w.found {
+		i := bytes.IndexByte(w.line, '\n')
+		if i < 0 {
+			break
+		}
+		line := bytes.TrimRight(w.line[:i], "\r")
+		w.line = w.line[i+1:]
+		rest, ok := bytes.CutPrefix(line, []byte(atoll.NodeReadyPrefix))
+		if !ok {
+			continue
+		}
+		var r atoll.NodeReady
+		if err := json.Unmarshal(rest, &r); err != nil {
+			fmt.Fprintf(w.f, "testcluster: bad ready line %q: %v\n", line, err)
+			continue
+		}
+		w.found = true
+		w.line = nil
+		w.ready <- r
+	}
+	return len(b), nil
+}
+
+// tail returns the last n lines of a file (or why it cannot).
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,306 @@
+package atoll_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/natsembed"
+	"github.com/atoll-runtime/atoll/internal/testcluster"
+)
+
+// Functions and actors the multi-node tests run on the cluster's nodes.
+type sumOn struct {
+	Sum  uint64
+	Node string
+}
+
+var (
+	nodeOf    = atoll.NewFunc1("cl.nodeOf", func(_ context.Context, _ int) (string, error) { return atoll.CurrentNodeID(), nil })
+	sumBytes  = atoll.NewFunc1("cl.sumBytes", func(_ context.Context, b []byte) (sumOn, error) { return sumOn{byteSum(b), atoll.CurrentNodeID()}, nil })
+	makeBytes = atoll.NewFunc1("cl.makeBytes", func(_ context.Context, n int) ([]byte, error) { return pattern(n), nil })
+	// holdFor runs for d (or until cancelled) and says where it ran.
+	holdFor = atoll.NewFunc1("cl.holdFor", func(ctx context.Context, d time.Duration) (string, error) {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		return atoll.CurrentNodeID(), nil
+	})
+	tallyType = atoll.NewActorType("cl.tally", func(context.Context) (*tally, error) { return &tally{}, nil })
+	tallyAdd  = atoll.NewMethod1(tallyType, "Add", func(t *tally, _ context.Context, d int) (int, error) {
+		t.n += d
+		return t.n, nil
+	})
+	tallyNode = atoll.NewMethod0(tallyType, "Node", func(*tally, context.Context) (string, error) { return atoll.CurrentNodeID(), nil })
+)
+
+type tally struct{ n int }
+
+func pattern(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + i>>11)
+	}
+	return b
+}
+
+func byteSum(b []byte) uint64 {
+	var s uint64
+	for _, x := range b {
+		s += uint64(x)
+	}
+	return s
+}
+
+// joinCluster connects this test's driver to c.
+func joinCluster(t *testing.T, c *testcluster.Cluster, opts ...atoll.Option) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	opts = append([]atoll.Option{atoll.WithAddress(c.Address()), atoll.WithObjectStoreMemory(512 << 20)}, opts...)
+	if err := atoll.Init(ctx, opts...); err != nil {
+		t.Fatalf("Init(WithAddress(%s)): %v", c.Address(), err)
+	}
+	t.Cleanup(func() {
+		if err := atoll.Shutdown(context.Background()); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	// Wait until the driver's node sees every node of the cluster: tasks
+	// submitted before would all go to the first node it heard of.
+	eventually(t, "the driver to see the cluster's nodes", func() bool {
+		return len(spreadNodes(ctx, t, 3*c.Len())) == c.Len()
+	})
+	return ctx
+}
+
+// spreadNodes runs n SPREAD tasks and returns the distinct nodes they ran on.
+func spreadNodes(ctx context.Context, t *testing.T, n int) []string {
+	t.Helper()
+	refs := make([]atoll.ObjectRef[string], n)
+	for i := range refs {
+		refs[i] = nodeOf.Remote(ctx, atoll.Value(i), atoll.Spread())
+	}
+	got, err := atoll.GetAll(ctx, refs)
+	if err != nil {
+		t.Fatalf("spread tasks: %v", err)
+	}
+	slices.Sort(got)
+	return slices.Compact(got)
+}
+
+func pullsByNode(t *testing.T, c *testcluster.Cluster) map[string]uint64 {
+	t.Helper()
+	st, err := atoll.GetClusterStatus(context.Background(), c.Address())
+	if err != nil {
+		t.Fatalf("cluster status: %v", err)
+	}
+	m := map[string]uint64{}
+	for _, n := range st.Nodes {
+		m[n.NodeID] = n.Pulls
+	}
+	return m
+}
+
+// TestCluster runs a driver against a real three-node cluster: every node
+// a separate process with its own arena, NATS for the control plane,
+// memberlist for failures, TCP for object bytes.
+func TestCluster(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, NumCPUs: 1, ObjectStoreMemory: 768 << 20, FailureTimeout: 2 * time.Second})
+	ctx := joinCluster(t, c)
+	nodes := []string{c.Node(0).ID, c.Node(1).ID, c.Node(2).ID}
+
+	t.Run("SpreadUsesEveryNode", func(t *testing.T) {
+		if got := spreadNodes(ctx, t, 9); !slices.Equal(got, sorted(nodes)) {
+			t.Fatalf("SPREAD tasks ran on %v, want every node %v", got, sorted(nodes))
+		}
+	})
+
+	t.Run("ArgumentFromAnotherNode", func(t *testing.T) {
+		// Produced on node 1 (larger than the inline limit, so it lives in
+		// node 1's store), consumed on node 2.
+		const n = 3 << 20
+		made := makeBytes.Remote(ctx, atoll.Value(n), atoll.OnNode(nodes[1], false))
+		got, err := atoll.Get(ctx, sumBytes.Remote(ctx, made, atoll.OnNode(nodes[2], false)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := byteSum(pattern(n)); got.Sum != want || got.Node != nodes[2] {
+			t.Fatalf("sum %d on node %s, want %d on %s", got.Sum, got.Node, want, nodes[2])
+		}
+		// The driver reads it too (pulled into the driver's node).
+		b, err := atoll.Get(ctx, made)
+		if err != nil || byteSum(b) != byteSum(pattern(n)) {
+			t.Fatalf("driver Get of a remote object: %v", err)
+		}
+	})
+
+	t.Run("RemoteActorKeepsState", func(t *testing.T) {
+		h, err := tallyType.New(ctx, atoll.OnNode(nodes[2], false), atoll.ActorName("remote-tally"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		where, err := atoll.Get(ctx, tallyNode.Remote(ctx, h))
+		if err != nil || where != nodes[2] {
+			t.Fatalf("actor runs on %q (%v), want node %s", where, err, nodes[2])
+		}
+		for i := 1; i <= 5; i++ {
+			if v, err := atoll.Get(ctx, tallyAdd.Remote(ctx, h, atoll.Value(10))); err != nil || v != 10*i {
+				t.Fatalf("call %d: %d, %v; want %d", i, v, err, 10*i)
+			}
+		}
+		// Kill reaches the host on node 2: the GCS hears the actor died.
+		if err := atoll.Kill(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the killed actor to be gone from the GCS", func() bool {
+			_, err := atoll.GetActor[*tally](ctx, "remote-tally")
+			return errors.Is(err, atoll.ErrNotFound) || errors.Is(err, atoll.ErrActorDied)
+		})
+	})
+
+	t.Run("LargeObjectTransferredOncePerNode", func(t *testing.T) {
+		const n = 256 << 20
+		ref, err := atoll.PutWith(ctx, n, func(b []byte) { copy(b, pattern(n)) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := pullsByNode(t, c)
+		refs := make([]atoll.ObjectRef[sumOn], 6)
+		for i := range refs {
+			refs[i] = sumBytes.Remote(ctx, ref, atoll.Spread())
+		}
+		res, err := atoll.GetAll(ctx, refs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := byteSum(pattern(n))
+		ran := map[string]int{}
+		for _, r := range res {
+			if r.Sum != want {
+				t.Fatalf("sum %d on node %s, want %d", r.Sum, r.Node, want)
+			}
+			ran[r.Node]++
+		}
+		if len(ran) != 3 {
+			t.Fatalf("tasks ran on %v, want all three nodes", ran)
+		}
+		after := pullsByNode(t, c)
+		for _, id := range nodes {
+			if d := after[id] - before[id]; d != 1 {
+				t.Errorf("node %s pulled %d objects for %d readers, want 1", id[:8], d, ran[id])
+			}
+		}
+		ref.Release()
+	})
+
+	t.Run("NodeFailure", func(t *testing.T) {
+		// Four tasks prefer node 2 (one CPU): one runs, three queue there.
+		refs := make([]atoll.ObjectRef[string], 4)
+		for i := range refs {
+			refs[i] = holdFor.Remote(ctx, atoll.Value(3*time.Second), atoll.OnNode(nodes[2], true))
+		}
+		eventually(t, "node 2 to run and queue the tasks", func() bool {
+			st, err := atoll.GetClusterStatus(ctx, c.Address())
+			if err != nil {
+				return false
+			}
+			for _, n := range st.Nodes {
+				if n.NodeID == nodes[2] {
+					return n.Running+n.Queued == 4
+				}
+			}
+			return false
+		})
+		killed := time.Now()
+		c.Kill(2)
+		c.WaitStatus(10*time.Second, func(st *atoll.ClusterStatus) bool {
+			for _, n := range st.Nodes {
+				if n.NodeID == nodes[2] {
+					return !n.Alive
+				}
+			}
+			return false
+		})
+		detected := time.Since(killed)
+		t.Logf("node death detected (GCS marked it dead) %v after the kill", detected.Round(time.Millisecond))
+		if limit := c.Options().FailureTimeout + time.Second; detected > limit {
+			t.Errorf("death detected after %v, want within the failure timeout + 1 s (%v)", detected, limit)
+		}
+		// The queued and running tasks were retried on the survivors.
+		for i, r := range refs {
+			where, err := atoll.Get(ctx, r)
+			if err != nil {
+				t.Fatalf("task %d: %v", i, err)
+			}
+			if where == nodes[2] || !slices.Contains(nodes, where) {
+				t.Fatalf("task %d ran on %s after node 2 died", i, where)
+			}
+		}
+		// Hard affinity to the dead node fails with the typed error; soft
+		// affinity runs elsewhere.
+		_, err := atoll.Get(ctx, nodeOf.Remote(ctx, atoll.Value(0), atoll.OnNode(nodes[2], false)))
+		var unsched *atoll.UnschedulableError
+		if !errors.As(err, &unsched) || !errors.Is(err, atoll.ErrUnschedulable) {
+			t.Fatalf("hard affinity to a dead node: %v, want UnschedulableError", err)
+		}
+		if where, err := atoll.Get(ctx, nodeOf.Remote(ctx, atoll.Value(0), atoll.OnNode(nodes[2], true))); err != nil || where == nodes[2] {
+			t.Fatalf("soft affinity to a dead node: ran on %q, %v", where, err)
+		}
+	})
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+// TestClusterGCSRestart kills the head (GCS and all) of a cluster whose
+// control plane is an existing NATS server, starts it again, and checks
+// that the new GCS reloaded its tables: the named actor is still found
+// and answers, and the nodes are still known.
+func TestClusterGCSRestart(t *testing.T) {
+	ns, err := natsembed.Start(natsembed.Config{Port: natsembed.RandomPort, StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Shutdown)
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, NumCPUs: 1, NATSURL: ns.ClientURL()})
+	ctx := joinCluster(t, c)
+	worker := c.Node(1).ID
+	h, err := tallyType.New(ctx, atoll.ActorName("survivor"), atoll.OnNode(worker, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := atoll.Get(ctx, tallyAdd.Remote(ctx, h, atoll.Value(5))); err != nil || v != 5 {
+		t.Fatalf("before the restart: %d, %v", v, err)
+	}
+
+	oldHead := c.Node(0).ID
+	c.Kill(0)
+	c.Restart(0)
+	st := c.WaitStatus(20*time.Second, func(st *atoll.ClusterStatus) bool {
+		known := map[string]bool{}
+		for _, n := range st.Nodes {
+			known[n.NodeID] = true
+		}
+		return known[oldHead] && known[worker] && known[c.Node(0).ID]
+	})
+	t.Logf("after the restart the GCS knows %d nodes", len(st.Nodes))
+
+	again, err := atoll.GetActor[*tally](ctx, "survivor")
+	if err != nil {
+		t.Fatalf("GetActor after the GCS restart: %v", err)
+	}
+	if v, err := atoll.Get(ctx, tallyAdd.Remote(ctx, again, atoll.Value(5))); err != nil || v != 10 {
+		t.Fatalf("after the restart: %d, %v; want 10 (state kept)", v, err)
+	}
+}

@@ -455,6 +455,14 @@ func (c *Cluster) cleanup() {
 	if head != nil {
 		stopAll([]*Node{head})
 	}
+	// Node processes (and their workers, whose output they inherit) run
+	// the test binary, built with -race in CI: a race there fails the test
+	// as one in the test process would.
+	for _, path := range logs {
+		if b, err := os.ReadFile(path); err == nil && bytes.Contains(b, []byte("WARNING: DATA RACE")) {
+			c.t.Errorf("testcluster: the race detector reported a data race in %s", path)
+		}
+	}
 	if c.t.Failed() {
 		for _, path := range logs {
 			c.t.Logf("testcluster: last lines of %s:\n%s", path, tail(path, LogTailLines))

@@ -201,6 +201,40 @@ func TestCluster(t *testing.T) {
 		ref.Release()
 	})
 
+	t.Run("CancelForwardedTask", func(t *testing.T) {
+		cctx, cancel := context.WithCancel(ctx)
+		ref := holdFor.Remote(cctx, atoll.Value(time.Minute), atoll.OnNode(nodes[1], false))
+		eventually(t, "the task to run on node 1", func() bool {
+			st, err := atoll.GetClusterStatus(ctx, c.Address())
+			if err != nil {
+				return false
+			}
+			for _, n := range st.Nodes {
+				if n.NodeID == nodes[1] {
+					return n.Running == 1
+				}
+			}
+			return false
+		})
+		cancel()
+		if _, err := atoll.Get(ctx, ref); !errors.Is(err, atoll.ErrCancelled) {
+			t.Fatalf("Get of a cancelled task running on another node: %v, want ErrCancelled", err)
+		}
+	})
+
+	t.Run("TaskWaitsForANodeThatCanRunIt", func(t *testing.T) {
+		ref := nodeOf.Remote(ctx, atoll.Value(0), atoll.WithTaskResources(atoll.Resources{CPU: 1, Custom: map[string]float64{"GPU": 1}}))
+		if ready, _, _ := atoll.Wait(ctx, []atoll.Ref{ref}, 1, 300*time.Millisecond); len(ready) != 0 {
+			t.Fatal("a task demanding a GPU finished on a cluster without GPUs")
+		}
+		gpu := c.AddNode(func(cfg *atoll.NodeConfig) { cfg.Resources = map[string]float64{"GPU": 1} })
+		where, err := atoll.Get(ctx, ref)
+		if err != nil || where != gpu.ID {
+			t.Fatalf("GPU task ran on %q (%v), want the GPU node %s", where, err, gpu.ID)
+		}
+		c.Stop(gpu.Index)
+	})
+
 	t.Run("NodeFailure", func(t *testing.T) {
 		// Four tasks prefer node 2 (one CPU): one runs, three queue there.
 		refs := make([]atoll.ObjectRef[string], 4)

@@ -1,15 +1,19 @@
 package raylet
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/telemetry"
 )
 
 // ClusterConfig makes a raylet one node of a cluster: it places each task
@@ -160,7 +164,7 @@ func (r *raylet) placeLocally(ctx actor.Context, t *task, forwarded bool, hops i
 	node, err := Place(p, r.cfg.NodeID, r.views(), &r.spread, r.cfg.Cluster.SpreadThreshold)
 	switch {
 	case errors.Is(err, ErrNoFeasibleNode):
-		if len(r.waiting) == 0 || r.waiting[len(r.waiting)-1].t.spec.Function != t.spec.Function {
+		if !r.replacing && (len(r.waiting) == 0 || r.waiting[len(r.waiting)-1].t.spec.Function != t.spec.Function) {
 			r.cfg.Logger.Warn("no node in the cluster can run the task yet; it waits for one",
 				"task", t.spec.Name, "demand", t.demand.String())
 		}
@@ -176,6 +180,10 @@ func (r *raylet) placeLocally(ctx actor.Context, t *task, forwarded bool, hops i
 		v.Reserve(t.demand)
 	}
 	r.stats.Forwarded++
+	_, span := r.tracer.Start(telemetry.Extract(context.Background(), t.spec.Trace), "forward "+t.spec.Name,
+		trace.WithAttributes(attribute.String("atoll.task_id", t.id.String()), attribute.String("atoll.node_id", r.cfg.NodeID.String()),
+			attribute.String("atoll.target_node_id", node.String()), attribute.Int("atoll.hops", int(hops+1))))
+	span.End()
 	r.cfg.Cluster.Forward(node, t.spec, t.owner, hops+1)
 	return false
 }
@@ -218,11 +226,13 @@ func (r *raylet) peerView(ctx actor.Context, m *PeerView) {
 	}
 	waiting := r.waiting
 	r.waiting = nil
+	r.replacing = true // warned about them already
 	for _, w := range waiting {
 		if r.placeLocally(ctx, w.t, w.forwarded, w.hops) {
 			r.enqueue(ctx, w.t)
 		}
 	}
+	r.replacing = false
 }
 
 // cancelWaiting cancels a task waiting for a node.

@@ -91,10 +91,12 @@ type raylet struct {
 	// Cluster placement: the other nodes' latest views, the SPREAD
 	// cursor, tasks waiting for a node able to run them, and the worker
 	// configurations per job binary.
-	peers    map[ids.NodeID]*NodeView
-	spread   uint64
-	waiting  []*waitingTask
-	procCfgs map[string]*ProcessConfig
+	peers   map[ids.NodeID]*NodeView
+	spread  uint64
+	waiting []*waitingTask
+	// replacing is set while waiting tasks are placed again.
+	replacing bool
+	procCfgs  map[string]*ProcessConfig
 }
 
 // NewProps returns the props of a raylet actor. The raylet supervises its

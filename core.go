@@ -143,7 +143,7 @@ func (rt *core) start(ctx context.Context) error {
 		rt.log = slog.Default()
 	}
 	rt.log = slog.New(telemetry.NewLogHandler(rt.log.Handler())).With("component", "atoll")
-	if cfg.numCPUs == 0 && cfg.address == "" {
+	if cfg.numCPUs == 0 && cfg.address == "" && cfg.node == nil {
 		cfg.numCPUs = float64(goruntime.NumCPU()) // a driver's own node in a cluster gets none by default
 	}
 	rt.workerBinary = cfg.workerBinary

@@ -56,7 +56,8 @@ type NodeConfig struct {
 	// RandomPorts makes zero ports mean "pick a free port" instead of
 	// the defaults (tests).
 	RandomPorts bool
-	// NumCPUs is the node's CPU slots; default the machine's CPU count.
+	// NumCPUs is the node's CPU slots; default (0) the machine's CPU
+	// count; NoCPUs for a node that runs no tasks.
 	NumCPUs float64
 	// Resources are custom resources, e.g. {"GPU": 1}.
 	Resources map[string]float64
@@ -74,6 +75,10 @@ type NodeConfig struct {
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
+
+// NoCPUs as NodeConfig.NumCPUs gives a node no CPU slots: it runs no
+// tasks that need a CPU (a head serving only the control plane, say).
+const NoCPUs = -1
 
 // EnvNode, set to a JSON-encoded NodeConfig, makes a program's atoll.Init
 // run a cluster node instead (internal/testcluster starts test binaries

@@ -34,11 +34,14 @@ func startNode(ctx context.Context, nc NodeConfig) (*Node, error) {
 	if nc.Head && nc.Address != "" {
 		return nil, errs.Invalidf("NodeConfig: Head and Address are exclusive (the head is the address others join)")
 	}
-	if nc.NumCPUs < 0 {
-		return nil, errs.Invalidf("NodeConfig.NumCPUs %g: must not be negative", nc.NumCPUs)
-	}
-	if nc.NumCPUs == 0 {
-		nc.NumCPUs = float64(goruntime.NumCPU())
+	cpus := nc.NumCPUs
+	switch {
+	case cpus == NoCPUs:
+		cpus = 0
+	case cpus < 0:
+		return nil, errs.Invalidf("NodeConfig.NumCPUs %g: must not be negative (NoCPUs for none)", nc.NumCPUs)
+	case cpus == 0:
+		cpus = float64(goruntime.NumCPU())
 	}
 	if !nc.RandomPorts {
 		nc.Port = orDefault(nc.Port, DefaultPort)
@@ -49,7 +52,7 @@ func startNode(ctx context.Context, nc NodeConfig) (*Node, error) {
 		nc.NodeIP = "127.0.0.1"
 	}
 	cfg := config{
-		node: &nc, numCPUs: nc.NumCPUs, resources: nc.Resources, storeMemory: nc.ObjectStoreMemory,
+		node: &nc, numCPUs: cpus, resources: nc.Resources, storeMemory: nc.ObjectStoreMemory,
 		logger: nc.Logger, sessionDir: nc.SessionDir, workerMode: ProcessWorkers, failureTimeout: nc.FailureTimeout,
 	}
 	rt := &core{cfg: cfg, nodeID: ids.NewNodeID(), jobID: ids.NewJobID(), workerID: ids.NewWorkerID(), putTask: ids.NewTaskID()}

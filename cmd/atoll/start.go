@@ -109,7 +109,7 @@ func startCommand() (*cobra.Command, *startFlags) {
 	fl.IntVar(&f.gossipPort, "gossip-port", atoll.DefaultGossipPort, "memberlist port, UDP and TCP (0: pick a free port)")
 	fl.IntVar(&f.transferPort, "transfer-port", atoll.DefaultTransferPort, "port the node serves its objects to other nodes on (0: pick a free port)")
 	fl.StringVar(&f.nodeIP, "node-ip", "127.0.0.1", "`IP` other nodes reach this node at")
-	fl.Float64Var(&f.numCPUs, "num-cpus", float64(runtime.NumCPU()), "CPU slots of the node; the default is this machine's CPU count")
+	fl.Float64Var(&f.numCPUs, "num-cpus", float64(runtime.NumCPU()), "CPU slots of the node (0: it runs no tasks); the default is this machine's CPU count")
 	fl.StringVar(&f.resources, "resources", "", "custom resources: `NAME=N`,... (e.g. GPU=1,disk=2) or a JSON object ({\"GPU\":1})")
 	fl.StringVar(&f.objectStoreMemory, "object-store-memory", "", "object store `SIZE` in bytes or with a unit, e.g. 2GiB or 500MB (default: 30% of RAM)")
 	fl.StringVar(&f.workerBinary, "worker-binary", "", "`PATH` of the program the node's worker processes run for every job (default: each job's driver binary)")
@@ -185,8 +185,11 @@ func (f *startFlags) nodeConfig(fs *pflag.FlagSet) (atoll.NodeConfig, error) {
 	}
 	cfg.NodeIP = ip.String()
 
-	if math.IsNaN(f.numCPUs) || math.IsInf(f.numCPUs, 0) || f.numCPUs <= 0 {
-		return cfg, errs.Invalidf("--num-cpus %v: want a positive number", f.numCPUs)
+	if math.IsNaN(f.numCPUs) || math.IsInf(f.numCPUs, 0) || f.numCPUs < 0 {
+		return cfg, errs.Invalidf("--num-cpus %v: want a number >= 0", f.numCPUs)
+	}
+	if f.numCPUs == 0 {
+		cfg.NumCPUs = atoll.NoCPUs // a node that runs no tasks (a head serving only the control plane)
 	}
 	res, err := parseResources(f.resources)
 	if err != nil {

@@ -338,3 +338,54 @@ func TestClusterGCSRestart(t *testing.T) {
 		t.Fatalf("after the restart: %d, %v; want 10 (state kept)", v, err)
 	}
 }
+
+// TestClusterObjectCopies checks the owner's directory of copies: an
+// object whose primary copy died with its node is still read from the
+// copy another node pulled earlier.
+func TestClusterObjectCopies(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, NumCPUs: 1, FailureTimeout: 2 * time.Second})
+	ctx := joinCluster(t, c)
+	nodes := []string{c.Node(0).ID, c.Node(1).ID, c.Node(2).ID}
+	const n = 3 << 20
+	want := byteSum(pattern(n))
+
+	made := makeBytes.Remote(ctx, atoll.Value(n), atoll.OnNode(nodes[1], false)) // primary on node 1
+	if got, err := atoll.Get(ctx, sumBytes.Remote(ctx, made, atoll.OnNode(nodes[2], false))); err != nil || got.Sum != want {
+		t.Fatalf("first read on node 2: %+v, %v", got, err) // node 2 now holds a copy
+	}
+	c.Kill(1)
+	c.WaitStatus(10*time.Second, func(st *atoll.ClusterStatus) bool {
+		for _, n := range st.Nodes {
+			if n.NodeID == nodes[1] {
+				return !n.Alive
+			}
+		}
+		return false
+	})
+	got, err := atoll.Get(ctx, sumBytes.Remote(ctx, made, atoll.OnNode(nodes[0], false)))
+	if err != nil || got.Sum != want || got.Node != nodes[0] {
+		t.Fatalf("read on node 0 after the primary's node died: %+v, %v; want the sum from node 2's copy", got, err)
+	}
+	b, err := atoll.Get(ctx, made)
+	if err != nil || byteSum(b) != want {
+		t.Fatalf("driver Get after the primary's node died: %v", err)
+	}
+
+	// With no copy left anywhere, the object is lost: a typed error.
+	lost := makeBytes.Remote(ctx, atoll.Value(n), atoll.OnNode(nodes[2], false))
+	if _, _, err := atoll.Wait(ctx, []atoll.Ref{lost}, 1, -1); err != nil {
+		t.Fatal(err)
+	}
+	c.Kill(2)
+	c.WaitStatus(10*time.Second, func(st *atoll.ClusterStatus) bool {
+		for _, n := range st.Nodes {
+			if n.NodeID == nodes[2] {
+				return !n.Alive
+			}
+		}
+		return false
+	})
+	if _, err := atoll.Get(ctx, lost); !errors.Is(err, atoll.ErrObjectLost) {
+		t.Fatalf("Get of an object whose only copy died: %v, want ErrObjectLost", err)
+	}
+}

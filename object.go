@@ -94,11 +94,20 @@ func (rt *core) storedValue(id ids.ObjectID, c atollpb.Codec, size int) *atollpb
 	return &atollpb.Value{Codec: c, Kind: &atollpb.Value_Stored{Stored: &atollpb.ObjectLocation{ObjectId: id.Bytes(), Length: uint64(size), Codec: c, NodeId: rt.nodeID.Bytes()}}}
 }
 
-// refOf is the reference to a stored object with its location, for a
-// fetch.
-func refOf(id ids.ObjectID, v *atollpb.Value) *atollpb.ObjectRef {
+// refOf is the reference to a stored object with its location and its
+// owner's node (ownerNode, hex; "" if unknown), for a fetch.
+func refOf(id ids.ObjectID, v *atollpb.Value, ownerNode string) *atollpb.ObjectRef {
 	st := v.GetStored()
-	return &atollpb.ObjectRef{ObjectId: id.Bytes(), NodeId: st.GetNodeId(), Codec: st.GetCodec(), Size: st.GetLength()}
+	return &atollpb.ObjectRef{ObjectId: id.Bytes(), NodeId: st.GetNodeId(), Codec: st.GetCodec(), Size: st.GetLength(), OwnerAddress: ownerNode}
+}
+
+// ownerNode is the node of id's owner as far as this process knows: its
+// own for the objects it owns.
+func (rt *core) ownerNode(id ids.ObjectID) string {
+	if rt.objects.borrowed(id) {
+		return ""
+	}
+	return rt.nodeID.String()
 }
 
 // isRemote reports whether a stored value lives on another node.
@@ -113,7 +122,7 @@ func (rt *core) fetchRemote(ctx context.Context, idList []ids.ObjectID, values [
 	var refs []*atollpb.ObjectRef
 	for i, v := range values {
 		if rt.isRemote(v) {
-			refs = append(refs, refOf(idList[i], v))
+			refs = append(refs, refOf(idList[i], v, rt.ownerNode(idList[i])))
 		}
 	}
 	if len(refs) == 0 {
@@ -267,7 +276,7 @@ func decodeValue[T any](ctx context.Context, rt *core, h *refHandle, value *atol
 		return zero, errs.FromProto(value.GetError())
 	case value.GetStored() != nil:
 		if rt.isRemote(value) {
-			if err := rt.link.fetch(ctx, []*atollpb.ObjectRef{refOf(h.id, value)}); err != nil {
+			if err := rt.link.fetch(ctx, []*atollpb.ObjectRef{refOf(h.id, value, rt.ownerNode(h.id))}); err != nil {
 				return zero, err
 			}
 		}

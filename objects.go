@@ -143,6 +143,14 @@ func (t *objectTable) lookup(id ids.ObjectID) (value *atollpb.Value, producer *a
 	return e.value, e.producer, e.done, true
 }
 
+// borrowed reports whether id is owned by another process.
+func (t *objectTable) borrowed(id ids.ObjectID) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.m[id]
+	return e != nil && e.borrowed
+}
+
 // incRef adds a reference; it reports false for unknown objects.
 func (t *objectTable) incRef(id ids.ObjectID) bool {
 	t.mu.Lock()

@@ -213,6 +213,7 @@ func (rt *core) dispatch(pt *pendingTask) {
 		} else {
 			ref, st := pt.spec.Args[pt.depArgIdx[j]].GetRef(), value.GetStored()
 			ref.Size, ref.NodeId, ref.Codec = st.GetLength(), st.GetNodeId(), st.GetCodec()
+			ref.OwnerAddress = rt.ownerNode(dep)
 		}
 	}
 	for _, held := range pt.holds {

@@ -501,6 +501,62 @@ func (x *FetchObjects) GetRefs() []*ObjectRef {
 	return nil
 }
 
+// ObjectCopies lists nodes holding copies of an object. It is the reply
+// to a locate request (atoll.node.<owner>.locate, body: the object id) and,
+// with one node, the event a node publishes to the owner's node when it
+// has pulled a copy (atoll.node.<owner>.copy).
+type ObjectCopies struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId      []byte                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	NodeIds       [][]byte               `protobuf:"bytes,2,rep,name=node_ids,json=nodeIds,proto3" json:"node_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObjectCopies) Reset() {
+	*x = ObjectCopies{}
+	mi := &file_atollpb_cluster_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObjectCopies) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObjectCopies) ProtoMessage() {}
+
+func (x *ObjectCopies) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObjectCopies.ProtoReflect.Descriptor instead.
+func (*ObjectCopies) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ObjectCopies) GetObjectId() []byte {
+	if x != nil {
+		return x.ObjectId
+	}
+	return nil
+}
+
+func (x *ObjectCopies) GetNodeIds() [][]byte {
+	if x != nil {
+		return x.NodeIds
+	}
+	return nil
+}
+
 var File_atollpb_cluster_proto protoreflect.FileDescriptor
 
 const file_atollpb_cluster_proto_rawDesc = "" +
@@ -552,7 +608,10 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\n" +
 	"object_ids\x18\x01 \x03(\fR\tobjectIds\"7\n" +
 	"\fFetchObjects\x12'\n" +
-	"\x04refs\x18\x01 \x03(\v2\x13.atoll.v1.ObjectRefR\x04refsB(Z&github.com/atoll-runtime/atoll/atollpbb\x06proto3"
+	"\x04refs\x18\x01 \x03(\v2\x13.atoll.v1.ObjectRefR\x04refs\"F\n" +
+	"\fObjectCopies\x12\x1b\n" +
+	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12\x19\n" +
+	"\bnode_ids\x18\x02 \x03(\fR\anodeIdsB(Z&github.com/atoll-runtime/atoll/atollpbb\x06proto3"
 
 var (
 	file_atollpb_cluster_proto_rawDescOnce sync.Once
@@ -566,7 +625,7 @@ func file_atollpb_cluster_proto_rawDescGZIP() []byte {
 	return file_atollpb_cluster_proto_rawDescData
 }
 
-var file_atollpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_atollpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_atollpb_cluster_proto_goTypes = []any{
 	(*NodeLoad)(nil),         // 0: atoll.v1.NodeLoad
 	(*ForwardTask)(nil),      // 1: atoll.v1.ForwardTask
@@ -575,19 +634,20 @@ var file_atollpb_cluster_proto_goTypes = []any{
 	(*ForwardCancel)(nil),    // 4: atoll.v1.ForwardCancel
 	(*FreeObjects)(nil),      // 5: atoll.v1.FreeObjects
 	(*FetchObjects)(nil),     // 6: atoll.v1.FetchObjects
-	nil,                      // 7: atoll.v1.NodeLoad.TotalEntry
-	nil,                      // 8: atoll.v1.NodeLoad.AvailableEntry
-	(*TaskSpec)(nil),         // 9: atoll.v1.TaskSpec
-	(*TaskResult)(nil),       // 10: atoll.v1.TaskResult
-	(*ObjectRef)(nil),        // 11: atoll.v1.ObjectRef
+	(*ObjectCopies)(nil),     // 7: atoll.v1.ObjectCopies
+	nil,                      // 8: atoll.v1.NodeLoad.TotalEntry
+	nil,                      // 9: atoll.v1.NodeLoad.AvailableEntry
+	(*TaskSpec)(nil),         // 10: atoll.v1.TaskSpec
+	(*TaskResult)(nil),       // 11: atoll.v1.TaskResult
+	(*ObjectRef)(nil),        // 12: atoll.v1.ObjectRef
 }
 var file_atollpb_cluster_proto_depIdxs = []int32{
-	7,  // 0: atoll.v1.NodeLoad.total:type_name -> atoll.v1.NodeLoad.TotalEntry
-	8,  // 1: atoll.v1.NodeLoad.available:type_name -> atoll.v1.NodeLoad.AvailableEntry
-	9,  // 2: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
-	9,  // 3: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
-	10, // 4: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
-	11, // 5: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
+	8,  // 0: atoll.v1.NodeLoad.total:type_name -> atoll.v1.NodeLoad.TotalEntry
+	9,  // 1: atoll.v1.NodeLoad.available:type_name -> atoll.v1.NodeLoad.AvailableEntry
+	10, // 2: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
+	10, // 3: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
+	11, // 4: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
+	12, // 5: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
 	6,  // [6:6] is the sub-list for method output_type
 	6,  // [6:6] is the sub-list for method input_type
 	6,  // [6:6] is the sub-list for extension type_name
@@ -608,7 +668,7 @@ func file_atollpb_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_cluster_proto_rawDesc), len(file_atollpb_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -432,7 +432,8 @@ type ObjectRef struct {
 	ObjectId []byte                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
 	// The worker (process) that owns the object's reference count.
 	OwnerId []byte `protobuf:"bytes,2,opt,name=owner_id,json=ownerId,proto3" json:"owner_id,omitempty"`
-	// Address the owner can be reached at (empty within one process).
+	// The owner's node (hex id; empty within one process): it keeps the
+	// directory of the object's copies.
 	OwnerAddress string `protobuf:"bytes,3,opt,name=owner_address,json=ownerAddress,proto3" json:"owner_address,omitempty"`
 	// Span that produced the object, so consumers can link to it.
 	Producer *TraceContext `protobuf:"bytes,4,opt,name=producer,proto3" json:"producer,omitempty"`

@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
@@ -29,6 +31,8 @@ type (
 		caller  *actor.PID
 	}
 	cancelForwarded struct{ id ids.TaskID }
+	// locate is a request for the copies of an object this node owns.
+	locate struct{ msg *nats.Msg }
 )
 
 // taskKey names one attempt of a task or one actor call.
@@ -64,6 +68,9 @@ type gateway struct {
 	dead    map[ids.NodeID]bool
 	// heard is the set of nodes ever heard from, published for WaitPeers.
 	heard *peerSet
+	// copies is the directory of the copies other nodes pulled of objects
+	// owned on this node (the primary's node is in the object's value).
+	copies map[ids.ObjectID][]ids.NodeID
 }
 
 // Receive implements actor.Actor.
@@ -97,6 +104,14 @@ func (g *gateway) Receive(ctx actor.Context) {
 		g.deliver(ctx, m.Result)
 	case *atollpb.NodeLoad:
 		g.load(ctx, m)
+	case *locate:
+		g.locate(m.msg)
+	case *atollpb.ObjectCopies:
+		g.addCopies(m)
+	case *atollpb.FreeObjects:
+		for _, id := range m.ObjectIds {
+			delete(g.copies, ids.MustObjectID(id))
+		}
 	case membership.NodeLeft:
 		g.nodeGone(ctx, m.ID, m.Dead)
 	case membership.NodeJoined, membership.NodeUpdated:
@@ -142,6 +157,29 @@ func (g *gateway) deliver(ctx actor.Context, res *atollpb.TaskResult) {
 	ctx.Send(f.owner, res)
 }
 
+func (g *gateway) locate(msg *nats.Msg) {
+	id, err := ids.ObjectIDFromBytes(msg.Data)
+	if err != nil {
+		return
+	}
+	reply := &atollpb.ObjectCopies{ObjectId: id.Bytes()}
+	for _, n := range g.copies[id] {
+		reply.NodeIds = append(reply.NodeIds, n.Bytes())
+	}
+	b, _ := proto.Marshal(reply)
+	_ = msg.Respond(b)
+}
+
+func (g *gateway) addCopies(m *atollpb.ObjectCopies) {
+	id := ids.MustObjectID(m.ObjectId)
+	for _, b := range m.NodeIds {
+		n := ids.MustFromBytes(b)
+		if !g.dead[n] && !slices.Contains(g.copies[id], n) {
+			g.copies[id] = append(g.copies[id], n)
+		}
+	}
+}
+
 // load records a node's report and gives the raylet the new view.
 func (g *gateway) load(ctx actor.Context, m *atollpb.NodeLoad) {
 	node := ids.MustFromBytes(m.NodeId)
@@ -183,6 +221,15 @@ func (g *gateway) nodeGone(ctx actor.Context, node ids.NodeID, died bool) {
 	g.cfg.Logger.Info("cluster: node left the cluster", "node", node.Short(), "failed", died)
 	g.failIfDead(ctx, node)
 	ctx.Send(g.cfg.Raylet, &raylet.NodeGone{Node: node})
+	for id, nodes := range g.copies {
+		if i := slices.Index(nodes, node); i >= 0 {
+			if nodes = slices.Delete(nodes, i, i+1); len(nodes) == 0 {
+				delete(g.copies, id)
+			} else {
+				g.copies[id] = nodes
+			}
+		}
+	}
 	for k, origin := range g.inbound {
 		if origin == node {
 			delete(g.inbound, k) // nobody to answer

@@ -2,10 +2,14 @@ package cluster
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
@@ -16,7 +20,7 @@ import (
 
 // sealWait bounds how long a reader waits for another reader's transfer
 // of the same object to be sealed.
-const sealWait = 10 * time.Minute
+const sealWait = 2 * time.Minute
 
 // fetcher pulls objects held on other nodes into the local store. It is
 // safe for concurrent use: callers are worker proxies and the driver's Get.
@@ -26,6 +30,8 @@ type fetcher struct {
 	self   ids.NodeID
 	store  *objectstore.Client
 	puller *remote.Puller
+	nc     *nats.Conn
+	prefix string
 
 	mu    sync.Mutex
 	addrs map[ids.NodeID]string // transfer address per live node
@@ -78,18 +84,84 @@ func (f *fetcher) Fetch(ctx context.Context, refs []*atollpb.ObjectRef) error {
 	return first
 }
 
+// fetchOne pulls one object: from the node holding its primary copy, or,
+// if that node is gone or the pull fails, from a copy another node pulled
+// earlier (the owner's node keeps the directory of copies). A node that
+// pulled a copy tells the owner's node.
 func (f *fetcher) fetchOne(ctx context.Context, ref *atollpb.ObjectRef) error {
 	id := ids.MustObjectID(ref.ObjectId)
-	node := ids.MustFromBytes(ref.NodeId)
 	if f.present(ctx, id, 0) {
 		return nil
 	}
-	addr := f.addr(node)
-	if addr == "" {
-		return &errs.ObjectLostError{ObjectID: id.String(), Message: "held on node " + node.Short() + ", which is not (or no longer) in the cluster"}
+	var owner ids.NodeID
+	if b, err := hex.DecodeString(ref.OwnerAddress); err == nil {
+		owner, _ = ids.FromBytes(b)
 	}
+	candidates := []ids.NodeID{ids.MustFromBytes(ref.NodeId)}
+	tried := map[ids.NodeID]bool{}
+	var lastErr error
+	for round := 0; round < 2; round++ {
+		for _, node := range candidates {
+			if tried[node] || node == f.self {
+				continue
+			}
+			tried[node] = true
+			addr := f.addr(node)
+			if addr == "" {
+				lastErr = &errs.ObjectLostError{ObjectID: id.String(), Message: "held on node " + node.Short() + ", which is not (or no longer) in the cluster"}
+				continue
+			}
+			err := f.pullFrom(ctx, addr, node, id, ref.Codec)
+			if err == nil {
+				f.announce(owner, id)
+				return nil
+			}
+			if ctx.Err() != nil || errors.Is(err, errs.ErrObjectStoreFull) {
+				return err
+			}
+			lastErr = err
+		}
+		if owner.IsZero() {
+			break
+		}
+		candidates = f.locate(ctx, owner, id)
+	}
+	return lastErr
+}
+
+// locate asks the owner's node which nodes hold copies of id.
+func (f *fetcher) locate(ctx context.Context, owner ids.NodeID, id ids.ObjectID) []ids.NodeID {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	msg, err := f.nc.RequestWithContext(ctx, nodeSubject(f.prefix, owner, "locate"), id.Bytes())
+	if err != nil {
+		return nil
+	}
+	var c atollpb.ObjectCopies
+	if proto.Unmarshal(msg.Data, &c) != nil {
+		return nil
+	}
+	out := make([]ids.NodeID, 0, len(c.NodeIds))
+	for _, n := range c.NodeIds {
+		out = append(out, ids.MustFromBytes(n))
+	}
+	return out
+}
+
+// announce tells the owner's node that this node now holds a copy of id.
+func (f *fetcher) announce(owner ids.NodeID, id ids.ObjectID) {
+	if owner.IsZero() {
+		return
+	}
+	b, _ := proto.Marshal(&atollpb.ObjectCopies{ObjectId: id.Bytes(), NodeIds: [][]byte{f.self.Bytes()}})
+	_ = f.nc.Publish(nodeSubject(f.prefix, owner, "copy"), b)
+}
+
+// pullFrom pulls id from the node at addr into a new object of the local
+// store and seals it.
+func (f *fetcher) pullFrom(ctx context.Context, addr string, node ids.NodeID, id ids.ObjectID, codec atollpb.Codec) error {
 	n, shared, err := f.puller.Pull(ctx, addr, id, func(size uint64) ([]byte, error) {
-		return f.store.CreateOwned(ctx, id, size, ref.Codec, ids.WorkerID{})
+		return f.store.CreateOwned(ctx, id, size, codec, ids.WorkerID{})
 	})
 	switch {
 	case err == nil && !shared:

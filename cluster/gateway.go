@@ -104,12 +104,12 @@ func Start(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.fetch = &fetcher{self: cfg.NodeID, store: cfg.StoreClient, puller: puller, addrs: map[ids.NodeID]string{}}
+	g.fetch = &fetcher{self: cfg.NodeID, store: cfg.StoreClient, puller: puller, addrs: map[ids.NodeID]string{}, nc: cfg.Conn, prefix: cfg.Prefix}
 	if g.server, err = remote.Listen(net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.TransferPort)), serve(cfg.StoreClient)); err != nil {
 		return nil, fmt.Errorf("cluster: object transfer listener: %w", err)
 	}
 	gw := &gateway{cfg: &g.cfg, fetch: g.fetch, pending: map[taskKey]*forward{}, inbound: map[taskKey]ids.NodeID{},
-		peers: map[ids.NodeID]*atollpb.NodeLoad{}, dead: map[ids.NodeID]bool{}, heard: g.heard}
+		peers: map[ids.NodeID]*atollpb.NodeLoad{}, dead: map[ids.NodeID]bool{}, heard: g.heard, copies: map[ids.ObjectID][]ids.NodeID{}}
 	if g.pid, err = cfg.System.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return gw }), "gateway"); err != nil {
 		return nil, fmt.Errorf("cluster: start gateway: %w", err)
 	}
@@ -315,13 +315,19 @@ func (g *Gateway) subscribe() error {
 		{nodeSubject(p, self, "call"), func() proto.Message { return &atollpb.ForwardActorCall{} }},
 		{nodeSubject(p, self, "result"), func() proto.Message { return &atollpb.ForwardedResult{} }},
 		{nodeSubject(p, self, "cancel"), func() proto.Message { return &atollpb.ForwardCancel{} }},
+		{nodeSubject(p, self, "copy"), func() proto.Message { return &atollpb.ObjectCopies{} }},
 		{loadWildcard(p), func() proto.Message { return &atollpb.NodeLoad{} }},
 	} {
 		if err := route(r.subject, r.newMsg); err != nil {
 			return err
 		}
 	}
-	s, err := c.Conn.Subscribe(killSubject(p), func(m *nats.Msg) {
+	s, err := c.Conn.Subscribe(nodeSubject(p, self, "locate"), func(m *nats.Msg) { root.Send(g.pid, &locate{msg: m}) })
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe locate: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(killSubject(p), func(m *nats.Msg) {
 		var k atollpb.KillActor
 		if proto.Unmarshal(m.Data, &k) == nil {
 			root.Send(c.Raylet, &raylet.KillHostedActor{Msg: &k})
@@ -335,6 +341,7 @@ func (g *Gateway) subscribe() error {
 		var f atollpb.FreeObjects
 		if proto.Unmarshal(m.Data, &f) == nil {
 			root.Send(c.Store, &atollpb.DeleteObjectsRequest{ObjectIds: f.ObjectIds})
+			root.Send(g.pid, &f) // forget their copies
 		}
 	})
 	if err != nil {

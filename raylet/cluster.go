@@ -1,9 +1,12 @@
 package raylet
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -221,9 +224,6 @@ func (r *raylet) peerView(ctx actor.Context, m *PeerView) {
 			r.peers[v.ID] = &v
 		}
 	}
-	if len(r.waiting) == 0 {
-		return
-	}
 	waiting := r.waiting
 	r.waiting = nil
 	r.replacing = true // warned about them already
@@ -233,6 +233,64 @@ func (r *raylet) peerView(ctx actor.Context, m *PeerView) {
 		}
 	}
 	r.replacing = false
+	r.spillBack(ctx)
+}
+
+// spillBack forwards tasks queued here to peers that report room for them
+// and no queue of their own (Ray's spillback): placement happened when the
+// task arrived, with a view that may have gone stale, or tasks here ran
+// longer than those elsewhere. Actor creations, tasks placed by SPREAD or
+// a node affinity, and tasks that went through maxHops raylets stay.
+func (r *raylet) spillBack(ctx actor.Context) {
+	if r.queued == 0 || len(r.peers) == 0 {
+		return
+	}
+	var idle []*NodeView
+	for _, v := range r.peers {
+		if v.QueuedCPU == 0 {
+			idle = append(idle, v)
+		}
+	}
+	if len(idle) == 0 {
+		return
+	}
+	slices.SortFunc(idle, func(a, b *NodeView) int { return bytes.Compare(a.ID[:], b.ID[:]) })
+	classes := make([]*classQueue, 0, len(r.classes))
+	for _, cq := range r.classes {
+		if !cq.noSlot && len(cq.tasks) > 0 {
+			classes = append(classes, cq)
+		}
+	}
+	slices.SortFunc(classes, func(a, b *classQueue) int { return cmp.Compare(a.tasks[0].seq, b.tasks[0].seq) })
+	for _, v := range idle {
+		for _, cq := range classes {
+			kept := cq.tasks[:0]
+			for _, t := range cq.tasks {
+				if !movable(t) || !Feasible(v.Available, t.demand) {
+					kept = append(kept, t)
+					continue
+				}
+				v.Reserve(t.demand)
+				r.queued--
+				r.stats.Forwarded++
+				r.stats.SpilledBack++
+				t.queueSpan.SetAttributes(attribute.String("atoll.pending_reason", "spilled_back"),
+					attribute.String("atoll.target_node_id", v.ID.String()))
+				t.queueSpan.End()
+				r.cfg.Cluster.Forward(v.ID, t.spec, t.owner, t.hops+1)
+			}
+			clear(cq.tasks[len(kept):])
+			cq.tasks = kept
+			if len(cq.tasks) == 0 {
+				delete(r.classes, cq.key)
+			}
+		}
+	}
+}
+
+// movable reports whether a queued task may spill back to another node.
+func movable(t *task) bool {
+	return !t.isActor && t.hops+1 < maxHops && t.spec.GetScheduling().GetKind() == atollpb.SchedulingStrategy_DEFAULT
 }
 
 // cancelWaiting cancels a task waiting for a node.

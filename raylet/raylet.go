@@ -35,6 +35,7 @@ type task struct {
 	class     *classQueue
 	root      bool        // no object arguments
 	args      []ArgObject // the objects it reads
+	hops      int32       // raylets it went through before this one
 }
 
 // heldObject is an object read by running tasks.
@@ -192,6 +193,7 @@ func (r *raylet) submit(ctx actor.Context, m *atollpb.SubmitTask, owner *actor.P
 		demand:   Resources(spec.Resources),
 		isActor:  spec.Type == atollpb.TaskType_ACTOR_CREATION_TASK,
 		enqueued: time.Now(),
+		hops:     m.Hops,
 	}
 	if t.demand == nil {
 		t.demand = Resources{}
@@ -585,8 +587,9 @@ type GetState struct{}
 // Stats counts what a raylet did.
 type Stats struct {
 	Submitted, Dispatched, Finished, WorkersKilled, WorkersReaped, ActorRestarts uint64
-	// Forwarded counts tasks placed on other nodes.
-	Forwarded uint64
+	// Forwarded counts tasks placed on other nodes; SpilledBack those of
+	// them that had queued here first.
+	Forwarded, SpilledBack uint64
 }
 
 // State is a snapshot of a raylet.

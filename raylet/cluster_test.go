@@ -1,0 +1,158 @@
+package raylet
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/atoll-runtime/atoll/actors"
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/ids"
+)
+
+// blockingExecutor runs every task until release is closed.
+type blockingExecutor struct{ release chan struct{} }
+
+func (e *blockingExecutor) RunTask(ctx context.Context, _ Worker, spec *atollpb.TaskSpec) *atollpb.TaskResult {
+	select {
+	case <-e.release:
+	case <-ctx.Done():
+	}
+	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt}
+}
+
+func (e *blockingExecutor) NewActor(context.Context, Worker, *atollpb.TaskSpec) (any, error) {
+	return struct{}{}, nil
+}
+
+func (e *blockingExecutor) RunActorTask(_ context.Context, _ Worker, _ any, spec *atollpb.TaskSpec) (*atollpb.TaskResult, bool) {
+	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt}, false
+}
+
+type forwarded struct {
+	node ids.NodeID
+	spec *atollpb.TaskSpec
+	hops int32
+}
+
+// clusterRaylet starts a one-CPU raylet in a cluster whose forwards are
+// reported on the returned channel.
+func clusterRaylet(t *testing.T) (*actor.ActorSystem, *actor.PID, ids.NodeID, chan forwarded, *blockingExecutor) {
+	t.Helper()
+	system := actors.NewSystem(nil)
+	t.Cleanup(system.Shutdown)
+	fwd := make(chan forwarded, 64)
+	exec := &blockingExecutor{release: make(chan struct{})}
+	t.Cleanup(func() { close(exec.release) })
+	self := ids.NewNodeID()
+	props, err := NewProps(Config{
+		NodeID: self, Resources: Resources{CPU: 1}, Executor: exec,
+		Cluster: &ClusterConfig{
+			Forward: func(node ids.NodeID, spec *atollpb.TaskSpec, _ *actor.PID, hops int32) {
+				fwd <- forwarded{node, spec, hops}
+			},
+			CallActor: func(ids.NodeID, string, *atollpb.TaskSpec, *actor.PID) {},
+			Cancel:    func(ids.TaskID) {},
+			KillActor: func(*atollpb.KillActor) {},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := system.Root.SpawnNamed(props, "raylet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return system, pid, self, fwd, exec
+}
+
+func submitN(system *actor.ActorSystem, pid *actor.PID, n int, strategy *atollpb.SchedulingStrategy) []ids.TaskID {
+	out := make([]ids.TaskID, n)
+	for i := range out {
+		out[i] = ids.NewTaskID()
+		system.Root.Send(pid, &atollpb.SubmitTask{Spec: &atollpb.TaskSpec{
+			TaskId: out[i].Bytes(), Name: "t", Function: "t", NumReturns: 1,
+			Resources: map[string]float64{CPU: 1}, Scheduling: strategy,
+		}})
+	}
+	return out
+}
+
+func state(t *testing.T, system *actor.ActorSystem, pid *actor.PID) *State {
+	t.Helper()
+	res, err := system.Root.RequestFuture(pid, &GetState{}, 5*time.Second).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.(*State)
+}
+
+// TestSpillBackToIdlePeer: tasks queued behind a busy CPU move to a peer
+// that reports room, affinity-pinned ones stay.
+func TestSpillBackToIdlePeer(t *testing.T) {
+	system, pid, self, fwd, _ := clusterRaylet(t)
+	// No peers yet: everything is placed here; one runs, the rest queue.
+	submitN(system, pid, 3, nil)
+	pinned := &atollpb.SchedulingStrategy{Kind: atollpb.SchedulingStrategy_NODE_AFFINITY, NodeId: self.Bytes()}
+	submitN(system, pid, 1, pinned)
+	if st := state(t, system, pid); st.Running != 1 || st.Queued != 3 {
+		t.Fatalf("before any peer: %d running, %d queued; want 1 and 3", st.Running, st.Queued)
+	}
+	select {
+	case f := <-fwd:
+		t.Fatalf("forwarded %s with no peer", f.node.Short())
+	default:
+	}
+
+	// A peer with two free CPUs and no queue appears: two queued tasks
+	// spill back to it; the pinned one stays.
+	peer := ids.NewNodeID()
+	system.Root.Send(pid, &PeerView{Nodes: []NodeView{{ID: peer, Total: Resources{CPU: 2}, Available: Resources{CPU: 2}}}})
+	for range 2 {
+		select {
+		case f := <-fwd:
+			if f.node != peer || f.hops != 1 || f.spec.Scheduling != nil {
+				t.Fatalf("forwarded to %s (hops %d, strategy %v); want the unpinned tasks to the peer with hops 1", f.node.Short(), f.hops, f.spec.Scheduling)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no task spilled back to the idle peer")
+		}
+	}
+	st := state(t, system, pid)
+	if st.Running != 1 || st.Queued != 1 || st.Stats.SpilledBack != 2 {
+		t.Fatalf("after spillback: %d running, %d queued, %d spilled back; want 1, 1, 2", st.Running, st.Queued, st.Stats.SpilledBack)
+	}
+	// The same view again: the peer's room is reserved until its next
+	// report, nothing more moves.
+	system.Root.Send(pid, &PeerView{Nodes: []NodeView{{ID: peer, Total: Resources{CPU: 2}, Available: Resources{CPU: 0}, QueuedCPU: 0}}})
+	if st := state(t, system, pid); st.Queued != 1 {
+		t.Fatalf("queued %d after a full peer's report, want 1", st.Queued)
+	}
+	select {
+	case f := <-fwd:
+		t.Fatalf("forwarded %s to a full peer", f.spec.Name)
+	default:
+	}
+}
+
+// TestForwardedTaskSpillsBackWhenInfeasible: a task placed here by a peer
+// that this node cannot run at all goes on to a node that can.
+func TestForwardedTaskSpillsBackWhenInfeasible(t *testing.T) {
+	system, pid, _, fwd, _ := clusterRaylet(t)
+	gpu := ids.NewNodeID()
+	system.Root.Send(pid, &PeerView{Nodes: []NodeView{{ID: gpu, Total: Resources{CPU: 1, "GPU": 1}, Available: Resources{CPU: 1, "GPU": 1}}}})
+	id := ids.NewTaskID()
+	system.Root.Send(pid, &atollpb.SubmitTask{Forwarded: true, Hops: 1, Spec: &atollpb.TaskSpec{
+		TaskId: id.Bytes(), Name: "gpu", Function: "gpu", NumReturns: 1, Resources: map[string]float64{CPU: 1, "GPU": 1},
+	}})
+	select {
+	case f := <-fwd:
+		if f.node != gpu || f.hops != 2 {
+			t.Fatalf("spilled back to %s with hops %d, want the GPU node with hops 2", f.node.Short(), f.hops)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("an infeasible forwarded task did not spill back")
+	}
+}

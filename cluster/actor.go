@@ -61,9 +61,12 @@ type gateway struct {
 	cfg   *Config
 	fetch *fetcher
 	// pending: work sent to other nodes; inbound: work other nodes sent
-	// here, by the node to answer.
-	pending map[taskKey]*forward
-	inbound map[taskKey]ids.NodeID
+	// here, by the node to answer. Both are stacks per key: a task that
+	// spills back and forth between two nodes passes through a gateway
+	// more than once, and its result retraces the chain last in, first
+	// out.
+	pending map[taskKey][]*forward
+	inbound map[taskKey][]ids.NodeID
 	peers   map[ids.NodeID]*atollpb.NodeLoad
 	dead    map[ids.NodeID]bool
 	// heard is the set of nodes ever heard from, published for WaitPeers.
@@ -77,24 +80,33 @@ type gateway struct {
 func (g *gateway) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *forwardTask:
-		g.pending[keyOf(m.spec.TaskId, m.spec.Attempt)] = &forward{node: m.node, owner: m.owner, name: m.spec.Name}
+		k := keyOf(m.spec.TaskId, m.spec.Attempt)
+		g.pending[k] = append(g.pending[k], &forward{node: m.node, owner: m.owner, name: m.spec.Name})
 		g.publish(nodeSubject(g.cfg.Prefix, m.node, "task"), &atollpb.ForwardTask{Spec: m.spec, OriginNode: g.cfg.NodeID.Bytes(), Hops: m.hops})
 		g.failIfDead(ctx, m.node)
 	case *forwardCall:
-		g.pending[keyOf(m.spec.TaskId, m.spec.Attempt)] = &forward{node: m.node, owner: m.caller, name: m.spec.Name, isCall: true}
+		k := keyOf(m.spec.TaskId, m.spec.Attempt)
+		g.pending[k] = append(g.pending[k], &forward{node: m.node, owner: m.caller, name: m.spec.Name, isCall: true})
 		g.publish(nodeSubject(g.cfg.Prefix, m.node, "call"), &atollpb.ForwardActorCall{Address: m.address, Spec: m.spec, OriginNode: g.cfg.NodeID.Bytes()})
 		g.failIfDead(ctx, m.node)
 	case *cancelForwarded:
-		for k, f := range g.pending {
-			if k.task == m.id && !f.isCall {
-				g.publish(nodeSubject(g.cfg.Prefix, f.node, "cancel"), &atollpb.ForwardCancel{TaskId: m.id.Bytes()})
+		for k, stack := range g.pending {
+			if k.task != m.id {
+				continue
+			}
+			for _, f := range stack {
+				if !f.isCall {
+					g.publish(nodeSubject(g.cfg.Prefix, f.node, "cancel"), &atollpb.ForwardCancel{TaskId: m.id.Bytes()})
+				}
 			}
 		}
 	case *atollpb.ForwardTask:
-		g.inbound[keyOf(m.Spec.TaskId, m.Spec.Attempt)] = ids.MustFromBytes(m.OriginNode)
+		k := keyOf(m.Spec.TaskId, m.Spec.Attempt)
+		g.inbound[k] = append(g.inbound[k], ids.MustFromBytes(m.OriginNode))
 		ctx.Request(g.cfg.Raylet, &atollpb.SubmitTask{Spec: m.Spec, Forwarded: true, Hops: m.Hops})
 	case *atollpb.ForwardActorCall:
-		g.inbound[keyOf(m.Spec.TaskId, m.Spec.Attempt)] = ids.MustFromBytes(m.OriginNode)
+		k := keyOf(m.Spec.TaskId, m.Spec.Attempt)
+		g.inbound[k] = append(g.inbound[k], ids.MustFromBytes(m.OriginNode))
 		ctx.Request(ctx.ActorSystem().NewLocalPID(m.Address), &atollpb.PushTask{Spec: m.Spec})
 	case *atollpb.ForwardCancel:
 		ctx.Send(g.cfg.Raylet, &atollpb.CancelTask{TaskId: m.TaskId})
@@ -131,22 +143,38 @@ func (g *gateway) publish(subject string, m proto.Message) {
 // answer sends the result of work another node sent here back to it.
 func (g *gateway) answer(res *atollpb.TaskResult) {
 	k := keyOf(res.TaskId, res.Attempt)
-	origin, ok := g.inbound[k]
-	if !ok {
+	stack := g.inbound[k]
+	if len(stack) == 0 {
 		return // a late duplicate, or its origin died
 	}
-	delete(g.inbound, k)
+	origin := stack[len(stack)-1]
+	if len(stack) == 1 {
+		delete(g.inbound, k)
+	} else {
+		g.inbound[k] = stack[:len(stack)-1]
+	}
 	g.publish(nodeSubject(g.cfg.Prefix, origin, "result"), &atollpb.ForwardedResult{Result: res, FromNode: g.cfg.NodeID.Bytes()})
 }
 
 // deliver hands the result of work sent to another node to its owner.
 func (g *gateway) deliver(ctx actor.Context, res *atollpb.TaskResult) {
 	k := keyOf(res.TaskId, res.Attempt)
-	f, ok := g.pending[k]
-	if !ok {
+	stack := g.pending[k]
+	if len(stack) == 0 {
 		return
 	}
-	delete(g.pending, k)
+	g.route(ctx, k, len(stack)-1, res)
+}
+
+// route removes entry i of k's pending stack and hands res to its owner.
+func (g *gateway) route(ctx actor.Context, k taskKey, i int, res *atollpb.TaskResult) {
+	stack := g.pending[k]
+	f := stack[i]
+	if stack = slices.Delete(stack, i, i+1); len(stack) == 0 {
+		delete(g.pending, k)
+	} else {
+		g.pending[k] = stack
+	}
 	if f.owner == nil {
 		return
 	}
@@ -230,9 +258,12 @@ func (g *gateway) nodeGone(ctx actor.Context, node ids.NodeID, died bool) {
 			}
 		}
 	}
-	for k, origin := range g.inbound {
-		if origin == node {
-			delete(g.inbound, k) // nobody to answer
+	for k, stack := range g.inbound {
+		// Nobody to answer there.
+		if stack = slices.DeleteFunc(stack, func(n ids.NodeID) bool { return n == node }); len(stack) == 0 {
+			delete(g.inbound, k)
+		} else {
+			g.inbound[k] = stack
 		}
 	}
 	gcsClient := g.cfg.GCS
@@ -248,11 +279,15 @@ func (g *gateway) failIfDead(ctx actor.Context, node ids.NodeID) {
 	if !g.dead[node] {
 		return
 	}
-	for k, f := range g.pending {
-		if f.node != node {
-			continue
+	for k := range g.pending {
+		for i := len(g.pending[k]) - 1; i >= 0; i-- {
+			f := g.pending[k][i]
+			if f.node != node {
+				continue
+			}
+			err := &errs.NodeDiedError{NodeID: node.String(), TaskName: f.name, TaskID: k.task.String(), Message: "the node left the cluster"}
+			// route deletes entry i; the entries below it keep their indices.
+			g.route(ctx, k, i, &atollpb.TaskResult{TaskId: k.task.Bytes(), Attempt: k.attempt, Error: errs.ToProto(err), ActorCrashed: f.isCall})
 		}
-		err := &errs.NodeDiedError{NodeID: node.String(), TaskName: f.name, TaskID: k.task.String(), Message: "the node left the cluster"}
-		g.deliver(ctx, &atollpb.TaskResult{TaskId: k.task.Bytes(), Attempt: k.attempt, Error: errs.ToProto(err), ActorCrashed: f.isCall})
 	}
 }

@@ -108,7 +108,7 @@ func Start(cfg Config) (*Gateway, error) {
 	if g.server, err = remote.Listen(net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.TransferPort)), serve(cfg.StoreClient)); err != nil {
 		return nil, fmt.Errorf("cluster: object transfer listener: %w", err)
 	}
-	gw := &gateway{cfg: &g.cfg, fetch: g.fetch, pending: map[taskKey]*forward{}, inbound: map[taskKey]ids.NodeID{},
+	gw := &gateway{cfg: &g.cfg, fetch: g.fetch, pending: map[taskKey][]*forward{}, inbound: map[taskKey][]ids.NodeID{},
 		peers: map[ids.NodeID]*atollpb.NodeLoad{}, dead: map[ids.NodeID]bool{}, heard: g.heard, copies: map[ids.ObjectID][]ids.NodeID{}}
 	if g.pid, err = cfg.System.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return gw }), "gateway"); err != nil {
 		return nil, fmt.Errorf("cluster: start gateway: %w", err)

@@ -33,6 +33,17 @@ var (
 		}
 		return atoll.CurrentNodeID(), nil
 	})
+	// makeAndHold makes an n-byte object on node (owned by this task's
+	// worker process) and holds it until cancelled.
+	makeAndHold = atoll.NewFunc2("cl.makeAndHold", func(ctx context.Context, node string, n int) (int, error) {
+		ref := makeBytes.Remote(ctx, atoll.Value(n), atoll.OnNode(node, false))
+		if _, _, err := atoll.Wait(ctx, []atoll.Ref{ref}, 1, -1); err != nil {
+			return 0, err
+		}
+		<-ctx.Done()
+		ref.Release()
+		return 0, ctx.Err()
+	})
 	tallyType = atoll.NewActorType("cl.tally", func(context.Context) (*tally, error) { return &tally{}, nil })
 	tallyAdd  = atoll.NewMethod1(tallyType, "Add", func(t *tally, _ context.Context, d int) (int, error) {
 		t.n += d
@@ -353,6 +364,22 @@ func TestClusterObjectCopies(t *testing.T) {
 	if got, err := atoll.Get(ctx, sumBytes.Remote(ctx, made, atoll.OnNode(nodes[2], false))); err != nil || got.Sum != want {
 		t.Fatalf("first read on node 2: %+v, %v", got, err) // node 2 now holds a copy
 	}
+	// A worker process on node 1 owns an object on node 0.
+	storeUsed := func(node string) uint64 {
+		st, err := atoll.GetClusterStatus(ctx, c.Address())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range st.Nodes {
+			if x.NodeID == node {
+				return x.StoreUsed
+			}
+		}
+		return 0
+	}
+	before := storeUsed(nodes[0])
+	holder := makeAndHold.Remote(ctx, atoll.Value(nodes[0]), atoll.Value(n), atoll.OnNode(nodes[1], false))
+	eventually(t, "node 0 to hold the object a worker on node 1 owns", func() bool { return storeUsed(nodes[0]) >= before+n })
 	c.Kill(1)
 	c.WaitStatus(10*time.Second, func(st *atoll.ClusterStatus) bool {
 		for _, n := range st.Nodes {
@@ -362,6 +389,13 @@ func TestClusterObjectCopies(t *testing.T) {
 		}
 		return false
 	})
+	// Its owner died with node 1: node 0 frees it.
+	eventually(t, "node 0 to free the object its dead owner held", func() bool { return storeUsed(nodes[0]) <= before })
+	// The task retried after its node died, pinned to that node: it cannot
+	// be scheduled any more.
+	if _, err := atoll.Get(ctx, holder); !errors.Is(err, atoll.ErrUnschedulable) {
+		t.Fatalf("the task that ran on the dead node: %v, want UnschedulableError", err)
+	}
 	got, err := atoll.Get(ctx, sumBytes.Remote(ctx, made, atoll.OnNode(nodes[0], false)))
 	if err != nil || got.Sum != want || got.Node != nodes[0] {
 		t.Fatalf("read on node 0 after the primary's node died: %+v, %v; want the sum from node 2's copy", got, err)

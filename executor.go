@@ -155,7 +155,9 @@ func (rt *core) fetchArgs(ctx context.Context, store storeAPI, spec *atollpb.Tas
 	}
 	for _, b := range spec.Borrowed {
 		if rt.isRemote(b.Value) {
-			remote = append(remote, refOf(ids.MustObjectID(b.ObjectId), b.Value, spec.OwnerAddress))
+			r := refOf(ids.MustObjectID(b.ObjectId), b.Value, spec.OwnerAddress)
+			r.OwnerId = spec.OwnerId
+			remote = append(remote, r)
 		}
 	}
 	if len(want) == 0 && len(remote) == 0 {

@@ -101,6 +101,15 @@ func refOf(id ids.ObjectID, v *atollpb.Value, ownerNode string) *atollpb.ObjectR
 	return &atollpb.ObjectRef{ObjectId: id.Bytes(), NodeId: st.GetNodeId(), Codec: st.GetCodec(), Size: st.GetLength(), OwnerAddress: ownerNode}
 }
 
+// ownedRef is refOf for an object this process owns.
+func (rt *core) ownedRef(id ids.ObjectID, v *atollpb.Value) *atollpb.ObjectRef {
+	r := refOf(id, v, rt.ownerNode(id))
+	if r.OwnerAddress != "" {
+		r.OwnerId = rt.workerID.Bytes()
+	}
+	return r
+}
+
 // ownerNode is the node of id's owner as far as this process knows: its
 // own for the objects it owns.
 func (rt *core) ownerNode(id ids.ObjectID) string {
@@ -122,7 +131,7 @@ func (rt *core) fetchRemote(ctx context.Context, idList []ids.ObjectID, values [
 	var refs []*atollpb.ObjectRef
 	for i, v := range values {
 		if rt.isRemote(v) {
-			refs = append(refs, refOf(idList[i], v, rt.ownerNode(idList[i])))
+			refs = append(refs, rt.ownedRef(idList[i], v))
 		}
 	}
 	if len(refs) == 0 {
@@ -276,7 +285,7 @@ func decodeValue[T any](ctx context.Context, rt *core, h *refHandle, value *atol
 		return zero, errs.FromProto(value.GetError())
 	case value.GetStored() != nil:
 		if rt.isRemote(value) {
-			if err := rt.link.fetch(ctx, []*atollpb.ObjectRef{refOf(h.id, value, rt.ownerNode(h.id))}); err != nil {
+			if err := rt.link.fetch(ctx, []*atollpb.ObjectRef{rt.ownedRef(h.id, value)}); err != nil {
 				return zero, err
 			}
 		}

@@ -213,7 +213,9 @@ func (rt *core) dispatch(pt *pendingTask) {
 		} else {
 			ref, st := pt.spec.Args[pt.depArgIdx[j]].GetRef(), value.GetStored()
 			ref.Size, ref.NodeId, ref.Codec = st.GetLength(), st.GetNodeId(), st.GetCodec()
-			ref.OwnerAddress = rt.ownerNode(dep)
+			if ref.OwnerAddress = rt.ownerNode(dep); ref.OwnerAddress != "" {
+				ref.OwnerId = rt.workerID.Bytes()
+			}
 		}
 	}
 	for _, held := range pt.holds {

@@ -74,6 +74,8 @@ type gateway struct {
 	// copies is the directory of the copies other nodes pulled of objects
 	// owned on this node (the primary's node is in the object's value).
 	copies map[ids.ObjectID][]ids.NodeID
+	// owners maps nodes to the owners living there of objects held here.
+	owners *owners
 }
 
 // Receive implements actor.Actor.
@@ -103,10 +105,12 @@ func (g *gateway) Receive(ctx actor.Context) {
 	case *atollpb.ForwardTask:
 		k := keyOf(m.Spec.TaskId, m.Spec.Attempt)
 		g.inbound[k] = append(g.inbound[k], ids.MustFromBytes(m.OriginNode))
+		g.owners.record(m.Spec.OwnerId, m.Spec.OwnerAddress)
 		ctx.Request(g.cfg.Raylet, &atollpb.SubmitTask{Spec: m.Spec, Forwarded: true, Hops: m.Hops})
 	case *atollpb.ForwardActorCall:
 		k := keyOf(m.Spec.TaskId, m.Spec.Attempt)
 		g.inbound[k] = append(g.inbound[k], ids.MustFromBytes(m.OriginNode))
+		g.owners.record(m.Spec.OwnerId, m.Spec.OwnerAddress)
 		ctx.Request(ctx.ActorSystem().NewLocalPID(m.Address), &atollpb.PushTask{Spec: m.Spec})
 	case *atollpb.ForwardCancel:
 		ctx.Send(g.cfg.Raylet, &atollpb.CancelTask{TaskId: m.TaskId})
@@ -249,6 +253,11 @@ func (g *gateway) nodeGone(ctx actor.Context, node ids.NodeID, died bool) {
 	g.cfg.Logger.Info("cluster: node left the cluster", "node", node.Short(), "failed", died)
 	g.failIfDead(ctx, node)
 	ctx.Send(g.cfg.Raylet, &raylet.NodeGone{Node: node})
+	// The objects held here for owners on that node have nobody left to
+	// release them.
+	for _, w := range g.owners.forget(node) {
+		ctx.Send(g.cfg.Store, &atollpb.ClientDisconnected{ClientId: w.Bytes()})
+	}
 	for id, nodes := range g.copies {
 		if i := slices.Index(nodes, node); i >= 0 {
 			if nodes = slices.Delete(nodes, i, i+1); len(nodes) == 0 {

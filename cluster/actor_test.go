@@ -51,7 +51,7 @@ func newHarness(t *testing.T) *harness {
 	cfg := &Config{NodeID: h.self, Conn: nc, Prefix: DefaultPrefix, System: h.system, Raylet: probe, Logger: slog.Default()}
 	gw := &gateway{cfg: cfg, pending: map[taskKey][]*forward{}, inbound: map[taskKey][]ids.NodeID{},
 		peers: map[ids.NodeID]*atollpb.NodeLoad{}, dead: map[ids.NodeID]bool{}, heard: &peerSet{m: map[ids.NodeID]bool{}},
-		copies: map[ids.ObjectID][]ids.NodeID{}}
+		copies: map[ids.ObjectID][]ids.NodeID{}, owners: newOwners()}
 	if h.gw, err = h.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return gw }), "gateway"); err != nil {
 		t.Fatal(err)
 	}

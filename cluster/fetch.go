@@ -32,6 +32,7 @@ type fetcher struct {
 	puller *remote.Puller
 	nc     *nats.Conn
 	prefix string
+	owners *owners
 
 	mu    sync.Mutex
 	addrs map[ids.NodeID]string // transfer address per live node
@@ -97,6 +98,10 @@ func (f *fetcher) fetchOne(ctx context.Context, ref *atollpb.ObjectRef) error {
 	if b, err := hex.DecodeString(ref.OwnerAddress); err == nil {
 		owner, _ = ids.FromBytes(b)
 	}
+	// The copy belongs to the object's owner: freed with it, or when the
+	// owner's node dies.
+	ownerWorker, _ := ids.FromBytes(ref.OwnerId)
+	f.owners.record(ref.OwnerId, ref.OwnerAddress)
 	candidates := []ids.NodeID{ids.MustFromBytes(ref.NodeId)}
 	tried := map[ids.NodeID]bool{}
 	var lastErr error
@@ -111,7 +116,7 @@ func (f *fetcher) fetchOne(ctx context.Context, ref *atollpb.ObjectRef) error {
 				lastErr = &errs.ObjectLostError{ObjectID: id.String(), Message: "held on node " + node.Short() + ", which is not (or no longer) in the cluster"}
 				continue
 			}
-			err := f.pullFrom(ctx, addr, node, id, ref.Codec)
+			err := f.pullFrom(ctx, addr, node, id, ref.Codec, ownerWorker)
 			if err == nil {
 				f.announce(owner, id)
 				return nil
@@ -159,9 +164,9 @@ func (f *fetcher) announce(owner ids.NodeID, id ids.ObjectID) {
 
 // pullFrom pulls id from the node at addr into a new object of the local
 // store and seals it.
-func (f *fetcher) pullFrom(ctx context.Context, addr string, node ids.NodeID, id ids.ObjectID, codec atollpb.Codec) error {
+func (f *fetcher) pullFrom(ctx context.Context, addr string, node ids.NodeID, id ids.ObjectID, codec atollpb.Codec, owner ids.WorkerID) error {
 	n, shared, err := f.puller.Pull(ctx, addr, id, func(size uint64) ([]byte, error) {
-		return f.store.CreateOwned(ctx, id, size, codec, ids.WorkerID{})
+		return f.store.CreateOwned(ctx, id, size, codec, owner)
 	})
 	switch {
 	case err == nil && !shared:

@@ -104,12 +104,13 @@ func Start(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.fetch = &fetcher{self: cfg.NodeID, store: cfg.StoreClient, puller: puller, addrs: map[ids.NodeID]string{}, nc: cfg.Conn, prefix: cfg.Prefix}
+	owners := newOwners()
+	g.fetch = &fetcher{self: cfg.NodeID, store: cfg.StoreClient, puller: puller, addrs: map[ids.NodeID]string{}, nc: cfg.Conn, prefix: cfg.Prefix, owners: owners}
 	if g.server, err = remote.Listen(net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.TransferPort)), serve(cfg.StoreClient)); err != nil {
 		return nil, fmt.Errorf("cluster: object transfer listener: %w", err)
 	}
 	gw := &gateway{cfg: &g.cfg, fetch: g.fetch, pending: map[taskKey][]*forward{}, inbound: map[taskKey][]ids.NodeID{},
-		peers: map[ids.NodeID]*atollpb.NodeLoad{}, dead: map[ids.NodeID]bool{}, heard: g.heard, copies: map[ids.ObjectID][]ids.NodeID{}}
+		peers: map[ids.NodeID]*atollpb.NodeLoad{}, dead: map[ids.NodeID]bool{}, heard: g.heard, copies: map[ids.ObjectID][]ids.NodeID{}, owners: owners}
 	if g.pid, err = cfg.System.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return gw }), "gateway"); err != nil {
 		return nil, fmt.Errorf("cluster: start gateway: %w", err)
 	}

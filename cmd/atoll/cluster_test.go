@@ -235,13 +235,14 @@ func TestStatusTable(t *testing.T) {
 				Queued: 3, Running: 2, StoreUsed: 3 << 29, StoreCap: 2 << 30, Pulls: 7},
 			{NodeID: "cccccccc33334444", Hostname: "w2", Alive: false, Total: map[string]float64{"CPU": 4}, Available: map[string]float64{"CPU": 4}},
 			{NodeID: "dddddddd", Hostname: "laptop", Driver: true, Alive: true},
+			{NodeID: "eeeeeeee", Hostname: "laptop", Driver: true, Alive: false},
 			{NodeID: "aaaaaaaa55556666", Hostname: "h", IsHead: true, Alive: true,
 				Total: map[string]float64{"CPU": 8, "memory": 1 << 30}, Available: map[string]float64{"CPU": 8, "memory": 1 << 29},
 				StoreUsed: 0, StoreCap: 256 << 20},
 		},
 	}
 	var out bytes.Buffer
-	if err := printStatus(&out, st); err != nil {
+	if err := printStatus(&out, st, false); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
@@ -255,18 +256,25 @@ func TestStatusTable(t *testing.T) {
 		`^bbbbbbbb +worker +ALIVE +w1 +2\.5/4 +GPU 0/1 +1\.5GiB/2GiB +3 +2 +7$`,
 		`^cccccccc +worker +DEAD +w2 +4/4 +- +0B/0B +0 +0 +0$`,
 		`^dddddddd +driver +ALIVE +laptop +0/0 +- +0B/0B +0 +0 +0$`,
-		`^3 nodes alive \(1 head, 1 worker, 1 driver\), 1 dead$`,
+		`^3 nodes alive \(1 head, 1 worker, 1 driver\), 1 dead; 1 finished driver not listed \(--all\)$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(lines[i]) {
 			t.Errorf("line %d %q does not match %q", i, lines[i], want)
 		}
 	}
 	out.Reset()
-	if err := printStatus(&out, &atoll.ClusterStatus{Nodes: []atoll.ClusterNode{{NodeID: "ab", IsHead: true, Alive: true}}}); err != nil {
+	if err := printStatus(&out, &atoll.ClusterStatus{Nodes: []atoll.ClusterNode{{NodeID: "ab", IsHead: true, Alive: true}}}, false); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasSuffix(out.String(), "\n1 node alive (1 head, 0 workers), 0 dead\n") {
 		t.Errorf("one node:\n%s", out.String())
+	}
+	out.Reset()
+	if err := printStatus(&out, st, true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "eeeeeeee  driver  DEAD") || !strings.HasSuffix(out.String(), "2 dead\n") {
+		t.Errorf("--all lists the finished driver:\n%s", out.String())
 	}
 }
 

@@ -24,14 +24,15 @@ const statusTimeout = 30 * time.Second
 
 func newStatusCmd() *cobra.Command {
 	var address string
-	var asJSON bool
+	var asJSON, all bool
 	cmd := &cobra.Command{
-		Use:   "status [--address HOST:PORT] [--json]",
+		Use:   "status [--address HOST:PORT] [--json] [--all]",
 		Short: "Show the cluster's nodes, their resources and load",
 		Long: `Shows the nodes of the cluster at --address (default $` + atoll.EnvAddress + `, then the
 address the local head recorded): role, state, CPUs available/total, other
 resources, object store use, queued and running tasks, and objects pulled
-from other nodes.`,
+from other nodes. The nodes of drivers that finished are left out unless
+--all is given.`,
 		Args:                  cobra.NoArgs,
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -50,16 +51,18 @@ from other nodes.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(st)
 			}
-			return printStatus(out, st)
+			return printStatus(out, st, all)
 		},
 	}
 	cmd.Flags().StringVar(&address, "address", "", "`HOST:PORT` of the cluster (default $"+atoll.EnvAddress+", then the address the local head recorded)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	cmd.Flags().BoolVar(&all, "all", false, "also list the nodes of drivers that finished")
 	return cmd
 }
 
-// printStatus writes the status as a table and a summary line.
-func printStatus(w io.Writer, st *atoll.ClusterStatus) error {
+// printStatus writes the status as a table and a summary line; the dead
+// nodes of finished drivers only with all.
+func printStatus(w io.Writer, st *atoll.ClusterStatus, all bool) error {
 	nodes := slices.Clone(st.Nodes)
 	// Heads first, then workers, then drivers; alive before dead.
 	slices.SortStableFunc(nodes, func(a, b atoll.ClusterNode) int {
@@ -79,8 +82,12 @@ func printStatus(w io.Writer, st *atoll.ClusterStatus) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tROLE\tSTATE\tHOST\tCPU\tRESOURCES\tOBJECT STORE\tQUEUED\tRUNNING\tPULLS")
-	var alive, dead, heads, workers, drivers int
+	var alive, dead, heads, workers, drivers, finished int
 	for _, n := range nodes {
+		if n.Driver && !n.Alive && !all {
+			finished++
+			continue
+		}
 		state := "ALIVE"
 		if n.Alive {
 			alive++
@@ -108,7 +115,11 @@ func printStatus(w io.Writer, st *atoll.ClusterStatus) error {
 	if drivers > 0 {
 		roles = append(roles, plural(drivers, "driver", "drivers"))
 	}
-	_, err := fmt.Fprintf(w, "%s alive (%s), %d dead\n", plural(alive, "node", "nodes"), strings.Join(roles, ", "), dead)
+	hidden := ""
+	if finished > 0 {
+		hidden = fmt.Sprintf("; %s not listed (--all)", plural(finished, "finished driver", "finished drivers"))
+	}
+	_, err := fmt.Fprintf(w, "%s alive (%s), %d dead%s\n", plural(alive, "node", "nodes"), strings.Join(roles, ", "), dead, hidden)
 	return err
 }
 

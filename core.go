@@ -257,9 +257,7 @@ func (rt *core) start(ctx context.Context) error {
 		IsHead: rt.runsGCS(), IsDriver: cfg.node == nil}
 	var clusterCfg *raylet.ClusterConfig
 	if rt.clustered() {
-		if err := rt.startGateway(info); err != nil {
-			return err
-		}
+		rt.gateway = rt.newGateway(info) // started once the raylet runs
 		clusterCfg = rt.gateway.RayletConfig(0)
 	}
 	rayletProps, err := raylet.NewProps(raylet.Config{
@@ -282,6 +280,11 @@ func (rt *core) start(ctx context.Context) error {
 	}
 	if rt.rayletPID, err = root.SpawnNamed(rt.withFaults(rayletProps), "raylet"); err != nil {
 		return fmt.Errorf("atoll: start raylet: %w", err)
+	}
+	if rt.gateway != nil {
+		if err := rt.gateway.Start(); err != nil {
+			return fmt.Errorf("atoll: join the cluster: %w", err)
+		}
 	}
 	if rt.gateway != nil && cfg.node == nil {
 		// A driver's first tasks should see the whole cluster, not the

@@ -129,8 +129,9 @@ func (rt *core) connectControlPlane() error {
 	return nil
 }
 
-// startGateway connects this node to the cluster's other nodes.
-func (rt *core) startGateway(info *atollpb.NodeInfo) error {
+// newGateway prepares this node's connection to the cluster's other
+// nodes (cluster.New; Start follows once the raylet runs).
+func (rt *core) newGateway(info *atollpb.NodeInfo) *cluster.Gateway {
 	gc := cluster.Config{
 		NodeID: rt.nodeID, Conn: rt.nc, System: rt.system, Raylet: rt.system.NewLocalPID("raylet"), Store: rt.storePID,
 		StoreClient: objectstore.NewClient(rt.system.Root, rt.storePID, rt.arena, ids.NewWorkerID()),
@@ -140,12 +141,7 @@ func (rt *core) startGateway(info *atollpb.NodeInfo) error {
 	if n := rt.cfg.node; n != nil {
 		gc.NodeIP, gc.TransferPort, gc.GossipPort = n.NodeIP, n.TransferPort, n.GossipPort
 	}
-	g, err := cluster.Start(gc)
-	if err != nil {
-		return fmt.Errorf("atoll: join the cluster: %w", err)
-	}
-	rt.gateway = g
-	return nil
+	return cluster.New(gc)
 }
 
 // runNodeFromEnv runs the node EnvNode describes until SIGTERM or SIGINT

@@ -69,11 +69,18 @@ type Gateway struct {
 	stopRep chan struct{}
 	repDone chan struct{}
 	once    sync.Once
+	spawned   bool // the actor runs
+	reporting bool // the report goroutine runs
 }
 
-// Start registers the node in the GCS, joins the gossip and starts the
-// gateway actor.
-func Start(cfg Config) (*Gateway, error) {
+// gatewayName is the gateway actor's name (so its PID is known before it
+// is spawned: the raylet, spawned first, is given it).
+const gatewayName = "gateway"
+
+// New prepares a gateway: its PID and RayletConfig are valid at once, but
+// nothing runs until Start. Spawn the raylet between the two, so that the
+// gateway never sends to a raylet that is still being spawned.
+func New(cfg Config) *Gateway {
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultPrefix
 	}
@@ -89,7 +96,14 @@ func Start(cfg Config) (*Gateway, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	g := &Gateway{cfg: cfg, stopRep: make(chan struct{}), repDone: make(chan struct{}), heard: &peerSet{m: map[ids.NodeID]bool{}}}
+	return &Gateway{cfg: cfg, stopRep: make(chan struct{}), repDone: make(chan struct{}), heard: &peerSet{m: map[ids.NodeID]bool{}},
+		pid: cfg.System.NewLocalPID(gatewayName)}
+}
+
+// Start registers the node in the GCS, joins the gossip and starts the
+// gateway actor; on failure it undoes what it started.
+func (g *Gateway) Start() error {
+	cfg := g.cfg
 	ok := false
 	defer func() {
 		if !ok {
@@ -98,30 +112,31 @@ func Start(cfg Config) (*Gateway, error) {
 	}()
 	var err error
 	if g.client, err = remote.NewClient(remote.ClientConfig{}); err != nil {
-		return nil, err
+		return err
 	}
 	puller, err := remote.NewPuller(g.client, remote.PullerConfig{MaxInFlight: cfg.MaxInFlight})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	owners := newOwners()
 	g.fetch = &fetcher{self: cfg.NodeID, store: cfg.StoreClient, puller: puller, addrs: map[ids.NodeID]string{}, nc: cfg.Conn, prefix: cfg.Prefix, owners: owners}
 	if g.server, err = remote.Listen(net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.TransferPort)), serve(cfg.StoreClient)); err != nil {
-		return nil, fmt.Errorf("cluster: object transfer listener: %w", err)
+		return fmt.Errorf("cluster: object transfer listener: %w", err)
 	}
 	gw := &gateway{cfg: &g.cfg, fetch: g.fetch, pending: map[taskKey][]*forward{}, inbound: map[taskKey][]ids.NodeID{},
 		peers: map[ids.NodeID]*atollpb.NodeLoad{}, dead: map[ids.NodeID]bool{}, heard: g.heard, copies: map[ids.ObjectID][]ids.NodeID{}, owners: owners}
-	if g.pid, err = cfg.System.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return gw }), "gateway"); err != nil {
-		return nil, fmt.Errorf("cluster: start gateway: %w", err)
+	if _, err = cfg.System.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return gw }), gatewayName); err != nil {
+		return fmt.Errorf("cluster: start gateway: %w", err)
 	}
+	g.spawned = true
 	if g.member, err = membership.Start(membership.Config{
 		NodeID: cfg.NodeID, BindAddr: cfg.NodeIP, BindPort: cfg.GossipPort, FailureBudget: cfg.FailureBudget,
 		Logger: cfg.Logger, System: cfg.System, Events: g.pid,
 	}); err != nil {
-		return nil, fmt.Errorf("cluster: gossip: %w", err)
+		return fmt.Errorf("cluster: gossip: %w", err)
 	}
 	if err := g.subscribe(); err != nil {
-		return nil, err
+		return err
 	}
 	info := proto.Clone(cfg.Node).(*atollpb.NodeInfo)
 	info.NodeId, info.State = cfg.NodeID.Bytes(), atollpb.NodeState_NODE_ALIVE
@@ -129,11 +144,11 @@ func Start(cfg Config) (*Gateway, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := cfg.GCS.RegisterNode(ctx, info); err != nil {
-		return nil, fmt.Errorf("cluster: register node: %w", err)
+		return fmt.Errorf("cluster: register node: %w", err)
 	}
 	nodes, err := cfg.GCS.ListNodes(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: list nodes: %w", err)
+		return fmt.Errorf("cluster: list nodes: %w", err)
 	}
 	var join []string
 	for _, n := range nodes {
@@ -146,9 +161,10 @@ func Start(cfg Config) (*Gateway, error) {
 			cfg.Logger.Warn("gossip join failed; the node still serves and retries through later joiners", "err", err)
 		}
 	}
+	g.reporting = true
 	go g.report(info)
 	ok = true
-	return g, nil
+	return nil
 }
 
 // WaitPeers waits until the gateway has heard the load report of every
@@ -272,8 +288,10 @@ func (g *Gateway) Stop() {
 		for _, s := range g.subs {
 			_ = s.Unsubscribe()
 		}
-		if g.pid != nil {
+		if g.reporting {
 			<-g.repDone
+		}
+		if g.spawned {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			_ = g.cfg.GCS.MarkNodeDead(ctx, g.cfg.NodeID.Bytes())
 			cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -410,7 +411,21 @@ func TestClusterObjectCopies(t *testing.T) {
 	if _, _, err := atoll.Wait(ctx, []atoll.Ref{lost}, 1, -1); err != nil {
 		t.Fatal(err)
 	}
-	c.Kill(2)
+	// Fault injection from the driver: node 2 dies like a failed machine.
+	if err := atoll.KillNode(ctx, atoll.CurrentNodeID()); !errors.Is(err, atoll.ErrInvalidArgument) {
+		t.Fatalf("KillNode of the driver's own node: %v, want ErrInvalidArgument", err)
+	}
+	if err := atoll.KillNode(ctx, strings.Repeat("ab", 16)); !errors.Is(err, atoll.ErrNotFound) {
+		t.Fatalf("KillNode of an unknown node: %v, want ErrNotFound", err)
+	}
+	if err := atoll.KillNode(ctx, nodes[2]); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Node(2).Done():
+	case <-ctx.Done():
+		t.Fatal("node 2's process did not exit after KillNode")
+	}
 	c.WaitStatus(10*time.Second, func(st *atoll.ClusterStatus) bool {
 		for _, n := range st.Nodes {
 			if n.NodeID == nodes[2] {

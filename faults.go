@@ -86,3 +86,29 @@ func CurrentWorkerID(ctx context.Context) string {
 	}
 	return ""
 }
+
+// KillNode kills the cluster node with the given id (as CurrentNodeID
+// reports it) as if its machine failed: the node's process and its worker
+// processes die at once (SIGKILL), without leaving the cluster gracefully.
+// The other nodes declare it dead within the failure timeout; its tasks are
+// retried elsewhere and its actors die. KillNode returns once the node
+// acknowledged the order. It fails with ErrInvalidArgument for the
+// driver's own node or outside a cluster, and ErrNotFound if no live node
+// has that id.
+func KillNode(ctx context.Context, nodeID string) error {
+	rt, err := running()
+	if err != nil {
+		return err
+	}
+	if rt.gateway == nil {
+		return errs.Invalidf("KillNode: this driver is not connected to a cluster (WithAddress)")
+	}
+	id, err := ids.FromBytes(unhex(nodeID))
+	if err != nil {
+		return errs.Invalidf("KillNode: bad node id %q", nodeID)
+	}
+	if id == rt.nodeID {
+		return errs.Invalidf("KillNode: %s is the driver's own node", id.Short())
+	}
+	return rt.gateway.KillNode(ctx, id)
+}

@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -17,6 +19,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/cluster/membership"
 	"github.com/atoll-runtime/atoll/gcs"
+	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/objectstore"
 	"github.com/atoll-runtime/atoll/raylet"
@@ -268,6 +271,18 @@ func (g *Gateway) KillActor(m *atollpb.KillActor) {
 	}
 }
 
+// KillNode orders node to die at once, as if its machine failed (fault
+// injection); it returns when the node acknowledged.
+func (g *Gateway) KillNode(ctx context.Context, node ids.NodeID) error {
+	if _, err := g.cfg.Conn.RequestWithContext(ctx, nodeSubject(g.cfg.Prefix, node, "crash"), nil); err != nil {
+		if errors.Is(err, nats.ErrNoResponders) {
+			return errs.NotFoundf("KillNode: no live node %s", node.Short())
+		}
+		return errs.Unavailablef("KillNode %s: %v", node.Short(), err)
+	}
+	return nil
+}
+
 // Flush waits until NATS has what this node published.
 func (g *Gateway) Flush() { _ = g.cfg.Conn.FlushTimeout(2 * time.Second) }
 
@@ -341,7 +356,19 @@ func (g *Gateway) subscribe() error {
 			return err
 		}
 	}
-	s, err := c.Conn.Subscribe(nodeSubject(p, self, "locate"), func(m *nats.Msg) { root.Send(g.pid, &locate{msg: m}) })
+	s, err := c.Conn.Subscribe(nodeSubject(p, self, "crash"), func(m *nats.Msg) {
+		// Fault injection: die like a failed machine. Worker processes
+		// follow (they are started with a parent-death signal).
+		c.Logger.Warn("cluster: killed by fault injection (KillNode)")
+		_ = m.Respond(nil)
+		_ = c.Conn.Flush()
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe crash: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(nodeSubject(p, self, "locate"), func(m *nats.Msg) { root.Send(g.pid, &locate{msg: m}) })
 	if err != nil {
 		return fmt.Errorf("cluster: subscribe locate: %w", err)
 	}

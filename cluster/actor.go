@@ -84,12 +84,14 @@ func (g *gateway) Receive(ctx actor.Context) {
 	case *forwardTask:
 		k := keyOf(m.spec.TaskId, m.spec.Attempt)
 		g.pending[k] = append(g.pending[k], &forward{node: m.node, owner: m.owner, name: m.spec.Name})
-		g.publish(nodeSubject(g.cfg.Prefix, m.node, "task"), &atollpb.ForwardTask{Spec: m.spec, OriginNode: g.cfg.NodeID.Bytes(), Hops: m.hops})
+		err := g.publish(nodeSubject(g.cfg.Prefix, m.node, "task"), &atollpb.ForwardTask{Spec: m.spec, OriginNode: g.cfg.NodeID.Bytes(), Hops: m.hops})
+		g.failUnsent(ctx, k, m.spec, err)
 		g.failIfDead(ctx, m.node)
 	case *forwardCall:
 		k := keyOf(m.spec.TaskId, m.spec.Attempt)
 		g.pending[k] = append(g.pending[k], &forward{node: m.node, owner: m.caller, name: m.spec.Name, isCall: true})
-		g.publish(nodeSubject(g.cfg.Prefix, m.node, "call"), &atollpb.ForwardActorCall{Address: m.address, Spec: m.spec, OriginNode: g.cfg.NodeID.Bytes()})
+		err := g.publish(nodeSubject(g.cfg.Prefix, m.node, "call"), &atollpb.ForwardActorCall{Address: m.address, Spec: m.spec, OriginNode: g.cfg.NodeID.Bytes()})
+		g.failUnsent(ctx, k, m.spec, err)
 		g.failIfDead(ctx, m.node)
 	case *cancelForwarded:
 		for k, stack := range g.pending {
@@ -98,7 +100,7 @@ func (g *gateway) Receive(ctx actor.Context) {
 			}
 			for _, f := range stack {
 				if !f.isCall {
-					g.publish(nodeSubject(g.cfg.Prefix, f.node, "cancel"), &atollpb.ForwardCancel{TaskId: m.id.Bytes()})
+					_ = g.publish(nodeSubject(g.cfg.Prefix, f.node, "cancel"), &atollpb.ForwardCancel{TaskId: m.id.Bytes()})
 				}
 			}
 		}
@@ -134,14 +136,30 @@ func (g *gateway) Receive(ctx actor.Context) {
 	}
 }
 
-func (g *gateway) publish(subject string, m proto.Message) {
+// publish sends m on subject. A message larger than the NATS server's
+// max payload is refused with an INVALID_ARGUMENT error.
+func (g *gateway) publish(subject string, m proto.Message) error {
 	b, err := proto.Marshal(m)
 	if err == nil {
+		if limit := g.cfg.Conn.MaxPayload(); limit > 0 && int64(len(b)) > limit {
+			return errs.Invalidf("a %d-byte message exceeds the NATS server's max payload (%d bytes): pass large values as object refs (atoll.Put) instead of inline", len(b), limit)
+		}
 		err = g.cfg.Conn.Publish(subject, b)
 	}
 	if err != nil {
 		g.cfg.Logger.Warn("cluster: publish failed", "subject", subject, "err", err)
+		return errs.Unavailablef("control plane: %v", err)
 	}
+	return nil
+}
+
+// failUnsent fails a forward that could not be published, so its owner
+// is not left waiting.
+func (g *gateway) failUnsent(ctx actor.Context, k taskKey, spec *atollpb.TaskSpec, err error) {
+	if err == nil {
+		return
+	}
+	g.deliver(ctx, &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Error: errs.ToProto(err)})
 }
 
 // answer sends the result of work another node sent here back to it.
@@ -157,7 +175,14 @@ func (g *gateway) answer(res *atollpb.TaskResult) {
 	} else {
 		g.inbound[k] = stack[:len(stack)-1]
 	}
-	g.publish(nodeSubject(g.cfg.Prefix, origin, "result"), &atollpb.ForwardedResult{Result: res, FromNode: g.cfg.NodeID.Bytes()})
+	err := g.publish(nodeSubject(g.cfg.Prefix, origin, "result"), &atollpb.ForwardedResult{Result: res, FromNode: g.cfg.NodeID.Bytes()})
+	if err != nil {
+		// Too large, say: the origin must still learn that the attempt ended.
+		info := errs.ToProto(err)
+		info.Message = "the result could not be sent back to node " + origin.Short() + ": " + info.Message
+		failed := &atollpb.TaskResult{TaskId: res.TaskId, Attempt: res.Attempt, WorkerId: res.WorkerId, ActorCrashed: res.ActorCrashed, Error: info}
+		_ = g.publish(nodeSubject(g.cfg.Prefix, origin, "result"), &atollpb.ForwardedResult{Result: failed, FromNode: g.cfg.NodeID.Bytes()})
+	}
 }
 
 // deliver hands the result of work sent to another node to its owner.

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,5 +129,32 @@ func TestResultRetracesASpillbackChain(t *testing.T) {
 	case <-toA:
 		t.Fatal("a second result went to A")
 	default:
+	}
+}
+
+// TestOversizedForwardFailsItsOwner: a task too large for a NATS message
+// fails with a typed error instead of vanishing.
+func TestOversizedForwardFailsItsOwner(t *testing.T) {
+	h := newHarness(t)
+	results := make(chan *atollpb.TaskResult, 1)
+	owner, err := h.system.Root.SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
+		if r, ok := c.Message().(*atollpb.TaskResult); ok {
+			results <- r
+		}
+	}), "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := make([]byte, h.nc.MaxPayload()+1)
+	spec := &atollpb.TaskSpec{TaskId: ids.NewTaskID().Bytes(), Name: "big", NumReturns: 1, Args: []*atollpb.TaskArg{
+		{Kind: &atollpb.TaskArg_Value{Value: &atollpb.Value{Codec: atollpb.Codec_CODEC_BYTES, Kind: &atollpb.Value_Inline{Inline: big}}}}}}
+	h.system.Root.Send(h.gw, &forwardTask{node: ids.NewNodeID(), spec: spec, owner: owner, hops: 1})
+	select {
+	case r := <-results:
+		if r.Error.GetCode() != atollpb.ErrorCode_INVALID_ARGUMENT || !strings.Contains(r.Error.GetMessage(), "max payload") {
+			t.Fatalf("result %v, want INVALID_ARGUMENT naming the max payload", r.Error)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the owner of an oversized task heard nothing")
 	}
 }

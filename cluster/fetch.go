@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,10 @@ import (
 	"github.com/atoll-runtime/atoll/objectstore"
 	"github.com/atoll-runtime/atoll/remote"
 )
+
+// spreadPullMin is the size from which a fetch picks among every node
+// holding the object instead of pulling from the primary's node first.
+const spreadPullMin = 16 << 20
 
 // sealWait bounds how long a reader waits for another reader's transfer
 // of the same object to be sealed.
@@ -103,6 +108,13 @@ func (f *fetcher) fetchOne(ctx context.Context, ref *atollpb.ObjectRef) error {
 	ownerWorker, _ := ids.FromBytes(ref.OwnerId)
 	f.owners.record(ref.OwnerId, ref.OwnerAddress)
 	candidates := []ids.NodeID{ids.MustFromBytes(ref.NodeId)}
+	if ref.Size >= spreadPullMin && !owner.IsZero() {
+		// A large object others may have pulled already: pull from any
+		// holder, so that a broadcast fans out from the copies rather than
+		// all from the primary.
+		candidates = append(candidates, f.locate(ctx, owner, id)...)
+		rand.Shuffle(len(candidates), func(i, j int) { candidates[i], candidates[j] = candidates[j], candidates[i] })
+	}
 	tried := map[ids.NodeID]bool{}
 	var lastErr error
 	for round := 0; round < 2; round++ {

@@ -119,11 +119,14 @@ type ClusterStatus struct {
 
 // ClusterNode is one node as the GCS and its latest load report know it.
 type ClusterNode struct {
-	NodeID    string             `json:"node_id"`
-	Hostname  string             `json:"hostname"`
-	IsHead    bool               `json:"is_head"`
-	Driver    bool               `json:"driver"` // a driver's node (holds its objects, runs no tasks by default)
-	Alive     bool               `json:"alive"`
+	NodeID   string `json:"node_id"`
+	Hostname string `json:"hostname"`
+	IsHead   bool   `json:"is_head"`
+	Driver   bool   `json:"driver"` // a driver's node (holds its objects, runs no tasks by default)
+	Alive    bool   `json:"alive"`
+	// Reporting: the node's load report arrived (an alive node that does
+	// not report may have died unobserved).
+	Reporting bool               `json:"reporting"`
 	Total     map[string]float64 `json:"total"`
 	Available map[string]float64 `json:"available"`
 	Queued    int                `json:"queued"`

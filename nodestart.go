@@ -243,6 +243,7 @@ func clusterStatus(ctx context.Context, address string) (*ClusterStatus, error) 
 		cn := ClusterNode{NodeID: id.String(), Hostname: n.Hostname, IsHead: n.IsHead, Driver: n.IsDriver,
 			Alive: n.State == atollpb.NodeState_NODE_ALIVE, Total: n.Resources, StoreCap: n.ObjectStoreBytes}
 		if l := loads[id]; l != nil && cn.Alive {
+			cn.Reporting = true
 			cn.Total, cn.Available = l.Total, l.Available
 			cn.Queued, cn.Running = int(l.Queued), int(l.Running)
 			cn.StoreUsed, cn.StoreCap, cn.Pulls = l.StoreUsed, l.StoreCapacity, l.Pulls

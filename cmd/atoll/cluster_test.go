@@ -230,13 +230,14 @@ func TestStatusTable(t *testing.T) {
 	st := &atoll.ClusterStatus{
 		Address: "nats://127.0.0.1:6380",
 		Nodes: []atoll.ClusterNode{
-			{NodeID: "bbbbbbbb11112222", Hostname: "w1", Alive: true,
+			{NodeID: "bbbbbbbb11112222", Hostname: "w1", Alive: true, Reporting: true,
 				Total: map[string]float64{"CPU": 4, "GPU": 1}, Available: map[string]float64{"CPU": 2.5, "GPU": 0},
 				Queued: 3, Running: 2, StoreUsed: 3 << 29, StoreCap: 2 << 30, Pulls: 7},
 			{NodeID: "cccccccc33334444", Hostname: "w2", Alive: false, Total: map[string]float64{"CPU": 4}, Available: map[string]float64{"CPU": 4}},
-			{NodeID: "dddddddd", Hostname: "laptop", Driver: true, Alive: true},
+			{NodeID: "dddddddd", Hostname: "laptop", Driver: true, Alive: true, Reporting: true},
+			{NodeID: "ffffffff", Hostname: "w3", Alive: true},
 			{NodeID: "eeeeeeee", Hostname: "laptop", Driver: true, Alive: false},
-			{NodeID: "aaaaaaaa55556666", Hostname: "h", IsHead: true, Alive: true,
+			{NodeID: "aaaaaaaa55556666", Hostname: "h", IsHead: true, Alive: true, Reporting: true,
 				Total: map[string]float64{"CPU": 8, "memory": 1 << 30}, Available: map[string]float64{"CPU": 8, "memory": 1 << 29},
 				StoreUsed: 0, StoreCap: 256 << 20},
 		},
@@ -246,7 +247,7 @@ func TestStatusTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-	if len(lines) != 7 {
+	if len(lines) != 8 {
 		t.Fatalf("%d lines:\n%s", len(lines), out.String())
 	}
 	for i, want := range []string{
@@ -254,16 +255,17 @@ func TestStatusTable(t *testing.T) {
 		`^NODE +ROLE +STATE +HOST +CPU +RESOURCES +OBJECT STORE +QUEUED +RUNNING +PULLS$`,
 		`^aaaaaaaa +head +ALIVE +h +8/8 +memory 512MiB/1GiB +0B/256MiB +0 +0 +0$`,
 		`^bbbbbbbb +worker +ALIVE +w1 +2\.5/4 +GPU 0/1 +1\.5GiB/2GiB +3 +2 +7$`,
+		`^ffffffff +worker +SILENT +w3 +0/0 +- +0B/0B +0 +0 +0$`,
 		`^cccccccc +worker +DEAD +w2 +4/4 +- +0B/0B +0 +0 +0$`,
 		`^dddddddd +driver +ALIVE +laptop +0/0 +- +0B/0B +0 +0 +0$`,
-		`^3 nodes alive \(1 head, 1 worker, 1 driver\), 1 dead; 1 finished driver not listed \(--all\)$`,
+		`^3 nodes alive \(1 head, 1 worker, 1 driver\), 1 dead, 1 silent \(no load report\); 1 finished driver not listed \(--all\)$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(lines[i]) {
 			t.Errorf("line %d %q does not match %q", i, lines[i], want)
 		}
 	}
 	out.Reset()
-	if err := printStatus(&out, &atoll.ClusterStatus{Nodes: []atoll.ClusterNode{{NodeID: "ab", IsHead: true, Alive: true}}}, false); err != nil {
+	if err := printStatus(&out, &atoll.ClusterStatus{Nodes: []atoll.ClusterNode{{NodeID: "ab", IsHead: true, Alive: true, Reporting: true}}}, false); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasSuffix(out.String(), "\n1 node alive (1 head, 0 workers), 0 dead\n") {
@@ -273,7 +275,7 @@ func TestStatusTable(t *testing.T) {
 	if err := printStatus(&out, st, true); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "eeeeeeee  driver  DEAD") || !strings.HasSuffix(out.String(), "2 dead\n") {
+	if !strings.Contains(out.String(), "eeeeeeee  driver  DEAD") || !strings.HasSuffix(out.String(), "2 dead, 1 silent (no load report)\n") {
 		t.Errorf("--all lists the finished driver:\n%s", out.String())
 	}
 }

@@ -82,14 +82,19 @@ func printStatus(w io.Writer, st *atoll.ClusterStatus, all bool) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tROLE\tSTATE\tHOST\tCPU\tRESOURCES\tOBJECT STORE\tQUEUED\tRUNNING\tPULLS")
-	var alive, dead, heads, workers, drivers, finished int
+	var alive, dead, heads, workers, drivers, finished, silent int
 	for _, n := range nodes {
 		if n.Driver && !n.Alive && !all {
 			finished++
 			continue
 		}
 		state := "ALIVE"
-		if n.Alive {
+		if n.Alive && !n.Reporting {
+			// The GCS thinks it alive but it does not report: it may have
+			// died with no other node there to notice.
+			state = "SILENT"
+			silent++
+		} else if n.Alive {
 			alive++
 			switch role(n) {
 			case "head":
@@ -118,6 +123,9 @@ func printStatus(w io.Writer, st *atoll.ClusterStatus, all bool) error {
 	hidden := ""
 	if finished > 0 {
 		hidden = fmt.Sprintf("; %s not listed (--all)", plural(finished, "finished driver", "finished drivers"))
+	}
+	if silent > 0 {
+		hidden = fmt.Sprintf(", %d silent (no load report)", silent) + hidden
 	}
 	_, err := fmt.Fprintf(w, "%s alive (%s), %d dead%s\n", plural(alive, "node", "nodes"), strings.Join(roles, ", "), dead, hidden)
 	return err

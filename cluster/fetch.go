@@ -8,6 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
@@ -178,7 +181,11 @@ func (f *fetcher) announce(owner ids.NodeID, id ids.ObjectID) {
 // store and seals it.
 func (f *fetcher) pullFrom(ctx context.Context, addr string, node ids.NodeID, id ids.ObjectID, codec atollpb.Codec, owner ids.WorkerID) error {
 	n, shared, err := f.puller.Pull(ctx, addr, id, func(size uint64) ([]byte, error) {
-		return f.store.CreateOwned(ctx, id, size, codec, owner)
+		buf, err := f.store.CreateOwned(ctx, id, size, codec, owner)
+		if err == nil && len(buf) >= 1<<20 {
+			_ = unix.Madvise(pageAligned(buf), unix.MADV_POPULATE_WRITE)
+		}
+		return buf, err
 	})
 	switch {
 	case err == nil && !shared:
@@ -227,4 +234,11 @@ func serve(store *objectstore.Client) remote.ObjectSource {
 		}
 		return objs[0].Data, func() { store.Release(id) }, nil
 	})
+}
+
+func pageAligned(b []byte) []byte {
+	p := uintptr(unsafe.Pointer(&b[0]))
+	off := (4096 - p%4096) % 4096
+	n := (uintptr(len(b)) - off) &^ 4095
+	return b[off : off+n]
 }

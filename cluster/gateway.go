@@ -61,17 +61,17 @@ type Config struct {
 // Gateway is a started gateway: its actor, the object server and the
 // membership member.
 type Gateway struct {
-	cfg     Config
-	pid     *actor.PID
-	fetch   *fetcher
-	server  *remote.Server
-	client  *remote.Client
-	member  *membership.Member
-	subs    []*nats.Subscription
-	heard   *peerSet
-	stopRep chan struct{}
-	repDone chan struct{}
-	once    sync.Once
+	cfg       Config
+	pid       *actor.PID
+	fetch     *fetcher
+	server    *remote.Server
+	client    *remote.Client
+	member    *membership.Member
+	subs      []*nats.Subscription
+	heard     *peerSet
+	stopRep   chan struct{}
+	repDone   chan struct{}
+	once      sync.Once
 	spawned   bool // the actor runs
 	reporting bool // the report goroutine runs
 }

@@ -217,16 +217,8 @@ func TestCluster(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		ref := holdFor.Remote(cctx, atoll.Value(time.Minute), atoll.OnNode(nodes[1], false))
 		eventually(t, "the task to run on node 1", func() bool {
-			st, err := atoll.GetClusterStatus(ctx, c.Address())
-			if err != nil {
-				return false
-			}
-			for _, n := range st.Nodes {
-				if n.NodeID == nodes[1] {
-					return n.Running == 1
-				}
-			}
-			return false
+			n, ok := nodeStatus(ctx, c, nodes[1])
+			return ok && n.Running == 1
 		})
 		cancel()
 		if _, err := atoll.Get(ctx, ref); !errors.Is(err, atoll.ErrCancelled) {
@@ -254,27 +246,12 @@ func TestCluster(t *testing.T) {
 			refs[i] = holdFor.Remote(ctx, atoll.Value(3*time.Second), atoll.OnNode(nodes[2], true))
 		}
 		eventually(t, "node 2 to run and queue the tasks", func() bool {
-			st, err := atoll.GetClusterStatus(ctx, c.Address())
-			if err != nil {
-				return false
-			}
-			for _, n := range st.Nodes {
-				if n.NodeID == nodes[2] {
-					return n.Running+n.Queued == 4
-				}
-			}
-			return false
+			n, ok := nodeStatus(ctx, c, nodes[2])
+			return ok && n.Running+n.Queued == 4
 		})
 		killed := time.Now()
 		c.Kill(2)
-		c.WaitStatus(10*time.Second, func(st *atoll.ClusterStatus) bool {
-			for _, n := range st.Nodes {
-				if n.NodeID == nodes[2] {
-					return !n.Alive
-				}
-			}
-			return false
-		})
+		waitDead(c, nodes[2])
 		detected := time.Since(killed)
 		t.Logf("node death detected (GCS marked it dead) %v after the kill", detected.Round(time.Millisecond))
 		if limit := c.Options().FailureTimeout + time.Second; detected > limit {
@@ -301,6 +278,33 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("soft affinity to a dead node: ran on %q, %v", where, err)
 		}
 	})
+}
+
+// waitDead waits until the cluster reports node dead.
+func waitDead(c *testcluster.Cluster, node string) *atoll.ClusterStatus {
+	return c.WaitStatus(10*time.Second, func(st *atoll.ClusterStatus) bool {
+		n, ok := findNode(st, node)
+		return ok && !n.Alive
+	})
+}
+
+// findNode returns node's entry in st.
+func findNode(st *atoll.ClusterStatus, node string) (atoll.ClusterNode, bool) {
+	for _, n := range st.Nodes {
+		if n.NodeID == node {
+			return n, true
+		}
+	}
+	return atoll.ClusterNode{}, false
+}
+
+// nodeStatus is node's entry in the cluster's current status.
+func nodeStatus(ctx context.Context, c *testcluster.Cluster, node string) (atoll.ClusterNode, bool) {
+	st, err := atoll.GetClusterStatus(ctx, c.Address())
+	if err != nil {
+		return atoll.ClusterNode{}, false
+	}
+	return findNode(st, node)
 }
 
 func sorted(s []string) []string {
@@ -367,29 +371,17 @@ func TestClusterObjectCopies(t *testing.T) {
 	}
 	// A worker process on node 1 owns an object on node 0.
 	storeUsed := func(node string) uint64 {
-		st, err := atoll.GetClusterStatus(ctx, c.Address())
-		if err != nil {
-			t.Fatal(err)
+		x, ok := nodeStatus(ctx, c, node)
+		if !ok {
+			t.Fatalf("no status of node %s", node)
 		}
-		for _, x := range st.Nodes {
-			if x.NodeID == node {
-				return x.StoreUsed
-			}
-		}
-		return 0
+		return x.StoreUsed
 	}
 	before := storeUsed(nodes[0])
 	holder := makeAndHold.Remote(ctx, atoll.Value(nodes[0]), atoll.Value(n), atoll.OnNode(nodes[1], false))
 	eventually(t, "node 0 to hold the object a worker on node 1 owns", func() bool { return storeUsed(nodes[0]) >= before+n })
 	c.Kill(1)
-	c.WaitStatus(10*time.Second, func(st *atoll.ClusterStatus) bool {
-		for _, n := range st.Nodes {
-			if n.NodeID == nodes[1] {
-				return !n.Alive
-			}
-		}
-		return false
-	})
+	waitDead(c, nodes[1])
 	// Its owner died with node 1: node 0 frees it.
 	eventually(t, "node 0 to free the object its dead owner held", func() bool { return storeUsed(nodes[0]) <= before })
 	// The task retried after its node died, pinned to that node: it cannot
@@ -426,14 +418,7 @@ func TestClusterObjectCopies(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("node 2's process did not exit after KillNode")
 	}
-	c.WaitStatus(10*time.Second, func(st *atoll.ClusterStatus) bool {
-		for _, n := range st.Nodes {
-			if n.NodeID == nodes[2] {
-				return !n.Alive
-			}
-		}
-		return false
-	})
+	waitDead(c, nodes[2])
 	if _, err := atoll.Get(ctx, lost); !errors.Is(err, atoll.ErrObjectLost) {
 		t.Fatalf("Get of an object whose only copy died: %v, want ErrObjectLost", err)
 	}

@@ -45,6 +45,24 @@ var (
 		ref.Release()
 		return 0, ctx.Err()
 	})
+	// sumRemote runs in a worker process: it has node's task make n bytes
+	// and reads them itself (a pull into this worker's node).
+	sumRemote = atoll.NewFunc2("cl.sumRemote", func(ctx context.Context, node string, n int) (sumOn, error) {
+		b, err := atoll.Get(ctx, makeBytes.Remote(ctx, atoll.Value(n), atoll.OnNode(node, false)))
+		if err != nil {
+			return sumOn{}, err
+		}
+		return sumOn{byteSum(b), atoll.CurrentNodeID()}, nil
+	})
+	// addToNamed runs in a worker process: it calls a named actor,
+	// wherever it lives.
+	addToNamed = atoll.NewFunc2("cl.addToNamed", func(ctx context.Context, name string, d int) (int, error) {
+		h, err := atoll.GetActor[*tally](ctx, name)
+		if err != nil {
+			return 0, err
+		}
+		return atoll.Get(ctx, tallyAdd.Remote(ctx, h, atoll.Value(d)))
+	})
 	tallyType = atoll.NewActorType("cl.tally", func(context.Context) (*tally, error) { return &tally{}, nil })
 	tallyAdd  = atoll.NewMethod1(tallyType, "Add", func(t *tally, _ context.Context, d int) (int, error) {
 		t.n += d
@@ -176,6 +194,28 @@ func TestCluster(t *testing.T) {
 			_, err := atoll.GetActor[*tally](ctx, "remote-tally")
 			return errors.Is(err, atoll.ErrNotFound) || errors.Is(err, atoll.ErrActorDied)
 		})
+	})
+
+	t.Run("WorkerProcessesReachOtherNodes", func(t *testing.T) {
+		// A task on node 1 reads an object a nested task made on node 2.
+		const n = 2 << 20
+		got, err := atoll.Get(ctx, sumRemote.Remote(ctx, atoll.Value(nodes[2]), atoll.Value(n), atoll.OnNode(nodes[1], false)))
+		if err != nil || got.Sum != byteSum(pattern(n)) || got.Node != nodes[1] {
+			t.Fatalf("nested remote object read in a worker: %+v, %v", got, err)
+		}
+		// A task on node 0 calls an actor on node 2.
+		h, err := tallyType.New(ctx, atoll.OnNode(nodes[2], false), atoll.ActorName("worker-called"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i <= 3; i++ {
+			if v, err := atoll.Get(ctx, addToNamed.Remote(ctx, atoll.Value("worker-called"), atoll.Value(7), atoll.OnNode(nodes[0], false))); err != nil || v != 7*i {
+				t.Fatalf("call %d from a worker on node 0: %d, %v; want %d", i, v, err, 7*i)
+			}
+		}
+		if err := atoll.Kill(ctx, h); err != nil {
+			t.Fatal(err)
+		}
 	})
 
 	t.Run("LargeObjectTransferredOncePerNode", func(t *testing.T) {

@@ -235,7 +235,7 @@ func (rt *core) start(ctx context.Context) error {
 	rt.tasks = newTaskTable()
 	rt.actors = newActorTable()
 
-	if rt.ownerPID, err = root.SpawnNamed(rt.withFaults(actor.PropsFromProducer(func() actor.Actor { return &ownerActor{rt: rt} })), "owner"); err != nil {
+	if rt.ownerPID, err = root.SpawnNamed(rt.withFaults(actor.PropsFromProducer(func() actor.Actor { return &ownerActor{rt: rt} }, actor.WithDispatcher(actors.HotDispatcher))), "owner"); err != nil {
 		return fmt.Errorf("atoll: start owner: %w", err)
 	}
 	if rt.reporterPID, err = root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &actorReporter{gcs: rt.gcsClient, log: rt.log} }), "actor-reporter"); err != nil {

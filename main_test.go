@@ -8,6 +8,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/actors"
 )
 
 func TestMain(m *testing.M) {
@@ -19,6 +20,9 @@ func TestMain(m *testing.M) {
 		// protoactor's dead-letter log throttle lives one second after a
 		// dead letter (a message to a stopped worker, say) by design.
 		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
+		// Pooled dispatcher goroutines park between passes and exit after
+		// 2 s idle.
+		goleak.IgnoreTopFunction(actors.PooledDispatcherIdle),
 	)
 }
 

@@ -14,7 +14,7 @@ func TestMain(m *testing.M) {
 	// are idle. (protoactor's dead-letter throttle starts one per logging
 	// window, actor.NewThrottle.func1, that exits when the window closes;
 	// these tests produce no dead letters.)
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction(PooledDispatcherIdle))
 }
 
 // waitTimeout bounds every wait of these tests.

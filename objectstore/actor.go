@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/atoll-runtime/atoll/actors"
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -73,7 +74,7 @@ func NewProps(cfg Config, arena *Arena) (*actor.Props, error) {
 			MaxObjects: cfg.SpillMaxObjects,
 		})
 	}
-	return actor.PropsFromProducer(func() actor.Actor { return &storeActor{st: st} }), nil
+	return actor.PropsFromProducer(func() actor.Actor { return &storeActor{st: st} }, actor.WithDispatcher(actors.HotDispatcher)), nil
 }
 
 // storeState is everything the store actor owns. It is created once per

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/atoll-runtime/atoll/actors"
 )
 
 func TestMain(m *testing.M) {
@@ -12,5 +14,6 @@ func TestMain(m *testing.M) {
 		// lives for DeadLetterThrottleInterval (1s) after a dead letter is
 		// logged, e.g. when a test stops an actor that already stopped.
 		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
+		goleak.IgnoreTopFunction(actors.PooledDispatcherIdle),
 	)
 }

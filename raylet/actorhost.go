@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/atoll-runtime/atoll/actors"
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -80,7 +81,7 @@ func (r *raylet) startActor(ctx actor.Context, t *task) {
 				proxy: proxy{id: w.ID, node: w.NodeID, cfg: pc, raylet: raylet}, state: state}
 		})
 	}
-	a.pid = ctx.SpawnPrefix(r.withMiddleware(props), "actor")
+	a.pid = ctx.SpawnPrefix(r.withMiddleware(props.Configure(actor.WithDispatcher(actors.HotDispatcher))), "actor")
 	r.strategy.add(a.pid.Id, a.id, int(t.spec.GetActorCreation().GetMaxRestarts()))
 	r.actors[a.id] = a
 	r.byPID[a.pid.Id] = a.id

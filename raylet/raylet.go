@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/atoll-runtime/atoll/actors"
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -123,7 +124,7 @@ func NewProps(cfg Config) (*actor.Props, error) {
 			peers:    map[ids.NodeID]*NodeView{},
 			procCfgs: map[string]*ProcessConfig{},
 		}
-	}, actor.WithSupervisor(strategy)), nil
+	}, actor.WithSupervisor(strategy), actor.WithDispatcher(actors.HotDispatcher)), nil
 }
 
 // Receive implements actor.Actor.
@@ -388,7 +389,7 @@ func (r *raylet) spawnWorker(ctx actor.Context, binary string) *worker {
 			return &procWorker{id: w.id, node: node, cfg: pc, raylet: self, proxy: proxy{id: w.id, node: node, cfg: pc, raylet: self}}
 		})
 	}
-	w.pid = ctx.SpawnPrefix(r.withMiddleware(props), "worker")
+	w.pid = ctx.SpawnPrefix(r.withMiddleware(props.Configure(actor.WithDispatcher(actors.HotDispatcher))), "worker")
 	r.workers[w.id] = w
 	r.idle = append(r.idle, w.id)
 	return w

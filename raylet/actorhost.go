@@ -161,6 +161,9 @@ func (r *raylet) killActor(ctx actor.Context, m *atollpb.KillActor, local bool) 
 		r.crashActor(ctx, a, reason)
 		return
 	}
+	if a.cause != nil {
+		return // already being stopped: the first cause stands
+	}
 	a.cause = errs.ToProto(&errs.ActorDiedError{ActorID: a.id.String(), Name: a.spec.GetActorCreation().GetName(), Message: reason})
 	ctx.Stop(a.pid)
 }

@@ -536,6 +536,21 @@ func TestStartStatusStop(t *testing.T) {
 	if err != nil || !strings.HasSuffix(stdout, "1 node alive (1 head, 0 workers), 0 dead\n") {
 		t.Errorf("status: %v\n%s%s", err, stdout, stderr)
 	}
+	stdout, stderr, err = execute("list", "nodes")
+	if err != nil || !regexp.MustCompile(`(?m)^`+rec.NodeID[:8]+` +head +ALIVE +\S+ +CPU 2`).MatchString(stdout) {
+		t.Errorf("list nodes: %v\n%s%s", err, stdout, stderr)
+	}
+	for _, kind := range []string{"actors", "jobs"} {
+		if stdout, stderr, err := execute("list", kind); err != nil || stdout != "no "+kind+"\n" {
+			t.Errorf("list %s on a cluster without drivers: %v\n%s%s", kind, err, stdout, stderr)
+		}
+	}
+	if stdout, _, err := execute("list", "nodes", "--json"); err != nil || !strings.Contains(stdout, `"isHead":true`) {
+		t.Errorf("list nodes --json: %v\n%s", err, stdout)
+	}
+	if _, _, err := execute("list", "tasks"); !errors.Is(err, atoll.ErrInvalidArgument) {
+		t.Errorf("list tasks: %v, want ErrInvalidArgument", err)
+	}
 
 	cancel()
 	select {

@@ -5,11 +5,12 @@
 //     background; --block keeps a node in the foreground);
 //   - `atoll stop` stops every node started on this machine;
 //   - `atoll status` shows the cluster's nodes, resources and load;
+//   - `atoll list nodes|actors|jobs` lists what the GCS knows;
 //   - `atoll microbenchmark` runs Ray's microbenchmark set on the embedded
 //     local cluster against baselines measured in the same run;
 //   - `atoll version` prints the version.
 //
-// The memory and list commands arrive later.
+// The memory and timeline commands arrive later.
 package main
 
 import (
@@ -49,7 +50,7 @@ func newRoot() *cobra.Command {
 			fmt.Fprintf(cmd.OutOrStdout(), "atoll %s (%s)\n", version(), runtime.Version())
 		},
 	})
-	root.AddCommand(newStartCmd(), newStopCmd(), newStatusCmd())
+	root.AddCommand(newStartCmd(), newStopCmd(), newStatusCmd(), newListCmd())
 	root.AddCommand(newMicrobenchmarkCmd())
 	return root
 }

@@ -133,8 +133,17 @@ type ClusterNode struct {
 	Running   int                `json:"running"`
 	StoreUsed uint64             `json:"store_used"`
 	StoreCap  uint64             `json:"store_capacity"`
-	// Pulls counts the objects this node fetched from other nodes.
-	Pulls uint64 `json:"pulls"`
+	// Pulls counts the objects this node fetched from other nodes, and
+	// PulledBytes their bytes.
+	Pulls       uint64 `json:"pulls"`
+	PulledBytes uint64 `json:"pulled_bytes"`
+	// The store's contents and spilling (from the node's last report).
+	Objects       uint64 `json:"objects"`
+	PinnedBytes   uint64 `json:"pinned_bytes"`
+	SpilledBytes  uint64 `json:"spilled_bytes"`       // on disk now
+	SpillFiles    uint64 `json:"spill_files"`         // on disk now
+	SpilledTotal  uint64 `json:"spilled_bytes_total"` // ever
+	RestoredTotal uint64 `json:"restored_bytes_total"`
 }
 
 // StartNode starts a cluster node in this process: with cfg.Head the

@@ -246,7 +246,11 @@ func clusterStatus(ctx context.Context, address string) (*ClusterStatus, error) 
 			cn.Reporting = true
 			cn.Total, cn.Available = l.Total, l.Available
 			cn.Queued, cn.Running = int(l.Queued), int(l.Running)
-			cn.StoreUsed, cn.StoreCap, cn.Pulls = l.StoreUsed, l.StoreCapacity, l.Pulls
+			cn.StoreUsed, cn.StoreCap, cn.Pulls, cn.PulledBytes = l.StoreUsed, l.StoreCapacity, l.Pulls, l.PulledBytes
+			if s := l.Store; s != nil {
+				cn.Objects, cn.PinnedBytes, cn.SpilledBytes, cn.SpillFiles = s.NumObjects, s.PinnedBytes, s.SpilledBytesCurrent, s.SpillFilesCurrent
+				cn.SpilledTotal, cn.RestoredTotal = s.SpilledBytesTotal, s.RestoredBytesTotal
+			}
 		}
 		st.Nodes = append(st.Nodes, cn)
 	}

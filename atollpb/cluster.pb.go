@@ -42,8 +42,10 @@ type NodeLoad struct {
 	Hostname        string  `protobuf:"bytes,14,opt,name=hostname,proto3" json:"hostname,omitempty"`
 	Seq             uint64  `protobuf:"varint,15,opt,name=seq,proto3" json:"seq,omitempty"`
 	Leaving         bool    `protobuf:"varint,16,opt,name=leaving,proto3" json:"leaving,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The store's full statistics (spilling, pins, objects).
+	Store         *StoreStats `protobuf:"bytes,17,opt,name=store,proto3" json:"store,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeLoad) Reset() {
@@ -186,6 +188,13 @@ func (x *NodeLoad) GetLeaving() bool {
 		return x.Leaving
 	}
 	return false
+}
+
+func (x *NodeLoad) GetStore() *StoreStats {
+	if x != nil {
+		return x.Store
+	}
+	return nil
 }
 
 // ForwardTask hands a task placed on another node to that node's raylet.
@@ -561,7 +570,7 @@ var File_atollpb_cluster_proto protoreflect.FileDescriptor
 
 const file_atollpb_cluster_proto_rawDesc = "" +
 	"\n" +
-	"\x15atollpb/cluster.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\x1a\x12atollpb/task.proto\"\x8a\x05\n" +
+	"\x15atollpb/cluster.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\x1a\x12atollpb/task.proto\x1a\x13atollpb/store.proto\"\xb6\x05\n" +
 	"\bNodeLoad\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x123\n" +
 	"\x05total\x18\x02 \x03(\v2\x1d.atoll.v1.NodeLoad.TotalEntryR\x05total\x12?\n" +
@@ -581,7 +590,8 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\ais_head\x18\r \x01(\bR\x06isHead\x12\x1a\n" +
 	"\bhostname\x18\x0e \x01(\tR\bhostname\x12\x10\n" +
 	"\x03seq\x18\x0f \x01(\x04R\x03seq\x12\x18\n" +
-	"\aleaving\x18\x10 \x01(\bR\aleaving\x1a8\n" +
+	"\aleaving\x18\x10 \x01(\bR\aleaving\x12*\n" +
+	"\x05store\x18\x11 \x01(\v2\x14.atoll.v1.StoreStatsR\x05store\x1a8\n" +
 	"\n" +
 	"TotalEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -637,22 +647,24 @@ var file_atollpb_cluster_proto_goTypes = []any{
 	(*ObjectCopies)(nil),     // 7: atoll.v1.ObjectCopies
 	nil,                      // 8: atoll.v1.NodeLoad.TotalEntry
 	nil,                      // 9: atoll.v1.NodeLoad.AvailableEntry
-	(*TaskSpec)(nil),         // 10: atoll.v1.TaskSpec
-	(*TaskResult)(nil),       // 11: atoll.v1.TaskResult
-	(*ObjectRef)(nil),        // 12: atoll.v1.ObjectRef
+	(*StoreStats)(nil),       // 10: atoll.v1.StoreStats
+	(*TaskSpec)(nil),         // 11: atoll.v1.TaskSpec
+	(*TaskResult)(nil),       // 12: atoll.v1.TaskResult
+	(*ObjectRef)(nil),        // 13: atoll.v1.ObjectRef
 }
 var file_atollpb_cluster_proto_depIdxs = []int32{
 	8,  // 0: atoll.v1.NodeLoad.total:type_name -> atoll.v1.NodeLoad.TotalEntry
 	9,  // 1: atoll.v1.NodeLoad.available:type_name -> atoll.v1.NodeLoad.AvailableEntry
-	10, // 2: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
-	10, // 3: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
-	11, // 4: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
-	12, // 5: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
-	6,  // [6:6] is the sub-list for method output_type
-	6,  // [6:6] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	10, // 2: atoll.v1.NodeLoad.store:type_name -> atoll.v1.StoreStats
+	11, // 3: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
+	11, // 4: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
+	12, // 5: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
+	13, // 6: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
+	7,  // [7:7] is the sub-list for method output_type
+	7,  // [7:7] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_cluster_proto_init() }
@@ -662,6 +674,7 @@ func file_atollpb_cluster_proto_init() {
 	}
 	file_atollpb_common_proto_init()
 	file_atollpb_task_proto_init()
+	file_atollpb_store_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

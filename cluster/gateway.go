@@ -417,7 +417,7 @@ func (g *Gateway) report(info *atollpb.NodeInfo) {
 		}
 		if res, err := c.System.Root.RequestFuture(c.Store, &atollpb.StoreStatsRequest{}, time.Second).Result(); err == nil {
 			if st, ok := res.(*atollpb.StoreStats); ok {
-				load.StoreUsed, load.StoreCapacity = st.UsedBytes, st.CapacityBytes
+				load.StoreUsed, load.StoreCapacity, load.Store = st.UsedBytes, st.CapacityBytes, st
 			}
 		}
 		load.Pulls, load.PulledBytes = g.Pulls()

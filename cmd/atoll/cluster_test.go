@@ -551,6 +551,9 @@ func TestStartStatusStop(t *testing.T) {
 	if _, _, err := execute("list", "tasks"); !errors.Is(err, atoll.ErrInvalidArgument) {
 		t.Errorf("list tasks: %v, want ErrInvalidArgument", err)
 	}
+	if stdout, stderr, err := execute("memory"); err != nil || !regexp.MustCompile(`(?m)^\s*`+rec.NodeID[:8]+` +head +\S+ +64MiB`).MatchString(stdout) {
+		t.Errorf("memory: %v\n%s%s", err, stdout, stderr)
+	}
 
 	cancel()
 	select {
@@ -625,5 +628,40 @@ func TestStartDetachedStop(t *testing.T) {
 	}
 	if log, err := os.ReadFile(m[2]); err != nil || !strings.Contains(string(log), "stopped") {
 		t.Errorf("node log: %v\n%s", err, log)
+	}
+}
+
+func TestMemoryTable(t *testing.T) {
+	st := &atoll.ClusterStatus{Nodes: []atoll.ClusterNode{
+		{NodeID: "bbbbbbbb22", Alive: true, Reporting: true, StoreUsed: 3 << 29, StoreCap: 2 << 30, Objects: 4,
+			SpilledBytes: 1 << 30, SpillFiles: 2, SpilledTotal: 3 << 30, RestoredTotal: 2 << 30, Pulls: 5, PulledBytes: 5 << 20},
+		{NodeID: "aaaaaaaa11", IsHead: true, Alive: true, Reporting: true, StoreUsed: 1 << 20, StoreCap: 1 << 30, PinnedBytes: 1 << 20, Objects: 1},
+		{NodeID: "cccccccc33", Alive: false},
+	}}
+	var out bytes.Buffer
+	if err := printMemory(&out, st, false); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d lines, want header, 2 live nodes and the total:\n%s", len(lines), out.String())
+	}
+	for i, want := range []string{
+		`NODE +ROLE +USED +CAPACITY +PINNED +OBJECTS +SPILLED NOW +FILES +SPILLED TOTAL +RESTORED TOTAL +PULLS +PULLED`,
+		`aaaaaaaa +head +1MiB +1GiB +1MiB +1 +0B +0 +0B +0B +0 +0B`,
+		`bbbbbbbb +worker +1.5GiB +2GiB +0B +4 +1GiB +2 +3GiB +2GiB +5 +5MiB`,
+		`total +1.5GiB +3GiB +1MiB +5 +1GiB +2 +3GiB +2GiB +5 +5MiB`,
+	} {
+		if !regexp.MustCompile(want).MatchString(lines[i]) {
+			t.Errorf("line %d %q does not match %q", i, lines[i], want)
+		}
+	}
+	out.Reset()
+	if err := printMemory(&out, st, true); err != nil {
+		t.Fatal(err)
+	}
+	var rows []memoryRow
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil || len(rows) != 2 || rows[0].Role != "head" || rows[1].SpilledBytes != 1<<30 {
+		t.Fatalf("--json: %v %+v", err, rows)
 	}
 }

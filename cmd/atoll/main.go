@@ -6,11 +6,12 @@
 //   - `atoll stop` stops every node started on this machine;
 //   - `atoll status` shows the cluster's nodes, resources and load;
 //   - `atoll list nodes|actors|jobs` lists what the GCS knows;
+//   - `atoll memory` shows every node's object store and spilling;
 //   - `atoll microbenchmark` runs Ray's microbenchmark set on the embedded
 //     local cluster against baselines measured in the same run;
 //   - `atoll version` prints the version.
 //
-// The memory and timeline commands arrive later.
+// The timeline command and the dashboard arrive later.
 package main
 
 import (
@@ -50,7 +51,7 @@ func newRoot() *cobra.Command {
 			fmt.Fprintf(cmd.OutOrStdout(), "atoll %s (%s)\n", version(), runtime.Version())
 		},
 	})
-	root.AddCommand(newStartCmd(), newStopCmd(), newStatusCmd(), newListCmd())
+	root.AddCommand(newStartCmd(), newStopCmd(), newStatusCmd(), newListCmd(), newMemoryCmd())
 	root.AddCommand(newMicrobenchmarkCmd())
 	return root
 }

@@ -24,11 +24,13 @@ import (
 	"github.com/atoll-runtime/atoll/raylet"
 )
 
-// IsWorker reports whether this process is an atoll worker process: the
-// raylet started it (your own binary, re-executed) to run tasks. In a
-// worker, Init serves tasks and never returns, so call Init at the top of
-// main, before any work a worker should not repeat; use IsWorker to skip
-// setup that only the driver needs (a TestMain, for instance).
+// IsWorker reports whether atoll started this process to serve: a worker
+// process (the raylet re-executed your binary to run tasks) or a cluster
+// node started through EnvNode (internal/testcluster runs test binaries
+// as nodes). In such a process Init serves and never returns, so call
+// Init at the top of main, before any work it should not repeat; use
+// IsWorker to skip setup that only the driver needs (a TestMain, for
+// instance).
 func IsWorker() bool { return os.Getenv(raylet.EnvWorker) == "1" || os.Getenv(EnvNode) != "" }
 
 // serveWorker turns this process into a worker and never returns: it

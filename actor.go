@@ -187,6 +187,14 @@ func GetActor[T any](ctx context.Context, name string) (ActorHandle[T], error) {
 	if st == nil {
 		st = rt.actors.add(id, info.Name, info.ActorType, 0)
 	}
+	if info.Address == "" || info.State != atollpb.ActorState_ACTOR_ALIVE {
+		// Still being created: its ALIVE event may have been applied
+		// before st existed (and dropped), so ask again now that later
+		// events find st.
+		if again, err := rt.gcs.GetNamedActor(ctx, rt.cfg.namespace, name); err == nil && ids.MustFromBytes(again.ActorId) == id {
+			info = again
+		}
+	}
 	if info.Address != "" && info.State == atollpb.ActorState_ACTOR_ALIVE {
 		rt.actors.created(rt, id, info.Address)
 	}

@@ -151,6 +151,22 @@ func TestCluster(t *testing.T) {
 		if got := spreadNodes(ctx, t, 9); !slices.Equal(got, sorted(nodes)) {
 			t.Fatalf("SPREAD tasks ran on %v, want every node %v", got, sorted(nodes))
 		}
+		// Every node's timeline has the attempts it ran.
+		events, err := atoll.GetTimeline(ctx, c.Address())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := map[string]int{}
+		for _, e := range events {
+			if e.Name == "cl.nodeOf" && !e.Failed && !e.End.Before(e.Start) {
+				ran[e.NodeID]++
+			}
+		}
+		for _, id := range nodes {
+			if ran[id] == 0 {
+				t.Errorf("node %s's timeline has no cl.nodeOf attempt: %v", id[:8], ran)
+			}
+		}
 	})
 
 	t.Run("ArgumentFromAnotherNode", func(t *testing.T) {

@@ -566,6 +566,144 @@ func (x *ObjectCopies) GetNodeIds() [][]byte {
 	return nil
 }
 
+// TaskEvents answers a timeline request (atoll.node.<node>.timeline): the
+// task attempts the node's raylet finished recently, oldest first.
+type TaskEvents struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        []byte                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Events        []*TaskEvent           `protobuf:"bytes,2,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskEvents) Reset() {
+	*x = TaskEvents{}
+	mi := &file_atollpb_cluster_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskEvents) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskEvents) ProtoMessage() {}
+
+func (x *TaskEvents) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskEvents.ProtoReflect.Descriptor instead.
+func (*TaskEvents) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *TaskEvents) GetNodeId() []byte {
+	if x != nil {
+		return x.NodeId
+	}
+	return nil
+}
+
+func (x *TaskEvents) GetEvents() []*TaskEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+type TaskEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TaskId        []byte                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	WorkerId      []byte                 `protobuf:"bytes,3,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	StartUnixUs   int64                  `protobuf:"varint,4,opt,name=start_unix_us,json=startUnixUs,proto3" json:"start_unix_us,omitempty"`
+	EndUnixUs     int64                  `protobuf:"varint,5,opt,name=end_unix_us,json=endUnixUs,proto3" json:"end_unix_us,omitempty"`
+	Failed        bool                   `protobuf:"varint,6,opt,name=failed,proto3" json:"failed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskEvent) Reset() {
+	*x = TaskEvent{}
+	mi := &file_atollpb_cluster_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskEvent) ProtoMessage() {}
+
+func (x *TaskEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskEvent.ProtoReflect.Descriptor instead.
+func (*TaskEvent) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *TaskEvent) GetTaskId() []byte {
+	if x != nil {
+		return x.TaskId
+	}
+	return nil
+}
+
+func (x *TaskEvent) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TaskEvent) GetWorkerId() []byte {
+	if x != nil {
+		return x.WorkerId
+	}
+	return nil
+}
+
+func (x *TaskEvent) GetStartUnixUs() int64 {
+	if x != nil {
+		return x.StartUnixUs
+	}
+	return 0
+}
+
+func (x *TaskEvent) GetEndUnixUs() int64 {
+	if x != nil {
+		return x.EndUnixUs
+	}
+	return 0
+}
+
+func (x *TaskEvent) GetFailed() bool {
+	if x != nil {
+		return x.Failed
+	}
+	return false
+}
+
 var File_atollpb_cluster_proto protoreflect.FileDescriptor
 
 const file_atollpb_cluster_proto_rawDesc = "" +
@@ -621,7 +759,18 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\x04refs\x18\x01 \x03(\v2\x13.atoll.v1.ObjectRefR\x04refs\"F\n" +
 	"\fObjectCopies\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12\x19\n" +
-	"\bnode_ids\x18\x02 \x03(\fR\anodeIdsB(Z&github.com/atoll-runtime/atoll/atollpbb\x06proto3"
+	"\bnode_ids\x18\x02 \x03(\fR\anodeIds\"R\n" +
+	"\n" +
+	"TaskEvents\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12+\n" +
+	"\x06events\x18\x02 \x03(\v2\x13.atoll.v1.TaskEventR\x06events\"\xb1\x01\n" +
+	"\tTaskEvent\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
+	"\tworker_id\x18\x03 \x01(\fR\bworkerId\x12\"\n" +
+	"\rstart_unix_us\x18\x04 \x01(\x03R\vstartUnixUs\x12\x1e\n" +
+	"\vend_unix_us\x18\x05 \x01(\x03R\tendUnixUs\x12\x16\n" +
+	"\x06failed\x18\x06 \x01(\bR\x06failedB(Z&github.com/atoll-runtime/atoll/atollpbb\x06proto3"
 
 var (
 	file_atollpb_cluster_proto_rawDescOnce sync.Once
@@ -635,7 +784,7 @@ func file_atollpb_cluster_proto_rawDescGZIP() []byte {
 	return file_atollpb_cluster_proto_rawDescData
 }
 
-var file_atollpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_atollpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_atollpb_cluster_proto_goTypes = []any{
 	(*NodeLoad)(nil),         // 0: atoll.v1.NodeLoad
 	(*ForwardTask)(nil),      // 1: atoll.v1.ForwardTask
@@ -645,26 +794,29 @@ var file_atollpb_cluster_proto_goTypes = []any{
 	(*FreeObjects)(nil),      // 5: atoll.v1.FreeObjects
 	(*FetchObjects)(nil),     // 6: atoll.v1.FetchObjects
 	(*ObjectCopies)(nil),     // 7: atoll.v1.ObjectCopies
-	nil,                      // 8: atoll.v1.NodeLoad.TotalEntry
-	nil,                      // 9: atoll.v1.NodeLoad.AvailableEntry
-	(*StoreStats)(nil),       // 10: atoll.v1.StoreStats
-	(*TaskSpec)(nil),         // 11: atoll.v1.TaskSpec
-	(*TaskResult)(nil),       // 12: atoll.v1.TaskResult
-	(*ObjectRef)(nil),        // 13: atoll.v1.ObjectRef
+	(*TaskEvents)(nil),       // 8: atoll.v1.TaskEvents
+	(*TaskEvent)(nil),        // 9: atoll.v1.TaskEvent
+	nil,                      // 10: atoll.v1.NodeLoad.TotalEntry
+	nil,                      // 11: atoll.v1.NodeLoad.AvailableEntry
+	(*StoreStats)(nil),       // 12: atoll.v1.StoreStats
+	(*TaskSpec)(nil),         // 13: atoll.v1.TaskSpec
+	(*TaskResult)(nil),       // 14: atoll.v1.TaskResult
+	(*ObjectRef)(nil),        // 15: atoll.v1.ObjectRef
 }
 var file_atollpb_cluster_proto_depIdxs = []int32{
-	8,  // 0: atoll.v1.NodeLoad.total:type_name -> atoll.v1.NodeLoad.TotalEntry
-	9,  // 1: atoll.v1.NodeLoad.available:type_name -> atoll.v1.NodeLoad.AvailableEntry
-	10, // 2: atoll.v1.NodeLoad.store:type_name -> atoll.v1.StoreStats
-	11, // 3: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
-	11, // 4: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
-	12, // 5: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
-	13, // 6: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
-	7,  // [7:7] is the sub-list for method output_type
-	7,  // [7:7] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	10, // 0: atoll.v1.NodeLoad.total:type_name -> atoll.v1.NodeLoad.TotalEntry
+	11, // 1: atoll.v1.NodeLoad.available:type_name -> atoll.v1.NodeLoad.AvailableEntry
+	12, // 2: atoll.v1.NodeLoad.store:type_name -> atoll.v1.StoreStats
+	13, // 3: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
+	13, // 4: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
+	14, // 5: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
+	15, // 6: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
+	9,  // 7: atoll.v1.TaskEvents.events:type_name -> atoll.v1.TaskEvent
+	8,  // [8:8] is the sub-list for method output_type
+	8,  // [8:8] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_cluster_proto_init() }
@@ -681,7 +833,7 @@ func file_atollpb_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_cluster_proto_rawDesc), len(file_atollpb_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

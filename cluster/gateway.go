@@ -368,6 +368,11 @@ func (g *Gateway) subscribe() error {
 		return fmt.Errorf("cluster: subscribe crash: %w", err)
 	}
 	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(nodeSubject(p, self, "timeline"), func(m *nats.Msg) { go g.timeline(m) })
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe timeline: %w", err)
+	}
+	g.subs = append(g.subs, s)
 	s, err = c.Conn.Subscribe(nodeSubject(p, self, "locate"), func(m *nats.Msg) { root.Send(g.pid, &locate{msg: m}) })
 	if err != nil {
 		return fmt.Errorf("cluster: subscribe locate: %w", err)
@@ -395,6 +400,24 @@ func (g *Gateway) subscribe() error {
 	}
 	g.subs = append(g.subs, s)
 	return c.Conn.FlushTimeout(10 * time.Second)
+}
+
+// timeline answers a timeline request with the raylet's recent task
+// attempts.
+func (g *Gateway) timeline(m *nats.Msg) {
+	out := &atollpb.TaskEvents{NodeId: g.cfg.NodeID.Bytes()}
+	if res, err := g.cfg.System.Root.RequestFuture(g.cfg.Raylet, &raylet.GetTimeline{}, 5*time.Second).Result(); err == nil {
+		for _, e := range res.([]raylet.TaskEvent) {
+			out.Events = append(out.Events, &atollpb.TaskEvent{TaskId: e.TaskID.Bytes(), Name: e.Name, WorkerId: e.Worker.Bytes(),
+				StartUnixUs: e.Start.UnixMicro(), EndUnixUs: e.End.UnixMicro(), Failed: e.Failed})
+		}
+	}
+	b, _ := proto.Marshal(out)
+	// Keep the newest events that fit in one NATS message.
+	for limit := g.cfg.Conn.MaxPayload(); limit > 0 && int64(len(b)) > limit && len(out.Events) > 0; b, _ = proto.Marshal(out) {
+		out.Events = out.Events[len(out.Events)/2:]
+	}
+	_ = m.Respond(b)
 }
 
 // report publishes the node's load every ReportInterval until Stop.

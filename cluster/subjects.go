@@ -16,3 +16,7 @@ func nodeSubject(prefix string, node ids.NodeID, kind string) string {
 }
 
 func killSubject(prefix string) string { return prefix + ".kill" }
+
+// TimelineSubject is where node answers timeline requests (a
+// atollpb.TaskEvents reply).
+func TimelineSubject(node ids.NodeID) string { return nodeSubject(DefaultPrefix, node, "timeline") }

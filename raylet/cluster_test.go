@@ -156,3 +156,14 @@ func TestForwardedTaskSpillsBackWhenInfeasible(t *testing.T) {
 		t.Fatal("an infeasible forwarded task did not spill back")
 	}
 }
+
+func TestTimelineKeepsTheLastEvents(t *testing.T) {
+	var tl timeline
+	for i := range TimelineCap + 10 {
+		tl.add(TaskEvent{Name: "t", Start: time.Unix(int64(i), 0)})
+	}
+	got := tl.snapshot()
+	if len(got) != TimelineCap || got[0].Start.Unix() != 10 || got[len(got)-1].Start.Unix() != TimelineCap+9 {
+		t.Fatalf("%d events from %d to %d; want the last %d, oldest first", len(got), got[0].Start.Unix(), got[len(got)-1].Start.Unix(), TimelineCap)
+	}
+}

@@ -96,6 +96,8 @@ type raylet struct {
 	peers   map[ids.NodeID]*NodeView
 	spread  uint64
 	waiting []*waitingTask
+	// timeline remembers the last finished task attempts.
+	timeline timeline
 	// replacing is set while waiting tasks are placed again.
 	replacing bool
 	procCfgs  map[string]*ProcessConfig
@@ -179,6 +181,8 @@ func (r *raylet) Receive(ctx actor.Context) {
 		r.childTerminated(ctx, m.Who)
 	case *GetState:
 		ctx.Respond(r.snapshot())
+	case *GetTimeline:
+		ctx.Respond(r.timeline.snapshot())
 	case *reapIdle:
 		r.reaping = false
 		r.reap(ctx)
@@ -408,6 +412,7 @@ func (r *raylet) finished(ctx actor.Context, m *taskFinished) {
 	r.release(t)
 	delete(r.running, t.id)
 	r.stats.Finished++
+	r.timeline.add(TaskEvent{TaskID: t.id, Name: t.spec.Name, Worker: w.id, Start: t.started, End: time.Now(), Failed: m.result.GetError() != nil})
 	r.reply(ctx, t.owner, m.result)
 	r.schedule(ctx)
 }
@@ -531,6 +536,7 @@ func (r *raylet) workerGone(ctx actor.Context, w *worker, reason string) {
 	if t := w.task; t != nil {
 		r.release(t)
 		delete(r.running, t.id)
+		r.timeline.add(TaskEvent{TaskID: t.id, Name: t.spec.Name, Worker: w.id, Start: t.started, End: time.Now(), Failed: true})
 		crash := &errs.WorkerCrashedError{TaskName: t.spec.Name, TaskID: t.id.String(), Message: reason}
 		r.reply(ctx, t.owner, &atollpb.TaskResult{TaskId: t.spec.TaskId, Attempt: t.spec.Attempt, Error: errs.ToProto(crash), WorkerId: w.id.Bytes()})
 	}

@@ -665,3 +665,39 @@ func TestMemoryTable(t *testing.T) {
 		t.Fatalf("--json: %v %+v", err, rows)
 	}
 }
+
+func TestChromeTrace(t *testing.T) {
+	start := time.Unix(1000, 0)
+	events := []atoll.TimelineEvent{
+		{NodeID: "aaaaaaaa11", WorkerID: "w1w1w1w1", TaskID: "t1", Name: "f", Start: start, End: start.Add(2 * time.Millisecond)},
+		{NodeID: "aaaaaaaa11", WorkerID: "w2w2w2w2", TaskID: "t2", Name: "g", Start: start, End: start.Add(time.Millisecond), Failed: true},
+		{NodeID: "bbbbbbbb22", WorkerID: "w3w3w3w3", TaskID: "t3", Name: "f", Start: start.Add(time.Millisecond), End: start.Add(3 * time.Millisecond)},
+	}
+	var out bytes.Buffer
+	if err := writeChromeTrace(&out, events); err != nil {
+		t.Fatal(err)
+	}
+	var trace struct {
+		TraceEvents []chromeEvent `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &trace); err != nil {
+		t.Fatal(err)
+	}
+	var slices, procs, threads int
+	for _, e := range trace.TraceEvents {
+		switch {
+		case e.Ph == "X":
+			slices++
+			if e.Name == "g" && (e.Cat != "task,failed" || e.Dur != 1000 || e.TS != start.UnixMicro()) {
+				t.Errorf("failed slice %+v", e)
+			}
+		case e.Name == "process_name":
+			procs++
+		case e.Name == "thread_name":
+			threads++
+		}
+	}
+	if slices != 3 || procs != 2 || threads != 3 {
+		t.Fatalf("%d slices, %d processes, %d threads; want 3, 2, 3:\n%s", slices, procs, threads, out.String())
+	}
+}

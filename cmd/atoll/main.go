@@ -7,11 +7,12 @@
 //   - `atoll status` shows the cluster's nodes, resources and load;
 //   - `atoll list nodes|actors|jobs` lists what the GCS knows;
 //   - `atoll memory` shows every node's object store and spilling;
+//   - `atoll timeline` writes the recent task attempts as a Chrome trace;
 //   - `atoll microbenchmark` runs Ray's microbenchmark set on the embedded
 //     local cluster against baselines measured in the same run;
 //   - `atoll version` prints the version.
 //
-// The timeline command and the dashboard arrive later.
+// The dashboard arrives later.
 package main
 
 import (
@@ -51,7 +52,7 @@ func newRoot() *cobra.Command {
 			fmt.Fprintf(cmd.OutOrStdout(), "atoll %s (%s)\n", version(), runtime.Version())
 		},
 	})
-	root.AddCommand(newStartCmd(), newStopCmd(), newStatusCmd(), newListCmd(), newMemoryCmd())
+	root.AddCommand(newStartCmd(), newStopCmd(), newStatusCmd(), newListCmd(), newMemoryCmd(), newTimelineCmd())
 	root.AddCommand(newMicrobenchmarkCmd())
 	return root
 }

@@ -1,0 +1,82 @@
+package atoll
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/cluster"
+	"github.com/atoll-runtime/atoll/gcs"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+)
+
+// TimelineEvent is one task attempt a node ran: where, when, and whether
+// it failed (`atoll timeline` turns them into a Chrome trace).
+type TimelineEvent struct {
+	NodeID   string    `json:"node_id"`
+	WorkerID string    `json:"worker_id"`
+	TaskID   string    `json:"task_id"`
+	Name     string    `json:"name"`
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+	Failed   bool      `json:"failed"`
+}
+
+// GetTimeline asks every live node of the cluster at address ("" or
+// "auto": the local head's) for the task attempts it finished recently
+// (the last raylet.TimelineCap per node) and returns them ordered by start.
+// Nodes that do not answer within the context are left out.
+func GetTimeline(ctx context.Context, address string) ([]TimelineEvent, error) {
+	url, err := ResolveAddress(address)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := nats.Connect(url, nats.Name("atoll-timeline"))
+	if err != nil {
+		return nil, errs.Unavailablef("cannot reach the cluster at %s: %v", url, err)
+	}
+	defer nc.Close()
+	nodes, err := gcs.NewClient(nc, gcs.ClientOptions{}).ListNodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		mu  sync.Mutex
+		out []TimelineEvent
+		wg  sync.WaitGroup
+	)
+	for _, n := range nodes {
+		if n.State != atollpb.NodeState_NODE_ALIVE {
+			continue
+		}
+		node := ids.MustFromBytes(n.NodeId)
+		wg.Go(func() {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			msg, err := nc.RequestWithContext(rctx, cluster.TimelineSubject(node), nil)
+			if err != nil {
+				return
+			}
+			var evs atollpb.TaskEvents
+			if proto.Unmarshal(msg.Data, &evs) != nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, e := range evs.Events {
+				out = append(out, TimelineEvent{NodeID: node.String(), WorkerID: ids.MustFromBytes(e.WorkerId).String(),
+					TaskID: ids.MustFromBytes(e.TaskId).String(), Name: e.Name, Start: time.UnixMicro(e.StartUnixUs),
+					End: time.UnixMicro(e.EndUnixUs), Failed: e.Failed})
+			}
+		})
+	}
+	wg.Wait()
+	slices.SortStableFunc(out, func(a, b TimelineEvent) int { return a.Start.Compare(b.Start) })
+	return out, nil
+}

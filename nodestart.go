@@ -70,6 +70,20 @@ func orDefault(v, def int) int {
 	return v
 }
 
+// dialCluster connects to the NATS server of the cluster at address (as
+// ResolveAddress reads it) and returns the connection and its URL.
+func dialCluster(address, name string, opts ...nats.Option) (*nats.Conn, string, error) {
+	url, err := ResolveAddress(address)
+	if err != nil {
+		return nil, "", err
+	}
+	nc, err := nats.Connect(url, append([]nats.Option{nats.Name(name)}, opts...)...)
+	if err != nil {
+		return nil, "", errs.Unavailablef("cannot reach the cluster at %s: %v", url, err)
+	}
+	return nc, url, nil
+}
+
 // clustered reports whether this core is a node of a multi-node cluster
 // (a node started by StartNode, or a driver given an address).
 func (rt *core) clustered() bool { return rt.cfg.node != nil || rt.cfg.address != "" }
@@ -117,11 +131,8 @@ func (rt *core) connectControlPlane() error {
 		}
 		return nil
 	}
-	if url, err = ResolveAddress(url); err != nil {
+	if rt.nc, url, err = dialCluster(url, name, nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond)); err != nil {
 		return err
-	}
-	if rt.nc, err = nats.Connect(url, nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond)); err != nil {
-		return errs.Unavailablef("cannot reach the cluster at %s: %v", url, err)
 	}
 	if rt.clusterAddress == "" {
 		rt.clusterAddress = strings.TrimPrefix(url, "nats://")
@@ -178,13 +189,9 @@ func runNodeFromEnv() {
 // clusterStatus asks the GCS for the nodes and listens to their load
 // reports.
 func clusterStatus(ctx context.Context, address string) (*ClusterStatus, error) {
-	url, err := ResolveAddress(address)
+	nc, url, err := dialCluster(address, "atoll-status")
 	if err != nil {
 		return nil, err
-	}
-	nc, err := nats.Connect(url, nats.Name("atoll-status"))
-	if err != nil {
-		return nil, errs.Unavailablef("cannot reach the cluster at %s: %v", url, err)
 	}
 	defer nc.Close()
 	var mu sync.Mutex

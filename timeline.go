@@ -6,13 +6,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/cluster"
 	"github.com/atoll-runtime/atoll/gcs"
-	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
@@ -33,13 +31,9 @@ type TimelineEvent struct {
 // (the last raylet.TimelineCap per node) and returns them ordered by start.
 // Nodes that do not answer within the context are left out.
 func GetTimeline(ctx context.Context, address string) ([]TimelineEvent, error) {
-	url, err := ResolveAddress(address)
+	nc, _, err := dialCluster(address, "atoll-timeline")
 	if err != nil {
 		return nil, err
-	}
-	nc, err := nats.Connect(url, nats.Name("atoll-timeline"))
-	if err != nil {
-		return nil, errs.Unavailablef("cannot reach the cluster at %s: %v", url, err)
 	}
 	defer nc.Close()
 	nodes, err := gcs.NewClient(nc, gcs.ClientOptions{}).ListNodes(ctx)

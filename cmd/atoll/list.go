@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,7 +24,7 @@ import (
 )
 
 func newListCmd() *cobra.Command {
-	var address string
+	var q clusterQuery
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list nodes|actors|jobs [--address HOST:PORT] [--json]",
@@ -42,15 +41,12 @@ binary, start and end).`,
 			if kind != "nodes" && kind != "actors" && kind != "jobs" {
 				return errs.Invalidf("list %q: want nodes, actors or jobs", kind)
 			}
-			if address == "" {
-				address = os.Getenv(atoll.EnvAddress)
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), statusTimeout)
+			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
 			return list(ctx, cmd.OutOrStdout(), address, kind, asJSON)
 		},
 	}
-	cmd.Flags().StringVar(&address, "address", "", "`HOST:PORT` of the cluster (default $"+atoll.EnvAddress+", then the address the local head recorded)")
+	q.addFlag(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per line")
 	return cmd
 }

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"text/tabwriter"
 
@@ -15,7 +13,7 @@ import (
 )
 
 func newMemoryCmd() *cobra.Command {
-	var address string
+	var q clusterQuery
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "memory [--address HOST:PORT] [--json]",
@@ -28,10 +26,7 @@ and the objects and bytes it pulled from other nodes.`,
 		Args:                  cobra.NoArgs,
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if address == "" {
-				address = os.Getenv(atoll.EnvAddress)
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), statusTimeout)
+			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
 			st, err := atoll.GetClusterStatus(ctx, address)
 			if err != nil {
@@ -40,7 +35,7 @@ and the objects and bytes it pulled from other nodes.`,
 			return printMemory(cmd.OutOrStdout(), st, asJSON)
 		},
 	}
-	cmd.Flags().StringVar(&address, "address", "", "`HOST:PORT` of the cluster (default $"+atoll.EnvAddress+", then the address the local head recorded)")
+	q.addFlag(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the nodes' memory as JSON")
 	return cmd
 }

@@ -2,12 +2,10 @@ package main
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,7 +21,7 @@ import (
 const statusTimeout = 30 * time.Second
 
 func newStatusCmd() *cobra.Command {
-	var address string
+	var q clusterQuery
 	var asJSON, all bool
 	cmd := &cobra.Command{
 		Use:   "status [--address HOST:PORT] [--json] [--all]",
@@ -36,10 +34,7 @@ from other nodes. The nodes of drivers that finished are left out unless
 		Args:                  cobra.NoArgs,
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if address == "" {
-				address = os.Getenv(atoll.EnvAddress)
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), statusTimeout)
+			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
 			st, err := atoll.GetClusterStatus(ctx, address)
 			if err != nil {
@@ -54,7 +49,7 @@ from other nodes. The nodes of drivers that finished are left out unless
 			return printStatus(out, st, all)
 		},
 	}
-	cmd.Flags().StringVar(&address, "address", "", "`HOST:PORT` of the cluster (default $"+atoll.EnvAddress+", then the address the local head recorded)")
+	q.addFlag(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
 	cmd.Flags().BoolVar(&all, "all", false, "also list the nodes of drivers that finished")
 	return cmd

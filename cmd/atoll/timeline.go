@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,7 +12,8 @@ import (
 )
 
 func newTimelineCmd() *cobra.Command {
-	var address, output string
+	var q clusterQuery
+	var output string
 	cmd := &cobra.Command{
 		Use:   "timeline [--address HOST:PORT] [-o FILE]",
 		Short: "Write the cluster's recent task attempts as a Chrome trace",
@@ -27,10 +27,7 @@ picture, with actor calls and nested spans, export the OpenTelemetry traces
 		Args:                  cobra.NoArgs,
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if address == "" {
-				address = os.Getenv(atoll.EnvAddress)
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), statusTimeout)
+			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
 			events, err := atoll.GetTimeline(ctx, address)
 			if err != nil {
@@ -54,7 +51,7 @@ picture, with actor calls and nested spans, export the OpenTelemetry traces
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&address, "address", "", "`HOST:PORT` of the cluster (default $"+atoll.EnvAddress+", then the address the local head recorded)")
+	q.addFlag(cmd)
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write the trace to `FILE` (default standard output)")
 	return cmd
 }

@@ -1,0 +1,164 @@
+package owner
+
+import (
+	"sort"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+)
+
+// actorEntry is the caller side of one actor: where it lives, whether it
+// is dead, and its calls in call order.
+type actorEntry struct {
+	id    ids.ActorID
+	name  string
+	owned bool // this process created it (it dies with the job)
+
+	address string // where the host takes calls; empty until created
+	dead    *atollpb.ErrorInfo
+	// queue holds the calls not sent yet, in call order; the head is sent
+	// as soon as its arguments resolved and the actor has an address.
+	queue []*task
+	// inflight holds the calls sent and not finished.
+	inflight map[ids.TaskID]*task
+}
+
+// AddActor registers an actor this process holds a handle to (owned: it
+// created it). Registering a known actor returns it unchanged but for
+// owned, which sticks once set.
+func (t *Table) AddActor(id ids.ActorID, name string, owned bool) *actorEntry {
+	a := t.actors[id]
+	if a == nil {
+		a = &actorEntry{id: id, name: name, inflight: map[ids.TaskID]*task{}}
+		t.actors[id] = a
+	}
+	a.owned = a.owned || owned
+	return a
+}
+
+// HasActor reports whether id is registered.
+func (t *Table) HasActor(id ids.ActorID) bool { return t.actors[id] != nil }
+
+// ActorEvent applies an actor state change published by the GCS.
+func (t *Table) ActorEvent(info *atollpb.ActorInfo) {
+	id, err := ids.FromBytes(info.GetActorId())
+	if err != nil {
+		return
+	}
+	switch info.State {
+	case atollpb.ActorState_ACTOR_DEAD:
+		t.actorDied(id, info.DeathCause)
+	case atollpb.ActorState_ACTOR_ALIVE:
+		t.actorCreated(id, info.Address)
+	}
+}
+
+// ActorKilled marks an actor dead on the caller's own order (Kill).
+func (t *Table) ActorKilled(id ids.ActorID, reason string) {
+	a := t.actors[id]
+	if a == nil {
+		return
+	}
+	t.actorDied(id, errs.ToProto(&errs.ActorDiedError{ActorID: id.String(), Name: a.name, Message: reason}))
+}
+
+// actorCreated records where a started actor lives and sends the calls
+// that waited for it.
+func (t *Table) actorCreated(id ids.ActorID, address string) {
+	a := t.actors[id]
+	if a == nil || address == "" || a.dead != nil {
+		return
+	}
+	if a.address == "" {
+		a.address = address
+	}
+	t.flush(a)
+}
+
+// actorDied fails every pending call of a dead actor, and any later one.
+func (t *Table) actorDied(id ids.ActorID, cause *atollpb.ErrorInfo) {
+	a := t.actors[id]
+	if a == nil || a.dead != nil {
+		return
+	}
+	if cause == nil || cause.Code != atollpb.ErrorCode_ACTOR_DIED {
+		msg := "actor died"
+		if cause != nil {
+			msg = cause.Message
+		}
+		cause = errs.ToProto(&errs.ActorDiedError{ActorID: id.String(), Name: a.name, Message: msg})
+	}
+	a.dead = cause
+	pending := append([]*task(nil), a.queue...)
+	inflight := make([]*task, 0, len(a.inflight))
+	for _, tk := range a.inflight {
+		inflight = append(inflight, tk)
+	}
+	sort.Slice(inflight, func(i, j int) bool { return inflight[i].seq < inflight[j].seq })
+	a.queue = nil
+	for _, tk := range append(inflight, pending...) {
+		t.finish(tk, cause)
+	}
+}
+
+// flush sends every call at the head of the queue whose arguments
+// resolved.
+func (t *Table) flush(a *actorEntry) {
+	if a.address == "" || a.dead != nil {
+		return
+	}
+	for len(a.queue) > 0 && a.queue[0].dispatched {
+		tk := a.queue[0]
+		a.queue = a.queue[1:]
+		a.inflight[tk.id] = tk
+		t.emit(CallActor{Address: a.address, Spec: tk.spec})
+	}
+}
+
+// unsent removes a call that has not been sent yet; it reports whether it
+// found one.
+func (a *actorEntry) unsent(tk *task) bool {
+	for i, q := range a.queue {
+		if q == tk {
+			a.queue = append(a.queue[:i], a.queue[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// forget drops a finished call.
+func (a *actorEntry) forget(tk *task) {
+	delete(a.inflight, tk.id)
+	a.unsent(tk)
+}
+
+// OwnedLiveActors lists the actors this process created that are not
+// known dead, in id order.
+func (t *Table) OwnedLiveActors() []ids.ActorID {
+	var out []ids.ActorID
+	for id, a := range t.actors {
+		if a.owned && a.dead == nil {
+			out = append(out, id)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return string(out[i][:]) < string(out[j][:]) })
+	return out
+}
+
+// ActorDead returns the cause of an actor's death, nil while it lives (or
+// is unknown).
+func (t *Table) ActorDead(id ids.ActorID) *atollpb.ErrorInfo {
+	if a := t.actors[id]; a != nil {
+		return a.dead
+	}
+	return nil
+}
+
+// ForgetActor drops a dead actor's entry once no handle refers to it.
+func (t *Table) ForgetActor(id ids.ActorID) {
+	if a := t.actors[id]; a != nil && len(a.queue) == 0 && len(a.inflight) == 0 {
+		delete(t.actors, id)
+	}
+}

@@ -1,0 +1,58 @@
+package owner
+
+import (
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/ids"
+)
+
+// Effect is one thing the shell must do. The concrete types are below.
+type Effect interface{ effect() }
+
+// SendTask submits a task attempt to the node's scheduler. The Table does
+// not touch Spec after emitting it (a retry sends a clone).
+type SendTask struct{ Spec *atollpb.TaskSpec }
+
+// CallActor sends an actor call attempt to the actor at Address.
+type CallActor struct {
+	Address string
+	Spec    *atollpb.TaskSpec
+}
+
+// CancelTask asks the node to stop a dispatched task (it then reports a
+// CANCELLED result).
+type CancelTask struct{ Task ids.TaskID }
+
+// Free deletes objects this process owned from the object store (and, in
+// a cluster, their copies on other nodes).
+type Free struct{ Objects []ids.ObjectID }
+
+// Notify wakes a waiter registered with Watch: one of the objects it
+// watches has a value now. Send without blocking.
+type Notify struct{ C chan<- struct{} }
+
+// Dispatched says a task's arguments resolved and it left the owner (the
+// shell ends its submit span).
+type Dispatched struct{ Attach any }
+
+// Retried says a task is being retried after a failed attempt.
+type Retried struct {
+	Attach  any
+	Attempt int32
+	Cause   *atollpb.ErrorInfo
+}
+
+// Finished says a task ended, with Err nil on success. Its returns are
+// resolved already.
+type Finished struct {
+	Attach any
+	Err    *atollpb.ErrorInfo
+}
+
+func (SendTask) effect()   {}
+func (CallActor) effect()  {}
+func (CancelTask) effect() {}
+func (Free) effect()       {}
+func (Notify) effect()     {}
+func (Dispatched) effect() {}
+func (Retried) effect()    {}
+func (Finished) effect()   {}

@@ -1,0 +1,208 @@
+package owner
+
+import (
+	"sort"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+)
+
+// object is the owner's record of one object: its value (inline bytes, a
+// location in a store, or an error; nil while a task produces it) and its
+// reference count: local handles + uses by submitted tasks + containers
+// (objects whose value holds a ref to this one).
+type object struct {
+	value    *atollpb.Value
+	producer *atollpb.TraceContext
+	refs     int
+	done     chan struct{} // closed when value is set
+	watchers []chan<- struct{}
+	// waiting are the tasks whose arguments include this object, until it
+	// has a value.
+	waiting []*task
+	// contained are the refs serialised inside this object's value; they
+	// stay referenced until this object is freed.
+	contained []ids.ObjectID
+	// borrowed: another process owns the object; freeing the entry does
+	// not free it in the store. ownerNode is where that owner runs.
+	borrowed  bool
+	ownerNode ids.NodeID
+}
+
+func (o *object) ready() bool { return o.value != nil }
+
+// Put registers a new object this process owns, with one reference.
+// value may be nil: pending until Resolve (the shell resolves objects it
+// writes itself; task returns are resolved by Result).
+func (t *Table) Put(id ids.ObjectID, value *atollpb.Value, producer *atollpb.TraceContext, contained []ids.ObjectID) {
+	o := &object{refs: 1, done: make(chan struct{}), producer: producer}
+	t.objects[id] = o
+	t.created++
+	if value != nil {
+		t.setValue(o, value, producer, contained)
+	}
+}
+
+// Borrow registers, or takes one more reference to, an object owned by a
+// process on node ownerNode, whose value is known.
+func (t *Table) Borrow(id ids.ObjectID, value *atollpb.Value, ownerNode ids.NodeID) {
+	if o := t.objects[id]; o != nil {
+		o.refs++
+		return
+	}
+	o := &object{refs: 1, done: make(chan struct{}), value: value, borrowed: true, ownerNode: ownerNode}
+	close(o.done)
+	t.objects[id] = o
+}
+
+// AddRef takes one more reference; it reports false for unknown (freed)
+// objects.
+func (t *Table) AddRef(id ids.ObjectID) bool {
+	o := t.objects[id]
+	if o == nil {
+		return false
+	}
+	o.refs++
+	return true
+}
+
+// DropRef drops references and frees every object whose count reaches
+// zero, recursively through contained refs. Objects this process owns
+// that live in a store leave in one Free effect.
+func (t *Table) DropRef(idl ...ids.ObjectID) {
+	var stored []ids.ObjectID
+	stack := append([]ids.ObjectID(nil), idl...)
+	for len(stack) > 0 {
+		id := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		o := t.objects[id]
+		if o == nil {
+			continue
+		}
+		o.refs--
+		if o.refs > 0 {
+			continue
+		}
+		delete(t.objects, id)
+		t.freed++
+		if o.value.GetStored() != nil && !o.borrowed {
+			stored = append(stored, id)
+		}
+		stack = append(stack, o.contained...)
+	}
+	t.free(stored)
+}
+
+func (t *Table) free(stored []ids.ObjectID) {
+	if len(stored) > 0 && !t.closed {
+		t.emit(Free{Objects: stored})
+	}
+}
+
+// Resolve sets a pending object's value: its waiters wake and tasks
+// waiting for it as an argument may dispatch. A second resolve of the
+// same object (a duplicate result) is ignored, as is a resolve of an
+// object whose references are all gone (what it stored is freed).
+func (t *Table) Resolve(id ids.ObjectID, value *atollpb.Value, producer *atollpb.TraceContext, contained []ids.ObjectID) {
+	o := t.objects[id]
+	switch {
+	case o == nil:
+		// Every reference was dropped before the task finished: free what
+		// it stored and what its value referenced.
+		if value.GetStored() != nil {
+			t.free([]ids.ObjectID{id})
+		}
+		t.DropRef(contained...)
+		return
+	case o.ready():
+		t.DropRef(contained...)
+		return
+	}
+	t.setValue(o, value, producer, contained)
+}
+
+func (t *Table) setValue(o *object, value *atollpb.Value, producer *atollpb.TraceContext, contained []ids.ObjectID) {
+	o.value = value
+	if producer != nil {
+		o.producer = producer
+	}
+	// The encoder of the value took one reference per contained ref; this
+	// object holds them now.
+	o.contained = append(o.contained, contained...)
+	close(o.done)
+	for _, c := range o.watchers {
+		t.emit(Notify{C: c})
+	}
+	o.watchers = nil
+	waiting := o.waiting
+	o.waiting = nil
+	for _, tk := range waiting {
+		t.depReady(tk)
+	}
+}
+
+// Lookup returns an object's value (nil while pending), its producer's
+// trace context and a channel closed once it has a value.
+func (t *Table) Lookup(id ids.ObjectID) (value *atollpb.Value, producer *atollpb.TraceContext, done <-chan struct{}, ok bool) {
+	o := t.objects[id]
+	if o == nil {
+		return nil, nil, nil, false
+	}
+	return o.value, o.producer, o.done, true
+}
+
+// Watch arranges a Notify on c once id has a value. It reports whether id
+// is known and still pending (false: nothing will be sent).
+func (t *Table) Watch(id ids.ObjectID, c chan<- struct{}) bool {
+	o := t.objects[id]
+	if o == nil || o.ready() {
+		return false
+	}
+	o.watchers = append(o.watchers, c)
+	return true
+}
+
+// Borrowed reports whether id is owned by another process.
+func (t *Table) Borrowed(id ids.ObjectID) bool {
+	o := t.objects[id]
+	return o != nil && o.borrowed
+}
+
+// OwnerNode is the node of id's owner as far as this process knows: its
+// own for the objects it owns, zero if unknown.
+func (t *Table) OwnerNode(id ids.ObjectID) ids.NodeID {
+	o := t.objects[id]
+	switch {
+	case o == nil:
+		return ids.NodeID{}
+	case o.borrowed:
+		return o.ownerNode
+	}
+	return t.cfg.Node
+}
+
+// StoredIDs lists the objects this process owns that live in a store, in
+// id order.
+func (t *Table) StoredIDs() []ids.ObjectID {
+	var out []ids.ObjectID
+	for id, o := range t.objects {
+		if !o.borrowed && o.value.GetStored() != nil {
+			out = append(out, id)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return string(out[i][:]) < string(out[j][:]) })
+	return out
+}
+
+// NodeDied records that node died: objects borrowed from owners on it
+// fail with OwnerDiedError for later readers (their owner can no longer
+// vouch for them, and its node's objects are being freed).
+func (t *Table) NodeDied(node ids.NodeID) {
+	for id, o := range t.objects {
+		if o.borrowed && o.ownerNode == node && o.value.GetError() == nil {
+			o.value = &atollpb.Value{Codec: atollpb.Codec_CODEC_ERROR, Kind: &atollpb.Value_Error{Error: errs.ToProto(
+				&errs.OwnerDiedError{ObjectID: id.String(), Message: "the owner's node " + node.Short() + " died"})}}
+		}
+	}
+}

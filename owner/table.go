@@ -1,0 +1,66 @@
+package owner
+
+import (
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/ids"
+)
+
+// Config identifies the owning process.
+type Config struct {
+	// Worker is this process's id: the owner id of what it creates.
+	Worker ids.WorkerID
+	// Node is the node this process runs on.
+	Node ids.NodeID
+}
+
+// Table is the ownership state of one process. See the package doc.
+type Table struct {
+	cfg     Config
+	objects map[ids.ObjectID]*object
+	tasks   map[ids.TaskID]*task
+	actors  map[ids.ActorID]*actorEntry
+	effects []Effect
+	// closed stops Free effects: the store is going away.
+	closed bool
+
+	created, freed uint64
+	seqNext        uint64
+}
+
+// New returns an empty Table.
+func New(cfg Config) *Table {
+	return &Table{cfg: cfg, objects: map[ids.ObjectID]*object{}, tasks: map[ids.TaskID]*task{}, actors: map[ids.ActorID]*actorEntry{}}
+}
+
+// TakeEffects returns the effects produced since the last call, in order,
+// and forgets them.
+func (t *Table) TakeEffects() []Effect {
+	e := t.effects
+	t.effects = nil
+	return e
+}
+
+// HasEffects reports whether effects are waiting to be taken.
+func (t *Table) HasEffects() bool { return len(t.effects) > 0 }
+
+func (t *Table) emit(e Effect) { t.effects = append(t.effects, e) }
+
+// Stats are the Table's sizes and lifetime counts.
+type Stats struct {
+	Objects, Tasks, Actors int
+	Created, Freed         uint64
+}
+
+// Stats reports the Table's sizes.
+func (t *Table) Stats() Stats {
+	return Stats{Objects: len(t.objects), Tasks: len(t.tasks), Actors: len(t.actors), Created: t.created, Freed: t.freed}
+}
+
+// Close stops Free effects (the store is going away) and fails every
+// pending task with err.
+func (t *Table) Close(err *atollpb.ErrorInfo) {
+	t.closed = true
+	for _, tk := range t.sortedTasks() {
+		t.finish(tk, err)
+	}
+}

@@ -1,0 +1,395 @@
+package owner
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/ids"
+)
+
+// TestScenarios runs the scripted scenarios of testdata/*.txt
+// (go test ./owner -run Scenarios -rewrite regenerates the expectations).
+// Each command applies one event to a Table and prints the effects it
+// produced, one per line; `state` prints the Table. Names: p* objects
+// put by this process, b* borrowed objects, t* tasks (t1.0 is t1's
+// first return), a* actors, n* nodes, w* waiters. See run for the
+// commands and their arguments.
+func TestScenarios(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		env := newEnv()
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			return env.run(t, d)
+		})
+	})
+}
+
+type env struct {
+	table   *Table
+	node    ids.NodeID
+	names   map[string][16]byte
+	objects map[string]ids.ObjectID
+	label   map[ids.ObjectID]string
+	tasks   map[ids.TaskID]string
+	actors  map[ids.ActorID]string
+	waiters map[chan<- struct{}]string
+	seq     byte
+}
+
+func newEnv() *env {
+	e := &env{names: map[string][16]byte{}, objects: map[string]ids.ObjectID{}, label: map[ids.ObjectID]string{},
+		tasks: map[ids.TaskID]string{}, actors: map[ids.ActorID]string{}, waiters: map[chan<- struct{}]string{}}
+	e.node = e.id16("n0")
+	e.table = New(Config{Worker: e.id16("w0"), Node: e.node})
+	return e
+}
+
+// id16 gives every name a fixed id, so output is deterministic.
+func (e *env) id16(name string) [16]byte {
+	if id, ok := e.names[name]; ok {
+		return id
+	}
+	e.seq++
+	var id [16]byte
+	copy(id[:], name)
+	id[15] = e.seq
+	e.names[name] = id
+	return id
+}
+
+func (e *env) object(t *testing.T, name string) ids.ObjectID {
+	if id, ok := e.objects[name]; ok {
+		return id
+	}
+	if task, idx, ok := strings.Cut(name, "."); ok {
+		var i int
+		if _, err := fmt.Sscanf(idx, "%d", &i); err != nil {
+			t.Fatalf("bad return name %q", name)
+		}
+		id := ids.ReturnObjectID(e.id16(task), i)
+		e.objects[name], e.label[id] = id, name
+		return id
+	}
+	id := ids.PutObjectID(e.id16("puts"), uint32(len(e.objects)+1))
+	e.objects[name], e.label[id] = id, name
+	return id
+}
+
+func (e *env) storedValue(node string) *atollpb.Value {
+	n := e.node
+	if node != "" {
+		n = e.id16(node)
+	}
+	return &atollpb.Value{Codec: atollpb.Codec_CODEC_BYTES, Kind: &atollpb.Value_Stored{Stored: &atollpb.ObjectLocation{Length: 1 << 20, NodeId: n[:]}}}
+}
+
+func inlineValue(s string) *atollpb.Value {
+	return &atollpb.Value{Codec: atollpb.Codec_CODEC_BYTES, Kind: &atollpb.Value_Inline{Inline: []byte(s)}}
+}
+
+func list(d *datadriven.TestData, key string) []string {
+	for _, a := range d.CmdArgs {
+		if a.Key == key {
+			return a.Vals
+		}
+	}
+	return nil
+}
+
+func (e *env) run(t *testing.T, d *datadriven.TestData) string {
+	tb := e.table
+	name := ""
+	if len(d.CmdArgs) > 0 && len(d.CmdArgs[0].Vals) == 0 {
+		name = d.CmdArgs[0].Key
+	}
+	switch d.Cmd {
+	case "put": // put p1 [stored] [node=n1] [value=x] [contains=p2,...]
+		var node, val string
+		d.MaybeScanArgs(t, "node", &node)
+		d.MaybeScanArgs(t, "value", &val)
+		v := inlineValue(val)
+		if d.HasArg("stored") || node != "" {
+			v = e.storedValue(node)
+		}
+		var contained []ids.ObjectID
+		for _, c := range list(d, "contains") {
+			id := e.object(t, c)
+			if !tb.AddRef(id) { // the encoding's reference
+				return fmt.Sprintf("error: %s unknown", c)
+			}
+			contained = append(contained, id)
+		}
+		tb.Put(e.object(t, name), v, nil, contained)
+	case "borrow": // borrow b1 owner=n2 [stored]
+		var owner string
+		d.ScanArgs(t, "owner", &owner)
+		v := inlineValue("borrowed")
+		if d.HasArg("stored") {
+			v = e.storedValue(owner)
+		}
+		tb.Borrow(e.object(t, name), v, e.id16(owner))
+	case "submit": // submit t1 [args=p1,t0.0] [values=N] [holds=p2] [owned=p3] [returns=N] [retries=N] [retry-exceptions] [call=a1] [create=a1] [fail]
+		task := ids.TaskID(e.id16(name))
+		e.tasks[task] = name
+		returns, retries := 1, 0
+		d.MaybeScanArgs(t, "returns", &returns)
+		d.MaybeScanArgs(t, "retries", &retries)
+		spec := &atollpb.TaskSpec{TaskId: task.Bytes(), Name: name, Function: "f", NumReturns: int32(returns), MaxRetries: int32(retries),
+			RetryExceptions: d.HasArg("retry-exceptions")}
+		s := Submission{Spec: spec, Attach: name}
+		for i := 0; i < returns; i++ {
+			e.object(t, fmt.Sprintf("%s.%d", name, i))
+		}
+		for _, a := range list(d, "args") {
+			s.Args = append(s.Args, Arg{Ref: e.object(t, a)})
+		}
+		for _, a := range list(d, "owned") {
+			s.Args = append(s.Args, Arg{Ref: e.object(t, a), Owned: true})
+		}
+		var values int
+		d.MaybeScanArgs(t, "values", &values)
+		for i := 0; i < values; i++ {
+			s.Args = append(s.Args, Arg{Value: inlineValue("v")})
+		}
+		if h := list(d, "holds"); len(h) > 0 {
+			var held []ids.ObjectID
+			for _, name := range h {
+				id := e.object(t, name)
+				if !tb.AddRef(id) { // the encoding's reference
+					return fmt.Sprintf("error: %s unknown", name)
+				}
+				held = append(held, id)
+			}
+			s.Args = append(s.Args, Arg{Value: inlineValue("holds refs"), Holds: held})
+		}
+		var actor string
+		if d.MaybeScanArgs(t, "call", &actor); actor != "" {
+			spec.Type = atollpb.TaskType_ACTOR_TASK
+			s.Actor = ids.ActorID(e.id16(actor))
+		}
+		var created string
+		if d.MaybeScanArgs(t, "create", &created); created != "" {
+			spec.Type = atollpb.TaskType_ACTOR_CREATION_TASK
+			id := ids.ActorID(e.id16(created))
+			spec.ActorId = id.Bytes()
+			e.actors[id] = created
+			tb.AddActor(id, created, true)
+		}
+		if d.HasArg("fail") {
+			s.Err = &atollpb.ErrorInfo{Code: atollpb.ErrorCode_INVALID_ARGUMENT, Message: "bad argument"}
+		}
+		tb.Submit(s)
+	case "result": // result t1 [attempt=N] [error=CODE] [crashed] [stored] [contains=p1] [addr=host]
+		task := ids.TaskID(e.id16(name))
+		var attempt int
+		var code, addr string
+		d.MaybeScanArgs(t, "attempt", &attempt)
+		d.MaybeScanArgs(t, "error", &code)
+		d.MaybeScanArgs(t, "addr", &addr)
+		res := &atollpb.TaskResult{TaskId: task.Bytes(), Attempt: int32(attempt), ActorCrashed: d.HasArg("crashed"), ActorAddress: addr}
+		if code != "" {
+			c, ok := atollpb.ErrorCode_value[code]
+			if !ok {
+				t.Fatalf("unknown error code %q", code)
+			}
+			res.Error = &atollpb.ErrorInfo{Code: atollpb.ErrorCode(c), Message: strings.ToLower(code)}
+		} else {
+			v := inlineValue("result")
+			if d.HasArg("stored") {
+				v = e.storedValue("")
+			}
+			for _, c := range list(d, "contains") {
+				v.ContainedRefs = append(v.ContainedRefs, &atollpb.ObjectRef{ObjectId: e.object(t, c).Bytes()})
+			}
+			res.Returns = []*atollpb.ReturnObject{{ObjectId: ids.ReturnObjectID(task, 0).Bytes(), Value: v}}
+		}
+		tb.Result(res)
+	case "cancel":
+		tb.Cancel(ids.TaskID(e.id16(name)))
+	case "addref":
+		if !tb.AddRef(e.object(t, name)) {
+			return "unknown object"
+		}
+	case "drop": // drop p1 [p2 ...]
+		var idl []ids.ObjectID
+		for _, a := range d.CmdArgs {
+			idl = append(idl, e.object(t, a.Key))
+		}
+		tb.DropRef(idl...)
+	case "actor": // actor a1 [owned]
+		id := ids.ActorID(e.id16(name))
+		e.actors[id] = name
+		tb.AddActor(id, name, d.HasArg("owned"))
+	case "actor-event": // actor-event a1 alive addr=x | dead
+		id := ids.ActorID(e.id16(name))
+		info := &atollpb.ActorInfo{ActorId: id.Bytes(), Name: name}
+		switch {
+		case d.HasArg("alive"):
+			info.State = atollpb.ActorState_ACTOR_ALIVE
+			d.ScanArgs(t, "addr", &info.Address)
+		case d.HasArg("dead"):
+			info.State = atollpb.ActorState_ACTOR_DEAD
+			info.DeathCause = &atollpb.ErrorInfo{Code: atollpb.ErrorCode_ACTOR_DIED, Message: "killed"}
+		case d.HasArg("restarting"):
+			info.State = atollpb.ActorState_ACTOR_RESTARTING
+		}
+		tb.ActorEvent(info)
+	case "kill-actor":
+		tb.ActorKilled(ids.ActorID(e.id16(name)), "killed by its caller")
+	case "node-died":
+		tb.NodeDied(e.id16(name))
+	case "watch": // watch p1 w1
+		c := make(chan struct{}, 1)
+		e.waiters[c] = d.CmdArgs[1].Key
+		if !tb.Watch(e.object(t, name), c) {
+			return "not pending"
+		}
+	case "get":
+		v, _, _, ok := tb.Lookup(e.object(t, name))
+		if !ok {
+			return "unknown"
+		}
+		return e.value(v)
+	case "close":
+		tb.Close(&atollpb.ErrorInfo{Code: atollpb.ErrorCode_UNAVAILABLE, Message: "shut down"})
+	case "state":
+		return e.state()
+	default:
+		t.Fatalf("unknown command %q", d.Cmd)
+	}
+	return e.effects()
+}
+
+func (e *env) value(v *atollpb.Value) string {
+	switch {
+	case v == nil:
+		return "pending"
+	case v.GetError() != nil:
+		return "error " + v.GetError().Code.String()
+	case v.GetStored() != nil:
+		return "stored@" + e.nodeName(v.GetStored().GetNodeId())
+	}
+	return fmt.Sprintf("inline %q", v.GetInline())
+}
+
+func (e *env) nodeName(b []byte) string {
+	for name, id := range e.names {
+		if string(id[:]) == string(b) {
+			return name
+		}
+	}
+	return "?"
+}
+
+func (e *env) taskName(b []byte) string {
+	id, _ := ids.FromBytes(b)
+	return e.tasks[id]
+}
+
+func (e *env) spec(s *atollpb.TaskSpec) string {
+	var args []string
+	for _, a := range s.Args {
+		if r := a.GetRef(); r != nil {
+			arg := e.label[ids.MustObjectID(r.ObjectId)]
+			if len(r.NodeId) > 0 {
+				arg += "@" + e.nodeName(r.NodeId)
+			}
+			args = append(args, arg)
+			continue
+		}
+		args = append(args, e.value(a.GetValue()))
+	}
+	out := fmt.Sprintf("%s attempt=%d args=[%s]", s.Name, s.Attempt, strings.Join(args, ", "))
+	if len(s.Borrowed) > 0 {
+		var b []string
+		for _, r := range s.Borrowed {
+			b = append(b, e.label[ids.MustObjectID(r.ObjectId)])
+		}
+		out += " lent=[" + strings.Join(b, " ") + "]"
+	}
+	return out
+}
+
+func (e *env) effects() string {
+	var lines []string
+	for _, eff := range e.table.TakeEffects() {
+		switch f := eff.(type) {
+		case SendTask:
+			lines = append(lines, "send "+e.spec(f.Spec))
+		case CallActor:
+			lines = append(lines, fmt.Sprintf("call %s: %s", f.Address, e.spec(f.Spec)))
+		case CancelTask:
+			lines = append(lines, "cancel "+e.tasks[f.Task])
+		case Free:
+			var n []string
+			for _, id := range f.Objects {
+				n = append(n, e.label[id])
+			}
+			sort.Strings(n)
+			lines = append(lines, "free "+strings.Join(n, " "))
+		case Notify:
+			lines = append(lines, "notify "+e.waiters[f.C])
+		case Dispatched:
+			lines = append(lines, fmt.Sprintf("dispatched %s", f.Attach))
+		case Retried:
+			lines = append(lines, fmt.Sprintf("retried %s attempt=%d cause=%s", f.Attach, f.Attempt, f.Cause.Code))
+		case Finished:
+			if f.Err == nil {
+				lines = append(lines, fmt.Sprintf("finished %s", f.Attach))
+			} else {
+				lines = append(lines, fmt.Sprintf("finished %s error=%s", f.Attach, f.Err.Code))
+			}
+		default:
+			lines = append(lines, fmt.Sprintf("%T", eff))
+		}
+	}
+	if len(lines) == 0 {
+		return "(no effects)"
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (e *env) state() string {
+	tb := e.table
+	var lines []string
+	var objs []string
+	for id, o := range tb.objects {
+		s := fmt.Sprintf("object %s refs=%d %s", e.label[id], o.refs, e.value(o.value))
+		if o.borrowed {
+			s += " borrowed"
+		}
+		objs = append(objs, s)
+	}
+	sort.Strings(objs)
+	lines = append(lines, objs...)
+	for _, tk := range tb.sortedTasks() {
+		s := fmt.Sprintf("task %s attempt=%d", tk.attach, tk.spec.Attempt)
+		switch {
+		case tk.cancelled:
+			s += " cancelled"
+		case tk.dispatched:
+			s += " dispatched"
+		default:
+			s += fmt.Sprintf(" waiting=%d", tk.unresolved)
+		}
+		lines = append(lines, s)
+	}
+	var acts []string
+	for id, a := range tb.actors {
+		s := fmt.Sprintf("actor %s address=%q queued=%d inflight=%d", e.actors[id], a.address, len(a.queue), len(a.inflight))
+		if a.dead != nil {
+			s += " dead"
+		}
+		acts = append(acts, s)
+	}
+	sort.Strings(acts)
+	lines = append(lines, acts...)
+	if len(lines) == 0 {
+		return "(empty)"
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,335 @@
+package owner
+
+import (
+	"sort"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+)
+
+// task is a task this process owns that has not finished: its arguments
+// may be unresolved, it may be queued, running or retrying.
+type task struct {
+	id   ids.TaskID
+	seq  uint64 // submission order
+	spec *atollpb.TaskSpec
+	// deps are the objects given as arguments (referenced while the task
+	// is pending), depArgIdx the index in spec.Args of each.
+	deps      []ids.ObjectID
+	depArgIdx []int
+	// holds are refs serialised inside inline argument values (referenced
+	// by their encoding; lent to the task, released when it ends).
+	holds       []ids.ObjectID
+	refArgs     int // arguments the caller gave as ObjectRefs (0: a root task)
+	unresolved  int // deps and holds without a value yet
+	returns     []ids.ObjectID
+	retriesLeft int // -1: forever
+	actor       *actorEntry
+	attach      any
+
+	dispatched bool // arguments resolved; sent (or, for a call, ready to send)
+	cancelled  bool
+}
+
+// Arg is one argument of a Submission: an object, or an inline value.
+type Arg struct {
+	// Ref is an object argument. The task takes a reference of its own
+	// unless Owned.
+	Ref ids.ObjectID
+	// Owned: Ref was made for this task (a large value put in the store);
+	// the task takes over its one reference.
+	Owned bool
+	// Value is an inline argument (when Ref is zero).
+	Value *atollpb.Value
+	// Holds are refs serialised inside Value; their encoding took one
+	// reference each, which the task releases when it ends.
+	Holds []ids.ObjectID
+}
+
+// Submission is a task or actor call to submit.
+type Submission struct {
+	// Spec is complete but for Args, which Submit fills. Spec.TaskId names
+	// the task; its returns are ids.ReturnObjectID(task, i).
+	Spec *atollpb.TaskSpec
+	Args []Arg
+	// Actor names the actor of an actor call (zero for a task or an actor
+	// creation).
+	Actor ids.ActorID
+	// Attach is the shell's own data, handed back in Dispatched, Retried
+	// and Finished.
+	Attach any
+	// Err fails the task at once (its arguments could not be built): its
+	// returns resolve to Err and the references Args carry are dropped.
+	Err *atollpb.ErrorInfo
+}
+
+// Submit registers a task with one reference to each of its returns,
+// takes references to its arguments, and sends it once they all have
+// values (at once if they do). It returns the return ids.
+func (t *Table) Submit(s Submission) []ids.ObjectID {
+	id := ids.MustFromBytes(s.Spec.TaskId)
+	t.seqNext++
+	tk := &task{id: id, seq: t.seqNext, spec: s.Spec, retriesLeft: int(s.Spec.MaxRetries), attach: s.Attach}
+	for i := 0; i < int(s.Spec.NumReturns); i++ {
+		rid := ids.ReturnObjectID(id, i)
+		t.Put(rid, nil, nil, nil)
+		tk.returns = append(tk.returns, rid)
+	}
+	t.tasks[id] = tk
+	for i, a := range s.Args {
+		tk.holds = append(tk.holds, a.Holds...)
+		if a.Ref.IsZero() {
+			s.Spec.Args = append(s.Spec.Args, &atollpb.TaskArg{Kind: &atollpb.TaskArg_Value{Value: a.Value}})
+			continue
+		}
+		if !a.Owned {
+			if s.Err != nil || !t.AddRef(a.Ref) {
+				if s.Err == nil {
+					s.Err = errs.ToProto(&errs.ObjectLostError{ObjectID: a.Ref.String(), Message: "argument object no longer exists"})
+				}
+				continue
+			}
+			tk.refArgs++
+		}
+		tk.deps = append(tk.deps, a.Ref)
+		tk.depArgIdx = append(tk.depArgIdx, i)
+		s.Spec.Args = append(s.Spec.Args, &atollpb.TaskArg{Kind: &atollpb.TaskArg_Ref{Ref: &atollpb.ObjectRef{ObjectId: a.Ref.Bytes()}}})
+	}
+	if s.Err != nil {
+		t.finish(tk, s.Err)
+		return tk.returns
+	}
+	if !s.Actor.IsZero() {
+		a := t.actors[s.Actor]
+		if a == nil {
+			a = t.AddActor(s.Actor, "", false)
+		}
+		if a.dead != nil {
+			t.finish(tk, a.dead)
+			return tk.returns
+		}
+		tk.actor = a
+		a.queue = append(a.queue, tk)
+	}
+	for _, dep := range tk.deps {
+		if o := t.objects[dep]; o != nil && !o.ready() {
+			tk.unresolved++
+			o.waiting = append(o.waiting, tk)
+		}
+	}
+	// Refs inside argument values must have values too, to be lent.
+	for _, h := range tk.holds {
+		if o := t.objects[h]; o != nil && !o.ready() {
+			tk.unresolved++
+			o.waiting = append(o.waiting, tk)
+		}
+	}
+	if tk.unresolved == 0 {
+		t.dispatch(tk)
+	}
+	return tk.returns
+}
+
+// depReady counts down a task's unresolved arguments.
+func (t *Table) depReady(tk *task) {
+	tk.unresolved--
+	if tk.unresolved == 0 {
+		t.dispatch(tk)
+	}
+}
+
+// dispatch runs once every argument has a value: it inlines small values,
+// fails the task if an argument failed, and sends it.
+func (t *Table) dispatch(tk *task) {
+	if tk.cancelled || tk.dispatched || t.tasks[tk.id] != tk {
+		return
+	}
+	spec := tk.spec
+	for j, dep := range tk.deps {
+		o := t.objects[dep]
+		if o == nil {
+			t.finish(tk, errs.ToProto(&errs.ObjectLostError{ObjectID: dep.String(), Message: "argument object no longer exists"}))
+			return
+		}
+		if e := o.value.GetError(); e != nil {
+			t.finish(tk, e) // a failed argument fails the task with the same error
+			return
+		}
+		if o.producer != nil {
+			spec.ArgProducers = append(spec.ArgProducers, o.producer)
+		}
+		if inline := o.value.GetInline(); inline != nil || o.value.GetStored() == nil {
+			spec.Args[tk.depArgIdx[j]] = &atollpb.TaskArg{Kind: &atollpb.TaskArg_Value{Value: o.value}}
+			continue
+		}
+		ref, st := spec.Args[tk.depArgIdx[j]].GetRef(), o.value.GetStored()
+		ref.Size, ref.NodeId, ref.Codec = st.GetLength(), st.GetNodeId(), st.GetCodec()
+		if !o.borrowed {
+			ref.OwnerAddress, ref.OwnerId = t.cfg.Node.String(), t.cfg.Worker.Bytes()
+		}
+	}
+	for _, h := range tk.holds {
+		if o := t.objects[h]; o != nil {
+			spec.Borrowed = append(spec.Borrowed, &atollpb.ReturnObject{ObjectId: h.Bytes(), Value: o.value})
+		}
+	}
+	spec.NumDependencies = int32(tk.refArgs + len(tk.holds))
+	tk.dispatched = true
+	t.emit(Dispatched{Attach: tk.attach})
+	if tk.actor != nil {
+		t.flush(tk.actor)
+		return
+	}
+	t.emit(SendTask{Spec: spec})
+}
+
+// Result applies a task attempt's result: a stale attempt or a finished
+// task is ignored; a failure is retried if the task may be, else its
+// returns fail; a success resolves the returns.
+func (t *Table) Result(res *atollpb.TaskResult) {
+	id, err := ids.FromBytes(res.GetTaskId())
+	if err != nil {
+		return
+	}
+	tk := t.tasks[id]
+	if tk == nil || res.Attempt != tk.spec.Attempt || !tk.dispatched {
+		return // stale attempt, duplicate, or already finished
+	}
+	if res.Error != nil {
+		switch {
+		case tk.cancelled:
+			// Whatever stopped it, the caller asked for it to stop.
+			t.finish(tk, errs.ToProto(&errs.CancelledError{TaskName: tk.spec.Name, TaskID: id.String()}))
+		case !t.retry(tk, res):
+			t.finish(tk, res.Error)
+		}
+		return
+	}
+	if tk.spec.Type == atollpb.TaskType_ACTOR_CREATION_TASK {
+		t.actorCreated(ids.MustFromBytes(tk.spec.ActorId), res.ActorAddress)
+	}
+	for i, rid := range tk.returns {
+		if i >= len(res.Returns) {
+			t.Resolve(rid, errorValue(errs.Invalidf("task %s returned %d values, want %d", tk.spec.Name, len(res.Returns), len(tk.returns))), nil, nil)
+			continue
+		}
+		v := res.Returns[i].GetValue()
+		var contained []ids.ObjectID
+		for _, c := range v.GetContainedRefs() {
+			if cid, err := ids.ObjectIDFromBytes(c.GetObjectId()); err == nil {
+				contained = append(contained, cid)
+			}
+		}
+		t.Resolve(rid, v, res.ExecuteSpan, contained)
+	}
+	t.complete(tk, nil)
+}
+
+// Retryable reports whether a failed attempt may run again: the retry
+// decision, a pure function of the task's options and the failure. A
+// task is retried when its worker or node died, or on an application
+// error if it asked for that; an actor call when its actor crashed (it
+// restarts) or on an application error if it asked for that.
+func Retryable(spec *atollpb.TaskSpec, res *atollpb.TaskResult) bool {
+	code := res.GetError().GetCode()
+	appErr := spec.RetryExceptions && code == atollpb.ErrorCode_TASK_ERROR
+	if spec.Type == atollpb.TaskType_ACTOR_TASK {
+		return res.ActorCrashed || appErr
+	}
+	return code == atollpb.ErrorCode_WORKER_CRASHED || code == atollpb.ErrorCode_NODE_DIED || appErr
+}
+
+func (t *Table) retry(tk *task, res *atollpb.TaskResult) bool {
+	if tk.cancelled || tk.retriesLeft == 0 || !Retryable(tk.spec, res) {
+		return false
+	}
+	if tk.retriesLeft > 0 {
+		tk.retriesLeft--
+	}
+	spec := proto.Clone(tk.spec).(*atollpb.TaskSpec)
+	spec.Attempt++
+	tk.spec = spec
+	t.emit(Retried{Attach: tk.attach, Attempt: spec.Attempt, Cause: res.Error})
+	if a := tk.actor; a != nil {
+		// A retried call goes behind the calls already sent.
+		if a.dead == nil && a.address != "" {
+			t.emit(CallActor{Address: a.address, Spec: spec})
+		}
+		return true
+	}
+	t.emit(SendTask{Spec: spec})
+	return true
+}
+
+// finish fails a task's returns with e and forgets it.
+func (t *Table) finish(tk *task, e *atollpb.ErrorInfo) {
+	if e.TaskName == "" && e.Code == atollpb.ErrorCode_TASK_ERROR {
+		e = proto.Clone(e).(*atollpb.ErrorInfo)
+		e.TaskName = tk.spec.Name
+	}
+	v := &atollpb.Value{Codec: atollpb.Codec_CODEC_ERROR, Kind: &atollpb.Value_Error{Error: e}}
+	for _, rid := range tk.returns {
+		t.Resolve(rid, v, nil, nil)
+	}
+	if tk.spec.Type == atollpb.TaskType_ACTOR_CREATION_TASK {
+		t.actorDied(ids.MustFromBytes(tk.spec.ActorId), e)
+	}
+	t.complete(tk, e)
+}
+
+// complete forgets a finished task and drops its argument references.
+func (t *Table) complete(tk *task, e *atollpb.ErrorInfo) {
+	if t.tasks[tk.id] != tk {
+		return
+	}
+	delete(t.tasks, tk.id)
+	if a := tk.actor; a != nil {
+		a.forget(tk)
+	}
+	t.emit(Finished{Attach: tk.attach, Err: e})
+	t.DropRef(tk.deps...)
+	t.DropRef(tk.holds...)
+}
+
+// Cancel cancels a task this process owns: before dispatch it fails at
+// once; a queued or running task is cancelled by the node, which reports
+// it CANCELLED. A call already sent to an actor runs to completion.
+// Cancelling an unknown or finished task does nothing.
+func (t *Table) Cancel(id ids.TaskID) {
+	tk := t.tasks[id]
+	if tk == nil || tk.cancelled {
+		return
+	}
+	tk.cancelled = true
+	cancelled := errs.ToProto(&errs.CancelledError{TaskName: tk.spec.Name, TaskID: id.String()})
+	switch {
+	case !tk.dispatched:
+		t.finish(tk, cancelled)
+	case tk.actor != nil:
+		if tk.actor.unsent(tk) {
+			t.finish(tk, cancelled)
+		}
+	default:
+		t.emit(CancelTask{Task: id})
+	}
+}
+
+// Pending reports whether a task is still pending.
+func (t *Table) Pending(id ids.TaskID) bool { return t.tasks[id] != nil }
+
+// sortedTasks lists the pending tasks in submission order.
+func (t *Table) sortedTasks() []*task {
+	all := make([]*task, 0, len(t.tasks))
+	for _, tk := range t.tasks {
+		all = append(all, tk)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].seq < all[j].seq })
+	return all
+}
+
+func errorValue(err error) *atollpb.Value {
+	return &atollpb.Value{Codec: atollpb.Codec_CODEC_ERROR, Kind: &atollpb.Value_Error{Error: errs.ToProto(err)}}
+}

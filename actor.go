@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"runtime"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/owner"
 	"github.com/atoll-runtime/atoll/raylet"
 )
 
@@ -119,6 +121,34 @@ type ActorHandle[T any] struct {
 	st *actorState
 }
 
+// actorState is what a handle knows of its actor. The caller side of the
+// actor (its address, its death, the calls waiting to be sent in order)
+// is the owner table's (owner.Table).
+type actorState struct {
+	id             ids.ActorID
+	name           string
+	typeName       string
+	maxTaskRetries int
+}
+
+// newActorState registers a handle to actor id with the owner table; the
+// table forgets the handle when the garbage collector finds it
+// unreachable (the cleanup only posts a message).
+func newActorState(rt *core, id ids.ActorID, name, typeName string, maxTaskRetries int, owned bool) *actorState {
+	st := &actorState{id: id, name: name, typeName: typeName, maxTaskRetries: maxTaskRetries}
+	rt.owner.do(func(t *owner.Table) { t.AddActor(id, name, owned) })
+	runtime.AddCleanup(st, func(rt *core) {
+		if !rt.closed.Load() {
+			rt.system.Root.Send(rt.ownerPID, &actorHandleDropped{id: id})
+		}
+	}, rt)
+	return st
+}
+
+// actorHandleDropped is posted to the owner actor when a handle is
+// garbage.
+type actorHandleDropped struct{ id ids.ActorID }
+
 // ID returns the actor id in hex.
 func (h ActorHandle[T]) ID() string {
 	if h.st == nil {
@@ -151,8 +181,7 @@ func newActor[T any](ctx context.Context, e *actorTypeEntry, args []argSource, o
 	if err := rt.gcs.RegisterActor(ctx, info); err != nil {
 		return ActorHandle[T]{}, err
 	}
-	st := rt.actors.add(id, cc.actorName, e.name, cc.maxTaskRetries)
-	st.owned = true
+	st := newActorState(rt, id, cc.actorName, e.name, cc.maxTaskRetries, true)
 	spec := &atollpb.TaskSpec{
 		Type: atollpb.TaskType_ACTOR_CREATION_TASK, Function: e.name, Name: "create " + e.name, ActorId: id.Bytes(),
 		ActorCreation: &atollpb.ActorCreationSpec{ActorType: e.name, Name: cc.actorName, MaxRestarts: int32(cc.maxRestarts),
@@ -183,20 +212,17 @@ func GetActor[T any](ctx context.Context, name string) (ActorHandle[T], error) {
 		return ActorHandle[T]{}, errs.Invalidf("actor %q is a %s, not a %v", name, info.ActorType, reflect.TypeFor[T]())
 	}
 	id := ids.MustFromBytes(info.ActorId)
-	st := rt.actors.get(id)
-	if st == nil {
-		st = rt.actors.add(id, info.Name, info.ActorType, 0)
-	}
+	st := newActorState(rt, id, info.Name, info.ActorType, 0, false)
 	if info.Address == "" || info.State != atollpb.ActorState_ACTOR_ALIVE {
 		// Still being created: its ALIVE event may have been applied
-		// before st existed (and dropped), so ask again now that later
-		// events find st.
+		// before the owner table knew the actor (and dropped), so ask
+		// again now that later events find it.
 		if again, err := rt.gcs.GetNamedActor(ctx, rt.cfg.namespace, name); err == nil && ids.MustFromBytes(again.ActorId) == id {
 			info = again
 		}
 	}
 	if info.Address != "" && info.State == atollpb.ActorState_ACTOR_ALIVE {
-		rt.actors.created(rt, id, info.Address)
+		rt.owner.do(func(t *owner.Table) { t.ActorEvent(info) })
 	}
 	return ActorHandle[T]{st: st}, nil
 }
@@ -213,7 +239,7 @@ func Kill[T any](ctx context.Context, h ActorHandle[T]) error {
 		return errs.Invalidf("Kill: zero ActorHandle")
 	}
 	const reason = "killed by atoll.Kill"
-	rt.actors.died(rt, h.st.id, errs.ToProto(&errs.ActorDiedError{ActorID: h.st.id.String(), Name: h.st.name, Message: reason}))
+	rt.owner.do(func(t *owner.Table) { t.ActorKilled(h.st.id, reason) })
 	rt.link.killActor(&atollpb.KillActor{ActorId: h.st.id.Bytes(), NoRestart: true, Reason: reason})
 	return nil
 }

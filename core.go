@@ -28,6 +28,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/natsembed"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
 	"github.com/atoll-runtime/atoll/objectstore"
+	"github.com/atoll-runtime/atoll/owner"
 	"github.com/atoll-runtime/atoll/raylet"
 )
 
@@ -62,9 +63,8 @@ type core struct {
 	putTask  ids.TaskID
 	putSeq   atomic.Uint32
 
-	objects *objectTable
-	tasks   *taskTable
-	actors  *actorTable
+	// owner is this process's ownership state: objects, tasks, actors.
+	owner *ownerShell
 
 	workerStores sync.Map // ids.WorkerID -> *objectstore.Client
 	unsubscribe  func()
@@ -225,15 +225,7 @@ func (rt *core) start(ctx context.Context) error {
 		return fmt.Errorf("atoll: start object store: %w", err)
 	}
 	rt.store = objectstore.NewClient(root, rt.storePID, rt.arena, rt.workerID)
-	rt.objects = newObjectTable(func(stored []ids.ObjectID) {
-		if rt.gateway != nil {
-			rt.gateway.Free(idsBytes(stored)) // every node's copy
-			return
-		}
-		rt.store.Delete(stored...)
-	})
-	rt.tasks = newTaskTable()
-	rt.actors = newActorTable()
+	rt.owner = newOwnerShell(owner.Config{Worker: rt.workerID, Node: rt.nodeID}, rt.applyOwnerEffect)
 
 	if rt.ownerPID, err = root.SpawnNamed(rt.withFaults(actor.PropsFromProducer(func() actor.Actor { return &ownerActor{rt: rt} }, actor.WithDispatcher(actors.HotDispatcher))), "owner"); err != nil {
 		return fmt.Errorf("atoll: start owner: %w", err)
@@ -356,20 +348,23 @@ func (rt *core) stop(ctx context.Context) error {
 	if rt.metrics != nil {
 		_ = rt.metrics.Unregister()
 	}
-	if rt.objects != nil {
+	if rt.owner != nil {
+		var stored []ids.ObjectID
+		var actorIDs []ids.ActorID
+		rt.owner.do(func(t *owner.Table) {
+			stored, actorIDs = t.StoredIDs(), t.OwnedLiveActors()
+			// Pending tasks fail; nothing more is freed (the store goes).
+			t.Close(errs.ToProto(errs.Unavailablef("atoll shut down")))
+		})
 		if rt.gateway != nil && rt.cfg.node == nil {
 			// The job ends: its objects go from every node (a single
 			// node's store simply closes).
-			rt.gateway.Free(idsBytes(rt.objects.storedIDs()))
-			for _, id := range rt.actors.ownedLive() {
+			rt.gateway.Free(idsBytes(stored))
+			for _, id := range actorIDs {
 				rt.gateway.KillActor(&atollpb.KillActor{ActorId: id.Bytes(), NoRestart: true, Reason: "its job ended"})
 			}
 			rt.gateway.Flush()
 		}
-		rt.objects.close()
-	}
-	if rt.tasks != nil {
-		rt.tasks.failAll(errs.Unavailablef("atoll shut down"), rt)
 	}
 	if rt.gateway != nil {
 		rt.gateway.Stop()

@@ -16,6 +16,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
 	"github.com/atoll-runtime/atoll/objectstore"
+	"github.com/atoll-runtime/atoll/owner"
 	"github.com/atoll-runtime/atoll/raylet"
 )
 
@@ -61,12 +62,16 @@ func (rt *core) execute(ctx context.Context, w raylet.Worker, spec *atollpb.Task
 		// Refs inside the arguments are the caller's: borrow them while
 		// the task runs (the owner keeps them alive until it ends).
 		var lent []ids.ObjectID
+		ownerNode, _ := ids.FromHex(spec.OwnerAddress)
 		for _, b := range spec.Borrowed {
-			id := ids.MustObjectID(b.ObjectId)
-			rt.objects.borrow(id, b.Value)
+			id, err := ids.ObjectIDFromBytes(b.ObjectId)
+			if err != nil {
+				continue
+			}
+			rt.owner.do(func(t *owner.Table) { t.Borrow(id, b.Value, ownerNode) })
 			lent = append(lent, id)
 		}
-		defer rt.objects.decRef(lent...)
+		defer rt.owner.dropRef(lent...)
 	}
 
 	args, release, err := rt.fetchArgs(ctx, store, spec)
@@ -209,7 +214,7 @@ func (rt *core) storeOutputs(ctx context.Context, store storeAPI, spec *atollpb.
 		value := &atollpb.Value{Codec: enc.Codec}
 		if enc.Codec == atollpb.Codec_CODEC_GOB {
 			if refs := containedRefs(enc.Data); len(refs) > 0 && rt.isWorker {
-				rt.objects.decRef(refs...) // the references the encoding took
+				rt.owner.dropRef(refs...) // the references the encoding took
 				return nil, errs.Invalidf("task %s returned ObjectRefs inside its value: refs cannot leave a worker process yet (no borrower protocol)", spec.Name)
 			}
 			for _, c := range containedRefs(enc.Data) {

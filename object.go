@@ -67,7 +67,7 @@ func PutWith[E Elem](ctx context.Context, n int, fill func([]E)) (ObjectRef[[]E]
 		xs := make([]E, n)
 		fill(xs)
 		enc, _ := codec.Encode(xs)
-		rt.objects.add(id, &atollpb.Value{Codec: c, Kind: &atollpb.Value_Inline{Inline: enc.Data}}, telemetry.Inject(ctx), nil)
+		rt.owner.put(id, &atollpb.Value{Codec: c, Kind: &atollpb.Value_Inline{Inline: enc.Data}}, telemetry.Inject(ctx), nil)
 		return ObjectRef[[]E]{h: newHandle(rt, id)}, nil
 	}
 	buf, err := rt.store.CreateOwned(ctx, id, uint64(size), c, rt.workerID)
@@ -83,7 +83,7 @@ func PutWith[E Elem](ctx context.Context, n int, fill func([]E)) (ObjectRef[[]E]
 	if err := rt.store.Seal(ctx, id); err != nil {
 		return ObjectRef[[]E]{}, err
 	}
-	rt.objects.add(id, rt.storedValue(id, c, size), telemetry.Inject(ctx), nil)
+	rt.owner.put(id, rt.storedValue(id, c, size), telemetry.Inject(ctx), nil)
 	return ObjectRef[[]E]{h: newHandle(rt, id)}, nil
 }
 
@@ -110,14 +110,9 @@ func (rt *core) ownedRef(id ids.ObjectID, v *atollpb.Value) *atollpb.ObjectRef {
 	return r
 }
 
-// ownerNode is the node of id's owner as far as this process knows: its
-// own for the objects it owns.
-func (rt *core) ownerNode(id ids.ObjectID) string {
-	if rt.objects.borrowed(id) {
-		return ""
-	}
-	return rt.nodeID.String()
-}
+// ownerNode is the node of id's owner to name in a fetch ("" for a
+// borrowed object).
+func (rt *core) ownerNode(id ids.ObjectID) string { return rt.owner.ownerNode(id) }
 
 // isRemote reports whether a stored value lives on another node.
 func (rt *core) isRemote(v *atollpb.Value) bool {
@@ -153,14 +148,14 @@ func (rt *core) putEncoded(ctx context.Context, enc codec.Encoded) (ids.ObjectID
 		if codec.ElemSize(enc.Codec) != 0 {
 			data = append([]byte(nil), data...)
 		}
-		rt.objects.add(id, &atollpb.Value{Codec: enc.Codec, Kind: &atollpb.Value_Inline{Inline: data}}, producer, contained)
+		rt.owner.put(id, &atollpb.Value{Codec: enc.Codec, Kind: &atollpb.Value_Inline{Inline: data}}, producer, contained)
 		return id, nil
 	}
 	if err := rt.store.PutOwned(ctx, id, enc.Codec, enc.Data, rt.workerID); err != nil {
-		rt.objects.decRef(contained...)
+		rt.owner.dropRef(contained...)
 		return id, err
 	}
-	rt.objects.add(id, rt.storedValue(id, enc.Codec, len(enc.Data)), producer, contained)
+	rt.owner.put(id, rt.storedValue(id, enc.Codec, len(enc.Data)), producer, contained)
 	return id, nil
 }
 
@@ -239,7 +234,7 @@ func GetAll[T any](ctx context.Context, refs []ObjectRef[T]) ([]T, error) {
 
 // await waits until id has a value.
 func (rt *core) await(ctx context.Context, id ids.ObjectID) (*atollpb.Value, error) {
-	value, _, done, ok := rt.objects.lookup(id)
+	value, _, done, ok := rt.owner.lookup(id)
 	if !ok {
 		return nil, &errs.ObjectLostError{ObjectID: id.String(), Message: "no such object (freed?)"}
 	}
@@ -252,7 +247,7 @@ func (rt *core) await(ctx context.Context, id ids.ObjectID) (*atollpb.Value, err
 	case <-ctx.Done():
 		return nil, ctxError(ctx, id)
 	}
-	value, _, _, ok = rt.objects.lookup(id)
+	value, _, _, ok = rt.owner.lookup(id)
 	if !ok || value == nil {
 		return nil, &errs.ObjectLostError{ObjectID: id.String(), Message: "object freed while waiting"}
 	}
@@ -325,7 +320,7 @@ func Wait(ctx context.Context, refs []Ref, numReady int, timeout time.Duration) 
 		if h == nil || h.rt != rt {
 			return true // a zero or foreign ref is "ready": Get reports its error
 		}
-		v, _, _, ok := rt.objects.lookup(h.id)
+		v, _, _, ok := rt.owner.lookup(h.id)
 		return !ok || v != nil
 	}
 	count := func() int {
@@ -341,7 +336,7 @@ func Wait(ctx context.Context, refs []Ref, numReady int, timeout time.Duration) 
 		signal := make(chan struct{}, len(refs))
 		for _, r := range refs {
 			if h := r.handle(); h != nil && h.rt == rt {
-				rt.objects.whenReady(h.id, func() { signal <- struct{}{} })
+				rt.watch(h.id, signal)
 			}
 		}
 		var expire <-chan time.Time

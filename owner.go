@@ -10,19 +10,31 @@ import (
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/gcs"
+	"github.com/atoll-runtime/atoll/owner"
 )
 
 // ownerActor is this process's owner: it receives the results of the
-// tasks and actor calls it submitted, and actor state changes from the
-// GCS, and applies them to the object, task and actor tables.
+// tasks and actor calls it submitted, actor state changes from the GCS
+// and references dropped by the garbage collector, and applies them to
+// the ownership table (see ownerShell).
 type ownerActor struct{ rt *core }
 
 func (o *ownerActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *atollpb.TaskResult:
-		o.rt.onResult(m)
+		o.rt.owner.do(func(t *owner.Table) { t.Result(m) })
 	case *atollpb.ActorInfo:
-		o.rt.actors.onEvent(o.rt, m)
+		o.rt.owner.do(func(t *owner.Table) { t.ActorEvent(m) })
+	case *actorHandleDropped:
+		o.rt.owner.do(func(t *owner.Table) { t.DropActorHandle(m.id) })
+	case *refDropped:
+		if o.rt.closed.Load() {
+			return
+		}
+		if m.pinned {
+			o.rt.store.Release(m.id)
+		}
+		o.rt.owner.dropRef(m.id)
 	}
 }
 

@@ -54,22 +54,30 @@ type cleanupArg struct {
 // newHandle wraps an already counted reference to id.
 func newHandle(rt *core, id ids.ObjectID) *refHandle {
 	h := &refHandle{id: id, rt: rt, state: &handleState{}}
-	runtime.AddCleanup(h, func(a cleanupArg) { a.rt.dropRef(a.id, a.state) }, cleanupArg{id, rt, h.state})
+	runtime.AddCleanup(h, func(a cleanupArg) { a.rt.refCollected(a.id, a.state) }, cleanupArg{id, rt, h.state})
 	return h
 }
 
-// dropRef releases one handle's reference (and its view pin) exactly once.
-func (rt *core) dropRef(id ids.ObjectID, st *handleState) {
-	if !st.released.CompareAndSwap(false, true) {
+// refCollected runs on the Go runtime's cleanup goroutine when a handle is
+// garbage: it only posts a message to the owner actor, which releases the
+// view pin and drops the reference.
+func (rt *core) refCollected(id ids.ObjectID, st *handleState) {
+	if !st.released.CompareAndSwap(false, true) || rt.closed.Load() {
 		return
 	}
-	if rt.closed.Load() {
+	rt.system.Root.Send(rt.ownerPID, &refDropped{id: id, pinned: st.pinned.Load()})
+}
+
+// dropRef releases one handle's reference (and its view pin) exactly once,
+// now (Release).
+func (rt *core) dropRef(id ids.ObjectID, st *handleState) {
+	if !st.released.CompareAndSwap(false, true) || rt.closed.Load() {
 		return
 	}
 	if st.pinned.Load() {
 		rt.store.Release(id)
 	}
-	rt.objects.decRef(id)
+	rt.owner.dropRef(id)
 }
 
 // ID returns the object id in hex.
@@ -128,7 +136,7 @@ func (r ObjectRef[T]) GobEncode() ([]byte, error) {
 	}
 	// The encoded form is a reference of its own, held by whatever holds
 	// the bytes (an object, a task's arguments) until it is freed.
-	if !r.h.rt.objects.incRef(r.h.id) {
+	if !r.h.rt.owner.addRef(r.h.id) {
 		return nil, &errs.ObjectLostError{ObjectID: r.h.id.String(), Message: "encoding a reference to a freed object"}
 	}
 	return append(append([]byte(nil), refMarker...), r.h.id[:]...), nil
@@ -147,7 +155,7 @@ func (r *ObjectRef[T]) GobDecode(b []byte) error {
 	if rt == nil {
 		return errs.ErrNotInitialized
 	}
-	if !rt.objects.incRef(id) {
+	if !rt.owner.addRef(id) {
 		return &errs.ObjectLostError{ObjectID: id.String(), Message: "decoded a reference to an object that no longer exists"}
 	}
 	r.h = newHandle(rt, id)

@@ -27,6 +27,10 @@ type MemoryStats struct {
 	// PendingTasks is the number of tasks this process submitted that
 	// have not finished.
 	PendingTasks int
+	// ActorHandles is the number of actors this process knows: those it
+	// holds handles to, and those it created that are still alive (they
+	// die with its job).
+	ActorHandles int
 	// Spilling: bytes written to and read back from spill files ever,
 	// bytes of live objects on disk now, spill files now, failed spill
 	// writes, and creations that got their space from a spill.
@@ -45,10 +49,10 @@ func Memory(ctx context.Context) (MemoryStats, error) {
 	if err != nil {
 		return MemoryStats{}, err
 	}
-	live, _, _ := rt.objects.stats()
+	os := rt.owner.stats()
 	return MemoryStats{
 		StoreCapacity: s.CapacityBytes, StoreUsed: s.UsedBytes, StoreObjects: s.NumObjects, StorePinned: s.PinnedBytes,
-		PendingCreates: s.PendingCreates, OwnedObjects: live, PendingTasks: rt.tasks.size(),
+		PendingCreates: s.PendingCreates, OwnedObjects: os.Objects, PendingTasks: os.Tasks, ActorHandles: os.Actors,
 		SpilledBytesTotal: s.SpilledBytesTotal, RestoredBytesTotal: s.RestoredBytesTotal,
 		SpilledBytesCurrent: s.SpilledBytesCurrent, SpillFiles: s.SpillFilesCurrent,
 		SpillErrors: s.SpillErrorsTotal, FallbackCreates: s.FallbackCreatesTotal,

@@ -21,6 +21,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/telemetry"
 	"github.com/atoll-runtime/atoll/internal/workerconn"
 	"github.com/atoll-runtime/atoll/objectstore"
+	"github.com/atoll-runtime/atoll/owner"
 	"github.com/atoll-runtime/atoll/raylet"
 )
 
@@ -88,9 +89,7 @@ func newWorkerCore(cfg config) (*core, *workerServer, error) {
 	}
 	rt.tracer = telemetry.Tracer(tp)
 	rt.system = actors.NewSystem(rt.log)
-	rt.objects = newObjectTable(func(stored []ids.ObjectID) { rt.store.Delete(stored...) })
-	rt.tasks = newTaskTable()
-	rt.actors = newActorTable()
+	rt.owner = newOwnerShell(owner.Config{Worker: workerID, Node: nodeID}, rt.applyOwnerEffect)
 	if rt.ownerPID, err = rt.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &ownerActor{rt: rt} }), "owner"); err != nil {
 		return nil, nil, err
 	}

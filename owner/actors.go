@@ -14,6 +14,11 @@ type actorEntry struct {
 	id    ids.ActorID
 	name  string
 	owned bool // this process created it (it dies with the job)
+	// handles counts the caller's handles (AddActor calls not yet
+	// matched by DropActorHandle). An entry goes once no handle and no
+	// call needs it, unless it is an owned live actor (killed when the
+	// job ends).
+	handles int
 
 	address string // where the host takes calls; empty until created
 	dead    *atollpb.ErrorInfo
@@ -24,17 +29,34 @@ type actorEntry struct {
 	inflight map[ids.TaskID]*task
 }
 
-// AddActor registers an actor this process holds a handle to (owned: it
-// created it). Registering a known actor returns it unchanged but for
-// owned, which sticks once set.
-func (t *Table) AddActor(id ids.ActorID, name string, owned bool) *actorEntry {
+// AddActor registers a handle to an actor (owned: this process created
+// it). Registering a known actor counts one more handle; owned sticks
+// once set.
+func (t *Table) AddActor(id ids.ActorID, name string, owned bool) {
 	a := t.actors[id]
 	if a == nil {
 		a = &actorEntry{id: id, name: name, inflight: map[ids.TaskID]*task{}}
 		t.actors[id] = a
 	}
+	a.handles++
 	a.owned = a.owned || owned
-	return a
+}
+
+// DropActorHandle forgets one handle to an actor (the garbage collector
+// found it unreachable). The entry goes once nothing needs it.
+func (t *Table) DropActorHandle(id ids.ActorID) {
+	if a := t.actors[id]; a != nil {
+		a.handles--
+		t.maybeForget(a)
+	}
+}
+
+// maybeForget drops an actor's entry when no handle and no call refers to
+// it, unless it is an owned live actor.
+func (t *Table) maybeForget(a *actorEntry) {
+	if a.handles <= 0 && len(a.queue) == 0 && len(a.inflight) == 0 && (!a.owned || a.dead != nil) && t.actors[a.id] == a {
+		delete(t.actors, a.id)
+	}
 }
 
 // HasActor reports whether id is registered.
@@ -100,6 +122,7 @@ func (t *Table) actorDied(id ids.ActorID, cause *atollpb.ErrorInfo) {
 	for _, tk := range append(inflight, pending...) {
 		t.finish(tk, cause)
 	}
+	t.maybeForget(a)
 }
 
 // flush sends every call at the head of the queue whose arguments
@@ -154,11 +177,4 @@ func (t *Table) ActorDead(id ids.ActorID) *atollpb.ErrorInfo {
 		return a.dead
 	}
 	return nil
-}
-
-// ForgetActor drops a dead actor's entry once no handle refers to it.
-func (t *Table) ForgetActor(id ids.ActorID) {
-	if a := t.actors[id]; a != nil && len(a.queue) == 0 && len(a.inflight) == 0 {
-		delete(t.actors, id)
-	}
 }

@@ -238,6 +238,8 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 			info.State = atollpb.ActorState_ACTOR_RESTARTING
 		}
 		tb.ActorEvent(info)
+	case "drop-handle":
+		tb.DropActorHandle(ids.ActorID(e.id16(name)))
 	case "kill-actor":
 		tb.ActorKilled(ids.ActorID(e.id16(name)), "killed by its caller")
 	case "node-died":

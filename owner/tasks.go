@@ -105,7 +105,10 @@ func (t *Table) Submit(s Submission) []ids.ObjectID {
 	if !s.Actor.IsZero() {
 		a := t.actors[s.Actor]
 		if a == nil {
-			a = t.AddActor(s.Actor, "", false)
+			// Calls hold no handle of their own: a call through a handle
+			// the table forgot cannot happen (the handle is reachable).
+			t.finish(tk, errs.ToProto(errs.Invalidf("call to actor %s: no handle registered", s.Actor.Short())))
+			return tk.returns
 		}
 		if a.dead != nil {
 			t.finish(tk, a.dead)
@@ -288,6 +291,7 @@ func (t *Table) complete(tk *task, e *atollpb.ErrorInfo) {
 	delete(t.tasks, tk.id)
 	if a := tk.actor; a != nil {
 		a.forget(tk)
+		t.maybeForget(a)
 	}
 	t.emit(Finished{Attach: tk.attach, Err: e})
 	t.DropRef(tk.deps...)

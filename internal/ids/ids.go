@@ -156,3 +156,12 @@ func MustObjectID(b []byte) ObjectID {
 	o, _ := ObjectIDFromBytes(b)
 	return o
 }
+
+// FromHex parses a 16-byte id from its hex form (String).
+func FromHex(s string) (ID16, error) {
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return ID16{}, fmt.Errorf("ids: %w", err)
+	}
+	return id16From(b)
+}

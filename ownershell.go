@@ -1,0 +1,208 @@
+package atoll
+
+import (
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/owner"
+)
+
+// ownerShell is the I/O shell around this process's ownership state
+// machine (owner.Table). Every event — from user goroutines (Put, submit,
+// Get, Cancel, Wait) and from the owner actor (results, actor events,
+// dropped refs) — is applied under mu, the only lock on the Table; the
+// effects it produces are queued in order and applied outside mu by one
+// drainer at a time, so they reach the node in the Table's order (an
+// actor's calls stay in call order) while no lock is held across I/O.
+// User goroutines step the Table directly rather than through the owner
+// actor's mailbox: a Get of a ready object or a Put then costs a mutex,
+// not a mailbox round trip.
+type ownerShell struct {
+	mu       sync.Mutex
+	table    *owner.Table
+	outbox   []owner.Effect
+	draining bool
+	apply    func(owner.Effect)
+}
+
+func newOwnerShell(cfg owner.Config, apply func(owner.Effect)) *ownerShell {
+	return &ownerShell{table: owner.New(cfg), apply: apply}
+}
+
+// do applies f to the Table, then drains the effects unless another
+// goroutine is draining already (it will apply them, in order). An effect
+// applied by the drainer may call do again: that call only queues.
+func (s *ownerShell) do(f func(*owner.Table)) {
+	s.mu.Lock()
+	f(s.table)
+	if s.table.HasEffects() {
+		s.outbox = append(s.outbox, s.table.TakeEffects()...)
+	}
+	if s.draining || len(s.outbox) == 0 {
+		s.mu.Unlock()
+		return
+	}
+	s.draining = true
+	for len(s.outbox) > 0 {
+		batch := s.outbox
+		s.outbox = nil
+		s.mu.Unlock()
+		for _, e := range batch {
+			s.apply(e)
+		}
+		s.mu.Lock()
+	}
+	s.draining = false
+	s.mu.Unlock()
+}
+
+// lookup returns an object's value (nil while pending), producer and a
+// channel closed once it has a value.
+func (s *ownerShell) lookup(id ids.ObjectID) (value *atollpb.Value, producer *atollpb.TraceContext, done <-chan struct{}, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.table.Lookup(id)
+}
+
+func (s *ownerShell) addRef(id ids.ObjectID) (ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.table.AddRef(id)
+}
+
+func (s *ownerShell) dropRef(idl ...ids.ObjectID) {
+	if len(idl) > 0 {
+		s.do(func(t *owner.Table) { t.DropRef(idl...) })
+	}
+}
+
+func (s *ownerShell) put(id ids.ObjectID, value *atollpb.Value, producer *atollpb.TraceContext, contained []ids.ObjectID) {
+	s.do(func(t *owner.Table) { t.Put(id, value, producer, contained) })
+}
+
+// ownerNode is the node of id's owner to name in a fetch: this process's
+// node for what it owns, "" for borrowed objects (their owner is found
+// through the copy's own location).
+func (s *ownerShell) ownerNode(id ids.ObjectID) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.table.Borrowed(id) {
+		return ""
+	}
+	n := s.table.OwnerNode(id)
+	if n.IsZero() {
+		return ""
+	}
+	return n.String()
+}
+
+func (s *ownerShell) stats() owner.Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.table.Stats()
+}
+
+// taskAttach is what the shell keeps with each task it submitted: the
+// submit span and the context watch that cancels the task.
+type taskAttach struct {
+	span trace.Span
+
+	mu       sync.Mutex
+	stop     func() bool
+	finished bool
+}
+
+// setStop records the context watch; if the task finished already it is
+// stopped at once.
+func (a *taskAttach) setStop(stop func() bool) {
+	a.mu.Lock()
+	done := a.finished
+	if !done {
+		a.stop = stop
+	}
+	a.mu.Unlock()
+	if done {
+		stop()
+	}
+}
+
+func (a *taskAttach) finish() {
+	a.mu.Lock()
+	stop := a.stop
+	a.finished, a.stop = true, nil
+	a.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// applyOwnerEffect carries out one effect of the Table.
+func (rt *core) applyOwnerEffect(e owner.Effect) {
+	switch e := e.(type) {
+	case owner.SendTask:
+		rt.link.submitTask(e.Spec)
+	case owner.CallActor:
+		rt.link.callActor(e.Address, e.Spec)
+	case owner.CancelTask:
+		rt.link.cancelTask(e.Task)
+	case owner.Free:
+		rt.freeStored(e.Objects)
+	case owner.Notify:
+		select {
+		case e.C <- struct{}{}:
+		default:
+		}
+	case owner.Dispatched:
+		if a, ok := e.Attach.(*taskAttach); ok {
+			a.span.End()
+		}
+	case owner.Retried:
+		if a, ok := e.Attach.(*taskAttach); ok {
+			a.span.AddEvent("retry", trace.WithAttributes(attribute.Int("atoll.attempt", int(e.Attempt)),
+				attribute.String("atoll.error", e.Cause.GetMessage())))
+		}
+	case owner.Finished:
+		if a, ok := e.Attach.(*taskAttach); ok {
+			if e.Err != nil {
+				a.span.SetStatus(codes.Error, e.Err.Message)
+			}
+			a.span.End() // no-op if Dispatched ended it
+			a.finish()
+		}
+	}
+}
+
+// freeStored deletes objects this process owned from the store: on every
+// node in a cluster.
+func (rt *core) freeStored(stored []ids.ObjectID) {
+	if rt.closed.Load() {
+		return
+	}
+	if rt.gateway != nil {
+		rt.gateway.Free(idsBytes(stored))
+		return
+	}
+	rt.store.Delete(stored...)
+}
+
+// refDropped is posted to the owner actor by a ref handle's GC cleanup:
+// the cleanup itself does no I/O and takes no lock.
+type refDropped struct {
+	id     ids.ObjectID
+	pinned bool
+}
+
+// cancelTask cancels a task this process owns.
+func (rt *core) cancelTask(id ids.TaskID) {
+	rt.owner.do(func(t *owner.Table) { t.Cancel(id) })
+}
+
+// watch arranges a send on c (without blocking) once id has a value.
+func (rt *core) watch(id ids.ObjectID, c chan<- struct{}) {
+	rt.owner.do(func(t *owner.Table) { t.Watch(id, c) })
+}

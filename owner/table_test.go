@@ -287,11 +287,6 @@ func (e *env) nodeName(b []byte) string {
 	return "?"
 }
 
-func (e *env) taskName(b []byte) string {
-	id, _ := ids.FromBytes(b)
-	return e.tasks[id]
-}
-
 func (e *env) spec(s *atollpb.TaskSpec) string {
 	var args []string
 	for _, a := range s.Args {

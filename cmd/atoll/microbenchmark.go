@@ -25,7 +25,7 @@ gigabytes. Prints the median rate of the repetitions with min and max, and
 the ratio atoll / baseline (higher is better). Progress goes to stderr.
 
 Flags (one or two dashes):
-  -json            one JSON line per metric (shared/design/benchmarks.md)
+  -json            one JSON line per metric (the format BENCHMARKS.md describes)
   -mode MODE       where tasks and actors run: process (worker processes,
                    the default) or inprocess (goroutines of this process)
   -filter REGEX    run only the metrics whose name matches REGEX

@@ -1,5 +1,5 @@
 // Package benchfmt writes benchmark results in the line format of
-// shared/design/benchmarks.md: one JSON object per measurement and line,
+// BENCHMARKS.md: one JSON object per measurement and line,
 // each next to a baseline measured in the same run, with their ratio and
 // the configuration that produced it. It also parses and formats the byte
 // sizes that benchmark programs take as flags, and names the atoll version

@@ -1,7 +1,7 @@
 // Package microbench is `atoll microbenchmark`: Ray's `ray microbenchmark`
 // set (python/ray/_private/ray_perf.py), with Ray's metric names, run on
 // the embedded local cluster, each metric next to a baseline measured in
-// the same run (shared/design/benchmarks.md).
+// the same run (see BENCHMARKS.md).
 //
 // # Measuring
 //

@@ -1,6 +1,6 @@
 // Package pss measures the memory of a group of processes as the sum of
 // their proportional set sizes (PSS), the figure atoll's benchmarks report
-// (see shared/design/benchmarks.md): PSS charges each shared page to the
+// (see BENCHMARKS.md): PSS charges each shared page to the
 // processes that map it in equal parts, so a shared-memory object store
 // mapped by the raylet, the driver and every worker is counted once in the
 // sum, not once per process as RSS would.

@@ -262,6 +262,7 @@ func (rt *core) start(ctx context.Context) error {
 		TracerProvider: tp,
 		Logger:         rt.log,
 		OnWorkerDeath:  rt.workerDied,
+		Deliver:        rt.deliverResult,
 		ReportActor:    func(info *atollpb.ActorInfo) { root.Send(rt.reporterPID, info) },
 		Process:        rt.processConfig(),
 		Middleware:     rt.faultMiddleware(),

@@ -3,6 +3,8 @@ package atoll
 import (
 	"sync"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -188,6 +190,17 @@ func (rt *core) freeStored(stored []ids.ObjectID) {
 		return
 	}
 	rt.store.Delete(stored...)
+}
+
+// deliverResult applies a result to the owner table on the goroutine that
+// has it (raylet.Config.Deliver), when this process's owner is its
+// destination: the waiter wakes with no owner-actor hop.
+func (rt *core) deliverResult(to *actor.PID, res *atollpb.TaskResult) bool {
+	if !to.Equal(rt.ownerPID) {
+		return false
+	}
+	rt.owner.do(func(t *owner.Table) { t.Result(res) })
+	return true
 }
 
 // refDropped is posted to the owner actor by a ref handle's GC cleanup:

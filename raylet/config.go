@@ -62,6 +62,12 @@ type Config struct {
 	// block) when a worker dies, so its pins and unsealed objects are
 	// reclaimed.
 	OnWorkerDeath func(ids.WorkerID)
+	// Deliver, if set, gives a task's result straight to its owner when
+	// the owner lives in this process, and reports true; false sends the
+	// result to the owner's mailbox. It is called on the goroutine that
+	// has the result (a worker connection's reader, a task's goroutine),
+	// so it must not block. Optional.
+	Deliver func(owner *actor.PID, res *atollpb.TaskResult) bool
 	// ReportActor publishes an actor's new state (to the GCS); it must not
 	// block. Optional.
 	ReportActor func(*atollpb.ActorInfo)

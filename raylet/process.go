@@ -111,8 +111,10 @@ type processExited struct {
 }
 
 // startProcess starts a worker process for id and delivers its frames
-// and its exit to self.
-func startProcess(system *actor.ActorSystem, self *actor.PID, gen uint64, cfg *ProcessConfig, px *proxy, id ids.WorkerID, node ids.NodeID) (*workerProcess, error) {
+// and its exit to self; task results go to onResult instead, on the
+// connection's reader goroutine, if it is set.
+func startProcess(system *actor.ActorSystem, self *actor.PID, gen uint64, cfg *ProcessConfig, px *proxy, id ids.WorkerID, node ids.NodeID,
+	onResult func(*atollpb.TaskResult)) (*workerProcess, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("raylet: socketpair: %w", err)
@@ -133,6 +135,10 @@ func startProcess(system *actor.ActorSystem, self *actor.PID, gen uint64, cfg *P
 			return
 		}
 		if px.handle(system, self, p.conn, f) {
+			return
+		}
+		if res := f.GetTaskResult(); res != nil && onResult != nil {
+			onResult(res)
 			return
 		}
 		system.Root.Send(self, &procFrame{gen: gen, frame: f})

@@ -85,7 +85,7 @@ func (h *procActorHost) Receive(ctx actor.Context) {
 func (h *procActorHost) start(ctx actor.Context) {
 	h.state.gen++
 	h.gen = h.state.gen
-	p, err := startProcess(ctx.ActorSystem(), ctx.Self(), h.gen, h.cfg, &h.proxy, h.worker.ID, h.worker.NodeID)
+	p, err := startProcess(ctx.ActorSystem(), ctx.Self(), h.gen, h.cfg, &h.proxy, h.worker.ID, h.worker.NodeID, nil)
 	if err == nil {
 		h.p = p
 		err = p.waitHello(h.cfg.StartTimeout)

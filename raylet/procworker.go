@@ -1,8 +1,6 @@
 package raylet
 
 import (
-	"context"
-
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/atoll-runtime/atoll/atollpb"
@@ -19,25 +17,33 @@ type workerExited struct {
 // helloResult reports whether a started worker process registered.
 type helloResult struct{ err error }
 
-// procWorker is a pool worker slot backed by a worker process. It runs one
+// procWorker is a pool worker backed by a worker process. It runs one
 // task at a time; a process that dies is not restarted in place: the
-// raylet replaces the slot.
+// raylet replaces the worker. The actor manages the process's life (start,
+// hello, exit) and forwards to it what the node tells it; tasks and their
+// results do not pass through it: the raylet writes a task to the
+// process's connection through the slot, and the connection reader hands
+// the result to its owner (see slot).
 type procWorker struct {
-	id      ids.WorkerID
-	node    ids.NodeID
-	cfg     *ProcessConfig
-	raylet  *actor.PID
-	proxy   proxy
-	p       *workerProcess
-	ready   bool
-	current *runTask
-	unwatch func() bool
+	id     ids.WorkerID
+	node   ids.NodeID
+	cfg    *ProcessConfig
+	raylet *actor.PID
+	proxy  proxy
+	slot   *slot
+	p      *workerProcess
 }
 
 func (w *procWorker) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		p, err := startProcess(ctx.ActorSystem(), ctx.Self(), 1, w.cfg, &w.proxy, w.id, w.node)
+		system, raylet, sl := ctx.ActorSystem(), w.raylet, w.slot
+		onResult := func(res *atollpb.TaskResult) {
+			if t := sl.finish(res); t != nil {
+				t.report(system, raylet, res)
+			}
+		}
+		p, err := startProcess(ctx.ActorSystem(), ctx.Self(), 1, w.cfg, &w.proxy, w.id, w.node, onResult)
 		if err != nil {
 			ctx.Send(w.raylet, &workerExited{id: w.id, reason: err.Error()})
 			ctx.Stop(ctx.Self())
@@ -51,21 +57,7 @@ func (w *procWorker) Receive(ctx actor.Context) {
 			w.p.kill()
 			return // processExited reports it
 		}
-		w.ready = true
-		if w.current != nil {
-			w.push(w.current)
-		}
-	case *runTask:
-		w.current = m
-		if w.ready {
-			w.push(m)
-		}
-	case *procFrame:
-		if res := m.frame.GetTaskResult(); res != nil && w.current != nil {
-			ctx.Send(w.raylet, &taskFinished{worker: w.id, attemptID: w.current.attemptID, result: res})
-			w.unwatch()
-			w.current = nil
-		}
+		w.slot.registered(w.p.conn)
 	case *processExited:
 		ctx.Send(w.raylet, &workerExited{id: w.id, reason: exitReason(m.err)})
 		ctx.Stop(ctx.Self())
@@ -79,14 +71,4 @@ func (w *procWorker) Receive(ctx actor.Context) {
 			forwardDown(w.p.conn, m)
 		}
 	}
-}
-
-// push sends a task to the process and forwards a cancellation of its
-// context as a cancel frame.
-func (w *procWorker) push(t *runTask) {
-	conn, id := w.p.conn, t.spec.TaskId
-	_ = conn.Send(&atollpb.Frame{Body: &atollpb.Frame_PushTask{PushTask: &atollpb.PushTask{Spec: t.spec}}})
-	w.unwatch = context.AfterFunc(t.ctx, func() {
-		_ = conn.Send(&atollpb.Frame{Body: &atollpb.Frame_CancelTask{CancelTask: &atollpb.CancelTask{TaskId: id}}})
-	})
 }

@@ -61,6 +61,7 @@ type worker struct {
 	id        ids.WorkerID
 	binary    string // the program its process runs ("" for goroutine workers)
 	pid       *actor.PID
+	slot      *slot
 	task      *task
 	idleSince time.Time
 }
@@ -101,6 +102,9 @@ type raylet struct {
 	// replacing is set while waiting tasks are placed again.
 	replacing bool
 	procCfgs  map[string]*ProcessConfig
+	// deliver gives a result to its owner: through Config.Deliver if the
+	// owner lives in this process, else its mailbox. Safe on any goroutine.
+	deliver func(owner *actor.PID, res *atollpb.TaskResult)
 }
 
 // NewProps returns the props of a raylet actor. The raylet supervises its
@@ -134,6 +138,12 @@ func (r *raylet) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		r.strategy.setRaylet(ctx.Self())
+		system, local := ctx.ActorSystem(), r.cfg.Deliver
+		r.deliver = func(owner *actor.PID, res *atollpb.TaskResult) {
+			if owner != nil && (local == nil || !local(owner, res)) {
+				system.Root.Send(owner, res)
+			}
+		}
 		if r.cfg.Process == nil || r.cfg.Process.Binary != "" {
 			for range r.cfg.NumWorkers {
 				r.spawnWorker(ctx, r.defaultBinary())
@@ -357,7 +367,11 @@ func (r *raylet) dispatch(ctx actor.Context, t *task) {
 	t.cancel, t.worker, t.attemptID = cancel, w.id, r.attempts
 	w.task = t
 	r.running[t.id] = t
-	ctx.Send(w.pid, &runTask{ctx: runCtx, spec: t.spec, attemptID: t.attemptID})
+	rt := &runTask{ctx: runCtx, spec: t.spec, attemptID: t.attemptID, worker: w.id, owner: t.owner, deliver: r.deliver}
+	w.slot.assign(rt)
+	if r.cfg.Process == nil {
+		ctx.Send(w.pid, rt) // a goroutine worker starts it
+	}
 }
 
 // takeIdle takes an idle worker running binary, starting one if there is
@@ -382,15 +396,15 @@ func (r *raylet) takeIdle(ctx actor.Context, binary string) *worker {
 }
 
 func (r *raylet) spawnWorker(ctx actor.Context, binary string) *worker {
-	w := &worker{id: ids.NewWorkerID(), binary: binary}
+	w := &worker{id: ids.NewWorkerID(), binary: binary, slot: &slot{}}
 	self := ctx.Self()
 	props := actor.PropsFromProducer(func() actor.Actor {
-		return &workerActor{id: w.id, node: r.cfg.NodeID, exec: r.cfg.Executor, raylet: self}
+		return &workerActor{id: w.id, node: r.cfg.NodeID, exec: r.cfg.Executor, raylet: self, slot: w.slot}
 	})
 	if r.cfg.Process != nil {
 		pc, node := r.processConfig(binary), r.cfg.NodeID
 		props = actor.PropsFromProducer(func() actor.Actor {
-			return &procWorker{id: w.id, node: node, cfg: pc, raylet: self, proxy: proxy{id: w.id, node: node, cfg: pc, raylet: self}}
+			return &procWorker{id: w.id, node: node, cfg: pc, raylet: self, slot: w.slot, proxy: proxy{id: w.id, node: node, cfg: pc, raylet: self}}
 		})
 	}
 	w.pid = ctx.SpawnPrefix(r.withMiddleware(props.Configure(actor.WithDispatcher(actors.HotDispatcher))), "worker")
@@ -413,7 +427,9 @@ func (r *raylet) finished(ctx actor.Context, m *taskFinished) {
 	delete(r.running, t.id)
 	r.stats.Finished++
 	r.timeline.add(TaskEvent{TaskID: t.id, Name: t.spec.Name, Worker: w.id, Start: t.started, End: time.Now(), Failed: m.result.GetError() != nil})
-	r.reply(ctx, t.owner, m.result)
+	if !m.delivered {
+		r.reply(ctx, t.owner, m.result)
+	}
 	r.schedule(ctx)
 }
 
@@ -529,6 +545,7 @@ func (r *raylet) killWorker(ctx actor.Context, m *atollpb.KillWorker) {
 // objects are reclaimed, its task reported as crashed (the owner retries
 // it), and the pool topped up.
 func (r *raylet) workerGone(ctx actor.Context, w *worker, reason string) {
+	w.slot.clear() // a result still on its way is not delivered: the crash is
 	ctx.Stop(w.pid)
 	delete(r.workers, w.id)
 	r.removeIdle(w.id)

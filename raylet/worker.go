@@ -9,18 +9,24 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
-// runTask hands a task attempt to a goroutine worker.
+// runTask is a task attempt assigned to a worker (see slot).
 type runTask struct {
 	ctx       context.Context
 	spec      *atollpb.TaskSpec
 	attemptID uint64
+	worker    ids.WorkerID
+	// owner gets the result, through deliver.
+	owner   *actor.PID
+	deliver func(owner *actor.PID, res *atollpb.TaskResult)
 }
 
-// taskFinished reports an attempt's result back to the raylet.
+// taskFinished reports an attempt's result back to the raylet. delivered:
+// the worker gave the result to its owner already.
 type taskFinished struct {
 	worker    ids.WorkerID
 	attemptID uint64
 	result    *atollpb.TaskResult
+	delivered bool
 }
 
 // workerActor is one worker slot. It runs each task on a goroutine of its
@@ -32,6 +38,7 @@ type workerActor struct {
 	node   ids.NodeID
 	exec   Executor
 	raylet *actor.PID
+	slot   *slot
 }
 
 func (w *workerActor) Receive(ctx actor.Context) {
@@ -39,10 +46,12 @@ func (w *workerActor) Receive(ctx actor.Context) {
 	if !ok {
 		return
 	}
-	system, raylet, exec := ctx.ActorSystem(), w.raylet, w.exec
+	system, raylet, exec, slot := ctx.ActorSystem(), w.raylet, w.exec, w.slot
 	info := Worker{ID: w.id, NodeID: w.node}
 	go func() {
 		res := exec.RunTask(m.ctx, info, m.spec)
-		system.Root.Send(raylet, &taskFinished{worker: info.ID, attemptID: m.attemptID, result: res})
+		if t := slot.finish(res); t != nil {
+			t.report(system, raylet, res)
+		}
 	}()
 }

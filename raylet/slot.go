@@ -1,0 +1,109 @@
+package raylet
+
+import (
+	"context"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/workerconn"
+)
+
+// slot is where the raylet hands a task attempt to a worker and where the
+// worker hands the result back, without a mailbox hop on either side:
+// the raylet assigns on its own goroutine (a process worker's PushTask
+// frame is written from there), and whoever produces the result — the
+// connection reader of a worker process, or the goroutine that ran the
+// task in this process — takes the assignment with finish, tells the
+// raylet (taskFinished) and delivers the result straight to its owner.
+// clear (the worker was killed or died) takes the assignment away first,
+// so exactly one of the two reports the attempt.
+type slot struct {
+	mu      sync.Mutex
+	current *runTask
+	// conn is the worker process's connection once it registered (nil
+	// for goroutine workers and before the hello).
+	conn *workerconn.Conn
+	// unwatch stops forwarding the current task's cancellation.
+	unwatch func() bool
+}
+
+// assign hands t to the worker; a registered process gets it at once.
+func (s *slot) assign(t *runTask) {
+	s.mu.Lock()
+	s.current = t
+	conn := s.conn
+	s.mu.Unlock()
+	if conn != nil {
+		s.push(conn, t)
+	}
+}
+
+// registered records that the worker process said hello and sends it the
+// task assigned meanwhile, if any.
+func (s *slot) registered(conn *workerconn.Conn) {
+	s.mu.Lock()
+	s.conn = conn
+	t := s.current
+	s.mu.Unlock()
+	if t != nil {
+		s.push(conn, t)
+	}
+}
+
+// push sends t to the process, then forwards a cancellation of its
+// context as a cancel frame (after the task, so the worker knows it).
+func (s *slot) push(conn *workerconn.Conn, t *runTask) {
+	_ = conn.Send(&atollpb.Frame{Body: &atollpb.Frame_PushTask{PushTask: &atollpb.PushTask{Spec: t.spec}}})
+	id := t.spec.TaskId
+	stop := context.AfterFunc(t.ctx, func() {
+		_ = conn.Send(&atollpb.Frame{Body: &atollpb.Frame_CancelTask{CancelTask: &atollpb.CancelTask{TaskId: id}}})
+	})
+	s.mu.Lock()
+	if s.current == t {
+		s.unwatch, stop = stop, nil
+	}
+	s.mu.Unlock()
+	if stop != nil {
+		stop() // it finished already
+	}
+}
+
+// finish takes the assignment res answers, or nil if res is not for the
+// current attempt (late, or the worker was cleared).
+func (s *slot) finish(res *atollpb.TaskResult) *runTask {
+	s.mu.Lock()
+	t := s.current
+	if t == nil || string(t.spec.TaskId) != string(res.GetTaskId()) || t.spec.Attempt != res.GetAttempt() {
+		s.mu.Unlock()
+		return nil
+	}
+	s.current = nil
+	stop := s.unwatch
+	s.unwatch = nil
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	return t
+}
+
+// clear takes the assignment away: the raylet reports the attempt itself.
+func (s *slot) clear() {
+	s.mu.Lock()
+	s.current = nil
+	stop := s.unwatch
+	s.unwatch = nil
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// report tells the raylet an attempt finished and delivers its result to
+// the owner (the raylet does not answer the owner again).
+func (t *runTask) report(system *actor.ActorSystem, raylet *actor.PID, res *atollpb.TaskResult) {
+	system.Root.Send(raylet, &taskFinished{worker: t.worker, attemptID: t.attemptID, result: res, delivered: true})
+	t.deliver(t.owner, res)
+}

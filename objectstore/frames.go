@@ -172,6 +172,9 @@ type FrameServer struct {
 	Delete func(*atollpb.DeleteObjectsRequest)
 	// Log receives bad requests; default slog.Default().
 	Log *slog.Logger
+
+	// waitCap, if set, shortens every wait (tests of the server giving up).
+	waitCap time.Duration
 }
 
 // Serve handles f if it is an object-store request and reports whether it
@@ -231,6 +234,9 @@ func (s *FrameServer) ask(conn *workerconn.Conn, id uint64, req proto.Message, w
 			s.Root.Send(s.Store, req) // a seal or an abort nobody waits for
 		}
 		return
+	}
+	if s.waitCap > 0 {
+		wait = min(wait, s.waitCap)
 	}
 	mc := NewMailbox(s.Root, s.Store).start(req, wait)
 	go s.answer(conn, id, req, mc, wait)

@@ -192,12 +192,12 @@ func (s *FrameServer) Serve(conn *workerconn.Conn, f *atollpb.Frame) bool {
 		s.ask(conn, f.Id, b.GetObjects, requestWait(b.GetObjects.TimeoutMs, defaultCallTimeout))
 	case *atollpb.Frame_SealObject:
 		b.SealObject.ClientId = client
-		s.ask(conn, f.Id, b.SealObject, defaultCallTimeout)
+		s.ask(conn, f.Id, b.SealObject, requestWait(0, 0))
 	case *atollpb.Frame_AbortObject:
 		b.AbortObject.ClientId = client
-		s.ask(conn, f.Id, b.AbortObject, defaultCallTimeout)
+		s.ask(conn, f.Id, b.AbortObject, requestWait(0, 0))
 	case *atollpb.Frame_StoreStats:
-		s.ask(conn, f.Id, b.StoreStats, defaultCallTimeout)
+		s.ask(conn, f.Id, b.StoreStats, requestWait(0, 0))
 	case *atollpb.Frame_ReleaseObjects:
 		b.ReleaseObjects.ClientId = client
 		s.Root.Send(s.Store, b.ReleaseObjects)

@@ -99,7 +99,7 @@ func newWorkerCore(cfg config) (*core, *workerServer, error) {
 	ready := make(chan struct{})
 	srv.conn = workerconn.New(nc, func(f *atollpb.Frame) { <-ready; srv.handle(f) })
 	rt.link = &workerLink{conn: srv.conn}
-	rt.store = &frameStore{conn: srv.conn, arena: arena}
+	rt.store = objectstore.NewTransportClient(objectstore.NewFrameTransport(srv.conn), arena, workerID)
 	rt.gcs = &frameGCS{conn: srv.conn}
 	close(ready)
 	return rt, srv, nil

@@ -2,7 +2,6 @@ package atoll
 
 import (
 	"context"
-	"time"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
@@ -11,119 +10,11 @@ import (
 	"github.com/atoll-runtime/atoll/objectstore"
 )
 
-// frameStore is the object store as a worker process sees it: requests go
-// to its raylet (which forwards them to the store with this worker as the
-// client), bytes are views of the worker's own mapping of the arena.
-type frameStore struct {
-	conn  *workerconn.Conn
-	arena *objectstore.Arena
-}
-
-var _ storeAPI = (*frameStore)(nil)
-
-func timeoutMS(ctx context.Context) int64 {
-	if d, ok := ctx.Deadline(); ok {
-		return max(time.Until(d).Milliseconds()*19/20, 1)
-	}
-	return 0
-}
-
-func (s *frameStore) CreateOwned(ctx context.Context, id ids.ObjectID, size uint64, codec atollpb.Codec, owner ids.WorkerID) ([]byte, error) {
-	r, err := rayletCall(ctx, s.conn, &atollpb.Frame{Body: &atollpb.Frame_CreateObject{CreateObject: &atollpb.CreateObjectRequest{
-		ObjectId: id.Bytes(), Size: size, Codec: codec, TimeoutMs: timeoutMS(ctx), OwnerId: owner.Bytes()}}})
-	if err != nil {
-		return nil, err
-	}
-	reply := r.GetCreateObjectReply()
-	if reply.GetError() != nil {
-		return nil, objectstore.ErrorFromProto(reply.Error)
-	}
-	loc := reply.GetLocation()
-	return s.arena.Bytes(loc.Offset, loc.Length), nil
-}
-
-func (s *frameStore) Seal(ctx context.Context, id ids.ObjectID) error {
-	r, err := rayletCall(ctx, s.conn, &atollpb.Frame{Body: &atollpb.Frame_SealObject{SealObject: &atollpb.SealObjectRequest{ObjectId: id.Bytes()}}})
-	if err != nil {
-		return err
-	}
-	return objectstore.ErrorFromProto(r.GetSealObjectReply().GetError())
-}
-
-func (s *frameStore) Abort(ctx context.Context, id ids.ObjectID) error {
-	r, err := rayletCall(ctx, s.conn, &atollpb.Frame{Body: &atollpb.Frame_AbortObject{AbortObject: &atollpb.AbortObjectRequest{ObjectId: id.Bytes()}}})
-	if err != nil {
-		return err
-	}
-	return objectstore.ErrorFromProto(r.GetSealObjectReply().GetError())
-}
-
-func (s *frameStore) PutOwned(ctx context.Context, id ids.ObjectID, codec atollpb.Codec, data []byte, owner ids.WorkerID) error {
-	buf, err := s.CreateOwned(ctx, id, uint64(len(data)), codec, owner)
-	if err != nil {
-		return err
-	}
-	copy(buf, data)
-	return s.Seal(ctx, id)
-}
-
-func (s *frameStore) Get(ctx context.Context, idList []ids.ObjectID, timeout time.Duration) ([]objectstore.Object, error) {
-	return s.GetWithPriority(ctx, idList, timeout, objectstore.PriorityTaskArgument)
-}
-
-func (s *frameStore) GetWithPriority(ctx context.Context, idList []ids.ObjectID, timeout time.Duration, priority int32) ([]objectstore.Object, error) {
-	req := &atollpb.GetObjectsRequest{ObjectIds: make([][]byte, len(idList)), TimeoutMs: max(timeout.Milliseconds(), 0), Priority: priority}
-	for i, id := range idList {
-		req.ObjectIds[i] = id.Bytes()
-	}
-	r, err := rayletCall(ctx, s.conn, &atollpb.Frame{Body: &atollpb.Frame_GetObjects{GetObjects: req}})
-	if err != nil {
-		return nil, err
-	}
-	reply := r.GetGetObjectsReply()
-	var pinned []ids.ObjectID
-	out := make([]objectstore.Object, len(idList))
-	missing := -1
-	for i, loc := range reply.GetLocations() {
-		if len(loc.GetObjectId()) == 0 {
-			missing = i
-			continue
-		}
-		pinned = append(pinned, idList[i])
-		out[i] = objectstore.Object{ID: idList[i], Codec: loc.Codec, Data: s.arena.Bytes(loc.Offset, loc.Length)}
-	}
-	if reply.GetError() != nil || missing >= 0 || len(reply.GetLocations()) != len(idList) {
-		s.Release(pinned...)
-		if reply.GetError() != nil {
-			return nil, objectstore.ErrorFromProto(reply.Error)
-		}
-		if missing < 0 {
-			missing = 0
-		}
-		return nil, &errs.GetTimeoutError{ObjectID: idList[missing].String()}
-	}
-	return out, nil
-}
-
-func (s *frameStore) Release(idList ...ids.ObjectID) {
-	if len(idList) > 0 {
-		_ = s.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_ReleaseObjects{ReleaseObjects: &atollpb.ReleaseObjectsRequest{ObjectIds: idsBytes(idList)}}})
-	}
-}
-
-func (s *frameStore) Delete(idList ...ids.ObjectID) {
-	if len(idList) > 0 {
-		_ = s.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_DeleteObjects{DeleteObjects: &atollpb.DeleteObjectsRequest{ObjectIds: idsBytes(idList)}}})
-	}
-}
-
-func (s *frameStore) Stats(ctx context.Context) (*atollpb.StoreStats, error) {
-	r, err := rayletCall(ctx, s.conn, &atollpb.Frame{Body: &atollpb.Frame_StoreStats{StoreStats: &atollpb.StoreStatsRequest{}}})
-	if err != nil {
-		return nil, err
-	}
-	return r.GetStoreStatsReply(), nil
-}
+// A worker process reaches the object store with the node's own client
+// (objectstore.Client) over frames to its raylet
+// (objectstore.NewFrameTransport), which forwards them to the store with
+// the worker as the client.
+var _ storeAPI = (*objectstore.Client)(nil)
 
 func idsBytes(idList []ids.ObjectID) [][]byte {
 	out := make([][]byte, len(idList))

@@ -3,11 +3,11 @@ package objectstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
@@ -37,13 +37,20 @@ type Object struct {
 	Data []byte
 }
 
-// Client is the typed in-process API of the store actor, used by the driver
-// and by workers. Every request is made on behalf of one client id, whose
-// pins and unsealed creations the store reclaims on Disconnect. A Client is
-// safe for concurrent use; it holds no state besides the mapping.
+// Client is the typed API of the store actor, used by the driver, by the
+// node's components and by worker processes. Every request is made on
+// behalf of one client id, whose pins and unsealed creations the store
+// reclaims when the client disconnects. A Client is safe for concurrent
+// use; it holds no state besides its transport and its mapping of the
+// arena.
+//
+// The client logic lives here once, over a Transport: the actor mailbox
+// inside the node process (NewClient), workerconn frames in a worker
+// process (NewFrameTransport). It builds the requests, turns replies into
+// views of the caller's own mapping of the arena and typed errors, and
+// gives back what the store grants a caller that gave up (see call).
 type Client struct {
-	root  *actor.RootContext
-	pid   *actor.PID
+	t     Transport
 	arena *Arena
 	id    ids.WorkerID
 	idb   []byte
@@ -53,7 +60,14 @@ type Client struct {
 // objects through arena (the same memfd the store manages, mapped in this
 // process) on behalf of clientID.
 func NewClient(root *actor.RootContext, pid *actor.PID, arena *Arena, clientID ids.WorkerID) *Client {
-	return &Client{root: root, pid: pid, arena: arena, id: clientID, idb: clientID.Bytes()}
+	return NewTransportClient(NewMailbox(root, pid), arena, clientID)
+}
+
+// NewTransportClient returns a client of the store reached through t,
+// reading and writing objects through arena (this process's mapping of
+// the store's memfd) on behalf of clientID.
+func NewTransportClient(t Transport, arena *Arena, clientID ids.WorkerID) *Client {
+	return &Client{t: t, arena: arena, id: clientID, idb: clientID.Bytes()}
 }
 
 // ID returns the client id requests are made for.
@@ -65,6 +79,8 @@ func (c *Client) ID() ids.WorkerID { return c.id }
 // space until the context's deadline (or the store's CreateTimeout when the
 // context has none) and then fails with an error matching
 // errs.ErrObjectStoreFull. An id already in use fails with ErrObjectExists.
+// If the context ends first, the creation is withdrawn (queued or already
+// granted) and Create returns the context's error.
 func (c *Client) Create(ctx context.Context, id ids.ObjectID, size uint64, codec atollpb.Codec) ([]byte, error) {
 	return c.CreateOwned(ctx, id, size, codec, ids.WorkerID{})
 }
@@ -80,44 +96,65 @@ func (c *Client) CreateOwned(ctx context.Context, id ids.ObjectID, size uint64, 
 	if !owner.IsZero() {
 		req.OwnerId = owner.Bytes()
 	}
-	res, err := c.call(ctx, req, wait, nil)
+	res, err := c.call(ctx, req, wait)
 	if err != nil {
-		// No answer (cancelled, or the store did not reply in time):
-		// withdraw the creation at once, whether it is queued (it would
-		// hold up the FIFO) or already granted. The abort is processed
-		// after the create: same sender, same mailbox.
-		c.root.Send(c.pid, &atollpb.AbortObjectRequest{ObjectId: id.Bytes(), ClientId: c.idb})
 		return nil, err
 	}
 	reply, ok := res.(*atollpb.CreateObjectReply)
 	if !ok {
+		c.giveBack(res)
+		withdraw(c.t, req)
 		return nil, unexpected(res)
 	}
 	if reply.Error != nil {
 		return nil, fromProto(reply.Error)
 	}
-	loc := reply.Location
-	return c.arena.Bytes(loc.GetOffset(), loc.GetLength()), nil
+	buf, err := c.view(reply.Location, id)
+	if err == nil && uint64(len(buf)) != size {
+		err = errs.Unavailablef("objectstore: creation of %d bytes granted %d", size, len(buf))
+	}
+	if err != nil {
+		withdraw(c.t, req)
+		return nil, err
+	}
+	return buf, nil
 }
 
 // Seal makes the object immutable and visible to Get. The view returned by
 // Create must not be written afterwards.
+//
+// Seal goes ahead even if ctx is done: the store answers it at once, and
+// an object whose bytes are written is better finished than left unsealed
+// (only its creator could ever abort it). If the store does not answer,
+// Seal aborts the object and fails.
 func (c *Client) Seal(ctx context.Context, id ids.ObjectID) error {
-	return c.errorCall(ctx, &atollpb.SealObjectRequest{ObjectId: id.Bytes(), ClientId: c.idb})
+	req := &atollpb.SealObjectRequest{ObjectId: id.Bytes(), ClientId: c.idb}
+	err := c.errorCall(context.WithoutCancel(ctx), req)
+	if errors.Is(err, errs.ErrUnavailable) {
+		withdraw(c.t, &atollpb.AbortObjectRequest{ObjectId: id.Bytes(), ClientId: c.idb})
+	}
+	return err
 }
 
 // Abort frees an object this client created and has not sealed, or
-// withdraws its creation if it still waits for space.
+// withdraws its creation if it still waits for space. If ctx is already
+// done the abort is sent without waiting for the store's answer (it is
+// applied all the same) and Abort returns nil.
 func (c *Client) Abort(ctx context.Context, id ids.ObjectID) error {
-	return c.errorCall(ctx, &atollpb.AbortObjectRequest{ObjectId: id.Bytes(), ClientId: c.idb})
+	req := &atollpb.AbortObjectRequest{ObjectId: id.Bytes(), ClientId: c.idb}
+	if ctx.Err() != nil {
+		withdraw(c.t, req)
+		return nil
+	}
+	return c.errorCall(ctx, req)
 }
 
-func (c *Client) errorCall(ctx context.Context, req any) error {
+func (c *Client) errorCall(ctx context.Context, req proto.Message) error {
 	wait, _, err := storeBudget(ctx)
 	if err != nil {
 		return err
 	}
-	res, err := c.call(ctx, req, wait, nil)
+	res, err := c.call(ctx, req, wait)
 	if err != nil {
 		return err
 	}
@@ -140,12 +177,7 @@ func (c *Client) PutOwned(ctx context.Context, id ids.ObjectID, codec atollpb.Co
 		return err
 	}
 	copy(buf, data)
-	if err := c.Seal(ctx, id); err != nil {
-		// Best effort: a seal that failed leaves an unsealed object.
-		c.root.Send(c.pid, &atollpb.AbortObjectRequest{ObjectId: id.Bytes(), ClientId: c.idb})
-		return err
-	}
-	return nil
+	return c.Seal(ctx, id) // aborts the object if it fails
 }
 
 // Get pins the objects and returns views of them, in the order of idList
@@ -153,7 +185,9 @@ func (c *Client) PutOwned(ctx context.Context, id ids.ObjectID, codec atollpb.Co
 // awaited up to timeout, shortened to the context's deadline; timeout 0
 // (or negative) does not wait. If any object is still missing, Get fails
 // with an error matching errs.ErrGetTimeout and holds no pins; on success
-// the caller releases every returned object with Release.
+// the caller releases every returned object with Release. If the context
+// ends first, Get fails with its error (a deadline as ErrGetTimeout) and
+// the pins the store grants later are released.
 //
 // Objects spilled to disk are restored first, whatever the timeout, at the
 // priority of a task argument (PriorityTaskArgument; see GetWithPriority).
@@ -185,11 +219,7 @@ func (c *Client) GetWithPriority(ctx context.Context, idList []ids.ObjectID, tim
 	// Restores are bounded by the store's creation timeout, which the
 	// client does not know, and by the disk: without a deadline of its
 	// own, wait as long as for a creation.
-	res, err := c.call(ctx, req, max(timeout, defaultCallTimeout), func(res any) {
-		if reply, ok := res.(*atollpb.GetObjectsReply); ok {
-			c.releaseLocations(reply.Locations)
-		}
-	})
+	res, err := c.call(ctx, req, max(timeout, defaultCallTimeout))
 	if errors.Is(err, context.DeadlineExceeded) {
 		return nil, &errs.GetTimeoutError{ObjectID: firstID(idList)}
 	}
@@ -198,62 +228,69 @@ func (c *Client) GetWithPriority(ctx context.Context, idList []ids.ObjectID, tim
 	}
 	reply, ok := res.(*atollpb.GetObjectsReply)
 	if !ok {
+		c.giveBack(res)
 		return nil, unexpected(res)
 	}
 	if reply.Error == nil && len(reply.Locations) != len(idList) {
-		reply.Error = errs.ToProto(fmt.Errorf("objectstore: get of %d ids answered with %d locations", len(idList), len(reply.Locations)))
-	}
-	if reply.Error == nil {
-		for i, loc := range reply.Locations {
-			if len(loc.GetObjectId()) == 0 {
-				reply.Error = errs.ToProto(&errs.GetTimeoutError{ObjectID: idList[i].String()})
-				break
-			}
-		}
-	}
-	if reply.Error != nil {
-		c.releaseLocations(reply.Locations)
-		return nil, fromProto(reply.Error)
+		reply.Error = errs.ToProto(errs.Unavailablef("objectstore: get of %d ids answered with %d locations", len(idList), len(reply.Locations)))
 	}
 	out := make([]Object, len(idList))
 	for i, loc := range reply.Locations {
-		out[i] = Object{ID: idList[i], Codec: loc.Codec, Data: c.arena.Bytes(loc.Offset, loc.Length)}
+		if reply.Error != nil {
+			break
+		}
+		if len(loc.GetObjectId()) == 0 {
+			reply.Error = errs.ToProto(&errs.GetTimeoutError{ObjectID: idList[i].String()})
+			break
+		}
+		data, err := c.view(loc, idList[i])
+		if err != nil {
+			reply.Error = errs.ToProto(err)
+			break
+		}
+		out[i] = Object{ID: idList[i], Codec: loc.Codec, Data: data}
+	}
+	if reply.Error != nil {
+		c.giveBack(reply)
+		return nil, fromProto(reply.Error)
 	}
 	return out, nil
 }
 
-func (c *Client) releaseLocations(locs []*atollpb.ObjectLocation) {
-	var pinned [][]byte
-	for _, loc := range locs {
-		if len(loc.GetObjectId()) > 0 {
-			pinned = append(pinned, loc.ObjectId)
-		}
+// view returns the bytes of a location the store sent, after checking that
+// it names id and lies inside the arena.
+func (c *Client) view(loc *atollpb.ObjectLocation, id ids.ObjectID) ([]byte, error) {
+	got, err := ids.ObjectIDFromBytes(loc.GetObjectId())
+	switch {
+	case err != nil || got != id:
+		return nil, errs.Unavailablef("objectstore: location of object %x for %s", loc.GetObjectId(), id)
+	case loc.Offset > c.arena.Size() || loc.Length > c.arena.Size()-loc.Offset:
+		return nil, errs.Unavailablef("objectstore: location [%d, +%d) of %s outside the arena of %d bytes", loc.Offset, loc.Length, id, c.arena.Size())
 	}
-	if len(pinned) > 0 {
-		c.root.Send(c.pid, &atollpb.ReleaseObjectsRequest{ObjectIds: pinned, ClientId: c.idb})
-	}
+	return c.arena.Bytes(loc.Offset, loc.Length), nil
 }
 
 // Release drops one pin per id (fire and forget). Views of a released
 // object must not be used afterwards.
 func (c *Client) Release(idList ...ids.ObjectID) {
 	if len(idList) > 0 {
-		c.root.Send(c.pid, &atollpb.ReleaseObjectsRequest{ObjectIds: idBytes(idList), ClientId: c.idb})
+		_ = c.t.Send(&atollpb.ReleaseObjectsRequest{ObjectIds: idBytes(idList), ClientId: c.idb})
 	}
 }
 
 // Delete frees the objects once nothing pins them (fire and forget).
 func (c *Client) Delete(idList ...ids.ObjectID) {
 	if len(idList) > 0 {
-		c.root.Send(c.pid, &atollpb.DeleteObjectsRequest{ObjectIds: idBytes(idList)})
+		_ = c.t.Send(&atollpb.DeleteObjectsRequest{ObjectIds: idBytes(idList)})
 	}
 }
 
 // Disconnect tells the store this client is gone: its pins are dropped and
 // its unsealed creations aborted. Views it obtained must not be used
-// afterwards.
+// afterwards. (A worker process does not disconnect itself: its raylet
+// does it when the process ends.)
 func (c *Client) Disconnect() {
-	c.root.Send(c.pid, &atollpb.ClientDisconnected{ClientId: c.idb})
+	_ = c.t.Send(&atollpb.ClientDisconnected{ClientId: c.idb})
 }
 
 // Stats returns the store's counters.
@@ -262,7 +299,7 @@ func (c *Client) Stats(ctx context.Context) (*atollpb.StoreStats, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.call(ctx, &atollpb.StoreStatsRequest{}, wait, nil)
+	res, err := c.call(ctx, &atollpb.StoreStatsRequest{}, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -274,65 +311,83 @@ func (c *Client) Stats(ctx context.Context) (*atollpb.StoreStats, error) {
 }
 
 // call sends req and waits for the reply, at most storeWait plus
-// replyGrace. If ctx is cancelled first (or its deadline passes and the
-// reply does not follow within deadlineGrace), call returns ctx.Err() and
-// hands the reply, when it arrives, to abandon (which may be nil) so that
-// whatever it granted is given back.
-func (c *Client) call(ctx context.Context, req any, storeWait time.Duration, abandon func(any)) (any, error) {
-	fut := c.root.RequestFuture(c.pid, req, storeWait+replyGrace)
-	if ctx.Done() == nil {
-		return futureResult(fut)
-	}
-	type result struct {
-		v   any
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		v, err := futureResult(fut)
-		done <- result{v, err}
-	}()
-	select {
-	case r := <-done:
-		return r.v, r.err
-	case <-ctx.Done():
-	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		// The store was told to answer just before the deadline; its
-		// answer (a typed error or a late success) beats a bare
-		// DeadlineExceeded, so give it a moment.
-		grace := time.NewTimer(deadlineGrace)
-		defer grace.Stop()
-		select {
-		case r := <-done:
-			return r.v, r.err
-		case <-grace.C:
+// replyGrace. If ctx is cancelled first, or its deadline passes and the
+// reply does not follow within deadlineGrace (the store was told to answer
+// just before the deadline, and its answer beats a bare
+// DeadlineExceeded), call returns ctx.Err().
+//
+// Whenever call returns without the reply (ctx, timeout, transport
+// failure), the caller has given up on req, and what the store grants for
+// it must be given back — in one place, here:
+//   - a creation is withdrawn at once by an abort, which the transport
+//     delivers after the create: it drops the creation from the store's
+//     queue (where it would hold up the FIFO) or frees the block if it was
+//     granted meanwhile. A late reply then needs nothing more (and an
+//     abort sent later could hit a new creation of the same id).
+//   - a Get's reply, when it comes, has its pins released (giveBack).
+func (c *Client) call(ctx context.Context, req proto.Message, storeWait time.Duration) (proto.Message, error) {
+	callCtx, stop := withDeadlineGrace(ctx)
+	defer stop()
+	res, err := c.t.Request(callCtx, req, storeWait+replyGrace, c.giveBack)
+	if err != nil {
+		withdraw(c.t, req)
+		if callCtx.Err() != nil {
+			return nil, ctx.Err()
 		}
+		return nil, err
 	}
-	if abandon != nil {
-		go func() {
-			if r := <-done; r.err == nil {
-				abandon(r.v)
-			}
-		}()
-	}
-	return nil, ctx.Err()
+	return res, nil
 }
 
-func futureResult(fut actor.Future) (any, error) {
-	v, err := fut.Result()
-	switch {
-	case errors.Is(err, actor.ErrTimeout):
-		return nil, errs.Unavailablef("object store did not answer in time")
-	case errors.Is(err, actor.ErrDeadLetter):
-		return nil, errs.Unavailablef("object store is not running")
-	case err != nil:
-		return nil, errs.Unavailablef("object store: %v", err)
+// giveBack returns what a reply nobody uses granted this client.
+func (c *Client) giveBack(reply proto.Message) { giveBack(c.t, reply, c.idb) }
+
+// giveBack releases the pins a Get's reply took for client. A granted
+// creation needs nothing: withdraw aborted it when its caller gave up.
+func giveBack(t Transport, reply proto.Message, client []byte) {
+	r, ok := reply.(*atollpb.GetObjectsReply)
+	if !ok {
+		return
 	}
-	if _, dead := v.(*actor.DeadLetterResponse); dead {
-		return nil, errs.Unavailablef("object store is not running")
+	var pinned [][]byte
+	for _, loc := range r.Locations {
+		if len(loc.GetObjectId()) > 0 {
+			pinned = append(pinned, loc.ObjectId)
+		}
 	}
-	return v, nil
+	if len(pinned) > 0 {
+		_ = t.Send(&atollpb.ReleaseObjectsRequest{ObjectIds: pinned, ClientId: client})
+	}
+}
+
+// withdraw aborts a creation whose caller gave up; other requests grant
+// nothing until answered.
+func withdraw(t Transport, req proto.Message) {
+	switch r := req.(type) {
+	case *atollpb.CreateObjectRequest:
+		_ = t.Send(&atollpb.AbortObjectRequest{ObjectId: r.ObjectId, ClientId: r.ClientId})
+	case *atollpb.AbortObjectRequest:
+		_ = t.Send(r)
+	}
+}
+
+// withDeadlineGrace returns a context that ends when ctx is cancelled, or
+// deadlineGrace after ctx's deadline.
+func withDeadlineGrace(ctx context.Context) (context.Context, context.CancelFunc) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return ctx, func() {}
+	}
+	gctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), d.Add(deadlineGrace))
+	stop := context.AfterFunc(ctx, func() {
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			cancel()
+		}
+	})
+	return gctx, func() {
+		stop()
+		cancel()
+	}
 }
 
 // storeBudget maps the context's deadline into the store-side timeout of a

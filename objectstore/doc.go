@@ -27,9 +27,14 @@
 //   - The spiller actor, a child of the store actor, does the spill file
 //     I/O through a spill.Target (package spill: local directories, or a
 //     faulty file system in tests), so the store actor never blocks on disk.
-//   - Client is the typed in-process API of drivers and workers: Create
-//     returns a writable view into the arena, Get returns read views that
-//     stay valid while the pin is held.
+//   - Client is the typed API of drivers, node components and worker
+//     processes: Create returns a writable view into the arena, Get returns
+//     read views that stay valid while the pin is held. It reaches the
+//     store through a Transport: Mailbox (actor messages, in the node's
+//     process) or FrameTransport (workerconn frames from a worker process,
+//     served on the raylet side by a FrameServer). The Client gives back
+//     what the store grants a caller that gave up: a creation is aborted,
+//     a late Get reply's pins are released.
 //
 // # Spilling
 //
@@ -64,7 +69,7 @@
 // it survives a restart of the actor by its supervisor, and a stopped store
 // actor spawned again from the same props adopts the objects. Timer callbacks only
 // send a message to the actor. A Client holds no state of its own beyond its
-// id and the mapping; views it returns are valid until the object is
+// id, its transport and the mapping; views it returns are valid until the object is
 // released (Get) or sealed/aborted (Create) and until the Arena is closed.
 //
 // # Invariants

@@ -5,16 +5,17 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/workerconn"
+	"github.com/atoll-runtime/atoll/objectstore"
 )
 
 // proxy serves the requests a worker process makes on its own behalf:
-// submitting tasks, calling actors, the object store, the GCS. It is
+// submitting tasks, calling actors, the object store (through an
+// objectstore.FrameServer), the GCS. It is
 // shared by pool workers and actor hosts; results of tasks the worker
 // submitted come back to the proxying actor and go down the connection.
 type proxy struct {
@@ -56,61 +57,13 @@ func (p *proxy) handle(system *actor.ActorSystem, self *actor.PID, conn *workerc
 		root.Send(p.raylet, b.KillWorker)
 	case *atollpb.Frame_GcsRequest:
 		go p.gcs(conn, f.Id, b.GcsRequest)
-	case *atollpb.Frame_CreateObject:
-		b.CreateObject.ClientId = p.id.Bytes()
-		go p.ask(system, conn, f.Id, b.CreateObject, b.CreateObject.TimeoutMs, func(r any) *atollpb.Frame {
-			return &atollpb.Frame{Body: &atollpb.Frame_CreateObjectReply{CreateObjectReply: r.(*atollpb.CreateObjectReply)}}
-		})
-	case *atollpb.Frame_SealObject:
-		b.SealObject.ClientId = p.id.Bytes()
-		go p.ask(system, conn, f.Id, b.SealObject, 0, func(r any) *atollpb.Frame {
-			return &atollpb.Frame{Body: &atollpb.Frame_SealObjectReply{SealObjectReply: r.(*atollpb.SealObjectReply)}}
-		})
-	case *atollpb.Frame_AbortObject:
-		b.AbortObject.ClientId = p.id.Bytes()
-		go p.ask(system, conn, f.Id, b.AbortObject, 0, func(r any) *atollpb.Frame {
-			return &atollpb.Frame{Body: &atollpb.Frame_SealObjectReply{SealObjectReply: r.(*atollpb.SealObjectReply)}}
-		})
-	case *atollpb.Frame_GetObjects:
-		b.GetObjects.ClientId = p.id.Bytes()
-		go p.ask(system, conn, f.Id, b.GetObjects, b.GetObjects.TimeoutMs, func(r any) *atollpb.Frame {
-			return &atollpb.Frame{Body: &atollpb.Frame_GetObjectsReply{GetObjectsReply: r.(*atollpb.GetObjectsReply)}}
-		})
-	case *atollpb.Frame_ReleaseObjects:
-		b.ReleaseObjects.ClientId = p.id.Bytes()
-		root.Send(p.cfg.Store, b.ReleaseObjects)
-	case *atollpb.Frame_DeleteObjects:
-		if p.cfg.Delete != nil {
-			p.cfg.Delete(b.DeleteObjects)
-		} else {
-			root.Send(p.cfg.Store, b.DeleteObjects)
-		}
-	case *atollpb.Frame_StoreStats:
-		go p.ask(system, conn, f.Id, b.StoreStats, 0, func(r any) *atollpb.Frame {
-			return &atollpb.Frame{Body: &atollpb.Frame_StoreStatsReply{StoreStatsReply: r.(*atollpb.StoreStats)}}
-		})
 	default:
-		return false
+		// The object-store protocol: forwarded in order, with the worker
+		// as the client; grants nobody waits for are given back.
+		store := objectstore.FrameServer{Root: root, Store: p.cfg.Store, Client: p.id, Delete: p.cfg.Delete, Log: system.Logger()}
+		return store.Serve(conn, f)
 	}
 	return true
-}
-
-// ask forwards a store request and answers the worker with the store's
-// reply, or with an UNAVAILABLE status if the store does not answer.
-func (p *proxy) ask(system *actor.ActorSystem, conn *workerconn.Conn, id uint64, req proto.Message, storeWaitMS int64, wrap func(any) *atollpb.Frame) {
-	timeout := 70 * time.Second // the store's default creation timeout is 10s
-	if storeWaitMS > 0 {
-		timeout = time.Duration(storeWaitMS)*time.Millisecond + 10*time.Second
-	}
-	res, err := system.Root.RequestFuture(p.cfg.Store, req, timeout).Result()
-	if id == 0 {
-		return
-	}
-	if err != nil {
-		_ = conn.Reply(id, statusFrame(errs.Unavailablef("object store did not answer: %v", err)))
-		return
-	}
-	_ = conn.Reply(id, wrap(res))
 }
 
 func (p *proxy) gcs(conn *workerconn.Conn, id uint64, req *atollpb.GcsRequest) {

@@ -27,9 +27,24 @@ const MaxFrame = 256 << 20
 // ErrClosed is returned by calls on a closed connection.
 var ErrClosed = errors.New("workerconn: connection closed")
 
+// MaxAbandoned bounds the calls of one connection whose callers gave up
+// while their late replies are still awaited (see CallLate).
+const MaxAbandoned = 1 << 14
+
 // Handler receives every frame that is not a reply, on the connection's
 // reader goroutine: it must not block (hand slow work to a goroutine).
 type Handler func(f *atollpb.Frame)
+
+// Late receives the reply to a call whose caller gave up (see CallLate),
+// on the connection's reader goroutine: it must not block.
+type Late func(reply *atollpb.Frame)
+
+// call is a request waiting for its reply: its caller waits on ch, or has
+// given up and left late to receive it.
+type call struct {
+	ch   chan *atollpb.Frame
+	late Late
+}
 
 // Conn is one end of a worker connection. It is safe for concurrent use.
 type Conn struct {
@@ -41,14 +56,16 @@ type Conn struct {
 
 	nextID  atomic.Uint64
 	mu      sync.Mutex
-	pending map[uint64]chan *atollpb.Frame
-	err     error
-	done    chan struct{}
+	pending map[uint64]*call
+	// abandoned counts the entries of pending whose caller gave up.
+	abandoned int
+	err       error
+	done      chan struct{}
 }
 
 // New wraps c and starts reading. Frames that are not replies go to h.
 func New(c net.Conn, h Handler) *Conn {
-	conn := &Conn{c: c, handler: h, w: bufio.NewWriterSize(c, 64<<10), pending: map[uint64]chan *atollpb.Frame{}, done: make(chan struct{})}
+	conn := &Conn{c: c, handler: h, w: bufio.NewWriterSize(c, 64<<10), pending: map[uint64]*call{}, done: make(chan struct{})}
 	go conn.read()
 	return conn
 }
@@ -66,17 +83,29 @@ func (c *Conn) Reply(to uint64, f *atollpb.Frame) error {
 }
 
 // Call sends a request and waits for its reply, ctx, or the connection's
-// end.
+// end. A reply that arrives after the caller gave up is dropped.
 func (c *Conn) Call(ctx context.Context, f *atollpb.Frame) (*atollpb.Frame, error) {
+	return c.CallLate(ctx, f, nil)
+}
+
+// CallLate is Call for requests whose replies grant something the caller
+// must give back (a pin, a block of memory): if ctx ends before the reply,
+// the call is abandoned rather than forgotten, and its reply, when it
+// arrives, goes to late (on the reader goroutine; it must not block). If
+// the reply won the race against ctx, CallLate returns it. late is not
+// called if the connection ends first (the peer then reclaims what it
+// granted), nor when more than MaxAbandoned calls are abandoned at once
+// (the call is forgotten, as by Call). A nil late makes it Call.
+func (c *Conn) CallLate(ctx context.Context, f *atollpb.Frame, late Late) (*atollpb.Frame, error) {
 	id := c.nextID.Add(1)
-	ch := make(chan *atollpb.Frame, 1)
+	pc := &call{ch: make(chan *atollpb.Frame, 1)}
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
 		c.mu.Unlock()
 		return nil, err
 	}
-	c.pending[id] = ch
+	c.pending[id] = pc
 	c.mu.Unlock()
 	f.Id = id
 	if err := c.write(f); err != nil {
@@ -84,10 +113,12 @@ func (c *Conn) Call(ctx context.Context, f *atollpb.Frame) (*atollpb.Frame, erro
 		return nil, err
 	}
 	select {
-	case r := <-ch:
+	case r := <-pc.ch:
 		return r, nil
 	case <-ctx.Done():
-		c.forget(id)
+		if r, ok := c.abandon(id, pc, late); ok {
+			return r, nil
+		}
 		return nil, ctx.Err()
 	case <-c.done:
 		c.forget(id)
@@ -95,8 +126,31 @@ func (c *Conn) Call(ctx context.Context, f *atollpb.Frame) (*atollpb.Frame, erro
 	}
 }
 
+// abandon hands the pending call id over to late. If the reader already
+// took the call's reply, it returns that reply instead.
+func (c *Conn) abandon(id uint64, pc *call, late Late) (*atollpb.Frame, bool) {
+	c.mu.Lock()
+	if _, waiting := c.pending[id]; !waiting {
+		c.mu.Unlock()
+		// Only the reader removes a call nobody abandoned: it is
+		// delivering the reply (pc.ch is buffered).
+		return <-pc.ch, true
+	}
+	if late == nil || c.abandoned >= MaxAbandoned || c.err != nil {
+		delete(c.pending, id)
+	} else {
+		pc.late = late
+		c.abandoned++
+	}
+	c.mu.Unlock()
+	return nil, false
+}
+
 func (c *Conn) forget(id uint64) {
 	c.mu.Lock()
+	if pc := c.pending[id]; pc != nil && pc.late != nil {
+		c.abandoned--
+	}
 	delete(c.pending, id)
 	c.mu.Unlock()
 }
@@ -150,11 +204,19 @@ func (c *Conn) read() {
 		}
 		if f.ReplyTo != 0 {
 			c.mu.Lock()
-			ch := c.pending[f.ReplyTo]
+			pc := c.pending[f.ReplyTo]
 			delete(c.pending, f.ReplyTo)
+			var late Late
+			if pc != nil && pc.late != nil {
+				late = pc.late
+				c.abandoned--
+			}
 			c.mu.Unlock()
-			if ch != nil {
-				ch <- f
+			switch {
+			case late != nil:
+				late(f)
+			case pc != nil:
+				pc.ch <- f
 			}
 			continue
 		}
@@ -175,6 +237,13 @@ func (c *Conn) fail(err error) error {
 			err = fmt.Errorf("%w: %v", ErrClosed, err)
 		}
 		c.err = err
+		// Nobody waits for the replies to abandoned calls anymore.
+		for id, pc := range c.pending {
+			if pc.late != nil {
+				delete(c.pending, id)
+			}
+		}
+		c.abandoned = 0
 	}
 	err = c.err
 	c.mu.Unlock()

@@ -88,3 +88,103 @@ func TestPeerCloseFailsPendingCalls(t *testing.T) {
 		t.Fatal("send on a closed connection succeeded")
 	}
 }
+
+// held answers each request only when the test says so, through answer.
+func held(answer <-chan struct{}) func(*Conn) Handler {
+	return func(c *Conn) Handler {
+		return func(f *atollpb.Frame) {
+			if f.Id == 0 {
+				return
+			}
+			go func() {
+				<-answer
+				_ = c.Reply(f.Id, &atollpb.Frame{Body: &atollpb.Frame_Status{Status: &atollpb.ErrorInfo{Message: f.GetExit().GetReason()}}})
+			}()
+		}
+	}
+}
+
+func exitFrame(reason string) *atollpb.Frame {
+	return &atollpb.Frame{Body: &atollpb.Frame_Exit{Exit: &atollpb.WorkerExit{Reason: reason}}}
+}
+
+func TestAbandonedCallReplyGoesToLate(t *testing.T) {
+	answer := make(chan struct{})
+	others := make(chan *atollpb.Frame, 1)
+	a, _ := pair(t, func(*Conn) Handler { return func(f *atollpb.Frame) { others <- f } }, held(answer))
+	late := make(chan *atollpb.Frame, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.CallLate(ctx, exitFrame("granted"), func(r *atollpb.Frame) { late <- r })
+		done <- err
+	}()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("abandoned call: %v", err)
+	}
+	a.mu.Lock()
+	n := a.abandoned
+	a.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d abandoned calls recorded, want 1", n)
+	}
+	close(answer)
+	if r := <-late; r.GetStatus().GetMessage() != "granted" {
+		t.Fatalf("late reply %v", r)
+	}
+	a.mu.Lock()
+	n, left := a.abandoned, len(a.pending)
+	a.mu.Unlock()
+	if n != 0 || left != 0 {
+		t.Fatalf("after the late reply: %d abandoned, %d pending", n, left)
+	}
+	select {
+	case f := <-others:
+		t.Fatalf("the late reply also reached the handler: %v", f)
+	default:
+	}
+}
+
+func TestAbandonedCallWithoutLateIsForgotten(t *testing.T) {
+	answer := make(chan struct{})
+	a, _ := pair(t, func(*Conn) Handler { return func(*atollpb.Frame) {} }, held(answer))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	if _, err := a.Call(ctx, exitFrame("x")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("call: %v", err)
+	}
+	a.mu.Lock()
+	left := len(a.pending)
+	a.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d calls still pending after their callers gave up", left)
+	}
+	close(answer)
+	// The connection still works after the stray reply.
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	if r, err := a.Call(ctx2, exitFrame("y")); err != nil || r.GetStatus().GetMessage() != "y" {
+		t.Fatalf("call after a stray reply: %v %v", r, err)
+	}
+}
+
+func TestCloseDropsAbandonedCalls(t *testing.T) {
+	never := make(chan struct{})
+	a, b := pair(t, func(*Conn) Handler { return func(*atollpb.Frame) {} }, held(never))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	// The context is already done: the call is sent and abandoned at once.
+	if _, err := a.CallLate(ctx, exitFrame("x"), func(*atollpb.Frame) { t.Error("late called after close") }); !errors.Is(err, context.Canceled) {
+		t.Fatalf("call: %v", err)
+	}
+	b.Close()
+	<-a.Done()
+	a.mu.Lock()
+	n, left := a.abandoned, len(a.pending)
+	a.mu.Unlock()
+	if n != 0 || left != 0 {
+		t.Fatalf("after close: %d abandoned, %d pending", n, left)
+	}
+	close(never)
+}

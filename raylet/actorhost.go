@@ -70,14 +70,14 @@ func (r *raylet) startActor(ctx actor.Context, t *task) {
 		owner: t.owner, demand: t.demand,
 	}
 	w := Worker{ID: a.worker, NodeID: r.cfg.NodeID}
-	exec, raylet := r.cfg.Executor, ctx.Self()
+	exec, raylet, deliver := r.cfg.Executor, ctx.Self(), r.deliver
 	props := actor.PropsFromProducer(func() actor.Actor {
-		return &actorHost{id: a.id, spec: t.spec, worker: w, exec: exec, raylet: raylet}
+		return &actorHost{id: a.id, spec: t.spec, worker: w, exec: exec, raylet: raylet, deliver: deliver}
 	})
 	if r.cfg.Process != nil {
 		pc, state := r.processConfig(r.binaryFor(t.spec)), &hostState{}
 		props = actor.PropsFromProducer(func() actor.Actor {
-			return &procActorHost{id: a.id, spec: t.spec, worker: w, cfg: pc, raylet: raylet,
+			return &procActorHost{id: a.id, spec: t.spec, worker: w, cfg: pc, raylet: raylet, deliver: deliver,
 				proxy: proxy{id: w.ID, node: w.NodeID, cfg: pc, raylet: raylet}, state: state}
 		})
 	}
@@ -185,6 +185,8 @@ type actorHost struct {
 	instance any
 	cancel   context.CancelFunc
 	runCtx   context.Context
+	// deliver gives a call's result to its caller (see raylet.deliver).
+	deliver func(caller *actor.PID, res *atollpb.TaskResult)
 }
 
 func (h *actorHost) Receive(ctx actor.Context) {
@@ -203,7 +205,7 @@ func (h *actorHost) Receive(ctx actor.Context) {
 			return
 		}
 		res, panicked := h.exec.RunActorTask(h.runCtx, h.worker, h.instance, m.Spec)
-		ctx.Respond(res)
+		h.deliver(ctx.Sender(), res)
 		if panicked {
 			h.instance = nil
 			panic(fmt.Sprintf("actor %s: method %s panicked: %s", h.id.Short(), m.Spec.Function, res.GetError().GetMessage()))

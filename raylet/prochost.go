@@ -3,6 +3,7 @@ package raylet
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -16,8 +17,40 @@ import (
 type hostState struct {
 	gen   uint64
 	queue []*queuedCall // calls waiting for the process, in arrival order
-	busy  *queuedCall   // the call the process is running
+
+	// mu guards busy, which the process connection's reader takes when
+	// the call's result arrives (it delivers the result to the caller
+	// itself, then tells the host with callDone).
+	mu   sync.Mutex
+	busy *queuedCall // the call the process is running
 }
+
+// takeBusy takes the running call if res answers it (any call when res is
+// nil).
+func (s *hostState) takeBusy(res *atollpb.TaskResult) *queuedCall {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.busy
+	if c == nil || res != nil && (string(c.spec.TaskId) != string(res.GetTaskId()) || c.spec.Attempt != res.GetAttempt()) {
+		return nil
+	}
+	s.busy = nil
+	return c
+}
+
+func (s *hostState) setBusy(c *queuedCall) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.busy != nil {
+		return false
+	}
+	s.busy = c
+	return true
+}
+
+// callDone tells a host that its process's call finished and its result
+// went to the caller.
+type callDone struct{ gen uint64 }
 
 type queuedCall struct {
 	caller *actor.PID
@@ -42,6 +75,8 @@ type procActorHost struct {
 	p      *workerProcess
 	gen    uint64
 	ready  bool
+	// deliver gives a result to its caller (see raylet.deliver).
+	deliver func(caller *actor.PID, res *atollpb.TaskResult)
 }
 
 func (h *procActorHost) Receive(ctx actor.Context) {
@@ -57,6 +92,10 @@ func (h *procActorHost) Receive(ctx actor.Context) {
 		}
 		if res := m.frame.GetTaskResult(); res != nil {
 			h.finished(ctx, res)
+		}
+	case *callDone:
+		if m.gen == h.gen {
+			h.pump()
 		}
 	case *processExited:
 		if m.gen != h.gen {
@@ -85,7 +124,21 @@ func (h *procActorHost) Receive(ctx actor.Context) {
 func (h *procActorHost) start(ctx actor.Context) {
 	h.state.gen++
 	h.gen = h.state.gen
-	p, err := startProcess(ctx.ActorSystem(), ctx.Self(), h.gen, h.cfg, &h.proxy, h.worker.ID, h.worker.NodeID, nil)
+	system, self, state, gen, deliver := ctx.ActorSystem(), ctx.Self(), h.state, h.gen, h.deliver
+	// A call's result goes from the connection reader to its caller; the
+	// host only hears that it may send the next call. A crash report
+	// stays with the host (it fails the call and restarts the actor).
+	onResult := func(res *atollpb.TaskResult) {
+		if res.ActorCrashed {
+			system.Root.Send(self, &procFrame{gen: gen, frame: &atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: res}}})
+			return
+		}
+		if c := state.takeBusy(res); c != nil {
+			system.Root.Send(self, &callDone{gen: gen})
+			deliver(c.caller, res)
+		}
+	}
+	p, err := startProcess(ctx.ActorSystem(), ctx.Self(), h.gen, h.cfg, &h.proxy, h.worker.ID, h.worker.NodeID, onResult)
 	if err == nil {
 		h.p = p
 		err = p.waitHello(h.cfg.StartTimeout)
@@ -106,27 +159,26 @@ func (h *procActorHost) start(ctx actor.Context) {
 	h.ready = true
 	// A call that was running when the previous process died was failed;
 	// the queue runs on.
-	h.state.busy = nil
+	h.state.takeBusy(nil)
 	h.pump()
 }
 
 func (h *procActorHost) pump() {
-	if !h.ready || h.state.busy != nil || len(h.state.queue) == 0 {
+	if !h.ready || len(h.state.queue) == 0 || !h.state.setBusy(h.state.queue[0]) {
 		return
 	}
 	c := h.state.queue[0]
 	h.state.queue = h.state.queue[1:]
-	h.state.busy = c
 	_ = h.p.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_PushTask{PushTask: &atollpb.PushTask{Spec: c.spec}}})
 }
 
+// finished handles a result the reader left to the host: a crashed call.
 func (h *procActorHost) finished(ctx actor.Context, res *atollpb.TaskResult) {
-	c := h.state.busy
+	c := h.state.takeBusy(res)
 	if c == nil {
 		return
 	}
-	h.state.busy = nil
-	ctx.Send(c.caller, res)
+	h.deliver(c.caller, res)
 	if res.ActorCrashed {
 		panic(fmt.Sprintf("actor %s: method %s panicked: %s", h.id.Short(), c.spec.Function, res.GetError().GetMessage()))
 	}
@@ -136,8 +188,7 @@ func (h *procActorHost) finished(ctx actor.Context, res *atollpb.TaskResult) {
 // crash fails the running call and hands the host to its supervisor.
 func (h *procActorHost) crash(ctx actor.Context, reason string) {
 	h.ready = false
-	if c := h.state.busy; c != nil {
-		h.state.busy = nil
+	if c := h.state.takeBusy(nil); c != nil {
 		died := &errs.ActorDiedError{ActorID: h.id.String(), Name: h.spec.GetActorCreation().GetName(),
 			Message: "the actor's worker process died while running this call: " + reason}
 		ctx.Send(c.caller, &atollpb.TaskResult{TaskId: c.spec.TaskId, Attempt: c.spec.Attempt, Error: errs.ToProto(died), ActorCrashed: true})

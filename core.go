@@ -30,6 +30,7 @@ import (
 	"github.com/atoll-runtime/atoll/objectstore"
 	"github.com/atoll-runtime/atoll/owner"
 	"github.com/atoll-runtime/atoll/raylet"
+	"github.com/atoll-runtime/atoll/workerproc"
 )
 
 // core is one process's runtime: in the embedded default it is the whole
@@ -265,6 +266,7 @@ func (rt *core) start(ctx context.Context) error {
 		Deliver:        rt.deliverResult,
 		ReportActor:    func(info *atollpb.ActorInfo) { root.Send(rt.reporterPID, info) },
 		Process:        rt.processConfig(),
+		ProcessWorkers: workerproc.New(),
 		Middleware:     rt.faultMiddleware(),
 		Cluster:        clusterCfg,
 	})

@@ -45,13 +45,6 @@ func (a *hostedActor) info(node ids.NodeID, state atollpb.ActorState, qualify bo
 	return info
 }
 
-// actorStarted reports that an actor's constructor ran (after creation or
-// a restart).
-type actorStarted struct {
-	id  ids.ActorID
-	err error
-}
-
 // actorFailed reports a supervision decision about a crashed actor.
 type actorFailed struct {
 	id        ids.ActorID
@@ -59,10 +52,6 @@ type actorFailed struct {
 	restarted bool
 	restarts  int
 }
-
-// crashActor makes an actor host panic, as if its worker crashed (fault
-// injection; the actor restarts within its budget).
-type crashActor struct{ reason string }
 
 func (r *raylet) startActor(ctx actor.Context, t *task) {
 	a := &hostedActor{
@@ -75,11 +64,8 @@ func (r *raylet) startActor(ctx actor.Context, t *task) {
 		return &actorHost{id: a.id, spec: t.spec, worker: w, exec: exec, raylet: raylet, deliver: deliver}
 	})
 	if r.cfg.Process != nil {
-		pc, state := r.processConfig(r.binaryFor(t.spec)), &hostState{}
-		props = actor.PropsFromProducer(func() actor.Actor {
-			return &procActorHost{id: a.id, spec: t.spec, worker: w, cfg: pc, raylet: raylet, deliver: deliver,
-				proxy: proxy{id: w.ID, node: w.NodeID, cfg: pc, raylet: raylet}, state: state}
-		})
+		props = actor.PropsFromProducer(r.cfg.ProcessWorkers.ActorHost(HostSpec{Actor: a.id, Spec: t.spec, Worker: w,
+			Config: r.processConfig(r.binaryFor(t.spec)), Raylet: raylet, Deliver: deliver}))
 	}
 	a.pid = ctx.SpawnPrefix(r.withMiddleware(props.Configure(actor.WithDispatcher(actors.HotDispatcher))), "actor")
 	r.strategy.add(a.pid.Id, a.id, int(t.spec.GetActorCreation().GetMaxRestarts()))
@@ -87,14 +73,14 @@ func (r *raylet) startActor(ctx actor.Context, t *task) {
 	r.byPID[a.pid.Id] = a.id
 }
 
-func (r *raylet) actorStarted(ctx actor.Context, m *actorStarted) {
-	a := r.actors[m.id]
+func (r *raylet) actorStarted(ctx actor.Context, m *ActorStarted) {
+	a := r.actors[m.ID]
 	if a == nil {
 		return
 	}
-	if m.err != nil {
+	if m.Err != nil {
 		a.cause = errs.ToProto(&errs.ActorDiedError{ActorID: a.id.String(), Name: a.spec.GetActorCreation().GetName(),
-			Message: "constructor failed: " + m.err.Error()})
+			Message: "constructor failed: " + m.Err.Error()})
 		ctx.Stop(a.pid) // actorTerminated reports the death
 		return
 	}
@@ -169,7 +155,7 @@ func (r *raylet) killActor(ctx actor.Context, m *atollpb.KillActor, local bool) 
 }
 
 func (r *raylet) crashActor(ctx actor.Context, a *hostedActor, reason string) {
-	ctx.Send(a.pid, &crashActor{reason: reason})
+	ctx.Send(a.pid, &CrashActor{Reason: reason})
 }
 
 // actorHost runs one actor instance. Method calls run one at a time, in
@@ -196,7 +182,7 @@ func (h *actorHost) Receive(ctx actor.Context) {
 		inst, err := h.exec.NewActor(h.runCtx, h.worker, h.spec)
 		// On error the raylet records the cause, then stops this host
 		// (stopping itself, the Terminated notice would overtake the cause).
-		ctx.Send(h.raylet, &actorStarted{id: h.id, err: err})
+		ctx.Send(h.raylet, &ActorStarted{ID: h.id, Err: err})
 		h.instance = inst
 	case *atollpb.PushTask:
 		if h.instance == nil {
@@ -210,9 +196,9 @@ func (h *actorHost) Receive(ctx actor.Context) {
 			h.instance = nil
 			panic(fmt.Sprintf("actor %s: method %s panicked: %s", h.id.Short(), m.Spec.Function, res.GetError().GetMessage()))
 		}
-	case *crashActor:
+	case *CrashActor:
 		h.instance = nil
-		panic("actor " + h.id.Short() + " crashed: " + m.reason)
+		panic("actor " + h.id.Short() + " crashed: " + m.Reason)
 	case *actor.Restarting, *actor.Stopping:
 		if h.cancel != nil {
 			h.cancel()

@@ -85,9 +85,11 @@ type Config struct {
 	// Middleware is installed on the workers and actor hosts the raylet
 	// spawns (fault injection, tracing).
 	Middleware []actor.ReceiverMiddleware
-	// Process, when set, runs workers and actors in worker processes;
-	// nil runs them on goroutines of this process.
-	Process *ProcessConfig
+	// Process, when set, runs workers and actors in worker processes
+	// made by ProcessWorkers (required with it); nil runs them on
+	// goroutines of this process.
+	Process        *ProcessConfig
+	ProcessWorkers ProcessWorkers
 	// Cluster, when set, makes the raylet one node of a cluster (placement
 	// and forwarding); nil: a single node.
 	Cluster *ClusterConfig
@@ -146,6 +148,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.OnWorkerDeath == nil {
 		c.OnWorkerDeath = func(ids.WorkerID) {}
+	}
+	if c.Process != nil && c.ProcessWorkers == nil {
+		return c, errs.Invalidf("raylet: Config.Process needs ProcessWorkers (workerproc.New())")
 	}
 	if c.Process != nil {
 		p, err := c.Process.withDefaults()

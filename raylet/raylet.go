@@ -61,7 +61,7 @@ type worker struct {
 	id        ids.WorkerID
 	binary    string // the program its process runs ("" for goroutine workers)
 	pid       *actor.PID
-	slot      *slot
+	slot      *Slot
 	task      *task
 	idleSince time.Time
 }
@@ -165,9 +165,9 @@ func (r *raylet) Receive(ctx actor.Context) {
 		r.setBlocked(ctx, ids.MustFromBytes(m.TaskId), false)
 	case *atollpb.KillWorker:
 		r.killWorker(ctx, m)
-	case *workerExited:
-		if w := r.workers[m.id]; w != nil {
-			r.workerGone(ctx, w, m.reason)
+	case *WorkerExited:
+		if w := r.workers[m.ID]; w != nil {
+			r.workerGone(ctx, w, m.Reason)
 		}
 	case *atollpb.ActorInfo:
 		// Actor state changes, for callers inside worker processes.
@@ -183,7 +183,7 @@ func (r *raylet) Receive(ctx actor.Context) {
 		r.killActor(ctx, m.Msg, true)
 	case *NodeGone:
 		r.ownerNodeGone(ctx, m.Node)
-	case *actorStarted:
+	case *ActorStarted:
 		r.actorStarted(ctx, m)
 	case *actorFailed:
 		r.actorFailed(m)
@@ -367,7 +367,7 @@ func (r *raylet) dispatch(ctx actor.Context, t *task) {
 	t.cancel, t.worker, t.attemptID = cancel, w.id, r.attempts
 	w.task = t
 	r.running[t.id] = t
-	rt := &runTask{ctx: runCtx, spec: t.spec, attemptID: t.attemptID, worker: w.id, owner: t.owner, deliver: r.deliver}
+	rt := &Assignment{ctx: runCtx, spec: t.spec, attemptID: t.attemptID, worker: w.id, owner: t.owner, deliver: r.deliver}
 	w.slot.assign(rt)
 	if r.cfg.Process == nil {
 		ctx.Send(w.pid, rt) // a goroutine worker starts it
@@ -396,16 +396,14 @@ func (r *raylet) takeIdle(ctx actor.Context, binary string) *worker {
 }
 
 func (r *raylet) spawnWorker(ctx actor.Context, binary string) *worker {
-	w := &worker{id: ids.NewWorkerID(), binary: binary, slot: &slot{}}
+	w := &worker{id: ids.NewWorkerID(), binary: binary, slot: &Slot{}}
 	self := ctx.Self()
 	props := actor.PropsFromProducer(func() actor.Actor {
 		return &workerActor{id: w.id, node: r.cfg.NodeID, exec: r.cfg.Executor, raylet: self, slot: w.slot}
 	})
 	if r.cfg.Process != nil {
-		pc, node := r.processConfig(binary), r.cfg.NodeID
-		props = actor.PropsFromProducer(func() actor.Actor {
-			return &procWorker{id: w.id, node: node, cfg: pc, raylet: self, slot: w.slot, proxy: proxy{id: w.id, node: node, cfg: pc, raylet: self}}
-		})
+		props = actor.PropsFromProducer(r.cfg.ProcessWorkers.TaskWorker(WorkerSpec{Worker: Worker{ID: w.id, NodeID: r.cfg.NodeID},
+			Config: r.processConfig(binary), Raylet: self, Slot: w.slot}))
 	}
 	w.pid = ctx.SpawnPrefix(r.withMiddleware(props.Configure(actor.WithDispatcher(actors.HotDispatcher))), "worker")
 	r.workers[w.id] = w

@@ -10,7 +10,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/workerconn"
 )
 
-// slot is where the raylet hands a task attempt to a worker and where the
+// Slot is where the raylet hands a task attempt to a worker and where the
 // worker hands the result back, without a mailbox hop on either side:
 // the raylet assigns on its own goroutine (a process worker's PushTask
 // frame is written from there), and whoever produces the result — the
@@ -19,9 +19,9 @@ import (
 // raylet (taskFinished) and delivers the result straight to its owner.
 // clear (the worker was killed or died) takes the assignment away first,
 // so exactly one of the two reports the attempt.
-type slot struct {
+type Slot struct {
 	mu      sync.Mutex
-	current *runTask
+	current *Assignment
 	// conn is the worker process's connection once it registered (nil
 	// for goroutine workers and before the hello).
 	conn *workerconn.Conn
@@ -30,7 +30,7 @@ type slot struct {
 }
 
 // assign hands t to the worker; a registered process gets it at once.
-func (s *slot) assign(t *runTask) {
+func (s *Slot) assign(t *Assignment) {
 	s.mu.Lock()
 	s.current = t
 	conn := s.conn
@@ -40,9 +40,9 @@ func (s *slot) assign(t *runTask) {
 	}
 }
 
-// registered records that the worker process said hello and sends it the
+// Registered records that the worker process said hello and sends it the
 // task assigned meanwhile, if any.
-func (s *slot) registered(conn *workerconn.Conn) {
+func (s *Slot) Registered(conn *workerconn.Conn) {
 	s.mu.Lock()
 	s.conn = conn
 	t := s.current
@@ -54,7 +54,7 @@ func (s *slot) registered(conn *workerconn.Conn) {
 
 // push sends t to the process, then forwards a cancellation of its
 // context as a cancel frame (after the task, so the worker knows it).
-func (s *slot) push(conn *workerconn.Conn, t *runTask) {
+func (s *Slot) push(conn *workerconn.Conn, t *Assignment) {
 	_ = conn.Send(&atollpb.Frame{Body: &atollpb.Frame_PushTask{PushTask: &atollpb.PushTask{Spec: t.spec}}})
 	id := t.spec.TaskId
 	stop := context.AfterFunc(t.ctx, func() {
@@ -70,9 +70,9 @@ func (s *slot) push(conn *workerconn.Conn, t *runTask) {
 	}
 }
 
-// finish takes the assignment res answers, or nil if res is not for the
+// Finish takes the assignment res answers, or nil if res is not for the
 // current attempt (late, or the worker was cleared).
-func (s *slot) finish(res *atollpb.TaskResult) *runTask {
+func (s *Slot) Finish(res *atollpb.TaskResult) *Assignment {
 	s.mu.Lock()
 	t := s.current
 	if t == nil || string(t.spec.TaskId) != string(res.GetTaskId()) || t.spec.Attempt != res.GetAttempt() {
@@ -90,7 +90,7 @@ func (s *slot) finish(res *atollpb.TaskResult) *runTask {
 }
 
 // clear takes the assignment away: the raylet reports the attempt itself.
-func (s *slot) clear() {
+func (s *Slot) clear() {
 	s.mu.Lock()
 	s.current = nil
 	stop := s.unwatch
@@ -101,9 +101,9 @@ func (s *slot) clear() {
 	}
 }
 
-// report tells the raylet an attempt finished and delivers its result to
+// Report tells the raylet an attempt finished and delivers its result to
 // the owner (the raylet does not answer the owner again).
-func (t *runTask) report(system *actor.ActorSystem, raylet *actor.PID, res *atollpb.TaskResult) {
+func (t *Assignment) Report(system *actor.ActorSystem, raylet *actor.PID, res *atollpb.TaskResult) {
 	system.Root.Send(raylet, &taskFinished{worker: t.worker, attemptID: t.attemptID, result: res, delivered: true})
 	t.deliver(t.owner, res)
 }

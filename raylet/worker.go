@@ -9,8 +9,8 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
-// runTask is a task attempt assigned to a worker (see slot).
-type runTask struct {
+// Assignment is a task attempt assigned to a worker (see Slot).
+type Assignment struct {
 	ctx       context.Context
 	spec      *atollpb.TaskSpec
 	attemptID uint64
@@ -38,11 +38,11 @@ type workerActor struct {
 	node   ids.NodeID
 	exec   Executor
 	raylet *actor.PID
-	slot   *slot
+	slot   *Slot
 }
 
 func (w *workerActor) Receive(ctx actor.Context) {
-	m, ok := ctx.Message().(*runTask)
+	m, ok := ctx.Message().(*Assignment)
 	if !ok {
 		return
 	}
@@ -50,8 +50,8 @@ func (w *workerActor) Receive(ctx actor.Context) {
 	info := Worker{ID: w.id, NodeID: w.node}
 	go func() {
 		res := exec.RunTask(m.ctx, info, m.spec)
-		if t := slot.finish(res); t != nil {
-			t.report(system, raylet, res)
+		if t := slot.Finish(res); t != nil {
+			t.Report(system, raylet, res)
 		}
 	}()
 }

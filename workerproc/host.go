@@ -1,4 +1,4 @@
-package raylet
+package workerproc
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/raylet"
 )
 
 // hostState is the part of a process actor host that survives its
@@ -57,18 +58,18 @@ type queuedCall struct {
 	spec   *atollpb.TaskSpec
 }
 
-// procActorHost hosts one actor in a worker process of its own. Calls are
+// actorHost hosts one actor in a worker process of its own. Calls are
 // queued here and sent to the process one at a time, so a crash loses
 // only the call that was running: the rest run on the restarted actor.
 // When the process dies or a method panics, the host fails the running
 // call (the caller may retry it) and panics, so the raylet's supervisor
 // strategy restarts it — a new process, the constructor again — or stops
 // it when the actor's restarts are spent.
-type procActorHost struct {
+type actorHost struct {
 	id     ids.ActorID
 	spec   *atollpb.TaskSpec
-	worker Worker
-	cfg    *ProcessConfig
+	worker raylet.Worker
+	cfg    *raylet.ProcessConfig
 	raylet *actor.PID
 	proxy  proxy
 	state  *hostState
@@ -79,7 +80,7 @@ type procActorHost struct {
 	deliver func(caller *actor.PID, res *atollpb.TaskResult)
 }
 
-func (h *procActorHost) Receive(ctx actor.Context) {
+func (h *actorHost) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		h.start(ctx)
@@ -102,7 +103,7 @@ func (h *procActorHost) Receive(ctx actor.Context) {
 			return
 		}
 		h.crash(ctx, exitReason(m.err))
-	case *crashActor:
+	case *raylet.CrashActor:
 		h.p.kill() // processExited follows and restarts the actor
 	case *actor.Restarting, *actor.Stopping:
 		if h.p != nil {
@@ -121,7 +122,7 @@ func (h *procActorHost) Receive(ctx actor.Context) {
 
 // start launches a process and runs the constructor in it; on failure the
 // raylet records the cause and stops the host.
-func (h *procActorHost) start(ctx actor.Context) {
+func (h *actorHost) start(ctx actor.Context) {
 	h.state.gen++
 	h.gen = h.state.gen
 	system, self, state, gen, deliver := ctx.ActorSystem(), ctx.Self(), h.state, h.gen, h.deliver
@@ -152,7 +153,7 @@ func (h *procActorHost) start(ctx actor.Context) {
 			err = errs.FromProto(reply.GetStatus())
 		}
 	}
-	ctx.Send(h.raylet, &actorStarted{id: h.id, err: err})
+	ctx.Send(h.raylet, &raylet.ActorStarted{ID: h.id, Err: err})
 	if err != nil {
 		return
 	}
@@ -163,7 +164,7 @@ func (h *procActorHost) start(ctx actor.Context) {
 	h.pump()
 }
 
-func (h *procActorHost) pump() {
+func (h *actorHost) pump() {
 	if !h.ready || len(h.state.queue) == 0 || !h.state.setBusy(h.state.queue[0]) {
 		return
 	}
@@ -173,7 +174,7 @@ func (h *procActorHost) pump() {
 }
 
 // finished handles a result the reader left to the host: a crashed call.
-func (h *procActorHost) finished(ctx actor.Context, res *atollpb.TaskResult) {
+func (h *actorHost) finished(ctx actor.Context, res *atollpb.TaskResult) {
 	c := h.state.takeBusy(res)
 	if c == nil {
 		return
@@ -186,7 +187,7 @@ func (h *procActorHost) finished(ctx actor.Context, res *atollpb.TaskResult) {
 }
 
 // crash fails the running call and hands the host to its supervisor.
-func (h *procActorHost) crash(ctx actor.Context, reason string) {
+func (h *actorHost) crash(ctx actor.Context, reason string) {
 	h.ready = false
 	if c := h.state.takeBusy(nil); c != nil {
 		died := &errs.ActorDiedError{ActorID: h.id.String(), Name: h.spec.GetActorCreation().GetName(),

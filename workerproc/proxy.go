@@ -1,4 +1,4 @@
-package raylet
+package workerproc
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/workerconn"
 	"github.com/atoll-runtime/atoll/objectstore"
+	"github.com/atoll-runtime/atoll/raylet"
 )
 
 // proxy serves the requests a worker process makes on its own behalf:
@@ -21,7 +22,7 @@ import (
 type proxy struct {
 	id     ids.WorkerID
 	node   ids.NodeID
-	cfg    *ProcessConfig
+	cfg    *raylet.ProcessConfig
 	raylet *actor.PID
 }
 
@@ -37,9 +38,9 @@ func (p *proxy) handle(system *actor.ActorSystem, self *actor.PID, conn *workerc
 	case *atollpb.Frame_SubmitTask:
 		root.RequestWithCustomSender(p.raylet, b.SubmitTask, self)
 	case *atollpb.Frame_ActorCall:
-		node, local := SplitActorAddress(b.ActorCall.Address)
+		node, local := raylet.SplitActorAddress(b.ActorCall.Address)
 		if !node.IsZero() && node != p.node {
-			root.RequestWithCustomSender(p.raylet, &ForwardCall{Node: node, Address: local, Spec: b.ActorCall.Spec}, self)
+			root.RequestWithCustomSender(p.raylet, &raylet.ForwardCall{Node: node, Address: local, Spec: b.ActorCall.Spec}, self)
 			break
 		}
 		root.RequestWithCustomSender(system.NewLocalPID(local), &atollpb.PushTask{Spec: b.ActorCall.Spec}, self)

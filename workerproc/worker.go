@@ -1,51 +1,45 @@
-package raylet
+package workerproc
 
 import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/raylet"
 )
-
-// workerExited tells the raylet a worker is gone (its process died or
-// never started).
-type workerExited struct {
-	id     ids.WorkerID
-	reason string
-}
 
 // helloResult reports whether a started worker process registered.
 type helloResult struct{ err error }
 
-// procWorker is a pool worker backed by a worker process. It runs one
+// taskWorker is a pool worker backed by a worker process. It runs one
 // task at a time; a process that dies is not restarted in place: the
 // raylet replaces the worker. The actor manages the process's life (start,
 // hello, exit) and forwards to it what the node tells it; tasks and their
 // results do not pass through it: the raylet writes a task to the
 // process's connection through the slot, and the connection reader hands
 // the result to its owner (see slot).
-type procWorker struct {
+type taskWorker struct {
 	id     ids.WorkerID
 	node   ids.NodeID
-	cfg    *ProcessConfig
+	cfg    *raylet.ProcessConfig
 	raylet *actor.PID
 	proxy  proxy
-	slot   *slot
+	slot   *raylet.Slot
 	p      *workerProcess
 }
 
-func (w *procWorker) Receive(ctx actor.Context) {
+func (w *taskWorker) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		system, raylet, sl := ctx.ActorSystem(), w.raylet, w.slot
+		system, rayletPID, sl := ctx.ActorSystem(), w.raylet, w.slot
 		onResult := func(res *atollpb.TaskResult) {
-			if t := sl.finish(res); t != nil {
-				t.report(system, raylet, res)
+			if t := sl.Finish(res); t != nil {
+				t.Report(system, rayletPID, res)
 			}
 		}
 		p, err := startProcess(ctx.ActorSystem(), ctx.Self(), 1, w.cfg, &w.proxy, w.id, w.node, onResult)
 		if err != nil {
-			ctx.Send(w.raylet, &workerExited{id: w.id, reason: err.Error()})
+			ctx.Send(w.raylet, &raylet.WorkerExited{ID: w.id, Reason: err.Error()})
 			ctx.Stop(ctx.Self())
 			return
 		}
@@ -57,9 +51,9 @@ func (w *procWorker) Receive(ctx actor.Context) {
 			w.p.kill()
 			return // processExited reports it
 		}
-		w.slot.registered(w.p.conn)
+		w.slot.Registered(w.p.conn)
 	case *processExited:
-		ctx.Send(w.raylet, &workerExited{id: w.id, reason: exitReason(m.err)})
+		ctx.Send(w.raylet, &raylet.WorkerExited{ID: w.id, Reason: exitReason(m.err)})
 		ctx.Stop(ctx.Self())
 	case *actor.Stopping:
 		if w.p != nil {

@@ -1,0 +1,64 @@
+package raylet
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/ids"
+)
+
+// ProcessWorkers makes the actors that run a node's workers as processes
+// (package workerproc implements it). Goroutine workers are the raylet's
+// own (workerActor, actorHost). Both kinds meet the raylet the same way: a
+// task worker takes its attempts from a Slot and reports them through it
+// (Assignment.Report); an actor host reports ActorStarted, takes calls as
+// atollpb.PushTask messages from their callers and answers them through
+// the deliver function; a worker whose process is gone reports
+// WorkerExited; a host panics to be restarted by the raylet's supervisor
+// strategy.
+type ProcessWorkers interface {
+	// TaskWorker returns the actor that runs pool worker w's process.
+	TaskWorker(w WorkerSpec) actor.Producer
+	// ActorHost returns the actor that hosts one actor in a process.
+	ActorHost(h HostSpec) actor.Producer
+}
+
+// WorkerSpec describes a pool worker to start.
+type WorkerSpec struct {
+	Worker Worker
+	Config *ProcessConfig
+	// Raylet receives WorkerExited and the task workers' TaskFinished.
+	Raylet *actor.PID
+	// Slot hands the worker its task attempts.
+	Slot *Slot
+}
+
+// HostSpec describes an actor host to start.
+type HostSpec struct {
+	Actor  ids.ActorID
+	Spec   *atollpb.TaskSpec // the actor's creation task
+	Worker Worker
+	Config *ProcessConfig
+	// Raylet receives ActorStarted.
+	Raylet *actor.PID
+	// Deliver gives a call's result to its caller.
+	Deliver func(caller *actor.PID, res *atollpb.TaskResult)
+}
+
+// WorkerExited tells the raylet a worker is gone (its process died or
+// never started).
+type WorkerExited struct {
+	ID     ids.WorkerID
+	Reason string
+}
+
+// ActorStarted reports that an actor's constructor ran (after creation or
+// a restart), with its error if it failed.
+type ActorStarted struct {
+	ID  ids.ActorID
+	Err error
+}
+
+// CrashActor makes an actor host panic, as if its worker crashed (fault
+// injection; the actor restarts within its budget).
+type CrashActor struct{ Reason string }

@@ -27,6 +27,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/natsembed"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
+	"github.com/atoll-runtime/atoll/node"
 	"github.com/atoll-runtime/atoll/objectstore"
 	"github.com/atoll-runtime/atoll/raylet"
 )
@@ -114,11 +115,11 @@ func Init(ctx context.Context, opts ...Option) (err error) {
 	if os.Getenv(raylet.EnvWorker) == "1" {
 		serveWorker(cfg) // never returns
 	}
-	if os.Getenv(EnvNode) != "" {
+	if os.Getenv(node.EnvNode) != "" {
 		runNodeFromEnv() // never returns
 	}
 	if cfg.address == "" {
-		cfg.address = os.Getenv(EnvAddress)
+		cfg.address = os.Getenv(node.EnvAddress)
 	}
 	if cfg.address != "" && cfg.workerMode != ProcessWorkers {
 		return errs.Invalidf("WithAddress: a driver connected to a cluster runs its tasks in worker processes (InProcessWorkers is for the embedded cluster)")

@@ -3,31 +3,8 @@ package atoll
 import (
 	"context"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
-
-	"github.com/atoll-runtime/atoll/internal/errs"
 )
-
-// Well-known ports of a cluster node. Each accepts 0 (pick a free port),
-// which tests use.
-const (
-	// DefaultPort is the head's NATS client port: the address other
-	// nodes and drivers join (`atoll start --address HOST:6380`).
-	DefaultPort = 6380
-	// DefaultGossipPort is the memberlist port (UDP and TCP) of every node.
-	DefaultGossipPort = 7946
-	// DefaultTransferPort is the port a node serves its objects on to
-	// other nodes (Ray's object manager port).
-	DefaultTransferPort = 8076
-)
-
-// EnvAddress is the environment variable a driver reads, when Init is
-// given no WithAddress, to connect to a running cluster ("auto" reads the
-// address file `atoll start --head` wrote).
-const EnvAddress = "ATOLL_ADDRESS"
 
 // NodeConfig configures a cluster node started with StartNode (what
 // `atoll start` runs). Zero fields take the documented defaults.
@@ -80,26 +57,6 @@ type NodeConfig struct {
 // tasks that need a CPU (a head serving only the control plane, say).
 const NoCPUs = -1
 
-// EnvNode, set to a JSON-encoded NodeConfig, makes a program's atoll.Init
-// run a cluster node instead (internal/testcluster starts test binaries
-// this way, so their nodes run the test's functions): the node prints
-// NodeReadyPrefix and a JSON NodeReady line on stdout once it serves, and
-// exits when it receives SIGTERM or SIGINT.
-const EnvNode = "ATOLL_NODE"
-
-// NodeReadyPrefix starts the line a node started through EnvNode prints
-// once it is ready.
-const NodeReadyPrefix = "ATOLL_NODE_READY "
-
-// NodeReady describes a started node.
-type NodeReady struct {
-	NodeID string `json:"node_id"`
-	// Address is the cluster address (the head's NATS host:port) to give
-	// other nodes and drivers.
-	Address string `json:"address"`
-	PID     int    `json:"pid"`
-}
-
 // Node is a running cluster node.
 type Node struct {
 	rt *core
@@ -111,41 +68,6 @@ func (n *Node) ID() string { return n.rt.nodeID.String() }
 // Address is the cluster address to give other nodes and drivers.
 func (n *Node) Address() string { return n.rt.clusterAddress }
 
-// ClusterStatus is what `atoll status` shows.
-type ClusterStatus struct {
-	Address string        `json:"address"`
-	Nodes   []ClusterNode `json:"nodes"`
-}
-
-// ClusterNode is one node as the GCS and its latest load report know it.
-type ClusterNode struct {
-	NodeID   string `json:"node_id"`
-	Hostname string `json:"hostname"`
-	IsHead   bool   `json:"is_head"`
-	Driver   bool   `json:"driver"` // a driver's node (holds its objects, runs no tasks by default)
-	Alive    bool   `json:"alive"`
-	// Reporting: the node's load report arrived (an alive node that does
-	// not report may have died unobserved).
-	Reporting bool               `json:"reporting"`
-	Total     map[string]float64 `json:"total"`
-	Available map[string]float64 `json:"available"`
-	Queued    int                `json:"queued"`
-	Running   int                `json:"running"`
-	StoreUsed uint64             `json:"store_used"`
-	StoreCap  uint64             `json:"store_capacity"`
-	// Pulls counts the objects this node fetched from other nodes, and
-	// PulledBytes their bytes.
-	Pulls       uint64 `json:"pulls"`
-	PulledBytes uint64 `json:"pulled_bytes"`
-	// The store's contents and spilling (from the node's last report).
-	Objects       uint64 `json:"objects"`
-	PinnedBytes   uint64 `json:"pinned_bytes"`
-	SpilledBytes  uint64 `json:"spilled_bytes"`       // on disk now
-	SpillFiles    uint64 `json:"spill_files"`         // on disk now
-	SpilledTotal  uint64 `json:"spilled_bytes_total"` // ever
-	RestoredTotal uint64 `json:"restored_bytes_total"`
-}
-
 // StartNode starts a cluster node in this process: with cfg.Head the
 // control plane (NATS, GCS) too. Worker processes run each job's driver
 // binary unless cfg.WorkerBinary is set. Stop it with Node.Stop.
@@ -155,32 +77,6 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 
 // Stop leaves the cluster gracefully and stops the node.
 func (n *Node) Stop(ctx context.Context) error { return n.rt.stop(ctx) }
-
-// GetClusterStatus connects to the cluster at address and reports its
-// nodes ("" or "auto": the address file of the local head).
-func GetClusterStatus(ctx context.Context, address string) (*ClusterStatus, error) {
-	return clusterStatus(ctx, address)
-}
-
-// AddressFile is where `atoll start --head` records the cluster address,
-// for `atoll start`, `atoll status` and drivers given "auto".
-func AddressFile() string { return filepath.Join(os.TempDir(), "atoll", "current_cluster") }
-
-// ResolveAddress turns a user-given cluster address into a NATS URL: ""
-// and "auto" read AddressFile; "host:port" gets the nats:// scheme.
-func ResolveAddress(address string) (string, error) {
-	if address == "" || address == "auto" {
-		b, err := os.ReadFile(AddressFile())
-		if err != nil {
-			return "", errs.NotFoundf("no cluster address given and none recorded in %s (is a head running? `atoll start --head`): %v", AddressFile(), err)
-		}
-		address = strings.TrimSpace(string(b))
-	}
-	if !strings.Contains(address, "://") {
-		address = "nats://" + address
-	}
-	return address, nil
-}
 
 // ClusterAddress is the address of the cluster this driver is connected
 // to, or "" when it runs the embedded single-node cluster.

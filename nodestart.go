@@ -9,21 +9,18 @@ import (
 	"os/signal"
 	"path/filepath"
 	goruntime "runtime"
-	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/cluster"
-	"github.com/atoll-runtime/atoll/gcs"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/natsembed"
+	"github.com/atoll-runtime/atoll/node"
 	"github.com/atoll-runtime/atoll/objectstore"
 )
 
@@ -44,9 +41,9 @@ func startNode(ctx context.Context, nc NodeConfig) (*Node, error) {
 		cpus = float64(goruntime.NumCPU())
 	}
 	if !nc.RandomPorts {
-		nc.Port = orDefault(nc.Port, DefaultPort)
-		nc.GossipPort = orDefault(nc.GossipPort, DefaultGossipPort)
-		nc.TransferPort = orDefault(nc.TransferPort, DefaultTransferPort)
+		nc.Port = orDefault(nc.Port, node.DefaultPort)
+		nc.GossipPort = orDefault(nc.GossipPort, node.DefaultGossipPort)
+		nc.TransferPort = orDefault(nc.TransferPort, node.DefaultTransferPort)
 	}
 	if nc.NodeIP == "" {
 		nc.NodeIP = "127.0.0.1"
@@ -68,20 +65,6 @@ func orDefault(v, def int) int {
 		return def
 	}
 	return v
-}
-
-// dialCluster connects to the NATS server of the cluster at address (as
-// ResolveAddress reads it) and returns the connection and its URL.
-func dialCluster(address, name string, opts ...nats.Option) (*nats.Conn, string, error) {
-	url, err := ResolveAddress(address)
-	if err != nil {
-		return nil, "", err
-	}
-	nc, err := nats.Connect(url, append([]nats.Option{nats.Name(name)}, opts...)...)
-	if err != nil {
-		return nil, "", errs.Unavailablef("cannot reach the cluster at %s: %v", url, err)
-	}
-	return nc, url, nil
 }
 
 // clustered reports whether this core is a node of a multi-node cluster
@@ -131,7 +114,7 @@ func (rt *core) connectControlPlane() error {
 		}
 		return nil
 	}
-	if rt.nc, url, err = dialCluster(url, name, nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond)); err != nil {
+	if rt.nc, url, err = node.DialCluster(url, name, nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond)); err != nil {
 		return err
 	}
 	if rt.clusterAddress == "" {
@@ -159,11 +142,11 @@ func (rt *core) newGateway(info *atollpb.NodeInfo) *cluster.Gateway {
 // and exits (internal/testcluster starts test binaries this way).
 func runNodeFromEnv() {
 	var nc NodeConfig
-	if err := json.Unmarshal([]byte(os.Getenv(EnvNode)), &nc); err != nil {
-		fmt.Fprintf(os.Stderr, "atoll node: %s: %v\n", EnvNode, err)
+	if err := json.Unmarshal([]byte(os.Getenv(node.EnvNode)), &nc); err != nil {
+		fmt.Fprintf(os.Stderr, "atoll node: %s: %v\n", node.EnvNode, err)
 		os.Exit(2)
 	}
-	os.Unsetenv(EnvNode) // worker processes are not nodes
+	os.Unsetenv(node.EnvNode) // worker processes are not nodes
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	n, err := StartNode(ctx, nc)
@@ -171,9 +154,9 @@ func runNodeFromEnv() {
 		fmt.Fprintf(os.Stderr, "atoll node: %v\n", err)
 		os.Exit(1)
 	}
-	b, _ := json.Marshal(NodeReady{NodeID: n.ID(), Address: n.Address(), PID: os.Getpid()})
+	b, _ := json.Marshal(node.NodeReady{NodeID: n.ID(), Address: n.Address(), PID: os.Getpid()})
 	w := bufio.NewWriter(os.Stdout)
-	fmt.Fprintf(w, "%s%s\n", NodeReadyPrefix, b)
+	fmt.Fprintf(w, "%s%s\n", node.NodeReadyPrefix, b)
 	_ = w.Flush()
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -184,92 +167,4 @@ func runNodeFromEnv() {
 		os.Exit(1)
 	}
 	os.Exit(0)
-}
-
-// clusterStatus asks the GCS for the nodes and listens to their load
-// reports.
-func clusterStatus(ctx context.Context, address string) (*ClusterStatus, error) {
-	nc, url, err := dialCluster(address, "atoll-status")
-	if err != nil {
-		return nil, err
-	}
-	defer nc.Close()
-	var mu sync.Mutex
-	loads := map[ids.NodeID]*atollpb.NodeLoad{}
-	got := make(chan struct{}, 1)
-	sub, err := nc.Subscribe(cluster.DefaultPrefix+".load.*", func(m *nats.Msg) {
-		var l atollpb.NodeLoad
-		if proto.Unmarshal(m.Data, &l) == nil {
-			mu.Lock()
-			loads[ids.MustFromBytes(l.NodeId)] = &l
-			mu.Unlock()
-			select {
-			case got <- struct{}{}:
-			default:
-			}
-		}
-	})
-	if err != nil {
-		return nil, errs.Unavailablef("subscribe to load reports: %v", err)
-	}
-	defer func() { _ = sub.Unsubscribe() }()
-	nodes, err := gcs.NewClient(nc, gcs.ClientOptions{}).ListNodes(ctx)
-	if err != nil {
-		return nil, err
-	}
-	// Wait until every live node reported once (they report every 100 ms),
-	// at most 2 s.
-	deadline := time.NewTimer(2 * time.Second)
-	defer deadline.Stop()
-	for {
-		mu.Lock()
-		missing := 0
-		for _, n := range nodes {
-			if n.State == atollpb.NodeState_NODE_ALIVE && loads[ids.MustFromBytes(n.NodeId)] == nil {
-				missing++
-			}
-		}
-		mu.Unlock()
-		if missing == 0 {
-			break
-		}
-		select {
-		case <-got:
-			continue
-		case <-deadline.C:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		break
-	}
-	st := &ClusterStatus{Address: strings.TrimPrefix(url, "nats://")}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, n := range nodes {
-		id := ids.MustFromBytes(n.NodeId)
-		cn := ClusterNode{NodeID: id.String(), Hostname: n.Hostname, IsHead: n.IsHead, Driver: n.IsDriver,
-			Alive: n.State == atollpb.NodeState_NODE_ALIVE, Total: n.Resources, StoreCap: n.ObjectStoreBytes}
-		if l := loads[id]; l != nil && cn.Alive {
-			cn.Reporting = true
-			cn.Total, cn.Available = l.Total, l.Available
-			cn.Queued, cn.Running = int(l.Queued), int(l.Running)
-			cn.StoreUsed, cn.StoreCap, cn.Pulls, cn.PulledBytes = l.StoreUsed, l.StoreCapacity, l.Pulls, l.PulledBytes
-			if s := l.Store; s != nil {
-				cn.Objects, cn.PinnedBytes, cn.SpilledBytes, cn.SpillFiles = s.NumObjects, s.PinnedBytes, s.SpilledBytesCurrent, s.SpillFilesCurrent
-				cn.SpilledTotal, cn.RestoredTotal = s.SpilledBytesTotal, s.RestoredBytesTotal
-			}
-		}
-		st.Nodes = append(st.Nodes, cn)
-	}
-	sort.SliceStable(st.Nodes, func(i, j int) bool {
-		a, b := st.Nodes[i], st.Nodes[j]
-		if a.IsHead != b.IsHead {
-			return a.IsHead
-		}
-		if a.Alive != b.Alive {
-			return a.Alive
-		}
-		return a.NodeID < b.NodeID
-	})
-	return st, nil
 }

@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/node"
 )
 
 // sh runs a shell script as a stand-in node process.
-func sh(t *testing.T, script string, timeout time.Duration) (*process, atoll.NodeReady, string, error) {
+func sh(t *testing.T, script string, timeout time.Duration) (*process, node.NodeReady, string, error) {
 	t.Helper()
 	log := filepath.Join(t.TempDir(), "node.log")
 	p, r, err := startProcess("/bin/sh", []string{"-c", script}, os.Environ(), log, timeout)
@@ -101,7 +102,7 @@ func TestReadyWriterSplitWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	w := &readyWriter{f: f, ready: make(chan atoll.NodeReady, 1)}
+	w := &readyWriter{f: f, ready: make(chan node.NodeReady, 1)}
 	line := "noise\nATOLL_NODE_READY {\"node_id\":\"cd\",\"address\":\"h:1\",\"pid\":3}\r\nmore\n"
 	for i := range len(line) {
 		if _, err := w.Write([]byte(line[i : i+1])); err != nil {
@@ -137,7 +138,7 @@ func TestConfig(t *testing.T) {
 	if other.Resources["GPU"] != 2 || head.SessionDir == other.SessionDir {
 		t.Errorf("resources %v, session dirs %s %s", other.Resources, head.SessionDir, other.SessionDir)
 	}
-	if env := filterEnv([]string{"A=1", atoll.EnvNode + "={}", "B=2"}, atoll.EnvNode); strings.Join(env, " ") != "A=1 B=2" {
+	if env := filterEnv([]string{"A=1", node.EnvNode + "={}", "B=2"}, node.EnvNode); strings.Join(env, " ") != "A=1 B=2" {
 		t.Errorf("filterEnv: %q", env)
 	}
 }

@@ -288,7 +288,7 @@ func TestCluster(t *testing.T) {
 		if ready, _, _ := atoll.Wait(ctx, []atoll.Ref{ref}, 1, 300*time.Millisecond); len(ready) != 0 {
 			t.Fatal("a task demanding a GPU finished on a cluster without GPUs")
 		}
-		gpu := c.AddNode(func(cfg *atoll.NodeConfig) { cfg.Resources = map[string]float64{"GPU": 1} })
+		gpu := c.AddNode(func(cfg *node.Config) { cfg.Resources = map[string]float64{"GPU": 1} })
 		where, err := atoll.Get(ctx, ref)
 		if err != nil || where != gpu.ID {
 			t.Fatalf("GPU task ran on %q (%v), want the GPU node %s", where, err, gpu.ID)

@@ -84,7 +84,7 @@ func Status(ctx context.Context) (NodeStatus, error) {
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
 	}
-	res, err := rt.system.Root.RequestFuture(rt.rayletPID, &raylet.GetState{}, timeout).Result()
+	res, err := rt.node.System().Root.RequestFuture(rt.node.Raylet(), &raylet.GetState{}, timeout).Result()
 	if err != nil {
 		return NodeStatus{}, errs.Unavailablef("raylet did not answer: %v", err)
 	}

@@ -33,10 +33,10 @@ func isolate(t *testing.T) {
 }
 
 // parseStart parses `atoll start` flags into the node config.
-func parseStart(args ...string) (atoll.NodeConfig, error) {
+func parseStart(args ...string) (node.Config, error) {
 	cmd, f := startCommand()
 	if err := cmd.ParseFlags(args); err != nil {
-		return atoll.NodeConfig{}, err
+		return node.Config{}, err
 	}
 	return f.nodeConfig(cmd.Flags())
 }
@@ -44,13 +44,13 @@ func parseStart(args ...string) (atoll.NodeConfig, error) {
 func TestStartConfig(t *testing.T) {
 	isolate(t)
 	ncpu := float64(runtime.NumCPU())
-	head := atoll.NodeConfig{
+	head := node.Config{
 		Head: true, NodeIP: "127.0.0.1", Port: node.DefaultPort, GossipPort: node.DefaultGossipPort,
 		TransferPort: node.DefaultTransferPort, NumCPUs: ncpu, FailureTimeout: 5 * time.Second,
 	}
 	worker := head
 	worker.Head, worker.Address = false, "nats://10.0.0.1:6380"
-	with := func(base atoll.NodeConfig, f func(*atoll.NodeConfig)) atoll.NodeConfig {
+	with := func(base node.Config, f func(*node.Config)) node.Config {
 		f(&base)
 		return base
 	}
@@ -60,32 +60,32 @@ func TestStartConfig(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		args []string
-		want atoll.NodeConfig
+		want node.Config
 	}{
 		{[]string{"--head"}, head},
 		// Port 0 picks a free port; only the ports given as 0 are random.
-		{[]string{"--head", "--port", "0"}, with(head, func(c *atoll.NodeConfig) { c.Port, c.RandomPorts = 0, true })},
-		{[]string{"--head", "--gossip-port=0", "--transfer-port=0"}, with(head, func(c *atoll.NodeConfig) {
+		{[]string{"--head", "--port", "0"}, with(head, func(c *node.Config) { c.Port, c.RandomPorts = 0, true })},
+		{[]string{"--head", "--gossip-port=0", "--transfer-port=0"}, with(head, func(c *node.Config) {
 			c.GossipPort, c.TransferPort, c.RandomPorts = 0, 0, true
 		})},
-		{[]string{"--head", "--port", "7000", "--gossip-port", "7001"}, with(head, func(c *atoll.NodeConfig) { c.Port, c.GossipPort = 7000, 7001 })},
+		{[]string{"--head", "--port", "7000", "--gossip-port", "7001"}, with(head, func(c *node.Config) { c.Port, c.GossipPort = 7000, 7001 })},
 		{[]string{"--address", "10.0.0.1:6380"}, worker},
-		{[]string{"--address", "nats://10.0.0.1:6380", "--transfer-port", "0"}, with(worker, func(c *atoll.NodeConfig) {
+		{[]string{"--address", "nats://10.0.0.1:6380", "--transfer-port", "0"}, with(worker, func(c *node.Config) {
 			c.TransferPort, c.RandomPorts = 0, true
 		})},
 		// --nats: the head's port is unused, so its default does not count.
-		{[]string{"--head", "--nats", "127.0.0.1:4222", "--gossip-port", "0"}, with(head, func(c *atoll.NodeConfig) {
+		{[]string{"--head", "--nats", "127.0.0.1:4222", "--gossip-port", "0"}, with(head, func(c *node.Config) {
 			c.NATSURL, c.GossipPort, c.RandomPorts = "nats://127.0.0.1:4222", 0, true
 		})},
-		{[]string{"--head", "--nats", "nats://a:4222,b:4223"}, with(head, func(c *atoll.NodeConfig) { c.NATSURL = "nats://a:4222,nats://b:4223" })},
-		{[]string{"--head", "--node-ip", "10.1.2.3", "--num-cpus", "2.5", "--failure-timeout", "2s"}, with(head, func(c *atoll.NodeConfig) {
+		{[]string{"--head", "--nats", "nats://a:4222,b:4223"}, with(head, func(c *node.Config) { c.NATSURL = "nats://a:4222,nats://b:4223" })},
+		{[]string{"--head", "--node-ip", "10.1.2.3", "--num-cpus", "2.5", "--failure-timeout", "2s"}, with(head, func(c *node.Config) {
 			c.NodeIP, c.NumCPUs, c.FailureTimeout = "10.1.2.3", 2.5, 2*time.Second
 		})},
-		{[]string{"--head", "--resources", "GPU=1, disk=2.5"}, with(head, func(c *atoll.NodeConfig) { c.Resources = map[string]float64{"GPU": 1, "disk": 2.5} })},
-		{[]string{"--head", "--resources", `{"GPU": 2}`}, with(head, func(c *atoll.NodeConfig) { c.Resources = map[string]float64{"GPU": 2} })},
-		{[]string{"--head", "--object-store-memory", "2GiB"}, with(head, func(c *atoll.NodeConfig) { c.ObjectStoreMemory = 2 << 30 })},
-		{[]string{"--head", "--object-store-memory", "1000000"}, with(head, func(c *atoll.NodeConfig) { c.ObjectStoreMemory = 1e6 })},
-		{[]string{"--head", "--worker-binary", bin}, with(head, func(c *atoll.NodeConfig) { c.WorkerBinary = bin })},
+		{[]string{"--head", "--resources", "GPU=1, disk=2.5"}, with(head, func(c *node.Config) { c.Resources = map[string]float64{"GPU": 1, "disk": 2.5} })},
+		{[]string{"--head", "--resources", `{"GPU": 2}`}, with(head, func(c *node.Config) { c.Resources = map[string]float64{"GPU": 2} })},
+		{[]string{"--head", "--object-store-memory", "2GiB"}, with(head, func(c *node.Config) { c.ObjectStoreMemory = 2 << 30 })},
+		{[]string{"--head", "--object-store-memory", "1000000"}, with(head, func(c *node.Config) { c.ObjectStoreMemory = 1e6 })},
+		{[]string{"--head", "--worker-binary", bin}, with(head, func(c *node.Config) { c.WorkerBinary = bin })},
 	} {
 		got, err := parseStart(tc.args...)
 		if err != nil {

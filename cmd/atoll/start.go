@@ -24,7 +24,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/node"
@@ -122,8 +121,8 @@ func startCommand() (*cobra.Command, *startFlags) {
 // nodeConfig validates the flags and turns them into the node's config.
 // Errors are atoll.ErrInvalidArgument (bad or conflicting flags) or
 // atoll.ErrNotFound (no address given and none recorded).
-func (f *startFlags) nodeConfig(fs *pflag.FlagSet) (atoll.NodeConfig, error) {
-	cfg := atoll.NodeConfig{
+func (f *startFlags) nodeConfig(fs *pflag.FlagSet) (node.Config, error) {
+	cfg := node.Config{
 		Head:           f.head,
 		Port:           f.port,
 		GossipPort:     f.gossipPort,
@@ -190,7 +189,7 @@ func (f *startFlags) nodeConfig(fs *pflag.FlagSet) (atoll.NodeConfig, error) {
 		return cfg, errs.Invalidf("--num-cpus %v: want a number >= 0", f.numCPUs)
 	}
 	if f.numCPUs == 0 {
-		cfg.NumCPUs = atoll.NoCPUs // a node that runs no tasks (a head serving only the control plane)
+		cfg.NumCPUs = node.NoCPUs // a node that runs no tasks (a head serving only the control plane)
 	}
 	res, err := parseResources(f.resources)
 	if err != nil {
@@ -369,14 +368,14 @@ type nodeRecord struct {
 
 // runNode runs a node in this process (--block) until ctx is cancelled or
 // the process receives SIGTERM, then stops it.
-func runNode(ctx context.Context, w io.Writer, cfg atoll.NodeConfig) error {
+func runNode(ctx context.Context, w io.Writer, cfg node.Config) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	n, err := atoll.StartNode(ctx, cfg)
+	n, err := node.Start(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("start node: %w", err)
 	}
-	rec := nodeRecord{NodeReady: node.NodeReady{NodeID: n.ID(), Address: n.Address(), PID: os.Getpid()}, Head: cfg.Head}
+	rec := nodeRecord{NodeReady: node.NodeReady{NodeID: n.ID().String(), Address: n.Address(), PID: os.Getpid()}, Head: cfg.Head}
 	cleanup, err := publishNode(rec)
 	if err == nil {
 		printStarted(w, rec, "", cfg.Address)

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/node"
 )
 
@@ -122,13 +121,13 @@ func TestReadyWriterSplitWrites(t *testing.T) {
 func TestConfig(t *testing.T) {
 	c := &Cluster{t: t, dir: t.TempDir(), opts: Options{
 		Resources: func(i int) map[string]float64 { return map[string]float64{"GPU": float64(i)} },
-		Config:    func(i int, cfg *atoll.NodeConfig) { cfg.Port, cfg.NumCPUs = 99, 4 },
+		Config:    func(i int, cfg *node.Config) { cfg.Port, cfg.NumCPUs = 99, 4 },
 	}.withDefaults(), address: "127.0.0.1:5000"}
 	head, other := c.config(0), c.config(2)
 	if !head.Head || head.Address != "" || other.Head || other.Address != "127.0.0.1:5000" {
 		t.Errorf("roles: head %+v, other %+v", head, other)
 	}
-	for _, cfg := range []atoll.NodeConfig{head, other} {
+	for _, cfg := range []node.Config{head, other} {
 		if cfg.NodeIP != "127.0.0.1" || !cfg.RandomPorts || cfg.Port != 0 || cfg.GossipPort != 0 || cfg.TransferPort != 0 ||
 			cfg.NumCPUs != 4 || cfg.ObjectStoreMemory != DefaultObjectStoreMemory || cfg.FailureTimeout != DefaultFailureTimeout ||
 			cfg.SessionDir == "" {

@@ -4,7 +4,7 @@
 // functions and actor types.
 //
 // A node process is the test binary (os.Executable()) started with
-// node.EnvNode set to its JSON-encoded atoll.NodeConfig. The package's
+// node.EnvNode set to its JSON-encoded node.Config. The package's
 // TestMain must hand such a process to atoll.Init before running tests:
 //
 //	func TestMain(m *testing.M) {
@@ -48,7 +48,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/node"
 )
 
@@ -88,7 +87,7 @@ type Options struct {
 	// Config, if set, adjusts node i's config after the defaults above
 	// are applied (Head, Address, NodeIP, ports and SessionDir are
 	// reset afterwards).
-	Config func(i int, cfg *atoll.NodeConfig)
+	Config func(i int, cfg *node.Config)
 }
 
 // withDefaults fills in the zero fields.
@@ -134,7 +133,7 @@ type Node struct {
 	// Address is the cluster address the node reported.
 	Address string
 	// Config is the config the node was started with.
-	Config atoll.NodeConfig
+	Config node.Config
 	// LogFile holds the node's stdout and stderr.
 	LogFile string
 
@@ -208,7 +207,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 }
 
 // Address is the head's cluster address (host:port), for
-// atoll.WithAddress, node.GetClusterStatus or NodeConfig.Address.
+// atoll.WithAddress, node.GetClusterStatus or node.Config.Address.
 func (c *Cluster) Address() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -298,7 +297,7 @@ func (c *Cluster) Restart(i int) *Node {
 // ready. cfg, if not nil, adjusts the node's config last (the defaults,
 // Options.Resources and Options.Config applied), so it may change
 // anything, ports included.
-func (c *Cluster) AddNode(cfg func(*atoll.NodeConfig)) *Node {
+func (c *Cluster) AddNode(cfg func(*node.Config)) *Node {
 	c.t.Helper()
 	c.mu.Lock()
 	i := len(c.nodes)
@@ -352,8 +351,8 @@ func (c *Cluster) WaitStatus(timeout time.Duration, cond func(*node.ClusterStatu
 }
 
 // config is node i's config before it starts.
-func (c *Cluster) config(i int) atoll.NodeConfig {
-	cfg := atoll.NodeConfig{
+func (c *Cluster) config(i int) node.Config {
+	cfg := node.Config{
 		NumCPUs:           c.opts.NumCPUs,
 		ObjectStoreMemory: c.opts.ObjectStoreMemory,
 		FailureTimeout:    c.opts.FailureTimeout,
@@ -395,7 +394,7 @@ func (c *Cluster) sessionDir(i int) string {
 }
 
 // launch starts node i's process with cfg and waits until it is ready.
-func (c *Cluster) launch(i int, cfg atoll.NodeConfig) (*Node, error) {
+func (c *Cluster) launch(i int, cfg node.Config) (*Node, error) {
 	cfgJSON, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err

@@ -115,7 +115,7 @@ func Init(ctx context.Context, opts ...Option) (err error) {
 	if cfg.address != "" && cfg.workerMode != ProcessWorkers {
 		return errs.Invalidf("WithAddress: a driver connected to a cluster runs its tasks in worker processes (InProcessWorkers is for the embedded cluster)")
 	}
-	rt := &core{cfg: cfg, nodeID: ids.NewNodeID(), jobID: ids.NewJobID(), workerID: ids.NewWorkerID(), putTask: ids.NewTaskID()}
+	rt := &core{cfg: cfg, jobID: ids.NewJobID(), workerID: ids.NewWorkerID(), putTask: ids.NewTaskID()}
 	defer func() {
 		if err != nil {
 			rt.stop(context.Background())

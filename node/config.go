@@ -157,18 +157,20 @@ func (c Config) withDefaults() (Config, error) {
 	case cpus == 0 && !c.Driver:
 		c.NumCPUs = float64(goruntime.NumCPU())
 	}
-	for _, p := range []struct {
-		name string
-		v    int
-	}{{"Port", c.Port}, {"GossipPort", c.GossipPort}, {"TransferPort", c.TransferPort}} {
-		if p.v < 0 || p.v > math.MaxUint16 {
-			return c, errs.Invalidf("node.Config.%s %d: want 0 to 65535", p.name, p.v)
-		}
-	}
-	if c.FailureTimeout < 0 {
-		return c, errs.Invalidf("node.Config.FailureTimeout %v: must not be negative", c.FailureTimeout)
-	}
 	if c.clustered() {
+		// An embedded node opens no port and gossips with no one: it
+		// ignores these settings.
+		for _, p := range []struct {
+			name string
+			v    int
+		}{{"Port", c.Port}, {"GossipPort", c.GossipPort}, {"TransferPort", c.TransferPort}} {
+			if p.v < 0 || p.v > math.MaxUint16 {
+				return c, errs.Invalidf("node.Config.%s %d: want 0 to 65535", p.name, p.v)
+			}
+		}
+		if c.FailureTimeout < 0 {
+			return c, errs.Invalidf("node.Config.FailureTimeout %v: must not be negative", c.FailureTimeout)
+		}
 		if c.NodeIP == "" {
 			c.NodeIP = "127.0.0.1"
 		}

@@ -53,7 +53,7 @@ func FailNextCreates(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	if rt.isWorker {
+	if rt.node == nil { // a worker process
 		return errs.Invalidf("FailNextCreates: call it from the driver")
 	}
 	if n < 0 {

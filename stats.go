@@ -77,7 +77,7 @@ func Status(ctx context.Context) (NodeStatus, error) {
 	if err != nil {
 		return NodeStatus{}, err
 	}
-	if rt.isWorker {
+	if rt.node == nil { // a worker process
 		return NodeStatus{}, errs.Invalidf("Status: call it from the driver")
 	}
 	timeout := 10 * time.Second

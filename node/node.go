@@ -129,7 +129,7 @@ func (n *Node) start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if n.gcsPID, err = root.SpawnNamed(n.WithFaults(gcsProps), "gcs"); err != nil {
+		if n.gcsPID, err = root.SpawnNamed(n.withFaults(gcsProps), "gcs"); err != nil {
 			return fmt.Errorf("atoll: start GCS: %w", err)
 		}
 	}
@@ -155,7 +155,7 @@ func (n *Node) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if n.storePID, err = root.SpawnNamed(n.WithFaults(storeProps), "objectstore"); err != nil {
+	if n.storePID, err = root.SpawnNamed(n.withFaults(storeProps), "objectstore"); err != nil {
 		return fmt.Errorf("atoll: start object store: %w", err)
 	}
 	n.store = objectstore.NewClient(root, n.storePID, n.arena, ids.NewWorkerID())
@@ -207,7 +207,7 @@ func (n *Node) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if n.rayletPID, err = root.SpawnNamed(n.WithFaults(rayletProps), "raylet"); err != nil {
+	if n.rayletPID, err = root.SpawnNamed(n.withFaults(rayletProps), "raylet"); err != nil {
 		return fmt.Errorf("atoll: start raylet: %w", err)
 	}
 	if n.gateway != nil {
@@ -370,7 +370,7 @@ func (n *Node) SpawnNamed(props *actor.Props, name string) (*actor.PID, error) {
 	if n.stopped {
 		return nil, errs.Unavailablef("node %s stopped", n.id.Short())
 	}
-	pid, err := n.system.Root.SpawnNamed(n.WithFaults(props), name)
+	pid, err := n.system.Root.SpawnNamed(n.withFaults(props), name)
 	if err != nil {
 		return nil, err
 	}
@@ -413,8 +413,8 @@ func (n *Node) UnsubscribeActorEvents(pid *actor.PID) {
 	}
 }
 
-// WithFaults installs the node's fault injector on props, if it has one.
-func (n *Node) WithFaults(props *actor.Props) *actor.Props {
+// withFaults installs the node's fault injector on props, if it has one.
+func (n *Node) withFaults(props *actor.Props) *actor.Props {
 	if mw := n.faultMiddleware(); mw != nil {
 		return props.Clone(actor.WithReceiverMiddleware(mw...))
 	}

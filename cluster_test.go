@@ -11,6 +11,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/natsembed"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/node"
 )
 
 // Functions and actors the multi-node tests run on the cluster's nodes.
@@ -128,7 +129,7 @@ func spreadNodes(ctx context.Context, t *testing.T, n int) []string {
 
 func pullsByNode(t *testing.T, c *testcluster.Cluster) map[string]uint64 {
 	t.Helper()
-	st, err := atoll.GetClusterStatus(context.Background(), c.Address())
+	st, err := node.GetClusterStatus(context.Background(), c.Address())
 	if err != nil {
 		t.Fatalf("cluster status: %v", err)
 	}
@@ -152,7 +153,7 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("SPREAD tasks ran on %v, want every node %v", got, sorted(nodes))
 		}
 		// Every node's timeline has the attempts it ran.
-		events, err := atoll.GetTimeline(ctx, c.Address())
+		events, err := node.GetTimeline(ctx, c.Address())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -287,7 +288,7 @@ func TestCluster(t *testing.T) {
 		if ready, _, _ := atoll.Wait(ctx, []atoll.Ref{ref}, 1, 300*time.Millisecond); len(ready) != 0 {
 			t.Fatal("a task demanding a GPU finished on a cluster without GPUs")
 		}
-		gpu := c.AddNode(func(cfg *atoll.NodeConfig) { cfg.Resources = map[string]float64{"GPU": 1} })
+		gpu := c.AddNode(func(cfg *node.Config) { cfg.Resources = map[string]float64{"GPU": 1} })
 		where, err := atoll.Get(ctx, ref)
 		if err != nil || where != gpu.ID {
 			t.Fatalf("GPU task ran on %q (%v), want the GPU node %s", where, err, gpu.ID)
@@ -336,31 +337,31 @@ func TestCluster(t *testing.T) {
 	})
 }
 
-// waitDead waits until the cluster reports node dead.
-func waitDead(c *testcluster.Cluster, node string) *atoll.ClusterStatus {
-	return c.WaitStatus(10*time.Second, func(st *atoll.ClusterStatus) bool {
-		n, ok := findNode(st, node)
+// waitDead waits until the cluster reports node id dead.
+func waitDead(c *testcluster.Cluster, id string) *node.ClusterStatus {
+	return c.WaitStatus(10*time.Second, func(st *node.ClusterStatus) bool {
+		n, ok := findNode(st, id)
 		return ok && !n.Alive
 	})
 }
 
-// findNode returns node's entry in st.
-func findNode(st *atoll.ClusterStatus, node string) (atoll.ClusterNode, bool) {
+// findNode returns node id's entry in st.
+func findNode(st *node.ClusterStatus, id string) (node.ClusterNode, bool) {
 	for _, n := range st.Nodes {
-		if n.NodeID == node {
+		if n.NodeID == id {
 			return n, true
 		}
 	}
-	return atoll.ClusterNode{}, false
+	return node.ClusterNode{}, false
 }
 
-// nodeStatus is node's entry in the cluster's current status.
-func nodeStatus(ctx context.Context, c *testcluster.Cluster, node string) (atoll.ClusterNode, bool) {
-	st, err := atoll.GetClusterStatus(ctx, c.Address())
+// nodeStatus is node id's entry in the cluster's current status.
+func nodeStatus(ctx context.Context, c *testcluster.Cluster, id string) (node.ClusterNode, bool) {
+	st, err := node.GetClusterStatus(ctx, c.Address())
 	if err != nil {
-		return atoll.ClusterNode{}, false
+		return node.ClusterNode{}, false
 	}
-	return findNode(st, node)
+	return findNode(st, id)
 }
 
 func sorted(s []string) []string {
@@ -393,7 +394,7 @@ func TestClusterGCSRestart(t *testing.T) {
 	oldHead := c.Node(0).ID
 	c.Kill(0)
 	c.Restart(0)
-	st := c.WaitStatus(20*time.Second, func(st *atoll.ClusterStatus) bool {
+	st := c.WaitStatus(20*time.Second, func(st *node.ClusterStatus) bool {
 		known := map[string]bool{}
 		for _, n := range st.Nodes {
 			known[n.NodeID] = true

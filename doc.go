@@ -26,5 +26,10 @@
 // Init with no address starts the embedded local cluster inside the
 // process: an embedded NATS server with JetStream (the control plane and
 // the GCS's storage), the GCS, the object store and a raylet, each a
-// supervised protoactor-go actor. See ARCHITECTURE.md.
+// supervised protoactor-go actor. With an address (WithAddress or
+// ATOLL_ADDRESS) the driver joins a running cluster with a small node of
+// its own. Package node assembles both kinds of node, runs the cluster's
+// nodes (`atoll start`) and queries a running cluster (node.GetClusterStatus);
+// this package is the SDK and the driver on top of a node. See
+// ARCHITECTURE.md.
 package atoll

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/cluster"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/objectstore"
@@ -52,13 +53,13 @@ func FailNextCreates(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	if rt.isWorker {
+	if rt.node == nil { // a worker process
 		return errs.Invalidf("FailNextCreates: call it from the driver")
 	}
 	if n < 0 {
 		return errs.Invalidf("FailNextCreates(%d): negative", n)
 	}
-	rt.system.Root.Send(rt.storePID, &objectstore.FailCreates{N: n})
+	rt.node.System().Root.Send(rt.node.Store(), &objectstore.FailCreates{N: n})
 	return nil
 }
 
@@ -100,7 +101,11 @@ func KillNode(ctx context.Context, nodeID string) error {
 	if err != nil {
 		return err
 	}
-	if rt.gateway == nil {
+	var g *cluster.Gateway
+	if rt.node != nil {
+		g = rt.node.Gateway()
+	}
+	if g == nil {
 		return errs.Invalidf("KillNode: this driver is not connected to a cluster (WithAddress)")
 	}
 	id, err := ids.FromBytes(unhex(nodeID))
@@ -110,5 +115,5 @@ func KillNode(ctx context.Context, nodeID string) error {
 	if id == rt.nodeID {
 		return errs.Invalidf("KillNode: %s is the driver's own node", id.Short())
 	}
-	return rt.gateway.KillNode(ctx, id)
+	return g.KillNode(ctx, id)
 }

@@ -65,12 +65,10 @@ type config struct {
 	spillDirs        []string
 	noSpill          bool
 	meterProvider    metric.MeterProvider
-	faults           *actors.FaultInjector
+	faults           *FaultInjector
 	address          string
 	nodeIP           string
 	failureTimeout   time.Duration
-	// node is set when this core is a cluster node started by StartNode.
-	node *NodeConfig
 }
 
 // WorkerMode says where tasks and actors run.
@@ -183,12 +181,19 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(c *config) { c.meterProvider = mp }
 }
 
+// FaultInjector drops, delays and duplicates messages between the node's
+// actors (WithFaultInjector). Make one with actors.NewFaultInjector and add
+// rules with its Drop, Delay and Duplicate methods and the actors package's
+// matchers (actors.MessageType[*atollpb.TaskResult]() and the like); see
+// actors.FaultInjector for the semantics.
+type FaultInjector = actors.FaultInjector
+
 // WithFaultInjector installs fi on the node's actors — the GCS, the object
 // store, the raylet, the owner, every worker and actor host — so a test
 // can drop, delay or duplicate the messages between them (atollpb types:
 // SubmitTask, TaskResult, PushTask, CreateObjectRequest, ...) while the
-// program runs. See actors.FaultInjector for the rules.
-func WithFaultInjector(fi *actors.FaultInjector) Option { return func(c *config) { c.faults = fi } }
+// program runs.
+func WithFaultInjector(fi *FaultInjector) Option { return func(c *config) { c.faults = fi } }
 
 // WithLogger sets the runtime's logger (default slog.Default()). Records
 // logged with a task's context carry trace_id, span_id and task_id.

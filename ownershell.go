@@ -196,7 +196,7 @@ func (rt *core) freeStored(stored []ids.ObjectID) {
 // has it (raylet.Config.Deliver), when this process's owner is its
 // destination: the waiter wakes with no owner-actor hop.
 func (rt *core) deliverResult(to *actor.PID, res *atollpb.TaskResult) bool {
-	if !to.Equal(rt.ownerPID) {
+	if local := rt.localOwner.Load(); local == nil || !to.Equal(local) {
 		return false
 	}
 	rt.owner.do(func(t *owner.Table) { t.Result(res) })

@@ -81,14 +81,14 @@ func Status(ctx context.Context) (NodeStatus, error) {
 	if err != nil {
 		return NodeStatus{}, err
 	}
-	if rt.isWorker {
+	if rt.node == nil { // a worker process
 		return NodeStatus{}, errs.Invalidf("Status: call it from the driver")
 	}
 	timeout := 10 * time.Second
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
 	}
-	res, err := rt.system.Root.RequestFuture(rt.rayletPID, &raylet.GetState{}, timeout).Result()
+	res, err := rt.node.System().Root.RequestFuture(rt.node.Raylet(), &raylet.GetState{}, timeout).Result()
 	if err != nil {
 		return NodeStatus{}, errs.Unavailablef("raylet did not answer: %v", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/node"
 )
 
 // isolate gives the test its own $TMPDIR, so node records and the cluster
@@ -28,14 +29,14 @@ import (
 func isolate(t *testing.T) {
 	t.Helper()
 	t.Setenv("TMPDIR", t.TempDir())
-	t.Setenv(atoll.EnvAddress, "")
+	t.Setenv(node.EnvAddress, "")
 }
 
 // parseStart parses `atoll start` flags into the node config.
-func parseStart(args ...string) (atoll.NodeConfig, error) {
+func parseStart(args ...string) (node.Config, error) {
 	cmd, f := startCommand()
 	if err := cmd.ParseFlags(args); err != nil {
-		return atoll.NodeConfig{}, err
+		return node.Config{}, err
 	}
 	return f.nodeConfig(cmd.Flags())
 }
@@ -43,13 +44,13 @@ func parseStart(args ...string) (atoll.NodeConfig, error) {
 func TestStartConfig(t *testing.T) {
 	isolate(t)
 	ncpu := float64(runtime.NumCPU())
-	head := atoll.NodeConfig{
-		Head: true, NodeIP: "127.0.0.1", Port: atoll.DefaultPort, GossipPort: atoll.DefaultGossipPort,
-		TransferPort: atoll.DefaultTransferPort, NumCPUs: ncpu, FailureTimeout: 5 * time.Second,
+	head := node.Config{
+		Head: true, NodeIP: "127.0.0.1", Port: node.DefaultPort, GossipPort: node.DefaultGossipPort,
+		TransferPort: node.DefaultTransferPort, NumCPUs: ncpu, FailureTimeout: 5 * time.Second,
 	}
 	worker := head
 	worker.Head, worker.Address = false, "nats://10.0.0.1:6380"
-	with := func(base atoll.NodeConfig, f func(*atoll.NodeConfig)) atoll.NodeConfig {
+	with := func(base node.Config, f func(*node.Config)) node.Config {
 		f(&base)
 		return base
 	}
@@ -59,32 +60,32 @@ func TestStartConfig(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		args []string
-		want atoll.NodeConfig
+		want node.Config
 	}{
 		{[]string{"--head"}, head},
 		// Port 0 picks a free port; only the ports given as 0 are random.
-		{[]string{"--head", "--port", "0"}, with(head, func(c *atoll.NodeConfig) { c.Port, c.RandomPorts = 0, true })},
-		{[]string{"--head", "--gossip-port=0", "--transfer-port=0"}, with(head, func(c *atoll.NodeConfig) {
+		{[]string{"--head", "--port", "0"}, with(head, func(c *node.Config) { c.Port, c.RandomPorts = 0, true })},
+		{[]string{"--head", "--gossip-port=0", "--transfer-port=0"}, with(head, func(c *node.Config) {
 			c.GossipPort, c.TransferPort, c.RandomPorts = 0, 0, true
 		})},
-		{[]string{"--head", "--port", "7000", "--gossip-port", "7001"}, with(head, func(c *atoll.NodeConfig) { c.Port, c.GossipPort = 7000, 7001 })},
+		{[]string{"--head", "--port", "7000", "--gossip-port", "7001"}, with(head, func(c *node.Config) { c.Port, c.GossipPort = 7000, 7001 })},
 		{[]string{"--address", "10.0.0.1:6380"}, worker},
-		{[]string{"--address", "nats://10.0.0.1:6380", "--transfer-port", "0"}, with(worker, func(c *atoll.NodeConfig) {
+		{[]string{"--address", "nats://10.0.0.1:6380", "--transfer-port", "0"}, with(worker, func(c *node.Config) {
 			c.TransferPort, c.RandomPorts = 0, true
 		})},
 		// --nats: the head's port is unused, so its default does not count.
-		{[]string{"--head", "--nats", "127.0.0.1:4222", "--gossip-port", "0"}, with(head, func(c *atoll.NodeConfig) {
+		{[]string{"--head", "--nats", "127.0.0.1:4222", "--gossip-port", "0"}, with(head, func(c *node.Config) {
 			c.NATSURL, c.GossipPort, c.RandomPorts = "nats://127.0.0.1:4222", 0, true
 		})},
-		{[]string{"--head", "--nats", "nats://a:4222,b:4223"}, with(head, func(c *atoll.NodeConfig) { c.NATSURL = "nats://a:4222,nats://b:4223" })},
-		{[]string{"--head", "--node-ip", "10.1.2.3", "--num-cpus", "2.5", "--failure-timeout", "2s"}, with(head, func(c *atoll.NodeConfig) {
+		{[]string{"--head", "--nats", "nats://a:4222,b:4223"}, with(head, func(c *node.Config) { c.NATSURL = "nats://a:4222,nats://b:4223" })},
+		{[]string{"--head", "--node-ip", "10.1.2.3", "--num-cpus", "2.5", "--failure-timeout", "2s"}, with(head, func(c *node.Config) {
 			c.NodeIP, c.NumCPUs, c.FailureTimeout = "10.1.2.3", 2.5, 2*time.Second
 		})},
-		{[]string{"--head", "--resources", "GPU=1, disk=2.5"}, with(head, func(c *atoll.NodeConfig) { c.Resources = map[string]float64{"GPU": 1, "disk": 2.5} })},
-		{[]string{"--head", "--resources", `{"GPU": 2}`}, with(head, func(c *atoll.NodeConfig) { c.Resources = map[string]float64{"GPU": 2} })},
-		{[]string{"--head", "--object-store-memory", "2GiB"}, with(head, func(c *atoll.NodeConfig) { c.ObjectStoreMemory = 2 << 30 })},
-		{[]string{"--head", "--object-store-memory", "1000000"}, with(head, func(c *atoll.NodeConfig) { c.ObjectStoreMemory = 1e6 })},
-		{[]string{"--head", "--worker-binary", bin}, with(head, func(c *atoll.NodeConfig) { c.WorkerBinary = bin })},
+		{[]string{"--head", "--resources", "GPU=1, disk=2.5"}, with(head, func(c *node.Config) { c.Resources = map[string]float64{"GPU": 1, "disk": 2.5} })},
+		{[]string{"--head", "--resources", `{"GPU": 2}`}, with(head, func(c *node.Config) { c.Resources = map[string]float64{"GPU": 2} })},
+		{[]string{"--head", "--object-store-memory", "2GiB"}, with(head, func(c *node.Config) { c.ObjectStoreMemory = 2 << 30 })},
+		{[]string{"--head", "--object-store-memory", "1000000"}, with(head, func(c *node.Config) { c.ObjectStoreMemory = 1e6 })},
+		{[]string{"--head", "--worker-binary", bin}, with(head, func(c *node.Config) { c.WorkerBinary = bin })},
 	} {
 		got, err := parseStart(tc.args...)
 		if err != nil {
@@ -151,10 +152,10 @@ func TestStartAddress(t *testing.T) {
 	if !errors.Is(err, atoll.ErrNotFound) || !strings.Contains(err.Error(), "give --head to start a new cluster or --address HOST:PORT") {
 		t.Fatalf("no address anywhere: %v", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(atoll.AddressFile()), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(node.AddressFile()), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(atoll.AddressFile(), []byte("127.0.0.1:7000\n"), 0o644); err != nil {
+	if err := os.WriteFile(node.AddressFile(), []byte("127.0.0.1:7000\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -168,13 +169,13 @@ func TestStartAddress(t *testing.T) {
 		{"10.0.0.9:6380", []string{"--address", "10.0.0.8:6380"}, "nats://10.0.0.8:6380"},
 		{"auto", nil, "nats://127.0.0.1:7000"},
 	} {
-		t.Setenv(atoll.EnvAddress, tc.env)
+		t.Setenv(node.EnvAddress, tc.env)
 		cfg, err := parseStart(tc.args...)
 		if err != nil || cfg.Address != tc.want || cfg.Head {
 			t.Errorf("env %q, args %q: address %q, %v; want %q", tc.env, tc.args, cfg.Address, err, tc.want)
 		}
 	}
-	t.Setenv(atoll.EnvAddress, "10.0.0.9")
+	t.Setenv(node.EnvAddress, "10.0.0.9")
 	if _, err := parseStart(); err == nil || !strings.Contains(err.Error(), `$ATOLL_ADDRESS "10.0.0.9": want HOST:PORT`) {
 		t.Errorf("bad $ATOLL_ADDRESS: %v", err)
 	}
@@ -227,9 +228,9 @@ func TestStartChildArgs(t *testing.T) {
 }
 
 func TestStatusTable(t *testing.T) {
-	st := &atoll.ClusterStatus{
+	st := &node.ClusterStatus{
 		Address: "nats://127.0.0.1:6380",
-		Nodes: []atoll.ClusterNode{
+		Nodes: []node.ClusterNode{
 			{NodeID: "bbbbbbbb11112222", Hostname: "w1", Alive: true, Reporting: true,
 				Total: map[string]float64{"CPU": 4, "GPU": 1}, Available: map[string]float64{"CPU": 2.5, "GPU": 0},
 				Queued: 3, Running: 2, StoreUsed: 3 << 29, StoreCap: 2 << 30, Pulls: 7},
@@ -265,7 +266,7 @@ func TestStatusTable(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if err := printStatus(&out, &atoll.ClusterStatus{Nodes: []atoll.ClusterNode{{NodeID: "ab", IsHead: true, Alive: true, Reporting: true}}}, false); err != nil {
+	if err := printStatus(&out, &node.ClusterStatus{Nodes: []node.ClusterNode{{NodeID: "ab", IsHead: true, Alive: true, Reporting: true}}}, false); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasSuffix(out.String(), "\n1 node alive (1 head, 0 workers), 0 dead\n") {
@@ -336,13 +337,13 @@ func startHelperNode(t *testing.T, mode string, head bool) *exec.Cmd {
 		<-done
 	})
 	pid := cmd.Process.Pid
-	rec := nodeRecord{NodeReady: atoll.NodeReady{NodeID: fmt.Sprintf("%08x", pid), Address: "127.0.0.1:" + strconv.Itoa(pid%60000+1), PID: pid}, Head: head}
+	rec := nodeRecord{NodeReady: node.NodeReady{NodeID: fmt.Sprintf("%08x", pid), Address: "127.0.0.1:" + strconv.Itoa(pid%60000+1), PID: pid}, Head: head}
 	data, _ := json.Marshal(rec)
 	if err := writeFileAtomic(recordFile(pid), data); err != nil {
 		t.Fatal(err)
 	}
 	if head {
-		if err := writeFileAtomic(atoll.AddressFile(), []byte(rec.Address+"\n")); err != nil {
+		if err := writeFileAtomic(node.AddressFile(), []byte(rec.Address+"\n")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -426,7 +427,7 @@ func TestStopCommand(t *testing.T) {
 	if left, _ := os.ReadDir(nodesDir()); len(left) != 0 {
 		t.Errorf("records left: %v", left)
 	}
-	if _, err := os.Stat(atoll.AddressFile()); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(node.AddressFile()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("address file of the stopped head: %v", err)
 	}
 	if _, _, err := execute("stop", "--timeout", "0s"); !errors.Is(err, atoll.ErrInvalidArgument) {
@@ -486,7 +487,7 @@ func checkOneHead(t *testing.T, rec nodeRecord, args ...string) {
 	if err != nil {
 		t.Fatalf("status: %v\n%s", err, stderr)
 	}
-	var st atoll.ClusterStatus
+	var st node.ClusterStatus
 	if err := json.Unmarshal([]byte(stdout), &st); err != nil {
 		t.Fatalf("status --json: %v\n%s", err, stdout)
 	}
@@ -520,7 +521,7 @@ func TestStartStatusStop(t *testing.T) {
 	if !rec.Head || rec.NodeID == "" || rec.Address == "" || rec.PID != os.Getpid() {
 		t.Errorf("record %+v", rec)
 	}
-	addr, err := os.ReadFile(atoll.AddressFile())
+	addr, err := os.ReadFile(node.AddressFile())
 	if err != nil || strings.TrimSpace(string(addr)) != displayAddress(rec.Address) {
 		t.Errorf("address file %q, %v; want %s", addr, err, rec.Address)
 	}
@@ -564,7 +565,7 @@ func TestStartStatusStop(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatalf("start --block did not return a minute after its context was cancelled")
 	}
-	for _, path := range []string{recordFile(os.Getpid()), atoll.AddressFile()} {
+	for _, path := range []string{recordFile(os.Getpid()), node.AddressFile()} {
 		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s left after the node stopped: %v", path, err)
 		}
@@ -621,7 +622,7 @@ func TestStartDetachedStop(t *testing.T) {
 	if processAlive(pid) {
 		t.Errorf("node pid %d alive after stop", pid)
 	}
-	for _, path := range []string{recordFile(pid), atoll.AddressFile()} {
+	for _, path := range []string{recordFile(pid), node.AddressFile()} {
 		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s left after stop: %v", path, err)
 		}
@@ -632,7 +633,7 @@ func TestStartDetachedStop(t *testing.T) {
 }
 
 func TestMemoryTable(t *testing.T) {
-	st := &atoll.ClusterStatus{Nodes: []atoll.ClusterNode{
+	st := &node.ClusterStatus{Nodes: []node.ClusterNode{
 		{NodeID: "bbbbbbbb22", Alive: true, Reporting: true, StoreUsed: 3 << 29, StoreCap: 2 << 30, Objects: 4,
 			SpilledBytes: 1 << 30, SpillFiles: 2, SpilledTotal: 3 << 30, RestoredTotal: 2 << 30, Pulls: 5, PulledBytes: 5 << 20},
 		{NodeID: "aaaaaaaa11", IsHead: true, Alive: true, Reporting: true, StoreUsed: 1 << 20, StoreCap: 1 << 30, PinnedBytes: 1 << 20, Objects: 1},
@@ -668,7 +669,7 @@ func TestMemoryTable(t *testing.T) {
 
 func TestChromeTrace(t *testing.T) {
 	start := time.Unix(1000, 0)
-	events := []atoll.TimelineEvent{
+	events := []node.TimelineEvent{
 		{NodeID: "aaaaaaaa11", WorkerID: "w1w1w1w1", TaskID: "t1", Name: "f", Start: start, End: start.Add(2 * time.Millisecond)},
 		{NodeID: "aaaaaaaa11", WorkerID: "w2w2w2w2", TaskID: "t2", Name: "g", Start: start, End: start.Add(time.Millisecond), Failed: true},
 		{NodeID: "bbbbbbbb22", WorkerID: "w3w3w3w3", TaskID: "t3", Name: "f", Start: start.Add(time.Millisecond), End: start.Add(3 * time.Millisecond)},

@@ -12,15 +12,13 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
-	"github.com/atoll-runtime/atoll/gcs"
 	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/node"
 )
 
 func newListCmd() *cobra.Command {
@@ -29,7 +27,7 @@ func newListCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list nodes|actors|jobs [--address HOST:PORT] [--json]",
 		Short: "List the cluster's nodes, actors or jobs from the GCS",
-		Long: `Lists what the GCS of the cluster at --address (default $` + atoll.EnvAddress + `, then the
+		Long: `Lists what the GCS of the cluster at --address (default $` + node.EnvAddress + `, then the
 address the local head recorded) knows: every node (dead ones included),
 every actor (state, node, restarts, death cause) or every job (driver
 binary, start and end).`,
@@ -52,20 +50,10 @@ binary, start and end).`,
 }
 
 func list(ctx context.Context, w io.Writer, address, kind string, asJSON bool) error {
-	url, err := atoll.ResolveAddress(address)
-	if err != nil {
-		return err
-	}
-	nc, err := nats.Connect(url, nats.Name("atoll-list"))
-	if err != nil {
-		return errs.Unavailablef("cannot reach the cluster at %s: %v", url, err)
-	}
-	defer nc.Close()
-	c := gcs.NewClient(nc, gcs.ClientOptions{})
 	var rows []proto.Message
 	switch kind {
 	case "nodes":
-		nodes, err := c.ListNodes(ctx)
+		nodes, err := node.ListNodes(ctx, address)
 		if err != nil {
 			return err
 		}
@@ -73,7 +61,7 @@ func list(ctx context.Context, w io.Writer, address, kind string, asJSON bool) e
 			rows = append(rows, n)
 		}
 	case "actors":
-		actors, err := c.ListActors(ctx)
+		actors, err := node.ListActors(ctx, address)
 		if err != nil {
 			return err
 		}
@@ -81,7 +69,7 @@ func list(ctx context.Context, w io.Writer, address, kind string, asJSON bool) e
 			rows = append(rows, a)
 		}
 	case "jobs":
-		jobs, err := c.ListJobs(ctx)
+		jobs, err := node.ListJobs(ctx, address)
 		if err != nil {
 			return err
 		}

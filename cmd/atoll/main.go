@@ -12,7 +12,10 @@
 //     local cluster against baselines measured in the same run;
 //   - `atoll version` prints the version.
 //
-// The dashboard arrives later.
+// The cluster commands are a thin layer over package node: `atoll start`
+// runs node.Start, the queries call node.GetClusterStatus, node.ListNodes,
+// node.ListActors, node.ListJobs and node.GetTimeline. The dashboard
+// arrives later.
 package main
 
 import (

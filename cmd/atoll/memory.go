@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/node"
 )
 
 func newMemoryCmd() *cobra.Command {
@@ -18,7 +18,7 @@ func newMemoryCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "memory [--address HOST:PORT] [--json]",
 		Short: "Show every node's object store: use, pins, objects, spilling, transfers",
-		Long: `Shows, for every live node of the cluster at --address (default $` + atoll.EnvAddress + `, then
+		Long: `Shows, for every live node of the cluster at --address (default $` + node.EnvAddress + `, then
 the address the local head recorded), its object store as its last load
 report described it: bytes used of the capacity, pinned bytes, objects,
 bytes and files spilled to disk now, bytes spilled and restored so far,
@@ -28,7 +28,7 @@ and the objects and bytes it pulled from other nodes.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
-			st, err := atoll.GetClusterStatus(ctx, address)
+			st, err := node.GetClusterStatus(ctx, address)
 			if err != nil {
 				return err
 			}
@@ -56,7 +56,7 @@ type memoryRow struct {
 	PulledBytes   uint64 `json:"pulled_bytes"`
 }
 
-func printMemory(w io.Writer, st *atoll.ClusterStatus, asJSON bool) error {
+func printMemory(w io.Writer, st *node.ClusterStatus, asJSON bool) error {
 	var rows []memoryRow
 	var total memoryRow
 	for _, n := range st.Nodes {

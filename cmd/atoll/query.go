@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/node"
 )
 
 // clusterQuery is the --address flag of the commands that ask a running
@@ -14,7 +14,7 @@ import (
 type clusterQuery struct{ address string }
 
 func (q *clusterQuery) addFlag(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&q.address, "address", "", "`HOST:PORT` of the cluster (default $"+atoll.EnvAddress+", then the address the local head recorded)")
+	cmd.Flags().StringVar(&q.address, "address", "", "`HOST:PORT` of the cluster (default $"+node.EnvAddress+", then the address the local head recorded)")
 }
 
 // begin returns the query's context (bounded by statusTimeout) and the
@@ -23,7 +23,7 @@ func (q *clusterQuery) addFlag(cmd *cobra.Command) {
 func (q *clusterQuery) begin(cmd *cobra.Command) (context.Context, context.CancelFunc, string) {
 	address := q.address
 	if address == "" {
-		address = os.Getenv(atoll.EnvAddress)
+		address = os.Getenv(node.EnvAddress)
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), statusTimeout)
 	return ctx, cancel, address

@@ -24,9 +24,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/node"
 )
 
 const (
@@ -86,7 +86,7 @@ func startCommand() (*cobra.Command, *startFlags) {
 	cmd := &cobra.Command{
 		Use:     "start (--head | --address HOST:PORT) [flags]",
 		Short:   "Start a cluster node on this machine (a head with --head)",
-		Long:    fmt.Sprintf(startLong, atoll.AddressFile()),
+		Long:    fmt.Sprintf(startLong, node.AddressFile()),
 		Example: startExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -103,11 +103,11 @@ func startCommand() (*cobra.Command, *startFlags) {
 	fl := cmd.Flags()
 	fl.SortFlags = false
 	fl.BoolVar(&f.head, "head", false, "start a new cluster: run the control plane (NATS, GCS) on this node")
-	fl.StringVar(&f.address, "address", "", "`HOST:PORT` of the head to join (default $"+atoll.EnvAddress+", then the address the local head recorded; \"auto\" reads it)")
+	fl.StringVar(&f.address, "address", "", "`HOST:PORT` of the head to join (default $"+node.EnvAddress+", then the address the local head recorded; \"auto\" reads it)")
 	fl.StringVar(&f.nats, "nats", "", "head only: use the existing NATS server (with JetStream) at `URL` instead of the embedded one")
-	fl.IntVar(&f.port, "port", atoll.DefaultPort, "head only: the embedded NATS server's client port, the cluster address (0: pick a free port)")
-	fl.IntVar(&f.gossipPort, "gossip-port", atoll.DefaultGossipPort, "memberlist port, UDP and TCP (0: pick a free port)")
-	fl.IntVar(&f.transferPort, "transfer-port", atoll.DefaultTransferPort, "port the node serves its objects to other nodes on (0: pick a free port)")
+	fl.IntVar(&f.port, "port", node.DefaultPort, "head only: the embedded NATS server's client port, the cluster address (0: pick a free port)")
+	fl.IntVar(&f.gossipPort, "gossip-port", node.DefaultGossipPort, "memberlist port, UDP and TCP (0: pick a free port)")
+	fl.IntVar(&f.transferPort, "transfer-port", node.DefaultTransferPort, "port the node serves its objects to other nodes on (0: pick a free port)")
 	fl.StringVar(&f.nodeIP, "node-ip", "127.0.0.1", "`IP` other nodes reach this node at")
 	fl.Float64Var(&f.numCPUs, "num-cpus", float64(runtime.NumCPU()), "CPU slots of the node (0: it runs no tasks); the default is this machine's CPU count")
 	fl.StringVar(&f.resources, "resources", "", "custom resources: `NAME=N`,... (e.g. GPU=1,disk=2) or a JSON object ({\"GPU\":1})")
@@ -121,8 +121,8 @@ func startCommand() (*cobra.Command, *startFlags) {
 // nodeConfig validates the flags and turns them into the node's config.
 // Errors are atoll.ErrInvalidArgument (bad or conflicting flags) or
 // atoll.ErrNotFound (no address given and none recorded).
-func (f *startFlags) nodeConfig(fs *pflag.FlagSet) (atoll.NodeConfig, error) {
-	cfg := atoll.NodeConfig{
+func (f *startFlags) nodeConfig(fs *pflag.FlagSet) (node.Config, error) {
+	cfg := node.Config{
 		Head:           f.head,
 		Port:           f.port,
 		GossipPort:     f.gossipPort,
@@ -189,7 +189,7 @@ func (f *startFlags) nodeConfig(fs *pflag.FlagSet) (atoll.NodeConfig, error) {
 		return cfg, errs.Invalidf("--num-cpus %v: want a number >= 0", f.numCPUs)
 	}
 	if f.numCPUs == 0 {
-		cfg.NumCPUs = atoll.NoCPUs // a node that runs no tasks (a head serving only the control plane)
+		cfg.NumCPUs = node.NoCPUs // a node that runs no tasks (a head serving only the control plane)
 	}
 	res, err := parseResources(f.resources)
 	if err != nil {
@@ -221,17 +221,17 @@ func (f *startFlags) nodeConfig(fs *pflag.FlagSet) (atoll.NodeConfig, error) {
 func joinAddress(given bool, address string) (string, error) {
 	name := "--address"
 	if !given {
-		address, name = os.Getenv(atoll.EnvAddress), "$"+atoll.EnvAddress
+		address, name = os.Getenv(node.EnvAddress), "$"+node.EnvAddress
 	}
 	if given && strings.TrimSpace(address) == "" {
 		return "", errs.Invalidf("--address is empty: want HOST:PORT of the head (or \"auto\")")
 	}
 	if address == "" || address == "auto" {
-		u, err := atoll.ResolveAddress("auto")
+		u, err := node.ResolveAddress("auto")
 		if err != nil {
 			return "", fmt.Errorf("give --head to start a new cluster or --address HOST:PORT to join one: %w", err)
 		}
-		return natsURL(atoll.AddressFile(), u)
+		return natsURL(node.AddressFile(), u)
 	}
 	return natsURL(name, address)
 }
@@ -240,7 +240,7 @@ func joinAddress(given bool, address string) (string, error) {
 // them) and returns it with the nats:// scheme on every URL.
 func natsURL(name, s string) (string, error) {
 	bad := func() error {
-		return errs.Invalidf("%s %q: want HOST:PORT or a nats:// URL, e.g. 127.0.0.1:%d", name, s, atoll.DefaultPort)
+		return errs.Invalidf("%s %q: want HOST:PORT or a nats:// URL, e.g. 127.0.0.1:%d", name, s, node.DefaultPort)
 	}
 	var urls []string
 	for part := range strings.SplitSeq(s, ",") {
@@ -359,23 +359,23 @@ func recordFile(pid int) string {
 	return filepath.Join(nodesDir(), strconv.Itoa(pid)+".json")
 }
 
-// nodeRecord is a record file's content: atoll.NodeReady and whether the
+// nodeRecord is a record file's content: node.NodeReady and whether the
 // node is a head (`atoll stop` stops heads last).
 type nodeRecord struct {
-	atoll.NodeReady
+	node.NodeReady
 	Head bool `json:"head,omitempty"`
 }
 
 // runNode runs a node in this process (--block) until ctx is cancelled or
 // the process receives SIGTERM, then stops it.
-func runNode(ctx context.Context, w io.Writer, cfg atoll.NodeConfig) error {
+func runNode(ctx context.Context, w io.Writer, cfg node.Config) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	node, err := atoll.StartNode(ctx, cfg)
+	n, err := node.Start(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("start node: %w", err)
 	}
-	rec := nodeRecord{NodeReady: atoll.NodeReady{NodeID: node.ID(), Address: node.Address(), PID: os.Getpid()}, Head: cfg.Head}
+	rec := nodeRecord{NodeReady: node.NodeReady{NodeID: n.ID().String(), Address: n.Address(), PID: os.Getpid()}, Head: cfg.Head}
 	cleanup, err := publishNode(rec)
 	if err == nil {
 		printStarted(w, rec, "", cfg.Address)
@@ -384,7 +384,7 @@ func runNode(ctx context.Context, w io.Writer, cfg atoll.NodeConfig) error {
 	}
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nodeStopTimeout)
 	defer cancel()
-	stopErr := node.Stop(stopCtx)
+	stopErr := n.Stop(stopCtx)
 	cleanup()
 	if err != nil {
 		return err
@@ -409,14 +409,14 @@ func publishNode(rec nodeRecord) (cleanup func(), err error) {
 	cleanup = func() {
 		_ = os.Remove(path)
 		if addrData != nil {
-			if cur, err := os.ReadFile(atoll.AddressFile()); err == nil && bytes.Equal(cur, addrData) {
-				_ = os.Remove(atoll.AddressFile())
+			if cur, err := os.ReadFile(node.AddressFile()); err == nil && bytes.Equal(cur, addrData) {
+				_ = os.Remove(node.AddressFile())
 			}
 		}
 	}
 	if rec.Head {
 		addrData = []byte(displayAddress(rec.Address) + "\n")
-		if err := writeFileAtomic(atoll.AddressFile(), addrData); err != nil {
+		if err := writeFileAtomic(node.AddressFile(), addrData); err != nil {
 			addrData = nil
 			return func() {}, fmt.Errorf("record the cluster address: %w", err)
 		}
@@ -481,7 +481,7 @@ func printStarted(w io.Writer, rec nodeRecord, logFile, joined string) {
 	}
 	fmt.Fprintf(w, "cluster address: %s\n", addr)
 	fmt.Fprintf(w, "join more nodes: atoll start --address %s\n", addr)
-	fmt.Fprintf(w, "connect a driver: %s=%s go run ./samples/quickstart\n", atoll.EnvAddress, addr)
+	fmt.Fprintf(w, "connect a driver: %s=%s go run ./samples/quickstart\n", node.EnvAddress, addr)
 	fmt.Fprintln(w, "stop every node: atoll stop")
 }
 

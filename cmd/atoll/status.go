@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/node"
 )
 
 // statusTimeout bounds `atoll status`'s query of the cluster.
@@ -26,7 +26,7 @@ func newStatusCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [--address HOST:PORT] [--json] [--all]",
 		Short: "Show the cluster's nodes, their resources and load",
-		Long: `Shows the nodes of the cluster at --address (default $` + atoll.EnvAddress + `, then the
+		Long: `Shows the nodes of the cluster at --address (default $` + node.EnvAddress + `, then the
 address the local head recorded): role, state, CPUs available/total, other
 resources, object store use, queued and running tasks, and objects pulled
 from other nodes. The nodes of drivers that finished are left out unless
@@ -36,7 +36,7 @@ from other nodes. The nodes of drivers that finished are left out unless
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
-			st, err := atoll.GetClusterStatus(ctx, address)
+			st, err := node.GetClusterStatus(ctx, address)
 			if err != nil {
 				return err
 			}
@@ -57,10 +57,10 @@ from other nodes. The nodes of drivers that finished are left out unless
 
 // printStatus writes the status as a table and a summary line; the dead
 // nodes of finished drivers only with all.
-func printStatus(w io.Writer, st *atoll.ClusterStatus, all bool) error {
+func printStatus(w io.Writer, st *node.ClusterStatus, all bool) error {
 	nodes := slices.Clone(st.Nodes)
 	// Heads first, then workers, then drivers; alive before dead.
-	slices.SortStableFunc(nodes, func(a, b atoll.ClusterNode) int {
+	slices.SortStableFunc(nodes, func(a, b node.ClusterNode) int {
 		if c := cmp.Compare(roleRank(a), roleRank(b)); c != 0 {
 			return c
 		}
@@ -127,7 +127,7 @@ func printStatus(w io.Writer, st *atoll.ClusterStatus, all bool) error {
 }
 
 // role is a node's role as status shows it.
-func role(n atoll.ClusterNode) string {
+func role(n node.ClusterNode) string {
 	switch {
 	case n.IsHead:
 		return "head"
@@ -137,7 +137,7 @@ func role(n atoll.ClusterNode) string {
 	return "worker"
 }
 
-func roleRank(n atoll.ClusterNode) int {
+func roleRank(n node.ClusterNode) int {
 	switch role(n) {
 	case "head":
 		return 0
@@ -171,7 +171,7 @@ func plural(n int, one, many string) string {
 
 // otherResources lists the resources other than CPU as NAME avail/total,
 // sorted by name; memory resources are shown in bytes units.
-func otherResources(n atoll.ClusterNode) string {
+func otherResources(n node.ClusterNode) string {
 	var names []string
 	for name := range n.Total {
 		if name != "CPU" {

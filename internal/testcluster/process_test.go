@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/node"
 )
 
 // sh runs a shell script as a stand-in node process.
-func sh(t *testing.T, script string, timeout time.Duration) (*process, atoll.NodeReady, string, error) {
+func sh(t *testing.T, script string, timeout time.Duration) (*process, node.NodeReady, string, error) {
 	t.Helper()
 	log := filepath.Join(t.TempDir(), "node.log")
 	p, r, err := startProcess("/bin/sh", []string{"-c", script}, os.Environ(), log, timeout)
@@ -101,7 +101,7 @@ func TestReadyWriterSplitWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	w := &readyWriter{f: f, ready: make(chan atoll.NodeReady, 1)}
+	w := &readyWriter{f: f, ready: make(chan node.NodeReady, 1)}
 	line := "noise\nATOLL_NODE_READY {\"node_id\":\"cd\",\"address\":\"h:1\",\"pid\":3}\r\nmore\n"
 	for i := range len(line) {
 		if _, err := w.Write([]byte(line[i : i+1])); err != nil {
@@ -121,13 +121,13 @@ func TestReadyWriterSplitWrites(t *testing.T) {
 func TestConfig(t *testing.T) {
 	c := &Cluster{t: t, dir: t.TempDir(), opts: Options{
 		Resources: func(i int) map[string]float64 { return map[string]float64{"GPU": float64(i)} },
-		Config:    func(i int, cfg *atoll.NodeConfig) { cfg.Port, cfg.NumCPUs = 99, 4 },
+		Config:    func(i int, cfg *node.Config) { cfg.Port, cfg.NumCPUs = 99, 4 },
 	}.withDefaults(), address: "127.0.0.1:5000"}
 	head, other := c.config(0), c.config(2)
 	if !head.Head || head.Address != "" || other.Head || other.Address != "127.0.0.1:5000" {
 		t.Errorf("roles: head %+v, other %+v", head, other)
 	}
-	for _, cfg := range []atoll.NodeConfig{head, other} {
+	for _, cfg := range []node.Config{head, other} {
 		if cfg.NodeIP != "127.0.0.1" || !cfg.RandomPorts || cfg.Port != 0 || cfg.GossipPort != 0 || cfg.TransferPort != 0 ||
 			cfg.NumCPUs != 4 || cfg.ObjectStoreMemory != DefaultObjectStoreMemory || cfg.FailureTimeout != DefaultFailureTimeout ||
 			cfg.SessionDir == "" {
@@ -137,7 +137,7 @@ func TestConfig(t *testing.T) {
 	if other.Resources["GPU"] != 2 || head.SessionDir == other.SessionDir {
 		t.Errorf("resources %v, session dirs %s %s", other.Resources, head.SessionDir, other.SessionDir)
 	}
-	if env := filterEnv([]string{"A=1", atoll.EnvNode + "={}", "B=2"}, atoll.EnvNode); strings.Join(env, " ") != "A=1 B=2" {
+	if env := filterEnv([]string{"A=1", node.EnvNode + "={}", "B=2"}, node.EnvNode); strings.Join(env, " ") != "A=1 B=2" {
 		t.Errorf("filterEnv: %q", env)
 	}
 }

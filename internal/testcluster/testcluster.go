@@ -4,7 +4,7 @@
 // functions and actor types.
 //
 // A node process is the test binary (os.Executable()) started with
-// atoll.EnvNode set to its JSON-encoded atoll.NodeConfig. The package's
+// node.EnvNode set to its JSON-encoded node.Config. The package's
 // TestMain must hand such a process to atoll.Init before running tests:
 //
 //	func TestMain(m *testing.M) {
@@ -14,8 +14,8 @@
 //		os.Exit(m.Run())
 //	}
 //
-// atoll.Init then runs the node: it prints atoll.NodeReadyPrefix and a
-// JSON atoll.NodeReady line once it serves, and exits on SIGTERM. Start
+// atoll.Init then runs the node: it prints node.NodeReadyPrefix and a
+// JSON node.NodeReady line once it serves, and exits on SIGTERM. Start
 // waits for that line. Each node's output goes to a log file in the test's
 // temporary directory; the last lines of every log are printed when the
 // test fails.
@@ -48,7 +48,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/node"
 )
 
 // Defaults of Options.
@@ -87,7 +87,7 @@ type Options struct {
 	// Config, if set, adjusts node i's config after the defaults above
 	// are applied (Head, Address, NodeIP, ports and SessionDir are
 	// reset afterwards).
-	Config func(i int, cfg *atoll.NodeConfig)
+	Config func(i int, cfg *node.Config)
 }
 
 // withDefaults fills in the zero fields.
@@ -133,7 +133,7 @@ type Node struct {
 	// Address is the cluster address the node reported.
 	Address string
 	// Config is the config the node was started with.
-	Config atoll.NodeConfig
+	Config node.Config
 	// LogFile holds the node's stdout and stderr.
 	LogFile string
 
@@ -159,11 +159,11 @@ func (n *Node) Done() <-chan struct{} { return n.proc.done }
 // StopTimeout) and, if the test failed, logs the tail of each node's log.
 func Start(t testing.TB, opts Options) *Cluster {
 	t.Helper()
-	if os.Getenv(atoll.EnvNode) != "" {
+	if os.Getenv(node.EnvNode) != "" {
 		// A node process ran the tests instead of serving as a node: its
 		// TestMain does not call atoll.Init. Starting more nodes here
 		// would recurse.
-		t.Fatalf("testcluster.Start in a node process (%s is set): TestMain must call atoll.Init when atoll.IsWorker()", atoll.EnvNode)
+		t.Fatalf("testcluster.Start in a node process (%s is set): TestMain must call atoll.Init when atoll.IsWorker()", node.EnvNode)
 	}
 	opts = opts.withDefaults()
 	if opts.Nodes < 1 {
@@ -207,7 +207,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 }
 
 // Address is the head's cluster address (host:port), for
-// atoll.WithAddress, atoll.GetClusterStatus or NodeConfig.Address.
+// atoll.WithAddress, node.GetClusterStatus or node.Config.Address.
 func (c *Cluster) Address() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -297,7 +297,7 @@ func (c *Cluster) Restart(i int) *Node {
 // ready. cfg, if not nil, adjusts the node's config last (the defaults,
 // Options.Resources and Options.Config applied), so it may change
 // anything, ports included.
-func (c *Cluster) AddNode(cfg func(*atoll.NodeConfig)) *Node {
+func (c *Cluster) AddNode(cfg func(*node.Config)) *Node {
 	c.t.Helper()
 	c.mu.Lock()
 	i := len(c.nodes)
@@ -321,10 +321,10 @@ func (c *Cluster) AddNode(cfg func(*atoll.NodeConfig)) *Node {
 	return n
 }
 
-// WaitStatus polls atoll.GetClusterStatus until cond holds, failing the
+// WaitStatus polls node.GetClusterStatus until cond holds, failing the
 // test after timeout with the last status or error. It returns the status
 // that satisfied cond.
-func (c *Cluster) WaitStatus(timeout time.Duration, cond func(*atoll.ClusterStatus) bool) *atoll.ClusterStatus {
+func (c *Cluster) WaitStatus(timeout time.Duration, cond func(*node.ClusterStatus) bool) *node.ClusterStatus {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -332,7 +332,7 @@ func (c *Cluster) WaitStatus(timeout time.Duration, cond func(*atoll.ClusterStat
 	defer tick.Stop()
 	var last string
 	for {
-		st, err := atoll.GetClusterStatus(ctx, c.Address())
+		st, err := node.GetClusterStatus(ctx, c.Address())
 		if err == nil && cond(st) {
 			return st
 		}
@@ -351,8 +351,8 @@ func (c *Cluster) WaitStatus(timeout time.Duration, cond func(*atoll.ClusterStat
 }
 
 // config is node i's config before it starts.
-func (c *Cluster) config(i int) atoll.NodeConfig {
-	cfg := atoll.NodeConfig{
+func (c *Cluster) config(i int) node.Config {
+	cfg := node.Config{
 		NumCPUs:           c.opts.NumCPUs,
 		ObjectStoreMemory: c.opts.ObjectStoreMemory,
 		FailureTimeout:    c.opts.FailureTimeout,
@@ -394,7 +394,7 @@ func (c *Cluster) sessionDir(i int) string {
 }
 
 // launch starts node i's process with cfg and waits until it is ready.
-func (c *Cluster) launch(i int, cfg atoll.NodeConfig) (*Node, error) {
+func (c *Cluster) launch(i int, cfg node.Config) (*Node, error) {
 	cfgJSON, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err
@@ -404,7 +404,7 @@ func (c *Cluster) launch(i int, cfg atoll.NodeConfig) (*Node, error) {
 	logFile := filepath.Join(c.dir, fmt.Sprintf("node%d.%d.log", i, c.seq))
 	c.logs = append(c.logs, logFile)
 	c.mu.Unlock()
-	env := append(filterEnv(os.Environ(), atoll.EnvNode), atoll.EnvNode+"="+string(cfgJSON))
+	env := append(filterEnv(os.Environ(), node.EnvNode), node.EnvNode+"="+string(cfgJSON))
 	// -test.run=^$: should TestMain not hand the process to atoll.Init,
 	// it runs no tests (and exits) rather than starting clusters itself.
 	p, ready, err := startProcess(c.exe, []string{"-test.run=^$"}, env, logFile, ReadyTimeout)
@@ -492,12 +492,12 @@ type process struct {
 // to logFile, and waits up to timeout for it to print the ready line. If
 // it exits first or does not print it in time (it is then killed), the
 // error holds the end of its log.
-func startProcess(bin string, args, env []string, logFile string, timeout time.Duration) (*process, atoll.NodeReady, error) {
+func startProcess(bin string, args, env []string, logFile string, timeout time.Duration) (*process, node.NodeReady, error) {
 	f, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, atoll.NodeReady{}, err
+		return nil, node.NodeReady{}, err
 	}
-	rw := &readyWriter{f: f, ready: make(chan atoll.NodeReady, 1)}
+	rw := &readyWriter{f: f, ready: make(chan node.NodeReady, 1)}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
 	cmd.Stdout = rw // copied by a goroutine of os/exec until the pipe closes
@@ -509,7 +509,7 @@ func startProcess(bin string, args, env []string, logFile string, timeout time.D
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		f.Close()
-		return nil, atoll.NodeReady{}, err
+		return nil, node.NodeReady{}, err
 	}
 	p := &process{cmd: cmd, done: make(chan struct{})}
 	go func() {
@@ -532,11 +532,11 @@ func startProcess(bin string, args, env []string, logFile string, timeout time.D
 			return nil, r, fmt.Errorf("pid %d exited right after it was ready (%v); log %s:\n%s", cmd.Process.Pid, p.err, logFile, tail(logFile, LogTailLines))
 		default:
 		}
-		return nil, atoll.NodeReady{}, fmt.Errorf("pid %d exited before it was ready (%v); log %s:\n%s", cmd.Process.Pid, p.err, logFile, tail(logFile, LogTailLines))
+		return nil, node.NodeReady{}, fmt.Errorf("pid %d exited before it was ready (%v); log %s:\n%s", cmd.Process.Pid, p.err, logFile, tail(logFile, LogTailLines))
 	case <-timer.C:
 		_ = p.signal(syscall.SIGKILL)
 		p.wait(StopTimeout)
-		return nil, atoll.NodeReady{}, fmt.Errorf("pid %d not ready after %v (killed); log %s:\n%s", cmd.Process.Pid, timeout, logFile, tail(logFile, LogTailLines))
+		return nil, node.NodeReady{}, fmt.Errorf("pid %d not ready after %v (killed); log %s:\n%s", cmd.Process.Pid, timeout, logFile, tail(logFile, LogTailLines))
 	}
 }
 
@@ -583,13 +583,13 @@ func (p *process) stop(timeout time.Duration) error {
 }
 
 // readyWriter copies a node's stdout to its log file and delivers the
-// first ready line (atoll.NodeReadyPrefix and JSON) on ready.
+// first ready line (node.NodeReadyPrefix and JSON) on ready.
 type readyWriter struct {
 	mu    sync.Mutex
 	f     *os.File
 	line  []byte // the partial line before a ready line was found
 	found bool
-	ready chan atoll.NodeReady
+	ready chan node.NodeReady
 }
 
 func (w *readyWriter) Write(b []byte) (int, error) {
@@ -609,11 +609,11 @@ func (w *readyWriter) Write(b []byte) (int, error) {
 		}
 		line := bytes.TrimRight(w.line[:i], "\r")
 		w.line = w.line[i+1:]
-		rest, ok := bytes.CutPrefix(line, []byte(atoll.NodeReadyPrefix))
+		rest, ok := bytes.CutPrefix(line, []byte(node.NodeReadyPrefix))
 		if !ok {
 			continue
 		}
-		var r atoll.NodeReady
+		var r node.NodeReady
 		if err := json.Unmarshal(rest, &r); err != nil {
 			fmt.Fprintf(w.f, "testcluster: bad ready line %q: %v\n", line, err)
 			continue

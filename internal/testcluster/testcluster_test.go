@@ -8,6 +8,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/node"
 )
 
 func TestMain(m *testing.M) {
@@ -19,7 +20,7 @@ func TestMain(m *testing.M) {
 }
 
 // count returns the alive and dead nodes of a status.
-func count(st *atoll.ClusterStatus) (alive, dead int) {
+func count(st *node.ClusterStatus) (alive, dead int) {
 	for _, n := range st.Nodes {
 		if n.Alive {
 			alive++
@@ -48,7 +49,7 @@ func TestCluster(t *testing.T) {
 		}
 		ids[n.ID] = true
 	}
-	c.WaitStatus(testcluster.ReadyTimeout, func(st *atoll.ClusterStatus) bool {
+	c.WaitStatus(testcluster.ReadyTimeout, func(st *node.ClusterStatus) bool {
 		alive, _ := count(st)
 		return alive == 3
 	})
@@ -58,7 +59,7 @@ func TestCluster(t *testing.T) {
 	if victim.Alive() {
 		t.Fatal("killed node still alive")
 	}
-	st := c.WaitStatus(c.Options().FailureTimeout+3*time.Second, func(st *atoll.ClusterStatus) bool {
+	st := c.WaitStatus(c.Options().FailureTimeout+3*time.Second, func(st *node.ClusterStatus) bool {
 		for _, n := range st.Nodes {
 			if n.NodeID == victim.ID {
 				return !n.Alive
@@ -78,11 +79,11 @@ func TestAddAndRestart(t *testing.T) {
 		t.Skip("starts node processes")
 	}
 	c := testcluster.Start(t, testcluster.Options{Nodes: 2})
-	added := c.AddNode(func(cfg *atoll.NodeConfig) { cfg.Resources = map[string]float64{"GPU": 2} })
+	added := c.AddNode(func(cfg *node.Config) { cfg.Resources = map[string]float64{"GPU": 2} })
 	if added.Index != 2 || c.Len() != 3 || c.Node(2) != added || added.Config.Address != c.Address() {
 		t.Fatalf("added node %+v (cluster of %d)", added, c.Len())
 	}
-	c.WaitStatus(testcluster.ReadyTimeout, func(st *atoll.ClusterStatus) bool {
+	c.WaitStatus(testcluster.ReadyTimeout, func(st *node.ClusterStatus) bool {
 		for _, n := range st.Nodes {
 			if n.NodeID == added.ID {
 				return n.Alive && n.Total["GPU"] == 2
@@ -96,7 +97,7 @@ func TestAddAndRestart(t *testing.T) {
 	if old.Alive() || !restarted.Alive() || c.Node(1) != restarted || restarted.ID == old.ID || restarted.PID == old.PID {
 		t.Fatalf("restart: old %+v, new %+v", old, restarted)
 	}
-	c.WaitStatus(testcluster.ReadyTimeout, func(st *atoll.ClusterStatus) bool {
+	c.WaitStatus(testcluster.ReadyTimeout, func(st *node.ClusterStatus) bool {
 		state := map[string]bool{}
 		for _, n := range st.Nodes {
 			state[n.NodeID] = n.Alive

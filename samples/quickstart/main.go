@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/node"
 )
 
 // Remote functions and actor types are registered by name at package
@@ -70,7 +71,7 @@ func run(ctx context.Context) error {
 	}
 	defer atoll.Shutdown(ctx)
 	if addr := atoll.ClusterAddress(); addr != "" {
-		st, err := atoll.GetClusterStatus(ctx, addr)
+		st, err := node.GetClusterStatus(ctx, addr)
 		if err != nil {
 			return err
 		}

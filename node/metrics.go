@@ -1,4 +1,4 @@
-package atoll
+package node
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // bytes (used, capacity, pinned, spilled now), spill traffic, and the
 // raylet's queue, running tasks and workers. They are read when the
 // meter's reader collects, from the store and raylet actors.
-func (rt *core) registerMetrics(mp metric.MeterProvider) (metric.Registration, error) {
+func (n *Node) registerMetrics(mp metric.MeterProvider) (metric.Registration, error) {
 	m := mp.Meter(telemetry.TracerName)
 	gauge := func(name, unit, desc string) metric.Int64ObservableGauge {
 		g, _ := m.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
@@ -37,11 +37,11 @@ func (rt *core) registerMetrics(mp metric.MeterProvider) (metric.Registration, e
 		running  = gauge("atoll.raylet.running_tasks", "{task}", "Tasks running on workers")
 		workers  = gauge("atoll.raylet.workers", "{worker}", "Workers in the pool")
 	)
-	node := metric.WithAttributes(attribute.String("atoll.node_id", rt.nodeID.String()))
+	node := metric.WithAttributes(attribute.String("atoll.node_id", n.id.String()))
 	return m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		if s, err := rt.store.Stats(ctx); err == nil {
+		if s, err := n.store.Stats(ctx); err == nil {
 			o.ObserveInt64(used, int64(s.UsedBytes), node)
 			o.ObserveInt64(capacity, int64(s.CapacityBytes), node)
 			o.ObserveInt64(pinned, int64(s.PinnedBytes), node)
@@ -50,7 +50,7 @@ func (rt *core) registerMetrics(mp metric.MeterProvider) (metric.Registration, e
 			o.ObserveInt64(spilled, int64(s.SpilledBytesTotal), node)
 			o.ObserveInt64(restored, int64(s.RestoredBytesTotal), node)
 		}
-		res, err := rt.system.Root.RequestFuture(rt.rayletPID, &raylet.GetState{}, 5*time.Second).Result()
+		res, err := n.system.Root.RequestFuture(n.rayletPID, &raylet.GetState{}, 5*time.Second).Result()
 		if st, ok := res.(*raylet.State); ok && err == nil {
 			o.ObserveInt64(queued, int64(st.Queued), node)
 			o.ObserveInt64(running, int64(st.Running), node)

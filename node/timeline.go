@@ -1,7 +1,8 @@
-package atoll
+package node
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -26,12 +27,16 @@ type TimelineEvent struct {
 	Failed   bool      `json:"failed"`
 }
 
+// timelineTimeout bounds each node's answer to GetTimeline.
+const timelineTimeout = 5 * time.Second
+
 // GetTimeline asks every live node of the cluster at address ("" or
 // "auto": the local head's) for the task attempts it finished recently
 // (the last raylet.TimelineCap per node) and returns them ordered by start.
-// Nodes that do not answer within the context are left out.
+// Nodes that do not answer within the context (and 5 s) are left out, as
+// are events with malformed ids.
 func GetTimeline(ctx context.Context, address string) ([]TimelineEvent, error) {
-	nc, _, err := dialCluster(address, "atoll-timeline")
+	nc, _, err := DialCluster(address, "atoll-timeline")
 	if err != nil {
 		return nil, err
 	}
@@ -46,26 +51,32 @@ func GetTimeline(ctx context.Context, address string) ([]TimelineEvent, error) {
 		wg  sync.WaitGroup
 	)
 	for _, n := range nodes {
-		if n.State != atollpb.NodeState_NODE_ALIVE {
+		node, err := ids.FromBytes(n.NodeId)
+		if n.State != atollpb.NodeState_NODE_ALIVE || err != nil {
 			continue
 		}
-		node := ids.MustFromBytes(n.NodeId)
 		wg.Go(func() {
-			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			rctx, cancel := context.WithTimeout(ctx, timelineTimeout)
 			defer cancel()
 			msg, err := nc.RequestWithContext(rctx, cluster.TimelineSubject(node), nil)
 			if err != nil {
 				return
 			}
 			var evs atollpb.TaskEvents
-			if proto.Unmarshal(msg.Data, &evs) != nil {
+			if err := proto.Unmarshal(msg.Data, &evs); err != nil {
+				slog.Debug("atoll timeline: bad answer", "node", node.String(), "err", err)
 				return
 			}
 			mu.Lock()
 			defer mu.Unlock()
 			for _, e := range evs.Events {
-				out = append(out, TimelineEvent{NodeID: node.String(), WorkerID: ids.MustFromBytes(e.WorkerId).String(),
-					TaskID: ids.MustFromBytes(e.TaskId).String(), Name: e.Name, Start: time.UnixMicro(e.StartUnixUs),
+				worker, werr := ids.FromBytes(e.WorkerId)
+				task, terr := ids.FromBytes(e.TaskId)
+				if werr != nil || terr != nil {
+					continue
+				}
+				out = append(out, TimelineEvent{NodeID: node.String(), WorkerID: worker.String(),
+					TaskID: task.String(), Name: e.Name, Start: time.UnixMicro(e.StartUnixUs),
 					End: time.UnixMicro(e.EndUnixUs), Failed: e.Failed})
 			}
 		})

@@ -1,0 +1,203 @@
+package node
+
+import (
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	goruntime "runtime"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/atoll-runtime/atoll/actors"
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/raylet"
+)
+
+// Config configures a node. Zero fields take the documented defaults;
+// Start applies them and rejects invalid or conflicting settings with
+// ErrInvalidArgument. Fields that cannot travel as JSON (EnvNode) are
+// tagged json:"-".
+//
+// What kind of node it is follows from Head, Address and Driver:
+//
+//   - neither Head nor Address (the zero Config): an embedded single node,
+//     what atoll.Init builds with no address. Its nats-server runs in
+//     process with no TCP listener; it runs the GCS, the store and the
+//     raylet; it has no gateway and opens no port.
+//   - Head: a cluster's head (`atoll start --head`): the control plane (an
+//     embedded nats-server listening on NodeIP:Port, or the one at
+//     NATSURL, and the GCS), its store and raylet, and a gateway to the
+//     other nodes.
+//   - Address: a node joining the cluster whose head is at Address
+//     (`atoll start --address`): store, raylet and gateway.
+//   - Address and Driver: the node a driver runs for itself when it joins
+//     a cluster (atoll.Init with WithAddress): it holds the objects the
+//     driver puts; with no CPUs by default it advertises nothing, so
+//     placement sends its work to the other nodes; Start returns once it
+//     heard from every node the GCS lists alive (3 s at most).
+type Config struct {
+	// Head starts the cluster's control plane on this node: the embedded
+	// nats-server with JetStream (unless NATSURL is set) and the GCS.
+	Head bool
+	// Address is the head's address (host:port, nats:// URL, or "auto"
+	// for AddressFile) a node joins. Exclusive with Head.
+	Address string
+	// Driver marks a driver's own node (see above); needs Address.
+	Driver bool
+	// NATSURL, on the head, uses an existing NATS server or cluster (with
+	// JetStream) instead of the embedded one.
+	NATSURL string
+	// NodeIP is the address other nodes reach this node at (gossip,
+	// object transfer, the head's NATS listener); default 127.0.0.1.
+	NodeIP string
+	// Port is the head's NATS client port; default DefaultPort, 0 picks
+	// a free port with RandomPorts. Used only by a head without NATSURL.
+	Port int
+	// GossipPort is the memberlist port; default DefaultGossipPort.
+	GossipPort int
+	// TransferPort is the object-transfer port; default
+	// DefaultTransferPort.
+	TransferPort int
+	// RandomPorts makes zero ports mean "pick a free port" instead of
+	// the defaults (tests, and several nodes on one machine). A driver's
+	// node always picks free ports for zero ones.
+	RandomPorts bool
+	// NumCPUs is the node's CPU slots (fractions allowed); default (0) the
+	// machine's CPU count, or none on a driver's node; NoCPUs for a node
+	// that runs no tasks needing a CPU.
+	NumCPUs float64
+	// Resources are custom resources, e.g. {"GPU": 1}. A node with CPUs
+	// also advertises its physical memory as "memory" unless given here.
+	Resources map[string]float64
+	// ObjectStoreMemory is the arena size in bytes; default 30% of RAM.
+	ObjectStoreMemory uint64
+	// StoreFullTimeout is how long a creation waits for space before it
+	// fails with ObjectStoreFull; default 10 s.
+	StoreFullTimeout time.Duration
+	// PrefaultStore touches every page of the arena at start.
+	PrefaultStore bool
+	// SpillDirs are where objects spill (round-robin); default a "spill"
+	// directory in the session directory. NoSpill turns spilling off.
+	SpillDirs []string
+	NoSpill   bool
+	// Saturation bounds root tasks to Saturation × CPU slots; default 1.0,
+	// +Inf disables it (raylet.Config.Saturation).
+	Saturation float64
+	// IdleWorkerTimeout is how long a surplus idle worker lives; default
+	// 10 s.
+	IdleWorkerTimeout time.Duration
+	// WorkerBinary is the program worker processes run. On a head or a
+	// joining node it runs every job's workers; default each job's own
+	// driver binary (TaskSpec.worker_binary). On an embedded or a
+	// driver's node, default this program (os.Executable()) with its
+	// arguments.
+	WorkerBinary string
+	// WorkerOutput receives worker processes' stdout and stderr; default
+	// os.Stderr.
+	WorkerOutput io.Writer `json:"-"`
+	// Executor, when set, runs tasks and actors on goroutines of this
+	// process (goroutine workers; the root package's executor); nil runs
+	// them in worker processes. Embedded nodes only.
+	Executor raylet.Executor `json:"-"`
+	// Deliver, if set, hands a task's or call's result straight to its
+	// owner when that owner lives in this process (the driver's owner
+	// table), skipping the owner's mailbox (raylet.Config.Deliver).
+	Deliver func(owner *actor.PID, res *atollpb.TaskResult) bool `json:"-"`
+	// FailureTimeout bounds the time to declare a failed node dead;
+	// default 5 s (at least 1.2 s).
+	FailureTimeout time.Duration
+	// SessionDir holds the node's spill files and NATS data; default a
+	// fresh temporary directory, removed on Stop.
+	SessionDir string
+	// Faults, when set, is installed on the node's actors (GCS, store,
+	// raylet and what the raylet spawns, actors spawned with SpawnNamed).
+	Faults *actors.FaultInjector `json:"-"`
+	// TracerProvider receives the GCS's and raylet's spans; default an
+	// OTLP exporter when OTEL_EXPORTER_OTLP_* is set (shut down on Stop),
+	// else the global provider.
+	TracerProvider trace.TracerProvider `json:"-"`
+	// MeterProvider receives the node's metrics (store bytes, spilling,
+	// queued and running tasks, workers); default the global provider.
+	MeterProvider metric.MeterProvider `json:"-"`
+	// Logger; default slog.Default().
+	Logger *slog.Logger `json:"-"`
+}
+
+// NoCPUs as Config.NumCPUs gives a node no CPU slots: it runs no tasks
+// that need a CPU (a head serving only the control plane, say).
+const NoCPUs = -1
+
+// embedded reports whether the config describes an embedded single node.
+func (c *Config) embedded() bool { return !c.Head && c.Address == "" }
+
+// clustered reports whether the node is part of a multi-node cluster.
+func (c *Config) clustered() bool { return !c.embedded() }
+
+// runsGCS reports whether the node hosts the control plane.
+func (c *Config) runsGCS() bool { return c.Head || c.embedded() }
+
+// withDefaults validates c and fills in its defaults.
+func (c Config) withDefaults() (Config, error) {
+	switch {
+	case c.Head && c.Address != "":
+		return c, errs.Invalidf("node.Config: Head and Address are exclusive (the head is the address others join)")
+	case c.Driver && c.Address == "":
+		return c, errs.Invalidf("node.Config: a driver's node joins a cluster (Address)")
+	case c.NATSURL != "" && !c.Head:
+		return c, errs.Invalidf("node.Config: NATSURL is the head's (other nodes join Address)")
+	case c.Executor != nil && c.clustered():
+		return c, errs.Invalidf("node.Config: goroutine workers (Executor) are for an embedded node; cluster nodes run worker processes")
+	}
+	switch cpus := c.NumCPUs; {
+	case math.IsNaN(cpus) || math.IsInf(cpus, 0):
+		return c, errs.Invalidf("node.Config.NumCPUs %g: want a number", cpus)
+	case cpus == NoCPUs:
+		c.NumCPUs = 0
+	case cpus < 0:
+		return c, errs.Invalidf("node.Config.NumCPUs %g: must not be negative (NoCPUs for none)", cpus)
+	case cpus == 0 && !c.Driver:
+		c.NumCPUs = float64(goruntime.NumCPU())
+	}
+	if c.clustered() {
+		// An embedded node opens no port and gossips with no one: it
+		// ignores these settings.
+		for _, p := range []struct {
+			name string
+			v    int
+		}{{"Port", c.Port}, {"GossipPort", c.GossipPort}, {"TransferPort", c.TransferPort}} {
+			if p.v < 0 || p.v > math.MaxUint16 {
+				return c, errs.Invalidf("node.Config.%s %d: want 0 to 65535", p.name, p.v)
+			}
+		}
+		if c.FailureTimeout < 0 {
+			return c, errs.Invalidf("node.Config.FailureTimeout %v: must not be negative", c.FailureTimeout)
+		}
+		if c.NodeIP == "" {
+			c.NodeIP = "127.0.0.1"
+		}
+		if net.ParseIP(c.NodeIP) == nil {
+			return c, errs.Invalidf("node.Config.NodeIP %q: want an IP address", c.NodeIP)
+		}
+		if !c.RandomPorts && !c.Driver {
+			c.Port = orDefault(c.Port, DefaultPort)
+			c.GossipPort = orDefault(c.GossipPort, DefaultGossipPort)
+			c.TransferPort = orDefault(c.TransferPort, DefaultTransferPort)
+		}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, nil
+}
+
+func orDefault(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,73 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/atoll-runtime/atoll/internal/errs"
+)
+
+// stopTimeout bounds a node process's graceful stop.
+const stopTimeout = 10 * time.Second
+
+// RunFromEnv runs the node EnvNode describes (a JSON Config with Head or
+// Address) until SIGTERM or SIGINT, then stops it and exits: 0 after a
+// clean stop, 1 if the node failed to start or stop, 2 for a bad EnvNode.
+// Once the node serves it prints NodeReadyPrefix and a JSON NodeReady
+// line on stdout. It never returns. atoll.Init calls it in a process
+// started with EnvNode (internal/testcluster starts test binaries this
+// way), so the node's worker processes run that binary's functions.
+func RunFromEnv() {
+	cfg, err := configFromEnv(os.Getenv(EnvNode))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "atoll node: %s: %v\n", EnvNode, err)
+		os.Exit(2)
+	}
+	os.Unsetenv(EnvNode) // worker processes are not nodes
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	os.Exit(run(ctx, cfg, os.Stdout, os.Stderr))
+}
+
+// configFromEnv reads EnvNode's value: a node process is a cluster's
+// head or joins one.
+func configFromEnv(s string) (Config, error) {
+	var cfg Config
+	if err := json.Unmarshal([]byte(s), &cfg); err != nil {
+		return cfg, errs.Invalidf("not a JSON node.Config: %v", err)
+	}
+	if !cfg.Head && cfg.Address == "" {
+		return cfg, errs.Invalidf("a node process either is the head (Head) or joins one (Address)")
+	}
+	return cfg, nil
+}
+
+// run starts the node, prints its ready line on stdout, serves until ctx
+// ends and stops it; it returns the exit code.
+func run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
+	n, err := Start(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "atoll node: %v\n", err)
+		return 1
+	}
+	b, _ := json.Marshal(NodeReady{NodeID: n.ID().String(), Address: n.Address(), PID: os.Getpid()})
+	w := bufio.NewWriter(stdout)
+	fmt.Fprintf(w, "%s%s\n", NodeReadyPrefix, b)
+	_ = w.Flush()
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	err = n.Stop(sctx)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(stderr, "atoll node: stop: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -59,6 +59,9 @@ type core struct {
 
 	// owner is this process's ownership state: objects, tasks, actors.
 	owner *ownerShell
+	// collected holds refs dropped by the garbage collector until the
+	// owner actor applies them.
+	collected collected
 	// localOwner is ownerPID once the owner actor runs: results for it
 	// are applied on the goroutine that has them (deliverResult).
 	localOwner atomic.Pointer[actor.PID]

@@ -14,6 +14,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
 	"github.com/atoll-runtime/atoll/objectstore"
+	"github.com/atoll-runtime/atoll/owner"
 )
 
 // Put stores v as an object owned by this process and returns a reference
@@ -315,30 +316,27 @@ func Wait(ctx context.Context, refs []Ref, numReady int, timeout time.Duration) 
 	if numReady < 0 || numReady > len(refs) {
 		return nil, refs, errs.Invalidf("Wait: numReady %d out of range [0, %d]", numReady, len(refs))
 	}
-	isReady := func(r Ref) bool {
-		h := r.handle()
-		if h == nil || h.rt != rt {
-			return true // a zero or foreign ref is "ready": Get reports its error
+	// A zero or foreign ref counts as ready: Get reports its error.
+	idl := make([]ids.ObjectID, len(refs))
+	local := make([]bool, len(refs))
+	for i, r := range refs {
+		if h := r.handle(); h != nil && h.rt == rt {
+			idl[i], local[i] = h.id, true
 		}
-		v, _, _, ok := rt.owner.lookup(h.id)
-		return !ok || v != nil
 	}
-	count := func() int {
-		n := 0
-		for _, r := range refs {
-			if isReady(r) {
-				n++
-			}
-		}
-		return n
-	}
+	isReady := make([]bool, len(refs))
+	count := func() int { return rt.owner.readiness(idl, local, isReady) }
 	if count() < numReady {
 		signal := make(chan struct{}, len(refs))
-		for _, r := range refs {
-			if h := r.handle(); h != nil && h.rt == rt {
-				rt.watch(h.id, signal)
+		w := &owner.Waiter{C: signal}
+		rt.owner.do(func(t *owner.Table) {
+			for i, id := range idl {
+				if local[i] {
+					t.Watch(id, w)
+				}
 			}
-		}
+		})
+		defer rt.owner.do(func(t *owner.Table) { t.Unwatch(w) })
 		var expire <-chan time.Time
 		if timeout >= 0 {
 			timer := time.NewTimer(timeout)
@@ -350,6 +348,9 @@ func Wait(ctx context.Context, refs []Ref, numReady int, timeout time.Duration) 
 		for count() < numReady {
 			select {
 			case <-signal:
+				for len(signal) > 0 { // count once for a burst of results
+					<-signal
+				}
 			case <-expire:
 				break loop
 			case <-ctx.Done():
@@ -359,8 +360,8 @@ func Wait(ctx context.Context, refs []Ref, numReady int, timeout time.Duration) 
 		}
 		unblock()
 	}
-	for _, r := range refs {
-		if len(ready) < numReady && isReady(r) {
+	for i, r := range refs {
+		if len(ready) < numReady && isReady[i] {
 			ready = append(ready, r)
 		} else {
 			notReady = append(notReady, r)

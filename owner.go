@@ -21,13 +21,14 @@ func (o *ownerActor) Receive(ctx actor.Context) {
 		o.rt.owner.do(func(t *owner.Table) { t.ActorEvent(m) })
 	case *actorHandleDropped:
 		o.rt.owner.do(func(t *owner.Table) { t.DropActorHandle(m.id) })
-	case *refDropped:
+	case *drainCollected:
+		drops, pins := o.rt.collected.take()
 		if o.rt.closed.Load() {
 			return
 		}
-		if m.pinned {
-			o.rt.store.Release(m.id)
+		if len(pins) > 0 {
+			o.rt.store.Release(pins...)
 		}
-		o.rt.owner.dropRef(m.id)
+		o.rt.owner.dropRef(drops...)
 	}
 }

@@ -42,6 +42,12 @@ func newOwnerShell(cfg owner.Config, apply func(owner.Effect)) *ownerShell {
 func (s *ownerShell) do(f func(*owner.Table)) {
 	s.mu.Lock()
 	f(s.table)
+	s.drainLocked()
+}
+
+// drainLocked queues the Table's new effects and, unless another
+// goroutine is draining, applies the queue outside mu. It releases mu.
+func (s *ownerShell) drainLocked() {
 	if s.table.HasEffects() {
 		s.outbox = append(s.outbox, s.table.TakeEffects()...)
 	}
@@ -71,6 +77,26 @@ func (s *ownerShell) lookup(id ids.ObjectID) (value *atollpb.Value, producer *at
 	return s.table.Lookup(id)
 }
 
+// readiness sets ready[i] for every object of idl that has a value, or
+// is unknown, or is not local[i] (one lock for all), and counts them.
+func (s *ownerShell) readiness(idl []ids.ObjectID, local, ready []bool) int {
+	n := 0
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, id := range idl {
+		if local[i] {
+			v, _, _, ok := s.table.Lookup(id)
+			ready[i] = !ok || v != nil
+		} else {
+			ready[i] = true
+		}
+		if ready[i] {
+			n++
+		}
+	}
+	return n
+}
+
 func (s *ownerShell) addRef(id ids.ObjectID) (ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -79,12 +105,16 @@ func (s *ownerShell) addRef(id ids.ObjectID) (ok bool) {
 
 func (s *ownerShell) dropRef(idl ...ids.ObjectID) {
 	if len(idl) > 0 {
-		s.do(func(t *owner.Table) { t.DropRef(idl...) })
+		s.mu.Lock()
+		s.table.DropRef(idl...)
+		s.drainLocked()
 	}
 }
 
 func (s *ownerShell) put(id ids.ObjectID, value *atollpb.Value, producer *atollpb.TraceContext, contained []ids.ObjectID) {
-	s.do(func(t *owner.Table) { t.Put(id, value, producer, contained) })
+	s.mu.Lock()
+	s.table.Put(id, value, producer, contained)
+	s.drainLocked()
 }
 
 // ownerNode is the node of id's owner to name in a fetch: this process's
@@ -203,19 +233,42 @@ func (rt *core) deliverResult(to *actor.PID, res *atollpb.TaskResult) bool {
 	return true
 }
 
-// refDropped is posted to the owner actor by a ref handle's GC cleanup:
-// the cleanup itself does no I/O and takes no lock.
-type refDropped struct {
-	id     ids.ObjectID
-	pinned bool
+// collected queues the refs whose handles the garbage collector found
+// unreachable. The cleanup appends under a short mutex and posts one
+// drainCollected to the owner actor per batch: no I/O and no owner-table
+// lock on the Go runtime's cleanup goroutine, and one owner step for a
+// burst of drops (a slice of 10,000 refs going out of scope).
+type collected struct {
+	mu     sync.Mutex
+	drops  []ids.ObjectID
+	pins   []ids.ObjectID // the view pins those handles held
+	posted bool
+}
+
+// drainCollected tells the owner actor to drop the queued refs.
+type drainCollected struct{}
+
+// add queues a drop; it reports whether the caller must post a drain.
+func (c *collected) add(id ids.ObjectID, pinned bool) (post bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.drops = append(c.drops, id)
+	if pinned {
+		c.pins = append(c.pins, id)
+	}
+	post, c.posted = !c.posted, true
+	return post
+}
+
+func (c *collected) take() (drops, pins []ids.ObjectID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	drops, pins = c.drops, c.pins
+	c.drops, c.pins, c.posted = nil, nil, false
+	return drops, pins
 }
 
 // cancelTask cancels a task this process owns.
 func (rt *core) cancelTask(id ids.TaskID) {
 	rt.owner.do(func(t *owner.Table) { t.Cancel(id) })
-}
-
-// watch arranges a send on c (without blocking) once id has a value.
-func (rt *core) watch(id ids.ObjectID, c chan<- struct{}) {
-	rt.owner.do(func(t *owner.Table) { t.Watch(id, c) })
 }

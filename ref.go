@@ -59,13 +59,15 @@ func newHandle(rt *core, id ids.ObjectID) *refHandle {
 }
 
 // refCollected runs on the Go runtime's cleanup goroutine when a handle is
-// garbage: it only posts a message to the owner actor, which releases the
-// view pin and drops the reference.
+// garbage: it only queues the drop and posts a message to the owner actor,
+// which releases the view pin and drops the reference (see collected).
 func (rt *core) refCollected(id ids.ObjectID, st *handleState) {
 	if !st.released.CompareAndSwap(false, true) || rt.closed.Load() {
 		return
 	}
-	rt.system.Root.Send(rt.ownerPID, &refDropped{id: id, pinned: st.pinned.Load()})
+	if rt.collected.add(id, st.pinned.Load()) {
+		rt.system.Root.Send(rt.ownerPID, &drainCollected{})
+	}
 }
 
 // dropRef releases one handle's reference (and its view pin) exactly once,

@@ -17,7 +17,7 @@ type object struct {
 	producer *atollpb.TraceContext
 	refs     int
 	done     chan struct{} // closed when value is set
-	watchers []chan<- struct{}
+	watchers []*Waiter
 	// waiting are the tasks whose arguments include this object, until it
 	// has a value.
 	waiting []*task
@@ -71,6 +71,14 @@ func (t *Table) AddRef(id ids.ObjectID) bool {
 // zero, recursively through contained refs. Objects this process owns
 // that live in a store leave in one Free effect.
 func (t *Table) DropRef(idl ...ids.ObjectID) {
+	if len(idl) == 1 {
+		if o := t.objects[idl[0]]; o == nil || o.refs > 1 {
+			if o != nil {
+				o.refs-- // the common case: one of several references
+			}
+			return
+		}
+	}
 	var stored []ids.ObjectID
 	stack := append([]ids.ObjectID(nil), idl...)
 	for len(stack) > 0 {
@@ -131,8 +139,10 @@ func (t *Table) setValue(o *object, value *atollpb.Value, producer *atollpb.Trac
 	// object holds them now.
 	o.contained = append(o.contained, contained...)
 	close(o.done)
-	for _, c := range o.watchers {
-		t.emit(Notify{C: c})
+	for _, w := range o.watchers {
+		if !w.done {
+			t.emit(Notify{C: w.C})
+		}
 	}
 	o.watchers = nil
 	waiting := o.waiting
@@ -152,16 +162,35 @@ func (t *Table) Lookup(id ids.ObjectID) (value *atollpb.Value, producer *atollpb
 	return o.value, o.producer, o.done, true
 }
 
-// Watch arranges a Notify on c once id has a value. It reports whether id
-// is known and still pending (false: nothing will be sent).
-func (t *Table) Watch(id ids.ObjectID, c chan<- struct{}) bool {
+// Waiter is a goroutine waiting for some of many objects (Wait): every
+// object it watches that gets a value sends a Notify on C, until Unwatch.
+type Waiter struct {
+	C    chan<- struct{}
+	done bool
+}
+
+// Watch arranges a Notify on w.C once id has a value. It reports whether
+// id is known and still pending (false: nothing will be sent).
+func (t *Table) Watch(id ids.ObjectID, w *Waiter) bool {
 	o := t.objects[id]
 	if o == nil || o.ready() {
 		return false
 	}
-	o.watchers = append(o.watchers, c)
+	// Waiters that gave up leave here, so an object waited on by many
+	// Waits in turn keeps one entry per live waiter.
+	live := o.watchers[:0]
+	for _, x := range o.watchers {
+		if !x.done {
+			live = append(live, x)
+		}
+	}
+	clear(o.watchers[len(live):])
+	o.watchers = append(live, w)
 	return true
 }
+
+// Unwatch ends w: no more Notify for it.
+func (t *Table) Unwatch(w *Waiter) { w.done = true }
 
 // Borrowed reports whether id is owned by another process.
 func (t *Table) Borrowed(id ids.ObjectID) bool {

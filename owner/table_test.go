@@ -37,12 +37,13 @@ type env struct {
 	tasks   map[ids.TaskID]string
 	actors  map[ids.ActorID]string
 	waiters map[chan<- struct{}]string
+	byName  map[string]*Waiter
 	seq     byte
 }
 
 func newEnv() *env {
 	e := &env{names: map[string][16]byte{}, objects: map[string]ids.ObjectID{}, label: map[ids.ObjectID]string{},
-		tasks: map[ids.TaskID]string{}, actors: map[ids.ActorID]string{}, waiters: map[chan<- struct{}]string{}}
+		tasks: map[ids.TaskID]string{}, actors: map[ids.ActorID]string{}, waiters: map[chan<- struct{}]string{}, byName: map[string]*Waiter{}}
 	e.node = e.id16("n0")
 	e.table = New(Config{Worker: e.id16("w0"), Node: e.node})
 	return e
@@ -245,11 +246,17 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 	case "node-died":
 		tb.NodeDied(e.id16(name))
 	case "watch": // watch p1 w1
-		c := make(chan struct{}, 1)
-		e.waiters[c] = d.CmdArgs[1].Key
-		if !tb.Watch(e.object(t, name), c) {
+		w := e.byName[d.CmdArgs[1].Key]
+		if w == nil {
+			c := make(chan struct{}, 1)
+			w = &Waiter{C: c}
+			e.waiters[c], e.byName[d.CmdArgs[1].Key] = d.CmdArgs[1].Key, w
+		}
+		if !tb.Watch(e.object(t, name), w) {
 			return "not pending"
 		}
+	case "unwatch": // unwatch w1
+		tb.Unwatch(e.byName[name])
 	case "get":
 		v, _, _, ok := tb.Lookup(e.object(t, name))
 		if !ok {

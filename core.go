@@ -449,6 +449,7 @@ func (rt *core) processConfig() *raylet.ProcessConfig {
 func (rt *core) workerDied(w ids.WorkerID) {
 	rt.workerStores.Delete(w)
 	rt.system.Root.Send(rt.storePID, &atollpb.ClientDisconnected{ClientId: w.Bytes()})
+	rt.gateway.OwnerExited(w) // other nodes free what it owned there (nil-safe)
 }
 
 // storeFor returns the object-store client of a worker.

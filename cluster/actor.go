@@ -455,7 +455,11 @@ func (g *gateway) nodeGone(ctx actor.Context, node ids.NodeID, died bool) {
 	delete(g.peers, node)
 	g.fetch.setAddr(node, "")
 	g.sendView(ctx)
-	g.cfg.Logger.Info("cluster: node left the cluster", "node", node.Short(), "failed", died)
+	if died {
+		g.cfg.Logger.Warn("cluster: node failed: declared dead", "node", node.Short())
+	} else {
+		g.cfg.Logger.Info("cluster: node left the cluster", "node", node.Short())
+	}
 	g.failIfDead(ctx, node)
 	ctx.Send(g.cfg.Raylet, &raylet.NodeGone{Node: node})
 	// The objects held here for owners on that node have nobody left to

@@ -344,9 +344,10 @@ func (g *Gateway) CallActor(node ids.NodeID, address string, spec *atollpb.TaskS
 // worker or actor process) exited: every node forgets it and frees the
 // objects it owned there. It never blocks (it posts to the gateway) and
 // is a no-op on a nil Gateway, so a node's worker-death hook can call it
-// whether or not the node is clustered.
+// whether or not the node is clustered. (Before Start, the notice is a
+// dead letter: nobody can have recorded the owner yet.)
 func (g *Gateway) OwnerExited(w ids.WorkerID) {
-	if g == nil || !g.spawned {
+	if g == nil {
 		return
 	}
 	g.cfg.System.Root.Send(g.pid, &ownerExited{worker: w})

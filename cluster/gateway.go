@@ -60,8 +60,9 @@ type Config struct {
 	ConfirmInterval time.Duration
 	// ForwardLease: a forwarded attempt its node has not confirmed for
 	// this long fails with FORWARD_LOST (ForwardLostError), within one
-	// ConfirmInterval. Default DefaultForwardLease (or EnvForwardLease);
-	// at least twice ConfirmInterval.
+	// ConfirmInterval. Default EnvForwardLease if set, else
+	// ForwardLeasePerBudget × FailureBudget (10 s by default); at least
+	// twice ConfirmInterval.
 	ForwardLease time.Duration
 	// MaxDeadNodes bounds the dead nodes remembered; default
 	// DefaultMaxDeadNodes (or EnvMaxDeadNodes).

@@ -418,6 +418,14 @@ func TestMalformedMessagesAreDropped(t *testing.T) {
 // TestLimitsFromTheEnvironment: zero Config fields take the environment's
 // values, then the defaults; bad values are refused.
 func TestLimitsFromTheEnvironment(t *testing.T) {
+	// The default lease: twice the failure budget, so a dead node's work
+	// fails as NODE_DIED before its lease runs out.
+	for budget, want := range map[time.Duration]time.Duration{0: 10 * time.Second, 2 * time.Second: 4 * time.Second} {
+		c := Config{FailureBudget: budget}
+		if err := c.withLimits(); err != nil || c.ForwardLease != want || c.MaxDeadNodes != DefaultMaxDeadNodes || c.MaxOwners != DefaultMaxOwners {
+			t.Errorf("budget %v: lease %v (want %v), caps %d %d, %v", budget, c.ForwardLease, want, c.MaxDeadNodes, c.MaxOwners, err)
+		}
+	}
 	t.Setenv(EnvForwardLease, "7s")
 	t.Setenv(EnvMaxOwners, "12")
 	c := Config{MaxDeadNodes: 5}

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/atoll-runtime/atoll/cluster/membership"
 )
 
 // Defaults of the gateway's bounds and of the forwarding lease. Each can
@@ -16,14 +18,16 @@ const (
 	// the forwarded attempts it still holds: one small message per origin
 	// per second costs nothing, and gives several renewals per lease.
 	DefaultConfirmInterval = time.Second
-	// DefaultForwardLease is how long a forwarded attempt may go without
-	// its node confirming that it holds it before its owner is failed with
-	// FORWARD_LOST. Five missed renewals: a busy node is not mistaken for
-	// a lost message, and a lost task or result is retried within seconds
-	// however long tasks run. It is about the default failure budget of
-	// the gossip (5 s), so a node that dies is usually reported as
-	// NODE_DIED first.
-	DefaultForwardLease = 5 * time.Second
+	// ForwardLeasePerBudget sets the default forwarding lease: how long a
+	// forwarded attempt may go without its node confirming that it holds
+	// it before its owner is failed with FORWARD_LOST, as a multiple of
+	// the gossip's failure budget (10 s with the default 5 s budget, ten
+	// missed renewals). A node that dies is declared dead within its
+	// budget, so its work fails as NODE_DIED first (owners retry it) and
+	// the lease only catches messages lost between live nodes; a busy
+	// node is never mistaken for a lost message, and a lost task or result
+	// is still failed within seconds however long tasks run.
+	ForwardLeasePerBudget = 2
 	// DefaultMaxDeadNodes is how many dead (or departed) nodes a gateway
 	// remembers, to ignore their late reports and copies. Every driver
 	// that joins the cluster is a node that leaves when it exits, so a
@@ -44,7 +48,7 @@ const (
 // Environment variables read when the matching Config field is zero.
 const (
 	EnvConfirmInterval = "ATOLL_FORWARD_CONFIRM_INTERVAL" // a time.Duration ("1s")
-	EnvForwardLease    = "ATOLL_FORWARD_LEASE"            // a time.Duration ("5s")
+	EnvForwardLease    = "ATOLL_FORWARD_LEASE"            // a time.Duration ("10s")
 	EnvMaxDeadNodes    = "ATOLL_GATEWAY_MAX_DEAD_NODES"
 	EnvMaxOwners       = "ATOLL_GATEWAY_MAX_OWNERS"
 )
@@ -93,7 +97,11 @@ func (c *Config) withLimits() error {
 	if c.ConfirmInterval, err = envDuration(c.ConfirmInterval, EnvConfirmInterval, DefaultConfirmInterval); err != nil {
 		return err
 	}
-	if c.ForwardLease, err = envDuration(c.ForwardLease, EnvForwardLease, DefaultForwardLease); err != nil {
+	budget := c.FailureBudget
+	if budget <= 0 {
+		budget = membership.DefaultFailureBudget
+	}
+	if c.ForwardLease, err = envDuration(c.ForwardLease, EnvForwardLease, ForwardLeasePerBudget*budget); err != nil {
 		return err
 	}
 	if c.ForwardLease < 2*c.ConfirmInterval {

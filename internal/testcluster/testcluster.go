@@ -26,6 +26,10 @@
 //	c.Kill(2)    // SIGKILL a node
 //	c.Restart(2) // and start it again
 //
+// Options.Env tunes the node processes through the environment (the caps
+// of the GCS and the gateways, the forwarding lease); NodeStats reads a
+// node's table sizes and heap, GCSSizes the GCS's tables.
+//
 // The methods of Cluster report failures with t.Fatal, so call them from
 // the test's goroutine. Cleanups run last-registered first: a driver's
 // atoll.Shutdown registered after Start runs before the nodes stop.

@@ -108,9 +108,8 @@ func TestLongLivedNode(t *testing.T) {
 	}
 	capEnv := strconv.Itoa(longCap)
 	// The default failure budget (5 s), on the node as in the drivers: a
-	// 2 s budget makes the drivers leave faster, but on a loaded two-core
-	// machine a starved driver and the node have been seen to declare
-	// each other dead.
+	// 2 s budget makes drivers leave faster, but leaves little margin
+	// against false failure detections on a loaded two-core machine.
 	c := testcluster.Start(t, testcluster.Options{Nodes: 1, NumCPUs: 2, ObjectStoreMemory: 64 << 20, FailureTimeout: membership.DefaultFailureBudget, Env: []string{
 		gcs.EnvMaxDeadNodes + "=" + capEnv, gcs.EnvMaxDeadActors + "=" + capEnv, gcs.EnvMaxFinishedJobs + "=" + capEnv,
 		cluster.EnvMaxDeadNodes + "=" + capEnv,

@@ -704,6 +704,394 @@ func (x *TaskEvent) GetFailed() bool {
 	return false
 }
 
+// AttemptKey names one attempt of a task, or one actor call.
+type AttemptKey struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TaskId        []byte                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Attempt       int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttemptKey) Reset() {
+	*x = AttemptKey{}
+	mi := &file_atollpb_cluster_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttemptKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttemptKey) ProtoMessage() {}
+
+func (x *AttemptKey) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttemptKey.ProtoReflect.Descriptor instead.
+func (*AttemptKey) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *AttemptKey) GetTaskId() []byte {
+	if x != nil {
+		return x.TaskId
+	}
+	return nil
+}
+
+func (x *AttemptKey) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+// HeldWork renews the lease of forwarded work. Every confirm interval, a
+// node holding attempts another node forwarded to it (queued, running, or
+// forwarded on) lists them on atoll.node.<origin>.held, in messages of a
+// bounded size. The origin fails a pending attempt that no renewal names
+// within its lease with FORWARD_LOST: the task, or its result, was lost.
+type HeldWork struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FromNode      []byte                 `protobuf:"bytes,1,opt,name=from_node,json=fromNode,proto3" json:"from_node,omitempty"`
+	Attempts      []*AttemptKey          `protobuf:"bytes,2,rep,name=attempts,proto3" json:"attempts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HeldWork) Reset() {
+	*x = HeldWork{}
+	mi := &file_atollpb_cluster_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeldWork) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeldWork) ProtoMessage() {}
+
+func (x *HeldWork) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeldWork.ProtoReflect.Descriptor instead.
+func (*HeldWork) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *HeldWork) GetFromNode() []byte {
+	if x != nil {
+		return x.FromNode
+	}
+	return nil
+}
+
+func (x *HeldWork) GetAttempts() []*AttemptKey {
+	if x != nil {
+		return x.Attempts
+	}
+	return nil
+}
+
+// OwnersExited announces on atoll.owners.exited that owner processes
+// (worker or actor processes) of a node exited: every node frees the
+// objects they owned there and forgets them.
+type OwnersExited struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        []byte                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	WorkerIds     [][]byte               `protobuf:"bytes,2,rep,name=worker_ids,json=workerIds,proto3" json:"worker_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OwnersExited) Reset() {
+	*x = OwnersExited{}
+	mi := &file_atollpb_cluster_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OwnersExited) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OwnersExited) ProtoMessage() {}
+
+func (x *OwnersExited) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OwnersExited.ProtoReflect.Descriptor instead.
+func (*OwnersExited) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *OwnersExited) GetNodeId() []byte {
+	if x != nil {
+		return x.NodeId
+	}
+	return nil
+}
+
+func (x *OwnersExited) GetWorkerIds() [][]byte {
+	if x != nil {
+		return x.WorkerIds
+	}
+	return nil
+}
+
+// NodeStatsRequest asks a node (atoll.node.<node>.stats) for the sizes of
+// its bounded tables and its Go heap.
+type NodeStatsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Run a garbage collection before reading the heap.
+	Gc            bool `protobuf:"varint,1,opt,name=gc,proto3" json:"gc,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeStatsRequest) Reset() {
+	*x = NodeStatsRequest{}
+	mi := &file_atollpb_cluster_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeStatsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeStatsRequest) ProtoMessage() {}
+
+func (x *NodeStatsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeStatsRequest.ProtoReflect.Descriptor instead.
+func (*NodeStatsRequest) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *NodeStatsRequest) GetGc() bool {
+	if x != nil {
+		return x.Gc
+	}
+	return false
+}
+
+// NodeStats answers a NodeStatsRequest.
+type NodeStats struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	NodeId []byte                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// The gateway: live peers, remembered dead nodes and their cap, nodes
+	// heard from.
+	Peers        uint64 `protobuf:"varint,2,opt,name=peers,proto3" json:"peers,omitempty"`
+	DeadNodes    uint64 `protobuf:"varint,3,opt,name=dead_nodes,json=deadNodes,proto3" json:"dead_nodes,omitempty"`
+	MaxDeadNodes uint64 `protobuf:"varint,4,opt,name=max_dead_nodes,json=maxDeadNodes,proto3" json:"max_dead_nodes,omitempty"`
+	HeardNodes   uint64 `protobuf:"varint,5,opt,name=heard_nodes,json=heardNodes,proto3" json:"heard_nodes,omitempty"`
+	// Owner processes of objects held here (all nodes), their cap, and the
+	// nodes they live on.
+	Owners     uint64 `protobuf:"varint,6,opt,name=owners,proto3" json:"owners,omitempty"`
+	MaxOwners  uint64 `protobuf:"varint,7,opt,name=max_owners,json=maxOwners,proto3" json:"max_owners,omitempty"`
+	OwnerNodes uint64 `protobuf:"varint,8,opt,name=owner_nodes,json=ownerNodes,proto3" json:"owner_nodes,omitempty"`
+	// Attempts forwarded to other nodes waiting for their results, attempts
+	// other nodes forwarded here, and objects owned here with copies
+	// elsewhere.
+	Pending uint64 `protobuf:"varint,9,opt,name=pending,proto3" json:"pending,omitempty"`
+	Inbound uint64 `protobuf:"varint,10,opt,name=inbound,proto3" json:"inbound,omitempty"`
+	Copies  uint64 `protobuf:"varint,11,opt,name=copies,proto3" json:"copies,omitempty"`
+	// Forwarded attempts failed with FORWARD_LOST since the node started.
+	ForwardsLost uint64 `protobuf:"varint,12,opt,name=forwards_lost,json=forwardsLost,proto3" json:"forwards_lost,omitempty"`
+	// The raylet: hosted actors and workers.
+	HostedActors uint64 `protobuf:"varint,13,opt,name=hosted_actors,json=hostedActors,proto3" json:"hosted_actors,omitempty"`
+	Workers      uint64 `protobuf:"varint,14,opt,name=workers,proto3" json:"workers,omitempty"`
+	// The node process: Go heap in use (runtime.MemStats.HeapAlloc, after a
+	// collection if asked) and goroutines.
+	HeapAllocBytes uint64 `protobuf:"varint,15,opt,name=heap_alloc_bytes,json=heapAllocBytes,proto3" json:"heap_alloc_bytes,omitempty"`
+	Goroutines     uint64 `protobuf:"varint,16,opt,name=goroutines,proto3" json:"goroutines,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *NodeStats) Reset() {
+	*x = NodeStats{}
+	mi := &file_atollpb_cluster_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeStats) ProtoMessage() {}
+
+func (x *NodeStats) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeStats.ProtoReflect.Descriptor instead.
+func (*NodeStats) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *NodeStats) GetNodeId() []byte {
+	if x != nil {
+		return x.NodeId
+	}
+	return nil
+}
+
+func (x *NodeStats) GetPeers() uint64 {
+	if x != nil {
+		return x.Peers
+	}
+	return 0
+}
+
+func (x *NodeStats) GetDeadNodes() uint64 {
+	if x != nil {
+		return x.DeadNodes
+	}
+	return 0
+}
+
+func (x *NodeStats) GetMaxDeadNodes() uint64 {
+	if x != nil {
+		return x.MaxDeadNodes
+	}
+	return 0
+}
+
+func (x *NodeStats) GetHeardNodes() uint64 {
+	if x != nil {
+		return x.HeardNodes
+	}
+	return 0
+}
+
+func (x *NodeStats) GetOwners() uint64 {
+	if x != nil {
+		return x.Owners
+	}
+	return 0
+}
+
+func (x *NodeStats) GetMaxOwners() uint64 {
+	if x != nil {
+		return x.MaxOwners
+	}
+	return 0
+}
+
+func (x *NodeStats) GetOwnerNodes() uint64 {
+	if x != nil {
+		return x.OwnerNodes
+	}
+	return 0
+}
+
+func (x *NodeStats) GetPending() uint64 {
+	if x != nil {
+		return x.Pending
+	}
+	return 0
+}
+
+func (x *NodeStats) GetInbound() uint64 {
+	if x != nil {
+		return x.Inbound
+	}
+	return 0
+}
+
+func (x *NodeStats) GetCopies() uint64 {
+	if x != nil {
+		return x.Copies
+	}
+	return 0
+}
+
+func (x *NodeStats) GetForwardsLost() uint64 {
+	if x != nil {
+		return x.ForwardsLost
+	}
+	return 0
+}
+
+func (x *NodeStats) GetHostedActors() uint64 {
+	if x != nil {
+		return x.HostedActors
+	}
+	return 0
+}
+
+func (x *NodeStats) GetWorkers() uint64 {
+	if x != nil {
+		return x.Workers
+	}
+	return 0
+}
+
+func (x *NodeStats) GetHeapAllocBytes() uint64 {
+	if x != nil {
+		return x.HeapAllocBytes
+	}
+	return 0
+}
+
+func (x *NodeStats) GetGoroutines() uint64 {
+	if x != nil {
+		return x.Goroutines
+	}
+	return 0
+}
+
 var File_atollpb_cluster_proto protoreflect.FileDescriptor
 
 const file_atollpb_cluster_proto_rawDesc = "" +
@@ -770,7 +1158,44 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\tworker_id\x18\x03 \x01(\fR\bworkerId\x12\"\n" +
 	"\rstart_unix_us\x18\x04 \x01(\x03R\vstartUnixUs\x12\x1e\n" +
 	"\vend_unix_us\x18\x05 \x01(\x03R\tendUnixUs\x12\x16\n" +
-	"\x06failed\x18\x06 \x01(\bR\x06failedB(Z&github.com/atoll-runtime/atoll/atollpbb\x06proto3"
+	"\x06failed\x18\x06 \x01(\bR\x06failed\"?\n" +
+	"\n" +
+	"AttemptKey\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\"Y\n" +
+	"\bHeldWork\x12\x1b\n" +
+	"\tfrom_node\x18\x01 \x01(\fR\bfromNode\x120\n" +
+	"\battempts\x18\x02 \x03(\v2\x14.atoll.v1.AttemptKeyR\battempts\"F\n" +
+	"\fOwnersExited\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12\x1d\n" +
+	"\n" +
+	"worker_ids\x18\x02 \x03(\fR\tworkerIds\"\"\n" +
+	"\x10NodeStatsRequest\x12\x0e\n" +
+	"\x02gc\x18\x01 \x01(\bR\x02gc\"\xf2\x03\n" +
+	"\tNodeStats\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12\x14\n" +
+	"\x05peers\x18\x02 \x01(\x04R\x05peers\x12\x1d\n" +
+	"\n" +
+	"dead_nodes\x18\x03 \x01(\x04R\tdeadNodes\x12$\n" +
+	"\x0emax_dead_nodes\x18\x04 \x01(\x04R\fmaxDeadNodes\x12\x1f\n" +
+	"\vheard_nodes\x18\x05 \x01(\x04R\n" +
+	"heardNodes\x12\x16\n" +
+	"\x06owners\x18\x06 \x01(\x04R\x06owners\x12\x1d\n" +
+	"\n" +
+	"max_owners\x18\a \x01(\x04R\tmaxOwners\x12\x1f\n" +
+	"\vowner_nodes\x18\b \x01(\x04R\n" +
+	"ownerNodes\x12\x18\n" +
+	"\apending\x18\t \x01(\x04R\apending\x12\x18\n" +
+	"\ainbound\x18\n" +
+	" \x01(\x04R\ainbound\x12\x16\n" +
+	"\x06copies\x18\v \x01(\x04R\x06copies\x12#\n" +
+	"\rforwards_lost\x18\f \x01(\x04R\fforwardsLost\x12#\n" +
+	"\rhosted_actors\x18\r \x01(\x04R\fhostedActors\x12\x18\n" +
+	"\aworkers\x18\x0e \x01(\x04R\aworkers\x12(\n" +
+	"\x10heap_alloc_bytes\x18\x0f \x01(\x04R\x0eheapAllocBytes\x12\x1e\n" +
+	"\n" +
+	"goroutines\x18\x10 \x01(\x04R\n" +
+	"goroutinesB(Z&github.com/atoll-runtime/atoll/atollpbb\x06proto3"
 
 var (
 	file_atollpb_cluster_proto_rawDescOnce sync.Once
@@ -784,7 +1209,7 @@ func file_atollpb_cluster_proto_rawDescGZIP() []byte {
 	return file_atollpb_cluster_proto_rawDescData
 }
 
-var file_atollpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_atollpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_atollpb_cluster_proto_goTypes = []any{
 	(*NodeLoad)(nil),         // 0: atoll.v1.NodeLoad
 	(*ForwardTask)(nil),      // 1: atoll.v1.ForwardTask
@@ -796,27 +1221,33 @@ var file_atollpb_cluster_proto_goTypes = []any{
 	(*ObjectCopies)(nil),     // 7: atoll.v1.ObjectCopies
 	(*TaskEvents)(nil),       // 8: atoll.v1.TaskEvents
 	(*TaskEvent)(nil),        // 9: atoll.v1.TaskEvent
-	nil,                      // 10: atoll.v1.NodeLoad.TotalEntry
-	nil,                      // 11: atoll.v1.NodeLoad.AvailableEntry
-	(*StoreStats)(nil),       // 12: atoll.v1.StoreStats
-	(*TaskSpec)(nil),         // 13: atoll.v1.TaskSpec
-	(*TaskResult)(nil),       // 14: atoll.v1.TaskResult
-	(*ObjectRef)(nil),        // 15: atoll.v1.ObjectRef
+	(*AttemptKey)(nil),       // 10: atoll.v1.AttemptKey
+	(*HeldWork)(nil),         // 11: atoll.v1.HeldWork
+	(*OwnersExited)(nil),     // 12: atoll.v1.OwnersExited
+	(*NodeStatsRequest)(nil), // 13: atoll.v1.NodeStatsRequest
+	(*NodeStats)(nil),        // 14: atoll.v1.NodeStats
+	nil,                      // 15: atoll.v1.NodeLoad.TotalEntry
+	nil,                      // 16: atoll.v1.NodeLoad.AvailableEntry
+	(*StoreStats)(nil),       // 17: atoll.v1.StoreStats
+	(*TaskSpec)(nil),         // 18: atoll.v1.TaskSpec
+	(*TaskResult)(nil),       // 19: atoll.v1.TaskResult
+	(*ObjectRef)(nil),        // 20: atoll.v1.ObjectRef
 }
 var file_atollpb_cluster_proto_depIdxs = []int32{
-	10, // 0: atoll.v1.NodeLoad.total:type_name -> atoll.v1.NodeLoad.TotalEntry
-	11, // 1: atoll.v1.NodeLoad.available:type_name -> atoll.v1.NodeLoad.AvailableEntry
-	12, // 2: atoll.v1.NodeLoad.store:type_name -> atoll.v1.StoreStats
-	13, // 3: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
-	13, // 4: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
-	14, // 5: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
-	15, // 6: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
+	15, // 0: atoll.v1.NodeLoad.total:type_name -> atoll.v1.NodeLoad.TotalEntry
+	16, // 1: atoll.v1.NodeLoad.available:type_name -> atoll.v1.NodeLoad.AvailableEntry
+	17, // 2: atoll.v1.NodeLoad.store:type_name -> atoll.v1.StoreStats
+	18, // 3: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
+	18, // 4: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
+	19, // 5: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
+	20, // 6: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
 	9,  // 7: atoll.v1.TaskEvents.events:type_name -> atoll.v1.TaskEvent
-	8,  // [8:8] is the sub-list for method output_type
-	8,  // [8:8] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	10, // 8: atoll.v1.HeldWork.attempts:type_name -> atoll.v1.AttemptKey
+	9,  // [9:9] is the sub-list for method output_type
+	9,  // [9:9] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_cluster_proto_init() }
@@ -833,7 +1264,7 @@ func file_atollpb_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_cluster_proto_rawDesc), len(file_atollpb_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

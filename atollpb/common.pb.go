@@ -55,6 +55,10 @@ const (
 	// No node can run the task under its scheduling strategy (a hard node
 	// affinity to a node that is gone or too small).
 	ErrorCode_UNSCHEDULABLE ErrorCode = 13
+	// Work forwarded to another node was lost in transit: the node it was
+	// sent to stopped confirming that it holds it (the task, or its result,
+	// was dropped) within the forwarding lease. Retried like a worker crash.
+	ErrorCode_FORWARD_LOST ErrorCode = 14
 )
 
 // Enum value maps for ErrorCode.
@@ -74,6 +78,7 @@ var (
 		11: "UNAVAILABLE",
 		12: "NODE_DIED",
 		13: "UNSCHEDULABLE",
+		14: "FORWARD_LOST",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_UNSPECIFIED": 0,
@@ -90,6 +95,7 @@ var (
 		"UNAVAILABLE":            11,
 		"NODE_DIED":              12,
 		"UNSCHEDULABLE":          13,
+		"FORWARD_LOST":           14,
 	}
 )
 
@@ -682,7 +688,7 @@ const file_atollpb_common_proto_rawDesc = "" +
 	"\x06stored\x18\x03 \x01(\v2\x18.atoll.v1.ObjectLocationH\x00R\x06stored\x12+\n" +
 	"\x05error\x18\x04 \x01(\v2\x13.atoll.v1.ErrorInfoH\x00R\x05error\x12:\n" +
 	"\x0econtained_refs\x18\x05 \x03(\v2\x13.atoll.v1.ObjectRefR\rcontainedRefsB\x06\n" +
-	"\x04kind*\x8b\x02\n" +
+	"\x04kind*\x9d\x02\n" +
 	"\tErrorCode\x12\x1a\n" +
 	"\x16ERROR_CODE_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -701,7 +707,8 @@ const file_atollpb_common_proto_rawDesc = "" +
 	"\x12\x0f\n" +
 	"\vUNAVAILABLE\x10\v\x12\r\n" +
 	"\tNODE_DIED\x10\f\x12\x11\n" +
-	"\rUNSCHEDULABLE\x10\r*\xa8\x01\n" +
+	"\rUNSCHEDULABLE\x10\r\x12\x10\n" +
+	"\fFORWARD_LOST\x10\x0e*\xa8\x01\n" +
 	"\x05Codec\x12\x15\n" +
 	"\x11CODEC_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vCODEC_BYTES\x10\x01\x12\x11\n" +

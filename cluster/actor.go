@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -33,6 +34,17 @@ type (
 	cancelForwarded struct{ id ids.TaskID }
 	// locate is a request for the copies of an object this node owns.
 	locate struct{ msg *nats.Msg }
+	// leaseTick: confirm the work held for other nodes, expire the work
+	// other nodes stopped confirming.
+	leaseTick struct{}
+	// ownerExited: a worker or actor process of this node exited.
+	ownerExited struct{ worker ids.WorkerID }
+	// getSizes asks the gateway for the sizes of its tables (a
+	// *atollpb.NodeStats with the gateway's fields set).
+	getSizes struct{}
+	// getCounters asks for the lease protocol's counters (tests).
+	getCounters   struct{}
+	leaseCounters struct{ renewals, sweeps, lost, restarts uint64 }
 )
 
 // taskKey names one attempt of a task or one actor call.
@@ -52,44 +64,83 @@ type forward struct {
 	owner  *actor.PID // where the result goes (the gateway itself for a task relayed onwards)
 	name   string
 	isCall bool
+	// renewed is when node last confirmed that it holds the attempt (at
+	// first, when it was sent): past the lease, the attempt is lost.
+	renewed time.Time
+}
+
+// arrival is work another node sent here: the node to answer and, for an
+// actor call, the host's local address.
+type arrival struct {
+	origin  ids.NodeID
+	address string
 }
 
 // gateway is the actor half of a Gateway. All fields are owned by its
 // goroutine, except the fetcher's address table (the fetcher is shared
-// with worker proxies and locks it).
+// with worker proxies and locks it) and owners (shared with the fetcher).
 type gateway struct {
 	cfg   *Config
 	fetch *fetcher
 	// pending: work sent to other nodes; inbound: work other nodes sent
-	// here, by the node to answer. Both are stacks per key: a task that
-	// spills back and forth between two nodes passes through a gateway
-	// more than once, and its result retraces the chain last in, first
-	// out.
+	// here. Both are stacks per key: a task that spills back and forth
+	// between two nodes passes through a gateway more than once, and its
+	// result retraces the chain last in, first out.
 	pending map[taskKey][]*forward
-	inbound map[taskKey][]ids.NodeID
+	inbound map[taskKey][]arrival
 	peers   map[ids.NodeID]*atollpb.NodeLoad
-	dead    map[ids.NodeID]bool
-	// heard is the set of nodes ever heard from, published for WaitPeers.
+	// dead holds the nodes that died or left, oldest first, at most
+	// cfg.MaxDeadNodes: their late reports and copies are ignored.
+	dead *fifoSet[ids.NodeID]
+	// heard is the set of nodes heard from, published for WaitPeers: live
+	// peers and the dead nodes still remembered.
 	heard *peerSet
 	// copies is the directory of the copies other nodes pulled of objects
 	// owned on this node (the primary's node is in the object's value).
 	copies map[ids.ObjectID][]ids.NodeID
 	// owners maps nodes to the owners living there of objects held here.
 	owners *owners
+	// tick fires the next leaseTick.
+	tick *time.Timer
+	// forwardsLost counts attempts failed with FORWARD_LOST.
+	forwardsLost uint64
+	// renewals counts HeldWork messages applied, sweeps lease ticks,
+	// restarts the actor's restarts (a panic).
+	renewals, sweeps, restarts uint64
+}
+
+func newGatewayActor(cfg *Config, fetch *fetcher, heard *peerSet, own *owners) *gateway {
+	return &gateway{cfg: cfg, fetch: fetch, pending: map[taskKey][]*forward{}, inbound: map[taskKey][]arrival{},
+		peers: map[ids.NodeID]*atollpb.NodeLoad{}, dead: newFIFOSet[ids.NodeID](), heard: heard,
+		copies: map[ids.ObjectID][]ids.NodeID{}, owners: own}
 }
 
 // Receive implements actor.Actor.
 func (g *gateway) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		g.armTick(ctx)
+	case *actor.Stopping, *actor.Restarting:
+		if g.tick != nil {
+			g.tick.Stop()
+		}
+		if _, ok := m.(*actor.Restarting); ok {
+			g.restarts++
+		}
+	case *leaseTick:
+		g.confirmHeld()
+		g.expire(ctx, time.Now())
+		g.sweeps++
+		g.armTick(ctx)
 	case *forwardTask:
 		k := keyOf(m.spec.TaskId, m.spec.Attempt)
-		g.pending[k] = append(g.pending[k], &forward{node: m.node, owner: m.owner, name: m.spec.Name})
+		g.pending[k] = append(g.pending[k], &forward{node: m.node, owner: m.owner, name: m.spec.Name, renewed: time.Now()})
 		err := g.publish(nodeSubject(g.cfg.Prefix, m.node, "task"), &atollpb.ForwardTask{Spec: m.spec, OriginNode: g.cfg.NodeID.Bytes(), Hops: m.hops})
 		g.failUnsent(ctx, k, m.spec, err)
 		g.failIfDead(ctx, m.node)
 	case *forwardCall:
 		k := keyOf(m.spec.TaskId, m.spec.Attempt)
-		g.pending[k] = append(g.pending[k], &forward{node: m.node, owner: m.caller, name: m.spec.Name, isCall: true})
+		g.pending[k] = append(g.pending[k], &forward{node: m.node, owner: m.caller, name: m.spec.Name, isCall: true, renewed: time.Now()})
 		err := g.publish(nodeSubject(g.cfg.Prefix, m.node, "call"), &atollpb.ForwardActorCall{Address: m.address, Spec: m.spec, OriginNode: g.cfg.NodeID.Bytes()})
 		g.failUnsent(ctx, k, m.spec, err)
 		g.failIfDead(ctx, m.node)
@@ -106,20 +157,36 @@ func (g *gateway) Receive(ctx actor.Context) {
 		}
 	case *atollpb.ForwardTask:
 		k := keyOf(m.Spec.TaskId, m.Spec.Attempt)
-		g.inbound[k] = append(g.inbound[k], ids.MustFromBytes(m.OriginNode))
+		g.inbound[k] = append(g.inbound[k], arrival{origin: ids.MustFromBytes(m.OriginNode)})
 		g.owners.record(m.Spec.OwnerId, m.Spec.OwnerAddress)
 		ctx.Request(g.cfg.Raylet, &atollpb.SubmitTask{Spec: m.Spec, Forwarded: true, Hops: m.Hops})
 	case *atollpb.ForwardActorCall:
 		k := keyOf(m.Spec.TaskId, m.Spec.Attempt)
-		g.inbound[k] = append(g.inbound[k], ids.MustFromBytes(m.OriginNode))
+		g.inbound[k] = append(g.inbound[k], arrival{origin: ids.MustFromBytes(m.OriginNode), address: m.Address})
 		g.owners.record(m.Spec.OwnerId, m.Spec.OwnerAddress)
 		ctx.Request(ctx.ActorSystem().NewLocalPID(m.Address), &atollpb.PushTask{Spec: m.Spec})
+	case *actor.DeadLetterResponse:
+		// A call forwarded here found no host at its address: the actor is
+		// gone. Without an answer its caller would wait (and this node
+		// would confirm it) forever.
+		g.noHost(m.Target)
 	case *atollpb.ForwardCancel:
 		ctx.Send(g.cfg.Raylet, &atollpb.CancelTask{TaskId: m.TaskId})
 	case *atollpb.TaskResult:
 		g.answer(m)
 	case *atollpb.ForwardedResult:
 		g.deliver(ctx, m.Result)
+	case *atollpb.HeldWork:
+		g.renew(ids.MustFromBytes(m.FromNode), m.Attempts, time.Now())
+	case *ownerExited:
+		// Tell every node (this one included: it forgets the owner too).
+		b, _ := proto.Marshal(&atollpb.OwnersExited{NodeId: g.cfg.NodeID.Bytes(), WorkerIds: [][]byte{m.worker.Bytes()}})
+		if err := g.cfg.Conn.Publish(ownersExitedSubject(g.cfg.Prefix), b); err != nil {
+			g.cfg.Logger.Warn("cluster: publish an owner's exit", "err", err)
+			g.owners.exited(g.cfg.NodeID, m.worker)
+		}
+	case *atollpb.OwnersExited:
+		g.ownersExited(ctx, m)
 	case *atollpb.NodeLoad:
 		g.load(ctx, m)
 	case *locate:
@@ -130,10 +197,19 @@ func (g *gateway) Receive(ctx actor.Context) {
 		for _, id := range m.ObjectIds {
 			delete(g.copies, ids.MustObjectID(id))
 		}
+	case *getSizes:
+		ctx.Respond(g.sizes())
+	case *getCounters:
+		ctx.Respond(leaseCounters{renewals: g.renewals, sweeps: g.sweeps, lost: g.forwardsLost, restarts: g.restarts})
 	case membership.NodeLeft:
 		g.nodeGone(ctx, m.ID, m.Dead)
 	case membership.NodeJoined, membership.NodeUpdated:
 	}
+}
+
+func (g *gateway) armTick(ctx actor.Context) {
+	root, self := ctx.ActorSystem().Root, ctx.Self()
+	g.tick = time.AfterFunc(g.cfg.ConfirmInterval, func() { root.Send(self, &leaseTick{}) })
 }
 
 // publish sends m on subject. A message larger than the NATS server's
@@ -169,7 +245,7 @@ func (g *gateway) answer(res *atollpb.TaskResult) {
 	if len(stack) == 0 {
 		return // a late duplicate, or its origin died
 	}
-	origin := stack[len(stack)-1]
+	origin := stack[len(stack)-1].origin
 	if len(stack) == 1 {
 		delete(g.inbound, k)
 	} else {
@@ -182,6 +258,27 @@ func (g *gateway) answer(res *atollpb.TaskResult) {
 		info.Message = "the result could not be sent back to node " + origin.Short() + ": " + info.Message
 		failed := &atollpb.TaskResult{TaskId: res.TaskId, Attempt: res.Attempt, WorkerId: res.WorkerId, ActorCrashed: res.ActorCrashed, Error: info}
 		_ = g.publish(nodeSubject(g.cfg.Prefix, origin, "result"), &atollpb.ForwardedResult{Result: failed, FromNode: g.cfg.NodeID.Bytes()})
+	}
+}
+
+// noHost answers every call forwarded here to the local address of
+// target, which has no actor any more, with ActorDiedError.
+func (g *gateway) noHost(target *actor.PID) {
+	if target == nil {
+		return
+	}
+	var dead []taskKey
+	for k, stack := range g.inbound {
+		for _, a := range stack {
+			if a.address != "" && a.address == target.Id {
+				dead = append(dead, k)
+				break
+			}
+		}
+	}
+	for _, k := range dead {
+		err := &errs.ActorDiedError{Message: "no actor at " + target.Id + " on node " + g.cfg.NodeID.Short() + " (it died or was never there)"}
+		g.answer(&atollpb.TaskResult{TaskId: k.task.Bytes(), Attempt: k.attempt, Error: errs.ToProto(err)})
 	}
 }
 
@@ -214,6 +311,86 @@ func (g *gateway) route(ctx actor.Context, k taskKey, i int, res *atollpb.TaskRe
 	ctx.Send(f.owner, res)
 }
 
+// confirmHeld renews the lease of every attempt another node forwarded
+// here and this node still holds: one HeldWork per origin (split so each
+// stays small).
+func (g *gateway) confirmHeld() {
+	byOrigin := map[ids.NodeID][]*atollpb.AttemptKey{}
+	for k, stack := range g.inbound {
+		var seen ids.NodeID
+		for _, a := range stack {
+			if a.origin == seen {
+				continue // the same origin twice in a spillback chain
+			}
+			seen = a.origin
+			byOrigin[a.origin] = append(byOrigin[a.origin], &atollpb.AttemptKey{TaskId: k.task.Bytes(), Attempt: k.attempt})
+		}
+	}
+	for origin, keys := range byOrigin {
+		for chunk := range slices.Chunk(keys, maxHeldPerMessage) {
+			_ = g.publish(nodeSubject(g.cfg.Prefix, origin, "held"), &atollpb.HeldWork{FromNode: g.cfg.NodeID.Bytes(), Attempts: chunk})
+		}
+	}
+}
+
+// renew records that node still holds the attempts listed.
+func (g *gateway) renew(node ids.NodeID, attempts []*atollpb.AttemptKey, now time.Time) {
+	g.renewals++
+	for _, a := range attempts {
+		id, err := ids.FromBytes(a.TaskId)
+		if err != nil {
+			continue
+		}
+		for _, f := range g.pending[taskKey{id, a.Attempt}] {
+			if f.node == node {
+				f.renewed = now
+			}
+		}
+	}
+}
+
+// expire fails the forwarded attempts whose node has not confirmed them
+// within the lease: the task never arrived, or its result was lost (both
+// travel at most once). Owners retry them like a worker crash.
+func (g *gateway) expire(ctx actor.Context, now time.Time) {
+	lease := g.cfg.ForwardLease
+	var lost int
+	for k := range g.pending {
+		for i := len(g.pending[k]) - 1; i >= 0; i-- {
+			f := g.pending[k][i]
+			if now.Sub(f.renewed) <= lease {
+				continue
+			}
+			err := &errs.ForwardLostError{NodeID: f.node.String(), TaskName: f.name, TaskID: k.task.String(),
+				Message: fmt.Sprintf("node %s did not confirm it held the attempt for %v (lease %v): the work or its result was lost in transit", f.node.Short(), now.Sub(f.renewed).Round(time.Millisecond), lease)}
+			lost++
+			// route deletes entry i; the entries below it keep their indices.
+			g.route(ctx, k, i, &atollpb.TaskResult{TaskId: k.task.Bytes(), Attempt: k.attempt, Error: errs.ToProto(err), ActorCrashed: f.isCall})
+		}
+	}
+	if lost > 0 {
+		g.forwardsLost += uint64(lost)
+		g.cfg.Logger.Warn("cluster: forwarded work lost: its node stopped confirming it; failed for its owners to retry",
+			"attempts", lost, "lease", lease)
+	}
+}
+
+// ownersExited forgets owner processes that exited on their node and
+// frees the objects they owned here.
+func (g *gateway) ownersExited(ctx actor.Context, m *atollpb.OwnersExited) {
+	node := ids.MustFromBytes(m.NodeId)
+	for _, b := range m.WorkerIds {
+		w, err := ids.FromBytes(b)
+		if err != nil {
+			continue
+		}
+		// On the owner's own node the raylet already reclaimed them.
+		if g.owners.exited(node, w) && node != g.cfg.NodeID {
+			ctx.Send(g.cfg.Store, &atollpb.ClientDisconnected{ClientId: w.Bytes()})
+		}
+	}
+}
+
 func (g *gateway) locate(msg *nats.Msg) {
 	id, err := ids.ObjectIDFromBytes(msg.Data)
 	if err != nil {
@@ -230,8 +407,11 @@ func (g *gateway) locate(msg *nats.Msg) {
 func (g *gateway) addCopies(m *atollpb.ObjectCopies) {
 	id := ids.MustObjectID(m.ObjectId)
 	for _, b := range m.NodeIds {
-		n := ids.MustFromBytes(b)
-		if !g.dead[n] && !slices.Contains(g.copies[id], n) {
+		n, err := ids.FromBytes(b)
+		if err != nil {
+			continue
+		}
+		if !g.dead.has(n) && !slices.Contains(g.copies[id], n) {
 			g.copies[id] = append(g.copies[id], n)
 		}
 	}
@@ -240,7 +420,7 @@ func (g *gateway) addCopies(m *atollpb.ObjectCopies) {
 // load records a node's report and gives the raylet the new view.
 func (g *gateway) load(ctx actor.Context, m *atollpb.NodeLoad) {
 	node := ids.MustFromBytes(m.NodeId)
-	if node == g.cfg.NodeID || g.dead[node] {
+	if node == g.cfg.NodeID || g.dead.has(node) {
 		return
 	}
 	if m.Leaving {
@@ -268,14 +448,18 @@ func (g *gateway) sendView(ctx actor.Context) {
 // nodeGone forgets a node that died or left: it leaves the view, and the
 // work sent to it fails with NodeDiedError (owners retry tasks).
 func (g *gateway) nodeGone(ctx actor.Context, node ids.NodeID, died bool) {
-	if node == g.cfg.NodeID || g.dead[node] {
+	if node == g.cfg.NodeID || g.dead.has(node) {
 		return
 	}
-	g.dead[node] = true
+	g.markDead(node)
 	delete(g.peers, node)
 	g.fetch.setAddr(node, "")
 	g.sendView(ctx)
-	g.cfg.Logger.Info("cluster: node left the cluster", "node", node.Short(), "failed", died)
+	if died {
+		g.cfg.Logger.Warn("cluster: node failed: declared dead", "node", node.Short())
+	} else {
+		g.cfg.Logger.Info("cluster: node left the cluster", "node", node.Short())
+	}
 	g.failIfDead(ctx, node)
 	ctx.Send(g.cfg.Raylet, &raylet.NodeGone{Node: node})
 	// The objects held here for owners on that node have nobody left to
@@ -294,13 +478,16 @@ func (g *gateway) nodeGone(ctx actor.Context, node ids.NodeID, died bool) {
 	}
 	for k, stack := range g.inbound {
 		// Nobody to answer there.
-		if stack = slices.DeleteFunc(stack, func(n ids.NodeID) bool { return n == node }); len(stack) == 0 {
+		if stack = slices.DeleteFunc(stack, func(a arrival) bool { return a.origin == node }); len(stack) == 0 {
 			delete(g.inbound, k)
 		} else {
 			g.inbound[k] = stack
 		}
 	}
 	gcsClient := g.cfg.GCS
+	if gcsClient == nil {
+		return
+	}
 	go func() {
 		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_ = gcsClient.MarkNodeDead(c, node.Bytes())
@@ -308,9 +495,19 @@ func (g *gateway) nodeGone(ctx actor.Context, node ids.NodeID, died bool) {
 	}()
 }
 
+// markDead remembers node as dead, forgetting the oldest dead nodes past
+// the cap (and the nodes heard from with them).
+func (g *gateway) markDead(node ids.NodeID) {
+	g.dead.add(node)
+	for g.dead.len() > g.cfg.MaxDeadNodes {
+		old, _ := g.dead.popOldest()
+		g.heard.remove(old)
+	}
+}
+
 // failIfDead fails the work pending on node if it is dead.
 func (g *gateway) failIfDead(ctx actor.Context, node ids.NodeID) {
-	if !g.dead[node] {
+	if !g.dead.has(node) {
 		return
 	}
 	for k := range g.pending {
@@ -323,5 +520,22 @@ func (g *gateway) failIfDead(ctx actor.Context, node ids.NodeID) {
 			// route deletes entry i; the entries below it keep their indices.
 			g.route(ctx, k, i, &atollpb.TaskResult{TaskId: k.task.Bytes(), Attempt: k.attempt, Error: errs.ToProto(err), ActorCrashed: f.isCall})
 		}
+	}
+}
+
+// sizes reports the gateway's tables.
+func (g *gateway) sizes() *atollpb.NodeStats {
+	var pending, inbound int
+	for _, s := range g.pending {
+		pending += len(s)
+	}
+	for _, s := range g.inbound {
+		inbound += len(s)
+	}
+	owners, ownerNodes := g.owners.sizes()
+	return &atollpb.NodeStats{
+		NodeId: g.cfg.NodeID.Bytes(), Peers: uint64(len(g.peers)), DeadNodes: uint64(g.dead.len()), MaxDeadNodes: uint64(g.cfg.MaxDeadNodes),
+		HeardNodes: uint64(g.heard.len()), Owners: uint64(owners), MaxOwners: uint64(g.cfg.MaxOwners), OwnerNodes: uint64(ownerNodes),
+		Pending: uint64(pending), Inbound: uint64(inbound), Copies: uint64(len(g.copies)), ForwardsLost: g.forwardsLost,
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/nats-io/nats.go"
@@ -50,9 +49,10 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	cfg := &Config{NodeID: h.self, Conn: nc, Prefix: DefaultPrefix, System: h.system, Raylet: probe, Logger: slog.Default()}
-	gw := &gateway{cfg: cfg, pending: map[taskKey][]*forward{}, inbound: map[taskKey][]ids.NodeID{},
-		peers: map[ids.NodeID]*atollpb.NodeLoad{}, dead: map[ids.NodeID]bool{}, heard: &peerSet{m: map[ids.NodeID]bool{}},
-		copies: map[ids.ObjectID][]ids.NodeID{}, owners: newOwners()}
+	if err := cfg.withLimits(); err != nil {
+		t.Fatal(err)
+	}
+	gw := newGatewayActor(cfg, &fetcher{addrs: map[ids.NodeID]string{}}, &peerSet{m: map[ids.NodeID]bool{}}, newOwners(cfg.MaxOwners, cfg.Logger))
 	if h.gw, err = h.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return gw }), "gateway"); err != nil {
 		t.Fatal(err)
 	}
@@ -75,22 +75,12 @@ func (h *harness) listen(node ids.NodeID, kind string) chan *nats.Msg {
 
 func (h *harness) expect(ch chan *nats.Msg, what string) *nats.Msg {
 	h.t.Helper()
-	select {
-	case m := <-ch:
-		return m
-	case <-time.After(10 * time.Second):
-		h.t.Fatalf("nothing published: %s", what)
-		return nil
-	}
+	return recv(h.t, ch, "nothing published: "+what)
 }
 
 func (h *harness) expectSubmit(what string) {
 	h.t.Helper()
-	select {
-	case <-h.submit:
-	case <-time.After(10 * time.Second):
-		h.t.Fatalf("the raylet got no SubmitTask: %s", what)
-	}
+	recv(h.t, h.submit, "the raylet got no SubmitTask: "+what)
 }
 
 // TestResultRetracesASpillbackChain: a task from node A spills back from
@@ -149,12 +139,8 @@ func TestOversizedForwardFailsItsOwner(t *testing.T) {
 	spec := &atollpb.TaskSpec{TaskId: ids.NewTaskID().Bytes(), Name: "big", NumReturns: 1, Args: []*atollpb.TaskArg{
 		{Kind: &atollpb.TaskArg_Value{Value: &atollpb.Value{Codec: atollpb.Codec_CODEC_BYTES, Kind: &atollpb.Value_Inline{Inline: big}}}}}}
 	h.system.Root.Send(h.gw, &forwardTask{node: ids.NewNodeID(), spec: spec, owner: owner, hops: 1})
-	select {
-	case r := <-results:
-		if r.Error.GetCode() != atollpb.ErrorCode_INVALID_ARGUMENT || !strings.Contains(r.Error.GetMessage(), "max payload") {
-			t.Fatalf("result %v, want INVALID_ARGUMENT naming the max payload", r.Error)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the owner of an oversized task heard nothing")
+	r := recv(t, results, "the owner of an oversized task heard nothing")
+	if r.Error.GetCode() != atollpb.ErrorCode_INVALID_ARGUMENT || !strings.Contains(r.Error.GetMessage(), "max payload") {
+		t.Fatalf("result %v, want INVALID_ARGUMENT naming the max payload", r.Error)
 	}
 }

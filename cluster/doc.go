@@ -20,7 +20,19 @@
 //     and pulls remote objects into the local store on demand (Fetch):
 //     one transfer per object per node, however many readers ask;
 //   - broadcasts frees (<prefix>.free) so the copies other nodes pulled go
-//     when the owner frees an object.
+//     when the owner frees an object;
+//   - keeps forwarded work alive with a lease: the node holding attempts
+//     another node forwarded confirms them every ConfirmInterval
+//     (<prefix>.node.<origin>.held, HeldWork), and the origin fails an
+//     attempt unconfirmed for ForwardLease with FORWARD_LOST, so a task or
+//     result lost on NATS (at most once) never hangs its owner, however
+//     long the task runs;
+//   - bounds its tables: dead nodes (MaxDeadNodes) and owners (gone when
+//     their process exits, <prefix>.owners.exited, or their node dies;
+//     MaxOwners); the sizes are served on <prefix>.node.<node>.stats.
+//
+// Every message read from NATS is decoded and its ids validated in the
+// subscription callback; a bad one is logged and dropped.
 //
 // Object bytes never travel over NATS. Message bodies are atollpb protobufs.
 package cluster

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -52,18 +53,41 @@ type Config struct {
 	ReportInterval time.Duration
 	// MaxInFlight bounds the bytes being pulled at once; default 256 MiB.
 	MaxInFlight uint64
+	// ConfirmInterval is how often the node confirms to each origin the
+	// forwarded attempts it holds, and expires the attempts it forwarded
+	// that their node stopped confirming. Default DefaultConfirmInterval
+	// (or EnvConfirmInterval).
+	ConfirmInterval time.Duration
+	// ForwardLease: a forwarded attempt its node has not confirmed for
+	// this long fails with FORWARD_LOST (ForwardLostError), within one
+	// ConfirmInterval. Default EnvForwardLease if set, else
+	// ForwardLeasePerBudget × FailureBudget (10 s by default); at least
+	// twice ConfirmInterval.
+	ForwardLease time.Duration
+	// MaxDeadNodes bounds the dead nodes remembered; default
+	// DefaultMaxDeadNodes (or EnvMaxDeadNodes).
+	MaxDeadNodes int
+	// MaxOwners bounds the owner processes remembered; default
+	// DefaultMaxOwners (or EnvMaxOwners).
+	MaxOwners int
 	// Node describes this node for its GCS registration (resources,
 	// hostname, head/driver); Start fills in the addresses.
 	Node   *atollpb.NodeInfo
 	Logger *slog.Logger
+
+	// drop, for tests, discards a message arriving on one of the node's
+	// subjects (kind: task, call, result, held, ...) when it returns true.
+	drop func(kind string, m proto.Message) bool
 }
 
 // Gateway is a started gateway: its actor, the object server and the
 // membership member.
 type Gateway struct {
 	cfg       Config
+	err       error // an invalid Config, reported by Start
 	pid       *actor.PID
 	fetch     *fetcher
+	owners    *owners
 	server    *remote.Server
 	client    *remote.Client
 	member    *membership.Member
@@ -71,6 +95,7 @@ type Gateway struct {
 	heard     *peerSet
 	stopRep   chan struct{}
 	repDone   chan struct{}
+	statsBusy chan struct{} // one stats request served at a time
 	once      sync.Once
 	spawned   bool // the actor runs
 	reporting bool // the report goroutine runs
@@ -99,8 +124,9 @@ func New(cfg Config) *Gateway {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Gateway{cfg: cfg, stopRep: make(chan struct{}), repDone: make(chan struct{}), heard: &peerSet{m: map[ids.NodeID]bool{}},
-		pid: cfg.System.NewLocalPID(gatewayName)}
+	err := cfg.withLimits()
+	return &Gateway{cfg: cfg, err: err, stopRep: make(chan struct{}), repDone: make(chan struct{}), statsBusy: make(chan struct{}, 1),
+		heard: &peerSet{m: map[ids.NodeID]bool{}}, owners: newOwners(cfg.MaxOwners, cfg.Logger), pid: cfg.System.NewLocalPID(gatewayName)}
 }
 
 // Start registers the node in the GCS, joins the gossip and starts the
@@ -113,6 +139,9 @@ func (g *Gateway) Start() error {
 			g.Stop()
 		}
 	}()
+	if g.err != nil {
+		return g.err
+	}
 	var err error
 	if g.client, err = remote.NewClient(remote.ClientConfig{}); err != nil {
 		return err
@@ -121,25 +150,18 @@ func (g *Gateway) Start() error {
 	if err != nil {
 		return err
 	}
-	owners := newOwners()
-	g.fetch = &fetcher{self: cfg.NodeID, store: cfg.StoreClient, puller: puller, addrs: map[ids.NodeID]string{}, nc: cfg.Conn, prefix: cfg.Prefix, owners: owners}
+	g.fetch = &fetcher{self: cfg.NodeID, store: cfg.StoreClient, puller: puller, addrs: map[ids.NodeID]string{}, nc: cfg.Conn, prefix: cfg.Prefix, owners: g.owners}
 	if g.server, err = remote.Listen(net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.TransferPort)), serve(cfg.StoreClient)); err != nil {
 		return fmt.Errorf("cluster: object transfer listener: %w", err)
 	}
-	gw := &gateway{cfg: &g.cfg, fetch: g.fetch, pending: map[taskKey][]*forward{}, inbound: map[taskKey][]ids.NodeID{},
-		peers: map[ids.NodeID]*atollpb.NodeLoad{}, dead: map[ids.NodeID]bool{}, heard: g.heard, copies: map[ids.ObjectID][]ids.NodeID{}, owners: owners}
-	if _, err = cfg.System.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return gw }), gatewayName); err != nil {
-		return fmt.Errorf("cluster: start gateway: %w", err)
+	if err := g.startActor(); err != nil {
+		return err
 	}
-	g.spawned = true
 	if g.member, err = membership.Start(membership.Config{
 		NodeID: cfg.NodeID, BindAddr: cfg.NodeIP, BindPort: cfg.GossipPort, FailureBudget: cfg.FailureBudget,
 		Logger: cfg.Logger, System: cfg.System, Events: g.pid,
 	}); err != nil {
 		return fmt.Errorf("cluster: gossip: %w", err)
-	}
-	if err := g.subscribe(); err != nil {
-		return err
 	}
 	info := proto.Clone(cfg.Node).(*atollpb.NodeInfo)
 	info.NodeId, info.State = cfg.NodeID.Bytes(), atollpb.NodeState_NODE_ALIVE
@@ -168,6 +190,21 @@ func (g *Gateway) Start() error {
 	go g.report(info)
 	ok = true
 	return nil
+}
+
+// startActor spawns the gateway actor and routes the node's subjects to
+// it (Start does this once the transfer server listens; the forwarding
+// tests run gateways with nothing else).
+func (g *Gateway) startActor() error {
+	if g.fetch == nil {
+		g.fetch = &fetcher{self: g.cfg.NodeID, addrs: map[ids.NodeID]string{}, owners: g.owners}
+	}
+	gw := newGatewayActor(&g.cfg, g.fetch, g.heard, g.owners)
+	if _, err := g.cfg.System.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return gw }), gatewayName); err != nil {
+		return fmt.Errorf("cluster: start gateway: %w", err)
+	}
+	g.spawned = true
+	return g.subscribe()
 }
 
 // WaitPeers waits until the gateway has heard the load report of every
@@ -215,6 +252,18 @@ func (s *peerSet) has(id ids.NodeID) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.m[id]
+}
+
+func (s *peerSet) remove(id ids.NodeID) {
+	s.mu.Lock()
+	delete(s.m, id)
+	s.mu.Unlock()
+}
+
+func (s *peerSet) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
 }
 
 // PID is the gateway actor: the raylet's forwards go to it.
@@ -292,6 +341,72 @@ func (g *Gateway) CallActor(node ids.NodeID, address string, spec *atollpb.TaskS
 	g.cfg.System.Root.Send(g.pid, &forwardCall{node: node, address: address, spec: spec, caller: caller})
 }
 
+// OwnerExited tells the cluster that an owner process of this node (a
+// worker or actor process) exited: every node forgets it and frees the
+// objects it owned there. It never blocks (it posts to the gateway) and
+// is a no-op on a nil Gateway, so a node's worker-death hook can call it
+// whether or not the node is clustered. (Before Start, the notice is a
+// dead letter: nobody can have recorded the owner yet.)
+func (g *Gateway) OwnerExited(w ids.WorkerID) {
+	if g == nil {
+		return
+	}
+	g.cfg.System.Root.Send(g.pid, &ownerExited{worker: w})
+}
+
+// Stats returns the sizes of the node's bounded tables (gateway and
+// raylet) and its Go heap, after a garbage collection if gc is set.
+func (g *Gateway) Stats(ctx context.Context, gc bool) (*atollpb.NodeStats, error) {
+	deadline := 5 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		deadline = time.Until(d)
+	}
+	res, err := g.cfg.System.Root.RequestFuture(g.pid, &getSizes{}, deadline).Result()
+	if err != nil {
+		return nil, errs.Unavailablef("gateway stats: %v", err)
+	}
+	st := res.(*atollpb.NodeStats)
+	if res, err := g.cfg.System.Root.RequestFuture(g.cfg.Raylet, &raylet.GetState{}, deadline).Result(); err == nil {
+		if rs, ok := res.(*raylet.State); ok {
+			st.HostedActors, st.Workers = uint64(rs.Actors), uint64(rs.Workers)
+		}
+	}
+	if gc {
+		runtime.GC()
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	st.HeapAllocBytes, st.Goroutines = ms.HeapAlloc, uint64(runtime.NumGoroutine())
+	return st, nil
+}
+
+// serveStats answers a stats request (atoll.node.<node>.stats), one at a
+// time: a request arriving while one is served is dropped (its caller
+// times out) rather than piling up goroutines.
+func (g *Gateway) serveStats(m *nats.Msg) {
+	select {
+	case g.statsBusy <- struct{}{}:
+	default:
+		g.cfg.Logger.Debug("cluster: stats request dropped: one is being served")
+		return
+	}
+	defer func() { <-g.statsBusy }()
+	var req atollpb.NodeStatsRequest
+	if err := proto.Unmarshal(m.Data, &req); err != nil {
+		g.cfg.Logger.Warn("cluster: undecodable stats request", "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := g.Stats(ctx, req.Gc)
+	if err != nil {
+		g.cfg.Logger.Warn("cluster: stats", "err", err)
+		return
+	}
+	b, _ := proto.Marshal(st)
+	_ = m.Respond(b)
+}
+
 // Stop leaves the gossip gracefully, marks the node dead in the GCS and
 // stops serving. Safe to call more than once.
 func (g *Gateway) Stop() {
@@ -307,9 +422,11 @@ func (g *Gateway) Stop() {
 			<-g.repDone
 		}
 		if g.spawned {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_ = g.cfg.GCS.MarkNodeDead(ctx, g.cfg.NodeID.Bytes())
-			cancel()
+			if g.cfg.GCS != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				_ = g.cfg.GCS.MarkNodeDead(ctx, g.cfg.NodeID.Bytes())
+				cancel()
+			}
 			_ = g.cfg.System.Root.StopFuture(g.pid).Wait()
 		}
 		if g.member != nil {
@@ -324,16 +441,28 @@ func (g *Gateway) Stop() {
 	})
 }
 
-// subscribe routes the node's subjects to the gateway actor.
+// subscribe routes the node's subjects to the gateway actor. Bodies are
+// decoded and validated in the callback (which never blocks): a message
+// that does not decode or names malformed ids is logged and dropped, so
+// nothing from the network can crash the gateway.
 func (g *Gateway) subscribe() error {
 	c, p, self := g.cfg, g.cfg.Prefix, g.cfg.NodeID
 	root := c.System.Root
-	route := func(subject string, newMsg func() proto.Message) error {
+	route := func(kind, subject string, newMsg func() proto.Message) error {
 		s, err := c.Conn.Subscribe(subject, func(m *nats.Msg) {
 			v := newMsg()
-			if proto.Unmarshal(m.Data, v) == nil {
-				root.Send(g.pid, v)
+			if err := proto.Unmarshal(m.Data, v); err != nil {
+				c.Logger.Warn("cluster: undecodable message dropped", "subject", m.Subject, "err", err)
+				return
 			}
+			if err := validate(v); err != nil {
+				c.Logger.Warn("cluster: invalid message dropped", "subject", m.Subject, "err", err)
+				return
+			}
+			if c.drop != nil && c.drop(kind, v) {
+				return
+			}
+			root.Send(g.pid, v)
 		})
 		if err != nil {
 			return fmt.Errorf("cluster: subscribe %s: %w", subject, err)
@@ -342,21 +471,29 @@ func (g *Gateway) subscribe() error {
 		return nil
 	}
 	for _, r := range []struct {
+		kind    string
 		subject string
 		newMsg  func() proto.Message
 	}{
-		{nodeSubject(p, self, "task"), func() proto.Message { return &atollpb.ForwardTask{} }},
-		{nodeSubject(p, self, "call"), func() proto.Message { return &atollpb.ForwardActorCall{} }},
-		{nodeSubject(p, self, "result"), func() proto.Message { return &atollpb.ForwardedResult{} }},
-		{nodeSubject(p, self, "cancel"), func() proto.Message { return &atollpb.ForwardCancel{} }},
-		{nodeSubject(p, self, "copy"), func() proto.Message { return &atollpb.ObjectCopies{} }},
-		{loadWildcard(p), func() proto.Message { return &atollpb.NodeLoad{} }},
+		{"task", nodeSubject(p, self, "task"), func() proto.Message { return &atollpb.ForwardTask{} }},
+		{"call", nodeSubject(p, self, "call"), func() proto.Message { return &atollpb.ForwardActorCall{} }},
+		{"result", nodeSubject(p, self, "result"), func() proto.Message { return &atollpb.ForwardedResult{} }},
+		{"held", nodeSubject(p, self, "held"), func() proto.Message { return &atollpb.HeldWork{} }},
+		{"cancel", nodeSubject(p, self, "cancel"), func() proto.Message { return &atollpb.ForwardCancel{} }},
+		{"copy", nodeSubject(p, self, "copy"), func() proto.Message { return &atollpb.ObjectCopies{} }},
+		{"load", loadWildcard(p), func() proto.Message { return &atollpb.NodeLoad{} }},
+		{"owners", ownersExitedSubject(p), func() proto.Message { return &atollpb.OwnersExited{} }},
 	} {
-		if err := route(r.subject, r.newMsg); err != nil {
+		if err := route(r.kind, r.subject, r.newMsg); err != nil {
 			return err
 		}
 	}
-	s, err := c.Conn.Subscribe(nodeSubject(p, self, "crash"), func(m *nats.Msg) {
+	s, err := c.Conn.Subscribe(nodeSubject(p, self, "stats"), func(m *nats.Msg) { go g.serveStats(m) })
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe stats: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(nodeSubject(p, self, "crash"), func(m *nats.Msg) {
 		// Fault injection: die like a failed machine. Worker processes
 		// follow (they are started with a parent-death signal).
 		c.Logger.Warn("cluster: killed by fault injection (KillNode)")
@@ -380,7 +517,7 @@ func (g *Gateway) subscribe() error {
 	g.subs = append(g.subs, s)
 	s, err = c.Conn.Subscribe(killSubject(p), func(m *nats.Msg) {
 		var k atollpb.KillActor
-		if proto.Unmarshal(m.Data, &k) == nil {
+		if proto.Unmarshal(m.Data, &k) == nil && validate(&k) == nil {
 			root.Send(c.Raylet, &raylet.KillHostedActor{Msg: &k})
 		}
 	})
@@ -390,7 +527,7 @@ func (g *Gateway) subscribe() error {
 	g.subs = append(g.subs, s)
 	s, err = c.Conn.Subscribe(freeSubject(p), func(m *nats.Msg) {
 		var f atollpb.FreeObjects
-		if proto.Unmarshal(m.Data, &f) == nil {
+		if proto.Unmarshal(m.Data, &f) == nil && validate(&f) == nil {
 			root.Send(c.Store, &atollpb.DeleteObjectsRequest{ObjectIds: f.ObjectIds})
 			root.Send(g.pid, &f) // forget their copies
 		}
@@ -421,9 +558,26 @@ func (g *Gateway) timeline(m *nats.Msg) {
 }
 
 // report publishes the node's load every ReportInterval until Stop.
+//
+// The raylet's and the store's state are asked for with one long-lived
+// collector actor as the sender, not a future per request: every future
+// is a new PID in protoactor's process registry (1024×32 Go maps, which
+// allocate a table the first time a PID lands in them and never shrink),
+// and 20 futures a second would make an idle node's heap creep for hours.
 func (g *Gateway) report(info *atollpb.NodeInfo) {
 	defer close(g.repDone)
 	c := g.cfg
+	replies := make(chan any, 8)
+	collector := c.System.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case *raylet.State, *atollpb.StoreStats:
+			select {
+			case replies <- m:
+			default: // a late reply the loop gave up on
+			}
+		}
+	}))
+	defer c.System.Root.Stop(collector)
 	tick := time.NewTicker(c.ReportInterval)
 	defer tick.Stop()
 	subject := loadSubject(c.Prefix, c.NodeID)
@@ -433,16 +587,7 @@ func (g *Gateway) report(info *atollpb.NodeInfo) {
 		seq++
 		load := &atollpb.NodeLoad{NodeId: c.NodeID.Bytes(), TransferAddress: g.server.Addr(), IsDriver: info.IsDriver,
 			IsHead: info.IsHead, Hostname: host, Seq: seq}
-		if res, err := c.System.Root.RequestFuture(c.Raylet, &raylet.GetState{}, time.Second).Result(); err == nil {
-			st := res.(*raylet.State)
-			load.Total, load.Available = st.Total, st.Available
-			load.Queued, load.Running, load.QueuedCpu = int32(st.Queued), int32(st.Running), st.QueuedCPU
-		}
-		if res, err := c.System.Root.RequestFuture(c.Store, &atollpb.StoreStatsRequest{}, time.Second).Result(); err == nil {
-			if st, ok := res.(*atollpb.StoreStats); ok {
-				load.StoreUsed, load.StoreCapacity, load.Store = st.UsedBytes, st.CapacityBytes, st
-			}
-		}
+		g.collect(load, collector, replies)
 		load.Pulls, load.PulledBytes = g.Pulls()
 		select {
 		case <-g.stopRep:
@@ -461,6 +606,34 @@ func (g *Gateway) report(info *atollpb.NodeInfo) {
 		select {
 		case <-tick.C:
 		case <-g.stopRep:
+		}
+	}
+}
+
+// collect asks the raylet and the store for their state, with collector
+// as the sender, and fills load with their replies (waiting at most a
+// second; stale replies of an earlier round are dropped first).
+func (g *Gateway) collect(load *atollpb.NodeLoad, collector *actor.PID, replies chan any) {
+	root := g.cfg.System.Root
+	for len(replies) > 0 {
+		<-replies
+	}
+	root.RequestWithCustomSender(g.cfg.Raylet, &raylet.GetState{}, collector)
+	root.RequestWithCustomSender(g.cfg.Store, &atollpb.StoreStatsRequest{}, collector)
+	timeout := time.NewTimer(time.Second)
+	defer timeout.Stop()
+	for got := 0; got < 2; got++ {
+		select {
+		case m := <-replies:
+			switch st := m.(type) {
+			case *raylet.State:
+				load.Total, load.Available = st.Total, st.Available
+				load.Queued, load.Running, load.QueuedCpu = int32(st.Queued), int32(st.Running), st.QueuedCPU
+			case *atollpb.StoreStats:
+				load.StoreUsed, load.StoreCapacity, load.Store = st.UsedBytes, st.CapacityBytes, st
+			}
+		case <-timeout.C:
+			return
 		}
 	}
 }

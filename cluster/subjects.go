@@ -10,7 +10,7 @@ func loadWildcard(prefix string) string                 { return prefix + ".load
 func freeSubject(prefix string) string                  { return prefix + ".free" }
 
 // nodeSubject is where node's gateway receives kind (task, call, result,
-// cancel).
+// held, cancel, copy, locate, crash, timeline, stats).
 func nodeSubject(prefix string, node ids.NodeID, kind string) string {
 	return prefix + ".node." + node.String() + "." + kind
 }
@@ -20,3 +20,10 @@ func killSubject(prefix string) string { return prefix + ".kill" }
 // TimelineSubject is where node answers timeline requests (a
 // atollpb.TaskEvents reply).
 func TimelineSubject(node ids.NodeID) string { return nodeSubject(DefaultPrefix, node, "timeline") }
+
+// ownersExitedSubject carries OwnersExited: owner processes that exited.
+func ownersExitedSubject(prefix string) string { return prefix + ".owners.exited" }
+
+// NodeStatsSubject is where node answers stats requests (a
+// atollpb.NodeStatsRequest body, a atollpb.NodeStats reply).
+func NodeStatsSubject(node ids.NodeID) string { return nodeSubject(DefaultPrefix, node, "stats") }

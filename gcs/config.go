@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -23,6 +25,33 @@ const (
 	// DefaultReplicas keeps one copy of each bucket, right for the embedded
 	// single-server default; use 3 on a NATS cluster.
 	DefaultReplicas = 1
+
+	// DefaultMaxDeadNodes is how many dead nodes the GCS remembers, as
+	// Ray's maximum_gcs_dead_node_cached_count (1000). Every driver that
+	// joins a cluster adds a node that dies when it exits, so a long-lived
+	// cluster needs the cap; 1000 entries of ~200 B keep `atoll list
+	// nodes` (one NATS message, 1 MiB by default) at ~200 KB.
+	DefaultMaxDeadNodes = 1000
+	// DefaultMaxDeadActors is how many dead actors the GCS remembers. Ray
+	// keeps 100000 (RAY_maximum_gcs_destroyed_actor_cached_count), but a
+	// list reply here is one NATS message (1 MiB by default) and a dead
+	// actor's entry, with its death cause, is ~250 B: 2000 take ~0.5 MiB
+	// and leave room for the live actors.
+	DefaultMaxDeadActors = 2000
+	// DefaultMaxFinishedJobs is how many finished jobs the GCS remembers:
+	// every driver run is a job, so a long-lived cluster accumulates them;
+	// 1000 entries of ~150 B keep `atoll list jobs` at ~150 KB, enough
+	// history to look back over a day of hourly jobs many times over.
+	DefaultMaxFinishedJobs = 1000
+)
+
+// Environment variables that set the caps when the Config leaves them 0
+// (as Ray reads RAY_maximum_gcs_* from the environment), so a node
+// started by `atoll start` or a test cluster can be tuned without code.
+const (
+	EnvMaxDeadNodes    = "ATOLL_GCS_MAX_DEAD_NODES"
+	EnvMaxDeadActors   = "ATOLL_GCS_MAX_DEAD_ACTORS"
+	EnvMaxFinishedJobs = "ATOLL_GCS_MAX_FINISHED_JOBS"
 )
 
 // QueueGroup is the NATS queue group of GCS subscriptions: at most one
@@ -59,6 +88,16 @@ type Config struct {
 	// Default: otel.GetTextMapPropagator(), or W3C TraceContext when no
 	// global propagator is set.
 	Propagator propagation.TextMapPropagator
+	// MaxDeadNodes, MaxDeadActors and MaxFinishedJobs bound the dead
+	// nodes, dead actors and finished jobs the GCS remembers; live nodes,
+	// live actors and running jobs are always kept. Past a cap the entries
+	// that died (or finished) first are forgotten, in memory and in KV,
+	// so a restarted GCS does not reload them; a forgotten entry is
+	// NOT_FOUND. 0 takes the environment variable (EnvMaxDeadNodes, ...)
+	// if set, else the default (DefaultMaxDeadNodes, ...).
+	MaxDeadNodes    int
+	MaxDeadActors   int
+	MaxFinishedJobs int
 
 	// now is the clock for start and end times; tests may replace it.
 	now func() time.Time
@@ -87,6 +126,20 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Replicas == 0 {
 		c.Replicas = DefaultReplicas
 	}
+	for _, lim := range []struct {
+		field *int
+		name  string
+		env   string
+		def   int
+	}{
+		{&c.MaxDeadNodes, "MaxDeadNodes", EnvMaxDeadNodes, DefaultMaxDeadNodes},
+		{&c.MaxDeadActors, "MaxDeadActors", EnvMaxDeadActors, DefaultMaxDeadActors},
+		{&c.MaxFinishedJobs, "MaxFinishedJobs", EnvMaxFinishedJobs, DefaultMaxFinishedJobs},
+	} {
+		if *lim.field, err = limit(*lim.field, lim.name, lim.env, lim.def); err != nil {
+			return c, err
+		}
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -97,6 +150,26 @@ func (c Config) withDefaults() (Config, error) {
 		c.maxRetryBackoff = 5 * time.Second
 	}
 	return c, nil
+}
+
+// limit resolves one cap: v if set, else the environment variable env if
+// set, else def. Caps are positive.
+func limit(v int, name, env string, def int) (int, error) {
+	if v < 0 {
+		return v, fmt.Errorf("gcs: Config.%s %d is negative", name, v)
+	}
+	if v > 0 {
+		return v, nil
+	}
+	s := os.Getenv(env)
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("gcs: %s=%q: want a positive integer", env, s)
+	}
+	return n, nil
 }
 
 func checkPrefix(p string) (string, error) {

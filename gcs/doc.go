@@ -23,7 +23,7 @@
 // # Semantics
 //
 //   - register_node upserts a node as NODE_ALIVE; mark_node_dead sets
-//     NODE_DEAD and the end time and keeps the entry.
+//     NODE_DEAD and the end time and keeps the entry (up to the cap below).
 //   - register_actor refuses (INVALID_ARGUMENT, "already taken") a name
 //     held by another live actor of the same namespace; registering the same
 //     id again is an idempotent upsert. update_actor replaces a known
@@ -31,6 +31,14 @@
 //     stays dead. A DEAD actor frees its name but keeps its entry, so
 //     get_actor still answers for it; get_named_actor finds live actors only.
 //   - add_job upserts a job; finish_job marks it finished with its end time.
+//   - Dead nodes, dead actors and finished jobs are kept up to a cap each
+//     (Config.MaxDeadNodes, MaxDeadActors, MaxFinishedJobs; defaults
+//     DefaultMaxDeadNodes 1000, DefaultMaxDeadActors 2000,
+//     DefaultMaxFinishedJobs 1000; or the ATOLL_GCS_MAX_* environment
+//     variables). Past a cap the entry that died (or finished) first is
+//     forgotten, in memory and in KV (its key is purged from the bucket's
+//     stream, leaving no delete marker), so a restarted GCS does not reload
+//     it; a forgotten id is NOT_FOUND. Live entries are never forgotten.
 //   - Unknown ids are NOT_FOUND; malformed ids (not 16 bytes) are
 //     INVALID_ARGUMENT. Errors travel as ErrorInfo and come back from the
 //     Client typed (errors.Is(err, errs.ErrNotFound)).

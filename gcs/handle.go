@@ -94,10 +94,38 @@ func (s *server) dispatch(ctx context.Context, req *atollpb.GcsRequest) *atollpb
 	default:
 		err = errs.Invalidf("gcs: request has no known op")
 	}
+	// A death or a finished job may take a table past its cap (even when
+	// a later step failed: what was written stays written).
+	s.prune(ctx)
 	if err != nil {
 		return errorReply(err)
 	}
 	return &atollpb.GcsReply{}
+}
+
+// prune forgets the dead nodes, dead actors and finished jobs past the
+// caps, oldest first: from KV, then from memory. A failed removal is
+// logged and the entry forgotten in memory all the same (memory stays
+// bounded); a restarted GCS finds it in KV and prunes it again.
+func (s *server) prune(ctx context.Context) {
+	victims := s.tables.overCap(s.limits())
+	if len(victims) == 0 {
+		return
+	}
+	c, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	for _, v := range victims {
+		if err := s.store.remove(c, s.store.bucket(v.table), v.key); err != nil {
+			s.cfg.Logger.Warn("gcs: removing a forgotten entry from KV failed; it is pruned again on the next start",
+				"table", v.table.String(), "key", v.key, "err", err)
+		}
+		s.tables.drop(v)
+	}
+	s.cfg.Logger.Debug("gcs: forgot the oldest dead entries past the caps", "count", len(victims))
+}
+
+func (s *server) limits() limits {
+	return limits{DeadNodes: s.cfg.MaxDeadNodes, DeadActors: s.cfg.MaxDeadActors, FinishedJobs: s.cfg.MaxFinishedJobs}
 }
 
 // writeThrough checks a change, writes it through to KV, applies it to the

@@ -79,8 +79,10 @@ func (s *server) start(ctx actor.Context) {
 	}
 	ctx.CancelReceiveTimeout()
 	s.backoff = 0
+	sz := s.tables.sizes()
 	s.cfg.Logger.Info("gcs: serving", "subject", RequestSubject(s.cfg.Prefix),
-		"nodes", len(s.tables.nodes), "actors", len(s.tables.actors), "jobs", len(s.tables.jobs))
+		"nodes", sz.Nodes, "dead_nodes", sz.DeadNodes, "actors", sz.Actors, "dead_actors", sz.DeadActors,
+		"jobs", sz.Jobs, "finished_jobs", sz.FinishedJobs)
 }
 
 func (s *server) open(ctx actor.Context) error {
@@ -102,6 +104,9 @@ func (s *server) open(ctx actor.Context) error {
 		return err
 	}
 	s.store, s.tables = st, t
+	// Caps lowered since the entries were stored, or removals that failed
+	// before a restart: forget the excess now.
+	s.prune(c)
 
 	root, self := ctx.ActorSystem().Root, ctx.Self()
 	sub, err := s.cfg.Conn.QueueSubscribe(RequestSubject(s.cfg.Prefix), QueueGroup, func(m *nats.Msg) {

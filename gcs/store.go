@@ -16,6 +16,8 @@ import (
 // table, keyed by the hex id. Only the GCS actor uses it.
 type store struct {
 	nodes, actors, jobs jetstream.KeyValue
+	// streams holds the stream behind each bucket, by bucket name.
+	streams map[string]jetstream.Stream
 }
 
 // openStore creates (or updates) the three buckets.
@@ -24,6 +26,7 @@ func openStore(ctx context.Context, nc *nats.Conn, cfg Config) (*store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gcs: jetstream: %w", err)
 	}
+	s := store{streams: map[string]jetstream.Stream{}}
 	bucket := func(name, what string) (jetstream.KeyValue, error) {
 		kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket:      name,
@@ -35,9 +38,11 @@ func openStore(ctx context.Context, nc *nats.Conn, cfg Config) (*store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("gcs: bucket %s: %w", name, err)
 		}
+		if s.streams[name], err = js.Stream(ctx, "KV_"+name); err != nil {
+			return nil, fmt.Errorf("gcs: bucket %s: %w", name, err)
+		}
 		return kv, nil
 	}
-	var s store
 	if s.nodes, err = bucket(nodesBucket(cfg.Prefix), "node"); err != nil {
 		return nil, err
 	}
@@ -129,6 +134,26 @@ func loadBucket(ctx context.Context, kv jetstream.KeyValue, log *slog.Logger, ap
 			return fmt.Errorf("gcs: load %s: %w", kv.Bucket(), ctx.Err())
 		}
 	}
+}
+
+// bucket is the KV bucket of a table.
+func (s *store) bucket(t table) jetstream.KeyValue {
+	switch t {
+	case nodesTable:
+		return s.nodes
+	case actorsTable:
+		return s.actors
+	}
+	return s.jobs
+}
+
+// remove deletes k from kv without leaving a delete marker: the bucket
+// keeps one message per key (History 1), and purging the key's subject
+// from the bucket's stream removes it, so forgotten entries take no space
+// and a restarted GCS does not reload them. (kv.Delete and kv.Purge would
+// leave a marker per key, a leak of its own.)
+func (s *store) remove(ctx context.Context, kv jetstream.KeyValue, k string) error {
+	return s.streams[kv.Bucket()].Purge(ctx, jetstream.WithPurgeSubject("$KV."+kv.Bucket()+"."+k))
 }
 
 // put writes m under k.

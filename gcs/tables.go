@@ -21,12 +21,18 @@ import (
 // store (a nil entry when nothing changes), and a put method applies a
 // stored entry. Entries are never shared with callers' messages (checks
 // clone), so a failed write leaves no trace.
+//
+// Dead nodes, dead actors and finished jobs are bounded: each table
+// remembers the order in which its entries died (or finished), and
+// overCap names the oldest past a cap for the actor to forget (drop).
 type tables struct {
 	nodes  map[string]*atollpb.NodeInfo
 	actors map[string]*atollpb.ActorInfo
 	// names maps (namespace, name) to the key of the live actor holding it.
 	names map[actorName]string
 	jobs  map[string]*atollpb.JobInfo
+	// The dead (finished) entries of each table, in order of death.
+	deadNodes, deadActors, finishedJobs deathOrder
 }
 
 // actorName is a name within a namespace.
@@ -34,10 +40,13 @@ type actorName struct{ namespace, name string }
 
 func newTables() *tables {
 	return &tables{
-		nodes:  map[string]*atollpb.NodeInfo{},
-		actors: map[string]*atollpb.ActorInfo{},
-		names:  map[actorName]string{},
-		jobs:   map[string]*atollpb.JobInfo{},
+		nodes:        map[string]*atollpb.NodeInfo{},
+		actors:       map[string]*atollpb.ActorInfo{},
+		names:        map[actorName]string{},
+		jobs:         map[string]*atollpb.JobInfo{},
+		deadNodes:    newDeathOrder(),
+		deadActors:   newDeathOrder(),
+		finishedJobs: newDeathOrder(),
 	}
 }
 
@@ -100,8 +109,12 @@ func (t *tables) actorsOn(node []byte) []*atollpb.ActorInfo {
 	return out
 }
 
-// putNode stores a node entry under its key.
-func (t *tables) putNode(k string, n *atollpb.NodeInfo) { t.nodes[k] = n }
+// putNode stores a node entry under its key. A node that registers again
+// leaves the dead ones.
+func (t *tables) putNode(k string, n *atollpb.NodeInfo) {
+	t.nodes[k] = n
+	t.deadNodes.set(k, n.State == atollpb.NodeState_NODE_DEAD)
+}
 
 // listNodes returns every node, ordered by id.
 func (t *tables) listNodes() []*atollpb.NodeInfo { return sortedValues(t.nodes) }
@@ -173,6 +186,7 @@ func (t *tables) putActor(k string, a *atollpb.ActorInfo) {
 		delete(t.names, nameOf(old))
 	}
 	t.actors[k] = a
+	t.deadActors.set(k, a.State == atollpb.ActorState_ACTOR_DEAD)
 	if a.Name == "" {
 		return
 	}
@@ -245,10 +259,149 @@ func (t *tables) checkFinishJob(id []byte, nowMs int64) (string, *atollpb.JobInf
 }
 
 // putJob stores a job entry under its key.
-func (t *tables) putJob(k string, j *atollpb.JobInfo) { t.jobs[k] = j }
+func (t *tables) putJob(k string, j *atollpb.JobInfo) {
+	t.jobs[k] = j
+	t.finishedJobs.set(k, j.Finished)
+}
 
 // listJobs returns every job, ordered by id.
 func (t *tables) listJobs() []*atollpb.JobInfo { return sortedValues(t.jobs) }
+
+// limits are the caps on the dead entries the tables keep.
+type limits struct {
+	DeadNodes, DeadActors, FinishedJobs int
+}
+
+// table names one of the three tables.
+type table int
+
+const (
+	nodesTable table = iota
+	actorsTable
+	jobsTable
+)
+
+func (k table) String() string {
+	return [...]string{"nodes", "actors", "jobs"}[k]
+}
+
+// victim is an entry to forget.
+type victim struct {
+	table table
+	key   string
+}
+
+// overCap returns the dead nodes, dead actors and finished jobs past the
+// caps, the oldest deaths first. It changes nothing: the actor removes
+// them from KV and then drops them.
+func (t *tables) overCap(l limits) []victim {
+	var out []victim
+	for _, c := range []struct {
+		table table
+		order *deathOrder
+		max   int
+	}{
+		{nodesTable, &t.deadNodes, l.DeadNodes},
+		{actorsTable, &t.deadActors, l.DeadActors},
+		{jobsTable, &t.finishedJobs, l.FinishedJobs},
+	} {
+		for _, k := range c.order.oldest(c.order.len() - c.max) {
+			out = append(out, victim{c.table, k})
+		}
+	}
+	return out
+}
+
+// drop forgets an entry.
+func (t *tables) drop(v victim) {
+	switch v.table {
+	case nodesTable:
+		delete(t.nodes, v.key)
+		t.deadNodes.set(v.key, false)
+	case actorsTable:
+		if a, ok := t.actors[v.key]; ok && a.Name != "" && t.names[nameOf(a)] == v.key {
+			delete(t.names, nameOf(a))
+		}
+		delete(t.actors, v.key)
+		t.deadActors.set(v.key, false)
+	case jobsTable:
+		delete(t.jobs, v.key)
+		t.finishedJobs.set(v.key, false)
+	}
+}
+
+// tableSizes counts the entries of the tables: all of them, and the dead
+// (finished) ones among them.
+type tableSizes struct {
+	Nodes, DeadNodes   int
+	Actors, DeadActors int
+	Jobs, FinishedJobs int
+}
+
+func (t *tables) sizes() tableSizes {
+	return tableSizes{Nodes: len(t.nodes), DeadNodes: t.deadNodes.len(), Actors: len(t.actors), DeadActors: t.deadActors.len(),
+		Jobs: len(t.jobs), FinishedJobs: t.finishedJobs.len()}
+}
+
+// deathOrder is the set of a table's dead (or finished) keys in the order
+// they died, oldest first. An entry that dies again (a DEAD actor updated)
+// keeps its place; one that comes back to life (a node registering again)
+// leaves. The queue may hold stale marks of keys no longer dead; they are
+// skipped, trimmed from its front, and compacted away when they outnumber
+// the live marks.
+type deathOrder struct {
+	seq   uint64
+	at    map[string]uint64 // dead key -> the sequence number of its death
+	queue []deathMark
+}
+
+type deathMark struct {
+	key string
+	seq uint64
+}
+
+func newDeathOrder() deathOrder { return deathOrder{at: map[string]uint64{}} }
+
+// set records whether key is dead now.
+func (o *deathOrder) set(key string, dead bool) {
+	_, was := o.at[key]
+	switch {
+	case dead && !was:
+		o.seq++
+		o.at[key] = o.seq
+		o.queue = append(o.queue, deathMark{key, o.seq})
+	case !dead && was:
+		delete(o.at, key)
+		for len(o.queue) > 0 && o.stale(o.queue[0]) {
+			o.queue[0] = deathMark{}
+			o.queue = o.queue[1:]
+		}
+		if len(o.queue) > 2*len(o.at)+64 {
+			o.queue = slices.DeleteFunc(slices.Clone(o.queue), o.stale)
+		}
+	}
+}
+
+func (o *deathOrder) stale(m deathMark) bool { return o.at[m.key] != m.seq }
+
+func (o *deathOrder) len() int { return len(o.at) }
+
+// oldest returns the n keys that died first (none if n <= 0).
+func (o *deathOrder) oldest(n int) []string {
+	if n <= 0 {
+		return nil
+	}
+	out := make([]string, 0, n)
+	for _, m := range o.queue {
+		if len(out) == n {
+			break
+		}
+		if !o.stale(m) {
+			out = append(out, m.key)
+		}
+	}
+	return out
+}
 
 func nameOf(a *atollpb.ActorInfo) actorName { return actorName{a.Namespace, a.Name} }
 

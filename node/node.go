@@ -459,6 +459,7 @@ func (n *Node) processConfig() *raylet.ProcessConfig {
 func (n *Node) workerDied(w ids.WorkerID) {
 	n.workerStores.Delete(w)
 	n.system.Root.Send(n.storePID, &atollpb.ClientDisconnected{ClientId: w.Bytes()})
+	n.gateway.OwnerExited(w) // other nodes free what it owned there (nil-safe)
 }
 
 // connectControlPlane starts the embedded NATS server (embedded node,

@@ -233,8 +233,9 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 
 // Retryable reports whether a failed attempt may run again: the retry
 // decision, a pure function of the task's options and the failure. A
-// task is retried when its worker or node died, or on an application
-// error if it asked for that; an actor call when its actor crashed (it
+// task is retried when its worker or node died or its forwarded attempt
+// was lost (FORWARD_LOST: the node running it stopped confirming it), or
+// on an application error if it asked for that; an actor call when its actor crashed (it
 // restarts) or on an application error if it asked for that.
 func Retryable(spec *atollpb.TaskSpec, res *atollpb.TaskResult) bool {
 	code := res.GetError().GetCode()
@@ -242,7 +243,11 @@ func Retryable(spec *atollpb.TaskSpec, res *atollpb.TaskResult) bool {
 	if spec.Type == atollpb.TaskType_ACTOR_TASK {
 		return res.ActorCrashed || appErr
 	}
-	return code == atollpb.ErrorCode_WORKER_CRASHED || code == atollpb.ErrorCode_NODE_DIED || appErr
+	switch code {
+	case atollpb.ErrorCode_WORKER_CRASHED, atollpb.ErrorCode_NODE_DIED, atollpb.ErrorCode_FORWARD_LOST:
+		return true
+	}
+	return appErr
 }
 
 func (t *Table) retry(tk *task, res *atollpb.TaskResult) bool {

@@ -82,7 +82,7 @@ func submitN(system *actor.ActorSystem, pid *actor.PID, n int, strategy *atollpb
 
 func state(t *testing.T, system *actor.ActorSystem, pid *actor.PID) *State {
 	t.Helper()
-	res, err := system.Root.RequestFuture(pid, &GetState{}, 5*time.Second).Result()
+	res, err := system.Root.RequestFuture(pid, &GetState{}, waitTimeout).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,13 +111,9 @@ func TestSpillBackToIdlePeer(t *testing.T) {
 	peer := ids.NewNodeID()
 	system.Root.Send(pid, &PeerView{Nodes: []NodeView{{ID: peer, Total: Resources{CPU: 2}, Available: Resources{CPU: 2}}}})
 	for range 2 {
-		select {
-		case f := <-fwd:
-			if f.node != peer || f.hops != 1 || f.spec.Scheduling != nil {
-				t.Fatalf("forwarded to %s (hops %d, strategy %v); want the unpinned tasks to the peer with hops 1", f.node.Short(), f.hops, f.spec.Scheduling)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("no task spilled back to the idle peer")
+		f := recv(t, fwd, "no task spilled back to the idle peer")
+		if f.node != peer || f.hops != 1 || f.spec.Scheduling != nil {
+			t.Fatalf("forwarded to %s (hops %d, strategy %v); want the unpinned tasks to the peer with hops 1", f.node.Short(), f.hops, f.spec.Scheduling)
 		}
 	}
 	st := state(t, system, pid)
@@ -147,13 +143,9 @@ func TestForwardedTaskSpillsBackWhenInfeasible(t *testing.T) {
 	system.Root.Send(pid, &atollpb.SubmitTask{Forwarded: true, Hops: 1, Spec: &atollpb.TaskSpec{
 		TaskId: id.Bytes(), Name: "gpu", Function: "gpu", NumReturns: 1, Resources: map[string]float64{CPU: 1, "GPU": 1},
 	}})
-	select {
-	case f := <-fwd:
-		if f.node != gpu || f.hops != 2 {
-			t.Fatalf("spilled back to %s with hops %d, want the GPU node with hops 2", f.node.Short(), f.hops)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("an infeasible forwarded task did not spill back")
+	f := recv(t, fwd, "an infeasible forwarded task did not spill back")
+	if f.node != gpu || f.hops != 2 {
+		t.Fatalf("spilled back to %s with hops %d, want the GPU node with hops 2", f.node.Short(), f.hops)
 	}
 }
 

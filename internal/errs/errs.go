@@ -30,6 +30,7 @@ var (
 	ErrUnavailable      = errors.New("atoll: runtime unavailable")
 	ErrNodeDied         = errors.New("atoll: node died")
 	ErrUnschedulable    = errors.New("atoll: task unschedulable")
+	ErrForwardLost      = errors.New("atoll: forwarded work lost")
 	ErrNotInitialized   = fmt.Errorf("%w: atoll.Init has not been called", ErrUnavailable)
 	ErrAlreadyStarted   = errors.New("atoll: already initialized")
 	errUnknownErrorCode = errors.New("atoll: unknown error")
@@ -201,6 +202,23 @@ func (e *UnschedulableError) Error() string {
 // Is matches ErrUnschedulable.
 func (e *UnschedulableError) Is(target error) bool { return target == ErrUnschedulable }
 
+// ForwardLostError: work forwarded to another node was lost in transit
+// (the task or its result was dropped): that node stopped confirming it
+// within the forwarding lease. Owners retry it like a worker crash.
+type ForwardLostError struct {
+	NodeID   string
+	TaskName string
+	TaskID   string
+	Message  string
+}
+
+func (e *ForwardLostError) Error() string {
+	return fmt.Sprintf("atoll: task %s forwarded to node %s was lost: %s", e.TaskName, e.NodeID, e.Message)
+}
+
+// Is matches ErrForwardLost.
+func (e *ForwardLostError) Is(target error) bool { return target == ErrForwardLost }
+
 // CodeError is a plain error with a code (invalid argument, not found,
 // unavailable).
 type CodeError struct {
@@ -241,6 +259,8 @@ func sentinel(c atollpb.ErrorCode) error {
 		return ErrNodeDied
 	case atollpb.ErrorCode_UNSCHEDULABLE:
 		return ErrUnschedulable
+	case atollpb.ErrorCode_FORWARD_LOST:
+		return ErrForwardLost
 	}
 	return errUnknownErrorCode
 }

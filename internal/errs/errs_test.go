@@ -24,6 +24,9 @@ func TestEveryCodeRoundTripsToItsSentinel(t *testing.T) {
 		{Invalidf("bad %d", 1), ErrInvalidArgument},
 		{NotFoundf("no actor %q", "x"), ErrNotFound},
 		{Unavailablef("down"), ErrUnavailable},
+		{&NodeDiedError{NodeID: "ab", Message: "left"}, ErrNodeDied},
+		{&UnschedulableError{TaskName: "f", Reason: "no node"}, ErrUnschedulable},
+		{&ForwardLostError{NodeID: "ab", TaskName: "f", TaskID: "00ff", Message: "not confirmed"}, ErrForwardLost},
 	}
 	for _, c := range cases {
 		if !errors.Is(c.err, c.sentinel) {
@@ -60,5 +63,17 @@ func TestTaskErrorKeepsDetails(t *testing.T) {
 	}
 	if ToProto(errors.New("plain")).Code != atollpb.ErrorCode_TASK_ERROR {
 		t.Error("a plain error should travel as TASK_ERROR")
+	}
+}
+
+func TestForwardLostKeepsDetails(t *testing.T) {
+	err := &ForwardLostError{NodeID: "0a0b", TaskName: "sum", TaskID: "00ff", Message: "not confirmed within the 5s lease"}
+	info := ToProto(err)
+	if info.Code != atollpb.ErrorCode_FORWARD_LOST {
+		t.Fatalf("code %v, want FORWARD_LOST", info.Code)
+	}
+	var fl *ForwardLostError
+	if !errors.As(FromProto(info), &fl) || *fl != *err {
+		t.Errorf("after the wire: %+v, want %+v", fl, err)
 	}
 }

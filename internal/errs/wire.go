@@ -24,6 +24,7 @@ func ToProto(err error) *atollpb.ErrorInfo {
 		od  *OwnerDiedError
 		nd  *NodeDiedError
 		us  *UnschedulableError
+		fl  *ForwardLostError
 		cd  *CodeError
 		msg = err.Error()
 	)
@@ -48,6 +49,8 @@ func ToProto(err error) *atollpb.ErrorInfo {
 		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_NODE_DIED, Message: nd.Message, TaskName: nd.TaskName, TaskId: unhex(nd.TaskID), NodeId: unhex(nd.NodeID)}
 	case errors.As(err, &us):
 		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_UNSCHEDULABLE, Message: us.Reason, TaskName: us.TaskName, TaskId: unhex(us.TaskID)}
+	case errors.As(err, &fl):
+		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_FORWARD_LOST, Message: fl.Message, TaskName: fl.TaskName, TaskId: unhex(fl.TaskID), NodeId: unhex(fl.NodeID)}
 	case errors.As(err, &cd):
 		return &atollpb.ErrorInfo{Code: cd.Code, Message: cd.Message}
 	}
@@ -80,6 +83,8 @@ func FromProto(info *atollpb.ErrorInfo) error {
 		return &NodeDiedError{NodeID: hex.EncodeToString(info.NodeId), TaskName: info.TaskName, TaskID: hex.EncodeToString(info.TaskId), Message: info.Message}
 	case atollpb.ErrorCode_UNSCHEDULABLE:
 		return &UnschedulableError{TaskName: info.TaskName, TaskID: hex.EncodeToString(info.TaskId), Reason: info.Message}
+	case atollpb.ErrorCode_FORWARD_LOST:
+		return &ForwardLostError{NodeID: hex.EncodeToString(info.NodeId), TaskName: info.TaskName, TaskID: hex.EncodeToString(info.TaskId), Message: info.Message}
 	}
 	return &CodeError{Code: info.Code, Message: info.Message}
 }

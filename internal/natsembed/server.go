@@ -37,6 +37,11 @@ func Start(cfg Config) (*Server, error) {
 		JetStreamMaxMemory: cfg.MaxMemory,
 		NoSigs:             true,
 		NoLog:              cfg.Logger == nil,
+		// Closed connections are kept for the monitoring endpoint, which
+		// atoll does not serve: the default 10000 (~2 KB each, with their
+		// subscriptions) grow a long-lived head by every driver that
+		// connected.
+		MaxClosedClients: 16,
 	}
 	switch cfg.Port {
 	case RandomPort:

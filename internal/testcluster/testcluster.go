@@ -26,6 +26,10 @@
 //	c.Kill(2)    // SIGKILL a node
 //	c.Restart(2) // and start it again
 //
+// Options.Env tunes the node processes through the environment (the caps
+// of the GCS and the gateways, the forwarding lease); NodeStats reads a
+// node's table sizes and heap, GCSSizes the GCS's tables.
+//
 // The methods of Cluster report failures with t.Fatal, so call them from
 // the test's goroutine. Cleanups run last-registered first: a driver's
 // atoll.Shutdown registered after Start runs before the nodes stop.
@@ -34,6 +38,7 @@ package testcluster
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,6 +53,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/cluster"
+	"github.com/atoll-runtime/atoll/gcs"
+	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/node"
 )
 
@@ -88,6 +100,10 @@ type Options struct {
 	// are applied (Head, Address, NodeIP, ports and SessionDir are
 	// reset afterwards).
 	Config func(i int, cfg *node.Config)
+	// Env is added to every node process's environment ("KEY=value"),
+	// e.g. the caps of the GCS (gcs.EnvMaxDeadActors, ...) and of the
+	// gateways (cluster.EnvMaxDeadNodes, cluster.EnvForwardLease, ...).
+	Env []string
 }
 
 // withDefaults fills in the zero fields.
@@ -117,9 +133,10 @@ type Cluster struct {
 
 	mu      sync.Mutex
 	nodes   []*Node
-	logs    []string // every node log, restarted incarnations included
-	address string   // the head's cluster address
-	seq     int      // incarnation counter, for unique file names
+	logs    []string   // every node log, restarted incarnations included
+	address string     // the head's cluster address
+	seq     int        // incarnation counter, for unique file names
+	nc      *nats.Conn // for NodeStats and GCSSizes, made on first use
 }
 
 // Node is one node process. A restarted node is a new Node.
@@ -350,6 +367,23 @@ func (c *Cluster) WaitStatus(timeout time.Duration, cond func(*node.ClusterStatu
 	}
 }
 
+// Eventually polls cond every 10 ms until it holds, failing t with what
+// after timeout.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("testcluster: after %v still waiting for %s", timeout, what)
+		}
+	}
+}
+
 // config is node i's config before it starts.
 func (c *Cluster) config(i int) node.Config {
 	cfg := node.Config{
@@ -404,7 +438,8 @@ func (c *Cluster) launch(i int, cfg node.Config) (*Node, error) {
 	logFile := filepath.Join(c.dir, fmt.Sprintf("node%d.%d.log", i, c.seq))
 	c.logs = append(c.logs, logFile)
 	c.mu.Unlock()
-	env := append(filterEnv(os.Environ(), node.EnvNode), node.EnvNode+"="+string(cfgJSON))
+	env := append(filterEnv(os.Environ(), node.EnvNode), c.opts.Env...)
+	env = append(env, node.EnvNode+"="+string(cfgJSON))
 	// -test.run=^$: should TestMain not hand the process to atoll.Init,
 	// it runs no tests (and exits) rather than starting clusters itself.
 	p, ready, err := startProcess(c.exe, []string{"-test.run=^$"}, env, logFile, ReadyTimeout)
@@ -422,12 +457,98 @@ func (c *Cluster) launch(i int, cfg node.Config) (*Node, error) {
 	}, nil
 }
 
+// conn returns the cluster's NATS connection of the test process.
+func (c *Cluster) conn() *nats.Conn {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.nc == nil {
+		url, err := node.ResolveAddress(c.address)
+		if err != nil {
+			c.t.Fatalf("testcluster: %v", err)
+		}
+		if c.nc, err = nats.Connect(url, nats.Name("testcluster"), nats.MaxReconnects(-1)); err != nil {
+			c.t.Fatalf("testcluster: connect to %s: %v", url, err)
+		}
+	}
+	return c.nc
+}
+
+// NodeStats asks node i for the sizes of its bounded tables (gateway and
+// raylet) and its Go heap, after a garbage collection in the node
+// process if gc is set.
+func (c *Cluster) NodeStats(i int, gc bool) *atollpb.NodeStats {
+	c.t.Helper()
+	n := c.Node(i)
+	b, err := hex.DecodeString(n.ID)
+	if err != nil {
+		c.t.Fatalf("testcluster: node %d id %q: %v", i, n.ID, err)
+	}
+	id, err := ids.FromBytes(b)
+	if err != nil {
+		c.t.Fatalf("testcluster: node %d id %q: %v", i, n.ID, err)
+	}
+	req, _ := proto.Marshal(&atollpb.NodeStatsRequest{Gc: gc})
+	msg, err := c.conn().Request(cluster.NodeStatsSubject(id), req, 30*time.Second)
+	if err != nil {
+		c.t.Fatalf("testcluster: stats of node %d: %v", i, err)
+	}
+	var st atollpb.NodeStats
+	if err := proto.Unmarshal(msg.Data, &st); err != nil {
+		c.t.Fatalf("testcluster: stats of node %d: %v", i, err)
+	}
+	return &st
+}
+
+// GCSSizes counts the entries of the GCS's tables.
+type GCSSizes struct {
+	Nodes, DeadNodes   int
+	Actors, DeadActors int
+	Jobs, FinishedJobs int
+}
+
+// GCSSizes reads the GCS's tables (dead and finished entries included) and
+// counts them.
+func (c *Cluster) GCSSizes() GCSSizes {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := gcs.NewClient(c.conn(), gcs.ClientOptions{WaitForServer: true})
+	nodes, err1 := client.ListNodes(ctx)
+	actors, err2 := client.ListActors(ctx)
+	jobs, err3 := client.ListJobs(ctx)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		c.t.Fatalf("testcluster: read the GCS tables: %v", err)
+	}
+	s := GCSSizes{Nodes: len(nodes), Actors: len(actors), Jobs: len(jobs)}
+	for _, n := range nodes {
+		if n.State == atollpb.NodeState_NODE_DEAD {
+			s.DeadNodes++
+		}
+	}
+	for _, a := range actors {
+		if a.State == atollpb.ActorState_ACTOR_DEAD {
+			s.DeadActors++
+		}
+	}
+	for _, j := range jobs {
+		if j.Finished {
+			s.FinishedJobs++
+		}
+	}
+	return s
+}
+
 // cleanup stops every node still running, others before the head, and
 // logs the tail of every node's log if the test failed.
 func (c *Cluster) cleanup() {
 	c.mu.Lock()
 	nodes := append([]*Node(nil), c.nodes...)
 	logs := append([]string(nil), c.logs...)
+	if c.nc != nil {
+		c.nc.Close()
+		c.nc = nil
+	}
 	c.mu.Unlock()
 	var others []*Node
 	var head *Node

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/cluster"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 	"github.com/atoll-runtime/atoll/node"
 )
@@ -108,5 +109,29 @@ func TestAddAndRestart(t *testing.T) {
 	c.Stop(2)
 	if added.Alive() {
 		t.Error("stopped node still alive")
+	}
+}
+
+// TestStatsAndEnv: Options.Env reaches the node processes, NodeStats and
+// GCSSizes read a node's tables and the GCS's.
+func TestStatsAndEnv(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts node processes")
+	}
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Env: []string{cluster.EnvMaxDeadNodes + "=7"}})
+	c.WaitStatus(testcluster.ReadyTimeout, func(st *node.ClusterStatus) bool {
+		alive, _ := count(st)
+		return alive == 2
+	})
+	st := c.NodeStats(0, true)
+	if st.MaxDeadNodes != 7 || st.HeapAllocBytes == 0 || st.Goroutines == 0 || st.Peers != 1 || st.HeardNodes != 1 {
+		t.Fatalf("stats %v: want the cap from Options.Env, a heap, goroutines and the other node", st)
+	}
+	c.Stop(1)
+	testcluster.Eventually(t, 10*time.Second, "the head to count the stopped node dead", func() bool {
+		return c.NodeStats(0, false).DeadNodes == 1
+	})
+	if g := c.GCSSizes(); g.Nodes != 2 || g.DeadNodes != 1 {
+		t.Errorf("GCS sizes %+v, want 2 nodes, 1 dead", g)
 	}
 }

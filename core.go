@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
@@ -158,18 +157,11 @@ func (rt *core) start(ctx context.Context) error {
 	if cfg.namespace == "" {
 		cfg.namespace = "default"
 	}
-	tp := cfg.tracerProvider
-	if tp == nil {
-		own, err := telemetry.ProviderFromEnv(ctx)
-		if err != nil {
-			return fmt.Errorf("atoll: OTLP exporter: %w", err)
-		}
-		if own != nil {
-			rt.ownTP, tp = own, own
-		} else {
-			tp = otel.GetTracerProvider()
-		}
+	tp, own, err := telemetry.ResolveProvider(ctx, cfg.tracerProvider)
+	if err != nil {
+		return err
 	}
+	rt.ownTP = own
 	cfg.tracerProvider = tp
 	rt.tracer = telemetry.Tracer(tp)
 

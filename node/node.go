@@ -100,18 +100,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 func (n *Node) start(ctx context.Context) error {
 	cfg := &n.cfg
 	n.log = slog.New(telemetry.NewLogHandler(cfg.Logger.Handler())).With("component", "atoll")
-	tp := cfg.TracerProvider
-	if tp == nil {
-		own, err := telemetry.ProviderFromEnv(ctx)
-		if err != nil {
-			return fmt.Errorf("atoll: OTLP exporter: %w", err)
-		}
-		if own != nil {
-			n.ownTP, tp = own, own
-		} else {
-			tp = otel.GetTracerProvider()
-		}
+	tp, own, err := telemetry.ResolveProvider(ctx, cfg.TracerProvider)
+	if err != nil {
+		return err
 	}
+	n.ownTP = own
 	n.sessionDir = cfg.SessionDir
 	if n.sessionDir == "" {
 		dir, err := os.MkdirTemp("", "atoll-session-")
@@ -136,7 +129,7 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	n.gcsClient = gcs.NewClient(n.nc, gcs.ClientOptions{WaitForServer: true})
 	wctx, cancel := context.WithTimeout(ctx, gcsReadyTimeout)
-	_, err := n.gcsClient.ListNodes(wctx)
+	_, err = n.gcsClient.ListNodes(wctx)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("atoll: GCS not ready: %w", err)

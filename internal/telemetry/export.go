@@ -2,9 +2,11 @@ package telemetry
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -48,3 +50,20 @@ func ProviderFromEnv(ctx context.Context) (*sdktrace.TracerProvider, error) {
 
 // Tracer returns atoll's tracer from tp.
 func Tracer(tp trace.TracerProvider) trace.Tracer { return tp.Tracer(TracerName) }
+
+// ResolveProvider returns the tracer provider to use: tp if given, else
+// one exporting over OTLP when the standard variables configure it (own
+// is then that provider, for the caller to shut down), else OTel's global
+// provider.
+func ResolveProvider(ctx context.Context, tp trace.TracerProvider) (use trace.TracerProvider, own *sdktrace.TracerProvider, err error) {
+	if tp != nil {
+		return tp, nil, nil
+	}
+	if own, err = ProviderFromEnv(ctx); err != nil {
+		return nil, nil, fmt.Errorf("atoll: OTLP exporter: %w", err)
+	}
+	if own != nil {
+		return own, own, nil
+	}
+	return otel.GetTracerProvider(), nil, nil
+}

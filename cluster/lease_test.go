@@ -22,10 +22,11 @@ import (
 )
 
 // The lease settings of these tests: short, so that they run fast, with
-// renewals several times per lease as by default.
+// twenty renewals per lease (ten by default), so that a loaded machine
+// does not expire a confirmed attempt.
 const (
 	testInterval = 50 * time.Millisecond
-	testLease    = 400 * time.Millisecond
+	testLease    = time.Second
 	// leaseSlack is what a loaded two-core machine running -race may add
 	// to the expected expiry (lease + one interval).
 	leaseSlack = 2 * time.Second
@@ -239,13 +240,13 @@ func TestConfirmedLongTaskIsNotExpired(t *testing.T) {
 	spec := a.forward(b.id, "long")
 	sent := time.Now()
 	s := recv(t, b.submits, "B's raylet got no task")
-	// Wait, by A's own clock, for 5 leases' worth of sweeps and for B's
+	// Wait, by A's own clock, for 3 leases' worth of sweeps and for B's
 	// renewals to have been applied throughout.
 	start := a.counters()
-	sweeps := uint64(5 * testLease / testInterval)
-	eventually(t, "A to sweep its pending work for 5 leases", func() bool {
+	sweeps := uint64(3 * testLease / testInterval)
+	eventually(t, "A to sweep its pending work for 3 leases", func() bool {
 		c := a.counters()
-		return c.sweeps-start.sweeps >= sweeps && time.Since(sent) > 5*testLease
+		return c.sweeps-start.sweeps >= sweeps && time.Since(sent) > 3*testLease
 	})
 	c := a.counters()
 	if c.lost != 0 || c.renewals-start.renewals < sweeps/2 {

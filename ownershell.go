@@ -79,11 +79,16 @@ func (s *ownerShell) lookup(id ids.ObjectID) (value *atollpb.Value, producer *at
 
 // readiness sets ready[i] for every object of idl that has a value, or
 // is unknown, or is not local[i] (one lock for all), and counts them.
+// Entries already marked ready are not looked up again.
 func (s *ownerShell) readiness(idl []ids.ObjectID, local, ready []bool) int {
 	n := 0
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, id := range idl {
+		if ready[i] {
+			n++ // an object once ready stays ready for Wait
+			continue
+		}
 		if local[i] {
 			v, _, _, ok := s.table.Lookup(id)
 			ready[i] = !ok || v != nil

@@ -31,6 +31,18 @@ func (avail Resources) Fits(demand Resources) bool {
 	return true
 }
 
+// Times is how many copies of demand fit in avail at once, at most limit
+// (a demand of nothing fits limit times).
+func (avail Resources) Times(demand Resources, limit int) int {
+	n := limit
+	for k, v := range demand {
+		if v > 0 {
+			n = min(n, int(math.Max(0, math.Floor((avail[k]+1e-9)/v))))
+		}
+	}
+	return max(n, 0)
+}
+
 // Sub takes demand out of r (amounts may go negative).
 func (r Resources) Sub(demand Resources) {
 	for k, v := range demand {

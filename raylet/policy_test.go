@@ -157,3 +157,24 @@ func TestIdleToStopKeepsThePoolAndFreshWorkers(t *testing.T) {
 		}
 	}
 }
+
+func TestResourcesTimes(t *testing.T) {
+	for _, tc := range []struct {
+		avail, demand Resources
+		limit, want   int
+	}{
+		{Resources{CPU: 2}, Resources{CPU: 1}, 10, 2},
+		{Resources{CPU: 2}, Resources{CPU: 0.5}, 10, 4},
+		{Resources{CPU: 2}, Resources{CPU: 0.5}, 3, 3},
+		{Resources{CPU: 2, "GPU": 1}, Resources{CPU: 1, "GPU": 1}, 10, 1},
+		{Resources{CPU: 2}, Resources{"GPU": 1}, 10, 0},
+		{Resources{CPU: -1}, Resources{CPU: 1}, 10, 0},
+		{Resources{CPU: 0.3 * 3}, Resources{CPU: 0.3}, 10, 3}, // rounding as in Fits
+		{Resources{CPU: 2}, Resources{}, 7, 7},
+		{Resources{CPU: 2}, Resources{CPU: 0}, 7, 7},
+	} {
+		if got := tc.avail.Times(tc.demand, tc.limit); got != tc.want {
+			t.Errorf("%v.Times(%v, %d) = %d, want %d", tc.avail, tc.demand, tc.limit, got, tc.want)
+		}
+	}
+}

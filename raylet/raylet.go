@@ -277,9 +277,19 @@ func (r *raylet) schedule(ctx actor.Context) {
 	cands := make([]Candidate, len(active))
 	for i, cq := range active {
 		cands[i] = Candidate{Demand: cq.demand, NoSlot: cq.noSlot, Root: cq.root, Count: len(cq.tasks)}
-		// Only the tasks that could start need their arguments listed.
-		for _, t := range cq.tasks[:min(len(cq.tasks), max(lim.FreeSlots, 0))] {
-			cands[i].Args = append(cands[i].Args, t.args)
+		if cq.root {
+			continue // root tasks have no object arguments to list
+		}
+		// Only the tasks that could start need their arguments listed:
+		// listing every queued task would cost O(queue) per decision (one
+		// spare covers rounding of fractional demands).
+		n := min(r.avail.Times(cq.demand, len(cq.tasks))+1, len(cq.tasks))
+		if !cq.noSlot {
+			n = min(n, max(lim.FreeSlots, 0))
+		}
+		cands[i].Args = make([][]ArgObject, n)
+		for j, t := range cq.tasks[:n] {
+			cands[i].Args[j] = t.args
 		}
 	}
 	dispatch, reasons := Pick(cands, r.avail, lim)

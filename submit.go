@@ -83,7 +83,7 @@ func (rt *core) buildArgs(args []argSource) ([]owner.Arg, error) {
 		}
 		if rt.inline(len(enc.Data)) {
 			data := enc.Data
-			if codec.ElemSize(enc.Codec) != 0 {
+			if _, raw := a.val.(codec.Raw); raw || codec.ElemSize(enc.Codec) != 0 {
 				data = append([]byte(nil), data...) // raw encodings alias the caller's slice
 			}
 			arg := owner.Arg{Value: &atollpb.Value{Codec: enc.Codec, Kind: &atollpb.Value_Inline{Inline: data}}}

@@ -30,9 +30,23 @@ type Encoded struct {
 	Data  []byte
 }
 
+// Raw is a value as stored: its codec and its bytes, not decoded. Encoding
+// a Raw stores its bytes as they are; decoding an object as a Raw returns a
+// view of its bytes. It is how code that learns types at run time (task
+// graphs) passes values through the SDK.
+type Raw struct {
+	Codec atollpb.Codec
+	Data  []byte
+}
+
 // Encode encodes v. Raw numeric slices are not copied.
 func Encode(v any) (Encoded, error) {
 	switch x := v.(type) {
+	case Raw:
+		if x.Codec == atollpb.Codec_CODEC_UNSPECIFIED {
+			return Encoded{}, errs.Invalidf("encode a Raw value: no codec")
+		}
+		return Encoded(x), nil
 	case []byte:
 		return Encoded{atollpb.Codec_CODEC_BYTES, x}, nil
 	case []float64:
@@ -79,6 +93,9 @@ func RawCodec[T any]() (atollpb.Codec, bool) {
 // IsView reports whether decoding a T from raw bytes returns a view that
 // aliases those bytes.
 func IsView[T any]() bool {
+	if _, ok := any(*new(T)).(Raw); ok {
+		return true
+	}
 	_, ok := RawCodec[T]()
 	return ok
 }
@@ -91,6 +108,8 @@ func Decode[T any](c atollpb.Codec, data []byte) (T, error) {
 	var out any
 	var err error
 	switch any(zero).(type) {
+	case Raw:
+		out = Raw{Codec: c, Data: data}
 	case []byte:
 		out, err = rawView[byte](c, atollpb.Codec_CODEC_BYTES, data)
 	case []float64:
@@ -152,6 +171,71 @@ func decodeOther[T any](c atollpb.Codec, data []byte) (T, error) {
 		return t, nil
 	}
 	return zero, errs.Invalidf("cannot decode codec %v into %T", c, zero)
+}
+
+// DecodeType decodes data into a new value of type t, as Decode[T] does
+// for T = t: raw slices as views, protobuf messages (pointer types) and
+// gob values otherwise.
+func DecodeType(c atollpb.Codec, data []byte, t reflect.Type) (reflect.Value, error) {
+	if t == nil {
+		return reflect.Value{}, errs.Invalidf("decode into a nil type")
+	}
+	if t == reflect.TypeFor[Raw]() {
+		return reflect.ValueOf(Raw{Codec: c, Data: data}), nil
+	}
+	switch t {
+	case reflect.TypeFor[[]byte](), reflect.TypeFor[[]float64](), reflect.TypeFor[[]float32](),
+		reflect.TypeFor[[]int64](), reflect.TypeFor[[]int32]():
+		var v any
+		var err error
+		switch t {
+		case reflect.TypeFor[[]byte]():
+			v, err = rawView[byte](c, atollpb.Codec_CODEC_BYTES, data)
+		case reflect.TypeFor[[]float64]():
+			v, err = rawView[float64](c, atollpb.Codec_CODEC_FLOAT64, data)
+		case reflect.TypeFor[[]float32]():
+			v, err = rawView[float32](c, atollpb.Codec_CODEC_FLOAT32, data)
+		case reflect.TypeFor[[]int64]():
+			v, err = rawView[int64](c, atollpb.Codec_CODEC_INT64, data)
+		default:
+			v, err = rawView[int32](c, atollpb.Codec_CODEC_INT32, data)
+		}
+		if err != nil {
+			return reflect.Value{}, err
+		}
+		return reflect.ValueOf(v), nil
+	}
+	switch c {
+	case atollpb.Codec_CODEC_PROTO:
+		if t.Kind() != reflect.Pointer || !t.Implements(reflect.TypeFor[proto.Message]()) {
+			return reflect.Value{}, errs.Invalidf("object holds a protobuf message; %v is not a pointer message type", t)
+		}
+		msg := reflect.New(t.Elem()).Interface().(proto.Message)
+		if err := proto.Unmarshal(data, msg); err != nil {
+			return reflect.Value{}, errs.Invalidf("decode %v: %v", t, err)
+		}
+		return reflect.ValueOf(msg), nil
+	case atollpb.Codec_CODEC_GOB:
+		if t.Kind() == reflect.Interface {
+			return reflect.Value{}, errs.Invalidf("cannot decode a gob object into interface type %v: use the concrete type", t)
+		}
+		p := reflect.New(t)
+		if err := gob.NewDecoder(bytes.NewReader(data)).DecodeValue(p); err != nil {
+			return reflect.Value{}, errs.Invalidf("decode %v with gob: %v", t, err)
+		}
+		return p.Elem(), nil
+	}
+	v, err := DecodeAny(c, data)
+	if err != nil {
+		return reflect.Value{}, err
+	}
+	rv := reflect.ValueOf(v)
+	if !rv.Type().AssignableTo(t) {
+		return reflect.Value{}, errs.Invalidf("object holds a %T, not a %v", v, t)
+	}
+	out := reflect.New(t).Elem()
+	out.Set(rv)
+	return out, nil
 }
 
 // DecodeAny decodes a raw object into a copy of its slice (the caller

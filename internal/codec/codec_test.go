@@ -2,6 +2,7 @@ package codec
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 	"unsafe"
 
@@ -106,5 +107,51 @@ func TestTypeMismatchIsTyped(t *testing.T) {
 	got, err := Decode[any](enc.Codec, enc.Data)
 	if err != nil || got.([]float64)[0] != 1 {
 		t.Fatalf("raw as any: %v %v", got, err)
+	}
+}
+
+func TestDecodeTypeMatchesDecode(t *testing.T) {
+	p := point{1, 2, "p"}
+	xs := []float64{1, 2}
+	msg := &atollpb.Value{Codec: atollpb.Codec_CODEC_GOB}
+	for _, v := range []any{p, xs, []byte("ab"), []int32{7}, 42, "s", map[string]int{"a": 1}, msg} {
+		enc, err := Encode(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeType(enc.Codec, enc.Data, reflect.TypeOf(v))
+		if err != nil {
+			t.Fatalf("DecodeType(%T): %v", v, err)
+		}
+		if m, ok := v.(proto.Message); ok {
+			if !proto.Equal(m, got.Interface().(proto.Message)) {
+				t.Fatalf("DecodeType(%T) = %v", v, got)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(got.Interface(), v) {
+			t.Fatalf("DecodeType(%T) = %#v", v, got.Interface())
+		}
+	}
+	// Raw slices decode as views, like Decode.
+	enc, _ := Encode(xs)
+	got, _ := DecodeType(enc.Codec, enc.Data, reflect.TypeOf(xs))
+	if unsafe.Pointer(&got.Interface().([]float64)[0]) != unsafe.Pointer(&xs[0]) {
+		t.Fatal("DecodeType copied a []float64")
+	}
+	// Raw gets the bytes as stored; a mismatch is a typed error.
+	raw, err := DecodeType(enc.Codec, enc.Data, reflect.TypeFor[Raw]())
+	if err != nil || raw.Interface().(Raw).Codec != atollpb.Codec_CODEC_FLOAT64 {
+		t.Fatalf("DecodeType(Raw) = %v, %v", raw, err)
+	}
+	if _, err := DecodeType(enc.Codec, enc.Data, reflect.TypeFor[[]int64]()); !errors.Is(err, errs.ErrInvalidArgument) {
+		t.Fatalf("float64s as int64s: %v", err)
+	}
+	gob, _ := Encode(p)
+	if _, err := DecodeType(gob.Codec, gob.Data, reflect.TypeFor[int]()); !errors.Is(err, errs.ErrInvalidArgument) {
+		t.Fatalf("point as int: %v", err)
+	}
+	if _, err := Encode(Raw{Data: []byte{1}}); !errors.Is(err, errs.ErrInvalidArgument) {
+		t.Fatalf("Raw without codec: %v", err)
 	}
 }

@@ -1,0 +1,102 @@
+package atoll
+
+import (
+	"context"
+
+	"github.com/atoll-runtime/atoll/internal/codec"
+	"github.com/atoll-runtime/atoll/internal/errs"
+)
+
+// Raw is a value as the object store holds it: its codec and its bytes,
+// not decoded. A function that takes Raw arguments gets views of the
+// stored bytes (valid while the task runs); a Raw it returns is stored as
+// it is. Libraries that learn types at run time, such as task graphs
+// (package graph), pass values through the SDK this way.
+type Raw = codec.Raw
+
+// Retype returns a reference to the same object as r, typed as T: Raw to
+// pass it through a function that takes Raw arguments, or the type a Raw
+// result holds. Both share one reference: the object lives while either
+// is reachable. A T that does not match the object fails at Get, as a
+// decode error.
+func Retype[T any](r Ref) ObjectRef[T] {
+	if r == nil {
+		return ObjectRef[T]{}
+	}
+	return ObjectRef[T]{h: r.handle()}
+}
+
+// FuncN is a registered remote function of any number of arguments of one
+// type, chosen at each call.
+type FuncN[A, R any] struct{ name string }
+
+// NewFuncN registers fn under name (see NewFunc0).
+func NewFuncN[A, R any](name string, fn func(context.Context, []A) (R, error)) *FuncN[A, R] {
+	register(&funcEntry{name: name, nargs: -1, call: func(ctx context.Context, args []argData) ([]any, error) {
+		as, err := argsOf[A](args)
+		if err != nil {
+			return nil, err
+		}
+		r, err := fn(ctx, as)
+		return []any{r}, err
+	}})
+	return &FuncN[A, R]{name: name}
+}
+
+// Remote submits a call with args and returns a reference to its result.
+func (f *FuncN[A, R]) Remote(ctx context.Context, args []Arg[A], opts ...CallOption) ObjectRef[R] {
+	srcs, err := argSources(args)
+	if err != nil {
+		return ObjectRef[R]{h: failedHandles(1, err)[0]}
+	}
+	return ObjectRef[R]{h: call(ctx, f.name, 1, opts, srcs...)[0]}
+}
+
+// MultiFuncN is FuncN with a number of return values chosen at each call,
+// each its own object (see MultiFunc1).
+type MultiFuncN[A, R any] struct{ name string }
+
+// NewMultiFuncN registers fn under name (see NewMultiFunc1).
+func NewMultiFuncN[A, R any](name string, fn func(context.Context, []A) ([]R, error)) *MultiFuncN[A, R] {
+	register(&funcEntry{name: name, nargs: -1, call: func(ctx context.Context, args []argData) ([]any, error) {
+		as, err := argsOf[A](args)
+		if err != nil {
+			return nil, err
+		}
+		rs, err := fn(ctx, as)
+		return anySlice(rs), err
+	}})
+	return &MultiFuncN[A, R]{name: name}
+}
+
+// Remote submits a call with args and n return values.
+func (f *MultiFuncN[A, R]) Remote(ctx context.Context, n int, args []Arg[A], opts ...CallOption) []ObjectRef[R] {
+	srcs, err := argSources(args)
+	if err != nil {
+		return typedRefs[R](failedHandles(n, err))
+	}
+	return typedRefs[R](call(ctx, f.name, n, opts, srcs...))
+}
+
+func argsOf[A any](args []argData) ([]A, error) {
+	as := make([]A, len(args))
+	for i := range args {
+		a, err := arg[A](args, i)
+		if err != nil {
+			return nil, err
+		}
+		as[i] = a
+	}
+	return as, nil
+}
+
+func argSources[A any](args []Arg[A]) ([]argSource, error) {
+	out := make([]argSource, len(args))
+	for i, a := range args {
+		if a == nil {
+			return nil, errs.Invalidf("argument %d is nil: use atoll.Value or an ObjectRef", i)
+		}
+		out[i] = a.taskArg()
+	}
+	return out, nil
+}

@@ -1,0 +1,96 @@
+package atoll_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atollpb"
+)
+
+var (
+	sumN = atoll.NewFuncN("test.sumN", func(_ context.Context, xs [][]float64) (float64, error) {
+		var s float64
+		for _, x := range xs {
+			for _, v := range x {
+				s += v
+			}
+		}
+		return s, nil
+	})
+	// rawIdentity returns its only argument as it is stored.
+	rawIdentity = atoll.NewFuncN("test.rawIdentity", func(_ context.Context, xs []atoll.Raw) (atoll.Raw, error) {
+		if len(xs) != 1 {
+			return atoll.Raw{}, errors.New("want one argument")
+		}
+		return atoll.Raw{Codec: xs[0].Codec, Data: append([]byte(nil), xs[0].Data...)}, nil
+	})
+	splitN = atoll.NewMultiFuncN("test.splitN", func(_ context.Context, xs []int) ([]int, error) {
+		return xs, nil
+	})
+)
+
+func TestFuncN(t *testing.T) {
+	ctx := start(t, atoll.WithWorkerMode(atoll.ProcessWorkers))
+	big := make([]float64, 64<<10) // stored, not inline
+	for i := range big {
+		big[i] = 1
+	}
+	ref, err := atoll.Put(ctx, big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := atoll.Get(ctx, sumN.Remote(ctx, []atoll.Arg[[]float64]{atoll.Value([]float64{1, 2}), ref, atoll.Value([]float64{})}))
+	if err != nil || got != float64(len(big)+3) {
+		t.Fatalf("sumN = %v, %v; want %d", got, err, len(big)+3)
+	}
+	// No arguments at all is a call too.
+	if got, err := atoll.Get(ctx, sumN.Remote(ctx, nil)); err != nil || got != 0 {
+		t.Fatalf("sumN() = %v, %v", got, err)
+	}
+	// A nil argument is refused before anything is submitted.
+	_, err = atoll.Get(ctx, sumN.Remote(ctx, []atoll.Arg[[]float64]{nil}))
+	if !errors.Is(err, atoll.ErrInvalidArgument) {
+		t.Fatalf("nil argument: %v, want ErrInvalid", err)
+	}
+	refs := splitN.Remote(ctx, 3, []atoll.Arg[int]{atoll.Value(7), atoll.Value(8), atoll.Value(9)})
+	vals, err := atoll.GetAll(ctx, refs)
+	if err != nil || len(vals) != 3 || vals[0] != 7 || vals[2] != 9 {
+		t.Fatalf("splitN = %v, %v", vals, err)
+	}
+}
+
+func TestRawPassesValuesThrough(t *testing.T) {
+	ctx := start(t, atoll.WithWorkerMode(atoll.ProcessWorkers))
+	type point struct{ X, Y int }
+	pref, err := atoll.Put(ctx, point{3, 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A gob value and a raw slice go through a Raw function unchanged and
+	// decode as their own types.
+	back, err := atoll.Get(ctx, atoll.Retype[atoll.Raw](rawIdentity.Remote(ctx, []atoll.Arg[atoll.Raw]{atoll.Retype[atoll.Raw](pref)})))
+	if err != nil || back.Codec != atollpb.Codec_CODEC_GOB {
+		t.Fatalf("raw of a point: %+v, %v", back, err)
+	}
+	p, err := atoll.Get(ctx, asRef[point](rawIdentity.Remote(ctx, []atoll.Arg[atoll.Raw]{atoll.Retype[atoll.Raw](pref)})))
+	if err != nil || p != (point{3, 4}) {
+		t.Fatalf("point through raw = %+v, %v", p, err)
+	}
+	xs := []float64{1.5, 2.5}
+	v, err := atoll.Get(ctx, asRef[[]float64](rawIdentity.Remote(ctx, []atoll.Arg[atoll.Raw]{
+		atoll.Value(atoll.Raw{Codec: atollpb.Codec_CODEC_FLOAT64, Data: []byte{0, 0, 0, 0, 0, 0, 0xf8, 0x3f, 0, 0, 0, 0, 0, 0, 0x04, 0x40}}),
+	})))
+	if err != nil || len(v) != 2 || v[0] != xs[0] || v[1] != xs[1] {
+		t.Fatalf("float64s through raw = %v, %v", v, err)
+	}
+	// A Raw without a codec cannot be stored.
+	_, err = atoll.Get(ctx, rawIdentity.Remote(ctx, []atoll.Arg[atoll.Raw]{atoll.Value(atoll.Raw{Data: []byte{1}})}))
+	if !errors.Is(err, atoll.ErrInvalidArgument) {
+		t.Fatalf("Raw without codec: %v, want ErrInvalid", err)
+	}
+}
+
+// asRef retypes a Raw result to the type it holds.
+func asRef[T any](r atoll.ObjectRef[atoll.Raw]) atoll.ObjectRef[T] { return atoll.Retype[T](r) }

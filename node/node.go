@@ -23,6 +23,7 @@ import (
 	"github.com/atoll-runtime/atoll/gcs"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/lockfile"
 	"github.com/atoll-runtime/atoll/internal/natsembed"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
 	"github.com/atoll-runtime/atoll/objectstore"
@@ -51,6 +52,7 @@ type Node struct {
 
 	sessionDir     string
 	ownSessionDir  bool
+	sessionLock    *lockfile.Lock    // held while the node runs (see session.go)
 	nats           *natsembed.Server // embedded default and head without NATSURL
 	nc             *nats.Conn
 	clusterAddress string
@@ -107,11 +109,12 @@ func (n *Node) start(ctx context.Context) error {
 	n.ownTP = own
 	n.sessionDir = cfg.SessionDir
 	if n.sessionDir == "" {
-		dir, err := os.MkdirTemp("", "atoll-session-")
+		reapSessions(os.TempDir(), n.log)
+		dir, lock, err := newSessionDir()
 		if err != nil {
-			return fmt.Errorf("atoll: session dir: %w", err)
+			return err
 		}
-		n.sessionDir, n.ownSessionDir = dir, true
+		n.sessionDir, n.ownSessionDir, n.sessionLock = dir, true, lock
 	}
 	if err := n.connectControlPlane(); err != nil {
 		return err
@@ -300,6 +303,9 @@ func (n *Node) stop(ctx context.Context) error {
 	}
 	if n.ownSessionDir {
 		if err := os.RemoveAll(n.sessionDir); err != nil {
+			errList = append(errList, err)
+		}
+		if err := n.sessionLock.Release(); err != nil {
 			errList = append(errList, err)
 		}
 	}

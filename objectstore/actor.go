@@ -95,6 +95,8 @@ type storeState struct {
 	// spiller the child actor doing the I/O, while it runs.
 	target  spill.Target
 	spiller *actor.PID
+	// reapLogged: the files of dead stores NewLocal removed were logged.
+	reapLogged bool
 
 	self     *actor.PID
 	system   *actor.ActorSystem
@@ -139,6 +141,11 @@ func (a *storeActor) Receive(ctx actor.Context) {
 			return
 		}
 		st.self, st.system = ctx.Self(), ctx.ActorSystem()
+		if local, ok := st.target.(*spill.Local); ok && local.Reaped.Files > 0 && !st.reapLogged {
+			st.reapLogged = true
+			ctx.Logger().Info("objectstore: removed the spill files of stores whose process died",
+				slog.Int64("files", local.Reaped.Files), slog.Int64("bytes", local.Reaped.Bytes))
+		}
 		st.startSpiller(ctx)
 		// Resume what a restart or re-spawn interrupted: spills, and
 		// deadlines of requests that waited across it.
@@ -293,6 +300,12 @@ func (st *storeState) stop(ctx actor.Context) {
 	st.store.failPending(gone)
 	st.flush(ctx)
 	st.self = nil
+	// A spill target of our own goes with the store: no file outlives it.
+	if local, ok := st.target.(*spill.Local); ok && st.cfg.SpillTarget == nil {
+		if err := local.Close(); err != nil {
+			ctx.Logger().Warn("objectstore: remove spill files", slog.Any("err", err))
+		}
+	}
 }
 
 func (st *storeState) answerGet(ctx actor.Context, token uint64, locs []Location, err error) {

@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/atoll-runtime/atoll/internal/lockfile"
 )
 
 // Target stores spill files. Implementations are safe for concurrent use.
@@ -70,13 +73,24 @@ type LocalOptions struct {
 // of them; a write that fails in one directory (disk full, I/O error) is
 // retried in the next, and fails only when every directory failed.
 // Directories are created when missing.
+//
+// On the real file system each directory holds a lock file of the
+// instance ("atoll-spill-<tag>.lock", see package lockfile) while it
+// lives: NewLocal reaps the files of instances whose process died without
+// cleaning up (kill -9, a crash), and Close removes the instance's own.
 type Local struct {
-	fs   FS
-	dirs []string
-	tag  string
-	next atomic.Uint64 // round-robin position
-	seq  atomic.Uint64 // file sequence number
+	fs    FS
+	dirs  []string
+	tag   string
+	next  atomic.Uint64 // round-robin position
+	seq   atomic.Uint64 // file sequence number
+	locks []*lockfile.Lock
+	// Reaped counts the files and bytes of dead instances NewLocal removed.
+	Reaped Reaped
 }
+
+// Reaped is what NewLocal removed from dead instances.
+type Reaped struct{ Files, Bytes int64 }
 
 var _ Target = (*Local)(nil)
 
@@ -96,15 +110,79 @@ func NewLocal(dirs []string, opts LocalOptions) (*Local, error) {
 	l := &Local{fs: fs, tag: hex.EncodeToString(tag[:])}
 	for _, d := range dirs {
 		if d == "" {
+			_ = l.Close()
 			return nil, errors.New("spill: empty spill directory name")
 		}
 		d = filepath.Clean(d)
 		if err := fs.MkdirAll(d); err != nil {
+			_ = l.Close()
 			return nil, fmt.Errorf("spill: create spill directory: %w", err)
 		}
 		l.dirs = append(l.dirs, d)
+		if fs != OS {
+			continue // locks need the real file system
+		}
+		reapDead(d, &l.Reaped)
+		lock, err := lockfile.Create(filepath.Join(d, FilePrefix+l.tag+lockSuffix))
+		if err != nil {
+			_ = l.Close()
+			return nil, fmt.Errorf("spill: %w", err)
+		}
+		l.locks = append(l.locks, lock)
 	}
 	return l, nil
+}
+
+const lockSuffix = ".lock"
+
+// IsLockFile reports whether a file name (a base name or a path) has the
+// shape of the lock files Local keeps beside its spill files.
+func IsLockFile(name string) bool {
+	base := filepath.Base(name)
+	return strings.HasPrefix(base, FilePrefix) && strings.HasSuffix(base, lockSuffix)
+}
+
+// reapDead removes from dir the spill files of every instance whose lock
+// no live process holds. Errors are ignored: what cannot be removed now is
+// tried again by the next instance.
+func reapDead(dir string, reaped *Reaped) {
+	locks, _ := filepath.Glob(filepath.Join(dir, FilePrefix+"*"+lockSuffix))
+	for _, path := range locks {
+		claim, ok, err := lockfile.Claim(path)
+		if err != nil || !ok {
+			continue
+		}
+		tag := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), FilePrefix), lockSuffix)
+		files, _ := filepath.Glob(filepath.Join(dir, FilePrefix+tag+"-*"+FileSuffix))
+		for _, f := range files {
+			if st, err := os.Stat(f); err == nil && os.Remove(f) == nil {
+				reaped.Files++
+				reaped.Bytes += st.Size()
+			}
+		}
+		_ = claim.Release()
+	}
+}
+
+// Close removes every file the instance wrote that is still there and
+// drops its locks. The Local must not be used afterwards.
+func (l *Local) Close() error {
+	var errList []error
+	for _, d := range l.dirs {
+		files, _ := filepath.Glob(filepath.Join(d, FilePrefix+l.tag+"-*"+FileSuffix))
+		for _, f := range files {
+			if err := l.fs.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errList = append(errList, err)
+			}
+		}
+	}
+	for _, lock := range l.locks {
+		if err := lock.Release(); err != nil {
+			errList = append(errList, err)
+		}
+	}
+	l.locks = nil
+	return errors.Join(errList...)
 }
 
 // Dirs returns the directories the target writes to.

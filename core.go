@@ -35,10 +35,11 @@ import (
 // directly; in a worker process (worker.go) node is nil and they go
 // through the connection to the raylet.
 type core struct {
-	cfg    config
-	log    *slog.Logger
-	tracer trace.Tracer
-	ownTP  *sdktrace.TracerProvider
+	cfg     config
+	log     *slog.Logger
+	signals *signalHandler // nil: WithoutSignalHandler or a worker
+	tracer  trace.Tracer
+	ownTP   *sdktrace.TracerProvider
 
 	// node is the node this driver runs; nil in a worker process.
 	node *node.Node
@@ -133,6 +134,9 @@ func Init(ctx context.Context, opts ...Option) (err error) {
 	if err := rt.start(ctx); err != nil {
 		return err
 	}
+	if !cfg.noSignalHandler {
+		rt.signals = rt.handleSignals()
+	}
 	current_.Store(rt)
 	return nil
 }
@@ -216,6 +220,7 @@ func Shutdown(ctx context.Context) error {
 
 func (rt *core) stop(ctx context.Context) error {
 	rt.closed.Store(true)
+	rt.signals.stop()
 	var errList []error
 	if n := rt.node; n != nil {
 		if rt.ownerPID != nil {

@@ -69,6 +69,7 @@ type config struct {
 	address          string
 	nodeIP           string
 	failureTimeout   time.Duration
+	noSignalHandler  bool
 }
 
 // WorkerMode says where tasks and actors run.
@@ -125,6 +126,15 @@ func WithIdleWorkerTimeout(d time.Duration) Option { return func(c *config) { c.
 // directory, removed at Shutdown). Spill files are deleted as their objects
 // are freed.
 func WithSpillDirs(dirs ...string) Option { return func(c *config) { c.spillDirs = dirs } }
+
+// WithoutSignalHandler keeps Init from handling SIGINT and SIGTERM. By
+// default a driver that gets one of them shuts atoll down (stopping its
+// workers, removing its spill files and session directory, bounded to
+// 10 s) and then dies of the signal as it would have without atoll. A
+// program that handles these signals itself passes this option and calls
+// Shutdown on its own way out; what a process that died without Shutdown
+// left on disk is removed by the next Init or node start on the machine.
+func WithoutSignalHandler() Option { return func(c *config) { c.noSignalHandler = true } }
 
 // WithoutSpilling turns spilling off: a full store makes creations wait,
 // then fail with ObjectStoreFull.

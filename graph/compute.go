@@ -472,4 +472,3 @@ func (r *execution) persisted(keys []Key) (Graph, error) {
 	}
 	return out, nil
 }
-

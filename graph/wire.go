@@ -55,8 +55,8 @@ type wexpr struct {
 
 type wbuf struct{ b []byte }
 
-func (w *wbuf) uint(v int)    { w.b = binary.AppendUvarint(w.b, uint64(v)) }
-func (w *wbuf) str(s string)  { w.uint(len(s)); w.b = append(w.b, s...) }
+func (w *wbuf) uint(v int)     { w.b = binary.AppendUvarint(w.b, uint64(v)) }
+func (w *wbuf) str(s string)   { w.uint(len(s)); w.b = append(w.b, s...) }
 func (w *wbuf) bytes(b []byte) { w.uint(len(b)); w.b = append(w.b, b...) }
 
 func (w *wbuf) expr(e *wexpr) {

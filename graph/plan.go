@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"reflect"
 
 	"github.com/atoll-runtime/atoll/internal/codec"
@@ -139,6 +140,10 @@ func makePlan(g Graph, keys []Key, fusion bool) (*plan, error) {
 			}
 		}
 	}
+	hashes, err := p.hashKeys(norm)
+	if err != nil {
+		return nil, err
+	}
 	final := map[Key]Expr{}
 	for _, k := range c.order {
 		e, ok := norm[k]
@@ -157,7 +162,7 @@ func makePlan(g Graph, keys []Key, fusion bool) (*plan, error) {
 		if !ok || fusedInto[k] != "" {
 			continue
 		}
-		n := &node{key: k, expr: e, typ: c.types[k]}
+		n := &node{key: k, expr: e, typ: c.types[k], hash: hashes[k]}
 		if m, ok := e.(multiExpr); ok {
 			n.nret = m.n
 		}
@@ -301,14 +306,69 @@ func (p *plan) build(n *node) error {
 	}
 	n.wexpr = w
 	n.ebuf = encodeExpr(&w)
-	h := sha256.New()
-	h.Write(n.ebuf)
-	for _, d := range n.deps {
-		h.Write([]byte{0})
-		h.Write([]byte(d.hash()))
-	}
-	n.hash = hex.EncodeToString(h.Sum(nil))
 	return nil
+}
+
+// hashKeys gives every task key a content hash: of its expression before
+// fusion, with each reference replaced by the hash of what it refers to
+// (a Merkle hash), so it does not depend on key names or on fusion.
+func (p *plan) hashKeys(norm map[Key]Expr) (map[Key]string, error) {
+	hashes := map[Key]string{}
+	var write func(h hash.Hash, e Expr) error
+	write = func(h hash.Hash, e Expr) error {
+		switch x := e.(type) {
+		case Task:
+			fmt.Fprintf(h, "T%q %d(", x.Func, len(x.Args))
+			for _, a := range x.Args {
+				if err := write(h, a); err != nil {
+					return err
+				}
+			}
+			h.Write([]byte(")"))
+		case multiExpr:
+			fmt.Fprintf(h, "M%d ", x.n)
+			return write(h, x.task)
+		case listExpr:
+			fmt.Fprintf(h, "L%d[", len(x.items))
+			for _, a := range x.items {
+				if err := write(h, a); err != nil {
+					return err
+				}
+			}
+			h.Write([]byte("]"))
+		case itemExpr:
+			fmt.Fprintf(h, "I%d ", x.index)
+			return write(h, x.of)
+		case litExpr:
+			enc, err := codec.Encode(x.v)
+			if err != nil {
+				return err
+			}
+			sum := sha256.Sum256(enc.Data)
+			fmt.Fprintf(h, "V%d:%x ", enc.Codec, sum)
+		case objectExpr:
+			fmt.Fprintf(h, "O%s ", x.ref.ID())
+		case refExpr:
+			if hk, ok := hashes[x.key]; ok {
+				fmt.Fprintf(h, "R%s ", hk)
+				return nil
+			}
+			return write(h, p.c.g[x.key]) // a literal or an object key
+		}
+		return nil
+	}
+	for _, k := range p.c.order {
+		e, ok := norm[k]
+		if !ok {
+			continue
+		}
+		h := sha256.New()
+		if err := write(h, e); err != nil {
+			return nil, fmt.Errorf("graph: key %q: %w", k, err)
+		}
+		hashes[k] = hex.EncodeToString(h.Sum(nil))
+	}
+	return hashes, nil
 }
 
 func isList(e Expr) bool {

@@ -312,7 +312,7 @@ func putValue(ctx context.Context, v any) (atoll.ObjectRef[atoll.Raw], error) {
 	if err != nil {
 		return atoll.ObjectRef[atoll.Raw]{}, err
 	}
-	return atoll.Put(ctx, atoll.Raw{Codec: enc.Codec, Data: enc.Data})
+	return atoll.Put(ctx, atoll.Raw(enc))
 }
 
 func (r *execution) finish(err error) {

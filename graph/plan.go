@@ -265,7 +265,7 @@ func (p *plan) build(n *node) error {
 			if err != nil {
 				return wexpr{}, err
 			}
-			return wexpr{kind: wLit, lit: codec.Raw{Codec: enc.Codec, Data: enc.Data}}, nil
+			return wexpr{kind: wLit, lit: codec.Raw(enc)}, nil
 		case objectExpr:
 			return dep(source{obj: x}, wireDep{}), nil
 		case itemExpr:
@@ -404,7 +404,7 @@ func (p *plan) lit(k Key, l litExpr) (*litSource, error) {
 		return nil, fmt.Errorf("graph: key %q: %w", k, err)
 	}
 	sum := sha256.Sum256(enc.Data)
-	ls := &litSource{key: k, raw: codec.Raw{Codec: enc.Codec, Data: enc.Data},
+	ls := &litSource{key: k, raw: codec.Raw(enc),
 		hash: fmt.Sprintf("lit:%d:%s", enc.Codec, hex.EncodeToString(sum[:]))}
 	p.lits[k] = ls
 	return ls, nil

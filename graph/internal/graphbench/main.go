@@ -5,12 +5,13 @@
 //     computed as a graph, against the same tree of tasks submitted
 //     directly with atoll.NewFunc1/NewFunc2 refs: the per-task overhead of
 //     the graph layer (planning, the task spec, reflect calls).
+//
 //   - shuffle: -partitions partitions of -rows int64 values repartitioned
 //     by value modulo P, with graph.Shuffle (P map tasks of P returns, P
 //     reduce tasks) against graph.NaiveShuffle (P² more tasks), on the
 //     same data; both results are checked equal and complete.
 //
-//	go run ./graph/internal/graphbench -json
+//     go run ./graph/internal/graphbench -json
 package main
 
 import (

@@ -188,7 +188,7 @@ func start(ctx context.Context, g Graph, keys []Key, opts []Option) (*execution,
 			return nil, fmt.Errorf("%w: graph: task callback %q is not registered", atoll.ErrInvalidArgument, tc.name)
 		}
 	}
-	p, err := makePlan(g, keys, !o.noFusion)
+	p, err := makePlan(g, keys, !o.noFusion, len(o.callbacks)+len(o.taskCallbacks) > 0)
 	if err != nil {
 		return nil, err
 	}

@@ -56,16 +56,6 @@ type litSource struct {
 	hash string
 }
 
-func (s source) hash() string {
-	switch {
-	case s.node != nil:
-		return fmt.Sprintf("%s/%d", s.node.hash, s.out)
-	case s.lit != nil:
-		return s.lit.hash
-	}
-	return "object:" + s.obj.ref.ID()
-}
-
 func isTaskValue(e Expr) bool {
 	switch e.(type) {
 	case Task, multiExpr, itemExpr:
@@ -74,12 +64,12 @@ func isTaskValue(e Expr) bool {
 	return false
 }
 
-func makePlan(g Graph, keys []Key, fusion bool) (*plan, error) {
+func makePlan(g Graph, keys []Key, fusion, hash bool) (*plan, error) {
 	c, err := check(g, keys)
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{c: c, nodes: map[Key]*node{}, lits: map[Key]*litSource{}}
+	p := &plan{c: c, nodes: make(map[Key]*node, len(c.order)), lits: map[Key]*litSource{}}
 	p.stats.Keys = len(g)
 	for _, e := range g {
 		if isTaskValue(e) {
@@ -109,7 +99,7 @@ func makePlan(g Graph, keys []Key, fusion bool) (*plan, error) {
 	}
 
 	// Normalise every task's value: aliases resolved, list keys inlined.
-	norm := map[Key]Expr{}
+	norm := make(map[Key]Expr, len(c.order))
 	for _, k := range c.order {
 		if isTaskValue(c.g[k]) {
 			norm[k] = c.normalize(c.g[k])
@@ -120,8 +110,8 @@ func makePlan(g Graph, keys []Key, fusion bool) (*plan, error) {
 	// else (Dask's linear chains).
 	fusedInto := map[Key]Key{}
 	if fusion {
-		uses := map[Key]int{}
-		consumer := map[Key]Key{}
+		uses := make(map[Key]int, len(c.order))
+		consumer := make(map[Key]Key, len(c.order))
 		for _, k := range c.order {
 			if e, ok := norm[k]; ok {
 				walkRefs(e, func(d Key) { uses[d]++; consumer[d] = k })
@@ -140,11 +130,13 @@ func makePlan(g Graph, keys []Key, fusion bool) (*plan, error) {
 			}
 		}
 	}
-	hashes, err := p.hashKeys(norm)
-	if err != nil {
-		return nil, err
+	var hashes map[Key]string
+	if hash { // only callbacks need the hashes
+		if hashes, err = p.hashKeys(norm); err != nil {
+			return nil, err
+		}
 	}
-	final := map[Key]Expr{}
+	final := make(map[Key]Expr, len(c.order))
 	for _, k := range c.order {
 		e, ok := norm[k]
 		if !ok {
@@ -221,9 +213,18 @@ func substitute(e Expr, sub func(Key) (Expr, bool)) Expr {
 // build makes n's wire expression, dependency slots and content hash.
 // Its dependencies are built already (topological order).
 func (p *plan) build(n *node) error {
-	slots := map[string]int{}
+	type slotKey struct {
+		node *node
+		out  int
+		lit  *litSource
+		obj  string
+	}
+	slots := map[slotKey]int{}
 	dep := func(s source, t wireDep) wexpr {
-		id := s.hash()
+		id := slotKey{node: s.node, out: s.out, lit: s.lit}
+		if s.obj.ref != nil {
+			id.obj = s.obj.ref.ID()
+		}
 		i, ok := slots[id]
 		if !ok {
 			i = len(n.deps)

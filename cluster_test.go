@@ -3,8 +3,11 @@ package atoll_test
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -482,5 +485,40 @@ func TestClusterObjectCopies(t *testing.T) {
 	waitDead(c, nodes[2])
 	if _, err := atoll.Get(ctx, lost); !errors.Is(err, atoll.ErrObjectLost) {
 		t.Fatalf("Get of an object whose only copy died: %v, want ErrObjectLost", err)
+	}
+}
+
+// TestPausedNodeDeclaredDeadExits: a node paused (SIGSTOP) past the
+// failure timeout is declared dead; resumed, it learns it from the GCS
+// and exits with an error instead of running on as a node the cluster
+// will never use.
+func TestPausedNodeDeclaredDeadExits(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, NumCPUs: 1, FailureTimeout: 2 * time.Second})
+	paused := c.Node(1)
+	if err := paused.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = paused.Signal(syscall.SIGCONT)
+		}
+	}()
+	waitDead(c, paused.ID)
+	if err := paused.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	select {
+	case <-paused.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the resumed node is still running 30 s after it was declared dead")
+	}
+	var exit *exec.ExitError
+	if err := paused.ExitErr(); !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("resumed node exited with %v, want exit status 1", paused.ExitErr())
+	}
+	if log, _ := os.ReadFile(paused.LogFile); !strings.Contains(string(log), "declared this node dead") {
+		t.Fatalf("the node's log does not say why it exited:\n%s", log)
 	}
 }

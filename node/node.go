@@ -52,7 +52,9 @@ type Node struct {
 
 	sessionDir     string
 	ownSessionDir  bool
-	sessionLock    *lockfile.Lock    // held while the node runs (see session.go)
+	sessionLock    *lockfile.Lock // held while the node runs (see session.go)
+	dead           chan struct{}  // closed when the cluster declared it dead (dead.go)
+	deadOnce       sync.Once
 	nats           *natsembed.Server // embedded default and head without NATSURL
 	nc             *nats.Conn
 	clusterAddress string
@@ -76,7 +78,7 @@ type Node struct {
 	mu      sync.Mutex
 	stopped bool
 	spawned []*actor.PID
-	events  map[string]func() // PID id -> unsubscribe
+	events  map[string]func() // PID id (or "own-death") -> unsubscribe
 
 	stopOnce sync.Once
 	stopErr  error
@@ -91,7 +93,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, id: ids.NewNodeID(), events: map[string]func(){}}
+	n := &Node{cfg: cfg, id: ids.NewNodeID(), events: map[string]func(){}, dead: make(chan struct{})}
 	if err := n.start(ctx); err != nil {
 		_ = n.Stop(context.Background())
 		return nil, err
@@ -214,6 +216,11 @@ func (n *Node) start(ctx context.Context) error {
 		// to an actor while it is being spawned races in protoactor.
 		if err := n.gateway.Start(); err != nil {
 			return fmt.Errorf("atoll: join the cluster: %w", err)
+		}
+	}
+	if n.gateway != nil {
+		if err := n.watchOwnDeath(); err != nil {
+			return fmt.Errorf("atoll: subscribe to node events: %w", err)
 		}
 	}
 	if n.gateway != nil && cfg.Driver {

@@ -2,6 +2,7 @@ package node
 
 import (
 	"bufio"
+	"errors"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -61,7 +62,13 @@ func run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 	w := bufio.NewWriter(stdout)
 	fmt.Fprintf(w, "%s%s\n", NodeReadyPrefix, b)
 	_ = w.Flush()
-	<-ctx.Done()
+	code := 0
+	select {
+	case <-ctx.Done():
+	case <-n.DeclaredDead():
+		fmt.Fprintf(stderr, "atoll node: %s\n", declaredDeadMessage)
+		code = 1
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	err = n.Stop(sctx)
 	cancel()
@@ -69,5 +76,13 @@ func run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "atoll node: stop: %v\n", err)
 		return 1
 	}
-	return 0
+	return code
 }
+
+// declaredDeadMessage is what a node process says when it exits because
+// the cluster declared it dead.
+const declaredDeadMessage = "the cluster declared this node dead (it missed the failure timeout: paused, partitioned or overloaded); exiting"
+
+// ErrDeclaredDead is returned by the node runners when the cluster
+// declared the node dead while it ran.
+var ErrDeclaredDead = errors.New("atoll: " + declaredDeadMessage)

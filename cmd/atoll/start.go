@@ -380,7 +380,11 @@ func runNode(ctx context.Context, w io.Writer, cfg node.Config) error {
 	if err == nil {
 		printStarted(w, rec, "", cfg.Address)
 		fmt.Fprintln(w, "running in the foreground: SIGINT (Ctrl-C) or SIGTERM stops the node")
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case <-n.DeclaredDead():
+			err = node.ErrDeclaredDead
+		}
 	}
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nodeStopTimeout)
 	defer cancel()

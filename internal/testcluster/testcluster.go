@@ -169,6 +169,21 @@ func (n *Node) Alive() bool {
 // Done is closed once the node's process has exited and been reaped.
 func (n *Node) Done() <-chan struct{} { return n.proc.done }
 
+// ExitErr is how the node's process exited (an *exec.ExitError, or an
+// error saying "exit status 0"), once Done is closed; nil before.
+func (n *Node) ExitErr() error {
+	select {
+	case <-n.proc.done:
+		return n.proc.err
+	default:
+		return nil
+	}
+}
+
+// Signal sends sig to the node's process (SIGSTOP and SIGCONT pause and
+// resume it) unless it has exited.
+func (n *Node) Signal(sig syscall.Signal) error { return n.proc.signal(sig) }
+
 // Start starts a cluster of opts.Nodes node processes: the head first,
 // then the others concurrently, each waited for until it is ready. The
 // test's cleanup stops every node (SIGTERM, then SIGKILL after

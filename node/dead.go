@@ -1,0 +1,51 @@
+package node
+
+import (
+	"bytes"
+	"log/slog"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+)
+
+// A cluster node that stops answering for longer than the failure timeout
+// (paused with SIGSTOP, partitioned, starved) is declared dead by the
+// others: its work is retried elsewhere, the objects it held are lost and
+// the gateways forget it for good. If the process then resumes, the
+// cluster will never use it again. The node learns it from the GCS's node
+// events (the DEAD entry of its own id) and closes DeclaredDead; the node
+// processes (RunFromEnv, `atoll start`) stop and exit with an error, as
+// Ray's raylet does when the GCS marks it dead.
+
+// watchOwnDeath subscribes to the GCS's node events for the node's own
+// death.
+func (n *Node) watchOwnDeath() error {
+	self := n.id.Bytes()
+	unsubscribe, err := n.gcsClient.SubscribeNodeEvents(func(info *atollpb.NodeInfo) {
+		if info.State != atollpb.NodeState_NODE_DEAD || !bytes.Equal(info.NodeId, self) {
+			return
+		}
+		n.mu.Lock()
+		stopping := n.stopped
+		n.mu.Unlock()
+		if stopping {
+			return // our own Stop marked us dead
+		}
+		n.deadOnce.Do(func() {
+			n.log.Error("the cluster declared this node dead: it missed the failure timeout (paused, partitioned or overloaded); its work went elsewhere and it will not be used again",
+				slog.String("node", n.id.String()))
+			close(n.dead)
+		})
+	})
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.events["own-death"] = unsubscribe
+	n.mu.Unlock()
+	return nil
+}
+
+// DeclaredDead is closed when the cluster declared this running node dead
+// (see above). It never closes on an embedded node, nor when the node's
+// own Stop marks it dead.
+func (n *Node) DeclaredDead() <-chan struct{} { return n.dead }

@@ -102,11 +102,14 @@ func (a Array) ComputeChunks(ctx context.Context, fn func(i, j, row, col int, ch
 	return nil
 }
 
-// Persist computes a's chunks and returns an Array whose graph holds
-// only them, as objects already in the store (graph.Persist): later
-// computations on it start from the chunks and re-run nothing before
-// them. The chunks live as long as the returned Array, or one made from
-// it, is reachable.
+// Persist submits the tasks of a's chunks and returns an Array whose
+// graph holds only the chunks, as objects in the store (graph.Persist):
+// later computations on it start from the chunks and re-run nothing
+// before them. As dask's persist, it returns once the tasks are
+// submitted; they run in the background, and a computation on the result
+// waits for the chunks it reads (an error in them surfaces there). The
+// chunks live as long as the returned Array, or one made from it, is
+// reachable.
 func (a Array) Persist(ctx context.Context, opts ...graph.Option) (Array, error) {
 	if a.err != nil {
 		return Array{}, a.err

@@ -1,0 +1,82 @@
+package graph_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/actors"
+)
+
+func TestMain(m *testing.M) {
+	if atoll.IsWorker() {
+		// This test binary was started as a worker process: serve tasks.
+		_ = atoll.Init(context.Background())
+	}
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
+		goleak.IgnoreTopFunction(actors.PooledDispatcherIdle),
+	)
+}
+
+// start runs atoll for one test with worker processes (the graph's tasks
+// and task callbacks run in them) and a small object store.
+func start(t *testing.T, opts ...atoll.Option) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	opts = append([]atoll.Option{atoll.WithObjectStoreMemory(256 << 20), atoll.WithNumCPUs(2),
+		atoll.WithWorkerMode(atoll.ProcessWorkers)}, opts...)
+	if err := atoll.Init(ctx, opts...); err != nil {
+		t.Fatalf("Init: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := atoll.Shutdown(context.Background()); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	return ctx
+}
+
+// A counter of executions that works across worker processes: each
+// counted call appends a line to a file (O_APPEND writes of one short
+// line are atomic).
+
+func countLine(dir, what string) error {
+	f, err := os.OpenFile(filepath.Join(dir, "count"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(f, "%s %d\n", what, os.Getpid())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// counted returns the lines countLine wrote in dir.
+func counted(t *testing.T, dir string) []string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, "count"))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []string
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		lines = append(lines, strings.TrimSpace(s.Text()))
+	}
+	return lines
+}

@@ -1,0 +1,351 @@
+package graph
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"reflect"
+
+	"github.com/atoll-runtime/atoll/internal/codec"
+)
+
+// A plan is what Compute and Persist submit: the tasks the requested keys
+// need (culled), linear chains fused, each with its wire expression, its
+// dependencies and its content hash. Making a plan does no I/O.
+
+// inlineLitBytes: literal keys up to this size travel inside the specs of
+// the tasks that use them; larger ones are put in the object store once.
+const inlineLitBytes = 16 << 10
+
+type plan struct {
+	c         *checked
+	requested []Key // the keys asked for, aliases resolved, list items included
+	nodes     map[Key]*node
+	order     []*node // submitted tasks, dependencies first
+	lits      map[Key]*litSource
+	stats     Stats
+}
+
+// node is one atoll task: a key computed by a task, with the chain fused
+// into it.
+type node struct {
+	key   Key
+	expr  Expr // the key's value with fused keys inlined
+	nret  int  // > 0 for MultiReturn
+	typ   reflect.Type
+	deps  []source // dependency slots, in order
+	wexpr wexpr
+	wdeps []wireDep
+	ebuf  []byte
+	hash  string
+}
+
+// source is where a dependency's value comes from: output out of task
+// node, a literal put in the store, or an object.
+type source struct {
+	node *node
+	out  int
+	lit  *litSource
+	obj  objectExpr
+}
+
+type litSource struct {
+	key  Key
+	raw  codec.Raw
+	hash string
+}
+
+func (s source) hash() string {
+	switch {
+	case s.node != nil:
+		return fmt.Sprintf("%s/%d", s.node.hash, s.out)
+	case s.lit != nil:
+		return s.lit.hash
+	}
+	return "object:" + s.obj.ref.ID()
+}
+
+func isTaskValue(e Expr) bool {
+	switch e.(type) {
+	case Task, multiExpr, itemExpr:
+		return true
+	}
+	return false
+}
+
+func makePlan(g Graph, keys []Key, fusion bool) (*plan, error) {
+	c, err := check(g, keys)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{c: c, nodes: map[Key]*node{}, lits: map[Key]*litSource{}}
+	p.stats.Keys = len(g)
+	for _, e := range g {
+		if isTaskValue(e) {
+			p.stats.TasksBefore++
+		}
+	}
+	for _, k := range c.order {
+		if isTaskValue(c.g[k]) {
+			p.stats.AfterCull++
+		}
+	}
+	requested := map[Key]bool{}
+	var want func(k Key)
+	want = func(k Key) {
+		k, e := c.resolve(k)
+		if requested[k] {
+			return
+		}
+		requested[k] = true
+		p.requested = append(p.requested, k)
+		if l, ok := e.(listExpr); ok {
+			walkRefs(l, want)
+		}
+	}
+	for _, k := range keys {
+		want(k)
+	}
+
+	// Normalise every task's value: aliases resolved, list keys inlined.
+	norm := map[Key]Expr{}
+	for _, k := range c.order {
+		if isTaskValue(c.g[k]) {
+			norm[k] = c.normalize(c.g[k])
+		}
+	}
+	// Fusion: d folds into its consumer when d is a single-result task
+	// used exactly once, not requested, by a task that depends on nothing
+	// else (Dask's linear chains).
+	fusedInto := map[Key]Key{}
+	if fusion {
+		uses := map[Key]int{}
+		consumer := map[Key]Key{}
+		for _, k := range c.order {
+			if e, ok := norm[k]; ok {
+				walkRefs(e, func(d Key) { uses[d]++; consumer[d] = k })
+			}
+		}
+		for _, d := range c.order {
+			e, ok := norm[d]
+			if !ok || requested[d] || uses[d] != 1 {
+				continue
+			}
+			if _, multi := e.(multiExpr); multi {
+				continue
+			}
+			if cons := consumer[d]; len(Deps(norm[cons])) == 1 {
+				fusedInto[d] = cons
+			}
+		}
+	}
+	final := map[Key]Expr{}
+	for _, k := range c.order {
+		e, ok := norm[k]
+		if !ok {
+			continue
+		}
+		final[k] = substitute(e, func(d Key) (Expr, bool) {
+			if fusedInto[d] == k {
+				return final[d], true
+			}
+			return nil, false
+		})
+	}
+	for _, k := range c.order {
+		e, ok := final[k]
+		if !ok || fusedInto[k] != "" {
+			continue
+		}
+		n := &node{key: k, expr: e, typ: c.types[k]}
+		if m, ok := e.(multiExpr); ok {
+			n.nret = m.n
+		}
+		if err := p.build(n); err != nil {
+			return nil, err
+		}
+		p.nodes[k] = n
+		p.order = append(p.order, n)
+	}
+	p.stats.AfterFusion = len(p.order)
+	return p, nil
+}
+
+// normalize resolves aliases and inlines list keys in e.
+func (c *checked) normalize(e Expr) Expr {
+	return substitute(e, func(k Key) (Expr, bool) {
+		k2, v := c.resolve(k)
+		if l, ok := v.(listExpr); ok {
+			return c.normalize(l), true
+		}
+		if k2 != k {
+			return refExpr{k2}, true
+		}
+		return nil, false
+	})
+}
+
+// substitute returns e with the Refs that sub replaces replaced.
+func substitute(e Expr, sub func(Key) (Expr, bool)) Expr {
+	switch x := e.(type) {
+	case refExpr:
+		if r, ok := sub(x.key); ok {
+			return r
+		}
+		return x
+	case Task:
+		args := make([]Expr, len(x.Args))
+		for i, a := range x.Args {
+			args[i] = substitute(a, sub)
+		}
+		return Task{Func: x.Func, Args: args}
+	case listExpr:
+		items := make([]Expr, len(x.items))
+		for i, a := range x.items {
+			items[i] = substitute(a, sub)
+		}
+		return listExpr{items}
+	case itemExpr:
+		return itemExpr{substitute(x.of, sub), x.index}
+	case multiExpr:
+		return multiExpr{substitute(x.task, sub).(Task), x.n}
+	}
+	return e
+}
+
+// build makes n's wire expression, dependency slots and content hash.
+// Its dependencies are built already (topological order).
+func (p *plan) build(n *node) error {
+	slots := map[string]int{}
+	dep := func(s source, t wireDep) wexpr {
+		id := s.hash()
+		i, ok := slots[id]
+		if !ok {
+			i = len(n.deps)
+			slots[id] = i
+			n.deps = append(n.deps, s)
+			n.wdeps = append(n.wdeps, t)
+		}
+		return wexpr{kind: wDep, index: i}
+	}
+	var build func(e Expr) (wexpr, error)
+	build = func(e Expr) (wexpr, error) {
+		switch x := e.(type) {
+		case Task:
+			f := lookupFunc(x.Func)
+			w := wexpr{kind: wTask, fn: x.Func}
+			w.spread = f.variadic && len(x.Args) == len(f.params) && isList(x.Args[len(x.Args)-1])
+			for _, a := range x.Args {
+				wa, err := build(a)
+				if err != nil {
+					return wexpr{}, err
+				}
+				w.args = append(w.args, wa)
+			}
+			return w, nil
+		case multiExpr:
+			return build(x.task)
+		case listExpr:
+			w := wexpr{kind: wList}
+			for _, a := range x.items {
+				wa, err := build(a)
+				if err != nil {
+					return wexpr{}, err
+				}
+				w.args = append(w.args, wa)
+			}
+			return w, nil
+		case litExpr:
+			enc, err := codec.Encode(x.v)
+			if err != nil {
+				return wexpr{}, err
+			}
+			return wexpr{kind: wLit, lit: codec.Raw{Codec: enc.Codec, Data: enc.Data}}, nil
+		case objectExpr:
+			return dep(source{obj: x}, wireDep{}), nil
+		case itemExpr:
+			if r, ok := x.of.(refExpr); ok {
+				if m := p.nodes[r.key]; m != nil && m.nret > 0 {
+					return dep(source{node: m, out: x.index}, p.natural(x)), nil
+				}
+			}
+			w, err := build(x.of)
+			if err != nil {
+				return wexpr{}, err
+			}
+			return wexpr{kind: wItem, index: x.index, args: []wexpr{w}}, nil
+		case refExpr:
+			if m := p.nodes[x.key]; m != nil {
+				return dep(source{node: m}, p.natural(x)), nil
+			}
+			switch v := p.c.g[x.key].(type) {
+			case litExpr:
+				ls, err := p.lit(x.key, v)
+				if err != nil {
+					return wexpr{}, err
+				}
+				if len(ls.raw.Data) <= inlineLitBytes {
+					return wexpr{kind: wLit, lit: ls.raw}, nil
+				}
+				return dep(source{lit: ls}, wireDep{}), nil
+			case objectExpr:
+				return dep(source{obj: v}, wireDep{}), nil
+			}
+			return wexpr{}, fmt.Errorf("graph: internal error: key %q is not planned", x.key)
+		}
+		return wexpr{}, fmt.Errorf("graph: internal error: expression %T", e)
+	}
+	w, err := build(n.expr)
+	if err != nil {
+		return err
+	}
+	n.wexpr = w
+	n.ebuf = encodeExpr(&w)
+	h := sha256.New()
+	h.Write(n.ebuf)
+	for _, d := range n.deps {
+		h.Write([]byte{0})
+		h.Write([]byte(d.hash()))
+	}
+	n.hash = hex.EncodeToString(h.Sum(nil))
+	return nil
+}
+
+func isList(e Expr) bool {
+	_, ok := e.(listExpr)
+	return ok
+}
+
+// natural is how a worker decodes the value of e, a key computed by a
+// task (Ref) or an output of one (Item): as its producing function's
+// result type, or an element of it.
+func (p *plan) natural(e Expr) wireDep {
+	switch x := e.(type) {
+	case refExpr:
+		return p.natural(p.c.g[x.key])
+	case Task:
+		return wireDep{fn: x.Func}
+	case multiExpr:
+		return wireDep{fn: x.task.Func}
+	case itemExpr:
+		d := p.natural(x.of)
+		d.depth++
+		return d
+	}
+	return wireDep{}
+}
+
+func (p *plan) lit(k Key, l litExpr) (*litSource, error) {
+	if ls := p.lits[k]; ls != nil {
+		return ls, nil
+	}
+	enc, err := codec.Encode(l.v)
+	if err != nil {
+		return nil, fmt.Errorf("graph: key %q: %w", k, err)
+	}
+	sum := sha256.Sum256(enc.Data)
+	ls := &litSource{key: k, raw: codec.Raw{Codec: enc.Codec, Data: enc.Data},
+		hash: fmt.Sprintf("lit:%d:%s", enc.Codec, hex.EncodeToString(sum[:]))}
+	p.lits[k] = ls
+	return ls, nil
+}

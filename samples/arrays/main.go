@@ -34,6 +34,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/graph"
 	"github.com/atoll-runtime/atoll/graph/array"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/pss"
@@ -73,6 +74,8 @@ func main() {
 // results are what one side (atoll or the baseline) computed, with walls.
 type results struct {
 	means      []float64
+	meansStats graph.Stats // the graph's task counts (atoll only)
+	mmStats    graph.Stats
 	meansWall  time.Duration
 	total      float64
 	matmulWall time.Duration
@@ -110,7 +113,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	got, err := measure(func(r *results) error {
 		x := array.Random(opts.seed, opts.size, opts.size, opts.chunk, opts.chunk)
 		start := time.Now()
-		means, err := x.Add(x.T()).Mean(array.Axis0).ComputeVector(ctx)
+		means, err := x.Add(x.T()).Mean(array.Axis0).ComputeVector(ctx, graphOpts(stderr, &r.meansStats)...)
 		r.means, r.meansWall = means, time.Since(start)
 		if err != nil {
 			return err
@@ -119,7 +122,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 			opts.matmulSize, opts.matmulSize, opts.matmulChunk, opts.matmulChunk))
 		a := array.Random(opts.seed+1, opts.matmulSize, opts.matmulSize, opts.matmulChunk, opts.matmulChunk)
 		start = time.Now()
-		r.total, err = a.MatMul(a.T()).Sum(array.AllAxes).ComputeScalar(ctx)
+		r.total, err = a.MatMul(a.T()).Sum(array.AllAxes).ComputeScalar(ctx, graphOpts(stderr, &r.mmStats)...)
 		r.matmulWall = time.Since(start)
 		return err
 	})
@@ -161,8 +164,10 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 		"baseline": "gonum in one process: x + xᵀ and its means single-threaded, A·Aᵀ with gonum's parallel Dgemm",
 	}
 	records := []benchfmt.Record{
-		benchfmt.NewRecord("arrays", "mean_x_plus_xt_wall_s", got.meansWall.Seconds(), "s", "gonum_single_process_s", base.meansWall.Seconds(), config).WithVerified(meansErr == nil),
-		benchfmt.NewRecord("arrays", "matmul_aat_sum_wall_s", got.matmulWall.Seconds(), "s", "gonum_parallel_dgemm_s", base.matmulWall.Seconds(), config).WithVerified(totalErr == nil),
+		benchfmt.NewRecord("arrays", "mean_x_plus_xt_wall_s", got.meansWall.Seconds(), "s", "gonum_single_process_s", base.meansWall.Seconds(), config).
+			WithVerified(meansErr == nil).WithConfig(taskCounts(got.meansStats)),
+		benchfmt.NewRecord("arrays", "matmul_aat_sum_wall_s", got.matmulWall.Seconds(), "s", "gonum_parallel_dgemm_s", base.matmulWall.Seconds(), config).
+			WithVerified(totalErr == nil).WithConfig(taskCounts(got.mmStats)),
 		benchfmt.NewRecord("arrays", "peak_pss_bytes", float64(got.peakPSS), "bytes", "gonum_in_memory_peak_pss_bytes", float64(base.peakPSS), config),
 		benchfmt.NewRecord("arrays", "x_bytes", float64(xBytes), "bytes", "object_store_bytes", float64(opts.store), config),
 		benchfmt.NewRecord("arrays", "spilled_bytes", float64(mem.SpilledBytesTotal), "bytes", "", 0, config),
@@ -179,8 +184,10 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "y = (x + xᵀ).Mean(axis 0), x %dx%d (%s) under a %s store (%s workers): %.2fs; gonum: %.2fs (%.2fx)\n",
 			opts.size, opts.size, benchfmt.FormatSize(xBytes), benchfmt.FormatSize(int64(opts.store)), mode,
 			got.meansWall.Seconds(), base.meansWall.Seconds(), got.meansWall.Seconds()/base.meansWall.Seconds())
+		fmt.Fprintf(stdout, "  %d graph tasks, %d atoll tasks after culling and fusion\n", got.meansStats.TasksBefore, got.meansStats.Submitted)
 		fmt.Fprintf(stdout, "(A·Aᵀ).Sum() = %.6g, A %dx%d: %.2fs; gonum: %.2fs (%.2fx)\n", got.total, opts.matmulSize, opts.matmulSize,
 			got.matmulWall.Seconds(), base.matmulWall.Seconds(), got.matmulWall.Seconds()/base.matmulWall.Seconds())
+		fmt.Fprintf(stdout, "  %d graph tasks, %d atoll tasks after culling and fusion\n", got.mmStats.TasksBefore, got.mmStats.Submitted)
 		fmt.Fprintf(stdout, "spilled %s, restored %s; peak PSS %s (gonum in memory: %s)\n",
 			benchfmt.FormatSize(int64(mem.SpilledBytesTotal)), benchfmt.FormatSize(int64(mem.RestoredBytesTotal)),
 			benchfmt.FormatSize(int64(got.peakPSS)), benchfmt.FormatSize(int64(base.peakPSS)))
@@ -197,6 +204,14 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// graphOpts draws graph's progress bar on stderr and keeps the run's
+// task counts in stats.
+func graphOpts(stderr io.Writer, stats *graph.Stats) []graph.Option {
+	bar := graph.NewProgressBar(stderr)
+	bar.Interval = time.Second
+	return []graph.Option{graph.WithCallbacks(bar), graph.WithStats(func(s graph.Stats) { *stats = s })}
+}
+
 // measure runs f while sampling the PSS of this process and its children
 // (atoll's worker processes) and records the peak.
 func measure(f func(*results) error) (results, error) {
@@ -209,6 +224,11 @@ func measure(f func(*results) error) (results, error) {
 	err := f(&r)
 	r.peakPSS = sampler.Stop()
 	return r, err
+}
+
+// taskCounts are a graph run's task counts, for a record's config.
+func taskCounts(s graph.Stats) map[string]any {
+	return map[string]any{"graph_tasks": s.TasksBefore, "tasks_submitted": s.Submitted}
 }
 
 // baselineMeans computes y = (x + xᵀ).Mean(axis 0) with gonum, from the

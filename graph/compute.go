@@ -188,7 +188,7 @@ func start(ctx context.Context, g Graph, keys []Key, opts []Option) (*execution,
 			return nil, fmt.Errorf("%w: graph: task callback %q is not registered", atoll.ErrInvalidArgument, tc.name)
 		}
 	}
-	p, err := makePlan(g, keys, !o.noFusion)
+	p, err := makePlan(g, keys, !o.noFusion, len(o.callbacks)+len(o.taskCallbacks) > 0)
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +312,7 @@ func putValue(ctx context.Context, v any) (atoll.ObjectRef[atoll.Raw], error) {
 	if err != nil {
 		return atoll.ObjectRef[atoll.Raw]{}, err
 	}
-	return atoll.Put(ctx, atoll.Raw{Codec: enc.Codec, Data: enc.Data})
+	return atoll.Put(ctx, atoll.Raw(enc))
 }
 
 func (r *execution) finish(err error) {

@@ -102,7 +102,7 @@ func encodeResult(v any, args []atoll.Raw) (atoll.Raw, error) {
 			break
 		}
 	}
-	return atoll.Raw{Codec: enc.Codec, Data: enc.Data}, nil
+	return atoll.Raw(enc), nil
 }
 
 func overlaps(a, b []byte) bool {

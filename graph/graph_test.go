@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/graph"
@@ -90,7 +93,35 @@ var (
 		}
 		return out, nil
 	})
-	_ = graph.Register("t.pid", func(_ context.Context, x int) (int, error) { return os.Getpid(), nil })
+	// t.flaky fails when the lines counted in dir are even, else returns
+	// their number plus one.
+	_ = graph.Register("t.flaky", func(_ context.Context, dir string) (int, error) {
+		data, _ := os.ReadFile(filepath.Join(dir, "count"))
+		n := strings.Count(string(data), "\n")
+		if err := countLine(dir, "flaky"); err != nil {
+			return 0, err
+		}
+		if n%2 == 0 {
+			return 0, fmt.Errorf("flaky call %d", n+1)
+		}
+		return n + 1, nil
+	})
+	// t.shared reports whether xs lies in a memfd mapping of this process
+	// (the object store's arena): a zero-copy view, not a copy.
+	_ = graph.Register("t.shared", func(_ context.Context, xs []float64) (bool, error) {
+		maps, err := os.ReadFile("/proc/self/maps")
+		if err != nil || len(xs) == 0 {
+			return false, err
+		}
+		addr := uint64(uintptr(unsafe.Pointer(&xs[0])))
+		for _, line := range strings.Split(string(maps), "\n") {
+			var lo, hi uint64
+			if _, err := fmt.Sscanf(line, "%x-%x", &lo, &hi); err == nil && lo <= addr && addr < hi {
+				return strings.Contains(line, "memfd:"), nil
+			}
+		}
+		return false, nil
+	})
 )
 
 func TestTupleKey(t *testing.T) {
@@ -250,15 +281,22 @@ func TestCompute(t *testing.T) {
 		"r":      graph.Call("t.range", graph.Lit(10), graph.Lit(4)),
 		"r2":     graph.Item(graph.Ref("r"), 2),
 		"tasks":  graph.List(graph.Call("t.inc", graph.Lit(40)), graph.Lit("s")),
+		// The literal key (512 KiB) is put in the store once; the
+		// scaled array is a task's result, stored too: both reach t.shared
+		// as views of the arena.
+		"shared":  graph.Call("t.shared", graph.Ref("big")),
+		"scaled3": graph.Call("t.scale", graph.Ref("big"), graph.Lit(3.0)),
+		"shared2": graph.Call("t.shared", graph.Ref("scaled3")),
+		"total3":  graph.Call("t.total", graph.Ref("scaled3")), // so scaled3 is not fused into shared2
 	}
 	keys := []graph.Key{"z", "alias", "list", "spread", "slice", "tail", "none", "nested", "total", "p", "norm", "desc",
-		"obj", "objn", "r2", "x", "tasks"}
+		"obj", "objn", "r2", "x", "tasks", "shared", "shared2", "total3"}
 	vals, err := graph.Compute(ctx, g, keys)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []any{12, 12, []any{2, 12, 5}, 19, 19, 6, 0, 5, bigSum, point{3, 4}, 7, "{3 4}",
-		point{5, 6}, 11, int64(12), 1, []any{41, "s"}}
+		point{5, 6}, 11, int64(12), 1, []any{41, "s"}, true, true, 3 * bigSum}
 	for i, k := range keys {
 		if !reflect.DeepEqual(vals[i], want[i]) {
 			t.Errorf("%s = %#v, want %#v", k, vals[i], want[i])
@@ -304,6 +342,20 @@ func TestComputeErrors(t *testing.T) {
 	if !errors.As(err, &te) || te.TaskName != "bad" {
 		t.Fatalf("err = %v, want the TaskError of bad", err)
 	}
+	// Call options reach every task: t.flaky fails once, then succeeds,
+	// which only a retry of application errors gets past.
+	dir := t.TempDir()
+	g["flaky"] = graph.Call("t.flaky", graph.Lit(dir))
+	if _, err := graph.Compute(ctx, g, []graph.Key{"flaky"}); !errors.Is(err, atoll.ErrTask) {
+		t.Fatalf("flaky without retries: %v, want a TaskError", err)
+	}
+	if err := countLine(dir, "test"); err != nil { // the next call fails again
+		t.Fatal(err)
+	}
+	if v, err := graph.Compute(ctx, g, []graph.Key{"flaky"}, graph.WithCallOptions(atoll.RetryExceptions(), atoll.MaxRetries(1))); err != nil || v[0] != 4 {
+		t.Fatalf("flaky with retries: %v, %v", v, err)
+	}
+	delete(g, "flaky")
 	// An invalid graph fails before anything is submitted.
 	g["a"] = graph.Call("t.inc", graph.Ref("after"))
 	_, err = graph.Compute(ctx, g, []graph.Key{"after"})

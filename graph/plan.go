@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"reflect"
 
 	"github.com/atoll-runtime/atoll/internal/codec"
@@ -55,16 +56,6 @@ type litSource struct {
 	hash string
 }
 
-func (s source) hash() string {
-	switch {
-	case s.node != nil:
-		return fmt.Sprintf("%s/%d", s.node.hash, s.out)
-	case s.lit != nil:
-		return s.lit.hash
-	}
-	return "object:" + s.obj.ref.ID()
-}
-
 func isTaskValue(e Expr) bool {
 	switch e.(type) {
 	case Task, multiExpr, itemExpr:
@@ -73,12 +64,12 @@ func isTaskValue(e Expr) bool {
 	return false
 }
 
-func makePlan(g Graph, keys []Key, fusion bool) (*plan, error) {
+func makePlan(g Graph, keys []Key, fusion, hash bool) (*plan, error) {
 	c, err := check(g, keys)
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{c: c, nodes: map[Key]*node{}, lits: map[Key]*litSource{}}
+	p := &plan{c: c, nodes: make(map[Key]*node, len(c.order)), lits: map[Key]*litSource{}}
 	p.stats.Keys = len(g)
 	for _, e := range g {
 		if isTaskValue(e) {
@@ -108,7 +99,7 @@ func makePlan(g Graph, keys []Key, fusion bool) (*plan, error) {
 	}
 
 	// Normalise every task's value: aliases resolved, list keys inlined.
-	norm := map[Key]Expr{}
+	norm := make(map[Key]Expr, len(c.order))
 	for _, k := range c.order {
 		if isTaskValue(c.g[k]) {
 			norm[k] = c.normalize(c.g[k])
@@ -119,8 +110,8 @@ func makePlan(g Graph, keys []Key, fusion bool) (*plan, error) {
 	// else (Dask's linear chains).
 	fusedInto := map[Key]Key{}
 	if fusion {
-		uses := map[Key]int{}
-		consumer := map[Key]Key{}
+		uses := make(map[Key]int, len(c.order))
+		consumer := make(map[Key]Key, len(c.order))
 		for _, k := range c.order {
 			if e, ok := norm[k]; ok {
 				walkRefs(e, func(d Key) { uses[d]++; consumer[d] = k })
@@ -139,7 +130,13 @@ func makePlan(g Graph, keys []Key, fusion bool) (*plan, error) {
 			}
 		}
 	}
-	final := map[Key]Expr{}
+	var hashes map[Key]string
+	if hash { // only callbacks need the hashes
+		if hashes, err = p.hashKeys(norm); err != nil {
+			return nil, err
+		}
+	}
+	final := make(map[Key]Expr, len(c.order))
 	for _, k := range c.order {
 		e, ok := norm[k]
 		if !ok {
@@ -157,7 +154,7 @@ func makePlan(g Graph, keys []Key, fusion bool) (*plan, error) {
 		if !ok || fusedInto[k] != "" {
 			continue
 		}
-		n := &node{key: k, expr: e, typ: c.types[k]}
+		n := &node{key: k, expr: e, typ: c.types[k], hash: hashes[k]}
 		if m, ok := e.(multiExpr); ok {
 			n.nret = m.n
 		}
@@ -216,9 +213,18 @@ func substitute(e Expr, sub func(Key) (Expr, bool)) Expr {
 // build makes n's wire expression, dependency slots and content hash.
 // Its dependencies are built already (topological order).
 func (p *plan) build(n *node) error {
-	slots := map[string]int{}
+	type slotKey struct {
+		node *node
+		out  int
+		lit  *litSource
+		obj  string
+	}
+	slots := map[slotKey]int{}
 	dep := func(s source, t wireDep) wexpr {
-		id := s.hash()
+		id := slotKey{node: s.node, out: s.out, lit: s.lit}
+		if s.obj.ref != nil {
+			id.obj = s.obj.ref.ID()
+		}
 		i, ok := slots[id]
 		if !ok {
 			i = len(n.deps)
@@ -260,7 +266,7 @@ func (p *plan) build(n *node) error {
 			if err != nil {
 				return wexpr{}, err
 			}
-			return wexpr{kind: wLit, lit: codec.Raw{Codec: enc.Codec, Data: enc.Data}}, nil
+			return wexpr{kind: wLit, lit: codec.Raw(enc)}, nil
 		case objectExpr:
 			return dep(source{obj: x}, wireDep{}), nil
 		case itemExpr:
@@ -301,14 +307,69 @@ func (p *plan) build(n *node) error {
 	}
 	n.wexpr = w
 	n.ebuf = encodeExpr(&w)
-	h := sha256.New()
-	h.Write(n.ebuf)
-	for _, d := range n.deps {
-		h.Write([]byte{0})
-		h.Write([]byte(d.hash()))
-	}
-	n.hash = hex.EncodeToString(h.Sum(nil))
 	return nil
+}
+
+// hashKeys gives every task key a content hash: of its expression before
+// fusion, with each reference replaced by the hash of what it refers to
+// (a Merkle hash), so it does not depend on key names or on fusion.
+func (p *plan) hashKeys(norm map[Key]Expr) (map[Key]string, error) {
+	hashes := map[Key]string{}
+	var write func(h hash.Hash, e Expr) error
+	write = func(h hash.Hash, e Expr) error {
+		switch x := e.(type) {
+		case Task:
+			fmt.Fprintf(h, "T%q %d(", x.Func, len(x.Args))
+			for _, a := range x.Args {
+				if err := write(h, a); err != nil {
+					return err
+				}
+			}
+			h.Write([]byte(")"))
+		case multiExpr:
+			fmt.Fprintf(h, "M%d ", x.n)
+			return write(h, x.task)
+		case listExpr:
+			fmt.Fprintf(h, "L%d[", len(x.items))
+			for _, a := range x.items {
+				if err := write(h, a); err != nil {
+					return err
+				}
+			}
+			h.Write([]byte("]"))
+		case itemExpr:
+			fmt.Fprintf(h, "I%d ", x.index)
+			return write(h, x.of)
+		case litExpr:
+			enc, err := codec.Encode(x.v)
+			if err != nil {
+				return err
+			}
+			sum := sha256.Sum256(enc.Data)
+			fmt.Fprintf(h, "V%d:%x ", enc.Codec, sum)
+		case objectExpr:
+			fmt.Fprintf(h, "O%s ", x.ref.ID())
+		case refExpr:
+			if hk, ok := hashes[x.key]; ok {
+				fmt.Fprintf(h, "R%s ", hk)
+				return nil
+			}
+			return write(h, p.c.g[x.key]) // a literal or an object key
+		}
+		return nil
+	}
+	for _, k := range p.c.order {
+		e, ok := norm[k]
+		if !ok {
+			continue
+		}
+		h := sha256.New()
+		if err := write(h, e); err != nil {
+			return nil, fmt.Errorf("graph: key %q: %w", k, err)
+		}
+		hashes[k] = hex.EncodeToString(h.Sum(nil))
+	}
+	return hashes, nil
 }
 
 func isList(e Expr) bool {
@@ -344,7 +405,7 @@ func (p *plan) lit(k Key, l litExpr) (*litSource, error) {
 		return nil, fmt.Errorf("graph: key %q: %w", k, err)
 	}
 	sum := sha256.Sum256(enc.Data)
-	ls := &litSource{key: k, raw: codec.Raw{Codec: enc.Codec, Data: enc.Data},
+	ls := &litSource{key: k, raw: codec.Raw(enc),
 		hash: fmt.Sprintf("lit:%d:%s", enc.Codec, hex.EncodeToString(sum[:]))}
 	p.lits[k] = ls
 	return ls, nil

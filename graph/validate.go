@@ -121,7 +121,7 @@ func check(g Graph, roots []Key) (*checked, error) {
 		}
 		slices.Sort(roots)
 	}
-	c := &checked{g: hoistLists(g), types: map[Key]reflect.Type{}}
+	c := &checked{g: hoistLists(g), types: make(map[Key]reflect.Type, len(g))}
 	if err := c.topo(roots); err != nil {
 		return nil, err
 	}
@@ -140,7 +140,7 @@ func (c *checked) topo(roots []Key) error {
 		visiting = 1
 		done     = 2
 	)
-	state := map[Key]int{}
+	state := make(map[Key]int, len(c.g))
 	var stack []Key
 	var visit func(k, from Key) error
 	visit = func(k, from Key) error {

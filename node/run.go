@@ -2,9 +2,9 @@ package node
 
 import (
 	"bufio"
-	"errors"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"

@@ -21,9 +21,10 @@ import (
 //
 //	[##########          ] |  50% Completed | 5000/10000 tasks | 1.2s
 //
-// It redraws at most once per Interval, from a goroutine of its own that
-// waits on the submitted refs (no polling of the tasks), and draws the
-// last line at Finish. Use one ProgressBar per run at a time.
+// The run tells it as tasks finish (it waits on the submitted refs on a
+// goroutine of its own, no polling of the tasks); it redraws at most once
+// per Interval and draws the last line at Finish. Use one ProgressBar per
+// run at a time.
 type ProgressBar struct {
 	NopCallback
 	// Out is where the bar is drawn; nil means os.Stderr.
@@ -33,78 +34,59 @@ type ProgressBar struct {
 	// Width is the bar's width in characters; 0 means 40.
 	Width int
 
-	start   time.Time
-	total   int
-	done    int
-	mu      sync.Mutex // guards done; held only to read or write it
-	cancel  context.CancelFunc
-	stopped chan struct{}
-	pending []atoll.Ref
+	mu       sync.Mutex // guards the fields below
+	start    time.Time
+	total    int
+	done     int
+	lastDraw time.Time
 }
 
 // NewProgressBar returns a progress bar drawn on w (os.Stderr if nil).
 func NewProgressBar(w io.Writer) *ProgressBar { return &ProgressBar{Out: w} }
 
-// PostSubmitAll starts watching the submitted tasks.
+// PostSubmitAll starts the bar.
 func (p *ProgressBar) PostSubmitAll(refs map[Key]atoll.Ref) {
-	p.start = time.Now()
-	p.total, p.done = len(refs), 0
-	p.pending = make([]atoll.Ref, 0, len(refs))
-	for _, r := range refs {
-		p.pending = append(p.pending, r)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p.cancel, p.stopped = cancel, make(chan struct{})
+	p.mu.Lock()
+	p.start, p.total, p.done, p.lastDraw = time.Now(), len(refs), 0, time.Time{}
+	p.mu.Unlock()
+}
+
+// tasksDone implements progressObserver.
+func (p *ProgressBar) tasksDone(n int) {
 	interval := p.Interval
 	if interval <= 0 {
 		interval = 100 * time.Millisecond
 	}
-	go func() {
-		defer close(p.stopped)
-		for len(p.pending) > 0 {
-			ready, notReady, err := atoll.Wait(ctx, p.pending, len(p.pending), interval)
-			if err != nil {
-				return
-			}
-			p.pending = notReady
-			p.mu.Lock()
-			p.done += len(ready)
-			p.mu.Unlock()
-			p.draw(false)
-		}
-	}()
+	p.mu.Lock()
+	p.done += n
+	redraw := time.Since(p.lastDraw) >= interval
+	if redraw {
+		p.lastDraw = time.Now()
+	}
+	p.mu.Unlock()
+	if redraw {
+		p.draw(false)
+	}
 }
 
-// Finish stops watching and draws the last line.
-func (p *ProgressBar) Finish(error) {
-	if p.cancel == nil {
-		return
-	}
-	p.cancel()
-	<-p.stopped
-	if len(p.pending) > 0 {
-		ready, _, _ := atoll.Wait(context.Background(), p.pending, len(p.pending), 0)
-		p.done += len(ready)
-	}
-	p.cancel, p.pending = nil, nil
-	p.draw(true)
-}
+// Finish draws the last line.
+func (p *ProgressBar) Finish(error) { p.draw(true) }
 
 func (p *ProgressBar) draw(last bool) {
 	p.mu.Lock()
-	done := p.done
+	done, total, start := p.done, p.total, p.start
 	p.mu.Unlock()
 	width := p.Width
 	if width <= 0 {
 		width = 40
 	}
 	frac := 1.0
-	if p.total > 0 {
-		frac = float64(done) / float64(p.total)
+	if total > 0 {
+		frac = min(1, float64(done)/float64(total))
 	}
 	fill := int(frac * float64(width))
 	line := fmt.Sprintf("\r[%s%s] | %3.0f%% Completed | %d/%d tasks | %.1fs", strings.Repeat("#", fill),
-		strings.Repeat(" ", width-fill), 100*frac, done, p.total, time.Since(p.start).Seconds())
+		strings.Repeat(" ", width-fill), 100*frac, done, total, time.Since(start).Seconds())
 	if last {
 		line += "\n"
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"reflect"
 	"runtime"
+	"time"
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
@@ -89,6 +90,11 @@ type Callback interface {
 	// (a MultiReturn task's first output).
 	PostSubmit(key Key, ref atoll.Ref)
 	// PostSubmitAll runs once every task is submitted.
+	//
+	// The refs passed to PostSubmit and PostSubmitAll share the run's
+	// references: those of keys that were not requested are released
+	// once the tasks that read them have them (at the latest when the run
+	// ends), so use them during the call, not later.
 	PostSubmitAll(refs map[Key]atoll.Ref)
 	// Finish runs when the run is over: Compute has its results (or
 	// failed), Persist has submitted everything.
@@ -118,6 +124,12 @@ type execution struct {
 	refs     map[*node][]atoll.ObjectRef[atoll.Raw]
 	supplied map[*node]any
 	litRefs  map[*litSource]atoll.ObjectRef[atoll.Raw]
+	// keep are the requested keys' tasks: the run holds their refs to the
+	// end. Every other ref is released as soon as nothing needs it (see
+	// release): the tasks that consume it hold it themselves, as in Dask,
+	// which forgets intermediate results once their dependents have them.
+	keep    map[*node]bool
+	tracker *tracker
 }
 
 // Compute computes keys of g with atoll and returns their values in key
@@ -199,6 +211,26 @@ func start(ctx context.Context, g Graph, keys []Key, opts []Option) (*execution,
 	if err := r.submit(ctx, needed); err != nil {
 		r.finish(err)
 		return nil, err
+	}
+	r.keep = map[*node]bool{}
+	for _, k := range p.requested {
+		if n := p.nodes[k]; n != nil {
+			r.keep[n] = true
+		}
+	}
+	for _, ref := range r.litRefs {
+		ref.Release() // the tasks that read a literal hold it
+	}
+	var observers []progressObserver
+	for _, cb := range o.callbacks {
+		if po, ok := cb.(progressObserver); ok {
+			observers = append(observers, po)
+		}
+	}
+	if len(observers) > 0 {
+		r.tracker = r.track(observers)
+	} else {
+		r.release()
 	}
 	s := p.stats
 	slog.Debug("graph: submitted", "keys", s.Keys, "tasks", s.TasksBefore, "after_cull", s.AfterCull,
@@ -316,9 +348,100 @@ func putValue(ctx context.Context, v any) (atoll.ObjectRef[atoll.Raw], error) {
 }
 
 func (r *execution) finish(err error) {
+	r.tracker.stop()
+	r.release()
 	for _, cb := range r.o.callbacks {
 		cb.Finish(err)
 	}
+}
+
+// release drops the run's references to the results of the tasks that
+// were not requested (Release is idempotent). Pending tasks hold what
+// they read, so this frees only what nothing needs any more.
+func (r *execution) release() {
+	for n, refs := range r.refs {
+		if !r.keep[n] {
+			for _, ref := range refs {
+				ref.Release()
+			}
+		}
+	}
+}
+
+// progressObserver is a Callback told how many submitted tasks finished
+// (ProgressBar). With one, the run watches its tasks and releases each
+// intermediate result once it is done, instead of right after submission.
+type progressObserver interface {
+	tasksDone(n int)
+}
+
+// tracker watches a run's submitted tasks for observers.
+type tracker struct {
+	cancel  context.CancelFunc
+	stopped chan struct{}
+	final   func()
+}
+
+// progressInterval is the longest a tracker waits before it reports.
+const progressInterval = 100 * time.Millisecond
+
+// track starts a goroutine that waits on the submitted tasks, tells the
+// observers how many finished and releases the results nothing requested.
+// It only reads r.refs and r.keep, which do not change once submitted.
+func (r *execution) track(observers []progressObserver) *tracker {
+	var pending []atoll.Ref
+	byID := map[string]*node{}
+	for n, refs := range r.refs {
+		if _, ok := r.supplied[n]; ok || len(refs) == 0 {
+			continue
+		}
+		pending = append(pending, refs[0])
+		byID[refs[0].ID()] = n
+	}
+	done := func(ready []atoll.Ref) {
+		for _, ref := range ready {
+			if n := byID[ref.ID()]; n != nil && !r.keep[n] {
+				for _, out := range r.refs[n] {
+					out.Release()
+				}
+			}
+		}
+		if len(ready) > 0 {
+			for _, o := range observers {
+				o.tasksDone(len(ready))
+			}
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &tracker{cancel: cancel, stopped: make(chan struct{})}
+	go func() {
+		defer close(t.stopped)
+		for len(pending) > 0 {
+			ready, notReady, err := atoll.Wait(ctx, pending, len(pending), progressInterval)
+			if err != nil {
+				return
+			}
+			pending = notReady
+			done(ready)
+		}
+	}()
+	t.final = func() {
+		if len(pending) > 0 {
+			ready, _, _ := atoll.Wait(context.Background(), pending, len(pending), 0)
+			done(ready)
+		}
+	}
+	return t
+}
+
+// stop ends the tracker after one last count.
+func (t *tracker) stop() {
+	if t == nil {
+		return
+	}
+	t.cancel()
+	<-t.stopped
+	t.final()
 }
 
 // value returns requested key k's value, waiting for it.

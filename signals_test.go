@@ -13,6 +13,9 @@ import (
 	"github.com/atoll-runtime/atoll"
 )
 
+// heldRefs keeps spillingDriver's objects alive.
+var heldRefs []atoll.ObjectRef[[]byte]
+
 // spillingDriver is the child process of the signal tests: a driver whose
 // store (32 MiB) spilled, waiting to be signalled. It never returns.
 func spillingDriver() {
@@ -21,15 +24,16 @@ func spillingDriver() {
 		fmt.Println("init:", err)
 		os.Exit(2)
 	}
-	var refs []atoll.ObjectRef[[]byte]
-	for range 16 {
+	refs := make([]atoll.ObjectRef[[]byte], 16)
+	for i := range refs {
 		ref, err := atoll.Put(ctx, make([]byte, 4<<20))
 		if err != nil {
 			fmt.Println("put:", err)
 			os.Exit(2)
 		}
-		refs = append(refs, ref) // all live: the store must spill
+		refs[i] = ref // all live: the store must spill
 	}
+	heldRefs = refs
 	fmt.Println("ready")
 	select {}
 }

@@ -515,9 +515,12 @@ func (x *FetchObjects) GetRefs() []*ObjectRef {
 // with one node, the event a node publishes to the owner's node when it
 // has pulled a copy (atoll.node.<owner>.copy).
 type ObjectCopies struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObjectId      []byte                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
-	NodeIds       [][]byte               `protobuf:"bytes,2,rep,name=node_ids,json=nodeIds,proto3" json:"node_ids,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId []byte                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	NodeIds  [][]byte               `protobuf:"bytes,2,rep,name=node_ids,json=nodeIds,proto3" json:"node_ids,omitempty"`
+	// Set: the nodes no longer hold a copy (the Active Memory Manager
+	// dropped it), so the owner's directory forgets them.
+	Dropped       bool `protobuf:"varint,3,opt,name=dropped,proto3" json:"dropped,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -566,6 +569,85 @@ func (x *ObjectCopies) GetNodeIds() [][]byte {
 	return nil
 }
 
+func (x *ObjectCopies) GetDropped() bool {
+	if x != nil {
+		return x.Dropped
+	}
+	return false
+}
+
+// NodeObjects answers an inventory request (atoll.node.<node>.objects,
+// body: a ListObjectsRequest) from the head's Active Memory Manager.
+type NodeObjects struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	NodeId   []byte                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	IsDriver bool                   `protobuf:"varint,2,opt,name=is_driver,json=isDriver,proto3" json:"is_driver,omitempty"`
+	List     *ObjectList            `protobuf:"bytes,3,opt,name=list,proto3" json:"list,omitempty"`
+	// The owner node (hex) of each object of list, where known, in order
+	// (empty: unknown).
+	OwnerNodes    []string `protobuf:"bytes,4,rep,name=owner_nodes,json=ownerNodes,proto3" json:"owner_nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeObjects) Reset() {
+	*x = NodeObjects{}
+	mi := &file_atollpb_cluster_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeObjects) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeObjects) ProtoMessage() {}
+
+func (x *NodeObjects) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeObjects.ProtoReflect.Descriptor instead.
+func (*NodeObjects) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *NodeObjects) GetNodeId() []byte {
+	if x != nil {
+		return x.NodeId
+	}
+	return nil
+}
+
+func (x *NodeObjects) GetIsDriver() bool {
+	if x != nil {
+		return x.IsDriver
+	}
+	return false
+}
+
+func (x *NodeObjects) GetList() *ObjectList {
+	if x != nil {
+		return x.List
+	}
+	return nil
+}
+
+func (x *NodeObjects) GetOwnerNodes() []string {
+	if x != nil {
+		return x.OwnerNodes
+	}
+	return nil
+}
+
 // TaskEvents answers a timeline request (atoll.node.<node>.timeline): the
 // task attempts the node's raylet finished recently, oldest first.
 type TaskEvents struct {
@@ -578,7 +660,7 @@ type TaskEvents struct {
 
 func (x *TaskEvents) Reset() {
 	*x = TaskEvents{}
-	mi := &file_atollpb_cluster_proto_msgTypes[8]
+	mi := &file_atollpb_cluster_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -590,7 +672,7 @@ func (x *TaskEvents) String() string {
 func (*TaskEvents) ProtoMessage() {}
 
 func (x *TaskEvents) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[8]
+	mi := &file_atollpb_cluster_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -603,7 +685,7 @@ func (x *TaskEvents) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskEvents.ProtoReflect.Descriptor instead.
 func (*TaskEvents) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{8}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TaskEvents) GetNodeId() []byte {
@@ -634,7 +716,7 @@ type TaskEvent struct {
 
 func (x *TaskEvent) Reset() {
 	*x = TaskEvent{}
-	mi := &file_atollpb_cluster_proto_msgTypes[9]
+	mi := &file_atollpb_cluster_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -646,7 +728,7 @@ func (x *TaskEvent) String() string {
 func (*TaskEvent) ProtoMessage() {}
 
 func (x *TaskEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[9]
+	mi := &file_atollpb_cluster_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -659,7 +741,7 @@ func (x *TaskEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskEvent.ProtoReflect.Descriptor instead.
 func (*TaskEvent) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{9}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TaskEvent) GetTaskId() []byte {
@@ -715,7 +797,7 @@ type AttemptKey struct {
 
 func (x *AttemptKey) Reset() {
 	*x = AttemptKey{}
-	mi := &file_atollpb_cluster_proto_msgTypes[10]
+	mi := &file_atollpb_cluster_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -727,7 +809,7 @@ func (x *AttemptKey) String() string {
 func (*AttemptKey) ProtoMessage() {}
 
 func (x *AttemptKey) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[10]
+	mi := &file_atollpb_cluster_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -740,7 +822,7 @@ func (x *AttemptKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptKey.ProtoReflect.Descriptor instead.
 func (*AttemptKey) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{10}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *AttemptKey) GetTaskId() []byte {
@@ -772,7 +854,7 @@ type HeldWork struct {
 
 func (x *HeldWork) Reset() {
 	*x = HeldWork{}
-	mi := &file_atollpb_cluster_proto_msgTypes[11]
+	mi := &file_atollpb_cluster_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -784,7 +866,7 @@ func (x *HeldWork) String() string {
 func (*HeldWork) ProtoMessage() {}
 
 func (x *HeldWork) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[11]
+	mi := &file_atollpb_cluster_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -797,7 +879,7 @@ func (x *HeldWork) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldWork.ProtoReflect.Descriptor instead.
 func (*HeldWork) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{11}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *HeldWork) GetFromNode() []byte {
@@ -827,7 +909,7 @@ type OwnersExited struct {
 
 func (x *OwnersExited) Reset() {
 	*x = OwnersExited{}
-	mi := &file_atollpb_cluster_proto_msgTypes[12]
+	mi := &file_atollpb_cluster_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -839,7 +921,7 @@ func (x *OwnersExited) String() string {
 func (*OwnersExited) ProtoMessage() {}
 
 func (x *OwnersExited) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[12]
+	mi := &file_atollpb_cluster_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -852,7 +934,7 @@ func (x *OwnersExited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OwnersExited.ProtoReflect.Descriptor instead.
 func (*OwnersExited) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{12}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *OwnersExited) GetNodeId() []byte {
@@ -881,7 +963,7 @@ type NodeStatsRequest struct {
 
 func (x *NodeStatsRequest) Reset() {
 	*x = NodeStatsRequest{}
-	mi := &file_atollpb_cluster_proto_msgTypes[13]
+	mi := &file_atollpb_cluster_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -893,7 +975,7 @@ func (x *NodeStatsRequest) String() string {
 func (*NodeStatsRequest) ProtoMessage() {}
 
 func (x *NodeStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[13]
+	mi := &file_atollpb_cluster_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -906,7 +988,7 @@ func (x *NodeStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatsRequest.ProtoReflect.Descriptor instead.
 func (*NodeStatsRequest) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{13}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *NodeStatsRequest) GetGc() bool {
@@ -952,7 +1034,7 @@ type NodeStats struct {
 
 func (x *NodeStats) Reset() {
 	*x = NodeStats{}
-	mi := &file_atollpb_cluster_proto_msgTypes[14]
+	mi := &file_atollpb_cluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -964,7 +1046,7 @@ func (x *NodeStats) String() string {
 func (*NodeStats) ProtoMessage() {}
 
 func (x *NodeStats) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[14]
+	mi := &file_atollpb_cluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -977,7 +1059,7 @@ func (x *NodeStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStats.ProtoReflect.Descriptor instead.
 func (*NodeStats) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{14}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *NodeStats) GetNodeId() []byte {
@@ -1144,10 +1226,17 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\n" +
 	"object_ids\x18\x01 \x03(\fR\tobjectIds\"7\n" +
 	"\fFetchObjects\x12'\n" +
-	"\x04refs\x18\x01 \x03(\v2\x13.atoll.v1.ObjectRefR\x04refs\"F\n" +
+	"\x04refs\x18\x01 \x03(\v2\x13.atoll.v1.ObjectRefR\x04refs\"`\n" +
 	"\fObjectCopies\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12\x19\n" +
-	"\bnode_ids\x18\x02 \x03(\fR\anodeIds\"R\n" +
+	"\bnode_ids\x18\x02 \x03(\fR\anodeIds\x12\x18\n" +
+	"\adropped\x18\x03 \x01(\bR\adropped\"\x8e\x01\n" +
+	"\vNodeObjects\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12\x1b\n" +
+	"\tis_driver\x18\x02 \x01(\bR\bisDriver\x12(\n" +
+	"\x04list\x18\x03 \x01(\v2\x14.atoll.v1.ObjectListR\x04list\x12\x1f\n" +
+	"\vowner_nodes\x18\x04 \x03(\tR\n" +
+	"ownerNodes\"R\n" +
 	"\n" +
 	"TaskEvents\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12+\n" +
@@ -1209,7 +1298,7 @@ func file_atollpb_cluster_proto_rawDescGZIP() []byte {
 	return file_atollpb_cluster_proto_rawDescData
 }
 
-var file_atollpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_atollpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_atollpb_cluster_proto_goTypes = []any{
 	(*NodeLoad)(nil),         // 0: atoll.v1.NodeLoad
 	(*ForwardTask)(nil),      // 1: atoll.v1.ForwardTask
@@ -1219,35 +1308,38 @@ var file_atollpb_cluster_proto_goTypes = []any{
 	(*FreeObjects)(nil),      // 5: atoll.v1.FreeObjects
 	(*FetchObjects)(nil),     // 6: atoll.v1.FetchObjects
 	(*ObjectCopies)(nil),     // 7: atoll.v1.ObjectCopies
-	(*TaskEvents)(nil),       // 8: atoll.v1.TaskEvents
-	(*TaskEvent)(nil),        // 9: atoll.v1.TaskEvent
-	(*AttemptKey)(nil),       // 10: atoll.v1.AttemptKey
-	(*HeldWork)(nil),         // 11: atoll.v1.HeldWork
-	(*OwnersExited)(nil),     // 12: atoll.v1.OwnersExited
-	(*NodeStatsRequest)(nil), // 13: atoll.v1.NodeStatsRequest
-	(*NodeStats)(nil),        // 14: atoll.v1.NodeStats
-	nil,                      // 15: atoll.v1.NodeLoad.TotalEntry
-	nil,                      // 16: atoll.v1.NodeLoad.AvailableEntry
-	(*StoreStats)(nil),       // 17: atoll.v1.StoreStats
-	(*TaskSpec)(nil),         // 18: atoll.v1.TaskSpec
-	(*TaskResult)(nil),       // 19: atoll.v1.TaskResult
-	(*ObjectRef)(nil),        // 20: atoll.v1.ObjectRef
+	(*NodeObjects)(nil),      // 8: atoll.v1.NodeObjects
+	(*TaskEvents)(nil),       // 9: atoll.v1.TaskEvents
+	(*TaskEvent)(nil),        // 10: atoll.v1.TaskEvent
+	(*AttemptKey)(nil),       // 11: atoll.v1.AttemptKey
+	(*HeldWork)(nil),         // 12: atoll.v1.HeldWork
+	(*OwnersExited)(nil),     // 13: atoll.v1.OwnersExited
+	(*NodeStatsRequest)(nil), // 14: atoll.v1.NodeStatsRequest
+	(*NodeStats)(nil),        // 15: atoll.v1.NodeStats
+	nil,                      // 16: atoll.v1.NodeLoad.TotalEntry
+	nil,                      // 17: atoll.v1.NodeLoad.AvailableEntry
+	(*StoreStats)(nil),       // 18: atoll.v1.StoreStats
+	(*TaskSpec)(nil),         // 19: atoll.v1.TaskSpec
+	(*TaskResult)(nil),       // 20: atoll.v1.TaskResult
+	(*ObjectRef)(nil),        // 21: atoll.v1.ObjectRef
+	(*ObjectList)(nil),       // 22: atoll.v1.ObjectList
 }
 var file_atollpb_cluster_proto_depIdxs = []int32{
-	15, // 0: atoll.v1.NodeLoad.total:type_name -> atoll.v1.NodeLoad.TotalEntry
-	16, // 1: atoll.v1.NodeLoad.available:type_name -> atoll.v1.NodeLoad.AvailableEntry
-	17, // 2: atoll.v1.NodeLoad.store:type_name -> atoll.v1.StoreStats
-	18, // 3: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
-	18, // 4: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
-	19, // 5: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
-	20, // 6: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
-	9,  // 7: atoll.v1.TaskEvents.events:type_name -> atoll.v1.TaskEvent
-	10, // 8: atoll.v1.HeldWork.attempts:type_name -> atoll.v1.AttemptKey
-	9,  // [9:9] is the sub-list for method output_type
-	9,  // [9:9] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	16, // 0: atoll.v1.NodeLoad.total:type_name -> atoll.v1.NodeLoad.TotalEntry
+	17, // 1: atoll.v1.NodeLoad.available:type_name -> atoll.v1.NodeLoad.AvailableEntry
+	18, // 2: atoll.v1.NodeLoad.store:type_name -> atoll.v1.StoreStats
+	19, // 3: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
+	19, // 4: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
+	20, // 5: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
+	21, // 6: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
+	22, // 7: atoll.v1.NodeObjects.list:type_name -> atoll.v1.ObjectList
+	10, // 8: atoll.v1.TaskEvents.events:type_name -> atoll.v1.TaskEvent
+	11, // 9: atoll.v1.HeldWork.attempts:type_name -> atoll.v1.AttemptKey
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_cluster_proto_init() }
@@ -1264,7 +1356,7 @@ func file_atollpb_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_cluster_proto_rawDesc), len(file_atollpb_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

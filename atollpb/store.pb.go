@@ -33,7 +33,11 @@ type CreateObjectRequest struct {
 	// The worker owning the object's references. When that client
 	// disconnects (its process died) the object is freed: nobody is left to
 	// release it. Empty: not tied to a client.
-	OwnerId       []byte `protobuf:"bytes,6,opt,name=owner_id,json=ownerId,proto3" json:"owner_id,omitempty"`
+	OwnerId []byte `protobuf:"bytes,6,opt,name=owner_id,json=ownerId,proto3" json:"owner_id,omitempty"`
+	// A copy of an object another node holds, pulled here: the Active
+	// Memory Manager may drop it (DropCopiesRequest); a primary it never
+	// drops.
+	Copy          bool `protobuf:"varint,7,opt,name=copy,proto3" json:"copy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -108,6 +112,13 @@ func (x *CreateObjectRequest) GetOwnerId() []byte {
 		return x.OwnerId
 	}
 	return nil
+}
+
+func (x *CreateObjectRequest) GetCopy() bool {
+	if x != nil {
+		return x.Copy
+	}
+	return false
 }
 
 type CreateObjectReply struct {
@@ -853,11 +864,351 @@ func (x *StoreStats) GetPendingRestores() uint64 {
 	return 0
 }
 
+// ListObjectsRequest asks the store for its objects, largest first: the
+// Active Memory Manager's view of one node.
+type ListObjectsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A copy read (or created) within grace_ms counts as being read.
+	GraceMs int64 `protobuf:"varint,1,opt,name=grace_ms,json=graceMs,proto3" json:"grace_ms,omitempty"`
+	// At most this many objects; 0 takes the store's default (4096).
+	Limit         uint32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListObjectsRequest) Reset() {
+	*x = ListObjectsRequest{}
+	mi := &file_atollpb_store_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListObjectsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListObjectsRequest) ProtoMessage() {}
+
+func (x *ListObjectsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_store_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListObjectsRequest.ProtoReflect.Descriptor instead.
+func (*ListObjectsRequest) Descriptor() ([]byte, []int) {
+	return file_atollpb_store_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ListObjectsRequest) GetGraceMs() int64 {
+	if x != nil {
+		return x.GraceMs
+	}
+	return 0
+}
+
+func (x *ListObjectsRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// ObjectHolding is one object in a store.
+type ObjectHolding struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId []byte                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	Size     uint64                 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	// Pulled from another node (CreateObjectRequest.copy): not the primary.
+	Copy bool `protobuf:"varint,3,opt,name=copy,proto3" json:"copy,omitempty"`
+	// A client holds a pin on it.
+	Pinned bool `protobuf:"varint,4,opt,name=pinned,proto3" json:"pinned,omitempty"`
+	// Read or created within the request's grace period.
+	Reading bool `protobuf:"varint,5,opt,name=reading,proto3" json:"reading,omitempty"`
+	// Sealed (not sealed: being created or pulled).
+	Sealed bool `protobuf:"varint,6,opt,name=sealed,proto3" json:"sealed,omitempty"`
+	// The worker owning the object's references (empty: none recorded).
+	OwnerId       []byte `protobuf:"bytes,7,opt,name=owner_id,json=ownerId,proto3" json:"owner_id,omitempty"`
+	Codec         Codec  `protobuf:"varint,8,opt,name=codec,proto3,enum=atoll.v1.Codec" json:"codec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObjectHolding) Reset() {
+	*x = ObjectHolding{}
+	mi := &file_atollpb_store_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObjectHolding) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObjectHolding) ProtoMessage() {}
+
+func (x *ObjectHolding) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_store_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObjectHolding.ProtoReflect.Descriptor instead.
+func (*ObjectHolding) Descriptor() ([]byte, []int) {
+	return file_atollpb_store_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ObjectHolding) GetObjectId() []byte {
+	if x != nil {
+		return x.ObjectId
+	}
+	return nil
+}
+
+func (x *ObjectHolding) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *ObjectHolding) GetCopy() bool {
+	if x != nil {
+		return x.Copy
+	}
+	return false
+}
+
+func (x *ObjectHolding) GetPinned() bool {
+	if x != nil {
+		return x.Pinned
+	}
+	return false
+}
+
+func (x *ObjectHolding) GetReading() bool {
+	if x != nil {
+		return x.Reading
+	}
+	return false
+}
+
+func (x *ObjectHolding) GetSealed() bool {
+	if x != nil {
+		return x.Sealed
+	}
+	return false
+}
+
+func (x *ObjectHolding) GetOwnerId() []byte {
+	if x != nil {
+		return x.OwnerId
+	}
+	return nil
+}
+
+func (x *ObjectHolding) GetCodec() Codec {
+	if x != nil {
+		return x.Codec
+	}
+	return Codec_CODEC_UNSPECIFIED
+}
+
+// ObjectList answers a ListObjectsRequest.
+type ObjectList struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Objects []*ObjectHolding       `protobuf:"bytes,1,rep,name=objects,proto3" json:"objects,omitempty"`
+	// More objects than the limit: the smallest were left out.
+	Truncated     bool   `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	CapacityBytes uint64 `protobuf:"varint,3,opt,name=capacity_bytes,json=capacityBytes,proto3" json:"capacity_bytes,omitempty"`
+	UsedBytes     uint64 `protobuf:"varint,4,opt,name=used_bytes,json=usedBytes,proto3" json:"used_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObjectList) Reset() {
+	*x = ObjectList{}
+	mi := &file_atollpb_store_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObjectList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObjectList) ProtoMessage() {}
+
+func (x *ObjectList) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_store_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObjectList.ProtoReflect.Descriptor instead.
+func (*ObjectList) Descriptor() ([]byte, []int) {
+	return file_atollpb_store_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ObjectList) GetObjects() []*ObjectHolding {
+	if x != nil {
+		return x.Objects
+	}
+	return nil
+}
+
+func (x *ObjectList) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+func (x *ObjectList) GetCapacityBytes() uint64 {
+	if x != nil {
+		return x.CapacityBytes
+	}
+	return 0
+}
+
+func (x *ObjectList) GetUsedBytes() uint64 {
+	if x != nil {
+		return x.UsedBytes
+	}
+	return 0
+}
+
+// DropCopiesRequest drops copies pulled from other nodes (the Active
+// Memory Manager's decision). The store drops a copy only if it is still a
+// sealed copy (never a primary), nothing pins it, no spill I/O is under
+// way and it was not read within grace_ms; the others are refused.
+type DropCopiesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ObjectIds     [][]byte               `protobuf:"bytes,1,rep,name=object_ids,json=objectIds,proto3" json:"object_ids,omitempty"`
+	GraceMs       int64                  `protobuf:"varint,2,opt,name=grace_ms,json=graceMs,proto3" json:"grace_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropCopiesRequest) Reset() {
+	*x = DropCopiesRequest{}
+	mi := &file_atollpb_store_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropCopiesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropCopiesRequest) ProtoMessage() {}
+
+func (x *DropCopiesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_store_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropCopiesRequest.ProtoReflect.Descriptor instead.
+func (*DropCopiesRequest) Descriptor() ([]byte, []int) {
+	return file_atollpb_store_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *DropCopiesRequest) GetObjectIds() [][]byte {
+	if x != nil {
+		return x.ObjectIds
+	}
+	return nil
+}
+
+func (x *DropCopiesRequest) GetGraceMs() int64 {
+	if x != nil {
+		return x.GraceMs
+	}
+	return 0
+}
+
+type DropCopiesReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Dropped       [][]byte               `protobuf:"bytes,1,rep,name=dropped,proto3" json:"dropped,omitempty"`
+	Refused       [][]byte               `protobuf:"bytes,2,rep,name=refused,proto3" json:"refused,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropCopiesReply) Reset() {
+	*x = DropCopiesReply{}
+	mi := &file_atollpb_store_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropCopiesReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropCopiesReply) ProtoMessage() {}
+
+func (x *DropCopiesReply) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_store_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropCopiesReply.ProtoReflect.Descriptor instead.
+func (*DropCopiesReply) Descriptor() ([]byte, []int) {
+	return file_atollpb_store_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *DropCopiesReply) GetDropped() [][]byte {
+	if x != nil {
+		return x.Dropped
+	}
+	return nil
+}
+
+func (x *DropCopiesReply) GetRefused() [][]byte {
+	if x != nil {
+		return x.Refused
+	}
+	return nil
+}
+
 var File_atollpb_store_proto protoreflect.FileDescriptor
 
 const file_atollpb_store_proto_rawDesc = "" +
 	"\n" +
-	"\x13atollpb/store.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\"\xc4\x01\n" +
+	"\x13atollpb/store.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\"\xd8\x01\n" +
 	"\x13CreateObjectRequest\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12%\n" +
@@ -865,7 +1216,8 @@ const file_atollpb_store_proto_rawDesc = "" +
 	"\tclient_id\x18\x04 \x01(\fR\bclientId\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\x05 \x01(\x03R\ttimeoutMs\x12\x19\n" +
-	"\bowner_id\x18\x06 \x01(\fR\aownerId\"t\n" +
+	"\bowner_id\x18\x06 \x01(\fR\aownerId\x12\x12\n" +
+	"\x04copy\x18\a \x01(\bR\x04copy\"t\n" +
 	"\x11CreateObjectReply\x124\n" +
 	"\blocation\x18\x01 \x01(\v2\x18.atoll.v1.ObjectLocationR\blocation\x12)\n" +
 	"\x05error\x18\x02 \x01(\v2\x13.atoll.v1.ErrorInfoR\x05error\"M\n" +
@@ -925,7 +1277,33 @@ const file_atollpb_store_proto_rawDesc = "" +
 	"\x16fallback_creates_total\x18\x14 \x01(\x04R\x14fallbackCreatesTotal\x120\n" +
 	"\x14fallback_bytes_total\x18\x15 \x01(\x04R\x12fallbackBytesTotal\x12%\n" +
 	"\x0espilling_bytes\x18\x16 \x01(\x04R\rspillingBytes\x12)\n" +
-	"\x10pending_restores\x18\x17 \x01(\x04R\x0fpendingRestoresB(Z&github.com/atoll-runtime/atoll/atollpbb\x06proto3"
+	"\x10pending_restores\x18\x17 \x01(\x04R\x0fpendingRestores\"E\n" +
+	"\x12ListObjectsRequest\x12\x19\n" +
+	"\bgrace_ms\x18\x01 \x01(\x03R\agraceMs\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\rR\x05limit\"\xe0\x01\n" +
+	"\rObjectHolding\x12\x1b\n" +
+	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x12\n" +
+	"\x04copy\x18\x03 \x01(\bR\x04copy\x12\x16\n" +
+	"\x06pinned\x18\x04 \x01(\bR\x06pinned\x12\x18\n" +
+	"\areading\x18\x05 \x01(\bR\areading\x12\x16\n" +
+	"\x06sealed\x18\x06 \x01(\bR\x06sealed\x12\x19\n" +
+	"\bowner_id\x18\a \x01(\fR\aownerId\x12%\n" +
+	"\x05codec\x18\b \x01(\x0e2\x0f.atoll.v1.CodecR\x05codec\"\xa3\x01\n" +
+	"\n" +
+	"ObjectList\x121\n" +
+	"\aobjects\x18\x01 \x03(\v2\x17.atoll.v1.ObjectHoldingR\aobjects\x12\x1c\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\x12%\n" +
+	"\x0ecapacity_bytes\x18\x03 \x01(\x04R\rcapacityBytes\x12\x1d\n" +
+	"\n" +
+	"used_bytes\x18\x04 \x01(\x04R\tusedBytes\"M\n" +
+	"\x11DropCopiesRequest\x12\x1d\n" +
+	"\n" +
+	"object_ids\x18\x01 \x03(\fR\tobjectIds\x12\x19\n" +
+	"\bgrace_ms\x18\x02 \x01(\x03R\agraceMs\"E\n" +
+	"\x0fDropCopiesReply\x12\x18\n" +
+	"\adropped\x18\x01 \x03(\fR\adropped\x12\x18\n" +
+	"\arefused\x18\x02 \x03(\fR\arefusedB(Z&github.com/atoll-runtime/atoll/atollpbb\x06proto3"
 
 var (
 	file_atollpb_store_proto_rawDescOnce sync.Once
@@ -939,7 +1317,7 @@ func file_atollpb_store_proto_rawDescGZIP() []byte {
 	return file_atollpb_store_proto_rawDescData
 }
 
-var file_atollpb_store_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_atollpb_store_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_atollpb_store_proto_goTypes = []any{
 	(*CreateObjectRequest)(nil),   // 0: atoll.v1.CreateObjectRequest
 	(*CreateObjectReply)(nil),     // 1: atoll.v1.CreateObjectReply
@@ -953,22 +1331,29 @@ var file_atollpb_store_proto_goTypes = []any{
 	(*ClientDisconnected)(nil),    // 9: atoll.v1.ClientDisconnected
 	(*StoreStatsRequest)(nil),     // 10: atoll.v1.StoreStatsRequest
 	(*StoreStats)(nil),            // 11: atoll.v1.StoreStats
-	(Codec)(0),                    // 12: atoll.v1.Codec
-	(*ObjectLocation)(nil),        // 13: atoll.v1.ObjectLocation
-	(*ErrorInfo)(nil),             // 14: atoll.v1.ErrorInfo
+	(*ListObjectsRequest)(nil),    // 12: atoll.v1.ListObjectsRequest
+	(*ObjectHolding)(nil),         // 13: atoll.v1.ObjectHolding
+	(*ObjectList)(nil),            // 14: atoll.v1.ObjectList
+	(*DropCopiesRequest)(nil),     // 15: atoll.v1.DropCopiesRequest
+	(*DropCopiesReply)(nil),       // 16: atoll.v1.DropCopiesReply
+	(Codec)(0),                    // 17: atoll.v1.Codec
+	(*ObjectLocation)(nil),        // 18: atoll.v1.ObjectLocation
+	(*ErrorInfo)(nil),             // 19: atoll.v1.ErrorInfo
 }
 var file_atollpb_store_proto_depIdxs = []int32{
-	12, // 0: atoll.v1.CreateObjectRequest.codec:type_name -> atoll.v1.Codec
-	13, // 1: atoll.v1.CreateObjectReply.location:type_name -> atoll.v1.ObjectLocation
-	14, // 2: atoll.v1.CreateObjectReply.error:type_name -> atoll.v1.ErrorInfo
-	14, // 3: atoll.v1.SealObjectReply.error:type_name -> atoll.v1.ErrorInfo
-	13, // 4: atoll.v1.GetObjectsReply.locations:type_name -> atoll.v1.ObjectLocation
-	14, // 5: atoll.v1.GetObjectsReply.error:type_name -> atoll.v1.ErrorInfo
-	6,  // [6:6] is the sub-list for method output_type
-	6,  // [6:6] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	17, // 0: atoll.v1.CreateObjectRequest.codec:type_name -> atoll.v1.Codec
+	18, // 1: atoll.v1.CreateObjectReply.location:type_name -> atoll.v1.ObjectLocation
+	19, // 2: atoll.v1.CreateObjectReply.error:type_name -> atoll.v1.ErrorInfo
+	19, // 3: atoll.v1.SealObjectReply.error:type_name -> atoll.v1.ErrorInfo
+	18, // 4: atoll.v1.GetObjectsReply.locations:type_name -> atoll.v1.ObjectLocation
+	19, // 5: atoll.v1.GetObjectsReply.error:type_name -> atoll.v1.ErrorInfo
+	17, // 6: atoll.v1.ObjectHolding.codec:type_name -> atoll.v1.Codec
+	13, // 7: atoll.v1.ObjectList.objects:type_name -> atoll.v1.ObjectHolding
+	8,  // [8:8] is the sub-list for method output_type
+	8,  // [8:8] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_store_proto_init() }
@@ -983,7 +1368,7 @@ func file_atollpb_store_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_store_proto_rawDesc), len(file_atollpb_store_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -181,7 +181,7 @@ func (f *fetcher) announce(owner ids.NodeID, id ids.ObjectID) {
 // store and seals it.
 func (f *fetcher) pullFrom(ctx context.Context, addr string, node ids.NodeID, id ids.ObjectID, codec atollpb.Codec, owner ids.WorkerID) error {
 	n, shared, err := f.puller.Pull(ctx, addr, id, func(size uint64) ([]byte, error) {
-		buf, err := f.store.CreateOwned(ctx, id, size, codec, owner)
+		buf, err := f.store.CreateCopy(ctx, id, size, codec, owner)
 		if err == nil && len(buf) >= 1<<20 {
 			_ = unix.Madvise(pageAligned(buf), unix.MADV_POPULATE_WRITE)
 		}

@@ -180,6 +180,10 @@ func (a *storeActor) Receive(ctx actor.Context) {
 		st.disconnect(ctx, m)
 	case *atollpb.StoreStatsRequest:
 		respond(ctx, ctx.Sender(), st.store.Stats())
+	case *atollpb.ListObjectsRequest:
+		respond(ctx, ctx.Sender(), st.store.Inventory(st.now(), time.Duration(m.GraceMs)*time.Millisecond, int(min(m.Limit, 1<<20))))
+	case *atollpb.DropCopiesRequest:
+		st.dropCopies(ctx, m)
 	case *wake:
 		if m.gen == st.timerGen {
 			st.timer, st.timerAt = nil, time.Time{}

@@ -38,7 +38,7 @@ func (st *storeState) create(ctx actor.Context, m *atollpb.CreateObjectRequest) 
 	}
 	st.nextToken++
 	owner, _ := ids.FromBytes(m.OwnerId) // empty: no owner
-	req := CreateRequest{ID: id, Size: m.Size, Codec: m.Codec, Client: client, Owner: owner, Deadline: now.Add(timeout), Token: st.nextToken}
+	req := CreateRequest{ID: id, Size: m.Size, Codec: m.Codec, Client: client, Owner: owner, Copy: m.Copy, Deadline: now.Add(timeout), Token: st.nextToken}
 	loc, queued, err := st.store.Create(req, now)
 	switch {
 	case err != nil:
@@ -156,4 +156,17 @@ func (st *storeState) disconnect(ctx actor.Context, m *atollpb.ClientDisconnecte
 		st.answerGet(ctx, w.token, nil, gone)
 	}
 	st.store.ClientDisconnected(client, st.now())
+}
+
+// dropCopies drops the copies the Active Memory Manager asked for, if
+// they may still go (Store.DropCopies), and answers which went.
+func (st *storeState) dropCopies(ctx actor.Context, m *atollpb.DropCopiesRequest) {
+	idList, err := objectIDs(m.ObjectIds)
+	if err != nil {
+		ctx.Logger().Warn("objectstore: bad drop", slog.Any("err", err))
+		respond(ctx, ctx.Sender(), &atollpb.DropCopiesReply{Refused: m.ObjectIds})
+		return
+	}
+	dropped, refused := st.store.DropCopies(idList, st.now(), time.Duration(m.GraceMs)*time.Millisecond)
+	respond(ctx, ctx.Sender(), &atollpb.DropCopiesReply{Dropped: idBytes(dropped), Refused: idBytes(refused)})
 }

@@ -88,11 +88,21 @@ func (c *Client) Create(ctx context.Context, id ids.ObjectID, size uint64, codec
 // CreateOwned is Create for an object whose references owner holds: when
 // owner disconnects, the object is freed.
 func (c *Client) CreateOwned(ctx context.Context, id ids.ObjectID, size uint64, codec atollpb.Codec, owner ids.WorkerID) ([]byte, error) {
+	return c.create(ctx, id, size, codec, owner, false)
+}
+
+// CreateCopy is CreateOwned for a copy of an object another node holds
+// (a pull): the Active Memory Manager may drop it later.
+func (c *Client) CreateCopy(ctx context.Context, id ids.ObjectID, size uint64, codec atollpb.Codec, owner ids.WorkerID) ([]byte, error) {
+	return c.create(ctx, id, size, codec, owner, true)
+}
+
+func (c *Client) create(ctx context.Context, id ids.ObjectID, size uint64, codec atollpb.Codec, owner ids.WorkerID, isCopy bool) ([]byte, error) {
 	wait, timeoutMS, err := storeBudget(ctx)
 	if err != nil {
 		return nil, err
 	}
-	req := &atollpb.CreateObjectRequest{ObjectId: id.Bytes(), Size: size, Codec: codec, ClientId: c.idb, TimeoutMs: timeoutMS}
+	req := &atollpb.CreateObjectRequest{ObjectId: id.Bytes(), Size: size, Codec: codec, ClientId: c.idb, TimeoutMs: timeoutMS, Copy: isCopy}
 	if !owner.IsZero() {
 		req.OwnerId = owner.Bytes()
 	}

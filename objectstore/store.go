@@ -13,10 +13,13 @@ import (
 type object struct {
 	// loc places the object in the arena; Offset is meaningful only while
 	// the object is resident.
-	loc        Location
-	block      uint64 // aligned size of its block
-	creator    ids.WorkerID
-	owner      ids.WorkerID // zero: not tied to a client
+	loc     Location
+	block   uint64 // aligned size of its block
+	creator ids.WorkerID
+	owner   ids.WorkerID // zero: not tied to a client
+	// copy: pulled from another node (CreateRequest.Copy); only such an
+	// object can be dropped by DropCopies.
+	copy       bool
 	sealed     bool
 	pins       int // sum over clients
 	deleted    bool
@@ -157,6 +160,7 @@ func (s *Store) place(req CreateRequest, now time.Time) (Location, bool) {
 		block:      BlockSize(req.Size),
 		creator:    req.Client,
 		owner:      req.Owner,
+		copy:       req.Copy,
 		lastAccess: now,
 		resident:   true,
 	}

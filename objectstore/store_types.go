@@ -41,6 +41,9 @@ type CreateRequest struct {
 	// Owner, if set, is the client owning the object: its disconnection
 	// frees the object.
 	Owner ids.WorkerID
+	// Copy marks a copy of an object another node holds (a pull): the
+	// Active Memory Manager may drop it (Store.DropCopies).
+	Copy bool
 	// Deadline is when a creation that must wait for space fails with
 	// ObjectStoreFull. A deadline not after now means "fail at once if it
 	// does not fit"; the zero time waits forever.

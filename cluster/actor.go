@@ -411,6 +411,15 @@ func (g *gateway) addCopies(m *atollpb.ObjectCopies) {
 		if err != nil {
 			continue
 		}
+		if m.Dropped {
+			// The AMM dropped that node's copy.
+			if nodes := slices.DeleteFunc(g.copies[id], func(x ids.NodeID) bool { return x == n }); len(nodes) == 0 {
+				delete(g.copies, id)
+			} else {
+				g.copies[id] = nodes
+			}
+			continue
+		}
 		if !g.dead.has(n) && !slices.Contains(g.copies[id], n) {
 			g.copies[id] = append(g.copies[id], n)
 		}

@@ -96,6 +96,7 @@ type Gateway struct {
 	stopRep   chan struct{}
 	repDone   chan struct{}
 	statsBusy chan struct{} // one stats request served at a time
+	ammBusy   chan struct{} // AMM requests served at once (ammConcurrency)
 	once      sync.Once
 	spawned   bool // the actor runs
 	reporting bool // the report goroutine runs
@@ -125,7 +126,7 @@ func New(cfg Config) *Gateway {
 		cfg.Logger = slog.Default()
 	}
 	err := cfg.withLimits()
-	return &Gateway{cfg: cfg, err: err, stopRep: make(chan struct{}), repDone: make(chan struct{}), statsBusy: make(chan struct{}, 1),
+	return &Gateway{cfg: cfg, err: err, stopRep: make(chan struct{}), repDone: make(chan struct{}), statsBusy: make(chan struct{}, 1), ammBusy: make(chan struct{}, ammConcurrency),
 		heard: &peerSet{m: map[ids.NodeID]bool{}}, owners: newOwners(cfg.MaxOwners, cfg.Logger), pid: cfg.System.NewLocalPID(gatewayName)}
 }
 
@@ -508,6 +509,16 @@ func (g *Gateway) subscribe() error {
 	s, err = c.Conn.Subscribe(nodeSubject(p, self, "timeline"), func(m *nats.Msg) { go g.timeline(m) })
 	if err != nil {
 		return fmt.Errorf("cluster: subscribe timeline: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(nodeSubject(p, self, "objects"), func(m *nats.Msg) { g.serveAMM(m, g.listObjects) })
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe objects: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(nodeSubject(p, self, "dropcopies"), func(m *nats.Msg) { g.serveAMM(m, g.dropCopies) })
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe dropcopies: %w", err)
 	}
 	g.subs = append(g.subs, s)
 	s, err = c.Conn.Subscribe(nodeSubject(p, self, "locate"), func(m *nats.Msg) { root.Send(g.pid, &locate{msg: m}) })

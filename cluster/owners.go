@@ -116,3 +116,16 @@ func (o *owners) sizes() (owners, nodes int) {
 	defer o.mu.Unlock()
 	return o.order.len(), len(o.byNode)
 }
+
+// nodeOf returns the node owner lives on, if recorded. It costs
+// O(owner nodes).
+func (o *owners) nodeOf(w ids.WorkerID) (ids.NodeID, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for node, set := range o.byNode {
+		if _, ok := set[w]; ok {
+			return node, true
+		}
+	}
+	return ids.NodeID{}, false
+}

@@ -10,7 +10,8 @@ func loadWildcard(prefix string) string                 { return prefix + ".load
 func freeSubject(prefix string) string                  { return prefix + ".free" }
 
 // nodeSubject is where node's gateway receives kind (task, call, result,
-// held, cancel, copy, locate, crash, timeline, stats).
+// held, cancel, copy, locate, crash, timeline, stats, objects,
+// dropcopies).
 func nodeSubject(prefix string, node ids.NodeID, kind string) string {
 	return prefix + ".node." + node.String() + "." + kind
 }

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atoll-runtime/atoll/actors"
+	"github.com/atoll-runtime/atoll/amm"
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/raylet"
@@ -124,6 +125,16 @@ type Config struct {
 	// MeterProvider receives the node's metrics (store bytes, spilling,
 	// queued and running tasks, workers); default the global provider.
 	MeterProvider metric.MeterProvider `json:"-"`
+	// AMM runs the Active Memory Manager on the head (package amm): every
+	// AMMInterval it drops the copies of objects no longer needed. Off by
+	// default; cluster.EnvAMM ("1"/"0") overrides it, and
+	// cluster.EnvAMMInterval the interval. Ignored on other nodes.
+	AMM bool
+	// AMMInterval is the AMM's interval; default 2 s.
+	AMMInterval time.Duration
+	// AMMPolicies are the AMM's policies, in order; default
+	// amm.ReduceReplicas alone.
+	AMMPolicies []amm.Policy `json:"-"`
 	// Logger; default slog.Default().
 	Logger *slog.Logger `json:"-"`
 }
@@ -188,6 +199,9 @@ func (c Config) withDefaults() (Config, error) {
 			c.GossipPort = orDefault(c.GossipPort, DefaultGossipPort)
 			c.TransferPort = orDefault(c.TransferPort, DefaultTransferPort)
 		}
+	}
+	if c.AMMInterval < 0 {
+		return c, errs.Invalidf("node.Config.AMMInterval %v: must not be negative", c.AMMInterval)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -68,6 +68,8 @@ type Node struct {
 	reporterPID *actor.PID
 	rayletPID   *actor.PID
 	gateway     *cluster.Gateway // nil on an embedded node
+	amm         *cluster.AMM     // the head's Active Memory Manager, if on
+	ammPID      *actor.PID
 	unsubscribe func()           // the raylet's actor events
 	metrics     metric.Registration
 
@@ -218,6 +220,11 @@ func (n *Node) start(ctx context.Context) error {
 			return fmt.Errorf("atoll: join the cluster: %w", err)
 		}
 	}
+	if cfg.Head {
+		if err := n.startAMM(); err != nil {
+			return err
+		}
+	}
 	if n.gateway != nil {
 		if err := n.watchOwnDeath(); err != nil {
 			return fmt.Errorf("atoll: subscribe to node events: %w", err)
@@ -283,6 +290,9 @@ func (n *Node) stop(ctx context.Context) error {
 	}
 	if n.metrics != nil {
 		_ = n.metrics.Unregister()
+	}
+	if n.ammPID != nil {
+		_ = n.system.Root.StopFuture(n.ammPID).Wait()
 	}
 	if n.gateway != nil {
 		n.gateway.Stop()
@@ -508,6 +518,29 @@ func (n *Node) connectControlPlane() error {
 	}
 	return nil
 }
+
+// startAMM spawns the Active Memory Manager on the head if it is on
+// (Config.AMM, cluster.EnvAMM), supervised by the root guardian.
+func (n *Node) startAMM() error {
+	on, interval, err := cluster.AMMFromEnv(n.cfg.AMM, n.cfg.AMMInterval)
+	if err != nil || !on {
+		return err
+	}
+	n.amm, err = cluster.NewAMM(cluster.AMMConfig{Conn: n.nc, GCS: n.gcsClient, Interval: interval,
+		Policies: n.cfg.AMMPolicies, Logger: n.log})
+	if err != nil {
+		return err
+	}
+	if n.ammPID, err = n.system.Root.SpawnNamed(n.amm.Props(), "amm"); err != nil {
+		return fmt.Errorf("atoll: start the AMM: %w", err)
+	}
+	n.log.Info("active memory manager on", "interval", interval)
+	return nil
+}
+
+// AMM is the head's Active Memory Manager; nil when it is off or the
+// node is not a head.
+func (n *Node) AMM() *cluster.AMM { return n.amm }
 
 // newGateway prepares this node's connection to the cluster's other
 // nodes (cluster.New; Start follows once the raylet runs).

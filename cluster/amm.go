@@ -1,0 +1,398 @@
+package cluster
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/atoll-runtime/atoll/amm"
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/gcs"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+)
+
+// Environment variables read by the head (node.Start) for the Active
+// Memory Manager.
+const (
+	// EnvAMM turns the AMM on ("1", "true") or off ("0", "false").
+	EnvAMM = "ATOLL_AMM"
+	// EnvAMMInterval is its interval (a Go duration, e.g. "2s").
+	EnvAMMInterval = "ATOLL_AMM_INTERVAL"
+)
+
+// Defaults of AMMConfig.
+const (
+	// DefaultAMMInterval is Dask's: often enough to follow a computation,
+	// rare enough that a round (one request per node) costs nothing.
+	DefaultAMMInterval = 2 * time.Second
+	// DefaultReadGrace: a copy read this recently counts as being read
+	// (a worker fetches its arguments, then pins them, milliseconds later).
+	DefaultReadGrace = time.Second
+	// DefaultAMMRequestTimeout bounds each node's answer in a round.
+	DefaultAMMRequestTimeout = 2 * time.Second
+)
+
+// AMMFromEnv applies EnvAMM and EnvAMMInterval to on and interval (the
+// variables win when set) and reports an unparsable value.
+func AMMFromEnv(on bool, interval time.Duration) (bool, time.Duration, error) {
+	if v := os.Getenv(EnvAMM); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return on, interval, errs.Invalidf("%s=%q: want true or false", EnvAMM, v)
+		}
+		on = b
+	}
+	if v := os.Getenv(EnvAMMInterval); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return on, interval, errs.Invalidf("%s=%q: want a positive duration", EnvAMMInterval, v)
+		}
+		interval = d
+	}
+	return on, interval, nil
+}
+
+// AMMConfig configures the head's Active Memory Manager.
+type AMMConfig struct {
+	Conn *nats.Conn
+	// Prefix starts the subjects; default DefaultPrefix.
+	Prefix string
+	// GCS lists the live nodes.
+	GCS *gcs.Client
+	// Interval between rounds; default DefaultAMMInterval.
+	Interval time.Duration
+	// Policies, in order; default ReduceReplicas alone.
+	Policies []amm.Policy
+	// Limits are the enactor's admission settings.
+	Limits amm.Limits
+	// ReadGrace: a copy read this recently is not dropped; default
+	// DefaultReadGrace.
+	ReadGrace time.Duration
+	// RequestTimeout bounds each node's answer; default
+	// DefaultAMMRequestTimeout.
+	RequestTimeout time.Duration
+	Logger         *slog.Logger
+}
+
+func (c *AMMConfig) validate() error {
+	switch {
+	case c.Conn == nil || c.GCS == nil:
+		return errs.Invalidf("cluster.AMMConfig: Conn and GCS are required")
+	case c.Interval < 0 || c.ReadGrace < 0 || c.RequestTimeout < 0:
+		return errs.Invalidf("cluster.AMMConfig: negative durations")
+	}
+	if c.Prefix == "" {
+		c.Prefix = DefaultPrefix
+	}
+	if c.Interval == 0 {
+		c.Interval = DefaultAMMInterval
+	}
+	if c.ReadGrace == 0 {
+		c.ReadGrace = DefaultReadGrace
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultAMMRequestTimeout
+	}
+	if len(c.Policies) == 0 {
+		c.Policies = []amm.Policy{amm.ReduceReplicas{}}
+	}
+	for i, p := range c.Policies {
+		if p == nil {
+			return errs.Invalidf("cluster.AMMConfig: policy %d is nil", i)
+		}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// AMMStats counts what the AMM did since its node started (they survive
+// the actor's restarts).
+type AMMStats struct {
+	// Rounds run; snapshot sizes of the last one.
+	Rounds                 uint64
+	Nodes, Objects, Copies int
+	// Dropped copies (the store confirmed); Replicas decided (not
+	// enacted yet: see ARCHITECTURE.md).
+	Dropped, ReplicasDecided uint64
+	// Refused counts suggestions Decide refused, by reason; StaleAtNode
+	// the drops a node's store refused (the copy changed since the
+	// snapshot); Failures the node requests that failed.
+	Refused     map[string]uint64
+	StaleAtNode uint64
+	Failures    uint64
+}
+
+// AMM is the head's Active Memory Manager: a supervised actor that every
+// interval takes a snapshot of the copies of objects on every live node,
+// runs the policies (package amm) and enacts the decision. Everything it
+// keeps across rounds (its counters) lives in the AMM, outside the actor
+// instance, so a restart loses nothing.
+type AMM struct {
+	cfg AMMConfig
+	mu  sync.Mutex // guards stats (read by Stats from other goroutines); a leaf
+	st  AMMStats
+}
+
+// NewAMM validates cfg and returns the AMM; spawn Props() to run it.
+func NewAMM(cfg AMMConfig) (*AMM, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &AMM{cfg: cfg, st: AMMStats{Refused: map[string]uint64{}}}, nil
+}
+
+// Props makes the AMM's actor.
+func (a *AMM) Props() *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return &ammActor{a: a} })
+}
+
+// Stats returns a copy of the counters.
+func (a *AMM) Stats() AMMStats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := a.st
+	st.Refused = make(map[string]uint64, len(a.st.Refused))
+	for k, v := range a.st.Refused {
+		st.Refused[k] = v
+	}
+	return st
+}
+
+// Messages of the AMM actor.
+type (
+	ammTick     struct{}
+	ammGathered struct {
+		snap   *amm.Snapshot
+		owners map[amm.ObjectID]string
+		failed int
+	}
+	ammEnacted struct {
+		dropped, stale, failed int
+	}
+)
+
+// ammActor runs the rounds: a tick starts a gathering goroutine (NATS
+// requests to every node), whose snapshot comes back as a message; the
+// actor decides, and an enacting goroutine sends the drops and reports
+// back; only then is the next tick armed, so rounds never overlap.
+type ammActor struct {
+	a     *AMM
+	timer *time.Timer
+}
+
+// Receive implements actor.Actor.
+func (x *ammActor) Receive(ctx actor.Context) {
+	a := x.a
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		x.arm(ctx)
+	case *actor.Stopping, *actor.Restarting:
+		if x.timer != nil {
+			x.timer.Stop()
+		}
+	case *ammTick:
+		root, self := ctx.ActorSystem().Root, ctx.Self()
+		go func() { root.Send(self, a.gather()) }()
+	case *ammGathered:
+		dec := amm.Run(m.snap, a.cfg.Policies, a.cfg.Limits)
+		var copies int
+		for _, o := range m.snap.Objects {
+			copies += len(o.Copies)
+		}
+		a.mu.Lock()
+		a.st.Rounds++
+		a.st.Nodes, a.st.Objects, a.st.Copies = len(m.snap.Nodes), len(m.snap.Objects), copies
+		a.st.Failures += uint64(m.failed)
+		a.st.ReplicasDecided += uint64(len(dec.Replicas))
+		for r, n := range dec.Refused {
+			a.st.Refused[r] += uint64(n)
+		}
+		a.mu.Unlock()
+		if len(dec.Drops) == 0 {
+			x.arm(ctx)
+			return
+		}
+		root, self := ctx.ActorSystem().Root, ctx.Self()
+		go func() { root.Send(self, a.enact(dec.Drops, m.owners)) }()
+	case *ammEnacted:
+		a.mu.Lock()
+		a.st.Dropped += uint64(m.dropped)
+		a.st.StaleAtNode += uint64(m.stale)
+		a.st.Failures += uint64(m.failed)
+		a.mu.Unlock()
+		x.arm(ctx)
+	}
+}
+
+func (x *ammActor) arm(ctx actor.Context) {
+	root, self := ctx.ActorSystem().Root, ctx.Self()
+	x.timer = time.AfterFunc(x.a.cfg.Interval, func() { root.Send(self, &ammTick{}) })
+}
+
+// gather asks every live node for its objects and builds the snapshot.
+// A node that does not answer is left out: its copies count for nothing,
+// which only makes the round drop less.
+func (a *AMM) gather() *ammGathered {
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.RequestTimeout)
+	defer cancel()
+	nodes, err := a.cfg.GCS.ListNodes(ctx)
+	if err != nil {
+		a.cfg.Logger.Warn("amm: list nodes", "err", err)
+		return &ammGathered{snap: &amm.Snapshot{Nodes: map[amm.NodeID]*amm.Node{}, Objects: map[amm.ObjectID]*amm.Object{}}, failed: 1}
+	}
+	req, _ := proto.Marshal(&atollpb.ListObjectsRequest{GraceMs: a.cfg.ReadGrace.Milliseconds()})
+	var wg sync.WaitGroup
+	replies := make([]*atollpb.NodeObjects, len(nodes))
+	for i, n := range nodes {
+		id, err := ids.FromBytes(n.NodeId)
+		if err != nil || n.State != atollpb.NodeState_NODE_ALIVE {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			msg, err := a.cfg.Conn.RequestWithContext(ctx, nodeSubject(a.cfg.Prefix, id, "objects"), req)
+			if err != nil {
+				return
+			}
+			var r atollpb.NodeObjects
+			if proto.Unmarshal(msg.Data, &r) != nil || validNodeObjects(&r, id) != nil {
+				return
+			}
+			replies[i] = &r
+		}()
+	}
+	wg.Wait()
+	var got []*atollpb.NodeObjects
+	failed := 0
+	for i, r := range replies {
+		if r != nil {
+			got = append(got, r)
+		} else if nodes[i].State == atollpb.NodeState_NODE_ALIVE {
+			failed++
+		}
+	}
+	snap, owners := BuildSnapshot(got)
+	return &ammGathered{snap: snap, owners: owners, failed: failed}
+}
+
+// validNodeObjects checks a node's inventory before it is used.
+func validNodeObjects(r *atollpb.NodeObjects, from ids.NodeID) error {
+	id, err := ids.FromBytes(r.NodeId)
+	switch {
+	case err != nil:
+		return err
+	case id != from:
+		return fmt.Errorf("inventory of node %s answered by %s", from.Short(), id.Short())
+	case r.List == nil:
+		return fmt.Errorf("inventory without a list")
+	case len(r.OwnerNodes) != 0 && len(r.OwnerNodes) != len(r.List.Objects):
+		return fmt.Errorf("inventory with %d owner nodes for %d objects", len(r.OwnerNodes), len(r.List.Objects))
+	}
+	for _, h := range r.List.Objects {
+		if err := validObjectID(h.ObjectId); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BuildSnapshot turns the nodes' inventories into the AMM's snapshot, and
+// the owner node (hex) of each object where a node knew it. A copy's
+// flags come from its store: not pulled = primary; pinned; read within
+// the grace period; not sealed = being pulled.
+func BuildSnapshot(inventories []*atollpb.NodeObjects) (*amm.Snapshot, map[amm.ObjectID]string) {
+	s := &amm.Snapshot{Nodes: map[amm.NodeID]*amm.Node{}, Objects: map[amm.ObjectID]*amm.Object{}}
+	owners := map[amm.ObjectID]string{}
+	for _, r := range inventories {
+		node := amm.NodeID(hex.EncodeToString(r.NodeId))
+		s.Nodes[node] = &amm.Node{ID: node, Capacity: r.List.CapacityBytes, Used: r.List.UsedBytes, Driver: r.IsDriver}
+		for i, h := range r.List.Objects {
+			id := amm.ObjectID(hex.EncodeToString(h.ObjectId))
+			o := s.Objects[id]
+			if o == nil {
+				o = &amm.Object{ID: id, Size: h.Size}
+				s.Objects[id] = o
+			}
+			o.Copies = append(o.Copies, amm.Copy{Node: node, Primary: !h.Copy, Pinned: h.Pinned, Reading: h.Reading, Pulling: !h.Sealed})
+			if i < len(r.OwnerNodes) && r.OwnerNodes[i] != "" {
+				owners[id] = r.OwnerNodes[i]
+			}
+		}
+	}
+	return s, owners
+}
+
+// enact sends the accepted drops to their nodes' stores, and tells each
+// dropped copy's owner node to forget it.
+func (a *AMM) enact(drops []amm.Suggestion, owners map[amm.ObjectID]string) *ammEnacted {
+	byNode := map[amm.NodeID][][]byte{}
+	for _, d := range drops {
+		b, err := hex.DecodeString(string(d.Object))
+		if err != nil {
+			continue
+		}
+		byNode[d.Node] = append(byNode[d.Node], b)
+	}
+	out := &ammEnacted{}
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.RequestTimeout)
+	defer cancel()
+	for node, list := range byNode {
+		nb, err := hex.DecodeString(string(node))
+		if err != nil {
+			continue
+		}
+		nid, err := ids.FromBytes(nb)
+		if err != nil {
+			continue
+		}
+		for start := 0; start < len(list); start += maxDropsPerRequest {
+			chunk := list[start:min(start+maxDropsPerRequest, len(list))]
+			req, _ := proto.Marshal(&atollpb.DropCopiesRequest{ObjectIds: chunk, GraceMs: a.cfg.ReadGrace.Milliseconds()})
+			msg, err := a.cfg.Conn.RequestWithContext(ctx, nodeSubject(a.cfg.Prefix, nid, "dropcopies"), req)
+			var reply atollpb.DropCopiesReply
+			if err != nil || proto.Unmarshal(msg.Data, &reply) != nil {
+				out.failed++
+				continue
+			}
+			out.stale += len(reply.Refused)
+			for _, id := range reply.Dropped {
+				if validObjectID(id) != nil {
+					continue
+				}
+				out.dropped++
+				a.forget(amm.ObjectID(hex.EncodeToString(id)), id, nid, owners)
+			}
+		}
+	}
+	if out.dropped > 0 {
+		a.cfg.Logger.Debug("amm: dropped copies", "copies", out.dropped, "stale", out.stale)
+	}
+	return out
+}
+
+// forget tells the owner's node that node no longer holds a copy of id.
+func (a *AMM) forget(oid amm.ObjectID, id []byte, node ids.NodeID, owners map[amm.ObjectID]string) {
+	ob, err := hex.DecodeString(owners[oid])
+	if err != nil {
+		return
+	}
+	owner, err := ids.FromBytes(ob)
+	if err != nil || owner.IsZero() {
+		return
+	}
+	b, _ := proto.Marshal(&atollpb.ObjectCopies{ObjectId: id, NodeIds: [][]byte{node.Bytes()}, Dropped: true})
+	_ = a.cfg.Conn.Publish(nodeSubject(a.cfg.Prefix, owner, "copy"), b)
+}

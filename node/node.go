@@ -70,7 +70,7 @@ type Node struct {
 	gateway     *cluster.Gateway // nil on an embedded node
 	amm         *cluster.AMM     // the head's Active Memory Manager, if on
 	ammPID      *actor.PID
-	unsubscribe func()           // the raylet's actor events
+	unsubscribe func() // the raylet's actor events
 	metrics     metric.Registration
 
 	workerStores sync.Map // ids.WorkerID -> *objectstore.Client

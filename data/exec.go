@@ -98,9 +98,10 @@ func (r *run) fits(n int64) bool {
 
 // pendingTask is a submitted task.
 type pendingTask struct {
-	refs   []atoll.ObjectRef[atoll.Raw] // meta, then outputs
-	inputs []block
-	charge int64
+	refs     []atoll.ObjectRef[atoll.Raw] // meta, then outputs
+	inputs   []block
+	charge   int64
+	estimate int64
 }
 
 // taskStream submits one task per unit, at most the run's budget in
@@ -121,6 +122,19 @@ type taskStream struct {
 	// task's sequence number.
 	writeDir string
 	seq      int
+	// ratio is the largest output bytes / estimate seen in this stream's
+	// tasks (0 until one finished): a read or map that grows its rows
+	// (a decompressing read, a column added) is charged what it really
+	// produces. Until the first task finishes, one task runs at a time.
+	ratio float64
+}
+
+// expected is the bytes a task of u is expected to produce.
+func (t *taskStream) expected(u unit) int64 {
+	if t.ratio == 0 {
+		return u.estimate
+	}
+	return int64(float64(u.estimate)*t.ratio) + 1
 }
 
 func (t *taskStream) next(ctx context.Context) (block, bool, error) {
@@ -171,7 +185,7 @@ func (t *taskStream) fill(ctx context.Context) error {
 				t.r.charge(b.bytes)
 			}
 		}
-		if len(t.pending) > 0 && !t.r.fits(t.peeked.estimate) {
+		if len(t.pending) > 0 && (t.ratio == 0 || !t.r.fits(t.expected(*t.peeked))) {
 			return nil
 		}
 		t.submit(ctx, *t.peeked)
@@ -187,7 +201,7 @@ func (t *taskStream) submit(ctx context.Context, u unit) {
 	if t.out.Kind == "blocks" || t.out.Kind == "sort_sample" || t.out.Kind == "merge_sort" {
 		tgt := t.r.cfg.TargetMaxBlockSize
 		spec.Out.TargetMaxBlockSize = tgt
-		spec.Out.MaxBlocks = int(min(256, 1+(2*max(u.estimate, inputBytes(u))+tgt-1)/tgt))
+		spec.Out.MaxBlocks = int(min(256, max(8, 1+(2*max(t.expected(u), inputBytes(u))+tgt-1)/tgt)))
 	}
 	if t.writeDir != "" {
 		spec.Ops = append([]opSpec(nil), t.ops...)
@@ -209,9 +223,10 @@ func (t *taskStream) submit(ctx context.Context, u unit) {
 	for _, b := range u.inputs {
 		b.release()
 	}
-	t.r.charge(u.estimate) // inputs were charged when taken
+	exp := t.expected(u)
+	t.r.charge(exp) // inputs were charged when taken
 	t.st.submitted()
-	t.pending = append(t.pending, &pendingTask{refs: refs, inputs: u.inputs, charge: cost(u)})
+	t.pending = append(t.pending, &pendingTask{refs: refs, inputs: u.inputs, charge: inputBytes(u) + exp, estimate: u.estimate})
 }
 
 // collect waits for the oldest task and queues its blocks.
@@ -245,6 +260,11 @@ func (t *taskStream) collect(ctx context.Context) error {
 	for _, r := range p.refs[1+len(m.Rows):] {
 		r.Release()
 	}
+	var outBytes int64
+	for _, n := range m.Bytes {
+		outBytes += n
+	}
+	t.ratio = max(t.ratio, float64(outBytes)/float64(max(p.estimate, 1)), 1e-6)
 	t.st.task(time.Duration(m.WallNs), time.Duration(m.CPUNs), rows)
 	if t.onMeta != nil {
 		t.onMeta(&m)

@@ -62,7 +62,11 @@ func readParquetRowGroups(ctx context.Context, path string, rgs []int) ([]arrow.
 	if err != nil {
 		return nil, fmt.Errorf("data: read %s: %w", path, err)
 	}
-	tbl, err := fr.ReadRowGroups(ctx, nil, rgs)
+	cols := make([]int, pf.MetaData().Schema.NumColumns()) // every leaf column
+	for i := range cols {
+		cols[i] = i
+	}
+	tbl, err := fr.ReadRowGroups(ctx, cols, rgs)
 	if err != nil {
 		return nil, fmt.Errorf("data: read %s: %w", path, err)
 	}
@@ -72,7 +76,7 @@ func readParquetRowGroups(ctx context.Context, path string, rgs []int) ([]arrow.
 
 // tableRecords turns a table into records (one per chunk boundary).
 func tableRecords(tbl arrow.Table) ([]arrow.RecordBatch, error) {
-	tr := array.NewTableReader(tbl, -1)
+	tr := array.NewTableReader(tbl, 1<<62) // chunk boundaries only
 	defer tr.Release()
 	var out []arrow.RecordBatch
 	for tr.Next() {

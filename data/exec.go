@@ -149,7 +149,6 @@ func (t *taskStream) next(ctx context.Context) (block, bool, error) {
 			return block{}, false, err
 		}
 		if len(t.pending) == 0 {
-			t.st.finish()
 			return block{}, false, nil
 		}
 		if err := t.collect(ctx); err != nil {
@@ -340,12 +339,10 @@ type limitStream struct {
 func (l *limitStream) next(ctx context.Context) (block, bool, error) {
 	if l.left <= 0 {
 		l.in.close()
-		l.st.finish()
 		return block{}, false, nil
 	}
 	b, ok, err := l.in.next(ctx)
 	if !ok || err != nil {
-		l.st.finish()
 		return b, ok, err
 	}
 	if b.rows <= l.left {

@@ -42,8 +42,6 @@ func (s *subStats) task(wall, cpu time.Duration, rows int64) {
 	s.end = time.Now()
 }
 
-func (s *subStats) finish() {}
-
 func (s *subStats) format(b *strings.Builder, title string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,0 +1,268 @@
+package data
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"iter"
+	"sort"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/atoll-runtime/atoll"
+)
+
+// execute runs d, calling each for every output block in order; each
+// block is released after each returns, unless keep.
+func (d *Dataset) execute(ctx context.Context, each func(block) (bool, error), keep bool, extra ...*logicalOp) error {
+	s, r, err := d.start(ctx, extra...)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		s.close()
+		d.last.mu.Lock()
+		d.last.stages, d.last.peak = r.stages, r.peak
+		d.last.mu.Unlock()
+	}()
+	for {
+		b, ok, err := s.next(ctx)
+		if err != nil || !ok {
+			return err
+		}
+		more, err := each(b)
+		if !keep {
+			b.release()
+		}
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
+// Stats describes the last run of this dataset, a (fused) stage after
+// another: the tasks executed, their wall and CPU time, the rows they
+// produced.
+func (d *Dataset) Stats() string {
+	d.last.mu.Lock()
+	defer d.last.mu.Unlock()
+	return formatStats(d.last.stages)
+}
+
+// Count returns the number of rows (from the blocks' metadata: the
+// driver reads no block).
+func (d *Dataset) Count(ctx context.Context) (int64, error) {
+	var n int64
+	err := d.execute(ctx, func(b block) (bool, error) { n += b.rows; return true, nil }, false)
+	return n, err
+}
+
+// Materialize runs d and returns a dataset of its blocks, kept in the
+// object store (spilled if they do not fit) while the returned dataset
+// is reachable. Its Stats are the run's.
+func (d *Dataset) Materialize(ctx context.Context) (*Dataset, error) {
+	var bs []block
+	err := d.execute(ctx, func(b block) (bool, error) {
+		b.borrowed = true
+		bs = append(bs, b)
+		return true, nil
+	}, true)
+	if err != nil {
+		for _, b := range bs {
+			b.ref.Release()
+		}
+		return nil, err
+	}
+	nd := newDataset(&source{blocks: bs}, "materialized", nil)
+	nd.cfg = d.cfg
+	nd.last = d.last
+	return nd, nil
+}
+
+// NumBlocks is the number of blocks of a materialized dataset, -1 for a
+// lazy one.
+func (d *Dataset) NumBlocks() int {
+	if d.source.units != nil || len(d.ops) > 1 {
+		return -1
+	}
+	return len(d.source.blocks)
+}
+
+// IterBatches yields the rows in batches of batchSize rows (the last may
+// be smaller; batchSize <= 0 yields each block as it is). A batch's
+// buffers are views of the object store (no copy) when it lies within
+// one block: it is valid until the loop body returns, and must be
+// retained and copied to be kept. Stopping the loop early stops the run.
+func (d *Dataset) IterBatches(ctx context.Context, batchSize int) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		var carry arrow.RecordBatch
+		defer func() {
+			if carry != nil {
+				carry.Release()
+			}
+		}()
+		stopped := false
+		err := d.execute(ctx, func(b block) (bool, error) {
+			raw, err := atoll.Get(ctx, b.ref)
+			if err != nil {
+				return false, err
+			}
+			rec, err := decodeBlock(raw.Data)
+			if err != nil {
+				return false, err
+			}
+			recs := []arrow.RecordBatch{rec}
+			if carry != nil {
+				recs = []arrow.RecordBatch{carry, rec}
+				carry = nil
+			}
+			batches := rebatch(recs, batchSize)
+			releaseAll(recs)
+			for i, bt := range batches {
+				if batchSize > 0 && i == len(batches)-1 && bt.NumRows() < int64(batchSize) {
+					// the rest of this block waits for the next one: copy it
+					// out of the block, whose ref goes now
+					c, err := copyRecord(bt)
+					releaseAll(batches[i:])
+					if err != nil {
+						return false, err
+					}
+					carry = c
+					break
+				}
+				ok := yield(bt, nil)
+				bt.Release()
+				if !ok {
+					releaseAll(batches[i+1:])
+					stopped = true
+					return false, nil
+				}
+			}
+			return true, nil
+		}, false)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		if carry != nil && !stopped {
+			yield(carry, nil)
+		}
+	}
+}
+
+// copyRecord copies rec's buffers into Go memory.
+func copyRecord(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, rec.NumCols())
+	for j := range cols {
+		c, err := array.Concatenate([]arrow.Array{rec.Column(j)}, memory.DefaultAllocator)
+		if err != nil {
+			releaseArrays(cols)
+			return nil, err
+		}
+		cols[j] = c
+	}
+	out := array.NewRecordBatch(rec.Schema(), cols, rec.NumRows())
+	releaseArrays(cols)
+	return out, nil
+}
+
+// Iter yields the rows one at a time.
+func (d *Dataset) Iter(ctx context.Context) iter.Seq2[Row, error] {
+	return func(yield func(Row, error) bool) {
+		for rec, err := range d.IterBatches(ctx, 0) {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, r := range recordRows(rec) {
+				if !yield(r, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// TakeAll returns every row.
+func (d *Dataset) TakeAll(ctx context.Context) ([]Row, error) {
+	var rows []Row
+	for r, err := range d.Iter(ctx) {
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// Take returns the first n rows.
+func (d *Dataset) Take(ctx context.Context, n int64) ([]Row, error) {
+	return d.Limit(n).TakeAll(ctx)
+}
+
+// ToArrow returns the dataset's blocks as records in Go memory (copied
+// out of the store); the caller releases them.
+func (d *Dataset) ToArrow(ctx context.Context) ([]arrow.RecordBatch, error) {
+	var out []arrow.RecordBatch
+	for rec, err := range d.IterBatches(ctx, 0) {
+		if err != nil {
+			releaseAll(out)
+			return nil, err
+		}
+		c, err := copyRecord(rec)
+		if err != nil {
+			releaseAll(out)
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// Schema returns the schema of the dataset's first block (running the
+// dataset up to its first block).
+func (d *Dataset) Schema(ctx context.Context) (*arrow.Schema, error) {
+	var s *arrow.Schema
+	err := d.execute(ctx, func(b block) (bool, error) { s = b.schema; return false, nil }, false)
+	if err == nil && s == nil {
+		s = arrow.NewSchema(nil, nil)
+	}
+	return s, err
+}
+
+// Show writes the first n rows to w, one a line, columns by name.
+func (d *Dataset) Show(ctx context.Context, w io.Writer, n int64) error {
+	rows, err := d.Take(ctx, n)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		keys := make([]string, 0, len(r))
+		for k := range r {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = fmt.Sprintf("%s: %v", k, r[k])
+		}
+		if _, err := fmt.Fprintf(w, "{%s}\n", strings.Join(parts, ", ")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteParquet writes the dataset to dir as files part-NNNNN.parquet, one
+// per task of the last stage, written by the tasks themselves (the write
+// fuses with the maps before it).
+func (d *Dataset) WriteParquet(ctx context.Context, dir string) error {
+	if dir == "" {
+		return fmt.Errorf("%w: data: WriteParquet needs a directory", atoll.ErrInvalidArgument)
+	}
+	w := &logicalOp{name: "write", kind: kindMap, op: opSpec{Kind: "write_parquet", Path: dir}}
+	return d.execute(ctx, func(block) (bool, error) { return true, nil }, false, w)
+}

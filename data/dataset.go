@@ -1,0 +1,319 @@
+package data
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/atoll-runtime/atoll"
+)
+
+// Config holds the execution settings of a dataset (Ray's DatasetContext).
+type Config struct {
+	// TargetMaxBlockSize: a task splits its output into blocks of at most
+	// this many bytes. Default 512 MiB (seed 003): blocks that large keep
+	// task counts low while a worker holds only a few in memory.
+	TargetMaxBlockSize int64
+	// MemoryBudget bounds the bytes a run keeps in flight: the inputs and
+	// expected outputs of running tasks plus blocks produced and not yet
+	// consumed. Zero means BudgetFraction of the object store.
+	MemoryBudget int64
+	// BudgetFraction of the object store's capacity is the budget when
+	// MemoryBudget is zero. Default 0.25: a quarter leaves room for the
+	// all-to-all phases and for other work sharing the store.
+	BudgetFraction float64
+	// Parallelism is the number of read tasks of Range. Default 16.
+	Parallelism int
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{TargetMaxBlockSize: 512 << 20, BudgetFraction: 0.25, Parallelism: 16}
+}
+
+func (c Config) validate() error {
+	if c.TargetMaxBlockSize <= 0 || c.MemoryBudget < 0 || c.BudgetFraction < 0 || c.BudgetFraction > 1 || c.Parallelism <= 0 {
+		return fmt.Errorf("%w: data: bad Config %+v", atoll.ErrInvalidArgument, c)
+	}
+	if c.MemoryBudget == 0 && c.BudgetFraction == 0 {
+		return fmt.Errorf("%w: data: Config needs MemoryBudget or BudgetFraction", atoll.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// Dataset is a lazy, immutable sequence of Arrow blocks: operations
+// return a new Dataset and run nothing; consuming it (Count, Iter,
+// TakeAll, WriteParquet, Materialize...) plans and executes it.
+type Dataset struct {
+	ops    []*logicalOp
+	source *source
+	cfg    Config
+	err    error
+	// last holds the stats of this dataset's last run.
+	last *lastRun
+}
+
+type lastRun struct {
+	mu     sync.Mutex
+	stages []*stageStats
+	peak   int64
+}
+
+// source is where a dataset's rows come from: read tasks made at run
+// time, or blocks already in the store.
+type source struct {
+	units  func(cfg Config) ([]readUnit, error)
+	blocks []block
+}
+
+func newDataset(src *source, name string, err error) *Dataset {
+	return &Dataset{source: src, ops: []*logicalOp{{name: name, kind: kindRead}}, cfg: DefaultConfig(), err: err, last: &lastRun{}}
+}
+
+func (d *Dataset) with(o *logicalOp) *Dataset {
+	nd := *d
+	nd.ops = append(append([]*logicalOp(nil), d.ops...), o)
+	nd.last = &lastRun{}
+	return &nd
+}
+
+func (d *Dataset) withErr(err error) *Dataset {
+	nd := *d
+	if nd.err == nil {
+		nd.err = err
+	}
+	return &nd
+}
+
+// Err returns the first error of building the dataset (a bad argument),
+// also returned by every consumer.
+func (d *Dataset) Err() error { return d.err }
+
+// WithConfig returns the dataset with execution settings c.
+func (d *Dataset) WithConfig(c Config) *Dataset {
+	nd := *d
+	nd.cfg = c
+	if err := c.validate(); err != nil && nd.err == nil {
+		nd.err = err
+	}
+	return &nd
+}
+
+// Range is a dataset of one int64 column "id" holding 0..n-1, read by
+// Config.Parallelism tasks.
+func Range(n int64) *Dataset {
+	if n < 0 {
+		return newDataset(&source{}, "read", fmt.Errorf("%w: data: Range(%d)", atoll.ErrInvalidArgument, n))
+	}
+	return newDataset(&source{units: func(cfg Config) ([]readUnit, error) {
+		p := int64(max(1, min(int64(cfg.Parallelism), n)))
+		var us []readUnit
+		for i := range p {
+			lo, hi := i*n/p, (i+1)*n/p
+			us = append(us, readUnit{spec: readSpec{Kind: "range", Start: lo, End: hi}, estimate: (hi - lo) * 8})
+		}
+		return us, nil
+	}}, "read", nil)
+}
+
+// ReadParquet reads Parquet files (paths of files or of directories,
+// whose *.parquet files are read), one task per row group.
+func ReadParquet(paths ...string) *Dataset {
+	return newDataset(&source{units: func(Config) ([]readUnit, error) { return parquetUnits(paths) }}, "read", nil)
+}
+
+// ReadCSV reads CSV files with a header line (paths of files or of
+// directories, whose *.csv files are read), one task per file; column
+// types are inferred.
+func ReadCSV(paths ...string) *Dataset {
+	return newDataset(&source{units: func(Config) ([]readUnit, error) { return csvUnits(paths) }}, "read", nil)
+}
+
+// FromArrow puts records in the object store, a block each, now.
+func FromArrow(ctx context.Context, recs ...arrow.RecordBatch) (*Dataset, error) {
+	var bs []block
+	for _, r := range recs {
+		b, err := putBlock(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		bs = append(bs, b)
+	}
+	if len(bs) == 0 {
+		return nil, fmt.Errorf("%w: data: FromArrow of no records", atoll.ErrInvalidArgument)
+	}
+	return newDataset(&source{blocks: bs}, "from_arrow", nil), nil
+}
+
+// FromItems builds a dataset of items: structs (a column per exported
+// field, named by its `arrow` tag or its name) or maps with string keys
+// (a column per key, sorted by name), values of the types Row lists. It
+// puts them in the store now, in blocks of at most Parallelism.
+func FromItems[T any](ctx context.Context, items []T) (*Dataset, error) {
+	rows, order, err := itemRows(items)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%w: data: FromItems of no items", atoll.ErrInvalidArgument)
+	}
+	s, err := orderedSchema(rows, order)
+	if err != nil {
+		return nil, err
+	}
+	p := min(DefaultConfig().Parallelism, len(rows))
+	var recs []arrow.RecordBatch
+	defer func() { releaseAll(recs) }()
+	for i := range p {
+		r, err := rowsRecord(s, rows[i*len(rows)/p:(i+1)*len(rows)/p])
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, r)
+	}
+	d, err := FromArrow(ctx, recs...)
+	if d != nil {
+		d.ops[0].name = "from_items"
+	}
+	return d, err
+}
+
+// putBlock stores rec as a block.
+func putBlock(ctx context.Context, rec arrow.RecordBatch) (block, error) {
+	b, err := encodeBlock(rec)
+	if err != nil {
+		return block{}, err
+	}
+	ref, err := atoll.Put(ctx, atoll.Raw{Codec: codecBytes, Data: b})
+	if err != nil {
+		return block{}, err
+	}
+	return block{ref: ref, rows: rec.NumRows(), bytes: int64(len(b)), schema: rec.Schema(), borrowed: true}, nil
+}
+
+// OpOption sets how an operation runs.
+type OpOption func(*logicalOp)
+
+// WithResources sets the resources of each task running the operation
+// (default one CPU). Operations with different resources do not fuse.
+func WithResources(r atoll.Resources) OpOption {
+	return func(o *logicalOp) {
+		m := map[string]float64{}
+		if r.CPU != 0 {
+			m["CPU"] = r.CPU
+		}
+		if r.Memory != 0 {
+			m["memory"] = r.Memory
+		}
+		for k, v := range r.Custom {
+			m[k] = v
+		}
+		o.resources = m
+	}
+}
+
+// BatchSize sets the rows per call of a MapBatches function (default:
+// each block as a whole). Batches are cut within the blocks of one task.
+func BatchSize(n int) OpOption { return func(o *logicalOp) { o.op.BatchSize = n } }
+
+func (d *Dataset) mapOp(name string, op opSpec, opts []OpOption) *Dataset {
+	o := &logicalOp{name: name, kind: kindMap, op: op}
+	for _, f := range opts {
+		f(o)
+	}
+	if o.op.BatchSize < 0 {
+		return d.withErr(fmt.Errorf("%w: data: batch size %d", atoll.ErrInvalidArgument, o.op.BatchSize))
+	}
+	return d.with(o)
+}
+
+// MapBatches applies fn to batches of rows (BatchSize), in tasks.
+func (d *Dataset) MapBatches(fn *BatchFunc, opts ...OpOption) *Dataset {
+	if fn == nil {
+		return d.withErr(fmt.Errorf("%w: data: MapBatches(nil)", atoll.ErrInvalidArgument))
+	}
+	return d.mapOp("map_batches", opSpec{Kind: "map_batches", Fn: fn.name}, opts)
+}
+
+// Map applies fn to every row.
+func (d *Dataset) Map(fn *RowFunc, opts ...OpOption) *Dataset {
+	if fn == nil {
+		return d.withErr(fmt.Errorf("%w: data: Map(nil)", atoll.ErrInvalidArgument))
+	}
+	return d.mapOp("map", opSpec{Kind: "map", Fn: fn.name}, opts)
+}
+
+// Filter keeps the rows fn accepts.
+func (d *Dataset) Filter(fn *Predicate, opts ...OpOption) *Dataset {
+	if fn == nil {
+		return d.withErr(fmt.Errorf("%w: data: Filter(nil)", atoll.ErrInvalidArgument))
+	}
+	return d.mapOp("filter", opSpec{Kind: "filter", Fn: fn.name}, opts)
+}
+
+// AddColumn adds (or replaces) column name, computed by fn per batch.
+func (d *Dataset) AddColumn(name string, fn *ColumnFunc, opts ...OpOption) *Dataset {
+	if fn == nil || name == "" {
+		return d.withErr(fmt.Errorf("%w: data: AddColumn needs a name and a function", atoll.ErrInvalidArgument))
+	}
+	return d.mapOp("add_column", opSpec{Kind: "add_column", Fn: fn.name, Column: name}, opts)
+}
+
+// Select keeps the named columns, in that order.
+func (d *Dataset) Select(cols ...string) *Dataset {
+	if len(cols) == 0 {
+		return d.withErr(fmt.Errorf("%w: data: Select of no column", atoll.ErrInvalidArgument))
+	}
+	return d.mapOp("select", opSpec{Kind: "select", Columns: cols}, nil)
+}
+
+// Drop removes the named columns.
+func (d *Dataset) Drop(cols ...string) *Dataset {
+	return d.mapOp("drop", opSpec{Kind: "drop", Columns: cols}, nil)
+}
+
+// Limit keeps the first n rows.
+func (d *Dataset) Limit(n int64) *Dataset {
+	if n < 0 {
+		return d.withErr(fmt.Errorf("%w: data: Limit(%d)", atoll.ErrInvalidArgument, n))
+	}
+	return d.with(&logicalOp{name: "limit", kind: kindLimit, op: opSpec{Kind: "limit", Limit: n}})
+}
+
+// Repartition redistributes the rows into n blocks of (nearly) equal row
+// counts. Row order is not kept: block j holds the j-th n-th of every
+// input block.
+func (d *Dataset) Repartition(n int) *Dataset {
+	if n <= 0 {
+		return d.withErr(fmt.Errorf("%w: data: Repartition(%d)", atoll.ErrInvalidArgument, n))
+	}
+	return d.with(&logicalOp{name: "repartition", kind: kindAllToAll, parts: n})
+}
+
+// SortOption sets how Sort runs.
+type SortOption func(*logicalOp)
+
+// Descending sorts largest first.
+func Descending() SortOption { return func(o *logicalOp) { o.descending = true } }
+
+// Partitions sets the number of sorted output blocks (default: as many
+// as the input has).
+func Partitions(n int) SortOption { return func(o *logicalOp) { o.parts = n } }
+
+// Sort sorts the rows by column (nulls last) with a distributed sample
+// sort: each input block is sampled, range bounds are chosen from the
+// samples, each block is cut into the ranges (a task of P returns), and
+// one task per range merges and sorts its pieces. The map outputs stay in
+// the object store, which spills them when they do not fit.
+func (d *Dataset) Sort(column string, opts ...SortOption) *Dataset {
+	o := &logicalOp{name: "sort", kind: kindAllToAll, column: column}
+	for _, f := range opts {
+		f(o)
+	}
+	if column == "" || o.parts < 0 {
+		return d.withErr(fmt.Errorf("%w: data: Sort needs a column and Partitions >= 0", atoll.ErrInvalidArgument))
+	}
+	return d.with(o)
+}

@@ -1,0 +1,77 @@
+// Package data is Ray Datasets' role on atoll (seed 003): lazy datasets of
+// Apache Arrow record batches held in the object store, transformed by
+// tasks, with stage fusion, a memory budget and per-stage stats. It is a
+// library on the public SDK, like package graph: it adds no actor to the
+// node.
+//
+//	var double = data.RegisterBatchFunc("double", func(ctx context.Context, rec arrow.RecordBatch) (arrow.RecordBatch, error) { ... })
+//	var keep = data.RegisterPredicate("keep", func(ctx context.Context, r data.Row) (bool, error) { ... })
+//
+//	ds := data.ReadParquet("in/").MapBatches(double, data.BatchSize(4096)).Filter(keep).Sort("key")
+//	err := ds.WriteParquet(ctx, "out/")   // runs: read->map_batches->filter->sort, then write
+//	fmt.Print(ds.Stats())
+//
+// Functions are registered by name at package init, so the worker
+// processes (your binary, re-executed) know them.
+//
+// # Blocks
+//
+// A block is one record batch stored as one object: the bytes of an Arrow
+// IPC stream (schema, one record batch, end marker). A task reads its
+// input blocks in place: the column buffers are slices of the object
+// store's shared memory, with no copy (arrow-go's own stream reader
+// copies message bodies, so blocks are read through a message reader over
+// the view); only the schema and each batch's small flatbuffer header are
+// decoded. Writing a block copies the output once into the IPC stream.
+// The driver keeps each block's rows, bytes and schema beside its ref.
+// IterBatches yields views too, valid until the loop body returns;
+// ToArrow copies.
+//
+// # Execution
+//
+// Operations build a logical plan and run nothing. Consuming a dataset
+// (Count, Iter, IterBatches, Take, TakeAll, Show, Schema, ToArrow,
+// WriteParquet, Materialize) plans its stages (plan.go, pure; the scripts
+// in testdata/plan.txt say which operations fuse and why): a read and the
+// map-like operations after it fuse into one task per block while they
+// share compute strategy and resources; an all-to-all (Sort, Repartition)
+// fuses with the maps before it, not after; a limit ends its stage. Each
+// stage submits one task per input block (SPREAD; reads retry
+// application errors), yields output blocks in order, and keeps the bytes
+// in flight — inputs and expected outputs of running tasks, plus blocks
+// produced and not yet consumed — under a memory budget (Config:
+// MemoryBudget, or BudgetFraction of the store, default a quarter). A
+// stream runs one task until it has seen how many bytes a task produces
+// per byte expected. Outputs are split into blocks of at most
+// Config.TargetMaxBlockSize (512 MiB by default). Sort is a sample sort:
+// the fused maps and a sample of the key per block, bounds from the
+// samples, a split task per block with one return per range, a merge
+// task per range; its map outputs stay in the store, which spills them.
+//
+// # Supported
+//
+//   - Sources: Range, FromItems (structs or maps), FromArrow, ReadParquet
+//     (files or directories, a task per row group), ReadCSV (a task per
+//     file, types inferred).
+//   - Transforms: Map, MapBatches (BatchSize), Filter, AddColumn, Select,
+//     Drop, Limit, Repartition, Sort (one column; int64, int32, float64,
+//     float32, string; ascending or Descending; nulls last).
+//   - Consumers: Count, Schema, Show, Take, TakeAll, Iter, IterBatches,
+//     ToArrow, WriteParquet, Materialize; Stats.
+//   - Per-operation resources (WithResources); execution settings
+//     (WithConfig).
+//
+// # Not yet
+//
+// ReadJSON, WriteCSV; MapBatches on an actor pool (the planner knows the
+// strategy, the executor refuses it); FlatMap, RandomShuffle, GroupBy and
+// aggregations, Union, Zip, Split; Sort by several columns; IterBatches
+// prefetching; backpressure between the stages of a run beyond the shared
+// budget (each stage pulls from the one before it on demand); detecting
+// and reporting a stage that cannot get a CPU, and reserving CPUs for
+// datasets; progress bars. A task returns at most max(8, 1 + 2 x expected
+// bytes / target) blocks, fixed when it is submitted: a task whose output
+// grows past that makes blocks larger than the target. Row functions see
+// int64, int32, float64, float32, string and bool values; other Arrow
+// types pass through MapBatches only.
+package data

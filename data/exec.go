@@ -1,0 +1,362 @@
+package data
+
+import (
+	"bytes"
+	"context"
+	"encoding/gob"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atollpb"
+)
+
+// block is one block as the driver knows it: its ref and metadata.
+type block struct {
+	ref    atoll.ObjectRef[atoll.Raw]
+	rows   int64
+	bytes  int64
+	schema *arrow.Schema
+	// borrowed blocks belong to a dataset (FromArrow, Materialize): a
+	// run passes them to tasks but never releases them.
+	borrowed bool
+}
+
+func (b block) release() {
+	if !b.borrowed && !b.ref.IsZero() {
+		b.ref.Release()
+	}
+}
+
+// blockStream yields a stage's output blocks in order.
+type blockStream interface {
+	next(ctx context.Context) (block, bool, error)
+	// close releases what the stream holds (a consumer that stops early).
+	close()
+}
+
+// unit is the input of one task: a read, or blocks.
+type unit struct {
+	read     *readSpec
+	inputs   []block
+	estimate int64 // bytes the task is expected to produce
+}
+
+type unitSource interface {
+	nextUnit(ctx context.Context) (unit, bool, error)
+}
+
+// listUnits is a fixed list of units.
+type listUnits struct{ us []unit }
+
+func (l *listUnits) nextUnit(context.Context) (unit, bool, error) {
+	if len(l.us) == 0 {
+		return unit{}, false, nil
+	}
+	u := l.us[0]
+	l.us = l.us[1:]
+	return u, true, nil
+}
+
+// streamUnits turns each block of a stream into a unit.
+type streamUnits struct{ in blockStream }
+
+func (s *streamUnits) nextUnit(ctx context.Context) (unit, bool, error) {
+	b, ok, err := s.in.next(ctx)
+	if !ok || err != nil {
+		return unit{}, ok, err
+	}
+	return unit{inputs: []block{b}, estimate: b.bytes}, true, nil
+}
+
+// run is one execution of a dataset: its memory budget and its stats.
+type run struct {
+	cfg    Config
+	budget int64
+
+	mu      sync.Mutex
+	charged int64 // bytes of tasks in flight and of blocks not yet consumed
+	peak    int64
+	stages  []*stageStats
+}
+
+func (r *run) charge(n int64) {
+	r.mu.Lock()
+	r.charged += n
+	r.peak = max(r.peak, r.charged)
+	r.mu.Unlock()
+}
+
+func (r *run) fits(n int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.charged+n <= r.budget
+}
+
+// pendingTask is a submitted task.
+type pendingTask struct {
+	refs     []atoll.ObjectRef[atoll.Raw] // meta, then outputs
+	inputs   []block
+	charge   int64
+	estimate int64
+}
+
+// taskStream submits one task per unit, at most the run's budget in
+// flight (at least one task), and yields their output blocks in order.
+type taskStream struct {
+	r       *run
+	st      *subStats
+	src     unitSource
+	ops     []opSpec
+	out     outSpec
+	opts    []atoll.CallOption
+	peeked  *unit
+	done    bool
+	pending []*pendingTask
+	ready   []block
+	onMeta  func(*taskMeta)
+	// writeDir: a write_parquet op writes file part-N there, N the
+	// task's sequence number.
+	writeDir string
+	seq      int
+	// ratio is the largest output bytes / estimate seen in this stream's
+	// tasks (0 until one finished): a read or map that grows its rows
+	// (a decompressing read, a column added) is charged what it really
+	// produces. Until the first task finishes, one task runs at a time.
+	ratio float64
+}
+
+// expected is the bytes a task of u is expected to produce.
+func (t *taskStream) expected(u unit) int64 {
+	if t.ratio == 0 {
+		return u.estimate
+	}
+	return int64(float64(u.estimate)*t.ratio) + 1
+}
+
+func (t *taskStream) next(ctx context.Context) (block, bool, error) {
+	for {
+		if len(t.ready) > 0 {
+			b := t.ready[0]
+			t.ready = t.ready[1:]
+			t.r.charge(-b.bytes)
+			return b, true, nil
+		}
+		if err := t.fill(ctx); err != nil {
+			return block{}, false, err
+		}
+		if len(t.pending) == 0 {
+			return block{}, false, nil
+		}
+		if err := t.collect(ctx); err != nil {
+			return block{}, false, err
+		}
+	}
+}
+
+// cost is what a task of u charges the budget while it runs: its input
+// and its expected output.
+func cost(u unit) int64 {
+	var in int64
+	for _, b := range u.inputs {
+		in += b.bytes
+	}
+	return in + u.estimate
+}
+
+func (t *taskStream) fill(ctx context.Context) error {
+	for !t.done {
+		if t.peeked == nil {
+			u, ok, err := t.src.nextUnit(ctx)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				t.done = true
+				return nil
+			}
+			t.peeked = &u
+			// the input is the task's now: charge it as the task's
+			for _, b := range u.inputs {
+				t.r.charge(b.bytes)
+			}
+		}
+		if len(t.pending) > 0 && (t.ratio == 0 || !t.r.fits(t.expected(*t.peeked))) {
+			return nil
+		}
+		t.submit(ctx, *t.peeked)
+		t.peeked = nil
+	}
+	return nil
+}
+
+func inputBytes(u unit) int64 { return cost(u) - u.estimate }
+
+func (t *taskStream) submit(ctx context.Context, u unit) {
+	spec := taskSpec{Read: u.read, Ops: t.ops, Out: t.out}
+	if t.out.Kind == "blocks" || t.out.Kind == "sort_sample" || t.out.Kind == "merge_sort" {
+		tgt := t.r.cfg.TargetMaxBlockSize
+		spec.Out.TargetMaxBlockSize = tgt
+		spec.Out.MaxBlocks = int(min(256, max(8, 1+(2*max(t.expected(u), inputBytes(u))+tgt-1)/tgt)))
+	}
+	if t.writeDir != "" {
+		spec.Ops = append([]opSpec(nil), t.ops...)
+		for i := range spec.Ops {
+			if spec.Ops[i].Kind == "write_parquet" {
+				spec.Ops[i].Path = fmt.Sprintf("%s/part-%05d.parquet", t.writeDir, t.seq)
+			}
+		}
+	}
+	t.seq++
+	var sb bytes.Buffer
+	_ = gob.NewEncoder(&sb).Encode(&spec) // plain structs: cannot fail
+	args := []atoll.Arg[atoll.Raw]{atoll.Value(atoll.Raw{Codec: atollpb.Codec_CODEC_BYTES, Data: sb.Bytes()})}
+	for _, b := range u.inputs {
+		args = append(args, b.ref)
+	}
+	refs := execTask.Remote(ctx, spec.Out.numReturns(), args, t.opts...)
+	// the task holds its arguments: the driver's refs can go
+	for _, b := range u.inputs {
+		b.release()
+	}
+	exp := t.expected(u)
+	t.r.charge(exp) // inputs were charged when taken
+	t.st.submitted()
+	t.pending = append(t.pending, &pendingTask{refs: refs, inputs: u.inputs, charge: inputBytes(u) + exp, estimate: u.estimate})
+}
+
+// collect waits for the oldest task and queues its blocks.
+func (t *taskStream) collect(ctx context.Context) error {
+	p := t.pending[0]
+	t.pending = t.pending[1:]
+	t.r.charge(-p.charge)
+	raw, err := atoll.Get(ctx, p.refs[0])
+	if err != nil {
+		releaseRefs(p.refs)
+		return err
+	}
+	var m taskMeta
+	if err := gob.NewDecoder(bytes.NewReader(raw.Data)).Decode(&m); err != nil {
+		releaseRefs(p.refs)
+		return fmt.Errorf("data: task metadata: %w", err)
+	}
+	p.refs[0].Release()
+	schema, err := decodeSchema(m.Schema)
+	if err != nil {
+		releaseRefs(p.refs[1:])
+		return err
+	}
+	var rows int64
+	for i := range m.Rows {
+		b := block{ref: p.refs[1+i], rows: m.Rows[i], bytes: m.Bytes[i], schema: schema}
+		rows += b.rows
+		t.r.charge(b.bytes)
+		t.ready = append(t.ready, b)
+	}
+	for _, r := range p.refs[1+len(m.Rows):] {
+		r.Release()
+	}
+	var outBytes int64
+	for _, n := range m.Bytes {
+		outBytes += n
+	}
+	t.ratio = max(t.ratio, float64(outBytes)/float64(max(p.estimate, 1)), 1e-6)
+	t.st.task(time.Duration(m.WallNs), time.Duration(m.CPUNs), rows)
+	if t.onMeta != nil {
+		t.onMeta(&m)
+	}
+	return nil
+}
+
+func releaseRefs(refs []atoll.ObjectRef[atoll.Raw]) {
+	for _, r := range refs {
+		if !r.IsZero() {
+			r.Release()
+		}
+	}
+}
+
+func (t *taskStream) close() {
+	for _, p := range t.pending {
+		releaseRefs(p.refs)
+		t.r.charge(-p.charge)
+	}
+	t.pending = nil
+	for _, b := range t.ready {
+		b.release()
+		t.r.charge(-b.bytes)
+	}
+	t.ready = nil
+	if t.peeked != nil {
+		for _, b := range t.peeked.inputs {
+			b.release()
+			t.r.charge(-b.bytes)
+		}
+		t.peeked = nil
+	}
+	if c, ok := t.src.(interface{ close() }); ok {
+		c.close()
+	}
+}
+
+func (s *streamUnits) close() { s.in.close() }
+
+// blockList yields fixed blocks (a dataset's own, or a materialized
+// phase's), passing them through without tasks.
+type blockList struct {
+	r  *run
+	bs []block
+}
+
+func (l *blockList) next(context.Context) (block, bool, error) {
+	if len(l.bs) == 0 {
+		return block{}, false, nil
+	}
+	b := l.bs[0]
+	l.bs = l.bs[1:]
+	return b, true, nil
+}
+
+func (l *blockList) close() {
+	for _, b := range l.bs {
+		b.release()
+	}
+	l.bs = nil
+}
+
+// limitStream passes blocks until n rows, cutting the last with a task.
+type limitStream struct {
+	r    *run
+	st   *subStats
+	in   blockStream
+	left int64
+	opts []atoll.CallOption
+}
+
+func (l *limitStream) next(ctx context.Context) (block, bool, error) {
+	if l.left <= 0 {
+		l.in.close()
+		return block{}, false, nil
+	}
+	b, ok, err := l.in.next(ctx)
+	if !ok || err != nil {
+		return b, ok, err
+	}
+	if b.rows <= l.left {
+		l.left -= b.rows
+		return b, true, nil
+	}
+	ts := &taskStream{r: l.r, st: l.st, src: &listUnits{us: []unit{{inputs: []block{b}}}},
+		ops: []opSpec{{Kind: "limit", Limit: l.left}}, out: outSpec{Kind: "blocks"}, opts: l.opts}
+	l.left = 0
+	out, ok, err := ts.next(ctx)
+	if err != nil || !ok {
+		return out, ok, err
+	}
+	return out, true, nil
+}
+
+func (l *limitStream) close() { l.in.close() }

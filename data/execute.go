@@ -1,0 +1,243 @@
+package data
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atollpb"
+)
+
+const codecBytes = atollpb.Codec_CODEC_BYTES
+
+// start plans d and returns the stream of its output blocks. Nothing is
+// submitted until the stream is pulled.
+func (d *Dataset) start(ctx context.Context, extra ...*logicalOp) (blockStream, *run, error) {
+	if d.err != nil {
+		return nil, nil, d.err
+	}
+	if err := d.cfg.validate(); err != nil {
+		return nil, nil, err
+	}
+	r := &run{cfg: d.cfg, budget: d.cfg.MemoryBudget}
+	if r.budget == 0 {
+		m, err := atoll.Memory(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		r.budget = int64(float64(m.StoreCapacity) * d.cfg.BudgetFraction)
+	}
+	ops := append(append([]*logicalOp(nil), d.ops...), extra...)
+	for _, o := range ops {
+		if o.strategy() != "tasks" {
+			return nil, nil, fmt.Errorf("%w: data: compute strategy %q is not supported yet", atoll.ErrInvalidArgument, o.compute)
+		}
+	}
+	var in blockStream
+	for i, st := range plan(ops) {
+		stats := &stageStats{name: st.name()}
+		r.stages = append(r.stages, stats)
+		var src unitSource
+		mapOps := st.ops
+		switch {
+		case i == 0 && d.source.units != nil:
+			rus, err := d.source.units(d.cfg)
+			if err != nil {
+				return nil, nil, err
+			}
+			us := make([]unit, len(rus))
+			for j := range rus {
+				us[j] = unit{read: &rus[j].spec, estimate: rus[j].estimate}
+			}
+			src = &listUnits{us: us}
+			mapOps = mapOps[1:]
+		case i == 0:
+			in = &blockList{r: r, bs: append([]block(nil), d.source.blocks...)}
+			src = &streamUnits{in: in}
+			mapOps = mapOps[1:]
+		default:
+			src = &streamUnits{in: in}
+		}
+		var specs []opSpec
+		var opts []atoll.CallOption
+		limit := int64(-1)
+		for _, o := range mapOps {
+			if o.kind == kindLimit {
+				if limit < 0 || o.op.Limit < limit {
+					limit = o.op.Limit
+				}
+				continue
+			}
+			specs = append(specs, o.op)
+			opts = callOptions(o)
+		}
+		if len(opts) == 0 {
+			opts = callOptions(&logicalOp{})
+		}
+		if i == 0 && d.source.units != nil {
+			// reads retry application errors (a flaky file system)
+			opts = append(opts, atoll.RetryExceptions(), atoll.MaxRetries(3))
+		}
+		if limit >= 0 {
+			sub := &subStats{name: "limit"}
+			stats.subs = append(stats.subs, sub)
+			in = &limitStream{r: r, st: sub, in: in, left: limit, opts: opts}
+			continue
+		}
+		if st.allToAll == nil {
+			if len(specs) == 0 && i == 0 && d.source.units == nil {
+				// blocks already stored, nothing to apply
+				stats.subs = append(stats.subs, &subStats{name: st.name()})
+				continue
+			}
+			sub := &subStats{name: st.name()}
+			stats.subs = append(stats.subs, sub)
+			ts := &taskStream{r: r, st: sub, src: src, ops: specs, out: outSpec{Kind: "blocks"}, opts: opts}
+			for _, s := range specs {
+				if s.Kind == "write_parquet" {
+					ts.writeDir = s.Path
+				}
+			}
+			in = ts
+			continue
+		}
+		in = newAllToAll(r, stats, src, specs, opts, st.allToAll)
+	}
+	return in, r, nil
+}
+
+func callOptions(o *logicalOp) []atoll.CallOption {
+	opts := []atoll.CallOption{atoll.Spread()}
+	if o.resources != nil {
+		res := atoll.Resources{Custom: map[string]float64{}}
+		for k, v := range o.resources {
+			switch k {
+			case "CPU":
+				res.CPU = v
+			case "memory":
+				res.Memory = v
+			default:
+				res.Custom[k] = v
+			}
+		}
+		opts = append(opts, atoll.WithTaskResources(res))
+	}
+	return opts
+}
+
+// allToAll runs a sort or a repartition: on the first pull it runs the
+// map side (the stage's fused ops plus sampling or splitting) and, for a
+// sort, the range split; then it streams the reduce tasks' blocks.
+type allToAll struct {
+	r       *run
+	stats   *stageStats
+	src     unitSource
+	ops     []opSpec
+	opts    []atoll.CallOption
+	op      *logicalOp
+	reduce  blockStream
+	started bool
+}
+
+func newAllToAll(r *run, stats *stageStats, src unitSource, ops []opSpec, opts []atoll.CallOption, op *logicalOp) *allToAll {
+	return &allToAll{r: r, stats: stats, src: src, ops: ops, opts: opts, op: op}
+}
+
+func (a *allToAll) next(ctx context.Context) (block, bool, error) {
+	if !a.started {
+		a.started = true
+		red, err := a.mapSide(ctx)
+		if err != nil {
+			return block{}, false, err
+		}
+		a.reduce = red
+	}
+	return a.reduce.next(ctx)
+}
+
+func (a *allToAll) close() {
+	if a.reduce != nil {
+		a.reduce.close()
+	}
+	if c, ok := a.src.(interface{ close() }); ok {
+		c.close()
+	}
+}
+
+// drain collects every block of s (they stay in the store: an all-to-all
+// needs all of its map outputs before any reduce).
+func drain(ctx context.Context, s blockStream, r *run) ([]block, error) {
+	var out []block
+	for {
+		b, ok, err := s.next(ctx)
+		if err != nil {
+			s.close()
+			for _, x := range out {
+				x.release()
+			}
+			return nil, err
+		}
+		if !ok {
+			return out, nil
+		}
+		out = append(out, b)
+	}
+}
+
+func (a *allToAll) sub(name string) *subStats {
+	s := &subStats{name: name}
+	a.stats.subs = append(a.stats.subs, s)
+	return s
+}
+
+func (a *allToAll) mapSide(ctx context.Context) (blockStream, error) {
+	name := a.op.name
+	var splitIn unitSource = a.src
+	ops := a.ops
+	var bounds []byte
+	parts := a.op.parts
+	if name == "sort" {
+		var samples [][]byte
+		ss := &taskStream{r: a.r, st: a.sub("sort_sample"), src: a.src, ops: a.ops,
+			out: outSpec{Kind: "sort_sample", Column: a.op.column, Samples: 64}, opts: a.opts,
+			onMeta: func(m *taskMeta) { samples = append(samples, m.Samples) }}
+		sampled, err := drain(ctx, ss, a.r)
+		if err != nil {
+			return nil, err
+		}
+		if parts == 0 {
+			parts = max(1, len(sampled))
+		}
+		if bounds, err = chooseBounds(ctx, samples, parts, a.op.descending); err != nil {
+			return nil, err
+		}
+		if bounds == nil { // no rows at all
+			return &blockList{r: a.r, bs: sampled}, nil
+		}
+		us := make([]unit, len(sampled))
+		for i, b := range sampled {
+			us[i] = unit{inputs: []block{b}, estimate: b.bytes}
+		}
+		splitIn, ops = &listUnits{us: us}, nil
+	}
+	mapName := map[string]string{"sort": "sort_map", "repartition": "repartition_map"}[name]
+	ms := &taskStream{r: a.r, st: a.sub(mapName), src: splitIn, ops: ops,
+		out: outSpec{Kind: "split", Parts: parts, Column: a.op.column, Descending: a.op.descending, Bounds: bounds}, opts: a.opts}
+	pieces, err := drain(ctx, ms, a.r)
+	if err != nil {
+		return nil, err
+	}
+	// every map task returned parts pieces, in order
+	us := make([]unit, parts)
+	for i, p := range pieces {
+		us[i%parts].inputs = append(us[i%parts].inputs, p)
+		us[i%parts].estimate += p.bytes
+	}
+	out := outSpec{Kind: "blocks"}
+	reduceName := "repartition_reduce"
+	if name == "sort" {
+		out = outSpec{Kind: "merge_sort", Column: a.op.column, Descending: a.op.descending}
+		reduceName = "sort_reduce"
+	}
+	return &taskStream{r: a.r, st: a.sub(reduceName), src: &listUnits{us: us}, out: out, opts: a.opts}, nil
+}

@@ -1,0 +1,42 @@
+package data_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/actors"
+)
+
+func TestMain(m *testing.M) {
+	if atoll.IsWorker() {
+		// This test binary was started as a worker process: serve tasks.
+		_ = atoll.Init(context.Background())
+	}
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
+		goleak.IgnoreTopFunction(actors.PooledDispatcherIdle),
+	)
+}
+
+// start runs atoll for one test with worker processes (a dataset's tasks
+// run in them, reading blocks from shared memory) and a small store.
+func start(t *testing.T, opts ...atoll.Option) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	opts = append([]atoll.Option{atoll.WithObjectStoreMemory(256 << 20), atoll.WithNumCPUs(2),
+		atoll.WithWorkerMode(atoll.ProcessWorkers)}, opts...)
+	if err := atoll.Init(ctx, opts...); err != nil {
+		t.Fatalf("Init: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := atoll.Shutdown(context.Background()); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	return ctx
+}

@@ -1,0 +1,206 @@
+package data
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/csv"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/atoll-runtime/atoll"
+)
+
+// readSpec is one read task: rows [Start, End) of Range, or one Parquet
+// file's row groups, or one CSV file.
+type readSpec struct {
+	Kind       string // range, parquet, csv
+	Start, End int64
+	Path       string
+	RowGroups  []int
+}
+
+func (r *readSpec) read(ctx context.Context) ([]arrow.RecordBatch, error) {
+	switch r.Kind {
+	case "range":
+		b := array.NewInt64Builder(memory.DefaultAllocator)
+		defer b.Release()
+		b.Reserve(int(r.End - r.Start))
+		for i := r.Start; i < r.End; i++ {
+			b.UnsafeAppend(i)
+		}
+		col := b.NewInt64Array()
+		defer col.Release()
+		s := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+		return []arrow.RecordBatch{array.NewRecordBatch(s, []arrow.Array{col}, int64(col.Len()))}, nil
+	case "parquet":
+		return readParquetRowGroups(ctx, r.Path, r.RowGroups)
+	case "csv":
+		return readCSVFile(r.Path)
+	}
+	return nil, fmt.Errorf("data: unknown read kind %q", r.Kind)
+}
+
+func readParquetRowGroups(ctx context.Context, path string, rgs []int) ([]arrow.RecordBatch, error) {
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return nil, fmt.Errorf("data: read %s: %w", path, err)
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, fmt.Errorf("data: read %s: %w", path, err)
+	}
+	cols := make([]int, pf.MetaData().Schema.NumColumns()) // every leaf column
+	for i := range cols {
+		cols[i] = i
+	}
+	tbl, err := fr.ReadRowGroups(ctx, cols, rgs)
+	if err != nil {
+		return nil, fmt.Errorf("data: read %s: %w", path, err)
+	}
+	defer tbl.Release()
+	return tableRecords(tbl)
+}
+
+// tableRecords turns a table into records (one per chunk boundary).
+func tableRecords(tbl arrow.Table) ([]arrow.RecordBatch, error) {
+	tr := array.NewTableReader(tbl, 1<<62) // chunk boundaries only
+	defer tr.Release()
+	var out []arrow.RecordBatch
+	for tr.Next() {
+		r := tr.RecordBatch()
+		r.Retain()
+		out = append(out, r)
+	}
+	if err := tr.Err(); err != nil {
+		releaseAll(out)
+		return nil, err
+	}
+	return out, nil
+}
+
+func readCSVFile(path string) ([]arrow.RecordBatch, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("data: read %s: %w", path, err)
+	}
+	r := csv.NewInferringReader(bytes.NewReader(b), csv.WithHeader(true), csv.WithChunk(1<<16), csv.WithNullReader(true, ""))
+	defer r.Release()
+	var out []arrow.RecordBatch
+	for r.Next() {
+		rec := r.RecordBatch()
+		rec.Retain()
+		out = append(out, rec)
+	}
+	if err := r.Err(); err != nil && err != io.EOF {
+		releaseAll(out)
+		return nil, fmt.Errorf("data: read %s: %w", path, err)
+	}
+	return out, nil
+}
+
+// listFiles expands paths (files or directories, not recursive) into the
+// files ending in ext, sorted.
+func listFiles(paths []string, ext string) ([]string, error) {
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("%w: data: no path given", atoll.ErrInvalidArgument)
+	}
+	var out []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("%w: data: %v", atoll.ErrInvalidArgument, err)
+		}
+		if !st.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		es, err := os.ReadDir(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range es {
+			if !e.IsDir() && strings.HasSuffix(e.Name(), ext) {
+				out = append(out, filepath.Join(p, e.Name()))
+			}
+		}
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: data: no %s files in %v", atoll.ErrInvalidArgument, ext, paths)
+	}
+	return out, nil
+}
+
+// readUnit is one read task with the bytes it is expected to produce.
+type readUnit struct {
+	spec     readSpec
+	estimate int64
+}
+
+// parquetUnits lists one read task per row group of every file (the
+// driver reads only the files' footers).
+func parquetUnits(paths []string) ([]readUnit, error) {
+	files, err := listFiles(paths, ".parquet")
+	if err != nil {
+		return nil, err
+	}
+	var out []readUnit
+	for _, f := range files {
+		pf, err := file.OpenParquetFile(f, false)
+		if err != nil {
+			return nil, fmt.Errorf("%w: data: %s: %v", atoll.ErrInvalidArgument, f, err)
+		}
+		md := pf.MetaData()
+		for rg := range md.NumRowGroups() {
+			out = append(out, readUnit{spec: readSpec{Kind: "parquet", Path: f, RowGroups: []int{rg}}, estimate: md.RowGroup(rg).TotalByteSize()})
+		}
+		pf.Close()
+	}
+	return out, nil
+}
+
+func csvUnits(paths []string) ([]readUnit, error) {
+	files, err := listFiles(paths, ".csv")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]readUnit, len(files))
+	for i, f := range files {
+		st, err := os.Stat(f)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = readUnit{spec: readSpec{Kind: "csv", Path: f}, estimate: st.Size()}
+	}
+	return out, nil
+}
+
+// writeParquet writes recs as one Parquet file (snappy, a row group per
+// record).
+func writeParquet(_ context.Context, w io.Writer, recs []arrow.RecordBatch) error {
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy))
+	fw, err := pqarrow.NewFileWriter(recs[0].Schema(), w, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if err := fw.Write(r); err != nil {
+			_ = fw.Close()
+			return err
+		}
+	}
+	return fw.Close()
+}

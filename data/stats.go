@@ -1,0 +1,90 @@
+package data
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// stageStats is what one (fused) stage did; an all-to-all stage has a
+// sub-stage per phase (sort_sample, sort_map, sort_reduce).
+type stageStats struct {
+	name string
+	subs []*subStats
+}
+
+// subStats accumulates the tasks of one stage or phase.
+type subStats struct {
+	name           string
+	mu             sync.Mutex
+	start, end     time.Time
+	submittedTasks int
+	wall, cpu      []time.Duration
+	rows           []int64
+}
+
+func (s *subStats) submitted() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.submittedTasks == 0 {
+		s.start = time.Now()
+	}
+	s.submittedTasks++
+}
+
+func (s *subStats) task(wall, cpu time.Duration, rows int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.wall = append(s.wall, wall)
+	s.cpu = append(s.cpu, cpu)
+	s.rows = append(s.rows, rows)
+	s.end = time.Now()
+}
+
+func (s *subStats) format(b *strings.Builder, title string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	elapsed := s.end.Sub(s.start)
+	if s.submittedTasks == 0 {
+		elapsed = 0
+	}
+	fmt.Fprintf(b, "%s: %d/%d blocks executed in %s\n", title, len(s.wall), s.submittedTasks, secs(elapsed))
+	if len(s.wall) == 0 {
+		return
+	}
+	durs := func(ds []time.Duration) string {
+		lo, hi, sum := ds[0], ds[0], time.Duration(0)
+		for _, d := range ds {
+			lo, hi, sum = min(lo, d), max(hi, d), sum+d
+		}
+		return fmt.Sprintf("%s min, %s max, %s mean, %s total", secs(lo), secs(hi), secs(sum/time.Duration(len(ds))), secs(sum))
+	}
+	lo, hi, sum := s.rows[0], s.rows[0], int64(0)
+	for _, r := range s.rows {
+		lo, hi, sum = min(lo, r), max(hi, r), sum+r
+	}
+	fmt.Fprintf(b, "* Remote wall time: %s\n", durs(s.wall))
+	fmt.Fprintf(b, "* Remote cpu time: %s\n", durs(s.cpu))
+	fmt.Fprintf(b, "* Output num rows: %d min, %d max, %d mean, %d total\n", lo, hi, sum/int64(len(s.rows)), sum)
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.3gs", d.Seconds()) }
+
+// format prints the stats of a run, a stage after another, as seed 003
+// shows them.
+func formatStats(stages []*stageStats) string {
+	var b strings.Builder
+	for i, st := range stages {
+		title := fmt.Sprintf("Stage %d %s", i+1, st.name)
+		if len(st.subs) == 1 {
+			st.subs[0].format(&b, title)
+			continue
+		}
+		fmt.Fprintf(&b, "%s:\n", title)
+		for j, sub := range st.subs {
+			sub.format(&b, fmt.Sprintf("Substage %d %s", j, sub.name))
+		}
+	}
+	return b.String()
+}

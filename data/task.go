@@ -1,0 +1,347 @@
+package data
+
+import (
+	"bytes"
+	"context"
+	"encoding/gob"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atollpb"
+)
+
+// taskSpec is what one task of a fused stage does, sent as its first
+// argument: read (or take its input blocks, the other arguments), apply
+// the ops in order, then shape the output (out).
+type taskSpec struct {
+	Read *readSpec
+	Ops  []opSpec
+	Out  outSpec
+}
+
+// opSpec is one map-like operation as a task runs it.
+type opSpec struct {
+	Kind      string // map, map_batches, filter, select, drop, add_column, limit, write_parquet
+	Fn        string // a registered function's name
+	BatchSize int
+	Columns   []string
+	Column    string
+	Limit     int64  // limit: rows to keep from this task's input
+	Path      string // write_parquet: the file to write
+}
+
+// outSpec is how a task returns its rows.
+type outSpec struct {
+	// Kind: "blocks" (split above TargetMaxBlockSize into at most
+	// MaxBlocks), "sort_sample" (blocks plus Samples values of Column),
+	// "split" (Parts returns: sort ranges of Column by Bounds, or equal
+	// row ranges when Column is empty), "merge_sort" (the inputs
+	// concatenated, sorted by Column, then split as blocks).
+	Kind               string
+	MaxBlocks          int
+	TargetMaxBlockSize int64
+	Column             string
+	Descending         bool
+	Samples            int
+	Parts              int
+	Bounds             []byte // an IPC block of one column: the P-1 range bounds
+}
+
+// numReturns is the task's return count: the metadata, then the blocks.
+func (o outSpec) numReturns() int {
+	if o.Kind == "split" {
+		return 1 + o.Parts
+	}
+	return 1 + o.MaxBlocks
+}
+
+// taskMeta is a task's first return: what the driver keeps beside each
+// block's ref, and the task's timing.
+type taskMeta struct {
+	Rows    []int64 // per block returned
+	Bytes   []int64
+	Schema  []byte // IPC schema of the blocks
+	Samples []byte // sort_sample: an IPC block of the sampled key values
+	WallNs  int64
+	CPUNs   int64
+}
+
+var execTask = atoll.NewMultiFuncN("atoll/data.exec", func(ctx context.Context, args []atoll.Raw) ([]atoll.Raw, error) {
+	if len(args) == 0 {
+		return nil, fmt.Errorf("data: exec without a task spec")
+	}
+	var spec taskSpec
+	if err := gob.NewDecoder(bytes.NewReader(args[0].Data)).Decode(&spec); err != nil {
+		return nil, fmt.Errorf("data: decode task spec: %w", err)
+	}
+	start, cpu0 := time.Now(), cpuTime()
+	meta, blocks, err := runTask(ctx, &spec, args[1:])
+	if err != nil {
+		return nil, err
+	}
+	meta.WallNs, meta.CPUNs = time.Since(start).Nanoseconds(), (cpuTime() - cpu0).Nanoseconds()
+	var mb bytes.Buffer
+	if err := gob.NewEncoder(&mb).Encode(meta); err != nil {
+		return nil, err
+	}
+	out := make([]atoll.Raw, spec.Out.numReturns())
+	out[0] = atoll.Raw{Codec: atollpb.Codec_CODEC_BYTES, Data: mb.Bytes()}
+	for i := 1; i < len(out); i++ {
+		out[i] = atoll.Raw{Codec: atollpb.Codec_CODEC_BYTES, Data: []byte{}}
+		if i-1 < len(blocks) {
+			out[i].Data = blocks[i-1]
+		}
+	}
+	return out, nil
+})
+
+// cpuTime is this process's CPU time (user and system). A worker process
+// runs one task at a time, so the difference across a task is the task's
+// CPU time; with goroutine workers it counts every task running at once.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// runTask runs spec over the input blocks (views of shared memory, read
+// in place) and returns the metadata and encoded output blocks.
+func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta, [][]byte, error) {
+	var recs []arrow.RecordBatch
+	defer func() { releaseAll(recs) }()
+	if spec.Read != nil {
+		rs, err := spec.Read.read(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		recs = rs
+	}
+	var inSchema *arrow.Schema
+	for _, in := range inputs {
+		rec, err := decodeBlock(in.Data)
+		if err != nil {
+			return nil, nil, err
+		}
+		inSchema = rec.Schema()
+		if rec.NumRows() == 0 {
+			rec.Release()
+			continue
+		}
+		recs = append(recs, rec)
+	}
+	for _, op := range spec.Ops {
+		next, err := applyOp(ctx, op, recs)
+		releaseAll(recs)
+		recs = next
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	schema := inSchema
+	if len(recs) > 0 {
+		schema = recs[0].Schema()
+	}
+	if schema == nil {
+		schema = arrow.NewSchema(nil, nil)
+	}
+	meta := &taskMeta{Schema: encodeSchema(schema)}
+	var parts []arrow.RecordBatch
+	defer func() { releaseAll(parts) }()
+	switch spec.Out.Kind {
+	case "blocks", "sort_sample":
+		if spec.Out.Kind == "sort_sample" {
+			s, err := sampleColumn(ctx, recs, spec.Out.Column, spec.Out.Samples)
+			if err != nil {
+				return nil, nil, err
+			}
+			meta.Samples = s
+		}
+		parts = splitBlocks(recs, spec.Out.TargetMaxBlockSize, spec.Out.MaxBlocks)
+	case "split":
+		var err error
+		if parts, err = splitParts(ctx, schema, recs, &spec.Out); err != nil {
+			return nil, nil, err
+		}
+	case "merge_sort":
+		sorted, err := sortRecords(ctx, schema, recs, spec.Out.Column, spec.Out.Descending)
+		if err != nil {
+			return nil, nil, err
+		}
+		parts = splitBlocks([]arrow.RecordBatch{sorted}, spec.Out.TargetMaxBlockSize, spec.Out.MaxBlocks)
+		sorted.Release()
+	default:
+		return nil, nil, fmt.Errorf("data: unknown output kind %q", spec.Out.Kind)
+	}
+	blocks := make([][]byte, len(parts))
+	for i, p := range parts {
+		if p.NumRows() == 0 && p.Schema().NumFields() == 0 {
+			p = emptyRecord(schema)
+			parts[i].Release()
+			parts[i] = p
+		}
+		b, err := encodeBlock(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		blocks[i] = b
+		meta.Rows = append(meta.Rows, p.NumRows())
+		meta.Bytes = append(meta.Bytes, int64(len(b)))
+	}
+	return meta, blocks, nil
+}
+
+func releaseAll(recs []arrow.RecordBatch) {
+	for _, r := range recs {
+		if r != nil {
+			r.Release()
+		}
+	}
+}
+
+// applyOp applies one op to a task's records; it does not release recs.
+func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arrow.RecordBatch, error) {
+	var out []arrow.RecordBatch
+	fail := func(err error) ([]arrow.RecordBatch, error) {
+		releaseAll(out)
+		return nil, err
+	}
+	switch op.Kind {
+	case "map_batches":
+		f, err := lookup[*BatchFunc](op.Fn)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range rebatch(recs, op.BatchSize) {
+			r, err := f.fn(ctx, b)
+			b.Release()
+			if err != nil {
+				return fail(fmt.Errorf("data: map_batches %s: %w", op.Fn, err))
+			}
+			out = append(out, r)
+		}
+	case "map":
+		f, err := lookup[*RowFunc](op.Fn)
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range recs {
+			rows := recordRows(rec)
+			for i, r := range rows {
+				if rows[i], err = f.fn(ctx, r); err != nil {
+					return fail(fmt.Errorf("data: map %s: %w", op.Fn, err))
+				}
+			}
+			s, err := rowSchema(rows, rec.Schema())
+			if err != nil {
+				return fail(err)
+			}
+			nr, err := rowsRecord(s, rows)
+			if err != nil {
+				return fail(err)
+			}
+			out = append(out, nr)
+		}
+	case "filter":
+		f, err := lookup[*Predicate](op.Fn)
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range recs {
+			mask := array.NewBooleanBuilder(memory.DefaultAllocator)
+			for _, r := range recordRows(rec) {
+				keep, err := f.fn(ctx, r)
+				if err != nil {
+					mask.Release()
+					return fail(fmt.Errorf("data: filter %s: %w", op.Fn, err))
+				}
+				mask.Append(keep)
+			}
+			m := mask.NewBooleanArray()
+			mask.Release()
+			nr, err := filterRecord(ctx, rec, m)
+			m.Release()
+			if err != nil {
+				return fail(err)
+			}
+			out = append(out, nr)
+		}
+	case "select", "drop":
+		for _, rec := range recs {
+			nr, err := projectRecord(rec, op.Columns, op.Kind == "drop")
+			if err != nil {
+				return fail(err)
+			}
+			out = append(out, nr)
+		}
+	case "add_column":
+		f, err := lookup[*ColumnFunc](op.Fn)
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range recs {
+			col, err := f.fn(ctx, rec)
+			if err != nil {
+				return fail(fmt.Errorf("data: add_column %s: %w", op.Fn, err))
+			}
+			if int64(col.Len()) != rec.NumRows() {
+				col.Release()
+				return fail(fmt.Errorf("data: add_column %s: %d values for %d rows", op.Fn, col.Len(), rec.NumRows()))
+			}
+			out = append(out, withColumn(rec, op.Column, col))
+			col.Release()
+		}
+	case "limit":
+		left := op.Limit
+		for _, rec := range recs {
+			if left <= 0 {
+				break
+			}
+			n := min(left, rec.NumRows())
+			out = append(out, rec.NewSlice(0, n))
+			left -= n
+		}
+	case "write_parquet":
+		if err := writeParquetFile(ctx, op.Path, recs); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("data: unknown op %q", op.Kind)
+	}
+	return out, nil
+}
+
+// writeParquetFile writes recs to path (through a temporary file renamed
+// at the end, so a retried task leaves no half file).
+func writeParquetFile(ctx context.Context, path string, recs []arrow.RecordBatch) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	err = writeParquet(ctx, struct{ io.Writer }{f}, recs) // the writer closes a Closer: keep f for Close below
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("data: write %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}

@@ -29,6 +29,7 @@ import (
 	"github.com/atoll-runtime/atoll/gcs"
 	"github.com/atoll-runtime/atoll/internal/natsembed"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/node"
 )
 
 // The test's sizes and bounds.
@@ -122,8 +123,12 @@ func TestLongLivedNode(t *testing.T) {
 	// against false failure detections on a loaded two-core machine.
 	env := []string{gcs.EnvMaxDeadNodes + "=" + capEnv, gcs.EnvMaxDeadActors + "=" + capEnv, gcs.EnvMaxFinishedJobs + "=" + capEnv,
 		cluster.EnvMaxDeadNodes + "=" + capEnv}
+	// The raylet's timeline is a ring of finished attempts (4,096 by
+	// default, filled after ~1,600 jobs of this test): a small one is
+	// full after the warm-up, like the caps above.
 	c := testcluster.Start(t, testcluster.Options{Nodes: 1, NumCPUs: 2, ObjectStoreMemory: 64 << 20,
-		FailureTimeout: membership.DefaultFailureBudget, NATSURL: ns.ClientURL(), Env: env})
+		FailureTimeout: membership.DefaultFailureBudget, NATSURL: ns.ClientURL(), Env: env,
+		Config: func(_ int, cfg *node.Config) { cfg.TimelineCap = longCap }})
 	start := time.Now()
 	var samples []llSample
 	for job := 1; job <= jobs; job++ {

@@ -92,6 +92,9 @@ type Config struct {
 	// IdleWorkerTimeout is how long a surplus idle worker lives; default
 	// 10 s.
 	IdleWorkerTimeout time.Duration
+	// TimelineCap is how many finished task attempts the raylet keeps for
+	// `atoll timeline`; default raylet.TimelineCap (4,096).
+	TimelineCap int
 	// WorkerBinary is the program worker processes run. On a head or a
 	// joining node it runs every job's workers; default each job's own
 	// driver binary (TaskSpec.worker_binary). On an embedded or a

@@ -195,6 +195,7 @@ func (n *Node) start(ctx context.Context) error {
 		Resources:      res,
 		Executor:       executor,
 		IdleTimeout:    cfg.IdleWorkerTimeout,
+		TimelineCap:    cfg.TimelineCap,
 		StoreCapacity:  n.arena.Size(),
 		Saturation:     cfg.Saturation,
 		TracerProvider: tp,

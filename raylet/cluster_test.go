@@ -150,7 +150,7 @@ func TestForwardedTaskSpillsBackWhenInfeasible(t *testing.T) {
 }
 
 func TestTimelineKeepsTheLastEvents(t *testing.T) {
-	var tl timeline
+	tl := timeline{cap: TimelineCap}
 	for i := range TimelineCap + 10 {
 		tl.add(TaskEvent{Name: "t", Start: time.Unix(int64(i), 0)})
 	}

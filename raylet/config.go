@@ -48,6 +48,10 @@ type Config struct {
 	// MaxWorkers bounds the pool, which grows past NumWorkers while tasks
 	// block in Get (their CPU is lent to other tasks); default 1024.
 	MaxWorkers int
+	// TimelineCap is how many finished task attempts the raylet keeps for
+	// `atoll timeline` (a ring, oldest dropped first); default
+	// TimelineCap.
+	TimelineCap int
 	// IdleTimeout is how long a worker beyond NumWorkers may stay idle
 	// before it is stopped; default 10s (long enough to absorb a burst of
 	// nested tasks, short enough not to hoard processes).
@@ -121,6 +125,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxWorkers <= 0 {
 		c.MaxWorkers = 1024
+	}
+	if c.TimelineCap <= 0 {
+		c.TimelineCap = TimelineCap
 	}
 	if c.MaxWorkers < c.NumWorkers {
 		c.MaxWorkers = c.NumWorkers

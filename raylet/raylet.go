@@ -129,6 +129,7 @@ func NewProps(cfg Config) (*actor.Props, error) {
 			strategy: strategy,
 			peers:    map[ids.NodeID]*NodeView{},
 			procCfgs: map[string]*ProcessConfig{},
+			timeline: timeline{cap: cfg.TimelineCap},
 		}
 	}, actor.WithSupervisor(strategy), actor.WithDispatcher(actors.HotDispatcher)), nil
 }

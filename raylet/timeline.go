@@ -7,7 +7,8 @@ import (
 )
 
 // TimelineCap is how many finished task attempts a raylet remembers for
-// `atoll timeline` (the oldest are dropped first).
+// `atoll timeline` by default (Config.TimelineCap; the oldest are dropped
+// first).
 const TimelineCap = 4096
 
 // TaskEvent is one finished task attempt on this node.
@@ -25,19 +26,20 @@ type TaskEvent struct {
 // first (the reply is a []TaskEvent).
 type GetTimeline struct{}
 
-// timeline is a ring of the last TimelineCap task events.
+// timeline is a ring of the last cap task events.
 type timeline struct {
+	cap    int
 	events []TaskEvent
 	next   int
 }
 
 func (tl *timeline) add(e TaskEvent) {
-	if len(tl.events) < TimelineCap {
+	if len(tl.events) < tl.cap {
 		tl.events = append(tl.events, e)
 		return
 	}
 	tl.events[tl.next] = e
-	tl.next = (tl.next + 1) % TimelineCap
+	tl.next = (tl.next + 1) % tl.cap
 }
 
 // snapshot returns a copy of the events, oldest first.

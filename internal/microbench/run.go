@@ -83,7 +83,8 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) (err error
 	if err := opts.validate(); err != nil {
 		return err
 	}
-	if err := atoll.Init(ctx, atoll.WithWorkerMode(opts.Mode)); err != nil {
+	// The CLI handles SIGINT itself (its context ends, then Shutdown).
+	if err := atoll.Init(ctx, atoll.WithWorkerMode(opts.Mode), atoll.WithoutSignalHandler()); err != nil {
 		return fmt.Errorf("microbenchmark: start atoll: %w", err)
 	}
 	defer func() {

@@ -124,7 +124,8 @@ func TestAMMReduceReplicas(t *testing.T) {
 // the cluster's nodes; when a node holding one is killed, the AMM
 // restores the count on the third node, whose copy reads right; with the
 // count lowered to 1, ReduceReplicas drops the copies it made (they are
-// copies, not primaries) and the primary on the driver's node stays.
+// copies, not primaries) and the primary on the driver's node stays. The
+// owner's node learns of the copies and forgets them, as for pulls.
 func TestAMMReplicate(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 3, NumCPUs: 2, FailureTimeout: 2 * time.Second,
 		Env: []string{cluster.EnvAMM + "=1", cluster.EnvAMMInterval + "=200ms"}})
@@ -152,7 +153,13 @@ func TestAMMReplicate(t *testing.T) {
 		}
 		return out
 	}
+	// The owner's node (the driver's) keeps the directory of copies.
+	copiesKnown := func() uint64 { return c.StatsOf(atoll.CurrentNodeID(), false).Copies }
+	if k := copiesKnown(); k != 0 {
+		t.Fatalf("the owner's node knows copies of %d objects before any replication", k)
+	}
 	eventually(t, "the AMM to create two copies", func() bool { return len(holders()) == 2 })
+	eventually(t, "the owner's node to learn of the copies", func() bool { return copiesKnown() == 1 })
 	first := holders()
 	third := 3 - first[0] - first[1]
 	// Kill a holder that is not the head (node 0).
@@ -171,6 +178,7 @@ func TestAMMReplicate(t *testing.T) {
 		t.Fatalf("SetReplicas(1): %v", err)
 	}
 	eventually(t, "ReduceReplicas to drop the replicated copies", func() bool { return len(holders()) == 0 })
+	eventually(t, "the owner's node to forget the dropped copies", func() bool { return copiesKnown() == 0 })
 	if x, ok := nodeStatus(ctx, c, atoll.CurrentNodeID()); !ok || x.StoreUsed < n {
 		t.Fatalf("the primary on the driver's node was dropped (%+v, %v)", x, ok)
 	}

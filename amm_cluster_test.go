@@ -118,3 +118,72 @@ func TestAMMReduceReplicas(t *testing.T) {
 		t.Fatalf("driver Get at the end: %v", err)
 	}
 }
+
+// TestAMMReplicate: an object with a tracked count of 3 (SetReplicas) gets
+// the two copies it lacks created by the Active Memory Manager on two of
+// the cluster's nodes; when a node holding one is killed, the AMM
+// restores the count on the third node, whose copy reads right; with the
+// count lowered to 1, ReduceReplicas drops the copies it made (they are
+// copies, not primaries) and the primary on the driver's node stays. The
+// owner's node learns of the copies and forgets them, as for pulls.
+func TestAMMReplicate(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, NumCPUs: 2, FailureTimeout: 2 * time.Second,
+		Env: []string{cluster.EnvAMM + "=1", cluster.EnvAMMInterval + "=200ms"}})
+	ctx := joinCluster(t, c)
+	const n = 3 << 20
+	want := byteSum(pattern(n))
+	obj, err := atoll.Put(ctx, pattern(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := atoll.SetReplicas(ctx, obj, 3); err != nil {
+		t.Fatalf("SetReplicas: %v", err)
+	}
+	dead := -1
+	// holders lists the live nodes of c whose store holds the object.
+	holders := func() []int {
+		var out []int
+		for i := range c.Len() {
+			if i == dead {
+				continue
+			}
+			if x, ok := nodeStatus(ctx, c, c.Node(i).ID); ok && x.StoreUsed >= n {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	// The owner's node (the driver's) keeps the directory of copies.
+	copiesKnown := func() uint64 { return c.StatsOf(atoll.CurrentNodeID(), false).Copies }
+	if k := copiesKnown(); k != 0 {
+		t.Fatalf("the owner's node knows copies of %d objects before any replication", k)
+	}
+	eventually(t, "the AMM to create two copies", func() bool { return len(holders()) == 2 })
+	eventually(t, "the owner's node to learn of the copies", func() bool { return copiesKnown() == 1 })
+	first := holders()
+	third := 3 - first[0] - first[1]
+	// Kill a holder that is not the head (node 0).
+	dead = first[1]
+	c.Kill(dead)
+	eventually(t, "the AMM to restore the third copy on node "+c.Node(third).ID, func() bool {
+		return slices.Contains(holders(), third)
+	})
+	got, err := atoll.Get(ctx, sumBytes.Remote(ctx, obj, atoll.OnNode(c.Node(third).ID, false)))
+	if err != nil || got.Sum != want || got.Node != c.Node(third).ID {
+		t.Fatalf("read on node %s, which holds the restored copy: %+v, %v", c.Node(third).ID, got, err)
+	}
+
+	// The copies are copies: with the count lowered to 1, they go.
+	if err := atoll.SetReplicas(ctx, obj, 1); err != nil {
+		t.Fatalf("SetReplicas(1): %v", err)
+	}
+	eventually(t, "ReduceReplicas to drop the replicated copies", func() bool { return len(holders()) == 0 })
+	eventually(t, "the owner's node to forget the dropped copies", func() bool { return copiesKnown() == 0 })
+	if x, ok := nodeStatus(ctx, c, atoll.CurrentNodeID()); !ok || x.StoreUsed < n {
+		t.Fatalf("the primary on the driver's node was dropped (%+v, %v)", x, ok)
+	}
+	b, err := atoll.Get(ctx, obj)
+	if err != nil || byteSum(b) != want {
+		t.Fatalf("driver Get at the end: %v", err)
+	}
+}

@@ -1174,6 +1174,219 @@ func (x *NodeStats) GetGoroutines() uint64 {
 	return 0
 }
 
+// ReplicateRequest asks a node (atoll.node.<node>.replicate) to pull a
+// copy of an object, on behalf of the head's Active Memory Manager: ref
+// names the object, its owner (and owner's node), size and codec, and in
+// node_id the node to pull from. The pulled copy is a copy (not a
+// primary) that the owner's node learns about as for any pull.
+type ReplicateRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// node_id: the node to pull from first (the owner's node is asked for
+	// the others if that fails).
+	Ref *ObjectRef `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	// The pull gives up after this long (bounded by the node).
+	TimeoutMs     int64 `protobuf:"varint,2,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicateRequest) Reset() {
+	*x = ReplicateRequest{}
+	mi := &file_atollpb_cluster_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicateRequest) ProtoMessage() {}
+
+func (x *ReplicateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicateRequest.ProtoReflect.Descriptor instead.
+func (*ReplicateRequest) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ReplicateRequest) GetRef() *ObjectRef {
+	if x != nil {
+		return x.Ref
+	}
+	return nil
+}
+
+func (x *ReplicateRequest) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+type ReplicateReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Set when the copy was not made.
+	Error string `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	// The node was full: the copy did not fit.
+	NoFit         bool `protobuf:"varint,2,opt,name=no_fit,json=noFit,proto3" json:"no_fit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicateReply) Reset() {
+	*x = ReplicateReply{}
+	mi := &file_atollpb_cluster_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicateReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicateReply) ProtoMessage() {}
+
+func (x *ReplicateReply) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicateReply.ProtoReflect.Descriptor instead.
+func (*ReplicateReply) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ReplicateReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ReplicateReply) GetNoFit() bool {
+	if x != nil {
+		return x.NoFit
+	}
+	return false
+}
+
+// SetReplicas (atoll.amm.replicas, on the head) sets an object's tracked
+// replica count for the Active Memory Manager's Replicate policy: 0
+// stops tracking, -1 asks for a copy on every node.
+type SetReplicas struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId      []byte                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	Replicas      int32                  `protobuf:"varint,2,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetReplicas) Reset() {
+	*x = SetReplicas{}
+	mi := &file_atollpb_cluster_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetReplicas) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetReplicas) ProtoMessage() {}
+
+func (x *SetReplicas) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetReplicas.ProtoReflect.Descriptor instead.
+func (*SetReplicas) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *SetReplicas) GetObjectId() []byte {
+	if x != nil {
+		return x.ObjectId
+	}
+	return nil
+}
+
+func (x *SetReplicas) GetReplicas() int32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return 0
+}
+
+type SetReplicasReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *ErrorInfo             `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetReplicasReply) Reset() {
+	*x = SetReplicasReply{}
+	mi := &file_atollpb_cluster_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetReplicasReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetReplicasReply) ProtoMessage() {}
+
+func (x *SetReplicasReply) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetReplicasReply.ProtoReflect.Descriptor instead.
+func (*SetReplicasReply) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *SetReplicasReply) GetError() *ErrorInfo {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 var File_atollpb_cluster_proto protoreflect.FileDescriptor
 
 const file_atollpb_cluster_proto_rawDesc = "" +
@@ -1284,7 +1497,19 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\x10heap_alloc_bytes\x18\x0f \x01(\x04R\x0eheapAllocBytes\x12\x1e\n" +
 	"\n" +
 	"goroutines\x18\x10 \x01(\x04R\n" +
-	"goroutinesB(Z&github.com/atoll-runtime/atoll/atollpbb\x06proto3"
+	"goroutines\"X\n" +
+	"\x10ReplicateRequest\x12%\n" +
+	"\x03ref\x18\x01 \x01(\v2\x13.atoll.v1.ObjectRefR\x03ref\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x02 \x01(\x03R\ttimeoutMs\"=\n" +
+	"\x0eReplicateReply\x12\x14\n" +
+	"\x05error\x18\x01 \x01(\tR\x05error\x12\x15\n" +
+	"\x06no_fit\x18\x02 \x01(\bR\x05noFit\"F\n" +
+	"\vSetReplicas\x12\x1b\n" +
+	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12\x1a\n" +
+	"\breplicas\x18\x02 \x01(\x05R\breplicas\"=\n" +
+	"\x10SetReplicasReply\x12)\n" +
+	"\x05error\x18\x01 \x01(\v2\x13.atoll.v1.ErrorInfoR\x05errorB(Z&github.com/atoll-runtime/atoll/atollpbb\x06proto3"
 
 var (
 	file_atollpb_cluster_proto_rawDescOnce sync.Once
@@ -1298,7 +1523,7 @@ func file_atollpb_cluster_proto_rawDescGZIP() []byte {
 	return file_atollpb_cluster_proto_rawDescData
 }
 
-var file_atollpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_atollpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_atollpb_cluster_proto_goTypes = []any{
 	(*NodeLoad)(nil),         // 0: atoll.v1.NodeLoad
 	(*ForwardTask)(nil),      // 1: atoll.v1.ForwardTask
@@ -1316,30 +1541,37 @@ var file_atollpb_cluster_proto_goTypes = []any{
 	(*OwnersExited)(nil),     // 13: atoll.v1.OwnersExited
 	(*NodeStatsRequest)(nil), // 14: atoll.v1.NodeStatsRequest
 	(*NodeStats)(nil),        // 15: atoll.v1.NodeStats
-	nil,                      // 16: atoll.v1.NodeLoad.TotalEntry
-	nil,                      // 17: atoll.v1.NodeLoad.AvailableEntry
-	(*StoreStats)(nil),       // 18: atoll.v1.StoreStats
-	(*TaskSpec)(nil),         // 19: atoll.v1.TaskSpec
-	(*TaskResult)(nil),       // 20: atoll.v1.TaskResult
-	(*ObjectRef)(nil),        // 21: atoll.v1.ObjectRef
-	(*ObjectList)(nil),       // 22: atoll.v1.ObjectList
+	(*ReplicateRequest)(nil), // 16: atoll.v1.ReplicateRequest
+	(*ReplicateReply)(nil),   // 17: atoll.v1.ReplicateReply
+	(*SetReplicas)(nil),      // 18: atoll.v1.SetReplicas
+	(*SetReplicasReply)(nil), // 19: atoll.v1.SetReplicasReply
+	nil,                      // 20: atoll.v1.NodeLoad.TotalEntry
+	nil,                      // 21: atoll.v1.NodeLoad.AvailableEntry
+	(*StoreStats)(nil),       // 22: atoll.v1.StoreStats
+	(*TaskSpec)(nil),         // 23: atoll.v1.TaskSpec
+	(*TaskResult)(nil),       // 24: atoll.v1.TaskResult
+	(*ObjectRef)(nil),        // 25: atoll.v1.ObjectRef
+	(*ObjectList)(nil),       // 26: atoll.v1.ObjectList
+	(*ErrorInfo)(nil),        // 27: atoll.v1.ErrorInfo
 }
 var file_atollpb_cluster_proto_depIdxs = []int32{
-	16, // 0: atoll.v1.NodeLoad.total:type_name -> atoll.v1.NodeLoad.TotalEntry
-	17, // 1: atoll.v1.NodeLoad.available:type_name -> atoll.v1.NodeLoad.AvailableEntry
-	18, // 2: atoll.v1.NodeLoad.store:type_name -> atoll.v1.StoreStats
-	19, // 3: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
-	19, // 4: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
-	20, // 5: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
-	21, // 6: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
-	22, // 7: atoll.v1.NodeObjects.list:type_name -> atoll.v1.ObjectList
+	20, // 0: atoll.v1.NodeLoad.total:type_name -> atoll.v1.NodeLoad.TotalEntry
+	21, // 1: atoll.v1.NodeLoad.available:type_name -> atoll.v1.NodeLoad.AvailableEntry
+	22, // 2: atoll.v1.NodeLoad.store:type_name -> atoll.v1.StoreStats
+	23, // 3: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
+	23, // 4: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
+	24, // 5: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
+	25, // 6: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
+	26, // 7: atoll.v1.NodeObjects.list:type_name -> atoll.v1.ObjectList
 	10, // 8: atoll.v1.TaskEvents.events:type_name -> atoll.v1.TaskEvent
 	11, // 9: atoll.v1.HeldWork.attempts:type_name -> atoll.v1.AttemptKey
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	25, // 10: atoll.v1.ReplicateRequest.ref:type_name -> atoll.v1.ObjectRef
+	27, // 11: atoll.v1.SetReplicasReply.error:type_name -> atoll.v1.ErrorInfo
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_cluster_proto_init() }
@@ -1356,7 +1588,7 @@ func file_atollpb_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_cluster_proto_rawDesc), len(file_atollpb_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -40,6 +41,22 @@ const (
 	DefaultReadGrace = time.Second
 	// DefaultAMMRequestTimeout bounds each node's answer in a round.
 	DefaultAMMRequestTimeout = 2 * time.Second
+	// DefaultReplicateTimeout bounds each replication (a node pulling a
+	// copy) of a round.
+	DefaultReplicateTimeout = 30 * time.Second
+)
+
+// Bounds of the replications the AMM enacts.
+const (
+	// maxReplicasPerRound: accepted replicas beyond it wait for a later
+	// round (counted in AMMStats.ReplicasDeferred); the next snapshot
+	// decides them again.
+	maxReplicasPerRound = 32
+	// replicasAtOnce: replication requests in flight at once in a round
+	// (each node also runs at most replicateConcurrency).
+	replicasAtOnce = 4
+	// maxTracked bounds the objects with a tracked replica count.
+	maxTracked = 1 << 16
 )
 
 // AMMFromEnv applies EnvAMM and EnvAMMInterval to on and interval (the
@@ -71,7 +88,8 @@ type AMMConfig struct {
 	GCS *gcs.Client
 	// Interval between rounds; default DefaultAMMInterval.
 	Interval time.Duration
-	// Policies, in order; default ReduceReplicas alone.
+	// Policies, in order; default Replicate then ReduceReplicas
+	// (Replicate suggests nothing until a count is set: SetReplicas).
 	Policies []amm.Policy
 	// Limits are the enactor's admission settings.
 	Limits amm.Limits
@@ -81,14 +99,17 @@ type AMMConfig struct {
 	// RequestTimeout bounds each node's answer; default
 	// DefaultAMMRequestTimeout.
 	RequestTimeout time.Duration
-	Logger         *slog.Logger
+	// ReplicateTimeout bounds each replication; default
+	// DefaultReplicateTimeout.
+	ReplicateTimeout time.Duration
+	Logger           *slog.Logger
 }
 
 func (c *AMMConfig) validate() error {
 	switch {
 	case c.Conn == nil || c.GCS == nil:
 		return errs.Invalidf("cluster.AMMConfig: Conn and GCS are required")
-	case c.Interval < 0 || c.ReadGrace < 0 || c.RequestTimeout < 0:
+	case c.Interval < 0 || c.ReadGrace < 0 || c.RequestTimeout < 0 || c.ReplicateTimeout < 0:
 		return errs.Invalidf("cluster.AMMConfig: negative durations")
 	}
 	if c.Prefix == "" {
@@ -103,8 +124,11 @@ func (c *AMMConfig) validate() error {
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultAMMRequestTimeout
 	}
+	if c.ReplicateTimeout == 0 {
+		c.ReplicateTimeout = DefaultReplicateTimeout
+	}
 	if len(c.Policies) == 0 {
-		c.Policies = []amm.Policy{amm.ReduceReplicas{}}
+		c.Policies = []amm.Policy{amm.Replicate{}, amm.ReduceReplicas{}}
 	}
 	for i, p := range c.Policies {
 		if p == nil {
@@ -123,9 +147,16 @@ type AMMStats struct {
 	// Rounds run; snapshot sizes of the last one.
 	Rounds                 uint64
 	Nodes, Objects, Copies int
-	// Dropped copies (the store confirmed); Replicas decided (not
-	// enacted yet: see ARCHITECTURE.md).
-	Dropped, ReplicasDecided uint64
+	// Dropped copies (the store confirmed); Replicas decided (accepted
+	// by Decide), Replicated (the target node pulled its copy),
+	// ReplicasDeferred (accepted beyond the round's bound, left to a
+	// later round), ReplicasNoFit (the target's store was full when the
+	// pull came) and ReplicateFailed (other failed replications: source
+	// gone, target busy or unreachable).
+	Dropped, ReplicasDecided                                     uint64
+	Replicated, ReplicasDeferred, ReplicasNoFit, ReplicateFailed uint64
+	// Tracked is the number of objects with a tracked replica count.
+	Tracked int
 	// Refused counts suggestions Decide refused, by reason; StaleAtNode
 	// the drops a node's store refused (the copy changed since the
 	// snapshot); Failures the node requests that failed.
@@ -141,8 +172,12 @@ type AMMStats struct {
 // instance, so a restart loses nothing.
 type AMM struct {
 	cfg AMMConfig
-	mu  sync.Mutex // guards stats (read by Stats from other goroutines); a leaf
+	mu  sync.Mutex // guards st and replicas (read and set from other goroutines); a leaf
 	st  AMMStats
+	// replicas are the tracked replica counts (SetReplicas): they live
+	// here, not in the actor, so a restart keeps them; a head restart
+	// loses them.
+	replicas map[amm.ObjectID]int
 }
 
 // NewAMM validates cfg and returns the AMM; spawn Props() to run it.
@@ -150,7 +185,7 @@ func NewAMM(cfg AMMConfig) (*AMM, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &AMM{cfg: cfg, st: AMMStats{Refused: map[string]uint64{}}}, nil
+	return &AMM{cfg: cfg, st: AMMStats{Refused: map[string]uint64{}}, replicas: map[amm.ObjectID]int{}}, nil
 }
 
 // Props makes the AMM's actor.
@@ -167,7 +202,71 @@ func (a *AMM) Stats() AMMStats {
 	for k, v := range a.st.Refused {
 		st.Refused[k] = v
 	}
+	st.Tracked = len(a.replicas)
 	return st
+}
+
+// SetReplicas sets the tracked replica count of an object (hex id) for
+// the Replicate policy: n copies (the primary included), amm.AllNodes
+// for one on every node that is neither a driver's nor retiring, 0 to
+// stop tracking. The count lasts until the object is gone from every
+// node (the AMM forgets it then) or the head restarts.
+func (a *AMM) SetReplicas(object string, n int) error {
+	b, err := hex.DecodeString(object)
+	if err != nil || validObjectID(b) != nil {
+		return errs.Invalidf("SetReplicas: bad object id %q", object)
+	}
+	if n < amm.AllNodes || n > maxReplicaCount {
+		return errs.Invalidf("SetReplicas: count %d: want 0..%d or %d (every node)", n, maxReplicaCount, amm.AllNodes)
+	}
+	id := amm.ObjectID(object)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n == 0 {
+		delete(a.replicas, id)
+		return nil
+	}
+	if _, ok := a.replicas[id]; !ok && len(a.replicas) >= maxTracked {
+		return errs.Unavailablef("SetReplicas: %d objects tracked already (the most the AMM keeps)", maxTracked)
+	}
+	a.replicas[id] = n
+	return nil
+}
+
+// maxReplicaCount bounds a tracked count (a count above the live nodes
+// means every node).
+const maxReplicaCount = 1 << 10
+
+// serveSetReplicas answers a SetReplicas request from a driver.
+func (a *AMM) serveSetReplicas(m *nats.Msg) {
+	var req atollpb.SetReplicas
+	var err error
+	if err = proto.Unmarshal(m.Data, &req); err != nil {
+		err = errs.Invalidf("SetReplicas: undecodable request")
+	} else {
+		err = a.SetReplicas(hex.EncodeToString(req.ObjectId), int(req.Replicas))
+	}
+	var reply atollpb.SetReplicasReply
+	if err != nil {
+		reply.Error = errs.ToProto(err)
+	}
+	b, _ := proto.Marshal(&reply)
+	_ = m.Respond(b)
+}
+
+// tracked sets the tracked counts on the snapshot's objects, and forgets
+// the counts of objects no node holds when every node answered in full
+// (a node that did not answer, or left objects out, may hold them).
+func (a *AMM) tracked(s *amm.Snapshot, complete bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for id, n := range a.replicas {
+		if o := s.Objects[id]; o != nil {
+			o.Replicas = n
+		} else if complete {
+			delete(a.replicas, id)
+		}
+	}
 }
 
 // Messages of the AMM actor.
@@ -176,10 +275,12 @@ type (
 	ammGathered struct {
 		snap   *amm.Snapshot
 		owners map[amm.ObjectID]string
+		info   map[amm.ObjectID]*atollpb.ObjectHolding
 		failed int
 	}
 	ammEnacted struct {
-		dropped, stale, failed int
+		dropped, stale, failed                  int
+		replicated, noFit, replFailed, deferred int
 	}
 )
 
@@ -190,6 +291,7 @@ type (
 type ammActor struct {
 	a     *AMM
 	timer *time.Timer
+	sub   *nats.Subscription // SetReplicas requests
 }
 
 // Receive implements actor.Actor.
@@ -197,10 +299,19 @@ func (x *ammActor) Receive(ctx actor.Context) {
 	a := x.a
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		sub, err := a.cfg.Conn.Subscribe(ammReplicasSubject(a.cfg.Prefix), a.serveSetReplicas)
+		if err != nil {
+			a.cfg.Logger.Warn("amm: subscribe replicas: drivers cannot set tracked counts", "err", err)
+		}
+		x.sub = sub
 		x.arm(ctx)
 	case *actor.Stopping, *actor.Restarting:
 		if x.timer != nil {
 			x.timer.Stop()
+		}
+		if x.sub != nil {
+			_ = x.sub.Unsubscribe()
+			x.sub = nil
 		}
 	case *ammTick:
 		root, self := ctx.ActorSystem().Root, ctx.Self()
@@ -220,17 +331,26 @@ func (x *ammActor) Receive(ctx actor.Context) {
 			a.st.Refused[r] += uint64(n)
 		}
 		a.mu.Unlock()
-		if len(dec.Drops) == 0 {
+		if len(dec.Drops) == 0 && len(dec.Replicas) == 0 {
 			x.arm(ctx)
 			return
 		}
 		root, self := ctx.ActorSystem().Root, ctx.Self()
-		go func() { root.Send(self, a.enact(dec.Drops, m.owners)) }()
+		go func() {
+			out := a.replicate(m.snap, dec.Replicas, m.owners, m.info)
+			drops := a.enact(dec.Drops, m.owners)
+			drops.replicated, drops.noFit, drops.replFailed, drops.deferred = out.replicated, out.noFit, out.replFailed, out.deferred
+			root.Send(self, drops)
+		}()
 	case *ammEnacted:
 		a.mu.Lock()
 		a.st.Dropped += uint64(m.dropped)
 		a.st.StaleAtNode += uint64(m.stale)
 		a.st.Failures += uint64(m.failed)
+		a.st.Replicated += uint64(m.replicated)
+		a.st.ReplicasNoFit += uint64(m.noFit)
+		a.st.ReplicateFailed += uint64(m.replFailed)
+		a.st.ReplicasDeferred += uint64(m.deferred)
 		a.mu.Unlock()
 		x.arm(ctx)
 	}
@@ -277,15 +397,18 @@ func (a *AMM) gather() *ammGathered {
 	wg.Wait()
 	var got []*atollpb.NodeObjects
 	failed := 0
+	complete := true
 	for i, r := range replies {
 		if r != nil {
 			got = append(got, r)
+			complete = complete && !r.List.Truncated
 		} else if nodes[i].State == atollpb.NodeState_NODE_ALIVE {
 			failed++
 		}
 	}
 	snap, owners := BuildSnapshot(got)
-	return &ammGathered{snap: snap, owners: owners, failed: failed}
+	a.tracked(snap, complete && failed == 0)
+	return &ammGathered{snap: snap, owners: owners, info: holdings(got), failed: failed}
 }
 
 // validNodeObjects checks a node's inventory before it is used.
@@ -333,6 +456,121 @@ func BuildSnapshot(inventories []*atollpb.NodeObjects) (*amm.Snapshot, map[amm.O
 		}
 	}
 	return s, owners
+}
+
+// holdings returns, for each object of the inventories, what a node
+// needs to pull it (owner, codec, size): a primary's holding where one is
+// listed (the owner recorded there), else any.
+func holdings(inventories []*atollpb.NodeObjects) map[amm.ObjectID]*atollpb.ObjectHolding {
+	out := map[amm.ObjectID]*atollpb.ObjectHolding{}
+	for _, r := range inventories {
+		for _, h := range r.List.Objects {
+			id := amm.ObjectID(hex.EncodeToString(h.ObjectId))
+			if prev := out[id]; prev == nil || (prev.Copy && !h.Copy) {
+				out[id] = h
+			}
+		}
+	}
+	return out
+}
+
+// replicate asks the target node of each accepted replica to pull the
+// object, at most replicasAtOnce at once and maxReplicasPerRound in all.
+// The pull is the node's ordinary one: it makes a copy (not a primary),
+// admitted by its store (a full store refuses it: no-fit), and tells the
+// owner's node, whose copy directory then lists it.
+func (a *AMM) replicate(snap *amm.Snapshot, replicas []amm.Suggestion, owners map[amm.ObjectID]string, info map[amm.ObjectID]*atollpb.ObjectHolding) *ammEnacted {
+	out := &ammEnacted{}
+	if len(replicas) > maxReplicasPerRound {
+		out.deferred = len(replicas) - maxReplicasPerRound
+		replicas = replicas[:maxReplicasPerRound]
+	}
+	var mu sync.Mutex
+	sem := make(chan struct{}, replicasAtOnce)
+	var wg sync.WaitGroup
+	for _, r := range replicas {
+		req, target, err := a.replicateRequest(snap, r, owners, info)
+		if err != nil {
+			a.cfg.Logger.Debug("amm: replica not sent", "replica", r, "err", err)
+			out.replFailed++
+			continue
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			noFit, err := a.sendReplicate(target, req)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				out.replicated++
+			case noFit:
+				out.noFit++
+			default:
+				out.replFailed++
+				a.cfg.Logger.Debug("amm: replication failed", "replica", r, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if out.replicated > 0 {
+		a.cfg.Logger.Debug("amm: replicated", "copies", out.replicated, "no-fit", out.noFit, "failed", out.replFailed)
+	}
+	return out
+}
+
+// replicateRequest builds the request for one replica: the object's ref,
+// pulling from a complete copy (the primary if it is listed).
+func (a *AMM) replicateRequest(snap *amm.Snapshot, r amm.Suggestion, owners map[amm.ObjectID]string, info map[amm.ObjectID]*atollpb.ObjectHolding) (*atollpb.ReplicateRequest, ids.NodeID, error) {
+	o, h := snap.Objects[r.Object], info[r.Object]
+	if o == nil || h == nil {
+		return nil, ids.NodeID{}, errors.New("object not in the snapshot")
+	}
+	var source amm.NodeID
+	for _, c := range o.Copies {
+		if c.Node != r.Node && !c.Pulling && (source == "" || c.Primary) {
+			source = c.Node
+		}
+	}
+	src, err := nodeIDFromHex(string(source))
+	if err != nil {
+		return nil, ids.NodeID{}, fmt.Errorf("no source: %w", err)
+	}
+	target, err := nodeIDFromHex(string(r.Node))
+	if err != nil {
+		return nil, ids.NodeID{}, err
+	}
+	ref := &atollpb.ObjectRef{ObjectId: h.ObjectId, OwnerId: h.OwnerId, OwnerAddress: owners[r.Object],
+		Size: h.Size, NodeId: src.Bytes(), Codec: h.Codec}
+	return &atollpb.ReplicateRequest{Ref: ref, TimeoutMs: a.cfg.ReplicateTimeout.Milliseconds()}, target, nil
+}
+
+// sendReplicate sends one replication request and waits for its answer.
+func (a *AMM) sendReplicate(target ids.NodeID, req *atollpb.ReplicateRequest) (noFit bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.ReplicateTimeout+a.cfg.RequestTimeout)
+	defer cancel()
+	b, _ := proto.Marshal(req)
+	msg, err := a.cfg.Conn.RequestWithContext(ctx, nodeSubject(a.cfg.Prefix, target, "replicate"), b)
+	if err != nil {
+		return false, err
+	}
+	var reply atollpb.ReplicateReply
+	if err := proto.Unmarshal(msg.Data, &reply); err != nil {
+		return false, err
+	}
+	if reply.Error != "" {
+		return reply.NoFit, errors.New(reply.Error)
+	}
+	return false, nil
+}
+
+func nodeIDFromHex(s string) (ids.NodeID, error) {
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return ids.NodeID{}, err
+	}
+	return ids.FromBytes(b)
 }
 
 // enact sends the accepted drops to their nodes' stores, and tells each

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -10,12 +11,15 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
 // The node's side of the Active Memory Manager: it answers the head's
 // inventory requests (atoll.node.<node>.objects) and drop requests
-// (atoll.node.<node>.dropcopies) by asking its store. Both are served on
+// (atoll.node.<node>.dropcopies) by asking its store, and replication
+// requests (atoll.node.<node>.replicate) by pulling the object as for a
+// task's argument (serveReplicate, below). Both are served on
 // a goroutine each, at most ammConcurrency at once; a request arriving
 // when that many are being served is dropped (the AMM's request times
 // out and its next round asks again).
@@ -68,11 +72,19 @@ func (g *Gateway) listObjects(data []byte) (proto.Message, error) {
 	}
 	out := &atollpb.NodeObjects{NodeId: g.cfg.NodeID.Bytes(), IsDriver: g.cfg.Node.GetIsDriver(), List: list,
 		OwnerNodes: make([]string, len(list.Objects))}
+	self := hex.EncodeToString(g.cfg.NodeID.Bytes())
 	for i, h := range list.Objects {
-		if w, err := ids.FromBytes(h.OwnerId); err == nil {
-			if node, ok := g.owners.nodeOf(w); ok {
-				out.OwnerNodes[i] = hex.EncodeToString(node.Bytes())
-			}
+		w, err := ids.FromBytes(h.OwnerId)
+		if err != nil || w.IsZero() {
+			continue
+		}
+		if node, ok := g.owners.nodeOf(w); ok {
+			out.OwnerNodes[i] = hex.EncodeToString(node.Bytes())
+		} else if !h.Copy {
+			// A primary whose owner this node never heard of: a local
+			// process put it or submitted its task (remote owners are
+			// recorded when their tasks or pulls arrive).
+			out.OwnerNodes[i] = self
 		}
 	}
 	return out, nil
@@ -102,4 +114,112 @@ func (g *Gateway) dropCopies(data []byte) (proto.Message, error) {
 		return nil, fmt.Errorf("store answered %T", res)
 	}
 	return reply, nil
+}
+
+// replicateConcurrency bounds the AMM's replications a node runs at once;
+// a request beyond it is refused as busy (the AMM's next round asks
+// again).
+const replicateConcurrency = 4
+
+// maxReplicateTimeout bounds one replication's pull.
+const maxReplicateTimeout = 2 * time.Minute
+
+// serveReplicate runs a replication request on its own goroutine (a pull
+// takes as long as the bytes do) and answers with a ReplicateReply.
+func (g *Gateway) serveReplicate(m *nats.Msg) {
+	respond := func(r *atollpb.ReplicateReply) {
+		b, _ := proto.Marshal(r)
+		_ = m.Respond(b)
+	}
+	var req atollpb.ReplicateRequest
+	if err := proto.Unmarshal(m.Data, &req); err != nil {
+		respond(&atollpb.ReplicateReply{Error: "undecodable replicate request"})
+		return
+	}
+	if err := validReplicate(&req); err != nil {
+		respond(&atollpb.ReplicateReply{Error: err.Error()})
+		return
+	}
+	if ids.MustFromBytes(req.Ref.NodeId) == g.cfg.NodeID {
+		respond(&atollpb.ReplicateReply{Error: "replicate from this node to itself"})
+		return
+	}
+	select {
+	case g.replBusy <- struct{}{}:
+	default:
+		respond(&atollpb.ReplicateReply{Error: "busy: too many replications under way"})
+		return
+	}
+	go func() {
+		defer func() { <-g.replBusy }()
+		timeout := maxReplicateTimeout
+		if req.TimeoutMs > 0 {
+			timeout = min(timeout, time.Duration(req.TimeoutMs)*time.Millisecond)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		err := g.fetch.fetchOne(ctx, req.Ref)
+		switch {
+		case err == nil:
+			respond(&atollpb.ReplicateReply{})
+		case errors.Is(err, errs.ErrObjectStoreFull):
+			respond(&atollpb.ReplicateReply{Error: err.Error(), NoFit: true})
+		default:
+			respond(&atollpb.ReplicateReply{Error: err.Error()})
+		}
+	}()
+}
+
+// validReplicate checks a replication request before the fetcher trusts
+// it (its Must* conversions panic on malformed ids).
+func validReplicate(r *atollpb.ReplicateRequest) error {
+	ref := r.Ref
+	switch {
+	case ref == nil:
+		return errors.New("replicate request without a ref")
+	case r.TimeoutMs < 0:
+		return errors.New("negative timeout_ms")
+	case len(ref.OwnerAddress) > 2*ids.Len16:
+		return errors.New("owner_address too long")
+	}
+	if _, ok := atollpb.Codec_name[int32(ref.Codec)]; !ok {
+		return fmt.Errorf("unknown codec %d", ref.Codec)
+	}
+	if err := validObjectID(ref.ObjectId); err != nil {
+		return err
+	}
+	if err := validID("node_id", ref.NodeId); err != nil {
+		return err
+	}
+	if len(ref.OwnerId) > 0 {
+		if err := validID("owner_id", ref.OwnerId); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetReplicas asks the head's Active Memory Manager to keep n copies of
+// object (amm.AllNodes: one on every node; 0: stop tracking). It fails
+// with ErrUnavailable when no AMM runs on the head.
+func (g *Gateway) SetReplicas(ctx context.Context, object ids.ObjectID, n int) error {
+	if n < -1 || n > maxReplicaCount {
+		return errs.Invalidf("SetReplicas: count %d: want 0..%d or -1 (every node)", n, maxReplicaCount)
+	}
+	b, _ := proto.Marshal(&atollpb.SetReplicas{ObjectId: object.Bytes(), Replicas: int32(n)})
+	msg, err := g.cfg.Conn.RequestWithContext(ctx, ammReplicasSubject(g.cfg.Prefix), b)
+	if err != nil {
+		if errors.Is(err, nats.ErrNoResponders) {
+			return errs.Unavailablef("SetReplicas: the Active Memory Manager is not running on the head (%s)", EnvAMM)
+		}
+		return errs.Unavailablef("SetReplicas: %v", err)
+	}
+	var reply atollpb.SetReplicasReply
+	if err := proto.Unmarshal(msg.Data, &reply); err != nil {
+		return errs.Unavailablef("SetReplicas: undecodable reply")
+	}
+	if reply.Error != nil {
+		return errs.FromProto(reply.Error)
+	}
+	return nil
 }

@@ -97,6 +97,7 @@ type Gateway struct {
 	repDone   chan struct{}
 	statsBusy chan struct{} // one stats request served at a time
 	ammBusy   chan struct{} // AMM requests served at once (ammConcurrency)
+	replBusy  chan struct{} // AMM replications under way (replicateConcurrency)
 	once      sync.Once
 	spawned   bool // the actor runs
 	reporting bool // the report goroutine runs
@@ -127,7 +128,7 @@ func New(cfg Config) *Gateway {
 	}
 	err := cfg.withLimits()
 	return &Gateway{cfg: cfg, err: err, stopRep: make(chan struct{}), repDone: make(chan struct{}), statsBusy: make(chan struct{}, 1), ammBusy: make(chan struct{}, ammConcurrency),
-		heard: &peerSet{m: map[ids.NodeID]bool{}}, owners: newOwners(cfg.MaxOwners, cfg.Logger), pid: cfg.System.NewLocalPID(gatewayName)}
+		replBusy: make(chan struct{}, replicateConcurrency), heard: &peerSet{m: map[ids.NodeID]bool{}}, owners: newOwners(cfg.MaxOwners, cfg.Logger), pid: cfg.System.NewLocalPID(gatewayName)}
 }
 
 // Start registers the node in the GCS, joins the gossip and starts the
@@ -519,6 +520,11 @@ func (g *Gateway) subscribe() error {
 	s, err = c.Conn.Subscribe(nodeSubject(p, self, "dropcopies"), func(m *nats.Msg) { g.serveAMM(m, g.dropCopies) })
 	if err != nil {
 		return fmt.Errorf("cluster: subscribe dropcopies: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(nodeSubject(p, self, "replicate"), g.serveReplicate)
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe replicate: %w", err)
 	}
 	g.subs = append(g.subs, s)
 	s, err = c.Conn.Subscribe(nodeSubject(p, self, "locate"), func(m *nats.Msg) { root.Send(g.pid, &locate{msg: m}) })

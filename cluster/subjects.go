@@ -11,12 +11,15 @@ func freeSubject(prefix string) string                  { return prefix + ".free
 
 // nodeSubject is where node's gateway receives kind (task, call, result,
 // held, cancel, copy, locate, crash, timeline, stats, objects,
-// dropcopies).
+// dropcopies, replicate).
 func nodeSubject(prefix string, node ids.NodeID, kind string) string {
 	return prefix + ".node." + node.String() + "." + kind
 }
 
 func killSubject(prefix string) string { return prefix + ".kill" }
+
+// ammReplicasSubject is where the head's AMM takes SetReplicas requests.
+func ammReplicasSubject(prefix string) string { return prefix + ".amm.replicas" }
 
 // TimelineSubject is where node answers timeline requests (a
 // atollpb.TaskEvents reply).

@@ -129,14 +129,15 @@ type Config struct {
 	// queued and running tasks, workers); default the global provider.
 	MeterProvider metric.MeterProvider `json:"-"`
 	// AMM runs the Active Memory Manager on the head (package amm): every
-	// AMMInterval it drops the copies of objects no longer needed. Off by
+	// AMMInterval it drops the copies of objects no longer needed and
+	// creates those a tracked replica count asks for (atoll.SetReplicas). Off by
 	// default; cluster.EnvAMM ("1"/"0") overrides it, and
 	// cluster.EnvAMMInterval the interval. Ignored on other nodes.
 	AMM bool
 	// AMMInterval is the AMM's interval; default 2 s.
 	AMMInterval time.Duration
 	// AMMPolicies are the AMM's policies, in order; default
-	// amm.ReduceReplicas alone.
+	// amm.Replicate, then amm.ReduceReplicas.
 	AMMPolicies []amm.Policy `json:"-"`
 	// Logger; default slog.Default().
 	Logger *slog.Logger `json:"-"`

@@ -493,23 +493,29 @@ func (c *Cluster) conn() *nats.Conn {
 // process if gc is set.
 func (c *Cluster) NodeStats(i int, gc bool) *atollpb.NodeStats {
 	c.t.Helper()
-	n := c.Node(i)
-	b, err := hex.DecodeString(n.ID)
+	return c.StatsOf(c.Node(i).ID, gc)
+}
+
+// StatsOf is NodeStats for the node with the given id (hex), which may be
+// a node this Cluster did not start (a driver's).
+func (c *Cluster) StatsOf(nodeID string, gc bool) *atollpb.NodeStats {
+	c.t.Helper()
+	b, err := hex.DecodeString(nodeID)
 	if err != nil {
-		c.t.Fatalf("testcluster: node %d id %q: %v", i, n.ID, err)
+		c.t.Fatalf("testcluster: node id %q: %v", nodeID, err)
 	}
 	id, err := ids.FromBytes(b)
 	if err != nil {
-		c.t.Fatalf("testcluster: node %d id %q: %v", i, n.ID, err)
+		c.t.Fatalf("testcluster: node id %q: %v", nodeID, err)
 	}
 	req, _ := proto.Marshal(&atollpb.NodeStatsRequest{Gc: gc})
 	msg, err := c.conn().Request(cluster.NodeStatsSubject(id), req, 30*time.Second)
 	if err != nil {
-		c.t.Fatalf("testcluster: stats of node %d: %v", i, err)
+		c.t.Fatalf("testcluster: stats of node %s: %v", nodeID, err)
 	}
 	var st atollpb.NodeStats
 	if err := proto.Unmarshal(msg.Data, &st); err != nil {
-		c.t.Fatalf("testcluster: stats of node %d: %v", i, err)
+		c.t.Fatalf("testcluster: stats of node %s: %v", nodeID, err)
 	}
 	return &st
 }

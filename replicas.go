@@ -1,0 +1,43 @@
+package atoll
+
+import (
+	"context"
+	"runtime"
+
+	"github.com/atoll-runtime/atoll/amm"
+	"github.com/atoll-runtime/atoll/cluster"
+	"github.com/atoll-runtime/atoll/internal/errs"
+)
+
+// ReplicasAllNodes as SetReplicas's count asks for a copy on every node
+// that runs tasks (nodes that join later included).
+const ReplicasAllNodes = amm.AllNodes
+
+// SetReplicas asks the head's Active Memory Manager (which must be on:
+// ATOLL_AMM=1 on the head) to keep n copies of ref's object in the
+// cluster's stores, its primary included: its Replicate policy has nodes
+// pull the missing copies, least loaded first, and restores the count
+// when a node holding one dies, as long as one copy lives. n is
+// ReplicasAllNodes for a copy on every node, 0 to stop tracking. The
+// count lasts as long as the object (or until the head restarts: it is
+// not persisted). Objects small enough to be inlined in their owner live
+// in no store and are not replicated. It fails with ErrUnavailable when
+// no AMM runs, and ErrInvalidArgument outside a cluster.
+func SetReplicas[T any](ctx context.Context, ref ObjectRef[T], n int) error {
+	if err := ref.check(); err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(ref.h)
+	rt, err := running()
+	if err != nil {
+		return err
+	}
+	var g *cluster.Gateway
+	if rt.node != nil {
+		g = rt.node.Gateway()
+	}
+	if g == nil {
+		return errs.Invalidf("SetReplicas: this driver is not connected to a cluster (WithAddress)")
+	}
+	return g.SetReplicas(ctx, ref.h.id, n)
+}

@@ -39,6 +39,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -279,9 +280,10 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 }
 
 // measure runs fn and returns its wall time, the process tree's peak PSS
-// and the bytes the store spilled and restored meanwhile.
+// (driver and workers, sampled every 250 ms) and the bytes the store
+// spilled and restored meanwhile.
 func measure(ctx context.Context, fn func() error) (phase, error) {
-	runtime.GC()
+	debug.FreeOSMemory() // the phase before's garbage counts in no phase's PSS
 	before, err := atoll.Memory(ctx)
 	if err != nil {
 		return phase{}, err

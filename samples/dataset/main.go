@@ -6,7 +6,8 @@
 //	go run ./samples/dataset -gen-size 4GiB -store 1GiB -json
 //
 // The input is -gen-size bytes of Parquet (-files files, -rows-per-group
-// rows per row group, seeded), in -dir or a temporary directory. Its rows:
+// rows per row group, seeded; each file stops at the whole row group
+// nearest its share, so the total is a few percent off), in -dir or a temporary directory. Its rows:
 // a random int64 "id", a group "key" in [0, 1000), an int64 "value" and a
 // 200-letter string "payload"; the generator digests every row (count and
 // an order-independent checksum).
@@ -74,7 +75,7 @@ type options struct {
 func main() {
 	opts := options{genSize: 1 << 30, store: 256 << 20, baselineMax: 4 << 30, files: 8, rowsPerGroup: 1 << 18, seed: 1,
 		workers: runtime.NumCPU()}
-	flag.Var(&opts.genSize, "gen-size", "bytes of Parquet to generate (e.g. 1GiB, 4GiB)")
+	flag.Var(&opts.genSize, "gen-size", "bytes of Parquet to generate (e.g. 1GiB, 4GiB), to the nearest whole row group per file")
 	flag.Var(&opts.store, "store", "object store memory; smaller than -gen-size to run out of core")
 	flag.Var(&opts.baselineMax, "baseline-max", "largest -gen-size also sorted in memory in this process as pipeline B's baseline")
 	flag.IntVar(&opts.files, "files", opts.files, "Parquet files to generate")

@@ -5,26 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/atoll-runtime/atoll"
-	"github.com/atoll-runtime/atoll/actors"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 )
 
-func TestMain(m *testing.M) {
-	if atoll.IsWorker() {
-		// This test binary was started as a worker process: serve tasks.
-		_ = atoll.Init(context.Background())
-	}
-	goleak.VerifyTestMain(m,
-		// protoactor's dead-letter log throttle lives one second after a
-		// dead letter (a message to a stopped worker, say) by design.
-		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
-		// Pooled dispatcher goroutines park between passes and exit after
-		// 2 s idle.
-		goleak.IgnoreTopFunction(actors.PooledDispatcherIdle),
-	)
-}
+func TestMain(m *testing.M) { testmain.Run(m) }
 
 // start runs atoll for one test with a small object store and goroutine
 // workers (tests that need worker processes pass ProcessWorkers).

@@ -5,22 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/atoll-runtime/atoll"
-	"github.com/atoll-runtime/atoll/actors"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 )
 
-func TestMain(m *testing.M) {
-	if atoll.IsWorker() {
-		// This test binary was started as a worker process: serve tasks.
-		_ = atoll.Init(context.Background())
-	}
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
-		goleak.IgnoreTopFunction(actors.PooledDispatcherIdle),
-	)
-}
+func TestMain(m *testing.M) { testmain.Run(m) }
 
 // start runs atoll for one test with worker processes (a dataset's tasks
 // run in them, reading blocks from shared memory) and a small store.

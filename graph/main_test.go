@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/testmain"
@@ -18,22 +17,7 @@ func TestMain(m *testing.M) { testmain.Run(m) }
 
 // start runs atoll for one test with worker processes (the graph's tasks
 // and task callbacks run in them) and a small object store.
-func start(t *testing.T, opts ...atoll.Option) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	opts = append([]atoll.Option{atoll.WithObjectStoreMemory(256 << 20), atoll.WithNumCPUs(2),
-		atoll.WithWorkerMode(atoll.ProcessWorkers)}, opts...)
-	if err := atoll.Init(ctx, opts...); err != nil {
-		t.Fatalf("Init: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := atoll.Shutdown(context.Background()); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
-	return ctx
-}
+func start(t *testing.T, opts ...atoll.Option) context.Context { return testmain.Start(t, opts...) }
 
 // A counter of executions that works across worker processes: each
 // counted call appends a line to a file (O_APPEND writes of one short

@@ -7,6 +7,7 @@ package testmain
 import (
 	"context"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -28,4 +29,24 @@ func Run(m *testing.M) {
 		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
 		goleak.IgnoreTopFunction(actors.PooledDispatcherIdle),
 	)
+}
+
+// Start runs atoll for one test, with worker processes, 2 CPUs and a
+// 256 MiB object store unless opts say otherwise, and shuts it down when
+// the test ends. The context it returns ends after 3 minutes.
+func Start(t *testing.T, opts ...atoll.Option) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	opts = append([]atoll.Option{atoll.WithObjectStoreMemory(256 << 20), atoll.WithNumCPUs(2),
+		atoll.WithWorkerMode(atoll.ProcessWorkers)}, opts...)
+	if err := atoll.Init(ctx, opts...); err != nil {
+		t.Fatalf("Init: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := atoll.Shutdown(context.Background()); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	return ctx
 }

@@ -207,11 +207,15 @@ func (rt *core) start(ctx context.Context) error {
 // Shutdown stops atoll: running tasks are cancelled, actors stopped, the
 // object store and its shared memory released. Views returned by Get are
 // invalid afterwards. Shutdown without Init is a no-op.
-func Shutdown(ctx context.Context) error {
+func Shutdown(ctx context.Context) error { return shutdown(ctx, nil) }
+
+// shutdown stops the running instance, if it is only (any if only is
+// nil).
+func shutdown(ctx context.Context, only *core) error {
 	currentMu.Lock()
 	defer currentMu.Unlock()
 	rt := current()
-	if rt == nil {
+	if rt == nil || (only != nil && rt != only) {
 		return nil
 	}
 	current_.Store(nil)

@@ -42,7 +42,7 @@ func (rt *core) handleSignals() *signalHandler {
 			if !stopped { // else a Shutdown is already under way
 				rt.log.Info("signal: shutting down", slog.String("signal", sig.String()))
 				ctx, cancel := context.WithTimeout(context.Background(), signalShutdownTimeout)
-				if err := shutdownIf(ctx, rt); err != nil {
+				if err := shutdown(ctx, rt); err != nil {
 					rt.log.Warn("shutdown on signal", slog.Any("err", err))
 				}
 				cancel()
@@ -76,15 +76,4 @@ func (h *signalHandler) stop() {
 	if !fired {
 		<-h.exited
 	}
-}
-
-// shutdownIf shuts atoll down if rt is still the running instance.
-func shutdownIf(ctx context.Context, rt *core) error {
-	currentMu.Lock()
-	defer currentMu.Unlock()
-	if current() != rt {
-		return nil
-	}
-	current_.Store(nil)
-	return rt.stop(ctx)
 }

@@ -5,8 +5,6 @@ import (
 	"runtime"
 
 	"github.com/atoll-runtime/atoll/amm"
-	"github.com/atoll-runtime/atoll/cluster"
-	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
 // ReplicasAllNodes as SetReplicas's count asks for a copy on every node
@@ -28,16 +26,9 @@ func SetReplicas[T any](ctx context.Context, ref ObjectRef[T], n int) error {
 		return err
 	}
 	defer runtime.KeepAlive(ref.h)
-	rt, err := running()
+	nd, err := clusterNode("SetReplicas")
 	if err != nil {
 		return err
 	}
-	var g *cluster.Gateway
-	if rt.node != nil {
-		g = rt.node.Gateway()
-	}
-	if g == nil {
-		return errs.Invalidf("SetReplicas: this driver is not connected to a cluster (WithAddress)")
-	}
-	return g.SetReplicas(ctx, ref.h.id, n)
+	return nd.Gateway().SetReplicas(ctx, ref.h.id, n)
 }

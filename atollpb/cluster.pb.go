@@ -21,6 +21,55 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type AMMControl_Op int32
+
+const (
+	AMMControl_STATUS AMMControl_Op = 0
+	AMMControl_START  AMMControl_Op = 1
+	AMMControl_STOP   AMMControl_Op = 2
+)
+
+// Enum value maps for AMMControl_Op.
+var (
+	AMMControl_Op_name = map[int32]string{
+		0: "STATUS",
+		1: "START",
+		2: "STOP",
+	}
+	AMMControl_Op_value = map[string]int32{
+		"STATUS": 0,
+		"START":  1,
+		"STOP":   2,
+	}
+)
+
+func (x AMMControl_Op) Enum() *AMMControl_Op {
+	p := new(AMMControl_Op)
+	*p = x
+	return p
+}
+
+func (x AMMControl_Op) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AMMControl_Op) Descriptor() protoreflect.EnumDescriptor {
+	return file_atollpb_cluster_proto_enumTypes[0].Descriptor()
+}
+
+func (AMMControl_Op) Type() protoreflect.EnumType {
+	return &file_atollpb_cluster_proto_enumTypes[0]
+}
+
+func (x AMMControl_Op) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AMMControl_Op.Descriptor instead.
+func (AMMControl_Op) EnumDescriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{20, 0}
+}
+
 // NodeLoad is a node's periodic resource and load report, published on
 // atoll.<ns>.load.<node> to every raylet.
 type NodeLoad struct {
@@ -43,7 +92,10 @@ type NodeLoad struct {
 	Seq             uint64  `protobuf:"varint,15,opt,name=seq,proto3" json:"seq,omitempty"`
 	Leaving         bool    `protobuf:"varint,16,opt,name=leaving,proto3" json:"leaving,omitempty"`
 	// The store's full statistics (spilling, pins, objects).
-	Store         *StoreStats `protobuf:"bytes,17,opt,name=store,proto3" json:"store,omitempty"`
+	Store *StoreStats `protobuf:"bytes,17,opt,name=store,proto3" json:"store,omitempty"`
+	// The node is being drained (atoll drain): it takes no new work, and
+	// peers leave it out of their placement view.
+	Draining      bool `protobuf:"varint,18,opt,name=draining,proto3" json:"draining,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -195,6 +247,13 @@ func (x *NodeLoad) GetStore() *StoreStats {
 		return x.Store
 	}
 	return nil
+}
+
+func (x *NodeLoad) GetDraining() bool {
+	if x != nil {
+		return x.Draining
+	}
+	return false
 }
 
 // ForwardTask hands a task placed on another node to that node's raylet.
@@ -585,7 +644,12 @@ type NodeObjects struct {
 	List     *ObjectList            `protobuf:"bytes,3,opt,name=list,proto3" json:"list,omitempty"`
 	// The owner node (hex) of each object of list, where known, in order
 	// (empty: unknown).
-	OwnerNodes    []string `protobuf:"bytes,4,rep,name=owner_nodes,json=ownerNodes,proto3" json:"owner_nodes,omitempty"`
+	OwnerNodes []string `protobuf:"bytes,4,rep,name=owner_nodes,json=ownerNodes,proto3" json:"owner_nodes,omitempty"`
+	// The node is being drained; queued and running are its raylet's tasks
+	// (from its latest load report), for the drain's progress.
+	Draining      bool  `protobuf:"varint,5,opt,name=draining,proto3" json:"draining,omitempty"`
+	Queued        int32 `protobuf:"varint,6,opt,name=queued,proto3" json:"queued,omitempty"`
+	Running       int32 `protobuf:"varint,7,opt,name=running,proto3" json:"running,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -646,6 +710,27 @@ func (x *NodeObjects) GetOwnerNodes() []string {
 		return x.OwnerNodes
 	}
 	return nil
+}
+
+func (x *NodeObjects) GetDraining() bool {
+	if x != nil {
+		return x.Draining
+	}
+	return false
+}
+
+func (x *NodeObjects) GetQueued() int32 {
+	if x != nil {
+		return x.Queued
+	}
+	return 0
+}
+
+func (x *NodeObjects) GetRunning() int32 {
+	if x != nil {
+		return x.Running
+	}
+	return 0
 }
 
 // TaskEvents answers a timeline request (atoll.node.<node>.timeline): the
@@ -1387,11 +1472,497 @@ func (x *SetReplicasReply) GetError() *ErrorInfo {
 	return nil
 }
 
+// AMMControl (atoll.amm.control, on the head) starts or stops the Active
+// Memory Manager's policies, or only asks for its status; the reply is an
+// AMMStatus. Drains proceed whether the policies run or not.
+type AMMControl struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Op            AMMControl_Op          `protobuf:"varint,1,opt,name=op,proto3,enum=atoll.v1.AMMControl_Op" json:"op,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AMMControl) Reset() {
+	*x = AMMControl{}
+	mi := &file_atollpb_cluster_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AMMControl) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AMMControl) ProtoMessage() {}
+
+func (x *AMMControl) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AMMControl.ProtoReflect.Descriptor instead.
+func (*AMMControl) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *AMMControl) GetOp() AMMControl_Op {
+	if x != nil {
+		return x.Op
+	}
+	return AMMControl_STATUS
+}
+
+// AMMStatus is the head's Active Memory Manager as it stands.
+type AMMStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Error *ErrorInfo             `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	// The policies run every interval_ms.
+	Enabled    bool     `protobuf:"varint,2,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	IntervalMs int64    `protobuf:"varint,3,opt,name=interval_ms,json=intervalMs,proto3" json:"interval_ms,omitempty"`
+	Policies   []string `protobuf:"bytes,4,rep,name=policies,proto3" json:"policies,omitempty"`
+	Rounds     uint64   `protobuf:"varint,5,opt,name=rounds,proto3" json:"rounds,omitempty"`
+	// The last round's snapshot sizes.
+	Nodes           int32             `protobuf:"varint,6,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	Objects         int32             `protobuf:"varint,7,opt,name=objects,proto3" json:"objects,omitempty"`
+	Copies          int32             `protobuf:"varint,8,opt,name=copies,proto3" json:"copies,omitempty"`
+	Dropped         uint64            `protobuf:"varint,9,opt,name=dropped,proto3" json:"dropped,omitempty"`
+	Replicated      uint64            `protobuf:"varint,10,opt,name=replicated,proto3" json:"replicated,omitempty"`
+	ReplicasNoFit   uint64            `protobuf:"varint,11,opt,name=replicas_no_fit,json=replicasNoFit,proto3" json:"replicas_no_fit,omitempty"`
+	ReplicateFailed uint64            `protobuf:"varint,12,opt,name=replicate_failed,json=replicateFailed,proto3" json:"replicate_failed,omitempty"`
+	Tracked         int32             `protobuf:"varint,13,opt,name=tracked,proto3" json:"tracked,omitempty"`
+	Refused         map[string]uint64 `protobuf:"bytes,14,rep,name=refused,proto3" json:"refused,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	Drains          []*DrainStatus    `protobuf:"bytes,15,rep,name=drains,proto3" json:"drains,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *AMMStatus) Reset() {
+	*x = AMMStatus{}
+	mi := &file_atollpb_cluster_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AMMStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AMMStatus) ProtoMessage() {}
+
+func (x *AMMStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AMMStatus.ProtoReflect.Descriptor instead.
+func (*AMMStatus) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *AMMStatus) GetError() *ErrorInfo {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *AMMStatus) GetEnabled() bool {
+	if x != nil {
+		return x.Enabled
+	}
+	return false
+}
+
+func (x *AMMStatus) GetIntervalMs() int64 {
+	if x != nil {
+		return x.IntervalMs
+	}
+	return 0
+}
+
+func (x *AMMStatus) GetPolicies() []string {
+	if x != nil {
+		return x.Policies
+	}
+	return nil
+}
+
+func (x *AMMStatus) GetRounds() uint64 {
+	if x != nil {
+		return x.Rounds
+	}
+	return 0
+}
+
+func (x *AMMStatus) GetNodes() int32 {
+	if x != nil {
+		return x.Nodes
+	}
+	return 0
+}
+
+func (x *AMMStatus) GetObjects() int32 {
+	if x != nil {
+		return x.Objects
+	}
+	return 0
+}
+
+func (x *AMMStatus) GetCopies() int32 {
+	if x != nil {
+		return x.Copies
+	}
+	return 0
+}
+
+func (x *AMMStatus) GetDropped() uint64 {
+	if x != nil {
+		return x.Dropped
+	}
+	return 0
+}
+
+func (x *AMMStatus) GetReplicated() uint64 {
+	if x != nil {
+		return x.Replicated
+	}
+	return 0
+}
+
+func (x *AMMStatus) GetReplicasNoFit() uint64 {
+	if x != nil {
+		return x.ReplicasNoFit
+	}
+	return 0
+}
+
+func (x *AMMStatus) GetReplicateFailed() uint64 {
+	if x != nil {
+		return x.ReplicateFailed
+	}
+	return 0
+}
+
+func (x *AMMStatus) GetTracked() int32 {
+	if x != nil {
+		return x.Tracked
+	}
+	return 0
+}
+
+func (x *AMMStatus) GetRefused() map[string]uint64 {
+	if x != nil {
+		return x.Refused
+	}
+	return nil
+}
+
+func (x *AMMStatus) GetDrains() []*DrainStatus {
+	if x != nil {
+		return x.Drains
+	}
+	return nil
+}
+
+// DrainStatus is one node being drained.
+type DrainStatus struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	NodeId      []byte                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	StartUnixMs int64                  `protobuf:"varint,2,opt,name=start_unix_ms,json=startUnixMs,proto3" json:"start_unix_ms,omitempty"`
+	// Objects (and their bytes) whose every complete copy is still on
+	// retiring nodes, as of the last round.
+	ObjectsLeft int32  `protobuf:"varint,3,opt,name=objects_left,json=objectsLeft,proto3" json:"objects_left,omitempty"`
+	BytesLeft   uint64 `protobuf:"varint,4,opt,name=bytes_left,json=bytesLeft,proto3" json:"bytes_left,omitempty"`
+	Queued      int32  `protobuf:"varint,5,opt,name=queued,proto3" json:"queued,omitempty"`
+	Running     int32  `protobuf:"varint,6,opt,name=running,proto3" json:"running,omitempty"`
+	// "moving", "waiting for tasks", "leaving", "left", or why it waits.
+	State         string `protobuf:"bytes,7,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainStatus) Reset() {
+	*x = DrainStatus{}
+	mi := &file_atollpb_cluster_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainStatus) ProtoMessage() {}
+
+func (x *DrainStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainStatus.ProtoReflect.Descriptor instead.
+func (*DrainStatus) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *DrainStatus) GetNodeId() []byte {
+	if x != nil {
+		return x.NodeId
+	}
+	return nil
+}
+
+func (x *DrainStatus) GetStartUnixMs() int64 {
+	if x != nil {
+		return x.StartUnixMs
+	}
+	return 0
+}
+
+func (x *DrainStatus) GetObjectsLeft() int32 {
+	if x != nil {
+		return x.ObjectsLeft
+	}
+	return 0
+}
+
+func (x *DrainStatus) GetBytesLeft() uint64 {
+	if x != nil {
+		return x.BytesLeft
+	}
+	return 0
+}
+
+func (x *DrainStatus) GetQueued() int32 {
+	if x != nil {
+		return x.Queued
+	}
+	return 0
+}
+
+func (x *DrainStatus) GetRunning() int32 {
+	if x != nil {
+		return x.Running
+	}
+	return 0
+}
+
+func (x *DrainStatus) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+// DrainRequest (atoll.amm.drain, on the head) drains a node: it stops
+// taking new work, its objects move to other nodes, its running work
+// finishes, then it leaves the cluster.
+type DrainRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        []byte                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainRequest) Reset() {
+	*x = DrainRequest{}
+	mi := &file_atollpb_cluster_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainRequest) ProtoMessage() {}
+
+func (x *DrainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainRequest.ProtoReflect.Descriptor instead.
+func (*DrainRequest) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *DrainRequest) GetNodeId() []byte {
+	if x != nil {
+		return x.NodeId
+	}
+	return nil
+}
+
+type DrainReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *ErrorInfo             `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainReply) Reset() {
+	*x = DrainReply{}
+	mi := &file_atollpb_cluster_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainReply) ProtoMessage() {}
+
+func (x *DrainReply) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainReply.ProtoReflect.Descriptor instead.
+func (*DrainReply) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *DrainReply) GetError() *ErrorInfo {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+// LeaveRequest (atoll.node.<node>.leave, from the head's AMM) asks a
+// draining node to leave the cluster: object_ids are the objects of its
+// store that have a copy on another node. The node leaves only if it is
+// idle and holds no object outside that list; otherwise it says why in
+// LeaveReply.busy and stays.
+type LeaveRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ObjectIds     [][]byte               `protobuf:"bytes,1,rep,name=object_ids,json=objectIds,proto3" json:"object_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaveRequest) Reset() {
+	*x = LeaveRequest{}
+	mi := &file_atollpb_cluster_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaveRequest) ProtoMessage() {}
+
+func (x *LeaveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaveRequest.ProtoReflect.Descriptor instead.
+func (*LeaveRequest) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *LeaveRequest) GetObjectIds() [][]byte {
+	if x != nil {
+		return x.ObjectIds
+	}
+	return nil
+}
+
+type LeaveReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Busy          string                 `protobuf:"bytes,1,opt,name=busy,proto3" json:"busy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaveReply) Reset() {
+	*x = LeaveReply{}
+	mi := &file_atollpb_cluster_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaveReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaveReply) ProtoMessage() {}
+
+func (x *LeaveReply) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaveReply.ProtoReflect.Descriptor instead.
+func (*LeaveReply) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *LeaveReply) GetBusy() string {
+	if x != nil {
+		return x.Busy
+	}
+	return ""
+}
+
 var File_atollpb_cluster_proto protoreflect.FileDescriptor
 
 const file_atollpb_cluster_proto_rawDesc = "" +
 	"\n" +
-	"\x15atollpb/cluster.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\x1a\x12atollpb/task.proto\x1a\x13atollpb/store.proto\"\xb6\x05\n" +
+	"\x15atollpb/cluster.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\x1a\x12atollpb/task.proto\x1a\x13atollpb/store.proto\"\xd2\x05\n" +
 	"\bNodeLoad\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x123\n" +
 	"\x05total\x18\x02 \x03(\v2\x1d.atoll.v1.NodeLoad.TotalEntryR\x05total\x12?\n" +
@@ -1412,7 +1983,8 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\bhostname\x18\x0e \x01(\tR\bhostname\x12\x10\n" +
 	"\x03seq\x18\x0f \x01(\x04R\x03seq\x12\x18\n" +
 	"\aleaving\x18\x10 \x01(\bR\aleaving\x12*\n" +
-	"\x05store\x18\x11 \x01(\v2\x14.atoll.v1.StoreStatsR\x05store\x1a8\n" +
+	"\x05store\x18\x11 \x01(\v2\x14.atoll.v1.StoreStatsR\x05store\x12\x1a\n" +
+	"\bdraining\x18\x12 \x01(\bR\bdraining\x1a8\n" +
 	"\n" +
 	"TotalEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -1443,13 +2015,16 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\fObjectCopies\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12\x19\n" +
 	"\bnode_ids\x18\x02 \x03(\fR\anodeIds\x12\x18\n" +
-	"\adropped\x18\x03 \x01(\bR\adropped\"\x8e\x01\n" +
+	"\adropped\x18\x03 \x01(\bR\adropped\"\xdc\x01\n" +
 	"\vNodeObjects\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12\x1b\n" +
 	"\tis_driver\x18\x02 \x01(\bR\bisDriver\x12(\n" +
 	"\x04list\x18\x03 \x01(\v2\x14.atoll.v1.ObjectListR\x04list\x12\x1f\n" +
 	"\vowner_nodes\x18\x04 \x03(\tR\n" +
-	"ownerNodes\"R\n" +
+	"ownerNodes\x12\x1a\n" +
+	"\bdraining\x18\x05 \x01(\bR\bdraining\x12\x16\n" +
+	"\x06queued\x18\x06 \x01(\x05R\x06queued\x12\x18\n" +
+	"\arunning\x18\a \x01(\x05R\arunning\"R\n" +
 	"\n" +
 	"TaskEvents\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12+\n" +
@@ -1509,7 +2084,58 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12\x1a\n" +
 	"\breplicas\x18\x02 \x01(\x05R\breplicas\"=\n" +
 	"\x10SetReplicasReply\x12)\n" +
-	"\x05error\x18\x01 \x01(\v2\x13.atoll.v1.ErrorInfoR\x05errorB(Z&github.com/atoll-runtime/atoll/atollpbb\x06proto3"
+	"\x05error\x18\x01 \x01(\v2\x13.atoll.v1.ErrorInfoR\x05error\"\\\n" +
+	"\n" +
+	"AMMControl\x12'\n" +
+	"\x02op\x18\x01 \x01(\x0e2\x17.atoll.v1.AMMControl.OpR\x02op\"%\n" +
+	"\x02Op\x12\n" +
+	"\n" +
+	"\x06STATUS\x10\x00\x12\t\n" +
+	"\x05START\x10\x01\x12\b\n" +
+	"\x04STOP\x10\x02\"\xbb\x04\n" +
+	"\tAMMStatus\x12)\n" +
+	"\x05error\x18\x01 \x01(\v2\x13.atoll.v1.ErrorInfoR\x05error\x12\x18\n" +
+	"\aenabled\x18\x02 \x01(\bR\aenabled\x12\x1f\n" +
+	"\vinterval_ms\x18\x03 \x01(\x03R\n" +
+	"intervalMs\x12\x1a\n" +
+	"\bpolicies\x18\x04 \x03(\tR\bpolicies\x12\x16\n" +
+	"\x06rounds\x18\x05 \x01(\x04R\x06rounds\x12\x14\n" +
+	"\x05nodes\x18\x06 \x01(\x05R\x05nodes\x12\x18\n" +
+	"\aobjects\x18\a \x01(\x05R\aobjects\x12\x16\n" +
+	"\x06copies\x18\b \x01(\x05R\x06copies\x12\x18\n" +
+	"\adropped\x18\t \x01(\x04R\adropped\x12\x1e\n" +
+	"\n" +
+	"replicated\x18\n" +
+	" \x01(\x04R\n" +
+	"replicated\x12&\n" +
+	"\x0freplicas_no_fit\x18\v \x01(\x04R\rreplicasNoFit\x12)\n" +
+	"\x10replicate_failed\x18\f \x01(\x04R\x0freplicateFailed\x12\x18\n" +
+	"\atracked\x18\r \x01(\x05R\atracked\x12:\n" +
+	"\arefused\x18\x0e \x03(\v2 .atoll.v1.AMMStatus.RefusedEntryR\arefused\x12-\n" +
+	"\x06drains\x18\x0f \x03(\v2\x15.atoll.v1.DrainStatusR\x06drains\x1a:\n" +
+	"\fRefusedEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\xd4\x01\n" +
+	"\vDrainStatus\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12\"\n" +
+	"\rstart_unix_ms\x18\x02 \x01(\x03R\vstartUnixMs\x12!\n" +
+	"\fobjects_left\x18\x03 \x01(\x05R\vobjectsLeft\x12\x1d\n" +
+	"\n" +
+	"bytes_left\x18\x04 \x01(\x04R\tbytesLeft\x12\x16\n" +
+	"\x06queued\x18\x05 \x01(\x05R\x06queued\x12\x18\n" +
+	"\arunning\x18\x06 \x01(\x05R\arunning\x12\x14\n" +
+	"\x05state\x18\a \x01(\tR\x05state\"'\n" +
+	"\fDrainRequest\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\fR\x06nodeId\"7\n" +
+	"\n" +
+	"DrainReply\x12)\n" +
+	"\x05error\x18\x01 \x01(\v2\x13.atoll.v1.ErrorInfoR\x05error\"-\n" +
+	"\fLeaveRequest\x12\x1d\n" +
+	"\n" +
+	"object_ids\x18\x01 \x03(\fR\tobjectIds\" \n" +
+	"\n" +
+	"LeaveReply\x12\x12\n" +
+	"\x04busy\x18\x01 \x01(\tR\x04busyB(Z&github.com/atoll-runtime/atoll/atollpbb\x06proto3"
 
 var (
 	file_atollpb_cluster_proto_rawDescOnce sync.Once
@@ -1523,55 +2149,70 @@ func file_atollpb_cluster_proto_rawDescGZIP() []byte {
 	return file_atollpb_cluster_proto_rawDescData
 }
 
-var file_atollpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_atollpb_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_atollpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_atollpb_cluster_proto_goTypes = []any{
-	(*NodeLoad)(nil),         // 0: atoll.v1.NodeLoad
-	(*ForwardTask)(nil),      // 1: atoll.v1.ForwardTask
-	(*ForwardActorCall)(nil), // 2: atoll.v1.ForwardActorCall
-	(*ForwardedResult)(nil),  // 3: atoll.v1.ForwardedResult
-	(*ForwardCancel)(nil),    // 4: atoll.v1.ForwardCancel
-	(*FreeObjects)(nil),      // 5: atoll.v1.FreeObjects
-	(*FetchObjects)(nil),     // 6: atoll.v1.FetchObjects
-	(*ObjectCopies)(nil),     // 7: atoll.v1.ObjectCopies
-	(*NodeObjects)(nil),      // 8: atoll.v1.NodeObjects
-	(*TaskEvents)(nil),       // 9: atoll.v1.TaskEvents
-	(*TaskEvent)(nil),        // 10: atoll.v1.TaskEvent
-	(*AttemptKey)(nil),       // 11: atoll.v1.AttemptKey
-	(*HeldWork)(nil),         // 12: atoll.v1.HeldWork
-	(*OwnersExited)(nil),     // 13: atoll.v1.OwnersExited
-	(*NodeStatsRequest)(nil), // 14: atoll.v1.NodeStatsRequest
-	(*NodeStats)(nil),        // 15: atoll.v1.NodeStats
-	(*ReplicateRequest)(nil), // 16: atoll.v1.ReplicateRequest
-	(*ReplicateReply)(nil),   // 17: atoll.v1.ReplicateReply
-	(*SetReplicas)(nil),      // 18: atoll.v1.SetReplicas
-	(*SetReplicasReply)(nil), // 19: atoll.v1.SetReplicasReply
-	nil,                      // 20: atoll.v1.NodeLoad.TotalEntry
-	nil,                      // 21: atoll.v1.NodeLoad.AvailableEntry
-	(*StoreStats)(nil),       // 22: atoll.v1.StoreStats
-	(*TaskSpec)(nil),         // 23: atoll.v1.TaskSpec
-	(*TaskResult)(nil),       // 24: atoll.v1.TaskResult
-	(*ObjectRef)(nil),        // 25: atoll.v1.ObjectRef
-	(*ObjectList)(nil),       // 26: atoll.v1.ObjectList
-	(*ErrorInfo)(nil),        // 27: atoll.v1.ErrorInfo
+	(AMMControl_Op)(0),       // 0: atoll.v1.AMMControl.Op
+	(*NodeLoad)(nil),         // 1: atoll.v1.NodeLoad
+	(*ForwardTask)(nil),      // 2: atoll.v1.ForwardTask
+	(*ForwardActorCall)(nil), // 3: atoll.v1.ForwardActorCall
+	(*ForwardedResult)(nil),  // 4: atoll.v1.ForwardedResult
+	(*ForwardCancel)(nil),    // 5: atoll.v1.ForwardCancel
+	(*FreeObjects)(nil),      // 6: atoll.v1.FreeObjects
+	(*FetchObjects)(nil),     // 7: atoll.v1.FetchObjects
+	(*ObjectCopies)(nil),     // 8: atoll.v1.ObjectCopies
+	(*NodeObjects)(nil),      // 9: atoll.v1.NodeObjects
+	(*TaskEvents)(nil),       // 10: atoll.v1.TaskEvents
+	(*TaskEvent)(nil),        // 11: atoll.v1.TaskEvent
+	(*AttemptKey)(nil),       // 12: atoll.v1.AttemptKey
+	(*HeldWork)(nil),         // 13: atoll.v1.HeldWork
+	(*OwnersExited)(nil),     // 14: atoll.v1.OwnersExited
+	(*NodeStatsRequest)(nil), // 15: atoll.v1.NodeStatsRequest
+	(*NodeStats)(nil),        // 16: atoll.v1.NodeStats
+	(*ReplicateRequest)(nil), // 17: atoll.v1.ReplicateRequest
+	(*ReplicateReply)(nil),   // 18: atoll.v1.ReplicateReply
+	(*SetReplicas)(nil),      // 19: atoll.v1.SetReplicas
+	(*SetReplicasReply)(nil), // 20: atoll.v1.SetReplicasReply
+	(*AMMControl)(nil),       // 21: atoll.v1.AMMControl
+	(*AMMStatus)(nil),        // 22: atoll.v1.AMMStatus
+	(*DrainStatus)(nil),      // 23: atoll.v1.DrainStatus
+	(*DrainRequest)(nil),     // 24: atoll.v1.DrainRequest
+	(*DrainReply)(nil),       // 25: atoll.v1.DrainReply
+	(*LeaveRequest)(nil),     // 26: atoll.v1.LeaveRequest
+	(*LeaveReply)(nil),       // 27: atoll.v1.LeaveReply
+	nil,                      // 28: atoll.v1.NodeLoad.TotalEntry
+	nil,                      // 29: atoll.v1.NodeLoad.AvailableEntry
+	nil,                      // 30: atoll.v1.AMMStatus.RefusedEntry
+	(*StoreStats)(nil),       // 31: atoll.v1.StoreStats
+	(*TaskSpec)(nil),         // 32: atoll.v1.TaskSpec
+	(*TaskResult)(nil),       // 33: atoll.v1.TaskResult
+	(*ObjectRef)(nil),        // 34: atoll.v1.ObjectRef
+	(*ObjectList)(nil),       // 35: atoll.v1.ObjectList
+	(*ErrorInfo)(nil),        // 36: atoll.v1.ErrorInfo
 }
 var file_atollpb_cluster_proto_depIdxs = []int32{
-	20, // 0: atoll.v1.NodeLoad.total:type_name -> atoll.v1.NodeLoad.TotalEntry
-	21, // 1: atoll.v1.NodeLoad.available:type_name -> atoll.v1.NodeLoad.AvailableEntry
-	22, // 2: atoll.v1.NodeLoad.store:type_name -> atoll.v1.StoreStats
-	23, // 3: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
-	23, // 4: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
-	24, // 5: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
-	25, // 6: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
-	26, // 7: atoll.v1.NodeObjects.list:type_name -> atoll.v1.ObjectList
-	10, // 8: atoll.v1.TaskEvents.events:type_name -> atoll.v1.TaskEvent
-	11, // 9: atoll.v1.HeldWork.attempts:type_name -> atoll.v1.AttemptKey
-	25, // 10: atoll.v1.ReplicateRequest.ref:type_name -> atoll.v1.ObjectRef
-	27, // 11: atoll.v1.SetReplicasReply.error:type_name -> atoll.v1.ErrorInfo
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	28, // 0: atoll.v1.NodeLoad.total:type_name -> atoll.v1.NodeLoad.TotalEntry
+	29, // 1: atoll.v1.NodeLoad.available:type_name -> atoll.v1.NodeLoad.AvailableEntry
+	31, // 2: atoll.v1.NodeLoad.store:type_name -> atoll.v1.StoreStats
+	32, // 3: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
+	32, // 4: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
+	33, // 5: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
+	34, // 6: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
+	35, // 7: atoll.v1.NodeObjects.list:type_name -> atoll.v1.ObjectList
+	11, // 8: atoll.v1.TaskEvents.events:type_name -> atoll.v1.TaskEvent
+	12, // 9: atoll.v1.HeldWork.attempts:type_name -> atoll.v1.AttemptKey
+	34, // 10: atoll.v1.ReplicateRequest.ref:type_name -> atoll.v1.ObjectRef
+	36, // 11: atoll.v1.SetReplicasReply.error:type_name -> atoll.v1.ErrorInfo
+	0,  // 12: atoll.v1.AMMControl.op:type_name -> atoll.v1.AMMControl.Op
+	36, // 13: atoll.v1.AMMStatus.error:type_name -> atoll.v1.ErrorInfo
+	30, // 14: atoll.v1.AMMStatus.refused:type_name -> atoll.v1.AMMStatus.RefusedEntry
+	23, // 15: atoll.v1.AMMStatus.drains:type_name -> atoll.v1.DrainStatus
+	36, // 16: atoll.v1.DrainReply.error:type_name -> atoll.v1.ErrorInfo
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_cluster_proto_init() }
@@ -1587,13 +2228,14 @@ func file_atollpb_cluster_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_cluster_proto_rawDesc), len(file_atollpb_cluster_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   22,
+			NumEnums:      1,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_atollpb_cluster_proto_goTypes,
 		DependencyIndexes: file_atollpb_cluster_proto_depIdxs,
+		EnumInfos:         file_atollpb_cluster_proto_enumTypes,
 		MessageInfos:      file_atollpb_cluster_proto_msgTypes,
 	}.Build()
 	File_atollpb_cluster_proto = out.File

@@ -448,6 +448,9 @@ func (g *gateway) load(ctx actor.Context, m *atollpb.NodeLoad) {
 func (g *gateway) sendView(ctx actor.Context) {
 	view := &raylet.PeerView{Nodes: make([]raylet.NodeView, 0, len(g.peers))}
 	for id, l := range g.peers {
+		if l.Draining {
+			continue // it takes no new work
+		}
 		view.Nodes = append(view.Nodes, raylet.NodeView{ID: id, Total: raylet.Resources(l.Total).Clone(),
 			Available: raylet.Resources(l.Available).Clone(), QueuedCPU: l.QueuedCpu})
 	}

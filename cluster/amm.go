@@ -86,6 +86,9 @@ type AMMConfig struct {
 	Prefix string
 	// GCS lists the live nodes.
 	GCS *gcs.Client
+	// Enabled: the policies run from the start (SetEnabled changes it);
+	// otherwise the AMM only runs drains.
+	Enabled bool
 	// Interval between rounds; default DefaultAMMInterval.
 	Interval time.Duration
 	// Policies, in order; default Replicate then ReduceReplicas
@@ -178,6 +181,10 @@ type AMM struct {
 	// here, not in the actor, so a restart keeps them; a head restart
 	// loses them.
 	replicas map[amm.ObjectID]int
+	// enabled: the policies run (SetEnabled); drains are the drains under
+	// way and the last finished ones (Drain).
+	enabled bool
+	drains  map[amm.NodeID]*drainInfo
 }
 
 // NewAMM validates cfg and returns the AMM; spawn Props() to run it.
@@ -185,7 +192,8 @@ func NewAMM(cfg AMMConfig) (*AMM, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &AMM{cfg: cfg, st: AMMStats{Refused: map[string]uint64{}}, replicas: map[amm.ObjectID]int{}}, nil
+	return &AMM{cfg: cfg, st: AMMStats{Refused: map[string]uint64{}}, replicas: map[amm.ObjectID]int{},
+		enabled: cfg.Enabled, drains: map[amm.NodeID]*drainInfo{}}, nil
 }
 
 // Props makes the AMM's actor.
@@ -277,6 +285,15 @@ type (
 		owners map[amm.ObjectID]string
 		info   map[amm.ObjectID]*atollpb.ObjectHolding
 		failed int
+		// alive: the nodes the GCS listed alive; drainInfo: what each
+		// draining node said of itself.
+		alive     map[amm.NodeID]bool
+		drainInfo map[amm.NodeID]drainNodeInfo
+	}
+	// drainNodeInfo is a draining node's answer to the inventory request.
+	drainNodeInfo struct {
+		queued, running int32
+		truncated       bool
 	}
 	ammEnacted struct {
 		dropped, stale, failed                  int
@@ -291,7 +308,7 @@ type (
 type ammActor struct {
 	a     *AMM
 	timer *time.Timer
-	sub   *nats.Subscription // SetReplicas requests
+	subs  []*nats.Subscription // SetReplicas, control and drain requests
 }
 
 // Receive implements actor.Actor.
@@ -299,25 +316,39 @@ func (x *ammActor) Receive(ctx actor.Context) {
 	a := x.a
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		sub, err := a.cfg.Conn.Subscribe(ammReplicasSubject(a.cfg.Prefix), a.serveSetReplicas)
-		if err != nil {
-			a.cfg.Logger.Warn("amm: subscribe replicas: drivers cannot set tracked counts", "err", err)
+		for _, s := range []struct {
+			subject string
+			serve   nats.MsgHandler
+		}{
+			{ammReplicasSubject(a.cfg.Prefix), a.serveSetReplicas},
+			{ammControlSubject(a.cfg.Prefix), a.serveControl},
+			{ammDrainSubject(a.cfg.Prefix), a.serveDrain},
+		} {
+			sub, err := a.cfg.Conn.Subscribe(s.subject, s.serve)
+			if err != nil {
+				a.cfg.Logger.Warn("amm: subscribe: drivers and the CLI cannot reach the AMM", "subject", s.subject, "err", err)
+				continue
+			}
+			x.subs = append(x.subs, sub)
 		}
-		x.sub = sub
 		x.arm(ctx)
 	case *actor.Stopping, *actor.Restarting:
 		if x.timer != nil {
 			x.timer.Stop()
 		}
-		if x.sub != nil {
-			_ = x.sub.Unsubscribe()
-			x.sub = nil
+		for _, s := range x.subs {
+			_ = s.Unsubscribe()
 		}
+		x.subs = nil
 	case *ammTick:
+		if !a.Enabled() && !a.activeDrains() {
+			x.arm(ctx) // nothing to do this round
+			return
+		}
 		root, self := ctx.ActorSystem().Root, ctx.Self()
 		go func() { root.Send(self, a.gather()) }()
 	case *ammGathered:
-		dec := amm.Run(m.snap, a.cfg.Policies, a.cfg.Limits)
+		dec := amm.Run(m.snap, a.roundPolicies(m.snap), a.cfg.Limits)
 		var copies int
 		for _, o := range m.snap.Objects {
 			copies += len(o.Copies)
@@ -331,7 +362,7 @@ func (x *ammActor) Receive(ctx actor.Context) {
 			a.st.Refused[r] += uint64(n)
 		}
 		a.mu.Unlock()
-		if len(dec.Drops) == 0 && len(dec.Replicas) == 0 {
+		if len(dec.Drops) == 0 && len(dec.Replicas) == 0 && !a.activeDrains() {
 			x.arm(ctx)
 			return
 		}
@@ -340,6 +371,7 @@ func (x *ammActor) Receive(ctx actor.Context) {
 			out := a.replicate(m.snap, dec.Replicas, m.owners, m.info)
 			drops := a.enact(dec.Drops, m.owners)
 			drops.replicated, drops.noFit, drops.replFailed, drops.deferred = out.replicated, out.noFit, out.replFailed, out.deferred
+			a.drainStep(m, dec.Drops)
 			root.Send(self, drops)
 		}()
 	case *ammEnacted:
@@ -373,6 +405,18 @@ func (a *AMM) gather() *ammGathered {
 		return &ammGathered{snap: &amm.Snapshot{Nodes: map[amm.NodeID]*amm.Node{}, Objects: map[amm.ObjectID]*amm.Object{}}, failed: 1}
 	}
 	req, _ := proto.Marshal(&atollpb.ListObjectsRequest{GraceMs: a.cfg.ReadGrace.Milliseconds()})
+	// A draining node lists more: it may leave only once all its objects
+	// are listed.
+	drainReq, _ := proto.Marshal(&atollpb.ListObjectsRequest{GraceMs: a.cfg.ReadGrace.Milliseconds(), Limit: drainListLimit})
+	a.mu.Lock()
+	draining := map[ids.NodeID]bool{}
+	for id, d := range a.drains {
+		if n, err := nodeIDFromHex(string(id)); err == nil && !d.done {
+			draining[n] = true
+		}
+	}
+	a.mu.Unlock()
+	alive := map[amm.NodeID]bool{}
 	var wg sync.WaitGroup
 	replies := make([]*atollpb.NodeObjects, len(nodes))
 	for i, n := range nodes {
@@ -380,10 +424,15 @@ func (a *AMM) gather() *ammGathered {
 		if err != nil || n.State != atollpb.NodeState_NODE_ALIVE {
 			continue
 		}
+		alive[amm.NodeID(id.String())] = true
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			msg, err := a.cfg.Conn.RequestWithContext(ctx, nodeSubject(a.cfg.Prefix, id, "objects"), req)
+			body := req
+			if draining[id] {
+				body = drainReq
+			}
+			msg, err := a.cfg.Conn.RequestWithContext(ctx, nodeSubject(a.cfg.Prefix, id, "objects"), body)
 			if err != nil {
 				return
 			}
@@ -408,7 +457,13 @@ func (a *AMM) gather() *ammGathered {
 	}
 	snap, owners := BuildSnapshot(got)
 	a.tracked(snap, complete && failed == 0)
-	return &ammGathered{snap: snap, owners: owners, info: holdings(got), failed: failed}
+	info := map[amm.NodeID]drainNodeInfo{}
+	for _, r := range got {
+		if r.Draining {
+			info[amm.NodeID(hex.EncodeToString(r.NodeId))] = drainNodeInfo{queued: r.Queued, running: r.Running, truncated: r.List.Truncated}
+		}
+	}
+	return &ammGathered{snap: snap, owners: owners, info: holdings(got), failed: failed, alive: alive, drainInfo: info}
 }
 
 // validNodeObjects checks a node's inventory before it is used.
@@ -441,7 +496,7 @@ func BuildSnapshot(inventories []*atollpb.NodeObjects) (*amm.Snapshot, map[amm.O
 	owners := map[amm.ObjectID]string{}
 	for _, r := range inventories {
 		node := amm.NodeID(hex.EncodeToString(r.NodeId))
-		s.Nodes[node] = &amm.Node{ID: node, Capacity: r.List.CapacityBytes, Used: r.List.UsedBytes, Driver: r.IsDriver}
+		s.Nodes[node] = &amm.Node{ID: node, Capacity: r.List.CapacityBytes, Used: r.List.UsedBytes, Driver: r.IsDriver, Retiring: r.Draining}
 		for i, h := range r.List.Objects {
 			id := amm.ObjectID(hex.EncodeToString(h.ObjectId))
 			o := s.Objects[id]

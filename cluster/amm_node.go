@@ -71,7 +71,8 @@ func (g *Gateway) listObjects(data []byte) (proto.Message, error) {
 		return nil, fmt.Errorf("store answered %T", res)
 	}
 	out := &atollpb.NodeObjects{NodeId: g.cfg.NodeID.Bytes(), IsDriver: g.cfg.Node.GetIsDriver(), List: list,
-		OwnerNodes: make([]string, len(list.Objects))}
+		OwnerNodes: make([]string, len(list.Objects)), Draining: g.drain.draining.Load(),
+		Queued: g.drain.queued.Load(), Running: g.drain.running.Load()}
 	self := hex.EncodeToString(g.cfg.NodeID.Bytes())
 	for i, h := range list.Objects {
 		w, err := ids.FromBytes(h.OwnerId)

@@ -98,6 +98,7 @@ type Gateway struct {
 	statsBusy chan struct{} // one stats request served at a time
 	ammBusy   chan struct{} // AMM requests served at once (ammConcurrency)
 	replBusy  chan struct{} // AMM replications under way (replicateConcurrency)
+	drain     drainState
 	once      sync.Once
 	spawned   bool // the actor runs
 	reporting bool // the report goroutine runs
@@ -127,7 +128,7 @@ func New(cfg Config) *Gateway {
 		cfg.Logger = slog.Default()
 	}
 	err := cfg.withLimits()
-	return &Gateway{cfg: cfg, err: err, stopRep: make(chan struct{}), repDone: make(chan struct{}), statsBusy: make(chan struct{}, 1), ammBusy: make(chan struct{}, ammConcurrency),
+	return &Gateway{drain: drainState{left: make(chan struct{})}, cfg: cfg, err: err, stopRep: make(chan struct{}), repDone: make(chan struct{}), statsBusy: make(chan struct{}, 1), ammBusy: make(chan struct{}, ammConcurrency),
 		replBusy: make(chan struct{}, replicateConcurrency), heard: &peerSet{m: map[ids.NodeID]bool{}}, owners: newOwners(cfg.MaxOwners, cfg.Logger), pid: cfg.System.NewLocalPID(gatewayName)}
 }
 
@@ -527,6 +528,16 @@ func (g *Gateway) subscribe() error {
 		return fmt.Errorf("cluster: subscribe replicate: %w", err)
 	}
 	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(nodeSubject(p, self, "drain"), g.serveDrain)
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe drain: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(nodeSubject(p, self, "leave"), g.serveLeave)
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe leave: %w", err)
+	}
+	g.subs = append(g.subs, s)
 	s, err = c.Conn.Subscribe(nodeSubject(p, self, "locate"), func(m *nats.Msg) { root.Send(g.pid, &locate{msg: m}) })
 	if err != nil {
 		return fmt.Errorf("cluster: subscribe locate: %w", err)
@@ -606,6 +617,9 @@ func (g *Gateway) report(info *atollpb.NodeInfo) {
 			IsHead: info.IsHead, Hostname: host, Seq: seq}
 		g.collect(load, collector, replies)
 		load.Pulls, load.PulledBytes = g.Pulls()
+		load.Draining = g.drain.draining.Load()
+		g.drain.queued.Store(load.Queued)
+		g.drain.running.Store(load.Running)
 		select {
 		case <-g.stopRep:
 			load.Leaving = true

@@ -11,7 +11,7 @@ func freeSubject(prefix string) string                  { return prefix + ".free
 
 // nodeSubject is where node's gateway receives kind (task, call, result,
 // held, cancel, copy, locate, crash, timeline, stats, objects,
-// dropcopies, replicate).
+// dropcopies, replicate, drain, leave).
 func nodeSubject(prefix string, node ids.NodeID, kind string) string {
 	return prefix + ".node." + node.String() + "." + kind
 }
@@ -20,6 +20,12 @@ func killSubject(prefix string) string { return prefix + ".kill" }
 
 // ammReplicasSubject is where the head's AMM takes SetReplicas requests.
 func ammReplicasSubject(prefix string) string { return prefix + ".amm.replicas" }
+
+// ammControlSubject is where the head's AMM takes AMMControl requests.
+func ammControlSubject(prefix string) string { return prefix + ".amm.control" }
+
+// ammDrainSubject is where the head's AMM takes DrainRequests.
+func ammDrainSubject(prefix string) string { return prefix + ".amm.drain" }
 
 // TimelineSubject is where node answers timeline requests (a
 // atollpb.TaskEvents reply).

@@ -49,3 +49,14 @@ func (n *Node) watchOwnDeath() error {
 // (see above). It never closes on an embedded node, nor when the node's
 // own Stop marks it dead.
 func (n *Node) DeclaredDead() <-chan struct{} { return n.dead }
+
+// Drained is closed when the node, drained (`atoll drain`), was told by
+// the head to leave the cluster: every object of its store has a copy on
+// another node and its raylet is idle. The node processes stop and exit
+// with status 0. It never closes on a node outside a cluster.
+func (n *Node) Drained() <-chan struct{} {
+	if n.gateway == nil {
+		return nil
+	}
+	return n.gateway.Left()
+}

@@ -520,14 +520,16 @@ func (n *Node) connectControlPlane() error {
 	return nil
 }
 
-// startAMM spawns the Active Memory Manager on the head if it is on
-// (Config.AMM, cluster.EnvAMM), supervised by the root guardian.
+// startAMM spawns the Active Memory Manager on the head, supervised by
+// the root guardian: its policies run if it is on (Config.AMM,
+// cluster.EnvAMM; `atoll amm start|stop` changes it later), and drains
+// run either way.
 func (n *Node) startAMM() error {
 	on, interval, err := cluster.AMMFromEnv(n.cfg.AMM, n.cfg.AMMInterval)
-	if err != nil || !on {
+	if err != nil {
 		return err
 	}
-	n.amm, err = cluster.NewAMM(cluster.AMMConfig{Conn: n.nc, GCS: n.gcsClient, Interval: interval,
+	n.amm, err = cluster.NewAMM(cluster.AMMConfig{Conn: n.nc, GCS: n.gcsClient, Interval: interval, Enabled: on,
 		Policies: n.cfg.AMMPolicies, Logger: n.log})
 	if err != nil {
 		return err
@@ -535,12 +537,14 @@ func (n *Node) startAMM() error {
 	if n.ammPID, err = n.system.Root.SpawnNamed(n.amm.Props(), "amm"); err != nil {
 		return fmt.Errorf("atoll: start the AMM: %w", err)
 	}
-	n.log.Info("active memory manager on", "interval", interval)
+	if on {
+		n.log.Info("active memory manager on", "interval", interval)
+	}
 	return nil
 }
 
-// AMM is the head's Active Memory Manager; nil when it is off or the
-// node is not a head.
+// AMM is the head's Active Memory Manager; nil when the node is not a
+// head.
 func (n *Node) AMM() *cluster.AMM { return n.amm }
 
 // newGateway prepares this node's connection to the cluster's other

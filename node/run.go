@@ -68,6 +68,8 @@ func run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 	case <-n.DeclaredDead():
 		fmt.Fprintf(stderr, "atoll node: %s\n", declaredDeadMessage)
 		code = 1
+	case <-n.Drained():
+		fmt.Fprintln(stderr, "atoll node: drained: leaving the cluster")
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	err = n.Stop(sctx)

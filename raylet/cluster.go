@@ -62,6 +62,13 @@ type ForwardCall struct {
 // the other nodes.
 type KillHostedActor struct{ Msg *atollpb.KillActor }
 
+// Drain makes the raylet place every task submitted or forwarded to it
+// from now on on another node (when one can run it; a hard node affinity
+// to this node still runs here), while the tasks it queued or runs
+// already finish here. It is how a node being drained stops taking work;
+// there is no way back (the node leaves the cluster when drained).
+type Drain struct{}
+
 // NodeGone tells the raylet a node left the cluster: the actors it hosts
 // for owners on that node die with them (their handles are gone).
 type NodeGone struct{ Node ids.NodeID }
@@ -151,15 +158,19 @@ func (r *raylet) processConfig(binary string) *ProcessConfig {
 // run it, or failed (its owner was told).
 func (r *raylet) placeLocally(ctx actor.Context, t *task, forwarded bool, hops int32) bool {
 	p := Placement{TaskName: t.spec.Name, TaskID: t.id.String(), Demand: t.demand, Strategy: t.spec.Scheduling}
-	if forwarded {
+	if r.draining {
+		// Anywhere but here; here only if no other node can run it.
+		p.Exclude = r.cfg.NodeID
+		if forwarded && hops >= maxHops {
+			return Feasible(r.cfg.Resources, t.demand) || r.failUnschedulable(ctx, t)
+		}
+	} else if forwarded {
 		// Placed here by a peer: run it unless this node cannot at all.
 		if Feasible(r.cfg.Resources, t.demand) {
 			return true
 		}
 		if hops >= maxHops {
-			r.fail(ctx, t, &errs.UnschedulableError{TaskName: t.spec.Name, TaskID: t.id.String(),
-				Reason: "spilled back too often: no node could run it"})
-			return false
+			return r.failUnschedulable(ctx, t)
 		}
 		p.Exclude = r.cfg.NodeID
 	}
@@ -188,6 +199,13 @@ func (r *raylet) placeLocally(ctx actor.Context, t *task, forwarded bool, hops i
 			attribute.String("atoll.target_node_id", node.String()), attribute.Int("atoll.hops", int(hops+1))))
 	span.End()
 	r.cfg.Cluster.Forward(node, t.spec, t.owner, hops+1)
+	return false
+}
+
+// failUnschedulable fails a task that went through too many raylets.
+func (r *raylet) failUnschedulable(ctx actor.Context, t *task) bool {
+	r.fail(ctx, t, &errs.UnschedulableError{TaskName: t.spec.Name, TaskID: t.id.String(),
+		Reason: "spilled back too often: no node could run it"})
 	return false
 }
 

@@ -149,6 +149,33 @@ func TestForwardedTaskSpillsBackWhenInfeasible(t *testing.T) {
 	}
 }
 
+// TestDrainPlacesElsewhere: a draining raylet sends new tasks, its own
+// and those peers forward to it, to another node, while the task it runs
+// goes on; a hard affinity to it still runs here.
+func TestDrainPlacesElsewhere(t *testing.T) {
+	system, pid, self, fwd, _ := clusterRaylet(t)
+	peer := ids.NewNodeID()
+	system.Root.Send(pid, &PeerView{Nodes: []NodeView{{ID: peer, Total: Resources{CPU: 4}, Available: Resources{CPU: 4}}}})
+	submitN(system, pid, 1, nil)
+	if st := state(t, system, pid); st.Running != 1 || st.Draining {
+		t.Fatalf("before the drain: %d running, draining %v; want 1, false", st.Running, st.Draining)
+	}
+	system.Root.Send(pid, &Drain{})
+	submitN(system, pid, 2, nil)
+	system.Root.Send(pid, &atollpb.SubmitTask{Forwarded: true, Hops: 1, Spec: &atollpb.TaskSpec{
+		TaskId: ids.NewTaskID().Bytes(), Name: "fwd", Function: "fwd", NumReturns: 1, Resources: map[string]float64{CPU: 1},
+	}})
+	for range 3 {
+		if f := recv(t, fwd, "a task submitted to the draining raylet stayed"); f.node != peer {
+			t.Fatalf("forwarded to %s, want the peer", f.node.Short())
+		}
+	}
+	submitN(system, pid, 1, &atollpb.SchedulingStrategy{Kind: atollpb.SchedulingStrategy_NODE_AFFINITY, NodeId: self.Bytes()})
+	if st := state(t, system, pid); !st.Draining || st.Running != 1 || st.Queued != 1 {
+		t.Fatalf("draining: %d running, %d queued, draining %v; want 1, 1 (the pinned task), true", st.Running, st.Queued, st.Draining)
+	}
+}
+
 func TestTimelineKeepsTheLastEvents(t *testing.T) {
 	tl := timeline{cap: TimelineCap}
 	for i := range TimelineCap + 10 {

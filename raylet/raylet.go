@@ -72,6 +72,7 @@ type reapIdle struct{}
 // raylet is the node manager actor. All fields are owned by its goroutine.
 type raylet struct {
 	cfg      Config
+	draining bool // Drain: new tasks are placed on other nodes
 	tracer   trace.Tracer
 	avail    Resources
 	classes  map[string]*classQueue
@@ -184,6 +185,11 @@ func (r *raylet) Receive(ctx actor.Context) {
 		r.killActor(ctx, m.Msg, true)
 	case *NodeGone:
 		r.ownerNodeGone(ctx, m.Node)
+	case *Drain:
+		if !r.draining {
+			r.draining = true
+			r.cfg.Logger.Info("raylet: draining: new tasks go to other nodes")
+		}
 	case *ActorStarted:
 		r.actorStarted(ctx, m)
 	case *actorFailed:
@@ -636,6 +642,7 @@ type State struct {
 	Workers     int
 	IdleWorkers int
 	Actors      int
+	Draining    bool
 	Stats       Stats
 }
 
@@ -643,7 +650,7 @@ func (r *raylet) snapshot() *State {
 	return &State{
 		NodeID: r.cfg.NodeID, Total: r.cfg.Resources.Clone(), Available: r.avail.Clone(),
 		Queued: r.queued + len(r.waiting), QueuedCPU: r.queuedCPU(), Running: len(r.running), Workers: len(r.workers), IdleWorkers: len(r.idle),
-		Actors: len(r.actors), Stats: r.stats,
+		Actors: len(r.actors), Draining: r.draining, Stats: r.stats,
 	}
 }
 

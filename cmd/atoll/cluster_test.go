@@ -555,6 +555,23 @@ func TestStartStatusStop(t *testing.T) {
 	if stdout, stderr, err := execute("memory"); err != nil || !regexp.MustCompile(`(?m)^\s*`+rec.NodeID[:8]+` +head +\S+ +64MiB`).MatchString(stdout) {
 		t.Errorf("memory: %v\n%s%s", err, stdout, stderr)
 	}
+	for _, c := range []struct{ op, want string }{{"status", "stopped"}, {"start", "running"}, {"status", "running"}, {"stop", "stopped"}} {
+		if stdout, stderr, err := execute("amm", c.op); err != nil || !strings.HasPrefix(stdout, "Active Memory Manager: "+c.want+", every 2s, policies Replicate, ReduceReplicas\n") {
+			t.Errorf("amm %s: %v\n%s%s", c.op, err, stdout, stderr)
+		}
+	}
+	if _, _, err := execute("amm", "pause"); err == nil {
+		t.Error("amm pause: no error")
+	}
+	if _, _, err := execute("drain", rec.NodeID[:8]); !errors.Is(err, atoll.ErrInvalidArgument) || !strings.Contains(err.Error(), "is the head") {
+		t.Errorf("drain the head: %v, want ErrInvalidArgument", err)
+	}
+	if _, _, err := execute("drain", "ffff0000"); !errors.Is(err, atoll.ErrNotFound) {
+		t.Errorf("drain an unknown node: %v, want ErrNotFound", err)
+	}
+	if _, _, err := execute("drain", "ab"); !errors.Is(err, atoll.ErrInvalidArgument) {
+		t.Errorf("drain ab: %v, want ErrInvalidArgument", err)
+	}
 
 	cancel()
 	select {
@@ -664,6 +681,36 @@ func TestMemoryTable(t *testing.T) {
 	var rows []memoryRow
 	if err := json.Unmarshal(out.Bytes(), &rows); err != nil || len(rows) != 2 || rows[0].Role != "head" || rows[1].SpilledBytes != 1<<30 {
 		t.Fatalf("--json: %v %+v", err, rows)
+	}
+}
+
+func TestAMMStatusText(t *testing.T) {
+	st := &node.AMMStatus{Enabled: true, Interval: 2 * time.Second, Policies: []string{"Replicate", "ReduceReplicas"}, Rounds: 7,
+		Nodes: 3, Objects: 10, Copies: 14, Dropped: 4, Replicated: 2, Refused: map[string]uint64{"primary": 3, "last-copy": 1},
+		Drains: []node.DrainStatus{{NodeID: "cccccccc33", Start: time.Now().Add(-3 * time.Second), ObjectsLeft: 2, BytesLeft: 3 << 20, Running: 1, State: "moving objects"}}}
+	var out bytes.Buffer
+	if err := printAMM(&out, st, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`(?m)^Active Memory Manager: running, every 2s, policies Replicate, ReduceReplicas$`,
+		`(?m)^rounds 7; last snapshot: 3 nodes, 10 objects, 14 copies$`,
+		`(?m)^copies dropped 4, made 2 \(no room 0, failed 0\)`,
+		`(?m)^suggestions refused: last-copy 1, primary 3$`,
+		`(?m)^DRAIN +SINCE +OBJECTS LEFT +BYTES LEFT +QUEUED +RUNNING +STATE$`,
+		`(?m)^cccccccc +3s +2 +3MiB +0 +1 +moving objects$`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out.String()) {
+			t.Errorf("amm status lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if err := printAMM(&out, st, true); err != nil {
+		t.Fatal(err)
+	}
+	var back node.AMMStatus
+	if err := json.Unmarshal(out.Bytes(), &back); err != nil || back.Rounds != 7 || len(back.Drains) != 1 || back.Drains[0].BytesLeft != 3<<20 {
+		t.Fatalf("--json: %v %+v", err, back)
 	}
 }
 

@@ -56,6 +56,7 @@ func newRoot() *cobra.Command {
 		},
 	})
 	root.AddCommand(newStartCmd(), newStopCmd(), newStatusCmd(), newListCmd(), newMemoryCmd(), newTimelineCmd())
+	root.AddCommand(newAMMCmd(), newDrainCmd())
 	root.AddCommand(newMicrobenchmarkCmd())
 	return root
 }

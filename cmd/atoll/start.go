@@ -384,6 +384,8 @@ func runNode(ctx context.Context, w io.Writer, cfg node.Config) error {
 		case <-ctx.Done():
 		case <-n.DeclaredDead():
 			err = node.ErrDeclaredDead
+		case <-n.Drained():
+			fmt.Fprintln(w, "drained: leaving the cluster")
 		}
 	}
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nodeStopTimeout)

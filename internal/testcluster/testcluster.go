@@ -180,6 +180,17 @@ func (n *Node) ExitErr() error {
 	}
 }
 
+// ExitCode is the node process's exit status once Done is closed (-1
+// before, or when a signal killed it).
+func (n *Node) ExitCode() int {
+	select {
+	case <-n.proc.done:
+		return n.proc.cmd.ProcessState.ExitCode()
+	default:
+		return -1
+	}
+}
+
 // Signal sends sig to the node's process (SIGSTOP and SIGCONT pause and
 // resume it) unless it has exited.
 func (n *Node) Signal(sig syscall.Signal) error { return n.proc.signal(sig) }

@@ -521,14 +521,19 @@ func (n *Node) connectControlPlane() error {
 }
 
 // startAMM spawns the Active Memory Manager on the head if it is on
-// (Config.AMM, cluster.EnvAMM), supervised by the root guardian.
+// (Config.AMM, cluster.EnvAMM; its policies: Config.AMMPolicies,
+// cluster.EnvAMMPolicies), supervised by the root guardian.
 func (n *Node) startAMM() error {
 	on, interval, err := cluster.AMMFromEnv(n.cfg.AMM, n.cfg.AMMInterval)
 	if err != nil || !on {
 		return err
 	}
+	policies, err := cluster.AMMPoliciesFromEnv(n.cfg.AMMPolicies)
+	if err != nil {
+		return err
+	}
 	n.amm, err = cluster.NewAMM(cluster.AMMConfig{Conn: n.nc, GCS: n.gcsClient, Interval: interval,
-		Policies: n.cfg.AMMPolicies, Logger: n.log})
+		Policies: policies, Logger: n.log})
 	if err != nil {
 		return err
 	}

@@ -105,7 +105,7 @@ func TestAMMRebalance(t *testing.T) {
 	var before []storeUse
 	eventually(t, "the hot node to report its seven copies", func() bool {
 		before = uses()
-		return before[2].used >= start[2].used+k*size
+		return before[2].used >= start[2].used+k*size && before[2].pulls >= start[2].pulls+k
 	})
 	spreadBefore, totalBefore := spread(before)
 	perCopy := (before[2].used - start[2].used) / k // a copy's store use (size and a header)

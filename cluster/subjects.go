@@ -37,3 +37,8 @@ func ownersExitedSubject(prefix string) string { return prefix + ".owners.exited
 // NodeStatsSubject is where node answers stats requests (a
 // atollpb.NodeStatsRequest body, a atollpb.NodeStats reply).
 func NodeStatsSubject(node ids.NodeID) string { return nodeSubject(DefaultPrefix, node, "stats") }
+
+// ObjectsSubject is where node answers the head's AMM's inventory
+// requests (a atollpb.ListObjectsRequest body, a atollpb.NodeObjects
+// reply): one per AMM round.
+func ObjectsSubject(node ids.NodeID) string { return nodeSubject(DefaultPrefix, node, "objects") }

@@ -137,7 +137,8 @@ type Config struct {
 	// AMMInterval is the AMM's interval; default 2 s.
 	AMMInterval time.Duration
 	// AMMPolicies are the AMM's policies, in order; default
-	// amm.Replicate, then amm.ReduceReplicas.
+	// amm.Replicate, then amm.ReduceReplicas. cluster.EnvAMMPolicies
+	// (e.g. "Replicate,Rebalance:0.05") overrides them.
 	AMMPolicies []amm.Policy `json:"-"`
 	// Logger; default slog.Default().
 	Logger *slog.Logger `json:"-"`

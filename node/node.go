@@ -521,16 +521,20 @@ func (n *Node) connectControlPlane() error {
 }
 
 // startAMM spawns the Active Memory Manager on the head, supervised by
-// the root guardian: its policies run if it is on (Config.AMM,
-// cluster.EnvAMM; `atoll amm start|stop` changes it later), and drains
-// run either way.
+// the root guardian: its policies (Config.AMMPolicies,
+// cluster.EnvAMMPolicies) run if it is on (Config.AMM, cluster.EnvAMM;
+// `atoll amm start|stop` changes it later), and drains run either way.
 func (n *Node) startAMM() error {
 	on, interval, err := cluster.AMMFromEnv(n.cfg.AMM, n.cfg.AMMInterval)
 	if err != nil {
 		return err
 	}
+	policies, err := cluster.AMMPoliciesFromEnv(n.cfg.AMMPolicies)
+	if err != nil {
+		return err
+	}
 	n.amm, err = cluster.NewAMM(cluster.AMMConfig{Conn: n.nc, GCS: n.gcsClient, Interval: interval, Enabled: on,
-		Policies: n.cfg.AMMPolicies, Logger: n.log})
+		Policies: policies, Logger: n.log})
 	if err != nil {
 		return err
 	}

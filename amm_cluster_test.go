@@ -147,7 +147,11 @@ func TestAMMReplicate(t *testing.T) {
 			if i == dead {
 				continue
 			}
-			if x, ok := nodeStatus(ctx, c, c.Node(i).ID); ok && x.StoreUsed >= n {
+			x, ok := nodeStatus(ctx, c, c.Node(i).ID)
+			if !ok {
+				t.Fatalf("no status of node %s", c.Node(i).ID)
+			}
+			if x.StoreUsed >= n {
 				out = append(out, i)
 			}
 		}

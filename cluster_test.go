@@ -362,13 +362,24 @@ func findNode(st *node.ClusterStatus, id string) (node.ClusterNode, bool) {
 	return node.ClusterNode{}, false
 }
 
-// nodeStatus is node id's entry in the cluster's current status.
+// nodeStatus is node id's entry in the cluster's current status, once
+// its load report arrived (a status taken on a busy machine may lack it,
+// and an entry without a report says nothing of the node's store); false
+// if the node is not listed, or does not report within 10 s.
 func nodeStatus(ctx context.Context, c *testcluster.Cluster, id string) (node.ClusterNode, bool) {
-	st, err := node.GetClusterStatus(ctx, c.Address())
-	if err != nil {
-		return node.ClusterNode{}, false
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := node.GetClusterStatus(ctx, c.Address())
+		if err == nil {
+			n, ok := findNode(st, id)
+			if !ok || n.Reporting || !n.Alive {
+				return n, ok && n.Reporting
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return node.ClusterNode{}, false
+		}
 	}
-	return findNode(st, id)
 }
 
 func sorted(s []string) []string {

@@ -95,6 +95,10 @@ const (
 	ActionDrop Action = iota + 1
 	// ActionReplicate: the node pulls a copy of the object.
 	ActionReplicate
+	// ActionMove: the node pulls a copy of the object, then the copy on
+	// From is dropped, only if the pull succeeded (a move never ends as
+	// a plain drop).
+	ActionMove
 )
 
 func (a Action) String() string {
@@ -103,6 +107,8 @@ func (a Action) String() string {
 		return "drop"
 	case ActionReplicate:
 		return "replicate"
+	case ActionMove:
+		return "move"
 	}
 	return fmt.Sprintf("action(%d)", uint8(a))
 }
@@ -111,10 +117,19 @@ func (a Action) String() string {
 type Suggestion struct {
 	Action Action
 	Object ObjectID
-	Node   NodeID
+	// Node is the node whose copy is dropped, or which pulls one (for a
+	// move, the destination).
+	Node NodeID
+	// From is, for a move, the node whose copy goes once Node has one.
+	From NodeID
 }
 
-func (s Suggestion) String() string { return fmt.Sprintf("%s %s %s", s.Action, s.Object, s.Node) }
+func (s Suggestion) String() string {
+	if s.Action == ActionMove {
+		return fmt.Sprintf("move %s %s->%s", s.Object, s.From, s.Node)
+	}
+	return fmt.Sprintf("%s %s %s", s.Action, s.Object, s.Node)
+}
 
 // Policy says where data should be. Suggest is a pure function of the
 // snapshot: it must not modify it, keep it, or do I/O. Suggestions may

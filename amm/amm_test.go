@@ -20,6 +20,7 @@ import (
 //	decide [max-fill=0.8]
 //	drop o1 n2
 //	replicate o1 n4
+//	move o1 n2 n4
 //	reset
 //
 // run prints each policy's suggestions, then the decision; decide decides
@@ -104,11 +105,15 @@ func TestScenarios(t *testing.T) {
 				var sugg []Suggestion
 				for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
 					f := strings.Fields(line)
-					if len(f) != 3 {
+					switch {
+					case len(f) == 4 && f[0] == "move":
+						sugg = append(sugg, Suggestion{Action: ActionMove, Object: ObjectID(f[1]), From: NodeID(f[2]), Node: NodeID(f[3])})
+					case len(f) == 3:
+						a := map[string]Action{"drop": ActionDrop, "replicate": ActionReplicate}[f[0]]
+						sugg = append(sugg, Suggestion{Action: a, Object: ObjectID(f[1]), Node: NodeID(f[2])})
+					default:
 						t.Fatalf("suggestion %q", line)
 					}
-					a := map[string]Action{"drop": ActionDrop, "replicate": ActionReplicate}[f[0]]
-					sugg = append(sugg, Suggestion{Action: a, Object: ObjectID(f[1]), Node: NodeID(f[2])})
 				}
 				return format(Decide(s, sugg, limits(t, d)))
 			}
@@ -162,7 +167,11 @@ func format(d Decision) string {
 		reasons = append(reasons, fmt.Sprintf("%s=%d", r, n))
 	}
 	slices.Sort(reasons)
-	return fmt.Sprintf("drops=%v\nreplicas=%v\nrefused=%v\n", d.Drops, d.Replicas, reasons)
+	out := fmt.Sprintf("drops=%v\nreplicas=%v\n", d.Drops, d.Replicas)
+	if len(d.Moves) > 0 {
+		out += fmt.Sprintf("moves=%v\n", d.Moves)
+	}
+	return out + fmt.Sprintf("refused=%v\n", reasons)
 }
 
 func dump(s *Snapshot) string {

@@ -38,8 +38,10 @@ const (
 
 // Decision is what the enactor does with one round of suggestions.
 type Decision struct {
-	// Drops and Replicas are the accepted suggestions, in order.
-	Drops, Replicas []Suggestion
+	// Drops, Replicas and Moves are the accepted suggestions, in order.
+	// The enactor makes a move's replica with the other replicas, and
+	// drops its From copy only once the replica was made.
+	Drops, Replicas, Moves []Suggestion
 	// Refused counts the suggestions not carried out, by reason.
 	Refused map[string]int
 }
@@ -49,7 +51,9 @@ type Decision struct {
 // policies cannot both drop the second-last copy). It never accepts the
 // drop of an object's last copy or of its primary, nor of a copy pinned,
 // being read or being pulled, nor a replica that would not fit (Limits)
-// or goes to a retiring node. It does not modify the snapshot.
+// or goes to a retiring node; a move must satisfy both its replica's
+// and its drop's conditions (its replica is the source's other copy). It
+// does not modify the snapshot.
 func Decide(s *Snapshot, suggestions []Suggestion, lim Limits) Decision {
 	if lim.MaxFill <= 0 {
 		lim.MaxFill = DefaultMaxFill
@@ -114,6 +118,36 @@ func Decide(s *Snapshot, suggestions []Suggestion, lim Limits) Decision {
 				copies[o.ID] = append(slices.Clone(cs), Copy{Node: sg.Node, Pulling: true})
 				used[sg.Node] += o.Size
 				d.Replicas = append(d.Replicas, sg)
+			}
+		case ActionMove:
+			j := slices.IndexFunc(cs, func(c Copy) bool { return c.Node == sg.From })
+			if i >= 0 || j < 0 || s.Nodes[sg.From] == nil || sg.From == sg.Node {
+				refuse(ReasonStale)
+				continue
+			}
+			switch c := cs[j]; {
+			case node.Retiring:
+				refuse(ReasonRetiring)
+			case c.Primary:
+				refuse(ReasonPrimary)
+			case c.Pinned:
+				refuse(ReasonPinned)
+			case c.Reading:
+				refuse(ReasonReading)
+			case c.Pulling:
+				refuse(ReasonPulling)
+			case float64(used[sg.Node]+o.Size) > lim.MaxFill*float64(node.Capacity):
+				refuse(ReasonNoFit)
+			default:
+				// As the round leaves it: a copy being pulled on Node, none
+				// on From (the drop follows a successful pull; until then
+				// the From copy is the source, so no other drop of this
+				// round may count on it).
+				next := slices.Delete(slices.Clone(cs), j, j+1)
+				copies[o.ID] = append(next, Copy{Node: sg.Node, Pulling: true})
+				used[sg.Node] += o.Size
+				used[sg.From] -= min(used[sg.From], o.Size)
+				d.Moves = append(d.Moves, sg)
 			}
 		default:
 			refuse(ReasonStale)

@@ -167,8 +167,9 @@ func (RetireNode) Suggest(s *Snapshot) []Suggestion {
 // Rebalance evens out store use while work runs: from every node whose use
 // (a fraction of its capacity) is above the mean of the nodes by more than
 // Threshold/2, it moves copies to nodes below the mean by more than
-// Threshold/2, until the sender reaches the mean. A move replicates the
-// object on the least loaded recipient and drops the sender's copy; only
+// Threshold/2, until the sender reaches the mean. A move (ActionMove)
+// replicates the object on the least loaded recipient, then drops the
+// sender's copy if the replica was made; only
 // copies that are not primaries move (a primary stays with its node), and
 // never to a node holding the object already. Drivers' and retiring nodes
 // take no part.
@@ -254,8 +255,7 @@ func (r Rebalance) Suggest(s *Snapshot) []Suggestion {
 			}
 			used[to.ID] += o.Size
 			used[snd.ID] -= min(used[snd.ID], o.Size)
-			out = append(out, Suggestion{Action: ActionReplicate, Object: o.ID, Node: to.ID},
-				Suggestion{Action: ActionDrop, Object: o.ID, Node: snd.ID})
+			out = append(out, Suggestion{Action: ActionMove, Object: o.ID, Node: to.ID, From: snd.ID})
 		}
 	}
 	return out

@@ -1539,8 +1539,10 @@ type AMMStatus struct {
 	Tracked         int32             `protobuf:"varint,13,opt,name=tracked,proto3" json:"tracked,omitempty"`
 	Refused         map[string]uint64 `protobuf:"bytes,14,rep,name=refused,proto3" json:"refused,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	Drains          []*DrainStatus    `protobuf:"bytes,15,rep,name=drains,proto3" json:"drains,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Copies moved (Rebalance): replica made, then the source dropped.
+	Moved         uint64 `protobuf:"varint,16,opt,name=moved,proto3" json:"moved,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AMMStatus) Reset() {
@@ -1676,6 +1678,13 @@ func (x *AMMStatus) GetDrains() []*DrainStatus {
 		return x.Drains
 	}
 	return nil
+}
+
+func (x *AMMStatus) GetMoved() uint64 {
+	if x != nil {
+		return x.Moved
+	}
+	return 0
 }
 
 // DrainStatus is one node being drained.
@@ -2092,7 +2101,7 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\n" +
 	"\x06STATUS\x10\x00\x12\t\n" +
 	"\x05START\x10\x01\x12\b\n" +
-	"\x04STOP\x10\x02\"\xbb\x04\n" +
+	"\x04STOP\x10\x02\"\xd1\x04\n" +
 	"\tAMMStatus\x12)\n" +
 	"\x05error\x18\x01 \x01(\v2\x13.atoll.v1.ErrorInfoR\x05error\x12\x18\n" +
 	"\aenabled\x18\x02 \x01(\bR\aenabled\x12\x1f\n" +
@@ -2112,7 +2121,8 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\x10replicate_failed\x18\f \x01(\x04R\x0freplicateFailed\x12\x18\n" +
 	"\atracked\x18\r \x01(\x05R\atracked\x12:\n" +
 	"\arefused\x18\x0e \x03(\v2 .atoll.v1.AMMStatus.RefusedEntryR\arefused\x12-\n" +
-	"\x06drains\x18\x0f \x03(\v2\x15.atoll.v1.DrainStatusR\x06drains\x1a:\n" +
+	"\x06drains\x18\x0f \x03(\v2\x15.atoll.v1.DrainStatusR\x06drains\x12\x14\n" +
+	"\x05moved\x18\x10 \x01(\x04R\x05moved\x1a:\n" +
 	"\fRefusedEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\xd4\x01\n" +

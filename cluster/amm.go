@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -158,6 +159,9 @@ type AMMStats struct {
 	// gone, target busy or unreachable).
 	Dropped, ReplicasDecided                                     uint64
 	Replicated, ReplicasDeferred, ReplicasNoFit, ReplicateFailed uint64
+	// Moved counts the moves (Rebalance) whose replica was made, so whose
+	// source copy was then asked to go.
+	Moved uint64
 	// Tracked is the number of objects with a tracked replica count.
 	Tracked int
 	// Refused counts suggestions Decide refused, by reason; StaleAtNode
@@ -298,6 +302,7 @@ type (
 	ammEnacted struct {
 		dropped, stale, failed                  int
 		replicated, noFit, replFailed, deferred int
+		moved                                   int // moves whose replica was made (their drop sent)
 	}
 )
 
@@ -357,21 +362,25 @@ func (x *ammActor) Receive(ctx actor.Context) {
 		a.st.Rounds++
 		a.st.Nodes, a.st.Objects, a.st.Copies = len(m.snap.Nodes), len(m.snap.Objects), copies
 		a.st.Failures += uint64(m.failed)
-		a.st.ReplicasDecided += uint64(len(dec.Replicas))
+		a.st.ReplicasDecided += uint64(len(dec.Replicas) + len(dec.Moves))
 		for r, n := range dec.Refused {
 			a.st.Refused[r] += uint64(n)
 		}
 		a.mu.Unlock()
-		if len(dec.Drops) == 0 && len(dec.Replicas) == 0 && !a.activeDrains() {
+		if len(dec.Drops) == 0 && len(dec.Replicas) == 0 && len(dec.Moves) == 0 && !a.activeDrains() {
 			x.arm(ctx)
 			return
 		}
 		root, self := ctx.ActorSystem().Root, ctx.Self()
 		go func() {
-			out := a.replicate(m.snap, dec.Replicas, m.owners, m.info)
-			drops := a.enact(dec.Drops, m.owners)
+			// Replicas (and moves' replicas) first; a move's source copy
+			// is dropped only once its replica was made.
+			out, moved := a.replicate(m.snap, append(slices.Clone(dec.Replicas), dec.Moves...), m.owners, m.info)
+			all := append(slices.Clone(dec.Drops), moved...)
+			drops := a.enact(all, m.owners)
 			drops.replicated, drops.noFit, drops.replFailed, drops.deferred = out.replicated, out.noFit, out.replFailed, out.deferred
-			a.drainStep(m, dec.Drops)
+			drops.moved = len(moved)
+			a.drainStep(m, all)
 			root.Send(self, drops)
 		}()
 	case *ammEnacted:
@@ -383,6 +392,7 @@ func (x *ammActor) Receive(ctx actor.Context) {
 		a.st.ReplicasNoFit += uint64(m.noFit)
 		a.st.ReplicateFailed += uint64(m.replFailed)
 		a.st.ReplicasDeferred += uint64(m.deferred)
+		a.st.Moved += uint64(m.moved)
 		a.mu.Unlock()
 		x.arm(ctx)
 	}
@@ -534,8 +544,12 @@ func holdings(inventories []*atollpb.NodeObjects) map[amm.ObjectID]*atollpb.Obje
 // The pull is the node's ordinary one: it makes a copy (not a primary),
 // admitted by its store (a full store refuses it: no-fit), and tells the
 // owner's node, whose copy directory then lists it.
-func (a *AMM) replicate(snap *amm.Snapshot, replicas []amm.Suggestion, owners map[amm.ObjectID]string, info map[amm.ObjectID]*atollpb.ObjectHolding) *ammEnacted {
+//
+// replicas may hold moves (amm.ActionMove): it returns, for each move
+// whose replica was made, the drop of its source copy.
+func (a *AMM) replicate(snap *amm.Snapshot, replicas []amm.Suggestion, owners map[amm.ObjectID]string, info map[amm.ObjectID]*atollpb.ObjectHolding) (*ammEnacted, []amm.Suggestion) {
 	out := &ammEnacted{}
+	var moved []amm.Suggestion
 	if len(replicas) > maxReplicasPerRound {
 		out.deferred = len(replicas) - maxReplicasPerRound
 		replicas = replicas[:maxReplicasPerRound]
@@ -560,6 +574,9 @@ func (a *AMM) replicate(snap *amm.Snapshot, replicas []amm.Suggestion, owners ma
 			switch {
 			case err == nil:
 				out.replicated++
+				if r.Action == amm.ActionMove {
+					moved = append(moved, amm.Suggestion{Action: amm.ActionDrop, Object: r.Object, Node: r.From})
+				}
 			case noFit:
 				out.noFit++
 			default:
@@ -572,7 +589,7 @@ func (a *AMM) replicate(snap *amm.Snapshot, replicas []amm.Suggestion, owners ma
 	if out.replicated > 0 {
 		a.cfg.Logger.Debug("amm: replicated", "copies", out.replicated, "no-fit", out.noFit, "failed", out.replFailed)
 	}
-	return out
+	return out, moved
 }
 
 // replicateRequest builds the request for one replica: the object's ref,

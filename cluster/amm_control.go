@@ -73,7 +73,7 @@ func (a *AMM) Status() *atollpb.AMMStatus {
 	st := a.Stats()
 	out := &atollpb.AMMStatus{IntervalMs: a.cfg.Interval.Milliseconds(), Rounds: st.Rounds, Nodes: int32(st.Nodes),
 		Objects: int32(st.Objects), Copies: int32(st.Copies), Dropped: st.Dropped, Replicated: st.Replicated,
-		ReplicasNoFit: st.ReplicasNoFit, ReplicateFailed: st.ReplicateFailed, Tracked: int32(st.Tracked), Refused: st.Refused}
+		ReplicasNoFit: st.ReplicasNoFit, ReplicateFailed: st.ReplicateFailed, Tracked: int32(st.Tracked), Refused: st.Refused, Moved: st.Moved}
 	for _, p := range a.cfg.Policies {
 		out.Policies = append(out.Policies, p.Name())
 	}

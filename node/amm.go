@@ -28,10 +28,12 @@ type AMMStatus struct {
 	Nodes   int `json:"nodes"`
 	Objects int `json:"objects"`
 	Copies  int `json:"copies"`
-	// Copies dropped and created since the head started; ReplicasNoFit
-	// and ReplicateFailed count the creations that did not happen.
+	// Copies dropped, created and moved (Rebalance) since the head
+	// started; ReplicasNoFit and ReplicateFailed count the creations that
+	// did not happen.
 	Dropped         uint64 `json:"dropped"`
 	Replicated      uint64 `json:"replicated"`
+	Moved           uint64 `json:"moved"`
 	ReplicasNoFit   uint64 `json:"replicas_no_fit"`
 	ReplicateFailed uint64 `json:"replicate_failed"`
 	// Tracked is the number of objects with a replica count (SetReplicas).
@@ -58,7 +60,7 @@ type DrainStatus struct {
 func ammStatusFromProto(p *atollpb.AMMStatus) *AMMStatus {
 	st := &AMMStatus{Enabled: p.Enabled, Interval: time.Duration(p.IntervalMs) * time.Millisecond, Policies: p.Policies,
 		Rounds: p.Rounds, Nodes: int(p.Nodes), Objects: int(p.Objects), Copies: int(p.Copies), Dropped: p.Dropped,
-		Replicated: p.Replicated, ReplicasNoFit: p.ReplicasNoFit, ReplicateFailed: p.ReplicateFailed,
+		Replicated: p.Replicated, Moved: p.Moved, ReplicasNoFit: p.ReplicasNoFit, ReplicateFailed: p.ReplicateFailed,
 		Tracked: int(p.Tracked), Refused: p.Refused}
 	for _, d := range p.Drains {
 		st.Drains = append(st.Drains, DrainStatus{NodeID: hex.EncodeToString(d.NodeId), Start: time.UnixMilli(d.StartUnixMs),

@@ -70,8 +70,8 @@ func printAMM(w io.Writer, st *node.AMMStatus, asJSON bool) error {
 	}
 	fmt.Fprintf(w, "Active Memory Manager: %s, every %v, policies %s\n", state, st.Interval, strings.Join(st.Policies, ", "))
 	fmt.Fprintf(w, "rounds %d; last snapshot: %d nodes, %d objects, %d copies\n", st.Rounds, st.Nodes, st.Objects, st.Copies)
-	fmt.Fprintf(w, "copies dropped %d, made %d (no room %d, failed %d); objects with a replica count %d\n",
-		st.Dropped, st.Replicated, st.ReplicasNoFit, st.ReplicateFailed, st.Tracked)
+	fmt.Fprintf(w, "copies dropped %d, made %d (no room %d, failed %d), moved %d; objects with a replica count %d\n",
+		st.Dropped, st.Replicated, st.ReplicasNoFit, st.ReplicateFailed, st.Moved, st.Tracked)
 	if len(st.Refused) > 0 {
 		var parts []string
 		for _, k := range slices.Sorted(maps.Keys(st.Refused)) {

@@ -80,12 +80,14 @@ type SourceFunc func(ctx context.Context) ([]Reading, error)
 func (f SourceFunc) Read(ctx context.Context) ([]Reading, error) { return f(ctx) }
 
 // Progress is where a running sampler is: the samples it keeps, the
-// ticks it sampled, and its last tick's nodes and cluster total.
+// ticks it sampled, its last tick's nodes and cluster total, and the
+// largest cluster total so far.
 type Progress struct {
 	Samples int
 	Ticks   uint64
 	Nodes   int
 	Total   uint64
+	Peak    uint64
 	// Elapsed is the last tick's offset from the first.
 	Elapsed time.Duration
 }
@@ -109,6 +111,7 @@ type Sampler struct {
 	ticks      uint64
 	readErrors uint64
 	last       Progress
+	peak       uint64
 }
 
 // New returns a sampler of the cluster nc is connected to: of its nodes'
@@ -226,7 +229,7 @@ func (s *Sampler) Progress() Progress {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.last
-	p.Samples, p.Ticks = len(s.table.rows), s.ticks
+	p.Samples, p.Ticks, p.Peak = len(s.table.rows), s.ticks, s.peak
 	return p
 }
 
@@ -282,6 +285,7 @@ func (s *Sampler) tick(ctx context.Context) {
 	} else {
 		total, nodes := s.table.add(at, readings)
 		s.last = Progress{Nodes: nodes, Total: total, Elapsed: at}
+		s.peak = max(s.peak, total)
 	}
 	s.mu.Unlock()
 	if err != nil {

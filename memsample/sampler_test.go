@@ -86,7 +86,7 @@ func TestSamplerSource(t *testing.T) {
 	if got.ReadErrors != 1 || uint64(len(got.Times))+got.ReadErrors != s.Progress().Ticks {
 		t.Errorf("%d samples, %d read errors, %d ticks", len(got.Times), got.ReadErrors, s.Progress().Ticks)
 	}
-	if p := s.Progress(); p.Nodes != 1 || p.Total == 0 || p.Samples != len(got.Times) {
+	if p := s.Progress(); p.Nodes != 1 || p.Total == 0 || p.Samples != len(got.Times) || p.Peak != got.Peak().Bytes {
 		t.Errorf("progress %+v", p)
 	}
 	if again := s.Stop(); len(again.Times) != len(got.Times) {

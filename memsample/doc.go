@@ -24,9 +24,10 @@
 // (atollpb.NodeLoad, with its store's statistics) on "atoll.load.<node>"
 // every 100 ms; the sampler subscribes to them and keeps the latest report
 // of each node, and lists the nodes from the GCS at most once a second.
-// A sample holds every node the GCS lists alive whose latest report is
-// less than 3 s old (StaleAfter): a node that died or left drops out (its
-// cells are empty from then on), one that joins appears. A report that
+// A sample holds every node whose latest report is less than 3 s old
+// (StaleAfter) and that the GCS does not list dead: a node that died or
+// left drops out (its cells are empty from then on; a leaving node's last
+// report removes it at once), one that joins appears. A report that
 // does not decode, has no valid node id or arrives on another node's
 // subject is skipped (logged at debug level). NewFromSource samples
 // whatever a Source reads instead: atoll.SampleMemory uses one for the

@@ -69,6 +69,10 @@ type core struct {
 	// node and in a worker process): frees go to every node through it.
 	gateway *cluster.Gateway
 
+	// samplers are the memory samplers SampleMemory started: Shutdown
+	// stops them before the node.
+	samplers samplerSet
+
 	closed atomic.Bool
 	// isWorker: this core serves a worker process (see worker.go).
 	isWorker bool
@@ -225,6 +229,7 @@ func shutdown(ctx context.Context, only *core) error {
 func (rt *core) stop(ctx context.Context) error {
 	rt.closed.Store(true)
 	rt.signals.stop()
+	rt.samplers.stop()
 	var errList []error
 	if n := rt.node; n != nil {
 		if rt.ownerPID != nil {

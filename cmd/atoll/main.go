@@ -6,7 +6,9 @@
 //   - `atoll stop` stops every node started on this machine;
 //   - `atoll status` shows the cluster's nodes, resources and load;
 //   - `atoll list nodes|actors|jobs` lists what the GCS knows;
-//   - `atoll memory` shows every node's object store and spilling;
+//   - `atoll memory` shows every node's object store and spilling, and
+//     `atoll memory --sample INTERVAL -o FILE` samples its use over time
+//     (CSV and an SVG plot, package memsample);
 //   - `atoll timeline` writes the recent task attempts as a Chrome trace;
 //   - `atoll microbenchmark` runs Ray's microbenchmark set on the embedded
 //     local cluster against baselines measured in the same run;

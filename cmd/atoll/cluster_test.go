@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/amm"
 	"github.com/atoll-runtime/atoll/node"
 )
 
@@ -86,6 +87,9 @@ func TestStartConfig(t *testing.T) {
 		{[]string{"--head", "--object-store-memory", "2GiB"}, with(head, func(c *node.Config) { c.ObjectStoreMemory = 2 << 30 })},
 		{[]string{"--head", "--object-store-memory", "1000000"}, with(head, func(c *node.Config) { c.ObjectStoreMemory = 1e6 })},
 		{[]string{"--head", "--worker-binary", bin}, with(head, func(c *node.Config) { c.WorkerBinary = bin })},
+		{[]string{"--head", "--amm", "--amm-interval", "500ms", "--amm-policies", "Replicate,Rebalance:0.05"}, with(head, func(c *node.Config) {
+			c.AMM, c.AMMInterval, c.AMMPolicies = true, 500*time.Millisecond, []amm.Policy{amm.Replicate{}, amm.Rebalance{Threshold: 0.05}}
+		})},
 	} {
 		got, err := parseStart(tc.args...)
 		if err != nil {
@@ -132,6 +136,9 @@ func TestStartConfigErrors(t *testing.T) {
 		{[]string{"--head", "--worker-binary", "/no/such/binary"}, `--worker-binary "/no/such/binary"`},
 		{[]string{"--head", "--worker-binary", os.TempDir()}, "not an executable file"},
 		{[]string{"--head", "--failure-timeout", "0s"}, "--failure-timeout 0s: want a positive duration"},
+		{[]string{"--address", "10.0.0.1:6380", "--amm"}, "are for the head"},
+		{[]string{"--head", "--amm-interval", "-1s"}, "--amm-interval -1s"},
+		{[]string{"--head", "--amm-policies", "Shuffle"}, "Shuffle"},
 	} {
 		_, err := parseStart(tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/atoll-runtime/atoll/cluster"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/node"
@@ -72,6 +73,9 @@ type startFlags struct {
 	objectStoreMemory string
 	workerBinary      string
 	failureTimeout    time.Duration
+	amm               bool
+	ammInterval       time.Duration
+	ammPolicies       string
 	block             bool
 }
 
@@ -114,6 +118,9 @@ func startCommand() (*cobra.Command, *startFlags) {
 	fl.StringVar(&f.objectStoreMemory, "object-store-memory", "", "object store `SIZE` in bytes or with a unit, e.g. 2GiB or 500MB (default: 30% of RAM)")
 	fl.StringVar(&f.workerBinary, "worker-binary", "", "`PATH` of the program the node's worker processes run for every job (default: each job's driver binary)")
 	fl.DurationVar(&f.failureTimeout, "failure-timeout", 5*time.Second, "time to declare a failed node dead")
+	fl.BoolVar(&f.amm, "amm", false, "head only: run the Active Memory Manager's policies (as $ATOLL_AMM=1; 'atoll amm start|stop' later)")
+	fl.DurationVar(&f.ammInterval, "amm-interval", 0, "head only: the AMM's interval (default 2s)")
+	fl.StringVar(&f.ammPolicies, "amm-policies", "", "head only: the AMM's `POLICIES` in order, e.g. Replicate,ReduceReplicas,Rebalance:0.05 (default Replicate,ReduceReplicas)")
 	fl.BoolVar(&f.block, "block", false, "run the node in the foreground until SIGINT or SIGTERM")
 	return cmd, f
 }
@@ -212,6 +219,20 @@ func (f *startFlags) nodeConfig(fs *pflag.FlagSet) (node.Config, error) {
 	}
 	if f.failureTimeout <= 0 {
 		return cfg, errs.Invalidf("--failure-timeout %v: want a positive duration, e.g. 5s", f.failureTimeout)
+	}
+	if !f.head && (fs.Changed("amm") || fs.Changed("amm-interval") || fs.Changed("amm-policies")) {
+		return cfg, errs.Invalidf("--amm, --amm-interval and --amm-policies are for the head (--head): it runs the Active Memory Manager")
+	}
+	if f.ammInterval < 0 {
+		return cfg, errs.Invalidf("--amm-interval %v: want a positive duration, e.g. 2s", f.ammInterval)
+	}
+	cfg.AMM, cfg.AMMInterval = f.amm, f.ammInterval
+	if f.ammPolicies != "" {
+		policies, err := cluster.ParseAMMPolicies(f.ammPolicies)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.AMMPolicies = policies
 	}
 	return cfg, nil
 }

@@ -84,8 +84,10 @@ var (
 // the drain starts. The drain waits for that task, which succeeds; no new
 // task lands on the node; its objects are copied to the other nodes; then
 // the node leaves, its process exits with status 0 and the cluster lists it
-// dead. The sort's result is verified (every value once, in order), and
-// every map output, the drained node's included, still reads right.
+// dead. Every task runs with no retries, so a task the drain failed would
+// fail the test. The sort's result is verified (every value once, in
+// order), and every map output, the drained node's included, still reads
+// right.
 func TestDrainNodeMidSort(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 3, NumCPUs: 2, FailureTimeout: 2 * time.Second,
 		Env: []string{cluster.EnvAMMInterval + "=200ms"}})
@@ -95,7 +97,7 @@ func TestDrainNodeMidSort(t *testing.T) {
 	// The map stage, spread over the nodes.
 	maps := make([][]atoll.ObjectRef[[]int64], sortChunks)
 	for i := range maps {
-		maps[i] = sortMap.Remote(ctx, sortParts, atoll.Value(i), atoll.Spread())
+		maps[i] = sortMap.Remote(ctx, sortParts, atoll.Value(i), atoll.Spread(), atoll.MaxRetries(0))
 	}
 	for i := range maps {
 		for _, r := range maps[i] {
@@ -110,7 +112,7 @@ func TestDrainNodeMidSort(t *testing.T) {
 
 	// A task running on the node when the drain starts.
 	dir := t.TempDir()
-	held := holdUntil.Remote(ctx, atoll.Value(dir), atoll.OnNode(drained.ID, false))
+	held := holdUntil.Remote(ctx, atoll.Value(dir), atoll.OnNode(drained.ID, false), atoll.MaxRetries(0))
 	eventually(t, "the held task to start", func() bool {
 		_, err := os.Stat(filepath.Join(dir, "started"))
 		return err == nil
@@ -141,7 +143,8 @@ func TestDrainNodeMidSort(t *testing.T) {
 		for i := range args {
 			args[i] = maps[i][p]
 		}
-		reduces[p] = sortReduce.Remote(ctx, args)
+		// No retries: a task failed by the drain would fail the sort.
+		reduces[p] = sortReduce.Remote(ctx, args, atoll.MaxRetries(0))
 	}
 	parts, err := atoll.GetAll(ctx, reduces)
 	if err != nil {

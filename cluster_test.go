@@ -473,7 +473,8 @@ func TestClusterObjectCopies(t *testing.T) {
 		t.Fatalf("driver Get after the primary's node died: %v", err)
 	}
 
-	// With no copy left anywhere, the object is lost: a typed error.
+	// With no copy left anywhere, the object is lost; its task, pinned to
+	// the dead node, cannot rebuild it: a typed error.
 	lost := makeBytes.Remote(ctx, atoll.Value(n), atoll.OnNode(nodes[2], false))
 	if _, _, err := atoll.Wait(ctx, []atoll.Ref{lost}, 1, -1); err != nil {
 		t.Fatal(err)
@@ -494,8 +495,8 @@ func TestClusterObjectCopies(t *testing.T) {
 		t.Fatal("node 2's process did not exit after KillNode")
 	}
 	waitDead(c, nodes[2])
-	if _, err := atoll.Get(ctx, lost); !errors.Is(err, atoll.ErrObjectLost) {
-		t.Fatalf("Get of an object whose only copy died: %v, want ErrObjectLost", err)
+	if _, err := atoll.Get(ctx, lost); !errors.Is(err, atoll.ErrObjectReconstructionFailed) || !errors.Is(err, atoll.ErrObjectLost) {
+		t.Fatalf("Get of an object whose only copy died: %v, want ErrObjectReconstructionFailed", err)
 	}
 }
 

@@ -191,7 +191,7 @@ func (rt *core) start(ctx context.Context) error {
 	rt.node, rt.nodeID, rt.system, rt.arena, rt.gcs = n, n.ID(), n.System(), n.Arena(), n.GCS()
 	rt.store = n.StoreClient(rt.workerID)
 	rt.gateway = n.Gateway()
-	rt.owner = newOwnerShell(owner.Config{Worker: rt.workerID, Node: rt.nodeID}, rt.applyOwnerEffect)
+	rt.owner = newOwnerShell(owner.Config{Worker: rt.workerID, Node: rt.nodeID, LineageBudget: cfg.lineageBudget}, rt.applyOwnerEffect)
 	if rt.ownerPID, err = n.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &ownerActor{rt: rt} }, actor.WithDispatcher(actors.HotDispatcher)), "owner"); err != nil {
 		return fmt.Errorf("atoll: start owner: %w", err)
 	}

@@ -20,6 +20,11 @@ type (
 	ObjectStoreFullError = errs.ObjectStoreFullError
 	// ObjectLostError: the object's value is gone.
 	ObjectLostError = errs.ObjectLostError
+	// ObjectReconstructionFailedError: every copy of an object was lost
+	// and its lineage cannot rebuild it (a Put object, lineage not kept or
+	// evicted, an argument freed); Reason says why. It matches
+	// ErrObjectLost too.
+	ObjectReconstructionFailedError = errs.ObjectReconstructionFailedError
 	// GetTimeoutError: a Get's context deadline passed first; it also
 	// matches context.DeadlineExceeded.
 	GetTimeoutError = errs.GetTimeoutError
@@ -43,13 +48,16 @@ var (
 	ErrActorDied       = errs.ErrActorDied
 	ErrObjectStoreFull = errs.ErrObjectStoreFull
 	ErrObjectLost      = errs.ErrObjectLost
-	ErrGetTimeout      = errs.ErrGetTimeout
-	ErrCancelled       = errs.ErrCancelled
-	ErrOwnerDied       = errs.ErrOwnerDied
-	ErrInvalidArgument = errs.ErrInvalidArgument
-	ErrNotFound        = errs.ErrNotFound
-	ErrNodeDied        = errs.ErrNodeDied
-	ErrUnschedulable   = errs.ErrUnschedulable
+	// ErrObjectReconstructionFailed: lost, and its lineage cannot rebuild
+	// it.
+	ErrObjectReconstructionFailed = errs.ErrObjectReconstructionFailed
+	ErrGetTimeout                 = errs.ErrGetTimeout
+	ErrCancelled                  = errs.ErrCancelled
+	ErrOwnerDied                  = errs.ErrOwnerDied
+	ErrInvalidArgument            = errs.ErrInvalidArgument
+	ErrNotFound                   = errs.ErrNotFound
+	ErrNodeDied                   = errs.ErrNodeDied
+	ErrUnschedulable              = errs.ErrUnschedulable
 	// ErrUnavailable: atoll is not running (ErrNotInitialized) or shutting
 	// down.
 	ErrUnavailable    = errs.ErrUnavailable

@@ -177,11 +177,31 @@ func Get[T any](ctx context.Context, ref ObjectRef[T]) (T, error) {
 	if rt.closed.Load() {
 		return zero, errs.ErrNotInitialized
 	}
-	value, err := rt.await(ctx, ref.h.id)
-	if err != nil {
-		return zero, err
+	for attempt := 0; ; attempt++ {
+		value, err := rt.await(ctx, ref.h.id)
+		if err != nil {
+			return zero, err
+		}
+		v, err := decodeValue[T](ctx, rt, ref.h, value)
+		if err == nil || attempt == maxReconstructions || !lostFromStore(err, value) {
+			return v, err
+		}
+		// Every copy is gone: have its task run again (lineage), and
+		// wait for the new value.
+		if rerr := rt.owner.reconstruct(ref.h.id, err); rerr != nil {
+			return zero, rerr
+		}
 	}
-	return decodeValue[T](ctx, rt, ref.h, value)
+}
+
+// maxReconstructions bounds the times one Get has an object rebuilt.
+const maxReconstructions = 3
+
+// lostFromStore reports whether err says a stored value's every copy is
+// gone (not a task's error that happens to be ObjectLost).
+func lostFromStore(err error, value *atollpb.Value) bool {
+	return errors.Is(err, errs.ErrObjectLost) && value.GetStored() != nil && value.GetError() == nil &&
+		!errors.Is(err, errs.ErrObjectReconstructionFailed)
 }
 
 // GetAll gets every ref in order; it fails with the first error. Objects
@@ -211,7 +231,17 @@ func GetAll[T any](ctx context.Context, refs []ObjectRef[T]) ([]T, error) {
 	}
 	if len(stored) > 0 {
 		if err := refs[0].h.rt.fetchRemote(ctx, stored, storedValues); err != nil {
-			return nil, err
+			if !errors.Is(err, errs.ErrObjectLost) {
+				return nil, err
+			}
+			// Some object's copies are all gone: Get each, which has
+			// lost objects rebuilt.
+			for i, r := range refs {
+				if out[i], err = Get(ctx, r); err != nil {
+					return nil, err
+				}
+			}
+			return out, nil
 		}
 	}
 	if len(stored) > 1 {

@@ -53,6 +53,7 @@ type config struct {
 	storeFullTimeout time.Duration
 	prefaultStore    bool
 	inlineThreshold  int
+	lineageBudget    int
 	tracerProvider   trace.TracerProvider
 	logger           *slog.Logger
 	sessionDir       string
@@ -175,6 +176,13 @@ func WithPrefaultedStore() Option { return func(c *config) { c.prefaultStore = t
 // the shared object store (default DefaultInlineThreshold; 0 keeps the
 // default, a negative value stores everything in the object store).
 func WithInlineThreshold(bytes int) Option { return func(c *config) { c.inlineThreshold = bytes } }
+
+// WithLineageBudget bounds the bytes of lineage (the specs of finished
+// tasks whose outputs are still referenced) the driver keeps to rebuild
+// objects lost with their node, like Ray's max_lineage_bytes (default
+// 64 MiB; the oldest lineage goes first). Objects whose lineage went fail
+// with ObjectReconstructionFailedError when lost.
+func WithLineageBudget(bytes int) Option { return func(c *config) { c.lineageBudget = bytes } }
 
 // WithTracerProvider sets where spans go. Default: an OTLP exporter when
 // the standard OTEL_EXPORTER_OTLP_* variables are set, else the global

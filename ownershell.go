@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/owner"
 )
@@ -100,6 +101,19 @@ func (s *ownerShell) readiness(idl []ids.ObjectID, local, ready []bool) int {
 		}
 	}
 	return n
+}
+
+// reconstruct has the task that produced id run again, its every copy
+// lost (cause); nil once the object is pending again, else why not.
+func (s *ownerShell) reconstruct(id ids.ObjectID, cause error) error {
+	s.mu.Lock()
+	if s.table.Borrowed(id) {
+		s.mu.Unlock()
+		return cause // its owner rebuilds it, when a reader there asks
+	}
+	e := s.table.Reconstruct(id, cause.Error())
+	s.drainLocked()
+	return errs.FromProto(e)
 }
 
 func (s *ownerShell) addRef(id ids.ObjectID) (ok bool) {

@@ -31,6 +31,11 @@ type MemoryStats struct {
 	// holds handles to, and those it created that are still alive (they
 	// die with its job).
 	ActorHandles int
+	// Lineage: finished tasks whose lineage this process keeps (to rebuild
+	// their lost outputs) and its bytes; lineage evicted past the budget;
+	// tasks run again to rebuild lost objects.
+	Lineage, LineageBytes           int
+	LineageEvicted, Reconstructions uint64
 	// Spilling: bytes written to and read back from spill files ever,
 	// bytes of live objects on disk now, spill files now, failed spill
 	// writes, and creations that got their space from a spill.
@@ -53,6 +58,7 @@ func Memory(ctx context.Context) (MemoryStats, error) {
 	return MemoryStats{
 		StoreCapacity: s.CapacityBytes, StoreUsed: s.UsedBytes, StoreObjects: s.NumObjects, StorePinned: s.PinnedBytes,
 		PendingCreates: s.PendingCreates, OwnedObjects: os.Objects, PendingTasks: os.Tasks, ActorHandles: os.Actors,
+		Lineage: os.Lineage, LineageBytes: os.LineageBytes, LineageEvicted: os.LineageEvicted, Reconstructions: os.Reconstructions,
 		SpilledBytesTotal: s.SpilledBytesTotal, RestoredBytesTotal: s.RestoredBytesTotal,
 		SpilledBytesCurrent: s.SpilledBytesCurrent, SpillFiles: s.SpillFilesCurrent,
 		SpillErrors: s.SpillErrorsTotal, FallbackCreates: s.FallbackCreatesTotal,

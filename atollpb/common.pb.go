@@ -59,6 +59,10 @@ const (
 	// sent to stopped confirming that it holds it (the task, or its result,
 	// was dropped) within the forwarding lease. Retried like a worker crash.
 	ErrorCode_FORWARD_LOST ErrorCode = 14
+	// Every copy of the object was lost and it cannot be rebuilt from its
+	// lineage (created by Put, lineage not kept or evicted, an argument
+	// freed); the message says why. It is also an OBJECT_LOST.
+	ErrorCode_OBJECT_RECONSTRUCTION_FAILED ErrorCode = 15
 )
 
 // Enum value maps for ErrorCode.
@@ -79,23 +83,25 @@ var (
 		12: "NODE_DIED",
 		13: "UNSCHEDULABLE",
 		14: "FORWARD_LOST",
+		15: "OBJECT_RECONSTRUCTION_FAILED",
 	}
 	ErrorCode_value = map[string]int32{
-		"ERROR_CODE_UNSPECIFIED": 0,
-		"TASK_ERROR":             1,
-		"WORKER_CRASHED":         2,
-		"ACTOR_DIED":             3,
-		"OBJECT_STORE_FULL":      4,
-		"OBJECT_LOST":            5,
-		"GET_TIMEOUT":            6,
-		"CANCELLED":              7,
-		"OWNER_DIED":             8,
-		"INVALID_ARGUMENT":       9,
-		"NOT_FOUND":              10,
-		"UNAVAILABLE":            11,
-		"NODE_DIED":              12,
-		"UNSCHEDULABLE":          13,
-		"FORWARD_LOST":           14,
+		"ERROR_CODE_UNSPECIFIED":       0,
+		"TASK_ERROR":                   1,
+		"WORKER_CRASHED":               2,
+		"ACTOR_DIED":                   3,
+		"OBJECT_STORE_FULL":            4,
+		"OBJECT_LOST":                  5,
+		"GET_TIMEOUT":                  6,
+		"CANCELLED":                    7,
+		"OWNER_DIED":                   8,
+		"INVALID_ARGUMENT":             9,
+		"NOT_FOUND":                    10,
+		"UNAVAILABLE":                  11,
+		"NODE_DIED":                    12,
+		"UNSCHEDULABLE":                13,
+		"FORWARD_LOST":                 14,
+		"OBJECT_RECONSTRUCTION_FAILED": 15,
 	}
 )
 
@@ -688,7 +694,7 @@ const file_atollpb_common_proto_rawDesc = "" +
 	"\x06stored\x18\x03 \x01(\v2\x18.atoll.v1.ObjectLocationH\x00R\x06stored\x12+\n" +
 	"\x05error\x18\x04 \x01(\v2\x13.atoll.v1.ErrorInfoH\x00R\x05error\x12:\n" +
 	"\x0econtained_refs\x18\x05 \x03(\v2\x13.atoll.v1.ObjectRefR\rcontainedRefsB\x06\n" +
-	"\x04kind*\x9d\x02\n" +
+	"\x04kind*\xbf\x02\n" +
 	"\tErrorCode\x12\x1a\n" +
 	"\x16ERROR_CODE_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -708,7 +714,8 @@ const file_atollpb_common_proto_rawDesc = "" +
 	"\vUNAVAILABLE\x10\v\x12\r\n" +
 	"\tNODE_DIED\x10\f\x12\x11\n" +
 	"\rUNSCHEDULABLE\x10\r\x12\x10\n" +
-	"\fFORWARD_LOST\x10\x0e*\xa8\x01\n" +
+	"\fFORWARD_LOST\x10\x0e\x12 \n" +
+	"\x1cOBJECT_RECONSTRUCTION_FAILED\x10\x0f*\xa8\x01\n" +
 	"\x05Codec\x12\x15\n" +
 	"\x11CODEC_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vCODEC_BYTES\x10\x01\x12\x11\n" +

@@ -28,6 +28,15 @@ type object struct {
 	// not free it in the store. ownerNode is where that owner runs.
 	borrowed  bool
 	ownerNode ids.NodeID
+	// taskReturn: a task's return (else a Put); producerTask: the task
+	// whose lineage can rebuild it (zero: none kept).
+	taskReturn   bool
+	producerTask ids.TaskID
+	noLineage    string // why it has none, when its task finished
+	// lineageRefs counts the kept lineage entries that name this object
+	// as an argument: with no reference left, it moves to Table.released
+	// (its data is freed, its lineage kept) until they go.
+	lineageRefs int
 }
 
 func (o *object) ready() bool { return o.value != nil }
@@ -98,6 +107,14 @@ func (t *Table) DropRef(idl ...ids.ObjectID) {
 			stored = append(stored, id)
 		}
 		stack = append(stack, o.contained...)
+		if o.lineageRefs > 0 && !o.borrowed {
+			// A kept lineage may need it rebuilt: its data goes, its
+			// record stays.
+			o.value, o.waiting, o.watchers, o.contained = nil, nil, nil, nil
+			t.released[id] = o
+		} else if !o.producerTask.IsZero() {
+			t.objectFreed(o)
+		}
 	}
 	t.free(stored)
 }

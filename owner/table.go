@@ -11,6 +11,9 @@ type Config struct {
 	Worker ids.WorkerID
 	// Node is the node this process runs on.
 	Node ids.NodeID
+	// LineageBudget bounds the bytes of lineage kept (lineage.go);
+	// default DefaultLineageBudget.
+	LineageBudget int
 }
 
 // Table is the ownership state of one process. See the package doc.
@@ -25,11 +28,22 @@ type Table struct {
 
 	created, freed uint64
 	seqNext        uint64
+
+	// lineage of finished tasks whose returns live (lineage.go), in the
+	// order it was recorded (for eviction; entries forgotten since are
+	// skipped).
+	lineage      map[ids.TaskID]*lineageEntry
+	lineageOrder []ids.TaskID
+	// released are freed objects a kept lineage names as arguments.
+	released                        map[ids.ObjectID]*object
+	lineageBytes                    int
+	lineageEvicted, reconstructions uint64
 }
 
 // New returns an empty Table.
 func New(cfg Config) *Table {
-	return &Table{cfg: cfg, objects: map[ids.ObjectID]*object{}, tasks: map[ids.TaskID]*task{}, actors: map[ids.ActorID]*actorEntry{}}
+	return &Table{cfg: cfg, objects: map[ids.ObjectID]*object{}, tasks: map[ids.TaskID]*task{}, actors: map[ids.ActorID]*actorEntry{},
+		lineage: map[ids.TaskID]*lineageEntry{}, released: map[ids.ObjectID]*object{}}
 }
 
 // TakeEffects returns the effects produced since the last call, in order,
@@ -49,11 +63,19 @@ func (t *Table) emit(e Effect) { t.effects = append(t.effects, e) }
 type Stats struct {
 	Objects, Tasks, Actors int
 	Created, Freed         uint64
+	// Lineage: tasks whose lineage is kept, and its bytes; evicted past
+	// the budget; objects' tasks run again to rebuild them.
+	Lineage, LineageBytes           int
+	LineageEvicted, Reconstructions uint64
+	// Released: freed objects kept (data freed) for a lineage.
+	Released int
 }
 
 // Stats reports the Table's sizes.
 func (t *Table) Stats() Stats {
-	return Stats{Objects: len(t.objects), Tasks: len(t.tasks), Actors: len(t.actors), Created: t.created, Freed: t.freed}
+	return Stats{Objects: len(t.objects), Tasks: len(t.tasks), Actors: len(t.actors), Created: t.created, Freed: t.freed,
+		Lineage: len(t.lineage), LineageBytes: t.lineageBytes, LineageEvicted: t.lineageEvicted, Reconstructions: t.reconstructions,
+		Released: len(t.released)}
 }
 
 // Close stops Free effects (the store is going away) and fails every

@@ -184,7 +184,18 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 			s.Err = &atollpb.ErrorInfo{Code: atollpb.ErrorCode_INVALID_ARGUMENT, Message: "bad argument"}
 		}
 		tb.Submit(s)
-	case "result": // result t1 [attempt=N] [error=CODE] [crashed] [stored] [contains=p1] [addr=host]
+	case "reset": // a fresh table
+		*e = *newEnv()
+		return ""
+	case "lineage-budget": // lineage-budget bytes=N
+		var n int
+		d.ScanArgs(t, "bytes", &n)
+		tb.cfg.LineageBudget = n
+	case "reconstruct": // reconstruct t1.0
+		if err := tb.Reconstruct(e.object(t, name), "node died"); err != nil {
+			return fmt.Sprintf("error %s: %s\n%s", err.Code, err.Message, e.effects())
+		}
+	case "result": // result t1 [attempt=N] [error=CODE [lost=t0.0]] [crashed] [stored] [contains=p1] [addr=host]
 		task := ids.TaskID(e.id16(name))
 		var attempt int
 		var code, addr string
@@ -198,6 +209,10 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 				t.Fatalf("unknown error code %q", code)
 			}
 			res.Error = &atollpb.ErrorInfo{Code: atollpb.ErrorCode(c), Message: strings.ToLower(code)}
+			var lost string
+			if d.MaybeScanArgs(t, "lost", &lost); lost != "" {
+				res.Error.ObjectId = e.object(t, lost).Bytes()
+			}
 		} else {
 			v := inlineValue("result")
 			if d.HasArg("stored") {
@@ -368,8 +383,17 @@ func (e *env) state() string {
 		}
 		objs = append(objs, s)
 	}
+	for id, o := range tb.released {
+		objs = append(objs, fmt.Sprintf("released %s lineage-refs=%d", e.label[id], o.lineageRefs))
+	}
 	sort.Strings(objs)
 	lines = append(lines, objs...)
+	var lin []string
+	for id, l := range tb.lineage {
+		lin = append(lin, fmt.Sprintf("lineage %s attempt=%d recoveries=%d", e.tasks[id], l.spec.Attempt, l.recoveries))
+	}
+	sort.Strings(lin)
+	lines = append(lines, lin...)
 	for _, tk := range tb.sortedTasks() {
 		s := fmt.Sprintf("task %s attempt=%d", tk.attach, tk.spec.Attempt)
 		switch {

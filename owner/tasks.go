@@ -32,6 +32,10 @@ type task struct {
 
 	dispatched bool // arguments resolved; sent (or, for a call, ready to send)
 	cancelled  bool
+	// recoveries counts the lost arguments rebuilt for it (lineage.go);
+	// rebuilding: it runs again to rebuild its lost returns.
+	recoveries int
+	rebuilding bool
 }
 
 // Arg is one argument of a Submission: an object, or an inline value.
@@ -76,6 +80,7 @@ func (t *Table) Submit(s Submission) []ids.ObjectID {
 	for i := 0; i < int(s.Spec.NumReturns); i++ {
 		rid := ids.ReturnObjectID(id, i)
 		t.Put(rid, nil, nil, nil)
+		t.objects[rid].taskReturn = true
 		tk.returns = append(tk.returns, rid)
 	}
 	t.tasks[id] = tk
@@ -206,6 +211,8 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 		case tk.cancelled:
 			// Whatever stopped it, the caller asked for it to stop.
 			t.finish(tk, errs.ToProto(&errs.CancelledError{TaskName: tk.spec.Name, TaskID: id.String()}))
+		case t.recoverArgument(tk, res):
+			// An argument was lost: rebuilt, then the task runs again.
 		case !t.retry(tk, res):
 			t.finish(tk, res.Error)
 		}
@@ -228,6 +235,7 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 		}
 		t.Resolve(rid, v, res.ExecuteSpan, contained)
 	}
+	t.recordLineage(tk)
 	t.complete(tk, nil)
 }
 
@@ -280,6 +288,10 @@ func (t *Table) finish(tk *task, e *atollpb.ErrorInfo) {
 	}
 	v := &atollpb.Value{Codec: atollpb.Codec_CODEC_ERROR, Kind: &atollpb.Value_Error{Error: e}}
 	for _, rid := range tk.returns {
+		if tk.rebuilding {
+			// The readers asked for a lost object, not for this run.
+			v = errorValue(errs.FromProto(reconstructionFailed(rid, "its task failed when run again to rebuild it: "+errs.FromProto(e).Error())))
+		}
 		t.Resolve(rid, v, nil, nil)
 	}
 	if tk.spec.Type == atollpb.TaskType_ACTOR_CREATION_TASK {

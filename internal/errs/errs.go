@@ -17,23 +17,25 @@ import (
 // Sentinels, one per code. errors.Is(err, ErrX) is true for every error of
 // the matching type.
 var (
-	ErrTask             = errors.New("atoll: task failed")
-	ErrWorkerCrashed    = errors.New("atoll: worker crashed")
-	ErrActorDied        = errors.New("atoll: actor died")
-	ErrObjectStoreFull  = errors.New("atoll: object store full")
-	ErrObjectLost       = errors.New("atoll: object lost")
-	ErrGetTimeout       = errors.New("atoll: get timed out")
-	ErrCancelled        = errors.New("atoll: task cancelled")
-	ErrOwnerDied        = errors.New("atoll: owner died")
-	ErrInvalidArgument  = errors.New("atoll: invalid argument")
-	ErrNotFound         = errors.New("atoll: not found")
-	ErrUnavailable      = errors.New("atoll: runtime unavailable")
-	ErrNodeDied         = errors.New("atoll: node died")
-	ErrUnschedulable    = errors.New("atoll: task unschedulable")
-	ErrForwardLost      = errors.New("atoll: forwarded work lost")
-	ErrNotInitialized   = fmt.Errorf("%w: atoll.Init has not been called", ErrUnavailable)
-	ErrAlreadyStarted   = errors.New("atoll: already initialized")
-	errUnknownErrorCode = errors.New("atoll: unknown error")
+	ErrTask            = errors.New("atoll: task failed")
+	ErrWorkerCrashed   = errors.New("atoll: worker crashed")
+	ErrActorDied       = errors.New("atoll: actor died")
+	ErrObjectStoreFull = errors.New("atoll: object store full")
+	ErrObjectLost      = errors.New("atoll: object lost")
+	// ErrObjectReconstructionFailed: lost, and its lineage cannot rebuild it.
+	ErrObjectReconstructionFailed = errors.New("atoll: object reconstruction failed")
+	ErrGetTimeout                 = errors.New("atoll: get timed out")
+	ErrCancelled                  = errors.New("atoll: task cancelled")
+	ErrOwnerDied                  = errors.New("atoll: owner died")
+	ErrInvalidArgument            = errors.New("atoll: invalid argument")
+	ErrNotFound                   = errors.New("atoll: not found")
+	ErrUnavailable                = errors.New("atoll: runtime unavailable")
+	ErrNodeDied                   = errors.New("atoll: node died")
+	ErrUnschedulable              = errors.New("atoll: task unschedulable")
+	ErrForwardLost                = errors.New("atoll: forwarded work lost")
+	ErrNotInitialized             = fmt.Errorf("%w: atoll.Init has not been called", ErrUnavailable)
+	ErrAlreadyStarted             = errors.New("atoll: already initialized")
+	errUnknownErrorCode           = errors.New("atoll: unknown error")
 )
 
 // TaskError is a task's (or actor method's) own failure: it returned an
@@ -123,6 +125,23 @@ func (e *ObjectLostError) Error() string {
 
 // Is matches ErrObjectLost.
 func (e *ObjectLostError) Is(target error) bool { return target == ErrObjectLost }
+
+// ObjectReconstructionFailedError: every copy of the object was lost and
+// its lineage cannot rebuild it; Reason says why. It matches ErrObjectLost
+// and ErrObjectReconstructionFailed.
+type ObjectReconstructionFailedError struct {
+	ObjectID string
+	Reason   string
+}
+
+func (e *ObjectReconstructionFailedError) Error() string {
+	return fmt.Sprintf("atoll: object %s lost and not reconstructed: %s", e.ObjectID, e.Reason)
+}
+
+// Is matches ErrObjectLost and ErrObjectReconstructionFailed.
+func (e *ObjectReconstructionFailedError) Is(target error) bool {
+	return target == ErrObjectLost || target == ErrObjectReconstructionFailed
+}
 
 // GetTimeoutError: a Get or Wait did not finish before its deadline. It also
 // matches context.DeadlineExceeded.

@@ -19,6 +19,7 @@ func ToProto(err error) *atollpb.ErrorInfo {
 		ad  *ActorDiedError
 		sf  *ObjectStoreFullError
 		ol  *ObjectLostError
+		orf *ObjectReconstructionFailedError
 		gt  *GetTimeoutError
 		cn  *CancelledError
 		od  *OwnerDiedError
@@ -37,6 +38,8 @@ func ToProto(err error) *atollpb.ErrorInfo {
 		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_ACTOR_DIED, Message: ad.Message, TaskName: ad.Name, ActorId: unhex(ad.ActorID)}
 	case errors.As(err, &sf):
 		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_OBJECT_STORE_FULL, Message: msg, ObjectId: unhex(sf.ObjectID)}
+	case errors.As(err, &orf):
+		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_OBJECT_RECONSTRUCTION_FAILED, Message: orf.Reason, ObjectId: unhex(orf.ObjectID)}
 	case errors.As(err, &ol):
 		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_OBJECT_LOST, Message: ol.Message, ObjectId: unhex(ol.ObjectID)}
 	case errors.As(err, &gt):
@@ -73,6 +76,8 @@ func FromProto(info *atollpb.ErrorInfo) error {
 		return &ObjectStoreFullError{ObjectID: hex.EncodeToString(info.ObjectId), Message: trimPrefix(info.Message, "atoll: object store full: ")}
 	case atollpb.ErrorCode_OBJECT_LOST:
 		return &ObjectLostError{ObjectID: hex.EncodeToString(info.ObjectId), Message: info.Message}
+	case atollpb.ErrorCode_OBJECT_RECONSTRUCTION_FAILED:
+		return &ObjectReconstructionFailedError{ObjectID: hex.EncodeToString(info.ObjectId), Reason: info.Message}
 	case atollpb.ErrorCode_GET_TIMEOUT:
 		return &GetTimeoutError{ObjectID: hex.EncodeToString(info.ObjectId)}
 	case atollpb.ErrorCode_CANCELLED:

@@ -1,0 +1,313 @@
+package owner
+
+import (
+	"google.golang.org/protobuf/proto"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+)
+
+// Lineage reconstruction (Ray's object reconstruction). When a task
+// finishes, the Table keeps its spec (its lineage) for as long as one of
+// its returns is referenced, within a budget of bytes (the oldest lineage
+// goes first, and its objects can no longer be rebuilt). When every copy
+// of such an object is lost (its node died), Reconstruct runs the task
+// again under the same return ids: its returns go back to pending, and
+// readers wait for the new values. The new attempt's arguments may be lost
+// too: the node running it fails the attempt with OBJECT_LOST naming the
+// argument, and Result reconstructs that argument first and dispatches the
+// task again once it is back (recursively, down the chain). Objects made
+// by Put, outputs of actor calls, and objects whose lineage was evicted
+// fail with ObjectReconstructionFailedError saying why.
+//
+// A kept lineage pins its arguments' records, not their data (Ray's
+// lineage pinning): an argument whose every reference is dropped is freed
+// from the stores but its record moves to Table.released, so that it can
+// be rebuilt in turn when a task that needs it is. A released record goes
+// when the last lineage naming it does. An argument made by Put cannot be
+// rebuilt once freed. Tasks with refs inside their inline arguments, or
+// returns holding refs, keep no lineage.
+
+// DefaultLineageBudget bounds the bytes of lineage a Table keeps (the
+// encoded specs; Ray's max_lineage_bytes).
+const DefaultLineageBudget = 64 << 20
+
+// maxRecoveries bounds the reconstructions of one task's returns, and the
+// re-dispatches of one attempt for lost arguments.
+const maxRecoveries = 3
+
+// lineageEntry is a finished task's spec, kept to run it again.
+type lineageEntry struct {
+	spec      *atollpb.TaskSpec
+	deps      []ids.ObjectID
+	depArgIdx []int
+	returns   []ids.ObjectID
+	size      int
+	attach    any // the shell's data of the first run, handed back again
+	// recoveries counts its reconstructions.
+	recoveries int
+}
+
+// recordLineage keeps a finished task's lineage if it may be rebuilt.
+func (t *Table) recordLineage(tk *task) {
+	why := ""
+	switch {
+	case tk.actor != nil || tk.spec.Type == atollpb.TaskType_ACTOR_TASK:
+		why = "it is an actor call's output"
+	case tk.spec.Type == atollpb.TaskType_ACTOR_CREATION_TASK:
+		why = "it is an actor creation's output"
+	case len(tk.holds) > 0:
+		why = "its task had refs inside its arguments"
+	case tk.spec.MaxRetries == 0:
+		why = "its task was submitted without retries (MaxRetries(0))"
+	}
+	for _, rid := range tk.returns {
+		if o := t.objects[rid]; o != nil && len(o.contained) > 0 && why == "" {
+			why = "its task's returns hold refs"
+		}
+	}
+	if why != "" {
+		for _, rid := range tk.returns {
+			if o := t.objects[rid]; o != nil {
+				o.noLineage = why
+			}
+		}
+		return
+	}
+	e := &lineageEntry{spec: tk.spec, deps: tk.deps, depArgIdx: tk.depArgIdx, returns: tk.returns, size: proto.Size(tk.spec),
+		attach: tk.attach, recoveries: tk.recoveries}
+	if prev := t.lineage[tk.id]; prev != nil {
+		t.lineageBytes -= prev.size // rebuilt: it keeps its place in the order
+	} else {
+		t.lineageOrder = append(t.lineageOrder, tk.id)
+		for _, dep := range e.deps {
+			if d := t.record(dep); d != nil {
+				d.lineageRefs++
+			}
+		}
+	}
+	t.lineage[tk.id] = e
+	t.lineageBytes += e.size
+	for _, rid := range tk.returns {
+		if o := t.objects[rid]; o != nil {
+			o.producerTask = tk.id
+		}
+	}
+	t.evictLineage()
+}
+
+// evictLineage forgets the oldest lineage past the budget.
+func (t *Table) evictLineage() {
+	for t.lineageBytes > t.lineageBudget() && len(t.lineageOrder) > 0 {
+		id := t.lineageOrder[0]
+		t.lineageOrder = t.lineageOrder[1:]
+		if e := t.lineage[id]; e != nil {
+			t.forgetLineage(id, e)
+			t.lineageEvicted++
+		}
+	}
+	// Compact the order once it is mostly forgotten entries.
+	if len(t.lineageOrder) > 64 && len(t.lineageOrder) > 2*len(t.lineage) {
+		live := t.lineageOrder[:0]
+		for _, id := range t.lineageOrder {
+			if t.lineage[id] != nil {
+				live = append(live, id)
+			}
+		}
+		t.lineageOrder = live
+	}
+}
+
+func (t *Table) lineageBudget() int {
+	if t.cfg.LineageBudget > 0 {
+		return t.cfg.LineageBudget
+	}
+	return DefaultLineageBudget
+}
+
+// record is an object's record: live, or released for a lineage.
+func (t *Table) record(id ids.ObjectID) *object {
+	if o := t.objects[id]; o != nil {
+		return o
+	}
+	return t.released[id]
+}
+
+// forgetLineage drops a lineage entry; the released arguments no other
+// lineage names go, and with them, in turn, their own lineage.
+func (t *Table) forgetLineage(id ids.TaskID, e *lineageEntry) {
+	delete(t.lineage, id)
+	t.lineageBytes -= e.size
+	for _, rid := range e.returns {
+		if o := t.record(rid); o != nil && o.producerTask == id {
+			o.producerTask, o.noLineage = ids.TaskID{}, "its lineage was evicted past the lineage budget"
+		}
+	}
+	for _, dep := range e.deps {
+		d := t.record(dep)
+		if d == nil {
+			continue
+		}
+		if d.lineageRefs--; d.lineageRefs == 0 && t.released[dep] == d {
+			delete(t.released, dep)
+			if !d.producerTask.IsZero() {
+				t.objectFreed(d)
+			}
+		}
+	}
+}
+
+// objectFreed forgets the lineage of o's producer once none of its returns
+// is referenced or released for a lineage.
+func (t *Table) objectFreed(o *object) {
+	e := t.lineage[o.producerTask]
+	if e == nil {
+		return
+	}
+	for _, rid := range e.returns {
+		if t.record(rid) != nil {
+			return
+		}
+	}
+	t.forgetLineage(o.producerTask, e)
+}
+
+// reconstructionFailed is the error of an object that cannot be rebuilt.
+func reconstructionFailed(id ids.ObjectID, why string) *atollpb.ErrorInfo {
+	return errs.ToProto(&errs.ObjectReconstructionFailedError{ObjectID: id.String(), Reason: why})
+}
+
+// Reconstruct runs again the task that produced id, whose every copy was
+// lost (cause says how). It returns nil once the object is pending again
+// (or already was, or is not in a store at all: nothing was lost), else
+// why it cannot be rebuilt.
+func (t *Table) Reconstruct(id ids.ObjectID, cause string) *atollpb.ErrorInfo {
+	o := t.objects[id]
+	switch {
+	case o == nil:
+		return reconstructionFailed(id, "the object was freed")
+	case !o.ready():
+		return nil // being produced (or rebuilt) already
+	case o.value.GetStored() == nil:
+		return nil // inline or an error: it lives in this table
+	case o.borrowed:
+		return reconstructionFailed(id, "its owner is another process: "+cause)
+	case !o.taskReturn:
+		return reconstructionFailed(id, "it was created by Put, which keeps no lineage: "+cause)
+	}
+	return t.rerun(id, o, cause)
+}
+
+// rerun runs again the task of o's lineage, reviving the released
+// arguments it needs (and rebuilding them first, recursively).
+func (t *Table) rerun(id ids.ObjectID, o *object, cause string) *atollpb.ErrorInfo {
+	e := t.lineage[o.producerTask]
+	if e == nil {
+		why := o.noLineage
+		if why == "" {
+			why = "its lineage is not kept"
+		}
+		return reconstructionFailed(id, why+": "+cause)
+	}
+	if t.tasks[o.producerTask] != nil {
+		return nil // its task is running again
+	}
+	if e.recoveries >= maxRecoveries {
+		return reconstructionFailed(id, "rebuilt too often already: "+cause)
+	}
+	for _, dep := range e.deps {
+		if t.objects[dep] != nil {
+			continue
+		}
+		d := t.released[dep]
+		if d == nil || !d.taskReturn {
+			return reconstructionFailed(id, "its task's argument "+dep.String()+" was freed and cannot be rebuilt: "+cause)
+		}
+		// Revive the argument's record, pending, and rebuild it.
+		delete(t.released, dep)
+		d.refs, d.value, d.done = 0, nil, make(chan struct{})
+		t.objects[dep] = d
+		if err := t.rerun(dep, d, "needed to rebuild "+id.String()); err != nil {
+			delete(t.objects, dep)
+			t.released[dep] = d
+			return reconstructionFailed(id, "its task's argument "+dep.String()+" cannot be rebuilt: "+errs.FromProto(err).Error())
+		}
+	}
+	e.recoveries++
+	t.reconstructions++
+	spec := proto.CloneOf(e.spec)
+	spec.Attempt++
+	e.spec = spec
+	resetArgs(spec, e.deps, e.depArgIdx)
+	tk := &task{id: o.producerTask, seq: t.seqNext + 1, spec: spec, deps: e.deps, depArgIdx: e.depArgIdx,
+		refArgs: len(e.deps), returns: e.returns, retriesLeft: int(spec.MaxRetries), recoveries: e.recoveries, attach: e.attach, rebuilding: true}
+	t.seqNext++
+	for _, rid := range e.returns {
+		if r := t.objects[rid]; r != nil && r.ready() {
+			r.value, r.done = nil, make(chan struct{})
+		}
+	}
+	t.tasks[tk.id] = tk
+	for _, dep := range tk.deps {
+		t.AddRef(dep)
+		if d := t.objects[dep]; !d.ready() {
+			tk.unresolved++
+			d.waiting = append(d.waiting, tk)
+		}
+	}
+	if tk.unresolved == 0 {
+		t.dispatch(tk)
+	}
+	return nil
+}
+
+// resetArgs turns a dispatched spec's object arguments back into bare
+// refs (dispatch fills them in from the objects' values again).
+func resetArgs(spec *atollpb.TaskSpec, deps []ids.ObjectID, depArgIdx []int) {
+	for j, dep := range deps {
+		spec.Args[depArgIdx[j]] = &atollpb.TaskArg{Kind: &atollpb.TaskArg_Ref{Ref: &atollpb.ObjectRef{ObjectId: dep.Bytes()}}}
+	}
+	spec.ArgProducers, spec.Borrowed, spec.NumDependencies = nil, nil, 0
+}
+
+// recoverArgument handles an attempt that failed because one of its
+// arguments is lost: the argument is rebuilt and the task dispatched
+// again once it is back (the attempt does not count as a retry). It
+// reports false if it cannot (not an argument, not rebuildable, too many
+// recoveries): the failure then stands.
+func (t *Table) recoverArgument(tk *task, res *atollpb.TaskResult) bool {
+	e := res.Error
+	if e.GetCode() != atollpb.ErrorCode_OBJECT_LOST || tk.actor != nil || tk.cancelled || tk.recoveries >= maxRecoveries {
+		return false
+	}
+	lost, err := ids.ObjectIDFromBytes(e.ObjectId)
+	if err != nil {
+		return false
+	}
+	j := -1
+	for i, dep := range tk.deps {
+		if dep == lost {
+			j = i
+		}
+	}
+	if j < 0 || t.Reconstruct(lost, e.Message) != nil {
+		return false
+	}
+	tk.recoveries++
+	spec := proto.CloneOf(tk.spec)
+	spec.Attempt++
+	resetArgs(spec, tk.deps, tk.depArgIdx)
+	tk.spec, tk.dispatched = spec, false
+	t.emit(Retried{Attach: tk.attach, Attempt: spec.Attempt, Cause: e})
+	for _, dep := range tk.deps {
+		if d := t.objects[dep]; d != nil && !d.ready() {
+			tk.unresolved++
+			d.waiting = append(d.waiting, tk)
+		}
+	}
+	if tk.unresolved == 0 {
+		t.dispatch(tk)
+	}
+	return true
+}

@@ -87,16 +87,9 @@ func Decide(s *Snapshot, suggestions []Suggestion, lim Limits) Decision {
 				refuse(ReasonStale)
 				continue
 			}
-			c := cs[i]
-			switch {
-			case c.Primary:
-				refuse(ReasonPrimary)
-			case c.Pinned:
-				refuse(ReasonPinned)
-			case c.Reading:
-				refuse(ReasonReading)
-			case c.Pulling:
-				refuse(ReasonPulling)
+			switch why := inUse(cs[i]); {
+			case why != "":
+				refuse(why)
 			case !hasOtherSource(s, cs, sg.Node):
 				refuse(ReasonLastCopy)
 			default:
@@ -125,17 +118,11 @@ func Decide(s *Snapshot, suggestions []Suggestion, lim Limits) Decision {
 				refuse(ReasonStale)
 				continue
 			}
-			switch c := cs[j]; {
+			switch why := inUse(cs[j]); {
 			case node.Retiring:
 				refuse(ReasonRetiring)
-			case c.Primary:
-				refuse(ReasonPrimary)
-			case c.Pinned:
-				refuse(ReasonPinned)
-			case c.Reading:
-				refuse(ReasonReading)
-			case c.Pulling:
-				refuse(ReasonPulling)
+			case why != "":
+				refuse(why)
 			case float64(used[sg.Node]+o.Size) > lim.MaxFill*float64(node.Capacity):
 				refuse(ReasonNoFit)
 			default:
@@ -154,6 +141,22 @@ func Decide(s *Snapshot, suggestions []Suggestion, lim Limits) Decision {
 		}
 	}
 	return d
+}
+
+// inUse is why a copy may not be dropped as such ("" if it may): it is
+// the primary, pinned, being read or being pulled.
+func inUse(c Copy) string {
+	switch {
+	case c.Primary:
+		return ReasonPrimary
+	case c.Pinned:
+		return ReasonPinned
+	case c.Reading:
+		return ReasonReading
+	case c.Pulling:
+		return ReasonPulling
+	}
+	return ""
 }
 
 // hasOtherSource reports whether a copy other than the one on node is

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/benchfmt"
 )
 
 func TestMain(m *testing.M) {
@@ -32,14 +31,9 @@ func TestExperimentReportsVerifiedFiguresAsJSON(t *testing.T) {
 	if err := run(context.Background(), opts, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]map[string]any{}
-	sc := bufio.NewScanner(&out)
-	for sc.Scan() {
-		var rec map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			t.Fatalf("line %q is not JSON: %v", sc.Text(), err)
-		}
-		got[rec["metric"].(string)] = rec
+	got, err := benchfmt.ByMetric(&out)
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, m := range []string{"peak_cluster_store_bytes", "peak_node_store_bytes", "wall_s"} {
 		rec := got[m]

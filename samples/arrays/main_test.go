@@ -1,15 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"os"
 	"testing"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/benchfmt"
 )
 
 func TestMain(m *testing.M) {
@@ -30,14 +29,9 @@ func TestOutOfCoreArraysAreVerified(t *testing.T) {
 	if err := run(context.Background(), opts, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	metrics := map[string]map[string]any{}
-	sc := bufio.NewScanner(&out)
-	for sc.Scan() {
-		var rec map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			t.Fatalf("line %q: %v", sc.Text(), err)
-		}
-		metrics[rec["metric"].(string)] = rec
+	metrics, err := benchfmt.ByMetric(&out)
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, m := range []string{"mean_x_plus_xt_wall_s", "matmul_aat_sum_wall_s"} {
 		if metrics[m]["verified"] != true {

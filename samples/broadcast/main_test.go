@@ -1,15 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"os"
 	"testing"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/benchfmt"
 )
 
 func TestMain(m *testing.M) {
@@ -31,14 +30,9 @@ func checkBroadcast(t *testing.T, mode string) {
 	if err := run(context.Background(), opts, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	metrics := map[string]map[string]any{}
-	sc := bufio.NewScanner(&out)
-	for sc.Scan() {
-		var rec map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			t.Fatalf("line %q is not JSON: %v", sc.Text(), err)
-		}
-		metrics[rec["metric"].(string)] = rec
+	metrics, err := benchfmt.ByMetric(&out)
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, m := range []string{"wall_s", "put_s", "tasks_s", "peak_pss_bytes"} {
 		rec, ok := metrics[m]

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"os"
 	"syscall"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/pss"
 )
 
@@ -30,14 +29,9 @@ func TestOutOfCoreSortIsVerified(t *testing.T) {
 	if err := run(context.Background(), opts, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	metrics := map[string]map[string]any{}
-	sc := bufio.NewScanner(&out)
-	for sc.Scan() {
-		var rec map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			t.Fatalf("line %q: %v", sc.Text(), err)
-		}
-		metrics[rec["metric"].(string)] = rec
+	metrics, err := benchfmt.ByMetric(&out)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if metrics["wall_s"]["verified"] != true {
 		t.Fatalf("sort not verified: %v", metrics["wall_s"])

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"testing"
+
+	"github.com/atoll-runtime/atoll/internal/benchfmt"
 )
 
 // TestRunJSON runs the benchmark small, on goroutine workers, and checks
@@ -18,12 +18,11 @@ func TestRunJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := map[string]map[string]any{}
-	sc := bufio.NewScanner(&out)
-	for sc.Scan() {
-		var rec map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			t.Fatalf("line %q: %v", sc.Text(), err)
-		}
+	recs, err := benchfmt.ParseLines(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs {
 		got[rec["bench"].(string)+"/"+rec["metric"].(string)] = rec
 	}
 	for _, m := range []string{"graph_tree/wall_s", "graph_tree/per_task_us", "graph_tree/tasks_per_s", "graph_shuffle/wall_s", "graph_shuffle/tasks"} {

@@ -42,7 +42,7 @@ type submitted struct {
 // shared embedded server, in an actor system of its own — with probes for
 // its raylet and its store. There is no gossip, GCS or object transfer.
 type testNode struct {
-	t       *testing.T
+	t       testing.TB
 	id      ids.NodeID
 	system  *actor.ActorSystem
 	nc      *nats.Conn
@@ -55,7 +55,7 @@ type testNode struct {
 	results chan *atollpb.TaskResult
 }
 
-func startNATS(t *testing.T) *natsembed.Server {
+func startNATS(t testing.TB) *natsembed.Server {
 	t.Helper()
 	ns, err := natsembed.Start(natsembed.Config{Port: natsembed.NoListener, StoreDir: t.TempDir()})
 	if err != nil {
@@ -66,7 +66,7 @@ func startNATS(t *testing.T) *natsembed.Server {
 }
 
 // startNode starts a gateway on ns; adjust, if set, changes its config.
-func startNode(t *testing.T, ns *natsembed.Server, adjust func(*Config)) *testNode {
+func startNode(t testing.TB, ns *natsembed.Server, adjust func(*Config)) *testNode {
 	t.Helper()
 	nc, err := ns.Connect()
 	if err != nil {

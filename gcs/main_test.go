@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 // with its own store directory, a connection, an actor system, a GCS actor
 // and a client. Nothing is shared between tests.
 type testEnv struct {
-	t      *testing.T
+	t      testing.TB
 	dir    string
 	srv    *natsembed.Server
 	nc     *nats.Conn
@@ -31,7 +31,7 @@ type testEnv struct {
 }
 
 // newEnv starts a cluster and waits until its GCS answers.
-func newEnv(t *testing.T) *testEnv {
+func newEnv(t testing.TB) *testEnv {
 	t.Helper()
 	e := &testEnv{t: t, dir: t.TempDir()}
 	e.startNATS()

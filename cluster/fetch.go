@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -131,7 +132,7 @@ func (f *fetcher) fetchOne(ctx context.Context, ref *atollpb.ObjectRef) error {
 				lastErr = &errs.ObjectLostError{ObjectID: id.String(), Message: "held on node " + node.Short() + ", which is not (or no longer) in the cluster"}
 				continue
 			}
-			err := f.pullFrom(ctx, addr, node, id, ref.Codec, ownerWorker)
+			err := f.pullFrom(ctx, addr, node, id, ref.Codec, ownerWorker, ref.Size)
 			if err == nil {
 				f.announce(owner, id)
 				return nil
@@ -178,9 +179,14 @@ func (f *fetcher) announce(owner ids.NodeID, id ids.ObjectID) {
 }
 
 // pullFrom pulls id from the node at addr into a new object of the local
-// store and seals it.
-func (f *fetcher) pullFrom(ctx context.Context, addr string, node ids.NodeID, id ids.ObjectID, codec atollpb.Codec, owner ids.WorkerID) error {
+// store and seals it. want is the object's size as its ref says (0:
+// unknown): a peer declaring another size is refused before anything is
+// allocated.
+func (f *fetcher) pullFrom(ctx context.Context, addr string, node ids.NodeID, id ids.ObjectID, codec atollpb.Codec, owner ids.WorkerID, want uint64) error {
 	n, shared, err := f.puller.Pull(ctx, addr, id, func(size uint64) ([]byte, error) {
+		if err := checkPullSize(size, want); err != nil {
+			return nil, err
+		}
 		buf, err := f.store.CreateCopy(ctx, id, size, codec, owner)
 		if err == nil && len(buf) >= 1<<20 {
 			_ = unix.Madvise(pageAligned(buf), unix.MADV_POPULATE_WRITE)
@@ -211,6 +217,15 @@ func (f *fetcher) pullFrom(ctx context.Context, addr string, node ids.NodeID, id
 		return err
 	}
 	return &errs.ObjectLostError{ObjectID: id.String(), Message: "pull from node " + node.Short() + " failed: " + err.Error()}
+}
+
+// checkPullSize refuses a pull whose peer declares a size other than the
+// one the object's ref records (want; 0 when the ref has none).
+func checkPullSize(declared, want uint64) error {
+	if want != 0 && declared != want {
+		return fmt.Errorf("the peer declares %d bytes, the object's ref %d", declared, want)
+	}
+	return nil
 }
 
 // present reports whether the store holds id sealed, waiting up to wait.

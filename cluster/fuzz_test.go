@@ -79,3 +79,14 @@ func FuzzGatewayMessages(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckPullSize(t *testing.T) {
+	for _, c := range []struct {
+		declared, want uint64
+		ok             bool
+	}{{10, 10, true}, {10, 0, true}, {0, 0, true}, {1 << 62, 10, false}, {9, 10, false}} {
+		if err := checkPullSize(c.declared, c.want); (err == nil) != c.ok {
+			t.Errorf("checkPullSize(%d, %d): %v", c.declared, c.want, err)
+		}
+	}
+}

@@ -6,19 +6,48 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
+// ServerOptions bound what peers can hold of a Server; zero fields take
+// the defaults.
+type ServerOptions struct {
+	// MaxConns bounds the open connections; one past it is closed at
+	// once (the peer's pull fails and may retry). Default
+	// DefaultMaxConns.
+	MaxConns int
+	// IdleTimeout closes a connection that sends no request for this
+	// long (clients retry a pooled connection the server closed).
+	// Default DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds each chunk's write: a reader that stops reading
+	// loses its connection, and the object's pin is released. Default
+	// DefaultWriteTimeout.
+	WriteTimeout time.Duration
+}
+
+// Defaults of ServerOptions.
+const (
+	DefaultMaxConns     = 256
+	DefaultIdleTimeout  = 2 * time.Minute
+	DefaultWriteTimeout = 30 * time.Second
+)
+
 // Server serves objects from an ObjectSource to remote Clients.
 //
-// Goroutines: one accept loop, plus one per open connection. Close stops
-// all of them and waits. mu guards conns and closed only; it is never held
-// across I/O.
+// Goroutines: one accept loop, plus one per open connection (at most
+// MaxConns). Close stops all of them and waits. mu guards conns and
+// closed only; it is never held across I/O.
 type Server struct {
-	src ObjectSource
-	ln  net.Listener
+	src  ObjectSource
+	ln   net.Listener
+	opts ServerOptions
+	// refused counts connections closed past MaxConns.
+	refused atomic.Uint64
 
 	ctx    context.Context // cancelled by Close; passed to src.Open
 	cancel context.CancelFunc
@@ -29,8 +58,26 @@ type Server struct {
 	closed bool
 }
 
-// Listen starts a Server on addr (e.g. "127.0.0.1:0") serving src.
+// Listen starts a Server on addr (e.g. "127.0.0.1:0") serving src, with
+// the default options.
 func Listen(addr string, src ObjectSource) (*Server, error) {
+	return ListenWith(addr, src, ServerOptions{})
+}
+
+// ListenWith is Listen with options.
+func ListenWith(addr string, src ObjectSource, opts ServerOptions) (*Server, error) {
+	if opts.MaxConns < 0 || opts.IdleTimeout < 0 || opts.WriteTimeout < 0 {
+		return nil, errs.Invalidf("remote: negative ServerOptions %+v", opts)
+	}
+	if opts.MaxConns == 0 {
+		opts.MaxConns = DefaultMaxConns
+	}
+	if opts.IdleTimeout == 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.WriteTimeout == 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
 	if src == nil {
 		return nil, errs.Invalidf("remote: nil ObjectSource")
 	}
@@ -39,11 +86,14 @@ func Listen(addr string, src ObjectSource) (*Server, error) {
 		return nil, errs.Unavailablef("remote: listen %s: %v", addr, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{src: src, ln: ln, ctx: ctx, cancel: cancel, conns: make(map[net.Conn]struct{})}
+	s := &Server{src: src, ln: ln, opts: opts, ctx: ctx, cancel: cancel, conns: make(map[net.Conn]struct{})}
 	s.wg.Add(1)
 	go s.acceptLoop()
 	return s, nil
 }
+
+// Refused is the number of connections closed past MaxConns.
+func (s *Server) Refused() uint64 { return s.refused.Load() }
 
 // Addr is the address the server listens on.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
@@ -79,8 +129,13 @@ func (s *Server) acceptLoop() {
 		if err != nil {
 			return // listener closed
 		}
-		if !s.track(c) {
+		ok, full := s.track(c)
+		if !ok {
 			_ = c.Close()
+			if full {
+				s.refused.Add(1)
+				continue
+			}
 			return
 		}
 		s.wg.Add(1)
@@ -88,14 +143,19 @@ func (s *Server) acceptLoop() {
 	}
 }
 
-func (s *Server) track(c net.Conn) bool {
+// track records a new connection; it reports false if the server is
+// closed or (full) at MaxConns.
+func (s *Server) track(c net.Conn) (ok, full bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return false
+		return false, false
+	}
+	if len(s.conns) >= s.opts.MaxConns {
+		return false, true
 	}
 	s.conns[c] = struct{}{}
-	return true
+	return true, false
 }
 
 func (s *Server) untrack(c net.Conn) {
@@ -110,8 +170,9 @@ func (s *Server) serveConn(c net.Conn) {
 	defer s.untrack(c)
 	var req [requestLen]byte
 	for {
+		_ = c.SetReadDeadline(time.Now().Add(s.opts.IdleTimeout))
 		if _, err := io.ReadFull(c, req[:]); err != nil {
-			return // peer closed or server closing
+			return // peer closed, idle too long, or server closing
 		}
 		if req[0] != opPull {
 			return // protocol violation: drop the connection
@@ -138,6 +199,7 @@ func (s *Server) serveOne(c net.Conn, id ids.ObjectID) error {
 			msg = msg[:maxMessageLen]
 		}
 		hdr := encodeReply(status, uint64(len(msg)))
+		_ = c.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
 		if _, err := c.Write(append(hdr[:], msg...)); err != nil {
 			return err
 		}
@@ -147,13 +209,15 @@ func (s *Server) serveOne(c net.Conn, id ids.ObjectID) error {
 		defer release()
 	}
 	hdr := encodeReply(statusOK, uint64(len(data)))
+	_ = c.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
 	if _, err := c.Write(hdr[:]); err != nil {
 		return err
 	}
 	for off := 0; off < len(data); off += ChunkSize {
 		end := min(off+ChunkSize, len(data))
+		_ = c.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
 		if _, err := c.Write(data[off:end]); err != nil {
-			return err
+			return err // a reader that stopped reading: the pin goes with it
 		}
 	}
 	return nil

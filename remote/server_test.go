@@ -1,0 +1,139 @@
+package remote
+
+import (
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+func listenWith(t *testing.T, src ObjectSource, opts ServerOptions) *Server {
+	t.Helper()
+	s, err := ListenWith("127.0.0.1:0", src, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func dial(t *testing.T, s *Server) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// pullRaw sends one pull request on c and reads the reply's header.
+func pullRaw(t *testing.T, c net.Conn, id [20]byte) (status byte, n uint64) {
+	t.Helper()
+	req := encodeRequest(id)
+	if _, err := c.Write(req[:]); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	status, n, err := readReply(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return status, n
+}
+
+// closedByServer waits until the server closes c (a read ends in an
+// error), at most 10 s.
+func closedByServer(t *testing.T, c net.Conn, what string) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 1<<16)
+	for {
+		if _, err := c.Read(buf); err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatalf("%s: the server kept the connection open", what)
+			}
+			return
+		}
+	}
+}
+
+// TestServerConnectionCap: past MaxConns, a connection is closed at once
+// and counted; the ones within keep being served.
+func TestServerConnectionCap(t *testing.T) {
+	src := newMemSource()
+	id := objID(1)
+	src.add(id, []byte("hello"))
+	s := listenWith(t, src, ServerOptions{MaxConns: 2})
+	a, b := dial(t, s), dial(t, s)
+	for _, c := range []net.Conn{a, b} {
+		if st, n := pullRaw(t, c, id); st != statusOK || n != 5 {
+			t.Fatalf("pull within the cap: status %d, %d bytes", st, n)
+		}
+		if _, err := io.ReadFull(c, make([]byte, 5)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closedByServer(t, dial(t, s), "a connection past the cap")
+	if s.Refused() != 1 {
+		t.Fatalf("refused %d connections, want 1", s.Refused())
+	}
+	if st, _ := pullRaw(t, a, id); st != statusOK {
+		t.Fatalf("a connection within the cap after the refusal: status %d", st)
+	}
+}
+
+// TestServerIdleTimeout: a connection that sends nothing is closed after
+// IdleTimeout, and the client's pool copes (a pull on a pooled connection
+// the server closed retries on a fresh one).
+func TestServerIdleTimeout(t *testing.T) {
+	src := newMemSource()
+	id := objID(1)
+	src.add(id, pattern(1000, 3))
+	s := listenWith(t, src, ServerOptions{IdleTimeout: 100 * time.Millisecond})
+	closedByServer(t, dial(t, s), "an idle connection")
+
+	cl := newTestClient(t)
+	var dst []byte
+	for range 2 { // the second pull finds its pooled connection closed
+		if _, err := cl.Pull(t.Context(), s.Addr(), id, bufAlloc(&dst)); err != nil {
+			t.Fatalf("pull: %v", err)
+		}
+		if len(dst) != 1000 {
+			t.Fatalf("pulled %d bytes", len(dst))
+		}
+		waitFor(t, "the server to close the pooled connection", func() bool {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return len(s.conns) == 0
+		})
+	}
+}
+
+// TestServerStalledReader: a peer that asks for an object and stops
+// reading loses its connection after WriteTimeout, and the object's pin
+// is released.
+func TestServerStalledReader(t *testing.T) {
+	src := newMemSource()
+	id := objID(1)
+	src.add(id, make([]byte, 64<<20)) // far more than the socket buffers hold
+	s := listenWith(t, src, ServerOptions{WriteTimeout: 200 * time.Millisecond})
+	c := dial(t, s)
+	req := encodeRequest(id)
+	if _, err := c.Write(req[:]); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the stalled transfer's pin to be released", func() bool { return src.releases.Load() == 1 })
+	s.mu.Lock()
+	open := len(s.conns)
+	s.mu.Unlock()
+	if open != 0 {
+		t.Fatalf("%d connections still open after the stalled write", open)
+	}
+}
+
+func TestListenWithRejectsNegativeOptions(t *testing.T) {
+	if _, err := ListenWith("127.0.0.1:0", newMemSource(), ServerOptions{MaxConns: -1}); err == nil {
+		t.Fatal("negative MaxConns accepted")
+	}
+}

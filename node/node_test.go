@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"math"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -322,4 +324,43 @@ func (idleExecutor) NewActor(context.Context, raylet.Worker, *atollpb.TaskSpec) 
 
 func (idleExecutor) RunActorTask(_ context.Context, w raylet.Worker, _ any, spec *atollpb.TaskSpec) (*atollpb.TaskResult, bool) {
 	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, WorkerId: w.ID.Bytes()}, false
+}
+
+// TestWorkerThatCannotStartBacksOff: a worker binary that exits at once
+// (never registers) is started again only after a backoff that doubles:
+// four such exits take at least 0.1 + 0.2 + 0.4 s after the first, where
+// the raylet used to restart it in a loop (a few milliseconds).
+func TestWorkerThatCannotStartBacksOff(t *testing.T) {
+	bin, err := exec.LookPath("false")
+	if err != nil {
+		t.Skip("no false(1) on this machine")
+	}
+	n, err := node.Start(context.Background(), node.Config{ObjectStoreMemory: 16 << 20, NumCPUs: 1, WorkerBinary: bin,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := n.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	exits := func() uint64 { return rayletState(t, n).Stats.WorkersFailedEarly }
+	deadline := time.Now().Add(30 * time.Second)
+	for exits() < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker's early exit was not counted in 30 s")
+		}
+	}
+	first := time.Now()
+	for exits() < 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d early exits counted in 30 s", exits())
+		}
+	}
+	// Backoffs of 0.1 + 0.2 + 0.4 s at least; 0.2 s of slack for noticing
+	// the first exit late.
+	if d := time.Since(first); d < 500*time.Millisecond {
+		t.Fatalf("4 early exits within %v of the first: no backoff (at least 0.1 + 0.2 + 0.4 s)", d)
+	}
 }

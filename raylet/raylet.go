@@ -69,10 +69,33 @@ type worker struct {
 // reapIdle is the raylet's tick to stop surplus idle workers.
 type reapIdle struct{}
 
+// respawn tops the pool up with a worker of binary after a backoff.
+type respawn struct{ binary string }
+
+// Respawn backoff of worker processes that exit before they register (a
+// binary that cannot start): 100 ms, doubling, at most 30 s.
+const (
+	respawnBackoffMin = 100 * time.Millisecond
+	respawnBackoffMax = 30 * time.Second
+)
+
+// respawnDelay is the wait before the next start of a binary whose last
+// failures processes exited before registering.
+func respawnDelay(failures int) time.Duration {
+	d := respawnBackoffMin
+	for i := 1; i < failures && d < respawnBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, respawnBackoffMax)
+}
+
 // raylet is the node manager actor. All fields are owned by its goroutine.
 type raylet struct {
 	cfg      Config
 	draining bool // Drain: new tasks are placed on other nodes
+	// earlyExits counts, per binary, the worker processes in a row that
+	// exited before registering (reset by one that ran a task).
+	earlyExits map[string]int
 	tracer   trace.Tracer
 	avail    Resources
 	classes  map[string]*classQueue
@@ -203,6 +226,11 @@ func (r *raylet) Receive(ctx actor.Context) {
 	case *reapIdle:
 		r.reaping = false
 		r.reap(ctx)
+	case *respawn:
+		if len(r.workers) < r.cfg.NumWorkers {
+			r.spawnWorker(ctx, m.binary)
+			r.schedule(ctx)
+		}
 	}
 }
 
@@ -560,6 +588,7 @@ func (r *raylet) killWorker(ctx actor.Context, m *atollpb.KillWorker) {
 // objects are reclaimed, its task reported as crashed (the owner retries
 // it), and the pool topped up.
 func (r *raylet) workerGone(ctx actor.Context, w *worker, reason string) {
+	early := r.cfg.Process != nil && !w.slot.registered()
 	w.slot.clear() // a result still on its way is not delivered: the crash is
 	ctx.Stop(w.pid)
 	delete(r.workers, w.id)
@@ -573,9 +602,32 @@ func (r *raylet) workerGone(ctx actor.Context, w *worker, reason string) {
 		r.reply(ctx, t.owner, &atollpb.TaskResult{TaskId: t.spec.TaskId, Attempt: t.spec.Attempt, Error: errs.ToProto(crash), WorkerId: w.id.Bytes()})
 	}
 	if len(r.workers) < r.cfg.NumWorkers && (w.binary != "" || r.cfg.Process == nil) {
-		r.spawnWorker(ctx, w.binary)
+		r.topUp(ctx, w, early, reason)
 	}
 	r.schedule(ctx)
+}
+
+// topUp replaces a dead worker: at once, unless its process exited before
+// registering — then after a backoff that doubles with each such exit in
+// a row (a binary that cannot start must not be restarted in a loop),
+// logged.
+func (r *raylet) topUp(ctx actor.Context, w *worker, early bool, reason string) {
+	if !early {
+		delete(r.earlyExits, w.binary)
+		r.spawnWorker(ctx, w.binary)
+		return
+	}
+	if r.earlyExits == nil {
+		r.earlyExits = map[string]int{}
+	}
+	r.earlyExits[w.binary]++
+	r.stats.WorkersFailedEarly++
+	n := r.earlyExits[w.binary]
+	delay := respawnDelay(n)
+	r.cfg.Logger.Warn("raylet: a worker process exited before registering; starting another after a backoff",
+		"binary", w.binary, "reason", reason, "exits_in_a_row", n, "backoff", delay)
+	system, self, binary := ctx.ActorSystem(), ctx.Self(), w.binary
+	time.AfterFunc(delay, func() { system.Root.Send(self, &respawn{binary: binary}) })
 }
 
 // armReaper schedules a reaping tick while the pool is above its size.
@@ -626,6 +678,9 @@ type GetState struct{}
 // Stats counts what a raylet did.
 type Stats struct {
 	Submitted, Dispatched, Finished, WorkersKilled, WorkersReaped, ActorRestarts uint64
+	// WorkersFailedEarly counts worker processes that exited before they
+	// registered (each restarted after a backoff).
+	WorkersFailedEarly uint64
 	// Forwarded counts tasks placed on other nodes; SpilledBack those of
 	// them that had queued here first.
 	Forwarded, SpilledBack uint64

@@ -90,6 +90,13 @@ func (s *Slot) Finish(res *atollpb.TaskResult) *Assignment {
 }
 
 // clear takes the assignment away: the raylet reports the attempt itself.
+// registered reports whether a worker process registered on the slot.
+func (s *Slot) registered() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conn != nil
+}
+
 func (s *Slot) clear() {
 	s.mu.Lock()
 	s.current = nil

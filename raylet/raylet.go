@@ -96,20 +96,20 @@ type raylet struct {
 	// earlyExits counts, per binary, the worker processes in a row that
 	// exited before registering (reset by one that ran a task).
 	earlyExits map[string]int
-	tracer   trace.Tracer
-	avail    Resources
-	classes  map[string]*classQueue
-	queued   int
-	seq      uint64
-	running  map[ids.TaskID]*task
-	workers  map[ids.WorkerID]*worker
-	idle     []ids.WorkerID
-	actors   map[ids.ActorID]*hostedActor
-	byPID    map[string]ids.ActorID
-	strategy *actorStrategy
-	attempts uint64
-	stats    Stats
-	reaping  bool // a reapIdle tick is scheduled
+	tracer     trace.Tracer
+	avail      Resources
+	classes    map[string]*classQueue
+	queued     int
+	seq        uint64
+	running    map[ids.TaskID]*task
+	workers    map[ids.WorkerID]*worker
+	idle       []ids.WorkerID
+	actors     map[ids.ActorID]*hostedActor
+	byPID      map[string]ids.ActorID
+	strategy   *actorStrategy
+	attempts   uint64
+	stats      Stats
+	reaping    bool // a reapIdle tick is scheduled
 	// Admission: the objects running tasks read (their bytes counted once
 	// in argsHeld), and the running root tasks.
 	held         map[ids.ObjectID]*heldObject

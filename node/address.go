@@ -1,9 +1,11 @@
 package node
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/nats-io/nats.go"
 
@@ -29,14 +31,57 @@ const (
 // commands read it too.
 const EnvAddress = "ATOLL_ADDRESS"
 
+// StateDir is this user's directory of local cluster state
+// ($TMPDIR/atoll-<uid>): the address file, and `atoll start`'s node
+// records and logs. It is made 0700 and its files 0600; a directory or
+// file there that another user owns, or that others may write, is not
+// trusted (CheckOwned).
+func StateDir() string { return filepath.Join(os.TempDir(), fmt.Sprintf("atoll-%d", os.Getuid())) }
+
 // AddressFile is where `atoll start --head` records the cluster address,
 // for `atoll start`, `atoll status` and drivers given "auto".
-func AddressFile() string { return filepath.Join(os.TempDir(), "atoll", "current_cluster") }
+func AddressFile() string { return filepath.Join(StateDir(), "current_cluster") }
+
+// MakeStateDir creates StateDir (0700), or checks that the existing one
+// is this user's and closed to others.
+func MakeStateDir() error {
+	dir := StateDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return CheckOwned(dir)
+}
+
+// CheckOwned fails (ErrInvalidArgument) unless path belongs to this user
+// and neither its group nor others may write it: on a shared machine,
+// another user must not be able to point this user's drivers at their
+// cluster or read its logs through it.
+func CheckOwned(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !ok:
+		return nil // not a Unix file system: nothing to check
+	case int(st.Uid) != os.Getuid():
+		return errs.Invalidf("%s belongs to uid %d, not to this user (%d): not trusted", path, st.Uid, os.Getuid())
+	case fi.Mode().Perm()&0o022 != 0:
+		return errs.Invalidf("%s is writable by others (mode %v): not trusted", path, fi.Mode().Perm())
+	}
+	return nil
+}
 
 // ResolveAddress turns a user-given cluster address into a NATS URL: ""
 // and "auto" read AddressFile; "host:port" gets the nats:// scheme.
 func ResolveAddress(address string) (string, error) {
 	if address == "" || address == "auto" {
+		for _, p := range []string{StateDir(), AddressFile()} {
+			if err := CheckOwned(p); err != nil && !os.IsNotExist(err) {
+				return "", fmt.Errorf("the recorded cluster address: %w", err)
+			}
+		}
 		b, err := os.ReadFile(AddressFile())
 		if err != nil {
 			return "", errs.NotFoundf("no cluster address given and none recorded in %s (is a head running? `atoll start --head`): %v", AddressFile(), err)

@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,18 +13,18 @@ import (
 
 func TestResolveAddress(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
-	if got := node.AddressFile(); got != filepath.Join(os.TempDir(), "atoll", "current_cluster") {
-		t.Fatalf("AddressFile %q: not under $TMPDIR/atoll", got)
+	if got := node.AddressFile(); got != filepath.Join(os.TempDir(), fmt.Sprintf("atoll-%d", os.Getuid()), "current_cluster") {
+		t.Fatalf("AddressFile %q: not under $TMPDIR/atoll-<uid>", got)
 	}
 	for _, a := range []string{"", "auto"} {
 		if _, err := node.ResolveAddress(a); !errors.Is(err, errs.ErrNotFound) {
 			t.Fatalf("ResolveAddress(%q) with no address file: %v, want ErrNotFound", a, err)
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(node.AddressFile()), 0o755); err != nil {
+	if err := node.MakeStateDir(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(node.AddressFile(), []byte(" 127.0.0.1:7000\n"), 0o644); err != nil {
+	if err := os.WriteFile(node.AddressFile(), []byte(" 127.0.0.1:7000\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for in, want := range map[string]string{
@@ -37,6 +38,48 @@ func TestResolveAddress(t *testing.T) {
 		if err != nil || got != want {
 			t.Errorf("ResolveAddress(%q) = %q, %v; want %q", in, got, err, want)
 		}
+	}
+}
+
+// TestAddressFileTrust: "auto" refuses an address file or state directory
+// that others may write, or that another user owns.
+func TestAddressFileTrust(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	if err := node.MakeStateDir(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(node.AddressFile(), []byte("127.0.0.1:7000\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := node.ResolveAddress("auto"); err != nil {
+		t.Fatalf("this user's own address file: %v", err)
+	}
+	if err := os.Chmod(node.AddressFile(), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := node.ResolveAddress("auto"); !errors.Is(err, errs.ErrInvalidArgument) {
+		t.Fatalf("a world-writable address file: %v, want ErrInvalidArgument", err)
+	}
+	if err := os.Chmod(node.AddressFile(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(node.StateDir(), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := node.ResolveAddress("auto"); !errors.Is(err, errs.ErrInvalidArgument) {
+		t.Fatalf("a world-writable state directory: %v, want ErrInvalidArgument", err)
+	}
+	if err := os.Chmod(node.StateDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if os.Getuid() != 0 {
+		return // only root can give the file to another user
+	}
+	if err := os.Chown(node.AddressFile(), 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := node.ResolveAddress("auto"); !errors.Is(err, errs.ErrInvalidArgument) {
+		t.Fatalf("an address file of uid 1: %v, want ErrInvalidArgument", err)
 	}
 }
 

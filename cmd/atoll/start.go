@@ -50,7 +50,7 @@ GCS) and records its address in %s, which 'atoll start',
 the recorded address).
 
 The node runs in the background (its output goes to a log file under
-$TMPDIR/atoll/logs) unless --block keeps it in the foreground until SIGINT
+$TMPDIR/atoll-<uid>/logs, 0600) unless --block keeps it in the foreground until SIGINT
 or SIGTERM. 'atoll stop' stops every node started on this machine.
 
 A port of 0 picks a free port.`
@@ -366,8 +366,9 @@ func workerBinary(path string) (string, error) {
 	return abs, nil
 }
 
-// stateDir is $TMPDIR/atoll, where `atoll start` keeps node records and logs.
-func stateDir() string { return filepath.Join(os.TempDir(), "atoll") }
+// stateDir is node.StateDir ($TMPDIR/atoll-<uid>), where `atoll start`
+// keeps node records and logs.
+func stateDir() string { return node.StateDir() }
 
 // nodesDir holds one record file per running node, named <pid>.json.
 func nodesDir() string { return filepath.Join(stateDir(), "nodes") }
@@ -459,7 +460,7 @@ func publishNode(rec nodeRecord) (cleanup func(), err error) {
 // readers see either no file or all of it.
 func writeFileAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := makePrivateDir(dir); err != nil {
 		return err
 	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*.tmp")
@@ -471,7 +472,7 @@ func writeFileAtomic(path string, data []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
+		err = os.Chmod(tmp.Name(), 0o600)
 	}
 	if err == nil {
 		err = os.Rename(tmp.Name(), path)
@@ -480,6 +481,18 @@ func writeFileAtomic(path string, data []byte) error {
 		_ = os.Remove(tmp.Name())
 	}
 	return err
+}
+
+// makePrivateDir makes dir (and the state directory above it) 0700, or
+// checks that the existing ones are this user's and closed to others.
+func makePrivateDir(dir string) error {
+	if err := node.MakeStateDir(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return node.CheckOwned(dir)
 }
 
 // displayAddress shows a single nats:// URL as HOST:PORT.
@@ -532,14 +545,14 @@ func startDetached(ctx context.Context, w io.Writer, args []string) error {
 	if err != nil {
 		return fmt.Errorf("find the atoll executable: %w", err)
 	}
-	if err := os.MkdirAll(logsDir(), 0o755); err != nil {
+	if err := makePrivateDir(logsDir()); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(nodesDir(), 0o755); err != nil {
+	if err := makePrivateDir(nodesDir()); err != nil {
 		return err
 	}
 	logPath := filepath.Join(logsDir(), fmt.Sprintf("node-%d.log", time.Now().UnixNano()))
-	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ func newStopCmd() *cobra.Command {
 		Use:   "stop [--force] [--timeout 10s]",
 		Short: "Stop every atoll node started on this machine",
 		Long: `Stops every atoll node 'atoll start' started on this machine (as recorded
-in $TMPDIR/atoll/nodes): other nodes first, then heads. Each gets SIGTERM
+in $TMPDIR/atoll-<uid>/nodes): other nodes first, then heads. Each gets SIGTERM
 (SIGKILL with --force) and, if it has not exited within --timeout, SIGKILL.`,
 		Args:                  cobra.NoArgs,
 		DisableFlagsInUseLine: true,

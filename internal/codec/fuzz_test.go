@@ -66,6 +66,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add(uint8(atollpb.Codec_CODEC_ERROR), []byte{0xff, 0xff})
 	f.Add(uint8(atollpb.Codec_CODEC_GOB), []byte{0xfc, 0x7f, 0xff, 0xff, 0xff, 0x01})
 	f.Add(uint8(99), []byte("garbage"))
+	// Maps claiming 2^60 entries (see TestGobMapCountIsBounded).
+	f.Add(uint8(atollpb.Codec_CODEC_GOB), mapBomb(f, map[string]int{"q": 1}, 1<<60))
+	f.Add(uint8(atollpb.Codec_CODEC_GOB), mapBomb(f, record{Any: map[string]int{"q": 1}}, 1<<60))
 	f.Fuzz(func(t *testing.T, c uint8, data []byte) {
 		codec := atollpb.Codec(c)
 		checkDecode(t, codec, data, func(a, b Raw) bool { return a.Codec == b.Codec && bytes.Equal(a.Data, b.Data) })

@@ -43,6 +43,10 @@ const (
 // index or footer is damaged.
 var ErrCorrupt = errors.New("spill: corrupt spill data")
 
+// ErrVersion is matched by the error of ReadIndex on a spill file of a
+// format version this package does not read.
+var ErrVersion = errors.New("spill: unsupported spill file version")
+
 // Object is one object to spill: its id and its bytes (for the store, a
 // view of the arena; WriteBatch only reads it).
 type Object struct {
@@ -171,7 +175,7 @@ func ReadIndex(t Target, name string, size uint64) ([]IndexEntry, error) {
 		return nil, fmt.Errorf("%w: %s is not a spill file (bad magic)", ErrCorrupt, name)
 	}
 	if v := binary.LittleEndian.Uint32(footer[8:]); v != Version {
-		return nil, fmt.Errorf("spill: %s has format version %d, want %d", name, v, Version)
+		return nil, fmt.Errorf("%w: %s has format version %d, want %d", ErrVersion, name, v, Version)
 	}
 	count := uint64(binary.LittleEndian.Uint32(footer[12:]))
 	at := binary.LittleEndian.Uint64(footer[16:])

@@ -157,7 +157,10 @@ func ReadExtent(r Readable, e Extent, dst []byte) error {
 	return nil
 }
 
-// ReadIndex reads the index of the spill file name of size bytes.
+// ReadIndex reads the index of the spill file name of size bytes. It
+// trusts nothing in the file: a damaged footer or index, or an entry that
+// does not lie wholly before the index, is ErrCorrupt; another format
+// version is ErrVersion. Every extent it returns can be read.
 func ReadIndex(t Target, name string, size uint64) ([]IndexEntry, error) {
 	if size < footerSize {
 		return nil, fmt.Errorf("%w: %s: %d bytes is too short for a spill file", ErrCorrupt, name, size)
@@ -199,8 +202,9 @@ func ReadIndex(t Target, name string, size uint64) ([]IndexEntry, error) {
 			Offset: binary.LittleEndian.Uint64(e[24:]),
 			Length: binary.LittleEndian.Uint64(e[32:]),
 		}
-		if out[i].Offset+out[i].Length > at {
-			return nil, fmt.Errorf("%w: %s: entry %d overlaps the index", ErrCorrupt, name, i)
+		// Offset+Length may wrap around: compare without adding.
+		if x := out[i].Extent; x.Length > at || x.Offset > at-x.Length {
+			return nil, fmt.Errorf("%w: %s: entry %d (%d bytes at %d) is not within the %d bytes before the index", ErrCorrupt, name, i, x.Length, x.Offset, at)
 		}
 	}
 	return out, nil

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -25,6 +26,11 @@ import (
 // MaxFrame bounds one frame (a task spec with inline arguments, a
 // result with inline values); larger values go through the object store.
 const MaxFrame = 256 << 20
+
+// frameChunk is how much of a frame's buffer is allocated before its bytes
+// arrive: a larger frame's buffer grows (doubling) as they do, so a peer's
+// length prefix alone cannot make the reader allocate MaxFrame bytes.
+const frameChunk = 1 << 20
 
 // ErrClosed is returned by calls on a closed connection.
 var ErrClosed = errors.New("workerconn: connection closed")
@@ -230,12 +236,19 @@ func readFrame(r io.Reader) (*atollpb.Frame, error) {
 	if n > MaxFrame {
 		return nil, fmt.Errorf("%w: peer sent a frame of %d bytes, more than %d", ErrBadFrame, n, MaxFrame)
 	}
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(r, buf); err != nil {
+	buf := make([]byte, 0, min(n, frameChunk))
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(n-len(buf), len(buf)))
+		}
+		m, err := io.ReadFull(r, buf[len(buf):min(n, cap(buf))])
+		buf = buf[:len(buf)+m]
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF // the header came, the frame did not
 		}
-		return nil, err
+		if err != nil {
+			return nil, err
+		}
 	}
 	f := &atollpb.Frame{}
 	if err := proto.Unmarshal(buf, f); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -143,4 +144,31 @@ func FuzzConn(f *testing.F) {
 			t.Fatalf("bad stream: %d frames handled, %d before the bad one", frames, wantFrames)
 		}
 	})
+}
+
+// A length prefix alone must not make the reader allocate the frame: it
+// grows the buffer as the bytes arrive.
+func TestFrameLengthDoesNotAllocate(t *testing.T) {
+	for _, n := range []uint32{MaxFrame, MaxFrame / 2, 3 * frameChunk} {
+		data := append(header(n), make([]byte, 100)...)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := readFrame(bytes.NewReader(data))
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("frame of %d bytes truncated after 100: %v", n, err)
+		}
+		if got := after.TotalAlloc - before.TotalAlloc; got > 2*frameChunk {
+			t.Fatalf("a header claiming %d bytes, then 100 bytes, allocated %d", n, got)
+		}
+	}
+	if _, err := readFrame(bytes.NewReader(header(MaxFrame + 1))); !errors.Is(err, ErrBadFrame) {
+		t.Fatalf("frame beyond MaxFrame: %v", err)
+	}
+	// A large frame that does arrive is read whole.
+	big := &atollpb.Frame{Body: &atollpb.Frame_Exit{Exit: &atollpb.WorkerExit{Reason: string(bytes.Repeat([]byte("x"), 5*frameChunk+3))}}}
+	got, err := readFrame(bytes.NewReader(frameBytes(t, big)))
+	if err != nil || !proto.Equal(got, big) {
+		t.Fatalf("large frame: %v", err)
+	}
 }

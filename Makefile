@@ -10,7 +10,12 @@ STATICCHECK_VERSION := v0.8.2
 PROTOC_GEN_GO_VERSION := v1.36.12
 
 .DEFAULT_GOAL := help
-.PHONY: help run test lint bench proto tidy
+# How long `make fuzz` runs each fuzz target, and extra flags for it
+# (e.g. FUZZFLAGS=-parallel=1 on a shared machine).
+FUZZTIME ?= 10s
+FUZZFLAGS ?=
+
+.PHONY: help run test lint fuzz bench proto tidy
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
@@ -26,6 +31,14 @@ lint: ## gofmt, go vet and staticcheck
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+# -fuzz takes one target per package run: one line per target.
+fuzz: ## run each fuzz target for FUZZTIME (10s)
+	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/codec
+	$(GO) test -run='^$$' -fuzz='^FuzzRoundTrip$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/codec
+	$(GO) test -run='^$$' -fuzz='^FuzzReadIndex$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./objectstore/spill
+	$(GO) test -run='^$$' -fuzz='^FuzzReadFrame$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/workerconn
+	$(GO) test -run='^$$' -fuzz='^FuzzConn$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/workerconn
 
 bench: ## run the Go benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -7,6 +7,12 @@
 // format. Every other Go value uses encoding/gob, which handles structs,
 // maps, slices and basic types, decoded into the concrete type the reader
 // names (interface-typed values are not supported).
+//
+// Decoding trusts nothing in the bytes: a malformed object fails with
+// ErrInvalidArgument, and a gob stream is checked before encoding/gob sees
+// it so that a count it claims cannot make gob allocate more than the
+// object's size warrants (see checkGob). FuzzDecode and FuzzRoundTrip
+// check both.
 package codec
 
 import (
@@ -150,6 +156,9 @@ func decodeOther[T any](c atollpb.Codec, data []byte) (T, error) {
 		if t := reflect.TypeFor[T](); t.Kind() == reflect.Interface {
 			return zero, errs.Invalidf("cannot decode a gob object into interface type %v: use the concrete type", t)
 		}
+		if err := checkGob(data); err != nil {
+			return zero, errs.Invalidf("decode %v with gob: %v", reflect.TypeFor[T](), err)
+		}
 		var v T
 		if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&v); err != nil {
 			return zero, errs.Invalidf("decode %v with gob: %v", reflect.TypeFor[T](), err)
@@ -218,6 +227,9 @@ func DecodeType(c atollpb.Codec, data []byte, t reflect.Type) (reflect.Value, er
 	case atollpb.Codec_CODEC_GOB:
 		if t.Kind() == reflect.Interface {
 			return reflect.Value{}, errs.Invalidf("cannot decode a gob object into interface type %v: use the concrete type", t)
+		}
+		if err := checkGob(data); err != nil {
+			return reflect.Value{}, errs.Invalidf("decode %v with gob: %v", t, err)
 		}
 		p := reflect.New(t)
 		if err := gob.NewDecoder(bytes.NewReader(data)).DecodeValue(p); err != nil {

@@ -1,7 +1,9 @@
 // Package workerconn carries the worker protocol (atollpb.Frame) between a
 // raylet and a worker process over a stream socket: length-prefixed
 // protobuf frames, one-way messages and request/reply pairs in both
-// directions, one reader goroutine per connection.
+// directions, one reader goroutine per connection. The reader trusts
+// nothing from the peer: a frame it cannot read ends the connection with
+// ErrBadFrame (FuzzReadFrame, FuzzConn).
 package workerconn
 
 import (
@@ -12,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -24,8 +27,18 @@ import (
 // result with inline values); larger values go through the object store.
 const MaxFrame = 256 << 20
 
+// frameChunk is how much of a frame's buffer is allocated before its bytes
+// arrive: a larger frame's buffer grows (doubling) as they do, so a peer's
+// length prefix alone cannot make the reader allocate MaxFrame bytes.
+const frameChunk = 1 << 20
+
 // ErrClosed is returned by calls on a closed connection.
 var ErrClosed = errors.New("workerconn: connection closed")
+
+// ErrBadFrame is matched by the error of a frame larger than MaxFrame and,
+// with ErrClosed, by the error of a connection whose peer sent one or sent
+// bytes that are not a frame.
+var ErrBadFrame = errors.New("workerconn: bad frame")
 
 // MaxAbandoned bounds the calls of one connection whose callers gave up
 // while their late replies are still awaited (see CallLate).
@@ -161,7 +174,7 @@ func (c *Conn) write(f *atollpb.Frame) error {
 		return fmt.Errorf("workerconn: marshal: %w", err)
 	}
 	if len(b) > MaxFrame {
-		return fmt.Errorf("workerconn: frame of %d bytes exceeds %d", len(b), MaxFrame)
+		return fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrBadFrame, len(b), MaxFrame)
 	}
 	var hdr [4]byte
 	binary.BigEndian.PutUint32(hdr[:], uint32(len(b)))
@@ -181,25 +194,10 @@ func (c *Conn) write(f *atollpb.Frame) error {
 
 func (c *Conn) read() {
 	r := bufio.NewReaderSize(c.c, 64<<10)
-	var hdr [4]byte
 	for {
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		f, err := readFrame(r)
+		if err != nil {
 			c.fail(err)
-			return
-		}
-		n := binary.BigEndian.Uint32(hdr[:])
-		if n > MaxFrame {
-			c.fail(fmt.Errorf("workerconn: peer sent a frame of %d bytes", n))
-			return
-		}
-		buf := make([]byte, n)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			c.fail(err)
-			return
-		}
-		f := &atollpb.Frame{}
-		if err := proto.Unmarshal(buf, f); err != nil {
-			c.fail(fmt.Errorf("workerconn: unmarshal: %w", err))
 			return
 		}
 		if f.ReplyTo != 0 {
@@ -224,6 +222,41 @@ func (c *Conn) read() {
 	}
 }
 
+// readFrame reads one frame: a 4-byte big-endian length, then that many
+// bytes of protobuf. It trusts nothing it reads: a length beyond MaxFrame
+// or bytes that are not a Frame are ErrBadFrame, a stream that ends
+// inside a frame io.ErrUnexpectedEOF, and one that ends before a frame
+// io.EOF.
+func readFrame(r io.Reader) (*atollpb.Frame, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := int(binary.BigEndian.Uint32(hdr[:]))
+	if n > MaxFrame {
+		return nil, fmt.Errorf("%w: peer sent a frame of %d bytes, more than %d", ErrBadFrame, n, MaxFrame)
+	}
+	buf := make([]byte, 0, min(n, frameChunk))
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(n-len(buf), len(buf)))
+		}
+		m, err := io.ReadFull(r, buf[len(buf):min(n, cap(buf))])
+		buf = buf[:len(buf)+m]
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF // the header came, the frame did not
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	f := &atollpb.Frame{}
+	if err := proto.Unmarshal(buf, f); err != nil {
+		return nil, fmt.Errorf("%w: %d bytes are not a frame: %v", ErrBadFrame, n, err)
+	}
+	return f, nil
+}
+
 // fail records the first error and closes the connection.
 func (c *Conn) fail(err error) error {
 	c.mu.Lock()
@@ -234,7 +267,7 @@ func (c *Conn) fail(err error) error {
 		case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrClosedPipe):
 			err = ErrClosed
 		default: // a reset, a broken pipe, a corrupt frame: the connection is gone all the same
-			err = fmt.Errorf("%w: %v", ErrClosed, err)
+			err = fmt.Errorf("%w: %w", ErrClosed, err)
 		}
 		c.err = err
 		// Nobody waits for the replies to abandoned calls anymore.

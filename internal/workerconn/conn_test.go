@@ -3,6 +3,7 @@ package workerconn
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"sync"
 	"testing"
@@ -187,4 +188,30 @@ func TestCloseDropsAbandonedCalls(t *testing.T) {
 		t.Fatalf("after close: %d abandoned, %d pending", n, left)
 	}
 	close(never)
+}
+
+// A peer that sends an oversize length or stops inside a frame ends the
+// connection with an error saying so.
+func TestBadFramesEndTheConnection(t *testing.T) {
+	for _, c := range []struct {
+		data []byte
+		want error
+	}{
+		{header(MaxFrame + 1), ErrBadFrame},
+		{append(header(3), 0xff, 0xff, 0xff), ErrBadFrame},
+		{append(header(10), 1, 2), io.ErrUnexpectedEOF},
+		{header(10), io.ErrUnexpectedEOF},
+		{header(0)[:2], io.ErrUnexpectedEOF},
+	} {
+		a, b := net.Pipe()
+		conn := New(a, func(*atollpb.Frame) {})
+		go func() {
+			_, _ = b.Write(c.data)
+			_ = b.Close()
+		}()
+		<-conn.Done()
+		if err := conn.Err(); !errors.Is(err, ErrClosed) || !errors.Is(err, c.want) {
+			t.Errorf("after % x: %v, want %v", c.data, err, c.want)
+		}
+	}
 }

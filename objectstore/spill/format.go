@@ -43,6 +43,10 @@ const (
 // index or footer is damaged.
 var ErrCorrupt = errors.New("spill: corrupt spill data")
 
+// ErrVersion is matched by the error of ReadIndex on a spill file of a
+// format version this package does not read.
+var ErrVersion = errors.New("spill: unsupported spill file version")
+
 // Object is one object to spill: its id and its bytes (for the store, a
 // view of the arena; WriteBatch only reads it).
 type Object struct {
@@ -153,7 +157,10 @@ func ReadExtent(r Readable, e Extent, dst []byte) error {
 	return nil
 }
 
-// ReadIndex reads the index of the spill file name of size bytes.
+// ReadIndex reads the index of the spill file name of size bytes. It
+// trusts nothing in the file: a damaged footer or index, or an entry that
+// does not lie wholly before the index, is ErrCorrupt; another format
+// version is ErrVersion. Every extent it returns can be read.
 func ReadIndex(t Target, name string, size uint64) ([]IndexEntry, error) {
 	if size < footerSize {
 		return nil, fmt.Errorf("%w: %s: %d bytes is too short for a spill file", ErrCorrupt, name, size)
@@ -171,7 +178,7 @@ func ReadIndex(t Target, name string, size uint64) ([]IndexEntry, error) {
 		return nil, fmt.Errorf("%w: %s is not a spill file (bad magic)", ErrCorrupt, name)
 	}
 	if v := binary.LittleEndian.Uint32(footer[8:]); v != Version {
-		return nil, fmt.Errorf("spill: %s has format version %d, want %d", name, v, Version)
+		return nil, fmt.Errorf("%w: %s has format version %d, want %d", ErrVersion, name, v, Version)
 	}
 	count := uint64(binary.LittleEndian.Uint32(footer[12:]))
 	at := binary.LittleEndian.Uint64(footer[16:])
@@ -195,8 +202,9 @@ func ReadIndex(t Target, name string, size uint64) ([]IndexEntry, error) {
 			Offset: binary.LittleEndian.Uint64(e[24:]),
 			Length: binary.LittleEndian.Uint64(e[32:]),
 		}
-		if out[i].Offset+out[i].Length > at {
-			return nil, fmt.Errorf("%w: %s: entry %d overlaps the index", ErrCorrupt, name, i)
+		// Offset+Length may wrap around: compare without adding.
+		if x := out[i].Extent; x.Length > at || x.Offset > at-x.Length {
+			return nil, fmt.Errorf("%w: %s: entry %d (%d bytes at %d) is not within the %d bytes before the index", ErrCorrupt, name, i, x.Length, x.Offset, at)
 		}
 	}
 	return out, nil

@@ -2,8 +2,10 @@ package spill
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -256,5 +258,39 @@ func TestNewLocalValidates(t *testing.T) {
 		if IsSpillFile(name) != want {
 			t.Errorf("IsSpillFile(%q) != %v", name, want)
 		}
+	}
+}
+
+// An index entry whose offset plus length wraps around 2^64 would pass a
+// check of offset+length against the index's offset, and hand its reader
+// a length near 2^64 (FuzzReadIndex found it).
+func TestReadIndexRejectsWrappingEntries(t *testing.T) {
+	file := spillFile(t, 10, 20)
+	at := uint64(len(file)) - footerSize - 2*entrySize
+	for _, c := range []struct{ offset, length uint64 }{
+		{math.MaxUint64 - 15, 48},
+		{2, math.MaxUint64},
+		{at, 1},
+		{0, at + 1},
+	} {
+		bad := bytes.Clone(file)
+		e := bad[at+entrySize:]
+		binary.LittleEndian.PutUint64(e[24:], c.offset)
+		binary.LittleEndian.PutUint64(e[32:], c.length)
+		fixIndexCRC(bad, uint64(len(bad)))
+		tgt := newMemTarget()
+		tgt.files["f"] = bad
+		if _, err := ReadIndex(tgt, "f", uint64(len(bad))); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("entry of %d bytes at %d (index at %d): %v", c.length, c.offset, at, err)
+		}
+	}
+	// At the very end of the objects is fine.
+	ok := bytes.Clone(file)
+	binary.LittleEndian.PutUint64(ok[at+entrySize+24:], at-20)
+	fixIndexCRC(ok, uint64(len(ok)))
+	tgt := newMemTarget()
+	tgt.files["f"] = ok
+	if _, err := ReadIndex(tgt, "f", uint64(len(ok))); err != nil {
+		t.Fatalf("entry ending at the index: %v", err)
 	}
 }

@@ -39,6 +39,8 @@ fuzz: ## run each fuzz target for FUZZTIME (10s)
 	$(GO) test -run='^$$' -fuzz='^FuzzReadIndex$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./objectstore/spill
 	$(GO) test -run='^$$' -fuzz='^FuzzReadFrame$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/workerconn
 	$(GO) test -run='^$$' -fuzz='^FuzzConn$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/workerconn
+	$(GO) test -run='^$$' -fuzz='^FuzzGatewayMessages$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./cluster
+	$(GO) test -run='^$$' -fuzz='^FuzzRequests$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./gcs
 
 bench: ## run the Go benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -147,7 +147,10 @@ func pullsByNode(t *testing.T, c *testcluster.Cluster) map[string]uint64 {
 // a separate process with its own arena, NATS for the control plane,
 // memberlist for failures, TCP for object bytes.
 func TestCluster(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, NumCPUs: 1, ObjectStoreMemory: 768 << 20, FailureTimeout: 2 * time.Second})
+	// A 4 s failure timeout: under `make test` (packages in parallel on 2
+	// cores, the race detector) the driver filling 256 MiB once missed a
+	// 2 s one and was declared dead mid-test.
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, NumCPUs: 1, ObjectStoreMemory: 768 << 20, FailureTimeout: 4 * time.Second})
 	ctx := joinCluster(t, c)
 	nodes := []string{c.Node(0).ID, c.Node(1).ID, c.Node(2).ID}
 

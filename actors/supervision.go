@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"log/slog"
+
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -63,4 +65,19 @@ func (s *restartLimit) HandleFailure(system *actor.ActorSystem, supervisor actor
 	} else {
 		supervisor.StopChildren(child)
 	}
+}
+
+// RestartForever is the guardian of an actor spawned from the root context
+// that handles input from the network (a node's gateway, the GCS, the
+// AMM): whatever a message makes it fail with, it is restarted, never
+// stopped, and the failure is logged with its reason. protoactor's default
+// (10 failures within 10 s) would stop it for good while the node still
+// reports itself alive.
+func RestartForever(logger *slog.Logger, name string) actor.PropsOption {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return actor.WithGuardian(NewRestartLimitStrategy(Unlimited, func(_ *actor.PID, reason any, _ bool, restarts int) {
+		logger.Error("actor failed; restarted", slog.String("actor", name), slog.Any("reason", reason), slog.Int("restarts", restarts))
+	}))
 }

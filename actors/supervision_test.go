@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"log/slog"
 	"fmt"
 	"testing"
 
@@ -191,5 +192,24 @@ func TestRestartLimitNilCallback(t *testing.T) {
 	system.Root.Send(pid, boom{2})
 	if got := recv(t, events); got != "stopped" {
 		t.Fatalf("event %q", got)
+	}
+}
+
+// TestRestartForever: an actor under RestartForever survives any number of
+// failures and still answers.
+func TestRestartForever(t *testing.T) {
+	system := newTestSystem(t)
+	events := make(chan string, 64)
+	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &flaky{events: events} },
+		RestartForever(slog.New(slog.DiscardHandler), "flaky")))
+	recv(t, events)
+	for i := 1; i <= 25; i++ { // past protoactor's default of 10 in 10 s
+		system.Root.Send(pid, boom{i})
+		if got := recv(t, events); got != "started" {
+			t.Fatalf("after failure %d: event %q, want started", i, got)
+		}
+	}
+	if _, ok := result(t, system.Root.RequestFuture(pid, ping{}, waitTimeout)).(pong); !ok {
+		t.Fatal("no pong after 25 failures")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/atoll-runtime/atoll/actors"
 	"github.com/atoll-runtime/atoll/amm"
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/gcs"
@@ -202,7 +203,7 @@ func NewAMM(cfg AMMConfig) (*AMM, error) {
 
 // Props makes the AMM's actor.
 func (a *AMM) Props() *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return &ammActor{a: a} })
+	return actor.PropsFromProducer(func() actor.Actor { return &ammActor{a: a} }, actors.RestartForever(a.cfg.Logger, "amm"))
 }
 
 // Stats returns a copy of the counters.

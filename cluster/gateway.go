@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/atoll-runtime/atoll/actors"
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/cluster/membership"
 	"github.com/atoll-runtime/atoll/gcs"
@@ -203,7 +204,8 @@ func (g *Gateway) startActor() error {
 		g.fetch = &fetcher{self: g.cfg.NodeID, addrs: map[ids.NodeID]string{}, owners: g.owners}
 	}
 	gw := newGatewayActor(&g.cfg, g.fetch, g.heard, g.owners)
-	if _, err := g.cfg.System.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return gw }), gatewayName); err != nil {
+	props := actor.PropsFromProducer(func() actor.Actor { return gw }, actors.RestartForever(g.cfg.Logger, gatewayName))
+	if _, err := g.cfg.System.Root.SpawnNamed(props, gatewayName); err != nil {
 		return fmt.Errorf("cluster: start gateway: %w", err)
 	}
 	g.spawned = true

@@ -130,6 +130,7 @@ func (n *Node) start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		gcsProps = gcsProps.Configure(actors.RestartForever(n.log, "gcs"))
 		if n.gcsPID, err = root.SpawnNamed(n.withFaults(gcsProps), "gcs"); err != nil {
 			return fmt.Errorf("atoll: start GCS: %w", err)
 		}

@@ -1,8 +1,8 @@
 package actors
 
 import (
-	"log/slog"
 	"fmt"
+	"log/slog"
 	"testing"
 
 	"github.com/asynkron/protoactor-go/actor"

@@ -74,6 +74,10 @@ type core struct {
 	samplers samplerSet
 
 	closed atomic.Bool
+	// nodeDead is set when the cluster declared the driver's node dead
+	// (dead.go); deadWatch stops its watcher at Shutdown.
+	nodeDead  atomic.Pointer[errs.NodeDiedError]
+	deadWatch chan struct{}
 	// isWorker: this core serves a worker process (see worker.go).
 	isWorker bool
 	// workerBinary is the program that runs this job's tasks (sent with
@@ -204,6 +208,10 @@ func (rt *core) start(ctx context.Context) error {
 		StartTimeUnixMs: time.Now().UnixMilli(), Entrypoint: entrypoint(), WorkerBinary: rt.workerBinary}); err != nil {
 		return fmt.Errorf("atoll: register job: %w", err)
 	}
+	if rt.gateway != nil {
+		rt.deadWatch = make(chan struct{})
+		go rt.watchDeclaredDead(n.DeclaredDead(), rt.deadWatch)
+	}
 	rt.log.Debug("atoll started", "node", rt.nodeID.String(), "cluster", n.Address(), "store_bytes", rt.arena.Size())
 	return nil
 }
@@ -228,6 +236,9 @@ func shutdown(ctx context.Context, only *core) error {
 
 func (rt *core) stop(ctx context.Context) error {
 	rt.closed.Store(true)
+	if rt.deadWatch != nil {
+		close(rt.deadWatch)
+	}
 	rt.signals.stop()
 	rt.samplers.stop()
 	var errList []error

@@ -49,7 +49,9 @@ func (rt *core) submit(ctx context.Context, spec *atollpb.TaskSpec, args []argSo
 		sub.Actor = as.id
 	}
 	var err error
-	if sub.Args, err = rt.buildArgs(args); err != nil {
+	if err = rt.declaredDead(); err != nil {
+		sub.Err = errs.ToProto(err)
+	} else if sub.Args, err = rt.buildArgs(args); err != nil {
 		sub.Err = errs.ToProto(err)
 	}
 	var returns []ids.ObjectID

@@ -78,6 +78,14 @@ func (t *Table) Stats() Stats {
 		Released: len(t.released)}
 }
 
+// FailPending fails every pending task with err (the process's node was
+// declared dead: nothing will answer them).
+func (t *Table) FailPending(err *atollpb.ErrorInfo) {
+	for _, tk := range t.sortedTasks() {
+		t.finish(tk, err)
+	}
+}
+
 // Close stops Free effects (the store is going away) and fails every
 // pending task with err.
 func (t *Table) Close(err *atollpb.ErrorInfo) {

@@ -13,16 +13,11 @@
 package localcluster
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/atoll-runtime/atoll/internal/errs"
@@ -59,8 +54,7 @@ type Cluster struct {
 	Nodes  []string
 	dir    string
 	ownDir bool
-	procs  []*exec.Cmd
-	done   []chan struct{}
+	procs  []*Process
 }
 
 // Start starts the head, then the other nodes, and waits until each is
@@ -110,70 +104,27 @@ func (c *Cluster) launch(ctx context.Context, exe string, i int, cfg node.Config
 	if err != nil {
 		return err
 	}
-	logFile, err := os.Create(filepath.Join(c.dir, fmt.Sprintf("node%d.log", i)))
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	env = append(append(FilterEnv(os.Environ(), node.EnvNode), env...), node.EnvNode+"="+string(cfgJSON))
+	p, ready, err := StartProcess(exe, nil, env, filepath.Join(c.dir, fmt.Sprintf("node%d.log", i)), readyTimeout)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(append(os.Environ(), env...), node.EnvNode+"="+string(cfgJSON))
-	cmd.Stderr = logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
+	c.procs = append(c.procs, p)
+	c.Nodes = append(c.Nodes, ready.NodeID)
+	if i == 0 {
+		c.Address = ready.Address
 	}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return err
-	}
-	done := make(chan struct{})
-	ready := make(chan node.NodeReady, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			line := sc.Text()
-			if rest, ok := strings.CutPrefix(line, node.NodeReadyPrefix); ok {
-				var r node.NodeReady
-				if json.Unmarshal([]byte(rest), &r) == nil {
-					ready <- r
-				}
-			}
-			fmt.Fprintln(logFile, line)
-		}
-		_ = cmd.Wait()
-		logFile.Close()
-		close(done)
-	}()
-	c.procs, c.done = append(c.procs, cmd), append(c.done, done)
-	timer := time.NewTimer(readyTimeout)
-	defer timer.Stop()
-	select {
-	case r := <-ready:
-		c.Nodes = append(c.Nodes, r.NodeID)
-		if i == 0 {
-			c.Address = r.Address
-		}
-		return nil
-	case <-done:
-		return errors.New("exited before it was ready (see " + logFile.Name() + ")")
-	case <-timer.C:
-		return errors.New("not ready within " + readyTimeout.String())
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return nil
 }
 
 // Stop stops every node (SIGTERM, then SIGKILL after 15 s), the head
 // last, and removes the directory Start made.
 func (c *Cluster) Stop() {
 	for i := len(c.procs) - 1; i >= 0; i-- {
-		_ = c.procs[i].Process.Signal(syscall.SIGTERM)
-		select {
-		case <-c.done[i]:
-		case <-time.After(stopTimeout):
-			_ = c.procs[i].Process.Kill()
-			<-c.done[i]
-		}
+		_ = c.procs[i].Stop(stopTimeout)
 	}
 	if c.ownDir {
 		_ = os.RemoveAll(c.dir)

@@ -59,6 +59,7 @@ import (
 	"github.com/atoll-runtime/atoll/cluster"
 	"github.com/atoll-runtime/atoll/gcs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/localcluster"
 	"github.com/atoll-runtime/atoll/node"
 )
 
@@ -153,13 +154,13 @@ type Node struct {
 	// LogFile holds the node's stdout and stderr.
 	LogFile string
 
-	proc *process
+	proc *localcluster.Process
 }
 
 // Alive reports whether the node's process has not exited yet.
 func (n *Node) Alive() bool {
 	select {
-	case <-n.proc.done:
+	case <-n.proc.Done():
 		return false
 	default:
 		return true
@@ -167,33 +168,19 @@ func (n *Node) Alive() bool {
 }
 
 // Done is closed once the node's process has exited and been reaped.
-func (n *Node) Done() <-chan struct{} { return n.proc.done }
+func (n *Node) Done() <-chan struct{} { return n.proc.Done() }
 
 // ExitErr is how the node's process exited (an *exec.ExitError, or an
 // error saying "exit status 0"), once Done is closed; nil before.
-func (n *Node) ExitErr() error {
-	select {
-	case <-n.proc.done:
-		return n.proc.err
-	default:
-		return nil
-	}
-}
+func (n *Node) ExitErr() error { return n.proc.Err() }
 
 // ExitCode is the node process's exit status once Done is closed (-1
 // before, or when a signal killed it).
-func (n *Node) ExitCode() int {
-	select {
-	case <-n.proc.done:
-		return n.proc.cmd.ProcessState.ExitCode()
-	default:
-		return -1
-	}
-}
+func (n *Node) ExitCode() int { return n.proc.ExitCode() }
 
 // Signal sends sig to the node's process (SIGSTOP and SIGCONT pause and
 // resume it) unless it has exited.
-func (n *Node) Signal(sig syscall.Signal) error { return n.proc.signal(sig) }
+func (n *Node) Signal(sig syscall.Signal) error { return n.proc.Signal(sig) }
 
 // Start starts a cluster of opts.Nodes node processes: the head first,
 // then the others concurrently, each waited for until it is ready. The
@@ -282,8 +269,8 @@ func (c *Cluster) Node(i int) *Node {
 func (c *Cluster) Kill(i int) {
 	c.t.Helper()
 	n := c.Node(i)
-	_ = n.proc.signal(syscall.SIGKILL)
-	if !n.proc.wait(StopTimeout) {
+	_ = n.proc.Signal(syscall.SIGKILL)
+	if !n.proc.Wait(StopTimeout) {
 		c.t.Fatalf("testcluster: node %d (pid %d) still running %v after SIGKILL", i, n.PID, StopTimeout)
 	}
 }
@@ -293,7 +280,7 @@ func (c *Cluster) Kill(i int) {
 func (c *Cluster) Stop(i int) {
 	c.t.Helper()
 	n := c.Node(i)
-	if err := n.proc.stop(StopTimeout); err != nil {
+	if err := n.proc.Stop(StopTimeout); err != nil {
 		c.t.Fatalf("testcluster: stop node %d: %v", i, err)
 	}
 }
@@ -463,18 +450,18 @@ func (c *Cluster) launch(i int, cfg node.Config) (*Node, error) {
 	logFile := filepath.Join(c.dir, fmt.Sprintf("node%d.%d.log", i, c.seq))
 	c.logs = append(c.logs, logFile)
 	c.mu.Unlock()
-	env := append(filterEnv(os.Environ(), node.EnvNode), c.opts.Env...)
+	env := append(localcluster.FilterEnv(os.Environ(), node.EnvNode), c.opts.Env...)
 	env = append(env, node.EnvNode+"="+string(cfgJSON))
 	// -test.run=^$: should TestMain not hand the process to atoll.Init,
 	// it runs no tests (and exits) rather than starting clusters itself.
-	p, ready, err := startProcess(c.exe, []string{"-test.run=^$"}, env, logFile, ReadyTimeout)
+	p, ready, err := localcluster.StartProcess(c.exe, []string{"-test.run=^$"}, env, logFile, ReadyTimeout)
 	if err != nil {
 		return nil, err
 	}
 	return &Node{
 		Index:   i,
 		ID:      ready.NodeID,
-		PID:     p.cmd.Process.Pid,
+		PID:     p.Pid(),
 		Address: ready.Address,
 		Config:  cfg,
 		LogFile: logFile,
@@ -596,7 +583,7 @@ func (c *Cluster) cleanup() {
 		var wg sync.WaitGroup
 		for _, n := range ns {
 			wg.Go(func() {
-				if err := n.proc.stop(StopTimeout); err != nil {
+				if err := n.proc.Stop(StopTimeout); err != nil {
 					c.t.Errorf("testcluster: node %d (pid %d): %v", n.Index, n.PID, err)
 				}
 			})
@@ -617,7 +604,7 @@ func (c *Cluster) cleanup() {
 	}
 	if c.t.Failed() {
 		for _, path := range logs {
-			c.t.Logf("testcluster: last lines of %s:\n%s", path, tail(path, LogTailLines))
+			c.t.Logf("testcluster: last lines of %s:\n%s", path, localcluster.Tail(path, LogTailLines))
 		}
 	}
 }

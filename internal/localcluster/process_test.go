@@ -1,4 +1,4 @@
-package testcluster
+package localcluster
 
 import (
 	"os"
@@ -12,12 +12,12 @@ import (
 )
 
 // sh runs a shell script as a stand-in node process.
-func sh(t *testing.T, script string, timeout time.Duration) (*process, node.NodeReady, string, error) {
+func sh(t *testing.T, script string, timeout time.Duration) (*Process, node.NodeReady, string, error) {
 	t.Helper()
 	log := filepath.Join(t.TempDir(), "node.log")
-	p, r, err := startProcess("/bin/sh", []string{"-c", script}, os.Environ(), log, timeout)
+	p, r, err := StartProcess("/bin/sh", []string{"-c", script}, os.Environ(), log, timeout)
 	if p != nil {
-		t.Cleanup(func() { _ = p.stop(StopTimeout) })
+		t.Cleanup(func() { _ = p.Stop(KillWait) })
 	}
 	return p, r, log, err
 }
@@ -42,7 +42,7 @@ func TestStartProcessReady(t *testing.T) {
 		case <-tick.C:
 		}
 	}
-	if err := p.stop(StopTimeout); err != nil {
+	if err := p.Stop(KillWait); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -86,11 +86,11 @@ func TestStopKills(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = p.stop(300 * time.Millisecond)
+	err = p.Stop(300 * time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Errorf("stop: %v", err)
 	}
-	if p.signal(syscall.SIGKILL) != nil {
+	if p.Signal(syscall.SIGKILL) != nil {
 		t.Error("signal after reaping should do nothing")
 	}
 }
@@ -115,29 +115,5 @@ func TestReadyWriterSplitWrites(t *testing.T) {
 		}
 	default:
 		t.Fatal("no ready line found")
-	}
-}
-
-func TestConfig(t *testing.T) {
-	c := &Cluster{t: t, dir: t.TempDir(), opts: Options{
-		Resources: func(i int) map[string]float64 { return map[string]float64{"GPU": float64(i)} },
-		Config:    func(i int, cfg *node.Config) { cfg.Port, cfg.NumCPUs = 99, 4 },
-	}.withDefaults(), address: "127.0.0.1:5000"}
-	head, other := c.config(0), c.config(2)
-	if !head.Head || head.Address != "" || other.Head || other.Address != "127.0.0.1:5000" {
-		t.Errorf("roles: head %+v, other %+v", head, other)
-	}
-	for _, cfg := range []node.Config{head, other} {
-		if cfg.NodeIP != "127.0.0.1" || !cfg.RandomPorts || cfg.Port != 0 || cfg.GossipPort != 0 || cfg.TransferPort != 0 ||
-			cfg.NumCPUs != 4 || cfg.ObjectStoreMemory != DefaultObjectStoreMemory || cfg.FailureTimeout != DefaultFailureTimeout ||
-			cfg.SessionDir == "" {
-			t.Errorf("config %+v", cfg)
-		}
-	}
-	if other.Resources["GPU"] != 2 || head.SessionDir == other.SessionDir {
-		t.Errorf("resources %v, session dirs %s %s", other.Resources, head.SessionDir, other.SessionDir)
-	}
-	if env := filterEnv([]string{"A=1", node.EnvNode + "={}", "B=2"}, node.EnvNode); strings.Join(env, " ") != "A=1 B=2" {
-		t.Errorf("filterEnv: %q", env)
 	}
 }

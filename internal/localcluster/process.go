@@ -1,4 +1,4 @@
-package testcluster
+package localcluster
 
 import (
 	"bytes"
@@ -15,8 +15,8 @@ import (
 	"github.com/atoll-runtime/atoll/node"
 )
 
-// filterEnv drops the variable name from env.
-func filterEnv(env []string, name string) []string {
+// FilterEnv drops the variable name from env.
+func FilterEnv(env []string, name string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		if !strings.HasPrefix(kv, name+"=") {
@@ -26,19 +26,19 @@ func filterEnv(env []string, name string) []string {
 	return out
 }
 
-// process is a started node process, reaped by a goroutine.
-type process struct {
+// Process is a started node process, reaped by a goroutine.
+type Process struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed once cmd.Wait returned
 	err  error         // how it exited (never nil), once done is closed
 }
 
-// startProcess starts bin with args and env, its stdout and stderr going
+// StartProcess starts bin with args and env, its stdout and stderr going
 // to logFile, and waits up to timeout for it to print the ready line. If
 // it exits first or does not print it in time (it is then killed), the
 // error holds the end of its log.
-func startProcess(bin string, args, env []string, logFile string, timeout time.Duration) (*process, node.NodeReady, error) {
-	f, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+func StartProcess(bin string, args, env []string, logFile string, timeout time.Duration) (*Process, node.NodeReady, error) {
+	f, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, node.NodeReady{}, err
 	}
@@ -47,7 +47,7 @@ func startProcess(bin string, args, env []string, logFile string, timeout time.D
 	cmd.Env = env
 	cmd.Stdout = rw // copied by a goroutine of os/exec until the pipe closes
 	cmd.Stderr = f
-	// Never outlive the test, even if it crashes.
+	// Never outlive the program that started it, even if it crashes.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	// Should a worker process hold the node's stdout after the node
 	// exits, Wait stops copying after this long.
@@ -56,7 +56,7 @@ func startProcess(bin string, args, env []string, logFile string, timeout time.D
 		f.Close()
 		return nil, node.NodeReady{}, err
 	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
+	p := &Process{cmd: cmd, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		if p.err == nil {
@@ -74,19 +74,19 @@ func startProcess(bin string, args, env []string, logFile string, timeout time.D
 		// The ready line may have raced the exit.
 		select {
 		case r := <-rw.ready:
-			return nil, r, fmt.Errorf("pid %d exited right after it was ready (%v); log %s:\n%s", cmd.Process.Pid, p.err, logFile, tail(logFile, LogTailLines))
+			return nil, r, fmt.Errorf("pid %d exited right after it was ready (%v); log %s:\n%s", cmd.Process.Pid, p.err, logFile, Tail(logFile, TailLines))
 		default:
 		}
-		return nil, node.NodeReady{}, fmt.Errorf("pid %d exited before it was ready (%v); log %s:\n%s", cmd.Process.Pid, p.err, logFile, tail(logFile, LogTailLines))
+		return nil, node.NodeReady{}, fmt.Errorf("pid %d exited before it was ready (%v); log %s:\n%s", cmd.Process.Pid, p.err, logFile, Tail(logFile, TailLines))
 	case <-timer.C:
-		_ = p.signal(syscall.SIGKILL)
-		p.wait(StopTimeout)
-		return nil, node.NodeReady{}, fmt.Errorf("pid %d not ready after %v (killed); log %s:\n%s", cmd.Process.Pid, timeout, logFile, tail(logFile, LogTailLines))
+		_ = p.Signal(syscall.SIGKILL)
+		p.Wait(KillWait)
+		return nil, node.NodeReady{}, fmt.Errorf("pid %d not ready after %v (killed); log %s:\n%s", cmd.Process.Pid, timeout, logFile, Tail(logFile, TailLines))
 	}
 }
 
-// signal sends sig unless the process has been reaped.
-func (p *process) signal(sig syscall.Signal) error {
+// Signal sends sig unless the process has been reaped.
+func (p *Process) Signal(sig syscall.Signal) error {
 	select {
 	case <-p.done:
 		return nil
@@ -99,8 +99,8 @@ func (p *process) signal(sig syscall.Signal) error {
 	return err
 }
 
-// wait waits up to d for the process to be reaped.
-func (p *process) wait(d time.Duration) bool {
+// Wait waits up to d for the process to be reaped.
+func (p *Process) Wait(d time.Duration) bool {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
@@ -111,17 +111,17 @@ func (p *process) wait(d time.Duration) bool {
 	}
 }
 
-// stop sends SIGTERM, waits up to timeout, then kills the process; it
+// Stop sends SIGTERM, waits up to timeout, then kills the process; it
 // returns once the process is reaped.
-func (p *process) stop(timeout time.Duration) error {
-	if err := p.signal(syscall.SIGTERM); err != nil {
+func (p *Process) Stop(timeout time.Duration) error {
+	if err := p.Signal(syscall.SIGTERM); err != nil {
 		return err
 	}
-	if p.wait(timeout) {
+	if p.Wait(timeout) {
 		return nil
 	}
-	_ = p.signal(syscall.SIGKILL)
-	if !p.wait(StopTimeout) {
+	_ = p.Signal(syscall.SIGKILL)
+	if !p.Wait(KillWait) {
 		return fmt.Errorf("pid %d still running after SIGKILL", p.cmd.Process.Pid)
 	}
 	return fmt.Errorf("pid %d did not exit within %v of SIGTERM; killed", p.cmd.Process.Pid, timeout)
@@ -160,7 +160,7 @@ func (w *readyWriter) Write(b []byte) (int, error) {
 		}
 		var r node.NodeReady
 		if err := json.Unmarshal(rest, &r); err != nil {
-			fmt.Fprintf(w.f, "testcluster: bad ready line %q: %v\n", line, err)
+			fmt.Fprintf(w.f, "localcluster: bad ready line %q: %v\n", line, err)
 			continue
 		}
 		w.found = true
@@ -170,8 +170,8 @@ func (w *readyWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// tail returns the last n lines of a file (or why it cannot).
-func tail(path string, n int) string {
+// Tail returns the last n lines of a file (or why it cannot).
+func Tail(path string, n int) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err.Error()
@@ -182,3 +182,37 @@ func tail(path string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// TailLines is how many lines of a node's log an error about it quotes.
+const TailLines = 50
+
+// KillWait bounds the wait for a killed process to be reaped.
+const KillWait = 10 * time.Second
+
+// Done is closed once the process has exited and been reaped.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Err is how the process exited (an *exec.ExitError, or an error saying
+// "exit status 0") once Done is closed; nil before.
+func (p *Process) Err() error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+		return nil
+	}
+}
+
+// ExitCode is the process's exit status once Done is closed (-1 before,
+// or when a signal killed it).
+func (p *Process) ExitCode() int {
+	select {
+	case <-p.done:
+		return p.cmd.ProcessState.ExitCode()
+	default:
+		return -1
+	}
+}
+
+// Pid is the process's id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }

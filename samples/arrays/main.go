@@ -106,10 +106,10 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	if opts.size < 1 || opts.chunk < 1 || opts.matmulSize < 1 || opts.matmulChunk < 1 {
 		return fmt.Errorf("arrays: -size, -chunk, -matmul-size and -matmul-chunk must be at least 1")
 	}
-	progress := newProgress(stderr)
+	progress := benchfmt.NewProgress(stderr, "arrays")
 	xBytes := int64(opts.size) * int64(opts.size) * 8
 
-	progress.phase(fmt.Sprintf("atoll: y = (x + xᵀ).Mean(axis 0), x %dx%d (%s) in %dx%d chunks, store %s",
+	progress.Phase(fmt.Sprintf("atoll: y = (x + xᵀ).Mean(axis 0), x %dx%d (%s) in %dx%d chunks, store %s",
 		opts.size, opts.size, benchfmt.FormatSize(xBytes), opts.chunk, opts.chunk, benchfmt.FormatSize(int64(opts.store))))
 	got, err := measure(func(r *results) error {
 		x := array.Random(opts.seed, opts.size, opts.size, opts.chunk, opts.chunk)
@@ -119,7 +119,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		progress.phase(fmt.Sprintf("atoll: %.2fs; (A·Aᵀ).Sum(), A %dx%d in %dx%d chunks", r.meansWall.Seconds(),
+		progress.Phase(fmt.Sprintf("atoll: %.2fs; (A·Aᵀ).Sum(), A %dx%d in %dx%d chunks", r.meansWall.Seconds(),
 			opts.matmulSize, opts.matmulSize, opts.matmulChunk, opts.matmulChunk))
 		a := array.Random(opts.seed+1, opts.matmulSize, opts.matmulSize, opts.matmulChunk, opts.matmulChunk)
 		start = time.Now()
@@ -134,7 +134,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	progress.phase(fmt.Sprintf("atoll: %.2fs; spilled %s, restored %s", got.matmulWall.Seconds(),
+	progress.Phase(fmt.Sprintf("atoll: %.2fs; spilled %s, restored %s", got.matmulWall.Seconds(),
 		benchfmt.FormatSize(int64(mem.SpilledBytesTotal)), benchfmt.FormatSize(int64(mem.RestoredBytesTotal))))
 	// Stop atoll before the baseline, so the two do not share the machine.
 	err, shutdown = shutdown(), nil
@@ -142,17 +142,17 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	progress.phase("baseline: the same computations with gonum, in this process, in memory")
+	progress.Phase("baseline: the same computations with gonum, in this process, in memory")
 	base, err := measure(func(r *results) error {
 		r.means, r.meansWall = baselineMeans(opts)
-		progress.phase(fmt.Sprintf("baseline: %.2fs; A·Aᵀ with gonum's parallel Dgemm", r.meansWall.Seconds()))
+		progress.Phase(fmt.Sprintf("baseline: %.2fs; A·Aᵀ with gonum's parallel Dgemm", r.meansWall.Seconds()))
 		r.total, r.matmulWall = baselineMatMulSum(opts)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	progress.phase(fmt.Sprintf("baseline: %.2fs", base.matmulWall.Seconds()))
+	progress.Phase(fmt.Sprintf("baseline: %.2fs", base.matmulWall.Seconds()))
 
 	meansErr := compareMeans(got.means, base.means)
 	totalErr := compareTotal(got.total, base.total)

@@ -133,9 +133,9 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	progress := newProgress(stderr)
+	progress := benchfmt.NewProgress(stderr, "dataset")
 
-	progress.phase(fmt.Sprintf("generate %s of Parquet in %d files under %s", benchfmt.FormatSize(int64(opts.genSize)), opts.files, in))
+	progress.Phase(fmt.Sprintf("generate %s of Parquet in %d files under %s", benchfmt.FormatSize(int64(opts.genSize)), opts.files, in))
 	genBytes, input, err := generate(in, int64(opts.genSize), opts.files, opts.rowsPerGroup, opts.seed, progress)
 	if err != nil {
 		return err
@@ -147,7 +147,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "dataset: %d rows, %d bytes of Parquet\n", input.Rows, genBytes)
 
 	// Pipeline A.
-	progress.phase("A baseline: read -> score -> filter -> per-key sums, one goroutine")
+	progress.Phase("A baseline: read -> score -> filter -> per-key sums, one goroutine")
 	var wantA map[int64]agg
 	baseA, err := measure(ctx, func() error {
 		var err error
@@ -157,7 +157,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	progress.phase("A atoll: ReadParquet -> MapBatches(score) -> Filter(keep) -> MapBatches(partial) -> IterBatches")
+	progress.Phase("A atoll: ReadParquet -> MapBatches(score) -> Filter(keep) -> MapBatches(partial) -> IterBatches")
 	var gotA map[int64]agg
 	var statsA string
 	atollA, err := measure(ctx, func() error {
@@ -172,7 +172,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	fmt.Fprint(stderr, statsA)
 	var matA phase
 	if opts.materialize {
-		progress.phase("A atoll, every stage materialized")
+		progress.Phase("A atoll, every stage materialized")
 		var got map[int64]agg
 		matA, err = measure(ctx, func() error {
 			var err error
@@ -188,7 +188,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	// Pipeline B.
 	var baseB phase
 	if opts.genSize <= opts.baselineMax {
-		progress.phase("B baseline: read everything, sort by id, write, one goroutine")
+		progress.Phase("B baseline: read everything, sort by id, write, one goroutine")
 		baseB, err = measure(ctx, func() error { return baselineB(ctx, files, baseOut) })
 		if err != nil {
 			return err
@@ -201,7 +201,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	progress.phase("B atoll: ReadParquet -> Sort(id) -> WriteParquet")
+	progress.Phase("B atoll: ReadParquet -> Sort(id) -> WriteParquet")
 	var statsB string
 	atollB, err := measure(ctx, func() error {
 		ds := data.ReadParquet(in).Sort("id")
@@ -213,7 +213,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprint(stderr, statsB)
-	progress.phase("B verify: read the sorted files back")
+	progress.Phase("B verify: read the sorted files back")
 	atollB.verified, err = checkSorted(ctx, out, input)
 	if err != nil {
 		return err

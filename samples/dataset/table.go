@@ -19,6 +19,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/atoll-runtime/atoll/internal/benchfmt"
 )
 
 // The generated table: a random int64 "id" (the sort key), a group "key"
@@ -112,7 +114,7 @@ func summarize(rec arrow.RecordBatch, prev int64, first bool) (digest, int64, bo
 // part-NNNNN.parquet, rowsPerGroup rows per row group, from seed; files
 // are written two at a time. It returns the bytes written and the digest
 // of the rows.
-func generate(dir string, size int64, files, rowsPerGroup int, seed uint64, progress *progress) (int64, digest, error) {
+func generate(dir string, size int64, files, rowsPerGroup int, seed uint64, progress *benchfmt.Progress) (int64, digest, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, digest{}, err
 	}
@@ -141,7 +143,7 @@ func generate(dir string, size int64, files, rowsPerGroup int, seed uint64, prog
 				first = err
 			}
 			done++
-			progress.step(done, files)
+			progress.Step(done, files)
 		}()
 	}
 	wg.Wait()

@@ -256,7 +256,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	if n <= 0 || opts.partitions <= 0 || n < opts.partitions {
 		return fmt.Errorf("sort: -size must hold at least one int64 per partition")
 	}
-	progress := newProgress(stderr)
+	progress := benchfmt.NewProgress(stderr, "sort")
 	if opts.cpuprofile != "" {
 		f, err := os.Create(opts.cpuprofile)
 		if err != nil {
@@ -293,7 +293,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	}
 	var base time.Duration
 	if opts.size <= opts.baseline {
-		progress.phase("baseline: the same data sorted in this process, in memory")
+		progress.Phase("baseline: the same data sorted in this process, in memory")
 		base = baseline(opts, n)
 	}
 	config := map[string]any{
@@ -342,11 +342,11 @@ type sortResult struct {
 	verified error // nil when every check passed
 }
 
-func sortColumn(ctx context.Context, opts options, n int, progress *progress) (sortResult, error) {
+func sortColumn(ctx context.Context, opts options, n int, progress *benchfmt.Progress) (sortResult, error) {
 	p := opts.partitions
 	chunks := make([]atoll.ObjectRef[[]int64], p)
 	samples := make([]atoll.ObjectRef[sampleResult], p)
-	progress.phase(fmt.Sprintf("generate and sample %d chunks", p))
+	progress.Phase(fmt.Sprintf("generate and sample %d chunks", p))
 	for i := range chunks {
 		size := n/p + boolInt(i < n%p)
 		chunks[i] = gen.Remote(ctx, atoll.Value(genArgs{Seed: uint64(i) + 1, N: size}))
@@ -362,7 +362,7 @@ func sortColumn(ctx context.Context, opts options, n int, progress *progress) (s
 		input.Count += s.Input.Count
 		input.Checksum += s.Input.Checksum
 		all = append(all, s.Samples...)
-		progress.step(i+1, p)
+		progress.Step(i+1, p)
 	}
 	slices.Sort(all)
 	splitters := make([]int64, p-1)
@@ -370,13 +370,13 @@ func sortColumn(ctx context.Context, opts options, n int, progress *progress) (s
 		splitters[j] = all[(j+1)*len(all)/p]
 	}
 
-	progress.phase(fmt.Sprintf("partition %d chunks into %d buckets each", p, p))
+	progress.Phase(fmt.Sprintf("partition %d chunks into %d buckets each", p, p))
 	buckets := make([][]atoll.ObjectRef[[]int64], p)
 	for i, chunk := range chunks {
 		buckets[i] = partition.Remote(ctx, p, chunk, atoll.Value(splitters))
 		chunk.Release() // the partition task holds it now
 	}
-	progress.phase(fmt.Sprintf("sort %d partitions", p))
+	progress.Phase(fmt.Sprintf("sort %d partitions", p))
 	sorted := make([]atoll.ObjectRef[[]int64], p)
 	for j := range sorted {
 		col := make([]atoll.ObjectRef[[]int64], p)
@@ -388,7 +388,7 @@ func sortColumn(ctx context.Context, opts options, n int, progress *progress) (s
 			ref.Release() // the reduce task holds them now
 		}
 	}
-	progress.phase("verify every sorted partition")
+	progress.Phase("verify every sorted partition")
 	checks := make([]atoll.ObjectRef[summary], p)
 	for j, ref := range sorted {
 		checks[j] = verify.Remote(ctx, ref)
@@ -412,7 +412,7 @@ func sortColumn(ctx context.Context, opts options, n int, progress *progress) (s
 		if s.Count > 0 {
 			prev = &s
 		}
-		progress.step(j+1, p)
+		progress.Step(j+1, p)
 	}
 	switch {
 	case res.verified != nil:

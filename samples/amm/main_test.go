@@ -9,16 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 )
 
-func TestMain(m *testing.M) {
-	if atoll.IsWorker() {
-		_ = atoll.Init(context.Background()) // a node or worker process: serves; never returns
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testmain.Run(m) }
 
 // TestExperimentReportsVerifiedFiguresAsJSON runs the experiment small: a
 // two-node cluster per mode, the workload verified, three records, and

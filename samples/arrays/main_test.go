@@ -4,19 +4,13 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"os"
 	"testing"
 
-	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 )
 
-func TestMain(m *testing.M) {
-	if atoll.IsWorker() {
-		_ = atoll.Init(context.Background()) // serves tasks; never returns
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testmain.Run(m) }
 
 // TestOutOfCoreArraysAreVerified runs the sample's computations on an x
 // four times larger than the object store, in worker processes, and

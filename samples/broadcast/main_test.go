@@ -4,19 +4,13 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"os"
 	"testing"
 
-	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 )
 
-func TestMain(m *testing.M) {
-	if atoll.IsWorker() {
-		_ = atoll.Init(context.Background()) // serves tasks; never returns
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testmain.Run(m) }
 
 func TestBroadcastReportsVerifiedFiguresAsJSON(t *testing.T) {
 	for _, mode := range []string{"inprocess", "process"} {

@@ -4,19 +4,13 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"os"
 	"testing"
 
-	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 )
 
-func TestMain(m *testing.M) {
-	if atoll.IsWorker() {
-		_ = atoll.Init(context.Background()) // serves tasks; never returns
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testmain.Run(m) }
 
 // TestPipelinesAreVerified runs both pipelines on 24 MiB of Parquet under
 // an 8 MiB store, in worker processes, and checks the report: A's

@@ -2,18 +2,12 @@ package main
 
 import (
 	"context"
-	"os"
 	"testing"
 
-	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 )
 
-func TestMain(m *testing.M) {
-	if atoll.IsWorker() {
-		_ = atoll.Init(context.Background()) // serves tasks; never returns
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testmain.Run(m) }
 
 func TestQuickstartRuns(t *testing.T) {
 	if err := run(context.Background()); err != nil {

@@ -251,11 +251,8 @@ func (t *Table) rerun(id ids.ObjectID, o *object, cause string) *atollpb.ErrorIn
 	t.tasks[tk.id] = tk
 	for _, dep := range tk.deps {
 		t.AddRef(dep)
-		if d := t.objects[dep]; !d.ready() {
-			tk.unresolved++
-			d.waiting = append(d.waiting, tk)
-		}
 	}
+	t.awaitObjects(tk, tk.deps)
 	if tk.unresolved == 0 {
 		t.dispatch(tk)
 	}
@@ -300,12 +297,7 @@ func (t *Table) recoverArgument(tk *task, res *atollpb.TaskResult) bool {
 	resetArgs(spec, tk.deps, tk.depArgIdx)
 	tk.spec, tk.dispatched = spec, false
 	t.emit(Retried{Attach: tk.attach, Attempt: spec.Attempt, Cause: e})
-	for _, dep := range tk.deps {
-		if d := t.objects[dep]; d != nil && !d.ready() {
-			tk.unresolved++
-			d.waiting = append(d.waiting, tk)
-		}
-	}
+	t.awaitObjects(tk, tk.deps)
 	if tk.unresolved == 0 {
 		t.dispatch(tk)
 	}

@@ -122,23 +122,24 @@ func (t *Table) Submit(s Submission) []ids.ObjectID {
 		tk.actor = a
 		a.queue = append(a.queue, tk)
 	}
-	for _, dep := range tk.deps {
-		if o := t.objects[dep]; o != nil && !o.ready() {
-			tk.unresolved++
-			o.waiting = append(o.waiting, tk)
-		}
-	}
+	t.awaitObjects(tk, tk.deps)
 	// Refs inside argument values must have values too, to be lent.
-	for _, h := range tk.holds {
-		if o := t.objects[h]; o != nil && !o.ready() {
-			tk.unresolved++
-			o.waiting = append(o.waiting, tk)
-		}
-	}
+	t.awaitObjects(tk, tk.holds)
 	if tk.unresolved == 0 {
 		t.dispatch(tk)
 	}
 	return tk.returns
+}
+
+// awaitObjects makes tk wait for those of idl that have no value yet
+// (each counts in tk.unresolved until depReady).
+func (t *Table) awaitObjects(tk *task, idl []ids.ObjectID) {
+	for _, id := range idl {
+		if o := t.objects[id]; o != nil && !o.ready() {
+			tk.unresolved++
+			o.waiting = append(o.waiting, tk)
+		}
+	}
 }
 
 // depReady counts down a task's unresolved arguments.

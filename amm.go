@@ -37,10 +37,7 @@ func controlAMM(ctx context.Context, op node.AMMOp) (*AMMStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return node.ControlAMM(n.Conn(), op)
+	return node.ControlAMM(ctx, n.Conn(), op)
 }
 
 // DrainNode drains the live node whose id is (or starts with, at least 4

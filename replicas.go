@@ -11,16 +11,17 @@ import (
 // that runs tasks (nodes that join later included).
 const ReplicasAllNodes = amm.AllNodes
 
-// SetReplicas asks the head's Active Memory Manager (which must be on:
-// ATOLL_AMM=1 on the head) to keep n copies of ref's object in the
+// SetReplicas asks the head's Active Memory Manager to keep n copies of ref's object in the
 // cluster's stores, its primary included: its Replicate policy has nodes
 // pull the missing copies, least loaded first, and restores the count
 // when a node holding one dies, as long as one copy lives. n is
 // ReplicasAllNodes for a copy on every node, 0 to stop tracking. The
 // count lasts as long as the object (or until the head restarts: it is
 // not persisted). Objects small enough to be inlined in their owner live
-// in no store and are not replicated. It fails with ErrUnavailable when
-// no AMM runs, and ErrInvalidArgument outside a cluster.
+// in no store and are not replicated. The count is applied while the
+// AMM's policies run (ATOLL_AMM=1 on the head, or StartAMM). It fails with
+// ErrUnavailable when no AMM answers (a head older than this one), and
+// ErrInvalidArgument outside a cluster.
 func SetReplicas[T any](ctx context.Context, ref ObjectRef[T], n int) error {
 	if err := ref.check(); err != nil {
 		return err

@@ -358,10 +358,10 @@ func (c *AMMClient) prefix() string {
 
 // Control starts (atollpb.AMMControl_START), stops or only reads (STATUS)
 // the AMM and returns its status.
-func (c *AMMClient) Control(op atollpb.AMMControl_Op) (*atollpb.AMMStatus, error) {
+func (c *AMMClient) Control(ctx context.Context, op atollpb.AMMControl_Op) (*atollpb.AMMStatus, error) {
 	b, _ := proto.Marshal(&atollpb.AMMControl{Op: op})
 	var st atollpb.AMMStatus
-	if err := c.request(ammControlSubject(c.prefix()), b, &st); err != nil {
+	if err := c.request(ctx, "amm control", ammControlSubject(c.prefix()), b, &st); err != nil {
 		return nil, err
 	}
 	if st.Error != nil {
@@ -370,20 +370,52 @@ func (c *AMMClient) Control(op atollpb.AMMControl_Op) (*atollpb.AMMStatus, error
 	return &st, nil
 }
 
-func (c *AMMClient) request(subject string, body []byte, reply proto.Message) error {
-	timeout := c.Timeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
+// SetReplicas asks the AMM to keep n copies of object (amm.AllNodes: one
+// on every node; 0: stop tracking).
+func (c *AMMClient) SetReplicas(ctx context.Context, object ids.ObjectID, n int) error {
+	if n < amm.AllNodes || n > maxReplicaCount {
+		return errs.Invalidf("SetReplicas: count %d: want 0..%d or %d (every node)", n, maxReplicaCount, amm.AllNodes)
 	}
-	msg, err := c.Conn.Request(subject, body, timeout)
+	b, _ := proto.Marshal(&atollpb.SetReplicas{ObjectId: object.Bytes(), Replicas: int32(n)})
+	var reply atollpb.SetReplicasReply
+	if err := c.request(ctx, "SetReplicas", ammReplicasSubject(c.prefix()), b, &reply); err != nil {
+		return err
+	}
+	return errs.FromProto(reply.Error)
+}
+
+// Drain asks the head to drain node; it fails with the head's typed error
+// (not found, the head itself, a driver's node) or ErrUnavailable.
+func (c *AMMClient) Drain(ctx context.Context, node ids.NodeID) error {
+	b, _ := proto.Marshal(&atollpb.DrainRequest{NodeId: node.Bytes()})
+	var reply atollpb.DrainReply
+	if err := c.request(ctx, "drain", ammDrainSubject(c.prefix()), b, &reply); err != nil {
+		return err
+	}
+	return errs.FromProto(reply.Error)
+}
+
+// request sends body to the head's AMM on subject and decodes its reply,
+// within ctx (and Timeout, default 10 s, when ctx has no deadline).
+func (c *AMMClient) request(ctx context.Context, what, subject string, body []byte, reply proto.Message) error {
+	if _, ok := ctx.Deadline(); !ok {
+		timeout := c.Timeout
+		if timeout <= 0 {
+			timeout = 10 * time.Second
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	msg, err := c.Conn.RequestWithContext(ctx, subject, body)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
-			return errs.Unavailablef("no Active Memory Manager answers on the head (an older head?)")
+			return errs.Unavailablef("%s: no Active Memory Manager answers on the head (an older head?)", what)
 		}
-		return errs.Unavailablef("the head's Active Memory Manager: %v", err)
+		return errs.Unavailablef("%s: the head's Active Memory Manager: %v", what, err)
 	}
 	if err := proto.Unmarshal(msg.Data, reply); err != nil {
-		return errs.Unavailablef("the head's Active Memory Manager: undecodable reply")
+		return errs.Unavailablef("%s: undecodable reply from the head's Active Memory Manager", what)
 	}
 	return nil
 }

@@ -201,26 +201,7 @@ func validReplicate(r *atollpb.ReplicateRequest) error {
 }
 
 // SetReplicas asks the head's Active Memory Manager to keep n copies of
-// object (amm.AllNodes: one on every node; 0: stop tracking). It fails
-// with ErrUnavailable when no AMM runs on the head.
+// object (amm.AllNodes: one on every node; 0: stop tracking).
 func (g *Gateway) SetReplicas(ctx context.Context, object ids.ObjectID, n int) error {
-	if n < -1 || n > maxReplicaCount {
-		return errs.Invalidf("SetReplicas: count %d: want 0..%d or -1 (every node)", n, maxReplicaCount)
-	}
-	b, _ := proto.Marshal(&atollpb.SetReplicas{ObjectId: object.Bytes(), Replicas: int32(n)})
-	msg, err := g.cfg.Conn.RequestWithContext(ctx, ammReplicasSubject(g.cfg.Prefix), b)
-	if err != nil {
-		if errors.Is(err, nats.ErrNoResponders) {
-			return errs.Unavailablef("SetReplicas: the Active Memory Manager is not running on the head (%s)", EnvAMM)
-		}
-		return errs.Unavailablef("SetReplicas: %v", err)
-	}
-	var reply atollpb.SetReplicasReply
-	if err := proto.Unmarshal(msg.Data, &reply); err != nil {
-		return errs.Unavailablef("SetReplicas: undecodable reply")
-	}
-	if reply.Error != nil {
-		return errs.FromProto(reply.Error)
-	}
-	return nil
+	return (&AMMClient{Conn: g.cfg.Conn, Prefix: g.cfg.Prefix}).SetReplicas(ctx, object, n)
 }

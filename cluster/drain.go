@@ -147,20 +147,6 @@ func (g *Gateway) checkLeave(safe [][]byte) string {
 	return ""
 }
 
-// Drain asks the head to drain node; it fails with the head's typed error
-// (not found, the head itself, a driver's node) or ErrUnavailable.
-func (c *AMMClient) Drain(node ids.NodeID) error {
-	b, _ := proto.Marshal(&atollpb.DrainRequest{NodeId: node.Bytes()})
-	var reply atollpb.DrainReply
-	if err := c.request(ammDrainSubject(c.prefix()), b, &reply); err != nil {
-		return err
-	}
-	if reply.Error != nil {
-		return errs.FromProto(reply.Error)
-	}
-	return nil
-}
-
 // askDrain tells node to drain (from the head's AMM).
 func askDrain(nc *nats.Conn, prefix string, node ids.NodeID, timeout time.Duration) error {
 	b, _ := proto.Marshal(&atollpb.DrainRequest{NodeId: node.Bytes()})

@@ -79,9 +79,9 @@ const (
 	AMMStop                    // stop running them (drains go on)
 )
 
-// ControlAMM starts or stops the policies of the head's Active Memory
+// ControlAMM starts or stops, within ctx, the policies of the head's Active Memory
 // Manager over nc (AMMStatusOnly: neither) and returns its status.
-func ControlAMM(nc *nats.Conn, op AMMOp) (*AMMStatus, error) {
+func ControlAMM(ctx context.Context, nc *nats.Conn, op AMMOp) (*AMMStatus, error) {
 	var pop atollpb.AMMControl_Op
 	switch op {
 	case AMMStatusOnly:
@@ -93,7 +93,7 @@ func ControlAMM(nc *nats.Conn, op AMMOp) (*AMMStatus, error) {
 	default:
 		return nil, errs.Invalidf("ControlAMM: unknown op %d", op)
 	}
-	p, err := (&cluster.AMMClient{Conn: nc}).Control(pop)
+	p, err := (&cluster.AMMClient{Conn: nc}).Control(ctx, pop)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func DrainNode(ctx context.Context, nc *nats.Conn, prefix string, progress func(
 		return err
 	}
 	c := &cluster.AMMClient{Conn: nc}
-	if err := c.Drain(node); err != nil {
+	if err := c.Drain(ctx, node); err != nil {
 		return err
 	}
 	tick := time.NewTicker(drainPoll)
@@ -165,7 +165,7 @@ func DrainNode(ctx context.Context, nc *nats.Conn, prefix string, progress func(
 			}
 		}
 		if progress != nil {
-			if p, err := c.Control(atollpb.AMMControl_STATUS); err == nil {
+			if p, err := c.Control(ctx, atollpb.AMMControl_STATUS); err == nil {
 				for _, d := range ammStatusFromProto(p).Drains {
 					if d.NodeID == node.String() {
 						progress(d)

@@ -39,14 +39,14 @@ copies dropped and made, and drains under way.`,
 			if !ok {
 				return fmt.Errorf("atoll amm %s: want start, stop or status", args[0])
 			}
-			_, cancel, address := q.begin(cmd)
+			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
 			nc, _, err := node.DialCluster(address, "atoll-amm")
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
-			st, err := node.ControlAMM(nc, op)
+			st, err := node.ControlAMM(ctx, nc, op)
 			if err != nil {
 				return err
 			}

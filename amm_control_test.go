@@ -176,7 +176,7 @@ func TestDrainNodeMidSort(t *testing.T) {
 	case <-time.After(testcluster.StopTimeout):
 		t.Fatal("the drained node's process did not exit")
 	}
-	st, err := node.GetClusterStatus(ctx, c.Address())
+	st, err := node.GetClusterStatus(ctx, c.Address(), c.Credentials())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -226,11 +226,7 @@ var holdAll = atoll.NewFuncN("cl.holdAll", func(ctx context.Context, args [][]by
 // its inventory once.
 func countAMMRounds(t *testing.T, c *testcluster.Cluster, nodeID string) *atomic.Int64 {
 	t.Helper()
-	url, err := node.ResolveAddress(c.Address())
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, err := nats.Connect(url, nats.Name("amm-rounds"))
+	nc, _, err := node.DialCluster(c.Address(), "amm-rounds", c.Credentials())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func BenchmarkClusterTransfer(b *testing.B) {
 	c := testcluster.Start(b, testcluster.Options{Nodes: 2, NumCPUs: 1, ObjectStoreMemory: 1 << 30})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	if err := atoll.Init(ctx, atoll.WithAddress(c.Address()), atoll.WithObjectStoreMemory(1<<30)); err != nil {
+	if err := atoll.Init(ctx, atoll.WithAddress(c.Address()), atoll.WithSecret(c.Secret()), atoll.WithObjectStoreMemory(1<<30)); err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = atoll.Shutdown(context.Background()) }()

@@ -98,7 +98,7 @@ func joinCluster(t *testing.T, c *testcluster.Cluster, opts ...atoll.Option) con
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	opts = append([]atoll.Option{atoll.WithAddress(c.Address()), atoll.WithObjectStoreMemory(512 << 20)}, opts...)
+	opts = append([]atoll.Option{atoll.WithAddress(c.Address()), atoll.WithSecret(c.Secret()), atoll.WithObjectStoreMemory(512 << 20)}, opts...)
 	if err := atoll.Init(ctx, opts...); err != nil {
 		t.Fatalf("Init(WithAddress(%s)): %v", c.Address(), err)
 	}
@@ -132,7 +132,7 @@ func spreadNodes(ctx context.Context, t *testing.T, n int) []string {
 
 func pullsByNode(t *testing.T, c *testcluster.Cluster) map[string]uint64 {
 	t.Helper()
-	st, err := node.GetClusterStatus(context.Background(), c.Address())
+	st, err := node.GetClusterStatus(context.Background(), c.Address(), c.Credentials())
 	if err != nil {
 		t.Fatalf("cluster status: %v", err)
 	}
@@ -159,7 +159,7 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("SPREAD tasks ran on %v, want every node %v", got, sorted(nodes))
 		}
 		// Every node's timeline has the attempts it ran.
-		events, err := node.GetTimeline(ctx, c.Address())
+		events, err := node.GetTimeline(ctx, c.Address(), c.Credentials())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -372,7 +372,7 @@ func findNode(st *node.ClusterStatus, id string) (node.ClusterNode, bool) {
 func nodeStatus(ctx context.Context, c *testcluster.Cluster, id string) (node.ClusterNode, bool) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st, err := node.GetClusterStatus(ctx, c.Address())
+		st, err := node.GetClusterStatus(ctx, c.Address(), c.Credentials())
 		if err == nil {
 			n, ok := findNode(st, id)
 			if !ok || n.Reporting || !n.Alive {

@@ -83,6 +83,11 @@ type core struct {
 	// workerBinary is the program that runs this job's tasks (sent with
 	// every task, for nodes started without one).
 	workerBinary string
+	// workerBinarySum is its SHA-256 (clustered drivers at Init, worker
+	// processes on their first submission: binarySum): a node runs the
+	// binary only if its file there has this hash.
+	workerBinarySum  []byte
+	workerBinaryOnce sync.Once
 }
 
 var (
@@ -160,6 +165,13 @@ func (rt *core) start(ctx context.Context) error {
 	if rt.workerBinary == "" {
 		rt.workerBinary, _ = os.Executable()
 	}
+	if cfg.address != "" && rt.workerBinary != "" {
+		sum, err := raylet.HashFile(rt.workerBinary)
+		if err != nil {
+			return fmt.Errorf("atoll: hash the worker binary: %w", err)
+		}
+		rt.workerBinarySum = sum[:]
+	}
 	if cfg.numCPUs < 0 {
 		return errs.Invalidf("WithNumCPUs(%g): must not be negative", cfg.numCPUs)
 	}
@@ -179,7 +191,8 @@ func (rt *core) start(ctx context.Context) error {
 
 	nc := node.Config{
 		Address: cfg.address, Driver: cfg.address != "", NodeIP: cfg.nodeIP, FailureTimeout: cfg.failureTimeout,
-		NumCPUs: cfg.numCPUs, Resources: cfg.resources, ObjectStoreMemory: cfg.storeMemory,
+		Credentials: node.Credentials{Secret: cfg.secret},
+		NumCPUs:     cfg.numCPUs, Resources: cfg.resources, ObjectStoreMemory: cfg.storeMemory,
 		StoreFullTimeout: cfg.storeFullTimeout, PrefaultStore: cfg.prefaultStore, SpillDirs: cfg.spillDirs, NoSpill: cfg.noSpill,
 		Saturation: cfg.saturation, IdleWorkerTimeout: cfg.idleTimeout, WorkerBinary: cfg.workerBinary, WorkerOutput: cfg.workerOutput,
 		SessionDir: cfg.sessionDir, Faults: cfg.faults, TracerProvider: tp, MeterProvider: cfg.meterProvider, Logger: cfg.logger,
@@ -205,7 +218,8 @@ func (rt *core) start(ctx context.Context) error {
 		return err
 	}
 	if err := n.GCS().AddJob(ctx, &atollpb.JobInfo{JobId: rt.jobID.Bytes(), DriverAddress: rt.ownerPID.Id,
-		StartTimeUnixMs: time.Now().UnixMilli(), Entrypoint: entrypoint(), WorkerBinary: rt.workerBinary}); err != nil {
+		StartTimeUnixMs: time.Now().UnixMilli(), Entrypoint: entrypoint(), WorkerBinary: rt.workerBinary,
+		WorkerBinarySha256: rt.workerBinarySum}); err != nil {
 		return fmt.Errorf("atoll: register job: %w", err)
 	}
 	if rt.gateway != nil {

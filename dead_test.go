@@ -30,7 +30,7 @@ func TestDriverDeclaredDead(t *testing.T) {
 		return false
 	})
 
-	nc, _, err := node.DialCluster(c.Address(), "test")
+	nc, _, err := node.DialCluster(c.Address(), "test", c.Credentials())
 	if err != nil {
 		t.Fatal(err)
 	}

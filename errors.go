@@ -63,4 +63,8 @@ var (
 	ErrUnavailable    = errs.ErrUnavailable
 	ErrNotInitialized = errs.ErrNotInitialized
 	ErrAlreadyStarted = errs.ErrAlreadyStarted
+	// ErrUnauthenticated: the cluster refused this process's cluster
+	// secret, or none was found (ATOLL_SECRET, ATOLL_SECRET_FILE,
+	// WithSecret, or the head's secret file on its machine).
+	ErrUnauthenticated = errs.ErrUnauthenticated
 )

@@ -178,7 +178,7 @@ func runJob(t *testing.T, c *testcluster.Cluster, job int) {
 			t.Logf("job %d: the driver's warnings:\n%s", job, logs.String())
 		}
 	}()
-	if err := atoll.Init(ctx, atoll.WithAddress(c.Address()), atoll.WithObjectStoreMemory(32<<20),
+	if err := atoll.Init(ctx, atoll.WithAddress(c.Address()), atoll.WithSecret(c.Secret()), atoll.WithObjectStoreMemory(32<<20),
 		atoll.WithLogger(log)); err != nil {
 		t.Fatalf("job %d: Init: %v", job, err)
 	}

@@ -68,6 +68,7 @@ type config struct {
 	meterProvider    metric.MeterProvider
 	faults           *FaultInjector
 	address          string
+	secret           string
 	nodeIP           string
 	failureTimeout   time.Duration
 	noSignalHandler  bool
@@ -287,6 +288,13 @@ func MaxTaskRetries(n int) CallOption { return func(c *callConfig) { c.maxTaskRe
 // own that holds the objects it puts and gets; it gives that node no CPUs
 // unless WithNumCPUs says otherwise, so its tasks run on the cluster.
 func WithAddress(address string) Option { return func(c *config) { c.address = address } }
+
+// WithSecret is the cluster's secret (64 hex digits, as `atoll start
+// --head` generates it) for a driver joining a cluster. Without it Init
+// reads ATOLL_SECRET, then the file ATOLL_SECRET_FILE names, then the
+// head's secret file on this machine; a cluster that refuses the secret
+// (or none found) fails Init with ErrUnauthenticated.
+func WithSecret(secret string) Option { return func(c *config) { c.secret = secret } }
 
 // WithFailureTimeout bounds the time the cluster takes to declare a failed
 // node dead (default 5 s, at least 1.2 s).

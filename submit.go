@@ -12,6 +12,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
 	"github.com/atoll-runtime/atoll/owner"
+	"github.com/atoll-runtime/atoll/raylet"
 )
 
 // argSource is one argument as the caller gave it: a value or a ref.
@@ -29,7 +30,7 @@ func (rt *core) submit(ctx context.Context, spec *atollpb.TaskSpec, args []argSo
 	spec.TaskId = task.Bytes()
 	spec.JobId = rt.jobID.Bytes()
 	spec.OwnerId = rt.workerID.Bytes()
-	spec.WorkerBinary = rt.workerBinary
+	spec.WorkerBinary, spec.WorkerBinarySha256 = rt.workerBinary, rt.binarySum()
 	spec.OwnerAddress = rt.nodeID.String()
 	if spec.Name == "" {
 		spec.Name = spec.Function
@@ -106,3 +107,19 @@ func (rt *core) buildArgs(args []argSource) ([]owner.Arg, error) {
 }
 
 func (rt *core) inline(n int) bool { return rt.cfg.inlineThreshold >= 0 && n <= rt.cfg.inlineThreshold }
+
+// binarySum is the SHA-256 of the job's worker binary. A driver that
+// joined a cluster hashed it at Init; a worker process hashes its own
+// program when it first submits a task (its node may forward the task
+// to a node that checks it). Nil if the file cannot be read: nodes with a
+// worker binary of their own still run the task, the others refuse it.
+func (rt *core) binarySum() []byte {
+	if rt.isWorker {
+		rt.workerBinaryOnce.Do(func() {
+			if sum, err := raylet.HashFile(rt.workerBinary); err == nil {
+				rt.workerBinarySum = sum[:]
+			}
+		})
+	}
+	return rt.workerBinarySum
+}

@@ -406,9 +406,11 @@ type JobInfo struct {
 	Entrypoint      string                 `protobuf:"bytes,6,opt,name=entrypoint,proto3" json:"entrypoint,omitempty"`
 	// The driver's binary: worker processes for the job's tasks run it
 	// unless a node was started with its own worker binary.
-	WorkerBinary  string `protobuf:"bytes,7,opt,name=worker_binary,json=workerBinary,proto3" json:"worker_binary,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	WorkerBinary string `protobuf:"bytes,7,opt,name=worker_binary,json=workerBinary,proto3" json:"worker_binary,omitempty"`
+	// SHA-256 of worker_binary when the driver started.
+	WorkerBinarySha256 []byte `protobuf:"bytes,8,opt,name=worker_binary_sha256,json=workerBinarySha256,proto3" json:"worker_binary_sha256,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *JobInfo) Reset() {
@@ -488,6 +490,13 @@ func (x *JobInfo) GetWorkerBinary() string {
 		return x.WorkerBinary
 	}
 	return ""
+}
+
+func (x *JobInfo) GetWorkerBinarySha256() []byte {
+	if x != nil {
+		return x.WorkerBinarySha256
+	}
+	return nil
 }
 
 // GcsRequest is the body of every request on the GCS subjects.
@@ -982,7 +991,7 @@ const file_atollpb_gcs_proto_rawDesc = "" +
 	" \x01(\fR\aownerId\x12\x15\n" +
 	"\x06job_id\x18\v \x01(\fR\x05jobId\x124\n" +
 	"\vdeath_cause\x18\f \x01(\v2\x13.atoll.v1.ErrorInfoR\n" +
-	"deathCause\"\xfe\x01\n" +
+	"deathCause\"\xb0\x02\n" +
 	"\aJobInfo\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\fR\x05jobId\x12%\n" +
 	"\x0edriver_address\x18\x02 \x01(\tR\rdriverAddress\x12+\n" +
@@ -992,7 +1001,8 @@ const file_atollpb_gcs_proto_rawDesc = "" +
 	"\n" +
 	"entrypoint\x18\x06 \x01(\tR\n" +
 	"entrypoint\x12#\n" +
-	"\rworker_binary\x18\a \x01(\tR\fworkerBinary\"\xc0\x04\n" +
+	"\rworker_binary\x18\a \x01(\tR\fworkerBinary\x120\n" +
+	"\x14worker_binary_sha256\x18\b \x01(\fR\x12workerBinarySha256\"\xc0\x04\n" +
 	"\n" +
 	"GcsRequest\x129\n" +
 	"\rregister_node\x18\x01 \x01(\v2\x12.atoll.v1.NodeInfoH\x00R\fregisterNode\x12&\n" +

@@ -333,9 +333,12 @@ type TaskSpec struct {
 	Scheduling *SchedulingStrategy `protobuf:"bytes,21,opt,name=scheduling,proto3" json:"scheduling,omitempty"`
 	// The binary worker processes must run to execute this task (the
 	// submitter's own), unless the node was started with one.
-	WorkerBinary  string `protobuf:"bytes,22,opt,name=worker_binary,json=workerBinary,proto3" json:"worker_binary,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	WorkerBinary string `protobuf:"bytes,22,opt,name=worker_binary,json=workerBinary,proto3" json:"worker_binary,omitempty"`
+	// SHA-256 of worker_binary as the submitter read it: a node runs the
+	// binary only if the file at that path still has this hash.
+	WorkerBinarySha256 []byte `protobuf:"bytes,23,opt,name=worker_binary_sha256,json=workerBinarySha256,proto3" json:"worker_binary_sha256,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *TaskSpec) Reset() {
@@ -520,6 +523,13 @@ func (x *TaskSpec) GetWorkerBinary() string {
 		return x.WorkerBinary
 	}
 	return ""
+}
+
+func (x *TaskSpec) GetWorkerBinarySha256() []byte {
+	if x != nil {
+		return x.WorkerBinarySha256
+	}
+	return nil
 }
 
 // SchedulingStrategy places a task or actor in a cluster.
@@ -1136,7 +1146,7 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12!\n" +
 	"\fmax_restarts\x18\x03 \x01(\x05R\vmaxRestarts\x12(\n" +
 	"\x10max_task_retries\x18\x04 \x01(\x05R\x0emaxTaskRetries\x12\x1c\n" +
-	"\tnamespace\x18\x05 \x01(\tR\tnamespace\"\xb4\a\n" +
+	"\tnamespace\x18\x05 \x01(\tR\tnamespace\"\xe6\a\n" +
 	"\bTaskSpec\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\fR\x05jobId\x12&\n" +
@@ -1164,7 +1174,8 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\n" +
 	"scheduling\x18\x15 \x01(\v2\x1c.atoll.v1.SchedulingStrategyR\n" +
 	"scheduling\x12#\n" +
-	"\rworker_binary\x18\x16 \x01(\tR\fworkerBinary\x1a<\n" +
+	"\rworker_binary\x18\x16 \x01(\tR\fworkerBinary\x120\n" +
+	"\x14worker_binary_sha256\x18\x17 \x01(\fR\x12workerBinarySha256\x1a<\n" +
 	"\x0eResourcesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\xac\x01\n" +

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,6 +22,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/cluster/membership"
 	"github.com/atoll-runtime/atoll/gcs"
+	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/objectstore"
@@ -71,6 +73,13 @@ type Config struct {
 	// MaxOwners bounds the owner processes remembered; default
 	// DefaultMaxOwners (or EnvMaxOwners).
 	MaxOwners int
+	// Secret keys the gossip (AES-GCM) and the object-transfer
+	// handshake: peers without it can neither join nor pull. The zero
+	// secret leaves both open (tests of this package only; nodes always
+	// set it).
+	Secret clusterkey.Secret
+	// ServerTLS and ClientTLS, when set, make the transfer port speak TLS.
+	ServerTLS, ClientTLS *tls.Config
 	// Node describes this node for its GCS registration (resources,
 	// hostname, head/driver); Start fills in the addresses.
 	Node   *atollpb.NodeInfo
@@ -147,7 +156,11 @@ func (g *Gateway) Start() error {
 		return g.err
 	}
 	var err error
-	if g.client, err = remote.NewClient(remote.ClientConfig{}); err != nil {
+	var key []byte
+	if !cfg.Secret.IsZero() {
+		key = cfg.Secret.TransferKey()
+	}
+	if g.client, err = remote.NewClient(remote.ClientConfig{Key: key, TLS: cfg.ClientTLS}); err != nil {
 		return err
 	}
 	puller, err := remote.NewPuller(g.client, remote.PullerConfig{MaxInFlight: cfg.MaxInFlight})
@@ -155,14 +168,15 @@ func (g *Gateway) Start() error {
 		return err
 	}
 	g.fetch = &fetcher{self: cfg.NodeID, store: cfg.StoreClient, puller: puller, addrs: map[ids.NodeID]string{}, nc: cfg.Conn, prefix: cfg.Prefix, owners: g.owners}
-	if g.server, err = remote.Listen(net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.TransferPort)), serve(cfg.StoreClient)); err != nil {
+	addr := net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.TransferPort))
+	if g.server, err = remote.ListenWith(addr, serve(cfg.StoreClient), remote.ServerOptions{Key: key, TLS: cfg.ServerTLS}); err != nil {
 		return fmt.Errorf("cluster: object transfer listener: %w", err)
 	}
 	if err := g.startActor(); err != nil {
 		return err
 	}
 	if g.member, err = membership.Start(membership.Config{
-		NodeID: cfg.NodeID, BindAddr: cfg.NodeIP, BindPort: cfg.GossipPort, FailureBudget: cfg.FailureBudget,
+		NodeID: cfg.NodeID, BindAddr: cfg.NodeIP, BindPort: cfg.GossipPort, FailureBudget: cfg.FailureBudget, SecretKey: gossipKey(cfg.Secret),
 		Logger: cfg.Logger, System: cfg.System, Events: g.pid,
 	}); err != nil {
 		return fmt.Errorf("cluster: gossip: %w", err)
@@ -194,6 +208,14 @@ func (g *Gateway) Start() error {
 	go g.report(info)
 	ok = true
 	return nil
+}
+
+// gossipKey is the memberlist key of secret; none for the zero secret.
+func gossipKey(secret clusterkey.Secret) []byte {
+	if secret.IsZero() {
+		return nil
+	}
+	return secret.GossipKey()
 }
 
 // startActor spawns the gateway actor and routes the node's subjects to

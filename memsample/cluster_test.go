@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
 
@@ -86,8 +85,9 @@ func seriesOf(s *memsample.Samples, id ids.NodeID) *memsample.Series {
 func TestClusterSampler(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir()) // no address file of a real cluster
 	head := startNode(t, node.Config{Head: true})
-	member := startNode(t, node.Config{Address: head.Address()})
-	nc, err := nats.Connect(head.Address())
+	creds := node.Credentials{Secret: head.Secret()}
+	member := startNode(t, node.Config{Address: head.Address(), Credentials: creds})
+	nc, _, err := node.DialCluster(head.Address(), "test", creds)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -95,14 +96,33 @@ func ResolveAddress(address string) (string, error) {
 }
 
 // DialCluster connects to the NATS server of the cluster at address (as
-// ResolveAddress reads it), naming the connection name, and returns the
-// connection and its URL. An unreachable cluster is ErrUnavailable.
-func DialCluster(address, name string, opts ...nats.Option) (*nats.Conn, string, error) {
+// ResolveAddress reads it) with creds (see Credentials; the zero value
+// reads the environment and this machine's secret file), naming the
+// connection name, and returns the connection and its URL. An
+// unreachable cluster is ErrUnavailable; no secret, or one the cluster
+// refuses, is ErrUnauthenticated.
+func DialCluster(address, name string, creds Credentials, opts ...nats.Option) (*nats.Conn, string, error) {
+	sec, err := creds.resolve()
+	if err != nil {
+		return nil, "", err
+	}
+	return dialCluster(address, name, sec, opts...)
+}
+
+func dialCluster(address, name string, sec security, opts ...nats.Option) (*nats.Conn, string, error) {
 	url, err := ResolveAddress(address)
 	if err != nil {
 		return nil, "", err
 	}
-	nc, err := nats.Connect(url, append([]nats.Option{nats.Name(name)}, opts...)...)
+	if sec.secret.IsZero() && sec.natsCreds == "" {
+		return nil, "", errNoSecret(url)
+	}
+	all := append([]nats.Option{nats.Name(name)}, sec.natsOptions()...)
+	nc, err := nats.Connect(url, append(all, opts...)...)
+	if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) || errors.Is(err, nats.ErrAuthRevoked) {
+		return nil, "", errs.Unauthenticatedf("the cluster at %s refused this process's credentials (secret %s): does it hold the head's cluster secret? (%v)",
+			url, sec.secret.Fingerprint(), err)
+	}
 	if err != nil {
 		return nil, "", errs.Unavailablef("cannot reach the cluster at %s: %v", url, err)
 	}

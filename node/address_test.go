@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/atoll-runtime/atoll/internal/errs"
@@ -86,7 +87,7 @@ func TestAddressFileTrust(t *testing.T) {
 // Nothing listens on port 1 of the loopback: dialing fails at once with a
 // typed error naming the URL.
 func TestDialClusterUnreachable(t *testing.T) {
-	nc, url, err := node.DialCluster("127.0.0.1:1", "test")
+	nc, url, err := node.DialCluster("127.0.0.1:1", "test", node.Credentials{Secret: strings.Repeat("12", 32)})
 	if !errors.Is(err, errs.ErrUnavailable) || nc != nil || url != "" {
 		t.Fatalf("DialCluster to a closed port: %v, %v, %q; want ErrUnavailable", nc, err, url)
 	}

@@ -140,6 +140,9 @@ type Config struct {
 	// amm.Replicate, then amm.ReduceReplicas. cluster.EnvAMMPolicies
 	// (e.g. "Replicate,Rebalance:0.05") overrides them.
 	AMMPolicies []amm.Policy `json:"-"`
+	// Credentials prove the node to the cluster and key its channels
+	// (see Credentials; empty fields come from the environment).
+	Credentials
 	// Logger; default slog.Default().
 	Logger *slog.Logger `json:"-"`
 }

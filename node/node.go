@@ -58,6 +58,7 @@ type Node struct {
 	nats           *natsembed.Server // embedded default and head without NATSURL
 	nc             *nats.Conn
 	clusterAddress string
+	sec            security // resolved Config.Credentials (credentials.go)
 
 	system      *actor.ActorSystem
 	gcsPID      *actor.PID // nil unless this node runs the GCS
@@ -119,6 +120,9 @@ func (n *Node) start(ctx context.Context) error {
 			return err
 		}
 		n.sessionDir, n.ownSessionDir, n.sessionLock = dir, true, lock
+	}
+	if err := n.resolveSecurity(); err != nil {
+		return err
 	}
 	if err := n.connectControlPlane(); err != nil {
 		return err
@@ -492,7 +496,8 @@ func (n *Node) connectControlPlane() error {
 		url = cfg.NATSURL
 	case cfg.Head:
 		var err error
-		n.nats, err = natsembed.Start(natsembed.Config{Host: cfg.NodeIP, Port: cfg.Port, StoreDir: storeDir, ServerName: name})
+		n.nats, err = natsembed.Start(natsembed.Config{Host: cfg.NodeIP, Port: cfg.Port, StoreDir: storeDir, ServerName: name,
+			Token: n.sec.secret.NATSToken(), TLS: n.sec.serverTLS})
 		if err != nil {
 			return fmt.Errorf("atoll: embedded NATS on %s:%d: %w", cfg.NodeIP, cfg.Port, err)
 		}
@@ -512,7 +517,7 @@ func (n *Node) connectControlPlane() error {
 		}
 		return nil
 	}
-	if n.nc, url, err = DialCluster(url, name, nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond)); err != nil {
+	if n.nc, url, err = dialCluster(url, name, n.sec, nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond)); err != nil {
 		return err
 	}
 	if n.clusterAddress == "" {
@@ -560,6 +565,7 @@ func (n *Node) newGateway(info *atollpb.NodeInfo) *cluster.Gateway {
 		StoreClient: objectstore.NewClient(n.system.Root, n.storePID, n.arena, ids.NewWorkerID()),
 		GCS:         n.gcsClient, NodeIP: n.cfg.NodeIP, TransferPort: n.cfg.TransferPort, GossipPort: n.cfg.GossipPort,
 		FailureBudget: n.cfg.FailureTimeout, Node: info, Logger: quiet(n.log), MaxInFlight: max(n.arena.Size()/4, 64<<20),
+		Secret: n.sec.secret, ServerTLS: n.sec.serverTLS, ClientTLS: n.sec.clientTLS,
 	})
 }
 

@@ -180,8 +180,9 @@ func TestClusterNodes(t *testing.T) {
 	if head.Address() == "" || head.Gateway() == nil {
 		t.Fatalf("head: address %q, gateway %v", head.Address(), head.Gateway())
 	}
+	creds := node.Credentials{Secret: head.Secret()}
 	member, err := node.Start(context.Background(), node.Config{Address: head.Address(), RandomPorts: true, NumCPUs: 1,
-		Resources: map[string]float64{"GPU": 1}, ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second})
+		Resources: map[string]float64{"GPU": 1}, ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second, Credentials: creds})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func TestClusterNodes(t *testing.T) {
 	if member.Address() != head.Address() {
 		t.Fatalf("member's cluster address %q, head's %q", member.Address(), head.Address())
 	}
-	driver := startNode(t, node.Config{Address: head.Address(), Driver: true, ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second})
+	driver := startNode(t, node.Config{Address: head.Address(), Driver: true, ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second, Credentials: creds})
 	if st := rayletState(t, driver); st.Total["CPU"] != 0 {
 		t.Fatalf("a driver's node has %v CPUs by default, want none", st.Total["CPU"])
 	}
@@ -208,7 +209,7 @@ func TestClusterNodes(t *testing.T) {
 		}
 		return m
 	}
-	st := waitStatus(ctx, t, head.Address(), func(st *node.ClusterStatus) bool {
+	st := waitStatus(ctx, t, head.Address(), creds, func(st *node.ClusterStatus) bool {
 		m := byID(st)
 		return len(m) == 3 && m[head.ID().String()].Reporting && m[member.ID().String()].Reporting && m[driver.ID().String()].Reporting
 	})
@@ -225,17 +226,17 @@ func TestClusterNodes(t *testing.T) {
 	if st.Address != head.Address() {
 		t.Errorf("status address %q, want %q", st.Address, head.Address())
 	}
-	nodes, err := node.ListNodes(ctx, head.Address())
+	nodes, err := node.ListNodes(ctx, head.Address(), creds)
 	if err != nil || len(nodes) != 3 {
 		t.Fatalf("ListNodes: %d nodes, %v", len(nodes), err)
 	}
-	if actors, err := node.ListActors(ctx, head.Address()); err != nil || len(actors) != 0 {
+	if actors, err := node.ListActors(ctx, head.Address(), creds); err != nil || len(actors) != 0 {
 		t.Fatalf("ListActors: %v, %v", actors, err)
 	}
-	if jobs, err := node.ListJobs(ctx, head.Address()); err != nil || len(jobs) != 0 {
+	if jobs, err := node.ListJobs(ctx, head.Address(), creds); err != nil || len(jobs) != 0 {
 		t.Fatalf("ListJobs: %v, %v", jobs, err)
 	}
-	if events, err := node.GetTimeline(ctx, head.Address()); err != nil || len(events) != 0 {
+	if events, err := node.GetTimeline(ctx, head.Address(), creds); err != nil || len(events) != 0 {
 		t.Fatalf("GetTimeline with no task run: %v, %v", events, err)
 	}
 
@@ -243,19 +244,19 @@ func TestClusterNodes(t *testing.T) {
 	if err := member.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(ctx, t, head.Address(), func(st *node.ClusterStatus) bool {
+	waitStatus(ctx, t, head.Address(), creds, func(st *node.ClusterStatus) bool {
 		w, ok := byID(st)[member.ID().String()]
 		return ok && !w.Alive
 	})
 }
 
 // waitStatus polls GetClusterStatus until cond holds or ctx ends.
-func waitStatus(ctx context.Context, t *testing.T, address string, cond func(*node.ClusterStatus) bool) *node.ClusterStatus {
+func waitStatus(ctx context.Context, t *testing.T, address string, creds node.Credentials, cond func(*node.ClusterStatus) bool) *node.ClusterStatus {
 	t.Helper()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		st, err := node.GetClusterStatus(ctx, address)
+		st, err := node.GetClusterStatus(ctx, address, creds)
 		if err == nil && cond(st) {
 			return st
 		}
@@ -277,7 +278,8 @@ func TestRunPrintsReadyLineAndStops(t *testing.T) {
 			t.Errorf("EnvNode %q: %v, want ErrInvalidArgument", bad, err)
 		}
 	}
-	cfg, _ := json.Marshal(node.Config{Head: true, RandomPorts: true, NumCPUs: 1, ObjectStoreMemory: 16 << 20})
+	creds := node.Credentials{Secret: strings.Repeat("ab", 32)}
+	cfg, _ := json.Marshal(node.Config{Head: true, RandomPorts: true, NumCPUs: 1, ObjectStoreMemory: 16 << 20, Credentials: creds})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r, w := io.Pipe()
@@ -298,7 +300,7 @@ func TestRunPrintsReadyLineAndStops(t *testing.T) {
 	}
 	qctx, qcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer qcancel()
-	nodes, err := node.ListNodes(qctx, ready.Address)
+	nodes, err := node.ListNodes(qctx, ready.Address, creds)
 	if err != nil || len(nodes) != 1 {
 		t.Fatalf("the node process's cluster: %v, %v", nodes, err)
 	}

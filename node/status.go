@@ -62,10 +62,11 @@ const statusWait = 2 * time.Second
 const maxLoads = 1 << 16
 
 // GetClusterStatus connects to the cluster at address ("" or "auto": the
-// address file of the local head) and reports its nodes: what the GCS
+// address file of the local head) with creds (the zero Credentials read
+// the environment and this machine's secret file) and reports its nodes: what the GCS
 // knows of each, and its latest load report (waited for at most 2 s).
-func GetClusterStatus(ctx context.Context, address string) (*ClusterStatus, error) {
-	nc, url, err := DialCluster(address, "atoll-status")
+func GetClusterStatus(ctx context.Context, address string, creds Credentials) (*ClusterStatus, error) {
+	nc, url, err := DialCluster(address, "atoll-status", creds)
 	if err != nil {
 		return nil, err
 	}
@@ -163,24 +164,24 @@ func GetClusterStatus(ctx context.Context, address string) (*ClusterStatus, erro
 
 // ListNodes returns every node the GCS of the cluster at address knows,
 // dead ones included (`atoll list nodes`).
-func ListNodes(ctx context.Context, address string) ([]*atollpb.NodeInfo, error) {
-	return listGCS(ctx, address, (*gcs.Client).ListNodes)
+func ListNodes(ctx context.Context, address string, creds Credentials) ([]*atollpb.NodeInfo, error) {
+	return listGCS(ctx, address, creds, (*gcs.Client).ListNodes)
 }
 
 // ListActors returns every actor the GCS of the cluster at address knows:
 // state, node, restarts, death cause (`atoll list actors`).
-func ListActors(ctx context.Context, address string) ([]*atollpb.ActorInfo, error) {
-	return listGCS(ctx, address, (*gcs.Client).ListActors)
+func ListActors(ctx context.Context, address string, creds Credentials) ([]*atollpb.ActorInfo, error) {
+	return listGCS(ctx, address, creds, (*gcs.Client).ListActors)
 }
 
 // ListJobs returns every job the GCS of the cluster at address knows
 // (`atoll list jobs`).
-func ListJobs(ctx context.Context, address string) ([]*atollpb.JobInfo, error) {
-	return listGCS(ctx, address, (*gcs.Client).ListJobs)
+func ListJobs(ctx context.Context, address string, creds Credentials) ([]*atollpb.JobInfo, error) {
+	return listGCS(ctx, address, creds, (*gcs.Client).ListJobs)
 }
 
-func listGCS[T any](ctx context.Context, address string, list func(*gcs.Client, context.Context) ([]T, error)) ([]T, error) {
-	nc, _, err := DialCluster(address, "atoll-list")
+func listGCS[T any](ctx context.Context, address string, creds Credentials, list func(*gcs.Client, context.Context) ([]T, error)) ([]T, error) {
+	nc, _, err := DialCluster(address, "atoll-list", creds)
 	if err != nil {
 		return nil, err
 	}

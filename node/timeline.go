@@ -35,8 +35,8 @@ const timelineTimeout = 5 * time.Second
 // (the last raylet.TimelineCap per node) and returns them ordered by start.
 // Nodes that do not answer within the context (and 5 s) are left out, as
 // are events with malformed ids.
-func GetTimeline(ctx context.Context, address string) ([]TimelineEvent, error) {
-	nc, _, err := DialCluster(address, "atoll-timeline")
+func GetTimeline(ctx context.Context, address string, creds Credentials) ([]TimelineEvent, error) {
+	nc, _, err := DialCluster(address, "atoll-timeline", creds)
 	if err != nil {
 		return nil, err
 	}

@@ -103,6 +103,8 @@ type raylet struct {
 	// replacing is set while waiting tasks are placed again.
 	replacing bool
 	procCfgs  map[string]*ProcessConfig
+	// binaries are the per-job worker binaries hashed so far (trust.go).
+	binaries map[string]binaryStamp
 	// deliver gives a result to its owner: through Config.Deliver if the
 	// owner lives in this process, else its mailbox. Safe on any goroutine.
 	deliver func(owner *actor.PID, res *atollpb.TaskResult)
@@ -252,6 +254,11 @@ func (r *raylet) submit(ctx actor.Context, m *atollpb.SubmitTask, owner *actor.P
 // enqueue queues a task placed on this node.
 func (r *raylet) enqueue(ctx actor.Context, t *task) {
 	spec, owner := t.spec, t.owner
+	if err := r.checkBinary(spec, r.binaryFor(spec)); err != nil {
+		r.cfg.Logger.Warn("raylet: refused a task's worker binary", "task", spec.Name, "err", err)
+		r.reply(ctx, owner, &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Error: errs.ToProto(err)})
+		return
+	}
 	if !Feasible(r.cfg.Resources, t.demand) {
 		err := errs.Invalidf("task %s demands %v but node %s has %v in all", spec.Name, t.demand, r.cfg.NodeID.Short(), r.cfg.Resources)
 		r.reply(ctx, owner, &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Error: errs.ToProto(err)})

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +31,15 @@ type ClientConfig struct {
 	Dialer interface {
 		DialContext(ctx context.Context, network, addr string) (net.Conn, error)
 	}
+	// Key, when set, is proven to every server before the first request
+	// (the server must prove it back): see handshake.go.
+	Key []byte
+	// TLS, when set, speaks TLS to every server; a config without
+	// ServerName verifies the server's certificate for the host dialled.
+	TLS *tls.Config
+	// HandshakeTimeout bounds the TLS and key handshakes of a new
+	// connection; default DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
 }
 
 // Client pulls objects from Servers over pooled TCP connections. It is
@@ -47,6 +57,12 @@ type Client struct {
 func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.MaxIdlePerAddr < 0 {
 		return nil, errs.Invalidf("remote: MaxIdlePerAddr %d < 0", cfg.MaxIdlePerAddr)
+	}
+	if cfg.HandshakeTimeout < 0 {
+		return nil, errs.Invalidf("remote: HandshakeTimeout %v < 0", cfg.HandshakeTimeout)
+	}
+	if cfg.HandshakeTimeout == 0 {
+		cfg.HandshakeTimeout = DefaultHandshakeTimeout
 	}
 	if cfg.MaxIdlePerAddr == 0 {
 		cfg.MaxIdlePerAddr = 4
@@ -223,6 +239,44 @@ func (c *Client) dial(ctx context.Context, addr string) (net.Conn, error) {
 			return nil, fmt.Errorf("remote: dial %s: %w", addr, cerr)
 		}
 		return nil, errs.Unavailablef("remote: dial %s: %v", addr, err)
+	}
+	if conn, err = c.authenticate(ctx, conn, addr); err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, fmt.Errorf("remote: dial %s: %w", addr, cerr)
+		}
+		return nil, err
+	}
+	return conn, nil
+}
+
+// authenticate runs the TLS and key handshakes on a fresh connection,
+// closing it if they fail.
+func (c *Client) authenticate(ctx context.Context, conn net.Conn, addr string) (net.Conn, error) {
+	if c.cfg.TLS != nil {
+		cfg := c.cfg.TLS
+		if cfg.ServerName == "" {
+			cfg = cfg.Clone()
+			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		tc := tls.Client(conn, cfg)
+		hctx, cancel := context.WithTimeout(ctx, c.cfg.HandshakeTimeout)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			_ = conn.Close()
+			return nil, errs.Unauthenticatedf("remote: TLS with %s: %v", addr, err)
+		}
+		conn = tc
+	}
+	if len(c.cfg.Key) > 0 {
+		// A peer that never answers must not hold a pull forever.
+		_ = conn.SetDeadline(time.Now().Add(c.cfg.HandshakeTimeout))
+		err := withContext(ctx, conn, func() error { return clientHandshake(conn, c.cfg.Key, addr) })
+		if err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
+		_ = conn.SetDeadline(time.Time{})
 	}
 	return conn, nil
 }

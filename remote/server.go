@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -28,6 +29,16 @@ type ServerOptions struct {
 	// loses its connection, and the object's pin is released. Default
 	// DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// Key, when set, makes every connection prove it holds the same key
+	// before its first request (the handshake in handshake.go); a
+	// connection that fails is closed and counted (Unauthenticated).
+	Key []byte
+	// TLS, when set, serves TLS (before the handshake). Require client
+	// certificates in it (ClientAuth) for mutual TLS.
+	TLS *tls.Config
+	// HandshakeTimeout bounds the TLS and key handshakes; default
+	// DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
 }
 
 // Defaults of ServerOptions.
@@ -46,8 +57,9 @@ type Server struct {
 	src  ObjectSource
 	ln   net.Listener
 	opts ServerOptions
-	// refused counts connections closed past MaxConns.
-	refused atomic.Uint64
+	// refused counts connections closed past MaxConns; unauthenticated
+	// those that failed the TLS or key handshake.
+	refused, unauthenticated atomic.Uint64
 
 	ctx    context.Context // cancelled by Close; passed to src.Open
 	cancel context.CancelFunc
@@ -66,7 +78,7 @@ func Listen(addr string, src ObjectSource) (*Server, error) {
 
 // ListenWith is Listen with options.
 func ListenWith(addr string, src ObjectSource, opts ServerOptions) (*Server, error) {
-	if opts.MaxConns < 0 || opts.IdleTimeout < 0 || opts.WriteTimeout < 0 {
+	if opts.MaxConns < 0 || opts.IdleTimeout < 0 || opts.WriteTimeout < 0 || opts.HandshakeTimeout < 0 {
 		return nil, errs.Invalidf("remote: negative ServerOptions %+v", opts)
 	}
 	if opts.MaxConns == 0 {
@@ -77,6 +89,9 @@ func ListenWith(addr string, src ObjectSource, opts ServerOptions) (*Server, err
 	}
 	if opts.WriteTimeout == 0 {
 		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	if opts.HandshakeTimeout == 0 {
+		opts.HandshakeTimeout = DefaultHandshakeTimeout
 	}
 	if src == nil {
 		return nil, errs.Invalidf("remote: nil ObjectSource")
@@ -94,6 +109,10 @@ func ListenWith(addr string, src ObjectSource, opts ServerOptions) (*Server, err
 
 // Refused is the number of connections closed past MaxConns.
 func (s *Server) Refused() uint64 { return s.refused.Load() }
+
+// Unauthenticated is the number of connections closed because they
+// failed the TLS or key handshake.
+func (s *Server) Unauthenticated() uint64 { return s.unauthenticated.Load() }
 
 // Addr is the address the server listens on.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
@@ -131,9 +150,11 @@ func (s *Server) acceptLoop() {
 		}
 		ok, full := s.track(c)
 		if !ok {
+			if full {
+				s.refused.Add(1) // before the close a peer may see
+			}
 			_ = c.Close()
 			if full {
-				s.refused.Add(1)
 				continue
 			}
 			return
@@ -165,9 +186,13 @@ func (s *Server) untrack(c net.Conn) {
 	_ = c.Close()
 }
 
-func (s *Server) serveConn(c net.Conn) {
+func (s *Server) serveConn(raw net.Conn) {
 	defer s.wg.Done()
-	defer s.untrack(c)
+	defer s.untrack(raw)
+	c, ok := s.authenticate(raw)
+	if !ok {
+		return
+	}
 	var req [requestLen]byte
 	for {
 		_ = c.SetReadDeadline(time.Now().Add(s.opts.IdleTimeout))
@@ -183,6 +208,29 @@ func (s *Server) serveConn(c net.Conn) {
 			return
 		}
 	}
+}
+
+// authenticate runs the TLS and key handshakes a server's options ask
+// for; false means the connection failed them.
+func (s *Server) authenticate(c net.Conn) (net.Conn, bool) {
+	if s.opts.TLS != nil {
+		tc := tls.Server(c, s.opts.TLS)
+		ctx, cancel := context.WithTimeout(s.ctx, s.opts.HandshakeTimeout)
+		err := tc.HandshakeContext(ctx)
+		cancel()
+		if err != nil {
+			s.unauthenticated.Add(1)
+			return nil, false
+		}
+		c = tc
+	}
+	if len(s.opts.Key) > 0 {
+		if ok, _ := serverHandshake(c, s.opts.Key, s.opts.HandshakeTimeout); !ok {
+			s.unauthenticated.Add(1)
+			return nil, false
+		}
+	}
+	return c, true
 }
 
 // serveOne answers one pull. A non-nil error means the connection is no

@@ -57,6 +57,12 @@ type Config struct {
 	// at least MinFailureBudget. See failureSettings for the mapping.
 	FailureBudget time.Duration
 
+	// SecretKey, when set (16, 24 or 32 bytes), encrypts and
+	// authenticates every gossip message with AES-GCM (memberlist's
+	// keyring): a node without the key can neither read the gossip nor
+	// join, suspect or declare anyone dead.
+	SecretKey []byte
+
 	// Logger receives memberlist's log output at debug level. Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -88,6 +94,10 @@ func (c Config) validate() (Config, error) {
 		return c, fmt.Errorf("membership: Config.Meta is %d bytes, limit %d", len(c.Meta), MaxMetaSize)
 	}
 	c.Meta = clone(c.Meta)
+	if n := len(c.SecretKey); n != 0 && n != 16 && n != 24 && n != 32 {
+		return c, fmt.Errorf("membership: Config.SecretKey is %d bytes, want 16, 24 or 32", n)
+	}
+	c.SecretKey = clone(c.SecretKey)
 	if c.FailureBudget == 0 {
 		c.FailureBudget = DefaultFailureBudget
 	}
@@ -143,6 +153,10 @@ func (c *Config) memberlistConfig(events memberlist.EventDelegate, meta memberli
 	// Stream (TCP) operations — joins, push/pull, TCP fallback probes —
 	// must not outlast the budget either (LAN default: 10 s).
 	mc.TCPTimeout = c.FailureBudget
+	if len(c.SecretKey) > 0 {
+		mc.SecretKey = c.SecretKey
+		mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
+	}
 	mc.Events = events
 	mc.Delegate = meta
 	mc.LogOutput = nil

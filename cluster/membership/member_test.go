@@ -338,3 +338,22 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("derived memberlist config: probe %v timeout %v name %s", mc.ProbeInterval, mc.ProbeTimeout, mc.Name)
 	}
 }
+
+// TestSecretKey: members with the cluster's key gossip; one without it,
+// or with another key, cannot join them, and they never see it.
+func TestSecretKey(t *testing.T) {
+	key := bytes.Repeat([]byte{7}, 32)
+	nodes := startCluster(t, 2, func(c *Config) { c.SecretKey = key })
+	for _, other := range [][]byte{nil, bytes.Repeat([]byte{8}, 32)} {
+		stranger := startNode(t, "stranger", func(c *Config) { c.SecretKey = other })
+		if _, err := stranger.Join([]string{nodes[0].Addr()}); err == nil {
+			t.Fatalf("a member with key %x joined a cluster keyed %x", other, key)
+		}
+		if n := len(nodes[0].Members()); n != 2 {
+			t.Fatalf("the keyed cluster has %d members after a stranger tried to join, want 2", n)
+		}
+		if n := len(stranger.Members()); n != 1 {
+			t.Fatalf("the stranger sees %d members, want only itself", n)
+		}
+	}
+}

@@ -41,7 +41,7 @@ copies dropped and made, and drains under way.`,
 			}
 			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
-			nc, _, err := node.DialCluster(address, "atoll-amm")
+			nc, _, err := node.DialCluster(address, "atoll-amm", node.Credentials{})
 			if err != nil {
 				return err
 			}
@@ -118,7 +118,7 @@ be drained. Prints the drain's progress until the node is gone, at most
 			_, _, address := q.begin(cmd)
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			nc, _, err := node.DialCluster(address, "atoll-drain")
+			nc, _, err := node.DialCluster(address, "atoll-drain", node.Credentials{})
 			if err != nil {
 				return err
 			}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/amm"
+	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/node"
 )
 
@@ -532,11 +533,22 @@ func TestStartStatusStop(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(addr)) != displayAddress(rec.Address) {
 		t.Errorf("address file %q, %v; want %s", addr, err, rec.Address)
 	}
-	for _, want := range []string{"atoll node " + rec.NodeID + " started (pid ", "cluster address: " + displayAddress(rec.Address)} {
+	secret, err := clusterkey.Load(node.SecretFile())
+	if err != nil {
+		t.Fatalf("the head's secret file: %v", err)
+	}
+	for _, want := range []string{"atoll node " + rec.NodeID + " started (pid ", "cluster address: " + displayAddress(rec.Address),
+		"cluster secret: " + node.SecretFile(), "generated now, shown this once: " + secret.Hex()} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("start output lacks %q:\n%s", want, out.String())
 		}
 	}
+	other, _ := clusterkey.Generate()
+	t.Setenv(node.EnvSecret, other.Hex())
+	if _, _, err := execute("status"); !errors.Is(err, atoll.ErrUnauthenticated) {
+		t.Errorf("status with another cluster's secret: %v, want ErrUnauthenticated", err)
+	}
+	t.Setenv(node.EnvSecret, "")
 
 	checkOneHead(t, rec, "--address", displayAddress(rec.Address))
 	checkOneHead(t, rec) // the recorded address

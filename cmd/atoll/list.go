@@ -53,7 +53,7 @@ func list(ctx context.Context, w io.Writer, address, kind string, asJSON bool) e
 	var rows []proto.Message
 	switch kind {
 	case "nodes":
-		nodes, err := node.ListNodes(ctx, address)
+		nodes, err := node.ListNodes(ctx, address, node.Credentials{})
 		if err != nil {
 			return err
 		}
@@ -61,7 +61,7 @@ func list(ctx context.Context, w io.Writer, address, kind string, asJSON bool) e
 			rows = append(rows, n)
 		}
 	case "actors":
-		actors, err := node.ListActors(ctx, address)
+		actors, err := node.ListActors(ctx, address, node.Credentials{})
 		if err != nil {
 			return err
 		}
@@ -69,7 +69,7 @@ func list(ctx context.Context, w io.Writer, address, kind string, asJSON bool) e
 			rows = append(rows, a)
 		}
 	case "jobs":
-		jobs, err := node.ListJobs(ctx, address)
+		jobs, err := node.ListJobs(ctx, address, node.Credentials{})
 		if err != nil {
 			return err
 		}

@@ -59,7 +59,7 @@ value, so peaks stay exact.`,
 			}
 			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
-			st, err := node.GetClusterStatus(ctx, address)
+			st, err := node.GetClusterStatus(ctx, address, node.Credentials{})
 			if err != nil {
 				return err
 			}
@@ -216,7 +216,7 @@ func runSample(cmd *cobra.Command, address string, f sampleFlags) error {
 	if err != nil {
 		return err
 	}
-	nc, url, err := node.DialCluster(address, "atoll-memory")
+	nc, url, err := node.DialCluster(address, "atoll-memory", node.Credentials{})
 	if err != nil {
 		return err
 	}

@@ -83,6 +83,7 @@ func TestMemorySampleRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = head.Stop(context.Background()) })
+	t.Setenv(node.EnvSecret, head.Secret()) // the CLI reads the secret of a head started by the Go API here
 	out := filepath.Join(t.TempDir(), "mem.csv")
 	stdout, stderr, err := execute("memory", "--address", head.Address(), "--sample", "50ms", "--duration", "1s", "-o", out)
 	if err != nil {

@@ -77,6 +77,7 @@ type startFlags struct {
 	ammInterval       time.Duration
 	ammPolicies       string
 	block             bool
+	creds             credentialFlags
 }
 
 func newStartCmd() *cobra.Command {
@@ -99,9 +100,9 @@ func startCommand() (*cobra.Command, *startFlags) {
 				return err
 			}
 			if f.block {
-				return runNode(cmd.Context(), cmd.OutOrStdout(), cfg)
+				return runNode(cmd.Context(), cmd.OutOrStdout(), cfg, &f.creds)
 			}
-			return startDetached(cmd.Context(), cmd.OutOrStdout(), childArgs(cmd))
+			return startDetached(cmd.Context(), cmd.OutOrStdout(), childArgs(cmd), &f.creds)
 		},
 	}
 	fl := cmd.Flags()
@@ -121,6 +122,7 @@ func startCommand() (*cobra.Command, *startFlags) {
 	fl.BoolVar(&f.amm, "amm", false, "head only: run the Active Memory Manager's policies (as $ATOLL_AMM=1; 'atoll amm start|stop' later)")
 	fl.DurationVar(&f.ammInterval, "amm-interval", 0, "head only: the AMM's interval (default 2s)")
 	fl.StringVar(&f.ammPolicies, "amm-policies", "", "head only: the AMM's `POLICIES` in order, e.g. Replicate,ReduceReplicas,Rebalance:0.05 (default Replicate,ReduceReplicas)")
+	f.creds.register(fl)
 	fl.BoolVar(&f.block, "block", false, "run the node in the foreground until SIGINT or SIGTERM")
 	return cmd, f
 }
@@ -234,7 +236,7 @@ func (f *startFlags) nodeConfig(fs *pflag.FlagSet) (node.Config, error) {
 		}
 		cfg.AMMPolicies = policies
 	}
-	return cfg, nil
+	return cfg, f.creds.apply(&cfg)
 }
 
 // joinAddress is the cluster address a non-head node joins: --address,
@@ -390,7 +392,7 @@ type nodeRecord struct {
 
 // runNode runs a node in this process (--block) until ctx is cancelled or
 // the process receives SIGTERM, then stops it.
-func runNode(ctx context.Context, w io.Writer, cfg node.Config) error {
+func runNode(ctx context.Context, w io.Writer, cfg node.Config, creds *credentialFlags) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	n, err := node.Start(ctx, cfg)
@@ -400,7 +402,7 @@ func runNode(ctx context.Context, w io.Writer, cfg node.Config) error {
 	rec := nodeRecord{NodeReady: node.NodeReady{NodeID: n.ID().String(), Address: n.Address(), PID: os.Getpid()}, Head: cfg.Head}
 	cleanup, err := publishNode(rec)
 	if err == nil {
-		printStarted(w, rec, "", cfg.Address)
+		printStarted(w, rec, "", cfg.Address, creds)
 		fmt.Fprintln(w, "running in the foreground: SIGINT (Ctrl-C) or SIGTERM stops the node")
 		select {
 		case <-ctx.Done():
@@ -505,7 +507,7 @@ func displayAddress(a string) string {
 
 // printStarted tells the user about a started node and, for a head, how
 // to use the cluster.
-func printStarted(w io.Writer, rec nodeRecord, logFile, joined string) {
+func printStarted(w io.Writer, rec nodeRecord, logFile, joined string, creds *credentialFlags) {
 	where := fmt.Sprintf("pid %d", rec.PID)
 	if logFile != "" {
 		where += ", log " + logFile
@@ -520,7 +522,7 @@ func printStarted(w io.Writer, rec nodeRecord, logFile, joined string) {
 		return
 	}
 	fmt.Fprintf(w, "cluster address: %s\n", addr)
-	fmt.Fprintf(w, "join more nodes: atoll start --address %s\n", addr)
+	creds.printSecret(w, addr)
 	fmt.Fprintf(w, "connect a driver: %s=%s go run ./samples/quickstart\n", node.EnvAddress, addr)
 	fmt.Fprintln(w, "stop every node: atoll stop")
 }
@@ -540,7 +542,7 @@ func childArgs(cmd *cobra.Command) []string {
 // startDetached runs this program again with args in a new session,
 // its output going to a log file, and waits until the node it starts has
 // written its record file.
-func startDetached(ctx context.Context, w io.Writer, args []string) error {
+func startDetached(ctx context.Context, w io.Writer, args []string, creds *credentialFlags) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find the atoll executable: %w", err)
@@ -577,7 +579,7 @@ func startDetached(ctx context.Context, w io.Writer, args []string) error {
 		_ = child.Process.Kill()
 		return fmt.Errorf("%w\n%s (last lines):\n%s", err, logPath, tailFile(logPath, 20))
 	}
-	printStarted(w, rec, logPath, "")
+	printStarted(w, rec, logPath, "", creds)
 	return nil
 }
 

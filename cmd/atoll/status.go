@@ -36,7 +36,7 @@ from other nodes. The nodes of drivers that finished are left out unless
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
-			st, err := node.GetClusterStatus(ctx, address)
+			st, err := node.GetClusterStatus(ctx, address, node.Credentials{})
 			if err != nil {
 				return err
 			}

@@ -29,7 +29,7 @@ picture, with actor calls and nested spans, export the OpenTelemetry traces
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
-			events, err := node.GetTimeline(ctx, address)
+			events, err := node.GetTimeline(ctx, address, node.Credentials{})
 			if err != nil {
 				return err
 			}

@@ -35,7 +35,11 @@ var (
 	ErrForwardLost                = errors.New("atoll: forwarded work lost")
 	ErrNotInitialized             = fmt.Errorf("%w: atoll.Init has not been called", ErrUnavailable)
 	ErrAlreadyStarted             = errors.New("atoll: already initialized")
-	errUnknownErrorCode           = errors.New("atoll: unknown error")
+	// ErrUnauthenticated: a peer refused this process's credentials, or
+	// proved none of its own (no cluster secret, or a different one).
+	// It is local: it never travels as an ErrorCode.
+	ErrUnauthenticated  = errors.New("atoll: not authenticated")
+	errUnknownErrorCode = errors.New("atoll: unknown error")
 )
 
 // TaskError is a task's (or actor method's) own failure: it returned an
@@ -292,6 +296,11 @@ func Invalidf(format string, args ...any) error {
 // NotFoundf returns a NOT_FOUND error.
 func NotFoundf(format string, args ...any) error {
 	return &CodeError{Code: atollpb.ErrorCode_NOT_FOUND, Message: "atoll: " + fmt.Sprintf(format, args...)}
+}
+
+// Unauthenticatedf returns an error matching ErrUnauthenticated.
+func Unauthenticatedf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrUnauthenticated, fmt.Sprintf(format, args...))
 }
 
 // Unavailablef returns an UNAVAILABLE error.

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/node"
 )
@@ -50,6 +51,9 @@ const (
 type Cluster struct {
 	// Address is the head's cluster address (atoll.WithAddress).
 	Address string
+	// Secret is the cluster secret (hex) every node holds
+	// (atoll.WithSecret).
+	Secret string
 	// Nodes are the node ids, the head's first.
 	Nodes  []string
 	dir    string
@@ -72,7 +76,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.Nodes < 1 || opts.NumCPUs < 0 {
 		return nil, errs.Invalidf("localcluster: %d nodes of %g CPUs", opts.Nodes, opts.NumCPUs)
 	}
-	c := &Cluster{dir: opts.Dir}
+	secret, err := clusterkey.Generate()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{dir: opts.Dir, Secret: secret.Hex()}
 	if c.dir == "" {
 		d, err := os.MkdirTemp("", "atoll-localcluster-")
 		if err != nil {
@@ -86,7 +94,8 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	for i := range opts.Nodes {
 		cfg := node.Config{NumCPUs: opts.NumCPUs, ObjectStoreMemory: opts.ObjectStoreMemory, Head: i == 0,
-			Address: c.Address, NodeIP: "127.0.0.1", RandomPorts: true, SessionDir: filepath.Join(c.dir, fmt.Sprintf("n%d", i))}
+			Address: c.Address, NodeIP: "127.0.0.1", RandomPorts: true, SessionDir: filepath.Join(c.dir, fmt.Sprintf("n%d", i)),
+			Credentials: node.Credentials{Secret: c.Secret}}
 		if err := c.launch(ctx, exe, i, cfg, opts.Env); err != nil {
 			c.Stop()
 			return nil, fmt.Errorf("localcluster: node %d: %w", i, err)

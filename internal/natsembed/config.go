@@ -1,6 +1,7 @@
 package natsembed
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -51,6 +52,13 @@ type Config struct {
 	// ReadyTimeout bounds the wait for the server to accept connections.
 	// Default DefaultReadyTimeout.
 	ReadyTimeout time.Duration
+	// Token, when set, is the authorization token every client must
+	// present (Connect presents it).
+	Token string
+	// TLS, when set, makes the TCP listener require TLS; a config that
+	// requires and verifies client certificates makes it mutual TLS.
+	// In-process connections skip TLS.
+	TLS *tls.Config
 	// Logger receives the server's logs. Nil (the default) discards them,
 	// except that a fatal start-up error is still returned by Start.
 	Logger *slog.Logger

@@ -1,6 +1,7 @@
 package natsembed
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -42,6 +43,12 @@ func Start(cfg Config) (*Server, error) {
 		// subscriptions) grow a long-lived head by every driver that
 		// connected.
 		MaxClosedClients: 16,
+		Authorization:    cfg.Token,
+	}
+	if cfg.TLS != nil {
+		opts.TLSConfig, opts.TLS = cfg.TLS, true
+		opts.TLSVerify = cfg.TLS.ClientAuth == tls.RequireAndVerifyClientCert
+		opts.TLSTimeout = 5
 	}
 	switch cfg.Port {
 	case RandomPort:
@@ -103,14 +110,15 @@ func (s *Server) InProcessConn() (net.Conn, error) {
 	return s.ns.InProcessConn()
 }
 
-// Connect opens a client connection. Without a TCP listener it connects in
-// process; otherwise it dials ClientURL. Options are applied after the
-// defaults, so a caller may add nats.InProcessServer(s) to skip TCP.
+// Connect opens an in-process client connection (no TCP, no TLS) that
+// presents the server's token. Options are applied after the defaults.
 func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
-	if s.cfg.Port == NoListener {
-		opts = append([]nats.Option{nats.InProcessServer(s)}, opts...)
+	def := []nats.Option{nats.InProcessServer(s)}
+	if s.cfg.Token != "" {
+		def = append(def, nats.Token(s.cfg.Token))
 	}
-	nc, err := nats.Connect(s.ClientURL(), opts...)
+	opts = append(def, opts...)
+	nc, err := nats.Connect("", opts...) // in process: no URL, no TLS
 	if err != nil {
 		return nil, fmt.Errorf("natsembed: connect: %w", err)
 	}

@@ -58,6 +58,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/cluster"
 	"github.com/atoll-runtime/atoll/gcs"
+	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/localcluster"
 	"github.com/atoll-runtime/atoll/node"
@@ -130,6 +131,9 @@ type Cluster struct {
 	opts Options
 	dir  string // the test's temporary directory for logs and session dirs
 	exe  string // the test binary
+	// secret is the cluster secret every node gets (unless a test gives
+	// one another).
+	secret clusterkey.Secret
 
 	mu      sync.Mutex
 	nodes   []*Node
@@ -202,7 +206,11 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if err != nil {
 		t.Fatalf("testcluster: %v", err)
 	}
-	c := &Cluster{t: t, opts: opts, dir: t.TempDir(), exe: exe}
+	secret, err := clusterkey.Generate()
+	if err != nil {
+		t.Fatalf("testcluster: %v", err)
+	}
+	c := &Cluster{t: t, opts: opts, dir: t.TempDir(), exe: exe, secret: secret}
 	// Registered after t.TempDir, so it runs before the directory is
 	// removed.
 	t.Cleanup(c.cleanup)
@@ -242,6 +250,14 @@ func (c *Cluster) Address() string {
 	defer c.mu.Unlock()
 	return c.address
 }
+
+// Secret is the cluster secret (hex) every node was given, for
+// atoll.WithSecret.
+func (c *Cluster) Secret() string { return c.secret.Hex() }
+
+// Credentials are the cluster's credentials, for node.DialCluster,
+// node.GetClusterStatus and the like.
+func (c *Cluster) Credentials() node.Credentials { return node.Credentials{Secret: c.Secret()} }
 
 // Options are the cluster's options, defaults filled in.
 func (c *Cluster) Options() Options { return c.opts }
@@ -361,7 +377,7 @@ func (c *Cluster) WaitStatus(timeout time.Duration, cond func(*node.ClusterStatu
 	defer tick.Stop()
 	var last string
 	for {
-		st, err := node.GetClusterStatus(ctx, c.Address())
+		st, err := node.GetClusterStatus(ctx, c.Address(), c.Credentials())
 		if err == nil && cond(st) {
 			return st
 		}
@@ -408,6 +424,9 @@ func (c *Cluster) config(i int) node.Config {
 	}
 	if c.opts.Config != nil {
 		c.opts.Config(i, &cfg)
+	}
+	if cfg.Secret == "" && cfg.SecretFile == "" { // a test may give a node another
+		cfg.Secret = c.Secret()
 	}
 	cfg.Head = i == 0
 	cfg.NATSURL = ""
@@ -475,12 +494,9 @@ func (c *Cluster) conn() *nats.Conn {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.nc == nil {
-		url, err := node.ResolveAddress(c.address)
-		if err != nil {
-			c.t.Fatalf("testcluster: %v", err)
-		}
-		if c.nc, err = nats.Connect(url, nats.Name("testcluster"), nats.MaxReconnects(-1)); err != nil {
-			c.t.Fatalf("testcluster: connect to %s: %v", url, err)
+		var err error
+		if c.nc, _, err = node.DialCluster(c.address, "testcluster", node.Credentials{Secret: c.secret.Hex()}, nats.MaxReconnects(-1)); err != nil {
+			c.t.Fatalf("testcluster: connect to %s: %v", c.address, err)
 		}
 	}
 	return c.nc

@@ -181,7 +181,7 @@ func once(ctx context.Context, opts options, on bool, name string, progress func
 		return result{}, err
 	}
 	defer c.Stop()
-	if err := atoll.Init(ctx, atoll.WithAddress(c.Address), atoll.WithObjectStoreMemory(64<<20)); err != nil {
+	if err := atoll.Init(ctx, atoll.WithAddress(c.Address), atoll.WithSecret(c.Secret), atoll.WithObjectStoreMemory(64<<20)); err != nil {
 		return result{}, err
 	}
 	defer func() { _ = atoll.Shutdown(context.WithoutCancel(ctx)) }()

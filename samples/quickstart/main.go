@@ -71,7 +71,7 @@ func run(ctx context.Context) error {
 	}
 	defer atoll.Shutdown(ctx)
 	if addr := atoll.ClusterAddress(); addr != "" {
-		st, err := node.GetClusterStatus(ctx, addr)
+		st, err := node.GetClusterStatus(ctx, addr, node.Credentials{})
 		if err != nil {
 			return err
 		}

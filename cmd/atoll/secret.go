@@ -1,0 +1,99 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/atoll-runtime/atoll/internal/clusterkey"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/node"
+)
+
+// credentialFlags are the flags of `atoll start` that prove a node to
+// its cluster; each defaults to its environment variable (node.EnvSecret
+// and the like), read by the node itself.
+type credentialFlags struct {
+	secretFile string
+	natsCreds  string
+	tlsCert    string
+	tlsKey     string
+	tlsCA      string
+	// generated is the secret a head made because none was given (saved
+	// in node.SecretFile(); printed once).
+	generated clusterkey.Secret
+}
+
+func (c *credentialFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&c.secretFile, "secret-file", "", "`FILE` (0600) holding the cluster secret (default $"+node.EnvSecret+", $"+node.EnvSecretFile+", then "+node.SecretFile()+"; a head without one generates it there)")
+	fl.StringVar(&c.natsCreds, "nats-creds", "", "NATS credentials `FILE` for a cluster on an existing NATS server (--nats; default $"+node.EnvNATSCreds+")")
+	fl.StringVar(&c.tlsCert, "tls-cert", "", "PEM certificate `FILE`: serve TLS on the NATS and transfer ports (default $"+node.EnvTLSCert+")")
+	fl.StringVar(&c.tlsKey, "tls-key", "", "PEM key `FILE` of --tls-cert (default $"+node.EnvTLSKey+")")
+	fl.StringVar(&c.tlsCA, "tls-ca", "", "PEM `FILE` of the CA that signed the cluster's certificates: verify peers, and require client certificates (mutual TLS) (default $"+node.EnvTLSCA+")")
+}
+
+// apply puts the flags in cfg and, on a head that finds no secret,
+// generates one and saves it in node.SecretFile() for the nodes, drivers
+// and commands of this machine (a restarted head reuses it). A head given
+// a secret records it there too.
+func (c *credentialFlags) apply(cfg *node.Config) error {
+	cfg.Credentials = node.Credentials{SecretFile: c.secretFile, NATSCreds: c.natsCreds, TLSCert: c.tlsCert, TLSKey: c.tlsKey, TLSCA: c.tlsCA}
+	if !cfg.Head {
+		return nil
+	}
+	secret, err := headSecret(c.secretFile)
+	if err != nil {
+		return err
+	}
+	if secret.IsZero() {
+		if secret, err = clusterkey.Generate(); err != nil {
+			return err
+		}
+		c.generated = secret
+	}
+	if cur, err := clusterkey.Load(node.SecretFile()); err == nil && cur == secret {
+		return nil
+	}
+	if err := makePrivateDir(node.StateDir()); err != nil {
+		return err
+	}
+	if err := clusterkey.Save(node.SecretFile(), secret); err != nil {
+		return fmt.Errorf("save the cluster secret: %w", err)
+	}
+	return nil
+}
+
+// headSecret is the secret a head was given (--secret-file, the
+// environment) or kept from an earlier start; zero if none.
+func headSecret(file string) (clusterkey.Secret, error) {
+	switch {
+	case file != "":
+		return clusterkey.Load(file)
+	case os.Getenv(node.EnvSecret) != "":
+		return clusterkey.Parse(os.Getenv(node.EnvSecret))
+	case os.Getenv(node.EnvSecretFile) != "":
+		return clusterkey.Load(os.Getenv(node.EnvSecretFile))
+	}
+	s, err := clusterkey.Load(node.SecretFile())
+	switch {
+	case err == nil:
+		return s, nil
+	case os.IsNotExist(err):
+		return clusterkey.Secret{}, nil
+	}
+	return clusterkey.Secret{}, errs.Invalidf("the kept cluster secret: %v (remove it to generate a new one)", err)
+}
+
+// printSecret tells the user of a head how others join it: the secret
+// file, and the secret itself once, when it was just generated.
+func (c *credentialFlags) printSecret(w io.Writer, addr string) {
+	file := node.SecretFile()
+	fmt.Fprintf(w, "cluster secret: %s (0600; nodes, drivers and commands on this machine read it)\n", file)
+	if !c.generated.IsZero() {
+		fmt.Fprintf(w, "  generated now, shown this once: %s\n", c.generated.Hex())
+	}
+	fmt.Fprintf(w, "join more nodes: atoll start --address %s\n", addr)
+	fmt.Fprintf(w, "  on another machine, give it the secret: %s=<secret> atoll start --address %s (or %s=FILE)\n", node.EnvSecret, addr, node.EnvSecretFile)
+}

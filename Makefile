@@ -41,6 +41,9 @@ fuzz: ## run each fuzz target for FUZZTIME (10s)
 	$(GO) test -run='^$$' -fuzz='^FuzzConn$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/workerconn
 	$(GO) test -run='^$$' -fuzz='^FuzzGatewayMessages$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./cluster
 	$(GO) test -run='^$$' -fuzz='^FuzzRequests$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./gcs
+	$(GO) test -run='^$$' -fuzz='^FuzzPullReply$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./remote
+	$(GO) test -run='^$$' -fuzz='^FuzzServerHandshake$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./remote
+	$(GO) test -run='^$$' -fuzz='^FuzzStartParsers$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./cmd/atoll
 
 bench: ## run the Go benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -161,6 +161,9 @@ func (n *Node) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Its state lives outside the actor instance, so a restart loses
+	// nothing: whatever a worker's request makes it fail with, it goes on.
+	storeProps = storeProps.Configure(actors.RestartForever(n.log, "objectstore"))
 	if n.storePID, err = root.SpawnNamed(n.withFaults(storeProps), "objectstore"); err != nil {
 		return fmt.Errorf("atoll: start object store: %w", err)
 	}

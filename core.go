@@ -88,6 +88,8 @@ type core struct {
 	// binary only if its file there has this hash.
 	workerBinarySum  []byte
 	workerBinaryOnce sync.Once
+	// plan runs WithFaultPlan's timed rules; nil without a plan.
+	plan *planRun
 }
 
 var (
@@ -189,6 +191,7 @@ func (rt *core) start(ctx context.Context) error {
 	cfg.tracerProvider = tp
 	rt.tracer = telemetry.Tracer(tp)
 
+	cfg.installFaultPlan()
 	nc := node.Config{
 		Address: cfg.address, Driver: cfg.address != "", NodeIP: cfg.nodeIP, FailureTimeout: cfg.failureTimeout,
 		Credentials: node.Credentials{Secret: cfg.secret},
@@ -226,6 +229,7 @@ func (rt *core) start(ctx context.Context) error {
 		rt.deadWatch = make(chan struct{})
 		go rt.watchDeclaredDead(n.DeclaredDead(), rt.deadWatch)
 	}
+	rt.startFaultPlan()
 	rt.log.Debug("atoll started", "node", rt.nodeID.String(), "cluster", n.Address(), "store_bytes", rt.arena.Size())
 	return nil
 }
@@ -255,6 +259,7 @@ func (rt *core) stop(ctx context.Context) error {
 	}
 	rt.signals.stop()
 	rt.samplers.stop()
+	rt.plan.stop()
 	var errList []error
 	if n := rt.node; n != nil {
 		if rt.ownerPID != nil {

@@ -53,6 +53,10 @@ func FailNextCreates(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
+	return rt.failNextCreates(n)
+}
+
+func (rt *core) failNextCreates(n int) error {
 	if rt.node == nil { // a worker process
 		return errs.Invalidf("FailNextCreates: call it from the driver")
 	}
@@ -101,6 +105,10 @@ func KillNode(ctx context.Context, nodeID string) error {
 	if err != nil {
 		return err
 	}
+	return rt.killNode(ctx, nodeID)
+}
+
+func (rt *core) killNode(ctx context.Context, nodeID string) error {
 	var g *cluster.Gateway
 	if rt.node != nil {
 		g = rt.node.Gateway()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/atoll-runtime/atoll/actors"
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/faultplan"
 	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
@@ -67,6 +68,7 @@ type config struct {
 	noSpill          bool
 	meterProvider    metric.MeterProvider
 	faults           *FaultInjector
+	faultPlan        *faultplan.Plan
 	address          string
 	secret           string
 	nodeIP           string
@@ -213,6 +215,14 @@ type FaultInjector = actors.FaultInjector
 // SubmitTask, TaskResult, PushTask, CreateObjectRequest, ...) while the
 // program runs.
 func WithFaultInjector(fi *FaultInjector) Option { return func(c *config) { c.faults = fi } }
+
+// WithFaultPlan applies a seeded fault plan (package faultplan): its
+// message rules for the driver's node go into the node's fault injector
+// (WithFaultInjector's, or a new one), and its timed rules (fail-creates,
+// kill-node) run from Init until Shutdown. Node processes apply the
+// plan's rules for their role when started with faultplan.EnvPlan naming
+// the plan's file. FaultLog reports what was injected.
+func WithFaultPlan(p *faultplan.Plan) Option { return func(c *config) { c.faultPlan = p } }
 
 // WithLogger sets the runtime's logger (default slog.Default()). Records
 // logged with a task's context carry trace_id, span_id and task_id.

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -76,14 +77,20 @@ type FaultInjector struct {
 	rules  []*rule
 	lastID RuleID
 	stats  Stats
+	log    faultLog
 }
 
 type rule struct {
 	id        RuleID
+	name      string
 	kind      FaultKind
 	match     Matcher
+	actor     string // receiving actor's kind; "" any
 	delay     time.Duration
-	remaining int // < 0: unlimited
+	remaining int        // < 0: unlimited
+	prob      float64    // of faulting a matched message; 0: always
+	rng       *rand.Rand // draws for prob, under the injector's lock
+	matched   uint64
 }
 
 // redelivery wraps a message that the injector sent back to the actor
@@ -116,14 +123,50 @@ func (f *FaultInjector) Duplicate(match Matcher, n int) RuleID {
 }
 
 func (f *FaultInjector) add(kind FaultKind, match Matcher, d time.Duration, n int) RuleID {
-	if match == nil {
-		match = Any()
+	return f.Add(Rule{Kind: kind, Match: match, Delay: d, Count: n})
+}
+
+// Rule is a fault rule in full, for Add.
+type Rule struct {
+	// Name names the rule in the fault log; default the kind.
+	Name string
+	Kind FaultKind
+	// Match selects the messages; nil matches every one.
+	Match Matcher
+	// Actor, if set, restricts the rule to messages received by actors
+	// of that kind: the first segment of the PID's id ("raylet", "gcs",
+	// "objectstore", "gateway", "owner", "amm", ...).
+	Actor string
+	// Delay is how late FaultDelay delivers.
+	Delay time.Duration
+	// Count is how many messages the rule applies to; < 0 every one, 0
+	// none (the rule is not added).
+	Count int
+	// Probability, if in (0, 1), faults each matched message with that
+	// probability, drawing from Rand (seeded by the caller, so that a
+	// run replays; used only under the injector's lock). A message not
+	// faulted still counts as matched (FaultEvent.Match).
+	Probability float64
+	Rand        *rand.Rand
+}
+
+// Add adds a rule and returns its id.
+func (f *FaultInjector) Add(r Rule) RuleID {
+	if r.Match == nil {
+		r.Match = Any()
+	}
+	if r.Name == "" {
+		r.Name = r.Kind.String()
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lastID++
-	if n != 0 {
-		f.rules = append(f.rules, &rule{id: f.lastID, kind: kind, match: match, delay: d, remaining: n})
+	if r.Count != 0 {
+		nr := &rule{id: f.lastID, name: r.Name, kind: r.Kind, match: r.Match, actor: r.Actor, delay: r.Delay, remaining: r.Count}
+		if r.Probability > 0 && r.Probability < 1 && r.Rand != nil {
+			nr.prob, nr.rng = r.Probability, r.Rand
+		}
+		f.rules = append(f.rules, nr)
 	}
 	return f.lastID
 }
@@ -156,15 +199,24 @@ func (f *FaultInjector) Stats() Stats {
 	return f.stats
 }
 
-// decide returns the fault to apply to msg, consuming one use of the rule
-// that applies, or ok == false when no rule matches.
-func (f *FaultInjector) decide(msg any) (kind FaultKind, delay time.Duration, ok bool) {
+// decide returns the fault to apply to msg, received by the actor whose
+// PID id is receiver, consuming one use of the rule that applies, or ok
+// == false when no rule matches.
+func (f *FaultInjector) decide(msg any, receiver string) (kind FaultKind, delay time.Duration, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i, r := range f.rules {
+		if r.actor != "" && ActorKind(receiver) != r.actor {
+			continue
+		}
 		if !r.match(msg) {
 			continue
 		}
+		r.matched++
+		if r.rng != nil && r.rng.Float64() >= r.prob {
+			continue
+		}
+		f.log.add(FaultEvent{Rule: r.name, Kind: r.kind, Message: MessageName(msg), Actor: ActorKind(receiver), Match: r.matched})
 		if r.remaining > 0 {
 			r.remaining--
 			if r.remaining == 0 {
@@ -198,7 +250,7 @@ func (f *FaultInjector) ReceiverMiddleware() actor.ReceiverMiddleware {
 				next(c, env)
 				return
 			}
-			kind, delay, ok := f.decide(env.Message)
+			kind, delay, ok := f.decide(env.Message, c.Self().GetId())
 			if !ok {
 				next(c, env)
 				return

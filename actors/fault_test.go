@@ -249,7 +249,7 @@ func TestZeroCountRuleIsInert(t *testing.T) {
 	if f.Remove(id) {
 		t.Fatal("a rule with n == 0 was kept")
 	}
-	if _, _, ok := f.decide(num(1)); ok {
+	if _, _, ok := f.decide(num(1), "x"); ok {
 		t.Fatal("inert rule applied")
 	}
 }
@@ -259,5 +259,41 @@ func TestFaultKindString(t *testing.T) {
 		if k.String() != want {
 			t.Errorf("%d: %q", k, k.String())
 		}
+	}
+}
+
+// Rules addressed by actor kind and message name, with a seeded
+// probability: the same seed faults the same matches, and the log says
+// which.
+func TestNamedRulesAndLog(t *testing.T) {
+	run := func(seed uint64) []string {
+		f := NewFaultInjector()
+		f.Add(Rule{Name: "lossy", Kind: FaultDrop, Match: MessageNamed("actors.num"), Actor: "raylet", Count: -1,
+			Probability: 0.5, Rand: rand.New(rand.NewPCG(seed, 1))})
+		var log []string
+		for i := range 200 {
+			receiver := "raylet"
+			if i%3 == 0 {
+				receiver = "gcs/$7"
+			}
+			f.decide(num(i), receiver)
+		}
+		for _, e := range f.Log() {
+			if e.Actor != "raylet" || e.Rule != "lossy" || e.Kind != FaultDrop {
+				t.Fatalf("event %v", e)
+			}
+			log = append(log, e.String())
+		}
+		return log
+	}
+	a, b, c := run(1), run(1), run(2)
+	if len(a) < 40 || len(a) > 100 {
+		t.Fatalf("%d faults of 133 matches at p=0.5", len(a))
+	}
+	if !slices.Equal(a, b) || slices.Equal(a, c) {
+		t.Fatalf("same seed, different logs (%d vs %d), or different seeds, same log", len(a), len(b))
+	}
+	if !MessageNamed("num")(num(1)) || MessageNamed("TaskResult")(num(1)) || !MessageNamed("*")(num(1)) || ActorKind("raylet/$3") != "raylet" {
+		t.Fatal("MessageNamed or ActorKind")
 	}
 }

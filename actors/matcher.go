@@ -2,6 +2,7 @@ package actors
 
 import (
 	"math/rand/v2"
+	"strings"
 )
 
 // Matcher decides whether a fault rule applies to a message (the payload,
@@ -31,5 +32,22 @@ func MessageType[T any]() Matcher {
 func WithProbability(m Matcher, p float64, rng *rand.Rand) Matcher {
 	return func(msg any) bool {
 		return m(msg) && rng.Float64() < p
+	}
+}
+
+// MessageNamed matches messages whose type is name: a protobuf message's
+// full name (atoll.v1.TaskResult) or its last part (TaskResult), or a Go
+// type as %T prints it; "*" and "" match every message.
+func MessageNamed(name string) Matcher {
+	if name == "" || name == "*" {
+		return Any()
+	}
+	return func(msg any) bool {
+		full := MessageName(msg)
+		if full == name {
+			return true
+		}
+		i := strings.LastIndexByte(full, '.')
+		return i >= 0 && full[i+1:] == name
 	}
 }

@@ -1,0 +1,84 @@
+package atoll_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/faultplan"
+	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/node"
+)
+
+// A plan on a cluster: node processes load its message rules from the
+// file faultplan.EnvPlan names, the driver runs its timed kill; the
+// workload's tasks all finish correctly (the killed node's are retried)
+// and the log names the victim, which the cluster declares dead.
+func TestFaultPlanOnCluster(t *testing.T) {
+	plan := `
+seed: 3
+rules:
+  - name: slow-submits
+    action: delay
+    message: SubmitTask
+    actor: raylet
+    node: workers
+    delay: 2ms
+    probability: 0.3
+  - name: kill-one
+    action: kill-node
+    at: 1s
+`
+	file := filepath.Join(t.TempDir(), "plan.yaml")
+	if err := os.WriteFile(file, []byte(plan), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := faultplan.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Env: []string{faultplan.EnvPlan + "=" + file}})
+	ctx := joinCluster(t, c, atoll.WithFaultPlan(p))
+	var refs []atoll.ObjectRef[string]
+	deadline := time.Now().Add(time.Minute)
+	for {
+		log, err := atoll.GetFaultLog()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(log.Timed) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the kill-node rule did not fire within a minute")
+		}
+		for range 4 { // keep the cluster busy until the kill
+			refs = append(refs, holdFor.Remote(ctx, atoll.Value(50*time.Millisecond), atoll.Spread()))
+		}
+		if _, err := atoll.Get(ctx, refs[len(refs)-1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, ref := range refs {
+		if _, err := atoll.Get(ctx, ref); err != nil {
+			t.Fatalf("task %d of %d: %v", i, len(refs), err)
+		}
+	}
+	log, _ := atoll.GetFaultLog()
+	e := log.Timed[0]
+	if e.Rule != "kill-one" || e.Victim == "" || e.Err != "" {
+		t.Fatalf("timed event %+v", e)
+	}
+	if e.Victim == c.Node(0).ID {
+		t.Fatal("the plan killed the head")
+	}
+	st := c.WaitStatus(30*time.Second, func(st *node.ClusterStatus) bool {
+		return slices.ContainsFunc(st.Nodes, func(n node.ClusterNode) bool { return n.NodeID == e.Victim && !n.Alive })
+	})
+	if st == nil {
+		t.Fatalf("node %s still alive after the plan killed it", e.Victim)
+	}
+}

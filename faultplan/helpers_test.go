@@ -1,0 +1,5 @@
+package faultplan
+
+import "github.com/atoll-runtime/atoll/actors"
+
+func actorsRuleID(i int) actors.RuleID { return actors.RuleID(i) }

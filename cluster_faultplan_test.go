@@ -1,9 +1,11 @@
 package atoll_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,7 +43,19 @@ rules:
 		t.Fatal(err)
 	}
 	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Env: []string{faultplan.EnvPlan + "=" + file}})
-	ctx := joinCluster(t, c, atoll.WithFaultPlan(p))
+	// Not joinCluster: its wait for every node to run a task would race
+	// with the kill.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := atoll.Init(ctx, atoll.WithAddress(c.Address()), atoll.WithSecret(c.Secret()), atoll.WithObjectStoreMemory(64<<20),
+		atoll.WithFaultPlan(p)); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := atoll.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
 	var refs []atoll.ObjectRef[string]
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -74,6 +88,12 @@ rules:
 	}
 	if e.Victim == c.Node(0).ID {
 		t.Fatal("the plan killed the head")
+	}
+	for i := range c.Len() {
+		b, err := os.ReadFile(c.Node(i).LogFile)
+		if err != nil || !strings.Contains(string(b), "fault plan loaded") {
+			t.Errorf("node %d did not load the plan (%v)", i, err)
+		}
 	}
 	st := c.WaitStatus(30*time.Second, func(st *node.ClusterStatus) bool {
 		return slices.ContainsFunc(st.Nodes, func(n node.ClusterNode) bool { return n.NodeID == e.Victim && !n.Alive })

@@ -121,6 +121,9 @@ func (n *Node) start(ctx context.Context) error {
 		}
 		n.sessionDir, n.ownSessionDir, n.sessionLock = dir, true, lock
 	}
+	if err := n.loadFaultPlan(); err != nil {
+		return err
+	}
 	if err := n.resolveSecurity(); err != nil {
 		return err
 	}

@@ -36,6 +36,10 @@ var (
 	ErrNotInitialized             = fmt.Errorf("%w: atoll.Init has not been called", ErrUnavailable)
 	ErrAlreadyStarted             = errors.New("atoll: already initialized")
 	errUnknownErrorCode           = errors.New("atoll: unknown error")
+	// ErrResourceExhausted: a bound on state that other nodes or processes
+	// can grow was reached (a node's quota of forwarded work, a GCS table's
+	// cap, the size of a GCS bucket).
+	ErrResourceExhausted = errors.New("atoll: resource exhausted")
 )
 
 // TaskError is a task's (or actor method's) own failure: it returned an
@@ -238,6 +242,35 @@ func (e *ForwardLostError) Error() string {
 // Is matches ErrForwardLost.
 func (e *ForwardLostError) Is(target error) bool { return target == ErrForwardLost }
 
+// ResourceExhaustedError: a bound on state that other nodes or processes
+// can grow was reached. A node refuses work forwarded to it once it holds
+// its quota for the origin node, or its overall cap (NodeID, TaskName and
+// TaskID name the refusing node and the task); the GCS refuses a new entry
+// past a table's cap or its bucket's size (only Message is set). Not
+// retried: the same request would be refused again until the work held
+// there drains.
+type ResourceExhaustedError struct {
+	NodeID   string
+	TaskName string
+	TaskID   string
+	Message  string
+}
+
+func (e *ResourceExhaustedError) Error() string {
+	if e.TaskName != "" || e.NodeID != "" {
+		return fmt.Sprintf("atoll: node %s refused task %s: %s", e.NodeID, e.TaskName, e.Message)
+	}
+	return "atoll: resource exhausted: " + e.Message
+}
+
+// Is matches ErrResourceExhausted.
+func (e *ResourceExhaustedError) Is(target error) bool { return target == ErrResourceExhausted }
+
+// Exhaustedf returns a RESOURCE_EXHAUSTED error with no task or node.
+func Exhaustedf(format string, args ...any) error {
+	return &ResourceExhaustedError{Message: fmt.Sprintf(format, args...)}
+}
+
 // CodeError is a plain error with a code (invalid argument, not found,
 // unavailable).
 type CodeError struct {
@@ -280,6 +313,8 @@ func sentinel(c atollpb.ErrorCode) error {
 		return ErrUnschedulable
 	case atollpb.ErrorCode_FORWARD_LOST:
 		return ErrForwardLost
+	case atollpb.ErrorCode_RESOURCE_EXHAUSTED:
+		return ErrResourceExhausted
 	}
 	return errUnknownErrorCode
 }

@@ -71,6 +71,17 @@ type Config struct {
 	// MaxOwners bounds the owner processes remembered; default
 	// DefaultMaxOwners (or EnvMaxOwners).
 	MaxOwners int
+	// MaxForwardedPerOrigin and MaxForwarded bound the tasks and actor
+	// calls forwarded here that the node holds for one origin node and
+	// for all of them; MaxForwardedBytesPerOrigin and MaxForwardedBytes
+	// the encoded bytes of their specs. Work past a quota is refused back
+	// to its owner with RESOURCE_EXHAUSTED (errs.ResourceExhaustedError).
+	// Defaults DefaultMaxForwardedPerOrigin, ... (or EnvMaxForwardedPerOrigin,
+	// ...).
+	MaxForwardedPerOrigin      int
+	MaxForwarded               int
+	MaxForwardedBytesPerOrigin int
+	MaxForwardedBytes          int
 	// Node describes this node for its GCS registration (resources,
 	// hostname, head/driver); Start fills in the addresses.
 	Node   *atollpb.NodeInfo

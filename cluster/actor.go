@@ -505,14 +505,24 @@ func (g *gateway) nodeGone(ctx actor.Context, node ids.NodeID, died bool) {
 	}
 	for k, stack := range g.inbound {
 		// Nobody to answer there.
+		task := false
 		if stack = slices.DeleteFunc(stack, func(a arrival) bool {
 			if a.origin != node {
 				return false
 			}
 			g.quota.release(a.origin, a.size)
+			task = task || a.address == ""
 			return true
 		}); len(stack) == 0 {
 			delete(g.inbound, k)
+			if task {
+				// Nobody wants its result any more (the origin's owner
+				// retries it elsewhere, or died with it): the raylet drops
+				// it from its queues, or stops it, rather than hold it
+				// outside the quota (a peer could otherwise fill a node by
+				// forwarding tasks no node can run, then claiming to leave).
+				ctx.Send(g.cfg.Raylet, &atollpb.CancelTask{TaskId: k.task.Bytes()})
+			}
 		} else {
 			g.inbound[k] = stack
 		}

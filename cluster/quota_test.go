@@ -67,10 +67,21 @@ func TestForwardedWorkQuota(t *testing.T) {
 	if s := recv(t, b.submits, "B's raylet got no task after one ended"); s.spec.Name != "from-a-again" {
 		t.Fatalf("B's raylet got %q", s.spec.Name)
 	}
-	// A leaves the cluster: what B held for it goes from the account.
+	// A leaves the cluster (or claims to): what B held for it goes from
+	// the account, and from the raylet, which is told to cancel it (else
+	// leaving would make room for more of it).
 	b.system.Root.Send(b.gw.pid, &atollpb.NodeLoad{NodeId: a.id.Bytes(), Total: map[string]float64{"CPU": 1}})
 	b.system.Root.Send(b.gw.pid, &atollpb.NodeLoad{NodeId: a.id.Bytes(), Leaving: true})
 	eventually(t, "B to forget A's work", func() bool { return b.sizes().Inbound == 2 })
+	cancelled := map[ids.TaskID]bool{}
+	for range 3 {
+		cancelled[recv(t, b.cancels, "B's raylet was not told to cancel A's work")] = true
+	}
+	for _, s := range held[1:3] {
+		if !cancelled[ids.MustFromBytes(s.spec.TaskId)] {
+			t.Errorf("A's task %s was not cancelled", s.spec.Name)
+		}
+	}
 	c.forward(b.id, "from-c-again")
 	if s := recv(t, b.submits, "B's raylet got no task once A's work went"); s.spec.Name != "from-c-again" {
 		t.Fatalf("B's raylet got %q", s.spec.Name)

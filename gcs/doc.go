@@ -39,6 +39,16 @@
 //     forgotten, in memory and in KV (its key is purged from the bucket's
 //     stream, leaving no delete marker), so a restarted GCS does not reload
 //     it; a forgotten id is NOT_FOUND. Live entries are never forgotten.
+//   - Live entries are bounded too (bounds.go): a new live node, actor or
+//     running job past Config.MaxNodes, MaxActors or MaxJobs (defaults
+//     10000, 100000, 10000; ATOLL_GCS_MAX_NODES, ...) is refused with
+//     RESOURCE_EXHAUSTED, and so is a new entry that would take its
+//     table past three quarters of its bucket's size (Config.NodesBucketBytes
+//     32 MiB, ActorsBucketBytes 128 MiB, JobsBucketBytes 32 MiB: the
+//     buckets' MaxBytes; the last quarter is kept for updates, which a full
+//     bucket would refuse). An entry larger than Config.MaxEntryBytes
+//     (64 KiB, the buckets' MaxValueSize) is INVALID_ARGUMENT. No bucket
+//     has a TTL: entries that must persist (live nodes, named actors) do.
 //   - Unknown ids are NOT_FOUND; malformed ids (not 16 bytes) are
 //     INVALID_ARGUMENT. Errors travel as ErrorInfo and come back from the
 //     Client typed (errors.Is(err, errs.ErrNotFound)).

@@ -53,6 +53,7 @@ type Node struct {
 	sessionDir     string
 	ownSessionDir  bool
 	sessionLock    *lockfile.Lock // held while the node runs (see session.go)
+	gcsLock        *lockfile.Lock // a head's GCS directory (gcsdir.go)
 	dead           chan struct{}  // closed when the cluster declared it dead (dead.go)
 	deadOnce       sync.Once
 	nats           *natsembed.Server // embedded default and head without NATSURL
@@ -315,6 +316,9 @@ func (n *Node) stop(ctx context.Context) error {
 		n.nats.Shutdown()
 	}
 	var errList []error
+	if err := n.gcsLock.Release(); err != nil { // after the server wrote its last
+		errList = append(errList, err)
+	}
 	if n.arena != nil {
 		if err := n.arena.Close(); err != nil {
 			errList = append(errList, err)
@@ -366,7 +370,8 @@ func (n *Node) Gateway() *cluster.Gateway { return n.gateway }
 // Conn is the node's NATS connection (the control plane).
 func (n *Node) Conn() *nats.Conn { return n.nc }
 
-// SessionDir holds the node's spill files and NATS data.
+// SessionDir holds the node's spill files (and an embedded node's NATS
+// data).
 func (n *Node) SessionDir() string { return n.sessionDir }
 
 // StoreClient returns the object-store client of worker w (a goroutine
@@ -481,7 +486,8 @@ func (n *Node) workerDied(w ids.WorkerID) {
 }
 
 // connectControlPlane starts the embedded NATS server (embedded node,
-// head) or connects to the cluster's.
+// head) or connects to the cluster's. A head's server keeps its store in
+// the GCS directory, an embedded node's in its session directory.
 func (n *Node) connectControlPlane() error {
 	cfg := &n.cfg
 	storeDir := filepath.Join(n.sessionDir, "nats")
@@ -492,6 +498,10 @@ func (n *Node) connectControlPlane() error {
 		url = cfg.NATSURL
 	case cfg.Head:
 		var err error
+		if storeDir, n.gcsLock, err = openGCSDir(cfg.GCSDir); err != nil {
+			return err
+		}
+		n.log.Info("GCS state", "dir", storeDir)
 		n.nats, err = natsembed.Start(natsembed.Config{Host: cfg.NodeIP, Port: cfg.Port, StoreDir: storeDir, ServerName: name})
 		if err != nil {
 			return fmt.Errorf("atoll: embedded NATS on %s:%d: %w", cfg.NodeIP, cfg.Port, err)

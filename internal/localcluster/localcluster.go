@@ -87,6 +87,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	for i := range opts.Nodes {
 		cfg := node.Config{NumCPUs: opts.NumCPUs, ObjectStoreMemory: opts.ObjectStoreMemory, Head: i == 0,
 			Address: c.Address, NodeIP: "127.0.0.1", RandomPorts: true, SessionDir: filepath.Join(c.dir, fmt.Sprintf("n%d", i))}
+		if cfg.Head {
+			cfg.GCSDir = filepath.Join(c.dir, "gcs") // the cluster's own, gone with it
+		}
 		if err := c.launch(ctx, exe, i, cfg, opts.Env); err != nil {
 			c.Stop()
 			return nil, fmt.Errorf("localcluster: node %d: %w", i, err)

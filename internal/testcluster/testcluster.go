@@ -410,9 +410,13 @@ func (c *Cluster) config(i int) node.Config {
 		c.opts.Config(i, &cfg)
 	}
 	cfg.Head = i == 0
-	cfg.NATSURL = ""
+	cfg.NATSURL, cfg.GCSDir = "", ""
 	if cfg.Head {
 		cfg.NATSURL = c.opts.NATSURL
+		if cfg.NATSURL == "" {
+			// The cluster's own: Restart keeps it (the config is reused).
+			cfg.GCSDir = filepath.Join(c.dir, "gcs")
+		}
 	}
 	cfg.Address = ""
 	if !cfg.Head {

@@ -1,0 +1,74 @@
+package node_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/node"
+)
+
+// TestGCSDirIsKeptAndExclusive: a head keeps the GCS's state in its GCS
+// directory (0700), which a second head cannot use while the first runs
+// and which outlives it: a head started again on it lists the nodes the
+// first one knew. By default the directory is StateDir()/gcs.
+func TestGCSDirIsKeptAndExclusive(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	head := func() node.Config {
+		return node.Config{Head: true, RandomPorts: true, NumCPUs: node.NoCPUs, ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second}
+	}
+	first := startNode(t, head())
+	dir := node.DefaultGCSDir()
+	if fi, err := os.Stat(filepath.Join(dir, "jetstream")); err != nil || !fi.IsDir() {
+		t.Fatalf("no JetStream store in the default GCS directory %s: %v", dir, err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("GCS directory %s: %v, %v; want mode 0700", dir, fi.Mode().Perm(), err)
+	}
+	second, err := node.Start(context.Background(), head())
+	if second != nil {
+		_ = second.Stop(context.Background())
+	}
+	if !errors.Is(err, errs.ErrInvalidArgument) || !strings.Contains(err.Error(), "in use by another head") {
+		t.Fatalf("a second head on the same GCS directory: %v, want ErrInvalidArgument (in use)", err)
+	}
+	if err := first.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	again := startNode(t, head())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nodes, err := again.GCS().ListNodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := map[string]atollpb.NodeState{}
+	for _, n := range nodes {
+		state[string(n.NodeId)] = n.State
+	}
+	if len(nodes) != 2 || state[string(first.ID().Bytes())] != atollpb.NodeState_NODE_DEAD || state[string(again.ID().Bytes())] != atollpb.NodeState_NODE_ALIVE {
+		t.Fatalf("the head started again lists %v; want the first head (dead: it stopped) and itself", state)
+	}
+
+	// Elsewhere: a directory of its own, which must be this user's alone.
+	open := t.TempDir()
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	cfg := head()
+	cfg.GCSDir = open
+	n, err := node.Start(context.Background(), cfg)
+	if n != nil {
+		_ = n.Stop(context.Background())
+	}
+	if !errors.Is(err, errs.ErrInvalidArgument) || !strings.Contains(err.Error(), "writable by others") {
+		t.Fatalf("a GCS directory others may write: %v, want ErrInvalidArgument", err)
+	}
+}

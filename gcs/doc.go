@@ -24,6 +24,11 @@
 //
 //   - register_node upserts a node as NODE_ALIVE; mark_node_dead sets
 //     NODE_DEAD and the end time and keeps the entry (up to the cap below).
+//     reregister_node is what a node sends when its NATS connection comes
+//     back (the head may have restarted, and lost or never had its
+//     entry): register_node, except that a node listed dead stays dead
+//     and the request fails with NODE_DIED, so that a node the cluster
+//     gave up on learns it and stops.
 //   - register_actor refuses (INVALID_ARGUMENT, "already taken") a name
 //     held by another live actor of the same namespace; registering the same
 //     id again is an idempotent upsert. update_actor replaces a known

@@ -58,6 +58,8 @@ func (s *server) dispatch(ctx context.Context, req *atollpb.GcsRequest) *atollpb
 	switch op := req.Op.(type) {
 	case *atollpb.GcsRequest_RegisterNode:
 		err = writeThrough(ctx, s, s.store.nodes, func() (string, *atollpb.NodeInfo, error) { return t.checkRegisterNode(op.RegisterNode, now) }, t.putNode, nodeEvents)
+	case *atollpb.GcsRequest_ReregisterNode:
+		err = writeThrough(ctx, s, s.store.nodes, func() (string, *atollpb.NodeInfo, error) { return t.checkReregisterNode(op.ReregisterNode, now) }, t.putNode, nodeEvents)
 	case *atollpb.GcsRequest_MarkNodeDead:
 		err = writeThrough(ctx, s, s.store.nodes, func() (string, *atollpb.NodeInfo, error) { return t.checkMarkNodeDead(op.MarkNodeDead, now) }, t.putNode, nodeEvents)
 		// The actors the node hosted died with it.

@@ -84,6 +84,28 @@ func (t *tables) checkRegisterNode(n *atollpb.NodeInfo, nowMs int64) (string, *a
 	return k, next, nil
 }
 
+// checkReregisterNode returns the entry that registers n again after its
+// connection came back: as checkRegisterNode (the GCS may have lost or
+// never had the entry), except that a node the GCS lists dead stays dead:
+// the cluster gave its work to others, and the node must learn so and
+// stop (NODE_DIED) rather than come back. A known entry keeps its start
+// time.
+func (t *tables) checkReregisterNode(n *atollpb.NodeInfo, nowMs int64) (string, *atollpb.NodeInfo, error) {
+	k, err := key("node", n.GetNodeId())
+	if err != nil {
+		return "", nil, err
+	}
+	cur, ok := t.nodes[k]
+	if ok && cur.State == atollpb.NodeState_NODE_DEAD {
+		return "", nil, &errs.NodeDiedError{NodeID: k, Message: "the cluster declared this node dead; it cannot register again"}
+	}
+	if ok {
+		n = proto.CloneOf(n)
+		n.StartTimeUnixMs = cur.StartTimeUnixMs
+	}
+	return t.checkRegisterNode(n, nowMs)
+}
+
 // checkMarkNodeDead returns the dead entry of a known node, or nil if it is
 // already dead.
 func (t *tables) checkMarkNodeDead(id []byte, nowMs int64) (string, *atollpb.NodeInfo, error) {

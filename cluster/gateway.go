@@ -111,6 +111,7 @@ type Gateway struct {
 	ammBusy   chan struct{} // AMM requests served at once (ammConcurrency)
 	replBusy  chan struct{} // AMM replications under way (replicateConcurrency)
 	drain     drainState
+	info      *atollpb.NodeInfo // as registered by Start (rejoin.go)
 	once      sync.Once
 	spawned   bool // the actor runs
 	reporting bool // the report goroutine runs
@@ -186,6 +187,7 @@ func (g *Gateway) Start() error {
 	if err := cfg.GCS.RegisterNode(ctx, info); err != nil {
 		return fmt.Errorf("cluster: register node: %w", err)
 	}
+	g.info = info
 	nodes, err := cfg.GCS.ListNodes(ctx)
 	if err != nil {
 		return fmt.Errorf("cluster: list nodes: %w", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,66 @@ func TestGCSDirIsKeptAndExclusive(t *testing.T) {
 	}
 	if !errors.Is(err, errs.ErrInvalidArgument) || !strings.Contains(err.Error(), "writable by others") {
 		t.Fatalf("a GCS directory others may write: %v, want ErrInvalidArgument", err)
+	}
+}
+
+// TestNodesRegisterAgainWithANewHead: a head stops and another starts on
+// its address with a GCS that never heard of the cluster (a fresh GCS
+// directory): the node still running reconnects, registers again and is
+// listed alive, and its node process is not declared dead.
+func TestNodesRegisterAgainWithANewHead(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	first, err := node.Start(context.Background(), node.Config{Head: true, GCSDir: t.TempDir(), RandomPorts: true, NumCPUs: node.NoCPUs,
+		ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	member := startNode(t, node.Config{Address: first.Address(), RandomPorts: true, NumCPUs: 1, ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second})
+	_, port, _ := strings.Cut(first.Address(), ":")
+	if err := first.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := startNode(t, node.Config{Head: true, GCSDir: t.TempDir(), Port: p, RandomPorts: true, NumCPUs: node.NoCPUs,
+		ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var nodes []*atollpb.NodeInfo
+	eventually(t, "the new head to list the member alive", func() bool {
+		nodes, err = second.GCS().ListNodes(ctx)
+		for _, n := range nodes {
+			if string(n.NodeId) == string(member.ID().Bytes()) {
+				return n.State == atollpb.NodeState_NODE_ALIVE
+			}
+		}
+		return false
+	})
+	select {
+	case <-member.DeclaredDead():
+		t.Fatal("the member was declared dead")
+	default:
+	}
+	if len(nodes) != 2 {
+		t.Errorf("the new head lists %d nodes, want itself and the member", len(nodes))
+	}
+}
+
+// eventually polls cond every 10 ms until it holds, failing the test with
+// what after a minute.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("after a minute still waiting for %s", what)
+		}
 	}
 }

@@ -73,6 +73,9 @@ type Node struct {
 	ammPID      *actor.PID
 	unsubscribe func() // the raylet's actor events
 	metrics     metric.Registration
+	// rejoinCancel ends the goroutines of rejoin.go; rejoinWG waits for them.
+	rejoinCancel context.CancelFunc
+	rejoinWG     sync.WaitGroup
 
 	workerStores sync.Map // ids.WorkerID -> *objectstore.Client
 
@@ -232,6 +235,7 @@ func (n *Node) start(ctx context.Context) error {
 		if err := n.watchOwnDeath(); err != nil {
 			return fmt.Errorf("atoll: subscribe to node events: %w", err)
 		}
+		n.startRejoin()
 	}
 	if n.gateway != nil && cfg.Driver {
 		// A driver's first tasks should see the whole cluster, not the
@@ -288,6 +292,7 @@ func (n *Node) stop(ctx context.Context) error {
 	for _, unsubscribe := range events {
 		unsubscribe()
 	}
+	n.stopRejoin()
 	if n.unsubscribe != nil {
 		n.unsubscribe()
 	}

@@ -80,7 +80,6 @@ func TestHeadRestartKeepsTheCluster(t *testing.T) {
 		t.Errorf("the running node's log does not say it registered again (%v)", err)
 	}
 
-
 	runJob("after the restart")
 	if jobs, err := node.ListJobs(ctx, c.Address()); err != nil || len(jobs) != 2 {
 		t.Fatalf("jobs after a second one: %v, %v; want both", jobs, err)

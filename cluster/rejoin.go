@@ -17,7 +17,8 @@ import (
 //     refused (NODE_DIED) and stops, as when it hears of its own death.
 //   - ReconcileNodes: the restarted head, once every live node had the
 //     time to reconnect, marks dead the nodes the GCS lists alive that
-//     it has not heard from, in their load reports or in the gossip:
+//     it has not heard a load report from (every node publishes one
+//     every 100 ms on NATS; one that cannot reach NATS is of no use):
 //     nodes that died while the head was down (their peers could not
 //     tell the GCS) and the previous head itself if it was killed. Until
 //     then the GCS only ever reloads what it stored: loading marks no
@@ -32,22 +33,17 @@ func (g *Gateway) Reregister(ctx context.Context) error {
 }
 
 // ReconcileNodes marks dead, in the GCS, the nodes it lists alive that
-// this node has not heard from (no load report, not a gossip member),
-// and returns them. Call it on the head, once every live node had the
-// time to reconnect and report.
+// this node has not heard a load report from, and returns them. Call it
+// on the head, once every live node had the time to reconnect and report.
 func (g *Gateway) ReconcileNodes(ctx context.Context) ([]ids.NodeID, error) {
 	nodes, err := g.cfg.GCS.ListNodes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	members := map[ids.NodeID]bool{}
-	for _, m := range g.member.Members() {
-		members[m.ID] = true
-	}
 	var gone []ids.NodeID
 	for _, n := range nodes {
 		id, err := ids.FromBytes(n.NodeId)
-		if err != nil || n.State != atollpb.NodeState_NODE_ALIVE || id == g.cfg.NodeID || g.heard.has(id) || members[id] {
+		if err != nil || n.State != atollpb.NodeState_NODE_ALIVE || id == g.cfg.NodeID || g.heard.has(id) {
 			continue
 		}
 		if err := g.cfg.GCS.MarkNodeDead(ctx, n.NodeId); err != nil {

@@ -149,7 +149,7 @@ func (g *gateway) admit(spec *atollpb.TaskSpec, originID []byte, address string)
 		return arrival{origin: origin, address: address, size: size}, true
 	}
 	err := &errs.ResourceExhaustedError{NodeID: g.cfg.NodeID.String(), TaskName: spec.Name, TaskID: ids.MustFromBytes(spec.TaskId).String(),
-		Message: "node " + g.cfg.NodeID.Short() + " refused work forwarded to it: " + why}
+		Message: why}
 	res := &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Error: errs.ToProto(err)}
 	_ = g.publish(nodeSubject(g.cfg.Prefix, origin, "result"), &atollpb.ForwardedResult{Result: res, FromNode: g.cfg.NodeID.Bytes()})
 	return arrival{}, false

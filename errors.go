@@ -39,6 +39,16 @@ type (
 	// UnschedulableError: no node can run the task under its scheduling
 	// strategy (a hard node affinity to a dead or unknown node).
 	UnschedulableError = errs.UnschedulableError
+	// ForwardLostError: work forwarded to another node was lost in
+	// transit (that node stopped confirming it within the forwarding
+	// lease) and retries ran out.
+	ForwardLostError = errs.ForwardLostError
+	// ResourceExhaustedError: a bound on state other nodes can grow was
+	// reached: the node the task was forwarded to already holds its quota
+	// of work from the submitting node (or its overall cap), or the GCS
+	// refused a new entry past a table's cap or its store's size. Not
+	// retried.
+	ResourceExhaustedError = errs.ResourceExhaustedError
 )
 
 // Sentinels for errors.Is.
@@ -58,6 +68,10 @@ var (
 	ErrNotFound                   = errs.ErrNotFound
 	ErrNodeDied                   = errs.ErrNodeDied
 	ErrUnschedulable              = errs.ErrUnschedulable
+	ErrForwardLost                = errs.ErrForwardLost
+	// ErrResourceExhausted: a node's quota of forwarded work, or a GCS
+	// table's cap, was reached.
+	ErrResourceExhausted = errs.ErrResourceExhausted
 	// ErrUnavailable: atoll is not running (ErrNotInitialized) or shutting
 	// down.
 	ErrUnavailable    = errs.ErrUnavailable

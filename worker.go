@@ -96,7 +96,7 @@ func newWorkerCore(cfg config) (*core, *workerServer, error) {
 	}
 	// The connection starts reading at once: everything its handler
 	// touches must exist first.
-	srv := &workerServer{rt: rt, work: make(chan *atollpb.Frame, 1024), running: map[ids.TaskID]context.CancelFunc{}}
+	srv := &workerServer{rt: rt, work: make(chan pushed, 1024), running: map[ids.TaskID]context.CancelFunc{}}
 	ready := make(chan struct{})
 	srv.conn = workerconn.New(nc, func(f *atollpb.Frame) { <-ready; srv.handle(f) })
 	rt.link = &workerLink{conn: srv.conn}
@@ -111,18 +111,35 @@ func newWorkerCore(cfg config) (*core, *workerServer, error) {
 type workerServer struct {
 	rt   *core
 	conn *workerconn.Conn
-	work chan *atollpb.Frame
+	work chan pushed
 
 	mu       sync.Mutex
 	running  map[ids.TaskID]context.CancelFunc
 	instance any // the actor this worker hosts, if any
 }
 
+// pushed is a frame for the task loop; a task comes with its context,
+// whose cancel is registered in running as the frame arrives (a cancel
+// frame may follow it before the loop takes it).
+type pushed struct {
+	f      *atollpb.Frame
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
 // handle receives frames on the connection's reader goroutine.
 func (s *workerServer) handle(f *atollpb.Frame) {
 	switch b := f.Body.(type) {
-	case *atollpb.Frame_PushTask, *atollpb.Frame_CreateActor:
-		s.work <- f
+	case *atollpb.Frame_CreateActor:
+		s.work <- pushed{f: f}
+	case *atollpb.Frame_PushTask:
+		ctx, cancel := context.WithCancel(context.Background())
+		if id, err := ids.FromBytes(b.PushTask.GetSpec().GetTaskId()); err == nil {
+			s.mu.Lock()
+			s.running[id] = cancel
+			s.mu.Unlock()
+		}
+		s.work <- pushed{f: f, ctx: ctx, cancel: cancel}
 	case *atollpb.Frame_TaskResult:
 		s.rt.system.Root.Send(s.rt.ownerPID, b.TaskResult)
 	case *atollpb.Frame_ActorEvent:
@@ -143,12 +160,13 @@ func (s *workerServer) loop() {
 	w := raylet.Worker{ID: s.rt.workerID, NodeID: s.rt.nodeID}
 	ex := (*executor)(s.rt)
 	for {
-		var f *atollpb.Frame
+		var p pushed
 		select {
-		case f = <-s.work:
+		case p = <-s.work:
 		case <-s.conn.Done():
 			return
 		}
+		f := p.f
 		if spec := f.GetCreateActor(); spec != nil {
 			inst, err := ex.NewActor(context.Background(), w, spec)
 			s.instance = inst
@@ -157,10 +175,7 @@ func (s *workerServer) loop() {
 		}
 		spec := f.GetPushTask().GetSpec()
 		id := ids.MustFromBytes(spec.TaskId)
-		ctx, cancel := context.WithCancel(context.Background())
-		s.mu.Lock()
-		s.running[id] = cancel
-		s.mu.Unlock()
+		ctx := p.ctx
 		var res *atollpb.TaskResult
 		if spec.Type == atollpb.TaskType_ACTOR_TASK {
 			res, _ = ex.RunActorTask(ctx, w, s.instance, spec)
@@ -170,7 +185,7 @@ func (s *workerServer) loop() {
 		s.mu.Lock()
 		delete(s.running, id)
 		s.mu.Unlock()
-		cancel()
+		p.cancel()
 		_ = s.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: res}})
 	}
 }

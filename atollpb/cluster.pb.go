@@ -1113,8 +1113,12 @@ type NodeStats struct {
 	// collection if asked) and goroutines.
 	HeapAllocBytes uint64 `protobuf:"varint,15,opt,name=heap_alloc_bytes,json=heapAllocBytes,proto3" json:"heap_alloc_bytes,omitempty"`
 	Goroutines     uint64 `protobuf:"varint,16,opt,name=goroutines,proto3" json:"goroutines,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Work forwarded here refused past the node's quotas since it started,
+	// and the encoded bytes of the task specs held in inbound.
+	ForwardsRefused uint64 `protobuf:"varint,17,opt,name=forwards_refused,json=forwardsRefused,proto3" json:"forwards_refused,omitempty"`
+	InboundBytes    uint64 `protobuf:"varint,18,opt,name=inbound_bytes,json=inboundBytes,proto3" json:"inbound_bytes,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *NodeStats) Reset() {
@@ -1255,6 +1259,20 @@ func (x *NodeStats) GetHeapAllocBytes() uint64 {
 func (x *NodeStats) GetGoroutines() uint64 {
 	if x != nil {
 		return x.Goroutines
+	}
+	return 0
+}
+
+func (x *NodeStats) GetForwardsRefused() uint64 {
+	if x != nil {
+		return x.ForwardsRefused
+	}
+	return 0
+}
+
+func (x *NodeStats) GetInboundBytes() uint64 {
+	if x != nil {
+		return x.InboundBytes
 	}
 	return 0
 }
@@ -2057,7 +2075,7 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\n" +
 	"worker_ids\x18\x02 \x03(\fR\tworkerIds\"\"\n" +
 	"\x10NodeStatsRequest\x12\x0e\n" +
-	"\x02gc\x18\x01 \x01(\bR\x02gc\"\xf2\x03\n" +
+	"\x02gc\x18\x01 \x01(\bR\x02gc\"\xc2\x04\n" +
 	"\tNodeStats\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12\x14\n" +
 	"\x05peers\x18\x02 \x01(\x04R\x05peers\x12\x1d\n" +
@@ -2081,7 +2099,9 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\x10heap_alloc_bytes\x18\x0f \x01(\x04R\x0eheapAllocBytes\x12\x1e\n" +
 	"\n" +
 	"goroutines\x18\x10 \x01(\x04R\n" +
-	"goroutines\"X\n" +
+	"goroutines\x12)\n" +
+	"\x10forwards_refused\x18\x11 \x01(\x04R\x0fforwardsRefused\x12#\n" +
+	"\rinbound_bytes\x18\x12 \x01(\x04R\finboundBytes\"X\n" +
 	"\x10ReplicateRequest\x12%\n" +
 	"\x03ref\x18\x01 \x01(\v2\x13.atoll.v1.ObjectRefR\x03ref\x12\x1d\n" +
 	"\n" +

@@ -63,6 +63,12 @@ const (
 	// lineage (created by Put, lineage not kept or evicted, an argument
 	// freed); the message says why. It is also an OBJECT_LOST.
 	ErrorCode_OBJECT_RECONSTRUCTION_FAILED ErrorCode = 15
+	// A bound on state that other nodes or processes can grow was reached:
+	// a node refused work forwarded to it past its quota for the origin
+	// node (or its overall cap), or the GCS refused an entry past a table's
+	// cap or its store's size. Not retried: the same request would be
+	// refused again until the work queued there drains.
+	ErrorCode_RESOURCE_EXHAUSTED ErrorCode = 16
 )
 
 // Enum value maps for ErrorCode.
@@ -84,6 +90,7 @@ var (
 		13: "UNSCHEDULABLE",
 		14: "FORWARD_LOST",
 		15: "OBJECT_RECONSTRUCTION_FAILED",
+		16: "RESOURCE_EXHAUSTED",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_UNSPECIFIED":       0,
@@ -102,6 +109,7 @@ var (
 		"UNSCHEDULABLE":                13,
 		"FORWARD_LOST":                 14,
 		"OBJECT_RECONSTRUCTION_FAILED": 15,
+		"RESOURCE_EXHAUSTED":           16,
 	}
 )
 
@@ -694,7 +702,7 @@ const file_atollpb_common_proto_rawDesc = "" +
 	"\x06stored\x18\x03 \x01(\v2\x18.atoll.v1.ObjectLocationH\x00R\x06stored\x12+\n" +
 	"\x05error\x18\x04 \x01(\v2\x13.atoll.v1.ErrorInfoH\x00R\x05error\x12:\n" +
 	"\x0econtained_refs\x18\x05 \x03(\v2\x13.atoll.v1.ObjectRefR\rcontainedRefsB\x06\n" +
-	"\x04kind*\xbf\x02\n" +
+	"\x04kind*\xd7\x02\n" +
 	"\tErrorCode\x12\x1a\n" +
 	"\x16ERROR_CODE_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -715,7 +723,8 @@ const file_atollpb_common_proto_rawDesc = "" +
 	"\tNODE_DIED\x10\f\x12\x11\n" +
 	"\rUNSCHEDULABLE\x10\r\x12\x10\n" +
 	"\fFORWARD_LOST\x10\x0e\x12 \n" +
-	"\x1cOBJECT_RECONSTRUCTION_FAILED\x10\x0f*\xa8\x01\n" +
+	"\x1cOBJECT_RECONSTRUCTION_FAILED\x10\x0f\x12\x16\n" +
+	"\x12RESOURCE_EXHAUSTED\x10\x10*\xa8\x01\n" +
 	"\x05Codec\x12\x15\n" +
 	"\x11CODEC_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vCODEC_BYTES\x10\x01\x12\x11\n" +

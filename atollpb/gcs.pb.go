@@ -515,6 +515,7 @@ type GcsRequest struct {
 	//	*GcsRequest_AddJob
 	//	*GcsRequest_FinishJob
 	//	*GcsRequest_ListJobs
+	//	*GcsRequest_ReregisterNode
 	Op            isGcsRequest_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -656,6 +657,15 @@ func (x *GcsRequest) GetListJobs() *ListJobs {
 	return nil
 }
 
+func (x *GcsRequest) GetReregisterNode() *NodeInfo {
+	if x != nil {
+		if x, ok := x.Op.(*GcsRequest_ReregisterNode); ok {
+			return x.ReregisterNode
+		}
+	}
+	return nil
+}
+
 type isGcsRequest_Op interface {
 	isGcsRequest_Op()
 }
@@ -704,6 +714,13 @@ type GcsRequest_ListJobs struct {
 	ListJobs *ListJobs `protobuf:"bytes,11,opt,name=list_jobs,json=listJobs,proto3,oneof"`
 }
 
+type GcsRequest_ReregisterNode struct {
+	// A node registers again after its connection to the control plane
+	// came back (the head may have restarted): as register_node, except
+	// that a node the GCS lists dead stays dead (NODE_DIED).
+	ReregisterNode *NodeInfo `protobuf:"bytes,12,opt,name=reregister_node,json=reregisterNode,proto3,oneof"`
+}
+
 func (*GcsRequest_RegisterNode) isGcsRequest_Op() {}
 
 func (*GcsRequest_MarkNodeDead) isGcsRequest_Op() {}
@@ -725,6 +742,8 @@ func (*GcsRequest_AddJob) isGcsRequest_Op() {}
 func (*GcsRequest_FinishJob) isGcsRequest_Op() {}
 
 func (*GcsRequest_ListJobs) isGcsRequest_Op() {}
+
+func (*GcsRequest_ReregisterNode) isGcsRequest_Op() {}
 
 type ListNodes struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1002,7 +1021,7 @@ const file_atollpb_gcs_proto_rawDesc = "" +
 	"entrypoint\x18\x06 \x01(\tR\n" +
 	"entrypoint\x12#\n" +
 	"\rworker_binary\x18\a \x01(\tR\fworkerBinary\x120\n" +
-	"\x14worker_binary_sha256\x18\b \x01(\fR\x12workerBinarySha256\"\xc0\x04\n" +
+	"\x14worker_binary_sha256\x18\b \x01(\fR\x12workerBinarySha256\"\xff\x04\n" +
 	"\n" +
 	"GcsRequest\x129\n" +
 	"\rregister_node\x18\x01 \x01(\v2\x12.atoll.v1.NodeInfoH\x00R\fregisterNode\x12&\n" +
@@ -1019,7 +1038,8 @@ const file_atollpb_gcs_proto_rawDesc = "" +
 	"\n" +
 	"finish_job\x18\n" +
 	" \x01(\fH\x00R\tfinishJob\x121\n" +
-	"\tlist_jobs\x18\v \x01(\v2\x12.atoll.v1.ListJobsH\x00R\blistJobsB\x04\n" +
+	"\tlist_jobs\x18\v \x01(\v2\x12.atoll.v1.ListJobsH\x00R\blistJobs\x12=\n" +
+	"\x0freregister_node\x18\f \x01(\v2\x12.atoll.v1.NodeInfoH\x00R\x0ereregisterNodeB\x04\n" +
 	"\x02op\"\v\n" +
 	"\tListNodes\"\f\n" +
 	"\n" +
@@ -1090,15 +1110,16 @@ var file_atollpb_gcs_proto_depIdxs = []int32{
 	7,  // 9: atoll.v1.GcsRequest.list_actors:type_name -> atoll.v1.ListActors
 	4,  // 10: atoll.v1.GcsRequest.add_job:type_name -> atoll.v1.JobInfo
 	8,  // 11: atoll.v1.GcsRequest.list_jobs:type_name -> atoll.v1.ListJobs
-	12, // 12: atoll.v1.GcsReply.error:type_name -> atoll.v1.ErrorInfo
-	2,  // 13: atoll.v1.GcsReply.nodes:type_name -> atoll.v1.NodeInfo
-	3,  // 14: atoll.v1.GcsReply.actors:type_name -> atoll.v1.ActorInfo
-	4,  // 15: atoll.v1.GcsReply.jobs:type_name -> atoll.v1.JobInfo
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	2,  // 12: atoll.v1.GcsRequest.reregister_node:type_name -> atoll.v1.NodeInfo
+	12, // 13: atoll.v1.GcsReply.error:type_name -> atoll.v1.ErrorInfo
+	2,  // 14: atoll.v1.GcsReply.nodes:type_name -> atoll.v1.NodeInfo
+	3,  // 15: atoll.v1.GcsReply.actors:type_name -> atoll.v1.ActorInfo
+	4,  // 16: atoll.v1.GcsReply.jobs:type_name -> atoll.v1.JobInfo
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_gcs_proto_init() }
@@ -1119,6 +1140,7 @@ func file_atollpb_gcs_proto_init() {
 		(*GcsRequest_AddJob)(nil),
 		(*GcsRequest_FinishJob)(nil),
 		(*GcsRequest_ListJobs)(nil),
+		(*GcsRequest_ReregisterNode)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

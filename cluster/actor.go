@@ -69,11 +69,13 @@ type forward struct {
 	renewed time.Time
 }
 
-// arrival is work another node sent here: the node to answer and, for an
-// actor call, the host's local address.
+// arrival is work another node sent here: the node to answer, for an
+// actor call the host's local address, and the encoded size of its spec
+// (counted against the origin's quota while it is held).
 type arrival struct {
 	origin  ids.NodeID
 	address string
+	size    int64
 }
 
 // gateway is the actor half of a Gateway. All fields are owned by its
@@ -100,6 +102,8 @@ type gateway struct {
 	copies map[ids.ObjectID][]ids.NodeID
 	// owners maps nodes to the owners living there of objects held here.
 	owners *owners
+	// quota accounts for inbound by origin; work past it is refused.
+	quota *quota
 	// tick fires the next leaseTick.
 	tick *time.Timer
 	// forwardsLost counts attempts failed with FORWARD_LOST.
@@ -112,7 +116,7 @@ type gateway struct {
 func newGatewayActor(cfg *Config, fetch *fetcher, heard *peerSet, own *owners) *gateway {
 	return &gateway{cfg: cfg, fetch: fetch, pending: map[taskKey][]*forward{}, inbound: map[taskKey][]arrival{},
 		peers: map[ids.NodeID]*atollpb.NodeLoad{}, dead: newFIFOSet[ids.NodeID](), heard: heard,
-		copies: map[ids.ObjectID][]ids.NodeID{}, owners: own}
+		copies: map[ids.ObjectID][]ids.NodeID{}, owners: own, quota: newQuota(cfg)}
 }
 
 // Receive implements actor.Actor.
@@ -128,6 +132,7 @@ func (g *gateway) Receive(ctx actor.Context) {
 			g.restarts++
 		}
 	case *leaseTick:
+		g.logRefused()
 		g.confirmHeld()
 		g.expire(ctx, time.Now())
 		g.sweeps++
@@ -156,13 +161,21 @@ func (g *gateway) Receive(ctx actor.Context) {
 			}
 		}
 	case *atollpb.ForwardTask:
+		a, ok := g.admit(m.Spec, m.OriginNode, "")
+		if !ok {
+			return
+		}
 		k := keyOf(m.Spec.TaskId, m.Spec.Attempt)
-		g.inbound[k] = append(g.inbound[k], arrival{origin: ids.MustFromBytes(m.OriginNode)})
+		g.inbound[k] = append(g.inbound[k], a)
 		g.owners.record(m.Spec.OwnerId, m.Spec.OwnerAddress)
 		ctx.Request(g.cfg.Raylet, &atollpb.SubmitTask{Spec: m.Spec, Forwarded: true, Hops: m.Hops})
 	case *atollpb.ForwardActorCall:
+		a, ok := g.admit(m.Spec, m.OriginNode, m.Address)
+		if !ok {
+			return
+		}
 		k := keyOf(m.Spec.TaskId, m.Spec.Attempt)
-		g.inbound[k] = append(g.inbound[k], arrival{origin: ids.MustFromBytes(m.OriginNode), address: m.Address})
+		g.inbound[k] = append(g.inbound[k], a)
 		g.owners.record(m.Spec.OwnerId, m.Spec.OwnerAddress)
 		ctx.Request(ctx.ActorSystem().NewLocalPID(m.Address), &atollpb.PushTask{Spec: m.Spec})
 	case *actor.DeadLetterResponse:
@@ -245,7 +258,9 @@ func (g *gateway) answer(res *atollpb.TaskResult) {
 	if len(stack) == 0 {
 		return // a late duplicate, or its origin died
 	}
-	origin := stack[len(stack)-1].origin
+	top := stack[len(stack)-1]
+	origin := top.origin
+	g.quota.release(origin, top.size)
 	if len(stack) == 1 {
 		delete(g.inbound, k)
 	} else {
@@ -490,8 +505,24 @@ func (g *gateway) nodeGone(ctx actor.Context, node ids.NodeID, died bool) {
 	}
 	for k, stack := range g.inbound {
 		// Nobody to answer there.
-		if stack = slices.DeleteFunc(stack, func(a arrival) bool { return a.origin == node }); len(stack) == 0 {
+		task := false
+		if stack = slices.DeleteFunc(stack, func(a arrival) bool {
+			if a.origin != node {
+				return false
+			}
+			g.quota.release(a.origin, a.size)
+			task = task || a.address == ""
+			return true
+		}); len(stack) == 0 {
 			delete(g.inbound, k)
+			if task {
+				// Nobody wants its result any more (the origin's owner
+				// retries it elsewhere, or died with it): the raylet drops
+				// it from its queues, or stops it, rather than hold it
+				// outside the quota (a peer could otherwise fill a node by
+				// forwarding tasks no node can run, then claiming to leave).
+				ctx.Send(g.cfg.Raylet, &atollpb.CancelTask{TaskId: k.task.Bytes()})
+			}
 		} else {
 			g.inbound[k] = stack
 		}
@@ -549,5 +580,6 @@ func (g *gateway) sizes() *atollpb.NodeStats {
 		NodeId: g.cfg.NodeID.Bytes(), Peers: uint64(len(g.peers)), DeadNodes: uint64(g.dead.len()), MaxDeadNodes: uint64(g.cfg.MaxDeadNodes),
 		HeardNodes: uint64(g.heard.len()), Owners: uint64(owners), MaxOwners: uint64(g.cfg.MaxOwners), OwnerNodes: uint64(ownerNodes),
 		Pending: uint64(pending), Inbound: uint64(inbound), Copies: uint64(len(g.copies)), ForwardsLost: g.forwardsLost,
+		ForwardsRefused: g.quota.refused, InboundBytes: uint64(g.quota.total.bytes),
 	}
 }

@@ -80,6 +80,17 @@ type Config struct {
 	Secret clusterkey.Secret
 	// ServerTLS and ClientTLS, when set, make the transfer port speak TLS.
 	ServerTLS, ClientTLS *tls.Config
+	// MaxForwardedPerOrigin and MaxForwarded bound the tasks and actor
+	// calls forwarded here that the node holds for one origin node and
+	// for all of them; MaxForwardedBytesPerOrigin and MaxForwardedBytes
+	// the encoded bytes of their specs. Work past a quota is refused back
+	// to its owner with RESOURCE_EXHAUSTED (errs.ResourceExhaustedError).
+	// Defaults DefaultMaxForwardedPerOrigin, ... (or EnvMaxForwardedPerOrigin,
+	// ...).
+	MaxForwardedPerOrigin      int
+	MaxForwarded               int
+	MaxForwardedBytesPerOrigin int
+	MaxForwardedBytes          int
 	// Node describes this node for its GCS registration (resources,
 	// hostname, head/driver); Start fills in the addresses.
 	Node   *atollpb.NodeInfo
@@ -109,6 +120,7 @@ type Gateway struct {
 	ammBusy   chan struct{} // AMM requests served at once (ammConcurrency)
 	replBusy  chan struct{} // AMM replications under way (replicateConcurrency)
 	drain     drainState
+	info      *atollpb.NodeInfo // as registered by Start (rejoin.go)
 	once      sync.Once
 	spawned   bool // the actor runs
 	reporting bool // the report goroutine runs
@@ -189,6 +201,7 @@ func (g *Gateway) Start() error {
 	if err := cfg.GCS.RegisterNode(ctx, info); err != nil {
 		return fmt.Errorf("cluster: register node: %w", err)
 	}
+	g.info = info
 	nodes, err := cfg.GCS.ListNodes(ctx)
 	if err != nil {
 		return fmt.Errorf("cluster: list nodes: %w", err)

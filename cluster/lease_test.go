@@ -48,6 +48,8 @@ type testNode struct {
 	nc      *nats.Conn
 	gw      *Gateway
 	submits chan submitted
+	// cancels receives the tasks the gateway told the raylet to cancel.
+	cancels chan ids.TaskID
 	// freed receives the ClientDisconnected messages sent to the store.
 	freed chan ids.WorkerID
 	// owner collects the results of the work this node forwards.
@@ -74,7 +76,7 @@ func startNode(t testing.TB, ns *natsembed.Server, adjust func(*Config)) *testNo
 	}
 	t.Cleanup(nc.Close)
 	n := &testNode{t: t, id: ids.NewNodeID(), system: actors.NewSystem(slog.New(slog.DiscardHandler)), nc: nc,
-		submits: make(chan submitted, 64), freed: make(chan ids.WorkerID, 64), results: make(chan *atollpb.TaskResult, 64)}
+		submits: make(chan submitted, 64), cancels: make(chan ids.TaskID, 64), freed: make(chan ids.WorkerID, 64), results: make(chan *atollpb.TaskResult, 64)}
 	t.Cleanup(n.system.Shutdown)
 	spawn := func(name string, f actor.ReceiveFunc) *actor.PID {
 		pid, err := n.system.Root.SpawnNamed(actor.PropsFromFunc(f), name)
@@ -87,6 +89,8 @@ func startNode(t testing.TB, ns *natsembed.Server, adjust func(*Config)) *testNo
 		switch m := c.Message().(type) {
 		case *atollpb.SubmitTask:
 			n.submits <- submitted{spec: m.Spec, reply: c.Sender()}
+		case *atollpb.CancelTask:
+			n.cancels <- ids.MustFromBytes(m.TaskId)
 		case *raylet.GetState:
 			c.Respond(&raylet.State{NodeID: n.id})
 		}

@@ -43,6 +43,27 @@ const (
 	// per node × 64 nodes); past it the oldest entry is forgotten, with a
 	// warning: should its node die, its objects here are not freed.
 	DefaultMaxOwners = 65536
+
+	// DefaultMaxForwardedPerOrigin bounds the tasks and actor calls other
+	// nodes forwarded here that one origin node may have held at once
+	// (queued, waiting for a node able to run them, running, or relayed
+	// on): past it the node refuses that origin's work with
+	// RESOURCE_EXHAUSTED. A node holding work costs it about 1.3 KiB of
+	// heap per task plus its spec; without a bound, a peer sending tasks
+	// no node can run grew a node's heap without end. A driver forwards
+	// every task it submits as soon as its arguments are ready, so the
+	// bound is also the most ready tasks one driver can queue on one node:
+	// 8192 is far above the CPU slots of a node, enough to keep it busy.
+	DefaultMaxForwardedPerOrigin = 8192
+	// DefaultMaxForwarded bounds the work held for all origins together
+	// (origin ids are only what a message claims, so this is the bound
+	// that holds against a peer posing as many nodes).
+	DefaultMaxForwarded = 32768
+	// DefaultMaxForwardedBytesPerOrigin and DefaultMaxForwardedBytes bound
+	// the encoded size of the specs of that work (a spec carries its small
+	// arguments inline, up to 100 KiB each).
+	DefaultMaxForwardedBytesPerOrigin = 64 << 20
+	DefaultMaxForwardedBytes          = 256 << 20
 )
 
 // Environment variables read when the matching Config field is zero.
@@ -51,6 +72,11 @@ const (
 	EnvForwardLease    = "ATOLL_FORWARD_LEASE"            // a time.Duration ("10s")
 	EnvMaxDeadNodes    = "ATOLL_GATEWAY_MAX_DEAD_NODES"
 	EnvMaxOwners       = "ATOLL_GATEWAY_MAX_OWNERS"
+	// The quotas of forwarded work (counts, then bytes).
+	EnvMaxForwardedPerOrigin      = "ATOLL_FORWARD_MAX_PER_ORIGIN"
+	EnvMaxForwarded               = "ATOLL_FORWARD_MAX"
+	EnvMaxForwardedBytesPerOrigin = "ATOLL_FORWARD_MAX_BYTES_PER_ORIGIN"
+	EnvMaxForwardedBytes          = "ATOLL_FORWARD_MAX_BYTES"
 )
 
 // maxHeldPerMessage bounds the attempts one HeldWork message lists (about
@@ -110,8 +136,24 @@ func (c *Config) withLimits() error {
 	if c.MaxDeadNodes, err = envInt(c.MaxDeadNodes, EnvMaxDeadNodes, DefaultMaxDeadNodes); err != nil {
 		return err
 	}
-	c.MaxOwners, err = envInt(c.MaxOwners, EnvMaxOwners, DefaultMaxOwners)
-	return err
+	if c.MaxOwners, err = envInt(c.MaxOwners, EnvMaxOwners, DefaultMaxOwners); err != nil {
+		return err
+	}
+	for _, q := range []struct {
+		v   *int
+		env string
+		def int
+	}{
+		{&c.MaxForwardedPerOrigin, EnvMaxForwardedPerOrigin, DefaultMaxForwardedPerOrigin},
+		{&c.MaxForwarded, EnvMaxForwarded, DefaultMaxForwarded},
+		{&c.MaxForwardedBytesPerOrigin, EnvMaxForwardedBytesPerOrigin, DefaultMaxForwardedBytesPerOrigin},
+		{&c.MaxForwardedBytes, EnvMaxForwardedBytes, DefaultMaxForwardedBytes},
+	} {
+		if *q.v, err = envInt(*q.v, q.env, q.def); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fifoSet is a set that remembers the order in which its keys were added,

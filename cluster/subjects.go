@@ -42,3 +42,15 @@ func NodeStatsSubject(node ids.NodeID) string { return nodeSubject(DefaultPrefix
 // requests (a atollpb.ListObjectsRequest body, a atollpb.NodeObjects
 // reply): one per AMM round.
 func ObjectsSubject(node ids.NodeID) string { return nodeSubject(DefaultPrefix, node, "objects") }
+
+// TaskSubject is where node takes tasks other nodes forward to it (a
+// atollpb.ForwardTask body).
+func TaskSubject(node ids.NodeID) string { return nodeSubject(DefaultPrefix, node, "task") }
+
+// ResultSubject is where node takes the results of the work it forwarded
+// (a atollpb.ForwardedResult body), refusals included.
+func ResultSubject(node ids.NodeID) string { return nodeSubject(DefaultPrefix, node, "result") }
+
+// LoadSubject carries node's load reports (atollpb.NodeLoad); a report
+// with leaving set tells every node it left.
+func LoadSubject(node ids.NodeID) string { return loadSubject(DefaultPrefix, node) }

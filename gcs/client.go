@@ -57,6 +57,15 @@ func (c *Client) RegisterNode(ctx context.Context, n *atollpb.NodeInfo) error {
 	return err
 }
 
+// ReregisterNode registers a node again after its connection to the
+// control plane came back (the head, and its GCS, may have restarted): as
+// RegisterNode, but a node the GCS lists dead stays dead, and the call
+// fails with NODE_DIED (errs.NodeDiedError).
+func (c *Client) ReregisterNode(ctx context.Context, n *atollpb.NodeInfo) error {
+	_, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_ReregisterNode{ReregisterNode: n}})
+	return err
+}
+
 // MarkNodeDead marks a known node dead and records its end time; the entry
 // stays in the table. Marking a dead node again is a no-op.
 func (c *Client) MarkNodeDead(ctx context.Context, nodeID []byte) error {

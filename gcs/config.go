@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"regexp"
 	"strconv"
@@ -43,6 +44,36 @@ const (
 	// 1000 entries of ~150 B keep `atoll list jobs` at ~150 KB, enough
 	// history to look back over a day of hourly jobs many times over.
 	DefaultMaxFinishedJobs = 1000
+
+	// DefaultMaxNodes, DefaultMaxActors and DefaultMaxJobs bound the live
+	// nodes, live actors (pending, alive or restarting) and running jobs:
+	// anything on the cluster's NATS can register them, and every entry
+	// lives in the head's memory and KV until it dies (or finishes). A
+	// registration past a cap fails with RESOURCE_EXHAUSTED. The caps are
+	// far above what a cluster holds (Ray's largest tested clusters are a
+	// few thousand nodes); they are there to stop a runaway or hostile
+	// client, not to size a cluster.
+	DefaultMaxNodes  = 10000
+	DefaultMaxActors = 100000
+	DefaultMaxJobs   = 10000
+
+	// DefaultNodesBucketBytes, DefaultActorsBucketBytes and
+	// DefaultJobsBucketBytes are the MaxBytes of the tables' KV buckets
+	// (the bucket's stream; JetStream refuses a new key past it, while
+	// updates of existing keys still go through). An entry takes about
+	// 200-400 bytes with the stream's own overhead, so the defaults hold
+	// some 80,000 nodes or jobs and 300,000 actors, several times the
+	// caps above with the dead entries kept; together they bound what
+	// the GCS can hold in memory. JetStream reserves them on the NATS
+	// server's disk (an embedded server offers 75% of its free disk), so
+	// a head on a very small disk may need them lowered.
+	DefaultNodesBucketBytes  = 32 << 20
+	DefaultActorsBucketBytes = 128 << 20
+	DefaultJobsBucketBytes   = 32 << 20
+	// DefaultMaxEntryBytes is the largest entry (encoded) a bucket takes
+	// (MaxValueSize): a node, actor or job is a few hundred bytes; a long
+	// job entrypoint or actor death cause fits many times over.
+	DefaultMaxEntryBytes = 64 << 10
 )
 
 // Environment variables that set the caps when the Config leaves them 0
@@ -52,6 +83,14 @@ const (
 	EnvMaxDeadNodes    = "ATOLL_GCS_MAX_DEAD_NODES"
 	EnvMaxDeadActors   = "ATOLL_GCS_MAX_DEAD_ACTORS"
 	EnvMaxFinishedJobs = "ATOLL_GCS_MAX_FINISHED_JOBS"
+	EnvMaxNodes        = "ATOLL_GCS_MAX_NODES"
+	EnvMaxActors       = "ATOLL_GCS_MAX_ACTORS"
+	EnvMaxJobs         = "ATOLL_GCS_MAX_JOBS"
+	// The buckets' sizes and the largest entry, in bytes.
+	EnvNodesBucketBytes  = "ATOLL_GCS_NODES_BUCKET_BYTES"
+	EnvActorsBucketBytes = "ATOLL_GCS_ACTORS_BUCKET_BYTES"
+	EnvJobsBucketBytes   = "ATOLL_GCS_JOBS_BUCKET_BYTES"
+	EnvMaxEntryBytes     = "ATOLL_GCS_MAX_ENTRY_BYTES"
 )
 
 // QueueGroup is the NATS queue group of GCS subscriptions: at most one
@@ -98,6 +137,22 @@ type Config struct {
 	MaxDeadNodes    int
 	MaxDeadActors   int
 	MaxFinishedJobs int
+	// MaxNodes, MaxActors and MaxJobs bound the live nodes, live actors
+	// and running jobs: registering one more fails with RESOURCE_EXHAUSTED
+	// (errs.ResourceExhaustedError) until some die or finish. 0 takes
+	// EnvMaxNodes, ... if set, else DefaultMaxNodes, ...
+	MaxNodes  int
+	MaxActors int
+	MaxJobs   int
+	// NodesBucketBytes, ActorsBucketBytes and JobsBucketBytes are the
+	// MaxBytes of the KV buckets, MaxEntryBytes their MaxValueSize. A new
+	// entry that does not fit is refused with RESOURCE_EXHAUSTED, one
+	// larger than MaxEntryBytes with INVALID_ARGUMENT. 0 takes the
+	// environment (EnvNodesBucketBytes, ...), else the defaults.
+	NodesBucketBytes  int
+	ActorsBucketBytes int
+	JobsBucketBytes   int
+	MaxEntryBytes     int
 
 	// now is the clock for start and end times; tests may replace it.
 	now func() time.Time
@@ -135,10 +190,20 @@ func (c Config) withDefaults() (Config, error) {
 		{&c.MaxDeadNodes, "MaxDeadNodes", EnvMaxDeadNodes, DefaultMaxDeadNodes},
 		{&c.MaxDeadActors, "MaxDeadActors", EnvMaxDeadActors, DefaultMaxDeadActors},
 		{&c.MaxFinishedJobs, "MaxFinishedJobs", EnvMaxFinishedJobs, DefaultMaxFinishedJobs},
+		{&c.MaxNodes, "MaxNodes", EnvMaxNodes, DefaultMaxNodes},
+		{&c.MaxActors, "MaxActors", EnvMaxActors, DefaultMaxActors},
+		{&c.MaxJobs, "MaxJobs", EnvMaxJobs, DefaultMaxJobs},
+		{&c.NodesBucketBytes, "NodesBucketBytes", EnvNodesBucketBytes, DefaultNodesBucketBytes},
+		{&c.ActorsBucketBytes, "ActorsBucketBytes", EnvActorsBucketBytes, DefaultActorsBucketBytes},
+		{&c.JobsBucketBytes, "JobsBucketBytes", EnvJobsBucketBytes, DefaultJobsBucketBytes},
+		{&c.MaxEntryBytes, "MaxEntryBytes", EnvMaxEntryBytes, DefaultMaxEntryBytes},
 	} {
 		if *lim.field, err = limit(*lim.field, lim.name, lim.env, lim.def); err != nil {
 			return c, err
 		}
+	}
+	if c.MaxEntryBytes > math.MaxInt32 {
+		return c, fmt.Errorf("gcs: the largest entry, %d bytes, must fit in 32 bits", c.MaxEntryBytes)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -24,6 +24,11 @@
 //
 //   - register_node upserts a node as NODE_ALIVE; mark_node_dead sets
 //     NODE_DEAD and the end time and keeps the entry (up to the cap below).
+//     reregister_node is what a node sends when its NATS connection comes
+//     back (the head may have restarted, and lost or never had its
+//     entry): register_node, except that a node listed dead stays dead
+//     and the request fails with NODE_DIED, so that a node the cluster
+//     gave up on learns it and stops.
 //   - register_actor refuses (INVALID_ARGUMENT, "already taken") a name
 //     held by another live actor of the same namespace; registering the same
 //     id again is an idempotent upsert. update_actor replaces a known
@@ -39,6 +44,16 @@
 //     forgotten, in memory and in KV (its key is purged from the bucket's
 //     stream, leaving no delete marker), so a restarted GCS does not reload
 //     it; a forgotten id is NOT_FOUND. Live entries are never forgotten.
+//   - Live entries are bounded too (bounds.go): a new live node, actor or
+//     running job past Config.MaxNodes, MaxActors or MaxJobs (defaults
+//     10000, 100000, 10000; ATOLL_GCS_MAX_NODES, ...) is refused with
+//     RESOURCE_EXHAUSTED, and so is a new entry that would take its
+//     table past three quarters of its bucket's size (Config.NodesBucketBytes
+//     32 MiB, ActorsBucketBytes 128 MiB, JobsBucketBytes 32 MiB: the
+//     buckets' MaxBytes; the last quarter is kept for updates, which a full
+//     bucket would refuse). An entry larger than Config.MaxEntryBytes
+//     (64 KiB, the buckets' MaxValueSize) is INVALID_ARGUMENT. No bucket
+//     has a TTL: entries that must persist (live nodes, named actors) do.
 //   - Unknown ids are NOT_FOUND; malformed ids (not 16 bytes) are
 //     INVALID_ARGUMENT. Errors travel as ErrorInfo and come back from the
 //     Client typed (errors.Is(err, errs.ErrNotFound)).

@@ -19,6 +19,7 @@ func FuzzRequests(f *testing.F) {
 	node, actor, job := ids.NewNodeID(), ids.NewNodeID(), ids.NewNodeID()
 	for _, req := range []*atollpb.GcsRequest{
 		{Op: &atollpb.GcsRequest_RegisterNode{RegisterNode: &atollpb.NodeInfo{NodeId: node.Bytes(), Address: "n:1", Resources: map[string]float64{"CPU": 1}}}},
+		{Op: &atollpb.GcsRequest_ReregisterNode{ReregisterNode: &atollpb.NodeInfo{NodeId: node.Bytes(), Address: "n:1"}}},
 		{Op: &atollpb.GcsRequest_MarkNodeDead{MarkNodeDead: node.Bytes()}},
 		{Op: &atollpb.GcsRequest_ListNodes{ListNodes: &atollpb.ListNodes{}}},
 		{Op: &atollpb.GcsRequest_RegisterActor{RegisterActor: &atollpb.ActorInfo{ActorId: actor.Bytes(), Name: "a", Namespace: "ns", NodeId: node.Bytes()}}},

@@ -3,6 +3,7 @@ package gcs
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -57,6 +58,8 @@ func (s *server) dispatch(ctx context.Context, req *atollpb.GcsRequest) *atollpb
 	switch op := req.Op.(type) {
 	case *atollpb.GcsRequest_RegisterNode:
 		err = writeThrough(ctx, s, s.store.nodes, func() (string, *atollpb.NodeInfo, error) { return t.checkRegisterNode(op.RegisterNode, now) }, t.putNode, nodeEvents)
+	case *atollpb.GcsRequest_ReregisterNode:
+		err = writeThrough(ctx, s, s.store.nodes, func() (string, *atollpb.NodeInfo, error) { return t.checkReregisterNode(op.ReregisterNode, now) }, t.putNode, nodeEvents)
 	case *atollpb.GcsRequest_MarkNodeDead:
 		err = writeThrough(ctx, s, s.store.nodes, func() (string, *atollpb.NodeInfo, error) { return t.checkMarkNodeDead(op.MarkNodeDead, now) }, t.putNode, nodeEvents)
 		// The actors the node hosted died with it.
@@ -125,7 +128,10 @@ func (s *server) prune(ctx context.Context) {
 }
 
 func (s *server) limits() limits {
-	return limits{DeadNodes: s.cfg.MaxDeadNodes, DeadActors: s.cfg.MaxDeadActors, FinishedJobs: s.cfg.MaxFinishedJobs}
+	return limits{DeadNodes: s.cfg.MaxDeadNodes, DeadActors: s.cfg.MaxDeadActors, FinishedJobs: s.cfg.MaxFinishedJobs,
+		Nodes: s.cfg.MaxNodes, Actors: s.cfg.MaxActors, Jobs: s.cfg.MaxJobs,
+		Bytes: [numTables]int64{budget(s.cfg.NodesBucketBytes), budget(s.cfg.ActorsBucketBytes), budget(s.cfg.JobsBucketBytes)},
+		Entry: s.cfg.MaxEntryBytes}
 }
 
 // writeThrough checks a change, writes it through to KV, applies it to the
@@ -133,12 +139,19 @@ func (s *server) limits() limits {
 // write succeeded; a check that returns no entry is a no-op.
 func writeThrough[M proto.Message](ctx context.Context, s *server, kv jetstream.KeyValue, check func() (string, M, error), apply func(string, M), event string) error {
 	k, next, err := check()
+	if errors.Is(err, errs.ErrResourceExhausted) {
+		s.logRefused(err)
+	}
 	if err != nil || !next.ProtoReflect().IsValid() {
 		return err
 	}
 	c, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	if err := put(c, kv, k, next); err != nil {
+	if err := put(c, kv, k, next, s.cfg.MaxEntryBytes); err != nil {
+		if errors.Is(err, errs.ErrResourceExhausted) || errors.Is(err, errs.ErrInvalidArgument) {
+			s.logRefused(err)
+			return err
+		}
 		s.cfg.Logger.Error("gcs: write-through failed", "bucket", kv.Bucket(), "key", k, "err", err)
 		return errs.Unavailablef("gcs: store %s/%s: %v", kv.Bucket(), k, err)
 	}
@@ -147,6 +160,20 @@ func writeThrough[M proto.Message](ctx context.Context, s *server, kv jetstream.
 		s.publish(event, next)
 	}
 	return nil
+}
+
+// refusalLogEvery spaces the warnings about refused entries: a client
+// registering without end must not flood the head's log too.
+const refusalLogEvery = 10 * time.Second
+
+// logRefused logs an entry refused past a cap or a bucket's size: the
+// first at once, then at most one line per refusalLogEvery with the count.
+func (s *server) logRefused(err error) {
+	s.refused++
+	if now := s.cfg.now(); now.Sub(s.refusedLogged) >= refusalLogEvery {
+		s.cfg.Logger.Warn("gcs: entries refused past the GCS's bounds", "refused", s.refused, "last", err)
+		s.refused, s.refusedLogged = 0, now
+	}
 }
 
 // publish announces a changed entry; a failure only loses the event.

@@ -141,3 +141,51 @@ func mustProps(t *testing.T, cfg Config) *actor.Props {
 	}
 	return p
 }
+
+// TestReregisterNode: a node registering again after its connection came
+// back is alive again whether or not the GCS knew it (a restarted head may
+// have lost it), keeps its start time if known, and stays dead (NODE_DIED)
+// if the GCS lists it dead; a restarted GCS answers the same.
+func TestReregisterNode(t *testing.T) {
+	e := newEnv(t)
+	ctx, c := ctxT(t), e.client
+	known, unknown, dead := node("known"), node("unknown"), node("dead")
+	for _, n := range []*atollpb.NodeInfo{known, dead} {
+		if err := c.RegisterNode(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.MarkNodeDead(ctx, dead.NodeId); err != nil {
+		t.Fatal(err)
+	}
+	before := read(t, e)
+	e.stopGCS()
+	e.startGCS(Config{})
+
+	for _, n := range []*atollpb.NodeInfo{known, unknown} {
+		again := proto.CloneOf(n)
+		again.StartTimeUnixMs = 1
+		if err := c.ReregisterNode(ctx, again); err != nil {
+			t.Fatalf("reregister %s: %v", n.Address, err)
+		}
+	}
+	var nd *errs.NodeDiedError
+	if err := c.ReregisterNode(ctx, dead); !errors.Is(err, errs.ErrNodeDied) || !errors.As(err, &nd) {
+		t.Fatalf("reregister a dead node: %v, want NODE_DIED", err)
+	}
+	got := map[string]*atollpb.NodeInfo{}
+	for _, n := range read(t, e).nodes {
+		got[n.Address] = n
+	}
+	var start int64
+	for _, n := range before.nodes {
+		if n.Address == "known" {
+			start = n.StartTimeUnixMs
+		}
+	}
+	if got["known"].State != atollpb.NodeState_NODE_ALIVE || got["known"].StartTimeUnixMs != start ||
+		got["unknown"].State != atollpb.NodeState_NODE_ALIVE || got["unknown"].StartTimeUnixMs != 1 ||
+		got["dead"].State != atollpb.NodeState_NODE_DEAD {
+		t.Fatalf("after reregistering: %v", got)
+	}
+}

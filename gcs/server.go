@@ -39,6 +39,10 @@ type server struct {
 	tracer  trace.Tracer
 	prop    propagation.TextMapPropagator
 	backoff time.Duration
+	// refused counts the entries refused since refusedLogged, when the
+	// last warning about them was logged.
+	refused       int
+	refusedLogged time.Time
 }
 
 // request is a GCS request copied out of a NATS callback.
@@ -103,6 +107,7 @@ func (s *server) open(ctx actor.Context) error {
 	if err != nil {
 		return err
 	}
+	t.caps = s.limits()
 	s.store, s.tables = st, t
 	// Caps lowered since the entries were stored, or removals that failed
 	// before a restart: forget the excess now.

@@ -2,6 +2,7 @@ package gcs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
 // store is the durable side of the tables: one JetStream KV bucket per
@@ -20,21 +22,30 @@ type store struct {
 	streams map[string]jetstream.Stream
 }
 
-// openStore creates (or updates) the three buckets.
+// openStore creates (or updates) the three buckets, sized by cfg. A
+// bucket created by an earlier version without limits gets them.
 func openStore(ctx context.Context, nc *nats.Conn, cfg Config) (*store, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("gcs: jetstream: %w", err)
 	}
 	s := store{streams: map[string]jetstream.Stream{}}
-	bucket := func(name, what string) (jetstream.KeyValue, error) {
+	bucket := func(name, what string, maxBytes int) (jetstream.KeyValue, error) {
+		// No TTL: live nodes, actors and jobs must persist as long as
+		// they live; the dead ones are pruned by count (Config.MaxDead*).
 		kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:      name,
-			Description: "atoll GCS " + what + " table",
-			History:     1,
-			Storage:     jetstream.FileStorage,
-			Replicas:    cfg.Replicas,
+			Bucket:       name,
+			Description:  "atoll GCS " + what + " table",
+			History:      1,
+			Storage:      jetstream.FileStorage,
+			Replicas:     cfg.Replicas,
+			MaxBytes:     int64(maxBytes),
+			MaxValueSize: int32(cfg.MaxEntryBytes),
 		})
+		if isJSError(err, jsStorageResourcesExceeded) {
+			return nil, fmt.Errorf("gcs: bucket %s of %d bytes: the NATS server cannot reserve that much storage (free disk, or lower %s, %s, %s): %w",
+				name, maxBytes, EnvNodesBucketBytes, EnvActorsBucketBytes, EnvJobsBucketBytes, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("gcs: bucket %s: %w", name, err)
 		}
@@ -43,13 +54,13 @@ func openStore(ctx context.Context, nc *nats.Conn, cfg Config) (*store, error) {
 		}
 		return kv, nil
 	}
-	if s.nodes, err = bucket(nodesBucket(cfg.Prefix), "node"); err != nil {
+	if s.nodes, err = bucket(nodesBucket(cfg.Prefix), "node", cfg.NodesBucketBytes); err != nil {
 		return nil, err
 	}
-	if s.actors, err = bucket(actorsBucket(cfg.Prefix), "actor"); err != nil {
+	if s.actors, err = bucket(actorsBucket(cfg.Prefix), "actor", cfg.ActorsBucketBytes); err != nil {
 		return nil, err
 	}
-	if s.jobs, err = bucket(jobsBucket(cfg.Prefix), "job"); err != nil {
+	if s.jobs, err = bucket(jobsBucket(cfg.Prefix), "job", cfg.JobsBucketBytes); err != nil {
 		return nil, err
 	}
 	return &s, nil
@@ -156,12 +167,35 @@ func (s *store) remove(ctx context.Context, kv jetstream.KeyValue, k string) err
 	return s.streams[kv.Bucket()].Purge(ctx, jetstream.WithPurgeSubject("$KV."+kv.Bucket()+"."+k))
 }
 
-// put writes m under k.
-func put(ctx context.Context, kv jetstream.KeyValue, k string, m proto.Message) error {
+// JetStream API error codes the store tells apart.
+const (
+	// jsMaxBytesExceeded: the stream is at its MaxBytes (a full bucket).
+	jsMaxBytesExceeded jetstream.ErrorCode = 10077
+	// jsStorageResourcesExceeded: the server cannot reserve a stream's
+	// MaxBytes.
+	jsStorageResourcesExceeded jetstream.ErrorCode = 10047
+)
+
+func isJSError(err error, code jetstream.ErrorCode) bool {
+	var api *jetstream.APIError
+	return errors.As(err, &api) && api.ErrorCode == code
+}
+
+// put writes m under k. An entry larger than maxEntry is INVALID_ARGUMENT
+// and a full bucket RESOURCE_EXHAUSTED; other failures are returned as
+// they are.
+func put(ctx context.Context, kv jetstream.KeyValue, k string, m proto.Message, maxEntry int) error {
 	b, err := proto.Marshal(m)
 	if err != nil {
 		return err
 	}
+	if len(b) > maxEntry {
+		return errs.Invalidf("gcs: a %d-byte entry for %s/%s exceeds the largest the GCS takes, %d bytes (%s)", len(b), kv.Bucket(), k, maxEntry, EnvMaxEntryBytes)
+	}
 	_, err = kv.Put(ctx, k, b)
+	if isJSError(err, jsMaxBytesExceeded) || isJSError(err, jetstream.JSErrCodeStreamMessageExceedsMaximum) {
+		return errs.Exhaustedf("gcs: bucket %s is full: no room for %s (%v); dead entries are pruned by count (%s, ...), or raise its size (%s, %s, %s)",
+			kv.Bucket(), k, err, EnvMaxDeadNodes, EnvNodesBucketBytes, EnvActorsBucketBytes, EnvJobsBucketBytes)
+	}
 	return err
 }

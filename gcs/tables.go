@@ -33,6 +33,11 @@ type tables struct {
 	jobs  map[string]*atollpb.JobInfo
 	// The dead (finished) entries of each table, in order of death.
 	deadNodes, deadActors, finishedJobs deathOrder
+	// caps bound the live entries (Nodes, Actors, Jobs) and the bytes
+	// (Bytes) a check admits (0: no bound); the server sets them. bytes
+	// estimates what each table's entries take in its bucket (bounds.go).
+	caps  limits
+	bytes [numTables]int64
 }
 
 // actorName is a name within a namespace.
@@ -72,7 +77,33 @@ func (t *tables) checkRegisterNode(n *atollpb.NodeInfo, nowMs int64) (string, *a
 	if next.StartTimeUnixMs == 0 {
 		next.StartTimeUnixMs = nowMs
 	}
+	cur, known := t.nodes[k]
+	if err := t.admit(nodesTable, k, next, known, !known || cur.State == atollpb.NodeState_NODE_DEAD); err != nil {
+		return "", nil, err
+	}
 	return k, next, nil
+}
+
+// checkReregisterNode returns the entry that registers n again after its
+// connection came back: as checkRegisterNode (the GCS may have lost or
+// never had the entry), except that a node the GCS lists dead stays dead:
+// the cluster gave its work to others, and the node must learn so and
+// stop (NODE_DIED) rather than come back. A known entry keeps its start
+// time.
+func (t *tables) checkReregisterNode(n *atollpb.NodeInfo, nowMs int64) (string, *atollpb.NodeInfo, error) {
+	k, err := key("node", n.GetNodeId())
+	if err != nil {
+		return "", nil, err
+	}
+	cur, ok := t.nodes[k]
+	if ok && cur.State == atollpb.NodeState_NODE_DEAD {
+		return "", nil, &errs.NodeDiedError{NodeID: k, Message: "the cluster declared this node dead; it cannot register again"}
+	}
+	if ok {
+		n = proto.CloneOf(n)
+		n.StartTimeUnixMs = cur.StartTimeUnixMs
+	}
+	return t.checkRegisterNode(n, nowMs)
 }
 
 // checkMarkNodeDead returns the dead entry of a known node, or nil if it is
@@ -112,6 +143,7 @@ func (t *tables) actorsOn(node []byte) []*atollpb.ActorInfo {
 // putNode stores a node entry under its key. A node that registers again
 // leaves the dead ones.
 func (t *tables) putNode(k string, n *atollpb.NodeInfo) {
+	t.account(nodesTable, t.nodes[k], n)
 	t.nodes[k] = n
 	t.deadNodes.set(k, n.State == atollpb.NodeState_NODE_DEAD)
 }
@@ -138,6 +170,8 @@ func (t *tables) checkRegisterActor(a *atollpb.ActorInfo) (string, *atollpb.Acto
 		if err := sameIdentity(k, cur, next); err != nil {
 			return "", nil, err
 		}
+	} else if err := t.admit(actorsTable, k, next, false, true); err != nil {
+		return "", nil, err
 	}
 	if next.Name != "" {
 		if holder, ok := t.names[nameOf(next)]; ok && holder != k {
@@ -185,6 +219,7 @@ func (t *tables) putActor(k string, a *atollpb.ActorInfo) {
 	if old, ok := t.actors[k]; ok && old.Name != "" && t.names[nameOf(old)] == k {
 		delete(t.names, nameOf(old))
 	}
+	t.account(actorsTable, t.actors[k], a)
 	t.actors[k] = a
 	t.deadActors.set(k, a.State == atollpb.ActorState_ACTOR_DEAD)
 	if a.Name == "" {
@@ -235,6 +270,10 @@ func (t *tables) checkAddJob(j *atollpb.JobInfo, nowMs int64) (string, *atollpb.
 	if next.StartTimeUnixMs == 0 {
 		next.StartTimeUnixMs = nowMs
 	}
+	cur, known := t.jobs[k]
+	if err := t.admit(jobsTable, k, next, known, !j.Finished && (!known || cur.Finished)); err != nil {
+		return "", nil, err
+	}
 	return k, next, nil
 }
 
@@ -260,6 +299,7 @@ func (t *tables) checkFinishJob(id []byte, nowMs int64) (string, *atollpb.JobInf
 
 // putJob stores a job entry under its key.
 func (t *tables) putJob(k string, j *atollpb.JobInfo) {
+	t.account(jobsTable, t.jobs[k], j)
 	t.jobs[k] = j
 	t.finishedJobs.set(k, j.Finished)
 }
@@ -267,9 +307,15 @@ func (t *tables) putJob(k string, j *atollpb.JobInfo) {
 // listJobs returns every job, ordered by id.
 func (t *tables) listJobs() []*atollpb.JobInfo { return sortedValues(t.jobs) }
 
-// limits are the caps on the dead entries the tables keep.
+// limits are the caps on the dead entries the tables keep, and on the
+// live ones and the bytes they admit (bounds.go).
 type limits struct {
 	DeadNodes, DeadActors, FinishedJobs int
+	Nodes, Actors, Jobs                 int
+	// Bytes is the budget of each table's entries in its bucket, Entry
+	// the largest entry.
+	Bytes [numTables]int64
+	Entry int
 }
 
 // table names one of the three tables.
@@ -279,6 +325,7 @@ const (
 	nodesTable table = iota
 	actorsTable
 	jobsTable
+	numTables
 )
 
 func (k table) String() string {
@@ -316,15 +363,18 @@ func (t *tables) overCap(l limits) []victim {
 func (t *tables) drop(v victim) {
 	switch v.table {
 	case nodesTable:
+		t.account(nodesTable, t.nodes[v.key], nil)
 		delete(t.nodes, v.key)
 		t.deadNodes.set(v.key, false)
 	case actorsTable:
 		if a, ok := t.actors[v.key]; ok && a.Name != "" && t.names[nameOf(a)] == v.key {
 			delete(t.names, nameOf(a))
 		}
+		t.account(actorsTable, t.actors[v.key], nil)
 		delete(t.actors, v.key)
 		t.deadActors.set(v.key, false)
 	case jobsTable:
+		t.account(jobsTable, t.jobs[v.key], nil)
 		delete(t.jobs, v.key)
 		t.finishedJobs.set(v.key, false)
 	}

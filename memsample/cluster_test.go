@@ -84,7 +84,7 @@ func seriesOf(s *memsample.Samples, id ids.NodeID) *memsample.Series {
 // that leaves drops out of the samples.
 func TestClusterSampler(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir()) // no address file of a real cluster
-	head := startNode(t, node.Config{Head: true})
+	head := startNode(t, node.Config{Head: true, GCSDir: t.TempDir()})
 	creds := node.Credentials{Secret: head.Secret()}
 	member := startNode(t, node.Config{Address: head.Address(), Credentials: creds})
 	nc, _, err := node.DialCluster(head.Address(), "test", creds)

@@ -115,9 +115,17 @@ type Config struct {
 	// FailureTimeout bounds the time to declare a failed node dead;
 	// default 5 s (at least 1.2 s).
 	FailureTimeout time.Duration
-	// SessionDir holds the node's spill files and NATS data; default a
-	// fresh temporary directory, removed on Stop.
+	// SessionDir holds the node's spill files (and an embedded single
+	// node's NATS data); default a fresh temporary directory, removed on
+	// Stop.
 	SessionDir string
+	// GCSDir, on a head running the embedded NATS server, holds that
+	// server's JetStream store: the GCS's tables. It is kept when the head
+	// stops, so a head started again on it remembers the cluster's nodes,
+	// actors and jobs; default DefaultGCSDir() (StateDir()/gcs). Made
+	// 0700; one head at a time (see gcsdir.go). Not for other nodes, nor
+	// with NATSURL (the GCS's state is on that server).
+	GCSDir string
 	// Faults, when set, is installed on the node's actors (GCS, store,
 	// raylet and what the raylet spawns, actors spawned with SpawnNamed).
 	Faults *actors.FaultInjector `json:"-"`
@@ -169,6 +177,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errs.Invalidf("node.Config: a driver's node joins a cluster (Address)")
 	case c.NATSURL != "" && !c.Head:
 		return c, errs.Invalidf("node.Config: NATSURL is the head's (other nodes join Address)")
+	case c.GCSDir != "" && !c.Head:
+		return c, errs.Invalidf("node.Config: GCSDir is the head's (where its embedded NATS keeps the GCS's tables)")
+	case c.GCSDir != "" && c.NATSURL != "":
+		return c, errs.Invalidf("node.Config: GCSDir and NATSURL conflict: with NATSURL the GCS's tables live on that NATS server")
 	case c.Executor != nil && c.clustered():
 		return c, errs.Invalidf("node.Config: goroutine workers (Executor) are for an embedded node; cluster nodes run worker processes")
 	}

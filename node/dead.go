@@ -24,17 +24,7 @@ func (n *Node) watchOwnDeath() error {
 		if info.State != atollpb.NodeState_NODE_DEAD || !bytes.Equal(info.NodeId, self) {
 			return
 		}
-		n.mu.Lock()
-		stopping := n.stopped
-		n.mu.Unlock()
-		if stopping {
-			return // our own Stop marked us dead
-		}
-		n.deadOnce.Do(func() {
-			n.log.Error("the cluster declared this node dead: it missed the failure timeout (paused, partitioned or overloaded); its work went elsewhere and it will not be used again",
-				slog.String("node", n.id.String()))
-			close(n.dead)
-		})
+		n.declareDead("its death was announced")
 	})
 	if err != nil {
 		return err
@@ -43,6 +33,22 @@ func (n *Node) watchOwnDeath() error {
 	n.events["own-death"] = unsubscribe
 	n.mu.Unlock()
 	return nil
+}
+
+// declareDead closes DeclaredDead, once, unless the node is stopping (its
+// own Stop marks it dead).
+func (n *Node) declareDead(how string) {
+	n.mu.Lock()
+	stopping := n.stopped
+	n.mu.Unlock()
+	if stopping {
+		return
+	}
+	n.deadOnce.Do(func() {
+		n.log.Error("the cluster declared this node dead: it missed the failure timeout (paused, partitioned or overloaded); its work went elsewhere and it will not be used again",
+			slog.String("node", n.id.String()), slog.String("how", how))
+		close(n.dead)
+	})
 }
 
 // DeclaredDead is closed when the cluster declared this running node dead

@@ -53,6 +53,7 @@ type Node struct {
 	sessionDir     string
 	ownSessionDir  bool
 	sessionLock    *lockfile.Lock // held while the node runs (see session.go)
+	gcsLock        *lockfile.Lock // a head's GCS directory (gcsdir.go)
 	dead           chan struct{}  // closed when the cluster declared it dead (dead.go)
 	deadOnce       sync.Once
 	nats           *natsembed.Server // embedded default and head without NATSURL
@@ -73,6 +74,9 @@ type Node struct {
 	ammPID      *actor.PID
 	unsubscribe func() // the raylet's actor events
 	metrics     metric.Registration
+	// rejoinCancel ends the goroutines of rejoin.go; rejoinWG waits for them.
+	rejoinCancel context.CancelFunc
+	rejoinWG     sync.WaitGroup
 
 	workerStores sync.Map // ids.WorkerID -> *objectstore.Client
 
@@ -241,6 +245,7 @@ func (n *Node) start(ctx context.Context) error {
 		if err := n.watchOwnDeath(); err != nil {
 			return fmt.Errorf("atoll: subscribe to node events: %w", err)
 		}
+		n.startRejoin()
 	}
 	if n.gateway != nil && cfg.Driver {
 		// A driver's first tasks should see the whole cluster, not the
@@ -297,6 +302,7 @@ func (n *Node) stop(ctx context.Context) error {
 	for _, unsubscribe := range events {
 		unsubscribe()
 	}
+	n.stopRejoin()
 	if n.unsubscribe != nil {
 		n.unsubscribe()
 	}
@@ -325,6 +331,9 @@ func (n *Node) stop(ctx context.Context) error {
 		n.nats.Shutdown()
 	}
 	var errList []error
+	if err := n.gcsLock.Release(); err != nil { // after the server wrote its last
+		errList = append(errList, err)
+	}
 	if n.arena != nil {
 		if err := n.arena.Close(); err != nil {
 			errList = append(errList, err)
@@ -376,7 +385,8 @@ func (n *Node) Gateway() *cluster.Gateway { return n.gateway }
 // Conn is the node's NATS connection (the control plane).
 func (n *Node) Conn() *nats.Conn { return n.nc }
 
-// SessionDir holds the node's spill files and NATS data.
+// SessionDir holds the node's spill files (and an embedded node's NATS
+// data).
 func (n *Node) SessionDir() string { return n.sessionDir }
 
 // StoreClient returns the object-store client of worker w (a goroutine
@@ -491,7 +501,8 @@ func (n *Node) workerDied(w ids.WorkerID) {
 }
 
 // connectControlPlane starts the embedded NATS server (embedded node,
-// head) or connects to the cluster's.
+// head) or connects to the cluster's. A head's server keeps its store in
+// the GCS directory, an embedded node's in its session directory.
 func (n *Node) connectControlPlane() error {
 	cfg := &n.cfg
 	storeDir := filepath.Join(n.sessionDir, "nats")
@@ -502,6 +513,10 @@ func (n *Node) connectControlPlane() error {
 		url = cfg.NATSURL
 	case cfg.Head:
 		var err error
+		if storeDir, n.gcsLock, err = openGCSDir(cfg.GCSDir); err != nil {
+			return err
+		}
+		n.log.Info("GCS state", "dir", storeDir)
 		n.nats, err = natsembed.Start(natsembed.Config{Host: cfg.NodeIP, Port: cfg.Port, StoreDir: storeDir, ServerName: name,
 			Token: n.sec.secret.NATSToken(), TLS: n.sec.serverTLS})
 		if err != nil {

@@ -59,6 +59,9 @@ func TestConfigErrors(t *testing.T) {
 		{"head and address", node.Config{Head: true, Address: "127.0.0.1:1"}, "Head and Address are exclusive"},
 		{"driver without address", node.Config{Driver: true}, "a driver's node joins a cluster"},
 		{"nats url off the head", node.Config{Address: "127.0.0.1:1", NATSURL: "nats://127.0.0.1:2"}, "NATSURL is the head's"},
+		{"gcs dir off the head", node.Config{Address: "127.0.0.1:1", GCSDir: "/tmp/x"}, "GCSDir is the head's"},
+		{"gcs dir of an embedded node", node.Config{GCSDir: "/tmp/x"}, "GCSDir is the head's"},
+		{"gcs dir and nats url", node.Config{Head: true, NATSURL: "nats://127.0.0.1:2", GCSDir: "/tmp/x"}, "GCSDir and NATSURL conflict"},
 		{"executor in a cluster", node.Config{Head: true, Executor: idleExecutor{}}, "goroutine workers (Executor) are for an embedded node"},
 		{"negative cpus", node.Config{NumCPUs: -2}, "must not be negative"},
 		{"nan cpus", node.Config{NumCPUs: math.NaN()}, "want a number"},
@@ -176,7 +179,7 @@ func TestEmbeddedNode(t *testing.T) {
 // roles and resources, and a node that stops leaves the cluster.
 func TestClusterNodes(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir()) // no address file of a real cluster
-	head := startNode(t, node.Config{Head: true, RandomPorts: true, NumCPUs: 2, ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second})
+	head := startNode(t, node.Config{Head: true, GCSDir: t.TempDir(), RandomPorts: true, NumCPUs: 2, ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second})
 	if head.Address() == "" || head.Gateway() == nil {
 		t.Fatalf("head: address %q, gateway %v", head.Address(), head.Gateway())
 	}
@@ -279,7 +282,7 @@ func TestRunPrintsReadyLineAndStops(t *testing.T) {
 		}
 	}
 	creds := node.Credentials{Secret: strings.Repeat("ab", 32)}
-	cfg, _ := json.Marshal(node.Config{Head: true, RandomPorts: true, NumCPUs: 1, ObjectStoreMemory: 16 << 20, Credentials: creds})
+	cfg, _ := json.Marshal(node.Config{Head: true, GCSDir: t.TempDir(), RandomPorts: true, NumCPUs: 1, ObjectStoreMemory: 16 << 20, Credentials: creds})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r, w := io.Pipe()

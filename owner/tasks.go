@@ -245,7 +245,9 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 // task is retried when its worker or node died or its forwarded attempt
 // was lost (FORWARD_LOST: the node running it stopped confirming it), or
 // on an application error if it asked for that; an actor call when its actor crashed (it
-// restarts) or on an application error if it asked for that.
+// restarts) or on an application error if it asked for that. Work a node
+// refused past its quota of forwarded work (RESOURCE_EXHAUSTED) is never
+// retried: it would be refused again until that node's queue drains.
 func Retryable(spec *atollpb.TaskSpec, res *atollpb.TaskResult) bool {
 	code := res.GetError().GetCode()
 	appErr := spec.RetryExceptions && code == atollpb.ErrorCode_TASK_ERROR

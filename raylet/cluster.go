@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 
@@ -232,8 +233,11 @@ func (r *raylet) queuedCPU() float64 {
 	return cpu
 }
 
-// peerView replaces the view of the other nodes and places the tasks that
-// were waiting for a node.
+// peerView replaces the view of the other nodes and, if a node joined,
+// left or changed its total resources, places the tasks that were waiting
+// for a node able to run them. (Views come with every peer's load report,
+// ten a second per peer: placing every waiting task again on each would
+// cost O(waiting) each time for nothing.)
 func (r *raylet) peerView(ctx actor.Context, m *PeerView) {
 	clear(r.peers)
 	for i := range m.Nodes {
@@ -242,16 +246,39 @@ func (r *raylet) peerView(ctx actor.Context, m *PeerView) {
 			r.peers[v.ID] = &v
 		}
 	}
-	waiting := r.waiting
-	r.waiting = nil
-	r.replacing = true // warned about them already
-	for _, w := range waiting {
-		if r.placeLocally(ctx, w.t, w.forwarded, w.hops) {
-			r.enqueue(ctx, w.t)
+	if r.totalsChanged() && len(r.waiting) > 0 {
+		waiting := r.waiting
+		r.waiting = nil
+		r.replacing = true // warned about them already
+		for _, w := range waiting {
+			if r.placeLocally(ctx, w.t, w.forwarded, w.hops) {
+				r.enqueue(ctx, w.t)
+			}
 		}
+		r.replacing = false
 	}
-	r.replacing = false
 	r.spillBack(ctx)
+}
+
+// totalsChanged reports whether the peers or their total resources
+// differ from when it was last called, and remembers them.
+func (r *raylet) totalsChanged() bool {
+	same := len(r.totals) == len(r.peers)
+	for id, v := range r.peers {
+		if !same {
+			break
+		}
+		t, ok := r.totals[id]
+		same = ok && maps.Equal(t, v.Total)
+	}
+	if same {
+		return false
+	}
+	r.totals = make(map[ids.NodeID]Resources, len(r.peers))
+	for id, v := range r.peers {
+		r.totals[id] = v.Total.Clone()
+	}
+	return true
 }
 
 // spillBack forwards tasks queued here to peers that report room for them

@@ -149,6 +149,34 @@ func TestForwardedTaskSpillsBackWhenInfeasible(t *testing.T) {
 	}
 }
 
+// TestWaitingTaskPlacedWhenANodeCanRunIt: a task no node can run waits;
+// views that change only the peers' load leave it waiting (they are not
+// placed again on every report), and it goes to a node that can run it
+// as soon as one joins.
+func TestWaitingTaskPlacedWhenANodeCanRunIt(t *testing.T) {
+	system, pid, _, fwd, _ := clusterRaylet(t)
+	cpu := NodeView{ID: ids.NewNodeID(), Total: Resources{CPU: 2}, Available: Resources{CPU: 2}}
+	system.Root.Send(pid, &PeerView{Nodes: []NodeView{cpu}})
+	system.Root.Send(pid, &atollpb.SubmitTask{Spec: &atollpb.TaskSpec{
+		TaskId: ids.NewTaskID().Bytes(), Name: "gpu", Function: "gpu", NumReturns: 1, Resources: map[string]float64{CPU: 1, "GPU": 1},
+	}})
+	for i := range 3 {
+		cpu.Available = Resources{CPU: float64(i)}
+		system.Root.Send(pid, &PeerView{Nodes: []NodeView{cpu}})
+	}
+	if st := state(t, system, pid); st.Queued != 1 {
+		t.Fatalf("%d queued, want the task waiting", st.Queued)
+	}
+	gpu := NodeView{ID: ids.NewNodeID(), Total: Resources{CPU: 1, "GPU": 1}, Available: Resources{CPU: 1, "GPU": 1}}
+	system.Root.Send(pid, &PeerView{Nodes: []NodeView{cpu, gpu}})
+	if f := recv(t, fwd, "the waiting task did not go to the node that joined"); f.node != gpu.ID || f.spec.Name != "gpu" {
+		t.Fatalf("forwarded %s to %s, want gpu to the GPU node", f.spec.Name, f.node.Short())
+	}
+	if st := state(t, system, pid); st.Queued != 0 {
+		t.Fatalf("%d queued after the GPU node joined", st.Queued)
+	}
+}
+
 // TestDrainPlacesElsewhere: a draining raylet sends new tasks, its own
 // and those peers forward to it, to another node, while the task it runs
 // goes on; a hard affinity to it still runs here.

@@ -98,6 +98,10 @@ type raylet struct {
 	peers   map[ids.NodeID]*NodeView
 	spread  uint64
 	waiting []*waitingTask
+	// totals are the peers' total resources when the waiting tasks were
+	// last placed: they wait for a node whose total fits them, so they
+	// are placed again only when the totals change, not on every view.
+	totals map[ids.NodeID]Resources
 	// timeline remembers the last finished task attempts.
 	timeline timeline
 	// replacing is set while waiting tasks are placed again.

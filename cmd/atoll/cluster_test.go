@@ -45,6 +45,10 @@ func parseStart(args ...string) (node.Config, error) {
 
 func TestStartConfig(t *testing.T) {
 	isolate(t)
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
 	ncpu := float64(runtime.NumCPU())
 	head := node.Config{
 		Head: true, NodeIP: "127.0.0.1", Port: node.DefaultPort, GossipPort: node.DefaultGossipPort,
@@ -80,6 +84,8 @@ func TestStartConfig(t *testing.T) {
 			c.NATSURL, c.GossipPort, c.RandomPorts = "nats://127.0.0.1:4222", 0, true
 		})},
 		{[]string{"--head", "--nats", "nats://a:4222,b:4223"}, with(head, func(c *node.Config) { c.NATSURL = "nats://a:4222,nats://b:4223" })},
+		{[]string{"--head", "--gcs-dir", "/var/lib/atoll/gcs"}, with(head, func(c *node.Config) { c.GCSDir = "/var/lib/atoll/gcs" })},
+		{[]string{"--head", "--gcs-dir", "rel/gcs"}, with(head, func(c *node.Config) { c.GCSDir = filepath.Join(cwd, "rel/gcs") })},
 		{[]string{"--head", "--node-ip", "10.1.2.3", "--num-cpus", "2.5", "--failure-timeout", "2s"}, with(head, func(c *node.Config) {
 			c.NodeIP, c.NumCPUs, c.FailureTimeout = "10.1.2.3", 2.5, 2*time.Second
 		})},
@@ -117,6 +123,9 @@ func TestStartConfigErrors(t *testing.T) {
 		{[]string{"--address", "10.0.0.1:6380", "--port", "0"}, "--port needs --head"},
 		{[]string{"--address", "10.0.0.1:6380", "--nats", "127.0.0.1:4222"}, "--nats needs --head"},
 		{[]string{"--head", "--nats", "127.0.0.1:4222", "--port", "4000"}, "--port and --nats conflict"},
+		{[]string{"--head", "--nats", "127.0.0.1:4222", "--gcs-dir", "/tmp/x"}, "--gcs-dir and --nats conflict"},
+		{[]string{"--address", "10.0.0.1:6380", "--gcs-dir", "/tmp/x"}, "--gcs-dir needs --head"},
+		{[]string{"--head", "--gcs-dir", ""}, "--gcs-dir: want a directory"},
 		{[]string{"--head", "--nats", "nats://"}, `--nats "nats://": want HOST:PORT`},
 		{[]string{"--head", "--port", "65536"}, "--port 65536: want a port from 0 to 65535"},
 		{[]string{"--head", "--gossip-port", "-1"}, "--gossip-port -1: want a port from 0 to 65535"},

@@ -78,7 +78,7 @@ func TestMemorySampleRun(t *testing.T) {
 	isolate(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	head, err := node.Start(ctx, node.Config{Head: true, RandomPorts: true, NumCPUs: node.NoCPUs, ObjectStoreMemory: 32 << 20})
+	head, err := node.Start(ctx, node.Config{Head: true, GCSDir: t.TempDir(), RandomPorts: true, NumCPUs: node.NoCPUs, ObjectStoreMemory: 32 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,6 +49,13 @@ GCS) and records its address in %s, which 'atoll start',
 --head the node joins the cluster at --address (default $ATOLL_ADDRESS, then
 the recorded address).
 
+A head with the embedded NATS server keeps the GCS's tables (nodes, actors,
+jobs) in --gcs-dir (default %s, 0700), which outlives it:
+a head started again on the same directory remembers the cluster, and the
+nodes still running rejoin it. Only one head at a time may use a directory.
+$TMPDIR may be emptied at boot: give --gcs-dir on persistent storage for
+the state to survive a reboot of the machine.
+
 The node runs in the background (its output goes to a log file under
 $TMPDIR/atoll-<uid>/logs, 0600) unless --block keeps it in the foreground until SIGINT
 or SIGTERM. 'atoll stop' stops every node started on this machine.
@@ -64,6 +71,7 @@ type startFlags struct {
 	head              bool
 	address           string
 	nats              string
+	gcsDir            string
 	port              int
 	gossipPort        int
 	transferPort      int
@@ -91,7 +99,7 @@ func startCommand() (*cobra.Command, *startFlags) {
 	cmd := &cobra.Command{
 		Use:     "start (--head | --address HOST:PORT) [flags]",
 		Short:   "Start a cluster node on this machine (a head with --head)",
-		Long:    fmt.Sprintf(startLong, node.AddressFile()),
+		Long:    fmt.Sprintf(startLong, node.AddressFile(), node.DefaultGCSDir()),
 		Example: startExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -110,6 +118,7 @@ func startCommand() (*cobra.Command, *startFlags) {
 	fl.BoolVar(&f.head, "head", false, "start a new cluster: run the control plane (NATS, GCS) on this node")
 	fl.StringVar(&f.address, "address", "", "`HOST:PORT` of the head to join (default $"+node.EnvAddress+", then the address the local head recorded; \"auto\" reads it)")
 	fl.StringVar(&f.nats, "nats", "", "head only: use the existing NATS server (with JetStream) at `URL` instead of the embedded one")
+	fl.StringVar(&f.gcsDir, "gcs-dir", "", "head only: `DIR` of the GCS's state (the embedded NATS server's store), kept across restarts (default "+node.DefaultGCSDir()+")")
 	fl.IntVar(&f.port, "port", node.DefaultPort, "head only: the embedded NATS server's client port, the cluster address (0: pick a free port)")
 	fl.IntVar(&f.gossipPort, "gossip-port", node.DefaultGossipPort, "memberlist port, UDP and TCP (0: pick a free port)")
 	fl.IntVar(&f.transferPort, "transfer-port", node.DefaultTransferPort, "port the node serves its objects to other nodes on (0: pick a free port)")
@@ -153,7 +162,23 @@ func (f *startFlags) nodeConfig(fs *pflag.FlagSet) (node.Config, error) {
 			}
 			cfg.NATSURL = u
 		}
+		if fs.Changed("gcs-dir") {
+			if f.nats != "" {
+				return cfg, errs.Invalidf("--gcs-dir and --nats conflict: with --nats the GCS keeps its state on that NATS server")
+			}
+			if f.gcsDir == "" {
+				return cfg, errs.Invalidf("--gcs-dir: want a directory")
+			}
+			dir, err := filepath.Abs(f.gcsDir) // the detached node may run elsewhere
+			if err != nil {
+				return cfg, errs.Invalidf("--gcs-dir %q: %v", f.gcsDir, err)
+			}
+			cfg.GCSDir = dir
+		}
 	} else {
+		if fs.Changed("gcs-dir") {
+			return cfg, errs.Invalidf("--gcs-dir needs --head: it holds the head's GCS state")
+		}
 		if f.nats != "" {
 			return cfg, errs.Invalidf("--nats needs --head: only the head connects the cluster to a NATS server; other nodes join --address")
 		}

@@ -38,8 +38,12 @@ var (
 	// ErrUnauthenticated: a peer refused this process's credentials, or
 	// proved none of its own (no cluster secret, or a different one).
 	// It is local: it never travels as an ErrorCode.
-	ErrUnauthenticated  = errors.New("atoll: not authenticated")
-	errUnknownErrorCode = errors.New("atoll: unknown error")
+	ErrUnauthenticated = errors.New("atoll: not authenticated")
+	// ErrResourceExhausted: a bound on state that other nodes or processes
+	// can grow was reached (a node's quota of forwarded work, a GCS table's
+	// cap, the size of a GCS bucket).
+	ErrResourceExhausted = errors.New("atoll: resource exhausted")
+	errUnknownErrorCode  = errors.New("atoll: unknown error")
 )
 
 // TaskError is a task's (or actor method's) own failure: it returned an
@@ -242,6 +246,35 @@ func (e *ForwardLostError) Error() string {
 // Is matches ErrForwardLost.
 func (e *ForwardLostError) Is(target error) bool { return target == ErrForwardLost }
 
+// ResourceExhaustedError: a bound on state that other nodes or processes
+// can grow was reached. A node refuses work forwarded to it once it holds
+// its quota for the origin node, or its overall cap (NodeID, TaskName and
+// TaskID name the refusing node and the task); the GCS refuses a new entry
+// past a table's cap or its bucket's size (only Message is set). Not
+// retried: the same request would be refused again until the work held
+// there drains.
+type ResourceExhaustedError struct {
+	NodeID   string
+	TaskName string
+	TaskID   string
+	Message  string
+}
+
+func (e *ResourceExhaustedError) Error() string {
+	if e.TaskName != "" || e.NodeID != "" {
+		return fmt.Sprintf("atoll: node %s refused task %s: %s", e.NodeID, e.TaskName, e.Message)
+	}
+	return "atoll: resource exhausted: " + e.Message
+}
+
+// Is matches ErrResourceExhausted.
+func (e *ResourceExhaustedError) Is(target error) bool { return target == ErrResourceExhausted }
+
+// Exhaustedf returns a RESOURCE_EXHAUSTED error with no task or node.
+func Exhaustedf(format string, args ...any) error {
+	return &ResourceExhaustedError{Message: fmt.Sprintf(format, args...)}
+}
+
 // CodeError is a plain error with a code (invalid argument, not found,
 // unavailable).
 type CodeError struct {
@@ -284,6 +317,8 @@ func sentinel(c atollpb.ErrorCode) error {
 		return ErrUnschedulable
 	case atollpb.ErrorCode_FORWARD_LOST:
 		return ErrForwardLost
+	case atollpb.ErrorCode_RESOURCE_EXHAUSTED:
+		return ErrResourceExhausted
 	}
 	return errUnknownErrorCode
 }

@@ -27,6 +27,8 @@ func TestEveryCodeRoundTripsToItsSentinel(t *testing.T) {
 		{&NodeDiedError{NodeID: "ab", Message: "left"}, ErrNodeDied},
 		{&UnschedulableError{TaskName: "f", Reason: "no node"}, ErrUnschedulable},
 		{&ForwardLostError{NodeID: "ab", TaskName: "f", TaskID: "00ff", Message: "not confirmed"}, ErrForwardLost},
+		{&ResourceExhaustedError{NodeID: "ab", TaskName: "f", TaskID: "00ff", Message: "quota"}, ErrResourceExhausted},
+		{Exhaustedf("table full"), ErrResourceExhausted},
 	}
 	for _, c := range cases {
 		if !errors.Is(c.err, c.sentinel) {
@@ -75,5 +77,21 @@ func TestForwardLostKeepsDetails(t *testing.T) {
 	var fl *ForwardLostError
 	if !errors.As(FromProto(info), &fl) || *fl != *err {
 		t.Errorf("after the wire: %+v, want %+v", fl, err)
+	}
+}
+
+func TestResourceExhaustedKeepsDetails(t *testing.T) {
+	for _, err := range []*ResourceExhaustedError{
+		{NodeID: "0a0b", TaskName: "sum", TaskID: "00ff", Message: "4096 tasks of node 0c0d held here"},
+		{Message: "the GCS holds 10000 live nodes"},
+	} {
+		info := ToProto(err)
+		if info.Code != atollpb.ErrorCode_RESOURCE_EXHAUSTED {
+			t.Fatalf("code %v, want RESOURCE_EXHAUSTED", info.Code)
+		}
+		var re *ResourceExhaustedError
+		if !errors.As(FromProto(info), &re) || *re != *err {
+			t.Errorf("after the wire: %+v, want %+v", re, err)
+		}
 	}
 }

@@ -26,6 +26,7 @@ func ToProto(err error) *atollpb.ErrorInfo {
 		nd  *NodeDiedError
 		us  *UnschedulableError
 		fl  *ForwardLostError
+		re  *ResourceExhaustedError
 		cd  *CodeError
 		msg = err.Error()
 	)
@@ -54,6 +55,8 @@ func ToProto(err error) *atollpb.ErrorInfo {
 		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_UNSCHEDULABLE, Message: us.Reason, TaskName: us.TaskName, TaskId: unhex(us.TaskID)}
 	case errors.As(err, &fl):
 		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_FORWARD_LOST, Message: fl.Message, TaskName: fl.TaskName, TaskId: unhex(fl.TaskID), NodeId: unhex(fl.NodeID)}
+	case errors.As(err, &re):
+		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_RESOURCE_EXHAUSTED, Message: re.Message, TaskName: re.TaskName, TaskId: unhex(re.TaskID), NodeId: unhex(re.NodeID)}
 	case errors.As(err, &cd):
 		return &atollpb.ErrorInfo{Code: cd.Code, Message: cd.Message}
 	}
@@ -90,6 +93,8 @@ func FromProto(info *atollpb.ErrorInfo) error {
 		return &UnschedulableError{TaskName: info.TaskName, TaskID: hex.EncodeToString(info.TaskId), Reason: info.Message}
 	case atollpb.ErrorCode_FORWARD_LOST:
 		return &ForwardLostError{NodeID: hex.EncodeToString(info.NodeId), TaskName: info.TaskName, TaskID: hex.EncodeToString(info.TaskId), Message: info.Message}
+	case atollpb.ErrorCode_RESOURCE_EXHAUSTED:
+		return &ResourceExhaustedError{NodeID: hex.EncodeToString(info.NodeId), TaskName: info.TaskName, TaskID: hex.EncodeToString(info.TaskId), Message: info.Message}
 	}
 	return &CodeError{Code: info.Code, Message: info.Message}
 }

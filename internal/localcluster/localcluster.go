@@ -96,6 +96,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		cfg := node.Config{NumCPUs: opts.NumCPUs, ObjectStoreMemory: opts.ObjectStoreMemory, Head: i == 0,
 			Address: c.Address, NodeIP: "127.0.0.1", RandomPorts: true, SessionDir: filepath.Join(c.dir, fmt.Sprintf("n%d", i)),
 			Credentials: node.Credentials{Secret: c.Secret}}
+		if cfg.Head {
+			cfg.GCSDir = filepath.Join(c.dir, "gcs") // the cluster's own, gone with it
+		}
 		if err := c.launch(ctx, exe, i, cfg, opts.Env); err != nil {
 			c.Stop()
 			return nil, fmt.Errorf("localcluster: node %d: %w", i, err)

@@ -17,6 +17,7 @@ import (
 type Lock struct {
 	f    *os.File
 	path string
+	keep bool // Release leaves the file (Hold)
 }
 
 // Create creates the lock file path and holds it. The file is written
@@ -49,13 +50,16 @@ func Create(path string) (*Lock, error) {
 // Path is the lock file's path.
 func (l *Lock) Path() string { return l.path }
 
-// Release removes the lock file and drops the lock. It is safe to call
-// more than once.
+// Release removes the lock file (unless Hold took it) and drops the lock.
+// It is safe to call more than once.
 func (l *Lock) Release() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
-	err := os.Remove(l.path)
+	var err error
+	if !l.keep {
+		err = os.Remove(l.path)
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		err = nil
 	}
@@ -95,4 +99,25 @@ func Claim(path string) (l *Lock, ok bool, err error) {
 		return nil, false, nil
 	}
 	return &Lock{f: f, path: path}, true, nil
+}
+
+// Hold takes the lock file path, creating it if needed, unless a live
+// process holds it (ok false). The file is never removed, by Release
+// either: every process that ever uses what it guards (a directory used
+// by one process at a time, such as a head's GCS store) locks the same
+// file, so no two can hold it at once, whatever the timing. The
+// descriptor is close-on-exec.
+func Hold(path string) (l *Lock, ok bool, err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, false, fmt.Errorf("lockfile: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("lockfile: lock %s: %w", path, err)
+	}
+	return &Lock{f: f, path: path, keep: true}, true, nil
 }

@@ -72,3 +72,34 @@ func TestLockOfADeadProcessIsClaimed(t *testing.T) {
 		t.Fatalf("Release of a claim left the lock file: %v", err)
 	}
 }
+
+// TestHoldIsExclusiveAndKeepsTheFile: a held lock cannot be held again
+// (flock locks belong to the open file description, so a second open in
+// this process contends like another process); released, the file stays
+// and the next Hold takes it.
+func TestHoldIsExclusiveAndKeepsTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dir.lock")
+	l, ok, err := Hold(path)
+	if !ok || err != nil {
+		t.Fatalf("Hold of a new lock: ok=%v err=%v", ok, err)
+	}
+	if _, ok, err := Hold(path); ok || err != nil {
+		t.Fatalf("Hold of a held lock: ok=%v err=%v", ok, err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("Release removed the held file: %v", err)
+	}
+	again, ok, err := Hold(path)
+	if !ok || err != nil {
+		t.Fatalf("Hold after Release: ok=%v err=%v", ok, err)
+	}
+	if err := again.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Hold(filepath.Join(t.TempDir(), "no", "such", "dir.lock")); err == nil {
+		t.Fatal("Hold in a missing directory: no error")
+	}
+}

@@ -304,8 +304,9 @@ func (c *Cluster) Stop(i int) {
 // Restart starts node i again, after stopping it if it still runs, with
 // the same config, and waits until it is ready; Node(i) is then the new
 // process. A restarted head keeps its session directory and, unless it
-// uses Options.NATSURL, its NATS port, so the cluster address does not
-// change and its state can be reloaded.
+// uses Options.NATSURL, its NATS port and its GCS directory (the
+// cluster's own, in the test's temporary directory), so the cluster
+// address does not change and its state is reloaded.
 func (c *Cluster) Restart(i int) *Node {
 	c.t.Helper()
 	old := c.Node(i)
@@ -429,9 +430,13 @@ func (c *Cluster) config(i int) node.Config {
 		cfg.Secret = c.Secret()
 	}
 	cfg.Head = i == 0
-	cfg.NATSURL = ""
+	cfg.NATSURL, cfg.GCSDir = "", ""
 	if cfg.Head {
 		cfg.NATSURL = c.opts.NATSURL
+		if cfg.NATSURL == "" {
+			// The cluster's own: Restart keeps it (the config is reused).
+			cfg.GCSDir = filepath.Join(c.dir, "gcs")
+		}
 	}
 	cfg.Address = ""
 	if !cfg.Head {

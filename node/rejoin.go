@@ -1,0 +1,131 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/atoll-runtime/atoll/internal/errs"
+)
+
+// A cluster node's NATS connection drops when the head (its NATS server)
+// stops, and nats.go reconnects for as long as the node lives. When it
+// does, the head may be a new one: every clustered node then registers
+// again with the GCS (cluster.Gateway.Reregister), and a head, once every
+// live node had the time to come back, marks dead the nodes its GCS still
+// lists alive that it has not heard from (cluster.Gateway.ReconcileNodes;
+// see cluster/rejoin.go for why that cannot declare a live node dead).
+
+const (
+	// minRejoinGrace is the least a head waits before reconciling: live
+	// nodes reconnect within a reconnect wait (250 ms) of its NATS server
+	// listening, then report every 100 ms.
+	minRejoinGrace = 10 * time.Second
+	// reregisterTimeout bounds one attempt to register again; a failed
+	// attempt is retried, backing off from reregisterBackoff to
+	// maxReregisterBackoff, until it succeeds or the node stops.
+	reregisterTimeout    = 30 * time.Second
+	reregisterBackoff    = time.Second
+	maxReregisterBackoff = 30 * time.Second
+)
+
+// rejoinGrace is how long a head waits before it reconciles: three
+// failure timeouts, at least minRejoinGrace.
+func (n *Node) rejoinGrace() time.Duration {
+	ft := n.cfg.FailureTimeout
+	if ft <= 0 {
+		ft = 5 * time.Second
+	}
+	return max(minRejoinGrace, 3*ft)
+}
+
+// startRejoin installs the reconnect handler and, on a head, starts the
+// reconciliation; stopRejoin ends both. A clustered node only.
+func (n *Node) startRejoin() {
+	ctx, cancel := context.WithCancel(context.Background())
+	n.rejoinCancel = cancel
+	kick := make(chan struct{}, 1)
+	n.nc.SetReconnectHandler(func(*nats.Conn) {
+		select {
+		case kick <- struct{}{}:
+		default: // one is pending already
+		}
+	})
+	n.rejoinWG.Go(func() { n.reregisterLoop(ctx, kick) })
+	if n.cfg.Head {
+		n.rejoinWG.Go(func() { n.reconcile(ctx) })
+	}
+}
+
+func (n *Node) stopRejoin() {
+	if n.rejoinCancel == nil {
+		return
+	}
+	n.nc.SetReconnectHandler(nil)
+	n.rejoinCancel()
+	n.rejoinWG.Wait()
+}
+
+// reregisterLoop registers the node again after each reconnection, until
+// ctx ends.
+func (n *Node) reregisterLoop(ctx context.Context, kick <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-kick:
+		}
+		for backoff := reregisterBackoff; ; backoff = min(2*backoff, maxReregisterBackoff) {
+			c, cancel := context.WithTimeout(ctx, reregisterTimeout)
+			err := n.gateway.Reregister(c)
+			cancel()
+			switch {
+			case err == nil:
+				n.log.Info("reconnected to the cluster: registered again with the GCS", slog.String("node", n.id.String()))
+			case errors.Is(err, errs.ErrNodeDied):
+				n.declareDead("the GCS lists it dead (found on reconnecting)")
+			case ctx.Err() == nil:
+				n.log.Warn("reconnected to the cluster but could not register again; retrying", slog.Any("err", err), slog.Duration("retry_in", backoff))
+				t := time.NewTimer(backoff)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+				continue
+			}
+			break
+		}
+	}
+}
+
+// reconcile waits out the grace, then marks dead the nodes the GCS lists
+// alive that the head has not heard from.
+func (n *Node) reconcile(ctx context.Context) {
+	t := time.NewTimer(n.rejoinGrace())
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-t.C:
+	}
+	c, cancel := context.WithTimeout(ctx, reregisterTimeout)
+	defer cancel()
+	gone, err := n.gateway.ReconcileNodes(c)
+	for _, id := range gone {
+		n.log.Warn("marked dead a node the GCS listed alive but that did not come back after the head started (it died while the head was down)",
+			slog.String("node", id.String()), slog.Duration("grace", n.rejoinGrace()))
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			n.log.Warn("could not check the nodes the GCS lists alive", slog.Any("err", err))
+		}
+		return
+	}
+	n.log.Info("checked the nodes the GCS lists alive against those heard from since the head started",
+		slog.Int("marked_dead", len(gone)), slog.Duration("grace", n.rejoinGrace()))
+}

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -135,5 +136,25 @@ func TestServerStalledReader(t *testing.T) {
 func TestListenWithRejectsNegativeOptions(t *testing.T) {
 	if _, err := ListenWith("127.0.0.1:0", newMemSource(), ServerOptions{MaxConns: -1}); err == nil {
 		t.Fatal("negative MaxConns accepted")
+	}
+}
+
+// TestIdleConnectionsClosed: 300 connections that never speak (as an
+// attacker holding sockets open would) are all gone within the handshake
+// deadline: those past MaxConns at once, the others when it passes.
+func TestIdleConnectionsClosed(t *testing.T) {
+	s := listenWith(t, newMemSource(), ServerOptions{Key: keyOf(1), HandshakeTimeout: 300 * time.Millisecond})
+	conns := make([]net.Conn, 300)
+	for i := range conns {
+		conns[i] = dial(t, s)
+	}
+	for i, c := range conns {
+		closedByServer(t, c, fmt.Sprintf("idle connection %d", i))
+	}
+	waitFor(t, "every connection accounted for", func() bool {
+		return s.Refused()+s.Unauthenticated() == 300
+	})
+	if s.Refused() != 300-DefaultMaxConns {
+		t.Fatalf("%d refused past the cap, want %d", s.Refused(), 300-DefaultMaxConns)
 	}
 }

@@ -40,6 +40,10 @@ type delegates struct {
 	mu    sync.Mutex
 	meta  []byte  // wire metadata of the local node (header included)
 	sinks []*sink // subscribers; push never blocks
+	// peers are the live peers as the events left them (Members' copy:
+	// memberlist's own node structs change under its lock after
+	// Memberlist.Members returns them).
+	peers map[ids.NodeID]Node
 }
 
 var (
@@ -111,7 +115,32 @@ func (d *delegates) NotifyJoin(n *memberlist.Node) {
 		return
 	}
 	_, meta := decodeMeta(n.Meta)
+	d.setPeer(Node{ID: id, Addr: n.Address(), Meta: meta})
 	d.publish(NodeJoined{ID: id, Addr: n.Address(), Meta: meta})
+}
+
+// setPeer records a live peer; a nil meta keeps the one recorded.
+func (d *delegates) setPeer(n Node) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.peers == nil {
+		d.peers = map[ids.NodeID]Node{}
+	}
+	if n.Meta == nil {
+		n.Meta = d.peers[n.ID].Meta
+	}
+	d.peers[n.ID] = n
+}
+
+// livePeers copies the live peers.
+func (d *delegates) livePeers() []Node {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]Node, 0, len(d.peers))
+	for _, n := range d.peers {
+		out = append(out, Node{ID: n.ID, Addr: n.Addr, Meta: clone(n.Meta)})
+	}
+	return out
 }
 
 // NotifyLeave implements memberlist.EventDelegate. n.State is not usable
@@ -124,6 +153,9 @@ func (d *delegates) NotifyLeave(n *memberlist.Node) {
 	}
 	flags, _ := decodeMeta(n.Meta)
 	dead := flags&flagLeaving == 0 && n.State != memberlist.StateLeft
+	d.mu.Lock()
+	delete(d.peers, id)
+	d.mu.Unlock()
 	d.publish(NodeLeft{ID: id, Addr: n.Address(), Dead: dead})
 }
 
@@ -136,8 +168,10 @@ func (d *delegates) NotifyUpdate(n *memberlist.Node) {
 	}
 	flags, meta := decodeMeta(n.Meta)
 	if flags&flagLeaving != 0 {
+		d.setPeer(Node{ID: id, Addr: n.Address()}) // its last meta stays
 		return
 	}
+	d.setPeer(Node{ID: id, Addr: n.Address(), Meta: meta})
 	d.publish(NodeUpdated{ID: id, Addr: n.Address(), Meta: meta})
 }
 

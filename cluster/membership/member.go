@@ -90,17 +90,10 @@ func (m *Member) Join(addrs []string) (int, error) {
 
 // Members returns a snapshot of the live members, this node included.
 func (m *Member) Members() []Node {
-	ns := m.list.Members()
-	out := make([]Node, 0, len(ns))
-	for _, n := range ns {
-		b, ok := parseNodeID(n.Name)
-		if !ok {
-			continue
-		}
-		_, meta := decodeMeta(n.Meta)
-		out = append(out, Node{ID: b, Addr: n.Address(), Meta: meta})
-	}
-	return out
+	m.mu.Lock()
+	self := Node{ID: m.cfg.NodeID, Addr: m.Addr(), Meta: clone(m.meta)}
+	m.mu.Unlock()
+	return append([]Node{self}, m.del.livePeers()...)
 }
 
 // UpdateMeta replaces this node's metadata and gossips it (others see

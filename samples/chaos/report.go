@@ -160,6 +160,10 @@ type outcome struct {
 	retried       int
 	reconstructed uint64
 	verdicts      []verdict
+	// What the driver injected: its node's fault log and timed rules,
+	// and the worker kills it requested (and how many failed).
+	log             atoll.FaultLog
+	kills, killErrs int
 }
 
 func (o *outcome) passed() bool {

@@ -58,6 +58,10 @@ func summarize(xs []int64) summary {
 
 const samplesPerChunk = 64
 
+// maxInlineSum is the most inline bytes the sort lets one task's results
+// or arguments carry (runSort).
+const maxInlineSum = 512 << 10
+
 type genArgs struct {
 	Seed uint64
 	N    int
@@ -126,6 +130,14 @@ func runSort(ctx context.Context, k *killer, size int64, p int, progress func(st
 	rep := sortReport{Bytes: size, Partitions: p}
 	if p < 1 || n < p {
 		return rep, fmt.Errorf("sort: %d bytes in %d partitions: want at least one int64 per partition", size, p)
+	}
+	// Values up to the inline threshold travel inside task results and
+	// specs, with no bound on their sum: a partition task's P small
+	// buckets, or a reduce task's P small arguments, can pass NATS's
+	// 1 MiB max payload and fail (a known limit; see CHAOS.md).
+	if bucket := size / int64(p*p); bucket < 2*atoll.DefaultInlineThreshold && int64(p)*bucket > maxInlineSum {
+		return rep, fmt.Errorf("sort: %d partitions of %d bytes make buckets of about %d bytes, inline values whose %d add up past %d bytes: use fewer partitions",
+			p, size, bucket, p, maxInlineSum)
 	}
 	opts := k.taskOptions()
 	chunks := make([]atoll.ObjectRef[[]int64], p)

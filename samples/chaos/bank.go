@@ -85,6 +85,9 @@ var (
 	// bankTask sends its transfers to the branches, pipelined (all sent
 	// before any result is awaited), and returns how many it sent to each.
 	bankTask = atoll.NewFunc1("chaos.bankTask", func(ctx context.Context, a bankTaskArgs) (bankTaskResult, error) {
+		if err := noteRerun(ctx, "chaos.bankTask"); err != nil {
+			return bankTaskResult{}, err
+		}
 		hs := make([]atoll.ActorHandle[*branch], bankBranches)
 		for i := range hs {
 			h, err := atoll.GetActor[*branch](ctx, branchName(a.Run, i))

@@ -37,6 +37,10 @@ func drive(ctx context.Context, opts options, p *faultplan.Plan, c *localcluster
 	if err != nil {
 		return nil, err
 	}
+	rr, err := newReruns(ctx, c.Nodes[0])
+	if err != nil {
+		return nil, err
+	}
 	k := newKiller(p.Seed, opts.killEvery, opts.retries)
 	kctx, stopKiller := context.WithCancel(ctx)
 	var kwg sync.WaitGroup
@@ -99,6 +103,9 @@ func drive(ctx context.Context, opts options, p *faultplan.Plan, c *localcluster
 	say("checking: %d rounds, %d timed faults of %d planned", rounds, len(o.log.Timed), firings)
 
 	o.judge(ctx, opts, c, h, b, sortErr, histErr, bankErr, firings)
+	if o.reruns, err = atoll.Get(ctx, rerunsList.Remote(ctx, rr)); err != nil {
+		return nil, fmt.Errorf("reruns: %w", err)
+	}
 	o.wall = time.Since(start)
 	shut = true
 	if err := atoll.Shutdown(context.WithoutCancel(ctx)); err != nil {
@@ -127,7 +134,6 @@ func (o *outcome) judge(ctx context.Context, opts options, c *localcluster.Clust
 	if m, err := atoll.Memory(ctx); err == nil {
 		o.reconstructed = m.Reconstructions
 	}
-	o.retried = o.hist.Retried + o.bank.Retried
 	// Drop every ref the driver holds, then wait for the stores to empty.
 	for i := range h.subs {
 		h.subs[i].Ref.Release()

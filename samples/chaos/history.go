@@ -34,6 +34,9 @@ type echoResult struct {
 }
 
 var echo = atoll.NewFunc2("chaos.echo", func(ctx context.Context, a echoArgs, payload []byte) (echoResult, error) {
+	if err := noteRerun(ctx, "chaos.echo"); err != nil {
+		return echoResult{}, err
+	}
 	t := time.NewTimer(a.Hold)
 	defer t.Stop()
 	select {

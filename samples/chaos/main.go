@@ -23,8 +23,10 @@
 //     driver records; each result must reach the driver exactly once and
 //     stay the same (history.go).
 //
-// At the end every live node's store must be back to zero with no spill
-// file. Bank and task rounds go on for -duration, and until the sort is
+// Every workload task that runs again (a retry, a rebuild of a lost
+// output) says so to an actor on the head (reruns.go): the table's
+// "tasks retried". At the end every live node's store must be back to
+// zero with no spill file. Bank and task rounds go on for -duration, and until the sort is
 // done and every timed rule of the plan has fired.
 //
 // Node processes run runNode (noderun.go) instead of atoll.Init, so that

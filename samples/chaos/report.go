@@ -157,7 +157,7 @@ type outcome struct {
 	bank          bankReport
 	hist          historyReport
 	stores        storeReport
-	retried       int
+	reruns        map[string]int // by function (reruns.go)
 	reconstructed uint64
 	verdicts      []verdict
 	// What the driver injected: its node's fault log and timed rules,
@@ -193,8 +193,17 @@ func (o *outcome) printTable(w io.Writer, p *faultplan.Plan, opts options) {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "tasks retried\t%d\t(echo results from attempt > 0: %d; bank tasks seen in more than one attempt: %d; sort tasks' retries are not visible)\n",
-		o.retried, o.hist.Retried, o.bank.Retried)
+	var byFunc []string
+	for fn, n := range o.reruns {
+		byFunc = append(byFunc, fmt.Sprintf("%s %d", strings.TrimPrefix(fn, "chaos."), n))
+	}
+	slices.Sort(byFunc)
+	list := "none"
+	if len(byFunc) > 0 {
+		list = strings.Join(byFunc, ", ")
+	}
+	fmt.Fprintf(tw, "tasks retried\t%d\t(executions with attempt > 0, retries and rebuilds: %s; of them echo results delivered: %d, bank tasks: %d)\n",
+		o.retried(), list, o.hist.Retried, o.bank.Retried)
 	fmt.Fprintf(tw, "objects reconstructed\t%d\t(the driver's atoll.Memory().Reconstructions)\n", o.reconstructed)
 	fmt.Fprintf(tw, "payload puts refused\t%d\t(ObjectStoreFull from fail-creates, each put again)\n", o.hist.PutsRefused)
 	fmt.Fprintf(tw, "spilled / restored\t%s / %s\t(the live nodes' stores over the run)\n", human(o.stores.Spilled), human(o.stores.Restored))
@@ -217,6 +226,15 @@ func (o *outcome) printTable(w io.Writer, p *faultplan.Plan, opts options) {
 			fmt.Fprintf(w, "  %s: %v\n", v.Name, v.Err)
 		}
 	}
+}
+
+// retried counts the reruns noted.
+func (o *outcome) retried() int {
+	n := 0
+	for _, v := range o.reruns {
+		n += v
+	}
+	return n
 }
 
 // resultsVerified counts what the checkers verified: sorted values,
@@ -269,7 +287,7 @@ func (o *outcome) records(p *faultplan.Plan, opts options) []benchfmt.Record {
 		}
 	}
 	out = append(out,
-		rec("tasks_retried", float64(o.retried), "tasks"),
+		rec("tasks_retried", float64(o.retried()), "tasks"),
 		rec("objects_reconstructed", float64(o.reconstructed), "objects"),
 		rec("payload_puts_refused", float64(o.hist.PutsRefused), "puts"),
 		rec("spilled_bytes", float64(o.stores.Spilled), "bytes"),

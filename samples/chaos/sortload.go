@@ -73,7 +73,10 @@ type sampleResult struct {
 }
 
 var (
-	sortGen = atoll.NewFunc1("chaos.sortGen", func(_ context.Context, a genArgs) ([]int64, error) {
+	sortGen = atoll.NewFunc1("chaos.sortGen", func(ctx context.Context, a genArgs) ([]int64, error) {
+		if err := noteRerun(ctx, "chaos.sortGen"); err != nil {
+			return nil, err
+		}
 		r := rand.New(rand.NewPCG(a.Seed, 0x5eed))
 		xs := make([]int64, a.N)
 		for i := range xs {
@@ -81,7 +84,10 @@ var (
 		}
 		return xs, nil
 	})
-	sortSample = atoll.NewFunc1("chaos.sortSample", func(_ context.Context, chunk []int64) (sampleResult, error) {
+	sortSample = atoll.NewFunc1("chaos.sortSample", func(ctx context.Context, chunk []int64) (sampleResult, error) {
+		if err := noteRerun(ctx, "chaos.sortSample"); err != nil {
+			return sampleResult{}, err
+		}
 		r := rand.New(rand.NewPCG(uint64(len(chunk)), samplesPerChunk))
 		out := sampleResult{Input: summarize(chunk)}
 		for range min(samplesPerChunk, len(chunk)) {
@@ -89,7 +95,10 @@ var (
 		}
 		return out, nil
 	})
-	sortPartition = atoll.NewMultiFunc2("chaos.sortPartition", func(_ context.Context, chunk, splitters []int64) ([][]int64, error) {
+	sortPartition = atoll.NewMultiFunc2("chaos.sortPartition", func(ctx context.Context, chunk, splitters []int64) ([][]int64, error) {
+		if err := noteRerun(ctx, "chaos.sortPartition"); err != nil {
+			return nil, err
+		}
 		buckets := make([][]int64, len(splitters)+1)
 		for _, x := range chunk {
 			j, _ := slices.BinarySearch(splitters, x)
@@ -97,7 +106,10 @@ var (
 		}
 		return buckets, nil
 	})
-	sortReduce = atoll.NewFuncN("chaos.sortReduce", func(_ context.Context, parts [][]int64) ([]int64, error) {
+	sortReduce = atoll.NewFuncN("chaos.sortReduce", func(ctx context.Context, parts [][]int64) ([]int64, error) {
+		if err := noteRerun(ctx, "chaos.sortReduce"); err != nil {
+			return nil, err
+		}
 		n := 0
 		for _, p := range parts {
 			n += len(p)
@@ -109,7 +121,10 @@ var (
 		slices.Sort(xs)
 		return xs, nil
 	})
-	sortCheck = atoll.NewFunc1("chaos.sortCheck", func(_ context.Context, xs []int64) (summary, error) {
+	sortCheck = atoll.NewFunc1("chaos.sortCheck", func(ctx context.Context, xs []int64) (summary, error) {
+		if err := noteRerun(ctx, "chaos.sortCheck"); err != nil {
+			return summary{}, err
+		}
 		return summarize(xs), nil
 	})
 )

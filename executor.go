@@ -29,9 +29,10 @@ type taskKey struct{}
 
 // taskInfo describes the task running under a context.
 type taskInfo struct {
-	id     ids.TaskID
-	worker ids.WorkerID
-	actor  bool
+	id      ids.TaskID
+	worker  ids.WorkerID
+	actor   bool
+	attempt int
 }
 
 // RunTask implements raylet.Executor.
@@ -55,7 +56,8 @@ func (rt *core) execute(ctx context.Context, w raylet.Worker, spec *atollpb.Task
 		trace.WithAttributes(attribute.String("atoll.task_id", taskID.String()), attribute.Int("atoll.attempt", int(spec.Attempt)),
 			attribute.String("atoll.worker_id", w.ID.String()), attribute.String("atoll.node_id", w.NodeID.String())))
 	defer span.End()
-	ctx = context.WithValue(ctx, taskKey{}, &taskInfo{id: taskID, worker: w.ID, actor: spec.Type == atollpb.TaskType_ACTOR_TASK})
+	ctx = context.WithValue(ctx, taskKey{}, &taskInfo{id: taskID, worker: w.ID, actor: spec.Type == atollpb.TaskType_ACTOR_TASK,
+		attempt: int(spec.Attempt)})
 	ctx = telemetry.WithTaskID(ctx, taskID.String())
 	store := rt.storeFor(w.ID)
 	if rt.isWorker {

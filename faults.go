@@ -92,6 +92,19 @@ func CurrentWorkerID(ctx context.Context) string {
 	return ""
 }
 
+// CurrentAttempt returns which attempt of its task the code under ctx
+// is: 0 for the first, n after n retries (a worker or node that died,
+// a lost forward, an application error with RetryExceptions) or
+// reconstructions of lost outputs; 0 outside a task. Side effects of a
+// task (calls to actors, files) happen once per attempt; a history that
+// records them can key them by attempt.
+func CurrentAttempt(ctx context.Context) int {
+	if ti, ok := ctx.Value(taskKey{}).(*taskInfo); ok {
+		return ti.attempt
+	}
+	return 0
+}
+
 // KillNode kills the cluster node with the given id (as CurrentNodeID
 // reports it) as if its machine failed: the node's process and its worker
 // processes die at once (SIGKILL), without leaving the cluster gracefully.

@@ -3,6 +3,7 @@ package atoll_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"syscall"
@@ -266,8 +267,15 @@ var workerOf = atoll.NewFunc1("proc.workerOf", func(ctx context.Context, tr stri
 	if err != nil {
 		return "", err
 	}
-	if n, err := atoll.Get(ctx, register.Remote(ctx, t, atoll.Value(os.Getpid()))); err != nil || n > 1 {
-		return atoll.CurrentWorkerID(ctx), err // the retry answers
+	n, err := atoll.Get(ctx, register.Remote(ctx, t, atoll.Value(os.Getpid())))
+	if err != nil {
+		return "", err
+	}
+	if n > 1 { // the retry answers
+		if a := atoll.CurrentAttempt(ctx); a != n-1 {
+			return "", fmt.Errorf("run %d reports attempt %d, want %d", n, a, n-1)
+		}
+		return atoll.CurrentWorkerID(ctx), nil
 	}
 	<-ctx.Done()
 	return "", ctx.Err()

@@ -156,6 +156,13 @@ func (t *Table) dispatch(tk *task) {
 	if tk.cancelled || tk.dispatched || t.tasks[tk.id] != tk {
 		return
 	}
+	// An argument ready when the task counted it may be pending again:
+	// a rebuild (Reconstruct) of its producer since. Wait for it again.
+	t.awaitObjects(tk, tk.deps)
+	t.awaitObjects(tk, tk.holds)
+	if tk.unresolved > 0 {
+		return
+	}
 	spec := tk.spec
 	for j, dep := range tk.deps {
 		o := t.objects[dep]

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/atoll-runtime/atoll/internal/benchfmt"
+	"github.com/atoll-runtime/atoll/internal/testmain"
+)
+
+func TestMain(m *testing.M) {
+	if isChaosNode() {
+		runNode() // a node process of a test's cluster: serves, never returns
+	}
+	testmain.Run(m)
+}
+
+// TestDefaultPlanRunPasses runs the command small under its default plan
+// on three node processes: every checker passes, and every rule of the
+// plan, and the driver's worker kills, injected at least one fault.
+func TestDefaultPlanRunPasses(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	opts := defaultOptions()
+	opts.store, opts.driverStore = 16<<20, 16<<20
+	opts.sortSize, opts.partitions = 24<<20, 4 // 6 MiB chunks: more than fits a store at once
+	opts.duration, opts.echoTasks, opts.echoHold = 2*time.Second, 4, 20*time.Millisecond
+	opts.bankTransfers, opts.driverCalls, opts.killEvery = 10, 10, time.Second
+	opts.json = true
+	var out, progress bytes.Buffer
+	ok, err := run(ctx, opts, &out, &progress)
+	if err != nil {
+		t.Fatalf("run: %v\nprogress:\n%s", err, progress.String())
+	}
+	got, err := benchfmt.ByMetric(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"sort", "bank_conservation", "bank_order", "task_results", "stores"} {
+		r := got["checker_"+c]
+		if r == nil || r["value"] != 1.0 || r["verified"] != true {
+			t.Errorf("checker %s: %v", c, r)
+		}
+	}
+	if r := got["checker_plan"]; r != nil {
+		t.Errorf("not every timed rule fired: %v", r)
+	}
+	if !ok {
+		t.Errorf("run reports a failed checker:\n%s", out.String())
+	}
+	p, err := loadPlan("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range p.Rules {
+		if rec := got["faults_rule_"+metricName(r.Name)]; rec == nil || rec["value"].(float64) < 1 {
+			t.Errorf("rule %s (%s) injected nothing: %v", r.Name, r.Action, rec)
+		}
+	}
+	if rec := got["faults_kill_worker"]; rec == nil || rec["value"].(float64) < 1 {
+		t.Errorf("no worker killed: %v", rec)
+	}
+	if rec := got["results_verified"]; rec == nil || rec["value"].(float64) < float64(opts.sortSize/8) || rec["verified"] != true {
+		t.Errorf("results verified: %v", rec)
+	}
+	if rec := got["faults_rule_kill_a_node"]; rec != nil && !strings.Contains(rec["config"].(map[string]any)["target"].(string), "not the head") {
+		t.Errorf("kill-node target: %v", rec)
+	}
+	if t.Failed() {
+		t.Logf("records:\n%s\nprogress:\n%s", out.String(), progress.String())
+	}
+}
+
+// TestTableNamesEveryChecker prints the table of a made-up outcome.
+func TestTableNamesEveryChecker(t *testing.T) {
+	p, err := loadPlan("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &outcome{wall: time.Second, faults: []faultRow{{Rule: "r", Kind: "delay", Target: "x", Driver: 1, Nodes: 2}},
+		verdicts: []verdict{{Name: "sort", What: "sorted"}, {Name: "stores", What: "empty", Err: os.ErrNotExist}}}
+	var buf bytes.Buffer
+	o.printTable(&buf, p, defaultOptions())
+	for _, want := range []string{"faults injected", "r  ", "sort", "PASS", "stores", "FAIL", "tasks retried", "objects reconstructed", "results verified"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, buf.String())
+		}
+	}
+}

@@ -258,7 +258,7 @@ func (c *Client) authenticate(ctx context.Context, conn net.Conn, addr string) (
 			cfg = cfg.Clone()
 			cfg.ServerName, _, _ = net.SplitHostPort(addr)
 		}
-		tc := tls.Client(conn, cfg)
+		tc := tls.Client(newBatchConn(conn), cfg)
 		hctx, cancel := context.WithTimeout(ctx, c.cfg.HandshakeTimeout)
 		err := tc.HandshakeContext(hctx)
 		cancel()

@@ -214,7 +214,7 @@ func (s *Server) serveConn(raw net.Conn) {
 // for; false means the connection failed them.
 func (s *Server) authenticate(c net.Conn) (net.Conn, bool) {
 	if s.opts.TLS != nil {
-		tc := tls.Server(c, s.opts.TLS)
+		tc := tls.Server(newBatchConn(c), s.opts.TLS)
 		ctx, cancel := context.WithTimeout(s.ctx, s.opts.HandshakeTimeout)
 		err := tc.HandshakeContext(ctx)
 		cancel()

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/atoll-runtime/atoll/internal/sortcheck"
+
 	"github.com/atoll-runtime/atoll"
 )
 
@@ -15,46 +17,14 @@ import (
 // with a killed node is rebuilt from its lineage when a task needs it;
 // the driver reads only small summaries.
 //
-//	gen(i) -> chunk i          sample(chunk i) -> samples, summary
+//	gen(i) -> chunk i          sample(chunk i) -> samples, sortcheck.Summary
 //	partition(chunk i, splitters) -> P buckets
 //	reduce(bucket 0..P-1 of partition j) -> sorted partition j
-//	check(sorted j) -> summary j
+//	check(sorted j) -> sortcheck.Summary j
 //
 // Verified: every partition sorted, partitions in order across their
 // boundaries, and the count and multiset checksum of the output equal
 // the input's.
-
-// summary describes a chunk or a sorted partition.
-type summary struct {
-	Count    int64
-	Checksum uint64 // order-independent: sum of mix(x)
-	Min, Max int64
-	Sorted   bool
-}
-
-// mix is splitmix64's finaliser: summing mix(x) over a multiset is a
-// checksum any lost, duplicated or altered value changes.
-func mix(x int64) uint64 {
-	z := uint64(x) + 0x9e3779b97f4a7c15
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
-}
-
-func summarize(xs []int64) summary {
-	s := summary{Count: int64(len(xs)), Sorted: true}
-	if len(xs) > 0 {
-		s.Min, s.Max = xs[0], xs[0]
-	}
-	for i, x := range xs {
-		s.Checksum += mix(x)
-		s.Min, s.Max = min(s.Min, x), max(s.Max, x)
-		if i > 0 && xs[i-1] > x {
-			s.Sorted = false
-		}
-	}
-	return s
-}
 
 const samplesPerChunk = 64
 
@@ -69,7 +39,7 @@ type genArgs struct {
 
 type sampleResult struct {
 	Samples []int64
-	Input   summary
+	Input   sortcheck.Summary
 }
 
 var (
@@ -89,7 +59,7 @@ var (
 			return sampleResult{}, err
 		}
 		r := rand.New(rand.NewPCG(uint64(len(chunk)), samplesPerChunk))
-		out := sampleResult{Input: summarize(chunk)}
+		out := sampleResult{Input: sortcheck.Summarize(chunk)}
 		for range min(samplesPerChunk, len(chunk)) {
 			out.Samples = append(out.Samples, chunk[r.IntN(len(chunk))])
 		}
@@ -121,11 +91,11 @@ var (
 		slices.Sort(xs)
 		return xs, nil
 	})
-	sortCheck = atoll.NewFunc1("chaos.sortCheck", func(ctx context.Context, xs []int64) (summary, error) {
+	sortCheck = atoll.NewFunc1("chaos.sortCheck", func(ctx context.Context, xs []int64) (sortcheck.Summary, error) {
 		if err := noteRerun(ctx, "chaos.sortCheck"); err != nil {
-			return summary{}, err
+			return sortcheck.Summary{}, err
 		}
-		return summarize(xs), nil
+		return sortcheck.Summarize(xs), nil
 	})
 )
 
@@ -166,7 +136,7 @@ func runSort(ctx context.Context, k *killer, size int64, p int, progress func(st
 	if err != nil {
 		return rep, fmt.Errorf("sort: sample: %w", err)
 	}
-	var input summary
+	var input sortcheck.Summary
 	var all []int64
 	for _, s := range got {
 		input.Count += s.Input.Count
@@ -187,7 +157,7 @@ func runSort(ctx context.Context, k *killer, size int64, p int, progress func(st
 		}
 		chunk.Release() // the partition task holds it now
 	}
-	checks := make([]atoll.ObjectRef[summary], p)
+	checks := make([]atoll.ObjectRef[sortcheck.Summary], p)
 	for j := range checks {
 		col := make([]atoll.Arg[[]int64], p)
 		for i := range buckets {
@@ -206,7 +176,7 @@ func runSort(ctx context.Context, k *killer, size int64, p int, progress func(st
 		return rep, fmt.Errorf("sort: reduce and check: %w", err)
 	}
 	progress("sort: %d partitions sorted and checked", p)
-	var prev *summary
+	var prev *sortcheck.Summary
 	for j, s := range sums {
 		rep.Count += s.Count
 		rep.Checksum += s.Checksum

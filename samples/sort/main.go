@@ -30,42 +30,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/sortcheck"
+
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/pss"
 )
-
-// summary describes a chunk or a sorted partition.
-type summary struct {
-	Count    int64
-	Checksum uint64 // order-independent: sum of mix(x)
-	Min, Max int64
-	Sorted   bool
-}
-
-// mix is a 64-bit finaliser (splitmix64): summing mix(x) over a multiset
-// is a checksum that any lost, duplicated or altered value changes.
-func mix(x int64) uint64 {
-	z := uint64(x) + 0x9e3779b97f4a7c15
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
-}
-
-func summarize(xs []int64) summary {
-	s := summary{Count: int64(len(xs)), Sorted: true}
-	if len(xs) > 0 {
-		s.Min, s.Max = xs[0], xs[0]
-	}
-	for i, x := range xs {
-		s.Checksum += mix(x)
-		s.Min, s.Max = min(s.Min, x), max(s.Max, x)
-		if i > 0 && xs[i-1] > x {
-			s.Sorted = false
-		}
-	}
-	return s
-}
 
 // samplesPerChunk: 64 per chunk gives 64·P samples for P-1 splitters,
 // enough to keep partitions within a few percent of each other.
@@ -78,7 +48,7 @@ type genArgs struct {
 
 type sampleResult struct {
 	Samples []int64
-	Input   summary
+	Input   sortcheck.Summary
 }
 
 var (
@@ -95,7 +65,7 @@ var (
 	// chunk (count and multiset checksum) for the final check.
 	sample = atoll.NewFunc2("sort.sample", func(_ context.Context, chunk []int64, k int) (sampleResult, error) {
 		r := rand.New(rand.NewPCG(uint64(len(chunk)), uint64(k)))
-		out := sampleResult{Input: summarize(chunk)}
+		out := sampleResult{Input: sortcheck.Summarize(chunk)}
 		out.Input.Sorted = false
 		if len(chunk) > 0 {
 			for range k {
@@ -147,8 +117,8 @@ var (
 		return xs, nil
 	})
 	// verify reads a sorted partition back and summarises it.
-	verify = atoll.NewFunc1("sort.verify", func(_ context.Context, xs []int64) (summary, error) {
-		return summarize(xs), nil
+	verify = atoll.NewFunc1("sort.verify", func(_ context.Context, xs []int64) (sortcheck.Summary, error) {
+		return sortcheck.Summarize(xs), nil
 	})
 )
 
@@ -352,7 +322,7 @@ func sortColumn(ctx context.Context, opts options, n int, progress *benchfmt.Pro
 		chunks[i] = gen.Remote(ctx, atoll.Value(genArgs{Seed: uint64(i) + 1, N: size}))
 		samples[i] = sample.Remote(ctx, chunks[i], atoll.Value(samplesPerChunk))
 	}
-	var input summary
+	var input sortcheck.Summary
 	var all []int64
 	for i, ref := range samples {
 		s, err := atoll.Get(ctx, ref)
@@ -389,12 +359,12 @@ func sortColumn(ctx context.Context, opts options, n int, progress *benchfmt.Pro
 		}
 	}
 	progress.Phase("verify every sorted partition")
-	checks := make([]atoll.ObjectRef[summary], p)
+	checks := make([]atoll.ObjectRef[sortcheck.Summary], p)
 	for j, ref := range sorted {
 		checks[j] = verify.Remote(ctx, ref)
 	}
 	res := sortResult{}
-	var prev *summary
+	var prev *sortcheck.Summary
 	for j, ref := range checks {
 		s, err := atoll.Get(ctx, ref)
 		if err != nil {

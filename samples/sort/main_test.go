@@ -12,6 +12,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/pss"
+	"github.com/atoll-runtime/atoll/internal/sortcheck"
 	"github.com/atoll-runtime/atoll/internal/testmain"
 )
 
@@ -44,12 +45,12 @@ func TestOutOfCoreSortIsVerified(t *testing.T) {
 }
 
 func TestSummaryDetectsDisorderAndLoss(t *testing.T) {
-	a := summarize([]int64{1, 2, 3})
-	b := summarize([]int64{1, 3, 2})
+	a := sortcheck.Summarize([]int64{1, 2, 3})
+	b := sortcheck.Summarize([]int64{1, 3, 2})
 	if !a.Sorted || b.Sorted || a.Checksum != b.Checksum {
 		t.Fatalf("summaries: %+v %+v", a, b)
 	}
-	if summarize([]int64{1, 2, 2}).Checksum == a.Checksum {
+	if sortcheck.Summarize([]int64{1, 2, 2}).Checksum == a.Checksum {
 		t.Fatal("the checksum missed a changed value")
 	}
 }

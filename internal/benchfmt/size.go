@@ -124,3 +124,14 @@ func (s *Size) Set(text string) error {
 	*s = Size(n)
 	return nil
 }
+
+// HumanSize renders a byte count with one decimal and a binary unit
+// ("228.9 MiB"), for text reports of measured amounts.
+func HumanSize(n uint64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	v, u := float64(n), 0
+	for v >= 1024 && u < len(units)-1 {
+		v, u = v/1024, u+1
+	}
+	return fmt.Sprintf("%.1f %s", v, units[u])
+}

@@ -206,7 +206,7 @@ func (o *outcome) printTable(w io.Writer, p *faultplan.Plan, opts options) {
 		o.retried(), list, o.hist.Retried, o.bank.Retried)
 	fmt.Fprintf(tw, "objects reconstructed\t%d\t(the driver's atoll.Memory().Reconstructions)\n", o.reconstructed)
 	fmt.Fprintf(tw, "payload puts refused\t%d\t(ObjectStoreFull from fail-creates, each put again)\n", o.hist.PutsRefused)
-	fmt.Fprintf(tw, "spilled / restored\t%s / %s\t(the live nodes' stores over the run)\n", human(o.stores.Spilled), human(o.stores.Restored))
+	fmt.Fprintf(tw, "spilled / restored\t%s / %s\t(the live nodes' stores over the run)\n", benchfmt.HumanSize(o.stores.Spilled), benchfmt.HumanSize(o.stores.Restored))
 	fmt.Fprintf(tw, "results verified\t%d\t(sort: %d values in %d partitions of %s; echo tasks: %d results; bank: %d calls applied from %d callers in %d rounds)\n",
 		o.resultsVerified(), o.sort.Count, o.sort.Partitions, benchfmt.FormatSize(o.sort.Bytes), o.hist.Delivered, o.bank.Applied, o.bank.Callers, o.bank.Rounds)
 	_ = tw.Flush()
@@ -307,16 +307,6 @@ func (o *outcome) records(p *faultplan.Plan, opts options) []benchfmt.Record {
 		out = append(out, r)
 	}
 	return out
-}
-
-// human renders a byte count with a binary unit.
-func human(n uint64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
-	v, u := float64(n), 0
-	for v >= 1024 && u < len(units)-1 {
-		v, u = v/1024, u+1
-	}
-	return fmt.Sprintf("%.1f %s", v, units[u])
 }
 
 // killerRule names the driver's worker kills in the fault table.

@@ -255,9 +255,9 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 			benchfmt.FormatSize(genBytes), input.Rows, opts.files, benchfmt.FormatSize(int64(opts.store)), mode)
 		line := func(name string, p phase, base string, b phase) {
 			fmt.Fprintf(stdout, "  %-22s %7.2fs, peak PSS %s, spilled %s, restored %s, verified %v", name, p.wall.Seconds(),
-				human(p.peak), human(p.spilled), human(p.restored), p.verified)
+				benchfmt.HumanSize(p.peak), benchfmt.HumanSize(p.spilled), benchfmt.HumanSize(p.restored), p.verified)
 			if b.wall > 0 {
-				fmt.Fprintf(stdout, "; %s %.2fs, peak PSS %s", base, b.wall.Seconds(), human(b.peak))
+				fmt.Fprintf(stdout, "; %s %.2fs, peak PSS %s", base, b.wall.Seconds(), benchfmt.HumanSize(b.peak))
 			}
 			fmt.Fprintln(stdout)
 		}
@@ -481,14 +481,4 @@ func checkSorted(ctx context.Context, dir string, want digest) (bool, error) {
 		return false, err
 	}
 	return sorted && got == want, nil
-}
-
-// human renders a byte count with a binary unit, for the text report.
-func human(n uint64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
-	v, u := float64(n), 0
-	for v >= 1024 && u < len(units)-1 {
-		v, u = v/1024, u+1
-	}
-	return fmt.Sprintf("%.1f %s", v, units[u])
 }

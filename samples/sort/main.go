@@ -294,8 +294,8 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 		if base > 0 {
 			fmt.Fprintf(stdout, "  in one process, in memory: %.2fs (%.2fx)\n", base.Seconds(), wall.Seconds()/base.Seconds())
 		}
-		fmt.Fprintf(stdout, "  spilled %s, restored %s; peak PSS %s; spill files left: %d\n", human(mem.SpilledBytesTotal),
-			human(mem.RestoredBytesTotal), human(peak), mem.SpillFiles)
+		fmt.Fprintf(stdout, "  spilled %s, restored %s; peak PSS %s; spill files left: %d\n", benchfmt.HumanSize(mem.SpilledBytesTotal),
+			benchfmt.HumanSize(mem.RestoredBytesTotal), benchfmt.HumanSize(peak), mem.SpillFiles)
 		if verified {
 			fmt.Fprintf(stdout, "  verified: globally sorted, %d values, multiset checksum %016x\n", res.count, res.checksum)
 		}
@@ -411,16 +411,6 @@ func baseline(opts options, n int) time.Duration {
 		panic("baseline sort failed")
 	}
 	return elapsed
-}
-
-// human renders a byte count with a binary unit, for the text report.
-func human(n uint64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
-	v, u := float64(n), 0
-	for v >= 1024 && u < len(units)-1 {
-		v, u = v/1024, u+1
-	}
-	return fmt.Sprintf("%.1f %s", v, units[u])
 }
 
 func boolInt(b bool) int {

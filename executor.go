@@ -207,6 +207,7 @@ func (rt *core) storeOutputs(ctx context.Context, store storeAPI, spec *atollpb.
 	defer span.End()
 	task := ids.MustFromBytes(spec.TaskId)
 	returns := make([]*atollpb.ReturnObject, len(out))
+	inlined := 0
 	for i, v := range out {
 		id := ids.ReturnObjectID(task, i)
 		enc, err := codec.Encode(v)
@@ -223,7 +224,8 @@ func (rt *core) storeOutputs(ctx context.Context, store storeAPI, spec *atollpb.
 				value.ContainedRefs = append(value.ContainedRefs, &atollpb.ObjectRef{ObjectId: c.Bytes()})
 			}
 		}
-		if rt.inline(len(enc.Data)) {
+		if rt.inline(len(enc.Data)) && inlined+len(enc.Data) <= MaxInlineTotal {
+			inlined += len(enc.Data)
 			data := enc.Data
 			if codec.ElemSize(enc.Codec) != 0 {
 				data = append([]byte(nil), data...) // may alias an argument view

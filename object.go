@@ -34,7 +34,7 @@ func Put[T any](ctx context.Context, v T) (ObjectRef[T], error) {
 	if err != nil {
 		return ObjectRef[T]{}, err
 	}
-	id, err := rt.putEncoded(ctx, enc)
+	id, err := rt.putEncoded(ctx, enc, true)
 	if err != nil {
 		return ObjectRef[T]{}, err
 	}
@@ -136,15 +136,17 @@ func (rt *core) fetchRemote(ctx context.Context, idList []ids.ObjectID, values [
 	return rt.link.fetch(ctx, refs)
 }
 
-// putEncoded stores an encoded value as a new object with one reference.
-func (rt *core) putEncoded(ctx context.Context, enc codec.Encoded) (ids.ObjectID, error) {
+// putEncoded stores an encoded value as a new object with one reference:
+// in the owner's memory if it is small enough to inline and inline
+// allows it, else in the object store.
+func (rt *core) putEncoded(ctx context.Context, enc codec.Encoded, inline bool) (ids.ObjectID, error) {
 	id := rt.newPutID()
 	var contained []ids.ObjectID
 	if enc.Codec == atollpb.Codec_CODEC_GOB {
 		contained = containedRefs(enc.Data)
 	}
 	producer := telemetry.Inject(ctx)
-	if rt.inline(len(enc.Data)) {
+	if inline && rt.inline(len(enc.Data)) {
 		data := enc.Data
 		if codec.ElemSize(enc.Codec) != 0 {
 			data = append([]byte(nil), data...)

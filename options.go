@@ -44,6 +44,14 @@ func (r Resources) toMap() map[string]float64 {
 // object store (Ray's max_direct_call_object_size is 100 KiB).
 const DefaultInlineThreshold = 100 << 10
 
+// MaxInlineTotal bounds the inline bytes of one task's results, and of
+// the value arguments a driver submits with one task: past it, values
+// under the inline threshold go to the object store too (Ray's
+// task_rpc_inlined_bytes_limit). Without it many small values add up
+// past what one message can carry (NATS's 1 MiB max payload between
+// nodes): a task with 16 returns of 64 KiB failed.
+const MaxInlineTotal = 512 << 10
+
 // Option configures Init.
 type Option func(*config)
 

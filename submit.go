@@ -72,6 +72,7 @@ func (rt *core) submit(ctx context.Context, spec *atollpb.TaskSpec, args []argSo
 // so far are returned too, for the owner to release.
 func (rt *core) buildArgs(args []argSource) ([]owner.Arg, error) {
 	out := make([]owner.Arg, 0, len(args))
+	inlined := 0
 	for i, a := range args {
 		if a.ref != nil {
 			if a.ref.state.released.Load() {
@@ -84,7 +85,8 @@ func (rt *core) buildArgs(args []argSource) ([]owner.Arg, error) {
 		if err != nil {
 			return out, err
 		}
-		if rt.inline(len(enc.Data)) {
+		if rt.inline(len(enc.Data)) && inlined+len(enc.Data) <= MaxInlineTotal {
+			inlined += len(enc.Data)
 			data := enc.Data
 			if _, raw := a.val.(codec.Raw); raw || codec.ElemSize(enc.Codec) != 0 {
 				data = append([]byte(nil), data...) // raw encodings alias the caller's slice
@@ -96,7 +98,9 @@ func (rt *core) buildArgs(args []argSource) ([]owner.Arg, error) {
 			out = append(out, arg)
 			continue
 		}
-		id, err := rt.putEncoded(context.Background(), enc)
+		// Past the inline total even a small value goes to the store:
+		// kept inline by the owner, it would be inlined into the spec.
+		id, err := rt.putEncoded(context.Background(), enc, false)
 		if err != nil {
 			return out, err
 		}

@@ -29,10 +29,37 @@ import (
 
 var square = atoll.NewFunc1("security.square", func(_ context.Context, x int) (int, error) { return x * x, nil })
 
-// startCluster starts a head and one more node, each with one CPU.
+// startCluster starts a head and one more node, each with one CPU. No
+// test here measures failure detection: the default failure timeout
+// keeps a busy driver (hashing or copying its binary under the race
+// detector) from being declared dead.
 func startCluster(t *testing.T) *testcluster.Cluster {
 	t.Helper()
-	return testcluster.Start(t, testcluster.Options{Nodes: 2, NumCPUs: 1, ObjectStoreMemory: 64 << 20})
+	return testcluster.Start(t, testcluster.Options{Nodes: 2, NumCPUs: 1, ObjectStoreMemory: 64 << 20, FailureTimeout: 5 * time.Second})
+}
+
+// copyFile copies src to dst (mode 0700) and appends extra, streaming:
+// the test binary is tens of MiB.
+func copyFile(t *testing.T, src, dst, extra string) {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o700)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := out.WriteString(extra); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // join connects this test's driver to c with the cluster's secret.
@@ -225,21 +252,12 @@ func TestNodeRunsOnlyTheRegisteredBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), "driver")
-	data, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	copyFile(t, exe, bin, "")
 	ctx := join(t, c, atoll.WithWorkerBinary(bin))
 	checkSquare(ctx, t) // the registered binary runs
 	// Another build at the same path (a new file: the old one runs).
-	tampered := bin + ".new"
-	if err := os.WriteFile(tampered, append(data, "tampered"...), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tampered, bin); err != nil {
+	copyFile(t, exe, bin+".new", "tampered")
+	if err := os.Rename(bin+".new", bin); err != nil {
 		t.Fatal(err)
 	}
 	_, err = atoll.Get(ctx, square.Remote(ctx, atoll.Value(7)))

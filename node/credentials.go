@@ -82,7 +82,7 @@ func (c Credentials) resolve() (security, error) {
 		return os.Getenv(env)
 	}
 	var err error
-	if s.secret, err = c.findSecret(or); err != nil {
+	if s.secret, err = c.FindSecret(); err != nil {
 		return s, err
 	}
 	s.natsCreds = or(c.NATSCreds, EnvNATSCreds)
@@ -95,7 +95,15 @@ func (c Credentials) resolve() (security, error) {
 	return s, err
 }
 
-func (c Credentials) findSecret(or func(v, env string) string) (clusterkey.Secret, error) {
+// FindSecret finds the cluster secret in the order Credentials gives;
+// the zero secret if there is none.
+func (c Credentials) FindSecret() (clusterkey.Secret, error) {
+	or := func(v, env string) string {
+		if v != "" {
+			return v
+		}
+		return os.Getenv(env)
+	}
 	if text := or(c.Secret, EnvSecret); text != "" {
 		return clusterkey.Parse(text)
 	}

@@ -3,12 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/pflag"
 
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
-	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/node"
 )
 
@@ -43,7 +41,7 @@ func (c *credentialFlags) apply(cfg *node.Config) error {
 	if !cfg.Head {
 		return nil
 	}
-	secret, err := headSecret(c.secretFile)
+	secret, err := node.Credentials{SecretFile: c.secretFile}.FindSecret()
 	if err != nil {
 		return err
 	}
@@ -63,27 +61,6 @@ func (c *credentialFlags) apply(cfg *node.Config) error {
 		return fmt.Errorf("save the cluster secret: %w", err)
 	}
 	return nil
-}
-
-// headSecret is the secret a head was given (--secret-file, the
-// environment) or kept from an earlier start; zero if none.
-func headSecret(file string) (clusterkey.Secret, error) {
-	switch {
-	case file != "":
-		return clusterkey.Load(file)
-	case os.Getenv(node.EnvSecret) != "":
-		return clusterkey.Parse(os.Getenv(node.EnvSecret))
-	case os.Getenv(node.EnvSecretFile) != "":
-		return clusterkey.Load(os.Getenv(node.EnvSecretFile))
-	}
-	s, err := clusterkey.Load(node.SecretFile())
-	switch {
-	case err == nil:
-		return s, nil
-	case os.IsNotExist(err):
-		return clusterkey.Secret{}, nil
-	}
-	return clusterkey.Secret{}, errs.Invalidf("the kept cluster secret: %v (remove it to generate a new one)", err)
 }
 
 // printSecret tells the user of a head how others join it: the secret

@@ -27,6 +27,7 @@ import (
 	"github.com/atoll-runtime/atoll/cluster"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/localcluster"
 	"github.com/atoll-runtime/atoll/node"
 )
 
@@ -602,7 +603,7 @@ func startDetached(ctx context.Context, w io.Writer, args []string, creds *crede
 	rec, err := waitRecord(ctx, pid, exited, startReadyTimeout)
 	if err != nil {
 		_ = child.Process.Kill()
-		return fmt.Errorf("%w\n%s (last lines):\n%s", err, logPath, tailFile(logPath, 20))
+		return fmt.Errorf("%w\n%s (last lines):\n%s", err, logPath, localcluster.Tail(logPath, 20))
 	}
 	printStarted(w, rec, logPath, "", creds)
 	return nil
@@ -637,17 +638,4 @@ func waitRecord(ctx context.Context, pid int, exited <-chan error, timeout time.
 		case <-tick.C:
 		}
 	}
-}
-
-// tailFile returns the last n lines of a file (or why it cannot).
-func tailFile(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

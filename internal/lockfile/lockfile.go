@@ -83,12 +83,8 @@ func Claim(path string) (l *Lock, ok bool, err error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("lockfile: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		_ = f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, false, nil
-		}
-		return nil, false, fmt.Errorf("lockfile: lock %s: %w", path, err)
+	if ok, err := tryLock(f, path); !ok {
+		return nil, false, err
 	}
 	// The holder may have released it between our open and our lock: the
 	// file we locked must still be the one at path.
@@ -112,12 +108,22 @@ func Hold(path string) (l *Lock, ok bool, err error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("lockfile: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		_ = f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, false, nil
-		}
-		return nil, false, fmt.Errorf("lockfile: lock %s: %w", path, err)
+	if ok, err := tryLock(f, path); !ok {
+		return nil, false, err
 	}
 	return &Lock{f: f, path: path, keep: true}, true, nil
+}
+
+// tryLock takes f's exclusive flock without waiting; on false (another
+// process holds it, or err) it has closed f.
+func tryLock(f *os.File, path string) (bool, error) {
+	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if err == nil {
+		return true, nil
+	}
+	_ = f.Close()
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return false, nil
+	}
+	return false, fmt.Errorf("lockfile: lock %s: %w", path, err)
 }

@@ -103,9 +103,19 @@ func (n *Node) reregisterLoop(ctx context.Context, kick <-chan struct{}) {
 	}
 }
 
-// reconcile waits out the grace, then marks dead the nodes the GCS lists
-// alive that the head has not heard from.
+// reconcile notes the nodes the GCS lists alive as the head starts, waits
+// out the grace, then marks dead those of them the head has not heard
+// from. A node that registers during the grace is not a candidate.
 func (n *Node) reconcile(ctx context.Context) {
+	c, cancel := context.WithTimeout(ctx, reregisterTimeout)
+	listed, err := n.gateway.ListedAlive(c)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			n.log.Warn("could not list the nodes the GCS lists alive; not checking them", slog.Any("err", err))
+		}
+		return
+	}
 	t := time.NewTimer(n.rejoinGrace())
 	defer t.Stop()
 	select {
@@ -113,9 +123,9 @@ func (n *Node) reconcile(ctx context.Context) {
 		return
 	case <-t.C:
 	}
-	c, cancel := context.WithTimeout(ctx, reregisterTimeout)
+	c, cancel = context.WithTimeout(ctx, reregisterTimeout)
 	defer cancel()
-	gone, err := n.gateway.ReconcileNodes(c)
+	gone, err := n.gateway.ReconcileNodes(c, listed)
 	for _, id := range gone {
 		n.log.Warn("marked dead a node the GCS listed alive but that did not come back after the head started (it died while the head was down)",
 			slog.String("node", id.String()), slog.Duration("grace", n.rejoinGrace()))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/atoll-runtime/atoll/actors"
 	"github.com/atoll-runtime/atoll/atollpb"
@@ -99,6 +100,10 @@ type planTarget struct{ rt *core }
 func (t planTarget) FailNextCreates(_ context.Context, n int) error { return t.rt.failNextCreates(n) }
 
 func (t planTarget) KillNode(ctx context.Context, id string) error { return t.rt.killNode(ctx, id) }
+
+func (t planTarget) PartitionNode(ctx context.Context, id string, dir faultplan.Direction, d time.Duration) error {
+	return t.rt.partitionNode(ctx, id, dir, d)
+}
 
 func (t planTarget) KillableNodes(ctx context.Context) ([]string, error) {
 	if t.rt.node == nil || t.rt.node.Gateway() == nil {

@@ -2,9 +2,11 @@ package atoll
 
 import (
 	"context"
+	"time"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/cluster"
+	"github.com/atoll-runtime/atoll/faultplan"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/objectstore"
@@ -121,20 +123,56 @@ func KillNode(ctx context.Context, nodeID string) error {
 	return rt.killNode(ctx, nodeID)
 }
 
-func (rt *core) killNode(ctx context.Context, nodeID string) error {
+// PartitionNode cuts the cluster node with the given id off the others
+// for d (at most faultplan.MaxPartition) in dir (faultplan.Both, Inbound
+// or Outbound): its NATS connection, object transfers and gossip, as a
+// network partition would. The node heals by itself after d. Cut for
+// longer than the failure timeout, it is declared dead, its tasks are
+// retried elsewhere and its actors restarted per their policy; healed,
+// it learns it was declared dead and stops. PartitionNode returns once
+// the node acknowledged. It fails with ErrInvalidArgument for the head,
+// the driver's own node, a bad direction or duration, or outside a
+// cluster, and ErrNotFound if no live node has that id.
+func PartitionNode(ctx context.Context, nodeID string, dir faultplan.Direction, d time.Duration) error {
+	rt, err := running()
+	if err != nil {
+		return err
+	}
+	return rt.partitionNode(ctx, nodeID, dir, d)
+}
+
+func (rt *core) partitionNode(ctx context.Context, nodeID string, dir faultplan.Direction, d time.Duration) error {
+	g, id, err := rt.peerNode("PartitionNode", nodeID)
+	if err != nil {
+		return err
+	}
+	return g.PartitionNode(ctx, id, string(dir), d)
+}
+
+// peerNode finds the gateway and parses the id of another node, for the
+// fault calls that act on one.
+func (rt *core) peerNode(what, nodeID string) (*cluster.Gateway, ids.NodeID, error) {
 	var g *cluster.Gateway
 	if rt.node != nil {
 		g = rt.node.Gateway()
 	}
 	if g == nil {
-		return errs.Invalidf("KillNode: this driver is not connected to a cluster (WithAddress)")
+		return nil, ids.NodeID{}, errs.Invalidf("%s: this driver is not connected to a cluster (WithAddress)", what)
 	}
 	id, err := ids.FromBytes(unhex(nodeID))
 	if err != nil {
-		return errs.Invalidf("KillNode: bad node id %q", nodeID)
+		return nil, ids.NodeID{}, errs.Invalidf("%s: bad node id %q", what, nodeID)
 	}
 	if id == rt.nodeID {
-		return errs.Invalidf("KillNode: %s is the driver's own node", id.Short())
+		return nil, ids.NodeID{}, errs.Invalidf("%s: %s is the driver's own node", what, id.Short())
+	}
+	return g, id, nil
+}
+
+func (rt *core) killNode(ctx context.Context, nodeID string) error {
+	g, id, err := rt.peerNode("KillNode", nodeID)
+	if err != nil {
+		return err
 	}
 	return g.KillNode(ctx, id)
 }

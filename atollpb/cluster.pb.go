@@ -1985,6 +1985,116 @@ func (x *LeaveReply) GetBusy() string {
 	return ""
 }
 
+// PartitionRequest (atoll.node.<node>.partition, from a driver running a
+// fault plan) cuts the node off the network for duration_ms: its NATS
+// connection, object transfers and gossip (see internal/partition). The
+// node heals by itself when the time is up: no message can reach it
+// before. direction is "both", "inbound" or "outbound" (one-way applies
+// to gossip packets; TCP breaks both ways).
+type PartitionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        []byte                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Direction     string                 `protobuf:"bytes,2,opt,name=direction,proto3" json:"direction,omitempty"`
+	DurationMs    int64                  `protobuf:"varint,3,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionRequest) Reset() {
+	*x = PartitionRequest{}
+	mi := &file_atollpb_cluster_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionRequest) ProtoMessage() {}
+
+func (x *PartitionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionRequest.ProtoReflect.Descriptor instead.
+func (*PartitionRequest) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *PartitionRequest) GetNodeId() []byte {
+	if x != nil {
+		return x.NodeId
+	}
+	return nil
+}
+
+func (x *PartitionRequest) GetDirection() string {
+	if x != nil {
+		return x.Direction
+	}
+	return ""
+}
+
+func (x *PartitionRequest) GetDurationMs() int64 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+type PartitionReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *ErrorInfo             `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionReply) Reset() {
+	*x = PartitionReply{}
+	mi := &file_atollpb_cluster_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionReply) ProtoMessage() {}
+
+func (x *PartitionReply) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionReply.ProtoReflect.Descriptor instead.
+func (*PartitionReply) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *PartitionReply) GetError() *ErrorInfo {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 var File_atollpb_cluster_proto protoreflect.FileDescriptor
 
 const file_atollpb_cluster_proto_rawDesc = "" +
@@ -2165,7 +2275,14 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"object_ids\x18\x01 \x03(\fR\tobjectIds\" \n" +
 	"\n" +
 	"LeaveReply\x12\x12\n" +
-	"\x04busy\x18\x01 \x01(\tR\x04busyB(Z&github.com/atoll-runtime/atoll/atollpbb\x06proto3"
+	"\x04busy\x18\x01 \x01(\tR\x04busy\"j\n" +
+	"\x10PartitionRequest\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12\x1c\n" +
+	"\tdirection\x18\x02 \x01(\tR\tdirection\x12\x1f\n" +
+	"\vduration_ms\x18\x03 \x01(\x03R\n" +
+	"durationMs\";\n" +
+	"\x0ePartitionReply\x12)\n" +
+	"\x05error\x18\x01 \x01(\v2\x13.atoll.v1.ErrorInfoR\x05errorB(Z&github.com/atoll-runtime/atoll/atollpbb\x06proto3"
 
 var (
 	file_atollpb_cluster_proto_rawDescOnce sync.Once
@@ -2180,7 +2297,7 @@ func file_atollpb_cluster_proto_rawDescGZIP() []byte {
 }
 
 var file_atollpb_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_atollpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_atollpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_atollpb_cluster_proto_goTypes = []any{
 	(AMMControl_Op)(0),       // 0: atoll.v1.AMMControl.Op
 	(*NodeLoad)(nil),         // 1: atoll.v1.NodeLoad
@@ -2210,39 +2327,42 @@ var file_atollpb_cluster_proto_goTypes = []any{
 	(*DrainReply)(nil),       // 25: atoll.v1.DrainReply
 	(*LeaveRequest)(nil),     // 26: atoll.v1.LeaveRequest
 	(*LeaveReply)(nil),       // 27: atoll.v1.LeaveReply
-	nil,                      // 28: atoll.v1.NodeLoad.TotalEntry
-	nil,                      // 29: atoll.v1.NodeLoad.AvailableEntry
-	nil,                      // 30: atoll.v1.AMMStatus.RefusedEntry
-	(*StoreStats)(nil),       // 31: atoll.v1.StoreStats
-	(*TaskSpec)(nil),         // 32: atoll.v1.TaskSpec
-	(*TaskResult)(nil),       // 33: atoll.v1.TaskResult
-	(*ObjectRef)(nil),        // 34: atoll.v1.ObjectRef
-	(*ObjectList)(nil),       // 35: atoll.v1.ObjectList
-	(*ErrorInfo)(nil),        // 36: atoll.v1.ErrorInfo
+	(*PartitionRequest)(nil), // 28: atoll.v1.PartitionRequest
+	(*PartitionReply)(nil),   // 29: atoll.v1.PartitionReply
+	nil,                      // 30: atoll.v1.NodeLoad.TotalEntry
+	nil,                      // 31: atoll.v1.NodeLoad.AvailableEntry
+	nil,                      // 32: atoll.v1.AMMStatus.RefusedEntry
+	(*StoreStats)(nil),       // 33: atoll.v1.StoreStats
+	(*TaskSpec)(nil),         // 34: atoll.v1.TaskSpec
+	(*TaskResult)(nil),       // 35: atoll.v1.TaskResult
+	(*ObjectRef)(nil),        // 36: atoll.v1.ObjectRef
+	(*ObjectList)(nil),       // 37: atoll.v1.ObjectList
+	(*ErrorInfo)(nil),        // 38: atoll.v1.ErrorInfo
 }
 var file_atollpb_cluster_proto_depIdxs = []int32{
-	28, // 0: atoll.v1.NodeLoad.total:type_name -> atoll.v1.NodeLoad.TotalEntry
-	29, // 1: atoll.v1.NodeLoad.available:type_name -> atoll.v1.NodeLoad.AvailableEntry
-	31, // 2: atoll.v1.NodeLoad.store:type_name -> atoll.v1.StoreStats
-	32, // 3: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
-	32, // 4: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
-	33, // 5: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
-	34, // 6: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
-	35, // 7: atoll.v1.NodeObjects.list:type_name -> atoll.v1.ObjectList
+	30, // 0: atoll.v1.NodeLoad.total:type_name -> atoll.v1.NodeLoad.TotalEntry
+	31, // 1: atoll.v1.NodeLoad.available:type_name -> atoll.v1.NodeLoad.AvailableEntry
+	33, // 2: atoll.v1.NodeLoad.store:type_name -> atoll.v1.StoreStats
+	34, // 3: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
+	34, // 4: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
+	35, // 5: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
+	36, // 6: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
+	37, // 7: atoll.v1.NodeObjects.list:type_name -> atoll.v1.ObjectList
 	11, // 8: atoll.v1.TaskEvents.events:type_name -> atoll.v1.TaskEvent
 	12, // 9: atoll.v1.HeldWork.attempts:type_name -> atoll.v1.AttemptKey
-	34, // 10: atoll.v1.ReplicateRequest.ref:type_name -> atoll.v1.ObjectRef
-	36, // 11: atoll.v1.SetReplicasReply.error:type_name -> atoll.v1.ErrorInfo
+	36, // 10: atoll.v1.ReplicateRequest.ref:type_name -> atoll.v1.ObjectRef
+	38, // 11: atoll.v1.SetReplicasReply.error:type_name -> atoll.v1.ErrorInfo
 	0,  // 12: atoll.v1.AMMControl.op:type_name -> atoll.v1.AMMControl.Op
-	36, // 13: atoll.v1.AMMStatus.error:type_name -> atoll.v1.ErrorInfo
-	30, // 14: atoll.v1.AMMStatus.refused:type_name -> atoll.v1.AMMStatus.RefusedEntry
+	38, // 13: atoll.v1.AMMStatus.error:type_name -> atoll.v1.ErrorInfo
+	32, // 14: atoll.v1.AMMStatus.refused:type_name -> atoll.v1.AMMStatus.RefusedEntry
 	23, // 15: atoll.v1.AMMStatus.drains:type_name -> atoll.v1.DrainStatus
-	36, // 16: atoll.v1.DrainReply.error:type_name -> atoll.v1.ErrorInfo
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	38, // 16: atoll.v1.DrainReply.error:type_name -> atoll.v1.ErrorInfo
+	38, // 17: atoll.v1.PartitionReply.error:type_name -> atoll.v1.ErrorInfo
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_cluster_proto_init() }
@@ -2259,7 +2379,7 @@ func file_atollpb_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_cluster_proto_rawDesc), len(file_atollpb_cluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   30,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -188,6 +188,12 @@ func (g *gateway) Receive(ctx actor.Context) {
 	case *atollpb.TaskResult:
 		g.answer(m)
 	case *atollpb.ForwardedResult:
+		if from, err := ids.FromBytes(m.FromNode); err == nil && g.dead.has(from) {
+			// From a node declared dead (healed from a partition, its
+			// reconnect buffer flushed): its work was failed and retried.
+			g.cfg.Logger.Debug("cluster: result from a dead node dropped", "node", from.Short())
+			return
+		}
 		g.deliver(ctx, m.Result)
 	case *atollpb.HeldWork:
 		g.renew(ids.MustFromBytes(m.FromNode), m.Attempts, time.Now())
@@ -527,8 +533,10 @@ func (g *gateway) nodeGone(ctx actor.Context, node ids.NodeID, died bool) {
 			g.inbound[k] = stack
 		}
 	}
+	// Only the head tells the GCS (see partition.go): a node cut off from
+	// the others declares them all dead, and must not be believed.
 	gcsClient := g.cfg.GCS
-	if gcsClient == nil {
+	if gcsClient == nil || !g.cfg.Node.GetIsHead() {
 		return
 	}
 	go func() {

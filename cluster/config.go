@@ -13,6 +13,7 @@ import (
 	"github.com/atoll-runtime/atoll/gcs"
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/partition"
 	"github.com/atoll-runtime/atoll/objectstore"
 )
 
@@ -34,6 +35,11 @@ type Config struct {
 	// TransferPort and GossipPort: 0 picks free ports.
 	TransferPort int
 	GossipPort   int
+	// Partition, if set, is the node's network switch: a fault plan's
+	// partition (PartitionNode) cuts the node off through it. The node
+	// must dial its NATS connection through it too (partition.Switch.Dial
+	// as nats.SetCustomDialer). Nil: the node cannot be partitioned.
+	Partition *partition.Switch
 	// FailureBudget bounds the time to declare a failed node dead;
 	// default membership.DefaultFailureBudget.
 	FailureBudget time.Duration

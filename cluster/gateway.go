@@ -94,7 +94,11 @@ func (g *Gateway) Start() error {
 	}
 	var err error
 	key := cfg.transferKey()
-	if g.client, err = remote.NewClient(remote.ClientConfig{Key: key, TLS: cfg.ClientTLS}); err != nil {
+	ccfg, sopts := remote.ClientConfig{Key: key, TLS: cfg.ClientTLS}, remote.ServerOptions{Key: key, TLS: cfg.ServerTLS}
+	if cfg.Partition != nil {
+		ccfg.Dialer, sopts.Admit = cfg.Partition, cfg.Partition.Admit
+	}
+	if g.client, err = remote.NewClient(ccfg); err != nil {
 		return err
 	}
 	puller, err := remote.NewPuller(g.client, remote.PullerConfig{MaxInFlight: cfg.MaxInFlight})
@@ -103,7 +107,7 @@ func (g *Gateway) Start() error {
 	}
 	g.fetch = &fetcher{self: cfg.NodeID, store: cfg.StoreClient, puller: puller, addrs: map[ids.NodeID]string{}, nc: cfg.Conn, prefix: cfg.Prefix, owners: g.owners}
 	addr := net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.TransferPort))
-	if g.server, err = remote.ListenWith(addr, serve(cfg.StoreClient), remote.ServerOptions{Key: key, TLS: cfg.ServerTLS}); err != nil {
+	if g.server, err = remote.ListenWith(addr, serve(cfg.StoreClient), sopts); err != nil {
 		return fmt.Errorf("cluster: object transfer listener: %w", err)
 	}
 	if err := g.startActor(); err != nil {
@@ -111,7 +115,7 @@ func (g *Gateway) Start() error {
 	}
 	if g.member, err = membership.Start(membership.Config{
 		NodeID: cfg.NodeID, BindAddr: cfg.NodeIP, BindPort: cfg.GossipPort, FailureBudget: cfg.FailureBudget, SecretKey: cfg.gossipKey(),
-		Logger: cfg.Logger, System: cfg.System, Events: g.pid,
+		Partition: cfg.Partition, Logger: cfg.Logger, System: cfg.System, Events: g.pid,
 	}); err != nil {
 		return fmt.Errorf("cluster: gossip: %w", err)
 	}
@@ -457,6 +461,11 @@ func (g *Gateway) subscribe() error {
 	})
 	if err != nil {
 		return fmt.Errorf("cluster: subscribe crash: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(nodeSubject(p, self, "partition"), g.servePartition)
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe partition: %w", err)
 	}
 	g.subs = append(g.subs, s)
 	s, err = c.Conn.Subscribe(nodeSubject(p, self, "timeline"), func(m *nats.Msg) { go g.timeline(m) })

@@ -27,6 +27,17 @@
 //	    at: 5s
 //	    every: 10s
 //	    times: 2
+//	  - action: partition            # timed: cut a random live node (as kill-node picks) off the others
+//	    at: 3s
+//	    for: 8s                      # then it heals by itself
+//	    direction: both              # both | inbound | outbound (one-way: gossip packets; TCP breaks both ways)
+//
+// A partition cuts the node's NATS connection, object transfers and
+// gossip (internal/partition). Cut for longer than the failure timeout,
+// the node is declared dead, its work retried elsewhere; once healed it
+// reconnects, learns it is dead and stops: it does not come back as
+// itself, and nothing it concluded while alone (it declares every other
+// node dead) reaches the GCS, where only the head records deaths.
 //
 // Message rules run in the actors.FaultInjector of each node that
 // installs them: atoll.WithFaultPlan on the driver's node, and on node

@@ -33,11 +33,28 @@ const (
 	Duplicate   Action = "duplicate"
 	FailCreates Action = "fail-creates"
 	KillNode    Action = "kill-node"
+	Partition   Action = "partition"
 )
 
 // Timed reports whether the action runs at times (in the driver) rather
 // than on messages.
-func (a Action) Timed() bool { return a == FailCreates || a == KillNode }
+func (a Action) Timed() bool { return a == FailCreates || a == KillNode || a == Partition }
+
+// Direction is what a partition cuts, seen from the partitioned node.
+type Direction string
+
+// The directions of a partition. One-way cuts apply to gossip packets;
+// TCP connections (NATS, object transfers) break both ways, as they do
+// on a real network once retransmissions time out.
+const (
+	Both     Direction = "both"
+	Inbound  Direction = "inbound"
+	Outbound Direction = "outbound"
+)
+
+// MaxPartition bounds a partition's duration (the node heals by itself;
+// nothing can reach it to heal it earlier).
+const MaxPartition = 10 * time.Minute
 
 // Role is the role of the node a rule is installed on.
 type Role string
@@ -69,6 +86,10 @@ type Rule struct {
 	At          Duration `yaml:"at,omitempty" json:"at,omitempty"`
 	Every       Duration `yaml:"every,omitempty" json:"every,omitempty"`
 	Times       int      `yaml:"times,omitempty" json:"times,omitempty"`
+	// For and Direction are a partition's duration and direction
+	// (default both).
+	For       Duration  `yaml:"for,omitempty" json:"for,omitempty"`
+	Direction Direction `yaml:"direction,omitempty" json:"direction,omitempty"`
 }
 
 // Duration is a time.Duration written as "20ms" in YAML.
@@ -137,7 +158,7 @@ func (p *Plan) Validate() error {
 			if (r.Action == Delay) != (r.Delay > 0) {
 				return bad("delay is for the delay action, which needs a positive one")
 			}
-		case FailCreates, KillNode:
+		case FailCreates, KillNode, Partition:
 			if r.Message != "" || r.Actor != "" || r.Node != "" || r.Probability != 0 || r.Delay != 0 {
 				return bad("message, actor, node, probability and delay are for message rules")
 			}
@@ -145,7 +166,21 @@ func (p *Plan) Validate() error {
 				return bad("want at >= 0, every > 0 when times > 1")
 			}
 		default:
-			return errs.Invalidf("fault plan: rule %d: unknown action %q (want drop, delay, duplicate, fail-creates or kill-node)", i, r.Action)
+			return errs.Invalidf("fault plan: rule %d: unknown action %q (want drop, delay, duplicate, fail-creates, kill-node or partition)", i, r.Action)
+		}
+		if r.Action == Partition {
+			if r.For <= 0 || time.Duration(r.For) > MaxPartition {
+				return bad("for %v: a partition needs a duration above 0 and at most %v", time.Duration(r.For), MaxPartition)
+			}
+			switch r.Direction {
+			case "":
+				r.Direction = Both
+			case Both, Inbound, Outbound:
+			default:
+				return bad("direction %q: want both, inbound or outbound", r.Direction)
+			}
+		} else if r.For != 0 || r.Direction != "" {
+			return bad("for and direction are for the partition action")
 		}
 		switch r.Node {
 		case "", All, Head, Driver, Workers:

@@ -11,11 +11,14 @@ import (
 type Target interface {
 	// FailNextCreates makes the driver's store fail its next n creations.
 	FailNextCreates(ctx context.Context, n int) error
-	// KillableNodes lists the live nodes a kill-node rule may pick (not
-	// the head, not a driver's), in a stable order.
+	// KillableNodes lists the live nodes a kill-node or partition rule
+	// may pick (not the head, not a driver's), in a stable order.
 	KillableNodes(ctx context.Context) ([]string, error)
 	// KillNode kills a node as if its machine failed.
 	KillNode(ctx context.Context, id string) error
+	// PartitionNode cuts a node off the others in dir for d; it heals by
+	// itself.
+	PartitionNode(ctx context.Context, id string, dir Direction, d time.Duration) error
 }
 
 // Event is one action of a timed rule.
@@ -26,8 +29,8 @@ type Event struct {
 	Firing int
 	// After is when it fired, since Run started.
 	After time.Duration
-	// Victim is the node killed (kill-node); "" if there was none to
-	// pick. Err is why the action failed, if it did.
+	// Victim is the node killed (kill-node) or cut off (partition); ""
+	// if there was none to pick. Err is why the action failed, if it did.
 	Victim string
 	Err    string
 }
@@ -61,11 +64,15 @@ func Run(ctx context.Context, p *Plan, t Target, record func(Event)) {
 				switch r.Action {
 				case FailCreates:
 					err = t.FailNextCreates(ctx, max(r.Count, 1))
-				case KillNode:
+				case KillNode, Partition:
 					var nodes []string
 					if nodes, err = t.KillableNodes(ctx); err == nil && len(nodes) > 0 {
 						e.Victim = nodes[rng.IntN(len(nodes))]
-						err = t.KillNode(ctx, e.Victim)
+						if r.Action == KillNode {
+							err = t.KillNode(ctx, e.Victim)
+						} else {
+							err = t.PartitionNode(ctx, e.Victim, r.Direction, time.Duration(r.For))
+						}
 					}
 				}
 				if err != nil {

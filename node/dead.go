@@ -3,8 +3,10 @@ package node
 import (
 	"bytes"
 	"log/slog"
+	"time"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/partition"
 )
 
 // A cluster node that stops answering for longer than the failure timeout
@@ -65,4 +67,17 @@ func (n *Node) Drained() <-chan struct{} {
 		return nil
 	}
 	return n.gateway.Left()
+}
+
+// partitionChanged logs the cuts and heals of the node's network switch
+// (a fault plan's partition). When a cut outlasts the failure timeout,
+// the heal is followed by the node learning it was declared dead.
+func (n *Node) partitionChanged(cut bool, dir partition.Direction, d time.Duration) {
+	if cut {
+		n.log.Warn("fault plan: this node is cut off from the cluster (NATS, transfers, gossip); it heals by itself",
+			slog.String("node", n.id.String()), slog.String("direction", dir.String()), slog.Duration("for", d))
+		return
+	}
+	n.log.Warn("fault plan: this node's partition healed; it reconnects to the cluster",
+		slog.String("node", n.id.String()), slog.String("direction", dir.String()))
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/lockfile"
 	"github.com/atoll-runtime/atoll/internal/natsembed"
+	"github.com/atoll-runtime/atoll/internal/partition"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
 	"github.com/atoll-runtime/atoll/objectstore"
 	"github.com/atoll-runtime/atoll/raylet"
@@ -60,6 +61,9 @@ type Node struct {
 	nc             *nats.Conn
 	clusterAddress string
 	sec            security // resolved Config.Credentials (credentials.go)
+	// partition is the node's network switch (a node dialing a cluster's
+	// NATS; nil otherwise): fault plans cut it off through it.
+	partition *partition.Switch
 
 	system      *actor.ActorSystem
 	gcsPID      *actor.PID // nil unless this node runs the GCS
@@ -538,7 +542,11 @@ func (n *Node) connectControlPlane() error {
 		}
 		return nil
 	}
-	if n.nc, url, err = dialCluster(url, name, n.sec, nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond)); err != nil {
+	// Everything this node sends other nodes goes through its network
+	// switch, so that a fault plan can partition it (cluster/partition.go).
+	n.partition = partition.New(n.partitionChanged)
+	if n.nc, url, err = dialCluster(url, name, n.sec, nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
+		nats.SetCustomDialer(n.partition)); err != nil {
 		return err
 	}
 	if n.clusterAddress == "" {
@@ -586,7 +594,7 @@ func (n *Node) newGateway(info *atollpb.NodeInfo) *cluster.Gateway {
 		StoreClient: objectstore.NewClient(n.system.Root, n.storePID, n.arena, ids.NewWorkerID()),
 		GCS:         n.gcsClient, NodeIP: n.cfg.NodeIP, TransferPort: n.cfg.TransferPort, GossipPort: n.cfg.GossipPort,
 		FailureBudget: n.cfg.FailureTimeout, Node: info, Logger: quiet(n.log), MaxInFlight: max(n.arena.Size()/4, 64<<20),
-		Secret: n.sec.secret, ServerTLS: n.sec.serverTLS, ClientTLS: n.sec.clientTLS,
+		Secret: n.sec.secret, ServerTLS: n.sec.serverTLS, ClientTLS: n.sec.clientTLS, Partition: n.partition,
 	})
 }
 

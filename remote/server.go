@@ -39,6 +39,10 @@ type ServerOptions struct {
 	// HandshakeTimeout bounds the TLS and key handshakes; default
 	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
+	// Admit, if set, is asked about every accepted connection: it returns
+	// the connection to serve (possibly wrapped), or an error after
+	// closing it (a node cut off by a fault plan's partition).
+	Admit func(net.Conn) (net.Conn, error)
 }
 
 // Defaults of ServerOptions.
@@ -147,6 +151,11 @@ func (s *Server) acceptLoop() {
 		c, err := s.ln.Accept()
 		if err != nil {
 			return // listener closed
+		}
+		if s.opts.Admit != nil {
+			if c, err = s.opts.Admit(c); err != nil {
+				continue
+			}
 		}
 		ok, full := s.track(c)
 		if !ok {

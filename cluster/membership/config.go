@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/partition"
 )
 
 // DefaultFailureBudget is the default time within which the survivors
@@ -62,6 +63,10 @@ type Config struct {
 	// keyring): a node without the key can neither read the gossip nor
 	// join, suspect or declare anyone dead.
 	SecretKey []byte
+
+	// Partition, if set, is the node's network switch: its cuts (fault
+	// plans) apply to gossip packets and streams (partition.Transport).
+	Partition *partition.Switch
 
 	// Logger receives memberlist's log output at debug level. Default
 	// slog.Default().

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/partition"
 )
 
 // Node is one live member in a Members snapshot.
@@ -54,8 +55,20 @@ func Start(cfg Config) (*Member, error) {
 			return true
 		}))
 	}
-	list, err := memberlist.Create(cfg.memberlistConfig(d, d))
+	mc := cfg.memberlistConfig(d, d)
+	if cfg.Partition != nil {
+		if err := cutTransport(mc, cfg.Partition); err != nil {
+			for _, s := range d.takeSinks() {
+				s.close()
+			}
+			return nil, err
+		}
+	}
+	list, err := memberlist.Create(mc)
 	if err != nil {
+		if mc.Transport != nil {
+			_ = mc.Transport.Shutdown()
+		}
 		for _, s := range d.takeSinks() {
 			s.close()
 		}
@@ -197,4 +210,34 @@ func (m *Member) isShutdown() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.shutdown
+}
+
+// cutTransport binds memberlist's network transport itself (memberlist
+// does when Config.Transport is nil) and wraps it in the switch's, so
+// that cuts apply to gossip. A bind to port 0 retries on a clash, as
+// memberlist's own does: the UDP and TCP ports are picked apart.
+func cutTransport(mc *memberlist.Config, sw *partition.Switch) error {
+	nc := &memberlist.NetTransportConfig{BindAddrs: []string{mc.BindAddr}, BindPort: mc.BindPort, Logger: mc.Logger}
+	tries := 1
+	if mc.BindPort == 0 {
+		tries = 10
+	}
+	var nt *memberlist.NetTransport
+	var err error
+	for range tries {
+		if nt, err = memberlist.NewNetTransport(nc); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("membership: start: bind the gossip port: %w", err)
+	}
+	if mc.BindPort == 0 {
+		mc.BindPort = nt.GetAutoBindPort()
+		if mc.AdvertisePort == 0 {
+			mc.AdvertisePort = mc.BindPort
+		}
+	}
+	mc.Transport = sw.Transport(nt)
+	return nil
 }

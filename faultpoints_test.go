@@ -117,7 +117,7 @@ func TestFaultPlanKillsWorkersAtPoints(t *testing.T) {
 			}
 			attrs := map[string]string{}
 			for _, a := range e.Attributes {
-				attrs[string(a.Key)] = a.Value.Emit()
+				attrs[string(a.Key)] = a.Value.String()
 			}
 			if !s.Parent.IsValid() || s.Parent.TraceID() != s.SpanContext.TraceID() {
 				t.Errorf("fault span %s has no parent in the task's trace", s.Name)

@@ -32,8 +32,8 @@ type planRun struct {
 // MaxRules × their times).
 const maxTimedEvents = 4096
 
-// startFaultPlan installs the plan's message rules in cfg (before the
-// node starts).
+// installFaultPlan installs the plan's message rules and rules at points
+// in cfg (before the node starts).
 func (cfg *config) installFaultPlan() {
 	if cfg.faultPlan == nil {
 		return
@@ -42,6 +42,7 @@ func (cfg *config) installFaultPlan() {
 		cfg.faults = actors.NewFaultInjector()
 	}
 	cfg.faultPlan.Install(cfg.faults, faultplan.Driver)
+	cfg.faultPoints = cfg.faultPlan.Points(faultplan.Driver, cfg.faults)
 }
 
 // startFaultPlan runs the plan's timed rules until stop.

@@ -77,6 +77,7 @@ type config struct {
 	meterProvider    metric.MeterProvider
 	faults           *FaultInjector
 	faultPlan        *faultplan.Plan
+	faultPoints      *faultplan.Points
 	address          string
 	secret           string
 	nodeIP           string

@@ -16,9 +16,15 @@ const (
 	FaultDrop      FaultKind = iota + 1 // the message is discarded
 	FaultDelay                          // the message is delivered later
 	FaultDuplicate                      // the message is delivered twice
+	// Faults at points of a node's work rather than on messages (package
+	// faultplan), recorded with FaultInjector.Record.
+	FaultKillWorker // a worker process SIGKILLed at a point of a task
+	FaultSpillFull  // a spill write failed as if the disk were full
+	FaultSpillSlow  // a spill write or restore read delayed
 )
 
-// String returns "drop", "delay" or "duplicate".
+// String returns "drop", "delay", "duplicate", "kill-worker", "spill-full"
+// or "spill-slow".
 func (k FaultKind) String() string {
 	switch k {
 	case FaultDrop:
@@ -27,6 +33,12 @@ func (k FaultKind) String() string {
 		return "delay"
 	case FaultDuplicate:
 		return "duplicate"
+	case FaultKillWorker:
+		return "kill-worker"
+	case FaultSpillFull:
+		return "spill-full"
+	case FaultSpillSlow:
+		return "spill-slow"
 	}
 	return "unknown"
 }
@@ -39,6 +51,9 @@ type Stats struct {
 	Dropped    uint64 // messages discarded
 	Delayed    uint64 // messages re-delivered after a delay
 	Duplicated uint64 // messages delivered a second time
+	// Recorded counts the faults at points (Record): workers killed,
+	// spill writes failed or delayed.
+	Recorded uint64
 }
 
 // FaultInjector drops, delays and duplicates messages received by the actors

@@ -25,11 +25,32 @@ type FaultEvent struct {
 	// type); Actor the receiving actor's kind.
 	Message string
 	Actor   string
+	// Point is where a fault at a point hit (before-execute,
+	// after-execute, spill-write, spill-read; "" for message faults), and
+	// Task the task or actor method it hit, if any.
+	Point string
+	Task  string
 }
 
-// String is "seq rule#match kind message@actor".
+// String is "seq rule#match kind message@actor" for a message fault, "seq
+// rule#match kind task@point" for a fault at a point.
 func (e FaultEvent) String() string {
+	if e.Point != "" {
+		return fmt.Sprintf("%d %s#%d %s %s@%s", e.Seq, e.Rule, e.Match, e.Kind, e.Task, e.Point)
+	}
 	return fmt.Sprintf("%d %s#%d %s %s@%s", e.Seq, e.Rule, e.Match, e.Kind, e.Message, e.Actor)
+}
+
+// Record adds a fault injected elsewhere than on a message (a worker
+// killed at a point, a spill write failed; package faultplan) to the
+// injector's log and returns it numbered.
+func (f *FaultInjector) Record(e FaultEvent) FaultEvent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stats.Recorded++
+	f.log.add(e)
+	e.Seq = f.log.seq
+	return e
 }
 
 // faultLog is a ring of the latest FaultLogCap events.

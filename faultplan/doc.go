@@ -1,8 +1,9 @@
 // Package faultplan reads seeded fault plans: rules that drop, delay or
 // duplicate messages between a node's actors (addressed by the receiving
 // actor's kind and the message's type), fail the store's next creations,
-// or kill a node, at times or with probabilities that all derive from one
-// seed. The same plan and seed replay the same fault decisions on the
+// kill a node, kill the worker process of a task at a point of its run,
+// or make a node's spill disk full or slow, at times or with
+// probabilities that all derive from one seed. The same plan and seed replay the same fault decisions on the
 // same workload: rule i draws from its own generator, seeded from (seed,
 // i), so one rule's decisions do not shift another's.
 //
@@ -32,6 +33,19 @@
 //	    for: 8s                      # then it heals by itself
 //	    direction: both              # both | inbound | outbound (one-way: gossip packets; TCP breaks both ways)
 //
+//	  - action: kill-worker          # at a point: SIGKILL the worker process of a task
+//	    point: before-execute        # before-execute | after-execute
+//	    task: sort.map               # function, "Type.Method" or task name; "" or "*" any
+//	    probability: 0.2
+//	    count: 3
+//	    node: workers
+//	  - action: spill-full           # spill writes fail with ENOSPC (DiskFullError)...
+//	    count: 5                     # ...the next 5 of them (default: every one)
+//	    at: 1s                       # from 1s after the node started (default 0)
+//	    for: 10s                     # for 10s (default: no end)
+//	  - action: spill-slow           # each spill write and restore read waits delay first
+//	    delay: 50ms
+//
 // A partition cuts the node's NATS connection, object transfers and
 // gossip (internal/partition). Cut for longer than the failure timeout,
 // the node is declared dead, its work retried elsewhere; once healed it
@@ -42,6 +56,33 @@
 // Message rules run in the actors.FaultInjector of each node that
 // installs them: atoll.WithFaultPlan on the driver's node, and on node
 // processes the plan file named by EnvPlan. Timed rules run in the
-// driver (atoll.WithFaultPlan). Every fault is recorded in a fault log
-// (actors.FaultEvent; atoll.FaultLog).
+// driver (atoll.WithFaultPlan). Rules at points (kill-worker, spill-full,
+// spill-slow; Plan.Points) go where the plans' message rules go, by node
+// role, into node.Config.FaultPoints:
+//
+//   - kill-worker: the raylet asks before it sends a task attempt or an
+//     actor call to the worker process that runs it (before-execute: it
+//     never runs) and when the result comes back, before reporting it
+//     (after-execute: the task ran; return objects it put in the store
+//     stay, and its retry finds them there). A hit SIGKILLs the process;
+//     the runtime handles the death as any other (the task is retried
+//     within MaxRetries, else WorkerCrashedError; the actor restarts
+//     within MaxRestarts and the call is retried within MaxTaskRetries).
+//     Only worker processes are killed: goroutine workers and actor
+//     constructors are not points.
+//   - spill-full and spill-slow: the store's spiller asks before each
+//     spill file it writes (spill-write) and each restore it reads
+//     (spill-read; spill-slow only). A failed write leaves its objects in
+//     memory and the store backs off (100 ms doubling) before spilling
+//     again; a creation that needs the room waits for it, or fails with
+//     ObjectStoreFullError at its deadline.
+//
+// Each point suffers at most one fault: the first rule, in plan order,
+// that applies. Every fault is recorded in a fault log (actors.FaultEvent,
+// with Point and Task for faults at points; atoll.FaultLog); a killed
+// worker is also an OpenTelemetry span event SpanEvent ("atoll.fault",
+// attributes atoll.fault.rule, atoll.fault.action, atoll.fault.point) on
+// a "fault <task>" span under the task's submit span. Message faults and
+// spill faults have no span event: neither the injector nor the spiller
+// knows the task they hit.
 package faultplan

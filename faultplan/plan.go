@@ -34,6 +34,10 @@ const (
 	FailCreates Action = "fail-creates"
 	KillNode    Action = "kill-node"
 	Partition   Action = "partition"
+	// Actions at points of a node's work (see Points).
+	KillWorker Action = "kill-worker"
+	SpillFull  Action = "spill-full"
+	SpillSlow  Action = "spill-slow"
 )
 
 // Timed reports whether the action runs at times (in the driver) rather
@@ -56,6 +60,11 @@ const (
 // nothing can reach it to heal it earlier).
 const MaxPartition = 10 * time.Minute
 
+// AtPoints reports whether the action acts at points of a node's work (a
+// task about to run in a worker process, a spill write) rather than on
+// messages or at times.
+func (a Action) AtPoints() bool { return a == KillWorker || a == SpillFull || a == SpillSlow }
+
 // Role is the role of the node a rule is installed on.
 type Role string
 
@@ -66,6 +75,10 @@ const (
 	Driver  Role = "driver" // a driver's node, or an embedded single node
 	Workers Role = "workers"
 )
+
+// includes reports whether a rule for nodes r is installed on a node of
+// the given role.
+func (r Role) includes(role Role) bool { return r == "" || r == All || r == role }
 
 // Plan is a seeded list of rules.
 type Plan struct {
@@ -86,8 +99,10 @@ type Rule struct {
 	At          Duration `yaml:"at,omitempty" json:"at,omitempty"`
 	Every       Duration `yaml:"every,omitempty" json:"every,omitempty"`
 	Times       int      `yaml:"times,omitempty" json:"times,omitempty"`
-	// For and Direction are a partition's duration and direction
-	// (default both).
+	// Point and Task are for kill-worker; For is how long a spill rule
+	// or a partition lasts; Direction is a partition's (default both).
+	Point     Point     `yaml:"point,omitempty" json:"point,omitempty"`
+	Task      string    `yaml:"task,omitempty" json:"task,omitempty"`
 	For       Duration  `yaml:"for,omitempty" json:"for,omitempty"`
 	Direction Direction `yaml:"direction,omitempty" json:"direction,omitempty"`
 }
@@ -150,37 +165,8 @@ func (p *Plan) Validate() error {
 		bad := func(format string, args ...any) error {
 			return errs.Invalidf("fault plan: rule %d (%s): %s", i, r.Action, fmt.Sprintf(format, args...))
 		}
-		switch r.Action {
-		case Drop, Duplicate, Delay:
-			if r.At != 0 || r.Every != 0 || r.Times != 0 {
-				return bad("at, every and times are for timed actions (%s, %s)", FailCreates, KillNode)
-			}
-			if (r.Action == Delay) != (r.Delay > 0) {
-				return bad("delay is for the delay action, which needs a positive one")
-			}
-		case FailCreates, KillNode, Partition:
-			if r.Message != "" || r.Actor != "" || r.Node != "" || r.Probability != 0 || r.Delay != 0 {
-				return bad("message, actor, node, probability and delay are for message rules")
-			}
-			if r.At < 0 || r.Every < 0 || r.Times < 0 || (r.Times > 1 && r.Every == 0) {
-				return bad("want at >= 0, every > 0 when times > 1")
-			}
-		default:
-			return errs.Invalidf("fault plan: rule %d: unknown action %q (want drop, delay, duplicate, fail-creates, kill-node or partition)", i, r.Action)
-		}
-		if r.Action == Partition {
-			if r.For <= 0 || time.Duration(r.For) > MaxPartition {
-				return bad("for %v: a partition needs a duration above 0 and at most %v", time.Duration(r.For), MaxPartition)
-			}
-			switch r.Direction {
-			case "":
-				r.Direction = Both
-			case Both, Inbound, Outbound:
-			default:
-				return bad("direction %q: want both, inbound or outbound", r.Direction)
-			}
-		} else if r.For != 0 || r.Direction != "" {
-			return bad("for and direction are for the partition action")
+		if err := r.validateAction(bad); err != nil {
+			return err
 		}
 		switch r.Node {
 		case "", All, Head, Driver, Workers:
@@ -200,6 +186,82 @@ func (p *Plan) Validate() error {
 	return nil
 }
 
+// validateAction checks the fields that depend on the rule's action.
+func (r *Rule) validateAction(bad func(format string, args ...any) error) error {
+	pointsOnly := r.Point != "" || r.Task != "" || r.For != 0
+	if r.Direction != "" && r.Action != Partition {
+		return bad("direction is for the %s action", Partition)
+	}
+	switch r.Action {
+	case Drop, Duplicate, Delay:
+		if r.At != 0 || r.Every != 0 || r.Times != 0 {
+			return bad("at, every and times are for timed actions (%s, %s, %s)", FailCreates, KillNode, Partition)
+		}
+		if (r.Action == Delay) != (r.Delay > 0) {
+			return bad("delay is for the delay action, which needs a positive one")
+		}
+	case FailCreates, KillNode:
+		if r.Message != "" || r.Actor != "" || r.Node != "" || r.Probability != 0 || r.Delay != 0 {
+			return bad("message, actor, node, probability and delay are for message rules")
+		}
+		if r.At < 0 || r.Every < 0 || r.Times < 0 || (r.Times > 1 && r.Every == 0) {
+			return bad("want at >= 0, every > 0 when times > 1")
+		}
+	case Partition:
+		if r.Message != "" || r.Actor != "" || r.Node != "" || r.Probability != 0 || r.Delay != 0 || r.Point != "" || r.Task != "" {
+			return bad("message, actor, node, probability, delay, point and task are not for partitions")
+		}
+		if r.At < 0 || r.Every < 0 || r.Times < 0 || (r.Times > 1 && r.Every == 0) {
+			return bad("want at >= 0, every > 0 when times > 1")
+		}
+		if r.For <= 0 || time.Duration(r.For) > MaxPartition {
+			return bad("for %v: a partition needs a duration above 0 and at most %v", time.Duration(r.For), MaxPartition)
+		}
+		switch r.Direction {
+		case "":
+			r.Direction = Both
+		case Both, Inbound, Outbound:
+		default:
+			return bad("direction %q: want both, inbound or outbound", r.Direction)
+		}
+		return nil
+	case KillWorker, SpillFull, SpillSlow:
+		return r.validatePoints(bad)
+	default:
+		return bad("unknown action %q (want drop, delay, duplicate, fail-creates, kill-node, partition, kill-worker, spill-full or spill-slow)", r.Action)
+	}
+	if pointsOnly {
+		return bad("point, task and for are for %s, %s, %s (and for for %s)", KillWorker, SpillFull, SpillSlow, Partition)
+	}
+	return nil
+}
+
+// validatePoints checks a rule at points.
+func (r *Rule) validatePoints(bad func(format string, args ...any) error) error {
+	if r.Message != "" || r.Actor != "" || r.Every != 0 || r.Times != 0 {
+		return bad("message, actor, every and times are not for rules at points")
+	}
+	if r.Action == KillWorker {
+		if r.Point != BeforeExecute && r.Point != AfterExecute {
+			return bad("point %q: want %s or %s", r.Point, BeforeExecute, AfterExecute)
+		}
+		if r.Delay != 0 || r.At != 0 || r.For != 0 {
+			return bad("delay, at and for are for %s and %s", SpillFull, SpillSlow)
+		}
+		return nil
+	}
+	if r.Point != "" || r.Task != "" {
+		return bad("point and task are for %s (spill rules act on every spill write)", KillWorker)
+	}
+	if r.At < 0 || r.For < 0 {
+		return bad("want at >= 0 and for >= 0")
+	}
+	if (r.Action == SpillSlow) != (r.Delay > 0) {
+		return bad("delay is for %s, which needs a positive one", SpillSlow)
+	}
+	return nil
+}
+
 // rand returns rule i's generator: seeded from (plan seed, i).
 func (p *Plan) rand(i int) *rand.Rand { return rand.New(rand.NewPCG(p.Seed, uint64(i)+1)) }
 
@@ -207,7 +269,7 @@ func (p *Plan) rand(i int) *rand.Rand { return rand.New(rand.NewPCG(p.Seed, uint
 // fi (Driver for an embedded node too).
 func (p *Plan) Install(fi *actors.FaultInjector, role Role) {
 	for i, r := range p.Rules {
-		if r.Action.Timed() || (r.Node != "" && r.Node != All && r.Node != role) {
+		if r.Action.Timed() || r.Action.AtPoints() || !r.Node.includes(role) {
 			continue
 		}
 		kind := map[Action]actors.FaultKind{Drop: actors.FaultDrop, Delay: actors.FaultDelay, Duplicate: actors.FaultDuplicate}[r.Action]

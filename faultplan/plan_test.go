@@ -74,11 +74,21 @@ func TestParseErrors(t *testing.T) {
 		{"rules: [{action: drop, count: -2}]", "count"},
 		{"rules: [{action: delay, delay: soon}]", "duration"},
 		{"seed: [1]", "fault plan"},
+		{"rules: [{action: partition}]", "needs a duration"},
+		{"rules: [{action: partition, for: 11m}]", "at most"},
+		{"rules: [{action: partition, for: 1s, direction: sideways}]", "direction"},
+		{"rules: [{action: partition, for: 1s, message: TaskResult}]", "not for partitions"},
+		{"rules: [{action: kill-node, direction: both}]", "direction is for"},
+		{"rules: [{action: kill-node, for: 1s}]", "for"},
 	} {
 		_, err := Parse([]byte(tc.plan))
 		if !errors.Is(err, errs.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want ErrInvalidArgument mentioning %q", tc.plan, err, tc.want)
 		}
+	}
+	p, err := Parse([]byte("rules: [{action: partition, at: 2s, for: 3s}]"))
+	if err != nil || p.Rules[0].Direction != Both || !p.Rules[0].Action.Timed() {
+		t.Fatalf("a partition rule: %+v, %v; want direction both by default, timed", p, err)
 	}
 	if p, err := Parse(nil); err != nil || len(p.Rules) != 0 {
 		t.Fatalf("empty plan: %v, %v", p, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/atoll-runtime/atoll/actors"
 	"github.com/atoll-runtime/atoll/amm"
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/faultplan"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/raylet"
 )
@@ -129,6 +130,11 @@ type Config struct {
 	// Faults, when set, is installed on the node's actors (GCS, store,
 	// raylet and what the raylet spawns, actors spawned with SpawnNamed).
 	Faults *actors.FaultInjector `json:"-"`
+	// FaultPoints, when set, are a fault plan's rules at points for this
+	// node (faultplan.Plan.Points): kill-worker rules go to the raylet's
+	// worker processes, spill-full and spill-slow to the store's spiller.
+	// Their faults go to Faults' log.
+	FaultPoints *faultplan.Points `json:"-"`
 	// TracerProvider receives the GCS's and raylet's spans; default an
 	// OTLP exporter when OTEL_EXPORTER_OTLP_* is set (shut down on Stop),
 	// else the global provider.

@@ -158,7 +158,8 @@ func (n *Node) start(ctx context.Context) error {
 		return fmt.Errorf("atoll: GCS not ready: %w", err)
 	}
 
-	storeCfg := objectstore.Config{Capacity: cfg.ObjectStoreMemory, CreateTimeout: cfg.StoreFullTimeout, Prefault: cfg.PrefaultStore}
+	storeCfg := objectstore.Config{Capacity: cfg.ObjectStoreMemory, CreateTimeout: cfg.StoreFullTimeout, Prefault: cfg.PrefaultStore,
+		SpillFaults: n.spillFaults()}
 	if !cfg.NoSpill {
 		storeCfg.SpillDirs = cfg.SpillDirs
 		if len(storeCfg.SpillDirs) == 0 {
@@ -221,7 +222,7 @@ func (n *Node) start(ctx context.Context) error {
 		Logger:         n.log,
 		OnWorkerDeath:  n.workerDied,
 		ReportActor:    func(info *atollpb.ActorInfo) { root.Send(reporterPID, info) },
-		Process:        n.processConfig(),
+		Process:        n.withKillPoints(n.processConfig(), tp),
 		ProcessWorkers: workerproc.New(),
 		Deliver:        cfg.Deliver,
 		Middleware:     n.faultMiddleware(),

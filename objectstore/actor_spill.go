@@ -22,7 +22,7 @@ func (st *storeState) startSpiller(ctx actor.Context) {
 	if st.target == nil {
 		return
 	}
-	props := newSpillerProps(st.target)
+	props := newSpillerProps(st.target, st.cfg.SpillFaults)
 	pid, err := ctx.SpawnNamed(props, "spiller")
 	if err != nil {
 		// The name is taken only if an old spiller is still registered;

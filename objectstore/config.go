@@ -84,6 +84,22 @@ type Config struct {
 	// storage, or a local target over a spill.FaultyFS to inject disk
 	// faults.
 	SpillTarget spill.Target
+
+	// SpillFaults, if set, injects the faults of a full or a slow disk
+	// into spilling (package faultplan's spill-full and spill-slow rules).
+	SpillFaults SpillFaults
+}
+
+// SpillFaults injects the faults of a full or a slow disk: the spiller
+// calls BeforeWrite before each spill file it writes and BeforeRead
+// before each restore it reads, on its own goroutine (the store's I/O
+// lane), so a sleep there delays spilling and restores, not the store.
+type SpillFaults interface {
+	// BeforeWrite may sleep (a slow disk); an error fails the write
+	// with nothing written (a full disk): the objects stay in memory.
+	BeforeWrite() error
+	// BeforeRead may sleep.
+	BeforeRead()
 }
 
 // spilling reports whether the configuration turns spilling on.

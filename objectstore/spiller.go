@@ -64,6 +64,7 @@ type spillerTick struct{}
 // supervisor.
 type spillerState struct {
 	target  spill.Target
+	faults  SpillFaults // nil: none
 	reads   []*restoreRead
 	removes []string
 	writes  []*spillWrite
@@ -71,8 +72,8 @@ type spillerState struct {
 	files   openFiles
 }
 
-func newSpillerProps(target spill.Target) *actor.Props {
-	st := &spillerState{target: target}
+func newSpillerProps(target spill.Target, faults SpillFaults) *actor.Props {
+	st := &spillerState{target: target, faults: faults}
 	return actor.PropsFromProducer(func() actor.Actor { return &spillerActor{st: st} })
 }
 
@@ -179,6 +180,9 @@ func (st *spillerState) runNext(log *slog.Logger) (reply any) {
 		r := st.reads[best]
 		st.reads = append(st.reads[:best], st.reads[best+1:]...)
 		err := guard(func() error {
+			if st.faults != nil {
+				st.faults.BeforeRead()
+			}
 			f, err := st.files.get(st.target, r.extent.File)
 			if err != nil {
 				return err
@@ -203,6 +207,11 @@ func (st *spillerState) runNext(log *slog.Logger) (reply any) {
 		st.writes = st.writes[1:]
 		var written spill.Written
 		err := guard(func() (err error) {
+			if st.faults != nil {
+				if err := st.faults.BeforeWrite(); err != nil {
+					return err
+				}
+			}
 			written, err = spill.WriteBatch(st.target, w.objects)
 			return err
 		})

@@ -61,6 +61,9 @@ func (r *raylet) takeIdle(ctx actor.Context, binary string) *worker {
 
 func (r *raylet) spawnWorker(ctx actor.Context, binary string) *worker {
 	w := &worker{id: ids.NewWorkerID(), binary: binary, slot: &Slot{}}
+	if r.cfg.Process != nil {
+		w.slot.killAt = r.cfg.Process.KillAt
+	}
 	self := ctx.Self()
 	props := actor.PropsFromProducer(func() actor.Actor {
 		return &workerActor{id: w.id, node: r.cfg.NodeID, exec: r.cfg.Executor, raylet: self, slot: w.slot}

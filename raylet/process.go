@@ -57,7 +57,28 @@ type ProcessConfig struct {
 	// Delete, if set, replaces sending a worker's DeleteObjects to the
 	// store (in a cluster the copies on other nodes go too).
 	Delete func(*atollpb.DeleteObjectsRequest)
+	// KillAt, if set, is asked at two points of every task attempt and
+	// actor call run in a worker process whether to SIGKILL the process
+	// there (fault injection: package faultplan's kill-worker rules). The
+	// death is then handled as any other: the attempt is reported as
+	// crashed and retried within its retries, the actor restarted within
+	// its restarts. It is called on the raylet's goroutine, an actor
+	// host's or a worker connection's reader, so it must not block.
+	KillAt func(point KillPoint, spec *atollpb.TaskSpec) bool
 }
+
+// KillPoint is a point of a task attempt or actor call run in a worker
+// process where ProcessConfig.KillAt may kill the process.
+type KillPoint string
+
+// The kill points: before the task is sent to the process (it never
+// runs), and once its result is back from the process, before it is
+// reported to the owner (the task ran; return objects it put in the
+// store stay there, and its retry finds them).
+const (
+	BeforeExecute KillPoint = "before-execute"
+	AfterExecute  KillPoint = "after-execute"
+)
 
 func (p *ProcessConfig) withDefaults() (*ProcessConfig, error) {
 	c := *p

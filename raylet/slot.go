@@ -27,6 +27,10 @@ type Slot struct {
 	conn *workerconn.Conn
 	// unwatch stops forwarding the current task's cancellation.
 	unwatch func() bool
+	// killAt (ProcessConfig.KillAt) and kill, which SIGKILLs the
+	// registered process, inject kill-worker faults.
+	killAt func(KillPoint, *atollpb.TaskSpec) bool
+	kill   func()
 }
 
 // assign hands t to the worker; a registered process gets it at once.
@@ -41,10 +45,10 @@ func (s *Slot) assign(t *Assignment) {
 }
 
 // Registered records that the worker process said hello and sends it the
-// task assigned meanwhile, if any.
-func (s *Slot) Registered(conn *workerconn.Conn) {
+// task assigned meanwhile, if any; kill SIGKILLs the process.
+func (s *Slot) Registered(conn *workerconn.Conn, kill func()) {
 	s.mu.Lock()
-	s.conn = conn
+	s.conn, s.kill = conn, kill
 	t := s.current
 	s.mu.Unlock()
 	if t != nil {
@@ -55,6 +59,9 @@ func (s *Slot) Registered(conn *workerconn.Conn) {
 // push sends t to the process, then forwards a cancellation of its
 // context as a cancel frame (after the task, so the worker knows it).
 func (s *Slot) push(conn *workerconn.Conn, t *Assignment) {
+	if s.killedAt(BeforeExecute, t.spec) {
+		return // the process's death reports the attempt
+	}
 	_ = conn.Send(&atollpb.Frame{Body: &atollpb.Frame_PushTask{PushTask: &atollpb.PushTask{Spec: t.spec}}})
 	id := t.spec.TaskId
 	stop := context.AfterFunc(t.ctx, func() {
@@ -71,13 +78,25 @@ func (s *Slot) push(conn *workerconn.Conn, t *Assignment) {
 }
 
 // Finish takes the assignment res answers, or nil if res is not for the
-// current attempt (late, or the worker was cleared).
+// current attempt (late, or the worker was cleared) or a kill-worker
+// fault killed the process at AfterExecute.
 func (s *Slot) Finish(res *atollpb.TaskResult) *Assignment {
 	s.mu.Lock()
 	t := s.current
 	if t == nil || string(t.spec.TaskId) != string(res.GetTaskId()) || t.spec.Attempt != res.GetAttempt() {
 		s.mu.Unlock()
 		return nil
+	}
+	if s.killAt != nil && s.kill != nil {
+		s.mu.Unlock()
+		if s.killedAt(AfterExecute, t.spec) {
+			return nil // the process's death reports the attempt
+		}
+		s.mu.Lock()
+		if s.current != t {
+			s.mu.Unlock()
+			return nil
+		}
 	}
 	s.current = nil
 	stop := s.unwatch
@@ -87,6 +106,19 @@ func (s *Slot) Finish(res *atollpb.TaskResult) *Assignment {
 		stop()
 	}
 	return t
+}
+
+// killedAt asks the slot's KillAt about spec at point and, if it says so,
+// kills the process.
+func (s *Slot) killedAt(point KillPoint, spec *atollpb.TaskSpec) bool {
+	s.mu.Lock()
+	killAt, kill := s.killAt, s.kill
+	s.mu.Unlock()
+	if killAt == nil || kill == nil || !killAt(point, spec) {
+		return false
+	}
+	kill()
+	return true
 }
 
 // clear takes the assignment away: the raylet reports the attempt itself.

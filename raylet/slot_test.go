@@ -51,7 +51,7 @@ func TestSlotHandsOverOnce(t *testing.T) {
 	var s Slot
 	t1 := assignment(context.Background(), 0)
 	s.assign(t1)
-	s.Registered(conn)
+	s.Registered(conn, nil)
 	if f := nextFrame(t, got); string(f.GetPushTask().GetSpec().GetTaskId()) != string(t1.spec.TaskId) {
 		t.Fatalf("worker got %v, want the push of the assigned task", f)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -36,6 +37,17 @@ func (s *hostState) takeBusy(res *atollpb.TaskResult) *queuedCall {
 		return nil
 	}
 	s.busy = nil
+	return c
+}
+
+// peekBusy returns the running call if res answers it, leaving it busy.
+func (s *hostState) peekBusy(res *atollpb.TaskResult) *queuedCall {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.busy
+	if c == nil || string(c.spec.TaskId) != string(res.GetTaskId()) || c.spec.Attempt != res.GetAttempt() {
+		return nil
+	}
 	return c
 }
 
@@ -125,11 +137,18 @@ func (h *actorHost) Receive(ctx actor.Context) {
 func (h *actorHost) start(ctx actor.Context) {
 	h.state.gen++
 	h.gen = h.state.gen
-	system, self, state, gen, deliver := ctx.ActorSystem(), ctx.Self(), h.state, h.gen, h.deliver
+	system, self, state, gen, deliver, killAt := ctx.ActorSystem(), ctx.Self(), h.state, h.gen, h.deliver, h.cfg.KillAt
+	var proc atomic.Pointer[workerProcess]
 	// A call's result goes from the connection reader to its caller; the
 	// host only hears that it may send the next call. A crash report
-	// stays with the host (it fails the call and restarts the actor).
+	// stays with the host (it fails the call and restarts the actor). A
+	// kill-worker fault at AfterExecute kills the process instead: its
+	// exit fails the call.
 	onResult := func(res *atollpb.TaskResult) {
+		if c := state.peekBusy(res); c != nil && killAt != nil && !res.ActorCrashed && killAt(raylet.AfterExecute, c.spec) {
+			proc.Load().kill()
+			return
+		}
 		if res.ActorCrashed {
 			system.Root.Send(self, &procFrame{gen: gen, frame: &atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: res}}})
 			return
@@ -142,6 +161,7 @@ func (h *actorHost) start(ctx actor.Context) {
 	p, err := startProcess(ctx.ActorSystem(), ctx.Self(), h.gen, h.cfg, &h.proxy, h.worker.ID, h.worker.NodeID, onResult)
 	if err == nil {
 		h.p = p
+		proc.Store(p)
 		err = p.waitHello(h.cfg.StartTimeout)
 	}
 	if err == nil {
@@ -170,6 +190,10 @@ func (h *actorHost) pump() {
 	}
 	c := h.state.queue[0]
 	h.state.queue = h.state.queue[1:]
+	if h.cfg.KillAt != nil && h.cfg.KillAt(raylet.BeforeExecute, c.spec) {
+		h.p.kill() // its exit fails the call (busy) and restarts the actor
+		return
+	}
 	_ = h.p.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_PushTask{PushTask: &atollpb.PushTask{Spec: c.spec}}})
 }
 

@@ -55,7 +55,10 @@ func startProcess(system *actor.ActorSystem, self *actor.PID, gen uint64, cfg *r
 		return nil, fmt.Errorf("raylet: worker socket: %w", err)
 	}
 	p := &workerProcess{hello: make(chan *atollpb.WorkerHello, 1)}
+	// Frames are handled once the process is started and p complete
+	// (onResult may kill it).
 	ready := make(chan struct{})
+	defer close(ready)
 	p.conn = workerconn.New(nc, func(f *atollpb.Frame) {
 		<-ready
 		if h := f.GetHello(); h != nil {
@@ -71,7 +74,6 @@ func startProcess(system *actor.ActorSystem, self *actor.PID, gen uint64, cfg *r
 		}
 		system.Root.Send(self, &procFrame{gen: gen, frame: f})
 	})
-	close(ready)
 	cmd := exec.Command(cfg.Binary, cfg.Args...)
 	cmd.Env = append(append(os.Environ(), cfg.Env...),
 		raylet.EnvWorker+"=1", raylet.EnvWorkerID+"="+id.String(), raylet.EnvNodeID+"="+node.String(),

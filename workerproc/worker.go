@@ -51,7 +51,7 @@ func (w *taskWorker) Receive(ctx actor.Context) {
 			w.p.kill()
 			return // processExited reports it
 		}
-		w.slot.Registered(w.p.conn)
+		w.slot.Registered(w.p.conn, w.p.kill)
 	case *processExited:
 		ctx.Send(w.raylet, &raylet.WorkerExited{ID: w.id, Reason: exitReason(m.err)})
 		ctx.Stop(ctx.Self())

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -104,9 +105,19 @@ func ruleTarget(r faultplan.Rule) string {
 	case faultplan.KillNode:
 		return "a node, not the head nor the driver's"
 	}
-	s := shortMessage(r.Message)
-	if r.Actor != "" {
-		s += "@" + r.Actor
+	var s string
+	switch r.Action {
+	case faultplan.KillWorker:
+		s = "worker of " + cmp.Or(strings.Trim(r.Task, "*"), "any task") + " at " + string(r.Point)
+	case faultplan.SpillFull:
+		s = "store's spill writes fail (ENOSPC)"
+	case faultplan.SpillSlow:
+		s = "store's spill writes and restores"
+	default:
+		s = shortMessage(r.Message)
+		if r.Actor != "" {
+			s += "@" + r.Actor
+		}
 	}
 	if r.Node != "" && r.Node != faultplan.All {
 		s += " on " + string(r.Node)

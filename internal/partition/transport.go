@@ -16,9 +16,14 @@ type Transport struct {
 	s       *Switch
 	packets chan *memberlist.Packet
 	streams chan net.Conn
-	done    chan struct{}
-	wg      sync.WaitGroup
-	once    sync.Once
+	// stopping closes when Shutdown starts: the pumps then drain the
+	// inner transport without forwarding (its listeners block on their
+	// unbuffered channels, and its Shutdown waits for them); done closes
+	// once the inner transport is down, and the pumps return.
+	stopping chan struct{}
+	done     chan struct{}
+	wg       sync.WaitGroup
+	once     sync.Once
 }
 
 var _ memberlist.NodeAwareTransport = (*Transport)(nil)
@@ -26,7 +31,8 @@ var _ memberlist.NodeAwareTransport = (*Transport)(nil)
 // Transport wraps inner; memberlist must be given the result as its
 // Config.Transport.
 func (s *Switch) Transport(inner memberlist.NodeAwareTransport) *Transport {
-	t := &Transport{inner: inner, s: s, packets: make(chan *memberlist.Packet), streams: make(chan net.Conn), done: make(chan struct{})}
+	t := &Transport{inner: inner, s: s, packets: make(chan *memberlist.Packet), streams: make(chan net.Conn),
+		stopping: make(chan struct{}), done: make(chan struct{})}
 	t.wg.Add(2)
 	go t.pumpPackets()
 	go t.pumpStreams()
@@ -45,6 +51,7 @@ func (t *Transport) pumpPackets() {
 			}
 			select {
 			case t.packets <- p:
+			case <-t.stopping: // dropped
 			case <-t.done:
 				return
 			}
@@ -65,6 +72,8 @@ func (t *Transport) pumpStreams() {
 			}
 			select {
 			case t.streams <- tc:
+			case <-t.stopping:
+				_ = tc.Close()
 			case <-t.done:
 				_ = tc.Close()
 				return
@@ -125,11 +134,15 @@ func (t *Transport) DialAddressTimeout(addr memberlist.Address, timeout time.Dur
 // StreamCh implements memberlist.Transport.
 func (t *Transport) StreamCh() <-chan net.Conn { return t.streams }
 
-// Shutdown implements memberlist.Transport: it stops the pumps, then the
-// inner transport.
+// Shutdown implements memberlist.Transport: it shuts the inner transport
+// down while the pumps drain it, then stops the pumps.
 func (t *Transport) Shutdown() error {
-	t.once.Do(func() { close(t.done) })
-	err := t.inner.Shutdown()
-	t.wg.Wait()
+	var err error
+	t.once.Do(func() {
+		close(t.stopping)
+		err = t.inner.Shutdown()
+		close(t.done)
+		t.wg.Wait()
+	})
 	return err
 }

@@ -459,6 +459,11 @@ func (g *Gateway) subscribe() error {
 		return fmt.Errorf("cluster: subscribe crash: %w", err)
 	}
 	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(nodeSubject(p, self, "faults"), g.serveFaults)
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe faults: %w", err)
+	}
+	g.subs = append(g.subs, s)
 	s, err = c.Conn.Subscribe(nodeSubject(p, self, "timeline"), func(m *nats.Msg) { go g.timeline(m) })
 	if err != nil {
 		return fmt.Errorf("cluster: subscribe timeline: %w", err)

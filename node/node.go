@@ -586,7 +586,7 @@ func (n *Node) newGateway(info *atollpb.NodeInfo) *cluster.Gateway {
 		StoreClient: objectstore.NewClient(n.system.Root, n.storePID, n.arena, ids.NewWorkerID()),
 		GCS:         n.gcsClient, NodeIP: n.cfg.NodeIP, TransferPort: n.cfg.TransferPort, GossipPort: n.cfg.GossipPort,
 		FailureBudget: n.cfg.FailureTimeout, Node: info, Logger: quiet(n.log), MaxInFlight: max(n.arena.Size()/4, 64<<20),
-		Secret: n.sec.secret, ServerTLS: n.sec.serverTLS, ClientTLS: n.sec.clientTLS,
+		Secret: n.sec.secret, ServerTLS: n.sec.serverTLS, ClientTLS: n.sec.clientTLS, Faults: n.cfg.Faults,
 	})
 }
 

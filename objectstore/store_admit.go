@@ -81,6 +81,7 @@ func (s *Store) Stats() *atollpb.StoreStats {
 		LargestFreeBlock:   s.alloc.LargestFree(),
 		CreatedTotal:       s.created,
 		FailedCreatesTotal: s.failed,
+		ReadsAfterFreeTotal: s.freed.reads,
 	}
 	s.spillStats(st)
 	return st

@@ -13,10 +13,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if isChaosNode() {
-		runNode() // a node process of a test's cluster: serves, never returns
-	}
-	testmain.Run(m)
+	testmain.Run(m) // serves instead as a node or worker process of a test's cluster
 }
 
 // TestDefaultPlanRunPasses runs the command small under its default plan
@@ -40,7 +37,7 @@ func TestDefaultPlanRunPasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []string{"sort", "bank_conservation", "bank_order", "task_results", "stores"} {
+	for _, c := range []string{"sort", "bank_conservation", "bank_order", "task_results", "stores", "no_read_after_free"} {
 		r := got["checker_"+c]
 		if r == nil || r["value"] != 1.0 || r["verified"] != true {
 			t.Errorf("checker %s: %v", c, r)

@@ -44,6 +44,8 @@ type storeAPI interface {
 	GetWithPriority(ctx context.Context, idList []ids.ObjectID, timeout time.Duration, priority int32) ([]objectstore.Object, error)
 	Release(idList ...ids.ObjectID)
 	Delete(idList ...ids.ObjectID)
+	// Revive: freed objects are being rebuilt (objectstore.Client.Revive).
+	Revive(idList ...ids.ObjectID)
 	Stats(ctx context.Context) (*atollpb.StoreStats, error)
 }
 

@@ -203,6 +203,15 @@ func (rt *core) applyOwnerEffect(e owner.Effect) {
 		rt.link.cancelTask(e.Task)
 	case owner.Free:
 		rt.freeStored(e.Objects)
+	case owner.Revive:
+		if rt.closed.Load() {
+			return
+		}
+		if rt.gateway != nil {
+			rt.gateway.Revive(idsBytes(e.Objects))
+		} else {
+			rt.store.Revive(e.Objects...)
+		}
 	case owner.Notify:
 		select {
 		case e.C <- struct{}{}:

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -53,15 +54,33 @@ func (f *FaultInjector) Record(e FaultEvent) FaultEvent {
 	return e
 }
 
-// faultLog is a ring of the latest FaultLogCap events.
+// MaxRuleCounts bounds the rule names a FaultInjector counts faults
+// by; the faults of rules past it count under OtherRules.
+const MaxRuleCounts = 1024
+
+// OtherRules is the name the faults of rules past MaxRuleCounts count
+// under.
+const OtherRules = "(other rules)"
+
+// faultLog is a ring of the latest FaultLogCap events, and every fault
+// counted by rule.
 type faultLog struct {
 	seq    uint64
 	events []FaultEvent
+	byRule map[string]uint64
 }
 
 func (l *faultLog) add(e FaultEvent) {
 	l.seq++
 	e.Seq = l.seq
+	if l.byRule == nil {
+		l.byRule = map[string]uint64{}
+	}
+	if _, ok := l.byRule[e.Rule]; ok || len(l.byRule) < MaxRuleCounts {
+		l.byRule[e.Rule]++
+	} else {
+		l.byRule[OtherRules]++
+	}
 	if len(l.events) < FaultLogCap {
 		l.events = append(l.events, e)
 		return
@@ -86,6 +105,49 @@ func (f *FaultInjector) Log() []FaultEvent {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.log.ordered()
+}
+
+// FaultSnapshot is a page of a FaultInjector's log and its counts
+// (FaultInjector.Snapshot).
+type FaultSnapshot struct {
+	// Events are the kept events numbered after the page's start, oldest
+	// first; Lost counts those after it the ring no longer keeps; More:
+	// events after the last one returned are left for the next page.
+	Events []FaultEvent
+	Lost   uint64
+	More   bool
+	// Total is the Seq of the latest fault (every fault ever); Stats and
+	// ByRule count every fault by kind and by rule name.
+	Total  uint64
+	Stats  Stats
+	ByRule map[string]uint64
+}
+
+// Snapshot returns at most limit (> 0) of the events numbered after
+// after, oldest first, with the injector's counts: a reader that passes
+// the last Seq it saw reads every event once, as long as it reads
+// before FaultLogCap more faults happen (Lost counts those it missed).
+func (f *FaultInjector) Snapshot(after uint64, limit int) FaultSnapshot {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := FaultSnapshot{Total: f.log.seq, Stats: f.stats, ByRule: maps.Clone(f.log.byRule)}
+	if after >= f.log.seq {
+		return s
+	}
+	oldest := f.log.seq - uint64(len(f.log.events)) + 1 // Seq of the oldest kept
+	if after+1 < oldest {
+		s.Lost = oldest - after - 1
+		after = oldest - 1
+	}
+	n := f.log.seq - after
+	if limit > 0 && n > uint64(limit) {
+		n, s.More = uint64(limit), true
+	}
+	s.Events = make([]FaultEvent, 0, n)
+	for seq := after + 1; seq <= after+n; seq++ {
+		s.Events = append(s.Events, f.log.events[(seq-1)%FaultLogCap])
+	}
+	return s
 }
 
 // ActorKind is the kind of the actor whose PID id is id: its first path

@@ -481,8 +481,12 @@ func (x *ForwardCancel) GetTaskId() []byte {
 // FreeObjects tells every node to drop its copies of objects their owner
 // freed.
 type FreeObjects struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObjectIds     [][]byte               `protobuf:"bytes,1,rep,name=object_ids,json=objectIds,proto3" json:"object_ids,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ObjectIds [][]byte               `protobuf:"bytes,1,rep,name=object_ids,json=objectIds,proto3" json:"object_ids,omitempty"`
+	// revived: the owner rebuilds these freed objects (lineage
+	// reconstruction of a released argument): stores forget that they were
+	// freed, and delete nothing.
+	Revived       bool `protobuf:"varint,2,opt,name=revived,proto3" json:"revived,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -522,6 +526,13 @@ func (x *FreeObjects) GetObjectIds() [][]byte {
 		return x.ObjectIds
 	}
 	return nil
+}
+
+func (x *FreeObjects) GetRevived() bool {
+	if x != nil {
+		return x.Revived
+	}
+	return false
 }
 
 // FetchObjects asks a node to pull objects held elsewhere into its store.
@@ -2095,6 +2106,297 @@ func (x *PartitionReply) GetError() *ErrorInfo {
 	return nil
 }
 
+// FaultLogRequest asks a node (atoll.node.<node>.faults) for the faults
+// its fault injector (actors.FaultInjector: a fault plan's message rules)
+// injected: the events numbered after after_seq (0: from the oldest the
+// node keeps), oldest first, at most a page (cluster.MaxFaultEventsPerReply).
+type FaultLogRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AfterSeq      uint64                 `protobuf:"varint,1,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FaultLogRequest) Reset() {
+	*x = FaultLogRequest{}
+	mi := &file_atollpb_cluster_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FaultLogRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FaultLogRequest) ProtoMessage() {}
+
+func (x *FaultLogRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FaultLogRequest.ProtoReflect.Descriptor instead.
+func (*FaultLogRequest) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *FaultLogRequest) GetAfterSeq() uint64 {
+	if x != nil {
+		return x.AfterSeq
+	}
+	return 0
+}
+
+// FaultEvent is one fault (actors.FaultEvent): a message fault, or one at
+// a point of the node's work (a worker killed, a spill write failed or
+// slowed).
+type FaultEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// seq numbers the node injector's faults from 1.
+	Seq  uint64 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Rule string `protobuf:"bytes,2,opt,name=rule,proto3" json:"rule,omitempty"`
+	// match counts the messages the rule matched so far, this one included.
+	Match uint64 `protobuf:"varint,3,opt,name=match,proto3" json:"match,omitempty"`
+	// kind: 1 drop, 2 delay, 3 duplicate, 4 kill-worker, 5 spill-full,
+	// 6 spill-slow (actors.FaultKind).
+	Kind uint32 `protobuf:"varint,4,opt,name=kind,proto3" json:"kind,omitempty"`
+	// message is the message's type; actor the receiving actor's kind.
+	Message string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	Actor   string `protobuf:"bytes,6,opt,name=actor,proto3" json:"actor,omitempty"`
+	// point and task: where a fault at a point hit (faultplan.Point) and
+	// the task's name.
+	Point         string `protobuf:"bytes,7,opt,name=point,proto3" json:"point,omitempty"`
+	Task          string `protobuf:"bytes,8,opt,name=task,proto3" json:"task,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FaultEvent) Reset() {
+	*x = FaultEvent{}
+	mi := &file_atollpb_cluster_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FaultEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FaultEvent) ProtoMessage() {}
+
+func (x *FaultEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FaultEvent.ProtoReflect.Descriptor instead.
+func (*FaultEvent) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *FaultEvent) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *FaultEvent) GetRule() string {
+	if x != nil {
+		return x.Rule
+	}
+	return ""
+}
+
+func (x *FaultEvent) GetMatch() uint64 {
+	if x != nil {
+		return x.Match
+	}
+	return 0
+}
+
+func (x *FaultEvent) GetKind() uint32 {
+	if x != nil {
+		return x.Kind
+	}
+	return 0
+}
+
+func (x *FaultEvent) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *FaultEvent) GetActor() string {
+	if x != nil {
+		return x.Actor
+	}
+	return ""
+}
+
+func (x *FaultEvent) GetPoint() string {
+	if x != nil {
+		return x.Point
+	}
+	return ""
+}
+
+func (x *FaultEvent) GetTask() string {
+	if x != nil {
+		return x.Task
+	}
+	return ""
+}
+
+// FaultLog answers a FaultLogRequest.
+type FaultLog struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	NodeId []byte                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// injector: the node has a fault injector (else everything is zero).
+	Injector bool          `protobuf:"varint,2,opt,name=injector,proto3" json:"injector,omitempty"`
+	Events   []*FaultEvent `protobuf:"bytes,3,rep,name=events,proto3" json:"events,omitempty"`
+	// total is the seq of the node's latest fault (every fault ever);
+	// lost counts the events after after_seq the node no longer keeps (its
+	// log is a ring of actors.FaultLogCap); more: events after the last
+	// one returned are left for the next page.
+	Total uint64 `protobuf:"varint,4,opt,name=total,proto3" json:"total,omitempty"`
+	Lost  uint64 `protobuf:"varint,5,opt,name=lost,proto3" json:"lost,omitempty"`
+	More  bool   `protobuf:"varint,6,opt,name=more,proto3" json:"more,omitempty"`
+	// Every fault by kind (actors.Stats) and by rule name, ever.
+	Dropped    uint64            `protobuf:"varint,7,opt,name=dropped,proto3" json:"dropped,omitempty"`
+	Delayed    uint64            `protobuf:"varint,8,opt,name=delayed,proto3" json:"delayed,omitempty"`
+	Duplicated uint64            `protobuf:"varint,9,opt,name=duplicated,proto3" json:"duplicated,omitempty"`
+	ByRule     map[string]uint64 `protobuf:"bytes,10,rep,name=by_rule,json=byRule,proto3" json:"by_rule,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// recorded: faults at points (workers killed, spill writes failed or
+	// slowed; actors.Stats.Recorded).
+	Recorded      uint64 `protobuf:"varint,11,opt,name=recorded,proto3" json:"recorded,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FaultLog) Reset() {
+	*x = FaultLog{}
+	mi := &file_atollpb_cluster_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FaultLog) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FaultLog) ProtoMessage() {}
+
+func (x *FaultLog) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FaultLog.ProtoReflect.Descriptor instead.
+func (*FaultLog) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *FaultLog) GetNodeId() []byte {
+	if x != nil {
+		return x.NodeId
+	}
+	return nil
+}
+
+func (x *FaultLog) GetInjector() bool {
+	if x != nil {
+		return x.Injector
+	}
+	return false
+}
+
+func (x *FaultLog) GetEvents() []*FaultEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *FaultLog) GetTotal() uint64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *FaultLog) GetLost() uint64 {
+	if x != nil {
+		return x.Lost
+	}
+	return 0
+}
+
+func (x *FaultLog) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
+}
+
+func (x *FaultLog) GetDropped() uint64 {
+	if x != nil {
+		return x.Dropped
+	}
+	return 0
+}
+
+func (x *FaultLog) GetDelayed() uint64 {
+	if x != nil {
+		return x.Delayed
+	}
+	return 0
+}
+
+func (x *FaultLog) GetDuplicated() uint64 {
+	if x != nil {
+		return x.Duplicated
+	}
+	return 0
+}
+
+func (x *FaultLog) GetByRule() map[string]uint64 {
+	if x != nil {
+		return x.ByRule
+	}
+	return nil
+}
+
+func (x *FaultLog) GetRecorded() uint64 {
+	if x != nil {
+		return x.Recorded
+	}
+	return 0
+}
+
 var File_atollpb_cluster_proto protoreflect.FileDescriptor
 
 const file_atollpb_cluster_proto_rawDesc = "" +
@@ -2143,10 +2445,11 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\x06result\x18\x01 \x01(\v2\x14.atoll.v1.TaskResultR\x06result\x12\x1b\n" +
 	"\tfrom_node\x18\x02 \x01(\fR\bfromNode\"(\n" +
 	"\rForwardCancel\x12\x17\n" +
-	"\atask_id\x18\x01 \x01(\fR\x06taskId\",\n" +
+	"\atask_id\x18\x01 \x01(\fR\x06taskId\"F\n" +
 	"\vFreeObjects\x12\x1d\n" +
 	"\n" +
-	"object_ids\x18\x01 \x03(\fR\tobjectIds\"7\n" +
+	"object_ids\x18\x01 \x03(\fR\tobjectIds\x12\x18\n" +
+	"\arevived\x18\x02 \x01(\bR\arevived\"7\n" +
 	"\fFetchObjects\x12'\n" +
 	"\x04refs\x18\x01 \x03(\v2\x13.atoll.v1.ObjectRefR\x04refs\"`\n" +
 	"\fObjectCopies\x12\x1b\n" +
@@ -2282,7 +2585,37 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\vduration_ms\x18\x03 \x01(\x03R\n" +
 	"durationMs\";\n" +
 	"\x0ePartitionReply\x12)\n" +
-	"\x05error\x18\x01 \x01(\v2\x13.atoll.v1.ErrorInfoR\x05errorB(Z&github.com/atoll-runtime/atoll/atollpbb\x06proto3"
+	"\x05error\x18\x01 \x01(\v2\x13.atoll.v1.ErrorInfoR\x05error\".\n" +
+	"\x0fFaultLogRequest\x12\x1b\n" +
+	"\tafter_seq\x18\x01 \x01(\x04R\bafterSeq\"\xb6\x01\n" +
+	"\n" +
+	"FaultEvent\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
+	"\x04rule\x18\x02 \x01(\tR\x04rule\x12\x14\n" +
+	"\x05match\x18\x03 \x01(\x04R\x05match\x12\x12\n" +
+	"\x04kind\x18\x04 \x01(\rR\x04kind\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\x12\x14\n" +
+	"\x05actor\x18\x06 \x01(\tR\x05actor\x12\x14\n" +
+	"\x05point\x18\a \x01(\tR\x05point\x12\x12\n" +
+	"\x04task\x18\b \x01(\tR\x04task\"\x8f\x03\n" +
+	"\bFaultLog\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12\x1a\n" +
+	"\binjector\x18\x02 \x01(\bR\binjector\x12,\n" +
+	"\x06events\x18\x03 \x03(\v2\x14.atoll.v1.FaultEventR\x06events\x12\x14\n" +
+	"\x05total\x18\x04 \x01(\x04R\x05total\x12\x12\n" +
+	"\x04lost\x18\x05 \x01(\x04R\x04lost\x12\x12\n" +
+	"\x04more\x18\x06 \x01(\bR\x04more\x12\x18\n" +
+	"\adropped\x18\a \x01(\x04R\adropped\x12\x18\n" +
+	"\adelayed\x18\b \x01(\x04R\adelayed\x12\x1e\n" +
+	"\n" +
+	"duplicated\x18\t \x01(\x04R\n" +
+	"duplicated\x127\n" +
+	"\aby_rule\x18\n" +
+	" \x03(\v2\x1e.atoll.v1.FaultLog.ByRuleEntryR\x06byRule\x12\x1a\n" +
+	"\brecorded\x18\v \x01(\x04R\brecorded\x1a9\n" +
+	"\vByRuleEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01B(Z&github.com/atoll-runtime/atoll/atollpbb\x06proto3"
 
 var (
 	file_atollpb_cluster_proto_rawDescOnce sync.Once
@@ -2297,7 +2630,7 @@ func file_atollpb_cluster_proto_rawDescGZIP() []byte {
 }
 
 var file_atollpb_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_atollpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_atollpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_atollpb_cluster_proto_goTypes = []any{
 	(AMMControl_Op)(0),       // 0: atoll.v1.AMMControl.Op
 	(*NodeLoad)(nil),         // 1: atoll.v1.NodeLoad
@@ -2329,40 +2662,46 @@ var file_atollpb_cluster_proto_goTypes = []any{
 	(*LeaveReply)(nil),       // 27: atoll.v1.LeaveReply
 	(*PartitionRequest)(nil), // 28: atoll.v1.PartitionRequest
 	(*PartitionReply)(nil),   // 29: atoll.v1.PartitionReply
-	nil,                      // 30: atoll.v1.NodeLoad.TotalEntry
-	nil,                      // 31: atoll.v1.NodeLoad.AvailableEntry
-	nil,                      // 32: atoll.v1.AMMStatus.RefusedEntry
-	(*StoreStats)(nil),       // 33: atoll.v1.StoreStats
-	(*TaskSpec)(nil),         // 34: atoll.v1.TaskSpec
-	(*TaskResult)(nil),       // 35: atoll.v1.TaskResult
-	(*ObjectRef)(nil),        // 36: atoll.v1.ObjectRef
-	(*ObjectList)(nil),       // 37: atoll.v1.ObjectList
-	(*ErrorInfo)(nil),        // 38: atoll.v1.ErrorInfo
+	(*FaultLogRequest)(nil),  // 30: atoll.v1.FaultLogRequest
+	(*FaultEvent)(nil),       // 31: atoll.v1.FaultEvent
+	(*FaultLog)(nil),         // 32: atoll.v1.FaultLog
+	nil,                      // 33: atoll.v1.NodeLoad.TotalEntry
+	nil,                      // 34: atoll.v1.NodeLoad.AvailableEntry
+	nil,                      // 35: atoll.v1.AMMStatus.RefusedEntry
+	nil,                      // 36: atoll.v1.FaultLog.ByRuleEntry
+	(*StoreStats)(nil),       // 37: atoll.v1.StoreStats
+	(*TaskSpec)(nil),         // 38: atoll.v1.TaskSpec
+	(*TaskResult)(nil),       // 39: atoll.v1.TaskResult
+	(*ObjectRef)(nil),        // 40: atoll.v1.ObjectRef
+	(*ObjectList)(nil),       // 41: atoll.v1.ObjectList
+	(*ErrorInfo)(nil),        // 42: atoll.v1.ErrorInfo
 }
 var file_atollpb_cluster_proto_depIdxs = []int32{
-	30, // 0: atoll.v1.NodeLoad.total:type_name -> atoll.v1.NodeLoad.TotalEntry
-	31, // 1: atoll.v1.NodeLoad.available:type_name -> atoll.v1.NodeLoad.AvailableEntry
-	33, // 2: atoll.v1.NodeLoad.store:type_name -> atoll.v1.StoreStats
-	34, // 3: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
-	34, // 4: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
-	35, // 5: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
-	36, // 6: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
-	37, // 7: atoll.v1.NodeObjects.list:type_name -> atoll.v1.ObjectList
+	33, // 0: atoll.v1.NodeLoad.total:type_name -> atoll.v1.NodeLoad.TotalEntry
+	34, // 1: atoll.v1.NodeLoad.available:type_name -> atoll.v1.NodeLoad.AvailableEntry
+	37, // 2: atoll.v1.NodeLoad.store:type_name -> atoll.v1.StoreStats
+	38, // 3: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
+	38, // 4: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
+	39, // 5: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
+	40, // 6: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
+	41, // 7: atoll.v1.NodeObjects.list:type_name -> atoll.v1.ObjectList
 	11, // 8: atoll.v1.TaskEvents.events:type_name -> atoll.v1.TaskEvent
 	12, // 9: atoll.v1.HeldWork.attempts:type_name -> atoll.v1.AttemptKey
-	36, // 10: atoll.v1.ReplicateRequest.ref:type_name -> atoll.v1.ObjectRef
-	38, // 11: atoll.v1.SetReplicasReply.error:type_name -> atoll.v1.ErrorInfo
+	40, // 10: atoll.v1.ReplicateRequest.ref:type_name -> atoll.v1.ObjectRef
+	42, // 11: atoll.v1.SetReplicasReply.error:type_name -> atoll.v1.ErrorInfo
 	0,  // 12: atoll.v1.AMMControl.op:type_name -> atoll.v1.AMMControl.Op
-	38, // 13: atoll.v1.AMMStatus.error:type_name -> atoll.v1.ErrorInfo
-	32, // 14: atoll.v1.AMMStatus.refused:type_name -> atoll.v1.AMMStatus.RefusedEntry
+	42, // 13: atoll.v1.AMMStatus.error:type_name -> atoll.v1.ErrorInfo
+	35, // 14: atoll.v1.AMMStatus.refused:type_name -> atoll.v1.AMMStatus.RefusedEntry
 	23, // 15: atoll.v1.AMMStatus.drains:type_name -> atoll.v1.DrainStatus
-	38, // 16: atoll.v1.DrainReply.error:type_name -> atoll.v1.ErrorInfo
-	38, // 17: atoll.v1.PartitionReply.error:type_name -> atoll.v1.ErrorInfo
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	42, // 16: atoll.v1.DrainReply.error:type_name -> atoll.v1.ErrorInfo
+	42, // 17: atoll.v1.PartitionReply.error:type_name -> atoll.v1.ErrorInfo
+	31, // 18: atoll.v1.FaultLog.events:type_name -> atoll.v1.FaultEvent
+	36, // 19: atoll.v1.FaultLog.by_rule:type_name -> atoll.v1.FaultLog.ByRuleEntry
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_cluster_proto_init() }
@@ -2379,7 +2718,7 @@ func file_atollpb_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_cluster_proto_rawDesc), len(file_atollpb_cluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   32,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

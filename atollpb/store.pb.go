@@ -508,8 +508,11 @@ func (x *ReleaseObjectsRequest) GetClientId() []byte {
 // DeleteObjectsRequest frees objects whose last reference is gone. Pinned
 // objects are freed when their last pin is released.
 type DeleteObjectsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObjectIds     [][]byte               `protobuf:"bytes,1,rep,name=object_ids,json=objectIds,proto3" json:"object_ids,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ObjectIds [][]byte               `protobuf:"bytes,1,rep,name=object_ids,json=objectIds,proto3" json:"object_ids,omitempty"`
+	// revived: not a delete; the owner rebuilds these freed objects, so a
+	// Get of them is no read after free (FreeObjects.revived).
+	Revived       bool `protobuf:"varint,2,opt,name=revived,proto3" json:"revived,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -549,6 +552,13 @@ func (x *DeleteObjectsRequest) GetObjectIds() [][]byte {
 		return x.ObjectIds
 	}
 	return nil
+}
+
+func (x *DeleteObjectsRequest) GetRevived() bool {
+	if x != nil {
+		return x.Revived
+	}
+	return false
 }
 
 // ClientDisconnected releases every pin and aborts every unsealed creation
@@ -669,8 +679,14 @@ type StoreStats struct {
 	SpillingBytes uint64 `protobuf:"varint,22,opt,name=spilling_bytes,json=spillingBytes,proto3" json:"spilling_bytes,omitempty"`
 	// Restores waiting for space or reading now.
 	PendingRestores uint64 `protobuf:"varint,23,opt,name=pending_restores,json=pendingRestores,proto3" json:"pending_restores,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Reads after free: Gets of an object its owner had freed
+	// (DeleteObjectsRequest) by the time the Get arrived, ever. The store
+	// remembers the latest freed ids (objectstore.MaxFreedRemembered); a
+	// correct runtime never reads a freed object, so anything but 0 is a
+	// bug.
+	ReadsAfterFreeTotal uint64 `protobuf:"varint,24,opt,name=reads_after_free_total,json=readsAfterFreeTotal,proto3" json:"reads_after_free_total,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *StoreStats) Reset() {
@@ -860,6 +876,13 @@ func (x *StoreStats) GetSpillingBytes() uint64 {
 func (x *StoreStats) GetPendingRestores() uint64 {
 	if x != nil {
 		return x.PendingRestores
+	}
+	return 0
+}
+
+func (x *StoreStats) GetReadsAfterFreeTotal() uint64 {
+	if x != nil {
+		return x.ReadsAfterFreeTotal
 	}
 	return 0
 }
@@ -1242,13 +1265,14 @@ const file_atollpb_store_proto_rawDesc = "" +
 	"\x15ReleaseObjectsRequest\x12\x1d\n" +
 	"\n" +
 	"object_ids\x18\x01 \x03(\fR\tobjectIds\x12\x1b\n" +
-	"\tclient_id\x18\x02 \x01(\fR\bclientId\"5\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\"O\n" +
 	"\x14DeleteObjectsRequest\x12\x1d\n" +
 	"\n" +
-	"object_ids\x18\x01 \x03(\fR\tobjectIds\"1\n" +
+	"object_ids\x18\x01 \x03(\fR\tobjectIds\x12\x18\n" +
+	"\arevived\x18\x02 \x01(\bR\arevived\"1\n" +
 	"\x12ClientDisconnected\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\fR\bclientId\"\x13\n" +
-	"\x11StoreStatsRequest\"\x9e\b\n" +
+	"\x11StoreStatsRequest\"\xd3\b\n" +
 	"\n" +
 	"StoreStats\x12%\n" +
 	"\x0ecapacity_bytes\x18\x01 \x01(\x04R\rcapacityBytes\x12\x1d\n" +
@@ -1277,7 +1301,8 @@ const file_atollpb_store_proto_rawDesc = "" +
 	"\x16fallback_creates_total\x18\x14 \x01(\x04R\x14fallbackCreatesTotal\x120\n" +
 	"\x14fallback_bytes_total\x18\x15 \x01(\x04R\x12fallbackBytesTotal\x12%\n" +
 	"\x0espilling_bytes\x18\x16 \x01(\x04R\rspillingBytes\x12)\n" +
-	"\x10pending_restores\x18\x17 \x01(\x04R\x0fpendingRestores\"E\n" +
+	"\x10pending_restores\x18\x17 \x01(\x04R\x0fpendingRestores\x123\n" +
+	"\x16reads_after_free_total\x18\x18 \x01(\x04R\x13readsAfterFreeTotal\"E\n" +
 	"\x12ListObjectsRequest\x12\x19\n" +
 	"\bgrace_ms\x18\x01 \x01(\x03R\agraceMs\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\rR\x05limit\"\xe0\x01\n" +

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/atoll-runtime/atoll/actors"
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/gcs"
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
@@ -87,6 +88,9 @@ type Config struct {
 	// hostname, head/driver); Start fills in the addresses.
 	Node   *atollpb.NodeInfo
 	Logger *slog.Logger
+	// Faults is the node's fault injector, if it has one: the gateway
+	// serves its log on the node's "faults" subject (RequestFaultLog).
+	Faults *actors.FaultInjector
 
 	// drop, for tests, discards a message arriving on one of the node's
 	// subjects (kind: task, call, result, held, ...) when it returns true.

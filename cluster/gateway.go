@@ -236,14 +236,20 @@ func (g *Gateway) Fetch(ctx context.Context, refs []*atollpb.ObjectRef) error {
 }
 
 // Free drops the objects on every node (the owner freed them).
-func (g *Gateway) Free(idList [][]byte) {
+func (g *Gateway) Free(idList [][]byte) { g.free(idList, false) }
+
+// Revive tells every node's store that freed objects are being rebuilt
+// by their owner (FreeObjects.revived).
+func (g *Gateway) Revive(idList [][]byte) { g.free(idList, true) }
+
+func (g *Gateway) free(idList [][]byte, revived bool) {
 	if len(idList) == 0 {
 		return
 	}
-	b, _ := proto.Marshal(&atollpb.FreeObjects{ObjectIds: idList})
+	b, _ := proto.Marshal(&atollpb.FreeObjects{ObjectIds: idList, Revived: revived})
 	if err := g.cfg.Conn.Publish(freeSubject(g.cfg.Prefix), b); err != nil {
-		// Without the control plane, at least the local copy goes.
-		g.cfg.System.Root.Send(g.cfg.Store, &atollpb.DeleteObjectsRequest{ObjectIds: idList})
+		// Without the control plane, at least the local store knows.
+		g.cfg.System.Root.Send(g.cfg.Store, &atollpb.DeleteObjectsRequest{ObjectIds: idList, Revived: revived})
 	}
 }
 
@@ -468,6 +474,11 @@ func (g *Gateway) subscribe() error {
 		return fmt.Errorf("cluster: subscribe partition: %w", err)
 	}
 	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(nodeSubject(p, self, "faults"), g.serveFaults)
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe faults: %w", err)
+	}
+	g.subs = append(g.subs, s)
 	s, err = c.Conn.Subscribe(nodeSubject(p, self, "timeline"), func(m *nats.Msg) { go g.timeline(m) })
 	if err != nil {
 		return fmt.Errorf("cluster: subscribe timeline: %w", err)
@@ -516,8 +527,10 @@ func (g *Gateway) subscribe() error {
 	s, err = c.Conn.Subscribe(freeSubject(p), func(m *nats.Msg) {
 		var f atollpb.FreeObjects
 		if proto.Unmarshal(m.Data, &f) == nil && validate(&f) == nil {
-			root.Send(c.Store, &atollpb.DeleteObjectsRequest{ObjectIds: f.ObjectIds})
-			root.Send(g.pid, &f) // forget their copies
+			root.Send(c.Store, &atollpb.DeleteObjectsRequest{ObjectIds: f.ObjectIds, Revived: f.Revived})
+			if !f.Revived {
+				root.Send(g.pid, &f) // forget their copies
+			}
 		}
 	})
 	if err != nil {

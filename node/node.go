@@ -492,7 +492,13 @@ func (n *Node) processConfig() *raylet.ProcessConfig {
 	}
 	if g := n.gateway; g != nil {
 		pc.Fetch = g.Fetch
-		pc.Delete = func(req *atollpb.DeleteObjectsRequest) { g.Free(req.ObjectIds) }
+		pc.Delete = func(req *atollpb.DeleteObjectsRequest) {
+			if req.Revived {
+				g.Revive(req.ObjectIds)
+			} else {
+				g.Free(req.ObjectIds)
+			}
+		}
 	}
 	return pc
 }
@@ -595,7 +601,7 @@ func (n *Node) newGateway(info *atollpb.NodeInfo) *cluster.Gateway {
 		StoreClient: objectstore.NewClient(n.system.Root, n.storePID, n.arena, ids.NewWorkerID()),
 		GCS:         n.gcsClient, NodeIP: n.cfg.NodeIP, TransferPort: n.cfg.TransferPort, GossipPort: n.cfg.GossipPort,
 		FailureBudget: n.cfg.FailureTimeout, Node: info, Logger: quiet(n.log), MaxInFlight: max(n.arena.Size()/4, 64<<20),
-		Secret: n.sec.secret, ServerTLS: n.sec.serverTLS, ClientTLS: n.sec.clientTLS, Partition: n.partition,
+		Secret: n.sec.secret, ServerTLS: n.sec.serverTLS, ClientTLS: n.sec.clientTLS, Partition: n.partition, Faults: n.cfg.Faults,
 	})
 }
 

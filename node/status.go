@@ -51,6 +51,9 @@ type ClusterNode struct {
 	SpillFiles    uint64 `json:"spill_files"`         // on disk now
 	SpilledTotal  uint64 `json:"spilled_bytes_total"` // ever
 	RestoredTotal uint64 `json:"restored_bytes_total"`
+	// ReadsAfterFree counts the Gets of objects their owner had freed,
+	// ever (StoreStats.reads_after_free_total): a bug if not 0.
+	ReadsAfterFree uint64 `json:"reads_after_free_total"`
 }
 
 // statusWait bounds how long GetClusterStatus waits for the load report
@@ -144,7 +147,7 @@ func GetClusterStatus(ctx context.Context, address string, creds Credentials) (*
 			cn.StoreUsed, cn.StoreCap, cn.Pulls, cn.PulledBytes = l.StoreUsed, l.StoreCapacity, l.Pulls, l.PulledBytes
 			if s := l.Store; s != nil {
 				cn.Objects, cn.PinnedBytes, cn.SpilledBytes, cn.SpillFiles = s.NumObjects, s.PinnedBytes, s.SpilledBytesCurrent, s.SpillFilesCurrent
-				cn.SpilledTotal, cn.RestoredTotal = s.SpilledBytesTotal, s.RestoredBytesTotal
+				cn.SpilledTotal, cn.RestoredTotal, cn.ReadsAfterFree = s.SpilledBytesTotal, s.RestoredBytesTotal, s.ReadsAfterFreeTotal
 			}
 		}
 		st.Nodes = append(st.Nodes, cn)

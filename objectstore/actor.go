@@ -173,6 +173,8 @@ func (a *storeActor) Receive(ctx actor.Context) {
 	case *atollpb.DeleteObjectsRequest:
 		if idList, err := objectIDs(m.ObjectIds); err != nil {
 			ctx.Logger().Warn("objectstore: bad delete", slog.Any("err", err))
+		} else if m.Revived {
+			st.store.Revive(idList)
 		} else {
 			st.store.Delete(idList, st.now())
 		}

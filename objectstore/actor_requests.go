@@ -106,7 +106,13 @@ func (st *storeState) get(ctx actor.Context, m *atollpb.GetObjectsRequest) {
 		return
 	}
 	now := st.now()
+	before := st.store.ReadsAfterFree()
 	res := st.store.Get(idList, client, now)
+	if n := st.store.ReadsAfterFree(); n > before {
+		ctx.Logger().Warn("objectstore: read after free: a Get asks for an object its owner freed",
+			slog.String("client", client.String()), slog.String("first", firstID(idList)), slog.Int("objects", len(idList)),
+			slog.Uint64("reads_after_free_total", n))
+	}
 	// Without a timeout, a Get waits only for spilled objects to come
 	// back, and only if that is all it misses.
 	if len(res.Missing) == 0 || (m.TimeoutMs <= 0 && len(res.Missing) > len(res.Spilled)) {

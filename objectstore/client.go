@@ -295,6 +295,15 @@ func (c *Client) Delete(idList ...ids.ObjectID) {
 	}
 }
 
+// Revive tells the store that objects it was told to delete are being
+// rebuilt by their owner (fire and forget): a Get of them is no longer a
+// read after free.
+func (c *Client) Revive(idList ...ids.ObjectID) {
+	if len(idList) > 0 {
+		_ = c.t.Send(&atollpb.DeleteObjectsRequest{ObjectIds: idBytes(idList), Revived: true})
+	}
+}
+
 // Disconnect tells the store this client is gone: its pins are dropped and
 // its unsealed creations aborted. Views it obtained must not be used
 // afterwards. (A worker process does not disconnect itself: its raylet

@@ -79,6 +79,9 @@ type Store struct {
 	pending pendingQueue
 	// spill is the spilling state; nil when spilling is off.
 	spill *spillState
+	// freed remembers the ids their owner freed, to count reads after
+	// free (StoreStats.reads_after_free_total).
+	freed freedIDs
 
 	numSealed   uint64
 	pinnedBytes uint64
@@ -98,6 +101,10 @@ func NewStore(capacity uint64) *Store {
 		pending: newPendingQueue(),
 	}
 }
+
+// ReadsAfterFree counts the Gets of ids Delete had freed, ever: a
+// correct runtime never reads an object its owner freed.
+func (s *Store) ReadsAfterFree() uint64 { return s.freed.reads }
 
 // Capacity returns the usable bytes of the store.
 func (s *Store) Capacity() uint64 { return s.alloc.Capacity() }
@@ -165,6 +172,7 @@ func (s *Store) place(req CreateRequest, now time.Time) (Location, bool) {
 		resident:   true,
 	}
 	s.objects[req.ID] = o
+	s.freed.recreated(req.ID)
 	s.client(req.Client).creating[req.ID] = struct{}{}
 	s.created++
 	return o.loc, true
@@ -222,13 +230,18 @@ func (s *Store) unsealed(id ids.ObjectID, client ids.WorkerID) (*object, error) 
 
 // Get pins, for the client, every sealed object in memory among ids (one
 // pin per occurrence) and reports the others as missing. Deleted objects
-// are missing: they take no new pins. Sealed objects that are on disk only
+// are missing: they take no new pins. A Get of an id Delete freed (one
+// of the latest MaxFreedRemembered, not created again since) counts as a
+// read after free (ReadsAfterFree). Sealed objects that are on disk only
 // (or being read back) are missing too, and also listed in Spilled: Restore
 // brings them back.
 func (s *Store) Get(idList []ids.ObjectID, client ids.WorkerID, now time.Time) GetResult {
 	defer s.checkInvariants()
 	res := GetResult{Locations: make([]Location, len(idList))}
 	for i, id := range idList {
+		if s.freed.has(id) {
+			s.freed.reads++
+		}
 		o, ok := s.objects[id]
 		if !ok || !o.sealed || o.deleted {
 			res.Missing = append(res.Missing, i)
@@ -271,12 +284,22 @@ func (s *Store) Release(idList []ids.ObjectID, client ids.WorkerID, now time.Tim
 	return errors.Join(bad...)
 }
 
+// Revive forgets that ids were freed: their owner rebuilds them (a Get
+// of them is no read after free). Nothing else changes.
+func (s *Store) Revive(idList []ids.ObjectID) {
+	for _, id := range idList {
+		s.freed.recreated(id)
+	}
+}
+
 // Delete frees the objects now if nothing pins them, or when their last pin
 // is released (unsealed ones: when sealed or aborted). Unknown ids are
-// ignored, and so are creations still waiting for space.
+// ignored, and so are creations still waiting for space; every id is
+// remembered as freed (Get counts the reads after free).
 func (s *Store) Delete(idList []ids.ObjectID, now time.Time) {
 	defer s.checkInvariants()
 	for _, id := range idList {
+		s.freed.add(id)
 		o, ok := s.objects[id]
 		if !ok {
 			continue

@@ -72,15 +72,16 @@ func (s *Store) TakeEffects() Effects {
 // Stats returns a snapshot of the store's counters.
 func (s *Store) Stats() *atollpb.StoreStats {
 	st := &atollpb.StoreStats{
-		CapacityBytes:      s.Capacity(),
-		UsedBytes:          s.Used(),
-		NumObjects:         uint64(len(s.objects)),
-		NumSealed:          s.numSealed,
-		PinnedBytes:        s.pinnedBytes,
-		PendingCreates:     uint64(s.pending.Len()),
-		LargestFreeBlock:   s.alloc.LargestFree(),
-		CreatedTotal:       s.created,
-		FailedCreatesTotal: s.failed,
+		CapacityBytes:       s.Capacity(),
+		UsedBytes:           s.Used(),
+		NumObjects:          uint64(len(s.objects)),
+		NumSealed:           s.numSealed,
+		PinnedBytes:         s.pinnedBytes,
+		PendingCreates:      uint64(s.pending.Len()),
+		LargestFreeBlock:    s.alloc.LargestFree(),
+		CreatedTotal:        s.created,
+		FailedCreatesTotal:  s.failed,
+		ReadsAfterFreeTotal: s.freed.reads,
 	}
 	s.spillStats(st)
 	return st

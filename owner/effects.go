@@ -26,6 +26,11 @@ type CancelTask struct{ Task ids.TaskID }
 // a cluster, their copies on other nodes).
 type Free struct{ Objects []ids.ObjectID }
 
+// Revive tells the stores that objects this process freed are being
+// rebuilt (lineage reconstruction of a released argument): their ids are
+// live again, and reading them is no read after free.
+type Revive struct{ Objects []ids.ObjectID }
+
 // Notify wakes a waiter registered with Watch: one of the objects it
 // watches has a value now. Send without blocking.
 type Notify struct{ C chan<- struct{} }
@@ -52,6 +57,7 @@ func (SendTask) effect()   {}
 func (CallActor) effect()  {}
 func (CancelTask) effect() {}
 func (Free) effect()       {}
+func (Revive) effect()     {}
 func (Notify) effect()     {}
 func (Dispatched) effect() {}
 func (Retried) effect()    {}

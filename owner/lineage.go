@@ -226,6 +226,9 @@ func (t *Table) rerun(id ids.ObjectID, o *object, cause string) *atollpb.ErrorIn
 		}
 		// Revive the argument's record, pending, and rebuild it.
 		delete(t.released, dep)
+		if !t.closed {
+			t.emit(Revive{Objects: []ids.ObjectID{dep}})
+		}
 		d.refs, d.value, d.done = 0, nil, make(chan struct{})
 		t.objects[dep] = d
 		if err := t.rerun(dep, d, "needed to rebuild "+id.String()); err != nil {

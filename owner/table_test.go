@@ -350,6 +350,13 @@ func (e *env) effects() string {
 			}
 			sort.Strings(n)
 			lines = append(lines, "free "+strings.Join(n, " "))
+		case Revive:
+			var n []string
+			for _, id := range f.Objects {
+				n = append(n, e.label[id])
+			}
+			sort.Strings(n)
+			lines = append(lines, "revive "+strings.Join(n, " "))
 		case Notify:
 			lines = append(lines, "notify "+e.waiters[f.C])
 		case Dispatched:

@@ -35,6 +35,9 @@ type Options struct {
 	ObjectStoreMemory uint64
 	// Env is added to every node's environment ("KEY=value").
 	Env []string
+	// FailureTimeout is every node's node.Config.FailureTimeout (0: the
+	// node's default).
+	FailureTimeout time.Duration
 	// Dir holds the nodes' logs and session directories (default: a new
 	// temporary directory, removed by Stop).
 	Dir string
@@ -95,7 +98,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	for i := range opts.Nodes {
 		cfg := node.Config{NumCPUs: opts.NumCPUs, ObjectStoreMemory: opts.ObjectStoreMemory, Head: i == 0,
 			Address: c.Address, NodeIP: "127.0.0.1", RandomPorts: true, SessionDir: filepath.Join(c.dir, fmt.Sprintf("n%d", i)),
-			Credentials: node.Credentials{Secret: c.Secret}}
+			Credentials: node.Credentials{Secret: c.Secret}, FailureTimeout: opts.FailureTimeout}
 		if cfg.Head {
 			cfg.GCSDir = filepath.Join(c.dir, "gcs") // the cluster's own, gone with it
 		}

@@ -42,9 +42,11 @@ func drive(ctx context.Context, opts options, p *faultplan.Plan, c *localcluster
 		return nil, err
 	}
 	k := newKiller(p.Seed, opts.killEvery, opts.retries)
+	ft := newFaultTally()
 	kctx, stopKiller := context.WithCancel(ctx)
 	var kwg sync.WaitGroup
 	kwg.Go(func() { k.run(kctx) })
+	kwg.Go(func() { ft.run(kctx) })
 	defer func() { stopKiller(); kwg.Wait() }()
 
 	say("workloads: sort %s in %d partitions; rounds of %d recorded tasks, %d transfer tasks x %d and %d driver transfers, for %v",
@@ -100,6 +102,10 @@ func drive(ctx context.Context, opts options, p *faultplan.Plan, c *localcluster
 	kwg.Wait()
 	o.kills, o.killErrs = k.requested()
 	o.log, _ = atoll.GetFaultLog()
+	if err := ft.poll(ctx); err != nil { // the last reading
+		return nil, fmt.Errorf("fault log: %w", err)
+	}
+	o.faults, o.notes = tallyFaults(p, o.log, ft, o.kills, o.killErrs)
 	say("checking: %d rounds, %d timed faults of %d planned", rounds, len(o.log.Timed), firings)
 
 	o.judge(ctx, opts, c, h, b, sortErr, histErr, bankErr, firings)
@@ -152,6 +158,8 @@ func (o *outcome) judge(ctx context.Context, opts options, c *localcluster.Clust
 		{"task-results", fmt.Sprintf("%d tasks: each result delivered to the driver exactly once, for its task, unchanged at the end", o.hist.Tasks), o.hist.Verified},
 		{"stores", fmt.Sprintf("%d live nodes' stores at 0 bytes, 0 objects, 0 spill files; %d killed node(s) declared dead (waited %.1fs)",
 			o.stores.Nodes, len(victims), o.stores.Waited.Seconds()), o.stores.Verified},
+		{"no-read-after-free", fmt.Sprintf("%d live nodes' stores: no Get of an object its owner had freed (a killed node's count is lost with it)",
+			o.stores.Nodes), o.stores.NoReadAfterFree},
 	}
 	if missing := firings - len(o.log.Timed); missing > 0 {
 		o.verdicts = append(o.verdicts, verdict{"plan", "every timed rule fired",

@@ -29,9 +29,15 @@
 // zero with no spill file. Bank and task rounds go on for -duration, and until the sort is
 // done and every timed rule of the plan has fired.
 //
-// Node processes run runNode (noderun.go) instead of atoll.Init, so that
-// their fault counts can be read: the table counts the faults of the
-// driver's node and of every node process.
+// Node processes are this program re-executed, served by atoll.Init like
+// any node (node.RunFromEnv): each loads the plan into its own fault
+// injector, whose log the driver reads with atoll.GetClusterFaultLog
+// (faultpoll.go). The table counts the faults of the driver's node and
+// of every node process.
+//
+// A further checker, no-read-after-free, wants every live node's store
+// to have counted no read of an object its owner had freed (the stores'
+// StoreStats.reads_after_free_total, in the cluster status).
 package main
 
 import (
@@ -83,11 +89,8 @@ func defaultOptions() options {
 
 func main() {
 	ctx := context.Background()
-	if isChaosNode() {
-		runNode() // a node process of the cluster: serves, never returns
-	}
 	if atoll.IsWorker() {
-		_ = atoll.Init(ctx) // a worker process: serves, never returns
+		_ = atoll.Init(ctx) // a node or worker process of the cluster: serves, never returns
 	}
 	opts := defaultOptions()
 	flag.IntVar(&opts.nodes, "nodes", opts.nodes, "nodes of the local cluster (the first is the head)")
@@ -112,7 +115,7 @@ func main() {
 	flag.DurationVar(&opts.killEvery, "kill-every", opts.killEvery, "kill a running task's worker this often (0: never)")
 	flag.IntVar(&opts.retries, "retries", opts.retries, "MaxRetries of every workload task")
 	flag.DurationVar(&opts.failureTimeout, "failure-timeout", opts.failureTimeout, "time to declare a dead node dead (atoll's default is 5s)")
-	flag.StringVar(&opts.dir, "dir", "", "keep the plan, node logs and fault counts in this directory (default: a temporary one, removed)")
+	flag.StringVar(&opts.dir, "dir", "", "keep the plan and node logs in this directory (default: a temporary one, removed)")
 	flag.BoolVar(&opts.json, "json", false, "print one JSON line per figure (progress goes to stderr)")
 	flag.Parse()
 	ok, err := run(ctx, opts, os.Stdout, os.Stderr)
@@ -143,11 +146,8 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) (ok bool, 
 		}
 		defer os.RemoveAll(dir)
 	}
-	faultDir := filepath.Join(dir, "faults")
-	for _, d := range []string{faultDir, filepath.Join(dir, "cluster")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return false, err
-		}
+	if err := os.MkdirAll(filepath.Join(dir, "cluster"), 0o755); err != nil {
+		return false, err
 	}
 	planFile, err := writePlan(dir, p)
 	if err != nil {
@@ -155,8 +155,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) (ok bool, 
 	}
 	progress.Phase(fmt.Sprintf("starting %d nodes (plan %s, seed %d, logs in %s)", opts.nodes, planName(opts.plan), p.Seed, filepath.Join(dir, "cluster")))
 	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: opts.nodes, NumCPUs: opts.cpus, ObjectStoreMemory: uint64(opts.store),
-		Dir: filepath.Join(dir, "cluster"), Env: []string{faultplan.EnvPlan + "=" + planFile, envFaultDir + "=" + faultDir,
-			envFailureTimeout + "=" + opts.failureTimeout.String()}})
+		Dir: filepath.Join(dir, "cluster"), Env: []string{faultplan.EnvPlan + "=" + planFile}, FailureTimeout: opts.failureTimeout})
 	if err != nil {
 		return false, err
 	}
@@ -172,10 +171,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) (ok bool, 
 	if err != nil {
 		return false, err
 	}
-	stopCluster() // node processes write their final fault counts
-	if o.faults, o.notes, err = tallyFaults(p, o.log, faultDir, o.kills, o.killErrs); err != nil {
-		return false, err
-	}
+	stopCluster()
 	if opts.json {
 		w := benchfmt.NewWriter(stdout)
 		for _, r := range o.records(p, opts) {

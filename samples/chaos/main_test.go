@@ -13,10 +13,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if isChaosNode() {
-		runNode() // a node process of a test's cluster: serves, never returns
-	}
-	testmain.Run(m)
+	testmain.Run(m) // serves instead as a node or worker process of a test's cluster
 }
 
 // TestDefaultPlanRunPasses runs the command small under its default plan
@@ -48,6 +45,9 @@ func TestDefaultPlanRunPasses(t *testing.T) {
 	}
 	if r := got["checker_plan"]; r != nil {
 		t.Errorf("not every timed rule fired: %v", r)
+	}
+	if r := got["checker_no_read_after_free"]; r == nil || r["value"] != 1.0 || r["verified"] != true {
+		t.Errorf("checker no_read_after_free: %v", r)
 	}
 	if !ok {
 		t.Errorf("run reports a failed checker:\n%s", out.String())

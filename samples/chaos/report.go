@@ -2,11 +2,8 @@ package main
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -32,14 +29,10 @@ type faultRow struct {
 
 func (r faultRow) total() int { return r.Driver + r.Nodes }
 
-// tallyFaults counts each rule's faults: the driver's fault log, the node
-// processes' count files in dir, the killer's kills.
-func tallyFaults(p *faultplan.Plan, log atoll.FaultLog, dir string, kills, killErrs int) ([]faultRow, []string, error) {
-	nodes, err := readNodeFaults(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	var notes []string
+// tallyFaults counts each rule's faults: the timed rules' actions in the
+// driver's log, the message faults every node's injector reported to the
+// polls (ft), the killer's kills.
+func tallyFaults(p *faultplan.Plan, log atoll.FaultLog, ft *faultTally, kills, killErrs int) ([]faultRow, []string) {
 	var rows []faultRow
 	for _, r := range p.Rules {
 		row := faultRow{Rule: r.Name, Kind: string(r.Action), Target: ruleTarget(r), Where: map[string]int{}}
@@ -64,37 +57,13 @@ func tallyFaults(p *faultplan.Plan, log atoll.FaultLog, dir string, kills, killE
 				row.Note = strings.TrimPrefix(row.Note+"; failed: "+strings.Join(failed, "; "), "; ")
 			}
 		} else {
-			for _, e := range log.Messages {
-				if e.Rule == r.Name {
-					row.Driver++
-					row.Where[shortMessage(e.Message)+"@"+e.Actor]++
-				}
-			}
-			for _, n := range nodes {
-				if c := n.Rules[r.Name]; c != nil {
-					row.Nodes += int(c.Count)
-					for w, k := range c.Where {
-						row.Where[w] += k
-					}
-				}
-			}
+			row.Driver, row.Nodes, row.Where = ft.rule(r.Name)
 		}
 		rows = append(rows, row)
 	}
 	rows = append(rows, faultRow{Rule: killerRule, Kind: "kill-worker", Target: "KillTaskWorker on an unfinished workload task",
 		Driver: kills, Note: map[bool]string{true: fmt.Sprintf("%d failed", killErrs)}[killErrs > 0]})
-	if n := len(log.Messages); n > 0 && log.Messages[n-1].Seq > uint64(n) {
-		notes = append(notes, fmt.Sprintf("the driver's fault log kept its last %d of %d message faults: its counts are low", n, log.Messages[n-1].Seq))
-	}
-	var final int
-	for _, n := range nodes {
-		if n.Final {
-			final++
-		}
-	}
-	notes = append(notes, fmt.Sprintf("node processes' counts: %d count files, %d written at a clean stop (a killed node's are its last, at most %v old)",
-		len(nodes), final, faultLogInterval))
-	return rows, notes, nil
+	return rows, []string{ft.note()}
 }
 
 // ruleTarget says what a rule acts on.
@@ -129,28 +98,6 @@ func ruleTarget(r faultplan.Rule) string {
 		s += fmt.Sprintf(", +%v", time.Duration(r.Delay))
 	}
 	return s
-}
-
-// readNodeFaults reads the count files node processes wrote in dir.
-func readNodeFaults(dir string) ([]nodeFaults, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "faults-*.json"))
-	if err != nil {
-		return nil, err
-	}
-	slices.Sort(files)
-	var out []nodeFaults
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		var n nodeFaults
-		if err := json.Unmarshal(b, &n); err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }
 
 // verdict is one checker's outcome.

@@ -23,6 +23,11 @@ type storeReport struct {
 	// Spilled and Restored are the bytes the live nodes spilled and
 	// restored over the run (a killed node's are gone with it).
 	Spilled, Restored uint64
+	// ReadsAfterFree sums the live nodes' reads after free (Gets of an
+	// object its owner had freed: node.ClusterNode.ReadsAfterFree);
+	// NoReadAfterFree is nil when it is 0, else it names the nodes.
+	ReadsAfterFree  uint64
+	NoReadAfterFree error
 }
 
 // storesPollInterval is how often checkStores reads the cluster's
@@ -43,7 +48,7 @@ func checkStores(ctx context.Context, address, secret string, victims []string, 
 			return rep
 		}
 		if err != nil {
-			rep.Verified = err
+			rep.Verified, rep.NoReadAfterFree = err, err
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			rep.Waited = time.Since(start)
@@ -61,7 +66,24 @@ func storesOnce(ctx context.Context, address, secret string, victims []string) (
 	if err != nil {
 		return storeReport{}, err
 	}
+	rep := judgeStores(st, victims)
+	// The driver's own view of its store (also in the status above).
+	if m, err := atoll.Memory(ctx); err == nil && (m.StoreUsed != 0 || m.SpillFiles != 0) {
+		rep.Left = append(rep.Left, fmt.Sprintf("driver: %d bytes used, %d spill files", m.StoreUsed, m.SpillFiles))
+	}
+	if len(rep.Left) > 0 {
+		rep.Verified = fmt.Errorf("not back to zero: %s", strings.Join(rep.Left, "; "))
+	}
+	return rep, nil
+}
+
+// judgeStores checks a cluster status: what each live node's store still
+// holds, whether every victim was declared dead, and the reads after
+// free. A node killed by the plan takes its counters with it: its reads
+// after free are not seen.
+func judgeStores(st *node.ClusterStatus, victims []string) storeReport {
 	var rep storeReport
+	var freedReads []string
 	dead := map[string]bool{}
 	for _, n := range st.Nodes {
 		switch {
@@ -74,6 +96,10 @@ func storesOnce(ctx context.Context, address, secret string, victims []string) (
 			rep.Nodes++
 			rep.Spilled += n.SpilledTotal
 			rep.Restored += n.RestoredTotal
+			if n.ReadsAfterFree > 0 {
+				rep.ReadsAfterFree += n.ReadsAfterFree
+				freedReads = append(freedReads, fmt.Sprintf("%s: %d", short(n.NodeID), n.ReadsAfterFree))
+			}
 			if n.StoreUsed != 0 || n.Objects != 0 || n.SpillFiles != 0 || n.SpilledBytes != 0 {
 				rep.Left = append(rep.Left, fmt.Sprintf("%s: %d objects, %d bytes used, %d spill files (%d bytes)",
 					short(n.NodeID), n.Objects, n.StoreUsed, n.SpillFiles, n.SpilledBytes))
@@ -85,14 +111,10 @@ func storesOnce(ctx context.Context, address, secret string, victims []string) (
 			rep.Left = append(rep.Left, fmt.Sprintf("%s: killed, not declared dead yet", short(v)))
 		}
 	}
-	// The driver's own view of its store (also in the status above).
-	if m, err := atoll.Memory(ctx); err == nil && (m.StoreUsed != 0 || m.SpillFiles != 0) {
-		rep.Left = append(rep.Left, fmt.Sprintf("driver: %d bytes used, %d spill files", m.StoreUsed, m.SpillFiles))
+	if len(freedReads) > 0 {
+		rep.NoReadAfterFree = fmt.Errorf("%d read(s) of objects their owner had freed: %s", rep.ReadsAfterFree, strings.Join(freedReads, "; "))
 	}
-	if len(rep.Left) > 0 {
-		rep.Verified = fmt.Errorf("not back to zero: %s", strings.Join(rep.Left, "; "))
-	}
-	return rep, nil
+	return rep
 }
 
 // short is a node id's first 8 hex digits.

@@ -88,8 +88,10 @@ type Config struct {
 	// hostname, head/driver); Start fills in the addresses.
 	Node   *atollpb.NodeInfo
 	Logger *slog.Logger
-	// Faults is the node's fault injector, if it has one: the gateway
-	// serves its log on the node's "faults" subject (RequestFaultLog).
+	// Faults is the node's fault injector, if it has one: its rules for
+	// actor kind "gateway" apply to what the gateway actor receives, and
+	// the gateway serves its log on the node's "faults" subject
+	// (RequestFaultLog).
 	Faults *actors.FaultInjector
 
 	// drop, for tests, discards a message arriving on one of the node's

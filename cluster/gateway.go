@@ -157,7 +157,13 @@ func (g *Gateway) startActor() error {
 		g.fetch = &fetcher{self: g.cfg.NodeID, addrs: map[ids.NodeID]string{}, owners: g.owners}
 	}
 	gw := newGatewayActor(&g.cfg, g.fetch, g.heard, g.owners)
-	props := actor.PropsFromProducer(func() actor.Actor { return gw }, actors.RestartForever(g.cfg.Logger, gatewayName))
+	opts := []actor.PropsOption{actors.RestartForever(g.cfg.Logger, gatewayName)}
+	if g.cfg.Faults != nil {
+		// A fault plan's rules for the gateway (actor: gateway) apply to
+		// what it receives: load reports, lease confirmations, results.
+		opts = append(opts, actor.WithReceiverMiddleware(g.cfg.Faults.ReceiverMiddleware()))
+	}
+	props := actor.PropsFromProducer(func() actor.Actor { return gw }, opts...)
 	if _, err := g.cfg.System.Root.SpawnNamed(props, gatewayName); err != nil {
 		return fmt.Errorf("cluster: start gateway: %w", err)
 	}

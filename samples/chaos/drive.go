@@ -146,7 +146,9 @@ func (o *outcome) judge(ctx context.Context, opts options, c *localcluster.Clust
 	}
 	var victims []string
 	for _, e := range o.log.Timed {
-		if e.Action == faultplan.KillNode && e.Victim != "" && e.Err == "" {
+		// A node cut off past the failure timeout is declared dead too
+		// (and exits once healed).
+		if (e.Action == faultplan.KillNode || e.Action == faultplan.Partition) && e.Victim != "" && e.Err == "" {
 			victims = append(victims, e.Victim)
 		}
 	}

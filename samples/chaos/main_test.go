@@ -75,6 +75,48 @@ func TestDefaultPlanRunPasses(t *testing.T) {
 	}
 }
 
+// TestFullPlanRunPasses runs the command small under testdata/full.yaml on
+// four node processes: dropped control messages, workers killed at
+// points, a full then slow spill disk, a node cut off and healed, another
+// killed. Every checker passes; the partition and the kill happened, and
+// the cut node was declared dead.
+func TestFullPlanRunPasses(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	opts := defaultOptions()
+	opts.nodes, opts.plan = 4, "testdata/full.yaml"
+	opts.store, opts.driverStore = 16<<20, 16<<20
+	opts.sortSize, opts.partitions = 24<<20, 4
+	opts.duration, opts.echoTasks, opts.echoHold = 2*time.Second, 4, 20*time.Millisecond
+	opts.bankTransfers, opts.driverCalls, opts.killEvery = 10, 10, 2*time.Second
+	opts.json = true
+	var out, progress bytes.Buffer
+	ok, err := run(ctx, opts, &out, &progress)
+	if err != nil {
+		t.Fatalf("run: %v\nprogress:\n%s", err, progress.String())
+	}
+	got, err := benchfmt.ByMetric(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Errorf("a checker failed")
+	}
+	for _, c := range []string{"sort", "bank_conservation", "bank_order", "task_results", "stores", "no_read_after_free"} {
+		if r := got["checker_"+c]; r == nil || r["value"] != 1.0 || r["verified"] != true {
+			t.Errorf("checker %s: %v", c, r)
+		}
+	}
+	for _, rule := range []string{"cut_a_node", "kill_a_node", "lossy_loads"} {
+		if rec := got["faults_rule_"+rule]; rec == nil || rec["value"].(float64) < 1 {
+			t.Errorf("rule %s injected nothing: %v", rule, rec)
+		}
+	}
+	if t.Failed() {
+		t.Logf("records:\n%s\nprogress:\n%s", out.String(), progress.String())
+	}
+}
+
 // TestTableNamesEveryChecker prints the table of a made-up outcome.
 func TestTableNamesEveryChecker(t *testing.T) {
 	p, err := loadPlan("", nil)

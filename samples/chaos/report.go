@@ -51,7 +51,11 @@ func tallyFaults(p *faultplan.Plan, log atoll.FaultLog, ft *faultTally, kills, k
 				}
 			}
 			if len(victims) > 0 {
-				row.Note = "killed " + strings.Join(victims, ", ")
+				verb := "killed "
+				if r.Action == faultplan.Partition {
+					verb = "cut off "
+				}
+				row.Note = verb + strings.Join(victims, ", ")
 			}
 			if len(failed) > 0 {
 				row.Note = strings.TrimPrefix(row.Note+"; failed: "+strings.Join(failed, "; "), "; ")
@@ -73,6 +77,8 @@ func ruleTarget(r faultplan.Rule) string {
 		return fmt.Sprintf("driver's store: next %d creation(s) fail", max(r.Count, 1))
 	case faultplan.KillNode:
 		return "a node, not the head nor the driver's"
+	case faultplan.Partition:
+		return fmt.Sprintf("a node cut off (%s) for %v, not the head nor the driver's", r.Direction, time.Duration(r.For))
 	}
 	var s string
 	switch r.Action {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -149,20 +150,32 @@ func (g *Gateway) checkLeave(safe [][]byte) string {
 
 // askDrain tells node to drain (from the head's AMM).
 func askDrain(nc *nats.Conn, prefix string, node ids.NodeID, timeout time.Duration) error {
-	b, _ := proto.Marshal(&atollpb.DrainRequest{NodeId: node.Bytes()})
-	msg, err := nc.Request(nodeSubject(prefix, node, "drain"), b, timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return askNode(ctx, nc, nodeSubject(prefix, node, "drain"), "drain", node, &atollpb.DrainRequest{NodeId: node.Bytes()}, &atollpb.DrainReply{})
+}
+
+// askNode sends req to a node's subject and decodes its reply into
+// reply, whose error, if it carries one, is the result. A node that does
+// not answer is ErrNotFound (no responders) or ErrUnavailable.
+func askNode(ctx context.Context, nc *nats.Conn, subject, what string, node ids.NodeID, req proto.Message,
+	reply interface {
+		proto.Message
+		GetError() *atollpb.ErrorInfo
+	}) error {
+	b, _ := proto.Marshal(req)
+	msg, err := nc.RequestWithContext(ctx, subject, b)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
-			return errs.NotFoundf("drain: node %s does not answer (dead or not in the cluster)", node.Short())
+			return errs.NotFoundf("%s: node %s does not answer (dead or not in the cluster)", what, node.Short())
 		}
-		return errs.Unavailablef("drain: node %s: %v", node.Short(), err)
+		return errs.Unavailablef("%s: node %s: %v", what, node.Short(), err)
 	}
-	var reply atollpb.DrainReply
-	if err := proto.Unmarshal(msg.Data, &reply); err != nil {
-		return errs.Unavailablef("drain: node %s: undecodable reply", node.Short())
+	if err := proto.Unmarshal(msg.Data, reply); err != nil {
+		return errs.Unavailablef("%s: node %s: undecodable reply", what, node.Short())
 	}
-	if reply.Error != nil {
-		return errs.FromProto(reply.Error)
+	if e := reply.GetError(); e != nil {
+		return errs.FromProto(e)
 	}
 	return nil
 }

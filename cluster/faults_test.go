@@ -1,9 +1,9 @@
 package cluster
 
 import (
+	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -82,11 +82,8 @@ func injectFaults(t *testing.T, f *actors.FaultInjector, n uint64) {
 	for range n {
 		sys.Root.Send(pid, &atollpb.FaultLogRequest{})
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for st := f.Stats(); st.Dropped+st.Delayed+st.Duplicated < n; st = f.Stats() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%+v faults, want %d", st, n)
-		}
-		time.Sleep(time.Millisecond) // polling a condition
-	}
+	eventually(t, fmt.Sprintf("%d faults", n), func() bool {
+		st := f.Stats()
+		return st.Dropped+st.Delayed+st.Duplicated >= n
+	})
 }

@@ -3,7 +3,6 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"errors"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -72,20 +71,6 @@ func (g *Gateway) servePartition(m *nats.Msg) {
 // has that id, and ErrInvalidArgument for the head, a node without a
 // switch, or a bad direction or duration.
 func (g *Gateway) PartitionNode(ctx context.Context, node ids.NodeID, dir string, d time.Duration) error {
-	b, _ := proto.Marshal(&atollpb.PartitionRequest{NodeId: node.Bytes(), Direction: dir, DurationMs: d.Milliseconds()})
-	msg, err := g.cfg.Conn.RequestWithContext(ctx, nodeSubject(g.cfg.Prefix, node, "partition"), b)
-	if err != nil {
-		if errors.Is(err, nats.ErrNoResponders) {
-			return errs.NotFoundf("PartitionNode: no live node %s", node.Short())
-		}
-		return errs.Unavailablef("PartitionNode %s: %v", node.Short(), err)
-	}
-	var reply atollpb.PartitionReply
-	if err := proto.Unmarshal(msg.Data, &reply); err != nil {
-		return errs.Unavailablef("PartitionNode %s: undecodable reply", node.Short())
-	}
-	if reply.Error != nil {
-		return errs.FromProto(reply.Error)
-	}
-	return nil
+	return askNode(ctx, g.cfg.Conn, nodeSubject(g.cfg.Prefix, node, "partition"), "PartitionNode", node,
+		&atollpb.PartitionRequest{NodeId: node.Bytes(), Direction: dir, DurationMs: d.Milliseconds()}, &atollpb.PartitionReply{})
 }

@@ -52,6 +52,8 @@ func TestNoReadAfterFreeCheckerFindsARead(t *testing.T) {
 	c.Delete(id)                                               // the owner frees it
 	_, _ = c.Get(ctx, []ids.ObjectID{id}, 10*time.Millisecond) // and it is read again: missing
 	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		rep := check()
 		if rep.NoReadAfterFree != nil {
@@ -63,6 +65,6 @@ func TestNoReadAfterFreeCheckerFindsARead(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the checker did not see the read after free within 30 s")
 		}
-		time.Sleep(50 * time.Millisecond) // nodes report every 100 ms
+		<-tick.C // nodes report every 100 ms
 	}
 }

@@ -16,18 +16,24 @@ func TestMain(m *testing.M) {
 	testmain.Run(m) // serves instead as a node or worker process of a test's cluster
 }
 
-// TestDefaultPlanRunPasses runs the command small under its default plan
-// on three node processes: every checker passes, and every rule of the
-// plan, and the driver's worker kills, injected at least one fault.
-func TestDefaultPlanRunPasses(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
+// smallOptions sizes a run for a test: about 15 s under -race, JSON out.
+func smallOptions() options {
 	opts := defaultOptions()
 	opts.store, opts.driverStore = 16<<20, 16<<20
 	opts.sortSize, opts.partitions = 24<<20, 4 // 6 MiB chunks: more than fits a store at once
 	opts.duration, opts.echoTasks, opts.echoHold = 2*time.Second, 4, 20*time.Millisecond
 	opts.bankTransfers, opts.driverCalls, opts.killEvery = 10, 10, time.Second
 	opts.json = true
+	return opts
+}
+
+// TestDefaultPlanRunPasses runs the command small under its default plan
+// on three node processes: every checker passes, and every rule of the
+// plan, and the driver's worker kills, injected at least one fault.
+func TestDefaultPlanRunPasses(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	opts := smallOptions()
 	var out, progress bytes.Buffer
 	ok, err := run(ctx, opts, &out, &progress)
 	if err != nil {
@@ -83,13 +89,8 @@ func TestDefaultPlanRunPasses(t *testing.T) {
 func TestFullPlanRunPasses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	opts := defaultOptions()
-	opts.nodes, opts.plan = 4, "testdata/full.yaml"
-	opts.store, opts.driverStore = 16<<20, 16<<20
-	opts.sortSize, opts.partitions = 24<<20, 4
-	opts.duration, opts.echoTasks, opts.echoHold = 2*time.Second, 4, 20*time.Millisecond
-	opts.bankTransfers, opts.driverCalls, opts.killEvery = 10, 10, 2*time.Second
-	opts.json = true
+	opts := smallOptions()
+	opts.nodes, opts.plan, opts.killEvery = 4, "testdata/full.yaml", 2*time.Second
 	var out, progress bytes.Buffer
 	ok, err := run(ctx, opts, &out, &progress)
 	if err != nil {

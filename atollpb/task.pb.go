@@ -823,7 +823,13 @@ type CancelTask struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	TaskId []byte                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	// Also cancel tasks it submitted (not yet implemented: reserved).
-	Recursive     bool `protobuf:"varint,2,opt,name=recursive,proto3" json:"recursive,omitempty"`
+	Recursive bool `protobuf:"varint,2,opt,name=recursive,proto3" json:"recursive,omitempty"`
+	// one_attempt: cancel only attempt `attempt` of the task, where this
+	// node holds it (a gateway dropping the work of a dead origin must not
+	// cancel a newer attempt another origin sent since). Without it, any
+	// attempt, and its forwards to other nodes.
+	OneAttempt    bool  `protobuf:"varint,3,opt,name=one_attempt,json=oneAttempt,proto3" json:"one_attempt,omitempty"`
+	Attempt       int32 `protobuf:"varint,4,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -870,6 +876,20 @@ func (x *CancelTask) GetRecursive() bool {
 		return x.Recursive
 	}
 	return false
+}
+
+func (x *CancelTask) GetOneAttempt() bool {
+	if x != nil {
+		return x.OneAttempt
+	}
+	return false
+}
+
+func (x *CancelTask) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
 }
 
 // PushTask hands a task to a worker.
@@ -1205,11 +1225,14 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"SubmitTask\x12&\n" +
 	"\x04spec\x18\x01 \x01(\v2\x12.atoll.v1.TaskSpecR\x04spec\x12\x1c\n" +
 	"\tforwarded\x18\x02 \x01(\bR\tforwarded\x12\x12\n" +
-	"\x04hops\x18\x03 \x01(\x05R\x04hops\"C\n" +
+	"\x04hops\x18\x03 \x01(\x05R\x04hops\"~\n" +
 	"\n" +
 	"CancelTask\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x1c\n" +
-	"\trecursive\x18\x02 \x01(\bR\trecursive\"2\n" +
+	"\trecursive\x18\x02 \x01(\bR\trecursive\x12\x1f\n" +
+	"\vone_attempt\x18\x03 \x01(\bR\n" +
+	"oneAttempt\x12\x18\n" +
+	"\aattempt\x18\x04 \x01(\x05R\aattempt\"2\n" +
 	"\bPushTask\x12&\n" +
 	"\x04spec\x18\x01 \x01(\v2\x12.atoll.v1.TaskSpecR\x04spec\"Z\n" +
 	"\n" +

@@ -527,7 +527,10 @@ func (g *gateway) nodeGone(ctx actor.Context, node ids.NodeID, died bool) {
 				// it from its queues, or stops it, rather than hold it
 				// outside the quota (a peer could otherwise fill a node by
 				// forwarding tasks no node can run, then claiming to leave).
-				ctx.Send(g.cfg.Raylet, &atollpb.CancelTask{TaskId: k.task.Bytes()})
+				// This attempt only: the owner may have sent a newer one
+				// here since, from a live node (found by samples/chaos: a
+				// retry cancelled when its first attempt's relay died).
+				ctx.Send(g.cfg.Raylet, &atollpb.CancelTask{TaskId: k.task.Bytes(), OneAttempt: true, Attempt: k.attempt})
 			}
 		} else {
 			g.inbound[k] = stack

@@ -339,9 +339,9 @@ func movable(t *task) bool {
 }
 
 // cancelWaiting cancels a task waiting for a node.
-func (r *raylet) cancelWaiting(ctx actor.Context, id ids.TaskID) bool {
+func (r *raylet) cancelWaiting(ctx actor.Context, id ids.TaskID, other func(*task) bool) bool {
 	for i, w := range r.waiting {
-		if w.t.id == id {
+		if w.t.id == id && !other(w.t) {
 			r.waiting = append(r.waiting[:i], r.waiting[i+1:]...)
 			r.fail(ctx, w.t, &errs.CancelledError{TaskName: w.t.spec.Name, TaskID: id.String()})
 			return true

@@ -225,3 +225,36 @@ func TestRespawnDelay(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelOneAttempt: a cancel of one attempt (a gateway dropping the
+// work of a dead origin) leaves a newer attempt of the task alone; a
+// cancel of the attempt it holds cancels it.
+func TestCancelOneAttempt(t *testing.T) {
+	system, pid, _, _, _ := clusterRaylet(t)
+	results := make(chan *atollpb.TaskResult, 8)
+	owner := system.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if r, ok := c.Message().(*atollpb.TaskResult); ok {
+			results <- r
+		}
+	}))
+	submit := func(id ids.TaskID, attempt int32) {
+		system.Root.RequestWithCustomSender(pid, &atollpb.SubmitTask{Spec: &atollpb.TaskSpec{
+			TaskId: id.Bytes(), Attempt: attempt, Name: "t", Function: "t", NumReturns: 1, Resources: map[string]float64{CPU: 1},
+		}}, owner) // no peers: it stays here
+	}
+	running, queued := ids.NewTaskID(), ids.NewTaskID()
+	submit(running, 0) // holds the only CPU
+	submit(queued, 1)  // a retry: attempt 1
+	if st := state(t, system, pid); st.Running != 1 || st.Queued != 1 {
+		t.Fatalf("%d running, %d queued; want 1, 1", st.Running, st.Queued)
+	}
+	system.Root.Send(pid, &atollpb.CancelTask{TaskId: queued.Bytes(), OneAttempt: true, Attempt: 0})
+	if st := state(t, system, pid); st.Queued != 1 {
+		t.Fatalf("a cancel of attempt 0 cancelled attempt 1 (%d queued)", st.Queued)
+	}
+	system.Root.Send(pid, &atollpb.CancelTask{TaskId: queued.Bytes(), OneAttempt: true, Attempt: 1})
+	r := recv(t, results, "no result for the cancelled attempt")
+	if ids.MustFromBytes(r.TaskId) != queued || r.Attempt != 1 || r.Error.GetCode() != atollpb.ErrorCode_CANCELLED {
+		t.Fatalf("result %v, want attempt 1 of the queued task CANCELLED", r)
+	}
+}

@@ -166,7 +166,7 @@ func (r *raylet) Receive(ctx actor.Context) {
 	case *taskFinished:
 		r.finished(ctx, m)
 	case *atollpb.CancelTask:
-		r.cancelTask(ctx, ids.MustFromBytes(m.TaskId))
+		r.cancelTask(ctx, ids.MustFromBytes(m.TaskId), m)
 	case *atollpb.WorkerBlocked:
 		r.setBlocked(ctx, ids.MustFromBytes(m.TaskId), true)
 	case *atollpb.WorkerUnblocked:
@@ -456,10 +456,14 @@ func (r *raylet) reply(ctx actor.Context, owner *actor.PID, res *atollpb.TaskRes
 	}
 }
 
-func (r *raylet) cancelTask(ctx actor.Context, id ids.TaskID) {
+// cancelTask cancels task id where this node holds it: queued, running
+// or waiting for a node, else (unless m names one attempt) where it was
+// forwarded. With m.OneAttempt, only that attempt.
+func (r *raylet) cancelTask(ctx actor.Context, id ids.TaskID, m *atollpb.CancelTask) {
+	other := func(t *task) bool { return m.OneAttempt && t.spec.Attempt != m.Attempt }
 	for _, cq := range r.classes {
 		for i, t := range cq.tasks {
-			if t.id != id {
+			if t.id != id || other(t) {
 				continue
 			}
 			cq.tasks = append(cq.tasks[:i], cq.tasks[i+1:]...)
@@ -475,10 +479,12 @@ func (r *raylet) cancelTask(ctx actor.Context, id ids.TaskID) {
 		}
 	}
 	if t := r.running[id]; t != nil {
-		t.cancel() // the executor reports the task cancelled
+		if !other(t) {
+			t.cancel() // the executor reports the task cancelled
+		}
 		return
 	}
-	if r.cancelWaiting(ctx, id) {
+	if r.cancelWaiting(ctx, id, other) || m.OneAttempt {
 		return
 	}
 	if r.cfg.Cluster != nil {

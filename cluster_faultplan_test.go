@@ -34,28 +34,7 @@ rules:
     action: kill-node
     at: 1s
 `
-	file := filepath.Join(t.TempDir(), "plan.yaml")
-	if err := os.WriteFile(file, []byte(plan), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p, err := faultplan.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Env: []string{faultplan.EnvPlan + "=" + file}})
-	// Not joinCluster: its wait for every node to run a task would race
-	// with the kill.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := atoll.Init(ctx, atoll.WithAddress(c.Address()), atoll.WithSecret(c.Secret()), atoll.WithObjectStoreMemory(64<<20),
-		atoll.WithFaultPlan(p)); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := atoll.Shutdown(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
+	c, ctx := startPlanCluster(t, plan, 3)
 	var refs []atoll.ObjectRef[string]
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -101,4 +80,34 @@ rules:
 	if st == nil {
 		t.Fatalf("node %s still alive after the plan killed it", e.Victim)
 	}
+}
+
+// startPlanCluster writes plan to a file, starts a cluster of n node
+// processes that load it (faultplan.EnvPlan), and joins it as a driver
+// running the plan (its node's rules and the timed ones) until the
+// test ends. Not joinCluster: its wait for every node to run a task
+// would race with a plan's kill.
+func startPlanCluster(t *testing.T, plan string, n int) (*testcluster.Cluster, context.Context) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "plan.yaml")
+	if err := os.WriteFile(file, []byte(plan), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := faultplan.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := testcluster.Start(t, testcluster.Options{Nodes: n, Env: []string{faultplan.EnvPlan + "=" + file}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	if err := atoll.Init(ctx, atoll.WithAddress(c.Address()), atoll.WithSecret(c.Secret()), atoll.WithObjectStoreMemory(64<<20),
+		atoll.WithFaultPlan(p)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := atoll.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	return c, ctx
 }

@@ -1,15 +1,10 @@
 package atoll_test
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/atoll-runtime/atoll"
-	"github.com/atoll-runtime/atoll/faultplan"
-	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
 // The cluster-wide fault log: a plan's message rules run in the node
@@ -34,26 +29,7 @@ rules:
     node: driver
     delay: 1ms
 `
-	file := filepath.Join(t.TempDir(), "plan.yaml")
-	if err := os.WriteFile(file, []byte(plan), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p, err := faultplan.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Env: []string{faultplan.EnvPlan + "=" + file}})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := atoll.Init(ctx, atoll.WithAddress(c.Address()), atoll.WithSecret(c.Secret()), atoll.WithObjectStoreMemory(64<<20),
-		atoll.WithFaultPlan(p)); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := atoll.Shutdown(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
+	c, ctx := startPlanCluster(t, plan, 2)
 	head, worker := c.Node(0).ID, c.Node(1).ID
 	// Run tasks until the worker node and the driver's node both faulted.
 	var log atoll.ClusterFaultLog

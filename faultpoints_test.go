@@ -5,10 +5,12 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/actors"
@@ -129,5 +131,60 @@ func TestFaultPlanKillsWorkersAtPoints(t *testing.T) {
 		"kill-call kill-worker@before-execute", "kill-reply kill-worker@after-execute"}
 	if !slices.Equal(events, wantEvents) {
 		t.Fatalf("span events %q, want %q", events, wantEvents)
+	}
+}
+
+// TestMessageFaultsOnTheTrace: a message fault that hits a message
+// carrying a task (here a delayed submission) is an atoll.fault event on
+// a span of that task's trace, as worker kills are.
+func TestMessageFaultsOnTheTrace(t *testing.T) {
+	p, err := faultplan.Parse([]byte(`
+seed: 1
+rules:
+  - {name: slow-submit, action: delay, message: SubmitTask, actor: raylet, delay: 1ms, count: 1}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	ctx := startProcesses(t, atoll.WithFaultPlan(p), atoll.WithTracerProvider(tp))
+	if v, err := atoll.Get(ctx, fpNever.Remote(ctx, atoll.Value(4))); err != nil || v != 4 {
+		t.Fatalf("a delayed submission: %v %v", v, err)
+	}
+	log, err := atoll.GetFaultLog()
+	if err != nil || len(log.Messages) != 1 {
+		t.Fatalf("fault log %v, %v; want the one delay", log.Messages, err)
+	}
+	m := log.Messages[0]
+	want := "slow-submit delay@message " + m.Message + "@" + m.Actor
+	var got []string
+	taskSpans := map[trace.TraceID]int{} // spans of the task other than the fault's
+	var faultTrace trace.TraceID
+	for _, s := range spans.GetSpans() {
+		if s.Name != "fault fp.kill.never" && strings.Contains(s.Name, "fp.kill.never") {
+			taskSpans[s.SpanContext.TraceID()]++
+		}
+		for _, e := range s.Events {
+			if e.Name != faultplan.SpanEvent {
+				continue
+			}
+			attrs := map[string]string{}
+			for _, a := range e.Attributes {
+				attrs[string(a.Key)] = a.Value.String()
+			}
+			if !s.Parent.IsValid() || s.Parent.TraceID() != s.SpanContext.TraceID() || s.Name != "fault fp.kill.never" {
+				t.Errorf("fault span %q: parent %v", s.Name, s.Parent)
+			}
+			faultTrace = s.SpanContext.TraceID()
+			got = append(got, attrs["atoll.fault.rule"]+" "+attrs["atoll.fault.action"]+"@"+attrs["atoll.fault.point"])
+		}
+	}
+	if !slices.Equal(got, []string{want}) {
+		t.Fatalf("span events %q, want [%q]", got, want)
+	}
+	if taskSpans[faultTrace] == 0 {
+		t.Errorf("the fault span is in trace %v, where the task has no span (%v)", faultTrace, taskSpans)
 	}
 }

@@ -93,6 +93,18 @@ type FaultInjector struct {
 	lastID RuleID
 	stats  Stats
 	log    faultLog
+	// onFault, if set (OnFault), is told of every message fault.
+	onFault func(FaultEvent, any)
+}
+
+// OnFault sets fn to be called, on the receiving actor's goroutine and
+// outside the injector's lock, with every message fault and its message
+// (a node records a span event on the faulted task's trace with it). fn
+// must not block.
+func (f *FaultInjector) OnFault(fn func(e FaultEvent, msg any)) {
+	f.mu.Lock()
+	f.onFault = fn
+	f.mu.Unlock()
 }
 
 type rule struct {
@@ -218,8 +230,16 @@ func (f *FaultInjector) Stats() Stats {
 // PID id is receiver, consuming one use of the rule that applies, or ok
 // == false when no rule matches.
 func (f *FaultInjector) decide(msg any, receiver string) (kind FaultKind, delay time.Duration, ok bool) {
+	var e FaultEvent
+	var hook func(FaultEvent, any)
+	defer func() {
+		if ok && hook != nil {
+			hook(e, msg)
+		}
+	}()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	hook = f.onFault
 	for i, r := range f.rules {
 		if r.actor != "" && ActorKind(receiver) != r.actor {
 			continue
@@ -231,7 +251,9 @@ func (f *FaultInjector) decide(msg any, receiver string) (kind FaultKind, delay 
 		if r.rng != nil && r.rng.Float64() >= r.prob {
 			continue
 		}
-		f.log.add(FaultEvent{Rule: r.name, Kind: r.kind, Message: MessageName(msg), Actor: ActorKind(receiver), Match: r.matched})
+		e = FaultEvent{Rule: r.name, Kind: r.kind, Message: MessageName(msg), Actor: ActorKind(receiver), Match: r.matched}
+		f.log.add(e)
+		e.Seq = f.log.seq
 		if r.remaining > 0 {
 			r.remaining--
 			if r.remaining == 0 {

@@ -82,7 +82,9 @@
 // with Point and Task for faults at points; atoll.FaultLog); a killed
 // worker is also an OpenTelemetry span event SpanEvent ("atoll.fault",
 // attributes atoll.fault.rule, atoll.fault.action, atoll.fault.point) on
-// a "fault <task>" span under the task's submit span. Message faults and
-// spill faults have no span event: neither the injector nor the spiller
-// knows the task they hit.
+// a "fault <task>" span under the task's submit span. So is a message
+// fault whose message carries a task (a submission, a forward, a push to
+// a worker, a forwarded actor call; point "message <type>@<actor kind>";
+// node.Node.traceMessageFaults). Spill faults have no span event: the
+// spiller does not know which task's object it writes.
 package faultplan

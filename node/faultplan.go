@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/atoll-runtime/atoll/actors"
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/faultplan"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -71,23 +72,62 @@ func (n *Node) withKillPoints(pc *raylet.ProcessConfig, tp trace.TracerProvider)
 			task = id.String()
 		}
 		n.log.Warn("fault plan: killing a worker", "rule", hit.Rule, "point", point, "task", spec.GetName(), "task_id", task, "attempt", spec.GetAttempt())
-		if spec.GetTrace() != nil {
-			recordFault(telemetry.Extract(context.Background(), spec.GetTrace()), tracer, "fault "+spec.GetName(), hit,
-				attribute.String("atoll.task_id", task), attribute.Int("atoll.attempt", int(spec.GetAttempt())))
-		}
+		recordFault(tracer, spec, hit.Rule, string(hit.Action), string(hit.Point))
 		return true
 	}
 	return pc
 }
 
-// recordFault records hit as a faultplan.SpanEvent event, with attributes
-// atoll.fault.rule, atoll.fault.action and atoll.fault.point, on a span
-// named name started (and ended) under ctx's span.
-func recordFault(ctx context.Context, tracer trace.Tracer, name string, hit faultplan.Hit, attrs ...attribute.KeyValue) {
-	_, span := tracer.Start(ctx, name, trace.WithAttributes(attrs...))
+// traceMessageFaults records every message fault of the node's injector
+// whose message carries a task (a submission, a forward, a push to a
+// worker, a forwarded actor call) on that task's trace, as the kill
+// points do: point "message <type>@<actor kind>".
+func (n *Node) traceMessageFaults(tp trace.TracerProvider) {
+	if n.cfg.Faults == nil {
+		return
+	}
+	tracer := telemetry.Tracer(tp)
+	n.cfg.Faults.OnFault(func(e actors.FaultEvent, msg any) {
+		if spec := taskOf(msg); spec != nil {
+			recordFault(tracer, spec, e.Rule, e.Kind.String(), "message "+e.Message+"@"+e.Actor)
+		}
+	})
+}
+
+// taskOf returns the task a message carries, or nil.
+func taskOf(msg any) *atollpb.TaskSpec {
+	switch m := msg.(type) {
+	case *atollpb.SubmitTask:
+		return m.Spec
+	case *atollpb.ForwardTask:
+		return m.Spec
+	case *atollpb.PushTask:
+		return m.Spec
+	case *atollpb.ForwardActorCall:
+		return m.Spec
+	}
+	return nil
+}
+
+// recordFault records a fault that hit spec's task as a
+// faultplan.SpanEvent event, with attributes atoll.fault.rule,
+// atoll.fault.action and atoll.fault.point, on a "fault <task>" span
+// started (and ended) under the task's submit span; nothing if the task
+// carries no trace context.
+func recordFault(tracer trace.Tracer, spec *atollpb.TaskSpec, rule, action, point string) {
+	if spec.GetTrace() == nil {
+		return
+	}
+	task := ""
+	if id, err := ids.FromBytes(spec.GetTaskId()); err == nil {
+		task = id.String()
+	}
+	ctx := telemetry.Extract(context.Background(), spec.GetTrace())
+	_, span := tracer.Start(ctx, "fault "+spec.GetName(), trace.WithAttributes(
+		attribute.String("atoll.task_id", task), attribute.Int("atoll.attempt", int(spec.GetAttempt()))))
 	span.AddEvent(faultplan.SpanEvent, trace.WithAttributes(
-		attribute.String("atoll.fault.rule", hit.Rule),
-		attribute.String("atoll.fault.action", string(hit.Action)),
-		attribute.String("atoll.fault.point", string(hit.Point))))
+		attribute.String("atoll.fault.rule", rule),
+		attribute.String("atoll.fault.action", action),
+		attribute.String("atoll.fault.point", point)))
 	span.End()
 }

@@ -132,6 +132,7 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.loadFaultPlan(); err != nil {
 		return err
 	}
+	n.traceMessageFaults(tp)
 	if err := n.resolveSecurity(); err != nil {
 		return err
 	}

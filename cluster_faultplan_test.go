@@ -12,6 +12,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/faultplan"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 	"github.com/atoll-runtime/atoll/node"
 )
 
@@ -98,16 +99,6 @@ func startPlanCluster(t *testing.T, plan string, n int) (*testcluster.Cluster, c
 		t.Fatal(err)
 	}
 	c := testcluster.Start(t, testcluster.Options{Nodes: n, Env: []string{faultplan.EnvPlan + "=" + file}})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	if err := atoll.Init(ctx, atoll.WithAddress(c.Address()), atoll.WithSecret(c.Secret()), atoll.WithObjectStoreMemory(64<<20),
-		atoll.WithFaultPlan(p)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := atoll.Shutdown(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
-	return c, ctx
+	return c, testmain.Init(t, 2*time.Minute, atoll.WithAddress(c.Address()), atoll.WithSecret(c.Secret()),
+		atoll.WithObjectStoreMemory(64<<20), atoll.WithFaultPlan(p))
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/natsembed"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 	"github.com/atoll-runtime/atoll/node"
 )
 
@@ -96,17 +97,8 @@ func byteSum(b []byte) uint64 {
 // joinCluster connects this test's driver to c.
 func joinCluster(t *testing.T, c *testcluster.Cluster, opts ...atoll.Option) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	opts = append([]atoll.Option{atoll.WithAddress(c.Address()), atoll.WithSecret(c.Secret()), atoll.WithObjectStoreMemory(512 << 20)}, opts...)
-	if err := atoll.Init(ctx, opts...); err != nil {
-		t.Fatalf("Init(WithAddress(%s)): %v", c.Address(), err)
-	}
-	t.Cleanup(func() {
-		if err := atoll.Shutdown(context.Background()); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
+	ctx := testmain.Init(t, 3*time.Minute, append([]atoll.Option{atoll.WithAddress(c.Address()), atoll.WithSecret(c.Secret()),
+		atoll.WithObjectStoreMemory(512 << 20)}, opts...)...)
 	// Wait until the driver's node sees every node of the cluster: tasks
 	// submitted before would all go to the first node it heard of.
 	eventually(t, "the driver to see the cluster's nodes", func() bool {

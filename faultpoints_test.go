@@ -45,15 +45,48 @@ rules:
   - {name: kill-reply, action: kill-worker, point: after-execute, task: fp.counter.Add, count: 1}
 `
 
-func TestFaultPlanKillsWorkersAtPoints(t *testing.T) {
-	p, err := faultplan.Parse([]byte(killPlan))
+// startTracedPlan runs atoll with worker processes under plan, its spans
+// going to the exporter it returns.
+func startTracedPlan(t *testing.T, plan string) (context.Context, *tracetest.InMemoryExporter) {
+	t.Helper()
+	p, err := faultplan.Parse([]byte(plan))
 	if err != nil {
 		t.Fatal(err)
 	}
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	ctx := startProcesses(t, atoll.WithFaultPlan(p), atoll.WithTracerProvider(tp))
+	return startProcesses(t, atoll.WithFaultPlan(p), atoll.WithTracerProvider(tp)), spans
+}
+
+// faultEvents returns the atoll.fault span events spans holds, as "rule
+// action@point", and the span each is on; each span must have a parent
+// in its own trace (the task's submit span).
+func faultEvents(t *testing.T, spans *tracetest.InMemoryExporter) ([]string, []tracetest.SpanStub) {
+	t.Helper()
+	var events []string
+	var on []tracetest.SpanStub
+	for _, s := range spans.GetSpans() {
+		for _, e := range s.Events {
+			if e.Name != faultplan.SpanEvent {
+				continue
+			}
+			attrs := map[string]string{}
+			for _, a := range e.Attributes {
+				attrs[string(a.Key)] = a.Value.String()
+			}
+			if !s.Parent.IsValid() || s.Parent.TraceID() != s.SpanContext.TraceID() {
+				t.Errorf("fault span %s has no parent in the task's trace", s.Name)
+			}
+			events = append(events, attrs["atoll.fault.rule"]+" "+attrs["atoll.fault.action"]+"@"+attrs["atoll.fault.point"])
+			on = append(on, s)
+		}
+	}
+	return events, on
+}
+
+func TestFaultPlanKillsWorkersAtPoints(t *testing.T) {
+	ctx, spans := startTracedPlan(t, killPlan)
 
 	// Killed before it ran: the retry (attempt 1) answers.
 	if v, err := atoll.Get(ctx, fpBefore.Remote(ctx, atoll.Value(1), atoll.MaxRetries(1))); err != nil || v != 101 {
@@ -111,22 +144,7 @@ func TestFaultPlanKillsWorkersAtPoints(t *testing.T) {
 	}
 
 	// Each kill is an atoll.fault event on a span of the task's trace.
-	var events []string
-	for _, s := range spans.GetSpans() {
-		for _, e := range s.Events {
-			if e.Name != faultplan.SpanEvent {
-				continue
-			}
-			attrs := map[string]string{}
-			for _, a := range e.Attributes {
-				attrs[string(a.Key)] = a.Value.String()
-			}
-			if !s.Parent.IsValid() || s.Parent.TraceID() != s.SpanContext.TraceID() {
-				t.Errorf("fault span %s has no parent in the task's trace", s.Name)
-			}
-			events = append(events, attrs["atoll.fault.rule"]+" "+attrs["atoll.fault.action"]+"@"+attrs["atoll.fault.point"])
-		}
-	}
+	events, _ := faultEvents(t, spans)
 	wantEvents := []string{"kill-before kill-worker@before-execute", "kill-after kill-worker@after-execute", "kill-after kill-worker@after-execute",
 		"kill-call kill-worker@before-execute", "kill-reply kill-worker@after-execute"}
 	if !slices.Equal(events, wantEvents) {
@@ -138,18 +156,11 @@ func TestFaultPlanKillsWorkersAtPoints(t *testing.T) {
 // carrying a task (here a delayed submission) is an atoll.fault event on
 // a span of that task's trace, as worker kills are.
 func TestMessageFaultsOnTheTrace(t *testing.T) {
-	p, err := faultplan.Parse([]byte(`
+	ctx, spans := startTracedPlan(t, `
 seed: 1
 rules:
   - {name: slow-submit, action: delay, message: SubmitTask, actor: raylet, delay: 1ms, count: 1}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	spans := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	ctx := startProcesses(t, atoll.WithFaultPlan(p), atoll.WithTracerProvider(tp))
+`)
 	if v, err := atoll.Get(ctx, fpNever.Remote(ctx, atoll.Value(4))); err != nil || v != 4 {
 		t.Fatalf("a delayed submission: %v %v", v, err)
 	}
@@ -159,32 +170,20 @@ rules:
 	}
 	m := log.Messages[0]
 	want := "slow-submit delay@message " + m.Message + "@" + m.Actor
-	var got []string
+	got, on := faultEvents(t, spans)
+	if !slices.Equal(got, []string{want}) {
+		t.Fatalf("span events %q, want [%q]", got, want)
+	}
+	if on[0].Name != "fault fp.kill.never" {
+		t.Errorf("the fault is on span %q, want %q", on[0].Name, "fault fp.kill.never")
+	}
 	taskSpans := map[trace.TraceID]int{} // spans of the task other than the fault's
-	var faultTrace trace.TraceID
 	for _, s := range spans.GetSpans() {
 		if s.Name != "fault fp.kill.never" && strings.Contains(s.Name, "fp.kill.never") {
 			taskSpans[s.SpanContext.TraceID()]++
 		}
-		for _, e := range s.Events {
-			if e.Name != faultplan.SpanEvent {
-				continue
-			}
-			attrs := map[string]string{}
-			for _, a := range e.Attributes {
-				attrs[string(a.Key)] = a.Value.String()
-			}
-			if !s.Parent.IsValid() || s.Parent.TraceID() != s.SpanContext.TraceID() || s.Name != "fault fp.kill.never" {
-				t.Errorf("fault span %q: parent %v", s.Name, s.Parent)
-			}
-			faultTrace = s.SpanContext.TraceID()
-			got = append(got, attrs["atoll.fault.rule"]+" "+attrs["atoll.fault.action"]+"@"+attrs["atoll.fault.point"])
-		}
 	}
-	if !slices.Equal(got, []string{want}) {
-		t.Fatalf("span events %q, want [%q]", got, want)
-	}
-	if taskSpans[faultTrace] == 0 {
+	if faultTrace := on[0].SpanContext.TraceID(); taskSpans[faultTrace] == 0 {
 		t.Errorf("the fault span is in trace %v, where the task has no span (%v)", faultTrace, taskSpans)
 	}
 }

@@ -15,18 +15,8 @@ func TestMain(m *testing.M) { testmain.Run(m) }
 // workers (tests that need worker processes pass ProcessWorkers).
 func start(t *testing.T, opts ...atoll.Option) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	opts = append([]atoll.Option{atoll.WithObjectStoreMemory(256 << 20), atoll.WithNumCPUs(2), atoll.WithWorkerMode(atoll.InProcessWorkers)}, opts...)
-	if err := atoll.Init(ctx, opts...); err != nil {
-		t.Fatalf("Init: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := atoll.Shutdown(context.Background()); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
-	return ctx
+	return testmain.Init(t, 2*time.Minute, append([]atoll.Option{atoll.WithObjectStoreMemory(256 << 20), atoll.WithNumCPUs(2),
+		atoll.WithWorkerMode(atoll.InProcessWorkers)}, opts...)...)
 }
 
 // eventually polls cond until it holds or the deadline passes.

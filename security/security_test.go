@@ -23,6 +23,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 	"github.com/atoll-runtime/atoll/node"
 	"github.com/atoll-runtime/atoll/remote"
 )
@@ -65,18 +66,8 @@ func copyFile(t *testing.T, src, dst, extra string) {
 // join connects this test's driver to c with the cluster's secret.
 func join(t *testing.T, c *testcluster.Cluster, opts ...atoll.Option) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	opts = append([]atoll.Option{atoll.WithAddress(c.Address()), atoll.WithSecret(c.Secret()), atoll.WithObjectStoreMemory(32 << 20)}, opts...)
-	if err := atoll.Init(ctx, opts...); err != nil {
-		t.Fatalf("Init: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := atoll.Shutdown(context.Background()); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
-	return ctx
+	return testmain.Init(t, 2*time.Minute, append([]atoll.Option{atoll.WithAddress(c.Address()), atoll.WithSecret(c.Secret()),
+		atoll.WithObjectStoreMemory(32 << 20)}, opts...)...)
 }
 
 // checkSquare runs square(7) on the cluster.

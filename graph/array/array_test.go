@@ -14,6 +14,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/graph"
 	"github.com/atoll-runtime/atoll/graph/array"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 )
 
 func TestMain(m *testing.M) {
@@ -27,18 +28,7 @@ func TestMain(m *testing.M) {
 // small object store.
 func start(t *testing.T, opts ...atoll.Option) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	opts = append([]atoll.Option{atoll.WithObjectStoreMemory(128 << 20), atoll.WithNumCPUs(2)}, opts...)
-	if err := atoll.Init(ctx, opts...); err != nil {
-		t.Fatalf("Init: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := atoll.Shutdown(context.Background()); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
-	return ctx
+	return testmain.Init(t, 3*time.Minute, append([]atoll.Option{atoll.WithObjectStoreMemory(128 << 20), atoll.WithNumCPUs(2)}, opts...)...)
 }
 
 func compute(t *testing.T, ctx context.Context, a array.Array) *mat.Dense {

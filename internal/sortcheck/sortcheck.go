@@ -1,7 +1,11 @@
-// Package sortcheck verifies sorts of int64s, as the sort samples do: a
-// Summary of each chunk or sorted partition (count, an order-independent
-// checksum, min, max, sortedness) whose totals must match the input's.
+// Package sortcheck is what the sort samples share: the input they
+// generate (Generate, a chunk per seed), the splitter samples they draw
+// (Sample), and the check of a sort of int64s: a Summary of each chunk or
+// sorted partition (count, an order-independent checksum, min, max,
+// sortedness) whose totals must match the input's.
 package sortcheck
+
+import "math/rand/v2"
 
 // Summary describes a chunk or a sorted partition.
 type Summary struct {
@@ -34,4 +38,42 @@ func Summarize(xs []int64) Summary {
 		}
 	}
 	return s
+}
+
+// GenArgs names one chunk of a generated column: N pseudo-random int64s
+// from Seed.
+type GenArgs struct {
+	Seed uint64
+	N    int
+}
+
+// Generate makes the chunk a names (PCG seeded (Seed, 0x5eed)): the same
+// arguments give the same chunk, on any node and at any attempt.
+func Generate(a GenArgs) []int64 {
+	r := rand.New(rand.NewPCG(a.Seed, 0x5eed))
+	xs := make([]int64, a.N)
+	for i := range xs {
+		xs[i] = int64(r.Uint64())
+	}
+	return xs
+}
+
+// SampleResult is what Sample returns: values of a chunk picked at
+// random (for splitters) and the chunk's Summary (for the final check).
+type SampleResult struct {
+	Samples []int64
+	Input   Summary
+}
+
+// Sample picks k values of chunk at random, with replacement (PCG seeded
+// (len(chunk), k); none from an empty chunk), and summarises the chunk.
+func Sample(chunk []int64, k int) SampleResult {
+	r := rand.New(rand.NewPCG(uint64(len(chunk)), uint64(k)))
+	out := SampleResult{Input: Summarize(chunk)}
+	if len(chunk) > 0 {
+		for range k {
+			out.Samples = append(out.Samples, chunk[r.IntN(len(chunk))])
+		}
+	}
+	return out
 }

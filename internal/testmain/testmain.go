@@ -36,10 +36,17 @@ func Run(m *testing.M) {
 // the test ends. The context it returns ends after 3 minutes.
 func Start(t *testing.T, opts ...atoll.Option) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	return Init(t, 3*time.Minute, append([]atoll.Option{atoll.WithObjectStoreMemory(256 << 20), atoll.WithNumCPUs(2),
+		atoll.WithWorkerMode(atoll.ProcessWorkers)}, opts...)...)
+}
+
+// Init runs atoll with opts (and no defaults of its own) until the test
+// ends, when it shuts it down and reports a failed Shutdown; the context
+// it returns ends after timeout.
+func Init(t testing.TB, timeout time.Duration, opts ...atoll.Option) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
-	opts = append([]atoll.Option{atoll.WithObjectStoreMemory(256 << 20), atoll.WithNumCPUs(2),
-		atoll.WithWorkerMode(atoll.ProcessWorkers)}, opts...)
 	if err := atoll.Init(ctx, opts...); err != nil {
 		t.Fatalf("Init: %v", err)
 	}

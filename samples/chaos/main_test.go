@@ -27,36 +27,46 @@ func smallOptions() options {
 	return opts
 }
 
-// TestDefaultPlanRunPasses runs the command small under its default plan
-// on three node processes: every checker passes, and every rule of the
-// plan, and the driver's worker kills, injected at least one fault.
-func TestDefaultPlanRunPasses(t *testing.T) {
+// runSmall runs the command with opts (JSON out) and returns its records
+// by metric, after checking that every checker passed; out and progress
+// are logged if the test fails.
+func runSmall(t *testing.T, opts options) map[string]map[string]any {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	opts := smallOptions()
 	var out, progress bytes.Buffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("records:\n%s\nprogress:\n%s", out.String(), progress.String())
+		}
+	})
 	ok, err := run(ctx, opts, &out, &progress)
 	if err != nil {
-		t.Fatalf("run: %v\nprogress:\n%s", err, progress.String())
+		t.Fatalf("run: %v", err)
 	}
 	got, err := benchfmt.ByMetric(&out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []string{"sort", "bank_conservation", "bank_order", "task_results", "stores"} {
-		r := got["checker_"+c]
-		if r == nil || r["value"] != 1.0 || r["verified"] != true {
+	for _, c := range []string{"sort", "bank_conservation", "bank_order", "task_results", "stores", "no_read_after_free"} {
+		if r := got["checker_"+c]; r == nil || r["value"] != 1.0 || r["verified"] != true {
 			t.Errorf("checker %s: %v", c, r)
 		}
 	}
+	if !ok {
+		t.Error("run reports a failed checker")
+	}
+	return got
+}
+
+// TestDefaultPlanRunPasses runs the command small under its default plan
+// on three node processes: every checker passes, and every rule of the
+// plan, and the driver's worker kills, injected at least one fault.
+func TestDefaultPlanRunPasses(t *testing.T) {
+	opts := smallOptions()
+	got := runSmall(t, opts)
 	if r := got["checker_plan"]; r != nil {
 		t.Errorf("not every timed rule fired: %v", r)
-	}
-	if r := got["checker_no_read_after_free"]; r == nil || r["value"] != 1.0 || r["verified"] != true {
-		t.Errorf("checker no_read_after_free: %v", r)
-	}
-	if !ok {
-		t.Errorf("run reports a failed checker:\n%s", out.String())
 	}
 	p, err := loadPlan("", nil)
 	if err != nil {
@@ -76,9 +86,6 @@ func TestDefaultPlanRunPasses(t *testing.T) {
 	if rec := got["faults_rule_kill_a_node"]; rec != nil && !strings.Contains(rec["config"].(map[string]any)["target"].(string), "not the head") {
 		t.Errorf("kill-node target: %v", rec)
 	}
-	if t.Failed() {
-		t.Logf("records:\n%s\nprogress:\n%s", out.String(), progress.String())
-	}
 }
 
 // TestFullPlanRunPasses runs the command small under testdata/full.yaml on
@@ -87,34 +94,13 @@ func TestDefaultPlanRunPasses(t *testing.T) {
 // killed. Every checker passes; the partition and the kill happened, and
 // the cut node was declared dead.
 func TestFullPlanRunPasses(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
 	opts := smallOptions()
 	opts.nodes, opts.plan, opts.killEvery = 4, "testdata/full.yaml", 2*time.Second
-	var out, progress bytes.Buffer
-	ok, err := run(ctx, opts, &out, &progress)
-	if err != nil {
-		t.Fatalf("run: %v\nprogress:\n%s", err, progress.String())
-	}
-	got, err := benchfmt.ByMetric(&out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !ok {
-		t.Errorf("a checker failed")
-	}
-	for _, c := range []string{"sort", "bank_conservation", "bank_order", "task_results", "stores", "no_read_after_free"} {
-		if r := got["checker_"+c]; r == nil || r["value"] != 1.0 || r["verified"] != true {
-			t.Errorf("checker %s: %v", c, r)
-		}
-	}
+	got := runSmall(t, opts)
 	for _, rule := range []string{"cut_a_node", "kill_a_node", "lossy_loads"} {
 		if rec := got["faults_rule_"+rule]; rec == nil || rec["value"].(float64) < 1 {
 			t.Errorf("rule %s injected nothing: %v", rule, rec)
 		}
-	}
-	if t.Failed() {
-		t.Logf("records:\n%s\nprogress:\n%s", out.String(), progress.String())
 	}
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 
 	"github.com/atoll-runtime/atoll/internal/sortcheck"
@@ -32,37 +31,19 @@ const samplesPerChunk = 64
 // or arguments carry (runSort).
 const maxInlineSum = 512 << 10
 
-type genArgs struct {
-	Seed uint64
-	N    int
-}
-
-type sampleResult struct {
-	Samples []int64
-	Input   sortcheck.Summary
-}
-
 var (
-	sortGen = atoll.NewFunc1("chaos.sortGen", func(ctx context.Context, a genArgs) ([]int64, error) {
+	sortGen = atoll.NewFunc1("chaos.sortGen", func(ctx context.Context, a sortcheck.GenArgs) ([]int64, error) {
 		if err := noteRerun(ctx, "chaos.sortGen"); err != nil {
 			return nil, err
 		}
-		r := rand.New(rand.NewPCG(a.Seed, 0x5eed))
-		xs := make([]int64, a.N)
-		for i := range xs {
-			xs[i] = int64(r.Uint64())
-		}
-		return xs, nil
+		return sortcheck.Generate(a), nil
 	})
-	sortSample = atoll.NewFunc1("chaos.sortSample", func(ctx context.Context, chunk []int64) (sampleResult, error) {
+	sortSample = atoll.NewFunc1("chaos.sortSample", func(ctx context.Context, chunk []int64) (sortcheck.SampleResult, error) {
 		if err := noteRerun(ctx, "chaos.sortSample"); err != nil {
-			return sampleResult{}, err
+			return sortcheck.SampleResult{}, err
 		}
-		r := rand.New(rand.NewPCG(uint64(len(chunk)), samplesPerChunk))
-		out := sampleResult{Input: sortcheck.Summarize(chunk)}
-		for range min(samplesPerChunk, len(chunk)) {
-			out.Samples = append(out.Samples, chunk[r.IntN(len(chunk))])
-		}
+		out := sortcheck.Sample(chunk, samplesPerChunk)
+		out.Samples = out.Samples[:min(len(out.Samples), len(chunk))] // no more samples than values
 		return out, nil
 	})
 	sortPartition = atoll.NewMultiFunc2("chaos.sortPartition", func(ctx context.Context, chunk, splitters []int64) ([][]int64, error) {
@@ -126,9 +107,9 @@ func runSort(ctx context.Context, k *killer, size int64, p int, progress func(st
 	}
 	opts := k.taskOptions()
 	chunks := make([]atoll.ObjectRef[[]int64], p)
-	samples := make([]atoll.ObjectRef[sampleResult], p)
+	samples := make([]atoll.ObjectRef[sortcheck.SampleResult], p)
 	for i := range chunks {
-		chunks[i] = sortGen.Remote(ctx, atoll.Value(genArgs{Seed: uint64(i) + 1, N: n/p + boolInt(i < n%p)}), opts...)
+		chunks[i] = sortGen.Remote(ctx, atoll.Value(sortcheck.GenArgs{Seed: uint64(i) + 1, N: n/p + boolInt(i < n%p)}), opts...)
 		samples[i] = sortSample.Remote(ctx, chunks[i], opts...)
 		k.track(chunks[i], samples[i])
 	}

@@ -41,37 +41,16 @@ import (
 // enough to keep partitions within a few percent of each other.
 const samplesPerChunk = 64
 
-type genArgs struct {
-	Seed uint64
-	N    int
-}
-
-type sampleResult struct {
-	Samples []int64
-	Input   sortcheck.Summary
-}
-
 var (
 	// gen makes one chunk of the column.
-	gen = atoll.NewFunc1("sort.gen", func(_ context.Context, a genArgs) ([]int64, error) {
-		r := rand.New(rand.NewPCG(a.Seed, 0x5eed))
-		xs := make([]int64, a.N)
-		for i := range xs {
-			xs[i] = int64(r.Uint64())
-		}
-		return xs, nil
+	gen = atoll.NewFunc1("sort.gen", func(_ context.Context, a sortcheck.GenArgs) ([]int64, error) {
+		return sortcheck.Generate(a), nil
 	})
 	// sample picks k values of a chunk at random, and summarises the
 	// chunk (count and multiset checksum) for the final check.
-	sample = atoll.NewFunc2("sort.sample", func(_ context.Context, chunk []int64, k int) (sampleResult, error) {
-		r := rand.New(rand.NewPCG(uint64(len(chunk)), uint64(k)))
-		out := sampleResult{Input: sortcheck.Summarize(chunk)}
+	sample = atoll.NewFunc2("sort.sample", func(_ context.Context, chunk []int64, k int) (sortcheck.SampleResult, error) {
+		out := sortcheck.Sample(chunk, k)
 		out.Input.Sorted = false
-		if len(chunk) > 0 {
-			for range k {
-				out.Samples = append(out.Samples, chunk[r.IntN(len(chunk))])
-			}
-		}
 		return out, nil
 	})
 	// partition splits a chunk into one bucket per output partition.
@@ -315,11 +294,11 @@ type sortResult struct {
 func sortColumn(ctx context.Context, opts options, n int, progress *benchfmt.Progress) (sortResult, error) {
 	p := opts.partitions
 	chunks := make([]atoll.ObjectRef[[]int64], p)
-	samples := make([]atoll.ObjectRef[sampleResult], p)
+	samples := make([]atoll.ObjectRef[sortcheck.SampleResult], p)
 	progress.Phase(fmt.Sprintf("generate and sample %d chunks", p))
 	for i := range chunks {
 		size := n/p + boolInt(i < n%p)
-		chunks[i] = gen.Remote(ctx, atoll.Value(genArgs{Seed: uint64(i) + 1, N: size}))
+		chunks[i] = gen.Remote(ctx, atoll.Value(sortcheck.GenArgs{Seed: uint64(i) + 1, N: size}))
 		samples[i] = sample.Remote(ctx, chunks[i], atoll.Value(samplesPerChunk))
 	}
 	var input sortcheck.Summary

@@ -81,4 +81,10 @@ var (
 	// secret, or none was found (ATOLL_SECRET, ATOLL_SECRET_FILE,
 	// WithSecret, or the head's secret file on its machine).
 	ErrUnauthenticated = errs.ErrUnauthenticated
+	// ErrPermissionDenied: the cluster authenticated this process but its
+	// credentials do not allow the request: a read-only (reader)
+	// credential asked for a change, or fault injection (KillNode,
+	// PartitionNode, a plan's kill-node or partition) was asked of a
+	// cluster whose head was started without --fault-injection.
+	ErrPermissionDenied = errs.ErrPermissionDenied
 )

@@ -69,6 +69,10 @@ const (
 	// cap or its store's size. Not retried: the same request would be
 	// refused again until the work queued there drains.
 	ErrorCode_RESOURCE_EXHAUSTED ErrorCode = 16
+	// The caller's credentials do not allow the request: a read-only
+	// credential asked for a change, or fault injection was asked of a
+	// cluster whose head does not allow it.
+	ErrorCode_PERMISSION_DENIED ErrorCode = 17
 )
 
 // Enum value maps for ErrorCode.
@@ -91,6 +95,7 @@ var (
 		14: "FORWARD_LOST",
 		15: "OBJECT_RECONSTRUCTION_FAILED",
 		16: "RESOURCE_EXHAUSTED",
+		17: "PERMISSION_DENIED",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_UNSPECIFIED":       0,
@@ -110,6 +115,7 @@ var (
 		"FORWARD_LOST":                 14,
 		"OBJECT_RECONSTRUCTION_FAILED": 15,
 		"RESOURCE_EXHAUSTED":           16,
+		"PERMISSION_DENIED":            17,
 	}
 )
 
@@ -702,7 +708,7 @@ const file_atollpb_common_proto_rawDesc = "" +
 	"\x06stored\x18\x03 \x01(\v2\x18.atoll.v1.ObjectLocationH\x00R\x06stored\x12+\n" +
 	"\x05error\x18\x04 \x01(\v2\x13.atoll.v1.ErrorInfoH\x00R\x05error\x12:\n" +
 	"\x0econtained_refs\x18\x05 \x03(\v2\x13.atoll.v1.ObjectRefR\rcontainedRefsB\x06\n" +
-	"\x04kind*\xd7\x02\n" +
+	"\x04kind*\xee\x02\n" +
 	"\tErrorCode\x12\x1a\n" +
 	"\x16ERROR_CODE_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -724,7 +730,8 @@ const file_atollpb_common_proto_rawDesc = "" +
 	"\rUNSCHEDULABLE\x10\r\x12\x10\n" +
 	"\fFORWARD_LOST\x10\x0e\x12 \n" +
 	"\x1cOBJECT_RECONSTRUCTION_FAILED\x10\x0f\x12\x16\n" +
-	"\x12RESOURCE_EXHAUSTED\x10\x10*\xa8\x01\n" +
+	"\x12RESOURCE_EXHAUSTED\x10\x10\x12\x15\n" +
+	"\x11PERMISSION_DENIED\x10\x11*\xa8\x01\n" +
 	"\x05Codec\x12\x15\n" +
 	"\x11CODEC_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vCODEC_BYTES\x10\x01\x12\x11\n" +

@@ -143,9 +143,14 @@ type NodeInfo struct {
 	GossipAddress string `protobuf:"bytes,11,opt,name=gossip_address,json=gossipAddress,proto3" json:"gossip_address,omitempty"`
 	// A driver's node: it holds the driver's objects and runs tasks only if
 	// the driver gave it CPUs.
-	IsDriver      bool `protobuf:"varint,12,opt,name=is_driver,json=isDriver,proto3" json:"is_driver,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	IsDriver bool `protobuf:"varint,12,opt,name=is_driver,json=isDriver,proto3" json:"is_driver,omitempty"`
+	// On the head: the cluster allows fault injection between nodes
+	// (KillNode, PartitionNode); its NATS server refuses those subjects
+	// otherwise. Set as well on a head using an existing NATS server, whose
+	// own permissions decide.
+	FaultInjection bool `protobuf:"varint,13,opt,name=fault_injection,json=faultInjection,proto3" json:"fault_injection,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *NodeInfo) Reset() {
@@ -258,6 +263,13 @@ func (x *NodeInfo) GetGossipAddress() string {
 func (x *NodeInfo) GetIsDriver() bool {
 	if x != nil {
 		return x.IsDriver
+	}
+	return false
+}
+
+func (x *NodeInfo) GetFaultInjection() bool {
+	if x != nil {
+		return x.FaultInjection
 	}
 	return false
 }
@@ -977,7 +989,7 @@ var File_atollpb_gcs_proto protoreflect.FileDescriptor
 
 const file_atollpb_gcs_proto_rawDesc = "" +
 	"\n" +
-	"\x11atollpb/gcs.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\"\x8f\x04\n" +
+	"\x11atollpb/gcs.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\"\xb8\x04\n" +
 	"\bNodeInfo\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12?\n" +
@@ -991,7 +1003,8 @@ const file_atollpb_gcs_proto_rawDesc = "" +
 	"\x10transfer_address\x18\n" +
 	" \x01(\tR\x0ftransferAddress\x12%\n" +
 	"\x0egossip_address\x18\v \x01(\tR\rgossipAddress\x12\x1b\n" +
-	"\tis_driver\x18\f \x01(\bR\bisDriver\x1a<\n" +
+	"\tis_driver\x18\f \x01(\bR\bisDriver\x12'\n" +
+	"\x0ffault_injection\x18\r \x01(\bR\x0efaultInjection\x1a<\n" +
 	"\x0eResourcesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\x84\x03\n" +

@@ -293,6 +293,9 @@ func (g *Gateway) KillActor(m *atollpb.KillActor) {
 // KillNode orders node to die at once, as if its machine failed (fault
 // injection); it returns when the node acknowledged.
 func (g *Gateway) KillNode(ctx context.Context, node ids.NodeID) error {
+	if err := g.faultInjectionAllowed(ctx, "KillNode"); err != nil {
+		return err
+	}
 	if _, err := g.cfg.Conn.RequestWithContext(ctx, nodeSubject(g.cfg.Prefix, node, "crash"), nil); err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
 			return errs.NotFoundf("KillNode: no live node %s", node.Short())

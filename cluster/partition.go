@@ -71,6 +71,9 @@ func (g *Gateway) servePartition(m *nats.Msg) {
 // has that id, and ErrInvalidArgument for the head, a node without a
 // switch, or a bad direction or duration.
 func (g *Gateway) PartitionNode(ctx context.Context, node ids.NodeID, dir string, d time.Duration) error {
+	if err := g.faultInjectionAllowed(ctx, "PartitionNode"); err != nil {
+		return err
+	}
 	return askNode(ctx, g.cfg.Conn, nodeSubject(g.cfg.Prefix, node, "partition"), "PartitionNode", node,
 		&atollpb.PartitionRequest{NodeId: node.Bytes(), Direction: dir, DurationMs: d.Milliseconds()}, &atollpb.PartitionReply{})
 }

@@ -158,13 +158,17 @@ func (c *Client) do(ctx context.Context, req *atollpb.GcsRequest) (*atollpb.GcsR
 		ctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
 		defer cancel()
 	}
-	msg := nats.NewMsg(c.subject)
+	subject := c.subject
+	if readOnly(req) {
+		subject = ReadSubject(c.opts.Prefix)
+	}
+	msg := nats.NewMsg(subject)
 	msg.Data = data
 	propagatorOrDefault(c.opts.Propagator).Inject(ctx, natsHeaderCarrier(msg.Header))
 
 	resp, err := c.request(ctx, msg)
 	if err != nil {
-		return nil, c.transportError(ctx, op, err)
+		return nil, c.transportError(ctx, op, msg, err)
 	}
 	reply := &atollpb.GcsReply{}
 	if err := proto.Unmarshal(resp.Data, reply); err != nil {
@@ -195,10 +199,10 @@ func (c *Client) request(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) 
 	}
 }
 
-func (c *Client) transportError(ctx context.Context, op string, err error) error {
+func (c *Client) transportError(ctx context.Context, op string, msg *nats.Msg, err error) error {
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return errs.Unavailablef("gcs %s: no GCS is serving %s", op, c.subject)
+		return errs.Unavailablef("gcs %s: no GCS is serving %s", op, msg.Subject)
 	case ctx.Err() != nil:
 		return fmt.Errorf("%w: %w", errs.Unavailablef("gcs %s: no reply", op), ctx.Err())
 	case errors.Is(err, nats.ErrTimeout):

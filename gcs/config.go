@@ -13,6 +13,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/atoll-runtime/atoll/atollpb"
 )
 
 // Defaults applied to zero fields of Config and ClientOptions.
@@ -247,8 +249,25 @@ func checkPrefix(p string) (string, error) {
 	return p, nil
 }
 
-// RequestSubject is the subject GCS requests (GcsRequest protos) are sent to.
+// RequestSubject is the subject GCS requests (GcsRequest protos) that
+// change the tables are sent to.
 func RequestSubject(prefix string) string { return prefix + ".gcs.v1" }
+
+// ReadSubject is the subject of the requests that only read (ListNodes,
+// GetActor, GetNamedActor, ListActors, ListJobs): a head's NATS lets a
+// read-only user publish here and not on RequestSubject, and the GCS
+// refuses a change sent here with PERMISSION_DENIED.
+func ReadSubject(prefix string) string { return prefix + ".gcs.v1.read" }
+
+// readOnly tells whether req only reads the tables.
+func readOnly(req *atollpb.GcsRequest) bool {
+	switch req.Op.(type) {
+	case *atollpb.GcsRequest_ListNodes, *atollpb.GcsRequest_GetActor, *atollpb.GcsRequest_GetNamedActor,
+		*atollpb.GcsRequest_ListActors, *atollpb.GcsRequest_ListJobs:
+		return true
+	}
+	return false
+}
 
 // NodeEventsSubject carries a NodeInfo after every change of a node.
 func NodeEventsSubject(prefix string) string { return prefix + ".events.node" }

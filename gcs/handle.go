@@ -26,6 +26,9 @@ func (s *server) handle(r *request) {
 		reply = errorReply(errs.Invalidf("gcs: undecodable request: %v", err))
 	} else {
 		op = opName(req)
+		if r.read && !readOnly(req) {
+			reply = errorReply(errs.PermissionDeniedf("gcs: %s changes the tables; it is not served on %s", op, ReadSubject(s.cfg.Prefix)))
+		}
 	}
 
 	ctx := s.prop.Extract(context.Background(), natsHeaderCarrier(r.header))

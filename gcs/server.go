@@ -35,7 +35,7 @@ type server struct {
 	cfg     Config
 	tables  *tables
 	store   *store
-	sub     *nats.Subscription
+	subs    []*nats.Subscription // RequestSubject, ReadSubject
 	tracer  trace.Tracer
 	prop    propagation.TextMapPropagator
 	backoff time.Duration
@@ -47,6 +47,8 @@ type server struct {
 
 // request is a GCS request copied out of a NATS callback.
 type request struct {
+	// read: it came on ReadSubject, where only reads are served.
+	read   bool
 	data   []byte
 	header map[string][]string
 	reply  string
@@ -58,7 +60,7 @@ func (s *server) Receive(ctx actor.Context) {
 	case *actor.Started:
 		s.start(ctx)
 	case *actor.ReceiveTimeout:
-		if s.sub == nil {
+		if s.subs == nil {
 			s.start(ctx)
 		}
 	case *request:
@@ -114,14 +116,18 @@ func (s *server) open(ctx actor.Context) error {
 	s.prune(c)
 
 	root, self := ctx.ActorSystem().Root, ctx.Self()
-	sub, err := s.cfg.Conn.QueueSubscribe(RequestSubject(s.cfg.Prefix), QueueGroup, func(m *nats.Msg) {
-		// Never block here and never touch state: copy and hand over.
-		root.Send(self, &request{data: m.Data, header: cloneHeader(m.Header), reply: m.Reply})
-	})
-	if err != nil {
-		return err
+	for _, subject := range []string{RequestSubject(s.cfg.Prefix), ReadSubject(s.cfg.Prefix)} {
+		read := subject == ReadSubject(s.cfg.Prefix)
+		sub, err := s.cfg.Conn.QueueSubscribe(subject, QueueGroup, func(m *nats.Msg) {
+			// Never block here and never touch state: copy and hand over.
+			root.Send(self, &request{read: read, data: m.Data, header: cloneHeader(m.Header), reply: m.Reply})
+		})
+		if err != nil {
+			s.stop()
+			return err
+		}
+		s.subs = append(s.subs, sub)
 	}
-	s.sub = sub
 	// Make the interest known to the server before declaring readiness.
 	if err := s.cfg.Conn.FlushTimeout(s.cfg.RequestTimeout); err != nil {
 		s.cfg.Logger.Warn("gcs: flush after subscribe", "err", err)
@@ -129,28 +135,30 @@ func (s *server) open(ctx actor.Context) error {
 	return nil
 }
 
-// stop drains the subscription and waits (bounded by RequestTimeout) until
-// the server has dropped the interest, so that a new GCS instance gets
-// every later request. Requests still in flight are not answered; their
-// callers see a timeout.
+// stop drains the subscriptions and waits (bounded by RequestTimeout)
+// until the server has dropped the interest, so that a new GCS instance
+// gets every later request. Requests still in flight are not answered;
+// their callers see a timeout.
 func (s *server) stop() {
-	if s.sub == nil {
-		return
-	}
-	sub := s.sub
-	s.sub = nil
-	closed := sub.StatusChanged(nats.SubscriptionClosed)
-	if err := sub.Drain(); err != nil {
-		s.cfg.Logger.Debug("gcs: drain", "err", err)
+	subs := s.subs
+	s.subs = nil
+	if len(subs) == 0 {
 		return
 	}
 	timer := time.NewTimer(s.cfg.RequestTimeout)
 	defer timer.Stop()
-	select {
-	case <-closed:
-	case <-timer.C:
-		s.cfg.Logger.Warn("gcs: subscription did not drain in time; unsubscribing")
-		_ = sub.Unsubscribe()
+	for _, sub := range subs {
+		closed := sub.StatusChanged(nats.SubscriptionClosed)
+		if err := sub.Drain(); err != nil {
+			s.cfg.Logger.Debug("gcs: drain", "subject", sub.Subject, "err", err)
+			continue
+		}
+		select {
+		case <-closed:
+		case <-timer.C:
+			s.cfg.Logger.Warn("gcs: subscription did not drain in time; unsubscribing", "subject", sub.Subject)
+			_ = sub.Unsubscribe()
+		}
 	}
 }
 

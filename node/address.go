@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/atoll-runtime/atoll/cluster"
 	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
@@ -98,26 +99,29 @@ func ResolveAddress(address string) (string, error) {
 // DialCluster connects to the NATS server of the cluster at address (as
 // ResolveAddress reads it) with creds (see Credentials; the zero value
 // reads the environment and this machine's secret file), naming the
-// connection name, and returns the connection and its URL. An
-// unreachable cluster is ErrUnavailable; no secret, or one the cluster
-// refuses, is ErrUnauthenticated.
+// connection name, and returns the connection and its URL. It connects
+// as cluster.ClientUser with the secret, else as cluster.ReaderUser with
+// a reader token (Credentials.ReaderToken). An unreachable cluster is
+// ErrUnavailable; no secret or token, or one the cluster refuses, is
+// ErrUnauthenticated.
 func DialCluster(address, name string, creds Credentials, opts ...nats.Option) (*nats.Conn, string, error) {
 	sec, err := creds.resolve()
 	if err != nil {
 		return nil, "", err
 	}
-	return dialCluster(address, name, sec, opts...)
+	return dialCluster(address, name, sec, cluster.ClientUser, opts...)
 }
 
-func dialCluster(address, name string, sec security, opts ...nats.Option) (*nats.Conn, string, error) {
+// dialCluster connects as user (see security.natsOptions).
+func dialCluster(address, name string, sec security, user string, opts ...nats.Option) (*nats.Conn, string, error) {
 	url, err := ResolveAddress(address)
 	if err != nil {
 		return nil, "", err
 	}
-	if sec.secret.IsZero() && sec.natsCreds == "" {
+	if sec.secret.IsZero() && sec.natsCreds == "" && sec.readerToken == "" {
 		return nil, "", errNoSecret(url)
 	}
-	all := append([]nats.Option{nats.Name(name)}, sec.natsOptions()...)
+	all := append([]nats.Option{nats.Name(name)}, sec.natsOptions(user)...)
 	nc, err := nats.Connect(url, append(all, opts...)...)
 	if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) || errors.Is(err, nats.ErrAuthRevoked) {
 		return nil, "", errs.Unauthenticatedf("the cluster at %s refused this process's credentials (secret %s): does it hold the head's cluster secret? (%v)",

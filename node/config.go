@@ -54,6 +54,13 @@ type Config struct {
 	// NATSURL, on the head, uses an existing NATS server or cluster (with
 	// JetStream) instead of the embedded one.
 	NATSURL string
+	// FaultInjection, on a head with the embedded NATS server, lets the
+	// cluster's nodes and clients inject faults into other nodes
+	// (atoll.KillNode, atoll.PartitionNode, a fault plan's kill-node and
+	// partition actions); without it they fail with ErrPermissionDenied
+	// and the server refuses the subjects to everyone but the head. On an
+	// existing NATS server (NATSURL) its own permissions decide.
+	FaultInjection bool `json:",omitempty"`
 	// NodeIP is the address other nodes reach this node at (gossip,
 	// object transfer, the head's NATS listener); default 127.0.0.1.
 	NodeIP string

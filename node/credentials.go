@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/atoll-runtime/atoll/cluster"
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/errs"
 )
@@ -30,6 +31,10 @@ const (
 	EnvTLSCert = "ATOLL_TLS_CERT"
 	EnvTLSKey  = "ATOLL_TLS_KEY"
 	EnvTLSCA   = "ATOLL_TLS_CA"
+	// EnvReaderToken is a reader's password (`atoll secret reader-token`):
+	// what a command that only reads (status, list, memory, timeline)
+	// needs on a machine without the cluster secret.
+	EnvReaderToken = "ATOLL_READER_TOKEN"
 )
 
 // SecretFile is where `atoll start --head` keeps the cluster secret on
@@ -60,12 +65,19 @@ type Credentials struct {
 	TLSCert   string `json:",omitempty"`
 	TLSKey    string `json:",omitempty"`
 	TLSCA     string `json:",omitempty"`
+	// ReaderToken connects a command as the cluster's read-only user
+	// (cluster.ReaderUser): it may read the GCS and the nodes' stats but
+	// change nothing. It is used unless a secret is given (Secret,
+	// EnvSecret, SecretFile, EnvSecretFile); it wins over the head's
+	// secret file on this machine. Default EnvReaderToken.
+	ReaderToken string `json:",omitempty"`
 }
 
 // security is resolved Credentials.
 type security struct {
-	secret    clusterkey.Secret
-	natsCreds string
+	secret      clusterkey.Secret
+	readerToken string
+	natsCreds   string
 	// serverTLS and clientTLS are nil without TLS.
 	serverTLS, clientTLS *tls.Config
 }
@@ -82,8 +94,14 @@ func (c Credentials) resolve() (security, error) {
 		return os.Getenv(env)
 	}
 	var err error
-	if s.secret, err = c.FindSecret(); err != nil {
-		return s, err
+	s.readerToken = or(c.ReaderToken, EnvReaderToken)
+	given := or(c.Secret, EnvSecret) != "" || or(c.SecretFile, EnvSecretFile) != ""
+	// A reader token given outright wins over the head's secret file
+	// found on this machine, not over a secret given outright.
+	if s.readerToken == "" || given {
+		if s.secret, err = c.FindSecret(); err != nil {
+			return s, err
+		}
 	}
 	s.natsCreds = or(c.NATSCreds, EnvNATSCreds)
 	if s.natsCreds != "" {
@@ -155,15 +173,20 @@ func tlsConfigs(certFile, keyFile, caFile string) (server, client *tls.Config, e
 	return server, client, nil
 }
 
-// natsOptions are the NATS client options that present s: the NATS
-// credentials file if given, else the secret's token; TLS if on.
-func (s security) natsOptions() []nats.Option {
+// natsOptions are the NATS client options that present s as user (see
+// cluster.Permissions): the NATS credentials file if given, else user
+// with the password the secret derives for it, else the reader's token
+// as cluster.ReaderUser; TLS if on. Replies come to the user's own
+// inbox prefix, the only one its permissions let it read.
+func (s security) natsOptions(user string) []nats.Option {
 	var opts []nats.Option
 	switch {
 	case s.natsCreds != "":
 		opts = append(opts, nats.UserCredentials(s.natsCreds))
 	case !s.secret.IsZero():
-		opts = append(opts, nats.Token(s.secret.NATSToken()))
+		opts = append(opts, nats.UserInfo(user, s.secret.NATSPassword(user)), nats.CustomInboxPrefix(cluster.InboxPrefix(user)))
+	case s.readerToken != "":
+		opts = append(opts, nats.UserInfo(cluster.ReaderUser, s.readerToken), nats.CustomInboxPrefix(cluster.InboxPrefix(cluster.ReaderUser)))
 	}
 	if s.clientTLS != nil {
 		opts = append(opts, nats.Secure(s.clientTLS))

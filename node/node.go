@@ -200,7 +200,8 @@ func (n *Node) start(ctx context.Context) error {
 	host, _ := os.Hostname()
 	info := &atollpb.NodeInfo{NodeId: n.id.Bytes(), Address: "raylet", Resources: res, State: atollpb.NodeState_NODE_ALIVE,
 		StartTimeUnixMs: time.Now().UnixMilli(), ObjectStoreBytes: n.arena.Size(), Hostname: host,
-		IsHead: cfg.runsGCS(), IsDriver: cfg.Driver || cfg.embedded()}
+		IsHead: cfg.runsGCS(), IsDriver: cfg.Driver || cfg.embedded(),
+		FaultInjection: cfg.Head && (cfg.FaultInjection || cfg.NATSURL != "")}
 	var clusterCfg *raylet.ClusterConfig
 	if cfg.clustered() {
 		n.gateway = n.newGateway(info) // started once the raylet runs
@@ -530,7 +531,9 @@ func (n *Node) connectControlPlane() error {
 		}
 		n.log.Info("GCS state", "dir", storeDir)
 		n.nats, err = natsembed.Start(natsembed.Config{Host: cfg.NodeIP, Port: cfg.Port, StoreDir: storeDir, ServerName: name,
-			Token: n.sec.secret.NATSToken(), TLS: n.sec.serverTLS})
+			Authorize:   cluster.Authorizer(n.sec.secret, cluster.DefaultPrefix, cfg.FaultInjection),
+			ConnectUser: cluster.HeadUser, ConnectPassword: n.sec.secret.NATSPassword(cluster.HeadUser),
+			TLS: n.sec.serverTLS, AuthLog: n.log})
 		if err != nil {
 			return fmt.Errorf("atoll: embedded NATS on %s:%d: %w", cfg.NodeIP, cfg.Port, err)
 		}
@@ -553,14 +556,25 @@ func (n *Node) connectControlPlane() error {
 	// Everything this node sends other nodes goes through its network
 	// switch, so that a fault plan can partition it (cluster/partition.go).
 	n.partition = partition.New(n.partitionChanged)
-	if n.nc, url, err = dialCluster(url, name, n.sec, nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
-		nats.SetCustomDialer(n.partition)); err != nil {
+	if n.nc, url, err = dialCluster(url, name, n.sec, cluster.NodeUser(n.id), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
+		nats.SetCustomDialer(n.partition), nats.ErrorHandler(n.natsError)); err != nil {
 		return err
 	}
 	if n.clusterAddress == "" {
 		n.clusterAddress = strings.TrimPrefix(url, "nats://")
 	}
 	return nil
+}
+
+// natsError logs what the cluster's NATS server reports asynchronously:
+// a subject this node's role may not use (cluster.Permissions), a slow
+// consumer.
+func (n *Node) natsError(_ *nats.Conn, sub *nats.Subscription, err error) {
+	subject := ""
+	if sub != nil {
+		subject = sub.Subject
+	}
+	n.log.Warn("cluster NATS reported an error", "subscription", subject, "err", err)
 }
 
 // startAMM spawns the Active Memory Manager on the head, supervised by

@@ -37,8 +37,16 @@
 // but only the file whose SHA-256 the driver registered: a task naming
 // another binary, or a file changed since, is refused.
 //
+// Roles: the head's NATS server gives each user its role's subjects
+// (cluster.Permissions). A node's connection publishes its own load
+// report only and reads its own subjects only; a reader (the reader
+// token, without the secret) reads the GCS and the nodes' stats and
+// changes nothing; the nodes' crash and partition subjects are open only
+// on a head started with fault injection. TestRolePermissions and
+// TestFaultInjectionNeedsTheHead try each refused subject.
+//
 // Not covered: the jobs of one cluster trust each other (a job's workers
 // map the node's whole shared-memory arena and can read other jobs'
-// objects); subject permissions per role (every holder of the secret may
-// publish on every subject).
+// objects); a holder of the secret can derive every role's password, so
+// roles do not stop a secret holder from posing as another node.
 package security

@@ -18,6 +18,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/cluster"
 	"github.com/atoll-runtime/atoll/cluster/membership"
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/errs"
@@ -70,6 +71,22 @@ func join(t *testing.T, c *testcluster.Cluster, opts ...atoll.Option) context.Co
 		atoll.WithObjectStoreMemory(32 << 20)}, opts...)...)
 }
 
+// headConn connects to c's NATS as the head's user: every subject.
+func headConn(t *testing.T, c *testcluster.Cluster, opts ...nats.Option) *nats.Conn {
+	t.Helper()
+	secret, err := clusterkey.Parse(c.Secret())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect("nats://"+c.Address(), append([]nats.Option{nats.UserInfo(cluster.HeadUser, secret.NATSPassword(cluster.HeadUser)),
+		nats.NoReconnect(), nats.Timeout(10 * time.Second)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
 // checkSquare runs square(7) on the cluster.
 func checkSquare(ctx context.Context, t *testing.T) {
 	t.Helper()
@@ -107,8 +124,9 @@ func TestControlPlaneRefusesStrangers(t *testing.T) {
 	other, _ := clusterkey.Generate()
 	for name, opts := range map[string][]nats.Option{
 		"no credentials":          nil,
-		"another cluster's token": {nats.Token(other.NATSToken())},
+		"another cluster's head":  {nats.UserInfo(cluster.HeadUser, other.NATSPassword(cluster.HeadUser))},
 		"the secret as the token": {nats.Token(c.Secret())},
+		"the secret as password":  {nats.UserInfo(cluster.HeadUser, c.Secret())},
 		"a user and password":     {nats.UserInfo("atoll", "atoll")},
 	} {
 		nc, err := nats.Connect(url, append(opts, nats.NoReconnect(), nats.Timeout(10*time.Second))...)
@@ -121,13 +139,10 @@ func TestControlPlaneRefusesStrangers(t *testing.T) {
 		}
 	}
 
-	// An authenticated listener on every subject sees none of the forged
+	// An authenticated listener on every subject (as the head's user: no
+	// other role may subscribe to everything) sees none of the forged
 	// messages, only its own marker.
-	member, _, err := node.DialCluster(c.Address(), "listener", c.Credentials())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer member.Close()
+	member := headConn(t, c)
 	var forged atomic.Int64
 	marker := make(chan struct{}, 1)
 	const marked = "security.marker"

@@ -97,6 +97,7 @@ func TestStartConfig(t *testing.T) {
 		{[]string{"--head", "--amm", "--amm-interval", "500ms", "--amm-policies", "Replicate,Rebalance:0.05"}, with(head, func(c *node.Config) {
 			c.AMM, c.AMMInterval, c.AMMPolicies = true, 500*time.Millisecond, []amm.Policy{amm.Replicate{}, amm.Rebalance{Threshold: 0.05}}
 		})},
+		{[]string{"--head", "--fault-injection"}, with(head, func(c *node.Config) { c.FaultInjection = true })},
 	} {
 		got, err := parseStart(tc.args...)
 		if err != nil {
@@ -149,6 +150,7 @@ func TestStartConfigErrors(t *testing.T) {
 		{[]string{"--address", "10.0.0.1:6380", "--amm"}, "are for the head"},
 		{[]string{"--head", "--amm-interval", "-1s"}, "--amm-interval -1s"},
 		{[]string{"--head", "--amm-policies", "Shuffle"}, "Shuffle"},
+		{[]string{"--address", "10.0.0.1:6380", "--fault-injection"}, "--fault-injection is for the head"},
 	} {
 		_, err := parseStart(tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -58,7 +58,7 @@ func newRoot() *cobra.Command {
 		},
 	})
 	root.AddCommand(newStartCmd(), newStopCmd(), newStatusCmd(), newListCmd(), newMemoryCmd(), newTimelineCmd())
-	root.AddCommand(newAMMCmd(), newDrainCmd())
+	root.AddCommand(newAMMCmd(), newDrainCmd(), newReaderTokenCmd())
 	root.AddCommand(newMicrobenchmarkCmd())
 	return root
 }

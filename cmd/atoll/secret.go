@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/atoll-runtime/atoll/cluster"
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
+	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/node"
 )
 
@@ -73,4 +76,37 @@ func (c *credentialFlags) printSecret(w io.Writer, addr string) {
 	}
 	fmt.Fprintf(w, "join more nodes: atoll start --address %s\n", addr)
 	fmt.Fprintf(w, "  on another machine, give it the secret: %s=<secret> atoll start --address %s (or %s=FILE)\n", node.EnvSecret, addr, node.EnvSecretFile)
+}
+
+// newReaderTokenCmd prints the cluster's reader token: what a machine
+// without the secret needs to read the cluster (status, list, memory,
+// timeline) and change nothing.
+func newReaderTokenCmd() *cobra.Command {
+	var secretFile string
+	cmd := &cobra.Command{
+		Use:   "reader-token [--secret-file FILE]",
+		Short: "Print the cluster's read-only token (for status, list, memory and timeline without the secret)",
+		Long: `Prints the password of the cluster's read-only user, derived from the cluster
+secret (found as 'atoll start' finds it: --secret-file, $` + node.EnvSecret + `, $` + node.EnvSecretFile + `,
+then ` + node.SecretFile() + `). Give it as $` + node.EnvReaderToken + ` to a
+process or a person who should see the cluster but not act on it: with it,
+'atoll status', 'list', 'memory' and 'timeline' work, and the head's NATS
+refuses every change (submitting work, freeing objects, killing actors or
+nodes, registering nodes). It does not reveal the secret.`,
+		Args:                  cobra.NoArgs,
+		DisableFlagsInUseLine: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			secret, err := node.Credentials{SecretFile: secretFile}.FindSecret()
+			if err != nil {
+				return err
+			}
+			if secret.IsZero() {
+				return errs.Invalidf("no cluster secret found (--secret-file, $%s, $%s, or %s)", node.EnvSecret, node.EnvSecretFile, node.SecretFile())
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), secret.NATSPassword(cluster.ReaderUser))
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&secretFile, "secret-file", "", "`FILE` (0600) holding the cluster secret")
+	return cmd
 }

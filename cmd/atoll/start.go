@@ -85,6 +85,7 @@ type startFlags struct {
 	amm               bool
 	ammInterval       time.Duration
 	ammPolicies       string
+	faultInjection    bool
 	block             bool
 	creds             credentialFlags
 }
@@ -132,6 +133,7 @@ func startCommand() (*cobra.Command, *startFlags) {
 	fl.BoolVar(&f.amm, "amm", false, "head only: run the Active Memory Manager's policies (as $ATOLL_AMM=1; 'atoll amm start|stop' later)")
 	fl.DurationVar(&f.ammInterval, "amm-interval", 0, "head only: the AMM's interval (default 2s)")
 	fl.StringVar(&f.ammPolicies, "amm-policies", "", "head only: the AMM's `POLICIES` in order, e.g. Replicate,ReduceReplicas,Rebalance:0.05 (default Replicate,ReduceReplicas)")
+	fl.BoolVar(&f.faultInjection, "fault-injection", false, "head only: let the cluster's nodes and drivers inject faults into other nodes (KillNode, PartitionNode, fault plans' kill-node and partition); off, the head's NATS refuses them")
 	f.creds.register(fl)
 	fl.BoolVar(&f.block, "block", false, "run the node in the foreground until SIGINT or SIGTERM")
 	return cmd, f
@@ -251,6 +253,10 @@ func (f *startFlags) nodeConfig(fs *pflag.FlagSet) (node.Config, error) {
 	if !f.head && (fs.Changed("amm") || fs.Changed("amm-interval") || fs.Changed("amm-policies")) {
 		return cfg, errs.Invalidf("--amm, --amm-interval and --amm-policies are for the head (--head): it runs the Active Memory Manager")
 	}
+	if !f.head && fs.Changed("fault-injection") {
+		return cfg, errs.Invalidf("--fault-injection is for the head (--head): its NATS server decides who may inject faults")
+	}
+	cfg.FaultInjection = f.faultInjection
 	if f.ammInterval < 0 {
 		return cfg, errs.Invalidf("--amm-interval %v: want a positive duration, e.g. 2s", f.ammInterval)
 	}

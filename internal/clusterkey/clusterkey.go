@@ -7,8 +7,10 @@
 // HMAC-SHA256 under a label, so no key used on one channel reveals
 // another or the secret:
 //
-//   - NATSToken: the embedded NATS server's authorization token (clients
-//     without it cannot connect, subscribe or publish);
+//   - NATSPassword(user): the password of each user of the embedded NATS
+//     server (one user per role: the head, a node, a client, a reader;
+//     clients without one cannot connect, subscribe or publish, and each
+//     user gets its role's subjects only);
 //   - GossipKey: memberlist's AES-256-GCM keyring (gossip is encrypted
 //     and authenticated);
 //   - TransferKey: the object-transfer port's mutual challenge-response
@@ -82,8 +84,14 @@ func (s Secret) LogValue() slog.Value { return slog.StringValue("[redacted]") }
 // fingerprints differ hold different secrets.
 func (s Secret) Fingerprint() string { return hex.EncodeToString(s.derive("fingerprint")[:4]) }
 
-// NATSToken is the embedded NATS server's authorization token.
-func (s Secret) NATSToken() string { return hex.EncodeToString(s.derive("nats-token")) }
+// NATSPassword is the password of user on the embedded NATS server: the
+// server checks it to admit the user and gives it the user's role's
+// permissions. Whoever holds the secret can derive every user's; a
+// password reveals neither the secret nor another user's (so a reader's
+// password can be handed out alone).
+func (s Secret) NATSPassword(user string) string {
+	return hex.EncodeToString(s.derive("nats-user/" + user))
+}
 
 // GossipKey is memberlist's AES-256 key.
 func (s Secret) GossipKey() []byte { return s.derive("memberlist") }

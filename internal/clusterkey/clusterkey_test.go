@@ -42,10 +42,11 @@ func TestRedactedAndDerived(t *testing.T) {
 		}
 	}
 	keys := map[string]bool{}
-	for _, k := range [][]byte{s.GossipKey(), s.TransferKey(), []byte(s.NATSToken()), o.GossipKey(), o.TransferKey(), []byte(o.NATSToken()), []byte(s.Hex())} {
+	for _, k := range [][]byte{s.GossipKey(), s.TransferKey(), []byte(s.NATSPassword("head")), []byte(s.NATSPassword("reader")),
+		o.GossipKey(), o.TransferKey(), []byte(o.NATSPassword("head")), []byte(s.Hex())} {
 		keys[string(k)] = true
 	}
-	if len(keys) != 7 || len(s.GossipKey()) != 32 || s.Fingerprint() == o.Fingerprint() {
+	if len(keys) != 8 || len(s.GossipKey()) != 32 || s.Fingerprint() == o.Fingerprint() {
 		t.Fatal("derived keys are not distinct")
 	}
 }

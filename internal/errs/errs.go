@@ -43,7 +43,11 @@ var (
 	// can grow was reached (a node's quota of forwarded work, a GCS table's
 	// cap, the size of a GCS bucket).
 	ErrResourceExhausted = errors.New("atoll: resource exhausted")
-	errUnknownErrorCode  = errors.New("atoll: unknown error")
+	// ErrPermissionDenied: the caller's credentials do not allow the
+	// request (a reader's change, fault injection on a cluster whose head
+	// does not allow it).
+	ErrPermissionDenied = errors.New("atoll: permission denied")
+	errUnknownErrorCode = errors.New("atoll: unknown error")
 )
 
 // TaskError is a task's (or actor method's) own failure: it returned an
@@ -319,6 +323,8 @@ func sentinel(c atollpb.ErrorCode) error {
 		return ErrForwardLost
 	case atollpb.ErrorCode_RESOURCE_EXHAUSTED:
 		return ErrResourceExhausted
+	case atollpb.ErrorCode_PERMISSION_DENIED:
+		return ErrPermissionDenied
 	}
 	return errUnknownErrorCode
 }
@@ -336,6 +342,11 @@ func NotFoundf(format string, args ...any) error {
 // Unauthenticatedf returns an error matching ErrUnauthenticated.
 func Unauthenticatedf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUnauthenticated, fmt.Sprintf(format, args...))
+}
+
+// PermissionDeniedf returns a PERMISSION_DENIED error.
+func PermissionDeniedf(format string, args ...any) error {
+	return &CodeError{Code: atollpb.ErrorCode_PERMISSION_DENIED, Message: "atoll: " + fmt.Sprintf(format, args...)}
 }
 
 // Unavailablef returns an UNAVAILABLE error.

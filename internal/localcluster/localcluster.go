@@ -101,6 +101,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			Credentials: node.Credentials{Secret: c.Secret}, FailureTimeout: opts.FailureTimeout}
 		if cfg.Head {
 			cfg.GCSDir = filepath.Join(c.dir, "gcs") // the cluster's own, gone with it
+			cfg.FaultInjection = true                // the experiments kill and cut nodes
 		}
 		if err := c.launch(ctx, exe, i, cfg, opts.Env); err != nil {
 			c.Stop()

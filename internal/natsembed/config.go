@@ -55,6 +55,17 @@ type Config struct {
 	// Token, when set, is the authorization token every client must
 	// present (Connect presents it).
 	Token string
+	// Authorize, when set, replaces Token: a client is admitted when
+	// Authorize accepts the user name and password it presents, with the
+	// permissions Authorize returns (nil: every subject). Connect
+	// presents ConnectUser and ConnectPassword.
+	Authorize func(user, password string) (*Permissions, bool)
+	// ConnectUser and ConnectPassword are what Connect presents to
+	// Authorize.
+	ConnectUser, ConnectPassword string
+	// AuthLog, when set, receives a warning for clients Authorize refused
+	// (at most one a second, with the count since the last).
+	AuthLog *slog.Logger
 	// TLS, when set, makes the TCP listener require TLS; a config that
 	// requires and verifies client certificates makes it mutual TLS.
 	// In-process connections skip TLS.
@@ -62,6 +73,22 @@ type Config struct {
 	// Logger receives the server's logs. Nil (the default) discards them,
 	// except that a fatal start-up error is still returned by Start.
 	Logger *slog.Logger
+}
+
+// Permissions are the subjects a client may publish and subscribe to,
+// as NATS applies them: a subject must match an Allow pattern (an empty
+// Allow allows every subject) and no Deny pattern.
+type Permissions struct {
+	Publish, Subscribe SubjectRules
+	// Responses lets the client publish one reply to the reply subject of
+	// each request it received, whatever Publish says.
+	Responses bool
+}
+
+// SubjectRules are the allowed and denied subject patterns (NATS
+// wildcards * and >) of one direction.
+type SubjectRules struct {
+	Allow, Deny []string
 }
 
 // withDefaults returns a copy of c with defaults applied, or an error if a
@@ -87,6 +114,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ReadyTimeout < 0 {
 		return c, fmt.Errorf("natsembed: Config.ReadyTimeout %v is negative", c.ReadyTimeout)
+	}
+	if c.Authorize != nil && c.Token != "" {
+		return c, errors.New("natsembed: Config.Token and Config.Authorize are exclusive")
 	}
 	if c.ReadyTimeout == 0 {
 		c.ReadyTimeout = DefaultReadyTimeout

@@ -45,6 +45,9 @@ func Start(cfg Config) (*Server, error) {
 		MaxClosedClients: 16,
 		Authorization:    cfg.Token,
 	}
+	if cfg.Authorize != nil {
+		opts.CustomClientAuthentication = &authenticator{check: cfg.Authorize, log: cfg.AuthLog}
+	}
 	if cfg.TLS != nil {
 		opts.TLSConfig, opts.TLS = cfg.TLS, true
 		opts.TLSVerify = cfg.TLS.ClientAuth == tls.RequireAndVerifyClientCert
@@ -116,6 +119,9 @@ func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 	def := []nats.Option{nats.InProcessServer(s)}
 	if s.cfg.Token != "" {
 		def = append(def, nats.Token(s.cfg.Token))
+	}
+	if s.cfg.Authorize != nil {
+		def = append(def, nats.UserInfo(s.cfg.ConnectUser, s.cfg.ConnectPassword))
 	}
 	opts = append(def, opts...)
 	nc, err := nats.Connect("", opts...) // in process: no URL, no TLS

@@ -177,6 +177,7 @@ func TestConfigValidation(t *testing.T) {
 		{StoreDir: "x", ServerName: "has space"},
 		{StoreDir: "x", MaxMemory: -1},
 		{StoreDir: "x", ReadyTimeout: -time.Second},
+		{StoreDir: "x", Token: "t", Authorize: func(string, string) (*Permissions, bool) { return nil, true }},
 	} {
 		if srv, err := Start(c); err == nil {
 			srv.Shutdown()

@@ -101,6 +101,9 @@ type Options struct {
 	// are applied (Head, Address, NodeIP, ports and SessionDir are
 	// reset afterwards).
 	Config func(i int, cfg *node.Config)
+	// NoFaultInjection starts the head without node.Config.FaultInjection
+	// (test clusters allow it by default: tests kill and cut nodes).
+	NoFaultInjection bool
 	// Env is added to every node process's environment ("KEY=value"),
 	// e.g. the caps of the GCS (gcs.EnvMaxDeadActors, ...) and of the
 	// gateways (cluster.EnvMaxDeadNodes, cluster.EnvForwardLease, ...).
@@ -431,6 +434,9 @@ func (c *Cluster) config(i int) node.Config {
 	}
 	cfg.Head = i == 0
 	cfg.NATSURL, cfg.GCSDir = "", ""
+	if cfg.Head && !c.opts.NoFaultInjection {
+		cfg.FaultInjection = true
+	}
 	if cfg.Head {
 		cfg.NATSURL = c.opts.NATSURL
 		if cfg.NATSURL == "" {

@@ -18,7 +18,6 @@ import (
 	"github.com/atoll-runtime/atoll/cluster"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
-	"github.com/atoll-runtime/atoll/node"
 )
 
 // TestAMMRebalance: with the Active Memory Manager's policies set to
@@ -226,11 +225,7 @@ var holdAll = atoll.NewFuncN("cl.holdAll", func(ctx context.Context, args [][]by
 // its inventory once.
 func countAMMRounds(t *testing.T, c *testcluster.Cluster, nodeID string) *atomic.Int64 {
 	t.Helper()
-	nc, _, err := node.DialCluster(c.Address(), "amm-rounds", c.Credentials())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := c.DialAs(cluster.HeadUser) // only the head may read another node's subjects
 	b, err := hex.DecodeString(nodeID)
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,6 @@ import (
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
-	"github.com/atoll-runtime/atoll/node"
 )
 
 // The sizes of TestForwardedWorkIsBounded.
@@ -68,14 +67,12 @@ func TestForwardedWorkIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, _, err := node.DialCluster(c.Address(), "flood", c.Credentials())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	// The flood comes from a made-up origin node: the connection is that
+	// node's, which may send work to others and read its own results.
+	origin := ids.NewNodeID()
+	nc := c.DialAs(cluster.NodeUser(origin))
 
 	// The forged origin's results: refusals, each a typed error.
-	origin := ids.NewNodeID()
 	var mu sync.Mutex
 	var refused int
 	var bad error

@@ -73,20 +73,9 @@ func (v *violations) wait(t *testing.T, what, subject string) {
 
 // connectAs connects to c's NATS as user with the password c's secret
 // derives for it, recording its permission violations.
-func connectAs(t *testing.T, c *testcluster.Cluster, user string) (*nats.Conn, *violations) {
-	t.Helper()
-	secret, err := clusterkey.Parse(c.Secret())
-	if err != nil {
-		t.Fatal(err)
-	}
+func connectAs(c *testcluster.Cluster, user string) (*nats.Conn, *violations) {
 	v := newViolations()
-	nc, err := nats.Connect("nats://"+c.Address(), nats.UserInfo(user, secret.NATSPassword(user)), nats.CustomInboxPrefix(cluster.InboxPrefix(user)),
-		nats.NoReconnect(), nats.Timeout(10*time.Second), v.option())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return nc, v
+	return c.DialAs(user, v.option()), v
 }
 
 // watch subscribes a head connection to every subject and counts the
@@ -101,7 +90,7 @@ type watch struct {
 func startWatch(t *testing.T, c *testcluster.Cluster, marker string) *watch {
 	t.Helper()
 	w := &watch{seen: map[string]int{}, marker: make(chan struct{}, 16)}
-	nc := headConn(t, c)
+	nc := c.DialAs(cluster.HeadUser)
 	if _, err := nc.Subscribe(">", func(m *nats.Msg) {
 		w.mu.Lock()
 		w.seen[m.Subject]++
@@ -165,7 +154,7 @@ func TestRolePermissions(t *testing.T) {
 
 		marker := "atoll.node." + ids.NewNodeID().String() + ".stats" // a reader may ask any node's stats
 		w := startWatch(t, c, marker)
-		nc, v := connectAs(t, c, cluster.ReaderUser)
+		nc, v := connectAs(c, cluster.ReaderUser)
 		changes := []string{
 			"atoll.free", "atoll.kill", "atoll.owners.exited", "atoll.load." + target, gcs.RequestSubject(cluster.DefaultPrefix),
 			"atoll.node." + target + ".task", "atoll.node." + target + ".result", "atoll.node." + target + ".leave",
@@ -216,7 +205,7 @@ func TestRolePermissions(t *testing.T) {
 		self := ids.NewNodeID()
 		own := "atoll.load." + self.String()
 		w := startWatch(t, c, own)
-		nc, v := connectAs(t, c, cluster.NodeUser(self))
+		nc, v := connectAs(c, cluster.NodeUser(self))
 		forged := "atoll.load." + target
 		if err := nc.Publish(forged, []byte("forged")); err != nil {
 			t.Fatal(err)
@@ -272,7 +261,7 @@ func TestFaultInjectionNeedsTheHead(t *testing.T) {
 	crash := "atoll.node." + target + ".crash"
 	w := startWatch(t, c, "atoll.load."+target)
 	for _, user := range []string{cluster.ClientUser, cluster.NodeUser(ids.NewNodeID())} {
-		nc, v := connectAs(t, c, user)
+		nc, v := connectAs(c, user)
 		if err := nc.Publish(crash, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -71,22 +71,6 @@ func join(t *testing.T, c *testcluster.Cluster, opts ...atoll.Option) context.Co
 		atoll.WithObjectStoreMemory(32 << 20)}, opts...)...)
 }
 
-// headConn connects to c's NATS as the head's user: every subject.
-func headConn(t *testing.T, c *testcluster.Cluster, opts ...nats.Option) *nats.Conn {
-	t.Helper()
-	secret, err := clusterkey.Parse(c.Secret())
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, err := nats.Connect("nats://"+c.Address(), append([]nats.Option{nats.UserInfo(cluster.HeadUser, secret.NATSPassword(cluster.HeadUser)),
-		nats.NoReconnect(), nats.Timeout(10 * time.Second)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
-}
-
 // checkSquare runs square(7) on the cluster.
 func checkSquare(ctx context.Context, t *testing.T) {
 	t.Helper()
@@ -142,7 +126,7 @@ func TestControlPlaneRefusesStrangers(t *testing.T) {
 	// An authenticated listener on every subject (as the head's user: no
 	// other role may subscribe to everything) sees none of the forged
 	// messages, only its own marker.
-	member := headConn(t, c)
+	member := c.DialAs(cluster.HeadUser)
 	var forged atomic.Int64
 	marker := make(chan struct{}, 1)
 	const marked = "security.marker"

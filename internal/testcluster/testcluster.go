@@ -262,6 +262,23 @@ func (c *Cluster) Secret() string { return c.secret.Hex() }
 // node.GetClusterStatus and the like.
 func (c *Cluster) Credentials() node.Credentials { return node.Credentials{Secret: c.Secret()} }
 
+// DialAs connects to the head's NATS as user (cluster.HeadUser,
+// cluster.NodeUser(id), cluster.ClientUser, cluster.ReaderUser) with the
+// password the cluster's secret derives for it, replies under the user's
+// own inbox prefix; closed at the test's cleanup. A test that listens on
+// every subject or poses as a node needs the role that may.
+func (c *Cluster) DialAs(user string, opts ...nats.Option) *nats.Conn {
+	c.t.Helper()
+	nc, err := nats.Connect("nats://"+c.Address(), append([]nats.Option{nats.Name("testcluster-" + user),
+		nats.UserInfo(user, c.secret.NATSPassword(user)), nats.CustomInboxPrefix(cluster.InboxPrefix(user)),
+		nats.NoReconnect(), nats.Timeout(10 * time.Second)}, opts...)...)
+	if err != nil {
+		c.t.Fatalf("testcluster: connect as %s: %v", user, err)
+	}
+	c.t.Cleanup(nc.Close)
+	return nc
+}
+
 // Options are the cluster's options, defaults filled in.
 func (c *Cluster) Options() Options { return c.opts }
 

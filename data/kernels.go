@@ -218,6 +218,9 @@ func sampleKeys(ctx context.Context, recs []arrow.RecordBatch, keys []SortKey, n
 	parts := make([]arrow.RecordBatch, 0, len(recs))
 	defer func() { releaseAll(parts) }()
 	for _, r := range recs {
+		if r.NumRows() == 0 {
+			continue
+		}
 		kr, err := projectRecord(r, names, false)
 		if err != nil {
 			return nil, err
@@ -234,6 +237,9 @@ func sampleKeys(ctx context.Context, recs []arrow.RecordBatch, keys []SortKey, n
 			return nil, err
 		}
 		parts = append(parts, taken)
+	}
+	if len(parts) == 0 {
+		return nil, nil
 	}
 	rec, err := concatRecords(parts[0].Schema(), parts)
 	if err != nil {

@@ -166,3 +166,26 @@ func TestSplit(t *testing.T) {
 		t.Fatalf("Split(0): %v", err)
 	}
 }
+
+// TestEmptyInputs: every all-to-all and combination of no rows runs and
+// yields no rows (a sort of no rows used to fail sampling an empty block).
+func TestEmptyInputs(t *testing.T) {
+	ctx := start(t)
+	for name, ds := range map[string]*data.Dataset{
+		"Sort":             data.Range(0).Sort("id"),
+		"SortBy":           data.Range(0).SortBy([]data.SortKey{data.Key("id", data.Descending())}),
+		"GroupBy":          data.Range(0).GroupBy("id").Aggregate(data.Count(), data.Std("id")),
+		"Limit(0)+GroupBy": data.Range(10).Limit(0).GroupBy("id").Count(),
+		"RandomShuffle":    data.Range(0).RandomShuffle(1),
+		"Union":            data.Range(0).Union(data.Range(0)),
+		"Zip":              data.Range(0).Zip(data.Range(0)),
+	} {
+		if rows, err := ds.TakeAll(ctx); err != nil || len(rows) != 0 {
+			t.Errorf("%s: %d rows, %v", name, len(rows), err)
+		}
+	}
+	parts, err := data.Range(0).Split(ctx, 2)
+	if err != nil || len(parts) != 2 {
+		t.Fatalf("Split(2) of no rows: %d, %v", len(parts), err)
+	}
+}

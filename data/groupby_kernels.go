@@ -228,8 +228,8 @@ func groupIDs(ctx context.Context, rec arrow.RecordBatch, keyIdx []int) ([]int32
 }
 
 // keyHasher returns a hash of row i's values of cols, the same in every
-// process (FNV-1a over the values; -0 is 0 and every NaN one NaN, so
-// values a group may hold hash alike).
+// process (FNV-1a over the values, mixed; -0 is 0 and every NaN one NaN,
+// so values a group may hold hash alike).
 func keyHasher(cols []arrow.Array) func(i int) uint64 {
 	const offset, prime = 14695981039346656037, 1099511628211
 	return func(i int) uint64 {
@@ -262,6 +262,14 @@ func keyHasher(cols []arrow.Array) func(i int) uint64 {
 				word(uint64(len(s)))
 			}
 		}
+		// FNV's low bits follow the values' low bits (keys that are all
+		// multiples of 8 would share a part of 8): mix (MurmurHash3's
+		// finalizer)
+		h ^= h >> 33
+		h *= 0xff51afd7ed558ccd
+		h ^= h >> 33
+		h *= 0xc4ceb9fe1a85ec53
+		h ^= h >> 33
 		return h
 	}
 }

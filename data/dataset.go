@@ -66,6 +66,9 @@ type lastRun struct {
 type source struct {
 	units  func(cfg Config) ([]readUnit, error)
 	blocks []block
+	// inputs starts other datasets within a run: a union's stream of
+	// blocks, or a zip's units (union.go)
+	inputs func(ctx context.Context, r *run) (blockStream, unitSource, error)
 }
 
 func newDataset(src *source, name string, err error) *Dataset {
@@ -306,14 +309,15 @@ func Partitions(n int) SortOption { return func(o *logicalOp) { o.parts = n } }
 // sort: each input block is sampled, range bounds are chosen from the
 // samples, each block is cut into the ranges (a task of P returns), and
 // one task per range merges and sorts its pieces. The map outputs stay in
-// the object store, which spills them when they do not fit.
+// the object store, which spills them when they do not fit. SortBy sorts
+// by several columns.
 func (d *Dataset) Sort(column string, opts ...SortOption) *Dataset {
-	o := &logicalOp{name: "sort", kind: kindAllToAll, column: column}
+	o := &logicalOp{}
 	for _, f := range opts {
 		f(o)
 	}
-	if column == "" || o.parts < 0 {
-		return d.withErr(fmt.Errorf("%w: data: Sort needs a column and Partitions >= 0", atoll.ErrInvalidArgument))
+	if column == "" {
+		return d.withErr(fmt.Errorf("%w: data: Sort needs a column", atoll.ErrInvalidArgument))
 	}
-	return d.with(o)
+	return d.SortBy([]SortKey{{Column: column, Descending: o.descending}}, Partitions(o.parts))
 }

@@ -34,8 +34,10 @@
 // WriteParquet, Materialize) plans its stages (plan.go, pure; the scripts
 // in testdata/plan.txt say which operations fuse and why): a read and the
 // map-like operations after it fuse into one task per block while they
-// share compute strategy and resources; an all-to-all (Sort, Repartition)
-// fuses with the maps before it, not after; a limit ends its stage. Each
+// share compute strategy and resources; an all-to-all (Sort,
+// Repartition, GroupBy-Aggregate, RandomShuffle) fuses with the maps
+// before it, not after; a limit ends its stage; a Union or a Zip is the
+// source of its stage (the maps after it fuse into its tasks). Each
 // stage submits one task per input block (SPREAD; reads retry
 // application errors), yields output blocks in order, and keeps the bytes
 // in flight — inputs and expected outputs of running tasks, plus blocks
@@ -44,9 +46,22 @@
 // stream runs one task until it has seen how many bytes a task produces
 // per byte expected. Outputs are split into blocks of at most
 // Config.TargetMaxBlockSize (512 MiB by default). Sort is a sample sort:
-// the fused maps and a sample of the key per block, bounds from the
-// samples, a split task per block with one return per range, a merge
-// task per range; its map outputs stay in the store, which spills them.
+// the fused maps and a sample of the key columns per block, bounds (rows
+// of the keys) from the samples, a split task per block with one return
+// per range, a merge task per range; its map outputs stay in the store,
+// which spills them. GroupBy-Aggregate and RandomShuffle are hash
+// all-to-alls: a map task per block (the fused maps, then a partial
+// aggregate or a seeded permutation, cut into P parts: by a hash of the
+// group key, or in equal ranges) and a reduce task per part (combining
+// the partials: counts and sums add, Mean from count and sum, Std from
+// count, mean and squared deviations combined pairwise; or permuting
+// again). Their map outputs stay in the store too. P is the option given
+// (NumPartitions, Partitions), else the number of input blocks when the
+// stage's source has them (read tasks, stored blocks), else
+// Config.Parallelism. Zip runs both inputs to the end first (blocks in
+// the store), then a task per left block takes the right rows lined up
+// with it. Split runs the dataset (Materialize) and cuts only the blocks
+// a boundary falls in.
 //
 // # Supported
 //
@@ -54,8 +69,20 @@
 //     (files or directories, a task per row group), ReadCSV (a task per
 //     file, types inferred).
 //   - Transforms: Map, MapBatches (BatchSize), Filter, AddColumn, Select,
-//     Drop, Limit, Repartition, Sort (one column; int64, int32, float64,
-//     float32, string; ascending or Descending; nulls last).
+//     Drop, Limit, Repartition, Sort (one column) and SortBy (several:
+//     Key(col) or Key(col, Descending()) each; int64, int32, float64,
+//     float32, string; nulls last in either direction), RandomShuffle
+//     (seeded: the same order for a seed and a block layout).
+//   - GroupBy(cols...).Aggregate(aggs...) on int64, int32, float64,
+//     float32 or string columns (nulls a group of their own) with Count,
+//     Sum, Mean, Min, Max, Std (sample, ddof 1), columns named as Ray's
+//     (count(), sum(x), ...); one row per group, each block sorted by the
+//     group columns (not the whole output); GroupedData.Count, Sum...
+//     shorthands.
+//   - Combining: Union (inputs in order, one schema), Zip (row-aligned,
+//     repeated names get _1; different row counts are an
+//     ErrInvalidArgument), Split(ctx, n) (eager, like Ray's
+//     split(n, equal=True): row counts within one of each other).
 //   - Consumers: Count, Schema, Show, Take, TakeAll, Iter, IterBatches,
 //     ToArrow, WriteParquet, Materialize; Stats.
 //   - Per-operation resources (WithResources); execution settings
@@ -64,8 +91,9 @@
 // # Not yet
 //
 // ReadJSON, WriteCSV; MapBatches on an actor pool (the planner knows the
-// strategy, the executor refuses it); FlatMap, RandomShuffle, GroupBy and
-// aggregations, Union, Zip, Split; Sort by several columns; IterBatches
+// strategy, the executor refuses it); FlatMap; aggregation of the whole
+// dataset without groups (Dataset.Aggregate), custom aggregations,
+// Quantile, Unique; Split with locality hints, streaming_split; IterBatches
 // prefetching; backpressure between the stages of a run beyond the shared
 // budget (each stage pulls from the one before it on demand); detecting
 // and reporting a stage that cannot get a CPU, and reserving CPUs for

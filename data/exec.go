@@ -41,6 +41,8 @@ type blockStream interface {
 // unit is the input of one task: a read, or blocks.
 type unit struct {
 	read     *readSpec
+	zip      *zipSpec // inputs are a left block then the right blocks it spans
+	ops      []opSpec // run before the stream's ops (a Split's slice)
 	inputs   []block
 	estimate int64 // bytes the task is expected to produce
 }
@@ -196,8 +198,12 @@ func (t *taskStream) fill(ctx context.Context) error {
 func inputBytes(u unit) int64 { return cost(u) - u.estimate }
 
 func (t *taskStream) submit(ctx context.Context, u unit) {
-	spec := taskSpec{Read: u.read, Ops: t.ops, Out: t.out}
-	if t.out.Kind == "blocks" || t.out.Kind == "sort_sample" || t.out.Kind == "merge_sort" {
+	spec := taskSpec{Read: u.read, Zip: u.zip, Ops: t.ops, Out: t.out}
+	spec.Out.TaskIndex = t.seq
+	if u.ops != nil {
+		spec.Ops = append(append([]opSpec(nil), u.ops...), t.ops...)
+	}
+	if !t.out.partitioned() {
 		tgt := t.r.cfg.TargetMaxBlockSize
 		spec.Out.TargetMaxBlockSize = tgt
 		spec.Out.MaxBlocks = int(min(256, max(8, 1+(2*max(t.expected(u), inputBytes(u))+tgt-1)/tgt)))

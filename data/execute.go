@@ -13,19 +13,23 @@ const codecBytes = atollpb.Codec_CODEC_BYTES
 // start plans d and returns the stream of its output blocks. Nothing is
 // submitted until the stream is pulled.
 func (d *Dataset) start(ctx context.Context, extra ...*logicalOp) (blockStream, *run, error) {
+	return d.startIn(ctx, nil, extra...)
+}
+
+// startIn is start within run r (the inputs of a union or a zip share
+// their consumer's run: its budget and stats), or a new run if r is nil.
+func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blockStream, *run, error) {
 	if d.err != nil {
 		return nil, nil, d.err
 	}
 	if err := d.cfg.validate(); err != nil {
 		return nil, nil, err
 	}
-	r := &run{cfg: d.cfg, budget: d.cfg.MemoryBudget}
-	if r.budget == 0 {
-		m, err := atoll.Memory(ctx)
-		if err != nil {
+	if r == nil {
+		var err error
+		if r, err = newRun(ctx, d.cfg); err != nil {
 			return nil, nil, err
 		}
-		r.budget = int64(float64(m.StoreCapacity) * d.cfg.BudgetFraction)
 	}
 	ops := append(append([]*logicalOp(nil), d.ops...), extra...)
 	for _, o := range ops {
@@ -34,6 +38,13 @@ func (d *Dataset) start(ctx context.Context, extra ...*logicalOp) (blockStream, 
 		}
 	}
 	var in blockStream
+	var src0 unitSource // a zip's units
+	if d.source.inputs != nil {
+		var err error
+		if in, src0, err = d.source.inputs(ctx, r); err != nil {
+			return nil, nil, err
+		}
+	}
 	for i, st := range plan(ops) {
 		stats := &stageStats{name: st.name()}
 		r.stages = append(r.stages, stats)
@@ -50,6 +61,11 @@ func (d *Dataset) start(ctx context.Context, extra ...*logicalOp) (blockStream, 
 				us[j] = unit{read: &rus[j].spec, estimate: rus[j].estimate}
 			}
 			src = &listUnits{us: us}
+			mapOps = mapOps[1:]
+		case i == 0 && d.source.inputs != nil:
+			if src = src0; src == nil {
+				src = &streamUnits{in: in}
+			}
 			mapOps = mapOps[1:]
 		case i == 0:
 			in = &blockList{r: r, bs: append([]block(nil), d.source.blocks...)}
@@ -85,8 +101,8 @@ func (d *Dataset) start(ctx context.Context, extra ...*logicalOp) (blockStream, 
 			continue
 		}
 		if st.allToAll == nil {
-			if len(specs) == 0 && i == 0 && d.source.units == nil {
-				// blocks already stored, nothing to apply
+			if len(specs) == 0 && i == 0 && d.source.units == nil && src0 == nil {
+				// blocks already stored (or a union's), nothing to apply
 				stats.subs = append(stats.subs, &subStats{name: st.name()})
 				continue
 			}
@@ -104,6 +120,20 @@ func (d *Dataset) start(ctx context.Context, extra ...*logicalOp) (blockStream, 
 		in = newAllToAll(r, stats, src, specs, opts, st.allToAll)
 	}
 	return in, r, nil
+}
+
+// newRun makes a run of a dataset with settings cfg: its budget is
+// cfg.MemoryBudget, or cfg.BudgetFraction of the store.
+func newRun(ctx context.Context, cfg Config) (*run, error) {
+	r := &run{cfg: cfg, budget: cfg.MemoryBudget}
+	if r.budget == 0 {
+		m, err := atoll.Memory(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r.budget = int64(float64(m.StoreCapacity) * cfg.BudgetFraction)
+	}
+	return r, nil
 }
 
 func callOptions(o *logicalOp) []atoll.CallOption {
@@ -192,6 +222,9 @@ func (a *allToAll) sub(name string) *subStats {
 
 func (a *allToAll) mapSide(ctx context.Context) (blockStream, error) {
 	name := a.op.name
+	if name == "aggregate" || name == "random_shuffle" {
+		return a.hashShuffle(ctx)
+	}
 	var splitIn unitSource = a.src
 	ops := a.ops
 	var bounds []byte
@@ -199,7 +232,7 @@ func (a *allToAll) mapSide(ctx context.Context) (blockStream, error) {
 	if name == "sort" {
 		var samples [][]byte
 		ss := &taskStream{r: a.r, st: a.sub("sort_sample"), src: a.src, ops: a.ops,
-			out: outSpec{Kind: "sort_sample", Column: a.op.column, Samples: 64}, opts: a.opts,
+			out: outSpec{Kind: "sort_sample", Keys: a.op.keys, Samples: 64}, opts: a.opts,
 			onMeta: func(m *taskMeta) { samples = append(samples, m.Samples) }}
 		sampled, err := drain(ctx, ss, a.r)
 		if err != nil {
@@ -208,7 +241,7 @@ func (a *allToAll) mapSide(ctx context.Context) (blockStream, error) {
 		if parts == 0 {
 			parts = max(1, len(sampled))
 		}
-		if bounds, err = chooseBounds(ctx, samples, parts, a.op.descending); err != nil {
+		if bounds, err = chooseBounds(ctx, samples, parts, a.op.keys); err != nil {
 			return nil, err
 		}
 		if bounds == nil { // no rows at all
@@ -222,7 +255,7 @@ func (a *allToAll) mapSide(ctx context.Context) (blockStream, error) {
 	}
 	mapName := map[string]string{"sort": "sort_map", "repartition": "repartition_map"}[name]
 	ms := &taskStream{r: a.r, st: a.sub(mapName), src: splitIn, ops: ops,
-		out: outSpec{Kind: "split", Parts: parts, Column: a.op.column, Descending: a.op.descending, Bounds: bounds}, opts: a.opts}
+		out: outSpec{Kind: "split", Parts: parts, Keys: a.op.keys, Bounds: bounds}, opts: a.opts}
 	pieces, err := drain(ctx, ms, a.r)
 	if err != nil {
 		return nil, err
@@ -236,7 +269,7 @@ func (a *allToAll) mapSide(ctx context.Context) (blockStream, error) {
 	out := outSpec{Kind: "blocks"}
 	reduceName := "repartition_reduce"
 	if name == "sort" {
-		out = outSpec{Kind: "merge_sort", Column: a.op.column, Descending: a.op.descending}
+		out = outSpec{Kind: "merge_sort", Keys: a.op.keys}
 		reduceName = "sort_reduce"
 	}
 	return &taskStream{r: a.r, st: a.sub(reduceName), src: &listUnits{us: us}, out: out, opts: a.opts}, nil

@@ -1,8 +1,10 @@
 package data
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -197,15 +199,15 @@ func keyColumn(s *arrow.Schema, name string) (int, error) {
 	return is[0], nil
 }
 
-// sampleColumn returns n values of column name spread evenly over recs,
-// as an IPC block of one column.
-func sampleColumn(ctx context.Context, recs []arrow.RecordBatch, name string, n int) ([]byte, error) {
+// sampleKeys returns n rows of the key columns spread evenly over recs,
+// as an IPC block.
+func sampleKeys(ctx context.Context, recs []arrow.RecordBatch, keys []SortKey, n int) ([]byte, error) {
 	if len(recs) == 0 {
 		return nil, nil
 	}
-	j, err := keyColumn(recs[0].Schema(), name)
-	if err != nil {
-		return nil, err
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = k.Column
 	}
 	var total int64
 	for _, r := range recs {
@@ -213,38 +215,42 @@ func sampleColumn(ctx context.Context, recs []arrow.RecordBatch, name string, n 
 	}
 	idx := array.NewInt64Builder(memory.DefaultAllocator)
 	defer idx.Release()
-	parts := make([]arrow.Array, 0, len(recs))
-	defer func() { releaseArrays(parts) }()
+	parts := make([]arrow.RecordBatch, 0, len(recs))
+	defer func() { releaseAll(parts) }()
 	for _, r := range recs {
+		if r.NumRows() == 0 {
+			continue
+		}
+		kr, err := projectRecord(r, names, false)
+		if err != nil {
+			return nil, err
+		}
 		k := max(1, int64(n)*r.NumRows()/max(total, 1))
 		for i := range k {
 			idx.Append(i * r.NumRows() / k)
 		}
 		ia := idx.NewInt64Array()
-		taken, err := compute.TakeArray(ctx, r.Column(j), ia)
+		taken, err := takeRecord(ctx, kr, ia)
 		ia.Release()
+		kr.Release()
 		if err != nil {
 			return nil, err
 		}
 		parts = append(parts, taken)
 	}
-	col, err := array.Concatenate(parts, memory.DefaultAllocator)
+	if len(parts) == 0 {
+		return nil, nil
+	}
+	rec, err := concatRecords(parts[0].Schema(), parts)
 	if err != nil {
 		return nil, err
 	}
-	defer col.Release()
-	return columnBlock(name, col)
-}
-
-func columnBlock(name string, col arrow.Array) ([]byte, error) {
-	s := arrow.NewSchema([]arrow.Field{{Name: name, Type: col.DataType(), Nullable: true}}, nil)
-	rec := array.NewRecordBatch(s, []arrow.Array{col}, int64(col.Len()))
 	defer rec.Release()
 	return encodeBlock(rec)
 }
 
-// sortRecords concatenates recs and sorts them by column name.
-func sortRecords(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch, name string, desc bool) (arrow.RecordBatch, error) {
+// sortRecords concatenates recs and sorts them by keys (nulls last).
+func sortRecords(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch, keys []SortKey) (arrow.RecordBatch, error) {
 	rec, err := concatRecords(s, recs)
 	if err != nil {
 		return nil, err
@@ -254,16 +260,19 @@ func sortRecords(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch,
 		rec.Retain()
 		return rec, nil
 	}
-	j, err := keyColumn(s, name)
-	if err != nil {
-		return nil, err
+	sks := make([]compute.SortKey, len(keys))
+	for i, k := range keys {
+		j, err := keyColumn(s, k.Column)
+		if err != nil {
+			return nil, err
+		}
+		sks[i] = compute.DefaultSortKey()
+		sks[i].ColumnIndex = j
+		if k.Descending {
+			sks[i].Order = compute.SortOrderDescending
+		}
 	}
-	key := compute.DefaultSortKey()
-	key.ColumnIndex = j
-	if desc {
-		key.Order = compute.SortOrderDescending
-	}
-	order, err := compute.SortIndicesRecordBatch(ctx, rec, []compute.SortKey{key})
+	order, err := compute.SortIndicesRecordBatch(ctx, rec, sks)
 	if err != nil {
 		return nil, err
 	}
@@ -287,8 +296,8 @@ func takeRecord(ctx context.Context, rec arrow.RecordBatch, idx arrow.Array) (ar
 }
 
 // splitParts cuts a task's records into o.Parts records: by range of
-// o.Column against o.Bounds (a sort's map side), or, with no column, into
-// equal row ranges (a repartition's map side).
+// the o.Keys columns against o.Bounds (a sort's map side), or, with no
+// keys, into equal row ranges (a repartition's map side).
 func splitParts(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch, o *outSpec) ([]arrow.RecordBatch, error) {
 	rec, err := concatRecords(s, recs)
 	if err != nil {
@@ -296,23 +305,19 @@ func splitParts(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch, 
 	}
 	defer rec.Release()
 	out := make([]arrow.RecordBatch, 0, o.Parts)
-	if o.Column == "" {
+	if len(o.Keys) == 0 {
 		rows, p := rec.NumRows(), int64(o.Parts)
 		for i := range p {
 			out = append(out, rec.NewSlice(i*rows/p, (i+1)*rows/p))
 		}
 		return out, nil
 	}
-	j, err := keyColumn(s, o.Column)
-	if err != nil {
-		return nil, err
-	}
 	bounds, err := decodeBlock(o.Bounds)
 	if err != nil {
 		return nil, err
 	}
 	defer bounds.Release()
-	part, err := rangePartitioner(rec.Column(j), bounds.Column(0), o.Descending)
+	part, err := rangePartitioner(rec, bounds, o.Keys)
 	if err != nil {
 		return nil, err
 	}
@@ -321,6 +326,12 @@ func splitParts(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch, 
 		p := part(i)
 		idx[p] = append(idx[p], int64(i))
 	}
+	return takeParts(ctx, rec, idx)
+}
+
+// takeParts returns a record per index list: rec's rows at those indices.
+func takeParts(ctx context.Context, rec arrow.RecordBatch, idx [][]int64) ([]arrow.RecordBatch, error) {
+	out := make([]arrow.RecordBatch, 0, len(idx))
 	for _, is := range idx {
 		b := array.NewInt64Builder(memory.DefaultAllocator)
 		b.AppendValues(is, nil)
@@ -337,50 +348,108 @@ func splitParts(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch, 
 	return out, nil
 }
 
-// rangePartitioner returns the partition of each row of col: the number
-// of bounds at or before its value in sort order (nulls go last, as the
-// sort puts them).
-func rangePartitioner(col, bounds arrow.Array, desc bool) (func(int) int, error) {
-	n := bounds.Len()
-	mk := func(less func(i, b int) bool) func(int) int {
-		return func(i int) int {
-			if col.IsNull(i) {
-				return n
-			}
-			// first bound the value sorts before
-			return sort.Search(n, func(b int) bool { return less(i, b) })
+// rangePartitioner returns the partition of each row of rec: the number
+// of bounds (rows of the key columns) at or before the row in the order
+// of keys, the order the sort kernel gives (each key ascending or
+// descending, NaN after the numbers and nulls last in either direction).
+func rangePartitioner(rec, bounds arrow.RecordBatch, keys []SortKey) (func(int) int, error) {
+	cmps := make([]func(i, b int) int, len(keys))
+	for n, k := range keys {
+		j, err := keyColumn(rec.Schema(), k.Column)
+		if err != nil {
+			return nil, err
 		}
+		bj, err := keyColumn(bounds.Schema(), k.Column)
+		if err != nil {
+			return nil, err
+		}
+		if cmps[n], err = rowComparer(rec.Column(j), bounds.Column(bj), k.Descending); err != nil {
+			return nil, err
+		}
+	}
+	nb := int(bounds.NumRows())
+	return func(i int) int {
+		// the first bound the row sorts before
+		return sort.Search(nb, func(b int) bool {
+			for _, c := range cmps {
+				if r := c(i, b); r != 0 {
+					return r < 0
+				}
+			}
+			return false
+		})
+	}, nil
+}
+
+// rowComparer compares value i of col with value b of bounds (of the
+// same type) in sort order: -1 before, 0 equal, 1 after.
+func rowComparer(col, bounds arrow.Array, desc bool) (func(i, b int) int, error) {
+	if !arrow.TypeEqual(col.DataType(), bounds.DataType()) {
+		return nil, fmt.Errorf("data: sort bounds of type %s for a %s column", bounds.DataType(), col.DataType())
 	}
 	switch c := col.(type) {
 	case *array.Int64:
-		b := bounds.(*array.Int64)
-		return mk(func(i, k int) bool { return before(c.Value(i), b.Value(k), desc) }), nil
+		return comparer(c, bounds.(*array.Int64), desc), nil
 	case *array.Int32:
-		b := bounds.(*array.Int32)
-		return mk(func(i, k int) bool { return before(c.Value(i), b.Value(k), desc) }), nil
+		return comparer(c, bounds.(*array.Int32), desc), nil
 	case *array.Float64:
-		b := bounds.(*array.Float64)
-		return mk(func(i, k int) bool { return before(c.Value(i), b.Value(k), desc) }), nil
+		return comparer(c, bounds.(*array.Float64), desc), nil
 	case *array.Float32:
-		b := bounds.(*array.Float32)
-		return mk(func(i, k int) bool { return before(c.Value(i), b.Value(k), desc) }), nil
+		return comparer(c, bounds.(*array.Float32), desc), nil
 	case *array.String:
-		b := bounds.(*array.String)
-		return mk(func(i, k int) bool { return before(c.Value(i), b.Value(k), desc) }), nil
+		return comparer(c, bounds.(*array.String), desc), nil
 	}
 	return nil, fmt.Errorf("%w: data: Sort by a %s column is not supported yet (int64, int32, float64, float32, string)", atoll.ErrInvalidArgument, col.DataType())
 }
 
-func before[T int64 | int32 | float64 | float32 | string](v, bound T, desc bool) bool {
-	if desc {
-		return v > bound
-	}
-	return v < bound
+type valueArray[T int64 | int32 | float64 | float32 | string] interface {
+	Value(int) T
+	IsNull(int) bool
 }
 
-// chooseBounds sorts the samples (an IPC block of one column) and picks
-// parts-1 bounds evenly among them, as an IPC block.
-func chooseBounds(ctx context.Context, samples [][]byte, parts int, desc bool) ([]byte, error) {
+func comparer[T int64 | int32 | float64 | float32 | string, A valueArray[T]](col, bounds A, desc bool) func(i, b int) int {
+	return func(i, b int) int {
+		cn, bn := col.IsNull(i), bounds.IsNull(b)
+		switch {
+		case cn || bn:
+			return boolCmp(cn, bn)
+		}
+		v, w := col.Value(i), bounds.Value(b)
+		if vn, wn := isNaN(v), isNaN(w); vn || wn { // NaN: after the numbers, either direction
+			return boolCmp(vn, wn)
+		}
+		r := cmp.Compare(v, w)
+		if desc {
+			r = -r
+		}
+		return r
+	}
+}
+
+func isNaN[T int64 | int32 | float64 | float32 | string](v T) bool {
+	switch x := any(v).(type) {
+	case float64:
+		return math.IsNaN(x)
+	case float32:
+		return math.IsNaN(float64(x))
+	}
+	return false
+}
+
+// boolCmp orders false before true.
+func boolCmp(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// chooseBounds sorts the samples (IPC blocks of the key columns) by keys
+// and picks parts-1 bound rows evenly among them, as an IPC block.
+func chooseBounds(ctx context.Context, samples [][]byte, parts int, keys []SortKey) ([]byte, error) {
 	var recs []arrow.RecordBatch
 	defer func() { releaseAll(recs) }()
 	for _, s := range samples {
@@ -396,14 +465,14 @@ func chooseBounds(ctx context.Context, samples [][]byte, parts int, desc bool) (
 	if len(recs) == 0 {
 		return nil, nil
 	}
-	sorted, err := sortRecords(ctx, recs[0].Schema(), recs, recs[0].ColumnName(0), desc)
+	sorted, err := sortRecords(ctx, recs[0].Schema(), recs, keys)
 	if err != nil {
 		return nil, err
 	}
 	defer sorted.Release()
-	// nulls sort last: bounds come from the non-null values
-	col := sorted.Column(0)
-	nn := col.Len() - col.NullN()
+	// nulls of the first key sort last: bounds come from the rows before
+	// them (a row with a null first key is after every bound)
+	nn := sorted.Column(0).Len() - sorted.Column(0).NullN()
 	b := array.NewInt64Builder(memory.DefaultAllocator)
 	for i := 1; i < parts && nn > 0; i++ {
 		b.Append(int64(min(nn-1, max(0, i*nn/parts))))
@@ -411,10 +480,10 @@ func chooseBounds(ctx context.Context, samples [][]byte, parts int, desc bool) (
 	idx := b.NewInt64Array()
 	b.Release()
 	defer idx.Release()
-	bounds, err := compute.TakeArray(ctx, col, idx)
+	bounds, err := takeRecord(ctx, sorted, idx)
 	if err != nil {
 		return nil, err
 	}
 	defer bounds.Release()
-	return columnBlock(recs[0].ColumnName(0), bounds)
+	return encodeBlock(bounds)
 }

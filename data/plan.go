@@ -15,7 +15,8 @@ import (
 //   - a read and the map-like operations after it fuse into one stage
 //     while they share the compute strategy (tasks or actors) and the
 //     resources per task;
-//   - an all-to-all operation (sort, repartition) fuses with the map-like
+//   - an all-to-all operation (sort, repartition, aggregate,
+//     random_shuffle) fuses with the map-like
 //     operations before it (its map side runs in the same tasks), never
 //     with those after it: they start a new stage over its output;
 //   - a limit ends its stage: the driver counts rows and the next stage
@@ -39,9 +40,12 @@ type logicalOp struct {
 	resources map[string]float64 // per task; nil means {CPU: 1}
 	op        opSpec             // what a task does (map-like and limit)
 	// all-to-all parameters
-	column     string
-	descending bool
+	keys       []SortKey // sort: the keys in order
+	descending bool      // set by Descending, read by Sort and Key
 	parts      int
+	groupKeys  []string  // aggregate: the group columns
+	aggs       []aggSpec // aggregate: what to compute per group
+	seed       uint64    // random_shuffle
 }
 
 func (o *logicalOp) resourceKey() string {

@@ -22,9 +22,9 @@ func TestPlan(t *testing.T) {
 			fs := strings.Fields(line)
 			o := &logicalOp{name: fs[0], kind: kindMap}
 			switch fs[0] {
-			case "read", "from_items":
+			case "read", "from_items", "union", "zip":
 				o.kind = kindRead
-			case "sort", "repartition":
+			case "sort", "repartition", "aggregate", "random_shuffle":
 				o.kind = kindAllToAll
 			case "limit":
 				o.kind = kindLimit

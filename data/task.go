@@ -24,6 +24,7 @@ import (
 // the ops in order, then shape the output (out).
 type taskSpec struct {
 	Read *readSpec
+	Zip  *zipSpec
 	Ops  []opSpec
 	Out  outSpec
 }
@@ -36,32 +37,44 @@ type opSpec struct {
 	Columns   []string
 	Column    string
 	Limit     int64  // limit: rows to keep from this task's input
+	Offset    int64  // limit: rows to skip first (Split's slices)
 	Path      string // write_parquet: the file to write
 }
 
 // outSpec is how a task returns its rows.
 type outSpec struct {
 	// Kind: "blocks" (split above TargetMaxBlockSize into at most
-	// MaxBlocks), "sort_sample" (blocks plus Samples values of Column),
-	// "split" (Parts returns: sort ranges of Column by Bounds, or equal
-	// row ranges when Column is empty), "merge_sort" (the inputs
-	// concatenated, sorted by Column, then split as blocks).
+	// MaxBlocks), "sort_sample" (blocks plus Samples rows of the Keys
+	// columns), "split" (Parts returns: sort ranges of Keys by Bounds, or
+	// equal row ranges when Keys is empty), "merge_sort" (the inputs
+	// concatenated, sorted by Keys, then split as blocks); "agg_map",
+	// "agg_reduce" (groupby.go), "shuffle_map", "shuffle_reduce"
+	// (shuffle.go).
 	Kind               string
 	MaxBlocks          int
 	TargetMaxBlockSize int64
-	Column             string
-	Descending         bool
+	Keys               []SortKey
 	Samples            int
 	Parts              int
-	Bounds             []byte // an IPC block of one column: the P-1 range bounds
+	Bounds             []byte // an IPC block of the key columns: the P-1 range bounds
+	GroupKeys          []string
+	Aggs               []aggSpec
+	Seed               uint64
+	TaskIndex          int // the task's place in its stream (set at submit)
 }
 
 // numReturns is the task's return count: the metadata, then the blocks.
 func (o outSpec) numReturns() int {
-	if o.Kind == "split" {
+	if o.partitioned() {
 		return 1 + o.Parts
 	}
 	return 1 + o.MaxBlocks
+}
+
+// partitioned says whether the task returns exactly Parts blocks (a map
+// side of an all-to-all), rather than at most MaxBlocks.
+func (o outSpec) partitioned() bool {
+	return o.Kind == "split" || o.Kind == "agg_map" || o.Kind == "shuffle_map"
 }
 
 // taskMeta is a task's first return: what the driver keeps beside each
@@ -128,6 +141,13 @@ func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta
 		recs = rs
 	}
 	var inSchema *arrow.Schema
+	if spec.Zip != nil {
+		rec, err := zipInputs(ctx, spec.Zip, inputs)
+		if err != nil {
+			return nil, nil, err
+		}
+		recs, inSchema, inputs = append(recs, rec), rec.Schema(), nil
+	}
 	for _, in := range inputs {
 		rec, err := decodeBlock(in.Data)
 		if err != nil {
@@ -161,7 +181,7 @@ func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta
 	switch spec.Out.Kind {
 	case "blocks", "sort_sample":
 		if spec.Out.Kind == "sort_sample" {
-			s, err := sampleColumn(ctx, recs, spec.Out.Column, spec.Out.Samples)
+			s, err := sampleKeys(ctx, recs, spec.Out.Keys, spec.Out.Samples)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -174,14 +194,17 @@ func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta
 			return nil, nil, err
 		}
 	case "merge_sort":
-		sorted, err := sortRecords(ctx, schema, recs, spec.Out.Column, spec.Out.Descending)
+		sorted, err := sortRecords(ctx, schema, recs, spec.Out.Keys)
 		if err != nil {
 			return nil, nil, err
 		}
 		parts = splitBlocks([]arrow.RecordBatch{sorted}, spec.Out.TargetMaxBlockSize, spec.Out.MaxBlocks)
 		sorted.Release()
 	default:
-		return nil, nil, fmt.Errorf("data: unknown output kind %q", spec.Out.Kind)
+		var err error
+		if parts, err = shapeOutput(ctx, schema, recs, &spec.Out); err != nil {
+			return nil, nil, err
+		}
 	}
 	blocks := make([][]byte, len(parts))
 	for i, p := range parts {
@@ -302,14 +325,18 @@ func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arrow.
 			col.Release()
 		}
 	case "limit":
-		left := op.Limit
+		skip, left := op.Offset, op.Limit
 		for _, rec := range recs {
 			if left <= 0 {
 				break
 			}
-			n := min(left, rec.NumRows())
-			out = append(out, rec.NewSlice(0, n))
-			left -= n
+			if skip >= rec.NumRows() {
+				skip -= rec.NumRows()
+				continue
+			}
+			n := min(left, rec.NumRows()-skip)
+			out = append(out, rec.NewSlice(skip, skip+n))
+			left, skip = left-n, 0
 		}
 	case "write_parquet":
 		if err := writeParquetFile(ctx, op.Path, recs); err != nil {

@@ -55,8 +55,7 @@ var aggSchema = arrow.NewSchema([]arrow.Field{
 type agg struct{ Count, SumScore, SumValue int64 }
 
 // partialAgg reduces a batch to one row per key present: count, sum of
-// score, sum of value (a per-key "GroupBy" done by hand: package data has
-// no GroupBy yet).
+// score, sum of value (the baseline's per-key aggregation, a Go loop).
 func partialAgg(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	ks, err := column[*array.Int64](rec, "key")
 	if err != nil {
@@ -99,7 +98,7 @@ func partialAgg(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	return out, nil
 }
 
-// reduceAgg adds a partial aggregate record into totals (the driver-side
+// reduceAgg adds a partial aggregate record into totals (the baseline's
 // reduction).
 func reduceAgg(totals map[int64]agg, rec arrow.RecordBatch) error {
 	ks, err := column[*array.Int64](rec, "key")
@@ -128,6 +127,36 @@ func reduceAgg(totals map[int64]agg, rec arrow.RecordBatch) error {
 	return nil
 }
 
+// collectGroups adds the rows of GroupBy("key").Aggregate(Count(),
+// Sum("score"), Sum("value")) into totals: one row per key, each key in
+// one block only.
+func collectGroups(totals map[int64]agg, rec arrow.RecordBatch) error {
+	ks, err := column[*array.Int64](rec, "key")
+	if err != nil {
+		return err
+	}
+	cs, err := column[*array.Int64](rec, "count()")
+	if err != nil {
+		return err
+	}
+	ss, err := column[*array.Int64](rec, "sum(score)")
+	if err != nil {
+		return err
+	}
+	vs, err := column[*array.Int64](rec, "sum(value)")
+	if err != nil {
+		return err
+	}
+	for i := range ks.Len() {
+		k := ks.Value(i)
+		if _, dup := totals[k]; dup {
+			return fmt.Errorf("key %d in two output rows", k)
+		}
+		totals[k] = agg{Count: cs.Value(i), SumScore: ss.Value(i), SumValue: vs.Value(i)}
+	}
+	return nil
+}
+
 // The functions the datasets apply, registered at init so the worker
 // processes (this binary, re-executed) know them.
 var (
@@ -140,8 +169,5 @@ var (
 			return false, fmt.Errorf("score is %T", r["score"])
 		}
 		return keep(s), nil
-	})
-	partialFn = data.RegisterBatchFunc("dataset.partial", func(_ context.Context, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
-		return partialAgg(rec)
 	})
 )

@@ -13,12 +13,14 @@
 // an order-independent checksum).
 //
 // Pipeline A: ReadParquet → MapBatches (computed column "score") → Filter
-// (score < 300, a row predicate) → MapBatches (a partial per-key count and
-// sums per batch) → IterBatches, reduced per key on the driver. Package
-// data has no GroupBy yet: the aggregation is done by hand. The baseline
-// reads the same files' row groups one at a time in one goroutine and
-// applies the same functions (the filter's predicate on the score column,
-// then the same Arrow filter kernel); the per-key totals must be equal.
+// (score < 300, a row predicate) → GroupBy("key").Aggregate(Count(),
+// Sum("score"), Sum("value")) → IterBatches: one row per key, computed by
+// data's hash all-to-all (partial aggregates in the filter's tasks,
+// combined by a reduce task per hash part). The baseline reads the same
+// files' row groups one at a time in one goroutine and applies the same
+// functions (the filter's predicate on the score column, then the same
+// Arrow filter kernel), then sums per key in a Go loop; the per-key
+// totals must be equal.
 // With -materialize, A runs again with Materialize() after every stage,
 // for the memory comparison (every intermediate dataset whole in the
 // store, spilled when it does not fit).
@@ -157,7 +159,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	progress.Phase("A atoll: ReadParquet -> MapBatches(score) -> Filter(keep) -> MapBatches(partial) -> IterBatches")
+	progress.Phase("A atoll: ReadParquet -> MapBatches(score) -> Filter(keep) -> GroupBy(key).Aggregate -> IterBatches")
 	var gotA map[int64]agg
 	var statsA string
 	atollA, err := measure(ctx, func() error {
@@ -328,13 +330,13 @@ func pipelineA(ctx context.Context, in string, materialized bool) (map[int64]agg
 	if ds, err = step(ds.Filter(keepFn)); err != nil {
 		return nil, "", err
 	}
-	ds = ds.MapBatches(partialFn)
+	ds = ds.GroupBy("key").Aggregate(data.Count(), data.Sum("score"), data.Sum("value"))
 	totals := map[int64]agg{}
 	for rec, err := range ds.IterBatches(ctx, 0) {
 		if err != nil {
 			return nil, "", err
 		}
-		if err := reduceAgg(totals, rec); err != nil {
+		if err := collectGroups(totals, rec); err != nil {
 			return nil, "", err
 		}
 	}

@@ -1,0 +1,152 @@
+package data
+
+import (
+	"fmt"
+
+	"github.com/atoll-runtime/atoll"
+)
+
+// GroupBy and aggregations (Ray Data's groupby().aggregate()): a hash
+// all-to-all. Each map task (fused with the maps before it) aggregates
+// its block partially, one row per group it holds, and cuts the partial
+// rows into P parts by a hash of the group key; reduce task j combines
+// the partials of part j (counts and sums add, Mean from count and sum,
+// Std from count, mean and sum of squared deviations combined pairwise,
+// Chan et al.) and returns one row per group. The kernels are in
+// groupby_kernels.go.
+
+// Agg is an aggregation of a group's rows: Count, Sum, Mean, Min, Max,
+// Std. Its output column is named like Ray's: count(), sum(x), ...
+type Agg struct{ spec aggSpec }
+
+// aggSpec is an aggregation as a task runs it.
+type aggSpec struct {
+	Fn     string // count, sum, mean, min, max, std
+	Column string // empty for count
+}
+
+func (a aggSpec) name() string { return a.Fn + "(" + a.Column + ")" }
+
+// Name is the aggregation's output column: count(), sum(x), mean(x),
+// min(x), max(x), std(x).
+func (a Agg) Name() string { return a.spec.name() }
+
+// Count counts the rows of each group (nulls included): column count(),
+// int64.
+func Count() Agg { return Agg{aggSpec{Fn: "count"}} }
+
+// Sum sums column (int64, int32, float64 or float32), skipping nulls:
+// column sum(column), int64 for integer columns and float64 for floating
+// ones; null for a group with no value.
+func Sum(column string) Agg { return Agg{aggSpec{Fn: "sum", Column: column}} }
+
+// Mean averages column (numeric), skipping nulls: mean(column), float64;
+// null for a group with no value.
+func Mean(column string) Agg { return Agg{aggSpec{Fn: "mean", Column: column}} }
+
+// Min is the smallest value of column (numeric or string), skipping
+// nulls and NaN: min(column), of the column's type; null for a group
+// with no value.
+func Min(column string) Agg { return Agg{aggSpec{Fn: "min", Column: column}} }
+
+// Max is the largest value of column, as Min: max(column).
+func Max(column string) Agg { return Agg{aggSpec{Fn: "max", Column: column}} }
+
+// Std is the sample standard deviation of column (numeric; ddof = 1, as
+// Ray's default), skipping nulls: std(column), float64; null for a group
+// with fewer than two values.
+func Std(column string) Agg { return Agg{aggSpec{Fn: "std", Column: column}} }
+
+// GroupedData is a dataset grouped by columns, waiting for its
+// aggregations (Ray's GroupedData).
+type GroupedData struct {
+	d     *Dataset
+	keys  []string
+	parts int
+	err   error
+}
+
+// GroupBy groups the rows by the values of one or more columns (int64,
+// int32, float64, float32 or string; nulls form a group of their own).
+// Nothing runs until the aggregated dataset is consumed.
+func (d *Dataset) GroupBy(columns ...string) *GroupedData {
+	g := &GroupedData{d: d, keys: append([]string(nil), columns...)}
+	seen := map[string]bool{}
+	for _, c := range columns {
+		if c == "" || seen[c] {
+			g.err = fmt.Errorf("%w: data: GroupBy column %q empty or repeated", atoll.ErrInvalidArgument, c)
+		}
+		seen[c] = true
+	}
+	if len(columns) == 0 {
+		g.err = fmt.Errorf("%w: data: GroupBy needs at least one column", atoll.ErrInvalidArgument)
+	}
+	return g
+}
+
+// NumPartitions sets the number of reduce tasks, and of hash parts each
+// map task cuts its partial aggregates into. Default: the number of
+// input blocks when the source is the stage's (read tasks or stored
+// blocks), otherwise Config.Parallelism.
+func (g *GroupedData) NumPartitions(n int) *GroupedData {
+	ng := *g
+	ng.parts = n
+	if n <= 0 && ng.err == nil {
+		ng.err = fmt.Errorf("%w: data: NumPartitions(%d)", atoll.ErrInvalidArgument, n)
+	}
+	return &ng
+}
+
+// Aggregate computes aggs per group: a dataset of one row per group, the
+// group columns then one column per aggregation (Agg.Name). Rows come
+// in blocks by hash part, each part sorted by the group columns; Sort
+// the result for one global order.
+func (g *GroupedData) Aggregate(aggs ...Agg) *Dataset {
+	if g.err != nil {
+		return g.d.withErr(g.err)
+	}
+	if len(aggs) == 0 {
+		return g.d.withErr(fmt.Errorf("%w: data: Aggregate needs at least one aggregation", atoll.ErrInvalidArgument))
+	}
+	names := map[string]bool{}
+	for _, k := range g.keys {
+		names[k] = true
+	}
+	specs := make([]aggSpec, len(aggs))
+	for i, a := range aggs {
+		s := a.spec
+		switch s.Fn {
+		case "count":
+		case "sum", "mean", "min", "max", "std":
+			if s.Column == "" {
+				return g.d.withErr(fmt.Errorf("%w: data: Aggregate: %s needs a column", atoll.ErrInvalidArgument, s.Fn))
+			}
+		default:
+			return g.d.withErr(fmt.Errorf("%w: data: Aggregate: unknown aggregation %q (use Count, Sum, Mean, Min, Max, Std)", atoll.ErrInvalidArgument, s.Fn))
+		}
+		if names[s.name()] {
+			return g.d.withErr(fmt.Errorf("%w: data: Aggregate: column %s twice", atoll.ErrInvalidArgument, s.name()))
+		}
+		names[s.name()] = true
+		specs[i] = s
+	}
+	return g.d.with(&logicalOp{name: "aggregate", kind: kindAllToAll, groupKeys: g.keys, aggs: specs, parts: g.parts})
+}
+
+// Count is Aggregate(Count()).
+func (g *GroupedData) Count() *Dataset { return g.Aggregate(Count()) }
+
+// Sum is Aggregate(Sum(column)).
+func (g *GroupedData) Sum(column string) *Dataset { return g.Aggregate(Sum(column)) }
+
+// Mean is Aggregate(Mean(column)).
+func (g *GroupedData) Mean(column string) *Dataset { return g.Aggregate(Mean(column)) }
+
+// Min is Aggregate(Min(column)).
+func (g *GroupedData) Min(column string) *Dataset { return g.Aggregate(Min(column)) }
+
+// Max is Aggregate(Max(column)).
+func (g *GroupedData) Max(column string) *Dataset { return g.Aggregate(Max(column)) }
+
+// Std is Aggregate(Std(column)).
+func (g *GroupedData) Std(column string) *Dataset { return g.Aggregate(Std(column)) }

@@ -118,8 +118,8 @@ type taskStream struct {
 	pending []*pendingTask
 	ready   []block
 	onMeta  func(*taskMeta)
-	// writeDir: a write_parquet op writes file part-N there, N the
-	// task's sequence number.
+	// writeDir: a write op (write_parquet, write_csv) writes file
+	// part-N.<ext> there, N the task's sequence number.
 	writeDir string
 	seq      int
 	// ratio is the largest output bytes / estimate seen in this stream's
@@ -205,8 +205,8 @@ func (t *taskStream) submit(ctx context.Context, u unit) {
 	if t.writeDir != "" {
 		spec.Ops = append([]opSpec(nil), t.ops...)
 		for i := range spec.Ops {
-			if spec.Ops[i].Kind == "write_parquet" {
-				spec.Ops[i].Path = fmt.Sprintf("%s/part-%05d.parquet", t.writeDir, t.seq)
+			if ext := writeExt(spec.Ops[i].Kind); ext != "" {
+				spec.Ops[i].Path = fmt.Sprintf("%s/part-%05d%s", t.writeDir, t.seq, ext)
 			}
 		}
 	}

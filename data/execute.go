@@ -94,7 +94,7 @@ func (d *Dataset) start(ctx context.Context, extra ...*logicalOp) (blockStream, 
 			stats.subs = append(stats.subs, sub)
 			ts := &taskStream{r: r, st: sub, src: src, ops: specs, out: outSpec{Kind: "blocks"}, opts: opts}
 			for _, s := range specs {
-				if s.Kind == "write_parquet" {
+				if writeExt(s.Kind) != "" {
 					ts.writeDir = s.Path
 				}
 			}

@@ -30,13 +30,13 @@ type taskSpec struct {
 
 // opSpec is one map-like operation as a task runs it.
 type opSpec struct {
-	Kind      string // map, map_batches, filter, select, drop, add_column, limit, write_parquet
+	Kind      string // map, map_batches, flat_map, filter, select, drop, add_column, limit, write_parquet, write_csv
 	Fn        string // a registered function's name
 	BatchSize int
 	Columns   []string
 	Column    string
 	Limit     int64  // limit: rows to keep from this task's input
-	Path      string // write_parquet: the file to write
+	Path      string // write_parquet, write_csv: the file to write
 }
 
 // outSpec is how a task returns its rows.
@@ -315,6 +315,12 @@ func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arrow.
 		if err := writeParquetFile(ctx, op.Path, recs); err != nil {
 			return nil, err
 		}
+	case "write_csv":
+		if err := writeCSVFile(op.Path, recs); err != nil {
+			return nil, err
+		}
+	case "flat_map":
+		return applyFlatMap(ctx, op, recs)
 	default:
 		return nil, fmt.Errorf("data: unknown op %q", op.Kind)
 	}

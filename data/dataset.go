@@ -226,15 +226,10 @@ func (d *Dataset) mapOp(name string, op opSpec, opts []OpOption) *Dataset {
 	if o.op.BatchSize < 0 {
 		return d.withErr(fmt.Errorf("%w: data: batch size %d", atoll.ErrInvalidArgument, o.op.BatchSize))
 	}
-	return d.with(o)
-}
-
-// MapBatches applies fn to batches of rows (BatchSize), in tasks.
-func (d *Dataset) MapBatches(fn *BatchFunc, opts ...OpOption) *Dataset {
-	if fn == nil {
-		return d.withErr(fmt.Errorf("%w: data: MapBatches(nil)", atoll.ErrInvalidArgument))
+	if err := o.checkPool(); err != nil {
+		return d.withErr(err)
 	}
-	return d.mapOp("map_batches", opSpec{Kind: "map_batches", Fn: fn.name}, opts)
+	return d.with(o)
 }
 
 // Map applies fn to every row.

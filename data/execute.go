@@ -2,7 +2,6 @@ package data
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
@@ -28,11 +27,6 @@ func (d *Dataset) start(ctx context.Context, extra ...*logicalOp) (blockStream, 
 		r.budget = int64(float64(m.StoreCapacity) * d.cfg.BudgetFraction)
 	}
 	ops := append(append([]*logicalOp(nil), d.ops...), extra...)
-	for _, o := range ops {
-		if o.strategy() != "tasks" {
-			return nil, nil, fmt.Errorf("%w: data: compute strategy %q is not supported yet", atoll.ErrInvalidArgument, o.compute)
-		}
-	}
 	var in blockStream
 	for i, st := range plan(ops) {
 		stats := &stageStats{name: st.name()}
@@ -77,6 +71,13 @@ func (d *Dataset) start(ctx context.Context, extra ...*logicalOp) (blockStream, 
 		if i == 0 && d.source.units != nil {
 			// reads retry application errors (a flaky file system)
 			opts = append(opts, atoll.RetryExceptions(), atoll.MaxRetries(3))
+		}
+		if len(mapOps) > 0 && mapOps[0].strategy() == "actors" {
+			// an actor stage holds map-like ops only (plan.go)
+			sub := &subStats{name: st.name()}
+			stats.subs = append(stats.subs, sub)
+			in = newPoolStream(r, sub, src, specs, mapOps[0].pool, opts)
+			continue
 		}
 		if limit >= 0 {
 			sub := &subStats{name: "limit"}

@@ -22,6 +22,7 @@ type subStats struct {
 	submittedTasks int
 	wall, cpu      []time.Duration
 	rows           []int64
+	pool           *poolStats // an actor stage's pool
 }
 
 func (s *subStats) submitted() {
@@ -67,6 +68,9 @@ func (s *subStats) format(b *strings.Builder, title string) {
 	fmt.Fprintf(b, "* Remote wall time: %s\n", durs(s.wall))
 	fmt.Fprintf(b, "* Remote cpu time: %s\n", durs(s.cpu))
 	fmt.Fprintf(b, "* Output num rows: %d min, %d max, %d mean, %d total\n", lo, hi, sum/int64(len(s.rows)), sum)
+	if s.pool != nil {
+		s.pool.format(b)
+	}
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.3gs", d.Seconds()) }

@@ -75,7 +75,11 @@ type taskMeta struct {
 	CPUNs   int64
 }
 
-var execTask = atoll.NewMultiFuncN("atoll/data.exec", func(ctx context.Context, args []atoll.Raw) ([]atoll.Raw, error) {
+var execTask = atoll.NewMultiFuncN("atoll/data.exec", execSpec)
+
+// execSpec runs a task: args[0] is the task spec, the rest its input
+// blocks; it returns the metadata, then the blocks.
+func execSpec(ctx context.Context, args []atoll.Raw) ([]atoll.Raw, error) {
 	if len(args) == 0 {
 		return nil, fmt.Errorf("data: exec without a task spec")
 	}
@@ -102,7 +106,7 @@ var execTask = atoll.NewMultiFuncN("atoll/data.exec", func(ctx context.Context, 
 		}
 	}
 	return out, nil
-})
+}
 
 // cpuTime is this process's CPU time (user and system). A worker process
 // runs one task at a time, so the difference across a task is the task's
@@ -321,6 +325,8 @@ func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arrow.
 		}
 	case "flat_map":
 		return applyFlatMap(ctx, op, recs)
+	case "map_batches_class":
+		return applyClass(ctx, op, recs)
 	default:
 		return nil, fmt.Errorf("data: unknown op %q", op.Kind)
 	}

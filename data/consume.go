@@ -24,6 +24,7 @@ func (d *Dataset) execute(ctx context.Context, each func(block) (bool, error), k
 	}
 	defer func() {
 		s.close()
+		r.stopMonitor()
 		d.last.mu.Lock()
 		d.last.stages, d.last.peak = r.stages, r.peak
 		d.last.mu.Unlock()

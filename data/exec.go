@@ -81,6 +81,10 @@ type run struct {
 	charged int64 // bytes of tasks in flight and of blocks not yet consumed
 	peak    int64
 	stages  []*stageStats
+	// cpuCap is Config.CPUShare of the node's CPUs (0: none); cpuHeld the
+	// CPU of the run's tasks in flight and actors (cpu.go).
+	cpuCap, cpuHeld float64
+	mon             *monitor
 }
 
 func (r *run) charge(n int64) {
@@ -184,7 +188,7 @@ func (t *taskStream) fill(ctx context.Context) error {
 				t.r.charge(b.bytes)
 			}
 		}
-		if len(t.pending) > 0 && (t.ratio == 0 || !t.r.fits(t.expected(*t.peeked))) {
+		if len(t.pending) > 0 && (t.ratio == 0 || !t.r.fits(t.expected(*t.peeked)) || !t.r.cpuFits(t.st.taskCPU)) {
 			return nil
 		}
 		t.submit(ctx, *t.peeked)
@@ -224,6 +228,7 @@ func (t *taskStream) submit(ctx context.Context, u unit) {
 	}
 	exp := t.expected(u)
 	t.r.charge(exp) // inputs were charged when taken
+	t.r.holdCPU(t.st.taskCPU)
 	t.st.submitted()
 	t.pending = append(t.pending, &pendingTask{refs: refs, inputs: u.inputs, charge: inputBytes(u) + exp, estimate: u.estimate})
 }
@@ -233,6 +238,7 @@ func (t *taskStream) collect(ctx context.Context) error {
 	p := t.pending[0]
 	t.pending = t.pending[1:]
 	t.r.charge(-p.charge)
+	t.r.holdCPU(-t.st.taskCPU)
 	raw, err := atoll.Get(ctx, p.refs[0])
 	if err != nil {
 		releaseRefs(p.refs)
@@ -283,6 +289,7 @@ func (t *taskStream) close() {
 	for _, p := range t.pending {
 		releaseRefs(p.refs)
 		t.r.charge(-p.charge)
+		t.r.holdCPU(-t.st.taskCPU)
 	}
 	t.pending = nil
 	for _, b := range t.ready {

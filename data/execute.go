@@ -26,10 +26,11 @@ func (d *Dataset) start(ctx context.Context, extra ...*logicalOp) (blockStream, 
 		}
 		r.budget = int64(float64(m.StoreCapacity) * d.cfg.BudgetFraction)
 	}
+	r.initCPU(ctx)
 	ops := append(append([]*logicalOp(nil), d.ops...), extra...)
 	var in blockStream
 	for i, st := range plan(ops) {
-		stats := &stageStats{name: st.name()}
+		stats := &stageStats{name: st.name(), cpu: st.cpu()}
 		r.stages = append(r.stages, stats)
 		var src unitSource
 		mapOps := st.ops
@@ -74,25 +75,22 @@ func (d *Dataset) start(ctx context.Context, extra ...*logicalOp) (blockStream, 
 		}
 		if len(mapOps) > 0 && mapOps[0].strategy() == "actors" {
 			// an actor stage holds map-like ops only (plan.go)
-			sub := &subStats{name: st.name()}
-			stats.subs = append(stats.subs, sub)
+			sub := stats.newSub(st.name())
 			in = newPoolStream(r, sub, src, specs, mapOps[0].pool, opts)
 			continue
 		}
 		if limit >= 0 {
-			sub := &subStats{name: "limit"}
-			stats.subs = append(stats.subs, sub)
+			sub := stats.newSub("limit")
 			in = &limitStream{r: r, st: sub, in: in, left: limit, opts: opts}
 			continue
 		}
 		if st.allToAll == nil {
 			if len(specs) == 0 && i == 0 && d.source.units == nil {
 				// blocks already stored, nothing to apply
-				stats.subs = append(stats.subs, &subStats{name: st.name()})
+				stats.newSub(st.name())
 				continue
 			}
-			sub := &subStats{name: st.name()}
-			stats.subs = append(stats.subs, sub)
+			sub := stats.newSub(st.name())
 			ts := &taskStream{r: r, st: sub, src: src, ops: specs, out: outSpec{Kind: "blocks"}, opts: opts}
 			for _, s := range specs {
 				if writeExt(s.Kind) != "" {
@@ -104,6 +102,7 @@ func (d *Dataset) start(ctx context.Context, extra ...*logicalOp) (blockStream, 
 		}
 		in = newAllToAll(r, stats, src, specs, opts, st.allToAll)
 	}
+	r.startMonitor(ctx)
 	return in, r, nil
 }
 
@@ -186,9 +185,7 @@ func drain(ctx context.Context, s blockStream, r *run) ([]block, error) {
 }
 
 func (a *allToAll) sub(name string) *subStats {
-	s := &subStats{name: name}
-	a.stats.subs = append(a.stats.subs, s)
-	return s
+	return a.stats.newSub(name)
 }
 
 func (a *allToAll) mapSide(ctx context.Context) (blockStream, error) {

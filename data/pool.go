@@ -319,6 +319,7 @@ func (p *poolStream) grow(ctx context.Context) (*poolMember, error) {
 	}
 	m := &poolMember{h: h}
 	p.actors = append(p.actors, m)
+	p.r.holdCPU(p.st.taskCPU)
 	p.st.mu.Lock()
 	p.st.pool.started++
 	p.st.pool.peak = max(p.st.pool.peak, len(p.actors))
@@ -364,7 +365,7 @@ func (p *poolStream) fill(ctx context.Context) error {
 		}
 		m := p.idle(c.last)
 		if m == nil {
-			if len(p.actors) >= p.size.max {
+			if len(p.actors) >= p.size.max || len(p.actors) > 0 && !p.r.cpuFits(p.st.taskCPU) {
 				return nil
 			}
 			var err error
@@ -489,6 +490,7 @@ func (p *poolStream) remove(m *poolMember) {
 	for i, x := range p.actors {
 		if x == m {
 			p.actors = append(p.actors[:i], p.actors[i+1:]...)
+			p.r.holdCPU(-p.st.taskCPU)
 			break
 		}
 	}
@@ -503,6 +505,7 @@ func (p *poolStream) stop() {
 	p.stopped = true
 	for _, m := range p.actors {
 		_ = atoll.Kill(context.Background(), m.h) // fails only when atoll is down: the actors are gone then
+		p.r.holdCPU(-p.st.taskCPU)
 	}
 	p.actors = nil
 }

@@ -78,7 +78,8 @@ type poolSize struct{ min, max int }
 // at a time. The actors hold the operation's resources (WithResources)
 // for their whole life, and none by default (atoll's actors hold nothing
 // unless told): give them a CPU to keep the pool from overcommitting the
-// node. Consecutive operations on pools of the same size and resources
+// node. A pool whose actors hold CPUs grows past min only while the
+// driver's node keeps a CPU free for the stages that feed it. Consecutive operations on pools of the same size and resources
 // run in the same actors. An actor that dies has its block retried on
 // another (it restarts, its setup runs again, up to 3 times); the
 // actors are killed when the stage ends or the run stops. 1 <= min <=
@@ -235,6 +236,8 @@ type poolStream struct {
 	done    bool
 	ratio   float64
 	stopped bool
+	roomAt  time.Time // roomToGrow's last look, and what it saw
+	room    bool
 }
 
 func newPoolStream(r *run, st *subStats, src unitSource, ops []opSpec, size poolSize, opts []atoll.CallOption) *poolStream {
@@ -365,7 +368,7 @@ func (p *poolStream) fill(ctx context.Context) error {
 		}
 		m := p.idle(c.last)
 		if m == nil {
-			if len(p.actors) >= p.size.max || len(p.actors) > 0 && !p.r.cpuFits(p.st.taskCPU) {
+			if len(p.actors) >= p.size.max || len(p.actors) > 0 && (!p.r.cpuFits(p.st.taskCPU) || !p.roomToGrow(ctx)) {
 				return nil
 			}
 			var err error
@@ -376,6 +379,24 @@ func (p *poolStream) fill(ctx context.Context) error {
 		p.waiting = p.waiting[1:]
 		p.send(ctx, m, c)
 	}
+}
+
+// roomToGrow says whether another actor holding CPU leaves one of the
+// node's CPUs free: actors hold their CPUs for the whole stage, and a
+// pool that took the last one would starve the tasks of the stages that
+// feed it (and itself). Asked at most every 100 ms; actors that hold no
+// CPU always have room.
+func (p *poolStream) roomToGrow(ctx context.Context) bool {
+	if p.st.taskCPU <= 0 {
+		return true
+	}
+	if now := time.Now(); now.Sub(p.roomAt) >= 100*time.Millisecond {
+		p.roomAt, p.room = now, false
+		if s, err := atoll.Status(ctx); err == nil {
+			p.room = s.Available["CPU"]-p.st.taskCPU >= 1
+		}
+	}
+	return p.room
 }
 
 func (p *poolStream) send(ctx context.Context, m *poolMember, c *poolCall) {

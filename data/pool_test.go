@@ -264,3 +264,47 @@ func TestActorPoolStopsEarly(t *testing.T) {
 		t.Fatalf("stats:\n%s", st)
 	}
 }
+
+// TestActorPoolCPUsAndCancel: actors holding a CPU each on a two-CPU
+// node: the pool does not grow onto the last free CPU (the reads that
+// feed it would starve); a cancelled run kills its actors.
+func TestActorPoolCPUsAndCancel(t *testing.T) {
+	markDir(t)
+	ctx := start(t)
+	ds := data.Range(100).WithConfig(withParallelism(10)).MapBatches(tagger, data.ActorPool(1, 2), data.WithResources(atoll.Resources{CPU: 1}))
+	rows, err := ds.TakeAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if actors, _ := checkTagged(t, rows, 100, 1); actors != 1 {
+		t.Fatalf("%d actors", actors)
+	}
+	if st := ds.Stats(); !strings.Contains(st, "* Actors: 1 started (pool of 1 to 2, at most 1 at once)") {
+		t.Fatalf("stats:\n%s", st)
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var got error
+	n := 0
+	for _, err := range data.Range(1000).WithConfig(withParallelism(50)).MapBatches(tagger, data.ActorPool(2, 2)).Iter(cctx) {
+		if err != nil {
+			got = err
+			break
+		}
+		if n++; n == 10 {
+			waitFor(t, "the pool's two actors", func() bool {
+				s, err := atoll.Status(ctx)
+				return err == nil && s.Actors == 2
+			})
+			cancel()
+		}
+	}
+	if !errors.Is(got, context.Canceled) {
+		t.Fatalf("after cancel: %v, want context.Canceled", got)
+	}
+	waitFor(t, "the pool's actors to be gone after a cancel", func() bool {
+		s, err := atoll.Status(ctx)
+		return err == nil && s.Actors == 0
+	})
+}

@@ -445,8 +445,14 @@ func (p *poolStream) wait(ctx context.Context) error {
 }
 
 // actorDied says whether a call failed because its actor (or the
-// actor's worker or node) died: the block may go to another actor.
+// actor's worker or node) died: the block may go to another actor. A
+// setup that failed (the actor's constructor) fails the run: every actor
+// would fail it the same way.
 func actorDied(err error) bool {
+	var ad *atoll.ActorDiedError
+	if errors.As(err, &ad) && strings.HasPrefix(ad.Message, "constructor failed") {
+		return false
+	}
 	return errors.Is(err, atoll.ErrActorDied) || errors.Is(err, atoll.ErrWorkerCrashed) || errors.Is(err, atoll.ErrNodeDied)
 }
 

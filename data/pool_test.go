@@ -237,8 +237,12 @@ func TestActorPoolStopsEarly(t *testing.T) {
 		t.Fatalf("Take(5): %d rows, %v", len(rows), err)
 	}
 
-	if _, err := data.Range(10).MapBatches(badSetup, data.ActorPool(1, 1)).Count(ctx); err == nil || !strings.Contains(err.Error(), "no model") {
+	bad := data.Range(10).MapBatches(badSetup, data.ActorPool(1, 1))
+	if _, err := bad.Count(ctx); err == nil || !strings.Contains(err.Error(), "no model") {
 		t.Fatalf("a failing setup: %v", err)
+	}
+	if st := bad.Stats(); !strings.Contains(st, "* Actors: 1 started") || strings.Contains(st, "retried") {
+		t.Fatalf("a failing setup was retried:\n%s", st)
 	}
 	waitFor(t, "the pool's actors to be gone after a failed setup", func() bool {
 		s, err := atoll.Status(ctx)

@@ -73,6 +73,9 @@ func (s *subStats) format(b *strings.Builder, title string) {
 	}
 	fmt.Fprintf(b, "%s: %d/%d blocks executed in %s\n", title, len(s.wall), s.submittedTasks, secs(elapsed))
 	s.cpuWait.format(b)
+	if s.pool != nil {
+		s.pool.format(b)
+	}
 	if len(s.wall) == 0 {
 		return
 	}
@@ -90,9 +93,6 @@ func (s *subStats) format(b *strings.Builder, title string) {
 	fmt.Fprintf(b, "* Remote wall time: %s\n", durs(s.wall))
 	fmt.Fprintf(b, "* Remote cpu time: %s\n", durs(s.cpu))
 	fmt.Fprintf(b, "* Output num rows: %d min, %d max, %d mean, %d total\n", lo, hi, sum/int64(len(s.rows)), sum)
-	if s.pool != nil {
-		s.pool.format(b)
-	}
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.3gs", d.Seconds()) }

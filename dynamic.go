@@ -78,6 +78,38 @@ func (f *MultiFuncN[A, R]) Remote(ctx context.Context, n int, args []Arg[A], opt
 	return typedRefs[R](call(ctx, f.name, n, opts, srcs...))
 }
 
+// MultiMethodN is an actor method of any number of arguments of one
+// type with a number of return values chosen at each call, each its own
+// object: MultiFuncN's counterpart on actors.
+type MultiMethodN[T, A, R any] struct{ name string }
+
+// NewMultiMethodN registers fn as method name of actor type t.
+func NewMultiMethodN[T, A, R any](t ActorClass[T], name string, fn func(T, context.Context, []A) ([]R, error)) *MultiMethodN[T, A, R] {
+	registerMethod(t.actorType().entry, name, func(ctx context.Context, instance any, args []argData) ([]any, error) {
+		self, err := instanceOf[T](instance)
+		if err != nil {
+			return nil, err
+		}
+		as, err := argsOf[A](args)
+		if err != nil {
+			return nil, err
+		}
+		rs, err := fn(self, ctx, as)
+		return anySlice(rs), err
+	})
+	return &MultiMethodN[T, A, R]{name: name}
+}
+
+// Remote calls the method on the actor h with args and n return values
+// (see Method0.Remote).
+func (m *MultiMethodN[T, A, R]) Remote(ctx context.Context, h ActorHandle[T], n int, args []Arg[A], opts ...CallOption) []ObjectRef[R] {
+	srcs, err := argSources(args)
+	if err != nil {
+		return typedRefs[R](failedHandles(n, err))
+	}
+	return typedRefs[R](callActor(ctx, h.st, m.name, n, opts, srcs...))
+}
+
 func argsOf[A any](args []argData) ([]A, error) {
 	as := make([]A, len(args))
 	for i := range args {

@@ -3,6 +3,7 @@ package atoll_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/atoll-runtime/atoll"
@@ -58,6 +59,42 @@ func TestFuncN(t *testing.T) {
 	vals, err := atoll.GetAll(ctx, refs)
 	if err != nil || len(vals) != 3 || vals[0] != 7 || vals[2] != 9 {
 		t.Fatalf("splitN = %v, %v", vals, err)
+	}
+}
+
+var splitAdd = atoll.NewMultiMethodN(counterType, "SplitAdd", func(c *counter, _ context.Context, xs []int) ([]int, error) {
+	out := make([]int, len(xs))
+	for i, x := range xs {
+		c.n += x
+		out[i] = c.n
+	}
+	return out, nil
+})
+
+func TestMultiMethodN(t *testing.T) {
+	ctx := start(t, atoll.WithWorkerMode(atoll.ProcessWorkers))
+	c, err := counterType.New(ctx, atoll.Value(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := atoll.Put(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := atoll.GetAll(ctx, splitAdd.Remote(ctx, c, 3, []atoll.Arg[int]{atoll.Value(1), two, atoll.Value(3)}))
+	if err != nil || len(vals) != 3 || vals[0] != 11 || vals[1] != 13 || vals[2] != 16 {
+		t.Fatalf("SplitAdd = %v, %v; want [11 13 16]", vals, err)
+	}
+	// the state stays with the actor
+	if v, err := atoll.Get(ctx, incr.Remote(ctx, c, atoll.Value(4))); err != nil || v != 20 {
+		t.Fatalf("Incr after SplitAdd = %v, %v", v, err)
+	}
+	// a count that does not match what the method returns fails the call
+	if _, err := atoll.GetAll(ctx, splitAdd.Remote(ctx, c, 2, []atoll.Arg[int]{atoll.Value(1)})); !errors.Is(err, atoll.ErrTask) || !strings.Contains(err.Error(), "returned 1 values, want 2") {
+		t.Fatalf("wrong return count: %v", err)
+	}
+	if _, err := atoll.GetAll(ctx, splitAdd.Remote(ctx, c, 1, []atoll.Arg[int]{nil})); !errors.Is(err, atoll.ErrInvalidArgument) {
+		t.Fatalf("nil argument: %v", err)
 	}
 }
 

@@ -24,6 +24,7 @@ func (d *Dataset) execute(ctx context.Context, each func(block) (bool, error), k
 	}
 	defer func() {
 		s.close()
+		r.stopMonitor()
 		d.last.mu.Lock()
 		d.last.stages, d.last.peak = r.stages, r.peak
 		d.last.mu.Unlock()
@@ -96,8 +97,14 @@ func (d *Dataset) NumBlocks() int {
 // buffers are views of the object store (no copy) when it lies within
 // one block: it is valid until the loop body returns, and must be
 // retained and copied to be kept. Stopping the loop early stops the run.
-func (d *Dataset) IterBatches(ctx context.Context, batchSize int) iter.Seq2[arrow.RecordBatch, error] {
+// Options: Prefetch.
+func (d *Dataset) IterBatches(ctx context.Context, batchSize int, opts ...IterOption) iter.Seq2[arrow.RecordBatch, error] {
+	ic := iterOptions(opts)
 	return func(yield func(arrow.RecordBatch, error) bool) {
+		if ic.err != nil {
+			yield(nil, ic.err)
+			return
+		}
 		var carry arrow.RecordBatch
 		defer func() {
 			if carry != nil {
@@ -105,11 +112,7 @@ func (d *Dataset) IterBatches(ctx context.Context, batchSize int) iter.Seq2[arro
 			}
 		}()
 		stopped := false
-		err := d.execute(ctx, func(b block) (bool, error) {
-			raw, err := atoll.Get(ctx, b.ref)
-			if err != nil {
-				return false, err
-			}
+		err := d.eachFetched(ctx, ic.prefetch, func(b block, raw atoll.Raw) (bool, error) {
 			rec, err := decodeBlock(raw.Data)
 			if err != nil {
 				return false, err
@@ -142,7 +145,7 @@ func (d *Dataset) IterBatches(ctx context.Context, batchSize int) iter.Seq2[arro
 				}
 			}
 			return true, nil
-		}, false)
+		})
 		if err != nil {
 			yield(nil, err)
 			return
@@ -169,10 +172,10 @@ func copyRecord(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	return out, nil
 }
 
-// Iter yields the rows one at a time.
-func (d *Dataset) Iter(ctx context.Context) iter.Seq2[Row, error] {
+// Iter yields the rows one at a time. Options: Prefetch.
+func (d *Dataset) Iter(ctx context.Context, opts ...IterOption) iter.Seq2[Row, error] {
 	return func(yield func(Row, error) bool) {
-		for rec, err := range d.IterBatches(ctx, 0) {
+		for rec, err := range d.IterBatches(ctx, 0, opts...) {
 			if err != nil {
 				yield(nil, err)
 				return

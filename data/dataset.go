@@ -3,7 +3,10 @@ package data
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -26,6 +29,30 @@ type Config struct {
 	BudgetFraction float64
 	// Parallelism is the number of read tasks of Range. Default 16.
 	Parallelism int
+	// CPUShare, when above zero, is the share of the driver's node's CPUs
+	// the run's tasks may hold at once (and its pools' actors, by their
+	// resources): the driver submits no task past it, except that every
+	// stage may always run one. It is a cap that leaves the rest to other
+	// work, not a reservation: atoll's scheduler reserves nothing, so
+	// work submitted before the run's tasks (or long tasks) may still
+	// hold every CPU and the run waits (see CPUWaitWarning). Default 0:
+	// no cap. Only the driver's node is counted.
+	CPUShare float64
+	// CPUWaitWarning: a stage whose tasks have waited this long for a
+	// CPU held by other work is reported: a warning on Logger, once per
+	// stage and run, and a line in Stats. Zero means 30 s; negative
+	// turns the check off.
+	CPUWaitWarning time.Duration
+	// Logger receives a run's warnings. Nil means slog.Default().
+	Logger *slog.Logger
+	// Progress receives a line per stage (blocks done, in flight, rows),
+	// redrawn at most every ProgressInterval while a run goes and once
+	// at its end; on a terminal the lines are redrawn in place. Nil
+	// means stderr when it is a terminal, else no progress; io.Discard
+	// turns it off.
+	Progress io.Writer
+	// ProgressInterval: zero means 500 ms.
+	ProgressInterval time.Duration
 }
 
 // DefaultConfig returns the defaults.
@@ -34,7 +61,8 @@ func DefaultConfig() Config {
 }
 
 func (c Config) validate() error {
-	if c.TargetMaxBlockSize <= 0 || c.MemoryBudget < 0 || c.BudgetFraction < 0 || c.BudgetFraction > 1 || c.Parallelism <= 0 {
+	if c.TargetMaxBlockSize <= 0 || c.MemoryBudget < 0 || c.BudgetFraction < 0 || c.BudgetFraction > 1 || c.Parallelism <= 0 ||
+		c.CPUShare < 0 || c.CPUShare > 1 || c.ProgressInterval < 0 {
 		return fmt.Errorf("%w: data: bad Config %+v", atoll.ErrInvalidArgument, c)
 	}
 	if c.MemoryBudget == 0 && c.BudgetFraction == 0 {
@@ -229,15 +257,10 @@ func (d *Dataset) mapOp(name string, op opSpec, opts []OpOption) *Dataset {
 	if o.op.BatchSize < 0 {
 		return d.withErr(fmt.Errorf("%w: data: batch size %d", atoll.ErrInvalidArgument, o.op.BatchSize))
 	}
-	return d.with(o)
-}
-
-// MapBatches applies fn to batches of rows (BatchSize), in tasks.
-func (d *Dataset) MapBatches(fn *BatchFunc, opts ...OpOption) *Dataset {
-	if fn == nil {
-		return d.withErr(fmt.Errorf("%w: data: MapBatches(nil)", atoll.ErrInvalidArgument))
+	if err := o.checkPool(); err != nil {
+		return d.withErr(err)
 	}
-	return d.mapOp("map_batches", opSpec{Kind: "map_batches", Fn: fn.name}, opts)
+	return d.with(o)
 }
 
 // Map applies fn to every row.

@@ -63,16 +63,42 @@
 // with it. Split runs the dataset (Materialize) and cuts only the blocks
 // a boundary falls in.
 //
+// An operation with ActorPool(min, max) runs in an actor stage (pool.go):
+// the maps on pools of the same size fuse and run in long-lived atoll
+// actors (atoll/data.pool) instead of tasks; a BatchClass's setup runs
+// once per actor. min actors start with the stage, more while a block
+// waits for an idle actor, up to max (past min only while the node keeps
+// a CPU free, for actors that hold CPUs); each actor maps one block at a
+// time under the same budget; a block whose actor died is sent to
+// another (atoll restarts the actor, up to 3 times); the actors are
+// killed when the stage ends, the consumer stops or the run fails or is
+// cancelled.
+//
+// A run has a monitor goroutine (progress.go) while it goes: a stage
+// whose tasks have waited Config.CPUWaitWarning (30 s) with no task
+// finished while this node's CPUs were held by more than its own pending
+// tasks is logged once (Config.Logger) and counted in Stats; and it
+// draws a progress line per stage on Config.Progress (or on stderr when
+// that is a terminal) at most every Config.ProgressInterval.
+// Config.CPUShare caps the CPU a run's tasks and actors hold at once (a
+// cap that leaves the rest of the node to other work, not a reservation:
+// atoll's scheduler has none, so work submitted earlier can still hold
+// every CPU).
+//
 // # Supported
 //
 //   - Sources: Range, FromItems (structs or maps), FromArrow, ReadParquet
 //     (files or directories, a task per row group), ReadCSV (a task per
-//     file, types inferred).
-//   - Transforms: Map, MapBatches (BatchSize), Filter, AddColumn, Select,
-//     Drop, Limit, Repartition, Sort (one column) and SortBy (several:
-//     Key(col) or Key(col, Descending()) each; int64, int32, float64,
-//     float32, string; nulls last in either direction), RandomShuffle
-//     (seeded: the same order for a seed and a block layout).
+//     file, types inferred), ReadJSON (newline-delimited, a task per
+//     file, the schema inferred from the file, decoded by arrow-go's JSON
+//     reader).
+//   - Transforms: Map, FlatMap, MapBatches (BatchSize; a BatchFunc in
+//     tasks, or a BatchFunc or stateful BatchClass on an ActorPool),
+//     Filter, AddColumn, Select, Drop, Limit, Repartition, Sort (one
+//     column) and SortBy (several: Key(col) or Key(col, Descending())
+//     each; int64, int32, float64, float32, string; nulls last in either
+//     direction), RandomShuffle (seeded: the same order for a seed and a
+//     block layout).
 //   - GroupBy(cols...).Aggregate(aggs...) on int64, int32, float64,
 //     float32 or string columns (nulls a group of their own) with Count,
 //     Sum, Mean, Min, Max, Std (sample, ddof 1), columns named as Ray's
@@ -83,21 +109,25 @@
 //     repeated names get _1; different row counts are an
 //     ErrInvalidArgument), Split(ctx, n) (eager, like Ray's
 //     split(n, equal=True): row counts within one of each other).
-//   - Consumers: Count, Schema, Show, Take, TakeAll, Iter, IterBatches,
-//     ToArrow, WriteParquet, Materialize; Stats.
-//   - Per-operation resources (WithResources); execution settings
-//     (WithConfig).
+//   - Consumers: Count, Schema, Show, Take, TakeAll, Iter, IterBatches
+//     (Prefetch), ToArrow, WriteParquet, WriteCSV, Materialize; Stats.
+//   - Per-operation resources (WithResources) and actor pools
+//     (ActorPool); execution settings (WithConfig), including a CPU
+//     share, the report of a stage waiting for a CPU, and progress lines.
 //
 // # Not yet
 //
-// ReadJSON, WriteCSV; MapBatches on an actor pool (the planner knows the
-// strategy, the executor refuses it); FlatMap; aggregation of the whole
-// dataset without groups (Dataset.Aggregate), custom aggregations,
-// Quantile, Unique; Split with locality hints, streaming_split; IterBatches
-// prefetching; backpressure between the stages of a run beyond the shared
-// budget (each stage pulls from the one before it on demand); detecting
-// and reporting a stage that cannot get a CPU, and reserving CPUs for
-// datasets; progress bars. A task returns at most max(8, 1 + 2 x expected
+// Aggregation of the whole dataset without groups (Dataset.Aggregate),
+// custom aggregations, Quantile, Unique; Split with locality hints,
+// streaming_split; backpressure between the stages of a run beyond the
+// shared budget (each stage pulls from the one before it on demand);
+// reserving CPUs for datasets in the scheduler (CPUShare is a cap the
+// driver keeps); the CPU-wait report sees only the driver's node and
+// cannot tell a stage's own long task from other work when the stage has
+// one task pending, nor see a pool actor that cannot start; a
+// BatchClass has no teardown; an actor that keeps dying fails the run
+// after a block was sent 4 times. ReadJSON takes no schema and reads a
+// file whole. A task returns at most max(8, 1 + 2 x expected
 // bytes / target) blocks, fixed when it is submitted: a task whose output
 // grows past that makes blocks larger than the target. Row functions see
 // int64, int32, float64, float32, string and bool values; other Arrow

@@ -83,6 +83,10 @@ type run struct {
 	charged int64 // bytes of tasks in flight and of blocks not yet consumed
 	peak    int64
 	stages  []*stageStats
+	// cpuCap is Config.CPUShare of the node's CPUs (0: none); cpuHeld the
+	// CPU of the run's tasks in flight and actors (cpu.go).
+	cpuCap, cpuHeld float64
+	mon             *monitor
 }
 
 func (r *run) charge(n int64) {
@@ -120,8 +124,8 @@ type taskStream struct {
 	pending []*pendingTask
 	ready   []block
 	onMeta  func(*taskMeta)
-	// writeDir: a write_parquet op writes file part-N there, N the
-	// task's sequence number.
+	// writeDir: a write op (write_parquet, write_csv) writes file
+	// part-N.<ext> there, N the task's sequence number.
 	writeDir string
 	seq      int
 	// ratio is the largest output bytes / estimate seen in this stream's
@@ -186,7 +190,7 @@ func (t *taskStream) fill(ctx context.Context) error {
 				t.r.charge(b.bytes)
 			}
 		}
-		if len(t.pending) > 0 && (t.ratio == 0 || !t.r.fits(t.expected(*t.peeked))) {
+		if len(t.pending) > 0 && (t.ratio == 0 || !t.r.fits(t.expected(*t.peeked)) || !t.r.cpuFits(t.st.taskCPU)) {
 			return nil
 		}
 		t.submit(ctx, *t.peeked)
@@ -211,8 +215,8 @@ func (t *taskStream) submit(ctx context.Context, u unit) {
 	if t.writeDir != "" {
 		spec.Ops = append([]opSpec(nil), t.ops...)
 		for i := range spec.Ops {
-			if spec.Ops[i].Kind == "write_parquet" {
-				spec.Ops[i].Path = fmt.Sprintf("%s/part-%05d.parquet", t.writeDir, t.seq)
+			if ext := writeExt(spec.Ops[i].Kind); ext != "" {
+				spec.Ops[i].Path = fmt.Sprintf("%s/part-%05d%s", t.writeDir, t.seq, ext)
 			}
 		}
 	}
@@ -230,6 +234,7 @@ func (t *taskStream) submit(ctx context.Context, u unit) {
 	}
 	exp := t.expected(u)
 	t.r.charge(exp) // inputs were charged when taken
+	t.r.holdCPU(t.st.taskCPU)
 	t.st.submitted()
 	t.pending = append(t.pending, &pendingTask{refs: refs, inputs: u.inputs, charge: inputBytes(u) + exp, estimate: u.estimate})
 }
@@ -239,6 +244,7 @@ func (t *taskStream) collect(ctx context.Context) error {
 	p := t.pending[0]
 	t.pending = t.pending[1:]
 	t.r.charge(-p.charge)
+	t.r.holdCPU(-t.st.taskCPU)
 	raw, err := atoll.Get(ctx, p.refs[0])
 	if err != nil {
 		releaseRefs(p.refs)
@@ -289,6 +295,7 @@ func (t *taskStream) close() {
 	for _, p := range t.pending {
 		releaseRefs(p.refs)
 		t.r.charge(-p.charge)
+		t.r.holdCPU(-t.st.taskCPU)
 	}
 	t.pending = nil
 	for _, b := range t.ready {

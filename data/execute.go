@@ -2,7 +2,6 @@ package data
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
@@ -31,12 +30,8 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 			return nil, nil, err
 		}
 	}
+	r.initCPU(ctx)
 	ops := append(append([]*logicalOp(nil), d.ops...), extra...)
-	for _, o := range ops {
-		if o.strategy() != "tasks" {
-			return nil, nil, fmt.Errorf("%w: data: compute strategy %q is not supported yet", atoll.ErrInvalidArgument, o.compute)
-		}
-	}
 	var in blockStream
 	var src0 unitSource // a zip's units
 	if d.source.inputs != nil {
@@ -46,7 +41,7 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 		}
 	}
 	for i, st := range plan(ops) {
-		stats := &stageStats{name: st.name()}
+		stats := &stageStats{name: st.name(), cpu: st.cpu()}
 		r.stages = append(r.stages, stats)
 		var src unitSource
 		mapOps := st.ops
@@ -94,23 +89,27 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 			// reads retry application errors (a flaky file system)
 			opts = append(opts, atoll.RetryExceptions(), atoll.MaxRetries(3))
 		}
+		if len(mapOps) > 0 && mapOps[0].strategy() == "actors" {
+			// an actor stage holds map-like ops only (plan.go)
+			sub := stats.newSub(st.name())
+			in = newPoolStream(r, sub, src, specs, mapOps[0].pool, opts)
+			continue
+		}
 		if limit >= 0 {
-			sub := &subStats{name: "limit"}
-			stats.subs = append(stats.subs, sub)
+			sub := stats.newSub("limit")
 			in = &limitStream{r: r, st: sub, in: in, left: limit, opts: opts}
 			continue
 		}
 		if st.allToAll == nil {
 			if len(specs) == 0 && i == 0 && d.source.units == nil && src0 == nil {
 				// blocks already stored (or a union's), nothing to apply
-				stats.subs = append(stats.subs, &subStats{name: st.name()})
+				stats.newSub(st.name())
 				continue
 			}
-			sub := &subStats{name: st.name()}
-			stats.subs = append(stats.subs, sub)
+			sub := stats.newSub(st.name())
 			ts := &taskStream{r: r, st: sub, src: src, ops: specs, out: outSpec{Kind: "blocks"}, opts: opts}
 			for _, s := range specs {
-				if s.Kind == "write_parquet" {
+				if writeExt(s.Kind) != "" {
 					ts.writeDir = s.Path
 				}
 			}
@@ -119,6 +118,7 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 		}
 		in = newAllToAll(r, stats, src, specs, opts, st.allToAll)
 	}
+	r.startMonitor(ctx)
 	return in, r, nil
 }
 
@@ -215,9 +215,7 @@ func drain(ctx context.Context, s blockStream, r *run) ([]block, error) {
 }
 
 func (a *allToAll) sub(name string) *subStats {
-	s := &subStats{name: name}
-	a.stats.subs = append(a.stats.subs, s)
-	return s
+	return a.stats.newSub(name)
 }
 
 func (a *allToAll) mapSide(ctx context.Context) (blockStream, error) {

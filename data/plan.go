@@ -13,8 +13,8 @@ import (
 //
 // Fusion rules (seed 003, Ray Datasets' stage fusion):
 //   - a read and the map-like operations after it fuse into one stage
-//     while they share the compute strategy (tasks or actors) and the
-//     resources per task;
+//     while they share the compute strategy (tasks or actors, and for
+//     actors the pool's size) and the resources per task;
 //   - an all-to-all operation (sort, repartition, aggregate,
 //     random_shuffle) fuses with the map-like
 //     operations before it (its map side runs in the same tasks), never
@@ -36,7 +36,8 @@ const (
 type logicalOp struct {
 	name      string // read, map, map_batches, filter, select, drop, add_column, limit, sort, repartition, write_parquet
 	kind      opKind
-	compute   string             // "tasks" (the only strategy executed yet) or "actors"
+	compute   string             // "tasks" or "actors"
+	pool      poolSize           // actors: the pool (ActorPool)
 	resources map[string]float64 // per task; nil means {CPU: 1}
 	op        opSpec             // what a task does (map-like and limit)
 	// all-to-all parameters
@@ -94,6 +95,9 @@ func (s *stage) name() string {
 func compatible(a, b *logicalOp) (bool, string) {
 	if a.strategy() != b.strategy() {
 		return false, fmt.Sprintf("%s runs on %s, %s on %s", a.name, a.strategy(), b.name, b.strategy())
+	}
+	if a.pool != b.pool {
+		return false, fmt.Sprintf("%s runs on a pool of %d-%d actors, %s on %d-%d", a.name, a.pool.min, a.pool.max, b.name, b.pool.min, b.pool.max)
 	}
 	if a.resourceKey() != b.resourceKey() {
 		return false, fmt.Sprintf("%s needs {%s}, %s needs {%s}", a.name, a.resourceKey(), b.name, b.resourceKey())

@@ -10,7 +10,7 @@ import (
 
 // TestPlan runs the fusion scripts in testdata/plan.txt: each case lists
 // logical operations, one a line (name, then kind=map|read|all|limit,
-// compute=tasks|actors, cpu=N, gpu=N), and expects the stages and why
+// compute=tasks|actors, pool=MIN-MAX (actors), cpu=N, gpu=N), and expects the stages and why
 // each one starts. -rewrite regenerates the expectations for review.
 func TestPlan(t *testing.T) {
 	datadriven.RunTest(t, "testdata/plan.txt", func(t *testing.T, d *datadriven.TestData) string {
@@ -34,6 +34,9 @@ func TestPlan(t *testing.T) {
 				switch k {
 				case "compute":
 					o.compute = v
+				case "pool":
+					o.compute = "actors"
+					fmt.Sscanf(v, "%d-%d", &o.pool.min, &o.pool.max)
 				case "cpu", "gpu":
 					if o.resources == nil {
 						o.resources = map[string]float64{}

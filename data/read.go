@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -23,9 +24,9 @@ import (
 )
 
 // readSpec is one read task: rows [Start, End) of Range, or one Parquet
-// file's row groups, or one CSV file.
+// file's row groups, or one CSV or JSON file.
 type readSpec struct {
-	Kind       string // range, parquet, csv
+	Kind       string // range, parquet, csv, json
 	Start, End int64
 	Path       string
 	RowGroups  []int
@@ -48,6 +49,8 @@ func (r *readSpec) read(ctx context.Context) ([]arrow.RecordBatch, error) {
 		return readParquetRowGroups(ctx, r.Path, r.RowGroups)
 	case "csv":
 		return readCSVFile(r.Path)
+	case "json":
+		return readJSONFile(r.Path)
 	}
 	return nil, fmt.Errorf("data: unknown read kind %q", r.Kind)
 }
@@ -112,8 +115,8 @@ func readCSVFile(path string) ([]arrow.RecordBatch, error) {
 }
 
 // listFiles expands paths (files or directories, not recursive) into the
-// files ending in ext, sorted.
-func listFiles(paths []string, ext string) ([]string, error) {
+// files ending in one of exts, sorted.
+func listFiles(paths []string, exts ...string) ([]string, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("%w: data: no path given", atoll.ErrInvalidArgument)
 	}
@@ -132,14 +135,14 @@ func listFiles(paths []string, ext string) ([]string, error) {
 			return nil, err
 		}
 		for _, e := range es {
-			if !e.IsDir() && strings.HasSuffix(e.Name(), ext) {
+			if !e.IsDir() && slices.ContainsFunc(exts, func(x string) bool { return strings.HasSuffix(e.Name(), x) }) {
 				out = append(out, filepath.Join(p, e.Name()))
 			}
 		}
 	}
 	sort.Strings(out)
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: data: no %s files in %v", atoll.ErrInvalidArgument, ext, paths)
+		return nil, fmt.Errorf("%w: data: no %s files in %v", atoll.ErrInvalidArgument, strings.Join(exts, " or "), paths)
 	}
 	return out, nil
 }

@@ -11,7 +11,18 @@ import (
 // sub-stage per phase (sort_sample, sort_map, sort_reduce).
 type stageStats struct {
 	name string
+	cpu  float64    // CPU each task (or actor) of the stage holds
+	mu   sync.Mutex // guards subs while the run goes (the run's monitor reads them)
 	subs []*subStats
+}
+
+// newSub adds a sub-stage (a phase, or the stage itself).
+func (s *stageStats) newSub(name string) *subStats {
+	sub := &subStats{name: name, taskCPU: s.cpu}
+	s.mu.Lock()
+	s.subs = append(s.subs, sub)
+	s.mu.Unlock()
+	return sub
 }
 
 // subStats accumulates the tasks of one stage or phase.
@@ -22,6 +33,13 @@ type subStats struct {
 	submittedTasks int
 	wall, cpu      []time.Duration
 	rows           []int64
+	pool           *poolStats // an actor stage's pool
+	taskCPU        float64    // CPU each task (or actor) holds
+	// progressAt is when a task last finished, or when tasks started to
+	// be pending after none was; cpuWait is the stage's waits for a CPU
+	// (cpu.go).
+	progressAt time.Time
+	cpuWait    cpuWait
 }
 
 func (s *subStats) submitted() {
@@ -29,6 +47,9 @@ func (s *subStats) submitted() {
 	defer s.mu.Unlock()
 	if s.submittedTasks == 0 {
 		s.start = time.Now()
+	}
+	if s.submittedTasks == len(s.wall) {
+		s.progressAt = time.Now()
 	}
 	s.submittedTasks++
 }
@@ -40,6 +61,7 @@ func (s *subStats) task(wall, cpu time.Duration, rows int64) {
 	s.cpu = append(s.cpu, cpu)
 	s.rows = append(s.rows, rows)
 	s.end = time.Now()
+	s.progressAt = s.end
 }
 
 func (s *subStats) format(b *strings.Builder, title string) {
@@ -50,6 +72,10 @@ func (s *subStats) format(b *strings.Builder, title string) {
 		elapsed = 0
 	}
 	fmt.Fprintf(b, "%s: %d/%d blocks executed in %s\n", title, len(s.wall), s.submittedTasks, secs(elapsed))
+	s.cpuWait.format(b)
+	if s.pool != nil {
+		s.pool.format(b)
+	}
 	if len(s.wall) == 0 {
 		return
 	}

@@ -31,14 +31,14 @@ type taskSpec struct {
 
 // opSpec is one map-like operation as a task runs it.
 type opSpec struct {
-	Kind      string // map, map_batches, filter, select, drop, add_column, limit, write_parquet
+	Kind      string // map, map_batches, flat_map, filter, select, drop, add_column, limit, write_parquet, write_csv
 	Fn        string // a registered function's name
 	BatchSize int
 	Columns   []string
 	Column    string
 	Limit     int64  // limit: rows to keep from this task's input
 	Offset    int64  // limit: rows to skip first (Split's slices)
-	Path      string // write_parquet: the file to write
+	Path      string // write_parquet, write_csv: the file to write
 }
 
 // outSpec is how a task returns its rows.
@@ -88,7 +88,11 @@ type taskMeta struct {
 	CPUNs   int64
 }
 
-var execTask = atoll.NewMultiFuncN("atoll/data.exec", func(ctx context.Context, args []atoll.Raw) ([]atoll.Raw, error) {
+var execTask = atoll.NewMultiFuncN("atoll/data.exec", execSpec)
+
+// execSpec runs a task: args[0] is the task spec, the rest its input
+// blocks; it returns the metadata, then the blocks.
+func execSpec(ctx context.Context, args []atoll.Raw) ([]atoll.Raw, error) {
 	if len(args) == 0 {
 		return nil, fmt.Errorf("data: exec without a task spec")
 	}
@@ -115,7 +119,7 @@ var execTask = atoll.NewMultiFuncN("atoll/data.exec", func(ctx context.Context, 
 		}
 	}
 	return out, nil
-})
+}
 
 // cpuTime is this process's CPU time (user and system). A worker process
 // runs one task at a time, so the difference across a task is the task's
@@ -342,6 +346,14 @@ func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arrow.
 		if err := writeParquetFile(ctx, op.Path, recs); err != nil {
 			return nil, err
 		}
+	case "write_csv":
+		if err := writeCSVFile(op.Path, recs); err != nil {
+			return nil, err
+		}
+	case "flat_map":
+		return applyFlatMap(ctx, op, recs)
+	case "map_batches_class":
+		return applyClass(ctx, op, recs)
 	default:
 		return nil, fmt.Errorf("data: unknown op %q", op.Kind)
 	}

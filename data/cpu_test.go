@@ -1,0 +1,166 @@
+package data_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/data"
+)
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var (
+	// holdUntil holds its resources until the file at path exists.
+	holdUntil = atoll.NewFunc1("test.holdUntil", func(ctx context.Context, path string) (int, error) {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for !exists(path) {
+			select {
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case <-tick.C:
+			}
+		}
+		return 0, nil
+	})
+	// span records when the task computing the batch ran (a marker file
+	// named by its start and end).
+	span = data.RegisterColumnFunc("test.span", func(_ context.Context, rec arrow.RecordBatch) (arrow.Array, error) {
+		start := time.Now().UnixNano()
+		b := array.NewInt64Builder(memory.DefaultAllocator)
+		defer b.Release()
+		for range rec.NumRows() {
+			b.Append(start)
+		}
+		name := fmt.Sprintf("span-%d-%d", start, time.Now().UnixNano())
+		if err := os.WriteFile(filepath.Join(os.Getenv(markEnv), name), nil, 0o644); err != nil {
+			return nil, err
+		}
+		return b.NewArray(), nil
+	})
+)
+
+// TestCPUWaitReported: while a task of other work holds both CPUs, a
+// dataset's stage waits; it is reported once on the logger and counted
+// in its stats, and finishes when the CPUs are released.
+func TestCPUWaitReported(t *testing.T) {
+	ctx := start(t)
+	release := filepath.Join(t.TempDir(), "release")
+	hold := holdUntil.Remote(ctx, atoll.Value(release), atoll.WithTaskResources(atoll.Resources{CPU: 2}))
+	waitFor(t, "the holder to take both CPUs", func() bool {
+		s, err := atoll.Status(ctx)
+		return err == nil && s.Available["CPU"] == 0 && s.Running == 1
+	})
+	var logs syncBuffer
+	cfg := data.DefaultConfig()
+	cfg.CPUWaitWarning = 200 * time.Millisecond
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	ds := data.Range(100).WithConfig(cfg).MapBatches(double)
+	type result struct {
+		n   int64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := ds.Count(ctx)
+		done <- result{n, err}
+	}()
+	const warning = "data: stage read->map_batches has waited"
+	waitFor(t, "the warning", func() bool { return strings.Contains(logs.String(), warning) })
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.err != nil || res.n != 100 {
+		t.Fatalf("Count = %d, %v", res.n, res.err)
+	}
+	if _, err := atoll.Get(ctx, hold); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(logs.String(), warning); n != 1 {
+		t.Fatalf("%d warnings, want one:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "stage=read->map_batches") {
+		t.Fatalf("warning:\n%s", logs.String())
+	}
+	if st := ds.Stats(); !strings.Contains(st, "* Waited for a CPU held by other work: 1 times, ") {
+		t.Fatalf("stats:\n%s", st)
+	}
+
+	// with the CPUs free nothing is reported
+	logs = syncBuffer{}
+	if _, err := ds.Count(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if logs.String() != "" || strings.Contains(ds.Stats(), "Waited") {
+		t.Fatalf("a run with free CPUs reported a wait:\n%s\n%s", logs.String(), ds.Stats())
+	}
+}
+
+// TestCPUShare: with half of the node's two CPUs, a stage's tasks run
+// one at a time (their spans do not overlap); a share out of [0, 1] is
+// refused.
+func TestCPUShare(t *testing.T) {
+	dir := markDir(t)
+	ctx := start(t)
+	cfg := withParallelism(8)
+	cfg.CPUShare = 0.5
+	if n, err := data.Range(80).WithConfig(cfg).AddColumn("start", span).Count(ctx); err != nil || n != 80 {
+		t.Fatalf("Count = %d, %v", n, err)
+	}
+	ms, _ := filepath.Glob(filepath.Join(dir, "span-*"))
+	type interval struct{ start, end int64 }
+	var spans []interval
+	for _, m := range ms {
+		var s interval
+		if _, err := fmt.Sscanf(filepath.Base(m), "span-%d-%d", &s.start, &s.end); err != nil {
+			t.Fatal(err)
+		}
+		spans = append(spans, s)
+	}
+	if len(spans) != 8 {
+		t.Fatalf("%d task spans, want 8", len(spans))
+	}
+	slices.SortFunc(spans, func(a, b interval) int { return int(a.start - b.start) })
+	for i := 1; i < len(spans); i++ {
+		if spans[i].start < spans[i-1].end {
+			t.Fatalf("tasks %d and %d overlap: %v", i-1, i, spans)
+		}
+	}
+	bad := data.DefaultConfig()
+	bad.CPUShare = 1.5
+	if _, err := data.Range(3).WithConfig(bad).Count(ctx); !errors.Is(err, atoll.ErrInvalidArgument) {
+		t.Fatalf("CPUShare 1.5: %v", err)
+	}
+}

@@ -1,0 +1,72 @@
+package data
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/csv"
+
+	"github.com/atoll-runtime/atoll"
+)
+
+// WriteCSV writes the dataset to dir as files part-NNNNN.csv with a
+// header line, one per task of the last stage, written by the tasks
+// themselves (the write fuses with the maps before it, as WriteParquet's
+// does). Nulls are written as empty fields; a task with no rows writes no
+// file.
+func (d *Dataset) WriteCSV(ctx context.Context, dir string) error {
+	if dir == "" {
+		return fmt.Errorf("%w: data: WriteCSV needs a directory", atoll.ErrInvalidArgument)
+	}
+	w := &logicalOp{name: "write", kind: kindMap, op: opSpec{Kind: "write_csv", Path: dir}}
+	return d.execute(ctx, func(block) (bool, error) { return true, nil }, false, w)
+}
+
+// writeExt is the file extension of a write op's files ("" for an op that
+// writes none): the executor names each task's file part-N<ext>.
+func writeExt(kind string) string {
+	switch kind {
+	case "write_parquet":
+		return ".parquet"
+	case "write_csv":
+		return ".csv"
+	}
+	return ""
+}
+
+// writeCSVFile writes recs to path as CSV with a header (through a
+// temporary file renamed at the end, so a retried task leaves no half
+// file).
+func writeCSVFile(path string, recs []arrow.RecordBatch) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f, recs[0].Schema(), csv.WithHeader(true), csv.WithNullWriter(""))
+	for _, r := range recs {
+		if err = w.Write(r); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("data: write %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}

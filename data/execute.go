@@ -9,6 +9,11 @@ import (
 
 const codecBytes = atollpb.Codec_CODEC_BYTES
 
+// readRetries is how many times a read task is retried after an error of
+// its own (a file unreadable for a while, read while being written): a
+// read is tried 1 + readRetries times.
+const readRetries = 3
+
 // start plans d and returns the stream of its output blocks. Nothing is
 // submitted until the stream is pulled.
 func (d *Dataset) start(ctx context.Context, extra ...*logicalOp) (blockStream, *run, error) {
@@ -87,7 +92,7 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 		}
 		if i == 0 && d.source.units != nil {
 			// reads retry application errors (a flaky file system)
-			opts = append(opts, atoll.RetryExceptions(), atoll.MaxRetries(3))
+			opts = append(opts, atoll.RetryExceptions(), atoll.MaxRetries(readRetries))
 		}
 		if len(mapOps) > 0 && mapOps[0].strategy() == "actors" {
 			// an actor stage holds map-like ops only (plan.go)

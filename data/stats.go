@@ -40,6 +40,9 @@ type subStats struct {
 	// (cpu.go).
 	progressAt time.Time
 	cpuWait    cpuWait
+	// retriedTasks finished after failed attempts, failedAttempts of them
+	// (a read's own errors, a worker that died).
+	retriedTasks, failedAttempts int
 }
 
 func (s *subStats) submitted() {
@@ -62,6 +65,17 @@ func (s *subStats) task(wall, cpu time.Duration, rows int64) {
 	s.rows = append(s.rows, rows)
 	s.end = time.Now()
 	s.progressAt = s.end
+}
+
+// retried counts a finished task's failed attempts (its attempt number).
+func (s *subStats) retried(attempt int) {
+	if attempt <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retriedTasks++
+	s.failedAttempts += attempt
 }
 
 func (s *subStats) format(b *strings.Builder, title string) {
@@ -93,6 +107,9 @@ func (s *subStats) format(b *strings.Builder, title string) {
 	fmt.Fprintf(b, "* Remote wall time: %s\n", durs(s.wall))
 	fmt.Fprintf(b, "* Remote cpu time: %s\n", durs(s.cpu))
 	fmt.Fprintf(b, "* Output num rows: %d min, %d max, %d mean, %d total\n", lo, hi, sum/int64(len(s.rows)), sum)
+	if s.retriedTasks > 0 {
+		fmt.Fprintf(b, "* Retried: %d tasks after %d failed attempts\n", s.retriedTasks, s.failedAttempts)
+	}
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.3gs", d.Seconds()) }

@@ -86,6 +86,7 @@ type taskMeta struct {
 	Samples []byte // sort_sample: an IPC block of the sampled key values
 	WallNs  int64
 	CPUNs   int64
+	Attempt int // the attempt that succeeded: 0 for the first, n after n retries
 }
 
 var execTask = atoll.NewMultiFuncN("atoll/data.exec", execSpec)
@@ -106,6 +107,7 @@ func execSpec(ctx context.Context, args []atoll.Raw) ([]atoll.Raw, error) {
 		return nil, err
 	}
 	meta.WallNs, meta.CPUNs = time.Since(start).Nanoseconds(), (cpuTime() - cpu0).Nanoseconds()
+	meta.Attempt = atoll.CurrentAttempt(ctx)
 	var mb bytes.Buffer
 	if err := gob.NewEncoder(&mb).Encode(meta); err != nil {
 		return nil, err
@@ -140,7 +142,8 @@ func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta
 	if spec.Read != nil {
 		rs, err := spec.Read.read(ctx)
 		if err != nil {
-			return nil, nil, err
+			// the last attempt's error is the run's: say it was retried
+			return nil, nil, fmt.Errorf("%w (attempt %d of %d)", err, atoll.CurrentAttempt(ctx)+1, 1+readRetries)
 		}
 		recs = rs
 	}

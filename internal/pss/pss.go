@@ -3,7 +3,9 @@
 // (see BENCHMARKS.md): PSS charges each shared page to the
 // processes that map it in equal parts, so a shared-memory object store
 // mapped by the raylet, the driver and every worker is counted once in the
-// sum, not once per process as RSS would.
+// sum, not once per process as RSS would. ReadRollup also gives one
+// process's anonymous memory and its PSS in shared memory, which tell a
+// copy from a read of the store in place.
 //
 // Linux only: it reads /proc/PID/smaps_rollup (Linux 4.14+) and
 // /proc/PID/stat.
@@ -29,36 +31,63 @@ var ErrNoPss = errors.New("pss: no Pss line in smaps_rollup")
 // that does not exist (or has exited) yields an error that matches
 // os.ErrNotExist.
 func Read(pid int) (uint64, error) {
+	r, err := ReadRollup(pid)
+	return r.Pss, err
+}
+
+// Rollup is a process's memory from smaps_rollup, in bytes.
+type Rollup struct {
+	Pss      uint64 // proportional set size
+	PssShmem uint64 // its part in shared memory (memfd, tmpfs, SysV)
+	// Anonymous is the process's resident anonymous memory (its heap and
+	// stacks, not shared memory): pages it copied into, not pages it
+	// maps from a shared memory object.
+	Anonymous uint64
+}
+
+// ReadRollup returns the memory of process pid (Linux 5.6+ for
+// PssShmem: 0 before). A process that does not exist (or has exited)
+// yields an error that matches os.ErrNotExist.
+func ReadRollup(pid int) (Rollup, error) {
 	path := fmt.Sprintf("%s/%d/smaps_rollup", procRoot, pid)
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return 0, fmt.Errorf("pss: %w", err)
+		return Rollup{}, fmt.Errorf("pss: %w", err)
 	}
 	return parseRollup(data)
 }
 
-// parseRollup returns the "Pss:" field of smaps_rollup content, in bytes.
-func parseRollup(data []byte) (uint64, error) {
+// parseRollup returns the fields of smaps_rollup content, in bytes; the
+// Pss line must be there.
+func parseRollup(data []byte) (Rollup, error) {
+	var r Rollup
+	fields := map[string]*uint64{"Pss:": &r.Pss, "Pss_Shmem:": &r.PssShmem, "Anonymous:": &r.Anonymous}
+	havePss := false
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "Pss:")
+		name, rest, _ := strings.Cut(sc.Text(), " ")
+		dst, ok := fields[name]
 		if !ok {
 			continue
 		}
-		fields := strings.Fields(rest)
-		if len(fields) != 2 || fields[1] != "kB" {
-			return 0, fmt.Errorf("pss: malformed Pss line %q", sc.Text())
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return Rollup{}, fmt.Errorf("pss: malformed %s line %q", strings.TrimSuffix(name, ":"), sc.Text())
 		}
-		kb, err := strconv.ParseUint(fields[0], 10, 64)
+		kb, err := strconv.ParseUint(f[0], 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("pss: malformed Pss line %q: %w", sc.Text(), err)
+			return Rollup{}, fmt.Errorf("pss: malformed %s line %q: %w", strings.TrimSuffix(name, ":"), sc.Text(), err)
 		}
-		return kb * 1024, nil
+		*dst = kb * 1024
+		havePss = havePss || name == "Pss:"
 	}
 	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("pss: %w", err)
+		return Rollup{}, fmt.Errorf("pss: %w", err)
 	}
-	return 0, ErrNoPss
+	if !havePss {
+		return Rollup{}, ErrNoPss
+	}
+	return r, nil
 }
 
 // Sum returns the total PSS of pids in bytes. Processes that have exited

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) {
@@ -74,18 +75,62 @@ func TestReadSeesAllocation(t *testing.T) {
 func TestParseRollup(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
-		want uint64
+		want Rollup
 		ok   bool
 	}{
-		{"Rss:  1740 kB\nPss:  473 kB\nPss_Dirty: 112 kB\n", 473 * 1024, true},
-		{"Rss: 1 kB\n", 0, false},
-		{"Pss: x kB\n", 0, false},
-		{"Pss: 12 MB\n", 0, false},
+		{"Rss:  1740 kB\nPss:  473 kB\nPss_Dirty: 112 kB\n", Rollup{Pss: 473 * 1024}, true},
+		{"Pss:  473 kB\nPss_Anon: 112 kB\nPss_Shmem:  64 kB\nAnonymous: 100 kB\nAnonHugePages: 0 kB\n",
+			Rollup{Pss: 473 * 1024, PssShmem: 64 * 1024, Anonymous: 100 * 1024}, true},
+		{"Rss: 1 kB\n", Rollup{}, false},
+		{"Pss: x kB\n", Rollup{}, false},
+		{"Pss: 12 MB\n", Rollup{}, false},
+		{"Pss: 1 kB\nAnonymous: 2\n", Rollup{}, false},
 	} {
 		got, err := parseRollup([]byte(tc.in))
 		if (err == nil) != tc.ok || got != tc.want {
-			t.Errorf("parseRollup(%q) = %d, %v", tc.in, got, err)
+			t.Errorf("parseRollup(%q) = %+v, %v", tc.in, got, err)
 		}
+	}
+}
+
+// TestRollupAnonymous: private memory the process touches is anonymous;
+// a shared memory object it maps and touches is not, and is shmem.
+func TestRollupAnonymous(t *testing.T) {
+	before, err := ReadRollup(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := touch(t, 32*mib)
+	mid, err := ReadRollup(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.MemfdCreate("pss-test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Ftruncate(fd, 32*mib); err != nil {
+		t.Fatal(err)
+	}
+	m, err := syscall.Mmap(fd, 0, 32*mib, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED|syscall.MAP_POPULATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(m)
+	after, err := ReadRollup(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.KeepAlive(b)
+	if grew := int64(mid.Anonymous) - int64(before.Anonymous); grew < 28*mib || grew > 40*mib {
+		t.Errorf("anonymous memory grew by %.1f MiB after touching 32 MiB of it", float64(grew)/mib)
+	}
+	if grew := int64(after.Anonymous) - int64(mid.Anonymous); grew > 4*mib {
+		t.Errorf("anonymous memory grew by %.1f MiB after mapping 32 MiB of shared memory", float64(grew)/mib)
+	}
+	if grew := int64(after.PssShmem) - int64(mid.PssShmem); grew < 28*mib || grew > 36*mib {
+		t.Errorf("Pss_Shmem grew by %.1f MiB after mapping 32 MiB of shared memory", float64(grew)/mib)
 	}
 }
 

@@ -225,10 +225,10 @@ func (rt *core) start(ctx context.Context) error {
 		WorkerBinarySha256: rt.workerBinarySum}); err != nil {
 		return fmt.Errorf("atoll: register job: %w", err)
 	}
-	if rt.gateway != nil {
-		rt.deadWatch = make(chan struct{})
-		go rt.watchDeclaredDead(n.DeclaredDead(), rt.deadWatch)
-	}
+	// Clustered, the cluster may declare the driver's node dead; embedded
+	// or not, a part of the node may fail for good (its raylet).
+	rt.deadWatch = make(chan struct{})
+	go rt.watchDeclaredDead(n.DeclaredDead(), n.DeadReason, rt.deadWatch)
 	rt.startFaultPlan()
 	rt.log.Debug("atoll started", "node", rt.nodeID.String(), "cluster", n.Address(), "store_bytes", rt.arena.Size())
 	return nil

@@ -19,15 +19,21 @@ const declaredDeadMessage = "the cluster declared this driver's node dead (it mi
 
 // watchDeclaredDead waits for the driver's node to be declared dead, until
 // stop closes.
-func (rt *core) watchDeclaredDead(dead <-chan struct{}, stop <-chan struct{}) {
+// A node that fails itself (its raylet failed: node.Node.DeadReason) is
+// handled the same way, with that reason.
+func (rt *core) watchDeclaredDead(dead <-chan struct{}, reason func() string, stop <-chan struct{}) {
 	select {
 	case <-stop:
 		return
 	case <-dead:
 	}
-	err := &errs.NodeDiedError{NodeID: rt.nodeID.String(), Message: declaredDeadMessage}
+	msg := declaredDeadMessage
+	if why := reason(); why != "" {
+		msg = "this driver's node cannot go on: " + why + "; its tasks are gone: Shutdown and Init again"
+	}
+	err := &errs.NodeDiedError{NodeID: rt.nodeID.String(), Message: msg}
 	rt.nodeDead.Store(err)
-	rt.log.Error("atoll: " + declaredDeadMessage)
+	rt.log.Error("atoll: " + msg)
 	rt.owner.do(func(t *owner.Table) { t.FailPending(errs.ToProto(err)) })
 }
 

@@ -3,6 +3,7 @@ package atoll_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,5 +73,27 @@ func TestDelayedStoreRequestsStillComplete(t *testing.T) {
 	}
 	if fi.Stats().Delayed != 3 {
 		t.Fatalf("delayed %d creations, want 3", fi.Stats().Delayed)
+	}
+}
+
+// A raylet that fails (a bug; here an injected panic) is stopped, not
+// restarted with none of its state (its queues, workers and running
+// tasks): the node fails over as Ray's does with its raylet, so the
+// driver's pending and later tasks fail with NodeDiedError naming the
+// cause instead of waiting forever.
+func TestRayletFailureStopsTheNode(t *testing.T) {
+	fi := actors.NewFaultInjector()
+	ctx := start(t, atoll.WithFaultInjector(fi))
+	if v, err := atoll.Get(ctx, double.Remote(ctx, atoll.Value(2))); err != nil || v != 4 {
+		t.Fatalf("double(2) = %v, %v", v, err)
+	}
+	fi.Panic(actors.MessageType[*atollpb.SubmitTask](), 1)
+	for i, x := range []int{3, 4} { // the one the raylet failed on, then a later one
+		c, cancel := context.WithTimeout(ctx, time.Minute)
+		_, err := atoll.Get(c, double.Remote(c, atoll.Value(x)))
+		cancel()
+		if !errors.Is(err, atoll.ErrNodeDied) || !strings.Contains(err.Error(), "raylet failed") {
+			t.Fatalf("task %d after the raylet failed: %v, want a NodeDiedError naming the raylet", i, err)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -21,10 +22,13 @@ const (
 	FaultKillWorker // a worker process SIGKILLed at a point of a task
 	FaultSpillFull  // a spill write failed as if the disk were full
 	FaultSpillSlow  // a spill write or restore read delayed
+	// FaultPanic makes the receiving actor fail on the message (it
+	// panics), as a bug would: its guardian decides what follows.
+	FaultPanic
 )
 
-// String returns "drop", "delay", "duplicate", "kill-worker", "spill-full"
-// or "spill-slow".
+// String returns "drop", "delay", "duplicate", "kill-worker", "spill-full",
+// "spill-slow" or "panic".
 func (k FaultKind) String() string {
 	switch k {
 	case FaultDrop:
@@ -39,6 +43,8 @@ func (k FaultKind) String() string {
 		return "spill-full"
 	case FaultSpillSlow:
 		return "spill-slow"
+	case FaultPanic:
+		return "panic"
 	}
 	return "unknown"
 }
@@ -147,6 +153,13 @@ func (f *FaultInjector) Delay(match Matcher, d time.Duration, n int) RuleID {
 // twice.
 func (f *FaultInjector) Duplicate(match Matcher, n int) RuleID {
 	return f.add(FaultDuplicate, match, 0, n)
+}
+
+// Panic makes the receiving actor fail (panic) on the first n messages
+// that match (n < 0: every one), as a bug in it would; its guardian then
+// restarts or stops it.
+func (f *FaultInjector) Panic(match Matcher, n int) RuleID {
+	return f.add(FaultPanic, match, 0, n)
 }
 
 func (f *FaultInjector) add(kind FaultKind, match Matcher, d time.Duration, n int) RuleID {
@@ -300,6 +313,8 @@ func (f *FaultInjector) ReceiverMiddleware() actor.ReceiverMiddleware {
 			case FaultDuplicate:
 				c.ActorSystem().Root.Send(c.Self(), f.wrap(env))
 				next(c, env)
+			case FaultPanic:
+				panic(fmt.Sprintf("fault injection: %s failed on a %T", c.Self().GetId(), env.Message))
 			}
 		}
 	}

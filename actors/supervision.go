@@ -81,3 +81,21 @@ func RestartForever(logger *slog.Logger, name string) actor.PropsOption {
 		logger.Error("actor failed; restarted", slog.String("actor", name), slog.Any("reason", reason), slog.Int("restarts", restarts))
 	}))
 }
+
+// StopOnFailure is the guardian of an actor whose state lives in its
+// instance, so that a restart would run on with amnesia (a raylet: its
+// queues, workers and running tasks): on the first failure it is stopped,
+// never restarted, the reason logged, and onStop called (on the
+// supervisor's goroutine: it must not block) to fail the rest of the
+// process over, as Ray's node dies with its raylet.
+func StopOnFailure(logger *slog.Logger, name string, onStop func(reason any)) actor.PropsOption {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return actor.WithGuardian(NewRestartLimitStrategy(0, func(_ *actor.PID, reason any, _ bool, _ int) {
+		logger.Error("actor failed; stopped (it cannot go on without its state)", slog.String("actor", name), slog.Any("reason", reason))
+		if onStop != nil {
+			onStop(reason)
+		}
+	}))
+}

@@ -127,7 +127,7 @@ func validFaultLog(l *atollpb.FaultLog, node ids.NodeID, after uint64) error {
 			return fmt.Errorf("a nil event")
 		case e.Seq <= prev || e.Seq > l.Total:
 			return fmt.Errorf("event %d after %d (total %d)", e.Seq, prev, l.Total)
-		case e.Kind < uint32(actors.FaultDrop) || e.Kind > uint32(actors.FaultSpillSlow):
+		case e.Kind < uint32(actors.FaultDrop) || e.Kind > uint32(actors.FaultPanic):
 			return fmt.Errorf("event %d: kind %d", e.Seq, e.Kind)
 		case len(e.Rule) > MaxFaultNameBytes || len(e.Message) > MaxFaultNameBytes || len(e.Actor) > MaxFaultNameBytes ||
 			len(e.Point) > MaxFaultNameBytes || len(e.Task) > MaxFaultNameBytes:

@@ -53,10 +53,40 @@ func (n *Node) declareDead(how string) {
 	})
 }
 
+// failStop closes DeclaredDead, once, because a part of the node failed
+// and cannot go on (its raylet: actors.StopOnFailure): a node process
+// exits with status 1 (the cluster declares it dead and retries its work
+// elsewhere), a driver fails its pending and later tasks. why says what
+// failed (DeadReason).
+func (n *Node) failStop(why string) {
+	n.mu.Lock()
+	stopping := n.stopped
+	n.mu.Unlock()
+	if stopping {
+		return
+	}
+	n.deadOnce.Do(func() {
+		n.log.Error("this node cannot go on: "+why+"; it stops serving", slog.String("node", n.id.String()))
+		n.deadWhy.Store(&why)
+		close(n.dead)
+	})
+}
+
 // DeclaredDead is closed when the cluster declared this running node dead
-// (see above). It never closes on an embedded node, nor when the node's
-// own Stop marks it dead.
+// (see above), or a part of it failed for good (DeadReason says which).
+// It never closes when the node's own Stop marks it dead; on an embedded
+// node, only for a failure.
 func (n *Node) DeclaredDead() <-chan struct{} { return n.dead }
+
+// DeadReason is why DeclaredDead closed for a failure of the node itself
+// ("its raylet failed (...)"), or "" when the cluster declared it dead
+// (or it has not closed).
+func (n *Node) DeadReason() string {
+	if why := n.deadWhy.Load(); why != nil {
+		return *why
+	}
+	return ""
+}
 
 // Drained is closed when the node, drained (`atoll drain`), was told by
 // the head to leave the cluster: every object of its store has a copy on

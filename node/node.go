@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -57,7 +58,8 @@ type Node struct {
 	gcsLock        *lockfile.Lock // a head's GCS directory (gcsdir.go)
 	dead           chan struct{}  // closed when the cluster declared it dead (dead.go)
 	deadOnce       sync.Once
-	nats           *natsembed.Server // embedded default and head without NATSURL
+	deadWhy        atomic.Pointer[string] // failStop's reason (dead.go)
+	nats           *natsembed.Server      // embedded default and head without NATSURL
 	nc             *nats.Conn
 	clusterAddress string
 	sec            security // resolved Config.Credentials (credentials.go)
@@ -233,6 +235,13 @@ func (n *Node) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Its queues, workers and running tasks live in the actor instance: a
+	// raylet that fails stops, and the node with it (failStop), so that
+	// the cluster retries its work elsewhere instead of a fresh raylet
+	// forgetting it.
+	rayletProps = rayletProps.Configure(actors.StopOnFailure(n.log, "raylet", func(reason any) {
+		n.failStop(fmt.Sprintf("its raylet failed (%v)", reason))
+	}))
 	if n.rayletPID, err = root.SpawnNamed(n.withFaults(rayletProps), "raylet"); err != nil {
 		return fmt.Errorf("atoll: start raylet: %w", err)
 	}

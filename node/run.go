@@ -66,7 +66,11 @@ func run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 	select {
 	case <-ctx.Done():
 	case <-n.DeclaredDead():
-		fmt.Fprintf(stderr, "atoll node: %s\n", declaredDeadMessage)
+		msg := declaredDeadMessage
+		if why := n.DeadReason(); why != "" {
+			msg = "this node cannot go on: " + why + "; exiting"
+		}
+		fmt.Fprintf(stderr, "atoll node: %s\n", msg)
 		code = 1
 	case <-n.Drained():
 		fmt.Fprintln(stderr, "atoll node: drained: leaving the cluster")

@@ -67,11 +67,5 @@ func (a *allToAll) hashShuffle(ctx context.Context) (blockStream, error) {
 	if err != nil {
 		return nil, err
 	}
-	// every map task returned parts pieces, in order
-	us := make([]unit, parts)
-	for i, p := range pieces {
-		us[i%parts].inputs = append(us[i%parts].inputs, p)
-		us[i%parts].estimate += p.bytes
-	}
-	return &taskStream{r: a.r, st: a.sub(a.op.name + "_reduce"), src: &listUnits{us: us}, out: reduceOut, opts: a.opts}, nil
+	return &taskStream{r: a.r, st: a.sub(a.op.name + "_reduce"), src: &listUnits{us: byPart(pieces, parts)}, out: reduceOut, opts: a.opts}, nil
 }

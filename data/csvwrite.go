@@ -3,8 +3,7 @@ package data
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/csv"
@@ -41,32 +40,13 @@ func writeExt(kind string) string {
 // temporary file renamed at the end, so a retried task leaves no half
 // file).
 func writeCSVFile(path string, recs []arrow.RecordBatch) error {
-	if len(recs) == 0 {
-		return nil
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f, recs[0].Schema(), csv.WithHeader(true), csv.WithNullWriter(""))
-	for _, r := range recs {
-		if err = w.Write(r); err != nil {
-			break
+	return writeFileAtomic(path, recs, func(f io.Writer) error {
+		w := csv.NewWriter(f, recs[0].Schema(), csv.WithHeader(true), csv.WithNullWriter(""))
+		for _, r := range recs {
+			if err := w.Write(r); err != nil {
+				return err
+			}
 		}
-	}
-	if err == nil {
-		err = w.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("data: write %s: %w", path, err)
-	}
-	return os.Rename(tmp, path)
+		return w.Flush()
+	})
 }

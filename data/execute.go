@@ -263,12 +263,7 @@ func (a *allToAll) mapSide(ctx context.Context) (blockStream, error) {
 	if err != nil {
 		return nil, err
 	}
-	// every map task returned parts pieces, in order
-	us := make([]unit, parts)
-	for i, p := range pieces {
-		us[i%parts].inputs = append(us[i%parts].inputs, p)
-		us[i%parts].estimate += p.bytes
-	}
+	us := byPart(pieces, parts)
 	out := outSpec{Kind: "blocks"}
 	reduceName := "repartition_reduce"
 	if name == "sort" {
@@ -276,4 +271,15 @@ func (a *allToAll) mapSide(ctx context.Context) (blockStream, error) {
 		reduceName = "sort_reduce"
 	}
 	return &taskStream{r: a.r, st: a.sub(reduceName), src: &listUnits{us: us}, out: out, opts: a.opts}, nil
+}
+
+// byPart gathers the map side's pieces into a reduce unit per part: every
+// map task returned parts pieces, in order.
+func byPart(pieces []block, parts int) []unit {
+	us := make([]unit, parts)
+	for i, p := range pieces {
+		us[i%parts].inputs = append(us[i%parts].inputs, p)
+		us[i%parts].estimate += p.bytes
+	}
+	return us
 }

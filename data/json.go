@@ -28,19 +28,7 @@ func ReadJSON(paths ...string) *Dataset {
 }
 
 func jsonUnits(paths []string) ([]readUnit, error) {
-	files, err := listFiles(paths, ".json", ".jsonl", ".ndjson")
-	if err != nil {
-		return nil, err
-	}
-	out := make([]readUnit, len(files))
-	for i, f := range files {
-		st, err := os.Stat(f)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = readUnit{spec: readSpec{Kind: "json", Path: f}, estimate: st.Size()}
-	}
-	return out, nil
+	return fileUnits(paths, "json", ".json", ".jsonl", ".ndjson")
 }
 
 // readJSONFile reads one newline-delimited JSON file.

@@ -175,8 +175,12 @@ func parquetUnits(paths []string) ([]readUnit, error) {
 	return out, nil
 }
 
-func csvUnits(paths []string) ([]readUnit, error) {
-	files, err := listFiles(paths, ".csv")
+func csvUnits(paths []string) ([]readUnit, error) { return fileUnits(paths, "csv", ".csv") }
+
+// fileUnits is a read task of kind per file with one of exts under paths,
+// each estimated at the file's size.
+func fileUnits(paths []string, kind string, exts ...string) ([]readUnit, error) {
+	files, err := listFiles(paths, exts...)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +190,7 @@ func csvUnits(paths []string) ([]readUnit, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[i] = readUnit{spec: readSpec{Kind: "csv", Path: f}, estimate: st.Size()}
+		out[i] = readUnit{spec: readSpec{Kind: kind, Path: f}, estimate: st.Size()}
 	}
 	return out, nil
 }

@@ -366,6 +366,15 @@ func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arrow.
 // writeParquetFile writes recs to path (through a temporary file renamed
 // at the end, so a retried task leaves no half file).
 func writeParquetFile(ctx context.Context, path string, recs []arrow.RecordBatch) error {
+	return writeFileAtomic(path, recs, func(f io.Writer) error {
+		return writeParquet(ctx, struct{ io.Writer }{f}, recs) // the writer closes a Closer: keep f for Close
+	})
+}
+
+// writeFileAtomic writes recs (none: no file) to path with write, through
+// a temporary file renamed at the end, so a retried task leaves no half
+// file.
+func writeFileAtomic(path string, recs []arrow.RecordBatch, write func(io.Writer) error) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -377,7 +386,7 @@ func writeParquetFile(ctx context.Context, path string, recs []arrow.RecordBatch
 	if err != nil {
 		return err
 	}
-	err = writeParquet(ctx, struct{ io.Writer }{f}, recs) // the writer closes a Closer: keep f for Close below
+	err = write(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -40,6 +40,15 @@ func (n *Node) watchOwnDeath() error {
 // declareDead closes DeclaredDead, once, unless the node is stopping (its
 // own Stop marks it dead).
 func (n *Node) declareDead(how string) {
+	n.markDead("", func() {
+		n.log.Error("the cluster declared this node dead: it missed the failure timeout (paused, partitioned or overloaded); its work went elsewhere and it will not be used again",
+			slog.String("node", n.id.String()), slog.String("how", how))
+	})
+}
+
+// markDead logs and closes DeclaredDead with why (DeadReason), once,
+// unless the node is stopping.
+func (n *Node) markDead(why string, log func()) {
 	n.mu.Lock()
 	stopping := n.stopped
 	n.mu.Unlock()
@@ -47,8 +56,10 @@ func (n *Node) declareDead(how string) {
 		return
 	}
 	n.deadOnce.Do(func() {
-		n.log.Error("the cluster declared this node dead: it missed the failure timeout (paused, partitioned or overloaded); its work went elsewhere and it will not be used again",
-			slog.String("node", n.id.String()), slog.String("how", how))
+		log()
+		if why != "" {
+			n.deadWhy.Store(&why)
+		}
 		close(n.dead)
 	})
 }
@@ -59,16 +70,8 @@ func (n *Node) declareDead(how string) {
 // elsewhere), a driver fails its pending and later tasks. why says what
 // failed (DeadReason).
 func (n *Node) failStop(why string) {
-	n.mu.Lock()
-	stopping := n.stopped
-	n.mu.Unlock()
-	if stopping {
-		return
-	}
-	n.deadOnce.Do(func() {
+	n.markDead(why, func() {
 		n.log.Error("this node cannot go on: "+why+"; it stops serving", slog.String("node", n.id.String()))
-		n.deadWhy.Store(&why)
-		close(n.dead)
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/data"
+	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
 // markEnv names the directory where test functions running in worker
@@ -62,16 +63,7 @@ func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 // waitFor polls cond until it holds, failing the test after 30 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.After(30 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
+	testcluster.Eventually(t, 30*time.Second, what, cond)
 }
 
 // TestIterBatchesPrefetch: with a budget that lets one task run at a

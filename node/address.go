@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/nats-io/nats.go"
@@ -121,7 +122,7 @@ func dialCluster(address, name string, sec security, user string, opts ...nats.O
 	if sec.secret.IsZero() && sec.natsCreds == "" && sec.readerToken == "" {
 		return nil, "", errNoSecret(url)
 	}
-	all := append([]nats.Option{nats.Name(name)}, sec.natsOptions(user)...)
+	all := append([]nats.Option{nats.Name(name), nats.ErrorHandler(closeOnViolation)}, sec.natsOptions(user)...)
 	nc, err := nats.Connect(url, append(all, opts...)...)
 	if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) || errors.Is(err, nats.ErrAuthRevoked) {
 		return nil, "", errs.Unauthenticatedf("the cluster at %s refused this process's credentials (secret %s): does it hold the head's cluster secret? (%v)",
@@ -131,4 +132,31 @@ func dialCluster(address, name string, sec security, user string, opts ...nats.O
 		return nil, "", errs.Unavailablef("cannot reach the cluster at %s: %v", url, err)
 	}
 	return nc, url, nil
+}
+
+// lastViolation is the latest permissions violation a DialCluster
+// connection was closed for.
+var lastViolation atomic.Pointer[error]
+
+// closeOnViolation closes a DialCluster connection the server refused a
+// subject to (its role may not publish or subscribe there: a reader asking
+// for a change): the requests waiting on it fail at once instead of at
+// their deadlines, and LastPermissionViolation tells why.
+func closeOnViolation(nc *nats.Conn, _ *nats.Subscription, err error) {
+	if !errors.Is(err, nats.ErrPermissionViolation) {
+		return
+	}
+	e := errs.PermissionDeniedf("the cluster refused this command's credentials a subject (%v): a reader token only reads; changes need the cluster secret", err)
+	lastViolation.Store(&e)
+	go nc.Close() // not on the connection's own callback goroutine
+}
+
+// LastPermissionViolation is the ErrPermissionDenied of the latest
+// DialCluster connection closed because the cluster refused it a subject,
+// or nil.
+func LastPermissionViolation() error {
+	if e := lastViolation.Load(); e != nil {
+		return *e
+	}
+	return nil
 }

@@ -160,6 +160,25 @@ func TestRolePermissions(t *testing.T) {
 			t.Fatalf("a wrong reader token: %v, want ErrUnauthenticated", err)
 		}
 
+		// A command with the reader token that asks for a change fails at
+		// once, not at its deadline: its connection is closed on the
+		// server's refusal, with ErrPermissionDenied saying why.
+		rc, _, err := node.DialCluster(c.Address(), "reader-command", creds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		start := time.Now()
+		if _, err := rc.Request("atoll.amm.control", nil, time.Minute); err == nil {
+			t.Fatal("a reader's AMM control request was answered")
+		}
+		if d := time.Since(start); d > 20*time.Second {
+			t.Fatalf("a reader's refused request took %v to fail", d)
+		}
+		if err := node.LastPermissionViolation(); !errors.Is(err, atoll.ErrPermissionDenied) || !strings.Contains(err.Error(), "atoll.amm.control") {
+			t.Fatalf("LastPermissionViolation = %v, want ErrPermissionDenied naming atoll.amm.control", err)
+		}
+
 		marker := "atoll.node." + ids.NewNodeID().String() + ".stats" // a reader may ask any node's stats
 		w := startWatch(t, c, marker)
 		nc, v := connectAs(c, cluster.ReaderUser)

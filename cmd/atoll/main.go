@@ -29,6 +29,8 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/atoll-runtime/atoll/node"
 )
 
 func main() {
@@ -38,6 +40,9 @@ func main() {
 	err := newRoot().ExecuteContext(ctx)
 	stop()
 	if err != nil {
+		if v := node.LastPermissionViolation(); v != nil {
+			fmt.Fprintln(os.Stderr, v) // why the connection closed under the command
+		}
 		os.Exit(1)
 	}
 }

@@ -14,9 +14,12 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/atoll-runtime/atoll/actors"
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/cluster"
+	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/memsample"
 	"github.com/atoll-runtime/atoll/node"
@@ -116,6 +119,17 @@ func TestClusterSampler(t *testing.T) {
 	base := first.Total[0]
 
 	// Garbage, and a valid report on another node's subject: ignored.
+	// Only the head's user may publish on other nodes' load subjects (a
+	// node publishes its own only), so the forger connects as the head.
+	secret, err := clusterkey.Parse(head.Secret())
+	if err != nil {
+		t.Fatal(err)
+	}
+	forger, err := nats.Connect("nats://"+head.Address(), nats.UserInfo(cluster.HeadUser, secret.NATSPassword(cluster.HeadUser)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer forger.Close()
 	stranger := ids.NewNodeID()
 	load, _ := proto.Marshal(&atollpb.NodeLoad{NodeId: stranger.Bytes(), StoreUsed: 1 << 40, Total: map[string]float64{"CPU": 1}})
 	for subject, data := range map[string][]byte{
@@ -123,12 +137,16 @@ func TestClusterSampler(t *testing.T) {
 		cluster.DefaultPrefix + ".load." + head.ID().String():       load,
 		cluster.DefaultPrefix + ".load." + ids.NewNodeID().String(): load,
 	} {
-		if err := nc.Publish(subject, data); err != nil {
+		if err := forger.Publish(subject, data); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Flush: the server has sent them back to the sampler's subscription
-	// (same connection, in order) before it answers the flush.
+	// The forger's flush: the server has routed them to the sampler's
+	// connection; the sampler's flush: they reached its subscription
+	// (in order, before the server's answer).
+	if err := forger.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,7 @@ package data
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -44,16 +42,8 @@ func readJSONFile(path string) ([]arrow.RecordBatch, error) {
 	if schema.NumFields() == 0 {
 		return nil, nil
 	}
-	r := array.NewJSONReader(bytes.NewReader(b), schema, array.WithChunk(1<<16), array.WithAllocator(memory.DefaultAllocator))
-	defer r.Release()
-	var out []arrow.RecordBatch
-	for r.Next() {
-		rec := r.RecordBatch()
-		rec.Retain()
-		out = append(out, rec)
-	}
-	if err := r.Err(); err != nil && !errors.Is(err, io.EOF) {
-		releaseAll(out)
+	out, err := readRecords(array.NewJSONReader(bytes.NewReader(b), schema, array.WithChunk(1<<16), array.WithAllocator(memory.DefaultAllocator)))
+	if err != nil {
 		return nil, fmt.Errorf("data: read %s: %w", path, err)
 	}
 	return out, nil

@@ -3,6 +3,7 @@ package data
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -79,19 +80,7 @@ func readParquetRowGroups(ctx context.Context, path string, rgs []int) ([]arrow.
 
 // tableRecords turns a table into records (one per chunk boundary).
 func tableRecords(tbl arrow.Table) ([]arrow.RecordBatch, error) {
-	tr := array.NewTableReader(tbl, 1<<62) // chunk boundaries only
-	defer tr.Release()
-	var out []arrow.RecordBatch
-	for tr.Next() {
-		r := tr.RecordBatch()
-		r.Retain()
-		out = append(out, r)
-	}
-	if err := tr.Err(); err != nil {
-		releaseAll(out)
-		return nil, err
-	}
-	return out, nil
+	return readRecords(array.NewTableReader(tbl, 1<<62)) // chunk boundaries only
 }
 
 func readCSVFile(path string) ([]arrow.RecordBatch, error) {
@@ -99,7 +88,16 @@ func readCSVFile(path string) ([]arrow.RecordBatch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data: read %s: %w", path, err)
 	}
-	r := csv.NewInferringReader(bytes.NewReader(b), csv.WithHeader(true), csv.WithChunk(1<<16), csv.WithNullReader(true, ""))
+	out, err := readRecords(csv.NewInferringReader(bytes.NewReader(b), csv.WithHeader(true), csv.WithChunk(1<<16), csv.WithNullReader(true, "")))
+	if err != nil {
+		return nil, fmt.Errorf("data: read %s: %w", path, err)
+	}
+	return out, nil
+}
+
+// readRecords drains r (then releases it): every record it yields,
+// retained; none on an error other than io.EOF.
+func readRecords(r array.RecordReader) ([]arrow.RecordBatch, error) {
 	defer r.Release()
 	var out []arrow.RecordBatch
 	for r.Next() {
@@ -107,9 +105,9 @@ func readCSVFile(path string) ([]arrow.RecordBatch, error) {
 		rec.Retain()
 		out = append(out, rec)
 	}
-	if err := r.Err(); err != nil && err != io.EOF {
+	if err := r.Err(); err != nil && !errors.Is(err, io.EOF) {
 		releaseAll(out)
-		return nil, fmt.Errorf("data: read %s: %w", path, err)
+		return nil, err
 	}
 	return out, nil
 }

@@ -45,6 +45,18 @@ func putObject(t testing.TB, c *Client, rng *rand.Rand, size int) (ids.ObjectID,
 	return id, crc32.ChecksumIEEE(data)
 }
 
+// putObjects puts n random objects of size bytes, returning their
+// checksums and sizes by id (for checkObjects and checkAccounting).
+func putObjects(t testing.TB, c *Client, rng *rand.Rand, n, size int) (map[ids.ObjectID]uint32, map[ids.ObjectID]uint64) {
+	t.Helper()
+	sums, alive := map[ids.ObjectID]uint32{}, map[ids.ObjectID]uint64{}
+	for range n {
+		id, sum := putObject(t, c, rng, size)
+		sums[id], alive[id] = sum, uint64(size)
+	}
+	return sums, alive
+}
+
 // checkObjects gets every object (a few at a time, at priority Get),
 // compares its checksum and releases it.
 func checkObjects(t testing.TB, c *Client, want map[ids.ObjectID]uint32, rng *rand.Rand) {

@@ -32,12 +32,7 @@ func TestSpillToFullDiskLosesNothing(t *testing.T) {
 	ts := startStore(t, 2<<20, Config{SpillTarget: tgt, SpillThreshold: 0.5, SpillBatchBytes: 256 << 10, CreateTimeout: 300e6})
 	c := ts.client()
 	rng := rand.New(rand.NewPCG(5, 5))
-	sums := map[ids.ObjectID]uint32{}
-	alive := map[ids.ObjectID]uint64{}
-	for range 6 {
-		id, sum := putObject(t, c, rng, 256<<10)
-		sums[id], alive[id] = sum, 256<<10
-	}
+	sums, alive := putObjects(t, c, rng, 6, 256<<10)
 	waitFor(t, "a failed spill", func() bool { return ts.stats().SpillErrorsTotal > 0 })
 	// Nothing can be spilled: a creation that does not fit fails at its
 	// deadline, and every object is still there, intact.

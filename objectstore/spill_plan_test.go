@@ -46,12 +46,7 @@ func TestPlanSpillFullForNextWrites(t *testing.T) {
 		SpillBatchBytes: 256 << 10, CreateTimeout: 20 * time.Second})
 	c := ts.client()
 	rng := rand.New(rand.NewPCG(11, 11))
-	sums := map[ids.ObjectID]uint32{}
-	alive := map[ids.ObjectID]uint64{}
-	for range 6 {
-		id, sum := putObject(t, c, rng, 256<<10)
-		sums[id], alive[id] = sum, 256<<10
-	}
+	sums, alive := putObjects(t, c, rng, 6, 256<<10)
 	waitFor(t, "the planned failed spills", func() bool { return ts.stats().SpillErrorsTotal == 2 })
 	// This creation needs room only spilling makes: it waits through
 	// the failures and back-offs and succeeds once spilling resumes.
@@ -78,12 +73,7 @@ func TestPlanSpillFullKeepsObjectsInMemory(t *testing.T) {
 		SpillBatchBytes: 256 << 10, CreateTimeout: 300 * time.Millisecond})
 	c := ts.client()
 	rng := rand.New(rand.NewPCG(12, 12))
-	sums := map[ids.ObjectID]uint32{}
-	alive := map[ids.ObjectID]uint64{}
-	for range 6 {
-		id, sum := putObject(t, c, rng, 256<<10)
-		sums[id], alive[id] = sum, 256<<10
-	}
+	sums, alive := putObjects(t, c, rng, 6, 256<<10)
 	waitFor(t, "a failed spill", func() bool { return ts.stats().SpillErrorsTotal > 0 })
 	if _, err := c.Create(bg, newObjectID(), 768<<10, atollpb.Codec_CODEC_BYTES); !errors.Is(err, errs.ErrObjectStoreFull) {
 		t.Fatalf("creation with the disk full: %v", err)

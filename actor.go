@@ -129,6 +129,8 @@ type actorState struct {
 	name           string
 	typeName       string
 	maxTaskRetries int
+	// pending bounds this process's calls in flight (MaxPendingCalls).
+	pending pendingCalls
 }
 
 // newActorState registers a handle to actor id with the owner table; the
@@ -174,6 +176,9 @@ func newActor[T any](ctx context.Context, e *actorTypeEntry, args []argSource, o
 	if cc.maxRestarts < -1 || cc.maxTaskRetries < -1 {
 		return ActorHandle[T]{}, errs.Invalidf("MaxRestarts and MaxTaskRetries must be >= -1")
 	}
+	if err := validateConcurrency(cc); err != nil {
+		return ActorHandle[T]{}, err
+	}
 	id := ids.NewActorID()
 	info := &atollpb.ActorInfo{ActorId: id.Bytes(), Name: cc.actorName, Namespace: rt.cfg.namespace, ActorType: e.name,
 		State: atollpb.ActorState_ACTOR_PENDING_CREATION, MaxRestarts: int32(cc.maxRestarts), NodeId: rt.nodeID.Bytes(),
@@ -182,10 +187,14 @@ func newActor[T any](ctx context.Context, e *actorTypeEntry, args []argSource, o
 		return ActorHandle[T]{}, err
 	}
 	st := newActorState(rt, id, cc.actorName, e.name, cc.maxTaskRetries, true)
+	if cc.maxPendingCalls > 0 {
+		st.pending = make(pendingCalls, cc.maxPendingCalls)
+	}
 	spec := &atollpb.TaskSpec{
 		Type: atollpb.TaskType_ACTOR_CREATION_TASK, Function: e.name, Name: "create " + e.name, ActorId: id.Bytes(),
 		ActorCreation: &atollpb.ActorCreationSpec{ActorType: e.name, Name: cc.actorName, MaxRestarts: int32(cc.maxRestarts),
-			MaxTaskRetries: int32(cc.maxTaskRetries), Namespace: rt.cfg.namespace},
+			MaxTaskRetries: int32(cc.maxTaskRetries), Namespace: rt.cfg.namespace,
+			MaxConcurrency: int32(cc.maxConcurrency), ConcurrencyGroups: cc.concurrencyGroups, MaxPendingCalls: int32(cc.maxPendingCalls)},
 	}
 	spec.Scheduling = cc.scheduling
 	if cc.resources != nil {
@@ -254,10 +263,16 @@ func callActor(ctx context.Context, st *actorState, method string, numReturns in
 		return failedHandles(numReturns, err)
 	}
 	cc := newCallConfig(opts)
+	if st.pending != nil {
+		if err := st.pending.acquire(ctx); err != nil {
+			return failedHandles(numReturns, err)
+		}
+		cc.release = st.pending.release
+	}
 	retries := st.maxTaskRetries
 	spec := &atollpb.TaskSpec{
 		Type: atollpb.TaskType_ACTOR_TASK, Function: st.typeName + "." + method, Name: cc.name, NumReturns: int32(numReturns),
-		MaxRetries: int32(retries), RetryExceptions: cc.retryExceptions, ActorId: st.id.Bytes(),
+		MaxRetries: int32(retries), RetryExceptions: cc.retryExceptions, ActorId: st.id.Bytes(), ConcurrencyGroup: cc.group,
 	}
 	return rt.submit(ctx, spec, args, cc, st)
 }

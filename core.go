@@ -197,7 +197,7 @@ func (rt *core) start(ctx context.Context) error {
 		Credentials: node.Credentials{Secret: cfg.secret},
 		NumCPUs:     cfg.numCPUs, Resources: cfg.resources, ObjectStoreMemory: cfg.storeMemory,
 		StoreFullTimeout: cfg.storeFullTimeout, PrefaultStore: cfg.prefaultStore, SpillDirs: cfg.spillDirs, NoSpill: cfg.noSpill,
-		Saturation: cfg.saturation, IdleWorkerTimeout: cfg.idleTimeout, WorkerBinary: cfg.workerBinary, WorkerOutput: cfg.workerOutput,
+		Saturation: cfg.saturation, PipelineDepth: cfg.pipelineDepth, IdleWorkerTimeout: cfg.idleTimeout, WorkerBinary: cfg.workerBinary, WorkerOutput: cfg.workerOutput,
 		SessionDir: cfg.sessionDir, Faults: cfg.faults, FaultPoints: cfg.faultPoints, TracerProvider: tp, MeterProvider: cfg.meterProvider, Logger: cfg.logger,
 	}
 	if cfg.workerMode == InProcessWorkers {

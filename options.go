@@ -56,6 +56,7 @@ const MaxInlineTotal = 512 << 10
 type Option func(*config)
 
 type config struct {
+	pipelineDepth    int
 	numCPUs          float64
 	resources        map[string]float64
 	storeMemory      uint64
@@ -160,6 +161,15 @@ func WithoutSpilling() Option { return func(c *config) { c.noSpill = true } }
 // worker-saturation, seed 001). Default 1.0; math.Inf(1) disables it.
 func WithSaturation(saturation float64) Option { return func(c *config) { c.saturation = saturation } }
 
+// WithPipelineDepth sets how many tasks a worker process may hold at once
+// (default 4): it starts the next as soon as one ends, with no round trip
+// to the raylet. Only tasks of one scheduling class are pipelined to a
+// worker, and those not started are taken back when the running one
+// blocks in Get or another worker is idle. 1 turns pipelining off; an
+// actor's process likewise holds this many calls beyond those it runs at
+// once.
+func WithPipelineDepth(n int) Option { return func(c *config) { c.pipelineDepth = n } }
+
 // WithWorkerOutput sets where worker processes' stdout and stderr go
 // (default os.Stderr).
 func WithWorkerOutput(w io.Writer) Option { return func(c *config) { c.workerOutput = w } }
@@ -257,6 +267,13 @@ type callConfig struct {
 	maxRestarts     int
 	maxTaskRetries  int
 	scheduling      *atollpb.SchedulingStrategy
+	// Actor concurrency and backpressure (concurrency.go).
+	maxConcurrency    int
+	concurrencyGroups []*atollpb.ConcurrencyGroup
+	maxPendingCalls   int
+	group             string
+	// release frees the call's place under MaxPendingCalls once it ends.
+	release func()
 }
 
 func newCallConfig(opts []CallOption) callConfig {

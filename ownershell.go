@@ -162,6 +162,9 @@ func (s *ownerShell) stats() owner.Stats {
 // submit span and the context watch that cancels the task.
 type taskAttach struct {
 	span trace.Span
+	// release, if set, frees the call's place under its handle's
+	// MaxPendingCalls when it finishes.
+	release func()
 
 	mu       sync.Mutex
 	stop     func() bool
@@ -184,11 +187,14 @@ func (a *taskAttach) setStop(stop func() bool) {
 
 func (a *taskAttach) finish() {
 	a.mu.Lock()
-	stop := a.stop
-	a.finished, a.stop = true, nil
+	stop, release := a.stop, a.release
+	a.finished, a.stop, a.release = true, nil, nil
 	a.mu.Unlock()
 	if stop != nil {
 		stop()
+	}
+	if release != nil {
+		release()
 	}
 }
 

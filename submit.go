@@ -25,7 +25,7 @@ type argSource struct {
 // objects the task holds) and hands it to the owner, which sends it once
 // its arguments are ready. It returns one handle per return value. Errors
 // (bad arguments, shutdown) resolve the returns to that error.
-func (rt *core) submit(ctx context.Context, spec *atollpb.TaskSpec, args []argSource, _ callConfig, as *actorState) []*refHandle {
+func (rt *core) submit(ctx context.Context, spec *atollpb.TaskSpec, args []argSource, cc callConfig, as *actorState) []*refHandle {
 	task := ids.NewTaskID()
 	spec.TaskId = task.Bytes()
 	spec.JobId = rt.jobID.Bytes()
@@ -49,6 +49,7 @@ func (rt *core) submit(ctx context.Context, spec *atollpb.TaskSpec, args []argSo
 	if as != nil {
 		sub.Actor = as.id
 	}
+	att.release = cc.release
 	var err error
 	if err = rt.declaredDead(); err != nil {
 		sub.Err = errs.ToProto(err)

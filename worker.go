@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -96,7 +97,7 @@ func newWorkerCore(cfg config) (*core, *workerServer, error) {
 	}
 	// The connection starts reading at once: everything its handler
 	// touches must exist first.
-	srv := &workerServer{rt: rt, work: make(chan pushed, 1024), running: map[ids.TaskID]context.CancelFunc{}}
+	srv := &workerServer{rt: rt, wake: make(chan struct{}, 1), running: map[ids.TaskID]context.CancelFunc{}}
 	ready := make(chan struct{})
 	srv.conn = workerconn.New(nc, func(f *atollpb.Frame) { <-ready; srv.handle(f) })
 	rt.link = &workerLink{conn: srv.conn}
@@ -106,16 +107,25 @@ func newWorkerCore(cfg config) (*core, *workerServer, error) {
 	return rt, srv, nil
 }
 
-// workerServer runs tasks and actor calls pushed by the raylet, one at a
-// time, in arrival order.
+// workerServer runs the tasks and actor calls the raylet pushes, in
+// arrival order: one at a time, or for an actor with concurrency, up to
+// each concurrency group's limit at once. The raylet may push several
+// before the first ends (pipelining); those not started wait in queue,
+// where a recall or a cancel can still take them out.
 type workerServer struct {
 	rt   *core
 	conn *workerconn.Conn
-	work chan pushed
+	wake chan struct{} // a frame was queued
 
 	mu       sync.Mutex
+	queue    []pushed // pushed and not started, in arrival order
 	running  map[ids.TaskID]context.CancelFunc
-	instance any // the actor this worker hosts, if any
+	instance any         // the actor this worker hosts, if any
+	groups   *callGroups // its concurrency groups, if it runs calls concurrently
+	// broken is set once a method panicked: the host restarts the actor
+	// in a new process, and the calls pushed after it must not run on
+	// the broken instance (the host sends them again to the new one).
+	broken atomic.Bool
 }
 
 // pushed is a frame for the task loop; a task comes with its context,
@@ -123,6 +133,7 @@ type workerServer struct {
 // frame may follow it before the loop takes it).
 type pushed struct {
 	f      *atollpb.Frame
+	spec   *atollpb.TaskSpec
 	ctx    context.Context
 	cancel context.CancelFunc
 }
@@ -131,20 +142,36 @@ type pushed struct {
 func (s *workerServer) handle(f *atollpb.Frame) {
 	switch b := f.Body.(type) {
 	case *atollpb.Frame_CreateActor:
-		s.work <- pushed{f: f}
+		s.enqueue(pushed{f: f})
 	case *atollpb.Frame_PushTask:
+		spec := b.PushTask.GetSpec()
 		ctx, cancel := context.WithCancel(context.Background())
-		if id, err := ids.FromBytes(b.PushTask.GetSpec().GetTaskId()); err == nil {
+		if id, err := ids.FromBytes(spec.GetTaskId()); err == nil {
 			s.mu.Lock()
 			s.running[id] = cancel
 			s.mu.Unlock()
 		}
-		s.work <- pushed{f: f, ctx: ctx, cancel: cancel}
+		s.enqueue(pushed{f: f, spec: spec, ctx: ctx, cancel: cancel})
+	case *atollpb.Frame_RecallTask:
+		p, ok := s.unqueue(b.RecallTask.GetTaskId(), b.RecallTask.GetAttempt(), true)
+		if ok {
+			p.cancel()
+		}
+		_ = s.conn.Reply(f.Id, &atollpb.Frame{Body: &atollpb.Frame_RecallReply{RecallReply: &atollpb.RecallReply{Recalled: ok}}})
 	case *atollpb.Frame_TaskResult:
 		s.rt.system.Root.Send(s.rt.ownerPID, b.TaskResult)
 	case *atollpb.Frame_ActorEvent:
 		s.rt.system.Root.Send(s.rt.ownerPID, b.ActorEvent)
 	case *atollpb.Frame_CancelTask:
+		// A task that has not started is answered at once; a running
+		// one sees its context cancelled.
+		if p, ok := s.unqueue(b.CancelTask.GetTaskId(), 0, false); ok {
+			p.cancel()
+			err := &errs.CancelledError{TaskName: p.spec.GetName(), TaskID: hex.EncodeToString(p.spec.GetTaskId())}
+			_ = s.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: &atollpb.TaskResult{
+				TaskId: p.spec.GetTaskId(), Attempt: p.spec.GetAttempt(), Error: errs.ToProto(err), WorkerId: s.rt.workerID.Bytes()}}})
+			return
+		}
 		s.mu.Lock()
 		cancel := s.running[ids.MustFromBytes(b.CancelTask.TaskId)]
 		s.mu.Unlock()
@@ -156,38 +183,112 @@ func (s *workerServer) handle(f *atollpb.Frame) {
 	}
 }
 
+func (s *workerServer) enqueue(p pushed) {
+	s.mu.Lock()
+	s.queue = append(s.queue, p)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// unqueue takes a task that has not started out of the queue (of the
+// given attempt, if byAttempt), and forgets its cancel.
+func (s *workerServer) unqueue(taskID []byte, attempt int32, byAttempt bool) (pushed, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, p := range s.queue {
+		if p.spec != nil && p.spec.GetType() != atollpb.TaskType_ACTOR_TASK && string(p.spec.GetTaskId()) == string(taskID) &&
+			(!byAttempt || p.spec.GetAttempt() == attempt) {
+			s.queue = append(s.queue[:i], s.queue[i+1:]...)
+			if id, err := ids.FromBytes(taskID); err == nil {
+				delete(s.running, id)
+			}
+			return p, true
+		}
+	}
+	return pushed{}, false
+}
+
+// next takes the first queued frame, waiting for one; false once the
+// connection ended.
+func (s *workerServer) next() (pushed, bool) {
+	for {
+		s.mu.Lock()
+		if len(s.queue) > 0 {
+			p := s.queue[0]
+			s.queue[0] = pushed{}
+			s.queue = s.queue[1:]
+			s.mu.Unlock()
+			return p, true
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.wake:
+		case <-s.conn.Done():
+			return pushed{}, false
+		}
+	}
+}
+
 func (s *workerServer) loop() {
 	w := raylet.Worker{ID: s.rt.workerID, NodeID: s.rt.nodeID}
 	ex := (*executor)(s.rt)
 	for {
-		var p pushed
-		select {
-		case p = <-s.work:
-		case <-s.conn.Done():
+		p, ok := s.next()
+		if !ok {
 			return
 		}
 		f := p.f
 		if spec := f.GetCreateActor(); spec != nil {
 			inst, err := ex.NewActor(context.Background(), w, spec)
 			s.instance = inst
+			if err == nil {
+				s.groups = newCallGroups(spec.GetActorCreation(), func(p pushed) { s.runCall(w, p) })
+			}
 			_ = s.conn.Reply(f.Id, &atollpb.Frame{Body: &atollpb.Frame_Status{Status: errs.ToProto(err)}})
 			continue
 		}
-		spec := f.GetPushTask().GetSpec()
-		id := ids.MustFromBytes(spec.TaskId)
-		ctx := p.ctx
-		var res *atollpb.TaskResult
-		if spec.Type == atollpb.TaskType_ACTOR_TASK {
-			res, _ = ex.RunActorTask(ctx, w, s.instance, spec)
-		} else {
-			res = ex.RunTask(ctx, w, spec)
+		if p.spec.Type == atollpb.TaskType_ACTOR_TASK {
+			switch {
+			case s.groups != nil:
+				if err := s.groups.route(p); err != nil {
+					s.finish(p, failed(p.spec, w, err))
+				}
+			case p.spec.GetConcurrencyGroup() != "":
+				s.finish(p, failed(p.spec, w, errs.Invalidf("actor call %s: the actor has no concurrency group %q", p.spec.GetName(), p.spec.GetConcurrencyGroup())))
+			default:
+				s.runCall(w, p)
+			}
+			continue
 		}
+		s.finish(p, ex.RunTask(p.ctx, w, p.spec))
+	}
+}
+
+// runCall runs one actor call, unless an earlier one panicked.
+func (s *workerServer) runCall(w raylet.Worker, p pushed) {
+	if s.broken.Load() {
+		p.cancel()
+		return
+	}
+	res, panicked := (*executor)(s.rt).RunActorTask(p.ctx, w, s.instance, p.spec)
+	if panicked {
+		s.broken.Store(true)
+	}
+	s.finish(p, res)
+}
+
+// finish forgets a task's cancel and sends its result.
+func (s *workerServer) finish(p pushed, res *atollpb.TaskResult) {
+	if id, err := ids.FromBytes(p.spec.GetTaskId()); err == nil {
 		s.mu.Lock()
 		delete(s.running, id)
 		s.mu.Unlock()
-		p.cancel()
-		_ = s.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: res}})
 	}
+	p.cancel()
+	_ = s.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: res}})
 }
 
 // workerLink reaches the raylet over the worker's connection.

@@ -125,7 +125,7 @@ func (x SchedulingStrategy_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SchedulingStrategy_Kind.Descriptor instead.
 func (SchedulingStrategy_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{3, 0}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{4, 0}
 }
 
 // TaskArg is one argument of a task: a value passed inline, or a reference
@@ -220,8 +220,16 @@ type ActorCreationSpec struct {
 	MaxRestarts    int32                  `protobuf:"varint,3,opt,name=max_restarts,json=maxRestarts,proto3" json:"max_restarts,omitempty"`
 	MaxTaskRetries int32                  `protobuf:"varint,4,opt,name=max_task_retries,json=maxTaskRetries,proto3" json:"max_task_retries,omitempty"`
 	Namespace      string                 `protobuf:"bytes,5,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// How many calls the actor runs at once (default 1: one at a time,
+	// in order). Calls to methods of a concurrency group count against
+	// that group's limit instead.
+	MaxConcurrency    int32               `protobuf:"varint,6,opt,name=max_concurrency,json=maxConcurrency,proto3" json:"max_concurrency,omitempty"`
+	ConcurrencyGroups []*ConcurrencyGroup `protobuf:"bytes,7,rep,name=concurrency_groups,json=concurrencyGroups,proto3" json:"concurrency_groups,omitempty"`
+	// The most calls one caller may have pending on the actor; a caller
+	// past it waits (0: no limit).
+	MaxPendingCalls int32 `protobuf:"varint,8,opt,name=max_pending_calls,json=maxPendingCalls,proto3" json:"max_pending_calls,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ActorCreationSpec) Reset() {
@@ -289,6 +297,89 @@ func (x *ActorCreationSpec) GetNamespace() string {
 	return ""
 }
 
+func (x *ActorCreationSpec) GetMaxConcurrency() int32 {
+	if x != nil {
+		return x.MaxConcurrency
+	}
+	return 0
+}
+
+func (x *ActorCreationSpec) GetConcurrencyGroups() []*ConcurrencyGroup {
+	if x != nil {
+		return x.ConcurrencyGroups
+	}
+	return nil
+}
+
+func (x *ActorCreationSpec) GetMaxPendingCalls() int32 {
+	if x != nil {
+		return x.MaxPendingCalls
+	}
+	return 0
+}
+
+// ConcurrencyGroup is a named group of an actor's methods with its own
+// limit of calls running at once.
+type ConcurrencyGroup struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Name           string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	MaxConcurrency int32                  `protobuf:"varint,2,opt,name=max_concurrency,json=maxConcurrency,proto3" json:"max_concurrency,omitempty"`
+	Methods        []string               `protobuf:"bytes,3,rep,name=methods,proto3" json:"methods,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ConcurrencyGroup) Reset() {
+	*x = ConcurrencyGroup{}
+	mi := &file_atollpb_task_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConcurrencyGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConcurrencyGroup) ProtoMessage() {}
+
+func (x *ConcurrencyGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_task_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConcurrencyGroup.ProtoReflect.Descriptor instead.
+func (*ConcurrencyGroup) Descriptor() ([]byte, []int) {
+	return file_atollpb_task_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ConcurrencyGroup) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ConcurrencyGroup) GetMaxConcurrency() int32 {
+	if x != nil {
+		return x.MaxConcurrency
+	}
+	return 0
+}
+
+func (x *ConcurrencyGroup) GetMethods() []string {
+	if x != nil {
+		return x.Methods
+	}
+	return nil
+}
+
 // TaskSpec is everything needed to run a task anywhere in the cluster.
 type TaskSpec struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -315,7 +406,12 @@ type TaskSpec struct {
 	OwnerAddress string `protobuf:"bytes,13,opt,name=owner_address,json=ownerAddress,proto3" json:"owner_address,omitempty"`
 	// Trace context of the submit span; execution spans are its children.
 	Trace *TraceContext `protobuf:"bytes,14,opt,name=trace,proto3" json:"trace,omitempty"`
-	// Actor fields: the target actor, and the caller's sequence number.
+	// Actor fields: the target actor, and the caller's sequence number:
+	// an actor call's caller (caller_id, one per process incarnation)
+	// numbers the calls it sends to one actor 1, 2, 3, ... in the order it
+	// sends them (a retried call takes the next number), and the actor's
+	// host starts them in that order per caller, whatever order they
+	// arrive in.
 	ActorId        []byte             `protobuf:"bytes,15,opt,name=actor_id,json=actorId,proto3" json:"actor_id,omitempty"`
 	SequenceNumber uint64             `protobuf:"varint,16,opt,name=sequence_number,json=sequenceNumber,proto3" json:"sequence_number,omitempty"`
 	ActorCreation  *ActorCreationSpec `protobuf:"bytes,17,opt,name=actor_creation,json=actorCreation,proto3" json:"actor_creation,omitempty"`
@@ -337,13 +433,19 @@ type TaskSpec struct {
 	// SHA-256 of worker_binary as the submitter read it: a node runs the
 	// binary only if the file at that path still has this hash.
 	WorkerBinarySha256 []byte `protobuf:"bytes,23,opt,name=worker_binary_sha256,json=workerBinarySha256,proto3" json:"worker_binary_sha256,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The concurrency group an actor call runs in (CallOption InGroup),
+	// overriding the group its method was assigned to.
+	ConcurrencyGroup string `protobuf:"bytes,24,opt,name=concurrency_group,json=concurrencyGroup,proto3" json:"concurrency_group,omitempty"`
+	// The process that sent an actor call (see sequence_number): random
+	// per process, so a restarted process is a new caller.
+	CallerId      []byte `protobuf:"bytes,25,opt,name=caller_id,json=callerId,proto3" json:"caller_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskSpec) Reset() {
 	*x = TaskSpec{}
-	mi := &file_atollpb_task_proto_msgTypes[2]
+	mi := &file_atollpb_task_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -355,7 +457,7 @@ func (x *TaskSpec) String() string {
 func (*TaskSpec) ProtoMessage() {}
 
 func (x *TaskSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[2]
+	mi := &file_atollpb_task_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -368,7 +470,7 @@ func (x *TaskSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskSpec.ProtoReflect.Descriptor instead.
 func (*TaskSpec) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{2}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *TaskSpec) GetTaskId() []byte {
@@ -532,6 +634,20 @@ func (x *TaskSpec) GetWorkerBinarySha256() []byte {
 	return nil
 }
 
+func (x *TaskSpec) GetConcurrencyGroup() string {
+	if x != nil {
+		return x.ConcurrencyGroup
+	}
+	return ""
+}
+
+func (x *TaskSpec) GetCallerId() []byte {
+	if x != nil {
+		return x.CallerId
+	}
+	return nil
+}
+
 // SchedulingStrategy places a task or actor in a cluster.
 type SchedulingStrategy struct {
 	state         protoimpl.MessageState  `protogen:"open.v1"`
@@ -544,7 +660,7 @@ type SchedulingStrategy struct {
 
 func (x *SchedulingStrategy) Reset() {
 	*x = SchedulingStrategy{}
-	mi := &file_atollpb_task_proto_msgTypes[3]
+	mi := &file_atollpb_task_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -556,7 +672,7 @@ func (x *SchedulingStrategy) String() string {
 func (*SchedulingStrategy) ProtoMessage() {}
 
 func (x *SchedulingStrategy) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[3]
+	mi := &file_atollpb_task_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -569,7 +685,7 @@ func (x *SchedulingStrategy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulingStrategy.ProtoReflect.Descriptor instead.
 func (*SchedulingStrategy) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{3}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SchedulingStrategy) GetKind() SchedulingStrategy_Kind {
@@ -604,7 +720,7 @@ type ReturnObject struct {
 
 func (x *ReturnObject) Reset() {
 	*x = ReturnObject{}
-	mi := &file_atollpb_task_proto_msgTypes[4]
+	mi := &file_atollpb_task_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -616,7 +732,7 @@ func (x *ReturnObject) String() string {
 func (*ReturnObject) ProtoMessage() {}
 
 func (x *ReturnObject) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[4]
+	mi := &file_atollpb_task_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -629,7 +745,7 @@ func (x *ReturnObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReturnObject.ProtoReflect.Descriptor instead.
 func (*ReturnObject) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{4}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReturnObject) GetObjectId() []byte {
@@ -670,7 +786,7 @@ type TaskResult struct {
 
 func (x *TaskResult) Reset() {
 	*x = TaskResult{}
-	mi := &file_atollpb_task_proto_msgTypes[5]
+	mi := &file_atollpb_task_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -682,7 +798,7 @@ func (x *TaskResult) String() string {
 func (*TaskResult) ProtoMessage() {}
 
 func (x *TaskResult) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[5]
+	mi := &file_atollpb_task_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -695,7 +811,7 @@ func (x *TaskResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskResult.ProtoReflect.Descriptor instead.
 func (*TaskResult) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{5}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *TaskResult) GetTaskId() []byte {
@@ -769,7 +885,7 @@ type SubmitTask struct {
 
 func (x *SubmitTask) Reset() {
 	*x = SubmitTask{}
-	mi := &file_atollpb_task_proto_msgTypes[6]
+	mi := &file_atollpb_task_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -781,7 +897,7 @@ func (x *SubmitTask) String() string {
 func (*SubmitTask) ProtoMessage() {}
 
 func (x *SubmitTask) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[6]
+	mi := &file_atollpb_task_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -794,7 +910,7 @@ func (x *SubmitTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitTask.ProtoReflect.Descriptor instead.
 func (*SubmitTask) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{6}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SubmitTask) GetSpec() *TaskSpec {
@@ -836,7 +952,7 @@ type CancelTask struct {
 
 func (x *CancelTask) Reset() {
 	*x = CancelTask{}
-	mi := &file_atollpb_task_proto_msgTypes[7]
+	mi := &file_atollpb_task_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -848,7 +964,7 @@ func (x *CancelTask) String() string {
 func (*CancelTask) ProtoMessage() {}
 
 func (x *CancelTask) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[7]
+	mi := &file_atollpb_task_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -861,7 +977,7 @@ func (x *CancelTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTask.ProtoReflect.Descriptor instead.
 func (*CancelTask) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{7}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CancelTask) GetTaskId() []byte {
@@ -902,7 +1018,7 @@ type PushTask struct {
 
 func (x *PushTask) Reset() {
 	*x = PushTask{}
-	mi := &file_atollpb_task_proto_msgTypes[8]
+	mi := &file_atollpb_task_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -914,7 +1030,7 @@ func (x *PushTask) String() string {
 func (*PushTask) ProtoMessage() {}
 
 func (x *PushTask) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[8]
+	mi := &file_atollpb_task_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -927,7 +1043,7 @@ func (x *PushTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushTask.ProtoReflect.Descriptor instead.
 func (*PushTask) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{8}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PushTask) GetSpec() *TaskSpec {
@@ -950,7 +1066,7 @@ type KillWorker struct {
 
 func (x *KillWorker) Reset() {
 	*x = KillWorker{}
-	mi := &file_atollpb_task_proto_msgTypes[9]
+	mi := &file_atollpb_task_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -962,7 +1078,7 @@ func (x *KillWorker) String() string {
 func (*KillWorker) ProtoMessage() {}
 
 func (x *KillWorker) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[9]
+	mi := &file_atollpb_task_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -975,7 +1091,7 @@ func (x *KillWorker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillWorker.ProtoReflect.Descriptor instead.
 func (*KillWorker) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{9}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *KillWorker) GetWorkerId() []byte {
@@ -1010,7 +1126,7 @@ type WorkerBlocked struct {
 
 func (x *WorkerBlocked) Reset() {
 	*x = WorkerBlocked{}
-	mi := &file_atollpb_task_proto_msgTypes[10]
+	mi := &file_atollpb_task_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1022,7 +1138,7 @@ func (x *WorkerBlocked) String() string {
 func (*WorkerBlocked) ProtoMessage() {}
 
 func (x *WorkerBlocked) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[10]
+	mi := &file_atollpb_task_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1035,7 +1151,7 @@ func (x *WorkerBlocked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerBlocked.ProtoReflect.Descriptor instead.
 func (*WorkerBlocked) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{10}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WorkerBlocked) GetTaskId() []byte {
@@ -1055,7 +1171,7 @@ type WorkerUnblocked struct {
 
 func (x *WorkerUnblocked) Reset() {
 	*x = WorkerUnblocked{}
-	mi := &file_atollpb_task_proto_msgTypes[11]
+	mi := &file_atollpb_task_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1067,7 +1183,7 @@ func (x *WorkerUnblocked) String() string {
 func (*WorkerUnblocked) ProtoMessage() {}
 
 func (x *WorkerUnblocked) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[11]
+	mi := &file_atollpb_task_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1080,7 +1196,7 @@ func (x *WorkerUnblocked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerUnblocked.ProtoReflect.Descriptor instead.
 func (*WorkerUnblocked) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{11}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WorkerUnblocked) GetTaskId() []byte {
@@ -1102,7 +1218,7 @@ type KillActor struct {
 
 func (x *KillActor) Reset() {
 	*x = KillActor{}
-	mi := &file_atollpb_task_proto_msgTypes[12]
+	mi := &file_atollpb_task_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1114,7 +1230,7 @@ func (x *KillActor) String() string {
 func (*KillActor) ProtoMessage() {}
 
 func (x *KillActor) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[12]
+	mi := &file_atollpb_task_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1127,7 +1243,7 @@ func (x *KillActor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillActor.ProtoReflect.Descriptor instead.
 func (*KillActor) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{12}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *KillActor) GetActorId() []byte {
@@ -1159,14 +1275,21 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\aTaskArg\x12'\n" +
 	"\x05value\x18\x01 \x01(\v2\x0f.atoll.v1.ValueH\x00R\x05value\x12'\n" +
 	"\x03ref\x18\x02 \x01(\v2\x13.atoll.v1.ObjectRefH\x00R\x03refB\x06\n" +
-	"\x04kind\"\xb1\x01\n" +
+	"\x04kind\"\xd1\x02\n" +
 	"\x11ActorCreationSpec\x12\x1d\n" +
 	"\n" +
 	"actor_type\x18\x01 \x01(\tR\tactorType\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12!\n" +
 	"\fmax_restarts\x18\x03 \x01(\x05R\vmaxRestarts\x12(\n" +
 	"\x10max_task_retries\x18\x04 \x01(\x05R\x0emaxTaskRetries\x12\x1c\n" +
-	"\tnamespace\x18\x05 \x01(\tR\tnamespace\"\xe6\a\n" +
+	"\tnamespace\x18\x05 \x01(\tR\tnamespace\x12'\n" +
+	"\x0fmax_concurrency\x18\x06 \x01(\x05R\x0emaxConcurrency\x12I\n" +
+	"\x12concurrency_groups\x18\a \x03(\v2\x1a.atoll.v1.ConcurrencyGroupR\x11concurrencyGroups\x12*\n" +
+	"\x11max_pending_calls\x18\b \x01(\x05R\x0fmaxPendingCalls\"i\n" +
+	"\x10ConcurrencyGroup\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
+	"\x0fmax_concurrency\x18\x02 \x01(\x05R\x0emaxConcurrency\x12\x18\n" +
+	"\amethods\x18\x03 \x03(\tR\amethods\"\xb0\b\n" +
 	"\bTaskSpec\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\fR\x05jobId\x12&\n" +
@@ -1195,7 +1318,9 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"scheduling\x18\x15 \x01(\v2\x1c.atoll.v1.SchedulingStrategyR\n" +
 	"scheduling\x12#\n" +
 	"\rworker_binary\x18\x16 \x01(\tR\fworkerBinary\x120\n" +
-	"\x14worker_binary_sha256\x18\x17 \x01(\fR\x12workerBinarySha256\x1a<\n" +
+	"\x14worker_binary_sha256\x18\x17 \x01(\fR\x12workerBinarySha256\x12+\n" +
+	"\x11concurrency_group\x18\x18 \x01(\tR\x10concurrencyGroup\x12\x1b\n" +
+	"\tcaller_id\x18\x19 \x01(\fR\bcallerId\x1a<\n" +
 	"\x0eResourcesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\xac\x01\n" +
@@ -1269,52 +1394,54 @@ func file_atollpb_task_proto_rawDescGZIP() []byte {
 }
 
 var file_atollpb_task_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_atollpb_task_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_atollpb_task_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_atollpb_task_proto_goTypes = []any{
 	(TaskType)(0),                // 0: atoll.v1.TaskType
 	(SchedulingStrategy_Kind)(0), // 1: atoll.v1.SchedulingStrategy.Kind
 	(*TaskArg)(nil),              // 2: atoll.v1.TaskArg
 	(*ActorCreationSpec)(nil),    // 3: atoll.v1.ActorCreationSpec
-	(*TaskSpec)(nil),             // 4: atoll.v1.TaskSpec
-	(*SchedulingStrategy)(nil),   // 5: atoll.v1.SchedulingStrategy
-	(*ReturnObject)(nil),         // 6: atoll.v1.ReturnObject
-	(*TaskResult)(nil),           // 7: atoll.v1.TaskResult
-	(*SubmitTask)(nil),           // 8: atoll.v1.SubmitTask
-	(*CancelTask)(nil),           // 9: atoll.v1.CancelTask
-	(*PushTask)(nil),             // 10: atoll.v1.PushTask
-	(*KillWorker)(nil),           // 11: atoll.v1.KillWorker
-	(*WorkerBlocked)(nil),        // 12: atoll.v1.WorkerBlocked
-	(*WorkerUnblocked)(nil),      // 13: atoll.v1.WorkerUnblocked
-	(*KillActor)(nil),            // 14: atoll.v1.KillActor
-	nil,                          // 15: atoll.v1.TaskSpec.ResourcesEntry
-	(*Value)(nil),                // 16: atoll.v1.Value
-	(*ObjectRef)(nil),            // 17: atoll.v1.ObjectRef
-	(*TraceContext)(nil),         // 18: atoll.v1.TraceContext
-	(*ErrorInfo)(nil),            // 19: atoll.v1.ErrorInfo
+	(*ConcurrencyGroup)(nil),     // 4: atoll.v1.ConcurrencyGroup
+	(*TaskSpec)(nil),             // 5: atoll.v1.TaskSpec
+	(*SchedulingStrategy)(nil),   // 6: atoll.v1.SchedulingStrategy
+	(*ReturnObject)(nil),         // 7: atoll.v1.ReturnObject
+	(*TaskResult)(nil),           // 8: atoll.v1.TaskResult
+	(*SubmitTask)(nil),           // 9: atoll.v1.SubmitTask
+	(*CancelTask)(nil),           // 10: atoll.v1.CancelTask
+	(*PushTask)(nil),             // 11: atoll.v1.PushTask
+	(*KillWorker)(nil),           // 12: atoll.v1.KillWorker
+	(*WorkerBlocked)(nil),        // 13: atoll.v1.WorkerBlocked
+	(*WorkerUnblocked)(nil),      // 14: atoll.v1.WorkerUnblocked
+	(*KillActor)(nil),            // 15: atoll.v1.KillActor
+	nil,                          // 16: atoll.v1.TaskSpec.ResourcesEntry
+	(*Value)(nil),                // 17: atoll.v1.Value
+	(*ObjectRef)(nil),            // 18: atoll.v1.ObjectRef
+	(*TraceContext)(nil),         // 19: atoll.v1.TraceContext
+	(*ErrorInfo)(nil),            // 20: atoll.v1.ErrorInfo
 }
 var file_atollpb_task_proto_depIdxs = []int32{
-	16, // 0: atoll.v1.TaskArg.value:type_name -> atoll.v1.Value
-	17, // 1: atoll.v1.TaskArg.ref:type_name -> atoll.v1.ObjectRef
-	0,  // 2: atoll.v1.TaskSpec.type:type_name -> atoll.v1.TaskType
-	2,  // 3: atoll.v1.TaskSpec.args:type_name -> atoll.v1.TaskArg
-	15, // 4: atoll.v1.TaskSpec.resources:type_name -> atoll.v1.TaskSpec.ResourcesEntry
-	18, // 5: atoll.v1.TaskSpec.trace:type_name -> atoll.v1.TraceContext
-	3,  // 6: atoll.v1.TaskSpec.actor_creation:type_name -> atoll.v1.ActorCreationSpec
-	18, // 7: atoll.v1.TaskSpec.arg_producers:type_name -> atoll.v1.TraceContext
-	6,  // 8: atoll.v1.TaskSpec.borrowed:type_name -> atoll.v1.ReturnObject
-	5,  // 9: atoll.v1.TaskSpec.scheduling:type_name -> atoll.v1.SchedulingStrategy
-	1,  // 10: atoll.v1.SchedulingStrategy.kind:type_name -> atoll.v1.SchedulingStrategy.Kind
-	16, // 11: atoll.v1.ReturnObject.value:type_name -> atoll.v1.Value
-	6,  // 12: atoll.v1.TaskResult.returns:type_name -> atoll.v1.ReturnObject
-	19, // 13: atoll.v1.TaskResult.error:type_name -> atoll.v1.ErrorInfo
-	18, // 14: atoll.v1.TaskResult.execute_span:type_name -> atoll.v1.TraceContext
-	4,  // 15: atoll.v1.SubmitTask.spec:type_name -> atoll.v1.TaskSpec
-	4,  // 16: atoll.v1.PushTask.spec:type_name -> atoll.v1.TaskSpec
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	17, // 0: atoll.v1.TaskArg.value:type_name -> atoll.v1.Value
+	18, // 1: atoll.v1.TaskArg.ref:type_name -> atoll.v1.ObjectRef
+	4,  // 2: atoll.v1.ActorCreationSpec.concurrency_groups:type_name -> atoll.v1.ConcurrencyGroup
+	0,  // 3: atoll.v1.TaskSpec.type:type_name -> atoll.v1.TaskType
+	2,  // 4: atoll.v1.TaskSpec.args:type_name -> atoll.v1.TaskArg
+	16, // 5: atoll.v1.TaskSpec.resources:type_name -> atoll.v1.TaskSpec.ResourcesEntry
+	19, // 6: atoll.v1.TaskSpec.trace:type_name -> atoll.v1.TraceContext
+	3,  // 7: atoll.v1.TaskSpec.actor_creation:type_name -> atoll.v1.ActorCreationSpec
+	19, // 8: atoll.v1.TaskSpec.arg_producers:type_name -> atoll.v1.TraceContext
+	7,  // 9: atoll.v1.TaskSpec.borrowed:type_name -> atoll.v1.ReturnObject
+	6,  // 10: atoll.v1.TaskSpec.scheduling:type_name -> atoll.v1.SchedulingStrategy
+	1,  // 11: atoll.v1.SchedulingStrategy.kind:type_name -> atoll.v1.SchedulingStrategy.Kind
+	17, // 12: atoll.v1.ReturnObject.value:type_name -> atoll.v1.Value
+	7,  // 13: atoll.v1.TaskResult.returns:type_name -> atoll.v1.ReturnObject
+	20, // 14: atoll.v1.TaskResult.error:type_name -> atoll.v1.ErrorInfo
+	19, // 15: atoll.v1.TaskResult.execute_span:type_name -> atoll.v1.TraceContext
+	5,  // 16: atoll.v1.SubmitTask.spec:type_name -> atoll.v1.TaskSpec
+	5,  // 17: atoll.v1.PushTask.spec:type_name -> atoll.v1.TaskSpec
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_task_proto_init() }
@@ -1333,7 +1460,7 @@ func file_atollpb_task_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_task_proto_rawDesc), len(file_atollpb_task_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -60,6 +60,8 @@ type Frame struct {
 	//	*Frame_Status
 	//	*Frame_Exit
 	//	*Frame_FetchObjects
+	//	*Frame_RecallTask
+	//	*Frame_RecallReply
 	Body          isFrame_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -368,6 +370,24 @@ func (x *Frame) GetFetchObjects() *FetchObjects {
 	return nil
 }
 
+func (x *Frame) GetRecallTask() *RecallTask {
+	if x != nil {
+		if x, ok := x.Body.(*Frame_RecallTask); ok {
+			return x.RecallTask
+		}
+	}
+	return nil
+}
+
+func (x *Frame) GetRecallReply() *RecallReply {
+	if x != nil {
+		if x, ok := x.Body.(*Frame_RecallReply); ok {
+			return x.RecallReply
+		}
+	}
+	return nil
+}
+
 type isFrame_Body interface {
 	isFrame_Body()
 }
@@ -503,6 +523,17 @@ type Frame_FetchObjects struct {
 	FetchObjects *FetchObjects `protobuf:"bytes,43,opt,name=fetch_objects,json=fetchObjects,proto3,oneof"`
 }
 
+type Frame_RecallTask struct {
+	// raylet -> worker (request): give back a task pushed and not
+	// started (work stealing, a blocked task's followers); answered
+	// with recall_reply.
+	RecallTask *RecallTask `protobuf:"bytes,44,opt,name=recall_task,json=recallTask,proto3,oneof"`
+}
+
+type Frame_RecallReply struct {
+	RecallReply *RecallReply `protobuf:"bytes,45,opt,name=recall_reply,json=recallReply,proto3,oneof"`
+}
+
 func (*Frame_Hello) isFrame_Body() {}
 
 func (*Frame_PushTask) isFrame_Body() {}
@@ -559,6 +590,108 @@ func (*Frame_Exit) isFrame_Body() {}
 
 func (*Frame_FetchObjects) isFrame_Body() {}
 
+func (*Frame_RecallTask) isFrame_Body() {}
+
+func (*Frame_RecallReply) isFrame_Body() {}
+
+type RecallTask struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TaskId        []byte                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Attempt       int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecallTask) Reset() {
+	*x = RecallTask{}
+	mi := &file_atollpb_worker_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecallTask) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecallTask) ProtoMessage() {}
+
+func (x *RecallTask) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_worker_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecallTask.ProtoReflect.Descriptor instead.
+func (*RecallTask) Descriptor() ([]byte, []int) {
+	return file_atollpb_worker_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RecallTask) GetTaskId() []byte {
+	if x != nil {
+		return x.TaskId
+	}
+	return nil
+}
+
+func (x *RecallTask) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+// RecallReply: recalled, the worker dropped the task unstarted and will
+// never run it; else it started it (its result follows) or never had it.
+type RecallReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Recalled      bool                   `protobuf:"varint,1,opt,name=recalled,proto3" json:"recalled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecallReply) Reset() {
+	*x = RecallReply{}
+	mi := &file_atollpb_worker_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecallReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecallReply) ProtoMessage() {}
+
+func (x *RecallReply) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_worker_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecallReply.ProtoReflect.Descriptor instead.
+func (*RecallReply) Descriptor() ([]byte, []int) {
+	return file_atollpb_worker_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RecallReply) GetRecalled() bool {
+	if x != nil {
+		return x.Recalled
+	}
+	return false
+}
+
 type WorkerHello struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	WorkerId      []byte                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
@@ -569,7 +702,7 @@ type WorkerHello struct {
 
 func (x *WorkerHello) Reset() {
 	*x = WorkerHello{}
-	mi := &file_atollpb_worker_proto_msgTypes[1]
+	mi := &file_atollpb_worker_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -581,7 +714,7 @@ func (x *WorkerHello) String() string {
 func (*WorkerHello) ProtoMessage() {}
 
 func (x *WorkerHello) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_worker_proto_msgTypes[1]
+	mi := &file_atollpb_worker_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -594,7 +727,7 @@ func (x *WorkerHello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerHello.ProtoReflect.Descriptor instead.
 func (*WorkerHello) Descriptor() ([]byte, []int) {
-	return file_atollpb_worker_proto_rawDescGZIP(), []int{1}
+	return file_atollpb_worker_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *WorkerHello) GetWorkerId() []byte {
@@ -622,7 +755,7 @@ type ActorCall struct {
 
 func (x *ActorCall) Reset() {
 	*x = ActorCall{}
-	mi := &file_atollpb_worker_proto_msgTypes[2]
+	mi := &file_atollpb_worker_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -634,7 +767,7 @@ func (x *ActorCall) String() string {
 func (*ActorCall) ProtoMessage() {}
 
 func (x *ActorCall) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_worker_proto_msgTypes[2]
+	mi := &file_atollpb_worker_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -647,7 +780,7 @@ func (x *ActorCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCall.ProtoReflect.Descriptor instead.
 func (*ActorCall) Descriptor() ([]byte, []int) {
-	return file_atollpb_worker_proto_rawDescGZIP(), []int{2}
+	return file_atollpb_worker_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ActorCall) GetAddress() string {
@@ -673,7 +806,7 @@ type WorkerExit struct {
 
 func (x *WorkerExit) Reset() {
 	*x = WorkerExit{}
-	mi := &file_atollpb_worker_proto_msgTypes[3]
+	mi := &file_atollpb_worker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -685,7 +818,7 @@ func (x *WorkerExit) String() string {
 func (*WorkerExit) ProtoMessage() {}
 
 func (x *WorkerExit) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_worker_proto_msgTypes[3]
+	mi := &file_atollpb_worker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -698,7 +831,7 @@ func (x *WorkerExit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerExit.ProtoReflect.Descriptor instead.
 func (*WorkerExit) Descriptor() ([]byte, []int) {
-	return file_atollpb_worker_proto_rawDescGZIP(), []int{3}
+	return file_atollpb_worker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *WorkerExit) GetReason() string {
@@ -712,7 +845,7 @@ var File_atollpb_worker_proto protoreflect.FileDescriptor
 
 const file_atollpb_worker_proto_rawDesc = "" +
 	"\n" +
-	"\x14atollpb/worker.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\x1a\x12atollpb/task.proto\x1a\x15atollpb/cluster.proto\x1a\x13atollpb/store.proto\x1a\x11atollpb/gcs.proto\"\xf0\r\n" +
+	"\x14atollpb/worker.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\x1a\x12atollpb/task.proto\x1a\x15atollpb/cluster.proto\x1a\x13atollpb/store.proto\x1a\x11atollpb/gcs.proto\"\xe5\x0e\n" +
 	"\x05Frame\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x19\n" +
 	"\breply_to\x18\x02 \x01(\x04R\areplyTo\x12-\n" +
@@ -755,8 +888,17 @@ const file_atollpb_worker_proto_rawDesc = "" +
 	"\x11store_stats_reply\x18( \x01(\v2\x14.atoll.v1.StoreStatsH\x00R\x0fstoreStatsReply\x12-\n" +
 	"\x06status\x18) \x01(\v2\x13.atoll.v1.ErrorInfoH\x00R\x06status\x12*\n" +
 	"\x04exit\x18* \x01(\v2\x14.atoll.v1.WorkerExitH\x00R\x04exit\x12=\n" +
-	"\rfetch_objects\x18+ \x01(\v2\x16.atoll.v1.FetchObjectsH\x00R\ffetchObjectsB\x06\n" +
-	"\x04body\"<\n" +
+	"\rfetch_objects\x18+ \x01(\v2\x16.atoll.v1.FetchObjectsH\x00R\ffetchObjects\x127\n" +
+	"\vrecall_task\x18, \x01(\v2\x14.atoll.v1.RecallTaskH\x00R\n" +
+	"recallTask\x12:\n" +
+	"\frecall_reply\x18- \x01(\v2\x15.atoll.v1.RecallReplyH\x00R\vrecallReplyB\x06\n" +
+	"\x04body\"?\n" +
+	"\n" +
+	"RecallTask\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\")\n" +
+	"\vRecallReply\x12\x1a\n" +
+	"\brecalled\x18\x01 \x01(\bR\brecalled\"<\n" +
 	"\vWorkerHello\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\fR\bworkerId\x12\x10\n" +
 	"\x03pid\x18\x02 \x01(\x05R\x03pid\"M\n" +
@@ -779,73 +921,77 @@ func file_atollpb_worker_proto_rawDescGZIP() []byte {
 	return file_atollpb_worker_proto_rawDescData
 }
 
-var file_atollpb_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_atollpb_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_atollpb_worker_proto_goTypes = []any{
 	(*Frame)(nil),                 // 0: atoll.v1.Frame
-	(*WorkerHello)(nil),           // 1: atoll.v1.WorkerHello
-	(*ActorCall)(nil),             // 2: atoll.v1.ActorCall
-	(*WorkerExit)(nil),            // 3: atoll.v1.WorkerExit
-	(*PushTask)(nil),              // 4: atoll.v1.PushTask
-	(*TaskResult)(nil),            // 5: atoll.v1.TaskResult
-	(*TaskSpec)(nil),              // 6: atoll.v1.TaskSpec
-	(*CancelTask)(nil),            // 7: atoll.v1.CancelTask
-	(*SubmitTask)(nil),            // 8: atoll.v1.SubmitTask
-	(*WorkerBlocked)(nil),         // 9: atoll.v1.WorkerBlocked
-	(*WorkerUnblocked)(nil),       // 10: atoll.v1.WorkerUnblocked
-	(*KillActor)(nil),             // 11: atoll.v1.KillActor
-	(*KillWorker)(nil),            // 12: atoll.v1.KillWorker
-	(*GcsRequest)(nil),            // 13: atoll.v1.GcsRequest
-	(*GcsReply)(nil),              // 14: atoll.v1.GcsReply
-	(*ActorInfo)(nil),             // 15: atoll.v1.ActorInfo
-	(*CreateObjectRequest)(nil),   // 16: atoll.v1.CreateObjectRequest
-	(*CreateObjectReply)(nil),     // 17: atoll.v1.CreateObjectReply
-	(*SealObjectRequest)(nil),     // 18: atoll.v1.SealObjectRequest
-	(*SealObjectReply)(nil),       // 19: atoll.v1.SealObjectReply
-	(*AbortObjectRequest)(nil),    // 20: atoll.v1.AbortObjectRequest
-	(*GetObjectsRequest)(nil),     // 21: atoll.v1.GetObjectsRequest
-	(*GetObjectsReply)(nil),       // 22: atoll.v1.GetObjectsReply
-	(*ReleaseObjectsRequest)(nil), // 23: atoll.v1.ReleaseObjectsRequest
-	(*DeleteObjectsRequest)(nil),  // 24: atoll.v1.DeleteObjectsRequest
-	(*StoreStatsRequest)(nil),     // 25: atoll.v1.StoreStatsRequest
-	(*StoreStats)(nil),            // 26: atoll.v1.StoreStats
-	(*ErrorInfo)(nil),             // 27: atoll.v1.ErrorInfo
-	(*FetchObjects)(nil),          // 28: atoll.v1.FetchObjects
+	(*RecallTask)(nil),            // 1: atoll.v1.RecallTask
+	(*RecallReply)(nil),           // 2: atoll.v1.RecallReply
+	(*WorkerHello)(nil),           // 3: atoll.v1.WorkerHello
+	(*ActorCall)(nil),             // 4: atoll.v1.ActorCall
+	(*WorkerExit)(nil),            // 5: atoll.v1.WorkerExit
+	(*PushTask)(nil),              // 6: atoll.v1.PushTask
+	(*TaskResult)(nil),            // 7: atoll.v1.TaskResult
+	(*TaskSpec)(nil),              // 8: atoll.v1.TaskSpec
+	(*CancelTask)(nil),            // 9: atoll.v1.CancelTask
+	(*SubmitTask)(nil),            // 10: atoll.v1.SubmitTask
+	(*WorkerBlocked)(nil),         // 11: atoll.v1.WorkerBlocked
+	(*WorkerUnblocked)(nil),       // 12: atoll.v1.WorkerUnblocked
+	(*KillActor)(nil),             // 13: atoll.v1.KillActor
+	(*KillWorker)(nil),            // 14: atoll.v1.KillWorker
+	(*GcsRequest)(nil),            // 15: atoll.v1.GcsRequest
+	(*GcsReply)(nil),              // 16: atoll.v1.GcsReply
+	(*ActorInfo)(nil),             // 17: atoll.v1.ActorInfo
+	(*CreateObjectRequest)(nil),   // 18: atoll.v1.CreateObjectRequest
+	(*CreateObjectReply)(nil),     // 19: atoll.v1.CreateObjectReply
+	(*SealObjectRequest)(nil),     // 20: atoll.v1.SealObjectRequest
+	(*SealObjectReply)(nil),       // 21: atoll.v1.SealObjectReply
+	(*AbortObjectRequest)(nil),    // 22: atoll.v1.AbortObjectRequest
+	(*GetObjectsRequest)(nil),     // 23: atoll.v1.GetObjectsRequest
+	(*GetObjectsReply)(nil),       // 24: atoll.v1.GetObjectsReply
+	(*ReleaseObjectsRequest)(nil), // 25: atoll.v1.ReleaseObjectsRequest
+	(*DeleteObjectsRequest)(nil),  // 26: atoll.v1.DeleteObjectsRequest
+	(*StoreStatsRequest)(nil),     // 27: atoll.v1.StoreStatsRequest
+	(*StoreStats)(nil),            // 28: atoll.v1.StoreStats
+	(*ErrorInfo)(nil),             // 29: atoll.v1.ErrorInfo
+	(*FetchObjects)(nil),          // 30: atoll.v1.FetchObjects
 }
 var file_atollpb_worker_proto_depIdxs = []int32{
-	1,  // 0: atoll.v1.Frame.hello:type_name -> atoll.v1.WorkerHello
-	4,  // 1: atoll.v1.Frame.push_task:type_name -> atoll.v1.PushTask
-	5,  // 2: atoll.v1.Frame.task_result:type_name -> atoll.v1.TaskResult
-	6,  // 3: atoll.v1.Frame.create_actor:type_name -> atoll.v1.TaskSpec
-	7,  // 4: atoll.v1.Frame.cancel_task:type_name -> atoll.v1.CancelTask
-	8,  // 5: atoll.v1.Frame.submit_task:type_name -> atoll.v1.SubmitTask
-	2,  // 6: atoll.v1.Frame.actor_call:type_name -> atoll.v1.ActorCall
-	9,  // 7: atoll.v1.Frame.worker_blocked:type_name -> atoll.v1.WorkerBlocked
-	10, // 8: atoll.v1.Frame.worker_unblocked:type_name -> atoll.v1.WorkerUnblocked
-	11, // 9: atoll.v1.Frame.kill_actor:type_name -> atoll.v1.KillActor
-	12, // 10: atoll.v1.Frame.kill_worker:type_name -> atoll.v1.KillWorker
-	13, // 11: atoll.v1.Frame.gcs_request:type_name -> atoll.v1.GcsRequest
-	14, // 12: atoll.v1.Frame.gcs_reply:type_name -> atoll.v1.GcsReply
-	15, // 13: atoll.v1.Frame.actor_event:type_name -> atoll.v1.ActorInfo
-	16, // 14: atoll.v1.Frame.create_object:type_name -> atoll.v1.CreateObjectRequest
-	17, // 15: atoll.v1.Frame.create_object_reply:type_name -> atoll.v1.CreateObjectReply
-	18, // 16: atoll.v1.Frame.seal_object:type_name -> atoll.v1.SealObjectRequest
-	19, // 17: atoll.v1.Frame.seal_object_reply:type_name -> atoll.v1.SealObjectReply
-	20, // 18: atoll.v1.Frame.abort_object:type_name -> atoll.v1.AbortObjectRequest
-	21, // 19: atoll.v1.Frame.get_objects:type_name -> atoll.v1.GetObjectsRequest
-	22, // 20: atoll.v1.Frame.get_objects_reply:type_name -> atoll.v1.GetObjectsReply
-	23, // 21: atoll.v1.Frame.release_objects:type_name -> atoll.v1.ReleaseObjectsRequest
-	24, // 22: atoll.v1.Frame.delete_objects:type_name -> atoll.v1.DeleteObjectsRequest
-	25, // 23: atoll.v1.Frame.store_stats:type_name -> atoll.v1.StoreStatsRequest
-	26, // 24: atoll.v1.Frame.store_stats_reply:type_name -> atoll.v1.StoreStats
-	27, // 25: atoll.v1.Frame.status:type_name -> atoll.v1.ErrorInfo
-	3,  // 26: atoll.v1.Frame.exit:type_name -> atoll.v1.WorkerExit
-	28, // 27: atoll.v1.Frame.fetch_objects:type_name -> atoll.v1.FetchObjects
-	6,  // 28: atoll.v1.ActorCall.spec:type_name -> atoll.v1.TaskSpec
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	3,  // 0: atoll.v1.Frame.hello:type_name -> atoll.v1.WorkerHello
+	6,  // 1: atoll.v1.Frame.push_task:type_name -> atoll.v1.PushTask
+	7,  // 2: atoll.v1.Frame.task_result:type_name -> atoll.v1.TaskResult
+	8,  // 3: atoll.v1.Frame.create_actor:type_name -> atoll.v1.TaskSpec
+	9,  // 4: atoll.v1.Frame.cancel_task:type_name -> atoll.v1.CancelTask
+	10, // 5: atoll.v1.Frame.submit_task:type_name -> atoll.v1.SubmitTask
+	4,  // 6: atoll.v1.Frame.actor_call:type_name -> atoll.v1.ActorCall
+	11, // 7: atoll.v1.Frame.worker_blocked:type_name -> atoll.v1.WorkerBlocked
+	12, // 8: atoll.v1.Frame.worker_unblocked:type_name -> atoll.v1.WorkerUnblocked
+	13, // 9: atoll.v1.Frame.kill_actor:type_name -> atoll.v1.KillActor
+	14, // 10: atoll.v1.Frame.kill_worker:type_name -> atoll.v1.KillWorker
+	15, // 11: atoll.v1.Frame.gcs_request:type_name -> atoll.v1.GcsRequest
+	16, // 12: atoll.v1.Frame.gcs_reply:type_name -> atoll.v1.GcsReply
+	17, // 13: atoll.v1.Frame.actor_event:type_name -> atoll.v1.ActorInfo
+	18, // 14: atoll.v1.Frame.create_object:type_name -> atoll.v1.CreateObjectRequest
+	19, // 15: atoll.v1.Frame.create_object_reply:type_name -> atoll.v1.CreateObjectReply
+	20, // 16: atoll.v1.Frame.seal_object:type_name -> atoll.v1.SealObjectRequest
+	21, // 17: atoll.v1.Frame.seal_object_reply:type_name -> atoll.v1.SealObjectReply
+	22, // 18: atoll.v1.Frame.abort_object:type_name -> atoll.v1.AbortObjectRequest
+	23, // 19: atoll.v1.Frame.get_objects:type_name -> atoll.v1.GetObjectsRequest
+	24, // 20: atoll.v1.Frame.get_objects_reply:type_name -> atoll.v1.GetObjectsReply
+	25, // 21: atoll.v1.Frame.release_objects:type_name -> atoll.v1.ReleaseObjectsRequest
+	26, // 22: atoll.v1.Frame.delete_objects:type_name -> atoll.v1.DeleteObjectsRequest
+	27, // 23: atoll.v1.Frame.store_stats:type_name -> atoll.v1.StoreStatsRequest
+	28, // 24: atoll.v1.Frame.store_stats_reply:type_name -> atoll.v1.StoreStats
+	29, // 25: atoll.v1.Frame.status:type_name -> atoll.v1.ErrorInfo
+	5,  // 26: atoll.v1.Frame.exit:type_name -> atoll.v1.WorkerExit
+	30, // 27: atoll.v1.Frame.fetch_objects:type_name -> atoll.v1.FetchObjects
+	1,  // 28: atoll.v1.Frame.recall_task:type_name -> atoll.v1.RecallTask
+	2,  // 29: atoll.v1.Frame.recall_reply:type_name -> atoll.v1.RecallReply
+	8,  // 30: atoll.v1.ActorCall.spec:type_name -> atoll.v1.TaskSpec
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_worker_proto_init() }
@@ -887,6 +1033,8 @@ func file_atollpb_worker_proto_init() {
 		(*Frame_Status)(nil),
 		(*Frame_Exit)(nil),
 		(*Frame_FetchObjects)(nil),
+		(*Frame_RecallTask)(nil),
+		(*Frame_RecallReply)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -894,7 +1042,7 @@ func file_atollpb_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_worker_proto_rawDesc), len(file_atollpb_worker_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

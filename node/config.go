@@ -97,6 +97,10 @@ type Config struct {
 	// Saturation bounds root tasks to Saturation × CPU slots; default 1.0,
 	// +Inf disables it (raylet.Config.Saturation).
 	Saturation float64
+	// PipelineDepth is how many tasks a worker process may hold at once
+	// (raylet.Config.PipelineDepth); default raylet.DefaultPipelineDepth,
+	// 1 turns pipelining off.
+	PipelineDepth int
 	// IdleWorkerTimeout is how long a surplus idle worker lives; default
 	// 10 s.
 	IdleWorkerTimeout time.Duration

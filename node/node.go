@@ -222,6 +222,7 @@ func (n *Node) start(ctx context.Context) error {
 		TimelineCap:    cfg.TimelineCap,
 		StoreCapacity:  n.arena.Size(),
 		Saturation:     cfg.Saturation,
+		PipelineDepth:  cfg.PipelineDepth,
 		TracerProvider: tp,
 		Logger:         n.log,
 		OnWorkerDeath:  n.workerDied,

@@ -27,6 +27,16 @@ type actorEntry struct {
 	queue []*task
 	// inflight holds the calls sent and not finished.
 	inflight map[ids.TaskID]*task
+	// sent numbers the calls sent to the actor (TaskSpec.sequence_number):
+	// its host starts them in that order.
+	sent uint64
+}
+
+// send emits a call to the actor with the next sequence number.
+func (t *Table) send(a *actorEntry, spec *atollpb.TaskSpec) {
+	a.sent++
+	spec.SequenceNumber, spec.CallerId = a.sent, t.caller.Bytes()
+	t.emit(CallActor{Address: a.address, Spec: spec})
 }
 
 // AddActor registers a handle to an actor (owned: this process created
@@ -135,7 +145,7 @@ func (t *Table) flush(a *actorEntry) {
 		tk := a.queue[0]
 		a.queue = a.queue[1:]
 		a.inflight[tk.id] = tk
-		t.emit(CallActor{Address: a.address, Spec: tk.spec})
+		t.send(a, tk.spec)
 	}
 }
 

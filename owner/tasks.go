@@ -282,7 +282,7 @@ func (t *Table) retry(tk *task, res *atollpb.TaskResult) bool {
 	if a := tk.actor; a != nil {
 		// A retried call goes behind the calls already sent.
 		if a.dead == nil && a.address != "" {
-			t.emit(CallActor{Address: a.address, Spec: spec})
+			t.send(a, spec)
 		}
 		return true
 	}

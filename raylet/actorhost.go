@@ -65,7 +65,7 @@ func (r *raylet) startActor(ctx actor.Context, t *task) {
 	})
 	if r.cfg.Process != nil {
 		props = actor.PropsFromProducer(r.cfg.ProcessWorkers.ActorHost(HostSpec{Actor: a.id, Spec: t.spec, Worker: w,
-			Config: r.processConfig(r.binaryFor(t.spec)), Raylet: raylet, Deliver: deliver}))
+			Config: r.processConfig(r.binaryFor(t.spec)), Raylet: raylet, Deliver: deliver, PipelineDepth: r.cfg.PipelineDepth}))
 	}
 	a.pid = ctx.SpawnPrefix(r.withMiddleware(props.Configure(actor.WithDispatcher(actors.HotDispatcher))), "actor")
 	r.strategy.add(a.pid.Id, a.id, int(t.spec.GetActorCreation().GetMaxRestarts()))

@@ -89,6 +89,15 @@ type Config struct {
 	// Middleware is installed on the workers and actor hosts the raylet
 	// spawns (fault injection, tracing).
 	Middleware []actor.ReceiverMiddleware
+	// PipelineDepth is how many task attempts a worker process may hold
+	// at once (pipelining: it starts the next as soon as one ends, with
+	// no round trip to the raylet); default DefaultPipelineDepth, 1
+	// turns pipelining off. Only the tasks of the class the worker is
+	// leased to are pipelined, only while no other class waits, and
+	// unstarted ones are taken back (recalled) when the running one
+	// blocks in Get or another worker is idle. Goroutine workers run
+	// one attempt each.
+	PipelineDepth int
 	// Process, when set, runs workers and actors in worker processes
 	// made by ProcessWorkers (required with it); nil runs them on
 	// goroutines of this process.
@@ -98,6 +107,9 @@ type Config struct {
 	// and forwarding); nil: a single node.
 	Cluster *ClusterConfig
 }
+
+// DefaultPipelineDepth is Config.PipelineDepth's default.
+const DefaultPipelineDepth = 4
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Executor == nil {
@@ -116,6 +128,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Resources[CPU] < 0 {
 		return c, errs.Invalidf("raylet: negative CPU count %g", c.Resources[CPU])
+	}
+	if c.PipelineDepth <= 0 {
+		c.PipelineDepth = DefaultPipelineDepth
+	}
+	if c.Process == nil {
+		c.PipelineDepth = 1
 	}
 	if c.NumWorkers <= 0 {
 		c.NumWorkers = int(c.Resources[CPU])

@@ -88,12 +88,22 @@ func (r *raylet) workerGone(ctx actor.Context, w *worker, reason string) {
 	delete(r.workers, w.id)
 	r.removeIdle(w.id)
 	r.cfg.OnWorkerDeath(w.id)
-	if t := w.task; t != nil {
-		r.release(t)
+	// Every attempt it held is reported crashed, the pipelined ones too
+	// (they never ran; the owner retries each within its retries).
+	for _, t := range w.tasks {
+		r.releaseTask(t)
 		delete(r.running, t.id)
 		r.timeline.add(TaskEvent{TaskID: t.id, Name: t.spec.Name, Worker: w.id, Start: t.started, End: time.Now(), Failed: true})
 		crash := &errs.WorkerCrashedError{TaskName: t.spec.Name, TaskID: t.id.String(), Message: reason}
 		r.reply(ctx, t.owner, &atollpb.TaskResult{TaskId: t.spec.TaskId, Attempt: t.spec.Attempt, Error: errs.ToProto(crash), WorkerId: w.id.Bytes()})
+	}
+	w.tasks = nil
+	if l := w.lease; l != nil {
+		r.avail.Add(l.demand)
+		if l.root {
+			r.runningRoots--
+		}
+		w.lease = nil
 	}
 	if len(r.workers) < r.cfg.NumWorkers && (w.binary != "" || r.cfg.Process == nil) {
 		r.topUp(ctx, w, early, reason)

@@ -37,6 +37,10 @@ type task struct {
 	root      bool        // no object arguments
 	args      []ArgObject // the objects it reads
 	hops      int32       // raylets it went through before this one
+	// assigned is the attempt handed to a worker; recalling: a recall of
+	// it is on its way.
+	assigned  *Assignment
+	recalling bool
 }
 
 // heldObject is an object read by running tasks.
@@ -58,12 +62,25 @@ type classQueue struct {
 }
 
 type worker struct {
-	id        ids.WorkerID
-	binary    string // the program its process runs ("" for goroutine workers)
-	pid       *actor.PID
-	slot      *Slot
-	task      *task
+	id     ids.WorkerID
+	binary string // the program its process runs ("" for goroutine workers)
+	pid    *actor.PID
+	slot   *Slot
+	// tasks are the attempts pushed to the worker, in push order: the
+	// first runs, the others wait in the process (pipelining).
+	tasks []*task
+	// lease is what the worker is granted while it has tasks: the
+	// resources and root slot of its class, held once however many of
+	// the class's tasks run on it one after another.
+	lease     *lease
 	idleSince time.Time
+}
+
+// lease is a worker granted to a scheduling class.
+type lease struct {
+	key    string
+	demand Resources
+	root   bool
 }
 
 // raylet is the node manager actor. All fields are owned by its goroutine.
@@ -165,6 +182,8 @@ func (r *raylet) Receive(ctx actor.Context) {
 		r.forwardCall(ctx, m)
 	case *taskFinished:
 		r.finished(ctx, m)
+	case *recalled:
+		r.takeBack(ctx, m)
 	case *atollpb.CancelTask:
 		r.cancelTask(ctx, ids.MustFromBytes(m.TaskId), m)
 	case *atollpb.WorkerBlocked:
@@ -331,6 +350,32 @@ func (r *raylet) schedule(ctx actor.Context) {
 			cq.tasks[0].queueSpan.AddEvent("pending", trace.WithAttributes(attribute.String("atoll.pending_reason", string(cq.reason))))
 		}
 	}
+	r.fillPipelines(ctx)
+	r.recallForOthers(ctx)
+}
+
+// recallForOthers takes back the pipelined attempts of workers leased to
+// other classes while some class waits for a worker or resources:
+// pipelining must not let one class keep the workers from another (nor
+// roots from the consumers that go first).
+func (r *raylet) recallForOthers(ctx actor.Context) {
+	if r.queued == 0 || r.cfg.PipelineDepth <= 1 {
+		return
+	}
+	waiting := map[string]bool{}
+	for key, cq := range r.classes {
+		if len(cq.tasks) > 0 && (cq.reason == PendingResources || cq.reason == PendingWorker || cq.reason == PendingRootQueued) {
+			waiting[key] = true
+		}
+	}
+	if len(waiting) == 0 {
+		return
+	}
+	for _, w := range r.workers {
+		if len(w.tasks) > 1 && w.lease != nil && !(len(waiting) == 1 && waiting[w.lease.key]) {
+			r.recallFollowers(ctx, w)
+		}
+	}
 }
 
 // withMiddleware installs Config.Middleware on props of a child.
@@ -359,8 +404,27 @@ func (r *raylet) limits() Limits {
 	return lim
 }
 
+// dispatch starts t, which the policy let through: it takes the class's
+// resources, and a worker leased to the class (or an actor host).
 func (r *raylet) dispatch(ctx actor.Context, t *task) {
 	r.avail.Sub(t.demand)
+	if t.root {
+		r.runningRoots++
+	}
+	if t.isActor {
+		r.hold(t)
+		r.dequeued(t)
+		r.stats.Dispatched++
+		r.startActor(ctx, t)
+		return
+	}
+	w := r.takeIdle(ctx, r.binaryFor(t.spec))
+	w.lease = &lease{key: t.class.key, demand: t.demand, root: t.root}
+	r.assign(ctx, w, t)
+}
+
+// hold counts the objects t reads as held by running tasks (admission).
+func (r *raylet) hold(t *task) {
 	before, more := r.argsHeld, uint64(0)
 	for _, a := range t.args {
 		h := r.held[a.ID]
@@ -372,12 +436,29 @@ func (r *raylet) dispatch(ctx actor.Context, t *task) {
 		}
 		h.readers++
 	}
-	if t.root {
-		r.runningRoots++
-	}
 	r.checkAdmission(before, more)
-	// A task that waited did so for the reason its class was last held
-	// back (a class is forgotten when it empties).
+}
+
+// admits reports whether the objects t reads fit under the admission cap
+// next to those running tasks hold (the rule Pick applies).
+func (r *raylet) admits(t *task) bool {
+	limit := r.argsCap()
+	if limit == 0 || r.argsHeld == 0 {
+		return true
+	}
+	more := uint64(0)
+	for i, a := range t.args {
+		if r.held[a.ID] != nil || slices.ContainsFunc(t.args[:i], func(b ArgObject) bool { return b.ID == a.ID }) {
+			continue
+		}
+		more += a.Size
+	}
+	return more == 0 || r.argsHeld+more <= limit
+}
+
+// dequeued ends t's queue span: it waited for the reason its class was
+// last held back for (a class is forgotten when it empties).
+func (r *raylet) dequeued(t *task) {
 	reason := "none"
 	if t.class.reason != PendingNone {
 		reason = string(t.class.reason)
@@ -385,51 +466,224 @@ func (r *raylet) dispatch(ctx actor.Context, t *task) {
 	t.queueSpan.SetAttributes(attribute.String("atoll.pending_reason", reason))
 	t.queueSpan.End()
 	t.started = time.Now()
+}
+
+// assign pushes t to w, which is leased to t's class: the first of its
+// tasks runs at once, a later one (pipelined) when those before it end.
+func (r *raylet) assign(ctx actor.Context, w *worker, t *task) {
+	r.hold(t)
+	r.dequeued(t)
 	r.stats.Dispatched++
-	if t.isActor {
-		r.startActor(ctx, t)
-		return
-	}
-	w := r.takeIdle(ctx, r.binaryFor(t.spec))
 	_, sched := r.tracer.Start(telemetry.Extract(context.Background(), t.spec.Trace), "schedule "+t.spec.Name,
 		trace.WithAttributes(attribute.String("atoll.task_id", t.id.String()),
-			attribute.String("atoll.worker_id", w.id.String()), attribute.String("atoll.node_id", r.cfg.NodeID.String())))
+			attribute.String("atoll.worker_id", w.id.String()), attribute.String("atoll.node_id", r.cfg.NodeID.String()),
+			attribute.Int("atoll.pipelined", len(w.tasks))))
 	sched.End()
 	runCtx, cancel := context.WithCancel(context.Background())
 	r.attempts++
 	t.cancel, t.worker, t.attemptID = cancel, w.id, r.attempts
-	w.task = t
+	w.tasks = append(w.tasks, t)
 	r.running[t.id] = t
-	rt := &Assignment{ctx: runCtx, spec: t.spec, attemptID: t.attemptID, worker: w.id, owner: t.owner, deliver: r.deliver}
-	w.slot.assign(rt)
+	t.assigned = &Assignment{ctx: runCtx, spec: t.spec, attemptID: t.attemptID, worker: w.id, owner: t.owner, deliver: r.deliver}
+	w.slot.assign(t.assigned)
 	if r.cfg.Process == nil {
-		ctx.Send(w.pid, rt) // a goroutine worker starts it
+		ctx.Send(w.pid, t.assigned) // a goroutine worker starts it
+	}
+}
+
+// fillPipelines pushes more of the one queued class's tasks to the
+// workers leased to it, up to the pipeline depth each, one more per
+// worker per round so the queues stay even. Only while no other class
+// waits (that one may need a worker first: consumers go before roots),
+// only workers whose running task is not blocked, and only tasks whose
+// arguments fit under the admission cap.
+func (r *raylet) fillPipelines(ctx actor.Context) {
+	if r.cfg.PipelineDepth <= 1 || r.queued == 0 {
+		return
+	}
+	var cq *classQueue
+	for _, c := range r.classes {
+		if len(c.tasks) > 0 {
+			if cq != nil {
+				return
+			}
+			cq = c
+		}
+	}
+	if cq == nil || cq.noSlot {
+		return
+	}
+	leased := make([]*worker, 0, len(r.workers))
+	for _, w := range r.workers {
+		if w.lease != nil && w.lease.key == cq.key && len(w.tasks) > 0 && !w.tasks[0].blocked {
+			leased = append(leased, w)
+		}
+	}
+	slices.SortFunc(leased, func(a, b *worker) int { return cmp.Compare(len(a.tasks), len(b.tasks)) })
+	for depth := 2; depth <= r.cfg.PipelineDepth && len(cq.tasks) > 0; depth++ {
+		for _, w := range leased {
+			if len(cq.tasks) == 0 {
+				break
+			}
+			t := cq.tasks[0]
+			if len(w.tasks) >= depth || w.binary != r.binaryFor(t.spec) {
+				continue
+			}
+			if !r.admits(t) {
+				return
+			}
+			cq.tasks[0] = nil
+			cq.tasks = cq.tasks[1:]
+			r.queued--
+			r.assign(ctx, w, t)
+		}
+	}
+	if len(cq.tasks) == 0 {
+		delete(r.classes, cq.key)
+	}
+}
+
+// recalled reports the answer to a recall of a pipelined attempt.
+type recalled struct {
+	worker    ids.WorkerID
+	attemptID uint64
+	ok        bool
+}
+
+// recallFollowers asks w's process to give back the attempts it holds
+// and has not started: they are queued here again (work stealing; a
+// blocked task's followers).
+func (r *raylet) recallFollowers(ctx actor.Context, w *worker) {
+	if len(w.tasks) < 2 {
+		return
+	}
+	system, self := ctx.ActorSystem(), ctx.Self()
+	for _, t := range w.tasks[1:] {
+		if t.recalling {
+			continue
+		}
+		t.recalling = true
+		r.stats.Recalls++
+		wid, attemptID := w.id, t.attemptID
+		w.slot.recall(t.assigned, func(ok bool) {
+			system.Root.Send(self, &recalled{worker: wid, attemptID: attemptID, ok: ok})
+		})
+	}
+}
+
+// takeBack queues again an attempt its worker gave back unstarted (or
+// fails it, if it was cancelled meanwhile).
+func (r *raylet) takeBack(ctx actor.Context, m *recalled) {
+	w := r.workers[m.worker]
+	if w == nil {
+		return // it died: its death reported the attempt
+	}
+	i := slices.IndexFunc(w.tasks, func(t *task) bool { return t.attemptID == m.attemptID })
+	if i < 0 {
+		return
+	}
+	t := w.tasks[i]
+	t.recalling = false
+	if !m.ok {
+		return // it started: its result will come
+	}
+	w.tasks = slices.Delete(w.tasks, i, i+1)
+	cancelled := t.assigned.ctx.Err() != nil
+	r.releaseTask(t)
+	delete(r.running, t.id)
+	r.stats.Recalled++
+	if len(w.tasks) == 0 {
+		r.leaseEnded(ctx, w)
+	}
+	if cancelled { // while it waited in the worker
+		err := &errs.CancelledError{TaskName: t.spec.Name, TaskID: t.id.String()}
+		r.reply(ctx, t.owner, &atollpb.TaskResult{TaskId: t.spec.TaskId, Attempt: t.spec.Attempt, Error: errs.ToProto(err)})
+		r.schedule(ctx)
+		return
+	}
+	t.assigned, t.worker = nil, ids.WorkerID{}
+	_, t.queueSpan = r.tracer.Start(telemetry.Extract(context.Background(), t.spec.Trace), "queue "+t.spec.Name,
+		trace.WithAttributes(attribute.String("atoll.task_id", t.id.String()), attribute.Int("atoll.attempt", int(t.spec.Attempt)),
+			attribute.Bool("atoll.recalled", true)))
+	cq := r.classes[t.class.key]
+	if cq == nil {
+		cq = t.class
+		cq.tasks = cq.tasks[:0]
+		r.classes[cq.key] = cq
+	}
+	t.class = cq
+	at, _ := slices.BinarySearchFunc(cq.tasks, t.seq, func(x *task, seq uint64) int { return cmp.Compare(x.seq, seq) })
+	cq.tasks = slices.Insert(cq.tasks, at, t)
+	r.queued++
+	r.schedule(ctx)
+}
+
+// leaseEnded makes a worker that has no task left idle and gives its
+// lease's resources back.
+func (r *raylet) leaseEnded(ctx actor.Context, w *worker) {
+	if l := w.lease; l != nil {
+		r.avail.Add(l.demand)
+		if l.root {
+			r.runningRoots--
+		}
+		w.lease = nil
+	}
+	w.idleSince = time.Now()
+	r.idle = append(r.idle, w.id)
+	r.armReaper(ctx)
+}
+
+// steal recalls the waiting attempts of the longest pipeline when a
+// worker is idle and nothing is queued: they run sooner on the idle one.
+func (r *raylet) steal(ctx actor.Context) {
+	if r.queued > 0 || len(r.idle) == 0 || r.cfg.PipelineDepth <= 1 {
+		return
+	}
+	var from *worker
+	for _, w := range r.workers {
+		if len(w.tasks) > 1 && (from == nil || len(w.tasks) > len(from.tasks)) {
+			from = w
+		}
+	}
+	if from != nil {
+		r.recallFollowers(ctx, from)
 	}
 }
 
 func (r *raylet) finished(ctx actor.Context, m *taskFinished) {
 	w := r.workers[m.worker]
-	if w == nil || w.task == nil || w.task.attemptID != m.attemptID {
+	if w == nil {
 		return // a killed worker's late result: already reported as a crash
 	}
-	t := w.task
-	w.task = nil
-	w.idleSince = time.Now()
-	r.idle = append(r.idle, w.id)
-	r.armReaper(ctx)
-	r.release(t)
+	i := slices.IndexFunc(w.tasks, func(t *task) bool { return t.attemptID == m.attemptID })
+	if i < 0 {
+		return
+	}
+	t := w.tasks[i]
+	w.tasks = slices.Delete(w.tasks, i, i+1)
+	r.releaseTask(t)
 	delete(r.running, t.id)
 	r.stats.Finished++
 	r.timeline.add(TaskEvent{TaskID: t.id, Name: t.spec.Name, Worker: w.id, Start: t.started, End: time.Now(), Failed: m.result.GetError() != nil})
 	if !m.delivered {
 		r.reply(ctx, t.owner, m.result)
 	}
+	if len(w.tasks) == 0 {
+		r.leaseEnded(ctx, w)
+		r.schedule(ctx)
+		r.steal(ctx)
+		return
+	}
+	if i == 0 {
+		w.tasks[0].started = time.Now() // the next one starts
+	}
 	r.schedule(ctx)
 }
 
-// release gives a finished task's resources back (its CPU was already
-// lent out while it blocked).
-func (r *raylet) release(t *task) {
+// releaseTask gives back what a task attempt held by itself: its context,
+// the objects it read, and the CPU it lent while blocked (the lease's
+// resources stay with the worker until its last task ends).
+func (r *raylet) releaseTask(t *task) {
 	t.cancel()
 	for _, a := range t.args {
 		if h := r.held[a.ID]; h != nil {
@@ -439,14 +693,12 @@ func (r *raylet) release(t *task) {
 			}
 		}
 	}
-	if t.root && !t.blocked {
-		r.runningRoots--
-	}
-	for k, v := range t.demand {
-		if k == CPU && t.blocked {
-			continue
+	if t.blocked {
+		t.blocked = false
+		r.avail[CPU] -= t.demand[CPU]
+		if t.root {
+			r.runningRoots++
 		}
-		r.avail[k] += v
 	}
 }
 
@@ -505,6 +757,11 @@ func (r *raylet) setBlocked(ctx actor.Context, id ids.TaskID, blocked bool) {
 		if t.root {
 			r.runningRoots--
 		}
+		// Its followers must not wait behind it (one may be the very
+		// task it waits for).
+		if w := r.workers[t.worker]; w != nil {
+			r.recallFollowers(ctx, w)
+		}
 		r.schedule(ctx)
 	} else {
 		r.avail[CPU] -= t.demand[CPU]
@@ -559,6 +816,9 @@ type Stats struct {
 	// Forwarded counts tasks placed on other nodes; SpilledBack those of
 	// them that had queued here first.
 	Forwarded, SpilledBack uint64
+	// Recalls counts recalls of pipelined attempts asked of workers,
+	// Recalled those given back unstarted.
+	Recalls, Recalled uint64
 }
 
 // State is a snapshot of a raylet.

@@ -3,6 +3,7 @@ package raylet
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -10,23 +11,28 @@ import (
 	"github.com/atoll-runtime/atoll/internal/workerconn"
 )
 
-// Slot is where the raylet hands a task attempt to a worker and where the
-// worker hands the result back, without a mailbox hop on either side:
+// Slot is where the raylet hands task attempts to a worker and where the
+// worker hands the results back, without a mailbox hop on either side:
 // the raylet assigns on its own goroutine (a process worker's PushTask
-// frame is written from there), and whoever produces the result — the
+// frame is written from there), and whoever produces a result — the
 // connection reader of a worker process, or the goroutine that ran the
-// task in this process — takes the assignment with finish, tells the
+// task in this process — takes its assignment with Finish, tells the
 // raylet (taskFinished) and delivers the result straight to its owner.
-// clear (the worker was killed or died) takes the assignment away first,
-// so exactly one of the two reports the attempt.
+// clear (the worker was killed or died) takes the assignments away first,
+// so exactly one of the two reports each attempt.
+//
+// A process worker holds up to the raylet's pipeline depth of attempts at
+// once (pipelining): it runs them one after another in the order they
+// were pushed, so the next one starts with no round trip to the raylet.
+// recall takes back one the process has not started.
 type Slot struct {
-	mu      sync.Mutex
-	current *Assignment
+	mu sync.Mutex
+	// inflight holds the attempts pushed to the worker and not finished,
+	// in push order.
+	inflight []*Assignment
 	// conn is the worker process's connection once it registered (nil
 	// for goroutine workers and before the hello).
 	conn *workerconn.Conn
-	// unwatch stops forwarding the current task's cancellation.
-	unwatch func() bool
 	// killAt (ProcessConfig.KillAt) and kill, which SIGKILLs the
 	// registered process, inject kill-worker faults.
 	killAt func(KillPoint, *atollpb.TaskSpec) bool
@@ -36,7 +42,7 @@ type Slot struct {
 // assign hands t to the worker; a registered process gets it at once.
 func (s *Slot) assign(t *Assignment) {
 	s.mu.Lock()
-	s.current = t
+	s.inflight = append(s.inflight, t)
 	conn := s.conn
 	s.mu.Unlock()
 	if conn != nil {
@@ -45,13 +51,13 @@ func (s *Slot) assign(t *Assignment) {
 }
 
 // Registered records that the worker process said hello and sends it the
-// task assigned meanwhile, if any; kill SIGKILLs the process.
+// tasks assigned meanwhile, if any; kill SIGKILLs the process.
 func (s *Slot) Registered(conn *workerconn.Conn, kill func()) {
 	s.mu.Lock()
 	s.conn, s.kill = conn, kill
-	t := s.current
+	waiting := append([]*Assignment(nil), s.inflight...)
 	s.mu.Unlock()
-	if t != nil {
+	for _, t := range waiting {
 		s.push(conn, t)
 	}
 }
@@ -68,8 +74,8 @@ func (s *Slot) push(conn *workerconn.Conn, t *Assignment) {
 		_ = conn.Send(&atollpb.Frame{Body: &atollpb.Frame_CancelTask{CancelTask: &atollpb.CancelTask{TaskId: id}}})
 	})
 	s.mu.Lock()
-	if s.current == t {
-		s.unwatch, stop = stop, nil
+	if s.holds(t) {
+		t.unwatch, stop = stop, nil
 	}
 	s.mu.Unlock()
 	if stop != nil {
@@ -77,13 +83,55 @@ func (s *Slot) push(conn *workerconn.Conn, t *Assignment) {
 	}
 }
 
-// Finish takes the assignment res answers, or nil if res is not for the
-// current attempt (late, or the worker was cleared) or a kill-worker
+// holds reports whether t is in flight; s.mu is held.
+func (s *Slot) holds(t *Assignment) bool {
+	for _, x := range s.inflight {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+// take removes the in-flight attempt for taskID and attempt and returns
+// it with the function that stops watching its context (call it once
+// s.mu is released), or nil; s.mu is held.
+func (s *Slot) take(taskID []byte, attempt int32) (*Assignment, func() bool) {
+	for i, t := range s.inflight {
+		if string(t.spec.TaskId) == string(taskID) && t.spec.Attempt == attempt {
+			s.inflight = append(s.inflight[:i], s.inflight[i+1:]...)
+			stop := t.unwatch
+			t.unwatch = nil
+			return t, stop
+		}
+	}
+	return nil, nil
+}
+
+func stopWatch(stop func() bool) {
+	if stop != nil {
+		stop()
+	}
+}
+
+// find returns the in-flight attempt for taskID and attempt; s.mu is
+// held.
+func (s *Slot) find(taskID []byte, attempt int32) *Assignment {
+	for _, t := range s.inflight {
+		if string(t.spec.TaskId) == string(taskID) && t.spec.Attempt == attempt {
+			return t
+		}
+	}
+	return nil
+}
+
+// Finish takes the assignment res answers, or nil if res is not for an
+// attempt in flight (late, or the worker was cleared) or a kill-worker
 // fault killed the process at AfterExecute.
 func (s *Slot) Finish(res *atollpb.TaskResult) *Assignment {
 	s.mu.Lock()
-	t := s.current
-	if t == nil || string(t.spec.TaskId) != string(res.GetTaskId()) || t.spec.Attempt != res.GetAttempt() {
+	t := s.find(res.GetTaskId(), res.GetAttempt())
+	if t == nil {
 		s.mu.Unlock()
 		return nil
 	}
@@ -93,19 +141,43 @@ func (s *Slot) Finish(res *atollpb.TaskResult) *Assignment {
 			return nil // the process's death reports the attempt
 		}
 		s.mu.Lock()
-		if s.current != t {
-			s.mu.Unlock()
-			return nil
-		}
 	}
-	s.current = nil
-	stop := s.unwatch
-	s.unwatch = nil
+	t, stop := s.take(res.GetTaskId(), res.GetAttempt())
 	s.mu.Unlock()
-	if stop != nil {
-		stop()
-	}
+	stopWatch(stop)
 	return t
+}
+
+// recallTimeout bounds a recall's round trip; a worker that does not
+// answer in time keeps the task (it runs it, or its death reports it).
+const recallTimeout = 10 * time.Second
+
+// recall asks the process to give t back unstarted, on a goroutine of its
+// own; done(true) runs once the process gave it up (it will never run
+// it, and the slot no longer holds it), done(false) if it started it or
+// could not be asked.
+func (s *Slot) recall(t *Assignment, done func(recalled bool)) {
+	s.mu.Lock()
+	conn := s.conn
+	s.mu.Unlock()
+	if conn == nil {
+		done(false)
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), recallTimeout)
+		defer cancel()
+		reply, err := conn.Call(ctx, &atollpb.Frame{Body: &atollpb.Frame_RecallTask{RecallTask: &atollpb.RecallTask{TaskId: t.spec.TaskId, Attempt: t.spec.Attempt}}})
+		recalled := err == nil && reply.GetRecallReply().GetRecalled()
+		if recalled {
+			s.mu.Lock()
+			taken, stop := s.take(t.spec.TaskId, t.spec.Attempt)
+			s.mu.Unlock()
+			stopWatch(stop)
+			recalled = taken == t
+		}
+		done(recalled)
+	}()
 }
 
 // killedAt asks the slot's KillAt about spec at point and, if it says so,
@@ -121,7 +193,6 @@ func (s *Slot) killedAt(point KillPoint, spec *atollpb.TaskSpec) bool {
 	return true
 }
 
-// clear takes the assignment away: the raylet reports the attempt itself.
 // registered reports whether a worker process registered on the slot.
 func (s *Slot) registered() bool {
 	s.mu.Lock()
@@ -129,14 +200,19 @@ func (s *Slot) registered() bool {
 	return s.conn != nil
 }
 
+// clear takes every assignment away: the raylet reports the attempts
+// itself.
 func (s *Slot) clear() {
 	s.mu.Lock()
-	s.current = nil
-	stop := s.unwatch
-	s.unwatch = nil
+	var stops []func() bool
+	for _, t := range s.inflight {
+		stops = append(stops, t.unwatch)
+		t.unwatch = nil
+	}
+	s.inflight = nil
 	s.mu.Unlock()
-	if stop != nil {
-		stop()
+	for _, stop := range stops {
+		stopWatch(stop)
 	}
 }
 

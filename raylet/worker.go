@@ -18,6 +18,8 @@ type Assignment struct {
 	// owner gets the result, through deliver.
 	owner   *actor.PID
 	deliver func(owner *actor.PID, res *atollpb.TaskResult)
+	// unwatch stops forwarding the attempt's cancellation (Slot.mu).
+	unwatch func() bool
 }
 
 // taskFinished reports an attempt's result back to the raylet. delivered:

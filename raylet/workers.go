@@ -43,6 +43,9 @@ type HostSpec struct {
 	Raylet *actor.PID
 	// Deliver gives a call's result to its caller.
 	Deliver func(caller *actor.PID, res *atollpb.TaskResult)
+	// PipelineDepth is how many calls the host may have sent to the
+	// actor's process beyond those it runs at once (Config.PipelineDepth).
+	PipelineDepth int
 }
 
 // WorkerExited tells the raylet a worker is gone (its process died or

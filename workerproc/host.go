@@ -3,8 +3,11 @@ package workerproc
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -15,68 +18,208 @@ import (
 )
 
 // hostState is the part of a process actor host that survives its
-// restarts: the process generation and the calls not yet answered.
+// restarts: the process generation, the calls not yet answered, and
+// where each caller's calls are in their order.
 type hostState struct {
-	gen   uint64
-	queue []*queuedCall // calls waiting for the process, in arrival order
+	gen uint64
+	// queues hold the calls ready for the process, per concurrency group
+	// ("" is the default group), in the order they start.
+	queues map[string][]*queuedCall
+	// callers orders each caller's calls by sequence number: a call that
+	// arrives before an earlier one of its caller waits here.
+	callers map[string]*callerOrder
 
-	// mu guards busy, which the process connection's reader takes when
-	// the call's result arrives (it delivers the result to the caller
-	// itself, then tells the host with callDone).
-	mu   sync.Mutex
-	busy *queuedCall // the call the process is running
+	// mu guards inflight, the calls sent to the process and not
+	// answered, in the order they were sent: the connection reader takes
+	// a call when its result arrives (it delivers the result to the
+	// caller itself, then tells the host with callDone).
+	mu       sync.Mutex
+	inflight []*queuedCall
+	inGroup  map[string]int // calls in flight per group
 }
 
-// takeBusy takes the running call if res answers it (any call when res is
-// nil).
-func (s *hostState) takeBusy(res *atollpb.TaskResult) *queuedCall {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.busy
-	if c == nil || res != nil && (string(c.spec.TaskId) != string(res.GetTaskId()) || c.spec.Attempt != res.GetAttempt()) {
-		return nil
+// push queues a call at the tail of its group's queue.
+func (s *hostState) push(c *queuedCall) {
+	if s.queues == nil {
+		s.queues = map[string][]*queuedCall{}
 	}
-	s.busy = nil
-	return c
+	s.queues[c.group] = append(s.queues[c.group], c)
 }
 
-// peekBusy returns the running call if res answers it, leaving it busy.
-func (s *hostState) peekBusy(res *atollpb.TaskResult) *queuedCall {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.busy
-	if c == nil || string(c.spec.TaskId) != string(res.GetTaskId()) || c.spec.Attempt != res.GetAttempt() {
-		return nil
-	}
-	return c
+// callerOrder is where one caller's calls to this actor are: next is the
+// sequence number the host starts next; held are later ones that arrived
+// first.
+type callerOrder struct {
+	next uint64
+	held map[uint64]*queuedCall
+	// since is when the oldest held call arrived (gap timeout).
+	since time.Time
 }
 
-func (s *hostState) setBusy(c *queuedCall) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.busy != nil {
+// Bounds of the reordering: calls held per caller for an earlier one
+// that has not arrived, and how long the host waits for it before it
+// takes it for lost (a dropped message) and starts the later ones.
+const (
+	maxHeldCalls = 1 << 12
+	gapTimeout   = 5 * time.Second
+)
+
+// admit takes a call in its caller's order: it queues it, and the held
+// calls that follow it, or holds it until the calls before it arrive. A
+// call without a sequence number is queued as it comes; one with a number
+// already passed (a duplicate delivery) is dropped: a call runs at most
+// once.
+func (s *hostState) admit(c *queuedCall, log *slog.Logger) (held bool) {
+	seq := c.spec.GetSequenceNumber()
+	if seq == 0 {
+		s.push(c)
 		return false
 	}
-	s.busy = c
-	return true
+	if s.callers == nil {
+		s.callers = map[string]*callerOrder{}
+	}
+	caller := string(c.spec.GetCallerId())
+	o := s.callers[caller]
+	if o == nil {
+		o = &callerOrder{next: 1, held: map[uint64]*queuedCall{}}
+		s.callers[caller] = o
+	}
+	switch {
+	case seq < o.next || o.held[seq] != nil:
+		log.Warn("actor host: dropped a call delivered twice", "task", c.spec.GetName(), "seq", seq)
+		return false
+	case seq > o.next:
+		if len(o.held) == 0 {
+			o.since = time.Now()
+		}
+		o.held[seq] = c
+		if len(o.held) > maxHeldCalls {
+			s.skipGap(o, log)
+		}
+		return len(o.held) > 0
+	}
+	s.push(c)
+	o.next++
+	s.release(o)
+	return false
+}
+
+// release queues the held calls that now come next.
+func (s *hostState) release(o *callerOrder) {
+	for {
+		c := o.held[o.next]
+		if c == nil {
+			break
+		}
+		delete(o.held, o.next)
+		s.push(c)
+		o.next++
+	}
+	if len(o.held) > 0 {
+		o.since = time.Now()
+	}
+}
+
+// skipGap gives up on the calls missing before the held ones: they were
+// lost on the way (their callers time out), and the later ones start.
+func (s *hostState) skipGap(o *callerOrder, log *slog.Logger) {
+	first := uint64(0)
+	for seq := range o.held {
+		if first == 0 || seq < first {
+			first = seq
+		}
+	}
+	log.Warn("actor host: calls missing from a caller's sequence; starting the later ones", "missing_from", o.next, "missing_to", first-1)
+	o.next = first
+	s.release(o)
+}
+
+// skipStaleGaps skips the gaps held longer than gapTimeout.
+func (s *hostState) skipStaleGaps(now time.Time, log *slog.Logger) (waiting bool) {
+	for _, o := range s.callers {
+		if len(o.held) > 0 && now.Sub(o.since) >= gapTimeout {
+			s.skipGap(o, log)
+		}
+		waiting = waiting || len(o.held) > 0
+	}
+	return waiting
+}
+
+// takeCall takes the in-flight call res answers.
+func (s *hostState) takeCall(res *atollpb.TaskResult) *queuedCall {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, c := range s.inflight {
+		if string(c.spec.TaskId) == string(res.GetTaskId()) && c.spec.Attempt == res.GetAttempt() {
+			s.inflight = append(s.inflight[:i], s.inflight[i+1:]...)
+			s.inGroup[c.group]--
+			return c
+		}
+	}
+	return nil
+}
+
+// peekCall returns the in-flight call res answers, leaving it in flight.
+func (s *hostState) peekCall(res *atollpb.TaskResult) *queuedCall {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.inflight {
+		if string(c.spec.TaskId) == string(res.GetTaskId()) && c.spec.Attempt == res.GetAttempt() {
+			return c
+		}
+	}
+	return nil
+}
+
+// takeAll takes every call in flight, in the order they were sent.
+func (s *hostState) takeAll() []*queuedCall {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	all := s.inflight
+	s.inflight = nil
+	clear(s.inGroup)
+	return all
+}
+
+func (s *hostState) sent(c *queuedCall) {
+	s.mu.Lock()
+	s.inflight = append(s.inflight, c)
+	if s.inGroup == nil {
+		s.inGroup = map[string]int{}
+	}
+	s.inGroup[c.group]++
+	s.mu.Unlock()
+}
+
+// inFlight counts the calls of group in flight.
+func (s *hostState) inFlight(group string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inGroup[group]
 }
 
 // callDone tells a host that its process's call finished and its result
 // went to the caller.
 type callDone struct{ gen uint64 }
 
+// checkGaps is the host's tick while calls wait for earlier ones.
+type checkGaps struct{}
+
 type queuedCall struct {
 	caller *actor.PID
 	spec   *atollpb.TaskSpec
+	group  string // its concurrency group ("" the default)
 }
 
 // actorHost hosts one actor in a worker process of its own. Calls are
-// queued here and sent to the process one at a time, so a crash loses
-// only the call that was running: the rest run on the restarted actor.
-// When the process dies or a method panics, the host fails the running
-// call (the caller may retry it) and panics, so the raylet's supervisor
-// strategy restarts it — a new process, the constructor again — or stops
-// it when the actor's restarts are spent.
+// queued here, in each caller's order, and sent to the process up to a
+// window at a time: the calls it runs at once (the actor's concurrency)
+// and the pipeline depth beyond them, so the next call is there when one
+// ends. When the process dies or a method panics, the host fails the
+// calls that may have run (the caller may retry them), puts back at the
+// head of the queue those that cannot have started, and panics, so the
+// raylet's supervisor strategy restarts it — a new process, the
+// constructor again — or stops it when the actor's restarts are spent.
 type actorHost struct {
 	id     ids.ActorID
 	spec   *atollpb.TaskSpec
@@ -88,8 +231,62 @@ type actorHost struct {
 	p      *workerProcess
 	gen    uint64
 	ready  bool
+	// groups are the actor's concurrency groups: how many calls of each
+	// may be in the process at once, and which group each method is in;
+	// concurrent: the actor runs more than one call at a time.
+	groups     *hostGroups
+	concurrent bool
+	gapTimer   bool
 	// deliver gives a result to its caller (see raylet.deliver).
 	deliver func(caller *actor.PID, res *atollpb.TaskResult)
+}
+
+// hostGroups are an actor's concurrency groups as its host sees them:
+// each group has its own window of calls in the process — those it runs
+// at once plus depth-1 waiting — so a group that is full never holds
+// back another's calls.
+type hostGroups struct {
+	names    []string // "" (the default group) first, then in declared order
+	window   map[string]int
+	byMethod map[string]string
+}
+
+func newHostGroups(spec *atollpb.ActorCreationSpec, depth int) (g *hostGroups, concurrent bool) {
+	depth = max(1, depth)
+	def := max(1, int(spec.GetMaxConcurrency()))
+	g = &hostGroups{names: []string{""}, window: map[string]int{"": def + depth - 1}, byMethod: map[string]string{}}
+	running := def
+	for _, cg := range spec.GetConcurrencyGroups() {
+		limit := max(1, int(cg.GetMaxConcurrency()))
+		running += limit
+		g.names = append(g.names, cg.GetName())
+		g.window[cg.GetName()] = limit + depth - 1
+		for _, m := range cg.GetMethods() {
+			g.byMethod[m] = cg.GetName()
+		}
+	}
+	return g, running > 1
+}
+
+// of returns the group a call runs in: the one it names, else its
+// method's, else the default (a group the actor lacks is the default
+// here: the process fails the call).
+func (g *hostGroups) of(spec *atollpb.TaskSpec) string {
+	if name := spec.GetConcurrencyGroup(); name != "" {
+		if _, ok := g.window[name]; ok {
+			return name
+		}
+		return ""
+	}
+	_, method := splitMethod(spec.GetFunction())
+	return g.byMethod[method]
+}
+
+func splitMethod(fn string) (typeName, method string) {
+	if i := strings.LastIndexByte(fn, '.'); i >= 0 {
+		return fn[:i], fn[i+1:]
+	}
+	return fn, ""
 }
 
 func (h *actorHost) Receive(ctx actor.Context) {
@@ -97,7 +294,15 @@ func (h *actorHost) Receive(ctx actor.Context) {
 	case *actor.Started:
 		h.start(ctx)
 	case *atollpb.PushTask:
-		h.state.queue = append(h.state.queue, &queuedCall{caller: ctx.Sender(), spec: m.Spec})
+		if h.state.admit(&queuedCall{caller: ctx.Sender(), spec: m.Spec, group: h.groups.of(m.Spec)}, ctx.Logger()) {
+			h.armGapTimer(ctx)
+		}
+		h.pump()
+	case *checkGaps:
+		h.gapTimer = false
+		if h.state.skipStaleGaps(time.Now(), ctx.Logger()) {
+			h.armGapTimer(ctx)
+		}
 		h.pump()
 	case *procFrame:
 		if m.gen != h.gen {
@@ -145,7 +350,7 @@ func (h *actorHost) start(ctx actor.Context) {
 	// kill-worker fault at AfterExecute kills the process instead: its
 	// exit fails the call.
 	onResult := func(res *atollpb.TaskResult) {
-		if c := state.peekBusy(res); c != nil && killAt != nil && !res.ActorCrashed && killAt(raylet.AfterExecute, c.spec) {
+		if c := state.peekCall(res); c != nil && killAt != nil && !res.ActorCrashed && killAt(raylet.AfterExecute, c.spec) {
 			proc.Load().kill()
 			return
 		}
@@ -153,7 +358,7 @@ func (h *actorHost) start(ctx actor.Context) {
 			system.Root.Send(self, &procFrame{gen: gen, frame: &atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: res}}})
 			return
 		}
-		if c := state.takeBusy(res); c != nil {
+		if c := state.takeCall(res); c != nil {
 			system.Root.Send(self, &callDone{gen: gen})
 			deliver(c.caller, res)
 		}
@@ -178,45 +383,85 @@ func (h *actorHost) start(ctx actor.Context) {
 		return
 	}
 	h.ready = true
-	// A call that was running when the previous process died was failed;
-	// the queue runs on.
-	h.state.takeBusy(nil)
 	h.pump()
 }
 
+func (h *actorHost) armGapTimer(ctx actor.Context) {
+	if h.gapTimer {
+		return
+	}
+	h.gapTimer = true
+	system, self := ctx.ActorSystem(), ctx.Self()
+	time.AfterFunc(gapTimeout, func() { system.Root.Send(self, &checkGaps{}) })
+}
+
+// pump sends queued calls to the process while their groups' windows
+// have room.
 func (h *actorHost) pump() {
-	if !h.ready || len(h.state.queue) == 0 || !h.state.setBusy(h.state.queue[0]) {
-		return
+	for _, g := range h.groups.names {
+		for h.ready && len(h.state.queues[g]) > 0 && h.state.inFlight(g) < h.groups.window[g] {
+			q := h.state.queues[g]
+			c := q[0]
+			q[0] = nil
+			h.state.queues[g] = q[1:]
+			h.state.sent(c)
+			if h.cfg.KillAt != nil && h.cfg.KillAt(raylet.BeforeExecute, c.spec) {
+				h.p.kill() // its exit fails the call (in flight) and restarts the actor
+				return
+			}
+			_ = h.p.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_PushTask{PushTask: &atollpb.PushTask{Spec: c.spec}}})
+		}
 	}
-	c := h.state.queue[0]
-	h.state.queue = h.state.queue[1:]
-	if h.cfg.KillAt != nil && h.cfg.KillAt(raylet.BeforeExecute, c.spec) {
-		h.p.kill() // its exit fails the call (busy) and restarts the actor
-		return
-	}
-	_ = h.p.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_PushTask{PushTask: &atollpb.PushTask{Spec: c.spec}}})
 }
 
 // finished handles a result the reader left to the host: a crashed call.
 func (h *actorHost) finished(ctx actor.Context, res *atollpb.TaskResult) {
-	c := h.state.takeBusy(res)
+	c := h.state.takeCall(res)
 	if c == nil {
 		return
 	}
 	h.deliver(c.caller, res)
 	if res.ActorCrashed {
+		h.ready = false
+		h.failInFlight(ctx, "an earlier call's method panicked: "+res.GetError().GetMessage(), false)
 		panic(fmt.Sprintf("actor %s: method %s panicked: %s", h.id.Short(), c.spec.Function, res.GetError().GetMessage()))
 	}
 	h.pump()
 }
 
-// crash fails the running call and hands the host to its supervisor.
+// crash fails the calls that may have run and hands the host to its
+// supervisor.
 func (h *actorHost) crash(ctx actor.Context, reason string) {
 	h.ready = false
-	if c := h.state.takeBusy(nil); c != nil {
-		died := &errs.ActorDiedError{ActorID: h.id.String(), Name: h.spec.GetActorCreation().GetName(),
-			Message: "the actor's worker process died while running this call: " + reason}
+	h.failInFlight(ctx, "the actor's worker process died while running this call: "+reason, true)
+	panic(fmt.Sprintf("actor %s: %s", h.id.Short(), reason))
+}
+
+// failInFlight empties the window when the process is gone or broken.
+// An actor that runs one call at a time ran them in order: the first call
+// in flight may have been running (when the process died: running is
+// set), the others had not started — they go back to the head of the
+// queue and run on the restarted actor. An actor with concurrency may
+// have started any of them: each fails as crashed (its caller retries it
+// within MaxTaskRetries), so none runs twice.
+func (h *actorHost) failInFlight(ctx actor.Context, reason string, running bool) {
+	calls := h.state.takeAll()
+	if len(calls) == 0 {
+		return
+	}
+	failed := calls
+	if !h.concurrent {
+		failed = calls[:0]
+		if running {
+			failed = calls[:1]
+		}
+		if h.state.queues == nil {
+			h.state.queues = map[string][]*queuedCall{}
+		}
+		h.state.queues[""] = append(append([]*queuedCall(nil), calls[len(failed):]...), h.state.queues[""]...)
+	}
+	for _, c := range failed {
+		died := &errs.ActorDiedError{ActorID: h.id.String(), Name: h.spec.GetActorCreation().GetName(), Message: reason}
 		ctx.Send(c.caller, &atollpb.TaskResult{TaskId: c.spec.TaskId, Attempt: c.spec.Attempt, Error: errs.ToProto(died), ActorCrashed: true})
 	}
-	panic(fmt.Sprintf("actor %s: %s", h.id.Short(), reason))
 }

@@ -89,11 +89,21 @@ func startProcess(system *actor.ActorSystem, self *actor.PID, gen uint64, cfg *r
 	p.cmd = cmd
 	go func() {
 		err := cmd.Wait()
+		// Read what the process wrote before it ended (results of calls
+		// it finished) before the connection closes: the reader ends at
+		// the end of the stream.
+		select {
+		case <-p.conn.Done():
+		case <-time.After(drainTimeout):
+		}
 		p.conn.Close()
 		system.Root.Send(self, &processExited{gen: gen, err: err})
 	}()
 	return p, nil
 }
+
+// drainTimeout bounds the wait for a dead process's last frames.
+const drainTimeout = 2 * time.Second
 
 // waitHello waits for the worker's first frame.
 func (p *workerProcess) waitHello(timeout time.Duration) error {

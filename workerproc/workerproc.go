@@ -28,8 +28,10 @@ func (Processes) TaskWorker(w raylet.WorkerSpec) actor.Producer {
 // producer runs again on each restart, the state is made once here.
 func (Processes) ActorHost(h raylet.HostSpec) actor.Producer {
 	state := &hostState{}
+	groups, concurrent := newHostGroups(h.Spec.GetActorCreation(), h.PipelineDepth)
 	return func() actor.Actor {
 		return &actorHost{id: h.Actor, spec: h.Spec, worker: h.Worker, cfg: h.Config, raylet: h.Raylet, deliver: h.Deliver,
-			proxy: proxy{id: h.Worker.ID, node: h.Worker.NodeID, cfg: h.Config, raylet: h.Raylet}, state: state}
+			proxy: proxy{id: h.Worker.ID, node: h.Worker.NodeID, cfg: h.Config, raylet: h.Raylet}, state: state,
+			groups: groups, concurrent: concurrent}
 	}
 }

@@ -64,8 +64,20 @@ type Conn struct {
 	c       net.Conn
 	handler Handler
 
-	wmu sync.Mutex
-	w   *bufio.Writer
+	// Writes are group-committed: a writer appends its frame to wbuf
+	// and, unless another writer is flushing already, flushes wbuf
+	// itself until it is empty — one write syscall per burst of frames,
+	// whatever goroutines made them. A writer finding more than
+	// maxPending bytes queued waits for the flusher (backpressure).
+	wmu      sync.Mutex
+	wcond    *sync.Cond
+	wbuf     []byte
+	spare    []byte
+	flushing bool
+	werr     error
+	// writes counts write syscalls and frames counts frames written
+	// (Stats).
+	writes, frames atomic.Uint64
 
 	nextID  atomic.Uint64
 	mu      sync.Mutex
@@ -78,7 +90,8 @@ type Conn struct {
 
 // New wraps c and starts reading. Frames that are not replies go to h.
 func New(c net.Conn, h Handler) *Conn {
-	conn := &Conn{c: c, handler: h, w: bufio.NewWriterSize(c, 64<<10), pending: map[uint64]*call{}, done: make(chan struct{})}
+	conn := &Conn{c: c, handler: h, pending: map[uint64]*call{}, done: make(chan struct{})}
+	conn.wcond = sync.NewCond(&conn.wmu)
 	go conn.read()
 	return conn
 }
@@ -168,29 +181,74 @@ func (c *Conn) forget(id uint64) {
 	c.mu.Unlock()
 }
 
+// maxPending is how many bytes of frames may wait for the flusher before
+// writers wait for it; keepBuffer the largest buffer kept for reuse.
+const (
+	maxPending = 4 << 20
+	keepBuffer = 1 << 20
+)
+
 func (c *Conn) write(f *atollpb.Frame) error {
-	b, err := proto.Marshal(f)
+	n := proto.Size(f)
+	if n > MaxFrame {
+		return fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrBadFrame, n, MaxFrame)
+	}
+	c.wmu.Lock()
+	for c.werr == nil && c.flushing && len(c.wbuf) > maxPending {
+		c.wcond.Wait()
+	}
+	if c.werr != nil {
+		err := c.werr
+		c.wmu.Unlock()
+		return c.fail(err)
+	}
+	start := len(c.wbuf)
+	c.wbuf = binary.BigEndian.AppendUint32(c.wbuf, uint32(n))
+	b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(c.wbuf, f)
 	if err != nil {
+		c.wbuf = c.wbuf[:start]
+		c.wmu.Unlock()
 		return fmt.Errorf("workerconn: marshal: %w", err)
 	}
-	if len(b) > MaxFrame {
-		return fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrBadFrame, len(b), MaxFrame)
+	c.wbuf = b
+	c.frames.Add(1)
+	if c.flushing {
+		c.wmu.Unlock() // the flusher writes it with its burst
+		return nil
 	}
-	var hdr [4]byte
-	binary.BigEndian.PutUint32(hdr[:], uint32(len(b)))
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if _, err := c.w.Write(hdr[:]); err != nil {
-		return c.fail(err)
+	c.flushing = true
+	for len(c.wbuf) > 0 && c.werr == nil {
+		buf := c.wbuf
+		c.wbuf = c.spare[:0]
+		c.spare = nil
+		c.wmu.Unlock()
+		_, err := c.c.Write(buf)
+		c.writes.Add(1)
+		c.wmu.Lock()
+		if cap(buf) <= keepBuffer {
+			c.spare = buf[:0]
+		}
+		if err != nil && c.werr == nil {
+			c.werr = err
+		}
+		c.wcond.Broadcast()
 	}
-	if _, err := c.w.Write(b); err != nil {
-		return c.fail(err)
-	}
-	if err := c.w.Flush(); err != nil {
+	c.flushing = false
+	err = c.werr
+	c.wcond.Broadcast()
+	c.wmu.Unlock()
+	if err != nil {
 		return c.fail(err)
 	}
 	return nil
 }
+
+// Stats counts the frames a connection wrote and the write syscalls they
+// took.
+type Stats struct{ Frames, Writes uint64 }
+
+// Stats reports the frames written so far and the write syscalls.
+func (c *Conn) Stats() Stats { return Stats{Frames: c.frames.Load(), Writes: c.writes.Load()} }
 
 func (c *Conn) read() {
 	r := bufio.NewReaderSize(c.c, 64<<10)
@@ -283,6 +341,13 @@ func (c *Conn) fail(err error) error {
 	if first {
 		_ = c.c.Close()
 		close(c.done)
+		c.wmu.Lock()
+		if c.werr == nil {
+			c.werr = err
+		}
+		c.wbuf = nil
+		c.wcond.Broadcast()
+		c.wmu.Unlock()
 	}
 	return err
 }

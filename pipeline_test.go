@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/actors"
+	"github.com/atoll-runtime/atoll/atollpb"
 )
 
 // Pipelining, direct actor calls and concurrent actors, with worker
@@ -392,5 +395,41 @@ func TestMaxPendingCallsBackpressure(t *testing.T) {
 		if _, err := atoll.Get(ctx, ref); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// Calls held up on their way to the actor's host (a delayed message goes
+// back to the tail of the host's mailbox, behind later calls) still run
+// in the caller's order: the host orders them by sequence number.
+func TestDelayedActorCallsRunInCallerOrder(t *testing.T) {
+	fi := actors.NewFaultInjector()
+	ctx := startProcesses(t, atoll.WithFaultInjector(fi))
+	dir := t.TempDir()
+	a, err := logActorType.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi.Delay(actors.WithProbability(actors.MessageType[*atollpb.PushTask](), 0.3, rand.New(rand.NewPCG(1, 2))), 2*time.Millisecond, 20)
+	const n = 60
+	refs := make([]atoll.ObjectRef[int], n)
+	want := make([]string, n)
+	for i := range refs {
+		refs[i] = logAppend.Remote(ctx, a, atoll.Value(logArgs{dir, i, -1}))
+		want[i] = strconv.Itoa(i)
+	}
+	for i, ref := range refs {
+		if v, err := atoll.Get(ctx, ref); err != nil || v != i {
+			t.Fatalf("call %d: %v, %v", i, v, err)
+		}
+	}
+	if d := fi.Stats().Delayed; d == 0 {
+		t.Fatal("no call was delayed: the test checked nothing")
+	}
+	log, err := os.ReadFile(filepath.Join(dir, "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(string(log)); !slices.Equal(got, want) {
+		t.Fatalf("calls applied in order %v, want %v", got, want)
 	}
 }

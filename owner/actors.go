@@ -27,15 +27,18 @@ type actorEntry struct {
 	queue []*task
 	// inflight holds the calls sent and not finished.
 	inflight map[ids.TaskID]*task
-	// sent numbers the calls sent to the actor (TaskSpec.sequence_number):
-	// its host starts them in that order.
-	sent uint64
+	// sent numbers the calls sent to the actor (TaskSpec.sequence_number)
+	// as caller (TaskSpec.caller_id), random per entry: its host starts
+	// them in that order. An entry forgotten and made again is a new
+	// caller, numbered from 1.
+	sent   uint64
+	caller ids.WorkerID
 }
 
 // send emits a call to the actor with the next sequence number.
 func (t *Table) send(a *actorEntry, spec *atollpb.TaskSpec) {
 	a.sent++
-	spec.SequenceNumber, spec.CallerId = a.sent, t.caller.Bytes()
+	spec.SequenceNumber, spec.CallerId = a.sent, a.caller.Bytes()
 	t.emit(CallActor{Address: a.address, Spec: spec})
 }
 
@@ -45,7 +48,7 @@ func (t *Table) send(a *actorEntry, spec *atollpb.TaskSpec) {
 func (t *Table) AddActor(id ids.ActorID, name string, owned bool) {
 	a := t.actors[id]
 	if a == nil {
-		a = &actorEntry{id: id, name: name, inflight: map[ids.TaskID]*task{}}
+		a = &actorEntry{id: id, name: name, inflight: map[ids.TaskID]*task{}, caller: ids.NewWorkerID()}
 		t.actors[id] = a
 	}
 	a.handles++

@@ -28,10 +28,6 @@ type Table struct {
 
 	created, freed uint64
 	seqNext        uint64
-	// caller names this table's process to the actors it calls
-	// (TaskSpec.caller_id): random, so a restarted process is a new
-	// caller whose calls are numbered from 1 again.
-	caller ids.WorkerID
 
 	// lineage of finished tasks whose returns live (lineage.go), in the
 	// order it was recorded (for eviction; entries forgotten since are
@@ -47,7 +43,7 @@ type Table struct {
 // New returns an empty Table.
 func New(cfg Config) *Table {
 	return &Table{cfg: cfg, objects: map[ids.ObjectID]*object{}, tasks: map[ids.TaskID]*task{}, actors: map[ids.ActorID]*actorEntry{},
-		lineage: map[ids.TaskID]*lineageEntry{}, released: map[ids.ObjectID]*object{}, caller: ids.NewWorkerID()}
+		lineage: map[ids.TaskID]*lineageEntry{}, released: map[ids.ObjectID]*object{}}
 }
 
 // TakeEffects returns the effects produced since the last call, in order,

@@ -52,8 +52,9 @@ func (s *hostState) push(c *queuedCall) {
 type callerOrder struct {
 	next uint64
 	held map[uint64]*queuedCall
-	// since is when the oldest held call arrived (gap timeout).
-	since time.Time
+	// since is when the oldest held call arrived (gap timeout); last
+	// when a call of the caller last arrived.
+	since, last time.Time
 }
 
 // Bounds of the reordering: calls held per caller for an earlier one
@@ -62,6 +63,15 @@ type callerOrder struct {
 const (
 	maxHeldCalls = 1 << 12
 	gapTimeout   = 5 * time.Second
+)
+
+// maxCallers bounds the callers a host remembers; past it, those idle
+// for callerIdle with no call held are forgotten (a forgotten caller
+// that calls again is taken as new: its calls are ordered from the first
+// that arrives, or from 1 after a gap timeout).
+const (
+	maxCallers = 1 << 12
+	callerIdle = time.Minute
 )
 
 // admit takes a call in its caller's order: it queues it, and the held
@@ -80,10 +90,15 @@ func (s *hostState) admit(c *queuedCall, log *slog.Logger) (held bool) {
 	}
 	caller := string(c.spec.GetCallerId())
 	o := s.callers[caller]
+	now := time.Now()
 	if o == nil {
+		if len(s.callers) >= maxCallers {
+			s.forgetIdle(now)
+		}
 		o = &callerOrder{next: 1, held: map[uint64]*queuedCall{}}
 		s.callers[caller] = o
 	}
+	o.last = now
 	switch {
 	case seq < o.next || o.held[seq] != nil:
 		log.Warn("actor host: dropped a call delivered twice", "task", c.spec.GetName(), "seq", seq)
@@ -102,6 +117,15 @@ func (s *hostState) admit(c *queuedCall, log *slog.Logger) (held bool) {
 	o.next++
 	s.release(o)
 	return false
+}
+
+// forgetIdle forgets the callers idle for callerIdle with no call held.
+func (s *hostState) forgetIdle(now time.Time) {
+	for id, o := range s.callers {
+		if len(o.held) == 0 && now.Sub(o.last) >= callerIdle {
+			delete(s.callers, id)
+		}
+	}
 }
 
 // release queues the held calls that now come next.

@@ -23,11 +23,15 @@ type (
 			StartTime          *time.Time         `json:"start_time"`
 			ResourcesTotal     map[string]float64 `json:"resources_total"`
 			StoreCapacityBytes uint64             `json:"store_capacity_bytes"`
+			StoreUsedBytes     uint64             `json:"store_used_bytes"`
 		} `json:"nodes"`
 		Totals struct {
 			NodesAlive         int                `json:"nodes_alive"`
 			ResourcesTotal     map[string]float64 `json:"resources_total"`
 			StoreCapacityBytes uint64             `json:"store_capacity_bytes"`
+			StoreUsedBytes     uint64             `json:"store_used_bytes"`
+			Objects            uint64             `json:"objects"`
+			SpilledBytesTotal  uint64             `json:"spilled_bytes_total"`
 		} `json:"totals"`
 	}
 	apiJobs struct {
@@ -128,8 +132,19 @@ func checkAPI(t *testing.T, c *testcluster.Cluster) {
 	if roles["head"] != 1 || roles["worker"] != 2 || roles["driver"] != 1 || cl.Nodes[0].NodeID != c.Node(0).ID {
 		t.Errorf("roles %v, first node %s; want the head (%s) first, 2 workers and the driver's node", roles, cl.Nodes[0].NodeID, c.Node(0).ID)
 	}
-	if cl.Totals.NodesAlive != 4 || cl.Totals.ResourcesTotal["CPU"] != 3 || cl.Totals.StoreCapacityBytes != 4*(64<<20) {
+	if cl.Totals.NodesAlive != 4 || cl.Totals.ResourcesTotal["CPU"] != 3 || cl.Totals.StoreCapacityBytes != 3*(64<<20)+driverStore {
 		t.Errorf("totals %+v", cl.Totals)
+	}
+	// The job's objects: the blobs in the nodes' stores, the puts past
+	// the driver's store spilled.
+	testcluster.Eventually(t, 30*time.Second, "the nodes to report the job's objects", func() bool {
+		getJSON(t, base+"/api/cluster", http.StatusOK, &cl)
+		return cl.Totals.StoreUsedBytes >= numBlobs*blobBytes && cl.Totals.SpilledBytesTotal > 0 && cl.Totals.Objects >= numBlobs
+	})
+	for _, n := range cl.Nodes {
+		if n.Role != "driver" && n.StoreUsedBytes < blobBytes {
+			t.Errorf("node %s (%s) uses %d bytes of its store, want a blob's %d at least", n.NodeID, n.Role, n.StoreUsedBytes, blobBytes)
+		}
 	}
 
 	// Jobs: the driver's, running, with its tasks.
@@ -139,21 +154,21 @@ func checkAPI(t *testing.T, c *testcluster.Cluster) {
 		t.Fatalf("jobs %+v, want the driver's", jobs.Jobs)
 	}
 	job := jobs.Jobs[0]
-	if !hexID.MatchString(job.JobID) || job.Status != "running" || job.TasksFinished != numSquares || job.TasksFailed != numFails ||
+	if !hexID.MatchString(job.JobID) || job.Status != "running" || job.TasksFinished != numFinished || job.TasksFailed != numFails ||
 		!strings.Contains(job.Entrypoint, "dashboard.test") {
-		t.Errorf("job %+v: want running, %d tasks finished and %d failed, the test binary as entrypoint", job, numSquares, numFails)
+		t.Errorf("job %+v: want running, %d tasks finished and %d failed, the test binary as entrypoint", job, numFinished, numFails)
 	}
 
 	// Tasks: every attempt of the job, newest first, with a trace.
 	var tasks apiTasks
 	getJSON(t, base+"/api/tasks?job="+job.JobID, http.StatusOK, &tasks)
-	if tasks.Counts.Finished != numSquares || tasks.Counts.Failed != numFails || tasks.Matching != numSquares+numFails ||
-		len(tasks.Tasks) != numSquares+numFails || tasks.Truncated {
+	if tasks.Counts.Finished != numFinished || tasks.Counts.Failed != numFails || tasks.Matching != numAttempts ||
+		len(tasks.Tasks) != numAttempts || tasks.Truncated {
 		t.Errorf("tasks of the job: counts %+v, %d matching, %d listed", tasks.Counts, tasks.Matching, len(tasks.Tasks))
 	}
 	nodesRun := map[string]bool{}
 	for _, task := range tasks.Tasks {
-		wantState := map[string]string{"dash.square": "finished", "dash.fail": "failed"}[task.Name]
+		wantState := map[string]string{"dash.square": "finished", "dash.blob": "finished", "dash.fail": "failed"}[task.Name]
 		if task.State != wantState || task.JobID != job.JobID || !hexID.MatchString(task.TaskID) || !hexID.MatchString(task.WorkerID) {
 			t.Errorf("task %+v", task)
 		}
@@ -183,7 +198,7 @@ func checkAPI(t *testing.T, c *testcluster.Cluster) {
 	}
 	var two apiTasks
 	getJSON(t, base+"/api/tasks?limit=2", http.StatusOK, &two)
-	if len(two.Tasks) != 2 || !two.Truncated || two.Matching != numSquares+numFails {
+	if len(two.Tasks) != 2 || !two.Truncated || two.Matching != numAttempts {
 		t.Errorf("limit=2: %d tasks, truncated %v, %d matching", len(two.Tasks), two.Truncated, two.Matching)
 	}
 
@@ -216,8 +231,8 @@ func checkAPI(t *testing.T, c *testcluster.Cluster) {
 	// The timeline: the job's attempts, oldest first, within its span.
 	var tl apiTimeline
 	getJSON(t, base+"/api/timeline?job="+job.JobID, http.StatusOK, &tl)
-	if len(tl.Events) != numSquares+numFails {
-		t.Errorf("timeline: %d events, want %d", len(tl.Events), numSquares+numFails)
+	if len(tl.Events) != numAttempts {
+		t.Errorf("timeline: %d events, want %d", len(tl.Events), numAttempts)
 	}
 	for i, e := range tl.Events {
 		if e.StartUs < tl.StartUs || e.EndUs > tl.EndUs || e.EndUs < e.StartUs || (i > 0 && e.StartUs < tl.Events[i-1].StartUs) ||
@@ -235,6 +250,12 @@ func checkAPI(t *testing.T, c *testcluster.Cluster) {
 			t.Errorf("log of node %d: %+v", i, l)
 		}
 	}
+	// Worker output lands in the node's log.
+	testcluster.Eventually(t, 30*time.Second, "a square's output in node 1's log", func() bool {
+		var l apiLog
+		getJSON(t, base+"/api/logs/"+c.Node(1).ID, http.StatusOK, &l)
+		return strings.Contains(l.Text, "on node "+c.Node(1).ID)
+	})
 	var headLog apiLog
 	getJSON(t, base+"/api/logs/"+c.Node(0).ID, http.StatusOK, &headLog)
 	if !strings.Contains(headLog.Text, base) {

@@ -22,7 +22,12 @@ import (
 // The job the dashboard tests run on their cluster: squares spread over
 // the nodes, a task that fails, and an actor with a few calls.
 var (
-	square = atoll.NewFunc1("dash.square", func(_ context.Context, x int) (int, error) { return x * x, nil })
+	square = atoll.NewFunc1("dash.square", func(_ context.Context, x int) (int, error) {
+		fmt.Printf("dash.square(%d) on node %s\n", x, atoll.CurrentNodeID()) // to the node's log
+		return x * x, nil
+	})
+	// blob makes n bytes in its node's store.
+	blob = atoll.NewFunc1("dash.blob", func(_ context.Context, n int) ([]byte, error) { return make([]byte, n), nil })
 	fail   = atoll.NewFunc1("dash.fail", func(_ context.Context, x int) (int, error) {
 		return 0, fmt.Errorf("dash.fail refuses %d", x)
 	})
@@ -40,7 +45,21 @@ const (
 	numSquares = 6
 	numFails   = 1
 	numCalls   = 3
+	// numBlobs objects of blobBytes stay in the nodes' stores (one per
+	// node); numPuts of putBytes, more than the driver's store holds,
+	// make it spill.
+	numBlobs  = 3
+	blobBytes = 4 << 20
+	numPuts   = 5
+	putBytes  = 4 << 20
+	// driverStore is the driver's store: numPuts*putBytes do not fit.
+	driverStore = 16 << 20
+	// The task attempts: finished (squares and blobs), and all.
+	numFinished = numSquares + numBlobs
+	numAttempts = numFinished + numFails
 )
+
+const failureTimeout = 20 * time.Second
 
 // traceURL links the tasks to a trace viewer (none runs: the test only
 // reads the links).
@@ -51,7 +70,9 @@ const traceURL = "http://traces.example/trace/{trace_id}"
 // context and the dashboard's URL.
 func startCluster(t *testing.T) (*testcluster.Cluster, context.Context) {
 	t.Helper()
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Dashboard: true, ObjectStoreMemory: 64 << 20,
+	// No node dies in this test: a long failure timeout keeps a loaded
+	// machine from declaring one dead.
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Dashboard: true, ObjectStoreMemory: 64 << 20, FailureTimeout: failureTimeout,
 		Config: func(i int, cfg *node.Config) {
 			if i == 0 {
 				cfg.DashboardTraceURL = traceURL
@@ -60,13 +81,36 @@ func startCluster(t *testing.T) (*testcluster.Cluster, context.Context) {
 	tp := sdktrace.NewTracerProvider() // samples every trace: task events carry trace ids
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	ctx := testmain.Init(t, 3*time.Minute, atoll.WithAddress(c.Address()), atoll.WithSecret(c.Secret()),
-		atoll.WithObjectStoreMemory(64<<20), atoll.WithTracerProvider(tp))
+		atoll.WithObjectStoreMemory(driverStore), atoll.WithTracerProvider(tp), atoll.WithFailureTimeout(failureTimeout))
 	runJob(ctx, t)
 	return c, ctx
 }
 
+// runJob runs the job; the objects it keeps live until the test ends.
 func runJob(ctx context.Context, t *testing.T) {
 	t.Helper()
+	var kept []atoll.ObjectRef[[]byte]
+	t.Cleanup(func() {
+		for _, r := range kept {
+			r.Release()
+		}
+	})
+	for range numPuts {
+		r, err := atoll.Put(ctx, make([]byte, putBytes))
+		if err != nil {
+			t.Fatalf("put: %v", err)
+		}
+		kept = append(kept, r)
+	}
+	blobs := make([]atoll.Ref, numBlobs)
+	for i := range blobs {
+		r := blob.Remote(ctx, atoll.Value(blobBytes), atoll.Spread())
+		blobs[i] = r
+		kept = append(kept, r)
+	}
+	if _, _, err := atoll.Wait(ctx, blobs, numBlobs, -1); err != nil {
+		t.Fatalf("wait for the blobs: %v", err)
+	}
 	refs := make([]atoll.ObjectRef[int], numSquares)
 	for i := range refs {
 		refs[i] = square.Remote(ctx, atoll.Value(i), atoll.Spread())

@@ -28,7 +28,7 @@ var (
 	})
 	// blob makes n bytes in its node's store.
 	blob = atoll.NewFunc1("dash.blob", func(_ context.Context, n int) ([]byte, error) { return make([]byte, n), nil })
-	fail   = atoll.NewFunc1("dash.fail", func(_ context.Context, x int) (int, error) {
+	fail = atoll.NewFunc1("dash.fail", func(_ context.Context, x int) (int, error) {
 		return 0, fmt.Errorf("dash.fail refuses %d", x)
 	})
 	counterType = atoll.NewActorType("dash.counter", func(context.Context) (*counter, error) { return &counter{}, nil })

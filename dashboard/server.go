@@ -60,7 +60,7 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.Source == nil {
 		return nil, errs.Invalidf("dashboard: no Source")
 	}
-	if err := checkTraceURL(cfg.TraceURL); err != nil {
+	if err := CheckTraceURL("dashboard.Config.TraceURL", cfg.TraceURL); err != nil {
 		return nil, err
 	}
 	if cfg.Logger == nil {
@@ -103,15 +103,17 @@ func (s *Server) Close(ctx context.Context) error {
 	return err
 }
 
-// checkTraceURL validates Config.TraceURL.
-func checkTraceURL(t string) error {
+// CheckTraceURL validates a trace URL (Config.TraceURL) given as name:
+// "" or an http(s) URL with TraceIDPlaceholder in it; else
+// ErrInvalidArgument.
+func CheckTraceURL(name, t string) error {
 	if t == "" {
 		return nil
 	}
 	u, err := url.Parse(strings.ReplaceAll(t, TraceIDPlaceholder, "0"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !strings.Contains(t, TraceIDPlaceholder) {
-		return errs.Invalidf("dashboard: trace URL %q: want an http(s) URL with %s in it, e.g. http://localhost:16686/trace/%s",
-			t, TraceIDPlaceholder, TraceIDPlaceholder)
+		return errs.Invalidf("%s %q: want an http(s) URL with %s in it, e.g. http://localhost:16686/trace/%s",
+			name, t, TraceIDPlaceholder, TraceIDPlaceholder)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"net"
 	"strconv"
@@ -30,6 +31,9 @@ func (c *Config) dashboardDefaults() error {
 	if !c.Head {
 		return errs.Invalidf("node.Config.Dashboard is the head's (it serves the cluster's dashboard)")
 	}
+	if err := dashboard.CheckTraceURL("node.Config.DashboardTraceURL", c.DashboardTraceURL); err != nil {
+		return err
+	}
 	if !c.RandomPorts {
 		c.DashboardPort = orDefault(c.DashboardPort, DefaultDashboardPort)
 	}
@@ -45,7 +49,7 @@ func (n *Node) startDashboard() error {
 	srv, err := dashboard.Start(dashboard.Config{Addr: addr, Source: dashboardSource{n}, TraceURL: n.cfg.DashboardTraceURL,
 		Logger: n.log.With("component", "dashboard")})
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (another port: --dashboard-port, node.Config.DashboardPort; none: --include-dashboard=false)", err)
 	}
 	n.dashboard = srv
 	n.log.Info("dashboard", "url", srv.URL())

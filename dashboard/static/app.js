@@ -104,12 +104,6 @@ function colorOf(key, keys) {
   return palette[(i < 0 ? 0 : i) % palette.length];
 }
 
-function hashColor(s) {
-  let h = 0;
-  for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) >>> 0;
-  return palette[h % palette.length];
-}
-
 function setRows(tbody, rows, cols, emptyText) {
   tbody.replaceChildren(...(rows.length ? rows : [el("tr", { class: "empty" }, el("td", { colspan: cols }, emptyText))]));
 }
@@ -288,7 +282,7 @@ async function loadJobs() {
     el("td", {}, fmtTime(j.start_time)),
     el("td", { class: "num" }, fmtMs(j.duration_ms)),
     el("td", { class: "num" }, fmtNum(j.tasks_finished)),
-    el("td", { class: "num" }, fmtNum(j.tasks_failed)),
+    el("td", { class: "num" + (j.tasks_failed ? " bad" : "") }, fmtNum(j.tasks_failed)),
     el("td", {}, el("a", { href: "#tasks?job=" + j.job_id }, "tasks"), " · ", el("a", { href: "#timeline?job=" + j.job_id }, "timeline"),
       " · ", el("a", { href: "#actors?job=" + j.job_id }, "actors"))));
   setRows($("jobs-table").tBodies[0], rows, 8, "no jobs yet");
@@ -441,15 +435,20 @@ function drawTimeline(v) {
     const ws = lanes.get(e.node_id);
     if (!ws.includes(e.worker_id)) ws.push(e.worker_id);
   }
-  const laneH = 22, nodeH = 22, labelW = 150, axisH = 24;
+  // Nodes in the overview's order (the head first), workers by first task.
+  const order = id => { const i = nodes.findIndex(x => x.node_id === id); return i < 0 ? nodes.length : i; };
+  const sortedLanes = [...lanes].sort((a, b) => order(a[0]) - order(b[0]));
+  const laneH = 22, nodeH = 22, labelW = 170, axisH = 24;
   const width = Math.max(box.clientWidth - 2, 700);
   const plotW = width - labelW - 16;
   const span = Math.max(v.end_us - v.start_us, 1);
+  const names = [...new Set(evs.map(e => e.name))].sort();
+  const nameColor = name => colorOf(name, names);
   const x = us => labelW + ((us - v.start_us) / span) * plotW;
   let yPos = axisH;
   const parts = [];
   const laneY = new Map();
-  for (const [node, workers] of lanes) {
+  for (const [node, workers] of sortedLanes) {
     parts.push(svg("text", { class: "node-label", x: 6, y: yPos + 15 }, "node " + nodeName(node)));
     yPos += nodeH;
     for (const w of workers) {
@@ -470,7 +469,7 @@ function drawTimeline(v) {
     const y0 = laneY.get(e.node_id + "/" + e.worker_id);
     const w = Math.max(x(e.end_us) - x(e.start_us), 2);
     const r = svg("rect", { class: "event" + (e.failed ? " failed" : ""), x: x(e.start_us), y: y0 + 3, width: w, height: laneH - 6,
-      rx: 2, fill: hashColor(e.name), "data-task-id": e.task_id },
+      rx: 2, fill: nameColor(e.name), "data-task-id": e.task_id },
       svg("title", {}, `${e.name} ${e.failed ? "(failed) " : ""}${fmtMs((e.end_us - e.start_us) / 1000)}\ntask ${e.task_id}`));
     r.addEventListener("mouseenter", () => {
       $("timeline-detail").textContent = `${e.name} · ${e.failed ? "failed" : "finished"} · ${fmtMs((e.end_us - e.start_us) / 1000)} · ` +
@@ -478,10 +477,9 @@ function drawTimeline(v) {
     });
     parts.push(r);
   }
-  const names = [...new Set(evs.map(e => e.name))].sort();
   const legend = el("div", { class: "legend timeline-legend" }, ...names.map(name => {
     const sw = el("span", { class: "swatch" });
-    sw.style.background = hashColor(name);
+    sw.style.background = nameColor(name);
     return el("span", {}, sw, name);
   }), evs.some(e => e.failed) ? el("span", {}, el("span", { class: "swatch failed" }), "failed") : null);
   box.replaceChildren(svg("svg", { width, height, viewBox: `0 0 ${width} ${height}` }, parts), legend);

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -42,12 +43,13 @@ const pageWait = 30 * time.Second
 
 // checkBrowser opens the dashboard in headless Chromium and waits, on
 // DOM conditions, for each view to show the cluster and the job: the 3
-// nodes and live charts, the job, its tasks with trace links, the
+// nodes and live charts (a blob put on node 2 while the page is open
+// raises its line), the job, its tasks with trace links, the
 // actors and the killed one's death cause, memory, the timeline and the
 // head's log. It saves a screenshot of each view and fails on any error
 // the page reports on its console (a script error, an asset the
 // content security policy refused).
-func checkBrowser(t *testing.T, c *testcluster.Cluster) {
+func checkBrowser(jobCtx context.Context, t *testing.T, c *testcluster.Cluster) {
 	chromium := findChromium()
 	if chromium == "" {
 		t.Skipf("chromium is not installed: the browser test needs it (%s)", chromiumInstall)
@@ -188,6 +190,21 @@ func checkBrowser(t *testing.T, c *testcluster.Cluster) {
 		show("#logs?node="+c.Node(1).ID),
 		waitFor(fmt.Sprintf(`document.getElementById("log-text").textContent.includes(%q)`, "on node "+c.Node(1).ID)),
 		shoot("logs"))
+
+	// The charts are live: a new object on node 2 (the job's last task)
+	// raises its line.
+	more := blob.Remote(jobCtx, atoll.Value(blobBytes), atoll.OnNode(c.Node(2).ID, false))
+	defer more.Release()
+	if _, _, err := atoll.Wait(jobCtx, []atoll.Ref{more}, 1, -1); err != nil {
+		t.Fatalf("one more blob: %v", err)
+	}
+	do("the overview's store chart: node 2's line rises",
+		show("#overview"),
+		waitFor(fmt.Sprintf(`(() => {
+			const l = [...document.querySelectorAll('#chart-store polyline')].find(p => p.dataset.series === %q);
+			if (!l) return false;
+			const pts = l.points;
+			return pts.getItem(pts.numberOfItems - 1).y < pts.getItem(0).y; })()`, c.Node(2).ID[:8])))
 
 	mu.Lock()
 	defer mu.Unlock()

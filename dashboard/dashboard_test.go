@@ -9,7 +9,7 @@ import (
 // actor's calls), then checks the JSON API over plain HTTP and the page
 // in headless Chromium (skipped where Chromium is not installed).
 func TestDashboard(t *testing.T) {
-	c, _ := startCluster(t)
+	c, ctx := startCluster(t)
 	t.Run("api", func(t *testing.T) { checkAPI(t, c) })
-	t.Run("browser", func(t *testing.T) { checkBrowser(t, c) })
+	t.Run("browser", func(t *testing.T) { checkBrowser(ctx, t, c) })
 }

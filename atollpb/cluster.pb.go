@@ -67,7 +67,7 @@ func (x AMMControl_Op) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use AMMControl_Op.Descriptor instead.
 func (AMMControl_Op) EnumDescriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{20, 0}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{22, 0}
 }
 
 // NodeLoad is a node's periodic resource and load report, published on
@@ -799,13 +799,17 @@ func (x *TaskEvents) GetEvents() []*TaskEvent {
 }
 
 type TaskEvent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        []byte                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	WorkerId      []byte                 `protobuf:"bytes,3,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	StartUnixUs   int64                  `protobuf:"varint,4,opt,name=start_unix_us,json=startUnixUs,proto3" json:"start_unix_us,omitempty"`
-	EndUnixUs     int64                  `protobuf:"varint,5,opt,name=end_unix_us,json=endUnixUs,proto3" json:"end_unix_us,omitempty"`
-	Failed        bool                   `protobuf:"varint,6,opt,name=failed,proto3" json:"failed,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	TaskId      []byte                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Name        string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	WorkerId    []byte                 `protobuf:"bytes,3,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	StartUnixUs int64                  `protobuf:"varint,4,opt,name=start_unix_us,json=startUnixUs,proto3" json:"start_unix_us,omitempty"`
+	EndUnixUs   int64                  `protobuf:"varint,5,opt,name=end_unix_us,json=endUnixUs,proto3" json:"end_unix_us,omitempty"`
+	Failed      bool                   `protobuf:"varint,6,opt,name=failed,proto3" json:"failed,omitempty"`
+	// The job the task belongs to, and the trace id (32 hex digits) of its
+	// submit span where the driver traced it (empty otherwise).
+	JobId         []byte `protobuf:"bytes,7,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	TraceId       string `protobuf:"bytes,8,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -880,6 +884,20 @@ func (x *TaskEvent) GetFailed() bool {
 		return x.Failed
 	}
 	return false
+}
+
+func (x *TaskEvent) GetJobId() []byte {
+	if x != nil {
+		return x.JobId
+	}
+	return nil
+}
+
+func (x *TaskEvent) GetTraceId() string {
+	if x != nil {
+		return x.TraceId
+	}
+	return ""
 }
 
 // AttemptKey names one attempt of a task, or one actor call.
@@ -1288,6 +1306,132 @@ func (x *NodeStats) GetInboundBytes() uint64 {
 	return 0
 }
 
+// NodeLogRequest asks a node (atoll.node.<node>.logs) for the end of its
+// log file (node.Config.LogFile): at most max_bytes (the node caps it).
+type NodeLogRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MaxBytes      uint64                 `protobuf:"varint,1,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeLogRequest) Reset() {
+	*x = NodeLogRequest{}
+	mi := &file_atollpb_cluster_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeLogRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeLogRequest) ProtoMessage() {}
+
+func (x *NodeLogRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeLogRequest.ProtoReflect.Descriptor instead.
+func (*NodeLogRequest) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *NodeLogRequest) GetMaxBytes() uint64 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+// NodeLog answers a NodeLogRequest: the last bytes of the node's log
+// file, its path and size. Empty file and data: the node has no log file
+// (it was not started with one). truncated: data is the file's end, not
+// all of it.
+type NodeLog struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        []byte                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	File          string                 `protobuf:"bytes,2,opt,name=file,proto3" json:"file,omitempty"`
+	Size          uint64                 `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
+	Data          []byte                 `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
+	Truncated     bool                   `protobuf:"varint,5,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeLog) Reset() {
+	*x = NodeLog{}
+	mi := &file_atollpb_cluster_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeLog) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeLog) ProtoMessage() {}
+
+func (x *NodeLog) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeLog.ProtoReflect.Descriptor instead.
+func (*NodeLog) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *NodeLog) GetNodeId() []byte {
+	if x != nil {
+		return x.NodeId
+	}
+	return nil
+}
+
+func (x *NodeLog) GetFile() string {
+	if x != nil {
+		return x.File
+	}
+	return ""
+}
+
+func (x *NodeLog) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *NodeLog) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *NodeLog) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
 // ReplicateRequest asks a node (atoll.node.<node>.replicate) to pull a
 // copy of an object, on behalf of the head's Active Memory Manager: ref
 // names the object, its owner (and owner's node), size and codec, and in
@@ -1306,7 +1450,7 @@ type ReplicateRequest struct {
 
 func (x *ReplicateRequest) Reset() {
 	*x = ReplicateRequest{}
-	mi := &file_atollpb_cluster_proto_msgTypes[16]
+	mi := &file_atollpb_cluster_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1318,7 +1462,7 @@ func (x *ReplicateRequest) String() string {
 func (*ReplicateRequest) ProtoMessage() {}
 
 func (x *ReplicateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[16]
+	mi := &file_atollpb_cluster_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1331,7 +1475,7 @@ func (x *ReplicateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicateRequest.ProtoReflect.Descriptor instead.
 func (*ReplicateRequest) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{16}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReplicateRequest) GetRef() *ObjectRef {
@@ -1360,7 +1504,7 @@ type ReplicateReply struct {
 
 func (x *ReplicateReply) Reset() {
 	*x = ReplicateReply{}
-	mi := &file_atollpb_cluster_proto_msgTypes[17]
+	mi := &file_atollpb_cluster_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1372,7 +1516,7 @@ func (x *ReplicateReply) String() string {
 func (*ReplicateReply) ProtoMessage() {}
 
 func (x *ReplicateReply) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[17]
+	mi := &file_atollpb_cluster_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1385,7 +1529,7 @@ func (x *ReplicateReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicateReply.ProtoReflect.Descriptor instead.
 func (*ReplicateReply) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{17}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReplicateReply) GetError() string {
@@ -1415,7 +1559,7 @@ type SetReplicas struct {
 
 func (x *SetReplicas) Reset() {
 	*x = SetReplicas{}
-	mi := &file_atollpb_cluster_proto_msgTypes[18]
+	mi := &file_atollpb_cluster_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1427,7 +1571,7 @@ func (x *SetReplicas) String() string {
 func (*SetReplicas) ProtoMessage() {}
 
 func (x *SetReplicas) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[18]
+	mi := &file_atollpb_cluster_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1440,7 +1584,7 @@ func (x *SetReplicas) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetReplicas.ProtoReflect.Descriptor instead.
 func (*SetReplicas) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{18}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SetReplicas) GetObjectId() []byte {
@@ -1466,7 +1610,7 @@ type SetReplicasReply struct {
 
 func (x *SetReplicasReply) Reset() {
 	*x = SetReplicasReply{}
-	mi := &file_atollpb_cluster_proto_msgTypes[19]
+	mi := &file_atollpb_cluster_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1478,7 +1622,7 @@ func (x *SetReplicasReply) String() string {
 func (*SetReplicasReply) ProtoMessage() {}
 
 func (x *SetReplicasReply) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[19]
+	mi := &file_atollpb_cluster_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1491,7 +1635,7 @@ func (x *SetReplicasReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetReplicasReply.ProtoReflect.Descriptor instead.
 func (*SetReplicasReply) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{19}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SetReplicasReply) GetError() *ErrorInfo {
@@ -1513,7 +1657,7 @@ type AMMControl struct {
 
 func (x *AMMControl) Reset() {
 	*x = AMMControl{}
-	mi := &file_atollpb_cluster_proto_msgTypes[20]
+	mi := &file_atollpb_cluster_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1525,7 +1669,7 @@ func (x *AMMControl) String() string {
 func (*AMMControl) ProtoMessage() {}
 
 func (x *AMMControl) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[20]
+	mi := &file_atollpb_cluster_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1538,7 +1682,7 @@ func (x *AMMControl) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AMMControl.ProtoReflect.Descriptor instead.
 func (*AMMControl) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{20}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *AMMControl) GetOp() AMMControl_Op {
@@ -1576,7 +1720,7 @@ type AMMStatus struct {
 
 func (x *AMMStatus) Reset() {
 	*x = AMMStatus{}
-	mi := &file_atollpb_cluster_proto_msgTypes[21]
+	mi := &file_atollpb_cluster_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1588,7 +1732,7 @@ func (x *AMMStatus) String() string {
 func (*AMMStatus) ProtoMessage() {}
 
 func (x *AMMStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[21]
+	mi := &file_atollpb_cluster_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1601,7 +1745,7 @@ func (x *AMMStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AMMStatus.ProtoReflect.Descriptor instead.
 func (*AMMStatus) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{21}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *AMMStatus) GetError() *ErrorInfo {
@@ -1735,7 +1879,7 @@ type DrainStatus struct {
 
 func (x *DrainStatus) Reset() {
 	*x = DrainStatus{}
-	mi := &file_atollpb_cluster_proto_msgTypes[22]
+	mi := &file_atollpb_cluster_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1747,7 +1891,7 @@ func (x *DrainStatus) String() string {
 func (*DrainStatus) ProtoMessage() {}
 
 func (x *DrainStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[22]
+	mi := &file_atollpb_cluster_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1760,7 +1904,7 @@ func (x *DrainStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainStatus.ProtoReflect.Descriptor instead.
 func (*DrainStatus) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{22}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DrainStatus) GetNodeId() []byte {
@@ -1824,7 +1968,7 @@ type DrainRequest struct {
 
 func (x *DrainRequest) Reset() {
 	*x = DrainRequest{}
-	mi := &file_atollpb_cluster_proto_msgTypes[23]
+	mi := &file_atollpb_cluster_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1836,7 +1980,7 @@ func (x *DrainRequest) String() string {
 func (*DrainRequest) ProtoMessage() {}
 
 func (x *DrainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[23]
+	mi := &file_atollpb_cluster_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1849,7 +1993,7 @@ func (x *DrainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainRequest.ProtoReflect.Descriptor instead.
 func (*DrainRequest) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{23}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DrainRequest) GetNodeId() []byte {
@@ -1868,7 +2012,7 @@ type DrainReply struct {
 
 func (x *DrainReply) Reset() {
 	*x = DrainReply{}
-	mi := &file_atollpb_cluster_proto_msgTypes[24]
+	mi := &file_atollpb_cluster_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1880,7 +2024,7 @@ func (x *DrainReply) String() string {
 func (*DrainReply) ProtoMessage() {}
 
 func (x *DrainReply) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[24]
+	mi := &file_atollpb_cluster_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1893,7 +2037,7 @@ func (x *DrainReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainReply.ProtoReflect.Descriptor instead.
 func (*DrainReply) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{24}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DrainReply) GetError() *ErrorInfo {
@@ -1917,7 +2061,7 @@ type LeaveRequest struct {
 
 func (x *LeaveRequest) Reset() {
 	*x = LeaveRequest{}
-	mi := &file_atollpb_cluster_proto_msgTypes[25]
+	mi := &file_atollpb_cluster_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1929,7 +2073,7 @@ func (x *LeaveRequest) String() string {
 func (*LeaveRequest) ProtoMessage() {}
 
 func (x *LeaveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[25]
+	mi := &file_atollpb_cluster_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1942,7 +2086,7 @@ func (x *LeaveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveRequest.ProtoReflect.Descriptor instead.
 func (*LeaveRequest) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{25}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *LeaveRequest) GetObjectIds() [][]byte {
@@ -1961,7 +2105,7 @@ type LeaveReply struct {
 
 func (x *LeaveReply) Reset() {
 	*x = LeaveReply{}
-	mi := &file_atollpb_cluster_proto_msgTypes[26]
+	mi := &file_atollpb_cluster_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1973,7 +2117,7 @@ func (x *LeaveReply) String() string {
 func (*LeaveReply) ProtoMessage() {}
 
 func (x *LeaveReply) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[26]
+	mi := &file_atollpb_cluster_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1986,7 +2130,7 @@ func (x *LeaveReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveReply.ProtoReflect.Descriptor instead.
 func (*LeaveReply) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{26}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *LeaveReply) GetBusy() string {
@@ -2013,7 +2157,7 @@ type PartitionRequest struct {
 
 func (x *PartitionRequest) Reset() {
 	*x = PartitionRequest{}
-	mi := &file_atollpb_cluster_proto_msgTypes[27]
+	mi := &file_atollpb_cluster_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2025,7 +2169,7 @@ func (x *PartitionRequest) String() string {
 func (*PartitionRequest) ProtoMessage() {}
 
 func (x *PartitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[27]
+	mi := &file_atollpb_cluster_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2038,7 +2182,7 @@ func (x *PartitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionRequest.ProtoReflect.Descriptor instead.
 func (*PartitionRequest) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{27}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PartitionRequest) GetNodeId() []byte {
@@ -2071,7 +2215,7 @@ type PartitionReply struct {
 
 func (x *PartitionReply) Reset() {
 	*x = PartitionReply{}
-	mi := &file_atollpb_cluster_proto_msgTypes[28]
+	mi := &file_atollpb_cluster_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2083,7 +2227,7 @@ func (x *PartitionReply) String() string {
 func (*PartitionReply) ProtoMessage() {}
 
 func (x *PartitionReply) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[28]
+	mi := &file_atollpb_cluster_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2096,7 +2240,7 @@ func (x *PartitionReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionReply.ProtoReflect.Descriptor instead.
 func (*PartitionReply) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{28}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PartitionReply) GetError() *ErrorInfo {
@@ -2119,7 +2263,7 @@ type FaultLogRequest struct {
 
 func (x *FaultLogRequest) Reset() {
 	*x = FaultLogRequest{}
-	mi := &file_atollpb_cluster_proto_msgTypes[29]
+	mi := &file_atollpb_cluster_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2131,7 +2275,7 @@ func (x *FaultLogRequest) String() string {
 func (*FaultLogRequest) ProtoMessage() {}
 
 func (x *FaultLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[29]
+	mi := &file_atollpb_cluster_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2144,7 +2288,7 @@ func (x *FaultLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FaultLogRequest.ProtoReflect.Descriptor instead.
 func (*FaultLogRequest) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{29}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *FaultLogRequest) GetAfterSeq() uint64 {
@@ -2180,7 +2324,7 @@ type FaultEvent struct {
 
 func (x *FaultEvent) Reset() {
 	*x = FaultEvent{}
-	mi := &file_atollpb_cluster_proto_msgTypes[30]
+	mi := &file_atollpb_cluster_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2192,7 +2336,7 @@ func (x *FaultEvent) String() string {
 func (*FaultEvent) ProtoMessage() {}
 
 func (x *FaultEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[30]
+	mi := &file_atollpb_cluster_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2205,7 +2349,7 @@ func (x *FaultEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FaultEvent.ProtoReflect.Descriptor instead.
 func (*FaultEvent) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{30}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *FaultEvent) GetSeq() uint64 {
@@ -2292,7 +2436,7 @@ type FaultLog struct {
 
 func (x *FaultLog) Reset() {
 	*x = FaultLog{}
-	mi := &file_atollpb_cluster_proto_msgTypes[31]
+	mi := &file_atollpb_cluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2304,7 +2448,7 @@ func (x *FaultLog) String() string {
 func (*FaultLog) ProtoMessage() {}
 
 func (x *FaultLog) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[31]
+	mi := &file_atollpb_cluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2317,7 +2461,7 @@ func (x *FaultLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FaultLog.ProtoReflect.Descriptor instead.
 func (*FaultLog) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{31}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *FaultLog) GetNodeId() []byte {
@@ -2468,14 +2612,16 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\n" +
 	"TaskEvents\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12+\n" +
-	"\x06events\x18\x02 \x03(\v2\x13.atoll.v1.TaskEventR\x06events\"\xb1\x01\n" +
+	"\x06events\x18\x02 \x03(\v2\x13.atoll.v1.TaskEventR\x06events\"\xe3\x01\n" +
 	"\tTaskEvent\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
 	"\tworker_id\x18\x03 \x01(\fR\bworkerId\x12\"\n" +
 	"\rstart_unix_us\x18\x04 \x01(\x03R\vstartUnixUs\x12\x1e\n" +
 	"\vend_unix_us\x18\x05 \x01(\x03R\tendUnixUs\x12\x16\n" +
-	"\x06failed\x18\x06 \x01(\bR\x06failed\"?\n" +
+	"\x06failed\x18\x06 \x01(\bR\x06failed\x12\x15\n" +
+	"\x06job_id\x18\a \x01(\fR\x05jobId\x12\x19\n" +
+	"\btrace_id\x18\b \x01(\tR\atraceId\"?\n" +
 	"\n" +
 	"AttemptKey\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x18\n" +
@@ -2514,7 +2660,15 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"goroutines\x18\x10 \x01(\x04R\n" +
 	"goroutines\x12)\n" +
 	"\x10forwards_refused\x18\x11 \x01(\x04R\x0fforwardsRefused\x12#\n" +
-	"\rinbound_bytes\x18\x12 \x01(\x04R\finboundBytes\"X\n" +
+	"\rinbound_bytes\x18\x12 \x01(\x04R\finboundBytes\"-\n" +
+	"\x0eNodeLogRequest\x12\x1b\n" +
+	"\tmax_bytes\x18\x01 \x01(\x04R\bmaxBytes\"|\n" +
+	"\aNodeLog\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12\x12\n" +
+	"\x04file\x18\x02 \x01(\tR\x04file\x12\x12\n" +
+	"\x04size\x18\x03 \x01(\x04R\x04size\x12\x12\n" +
+	"\x04data\x18\x04 \x01(\fR\x04data\x12\x1c\n" +
+	"\ttruncated\x18\x05 \x01(\bR\ttruncated\"X\n" +
 	"\x10ReplicateRequest\x12%\n" +
 	"\x03ref\x18\x01 \x01(\v2\x13.atoll.v1.ObjectRefR\x03ref\x12\x1d\n" +
 	"\n" +
@@ -2630,7 +2784,7 @@ func file_atollpb_cluster_proto_rawDescGZIP() []byte {
 }
 
 var file_atollpb_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_atollpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_atollpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_atollpb_cluster_proto_goTypes = []any{
 	(AMMControl_Op)(0),       // 0: atoll.v1.AMMControl.Op
 	(*NodeLoad)(nil),         // 1: atoll.v1.NodeLoad
@@ -2649,54 +2803,56 @@ var file_atollpb_cluster_proto_goTypes = []any{
 	(*OwnersExited)(nil),     // 14: atoll.v1.OwnersExited
 	(*NodeStatsRequest)(nil), // 15: atoll.v1.NodeStatsRequest
 	(*NodeStats)(nil),        // 16: atoll.v1.NodeStats
-	(*ReplicateRequest)(nil), // 17: atoll.v1.ReplicateRequest
-	(*ReplicateReply)(nil),   // 18: atoll.v1.ReplicateReply
-	(*SetReplicas)(nil),      // 19: atoll.v1.SetReplicas
-	(*SetReplicasReply)(nil), // 20: atoll.v1.SetReplicasReply
-	(*AMMControl)(nil),       // 21: atoll.v1.AMMControl
-	(*AMMStatus)(nil),        // 22: atoll.v1.AMMStatus
-	(*DrainStatus)(nil),      // 23: atoll.v1.DrainStatus
-	(*DrainRequest)(nil),     // 24: atoll.v1.DrainRequest
-	(*DrainReply)(nil),       // 25: atoll.v1.DrainReply
-	(*LeaveRequest)(nil),     // 26: atoll.v1.LeaveRequest
-	(*LeaveReply)(nil),       // 27: atoll.v1.LeaveReply
-	(*PartitionRequest)(nil), // 28: atoll.v1.PartitionRequest
-	(*PartitionReply)(nil),   // 29: atoll.v1.PartitionReply
-	(*FaultLogRequest)(nil),  // 30: atoll.v1.FaultLogRequest
-	(*FaultEvent)(nil),       // 31: atoll.v1.FaultEvent
-	(*FaultLog)(nil),         // 32: atoll.v1.FaultLog
-	nil,                      // 33: atoll.v1.NodeLoad.TotalEntry
-	nil,                      // 34: atoll.v1.NodeLoad.AvailableEntry
-	nil,                      // 35: atoll.v1.AMMStatus.RefusedEntry
-	nil,                      // 36: atoll.v1.FaultLog.ByRuleEntry
-	(*StoreStats)(nil),       // 37: atoll.v1.StoreStats
-	(*TaskSpec)(nil),         // 38: atoll.v1.TaskSpec
-	(*TaskResult)(nil),       // 39: atoll.v1.TaskResult
-	(*ObjectRef)(nil),        // 40: atoll.v1.ObjectRef
-	(*ObjectList)(nil),       // 41: atoll.v1.ObjectList
-	(*ErrorInfo)(nil),        // 42: atoll.v1.ErrorInfo
+	(*NodeLogRequest)(nil),   // 17: atoll.v1.NodeLogRequest
+	(*NodeLog)(nil),          // 18: atoll.v1.NodeLog
+	(*ReplicateRequest)(nil), // 19: atoll.v1.ReplicateRequest
+	(*ReplicateReply)(nil),   // 20: atoll.v1.ReplicateReply
+	(*SetReplicas)(nil),      // 21: atoll.v1.SetReplicas
+	(*SetReplicasReply)(nil), // 22: atoll.v1.SetReplicasReply
+	(*AMMControl)(nil),       // 23: atoll.v1.AMMControl
+	(*AMMStatus)(nil),        // 24: atoll.v1.AMMStatus
+	(*DrainStatus)(nil),      // 25: atoll.v1.DrainStatus
+	(*DrainRequest)(nil),     // 26: atoll.v1.DrainRequest
+	(*DrainReply)(nil),       // 27: atoll.v1.DrainReply
+	(*LeaveRequest)(nil),     // 28: atoll.v1.LeaveRequest
+	(*LeaveReply)(nil),       // 29: atoll.v1.LeaveReply
+	(*PartitionRequest)(nil), // 30: atoll.v1.PartitionRequest
+	(*PartitionReply)(nil),   // 31: atoll.v1.PartitionReply
+	(*FaultLogRequest)(nil),  // 32: atoll.v1.FaultLogRequest
+	(*FaultEvent)(nil),       // 33: atoll.v1.FaultEvent
+	(*FaultLog)(nil),         // 34: atoll.v1.FaultLog
+	nil,                      // 35: atoll.v1.NodeLoad.TotalEntry
+	nil,                      // 36: atoll.v1.NodeLoad.AvailableEntry
+	nil,                      // 37: atoll.v1.AMMStatus.RefusedEntry
+	nil,                      // 38: atoll.v1.FaultLog.ByRuleEntry
+	(*StoreStats)(nil),       // 39: atoll.v1.StoreStats
+	(*TaskSpec)(nil),         // 40: atoll.v1.TaskSpec
+	(*TaskResult)(nil),       // 41: atoll.v1.TaskResult
+	(*ObjectRef)(nil),        // 42: atoll.v1.ObjectRef
+	(*ObjectList)(nil),       // 43: atoll.v1.ObjectList
+	(*ErrorInfo)(nil),        // 44: atoll.v1.ErrorInfo
 }
 var file_atollpb_cluster_proto_depIdxs = []int32{
-	33, // 0: atoll.v1.NodeLoad.total:type_name -> atoll.v1.NodeLoad.TotalEntry
-	34, // 1: atoll.v1.NodeLoad.available:type_name -> atoll.v1.NodeLoad.AvailableEntry
-	37, // 2: atoll.v1.NodeLoad.store:type_name -> atoll.v1.StoreStats
-	38, // 3: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
-	38, // 4: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
-	39, // 5: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
-	40, // 6: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
-	41, // 7: atoll.v1.NodeObjects.list:type_name -> atoll.v1.ObjectList
+	35, // 0: atoll.v1.NodeLoad.total:type_name -> atoll.v1.NodeLoad.TotalEntry
+	36, // 1: atoll.v1.NodeLoad.available:type_name -> atoll.v1.NodeLoad.AvailableEntry
+	39, // 2: atoll.v1.NodeLoad.store:type_name -> atoll.v1.StoreStats
+	40, // 3: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
+	40, // 4: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
+	41, // 5: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
+	42, // 6: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
+	43, // 7: atoll.v1.NodeObjects.list:type_name -> atoll.v1.ObjectList
 	11, // 8: atoll.v1.TaskEvents.events:type_name -> atoll.v1.TaskEvent
 	12, // 9: atoll.v1.HeldWork.attempts:type_name -> atoll.v1.AttemptKey
-	40, // 10: atoll.v1.ReplicateRequest.ref:type_name -> atoll.v1.ObjectRef
-	42, // 11: atoll.v1.SetReplicasReply.error:type_name -> atoll.v1.ErrorInfo
+	42, // 10: atoll.v1.ReplicateRequest.ref:type_name -> atoll.v1.ObjectRef
+	44, // 11: atoll.v1.SetReplicasReply.error:type_name -> atoll.v1.ErrorInfo
 	0,  // 12: atoll.v1.AMMControl.op:type_name -> atoll.v1.AMMControl.Op
-	42, // 13: atoll.v1.AMMStatus.error:type_name -> atoll.v1.ErrorInfo
-	35, // 14: atoll.v1.AMMStatus.refused:type_name -> atoll.v1.AMMStatus.RefusedEntry
-	23, // 15: atoll.v1.AMMStatus.drains:type_name -> atoll.v1.DrainStatus
-	42, // 16: atoll.v1.DrainReply.error:type_name -> atoll.v1.ErrorInfo
-	42, // 17: atoll.v1.PartitionReply.error:type_name -> atoll.v1.ErrorInfo
-	31, // 18: atoll.v1.FaultLog.events:type_name -> atoll.v1.FaultEvent
-	36, // 19: atoll.v1.FaultLog.by_rule:type_name -> atoll.v1.FaultLog.ByRuleEntry
+	44, // 13: atoll.v1.AMMStatus.error:type_name -> atoll.v1.ErrorInfo
+	37, // 14: atoll.v1.AMMStatus.refused:type_name -> atoll.v1.AMMStatus.RefusedEntry
+	25, // 15: atoll.v1.AMMStatus.drains:type_name -> atoll.v1.DrainStatus
+	44, // 16: atoll.v1.DrainReply.error:type_name -> atoll.v1.ErrorInfo
+	44, // 17: atoll.v1.PartitionReply.error:type_name -> atoll.v1.ErrorInfo
+	33, // 18: atoll.v1.FaultLog.events:type_name -> atoll.v1.FaultEvent
+	38, // 19: atoll.v1.FaultLog.by_rule:type_name -> atoll.v1.FaultLog.ByRuleEntry
 	20, // [20:20] is the sub-list for method output_type
 	20, // [20:20] is the sub-list for method input_type
 	20, // [20:20] is the sub-list for extension type_name
@@ -2718,7 +2874,7 @@ func file_atollpb_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_cluster_proto_rawDesc), len(file_atollpb_cluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   36,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

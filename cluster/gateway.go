@@ -555,8 +555,15 @@ func (g *Gateway) timeline(m *nats.Msg) {
 	out := &atollpb.TaskEvents{NodeId: g.cfg.NodeID.Bytes()}
 	if res, err := g.cfg.System.Root.RequestFuture(g.cfg.Raylet, &raylet.GetTimeline{}, 5*time.Second).Result(); err == nil {
 		for _, e := range res.([]raylet.TaskEvent) {
-			out.Events = append(out.Events, &atollpb.TaskEvent{TaskId: e.TaskID.Bytes(), Name: e.Name, WorkerId: e.Worker.Bytes(),
-				StartUnixUs: e.Start.UnixMicro(), EndUnixUs: e.End.UnixMicro(), Failed: e.Failed})
+			ev := &atollpb.TaskEvent{TaskId: e.TaskID.Bytes(), Name: e.Name, WorkerId: e.Worker.Bytes(),
+				StartUnixUs: e.Start.UnixMicro(), EndUnixUs: e.End.UnixMicro(), Failed: e.Failed}
+			if !e.JobID.IsZero() {
+				ev.JobId = e.JobID.Bytes()
+			}
+			if e.TraceID.IsValid() {
+				ev.TraceId = e.TraceID.String()
+			}
+			out.Events = append(out.Events, ev)
 		}
 	}
 	b, _ := proto.Marshal(out)

@@ -26,7 +26,7 @@ const (
 	ClientUser = "client"
 	// ReaderUser holds only the reader password (`atoll secret
 	// reader-token`), not the secret: it may read the GCS, the nodes'
-	// stats, objects, timelines and fault logs, the load reports and the
+	// stats, objects, timelines, logs and fault logs, the load reports and the
 	// GCS's events, and change nothing.
 	ReaderUser     = "reader"
 	nodeUserPrefix = "node."
@@ -66,8 +66,8 @@ func Authorizer(secret clusterkey.Secret, prefix string, faultInjection bool) fu
 //	           owner exits, GCS events, its own inbox
 //	client     publishes: what a node may, but no load report;
 //	           subscribes: loads, GCS events, its own inbox
-//	reader     publishes: GCS reads, the nodes' stats, objects, timeline
-//	           and fault-log requests; replies to nothing;
+//	reader     publishes: GCS reads, the nodes' stats, objects, timeline,
+//	           log and fault-log requests; replies to nothing;
 //	           subscribes: loads, GCS events, its own inbox
 //
 // Without faultInjection, the nodes' crash and partition subjects are
@@ -112,6 +112,7 @@ func Permissions(prefix, user string, faultInjection bool) (*natsembed.Permissio
 			Publish: natsembed.SubjectRules{Allow: []string{
 				prefix + ".gcs.v1.read",
 				prefix + ".node.*.stats", prefix + ".node.*.objects", prefix + ".node.*.timeline", prefix + ".node.*.faults",
+				prefix + ".node.*.logs",
 			}},
 			Subscribe: natsembed.SubjectRules{Allow: observe},
 		}, true

@@ -10,7 +10,7 @@ func loadWildcard(prefix string) string                 { return prefix + ".load
 func freeSubject(prefix string) string                  { return prefix + ".free" }
 
 // nodeSubject is where node's gateway receives kind (task, call, result,
-// held, cancel, copy, locate, crash, timeline, stats, objects,
+// held, cancel, copy, locate, crash, timeline, stats, logs, objects,
 // dropcopies, replicate, drain, leave).
 func nodeSubject(prefix string, node ids.NodeID, kind string) string {
 	return prefix + ".node." + node.String() + "." + kind
@@ -37,6 +37,11 @@ func ownersExitedSubject(prefix string) string { return prefix + ".owners.exited
 // NodeStatsSubject is where node answers stats requests (a
 // atollpb.NodeStatsRequest body, a atollpb.NodeStats reply).
 func NodeStatsSubject(node ids.NodeID) string { return nodeSubject(DefaultPrefix, node, "stats") }
+
+// NodeLogSubject is where node answers log requests (a
+// atollpb.NodeLogRequest body, a atollpb.NodeLog reply: the end of its
+// log file).
+func NodeLogSubject(node ids.NodeID) string { return nodeSubject(DefaultPrefix, node, "logs") }
 
 // ObjectsSubject is where node answers the head's AMM's inventory
 // requests (a atollpb.ListObjectsRequest body, a atollpb.NodeObjects

@@ -165,6 +165,22 @@ type Config struct {
 	// amm.Replicate, then amm.ReduceReplicas. cluster.EnvAMMPolicies
 	// (e.g. "Replicate,Rebalance:0.05") overrides them.
 	AMMPolicies []amm.Policy `json:"-"`
+	// Dashboard, on a head, serves the web dashboard (package dashboard)
+	// on NodeIP:DashboardPort. Off unless set; `atoll start --head` sets
+	// it (--include-dashboard).
+	Dashboard bool `json:",omitempty"`
+	// DashboardPort is the dashboard's HTTP port; default
+	// DefaultDashboardPort (8265, Ray's), 0 with RandomPorts picks a free
+	// port.
+	DashboardPort int `json:",omitempty"`
+	// DashboardTraceURL, if set, links every task the dashboard lists to
+	// its trace: "{trace_id}" in it is replaced by the task's trace id,
+	// e.g. http://localhost:16686/trace/{trace_id} for Jaeger.
+	DashboardTraceURL string `json:",omitempty"`
+	// LogFile is the file this node's output goes to (`atoll start` sets
+	// it for the nodes it runs in the background): the node serves its
+	// end to the dashboard (atoll.node.<id>.logs). Empty: it has none.
+	LogFile string `json:",omitempty"`
 	// Credentials prove the node to the cluster and key its channels
 	// (see Credentials; empty fields come from the environment).
 	Credentials
@@ -236,6 +252,9 @@ func (c Config) withDefaults() (Config, error) {
 			c.GossipPort = orDefault(c.GossipPort, DefaultGossipPort)
 			c.TransferPort = orDefault(c.TransferPort, DefaultTransferPort)
 		}
+	}
+	if err := c.dashboardDefaults(); err != nil {
+		return c, err
 	}
 	if c.AMMInterval < 0 {
 		return c, errs.Invalidf("node.Config.AMMInterval %v: must not be negative", c.AMMInterval)

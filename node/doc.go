@@ -20,5 +20,8 @@
 // ResolveAddress, DialCluster), the ready-line protocol of node processes
 // started through EnvNode (RunFromEnv, NodeReady), and the queries behind
 // `atoll status|list|memory|timeline` (GetClusterStatus, ListNodes,
-// ListActors, ListJobs, GetTimeline).
+// ListActors, ListJobs, GetTimeline), which a head serving the web
+// dashboard (Config.Dashboard, package dashboard) also answers it with
+// on its own connection (dashboard.go), and the node's answer to log
+// requests (logs.go: the end of Config.LogFile).
 package node

@@ -21,6 +21,7 @@ import (
 	"github.com/atoll-runtime/atoll/actors"
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/cluster"
+	"github.com/atoll-runtime/atoll/dashboard"
 	"github.com/atoll-runtime/atoll/gcs"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -80,6 +81,8 @@ type Node struct {
 	ammPID      *actor.PID
 	unsubscribe func() // the raylet's actor events
 	metrics     metric.Registration
+	logSub      *nats.Subscription // log requests (logs.go); cluster nodes
+	dashboard   *dashboard.Server  // a head's, if it serves one (dashboard.go)
 	// rejoinCancel ends the goroutines of rejoin.go; rejoinWG waits for them.
 	rejoinCancel context.CancelFunc
 	rejoinWG     sync.WaitGroup
@@ -286,6 +289,14 @@ func (n *Node) start(ctx context.Context) error {
 	if n.metrics, err = n.registerMetrics(mp); err != nil {
 		return fmt.Errorf("atoll: metrics: %w", err)
 	}
+	if n.gateway != nil {
+		if err := n.serveLogs(); err != nil {
+			return fmt.Errorf("atoll: serve log requests: %w", err)
+		}
+	}
+	if err := n.startDashboard(); err != nil {
+		return err
+	}
 	if cfg.embedded() {
 		// A cluster node registers through its gateway (with its
 		// addresses); an embedded one directly.
@@ -318,6 +329,12 @@ func (n *Node) stop(ctx context.Context) error {
 	n.mu.Unlock()
 	for _, unsubscribe := range events {
 		unsubscribe()
+	}
+	if n.dashboard != nil {
+		_ = n.dashboard.Close(ctx)
+	}
+	if n.logSub != nil {
+		_ = n.logSub.Unsubscribe()
 	}
 	n.stopRejoin()
 	if n.unsubscribe != nil {

@@ -19,4 +19,7 @@ type NodeReady struct {
 	// other nodes and drivers.
 	Address string `json:"address"`
 	PID     int    `json:"pid"`
+	// DashboardURL is the head's dashboard (http://host:port), if it
+	// serves one.
+	DashboardURL string `json:"dashboard_url,omitempty"`
 }

@@ -74,6 +74,12 @@ func GetClusterStatus(ctx context.Context, address string, creds Credentials) (*
 		return nil, err
 	}
 	defer nc.Close()
+	return clusterStatusOn(ctx, nc, url)
+}
+
+// clusterStatusOn is GetClusterStatus on an open connection to the
+// cluster at url.
+func clusterStatusOn(ctx context.Context, nc *nats.Conn, url string) (*ClusterStatus, error) {
 	var mu sync.Mutex
 	loads := map[ids.NodeID]*atollpb.NodeLoad{}
 	got := make(chan struct{}, 1)

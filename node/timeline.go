@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
@@ -25,6 +27,10 @@ type TimelineEvent struct {
 	Start    time.Time `json:"start"`
 	End      time.Time `json:"end"`
 	Failed   bool      `json:"failed"`
+	// JobID is the task's job (hex; "" if unknown) and TraceID the trace
+	// of its submit span (32 hex digits; "" when the driver did not trace).
+	JobID   string `json:"job_id,omitempty"`
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // timelineTimeout bounds each node's answer to GetTimeline.
@@ -41,6 +47,11 @@ func GetTimeline(ctx context.Context, address string, creds Credentials) ([]Time
 		return nil, err
 	}
 	defer nc.Close()
+	return timelineOn(ctx, nc)
+}
+
+// timelineOn is GetTimeline on an open connection to the cluster.
+func timelineOn(ctx context.Context, nc *nats.Conn) ([]TimelineEvent, error) {
 	nodes, err := gcs.NewClient(nc, gcs.ClientOptions{}).ListNodes(ctx)
 	if err != nil {
 		return nil, err
@@ -75,9 +86,16 @@ func GetTimeline(ctx context.Context, address string, creds Credentials) ([]Time
 				if werr != nil || terr != nil {
 					continue
 				}
-				out = append(out, TimelineEvent{NodeID: node.String(), WorkerID: worker.String(),
+				ev := TimelineEvent{NodeID: node.String(), WorkerID: worker.String(),
 					TaskID: task.String(), Name: e.Name, Start: time.UnixMicro(e.StartUnixUs),
-					End: time.UnixMicro(e.EndUnixUs), Failed: e.Failed})
+					End: time.UnixMicro(e.EndUnixUs), Failed: e.Failed}
+				if job, err := ids.FromBytes(e.JobId); err == nil && !job.IsZero() {
+					ev.JobID = job.String()
+				}
+				if tid, err := trace.TraceIDFromHex(e.TraceId); err == nil {
+					ev.TraceID = tid.String()
+				}
+				out = append(out, ev)
 			}
 		})
 	}

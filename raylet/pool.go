@@ -93,7 +93,7 @@ func (r *raylet) workerGone(ctx actor.Context, w *worker, reason string) {
 	for _, t := range w.tasks {
 		r.releaseTask(t)
 		delete(r.running, t.id)
-		r.timeline.add(TaskEvent{TaskID: t.id, Name: t.spec.Name, Worker: w.id, Start: t.started, End: time.Now(), Failed: true})
+		r.timeline.add(finishedEvent(t, w.id, true))
 		crash := &errs.WorkerCrashedError{TaskName: t.spec.Name, TaskID: t.id.String(), Message: reason}
 		r.reply(ctx, t.owner, &atollpb.TaskResult{TaskId: t.spec.TaskId, Attempt: t.spec.Attempt, Error: errs.ToProto(crash), WorkerId: w.id.Bytes()})
 	}

@@ -664,7 +664,7 @@ func (r *raylet) finished(ctx actor.Context, m *taskFinished) {
 	r.releaseTask(t)
 	delete(r.running, t.id)
 	r.stats.Finished++
-	r.timeline.add(TaskEvent{TaskID: t.id, Name: t.spec.Name, Worker: w.id, Start: t.started, End: time.Now(), Failed: m.result.GetError() != nil})
+	r.timeline.add(finishedEvent(t, w.id, m.result.GetError() != nil))
 	if !m.delivered {
 		r.reply(ctx, t.owner, m.result)
 	}

@@ -1,7 +1,10 @@
 package raylet
 
 import (
+	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
@@ -20,6 +23,33 @@ type TaskEvent struct {
 	// Failed: the attempt ended with an error (its own, a crash, a
 	// cancellation).
 	Failed bool
+	// JobID is the task's job (zero if the spec named none) and TraceID
+	// the trace of its submit span (zero when the driver did not trace).
+	JobID   ids.JobID
+	TraceID trace.TraceID
+}
+
+// finishedEvent is the timeline entry of t's attempt on worker w, ending
+// now.
+func finishedEvent(t *task, w ids.WorkerID, failed bool) TaskEvent {
+	e := TaskEvent{TaskID: t.id, Name: t.spec.Name, Worker: w, Start: t.started, End: time.Now(), Failed: failed}
+	e.JobID, _ = ids.FromBytes(t.spec.GetJobId())
+	e.TraceID = traceID(t.spec.GetTrace().GetTraceparent())
+	return e
+}
+
+// traceID reads the trace id of a W3C traceparent
+// ("00-<trace id>-<span id>-<flags>"); zero if it is malformed.
+func traceID(traceparent string) trace.TraceID {
+	parts := strings.Split(traceparent, "-")
+	if len(parts) != 4 {
+		return trace.TraceID{}
+	}
+	id, err := trace.TraceIDFromHex(parts[1])
+	if err != nil {
+		return trace.TraceID{}
+	}
+	return id
 }
 
 // GetTimeline asks a raylet for the task attempts it ran recently, oldest

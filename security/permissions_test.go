@@ -207,6 +207,16 @@ func TestRolePermissions(t *testing.T) {
 		if err := proto.Unmarshal(m.Data, &reply); err != nil || reply.GetError().GetCode() != atollpb.ErrorCode_PERMISSION_DENIED {
 			t.Fatalf("MarkNodeDead on the read subject: %v, %v; want PERMISSION_DENIED", reply.GetError(), err)
 		}
+		// A read-only view: a node's log (the dashboard's logs view).
+		lb, _ := proto.Marshal(&atollpb.NodeLogRequest{MaxBytes: 1024})
+		lm, err := nc.Request("atoll.node."+target+".logs", lb, 30*time.Second)
+		if err != nil {
+			t.Fatalf("a reader's log request: %v", err)
+		}
+		var nl atollpb.NodeLog
+		if err := proto.Unmarshal(lm.Data, &nl); err != nil || nl.GetFile() != c.Node(1).LogFile || len(nl.GetData()) == 0 {
+			t.Fatalf("a reader's log request: %s (%d bytes), %v; want the end of %s", nl.GetFile(), len(nl.GetData()), err, c.Node(1).LogFile)
+		}
 		if err := nc.Publish(marker, nil); err != nil {
 			t.Fatal(err)
 		}

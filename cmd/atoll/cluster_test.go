@@ -53,9 +53,11 @@ func TestStartConfig(t *testing.T) {
 	head := node.Config{
 		Head: true, NodeIP: "127.0.0.1", Port: node.DefaultPort, GossipPort: node.DefaultGossipPort,
 		TransferPort: node.DefaultTransferPort, NumCPUs: ncpu, FailureTimeout: 5 * time.Second,
+		Dashboard: true, DashboardPort: node.DefaultDashboardPort,
 	}
 	worker := head
 	worker.Head, worker.Address = false, "nats://10.0.0.1:6380"
+	worker.Dashboard, worker.DashboardPort = false, 0
 	with := func(base node.Config, f func(*node.Config)) node.Config {
 		f(&base)
 		return base
@@ -98,6 +100,12 @@ func TestStartConfig(t *testing.T) {
 			c.AMM, c.AMMInterval, c.AMMPolicies = true, 500*time.Millisecond, []amm.Policy{amm.Replicate{}, amm.Rebalance{Threshold: 0.05}}
 		})},
 		{[]string{"--head", "--fault-injection"}, with(head, func(c *node.Config) { c.FaultInjection = true })},
+		{[]string{"--head", "--dashboard-port", "0"}, with(head, func(c *node.Config) { c.DashboardPort, c.RandomPorts = 0, true })},
+		{[]string{"--head", "--dashboard-port", "9000", "--dashboard-trace-url", "http://jaeger:16686/trace/{trace_id}"}, with(head, func(c *node.Config) {
+			c.DashboardPort, c.DashboardTraceURL = 9000, "http://jaeger:16686/trace/{trace_id}"
+		})},
+		{[]string{"--head", "--include-dashboard=false"}, with(head, func(c *node.Config) { c.Dashboard, c.DashboardPort = false, 0 })},
+		{[]string{"--address", "10.0.0.1:6380", "--log-file", "/var/log/atoll.log"}, with(worker, func(c *node.Config) { c.LogFile = "/var/log/atoll.log" })},
 	} {
 		got, err := parseStart(tc.args...)
 		if err != nil {
@@ -151,6 +159,12 @@ func TestStartConfigErrors(t *testing.T) {
 		{[]string{"--head", "--amm-interval", "-1s"}, "--amm-interval -1s"},
 		{[]string{"--head", "--amm-policies", "Shuffle"}, "Shuffle"},
 		{[]string{"--address", "10.0.0.1:6380", "--fault-injection"}, "--fault-injection is for the head"},
+		{[]string{"--address", "10.0.0.1:6380", "--dashboard-port", "9000"}, "--dashboard-port is for the head"},
+		{[]string{"--address", "10.0.0.1:6380", "--include-dashboard"}, "--include-dashboard is for the head"},
+		{[]string{"--head", "--include-dashboard=false", "--dashboard-port", "9000"}, "need the dashboard"},
+		{[]string{"--head", "--dashboard-port", "70000"}, "--dashboard-port 70000: want a port from 0 to 65535"},
+		{[]string{"--head", "--dashboard-trace-url", "jaeger/{trace_id}"}, "want an http(s) URL with {trace_id}"},
+		{[]string{"--head", "--dashboard-trace-url", "http://jaeger:16686/trace/"}, "want an http(s) URL with {trace_id}"},
 	} {
 		_, err := parseStart(tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -532,7 +546,7 @@ func TestStartStatusStop(t *testing.T) {
 	root := newRoot()
 	root.SetOut(&out)
 	root.SetErr(&out)
-	root.SetArgs([]string{"start", "--head", "--port", "0", "--gossip-port", "0", "--transfer-port", "0",
+	root.SetArgs([]string{"start", "--head", "--port", "0", "--gossip-port", "0", "--transfer-port", "0", "--dashboard-port", "0",
 		"--num-cpus", "2", "--object-store-memory", "64MiB", "--block"})
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
@@ -637,7 +651,7 @@ func TestStartDetachedStop(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "start", "--head", "--port", "0", "--gossip-port", "0", "--transfer-port", "0",
-		"--num-cpus", "2", "--object-store-memory", "64MiB")
+		"--dashboard-port", "0", "--num-cpus", "2", "--object-store-memory", "64MiB")
 	cmd.Env = append(os.Environ(), runAsCommand+"=1")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -661,6 +675,7 @@ func TestStartDetachedStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkOneHead(t, rec)
+	checkDashboard(t, stdout.String(), rec, m[2])
 
 	out, errOut, err := execute("stop")
 	if err != nil || out != "stopped 1 atoll node(s)\n" {

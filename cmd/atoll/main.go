@@ -14,10 +14,13 @@
 //     local cluster against baselines measured in the same run;
 //   - `atoll version` prints the version.
 //
+// A head started with `atoll start --head` also serves the web dashboard
+// (package dashboard) on --dashboard-port, 8265 by default.
+//
 // The cluster commands are a thin layer over package node: `atoll start`
 // runs node.Start, the queries call node.GetClusterStatus, node.ListNodes,
-// node.ListActors, node.ListJobs and node.GetTimeline. The dashboard
-// arrives later.
+// node.ListActors, node.ListJobs and node.GetTimeline, and the dashboard
+// reads the same queries on the head's own connection.
 package main
 
 import (

@@ -86,6 +86,10 @@ type startFlags struct {
 	ammInterval       time.Duration
 	ammPolicies       string
 	faultInjection    bool
+	dashboard         bool
+	dashboardPort     int
+	dashboardTraceURL string
+	logFile           string
 	block             bool
 	creds             credentialFlags
 }
@@ -134,6 +138,11 @@ func startCommand() (*cobra.Command, *startFlags) {
 	fl.DurationVar(&f.ammInterval, "amm-interval", 0, "head only: the AMM's interval (default 2s)")
 	fl.StringVar(&f.ammPolicies, "amm-policies", "", "head only: the AMM's `POLICIES` in order, e.g. Replicate,ReduceReplicas,Rebalance:0.05 (default Replicate,ReduceReplicas)")
 	fl.BoolVar(&f.faultInjection, "fault-injection", false, "head only: let the cluster's nodes and drivers inject faults into other nodes (KillNode, PartitionNode, fault plans' kill-node and partition); off, the head's NATS refuses them")
+	fl.BoolVar(&f.dashboard, "include-dashboard", true, "head only: serve the web dashboard on --node-ip:--dashboard-port (--include-dashboard=false: none)")
+	fl.IntVar(&f.dashboardPort, "dashboard-port", node.DefaultDashboardPort, "head only: the dashboard's HTTP port (0: pick a free port)")
+	fl.StringVar(&f.dashboardTraceURL, "dashboard-trace-url", "", "head only: link the dashboard's tasks to their traces at `URL`, with {trace_id} in it (e.g. http://localhost:16686/trace/{trace_id})")
+	fl.StringVar(&f.logFile, "log-file", "", "the `FILE` this node's output goes to, served to the dashboard (set by 'atoll start' for background nodes)")
+	_ = fl.MarkHidden("log-file")
 	f.creds.register(fl)
 	fl.BoolVar(&f.block, "block", false, "run the node in the foreground until SIGINT or SIGTERM")
 	return cmd, f
@@ -206,6 +215,7 @@ func (f *startFlags) nodeConfig(fs *pflag.FlagSet) (node.Config, error) {
 		{"--port", f.port, f.head && f.nats == ""},
 		{"--gossip-port", f.gossipPort, true},
 		{"--transfer-port", f.transferPort, true},
+		{"--dashboard-port", f.dashboardPort, f.head && f.dashboard},
 	}
 	for _, p := range ports {
 		if p.val < 0 || p.val > math.MaxUint16 {
@@ -257,6 +267,9 @@ func (f *startFlags) nodeConfig(fs *pflag.FlagSet) (node.Config, error) {
 		return cfg, errs.Invalidf("--fault-injection is for the head (--head): its NATS server decides who may inject faults")
 	}
 	cfg.FaultInjection = f.faultInjection
+	if err := f.dashboardConfig(fs, &cfg); err != nil {
+		return cfg, err
+	}
 	if f.ammInterval < 0 {
 		return cfg, errs.Invalidf("--amm-interval %v: want a positive duration, e.g. 2s", f.ammInterval)
 	}
@@ -431,7 +444,8 @@ func runNode(ctx context.Context, w io.Writer, cfg node.Config, creds *credentia
 	if err != nil {
 		return fmt.Errorf("start node: %w", err)
 	}
-	rec := nodeRecord{NodeReady: node.NodeReady{NodeID: n.ID().String(), Address: n.Address(), PID: os.Getpid()}, Head: cfg.Head}
+	rec := nodeRecord{NodeReady: node.NodeReady{NodeID: n.ID().String(), Address: n.Address(), PID: os.Getpid(), DashboardURL: n.DashboardURL()},
+		Head: cfg.Head}
 	cleanup, err := publishNode(rec)
 	if err == nil {
 		printStarted(w, rec, "", cfg.Address, creds)
@@ -554,6 +568,9 @@ func printStarted(w io.Writer, rec nodeRecord, logFile, joined string, creds *cr
 		return
 	}
 	fmt.Fprintf(w, "cluster address: %s\n", addr)
+	if rec.DashboardURL != "" {
+		fmt.Fprintf(w, "dashboard: %s\n", rec.DashboardURL)
+	}
 	creds.printSecret(w, addr)
 	fmt.Fprintf(w, "connect a driver: %s=%s go run ./samples/quickstart\n", node.EnvAddress, addr)
 	fmt.Fprintln(w, "stop every node: atoll stop")
@@ -564,7 +581,7 @@ func printStarted(w io.Writer, rec nodeRecord, logFile, joined string, creds *cr
 func childArgs(cmd *cobra.Command) []string {
 	args := []string{cmd.Name()}
 	cmd.Flags().Visit(func(fl *pflag.Flag) {
-		if fl.Name != "block" {
+		if fl.Name != "block" && fl.Name != "log-file" {
 			args = append(args, "--"+fl.Name+"="+fl.Value.String())
 		}
 	})
@@ -596,7 +613,7 @@ func startDetached(ctx context.Context, w io.Writer, args []string, creds *crede
 		return err
 	}
 	defer devNull.Close()
-	child := exec.Command(exe, args...)
+	child := exec.Command(exe, append(args, "--log-file="+logPath)...)
 	child.Stdin, child.Stdout, child.Stderr = devNull, logFile, logFile
 	// A new session: the node outlives this command and its terminal.
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

@@ -104,6 +104,9 @@ type Options struct {
 	// NoFaultInjection starts the head without node.Config.FaultInjection
 	// (test clusters allow it by default: tests kill and cut nodes).
 	NoFaultInjection bool
+	// Dashboard makes the head serve the dashboard on a free port
+	// (Cluster.DashboardURL).
+	Dashboard bool
 	// Env is added to every node process's environment ("KEY=value"),
 	// e.g. the caps of the GCS (gcs.EnvMaxDeadActors, ...) and of the
 	// gateways (cluster.EnvMaxDeadNodes, cluster.EnvForwardLease, ...).
@@ -158,8 +161,11 @@ type Node struct {
 	Address string
 	// Config is the config the node was started with.
 	Config node.Config
-	// LogFile holds the node's stdout and stderr.
+	// LogFile holds the node's stdout and stderr (node.Config.LogFile).
 	LogFile string
+	// DashboardURL is the dashboard the node serves (a head started with
+	// Options.Dashboard), else "".
+	DashboardURL string
 
 	proc *localcluster.Process
 }
@@ -252,6 +258,17 @@ func (c *Cluster) Address() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.address
+}
+
+// DashboardURL is the head's dashboard (http://127.0.0.1:port); the test
+// fails unless the cluster was started with Options.Dashboard.
+func (c *Cluster) DashboardURL() string {
+	c.t.Helper()
+	u := c.Node(0).DashboardURL
+	if u == "" {
+		c.t.Fatalf("testcluster: the head serves no dashboard (start the cluster with Options.Dashboard)")
+	}
+	return u
 }
 
 // Secret is the cluster secret (hex) every node was given, for
@@ -467,7 +484,10 @@ func (c *Cluster) config(i int) node.Config {
 	}
 	cfg.NodeIP = "127.0.0.1"
 	cfg.RandomPorts = true
-	cfg.Port, cfg.GossipPort, cfg.TransferPort = 0, 0, 0
+	cfg.Port, cfg.GossipPort, cfg.TransferPort, cfg.DashboardPort = 0, 0, 0, 0
+	if cfg.Head && c.opts.Dashboard {
+		cfg.Dashboard = true
+	}
 	cfg.SessionDir = c.sessionDir(i)
 	cfg.Logger = nil
 	return cfg
@@ -488,15 +508,16 @@ func (c *Cluster) sessionDir(i int) string {
 
 // launch starts node i's process with cfg and waits until it is ready.
 func (c *Cluster) launch(i int, cfg node.Config) (*Node, error) {
-	cfgJSON, err := json.Marshal(cfg)
-	if err != nil {
-		return nil, err
-	}
 	c.mu.Lock()
 	c.seq++
 	logFile := filepath.Join(c.dir, fmt.Sprintf("node%d.%d.log", i, c.seq))
 	c.logs = append(c.logs, logFile)
 	c.mu.Unlock()
+	cfg.LogFile = logFile
+	cfgJSON, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
 	env := append(localcluster.FilterEnv(os.Environ(), node.EnvNode), c.opts.Env...)
 	env = append(env, node.EnvNode+"="+string(cfgJSON))
 	// -test.run=^$: should TestMain not hand the process to atoll.Init,
@@ -506,13 +527,14 @@ func (c *Cluster) launch(i int, cfg node.Config) (*Node, error) {
 		return nil, err
 	}
 	return &Node{
-		Index:   i,
-		ID:      ready.NodeID,
-		PID:     p.Pid(),
-		Address: ready.Address,
-		Config:  cfg,
-		LogFile: logFile,
-		proc:    p,
+		Index:        i,
+		ID:           ready.NodeID,
+		PID:          p.Pid(),
+		Address:      ready.Address,
+		Config:       cfg,
+		LogFile:      logFile,
+		DashboardURL: ready.DashboardURL,
+		proc:         p,
 	}, nil
 }
 

@@ -1,0 +1,295 @@
+package dashboard_test
+
+import (
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/atoll-runtime/atoll/internal/testcluster"
+)
+
+// The API's JSON, as a client reads it (the field names are the API's).
+type (
+	apiCluster struct {
+		Address string `json:"address"`
+		Nodes   []struct {
+			NodeID             string             `json:"node_id"`
+			Role               string             `json:"role"`
+			State              string             `json:"state"`
+			Reporting          bool               `json:"reporting"`
+			StartTime          *time.Time         `json:"start_time"`
+			ResourcesTotal     map[string]float64 `json:"resources_total"`
+			StoreCapacityBytes uint64             `json:"store_capacity_bytes"`
+			StoreUsedBytes     uint64             `json:"store_used_bytes"`
+		} `json:"nodes"`
+		Totals struct {
+			NodesAlive         int                `json:"nodes_alive"`
+			ResourcesTotal     map[string]float64 `json:"resources_total"`
+			StoreCapacityBytes uint64             `json:"store_capacity_bytes"`
+			StoreUsedBytes     uint64             `json:"store_used_bytes"`
+			Objects            uint64             `json:"objects"`
+			SpilledBytesTotal  uint64             `json:"spilled_bytes_total"`
+		} `json:"totals"`
+	}
+	apiJobs struct {
+		Jobs []struct {
+			JobID         string `json:"job_id"`
+			Status        string `json:"status"`
+			Entrypoint    string `json:"entrypoint"`
+			TasksFinished int    `json:"tasks_finished"`
+			TasksFailed   int    `json:"tasks_failed"`
+		} `json:"jobs"`
+	}
+	apiTask struct {
+		TaskID   string `json:"task_id"`
+		Name     string `json:"name"`
+		State    string `json:"state"`
+		JobID    string `json:"job_id"`
+		NodeID   string `json:"node_id"`
+		WorkerID string `json:"worker_id"`
+		TraceID  string `json:"trace_id"`
+		TraceURL string `json:"trace_url"`
+	}
+	apiTasks struct {
+		Counts struct {
+			Queued   int `json:"queued"`
+			Running  int `json:"running"`
+			Finished int `json:"finished"`
+			Failed   int `json:"failed"`
+		} `json:"counts"`
+		Matching  int       `json:"matching"`
+		Truncated bool      `json:"truncated"`
+		Tasks     []apiTask `json:"tasks"`
+	}
+	apiActors struct {
+		Counts map[string]int `json:"counts"`
+		Actors []struct {
+			ActorID     string `json:"actor_id"`
+			Name        string `json:"name"`
+			Class       string `json:"class"`
+			State       string `json:"state"`
+			NumRestarts int    `json:"num_restarts"`
+			NodeID      string `json:"node_id"`
+			JobID       string `json:"job_id"`
+			DeathCause  *struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"death_cause"`
+		} `json:"actors"`
+	}
+	apiTimeline struct {
+		StartUs int64 `json:"start_us"`
+		EndUs   int64 `json:"end_us"`
+		Events  []struct {
+			NodeID   string `json:"node_id"`
+			WorkerID string `json:"worker_id"`
+			TaskID   string `json:"task_id"`
+			Name     string `json:"name"`
+			StartUs  int64  `json:"start_us"`
+			EndUs    int64  `json:"end_us"`
+			Failed   bool   `json:"failed"`
+		} `json:"events"`
+	}
+	apiLog struct {
+		NodeID    string `json:"node_id"`
+		File      string `json:"file"`
+		SizeBytes uint64 `json:"size_bytes"`
+		Truncated bool   `json:"truncated"`
+		Text      string `json:"text"`
+	}
+	apiError struct {
+		Error string `json:"error"`
+	}
+)
+
+var hexID = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// checkAPI reads every endpoint after the job ran and checks what it
+// says against what the test did; then bad requests.
+func checkAPI(t *testing.T, c *testcluster.Cluster) {
+	base := c.DashboardURL()
+
+	// The overview: the 3 nodes (and the driver's), all alive and
+	// reporting, with their resources and store.
+	var cl apiCluster
+	getJSON(t, base+"/api/cluster", http.StatusOK, &cl)
+	if cl.Address != c.Address() {
+		t.Errorf("address %q, want %q", cl.Address, c.Address())
+	}
+	roles := map[string]int{}
+	for _, n := range cl.Nodes {
+		roles[n.Role]++
+		if !hexID.MatchString(n.NodeID) || n.State != "alive" || !n.Reporting || n.StartTime == nil {
+			t.Errorf("node %+v: want a hex id, alive, reporting, a start time", n)
+		}
+		if n.Role != "driver" && (n.ResourcesTotal["CPU"] != 1 || n.StoreCapacityBytes != 64<<20) {
+			t.Errorf("node %s: CPU %v, store %d; want 1 and 64 MiB", n.NodeID, n.ResourcesTotal["CPU"], n.StoreCapacityBytes)
+		}
+	}
+	if roles["head"] != 1 || roles["worker"] != 2 || roles["driver"] != 1 || cl.Nodes[0].NodeID != c.Node(0).ID {
+		t.Errorf("roles %v, first node %s; want the head (%s) first, 2 workers and the driver's node", roles, cl.Nodes[0].NodeID, c.Node(0).ID)
+	}
+	if cl.Totals.NodesAlive != 4 || cl.Totals.ResourcesTotal["CPU"] != 3 || cl.Totals.StoreCapacityBytes != 3*(64<<20)+driverStore {
+		t.Errorf("totals %+v", cl.Totals)
+	}
+	// The job's objects: the blobs in the nodes' stores, the puts past
+	// the driver's store spilled.
+	testcluster.Eventually(t, 30*time.Second, "the nodes to report the job's objects", func() bool {
+		getJSON(t, base+"/api/cluster", http.StatusOK, &cl)
+		return cl.Totals.StoreUsedBytes >= numBlobs*blobBytes && cl.Totals.SpilledBytesTotal > 0 && cl.Totals.Objects >= numBlobs
+	})
+	for _, n := range cl.Nodes {
+		if n.Role != "driver" && n.StoreUsedBytes < blobBytes {
+			t.Errorf("node %s (%s) uses %d bytes of its store, want a blob's %d at least", n.NodeID, n.Role, n.StoreUsedBytes, blobBytes)
+		}
+	}
+
+	// Jobs: the driver's, running, with its tasks.
+	var jobs apiJobs
+	getJSON(t, base+"/api/jobs", http.StatusOK, &jobs)
+	if len(jobs.Jobs) != 1 {
+		t.Fatalf("jobs %+v, want the driver's", jobs.Jobs)
+	}
+	job := jobs.Jobs[0]
+	if !hexID.MatchString(job.JobID) || job.Status != "running" || job.TasksFinished != numFinished || job.TasksFailed != numFails ||
+		!strings.Contains(job.Entrypoint, "dashboard.test") {
+		t.Errorf("job %+v: want running, %d tasks finished and %d failed, the test binary as entrypoint", job, numFinished, numFails)
+	}
+
+	// Tasks: every attempt of the job, newest first, with a trace.
+	var tasks apiTasks
+	getJSON(t, base+"/api/tasks?job="+job.JobID, http.StatusOK, &tasks)
+	if tasks.Counts.Finished != numFinished || tasks.Counts.Failed != numFails || tasks.Matching != numAttempts ||
+		len(tasks.Tasks) != numAttempts || tasks.Truncated {
+		t.Errorf("tasks of the job: counts %+v, %d matching, %d listed", tasks.Counts, tasks.Matching, len(tasks.Tasks))
+	}
+	nodesRun := map[string]bool{}
+	for _, task := range tasks.Tasks {
+		wantState := map[string]string{"dash.square": "finished", "dash.blob": "finished", "dash.fail": "failed"}[task.Name]
+		if task.State != wantState || task.JobID != job.JobID || !hexID.MatchString(task.TaskID) || !hexID.MatchString(task.WorkerID) {
+			t.Errorf("task %+v", task)
+		}
+		if !hexID.MatchString(task.TraceID) || task.TraceURL != "http://traces.example/trace/"+task.TraceID {
+			t.Errorf("task %s: trace id %q, link %q", task.TaskID, task.TraceID, task.TraceURL)
+		}
+		nodesRun[task.NodeID] = true
+	}
+	if len(nodesRun) != 3 {
+		t.Errorf("the job's tasks ran on %d nodes, want 3 (Spread)", len(nodesRun))
+	}
+	// Filters and the limit.
+	var failed apiTasks
+	getJSON(t, base+"/api/tasks?state=failed&job="+job.JobID, http.StatusOK, &failed)
+	if len(failed.Tasks) != numFails || failed.Tasks[0].Name != "dash.fail" {
+		t.Errorf("failed tasks %+v", failed.Tasks)
+	}
+	var named apiTasks
+	getJSON(t, base+"/api/tasks?name=square&node="+c.Node(1).ID, http.StatusOK, &named)
+	for _, task := range named.Tasks {
+		if task.Name != "dash.square" || task.NodeID != c.Node(1).ID {
+			t.Errorf("name=square&node=%s gave %+v", c.Node(1).ID, task)
+		}
+	}
+	if len(named.Tasks) == 0 {
+		t.Errorf("no square on node 1")
+	}
+	var two apiTasks
+	getJSON(t, base+"/api/tasks?limit=2", http.StatusOK, &two)
+	if len(two.Tasks) != 2 || !two.Truncated || two.Matching != numAttempts {
+		t.Errorf("limit=2: %d tasks, truncated %v, %d matching", len(two.Tasks), two.Truncated, two.Matching)
+	}
+
+	// Actors: the counter, alive, on a node of the cluster, in the job.
+	// The killed one, dead with its cause, after it (the GCS learns of
+	// the death asynchronously).
+	var actors apiActors
+	testcluster.Eventually(t, 30*time.Second, "the killed actor to be dead", func() bool {
+		getJSON(t, base+"/api/actors", http.StatusOK, &actors)
+		return actors.Counts["dead"] == 1
+	})
+	if len(actors.Actors) != 2 || actors.Counts["alive"] != 1 {
+		t.Fatalf("actors %+v", actors)
+	}
+	a, dead := actors.Actors[0], actors.Actors[1]
+	if a.Class != "dash.counter" || a.Name != "dash-counter" || a.State != "alive" || a.JobID != job.JobID || a.DeathCause != nil ||
+		!slices.Contains([]string{c.Node(0).ID, c.Node(1).ID, c.Node(2).ID}, a.NodeID) {
+		t.Errorf("actor %+v", a)
+	}
+	if dead.Name != "dash-victim" || dead.State != "dead" || dead.DeathCause == nil || dead.DeathCause.Code != "actor_died" ||
+		dead.DeathCause.Message == "" {
+		t.Errorf("killed actor %+v (cause %+v)", dead, dead.DeathCause)
+	}
+	var alive apiActors
+	getJSON(t, base+"/api/actors?state=alive", http.StatusOK, &alive)
+	if len(alive.Actors) != 1 || alive.Actors[0].ActorID != a.ActorID {
+		t.Errorf("state=alive: %+v", alive.Actors)
+	}
+
+	// The timeline: the job's attempts, oldest first, within its span.
+	var tl apiTimeline
+	getJSON(t, base+"/api/timeline?job="+job.JobID, http.StatusOK, &tl)
+	if len(tl.Events) != numAttempts {
+		t.Errorf("timeline: %d events, want %d", len(tl.Events), numAttempts)
+	}
+	for i, e := range tl.Events {
+		if e.StartUs < tl.StartUs || e.EndUs > tl.EndUs || e.EndUs < e.StartUs || (i > 0 && e.StartUs < tl.Events[i-1].StartUs) ||
+			e.Failed != (e.Name == "dash.fail") {
+			t.Errorf("timeline event %d %+v (span %d-%d)", i, e, tl.StartUs, tl.EndUs)
+		}
+	}
+
+	// Logs: each node's own file, its end.
+	for i := range 3 {
+		n := c.Node(i)
+		var l apiLog
+		getJSON(t, base+"/api/logs/"+n.ID+"?bytes=4096", http.StatusOK, &l)
+		if l.NodeID != n.ID || l.File != n.LogFile || l.SizeBytes == 0 || len(l.Text) == 0 || len(l.Text) > 4096 {
+			t.Errorf("log of node %d: %+v", i, l)
+		}
+	}
+	// Worker output lands in the node's log.
+	testcluster.Eventually(t, 30*time.Second, "a square's output in node 1's log", func() bool {
+		var l apiLog
+		getJSON(t, base+"/api/logs/"+c.Node(1).ID, http.StatusOK, &l)
+		return strings.Contains(l.Text, "on node "+c.Node(1).ID)
+	})
+	var headLog apiLog
+	getJSON(t, base+"/api/logs/"+c.Node(0).ID, http.StatusOK, &headLog)
+	if !strings.Contains(headLog.Text, base) {
+		t.Errorf("the head's log does not say where the dashboard is (%s): %q", base, headLog.Text)
+	}
+
+	// Bad requests: typed errors, no crash.
+	for _, bad := range []struct {
+		path string
+		code int
+	}{
+		{"/api/tasks?job=zz", http.StatusBadRequest},
+		{"/api/tasks?state=lost", http.StatusBadRequest},
+		{"/api/tasks?limit=0", http.StatusBadRequest},
+		{"/api/tasks?limit=99999999999999999999", http.StatusBadRequest},
+		{"/api/tasks?name=" + strings.Repeat("x", 300), http.StatusBadRequest},
+		{"/api/actors?state=asleep", http.StatusBadRequest},
+		{"/api/logs/nothex", http.StatusBadRequest},
+		{"/api/logs/" + strings.Repeat("0", 32), http.StatusBadRequest},
+		{"/api/logs/" + strings.Repeat("ab", 16), http.StatusNotFound},
+		{"/api/nothing", http.StatusNotFound},
+	} {
+		var e apiError
+		getJSON(t, base+bad.path, bad.code, &e)
+		if e.Error == "" || strings.HasPrefix(e.Error, "atoll: ") {
+			t.Errorf("%s: error %q", bad.path, e.Error)
+		}
+	}
+	resp, err := http.Post(base+"/api/cluster", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST /api/cluster: %d, want 405", resp.StatusCode)
+	}
+}

@@ -1,0 +1,49 @@
+package dashboard
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+)
+
+// Bounds of /api/logs/{node}: the bytes of the log's end asked for.
+const (
+	defaultLogBytes = 64 << 10
+	maxLogBytes     = 1 << 20
+)
+
+// logView is /api/logs/{node}: the end of a node's log file.
+type logView struct {
+	NodeID string `json:"node_id"`
+	// File is the log's path on the node, "" if it has none.
+	File      string `json:"file"`
+	SizeBytes uint64 `json:"size_bytes"`
+	Truncated bool   `json:"truncated"`
+	Text      string `json:"text"`
+}
+
+func (a *api) nodeLog(ctx context.Context, r *http.Request) (any, error) {
+	id, err := parseID("node", r.PathValue("node"))
+	if err != nil {
+		return nil, err
+	}
+	n, err := limitParam(r, "bytes", defaultLogBytes, maxLogBytes)
+	if err != nil {
+		return nil, err
+	}
+	l, err := a.src.NodeLog(ctx, id, n)
+	if err != nil {
+		return nil, err
+	}
+	data := l.GetData()
+	if len(data) > n { // the node caps it too
+		data = data[len(data)-n:]
+	}
+	text := string(data)
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
+	}
+	return logView{NodeID: id.String(), File: l.GetFile(), SizeBytes: l.GetSize(), Truncated: l.GetTruncated() || len(data) < len(l.GetData()),
+		Text: text}, nil
+}

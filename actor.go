@@ -179,6 +179,9 @@ func newActor[T any](ctx context.Context, e *actorTypeEntry, args []argSource, o
 	if err := validateConcurrency(cc); err != nil {
 		return ActorHandle[T]{}, err
 	}
+	if (cc.maxConcurrency > 1 || len(cc.concurrencyGroups) > 0) && rt.cfg.workerMode == InProcessWorkers {
+		return ActorHandle[T]{}, errs.Invalidf("MaxConcurrency and ConcurrencyGroup need worker processes: this driver runs actors on goroutines (WithWorkerMode(InProcessWorkers))")
+	}
 	id := ids.NewActorID()
 	info := &atollpb.ActorInfo{ActorId: id.Bytes(), Name: cc.actorName, Namespace: rt.cfg.namespace, ActorType: e.name,
 		State: atollpb.ActorState_ACTOR_PENDING_CREATION, MaxRestarts: int32(cc.maxRestarts), NodeId: rt.nodeID.Bytes(),

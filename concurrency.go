@@ -14,7 +14,8 @@ import (
 // may finish in any order. Default 1: one call at a time, in order. It
 // applies to the actor's methods outside concurrency groups. An actor
 // option (for ActorType.New); worker processes only: with goroutine
-// workers (WithWorkerMode(InProcess)) calls run one at a time.
+// workers (WithWorkerMode(InProcessWorkers)) New fails with
+// ErrInvalidArgument.
 func MaxConcurrency(n int) CallOption { return func(c *callConfig) { c.maxConcurrency = n } }
 
 // ConcurrencyGroup gives an actor a named group of methods with its own

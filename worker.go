@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -45,9 +47,52 @@ func serveWorker(cfg config) {
 		os.Exit(3)
 	}
 	current_.Store(rt)
+	stopProfile := profileWorker(rt.log)
 	_ = srv.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_Hello{Hello: &atollpb.WorkerHello{WorkerId: rt.workerID.Bytes(), Pid: int32(os.Getpid())}}})
 	srv.loop()
+	stopProfile()
 	os.Exit(0)
+}
+
+// EnvWorkerCPUProfile names a directory: each worker process writes a CPU
+// profile there (worker-PID.prof), for finding where a worker's time goes
+// (`go tool pprof BINARY FILE`). A profile covers the worker's first
+// EnvWorkerCPUProfileSeconds seconds (default 10), or until the raylet
+// closes the connection if that comes first (a worker killed earlier
+// leaves an empty file).
+const (
+	EnvWorkerCPUProfile        = "ATOLL_WORKER_CPUPROFILE"
+	EnvWorkerCPUProfileSeconds = "ATOLL_WORKER_CPUPROFILE_SECONDS"
+)
+
+// profileWorker starts the CPU profile EnvWorkerCPUProfile asks for and
+// returns what stops it.
+func profileWorker(log *slog.Logger) (stop func()) {
+	dir := os.Getenv(EnvWorkerCPUProfile)
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("worker-%d.prof", os.Getpid())))
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		log.Warn("worker CPU profile not started", "err", err)
+		return func() {}
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			_ = f.Close()
+		})
+	}
+	secs, err := strconv.Atoi(os.Getenv(EnvWorkerCPUProfileSeconds))
+	if err != nil || secs <= 0 {
+		secs = 10
+	}
+	time.AfterFunc(time.Duration(secs)*time.Second, stop)
+	return stop
 }
 
 func newWorkerCore(cfg config) (*core, *workerServer, error) {

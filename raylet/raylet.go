@@ -468,9 +468,20 @@ func (r *raylet) dequeued(t *task) {
 	t.started = time.Now()
 }
 
-// assign pushes t to w, which is leased to t's class: the first of its
-// tasks runs at once, a later one (pipelined) when those before it end.
-func (r *raylet) assign(ctx actor.Context, w *worker, t *task) {
+// assign pushes ts to w, which is leased to their class, in one write:
+// the first of the worker's tasks runs at once, a later one (pipelined)
+// when those before it end.
+func (r *raylet) assign(ctx actor.Context, w *worker, ts ...*task) {
+	batch := make([]*Assignment, 0, len(ts))
+	for _, t := range ts {
+		batch = append(batch, r.prepare(w, t))
+	}
+	r.push(ctx, w, batch)
+}
+
+// prepare records t as assigned to w (its arguments held from now on) and
+// returns its attempt.
+func (r *raylet) prepare(w *worker, t *task) *Assignment {
 	r.hold(t)
 	r.dequeued(t)
 	r.stats.Dispatched++
@@ -485,20 +496,30 @@ func (r *raylet) assign(ctx actor.Context, w *worker, t *task) {
 	w.tasks = append(w.tasks, t)
 	r.running[t.id] = t
 	t.assigned = &Assignment{ctx: runCtx, spec: t.spec, attemptID: t.attemptID, worker: w.id, owner: t.owner, deliver: r.deliver}
-	w.slot.assign(t.assigned)
+	return t.assigned
+}
+
+// push hands prepared attempts to w's slot.
+func (r *raylet) push(ctx actor.Context, w *worker, batch []*Assignment) {
+	w.slot.assign(batch...)
 	if r.cfg.Process == nil {
-		ctx.Send(w.pid, t.assigned) // a goroutine worker starts it
+		for _, a := range batch {
+			ctx.Send(w.pid, a) // a goroutine worker starts it
+		}
 	}
 }
 
 // fillPipelines pushes more of the one queued class's tasks to the
-// workers leased to it, up to the pipeline depth each, one more per
-// worker per round so the queues stay even. Only while no other class
-// waits (that one may need a worker first: consumers go before roots),
-// only workers whose running task is not blocked, and only tasks whose
-// arguments fit under the admission cap.
+// workers leased to it, up to the pipeline depth each. A worker is topped
+// up once its pipeline is down to half the depth, several tasks in one
+// write, and the queue is shared evenly among the workers that have
+// room. Only while no other class waits (that one may need a worker
+// first: consumers go before roots), only workers whose running task is
+// not blocked, and only tasks whose arguments fit under the admission
+// cap.
 func (r *raylet) fillPipelines(ctx actor.Context) {
-	if r.cfg.PipelineDepth <= 1 || r.queued == 0 {
+	depth := r.cfg.PipelineDepth
+	if depth <= 1 || r.queued == 0 {
 		return
 	}
 	var cq *classQueue
@@ -513,29 +534,31 @@ func (r *raylet) fillPipelines(ctx actor.Context) {
 	if cq == nil || cq.noSlot {
 		return
 	}
-	leased := make([]*worker, 0, len(r.workers))
+	low := max(1, depth/2)
+	var open []*worker
 	for _, w := range r.workers {
-		if w.lease != nil && w.lease.key == cq.key && len(w.tasks) > 0 && !w.tasks[0].blocked {
-			leased = append(leased, w)
+		if w.lease != nil && w.lease.key == cq.key && len(w.tasks) > 0 && len(w.tasks) <= low && !w.tasks[0].blocked &&
+			w.binary == r.binaryFor(cq.tasks[0].spec) {
+			open = append(open, w)
 		}
 	}
-	slices.SortFunc(leased, func(a, b *worker) int { return cmp.Compare(len(a.tasks), len(b.tasks)) })
-	for depth := 2; depth <= r.cfg.PipelineDepth && len(cq.tasks) > 0; depth++ {
-		for _, w := range leased {
-			if len(cq.tasks) == 0 {
-				break
-			}
+	slices.SortFunc(open, func(a, b *worker) int { return cmp.Compare(len(a.tasks), len(b.tasks)) })
+	for i, w := range open {
+		share := (len(cq.tasks) + len(open) - i - 1) / (len(open) - i) // an even split of what is left
+		n := min(depth-len(w.tasks), share)
+		batch := make([]*Assignment, 0, n)
+		for len(batch) < n && len(cq.tasks) > 0 {
 			t := cq.tasks[0]
-			if len(w.tasks) >= depth || w.binary != r.binaryFor(t.spec) {
-				continue
-			}
-			if !r.admits(t) {
-				return
+			if w.binary != r.binaryFor(t.spec) || !r.admits(t) {
+				break
 			}
 			cq.tasks[0] = nil
 			cq.tasks = cq.tasks[1:]
 			r.queued--
-			r.assign(ctx, w, t)
+			batch = append(batch, r.prepare(w, t)) // held: the next is admitted against it
+		}
+		if len(batch) > 0 {
+			r.push(ctx, w, batch)
 		}
 	}
 	if len(cq.tasks) == 0 {

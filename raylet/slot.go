@@ -39,14 +39,15 @@ type Slot struct {
 	kill   func()
 }
 
-// assign hands t to the worker; a registered process gets it at once.
-func (s *Slot) assign(t *Assignment) {
+// assign hands ts to the worker, in order; a registered process gets them
+// at once, in one write.
+func (s *Slot) assign(ts ...*Assignment) {
 	s.mu.Lock()
-	s.inflight = append(s.inflight, t)
+	s.inflight = append(s.inflight, ts...)
 	conn := s.conn
 	s.mu.Unlock()
 	if conn != nil {
-		s.push(conn, t)
+		s.push(conn, ts)
 	}
 }
 
@@ -57,29 +58,40 @@ func (s *Slot) Registered(conn *workerconn.Conn, kill func()) {
 	s.conn, s.kill = conn, kill
 	waiting := append([]*Assignment(nil), s.inflight...)
 	s.mu.Unlock()
-	for _, t := range waiting {
-		s.push(conn, t)
+	if len(waiting) > 0 {
+		s.push(conn, waiting)
 	}
 }
 
-// push sends t to the process, then forwards a cancellation of its
+// push sends ts to the process, then forwards a cancellation of each one's
 // context as a cancel frame (after the task, so the worker knows it).
-func (s *Slot) push(conn *workerconn.Conn, t *Assignment) {
-	if s.killedAt(BeforeExecute, t.spec) {
-		return // the process's death reports the attempt
+func (s *Slot) push(conn *workerconn.Conn, ts []*Assignment) {
+	frames := make([]*atollpb.Frame, 0, len(ts))
+	sent := ts[:0:0]
+	for _, t := range ts {
+		if s.killedAt(BeforeExecute, t.spec) {
+			break // the process's death reports the attempts
+		}
+		frames = append(frames, &atollpb.Frame{Body: &atollpb.Frame_PushTask{PushTask: &atollpb.PushTask{Spec: t.spec}}})
+		sent = append(sent, t)
 	}
-	_ = conn.Send(&atollpb.Frame{Body: &atollpb.Frame_PushTask{PushTask: &atollpb.PushTask{Spec: t.spec}}})
-	id := t.spec.TaskId
-	stop := context.AfterFunc(t.ctx, func() {
-		_ = conn.Send(&atollpb.Frame{Body: &atollpb.Frame_CancelTask{CancelTask: &atollpb.CancelTask{TaskId: id}}})
-	})
-	s.mu.Lock()
-	if s.holds(t) {
-		t.unwatch, stop = stop, nil
+	if len(frames) == 0 {
+		return
 	}
-	s.mu.Unlock()
-	if stop != nil {
-		stop() // it finished already
+	_ = conn.SendAll(frames...)
+	for _, t := range sent {
+		id := t.spec.TaskId
+		stop := context.AfterFunc(t.ctx, func() {
+			_ = conn.Send(&atollpb.Frame{Body: &atollpb.Frame_CancelTask{CancelTask: &atollpb.CancelTask{TaskId: id}}})
+		})
+		s.mu.Lock()
+		if s.holds(t) {
+			t.unwatch, stop = stop, nil
+		}
+		s.mu.Unlock()
+		if stop != nil {
+			stop() // it finished already
+		}
 	}
 }
 

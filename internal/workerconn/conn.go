@@ -102,6 +102,15 @@ func (c *Conn) Send(f *atollpb.Frame) error {
 	return c.write(f)
 }
 
+// SendAll writes one-way frames in one burst (one write syscall unless
+// they pass the pending bound).
+func (c *Conn) SendAll(fs ...*atollpb.Frame) error {
+	for _, f := range fs {
+		f.Id = 0
+	}
+	return c.write(fs...)
+}
+
 // Reply answers the request with id to.
 func (c *Conn) Reply(to uint64, f *atollpb.Frame) error {
 	f.Id, f.ReplyTo = 0, to
@@ -188,10 +197,18 @@ const (
 	keepBuffer = 1 << 20
 )
 
-func (c *Conn) write(f *atollpb.Frame) error {
-	n := proto.Size(f)
-	if n > MaxFrame {
-		return fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrBadFrame, n, MaxFrame)
+func (c *Conn) write(fs ...*atollpb.Frame) error {
+	var one [1]int
+	sizes := one[:0]
+	if len(fs) > 1 {
+		sizes = make([]int, 0, len(fs))
+	}
+	for _, f := range fs {
+		n := proto.Size(f)
+		if n > MaxFrame {
+			return fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrBadFrame, n, MaxFrame)
+		}
+		sizes = append(sizes, n)
 	}
 	c.wmu.Lock()
 	for c.werr == nil && c.flushing && len(c.wbuf) > maxPending {
@@ -203,15 +220,17 @@ func (c *Conn) write(f *atollpb.Frame) error {
 		return c.fail(err)
 	}
 	start := len(c.wbuf)
-	c.wbuf = binary.BigEndian.AppendUint32(c.wbuf, uint32(n))
-	b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(c.wbuf, f)
-	if err != nil {
-		c.wbuf = c.wbuf[:start]
-		c.wmu.Unlock()
-		return fmt.Errorf("workerconn: marshal: %w", err)
+	for i, f := range fs {
+		c.wbuf = binary.BigEndian.AppendUint32(c.wbuf, uint32(sizes[i]))
+		b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(c.wbuf, f)
+		if err != nil {
+			c.wbuf = c.wbuf[:start]
+			c.wmu.Unlock()
+			return fmt.Errorf("workerconn: marshal: %w", err)
+		}
+		c.wbuf = b
 	}
-	c.wbuf = b
-	c.frames.Add(1)
+	c.frames.Add(uint64(len(fs)))
 	if c.flushing {
 		c.wmu.Unlock() // the flusher writes it with its burst
 		return nil
@@ -234,7 +253,7 @@ func (c *Conn) write(f *atollpb.Frame) error {
 		c.wcond.Broadcast()
 	}
 	c.flushing = false
-	err = c.werr
+	err := c.werr
 	c.wcond.Broadcast()
 	c.wmu.Unlock()
 	if err != nil {

@@ -222,7 +222,7 @@ func (rt *core) start(ctx context.Context) error {
 	}
 	if err := n.GCS().AddJob(ctx, &atollpb.JobInfo{JobId: rt.jobID.Bytes(), DriverAddress: rt.ownerPID.Id,
 		StartTimeUnixMs: time.Now().UnixMilli(), Entrypoint: entrypoint(), WorkerBinary: rt.workerBinary,
-		WorkerBinarySha256: rt.workerBinarySum}); err != nil {
+		WorkerBinarySha256: rt.workerBinarySum, SubmissionId: submissionID()}); err != nil {
 		return fmt.Errorf("atoll: register job: %w", err)
 	}
 	// Clustered, the cluster may declare the driver's node dead; embedded

@@ -125,6 +125,65 @@ func (ActorState) EnumDescriptor() ([]byte, []int) {
 	return file_atollpb_gcs_proto_rawDescGZIP(), []int{1}
 }
 
+// JobState is a submitted job's state.
+type JobState int32
+
+const (
+	JobState_JOB_STATE_UNSPECIFIED JobState = 0
+	JobState_JOB_PENDING           JobState = 1
+	JobState_JOB_RUNNING           JobState = 2
+	JobState_JOB_SUCCEEDED         JobState = 3
+	JobState_JOB_FAILED            JobState = 4
+	JobState_JOB_STOPPED           JobState = 5
+)
+
+// Enum value maps for JobState.
+var (
+	JobState_name = map[int32]string{
+		0: "JOB_STATE_UNSPECIFIED",
+		1: "JOB_PENDING",
+		2: "JOB_RUNNING",
+		3: "JOB_SUCCEEDED",
+		4: "JOB_FAILED",
+		5: "JOB_STOPPED",
+	}
+	JobState_value = map[string]int32{
+		"JOB_STATE_UNSPECIFIED": 0,
+		"JOB_PENDING":           1,
+		"JOB_RUNNING":           2,
+		"JOB_SUCCEEDED":         3,
+		"JOB_FAILED":            4,
+		"JOB_STOPPED":           5,
+	}
+)
+
+func (x JobState) Enum() *JobState {
+	p := new(JobState)
+	*p = x
+	return p
+}
+
+func (x JobState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (JobState) Descriptor() protoreflect.EnumDescriptor {
+	return file_atollpb_gcs_proto_enumTypes[2].Descriptor()
+}
+
+func (JobState) Type() protoreflect.EnumType {
+	return &file_atollpb_gcs_proto_enumTypes[2]
+}
+
+func (x JobState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use JobState.Descriptor instead.
+func (JobState) EnumDescriptor() ([]byte, []int) {
+	return file_atollpb_gcs_proto_rawDescGZIP(), []int{2}
+}
+
 type NodeInfo struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	NodeId []byte                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
@@ -421,8 +480,18 @@ type JobInfo struct {
 	WorkerBinary string `protobuf:"bytes,7,opt,name=worker_binary,json=workerBinary,proto3" json:"worker_binary,omitempty"`
 	// SHA-256 of worker_binary when the driver started.
 	WorkerBinarySha256 []byte `protobuf:"bytes,8,opt,name=worker_binary_sha256,json=workerBinarySha256,proto3" json:"worker_binary_sha256,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// A job submitted with `atoll job submit` (a driver a node runs for
+	// the submitter; see job.proto): its state, exit code, node and, when
+	// it failed or was stopped, why. A driver's own job leaves these unset.
+	Submitted bool     `protobuf:"varint,9,opt,name=submitted,proto3" json:"submitted,omitempty"`
+	State     JobState `protobuf:"varint,10,opt,name=state,proto3,enum=atoll.v1.JobState" json:"state,omitempty"`
+	ExitCode  int32    `protobuf:"varint,11,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	NodeId    []byte   `protobuf:"bytes,12,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Message   string   `protobuf:"bytes,13,opt,name=message,proto3" json:"message,omitempty"`
+	// A driver's own job started by a submitted job: that job's id.
+	SubmissionId  []byte `protobuf:"bytes,14,opt,name=submission_id,json=submissionId,proto3" json:"submission_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobInfo) Reset() {
@@ -507,6 +576,48 @@ func (x *JobInfo) GetWorkerBinary() string {
 func (x *JobInfo) GetWorkerBinarySha256() []byte {
 	if x != nil {
 		return x.WorkerBinarySha256
+	}
+	return nil
+}
+
+func (x *JobInfo) GetSubmitted() bool {
+	if x != nil {
+		return x.Submitted
+	}
+	return false
+}
+
+func (x *JobInfo) GetState() JobState {
+	if x != nil {
+		return x.State
+	}
+	return JobState_JOB_STATE_UNSPECIFIED
+}
+
+func (x *JobInfo) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
+func (x *JobInfo) GetNodeId() []byte {
+	if x != nil {
+		return x.NodeId
+	}
+	return nil
+}
+
+func (x *JobInfo) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *JobInfo) GetSubmissionId() []byte {
+	if x != nil {
+		return x.SubmissionId
 	}
 	return nil
 }
@@ -1023,7 +1134,7 @@ const file_atollpb_gcs_proto_rawDesc = "" +
 	" \x01(\fR\aownerId\x12\x15\n" +
 	"\x06job_id\x18\v \x01(\fR\x05jobId\x124\n" +
 	"\vdeath_cause\x18\f \x01(\v2\x13.atoll.v1.ErrorInfoR\n" +
-	"deathCause\"\xb0\x02\n" +
+	"deathCause\"\xed\x03\n" +
 	"\aJobInfo\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\fR\x05jobId\x12%\n" +
 	"\x0edriver_address\x18\x02 \x01(\tR\rdriverAddress\x12+\n" +
@@ -1034,7 +1145,14 @@ const file_atollpb_gcs_proto_rawDesc = "" +
 	"entrypoint\x18\x06 \x01(\tR\n" +
 	"entrypoint\x12#\n" +
 	"\rworker_binary\x18\a \x01(\tR\fworkerBinary\x120\n" +
-	"\x14worker_binary_sha256\x18\b \x01(\fR\x12workerBinarySha256\"\xff\x04\n" +
+	"\x14worker_binary_sha256\x18\b \x01(\fR\x12workerBinarySha256\x12\x1c\n" +
+	"\tsubmitted\x18\t \x01(\bR\tsubmitted\x12(\n" +
+	"\x05state\x18\n" +
+	" \x01(\x0e2\x12.atoll.v1.JobStateR\x05state\x12\x1b\n" +
+	"\texit_code\x18\v \x01(\x05R\bexitCode\x12\x17\n" +
+	"\anode_id\x18\f \x01(\fR\x06nodeId\x12\x18\n" +
+	"\amessage\x18\r \x01(\tR\amessage\x12#\n" +
+	"\rsubmission_id\x18\x0e \x01(\fR\fsubmissionId\"\xff\x04\n" +
 	"\n" +
 	"GcsRequest\x129\n" +
 	"\rregister_node\x18\x01 \x01(\v2\x12.atoll.v1.NodeInfoH\x00R\fregisterNode\x12&\n" +
@@ -1079,7 +1197,15 @@ const file_atollpb_gcs_proto_rawDesc = "" +
 	"\vACTOR_ALIVE\x10\x02\x12\x14\n" +
 	"\x10ACTOR_RESTARTING\x10\x03\x12\x0e\n" +
 	"\n" +
-	"ACTOR_DEAD\x10\x04B(Z&github.com/atoll-runtime/atoll/atollpbb\x06proto3"
+	"ACTOR_DEAD\x10\x04*{\n" +
+	"\bJobState\x12\x19\n" +
+	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x0f\n" +
+	"\vJOB_PENDING\x10\x01\x12\x0f\n" +
+	"\vJOB_RUNNING\x10\x02\x12\x11\n" +
+	"\rJOB_SUCCEEDED\x10\x03\x12\x0e\n" +
+	"\n" +
+	"JOB_FAILED\x10\x04\x12\x0f\n" +
+	"\vJOB_STOPPED\x10\x05B(Z&github.com/atoll-runtime/atoll/atollpbb\x06proto3"
 
 var (
 	file_atollpb_gcs_proto_rawDescOnce sync.Once
@@ -1093,46 +1219,48 @@ func file_atollpb_gcs_proto_rawDescGZIP() []byte {
 	return file_atollpb_gcs_proto_rawDescData
 }
 
-var file_atollpb_gcs_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_atollpb_gcs_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_atollpb_gcs_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_atollpb_gcs_proto_goTypes = []any{
 	(NodeState)(0),        // 0: atoll.v1.NodeState
 	(ActorState)(0),       // 1: atoll.v1.ActorState
-	(*NodeInfo)(nil),      // 2: atoll.v1.NodeInfo
-	(*ActorInfo)(nil),     // 3: atoll.v1.ActorInfo
-	(*JobInfo)(nil),       // 4: atoll.v1.JobInfo
-	(*GcsRequest)(nil),    // 5: atoll.v1.GcsRequest
-	(*ListNodes)(nil),     // 6: atoll.v1.ListNodes
-	(*ListActors)(nil),    // 7: atoll.v1.ListActors
-	(*ListJobs)(nil),      // 8: atoll.v1.ListJobs
-	(*GetNamedActor)(nil), // 9: atoll.v1.GetNamedActor
-	(*GcsReply)(nil),      // 10: atoll.v1.GcsReply
-	nil,                   // 11: atoll.v1.NodeInfo.ResourcesEntry
-	(*ErrorInfo)(nil),     // 12: atoll.v1.ErrorInfo
+	(JobState)(0),         // 2: atoll.v1.JobState
+	(*NodeInfo)(nil),      // 3: atoll.v1.NodeInfo
+	(*ActorInfo)(nil),     // 4: atoll.v1.ActorInfo
+	(*JobInfo)(nil),       // 5: atoll.v1.JobInfo
+	(*GcsRequest)(nil),    // 6: atoll.v1.GcsRequest
+	(*ListNodes)(nil),     // 7: atoll.v1.ListNodes
+	(*ListActors)(nil),    // 8: atoll.v1.ListActors
+	(*ListJobs)(nil),      // 9: atoll.v1.ListJobs
+	(*GetNamedActor)(nil), // 10: atoll.v1.GetNamedActor
+	(*GcsReply)(nil),      // 11: atoll.v1.GcsReply
+	nil,                   // 12: atoll.v1.NodeInfo.ResourcesEntry
+	(*ErrorInfo)(nil),     // 13: atoll.v1.ErrorInfo
 }
 var file_atollpb_gcs_proto_depIdxs = []int32{
-	11, // 0: atoll.v1.NodeInfo.resources:type_name -> atoll.v1.NodeInfo.ResourcesEntry
+	12, // 0: atoll.v1.NodeInfo.resources:type_name -> atoll.v1.NodeInfo.ResourcesEntry
 	0,  // 1: atoll.v1.NodeInfo.state:type_name -> atoll.v1.NodeState
 	1,  // 2: atoll.v1.ActorInfo.state:type_name -> atoll.v1.ActorState
-	12, // 3: atoll.v1.ActorInfo.death_cause:type_name -> atoll.v1.ErrorInfo
-	2,  // 4: atoll.v1.GcsRequest.register_node:type_name -> atoll.v1.NodeInfo
-	6,  // 5: atoll.v1.GcsRequest.list_nodes:type_name -> atoll.v1.ListNodes
-	3,  // 6: atoll.v1.GcsRequest.register_actor:type_name -> atoll.v1.ActorInfo
-	3,  // 7: atoll.v1.GcsRequest.update_actor:type_name -> atoll.v1.ActorInfo
-	9,  // 8: atoll.v1.GcsRequest.get_named_actor:type_name -> atoll.v1.GetNamedActor
-	7,  // 9: atoll.v1.GcsRequest.list_actors:type_name -> atoll.v1.ListActors
-	4,  // 10: atoll.v1.GcsRequest.add_job:type_name -> atoll.v1.JobInfo
-	8,  // 11: atoll.v1.GcsRequest.list_jobs:type_name -> atoll.v1.ListJobs
-	2,  // 12: atoll.v1.GcsRequest.reregister_node:type_name -> atoll.v1.NodeInfo
-	12, // 13: atoll.v1.GcsReply.error:type_name -> atoll.v1.ErrorInfo
-	2,  // 14: atoll.v1.GcsReply.nodes:type_name -> atoll.v1.NodeInfo
-	3,  // 15: atoll.v1.GcsReply.actors:type_name -> atoll.v1.ActorInfo
-	4,  // 16: atoll.v1.GcsReply.jobs:type_name -> atoll.v1.JobInfo
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	13, // 3: atoll.v1.ActorInfo.death_cause:type_name -> atoll.v1.ErrorInfo
+	2,  // 4: atoll.v1.JobInfo.state:type_name -> atoll.v1.JobState
+	3,  // 5: atoll.v1.GcsRequest.register_node:type_name -> atoll.v1.NodeInfo
+	7,  // 6: atoll.v1.GcsRequest.list_nodes:type_name -> atoll.v1.ListNodes
+	4,  // 7: atoll.v1.GcsRequest.register_actor:type_name -> atoll.v1.ActorInfo
+	4,  // 8: atoll.v1.GcsRequest.update_actor:type_name -> atoll.v1.ActorInfo
+	10, // 9: atoll.v1.GcsRequest.get_named_actor:type_name -> atoll.v1.GetNamedActor
+	8,  // 10: atoll.v1.GcsRequest.list_actors:type_name -> atoll.v1.ListActors
+	5,  // 11: atoll.v1.GcsRequest.add_job:type_name -> atoll.v1.JobInfo
+	9,  // 12: atoll.v1.GcsRequest.list_jobs:type_name -> atoll.v1.ListJobs
+	3,  // 13: atoll.v1.GcsRequest.reregister_node:type_name -> atoll.v1.NodeInfo
+	13, // 14: atoll.v1.GcsReply.error:type_name -> atoll.v1.ErrorInfo
+	3,  // 15: atoll.v1.GcsReply.nodes:type_name -> atoll.v1.NodeInfo
+	4,  // 16: atoll.v1.GcsReply.actors:type_name -> atoll.v1.ActorInfo
+	5,  // 17: atoll.v1.GcsReply.jobs:type_name -> atoll.v1.JobInfo
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_gcs_proto_init() }
@@ -1160,7 +1288,7 @@ func file_atollpb_gcs_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_gcs_proto_rawDesc), len(file_atollpb_gcs_proto_rawDesc)),
-			NumEnums:      2,
+			NumEnums:      3,
 			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,

@@ -67,7 +67,7 @@ func Authorizer(secret clusterkey.Secret, prefix string, faultInjection bool) fu
 //	client     publishes: what a node may, but no load report;
 //	           subscribes: loads, GCS events, its own inbox
 //	reader     publishes: GCS reads, the nodes' stats, objects, timeline,
-//	           log and fault-log requests; replies to nothing;
+//	           log, log-read and fault-log requests; replies to nothing;
 //	           subscribes: loads, GCS events, its own inbox
 //
 // Without faultInjection, the nodes' crash and partition subjects are
@@ -112,7 +112,7 @@ func Permissions(prefix, user string, faultInjection bool) (*natsembed.Permissio
 			Publish: natsembed.SubjectRules{Allow: []string{
 				prefix + ".gcs.v1.read",
 				prefix + ".node.*.stats", prefix + ".node.*.objects", prefix + ".node.*.timeline", prefix + ".node.*.faults",
-				prefix + ".node.*.logs",
+				prefix + ".node.*.logs", prefix + ".node.*.logread",
 			}},
 			Subscribe: natsembed.SubjectRules{Allow: observe},
 		}, true

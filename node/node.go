@@ -267,6 +267,11 @@ func (n *Node) start(ctx context.Context) error {
 		}
 		n.startRejoin()
 	}
+	if n.gateway != nil && !cfg.Driver {
+		if err := n.startJobs(); err != nil { // jobs.go
+			return fmt.Errorf("start the job service: %w", err)
+		}
+	}
 	if n.gateway != nil && cfg.Driver {
 		// A driver's first tasks should see the whole cluster, not the
 		// first node it heard of.

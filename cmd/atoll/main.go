@@ -25,14 +25,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/node"
 )
 
@@ -43,10 +47,22 @@ func main() {
 	err := newRoot().ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		if v := node.LastPermissionViolation(); v != nil {
-			fmt.Fprintln(os.Stderr, v) // why the connection closed under the command
-		}
+		printError(os.Stderr, err)
 		os.Exit(1)
+	}
+}
+
+// printError prints a command's error once (see errorText), the usage
+// after an argument error, and why the connection closed under the
+// command if the cluster refused it a subject.
+func printError(w io.Writer, err error) {
+	fmt.Fprintln(w, "atoll: "+errorText(err))
+	if u, ok := errors.AsType[*usageErr](err); ok {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, u.usage)
+	}
+	if v := node.LastPermissionViolation(); v != nil && !errors.Is(err, v) {
+		fmt.Fprintln(w, "atoll: "+errorText(v))
 	}
 }
 
@@ -55,8 +71,11 @@ func newRoot() *cobra.Command {
 		Use:           "atoll",
 		Short:         "atoll: a Ray-style distributed runtime for Go",
 		SilenceUsage:  true,
-		SilenceErrors: false,
+		SilenceErrors: true, // main prints them (printError)
 	}
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &usageErr{err: errs.Invalidf("%s: %v", cmd.CommandPath(), err), usage: strings.TrimRight(cmd.UsageString(), "\n")}
+	})
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the atoll version",
@@ -67,6 +86,7 @@ func newRoot() *cobra.Command {
 	})
 	root.AddCommand(newStartCmd(), newStopCmd(), newStatusCmd(), newListCmd(), newMemoryCmd(), newTimelineCmd())
 	root.AddCommand(newAMMCmd(), newDrainCmd(), newReaderTokenCmd())
+	root.AddCommand(newJobCmd(), newLogsCmd())
 	root.AddCommand(newMicrobenchmarkCmd())
 	return root
 }

@@ -23,8 +23,11 @@ func (q *clusterQuery) addFlag(cmd *cobra.Command) {
 func (q *clusterQuery) begin(cmd *cobra.Command) (context.Context, context.CancelFunc, string) {
 	address := q.address
 	if address == "" {
-		address = os.Getenv(node.EnvAddress)
+		address = envAddress()
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), statusTimeout)
 	return ctx, cancel, address
 }
+
+// envAddress is $ATOLL_ADDRESS.
+func envAddress() string { return os.Getenv(node.EnvAddress) }

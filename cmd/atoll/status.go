@@ -209,17 +209,3 @@ func availTotal(avail, total float64) string {
 func formatNum(v float64) string {
 	return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64)
 }
-
-// humanBytes formats a byte count with a binary unit: 512B, 1.5KiB,
-// 256MiB, 1.2GiB.
-func humanBytes(n uint64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
-	v, u := float64(n), 0
-	for v >= 1024 && u < len(units)-1 {
-		v, u = v/1024, u+1
-	}
-	if u == 0 || v >= 100 || v == float64(int64(v)) {
-		return strconv.FormatFloat(v, 'f', 0, 64) + units[u]
-	}
-	return strconv.FormatFloat(v, 'f', 1, 64) + units[u]
-}

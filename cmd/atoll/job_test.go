@@ -1,0 +1,176 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/node"
+)
+
+// buildQuickstart builds samples/quickstart into a new temporary
+// directory and returns the binary's path.
+func buildQuickstart(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to build samples/quickstart")
+	}
+	dir, err := os.MkdirTemp("", "quickstart-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	bin := filepath.Join(dir, "quickstart")
+	out, err := exec.Command(goTool, "build", "-o", bin, "github.com/atoll-runtime/atoll/samples/quickstart").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build samples/quickstart: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// jobStatus reads a job's status through `atoll job status --json`.
+func jobStatus(addr, id string) (jobRow, error) {
+	var r jobRow
+	stdout, stderr, err := execute("job", "status", "--address", addr, "--json", id)
+	if err != nil {
+		return r, fmt.Errorf("job status %s: %w\n%s", id, err, stderr)
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		return r, fmt.Errorf("job status --json: %w\n%s", err, stdout)
+	}
+	return r, nil
+}
+
+// submit runs `atoll job submit` and returns the job's id.
+func submit(t *testing.T, addr string, argv ...string) string {
+	t.Helper()
+	stdout, stderr, err := execute(append([]string{"job", "submit", "--address", addr, "--"}, argv...)...)
+	if err != nil {
+		t.Fatalf("job submit %v: %v\n%s%s", argv, err, stdout, stderr)
+	}
+	m := regexp.MustCompile(`(?m)^job ([0-9a-f]{32}) submitted$`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("job submit output:\n%s", stdout)
+	}
+	return m[1]
+}
+
+// waitState waits until the job's state is want (a busy machine may
+// make a status query fail now and then: it is asked again).
+func waitState(t *testing.T, addr, id, want string, timeout time.Duration) jobRow {
+	t.Helper()
+	var r jobRow
+	var last error
+	testcluster.Eventually(t, timeout, "job "+id[:8]+" "+want, func() bool {
+		if r, last = jobStatus(addr, id); last != nil {
+			return false
+		}
+		if r.State != want && r.ExitCode != nil {
+			logs, _, _ := execute("job", "logs", "--address", addr, id)
+			t.Fatalf("job %s ended %s (exit %d, %s), want %s; its log:\n%s", id[:8], r.State, *r.ExitCode, r.Message, want, logs)
+		}
+		return r.State == want
+	})
+	return r
+}
+
+// TestJobSubmit submits samples/quickstart to a 3-node cluster from a
+// directory removed right after the submission (the nodes get the
+// binary's bytes, not its path), reads its output with `atoll job logs`,
+// lists it, and stops a long job with `atoll job stop`.
+func TestJobSubmit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster of node processes")
+	}
+	bin := buildQuickstart(t)
+	isolate(t)
+	// A long failure timeout: the machine may be busy (the quickstart moves
+	// a 256 MiB array to every node).
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, ObjectStoreMemory: 512 << 20, FailureTimeout: 10 * time.Second})
+	t.Setenv(node.EnvSecret, c.Secret())
+	addr := c.Address()
+
+	id := submit(t, addr, bin)
+	if err := os.RemoveAll(filepath.Dir(bin)); err != nil {
+		t.Fatal(err)
+	}
+	r := waitState(t, addr, id, "SUCCEEDED", 3*time.Minute)
+	if r.ExitCode == nil || *r.ExitCode != 0 || r.NodeID != c.Node(0).ID || !r.Submitted || r.EndTime == "" {
+		t.Errorf("job status %+v: want exit status 0 on the head %s", r, c.Node(0).ID)
+	}
+	if strings.HasPrefix(r.WorkerBinary, filepath.Dir(bin)) || !strings.HasSuffix(r.WorkerBinary, "/quickstart") {
+		t.Errorf("the job ran %s, want a copy of the binary sent to the node", r.WorkerBinary)
+	}
+	logs, stderr, err := execute("job", "logs", "--address", addr, id[:8])
+	if err != nil {
+		t.Fatalf("job logs: %v\n%s", err, stderr)
+	}
+	for _, want := range []string{"atoll connected to the cluster at ", ": 3 nodes", "tasks:   squares of 0..9 = [0 1 4 9 16 25 36 49 64 81]",
+		"actor:   counter started at 100, after adding 1..5 it holds 115", "objects: 8 tasks summed one shared 256 MiB array"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("job logs lack %q:\n%s", want, logs)
+		}
+	}
+	// `atoll logs JOB` is the same log.
+	if same, _, err := execute("logs", "--address", addr, id); err != nil || same != logs {
+		t.Errorf("logs %s: %v\n%s", id[:8], err, same)
+	}
+	// The driver recorded its own job as started by the submitted one.
+	stdout, _, err := execute("job", "list", "--address", addr, "--all", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all struct{ Jobs []jobRow }
+	if err := json.Unmarshal([]byte(stdout), &all); err != nil {
+		t.Fatalf("job list --json: %v\n%s", err, stdout)
+	}
+	linked := false
+	for _, j := range all.Jobs {
+		linked = linked || (!j.Submitted && j.SubmissionID == id)
+	}
+	if len(all.Jobs) != 2 || !linked {
+		t.Errorf("job list --all: want the submitted job and its driver's job naming it:\n%s", stdout)
+	}
+
+	// A failing program, and a long one stopped.
+	failed := submit(t, addr, "/bin/false")
+	if r := waitState(t, addr, failed, "FAILED", time.Minute); r.ExitCode == nil || *r.ExitCode != 1 {
+		t.Errorf("/bin/false: %+v, want FAILED with exit status 1", r)
+	}
+	long := submit(t, addr, "/bin/sh", "-c", "echo started; exec sleep 300")
+	waitState(t, addr, long, "RUNNING", time.Minute)
+	testcluster.Eventually(t, time.Minute, "the long job's output", func() bool {
+		out, _, _ := execute("job", "logs", "--address", addr, long)
+		return out == "started\n"
+	})
+	stdout, stderr, err = execute("job", "stop", "--address", addr, long)
+	if err != nil || stdout != "job "+long+" STOPPED\n" {
+		t.Errorf("job stop: %v\n%s%s", err, stdout, stderr)
+	}
+	stdout, _, err = execute("job", "list", "--address", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{id[:8] + "  SUCCEEDED", failed[:8] + "  FAILED", long[:8] + "  STOPPED"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("job list lacks %q:\n%s", want, stdout)
+		}
+	}
+	// -f on an ended job prints its log and returns.
+	if out, _, err := execute("job", "logs", "--address", addr, "-f", long); err != nil || out != "started\n" {
+		t.Errorf("job logs -f of an ended job: %q, %v", out, err)
+	}
+	if _, _, err := execute("job", "status", "--address", addr, "ffffffff"); !errors.Is(err, atoll.ErrNotFound) {
+		t.Errorf("job status of an unknown job: %v, want ErrNotFound", err)
+	}
+}

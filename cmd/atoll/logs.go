@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	"github.com/spf13/cobra"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/gcs"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/node"
+)
+
+func newLogsCmd() *cobra.Command {
+	var q clusterQuery
+	var follow bool
+	var tail int64
+	cmd := &cobra.Command{
+		Use:   "logs NODE|JOB [-f] [--tail BYTES]",
+		Short: "Print a node's log or a submitted job's output",
+		Long: `Prints the log of the live node whose id starts with NODE (what the node
+process writes: its start, the jobs it ran, its worker processes' output), or the
+output of the submitted job whose id starts with JOB (as 'atoll job logs'), read
+from the node over the cluster's NATS connection in chunks of at most 256 KiB.
+-f keeps printing what is written until the job ends (a node's log: until
+Ctrl-C); --tail BYTES starts that many bytes before the end. The reader token is
+enough.`,
+		Args:                  args(1, "NODE or JOB (an id or its first digits, at least 4)"),
+		DisableFlagsInUseLine: true,
+		RunE: func(cmd *cobra.Command, a []string) error {
+			if tail < 0 {
+				return errs.Invalidf("--tail %d: want a number of bytes >= 0", tail)
+			}
+			nc, err := q.dial("atoll-logs")
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			ctx := cmd.Context()
+			offset := int64(0)
+			if tail > 0 {
+				offset = -tail
+			}
+			out := cmd.OutOrStdout()
+			lctx, cancel := context.WithTimeout(ctx, statusTimeout)
+			n, nerr := node.ResolveNode(lctx, gcs.NewClient(nc, gcs.ClientOptions{}), a[0])
+			cancel()
+			if nerr == nil {
+				return node.FollowLog(ctx, nc, n, atollpb.LogKind_LOG_NODE, nil, offset, follow, out)
+			}
+			if !errors.Is(nerr, errs.ErrNotFound) {
+				return nerr
+			}
+			j, err := node.GetJob(ctx, nc, a[0])
+			if errors.Is(err, errs.ErrNotFound) {
+				return errs.NotFoundf("no live node's and no job's id starts with %s", a[0])
+			}
+			if err != nil {
+				return err
+			}
+			where, err := node.JobLogNode(j)
+			if err != nil {
+				return err
+			}
+			return node.FollowLog(ctx, nc, where, atollpb.LogKind_LOG_JOB, j.JobId, offset, follow, out)
+		},
+	}
+	q.addFlag(cmd)
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing what is written (until the job ends, or Ctrl-C)")
+	cmd.Flags().Int64Var(&tail, "tail", 0, "start `BYTES` before the end (default: from the start)")
+	return cmd
+}

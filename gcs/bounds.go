@@ -66,13 +66,13 @@ func (t *tables) admit(tb table, k string, next proto.Message, known, comesAlive
 	}{{t.caps.Nodes, "live nodes", EnvMaxNodes}, {t.caps.Actors, "live actors", EnvMaxActors}, {t.caps.Jobs, "running jobs", EnvMaxJobs}}
 	c := caps[tb]
 	if size := proto.Size(next); t.caps.Entry > 0 && size > t.caps.Entry {
-		return errs.Invalidf("gcs: %s %s refused: its %d-byte entry exceeds the largest the GCS takes, %d bytes (%s)", tb.entry(), k, size, t.caps.Entry, EnvMaxEntryBytes)
+		return errs.Invalidf("%s %s refused: its %d-byte entry exceeds the largest the GCS takes, %d bytes (%s)", tb.entry(), k, size, t.caps.Entry, EnvMaxEntryBytes)
 	}
 	if live := t.live(tb); comesAlive && c.n > 0 && live >= c.n {
-		return errs.Exhaustedf("gcs: %s %s refused: the GCS holds %d %s, its cap (%s)", tb.entry(), k, live, c.what, c.env)
+		return errs.Exhaustedf("%s %s refused: the GCS holds %d %s, its cap (%s)", tb.entry(), k, live, c.what, c.env)
 	}
 	if b := t.caps.Bytes[tb]; !known && b > 0 && t.bytes[tb]+entryBytes(next) > b {
-		return errs.Exhaustedf("gcs: %s %s refused: the %s table takes %d bytes of the %d it may fill in its bucket (the rest is kept for updates; %s, %s, %s)",
+		return errs.Exhaustedf("%s %s refused: the %s table takes %d bytes of the %d it may fill in its bucket (the rest is kept for updates; %s, %s, %s)",
 			tb.entry(), k, tb, t.bytes[tb], b, EnvNodesBucketBytes, EnvActorsBucketBytes, EnvJobsBucketBytes)
 	}
 	return nil

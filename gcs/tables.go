@@ -59,7 +59,7 @@ func newTables() *tables {
 func key(kind string, id []byte) (string, error) {
 	v, err := ids.FromBytes(id)
 	if err != nil {
-		return "", errs.Invalidf("gcs: %s id: %v", kind, err)
+		return "", errs.Invalidf("%s id: %v", kind, err)
 	}
 	return v.String(), nil
 }
@@ -115,7 +115,7 @@ func (t *tables) checkMarkNodeDead(id []byte, nowMs int64) (string, *atollpb.Nod
 	}
 	cur, ok := t.nodes[k]
 	if !ok {
-		return "", nil, errs.NotFoundf("gcs: node %s not found", k)
+		return "", nil, errs.NotFoundf("node %s not found", k)
 	}
 	if cur.State == atollpb.NodeState_NODE_DEAD {
 		return k, nil, nil
@@ -164,7 +164,7 @@ func (t *tables) checkRegisterActor(a *atollpb.ActorInfo) (string, *atollpb.Acto
 	case atollpb.ActorState_ACTOR_STATE_UNSPECIFIED:
 		next.State = atollpb.ActorState_ACTOR_PENDING_CREATION
 	case atollpb.ActorState_ACTOR_DEAD:
-		return "", nil, errs.Invalidf("gcs: actor %s registered as DEAD", k)
+		return "", nil, errs.Invalidf("actor %s registered as DEAD", k)
 	}
 	if cur, ok := t.actors[k]; ok {
 		if err := sameIdentity(k, cur, next); err != nil {
@@ -175,7 +175,7 @@ func (t *tables) checkRegisterActor(a *atollpb.ActorInfo) (string, *atollpb.Acto
 	}
 	if next.Name != "" {
 		if holder, ok := t.names[nameOf(next)]; ok && holder != k {
-			return "", nil, errs.Invalidf("gcs: actor name %q is already taken in namespace %q", next.Name, next.Namespace)
+			return "", nil, errs.Invalidf("actor name %q is already taken in namespace %q", next.Name, next.Namespace)
 		}
 	}
 	return k, next, nil
@@ -190,10 +190,10 @@ func (t *tables) checkUpdateActor(a *atollpb.ActorInfo) (string, *atollpb.ActorI
 	}
 	cur, ok := t.actors[k]
 	if !ok {
-		return "", nil, errs.NotFoundf("gcs: actor %s not found", k)
+		return "", nil, errs.NotFoundf("actor %s not found", k)
 	}
 	if a.State == atollpb.ActorState_ACTOR_STATE_UNSPECIFIED {
-		return "", nil, errs.Invalidf("gcs: update of actor %s has no state", k)
+		return "", nil, errs.Invalidf("update of actor %s has no state", k)
 	}
 	if err := sameIdentity(k, cur, a); err != nil {
 		return "", nil, err
@@ -205,10 +205,10 @@ func (t *tables) checkUpdateActor(a *atollpb.ActorInfo) (string, *atollpb.ActorI
 // dead actor, which would corrupt the name index.
 func sameIdentity(k string, cur, next *atollpb.ActorInfo) error {
 	if cur.Name != next.Name || cur.Namespace != next.Namespace {
-		return errs.Invalidf("gcs: actor %s is named %q in namespace %q; its name cannot change", k, cur.Name, cur.Namespace)
+		return errs.Invalidf("actor %s is named %q in namespace %q; its name cannot change", k, cur.Name, cur.Namespace)
 	}
 	if cur.State == atollpb.ActorState_ACTOR_DEAD && next.State != atollpb.ActorState_ACTOR_DEAD {
-		return errs.Invalidf("gcs: actor %s is dead and cannot change state to %v", k, next.State)
+		return errs.Invalidf("actor %s is dead and cannot change state to %v", k, next.State)
 	}
 	return nil
 }
@@ -243,7 +243,7 @@ func (t *tables) getActor(id []byte) (*atollpb.ActorInfo, error) {
 	}
 	a, ok := t.actors[k]
 	if !ok {
-		return nil, errs.NotFoundf("gcs: actor %s not found", k)
+		return nil, errs.NotFoundf("actor %s not found", k)
 	}
 	return a, nil
 }
@@ -252,7 +252,7 @@ func (t *tables) getActor(id []byte) (*atollpb.ActorInfo, error) {
 func (t *tables) getNamedActor(namespace, name string) (*atollpb.ActorInfo, error) {
 	k, ok := t.names[actorName{namespace, name}]
 	if !ok {
-		return nil, errs.NotFoundf("gcs: no live actor named %q in namespace %q", name, namespace)
+		return nil, errs.NotFoundf("no live actor named %q in namespace %q", name, namespace)
 	}
 	return t.actors[k], nil
 }
@@ -286,7 +286,7 @@ func (t *tables) checkFinishJob(id []byte, nowMs int64) (string, *atollpb.JobInf
 	}
 	cur, ok := t.jobs[k]
 	if !ok {
-		return "", nil, errs.NotFoundf("gcs: job %s not found", k)
+		return "", nil, errs.NotFoundf("job %s not found", k)
 	}
 	if cur.Finished {
 		return k, nil, nil

@@ -1,10 +1,10 @@
 package raylet
 
 import (
-	"fmt"
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,9 +65,27 @@ func (r Resources) String() string {
 	keys := slices.Sorted(maps.Keys(r))
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s=%g", k, r[k]))
+		parts = append(parts, k+"="+formatQuantity(k, r[k]))
 	}
 	return strings.Join(parts, " ")
+}
+
+// formatQuantity renders a resource quantity: memory resources of 1 KiB
+// or more as a size with a binary unit (memory=23.5GiB, not
+// memory=2.527602688e+10), anything else as a plain number.
+func formatQuantity(name string, v float64) string {
+	if !strings.Contains(strings.ToLower(name), "memory") || v < 1024 {
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
+	u := 0
+	for v >= 1024 && u < len(units)-1 {
+		v, u = v/1024, u+1
+	}
+	if v == math.Trunc(v) {
+		return strconv.FormatFloat(v, 'f', 0, 64) + units[u]
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + units[u]
 }
 
 // Feasible reports whether demand could ever run on a node with total

@@ -2,17 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/node"
 )
 
@@ -31,13 +31,13 @@ primary, or a copy in use. It is off unless the head started with ATOLL_AMM=1;
 "start" and "stop" turn its policies on and off on a running cluster (drains,
 "atoll drain", go on either way). All three print its status: policies, rounds,
 copies dropped and made, and drains under way.`,
-		Args:                  cobra.ExactArgs(1),
+		Args:                  args(1, "what to do (start, stop or status)"),
 		ValidArgs:             []string{"start", "stop", "status"},
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			op, ok := ops[args[0]]
 			if !ok {
-				return fmt.Errorf("atoll amm %s: want start, stop or status", args[0])
+				return &usageErr{err: errs.Invalidf("amm %q: want start, stop or status", args[0]), usage: strings.TrimRight(cmd.UsageString(), "\n")}
 			}
 			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
@@ -60,9 +60,7 @@ copies dropped and made, and drains under way.`,
 
 func printAMM(w io.Writer, st *node.AMMStatus, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(st)
+		return writeJSON(w, st)
 	}
 	state := "stopped"
 	if st.Enabled {
@@ -82,13 +80,12 @@ func printAMM(w io.Writer, st *node.AMMStatus, asJSON bool) error {
 	if len(st.Drains) == 0 {
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "DRAIN\tSINCE\tOBJECTS LEFT\tBYTES LEFT\tQUEUED\tRUNNING\tSTATE")
+	t := newTable("DRAIN", "SINCE>", "OBJECTS LEFT>", "BYTES LEFT>", "QUEUED>", "RUNNING>", "STATE")
 	for _, d := range st.Drains {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%s\n", shortID(d.NodeID), time.Since(d.Start).Round(time.Second),
-			d.ObjectsLeft, humanBytes(d.BytesLeft), d.Queued, d.Running, d.State)
+		t.add(shortID(d.NodeID), time.Since(d.Start).Round(time.Second).String(), strconv.Itoa(d.ObjectsLeft), humanBytes(d.BytesLeft),
+			strconv.Itoa(d.Queued), strconv.Itoa(d.Running), d.State)
 	}
-	return tw.Flush()
+	return t.write(w)
 }
 
 // drainTimeout is `atoll drain`'s default --timeout.
@@ -109,11 +106,11 @@ fails and no object is lost; actors it hosts are restarted elsewhere as after
 a node failure (within their max restarts). The head and drivers' nodes cannot
 be drained. Prints the drain's progress until the node is gone, at most
 --timeout (the drain goes on in the cluster if the command stops).`,
-		Args:                  cobra.ExactArgs(1),
+		Args:                  args(1, "NODE (a node id or its first digits)"),
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if timeout <= 0 {
-				return fmt.Errorf("--timeout %v: must be positive", timeout)
+				return errs.Invalidf("--timeout %v: must be positive", timeout)
 			}
 			_, _, address := q.begin(cmd)
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
@@ -138,7 +135,7 @@ be drained. Prints the drain's progress until the node is gone, at most
 				}
 			})
 			if err != nil {
-				return fmt.Errorf("atoll drain %s: %w", args[0], err)
+				return fmt.Errorf("drain %s: %w", args[0], err)
 			}
 			return nil
 		},

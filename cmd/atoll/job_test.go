@@ -170,6 +170,9 @@ func TestJobSubmit(t *testing.T) {
 	if out, _, err := execute("job", "logs", "--address", addr, "-f", long); err != nil || out != "started\n" {
 		t.Errorf("job logs -f of an ended job: %q, %v", out, err)
 	}
+	// Every command's --json, on a cluster that has nodes, a dead actor
+	// (the quickstart's counter) and jobs of both kinds.
+	checkJSONStyle(t, addr, id)
 	if _, _, err := execute("job", "status", "--address", addr, "ffffffff"); !errors.Is(err, atoll.ErrNotFound) {
 		t.Errorf("job status of an unknown job: %v, want ErrNotFound", err)
 	}

@@ -1,20 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
@@ -29,15 +26,15 @@ func newListCmd() *cobra.Command {
 		Short: "List the cluster's nodes, actors or jobs from the GCS",
 		Long: `Lists what the GCS of the cluster at --address (default $` + node.EnvAddress + `, then the
 address the local head recorded) knows: every node (dead ones included),
-every actor (state, node, restarts, death cause) or every job (driver
-binary, start and end).`,
-		Args:                  cobra.ExactArgs(1),
+every actor (state, node, restarts, death cause) or every job (drivers' own
+jobs and submitted ones: state, start and end).`,
+		Args:                  args(1, "what to list (nodes, actors or jobs)"),
 		ValidArgs:             []string{"nodes", "actors", "jobs"},
 		DisableFlagsInUseLine: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			kind := args[0]
+		RunE: func(cmd *cobra.Command, a []string) error {
+			kind := a[0]
 			if kind != "nodes" && kind != "actors" && kind != "jobs" {
-				return errs.Invalidf("list %q: want nodes, actors or jobs", kind)
+				return &usageErr{err: errs.Invalidf("list %q: want nodes, actors or jobs", kind), usage: strings.TrimRight(cmd.UsageString(), "\n")}
 			}
 			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
@@ -45,90 +42,134 @@ binary, start and end).`,
 		},
 	}
 	q.addFlag(cmd)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per line")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as one JSON document")
 	return cmd
 }
 
 func list(ctx context.Context, w io.Writer, address, kind string, asJSON bool) error {
-	var rows []proto.Message
 	switch kind {
 	case "nodes":
 		nodes, err := node.ListNodes(ctx, address, node.Credentials{})
 		if err != nil {
 			return err
 		}
-		for _, n := range nodes {
-			rows = append(rows, n)
-		}
+		return printNodes(w, nodes, asJSON)
 	case "actors":
 		actors, err := node.ListActors(ctx, address, node.Credentials{})
 		if err != nil {
 			return err
 		}
-		for _, a := range actors {
-			rows = append(rows, a)
-		}
-	case "jobs":
-		jobs, err := node.ListJobs(ctx, address, node.Credentials{})
-		if err != nil {
-			return err
-		}
-		for _, j := range jobs {
-			rows = append(rows, j)
-		}
+		return printActors(w, actors, asJSON)
 	}
-	if asJSON {
-		for _, r := range rows {
-			b, err := protojson.Marshal(r)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(w, "%s\n", b)
-		}
-		return nil
-	}
-	if len(rows) == 0 {
-		_, err := fmt.Fprintf(w, "no %s\n", kind)
+	jobs, err := node.ListJobs(ctx, address, node.Credentials{})
+	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	switch kind {
-	case "nodes":
-		fmt.Fprintln(tw, "NODE\tROLE\tSTATE\tHOST\tRESOURCES\tOBJECT STORE\tTRANSFER\tSTARTED\tENDED")
-		for _, r := range rows {
-			n := r.(*atollpb.NodeInfo)
-			role := "worker"
-			switch {
-			case n.IsHead:
-				role = "head"
-			case n.IsDriver:
-				role = "driver"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", shortID(hex.EncodeToString(n.NodeId)), role,
-				strings.TrimPrefix(n.State.String(), "NODE_"), orDash(n.Hostname), resources(n.Resources),
-				humanBytes(n.ObjectStoreBytes), orDash(n.TransferAddress), when(n.StartTimeUnixMs), when(n.EndTimeUnixMs))
-		}
-	case "actors":
-		fmt.Fprintln(tw, "ACTOR\tNAME\tTYPE\tSTATE\tNODE\tRESTARTS\tDEATH CAUSE")
-		for _, r := range rows {
-			a := r.(*atollpb.ActorInfo)
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", shortID(hex.EncodeToString(a.ActorId)), orDash(a.Name), a.ActorType,
-				strings.TrimPrefix(a.State.String(), "ACTOR_"), orDash(shortID(hex.EncodeToString(a.NodeId))),
-				a.NumRestarts, a.MaxRestarts, orDash(a.DeathCause.GetMessage()))
-		}
-	case "jobs":
-		fmt.Fprintln(tw, "JOB\tENTRYPOINT\tSTATE\tSTARTED\tENDED\tWORKER BINARY")
-		for _, r := range rows {
-			j := r.(*atollpb.JobInfo)
-			state := "RUNNING"
-			if j.Finished {
-				state = "FINISHED"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", shortID(hex.EncodeToString(j.JobId)), orDash(j.Entrypoint), state,
-				when(j.StartTimeUnixMs), when(j.EndTimeUnixMs), orDash(j.WorkerBinary))
-		}
+	return printJobs(w, jobs, asJSON)
+}
+
+// nodeRow is a node as `atoll list nodes --json` prints it.
+type nodeRow struct {
+	NodeID           string             `json:"node_id"`
+	Role             string             `json:"role"`
+	State            string             `json:"state"`
+	Hostname         string             `json:"hostname"`
+	Resources        map[string]float64 `json:"resources"`
+	ObjectStoreBytes uint64             `json:"object_store_bytes"`
+	TransferAddress  string             `json:"transfer_address,omitempty"`
+	GossipAddress    string             `json:"gossip_address,omitempty"`
+	StartTime        string             `json:"start_time,omitempty"`
+	EndTime          string             `json:"end_time,omitempty"`
+
+	startMs, endMs int64
+}
+
+// nodeRole is a node's role: head, worker or driver.
+func nodeRole(head, driver bool) string {
+	switch {
+	case head:
+		return "head"
+	case driver:
+		return "driver"
 	}
-	return tw.Flush()
+	return "worker"
+}
+
+// compareNodes is every node table's order: heads, workers, then
+// drivers; alive before dead; then by id.
+func compareNodes(roleA string, aliveA bool, idA string, roleB string, aliveB bool, idB string) int {
+	if c := cmp.Compare(roleOrder(roleA), roleOrder(roleB)); c != 0 {
+		return c
+	}
+	if aliveA != aliveB {
+		if aliveA {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Compare(idA, idB)
+}
+
+func printNodes(w io.Writer, nodes []*atollpb.NodeInfo, asJSON bool) error {
+	rows := make([]nodeRow, 0, len(nodes))
+	for _, n := range nodes {
+		rows = append(rows, nodeRow{NodeID: hexID(n.NodeId), Role: nodeRole(n.IsHead, n.IsDriver), State: strings.TrimPrefix(n.State.String(), "NODE_"),
+			Hostname: n.Hostname, Resources: n.Resources, ObjectStoreBytes: n.ObjectStoreBytes, TransferAddress: n.TransferAddress,
+			GossipAddress: n.GossipAddress, StartTime: jsonTime(n.StartTimeUnixMs), EndTime: jsonTime(n.EndTimeUnixMs),
+			startMs: n.StartTimeUnixMs, endMs: n.EndTimeUnixMs})
+	}
+	slices.SortStableFunc(rows, func(a, b nodeRow) int {
+		return compareNodes(a.Role, a.State == "ALIVE", a.NodeID, b.Role, b.State == "ALIVE", b.NodeID)
+	})
+	if asJSON {
+		return writeJSON(w, map[string]any{"nodes": rows})
+	}
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(w, "no nodes")
+		return err
+	}
+	t := newTable("NODE", "ROLE", "STATE", "HOST", "RESOURCES", "OBJECT STORE>", "TRANSFER", "STARTED", "ENDED")
+	for _, r := range rows {
+		t.add(shortID(r.NodeID), r.Role, r.State, r.Hostname, resources(r.Resources), humanBytes(r.ObjectStoreBytes),
+			r.TransferAddress, when(r.startMs), when(r.endMs))
+	}
+	return t.write(w)
+}
+
+// actorRow is an actor as `atoll list actors --json` prints it.
+type actorRow struct {
+	ActorID     string `json:"actor_id"`
+	Name        string `json:"name,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`
+	Type        string `json:"type"`
+	State       string `json:"state"`
+	NodeID      string `json:"node_id,omitempty"`
+	JobID       string `json:"job_id,omitempty"`
+	NumRestarts int32  `json:"num_restarts"`
+	MaxRestarts int32  `json:"max_restarts"`
+	DeathCause  string `json:"death_cause,omitempty"`
+}
+
+func printActors(w io.Writer, actors []*atollpb.ActorInfo, asJSON bool) error {
+	rows := make([]actorRow, 0, len(actors))
+	for _, a := range actors {
+		rows = append(rows, actorRow{ActorID: hexID(a.ActorId), Name: a.Name, Namespace: a.Namespace, Type: a.ActorType,
+			State: strings.TrimPrefix(a.State.String(), "ACTOR_"), NodeID: hexID(a.NodeId), JobID: hexID(a.JobId),
+			NumRestarts: a.NumRestarts, MaxRestarts: a.MaxRestarts, DeathCause: a.DeathCause.GetMessage()})
+	}
+	slices.SortStableFunc(rows, func(a, b actorRow) int { return cmp.Compare(a.ActorID, b.ActorID) })
+	if asJSON {
+		return writeJSON(w, map[string]any{"actors": rows})
+	}
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(w, "no actors")
+		return err
+	}
+	t := newTable("ACTOR", "NAME", "TYPE", "STATE", "NODE", "RESTARTS>", "DEATH CAUSE")
+	for _, r := range rows {
+		t.add(shortID(r.ActorID), r.Name, r.Type, r.State, shortID(r.NodeID), fmt.Sprintf("%d/%d", r.NumRestarts, r.MaxRestarts), r.DeathCause)
+	}
+	return t.write(w)
 }
 
 // resources renders a node's total resources in name order.

@@ -74,12 +74,12 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true, // main prints them (printError)
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return &usageErr{err: errs.Invalidf("%s: %v", cmd.CommandPath(), err), usage: strings.TrimRight(cmd.UsageString(), "\n")}
+		return &usageErr{err: errs.Invalidf("%s: %v", commandName(cmd), err), usage: strings.TrimRight(cmd.UsageString(), "\n")}
 	})
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the atoll version",
-		Args:  cobra.NoArgs,
+		Args:  args(0),
 		Run: func(cmd *cobra.Command, _ []string) {
 			fmt.Fprintf(cmd.OutOrStdout(), "atoll %s (%s)\n", version(), runtime.Version())
 		},

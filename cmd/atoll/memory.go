@@ -1,14 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -43,7 +42,7 @@ that join while it samples get a column; nodes that die or leave drop
 out. Its memory is bounded: past 2^20 samples (fewer with hundreds of
 nodes), pairs of samples merge into one that keeps the maximum of each
 value, so peaks stay exact.`,
-		Args:                  cobra.NoArgs,
+		Args:                  args(0),
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			sampling, err := sf.check(cmd, asJSON)
@@ -67,15 +66,15 @@ value, so peaks stay exact.`,
 		},
 	}
 	q.addFlag(cmd)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the nodes' memory as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the nodes' memory (and the total) as one JSON document")
 	sf.addFlags(cmd)
 	return cmd
 }
 
 // memoryRow is one node's line of `atoll memory --json`.
 type memoryRow struct {
-	NodeID        string `json:"node_id"`
-	Role          string `json:"role"`
+	NodeID        string `json:"node_id,omitempty"`
+	Role          string `json:"role,omitempty"`
 	UsedBytes     uint64 `json:"used_bytes"`
 	CapacityBytes uint64 `json:"capacity_bytes"`
 	PinnedBytes   uint64 `json:"pinned_bytes"`
@@ -110,18 +109,19 @@ func printMemory(w io.Writer, st *node.ClusterStatus, asJSON bool) error {
 		total.Pulls += r.Pulls
 		total.PulledBytes += r.PulledBytes
 	}
-	slices.SortStableFunc(rows, func(a, b memoryRow) int { return roleOrder(a.Role) - roleOrder(b.Role) })
+	slices.SortStableFunc(rows, func(a, b memoryRow) int { return compareNodes(a.Role, true, a.NodeID, b.Role, true, b.NodeID) })
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+		if rows == nil {
+			rows = []memoryRow{}
+		}
+		total.NodeID, total.Role = "", ""
+		return writeJSON(w, map[string]any{"nodes": rows, "total": total})
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "NODE\tROLE\tUSED\tCAPACITY\tPINNED\tOBJECTS\tSPILLED NOW\tFILES\tSPILLED TOTAL\tRESTORED TOTAL\tPULLS\tPULLED\t")
+	t := newTable("NODE", "ROLE", "USED>", "CAPACITY>", "PINNED>", "OBJECTS>", "SPILLED NOW>", "FILES>", "SPILLED TOTAL>", "RESTORED TOTAL>", "PULLS>", "PULLED>")
 	line := func(id, role string, r memoryRow) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\t%d\t%s\t\n", id, role, humanBytes(r.UsedBytes), humanBytes(r.CapacityBytes),
-			humanBytes(r.PinnedBytes), r.Objects, humanBytes(r.SpilledBytes), r.SpillFiles, humanBytes(r.SpilledTotal),
-			humanBytes(r.RestoredTotal), r.Pulls, humanBytes(r.PulledBytes))
+		t.add(id, role, humanBytes(r.UsedBytes), humanBytes(r.CapacityBytes), humanBytes(r.PinnedBytes), strconv.FormatUint(r.Objects, 10),
+			humanBytes(r.SpilledBytes), strconv.FormatUint(r.SpillFiles, 10), humanBytes(r.SpilledTotal), humanBytes(r.RestoredTotal),
+			strconv.FormatUint(r.Pulls, 10), humanBytes(r.PulledBytes))
 	}
 	for _, r := range rows {
 		line(shortID(r.NodeID), r.Role, r)
@@ -129,7 +129,7 @@ func printMemory(w io.Writer, st *node.ClusterStatus, asJSON bool) error {
 	if len(rows) > 1 {
 		line("total", "", total)
 	}
-	return tw.Flush()
+	return t.write(w)
 }
 
 func roleOrder(role string) int {

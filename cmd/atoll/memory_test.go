@@ -43,7 +43,7 @@ func TestMemorySampleFlags(t *testing.T) {
 			t.Errorf("%q: error %v, want ErrInvalidArgument with %q", tc.args, err, tc.want)
 			continue
 		}
-		if !strings.Contains(stderr, "Error: ") {
+		if !strings.HasPrefix(stderr, "atoll: ") || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%q: stderr %q", tc.args, stderr)
 		}
 	}

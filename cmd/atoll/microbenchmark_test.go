@@ -37,6 +37,9 @@ func execute(args ...string) (stdout, stderr string, err error) {
 	root.SetErr(&errOut)
 	root.SetArgs(args)
 	err = root.ExecuteContext(context.Background())
+	if err != nil {
+		printError(&errOut, err) // as main does
+	}
 	return out.String(), errOut.String(), err
 }
 
@@ -59,7 +62,7 @@ func TestMicrobenchmarkBadFlags(t *testing.T) {
 			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
 			continue
 		}
-		if !strings.Contains(stderr, "Error: ") {
+		if !strings.HasPrefix(stderr, "atoll: ") || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: stderr %q", tc.args, stderr)
 		}
 	}

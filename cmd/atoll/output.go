@@ -137,7 +137,13 @@ func usageError(cmd *cobra.Command, a []string, n int, names []string) error {
 	default:
 		what = fmt.Sprintf("unexpected argument %q", a[n])
 	}
-	return &usageErr{err: errs.Invalidf("%s %s", cmd.CommandPath(), what), usage: strings.TrimRight(cmd.UsageString(), "\n")}
+	return &usageErr{err: errs.Invalidf("%s: %s", commandName(cmd), what), usage: strings.TrimRight(cmd.UsageString(), "\n")}
+}
+
+// commandName is a command's path without the program's name ("job
+// submit"), as error messages name it.
+func commandName(cmd *cobra.Command) string {
+	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
 }
 
 // usageErr is an argument error that prints the command's usage after it.

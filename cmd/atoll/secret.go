@@ -93,7 +93,7 @@ process or a person who should see the cluster but not act on it: with it,
 'atoll status', 'list', 'memory' and 'timeline' work, and the head's NATS
 refuses every change (submitting work, freeing objects, killing actors or
 nodes, registering nodes). It does not reveal the secret.`,
-		Args:                  cobra.NoArgs,
+		Args:                  args(0),
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			secret, err := node.Credentials{SecretFile: secretFile}.FindSecret()

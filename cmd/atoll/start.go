@@ -107,7 +107,7 @@ func startCommand() (*cobra.Command, *startFlags) {
 		Short:   "Start a cluster node on this machine (a head with --head)",
 		Long:    fmt.Sprintf(startLong, node.AddressFile(), node.DefaultGCSDir()),
 		Example: startExample,
-		Args:    cobra.NoArgs,
+		Args:    args(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.nodeConfig(cmd.Flags())
 			if err != nil {

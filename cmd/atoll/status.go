@@ -1,15 +1,12 @@
 package main
 
 import (
-	"cmp"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,7 +28,7 @@ address the local head recorded): role, state, CPUs available/total, other
 resources, object store use, queued and running tasks, and objects pulled
 from other nodes. The nodes of drivers that finished are left out unless
 --all is given.`,
-		Args:                  cobra.NoArgs,
+		Args:                  args(0),
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel, address := q.begin(cmd)
@@ -42,9 +39,7 @@ from other nodes. The nodes of drivers that finished are left out unless
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
+				return writeJSON(out, st)
 			}
 			return printStatus(out, st, all)
 		},
@@ -59,24 +54,13 @@ from other nodes. The nodes of drivers that finished are left out unless
 // nodes of finished drivers only with all.
 func printStatus(w io.Writer, st *node.ClusterStatus, all bool) error {
 	nodes := slices.Clone(st.Nodes)
-	// Heads first, then workers, then drivers; alive before dead.
 	slices.SortStableFunc(nodes, func(a, b node.ClusterNode) int {
-		if c := cmp.Compare(roleRank(a), roleRank(b)); c != 0 {
-			return c
-		}
-		if a.Alive != b.Alive {
-			if a.Alive {
-				return -1
-			}
-			return 1
-		}
-		return cmp.Compare(a.NodeID, b.NodeID)
+		return compareNodes(role(a), a.Alive, a.NodeID, role(b), b.Alive, b.NodeID)
 	})
 	if st.Address != "" {
 		fmt.Fprintf(w, "cluster %s\n", displayAddress(st.Address))
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tROLE\tSTATE\tHOST\tCPU\tRESOURCES\tOBJECT STORE\tQUEUED\tRUNNING\tPULLS")
+	t := newTable("NODE", "ROLE", "STATE", "HOST", "CPU>", "RESOURCES", "OBJECT STORE>", "QUEUED>", "RUNNING>", "PULLS>")
 	var alive, dead, heads, workers, drivers, finished, silent int
 	for _, n := range nodes {
 		if n.Driver && !n.Alive && !all {
@@ -103,12 +87,10 @@ func printStatus(w io.Writer, st *node.ClusterStatus, all bool) error {
 			state = "DEAD"
 			dead++
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s/%s\t%d\t%d\t%d\n",
-			shortID(n.NodeID), role(n), state, orDash(n.Hostname),
-			availTotal(n.Available["CPU"], n.Total["CPU"]), otherResources(n),
-			humanBytes(n.StoreUsed), humanBytes(n.StoreCap), n.Queued, n.Running, n.Pulls)
+		t.add(shortID(n.NodeID), role(n), state, n.Hostname, availTotal(n.Available["CPU"], n.Total["CPU"]), otherResources(n),
+			humanBytes(n.StoreUsed)+"/"+humanBytes(n.StoreCap), strconv.Itoa(n.Queued), strconv.Itoa(n.Running), strconv.FormatUint(n.Pulls, 10))
 	}
-	if err := tw.Flush(); err != nil {
+	if err := t.write(w); err != nil {
 		return err
 	}
 	roles := []string{plural(heads, "head", "heads"), plural(workers, "worker", "workers")}
@@ -127,25 +109,7 @@ func printStatus(w io.Writer, st *node.ClusterStatus, all bool) error {
 }
 
 // role is a node's role as status shows it.
-func role(n node.ClusterNode) string {
-	switch {
-	case n.IsHead:
-		return "head"
-	case n.Driver:
-		return "driver"
-	}
-	return "worker"
-}
-
-func roleRank(n node.ClusterNode) int {
-	switch role(n) {
-	case "head":
-		return 0
-	case "worker":
-		return 1
-	}
-	return 2
-}
+func role(n node.ClusterNode) string { return nodeRole(n.IsHead, n.Driver) }
 
 // shortID is a node id's first 8 hex digits.
 func shortID(id string) string {

@@ -32,7 +32,7 @@ func newStopCmd() *cobra.Command {
 		Long: `Stops every atoll node 'atoll start' started on this machine (as recorded
 in $TMPDIR/atoll-<uid>/nodes): other nodes first, then heads. Each gets SIGTERM
 (SIGKILL with --force) and, if it has not exited within --timeout, SIGKILL.`,
-		Args:                  cobra.NoArgs,
+		Args:                  args(0),
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if timeout <= 0 {

@@ -24,7 +24,7 @@ format: one process per node, one thread per worker, one slice per attempt.
 Open the file in chrome://tracing or https://ui.perfetto.dev. For the full
 picture, with actor calls and nested spans, export the OpenTelemetry traces
 (OTEL_EXPORTER_OTLP_ENDPOINT).`,
-		Args:                  cobra.NoArgs,
+		Args:                  args(0),
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel, address := q.begin(cmd)

@@ -227,6 +227,7 @@ func (rt *core) start(ctx context.Context) error {
 	}
 	// Clustered, the cluster may declare the driver's node dead; embedded
 	// or not, a part of the node may fail for good (its raylet).
+	rt.streamWorkerOutput(n) // workeroutput.go
 	rt.deadWatch = make(chan struct{})
 	go rt.watchDeclaredDead(n.DeclaredDead(), n.DeadReason, rt.deadWatch)
 	rt.startFaultPlan()

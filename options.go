@@ -71,6 +71,7 @@ type config struct {
 	workerMode       WorkerMode
 	workerBinary     string
 	workerOutput     io.Writer
+	noLogToDriver    bool // WithoutLogToDriver (workeroutput.go)
 	idleTimeout      time.Duration
 	saturation       float64
 	spillDirs        []string

@@ -641,6 +641,104 @@ func (x *LogChunk) GetFinal() bool {
 	return false
 }
 
+// WorkerOutput is lines a worker process wrote while it ran a task (or
+// hosted an actor) of a job, published by the worker's node on
+// <prefix>.output.<job id, hex> for the job's driver, which prints them
+// prefixed with the task and worker, as "(name pid=N, node=ID) line".
+type WorkerOutput struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	JobId    []byte                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	WorkerId []byte                 `protobuf:"bytes,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	NodeId   []byte                 `protobuf:"bytes,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Pid      int32                  `protobuf:"varint,4,opt,name=pid,proto3" json:"pid,omitempty"`
+	// The task's name, or the actor's type.
+	Name string `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	// The lines came from stderr (else stdout).
+	Stderr        bool     `protobuf:"varint,6,opt,name=stderr,proto3" json:"stderr,omitempty"`
+	Lines         []string `protobuf:"bytes,7,rep,name=lines,proto3" json:"lines,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkerOutput) Reset() {
+	*x = WorkerOutput{}
+	mi := &file_atollpb_job_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkerOutput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkerOutput) ProtoMessage() {}
+
+func (x *WorkerOutput) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_job_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkerOutput.ProtoReflect.Descriptor instead.
+func (*WorkerOutput) Descriptor() ([]byte, []int) {
+	return file_atollpb_job_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *WorkerOutput) GetJobId() []byte {
+	if x != nil {
+		return x.JobId
+	}
+	return nil
+}
+
+func (x *WorkerOutput) GetWorkerId() []byte {
+	if x != nil {
+		return x.WorkerId
+	}
+	return nil
+}
+
+func (x *WorkerOutput) GetNodeId() []byte {
+	if x != nil {
+		return x.NodeId
+	}
+	return nil
+}
+
+func (x *WorkerOutput) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *WorkerOutput) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *WorkerOutput) GetStderr() bool {
+	if x != nil {
+		return x.Stderr
+	}
+	return false
+}
+
+func (x *WorkerOutput) GetLines() []string {
+	if x != nil {
+		return x.Lines
+	}
+	return nil
+}
+
 var File_atollpb_job_proto protoreflect.FileDescriptor
 
 const file_atollpb_job_proto_rawDesc = "" +
@@ -680,7 +778,15 @@ const file_atollpb_job_proto_rawDesc = "" +
 	"\x04data\x18\x02 \x01(\fR\x04data\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x04R\x06offset\x12\x12\n" +
 	"\x04size\x18\x04 \x01(\x04R\x04size\x12\x14\n" +
-	"\x05final\x18\x05 \x01(\bR\x05final*[\n" +
+	"\x05final\x18\x05 \x01(\bR\x05final\"\xaf\x01\n" +
+	"\fWorkerOutput\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\fR\x05jobId\x12\x1b\n" +
+	"\tworker_id\x18\x02 \x01(\fR\bworkerId\x12\x17\n" +
+	"\anode_id\x18\x03 \x01(\fR\x06nodeId\x12\x10\n" +
+	"\x03pid\x18\x04 \x01(\x05R\x03pid\x12\x12\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\x12\x16\n" +
+	"\x06stderr\x18\x06 \x01(\bR\x06stderr\x12\x14\n" +
+	"\x05lines\x18\a \x03(\tR\x05lines*[\n" +
 	"\vJobFileKind\x12\x1d\n" +
 	"\x19JOB_FILE_KIND_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fJOB_FILE_BINARY\x10\x01\x12\x18\n" +
@@ -705,7 +811,7 @@ func file_atollpb_job_proto_rawDescGZIP() []byte {
 }
 
 var file_atollpb_job_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_atollpb_job_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_atollpb_job_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_atollpb_job_proto_goTypes = []any{
 	(JobFileKind)(0),       // 0: atoll.v1.JobFileKind
 	(LogKind)(0),           // 1: atoll.v1.LogKind
@@ -717,15 +823,16 @@ var file_atollpb_job_proto_goTypes = []any{
 	(*JobStopReply)(nil),   // 7: atoll.v1.JobStopReply
 	(*LogRead)(nil),        // 8: atoll.v1.LogRead
 	(*LogChunk)(nil),       // 9: atoll.v1.LogChunk
-	(*ErrorInfo)(nil),      // 10: atoll.v1.ErrorInfo
+	(*WorkerOutput)(nil),   // 10: atoll.v1.WorkerOutput
+	(*ErrorInfo)(nil),      // 11: atoll.v1.ErrorInfo
 }
 var file_atollpb_job_proto_depIdxs = []int32{
 	0,  // 0: atoll.v1.JobUpload.kind:type_name -> atoll.v1.JobFileKind
-	10, // 1: atoll.v1.JobUploadReply.error:type_name -> atoll.v1.ErrorInfo
-	10, // 2: atoll.v1.JobSubmitReply.error:type_name -> atoll.v1.ErrorInfo
-	10, // 3: atoll.v1.JobStopReply.error:type_name -> atoll.v1.ErrorInfo
+	11, // 1: atoll.v1.JobUploadReply.error:type_name -> atoll.v1.ErrorInfo
+	11, // 2: atoll.v1.JobSubmitReply.error:type_name -> atoll.v1.ErrorInfo
+	11, // 3: atoll.v1.JobStopReply.error:type_name -> atoll.v1.ErrorInfo
 	1,  // 4: atoll.v1.LogRead.kind:type_name -> atoll.v1.LogKind
-	10, // 5: atoll.v1.LogChunk.error:type_name -> atoll.v1.ErrorInfo
+	11, // 5: atoll.v1.LogChunk.error:type_name -> atoll.v1.ErrorInfo
 	6,  // [6:6] is the sub-list for method output_type
 	6,  // [6:6] is the sub-list for method input_type
 	6,  // [6:6] is the sub-list for extension type_name
@@ -745,7 +852,7 @@ func file_atollpb_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_job_proto_rawDesc), len(file_atollpb_job_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -61,9 +61,9 @@ func Authorizer(secret clusterkey.Secret, prefix string, faultInjection bool) fu
 //
 //	node.<id>  publishes: every node's subjects (work, results, requests),
 //	           its own load report, frees, actor kills, owner exits, GCS
-//	           requests, AMM requests, replies;
+//	           requests, AMM requests, jobs' worker output, replies;
 //	           subscribes: its own node subjects, loads, frees, kills,
-//	           owner exits, GCS events, its own inbox
+//	           owner exits, GCS events, jobs' worker output, its own inbox
 //	client     publishes: what a node may, but no load report;
 //	           subscribes: loads, GCS events, its own inbox
 //	reader     publishes: GCS reads, the nodes' stats, objects, timeline,
@@ -94,12 +94,12 @@ func Permissions(prefix, user string, faultInjection bool) (*natsembed.Permissio
 		}
 		return &natsembed.Permissions{
 			Publish: natsembed.SubjectRules{
-				Allow: append(requests, loadSubject(prefix, id), "_INBOX.>"),
+				Allow: append(requests, loadSubject(prefix, id), outputSubjects(prefix), "_INBOX.>"),
 				Deny:  faults,
 			},
 			Subscribe: natsembed.SubjectRules{
 				Allow: append(observe, nodeSubject(prefix, id, ">"),
-					freeSubject(prefix), killSubject(prefix), ownersExitedSubject(prefix)),
+					freeSubject(prefix), killSubject(prefix), ownersExitedSubject(prefix), outputSubjects(prefix)),
 			},
 		}, true
 	case user == ClientUser:

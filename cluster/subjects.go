@@ -59,3 +59,8 @@ func ResultSubject(node ids.NodeID) string { return nodeSubject(DefaultPrefix, n
 // LoadSubject carries node's load reports (atollpb.NodeLoad); a report
 // with leaving set tells every node it left.
 func LoadSubject(node ids.NodeID) string { return loadSubject(DefaultPrefix, node) }
+
+// outputSubjects are the subjects of jobs' worker output,
+// <prefix>.output.<job id>: nodes publish their workers' lines there and
+// each job's driver (a node user too) subscribes to its own.
+func outputSubjects(prefix string) string { return prefix + ".output.*" }

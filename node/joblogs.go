@@ -102,6 +102,17 @@ func (s *jobService) logPath(req *atollpb.LogRead) (string, bool, error) {
 			return "", false, errs.NotFoundf("job %s has no log on node %s", id.String(), s.node.id.Short())
 		}
 		return path, ended, nil
+	case atollpb.LogKind_LOG_WORKER:
+		id, err := ids.FromBytes(req.Id)
+		if err != nil {
+			return "", false, errs.Invalidf("log read: worker id: %v", err)
+		}
+		if s.node.workerLogs != nil {
+			if path, ended, ok := s.node.workerLogs.path(id); ok {
+				return path, ended, nil
+			}
+		}
+		return "", false, errs.NotFoundf("worker %s has no log on node %s", id.String(), s.node.id.Short())
 	}
 	return "", false, errs.Invalidf("log read: unknown log kind %v", req.Kind)
 }

@@ -88,6 +88,7 @@ type Node struct {
 	rejoinWG     sync.WaitGroup
 
 	workerStores sync.Map // ids.WorkerID -> *objectstore.Client
+	workerLogs   *workerLogs // a cluster node's worker output (workerlogs.go); nil elsewhere
 
 	// mu guards what callers add after Start: actors spawned with
 	// SpawnNamed and actor-event subscriptions. Never held across I/O.
@@ -211,6 +212,11 @@ func (n *Node) start(ctx context.Context) error {
 	if cfg.clustered() {
 		n.gateway = n.newGateway(info) // started once the raylet runs
 		clusterCfg = n.gateway.RayletConfig(0)
+		if !cfg.Driver {
+			if n.workerLogs, err = newWorkerLogs(n); err != nil { // workerlogs.go
+				return err
+			}
+		}
 	}
 	executor := cfg.Executor
 	if executor == nil {
@@ -523,6 +529,9 @@ func (n *Node) processConfig() *raylet.ProcessConfig {
 		// A cluster node runs each job's own binary unless it was given one.
 		pc.PerJobBinary = true
 		pc.Args = []string{}
+		if n.workerLogs != nil {
+			pc.OutputFor = n.workerLogs.outputFor
+		}
 	}
 	if g := n.gateway; g != nil {
 		pc.Fetch = g.Fetch

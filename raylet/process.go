@@ -47,6 +47,9 @@ type ProcessConfig struct {
 	StartTimeout time.Duration
 	// Output receives the workers' stdout and stderr; default os.Stderr.
 	Output io.Writer
+	// OutputFor, if set, captures each worker process's stdout and
+	// stderr instead of Output (output.go).
+	OutputFor OutputFunc
 	// PerJobBinary leaves Binary empty when unset: each task's
 	// TaskSpec.worker_binary (its driver's binary) runs its worker (a
 	// cluster node started without a worker binary).

@@ -30,6 +30,9 @@ type Slot struct {
 	// inflight holds the attempts pushed to the worker and not finished,
 	// in push order.
 	inflight []*Assignment
+	// last is the latest attempt finished: output the process writes after
+	// its result came back is still that task's (Current, output.go).
+	last *atollpb.TaskSpec
 	// conn is the worker process's connection once it registered (nil
 	// for goroutine workers and before the hello).
 	conn *workerconn.Conn
@@ -155,6 +158,9 @@ func (s *Slot) Finish(res *atollpb.TaskResult) *Assignment {
 		s.mu.Lock()
 	}
 	t, stop := s.take(res.GetTaskId(), res.GetAttempt())
+	if t != nil {
+		s.last = t.spec
+	}
 	s.mu.Unlock()
 	stopWatch(stop)
 	return t

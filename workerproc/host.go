@@ -387,7 +387,9 @@ func (h *actorHost) start(ctx actor.Context) {
 			deliver(c.caller, res)
 		}
 	}
-	p, err := startProcess(ctx.ActorSystem(), ctx.Self(), h.gen, h.cfg, &h.proxy, h.worker.ID, h.worker.NodeID, onResult)
+	spec := h.spec
+	p, err := startProcess(ctx.ActorSystem(), ctx.Self(), h.gen, h.cfg, &h.proxy, h.worker.ID, h.worker.NodeID, onResult,
+		func() *atollpb.TaskSpec { return spec })
 	if err == nil {
 		h.p = p
 		proc.Store(p)

@@ -42,7 +42,7 @@ type processExited struct {
 // and its exit to self; task results go to onResult instead, on the
 // connection's reader goroutine, if it is set.
 func startProcess(system *actor.ActorSystem, self *actor.PID, gen uint64, cfg *raylet.ProcessConfig, px *proxy, id ids.WorkerID, node ids.NodeID,
-	onResult func(*atollpb.TaskResult)) (*workerProcess, error) {
+	onResult func(*atollpb.TaskResult), current func() *atollpb.TaskSpec) (*workerProcess, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("raylet: socketpair: %w", err)
@@ -80,6 +80,11 @@ func startProcess(system *actor.ActorSystem, self *actor.PID, gen uint64, cfg *r
 		raylet.EnvArenaSize+"="+strconv.FormatUint(cfg.ArenaSize, 10))
 	cmd.ExtraFiles = []*os.File{cfg.Arena, theirs} // fds 3 and 4
 	cmd.Stdout, cmd.Stderr = cfg.Output, cfg.Output
+	var out raylet.ProcessOutput
+	if cfg.OutputFor != nil {
+		out = cfg.OutputFor(id, current)
+		cmd.Stdout, cmd.Stderr = out.Stdout(), out.Stderr()
+	}
 	// A worker never outlives its raylet.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -87,8 +92,14 @@ func startProcess(system *actor.ActorSystem, self *actor.PID, gen uint64, cfg *r
 		return nil, fmt.Errorf("raylet: start worker %s: %w", cfg.Binary, err)
 	}
 	p.cmd = cmd
+	if out != nil {
+		out.Started(cmd.Process.Pid)
+	}
 	go func() {
 		err := cmd.Wait()
+		if out != nil {
+			out.Exited()
+		}
 		// Read what the process wrote before it ended (results of calls
 		// it finished) before the connection closes: the reader ends at
 		// the end of the stream.

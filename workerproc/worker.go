@@ -37,7 +37,7 @@ func (w *taskWorker) Receive(ctx actor.Context) {
 				t.Report(system, rayletPID, res)
 			}
 		}
-		p, err := startProcess(ctx.ActorSystem(), ctx.Self(), 1, w.cfg, &w.proxy, w.id, w.node, onResult)
+		p, err := startProcess(ctx.ActorSystem(), ctx.Self(), 1, w.cfg, &w.proxy, w.id, w.node, onResult, sl.Current)
 		if err != nil {
 			ctx.Send(w.raylet, &raylet.WorkerExited{ID: w.id, Reason: err.Error()})
 			ctx.Stop(ctx.Self())

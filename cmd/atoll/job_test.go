@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,10 +173,113 @@ func TestJobSubmit(t *testing.T) {
 	if out, _, err := execute("job", "logs", "--address", addr, "-f", long); err != nil || out != "started\n" {
 		t.Errorf("job logs -f of an ended job: %q, %v", out, err)
 	}
+	// Worker output reaches the driver, prefixed with the task, the
+	// worker's pid and its node, and so the job's log; each worker's
+	// output is kept on its node (`atoll logs WORKER`).
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	printing := submit(t, addr, self, printingDriverArg)
+	waitState(t, addr, printing, "SUCCEEDED", 2*time.Minute)
+	logs, _, err = execute("job", "logs", "--address", addr, printing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		for _, line := range []string{"hello", "warning"} {
+			re := fmt.Sprintf(`(?m)^\(printer pid=\d+, node=[0-9a-f]{8}\) %s from task %d$`, line, i)
+			if !regexp.MustCompile(re).MatchString(logs) {
+				t.Errorf("the job's log lacks %s:\n%s", re, logs)
+			}
+		}
+	}
+	m := regexp.MustCompile(`(?m)^worker: ([0-9a-f]{32})$`).FindStringSubmatch(logs)
+	if m == nil {
+		t.Fatalf("the job's log names no worker:\n%s", logs)
+	}
+	if out, stderr, err := execute("logs", "--address", addr, m[1]); err != nil || !regexp.MustCompile(`(?m)^hello from task \d$`).MatchString(out) {
+		t.Errorf("logs WORKER %s: %v\n%s%s", m[1], err, out, stderr)
+	}
+
 	// Every command's --json, on a cluster that has nodes, a dead actor
 	// (the quickstart's counter) and jobs of both kinds.
 	checkJSONStyle(t, addr, id)
 	if _, _, err := execute("job", "status", "--address", addr, "ffffffff"); !errors.Is(err, atoll.ErrNotFound) {
 		t.Errorf("job status of an unknown job: %v, want ErrNotFound", err)
 	}
+}
+
+// printingDriverArg makes this test binary, submitted as a job, a driver
+// whose tasks print (printingDriver).
+const printingDriverArg = "printing-driver"
+
+// printer prints a line to stdout and one to stderr, and returns its
+// worker's id.
+var printer = atoll.NewFunc1("printer", func(ctx context.Context, i int) (string, error) {
+	fmt.Printf("hello from task %d\n", i)
+	fmt.Fprintf(os.Stderr, "warning from task %d\n", i)
+	return atoll.CurrentWorkerID(ctx), nil
+})
+
+// lineWatch copies what it gets to w and tells when every wanted line
+// has passed.
+type lineWatch struct {
+	mu   sync.Mutex
+	w    io.Writer
+	buf  strings.Builder
+	want []string
+	done chan struct{}
+}
+
+func (l *lineWatch) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	for _, w := range l.want {
+		if !strings.Contains(l.buf.String(), w) {
+			return l.w.Write(p)
+		}
+	}
+	select {
+	case <-l.done:
+	default:
+		close(l.done)
+	}
+	return l.w.Write(p)
+}
+
+// printingDriver runs three printer tasks on the cluster and waits until
+// their output came back to it (worker output is streamed to the driver
+// as it is written, asynchronously), then prints the workers' ids.
+func printingDriver() int {
+	ctx := context.Background()
+	watch := &lineWatch{w: os.Stdout, done: make(chan struct{})}
+	for i := range 3 {
+		watch.want = append(watch.want, fmt.Sprintf("hello from task %d\n", i), fmt.Sprintf("warning from task %d\n", i))
+	}
+	if err := atoll.Init(ctx, atoll.WithWorkerOutput(watch)); err != nil {
+		fmt.Fprintln(os.Stderr, "Init:", err)
+		return 1
+	}
+	defer atoll.Shutdown(ctx)
+	refs := make([]atoll.ObjectRef[string], 3)
+	for i := range refs {
+		refs[i] = printer.Remote(ctx, atoll.Value(i), atoll.Spread())
+	}
+	workers, err := atoll.GetAll(ctx, refs)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "GetAll:", err)
+		return 1
+	}
+	select {
+	case <-watch.done:
+	case <-time.After(time.Minute):
+		fmt.Fprintln(os.Stderr, "the tasks' output did not reach the driver within a minute")
+		return 1
+	}
+	for _, w := range workers {
+		fmt.Println("worker:", w)
+	}
+	return 0
 }

@@ -3,12 +3,16 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
+	"strings"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/gcs"
 	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/node"
 )
 
@@ -17,16 +21,19 @@ func newLogsCmd() *cobra.Command {
 	var follow bool
 	var tail int64
 	cmd := &cobra.Command{
-		Use:   "logs NODE|JOB [-f] [--tail BYTES]",
-		Short: "Print a node's log or a submitted job's output",
+		Use:   "logs NODE|JOB|WORKER [-f] [--tail BYTES]",
+		Short: "Print a node's log, a submitted job's output or a worker process's output",
 		Long: `Prints the log of the live node whose id starts with NODE (what the node
-process writes: its start, the jobs it ran, its worker processes' output), or the
-output of the submitted job whose id starts with JOB (as 'atoll job logs'), read
-from the node over the cluster's NATS connection in chunks of at most 256 KiB.
+process writes: its start, the jobs it ran, its worker processes' output), the
+output of the submitted job whose id starts with JOB (as 'atoll job logs'), or
+the output of the worker process WORKER (its full id, as atoll.CurrentWorkerID
+and 'atoll timeline' give it; a node keeps its last 1024 workers' output, at most
+64 MiB each), read from the node over the cluster's NATS connection in chunks of
+at most 256 KiB.
 -f keeps printing what is written until the job ends (a node's log: until
 Ctrl-C); --tail BYTES starts that many bytes before the end. The reader token is
 enough.`,
-		Args:                  args(1, "NODE or JOB (an id or its first digits, at least 4)"),
+		Args:                  args(1, "NODE, JOB or WORKER (an id, or the first digits of a node's or job's)"),
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if tail < 0 {
@@ -54,7 +61,10 @@ enough.`,
 			}
 			j, err := node.GetJob(ctx, nc, a[0])
 			if errors.Is(err, errs.ErrNotFound) {
-				return errs.NotFoundf("no live node's and no job's id starts with %s", a[0])
+				if w, werr := ids.FromHex(strings.ToLower(a[0])); werr == nil {
+					return followWorkerLog(ctx, nc, w, offset, follow, out)
+				}
+				return errs.NotFoundf("no live node's and no job's id starts with %s (a worker needs its full id)", a[0])
 			}
 			if err != nil {
 				return err
@@ -70,4 +80,28 @@ enough.`,
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing what is written (until the job ends, or Ctrl-C)")
 	cmd.Flags().Int64Var(&tail, "tail", 0, "start `BYTES` before the end (default: from the start)")
 	return cmd
+}
+
+// followWorkerLog finds the live node that keeps worker's output and
+// copies it to w.
+func followWorkerLog(ctx context.Context, nc *nats.Conn, worker ids.WorkerID, offset int64, follow bool, w io.Writer) error {
+	nodes, err := gcs.NewClient(nc, gcs.ClientOptions{}).ListNodes(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		id, err := ids.FromBytes(n.NodeId)
+		if err != nil || n.State != atollpb.NodeState_NODE_ALIVE || n.IsDriver {
+			continue
+		}
+		_, err = node.ReadLog(ctx, nc, id, atollpb.LogKind_LOG_WORKER, worker.Bytes(), 0, 1)
+		if errors.Is(err, errs.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		return node.FollowLog(ctx, nc, id, atollpb.LogKind_LOG_WORKER, worker.Bytes(), offset, follow, w)
+	}
+	return errs.NotFoundf("no live node keeps the output of worker %s", worker)
 }

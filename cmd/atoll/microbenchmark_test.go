@@ -12,6 +12,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
+	"github.com/atoll-runtime/atoll/node"
 )
 
 // runAsCommand makes this test binary the atoll command (main) when set:
@@ -23,6 +24,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(runAsCommand) == "1" {
 		main()
 		os.Exit(0)
+	}
+	if len(os.Args) > 1 && os.Args[1] == printingDriverArg && os.Getenv(node.EnvSubmissionID) != "" {
+		os.Exit(printingDriver()) // a job TestJobSubmit submits (job_test.go)
 	}
 	if atoll.IsWorker() {
 		_ = atoll.Init(context.Background())

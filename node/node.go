@@ -87,7 +87,7 @@ type Node struct {
 	rejoinCancel context.CancelFunc
 	rejoinWG     sync.WaitGroup
 
-	workerStores sync.Map // ids.WorkerID -> *objectstore.Client
+	workerStores sync.Map    // ids.WorkerID -> *objectstore.Client
 	workerLogs   *workerLogs // a cluster node's worker output (workerlogs.go); nil elsewhere
 
 	// mu guards what callers add after Start: actors spawned with

@@ -57,7 +57,14 @@ func jobStatus(addr, id string) (jobRow, error) {
 // submit runs `atoll job submit` and returns the job's id.
 func submit(t *testing.T, addr string, argv ...string) string {
 	t.Helper()
-	stdout, stderr, err := execute(append([]string{"job", "submit", "--address", addr, "--"}, argv...)...)
+	return submitWith(t, addr, nil, argv...)
+}
+
+// submitWith runs `atoll job submit` with flags.
+func submitWith(t *testing.T, addr string, flags []string, argv ...string) string {
+	t.Helper()
+	args := append(append([]string{"job", "submit", "--address", addr}, flags...), "--")
+	stdout, stderr, err := execute(append(args, argv...)...)
 	if err != nil {
 		t.Fatalf("job submit %v: %v\n%s%s", argv, err, stdout, stderr)
 	}
@@ -207,6 +214,53 @@ func TestJobSubmit(t *testing.T) {
 	checkJSONStyle(t, addr, id)
 	if _, _, err := execute("job", "status", "--address", addr, "ffffffff"); !errors.Is(err, atoll.ErrNotFound) {
 		t.Errorf("job status of an unknown job: %v, want ErrNotFound", err)
+	}
+
+	// A working directory travels with the job.
+	wd := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(wd, "in"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wd, "in", "data.txt"), []byte("from the working directory\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cat := submitWith(t, addr, []string{"--working-dir", wd}, "/bin/cat", "in/data.txt")
+	waitState(t, addr, cat, "SUCCEEDED", time.Minute)
+	if out, _, err := execute("job", "logs", "--address", addr, cat); err != nil || out != "from the working directory\n" {
+		t.Errorf("job logs of cat in its working directory: %q, %v", out, err)
+	}
+
+	// The reader role reads jobs and logs, and may neither submit nor stop.
+	token, _, err := execute("reader-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := submit(t, addr, "/bin/sleep", "300")
+	waitState(t, addr, running, "RUNNING", time.Minute)
+	t.Setenv(node.EnvSecret, "")
+	t.Setenv(node.EnvReaderToken, strings.TrimSpace(token))
+	if out, stderr, err := execute("job", "list", "--address", addr); err != nil || !strings.Contains(out, cat[:8]+"  SUCCEEDED") {
+		t.Errorf("job list as a reader: %v\n%s%s", err, out, stderr)
+	}
+	if out, stderr, err := execute("logs", "--address", addr, cat); err != nil || out != "from the working directory\n" {
+		t.Errorf("logs JOB as a reader: %v\n%s%s", err, out, stderr)
+	}
+	if out, stderr, err := execute("logs", "--address", addr, "--tail", "300", c.Node(0).ID[:8]); err != nil || !strings.Contains(out, "job started") {
+		t.Errorf("logs NODE as a reader: %v\n%s%s", err, out, stderr)
+	}
+	if _, _, err := execute("job", "submit", "--address", addr, "--", "/bin/true"); !errors.Is(err, atoll.ErrPermissionDenied) {
+		t.Errorf("job submit as a reader: %v, want ErrPermissionDenied", err)
+	}
+	if _, _, err := execute("job", "stop", "--address", addr, running); !errors.Is(err, atoll.ErrPermissionDenied) {
+		t.Errorf("job stop as a reader: %v, want ErrPermissionDenied", err)
+	}
+	if r, err := jobStatus(addr, running); err != nil || r.State != "RUNNING" {
+		t.Errorf("after a reader's stop: %+v, %v; want it RUNNING", r, err)
+	}
+	t.Setenv(node.EnvReaderToken, "")
+	t.Setenv(node.EnvSecret, c.Secret())
+	if out, stderr, err := execute("job", "stop", "--address", addr, running); err != nil || out != "job "+running+" STOPPED\n" {
+		t.Errorf("job stop: %v\n%s%s", err, out, stderr)
 	}
 }
 

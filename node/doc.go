@@ -24,4 +24,13 @@
 // dashboard (Config.Dashboard, package dashboard) also answers it with
 // on its own connection (dashboard.go), and the node's answer to log
 // requests (logs.go: the end of Config.LogFile).
+//
+// Every cluster node (not a driver's) runs a job service (jobs.go): it
+// receives driver binaries and working directories in chunks over NATS
+// (jobfiles.go), runs submitted jobs' drivers as child processes and
+// records them in the GCS, and serves reads of its logs from any offset
+// (joblogs.go): its own, its jobs' and its worker processes', whose
+// output it also streams to their jobs' drivers (workerlogs.go).
+// SubmitJob, GetJob, StopJob, ReadLog and FollowLog are the client side
+// (`atoll job`, `atoll logs`).
 package node

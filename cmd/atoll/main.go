@@ -10,6 +10,11 @@
 //     `atoll memory --sample INTERVAL -o FILE` samples its use over time
 //     (CSV and an SVG plot, package memsample);
 //   - `atoll timeline` writes the recent task attempts as a Chrome trace;
+//   - `atoll job submit -- BINARY ARGS` runs a program as a job's driver on
+//     the cluster (the binary is sent to the nodes), and `atoll job
+//     list|status|logs|stop` follow and stop jobs;
+//   - `atoll logs NODE|JOB|WORKER` prints a node's log, a job's output or
+//     a worker process's output;
 //   - `atoll microbenchmark` runs Ray's microbenchmark set on the embedded
 //     local cluster against baselines measured in the same run;
 //   - `atoll version` prints the version.
@@ -20,7 +25,13 @@
 // The cluster commands are a thin layer over package node: `atoll start`
 // runs node.Start, the queries call node.GetClusterStatus, node.ListNodes,
 // node.ListActors, node.ListJobs and node.GetTimeline, and the dashboard
-// reads the same queries on the head's own connection.
+// reads the same queries on the head's own connection; the jobs call
+// node.SubmitJob, node.GetJob, node.StopJob and node.FollowLog.
+//
+// Every command prints in one style (output.go): --json is one JSON
+// document, snake_case keys, hex ids; tables align text left and numbers
+// right; sizes have binary units; a missing argument prints the usage;
+// errors print once, without internal package prefixes.
 package main
 
 import (

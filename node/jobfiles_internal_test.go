@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -36,11 +38,11 @@ func TestJobUpload(t *testing.T) {
 	s := testJobService(t)
 	data := bytes.Repeat([]byte("atoll!"), JobChunkBytes/4) // 1.5 chunks
 	sum := sha256.Sum256(data)
-	hdr := atollpb.JobUpload{Kind: atollpb.JobFileKind_JOB_FILE_BINARY, Sha256: sum[:], Size: uint64(len(data)), Name: "prog"}
+	hdr := &atollpb.JobUpload{Kind: atollpb.JobFileKind_JOB_FILE_BINARY, Sha256: sum[:], Size: uint64(len(data)), Name: "prog"}
 	chunk := func(off int, b []byte) *atollpb.JobUpload {
-		c := hdr
+		c := proto.CloneOf(hdr)
 		c.Offset, c.Data = uint64(off), b
-		return &c
+		return c
 	}
 	now := time.Now()
 	if r := s.receive(chunk(0, nil), now); r.Error != nil || r.Complete {
@@ -67,15 +69,15 @@ func TestJobUpload(t *testing.T) {
 	// A file whose bytes do not match the announced hash is not installed.
 	bad := append([]byte(nil), data...)
 	bad[0] ^= 1
-	badHdr := hdr
+	badHdr := proto.CloneOf(hdr)
 	badHdr.Name = "other"
 	badHdr.Sha256 = make([]byte, sha256.Size)
 	badHdr.Data = bad[:JobChunkBytes]
-	if r := s.receive(&badHdr, now); r.Error != nil {
+	if r := s.receive(badHdr, now); r.Error != nil {
 		t.Fatal(r)
 	}
 	badHdr.Offset, badHdr.Data = JobChunkBytes, bad[JobChunkBytes:]
-	if r := s.receive(&badHdr, now); !errors.Is(replyErr(r), errs.ErrInvalidArgument) {
+	if r := s.receive(badHdr, now); !errors.Is(replyErr(r), errs.ErrInvalidArgument) {
 		t.Errorf("a file with the wrong hash: %+v, want ErrInvalidArgument", r)
 	}
 	if _, err := os.Stat(jobBinaryPath(badHdr.Sha256, "other")); !errors.Is(err, os.ErrNotExist) {

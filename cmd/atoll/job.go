@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -391,6 +390,3 @@ func hexID(b []byte) string {
 	}
 	return fmt.Sprintf("%x", b)
 }
-
-// isNotFound reports a NotFound error.
-func isNotFound(err error) bool { return errors.Is(err, errs.ErrNotFound) }

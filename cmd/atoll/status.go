@@ -119,13 +119,6 @@ func shortID(id string) string {
 	return id
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one

@@ -34,7 +34,7 @@ func TestUsageOnMissingArguments(t *testing.T) {
 		{[]string{"job", "logs"}, "atoll: job logs: missing JOB (a job id or its first digits)\n"},
 		{[]string{"job", "stop"}, "atoll: job stop: missing JOB (a job id or its first digits)\n"},
 		{[]string{"job", "list", "extra"}, `atoll: job list: unexpected argument "extra"` + "\n"},
-		{[]string{"logs"}, "atoll: logs: missing NODE or JOB (an id or its first digits, at least 4)\n"},
+		{[]string{"logs"}, "atoll: logs: missing NODE, JOB or WORKER (an id, or the first digits of a node's or job's)\n"},
 		{[]string{"status", "extra"}, `atoll: status: unexpected argument "extra"` + "\n"},
 		{[]string{"status", "--bogus"}, "atoll: status: unknown flag: --bogus\n"},
 	} {

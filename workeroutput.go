@@ -45,7 +45,7 @@ const (
 // nodes publish (node/workerlogs.go), unless turned off. An embedded
 // node's workers write to this process's stderr directly.
 func (rt *core) streamWorkerOutput(n *node.Node) {
-	if rt.cfg.noLogToDriver || os.Getenv(EnvLogToDriver) == "0" || n.Gateway() == nil {
+	if !logToDriver(rt.cfg) || n.Gateway() == nil {
 		return
 	}
 	stdout, stderr := io.Writer(os.Stdout), io.Writer(os.Stderr)
@@ -105,4 +105,10 @@ func outputPrefix(out *atollpb.WorkerOutput) (string, error) {
 		return r
 	}, out.Name)
 	return fmt.Sprintf("(%s pid=%d, node=%s) ", name, out.Pid, nodeID.Short()), nil
+}
+
+// logToDriver reports whether a driver prints its tasks' output:
+// unless WithoutLogToDriver or ATOLL_LOG_TO_DRIVER=0 says otherwise.
+func logToDriver(cfg config) bool {
+	return !cfg.noLogToDriver && os.Getenv(EnvLogToDriver) != "0"
 }

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -77,8 +78,9 @@ const (
 type jobService struct {
 	node *Node
 	dir  string // the node's jobs directory (in its session directory)
-	pid  *actor.PID
-	subs []*nats.Subscription
+	pid     *actor.PID
+	subs    []*nats.Subscription
+	unwatch func() // the head's node events (failJobsOf)
 
 	uploads map[string]*upload // only the actor touches it
 	// jobs holds every job the node ran and still keeps; guarded by mu
@@ -135,7 +137,45 @@ func (n *Node) startJobs() error {
 		return fmt.Errorf("subscribe to logs: %w", err)
 	}
 	s.subs = append(s.subs, sub)
+	if n.cfg.Head {
+		// The head fails the jobs of nodes that die: nothing else would
+		// end their entries.
+		if s.unwatch, err = n.gcsClient.SubscribeNodeEvents(func(info *atollpb.NodeInfo) {
+			if info.State == atollpb.NodeState_NODE_DEAD {
+				go s.failJobsOf(info.NodeId)
+			}
+		}); err != nil {
+			s.unsubscribe()
+			return fmt.Errorf("subscribe to node events: %w", err)
+		}
+	}
 	return nil
+}
+
+// failJobsOf marks FAILED the submitted jobs the GCS lists running on a
+// node that died.
+func (s *jobService) failJobsOf(nodeID []byte) {
+	dead, err := ids.FromBytes(nodeID)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), jobGCSTimeout)
+	defer cancel()
+	jobs, err := s.node.gcsClient.ListJobs(ctx)
+	if err != nil {
+		s.node.log.Warn("job: cannot list the jobs of a dead node", "node", dead.Short(), "err", err)
+		return
+	}
+	for _, j := range jobs {
+		if !j.Submitted || j.Finished || string(j.NodeId) != string(nodeID) {
+			continue
+		}
+		j.State, j.Finished, j.EndTimeUnixMs = atollpb.JobState_JOB_FAILED, true, time.Now().UnixMilli()
+		j.Message = "its node " + dead.Short() + " died"
+		if err := s.node.gcsClient.AddJob(ctx, j); err != nil {
+			s.node.log.Warn("job: cannot mark a dead node's job failed", "job", hex.EncodeToString(j.JobId), "err", err)
+		}
+	}
 }
 
 func (s *jobService) unsubscribe() {
@@ -143,6 +183,10 @@ func (s *jobService) unsubscribe() {
 		_ = sub.Unsubscribe()
 	}
 	s.subs = nil
+	if s.unwatch != nil {
+		s.unwatch()
+		s.unwatch = nil
+	}
 }
 
 // Receive handles the service's requests, one at a time.

@@ -106,7 +106,7 @@ func TestJobSubmit(t *testing.T) {
 	isolate(t)
 	// A long failure timeout: the machine may be busy (the quickstart moves
 	// a 256 MiB array to every node).
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, ObjectStoreMemory: 512 << 20, FailureTimeout: 10 * time.Second})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, ObjectStoreMemory: 512 << 20, FailureTimeout: 5 * time.Second})
 	t.Setenv(node.EnvSecret, c.Secret())
 	addr := c.Address()
 
@@ -261,6 +261,17 @@ func TestJobSubmit(t *testing.T) {
 	t.Setenv(node.EnvSecret, c.Secret())
 	if out, stderr, err := execute("job", "stop", "--address", addr, running); err != nil || out != "job "+running+" STOPPED\n" {
 		t.Errorf("job stop: %v\n%s%s", err, out, stderr)
+	}
+
+	// A job runs on the node --node names; when that node dies, the head
+	// marks the job FAILED.
+	onNode := submitWith(t, addr, []string{"--node", c.Node(1).ID[:8]}, "/bin/sleep", "300")
+	if r := waitState(t, addr, onNode, "RUNNING", time.Minute); r.NodeID != c.Node(1).ID {
+		t.Errorf("job submitted with --node %s runs on %s", c.Node(1).ID[:8], r.NodeID)
+	}
+	c.Kill(1)
+	if r := waitState(t, addr, onNode, "FAILED", time.Minute); !strings.Contains(r.Message, "its node "+c.Node(1).ID[:8]+" died") {
+		t.Errorf("the job of a dead node: %+v", r)
 	}
 }
 

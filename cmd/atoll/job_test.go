@@ -104,8 +104,9 @@ func TestJobSubmit(t *testing.T) {
 	}
 	bin := buildQuickstart(t)
 	isolate(t)
-	// A long failure timeout: the machine may be busy (the quickstart moves
-	// a 256 MiB array to every node).
+	// The default failure timeout, not the test clusters' 2 s: the
+	// quickstart moves a 256 MiB array to every node, and a busy machine
+	// then got a node declared dead.
 	c := testcluster.Start(t, testcluster.Options{Nodes: 3, ObjectStoreMemory: 512 << 20, FailureTimeout: 5 * time.Second})
 	t.Setenv(node.EnvSecret, c.Secret())
 	addr := c.Address()

@@ -53,7 +53,7 @@ func SubmitJob(ctx context.Context, nc *nats.Conn, sub JobSubmission, progress f
 		return ids.JobID{}, err
 	}
 	if len(sub.WorkingDir) > MaxWorkingDirBytes {
-		return ids.JobID{}, errs.Invalidf("working directory: an archive of %d bytes (at most %d)", len(sub.WorkingDir), MaxWorkingDirBytes)
+		return ids.JobID{}, errs.Invalidf("working directory: an archive of %s (at most %s)", sizeText(len(sub.WorkingDir)), sizeText(MaxWorkingDirBytes))
 	}
 	g := gcs.NewClient(nc, gcs.ClientOptions{})
 	nodes, err := g.ListNodes(ctx)
@@ -99,7 +99,7 @@ func SubmitJob(ctx context.Context, nc *nats.Conn, sub JobSubmission, progress f
 			return ids.JobID{}, fmt.Errorf("send %s to node %s: %w", name, n.Short(), err)
 		}
 		if sent && progress != nil {
-			progress(fmt.Sprintf("sent %s (%d bytes) to node %s", name, len(bin), n.Short()))
+			progress(fmt.Sprintf("sent %s (%s) to node %s", name, sizeText(len(bin)), n.Short()))
 		}
 	}
 	req := &atollpb.JobSubmit{BinarySha256: sum[:], BinaryName: name, Args: sub.Args}
@@ -135,14 +135,14 @@ func readBinary(path string) ([]byte, error) {
 		return nil, errs.Invalidf("job binary %s: not an executable file", path)
 	}
 	if fi.Size() > MaxJobBinaryBytes {
-		return nil, errs.Invalidf("job binary %s: %d bytes, at most %d", path, fi.Size(), MaxJobBinaryBytes)
+		return nil, errs.Invalidf("job binary %s: %s, at most %s", path, sizeText(fi.Size()), sizeText(MaxJobBinaryBytes))
 	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxJobBinaryBytes+1))
 	if err != nil {
 		return nil, errs.Invalidf("job binary: %v", err)
 	}
 	if len(b) == 0 || len(b) > MaxJobBinaryBytes {
-		return nil, errs.Invalidf("job binary %s: %d bytes (1 to %d)", path, len(b), MaxJobBinaryBytes)
+		return nil, errs.Invalidf("job binary %s: %s (1 byte to %s)", path, sizeText(len(b)), sizeText(MaxJobBinaryBytes))
 	}
 	return b, nil
 }
@@ -174,7 +174,7 @@ func uploadFile(ctx context.Context, nc *nats.Conn, node ids.NodeID, kind atollp
 		}
 	}
 	if !reply.Complete {
-		return false, errs.Unavailablef("node %s did not take the whole file (%d of %d bytes)", node.Short(), reply.Received, len(data))
+		return false, errs.Unavailablef("node %s did not take the whole file (%s of %s)", node.Short(), sizeText(reply.Received), sizeText(len(data)))
 	}
 	return true, nil
 }

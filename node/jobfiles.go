@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
@@ -80,14 +81,14 @@ func checkUpload(req *atollpb.JobUpload) error {
 	switch req.Kind {
 	case atollpb.JobFileKind_JOB_FILE_BINARY:
 		if req.Size == 0 || req.Size > MaxJobBinaryBytes {
-			return errs.Invalidf("job upload: a binary of %d bytes (at most %d)", req.Size, MaxJobBinaryBytes)
+			return errs.Invalidf("job upload: a binary of %s (at most %s)", sizeText(req.Size), sizeText(MaxJobBinaryBytes))
 		}
 		if err := checkBinaryName(req.Name); err != nil {
 			return err
 		}
 	case atollpb.JobFileKind_JOB_FILE_WORKING_DIR:
 		if req.Size == 0 || req.Size > MaxWorkingDirBytes {
-			return errs.Invalidf("job upload: a working directory archive of %d bytes (at most %d)", req.Size, MaxWorkingDirBytes)
+			return errs.Invalidf("job upload: a working directory archive of %s (at most %s)", sizeText(req.Size), sizeText(MaxWorkingDirBytes))
 		}
 	default:
 		return errs.Invalidf("job upload: unknown kind %v", req.Kind)
@@ -266,7 +267,7 @@ func extractWorkingDir(archive, dir string) error {
 		case tar.TypeReg:
 			total += h.Size
 			if h.Size < 0 || total > MaxWorkingDirBytes {
-				return errs.Invalidf("working directory: more than %d bytes", MaxWorkingDirBytes)
+				return errs.Invalidf("working directory: more than %s", sizeText(MaxWorkingDirBytes))
 			}
 			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 				return err
@@ -331,7 +332,7 @@ func ArchiveDir(dir string) ([]byte, error) {
 			return nil
 		}
 		if total += fi.Size(); total > MaxWorkingDirBytes {
-			return errs.Invalidf("working directory %s: more than %d bytes", dir, MaxWorkingDirBytes)
+			return errs.Invalidf("working directory %s: more than %s", dir, sizeText(MaxWorkingDirBytes))
 		}
 		f, err := os.Open(path)
 		if err != nil {
@@ -351,7 +352,10 @@ func ArchiveDir(dir string) ([]byte, error) {
 		return nil, err
 	}
 	if buf.Len() > MaxWorkingDirBytes {
-		return nil, errs.Invalidf("working directory %s: an archive of %d bytes, at most %d", dir, buf.Len(), MaxWorkingDirBytes)
+		return nil, errs.Invalidf("working directory %s: an archive of %s, at most %s", dir, sizeText(buf.Len()), sizeText(MaxWorkingDirBytes))
 	}
 	return buf.Bytes(), nil
 }
+
+// sizeText renders a byte count for messages ("44.1 MiB").
+func sizeText[N int | int64 | uint64](n N) string { return benchfmt.HumanSize(uint64(max(n, 0))) }

@@ -134,10 +134,7 @@ be drained. Prints the drain's progress until the node is gone, at most
 					last = line
 				}
 			})
-			if err != nil {
-				return fmt.Errorf("drain %s: %w", args[0], err)
-			}
-			return nil
+			return err // the head's errors say "drain: node ...", ResolveNode's name the prefix
 		},
 	}
 	q.addFlag(cmd)

@@ -76,8 +76,8 @@ const (
 // jobService is a node's job service: its actor's state (the struct
 // outlives restarts of the actor, so running jobs are not forgotten).
 type jobService struct {
-	node *Node
-	dir  string // the node's jobs directory (in its session directory)
+	node    *Node
+	dir     string // the node's jobs directory (in its session directory)
 	pid     *actor.PID
 	subs    []*nats.Subscription
 	unwatch func() // the head's node events (failJobsOf)

@@ -218,8 +218,10 @@ func (rt *core) applyOwnerEffect(e owner.Effect) {
 		default:
 		}
 	case owner.Dispatched:
+		// The submit span lasts until the task finishes (Finished), so a
+		// failed task's is ERROR like its execute span.
 		if a, ok := e.Attach.(*taskAttach); ok {
-			a.span.End()
+			a.span.AddEvent("dispatched")
 		}
 	case owner.Retried:
 		if a, ok := e.Attach.(*taskAttach); ok {
@@ -231,7 +233,7 @@ func (rt *core) applyOwnerEffect(e owner.Effect) {
 			if e.Err != nil {
 				a.span.SetStatus(codes.Error, e.Err.Message)
 			}
-			a.span.End() // no-op if Dispatched ended it
+			a.span.End()
 			a.finish()
 		}
 	}

@@ -46,7 +46,7 @@ func serveWorker(cfg config) {
 	current_.Store(rt)
 	_ = srv.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_Hello{Hello: &atollpb.WorkerHello{WorkerId: rt.workerID.Bytes(), Pid: int32(os.Getpid())}}})
 	srv.loop()
-	os.Exit(0)
+	rt.exitWorker()
 }
 
 func newWorkerCore(cfg config) (*core, *workerServer, error) {
@@ -80,6 +80,7 @@ func newWorkerCore(cfg config) (*core, *workerServer, error) {
 		rt.log = slog.Default()
 	}
 	rt.log = slog.New(telemetry.NewLogHandler(rt.log.Handler())).With("component", "atoll-worker", "worker", workerID.Short())
+	telemetry.SetIdentity(telemetry.Identity{Role: telemetry.RoleWorker, NodeID: nodeID.String(), WorkerID: workerID.String()})
 	tp := cfg.tracerProvider
 	if tp == nil {
 		if own, err := telemetry.ProviderFromEnv(context.Background()); err == nil && own != nil {
@@ -152,7 +153,7 @@ func (s *workerServer) handle(f *atollpb.Frame) {
 			cancel()
 		}
 	case *atollpb.Frame_Exit:
-		os.Exit(0)
+		s.rt.exitWorker()
 	}
 }
 

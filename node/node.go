@@ -117,6 +117,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 func (n *Node) start(ctx context.Context) error {
 	cfg := &n.cfg
 	n.log = slog.New(telemetry.NewLogHandler(cfg.Logger.Handler())).With("component", "atoll")
+	telemetry.DefaultIdentity(telemetry.Identity{Role: telemetry.RoleNode, NodeID: n.id.String()})
 	tp, own, err := telemetry.ResolveProvider(ctx, cfg.TracerProvider)
 	if err != nil {
 		return err
@@ -362,6 +363,10 @@ func (n *Node) stop(ctx context.Context) error {
 		if err := n.sessionLock.Release(); err != nil {
 			errList = append(errList, err)
 		}
+	}
+	// The spans this node made for jobs exporting elsewhere.
+	if err := telemetry.FlushRoutes(ctx); err != nil {
+		errList = append(errList, err)
 	}
 	if n.ownTP != nil {
 		if err := n.ownTP.Shutdown(ctx); err != nil {

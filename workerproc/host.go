@@ -119,7 +119,11 @@ func (h *actorHost) Receive(ctx actor.Context) {
 		h.p.kill() // processExited follows and restarts the actor
 	case *actor.Restarting, *actor.Stopping:
 		if h.p != nil {
-			h.p.kill()
+			if _, stopping := m.(*actor.Stopping); stopping {
+				h.p.stop() // exits on its own first: its spans are exported
+			} else {
+				h.p.kill()
+			}
 			h.p.conn.Close()
 			// The dead process's pins and unsealed objects go with it; the
 			// next process reuses the worker id.

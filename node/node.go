@@ -14,8 +14,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/nats-io/nats.go"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/atoll-runtime/atoll/actors"
@@ -78,8 +76,8 @@ type Node struct {
 	gateway     *cluster.Gateway // nil on an embedded node
 	amm         *cluster.AMM     // the head's Active Memory Manager, if on
 	ammPID      *actor.PID
-	unsubscribe func() // the raylet's actor events
-	metrics     metric.Registration
+	unsubscribe func()                      // the raylet's actor events
+	metrics     atomic.Pointer[nodeMetrics] // set once Start registered them
 	// rejoinCancel ends the goroutines of rejoin.go; rejoinWG waits for them.
 	rejoinCancel context.CancelFunc
 	rejoinWG     sync.WaitGroup
@@ -226,6 +224,7 @@ func (n *Node) start(ctx context.Context) error {
 		TracerProvider: tp,
 		Logger:         n.log,
 		OnWorkerDeath:  n.workerDied,
+		OnTaskEvent:    n.taskFinished,
 		ReportActor:    func(info *atollpb.ActorInfo) { root.Send(reporterPID, info) },
 		Process:        n.withKillPoints(n.processConfig(), tp),
 		ProcessWorkers: workerproc.New(),
@@ -279,11 +278,7 @@ func (n *Node) start(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("atoll: subscribe to actor events: %w", err)
 	}
-	mp := cfg.MeterProvider
-	if mp == nil {
-		mp = otel.GetMeterProvider()
-	}
-	if n.metrics, err = n.registerMetrics(mp); err != nil {
+	if err := n.startMetrics(ctx); err != nil {
 		return fmt.Errorf("atoll: metrics: %w", err)
 	}
 	if cfg.embedded() {
@@ -323,9 +318,7 @@ func (n *Node) stop(ctx context.Context) error {
 	if n.unsubscribe != nil {
 		n.unsubscribe()
 	}
-	if n.metrics != nil {
-		_ = n.metrics.Unregister()
-	}
+	n.stopMetrics(ctx)
 	if n.ammPID != nil {
 		_ = n.system.Root.StopFuture(n.ammPID).Wait()
 	}

@@ -19,4 +19,7 @@ type NodeReady struct {
 	// other nodes and drivers.
 	Address string `json:"address"`
 	PID     int    `json:"pid"`
+	// MetricsAddress is where the node serves Prometheus metrics
+	// (host:port, GET /metrics); empty when it serves none.
+	MetricsAddress string `json:"metrics_address,omitempty"`
 }

@@ -136,7 +136,7 @@ func NewProps(cfg Config) (*actor.Props, error) {
 			strategy: strategy,
 			peers:    map[ids.NodeID]*NodeView{},
 			procCfgs: map[string]*ProcessConfig{},
-			timeline: timeline{cap: cfg.TimelineCap},
+			timeline: timeline{cap: cfg.TimelineCap, observe: cfg.OnTaskEvent},
 		}
 	}, actor.WithSupervisor(strategy), actor.WithDispatcher(actors.HotDispatcher)), nil
 }

@@ -26,14 +26,19 @@ type TaskEvent struct {
 // first (the reply is a []TaskEvent).
 type GetTimeline struct{}
 
-// timeline is a ring of the last cap task events.
+// timeline is a ring of the last cap task events; observe, if set, sees
+// each as it is added.
 type timeline struct {
-	cap    int
-	events []TaskEvent
-	next   int
+	cap     int
+	events  []TaskEvent
+	next    int
+	observe func(TaskEvent)
 }
 
 func (tl *timeline) add(e TaskEvent) {
+	if tl.observe != nil {
+		tl.observe(e)
+	}
 	if len(tl.events) < tl.cap {
 		tl.events = append(tl.events, e)
 		return

@@ -156,6 +156,9 @@ type Node struct {
 	PID int
 	// Address is the cluster address the node reported.
 	Address string
+	// MetricsAddress is where the node serves Prometheus metrics
+	// (host:port), if its Config.MetricsPort asked for it.
+	MetricsAddress string
 	// Config is the config the node was started with.
 	Config node.Config
 	// LogFile holds the node's stdout and stderr.
@@ -511,8 +514,10 @@ func (c *Cluster) launch(i int, cfg node.Config) (*Node, error) {
 		PID:     p.Pid(),
 		Address: ready.Address,
 		Config:  cfg,
-		LogFile: logFile,
-		proc:    p,
+
+		MetricsAddress: ready.MetricsAddress,
+		LogFile:        logFile,
+		proc:           p,
 	}, nil
 }
 

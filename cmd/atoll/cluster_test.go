@@ -53,6 +53,7 @@ func TestStartConfig(t *testing.T) {
 	head := node.Config{
 		Head: true, NodeIP: "127.0.0.1", Port: node.DefaultPort, GossipPort: node.DefaultGossipPort,
 		TransferPort: node.DefaultTransferPort, NumCPUs: ncpu, FailureTimeout: 5 * time.Second,
+		MetricsPort: node.DefaultMetricsPort, MetricsBestEffort: true,
 	}
 	worker := head
 	worker.Head, worker.Address = false, "nats://10.0.0.1:6380"
@@ -98,6 +99,9 @@ func TestStartConfig(t *testing.T) {
 			c.AMM, c.AMMInterval, c.AMMPolicies = true, 500*time.Millisecond, []amm.Policy{amm.Replicate{}, amm.Rebalance{Threshold: 0.05}}
 		})},
 		{[]string{"--head", "--fault-injection"}, with(head, func(c *node.Config) { c.FaultInjection = true })},
+		// A metrics port given is one the node must serve on.
+		{[]string{"--head", "--metrics-port", "9100"}, with(head, func(c *node.Config) { c.MetricsPort, c.MetricsBestEffort = 9100, false })},
+		{[]string{"--head", "--metrics-port", "0"}, with(head, func(c *node.Config) { c.MetricsPort, c.MetricsBestEffort = 0, false })},
 	} {
 		got, err := parseStart(tc.args...)
 		if err != nil {
@@ -130,6 +134,7 @@ func TestStartConfigErrors(t *testing.T) {
 		{[]string{"--head", "--nats", "nats://"}, `--nats "nats://": want HOST:PORT`},
 		{[]string{"--head", "--port", "65536"}, "--port 65536: want a port from 0 to 65535"},
 		{[]string{"--head", "--gossip-port", "-1"}, "--gossip-port -1: want a port from 0 to 65535"},
+		{[]string{"--head", "--metrics-port", "-1"}, "--metrics-port -1: want a port from 1 to 65535"},
 		{[]string{"--head", "--node-ip", "my-host"}, `--node-ip "my-host": want an IP address`},
 		{[]string{"--head", "--num-cpus", "-2"}, "--num-cpus -2: want a number >= 0"},
 		{[]string{"--head", "--resources", "GPU"}, `entry "GPU": want NAME=N`},

@@ -799,13 +799,19 @@ func (x *TaskEvents) GetEvents() []*TaskEvent {
 }
 
 type TaskEvent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        []byte                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	WorkerId      []byte                 `protobuf:"bytes,3,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	StartUnixUs   int64                  `protobuf:"varint,4,opt,name=start_unix_us,json=startUnixUs,proto3" json:"start_unix_us,omitempty"`
-	EndUnixUs     int64                  `protobuf:"varint,5,opt,name=end_unix_us,json=endUnixUs,proto3" json:"end_unix_us,omitempty"`
-	Failed        bool                   `protobuf:"varint,6,opt,name=failed,proto3" json:"failed,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	TaskId      []byte                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Name        string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	WorkerId    []byte                 `protobuf:"bytes,3,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	StartUnixUs int64                  `protobuf:"varint,4,opt,name=start_unix_us,json=startUnixUs,proto3" json:"start_unix_us,omitempty"`
+	EndUnixUs   int64                  `protobuf:"varint,5,opt,name=end_unix_us,json=endUnixUs,proto3" json:"end_unix_us,omitempty"`
+	Failed      bool                   `protobuf:"varint,6,opt,name=failed,proto3" json:"failed,omitempty"`
+	// kind is raylet.EventTask (when empty), EventActorCreation,
+	// EventActorCall, EventTransfer, EventSpill or EventRestore.
+	Kind string `protobuf:"bytes,7,opt,name=kind,proto3" json:"kind,omitempty"`
+	// bytes moved by a transfer, spill or restore.
+	Bytes         uint64 `protobuf:"varint,8,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Detail        string `protobuf:"bytes,9,opt,name=detail,proto3" json:"detail,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -880,6 +886,27 @@ func (x *TaskEvent) GetFailed() bool {
 		return x.Failed
 	}
 	return false
+}
+
+func (x *TaskEvent) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *TaskEvent) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *TaskEvent) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
 }
 
 // AttemptKey names one attempt of a task, or one actor call.
@@ -2468,14 +2495,17 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\n" +
 	"TaskEvents\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12+\n" +
-	"\x06events\x18\x02 \x03(\v2\x13.atoll.v1.TaskEventR\x06events\"\xb1\x01\n" +
+	"\x06events\x18\x02 \x03(\v2\x13.atoll.v1.TaskEventR\x06events\"\xf3\x01\n" +
 	"\tTaskEvent\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
 	"\tworker_id\x18\x03 \x01(\fR\bworkerId\x12\"\n" +
 	"\rstart_unix_us\x18\x04 \x01(\x03R\vstartUnixUs\x12\x1e\n" +
 	"\vend_unix_us\x18\x05 \x01(\x03R\tendUnixUs\x12\x16\n" +
-	"\x06failed\x18\x06 \x01(\bR\x06failed\"?\n" +
+	"\x06failed\x18\x06 \x01(\bR\x06failed\x12\x12\n" +
+	"\x04kind\x18\a \x01(\tR\x04kind\x12\x14\n" +
+	"\x05bytes\x18\b \x01(\x04R\x05bytes\x12\x16\n" +
+	"\x06detail\x18\t \x01(\tR\x06detail\"?\n" +
 	"\n" +
 	"AttemptKey\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x18\n" +

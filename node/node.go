@@ -78,6 +78,7 @@ type Node struct {
 	ammPID      *actor.PID
 	unsubscribe func()                      // the raylet's actor events
 	metrics     atomic.Pointer[nodeMetrics] // set once Start registered them
+	activity    *activity                   // transfers, spills and restores → timeline and spans
 	// rejoinCancel ends the goroutines of rejoin.go; rejoinWG waits for them.
 	rejoinCancel context.CancelFunc
 	rejoinWG     sync.WaitGroup
@@ -160,8 +161,9 @@ func (n *Node) start(ctx context.Context) error {
 		return fmt.Errorf("atoll: GCS not ready: %w", err)
 	}
 
+	n.activity = n.newActivity(tp)
 	storeCfg := objectstore.Config{Capacity: cfg.ObjectStoreMemory, CreateTimeout: cfg.StoreFullTimeout, Prefault: cfg.PrefaultStore,
-		SpillFaults: n.spillFaults()}
+		SpillFaults: n.spillFaults(), OnIO: n.activity.storeIO}
 	if !cfg.NoSpill {
 		storeCfg.SpillDirs = cfg.SpillDirs
 		if len(storeCfg.SpillDirs) == 0 {
@@ -624,6 +626,7 @@ func (n *Node) newGateway(info *atollpb.NodeInfo) *cluster.Gateway {
 		GCS:         n.gcsClient, NodeIP: n.cfg.NodeIP, TransferPort: n.cfg.TransferPort, GossipPort: n.cfg.GossipPort,
 		FailureBudget: n.cfg.FailureTimeout, Node: info, Logger: quiet(n.log), MaxInFlight: max(n.arena.Size()/4, 64<<20),
 		Secret: n.sec.secret, ServerTLS: n.sec.serverTLS, ClientTLS: n.sec.clientTLS, Partition: n.partition, Faults: n.cfg.Faults,
+		OnTransfer: n.activity.transferred,
 	})
 }
 

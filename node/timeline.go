@@ -13,10 +13,14 @@ import (
 	"github.com/atoll-runtime/atoll/cluster"
 	"github.com/atoll-runtime/atoll/gcs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/raylet"
 )
 
-// TimelineEvent is one task attempt a node ran: where, when, and whether
-// it failed (`atoll timeline` turns them into a Chrome trace).
+// TimelineEvent is one task attempt a node ran, an actor's creation or
+// call, an object it pulled from another node, or a spill or restore of
+// its store: where, when, and whether it failed (`atoll timeline` turns
+// them into a Chrome trace). Transfers, spills and restores have no
+// worker or task (zero ids).
 type TimelineEvent struct {
 	NodeID   string    `json:"node_id"`
 	WorkerID string    `json:"worker_id"`
@@ -25,6 +29,11 @@ type TimelineEvent struct {
 	Start    time.Time `json:"start"`
 	End      time.Time `json:"end"`
 	Failed   bool      `json:"failed"`
+	// Kind is raylet.EventTask, EventActorCreation, EventActorCall,
+	// EventTransfer, EventSpill or EventRestore.
+	Kind   string `json:"kind"`
+	Bytes  uint64 `json:"bytes,omitempty"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // timelineTimeout bounds each node's answer to GetTimeline.
@@ -75,9 +84,13 @@ func GetTimeline(ctx context.Context, address string, creds Credentials) ([]Time
 				if werr != nil || terr != nil {
 					continue
 				}
+				kind := e.Kind
+				if kind == "" {
+					kind = raylet.EventTask
+				}
 				out = append(out, TimelineEvent{NodeID: node.String(), WorkerID: worker.String(),
 					TaskID: task.String(), Name: e.Name, Start: time.UnixMicro(e.StartUnixUs),
-					End: time.UnixMicro(e.EndUnixUs), Failed: e.Failed})
+					End: time.UnixMicro(e.EndUnixUs), Failed: e.Failed, Kind: kind, Bytes: e.Bytes, Detail: e.Detail})
 			}
 		})
 	}

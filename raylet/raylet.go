@@ -206,6 +206,8 @@ func (r *raylet) Receive(ctx actor.Context) {
 		ctx.Respond(r.snapshot())
 	case *GetTimeline:
 		ctx.Respond(r.timeline.snapshot())
+	case *AddTimelineEvent:
+		r.timeline.add(m.Event)
 	case *reapIdle:
 		r.reaping = false
 		r.reap(ctx)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -68,6 +69,7 @@ type callDone struct{ gen uint64 }
 type queuedCall struct {
 	caller *actor.PID
 	spec   *atollpb.TaskSpec
+	sent   time.Time // when it went to the process (the timeline's start)
 }
 
 // actorHost hosts one actor in a worker process of its own. Calls are
@@ -141,7 +143,7 @@ func (h *actorHost) Receive(ctx actor.Context) {
 func (h *actorHost) start(ctx actor.Context) {
 	h.state.gen++
 	h.gen = h.state.gen
-	system, self, state, gen, deliver, killAt := ctx.ActorSystem(), ctx.Self(), h.state, h.gen, h.deliver, h.cfg.KillAt
+	system, self, state, gen, deliver, killAt, rayletPID, worker := ctx.ActorSystem(), ctx.Self(), h.state, h.gen, h.deliver, h.cfg.KillAt, h.raylet, h.worker.ID
 	var proc atomic.Pointer[workerProcess]
 	// A call's result goes from the connection reader to its caller; the
 	// host only hears that it may send the next call. A crash report
@@ -160,6 +162,7 @@ func (h *actorHost) start(ctx actor.Context) {
 		if c := state.takeBusy(res); c != nil {
 			system.Root.Send(self, &callDone{gen: gen})
 			deliver(c.caller, res)
+			system.Root.Send(rayletPID, callEvent(c, worker, res.GetError() != nil))
 		}
 	}
 	p, err := startProcess(ctx.ActorSystem(), ctx.Self(), h.gen, h.cfg, &h.proxy, h.worker.ID, h.worker.NodeID, onResult)
@@ -168,6 +171,7 @@ func (h *actorHost) start(ctx actor.Context) {
 		proc.Store(p)
 		err = p.waitHello(h.cfg.StartTimeout)
 	}
+	created := time.Now()
 	if err == nil {
 		var reply *atollpb.Frame
 		cctx, cancel := context.WithTimeout(context.Background(), h.cfg.StartTimeout)
@@ -178,6 +182,8 @@ func (h *actorHost) start(ctx actor.Context) {
 		}
 	}
 	ctx.Send(h.raylet, &raylet.ActorStarted{ID: h.id, Err: err})
+	ctx.Send(h.raylet, &raylet.AddTimelineEvent{Event: raylet.TaskEvent{TaskID: taskIDOf(h.spec), Name: h.spec.Name,
+		Worker: h.worker.ID, Start: created, End: time.Now(), Failed: err != nil, Kind: raylet.EventActorCreation}})
 	if err != nil {
 		return
 	}
@@ -198,7 +204,19 @@ func (h *actorHost) pump() {
 		h.p.kill() // its exit fails the call (busy) and restarts the actor
 		return
 	}
+	c.sent = time.Now()
 	_ = h.p.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_PushTask{PushTask: &atollpb.PushTask{Spec: c.spec}}})
+}
+
+func taskIDOf(spec *atollpb.TaskSpec) ids.TaskID {
+	id, _ := ids.FromBytes(spec.GetTaskId())
+	return id
+}
+
+// callEvent is the timeline's record of an actor call that finished.
+func callEvent(c *queuedCall, worker ids.WorkerID, failed bool) *raylet.AddTimelineEvent {
+	return &raylet.AddTimelineEvent{Event: raylet.TaskEvent{TaskID: taskIDOf(c.spec), Name: c.spec.Name, Worker: worker, Start: c.sent, End: time.Now(),
+		Failed: failed, Kind: raylet.EventActorCall}}
 }
 
 // finished handles a result the reader left to the host: a crashed call.
@@ -208,6 +226,7 @@ func (h *actorHost) finished(ctx actor.Context, res *atollpb.TaskResult) {
 		return
 	}
 	h.deliver(c.caller, res)
+	ctx.Send(h.raylet, callEvent(c, h.worker.ID, res.GetError() != nil || res.ActorCrashed))
 	if res.ActorCrashed {
 		panic(fmt.Sprintf("actor %s: method %s panicked: %s", h.id.Short(), c.spec.Function, res.GetError().GetMessage()))
 	}

@@ -144,12 +144,17 @@ func (n *Node) MetricsAddress() string {
 	return ""
 }
 
-// taskFinished feeds the task metrics with one finished attempt (the
-// raylet's OnTaskEvent: on its goroutine, so it only records).
+// taskFinished feeds the task metrics with one finished task attempt,
+// actor call or actor creation (the raylet's OnTaskEvent: on its
+// goroutine, so it only records).
 func (n *Node) taskFinished(e raylet.TaskEvent) {
 	m := n.metrics.Load()
 	if m == nil {
 		return
+	}
+	switch e.Kind {
+	case raylet.EventTransfer, raylet.EventSpill, raylet.EventRestore:
+		return // not a task: the store's and transfer figures count them
 	}
 	outcome := "ok"
 	if e.Failed {

@@ -21,4 +21,9 @@
 // started through EnvNode (RunFromEnv, NodeReady), and the queries behind
 // `atoll status|list|memory|timeline` (GetClusterStatus, ListNodes,
 // ListActors, ListJobs, GetTimeline).
+//
+// A node publishes its figures as OpenTelemetry metrics (metrics.go) and,
+// with Config.MetricsPort, serves them to Prometheus (prometheus.go); its
+// transfers, spills and restores become timeline events and spans
+// (activity.go).
 package node

@@ -1,9 +1,14 @@
 package atoll_test
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -175,5 +180,69 @@ func TestOTLPClusterSpansReachTheDriversCollector(t *testing.T) {
 			t.Fatalf("after 30s: %s", msg)
 		}
 		<-tick.C
+	}
+}
+
+// tracedDriver is the child process of TestOTLPDriverSignalFlushes: it
+// runs the traced program with worker processes, prints "ready JOB" and
+// waits for a signal. It never returns.
+func tracedDriver() {
+	ctx := context.Background()
+	fail := func(what string, err error) {
+		fmt.Println(what+":", err)
+		os.Exit(2)
+	}
+	if err := atoll.Init(ctx, atoll.WithObjectStoreMemory(64<<20), atoll.WithNumCPUs(2)); err != nil {
+		fail("init", err)
+	}
+	job := atoll.JobIDForTest()
+	if _, err := tracedAccType.New(ctx, atoll.ActorName("traced-"+job)); err != nil {
+		fail("new actor", err)
+	}
+	if _, err := atoll.Get(ctx, tracedOuter.Remote(ctx, atoll.Value(tracedArg{Actor: "traced-" + job, X: 1}))); err != nil {
+		fail("traced.outer", err)
+	}
+	if _, err := atoll.Get(ctx, tracedFail.Remote(ctx, atoll.Value(tracedArg{}), atoll.MaxRetries(0))); err == nil {
+		fail("traced.fail", errors.New("did not fail"))
+	}
+	fmt.Println("ready", job)
+	select {}
+}
+
+// TestOTLPDriverSignalFlushes: a driver ended by SIGTERM (its signal
+// handler shuts atoll down) has delivered every span of its program, its
+// worker processes' included, by the time it is dead; the batch delay is
+// an hour, so only the flushes at exit can have sent them.
+func TestOTLPDriverSignalFlushes(t *testing.T) {
+	if os.Getenv("ATOLL_TEST_TRACED_DRIVER") != "" {
+		tracedDriver()
+	}
+	recv := otlptest.Start(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestOTLPDriverSignalFlushes$")
+	cmd.Env = append(os.Environ(), "ATOLL_TEST_TRACED_DRIVER=1", "OTEL_EXPORTER_OTLP_ENDPOINT="+recv.Endpoint,
+		"OTEL_BSP_SCHEDULE_DELAY=3600000", "TMPDIR="+t.TempDir())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	job, ok := "", sc.Scan()
+	if _, err := fmt.Sscanf(sc.Text(), "ready %s", &job); !ok || err != nil {
+		t.Fatalf("driver: %q", sc.Text())
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+		t.Fatalf("driver after SIGTERM: %v, want killed by SIGTERM", cmd.ProcessState)
+	}
+	if msg := checkTracedSpans(recv.Spans(), job, "driver"); msg != "" {
+		t.Fatal(msg)
 	}
 }

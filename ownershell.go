@@ -61,6 +61,7 @@ func (s *ownerShell) drainLocked() {
 		batch := s.outbox
 		s.outbox = nil
 		s.mu.Unlock()
+		endSubmitSpans(batch)
 		for _, e := range batch {
 			s.apply(e)
 		}
@@ -192,6 +193,23 @@ func (a *taskAttach) finish() {
 	}
 }
 
+// endSubmitSpans ends the submit spans of the tasks a batch of effects
+// finishes before any effect of the batch is applied: a Notify that wakes
+// a Get comes before its task's Finished, and the caller's next step
+// (reading its spans, Shutdown) must find the span ended.
+func endSubmitSpans(batch []owner.Effect) {
+	for _, e := range batch {
+		if f, ok := e.(owner.Finished); ok {
+			if a, ok := f.Attach.(*taskAttach); ok {
+				if f.Err != nil {
+					a.span.SetStatus(codes.Error, f.Err.Message)
+				}
+				a.span.End()
+			}
+		}
+	}
+}
+
 // applyOwnerEffect carries out one effect of the Table.
 func (rt *core) applyOwnerEffect(e owner.Effect) {
 	switch e := e.(type) {
@@ -230,11 +248,7 @@ func (rt *core) applyOwnerEffect(e owner.Effect) {
 		}
 	case owner.Finished:
 		if a, ok := e.Attach.(*taskAttach); ok {
-			if e.Err != nil {
-				a.span.SetStatus(codes.Error, e.Err.Message)
-			}
-			a.span.End()
-			a.finish()
+			a.finish() // its span ended with the batch (endSubmitSpans)
 		}
 	}
 }

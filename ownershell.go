@@ -50,7 +50,11 @@ func (s *ownerShell) do(f func(*owner.Table)) {
 // goroutine is draining, applies the queue outside mu. It releases mu.
 func (s *ownerShell) drainLocked() {
 	if s.table.HasEffects() {
-		s.outbox = append(s.outbox, s.table.TakeEffects()...)
+		eff := s.table.TakeEffects()
+		// Under mu: a Get woken by this step reads its value under mu
+		// too, so it finds its task's submit span ended.
+		endSubmitSpans(eff)
+		s.outbox = append(s.outbox, eff...)
 	}
 	if s.draining || len(s.outbox) == 0 {
 		s.mu.Unlock()
@@ -61,7 +65,6 @@ func (s *ownerShell) drainLocked() {
 		batch := s.outbox
 		s.outbox = nil
 		s.mu.Unlock()
-		endSubmitSpans(batch)
 		for _, e := range batch {
 			s.apply(e)
 		}
@@ -193,10 +196,12 @@ func (a *taskAttach) finish() {
 	}
 }
 
-// endSubmitSpans ends the submit spans of the tasks a batch of effects
-// finishes before any effect of the batch is applied: a Notify that wakes
-// a Get comes before its task's Finished, and the caller's next step
-// (reading its spans, Shutdown) must find the span ended.
+// endSubmitSpans ends the submit spans of the tasks a Table step
+// finished, ERROR if they failed, as the step's effects are taken (under
+// the shell's mutex): a Get the step wakes, and the caller's next step
+// (reading its spans, Shutdown), find the span ended. Ending a span hands
+// it to the span processor (OTel's batch processor queues it; a
+// synchronous exporter would export under the mutex).
 func endSubmitSpans(batch []owner.Effect) {
 	for _, e := range batch {
 		if f, ok := e.(owner.Finished); ok {

@@ -808,10 +808,12 @@ type TaskEvent struct {
 	Failed      bool                   `protobuf:"varint,6,opt,name=failed,proto3" json:"failed,omitempty"`
 	// kind is raylet.EventTask (when empty), EventActorCreation,
 	// EventActorCall, EventTransfer, EventSpill or EventRestore.
-	Kind string `protobuf:"bytes,7,opt,name=kind,proto3" json:"kind,omitempty"`
+	// (Numbers from 9: main's dashboard took 7 and 8 for job_id and
+	// trace_id.)
+	Kind string `protobuf:"bytes,9,opt,name=kind,proto3" json:"kind,omitempty"`
 	// bytes moved by a transfer, spill or restore.
-	Bytes         uint64 `protobuf:"varint,8,opt,name=bytes,proto3" json:"bytes,omitempty"`
-	Detail        string `protobuf:"bytes,9,opt,name=detail,proto3" json:"detail,omitempty"`
+	Bytes         uint64 `protobuf:"varint,10,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Detail        string `protobuf:"bytes,11,opt,name=detail,proto3" json:"detail,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2503,9 +2505,10 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\rstart_unix_us\x18\x04 \x01(\x03R\vstartUnixUs\x12\x1e\n" +
 	"\vend_unix_us\x18\x05 \x01(\x03R\tendUnixUs\x12\x16\n" +
 	"\x06failed\x18\x06 \x01(\bR\x06failed\x12\x12\n" +
-	"\x04kind\x18\a \x01(\tR\x04kind\x12\x14\n" +
-	"\x05bytes\x18\b \x01(\x04R\x05bytes\x12\x16\n" +
-	"\x06detail\x18\t \x01(\tR\x06detail\"?\n" +
+	"\x04kind\x18\t \x01(\tR\x04kind\x12\x14\n" +
+	"\x05bytes\x18\n" +
+	" \x01(\x04R\x05bytes\x12\x16\n" +
+	"\x06detail\x18\v \x01(\tR\x06detail\"?\n" +
 	"\n" +
 	"AttemptKey\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x18\n" +

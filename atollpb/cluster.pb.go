@@ -808,8 +808,6 @@ type TaskEvent struct {
 	Failed      bool                   `protobuf:"varint,6,opt,name=failed,proto3" json:"failed,omitempty"`
 	// kind is raylet.EventTask (when empty), EventActorCreation,
 	// EventActorCall, EventTransfer, EventSpill or EventRestore.
-	// (Numbers from 9: main's dashboard took 7 and 8 for job_id and
-	// trace_id.)
 	Kind string `protobuf:"bytes,9,opt,name=kind,proto3" json:"kind,omitempty"`
 	// bytes moved by a transfer, spill or restore.
 	Bytes         uint64 `protobuf:"varint,10,opt,name=bytes,proto3" json:"bytes,omitempty"`

@@ -183,11 +183,15 @@ func (rt *core) start(ctx context.Context) error {
 	if cfg.namespace == "" {
 		cfg.namespace = "default"
 	}
+	telemetry.SetIdentity(telemetry.Identity{Role: telemetry.RoleDriver, JobID: rt.jobID.String()})
 	tp, own, err := telemetry.ResolveProvider(ctx, cfg.tracerProvider)
 	if err != nil {
 		return err
 	}
 	rt.ownTP = own
+	// The job's tasks export their spans, on every node, where this
+	// driver does (telemetry.Inject carries the destination).
+	telemetry.SetLocalExport(telemetry.ExportFromEnv(rt.jobID.Bytes()))
 	cfg.tracerProvider = tp
 	rt.tracer = telemetry.Tracer(tp)
 
@@ -292,6 +296,12 @@ func (rt *core) stop(ctx context.Context) error {
 	}
 	if rt.node != nil {
 		if err := rt.node.Stop(ctx); err != nil {
+			errList = append(errList, err)
+		}
+	}
+	if !rt.isWorker {
+		telemetry.SetLocalExport(nil)
+		if err := telemetry.ShutdownRoutes(ctx); err != nil {
 			errList = append(errList, err)
 		}
 	}

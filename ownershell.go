@@ -50,7 +50,11 @@ func (s *ownerShell) do(f func(*owner.Table)) {
 // goroutine is draining, applies the queue outside mu. It releases mu.
 func (s *ownerShell) drainLocked() {
 	if s.table.HasEffects() {
-		s.outbox = append(s.outbox, s.table.TakeEffects()...)
+		eff := s.table.TakeEffects()
+		// Under mu: a Get woken by this step reads its value under mu
+		// too, so it finds its task's submit span ended.
+		endSubmitSpans(eff)
+		s.outbox = append(s.outbox, eff...)
 	}
 	if s.draining || len(s.outbox) == 0 {
 		s.mu.Unlock()
@@ -198,6 +202,25 @@ func (a *taskAttach) finish() {
 	}
 }
 
+// endSubmitSpans ends the submit spans of the tasks a Table step
+// finished, ERROR if they failed, as the step's effects are taken (under
+// the shell's mutex): a Get the step wakes, and the caller's next step
+// (reading its spans, Shutdown), find the span ended. Ending a span hands
+// it to the span processor (OTel's batch processor queues it; a
+// synchronous exporter would export under the mutex).
+func endSubmitSpans(batch []owner.Effect) {
+	for _, e := range batch {
+		if f, ok := e.(owner.Finished); ok {
+			if a, ok := f.Attach.(*taskAttach); ok {
+				if f.Err != nil {
+					a.span.SetStatus(codes.Error, f.Err.Message)
+				}
+				a.span.End()
+			}
+		}
+	}
+}
+
 // applyOwnerEffect carries out one effect of the Table.
 func (rt *core) applyOwnerEffect(e owner.Effect) {
 	switch e := e.(type) {
@@ -224,8 +247,10 @@ func (rt *core) applyOwnerEffect(e owner.Effect) {
 		default:
 		}
 	case owner.Dispatched:
+		// The submit span lasts until the task finishes (Finished), so a
+		// failed task's is ERROR like its execute span.
 		if a, ok := e.Attach.(*taskAttach); ok {
-			a.span.End()
+			a.span.AddEvent("dispatched")
 		}
 	case owner.Retried:
 		if a, ok := e.Attach.(*taskAttach); ok {
@@ -234,11 +259,7 @@ func (rt *core) applyOwnerEffect(e owner.Effect) {
 		}
 	case owner.Finished:
 		if a, ok := e.Attach.(*taskAttach); ok {
-			if e.Err != nil {
-				a.span.SetStatus(codes.Error, e.Err.Message)
-			}
-			a.span.End() // no-op if Dispatched ended it
-			a.finish()
+			a.finish() // its span ended with the batch (endSubmitSpans)
 		}
 	}
 }

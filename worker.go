@@ -51,7 +51,7 @@ func serveWorker(cfg config) {
 	_ = srv.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_Hello{Hello: &atollpb.WorkerHello{WorkerId: rt.workerID.Bytes(), Pid: int32(os.Getpid())}}})
 	srv.loop()
 	stopProfile()
-	os.Exit(0)
+	rt.exitWorker()
 }
 
 // EnvWorkerCPUProfile names a directory: each worker process writes a CPU
@@ -126,6 +126,7 @@ func newWorkerCore(cfg config) (*core, *workerServer, error) {
 		rt.log = slog.Default()
 	}
 	rt.log = slog.New(telemetry.NewLogHandler(rt.log.Handler())).With("component", "atoll-worker", "worker", workerID.Short())
+	telemetry.SetIdentity(telemetry.Identity{Role: telemetry.RoleWorker, NodeID: nodeID.String(), WorkerID: workerID.String()})
 	tp := cfg.tracerProvider
 	if tp == nil {
 		if own, err := telemetry.ProviderFromEnv(context.Background()); err == nil && own != nil {
@@ -224,7 +225,7 @@ func (s *workerServer) handle(f *atollpb.Frame) {
 			cancel()
 		}
 	case *atollpb.Frame_Exit:
-		os.Exit(0)
+		s.rt.exitWorker()
 	}
 }
 

@@ -808,8 +808,14 @@ type TaskEvent struct {
 	Failed      bool                   `protobuf:"varint,6,opt,name=failed,proto3" json:"failed,omitempty"`
 	// The job the task belongs to, and the trace id (32 hex digits) of its
 	// submit span where the driver traced it (empty otherwise).
-	JobId         []byte `protobuf:"bytes,7,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	TraceId       string `protobuf:"bytes,8,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
+	JobId   []byte `protobuf:"bytes,7,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	TraceId string `protobuf:"bytes,8,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
+	// kind is raylet.EventTask (when empty), EventActorCreation,
+	// EventActorCall, EventTransfer, EventSpill or EventRestore.
+	Kind string `protobuf:"bytes,9,opt,name=kind,proto3" json:"kind,omitempty"`
+	// bytes moved by a transfer, spill or restore.
+	Bytes         uint64 `protobuf:"varint,10,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Detail        string `protobuf:"bytes,11,opt,name=detail,proto3" json:"detail,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -896,6 +902,27 @@ func (x *TaskEvent) GetJobId() []byte {
 func (x *TaskEvent) GetTraceId() string {
 	if x != nil {
 		return x.TraceId
+	}
+	return ""
+}
+
+func (x *TaskEvent) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *TaskEvent) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *TaskEvent) GetDetail() string {
+	if x != nil {
+		return x.Detail
 	}
 	return ""
 }
@@ -2612,7 +2639,7 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\n" +
 	"TaskEvents\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12+\n" +
-	"\x06events\x18\x02 \x03(\v2\x13.atoll.v1.TaskEventR\x06events\"\xe3\x01\n" +
+	"\x06events\x18\x02 \x03(\v2\x13.atoll.v1.TaskEventR\x06events\"\xa5\x02\n" +
 	"\tTaskEvent\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
@@ -2621,7 +2648,11 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\vend_unix_us\x18\x05 \x01(\x03R\tendUnixUs\x12\x16\n" +
 	"\x06failed\x18\x06 \x01(\bR\x06failed\x12\x15\n" +
 	"\x06job_id\x18\a \x01(\fR\x05jobId\x12\x19\n" +
-	"\btrace_id\x18\b \x01(\tR\atraceId\"?\n" +
+	"\btrace_id\x18\b \x01(\tR\atraceId\x12\x12\n" +
+	"\x04kind\x18\t \x01(\tR\x04kind\x12\x14\n" +
+	"\x05bytes\x18\n" +
+	" \x01(\x04R\x05bytes\x12\x16\n" +
+	"\x06detail\x18\v \x01(\tR\x06detail\"?\n" +
 	"\n" +
 	"AttemptKey\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x18\n" +

@@ -321,11 +321,17 @@ func (x *ErrorInfo) GetNodeId() []byte {
 	return nil
 }
 
-// TraceContext is W3C trace context (traceparent/tracestate headers).
+// TraceContext is W3C trace context (traceparent/tracestate headers)
+// and where the trace's spans are exported.
 type TraceContext struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Traceparent   string                 `protobuf:"bytes,1,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
-	Tracestate    string                 `protobuf:"bytes,2,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Traceparent string                 `protobuf:"bytes,1,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	Tracestate  string                 `protobuf:"bytes,2,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
+	// export is the OTLP destination of the job that started the trace
+	// (its driver's OTEL_EXPORTER_OTLP_* settings): nodes and worker
+	// processes export the trace's spans there. Unset when the driver
+	// exports no spans over OTLP.
+	Export        *TraceExport `protobuf:"bytes,3,opt,name=export,proto3" json:"export,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -374,6 +380,115 @@ func (x *TraceContext) GetTracestate() string {
 	return ""
 }
 
+func (x *TraceContext) GetExport() *TraceExport {
+	if x != nil {
+		return x.Export
+	}
+	return nil
+}
+
+// TraceExport is an OTLP trace destination and the job it is for.
+type TraceExport struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// endpoint is the full URL of the traces endpoint (HTTP: with its
+	// path, e.g. http://collector:4318/v1/traces; gRPC: scheme, host and
+	// port).
+	Endpoint string `protobuf:"bytes,1,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	// protocol is "grpc" or "http/protobuf".
+	Protocol string `protobuf:"bytes,2,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	// headers are sent with every export request.
+	Headers map[string]string `protobuf:"bytes,3,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// compression is "gzip" or empty.
+	Compression string `protobuf:"bytes,4,opt,name=compression,proto3" json:"compression,omitempty"`
+	// timeout_ms bounds one export request (0: the exporter's default).
+	TimeoutMs int64 `protobuf:"varint,5,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// job_id and service_name label the spans' resource (atoll.job_id,
+	// service.name).
+	JobId         []byte `protobuf:"bytes,6,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	ServiceName   string `protobuf:"bytes,7,opt,name=service_name,json=serviceName,proto3" json:"service_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceExport) Reset() {
+	*x = TraceExport{}
+	mi := &file_atollpb_common_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceExport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceExport) ProtoMessage() {}
+
+func (x *TraceExport) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_common_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceExport.ProtoReflect.Descriptor instead.
+func (*TraceExport) Descriptor() ([]byte, []int) {
+	return file_atollpb_common_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *TraceExport) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+func (x *TraceExport) GetProtocol() string {
+	if x != nil {
+		return x.Protocol
+	}
+	return ""
+}
+
+func (x *TraceExport) GetHeaders() map[string]string {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+func (x *TraceExport) GetCompression() string {
+	if x != nil {
+		return x.Compression
+	}
+	return ""
+}
+
+func (x *TraceExport) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *TraceExport) GetJobId() []byte {
+	if x != nil {
+		return x.JobId
+	}
+	return nil
+}
+
+func (x *TraceExport) GetServiceName() string {
+	if x != nil {
+		return x.ServiceName
+	}
+	return ""
+}
+
 // ObjectLocation places a sealed object inside a node's shared arena.
 type ObjectLocation struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -389,7 +504,7 @@ type ObjectLocation struct {
 
 func (x *ObjectLocation) Reset() {
 	*x = ObjectLocation{}
-	mi := &file_atollpb_common_proto_msgTypes[2]
+	mi := &file_atollpb_common_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -401,7 +516,7 @@ func (x *ObjectLocation) String() string {
 func (*ObjectLocation) ProtoMessage() {}
 
 func (x *ObjectLocation) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_common_proto_msgTypes[2]
+	mi := &file_atollpb_common_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -414,7 +529,7 @@ func (x *ObjectLocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectLocation.ProtoReflect.Descriptor instead.
 func (*ObjectLocation) Descriptor() ([]byte, []int) {
-	return file_atollpb_common_proto_rawDescGZIP(), []int{2}
+	return file_atollpb_common_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ObjectLocation) GetObjectId() []byte {
@@ -475,7 +590,7 @@ type ObjectRef struct {
 
 func (x *ObjectRef) Reset() {
 	*x = ObjectRef{}
-	mi := &file_atollpb_common_proto_msgTypes[3]
+	mi := &file_atollpb_common_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -487,7 +602,7 @@ func (x *ObjectRef) String() string {
 func (*ObjectRef) ProtoMessage() {}
 
 func (x *ObjectRef) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_common_proto_msgTypes[3]
+	mi := &file_atollpb_common_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -500,7 +615,7 @@ func (x *ObjectRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectRef.ProtoReflect.Descriptor instead.
 func (*ObjectRef) Descriptor() ([]byte, []int) {
-	return file_atollpb_common_proto_rawDescGZIP(), []int{3}
+	return file_atollpb_common_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ObjectRef) GetObjectId() []byte {
@@ -571,7 +686,7 @@ type Value struct {
 
 func (x *Value) Reset() {
 	*x = Value{}
-	mi := &file_atollpb_common_proto_msgTypes[4]
+	mi := &file_atollpb_common_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -583,7 +698,7 @@ func (x *Value) String() string {
 func (*Value) ProtoMessage() {}
 
 func (x *Value) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_common_proto_msgTypes[4]
+	mi := &file_atollpb_common_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -596,7 +711,7 @@ func (x *Value) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Value.ProtoReflect.Descriptor instead.
 func (*Value) Descriptor() ([]byte, []int) {
-	return file_atollpb_common_proto_rawDescGZIP(), []int{4}
+	return file_atollpb_common_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Value) GetCodec() Codec {
@@ -682,12 +797,25 @@ const file_atollpb_common_proto_rawDesc = "" +
 	"\fremote_stack\x18\x05 \x01(\tR\vremoteStack\x12\x19\n" +
 	"\bactor_id\x18\x06 \x01(\fR\aactorId\x12\x1b\n" +
 	"\tobject_id\x18\a \x01(\fR\bobjectId\x12\x17\n" +
-	"\anode_id\x18\b \x01(\fR\x06nodeId\"P\n" +
+	"\anode_id\x18\b \x01(\fR\x06nodeId\"\x7f\n" +
 	"\fTraceContext\x12 \n" +
 	"\vtraceparent\x18\x01 \x01(\tR\vtraceparent\x12\x1e\n" +
 	"\n" +
 	"tracestate\x18\x02 \x01(\tR\n" +
-	"tracestate\"\x9d\x01\n" +
+	"tracestate\x12-\n" +
+	"\x06export\x18\x03 \x01(\v2\x15.atoll.v1.TraceExportR\x06export\"\xba\x02\n" +
+	"\vTraceExport\x12\x1a\n" +
+	"\bendpoint\x18\x01 \x01(\tR\bendpoint\x12\x1a\n" +
+	"\bprotocol\x18\x02 \x01(\tR\bprotocol\x12<\n" +
+	"\aheaders\x18\x03 \x03(\v2\".atoll.v1.TraceExport.HeadersEntryR\aheaders\x12 \n" +
+	"\vcompression\x18\x04 \x01(\tR\vcompression\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x05 \x01(\x03R\ttimeoutMs\x12\x15\n" +
+	"\x06job_id\x18\x06 \x01(\fR\x05jobId\x12!\n" +
+	"\fservice_name\x18\a \x01(\tR\vserviceName\x1a:\n" +
+	"\fHeadersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9d\x01\n" +
 	"\x0eObjectLocation\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\x12\x16\n" +
@@ -756,30 +884,34 @@ func file_atollpb_common_proto_rawDescGZIP() []byte {
 }
 
 var file_atollpb_common_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_atollpb_common_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_atollpb_common_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_atollpb_common_proto_goTypes = []any{
 	(ErrorCode)(0),         // 0: atoll.v1.ErrorCode
 	(Codec)(0),             // 1: atoll.v1.Codec
 	(*ErrorInfo)(nil),      // 2: atoll.v1.ErrorInfo
 	(*TraceContext)(nil),   // 3: atoll.v1.TraceContext
-	(*ObjectLocation)(nil), // 4: atoll.v1.ObjectLocation
-	(*ObjectRef)(nil),      // 5: atoll.v1.ObjectRef
-	(*Value)(nil),          // 6: atoll.v1.Value
+	(*TraceExport)(nil),    // 4: atoll.v1.TraceExport
+	(*ObjectLocation)(nil), // 5: atoll.v1.ObjectLocation
+	(*ObjectRef)(nil),      // 6: atoll.v1.ObjectRef
+	(*Value)(nil),          // 7: atoll.v1.Value
+	nil,                    // 8: atoll.v1.TraceExport.HeadersEntry
 }
 var file_atollpb_common_proto_depIdxs = []int32{
-	0, // 0: atoll.v1.ErrorInfo.code:type_name -> atoll.v1.ErrorCode
-	1, // 1: atoll.v1.ObjectLocation.codec:type_name -> atoll.v1.Codec
-	3, // 2: atoll.v1.ObjectRef.producer:type_name -> atoll.v1.TraceContext
-	1, // 3: atoll.v1.ObjectRef.codec:type_name -> atoll.v1.Codec
-	1, // 4: atoll.v1.Value.codec:type_name -> atoll.v1.Codec
-	4, // 5: atoll.v1.Value.stored:type_name -> atoll.v1.ObjectLocation
-	2, // 6: atoll.v1.Value.error:type_name -> atoll.v1.ErrorInfo
-	5, // 7: atoll.v1.Value.contained_refs:type_name -> atoll.v1.ObjectRef
-	8, // [8:8] is the sub-list for method output_type
-	8, // [8:8] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	0,  // 0: atoll.v1.ErrorInfo.code:type_name -> atoll.v1.ErrorCode
+	4,  // 1: atoll.v1.TraceContext.export:type_name -> atoll.v1.TraceExport
+	8,  // 2: atoll.v1.TraceExport.headers:type_name -> atoll.v1.TraceExport.HeadersEntry
+	1,  // 3: atoll.v1.ObjectLocation.codec:type_name -> atoll.v1.Codec
+	3,  // 4: atoll.v1.ObjectRef.producer:type_name -> atoll.v1.TraceContext
+	1,  // 5: atoll.v1.ObjectRef.codec:type_name -> atoll.v1.Codec
+	1,  // 6: atoll.v1.Value.codec:type_name -> atoll.v1.Codec
+	5,  // 7: atoll.v1.Value.stored:type_name -> atoll.v1.ObjectLocation
+	2,  // 8: atoll.v1.Value.error:type_name -> atoll.v1.ErrorInfo
+	6,  // 9: atoll.v1.Value.contained_refs:type_name -> atoll.v1.ObjectRef
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_common_proto_init() }
@@ -787,7 +919,7 @@ func file_atollpb_common_proto_init() {
 	if File_atollpb_common_proto != nil {
 		return
 	}
-	file_atollpb_common_proto_msgTypes[4].OneofWrappers = []any{
+	file_atollpb_common_proto_msgTypes[5].OneofWrappers = []any{
 		(*Value_Inline)(nil),
 		(*Value_Stored)(nil),
 		(*Value_Error)(nil),
@@ -798,7 +930,7 @@ func file_atollpb_common_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_common_proto_rawDesc), len(file_atollpb_common_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   5,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -30,7 +30,11 @@ type Config struct {
 	Store  *actor.PID
 	// StoreClient serves and receives transferred objects.
 	StoreClient *objectstore.Client
-	GCS         *gcs.Client
+	// OnTransfer, if set, is told of every object this node pulled from
+	// another (or failed to), once the pull is over; it must not block.
+	// The node's timeline and spans come from it.
+	OnTransfer func(TransferEvent)
+	GCS        *gcs.Client
 	// NodeIP is the address peers reach this node at; default 127.0.0.1.
 	NodeIP string
 	// TransferPort and GossipPort: 0 picks free ports.

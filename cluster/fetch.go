@@ -48,6 +48,18 @@ type fetcher struct {
 
 	pulls       atomic.Uint64 // objects pulled into this store
 	pulledBytes atomic.Uint64
+
+	onPull func(TransferEvent) // nil: nobody listens
+}
+
+// TransferEvent is one pull of an object from another node
+// (Config.OnTransfer).
+type TransferEvent struct {
+	Object     ids.ObjectID
+	From       ids.NodeID
+	Bytes      uint64
+	Start, End time.Time
+	Err        error
 }
 
 func (f *fetcher) setAddr(node ids.NodeID, addr string) {
@@ -182,8 +194,18 @@ func (f *fetcher) announce(owner ids.NodeID, id ids.ObjectID) {
 // store and seals it. want is the object's size as its ref says (0:
 // unknown): a peer declaring another size is refused before anything is
 // allocated.
-func (f *fetcher) pullFrom(ctx context.Context, addr string, node ids.NodeID, id ids.ObjectID, codec atollpb.Codec, owner ids.WorkerID, want uint64) error {
-	n, shared, err := f.puller.Pull(ctx, addr, id, func(size uint64) ([]byte, error) {
+func (f *fetcher) pullFrom(ctx context.Context, addr string, node ids.NodeID, id ids.ObjectID, codec atollpb.Codec, owner ids.WorkerID, want uint64) (err error) {
+	start := time.Now()
+	var n uint64
+	var shared bool
+	if f.onPull != nil {
+		defer func() {
+			if (!shared && n > 0) || err != nil { // not another reader's pull
+				f.onPull(TransferEvent{Object: id, From: node, Bytes: n, Start: start, End: time.Now(), Err: err})
+			}
+		}()
+	}
+	n, shared, err = f.puller.Pull(ctx, addr, id, func(size uint64) ([]byte, error) {
 		if err := checkPullSize(size, want); err != nil {
 			return nil, err
 		}

@@ -105,7 +105,8 @@ func (g *Gateway) Start() error {
 	if err != nil {
 		return err
 	}
-	g.fetch = &fetcher{self: cfg.NodeID, store: cfg.StoreClient, puller: puller, addrs: map[ids.NodeID]string{}, nc: cfg.Conn, prefix: cfg.Prefix, owners: g.owners}
+	g.fetch = &fetcher{self: cfg.NodeID, store: cfg.StoreClient, puller: puller, addrs: map[ids.NodeID]string{}, nc: cfg.Conn, prefix: cfg.Prefix, owners: g.owners,
+		onPull: cfg.OnTransfer}
 	addr := net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.TransferPort))
 	if g.server, err = remote.ListenWith(addr, serve(cfg.StoreClient), sopts); err != nil {
 		return fmt.Errorf("cluster: object transfer listener: %w", err)
@@ -556,7 +557,7 @@ func (g *Gateway) timeline(m *nats.Msg) {
 	if res, err := g.cfg.System.Root.RequestFuture(g.cfg.Raylet, &raylet.GetTimeline{}, 5*time.Second).Result(); err == nil {
 		for _, e := range res.([]raylet.TaskEvent) {
 			ev := &atollpb.TaskEvent{TaskId: e.TaskID.Bytes(), Name: e.Name, WorkerId: e.Worker.Bytes(),
-				StartUnixUs: e.Start.UnixMicro(), EndUnixUs: e.End.UnixMicro(), Failed: e.Failed}
+				StartUnixUs: e.Start.UnixMicro(), EndUnixUs: e.End.UnixMicro(), Failed: e.Failed, Kind: e.Kind, Bytes: e.Bytes, Detail: e.Detail}
 			if !e.JobID.IsZero() {
 				ev.JobId = e.JobID.Bytes()
 			}

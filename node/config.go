@@ -153,6 +153,15 @@ type Config struct {
 	// MeterProvider receives the node's metrics (store bytes, spilling,
 	// queued and running tasks, workers); default the global provider.
 	MeterProvider metric.MeterProvider `json:"-"`
+	// MetricsPort makes the node serve its metrics to Prometheus (GET
+	// /metrics on NodeIP:MetricsPort, through OpenTelemetry's Prometheus
+	// exporter); 0 serves none, MetricsAnyPort picks a free port
+	// (Node.MetricsAddress says which). `atoll start` defaults to
+	// DefaultMetricsPort.
+	MetricsPort int
+	// MetricsBestEffort makes a metrics port that cannot be bound a
+	// warning instead of a failed Start (`atoll start`'s default port).
+	MetricsBestEffort bool
 	// AMM runs the Active Memory Manager on the head (package amm): every
 	// AMMInterval it drops the copies of objects no longer needed and
 	// creates those a tracked replica count asks for (atoll.SetReplicas). Off by

@@ -33,4 +33,9 @@
 // output it also streams to their jobs' drivers (workerlogs.go).
 // SubmitJob, GetJob, StopJob, ReadLog and FollowLog are the client side
 // (`atoll job`, `atoll logs`).
+//
+// A node publishes its figures as OpenTelemetry metrics (metrics.go) and,
+// with Config.MetricsPort, serves them to Prometheus (prometheus.go); its
+// transfers, spills and restores become timeline events and spans
+// (activity.go).
 package node

@@ -14,8 +14,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/nats-io/nats.go"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/atoll-runtime/atoll/actors"
@@ -79,10 +77,11 @@ type Node struct {
 	gateway     *cluster.Gateway // nil on an embedded node
 	amm         *cluster.AMM     // the head's Active Memory Manager, if on
 	ammPID      *actor.PID
-	unsubscribe func() // the raylet's actor events
-	metrics     metric.Registration
-	logSub      *nats.Subscription // log requests (logs.go); cluster nodes
-	dashboard   *dashboard.Server  // a head's, if it serves one (dashboard.go)
+	unsubscribe func()                      // the raylet's actor events
+	metrics     atomic.Pointer[nodeMetrics] // set once Start registered them
+	activity    *activity                   // transfers, spills and restores → timeline and spans
+	logSub      *nats.Subscription          // log requests (logs.go); cluster nodes
+	dashboard   *dashboard.Server           // a head's, if it serves one (dashboard.go)
 	// rejoinCancel ends the goroutines of rejoin.go; rejoinWG waits for them.
 	rejoinCancel context.CancelFunc
 	rejoinWG     sync.WaitGroup
@@ -121,6 +120,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 func (n *Node) start(ctx context.Context) error {
 	cfg := &n.cfg
 	n.log = slog.New(telemetry.NewLogHandler(cfg.Logger.Handler())).With("component", "atoll")
+	telemetry.DefaultIdentity(telemetry.Identity{Role: telemetry.RoleNode, NodeID: n.id.String()})
 	tp, own, err := telemetry.ResolveProvider(ctx, cfg.TracerProvider)
 	if err != nil {
 		return err
@@ -165,8 +165,9 @@ func (n *Node) start(ctx context.Context) error {
 		return fmt.Errorf("atoll: GCS not ready: %w", err)
 	}
 
+	n.activity = n.newActivity(tp)
 	storeCfg := objectstore.Config{Capacity: cfg.ObjectStoreMemory, CreateTimeout: cfg.StoreFullTimeout, Prefault: cfg.PrefaultStore,
-		SpillFaults: n.spillFaults()}
+		SpillFaults: n.spillFaults(), OnIO: n.activity.storeIO}
 	if !cfg.NoSpill {
 		storeCfg.SpillDirs = cfg.SpillDirs
 		if len(storeCfg.SpillDirs) == 0 {
@@ -235,6 +236,7 @@ func (n *Node) start(ctx context.Context) error {
 		TracerProvider: tp,
 		Logger:         n.log,
 		OnWorkerDeath:  n.workerDied,
+		OnTaskEvent:    n.taskFinished,
 		ReportActor:    func(info *atollpb.ActorInfo) { root.Send(reporterPID, info) },
 		Process:        n.withKillPoints(n.processConfig(), tp),
 		ProcessWorkers: workerproc.New(),
@@ -293,11 +295,7 @@ func (n *Node) start(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("atoll: subscribe to actor events: %w", err)
 	}
-	mp := cfg.MeterProvider
-	if mp == nil {
-		mp = otel.GetMeterProvider()
-	}
-	if n.metrics, err = n.registerMetrics(mp); err != nil {
+	if err := n.startMetrics(ctx); err != nil {
 		return fmt.Errorf("atoll: metrics: %w", err)
 	}
 	if n.gateway != nil {
@@ -351,9 +349,7 @@ func (n *Node) stop(ctx context.Context) error {
 	if n.unsubscribe != nil {
 		n.unsubscribe()
 	}
-	if n.metrics != nil {
-		_ = n.metrics.Unregister()
-	}
+	n.stopMetrics(ctx)
 	if n.ammPID != nil {
 		_ = n.system.Root.StopFuture(n.ammPID).Wait()
 	}
@@ -391,6 +387,10 @@ func (n *Node) stop(ctx context.Context) error {
 		if err := n.sessionLock.Release(); err != nil {
 			errList = append(errList, err)
 		}
+	}
+	// The spans this node made for jobs exporting elsewhere.
+	if err := telemetry.FlushRoutes(ctx); err != nil {
+		errList = append(errList, err)
 	}
 	if n.ownTP != nil {
 		if err := n.ownTP.Shutdown(ctx); err != nil {
@@ -658,6 +658,7 @@ func (n *Node) newGateway(info *atollpb.NodeInfo) *cluster.Gateway {
 		GCS:         n.gcsClient, NodeIP: n.cfg.NodeIP, TransferPort: n.cfg.TransferPort, GossipPort: n.cfg.GossipPort,
 		FailureBudget: n.cfg.FailureTimeout, Node: info, Logger: quiet(n.log), MaxInFlight: max(n.arena.Size()/4, 64<<20),
 		Secret: n.sec.secret, ServerTLS: n.sec.serverTLS, ClientTLS: n.sec.clientTLS, Partition: n.partition, Faults: n.cfg.Faults,
+		OnTransfer: n.activity.transferred,
 	})
 }
 

@@ -22,4 +22,7 @@ type NodeReady struct {
 	// DashboardURL is the head's dashboard (http://host:port), if it
 	// serves one.
 	DashboardURL string `json:"dashboard_url,omitempty"`
+	// MetricsAddress is where the node serves Prometheus metrics
+	// (host:port, GET /metrics); empty when it serves none.
+	MetricsAddress string `json:"metrics_address,omitempty"`
 }

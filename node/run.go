@@ -58,7 +58,7 @@ func run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "atoll node: %v\n", err)
 		return 1
 	}
-	b, _ := json.Marshal(NodeReady{NodeID: n.ID().String(), Address: n.Address(), PID: os.Getpid(), DashboardURL: n.DashboardURL()})
+	b, _ := json.Marshal(NodeReady{NodeID: n.ID().String(), Address: n.Address(), PID: os.Getpid(), DashboardURL: n.DashboardURL(), MetricsAddress: n.MetricsAddress()})
 	w := bufio.NewWriter(stdout)
 	fmt.Fprintf(w, "%s%s\n", NodeReadyPrefix, b)
 	_ = w.Flush()

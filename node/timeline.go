@@ -15,10 +15,14 @@ import (
 	"github.com/atoll-runtime/atoll/cluster"
 	"github.com/atoll-runtime/atoll/gcs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/raylet"
 )
 
-// TimelineEvent is one task attempt a node ran: where, when, and whether
-// it failed (`atoll timeline` turns them into a Chrome trace).
+// TimelineEvent is one task attempt a node ran, an actor's creation or
+// call, an object it pulled from another node, or a spill or restore of
+// its store: where, when, and whether it failed (`atoll timeline` turns
+// them into a Chrome trace). Transfers, spills and restores have no
+// worker or task (zero ids).
 type TimelineEvent struct {
 	NodeID   string    `json:"node_id"`
 	WorkerID string    `json:"worker_id"`
@@ -31,6 +35,11 @@ type TimelineEvent struct {
 	// of its submit span (32 hex digits; "" when the driver did not trace).
 	JobID   string `json:"job_id,omitempty"`
 	TraceID string `json:"trace_id,omitempty"`
+	// Kind is raylet.EventTask, EventActorCreation, EventActorCall,
+	// EventTransfer, EventSpill or EventRestore.
+	Kind   string `json:"kind"`
+	Bytes  uint64 `json:"bytes,omitempty"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // timelineTimeout bounds each node's answer to GetTimeline.
@@ -86,9 +95,13 @@ func timelineOn(ctx context.Context, nc *nats.Conn) ([]TimelineEvent, error) {
 				if werr != nil || terr != nil {
 					continue
 				}
+				kind := e.Kind
+				if kind == "" {
+					kind = raylet.EventTask
+				}
 				ev := TimelineEvent{NodeID: node.String(), WorkerID: worker.String(),
 					TaskID: task.String(), Name: e.Name, Start: time.UnixMicro(e.StartUnixUs),
-					End: time.UnixMicro(e.EndUnixUs), Failed: e.Failed}
+					End: time.UnixMicro(e.EndUnixUs), Failed: e.Failed, Kind: kind, Bytes: e.Bytes, Detail: e.Detail}
 				if job, err := ids.FromBytes(e.JobId); err == nil && !job.IsZero() {
 					ev.JobID = job.String()
 				}

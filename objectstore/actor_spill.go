@@ -68,6 +68,9 @@ func (st *storeState) spillWritten(ctx actor.Context, m *spillWritten) {
 	if m.err != nil {
 		ctx.Logger().Warn("objectstore: spill failed; the objects stay in memory", slog.Int("objects", len(m.written.Extents)), slog.Any("err", m.err))
 	}
+	if st.cfg.OnIO != nil && !m.start.IsZero() {
+		st.cfg.OnIO(IOEvent{Kind: IOSpill, Objects: len(m.written.Extents), Bytes: m.bytes, Start: m.start, End: m.end, Err: m.err})
+	}
 	if err := st.store.SpillDone(m.batch, m.written, m.err, st.now()); errors.Is(err, errStaleIO) && m.err == nil {
 		// Written for a batch the store gave up on: nothing refers to
 		// the file.
@@ -80,6 +83,9 @@ func (st *storeState) spillWritten(ctx actor.Context, m *spillWritten) {
 func (st *storeState) restoreReadDone(ctx actor.Context, m *restoreReadDone) {
 	if m.err != nil {
 		ctx.Logger().Warn("objectstore: restore failed; the object stays on disk", slog.String("object", m.id.String()), slog.Any("err", m.err))
+	}
+	if st.cfg.OnIO != nil && !m.start.IsZero() {
+		st.cfg.OnIO(IOEvent{Kind: IORestore, Object: m.id, Objects: 1, Bytes: m.bytes, Start: m.start, End: m.end, Err: m.err})
 	}
 	_ = st.store.RestoreDone(m.ticket, m.err, st.now()) // stale: ignored
 }

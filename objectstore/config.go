@@ -88,6 +88,10 @@ type Config struct {
 	// SpillFaults, if set, injects the faults of a full or a slow disk
 	// into spilling (package faultplan's spill-full and spill-slow rules).
 	SpillFaults SpillFaults
+	// OnIO, if set, is told of every spill write and restore read once
+	// it is done (on the store actor's goroutine: it must not block); the
+	// node's timeline and spans come from it.
+	OnIO func(IOEvent)
 }
 
 // SpillFaults injects the faults of a full or a slow disk: the spiller

@@ -1,6 +1,8 @@
 package objectstore
 
 import (
+	"time"
+
 	"fmt"
 	"log/slog"
 
@@ -29,9 +31,11 @@ type spillWrite struct {
 
 // spillWritten is the spiller's answer to a spillWrite.
 type spillWritten struct {
-	batch   uint64
-	written spill.Written
-	err     error
+	batch      uint64
+	written    spill.Written
+	err        error
+	bytes      uint64
+	start, end time.Time
 }
 
 // restoreRead asks the spiller to read an object into its new block.
@@ -45,9 +49,11 @@ type restoreRead struct {
 
 // restoreReadDone is the spiller's answer to a restoreRead.
 type restoreReadDone struct {
-	ticket uint64
-	id     ids.ObjectID
-	err    error
+	ticket     uint64
+	id         ids.ObjectID
+	err        error
+	bytes      uint64
+	start, end time.Time
 }
 
 // removeSpillFile asks the spiller to delete a spill file; no answer (a
@@ -179,6 +185,7 @@ func (st *spillerState) runNext(log *slog.Logger) (reply any) {
 		}
 		r := st.reads[best]
 		st.reads = append(st.reads[:best], st.reads[best+1:]...)
+		start := time.Now()
 		err := guard(func() error {
 			if st.faults != nil {
 				st.faults.BeforeRead()
@@ -193,7 +200,7 @@ func (st *spillerState) runNext(log *slog.Logger) (reply any) {
 			}
 			return err
 		})
-		return &restoreReadDone{ticket: r.ticket, id: r.id, err: err}
+		return &restoreReadDone{ticket: r.ticket, id: r.id, err: err, bytes: uint64(len(r.dst)), start: start, end: time.Now()}
 	case len(st.removes) > 0:
 		name := st.removes[0]
 		st.removes = st.removes[1:]
@@ -206,6 +213,7 @@ func (st *spillerState) runNext(log *slog.Logger) (reply any) {
 		w := st.writes[0]
 		st.writes = st.writes[1:]
 		var written spill.Written
+		start := time.Now()
 		err := guard(func() (err error) {
 			if st.faults != nil {
 				if err := st.faults.BeforeWrite(); err != nil {
@@ -215,7 +223,11 @@ func (st *spillerState) runNext(log *slog.Logger) (reply any) {
 			written, err = spill.WriteBatch(st.target, w.objects)
 			return err
 		})
-		return &spillWritten{batch: w.batch, written: written, err: err}
+		var n uint64
+		for _, o := range w.objects {
+			n += uint64(len(o.Data))
+		}
+		return &spillWritten{batch: w.batch, written: written, err: err, bytes: n, start: start, end: time.Now()}
 	}
 	return nil
 }

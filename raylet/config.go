@@ -52,6 +52,10 @@ type Config struct {
 	// `atoll timeline` (a ring, oldest dropped first); default
 	// TimelineCap.
 	TimelineCap int
+	// OnTaskEvent, if set, is called with every finished task attempt as
+	// it enters the timeline (on the raylet's goroutine: it must not
+	// block); the node's task metrics come from it.
+	OnTaskEvent func(TaskEvent)
 	// IdleTimeout is how long a worker beyond NumWorkers may stay idle
 	// before it is stopped; default 10s (long enough to absorb a burst of
 	// nested tasks, short enough not to hoard processes).

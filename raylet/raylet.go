@@ -153,7 +153,7 @@ func NewProps(cfg Config) (*actor.Props, error) {
 			strategy: strategy,
 			peers:    map[ids.NodeID]*NodeView{},
 			procCfgs: map[string]*ProcessConfig{},
-			timeline: timeline{cap: cfg.TimelineCap},
+			timeline: timeline{cap: cfg.TimelineCap, observe: cfg.OnTaskEvent},
 		}
 	}, actor.WithSupervisor(strategy), actor.WithDispatcher(actors.HotDispatcher)), nil
 }
@@ -225,6 +225,8 @@ func (r *raylet) Receive(ctx actor.Context) {
 		ctx.Respond(r.snapshot())
 	case *GetTimeline:
 		ctx.Respond(r.timeline.snapshot())
+	case *AddTimelineEvent:
+		r.timeline.add(m.Event)
 	case *reapIdle:
 		r.reaping = false
 		r.reap(ctx)

@@ -14,7 +14,8 @@ import (
 // first).
 const TimelineCap = 4096
 
-// TaskEvent is one finished task attempt on this node.
+// TaskEvent is one finished task attempt on this node, or another span
+// of work its timeline shows (Kind).
 type TaskEvent struct {
 	TaskID     ids.TaskID
 	Name       string
@@ -23,6 +24,14 @@ type TaskEvent struct {
 	// Failed: the attempt ended with an error (its own, a crash, a
 	// cancellation).
 	Failed bool
+	// Kind is what the event is (EventTask when empty): a task attempt,
+	// an actor's creation or one of its calls, an object pulled from
+	// another node, a spill write or a restore.
+	Kind string
+	// Bytes moved (transfers, spills, restores).
+	Bytes uint64
+	// Detail says more in a word or two (the object, the peer node).
+	Detail string
 	// JobID is the task's job (zero if the spec named none) and TraceID
 	// the trace of its submit span (zero when the driver did not trace).
 	JobID   ids.JobID
@@ -52,18 +61,41 @@ func traceID(traceparent string) trace.TraceID {
 	return id
 }
 
+// Kinds of timeline events.
+const (
+	EventTask          = "task"
+	EventActorCreation = "actor_creation"
+	EventActorCall     = "actor_call"
+	EventTransfer      = "transfer"
+	EventSpill         = "spill"
+	EventRestore       = "restore"
+)
+
+// AddTimelineEvent adds an event to the raylet's timeline: the work the
+// raylet does not run itself (actor calls in their hosts, transfers, the
+// store's spills and restores) is reported to it this way.
+type AddTimelineEvent struct{ Event TaskEvent }
+
 // GetTimeline asks a raylet for the task attempts it ran recently, oldest
 // first (the reply is a []TaskEvent).
 type GetTimeline struct{}
 
-// timeline is a ring of the last cap task events.
+// timeline is a ring of the last cap task events; observe, if set, sees
+// each as it is added.
 type timeline struct {
-	cap    int
-	events []TaskEvent
-	next   int
+	cap     int
+	events  []TaskEvent
+	next    int
+	observe func(TaskEvent)
 }
 
 func (tl *timeline) add(e TaskEvent) {
+	if e.Kind == "" {
+		e.Kind = EventTask
+	}
+	if tl.observe != nil {
+		tl.observe(e)
+	}
 	if len(tl.events) < tl.cap {
 		tl.events = append(tl.events, e)
 		return

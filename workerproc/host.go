@@ -232,7 +232,8 @@ type checkGaps struct{}
 type queuedCall struct {
 	caller *actor.PID
 	spec   *atollpb.TaskSpec
-	group  string // its concurrency group ("" the default)
+	group  string    // its concurrency group ("" the default)
+	sent   time.Time // when it went to the process (the timeline's start)
 }
 
 // actorHost hosts one actor in a worker process of its own. Calls are
@@ -348,7 +349,11 @@ func (h *actorHost) Receive(ctx actor.Context) {
 		h.p.kill() // processExited follows and restarts the actor
 	case *actor.Restarting, *actor.Stopping:
 		if h.p != nil {
-			h.p.kill()
+			if _, stopping := m.(*actor.Stopping); stopping {
+				h.p.stop() // exits on its own first: its spans are exported
+			} else {
+				h.p.kill()
+			}
 			h.p.conn.Close()
 			// The dead process's pins and unsealed objects go with it; the
 			// next process reuses the worker id.
@@ -366,7 +371,7 @@ func (h *actorHost) Receive(ctx actor.Context) {
 func (h *actorHost) start(ctx actor.Context) {
 	h.state.gen++
 	h.gen = h.state.gen
-	system, self, state, gen, deliver, killAt := ctx.ActorSystem(), ctx.Self(), h.state, h.gen, h.deliver, h.cfg.KillAt
+	system, self, state, gen, deliver, killAt, rayletPID, worker := ctx.ActorSystem(), ctx.Self(), h.state, h.gen, h.deliver, h.cfg.KillAt, h.raylet, h.worker.ID
 	var proc atomic.Pointer[workerProcess]
 	// A call's result goes from the connection reader to its caller; the
 	// host only hears that it may send the next call. A crash report
@@ -385,6 +390,7 @@ func (h *actorHost) start(ctx actor.Context) {
 		if c := state.takeCall(res); c != nil {
 			system.Root.Send(self, &callDone{gen: gen})
 			deliver(c.caller, res)
+			system.Root.Send(rayletPID, callEvent(c, worker, res.GetError() != nil))
 		}
 	}
 	spec := h.spec
@@ -395,6 +401,7 @@ func (h *actorHost) start(ctx actor.Context) {
 		proc.Store(p)
 		err = p.waitHello(h.cfg.StartTimeout)
 	}
+	created := time.Now()
 	if err == nil {
 		var reply *atollpb.Frame
 		cctx, cancel := context.WithTimeout(context.Background(), h.cfg.StartTimeout)
@@ -405,6 +412,8 @@ func (h *actorHost) start(ctx actor.Context) {
 		}
 	}
 	ctx.Send(h.raylet, &raylet.ActorStarted{ID: h.id, Err: err})
+	ctx.Send(h.raylet, &raylet.AddTimelineEvent{Event: raylet.TaskEvent{TaskID: taskIDOf(h.spec), Name: h.spec.Name,
+		Worker: h.worker.ID, Start: created, End: time.Now(), Failed: err != nil, Kind: raylet.EventActorCreation}})
 	if err != nil {
 		return
 	}
@@ -435,9 +444,21 @@ func (h *actorHost) pump() {
 				h.p.kill() // its exit fails the call (in flight) and restarts the actor
 				return
 			}
+			c.sent = time.Now()
 			_ = h.p.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_PushTask{PushTask: &atollpb.PushTask{Spec: c.spec}}})
 		}
 	}
+}
+
+func taskIDOf(spec *atollpb.TaskSpec) ids.TaskID {
+	id, _ := ids.FromBytes(spec.GetTaskId())
+	return id
+}
+
+// callEvent is the timeline's record of an actor call that finished.
+func callEvent(c *queuedCall, worker ids.WorkerID, failed bool) *raylet.AddTimelineEvent {
+	return &raylet.AddTimelineEvent{Event: raylet.TaskEvent{TaskID: taskIDOf(c.spec), Name: c.spec.Name, Worker: worker, Start: c.sent, End: time.Now(),
+		Failed: failed, Kind: raylet.EventActorCall}}
 }
 
 // finished handles a result the reader left to the host: a crashed call.
@@ -447,6 +468,7 @@ func (h *actorHost) finished(ctx actor.Context, res *atollpb.TaskResult) {
 		return
 	}
 	h.deliver(c.caller, res)
+	ctx.Send(h.raylet, callEvent(c, h.worker.ID, res.GetError() != nil || res.ActorCrashed))
 	if res.ActorCrashed {
 		h.ready = false
 		h.failInFlight(ctx, "an earlier call's method panicked: "+res.GetError().GetMessage(), false)

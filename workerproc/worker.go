@@ -57,7 +57,7 @@ func (w *taskWorker) Receive(ctx actor.Context) {
 		ctx.Stop(ctx.Self())
 	case *actor.Stopping:
 		if w.p != nil {
-			w.p.kill()
+			w.p.stop()
 			w.p.conn.Close()
 		}
 	default:

@@ -24,6 +24,7 @@ import (
 	"github.com/atoll-runtime/atoll/amm"
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/node"
+	"github.com/atoll-runtime/atoll/raylet"
 )
 
 // isolate gives the test its own $TMPDIR, so node records and the cluster
@@ -54,6 +55,7 @@ func TestStartConfig(t *testing.T) {
 		Head: true, NodeIP: "127.0.0.1", Port: node.DefaultPort, GossipPort: node.DefaultGossipPort,
 		TransferPort: node.DefaultTransferPort, NumCPUs: ncpu, FailureTimeout: 5 * time.Second,
 		Dashboard: true, DashboardPort: node.DefaultDashboardPort,
+		MetricsPort: node.DefaultMetricsPort, MetricsBestEffort: true,
 	}
 	worker := head
 	worker.Head, worker.Address = false, "nats://10.0.0.1:6380"
@@ -106,6 +108,9 @@ func TestStartConfig(t *testing.T) {
 		})},
 		{[]string{"--head", "--include-dashboard=false"}, with(head, func(c *node.Config) { c.Dashboard, c.DashboardPort = false, 0 })},
 		{[]string{"--address", "10.0.0.1:6380", "--log-file", "/var/log/atoll.log"}, with(worker, func(c *node.Config) { c.LogFile = "/var/log/atoll.log" })},
+		// A metrics port given is one the node must serve on.
+		{[]string{"--head", "--metrics-port", "9100"}, with(head, func(c *node.Config) { c.MetricsPort, c.MetricsBestEffort = 9100, false })},
+		{[]string{"--head", "--metrics-port", "0"}, with(head, func(c *node.Config) { c.MetricsPort, c.MetricsBestEffort = 0, false })},
 	} {
 		got, err := parseStart(tc.args...)
 		if err != nil {
@@ -138,6 +143,7 @@ func TestStartConfigErrors(t *testing.T) {
 		{[]string{"--head", "--nats", "nats://"}, `--nats "nats://": want HOST:PORT`},
 		{[]string{"--head", "--port", "65536"}, "--port 65536: want a port from 0 to 65535"},
 		{[]string{"--head", "--gossip-port", "-1"}, "--gossip-port -1: want a port from 0 to 65535"},
+		{[]string{"--head", "--metrics-port", "-1"}, "--metrics-port -1: want a port from 1 to 65535"},
 		{[]string{"--head", "--node-ip", "my-host"}, `--node-ip "my-host": want an IP address`},
 		{[]string{"--head", "--num-cpus", "-2"}, "--num-cpus -2: want a number >= 0"},
 		{[]string{"--head", "--resources", "GPU"}, `entry "GPU": want NAME=N`},
@@ -769,6 +775,11 @@ func TestChromeTrace(t *testing.T) {
 		{NodeID: "aaaaaaaa11", WorkerID: "w1w1w1w1", TaskID: "t1", Name: "f", Start: start, End: start.Add(2 * time.Millisecond)},
 		{NodeID: "aaaaaaaa11", WorkerID: "w2w2w2w2", TaskID: "t2", Name: "g", Start: start, End: start.Add(time.Millisecond), Failed: true},
 		{NodeID: "bbbbbbbb22", WorkerID: "w3w3w3w3", TaskID: "t3", Name: "f", Start: start.Add(time.Millisecond), End: start.Add(3 * time.Millisecond)},
+		// A node's transfers and spills are threads of their own.
+		{NodeID: "aaaaaaaa11", WorkerID: "0000", Name: "pull", Kind: raylet.EventTransfer, Bytes: 4 << 20, Detail: "from node bbbbbbbb",
+			Start: start, End: start.Add(time.Millisecond)},
+		{NodeID: "aaaaaaaa11", WorkerID: "0000", Name: "spill", Kind: raylet.EventSpill, Bytes: 1 << 20, Start: start, End: start.Add(time.Millisecond)},
+		{NodeID: "aaaaaaaa11", WorkerID: "w1w1w1w1", TaskID: "t4", Name: "C.m", Kind: raylet.EventActorCall, Start: start, End: start.Add(time.Millisecond)},
 	}
 	var out bytes.Buffer
 	if err := writeChromeTrace(&out, events); err != nil {
@@ -788,13 +799,19 @@ func TestChromeTrace(t *testing.T) {
 			if e.Name == "g" && (e.Cat != "task,failed" || e.Dur != 1000 || e.TS != start.UnixMicro()) {
 				t.Errorf("failed slice %+v", e)
 			}
+			if e.Name == "pull" && (e.Cat != raylet.EventTransfer || e.Args["bytes"] != float64(4<<20) || e.Args["detail"] != "from node bbbbbbbb") {
+				t.Errorf("transfer slice %+v", e)
+			}
+			if e.Name == "C.m" && (e.Cat != raylet.EventActorCall || e.Args["task_id"] != "t4") {
+				t.Errorf("actor call slice %+v", e)
+			}
 		case e.Name == "process_name":
 			procs++
 		case e.Name == "thread_name":
 			threads++
 		}
 	}
-	if slices != 3 || procs != 2 || threads != 3 {
-		t.Fatalf("%d slices, %d processes, %d threads; want 3, 2, 3:\n%s", slices, procs, threads, out.String())
+	if slices != 6 || procs != 2 || threads != 5 {
+		t.Fatalf("%d slices, %d processes, %d threads; want 6, 2, 5:\n%s", slices, procs, threads, out.String())
 	}
 }

@@ -76,6 +76,7 @@ type startFlags struct {
 	port              int
 	gossipPort        int
 	transferPort      int
+	metricsPort       int
 	nodeIP            string
 	numCPUs           float64
 	resources         string
@@ -128,6 +129,7 @@ func startCommand() (*cobra.Command, *startFlags) {
 	fl.IntVar(&f.port, "port", node.DefaultPort, "head only: the embedded NATS server's client port, the cluster address (0: pick a free port)")
 	fl.IntVar(&f.gossipPort, "gossip-port", node.DefaultGossipPort, "memberlist port, UDP and TCP (0: pick a free port)")
 	fl.IntVar(&f.transferPort, "transfer-port", node.DefaultTransferPort, "port the node serves its objects to other nodes on (0: pick a free port)")
+	fl.IntVar(&f.metricsPort, "metrics-port", node.DefaultMetricsPort, "port the node serves Prometheus metrics on, GET /metrics (0: none); a default port already taken is a warning, a given one an error")
 	fl.StringVar(&f.nodeIP, "node-ip", "127.0.0.1", "`IP` other nodes reach this node at")
 	fl.Float64Var(&f.numCPUs, "num-cpus", float64(runtime.NumCPU()), "CPU slots of the node (0: it runs no tasks); the default is this machine's CPU count")
 	fl.StringVar(&f.resources, "resources", "", "custom resources: `NAME=N`,... (e.g. GPU=1,disk=2) or a JSON object ({\"GPU\":1})")
@@ -160,6 +162,10 @@ func (f *startFlags) nodeConfig(fs *pflag.FlagSet) (node.Config, error) {
 		NumCPUs:        f.numCPUs,
 		FailureTimeout: f.failureTimeout,
 	}
+	if f.metricsPort < 0 || f.metricsPort > math.MaxUint16 {
+		return cfg, errs.Invalidf("--metrics-port %d: want a port from 1 to 65535 (0: serve no metrics)", f.metricsPort)
+	}
+	cfg.MetricsPort, cfg.MetricsBestEffort = f.metricsPort, !fs.Changed("metrics-port")
 	if f.head {
 		if fs.Changed("address") {
 			return cfg, errs.Invalidf("--head and --address conflict: a head starts a new cluster, --address joins an existing one")
@@ -444,7 +450,7 @@ func runNode(ctx context.Context, w io.Writer, cfg node.Config, creds *credentia
 	if err != nil {
 		return fmt.Errorf("start node: %w", err)
 	}
-	rec := nodeRecord{NodeReady: node.NodeReady{NodeID: n.ID().String(), Address: n.Address(), PID: os.Getpid(), DashboardURL: n.DashboardURL()},
+	rec := nodeRecord{NodeReady: node.NodeReady{NodeID: n.ID().String(), Address: n.Address(), PID: os.Getpid(), DashboardURL: n.DashboardURL(), MetricsAddress: n.MetricsAddress()},
 		Head: cfg.Head}
 	cleanup, err := publishNode(rec)
 	if err == nil {
@@ -559,6 +565,9 @@ func printStarted(w io.Writer, rec nodeRecord, logFile, joined string, creds *cr
 		where += ", log " + logFile
 	}
 	fmt.Fprintf(w, "atoll node %s started (%s)\n", rec.NodeID, where)
+	if rec.MetricsAddress != "" {
+		fmt.Fprintf(w, "metrics: http://%s/metrics\n", rec.MetricsAddress)
+	}
 	addr := displayAddress(rec.Address)
 	if !rec.Head {
 		if addr == "" {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/atoll-runtime/atoll/node"
+	"github.com/atoll-runtime/atoll/raylet"
 )
 
 func newTimelineCmd() *cobra.Command {
@@ -80,18 +81,40 @@ func writeChromeTrace(w io.Writer, events []node.TimelineEvent) error {
 			pids[e.NodeID] = pid
 			out = append(out, chromeEvent{Name: "process_name", Ph: "M", PID: pid, Args: map[string]any{"name": "node " + shortID(e.NodeID)}})
 		}
-		tid, ok := tids[e.WorkerID]
+		// A worker's events are a thread; a node's transfers, and its
+		// spills and restores, one thread each.
+		thread, threadName := e.WorkerID, "worker "+shortID(e.WorkerID)
+		switch e.Kind {
+		case raylet.EventTransfer:
+			thread, threadName = e.NodeID+"/transfers", "transfers"
+		case raylet.EventSpill, raylet.EventRestore:
+			thread, threadName = e.NodeID+"/spilling", "spills and restores"
+		}
+		tid, ok := tids[thread]
 		if !ok {
 			tid = len(tids) + 1
-			tids[e.WorkerID] = tid
-			out = append(out, chromeEvent{Name: "thread_name", Ph: "M", PID: pid, TID: tid, Args: map[string]any{"name": "worker " + shortID(e.WorkerID)}})
+			tids[thread] = tid
+			out = append(out, chromeEvent{Name: "thread_name", Ph: "M", PID: pid, TID: tid, Args: map[string]any{"name": threadName}})
 		}
-		cat := "task"
+		cat := e.Kind
+		if cat == "" {
+			cat = raylet.EventTask
+		}
 		if e.Failed {
-			cat = "task,failed"
+			cat += ",failed"
+		}
+		args := map[string]any{"failed": e.Failed}
+		if e.Kind == raylet.EventTask || e.Kind == raylet.EventActorCall || e.Kind == raylet.EventActorCreation || e.Kind == "" {
+			args["task_id"] = e.TaskID
+		}
+		if e.Bytes > 0 {
+			args["bytes"] = e.Bytes
+		}
+		if e.Detail != "" {
+			args["detail"] = e.Detail
 		}
 		out = append(out, chromeEvent{Name: e.Name, Cat: cat, Ph: "X", TS: e.Start.UnixMicro(), Dur: max(e.End.Sub(e.Start).Microseconds(), 1),
-			PID: pid, TID: tid, Args: map[string]any{"task_id": e.TaskID, "failed": e.Failed}})
+			PID: pid, TID: tid, Args: args})
 	}
 	if out == nil {
 		out = []chromeEvent{}

@@ -40,20 +40,29 @@ func (c protoCarrier) Set(key, value string) {
 func (c protoCarrier) Keys() []string { return []string{"traceparent", "tracestate"} }
 
 // Inject returns the trace context of ctx's span, or nil when ctx carries
-// no valid span.
+// no valid span. It carries the trace's OTLP destination: ctx's (see
+// Extract), else this process's own (SetLocalExport), if any.
 func Inject(ctx context.Context) *atollpb.TraceContext {
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		return nil
 	}
-	tc := &atollpb.TraceContext{}
+	tc := &atollpb.TraceContext{Export: ExportFrom(ctx)}
+	if tc.Export == nil {
+		tc.Export = local.Load()
+	}
 	w3c.Inject(ctx, protoCarrier{tc})
 	return tc
 }
 
-// Extract returns ctx with the remote span of tc as its parent.
+// Extract returns ctx with the remote span of tc as its parent and tc's
+// OTLP destination as its trace's (atoll's Tracer starts the spans of
+// ctx there).
 func Extract(ctx context.Context, tc *atollpb.TraceContext) context.Context {
 	if tc == nil || tc.Traceparent == "" {
 		return ctx
+	}
+	if tc.Export != nil {
+		ctx = withExport(ctx, tc.Export)
 	}
 	return w3c.Extract(ctx, protoCarrier{tc})
 }

@@ -159,6 +159,9 @@ type Node struct {
 	PID int
 	// Address is the cluster address the node reported.
 	Address string
+	// MetricsAddress is where the node serves Prometheus metrics
+	// (host:port), if its Config.MetricsPort asked for it.
+	MetricsAddress string
 	// Config is the config the node was started with.
 	Config node.Config
 	// LogFile holds the node's stdout and stderr (node.Config.LogFile).
@@ -527,14 +530,15 @@ func (c *Cluster) launch(i int, cfg node.Config) (*Node, error) {
 		return nil, err
 	}
 	return &Node{
-		Index:        i,
-		ID:           ready.NodeID,
-		PID:          p.Pid(),
-		Address:      ready.Address,
-		Config:       cfg,
-		LogFile:      logFile,
-		DashboardURL: ready.DashboardURL,
-		proc:         p,
+		Index:          i,
+		ID:             ready.NodeID,
+		PID:            p.Pid(),
+		Address:        ready.Address,
+		Config:         cfg,
+		LogFile:        logFile,
+		DashboardURL:   ready.DashboardURL,
+		MetricsAddress: ready.MetricsAddress,
+		proc:           p,
 	}, nil
 }
 

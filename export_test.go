@@ -1,0 +1,11 @@
+package atoll
+
+// JobIDForTest is the running driver's job id in hex ("" when atoll is
+// not running): tests match it with the atoll.job_id of exported spans.
+func JobIDForTest() string {
+	rt := current()
+	if rt == nil {
+		return ""
+	}
+	return rt.jobID.String()
+}

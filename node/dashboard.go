@@ -11,6 +11,7 @@ import (
 	"github.com/atoll-runtime/atoll/dashboard"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/raylet"
 )
 
 // DefaultDashboardPort is the dashboard's default port (Ray's).
@@ -108,6 +109,9 @@ func (s dashboardSource) Timeline(ctx context.Context) ([]dashboard.TaskAttempt,
 	}
 	out := make([]dashboard.TaskAttempt, 0, len(evs))
 	for _, e := range evs {
+		if e.Kind != "" && e.Kind != raylet.EventTask {
+			continue // actor calls, transfers, spills and restores are not task attempts
+		}
 		a := dashboard.TaskAttempt{Name: e.Name, TraceID: e.TraceID, Start: e.Start, End: e.End, Failed: e.Failed}
 		var err1, err2, err3 error
 		a.NodeID, err1 = ids.FromHex(e.NodeID)

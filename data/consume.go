@@ -26,7 +26,11 @@ func (d *Dataset) execute(ctx context.Context, each func(block) (bool, error), k
 		s.close()
 		r.stopMonitor()
 		d.last.mu.Lock()
-		d.last.stages, d.last.peak = r.stages, r.peak
+		stages := r.stageList()
+		r.mu.Lock()
+		peak := r.peak
+		r.mu.Unlock()
+		d.last.stages, d.last.peak = stages, peak
 		d.last.mu.Unlock()
 	}()
 	for {

@@ -89,6 +89,21 @@ type run struct {
 	mon             *monitor
 }
 
+// addStage records a stage's stats (the progress monitor reads the list
+// from its own goroutine).
+func (r *run) addStage(st *stageStats) {
+	r.mu.Lock()
+	r.stages = append(r.stages, st)
+	r.mu.Unlock()
+}
+
+// stageList returns the stages recorded so far.
+func (r *run) stageList() []*stageStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*stageStats(nil), r.stages...)
+}
+
 func (r *run) charge(n int64) {
 	r.mu.Lock()
 	r.charged += n

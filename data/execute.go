@@ -47,7 +47,7 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 	}
 	for i, st := range plan(ops) {
 		stats := &stageStats{name: st.name(), cpu: st.cpu()}
-		r.stages = append(r.stages, stats)
+		r.addStage(stats)
 		var src unitSource
 		mapOps := st.ops
 		switch {

@@ -91,7 +91,7 @@ func (r *run) stopMonitor() {
 // allSubs lists the run's sub-stages as they are now.
 func (r *run) allSubs() []*subStats {
 	var out []*subStats
-	for _, st := range r.stages {
+	for _, st := range r.stageList() {
 		st.mu.Lock()
 		out = append(out, st.subs...)
 		st.mu.Unlock()
@@ -149,7 +149,7 @@ func (m *monitor) draw(final bool) {
 // submitted, the tasks running, its rows, and for a pool its actors.
 func (r *run) progressLines() string {
 	var b strings.Builder
-	for i, st := range r.stages {
+	for i, st := range r.stageList() {
 		st.mu.Lock()
 		subs := append([]*subStats(nil), st.subs...)
 		st.mu.Unlock()

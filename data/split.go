@@ -61,7 +61,7 @@ func (d *Dataset) Split(ctx context.Context, n int) ([]*Dataset, error) {
 		st := &stageStats{name: "split"}
 		sub := &subStats{name: "split"}
 		st.subs = append(st.subs, sub)
-		r.stages = append(r.stages, st)
+		r.addStage(st)
 		// a task per piece, in order: onMeta counts each one's blocks
 		var counts []int
 		ts := &taskStream{r: r, st: sub, src: &listUnits{us: us}, out: outSpec{Kind: "blocks"}, opts: callOptions(&logicalOp{}),

@@ -2,6 +2,7 @@ package raylet
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -112,15 +113,23 @@ func (s *Slot) holds(t *Assignment) bool {
 // it with the function that stops watching its context (call it once
 // s.mu is released), or nil; s.mu is held.
 func (s *Slot) take(taskID []byte, attempt int32) (*Assignment, func() bool) {
-	for i, t := range s.inflight {
-		if string(t.spec.TaskId) == string(taskID) && t.spec.Attempt == attempt {
-			s.inflight = append(s.inflight[:i], s.inflight[i+1:]...)
-			stop := t.unwatch
-			t.unwatch = nil
-			return t, stop
-		}
+	i := s.index(taskID, attempt)
+	if i < 0 {
+		return nil, nil
 	}
-	return nil, nil
+	t := s.inflight[i]
+	s.inflight = append(s.inflight[:i], s.inflight[i+1:]...)
+	stop := t.unwatch
+	t.unwatch = nil
+	return t, stop
+}
+
+// index returns the position of the in-flight attempt for taskID and
+// attempt, or -1; s.mu is held.
+func (s *Slot) index(taskID []byte, attempt int32) int {
+	return slices.IndexFunc(s.inflight, func(t *Assignment) bool {
+		return string(t.spec.TaskId) == string(taskID) && t.spec.Attempt == attempt
+	})
 }
 
 func stopWatch(stop func() bool) {
@@ -129,27 +138,17 @@ func stopWatch(stop func() bool) {
 	}
 }
 
-// find returns the in-flight attempt for taskID and attempt; s.mu is
-// held.
-func (s *Slot) find(taskID []byte, attempt int32) *Assignment {
-	for _, t := range s.inflight {
-		if string(t.spec.TaskId) == string(taskID) && t.spec.Attempt == attempt {
-			return t
-		}
-	}
-	return nil
-}
-
 // Finish takes the assignment res answers, or nil if res is not for an
 // attempt in flight (late, or the worker was cleared) or a kill-worker
 // fault killed the process at AfterExecute.
 func (s *Slot) Finish(res *atollpb.TaskResult) *Assignment {
 	s.mu.Lock()
-	t := s.find(res.GetTaskId(), res.GetAttempt())
-	if t == nil {
+	i := s.index(res.GetTaskId(), res.GetAttempt())
+	if i < 0 {
 		s.mu.Unlock()
 		return nil
 	}
+	t := s.inflight[i]
 	if s.killAt != nil && s.kill != nil {
 		s.mu.Unlock()
 		if s.killedAt(AfterExecute, t.spec) {

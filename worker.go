@@ -47,10 +47,9 @@ func serveWorker(cfg config) {
 		os.Exit(3)
 	}
 	current_.Store(rt)
-	stopProfile := profileWorker(rt.log)
+	workerProfileStop = profileWorker(rt.log)
 	_ = srv.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_Hello{Hello: &atollpb.WorkerHello{WorkerId: rt.workerID.Bytes(), Pid: int32(os.Getpid())}}})
 	srv.loop()
-	stopProfile()
 	rt.exitWorker()
 }
 

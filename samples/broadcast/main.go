@@ -16,9 +16,12 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -61,7 +64,7 @@ func main() {
 	flag.IntVar(&opts.workers, "workers", opts.workers, "worker slots (CPUs) of the node")
 	flag.Var(&opts.store, "store", "object store memory (default: twice -size)")
 	flag.StringVar(&opts.mode, "mode", "process", "worker mode: process (worker processes) or inprocess (goroutines)")
-	flag.IntVar(&opts.repeat, "repeat", 3, "runs of baseline and atoll, interleaved; medians are reported")
+	flag.IntVar(&opts.repeat, "repeat", 3, "runs of each baseline, then of atoll (one cluster); medians are reported")
 	flag.BoolVar(&opts.json, "json", false, "print one JSON line per measurement (progress goes to stderr)")
 	flag.Parse()
 	if err := run(context.Background(), opts, os.Stdout, os.Stderr); err != nil {
@@ -90,19 +93,33 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	defer atoll.Shutdown(ctx)
 	progress := func(format string, args ...any) { fmt.Fprintf(stderr, "broadcast: "+format+"\n", args...) }
 
-	var bases, sumsOnly, walls, puts []time.Duration
-	buf, err := newBaselineBuffer(n)
-	if err != nil {
-		return err
-	}
+	var bases, sumsOnly, hugeBases, hugeSums, walls, puts []time.Duration
 	var want float64
-	for i := range opts.repeat {
-		progress("baseline %d/%d: %s in a slice, %d sums on %d goroutines", i+1, opts.repeat, benchfmt.FormatSize(int64(opts.size)), opts.tasks, opts.workers)
-		base, sums, sum := baseline(buf, opts.tasks, opts.workers)
-		bases, sumsOnly, want = append(bases, base), append(sumsOnly, sums), sum
-	}
-	if err := freeBaselineBuffer(buf); err != nil { // before measuring atoll's memory
-		return err
+	// Two baselines: a slice on 4 KiB pages, as the store's shared memory
+	// is, and one on huge pages, the best a plain Go program gets here.
+	var hugeShare float64
+	for _, huge := range []bool{false, true} {
+		buf, err := newBaselineBuffer(n, huge)
+		if err != nil {
+			return err
+		}
+		pages := "4KiB pages"
+		if huge {
+			pages = "huge pages"
+		}
+		for i := range opts.repeat {
+			progress("baseline %d/%d: %s in a slice on %s, %d sums on %d goroutines", i+1, opts.repeat, benchfmt.FormatSize(int64(opts.size)), pages, opts.tasks, opts.workers)
+			base, sums, sum := baseline(buf, opts.tasks, opts.workers)
+			if huge {
+				hugeBases, hugeSums = append(hugeBases, base), append(hugeSums, sums)
+				hugeShare = hugePageShare(buf)
+			} else {
+				bases, sumsOnly, want = append(bases, base), append(sumsOnly, sums), sum
+			}
+		}
+		if err := freeBaselineBuffer(buf); err != nil { // before measuring atoll's memory
+			return err
+		}
 	}
 	var peak uint64
 	for i := range opts.repeat {
@@ -122,6 +139,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	}
 	base, wall, put := median(bases), median(walls), median(puts)
 	tasks, sums := wall-put, median(sumsOnly)
+	hugeBase, hugeSum := median(hugeBases), median(hugeSums)
 	config := map[string]any{
 		"size_bytes": int64(opts.size), "tasks": opts.tasks, "workers": opts.workers, "worker_mode": mode.String(),
 		"object_store_bytes": int64(opts.store), "includes_creation": true, "atoll_version": benchfmt.Version(),
@@ -133,6 +151,12 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 		benchfmt.NewRecord("broadcast", "tasks_s", tasks.Seconds(), "s", "ideal_parallel_sums_s", sums.Seconds(), config),
 		benchfmt.NewRecord("broadcast", "peak_pss_bytes", float64(peak), "bytes", "object_size_bytes", float64(opts.size), config),
 	}
+	hugeConfig := maps.Clone(config)
+	hugeConfig["baseline_pages"] = "huge"
+	hugeConfig["baseline_huge_page_share"] = hugeShare
+	records = append(records,
+		benchfmt.NewRecord("broadcast", "wall_s_hugepage_baseline", wall.Seconds(), "s", "ideal_parallel_compute_s", hugeBase.Seconds(), hugeConfig).WithVerified(true),
+		benchfmt.NewRecord("broadcast", "tasks_s_hugepage_baseline", tasks.Seconds(), "s", "ideal_parallel_sums_s", hugeSum.Seconds(), hugeConfig))
 	if opts.json {
 		w := benchfmt.NewWriter(stdout)
 		for _, r := range records {
@@ -146,6 +170,8 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "  atoll:    %.2fs = %.3fx the ideal %.2fs\n", wall.Seconds(), wall.Seconds()/base.Seconds(), base.Seconds())
 	fmt.Fprintf(stdout, "    put    %.2fs vs filling a Go slice %.2fs\n", put.Seconds(), (base - sums).Seconds())
 	fmt.Fprintf(stdout, "    tasks  %.2fs = %.3fx the ideal sums %.2fs\n", tasks.Seconds(), tasks.Seconds()/sums.Seconds(), sums.Seconds())
+	fmt.Fprintf(stdout, "  against a slice on huge pages (%.0f%% of it huge): %.3fx the ideal %.2fs; tasks %.3fx the ideal sums %.2fs\n",
+		100*hugeShare, wall.Seconds()/hugeBase.Seconds(), hugeBase.Seconds(), tasks.Seconds()/hugeSum.Seconds(), hugeSum.Seconds())
 	fmt.Fprintf(stdout, "  peak PSS: %s = %.3fx the object size\n", benchfmt.FormatSize(int64(peak)), float64(peak)/float64(opts.size))
 	return nil
 }
@@ -158,16 +184,39 @@ func median(ds []time.Duration) time.Duration {
 
 // newBaselineBuffer maps the baseline's array: anonymous memory on 4 KiB
 // pages, as the object store's shared memory is (shmem cannot use
-// transparent huge pages unless the administrator enables them, and huge
-// pages alone make the sums ~15% faster). Kept across repetitions, so its
-// pages are warm like the store's after the first run.
-func newBaselineBuffer(n int) ([]float64, error) {
+// transparent huge pages unless the administrator enables them), or on
+// huge pages where the system gives them (transparent huge pages in
+// "always" or "madvise" mode). Kept across repetitions, so its pages are
+// warm like the store's after the first run.
+func newBaselineBuffer(n int, huge bool) ([]float64, error) {
 	b, err := unix.Mmap(-1, 0, n*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return nil, fmt.Errorf("broadcast: map the baseline's array: %w", err)
 	}
-	_ = unix.Madvise(b, unix.MADV_NOHUGEPAGE)
+	advice := unix.MADV_NOHUGEPAGE
+	if huge {
+		advice = unix.MADV_HUGEPAGE
+	}
+	_ = unix.Madvise(b, advice)
 	return unsafe.Slice((*float64)(unsafe.Pointer(&b[0])), n), nil
+}
+
+// hugePageShare is the share of this process's anonymous memory on huge
+// pages (AnonHugePages / Anonymous in /proc/self/smaps_rollup): with the
+// huge baseline's array mapped, how much of it the system gave huge pages.
+func hugePageShare(xs []float64) float64 {
+	b, err := os.ReadFile("/proc/self/smaps_rollup")
+	if err != nil {
+		return 0
+	}
+	var huge float64
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "AnonHugePages:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			huge = kb * 1024
+		}
+	}
+	return min(1, huge/float64(len(xs)*8))
 }
 
 func freeBaselineBuffer(xs []float64) error {

@@ -28,7 +28,7 @@ func checkBroadcast(t *testing.T, mode string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range []string{"wall_s", "put_s", "tasks_s", "peak_pss_bytes"} {
+	for _, m := range []string{"wall_s", "put_s", "tasks_s", "peak_pss_bytes", "wall_s_hugepage_baseline", "tasks_s_hugepage_baseline"} {
 		rec, ok := metrics[m]
 		if !ok {
 			t.Fatalf("no %s line in %q", m, out.String())

@@ -163,7 +163,7 @@ func WithoutSpilling() Option { return func(c *config) { c.noSpill = true } }
 func WithSaturation(saturation float64) Option { return func(c *config) { c.saturation = saturation } }
 
 // WithPipelineDepth sets how many tasks a worker process may hold at once
-// (default 4): it starts the next as soon as one ends, with no round trip
+// (default 16): it starts the next as soon as one ends, with no round trip
 // to the raylet. Only tasks of one scheduling class are pipelined to a
 // worker, and those not started are taken back when the running one
 // blocks in Get or another worker is idle. 1 turns pipelining off; an

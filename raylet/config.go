@@ -113,7 +113,7 @@ type Config struct {
 }
 
 // DefaultPipelineDepth is Config.PipelineDepth's default.
-const DefaultPipelineDepth = 4
+const DefaultPipelineDepth = 16
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Executor == nil {

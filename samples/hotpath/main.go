@@ -21,6 +21,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -44,6 +45,13 @@ var (
 
 const batch = 1000
 
+// The -cpuprofile flag: where the driver's profile of the first
+// pipelined window goes.
+var (
+	cpuProfile  string
+	profileFile *os.File
+)
+
 // result is one measured window.
 type result struct {
 	rate             float64 // ops per second
@@ -60,11 +68,20 @@ func main() {
 		}
 	}
 	n := flag.Int("n", 30000, "ops measured per mode (after 5,000 warm-up ops)")
-	depth := flag.Int("depth", 4, "pipeline depth measured (the baseline runs depth 1)")
+	depth := flag.Int("depth", 16, "pipeline depth measured (the baseline runs depth 1)")
 	modes := flag.String("modes", "tasks,calls", "what to measure: tasks, calls or both")
 	cpus := flag.Float64("cpus", 2, "CPUs of the embedded node")
 	jsonOut := flag.Bool("json", false, "print one JSON line per figure")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write the driver's CPU profile of the measured (pipelined) windows to this file")
 	flag.Parse()
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer f.Close()
+		profileFile = f
+	}
 	if *n < batch || *depth < 1 {
 		log.Fatalf("hotpath: -n must be at least %d and -depth at least 1", batch)
 	}
@@ -110,9 +127,19 @@ func measure(ctx context.Context, mode string, depth, n int, cpus float64) resul
 		}
 	}
 	run(5 * batch)
+	profiled := profileFile != nil && depth > 1
+	if profiled {
+		if err := pprof.StartCPUProfile(profileFile); err != nil {
+			log.Fatal(err)
+		}
+	}
 	d0, w0, t0 := selfCPU(), childrenCPU(), time.Now()
 	run(n)
 	wall, driver, work := time.Since(t0), selfCPU()-d0, childrenCPU()-w0
+	if profiled {
+		pprof.StopCPUProfile()
+		profileFile = nil // one profile per file: the first pipelined mode
+	}
 	return result{
 		rate: float64(n) / wall.Seconds(), driverUs: float64(driver.Microseconds()) / float64(n), workUs: float64(work.Microseconds()) / float64(n),
 		ops: n, depth: depth, mode: mode,

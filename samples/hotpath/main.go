@@ -1,13 +1,15 @@
 // Command hotpath measures what one task and one actor call cost on
 // atoll's hot path with worker processes: the rate of no-op tasks (or
 // calls) submitted in batches of 1,000 and gathered with GetAll, as Ray's
-// tasks_async and actor_calls_async do, and the CPU each one takes in the
+// tasks_async and actor_calls_async do (-batch 1: one at a time, as
+// tasks_sync and actor_calls_sync do), and the CPU each one takes in the
 // driver (submitting, scheduling, sending, receiving) and in the worker
 // processes (running it). The baseline, in the same run, is the same
 // workload with pipelining off (WithPipelineDepth(1): one task or call in
 // a worker process at a time).
 //
 //	go run ./samples/hotpath -n 30000 -json
+//	go run ./samples/hotpath -n 5000 -batch 1 -json
 //
 // CPU is read from the kernel's accounting: getrusage for the driver,
 // /proc/PID/stat for its worker processes (children of the driver), over
@@ -43,7 +45,9 @@ var (
 	})
 )
 
-const batch = 1000
+// batch is how many ops are submitted before they are gathered with
+// GetAll (-batch; 1 measures the synchronous path: one op in flight).
+var batch = 1000
 
 // The -cpuprofile flag: where the driver's profile of the first
 // pipelined window goes.
@@ -72,6 +76,7 @@ func main() {
 	modes := flag.String("modes", "tasks,calls", "what to measure: tasks, calls or both")
 	cpus := flag.Float64("cpus", 2, "CPUs of the embedded node")
 	jsonOut := flag.Bool("json", false, "print one JSON line per figure")
+	flag.IntVar(&batch, "batch", batch, "ops submitted before gathering them (1: synchronous, one op in flight)")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write the driver's CPU profile of the measured (pipelined) windows to this file")
 	flag.Parse()
 	if cpuProfile != "" {
@@ -82,8 +87,8 @@ func main() {
 		defer f.Close()
 		profileFile = f
 	}
-	if *n < batch || *depth < 1 {
-		log.Fatalf("hotpath: -n must be at least %d and -depth at least 1", batch)
+	if batch < 1 || *n < batch || *depth < 1 {
+		log.Fatalf("hotpath: -batch and -depth must be at least 1, and -n at least -batch (%d)", batch)
 	}
 	for _, mode := range strings.Split(*modes, ",") {
 		if mode != "tasks" && mode != "calls" {
@@ -126,7 +131,7 @@ func measure(ctx context.Context, mode string, depth, n int, cpus float64) resul
 			}
 		}
 	}
-	run(5 * batch)
+	run(5000 - 5000%batch)
 	profiled := profileFile != nil && depth > 1
 	if profiled {
 		if err := pprof.StartCPUProfile(profileFile); err != nil {
@@ -150,6 +155,9 @@ func report(asJSON bool, got, base result) {
 	cfg := map[string]any{"ops": got.ops, "batch": batch, "pipeline_depth": got.depth, "baseline_pipeline_depth": base.depth,
 		"worker_mode": "process", "atoll_version": benchfmt.Version()}
 	name := map[string]string{"tasks": "tasks_async", "calls": "actor_calls_async"}[got.mode]
+	if batch == 1 {
+		name = map[string]string{"tasks": "tasks_sync", "calls": "actor_calls_sync"}[got.mode]
+	}
 	recs := []benchfmt.Record{
 		benchfmt.NewRecord("hotpath", name+"_per_s", got.rate, "1/s", "same_without_pipelining_per_s", base.rate, cfg),
 		benchfmt.NewRecord("hotpath", name+"_driver_cpu_us_per_op", got.driverUs, "us", "same_without_pipelining_us", base.driverUs, cfg),

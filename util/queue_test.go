@@ -100,6 +100,9 @@ func TestQueueBlocking(t *testing.T) {
 	if n, err := q.Size(ctx); err != nil || n != 0 { // the actor is up
 		t.Fatalf("Size = %d, %v; want 0", n, err)
 	}
+	if waits, err := util.WaitsInActor(ctx, q); err != nil || !waits {
+		t.Fatalf("with worker processes the queue's callers should wait in its actor: %v, %v", waits, err)
+	}
 
 	// An empty queue: Get waits until its deadline, then ErrQueueEmpty.
 	const patience = 300 * time.Millisecond
@@ -244,6 +247,9 @@ func TestQueueGoroutineWorkers(t *testing.T) {
 	q, err := util.NewQueue[[]byte](ctx, 1)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if waits, err := util.WaitsInActor(ctx, q); err != nil || waits {
+		t.Fatalf("with goroutine workers the queue's callers should poll its actor: %v, %v", waits, err)
 	}
 	got := make(chan []byte, 1)
 	go func() {

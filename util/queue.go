@@ -377,7 +377,11 @@ func (q *Queue[T]) retry(ctx context.Context, block bool, try func(context.Conte
 		if block && info.Concurrent {
 			waitMs = MaxQueueWait.Milliseconds()
 			if deadline, ok := ctx.Deadline(); ok {
-				waitMs = min(waitMs, time.Until(deadline).Milliseconds())
+				// Rounded up: the actor answers once the deadline has
+				// passed, not a moment before it (which would make the
+				// next round a call that cannot wait).
+				left := time.Until(deadline)
+				waitMs = min(waitMs, int64((left+time.Millisecond-1)/time.Millisecond))
 			}
 		}
 		done, err := try(ctx, h, max(waitMs, 0))

@@ -105,8 +105,9 @@ func NewActorType1[T, A any](name string, ctor func(context.Context, A) (T, erro
 
 // New creates an actor and returns its handle at once; calls made before
 // the actor is running wait for it. Options: ActorName, MaxRestarts,
-// MaxTaskRetries, WithTaskResources. A name already taken by a live actor
-// fails with ErrInvalidArgument.
+// MaxTaskRetries, WithTaskResources, Detached. A name already taken by a
+// live actor fails with ErrInvalidArgument, or with GetIfExists returns
+// that actor.
 func (t *ActorType[T]) New(ctx context.Context, opts ...CallOption) (ActorHandle[T], error) {
 	return newActor[T](ctx, t.entry, nil, opts)
 }
@@ -179,6 +180,9 @@ func newActor[T any](ctx context.Context, e *actorTypeEntry, args []argSource, o
 	if err := validateConcurrency(cc); err != nil {
 		return ActorHandle[T]{}, err
 	}
+	if err := checkLifetime(cc); err != nil {
+		return ActorHandle[T]{}, err
+	}
 	if (cc.maxConcurrency > 1 || len(cc.concurrencyGroups) > 0) && rt.cfg.workerMode == InProcessWorkers {
 		return ActorHandle[T]{}, errs.Invalidf("MaxConcurrency and ConcurrencyGroup need worker processes: this driver runs actors on goroutines (WithWorkerMode(InProcessWorkers))")
 	}
@@ -186,10 +190,12 @@ func newActor[T any](ctx context.Context, e *actorTypeEntry, args []argSource, o
 	info := &atollpb.ActorInfo{ActorId: id.Bytes(), Name: cc.actorName, Namespace: rt.cfg.namespace, ActorType: e.name,
 		State: atollpb.ActorState_ACTOR_PENDING_CREATION, MaxRestarts: int32(cc.maxRestarts), NodeId: rt.nodeID.Bytes(),
 		OwnerId: rt.workerID.Bytes(), JobId: rt.jobID.Bytes()}
-	if err := rt.gcs.RegisterActor(ctx, info); err != nil {
-		return ActorHandle[T]{}, err
+	if existing, found, err := registerActor[T](ctx, rt, info, cc.getIfExists); err != nil || found {
+		return existing, err
 	}
-	st := newActorState(rt, id, cc.actorName, e.name, cc.maxTaskRetries, true)
+	// A detached actor is not the job's: this process does not kill it
+	// when it exits (OwnedLiveActors).
+	st := newActorState(rt, id, cc.actorName, e.name, cc.maxTaskRetries, !cc.detached)
 	if cc.maxPendingCalls > 0 {
 		st.pending = make(pendingCalls, cc.maxPendingCalls)
 	}
@@ -197,7 +203,8 @@ func newActor[T any](ctx context.Context, e *actorTypeEntry, args []argSource, o
 		Type: atollpb.TaskType_ACTOR_CREATION_TASK, Function: e.name, Name: "create " + e.name, ActorId: id.Bytes(),
 		ActorCreation: &atollpb.ActorCreationSpec{ActorType: e.name, Name: cc.actorName, MaxRestarts: int32(cc.maxRestarts),
 			MaxTaskRetries: int32(cc.maxTaskRetries), Namespace: rt.cfg.namespace,
-			MaxConcurrency: int32(cc.maxConcurrency), ConcurrencyGroups: cc.concurrencyGroups, MaxPendingCalls: int32(cc.maxPendingCalls)},
+			MaxConcurrency: int32(cc.maxConcurrency), ConcurrencyGroups: cc.concurrencyGroups, MaxPendingCalls: int32(cc.maxPendingCalls),
+			Detached: cc.detached},
 	}
 	spec.Scheduling = cc.scheduling
 	if cc.resources != nil {

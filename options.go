@@ -273,6 +273,9 @@ type callConfig struct {
 	concurrencyGroups []*atollpb.ConcurrencyGroup
 	maxPendingCalls   int
 	group             string
+	// Lifetime and get-or-create of named actors (detached.go).
+	detached    bool
+	getIfExists bool
 	// release frees the call's place under MaxPendingCalls once it ends.
 	release func()
 }

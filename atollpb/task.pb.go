@@ -228,8 +228,12 @@ type ActorCreationSpec struct {
 	// The most calls one caller may have pending on the actor; a caller
 	// past it waits (0: no limit).
 	MaxPendingCalls int32 `protobuf:"varint,8,opt,name=max_pending_calls,json=maxPendingCalls,proto3" json:"max_pending_calls,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// A detached actor outlives its owner: it is not killed when the
+	// process that created it exits or its node leaves the cluster, only by
+	// Kill (or its node's death). It is always named.
+	Detached      bool `protobuf:"varint,9,opt,name=detached,proto3" json:"detached,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ActorCreationSpec) Reset() {
@@ -316,6 +320,13 @@ func (x *ActorCreationSpec) GetMaxPendingCalls() int32 {
 		return x.MaxPendingCalls
 	}
 	return 0
+}
+
+func (x *ActorCreationSpec) GetDetached() bool {
+	if x != nil {
+		return x.Detached
+	}
+	return false
 }
 
 // ConcurrencyGroup is a named group of an actor's methods with its own
@@ -1275,7 +1286,7 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\aTaskArg\x12'\n" +
 	"\x05value\x18\x01 \x01(\v2\x0f.atoll.v1.ValueH\x00R\x05value\x12'\n" +
 	"\x03ref\x18\x02 \x01(\v2\x13.atoll.v1.ObjectRefH\x00R\x03refB\x06\n" +
-	"\x04kind\"\xd1\x02\n" +
+	"\x04kind\"\xed\x02\n" +
 	"\x11ActorCreationSpec\x12\x1d\n" +
 	"\n" +
 	"actor_type\x18\x01 \x01(\tR\tactorType\x12\x12\n" +
@@ -1285,7 +1296,8 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\tnamespace\x18\x05 \x01(\tR\tnamespace\x12'\n" +
 	"\x0fmax_concurrency\x18\x06 \x01(\x05R\x0emaxConcurrency\x12I\n" +
 	"\x12concurrency_groups\x18\a \x03(\v2\x1a.atoll.v1.ConcurrencyGroupR\x11concurrencyGroups\x12*\n" +
-	"\x11max_pending_calls\x18\b \x01(\x05R\x0fmaxPendingCalls\"i\n" +
+	"\x11max_pending_calls\x18\b \x01(\x05R\x0fmaxPendingCalls\x12\x1a\n" +
+	"\bdetached\x18\t \x01(\bR\bdetached\"i\n" +
 	"\x10ConcurrencyGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
 	"\x0fmax_concurrency\x18\x02 \x01(\x05R\x0emaxConcurrency\x12\x18\n" +

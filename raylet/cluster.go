@@ -71,13 +71,14 @@ type KillHostedActor struct{ Msg *atollpb.KillActor }
 type Drain struct{}
 
 // NodeGone tells the raylet a node left the cluster: the actors it hosts
-// for owners on that node die with them (their handles are gone).
+// for owners on that node die with them (their handles are gone), except
+// detached ones, which outlive their owner.
 type NodeGone struct{ Node ids.NodeID }
 
 func (r *raylet) ownerNodeGone(ctx actor.Context, node ids.NodeID) {
 	owner := node.String()
 	for _, a := range r.actors {
-		if a.spec.OwnerAddress == owner {
+		if a.spec.OwnerAddress == owner && !a.spec.GetActorCreation().GetDetached() {
 			r.killActor(ctx, &atollpb.KillActor{ActorId: a.id.Bytes(), NoRestart: true, Reason: "its owner's node " + node.Short() + " left the cluster"}, true)
 		}
 	}

@@ -1,0 +1,9 @@
+package util_test
+
+import (
+	"testing"
+
+	"github.com/atoll-runtime/atoll/internal/testmain"
+)
+
+func TestMain(m *testing.M) { testmain.Run(m) }

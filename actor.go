@@ -256,6 +256,9 @@ func callActor(ctx context.Context, st *actorState, method string, numReturns in
 		return failedHandles(numReturns, err)
 	}
 	cc := methodConfig(bound, opts)
+	if err := checkRetries(cc); err != nil {
+		return failedHandles(numReturns, err)
+	}
 	if st.pending != nil {
 		if err := st.pending.acquire(ctx); err != nil {
 			return failedHandles(numReturns, err)

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
 // Call options are typed by what they apply to, so that the compiler
@@ -52,20 +53,20 @@ type MethodOption interface {
 type TaskOrActorOption struct{ set func(*callConfig) }
 
 // AppliesToTasks implements TaskOption.
-func (o TaskOrActorOption) AppliesToTasks(c *callConfig) { o.set(c) }
+func (o TaskOrActorOption) AppliesToTasks(c *callConfig) { apply(o.set, c) }
 
 // AppliesToActors implements ActorOption.
-func (o TaskOrActorOption) AppliesToActors(c *callConfig) { o.set(c) }
+func (o TaskOrActorOption) AppliesToActors(c *callConfig) { apply(o.set, c) }
 
 // TaskOrMethodOption applies to tasks and to actor calls: a call's name
 // and retries (Name, MaxRetries, RetryExceptions).
 type TaskOrMethodOption struct{ set func(*callConfig) }
 
 // AppliesToTasks implements TaskOption.
-func (o TaskOrMethodOption) AppliesToTasks(c *callConfig) { o.set(c) }
+func (o TaskOrMethodOption) AppliesToTasks(c *callConfig) { apply(o.set, c) }
 
 // AppliesToMethods implements MethodOption.
-func (o TaskOrMethodOption) AppliesToMethods(c *callConfig) { o.set(c) }
+func (o TaskOrMethodOption) AppliesToMethods(c *callConfig) { apply(o.set, c) }
 
 // ActorOnlyOption applies to the creation of an actor only (ActorName,
 // MaxRestarts, MaxTaskRetries, MaxConcurrency, ConcurrencyGroup,
@@ -73,13 +74,13 @@ func (o TaskOrMethodOption) AppliesToMethods(c *callConfig) { o.set(c) }
 type ActorOnlyOption struct{ set func(*callConfig) }
 
 // AppliesToActors implements ActorOption.
-func (o ActorOnlyOption) AppliesToActors(c *callConfig) { o.set(c) }
+func (o ActorOnlyOption) AppliesToActors(c *callConfig) { apply(o.set, c) }
 
 // MethodOnlyOption applies to an actor call only (InGroup).
 type MethodOnlyOption struct{ set func(*callConfig) }
 
 // AppliesToMethods implements MethodOption.
-func (o MethodOnlyOption) AppliesToMethods(c *callConfig) { o.set(c) }
+func (o MethodOnlyOption) AppliesToMethods(c *callConfig) { apply(o.set, c) }
 
 // CallOption applies to every kind of call: tasks, actor creation and
 // actor calls. None of atoll's own options is one (each is typed by what
@@ -88,13 +89,21 @@ func (o MethodOnlyOption) AppliesToMethods(c *callConfig) { o.set(c) }
 type CallOption func(*callConfig)
 
 // AppliesToTasks implements TaskOption.
-func (o CallOption) AppliesToTasks(c *callConfig) { o(c) }
+func (o CallOption) AppliesToTasks(c *callConfig) { apply(o, c) }
 
 // AppliesToActors implements ActorOption.
-func (o CallOption) AppliesToActors(c *callConfig) { o(c) }
+func (o CallOption) AppliesToActors(c *callConfig) { apply(o, c) }
 
 // AppliesToMethods implements MethodOption.
-func (o CallOption) AppliesToMethods(c *callConfig) { o(c) }
+func (o CallOption) AppliesToMethods(c *callConfig) { apply(o, c) }
+
+// apply sets an option on c; the zero value of an option type (and a nil
+// CallOption) sets nothing.
+func apply(set func(*callConfig), c *callConfig) {
+	if set != nil {
+		set(c)
+	}
+}
 
 // callConfig is one call's options once applied.
 type callConfig struct {
@@ -119,23 +128,33 @@ type callConfig struct {
 // taskConfig applies a task's bound options, then its call's.
 func taskConfig(bound, opts []TaskOption) callConfig {
 	c := callConfig{maxRetries: DefaultMaxRetries}
-	for _, o := range bound {
-		o.AppliesToTasks(&c)
-	}
-	for _, o := range opts {
-		o.AppliesToTasks(&c)
+	for _, list := range [2][]TaskOption{bound, opts} {
+		for _, o := range list {
+			if o != nil { // a nil interface in a slice of options
+				o.AppliesToTasks(&c)
+			}
+		}
 	}
 	return c
+}
+
+// checkRetries validates a task's or actor call's MaxRetries.
+func checkRetries(c callConfig) error {
+	if c.maxRetries < -1 {
+		return errs.Invalidf("MaxRetries(%d): use -1 to retry forever, 0 for never, or a positive count", c.maxRetries)
+	}
+	return nil
 }
 
 // actorConfig applies an actor type's bound options, then New's.
 func actorConfig(bound, opts []ActorOption) callConfig {
 	var c callConfig
-	for _, o := range bound {
-		o.AppliesToActors(&c)
-	}
-	for _, o := range opts {
-		o.AppliesToActors(&c)
+	for _, list := range [2][]ActorOption{bound, opts} {
+		for _, o := range list {
+			if o != nil { // a nil interface in a slice of options
+				o.AppliesToActors(&c)
+			}
+		}
 	}
 	return c
 }
@@ -143,11 +162,12 @@ func actorConfig(bound, opts []ActorOption) callConfig {
 // methodConfig applies a method's bound options, then its call's.
 func methodConfig(bound, opts []MethodOption) callConfig {
 	var c callConfig
-	for _, o := range bound {
-		o.AppliesToMethods(&c)
-	}
-	for _, o := range opts {
-		o.AppliesToMethods(&c)
+	for _, list := range [2][]MethodOption{bound, opts} {
+		for _, o := range list {
+			if o != nil { // a nil interface in a slice of options
+				o.AppliesToMethods(&c)
+			}
+		}
 	}
 	return c
 }

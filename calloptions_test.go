@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/atoll-runtime/atoll"
@@ -136,6 +137,19 @@ func TestTaskOptionsBoundAndOverridden(t *testing.T) {
 	}
 	if n := countOf(t, file("plain")); n != 1 {
 		t.Errorf("the unbound function was tried %d times, want 1 (options bound on a copy leaked into it)", n)
+	}
+
+	// A retry count below -1 is refused before anything runs; a zero
+	// option and a nil one set nothing.
+	_, err = atoll.Get(ctx, optsFlaky.Remote(ctx, atoll.Value(flakyArgs{file("negative"), 1}), atoll.MaxRetries(-2)))
+	if !errors.Is(err, atoll.ErrInvalidArgument) || !strings.Contains(err.Error(), "MaxRetries(-2)") {
+		t.Errorf("MaxRetries(-2): %v, want ErrInvalidArgument naming it", err)
+	}
+	if n := countOf(t, file("negative")); n != 0 {
+		t.Errorf("a task refused for MaxRetries(-2) ran %d times", n)
+	}
+	if v, err := atoll.Get(ctx, optsFlaky.Options(nil, atoll.TaskOrActorOption{}).Remote(ctx, atoll.Value(flakyArgs{file("zero"), 1}), atoll.CallOption(nil))); err != nil || v != 1 {
+		t.Errorf("zero and nil options: %v %v, want 1 <nil>", v, err)
 	}
 
 	// Resources: bound to more GPUs than the node has (infeasible, an

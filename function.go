@@ -109,6 +109,9 @@ func call(ctx context.Context, name string, numReturns int, bound, opts []TaskOp
 		return failedHandles(numReturns, err)
 	}
 	cc := taskConfig(bound, opts)
+	if err := checkRetries(cc); err != nil {
+		return failedHandles(numReturns, err)
+	}
 	spec := &atollpb.TaskSpec{
 		Type: atollpb.TaskType_NORMAL_TASK, Function: name, Name: cc.name, NumReturns: int32(numReturns),
 		MaxRetries: int32(cc.maxRetries), RetryExceptions: cc.retryExceptions,

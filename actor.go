@@ -52,69 +52,58 @@ func registerMethod(t *actorTypeEntry, name string, m methodInvoker) {
 }
 
 // ActorType is a registered actor type whose instances are T values (a
-// pointer to your struct, usually). Create instances with New.
+// pointer to your struct, usually) and whose constructor takes no
+// argument; ActorType1 to ActorType6 take arguments. Create instances
+// with New.
 type ActorType[T any] struct {
 	entry *actorTypeEntry
+	opts  []ActorOption
+}
+
+// newActorTypeEntry registers an actor type of instances T made by ctor.
+func newActorTypeEntry[T any](name string, ctor func(ctx context.Context, args []argData) (any, error)) *actorTypeEntry {
+	e := &actorTypeEntry{name: name, goType: reflect.TypeFor[T](), methods: map[string]methodInvoker{}, ctor: ctor}
+	registerActorType(e)
+	return e
 }
 
 // NewActorType registers an actor type whose constructor takes no
 // argument. Register at package init so every process of the binary knows
 // it.
 func NewActorType[T any](name string, ctor func(context.Context) (T, error)) *ActorType[T] {
-	e := &actorTypeEntry{name: name, goType: reflect.TypeFor[T](), methods: map[string]methodInvoker{},
-		ctor: func(ctx context.Context, args []argData) (any, error) {
-			if err := checkArgs(args, 0); err != nil {
-				return nil, err
-			}
-			return ctor(ctx)
-		}}
-	registerActorType(e)
+	e := newActorTypeEntry[T](name, func(ctx context.Context, args []argData) (any, error) {
+		if err := checkArgs(args, 0); err != nil {
+			return nil, err
+		}
+		return ctor(ctx)
+	})
 	return &ActorType[T]{entry: e}
 }
 
 // ActorClass is any registered actor type with instances of type T
-// (ActorType or ActorType1); methods are registered on it.
+// (ActorType or ActorType1 to ActorType6); methods are registered on it.
 type ActorClass[T any] interface {
 	actorType() *ActorType[T]
 }
 
 func (t *ActorType[T]) actorType() *ActorType[T] { return t }
 
-// ActorType1 is an actor type whose constructor takes one argument.
-type ActorType1[T, A any] struct {
-	ActorType[T]
-}
-
-// NewActorType1 registers an actor type whose constructor takes an
-// argument (use a struct for several).
-func NewActorType1[T, A any](name string, ctor func(context.Context, A) (T, error)) *ActorType1[T, A] {
-	e := &actorTypeEntry{name: name, goType: reflect.TypeFor[T](), methods: map[string]methodInvoker{},
-		ctor: func(ctx context.Context, args []argData) (any, error) {
-			if err := checkArgs(args, 1); err != nil {
-				return nil, err
-			}
-			a, err := arg[A](args, 0)
-			if err != nil {
-				return nil, err
-			}
-			return ctor(ctx, a)
-		}}
-	registerActorType(e)
-	return &ActorType1[T, A]{ActorType[T]{entry: e}}
-}
-
 // New creates an actor and returns its handle at once; calls made before
-// the actor is running wait for it. Options: ActorName, MaxRestarts,
-// MaxTaskRetries, WithTaskResources, Detached. A name already taken by a
-// live actor fails with ErrInvalidArgument, or with GetIfExists returns
-// that actor.
-func (t *ActorType[T]) New(ctx context.Context, opts ...CallOption) (ActorHandle[T], error) {
-	return newActor[T](ctx, t.entry, nil, opts)
+// the actor is running wait for it. Options (ActorOption): ActorName,
+// MaxRestarts, MaxTaskRetries, MaxConcurrency, ConcurrencyGroup,
+// MaxPendingCalls, WithTaskResources, Spread, OnNode, Detached,
+// GetIfExists; they apply after those bound with Options. A name already
+// taken by a live actor fails with ErrInvalidArgument, or with GetIfExists
+// returns that actor.
+func (t *ActorType[T]) New(ctx context.Context, opts ...ActorOption) (ActorHandle[T], error) {
+	return newActor[T](ctx, t.entry, nil, t.opts, opts)
 }
 
-// New creates an actor with constructor argument a (see ActorType.New).
-func (t *ActorType1[T, A]) New(ctx context.Context, a Arg[A], opts ...CallOption) (ActorHandle[T], error) {
-	return newActor[T](ctx, t.entry, []argSource{a.taskArg()}, opts)
+// Options returns the actor type with opts bound as defaults for each
+// actor New creates (Ray's ActorClass.options()); New's own options
+// override them. The receiver is unchanged.
+func (t *ActorType[T]) Options(opts ...ActorOption) *ActorType[T] {
+	return &ActorType[T]{entry: t.entry, opts: bind(t.opts, opts)}
 }
 
 // ActorHandle refers to a live actor; copies refer to the same actor.
@@ -168,12 +157,12 @@ func (h ActorHandle[T]) Name() string {
 	return h.st.name
 }
 
-func newActor[T any](ctx context.Context, e *actorTypeEntry, args []argSource, opts []CallOption) (ActorHandle[T], error) {
+func newActor[T any](ctx context.Context, e *actorTypeEntry, args []argSource, bound, opts []ActorOption) (ActorHandle[T], error) {
 	rt, err := running()
 	if err != nil {
 		return ActorHandle[T]{}, err
 	}
-	cc := newCallConfig(opts)
+	cc := actorConfig(bound, opts)
 	if cc.maxRestarts < -1 || cc.maxTaskRetries < -1 {
 		return ActorHandle[T]{}, errs.Invalidf("MaxRestarts and MaxTaskRetries must be >= -1")
 	}
@@ -263,8 +252,9 @@ func Kill[T any](ctx context.Context, h ActorHandle[T]) error {
 	return nil
 }
 
-// callActor submits a method call.
-func callActor(ctx context.Context, st *actorState, method string, numReturns int, opts []CallOption, args ...argSource) []*refHandle {
+// callActor submits a method call: bound are the method's options
+// (Options), opts the call's.
+func callActor(ctx context.Context, st *actorState, method string, numReturns int, bound, opts []MethodOption, args ...argSource) []*refHandle {
 	rt, err := running()
 	if err == nil && st == nil {
 		err = errs.Invalidf("call on a zero ActorHandle")
@@ -272,7 +262,10 @@ func callActor(ctx context.Context, st *actorState, method string, numReturns in
 	if err != nil {
 		return failedHandles(numReturns, err)
 	}
-	cc := newCallConfig(opts)
+	cc := methodConfig(bound, opts)
+	if err := checkRetries(cc); err != nil {
+		return failedHandles(numReturns, err)
+	}
 	if st.pending != nil {
 		if err := st.pending.acquire(ctx); err != nil {
 			return failedHandles(numReturns, err)
@@ -280,6 +273,9 @@ func callActor(ctx context.Context, st *actorState, method string, numReturns in
 		cc.release = st.pending.release
 	}
 	retries := st.maxTaskRetries
+	if cc.maxRetriesSet {
+		retries = cc.maxRetries
+	}
 	spec := &atollpb.TaskSpec{
 		Type: atollpb.TaskType_ACTOR_TASK, Function: st.typeName + "." + method, Name: cc.name, NumReturns: int32(numReturns),
 		MaxRetries: int32(retries), RetryExceptions: cc.retryExceptions, ActorId: st.id.Bytes(), ConcurrencyGroup: cc.group,

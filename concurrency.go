@@ -16,23 +16,27 @@ import (
 // option (for ActorType.New); worker processes only: with goroutine
 // workers (WithWorkerMode(InProcessWorkers)) New fails with
 // ErrInvalidArgument.
-func MaxConcurrency(n int) CallOption { return func(c *callConfig) { c.maxConcurrency = n } }
+func MaxConcurrency(n int) ActorOnlyOption {
+	return ActorOnlyOption{func(c *callConfig) { c.maxConcurrency = n }}
+}
 
 // ConcurrencyGroup gives an actor a named group of methods with its own
 // limit of calls running at once (Ray's concurrency groups): a slow
 // method in one group does not hold back the methods of another. A
 // method in no group runs in the default group, limited by
 // MaxConcurrency. An actor option; repeat it for more groups.
-func ConcurrencyGroup(name string, limit int, methods ...string) CallOption {
-	return func(c *callConfig) {
+func ConcurrencyGroup(name string, limit int, methods ...string) ActorOnlyOption {
+	return ActorOnlyOption{func(c *callConfig) {
 		c.concurrencyGroups = append(c.concurrencyGroups, &atollpb.ConcurrencyGroup{Name: name, MaxConcurrency: int32(limit), Methods: methods})
-	}
+	}}
 }
 
 // InGroup runs one actor call in the named concurrency group instead of
 // its method's (Ray's .options(concurrency_group=...)). A call option;
 // a group the actor does not have fails the call with ErrInvalidArgument.
-func InGroup(name string) CallOption { return func(c *callConfig) { c.group = name } }
+func InGroup(name string) MethodOnlyOption {
+	return MethodOnlyOption{func(c *callConfig) { c.group = name }}
+}
 
 // MaxPendingCalls bounds the calls this process may have pending on the
 // actor (sent or waiting to be sent, not finished): a call past it waits
@@ -40,7 +44,9 @@ func InGroup(name string) CallOption { return func(c *callConfig) { c.group = na
 // max_pending_calls, which fails instead). An actor option for
 // ActorType.New; it applies to the handle New returns and its copies.
 // Default 0: no bound.
-func MaxPendingCalls(n int) CallOption { return func(c *callConfig) { c.maxPendingCalls = n } }
+func MaxPendingCalls(n int) ActorOnlyOption {
+	return ActorOnlyOption{func(c *callConfig) { c.maxPendingCalls = n }}
+}
 
 // validateConcurrency checks an actor's concurrency options.
 func validateConcurrency(cc callConfig) error {

@@ -26,7 +26,9 @@ import (
 // creation; a detached actor restarted (MaxRestarts) after its creator is
 // gone needs arguments that are values (atoll.Value), not refs the
 // creator owned.
-func Detached() CallOption { return func(c *callConfig) { c.detached = true } }
+func Detached() ActorOnlyOption {
+	return ActorOnlyOption{func(c *callConfig) { c.detached = true }}
+}
 
 // GetIfExists makes ActorType.New return the live actor of the same name
 // if there is one, instead of failing because the name is taken (Ray's
@@ -38,7 +40,9 @@ func Detached() CallOption { return func(c *callConfig) { c.detached = true } }
 // the actor must be named (ActorName), else New fails with
 // ErrInvalidArgument, and an existing actor of another type fails as
 // GetActor does.
-func GetIfExists() CallOption { return func(c *callConfig) { c.getIfExists = true } }
+func GetIfExists() ActorOnlyOption {
+	return ActorOnlyOption{func(c *callConfig) { c.getIfExists = true }}
+}
 
 // checkLifetime checks the options of detached.go for an actor creation.
 func checkLifetime(cc callConfig) error {

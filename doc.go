@@ -19,7 +19,13 @@
 //	}
 //
 // Arguments are plain values (atoll.Value(x)) or ObjectRefs, resolved
-// before the function runs; tasks may submit tasks. Errors are typed:
+// before the function runs; tasks may submit tasks. Functions, methods and
+// actor constructors take up to six typed arguments (NewFunc0 to
+// NewFunc6, NewMethod0 to NewMethod6, NewActorType1 to NewActorType6).
+// Call options are typed by the kind of call they apply to (TaskOption,
+// ActorOption, MethodOption), so the compiler refuses an actor's option on
+// a task; Options on a function, method or actor type binds defaults that
+// a call's own options override. Errors are typed:
 // TaskError, WorkerCrashedError, ActorDiedError, ObjectStoreFullError,
 // ObjectLostError, GetTimeoutError, CancelledError (errors.Is/As).
 //

@@ -28,7 +28,10 @@ func Retype[T any](r Ref) ObjectRef[T] {
 
 // FuncN is a registered remote function of any number of arguments of one
 // type, chosen at each call.
-type FuncN[A, R any] struct{ name string }
+type FuncN[A, R any] struct {
+	name string
+	opts []TaskOption
+}
 
 // NewFuncN registers fn under name (see NewFunc0).
 func NewFuncN[A, R any](name string, fn func(context.Context, []A) (R, error)) *FuncN[A, R] {
@@ -44,17 +47,25 @@ func NewFuncN[A, R any](name string, fn func(context.Context, []A) (R, error)) *
 }
 
 // Remote submits a call with args and returns a reference to its result.
-func (f *FuncN[A, R]) Remote(ctx context.Context, args []Arg[A], opts ...CallOption) ObjectRef[R] {
+func (f *FuncN[A, R]) Remote(ctx context.Context, args []Arg[A], opts ...TaskOption) ObjectRef[R] {
 	srcs, err := argSources(args)
 	if err != nil {
 		return ObjectRef[R]{h: failedHandles(1, err)[0]}
 	}
-	return ObjectRef[R]{h: call(ctx, f.name, 1, opts, srcs...)[0]}
+	return ObjectRef[R]{h: call(ctx, f.name, 1, f.opts, opts, srcs...)[0]}
+}
+
+// Options returns the function with opts bound (see Func1.Options).
+func (f *FuncN[A, R]) Options(opts ...TaskOption) *FuncN[A, R] {
+	return &FuncN[A, R]{name: f.name, opts: bind(f.opts, opts)}
 }
 
 // MultiFuncN is FuncN with a number of return values chosen at each call,
 // each its own object (see MultiFunc1).
-type MultiFuncN[A, R any] struct{ name string }
+type MultiFuncN[A, R any] struct {
+	name string
+	opts []TaskOption
+}
 
 // NewMultiFuncN registers fn under name (see NewMultiFunc1).
 func NewMultiFuncN[A, R any](name string, fn func(context.Context, []A) ([]R, error)) *MultiFuncN[A, R] {
@@ -70,18 +81,26 @@ func NewMultiFuncN[A, R any](name string, fn func(context.Context, []A) ([]R, er
 }
 
 // Remote submits a call with args and n return values.
-func (f *MultiFuncN[A, R]) Remote(ctx context.Context, n int, args []Arg[A], opts ...CallOption) []ObjectRef[R] {
+func (f *MultiFuncN[A, R]) Remote(ctx context.Context, n int, args []Arg[A], opts ...TaskOption) []ObjectRef[R] {
 	srcs, err := argSources(args)
 	if err != nil {
 		return typedRefs[R](failedHandles(n, err))
 	}
-	return typedRefs[R](call(ctx, f.name, n, opts, srcs...))
+	return typedRefs[R](call(ctx, f.name, n, f.opts, opts, srcs...))
+}
+
+// Options returns the function with opts bound (see Func1.Options).
+func (f *MultiFuncN[A, R]) Options(opts ...TaskOption) *MultiFuncN[A, R] {
+	return &MultiFuncN[A, R]{name: f.name, opts: bind(f.opts, opts)}
 }
 
 // MultiMethodN is an actor method of any number of arguments of one
 // type with a number of return values chosen at each call, each its own
 // object: MultiFuncN's counterpart on actors.
-type MultiMethodN[T, A, R any] struct{ name string }
+type MultiMethodN[T, A, R any] struct {
+	name string
+	opts []MethodOption
+}
 
 // NewMultiMethodN registers fn as method name of actor type t.
 func NewMultiMethodN[T, A, R any](t ActorClass[T], name string, fn func(T, context.Context, []A) ([]R, error)) *MultiMethodN[T, A, R] {
@@ -102,12 +121,17 @@ func NewMultiMethodN[T, A, R any](t ActorClass[T], name string, fn func(T, conte
 
 // Remote calls the method on the actor h with args and n return values
 // (see Method0.Remote).
-func (m *MultiMethodN[T, A, R]) Remote(ctx context.Context, h ActorHandle[T], n int, args []Arg[A], opts ...CallOption) []ObjectRef[R] {
+func (m *MultiMethodN[T, A, R]) Remote(ctx context.Context, h ActorHandle[T], n int, args []Arg[A], opts ...MethodOption) []ObjectRef[R] {
 	srcs, err := argSources(args)
 	if err != nil {
 		return typedRefs[R](failedHandles(n, err))
 	}
-	return typedRefs[R](callActor(ctx, h.st, m.name, n, opts, srcs...))
+	return typedRefs[R](callActor(ctx, h.st, m.name, n, m.opts, opts, srcs...))
+}
+
+// Options returns the method with opts bound (see Method1.Options).
+func (m *MultiMethodN[T, A, R]) Options(opts ...MethodOption) *MultiMethodN[T, A, R] {
+	return &MultiMethodN[T, A, R]{name: m.name, opts: bind(m.opts, opts)}
 }
 
 func argsOf[A any](args []argData) ([]A, error) {

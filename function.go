@@ -10,18 +10,34 @@ import (
 	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
-// Arg is an argument of type T to a remote function or method: either a
-// plain value (Value(x)) or an ObjectRef[T], whose value is resolved
-// before the function runs.
+//go:generate go run ./internal/gen/funcs
+
+// Arg is an argument of type T to a remote function, method or actor
+// constructor: either a plain value, Value(x), or an ObjectRef[T], whose
+// value is resolved before the function runs. The compiler checks the
+// type: an ObjectRef[int] where an Arg[string] is wanted fails with
+//
+//	ObjectRef[int] does not implement Arg[string] (wrong type for method ArgOfType)
+//		have ArgOfType(int)
+//		want ArgOfType(string)
+//
+// and a plain value (Remote(ctx, 7)) with "int does not implement
+// Arg[int] (missing method ArgOfType)": wrap it, atoll.Value(7).
 type Arg[T any] interface {
+	// ArgOfType marks the implementation as an argument of type T. It
+	// does nothing and is not for callers; it is named so that the
+	// compiler's message for a wrong argument says which type was
+	// wanted.
+	ArgOfType(T)
 	taskArg() argSource
-	isArg(T)
 }
 
 type valueArg[T any] struct{ v T }
 
 func (a valueArg[T]) taskArg() argSource { return argSource{val: a.v} }
-func (a valueArg[T]) isArg(T)            {}
+
+// ArgOfType implements Arg[T].
+func (a valueArg[T]) ArgOfType(T) {}
 
 // Value passes v by value. Small values travel inside the task message;
 // large ones are put in the object store once.
@@ -85,13 +101,17 @@ func checkArgs(args []argData, n int) error {
 	return nil
 }
 
-// call submits a normal task and returns its return handles.
-func call(ctx context.Context, name string, numReturns int, opts []CallOption, args ...argSource) []*refHandle {
+// call submits a normal task and returns its return handles: bound are
+// the function's options (Options), opts the call's.
+func call(ctx context.Context, name string, numReturns int, bound, opts []TaskOption, args ...argSource) []*refHandle {
 	rt, err := running()
 	if err != nil {
 		return failedHandles(numReturns, err)
 	}
-	cc := newCallConfig(opts)
+	cc := taskConfig(bound, opts)
+	if err := checkRetries(cc); err != nil {
+		return failedHandles(numReturns, err)
+	}
 	spec := &atollpb.TaskSpec{
 		Type: atollpb.TaskType_NORMAL_TASK, Function: name, Name: cc.name, NumReturns: int32(numReturns),
 		MaxRetries: int32(cc.maxRetries), RetryExceptions: cc.retryExceptions,
@@ -113,166 +133,6 @@ func failedHandles(n int, err error) []*refHandle {
 		hs[i] = &refHandle{err: err, state: &handleState{}}
 	}
 	return hs
-}
-
-// Func0 is a registered remote function with no arguments.
-type Func0[R any] struct{ name string }
-
-// NewFunc0 registers fn under name. Register at package init (in a var
-// declaration) so every process of the binary knows it.
-func NewFunc0[R any](name string, fn func(context.Context) (R, error)) *Func0[R] {
-	register(&funcEntry{name: name, call: func(ctx context.Context, args []argData) ([]any, error) {
-		if err := checkArgs(args, 0); err != nil {
-			return nil, err
-		}
-		r, err := fn(ctx)
-		return []any{r}, err
-	}})
-	return &Func0[R]{name: name}
-}
-
-// Remote submits a call and returns a reference to its result.
-func (f *Func0[R]) Remote(ctx context.Context, opts ...CallOption) ObjectRef[R] {
-	return ObjectRef[R]{h: call(ctx, f.name, 1, opts)[0]}
-}
-
-// Func1 is a registered remote function of one argument.
-type Func1[A, R any] struct{ name string }
-
-// NewFunc1 registers fn under name (see NewFunc0).
-func NewFunc1[A, R any](name string, fn func(context.Context, A) (R, error)) *Func1[A, R] {
-	register(&funcEntry{name: name, nargs: 1, call: func(ctx context.Context, args []argData) ([]any, error) {
-		if err := checkArgs(args, 1); err != nil {
-			return nil, err
-		}
-		a, err := arg[A](args, 0)
-		if err != nil {
-			return nil, err
-		}
-		r, err := fn(ctx, a)
-		return []any{r}, err
-	}})
-	return &Func1[A, R]{name: name}
-}
-
-// Remote submits a call and returns a reference to its result.
-func (f *Func1[A, R]) Remote(ctx context.Context, a Arg[A], opts ...CallOption) ObjectRef[R] {
-	return ObjectRef[R]{h: call(ctx, f.name, 1, opts, a.taskArg())[0]}
-}
-
-// Func2 is a registered remote function of two arguments.
-type Func2[A, B, R any] struct{ name string }
-
-// NewFunc2 registers fn under name (see NewFunc0).
-func NewFunc2[A, B, R any](name string, fn func(context.Context, A, B) (R, error)) *Func2[A, B, R] {
-	register(&funcEntry{name: name, nargs: 2, call: func(ctx context.Context, args []argData) ([]any, error) {
-		if err := checkArgs(args, 2); err != nil {
-			return nil, err
-		}
-		a, err := arg[A](args, 0)
-		if err != nil {
-			return nil, err
-		}
-		b, err := arg[B](args, 1)
-		if err != nil {
-			return nil, err
-		}
-		r, err := fn(ctx, a, b)
-		return []any{r}, err
-	}})
-	return &Func2[A, B, R]{name: name}
-}
-
-// Remote submits a call and returns a reference to its result.
-func (f *Func2[A, B, R]) Remote(ctx context.Context, a Arg[A], b Arg[B], opts ...CallOption) ObjectRef[R] {
-	return ObjectRef[R]{h: call(ctx, f.name, 1, opts, a.taskArg(), b.taskArg())[0]}
-}
-
-// Func3 is a registered remote function of three arguments.
-type Func3[A, B, C, R any] struct{ name string }
-
-// NewFunc3 registers fn under name (see NewFunc0).
-func NewFunc3[A, B, C, R any](name string, fn func(context.Context, A, B, C) (R, error)) *Func3[A, B, C, R] {
-	register(&funcEntry{name: name, nargs: 3, call: func(ctx context.Context, args []argData) ([]any, error) {
-		if err := checkArgs(args, 3); err != nil {
-			return nil, err
-		}
-		a, err := arg[A](args, 0)
-		if err != nil {
-			return nil, err
-		}
-		b, err := arg[B](args, 1)
-		if err != nil {
-			return nil, err
-		}
-		c, err := arg[C](args, 2)
-		if err != nil {
-			return nil, err
-		}
-		r, err := fn(ctx, a, b, c)
-		return []any{r}, err
-	}})
-	return &Func3[A, B, C, R]{name: name}
-}
-
-// Remote submits a call and returns a reference to its result.
-func (f *Func3[A, B, C, R]) Remote(ctx context.Context, a Arg[A], b Arg[B], c Arg[C], opts ...CallOption) ObjectRef[R] {
-	return ObjectRef[R]{h: call(ctx, f.name, 1, opts, a.taskArg(), b.taskArg(), c.taskArg())[0]}
-}
-
-// MultiFunc1 is a remote function of one argument with a number of return
-// values chosen at each call, each its own object (a shuffle's map task
-// returns one partition per reducer).
-type MultiFunc1[A, R any] struct{ name string }
-
-// NewMultiFunc1 registers fn under name (see NewFunc0). fn must return
-// exactly as many values as the call asked for.
-func NewMultiFunc1[A, R any](name string, fn func(context.Context, A) ([]R, error)) *MultiFunc1[A, R] {
-	register(&funcEntry{name: name, nargs: 1, call: func(ctx context.Context, args []argData) ([]any, error) {
-		if err := checkArgs(args, 1); err != nil {
-			return nil, err
-		}
-		a, err := arg[A](args, 0)
-		if err != nil {
-			return nil, err
-		}
-		rs, err := fn(ctx, a)
-		return anySlice(rs), err
-	}})
-	return &MultiFunc1[A, R]{name: name}
-}
-
-// Remote submits a call with n return values.
-func (f *MultiFunc1[A, R]) Remote(ctx context.Context, n int, a Arg[A], opts ...CallOption) []ObjectRef[R] {
-	return typedRefs[R](call(ctx, f.name, n, opts, a.taskArg()))
-}
-
-// MultiFunc2 is MultiFunc1 with two arguments.
-type MultiFunc2[A, B, R any] struct{ name string }
-
-// NewMultiFunc2 registers fn under name (see NewMultiFunc1).
-func NewMultiFunc2[A, B, R any](name string, fn func(context.Context, A, B) ([]R, error)) *MultiFunc2[A, B, R] {
-	register(&funcEntry{name: name, nargs: 2, call: func(ctx context.Context, args []argData) ([]any, error) {
-		if err := checkArgs(args, 2); err != nil {
-			return nil, err
-		}
-		a, err := arg[A](args, 0)
-		if err != nil {
-			return nil, err
-		}
-		b, err := arg[B](args, 1)
-		if err != nil {
-			return nil, err
-		}
-		rs, err := fn(ctx, a, b)
-		return anySlice(rs), err
-	}})
-	return &MultiFunc2[A, B, R]{name: name}
-}
-
-// Remote submits a call with n return values.
-func (f *MultiFunc2[A, B, R]) Remote(ctx context.Context, n int, a Arg[A], b Arg[B], opts ...CallOption) []ObjectRef[R] {
-	return typedRefs[R](call(ctx, f.name, n, opts, a.taskArg(), b.taskArg()))
 }
 
 func anySlice[R any](rs []R) []any {

@@ -1,7 +1,6 @@
 package atoll
 
 import (
-	"encoding/hex"
 	"io"
 	"log/slog"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atoll-runtime/atoll/actors"
-	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/faultplan"
 	"github.com/atoll-runtime/atoll/internal/errs"
 )
@@ -256,71 +254,6 @@ func WithSessionDir(dir string) Option { return func(c *config) { c.sessionDir =
 // WithNamespace sets the namespace of named actors (default "default").
 func WithNamespace(ns string) Option { return func(c *config) { c.namespace = ns } }
 
-// CallOption configures one task, actor creation or actor call.
-type CallOption func(*callConfig)
-
-type callConfig struct {
-	resources       *Resources
-	maxRetries      int
-	retryExceptions bool
-	name            string
-	actorName       string
-	maxRestarts     int
-	maxTaskRetries  int
-	scheduling      *atollpb.SchedulingStrategy
-	// Actor concurrency and backpressure (concurrency.go).
-	maxConcurrency    int
-	concurrencyGroups []*atollpb.ConcurrencyGroup
-	maxPendingCalls   int
-	group             string
-	// Lifetime and get-or-create of named actors (detached.go).
-	detached    bool
-	getIfExists bool
-	// release frees the call's place under MaxPendingCalls once it ends.
-	release func()
-}
-
-func newCallConfig(opts []CallOption) callConfig {
-	c := callConfig{maxRetries: DefaultMaxRetries}
-	for _, o := range opts {
-		o(&c)
-	}
-	return c
-}
-
-// DefaultMaxRetries is how many times a task is retried when its worker
-// dies (Ray's default).
-const DefaultMaxRetries = 3
-
-// WithTaskResources sets the resources a task or actor needs. Tasks
-// default to {CPU: 1}; actors to nothing (an actor holds its resources for
-// its whole life).
-func WithTaskResources(r Resources) CallOption { return func(c *callConfig) { c.resources = &r } }
-
-// MaxRetries sets how many times a task is retried after its worker dies
-// (default 3; -1 retries forever; 0 never).
-func MaxRetries(n int) CallOption { return func(c *callConfig) { c.maxRetries = n } }
-
-// RetryExceptions makes a task also retry (within MaxRetries) when its own
-// code returns an error or panics.
-func RetryExceptions() CallOption { return func(c *callConfig) { c.retryExceptions = true } }
-
-// Name sets the task's name in traces and logs (default: the registered
-// function name).
-func Name(name string) CallOption { return func(c *callConfig) { c.name = name } }
-
-// ActorName gives an actor a name unique in its namespace, so GetActor can
-// find it.
-func ActorName(name string) CallOption { return func(c *callConfig) { c.actorName = name } }
-
-// MaxRestarts sets how many times a crashed actor is restarted, its
-// constructor run again (default 0; -1 without limit).
-func MaxRestarts(n int) CallOption { return func(c *callConfig) { c.maxRestarts = n } }
-
-// MaxTaskRetries sets how many times an actor call that was running when
-// the actor crashed is retried on the restarted actor (default 0).
-func MaxTaskRetries(n int) CallOption { return func(c *callConfig) { c.maxTaskRetries = n } }
-
 // WithAddress connects the driver to a running cluster instead of starting
 // the embedded one: address is the head's host:port (or nats:// URL), or
 // "auto" for the cluster `atoll start --head` recorded on this machine.
@@ -339,25 +272,6 @@ func WithSecret(secret string) Option { return func(c *config) { c.secret = secr
 // WithFailureTimeout bounds the time the cluster takes to declare a failed
 // node dead (default 5 s, at least 1.2 s).
 func WithFailureTimeout(d time.Duration) Option { return func(c *config) { c.failureTimeout = d } }
-
-// Spread places the task (or actor) round-robin over the nodes that can
-// run it (Ray's "SPREAD" strategy).
-func Spread() CallOption {
-	return func(c *callConfig) {
-		c.scheduling = &atollpb.SchedulingStrategy{Kind: atollpb.SchedulingStrategy_SPREAD}
-	}
-}
-
-// OnNode places the task (or actor) on the node with id nodeID (hex, as
-// CurrentNodeID returns). With soft it falls back to the default placement
-// if that node is gone or cannot run it; otherwise the call fails with an
-// UnschedulableError.
-func OnNode(nodeID string, soft bool) CallOption {
-	return func(c *callConfig) {
-		b, _ := hex.DecodeString(nodeID)
-		c.scheduling = &atollpb.SchedulingStrategy{Kind: atollpb.SchedulingStrategy_NODE_AFFINITY, NodeId: b, Soft: soft}
-	}
-}
 
 // CurrentNodeID is the id (hex) of the node this code runs on: inside a
 // task or actor, its node; in a driver, the driver's own node.

@@ -357,7 +357,7 @@ func TestConcurrentActorLimits(t *testing.T) {
 		t.Fatalf("unknown group: want ErrInvalidArgument, got %v", err)
 	}
 	// Bad options fail New.
-	for _, opt := range []atoll.CallOption{atoll.MaxConcurrency(-1), atoll.ConcurrencyGroup("g", 0), atoll.MaxPendingCalls(-1)} {
+	for _, opt := range []atoll.ActorOption{atoll.MaxConcurrency(-1), atoll.ConcurrencyGroup("g", 0), atoll.MaxPendingCalls(-1)} {
 		if _, err := concurrentType.New(ctx, opt); !errors.Is(err, atoll.ErrInvalidArgument) {
 			t.Fatalf("bad option: want ErrInvalidArgument, got %v", err)
 		}

@@ -109,7 +109,9 @@ func (r ObjectRef[T]) handle() *refHandle { return r.h }
 
 func (r ObjectRef[T]) taskArg() argSource { return argSource{ref: r.h} }
 
-func (r ObjectRef[T]) isArg(T) {}
+// ArgOfType makes an ObjectRef[T] an Arg[T]: a reference passes as an
+// argument of its type. It does nothing and is not for callers.
+func (r ObjectRef[T]) ArgOfType(T) {}
 
 func (r ObjectRef[T]) check() error {
 	if r.h == nil {

@@ -444,7 +444,7 @@ type TaskSpec struct {
 	// SHA-256 of worker_binary as the submitter read it: a node runs the
 	// binary only if the file at that path still has this hash.
 	WorkerBinarySha256 []byte `protobuf:"bytes,23,opt,name=worker_binary_sha256,json=workerBinarySha256,proto3" json:"worker_binary_sha256,omitempty"`
-	// The concurrency group an actor call runs in (CallOption InGroup),
+	// The concurrency group an actor call runs in (the method option InGroup),
 	// overriding the group its method was assigned to.
 	ConcurrencyGroup string `protobuf:"bytes,24,opt,name=concurrency_group,json=concurrencyGroup,proto3" json:"concurrency_group,omitempty"`
 	// The process that sent an actor call (see sequence_number): random

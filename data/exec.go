@@ -133,7 +133,7 @@ type taskStream struct {
 	src     unitSource
 	ops     []opSpec
 	out     outSpec
-	opts    []atoll.CallOption
+	opts    []atoll.TaskOption
 	peeked  *unit
 	done    bool
 	pending []*pendingTask
@@ -362,7 +362,7 @@ type limitStream struct {
 	st   *subStats
 	in   blockStream
 	left int64
-	opts []atoll.CallOption
+	opts []atoll.TaskOption
 }
 
 func (l *limitStream) next(ctx context.Context) (block, bool, error) {

@@ -75,7 +75,7 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 			src = &streamUnits{in: in}
 		}
 		var specs []opSpec
-		var opts []atoll.CallOption
+		var place []atoll.TaskOrActorOption
 		limit := int64(-1)
 		for _, o := range mapOps {
 			if o.kind == kindLimit {
@@ -85,11 +85,12 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 				continue
 			}
 			specs = append(specs, o.op)
-			opts = callOptions(o)
+			place = callOptions(o)
 		}
-		if len(opts) == 0 {
-			opts = callOptions(&logicalOp{})
+		if len(place) == 0 {
+			place = callOptions(&logicalOp{})
 		}
+		opts := taskOptions(place)
 		if i == 0 && d.source.units != nil {
 			// reads retry application errors (a flaky file system)
 			opts = append(opts, atoll.RetryExceptions(), atoll.MaxRetries(readRetries))
@@ -97,7 +98,7 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 		if len(mapOps) > 0 && mapOps[0].strategy() == "actors" {
 			// an actor stage holds map-like ops only (plan.go)
 			sub := stats.newSub(st.name())
-			in = newPoolStream(r, sub, src, specs, mapOps[0].pool, opts)
+			in = newPoolStream(r, sub, src, specs, mapOps[0].pool, actorOptions(place))
 			continue
 		}
 		if limit >= 0 {
@@ -141,8 +142,28 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 	return r, nil
 }
 
-func callOptions(o *logicalOp) []atoll.CallOption {
-	opts := []atoll.CallOption{atoll.Spread()}
+// taskOptions returns placement options as a task's options.
+func taskOptions(place []atoll.TaskOrActorOption) []atoll.TaskOption {
+	opts := make([]atoll.TaskOption, len(place))
+	for i, o := range place {
+		opts[i] = o
+	}
+	return opts
+}
+
+// actorOptions returns placement options as an actor's options.
+func actorOptions(place []atoll.TaskOrActorOption) []atoll.ActorOption {
+	opts := make([]atoll.ActorOption, len(place))
+	for i, o := range place {
+		opts[i] = o
+	}
+	return opts
+}
+
+// callOptions returns where an op's tasks or actors run and what they
+// need: spread over the nodes, with the op's resources.
+func callOptions(o *logicalOp) []atoll.TaskOrActorOption {
+	opts := []atoll.TaskOrActorOption{atoll.Spread()}
 	if o.resources != nil {
 		res := atoll.Resources{Custom: map[string]float64{}}
 		for k, v := range o.resources {
@@ -168,13 +189,13 @@ type allToAll struct {
 	stats   *stageStats
 	src     unitSource
 	ops     []opSpec
-	opts    []atoll.CallOption
+	opts    []atoll.TaskOption
 	op      *logicalOp
 	reduce  blockStream
 	started bool
 }
 
-func newAllToAll(r *run, stats *stageStats, src unitSource, ops []opSpec, opts []atoll.CallOption, op *logicalOp) *allToAll {
+func newAllToAll(r *run, stats *stageStats, src unitSource, ops []opSpec, opts []atoll.TaskOption, op *logicalOp) *allToAll {
 	return &allToAll{r: r, stats: stats, src: src, ops: ops, opts: opts, op: op}
 }
 

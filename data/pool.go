@@ -226,7 +226,7 @@ type poolStream struct {
 	ops     []opSpec
 	classes []string
 	size    poolSize
-	opts    []atoll.CallOption // actor creation
+	opts    []atoll.ActorOption // actor creation
 
 	begun   bool
 	actors  []*poolMember
@@ -240,7 +240,7 @@ type poolStream struct {
 	room    bool
 }
 
-func newPoolStream(r *run, st *subStats, src unitSource, ops []opSpec, size poolSize, opts []atoll.CallOption) *poolStream {
+func newPoolStream(r *run, st *subStats, src unitSource, ops []opSpec, size poolSize, opts []atoll.ActorOption) *poolStream {
 	var classes []string
 	for _, o := range ops {
 		if o.Kind == "map_batches_class" {
@@ -250,7 +250,7 @@ func newPoolStream(r *run, st *subStats, src unitSource, ops []opSpec, size pool
 	st.mu.Lock()
 	st.pool = &poolStats{size: size}
 	st.mu.Unlock()
-	opts = append(append([]atoll.CallOption(nil), opts...), atoll.MaxRestarts(poolMaxRestarts), atoll.MaxTaskRetries(0))
+	opts = append(append([]atoll.ActorOption(nil), opts...), atoll.MaxRestarts(poolMaxRestarts), atoll.MaxTaskRetries(0))
 	return &poolStream{r: r, st: st, src: src, ops: ops, classes: classes, size: size, opts: opts}
 }
 

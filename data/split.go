@@ -64,7 +64,7 @@ func (d *Dataset) Split(ctx context.Context, n int) ([]*Dataset, error) {
 		r.addStage(st)
 		// a task per piece, in order: onMeta counts each one's blocks
 		var counts []int
-		ts := &taskStream{r: r, st: sub, src: &listUnits{us: us}, out: outSpec{Kind: "blocks"}, opts: callOptions(&logicalOp{}),
+		ts := &taskStream{r: r, st: sub, src: &listUnits{us: us}, out: outSpec{Kind: "blocks"}, opts: taskOptions(callOptions(&logicalOp{})),
 			onMeta: func(m *taskMeta) { counts = append(counts, len(m.Rows)) }}
 		bs, err := drain(ctx, ts, r)
 		if err != nil {

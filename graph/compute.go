@@ -17,7 +17,7 @@ import (
 type Option func(*options)
 
 type options struct {
-	callOpts      []atoll.CallOption
+	callOpts      []atoll.TaskOption
 	callbacks     []Callback
 	taskCallbacks []taskCallbackOpt
 	noFusion      bool
@@ -31,7 +31,7 @@ type taskCallbackOpt struct {
 
 // WithCallOptions passes opts (resources, retries, Spread, ...) to every
 // task submitted.
-func WithCallOptions(opts ...atoll.CallOption) Option {
+func WithCallOptions(opts ...atoll.TaskOption) Option {
 	return func(o *options) { o.callOpts = append(o.callOpts, opts...) }
 }
 

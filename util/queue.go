@@ -197,14 +197,14 @@ func wait(ctx context.Context, a *queueActor, waitMs int64, try func() bool) (bo
 // atoll.ActorName to name the queue (a fresh name otherwise) and
 // atoll.Detached() (with a name) to keep it past this process, for
 // GetQueue to find.
-func NewQueue[T any](ctx context.Context, maxSize int, opts ...atoll.CallOption) (*Queue[T], error) {
+func NewQueue[T any](ctx context.Context, maxSize int, opts ...atoll.ActorOption) (*Queue[T], error) {
 	if maxSize < 0 {
 		return nil, fmt.Errorf("%w: NewQueue: maxSize %d: want 0 (no bound) or more", atoll.ErrInvalidArgument, maxSize)
 	}
 	var id [12]byte
 	_, _ = rand.Read(id[:])
 	// A name comes first, so that the caller's ActorName wins.
-	opts = append([]atoll.CallOption{atoll.ActorName("atoll/util.queue-" + hex.EncodeToString(id[:]))}, opts...)
+	opts = append([]atoll.ActorOption{atoll.ActorName("atoll/util.queue-" + hex.EncodeToString(id[:]))}, opts...)
 	info := queueInfo{MaxSize: maxSize, Elem: elemType[T](), Concurrent: true}
 	concurrent := append(opts[:len(opts):len(opts)],
 		atoll.ConcurrencyGroup("put", QueueWaiters, "put"), atoll.ConcurrencyGroup("get", QueueWaiters, "get"))

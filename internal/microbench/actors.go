@@ -20,7 +20,7 @@ func (e *env) newServers(ctx context.Context, n int, named bool) ([]atoll.ActorH
 	var hs []atoll.ActorHandle[*server]
 	var names []string
 	for range n {
-		var opts []atoll.CallOption
+		var opts []atoll.ActorOption
 		if named {
 			name := e.actorName("Actor")
 			names = append(names, name)

@@ -37,8 +37,8 @@ func newKiller(seed uint64, every time.Duration, retries int) *killer {
 }
 
 // taskOptions are the options of every workload task.
-func (k *killer) taskOptions() []atoll.CallOption {
-	return []atoll.CallOption{atoll.MaxRetries(k.retries)}
+func (k *killer) taskOptions() []atoll.TaskOption {
+	return []atoll.TaskOption{atoll.MaxRetries(k.retries)}
 }
 
 // track makes the tasks producing refs candidates.

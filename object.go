@@ -20,7 +20,8 @@ import (
 // to it. Values up to the inline threshold live in the owner's memory;
 // larger ones are copied once into the node's shared-memory object store.
 // Flat numeric slices ([]byte, []float64, []float32, []int64, []int32)
-// are stored raw and read back as zero-copy views; protobuf messages use
+// are stored raw, read in place by GetView and by tasks (Get copies them);
+// protobuf messages use
 // their wire format; other values use encoding/gob.
 func Put[T any](ctx context.Context, v T) (ObjectRef[T], error) {
 	rt, err := running()

@@ -14,7 +14,9 @@ func (shutDownError) Error() string {
 }
 
 // Is matches ErrNotInitialized and ErrUnavailable.
-func (shutDownError) Is(target error) bool { return target == ErrNotInitialized || target == ErrUnavailable }
+func (shutDownError) Is(target error) bool {
+	return target == ErrNotInitialized || target == ErrUnavailable
+}
 
 // ErrZeroRef: an operation was given a zero ObjectRef (never assigned) or
 // a nil Ref. It matches ErrInvalidArgument.

@@ -171,8 +171,12 @@ func (e *GetTimeoutError) Error() string {
 	if e.TaskName == "" {
 		return fmt.Sprintf("atoll: get of object %s timed out; give the context a later deadline, or Wait for it first", e.ObjectID)
 	}
-	return fmt.Sprintf("atoll: get of object %s timed out waiting for task %s (%s), %s; give the context a later deadline, or Cancel the task",
-		e.ObjectID, e.TaskName, e.TaskID, e.TaskState)
+	state := ""
+	if e.TaskState != "" {
+		state = ", " + e.TaskState
+	}
+	return fmt.Sprintf("atoll: get of object %s timed out waiting for task %s (%s)%s; give the context a later deadline, or Cancel the task",
+		e.ObjectID, e.TaskName, e.TaskID, state)
 }
 
 // Is matches ErrGetTimeout and context.DeadlineExceeded.

@@ -43,7 +43,7 @@ var (
 	// worker process) and holds it until cancelled.
 	makeAndHold = atoll.NewFunc2("cl.makeAndHold", func(ctx context.Context, node string, n int) (int, error) {
 		ref := makeBytes.Remote(ctx, atoll.Value(n), atoll.OnNode(node, false))
-		if _, _, err := atoll.Wait(ctx, []atoll.Ref{ref}); err != nil {
+		if _, _, err := atoll.Wait(ctx, []atoll.Ref{ref}, atoll.FetchLocal(false)); err != nil {
 			return 0, err
 		}
 		<-ctx.Done()
@@ -284,7 +284,7 @@ func TestCluster(t *testing.T) {
 	t.Run("TaskWaitsForANodeThatCanRunIt", func(t *testing.T) {
 		ref := nodeOf.Remote(ctx, atoll.Value(0), atoll.WithTaskResources(atoll.Resources{CPU: 1, Custom: map[string]float64{"GPU": 1}}))
 		short, stop := context.WithTimeout(ctx, 300*time.Millisecond)
-		ready, _, _ := atoll.Wait(short, []atoll.Ref{ref})
+		ready, _, _ := atoll.Wait(short, []atoll.Ref{ref}, atoll.FetchLocal(false))
 		stop()
 		if len(ready) != 0 {
 			t.Fatal("a task demanding a GPU finished on a cluster without GPUs")
@@ -474,7 +474,7 @@ func TestClusterObjectCopies(t *testing.T) {
 	// With no copy left anywhere, the object is lost; its task, pinned to
 	// the dead node, cannot rebuild it: a typed error.
 	lost := makeBytes.Remote(ctx, atoll.Value(n), atoll.OnNode(nodes[2], false))
-	if _, _, err := atoll.Wait(ctx, []atoll.Ref{lost}); err != nil {
+	if _, _, err := atoll.Wait(ctx, []atoll.Ref{lost}, atoll.FetchLocal(false)); err != nil {
 		t.Fatal(err)
 	}
 	// Fault injection from the driver: node 2 dies like a failed machine.

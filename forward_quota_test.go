@@ -164,7 +164,7 @@ func TestForwardedWorkIsBounded(t *testing.T) {
 	}
 	over := fqDriverTasks - (fqTotal - fqPerOrigin)
 	waitCtx, stop := context.WithTimeout(ctx, time.Minute)
-	ready, _, err := atoll.Wait(waitCtx, refs, atoll.NumReady(over))
+	ready, _, err := atoll.Wait(waitCtx, refs, atoll.NumReady(over), atoll.FetchLocal(false))
 	stop()
 	if err != nil || len(ready) != over {
 		t.Fatalf("%d of the driver's tasks ended, %v; want the %d past the quota", len(ready), err, over)

@@ -288,7 +288,7 @@ func (ex *executor) NewActor(ctx context.Context, w raylet.Worker, spec *atollpb
 	rt := (*core)(ex)
 	e := lookupActorType(spec.GetActorCreation().GetActorType())
 	if e == nil {
-		return nil, errs.Invalidf("no actor type %q is registered in this binary", spec.GetActorCreation().GetActorType())
+		return nil, notRegistered("actor type", spec.GetActorCreation().GetActorType())
 	}
 	var instance any
 	res, _ := rt.execute(ctx, w, spec, func(ctx context.Context, args []argData) ([]any, error) {
@@ -314,7 +314,7 @@ func (ex *executor) RunActorTask(ctx context.Context, w raylet.Worker, instance 
 		registry.RUnlock()
 	}
 	if m == nil {
-		return failed(spec, w, errs.Invalidf("actor type %s has no method %q", typeName, method)), false
+		return failed(spec, w, notRegistered("method of actor type "+typeName, method)), false
 	}
 	res, panicked := rt.execute(ctx, w, spec, func(ctx context.Context, args []argData) ([]any, error) {
 		return m(ctx, instance, args)

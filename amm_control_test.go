@@ -101,7 +101,7 @@ func TestDrainNodeMidSort(t *testing.T) {
 	}
 	for i := range maps {
 		for _, r := range maps[i] {
-			if _, _, err := atoll.Wait(ctx, []atoll.Ref{r}, 1, -1); err != nil {
+			if _, _, err := atoll.Wait(ctx, []atoll.Ref{r}, atoll.FetchLocal(false)); err != nil {
 				t.Fatalf("map %d: %v", i, err)
 			}
 		}

@@ -2,6 +2,7 @@ package atoll_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/atoll-runtime/atoll"
@@ -86,6 +87,51 @@ func BenchmarkPutLarge(b *testing.B) {
 				b.Fatal(err)
 			}
 			ref.Release()
+		}
+	})
+}
+
+// BenchmarkGet64MiBFloat64 compares Get, which copies a stored []float64
+// out of shared memory, with GetView, which pins it and returns a view,
+// on one 64 MiB object (8 Mi float64s). The baseline is slices.Clone of
+// the same array on the Go heap: what any copy costs on the machine.
+func BenchmarkGet64MiBFloat64(b *testing.B) {
+	ctx := startBench(b)
+	ref, err := atoll.PutWith(ctx, 8<<20, func(xs []float64) {
+		for i := range xs {
+			xs[i] = float64(i)
+		}
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ref.Release()
+	b.Run("baseline-clone", func(b *testing.B) {
+		heap := make([]float64, 8<<20)
+		b.SetBytes(64 << 20)
+		for b.Loop() {
+			if len(slices.Clone(heap)) != 8<<20 {
+				b.Fatal("short clone")
+			}
+		}
+	})
+	b.Run("copy", func(b *testing.B) {
+		b.SetBytes(64 << 20)
+		for b.Loop() {
+			xs, err := atoll.Get(ctx, ref)
+			if err != nil || len(xs) != 8<<20 {
+				b.Fatal(len(xs), err)
+			}
+		}
+	})
+	b.Run("view", func(b *testing.B) {
+		b.SetBytes(64 << 20)
+		for b.Loop() {
+			v, err := atoll.GetView(ctx, ref)
+			if err != nil || v.Len() != 8<<20 {
+				b.Fatal(v.Len(), err)
+			}
+			v.Release()
 		}
 	})
 }

@@ -34,7 +34,7 @@ func BenchmarkClusterTransfer(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		ref := makeBytes.Remote(ctx, atoll.Value(size), atoll.OnNode(node, false))
-		if _, _, err := atoll.Wait(ctx, []atoll.Ref{ref}, 1, -1); err != nil {
+		if _, _, err := atoll.Wait(ctx, []atoll.Ref{ref}, atoll.FetchLocal(false)); err != nil {
 			b.Fatal(err)
 		}
 		rawTook := rawLoopbackCopy(b, size)

@@ -43,7 +43,7 @@ var (
 	// worker process) and holds it until cancelled.
 	makeAndHold = atoll.NewFunc2("cl.makeAndHold", func(ctx context.Context, node string, n int) (int, error) {
 		ref := makeBytes.Remote(ctx, atoll.Value(n), atoll.OnNode(node, false))
-		if _, _, err := atoll.Wait(ctx, []atoll.Ref{ref}, 1, -1); err != nil {
+		if _, _, err := atoll.Wait(ctx, []atoll.Ref{ref}, atoll.FetchLocal(false)); err != nil {
 			return 0, err
 		}
 		<-ctx.Done()
@@ -283,7 +283,10 @@ func TestCluster(t *testing.T) {
 
 	t.Run("TaskWaitsForANodeThatCanRunIt", func(t *testing.T) {
 		ref := nodeOf.Remote(ctx, atoll.Value(0), atoll.WithTaskResources(atoll.Resources{CPU: 1, Custom: map[string]float64{"GPU": 1}}))
-		if ready, _, _ := atoll.Wait(ctx, []atoll.Ref{ref}, 1, 300*time.Millisecond); len(ready) != 0 {
+		short, stop := context.WithTimeout(ctx, 300*time.Millisecond)
+		ready, _, _ := atoll.Wait(short, []atoll.Ref{ref}, atoll.FetchLocal(false))
+		stop()
+		if len(ready) != 0 {
 			t.Fatal("a task demanding a GPU finished on a cluster without GPUs")
 		}
 		gpu := c.AddNode(func(cfg *node.Config) { cfg.Resources = map[string]float64{"GPU": 1} })
@@ -471,7 +474,7 @@ func TestClusterObjectCopies(t *testing.T) {
 	// With no copy left anywhere, the object is lost; its task, pinned to
 	// the dead node, cannot rebuild it: a typed error.
 	lost := makeBytes.Remote(ctx, atoll.Value(n), atoll.OnNode(nodes[2], false))
-	if _, _, err := atoll.Wait(ctx, []atoll.Ref{lost}, 1, -1); err != nil {
+	if _, _, err := atoll.Wait(ctx, []atoll.Ref{lost}, atoll.FetchLocal(false)); err != nil {
 		t.Fatal(err)
 	}
 	// Fault injection from the driver: node 2 dies like a failed machine.

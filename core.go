@@ -99,12 +99,29 @@ var (
 
 func current() *core { return current_.Load() }
 
+// wasShutDown is set by Shutdown and cleared by Init: with no runtime,
+// it tells "shut down" from "never started" in errors.
+var wasShutDown atomic.Bool
+
+// running returns this process's runtime, or why there is none:
+// ErrShutDown after Shutdown, else ErrNotInitialized.
 func running() (*core, error) {
 	rt := current()
-	if rt == nil || rt.closed.Load() {
-		return nil, errs.ErrNotInitialized
+	if rt == nil {
+		return nil, notRunning()
+	}
+	if rt.closed.Load() {
+		return nil, errs.ErrShutDown
 	}
 	return rt, nil
+}
+
+// notRunning is the error for a call that finds no runtime.
+func notRunning() error {
+	if wasShutDown.Load() {
+		return errs.ErrShutDown
+	}
+	return errs.ErrNotInitialized
 }
 
 // Init starts atoll. With no address (WithAddress, else $ATOLL_ADDRESS) it
@@ -153,6 +170,7 @@ func Init(ctx context.Context, opts ...Option) (err error) {
 		rt.signals = rt.handleSignals()
 	}
 	current_.Store(rt)
+	wasShutDown.Store(false)
 	return nil
 }
 
@@ -254,6 +272,7 @@ func shutdown(ctx context.Context, only *core) error {
 		return nil
 	}
 	current_.Store(nil)
+	wasShutDown.Store(true)
 	return rt.stop(ctx)
 }
 

@@ -40,7 +40,7 @@ func (ex *executor) RunTask(ctx context.Context, w raylet.Worker, spec *atollpb.
 	rt := (*core)(ex)
 	fe := lookupFunc(spec.Function)
 	if fe == nil {
-		return failed(spec, w, errs.Invalidf("no remote function %q is registered in this binary", spec.Function))
+		return failed(spec, w, notRegistered("remote function", spec.Function))
 	}
 	res, _ := rt.execute(ctx, w, spec, fe.call)
 	return res
@@ -83,6 +83,9 @@ func (rt *core) execute(ctx context.Context, w raylet.Worker, spec *atollpb.Task
 	}
 	out, err, panicked := safeCall(ctx, fn, args)
 	release() // argument views are invalid from here on
+	if rt.isWorker {
+		viewsAfterTask()
+	}
 	if err == nil && len(out) != int(spec.NumReturns) {
 		err = errs.Invalidf("task %s returned %d values, want %d", spec.Name, len(out), spec.NumReturns)
 	}

@@ -1,6 +1,7 @@
 package atoll_test
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"os"
@@ -162,7 +163,9 @@ func TestForwardedWorkIsBounded(t *testing.T) {
 		refs[i] = typed[i]
 	}
 	over := fqDriverTasks - (fqTotal - fqPerOrigin)
-	ready, _, err := atoll.Wait(ctx, refs, over, time.Minute)
+	waitCtx, stop := context.WithTimeout(ctx, time.Minute)
+	ready, _, err := atoll.Wait(waitCtx, refs, atoll.NumReady(over), atoll.FetchLocal(false))
+	stop()
 	if err != nil || len(ready) != over {
 		t.Fatalf("%d of the driver's tasks ended, %v; want the %d past the quota", len(ready), err, over)
 	}
@@ -183,7 +186,7 @@ func TestForwardedWorkIsBounded(t *testing.T) {
 		t.Fatalf("the node holds %d tasks, want its overall quota %d", st.Inbound, fqTotal)
 	}
 	for _, r := range refs {
-		_ = atoll.Cancel(r)
+		_ = atoll.Cancel(ctx, r)
 	}
 	testcluster.Eventually(t, time.Minute, "the driver's cancelled tasks to leave the node", func() bool {
 		return c.NodeStats(1, false).Inbound == fqPerOrigin

@@ -36,8 +36,9 @@ func TestLineageReconstruction(t *testing.T) {
 	a := makeBytes.Remote(ctx, atoll.Value(n), on)
 	b := incBytes.Remote(ctx, a, on)
 	cEnd := incBytes.Remote(ctx, b, on)
-	// Wait, not Get: a Get would pull a copy to the driver's node.
-	if _, _, err := atoll.Wait(ctx, []atoll.Ref{lone, a, b, cEnd}, 4, -1); err != nil {
+	// Wait without FetchLocal, not Get: either would pull a copy to the
+	// driver's node.
+	if _, _, err := atoll.Wait(ctx, []atoll.Ref{lone, a, b, cEnd}, atoll.NumReady(4), atoll.FetchLocal(false)); err != nil {
 		t.Fatal(err)
 	}
 	// The program is done with a and b: their data goes, c's lineage
@@ -88,7 +89,7 @@ func TestLineageNotKept(t *testing.T) {
 	ctx := joinCluster(t, c)
 	victim := c.Node(1)
 	ref := makeBytes.Remote(ctx, atoll.Value(1<<20), atoll.OnNode(victim.ID, true), atoll.MaxRetries(0))
-	if _, _, err := atoll.Wait(ctx, []atoll.Ref{ref}, 1, -1); err != nil {
+	if _, _, err := atoll.Wait(ctx, []atoll.Ref{ref}, atoll.FetchLocal(false)); err != nil {
 		t.Fatal(err)
 	}
 	c.Kill(1)

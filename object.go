@@ -1,9 +1,9 @@
 package atoll
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -14,14 +14,14 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
 	"github.com/atoll-runtime/atoll/objectstore"
-	"github.com/atoll-runtime/atoll/owner"
 )
 
 // Put stores v as an object owned by this process and returns a reference
 // to it. Values up to the inline threshold live in the owner's memory;
 // larger ones are copied once into the node's shared-memory object store.
 // Flat numeric slices ([]byte, []float64, []float32, []int64, []int32)
-// are stored raw and read back as zero-copy views; protobuf messages use
+// are stored raw, read in place by GetView and by tasks (Get copies them);
+// protobuf messages use
 // their wire format; other values use encoding/gob.
 func Put[T any](ctx context.Context, v T) (ObjectRef[T], error) {
 	rt, err := running()
@@ -165,26 +165,38 @@ func (rt *core) putEncoded(ctx context.Context, enc codec.Encoded, inline bool) 
 // Get waits for the object ref refers to and returns its value. A task's
 // failure comes back as its typed error (TaskError, WorkerCrashedError,
 // ActorDiedError, CancelledError, ...). When ctx has a deadline that passes
-// first, Get fails with a GetTimeoutError (errors.Is(err, ErrGetTimeout)).
+// first, Get fails with a GetTimeoutError (errors.Is(err, ErrGetTimeout))
+// that names the task making the object and its state.
 //
-// Flat numeric slices are returned as views into shared memory, with no
-// copy: the view stays valid while ref is reachable and not released, and
-// must not be modified.
+// The value is the caller's own: flat numeric slices ([]byte, []float64,
+// ...) and Raw values are copied out of shared memory. GetView returns a
+// zero-copy view instead.
 func Get[T any](ctx context.Context, ref ObjectRef[T]) (T, error) {
-	var zero T
+	return getWith(ctx, ref, func(value *atollpb.Value) (T, error) {
+		return decodeValue[T](ctx, ref.h.rt, ref.h, value)
+	})
+}
+
+// getWith waits for ref's object and decodes its value with decode,
+// having the object rebuilt from its lineage when every copy is gone.
+func getWith[T, V any](ctx context.Context, ref ObjectRef[T], decode func(*atollpb.Value) (V, error)) (V, error) {
+	var zero V
+	if ref.h == nil {
+		return zero, errs.ZeroRef("Get", -1)
+	}
 	if err := ref.check(); err != nil {
 		return zero, err
 	}
 	rt := ref.h.rt
 	if rt.closed.Load() {
-		return zero, errs.ErrNotInitialized
+		return zero, errs.ErrShutDown
 	}
 	for attempt := 0; ; attempt++ {
 		value, err := rt.await(ctx, ref.h.id)
 		if err != nil {
 			return zero, err
 		}
-		v, err := decodeValue[T](ctx, rt, ref.h, value)
+		v, err := decode(value)
 		if err == nil || attempt == maxReconstructions || !lostFromStore(err, value) {
 			return v, err
 		}
@@ -208,62 +220,95 @@ func lostFromStore(err error, value *atollpb.Value) bool {
 
 // GetAll gets every ref in order; it fails with the first error. Objects
 // in the store are fetched with one request, so spilled ones are restored
-// together rather than one round trip at a time.
+// together rather than one round trip at a time. Like Get, it returns
+// copies; GetViews returns zero-copy views.
 func GetAll[T any](ctx context.Context, refs []ObjectRef[T]) ([]T, error) {
 	out := make([]T, len(refs))
-	values := make([]*atollpb.Value, len(refs))
+	hs := make([]*refHandle, len(refs))
+	for i, r := range refs {
+		if r.h == nil {
+			return nil, errs.ZeroRef("GetAll", i)
+		}
+		hs[i] = r.h
+	}
+	err := getMany(ctx, "GetAll", hs, func(i int, v *atollpb.Value) (err error) {
+		if v == nil {
+			out[i], err = Get(ctx, refs[i])
+		} else {
+			out[i], err = decodeValue[T](ctx, hs[i].rt, hs[i], v)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// getMany waits for the objects of hs, fetches the stored ones to this
+// node with one request and pins them together, then calls decode for
+// each in order with its value. If some object's every copy is gone it
+// calls decode with a nil value for each instead (a Get, which has lost
+// objects rebuilt).
+func getMany(ctx context.Context, op string, hs []*refHandle, decode func(i int, v *atollpb.Value) error) error {
+	if len(hs) == 0 {
+		return nil
+	}
+	rt, err := running()
+	if err != nil {
+		return err
+	}
+	values := make([]*atollpb.Value, len(hs))
 	var stored []ids.ObjectID
 	var storedValues []*atollpb.Value
-	for i, r := range refs {
-		if err := r.check(); err != nil {
-			return nil, err
+	for i, h := range hs {
+		if _, err := handleOf(rt, refOfHandle{h}, op, i); err != nil {
+			return err
 		}
-		if r.h.rt.closed.Load() {
-			return nil, errs.ErrNotInitialized
-		}
-		v, err := r.h.rt.await(ctx, r.h.id)
+		v, err := rt.await(ctx, h.id)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		values[i] = v
 		if v.GetStored() != nil && v.GetError() == nil {
-			stored = append(stored, r.h.id)
+			stored = append(stored, h.id)
 			storedValues = append(storedValues, v)
 		}
 	}
 	if len(stored) > 0 {
-		if err := refs[0].h.rt.fetchRemote(ctx, stored, storedValues); err != nil {
+		if err := rt.fetchRemote(ctx, stored, storedValues); err != nil {
 			if !errors.Is(err, errs.ErrObjectLost) {
-				return nil, err
+				return err
 			}
-			// Some object's copies are all gone: Get each, which has
-			// lost objects rebuilt.
-			for i, r := range refs {
-				if out[i], err = Get(ctx, r); err != nil {
-					return nil, err
+			for i := range hs {
+				if err := decode(i, nil); err != nil {
+					return err
 				}
 			}
-			return out, nil
+			return nil
 		}
 	}
 	if len(stored) > 1 {
-		// Pin them all at once; each Get below then finds its object in
-		// memory and takes its own pin.
-		rt := refs[0].h.rt
+		// Pin them all at once; each decode below then finds its object
+		// in memory and takes its own pin.
 		if _, err := rt.store.GetWithPriority(ctx, stored, 0, objectstore.PriorityGet); err != nil {
-			return nil, err
+			return err
 		}
 		defer rt.store.Release(stored...)
 	}
-	for i, r := range refs {
-		v, err := decodeValue[T](ctx, r.h.rt, r.h, values[i])
-		if err != nil {
-			return nil, err
+	for i := range hs {
+		if err := decode(i, values[i]); err != nil {
+			return err
 		}
-		out[i] = v
 	}
-	return out, nil
+	return nil
 }
+
+// refOfHandle presents a bare handle as a Ref.
+type refOfHandle struct{ h *refHandle }
+
+func (r refOfHandle) ID() string         { return r.h.id.String() }
+func (r refOfHandle) handle() *refHandle { return r.h }
 
 // await waits until id has a value.
 func (rt *core) await(ctx context.Context, id ids.ObjectID) (*atollpb.Value, error) {
@@ -278,7 +323,7 @@ func (rt *core) await(ctx context.Context, id ids.ObjectID) (*atollpb.Value, err
 	select {
 	case <-done:
 	case <-ctx.Done():
-		return nil, ctxError(ctx, id)
+		return nil, rt.ctxError(ctx, id)
 	}
 	value, _, _, ok = rt.owner.lookup(id)
 	if !ok || value == nil {
@@ -287,11 +332,28 @@ func (rt *core) await(ctx context.Context, id ids.ObjectID) (*atollpb.Value, err
 	return value, nil
 }
 
-func ctxError(ctx context.Context, id ids.ObjectID) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return &errs.GetTimeoutError{ObjectID: id.String()}
+// decodeCopy decodes data into a T that does not alias data: flat slices
+// and Raw values, which decode as views, get a copy of the bytes first.
+func decodeCopy[T any](c atollpb.Codec, data []byte) (T, error) {
+	if codec.IsView[T]() {
+		data = bytes.Clone(data)
 	}
-	return ctx.Err()
+	return codec.Decode[T](c, data)
+}
+
+// ctxError is the error of a wait for id that ctx ended: a timeout names
+// the task that makes id and where it is.
+func (rt *core) ctxError(ctx context.Context, id ids.ObjectID) error {
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return ctx.Err()
+	}
+	e := &errs.GetTimeoutError{ObjectID: id.String()}
+	if !id.IsPut() {
+		if st, ok := rt.owner.taskState(id.TaskID()); ok {
+			e.TaskName, e.TaskID, e.TaskState = st.Name, id.TaskID().String(), st.Describe()
+		}
+	}
+	return e
 }
 
 // blocked tells the raylet that the task running under ctx waits, so its
@@ -324,96 +386,11 @@ func decodeValue[T any](ctx context.Context, rt *core, h *refHandle, value *atol
 		if len(objs) == 0 || objs[0].Data == nil && objs[0].ID.IsZero() {
 			return zero, &errs.ObjectLostError{ObjectID: h.id.String(), Message: "not in the object store"}
 		}
-		v, err := codec.Decode[T](objs[0].Codec, objs[0].Data)
-		// A view keeps the object pinned while its handle lives; anything
-		// decoded by copy releases the pin at once.
-		if err != nil || !codec.IsView[T]() || !h.state.pinned.CompareAndSwap(false, true) {
-			rt.store.Release(h.id)
-		}
-		return v, err
+		// The value is decoded by copy, so the pin ends here (GetView
+		// keeps one for as long as its view lives).
+		defer rt.store.Release(h.id)
+		return decodeCopy[T](objs[0].Codec, objs[0].Data)
 	default:
-		return codec.Decode[T](value.Codec, value.GetInline())
+		return decodeCopy[T](value.Codec, value.GetInline())
 	}
-}
-
-// Wait waits until numReady of refs are ready (have a value or an error),
-// or timeout passes (a negative timeout waits without limit), or ctx ends.
-// It returns the ready refs, at most numReady, in input order, and the
-// rest. It does not fail on a timeout: fewer refs are ready.
-func Wait(ctx context.Context, refs []Ref, numReady int, timeout time.Duration) (ready, notReady []Ref, err error) {
-	rt, err := running()
-	if err != nil {
-		return nil, refs, err
-	}
-	if numReady < 0 || numReady > len(refs) {
-		return nil, refs, errs.Invalidf("Wait: numReady %d out of range [0, %d]", numReady, len(refs))
-	}
-	// A zero or foreign ref counts as ready: Get reports its error.
-	idl := make([]ids.ObjectID, len(refs))
-	local := make([]bool, len(refs))
-	for i, r := range refs {
-		if h := r.handle(); h != nil && h.rt == rt {
-			idl[i], local[i] = h.id, true
-		}
-	}
-	isReady := make([]bool, len(refs))
-	count := func() int { return rt.owner.readiness(idl, local, isReady) }
-	if count() < numReady {
-		signal := make(chan struct{}, len(refs))
-		w := &owner.Waiter{C: signal}
-		rt.owner.do(func(t *owner.Table) {
-			for i, id := range idl {
-				if local[i] {
-					t.Watch(id, w)
-				}
-			}
-		})
-		defer rt.owner.do(func(t *owner.Table) { t.Unwatch(w) })
-		var expire <-chan time.Time
-		if timeout >= 0 {
-			timer := time.NewTimer(timeout)
-			defer timer.Stop()
-			expire = timer.C
-		}
-		unblock := rt.blocked(ctx)
-	loop:
-		for count() < numReady {
-			select {
-			case <-signal:
-				for len(signal) > 0 { // count once for a burst of results
-					<-signal
-				}
-			case <-expire:
-				break loop
-			case <-ctx.Done():
-				unblock()
-				return nil, refs, ctx.Err()
-			}
-		}
-		unblock()
-	}
-	for i, r := range refs {
-		if len(ready) < numReady && isReady[i] {
-			ready = append(ready, r)
-		} else {
-			notReady = append(notReady, r)
-		}
-	}
-	return ready, notReady, nil
-}
-
-// Cancel cancels the task that produces ref: a task not yet running never
-// runs; a running one sees its context cancelled. Get on its results then
-// fails with a CancelledError. Calls already sent to an actor are not
-// cancelled. Cancelling a finished task or a Put object does nothing.
-func Cancel(ref Ref) error {
-	h := ref.handle()
-	if h == nil || h.rt == nil {
-		return errs.Invalidf("Cancel: zero ref")
-	}
-	if h.id.IsPut() {
-		return nil
-	}
-	h.rt.cancelTask(h.id.TaskID())
-	return nil
 }

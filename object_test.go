@@ -50,7 +50,7 @@ func checkRoundTrip[T comparable](t *testing.T, ctx context.Context, v T) {
 	}
 }
 
-func TestLargeSliceGetIsAZeroCopyView(t *testing.T) {
+func TestLargeSliceGetCopiesAndGetViewIsZeroCopy(t *testing.T) {
 	ctx := start(t)
 	xs := make([]float64, 1<<20) // 8 MiB: stored in shared memory
 	for i := range xs {
@@ -68,14 +68,28 @@ func TestLargeSliceGetIsAZeroCopyView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if unsafe.SliceData(a) != unsafe.SliceData(b) {
-		t.Fatal("two Gets of one stored object returned different memory: Get copied")
+	if unsafe.SliceData(a) == unsafe.SliceData(b) || unsafe.SliceData(a) == unsafe.SliceData(xs) {
+		t.Fatal("Get returned shared memory, not the caller's own copy")
 	}
-	if unsafe.SliceData(a) == unsafe.SliceData(xs) {
-		t.Fatal("Get returned the caller's own slice, not the store's copy")
+	a[12345] = -1 // the caller's own: writing it changes nothing stored
+	v1, err := atoll.GetView(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if a[12345] != 12345 || len(a) != len(xs) {
-		t.Fatalf("view holds wrong data: len %d, a[12345]=%v", len(a), a[12345])
+	defer v1.Release()
+	v2, err := atoll.GetView(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unsafe.SliceData(v1.Slice()) != unsafe.SliceData(v2.Slice()) {
+		t.Fatal("two GetViews of one stored object returned different memory: GetView copied")
+	}
+	if v := v1.Slice(); v[12345] != 12345 || len(v) != len(xs) || b[12345] != 12345 {
+		t.Fatalf("view holds wrong data: len %d, v[12345]=%v, b[12345]=%v", len(v), v[12345], b[12345])
+	}
+	v2.Release()
+	if v2.Slice() != nil || v2.Len() != 0 {
+		t.Fatal("a released View still returns its slice")
 	}
 	built, err := atoll.PutWith(ctx, 1<<20, func(v []int64) {
 		for i := range v {
@@ -164,15 +178,17 @@ func TestGetTimeoutAndWait(t *testing.T) {
 	if _, err := atoll.Get(short, ref); !errors.Is(err, atoll.ErrGetTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("want GetTimeout, got %v", err)
 	}
-	ready, notReady, err := atoll.Wait(ctx, []atoll.Ref{ref, quick}, 1, -1)
+	ready, notReady, err := atoll.Wait(ctx, []atoll.Ref{ref, quick})
 	if err != nil || len(ready) != 1 || ready[0].ID() != quick.ID() || len(notReady) != 1 {
 		t.Fatalf("Wait: ready %v notReady %v err %v", ready, notReady, err)
 	}
-	ready, _, err = atoll.Wait(ctx, []atoll.Ref{ref, quick}, 2, 20*time.Millisecond)
+	short2, cancel2 := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel2()
+	ready, _, err = atoll.Wait(short2, []atoll.Ref{ref, quick}, atoll.NumReady(2))
 	if err != nil || len(ready) != 1 {
-		t.Fatalf("Wait with timeout: %v %v", ready, err)
+		t.Fatalf("Wait with a deadline: %v %v", ready, err)
 	}
-	if _, _, err := atoll.Wait(ctx, []atoll.Ref{ref}, 2, 0); !errors.Is(err, atoll.ErrInvalidArgument) {
+	if _, _, err := atoll.Wait(ctx, []atoll.Ref{ref}, atoll.NumReady(2)); !errors.Is(err, atoll.ErrInvalidArgument) {
 		t.Fatalf("Wait numReady > len: %v", err)
 	}
 	close(key.ch())

@@ -82,6 +82,13 @@ func (s *ownerShell) lookup(id ids.ObjectID) (value *atollpb.Value, producer *at
 	return s.table.Lookup(id)
 }
 
+// taskState is the owner's view of a pending task it owns.
+func (s *ownerShell) taskState(id ids.TaskID) (owner.TaskState, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.table.TaskState(id)
+}
+
 // readiness sets ready[i] for every object of idl that has a value, or
 // is unknown, or is not local[i] (one lock for all), and counts them.
 // Entries already marked ready are not looked up again.

@@ -168,7 +168,7 @@ func TestCancelPipelinedTask(t *testing.T) {
 	eventually(t, "task 0 to start", func() bool { return len(runs(t, dir, "run-0-0")) == 1 })
 	second := gated.Remote(ctx, atoll.Value(gatedArgs{dir, 1, true}))
 	waitStatus(t, ctx, 2, 0)
-	if err := atoll.Cancel(second); err != nil {
+	if err := atoll.Cancel(ctx, second); err != nil {
 		t.Fatal(err)
 	}
 	var ce *atoll.CancelledError

@@ -115,7 +115,7 @@ func (r ObjectRef[T]) ArgOfType(T) {}
 
 func (r ObjectRef[T]) check() error {
 	if r.h == nil {
-		return errs.Invalidf("zero ObjectRef")
+		return errs.ZeroRef("this call", -1)
 	}
 	if r.h.err != nil {
 		return r.h.err

@@ -279,13 +279,13 @@ func TestCancellation(t *testing.T) {
 	<-key.started()
 	// Queued behind it on the single CPU.
 	queued := double.Remote(ctx, atoll.Value(1))
-	if err := atoll.Cancel(queued); err != nil {
+	if err := atoll.Cancel(ctx, queued); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := atoll.Get(ctx, queued); !errors.Is(err, atoll.ErrCancelled) {
 		t.Fatalf("queued task: want Cancelled, got %v", err)
 	}
-	if err := atoll.Cancel(running); err != nil {
+	if err := atoll.Cancel(ctx, running); err != nil {
 		t.Fatal(err)
 	}
 	var ce *atoll.CancelledError

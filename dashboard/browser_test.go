@@ -195,7 +195,7 @@ func checkBrowser(jobCtx context.Context, t *testing.T, c *testcluster.Cluster) 
 	// raises its line.
 	more := blob.Remote(jobCtx, atoll.Value(blobBytes), atoll.OnNode(c.Node(2).ID, false))
 	defer more.Release()
-	if _, _, err := atoll.Wait(jobCtx, []atoll.Ref{more}, 1, -1); err != nil {
+	if _, _, err := atoll.Wait(jobCtx, []atoll.Ref{more}, atoll.FetchLocal(false)); err != nil {
 		t.Fatalf("one more blob: %v", err)
 	}
 	do("the overview's store chart: node 2's line rises",

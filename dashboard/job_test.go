@@ -108,7 +108,7 @@ func runJob(ctx context.Context, t *testing.T) {
 		blobs[i] = r
 		kept = append(kept, r)
 	}
-	if _, _, err := atoll.Wait(ctx, blobs, numBlobs, -1); err != nil {
+	if _, _, err := atoll.Wait(ctx, blobs, atoll.NumReady(numBlobs), atoll.FetchLocal(false)); err != nil {
 		t.Fatalf("wait for the blobs: %v", err)
 	}
 	refs := make([]atoll.ObjectRef[int], numSquares)

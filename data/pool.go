@@ -432,7 +432,7 @@ func (p *poolStream) wait(ctx context.Context) error {
 	if len(refs) == 0 {
 		return fmt.Errorf("data: actor pool: blocks wait and no actor runs one") // cannot happen: fill sends when none runs
 	}
-	ready, _, err := atoll.Wait(ctx, refs, 1, -1)
+	ready, _, err := atoll.Wait(ctx, refs, atoll.FetchLocal(false))
 	if err != nil {
 		return err
 	}

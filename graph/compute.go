@@ -417,7 +417,9 @@ func (r *execution) track(observers []progressObserver) *tracker {
 	go func() {
 		defer close(t.stopped)
 		for len(pending) > 0 {
-			ready, notReady, err := atoll.Wait(ctx, pending, len(pending), progressInterval)
+			tick, stop := context.WithTimeout(ctx, progressInterval)
+			ready, notReady, err := atoll.Wait(tick, pending, atoll.NumReady(len(pending)), atoll.FetchLocal(false))
+			stop()
 			if err != nil {
 				return
 			}
@@ -427,7 +429,9 @@ func (r *execution) track(observers []progressObserver) *tracker {
 	}()
 	t.final = func() {
 		if len(pending) > 0 {
-			ready, _, _ := atoll.Wait(context.Background(), pending, len(pending), 0)
+			poll, stop := context.WithDeadline(context.Background(), time.Time{})
+			ready, _, _ := atoll.Wait(poll, pending, atoll.NumReady(len(pending)), atoll.FetchLocal(false))
+			stop()
 			done(ready)
 		}
 	}

@@ -159,10 +159,24 @@ func (e *ObjectReconstructionFailedError) Is(target error) bool {
 // matches context.DeadlineExceeded.
 type GetTimeoutError struct {
 	ObjectID string
+	// TaskName and TaskID name the task that makes the object, when the
+	// caller owns it ("" for a Put object or a borrowed ref); TaskState
+	// says where that task was when the deadline passed.
+	TaskName  string
+	TaskID    string
+	TaskState string
 }
 
 func (e *GetTimeoutError) Error() string {
-	return fmt.Sprintf("atoll: get of object %s timed out", e.ObjectID)
+	if e.TaskName == "" {
+		return fmt.Sprintf("atoll: get of object %s timed out; give the context a later deadline, or Wait for it first", e.ObjectID)
+	}
+	state := ""
+	if e.TaskState != "" {
+		state = ", " + e.TaskState
+	}
+	return fmt.Sprintf("atoll: get of object %s timed out waiting for task %s (%s)%s; give the context a later deadline, or Cancel the task",
+		e.ObjectID, e.TaskName, e.TaskID, state)
 }
 
 // Is matches ErrGetTimeout and context.DeadlineExceeded.

@@ -44,7 +44,7 @@ func ToProto(err error) *atollpb.ErrorInfo {
 	case errors.As(err, &ol):
 		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_OBJECT_LOST, Message: ol.Message, ObjectId: unhex(ol.ObjectID)}
 	case errors.As(err, &gt):
-		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_GET_TIMEOUT, Message: msg, ObjectId: unhex(gt.ObjectID)}
+		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_GET_TIMEOUT, Message: msg, ObjectId: unhex(gt.ObjectID), TaskName: gt.TaskName, TaskId: unhex(gt.TaskID)}
 	case errors.As(err, &cn):
 		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_CANCELLED, Message: msg, TaskName: cn.TaskName, TaskId: unhex(cn.TaskID)}
 	case errors.As(err, &od):
@@ -82,7 +82,7 @@ func FromProto(info *atollpb.ErrorInfo) error {
 	case atollpb.ErrorCode_OBJECT_RECONSTRUCTION_FAILED:
 		return &ObjectReconstructionFailedError{ObjectID: hex.EncodeToString(info.ObjectId), Reason: info.Message}
 	case atollpb.ErrorCode_GET_TIMEOUT:
-		return &GetTimeoutError{ObjectID: hex.EncodeToString(info.ObjectId)}
+		return &GetTimeoutError{ObjectID: hex.EncodeToString(info.ObjectId), TaskName: info.TaskName, TaskID: hexOrEmpty(info.TaskId)}
 	case atollpb.ErrorCode_CANCELLED:
 		return &CancelledError{TaskName: info.TaskName, TaskID: hex.EncodeToString(info.TaskId)}
 	case atollpb.ErrorCode_OWNER_DIED:
@@ -109,4 +109,12 @@ func trimPrefix(s, p string) string {
 		return s[len(p):]
 	}
 	return s
+}
+
+// hexOrEmpty is b in hex, "" for none.
+func hexOrEmpty(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return hex.EncodeToString(b)
 }

@@ -76,7 +76,7 @@ func wait1k(_ context.Context, e *env) (*workload, error) {
 		notReady := pending
 		for range len(refs) {
 			var err error
-			if _, notReady, err = atoll.Wait(ctx, notReady, 1, -1); err != nil {
+			if _, notReady, err = atoll.Wait(ctx, notReady); err != nil {
 				return err
 			}
 		}

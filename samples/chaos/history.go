@@ -101,7 +101,7 @@ func (h *history) round(ctx context.Context, k *killer, n int, hold time.Duratio
 		k.track(r)
 	}
 	for len(pending) > 0 {
-		ready, rest, err := atoll.Wait(ctx, pending, 1, -1)
+		ready, rest, err := atoll.Wait(ctx, pending)
 		if err != nil {
 			return err
 		}

@@ -96,7 +96,9 @@ func (k *killer) prune(ctx context.Context) atoll.Ref {
 	if len(refs) == 0 {
 		return nil
 	}
-	_, running, err := atoll.Wait(ctx, refs, len(refs), 0)
+	poll, stop := context.WithDeadline(ctx, time.Time{})
+	_, running, err := atoll.Wait(poll, refs, atoll.NumReady(len(refs)), atoll.FetchLocal(false))
+	stop()
 	if err != nil {
 		running = refs
 	}

@@ -75,17 +75,20 @@ var (
 	})
 	// reduce concatenates one partition's buckets and sorts them.
 	reduce = atoll.NewFunc1("sort.reduce", func(ctx context.Context, parts []atoll.ObjectRef[[]int64]) ([]int64, error) {
-		views, err := atoll.GetAll(ctx, parts) // restores spilled buckets together
+		// Zero-copy views (one fetch restores spilled buckets together),
+		// copied once into the partition.
+		views, err := atoll.GetViews(ctx, parts)
 		if err != nil {
 			return nil, err
 		}
 		total := 0
 		for _, v := range views {
-			total += len(v)
+			total += v.Len()
 		}
 		xs := make([]int64, 0, total)
 		for _, v := range views {
-			xs = append(xs, v...)
+			xs = append(xs, v.Slice()...)
+			v.Release()
 		}
 		for _, ref := range parts {
 			ref.Release() // the buckets are copied: let them go

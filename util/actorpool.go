@@ -235,13 +235,19 @@ func (p *ActorPool[T, V, R]) mapWith(ctx context.Context, fn PoolFunc[T, V, R], 
 
 // waitReady waits until every ref is ready or ctx ends.
 func waitReady(ctx context.Context, refs []atoll.Ref) error {
-	_, _, err := atoll.Wait(ctx, refs, len(refs), -1)
+	ready, _, err := atoll.Wait(ctx, refs, atoll.NumReady(len(refs)), atoll.FetchLocal(false))
+	if err == nil && len(ready) < len(refs) {
+		err = ctx.Err() // Wait returns what is ready when ctx's deadline passes
+	}
 	return err
 }
 
 // waitAny waits until one of refs is ready and returns its index.
 func waitAny(ctx context.Context, refs []atoll.Ref) (int, error) {
-	ready, _, err := atoll.Wait(ctx, refs, 1, -1)
+	ready, _, err := atoll.Wait(ctx, refs, atoll.NumReady(1), atoll.FetchLocal(false))
+	if err == nil && len(ready) == 0 {
+		err = ctx.Err() // Wait returns what is ready when ctx's deadline passes
+	}
 	if err != nil {
 		return 0, err
 	}

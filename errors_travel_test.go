@@ -16,7 +16,9 @@ type chargeError struct {
 	Cents int
 }
 
-func (e *chargeError) Error() string { return fmt.Sprintf("cannot charge %s %d cents", e.User, e.Cents) }
+func (e *chargeError) Error() string {
+	return fmt.Sprintf("cannot charge %s %d cents", e.User, e.Cents)
+}
 
 // hiddenError is never registered: only its message and type name travel.
 type hiddenError struct{ Code int }

@@ -185,6 +185,13 @@ func encodeCause(cause error, info *atollpb.ErrorInfo) {
 	if cause == nil {
 		return
 	}
+	defer func() {
+		// The program's Unwrap, Is or GobEncode panicked: the error
+		// travels with what was encoded so far, and its message.
+		if r := recover(); r != nil {
+			slog.Warn("atoll: encoding a task's error panicked; it travels as its message", "task", info.TaskName, "panic", fmt.Sprint(r))
+		}
+	}()
 	if _, remote := cause.(*remoteCause); !remote && info.ErrorType == "" {
 		info.ErrorType = reflect.TypeOf(cause).String()
 	}

@@ -9,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atollpb"
 )
 
 // seqLog records calls in the order the actor ran them.
@@ -179,6 +182,60 @@ type wrongPlan struct {
 	Log    atoll.ActorHandle[*tally]
 	Caller string
 	N      int
+}
+
+// TestPassedHandleToAGoneActor: a handle to a killed actor, or to one the
+// GCS never knew, fails its calls with ActorDiedError instead of waiting;
+// a malformed encoding is refused.
+func TestPassedHandleToAGoneActor(t *testing.T) {
+	ctx := start(t)
+	log, err := seqLogType.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := appendAll(ctx, log, "before", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := atoll.Kill(ctx, log); err != nil {
+		t.Fatal(err)
+	}
+	_, err = atoll.Get(ctx, callThroughPlan.Remote(ctx, atoll.Value(callPlan{Log: log, Caller: "late", N: 2})))
+	// The task fails with the ActorDiedError its call got (atoll's own
+	// errors are not registered: the TaskError carries its message).
+	if !errors.Is(err, atoll.ErrTask) || !strings.Contains(err.Error(), "died: killed by atoll.Kill") {
+		t.Fatalf("calls through a passed handle to a killed actor: %v", err)
+	}
+
+	unknown, err := proto.Marshal(&atollpb.ActorHandleValue{ActorId: bytes.Repeat([]byte{7}, 16), ActorType: "hv.seqLog"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h atoll.ActorHandle[*seqLog]
+	if err := h.GobDecode(unknown); err != nil {
+		t.Fatalf("decoding a well-formed handle: %v", err)
+	}
+	if _, err := atoll.Get(ctx, seqAppend.Remote(ctx, h, atoll.Value(seqEntry{Caller: "ghost", Seq: 1}))); !errors.Is(err, atoll.ErrActorDied) ||
+		!strings.Contains(err.Error(), "does not know this actor") {
+		t.Fatalf("a call to an actor the GCS does not know: %v", err)
+	}
+
+	for _, bad := range [][]byte{{0xff, 0x01}, mustMarshal(t, &atollpb.ActorHandleValue{ActorId: []byte{1, 2}, ActorType: "hv.seqLog"}),
+		mustMarshal(t, &atollpb.ActorHandleValue{ActorId: bytes.Repeat([]byte{7}, 16), ActorType: "hv.nonesuch"}),
+		make([]byte, 5<<10)} {
+		var h atoll.ActorHandle[*seqLog]
+		if err := h.GobDecode(bad); !errors.Is(err, atoll.ErrInvalidArgument) {
+			t.Fatalf("decoding % x...: %v", bad[:min(len(bad), 8)], err)
+		}
+	}
+}
+
+func mustMarshal(t *testing.T, m proto.Message) []byte {
+	t.Helper()
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func TestActorHandlesAsValuesGoroutineWorkers(t *testing.T) {

@@ -35,7 +35,7 @@ import (
 // must be unique among them.
 //
 // An error of an unregistered type keeps its message, and the TaskError
-// names the type to register (TaskError.UnregisteredType). RegisterError
+// names the type to register (TaskError.UnregisteredType, RegisterHint). RegisterError
 // panics on a type or value it cannot register, like NewFunc on a
 // duplicate name.
 func RegisterError[E error](sentinels ...E) {

@@ -111,8 +111,8 @@ func checkErrorsTravel(ctx context.Context, t *testing.T) {
 			te.UnregisteredType != "*github.com/atoll-runtime/atoll_test.hiddenError" {
 			t.Fatalf("TaskError %+v", te)
 		}
-		if !strings.Contains(err.Error(), "atoll.RegisterError[*github.com/atoll-runtime/atoll_test.hiddenError]()") {
-			t.Fatalf("the message does not say what to register: %v", err)
+		if !strings.Contains(te.RegisterHint(), "atoll.RegisterError[*github.com/atoll-runtime/atoll_test.hiddenError]()") {
+			t.Fatalf("the hint does not say what to register: %v", te.RegisterHint())
 		}
 	})
 	t.Run("ThroughANestedTask", func(t *testing.T) {

@@ -60,7 +60,8 @@ var (
 // and the sentinels registered with atoll.RegisterError, which errors.As
 // and errors.Is find through Unwrap, in this process and across processes
 // and nodes alike. An error of an unregistered type keeps its message;
-// ErrorType names its Go type and UnregisteredType the type to register.
+// ErrorType names its Go type and UnregisteredType the type to register
+// (RegisterHint says so in a sentence).
 type TaskError struct {
 	TaskName    string
 	TaskID      string
@@ -76,12 +77,17 @@ type TaskError struct {
 }
 
 func (e *TaskError) Error() string {
-	s := fmt.Sprintf("atoll: task %s failed: %s", e.TaskName, e.Message)
-	if e.UnregisteredType != "" {
-		s += fmt.Sprintf(" (error type %s is not registered, so errors.As cannot find it here: call atoll.RegisterError[%s]() at package init)",
-			e.UnregisteredType, e.UnregisteredType)
+	return fmt.Sprintf("atoll: task %s failed: %s", e.TaskName, e.Message)
+}
+
+// RegisterHint says what to do when errors.As cannot find the task's
+// error type: "" when nothing along its chain was left unregistered.
+func (e *TaskError) RegisterHint() string {
+	if e.UnregisteredType == "" {
+		return ""
 	}
-	return s
+	return fmt.Sprintf("error type %s is not registered, so errors.As cannot find it in the caller: call atoll.RegisterError[%s]() at package init",
+		e.UnregisteredType, e.UnregisteredType)
 }
 
 // Is matches ErrTask.

@@ -27,7 +27,9 @@
 // a task; Options on a function, method or actor type binds defaults that
 // a call's own options override. Errors are typed:
 // TaskError, WorkerCrashedError, ActorDiedError, ObjectStoreFullError,
-// ObjectLostError, GetTimeoutError, CancelledError (errors.Is/As).
+// ObjectLostError, GetTimeoutError, CancelledError (errors.Is/As). Register
+// your own error types and sentinels with RegisterError and they come back
+// from tasks as themselves. ActorHandles pass to tasks and actors as values.
 //
 // Init with no address starts the embedded local cluster inside the
 // process: an embedded NATS server with JetStream (the control plane and

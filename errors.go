@@ -7,8 +7,9 @@ import "github.com/atoll-runtime/atoll/internal/errs"
 // (atollpb.ErrorCode).
 type (
 	// TaskError is a task's or method's own failure: it returned an error
-	// or panicked (Message, RemoteStack). In-process, Unwrap returns the
-	// original error.
+	// or panicked (Message, RemoteStack). Unwrap leads to the values of the
+	// error types and sentinels registered with RegisterError that the
+	// task's error held, wherever the task ran.
 	TaskError = errs.TaskError
 	// WorkerCrashedError: the worker died running the task and retries ran
 	// out.

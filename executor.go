@@ -98,7 +98,9 @@ func (rt *core) execute(ctx context.Context, w raylet.Worker, spec *atollpb.Task
 		if !errors.As(err, &te) || te.TaskID != taskID.String() {
 			te = &errs.TaskError{TaskName: spec.Name, TaskID: taskID.String(), Message: err.Error(), Cause: err}
 			if p, ok := err.(*panicError); ok {
-				te.Message, te.RemoteStack = p.Error(), p.stack
+				te.Message, te.RemoteStack, te.Cause = p.Error(), p.stack, nil
+			} else {
+				te.RemoteStack = remoteStack(err, w)
 			}
 		}
 		res := failed(spec, w, te)
@@ -123,6 +125,17 @@ func failed(spec *atollpb.TaskSpec, w raylet.Worker, err error) *atollpb.TaskRes
 		e.TaskId = spec.TaskId
 	}
 	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Error: e, WorkerId: w.ID.Bytes()}
+}
+
+// remoteStack is the stack to report with a task's error: the one the
+// error recorded where it was made (atoll.Errorf, github.com/pkg/errors),
+// or else this goroutine's, where the runtime received the error.
+func remoteStack(err error, w raylet.Worker) string {
+	if s, ok := errs.StackOf(err); ok {
+		return fmt.Sprintf("error made at (worker %s, node %s):\n%s", w.ID.Short(), w.NodeID.Short(), s)
+	}
+	return fmt.Sprintf("no stack in the error (atoll.Errorf records one); worker %s, node %s, where the runtime received it:\n%s",
+		w.ID.Short(), w.NodeID.Short(), debug.Stack())
 }
 
 // panicError is a recovered panic with the stack of the panicking

@@ -53,6 +53,7 @@ type storeAPI interface {
 type gcsAPI interface {
 	RegisterActor(ctx context.Context, info *atollpb.ActorInfo) error
 	GetNamedActor(ctx context.Context, namespace, name string) (*atollpb.ActorInfo, error)
+	GetActor(ctx context.Context, actorID []byte) (*atollpb.ActorInfo, error)
 }
 
 // driverLink reaches the raylet in the same process through its mailbox,

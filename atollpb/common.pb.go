@@ -227,12 +227,25 @@ type ErrorInfo struct {
 	TaskName string `protobuf:"bytes,3,opt,name=task_name,json=taskName,proto3" json:"task_name,omitempty"`
 	TaskId   []byte `protobuf:"bytes,4,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	// Stack of the failing goroutine in the remote process, for TASK_ERROR.
-	RemoteStack   string `protobuf:"bytes,5,opt,name=remote_stack,json=remoteStack,proto3" json:"remote_stack,omitempty"`
-	ActorId       []byte `protobuf:"bytes,6,opt,name=actor_id,json=actorId,proto3" json:"actor_id,omitempty"`
-	ObjectId      []byte `protobuf:"bytes,7,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
-	NodeId        []byte `protobuf:"bytes,8,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RemoteStack string `protobuf:"bytes,5,opt,name=remote_stack,json=remoteStack,proto3" json:"remote_stack,omitempty"`
+	ActorId     []byte `protobuf:"bytes,6,opt,name=actor_id,json=actorId,proto3" json:"actor_id,omitempty"`
+	ObjectId    []byte `protobuf:"bytes,7,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	NodeId      []byte `protobuf:"bytes,8,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// For TASK_ERROR, what of the task's own error survives as itself
+	// (atoll.RegisterError): its values of registered error types, found
+	// along its Unwrap chain, outermost first...
+	Registered []*RegisteredError `protobuf:"bytes,9,rep,name=registered,proto3" json:"registered,omitempty"`
+	// ...and the names of the registered sentinel errors it matches with
+	// errors.Is.
+	Sentinels []string `protobuf:"bytes,10,rep,name=sentinels,proto3" json:"sentinels,omitempty"`
+	// The Go type of the error the task returned (e.g. "*main.MyErr").
+	ErrorType string `protobuf:"bytes,11,opt,name=error_type,json=errorType,proto3" json:"error_type,omitempty"`
+	// The first type along the chain that is neither registered nor a
+	// plain wrapper (fmt.Errorf, errors.New, errors.Join): the one to
+	// register for errors.As to find it.
+	UnregisteredType string `protobuf:"bytes,12,opt,name=unregistered_type,json=unregisteredType,proto3" json:"unregistered_type,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ErrorInfo) Reset() {
@@ -321,6 +334,161 @@ func (x *ErrorInfo) GetNodeId() []byte {
 	return nil
 }
 
+func (x *ErrorInfo) GetRegistered() []*RegisteredError {
+	if x != nil {
+		return x.Registered
+	}
+	return nil
+}
+
+func (x *ErrorInfo) GetSentinels() []string {
+	if x != nil {
+		return x.Sentinels
+	}
+	return nil
+}
+
+func (x *ErrorInfo) GetErrorType() string {
+	if x != nil {
+		return x.ErrorType
+	}
+	return ""
+}
+
+func (x *ErrorInfo) GetUnregisteredType() string {
+	if x != nil {
+		return x.UnregisteredType
+	}
+	return ""
+}
+
+// RegisteredError is one value of a registered error type, gob-encoded.
+type RegisteredError struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The name the type was registered under (its package path and name).
+	Type          string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Gob           []byte `protobuf:"bytes,2,opt,name=gob,proto3" json:"gob,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisteredError) Reset() {
+	*x = RegisteredError{}
+	mi := &file_atollpb_common_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisteredError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisteredError) ProtoMessage() {}
+
+func (x *RegisteredError) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_common_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisteredError.ProtoReflect.Descriptor instead.
+func (*RegisteredError) Descriptor() ([]byte, []int) {
+	return file_atollpb_common_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RegisteredError) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *RegisteredError) GetGob() []byte {
+	if x != nil {
+		return x.Gob
+	}
+	return nil
+}
+
+// ActorHandleValue is an actor handle passed inside a value (an argument,
+// a return value, a field of either): enough for the receiving process to
+// call the actor.
+type ActorHandleValue struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	ActorId []byte                 `protobuf:"bytes,1,opt,name=actor_id,json=actorId,proto3" json:"actor_id,omitempty"`
+	Name    string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// The registered actor type (atoll.NewActorType's name).
+	ActorType string `protobuf:"bytes,3,opt,name=actor_type,json=actorType,proto3" json:"actor_type,omitempty"`
+	// The handle's MaxTaskRetries (-1: forever).
+	MaxTaskRetries int32 `protobuf:"varint,4,opt,name=max_task_retries,json=maxTaskRetries,proto3" json:"max_task_retries,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ActorHandleValue) Reset() {
+	*x = ActorHandleValue{}
+	mi := &file_atollpb_common_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActorHandleValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActorHandleValue) ProtoMessage() {}
+
+func (x *ActorHandleValue) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_common_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActorHandleValue.ProtoReflect.Descriptor instead.
+func (*ActorHandleValue) Descriptor() ([]byte, []int) {
+	return file_atollpb_common_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ActorHandleValue) GetActorId() []byte {
+	if x != nil {
+		return x.ActorId
+	}
+	return nil
+}
+
+func (x *ActorHandleValue) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ActorHandleValue) GetActorType() string {
+	if x != nil {
+		return x.ActorType
+	}
+	return ""
+}
+
+func (x *ActorHandleValue) GetMaxTaskRetries() int32 {
+	if x != nil {
+		return x.MaxTaskRetries
+	}
+	return 0
+}
+
 // TraceContext is W3C trace context (traceparent/tracestate headers)
 // and where the trace's spans are exported.
 type TraceContext struct {
@@ -338,7 +506,7 @@ type TraceContext struct {
 
 func (x *TraceContext) Reset() {
 	*x = TraceContext{}
-	mi := &file_atollpb_common_proto_msgTypes[1]
+	mi := &file_atollpb_common_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -350,7 +518,7 @@ func (x *TraceContext) String() string {
 func (*TraceContext) ProtoMessage() {}
 
 func (x *TraceContext) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_common_proto_msgTypes[1]
+	mi := &file_atollpb_common_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -363,7 +531,7 @@ func (x *TraceContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceContext.ProtoReflect.Descriptor instead.
 func (*TraceContext) Descriptor() ([]byte, []int) {
-	return file_atollpb_common_proto_rawDescGZIP(), []int{1}
+	return file_atollpb_common_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *TraceContext) GetTraceparent() string {
@@ -412,7 +580,7 @@ type TraceExport struct {
 
 func (x *TraceExport) Reset() {
 	*x = TraceExport{}
-	mi := &file_atollpb_common_proto_msgTypes[2]
+	mi := &file_atollpb_common_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -424,7 +592,7 @@ func (x *TraceExport) String() string {
 func (*TraceExport) ProtoMessage() {}
 
 func (x *TraceExport) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_common_proto_msgTypes[2]
+	mi := &file_atollpb_common_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -437,7 +605,7 @@ func (x *TraceExport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceExport.ProtoReflect.Descriptor instead.
 func (*TraceExport) Descriptor() ([]byte, []int) {
-	return file_atollpb_common_proto_rawDescGZIP(), []int{2}
+	return file_atollpb_common_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *TraceExport) GetEndpoint() string {
@@ -504,7 +672,7 @@ type ObjectLocation struct {
 
 func (x *ObjectLocation) Reset() {
 	*x = ObjectLocation{}
-	mi := &file_atollpb_common_proto_msgTypes[3]
+	mi := &file_atollpb_common_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -516,7 +684,7 @@ func (x *ObjectLocation) String() string {
 func (*ObjectLocation) ProtoMessage() {}
 
 func (x *ObjectLocation) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_common_proto_msgTypes[3]
+	mi := &file_atollpb_common_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -529,7 +697,7 @@ func (x *ObjectLocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectLocation.ProtoReflect.Descriptor instead.
 func (*ObjectLocation) Descriptor() ([]byte, []int) {
-	return file_atollpb_common_proto_rawDescGZIP(), []int{3}
+	return file_atollpb_common_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ObjectLocation) GetObjectId() []byte {
@@ -590,7 +758,7 @@ type ObjectRef struct {
 
 func (x *ObjectRef) Reset() {
 	*x = ObjectRef{}
-	mi := &file_atollpb_common_proto_msgTypes[4]
+	mi := &file_atollpb_common_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -602,7 +770,7 @@ func (x *ObjectRef) String() string {
 func (*ObjectRef) ProtoMessage() {}
 
 func (x *ObjectRef) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_common_proto_msgTypes[4]
+	mi := &file_atollpb_common_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -615,7 +783,7 @@ func (x *ObjectRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectRef.ProtoReflect.Descriptor instead.
 func (*ObjectRef) Descriptor() ([]byte, []int) {
-	return file_atollpb_common_proto_rawDescGZIP(), []int{4}
+	return file_atollpb_common_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ObjectRef) GetObjectId() []byte {
@@ -686,7 +854,7 @@ type Value struct {
 
 func (x *Value) Reset() {
 	*x = Value{}
-	mi := &file_atollpb_common_proto_msgTypes[5]
+	mi := &file_atollpb_common_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -698,7 +866,7 @@ func (x *Value) String() string {
 func (*Value) ProtoMessage() {}
 
 func (x *Value) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_common_proto_msgTypes[5]
+	mi := &file_atollpb_common_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -711,7 +879,7 @@ func (x *Value) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Value.ProtoReflect.Descriptor instead.
 func (*Value) Descriptor() ([]byte, []int) {
-	return file_atollpb_common_proto_rawDescGZIP(), []int{5}
+	return file_atollpb_common_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Value) GetCodec() Codec {
@@ -788,7 +956,7 @@ var File_atollpb_common_proto protoreflect.FileDescriptor
 
 const file_atollpb_common_proto_rawDesc = "" +
 	"\n" +
-	"\x14atollpb/common.proto\x12\batoll.v1\"\xf8\x01\n" +
+	"\x14atollpb/common.proto\x12\batoll.v1\"\x9d\x03\n" +
 	"\tErrorInfo\x12'\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x13.atoll.v1.ErrorCodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1b\n" +
@@ -797,7 +965,24 @@ const file_atollpb_common_proto_rawDesc = "" +
 	"\fremote_stack\x18\x05 \x01(\tR\vremoteStack\x12\x19\n" +
 	"\bactor_id\x18\x06 \x01(\fR\aactorId\x12\x1b\n" +
 	"\tobject_id\x18\a \x01(\fR\bobjectId\x12\x17\n" +
-	"\anode_id\x18\b \x01(\fR\x06nodeId\"\x7f\n" +
+	"\anode_id\x18\b \x01(\fR\x06nodeId\x129\n" +
+	"\n" +
+	"registered\x18\t \x03(\v2\x19.atoll.v1.RegisteredErrorR\n" +
+	"registered\x12\x1c\n" +
+	"\tsentinels\x18\n" +
+	" \x03(\tR\tsentinels\x12\x1d\n" +
+	"\n" +
+	"error_type\x18\v \x01(\tR\terrorType\x12+\n" +
+	"\x11unregistered_type\x18\f \x01(\tR\x10unregisteredType\"7\n" +
+	"\x0fRegisteredError\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\x10\n" +
+	"\x03gob\x18\x02 \x01(\fR\x03gob\"\x8a\x01\n" +
+	"\x10ActorHandleValue\x12\x19\n" +
+	"\bactor_id\x18\x01 \x01(\fR\aactorId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"actor_type\x18\x03 \x01(\tR\tactorType\x12(\n" +
+	"\x10max_task_retries\x18\x04 \x01(\x05R\x0emaxTaskRetries\"\x7f\n" +
 	"\fTraceContext\x12 \n" +
 	"\vtraceparent\x18\x01 \x01(\tR\vtraceparent\x12\x1e\n" +
 	"\n" +
@@ -884,34 +1069,37 @@ func file_atollpb_common_proto_rawDescGZIP() []byte {
 }
 
 var file_atollpb_common_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_atollpb_common_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_atollpb_common_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_atollpb_common_proto_goTypes = []any{
-	(ErrorCode)(0),         // 0: atoll.v1.ErrorCode
-	(Codec)(0),             // 1: atoll.v1.Codec
-	(*ErrorInfo)(nil),      // 2: atoll.v1.ErrorInfo
-	(*TraceContext)(nil),   // 3: atoll.v1.TraceContext
-	(*TraceExport)(nil),    // 4: atoll.v1.TraceExport
-	(*ObjectLocation)(nil), // 5: atoll.v1.ObjectLocation
-	(*ObjectRef)(nil),      // 6: atoll.v1.ObjectRef
-	(*Value)(nil),          // 7: atoll.v1.Value
-	nil,                    // 8: atoll.v1.TraceExport.HeadersEntry
+	(ErrorCode)(0),           // 0: atoll.v1.ErrorCode
+	(Codec)(0),               // 1: atoll.v1.Codec
+	(*ErrorInfo)(nil),        // 2: atoll.v1.ErrorInfo
+	(*RegisteredError)(nil),  // 3: atoll.v1.RegisteredError
+	(*ActorHandleValue)(nil), // 4: atoll.v1.ActorHandleValue
+	(*TraceContext)(nil),     // 5: atoll.v1.TraceContext
+	(*TraceExport)(nil),      // 6: atoll.v1.TraceExport
+	(*ObjectLocation)(nil),   // 7: atoll.v1.ObjectLocation
+	(*ObjectRef)(nil),        // 8: atoll.v1.ObjectRef
+	(*Value)(nil),            // 9: atoll.v1.Value
+	nil,                      // 10: atoll.v1.TraceExport.HeadersEntry
 }
 var file_atollpb_common_proto_depIdxs = []int32{
 	0,  // 0: atoll.v1.ErrorInfo.code:type_name -> atoll.v1.ErrorCode
-	4,  // 1: atoll.v1.TraceContext.export:type_name -> atoll.v1.TraceExport
-	8,  // 2: atoll.v1.TraceExport.headers:type_name -> atoll.v1.TraceExport.HeadersEntry
-	1,  // 3: atoll.v1.ObjectLocation.codec:type_name -> atoll.v1.Codec
-	3,  // 4: atoll.v1.ObjectRef.producer:type_name -> atoll.v1.TraceContext
-	1,  // 5: atoll.v1.ObjectRef.codec:type_name -> atoll.v1.Codec
-	1,  // 6: atoll.v1.Value.codec:type_name -> atoll.v1.Codec
-	5,  // 7: atoll.v1.Value.stored:type_name -> atoll.v1.ObjectLocation
-	2,  // 8: atoll.v1.Value.error:type_name -> atoll.v1.ErrorInfo
-	6,  // 9: atoll.v1.Value.contained_refs:type_name -> atoll.v1.ObjectRef
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	3,  // 1: atoll.v1.ErrorInfo.registered:type_name -> atoll.v1.RegisteredError
+	6,  // 2: atoll.v1.TraceContext.export:type_name -> atoll.v1.TraceExport
+	10, // 3: atoll.v1.TraceExport.headers:type_name -> atoll.v1.TraceExport.HeadersEntry
+	1,  // 4: atoll.v1.ObjectLocation.codec:type_name -> atoll.v1.Codec
+	5,  // 5: atoll.v1.ObjectRef.producer:type_name -> atoll.v1.TraceContext
+	1,  // 6: atoll.v1.ObjectRef.codec:type_name -> atoll.v1.Codec
+	1,  // 7: atoll.v1.Value.codec:type_name -> atoll.v1.Codec
+	7,  // 8: atoll.v1.Value.stored:type_name -> atoll.v1.ObjectLocation
+	2,  // 9: atoll.v1.Value.error:type_name -> atoll.v1.ErrorInfo
+	8,  // 10: atoll.v1.Value.contained_refs:type_name -> atoll.v1.ObjectRef
+	11, // [11:11] is the sub-list for method output_type
+	11, // [11:11] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_common_proto_init() }
@@ -919,7 +1107,7 @@ func file_atollpb_common_proto_init() {
 	if File_atollpb_common_proto != nil {
 		return
 	}
-	file_atollpb_common_proto_msgTypes[5].OneofWrappers = []any{
+	file_atollpb_common_proto_msgTypes[7].OneofWrappers = []any{
 		(*Value_Inline)(nil),
 		(*Value_Stored)(nil),
 		(*Value_Error)(nil),
@@ -930,7 +1118,7 @@ func file_atollpb_common_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_common_proto_rawDesc), len(file_atollpb_common_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

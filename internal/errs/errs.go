@@ -51,25 +51,49 @@ var (
 )
 
 // TaskError is a task's (or actor method's) own failure: it returned an
-// error or panicked. Cause is the original error when the task ran in this
-// process; across processes only Message and RemoteStack survive.
+// error or panicked. Message is the error's text and RemoteStack the stack
+// where it was made (a panic's stack, the StackTrace of an error that has
+// one, as atoll.Errorf's and github.com/pkg/errors' do, or else the
+// worker's stack where the runtime received the error).
+//
+// Cause is what survives of the task's error: values of the error types
+// and the sentinels registered with atoll.RegisterError, which errors.As
+// and errors.Is find through Unwrap, in this process and across processes
+// and nodes alike. An error of an unregistered type keeps its message;
+// ErrorType names its Go type and UnregisteredType the type to register
+// (RegisterHint says so in a sentence).
 type TaskError struct {
 	TaskName    string
 	TaskID      string
 	Message     string
 	RemoteStack string
-	Cause       error
+	// ErrorType is the Go type of the error the task returned.
+	ErrorType string
+	// UnregisteredType is the first type along the error's Unwrap chain
+	// that is not registered (and not a plain wrapper such as
+	// fmt.Errorf's): errors.As cannot find it on the caller's side.
+	UnregisteredType string
+	Cause            error
 }
 
 func (e *TaskError) Error() string {
-	s := fmt.Sprintf("atoll: task %s failed: %s", e.TaskName, e.Message)
-	return s
+	return fmt.Sprintf("atoll: task %s failed: %s", e.TaskName, e.Message)
+}
+
+// RegisterHint says what to do when errors.As cannot find the task's
+// error type: "" when nothing along its chain was left unregistered.
+func (e *TaskError) RegisterHint() string {
+	if e.UnregisteredType == "" {
+		return ""
+	}
+	return fmt.Sprintf("error type %s is not registered, so errors.As cannot find it in the caller: call atoll.RegisterError[%s]() at package init",
+		e.UnregisteredType, e.UnregisteredType)
 }
 
 // Is matches ErrTask.
 func (e *TaskError) Is(target error) bool { return target == ErrTask }
 
-// Unwrap returns the original error, if the task ran in this process.
+// Unwrap returns what survives of the task's own error (see TaskError).
 func (e *TaskError) Unwrap() error { return e.Cause }
 
 // WorkerCrashedError: the worker died while running the task and retries

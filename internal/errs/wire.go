@@ -32,7 +32,13 @@ func ToProto(err error) *atollpb.ErrorInfo {
 	)
 	switch {
 	case errors.As(err, &te):
-		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_TASK_ERROR, Message: te.Message, TaskName: te.TaskName, TaskId: unhex(te.TaskID), RemoteStack: te.RemoteStack}
+		info := &atollpb.ErrorInfo{Code: atollpb.ErrorCode_TASK_ERROR, Message: clip(te.Message, MaxMessage), TaskName: te.TaskName,
+			TaskId: unhex(te.TaskID), RemoteStack: clip(te.RemoteStack, MaxStack), ErrorType: te.ErrorType}
+		encodeCause(te.Cause, info)
+		if info.UnregisteredType == "" {
+			info.UnregisteredType = te.UnregisteredType
+		}
+		return info
 	case errors.As(err, &wc):
 		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_WORKER_CRASHED, Message: wc.Message, TaskName: wc.TaskName, TaskId: unhex(wc.TaskID)}
 	case errors.As(err, &ad):
@@ -70,7 +76,10 @@ func FromProto(info *atollpb.ErrorInfo) error {
 	}
 	switch info.Code {
 	case atollpb.ErrorCode_TASK_ERROR:
-		return &TaskError{TaskName: info.TaskName, TaskID: hex.EncodeToString(info.TaskId), Message: info.Message, RemoteStack: info.RemoteStack}
+		msg := clip(info.Message, MaxMessage)
+		return &TaskError{TaskName: clip(info.TaskName, maxTypeName), TaskID: hex.EncodeToString(info.TaskId), Message: msg,
+			RemoteStack: clip(info.RemoteStack, MaxStack), ErrorType: clip(info.ErrorType, maxTypeName),
+			UnregisteredType: clip(info.UnregisteredType, maxTypeName), Cause: decodeCause(info, msg)}
 	case atollpb.ErrorCode_WORKER_CRASHED:
 		return &WorkerCrashedError{TaskName: info.TaskName, TaskID: hex.EncodeToString(info.TaskId), Message: info.Message}
 	case atollpb.ErrorCode_ACTOR_DIED:

@@ -1,0 +1,350 @@
+package errs
+
+import (
+	"bytes"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sort"
+	"sync"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+)
+
+// Bounds on what a task's error may carry across processes. The sending
+// side truncates to them; the receiving side enforces them again, since
+// the error comes from a peer.
+const (
+	// MaxMessage bounds a task error's message, in bytes.
+	MaxMessage = 16 << 10
+	// MaxStack bounds a task error's remote stack, in bytes.
+	MaxStack = 64 << 10
+	// MaxRegisteredValue bounds one encoded value of a registered error
+	// type, in bytes; a larger one travels as its message only.
+	MaxRegisteredValue = 64 << 10
+	// MaxRegisteredValues bounds the registered values one error carries.
+	MaxRegisteredValues = 8
+	// MaxSentinels bounds the registered sentinels one error names.
+	MaxSentinels = 32
+	// maxChain bounds the errors visited along an Unwrap chain (a tree,
+	// with errors.Join).
+	maxChain = 64
+	// maxTypeName bounds a type or sentinel name on the wire.
+	maxTypeName = 1 << 10
+)
+
+// registry holds the error types and sentinels the program registered.
+// Every process of the same binary registers the same ones at package
+// init, so a name means the same thing on both sides.
+var registry = struct {
+	sync.RWMutex
+	byName    map[string]*errorType
+	byType    map[reflect.Type]*errorType
+	sentinels map[string]error // by their message
+	names     []string         // sentinel names, sorted
+}{byName: map[string]*errorType{}, byType: map[reflect.Type]*errorType{}, sentinels: map[string]error{}}
+
+// errorType is one registered error type.
+type errorType struct {
+	name string
+	t    reflect.Type
+	// empty: a struct with no fields (gob cannot encode it; its value
+	// carries nothing).
+	empty bool
+}
+
+// TypeName is the name a registered error type travels under: its
+// package path and name, with a leading * for a pointer type.
+func TypeName(t reflect.Type) string {
+	if t == nil {
+		return "<nil>"
+	}
+	if t.Kind() == reflect.Pointer && t.Name() == "" {
+		return "*" + TypeName(t.Elem())
+	}
+	if t.Name() == "" || t.PkgPath() == "" {
+		return t.String()
+	}
+	return t.PkgPath() + "." + t.Name()
+}
+
+var errorInterface = reflect.TypeFor[error]()
+
+// RegisterType registers the error type t, so that a task's error of that
+// type (anywhere along its Unwrap chain) comes back to the caller as
+// itself. t must be a named type implementing error whose exported fields
+// gob can encode (or a struct with no fields at all). Registering a type
+// twice is a no-op.
+func RegisterType(t reflect.Type) error {
+	if t == nil || t.Kind() == reflect.Interface {
+		return Invalidf("RegisterError: give a concrete error type, as in RegisterError[*MyError](); to register a sentinel error value, pass it: RegisterError(ErrMySentinel)")
+	}
+	if !t.Implements(errorInterface) {
+		return Invalidf("RegisterError: %v does not implement error (is Error defined on the pointer? then register *%v)", t, t)
+	}
+	base := t
+	if base.Kind() == reflect.Pointer {
+		base = base.Elem()
+	}
+	if base.Name() == "" {
+		return Invalidf("RegisterError: %v is not a named type: declare the error type and register it by name", t)
+	}
+	et := &errorType{name: TypeName(t), t: t, empty: base.Kind() == reflect.Struct && base.NumField() == 0}
+	if !et.empty {
+		// Encode a zero value now, so a type gob cannot handle fails at
+		// package init instead of when a task fails.
+		if _, err := encodeValue(reflect.New(base).Interface()); err != nil {
+			return Invalidf("RegisterError: %v cannot travel between processes: %v (export its fields, or implement GobEncode and GobDecode)", t, err)
+		}
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	if prev := registry.byName[et.name]; prev != nil {
+		if prev.t == t {
+			return nil
+		}
+		return Invalidf("RegisterError: two error types are named %s", et.name)
+	}
+	registry.byName[et.name] = et
+	registry.byType[t] = et
+	return nil
+}
+
+// RegisterSentinel registers a sentinel error value, so that
+// errors.Is(err, sentinel) holds on the caller's side when a task's error
+// matched it. Sentinels are known by their message, which must be unique
+// among registered sentinels; registering the same value twice is a
+// no-op.
+func RegisterSentinel(err error) error {
+	if err == nil {
+		return Invalidf("RegisterError: nil sentinel")
+	}
+	name := err.Error()
+	if name == "" || len(name) > maxTypeName {
+		return Invalidf("RegisterError: a sentinel's message names it across processes: it must be 1 to %d bytes, not %d", maxTypeName, len(name))
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	if prev, ok := registry.sentinels[name]; ok {
+		if same(prev, err) {
+			return nil
+		}
+		return Invalidf("RegisterError: two sentinel errors say %q: give them different messages", name)
+	}
+	registry.sentinels[name] = err
+	registry.names = append(registry.names, name)
+	sort.Strings(registry.names)
+	return nil
+}
+
+// same compares two errors without panicking on uncomparable types.
+func same(a, b error) bool {
+	ta := reflect.TypeOf(a)
+	if ta != reflect.TypeOf(b) || !ta.Comparable() {
+		return false
+	}
+	return a == b
+}
+
+// encodeValue gob-encodes v.
+func encodeValue(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// plainWrapper marks atoll's own wrappers along a chain (TaskError,
+// remoteCause, atoll.Errorf's error): they carry nothing to register.
+type plainWrapper interface{ plainWrapper() }
+
+func (*TaskError) plainWrapper()   {}
+func (*remoteCause) plainWrapper() {}
+
+// plainTypes are the standard library's wrappers and leaves: nothing to
+// register (a sentinel made by errors.New registers as a value).
+var plainTypes = map[string]bool{
+	"*errors.errorString": true, "*fmt.wrapError": true, "*fmt.wrapErrors": true, "*errors.joinError": true,
+}
+
+// ownTypes are atoll's typed errors.
+var ownTypes = map[reflect.Type]bool{
+	reflect.TypeFor[*WorkerCrashedError](): true, reflect.TypeFor[*ActorDiedError](): true, reflect.TypeFor[*ObjectStoreFullError](): true,
+	reflect.TypeFor[*ObjectLostError](): true, reflect.TypeFor[*ObjectReconstructionFailedError](): true, reflect.TypeFor[*GetTimeoutError](): true,
+	reflect.TypeFor[*CancelledError](): true, reflect.TypeFor[*OwnerDiedError](): true, reflect.TypeFor[*NodeDiedError](): true,
+	reflect.TypeFor[*UnschedulableError](): true, reflect.TypeFor[*ForwardLostError](): true, reflect.TypeFor[*ResourceExhaustedError](): true,
+	reflect.TypeFor[*CodeError](): true,
+}
+
+// encodeCause fills info's registered values, sentinels and types from a
+// task's own error.
+func encodeCause(cause error, info *atollpb.ErrorInfo) {
+	if cause == nil {
+		return
+	}
+	defer func() {
+		// The program's Unwrap, Is or GobEncode panicked: the error
+		// travels with what was encoded so far, and its message.
+		if r := recover(); r != nil {
+			slog.Warn("atoll: encoding a task's error panicked; it travels as its message", "task", info.TaskName, "panic", fmt.Sprint(r))
+		}
+	}()
+	if _, remote := cause.(*remoteCause); !remote && info.ErrorType == "" {
+		info.ErrorType = reflect.TypeOf(cause).String()
+	}
+	registry.RLock()
+	defer registry.RUnlock()
+	visited := 0
+	queue := []error{cause}
+	for len(queue) > 0 && visited < maxChain {
+		e := queue[0]
+		queue = queue[1:]
+		if e == nil {
+			continue
+		}
+		visited++
+		switch u := e.(type) {
+		case interface{ Unwrap() error }:
+			queue = append(queue, u.Unwrap())
+		case interface{ Unwrap() []error }:
+			queue = append(queue, u.Unwrap()...)
+		}
+		t := reflect.TypeOf(e)
+		if et := registry.byType[t]; et != nil {
+			if len(info.Registered) >= MaxRegisteredValues {
+				continue
+			}
+			var data []byte
+			if !et.empty {
+				var err error
+				if data, err = encodeValue(e); err != nil || len(data) > MaxRegisteredValue {
+					if err == nil {
+						err = fmt.Errorf("%d bytes encoded, over the limit of %d", len(data), MaxRegisteredValue)
+					}
+					if info.UnregisteredType == "" {
+						info.UnregisteredType = fmt.Sprintf("%s (registered, but not encodable: %v)", et.name, err)
+					}
+					continue
+				}
+			}
+			info.Registered = append(info.Registered, &atollpb.RegisteredError{Type: et.name, Gob: data})
+			continue
+		}
+		if _, ok := e.(plainWrapper); ok || plainTypes[t.String()] || info.UnregisteredType != "" || isSentinel(e) {
+			continue
+		}
+		if ownTypes[t] {
+			continue // atoll's own typed errors: their codes say what they are
+		}
+		info.UnregisteredType = TypeName(t)
+	}
+	for _, name := range registry.names {
+		if len(info.Sentinels) >= MaxSentinels {
+			break
+		}
+		if errors.Is(cause, registry.sentinels[name]) {
+			info.Sentinels = append(info.Sentinels, name)
+		}
+	}
+}
+
+// isSentinel reports whether e is a registered sentinel value (the
+// registry's read lock held).
+func isSentinel(e error) bool {
+	s, ok := registry.sentinels[e.Error()]
+	return ok && same(s, e)
+}
+
+// decodeCause rebuilds a task's own error from info: its registered
+// values and sentinels, with its message. It returns nil when nothing of
+// it was registered on either side. What a peer sent is bounded and
+// checked: unknown names and undecodable values are dropped with a log
+// line, and the error keeps its message.
+func decodeCause(info *atollpb.ErrorInfo, msg string) error {
+	if len(info.Registered) == 0 && len(info.Sentinels) == 0 {
+		return nil
+	}
+	c := &remoteCause{msg: msg}
+	registry.RLock()
+	defer registry.RUnlock()
+	for i, r := range info.Registered {
+		if i >= MaxRegisteredValues {
+			slog.Warn("atoll: task error carries too many registered values; the rest are dropped", "task", info.TaskName, "values", len(info.Registered), "limit", MaxRegisteredValues)
+			break
+		}
+		et := registry.byName[r.Type]
+		if et == nil {
+			slog.Warn("atoll: task error of a type this process did not register; it keeps its message only (register it with atoll.RegisterError in every binary)",
+				"task", info.TaskName, "type", clip(r.Type, maxTypeName))
+			continue
+		}
+		if len(r.Gob) > MaxRegisteredValue {
+			slog.Warn("atoll: task error value over the size limit dropped", "task", info.TaskName, "type", et.name, "bytes", len(r.Gob), "limit", MaxRegisteredValue)
+			continue
+		}
+		v, err := et.decode(r.Gob)
+		if err != nil {
+			slog.Warn("atoll: undecodable task error value dropped", "task", info.TaskName, "type", et.name, "err", err)
+			continue
+		}
+		c.values = append(c.values, v)
+	}
+	for i, name := range info.Sentinels {
+		if i >= MaxSentinels {
+			break
+		}
+		if s, ok := registry.sentinels[name]; ok {
+			c.values = append(c.values, s)
+		}
+	}
+	if len(c.values) == 0 {
+		return nil
+	}
+	return c
+}
+
+// decode rebuilds a value of the type from its gob encoding.
+func (et *errorType) decode(data []byte) (error, error) {
+	ptr := et.t.Kind() == reflect.Pointer
+	base := et.t
+	if ptr {
+		base = base.Elem()
+	}
+	v := reflect.New(base)
+	if !et.empty {
+		if err := gob.NewDecoder(bytes.NewReader(data)).DecodeValue(v); err != nil {
+			return nil, err
+		}
+	}
+	if !ptr {
+		v = v.Elem()
+	}
+	e, ok := v.Interface().(error)
+	if !ok {
+		return nil, fmt.Errorf("%s does not implement error", et.name)
+	}
+	return e, nil
+}
+
+// remoteCause is a task's own error as it came back from another
+// process (or through the wire form in this one): its message, and the
+// registered values and sentinels it held, which errors.As and errors.Is
+// find through Unwrap.
+type remoteCause struct {
+	msg    string
+	values []error
+}
+
+func (c *remoteCause) Error() string   { return c.msg }
+func (c *remoteCause) Unwrap() []error { return c.values }
+
+// clip bounds a string from a peer to n bytes.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + fmt.Sprintf("... [%d bytes cut]", len(s)-n)
+}

@@ -273,6 +273,8 @@ type callConfig struct {
 	concurrencyGroups []*atollpb.ConcurrencyGroup
 	maxPendingCalls   int
 	group             string
+	// genBackpressure: GeneratorBackpressure (genfunc.go); 0 the default.
+	genBackpressure int
 	// release frees the call's place under MaxPendingCalls once it ends.
 	release func()
 }

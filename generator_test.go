@@ -178,7 +178,12 @@ func testItemsBeforeTheEnd(t *testing.T, ctx context.Context) {
 		t.Fatal(err)
 	}
 	gen := genGated.Remote(ctx, atoll.Value("gate"))
-	ref, err := gen.Next(ctx)
+	// Item 0 comes while the task runs: a stream that delivered items
+	// only at its end would never deliver it (the task waits for the
+	// gate the test opens after reading it).
+	first, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	ref, err := gen.Next(first)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +358,9 @@ func TestGeneratorCancel(t *testing.T) {
 		t.Fatalf("item 0: %v %v", v, err)
 	}
 	gen.Cancel()
-	_, err = gen.Next(ctx)
+	end, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err = gen.Next(end)
 	var ce *atoll.CancelledError
 	if !errors.As(err, &ce) {
 		t.Fatalf("after Cancel: %v; want CancelledError", err)

@@ -121,6 +121,27 @@ var (
 		return ctx.Err()
 	})
 
+	// genConsumer reads a generator from inside a task: the worker
+	// process owns the stream (its items and acks go through the raylet
+	// to and from that process).
+	genConsumer = atoll.NewFunc1("gen.consumer", func(ctx context.Context, n int) (int, error) {
+		sum := 0
+		gen := genCount.Remote(ctx, atoll.Value(n), atoll.GeneratorBackpressure(2))
+		defer gen.Release() // a worker's GC may be minutes away
+		for ref, err := range gen.All(ctx) {
+			if err != nil {
+				return 0, err
+			}
+			it, err := atoll.Get(ctx, ref)
+			ref.Release()
+			if err != nil {
+				return 0, err
+			}
+			sum += it.I
+		}
+		return sum, nil
+	})
+
 	gateType = atoll.NewActorType("gen.gate", func(context.Context) (*gate, error) {
 		return &gate{}, nil
 	})
@@ -160,13 +181,24 @@ func wantEnd(t *testing.T, ctx context.Context, g *atoll.ObjectRefGenerator[genI
 // objects in the store.
 func wantClean(t *testing.T, ctx context.Context) {
 	t.Helper()
+	var last string
+	defer func() {
+		if t.Failed() {
+			t.Logf("last seen: %s", last)
+		}
+	}()
 	eventually(t, "the owner table and the store to empty", func() bool {
 		runtime.GC() // handle and stream cleanups post their drops
 		m, err := atoll.Memory(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return m.OwnedObjects == 0 && m.PendingTasks == 0 && m.StoreObjects == 0 && atoll.GeneratorStreamsForTest() == 0
+		if m.OwnedObjects == 0 && m.PendingTasks == 0 && m.StoreObjects == 0 && atoll.GeneratorStreamsForTest() == 0 {
+			return true
+		}
+		last = fmt.Sprintf("%d owned objects, %d pending tasks, %d objects in the store, %d streams",
+			m.OwnedObjects, m.PendingTasks, m.StoreObjects, atoll.GeneratorStreamsForTest())
+		return false
 	})
 }
 
@@ -268,6 +300,19 @@ func testBackpressure(t *testing.T, ctx context.Context) {
 func TestGeneratorBackpressure(t *testing.T) {
 	ctx := startProcesses(t)
 	testBackpressure(t, ctx)
+	wantClean(t, ctx)
+}
+
+// TestGeneratorInsideTask: a task in a worker process reads a stream
+// whose backpressure limit (2) is far below its length (10): the acks
+// of its owner, a worker process, reach the producer.
+func TestGeneratorInsideTask(t *testing.T) {
+	ctx := startProcesses(t)
+	bounded, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if sum, err := atoll.Get(bounded, genConsumer.Remote(ctx, atoll.Value(10))); err != nil || sum != 45 {
+		t.Fatalf("stream read inside a task: %v %v; want 45", sum, err)
+	}
 	wantClean(t, ctx)
 }
 

@@ -20,7 +20,10 @@ const consumedAll = 1 << 62
 // passes to the caller's ref. The entry lives until the caller drops the
 // stream (DropGenerator), after the task ended or not.
 type generator struct {
-	task  ids.TaskID
+	task ids.TaskID
+	// limit is the task's backpressure limit (0: none): a worker that
+	// honours it never reports item taken+limit or later.
+	limit int64
 	items []ids.ObjectID
 	taken int
 	// changed is closed, and replaced, whenever an item arrives.
@@ -49,7 +52,7 @@ func GeneratorItemID(task ids.TaskID, index int64) ids.ObjectID {
 // error) once the task ends.
 func (t *Table) SubmitGenerator(s Submission) []ids.ObjectID {
 	id := ids.MustFromBytes(s.Spec.TaskId)
-	t.gens[id] = &generator{task: id, changed: make(chan struct{})}
+	t.gens[id] = &generator{task: id, limit: int64(max(s.Spec.GeneratorBackpressure, 0)), changed: make(chan struct{})}
 	return t.Submit(s)
 }
 
@@ -76,8 +79,10 @@ func (t *Table) generatorItem(res *atollpb.TaskResult) {
 		}
 	}
 	tk, g := t.tasks[id], t.gens[id]
-	if tk == nil || !tk.dispatched || g == nil || index != int64(len(g.items)) {
-		// Stale, a duplicate, or nobody reads it: keep nothing of it.
+	if tk == nil || !tk.dispatched || g == nil || index != int64(len(g.items)) || g.limit > 0 && index >= int64(g.taken)+g.limit {
+		// Stale, a duplicate, nobody reads it, or past the backpressure
+		// limit (a worker that ignores it must not grow the stream
+		// without bound; its stream ends short): keep nothing of it.
 		if t.objects[rid] == nil && value.GetStored() != nil {
 			t.free([]ids.ObjectID{rid})
 		}

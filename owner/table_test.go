@@ -185,6 +185,9 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		if d.HasArg("generator") {
 			spec.Generator = true
+			var limit int
+			d.MaybeScanArgs(t, "backpressure", &limit)
+			spec.GeneratorBackpressure = int32(limit)
 			tb.SubmitGenerator(s)
 			break
 		}

@@ -346,7 +346,10 @@ func TestGeneratorWorkerKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gen := genKillable.Remote(ctx, atoll.Value(killGenArgs{Tracker: "gen-tracker", N: 12, KillAt: 5}), atoll.MaxRetries(1))
+	// A limit of 4 holds the retry back until the owner's answers to its
+	// repeated items tell it how many were consumed.
+	gen := genKillable.Remote(ctx, atoll.Value(killGenArgs{Tracker: "gen-tracker", N: 12, KillAt: 5}), atoll.MaxRetries(1),
+		atoll.GeneratorBackpressure(4))
 	for i := range 3 { // some taken before the kill, some not
 		readItem(t, ctx, gen, i)
 	}

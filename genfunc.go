@@ -55,6 +55,7 @@ func GeneratorBackpressure(n int) CallOption {
 type ObjectRefGenerator[R any] struct {
 	rt   *core
 	task ids.TaskID
+	name string           // the task's name, for errors
 	end  ObjectRef[int64] // the task's return: the item count, or its error
 	err  error            // the call could not be submitted
 	st   *genHandleState
@@ -66,8 +67,8 @@ type genHandleState struct{ released atomic.Bool }
 // garbage-collected.
 type generatorDropped struct{ task ids.TaskID }
 
-func newGenerator[R any](rt *core, end *refHandle) *ObjectRefGenerator[R] {
-	g := &ObjectRefGenerator[R]{rt: rt, task: end.id.TaskID(), end: ObjectRef[int64]{h: end}, st: &genHandleState{}}
+func newGenerator[R any](rt *core, name string, end *refHandle) *ObjectRefGenerator[R] {
+	g := &ObjectRefGenerator[R]{rt: rt, task: end.id.TaskID(), name: name, end: ObjectRef[int64]{h: end}, st: &genHandleState{}}
 	task, st := g.task, g.st
 	runtime.AddCleanup(g, func(rt *core) {
 		if st.released.CompareAndSwap(false, true) && !rt.closed.Load() {
@@ -134,7 +135,8 @@ func (g *ObjectRefGenerator[R]) Next(ctx context.Context) (ObjectRef[R], error) 
 		case <-changed:
 		case <-endDone:
 		case <-ctx.Done():
-			return zero, ctxError(ctx, endID)
+			return zero, fmt.Errorf("atoll: waiting for the next item of generator %s (task %s): %w; Next may be called again to wait on",
+				g.name, g.task.Short(), ctxError(ctx, endID))
 		}
 	}
 }
@@ -245,7 +247,8 @@ func callGenerator[R any](ctx context.Context, name string, opts []CallOption, a
 	} else {
 		spec.Resources = map[string]float64{"CPU": 1}
 	}
-	return newGenerator[R](rt, rt.submit(ctx, spec, args, cc, nil)[0])
+	end := rt.submit(ctx, spec, args, cc, nil)[0]
+	return newGenerator[R](rt, spec.Name, end)
 }
 
 // genInvoker is the invoker of a generator function: run calls it with

@@ -274,6 +274,9 @@ func TestGeneratorGoroutineWorkers(t *testing.T) {
 	t.Run("ItemsBeforeTheEnd", func(t *testing.T) { testItemsBeforeTheEnd(t, ctx) })
 	t.Run("Stream", func(t *testing.T) { testStream(t, ctx) })
 	t.Run("Backpressure", func(t *testing.T) { testBackpressure(t, ctx) })
+	t.Run("ErrorAfterItems", func(t *testing.T) { testErrorAfterItems(t, ctx) })
+	t.Run("ReleaseMidStream", func(t *testing.T) { testReleaseMidStream(t, ctx) })
+	t.Run("Cancel", func(t *testing.T) { testCancel(t, ctx) })
 	wantClean(t, ctx)
 }
 
@@ -316,10 +319,9 @@ func TestGeneratorInsideTask(t *testing.T) {
 	wantClean(t, ctx)
 }
 
-// TestGeneratorErrorAfterItems: a task error after k items ends the
-// stream with that error after the k items.
-func TestGeneratorErrorAfterItems(t *testing.T) {
-	ctx := startProcesses(t)
+// testErrorAfterItems: a task error after k items ends the stream
+// with that error after the k items.
+func testErrorAfterItems(t *testing.T, ctx context.Context) {
 	gen := genFailAfter.Remote(ctx, atoll.Value(4))
 	for i := range 4 {
 		readItem(t, ctx, gen, i)
@@ -334,6 +336,32 @@ func TestGeneratorErrorAfterItems(t *testing.T) {
 		t.Fatalf("Next again: %v", err)
 	}
 	gen.Release()
+}
+
+// testReleaseMidStream: a stream released while its task runs frees its
+// items and no longer holds the task back, which runs to its end.
+func testReleaseMidStream(t *testing.T, ctx context.Context) {
+	gen := genCount.Remote(ctx, atoll.Value(30), atoll.GeneratorBackpressure(2))
+	readItem(t, ctx, gen, 0)
+	gen.Release()
+	if _, err := gen.Next(ctx); err == nil {
+		t.Fatal("Next after Release: no error")
+	}
+	eventually(t, "the released generator's task to end", func() bool {
+		m, err := atoll.Memory(ctx)
+		return err == nil && m.PendingTasks == 0
+	})
+}
+
+func TestGeneratorErrorAfterItems(t *testing.T) {
+	ctx := startProcesses(t)
+	testErrorAfterItems(t, ctx)
+	wantClean(t, ctx)
+}
+
+func TestGeneratorReleaseMidStream(t *testing.T) {
+	ctx := startProcesses(t)
+	testReleaseMidStream(t, ctx)
 	wantClean(t, ctx)
 }
 
@@ -393,10 +421,9 @@ func TestGeneratorWorkerKilled(t *testing.T) {
 	wantClean(t, ctx)
 }
 
-// TestGeneratorCancel: cancelling the task ends the stream with
-// CancelledError after the items it yielded.
-func TestGeneratorCancel(t *testing.T) {
-	ctx := startProcesses(t)
+// testCancel: cancelling the task ends the stream with CancelledError
+// after the items it yielded.
+func testCancel(t *testing.T, ctx context.Context) {
 	gen := genUntilCancelled.Remote(ctx)
 	ref, err := gen.Next(ctx)
 	if err != nil {
@@ -413,5 +440,10 @@ func TestGeneratorCancel(t *testing.T) {
 	if !errors.As(err, &ce) {
 		t.Fatalf("after Cancel: %v; want CancelledError", err)
 	}
+}
+
+func TestGeneratorCancel(t *testing.T) {
+	ctx := startProcesses(t)
+	testCancel(t, ctx)
 	wantClean(t, ctx)
 }

@@ -343,6 +343,15 @@ func testErrorAfterItems(t *testing.T, ctx context.Context) {
 func testReleaseMidStream(t *testing.T, ctx context.Context) {
 	gen := genCount.Remote(ctx, atoll.Value(30), atoll.GeneratorBackpressure(2))
 	readItem(t, ctx, gen, 0)
+	// The producer is held back with items 1 and 2 unconsumed; only the
+	// release can let it go on.
+	eventually(t, "3 items reported", func() bool {
+		reported, _ := atoll.GeneratorCountsForTest(gen)
+		return reported >= 3
+	})
+	if reported, _ := atoll.GeneratorCountsForTest(gen); reported != 3 {
+		t.Fatalf("%d items reported with 1 taken and a limit of 2; want 3", reported)
+	}
 	gen.Release()
 	if _, err := gen.Next(ctx); err == nil {
 		t.Fatal("Next after Release: no error")

@@ -19,7 +19,9 @@
 //	}
 //
 // Arguments are plain values (atoll.Value(x)) or ObjectRefs, resolved
-// before the function runs; tasks may submit tasks. Errors are typed:
+// before the function runs; tasks may submit tasks. A streaming generator
+// (NewGenFunc1, ...) yields items the caller reads as they come, each an
+// ObjectRef of its own (ObjectRefGenerator.Next, All). Errors are typed:
 // TaskError, WorkerCrashedError, ActorDiedError, ObjectStoreFullError,
 // ObjectLostError, GetTimeoutError, CancelledError (errors.Is/As).
 //

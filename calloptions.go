@@ -76,29 +76,20 @@ type ActorOnlyOption struct{ set func(*callConfig) }
 // AppliesToActors implements ActorOption.
 func (o ActorOnlyOption) AppliesToActors(c *callConfig) { apply(o.set, c) }
 
+// TaskOnlyOption applies to a task only (GeneratorBackpressure).
+type TaskOnlyOption struct{ set func(*callConfig) }
+
+// AppliesToTasks implements TaskOption.
+func (o TaskOnlyOption) AppliesToTasks(c *callConfig) { apply(o.set, c) }
+
 // MethodOnlyOption applies to an actor call only (InGroup).
 type MethodOnlyOption struct{ set func(*callConfig) }
 
 // AppliesToMethods implements MethodOption.
 func (o MethodOnlyOption) AppliesToMethods(c *callConfig) { apply(o.set, c) }
 
-// CallOption applies to every kind of call: tasks, actor creation and
-// actor calls. None of atoll's own options is one (each is typed by what
-// it applies to, so the compiler refuses it elsewhere); the type remains
-// for options that mean the same thing everywhere.
-type CallOption func(*callConfig)
-
-// AppliesToTasks implements TaskOption.
-func (o CallOption) AppliesToTasks(c *callConfig) { apply(o, c) }
-
-// AppliesToActors implements ActorOption.
-func (o CallOption) AppliesToActors(c *callConfig) { apply(o, c) }
-
-// AppliesToMethods implements MethodOption.
-func (o CallOption) AppliesToMethods(c *callConfig) { apply(o, c) }
-
-// apply sets an option on c; the zero value of an option type (and a nil
-// CallOption) sets nothing.
+// apply sets an option on c; the zero value of an option type sets
+// nothing.
 func apply(set func(*callConfig), c *callConfig) {
 	if set != nil {
 		set(c)
@@ -121,6 +112,8 @@ type callConfig struct {
 	concurrencyGroups []*atollpb.ConcurrencyGroup
 	maxPendingCalls   int
 	group             string
+	// genBackpressure: GeneratorBackpressure (genfunc.go); 0 the default.
+	genBackpressure int
 	// Lifetime and get-or-create of named actors (detached.go).
 	detached    bool
 	getIfExists bool

@@ -148,7 +148,7 @@ func TestTaskOptionsBoundAndOverridden(t *testing.T) {
 	if n := countOf(t, file("negative")); n != 0 {
 		t.Errorf("a task refused for MaxRetries(-2) ran %d times", n)
 	}
-	if v, err := atoll.Get(ctx, optsFlaky.Options(nil, atoll.TaskOrActorOption{}).Remote(ctx, atoll.Value(flakyArgs{file("zero"), 1}), atoll.CallOption(nil))); err != nil || v != 1 {
+	if v, err := atoll.Get(ctx, optsFlaky.Options(nil, atoll.TaskOrActorOption{}).Remote(ctx, atoll.Value(flakyArgs{file("zero"), 1}), atoll.TaskOption(nil))); err != nil || v != 1 {
 		t.Errorf("zero and nil options: %v %v, want 1 <nil>", v, err)
 	}
 

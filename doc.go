@@ -25,7 +25,9 @@
 // Call options are typed by the kind of call they apply to (TaskOption,
 // ActorOption, MethodOption), so the compiler refuses an actor's option on
 // a task; Options on a function, method or actor type binds defaults that
-// a call's own options override. Errors are typed:
+// a call's own options override. A streaming generator (NewGenFunc1,
+// ...) yields items the caller reads as they come, each an ObjectRef of
+// its own (ObjectRefGenerator.Next, All). Errors are typed:
 // TaskError, WorkerCrashedError, ActorDiedError, ObjectStoreFullError,
 // ObjectLostError, GetTimeoutError, CancelledError (errors.Is/As). Register
 // your own error types and sentinels with RegisterError and they come back

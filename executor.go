@@ -76,6 +76,13 @@ func (rt *core) execute(ctx context.Context, w raylet.Worker, spec *atollpb.Task
 		defer rt.owner.dropRef(lent...)
 	}
 
+	if spec.Generator {
+		// A streaming generator: its items are reported as it yields
+		// them (generator.go); its one return is their count.
+		var done func()
+		ctx, _, done = rt.startGenerator(ctx, w, spec, store)
+		defer done()
+	}
 	args, release, err := rt.fetchArgs(ctx, store, spec)
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())

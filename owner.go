@@ -19,6 +19,8 @@ func (o *ownerActor) Receive(ctx actor.Context) {
 		o.rt.owner.do(func(t *owner.Table) { t.Result(m) })
 	case *atollpb.ActorInfo:
 		o.rt.owner.do(func(t *owner.Table) { t.ActorEvent(m) })
+	case *generatorDropped:
+		o.rt.owner.do(func(t *owner.Table) { t.DropGenerator(m.task) })
 	case *actorHandleDropped:
 		o.rt.owner.do(func(t *owner.Table) { t.DropActorHandle(m.id) })
 	case *drainCollected:

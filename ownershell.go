@@ -264,6 +264,8 @@ func (rt *core) applyOwnerEffect(e owner.Effect) {
 			a.span.AddEvent("retry", trace.WithAttributes(attribute.Int("atoll.attempt", int(e.Attempt)),
 				attribute.String("atoll.error", e.Cause.GetMessage())))
 		}
+	case owner.GeneratorAck:
+		rt.sendGeneratorAck(e)
 	case owner.Finished:
 		if a, ok := e.Attach.(*taskAttach); ok {
 			a.finish() // its span ended with the batch (endSubmitSpans)

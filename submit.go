@@ -57,7 +57,13 @@ func (rt *core) submit(ctx context.Context, spec *atollpb.TaskSpec, args []argSo
 		sub.Err = errs.ToProto(err)
 	}
 	var returns []ids.ObjectID
-	rt.owner.do(func(t *owner.Table) { returns = t.Submit(sub) })
+	rt.owner.do(func(t *owner.Table) {
+		if spec.Generator {
+			returns = t.SubmitGenerator(sub) // its items stream to the caller (genfunc.go)
+		} else {
+			returns = t.Submit(sub)
+		}
+	})
 	handles := make([]*refHandle, len(returns))
 	for i, id := range returns {
 		handles[i] = newHandle(rt, id)

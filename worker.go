@@ -223,6 +223,10 @@ func (s *workerServer) handle(f *atollpb.Frame) {
 		if cancel != nil {
 			cancel()
 		}
+	case *atollpb.Frame_GeneratorAck:
+		if id, err := ids.FromBytes(b.GeneratorAck.GetTaskId()); err == nil {
+			runningGens.ack(id, b.GeneratorAck.GetAttempt(), b.GeneratorAck.GetConsumed())
+		}
 	case *atollpb.Frame_Exit:
 		s.rt.exitWorker()
 	}

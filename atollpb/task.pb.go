@@ -449,9 +449,17 @@ type TaskSpec struct {
 	ConcurrencyGroup string `protobuf:"bytes,24,opt,name=concurrency_group,json=concurrencyGroup,proto3" json:"concurrency_group,omitempty"`
 	// The process that sent an actor call (see sequence_number): random
 	// per process, so a restarted process is a new caller.
-	CallerId      []byte `protobuf:"bytes,25,opt,name=caller_id,json=callerId,proto3" json:"caller_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CallerId []byte `protobuf:"bytes,25,opt,name=caller_id,json=callerId,proto3" json:"caller_id,omitempty"`
+	// A streaming generator task (NewGenFunc): it yields items as it runs,
+	// each reported to the owner as its own object (TaskResult.generator_item)
+	// with id ReturnObjectID(task_id, 1+index); its one return holds the
+	// number of items once it ends.
+	Generator bool `protobuf:"varint,40,opt,name=generator,proto3" json:"generator,omitempty"`
+	// The most items a generator may have yielded that its caller has not
+	// consumed; yield blocks past it until GeneratorAck says more were.
+	GeneratorBackpressure int32 `protobuf:"varint,41,opt,name=generator_backpressure,json=generatorBackpressure,proto3" json:"generator_backpressure,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *TaskSpec) Reset() {
@@ -659,6 +667,20 @@ func (x *TaskSpec) GetCallerId() []byte {
 	return nil
 }
 
+func (x *TaskSpec) GetGenerator() bool {
+	if x != nil {
+		return x.Generator
+	}
+	return false
+}
+
+func (x *TaskSpec) GetGeneratorBackpressure() int32 {
+	if x != nil {
+		return x.GeneratorBackpressure
+	}
+	return 0
+}
+
 // SchedulingStrategy places a task or actor in a cluster.
 type SchedulingStrategy struct {
 	state         protoimpl.MessageState  `protogen:"open.v1"`
@@ -790,7 +812,11 @@ type TaskResult struct {
 	ActorAddress string `protobuf:"bytes,7,opt,name=actor_address,json=actorAddress,proto3" json:"actor_address,omitempty"`
 	// The actor crashed while running this call (a panic or a killed
 	// worker): the call may be retried on the restarted actor.
-	ActorCrashed  bool `protobuf:"varint,8,opt,name=actor_crashed,json=actorCrashed,proto3" json:"actor_crashed,omitempty"`
+	ActorCrashed bool `protobuf:"varint,8,opt,name=actor_crashed,json=actorCrashed,proto3" json:"actor_crashed,omitempty"`
+	// Set on an item a generator task yielded while it runs, not its end:
+	// returns holds the one item, whose object id is
+	// ReturnObjectID(task_id, 1+index). The attempt goes on.
+	GeneratorItem *GeneratorItem `protobuf:"bytes,20,opt,name=generator_item,json=generatorItem,proto3" json:"generator_item,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -881,6 +907,121 @@ func (x *TaskResult) GetActorCrashed() bool {
 	return false
 }
 
+func (x *TaskResult) GetGeneratorItem() *GeneratorItem {
+	if x != nil {
+		return x.GeneratorItem
+	}
+	return nil
+}
+
+// GeneratorItem numbers an item of a streaming generator task.
+type GeneratorItem struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Index         int64                  `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GeneratorItem) Reset() {
+	*x = GeneratorItem{}
+	mi := &file_atollpb_task_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GeneratorItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GeneratorItem) ProtoMessage() {}
+
+func (x *GeneratorItem) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_task_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GeneratorItem.ProtoReflect.Descriptor instead.
+func (*GeneratorItem) Descriptor() ([]byte, []int) {
+	return file_atollpb_task_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *GeneratorItem) GetIndex() int64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+// GeneratorAck tells the worker running attempt `attempt` of generator
+// task `task_id` how many of its items the caller has consumed, so a
+// yield held back by the backpressure limit may go on.
+type GeneratorAck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TaskId        []byte                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Attempt       int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Consumed      int64                  `protobuf:"varint,3,opt,name=consumed,proto3" json:"consumed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GeneratorAck) Reset() {
+	*x = GeneratorAck{}
+	mi := &file_atollpb_task_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GeneratorAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GeneratorAck) ProtoMessage() {}
+
+func (x *GeneratorAck) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_task_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GeneratorAck.ProtoReflect.Descriptor instead.
+func (*GeneratorAck) Descriptor() ([]byte, []int) {
+	return file_atollpb_task_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *GeneratorAck) GetTaskId() []byte {
+	if x != nil {
+		return x.TaskId
+	}
+	return nil
+}
+
+func (x *GeneratorAck) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *GeneratorAck) GetConsumed() int64 {
+	if x != nil {
+		return x.Consumed
+	}
+	return 0
+}
+
 // SubmitTask asks a raylet to schedule a task.
 type SubmitTask struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -896,7 +1037,7 @@ type SubmitTask struct {
 
 func (x *SubmitTask) Reset() {
 	*x = SubmitTask{}
-	mi := &file_atollpb_task_proto_msgTypes[7]
+	mi := &file_atollpb_task_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -908,7 +1049,7 @@ func (x *SubmitTask) String() string {
 func (*SubmitTask) ProtoMessage() {}
 
 func (x *SubmitTask) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[7]
+	mi := &file_atollpb_task_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -921,7 +1062,7 @@ func (x *SubmitTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitTask.ProtoReflect.Descriptor instead.
 func (*SubmitTask) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{7}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SubmitTask) GetSpec() *TaskSpec {
@@ -963,7 +1104,7 @@ type CancelTask struct {
 
 func (x *CancelTask) Reset() {
 	*x = CancelTask{}
-	mi := &file_atollpb_task_proto_msgTypes[8]
+	mi := &file_atollpb_task_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -975,7 +1116,7 @@ func (x *CancelTask) String() string {
 func (*CancelTask) ProtoMessage() {}
 
 func (x *CancelTask) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[8]
+	mi := &file_atollpb_task_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -988,7 +1129,7 @@ func (x *CancelTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTask.ProtoReflect.Descriptor instead.
 func (*CancelTask) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{8}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CancelTask) GetTaskId() []byte {
@@ -1029,7 +1170,7 @@ type PushTask struct {
 
 func (x *PushTask) Reset() {
 	*x = PushTask{}
-	mi := &file_atollpb_task_proto_msgTypes[9]
+	mi := &file_atollpb_task_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1041,7 +1182,7 @@ func (x *PushTask) String() string {
 func (*PushTask) ProtoMessage() {}
 
 func (x *PushTask) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[9]
+	mi := &file_atollpb_task_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1054,7 +1195,7 @@ func (x *PushTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushTask.ProtoReflect.Descriptor instead.
 func (*PushTask) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{9}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PushTask) GetSpec() *TaskSpec {
@@ -1077,7 +1218,7 @@ type KillWorker struct {
 
 func (x *KillWorker) Reset() {
 	*x = KillWorker{}
-	mi := &file_atollpb_task_proto_msgTypes[10]
+	mi := &file_atollpb_task_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1089,7 +1230,7 @@ func (x *KillWorker) String() string {
 func (*KillWorker) ProtoMessage() {}
 
 func (x *KillWorker) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[10]
+	mi := &file_atollpb_task_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1102,7 +1243,7 @@ func (x *KillWorker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillWorker.ProtoReflect.Descriptor instead.
 func (*KillWorker) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{10}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *KillWorker) GetWorkerId() []byte {
@@ -1137,7 +1278,7 @@ type WorkerBlocked struct {
 
 func (x *WorkerBlocked) Reset() {
 	*x = WorkerBlocked{}
-	mi := &file_atollpb_task_proto_msgTypes[11]
+	mi := &file_atollpb_task_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1149,7 +1290,7 @@ func (x *WorkerBlocked) String() string {
 func (*WorkerBlocked) ProtoMessage() {}
 
 func (x *WorkerBlocked) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[11]
+	mi := &file_atollpb_task_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1162,7 +1303,7 @@ func (x *WorkerBlocked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerBlocked.ProtoReflect.Descriptor instead.
 func (*WorkerBlocked) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{11}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WorkerBlocked) GetTaskId() []byte {
@@ -1182,7 +1323,7 @@ type WorkerUnblocked struct {
 
 func (x *WorkerUnblocked) Reset() {
 	*x = WorkerUnblocked{}
-	mi := &file_atollpb_task_proto_msgTypes[12]
+	mi := &file_atollpb_task_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1194,7 +1335,7 @@ func (x *WorkerUnblocked) String() string {
 func (*WorkerUnblocked) ProtoMessage() {}
 
 func (x *WorkerUnblocked) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[12]
+	mi := &file_atollpb_task_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1207,7 +1348,7 @@ func (x *WorkerUnblocked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerUnblocked.ProtoReflect.Descriptor instead.
 func (*WorkerUnblocked) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{12}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WorkerUnblocked) GetTaskId() []byte {
@@ -1229,7 +1370,7 @@ type KillActor struct {
 
 func (x *KillActor) Reset() {
 	*x = KillActor{}
-	mi := &file_atollpb_task_proto_msgTypes[13]
+	mi := &file_atollpb_task_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1241,7 +1382,7 @@ func (x *KillActor) String() string {
 func (*KillActor) ProtoMessage() {}
 
 func (x *KillActor) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[13]
+	mi := &file_atollpb_task_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1254,7 +1395,7 @@ func (x *KillActor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillActor.ProtoReflect.Descriptor instead.
 func (*KillActor) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{13}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *KillActor) GetActorId() []byte {
@@ -1301,7 +1442,7 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\x10ConcurrencyGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
 	"\x0fmax_concurrency\x18\x02 \x01(\x05R\x0emaxConcurrency\x12\x18\n" +
-	"\amethods\x18\x03 \x03(\tR\amethods\"\xb0\b\n" +
+	"\amethods\x18\x03 \x03(\tR\amethods\"\x85\t\n" +
 	"\bTaskSpec\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\fR\x05jobId\x12&\n" +
@@ -1332,7 +1473,9 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\rworker_binary\x18\x16 \x01(\tR\fworkerBinary\x120\n" +
 	"\x14worker_binary_sha256\x18\x17 \x01(\fR\x12workerBinarySha256\x12+\n" +
 	"\x11concurrency_group\x18\x18 \x01(\tR\x10concurrencyGroup\x12\x1b\n" +
-	"\tcaller_id\x18\x19 \x01(\fR\bcallerId\x1a<\n" +
+	"\tcaller_id\x18\x19 \x01(\fR\bcallerId\x12\x1c\n" +
+	"\tgenerator\x18( \x01(\bR\tgenerator\x125\n" +
+	"\x16generator_backpressure\x18) \x01(\x05R\x15generatorBackpressure\x1a<\n" +
 	"\x0eResourcesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\xac\x01\n" +
@@ -1347,7 +1490,7 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\rNODE_AFFINITY\x10\x02\"R\n" +
 	"\fReturnObject\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12%\n" +
-	"\x05value\x18\x02 \x01(\v2\x0f.atoll.v1.ValueR\x05value\"\xbe\x02\n" +
+	"\x05value\x18\x02 \x01(\v2\x0f.atoll.v1.ValueR\x05value\"\xfe\x02\n" +
 	"\n" +
 	"TaskResult\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x18\n" +
@@ -1357,7 +1500,14 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\tworker_id\x18\x05 \x01(\fR\bworkerId\x129\n" +
 	"\fexecute_span\x18\x06 \x01(\v2\x16.atoll.v1.TraceContextR\vexecuteSpan\x12#\n" +
 	"\ractor_address\x18\a \x01(\tR\factorAddress\x12#\n" +
-	"\ractor_crashed\x18\b \x01(\bR\factorCrashed\"f\n" +
+	"\ractor_crashed\x18\b \x01(\bR\factorCrashed\x12>\n" +
+	"\x0egenerator_item\x18\x14 \x01(\v2\x17.atoll.v1.GeneratorItemR\rgeneratorItem\"%\n" +
+	"\rGeneratorItem\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x03R\x05index\"]\n" +
+	"\fGeneratorAck\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x1a\n" +
+	"\bconsumed\x18\x03 \x01(\x03R\bconsumed\"f\n" +
 	"\n" +
 	"SubmitTask\x12&\n" +
 	"\x04spec\x18\x01 \x01(\v2\x12.atoll.v1.TaskSpecR\x04spec\x12\x1c\n" +
@@ -1406,7 +1556,7 @@ func file_atollpb_task_proto_rawDescGZIP() []byte {
 }
 
 var file_atollpb_task_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_atollpb_task_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_atollpb_task_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_atollpb_task_proto_goTypes = []any{
 	(TaskType)(0),                // 0: atoll.v1.TaskType
 	(SchedulingStrategy_Kind)(0), // 1: atoll.v1.SchedulingStrategy.Kind
@@ -1417,43 +1567,46 @@ var file_atollpb_task_proto_goTypes = []any{
 	(*SchedulingStrategy)(nil),   // 6: atoll.v1.SchedulingStrategy
 	(*ReturnObject)(nil),         // 7: atoll.v1.ReturnObject
 	(*TaskResult)(nil),           // 8: atoll.v1.TaskResult
-	(*SubmitTask)(nil),           // 9: atoll.v1.SubmitTask
-	(*CancelTask)(nil),           // 10: atoll.v1.CancelTask
-	(*PushTask)(nil),             // 11: atoll.v1.PushTask
-	(*KillWorker)(nil),           // 12: atoll.v1.KillWorker
-	(*WorkerBlocked)(nil),        // 13: atoll.v1.WorkerBlocked
-	(*WorkerUnblocked)(nil),      // 14: atoll.v1.WorkerUnblocked
-	(*KillActor)(nil),            // 15: atoll.v1.KillActor
-	nil,                          // 16: atoll.v1.TaskSpec.ResourcesEntry
-	(*Value)(nil),                // 17: atoll.v1.Value
-	(*ObjectRef)(nil),            // 18: atoll.v1.ObjectRef
-	(*TraceContext)(nil),         // 19: atoll.v1.TraceContext
-	(*ErrorInfo)(nil),            // 20: atoll.v1.ErrorInfo
+	(*GeneratorItem)(nil),        // 9: atoll.v1.GeneratorItem
+	(*GeneratorAck)(nil),         // 10: atoll.v1.GeneratorAck
+	(*SubmitTask)(nil),           // 11: atoll.v1.SubmitTask
+	(*CancelTask)(nil),           // 12: atoll.v1.CancelTask
+	(*PushTask)(nil),             // 13: atoll.v1.PushTask
+	(*KillWorker)(nil),           // 14: atoll.v1.KillWorker
+	(*WorkerBlocked)(nil),        // 15: atoll.v1.WorkerBlocked
+	(*WorkerUnblocked)(nil),      // 16: atoll.v1.WorkerUnblocked
+	(*KillActor)(nil),            // 17: atoll.v1.KillActor
+	nil,                          // 18: atoll.v1.TaskSpec.ResourcesEntry
+	(*Value)(nil),                // 19: atoll.v1.Value
+	(*ObjectRef)(nil),            // 20: atoll.v1.ObjectRef
+	(*TraceContext)(nil),         // 21: atoll.v1.TraceContext
+	(*ErrorInfo)(nil),            // 22: atoll.v1.ErrorInfo
 }
 var file_atollpb_task_proto_depIdxs = []int32{
-	17, // 0: atoll.v1.TaskArg.value:type_name -> atoll.v1.Value
-	18, // 1: atoll.v1.TaskArg.ref:type_name -> atoll.v1.ObjectRef
+	19, // 0: atoll.v1.TaskArg.value:type_name -> atoll.v1.Value
+	20, // 1: atoll.v1.TaskArg.ref:type_name -> atoll.v1.ObjectRef
 	4,  // 2: atoll.v1.ActorCreationSpec.concurrency_groups:type_name -> atoll.v1.ConcurrencyGroup
 	0,  // 3: atoll.v1.TaskSpec.type:type_name -> atoll.v1.TaskType
 	2,  // 4: atoll.v1.TaskSpec.args:type_name -> atoll.v1.TaskArg
-	16, // 5: atoll.v1.TaskSpec.resources:type_name -> atoll.v1.TaskSpec.ResourcesEntry
-	19, // 6: atoll.v1.TaskSpec.trace:type_name -> atoll.v1.TraceContext
+	18, // 5: atoll.v1.TaskSpec.resources:type_name -> atoll.v1.TaskSpec.ResourcesEntry
+	21, // 6: atoll.v1.TaskSpec.trace:type_name -> atoll.v1.TraceContext
 	3,  // 7: atoll.v1.TaskSpec.actor_creation:type_name -> atoll.v1.ActorCreationSpec
-	19, // 8: atoll.v1.TaskSpec.arg_producers:type_name -> atoll.v1.TraceContext
+	21, // 8: atoll.v1.TaskSpec.arg_producers:type_name -> atoll.v1.TraceContext
 	7,  // 9: atoll.v1.TaskSpec.borrowed:type_name -> atoll.v1.ReturnObject
 	6,  // 10: atoll.v1.TaskSpec.scheduling:type_name -> atoll.v1.SchedulingStrategy
 	1,  // 11: atoll.v1.SchedulingStrategy.kind:type_name -> atoll.v1.SchedulingStrategy.Kind
-	17, // 12: atoll.v1.ReturnObject.value:type_name -> atoll.v1.Value
+	19, // 12: atoll.v1.ReturnObject.value:type_name -> atoll.v1.Value
 	7,  // 13: atoll.v1.TaskResult.returns:type_name -> atoll.v1.ReturnObject
-	20, // 14: atoll.v1.TaskResult.error:type_name -> atoll.v1.ErrorInfo
-	19, // 15: atoll.v1.TaskResult.execute_span:type_name -> atoll.v1.TraceContext
-	5,  // 16: atoll.v1.SubmitTask.spec:type_name -> atoll.v1.TaskSpec
-	5,  // 17: atoll.v1.PushTask.spec:type_name -> atoll.v1.TaskSpec
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	22, // 14: atoll.v1.TaskResult.error:type_name -> atoll.v1.ErrorInfo
+	21, // 15: atoll.v1.TaskResult.execute_span:type_name -> atoll.v1.TraceContext
+	9,  // 16: atoll.v1.TaskResult.generator_item:type_name -> atoll.v1.GeneratorItem
+	5,  // 17: atoll.v1.SubmitTask.spec:type_name -> atoll.v1.TaskSpec
+	5,  // 18: atoll.v1.PushTask.spec:type_name -> atoll.v1.TaskSpec
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_task_proto_init() }
@@ -1472,7 +1625,7 @@ func file_atollpb_task_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_task_proto_rawDesc), len(file_atollpb_task_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   15,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -62,6 +62,7 @@ type Frame struct {
 	//	*Frame_FetchObjects
 	//	*Frame_RecallTask
 	//	*Frame_RecallReply
+	//	*Frame_GeneratorAck
 	Body          isFrame_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -388,6 +389,15 @@ func (x *Frame) GetRecallReply() *RecallReply {
 	return nil
 }
 
+func (x *Frame) GetGeneratorAck() *GeneratorAck {
+	if x != nil {
+		if x, ok := x.Body.(*Frame_GeneratorAck); ok {
+			return x.GeneratorAck
+		}
+	}
+	return nil
+}
+
 type isFrame_Body interface {
 	isFrame_Body()
 }
@@ -534,6 +544,12 @@ type Frame_RecallReply struct {
 	RecallReply *RecallReply `protobuf:"bytes,45,opt,name=recall_reply,json=recallReply,proto3,oneof"`
 }
 
+type Frame_GeneratorAck struct {
+	// owner -> raylet -> worker: the caller consumed items of the
+	// generator task the worker runs (backpressure).
+	GeneratorAck *GeneratorAck `protobuf:"bytes,60,opt,name=generator_ack,json=generatorAck,proto3,oneof"`
+}
+
 func (*Frame_Hello) isFrame_Body() {}
 
 func (*Frame_PushTask) isFrame_Body() {}
@@ -593,6 +609,8 @@ func (*Frame_FetchObjects) isFrame_Body() {}
 func (*Frame_RecallTask) isFrame_Body() {}
 
 func (*Frame_RecallReply) isFrame_Body() {}
+
+func (*Frame_GeneratorAck) isFrame_Body() {}
 
 type RecallTask struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -845,7 +863,7 @@ var File_atollpb_worker_proto protoreflect.FileDescriptor
 
 const file_atollpb_worker_proto_rawDesc = "" +
 	"\n" +
-	"\x14atollpb/worker.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\x1a\x12atollpb/task.proto\x1a\x15atollpb/cluster.proto\x1a\x13atollpb/store.proto\x1a\x11atollpb/gcs.proto\"\xe5\x0e\n" +
+	"\x14atollpb/worker.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\x1a\x12atollpb/task.proto\x1a\x15atollpb/cluster.proto\x1a\x13atollpb/store.proto\x1a\x11atollpb/gcs.proto\"\xa4\x0f\n" +
 	"\x05Frame\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x19\n" +
 	"\breply_to\x18\x02 \x01(\x04R\areplyTo\x12-\n" +
@@ -891,7 +909,8 @@ const file_atollpb_worker_proto_rawDesc = "" +
 	"\rfetch_objects\x18+ \x01(\v2\x16.atoll.v1.FetchObjectsH\x00R\ffetchObjects\x127\n" +
 	"\vrecall_task\x18, \x01(\v2\x14.atoll.v1.RecallTaskH\x00R\n" +
 	"recallTask\x12:\n" +
-	"\frecall_reply\x18- \x01(\v2\x15.atoll.v1.RecallReplyH\x00R\vrecallReplyB\x06\n" +
+	"\frecall_reply\x18- \x01(\v2\x15.atoll.v1.RecallReplyH\x00R\vrecallReply\x12=\n" +
+	"\rgenerator_ack\x18< \x01(\v2\x16.atoll.v1.GeneratorAckH\x00R\fgeneratorAckB\x06\n" +
 	"\x04body\"?\n" +
 	"\n" +
 	"RecallTask\x12\x17\n" +
@@ -954,6 +973,7 @@ var file_atollpb_worker_proto_goTypes = []any{
 	(*StoreStats)(nil),            // 28: atoll.v1.StoreStats
 	(*ErrorInfo)(nil),             // 29: atoll.v1.ErrorInfo
 	(*FetchObjects)(nil),          // 30: atoll.v1.FetchObjects
+	(*GeneratorAck)(nil),          // 31: atoll.v1.GeneratorAck
 }
 var file_atollpb_worker_proto_depIdxs = []int32{
 	3,  // 0: atoll.v1.Frame.hello:type_name -> atoll.v1.WorkerHello
@@ -986,12 +1006,13 @@ var file_atollpb_worker_proto_depIdxs = []int32{
 	30, // 27: atoll.v1.Frame.fetch_objects:type_name -> atoll.v1.FetchObjects
 	1,  // 28: atoll.v1.Frame.recall_task:type_name -> atoll.v1.RecallTask
 	2,  // 29: atoll.v1.Frame.recall_reply:type_name -> atoll.v1.RecallReply
-	8,  // 30: atoll.v1.ActorCall.spec:type_name -> atoll.v1.TaskSpec
-	31, // [31:31] is the sub-list for method output_type
-	31, // [31:31] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	31, // 30: atoll.v1.Frame.generator_ack:type_name -> atoll.v1.GeneratorAck
+	8,  // 31: atoll.v1.ActorCall.spec:type_name -> atoll.v1.TaskSpec
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_worker_proto_init() }
@@ -1035,6 +1056,7 @@ func file_atollpb_worker_proto_init() {
 		(*Frame_FetchObjects)(nil),
 		(*Frame_RecallTask)(nil),
 		(*Frame_RecallReply)(nil),
+		(*Frame_GeneratorAck)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

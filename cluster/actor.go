@@ -186,8 +186,18 @@ func (g *gateway) Receive(ctx actor.Context) {
 	case *atollpb.ForwardCancel:
 		ctx.Send(g.cfg.Raylet, &atollpb.CancelTask{TaskId: m.TaskId})
 	case *atollpb.TaskResult:
+		if m.GeneratorItem != nil {
+			// Generator tasks run on their caller's node: an item is not
+			// the end of forwarded work, and must not settle it.
+			g.cfg.Logger.Warn("cluster: a generator item for forwarded work dropped", "task", fmt.Sprintf("%x", m.TaskId))
+			return
+		}
 		g.answer(m)
 	case *atollpb.ForwardedResult:
+		if m.GetResult().GetGeneratorItem() != nil {
+			g.cfg.Logger.Warn("cluster: a generator item from another node dropped", "task", fmt.Sprintf("%x", m.GetResult().GetTaskId()))
+			return
+		}
 		if from, err := ids.FromBytes(m.FromNode); err == nil && g.dead.has(from) {
 			// From a node declared dead (healed from a partition, its
 			// reconnect buffer flushed): its work was failed and retried.

@@ -59,6 +59,8 @@ func (t *Table) recordLineage(tk *task) {
 		why = "it is an actor creation's output"
 	case len(tk.holds) > 0:
 		why = "its task had refs inside its arguments"
+	case tk.spec.Generator:
+		why = "it is a generator task's end"
 	case tk.spec.MaxRetries == 0:
 		why = "its task was submitted without retries (MaxRetries(0))"
 	}

@@ -22,6 +22,8 @@ type Table struct {
 	objects map[ids.ObjectID]*object
 	tasks   map[ids.TaskID]*task
 	actors  map[ids.ActorID]*actorEntry
+	// gens are the streams of generator tasks (generators.go).
+	gens    map[ids.TaskID]*generator
 	effects []Effect
 	// closed stops Free effects: the store is going away.
 	closed bool
@@ -43,7 +45,7 @@ type Table struct {
 // New returns an empty Table.
 func New(cfg Config) *Table {
 	return &Table{cfg: cfg, objects: map[ids.ObjectID]*object{}, tasks: map[ids.TaskID]*task{}, actors: map[ids.ActorID]*actorEntry{},
-		lineage: map[ids.TaskID]*lineageEntry{}, released: map[ids.ObjectID]*object{}}
+		gens: map[ids.TaskID]*generator{}, lineage: map[ids.TaskID]*lineageEntry{}, released: map[ids.ObjectID]*object{}}
 }
 
 // TakeEffects returns the effects produced since the last call, in order,
@@ -62,7 +64,9 @@ func (t *Table) emit(e Effect) { t.effects = append(t.effects, e) }
 // Stats are the Table's sizes and lifetime counts.
 type Stats struct {
 	Objects, Tasks, Actors int
-	Created, Freed         uint64
+	// Generators: streams of generator tasks not dropped yet.
+	Generators     int
+	Created, Freed uint64
 	// Lineage: tasks whose lineage is kept, and its bytes; evicted past
 	// the budget; objects' tasks run again to rebuild them.
 	Lineage, LineageBytes           int
@@ -73,7 +77,7 @@ type Stats struct {
 
 // Stats reports the Table's sizes.
 func (t *Table) Stats() Stats {
-	return Stats{Objects: len(t.objects), Tasks: len(t.tasks), Actors: len(t.actors), Created: t.created, Freed: t.freed,
+	return Stats{Objects: len(t.objects), Tasks: len(t.tasks), Actors: len(t.actors), Generators: len(t.gens), Created: t.created, Freed: t.freed,
 		Lineage: len(t.lineage), LineageBytes: t.lineageBytes, LineageEvicted: t.lineageEvicted, Reconstructions: t.reconstructions,
 		Released: len(t.released)}
 }

@@ -183,7 +183,38 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 		if d.HasArg("fail") {
 			s.Err = &atollpb.ErrorInfo{Code: atollpb.ErrorCode_INVALID_ARGUMENT, Message: "bad argument"}
 		}
+		if d.HasArg("generator") {
+			spec.Generator = true
+			var limit int
+			d.MaybeScanArgs(t, "backpressure", &limit)
+			spec.GeneratorBackpressure = int32(limit)
+			tb.SubmitGenerator(s)
+			break
+		}
 		tb.Submit(s)
+	case "item": // item t1 index=N [attempt=N] [stored]: generator t1 yielded item N (object t1.<N+1>)
+		task := ids.TaskID(e.id16(name))
+		var index, attempt int
+		d.ScanArgs(t, "index", &index)
+		d.MaybeScanArgs(t, "attempt", &attempt)
+		v := inlineValue(fmt.Sprintf("item%d", index))
+		if d.HasArg("stored") {
+			v = e.storedValue("")
+		}
+		rid := e.object(t, fmt.Sprintf("%s.%d", name, index+1))
+		tb.Result(&atollpb.TaskResult{TaskId: task.Bytes(), Attempt: int32(attempt), GeneratorItem: &atollpb.GeneratorItem{Index: int64(index)},
+			Returns: []*atollpb.ReturnObject{{ObjectId: rid.Bytes(), Value: v}}})
+	case "take": // take t1: the caller takes the next item of generator t1
+		item, ok, _, known := tb.TakeGeneratorItem(ids.TaskID(e.id16(name)))
+		switch {
+		case !known:
+			return "unknown stream"
+		case !ok:
+			return "none yet\n" + e.effects()
+		}
+		return "took " + e.label[item] + "\n" + e.effects()
+	case "drop-gen": // drop-gen t1: the caller drops generator t1's stream
+		tb.DropGenerator(ids.TaskID(e.id16(name)))
 	case "reset": // a fresh table
 		*e = *newEnv()
 		return ""
@@ -363,6 +394,12 @@ func (e *env) effects() string {
 			lines = append(lines, fmt.Sprintf("dispatched %s", f.Attach))
 		case Retried:
 			lines = append(lines, fmt.Sprintf("retried %s attempt=%d cause=%s", f.Attach, f.Attempt, f.Cause.Code))
+		case GeneratorAck:
+			consumed := fmt.Sprint(f.Consumed)
+			if f.Consumed == consumedAll {
+				consumed = "all"
+			}
+			lines = append(lines, fmt.Sprintf("ack %s attempt=%d consumed=%s", e.tasks[f.Task], f.Attempt, consumed))
 		case Finished:
 			if f.Err == nil {
 				lines = append(lines, fmt.Sprintf("finished %s", f.Attach))
@@ -413,6 +450,12 @@ func (e *env) state() string {
 		}
 		lines = append(lines, s)
 	}
+	var gens []string
+	for id, g := range tb.gens {
+		gens = append(gens, fmt.Sprintf("generator %s reported=%d taken=%d", e.tasks[id], len(g.items), g.taken))
+	}
+	sort.Strings(gens)
+	lines = append(lines, gens...)
 	var acts []string
 	for id, a := range tb.actors {
 		s := fmt.Sprintf("actor %s address=%q queued=%d inflight=%d", e.actors[id], a.address, len(a.queue), len(a.inflight))

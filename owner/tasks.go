@@ -210,6 +210,10 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 	if err != nil {
 		return
 	}
+	if res.GeneratorItem != nil {
+		t.generatorItem(res) // an item yielded while the task runs
+		return
+	}
 	tk := t.tasks[id]
 	if tk == nil || res.Attempt != tk.spec.Attempt || !tk.dispatched {
 		return // stale attempt, duplicate, or already finished

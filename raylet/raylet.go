@@ -186,6 +186,8 @@ func (r *raylet) Receive(ctx actor.Context) {
 		r.takeBack(ctx, m)
 	case *atollpb.CancelTask:
 		r.cancelTask(ctx, ids.MustFromBytes(m.TaskId), m)
+	case *atollpb.GeneratorAck:
+		r.generatorAck(m)
 	case *atollpb.WorkerBlocked:
 		r.setBlocked(ctx, ids.MustFromBytes(m.TaskId), true)
 	case *atollpb.WorkerUnblocked:

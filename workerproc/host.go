@@ -379,6 +379,9 @@ func (h *actorHost) start(ctx actor.Context) {
 	// kill-worker fault at AfterExecute kills the process instead: its
 	// exit fails the call.
 	onResult := func(res *atollpb.TaskResult) {
+		if res.GeneratorItem != nil {
+			return // actor methods are not generators: not a call's result
+		}
 		if c := state.peekCall(res); c != nil && killAt != nil && !res.ActorCrashed && killAt(raylet.AfterExecute, c.spec) {
 			proc.Load().kill()
 			return

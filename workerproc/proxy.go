@@ -48,6 +48,8 @@ func (p *proxy) handle(system *actor.ActorSystem, self *actor.PID, conn *workerc
 		go p.fetch(conn, f.Id, b.FetchObjects)
 	case *atollpb.Frame_CancelTask:
 		root.Send(p.raylet, b.CancelTask)
+	case *atollpb.Frame_GeneratorAck:
+		root.Send(p.raylet, b.GeneratorAck) // the worker owns a generator task's stream
 	case *atollpb.Frame_WorkerBlocked:
 		root.Send(p.raylet, b.WorkerBlocked)
 	case *atollpb.Frame_WorkerUnblocked:

@@ -33,6 +33,10 @@ func (w *taskWorker) Receive(ctx actor.Context) {
 	case *actor.Started:
 		system, rayletPID, sl := ctx.ActorSystem(), w.raylet, w.slot
 		onResult := func(res *atollpb.TaskResult) {
+			if res.GeneratorItem != nil {
+				sl.DeliverItem(res) // an item a generator task yielded: it runs on
+				return
+			}
 			if t := sl.Finish(res); t != nil {
 				t.Report(system, rayletPID, res)
 			}

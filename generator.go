@@ -1,0 +1,227 @@
+package atoll
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/codec"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/objectstore"
+	"github.com/atoll-runtime/atoll/owner"
+	"github.com/atoll-runtime/atoll/raylet"
+)
+
+// The executing side of a streaming generator task (genfunc.go is the
+// caller's). execute gives the attempt a genSink under its context; the
+// function's yield stores each item as its own object (inline, or in the
+// node's store under the id owner.GeneratorItemID(task, index), owned by
+// the caller) and reports it to the owner at once: a worker process as a
+// task_result frame with generator_item set (the raylet's connection
+// reader hands it to the owner, see raylet/generator.go), a goroutine
+// worker straight to the owner table of its own process. The owner
+// answers every report, and every item its caller takes, with a
+// GeneratorAck: how many items were consumed. A yield returns once fewer
+// than the task's backpressure limit are unconsumed.
+
+type genSinkKey struct{}
+
+// genSink is one attempt of a generator task as it runs.
+type genSink struct {
+	rt    *core
+	spec  *atollpb.TaskSpec
+	task  ids.TaskID
+	w     raylet.Worker
+	store storeAPI
+	limit int64 // 0: no limit
+
+	mu       sync.Mutex
+	ended    bool          // the function returned: yield is refused
+	next     int64         // items yielded so far
+	consumed int64         // items the caller consumed, as the owner last said
+	wake     chan struct{} // closed, and replaced, when consumed grows
+}
+
+// sinks are the generator attempts running in a process, by task: acks
+// reach them here.
+type sinks struct {
+	mu sync.Mutex
+	m  map[ids.TaskID]*genSink
+}
+
+var runningGens sinks
+
+func (s *sinks) add(g *genSink) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[ids.TaskID]*genSink{}
+	}
+	s.m[g.task] = g
+}
+
+func (s *sinks) remove(g *genSink) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m[g.task] == g {
+		delete(s.m, g.task)
+	}
+}
+
+// ack applies a GeneratorAck to the attempt it names, if it runs in this
+// process; it reports whether it does.
+func (s *sinks) ack(task ids.TaskID, attempt int32, consumed int64) bool {
+	s.mu.Lock()
+	g := s.m[task]
+	s.mu.Unlock()
+	if g == nil || g.spec.Attempt != attempt {
+		return false
+	}
+	g.mu.Lock()
+	if consumed > g.consumed {
+		g.consumed = consumed
+		close(g.wake)
+		g.wake = make(chan struct{})
+	}
+	g.mu.Unlock()
+	return true
+}
+
+// startGenerator registers the sink of a generator attempt under ctx; the
+// returned function unregisters it when the attempt ends.
+func (rt *core) startGenerator(ctx context.Context, w raylet.Worker, spec *atollpb.TaskSpec, store storeAPI) (context.Context, *genSink, func()) {
+	g := &genSink{rt: rt, spec: spec, task: ids.MustFromBytes(spec.TaskId), w: w, store: store,
+		limit: int64(spec.GeneratorBackpressure), wake: make(chan struct{})}
+	if g.limit < 0 {
+		g.limit = 0
+	}
+	runningGens.add(g)
+	return context.WithValue(ctx, genSinkKey{}, g), g, func() {
+		runningGens.remove(g)
+		g.mu.Lock()
+		g.ended = true
+		g.mu.Unlock()
+	}
+}
+
+func sinkFrom(ctx context.Context) *genSink {
+	g, _ := ctx.Value(genSinkKey{}).(*genSink)
+	return g
+}
+
+// count is the number of items yielded.
+func (g *genSink) count() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.next
+}
+
+// yield stores and reports one item, then waits while the caller has
+// the backpressure limit's worth of items unconsumed.
+func (g *genSink) yield(ctx context.Context, v any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	index, ended := g.next, g.ended
+	g.mu.Unlock()
+	if ended {
+		return errs.Invalidf("generator %s: yield called after the function returned; call yield only from the generator function, before it returns", g.spec.Name)
+	}
+	if index >= owner.MaxGeneratorItems {
+		return errs.Invalidf("generator %s yielded more than %d items: split the stream across several tasks", g.spec.Name, owner.MaxGeneratorItems)
+	}
+	item, err := g.rt.storeItem(ctx, g.store, g.spec, index, v)
+	if err != nil {
+		return err
+	}
+	res := &atollpb.TaskResult{TaskId: g.spec.TaskId, Attempt: g.spec.Attempt, Returns: []*atollpb.ReturnObject{item},
+		WorkerId: g.w.ID.Bytes(), GeneratorItem: &atollpb.GeneratorItem{Index: index}}
+	g.mu.Lock()
+	g.next++
+	g.mu.Unlock()
+	if err := g.rt.reportItem(res); err != nil {
+		return err
+	}
+	for {
+		g.mu.Lock()
+		if g.limit == 0 || g.next-g.consumed < g.limit {
+			g.mu.Unlock()
+			return nil
+		}
+		wake := g.wake
+		g.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// reportItem sends an item report to the generator's owner: over the
+// connection to the raylet from a worker process, straight into this
+// process's owner table from a goroutine worker (its owner is here).
+func (rt *core) reportItem(res *atollpb.TaskResult) error {
+	if l, ok := rt.link.(*workerLink); ok {
+		return l.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: res}})
+	}
+	rt.owner.do(func(t *owner.Table) { t.Result(res) })
+	return nil
+}
+
+// storeItem encodes item index of a generator: inline if small, else in
+// the object store under its own id, owned by the task's owner (like a
+// task's return, see storeOutputs).
+func (rt *core) storeItem(ctx context.Context, store storeAPI, spec *atollpb.TaskSpec, index int64, v any) (*atollpb.ReturnObject, error) {
+	id := owner.GeneratorItemID(ids.MustFromBytes(spec.TaskId), index)
+	enc, err := codec.Encode(v)
+	if err != nil {
+		return nil, err
+	}
+	value := &atollpb.Value{Codec: enc.Codec}
+	if enc.Codec == atollpb.Codec_CODEC_GOB {
+		refs := containedRefs(enc.Data)
+		if len(refs) > 0 && rt.isWorker {
+			rt.owner.dropRef(refs...) // the references the encoding took
+			return nil, errs.Invalidf("generator %s yielded ObjectRefs inside its item: refs cannot leave a worker process yet (no borrower protocol); yield the values instead", spec.Name)
+		}
+		for _, c := range refs {
+			value.ContainedRefs = append(value.ContainedRefs, &atollpb.ObjectRef{ObjectId: c.Bytes()})
+		}
+	}
+	if rt.inline(len(enc.Data)) {
+		data := enc.Data
+		if codec.ElemSize(enc.Codec) != 0 {
+			data = append([]byte(nil), data...) // may alias an argument view
+		}
+		value.Kind = &atollpb.Value_Inline{Inline: data}
+	} else {
+		ownerID, _ := ids.FromBytes(spec.OwnerId)
+		// A retry yields its items again under the same ids: one still
+		// stored from the attempt before is the same item.
+		if err := store.PutOwned(ctx, id, enc.Codec, enc.Data, ownerID); err != nil && !errors.Is(err, objectstore.ErrObjectExists) {
+			return nil, err
+		}
+		value.Kind = rt.storedValue(id, enc.Codec, len(enc.Data)).Kind
+	}
+	return &atollpb.ReturnObject{ObjectId: id.Bytes(), Value: value}, nil
+}
+
+// sendGeneratorAck passes an owner's GeneratorAck to the attempt it
+// names: in this process (goroutine workers), else through the raylet
+// to the worker process running it.
+func (rt *core) sendGeneratorAck(e owner.GeneratorAck) {
+	if runningGens.ack(e.Task, e.Attempt, e.Consumed) || rt.closed.Load() {
+		return
+	}
+	m := &atollpb.GeneratorAck{TaskId: e.Task.Bytes(), Attempt: e.Attempt, Consumed: e.Consumed}
+	switch l := rt.link.(type) {
+	case *workerLink:
+		_ = l.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_GeneratorAck{GeneratorAck: m}})
+	case *driverLink:
+		l.system.Root.Send(l.raylet, m)
+	}
+}

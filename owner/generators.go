@@ -1,0 +1,151 @@
+package owner
+
+import (
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/ids"
+)
+
+// MaxGeneratorItems bounds the items one generator task may yield: the
+// index of an item is part of its object id.
+const MaxGeneratorItems = 1<<31 - 2
+
+// consumedAll is the consumed count sent to a generator whose caller
+// dropped its stream: nothing holds it back any more.
+const consumedAll = 1 << 62
+
+// generator is the caller's side of a streaming generator task
+// (TaskSpec.generator): the items it has reported so far, in index order,
+// and how many of them the caller took. An item's object is held by the
+// stream (one reference) until the caller takes it, when the reference
+// passes to the caller's ref. The entry lives until the caller drops the
+// stream (DropGenerator), after the task ended or not.
+type generator struct {
+	task ids.TaskID
+	// limit is the task's backpressure limit (0: none): a worker that
+	// honours it never reports item taken+limit or later.
+	limit int64
+	items []ids.ObjectID
+	taken int
+	// changed is closed, and replaced, whenever an item arrives.
+	changed chan struct{}
+}
+
+// GeneratorAck tells the worker running a generator task how many of its
+// items the caller consumed (its yields are held back past the
+// backpressure limit until then).
+type GeneratorAck struct {
+	Task     ids.TaskID
+	Attempt  int32
+	Consumed int64
+}
+
+func (GeneratorAck) effect() {}
+
+// GeneratorItemID is the object id of item index of generator task.
+func GeneratorItemID(task ids.TaskID, index int64) ids.ObjectID {
+	return ids.ReturnObjectID(task, int(index)+1)
+}
+
+// SubmitGenerator submits a streaming generator task: Submit, plus the
+// stream its items are reported to. The spec must have Generator set and
+// one return, which resolves to the number of items (or the task's
+// error) once the task ends.
+func (t *Table) SubmitGenerator(s Submission) []ids.ObjectID {
+	id := ids.MustFromBytes(s.Spec.TaskId)
+	t.gens[id] = &generator{task: id, limit: int64(max(s.Spec.GeneratorBackpressure, 0)), changed: make(chan struct{})}
+	return t.Submit(s)
+}
+
+// generatorItem applies an item a generator task reported while it runs.
+// An item the stream has already (a retried attempt yields the items of
+// the attempt before it again, under the same ids) is ignored, as is one
+// of a stream the caller dropped or a task that ended; what such an item
+// stored in the object store is freed unless the stream holds it.
+func (t *Table) generatorItem(res *atollpb.TaskResult) {
+	id, err := ids.FromBytes(res.GetTaskId())
+	if err != nil || len(res.Returns) != 1 {
+		return
+	}
+	index := res.GeneratorItem.GetIndex()
+	rid, err := ids.ObjectIDFromBytes(res.Returns[0].GetObjectId())
+	if err != nil || index < 0 || index >= MaxGeneratorItems || rid != GeneratorItemID(id, index) {
+		return
+	}
+	value := res.Returns[0].GetValue()
+	var contained []ids.ObjectID
+	for _, c := range value.GetContainedRefs() {
+		if cid, err := ids.ObjectIDFromBytes(c.GetObjectId()); err == nil {
+			contained = append(contained, cid)
+		}
+	}
+	tk, g := t.tasks[id], t.gens[id]
+	if tk == nil || !tk.dispatched || g == nil || index != int64(len(g.items)) || g.limit > 0 && index >= int64(g.taken)+g.limit {
+		// Stale, a duplicate, nobody reads it, or past the backpressure
+		// limit (a worker that ignores it must not grow the stream
+		// without bound; its stream ends short): keep nothing of it.
+		if t.objects[rid] == nil && value.GetStored() != nil {
+			t.free([]ids.ObjectID{rid})
+		}
+		t.DropRef(contained...)
+		if tk != nil && tk.dispatched {
+			consumed := int64(consumedAll)
+			if g != nil {
+				consumed = int64(g.taken)
+			}
+			t.emit(GeneratorAck{Task: id, Attempt: res.Attempt, Consumed: consumed})
+		}
+		return
+	}
+	t.Put(rid, value, res.ExecuteSpan, contained)
+	t.objects[rid].taskReturn = true
+	g.items = append(g.items, rid)
+	close(g.changed)
+	g.changed = make(chan struct{})
+	t.emit(GeneratorAck{Task: id, Attempt: res.Attempt, Consumed: int64(g.taken)})
+}
+
+// TakeGeneratorItem hands the caller the next item of the stream of task
+// id, if one has arrived: the stream's reference to it becomes the
+// caller's. Otherwise ok is false and changed is closed when an item
+// arrives (the caller also watches the task's return for its end).
+// known is false for a stream that does not exist (dropped).
+func (t *Table) TakeGeneratorItem(id ids.TaskID) (item ids.ObjectID, ok bool, changed <-chan struct{}, known bool) {
+	g := t.gens[id]
+	if g == nil {
+		return ids.ObjectID{}, false, nil, false
+	}
+	if g.taken == len(g.items) {
+		return ids.ObjectID{}, false, g.changed, true
+	}
+	item = g.items[g.taken]
+	g.items[g.taken] = ids.ObjectID{} // no longer the stream's
+	g.taken++
+	if tk := t.tasks[id]; tk != nil && tk.dispatched {
+		t.emit(GeneratorAck{Task: id, Attempt: tk.spec.Attempt, Consumed: int64(g.taken)})
+	}
+	return item, true, nil, true
+}
+
+// GeneratorCounts reports how many items the stream of task id has
+// received and how many the caller took.
+func (t *Table) GeneratorCounts(id ids.TaskID) (reported, taken int) {
+	if g := t.gens[id]; g != nil {
+		return len(g.items), g.taken
+	}
+	return 0, 0
+}
+
+// DropGenerator forgets the stream of task id: the items the caller did
+// not take are released, and a task still running is no longer held back
+// (its later items are freed as they come).
+func (t *Table) DropGenerator(id ids.TaskID) {
+	g := t.gens[id]
+	if g == nil {
+		return
+	}
+	delete(t.gens, id)
+	t.DropRef(g.items[g.taken:]...)
+	if tk := t.tasks[id]; tk != nil && tk.dispatched {
+		t.emit(GeneratorAck{Task: id, Attempt: tk.spec.Attempt, Consumed: consumedAll})
+	}
+}

@@ -1,0 +1,60 @@
+package raylet
+
+import (
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/ids"
+)
+
+// A streaming generator task (TaskSpec.generator) reports each item it
+// yields while it runs. A worker process sends an item as a task_result
+// frame with generator_item set; its connection reader gives it to the
+// owner of the attempt in flight (Slot.DeliverItem), on the same path and
+// goroutine as the attempt's result, so the owner sees the items in order
+// and before the end. The owner answers with GeneratorAck (how many items
+// its caller consumed); the raylet passes it to the worker running the
+// attempt (generatorAck), whose yields wait for it past the task's
+// backpressure limit. Goroutine workers run in the owner's process and
+// need neither hop.
+
+// DeliverItem gives an item reported by the attempt in flight it names to
+// that attempt's owner; an item of an attempt the slot does not hold
+// (finished, or the worker was cleared) is dropped.
+func (s *Slot) DeliverItem(res *atollpb.TaskResult) {
+	s.mu.Lock()
+	i := s.index(res.GetTaskId(), res.GetAttempt())
+	var t *Assignment
+	if i >= 0 {
+		t = s.inflight[i]
+	}
+	s.mu.Unlock()
+	if t != nil && t.spec.GetGenerator() {
+		t.deliver(t.owner, res)
+	}
+}
+
+// generatorAck passes an owner's GeneratorAck to the worker process
+// running that attempt; acks for attempts not running here are dropped
+// (the worker learns the count again with its next item's answer).
+func (r *raylet) generatorAck(m *atollpb.GeneratorAck) {
+	id, err := ids.FromBytes(m.GetTaskId())
+	if err != nil {
+		return
+	}
+	t := r.running[id]
+	if t == nil || t.spec.Attempt != m.Attempt || !t.spec.Generator {
+		return
+	}
+	if w := r.workers[t.worker]; w != nil {
+		w.slot.send(&atollpb.Frame{Body: &atollpb.Frame_GeneratorAck{GeneratorAck: m}})
+	}
+}
+
+// send writes f to the worker process, if one registered.
+func (s *Slot) send(f *atollpb.Frame) {
+	s.mu.Lock()
+	conn := s.conn
+	s.mu.Unlock()
+	if conn != nil {
+		_ = conn.Send(f)
+	}
+}

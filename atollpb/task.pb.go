@@ -779,7 +779,22 @@ type TaskResult struct {
 	ActorAddress string `protobuf:"bytes,7,opt,name=actor_address,json=actorAddress,proto3" json:"actor_address,omitempty"`
 	// The actor crashed while running this call (a panic or a killed
 	// worker): the call may be retried on the restarted actor.
-	ActorCrashed  bool `protobuf:"varint,8,opt,name=actor_crashed,json=actorCrashed,proto3" json:"actor_crashed,omitempty"`
+	ActorCrashed bool `protobuf:"varint,8,opt,name=actor_crashed,json=actorCrashed,proto3" json:"actor_crashed,omitempty"`
+	// Borrower protocol (see ARCHITECTURE "Borrowing"). transferred are
+	// objects the worker process created and returned refs to inside its
+	// values: the task's owner owns them from now on (each value's
+	// contained_refs name what it holds in turn).
+	Transferred []*ReturnObject `protobuf:"bytes,9,rep,name=transferred,proto3" json:"transferred,omitempty"`
+	// When borrows_reported: every object the task's owner lent to this
+	// worker process (in this task or an earlier one) that the process
+	// still holds after the task ended. It replaces the previous report
+	// of the same borrower; the owner keeps those objects alive until a
+	// later report leaves them out or the borrower dies.
+	Borrows         [][]byte `protobuf:"bytes,10,rep,name=borrows,proto3" json:"borrows,omitempty"`
+	BorrowsReported bool     `protobuf:"varint,11,opt,name=borrows_reported,json=borrowsReported,proto3" json:"borrows_reported,omitempty"`
+	// Orders the reports of one borrower process: the owner ignores a
+	// report older than the last it applied.
+	BorrowsSeq    uint64 `protobuf:"varint,12,opt,name=borrows_seq,json=borrowsSeq,proto3" json:"borrows_seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -868,6 +883,34 @@ func (x *TaskResult) GetActorCrashed() bool {
 		return x.ActorCrashed
 	}
 	return false
+}
+
+func (x *TaskResult) GetTransferred() []*ReturnObject {
+	if x != nil {
+		return x.Transferred
+	}
+	return nil
+}
+
+func (x *TaskResult) GetBorrows() [][]byte {
+	if x != nil {
+		return x.Borrows
+	}
+	return nil
+}
+
+func (x *TaskResult) GetBorrowsReported() bool {
+	if x != nil {
+		return x.BorrowsReported
+	}
+	return false
+}
+
+func (x *TaskResult) GetBorrowsSeq() uint64 {
+	if x != nil {
+		return x.BorrowsSeq
+	}
+	return 0
 }
 
 // SubmitTask asks a raylet to schedule a task.
@@ -1335,7 +1378,7 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\rNODE_AFFINITY\x10\x02\"R\n" +
 	"\fReturnObject\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12%\n" +
-	"\x05value\x18\x02 \x01(\v2\x0f.atoll.v1.ValueR\x05value\"\xbe\x02\n" +
+	"\x05value\x18\x02 \x01(\v2\x0f.atoll.v1.ValueR\x05value\"\xde\x03\n" +
 	"\n" +
 	"TaskResult\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x18\n" +
@@ -1345,7 +1388,13 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\tworker_id\x18\x05 \x01(\fR\bworkerId\x129\n" +
 	"\fexecute_span\x18\x06 \x01(\v2\x16.atoll.v1.TraceContextR\vexecuteSpan\x12#\n" +
 	"\ractor_address\x18\a \x01(\tR\factorAddress\x12#\n" +
-	"\ractor_crashed\x18\b \x01(\bR\factorCrashed\"f\n" +
+	"\ractor_crashed\x18\b \x01(\bR\factorCrashed\x128\n" +
+	"\vtransferred\x18\t \x03(\v2\x16.atoll.v1.ReturnObjectR\vtransferred\x12\x18\n" +
+	"\aborrows\x18\n" +
+	" \x03(\fR\aborrows\x12)\n" +
+	"\x10borrows_reported\x18\v \x01(\bR\x0fborrowsReported\x12\x1f\n" +
+	"\vborrows_seq\x18\f \x01(\x04R\n" +
+	"borrowsSeq\"f\n" +
 	"\n" +
 	"SubmitTask\x12&\n" +
 	"\x04spec\x18\x01 \x01(\v2\x12.atoll.v1.TaskSpecR\x04spec\x12\x1c\n" +
@@ -1435,13 +1484,14 @@ var file_atollpb_task_proto_depIdxs = []int32{
 	7,  // 13: atoll.v1.TaskResult.returns:type_name -> atoll.v1.ReturnObject
 	20, // 14: atoll.v1.TaskResult.error:type_name -> atoll.v1.ErrorInfo
 	19, // 15: atoll.v1.TaskResult.execute_span:type_name -> atoll.v1.TraceContext
-	5,  // 16: atoll.v1.SubmitTask.spec:type_name -> atoll.v1.TaskSpec
-	5,  // 17: atoll.v1.PushTask.spec:type_name -> atoll.v1.TaskSpec
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	7,  // 16: atoll.v1.TaskResult.transferred:type_name -> atoll.v1.ReturnObject
+	5,  // 17: atoll.v1.SubmitTask.spec:type_name -> atoll.v1.TaskSpec
+	5,  // 18: atoll.v1.PushTask.spec:type_name -> atoll.v1.TaskSpec
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_task_proto_init() }

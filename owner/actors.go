@@ -82,7 +82,10 @@ func (t *Table) ActorEvent(info *atollpb.ActorInfo) {
 		return
 	}
 	switch info.State {
+	case atollpb.ActorState_ACTOR_RESTARTING:
+		t.borrowerDied(borrowerKey{actor: id}) // its process is gone
 	case atollpb.ActorState_ACTOR_DEAD:
+		t.borrowerDied(borrowerKey{actor: id})
 		t.actorDied(id, info.DeathCause)
 	case atollpb.ActorState_ACTOR_ALIVE:
 		t.actorCreated(id, info.Address)
@@ -95,6 +98,7 @@ func (t *Table) ActorKilled(id ids.ActorID, reason string) {
 	if a == nil {
 		return
 	}
+	t.borrowerDied(borrowerKey{actor: id})
 	t.actorDied(id, errs.ToProto(&errs.ActorDiedError{ActorID: id.String(), Name: a.name, Message: reason}))
 }
 

@@ -140,9 +140,10 @@ func (t *Table) Lend(borrowed []*atollpb.ReturnObject, lender ids.WorkerID, owne
 			lent = append(lent, id)
 			continue
 		}
-		o := &object{refs: 1, done: make(chan struct{}), value: b.Value, borrowed: true, ownerNode: ownerNode, lender: lender}
+		o := &object{refs: 1, done: make(chan struct{}), value: b.Value, borrowed: true, ownerNode: ownerNode}
 		close(o.done)
 		t.objects[id] = o
+		t.setLender(o, lender)
 		fresh = append(fresh, o)
 		lent = append(lent, id)
 	}
@@ -172,6 +173,9 @@ func (t *Table) Borrow(id ids.ObjectID, value *atollpb.Value, ownerNode ids.Node
 // HeldFor lists, in id order, the borrowed objects lender lent this
 // process that it still references: what its next report to lender says.
 func (t *Table) HeldFor(lender ids.WorkerID) []ids.ObjectID {
+	if t.fromLender[lender] == 0 {
+		return nil
+	}
 	var out []ids.ObjectID
 	for id, o := range t.objects {
 		if o.borrowed && o.lender == lender && o.refs > 0 {
@@ -183,13 +187,19 @@ func (t *Table) HeldFor(lender ids.WorkerID) []ids.ObjectID {
 }
 
 // HoldsFrom reports whether this process holds any object lender lent it.
-func (t *Table) HoldsFrom(lender ids.WorkerID) bool {
-	for _, o := range t.objects {
-		if o.borrowed && o.lender == lender && o.refs > 0 {
-			return true
+func (t *Table) HoldsFrom(lender ids.WorkerID) bool { return t.fromLender[lender] > 0 }
+
+// setLender records who lent a borrowed entry (zero: nobody to report to).
+func (t *Table) setLender(o *object, lender ids.WorkerID) {
+	if !o.lender.IsZero() {
+		if t.fromLender[o.lender]--; t.fromLender[o.lender] <= 0 {
+			delete(t.fromLender, o.lender)
 		}
 	}
-	return false
+	o.lender = lender
+	if !lender.IsZero() {
+		t.fromLender[lender]++
+	}
 }
 
 // Export prepares the refs inside a task's return values for its owner
@@ -228,7 +238,8 @@ func (t *Table) Export(refs []ids.ObjectID, to ids.WorkerID, toNode ids.NodeID) 
 	}
 	for _, o := range handed {
 		// Ours no more: freeing it here must not delete it from the store.
-		o.borrowed, o.lender, o.ownerNode = true, to, toNode
+		o.borrowed, o.ownerNode = true, toNode
+		t.setLender(o, to)
 		o.producerTask = ids.TaskID{}
 	}
 	sort.Slice(out, func(i, j int) bool { return string(out[i].ObjectId) < string(out[j].ObjectId) })

@@ -94,6 +94,7 @@ func (t *Table) DropRef(idl ...ids.ObjectID) {
 			continue
 		}
 		delete(t.objects, id)
+		t.setLender(o, ids.WorkerID{})
 		t.freed++
 		if o.value.GetStored() != nil && !o.borrowed {
 			stored = append(stored, id)

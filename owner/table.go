@@ -43,12 +43,15 @@ type Table struct {
 	// process lent them (borrow.go), at most MaxBorrowers.
 	borrowers      map[borrowerKey]*borrowerRecord
 	borrowsRefused uint64
+	// fromLender counts the entries each lender lent this process, so a
+	// task's end finds in O(1) that it holds nothing of its owner's.
+	fromLender map[ids.WorkerID]int
 }
 
 // New returns an empty Table.
 func New(cfg Config) *Table {
 	return &Table{cfg: cfg, objects: map[ids.ObjectID]*object{}, tasks: map[ids.TaskID]*task{}, actors: map[ids.ActorID]*actorEntry{},
-		lineage: map[ids.TaskID]*lineageEntry{}, released: map[ids.ObjectID]*object{}, borrowers: map[borrowerKey]*borrowerRecord{}}
+		lineage: map[ids.TaskID]*lineageEntry{}, released: map[ids.ObjectID]*object{}, borrowers: map[borrowerKey]*borrowerRecord{}, fromLender: map[ids.WorkerID]int{}}
 }
 
 // TakeEffects returns the effects produced since the last call, in order,

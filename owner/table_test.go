@@ -23,7 +23,9 @@ func TestScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		env := newEnv()
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-			return env.run(t, d)
+			out := env.run(t, d)
+			env.checkLenders(t)
+			return out
 		})
 	})
 }
@@ -356,6 +358,24 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 		t.Fatalf("unknown command %q", d.Cmd)
 	}
 	return e.effects()
+}
+
+// checkLenders: the count of entries per lender matches the entries.
+func (e *env) checkLenders(t *testing.T) {
+	want := map[ids.WorkerID]int{}
+	for _, o := range e.table.objects {
+		if !o.lender.IsZero() {
+			want[o.lender]++
+		}
+	}
+	if len(want) != len(e.table.fromLender) {
+		t.Fatalf("fromLender %v, entries say %v", e.table.fromLender, want)
+	}
+	for l, n := range want {
+		if e.table.fromLender[l] != n {
+			t.Fatalf("fromLender %v, entries say %v", e.table.fromLender, want)
+		}
+	}
 }
 
 // edges parses "a>b" pairs into the contained refs of each a.

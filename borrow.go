@@ -3,6 +3,7 @@ package atoll
 import (
 	"runtime"
 	"sync"
+	"time"
 	"weak"
 
 	"github.com/atoll-runtime/atoll/atollpb"
@@ -106,6 +107,9 @@ func (rt *core) reportBorrows(spec *atollpb.TaskSpec, lent []ids.ObjectID, res *
 		res.Borrows = append(res.Borrows, id.Bytes())
 	}
 	res.BorrowsReported = true
+	// Numbered from the process's start time: a restarted actor's
+	// process (same worker id) numbers its reports after the old one's.
+	rt.borrowSeq.CompareAndSwap(0, uint64(time.Now().UnixNano()))
 	res.BorrowsSeq = rt.borrowSeq.Add(1)
 }
 

@@ -82,8 +82,6 @@ func (t *Table) ActorEvent(info *atollpb.ActorInfo) {
 		return
 	}
 	switch info.State {
-	case atollpb.ActorState_ACTOR_RESTARTING:
-		t.borrowerDied(borrowerKey{actor: id}) // its process is gone
 	case atollpb.ActorState_ACTOR_DEAD:
 		t.borrowerDied(borrowerKey{actor: id})
 		t.actorDied(id, info.DeathCause)

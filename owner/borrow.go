@@ -22,7 +22,11 @@ import (
 // state, a global), replacing its previous report (HeldFor on the
 // borrower, Result → applyBorrows on the owner). The owner keeps each
 // reported object referenced for that borrower until a later report
-// leaves it out, or the borrower dies (ActorEvent, a crashed attempt).
+// leaves it out, or the borrower dies (a crashed attempt, the actor's
+// death). A restarted actor's process starts with an empty state: its
+// first report (numbered after every report of the process before it,
+// TaskResult.borrows_seq) replaces the old one. The restart event itself
+// ends nothing: it may arrive after that first report.
 //
 // Returning: refs inside a task's return values reach the task's owner.
 // Objects the worker created are handed over (Export): the owner owns

@@ -2,8 +2,10 @@ package atoll_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -57,6 +59,15 @@ var (
 	// echoBox returns the ref it was lent, inside a new value.
 	echoBox = atoll.NewFunc1("borrow.echoBox", func(_ context.Context, b refBox) (refBox, error) {
 		return refBox{Ref: b.Ref, Note: "echoed"}, nil
+	})
+	// returnPending returns, inside a value, the ref of a task it
+	// submitted without waiting for it.
+	returnPending = atoll.NewFunc1("borrow.returnPending", func(ctx context.Context, seed byte) (refBox, error) {
+		return refBox{Ref: slowBlob.Remote(ctx, atoll.Value(seed))}, nil
+	})
+	slowBlob = atoll.NewFunc1("borrow.slowBlob", func(ctx context.Context, seed byte) ([]byte, error) {
+		<-ctx.Done() // cancelled with its owner's task, or at shutdown
+		return nil, ctx.Err()
 	})
 	sumRefs = atoll.NewFunc1("borrow.sumRefs", func(ctx context.Context, refs []atoll.ObjectRef[int]) (int, error) {
 		vals, err := atoll.GetAll(ctx, refs)
@@ -275,5 +286,17 @@ func TestBorrowerProcessKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	k = atoll.ActorHandle[*keeper]{}
+	settled(t, ctx)
+}
+
+// TestBorrowReturnPendingRefRefused: a task that returns, inside a value,
+// the ref of a task it has not waited for fails with ErrInvalidArgument
+// saying to Wait first; nothing is left behind in the driver.
+func TestBorrowReturnPendingRefRefused(t *testing.T) {
+	ctx := startProcesses(t)
+	_, err := atoll.Get(ctx, returnPending.Remote(ctx, atoll.Value(byte(1))))
+	if !errors.Is(err, atoll.ErrInvalidArgument) || !strings.Contains(err.Error(), "Wait for") {
+		t.Fatalf("returning a pending ref: %v, want ErrInvalidArgument telling to Wait", err)
+	}
 	settled(t, ctx)
 }

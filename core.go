@@ -80,6 +80,10 @@ type core struct {
 	deadWatch chan struct{}
 	// isWorker: this core serves a worker process (see worker.go).
 	isWorker bool
+	// decoded and borrowSeq serve the borrower protocol in a worker
+	// process (borrow.go).
+	decoded   decodedRefs
+	borrowSeq atomic.Uint64
 	// workerBinary is the program that runs this job's tasks (sent with
 	// every task, for nodes started without one).
 	workerBinary string

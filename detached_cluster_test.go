@@ -13,16 +13,16 @@ import (
 	"github.com/atoll-runtime/atoll/node"
 )
 
-// keeper is an actor whose state shows whether it is the same instance.
-type keeper struct{ n int }
+// dtKeeper is an actor whose state shows whether it is the same instance.
+type dtKeeper struct{ n int }
 
 var (
-	keeperType = atoll.NewActorType("dt.keeper", func(context.Context) (*keeper, error) { return &keeper{}, nil })
-	keeperAdd  = atoll.NewMethod1(keeperType, "Add", func(k *keeper, _ context.Context, d int) (int, error) {
+	dtKeeperType = atoll.NewActorType("dt.keeper", func(context.Context) (*dtKeeper, error) { return &dtKeeper{}, nil })
+	dtKeeperAdd  = atoll.NewMethod1(dtKeeperType, "Add", func(k *dtKeeper, _ context.Context, d int) (int, error) {
 		k.n += d
 		return k.n, nil
 	})
-	keeperNode = atoll.NewMethod0(keeperType, "Node", func(*keeper, context.Context) (string, error) { return atoll.CurrentNodeID(), nil })
+	dtKeeperNode = atoll.NewMethod0(dtKeeperType, "Node", func(*dtKeeper, context.Context) (string, error) { return atoll.CurrentNodeID(), nil })
 )
 
 // actorState is the GCS's state of the actor with id (hex), or
@@ -66,21 +66,21 @@ func TestDetachedActorOutlivesDriver(t *testing.T) {
 
 	initDriver("first driver")
 	firstNode := atoll.CurrentNodeID()
-	kept, err := keeperType.New(ctx, atoll.ActorName("dt.kept"), atoll.Detached())
+	kept, err := dtKeeperType.New(ctx, atoll.ActorName("dt.kept"), atoll.Detached())
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := keeperType.New(ctx, atoll.ActorName("dt.plain"))
+	plain, err := dtKeeperType.New(ctx, atoll.ActorName("dt.plain"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := atoll.Get(ctx, keeperAdd.Remote(ctx, kept, atoll.Value(5))); err != nil || n != 5 {
+	if n, err := atoll.Get(ctx, dtKeeperAdd.Remote(ctx, kept, atoll.Value(5))); err != nil || n != 5 {
 		t.Fatalf("detached actor: Add = %d, %v", n, err)
 	}
-	if n, err := atoll.Get(ctx, keeperAdd.Remote(ctx, plain, atoll.Value(1))); err != nil || n != 1 {
+	if n, err := atoll.Get(ctx, dtKeeperAdd.Remote(ctx, plain, atoll.Value(1))); err != nil || n != 1 {
 		t.Fatalf("ordinary actor: Add = %d, %v", n, err)
 	}
-	host, err := atoll.Get(ctx, keeperNode.Remote(ctx, kept))
+	host, err := atoll.Get(ctx, dtKeeperNode.Remote(ctx, kept))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,17 +124,17 @@ func TestDetachedActorOutlivesDriver(t *testing.T) {
 	if atoll.CurrentNodeID() == firstNode {
 		t.Fatal("the second driver runs the first driver's node")
 	}
-	if _, err := keeperType.New(ctx, atoll.Detached()); !errors.Is(err, atoll.ErrInvalidArgument) {
+	if _, err := dtKeeperType.New(ctx, atoll.Detached()); !errors.Is(err, atoll.ErrInvalidArgument) {
 		t.Fatalf("Detached without a name: %v, want ErrInvalidArgument", err)
 	}
-	h, err := atoll.GetActor[*keeper](ctx, "dt.kept")
+	h, err := atoll.GetActor[*dtKeeper](ctx, "dt.kept")
 	if err != nil {
 		t.Fatalf("second driver: GetActor: %v", err)
 	}
 	if h.ID() != keptID {
 		t.Fatalf("second driver found actor %s, want %s", h.ID(), keptID)
 	}
-	if n, err := atoll.Get(ctx, keeperAdd.Remote(ctx, h, atoll.Value(1))); err != nil || n != 6 {
+	if n, err := atoll.Get(ctx, dtKeeperAdd.Remote(ctx, h, atoll.Value(1))); err != nil || n != 6 {
 		t.Fatalf("second driver: Add = %d, %v; want 6 (the first driver's 5, plus 1)", n, err)
 	}
 	if err := atoll.Kill(ctx, h); err != nil {
@@ -143,7 +143,7 @@ func TestDetachedActorOutlivesDriver(t *testing.T) {
 	testcluster.Eventually(t, time.Minute, "the killed detached actor to be dead", func() bool {
 		return actorState(ctx, t, c, keptID) == atollpb.ActorState_ACTOR_DEAD
 	})
-	if _, err := atoll.GetActor[*keeper](ctx, "dt.kept"); !errors.Is(err, atoll.ErrNotFound) {
+	if _, err := atoll.GetActor[*dtKeeper](ctx, "dt.kept"); !errors.Is(err, atoll.ErrNotFound) {
 		t.Fatalf("GetActor of the killed actor: %v, want ErrNotFound", err)
 	}
 }

@@ -19,14 +19,14 @@ func TestGetIfExists(t *testing.T) {
 	const rounds, callers = 3, 6
 	for r := range rounds {
 		name := fmt.Sprintf("gie.shared-%d", r)
-		handles := make([]atoll.ActorHandle[*keeper], callers)
+		handles := make([]atoll.ActorHandle[*dtKeeper], callers)
 		errs := make([]error, callers)
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		for i := range callers {
 			wg.Go(func() {
 				<-start
-				handles[i], errs[i] = keeperType.New(ctx, atoll.ActorName(name), atoll.GetIfExists())
+				handles[i], errs[i] = dtKeeperType.New(ctx, atoll.ActorName(name), atoll.GetIfExists())
 			})
 		}
 		close(start)
@@ -42,7 +42,7 @@ func TestGetIfExists(t *testing.T) {
 		// One instance: every handle adds to the same count.
 		var n int
 		for i, h := range handles {
-			v, err := atoll.Get(ctx, keeperAdd.Remote(ctx, h, atoll.Value(1)))
+			v, err := atoll.Get(ctx, dtKeeperAdd.Remote(ctx, h, atoll.Value(1)))
 			if err != nil || v != i+1 {
 				t.Fatalf("round %d: Add through handle %d = %d, %v; want %d", r, i, v, err, i+1)
 			}
@@ -52,10 +52,10 @@ func TestGetIfExists(t *testing.T) {
 			t.Fatalf("round %d: count %d, want %d", r, n, callers)
 		}
 	}
-	if _, err := keeperType.New(ctx, atoll.ActorName("gie.shared-0")); !errors.Is(err, atoll.ErrInvalidArgument) {
+	if _, err := dtKeeperType.New(ctx, atoll.ActorName("gie.shared-0")); !errors.Is(err, atoll.ErrInvalidArgument) {
 		t.Fatalf("New of a taken name without GetIfExists: %v, want ErrInvalidArgument", err)
 	}
-	if _, err := keeperType.New(ctx, atoll.GetIfExists()); !errors.Is(err, atoll.ErrInvalidArgument) {
+	if _, err := dtKeeperType.New(ctx, atoll.GetIfExists()); !errors.Is(err, atoll.ErrInvalidArgument) {
 		t.Fatalf("GetIfExists without a name: %v, want ErrInvalidArgument", err)
 	}
 	if _, err := tallyType.New(ctx, atoll.ActorName("gie.shared-0"), atoll.GetIfExists()); !errors.Is(err, atoll.ErrInvalidArgument) {

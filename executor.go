@@ -16,7 +16,6 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
 	"github.com/atoll-runtime/atoll/objectstore"
-	"github.com/atoll-runtime/atoll/owner"
 	"github.com/atoll-runtime/atoll/raylet"
 )
 
@@ -61,19 +60,10 @@ func (rt *core) execute(ctx context.Context, w raylet.Worker, spec *atollpb.Task
 	ctx = telemetry.WithTaskID(ctx, taskID.String())
 	store := rt.storeFor(w.ID)
 	if rt.isWorker {
-		// Refs inside the arguments are the caller's: borrow them while
-		// the task runs (the owner keeps them alive until it ends).
-		var lent []ids.ObjectID
-		ownerNode, _ := ids.FromHex(spec.OwnerAddress)
-		for _, b := range spec.Borrowed {
-			id, err := ids.ObjectIDFromBytes(b.ObjectId)
-			if err != nil {
-				continue
-			}
-			rt.owner.do(func(t *owner.Table) { t.Borrow(id, b.Value, ownerNode) })
-			lent = append(lent, id)
-		}
-		defer rt.owner.dropRef(lent...)
+		// Refs inside the arguments are lent by the task's owner for
+		// the task; at its end the result reports those still held.
+		lent := rt.lend(spec)
+		defer func() { rt.reportBorrows(spec, lent, res) }()
 	}
 
 	if spec.Generator {
@@ -114,13 +104,14 @@ func (rt *core) execute(ctx context.Context, w raylet.Worker, spec *atollpb.Task
 		res.ExecuteSpan = telemetry.Inject(ctx)
 		return res, panicked
 	}
-	returns, err := rt.storeOutputs(ctx, store, spec, out)
+	returns, transferred, err := rt.storeOutputs(ctx, store, spec, out)
+	out = nil // what the task returned is encoded: its refs are no longer held here
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		return failed(spec, w, err), false
 	}
 	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Returns: returns, WorkerId: w.ID.Bytes(),
-		ExecuteSpan: telemetry.Inject(ctx)}, false
+		ExecuteSpan: telemetry.Inject(ctx), Transferred: transferred}, false
 }
 
 func failed(spec *atollpb.TaskSpec, w raylet.Worker, err error) *atollpb.TaskResult {
@@ -225,25 +216,41 @@ func (rt *core) fetchArgs(ctx context.Context, store storeAPI, spec *atollpb.Tas
 
 // storeOutputs encodes a task's return values: small ones inline in the
 // result, large ones written into the object store.
-func (rt *core) storeOutputs(ctx context.Context, store storeAPI, spec *atollpb.TaskSpec, out []any) ([]*atollpb.ReturnObject, error) {
+//
+// Refs inside the values: in a worker process, the objects it created are
+// handed over to the task's owner (transferred) and the references the
+// encoding took are dropped; in the owner's own process (goroutine
+// workers) the values keep those references.
+func (rt *core) storeOutputs(ctx context.Context, store storeAPI, spec *atollpb.TaskSpec, out []any) (returns, transferred []*atollpb.ReturnObject, err error) {
 	_, span := rt.tracer.Start(ctx, "store_outputs "+spec.Name, trace.WithAttributes(attribute.Int("atoll.objects", len(out))))
 	defer span.End()
 	task := ids.MustFromBytes(spec.TaskId)
-	returns := make([]*atollpb.ReturnObject, len(out))
+	returns = make([]*atollpb.ReturnObject, len(out))
 	inlined := 0
+	var encRefs []ids.ObjectID
+	if rt.isWorker {
+		defer func() {
+			if err != nil {
+				rt.owner.dropRef(encRefs...)
+				return
+			}
+			if transferred, err = rt.exportRefs(spec, encRefs); err != nil {
+				returns, transferred = nil, nil
+				err = fmt.Errorf("task %s: %w", spec.Name, err)
+			}
+		}()
+	}
 	for i, v := range out {
 		id := ids.ReturnObjectID(task, i)
 		enc, err := codec.Encode(v)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		value := &atollpb.Value{Codec: enc.Codec}
 		if enc.Codec == atollpb.Codec_CODEC_GOB {
-			if refs := containedRefs(enc.Data); len(refs) > 0 && rt.isWorker {
-				rt.owner.dropRef(refs...) // the references the encoding took
-				return nil, errs.Invalidf("task %s returned ObjectRefs inside its value: refs cannot leave a worker process yet (no borrower protocol)", spec.Name)
-			}
-			for _, c := range containedRefs(enc.Data) {
+			refs := containedRefs(enc.Data)
+			encRefs = append(encRefs, refs...)
+			for _, c := range refs {
 				value.ContainedRefs = append(value.ContainedRefs, &atollpb.ObjectRef{ObjectId: c.Bytes()})
 			}
 		}
@@ -257,11 +264,11 @@ func (rt *core) storeOutputs(ctx context.Context, store storeAPI, spec *atollpb.
 		} else {
 			owner, _ := ids.FromBytes(spec.OwnerId)
 			if err := store.PutOwned(ctx, id, enc.Codec, enc.Data, owner); err != nil && !errors.Is(err, objectstore.ErrObjectExists) {
-				return nil, err
+				return nil, nil, err
 			}
 			value.Kind = rt.storedValue(id, enc.Codec, len(enc.Data)).Kind
 		}
 		returns[i] = &atollpb.ReturnObject{ObjectId: id.Bytes(), Value: value}
 	}
-	return returns, nil
+	return returns, nil, nil
 }

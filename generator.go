@@ -186,7 +186,7 @@ func (rt *core) storeItem(ctx context.Context, store storeAPI, spec *atollpb.Tas
 		refs := containedRefs(enc.Data)
 		if len(refs) > 0 && rt.isWorker {
 			rt.owner.dropRef(refs...) // the references the encoding took
-			return nil, errs.Invalidf("generator %s yielded ObjectRefs inside its item: refs cannot leave a worker process yet (no borrower protocol); yield the values instead", spec.Name)
+			return nil, errs.Invalidf("generator %s yielded ObjectRefs inside its item: a generator's items cannot hand refs over to the caller yet (an ordinary task's return can); yield the values instead", spec.Name)
 		}
 		for _, c := range refs {
 			value.ContainedRefs = append(value.ContainedRefs, &atollpb.ObjectRef{ObjectId: c.Bytes()})

@@ -24,13 +24,6 @@ func (o *ownerActor) Receive(ctx actor.Context) {
 	case *actorHandleDropped:
 		o.rt.owner.do(func(t *owner.Table) { t.DropActorHandle(m.id) })
 	case *drainCollected:
-		drops, pins := o.rt.collected.take()
-		if o.rt.closed.Load() {
-			return
-		}
-		if len(pins) > 0 {
-			o.rt.store.Release(pins...)
-		}
-		o.rt.owner.dropRef(drops...)
+		o.rt.applyCollected()
 	}
 }

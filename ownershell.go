@@ -302,26 +302,51 @@ func (rt *core) deliverResult(to *actor.PID, res *atollpb.TaskResult) bool {
 // drainCollected to the owner actor per batch: no I/O and no owner-table
 // lock on the Go runtime's cleanup goroutine, and one owner step for a
 // burst of drops (a slice of 10,000 refs going out of scope).
+//
+// A handle's release and its queuing are one step under mu, and a drain
+// takes and applies the queue under applyMu: whoever drains (the owner
+// actor, or a worker reporting its borrows at a task's end, borrow.go)
+// sees every handle marked released either queued or applied.
 type collected struct {
 	mu     sync.Mutex
 	drops  []ids.ObjectID
 	pins   []ids.ObjectID // the view pins those handles held
 	posted bool
+
+	applyMu sync.Mutex
 }
 
 // drainCollected tells the owner actor to drop the queued refs.
 type drainCollected struct{}
 
-// add queues a drop; it reports whether the caller must post a drain.
-func (c *collected) add(id ids.ObjectID, pinned bool) (post bool) {
+// add releases a handle and queues its drop, unless it was released
+// already; it reports whether the caller must post a drain.
+func (c *collected) add(id ids.ObjectID, st *handleState) (post bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !st.released.CompareAndSwap(false, true) {
+		return false
+	}
 	c.drops = append(c.drops, id)
-	if pinned {
+	if st.pinned.Load() {
 		c.pins = append(c.pins, id)
 	}
 	post, c.posted = !c.posted, true
 	return post
+}
+
+// applyCollected drops the queued refs and their view pins now.
+func (rt *core) applyCollected() {
+	rt.collected.applyMu.Lock()
+	defer rt.collected.applyMu.Unlock()
+	drops, pins := rt.collected.take()
+	if rt.closed.Load() {
+		return
+	}
+	if len(pins) > 0 {
+		rt.store.Release(pins...)
+	}
+	rt.owner.dropRef(drops...)
 }
 
 func (c *collected) take() (drops, pins []ids.ObjectID) {

@@ -62,10 +62,10 @@ func newHandle(rt *core, id ids.ObjectID) *refHandle {
 // garbage: it only queues the drop and posts a message to the owner actor,
 // which releases the view pin and drops the reference (see collected).
 func (rt *core) refCollected(id ids.ObjectID, st *handleState) {
-	if !st.released.CompareAndSwap(false, true) || rt.closed.Load() {
+	if rt.closed.Load() {
 		return
 	}
-	if rt.collected.add(id, st.pinned.Load()) {
+	if rt.collected.add(id, st) {
 		rt.system.Root.Send(rt.ownerPID, &drainCollected{})
 	}
 }
@@ -163,6 +163,9 @@ func (r *ObjectRef[T]) GobDecode(b []byte) error {
 		return &errs.ObjectLostError{ObjectID: id.String(), Message: "decoded a reference to an object that no longer exists"}
 	}
 	r.h = newHandle(rt, id)
+	if rt.isWorker {
+		rt.decoded.add(r.h) // dropped at its task's end if unreachable (borrow.go)
+	}
 	return nil
 }
 

@@ -36,6 +36,10 @@ type MemoryStats struct {
 	// tasks run again to rebuild lost objects.
 	Lineage, LineageBytes           int
 	LineageEvicted, Reconstructions uint64
+	// Borrowers: processes that reported holding objects this process
+	// lent them (refs passed inside values that outlived their task);
+	// BorrowedObjects: the references those reports keep.
+	Borrowers, BorrowedObjects int
 	// Spilling: bytes written to and read back from spill files ever,
 	// bytes of live objects on disk now, spill files now, failed spill
 	// writes, and creations that got their space from a spill.
@@ -58,6 +62,7 @@ func Memory(ctx context.Context) (MemoryStats, error) {
 	return MemoryStats{
 		StoreCapacity: s.CapacityBytes, StoreUsed: s.UsedBytes, StoreObjects: s.NumObjects, StorePinned: s.PinnedBytes,
 		PendingCreates: s.PendingCreates, OwnedObjects: os.Objects, PendingTasks: os.Tasks, ActorHandles: os.Actors,
+		Borrowers: os.Borrowers, BorrowedObjects: os.BorrowedObjects,
 		Lineage: os.Lineage, LineageBytes: os.LineageBytes, LineageEvicted: os.LineageEvicted, Reconstructions: os.Reconstructions,
 		SpilledBytesTotal: s.SpilledBytesTotal, RestoredBytesTotal: s.RestoredBytesTotal,
 		SpilledBytesCurrent: s.SpilledBytesCurrent, SpillFiles: s.SpillFilesCurrent,

@@ -817,6 +817,21 @@ type TaskResult struct {
 	// returns holds the one item, whose object id is
 	// ReturnObjectID(task_id, 1+index). The attempt goes on.
 	GeneratorItem *GeneratorItem `protobuf:"bytes,20,opt,name=generator_item,json=generatorItem,proto3" json:"generator_item,omitempty"`
+	// Borrower protocol (see ARCHITECTURE "Borrowing"). transferred are
+	// objects the worker process created and returned refs to inside its
+	// values: the task's owner owns them from now on (each value's
+	// contained_refs name what it holds in turn).
+	Transferred []*ReturnObject `protobuf:"bytes,9,rep,name=transferred,proto3" json:"transferred,omitempty"`
+	// When borrows_reported: every object the task's owner lent to this
+	// worker process (in this task or an earlier one) that the process
+	// still holds after the task ended. It replaces the previous report
+	// of the same borrower; the owner keeps those objects alive until a
+	// later report leaves them out or the borrower dies.
+	Borrows         [][]byte `protobuf:"bytes,10,rep,name=borrows,proto3" json:"borrows,omitempty"`
+	BorrowsReported bool     `protobuf:"varint,11,opt,name=borrows_reported,json=borrowsReported,proto3" json:"borrows_reported,omitempty"`
+	// Orders the reports of one borrower process: the owner ignores a
+	// report older than the last it applied.
+	BorrowsSeq    uint64 `protobuf:"varint,12,opt,name=borrows_seq,json=borrowsSeq,proto3" json:"borrows_seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -912,6 +927,34 @@ func (x *TaskResult) GetGeneratorItem() *GeneratorItem {
 		return x.GeneratorItem
 	}
 	return nil
+}
+
+func (x *TaskResult) GetTransferred() []*ReturnObject {
+	if x != nil {
+		return x.Transferred
+	}
+	return nil
+}
+
+func (x *TaskResult) GetBorrows() [][]byte {
+	if x != nil {
+		return x.Borrows
+	}
+	return nil
+}
+
+func (x *TaskResult) GetBorrowsReported() bool {
+	if x != nil {
+		return x.BorrowsReported
+	}
+	return false
+}
+
+func (x *TaskResult) GetBorrowsSeq() uint64 {
+	if x != nil {
+		return x.BorrowsSeq
+	}
+	return 0
 }
 
 // GeneratorItem numbers an item of a streaming generator task.
@@ -1490,7 +1533,7 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\rNODE_AFFINITY\x10\x02\"R\n" +
 	"\fReturnObject\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12%\n" +
-	"\x05value\x18\x02 \x01(\v2\x0f.atoll.v1.ValueR\x05value\"\xfe\x02\n" +
+	"\x05value\x18\x02 \x01(\v2\x0f.atoll.v1.ValueR\x05value\"\x9e\x04\n" +
 	"\n" +
 	"TaskResult\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x18\n" +
@@ -1501,7 +1544,13 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\fexecute_span\x18\x06 \x01(\v2\x16.atoll.v1.TraceContextR\vexecuteSpan\x12#\n" +
 	"\ractor_address\x18\a \x01(\tR\factorAddress\x12#\n" +
 	"\ractor_crashed\x18\b \x01(\bR\factorCrashed\x12>\n" +
-	"\x0egenerator_item\x18\x14 \x01(\v2\x17.atoll.v1.GeneratorItemR\rgeneratorItem\"%\n" +
+	"\x0egenerator_item\x18\x14 \x01(\v2\x17.atoll.v1.GeneratorItemR\rgeneratorItem\x128\n" +
+	"\vtransferred\x18\t \x03(\v2\x16.atoll.v1.ReturnObjectR\vtransferred\x12\x18\n" +
+	"\aborrows\x18\n" +
+	" \x03(\fR\aborrows\x12)\n" +
+	"\x10borrows_reported\x18\v \x01(\bR\x0fborrowsReported\x12\x1f\n" +
+	"\vborrows_seq\x18\f \x01(\x04R\n" +
+	"borrowsSeq\"%\n" +
 	"\rGeneratorItem\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x03R\x05index\"]\n" +
 	"\fGeneratorAck\x12\x17\n" +
@@ -1600,13 +1649,14 @@ var file_atollpb_task_proto_depIdxs = []int32{
 	22, // 14: atoll.v1.TaskResult.error:type_name -> atoll.v1.ErrorInfo
 	21, // 15: atoll.v1.TaskResult.execute_span:type_name -> atoll.v1.TraceContext
 	9,  // 16: atoll.v1.TaskResult.generator_item:type_name -> atoll.v1.GeneratorItem
-	5,  // 17: atoll.v1.SubmitTask.spec:type_name -> atoll.v1.TaskSpec
-	5,  // 18: atoll.v1.PushTask.spec:type_name -> atoll.v1.TaskSpec
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	7,  // 17: atoll.v1.TaskResult.transferred:type_name -> atoll.v1.ReturnObject
+	5,  // 18: atoll.v1.SubmitTask.spec:type_name -> atoll.v1.TaskSpec
+	5,  // 19: atoll.v1.PushTask.spec:type_name -> atoll.v1.TaskSpec
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_task_proto_init() }

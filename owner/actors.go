@@ -83,6 +83,7 @@ func (t *Table) ActorEvent(info *atollpb.ActorInfo) {
 	}
 	switch info.State {
 	case atollpb.ActorState_ACTOR_DEAD:
+		t.borrowerDied(borrowerKey{actor: id})
 		t.actorDied(id, info.DeathCause)
 	case atollpb.ActorState_ACTOR_ALIVE:
 		t.actorCreated(id, info.Address)
@@ -95,6 +96,7 @@ func (t *Table) ActorKilled(id ids.ActorID, reason string) {
 	if a == nil {
 		return
 	}
+	t.borrowerDied(borrowerKey{actor: id})
 	t.actorDied(id, errs.ToProto(&errs.ActorDiedError{ActorID: id.String(), Name: a.name, Message: reason}))
 }
 

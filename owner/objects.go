@@ -28,6 +28,10 @@ type object struct {
 	// not free it in the store. ownerNode is where that owner runs.
 	borrowed  bool
 	ownerNode ids.NodeID
+	// lender is the process that lent a borrowed object to this one (the
+	// owner of the task it came with): the one to report holding it to.
+	// Zero for objects borrowed otherwise.
+	lender ids.WorkerID
 	// taskReturn: a task's return (else a Put); producerTask: the task
 	// whose lineage can rebuild it (zero: none kept).
 	taskReturn   bool
@@ -51,18 +55,6 @@ func (t *Table) Put(id ids.ObjectID, value *atollpb.Value, producer *atollpb.Tra
 	if value != nil {
 		t.setValue(o, value, producer, contained)
 	}
-}
-
-// Borrow registers, or takes one more reference to, an object owned by a
-// process on node ownerNode, whose value is known.
-func (t *Table) Borrow(id ids.ObjectID, value *atollpb.Value, ownerNode ids.NodeID) {
-	if o := t.objects[id]; o != nil {
-		o.refs++
-		return
-	}
-	o := &object{refs: 1, done: make(chan struct{}), value: value, borrowed: true, ownerNode: ownerNode}
-	close(o.done)
-	t.objects[id] = o
 }
 
 // AddRef takes one more reference; it reports false for unknown (freed)
@@ -102,6 +94,7 @@ func (t *Table) DropRef(idl ...ids.ObjectID) {
 			continue
 		}
 		delete(t.objects, id)
+		t.setLender(o, ids.WorkerID{})
 		t.freed++
 		if o.value.GetStored() != nil && !o.borrowed {
 			stored = append(stored, id)

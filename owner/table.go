@@ -40,12 +40,21 @@ type Table struct {
 	released                        map[ids.ObjectID]*object
 	lineageBytes                    int
 	lineageEvicted, reconstructions uint64
+
+	// borrowers are the processes that reported holding objects this
+	// process lent them (borrow.go), at most MaxBorrowers.
+	borrowers      map[borrowerKey]*borrowerRecord
+	borrowsRefused uint64
+	// fromLender counts the entries each lender lent this process, so a
+	// task's end finds in O(1) that it holds nothing of its owner's.
+	fromLender map[ids.WorkerID]int
 }
 
 // New returns an empty Table.
 func New(cfg Config) *Table {
 	return &Table{cfg: cfg, objects: map[ids.ObjectID]*object{}, tasks: map[ids.TaskID]*task{}, actors: map[ids.ActorID]*actorEntry{},
-		gens: map[ids.TaskID]*generator{}, lineage: map[ids.TaskID]*lineageEntry{}, released: map[ids.ObjectID]*object{}}
+		gens: map[ids.TaskID]*generator{}, lineage: map[ids.TaskID]*lineageEntry{}, released: map[ids.ObjectID]*object{},
+		borrowers: map[borrowerKey]*borrowerRecord{}, fromLender: map[ids.WorkerID]int{}}
 }
 
 // TakeEffects returns the effects produced since the last call, in order,
@@ -73,13 +82,26 @@ type Stats struct {
 	LineageEvicted, Reconstructions uint64
 	// Released: freed objects kept (data freed) for a lineage.
 	Released int
+	// Borrowers: processes that reported holding objects lent to them;
+	// BorrowedObjects: the references those reports hold;
+	// BorrowsRefused: reports refused past MaxBorrowers.
+	Borrowers, BorrowedObjects int
+	BorrowsRefused             uint64
 }
 
 // Stats reports the Table's sizes.
 func (t *Table) Stats() Stats {
 	return Stats{Objects: len(t.objects), Tasks: len(t.tasks), Actors: len(t.actors), Generators: len(t.gens), Created: t.created, Freed: t.freed,
 		Lineage: len(t.lineage), LineageBytes: t.lineageBytes, LineageEvicted: t.lineageEvicted, Reconstructions: t.reconstructions,
-		Released: len(t.released)}
+		Released: len(t.released), Borrowers: len(t.borrowers), BorrowedObjects: t.borrowedObjects(), BorrowsRefused: t.borrowsRefused}
+}
+
+func (t *Table) borrowedObjects() int {
+	n := 0
+	for _, r := range t.borrowers {
+		n += len(r.objects)
+	}
+	return n
 }
 
 // FailPending fails every pending task with err (the process's node was

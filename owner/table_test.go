@@ -23,7 +23,9 @@ func TestScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		env := newEnv()
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-			return env.run(t, d)
+			out := env.run(t, d)
+			env.checkLenders(t)
+			return out
 		})
 	})
 }
@@ -95,7 +97,11 @@ func inlineValue(s string) *atollpb.Value {
 func list(d *datadriven.TestData, key string) []string {
 	for _, a := range d.CmdArgs {
 		if a.Key == key {
-			return a.Vals
+			var out []string
+			for _, v := range a.Vals {
+				out = append(out, strings.Split(v, ",")...)
+			}
+			return out
 		}
 	}
 	return nil
@@ -133,6 +139,55 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 			v = e.storedValue(owner)
 		}
 		tb.Borrow(e.object(t, name), v, e.id16(owner))
+	case "lend": // lend lender=w9 owner=n2 objects=b1,b2 [stored=b1,...] [edges=b1>b2,...]
+		var lender, owner string
+		d.ScanArgs(t, "lender", &lender)
+		d.ScanArgs(t, "owner", &owner)
+		stored := map[string]bool{}
+		for _, n := range list(d, "stored") {
+			stored[n] = true
+		}
+		edges := e.edges(t, list(d, "edges"))
+		var objs []*atollpb.ReturnObject
+		for _, n := range list(d, "objects") {
+			v := inlineValue("lent")
+			if stored[n] {
+				v = e.storedValue(owner)
+			}
+			v.ContainedRefs = edges[n]
+			objs = append(objs, &atollpb.ReturnObject{ObjectId: e.object(t, n).Bytes(), Value: v})
+		}
+		lent, err := tb.Lend(objs, ids.WorkerID(e.id16(lender)), e.id16(owner))
+		out := "lent " + e.nameList(lent)
+		if err != nil {
+			out += "\nerror: " + err.Error()
+		}
+		return out + "\n" + e.effects()
+	case "held": // held lender=w9
+		var lender string
+		d.ScanArgs(t, "lender", &lender)
+		return "held " + e.nameList(tb.HeldFor(ids.WorkerID(e.id16(lender))))
+	case "export": // export to=w9 node=n9 refs=p1,...
+		var to, node string
+		d.ScanArgs(t, "to", &to)
+		d.ScanArgs(t, "node", &node)
+		var refs []ids.ObjectID
+		for _, n := range list(d, "refs") {
+			refs = append(refs, e.object(t, n))
+		}
+		out, err := tb.Export(refs, ids.WorkerID(e.id16(to)), e.id16(node))
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		var names []string
+		for _, r := range out {
+			n := e.label[ids.MustObjectID(r.ObjectId)]
+			for _, c := range r.Value.GetContainedRefs() {
+				n += ">" + e.label[ids.MustObjectID(c.ObjectId)]
+			}
+			names = append(names, n)
+		}
+		return "transferred [" + strings.Join(names, " ") + "]"
 	case "submit": // submit t1 [args=p1,t0.0] [values=N] [holds=p2] [owned=p3] [returns=N] [retries=N] [retry-exceptions] [call=a1] [create=a1] [fail]
 		task := ids.TaskID(e.id16(name))
 		e.tasks[task] = name
@@ -227,13 +282,30 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 			return fmt.Sprintf("error %s: %s\n%s", err.Code, err.Message, e.effects())
 		}
 	case "result": // result t1 [attempt=N] [error=CODE [lost=t0.0]] [crashed] [stored] [contains=p1] [addr=host]
+		// [worker=w5] [reported [seq=N] [borrows=b1,...]] [transfer=x1,... [transfer-edges=x1>x2,...]]
 		task := ids.TaskID(e.id16(name))
-		var attempt int
-		var code, addr string
+		var attempt, seq int
+		var code, addr, worker string
 		d.MaybeScanArgs(t, "attempt", &attempt)
 		d.MaybeScanArgs(t, "error", &code)
 		d.MaybeScanArgs(t, "addr", &addr)
-		res := &atollpb.TaskResult{TaskId: task.Bytes(), Attempt: int32(attempt), ActorCrashed: d.HasArg("crashed"), ActorAddress: addr}
+		d.MaybeScanArgs(t, "worker", &worker)
+		d.MaybeScanArgs(t, "seq", &seq)
+		res := &atollpb.TaskResult{TaskId: task.Bytes(), Attempt: int32(attempt), ActorCrashed: d.HasArg("crashed"), ActorAddress: addr,
+			BorrowsReported: d.HasArg("reported"), BorrowsSeq: uint64(seq)}
+		if worker != "" {
+			w := e.id16(worker)
+			res.WorkerId = w[:]
+		}
+		for _, b := range list(d, "borrows") {
+			res.Borrows = append(res.Borrows, e.object(t, b).Bytes())
+		}
+		edges := e.edges(t, list(d, "transfer-edges"))
+		for _, x := range list(d, "transfer") {
+			v := e.storedValue("")
+			v.ContainedRefs = edges[x]
+			res.Transferred = append(res.Transferred, &atollpb.ReturnObject{ObjectId: e.object(t, x).Bytes(), Value: v})
+		}
 		if code != "" {
 			c, ok := atollpb.ErrorCode_value[code]
 			if !ok {
@@ -317,6 +389,46 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 		t.Fatalf("unknown command %q", d.Cmd)
 	}
 	return e.effects()
+}
+
+// checkLenders: the count of entries per lender matches the entries.
+func (e *env) checkLenders(t *testing.T) {
+	want := map[ids.WorkerID]int{}
+	for _, o := range e.table.objects {
+		if !o.lender.IsZero() {
+			want[o.lender]++
+		}
+	}
+	if len(want) != len(e.table.fromLender) {
+		t.Fatalf("fromLender %v, entries say %v", e.table.fromLender, want)
+	}
+	for l, n := range want {
+		if e.table.fromLender[l] != n {
+			t.Fatalf("fromLender %v, entries say %v", e.table.fromLender, want)
+		}
+	}
+}
+
+// edges parses "a>b" pairs into the contained refs of each a.
+func (e *env) edges(t *testing.T, pairs []string) map[string][]*atollpb.ObjectRef {
+	out := map[string][]*atollpb.ObjectRef{}
+	for _, p := range pairs {
+		from, to, ok := strings.Cut(p, ">")
+		if !ok {
+			t.Fatalf("bad edge %q (want a>b)", p)
+		}
+		out[from] = append(out[from], &atollpb.ObjectRef{ObjectId: e.object(t, to).Bytes()})
+	}
+	return out
+}
+
+// nameList renders object ids by their script names.
+func (e *env) nameList(idl []ids.ObjectID) string {
+	var n []string
+	for _, id := range idl {
+		n = append(n, e.label[id])
+	}
+	return "[" + strings.Join(n, " ") + "]"
 }
 
 func (e *env) value(v *atollpb.Value) string {
@@ -424,6 +536,12 @@ func (e *env) state() string {
 		s := fmt.Sprintf("object %s refs=%d %s", e.label[id], o.refs, e.value(o.value))
 		if o.borrowed {
 			s += " borrowed"
+			if !o.lender.IsZero() {
+				s += " lender=" + e.nodeName(o.lender[:])
+			}
+		}
+		if len(o.contained) > 0 {
+			s += " holds=" + e.nameList(o.contained)
 		}
 		objs = append(objs, s)
 	}
@@ -466,6 +584,21 @@ func (e *env) state() string {
 	}
 	sort.Strings(acts)
 	lines = append(lines, acts...)
+	var brw []string
+	for k, r := range tb.borrowers {
+		who := "worker " + e.nodeName(k.worker[:])
+		if !k.actor.IsZero() {
+			who = "actor " + e.actors[k.actor]
+		}
+		var held []string
+		for id := range r.objects {
+			held = append(held, e.label[id])
+		}
+		sort.Strings(held)
+		brw = append(brw, fmt.Sprintf("borrower %s holds [%s]", who, strings.Join(held, " ")))
+	}
+	sort.Strings(brw)
+	lines = append(lines, brw...)
 	if len(lines) == 0 {
 		return "(empty)"
 	}

@@ -164,6 +164,22 @@ func (t *Table) dispatch(tk *task) {
 		return
 	}
 	spec := tk.spec
+	// Objects the arguments' values hold, transitively, are lent.
+	lent, pending, err := t.lentClosure(tk)
+	if err != nil {
+		t.finish(tk, err)
+		return
+	}
+	if len(pending) > 0 {
+		// A ref inside an argument's value names an object still being
+		// computed: lent objects must have values.
+		t.awaitObjects(tk, pending)
+		return
+	}
+	spec.Borrowed = spec.Borrowed[:0]
+	for _, id := range lent {
+		spec.Borrowed = append(spec.Borrowed, &atollpb.ReturnObject{ObjectId: id.Bytes(), Value: t.lentValue(t.objects[id])})
+	}
 	for j, dep := range tk.deps {
 		o := t.objects[dep]
 		if o == nil {
@@ -185,11 +201,6 @@ func (t *Table) dispatch(tk *task) {
 		ref.Size, ref.NodeId, ref.Codec = st.GetLength(), st.GetNodeId(), st.GetCodec()
 		if !o.borrowed {
 			ref.OwnerAddress, ref.OwnerId = t.cfg.Node.String(), t.cfg.Worker.Bytes()
-		}
-	}
-	for _, h := range tk.holds {
-		if o := t.objects[h]; o != nil {
-			spec.Borrowed = append(spec.Borrowed, &atollpb.ReturnObject{ObjectId: h.Bytes(), Value: o.value})
 		}
 	}
 	spec.NumDependencies = int32(tk.refArgs + len(tk.holds))
@@ -218,6 +229,7 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 	if tk == nil || res.Attempt != tk.spec.Attempt || !tk.dispatched {
 		return // stale attempt, duplicate, or already finished
 	}
+	t.borrowerResult(tk, res)
 	if res.Error != nil {
 		switch {
 		case tk.cancelled:
@@ -233,6 +245,7 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 	if tk.spec.Type == atollpb.TaskType_ACTOR_CREATION_TASK {
 		t.actorCreated(ids.MustFromBytes(tk.spec.ActorId), res.ActorAddress)
 	}
+	adopted := t.adopt(res.Transferred)
 	for i, rid := range tk.returns {
 		if i >= len(res.Returns) {
 			t.Resolve(rid, errorValue(errs.Invalidf("task %s returned %d values, want %d", tk.spec.Name, len(res.Returns), len(tk.returns))), nil, nil)
@@ -240,13 +253,23 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 		}
 		v := res.Returns[i].GetValue()
 		var contained []ids.ObjectID
-		for _, c := range v.GetContainedRefs() {
-			if cid, err := ids.ObjectIDFromBytes(c.GetObjectId()); err == nil {
-				contained = append(contained, cid)
+		if res.BorrowsReported {
+			// From another process: this table references the refs the
+			// value holds (objects it lent, or just adopted).
+			contained = t.refContained(v)
+		} else {
+			// From this process: the value's encoding took the references.
+			for _, c := range v.GetContainedRefs() {
+				if cid, err := ids.ObjectIDFromBytes(c.GetObjectId()); err == nil {
+					contained = append(contained, cid)
+				}
 			}
 		}
 		t.Resolve(rid, v, res.ExecuteSpan, contained)
 	}
+	// Handed-over objects no return holds (none, unless a peer lies)
+	// go at once.
+	t.DropUnreferenced(adopted)
 	t.recordLineage(tk)
 	t.complete(tk, nil)
 }

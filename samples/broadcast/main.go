@@ -64,7 +64,7 @@ func main() {
 	flag.IntVar(&opts.workers, "workers", opts.workers, "worker slots (CPUs) of the node")
 	flag.Var(&opts.store, "store", "object store memory (default: twice -size)")
 	flag.StringVar(&opts.mode, "mode", "process", "worker mode: process (worker processes) or inprocess (goroutines)")
-	flag.IntVar(&opts.repeat, "repeat", 3, "runs of each baseline, then of atoll (one cluster); medians are reported")
+	flag.IntVar(&opts.repeat, "repeat", 3, "rounds of the two baselines and atoll (one cluster), taking turns; medians are reported")
 	flag.BoolVar(&opts.json, "json", false, "print one JSON line per measurement (progress goes to stderr)")
 	flag.Parse()
 	if err := run(context.Background(), opts, os.Stdout, os.Stderr); err != nil {
@@ -94,48 +94,54 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	progress := func(format string, args ...any) { fmt.Fprintf(stderr, "broadcast: "+format+"\n", args...) }
 
 	var bases, sumsOnly, hugeBases, hugeSums, walls, puts []time.Duration
-	var want float64
-	// Two baselines: a slice on 4 KiB pages, as the store's shared memory
-	// is, and one on huge pages, the best a plain Go program gets here.
-	var hugeShare float64
-	for _, huge := range []bool{false, true} {
-		buf, err := newBaselineBuffer(n, huge)
-		if err != nil {
-			return err
-		}
-		pages := "4KiB pages"
-		if huge {
-			pages = "huge pages"
-		}
-		for i := range opts.repeat {
-			progress("baseline %d/%d: %s in a slice on %s, %d sums on %d goroutines", i+1, opts.repeat, benchfmt.FormatSize(int64(opts.size)), pages, opts.tasks, opts.workers)
+	var want, hugeShare float64
+	var peak uint64
+	// The runs take turns, so that a drift in the machine's memory
+	// bandwidth (a shared VM's) lands on every side alike: in each round a
+	// slice on 4 KiB pages (as the store's shared memory is), a slice on
+	// huge pages (the best a plain Go program gets here), then atoll.
+	for i := range opts.repeat {
+		for _, huge := range []bool{false, true} {
+			pages := "4KiB pages"
+			if huge {
+				pages = "huge pages"
+			}
+			progress("round %d/%d: baseline, %s in a slice on %s, %d sums on %d goroutines", i+1, opts.repeat, benchfmt.FormatSize(int64(opts.size)), pages, opts.tasks, opts.workers)
+			buf, err := newBaselineBuffer(n, huge)
+			if err != nil {
+				return err
+			}
 			base, sums, sum := baseline(buf, opts.tasks, opts.workers)
 			if huge {
-				hugeBases, hugeSums = append(hugeBases, base), append(hugeSums, sums)
-				hugeShare = hugePageShare(buf)
+				hugeBases, hugeSums, hugeShare = append(hugeBases, base), append(hugeSums, sums), hugePageShare(buf)
 			} else {
 				bases, sumsOnly, want = append(bases, base), append(sumsOnly, sums), sum
 			}
+			if err := freeBaselineBuffer(buf); err != nil { // before measuring atoll's memory
+				return err
+			}
 		}
-		if err := freeBaselineBuffer(buf); err != nil { // before measuring atoll's memory
-			return err
-		}
-	}
-	var peak uint64
-	for i := range opts.repeat {
-		progress("atoll %d/%d: put once, %d tasks on %d %s workers", i+1, opts.repeat, opts.tasks, opts.workers, mode)
-		// The cluster: this process and every worker process it started.
-		sampler := pss.NewSampler(time.Second, func() []int {
-			tree, _ := pss.Tree(os.Getpid())
-			return tree
-		})
-		sampler.Start()
+		progress("round %d/%d: atoll, put once, %d tasks on %d %s workers", i+1, opts.repeat, opts.tasks, opts.workers, mode)
 		wall, put, err := broadcast(ctx, opts, n, want)
-		peak = max(peak, sampler.Stop())
 		if err != nil {
 			return err
 		}
 		walls, puts = append(walls, wall), append(puts, put)
+	}
+	// Memory is measured in a run of its own, not timed: sampling PSS
+	// walks the page tables of every process that maps the object (the
+	// kernel's smaps_account), which took ~8% of a core from the timed
+	// runs' tasks when they were sampled.
+	progress("memory run: atoll again, PSS of the process tree sampled every second")
+	sampler := pss.NewSampler(time.Second, func() []int {
+		tree, _ := pss.Tree(os.Getpid()) // this process and its worker processes
+		return tree
+	})
+	sampler.Start()
+	_, _, err = broadcast(ctx, opts, n, want)
+	peak = sampler.Stop()
+	if err != nil {
+		return err
 	}
 	base, wall, put := median(bases), median(walls), median(puts)
 	tasks, sums := wall-put, median(sumsOnly)
@@ -186,8 +192,9 @@ func median(ds []time.Duration) time.Duration {
 // pages, as the object store's shared memory is (shmem cannot use
 // transparent huge pages unless the administrator enables them), or on
 // huge pages where the system gives them (transparent huge pages in
-// "always" or "madvise" mode). Kept across repetitions, so its pages are
-// warm like the store's after the first run.
+// "always" or "madvise" mode). Its pages are touched before it is
+// returned, so the baseline's fill writes warm pages, as atoll's put does
+// after the first run (the store's pages are reused).
 func newBaselineBuffer(n int, huge bool) ([]float64, error) {
 	b, err := unix.Mmap(-1, 0, n*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
@@ -198,6 +205,9 @@ func newBaselineBuffer(n int, huge bool) ([]float64, error) {
 		advice = unix.MADV_HUGEPAGE
 	}
 	_ = unix.Madvise(b, advice)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 0 // fault it in now, outside the timed fill
+	}
 	return unsafe.Slice((*float64)(unsafe.Pointer(&b[0])), n), nil
 }
 

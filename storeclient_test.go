@@ -147,15 +147,17 @@ func TestWorkerTimedOutGetLeavesNoPin(t *testing.T) {
 	// Four pinned fillers take 28 MiB: the victim is spilled to make room,
 	// and its restore (8 MiB) cannot fit until a filler goes.
 	var fillers []atoll.ObjectRef[[]byte]
+	var views []atoll.View[byte]
 	for range 4 {
 		f, err := atoll.Put(ctx, make([]byte, 7*mib))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := atoll.Get(ctx, f); err != nil { // a view: pinned until f is released
+		v, err := atoll.GetView(ctx, f) // pinned until the view is released
+		if err != nil {
 			t.Fatal(err)
 		}
-		fillers = append(fillers, f)
+		fillers, views = append(fillers, f), append(views, v)
 	}
 	eventually(t, "the victim to be spilled and the fillers pinned in memory", func() bool {
 		m := memoryNow(t, ctx)
@@ -171,7 +173,8 @@ func TestWorkerTimedOutGetLeavesNoPin(t *testing.T) {
 	// Room appears: the restore the worker's Get started completes and
 	// pins the victim for a Get nobody waits for anymore.
 	restored := memoryNow(t, ctx).RestoredBytesTotal
-	for _, f := range fillers {
+	for i, f := range fillers {
+		views[i].Release()
 		f.Release()
 	}
 	var last atoll.MemoryStats

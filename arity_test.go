@@ -40,6 +40,15 @@ var (
 	arityMethod = atoll.NewMethod6(arityActorType, "Six", func(x *arityActor, _ context.Context, a int, b string, c float64, d []int, e map[string]int, f bool) (sixOut, error) {
 		return sixOut{x.base + " | " + six(a, b, c, d, e, f), os.Getpid()}, nil
 	})
+	// arityStream yields its first n arguments, n the sixth, one by one.
+	arityStream = atoll.NewGenFunc6("arity.stream", func(_ context.Context, a, b, c, d, e, n int, yield func(int) error) error {
+		for _, v := range []int{a, b, c, d, e, n}[:n] {
+			if err := yield(v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	arityMultiMethod = atoll.NewMultiMethod6(arityActorType, "Digits", func(_ *arityActor, _ context.Context, a, b, c, d, e, n int) ([]int, error) {
 		return []int{a, b, c, d, e, n}[:n], nil
 	})
@@ -85,6 +94,20 @@ func TestSixArgumentsInWorkerProcesses(t *testing.T) {
 	got, err = atoll.GetAll(ctx, refs)
 	if err != nil || !slices.Equal(got, []int{6, 5}) {
 		t.Fatalf("MultiMethod6 with 2 returns: %v %v, want [6 5]", got, err)
+	}
+	var streamed []int
+	for ref, err := range arityStream.Remote(ctx, atoll.Value(9), atoll.Value(8), atoll.Value(7), atoll.Value(6), atoll.Value(5), atoll.Value(3)).All(ctx) {
+		if err != nil {
+			t.Fatalf("GenFunc6: %v", err)
+		}
+		v, err := atoll.Get(ctx, ref)
+		if err != nil {
+			t.Fatalf("GenFunc6 item: %v", err)
+		}
+		streamed = append(streamed, v)
+	}
+	if !slices.Equal(streamed, []int{9, 8, 7}) {
+		t.Fatalf("GenFunc6 yielded %v, want [9 8 7]", streamed)
 	}
 	// A function that returns another count than the call asked for
 	// fails the call.

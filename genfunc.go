@@ -214,7 +214,7 @@ func (g *ObjectRefGenerator[R]) TaskID() string {
 }
 
 // callGenerator submits a generator task and returns its stream.
-func callGenerator[R any](ctx context.Context, name string, opts []TaskOption, args ...argSource) *ObjectRefGenerator[R] {
+func callGenerator[R any](ctx context.Context, name string, bound, opts []TaskOption, args ...argSource) *ObjectRefGenerator[R] {
 	rt, err := running()
 	if err != nil {
 		return failedGenerator[R](err)
@@ -223,7 +223,7 @@ func callGenerator[R any](ctx context.Context, name string, opts []TaskOption, a
 		return failedGenerator[R](errs.Invalidf("generator %s: a driver connected to a cluster cannot run generator tasks yet "+
 			"(their items are reported on one node): call it from a task, which runs it on that task's node", name))
 	}
-	cc := taskConfig(nil, opts)
+	cc := taskConfig(bound, opts)
 	if err := checkRetries(cc); err != nil {
 		return failedGenerator[R](err)
 	}
@@ -265,109 +265,4 @@ func genInvoker[R any](name string, run func(ctx context.Context, args []argData
 		err := run(ctx, args, func(r R) error { return g.yield(ctx, r) })
 		return []any{g.count()}, err
 	}
-}
-
-// GenFunc0 is a registered streaming generator function with no
-// arguments: its Remote returns the stream of what it yields.
-type GenFunc0[R any] struct{ name string }
-
-// NewGenFunc0 registers fn under name (see NewFunc0): fn calls yield
-// with each item in turn; yield stores the item, reports it to the
-// caller, and returns an error fn should return (the task was cancelled,
-// or the item could not be stored). Register at package init.
-func NewGenFunc0[R any](name string, fn func(ctx context.Context, yield func(R) error) error) *GenFunc0[R] {
-	register(&funcEntry{name: name, call: genInvoker(name, func(ctx context.Context, args []argData, yield func(R) error) error {
-		if err := checkArgs(args, 0); err != nil {
-			return err
-		}
-		return fn(ctx, yield)
-	})})
-	return &GenFunc0[R]{name: name}
-}
-
-// Remote submits a call and returns the stream of its items.
-func (f *GenFunc0[R]) Remote(ctx context.Context, opts ...TaskOption) *ObjectRefGenerator[R] {
-	return callGenerator[R](ctx, f.name, opts)
-}
-
-// GenFunc1 is a registered streaming generator function of one argument.
-type GenFunc1[A, R any] struct{ name string }
-
-// NewGenFunc1 registers fn under name (see NewGenFunc0).
-func NewGenFunc1[A, R any](name string, fn func(ctx context.Context, a A, yield func(R) error) error) *GenFunc1[A, R] {
-	register(&funcEntry{name: name, nargs: 1, call: genInvoker(name, func(ctx context.Context, args []argData, yield func(R) error) error {
-		if err := checkArgs(args, 1); err != nil {
-			return err
-		}
-		a, err := arg[A](args, 0)
-		if err != nil {
-			return err
-		}
-		return fn(ctx, a, yield)
-	})})
-	return &GenFunc1[A, R]{name: name}
-}
-
-// Remote submits a call and returns the stream of its items.
-func (f *GenFunc1[A, R]) Remote(ctx context.Context, a Arg[A], opts ...TaskOption) *ObjectRefGenerator[R] {
-	return callGenerator[R](ctx, f.name, opts, a.taskArg())
-}
-
-// GenFunc2 is a registered streaming generator function of two arguments.
-type GenFunc2[A, B, R any] struct{ name string }
-
-// NewGenFunc2 registers fn under name (see NewGenFunc0).
-func NewGenFunc2[A, B, R any](name string, fn func(ctx context.Context, a A, b B, yield func(R) error) error) *GenFunc2[A, B, R] {
-	register(&funcEntry{name: name, nargs: 2, call: genInvoker(name, func(ctx context.Context, args []argData, yield func(R) error) error {
-		if err := checkArgs(args, 2); err != nil {
-			return err
-		}
-		a, err := arg[A](args, 0)
-		if err != nil {
-			return err
-		}
-		b, err := arg[B](args, 1)
-		if err != nil {
-			return err
-		}
-		return fn(ctx, a, b, yield)
-	})})
-	return &GenFunc2[A, B, R]{name: name}
-}
-
-// Remote submits a call and returns the stream of its items.
-func (f *GenFunc2[A, B, R]) Remote(ctx context.Context, a Arg[A], b Arg[B], opts ...TaskOption) *ObjectRefGenerator[R] {
-	return callGenerator[R](ctx, f.name, opts, a.taskArg(), b.taskArg())
-}
-
-// GenFunc3 is a registered streaming generator function of three
-// arguments.
-type GenFunc3[A, B, C, R any] struct{ name string }
-
-// NewGenFunc3 registers fn under name (see NewGenFunc0).
-func NewGenFunc3[A, B, C, R any](name string, fn func(ctx context.Context, a A, b B, c C, yield func(R) error) error) *GenFunc3[A, B, C, R] {
-	register(&funcEntry{name: name, nargs: 3, call: genInvoker(name, func(ctx context.Context, args []argData, yield func(R) error) error {
-		if err := checkArgs(args, 3); err != nil {
-			return err
-		}
-		a, err := arg[A](args, 0)
-		if err != nil {
-			return err
-		}
-		b, err := arg[B](args, 1)
-		if err != nil {
-			return err
-		}
-		c, err := arg[C](args, 2)
-		if err != nil {
-			return err
-		}
-		return fn(ctx, a, b, c, yield)
-	})})
-	return &GenFunc3[A, B, C, R]{name: name}
-}
-
-// Remote submits a call and returns the stream of its items.
-func (f *GenFunc3[A, B, C, R]) Remote(ctx context.Context, a Arg[A], b Arg[B], c Arg[C], opts ...TaskOption) *ObjectRefGenerator[R] {
-	return callGenerator[R](ctx, f.name, opts, a.taskArg(), b.taskArg(), c.taskArg())
 }

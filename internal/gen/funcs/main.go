@@ -1,6 +1,7 @@
 // Command funcs generates the root package's typed remote functions,
-// actor methods and actor types of zero to MaxArgs arguments (Func0..,
-// MultiFunc0.., Method0.., MultiMethod0.., ActorType1..): one template per
+// generator functions, actor methods and actor types of zero to MaxArgs
+// arguments (Func0.., MultiFunc0.., GenFunc0.., Method0.., MultiMethod0..,
+// ActorType1..): one template per
 // kind, expanded for each argument count, into zz_generated_*.go files.
 //
 // The root package runs it with `go generate` (a //go:generate line in
@@ -137,6 +138,7 @@ func Generate() (map[string][]byte, error) {
 		"zz_generated_funcs.go":      {funcsTemplate, 0},
 		"zz_generated_methods.go":    {methodsTemplate, 0},
 		"zz_generated_actortypes.go": {actorTypesTemplate, 1},
+		"zz_generated_genfuncs.go":   {genFuncsTemplate, 0},
 	}
 	out := map[string][]byte{}
 	for name, f := range files {
@@ -177,6 +179,56 @@ const decode = `
 			return nil, err
 		}
 {{- end}}`
+
+// decodeErr is decode for an invoker that returns only an error (a
+// generator's).
+const decodeErr = `
+		if err := checkArgs(args, {{.N}}); err != nil {
+			return err
+		}
+{{- range .Args}}
+		{{.Var}}, err := arg[{{.Type}}](args, {{.I}})
+		if err != nil {
+			return err
+		}
+{{- end}}`
+
+var genFuncsTemplate = `
+{{range .}}
+// GenFunc{{.N}} is a registered streaming generator function of {{.Words}}:
+// its Remote returns the stream of what it yields. Make one with
+// NewGenFunc{{.N}}.
+type GenFunc{{.N}}[{{range .Types}}{{.}}, {{end}}R any] struct {
+	name string
+	opts []TaskOption
+}
+
+// NewGenFunc{{.N}} registers fn under name, unique in the program (see
+// NewFunc{{.N}}): fn calls yield with each item in turn; yield stores the
+// item, reports it to the caller, and returns an error fn should return
+// (the task was cancelled, or the item could not be stored). Register at
+// package init.
+func NewGenFunc{{.N}}[{{range .Types}}{{.}}, {{end}}R any](name string, fn func(context.Context{{.FnTypes}}, func(R) error) error) *GenFunc{{.N}}[{{range .Types}}{{.}}, {{end}}R] {
+	register(&funcEntry{name: name, nargs: {{.N}}, call: genInvoker(name, func(ctx context.Context, args []argData, yield func(R) error) error {` + decodeErr + `
+		return fn(ctx{{.FnVars}}, yield)
+	})})
+	return &GenFunc{{.N}}[{{range .Types}}{{.}}, {{end}}R]{name: name}
+}
+
+// Remote submits a call and returns the stream of its items. Each
+// argument is atoll.Value(x) or an ObjectRef of its type. opts apply after
+// those bound with Options.
+func (fn *GenFunc{{.N}}[{{range .Types}}{{.}}, {{end}}R]) Remote(ctx context.Context{{.Params}}, opts ...TaskOption) *ObjectRefGenerator[R] {
+	return callGenerator[R](ctx, fn.name, fn.opts, opts{{.Sources}})
+}
+
+// Options returns the generator function with opts bound as defaults for
+// each of its calls; a call's own options override them. The receiver is
+// unchanged.
+func (fn *GenFunc{{.N}}[{{range .Types}}{{.}}, {{end}}R]) Options(opts ...TaskOption) *GenFunc{{.N}}[{{range .Types}}{{.}}, {{end}}R] {
+	return &GenFunc{{.N}}[{{range .Types}}{{.}}, {{end}}R]{name: fn.name, opts: bind(fn.opts, opts)}
+}
+{{end}}`
 
 var funcsTemplate = `
 {{range .}}

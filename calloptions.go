@@ -123,11 +123,16 @@ type callConfig struct {
 
 // taskConfig applies a task's bound options, then its call's.
 func taskConfig(bound, opts []TaskOption) callConfig {
-	c := callConfig{maxRetries: DefaultMaxRetries}
-	for _, list := range [2][]TaskOption{bound, opts} {
+	return applyAll(callConfig{maxRetries: DefaultMaxRetries}, TaskOption.AppliesToTasks, bound, opts)
+}
+
+// applyAll applies the bound options, then the call's, to c with set.
+func applyAll[O comparable](c callConfig, set func(O, *callConfig), bound, opts []O) callConfig {
+	var none O
+	for _, list := range [2][]O{bound, opts} {
 		for _, o := range list {
-			if o != nil { // a nil interface in a slice of options
-				o.AppliesToTasks(&c)
+			if o != none { // a nil interface in a slice of options
+				set(o, &c)
 			}
 		}
 	}
@@ -144,28 +149,12 @@ func checkRetries(c callConfig) error {
 
 // actorConfig applies an actor type's bound options, then New's.
 func actorConfig(bound, opts []ActorOption) callConfig {
-	var c callConfig
-	for _, list := range [2][]ActorOption{bound, opts} {
-		for _, o := range list {
-			if o != nil { // a nil interface in a slice of options
-				o.AppliesToActors(&c)
-			}
-		}
-	}
-	return c
+	return applyAll(callConfig{}, ActorOption.AppliesToActors, bound, opts)
 }
 
 // methodConfig applies a method's bound options, then its call's.
 func methodConfig(bound, opts []MethodOption) callConfig {
-	var c callConfig
-	for _, list := range [2][]MethodOption{bound, opts} {
-		for _, o := range list {
-			if o != nil { // a nil interface in a slice of options
-				o.AppliesToMethods(&c)
-			}
-		}
-	}
-	return c
+	return applyAll(callConfig{}, MethodOption.AppliesToMethods, bound, opts)
 }
 
 // bind returns bound followed by more, sharing no backing array with

@@ -218,20 +218,30 @@ func lostFromStore(err error, value *atollpb.Value) bool {
 		!errors.Is(err, errs.ErrObjectReconstructionFailed)
 }
 
+// refHandles returns the handles of refs, or an error naming the first
+// zero ref (argument of op).
+func refHandles[T any](op string, refs []ObjectRef[T]) ([]*refHandle, error) {
+	hs := make([]*refHandle, len(refs))
+	for i, r := range refs {
+		if r.h == nil {
+			return nil, errs.ZeroRef(op, i)
+		}
+		hs[i] = r.h
+	}
+	return hs, nil
+}
+
 // GetAll gets every ref in order; it fails with the first error. Objects
 // in the store are fetched with one request, so spilled ones are restored
 // together rather than one round trip at a time. Like Get, it returns
 // copies; GetViews returns zero-copy views.
 func GetAll[T any](ctx context.Context, refs []ObjectRef[T]) ([]T, error) {
-	out := make([]T, len(refs))
-	hs := make([]*refHandle, len(refs))
-	for i, r := range refs {
-		if r.h == nil {
-			return nil, errs.ZeroRef("GetAll", i)
-		}
-		hs[i] = r.h
+	hs, err := refHandles("GetAll", refs)
+	if err != nil {
+		return nil, err
 	}
-	err := getMany(ctx, "GetAll", hs, func(i int, v *atollpb.Value) (err error) {
+	out := make([]T, len(refs))
+	err = getMany(ctx, "GetAll", hs, func(i int, v *atollpb.Value) (err error) {
 		if v == nil {
 			out[i], err = Get(ctx, refs[i])
 		} else {

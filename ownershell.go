@@ -310,7 +310,6 @@ func (rt *core) deliverResult(to *actor.PID, res *atollpb.TaskResult) bool {
 type collected struct {
 	mu     sync.Mutex
 	drops  []ids.ObjectID
-	pins   []ids.ObjectID // the view pins those handles held
 	posted bool
 
 	applyMu sync.Mutex
@@ -328,33 +327,27 @@ func (c *collected) add(id ids.ObjectID, st *handleState) (post bool) {
 		return false
 	}
 	c.drops = append(c.drops, id)
-	if st.pinned.Load() {
-		c.pins = append(c.pins, id)
-	}
 	post, c.posted = !c.posted, true
 	return post
 }
 
-// applyCollected drops the queued refs and their view pins now.
+// applyCollected drops the queued refs now.
 func (rt *core) applyCollected() {
 	rt.collected.applyMu.Lock()
 	defer rt.collected.applyMu.Unlock()
-	drops, pins := rt.collected.take()
+	drops := rt.collected.take()
 	if rt.closed.Load() {
 		return
-	}
-	if len(pins) > 0 {
-		rt.store.Release(pins...)
 	}
 	rt.owner.dropRef(drops...)
 }
 
-func (c *collected) take() (drops, pins []ids.ObjectID) {
+func (c *collected) take() []ids.ObjectID {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	drops, pins = c.drops, c.pins
-	c.drops, c.pins, c.posted = nil, nil, false
-	return drops, pins
+	drops := c.drops
+	c.drops, c.posted = nil, false
+	return drops
 }
 
 // cancelTask cancels a task this process owns.

@@ -42,7 +42,6 @@ type refHandle struct {
 
 type handleState struct {
 	released atomic.Bool
-	pinned   atomic.Bool
 }
 
 type cleanupArg struct {
@@ -60,7 +59,7 @@ func newHandle(rt *core, id ids.ObjectID) *refHandle {
 
 // refCollected runs on the Go runtime's cleanup goroutine when a handle is
 // garbage: it only queues the drop and posts a message to the owner actor,
-// which releases the view pin and drops the reference (see collected).
+// which drops the reference (see collected).
 func (rt *core) refCollected(id ids.ObjectID, st *handleState) {
 	if rt.closed.Load() {
 		return
@@ -70,14 +69,10 @@ func (rt *core) refCollected(id ids.ObjectID, st *handleState) {
 	}
 }
 
-// dropRef releases one handle's reference (and its view pin) exactly once,
-// now (Release).
+// dropRef releases one handle's reference exactly once, now (Release).
 func (rt *core) dropRef(id ids.ObjectID, st *handleState) {
 	if !st.released.CompareAndSwap(false, true) || rt.closed.Load() {
 		return
-	}
-	if st.pinned.Load() {
-		rt.store.Release(id)
 	}
 	rt.owner.dropRef(id)
 }

@@ -101,15 +101,12 @@ func GetView[E Elem](ctx context.Context, ref ObjectRef[[]E]) (View[E], error) {
 // GetViews is GetView for many refs, with one fetch for all (as GetAll).
 // On an error, the views already taken are released.
 func GetViews[E Elem](ctx context.Context, refs []ObjectRef[[]E]) ([]View[E], error) {
-	out := make([]View[E], len(refs))
-	hs := make([]*refHandle, len(refs))
-	for i, r := range refs {
-		if r.h == nil {
-			return nil, errs.ZeroRef("GetViews", i)
-		}
-		hs[i] = r.h
+	hs, err := refHandles("GetViews", refs)
+	if err != nil {
+		return nil, err
 	}
-	err := getMany(ctx, "GetViews", hs, func(i int, v *atollpb.Value) (err error) {
+	out := make([]View[E], len(refs))
+	err = getMany(ctx, "GetViews", hs, func(i int, v *atollpb.Value) (err error) {
 		if v == nil {
 			out[i], err = GetView(ctx, refs[i])
 		} else {

@@ -1,6 +1,7 @@
 package atoll
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"time"
@@ -14,7 +15,8 @@ import (
 // The worker side of the borrower protocol (see owner/borrow.go and
 // ARCHITECTURE "Borrowing"): a worker process registers what the task's
 // owner lent it (lend), reports at the task's end what it still holds of
-// that owner's (reportBorrows), and hands the objects it created over to
+// that owner's (reportBorrows), reports on its own to the other lenders
+// whose objects it dropped (flushBorrowReports), and hands the objects it created over to
 // the owner when it returns refs to them inside its values (exportRefs).
 
 // decodedRefs tracks the handles GobDecode made in a worker process, so
@@ -57,8 +59,16 @@ func (d *decodedRefs) sweep(rt *core) {
 	clear(d.list[len(live):])
 	d.list = live
 	d.mu.Unlock()
+	// One step for all of them (the cleanup, when it runs, finds each
+	// released): one mark for their lenders' reports.
+	var drops []ids.ObjectID
 	for _, r := range dead {
-		rt.dropRef(r.id, r.st) // the cleanup, when it runs, finds it released
+		if r.st.released.CompareAndSwap(false, true) {
+			drops = append(drops, r.id)
+		}
+	}
+	if len(drops) > 0 && !rt.closed.Load() {
+		rt.owner.dropRef(drops...)
 	}
 }
 
@@ -81,18 +91,20 @@ func (rt *core) lend(spec *atollpb.TaskSpec) []ids.ObjectID {
 
 // reportBorrows ends a task's borrows (its lent references) and fills in
 // res what this process still holds of the task owner's objects. If it
-// holds any, a collection first drops the handles the task no longer
-// reaches, so only refs that escaped the task are reported.
+// holds any, or any object whose lender a report told it held, a
+// collection first drops the handles the task no longer reaches, so only
+// refs that escaped the task are reported. Then the lenders other than
+// the task's owner that are due a standalone report (their objects were
+// dropped) get it.
 func (rt *core) reportBorrows(spec *atollpb.TaskSpec, lent []ids.ObjectID, res *atollpb.TaskResult) {
 	rt.owner.dropRef(lent...)
-	if res == nil {
-		return
-	}
 	lender, err := ids.FromBytes(spec.OwnerId)
-	if err != nil {
+	if res == nil || err != nil {
+		rt.tasksRunning.Add(-1)
+		rt.flushBorrowReports(ids.WorkerID{})
 		return
 	}
-	if rt.owner.holdsFrom(lender) {
+	if rt.owner.holdsBorrows(lender) {
 		runtime.GC()
 		rt.decoded.sweep(rt)
 		// Handles the collector's cleanups released already: their
@@ -101,16 +113,127 @@ func (rt *core) reportBorrows(spec *atollpb.TaskSpec, lent []ids.ObjectID, res *
 	} else {
 		rt.decoded.sweep(rt) // prune released handles; no collection needed
 	}
-	held := rt.owner.heldFor(lender)
+	ownerNode, _ := ids.FromHex(spec.OwnerAddress)
+	var held []ids.ObjectID
+	// The report's content and its number are taken together, under the
+	// table's lock, so that a later number never carries older content.
+	rt.owner.do(func(t *owner.Table) {
+		held = t.ReportTo(lender, ownerNode)
+		res.BorrowsSeq = rt.nextBorrowSeq()
+	})
 	res.Borrows = res.Borrows[:0]
 	for _, id := range held {
 		res.Borrows = append(res.Borrows, id.Bytes())
 	}
 	res.BorrowsReported = true
-	// Numbered from the process's start time: a restarted actor's
-	// process (same worker id) numbers its reports after the old one's.
+	// The task no longer runs: drops from now on are flushed by the
+	// owner actor (flushBorrows); those it made are flushed here.
+	rt.tasksRunning.Add(-1)
+	rt.flushBorrowReports(lender)
+}
+
+// nextBorrowSeq numbers this process's borrow reports, in a result or on
+// their own: from the process's start time, so a restarted actor's
+// process (same worker id) numbers its reports after the old one's.
+func (rt *core) nextBorrowSeq() uint64 {
 	rt.borrowSeq.CompareAndSwap(0, uint64(time.Now().UnixNano()))
-	res.BorrowsSeq = rt.borrowSeq.Add(1)
+	return rt.borrowSeq.Add(1)
+}
+
+// flushBorrowReports sends the standalone reports due: one per lender
+// whose objects this process dropped since it reported holding them
+// (except except, whose report the caller puts in a task's result),
+// however many it dropped. Sending never blocks on the owner: the frame
+// goes to the raylet, which routes it.
+func (rt *core) flushBorrowReports(except ids.WorkerID) {
+	var due []owner.DropReport
+	var seqs []uint64
+	rt.owner.do(func(t *owner.Table) {
+		due = t.TakeDropReports(except)
+		for range due {
+			seqs = append(seqs, rt.nextBorrowSeq())
+		}
+	})
+	if len(due) == 0 || rt.closed.Load() {
+		return
+	}
+	var actorID []byte
+	if a := rt.hostedActor.Load(); a != nil {
+		actorID = a.Bytes()
+	}
+	for i, d := range due {
+		m := &atollpb.BorrowReport{OwnerId: d.Lender.Bytes(), OwnerNode: d.Node.Bytes(), BorrowerWorkerId: rt.workerID.Bytes(),
+			BorrowerActorId: actorID, BorrowsSeq: seqs[i], Borrows: make([][]byte, 0, len(d.Held))}
+		for _, id := range d.Held {
+			m.Borrows = append(m.Borrows, id.Bytes())
+		}
+		rt.link.sendBorrows(m)
+	}
+}
+
+// flushBorrows asks the owner actor to send the standalone reports due
+// (posted once per burst of drops: a Release, the collector's cleanups).
+// While a task runs in the process the task's end flushes instead, so a
+// task that drops many refs sends one report per lender (forced: the
+// flush after borrowFlushDelay, whatever runs).
+type flushBorrows struct{ forced bool }
+
+// borrowFlushDelay bounds how long a drop made while a task runs waits
+// for a task's end before it is reported anyway (a call that runs for
+// ever, an actor's background goroutine during a long call).
+const borrowFlushDelay = time.Second
+
+// flushBorrows sends the reports due, unless a task runs: then its end
+// does, or, if none ends within borrowFlushDelay, a forced flush.
+func (rt *core) flushBorrows(m *flushBorrows) {
+	if !m.forced {
+		rt.borrowFlushPosted.Store(false)
+		if rt.tasksRunning.Load() > 0 {
+			if rt.borrowFlushTimer.CompareAndSwap(false, true) {
+				time.AfterFunc(borrowFlushDelay, func() { rt.system.Root.Send(rt.ownerPID, &flushBorrows{forced: true}) })
+			}
+			return
+		}
+	} else {
+		rt.borrowFlushTimer.Store(false)
+	}
+	rt.flushBorrowReports(ids.WorkerID{})
+}
+
+// postBorrowFlush posts one flushBorrows unless one is waiting; it runs
+// under the owner table's lock (ownerShell.dropsDue), so it only posts.
+func (rt *core) postBorrowFlush() {
+	if rt.borrowFlushPosted.CompareAndSwap(false, true) {
+		rt.system.Root.Send(rt.ownerPID, &flushBorrows{})
+	}
+}
+
+// applyBorrowReport applies a borrower's standalone report to this
+// process's objects (owner.Table.ApplyBorrowReport).
+func (rt *core) applyBorrowReport(m *atollpb.BorrowReport) {
+	rt.borrowReportsIn.Add(1)
+	var applied bool
+	var err error
+	rt.owner.do(func(t *owner.Table) { applied, err = t.ApplyBorrowReport(m) })
+	switch {
+	case err != nil:
+		rt.log.Warn("a borrow report was refused", "err", err)
+	case !applied:
+		rt.log.Debug("a borrow report from a borrower with no record here (never reported, or its borrows ended) ignored",
+			"borrower", fmt.Sprintf("%x", m.BorrowerWorkerId), "actor", fmt.Sprintf("%x", m.BorrowerActorId))
+	}
+}
+
+// deliverBorrows takes a report the raylet routes to this process's
+// owner (raylet.Config.DeliverBorrows): applied in the owner actor's
+// mailbox, after the results it received before.
+func (rt *core) deliverBorrows(m *atollpb.BorrowReport) bool {
+	local := rt.localOwner.Load()
+	if local == nil || string(m.GetOwnerId()) != string(rt.workerID.Bytes()) {
+		return false
+	}
+	rt.system.Root.Send(local, m)
+	return true
 }
 
 // exportRefs hands the task's owner the objects this process created
@@ -129,14 +252,10 @@ func (rt *core) exportRefs(spec *atollpb.TaskSpec, refs []ids.ObjectID) ([]*atol
 	return out, err
 }
 
-func (s *ownerShell) holdsFrom(lender ids.WorkerID) bool {
+// holdsBorrows reports whether this process holds objects lender lent
+// it, or objects whose lender a report told it held.
+func (s *ownerShell) holdsBorrows(lender ids.WorkerID) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.table.HoldsFrom(lender)
-}
-
-func (s *ownerShell) heldFor(lender ids.WorkerID) []ids.ObjectID {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.table.HeldFor(lender)
+	return s.table.HoldsFrom(lender) || s.table.HoldsReported()
 }

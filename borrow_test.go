@@ -106,6 +106,25 @@ var (
 	})
 )
 
+// genBoxes yields n boxes: even ones hold an object the generator puts
+// (handed over to the caller with the item), odd ones the ref it was lent.
+var genBoxes = atoll.NewGenFunc2("borrow.genBoxes", func(ctx context.Context, lent refBox, n int, yield func(refBox) error) error {
+	for i := range n {
+		box := refBox{Ref: lent.Ref, Note: "lent"}
+		if i%2 == 0 {
+			ref, err := atoll.Put(ctx, blob(byte(i)))
+			if err != nil {
+				return err
+			}
+			box = refBox{Ref: ref, Note: "made"}
+		}
+		if err := yield(box); err != nil {
+			return err
+		}
+	}
+	return nil
+})
+
 // forwardBox reads the box's object after forwarding it through hops
 // nested tasks (each a borrower of the one before). It calls itself, so
 // it is registered in init.
@@ -167,6 +186,59 @@ func TestBorrowRefReturnedInsideStruct(t *testing.T) {
 	}
 	box, echoed = refBox{}, refBox{}
 	settled(t, ctx)
+}
+
+// TestBorrowGeneratorItemsHoldRefs: a generator in a worker process
+// yields items holding refs to objects it put (handed over with each
+// item) and to the object it was lent; the caller reads them all, keeps
+// one past the stream's end, and then everything is freed.
+func TestBorrowGeneratorItemsHoldRefs(t *testing.T) {
+	ctx := startProcesses(t)
+	testGeneratorItemsHoldRefs(t, ctx)
+	settled(t, ctx)
+}
+
+func testGeneratorItemsHoldRefs(t *testing.T, ctx context.Context, opts ...atoll.TaskOption) {
+	lentRef, err := atoll.Put(ctx, blob(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	gen := genBoxes.Remote(ctx, atoll.Value(refBox{Ref: lentRef}), atoll.Value(n), opts...)
+	var kept refBox
+	i := 0
+	for ref, err := range gen.All(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		box, err := atoll.Get(ctx, ref)
+		if err != nil {
+			t.Fatalf("item %d: %v", i, err)
+		}
+		want, note := blobSum(blob(byte(i))), "made"
+		if i%2 == 1 {
+			want, note = blobSum(blob(100)), "lent"
+		}
+		v, err := atoll.Get(ctx, box.Ref)
+		if err != nil || blobSum(v) != want || box.Note != note {
+			t.Fatalf("item %d: the ref inside reads sum %d (want %d), note %q (want %q), err %v", i, blobSum(v), want, box.Note, note, err)
+		}
+		if i == 0 {
+			kept = box // a handed-over object, kept past the stream's end
+		}
+		i++
+	}
+	if i != n {
+		t.Fatalf("%d items, want %d", i, n)
+	}
+	gen.Release()
+	lentRef = atoll.ObjectRef[[]byte]{}
+	// The generator's worker may be gone; the kept object is the caller's.
+	runtime.GC()
+	if v, err := atoll.Get(ctx, kept.Ref); err != nil || blobSum(v) != blobSum(blob(0)) {
+		t.Fatalf("the kept item's object after the stream: sum %d, err %v", blobSum(v), err)
+	}
+	kept = refBox{}
 }
 
 // TestBorrowSliceOfManyRefs: a task given a slice of 10,000 refs (past

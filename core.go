@@ -84,6 +84,19 @@ type core struct {
 	// process (borrow.go).
 	decoded   decodedRefs
 	borrowSeq atomic.Uint64
+	// borrowFlushPosted: a flushBorrows waits in the owner actor's
+	// mailbox. hostedActor is the actor this worker process hosts, if
+	// any: its standalone reports name it (owners key an actor's
+	// borrows by the actor).
+	borrowFlushPosted atomic.Bool
+	borrowFlushTimer  atomic.Bool
+	hostedActor       atomic.Pointer[ids.ActorID]
+	// tasksRunning counts the tasks running in this worker process:
+	// while any runs, drops wait for its end's flush (one report per
+	// lender for a task that drops many refs). borrowReportsIn counts
+	// the standalone reports this process's owner applied or ignored.
+	tasksRunning    atomic.Int32
+	borrowReportsIn atomic.Uint64
 	// workerBinary is the program that runs this job's tasks (sent with
 	// every task, for nodes started without one).
 	workerBinary string
@@ -230,6 +243,7 @@ func (rt *core) start(ctx context.Context) error {
 		nc.Executor = (*executor)(rt)
 	}
 	nc.Deliver = rt.deliverResult
+	nc.DeliverBorrows = rt.deliverBorrows
 	n, err := node.Start(ctx, nc)
 	if err != nil {
 		return err

@@ -64,12 +64,15 @@ var (
 	ErrObjectReconstructionFailed = errs.ErrObjectReconstructionFailed
 	ErrGetTimeout                 = errs.ErrGetTimeout
 	ErrCancelled                  = errs.ErrCancelled
-	ErrOwnerDied                  = errs.ErrOwnerDied
-	ErrInvalidArgument            = errs.ErrInvalidArgument
-	ErrNotFound                   = errs.ErrNotFound
-	ErrNodeDied                   = errs.ErrNodeDied
-	ErrUnschedulable              = errs.ErrUnschedulable
-	ErrForwardLost                = errs.ErrForwardLost
+	// ErrCancelNonRecursive is the cause (context.Cause) of a task's
+	// context when the task alone was cancelled (Cancel with NonRecursive).
+	ErrCancelNonRecursive = errs.ErrCancelNonRecursive
+	ErrOwnerDied          = errs.ErrOwnerDied
+	ErrInvalidArgument    = errs.ErrInvalidArgument
+	ErrNotFound           = errs.ErrNotFound
+	ErrNodeDied           = errs.ErrNodeDied
+	ErrUnschedulable      = errs.ErrUnschedulable
+	ErrForwardLost        = errs.ErrForwardLost
 	// ErrResourceExhausted: a node's quota of forwarded work, or a GCS
 	// table's cap, was reached.
 	ErrResourceExhausted = errs.ErrResourceExhausted

@@ -62,6 +62,7 @@ func (rt *core) execute(ctx context.Context, w raylet.Worker, spec *atollpb.Task
 	if rt.isWorker {
 		// Refs inside the arguments are lent by the task's owner for
 		// the task; at its end the result reports those still held.
+		rt.tasksRunning.Add(1) // until reportBorrows
 		lent := rt.lend(spec)
 		defer func() { rt.reportBorrows(spec, lent, res) }()
 	}
@@ -242,33 +243,56 @@ func (rt *core) storeOutputs(ctx context.Context, store storeAPI, spec *atollpb.
 	}
 	for i, v := range out {
 		id := ids.ReturnObjectID(task, i)
-		enc, err := codec.Encode(v)
+		enc, value, refs, err := encodeOutput(v)
+		encRefs = append(encRefs, refs...)
 		if err != nil {
 			return nil, nil, err
 		}
-		value := &atollpb.Value{Codec: enc.Codec}
-		if enc.Codec == atollpb.Codec_CODEC_GOB {
-			refs := containedRefs(enc.Data)
-			encRefs = append(encRefs, refs...)
-			for _, c := range refs {
-				value.ContainedRefs = append(value.ContainedRefs, &atollpb.ObjectRef{ObjectId: c.Bytes()})
-			}
-		}
-		if rt.inline(len(enc.Data)) && inlined+len(enc.Data) <= MaxInlineTotal {
-			inlined += len(enc.Data)
-			data := enc.Data
-			if codec.ElemSize(enc.Codec) != 0 {
-				data = append([]byte(nil), data...) // may alias an argument view
-			}
-			value.Kind = &atollpb.Value_Inline{Inline: data}
-		} else {
-			owner, _ := ids.FromBytes(spec.OwnerId)
-			if err := store.PutOwned(ctx, id, enc.Codec, enc.Data, owner); err != nil && !errors.Is(err, objectstore.ErrObjectExists) {
-				return nil, nil, err
-			}
-			value.Kind = rt.storedValue(id, enc.Codec, len(enc.Data)).Kind
+		if err := rt.placeOutput(ctx, store, spec, id, enc, value, &inlined); err != nil {
+			return nil, nil, err
 		}
 		returns[i] = &atollpb.ReturnObject{ObjectId: id.Bytes(), Value: value}
 	}
 	return returns, nil, nil
+}
+
+// encodeOutput encodes v, a value a task produces (a return or a
+// generator's item), listing the refs it holds: the encoding took a
+// reference to each.
+func encodeOutput(v any) (enc codec.Encoded, value *atollpb.Value, refs []ids.ObjectID, err error) {
+	enc, err = codec.Encode(v)
+	if err != nil {
+		return enc, nil, nil, err
+	}
+	value = &atollpb.Value{Codec: enc.Codec}
+	if enc.Codec == atollpb.Codec_CODEC_GOB {
+		refs = containedRefs(enc.Data)
+		for _, c := range refs {
+			value.ContainedRefs = append(value.ContainedRefs, &atollpb.ObjectRef{ObjectId: c.Bytes()})
+		}
+	}
+	return enc, value, refs, nil
+}
+
+// placeOutput sets value's kind: inline if enc is small and *inlined (the
+// bytes the task's message carries inline so far) stays within
+// MaxInlineTotal, else stored as object id, owned by the task's owner. A
+// retry produces its values again under the same ids: one still stored
+// from the attempt before is the same value.
+func (rt *core) placeOutput(ctx context.Context, store storeAPI, spec *atollpb.TaskSpec, id ids.ObjectID, enc codec.Encoded, value *atollpb.Value, inlined *int) error {
+	if rt.inline(len(enc.Data)) && *inlined+len(enc.Data) <= MaxInlineTotal {
+		*inlined += len(enc.Data)
+		data := enc.Data
+		if codec.ElemSize(enc.Codec) != 0 {
+			data = append([]byte(nil), data...) // may alias an argument view
+		}
+		value.Kind = &atollpb.Value_Inline{Inline: data}
+		return nil
+	}
+	ownerID, _ := ids.FromBytes(spec.OwnerId)
+	if err := store.PutOwned(ctx, id, enc.Codec, enc.Data, ownerID); err != nil && !errors.Is(err, objectstore.ErrObjectExists) {
+		return err
+	}
+	value.Kind = rt.storedValue(id, enc.Codec, len(enc.Data)).Kind
+	return nil
 }

@@ -9,3 +9,13 @@ func JobIDForTest() string {
 	}
 	return rt.jobID.String()
 }
+
+// BorrowReportsReceivedForTest counts the standalone borrow reports the
+// running driver's owner received.
+func BorrowReportsReceivedForTest() uint64 {
+	rt := current()
+	if rt == nil {
+		return 0
+	}
+	return rt.borrowReportsIn.Load()
+}

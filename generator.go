@@ -2,14 +2,12 @@ package atoll
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/atoll-runtime/atoll/atollpb"
-	"github.com/atoll-runtime/atoll/internal/codec"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
-	"github.com/atoll-runtime/atoll/objectstore"
 	"github.com/atoll-runtime/atoll/owner"
 	"github.com/atoll-runtime/atoll/raylet"
 )
@@ -133,12 +131,13 @@ func (g *genSink) yield(ctx context.Context, v any) error {
 	if index >= owner.MaxGeneratorItems {
 		return errs.Invalidf("generator %s yielded more than %d items: split the stream across several tasks", g.spec.Name, owner.MaxGeneratorItems)
 	}
-	item, err := g.rt.storeItem(ctx, g.store, g.spec, index, v)
+	item, transferred, err := g.rt.storeItem(ctx, g.store, g.spec, index, v)
 	if err != nil {
 		return err
 	}
 	res := &atollpb.TaskResult{TaskId: g.spec.TaskId, Attempt: g.spec.Attempt, Returns: []*atollpb.ReturnObject{item},
-		WorkerId: g.w.ID.Bytes(), GeneratorItem: &atollpb.GeneratorItem{Index: index}}
+		Transferred: transferred, WorkerId: g.w.ID.Bytes(),
+		GeneratorItem: &atollpb.GeneratorItem{Index: index, FromBorrower: g.rt.isWorker}}
 	g.mu.Lock()
 	g.next++
 	g.mu.Unlock()
@@ -173,41 +172,28 @@ func (rt *core) reportItem(res *atollpb.TaskResult) error {
 }
 
 // storeItem encodes item index of a generator: inline if small, else in
-// the object store under its own id, owned by the task's owner (like a
-// task's return, see storeOutputs).
-func (rt *core) storeItem(ctx context.Context, store storeAPI, spec *atollpb.TaskSpec, index int64, v any) (*atollpb.ReturnObject, error) {
+// the object store under its own id, owned by the task's owner (as a
+// task's return, see storeOutputs; each item travels in its own message).
+// In a worker process, the objects it created that the item holds refs
+// to are handed over to the owner with it (transferred), as with a
+// task's return values.
+func (rt *core) storeItem(ctx context.Context, store storeAPI, spec *atollpb.TaskSpec, index int64, v any) (item *atollpb.ReturnObject, transferred []*atollpb.ReturnObject, err error) {
 	id := owner.GeneratorItemID(ids.MustFromBytes(spec.TaskId), index)
-	enc, err := codec.Encode(v)
+	enc, value, refs, err := encodeOutput(v)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	value := &atollpb.Value{Codec: enc.Codec}
-	if enc.Codec == atollpb.Codec_CODEC_GOB {
-		refs := containedRefs(enc.Data)
-		if len(refs) > 0 && rt.isWorker {
-			rt.owner.dropRef(refs...) // the references the encoding took
-			return nil, errs.Invalidf("generator %s yielded ObjectRefs inside its item: a generator's items cannot hand refs over to the caller yet (an ordinary task's return can); yield the values instead", spec.Name)
-		}
-		for _, c := range refs {
-			value.ContainedRefs = append(value.ContainedRefs, &atollpb.ObjectRef{ObjectId: c.Bytes()})
+	if rt.isWorker && len(refs) > 0 {
+		// Hands them over and drops the references the encoding took.
+		if transferred, err = rt.exportRefs(spec, refs); err != nil {
+			return nil, nil, fmt.Errorf("generator %s, item %d: %w", spec.Name, index, err)
 		}
 	}
-	if rt.inline(len(enc.Data)) {
-		data := enc.Data
-		if codec.ElemSize(enc.Codec) != 0 {
-			data = append([]byte(nil), data...) // may alias an argument view
-		}
-		value.Kind = &atollpb.Value_Inline{Inline: data}
-	} else {
-		ownerID, _ := ids.FromBytes(spec.OwnerId)
-		// A retry yields its items again under the same ids: one still
-		// stored from the attempt before is the same item.
-		if err := store.PutOwned(ctx, id, enc.Codec, enc.Data, ownerID); err != nil && !errors.Is(err, objectstore.ErrObjectExists) {
-			return nil, err
-		}
-		value.Kind = rt.storedValue(id, enc.Codec, len(enc.Data)).Kind
+	inlined := 0
+	if err := rt.placeOutput(ctx, store, spec, id, enc, value, &inlined); err != nil {
+		return nil, nil, err
 	}
-	return &atollpb.ReturnObject{ObjectId: id.Bytes(), Value: value}, nil
+	return &atollpb.ReturnObject{ObjectId: id.Bytes(), Value: value}, transferred, nil
 }
 
 // sendGeneratorAck passes an owner's GeneratorAck to the attempt it

@@ -280,11 +280,11 @@ func TestGeneratorGoroutineWorkers(t *testing.T) {
 	wantClean(t, ctx)
 }
 
-// testBackpressure: the producer is never more than the limit ahead of
-// the caller's Next, and gets exactly that far.
-func testBackpressure(t *testing.T, ctx context.Context) {
-	const n, limit = 20, 3
-	gen := genCount.Remote(ctx, atoll.Value(n), atoll.GeneratorBackpressure(limit))
+// readHeldBack reads the n items of gen with read, each only once the
+// producer is held back: limit items ahead of the caller (or at the
+// end), never more.
+func readHeldBack[R any](t *testing.T, gen *atoll.ObjectRefGenerator[R], n, limit int, read func(i int)) {
+	t.Helper()
 	for consumed := 0; consumed < n; consumed++ {
 		want := min(consumed+limit, n)
 		eventually(t, fmt.Sprintf("%d items reported", want), func() bool {
@@ -295,8 +295,16 @@ func testBackpressure(t *testing.T, ctx context.Context) {
 			t.Fatalf("after %d taken: %d reported (%d taken), want %d: the producer ran past its backpressure limit of %d",
 				consumed, reported, taken, want, limit)
 		}
-		readItem(t, ctx, gen, consumed)
+		read(consumed)
 	}
+}
+
+// testBackpressure: the producer is never more than the limit ahead of
+// the caller's Next, and gets exactly that far.
+func testBackpressure(t *testing.T, ctx context.Context) {
+	const n, limit = 20, 3
+	gen := genCount.Remote(ctx, atoll.Value(n), atoll.GeneratorBackpressure(limit))
+	readHeldBack(t, gen, n, limit, func(i int) { readItem(t, ctx, gen, i) })
 	wantEnd(t, ctx, gen)
 }
 

@@ -46,10 +46,10 @@ func GeneratorBackpressure(n int) TaskOnlyOption {
 // is garbage-collected, or Release is called); the refs Next returned
 // live as any ObjectRef does.
 //
-// If the task's worker dies, the task runs again (within MaxRetries) and
-// its items are not duplicated: the new attempt's items with the indexes
-// already delivered are ignored (a generator must yield the same items
-// in the same order when run again, as Ray requires). A task error after
+// If the task's worker (or its node) dies, the task runs again (within
+// MaxRetries) and its items are not duplicated: the new attempt's items
+// with the indexes already delivered are ignored (a generator must yield
+// the same items in the same order when run again, as Ray requires). A task error after
 // k items ends the stream with that error after the k items; so does a
 // cancellation (Cancel, or the context given to Remote).
 type ObjectRefGenerator[R any] struct {
@@ -187,7 +187,7 @@ func (g *ObjectRefGenerator[R]) All(ctx context.Context) iter.Seq2[ObjectRef[R],
 // with CancelledError after the items it yielded before.
 func (g *ObjectRefGenerator[R]) Cancel() {
 	if g.err == nil && !g.rt.closed.Load() {
-		g.rt.cancelTask(g.task)
+		g.rt.cancelTask(g.task, false)
 	}
 }
 
@@ -219,10 +219,6 @@ func callGenerator[R any](ctx context.Context, name string, bound, opts []TaskOp
 	if err != nil {
 		return failedGenerator[R](err)
 	}
-	if rt.gateway != nil {
-		return failedGenerator[R](errs.Invalidf("generator %s: a driver connected to a cluster cannot run generator tasks yet "+
-			"(their items are reported on one node): call it from a task, which runs it on that task's node", name))
-	}
 	cc := taskConfig(bound, opts)
 	if err := checkRetries(cc); err != nil {
 		return failedGenerator[R](err)
@@ -239,12 +235,9 @@ func callGenerator[R any](ctx context.Context, name string, bound, opts []TaskOp
 		MaxRetries: int32(cc.maxRetries), RetryExceptions: cc.retryExceptions,
 		Generator: true, GeneratorBackpressure: int32(limit),
 	}
+	// Placed like any task: on another node of a cluster, its items and
+	// acks cross the gateways (cluster/generators.go).
 	spec.Scheduling = cc.scheduling
-	if rt.isWorker {
-		// Items and acks travel through this node's raylet: the task
-		// runs here.
-		spec.Scheduling = &atollpb.SchedulingStrategy{Kind: atollpb.SchedulingStrategy_NODE_AFFINITY, NodeId: rt.nodeID.Bytes()}
-	}
 	if cc.resources != nil {
 		spec.Resources = cc.resources.toMap()
 	} else {

@@ -19,13 +19,16 @@ import (
 // (driverLink); a worker process sends frames to its raylet (workerLink).
 type nodeLink interface {
 	submitTask(spec *atollpb.TaskSpec)
-	cancelTask(id ids.TaskID)
+	cancelTask(id ids.TaskID, nonRecursive bool)
 	setBlocked(id ids.TaskID, blocked bool)
 	callActor(address string, spec *atollpb.TaskSpec)
 	killActor(m *atollpb.KillActor)
 	killWorker(m *atollpb.KillWorker)
 	// fetch pulls objects held on other nodes into the node's store.
 	fetch(ctx context.Context, refs []*atollpb.ObjectRef) error
+	// sendBorrows sends a borrower's standalone report to the raylet,
+	// which routes it to the owner; it does not wait.
+	sendBorrows(m *atollpb.BorrowReport)
 }
 
 // storeAPI is the object store as a process sees it: zero-copy views into
@@ -71,8 +74,8 @@ func (l *driverLink) submitTask(spec *atollpb.TaskSpec) {
 	l.system.Root.RequestWithCustomSender(l.raylet, &atollpb.SubmitTask{Spec: spec}, l.owner)
 }
 
-func (l *driverLink) cancelTask(id ids.TaskID) {
-	l.system.Root.Send(l.raylet, &atollpb.CancelTask{TaskId: id.Bytes()})
+func (l *driverLink) cancelTask(id ids.TaskID, nonRecursive bool) {
+	l.system.Root.Send(l.raylet, &atollpb.CancelTask{TaskId: id.Bytes(), NonRecursive: nonRecursive})
 }
 
 func (l *driverLink) setBlocked(id ids.TaskID, blocked bool) {
@@ -99,5 +102,6 @@ func (l *driverLink) fetch(ctx context.Context, refs []*atollpb.ObjectRef) error
 	return l.gateway.Fetch(ctx, refs)
 }
 
-func (l *driverLink) killActor(m *atollpb.KillActor)   { l.system.Root.Send(l.raylet, m) }
-func (l *driverLink) killWorker(m *atollpb.KillWorker) { l.system.Root.Send(l.raylet, m) }
+func (l *driverLink) sendBorrows(m *atollpb.BorrowReport) { l.system.Root.Send(l.raylet, m) }
+func (l *driverLink) killActor(m *atollpb.KillActor)      { l.system.Root.Send(l.raylet, m) }
+func (l *driverLink) killWorker(m *atollpb.KillWorker)    { l.system.Root.Send(l.raylet, m) }

@@ -8,9 +8,10 @@ import (
 )
 
 // ownerActor is this process's owner: it receives the results of the
-// tasks and actor calls it submitted, actor state changes from the GCS
-// and references dropped by the garbage collector, and applies them to
-// the ownership table (see ownerShell).
+// tasks and actor calls it submitted, actor state changes from the GCS,
+// references dropped by the garbage collector and borrowers' standalone
+// reports, and applies them to the ownership table (see ownerShell); in
+// a worker process it also sends the borrow reports due (flushBorrows).
 type ownerActor struct{ rt *core }
 
 func (o *ownerActor) Receive(ctx actor.Context) {
@@ -25,5 +26,9 @@ func (o *ownerActor) Receive(ctx actor.Context) {
 		o.rt.owner.do(func(t *owner.Table) { t.DropActorHandle(m.id) })
 	case *drainCollected:
 		o.rt.applyCollected()
+	case *flushBorrows:
+		o.rt.flushBorrows(m)
+	case *atollpb.BorrowReport:
+		o.rt.applyBorrowReport(m)
 	}
 }

@@ -31,6 +31,10 @@ type ownerShell struct {
 	outbox   []owner.Effect
 	draining bool
 	apply    func(owner.Effect)
+	// dropsDue, if set, is called (under mu: it must only post) when a
+	// step left standalone borrow reports due (a worker process dropped
+	// objects a lender was told it held).
+	dropsDue func()
 }
 
 func newOwnerShell(cfg owner.Config, apply func(owner.Effect)) *ownerShell {
@@ -55,6 +59,9 @@ func (s *ownerShell) drainLocked() {
 		// too, so it finds its task's submit span ended.
 		endSubmitSpans(eff)
 		s.outbox = append(s.outbox, eff...)
+	}
+	if s.dropsDue != nil && s.table.HasDropReports() {
+		s.dropsDue()
 	}
 	if s.draining || len(s.outbox) == 0 {
 		s.mu.Unlock()
@@ -236,7 +243,7 @@ func (rt *core) applyOwnerEffect(e owner.Effect) {
 	case owner.CallActor:
 		rt.link.callActor(e.Address, e.Spec)
 	case owner.CancelTask:
-		rt.link.cancelTask(e.Task)
+		rt.link.cancelTask(e.Task, e.NonRecursive)
 	case owner.Free:
 		rt.freeStored(e.Objects)
 	case owner.Revive:
@@ -351,6 +358,6 @@ func (c *collected) take() []ids.ObjectID {
 }
 
 // cancelTask cancels a task this process owns.
-func (rt *core) cancelTask(id ids.TaskID) {
-	rt.owner.do(func(t *owner.Table) { t.Cancel(id) })
+func (rt *core) cancelTask(id ids.TaskID, nonRecursive bool) {
+	rt.owner.do(func(t *owner.Table) { t.Cancel(id, nonRecursive) })
 }

@@ -2,6 +2,7 @@ package atoll
 
 import (
 	"context"
+	"errors"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -69,7 +70,13 @@ func (rt *core) submit(ctx context.Context, spec *atollpb.TaskSpec, args []argSo
 		handles[i] = newHandle(rt, id)
 	}
 	if ctx.Done() != nil && err == nil {
-		att.setStop(context.AfterFunc(ctx, func() { rt.cancelTask(task) }))
+		// Cancelling ctx cancels the task (recursively), unless ctx is
+		// the context of a task cancelled alone (Cancel with NonRecursive).
+		att.setStop(context.AfterFunc(ctx, func() {
+			if !errors.Is(context.Cause(ctx), errs.ErrCancelNonRecursive) {
+				rt.cancelTask(task, false)
+			}
+		}))
 	}
 	return handles
 }

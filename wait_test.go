@@ -41,6 +41,35 @@ var (
 	parentOf = atoll.NewFunc1("wait.parentOf", func(ctx context.Context, path string) (int, error) {
 		return atoll.Get(ctx, untilCancelled.Remote(ctx, atoll.Value(path)))
 	})
+	// untilGo writes "started" to path, then waits for path+".go" to
+	// exist (writing path+".done") or for its context (writing
+	// path+".cancelled").
+	untilGo = atoll.NewFunc1("wait.untilGo", func(ctx context.Context, path string) (int, error) {
+		if err := os.WriteFile(path, []byte("started"), 0o600); err != nil {
+			return 0, err
+		}
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return 0, os.WriteFile(path+".cancelled", []byte("cancelled"), 0o600)
+			case <-tick.C:
+				if _, err := os.Stat(path + ".go"); err == nil {
+					return 1, os.WriteFile(path+".done", []byte("done"), 0o600)
+				}
+			}
+		}
+	})
+	// parentOfUntilGo submits untilGo(path) with its own context, waits
+	// for its own context to end and writes the cause to path+".cause".
+	parentOfUntilGo = atoll.NewFunc1("wait.parentOfUntilGo", func(ctx context.Context, path string) (int, error) {
+		child := untilGo.Remote(ctx, atoll.Value(path))
+		<-ctx.Done()
+		_ = os.WriteFile(path+".cause", []byte(context.Cause(ctx).Error()), 0o600)
+		_ = child // dropped: the child runs on without a ref to it
+		return 0, ctx.Err()
+	})
 	// ignoresContext writes its pid to path and blocks for good,
 	// whatever its context says.
 	ignoresContext = atoll.NewFunc1("wait.ignoresContext", func(_ context.Context, path string) (int, error) {
@@ -205,6 +234,60 @@ func TestCancelIsRecursive(t *testing.T) {
 		_, err := os.Stat(path + ".cancelled")
 		return err == nil
 	})
+}
+
+// TestCancelNonRecursive: cancelling a task alone (NonRecursive) cancels
+// its context with the cause ErrCancelNonRecursive, and the child it
+// submitted from its worker process runs on to its end.
+func TestCancelNonRecursive(t *testing.T) { testCancelNonRecursive(t, startProcesses(t)) }
+
+// TestCancelNonRecursiveGoroutines: the same with goroutine workers,
+// where the task's context is the raylet's and the child is owned by the
+// driver.
+func TestCancelNonRecursiveGoroutines(t *testing.T) { testCancelNonRecursive(t, start(t)) }
+
+func testCancelNonRecursive(t *testing.T, ctx context.Context) {
+	path := filepath.Join(t.TempDir(), "child")
+	parent := parentOfUntilGo.Remote(ctx, atoll.Value(path))
+	eventually(t, "the parent's child to start", func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	})
+	if err := atoll.Cancel(ctx, parent, atoll.NonRecursive()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := atoll.Get(ctx, parent); !errors.Is(err, atoll.ErrCancelled) {
+		t.Fatalf("the cancelled parent: %v, want ErrCancelled", err)
+	}
+	eventually(t, "the parent to record its context's cause", func() bool {
+		_, err := os.Stat(path + ".cause")
+		return err == nil
+	})
+	if b, _ := os.ReadFile(path + ".cause"); string(b) != atoll.ErrCancelNonRecursive.Error() {
+		t.Fatalf("the parent's context cause: %q, want %q", b, atoll.ErrCancelNonRecursive)
+	}
+	// The child still runs: let it finish.
+	if err := os.WriteFile(path+".go", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the child to finish", func() bool {
+		_, err := os.Stat(path + ".done")
+		return err == nil
+	})
+	if _, err := os.Stat(path + ".cancelled"); err == nil {
+		t.Fatal("the child of a task cancelled with NonRecursive was cancelled")
+	}
+}
+
+// TestCancelRefusesForceNonRecursive: ForceCancel kills the process that
+// owns the children, so it cannot be NonRecursive.
+func TestCancelRefusesForceNonRecursive(t *testing.T) {
+	ctx := startProcesses(t)
+	ref := holdOrPass.Remote(ctx, atoll.Value(""), atoll.Value(1))
+	err := atoll.Cancel(ctx, ref, atoll.ForceCancel(), atoll.NonRecursive())
+	if !errors.Is(err, atoll.ErrInvalidArgument) {
+		t.Fatalf("Cancel with ForceCancel and NonRecursive: %v, want ErrInvalidArgument", err)
+	}
 }
 
 // TestForceCancelKillsTheWorker: a task that ignores its context is

@@ -137,12 +137,13 @@ func newWorkerCore(cfg config) (*core, *workerServer, error) {
 	rt.tracer = telemetry.Tracer(tp)
 	rt.system = actors.NewSystem(rt.log)
 	rt.owner = newOwnerShell(owner.Config{Worker: workerID, Node: nodeID}, rt.applyOwnerEffect)
+	rt.owner.dropsDue = rt.postBorrowFlush
 	if rt.ownerPID, err = rt.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &ownerActor{rt: rt} }), "owner"); err != nil {
 		return nil, nil, err
 	}
 	// The connection starts reading at once: everything its handler
 	// touches must exist first.
-	srv := &workerServer{rt: rt, wake: make(chan struct{}, 1), running: map[ids.TaskID]context.CancelFunc{}}
+	srv := &workerServer{rt: rt, wake: make(chan struct{}, 1), running: map[ids.TaskID]context.CancelCauseFunc{}}
 	ready := make(chan struct{})
 	srv.conn = workerconn.New(nc, func(f *atollpb.Frame) { <-ready; srv.handle(f) })
 	rt.link = &workerLink{conn: srv.conn}
@@ -164,7 +165,7 @@ type workerServer struct {
 
 	mu       sync.Mutex
 	queue    []pushed // pushed and not started, in arrival order
-	running  map[ids.TaskID]context.CancelFunc
+	running  map[ids.TaskID]context.CancelCauseFunc
 	instance any         // the actor this worker hosts, if any
 	groups   *callGroups // its concurrency groups, if it runs calls concurrently
 	// broken is set once a method panicked: the host restarts the actor
@@ -180,7 +181,7 @@ type pushed struct {
 	f      *atollpb.Frame
 	spec   *atollpb.TaskSpec
 	ctx    context.Context
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 }
 
 // handle receives frames on the connection's reader goroutine.
@@ -190,7 +191,7 @@ func (s *workerServer) handle(f *atollpb.Frame) {
 		s.enqueue(pushed{f: f})
 	case *atollpb.Frame_PushTask:
 		spec := b.PushTask.GetSpec()
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := context.WithCancelCause(context.Background())
 		if id, err := ids.FromBytes(spec.GetTaskId()); err == nil {
 			s.mu.Lock()
 			s.running[id] = cancel
@@ -200,18 +201,22 @@ func (s *workerServer) handle(f *atollpb.Frame) {
 	case *atollpb.Frame_RecallTask:
 		p, ok := s.unqueue(b.RecallTask.GetTaskId(), b.RecallTask.GetAttempt(), true)
 		if ok {
-			p.cancel()
+			p.cancel(nil)
 		}
 		_ = s.conn.Reply(f.Id, &atollpb.Frame{Body: &atollpb.Frame_RecallReply{RecallReply: &atollpb.RecallReply{Recalled: ok}}})
 	case *atollpb.Frame_TaskResult:
 		s.rt.system.Root.Send(s.rt.ownerPID, b.TaskResult)
 	case *atollpb.Frame_ActorEvent:
 		s.rt.system.Root.Send(s.rt.ownerPID, b.ActorEvent)
+	case *atollpb.Frame_BorrowReport:
+		// A borrower's report on objects this process owns: applied in
+		// the owner actor's mailbox, after the results before it.
+		s.rt.system.Root.Send(s.rt.ownerPID, b.BorrowReport)
 	case *atollpb.Frame_CancelTask:
 		// A task that has not started is answered at once; a running
 		// one sees its context cancelled.
 		if p, ok := s.unqueue(b.CancelTask.GetTaskId(), 0, false); ok {
-			p.cancel()
+			p.cancel(nil)
 			err := &errs.CancelledError{TaskName: p.spec.GetName(), TaskID: hex.EncodeToString(p.spec.GetTaskId())}
 			_ = s.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: &atollpb.TaskResult{
 				TaskId: p.spec.GetTaskId(), Attempt: p.spec.GetAttempt(), Error: errs.ToProto(err), WorkerId: s.rt.workerID.Bytes()}}})
@@ -221,7 +226,7 @@ func (s *workerServer) handle(f *atollpb.Frame) {
 		cancel := s.running[ids.MustFromBytes(b.CancelTask.TaskId)]
 		s.mu.Unlock()
 		if cancel != nil {
-			cancel()
+			cancel(errs.CancelCause(b.CancelTask.GetNonRecursive()))
 		}
 	case *atollpb.Frame_GeneratorAck:
 		if id, err := ids.FromBytes(b.GeneratorAck.GetTaskId()); err == nil {
@@ -291,6 +296,9 @@ func (s *workerServer) loop() {
 		}
 		f := p.f
 		if spec := f.GetCreateActor(); spec != nil {
+			if id, err := ids.FromBytes(spec.GetActorId()); err == nil {
+				s.rt.hostedActor.Store(&id)
+			}
 			inst, err := ex.NewActor(context.Background(), w, spec)
 			s.instance = inst
 			if err == nil {
@@ -319,7 +327,7 @@ func (s *workerServer) loop() {
 // runCall runs one actor call, unless an earlier one panicked.
 func (s *workerServer) runCall(w raylet.Worker, p pushed) {
 	if s.broken.Load() {
-		p.cancel()
+		p.cancel(nil)
 		return
 	}
 	res, panicked := (*executor)(s.rt).RunActorTask(p.ctx, w, s.instance, p.spec)
@@ -336,7 +344,7 @@ func (s *workerServer) finish(p pushed, res *atollpb.TaskResult) {
 		delete(s.running, id)
 		s.mu.Unlock()
 	}
-	p.cancel()
+	p.cancel(nil)
 	_ = s.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: res}})
 }
 
@@ -347,8 +355,8 @@ func (l *workerLink) submitTask(spec *atollpb.TaskSpec) {
 	_ = l.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_SubmitTask{SubmitTask: &atollpb.SubmitTask{Spec: spec}}})
 }
 
-func (l *workerLink) cancelTask(id ids.TaskID) {
-	_ = l.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_CancelTask{CancelTask: &atollpb.CancelTask{TaskId: id.Bytes()}}})
+func (l *workerLink) cancelTask(id ids.TaskID, nonRecursive bool) {
+	_ = l.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_CancelTask{CancelTask: &atollpb.CancelTask{TaskId: id.Bytes(), NonRecursive: nonRecursive}}})
 }
 
 func (l *workerLink) setBlocked(id ids.TaskID, blocked bool) {
@@ -361,6 +369,10 @@ func (l *workerLink) setBlocked(id ids.TaskID, blocked bool) {
 
 func (l *workerLink) callActor(address string, spec *atollpb.TaskSpec) {
 	_ = l.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_ActorCall{ActorCall: &atollpb.ActorCall{Address: address, Spec: spec}}})
+}
+
+func (l *workerLink) sendBorrows(m *atollpb.BorrowReport) {
+	_ = l.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_BorrowReport{BorrowReport: m}})
 }
 
 func (l *workerLink) killActor(m *atollpb.KillActor) {

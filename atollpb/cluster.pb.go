@@ -67,7 +67,7 @@ func (x AMMControl_Op) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use AMMControl_Op.Descriptor instead.
 func (AMMControl_Op) EnumDescriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{22, 0}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{23, 0}
 }
 
 // NodeLoad is a node's periodic resource and load report, published on
@@ -382,9 +382,15 @@ func (x *ForwardActorCall) GetOriginNode() []byte {
 // ForwardedResult carries a task or actor call's result back to the node
 // it came from.
 type ForwardedResult struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Result        *TaskResult            `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
-	FromNode      []byte                 `protobuf:"bytes,2,opt,name=from_node,json=fromNode,proto3" json:"from_node,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Result   *TaskResult            `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	FromNode []byte                 `protobuf:"bytes,2,opt,name=from_node,json=fromNode,proto3" json:"from_node,omitempty"`
+	// For an item of a generator task (result.generator_item set): the
+	// forwarding link it travels back on, the hops of the ForwardTask that
+	// carried the attempt from the receiving node to the sender. An item
+	// does not end the attempt, so it cannot pop the gateways' stacks as a
+	// result does; the link names the entries it passes through instead.
+	Hops          int32 `protobuf:"varint,3,opt,name=hops,proto3" json:"hops,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -433,10 +439,19 @@ func (x *ForwardedResult) GetFromNode() []byte {
 	return nil
 }
 
+func (x *ForwardedResult) GetHops() int32 {
+	if x != nil {
+		return x.Hops
+	}
+	return 0
+}
+
 // ForwardCancel cancels a forwarded task on the node running it.
 type ForwardCancel struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        []byte                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TaskId []byte                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// As CancelTask.non_recursive.
+	NonRecursive  bool `protobuf:"varint,2,opt,name=non_recursive,json=nonRecursive,proto3" json:"non_recursive,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -478,6 +493,70 @@ func (x *ForwardCancel) GetTaskId() []byte {
 	return nil
 }
 
+func (x *ForwardCancel) GetNonRecursive() bool {
+	if x != nil {
+		return x.NonRecursive
+	}
+	return false
+}
+
+// ForwardGeneratorAck carries a generator task's GeneratorAck (its
+// caller's consumed count) from the node that forwarded the attempt to
+// the node it forwarded it to, on link `hops` (the hops of that
+// ForwardTask). That node's raylet writes it to the worker running the
+// attempt, or relays it on the next link (hops + 1).
+type ForwardGeneratorAck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ack           *GeneratorAck          `protobuf:"bytes,1,opt,name=ack,proto3" json:"ack,omitempty"`
+	Hops          int32                  `protobuf:"varint,2,opt,name=hops,proto3" json:"hops,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForwardGeneratorAck) Reset() {
+	*x = ForwardGeneratorAck{}
+	mi := &file_atollpb_cluster_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForwardGeneratorAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForwardGeneratorAck) ProtoMessage() {}
+
+func (x *ForwardGeneratorAck) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForwardGeneratorAck.ProtoReflect.Descriptor instead.
+func (*ForwardGeneratorAck) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ForwardGeneratorAck) GetAck() *GeneratorAck {
+	if x != nil {
+		return x.Ack
+	}
+	return nil
+}
+
+func (x *ForwardGeneratorAck) GetHops() int32 {
+	if x != nil {
+		return x.Hops
+	}
+	return 0
+}
+
 // FreeObjects tells every node to drop its copies of objects their owner
 // freed.
 type FreeObjects struct {
@@ -493,7 +572,7 @@ type FreeObjects struct {
 
 func (x *FreeObjects) Reset() {
 	*x = FreeObjects{}
-	mi := &file_atollpb_cluster_proto_msgTypes[5]
+	mi := &file_atollpb_cluster_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -505,7 +584,7 @@ func (x *FreeObjects) String() string {
 func (*FreeObjects) ProtoMessage() {}
 
 func (x *FreeObjects) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[5]
+	mi := &file_atollpb_cluster_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -518,7 +597,7 @@ func (x *FreeObjects) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FreeObjects.ProtoReflect.Descriptor instead.
 func (*FreeObjects) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{5}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *FreeObjects) GetObjectIds() [][]byte {
@@ -545,7 +624,7 @@ type FetchObjects struct {
 
 func (x *FetchObjects) Reset() {
 	*x = FetchObjects{}
-	mi := &file_atollpb_cluster_proto_msgTypes[6]
+	mi := &file_atollpb_cluster_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -557,7 +636,7 @@ func (x *FetchObjects) String() string {
 func (*FetchObjects) ProtoMessage() {}
 
 func (x *FetchObjects) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[6]
+	mi := &file_atollpb_cluster_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -570,7 +649,7 @@ func (x *FetchObjects) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchObjects.ProtoReflect.Descriptor instead.
 func (*FetchObjects) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{6}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *FetchObjects) GetRefs() []*ObjectRef {
@@ -597,7 +676,7 @@ type ObjectCopies struct {
 
 func (x *ObjectCopies) Reset() {
 	*x = ObjectCopies{}
-	mi := &file_atollpb_cluster_proto_msgTypes[7]
+	mi := &file_atollpb_cluster_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -609,7 +688,7 @@ func (x *ObjectCopies) String() string {
 func (*ObjectCopies) ProtoMessage() {}
 
 func (x *ObjectCopies) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[7]
+	mi := &file_atollpb_cluster_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -622,7 +701,7 @@ func (x *ObjectCopies) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectCopies.ProtoReflect.Descriptor instead.
 func (*ObjectCopies) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{7}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ObjectCopies) GetObjectId() []byte {
@@ -667,7 +746,7 @@ type NodeObjects struct {
 
 func (x *NodeObjects) Reset() {
 	*x = NodeObjects{}
-	mi := &file_atollpb_cluster_proto_msgTypes[8]
+	mi := &file_atollpb_cluster_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -679,7 +758,7 @@ func (x *NodeObjects) String() string {
 func (*NodeObjects) ProtoMessage() {}
 
 func (x *NodeObjects) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[8]
+	mi := &file_atollpb_cluster_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -692,7 +771,7 @@ func (x *NodeObjects) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeObjects.ProtoReflect.Descriptor instead.
 func (*NodeObjects) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{8}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *NodeObjects) GetNodeId() []byte {
@@ -756,7 +835,7 @@ type TaskEvents struct {
 
 func (x *TaskEvents) Reset() {
 	*x = TaskEvents{}
-	mi := &file_atollpb_cluster_proto_msgTypes[9]
+	mi := &file_atollpb_cluster_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -768,7 +847,7 @@ func (x *TaskEvents) String() string {
 func (*TaskEvents) ProtoMessage() {}
 
 func (x *TaskEvents) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[9]
+	mi := &file_atollpb_cluster_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -781,7 +860,7 @@ func (x *TaskEvents) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskEvents.ProtoReflect.Descriptor instead.
 func (*TaskEvents) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{9}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TaskEvents) GetNodeId() []byte {
@@ -822,7 +901,7 @@ type TaskEvent struct {
 
 func (x *TaskEvent) Reset() {
 	*x = TaskEvent{}
-	mi := &file_atollpb_cluster_proto_msgTypes[10]
+	mi := &file_atollpb_cluster_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -834,7 +913,7 @@ func (x *TaskEvent) String() string {
 func (*TaskEvent) ProtoMessage() {}
 
 func (x *TaskEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[10]
+	mi := &file_atollpb_cluster_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -847,7 +926,7 @@ func (x *TaskEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskEvent.ProtoReflect.Descriptor instead.
 func (*TaskEvent) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{10}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TaskEvent) GetTaskId() []byte {
@@ -938,7 +1017,7 @@ type AttemptKey struct {
 
 func (x *AttemptKey) Reset() {
 	*x = AttemptKey{}
-	mi := &file_atollpb_cluster_proto_msgTypes[11]
+	mi := &file_atollpb_cluster_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -950,7 +1029,7 @@ func (x *AttemptKey) String() string {
 func (*AttemptKey) ProtoMessage() {}
 
 func (x *AttemptKey) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[11]
+	mi := &file_atollpb_cluster_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -963,7 +1042,7 @@ func (x *AttemptKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptKey.ProtoReflect.Descriptor instead.
 func (*AttemptKey) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{11}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *AttemptKey) GetTaskId() []byte {
@@ -995,7 +1074,7 @@ type HeldWork struct {
 
 func (x *HeldWork) Reset() {
 	*x = HeldWork{}
-	mi := &file_atollpb_cluster_proto_msgTypes[12]
+	mi := &file_atollpb_cluster_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1007,7 +1086,7 @@ func (x *HeldWork) String() string {
 func (*HeldWork) ProtoMessage() {}
 
 func (x *HeldWork) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[12]
+	mi := &file_atollpb_cluster_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1020,7 +1099,7 @@ func (x *HeldWork) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldWork.ProtoReflect.Descriptor instead.
 func (*HeldWork) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{12}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *HeldWork) GetFromNode() []byte {
@@ -1050,7 +1129,7 @@ type OwnersExited struct {
 
 func (x *OwnersExited) Reset() {
 	*x = OwnersExited{}
-	mi := &file_atollpb_cluster_proto_msgTypes[13]
+	mi := &file_atollpb_cluster_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1062,7 +1141,7 @@ func (x *OwnersExited) String() string {
 func (*OwnersExited) ProtoMessage() {}
 
 func (x *OwnersExited) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[13]
+	mi := &file_atollpb_cluster_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1075,7 +1154,7 @@ func (x *OwnersExited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OwnersExited.ProtoReflect.Descriptor instead.
 func (*OwnersExited) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{13}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *OwnersExited) GetNodeId() []byte {
@@ -1104,7 +1183,7 @@ type NodeStatsRequest struct {
 
 func (x *NodeStatsRequest) Reset() {
 	*x = NodeStatsRequest{}
-	mi := &file_atollpb_cluster_proto_msgTypes[14]
+	mi := &file_atollpb_cluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1116,7 +1195,7 @@ func (x *NodeStatsRequest) String() string {
 func (*NodeStatsRequest) ProtoMessage() {}
 
 func (x *NodeStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[14]
+	mi := &file_atollpb_cluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1129,7 +1208,7 @@ func (x *NodeStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatsRequest.ProtoReflect.Descriptor instead.
 func (*NodeStatsRequest) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{14}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *NodeStatsRequest) GetGc() bool {
@@ -1179,7 +1258,7 @@ type NodeStats struct {
 
 func (x *NodeStats) Reset() {
 	*x = NodeStats{}
-	mi := &file_atollpb_cluster_proto_msgTypes[15]
+	mi := &file_atollpb_cluster_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1191,7 +1270,7 @@ func (x *NodeStats) String() string {
 func (*NodeStats) ProtoMessage() {}
 
 func (x *NodeStats) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[15]
+	mi := &file_atollpb_cluster_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1204,7 +1283,7 @@ func (x *NodeStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStats.ProtoReflect.Descriptor instead.
 func (*NodeStats) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{15}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *NodeStats) GetNodeId() []byte {
@@ -1344,7 +1423,7 @@ type NodeLogRequest struct {
 
 func (x *NodeLogRequest) Reset() {
 	*x = NodeLogRequest{}
-	mi := &file_atollpb_cluster_proto_msgTypes[16]
+	mi := &file_atollpb_cluster_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1356,7 +1435,7 @@ func (x *NodeLogRequest) String() string {
 func (*NodeLogRequest) ProtoMessage() {}
 
 func (x *NodeLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[16]
+	mi := &file_atollpb_cluster_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1369,7 +1448,7 @@ func (x *NodeLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeLogRequest.ProtoReflect.Descriptor instead.
 func (*NodeLogRequest) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{16}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *NodeLogRequest) GetMaxBytes() uint64 {
@@ -1396,7 +1475,7 @@ type NodeLog struct {
 
 func (x *NodeLog) Reset() {
 	*x = NodeLog{}
-	mi := &file_atollpb_cluster_proto_msgTypes[17]
+	mi := &file_atollpb_cluster_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1408,7 +1487,7 @@ func (x *NodeLog) String() string {
 func (*NodeLog) ProtoMessage() {}
 
 func (x *NodeLog) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[17]
+	mi := &file_atollpb_cluster_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1421,7 +1500,7 @@ func (x *NodeLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeLog.ProtoReflect.Descriptor instead.
 func (*NodeLog) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{17}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *NodeLog) GetNodeId() []byte {
@@ -1477,7 +1556,7 @@ type ReplicateRequest struct {
 
 func (x *ReplicateRequest) Reset() {
 	*x = ReplicateRequest{}
-	mi := &file_atollpb_cluster_proto_msgTypes[18]
+	mi := &file_atollpb_cluster_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1489,7 +1568,7 @@ func (x *ReplicateRequest) String() string {
 func (*ReplicateRequest) ProtoMessage() {}
 
 func (x *ReplicateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[18]
+	mi := &file_atollpb_cluster_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1502,7 +1581,7 @@ func (x *ReplicateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicateRequest.ProtoReflect.Descriptor instead.
 func (*ReplicateRequest) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{18}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReplicateRequest) GetRef() *ObjectRef {
@@ -1531,7 +1610,7 @@ type ReplicateReply struct {
 
 func (x *ReplicateReply) Reset() {
 	*x = ReplicateReply{}
-	mi := &file_atollpb_cluster_proto_msgTypes[19]
+	mi := &file_atollpb_cluster_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1543,7 +1622,7 @@ func (x *ReplicateReply) String() string {
 func (*ReplicateReply) ProtoMessage() {}
 
 func (x *ReplicateReply) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[19]
+	mi := &file_atollpb_cluster_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1556,7 +1635,7 @@ func (x *ReplicateReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicateReply.ProtoReflect.Descriptor instead.
 func (*ReplicateReply) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{19}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReplicateReply) GetError() string {
@@ -1586,7 +1665,7 @@ type SetReplicas struct {
 
 func (x *SetReplicas) Reset() {
 	*x = SetReplicas{}
-	mi := &file_atollpb_cluster_proto_msgTypes[20]
+	mi := &file_atollpb_cluster_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1598,7 +1677,7 @@ func (x *SetReplicas) String() string {
 func (*SetReplicas) ProtoMessage() {}
 
 func (x *SetReplicas) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[20]
+	mi := &file_atollpb_cluster_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1611,7 +1690,7 @@ func (x *SetReplicas) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetReplicas.ProtoReflect.Descriptor instead.
 func (*SetReplicas) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{20}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SetReplicas) GetObjectId() []byte {
@@ -1637,7 +1716,7 @@ type SetReplicasReply struct {
 
 func (x *SetReplicasReply) Reset() {
 	*x = SetReplicasReply{}
-	mi := &file_atollpb_cluster_proto_msgTypes[21]
+	mi := &file_atollpb_cluster_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1649,7 +1728,7 @@ func (x *SetReplicasReply) String() string {
 func (*SetReplicasReply) ProtoMessage() {}
 
 func (x *SetReplicasReply) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[21]
+	mi := &file_atollpb_cluster_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1662,7 +1741,7 @@ func (x *SetReplicasReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetReplicasReply.ProtoReflect.Descriptor instead.
 func (*SetReplicasReply) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{21}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SetReplicasReply) GetError() *ErrorInfo {
@@ -1684,7 +1763,7 @@ type AMMControl struct {
 
 func (x *AMMControl) Reset() {
 	*x = AMMControl{}
-	mi := &file_atollpb_cluster_proto_msgTypes[22]
+	mi := &file_atollpb_cluster_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1696,7 +1775,7 @@ func (x *AMMControl) String() string {
 func (*AMMControl) ProtoMessage() {}
 
 func (x *AMMControl) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[22]
+	mi := &file_atollpb_cluster_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1709,7 +1788,7 @@ func (x *AMMControl) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AMMControl.ProtoReflect.Descriptor instead.
 func (*AMMControl) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{22}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *AMMControl) GetOp() AMMControl_Op {
@@ -1747,7 +1826,7 @@ type AMMStatus struct {
 
 func (x *AMMStatus) Reset() {
 	*x = AMMStatus{}
-	mi := &file_atollpb_cluster_proto_msgTypes[23]
+	mi := &file_atollpb_cluster_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1759,7 +1838,7 @@ func (x *AMMStatus) String() string {
 func (*AMMStatus) ProtoMessage() {}
 
 func (x *AMMStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[23]
+	mi := &file_atollpb_cluster_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1772,7 +1851,7 @@ func (x *AMMStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AMMStatus.ProtoReflect.Descriptor instead.
 func (*AMMStatus) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{23}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *AMMStatus) GetError() *ErrorInfo {
@@ -1906,7 +1985,7 @@ type DrainStatus struct {
 
 func (x *DrainStatus) Reset() {
 	*x = DrainStatus{}
-	mi := &file_atollpb_cluster_proto_msgTypes[24]
+	mi := &file_atollpb_cluster_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1918,7 +1997,7 @@ func (x *DrainStatus) String() string {
 func (*DrainStatus) ProtoMessage() {}
 
 func (x *DrainStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[24]
+	mi := &file_atollpb_cluster_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1931,7 +2010,7 @@ func (x *DrainStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainStatus.ProtoReflect.Descriptor instead.
 func (*DrainStatus) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{24}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DrainStatus) GetNodeId() []byte {
@@ -1995,7 +2074,7 @@ type DrainRequest struct {
 
 func (x *DrainRequest) Reset() {
 	*x = DrainRequest{}
-	mi := &file_atollpb_cluster_proto_msgTypes[25]
+	mi := &file_atollpb_cluster_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2007,7 +2086,7 @@ func (x *DrainRequest) String() string {
 func (*DrainRequest) ProtoMessage() {}
 
 func (x *DrainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[25]
+	mi := &file_atollpb_cluster_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2020,7 +2099,7 @@ func (x *DrainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainRequest.ProtoReflect.Descriptor instead.
 func (*DrainRequest) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{25}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DrainRequest) GetNodeId() []byte {
@@ -2039,7 +2118,7 @@ type DrainReply struct {
 
 func (x *DrainReply) Reset() {
 	*x = DrainReply{}
-	mi := &file_atollpb_cluster_proto_msgTypes[26]
+	mi := &file_atollpb_cluster_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2051,7 +2130,7 @@ func (x *DrainReply) String() string {
 func (*DrainReply) ProtoMessage() {}
 
 func (x *DrainReply) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[26]
+	mi := &file_atollpb_cluster_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2064,7 +2143,7 @@ func (x *DrainReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainReply.ProtoReflect.Descriptor instead.
 func (*DrainReply) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{26}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DrainReply) GetError() *ErrorInfo {
@@ -2088,7 +2167,7 @@ type LeaveRequest struct {
 
 func (x *LeaveRequest) Reset() {
 	*x = LeaveRequest{}
-	mi := &file_atollpb_cluster_proto_msgTypes[27]
+	mi := &file_atollpb_cluster_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2100,7 +2179,7 @@ func (x *LeaveRequest) String() string {
 func (*LeaveRequest) ProtoMessage() {}
 
 func (x *LeaveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[27]
+	mi := &file_atollpb_cluster_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2113,7 +2192,7 @@ func (x *LeaveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveRequest.ProtoReflect.Descriptor instead.
 func (*LeaveRequest) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{27}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *LeaveRequest) GetObjectIds() [][]byte {
@@ -2132,7 +2211,7 @@ type LeaveReply struct {
 
 func (x *LeaveReply) Reset() {
 	*x = LeaveReply{}
-	mi := &file_atollpb_cluster_proto_msgTypes[28]
+	mi := &file_atollpb_cluster_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2144,7 +2223,7 @@ func (x *LeaveReply) String() string {
 func (*LeaveReply) ProtoMessage() {}
 
 func (x *LeaveReply) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[28]
+	mi := &file_atollpb_cluster_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2157,7 +2236,7 @@ func (x *LeaveReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveReply.ProtoReflect.Descriptor instead.
 func (*LeaveReply) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{28}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *LeaveReply) GetBusy() string {
@@ -2184,7 +2263,7 @@ type PartitionRequest struct {
 
 func (x *PartitionRequest) Reset() {
 	*x = PartitionRequest{}
-	mi := &file_atollpb_cluster_proto_msgTypes[29]
+	mi := &file_atollpb_cluster_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2196,7 +2275,7 @@ func (x *PartitionRequest) String() string {
 func (*PartitionRequest) ProtoMessage() {}
 
 func (x *PartitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[29]
+	mi := &file_atollpb_cluster_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2209,7 +2288,7 @@ func (x *PartitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionRequest.ProtoReflect.Descriptor instead.
 func (*PartitionRequest) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{29}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PartitionRequest) GetNodeId() []byte {
@@ -2242,7 +2321,7 @@ type PartitionReply struct {
 
 func (x *PartitionReply) Reset() {
 	*x = PartitionReply{}
-	mi := &file_atollpb_cluster_proto_msgTypes[30]
+	mi := &file_atollpb_cluster_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2254,7 +2333,7 @@ func (x *PartitionReply) String() string {
 func (*PartitionReply) ProtoMessage() {}
 
 func (x *PartitionReply) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[30]
+	mi := &file_atollpb_cluster_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2267,7 +2346,7 @@ func (x *PartitionReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionReply.ProtoReflect.Descriptor instead.
 func (*PartitionReply) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{30}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PartitionReply) GetError() *ErrorInfo {
@@ -2290,7 +2369,7 @@ type FaultLogRequest struct {
 
 func (x *FaultLogRequest) Reset() {
 	*x = FaultLogRequest{}
-	mi := &file_atollpb_cluster_proto_msgTypes[31]
+	mi := &file_atollpb_cluster_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2302,7 +2381,7 @@ func (x *FaultLogRequest) String() string {
 func (*FaultLogRequest) ProtoMessage() {}
 
 func (x *FaultLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[31]
+	mi := &file_atollpb_cluster_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2315,7 +2394,7 @@ func (x *FaultLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FaultLogRequest.ProtoReflect.Descriptor instead.
 func (*FaultLogRequest) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{31}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *FaultLogRequest) GetAfterSeq() uint64 {
@@ -2351,7 +2430,7 @@ type FaultEvent struct {
 
 func (x *FaultEvent) Reset() {
 	*x = FaultEvent{}
-	mi := &file_atollpb_cluster_proto_msgTypes[32]
+	mi := &file_atollpb_cluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2363,7 +2442,7 @@ func (x *FaultEvent) String() string {
 func (*FaultEvent) ProtoMessage() {}
 
 func (x *FaultEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[32]
+	mi := &file_atollpb_cluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2376,7 +2455,7 @@ func (x *FaultEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FaultEvent.ProtoReflect.Descriptor instead.
 func (*FaultEvent) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{32}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *FaultEvent) GetSeq() uint64 {
@@ -2463,7 +2542,7 @@ type FaultLog struct {
 
 func (x *FaultLog) Reset() {
 	*x = FaultLog{}
-	mi := &file_atollpb_cluster_proto_msgTypes[33]
+	mi := &file_atollpb_cluster_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2475,7 +2554,7 @@ func (x *FaultLog) String() string {
 func (*FaultLog) ProtoMessage() {}
 
 func (x *FaultLog) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[33]
+	mi := &file_atollpb_cluster_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2488,7 +2567,7 @@ func (x *FaultLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FaultLog.ProtoReflect.Descriptor instead.
 func (*FaultLog) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{33}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *FaultLog) GetNodeId() []byte {
@@ -2611,12 +2690,17 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12&\n" +
 	"\x04spec\x18\x02 \x01(\v2\x12.atoll.v1.TaskSpecR\x04spec\x12\x1f\n" +
 	"\vorigin_node\x18\x03 \x01(\fR\n" +
-	"originNode\"\\\n" +
+	"originNode\"p\n" +
 	"\x0fForwardedResult\x12,\n" +
 	"\x06result\x18\x01 \x01(\v2\x14.atoll.v1.TaskResultR\x06result\x12\x1b\n" +
-	"\tfrom_node\x18\x02 \x01(\fR\bfromNode\"(\n" +
+	"\tfrom_node\x18\x02 \x01(\fR\bfromNode\x12\x12\n" +
+	"\x04hops\x18\x03 \x01(\x05R\x04hops\"M\n" +
 	"\rForwardCancel\x12\x17\n" +
-	"\atask_id\x18\x01 \x01(\fR\x06taskId\"F\n" +
+	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12#\n" +
+	"\rnon_recursive\x18\x02 \x01(\bR\fnonRecursive\"S\n" +
+	"\x13ForwardGeneratorAck\x12(\n" +
+	"\x03ack\x18\x01 \x01(\v2\x16.atoll.v1.GeneratorAckR\x03ack\x12\x12\n" +
+	"\x04hops\x18\x02 \x01(\x05R\x04hops\"F\n" +
 	"\vFreeObjects\x12\x1d\n" +
 	"\n" +
 	"object_ids\x18\x01 \x03(\fR\tobjectIds\x12\x18\n" +
@@ -2815,80 +2899,83 @@ func file_atollpb_cluster_proto_rawDescGZIP() []byte {
 }
 
 var file_atollpb_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_atollpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_atollpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_atollpb_cluster_proto_goTypes = []any{
-	(AMMControl_Op)(0),       // 0: atoll.v1.AMMControl.Op
-	(*NodeLoad)(nil),         // 1: atoll.v1.NodeLoad
-	(*ForwardTask)(nil),      // 2: atoll.v1.ForwardTask
-	(*ForwardActorCall)(nil), // 3: atoll.v1.ForwardActorCall
-	(*ForwardedResult)(nil),  // 4: atoll.v1.ForwardedResult
-	(*ForwardCancel)(nil),    // 5: atoll.v1.ForwardCancel
-	(*FreeObjects)(nil),      // 6: atoll.v1.FreeObjects
-	(*FetchObjects)(nil),     // 7: atoll.v1.FetchObjects
-	(*ObjectCopies)(nil),     // 8: atoll.v1.ObjectCopies
-	(*NodeObjects)(nil),      // 9: atoll.v1.NodeObjects
-	(*TaskEvents)(nil),       // 10: atoll.v1.TaskEvents
-	(*TaskEvent)(nil),        // 11: atoll.v1.TaskEvent
-	(*AttemptKey)(nil),       // 12: atoll.v1.AttemptKey
-	(*HeldWork)(nil),         // 13: atoll.v1.HeldWork
-	(*OwnersExited)(nil),     // 14: atoll.v1.OwnersExited
-	(*NodeStatsRequest)(nil), // 15: atoll.v1.NodeStatsRequest
-	(*NodeStats)(nil),        // 16: atoll.v1.NodeStats
-	(*NodeLogRequest)(nil),   // 17: atoll.v1.NodeLogRequest
-	(*NodeLog)(nil),          // 18: atoll.v1.NodeLog
-	(*ReplicateRequest)(nil), // 19: atoll.v1.ReplicateRequest
-	(*ReplicateReply)(nil),   // 20: atoll.v1.ReplicateReply
-	(*SetReplicas)(nil),      // 21: atoll.v1.SetReplicas
-	(*SetReplicasReply)(nil), // 22: atoll.v1.SetReplicasReply
-	(*AMMControl)(nil),       // 23: atoll.v1.AMMControl
-	(*AMMStatus)(nil),        // 24: atoll.v1.AMMStatus
-	(*DrainStatus)(nil),      // 25: atoll.v1.DrainStatus
-	(*DrainRequest)(nil),     // 26: atoll.v1.DrainRequest
-	(*DrainReply)(nil),       // 27: atoll.v1.DrainReply
-	(*LeaveRequest)(nil),     // 28: atoll.v1.LeaveRequest
-	(*LeaveReply)(nil),       // 29: atoll.v1.LeaveReply
-	(*PartitionRequest)(nil), // 30: atoll.v1.PartitionRequest
-	(*PartitionReply)(nil),   // 31: atoll.v1.PartitionReply
-	(*FaultLogRequest)(nil),  // 32: atoll.v1.FaultLogRequest
-	(*FaultEvent)(nil),       // 33: atoll.v1.FaultEvent
-	(*FaultLog)(nil),         // 34: atoll.v1.FaultLog
-	nil,                      // 35: atoll.v1.NodeLoad.TotalEntry
-	nil,                      // 36: atoll.v1.NodeLoad.AvailableEntry
-	nil,                      // 37: atoll.v1.AMMStatus.RefusedEntry
-	nil,                      // 38: atoll.v1.FaultLog.ByRuleEntry
-	(*StoreStats)(nil),       // 39: atoll.v1.StoreStats
-	(*TaskSpec)(nil),         // 40: atoll.v1.TaskSpec
-	(*TaskResult)(nil),       // 41: atoll.v1.TaskResult
-	(*ObjectRef)(nil),        // 42: atoll.v1.ObjectRef
-	(*ObjectList)(nil),       // 43: atoll.v1.ObjectList
-	(*ErrorInfo)(nil),        // 44: atoll.v1.ErrorInfo
+	(AMMControl_Op)(0),          // 0: atoll.v1.AMMControl.Op
+	(*NodeLoad)(nil),            // 1: atoll.v1.NodeLoad
+	(*ForwardTask)(nil),         // 2: atoll.v1.ForwardTask
+	(*ForwardActorCall)(nil),    // 3: atoll.v1.ForwardActorCall
+	(*ForwardedResult)(nil),     // 4: atoll.v1.ForwardedResult
+	(*ForwardCancel)(nil),       // 5: atoll.v1.ForwardCancel
+	(*ForwardGeneratorAck)(nil), // 6: atoll.v1.ForwardGeneratorAck
+	(*FreeObjects)(nil),         // 7: atoll.v1.FreeObjects
+	(*FetchObjects)(nil),        // 8: atoll.v1.FetchObjects
+	(*ObjectCopies)(nil),        // 9: atoll.v1.ObjectCopies
+	(*NodeObjects)(nil),         // 10: atoll.v1.NodeObjects
+	(*TaskEvents)(nil),          // 11: atoll.v1.TaskEvents
+	(*TaskEvent)(nil),           // 12: atoll.v1.TaskEvent
+	(*AttemptKey)(nil),          // 13: atoll.v1.AttemptKey
+	(*HeldWork)(nil),            // 14: atoll.v1.HeldWork
+	(*OwnersExited)(nil),        // 15: atoll.v1.OwnersExited
+	(*NodeStatsRequest)(nil),    // 16: atoll.v1.NodeStatsRequest
+	(*NodeStats)(nil),           // 17: atoll.v1.NodeStats
+	(*NodeLogRequest)(nil),      // 18: atoll.v1.NodeLogRequest
+	(*NodeLog)(nil),             // 19: atoll.v1.NodeLog
+	(*ReplicateRequest)(nil),    // 20: atoll.v1.ReplicateRequest
+	(*ReplicateReply)(nil),      // 21: atoll.v1.ReplicateReply
+	(*SetReplicas)(nil),         // 22: atoll.v1.SetReplicas
+	(*SetReplicasReply)(nil),    // 23: atoll.v1.SetReplicasReply
+	(*AMMControl)(nil),          // 24: atoll.v1.AMMControl
+	(*AMMStatus)(nil),           // 25: atoll.v1.AMMStatus
+	(*DrainStatus)(nil),         // 26: atoll.v1.DrainStatus
+	(*DrainRequest)(nil),        // 27: atoll.v1.DrainRequest
+	(*DrainReply)(nil),          // 28: atoll.v1.DrainReply
+	(*LeaveRequest)(nil),        // 29: atoll.v1.LeaveRequest
+	(*LeaveReply)(nil),          // 30: atoll.v1.LeaveReply
+	(*PartitionRequest)(nil),    // 31: atoll.v1.PartitionRequest
+	(*PartitionReply)(nil),      // 32: atoll.v1.PartitionReply
+	(*FaultLogRequest)(nil),     // 33: atoll.v1.FaultLogRequest
+	(*FaultEvent)(nil),          // 34: atoll.v1.FaultEvent
+	(*FaultLog)(nil),            // 35: atoll.v1.FaultLog
+	nil,                         // 36: atoll.v1.NodeLoad.TotalEntry
+	nil,                         // 37: atoll.v1.NodeLoad.AvailableEntry
+	nil,                         // 38: atoll.v1.AMMStatus.RefusedEntry
+	nil,                         // 39: atoll.v1.FaultLog.ByRuleEntry
+	(*StoreStats)(nil),          // 40: atoll.v1.StoreStats
+	(*TaskSpec)(nil),            // 41: atoll.v1.TaskSpec
+	(*TaskResult)(nil),          // 42: atoll.v1.TaskResult
+	(*GeneratorAck)(nil),        // 43: atoll.v1.GeneratorAck
+	(*ObjectRef)(nil),           // 44: atoll.v1.ObjectRef
+	(*ObjectList)(nil),          // 45: atoll.v1.ObjectList
+	(*ErrorInfo)(nil),           // 46: atoll.v1.ErrorInfo
 }
 var file_atollpb_cluster_proto_depIdxs = []int32{
-	35, // 0: atoll.v1.NodeLoad.total:type_name -> atoll.v1.NodeLoad.TotalEntry
-	36, // 1: atoll.v1.NodeLoad.available:type_name -> atoll.v1.NodeLoad.AvailableEntry
-	39, // 2: atoll.v1.NodeLoad.store:type_name -> atoll.v1.StoreStats
-	40, // 3: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
-	40, // 4: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
-	41, // 5: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
-	42, // 6: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
-	43, // 7: atoll.v1.NodeObjects.list:type_name -> atoll.v1.ObjectList
-	11, // 8: atoll.v1.TaskEvents.events:type_name -> atoll.v1.TaskEvent
-	12, // 9: atoll.v1.HeldWork.attempts:type_name -> atoll.v1.AttemptKey
-	42, // 10: atoll.v1.ReplicateRequest.ref:type_name -> atoll.v1.ObjectRef
-	44, // 11: atoll.v1.SetReplicasReply.error:type_name -> atoll.v1.ErrorInfo
-	0,  // 12: atoll.v1.AMMControl.op:type_name -> atoll.v1.AMMControl.Op
-	44, // 13: atoll.v1.AMMStatus.error:type_name -> atoll.v1.ErrorInfo
-	37, // 14: atoll.v1.AMMStatus.refused:type_name -> atoll.v1.AMMStatus.RefusedEntry
-	25, // 15: atoll.v1.AMMStatus.drains:type_name -> atoll.v1.DrainStatus
-	44, // 16: atoll.v1.DrainReply.error:type_name -> atoll.v1.ErrorInfo
-	44, // 17: atoll.v1.PartitionReply.error:type_name -> atoll.v1.ErrorInfo
-	33, // 18: atoll.v1.FaultLog.events:type_name -> atoll.v1.FaultEvent
-	38, // 19: atoll.v1.FaultLog.by_rule:type_name -> atoll.v1.FaultLog.ByRuleEntry
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	36, // 0: atoll.v1.NodeLoad.total:type_name -> atoll.v1.NodeLoad.TotalEntry
+	37, // 1: atoll.v1.NodeLoad.available:type_name -> atoll.v1.NodeLoad.AvailableEntry
+	40, // 2: atoll.v1.NodeLoad.store:type_name -> atoll.v1.StoreStats
+	41, // 3: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
+	41, // 4: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
+	42, // 5: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
+	43, // 6: atoll.v1.ForwardGeneratorAck.ack:type_name -> atoll.v1.GeneratorAck
+	44, // 7: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
+	45, // 8: atoll.v1.NodeObjects.list:type_name -> atoll.v1.ObjectList
+	12, // 9: atoll.v1.TaskEvents.events:type_name -> atoll.v1.TaskEvent
+	13, // 10: atoll.v1.HeldWork.attempts:type_name -> atoll.v1.AttemptKey
+	44, // 11: atoll.v1.ReplicateRequest.ref:type_name -> atoll.v1.ObjectRef
+	46, // 12: atoll.v1.SetReplicasReply.error:type_name -> atoll.v1.ErrorInfo
+	0,  // 13: atoll.v1.AMMControl.op:type_name -> atoll.v1.AMMControl.Op
+	46, // 14: atoll.v1.AMMStatus.error:type_name -> atoll.v1.ErrorInfo
+	38, // 15: atoll.v1.AMMStatus.refused:type_name -> atoll.v1.AMMStatus.RefusedEntry
+	26, // 16: atoll.v1.AMMStatus.drains:type_name -> atoll.v1.DrainStatus
+	46, // 17: atoll.v1.DrainReply.error:type_name -> atoll.v1.ErrorInfo
+	46, // 18: atoll.v1.PartitionReply.error:type_name -> atoll.v1.ErrorInfo
+	34, // 19: atoll.v1.FaultLog.events:type_name -> atoll.v1.FaultEvent
+	39, // 20: atoll.v1.FaultLog.by_rule:type_name -> atoll.v1.FaultLog.ByRuleEntry
+	21, // [21:21] is the sub-list for method output_type
+	21, // [21:21] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_cluster_proto_init() }
@@ -2905,7 +2992,7 @@ func file_atollpb_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_cluster_proto_rawDesc), len(file_atollpb_cluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   38,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -957,17 +957,118 @@ func (x *TaskResult) GetBorrowsSeq() uint64 {
 	return 0
 }
 
+// BorrowReport is a borrower process's report to one lender, sent on its
+// own (not inside a TaskResult) when the borrower dropped an object that
+// lender lent it after reporting it held: borrows lists every object that
+// lender lent this process and it still holds, with the same meaning and
+// the same numbering (borrows_seq, one counter per process) as
+// TaskResult.borrows, so the owner applies whichever is newer. It goes
+// worker -> raylet (Frame.borrow_report), to another node on
+// <prefix>.node.<owner node>.borrows, and raylet -> worker to an owner
+// that is a worker process.
+type BorrowReport struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The lender (the owner of the objects) and its node.
+	OwnerId   []byte `protobuf:"bytes,1,opt,name=owner_id,json=ownerId,proto3" json:"owner_id,omitempty"`
+	OwnerNode []byte `protobuf:"bytes,2,opt,name=owner_node,json=ownerNode,proto3" json:"owner_node,omitempty"`
+	// The borrower process; borrower_actor_id is set when it hosts an
+	// actor (the owner keys an actor's borrows by the actor).
+	BorrowerWorkerId []byte   `protobuf:"bytes,3,opt,name=borrower_worker_id,json=borrowerWorkerId,proto3" json:"borrower_worker_id,omitempty"`
+	BorrowerActorId  []byte   `protobuf:"bytes,4,opt,name=borrower_actor_id,json=borrowerActorId,proto3" json:"borrower_actor_id,omitempty"`
+	Borrows          [][]byte `protobuf:"bytes,5,rep,name=borrows,proto3" json:"borrows,omitempty"`
+	BorrowsSeq       uint64   `protobuf:"varint,6,opt,name=borrows_seq,json=borrowsSeq,proto3" json:"borrows_seq,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *BorrowReport) Reset() {
+	*x = BorrowReport{}
+	mi := &file_atollpb_task_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BorrowReport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BorrowReport) ProtoMessage() {}
+
+func (x *BorrowReport) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_task_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BorrowReport.ProtoReflect.Descriptor instead.
+func (*BorrowReport) Descriptor() ([]byte, []int) {
+	return file_atollpb_task_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *BorrowReport) GetOwnerId() []byte {
+	if x != nil {
+		return x.OwnerId
+	}
+	return nil
+}
+
+func (x *BorrowReport) GetOwnerNode() []byte {
+	if x != nil {
+		return x.OwnerNode
+	}
+	return nil
+}
+
+func (x *BorrowReport) GetBorrowerWorkerId() []byte {
+	if x != nil {
+		return x.BorrowerWorkerId
+	}
+	return nil
+}
+
+func (x *BorrowReport) GetBorrowerActorId() []byte {
+	if x != nil {
+		return x.BorrowerActorId
+	}
+	return nil
+}
+
+func (x *BorrowReport) GetBorrows() [][]byte {
+	if x != nil {
+		return x.Borrows
+	}
+	return nil
+}
+
+func (x *BorrowReport) GetBorrowsSeq() uint64 {
+	if x != nil {
+		return x.BorrowsSeq
+	}
+	return 0
+}
+
 // GeneratorItem numbers an item of a streaming generator task.
 type GeneratorItem struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Index         int64                  `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Index int64                  `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// Set by a worker process (not the owner's own process): the owner
+	// takes its own reference to each ref the item's value holds, after
+	// adopting the objects the worker handed over with it
+	// (TaskResult.transferred), as for a task's return from a borrower.
+	FromBorrower  bool `protobuf:"varint,2,opt,name=from_borrower,json=fromBorrower,proto3" json:"from_borrower,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GeneratorItem) Reset() {
 	*x = GeneratorItem{}
-	mi := &file_atollpb_task_proto_msgTypes[7]
+	mi := &file_atollpb_task_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -979,7 +1080,7 @@ func (x *GeneratorItem) String() string {
 func (*GeneratorItem) ProtoMessage() {}
 
 func (x *GeneratorItem) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[7]
+	mi := &file_atollpb_task_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -992,7 +1093,7 @@ func (x *GeneratorItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GeneratorItem.ProtoReflect.Descriptor instead.
 func (*GeneratorItem) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{7}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GeneratorItem) GetIndex() int64 {
@@ -1000,6 +1101,13 @@ func (x *GeneratorItem) GetIndex() int64 {
 		return x.Index
 	}
 	return 0
+}
+
+func (x *GeneratorItem) GetFromBorrower() bool {
+	if x != nil {
+		return x.FromBorrower
+	}
+	return false
 }
 
 // GeneratorAck tells the worker running attempt `attempt` of generator
@@ -1016,7 +1124,7 @@ type GeneratorAck struct {
 
 func (x *GeneratorAck) Reset() {
 	*x = GeneratorAck{}
-	mi := &file_atollpb_task_proto_msgTypes[8]
+	mi := &file_atollpb_task_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1028,7 +1136,7 @@ func (x *GeneratorAck) String() string {
 func (*GeneratorAck) ProtoMessage() {}
 
 func (x *GeneratorAck) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[8]
+	mi := &file_atollpb_task_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1041,7 +1149,7 @@ func (x *GeneratorAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GeneratorAck.ProtoReflect.Descriptor instead.
 func (*GeneratorAck) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{8}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GeneratorAck) GetTaskId() []byte {
@@ -1080,7 +1188,7 @@ type SubmitTask struct {
 
 func (x *SubmitTask) Reset() {
 	*x = SubmitTask{}
-	mi := &file_atollpb_task_proto_msgTypes[9]
+	mi := &file_atollpb_task_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1092,7 +1200,7 @@ func (x *SubmitTask) String() string {
 func (*SubmitTask) ProtoMessage() {}
 
 func (x *SubmitTask) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[9]
+	mi := &file_atollpb_task_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1105,7 +1213,7 @@ func (x *SubmitTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitTask.ProtoReflect.Descriptor instead.
 func (*SubmitTask) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{9}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SubmitTask) GetSpec() *TaskSpec {
@@ -1133,8 +1241,11 @@ func (x *SubmitTask) GetHops() int32 {
 type CancelTask struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	TaskId []byte                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	// Also cancel tasks it submitted (not yet implemented: reserved).
-	Recursive bool `protobuf:"varint,2,opt,name=recursive,proto3" json:"recursive,omitempty"`
+	// non_recursive: cancel only this task; the tasks it submitted go on
+	// (Cancel with NonRecursive). By default a running task's context is
+	// cancelled with the plain cause and the tasks it submitted with that
+	// context are cancelled by their owner in turn.
+	NonRecursive bool `protobuf:"varint,2,opt,name=non_recursive,json=nonRecursive,proto3" json:"non_recursive,omitempty"`
 	// one_attempt: cancel only attempt `attempt` of the task, where this
 	// node holds it (a gateway dropping the work of a dead origin must not
 	// cancel a newer attempt another origin sent since). Without it, any
@@ -1147,7 +1258,7 @@ type CancelTask struct {
 
 func (x *CancelTask) Reset() {
 	*x = CancelTask{}
-	mi := &file_atollpb_task_proto_msgTypes[10]
+	mi := &file_atollpb_task_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1159,7 +1270,7 @@ func (x *CancelTask) String() string {
 func (*CancelTask) ProtoMessage() {}
 
 func (x *CancelTask) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[10]
+	mi := &file_atollpb_task_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1172,7 +1283,7 @@ func (x *CancelTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTask.ProtoReflect.Descriptor instead.
 func (*CancelTask) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{10}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CancelTask) GetTaskId() []byte {
@@ -1182,9 +1293,9 @@ func (x *CancelTask) GetTaskId() []byte {
 	return nil
 }
 
-func (x *CancelTask) GetRecursive() bool {
+func (x *CancelTask) GetNonRecursive() bool {
 	if x != nil {
-		return x.Recursive
+		return x.NonRecursive
 	}
 	return false
 }
@@ -1213,7 +1324,7 @@ type PushTask struct {
 
 func (x *PushTask) Reset() {
 	*x = PushTask{}
-	mi := &file_atollpb_task_proto_msgTypes[11]
+	mi := &file_atollpb_task_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1225,7 +1336,7 @@ func (x *PushTask) String() string {
 func (*PushTask) ProtoMessage() {}
 
 func (x *PushTask) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[11]
+	mi := &file_atollpb_task_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1238,7 +1349,7 @@ func (x *PushTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushTask.ProtoReflect.Descriptor instead.
 func (*PushTask) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{11}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PushTask) GetSpec() *TaskSpec {
@@ -1261,7 +1372,7 @@ type KillWorker struct {
 
 func (x *KillWorker) Reset() {
 	*x = KillWorker{}
-	mi := &file_atollpb_task_proto_msgTypes[12]
+	mi := &file_atollpb_task_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1273,7 +1384,7 @@ func (x *KillWorker) String() string {
 func (*KillWorker) ProtoMessage() {}
 
 func (x *KillWorker) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[12]
+	mi := &file_atollpb_task_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1286,7 +1397,7 @@ func (x *KillWorker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillWorker.ProtoReflect.Descriptor instead.
 func (*KillWorker) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{12}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *KillWorker) GetWorkerId() []byte {
@@ -1321,7 +1432,7 @@ type WorkerBlocked struct {
 
 func (x *WorkerBlocked) Reset() {
 	*x = WorkerBlocked{}
-	mi := &file_atollpb_task_proto_msgTypes[13]
+	mi := &file_atollpb_task_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1333,7 +1444,7 @@ func (x *WorkerBlocked) String() string {
 func (*WorkerBlocked) ProtoMessage() {}
 
 func (x *WorkerBlocked) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[13]
+	mi := &file_atollpb_task_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1346,7 +1457,7 @@ func (x *WorkerBlocked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerBlocked.ProtoReflect.Descriptor instead.
 func (*WorkerBlocked) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{13}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WorkerBlocked) GetTaskId() []byte {
@@ -1366,7 +1477,7 @@ type WorkerUnblocked struct {
 
 func (x *WorkerUnblocked) Reset() {
 	*x = WorkerUnblocked{}
-	mi := &file_atollpb_task_proto_msgTypes[14]
+	mi := &file_atollpb_task_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1378,7 +1489,7 @@ func (x *WorkerUnblocked) String() string {
 func (*WorkerUnblocked) ProtoMessage() {}
 
 func (x *WorkerUnblocked) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[14]
+	mi := &file_atollpb_task_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1391,7 +1502,7 @@ func (x *WorkerUnblocked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerUnblocked.ProtoReflect.Descriptor instead.
 func (*WorkerUnblocked) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{14}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WorkerUnblocked) GetTaskId() []byte {
@@ -1413,7 +1524,7 @@ type KillActor struct {
 
 func (x *KillActor) Reset() {
 	*x = KillActor{}
-	mi := &file_atollpb_task_proto_msgTypes[15]
+	mi := &file_atollpb_task_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1425,7 +1536,7 @@ func (x *KillActor) String() string {
 func (*KillActor) ProtoMessage() {}
 
 func (x *KillActor) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_task_proto_msgTypes[15]
+	mi := &file_atollpb_task_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1438,7 +1549,7 @@ func (x *KillActor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillActor.ProtoReflect.Descriptor instead.
 func (*KillActor) Descriptor() ([]byte, []int) {
-	return file_atollpb_task_proto_rawDescGZIP(), []int{15}
+	return file_atollpb_task_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *KillActor) GetActorId() []byte {
@@ -1550,9 +1661,19 @@ const file_atollpb_task_proto_rawDesc = "" +
 	" \x03(\fR\aborrows\x12)\n" +
 	"\x10borrows_reported\x18\v \x01(\bR\x0fborrowsReported\x12\x1f\n" +
 	"\vborrows_seq\x18\f \x01(\x04R\n" +
-	"borrowsSeq\"%\n" +
+	"borrowsSeq\"\xdd\x01\n" +
+	"\fBorrowReport\x12\x19\n" +
+	"\bowner_id\x18\x01 \x01(\fR\aownerId\x12\x1d\n" +
+	"\n" +
+	"owner_node\x18\x02 \x01(\fR\townerNode\x12,\n" +
+	"\x12borrower_worker_id\x18\x03 \x01(\fR\x10borrowerWorkerId\x12*\n" +
+	"\x11borrower_actor_id\x18\x04 \x01(\fR\x0fborrowerActorId\x12\x18\n" +
+	"\aborrows\x18\x05 \x03(\fR\aborrows\x12\x1f\n" +
+	"\vborrows_seq\x18\x06 \x01(\x04R\n" +
+	"borrowsSeq\"J\n" +
 	"\rGeneratorItem\x12\x14\n" +
-	"\x05index\x18\x01 \x01(\x03R\x05index\"]\n" +
+	"\x05index\x18\x01 \x01(\x03R\x05index\x12#\n" +
+	"\rfrom_borrower\x18\x02 \x01(\bR\ffromBorrower\"]\n" +
 	"\fGeneratorAck\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x1a\n" +
@@ -1561,11 +1682,11 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"SubmitTask\x12&\n" +
 	"\x04spec\x18\x01 \x01(\v2\x12.atoll.v1.TaskSpecR\x04spec\x12\x1c\n" +
 	"\tforwarded\x18\x02 \x01(\bR\tforwarded\x12\x12\n" +
-	"\x04hops\x18\x03 \x01(\x05R\x04hops\"~\n" +
+	"\x04hops\x18\x03 \x01(\x05R\x04hops\"\x85\x01\n" +
 	"\n" +
 	"CancelTask\x12\x17\n" +
-	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x1c\n" +
-	"\trecursive\x18\x02 \x01(\bR\trecursive\x12\x1f\n" +
+	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12#\n" +
+	"\rnon_recursive\x18\x02 \x01(\bR\fnonRecursive\x12\x1f\n" +
 	"\vone_attempt\x18\x03 \x01(\bR\n" +
 	"oneAttempt\x12\x18\n" +
 	"\aattempt\x18\x04 \x01(\x05R\aattempt\"2\n" +
@@ -1605,7 +1726,7 @@ func file_atollpb_task_proto_rawDescGZIP() []byte {
 }
 
 var file_atollpb_task_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_atollpb_task_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_atollpb_task_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_atollpb_task_proto_goTypes = []any{
 	(TaskType)(0),                // 0: atoll.v1.TaskType
 	(SchedulingStrategy_Kind)(0), // 1: atoll.v1.SchedulingStrategy.Kind
@@ -1616,39 +1737,40 @@ var file_atollpb_task_proto_goTypes = []any{
 	(*SchedulingStrategy)(nil),   // 6: atoll.v1.SchedulingStrategy
 	(*ReturnObject)(nil),         // 7: atoll.v1.ReturnObject
 	(*TaskResult)(nil),           // 8: atoll.v1.TaskResult
-	(*GeneratorItem)(nil),        // 9: atoll.v1.GeneratorItem
-	(*GeneratorAck)(nil),         // 10: atoll.v1.GeneratorAck
-	(*SubmitTask)(nil),           // 11: atoll.v1.SubmitTask
-	(*CancelTask)(nil),           // 12: atoll.v1.CancelTask
-	(*PushTask)(nil),             // 13: atoll.v1.PushTask
-	(*KillWorker)(nil),           // 14: atoll.v1.KillWorker
-	(*WorkerBlocked)(nil),        // 15: atoll.v1.WorkerBlocked
-	(*WorkerUnblocked)(nil),      // 16: atoll.v1.WorkerUnblocked
-	(*KillActor)(nil),            // 17: atoll.v1.KillActor
-	nil,                          // 18: atoll.v1.TaskSpec.ResourcesEntry
-	(*Value)(nil),                // 19: atoll.v1.Value
-	(*ObjectRef)(nil),            // 20: atoll.v1.ObjectRef
-	(*TraceContext)(nil),         // 21: atoll.v1.TraceContext
-	(*ErrorInfo)(nil),            // 22: atoll.v1.ErrorInfo
+	(*BorrowReport)(nil),         // 9: atoll.v1.BorrowReport
+	(*GeneratorItem)(nil),        // 10: atoll.v1.GeneratorItem
+	(*GeneratorAck)(nil),         // 11: atoll.v1.GeneratorAck
+	(*SubmitTask)(nil),           // 12: atoll.v1.SubmitTask
+	(*CancelTask)(nil),           // 13: atoll.v1.CancelTask
+	(*PushTask)(nil),             // 14: atoll.v1.PushTask
+	(*KillWorker)(nil),           // 15: atoll.v1.KillWorker
+	(*WorkerBlocked)(nil),        // 16: atoll.v1.WorkerBlocked
+	(*WorkerUnblocked)(nil),      // 17: atoll.v1.WorkerUnblocked
+	(*KillActor)(nil),            // 18: atoll.v1.KillActor
+	nil,                          // 19: atoll.v1.TaskSpec.ResourcesEntry
+	(*Value)(nil),                // 20: atoll.v1.Value
+	(*ObjectRef)(nil),            // 21: atoll.v1.ObjectRef
+	(*TraceContext)(nil),         // 22: atoll.v1.TraceContext
+	(*ErrorInfo)(nil),            // 23: atoll.v1.ErrorInfo
 }
 var file_atollpb_task_proto_depIdxs = []int32{
-	19, // 0: atoll.v1.TaskArg.value:type_name -> atoll.v1.Value
-	20, // 1: atoll.v1.TaskArg.ref:type_name -> atoll.v1.ObjectRef
+	20, // 0: atoll.v1.TaskArg.value:type_name -> atoll.v1.Value
+	21, // 1: atoll.v1.TaskArg.ref:type_name -> atoll.v1.ObjectRef
 	4,  // 2: atoll.v1.ActorCreationSpec.concurrency_groups:type_name -> atoll.v1.ConcurrencyGroup
 	0,  // 3: atoll.v1.TaskSpec.type:type_name -> atoll.v1.TaskType
 	2,  // 4: atoll.v1.TaskSpec.args:type_name -> atoll.v1.TaskArg
-	18, // 5: atoll.v1.TaskSpec.resources:type_name -> atoll.v1.TaskSpec.ResourcesEntry
-	21, // 6: atoll.v1.TaskSpec.trace:type_name -> atoll.v1.TraceContext
+	19, // 5: atoll.v1.TaskSpec.resources:type_name -> atoll.v1.TaskSpec.ResourcesEntry
+	22, // 6: atoll.v1.TaskSpec.trace:type_name -> atoll.v1.TraceContext
 	3,  // 7: atoll.v1.TaskSpec.actor_creation:type_name -> atoll.v1.ActorCreationSpec
-	21, // 8: atoll.v1.TaskSpec.arg_producers:type_name -> atoll.v1.TraceContext
+	22, // 8: atoll.v1.TaskSpec.arg_producers:type_name -> atoll.v1.TraceContext
 	7,  // 9: atoll.v1.TaskSpec.borrowed:type_name -> atoll.v1.ReturnObject
 	6,  // 10: atoll.v1.TaskSpec.scheduling:type_name -> atoll.v1.SchedulingStrategy
 	1,  // 11: atoll.v1.SchedulingStrategy.kind:type_name -> atoll.v1.SchedulingStrategy.Kind
-	19, // 12: atoll.v1.ReturnObject.value:type_name -> atoll.v1.Value
+	20, // 12: atoll.v1.ReturnObject.value:type_name -> atoll.v1.Value
 	7,  // 13: atoll.v1.TaskResult.returns:type_name -> atoll.v1.ReturnObject
-	22, // 14: atoll.v1.TaskResult.error:type_name -> atoll.v1.ErrorInfo
-	21, // 15: atoll.v1.TaskResult.execute_span:type_name -> atoll.v1.TraceContext
-	9,  // 16: atoll.v1.TaskResult.generator_item:type_name -> atoll.v1.GeneratorItem
+	23, // 14: atoll.v1.TaskResult.error:type_name -> atoll.v1.ErrorInfo
+	22, // 15: atoll.v1.TaskResult.execute_span:type_name -> atoll.v1.TraceContext
+	10, // 16: atoll.v1.TaskResult.generator_item:type_name -> atoll.v1.GeneratorItem
 	7,  // 17: atoll.v1.TaskResult.transferred:type_name -> atoll.v1.ReturnObject
 	5,  // 18: atoll.v1.SubmitTask.spec:type_name -> atoll.v1.TaskSpec
 	5,  // 19: atoll.v1.PushTask.spec:type_name -> atoll.v1.TaskSpec
@@ -1675,7 +1797,7 @@ func file_atollpb_task_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_task_proto_rawDesc), len(file_atollpb_task_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -63,6 +63,7 @@ type Frame struct {
 	//	*Frame_RecallTask
 	//	*Frame_RecallReply
 	//	*Frame_GeneratorAck
+	//	*Frame_BorrowReport
 	Body          isFrame_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -398,6 +399,15 @@ func (x *Frame) GetGeneratorAck() *GeneratorAck {
 	return nil
 }
 
+func (x *Frame) GetBorrowReport() *BorrowReport {
+	if x != nil {
+		if x, ok := x.Body.(*Frame_BorrowReport); ok {
+			return x.BorrowReport
+		}
+	}
+	return nil
+}
+
 type isFrame_Body interface {
 	isFrame_Body()
 }
@@ -550,6 +560,13 @@ type Frame_GeneratorAck struct {
 	GeneratorAck *GeneratorAck `protobuf:"bytes,60,opt,name=generator_ack,json=generatorAck,proto3,oneof"`
 }
 
+type Frame_BorrowReport struct {
+	// worker -> raylet: a borrower's standalone report to a lender (the
+	// proxy sets borrower_worker_id); raylet -> worker: a report for
+	// the objects this worker process owns.
+	BorrowReport *BorrowReport `protobuf:"bytes,61,opt,name=borrow_report,json=borrowReport,proto3,oneof"`
+}
+
 func (*Frame_Hello) isFrame_Body() {}
 
 func (*Frame_PushTask) isFrame_Body() {}
@@ -611,6 +628,8 @@ func (*Frame_RecallTask) isFrame_Body() {}
 func (*Frame_RecallReply) isFrame_Body() {}
 
 func (*Frame_GeneratorAck) isFrame_Body() {}
+
+func (*Frame_BorrowReport) isFrame_Body() {}
 
 type RecallTask struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -863,7 +882,7 @@ var File_atollpb_worker_proto protoreflect.FileDescriptor
 
 const file_atollpb_worker_proto_rawDesc = "" +
 	"\n" +
-	"\x14atollpb/worker.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\x1a\x12atollpb/task.proto\x1a\x15atollpb/cluster.proto\x1a\x13atollpb/store.proto\x1a\x11atollpb/gcs.proto\"\xa4\x0f\n" +
+	"\x14atollpb/worker.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\x1a\x12atollpb/task.proto\x1a\x15atollpb/cluster.proto\x1a\x13atollpb/store.proto\x1a\x11atollpb/gcs.proto\"\xe3\x0f\n" +
 	"\x05Frame\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x19\n" +
 	"\breply_to\x18\x02 \x01(\x04R\areplyTo\x12-\n" +
@@ -910,7 +929,8 @@ const file_atollpb_worker_proto_rawDesc = "" +
 	"\vrecall_task\x18, \x01(\v2\x14.atoll.v1.RecallTaskH\x00R\n" +
 	"recallTask\x12:\n" +
 	"\frecall_reply\x18- \x01(\v2\x15.atoll.v1.RecallReplyH\x00R\vrecallReply\x12=\n" +
-	"\rgenerator_ack\x18< \x01(\v2\x16.atoll.v1.GeneratorAckH\x00R\fgeneratorAckB\x06\n" +
+	"\rgenerator_ack\x18< \x01(\v2\x16.atoll.v1.GeneratorAckH\x00R\fgeneratorAck\x12=\n" +
+	"\rborrow_report\x18= \x01(\v2\x16.atoll.v1.BorrowReportH\x00R\fborrowReportB\x06\n" +
 	"\x04body\"?\n" +
 	"\n" +
 	"RecallTask\x12\x17\n" +
@@ -974,6 +994,7 @@ var file_atollpb_worker_proto_goTypes = []any{
 	(*ErrorInfo)(nil),             // 29: atoll.v1.ErrorInfo
 	(*FetchObjects)(nil),          // 30: atoll.v1.FetchObjects
 	(*GeneratorAck)(nil),          // 31: atoll.v1.GeneratorAck
+	(*BorrowReport)(nil),          // 32: atoll.v1.BorrowReport
 }
 var file_atollpb_worker_proto_depIdxs = []int32{
 	3,  // 0: atoll.v1.Frame.hello:type_name -> atoll.v1.WorkerHello
@@ -1007,12 +1028,13 @@ var file_atollpb_worker_proto_depIdxs = []int32{
 	1,  // 28: atoll.v1.Frame.recall_task:type_name -> atoll.v1.RecallTask
 	2,  // 29: atoll.v1.Frame.recall_reply:type_name -> atoll.v1.RecallReply
 	31, // 30: atoll.v1.Frame.generator_ack:type_name -> atoll.v1.GeneratorAck
-	8,  // 31: atoll.v1.ActorCall.spec:type_name -> atoll.v1.TaskSpec
-	32, // [32:32] is the sub-list for method output_type
-	32, // [32:32] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	32, // 31: atoll.v1.Frame.borrow_report:type_name -> atoll.v1.BorrowReport
+	8,  // 32: atoll.v1.ActorCall.spec:type_name -> atoll.v1.TaskSpec
+	33, // [33:33] is the sub-list for method output_type
+	33, // [33:33] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_worker_proto_init() }
@@ -1057,6 +1079,7 @@ func file_atollpb_worker_proto_init() {
 		(*Frame_RecallTask)(nil),
 		(*Frame_RecallReply)(nil),
 		(*Frame_GeneratorAck)(nil),
+		(*Frame_BorrowReport)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -31,7 +32,16 @@ type (
 		spec    *atollpb.TaskSpec
 		caller  *actor.PID
 	}
-	cancelForwarded struct{ id ids.TaskID }
+	cancelForwarded struct {
+		id           ids.TaskID
+		nonRecursive bool
+	}
+	// ackForwarded: the raylet has a generator ack for an attempt it
+	// does not run; pass it on link hops+1 (generators.go).
+	ackForwarded struct {
+		ack  *atollpb.GeneratorAck
+		hops int32
+	}
 	// locate is a request for the copies of an object this node owns.
 	locate struct{ msg *nats.Msg }
 	// leaseTick: confirm the work held for other nodes, expire the work
@@ -67,6 +77,9 @@ type forward struct {
 	// renewed is when node last confirmed that it holds the attempt (at
 	// first, when it was sent): past the lease, the attempt is lost.
 	renewed time.Time
+	// hops names the link: the ForwardTask's hops (0 for an actor call).
+	// A generator's items and acks travel the links one by one.
+	hops int32
 }
 
 // arrival is work another node sent here: the node to answer, for an
@@ -76,6 +89,7 @@ type arrival struct {
 	origin  ids.NodeID
 	address string
 	size    int64
+	hops    int32 // the ForwardTask's hops (0 for an actor call)
 }
 
 // gateway is the actor half of a Gateway. All fields are owned by its
@@ -111,12 +125,16 @@ type gateway struct {
 	// renewals counts HeldWork messages applied, sweeps lease ticks,
 	// restarts the actor's restarts (a panic).
 	renewals, sweeps, restarts uint64
+	// itemFailed: the generator attempts running here one of whose items
+	// could not be sent back (too large); their result carries the error
+	// (generators.go). An entry lives while the attempt's inbound does.
+	itemFailed map[taskKey]*atollpb.ErrorInfo
 }
 
 func newGatewayActor(cfg *Config, fetch *fetcher, heard *peerSet, own *owners) *gateway {
 	return &gateway{cfg: cfg, fetch: fetch, pending: map[taskKey][]*forward{}, inbound: map[taskKey][]arrival{},
 		peers: map[ids.NodeID]*atollpb.NodeLoad{}, dead: newFIFOSet[ids.NodeID](), heard: heard,
-		copies: map[ids.ObjectID][]ids.NodeID{}, owners: own, quota: newQuota(cfg)}
+		copies: map[ids.ObjectID][]ids.NodeID{}, owners: own, quota: newQuota(cfg), itemFailed: map[taskKey]*atollpb.ErrorInfo{}}
 }
 
 // Receive implements actor.Actor.
@@ -139,7 +157,7 @@ func (g *gateway) Receive(ctx actor.Context) {
 		g.armTick(ctx)
 	case *forwardTask:
 		k := keyOf(m.spec.TaskId, m.spec.Attempt)
-		g.pending[k] = append(g.pending[k], &forward{node: m.node, owner: m.owner, name: m.spec.Name, renewed: time.Now()})
+		g.pending[k] = append(g.pending[k], &forward{node: m.node, owner: m.owner, name: m.spec.Name, renewed: time.Now(), hops: m.hops})
 		err := g.publish(nodeSubject(g.cfg.Prefix, m.node, "task"), &atollpb.ForwardTask{Spec: m.spec, OriginNode: g.cfg.NodeID.Bytes(), Hops: m.hops})
 		g.failUnsent(ctx, k, m.spec, err)
 		g.failIfDead(ctx, m.node)
@@ -156,7 +174,7 @@ func (g *gateway) Receive(ctx actor.Context) {
 			}
 			for _, f := range stack {
 				if !f.isCall {
-					_ = g.publish(nodeSubject(g.cfg.Prefix, f.node, "cancel"), &atollpb.ForwardCancel{TaskId: m.id.Bytes()})
+					_ = g.publish(nodeSubject(g.cfg.Prefix, f.node, "cancel"), &atollpb.ForwardCancel{TaskId: m.id.Bytes(), NonRecursive: m.nonRecursive})
 				}
 			}
 		}
@@ -166,6 +184,7 @@ func (g *gateway) Receive(ctx actor.Context) {
 			return
 		}
 		k := keyOf(m.Spec.TaskId, m.Spec.Attempt)
+		a.hops = m.Hops
 		g.inbound[k] = append(g.inbound[k], a)
 		g.owners.record(m.Spec.OwnerId, m.Spec.OwnerAddress)
 		ctx.Request(g.cfg.Raylet, &atollpb.SubmitTask{Spec: m.Spec, Forwarded: true, Hops: m.Hops})
@@ -184,27 +203,31 @@ func (g *gateway) Receive(ctx actor.Context) {
 		// would confirm it) forever.
 		g.noHost(m.Target)
 	case *atollpb.ForwardCancel:
-		ctx.Send(g.cfg.Raylet, &atollpb.CancelTask{TaskId: m.TaskId})
+		ctx.Send(g.cfg.Raylet, &atollpb.CancelTask{TaskId: m.TaskId, NonRecursive: m.NonRecursive})
 	case *atollpb.TaskResult:
 		if m.GeneratorItem != nil {
-			// Generator tasks run on their caller's node: an item is not
-			// the end of forwarded work, and must not settle it.
-			g.cfg.Logger.Warn("cluster: a generator item for forwarded work dropped", "task", fmt.Sprintf("%x", m.TaskId))
+			// An item is not the end of the attempt: it goes back
+			// without settling it (generators.go).
+			g.itemFromRaylet(ctx, m)
 			return
 		}
 		g.answer(m)
 	case *atollpb.ForwardedResult:
-		if m.GetResult().GetGeneratorItem() != nil {
-			g.cfg.Logger.Warn("cluster: a generator item from another node dropped", "task", fmt.Sprintf("%x", m.GetResult().GetTaskId()))
-			return
-		}
 		if from, err := ids.FromBytes(m.FromNode); err == nil && g.dead.has(from) {
 			// From a node declared dead (healed from a partition, its
 			// reconnect buffer flushed): its work was failed and retried.
 			g.cfg.Logger.Debug("cluster: result from a dead node dropped", "node", from.Short())
 			return
 		}
+		if m.Result.GeneratorItem != nil {
+			g.itemFromPeer(ctx, m)
+			return
+		}
 		g.deliver(ctx, m.Result)
+	case *ackForwarded:
+		g.forwardAck(m.ack, m.hops)
+	case *atollpb.ForwardGeneratorAck:
+		ctx.Send(g.cfg.Raylet, m) // its raylet writes it to the worker, or relays it
 	case *atollpb.HeldWork:
 		g.renew(ids.MustFromBytes(m.FromNode), m.Attempts, time.Now())
 	case *ownerExited:
@@ -241,18 +264,28 @@ func (g *gateway) armTick(ctx actor.Context) {
 	g.tick = time.AfterFunc(g.cfg.ConfirmInterval, func() { root.Send(self, &leaseTick{}) })
 }
 
-// publish sends m on subject. A message larger than the NATS server's
-// max payload is refused with an INVALID_ARGUMENT error.
+// publish sends m on subject (publishTo), logging a failed publish.
 func (g *gateway) publish(subject string, m proto.Message) error {
+	err := publishTo(g.cfg.Conn, subject, m)
+	if errors.Is(err, errs.ErrUnavailable) {
+		g.cfg.Logger.Warn("cluster: publish failed", "subject", subject, "err", err)
+	}
+	return err
+}
+
+// publishTo sends m on subject without blocking (NATS buffers). A message
+// larger than the NATS server's max payload is refused with an
+// INVALID_ARGUMENT error; one that cannot be encoded or published is
+// UNAVAILABLE.
+func publishTo(conn *nats.Conn, subject string, m proto.Message) error {
 	b, err := proto.Marshal(m)
 	if err == nil {
-		if limit := g.cfg.Conn.MaxPayload(); limit > 0 && int64(len(b)) > limit {
+		if limit := conn.MaxPayload(); limit > 0 && int64(len(b)) > limit {
 			return errs.Invalidf("a %d-byte message exceeds the NATS server's max payload (%d bytes): pass large values as object refs (atoll.Put) instead of inline", len(b), limit)
 		}
-		err = g.cfg.Conn.Publish(subject, b)
+		err = conn.Publish(subject, b)
 	}
 	if err != nil {
-		g.cfg.Logger.Warn("cluster: publish failed", "subject", subject, "err", err)
 		return errs.Unavailablef("control plane: %v", err)
 	}
 	return nil
@@ -277,6 +310,12 @@ func (g *gateway) answer(res *atollpb.TaskResult) {
 	top := stack[len(stack)-1]
 	origin := top.origin
 	g.quota.release(origin, top.size)
+	if info := g.itemFailed[k]; info != nil {
+		// An item could not be sent back: the attempt was cancelled for
+		// it, and ends with that error.
+		delete(g.itemFailed, k)
+		res = &atollpb.TaskResult{TaskId: res.TaskId, Attempt: res.Attempt, WorkerId: res.WorkerId, Error: info}
+	}
 	if len(stack) == 1 {
 		delete(g.inbound, k)
 	} else {
@@ -531,6 +570,7 @@ func (g *gateway) nodeGone(ctx actor.Context, node ids.NodeID, died bool) {
 			return true
 		}); len(stack) == 0 {
 			delete(g.inbound, k)
+			delete(g.itemFailed, k)
 			if task {
 				// Nobody wants its result any more (the origin's owner
 				// retries it elsewhere, or died with it): the raylet drops

@@ -41,8 +41,8 @@ func (g *Gateway) serveAMM(m *nats.Msg, serve func([]byte) (proto.Message, error
 		return
 	}
 	go func() {
-		defer func() { <-g.ammBusy }()
 		reply, err := serve(m.Data)
+		<-g.ammBusy // freed before answering: the caller's next request may follow at once
 		if err != nil {
 			g.cfg.Logger.Warn("cluster: AMM request refused", "subject", m.Subject, "err", err)
 			return
@@ -152,14 +152,14 @@ func (g *Gateway) serveReplicate(m *nats.Msg) {
 		return
 	}
 	go func() {
-		defer func() { <-g.replBusy }()
 		timeout := maxReplicateTimeout
 		if req.TimeoutMs > 0 {
 			timeout = min(timeout, time.Duration(req.TimeoutMs)*time.Millisecond)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
 		err := g.fetch.fetchOne(ctx, req.Ref)
+		cancel()
+		<-g.replBusy // freed before answering: the caller's next request may follow at once
 		switch {
 		case err == nil:
 			respond(&atollpb.ReplicateReply{})

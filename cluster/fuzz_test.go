@@ -13,7 +13,7 @@ import (
 // fuzzer writes to (crash is left out: it kills the process by design;
 // replicate and stats need the parts this harness does not start: the
 // fetcher and the store's answers).
-var fuzzSubjects = []string{"task", "call", "result", "held", "cancel", "copy", "locate", "drain", "leave", "load", "owners", "free", "kill"}
+var fuzzSubjects = []string{"task", "call", "result", "held", "cancel", "copy", "locate", "drain", "leave", "load", "owners", "free", "kill", "borrows", "genack"}
 
 func fuzzSubject(n *testNode, kind uint8) string {
 	switch k := fuzzSubjects[int(kind)%len(fuzzSubjects)]; k {
@@ -47,6 +47,7 @@ func FuzzGatewayMessages(f *testing.F) {
 		"result": &atollpb.ForwardedResult{Result: &atollpb.TaskResult{TaskId: task.Bytes()}, FromNode: a.id.Bytes()},
 		"held":   &atollpb.HeldWork{FromNode: a.id.Bytes(), Attempts: []*atollpb.AttemptKey{{TaskId: task.Bytes()}}},
 		"cancel": &atollpb.ForwardCancel{TaskId: task.Bytes()},
+		"genack": &atollpb.ForwardGeneratorAck{Ack: &atollpb.GeneratorAck{TaskId: task.Bytes(), Consumed: 1}, Hops: 1},
 		"copy":   &atollpb.ObjectCopies{ObjectId: obj.Bytes(), NodeIds: [][]byte{a.id.Bytes()}},
 		"drain":  &atollpb.DrainRequest{NodeId: ids.NewNodeID().Bytes()},
 		"leave":  &atollpb.LeaveRequest{ObjectIds: [][]byte{obj.Bytes()}},
@@ -54,6 +55,8 @@ func FuzzGatewayMessages(f *testing.F) {
 		"owners": &atollpb.OwnersExited{NodeId: a.id.Bytes(), WorkerIds: [][]byte{ids.NewNodeID().Bytes()}},
 		"free":   &atollpb.FreeObjects{ObjectIds: [][]byte{obj.Bytes()}},
 		"kill":   &atollpb.KillActor{ActorId: ids.NewNodeID().Bytes()},
+		"borrows": &atollpb.BorrowReport{OwnerId: ids.NewWorkerID().Bytes(), OwnerNode: a.id.Bytes(),
+			BorrowerWorkerId: ids.NewWorkerID().Bytes(), Borrows: [][]byte{obj.Bytes()}, BorrowsSeq: 1},
 	}
 	for i, k := range fuzzSubjects {
 		if m := seeds[k]; m != nil {

@@ -269,17 +269,22 @@ func (g *Gateway) Pulls() (objects, bytes uint64) {
 // through this gateway.
 func (g *Gateway) RayletConfig(threshold float64) *raylet.ClusterConfig {
 	root, pid := g.cfg.System.Root, g.pid
-	return &raylet.ClusterConfig{
+	return g.borrowsConfig(&raylet.ClusterConfig{
 		Forward: func(node ids.NodeID, spec *atollpb.TaskSpec, owner *actor.PID, hops int32) {
 			root.Send(pid, &forwardTask{node: node, spec: spec, owner: owner, hops: hops})
 		},
 		CallActor: func(node ids.NodeID, address string, spec *atollpb.TaskSpec, caller *actor.PID) {
 			root.Send(pid, &forwardCall{node: node, address: address, spec: spec, caller: caller})
 		},
-		Cancel:          func(id ids.TaskID) { root.Send(pid, &cancelForwarded{id: id}) },
+		Cancel: func(id ids.TaskID, nonRecursive bool) {
+			root.Send(pid, &cancelForwarded{id: id, nonRecursive: nonRecursive})
+		},
+		GeneratorAck: func(ack *atollpb.GeneratorAck, hops int32) {
+			root.Send(pid, &ackForwarded{ack: ack, hops: hops})
+		},
 		KillActor:       g.KillActor,
 		SpreadThreshold: threshold,
-	}
+	})
 }
 
 // KillActor asks every node to kill an actor (its host does). Safe for
@@ -364,15 +369,19 @@ func (g *Gateway) serveStats(m *nats.Msg) {
 		g.cfg.Logger.Debug("cluster: stats request dropped: one is being served")
 		return
 	}
-	defer func() { <-g.statsBusy }()
 	var req atollpb.NodeStatsRequest
 	if err := proto.Unmarshal(m.Data, &req); err != nil {
+		<-g.statsBusy
 		g.cfg.Logger.Warn("cluster: undecodable stats request", "err", err)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	st, err := g.Stats(ctx, req.Gc)
+	cancel()
+	// Free the slot before answering: a caller polling the stats sends
+	// its next request as soon as it has this answer, and must not find
+	// the slot still taken (its request would be dropped, unanswered).
+	<-g.statsBusy
 	if err != nil {
 		g.cfg.Logger.Warn("cluster: stats", "err", err)
 		return
@@ -454,6 +463,7 @@ func (g *Gateway) subscribe() error {
 		{"result", nodeSubject(p, self, "result"), func() proto.Message { return &atollpb.ForwardedResult{} }},
 		{"held", nodeSubject(p, self, "held"), func() proto.Message { return &atollpb.HeldWork{} }},
 		{"cancel", nodeSubject(p, self, "cancel"), func() proto.Message { return &atollpb.ForwardCancel{} }},
+		{"genack", nodeSubject(p, self, "genack"), func() proto.Message { return &atollpb.ForwardGeneratorAck{} }},
 		{"copy", nodeSubject(p, self, "copy"), func() proto.Message { return &atollpb.ObjectCopies{} }},
 		{"load", loadWildcard(p), func() proto.Message { return &atollpb.NodeLoad{} }},
 		{"owners", ownersExitedSubject(p), func() proto.Message { return &atollpb.OwnersExited{} }},
@@ -517,6 +527,11 @@ func (g *Gateway) subscribe() error {
 	s, err = c.Conn.Subscribe(nodeSubject(p, self, "leave"), g.serveLeave)
 	if err != nil {
 		return fmt.Errorf("cluster: subscribe leave: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(borrowsSubject(p, self), g.serveBorrows)
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe borrows: %w", err)
 	}
 	g.subs = append(g.subs, s)
 	s, err = c.Conn.Subscribe(nodeSubject(p, self, "locate"), func(m *nats.Msg) { root.Send(g.pid, &locate{msg: m}) })

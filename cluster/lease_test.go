@@ -52,6 +52,9 @@ type testNode struct {
 	cancels chan ids.TaskID
 	// freed receives the ClientDisconnected messages sent to the store.
 	freed chan ids.WorkerID
+	// acks receives the generator acks the gateway gave the raylet (those
+	// past its buffer are dropped).
+	acks chan *atollpb.ForwardGeneratorAck
 	// owner collects the results of the work this node forwards.
 	owner   *actor.PID
 	results chan *atollpb.TaskResult
@@ -76,7 +79,7 @@ func startNode(t testing.TB, ns *natsembed.Server, adjust func(*Config)) *testNo
 	}
 	t.Cleanup(nc.Close)
 	n := &testNode{t: t, id: ids.NewNodeID(), system: actors.NewSystem(slog.New(slog.DiscardHandler)), nc: nc,
-		submits: make(chan submitted, 64), cancels: make(chan ids.TaskID, 64), freed: make(chan ids.WorkerID, 64), results: make(chan *atollpb.TaskResult, 64)}
+		submits: make(chan submitted, 64), cancels: make(chan ids.TaskID, 64), freed: make(chan ids.WorkerID, 64), acks: make(chan *atollpb.ForwardGeneratorAck, 64), results: make(chan *atollpb.TaskResult, 64)}
 	t.Cleanup(n.system.Shutdown)
 	spawn := func(name string, f actor.ReceiveFunc) *actor.PID {
 		pid, err := n.system.Root.SpawnNamed(actor.PropsFromFunc(f), name)
@@ -91,6 +94,11 @@ func startNode(t testing.TB, ns *natsembed.Server, adjust func(*Config)) *testNo
 			n.submits <- submitted{spec: m.Spec, reply: c.Sender()}
 		case *atollpb.CancelTask:
 			n.cancels <- ids.MustFromBytes(m.TaskId)
+		case *atollpb.ForwardGeneratorAck:
+			select {
+			case n.acks <- m:
+			default:
+			}
 		case *raylet.GetState:
 			c.Respond(&raylet.State{NodeID: n.id})
 		}

@@ -10,8 +10,8 @@ func loadWildcard(prefix string) string                 { return prefix + ".load
 func freeSubject(prefix string) string                  { return prefix + ".free" }
 
 // nodeSubject is where node's gateway receives kind (task, call, result,
-// held, cancel, copy, locate, crash, timeline, stats, logs, objects,
-// dropcopies, replicate, drain, leave).
+// held, cancel, genack, copy, locate, crash, timeline, stats, logs,
+// objects, dropcopies, replicate, drain, leave, borrows).
 func nodeSubject(prefix string, node ids.NodeID, kind string) string {
 	return prefix + ".node." + node.String() + "." + kind
 }

@@ -28,11 +28,22 @@ func validate(m proto.Message) error {
 		if m.Result == nil {
 			return errors.New("forwarded result without a result")
 		}
+		if m.Result.GeneratorItem != nil && (m.Hops < 1 || m.Hops > maxAckHops) {
+			return fmt.Errorf("generator item on link %d, outside [1, %d]", m.Hops, maxAckHops)
+		}
 		return validID("task_id", m.Result.TaskId)
 	case *atollpb.HeldWork:
 		return validID("from_node", m.FromNode)
 	case *atollpb.ForwardCancel:
 		return validID("task_id", m.TaskId)
+	case *atollpb.ForwardGeneratorAck:
+		if m.Ack == nil {
+			return errors.New("generator ack without an ack")
+		}
+		if m.Hops < 1 || m.Hops > maxAckHops {
+			return fmt.Errorf("generator ack on link %d, outside [1, %d]", m.Hops, maxAckHops)
+		}
+		return validID("task_id", m.Ack.TaskId)
 	case *atollpb.ObjectCopies:
 		return validObjectID(m.ObjectId)
 	case *atollpb.NodeLoad:

@@ -124,6 +124,9 @@ type Config struct {
 	// owner when that owner lives in this process (the driver's owner
 	// table), skipping the owner's mailbox (raylet.Config.Deliver).
 	Deliver func(owner *actor.PID, res *atollpb.TaskResult) bool `json:"-"`
+	// DeliverBorrows, if set, hands a borrower's standalone report to
+	// the owner in this process (raylet.Config.DeliverBorrows).
+	DeliverBorrows func(*atollpb.BorrowReport) bool `json:"-"`
 	// FailureTimeout bounds the time to declare a failed node dead;
 	// default 5 s (at least 1.2 s).
 	FailureTimeout time.Duration

@@ -241,6 +241,7 @@ func (n *Node) start(ctx context.Context) error {
 		Process:        n.withKillPoints(n.processConfig(), tp),
 		ProcessWorkers: workerproc.New(),
 		Deliver:        cfg.Deliver,
+		DeliverBorrows: cfg.DeliverBorrows,
 		Middleware:     n.faultMiddleware(),
 		Cluster:        clusterCfg,
 	})

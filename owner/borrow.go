@@ -23,7 +23,8 @@ import (
 // borrower, Result → applyBorrows on the owner). The owner keeps each
 // reported object referenced for that borrower until a later report
 // leaves it out, or the borrower dies (a crashed attempt, the actor's
-// death). A restarted actor's process starts with an empty state: its
+// death). A borrower that drops such objects outside that lender's tasks
+// reports on its own (borrowreport.go), to the same record. A restarted actor's process starts with an empty state: its
 // first report (numbered after every report of the process before it,
 // TaskResult.borrows_seq) replaces the old one. The restart event itself
 // ends nothing: it may arrive after that first report.
@@ -288,13 +289,13 @@ func (t *Table) refContained(v *atollpb.Value) []ids.ObjectID {
 
 // applyBorrows records a borrower's report: the objects it holds now
 // take one reference each for it, those it no longer reports lose it.
-func (t *Table) applyBorrows(key borrowerKey, res *atollpb.TaskResult) {
+func (t *Table) applyBorrows(key borrowerKey, seq uint64, borrows [][]byte) {
 	rec := t.borrowers[key]
-	if rec != nil && res.BorrowsSeq != 0 && res.BorrowsSeq < rec.seq {
+	if rec != nil && seq != 0 && seq < rec.seq {
 		return // an older report overtaken by a newer one
 	}
 	now := map[ids.ObjectID]struct{}{}
-	for _, b := range res.Borrows {
+	for _, b := range borrows {
 		if id, err := ids.ObjectIDFromBytes(b); err == nil {
 			now[id] = struct{}{}
 		}
@@ -310,7 +311,7 @@ func (t *Table) applyBorrows(key borrowerKey, res *atollpb.TaskResult) {
 		rec = &borrowerRecord{objects: map[ids.ObjectID]struct{}{}}
 		t.borrowers[key] = rec
 	}
-	rec.seq = res.BorrowsSeq
+	rec.seq = seq
 	for id := range now {
 		if _, had := rec.objects[id]; had {
 			continue
@@ -335,6 +336,7 @@ func (t *Table) applyBorrows(key borrowerKey, res *atollpb.TaskResult) {
 
 // borrowerDied drops every reference a dead borrower process held.
 func (t *Table) borrowerDied(key borrowerKey) {
+	t.takeEarly(key)
 	rec := t.borrowers[key]
 	if rec == nil {
 		return
@@ -374,7 +376,12 @@ func (t *Table) borrowerResult(tk *task, res *atollpb.TaskResult) {
 	case res.ActorCrashed || res.GetError().GetCode() == atollpb.ErrorCode_WORKER_CRASHED:
 		t.borrowerDied(key)
 	case res.BorrowsReported:
-		t.applyBorrows(key, res)
+		seq, borrows := res.BorrowsSeq, res.Borrows
+		if e := t.takeEarly(key); e != nil && e.seq > seq {
+			// A standalone report made after this one overtook it.
+			seq, borrows = e.seq, e.borrows
+		}
+		t.applyBorrows(key, seq, borrows)
 	}
 }
 

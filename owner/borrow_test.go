@@ -42,9 +42,9 @@ func TestBorrowersBounded(t *testing.T) {
 	tb.Put(id, &atollpb.Value{Kind: &atollpb.Value_Inline{Inline: []byte("x")}}, nil, nil)
 	report := &atollpb.TaskResult{BorrowsReported: true, Borrows: [][]byte{id.Bytes()}}
 	for i := 0; i < MaxBorrowers; i++ {
-		tb.applyBorrows(borrowerKey{worker: ids.NewWorkerID()}, report)
+		tb.applyBorrows(borrowerKey{worker: ids.NewWorkerID()}, report.BorrowsSeq, report.Borrows)
 	}
-	tb.applyBorrows(borrowerKey{worker: ids.NewWorkerID()}, report)
+	tb.applyBorrows(borrowerKey{worker: ids.NewWorkerID()}, report.BorrowsSeq, report.Borrows)
 	s := tb.Stats()
 	if s.Borrowers != MaxBorrowers || s.BorrowsRefused != 1 || tb.objects[id].refs != 1+MaxBorrowers {
 		t.Fatalf("borrowers %d refused %d refs %d", s.Borrowers, s.BorrowsRefused, tb.objects[id].refs)

@@ -19,8 +19,11 @@ type CallActor struct {
 }
 
 // CancelTask asks the node to stop a dispatched task (it then reports a
-// CANCELLED result).
-type CancelTask struct{ Task ids.TaskID }
+// CANCELLED result). NonRecursive: the tasks it submitted go on.
+type CancelTask struct {
+	Task         ids.TaskID
+	NonRecursive bool
+}
 
 // Free deletes objects this process owned from the object store (and, in
 // a cluster, their copies on other nodes).

@@ -72,10 +72,19 @@ func (t *Table) generatorItem(res *atollpb.TaskResult) {
 		return
 	}
 	value := res.Returns[0].GetValue()
-	var contained []ids.ObjectID
-	for _, c := range value.GetContainedRefs() {
-		if cid, err := ids.ObjectIDFromBytes(c.GetObjectId()); err == nil {
-			contained = append(contained, cid)
+	var contained, adopted []ids.ObjectID
+	if res.GeneratorItem.GetFromBorrower() {
+		// From a worker process: take over what it handed over, then
+		// reference the refs the value holds (objects lent, or adopted).
+		adopted = t.adopt(res.Transferred)
+		contained = t.refContained(value)
+		defer t.DropUnreferenced(adopted) // held by no item: none, unless a peer lies
+	} else {
+		// From this process: the value's encoding took the references.
+		for _, c := range value.GetContainedRefs() {
+			if cid, err := ids.ObjectIDFromBytes(c.GetObjectId()); err == nil {
+				contained = append(contained, cid)
+			}
 		}
 	}
 	tk, g := t.tasks[id], t.gens[id]

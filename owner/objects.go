@@ -94,6 +94,9 @@ func (t *Table) DropRef(idl ...ids.ObjectID) {
 			continue
 		}
 		delete(t.objects, id)
+		if !o.lender.IsZero() {
+			t.lentFreed(o.lender)
+		}
 		t.setLender(o, ids.WorkerID{})
 		t.freed++
 		if o.value.GetStored() != nil && !o.borrowed {

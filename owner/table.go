@@ -48,13 +48,25 @@ type Table struct {
 	// fromLender counts the entries each lender lent this process, so a
 	// task's end finds in O(1) that it holds nothing of its owner's.
 	fromLender map[ids.WorkerID]int
+	// reportedTo are the lenders this process's last report to named
+	// objects, and dirtyLenders how many of them are due a standalone
+	// report (borrowreport.go).
+	reportedTo   map[ids.WorkerID]*lenderReport
+	dirtyLenders int
+	// early holds the newest standalone report of each borrower the
+	// owner had no record of, until that borrower's next in-result report
+	// (which it may have overtaken) or its death; at most MaxEarlyReports,
+	// oldest forgotten first (borrowreport.go). It holds no references.
+	early      map[borrowerKey]*earlyReport
+	earlyOrder []borrowerKey
 }
 
 // New returns an empty Table.
 func New(cfg Config) *Table {
 	return &Table{cfg: cfg, objects: map[ids.ObjectID]*object{}, tasks: map[ids.TaskID]*task{}, actors: map[ids.ActorID]*actorEntry{},
 		gens: map[ids.TaskID]*generator{}, lineage: map[ids.TaskID]*lineageEntry{}, released: map[ids.ObjectID]*object{},
-		borrowers: map[borrowerKey]*borrowerRecord{}, fromLender: map[ids.WorkerID]int{}}
+		borrowers: map[borrowerKey]*borrowerRecord{}, fromLender: map[ids.WorkerID]int{}, reportedTo: map[ids.WorkerID]*lenderReport{},
+		early: map[borrowerKey]*earlyReport{}}
 }
 
 // TakeEffects returns the effects produced since the last call, in order,

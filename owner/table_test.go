@@ -167,6 +167,50 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 		var lender string
 		d.ScanArgs(t, "lender", &lender)
 		return "held " + e.nameList(tb.HeldFor(ids.WorkerID(e.id16(lender))))
+	case "report-to": // report-to lender=w9 node=n2: this borrower's in-result report to w9
+		var lender, node string
+		d.ScanArgs(t, "lender", &lender)
+		d.ScanArgs(t, "node", &node)
+		return "report " + e.nameList(tb.ReportTo(ids.WorkerID(e.id16(lender)), e.id16(node)))
+	case "drop-reports": // drop-reports [except=w9]: the standalone reports due
+		var except string
+		d.MaybeScanArgs(t, "except", &except)
+		var ex ids.WorkerID
+		if except != "" {
+			ex = e.id16(except)
+		}
+		var out []string
+		for _, r := range tb.TakeDropReports(ex) {
+			out = append(out, fmt.Sprintf("report to %s@%s %s", e.nodeName(r.Lender[:]), e.nodeName(r.Node[:]), e.nameList(r.Held)))
+		}
+		if len(out) == 0 {
+			return "no reports due"
+		}
+		return strings.Join(out, "\n")
+	case "report": // report worker=w5 seq=N [actor=a1] [borrows=p1,...] [owner=w0]: a borrower's standalone report
+		var worker, actor, owner string
+		var seq int
+		d.ScanArgs(t, "worker", &worker)
+		d.ScanArgs(t, "seq", &seq)
+		d.MaybeScanArgs(t, "actor", &actor)
+		owner = "w0"
+		d.MaybeScanArgs(t, "owner", &owner)
+		w, o := e.id16(worker), e.id16(owner)
+		m := &atollpb.BorrowReport{OwnerId: o[:], BorrowerWorkerId: w[:], BorrowsSeq: uint64(seq)}
+		if actor != "" {
+			a := e.id16(actor)
+			m.BorrowerActorId = a[:]
+		}
+		for _, b := range list(d, "borrows") {
+			m.Borrows = append(m.Borrows, e.object(t, b).Bytes())
+		}
+		applied, err := tb.ApplyBorrowReport(m)
+		switch {
+		case err != nil:
+			return "error: " + err.Error()
+		case !applied:
+			return "kept aside: no record of the borrower"
+		}
 	case "export": // export to=w9 node=n9 refs=p1,...
 		var to, node string
 		d.ScanArgs(t, "to", &to)
@@ -327,8 +371,10 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 			res.Returns = []*atollpb.ReturnObject{{ObjectId: ids.ReturnObjectID(task, 0).Bytes(), Value: v}}
 		}
 		tb.Result(res)
-	case "cancel":
-		tb.Cancel(ids.TaskID(e.id16(name)))
+	case "worker-died": // worker-died w5: a pool worker process died
+		tb.WorkerDied(ids.WorkerID(e.id16(name)))
+	case "cancel": // cancel t [non-recursive]
+		tb.Cancel(ids.TaskID(e.id16(name)), d.HasArg("non-recursive"))
 	case "addref":
 		if !tb.AddRef(e.object(t, name)) {
 			return "unknown object"
@@ -485,7 +531,11 @@ func (e *env) effects() string {
 		case CallActor:
 			lines = append(lines, fmt.Sprintf("call %s: %s", f.Address, e.spec(f.Spec)))
 		case CancelTask:
-			lines = append(lines, "cancel "+e.tasks[f.Task])
+			if f.NonRecursive {
+				lines = append(lines, "cancel "+e.tasks[f.Task]+" non-recursive")
+			} else {
+				lines = append(lines, "cancel "+e.tasks[f.Task])
+			}
 		case Free:
 			var n []string
 			for _, id := range f.Objects {
@@ -596,6 +646,18 @@ func (e *env) state() string {
 		}
 		sort.Strings(held)
 		brw = append(brw, fmt.Sprintf("borrower %s holds [%s]", who, strings.Join(held, " ")))
+	}
+	for k, r := range tb.early {
+		who := "worker " + e.nodeName(k.worker[:])
+		if !k.actor.IsZero() {
+			who = "actor " + e.actors[k.actor]
+		}
+		var held []string
+		for _, b := range r.borrows {
+			held = append(held, e.label[ids.MustObjectID(b)])
+		}
+		sort.Strings(held)
+		brw = append(brw, fmt.Sprintf("early report from %s seq=%d [%s]", who, r.seq, strings.Join(held, " ")))
 	}
 	sort.Strings(brw)
 	lines = append(lines, brw...)

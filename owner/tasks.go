@@ -355,8 +355,9 @@ func (t *Table) complete(tk *task, e *atollpb.ErrorInfo) {
 // Cancel cancels a task this process owns: before dispatch it fails at
 // once; a queued or running task is cancelled by the node, which reports
 // it CANCELLED. A call already sent to an actor runs to completion.
-// Cancelling an unknown or finished task does nothing.
-func (t *Table) Cancel(id ids.TaskID) {
+// Cancelling an unknown or finished task does nothing. nonRecursive asks
+// the node to leave running the tasks a running one submitted.
+func (t *Table) Cancel(id ids.TaskID, nonRecursive bool) {
 	tk := t.tasks[id]
 	if tk == nil || tk.cancelled {
 		return
@@ -371,7 +372,7 @@ func (t *Table) Cancel(id ids.TaskID) {
 			t.finish(tk, cancelled)
 		}
 	default:
-		t.emit(CancelTask{Task: id})
+		t.emit(CancelTask{Task: id, NonRecursive: nonRecursive})
 	}
 }
 

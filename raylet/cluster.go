@@ -32,11 +32,19 @@ type ClusterConfig struct {
 	// the host's local address there); the result goes to caller.
 	CallActor func(node ids.NodeID, address string, spec *atollpb.TaskSpec, caller *actor.PID)
 	// Cancel cancels a task this raylet does not know (it may have been
-	// forwarded).
-	Cancel func(id ids.TaskID)
+	// forwarded); nonRecursive as CancelTask.non_recursive.
+	Cancel func(id ids.TaskID, nonRecursive bool)
 	// KillActor kills an actor this raylet does not host (every node
 	// hears it; the host answers with KillHostedActor).
 	KillActor func(m *atollpb.KillActor)
+	// Borrows sends a borrower's standalone report to the owner's node
+	// (it must not block). Optional: without it such reports are dropped.
+	Borrows func(node ids.NodeID, m *atollpb.BorrowReport)
+	// GeneratorAck, if set, passes on a generator task's ack for an
+	// attempt this raylet does not run, which it may have forwarded: hops
+	// is the link the ack came on (0 from an owner of this node, else the
+	// ForwardGeneratorAck's), and it goes on the next one. Nil: dropped.
+	GeneratorAck func(ack *atollpb.GeneratorAck, hops int32)
 	// SpreadThreshold is the utilisation past which hybrid placement
 	// leaves the local node; default DefaultSpreadThreshold.
 	SpreadThreshold float64

@@ -54,7 +54,7 @@ func clusterRaylet(t *testing.T) (*actor.ActorSystem, *actor.PID, ids.NodeID, ch
 				fwd <- forwarded{node, spec, hops}
 			},
 			CallActor: func(ids.NodeID, string, *atollpb.TaskSpec, *actor.PID) {},
-			Cancel:    func(ids.TaskID) {},
+			Cancel:    func(ids.TaskID, bool) {},
 			KillActor: func(*atollpb.KillActor) {},
 		},
 	})

@@ -76,6 +76,10 @@ type Config struct {
 	// has the result (a worker connection's reader, a task's goroutine),
 	// so it must not block. Optional.
 	Deliver func(owner *actor.PID, res *atollpb.TaskResult) bool
+	// DeliverBorrows, if set, gives a borrower's standalone report to
+	// the owner living in this process and reports true; false: no such
+	// owner here (the report is dropped). It must not block. Optional.
+	DeliverBorrows func(*atollpb.BorrowReport) bool
 	// ReportActor publishes an actor's new state (to the GCS); it must not
 	// block. Optional.
 	ReportActor func(*atollpb.ActorInfo)

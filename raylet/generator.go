@@ -14,7 +14,9 @@ import (
 // its caller consumed); the raylet passes it to the worker running the
 // attempt (generatorAck), whose yields wait for it past the task's
 // backpressure limit. Goroutine workers run in the owner's process and
-// need neither hop.
+// need neither hop. An attempt forwarded to another node reports through
+// the gateway (its owner there), which passes items back and acks on
+// (package cluster, generators.go).
 
 // DeliverItem gives an item reported by the attempt in flight it names to
 // that attempt's owner; an item of an attempt the slot does not hold
@@ -33,15 +35,21 @@ func (s *Slot) DeliverItem(res *atollpb.TaskResult) {
 }
 
 // generatorAck passes an owner's GeneratorAck to the worker process
-// running that attempt; acks for attempts not running here are dropped
+// running that attempt. In a cluster, an ack for an attempt not running
+// here goes to the gateway (ClusterConfig.GeneratorAck), which passes it
+// to the node this one forwarded the attempt to, if it did; hops is the
+// link it came on (0 from an owner of this node). Other acks are dropped
 // (the worker learns the count again with its next item's answer).
-func (r *raylet) generatorAck(m *atollpb.GeneratorAck) {
+func (r *raylet) generatorAck(m *atollpb.GeneratorAck, hops int32) {
 	id, err := ids.FromBytes(m.GetTaskId())
 	if err != nil {
 		return
 	}
 	t := r.running[id]
 	if t == nil || t.spec.Attempt != m.Attempt || !t.spec.Generator {
+		if r.cfg.Cluster != nil && r.cfg.Cluster.GeneratorAck != nil {
+			r.cfg.Cluster.GeneratorAck(m, hops)
+		}
 		return
 	}
 	if w := r.workers[t.worker]; w != nil {

@@ -26,7 +26,7 @@ type task struct {
 	demand    Resources
 	queueSpan trace.Span
 	worker    ids.WorkerID
-	cancel    context.CancelFunc
+	cancel    context.CancelCauseFunc // cancels the attempt's context (runCtx)
 	blocked   bool
 	isActor   bool
 	enqueued  time.Time
@@ -187,7 +187,11 @@ func (r *raylet) Receive(ctx actor.Context) {
 	case *atollpb.CancelTask:
 		r.cancelTask(ctx, ids.MustFromBytes(m.TaskId), m)
 	case *atollpb.GeneratorAck:
-		r.generatorAck(m)
+		r.generatorAck(m, 0)
+	case *atollpb.ForwardGeneratorAck:
+		r.generatorAck(m.Ack, m.Hops)
+	case *atollpb.BorrowReport:
+		r.routeBorrowReport(ctx, m)
 	case *atollpb.WorkerBlocked:
 		r.setBlocked(ctx, ids.MustFromBytes(m.TaskId), true)
 	case *atollpb.WorkerUnblocked:
@@ -470,7 +474,7 @@ func (r *raylet) prepare(w *worker, t *task) *Assignment {
 			attribute.String("atoll.worker_id", w.id.String()), attribute.String("atoll.node_id", r.cfg.NodeID.String()),
 			attribute.Int("atoll.pipelined", len(w.tasks))))
 	sched.End()
-	runCtx, cancel := context.WithCancel(context.Background())
+	runCtx, cancel := context.WithCancelCause(context.Background())
 	r.attempts++
 	t.cancel, t.worker, t.attemptID = cancel, w.id, r.attempts
 	w.tasks = append(w.tasks, t)
@@ -523,7 +527,7 @@ func (r *raylet) finished(ctx actor.Context, m *taskFinished) {
 // the objects it read, and the CPU it lent while blocked (the lease's
 // resources stay with the worker until its last task ends).
 func (r *raylet) releaseTask(t *task) {
-	t.cancel()
+	t.cancel(nil)
 	for _, a := range t.args {
 		if h := r.held[a.ID]; h != nil {
 			if h.readers--; h.readers == 0 {
@@ -571,7 +575,7 @@ func (r *raylet) cancelTask(ctx actor.Context, id ids.TaskID, m *atollpb.CancelT
 	}
 	if t := r.running[id]; t != nil {
 		if !other(t) {
-			t.cancel() // the executor reports the task cancelled
+			t.cancel(errs.CancelCause(m.NonRecursive)) // the executor reports the task cancelled
 		}
 		return
 	}
@@ -579,7 +583,7 @@ func (r *raylet) cancelTask(ctx actor.Context, id ids.TaskID, m *atollpb.CancelT
 		return
 	}
 	if r.cfg.Cluster != nil {
-		r.cfg.Cluster.Cancel(id) // it may have been forwarded to another node
+		r.cfg.Cluster.Cancel(id, m.NonRecursive) // it may have been forwarded to another node
 	}
 }
 

@@ -2,6 +2,7 @@ package raylet
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/workerconn"
 )
 
@@ -84,9 +86,10 @@ func (s *Slot) push(conn *workerconn.Conn, ts []*Assignment) {
 	}
 	_ = conn.SendAll(frames...)
 	for _, t := range sent {
-		id := t.spec.TaskId
-		stop := context.AfterFunc(t.ctx, func() {
-			_ = conn.Send(&atollpb.Frame{Body: &atollpb.Frame_CancelTask{CancelTask: &atollpb.CancelTask{TaskId: id}}})
+		id, tctx := t.spec.TaskId, t.ctx
+		stop := context.AfterFunc(tctx, func() {
+			nonRecursive := errors.Is(context.Cause(tctx), errs.ErrCancelNonRecursive)
+			_ = conn.Send(&atollpb.Frame{Body: &atollpb.Frame_CancelTask{CancelTask: &atollpb.CancelTask{TaskId: id, NonRecursive: nonRecursive}}})
 		})
 		s.mu.Lock()
 		if s.holds(t) {

@@ -20,7 +20,9 @@ import (
 // shared by pool workers and actor hosts; results of tasks the worker
 // submitted come back to the proxying actor and go down the connection.
 type proxy struct {
-	id     ids.WorkerID
+	id ids.WorkerID
+	// actor is the actor the process hosts (zero for a pool worker).
+	actor  ids.ActorID
 	node   ids.NodeID
 	cfg    *raylet.ProcessConfig
 	raylet *actor.PID
@@ -50,6 +52,15 @@ func (p *proxy) handle(system *actor.ActorSystem, self *actor.PID, conn *workerc
 		root.Send(p.raylet, b.CancelTask)
 	case *atollpb.Frame_GeneratorAck:
 		root.Send(p.raylet, b.GeneratorAck) // the worker owns a generator task's stream
+	case *atollpb.Frame_BorrowReport:
+		// A borrower reports only as itself (its worker, the actor it
+		// hosts); the raylet routes it to the owner, here or on another
+		// node.
+		b.BorrowReport.BorrowerWorkerId, b.BorrowReport.BorrowerActorId = p.id.Bytes(), nil
+		if !p.actor.IsZero() {
+			b.BorrowReport.BorrowerActorId = p.actor.Bytes()
+		}
+		root.Send(p.raylet, b.BorrowReport)
 	case *atollpb.Frame_WorkerBlocked:
 		root.Send(p.raylet, b.WorkerBlocked)
 	case *atollpb.Frame_WorkerUnblocked:
@@ -88,13 +99,15 @@ func statusFrame(err error) *atollpb.Frame {
 }
 
 // forwardDown sends the worker what the node tells it: results of tasks
-// it submitted, actor events. It reports false for other messages.
+// it submitted, actor events, borrowers' reports on objects it owns. It reports false for other messages.
 func forwardDown(conn *workerconn.Conn, msg any) bool {
 	switch m := msg.(type) {
 	case *atollpb.TaskResult:
 		_ = conn.Send(&atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: m}})
 	case *atollpb.ActorInfo:
 		_ = conn.Send(&atollpb.Frame{Body: &atollpb.Frame_ActorEvent{ActorEvent: m}})
+	case *atollpb.BorrowReport:
+		_ = conn.Send(&atollpb.Frame{Body: &atollpb.Frame_BorrowReport{BorrowReport: m}})
 	default:
 		return false
 	}

@@ -31,7 +31,7 @@ func (Processes) ActorHost(h raylet.HostSpec) actor.Producer {
 	groups, concurrent := newHostGroups(h.Spec.GetActorCreation(), h.PipelineDepth)
 	return func() actor.Actor {
 		return &actorHost{id: h.Actor, spec: h.Spec, worker: h.Worker, cfg: h.Config, raylet: h.Raylet, deliver: h.Deliver,
-			proxy: proxy{id: h.Worker.ID, node: h.Worker.NodeID, cfg: h.Config, raylet: h.Raylet}, state: state,
+			proxy: proxy{id: h.Worker.ID, actor: h.Actor, node: h.Worker.NodeID, cfg: h.Config, raylet: h.Raylet}, state: state,
 			groups: groups, concurrent: concurrent}
 	}
 }

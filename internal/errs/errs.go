@@ -224,6 +224,20 @@ func (e *CancelledError) Is(target error) bool {
 	return target == ErrCancelled || target == context.Canceled
 }
 
+// ErrCancelNonRecursive is the cause a running task's context is
+// cancelled with when it alone is cancelled (atoll.Cancel with
+// NonRecursive): the SDK then leaves running the tasks it submitted with
+// that context (context.Cause tells them apart from a plain cancel).
+var ErrCancelNonRecursive = errors.New("atoll: the task was cancelled without the tasks it submitted")
+
+// CancelCause is the cause to cancel a running task's context with.
+func CancelCause(nonRecursive bool) error {
+	if nonRecursive {
+		return ErrCancelNonRecursive
+	}
+	return context.Canceled
+}
+
 // OwnerDiedError: the process owning the object died.
 type OwnerDiedError struct {
 	ObjectID string

@@ -43,7 +43,7 @@ func openStore(ctx context.Context, nc *nats.Conn, cfg Config) (*store, error) {
 			MaxValueSize: int32(cfg.MaxEntryBytes),
 		})
 		if isJSError(err, jsStorageResourcesExceeded) {
-			return nil, fmt.Errorf("gcs: bucket %s of %d bytes: the NATS server cannot reserve that much storage (free disk, or lower %s, %s, %s): %w",
+			return nil, fmt.Errorf("gcs: bucket %s of %d bytes: the NATS server cannot reserve that much file storage (raise its JetStream max_storage, or lower %s, %s, %s): %w",
 				name, maxBytes, EnvNodesBucketBytes, EnvActorsBucketBytes, EnvJobsBucketBytes, err)
 		}
 		if err != nil {

@@ -29,6 +29,14 @@ const (
 	// accept connections; JetStream recovery of a large store can take a
 	// few seconds.
 	DefaultReadyTimeout = 10 * time.Second
+	// DefaultMaxStore is the JetStream file storage the server lets its
+	// streams reserve. The GCS's three buckets reserve 192 MiB by default
+	// and hold kilobytes; nats-server's own default, 75% of the disk's free
+	// space when the server starts, refused them on a disk with less than
+	// 256 MiB free, so a node did not start where it needed almost
+	// nothing. A fixed limit makes start-up independent of the free space;
+	// a write to a disk that is really full still fails, with its error.
+	DefaultMaxStore = 1 << 30
 )
 
 // Config describes an embedded server. The zero value is not valid:
@@ -49,6 +57,9 @@ type Config struct {
 	// keeps nats-server's own default (75% of system memory); atoll stores
 	// its tables on file, so this limit rarely matters.
 	MaxMemory int64
+	// MaxStore caps what JetStream file storage streams may reserve, in
+	// bytes. Default DefaultMaxStore.
+	MaxStore int64
 	// ReadyTimeout bounds the wait for the server to accept connections.
 	// Default DefaultReadyTimeout.
 	ReadyTimeout time.Duration
@@ -111,6 +122,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxMemory < 0 {
 		return c, fmt.Errorf("natsembed: Config.MaxMemory %d is negative", c.MaxMemory)
+	}
+	if c.MaxStore < 0 {
+		return c, fmt.Errorf("natsembed: Config.MaxStore %d is negative", c.MaxStore)
+	}
+	if c.MaxStore == 0 {
+		c.MaxStore = DefaultMaxStore
 	}
 	if c.ReadyTimeout < 0 {
 		return c, fmt.Errorf("natsembed: Config.ReadyTimeout %v is negative", c.ReadyTimeout)

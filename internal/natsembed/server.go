@@ -36,6 +36,7 @@ func Start(cfg Config) (*Server, error) {
 		JetStream:          true,
 		StoreDir:           cfg.StoreDir,
 		JetStreamMaxMemory: cfg.MaxMemory,
+		JetStreamMaxStore:  cfg.MaxStore,
 		NoSigs:             true,
 		NoLog:              cfg.Logger == nil,
 		// Closed connections are kept for the monitoring endpoint, which

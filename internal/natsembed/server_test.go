@@ -3,6 +3,7 @@ package natsembed
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"os"
@@ -113,6 +114,37 @@ func TestJetStreamKeyValue(t *testing.T) {
 	}
 }
 
+// TestMaxStore: the server reserves file storage up to Config.MaxStore,
+// DefaultMaxStore when unset, whatever the disk's free space (nats-server's
+// own default, 75% of the free space, refused the GCS's buckets on a
+// nearly full disk).
+func TestMaxStore(t *testing.T) {
+	const storageResourcesExceeded = 10047 // JetStream: insufficient storage resources available
+	srv := start(t, Config{Port: NoListener})
+	if got := srv.ns.JetStreamConfig().MaxStore; got != DefaultMaxStore {
+		t.Errorf("default MaxStore = %d, want %d", got, int64(DefaultMaxStore))
+	}
+
+	srv = start(t, Config{Port: NoListener, MaxStore: 8 << 20})
+	js, err := jetstream.New(connect(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	bucket := func(name string, maxBytes int64) error {
+		_, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, Storage: jetstream.FileStorage, MaxBytes: maxBytes})
+		return err
+	}
+	if err := bucket("fits", 6<<20); err != nil {
+		t.Fatalf("a 6 MiB bucket under an 8 MiB limit: %v", err)
+	}
+	var apiErr *jetstream.APIError
+	if err := bucket("over", 4<<20); !errors.As(err, &apiErr) || apiErr.ErrorCode != storageResourcesExceeded {
+		t.Fatalf("a 4 MiB bucket beyond the limit: %v, want insufficient storage resources", err)
+	}
+}
+
 func TestStoreSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -176,6 +208,7 @@ func TestConfigValidation(t *testing.T) {
 		{StoreDir: "x", Port: 70000},
 		{StoreDir: "x", ServerName: "has space"},
 		{StoreDir: "x", MaxMemory: -1},
+		{StoreDir: "x", MaxStore: -1},
 		{StoreDir: "x", ReadyTimeout: -time.Second},
 		{StoreDir: "x", Token: "t", Authorize: func(string, string) (*Permissions, bool) { return nil, true }},
 	} {

@@ -138,3 +138,15 @@ func (w *Writer) Write(r Record) error {
 	defer w.mu.Unlock()
 	return w.enc.Encode(r)
 }
+
+// WriteAll writes records to out as JSON lines, in order, stopping at the
+// first error. It is what a sample's -json flag prints.
+func WriteAll(out io.Writer, records []Record) error {
+	w := NewWriter(out)
+	for _, r := range records {
+		if err := w.Write(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}

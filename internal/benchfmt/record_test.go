@@ -110,3 +110,20 @@ func TestWriterRejectsNaN(t *testing.T) {
 		t.Fatalf("partial output %q", buf.String())
 	}
 }
+
+func TestWriteAllInOrderStopsAtError(t *testing.T) {
+	var buf bytes.Buffer
+	recs := []Record{
+		NewRecord("b", "first", 1, "s", "", 0, nil),
+		NewRecord("b", "second", 2, "s", "", 0, nil),
+		NewRecord("b", "bad", math.NaN(), "s", "", 0, nil),
+		NewRecord("b", "after", 3, "s", "", 0, nil),
+	}
+	if err := WriteAll(&buf, recs); err == nil {
+		t.Fatal("WriteAll wrote a NaN record")
+	}
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"first"`) || !strings.Contains(lines[1], `"second"`) {
+		t.Fatalf("lines %q, want first and second only", lines)
+	}
+}

@@ -151,13 +151,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 		benchfmt.NewRecord("amm", "wall_s", on.wall.Seconds(), "s", "amm_off_wall_s", off.wall.Seconds(), config).WithVerified(true),
 	}
 	if opts.json {
-		w := benchfmt.NewWriter(stdout)
-		for _, r := range records {
-			if err := w.Write(r); err != nil {
-				return err
-			}
-		}
-		return nil
+		return benchfmt.WriteAll(stdout, records)
 	}
 	fmt.Fprintf(stdout, "AMM off: peak cluster store use %s, wall %.2fs\n", benchfmt.FormatSize(int64(off.peak)), off.wall.Seconds())
 	fmt.Fprintf(stdout, "AMM on:  peak cluster store use %s (%.0f%% lower), wall %.2fs (%+.1f%%)\n", benchfmt.FormatSize(int64(on.peak)),

@@ -175,11 +175,8 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 		benchfmt.NewRecord("arrays", "restored_bytes", float64(mem.RestoredBytesTotal), "bytes", "", 0, config),
 	}
 	if opts.json {
-		w := benchfmt.NewWriter(stdout)
-		for _, r := range records {
-			if err := w.Write(r); err != nil {
-				return err
-			}
+		if err := benchfmt.WriteAll(stdout, records); err != nil {
+			return err
 		}
 	} else {
 		fmt.Fprintf(stdout, "y = (x + xᵀ).Mean(axis 0), x %dx%d (%s) under a %s store (%s workers): %.2fs; gonum: %.2fs (%.2fx)\n",

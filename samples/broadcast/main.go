@@ -164,13 +164,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 		benchfmt.NewRecord("broadcast", "wall_s_hugepage_baseline", wall.Seconds(), "s", "ideal_parallel_compute_s", hugeBase.Seconds(), hugeConfig).WithVerified(true),
 		benchfmt.NewRecord("broadcast", "tasks_s_hugepage_baseline", tasks.Seconds(), "s", "ideal_parallel_sums_s", hugeSum.Seconds(), hugeConfig))
 	if opts.json {
-		w := benchfmt.NewWriter(stdout)
-		for _, r := range records {
-			if err := w.Write(r); err != nil {
-				return err
-			}
-		}
-		return nil
+		return benchfmt.WriteAll(stdout, records)
 	}
 	fmt.Fprintf(stdout, "broadcast of %s to %d tasks on %d %s workers, median of %d runs (results verified)\n", benchfmt.FormatSize(int64(opts.size)), opts.tasks, opts.workers, mode, opts.repeat)
 	fmt.Fprintf(stdout, "  atoll:    %.2fs = %.3fx the ideal %.2fs\n", wall.Seconds(), wall.Seconds()/base.Seconds(), base.Seconds())

@@ -173,11 +173,8 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) (ok bool, 
 	}
 	stopCluster()
 	if opts.json {
-		w := benchfmt.NewWriter(stdout)
-		for _, r := range o.records(p, opts) {
-			if err := w.Write(r); err != nil {
-				return false, err
-			}
+		if err := benchfmt.WriteAll(stdout, o.records(p, opts)); err != nil {
+			return false, err
 		}
 	} else {
 		o.printTable(stdout, p, opts)

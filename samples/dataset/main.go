@@ -246,11 +246,8 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 		rec("b_spilled_bytes", float64(atollB.spilled), "bytes", "", 0),
 		rec("b_restored_bytes", float64(atollB.restored), "bytes", "", 0))
 	if opts.json {
-		w := benchfmt.NewWriter(stdout)
-		for _, r := range records {
-			if err := w.Write(r); err != nil {
-				return err
-			}
+		if err := benchfmt.WriteAll(stdout, records); err != nil {
+			return err
 		}
 	} else {
 		fmt.Fprintf(stdout, "%s of Parquet (%d rows, %d files) under a %s object store (%s workers)\n",

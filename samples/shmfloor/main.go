@@ -143,13 +143,7 @@ func run(opts options, stdout, stderr io.Writer) error {
 		benchfmt.NewRecord("shmfloor", "memfd_procs_first_touch_s", p.first.Seconds(), "s", "memfd_threads_first_touch_s", m.first.Seconds(), config),
 	}
 	if opts.json {
-		w := benchfmt.NewWriter(stdout)
-		for _, r := range records {
-			if err := w.Write(r); err != nil {
-				return err
-			}
-		}
-		return nil
+		return benchfmt.WriteAll(stdout, records)
 	}
 	fmt.Fprintf(stdout, "steady sums (%d per worker, 2 workers): anon %.3fs  memfd %.3fs (%.3fx)  procs %.3fs (%.3fx anon, %.3fx memfd)\n",
 		opts.sums, a.sums.Seconds(), m.sums.Seconds(), m.sums.Seconds()/a.sums.Seconds(),

@@ -263,11 +263,8 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 		benchfmt.NewRecord("sort", "spill_files_left", float64(mem.SpillFiles), "files", "", 0, config),
 	}
 	if opts.json {
-		w := benchfmt.NewWriter(stdout)
-		for _, r := range records {
-			if err := w.Write(r); err != nil {
-				return err
-			}
+		if err := benchfmt.WriteAll(stdout, records); err != nil {
+			return err
 		}
 	} else {
 		fmt.Fprintf(stdout, "sorted %s in %d partitions under a %s object store (%s workers): %.2fs, %.0f MB/s\n",

@@ -172,13 +172,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 		benchfmt.NewRecord("graph_shuffle", "tasks", float64(multiTasks), "tasks", "naive_shuffle_tasks", float64(naiveTasks), shufConfig),
 	}
 	if opts.json {
-		w := benchfmt.NewWriter(stdout)
-		for _, r := range records {
-			if err := w.Write(r); err != nil {
-				return err
-			}
-		}
-		return nil
+		return benchfmt.WriteAll(stdout, records)
 	}
 	fmt.Fprintf(stdout, "tree reduction, %d tasks on %d %s workers, median of %d\n", tasks, opts.workers, mode, opts.repeat)
 	fmt.Fprintf(stdout, "  graph  %.3fs (%.1f µs/task)\n  direct %.3fs (%.1f µs/task)   graph/direct %.2fx\n",

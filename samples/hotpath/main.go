@@ -163,14 +163,13 @@ func report(asJSON bool, got, base result) {
 		benchfmt.NewRecord("hotpath", name+"_driver_cpu_us_per_op", got.driverUs, "us", "same_without_pipelining_us", base.driverUs, cfg),
 		benchfmt.NewRecord("hotpath", name+"_worker_cpu_us_per_op", got.workUs, "us", "same_without_pipelining_us", base.workUs, cfg),
 	}
-	out := benchfmt.NewWriter(os.Stdout)
-	for _, r := range recs {
-		if asJSON {
-			if err := out.Write(r); err != nil {
-				log.Fatal(err)
-			}
-			continue
+	if asJSON {
+		if err := benchfmt.WriteAll(os.Stdout, recs); err != nil {
+			log.Fatal(err)
 		}
+		return
+	}
+	for _, r := range recs {
 		fmt.Printf("%-42s %10.1f %-4s baseline %10.1f  ratio %.2f\n", r.Metric, r.Value, r.Unit, r.BaselineValue, r.Ratio)
 	}
 }

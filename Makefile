@@ -40,13 +40,13 @@ lint: ## gofmt, go vet and staticcheck
 fuzz: ## run each fuzz target for FUZZTIME (10s)
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/codec
 	$(GO) test -run='^$$' -fuzz='^FuzzRoundTrip$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/codec
-	$(GO) test -run='^$$' -fuzz='^FuzzReadIndex$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./objectstore/spill
+	$(GO) test -run='^$$' -fuzz='^FuzzReadIndex$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/objectstore/spill
 	$(GO) test -run='^$$' -fuzz='^FuzzReadFrame$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/workerconn
 	$(GO) test -run='^$$' -fuzz='^FuzzConn$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/workerconn
-	$(GO) test -run='^$$' -fuzz='^FuzzGatewayMessages$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./cluster
-	$(GO) test -run='^$$' -fuzz='^FuzzRequests$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./gcs
-	$(GO) test -run='^$$' -fuzz='^FuzzPullReply$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./remote
-	$(GO) test -run='^$$' -fuzz='^FuzzServerHandshake$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./remote
+	$(GO) test -run='^$$' -fuzz='^FuzzGatewayMessages$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/cluster
+	$(GO) test -run='^$$' -fuzz='^FuzzRequests$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/gcs
+	$(GO) test -run='^$$' -fuzz='^FuzzPullReply$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/remote
+	$(GO) test -run='^$$' -fuzz='^FuzzServerHandshake$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/remote
 	$(GO) test -run='^$$' -fuzz='^FuzzStartParsers$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./cmd/atoll
 
 bench: ## run the Go benchmarks

@@ -11,7 +11,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
-	"github.com/atoll-runtime/atoll/owner"
+	"github.com/atoll-runtime/atoll/internal/owner"
 )
 
 // An ActorHandle is a value like any other: pass it to a task or an actor

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/atoll-runtime/atoll/internal/errs"
-	"github.com/atoll-runtime/atoll/node"
+	"github.com/atoll-runtime/atoll/internal/node"
 )
 
 // The head's Active Memory Manager from a driver: its status, its

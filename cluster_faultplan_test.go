@@ -11,9 +11,9 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/faultplan"
+	"github.com/atoll-runtime/atoll/internal/node"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 	"github.com/atoll-runtime/atoll/internal/testmain"
-	"github.com/atoll-runtime/atoll/node"
 )
 
 // A plan on a cluster: node processes load its message rules from the

@@ -13,9 +13,9 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/natsembed"
+	"github.com/atoll-runtime/atoll/internal/node"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 	"github.com/atoll-runtime/atoll/internal/testmain"
-	"github.com/atoll-runtime/atoll/node"
 )
 
 // Functions and actors the multi-node tests run on the cluster's nodes.

@@ -2,7 +2,7 @@ package atoll
 
 import (
 	"github.com/atoll-runtime/atoll/internal/errs"
-	"github.com/atoll-runtime/atoll/owner"
+	"github.com/atoll-runtime/atoll/internal/owner"
 )
 
 // A driver's node that misses the cluster's failure timeout (the process

@@ -14,9 +14,9 @@ import (
 	"github.com/atoll-runtime/atoll/internal/codec"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/objectstore"
+	"github.com/atoll-runtime/atoll/internal/raylet"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
-	"github.com/atoll-runtime/atoll/objectstore"
-	"github.com/atoll-runtime/atoll/raylet"
 )
 
 // executor runs user code for the raylet (raylet.Executor).

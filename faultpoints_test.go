@@ -13,8 +13,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atoll-runtime/atoll"
-	"github.com/atoll-runtime/atoll/actors"
 	"github.com/atoll-runtime/atoll/faultplan"
+	"github.com/atoll-runtime/atoll/internal/actors"
 )
 
 // Tests of kill-worker rules: the raylet SIGKILLs the worker process of

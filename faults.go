@@ -5,11 +5,11 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll/atollpb"
-	"github.com/atoll-runtime/atoll/cluster"
 	"github.com/atoll-runtime/atoll/faultplan"
+	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
-	"github.com/atoll-runtime/atoll/objectstore"
+	"github.com/atoll-runtime/atoll/internal/objectstore"
 )
 
 // Fault injection, for testing systems built on atoll: these calls break

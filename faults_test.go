@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
-	"github.com/atoll-runtime/atoll/actors"
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/actors"
 )
 
 // Duplicated results (a retry racing a slow reply, a network that

@@ -8,8 +8,8 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
-	"github.com/atoll-runtime/atoll/owner"
-	"github.com/atoll-runtime/atoll/raylet"
+	"github.com/atoll-runtime/atoll/internal/owner"
+	"github.com/atoll-runtime/atoll/internal/raylet"
 )
 
 // The executing side of a streaming generator task (genfunc.go is the

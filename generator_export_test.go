@@ -1,6 +1,6 @@
 package atoll
 
-import "github.com/atoll-runtime/atoll/owner"
+import "github.com/atoll-runtime/atoll/internal/owner"
 
 // GeneratorCountsForTest reports how many items g's task has reported to
 // the owner and how many the caller took.

@@ -13,7 +13,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/codec"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
-	"github.com/atoll-runtime/atoll/owner"
+	"github.com/atoll-runtime/atoll/internal/owner"
 )
 
 // Streaming generators (Ray's generator tasks with num_returns="streaming"):

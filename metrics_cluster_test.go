@@ -17,8 +17,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/node"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
-	"github.com/atoll-runtime/atoll/node"
 )
 
 // metricsHold waits until the file release exists, then returns n bytes

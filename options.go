@@ -8,8 +8,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/atoll-runtime/atoll/actors"
 	"github.com/atoll-runtime/atoll/faultplan"
+	"github.com/atoll-runtime/atoll/internal/actors"
 	"github.com/atoll-runtime/atoll/internal/errs"
 )
 

@@ -4,7 +4,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/atoll-runtime/atoll/atollpb"
-	"github.com/atoll-runtime/atoll/owner"
+	"github.com/atoll-runtime/atoll/internal/owner"
 )
 
 // ownerActor is this process's owner: it receives the results of the

@@ -12,7 +12,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
-	"github.com/atoll-runtime/atoll/owner"
+	"github.com/atoll-runtime/atoll/internal/owner"
 )
 
 // ownerShell is the I/O shell around this process's ownership state

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
-	"github.com/atoll-runtime/atoll/actors"
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/actors"
 )
 
 // Pipelining, direct actor calls and concurrent actors, with worker

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll/internal/errs"
-	"github.com/atoll-runtime/atoll/raylet"
+	"github.com/atoll-runtime/atoll/internal/raylet"
 )
 
 // MemoryStats describes this node's object store and this process's

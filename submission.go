@@ -4,7 +4,7 @@ import (
 	"os"
 
 	"github.com/atoll-runtime/atoll/internal/ids"
-	"github.com/atoll-runtime/atoll/node"
+	"github.com/atoll-runtime/atoll/internal/node"
 )
 
 // submissionID is the id of the submitted job (`atoll job submit`) whose

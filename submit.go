@@ -11,9 +11,9 @@ import (
 	"github.com/atoll-runtime/atoll/internal/codec"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/owner"
+	"github.com/atoll-runtime/atoll/internal/raylet"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
-	"github.com/atoll-runtime/atoll/owner"
-	"github.com/atoll-runtime/atoll/raylet"
 )
 
 // argSource is one argument as the caller gave it: a value or a ref.

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/raylet"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
-	"github.com/atoll-runtime/atoll/node"
-	"github.com/atoll-runtime/atoll/raylet"
 )
 
 // TestTimelineShowsActorsTransfersAndSpills: besides task attempts, a

@@ -9,7 +9,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/codec"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
-	"github.com/atoll-runtime/atoll/objectstore"
+	"github.com/atoll-runtime/atoll/internal/objectstore"
 )
 
 // View is a zero-copy, read-only view of a flat numeric slice object in

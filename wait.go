@@ -8,7 +8,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
-	"github.com/atoll-runtime/atoll/owner"
+	"github.com/atoll-runtime/atoll/internal/owner"
 )
 
 // ErrZeroRef: a zero ObjectRef (never assigned) or a nil Ref was passed

@@ -17,16 +17,16 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.opentelemetry.io/otel"
 
-	"github.com/atoll-runtime/atoll/actors"
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/actors"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/objectstore"
+	"github.com/atoll-runtime/atoll/internal/owner"
+	"github.com/atoll-runtime/atoll/internal/raylet"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
 	"github.com/atoll-runtime/atoll/internal/workerconn"
-	"github.com/atoll-runtime/atoll/node"
-	"github.com/atoll-runtime/atoll/objectstore"
-	"github.com/atoll-runtime/atoll/owner"
-	"github.com/atoll-runtime/atoll/raylet"
 )
 
 // IsWorker reports whether atoll started this process to serve: a worker

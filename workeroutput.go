@@ -12,7 +12,7 @@ import (
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/ids"
-	"github.com/atoll-runtime/atoll/node"
+	"github.com/atoll-runtime/atoll/internal/node"
 )
 
 // EnvLogToDriver set to "0" keeps a driver from printing its tasks'

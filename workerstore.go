@@ -6,8 +6,8 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/objectstore"
 	"github.com/atoll-runtime/atoll/internal/workerconn"
-	"github.com/atoll-runtime/atoll/objectstore"
 )
 
 // A worker process reaches the object store with the node's own client

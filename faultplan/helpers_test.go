@@ -1,5 +1,5 @@
 package faultplan
 
-import "github.com/atoll-runtime/atoll/actors"
+import "github.com/atoll-runtime/atoll/internal/actors"
 
 func actorsRuleID(i int) actors.RuleID { return actors.RuleID(i) }

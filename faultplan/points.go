@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/atoll-runtime/atoll/actors"
+	"github.com/atoll-runtime/atoll/internal/actors"
 )
 
 // Point is a point of a node's work where a rule at points may act.

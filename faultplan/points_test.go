@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atoll-runtime/atoll/actors"
+	"github.com/atoll-runtime/atoll/internal/actors"
 	"github.com/atoll-runtime/atoll/internal/errs"
 )
 

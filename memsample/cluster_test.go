@@ -16,14 +16,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/atoll-runtime/atoll/actors"
 	"github.com/atoll-runtime/atoll/atollpb"
-	"github.com/atoll-runtime/atoll/cluster"
+	"github.com/atoll-runtime/atoll/internal/actors"
+	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/raylet"
 	"github.com/atoll-runtime/atoll/memsample"
-	"github.com/atoll-runtime/atoll/node"
-	"github.com/atoll-runtime/atoll/raylet"
 )
 
 func TestMain(m *testing.M) {

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/atoll-runtime/atoll/internal/errs"
-	"github.com/atoll-runtime/atoll/node"
+	"github.com/atoll-runtime/atoll/internal/node"
 )
 
 func newAMMCmd() *cobra.Command {

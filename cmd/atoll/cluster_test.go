@@ -23,8 +23,8 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/amm"
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
-	"github.com/atoll-runtime/atoll/node"
-	"github.com/atoll-runtime/atoll/raylet"
+	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/raylet"
 )
 
 // isolate gives the test its own $TMPDIR, so node records and the cluster

@@ -5,9 +5,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/atoll-runtime/atoll/dashboard"
+	"github.com/atoll-runtime/atoll/internal/dashboard"
 	"github.com/atoll-runtime/atoll/internal/errs"
-	"github.com/atoll-runtime/atoll/node"
+	"github.com/atoll-runtime/atoll/internal/node"
 )
 
 // dashboardConfig checks the dashboard's flags of `atoll start` and sets

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/atoll-runtime/atoll"
-	"github.com/atoll-runtime/atoll/cluster"
+	"github.com/atoll-runtime/atoll/internal/cluster"
 )
 
 // FuzzStartParsers feeds `atoll start`'s value parsers (--resources,

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/node"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
-	"github.com/atoll-runtime/atoll/node"
 )
 
 // buildQuickstart builds samples/quickstart into a new temporary

@@ -48,7 +48,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/atoll-runtime/atoll/internal/errs"
-	"github.com/atoll-runtime/atoll/node"
+	"github.com/atoll-runtime/atoll/internal/node"
 )
 
 func main() {

@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/node"
 	"github.com/atoll-runtime/atoll/memsample"
-	"github.com/atoll-runtime/atoll/node"
 )
 
 func newMemoryCmd() *cobra.Command {

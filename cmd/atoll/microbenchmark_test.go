@@ -12,7 +12,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
-	"github.com/atoll-runtime/atoll/node"
+	"github.com/atoll-runtime/atoll/internal/node"
 )
 
 // runAsCommand makes this test binary the atoll command (main) when set:

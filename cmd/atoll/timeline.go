@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/atoll-runtime/atoll/node"
-	"github.com/atoll-runtime/atoll/raylet"
+	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/raylet"
 )
 
 func newTimelineCmd() *cobra.Command {

@@ -22,7 +22,7 @@ import (
 
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/errs"
-	"github.com/atoll-runtime/atoll/node"
+	"github.com/atoll-runtime/atoll/internal/node"
 )
 
 // Options configure a cluster; zero fields take the defaults.

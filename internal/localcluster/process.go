@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/atoll-runtime/atoll/node"
+	"github.com/atoll-runtime/atoll/internal/node"
 )
 
 // FilterEnv drops the variable name from env.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atoll-runtime/atoll/node"
+	"github.com/atoll-runtime/atoll/internal/node"
 )
 
 // sh runs a shell script as a stand-in node process.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/atoll-runtime/atoll/actors"
+	"github.com/atoll-runtime/atoll/internal/actors"
 )
 
 // shapes are the workloads' sizes: Ray's (rayShapes) for the command, tiny

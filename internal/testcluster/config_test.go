@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/atoll-runtime/atoll/internal/localcluster"
-	"github.com/atoll-runtime/atoll/node"
+	"github.com/atoll-runtime/atoll/internal/node"
 )
 
 func TestConfig(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/atoll-runtime/atoll"
-	"github.com/atoll-runtime/atoll/actors"
+	"github.com/atoll-runtime/atoll/internal/actors"
 )
 
 // Run serves as a worker or node process if this binary was started as

@@ -1,0 +1,281 @@
+package cluster
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/objectstore"
+	"github.com/atoll-runtime/atoll/internal/remote"
+)
+
+// spreadPullMin is the size from which a fetch picks among every node
+// holding the object instead of pulling from the primary's node first.
+const spreadPullMin = 16 << 20
+
+// sealWait bounds how long a reader waits for another reader's transfer
+// of the same object to be sealed.
+const sealWait = 2 * time.Minute
+
+// fetcher pulls objects held on other nodes into the local store. It is
+// safe for concurrent use: callers are worker proxies and the driver's Get.
+// The store is the copy-location directory of the node: an object already
+// there (or being created there by another pull) is never pulled again.
+type fetcher struct {
+	self   ids.NodeID
+	store  *objectstore.Client
+	puller *remote.Puller
+	nc     *nats.Conn
+	prefix string
+	owners *owners
+
+	mu    sync.Mutex
+	addrs map[ids.NodeID]string // transfer address per live node
+
+	pulls       atomic.Uint64 // objects pulled into this store
+	pulledBytes atomic.Uint64
+
+	onPull func(TransferEvent) // nil: nobody listens
+}
+
+// TransferEvent is one pull of an object from another node
+// (Config.OnTransfer).
+type TransferEvent struct {
+	Object     ids.ObjectID
+	From       ids.NodeID
+	Bytes      uint64
+	Start, End time.Time
+	Err        error
+}
+
+func (f *fetcher) setAddr(node ids.NodeID, addr string) {
+	f.mu.Lock()
+	if addr == "" {
+		delete(f.addrs, node)
+	} else {
+		f.addrs[node] = addr
+	}
+	f.mu.Unlock()
+}
+
+func (f *fetcher) addr(node ids.NodeID) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.addrs[node]
+}
+
+// Fetch makes every object of refs held on another node present in the
+// local store, pulling those that are not, concurrently.
+func (f *fetcher) Fetch(ctx context.Context, refs []*atollpb.ObjectRef) error {
+	var remoteRefs []*atollpb.ObjectRef
+	for _, r := range refs {
+		if node, err := ids.FromBytes(r.NodeId); err == nil && !node.IsZero() && node != f.self {
+			remoteRefs = append(remoteRefs, r)
+		}
+	}
+	switch len(remoteRefs) {
+	case 0:
+		return nil
+	case 1:
+		return f.fetchOne(ctx, remoteRefs[0])
+	}
+	errc := make(chan error, len(remoteRefs))
+	for _, r := range remoteRefs {
+		go func() { errc <- f.fetchOne(ctx, r) }()
+	}
+	var first error
+	for range remoteRefs {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// fetchOne pulls one object: from the node holding its primary copy, or,
+// if that node is gone or the pull fails, from a copy another node pulled
+// earlier (the owner's node keeps the directory of copies). A node that
+// pulled a copy tells the owner's node.
+func (f *fetcher) fetchOne(ctx context.Context, ref *atollpb.ObjectRef) error {
+	id := ids.MustObjectID(ref.ObjectId)
+	if f.present(ctx, id, 0) {
+		return nil
+	}
+	var owner ids.NodeID
+	if b, err := hex.DecodeString(ref.OwnerAddress); err == nil {
+		owner, _ = ids.FromBytes(b)
+	}
+	// The copy belongs to the object's owner: freed with it, or when the
+	// owner's node dies.
+	ownerWorker, _ := ids.FromBytes(ref.OwnerId)
+	f.owners.record(ref.OwnerId, ref.OwnerAddress)
+	candidates := []ids.NodeID{ids.MustFromBytes(ref.NodeId)}
+	if ref.Size >= spreadPullMin && !owner.IsZero() {
+		// A large object others may have pulled already: pull from any
+		// holder, so that a broadcast fans out from the copies rather than
+		// all from the primary.
+		candidates = append(candidates, f.locate(ctx, owner, id)...)
+		rand.Shuffle(len(candidates), func(i, j int) { candidates[i], candidates[j] = candidates[j], candidates[i] })
+	}
+	tried := map[ids.NodeID]bool{}
+	var lastErr error
+	for round := 0; round < 2; round++ {
+		for _, node := range candidates {
+			if tried[node] || node == f.self {
+				continue
+			}
+			tried[node] = true
+			addr := f.addr(node)
+			if addr == "" {
+				lastErr = &errs.ObjectLostError{ObjectID: id.String(), Message: "held on node " + node.Short() + ", which is not (or no longer) in the cluster"}
+				continue
+			}
+			err := f.pullFrom(ctx, addr, node, id, ref.Codec, ownerWorker, ref.Size)
+			if err == nil {
+				f.announce(owner, id)
+				return nil
+			}
+			if ctx.Err() != nil || errors.Is(err, errs.ErrObjectStoreFull) {
+				return err
+			}
+			lastErr = err
+		}
+		if owner.IsZero() {
+			break
+		}
+		candidates = f.locate(ctx, owner, id)
+	}
+	return lastErr
+}
+
+// locate asks the owner's node which nodes hold copies of id.
+func (f *fetcher) locate(ctx context.Context, owner ids.NodeID, id ids.ObjectID) []ids.NodeID {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	msg, err := f.nc.RequestWithContext(ctx, nodeSubject(f.prefix, owner, "locate"), id.Bytes())
+	if err != nil {
+		return nil
+	}
+	var c atollpb.ObjectCopies
+	if proto.Unmarshal(msg.Data, &c) != nil {
+		return nil
+	}
+	out := make([]ids.NodeID, 0, len(c.NodeIds))
+	for _, n := range c.NodeIds {
+		out = append(out, ids.MustFromBytes(n))
+	}
+	return out
+}
+
+// announce tells the owner's node that this node now holds a copy of id.
+func (f *fetcher) announce(owner ids.NodeID, id ids.ObjectID) {
+	if owner.IsZero() {
+		return
+	}
+	b, _ := proto.Marshal(&atollpb.ObjectCopies{ObjectId: id.Bytes(), NodeIds: [][]byte{f.self.Bytes()}})
+	_ = f.nc.Publish(nodeSubject(f.prefix, owner, "copy"), b)
+}
+
+// pullFrom pulls id from the node at addr into a new object of the local
+// store and seals it. want is the object's size as its ref says (0:
+// unknown): a peer declaring another size is refused before anything is
+// allocated.
+func (f *fetcher) pullFrom(ctx context.Context, addr string, node ids.NodeID, id ids.ObjectID, codec atollpb.Codec, owner ids.WorkerID, want uint64) (err error) {
+	start := time.Now()
+	var n uint64
+	var shared bool
+	if f.onPull != nil {
+		defer func() {
+			if (!shared && n > 0) || err != nil { // not another reader's pull
+				f.onPull(TransferEvent{Object: id, From: node, Bytes: n, Start: start, End: time.Now(), Err: err})
+			}
+		}()
+	}
+	n, shared, err = f.puller.Pull(ctx, addr, id, func(size uint64) ([]byte, error) {
+		if err := checkPullSize(size, want); err != nil {
+			return nil, err
+		}
+		buf, err := f.store.CreateCopy(ctx, id, size, codec, owner)
+		if err == nil && len(buf) >= 1<<20 {
+			_ = unix.Madvise(pageAligned(buf), unix.MADV_POPULATE_WRITE)
+		}
+		return buf, err
+	})
+	switch {
+	case err == nil && !shared:
+		if err := f.store.Seal(ctx, id); err != nil {
+			return err
+		}
+		f.pulls.Add(1)
+		f.pulledBytes.Add(n)
+		return nil
+	case err == nil || errors.Is(err, objectstore.ErrObjectExists):
+		// Another reader's transfer (or creation) of the object: wait
+		// until it is sealed.
+		if f.present(ctx, id, sealWait) {
+			return nil
+		}
+		return &errs.ObjectLostError{ObjectID: id.String(), Message: "a concurrent pull of the object did not complete"}
+	}
+	_ = f.store.Abort(context.WithoutCancel(ctx), id) // a no-op unless this pull created it
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if errors.Is(err, errs.ErrObjectStoreFull) {
+		return err
+	}
+	return &errs.ObjectLostError{ObjectID: id.String(), Message: "pull from node " + node.Short() + " failed: " + err.Error()}
+}
+
+// checkPullSize refuses a pull whose peer declares a size other than the
+// one the object's ref records (want; 0 when the ref has none).
+func checkPullSize(declared, want uint64) error {
+	if want != 0 && declared != want {
+		return fmt.Errorf("the peer declares %d bytes, the object's ref %d", declared, want)
+	}
+	return nil
+}
+
+// present reports whether the store holds id sealed, waiting up to wait.
+func (f *fetcher) present(ctx context.Context, id ids.ObjectID, wait time.Duration) bool {
+	if _, err := f.store.Get(ctx, []ids.ObjectID{id}, wait); err != nil {
+		return false
+	}
+	f.store.Release(id)
+	return true
+}
+
+// serve is the node's remote.ObjectSource: a pinned view of a local object.
+func serve(store *objectstore.Client) remote.ObjectSource {
+	return remote.ObjectSourceFunc(func(ctx context.Context, id ids.ObjectID) ([]byte, func(), error) {
+		objs, err := store.Get(ctx, []ids.ObjectID{id}, 0)
+		if err != nil {
+			if errors.Is(err, errs.ErrGetTimeout) {
+				return nil, nil, errs.NotFoundf("object %s is not in this node's store", id.Short())
+			}
+			return nil, nil, err
+		}
+		return objs[0].Data, func() { store.Release(id) }, nil
+	})
+}
+
+func pageAligned(b []byte) []byte {
+	p := uintptr(unsafe.Pointer(&b[0]))
+	off := (4096 - p%4096) % 4096
+	n := (uintptr(len(b)) - off) &^ 4095
+	return b[off : off+n]
+}

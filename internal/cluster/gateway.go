@@ -1,0 +1,675 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/actors"
+	"github.com/atoll-runtime/atoll/internal/cluster/membership"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/raylet"
+	"github.com/atoll-runtime/atoll/internal/remote"
+)
+
+// Gateway is a started gateway: its actor, the object server and the
+// membership member.
+type Gateway struct {
+	cfg       Config
+	err       error // an invalid Config, reported by Start
+	pid       *actor.PID
+	fetch     *fetcher
+	owners    *owners
+	server    *remote.Server
+	client    *remote.Client
+	member    *membership.Member
+	subs      []*nats.Subscription
+	heard     *peerSet
+	stopRep   chan struct{}
+	repDone   chan struct{}
+	statsBusy chan struct{} // one stats request served at a time
+	ammBusy   chan struct{} // AMM requests served at once (ammConcurrency)
+	replBusy  chan struct{} // AMM replications under way (replicateConcurrency)
+	drain     drainState
+	info      *atollpb.NodeInfo // as registered by Start (rejoin.go)
+	once      sync.Once
+	spawned   bool // the actor runs
+	reporting bool // the report goroutine runs
+}
+
+// gatewayName is the gateway actor's name (so its PID is known before it
+// is spawned: the raylet, spawned first, is given it).
+const gatewayName = "gateway"
+
+// New prepares a gateway: its PID and RayletConfig are valid at once, but
+// nothing runs until Start. Spawn the raylet between the two, so that the
+// gateway never sends to a raylet that is still being spawned.
+func New(cfg Config) *Gateway {
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultPrefix
+	}
+	if cfg.NodeIP == "" {
+		cfg.NodeIP = "127.0.0.1"
+	}
+	if cfg.ReportInterval <= 0 {
+		cfg.ReportInterval = 100 * time.Millisecond
+	}
+	if cfg.MaxInFlight == 0 {
+		cfg.MaxInFlight = 256 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	err := cfg.withLimits()
+	return &Gateway{drain: drainState{left: make(chan struct{})}, cfg: cfg, err: err, stopRep: make(chan struct{}), repDone: make(chan struct{}), statsBusy: make(chan struct{}, 1), ammBusy: make(chan struct{}, ammConcurrency),
+		replBusy: make(chan struct{}, replicateConcurrency), heard: &peerSet{m: map[ids.NodeID]bool{}}, owners: newOwners(cfg.MaxOwners, cfg.Logger), pid: cfg.System.NewLocalPID(gatewayName)}
+}
+
+// Start registers the node in the GCS, joins the gossip and starts the
+// gateway actor; on failure it undoes what it started.
+func (g *Gateway) Start() error {
+	cfg := g.cfg
+	ok := false
+	defer func() {
+		if !ok {
+			g.Stop()
+		}
+	}()
+	if g.err != nil {
+		return g.err
+	}
+	var err error
+	key := cfg.transferKey()
+	ccfg, sopts := remote.ClientConfig{Key: key, TLS: cfg.ClientTLS}, remote.ServerOptions{Key: key, TLS: cfg.ServerTLS}
+	if cfg.Partition != nil {
+		ccfg.Dialer, sopts.Admit = cfg.Partition, cfg.Partition.Admit
+	}
+	if g.client, err = remote.NewClient(ccfg); err != nil {
+		return err
+	}
+	puller, err := remote.NewPuller(g.client, remote.PullerConfig{MaxInFlight: cfg.MaxInFlight})
+	if err != nil {
+		return err
+	}
+	g.fetch = &fetcher{self: cfg.NodeID, store: cfg.StoreClient, puller: puller, addrs: map[ids.NodeID]string{}, nc: cfg.Conn, prefix: cfg.Prefix, owners: g.owners,
+		onPull: cfg.OnTransfer}
+	addr := net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.TransferPort))
+	if g.server, err = remote.ListenWith(addr, serve(cfg.StoreClient), sopts); err != nil {
+		return fmt.Errorf("cluster: object transfer listener: %w", err)
+	}
+	if err := g.startActor(); err != nil {
+		return err
+	}
+	if g.member, err = membership.Start(membership.Config{
+		NodeID: cfg.NodeID, BindAddr: cfg.NodeIP, BindPort: cfg.GossipPort, FailureBudget: cfg.FailureBudget, SecretKey: cfg.gossipKey(),
+		Partition: cfg.Partition, Logger: cfg.Logger, System: cfg.System, Events: g.pid,
+	}); err != nil {
+		return fmt.Errorf("cluster: gossip: %w", err)
+	}
+	info := proto.Clone(cfg.Node).(*atollpb.NodeInfo)
+	info.NodeId, info.State = cfg.NodeID.Bytes(), atollpb.NodeState_NODE_ALIVE
+	info.TransferAddress, info.GossipAddress = g.server.Addr(), g.member.Addr()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cfg.GCS.RegisterNode(ctx, info); err != nil {
+		return fmt.Errorf("cluster: register node: %w", err)
+	}
+	g.info = info
+	nodes, err := cfg.GCS.ListNodes(ctx)
+	if err != nil {
+		return fmt.Errorf("cluster: list nodes: %w", err)
+	}
+	var join []string
+	for _, n := range nodes {
+		if n.State == atollpb.NodeState_NODE_ALIVE && n.GossipAddress != "" && ids.MustFromBytes(n.NodeId) != cfg.NodeID {
+			join = append(join, n.GossipAddress)
+		}
+	}
+	if len(join) > 0 {
+		if _, err := g.member.Join(join); err != nil {
+			cfg.Logger.Warn("gossip join failed; the node still serves and retries through later joiners", "err", err)
+		}
+	}
+	g.reporting = true
+	go g.report(info)
+	ok = true
+	return nil
+}
+
+// startActor spawns the gateway actor and routes the node's subjects to
+// it (Start does this once the transfer server listens; the forwarding
+// tests run gateways with nothing else).
+func (g *Gateway) startActor() error {
+	if g.fetch == nil {
+		g.fetch = &fetcher{self: g.cfg.NodeID, addrs: map[ids.NodeID]string{}, owners: g.owners}
+	}
+	gw := newGatewayActor(&g.cfg, g.fetch, g.heard, g.owners)
+	opts := []actor.PropsOption{actors.RestartForever(g.cfg.Logger, gatewayName)}
+	if g.cfg.Faults != nil {
+		// A fault plan's rules for the gateway (actor: gateway) apply to
+		// what it receives: load reports, lease confirmations, results.
+		opts = append(opts, actor.WithReceiverMiddleware(g.cfg.Faults.ReceiverMiddleware()))
+	}
+	props := actor.PropsFromProducer(func() actor.Actor { return gw }, opts...)
+	if _, err := g.cfg.System.Root.SpawnNamed(props, gatewayName); err != nil {
+		return fmt.Errorf("cluster: start gateway: %w", err)
+	}
+	g.spawned = true
+	return g.subscribe()
+}
+
+// WaitPeers waits until the gateway has heard the load report of every
+// node the GCS lists alive (so the raylet's first placements see the whole
+// cluster), or ctx ends.
+func (g *Gateway) WaitPeers(ctx context.Context) error {
+	nodes, err := g.cfg.GCS.ListNodes(ctx)
+	if err != nil {
+		return err
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		missing := 0
+		for _, n := range nodes {
+			id := ids.MustFromBytes(n.NodeId)
+			if n.State == atollpb.NodeState_NODE_ALIVE && id != g.cfg.NodeID && !g.heard.has(id) {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: %d live nodes not heard from: %w", missing, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// peerSet is a goroutine-safe set of node ids.
+type peerSet struct {
+	mu sync.Mutex
+	m  map[ids.NodeID]bool
+}
+
+func (s *peerSet) add(id ids.NodeID) {
+	s.mu.Lock()
+	s.m[id] = true
+	s.mu.Unlock()
+}
+
+func (s *peerSet) has(id ids.NodeID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[id]
+}
+
+func (s *peerSet) remove(id ids.NodeID) {
+	s.mu.Lock()
+	delete(s.m, id)
+	s.mu.Unlock()
+}
+
+func (s *peerSet) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}
+
+// PID is the gateway actor: the raylet's forwards go to it.
+func (g *Gateway) PID() *actor.PID { return g.pid }
+
+// TransferAddress is where this node serves its objects.
+func (g *Gateway) TransferAddress() string { return g.server.Addr() }
+
+// Fetch pulls refs held on other nodes into the local store.
+func (g *Gateway) Fetch(ctx context.Context, refs []*atollpb.ObjectRef) error {
+	return g.fetch.Fetch(ctx, refs)
+}
+
+// Free drops the objects on every node (the owner freed them).
+func (g *Gateway) Free(idList [][]byte) { g.free(idList, false) }
+
+// Revive tells every node's store that freed objects are being rebuilt
+// by their owner (FreeObjects.revived).
+func (g *Gateway) Revive(idList [][]byte) { g.free(idList, true) }
+
+func (g *Gateway) free(idList [][]byte, revived bool) {
+	if len(idList) == 0 {
+		return
+	}
+	b, _ := proto.Marshal(&atollpb.FreeObjects{ObjectIds: idList, Revived: revived})
+	if err := g.cfg.Conn.Publish(freeSubject(g.cfg.Prefix), b); err != nil {
+		// Without the control plane, at least the local store knows.
+		g.cfg.System.Root.Send(g.cfg.Store, &atollpb.DeleteObjectsRequest{ObjectIds: idList, Revived: revived})
+	}
+}
+
+// Pulls reports the objects and bytes this node pulled from others.
+func (g *Gateway) Pulls() (objects, bytes uint64) {
+	return g.fetch.pulls.Load(), g.fetch.pulledBytes.Load()
+}
+
+// RayletConfig returns the raylet's cluster configuration, forwarding
+// through this gateway.
+func (g *Gateway) RayletConfig(threshold float64) *raylet.ClusterConfig {
+	root, pid := g.cfg.System.Root, g.pid
+	return g.borrowsConfig(&raylet.ClusterConfig{
+		Forward: func(node ids.NodeID, spec *atollpb.TaskSpec, owner *actor.PID, hops int32) {
+			root.Send(pid, &forwardTask{node: node, spec: spec, owner: owner, hops: hops})
+		},
+		CallActor: func(node ids.NodeID, address string, spec *atollpb.TaskSpec, caller *actor.PID) {
+			root.Send(pid, &forwardCall{node: node, address: address, spec: spec, caller: caller})
+		},
+		Cancel: func(id ids.TaskID, nonRecursive bool) {
+			root.Send(pid, &cancelForwarded{id: id, nonRecursive: nonRecursive})
+		},
+		GeneratorAck: func(ack *atollpb.GeneratorAck, hops int32) {
+			root.Send(pid, &ackForwarded{ack: ack, hops: hops})
+		},
+		KillActor:       g.KillActor,
+		SpreadThreshold: threshold,
+	})
+}
+
+// KillActor asks every node to kill an actor (its host does). Safe for
+// concurrent use.
+func (g *Gateway) KillActor(m *atollpb.KillActor) {
+	b, _ := proto.Marshal(m)
+	if err := g.cfg.Conn.Publish(killSubject(g.cfg.Prefix), b); err != nil {
+		g.cfg.Logger.Warn("cluster: publish actor kill", "err", err)
+	}
+}
+
+// KillNode orders node to die at once, as if its machine failed (fault
+// injection); it returns when the node acknowledged.
+func (g *Gateway) KillNode(ctx context.Context, node ids.NodeID) error {
+	if err := g.faultInjectionAllowed(ctx, "KillNode"); err != nil {
+		return err
+	}
+	if _, err := g.cfg.Conn.RequestWithContext(ctx, nodeSubject(g.cfg.Prefix, node, "crash"), nil); err != nil {
+		if errors.Is(err, nats.ErrNoResponders) {
+			return errs.NotFoundf("KillNode: no live node %s", node.Short())
+		}
+		return errs.Unavailablef("KillNode %s: %v", node.Short(), err)
+	}
+	return nil
+}
+
+// Flush waits until NATS has what this node published.
+func (g *Gateway) Flush() { _ = g.cfg.Conn.FlushTimeout(2 * time.Second) }
+
+// CallActor sends an actor call to a host on another node; the result
+// goes to caller.
+func (g *Gateway) CallActor(node ids.NodeID, address string, spec *atollpb.TaskSpec, caller *actor.PID) {
+	g.cfg.System.Root.Send(g.pid, &forwardCall{node: node, address: address, spec: spec, caller: caller})
+}
+
+// OwnerExited tells the cluster that an owner process of this node (a
+// worker or actor process) exited: every node forgets it and frees the
+// objects it owned there. It never blocks (it posts to the gateway) and
+// is a no-op on a nil Gateway, so a node's worker-death hook can call it
+// whether or not the node is clustered. (Before Start, the notice is a
+// dead letter: nobody can have recorded the owner yet.)
+func (g *Gateway) OwnerExited(w ids.WorkerID) {
+	if g == nil {
+		return
+	}
+	g.cfg.System.Root.Send(g.pid, &ownerExited{worker: w})
+}
+
+// Stats returns the sizes of the node's bounded tables (gateway and
+// raylet) and its Go heap, after a garbage collection if gc is set.
+func (g *Gateway) Stats(ctx context.Context, gc bool) (*atollpb.NodeStats, error) {
+	deadline := 5 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		deadline = time.Until(d)
+	}
+	res, err := g.cfg.System.Root.RequestFuture(g.pid, &getSizes{}, deadline).Result()
+	if err != nil {
+		return nil, errs.Unavailablef("gateway stats: %v", err)
+	}
+	st := res.(*atollpb.NodeStats)
+	if res, err := g.cfg.System.Root.RequestFuture(g.cfg.Raylet, &raylet.GetState{}, deadline).Result(); err == nil {
+		if rs, ok := res.(*raylet.State); ok {
+			st.HostedActors, st.Workers = uint64(rs.Actors), uint64(rs.Workers)
+		}
+	}
+	if gc {
+		runtime.GC()
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	st.HeapAllocBytes, st.Goroutines = ms.HeapAlloc, uint64(runtime.NumGoroutine())
+	return st, nil
+}
+
+// serveStats answers a stats request (atoll.node.<node>.stats), one at a
+// time: a request arriving while one is served is dropped (its caller
+// times out) rather than piling up goroutines.
+func (g *Gateway) serveStats(m *nats.Msg) {
+	select {
+	case g.statsBusy <- struct{}{}:
+	default:
+		g.cfg.Logger.Debug("cluster: stats request dropped: one is being served")
+		return
+	}
+	var req atollpb.NodeStatsRequest
+	if err := proto.Unmarshal(m.Data, &req); err != nil {
+		<-g.statsBusy
+		g.cfg.Logger.Warn("cluster: undecodable stats request", "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	st, err := g.Stats(ctx, req.Gc)
+	cancel()
+	// Free the slot before answering: a caller polling the stats sends
+	// its next request as soon as it has this answer, and must not find
+	// the slot still taken (its request would be dropped, unanswered).
+	<-g.statsBusy
+	if err != nil {
+		g.cfg.Logger.Warn("cluster: stats", "err", err)
+		return
+	}
+	b, _ := proto.Marshal(st)
+	_ = m.Respond(b)
+}
+
+// Stop leaves the gossip gracefully, marks the node dead in the GCS and
+// stops serving. Safe to call more than once.
+func (g *Gateway) Stop() {
+	g.once.Do(func() {
+		close(g.stopRep)
+		if g.member != nil {
+			_ = g.member.Leave(2 * time.Second)
+		}
+		for _, s := range g.subs {
+			_ = s.Unsubscribe()
+		}
+		if g.reporting {
+			<-g.repDone
+		}
+		if g.spawned {
+			if g.cfg.GCS != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				_ = g.cfg.GCS.MarkNodeDead(ctx, g.cfg.NodeID.Bytes())
+				cancel()
+			}
+			_ = g.cfg.System.Root.StopFuture(g.pid).Wait()
+		}
+		if g.member != nil {
+			_ = g.member.Shutdown()
+		}
+		if g.server != nil {
+			_ = g.server.Close()
+		}
+		if g.client != nil {
+			_ = g.client.Close()
+		}
+	})
+}
+
+// subscribe routes the node's subjects to the gateway actor. Bodies are
+// decoded and validated in the callback (which never blocks): a message
+// that does not decode or names malformed ids is logged and dropped, so
+// nothing from the network can crash the gateway.
+func (g *Gateway) subscribe() error {
+	c, p, self := g.cfg, g.cfg.Prefix, g.cfg.NodeID
+	root := c.System.Root
+	route := func(kind, subject string, newMsg func() proto.Message) error {
+		s, err := c.Conn.Subscribe(subject, func(m *nats.Msg) {
+			v := newMsg()
+			if err := proto.Unmarshal(m.Data, v); err != nil {
+				c.Logger.Warn("cluster: undecodable message dropped", "subject", m.Subject, "err", err)
+				return
+			}
+			if err := validate(v); err != nil {
+				c.Logger.Warn("cluster: invalid message dropped", "subject", m.Subject, "err", err)
+				return
+			}
+			if c.drop != nil && c.drop(kind, v) {
+				return
+			}
+			root.Send(g.pid, v)
+		})
+		if err != nil {
+			return fmt.Errorf("cluster: subscribe %s: %w", subject, err)
+		}
+		g.subs = append(g.subs, s)
+		return nil
+	}
+	for _, r := range []struct {
+		kind    string
+		subject string
+		newMsg  func() proto.Message
+	}{
+		{"task", nodeSubject(p, self, "task"), func() proto.Message { return &atollpb.ForwardTask{} }},
+		{"call", nodeSubject(p, self, "call"), func() proto.Message { return &atollpb.ForwardActorCall{} }},
+		{"result", nodeSubject(p, self, "result"), func() proto.Message { return &atollpb.ForwardedResult{} }},
+		{"held", nodeSubject(p, self, "held"), func() proto.Message { return &atollpb.HeldWork{} }},
+		{"cancel", nodeSubject(p, self, "cancel"), func() proto.Message { return &atollpb.ForwardCancel{} }},
+		{"genack", nodeSubject(p, self, "genack"), func() proto.Message { return &atollpb.ForwardGeneratorAck{} }},
+		{"copy", nodeSubject(p, self, "copy"), func() proto.Message { return &atollpb.ObjectCopies{} }},
+		{"load", loadWildcard(p), func() proto.Message { return &atollpb.NodeLoad{} }},
+		{"owners", ownersExitedSubject(p), func() proto.Message { return &atollpb.OwnersExited{} }},
+	} {
+		if err := route(r.kind, r.subject, r.newMsg); err != nil {
+			return err
+		}
+	}
+	s, err := c.Conn.Subscribe(nodeSubject(p, self, "stats"), func(m *nats.Msg) { go g.serveStats(m) })
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe stats: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(nodeSubject(p, self, "crash"), func(m *nats.Msg) {
+		// Fault injection: die like a failed machine. Worker processes
+		// follow (they are started with a parent-death signal).
+		c.Logger.Warn("cluster: killed by fault injection (KillNode)")
+		_ = m.Respond(nil)
+		_ = c.Conn.Flush()
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe crash: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(nodeSubject(p, self, "partition"), g.servePartition)
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe partition: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(nodeSubject(p, self, "faults"), g.serveFaults)
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe faults: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(nodeSubject(p, self, "timeline"), func(m *nats.Msg) { go g.timeline(m) })
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe timeline: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(nodeSubject(p, self, "objects"), func(m *nats.Msg) { g.serveAMM(m, g.listObjects) })
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe objects: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(nodeSubject(p, self, "dropcopies"), func(m *nats.Msg) { g.serveAMM(m, g.dropCopies) })
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe dropcopies: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(nodeSubject(p, self, "replicate"), g.serveReplicate)
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe replicate: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(nodeSubject(p, self, "drain"), g.serveDrain)
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe drain: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(nodeSubject(p, self, "leave"), g.serveLeave)
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe leave: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(borrowsSubject(p, self), g.serveBorrows)
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe borrows: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(nodeSubject(p, self, "locate"), func(m *nats.Msg) { root.Send(g.pid, &locate{msg: m}) })
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe locate: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(killSubject(p), func(m *nats.Msg) {
+		var k atollpb.KillActor
+		if proto.Unmarshal(m.Data, &k) == nil && validate(&k) == nil {
+			root.Send(c.Raylet, &raylet.KillHostedActor{Msg: &k})
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe kill: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	s, err = c.Conn.Subscribe(freeSubject(p), func(m *nats.Msg) {
+		var f atollpb.FreeObjects
+		if proto.Unmarshal(m.Data, &f) == nil && validate(&f) == nil {
+			root.Send(c.Store, &atollpb.DeleteObjectsRequest{ObjectIds: f.ObjectIds, Revived: f.Revived})
+			if !f.Revived {
+				root.Send(g.pid, &f) // forget their copies
+			}
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe free: %w", err)
+	}
+	g.subs = append(g.subs, s)
+	return c.Conn.FlushTimeout(10 * time.Second)
+}
+
+// timeline answers a timeline request with the raylet's recent task
+// attempts.
+func (g *Gateway) timeline(m *nats.Msg) {
+	out := &atollpb.TaskEvents{NodeId: g.cfg.NodeID.Bytes()}
+	if res, err := g.cfg.System.Root.RequestFuture(g.cfg.Raylet, &raylet.GetTimeline{}, 5*time.Second).Result(); err == nil {
+		for _, e := range res.([]raylet.TaskEvent) {
+			ev := &atollpb.TaskEvent{TaskId: e.TaskID.Bytes(), Name: e.Name, WorkerId: e.Worker.Bytes(),
+				StartUnixUs: e.Start.UnixMicro(), EndUnixUs: e.End.UnixMicro(), Failed: e.Failed, Kind: e.Kind, Bytes: e.Bytes, Detail: e.Detail}
+			if !e.JobID.IsZero() {
+				ev.JobId = e.JobID.Bytes()
+			}
+			if e.TraceID.IsValid() {
+				ev.TraceId = e.TraceID.String()
+			}
+			out.Events = append(out.Events, ev)
+		}
+	}
+	b, _ := proto.Marshal(out)
+	// Keep the newest events that fit in one NATS message.
+	for limit := g.cfg.Conn.MaxPayload(); limit > 0 && int64(len(b)) > limit && len(out.Events) > 0; b, _ = proto.Marshal(out) {
+		out.Events = out.Events[len(out.Events)/2:]
+	}
+	_ = m.Respond(b)
+}
+
+// report publishes the node's load every ReportInterval until Stop.
+//
+// The raylet's and the store's state are asked for with one long-lived
+// collector actor as the sender, not a future per request: every future
+// is a new PID in protoactor's process registry (1024×32 Go maps, which
+// allocate a table the first time a PID lands in them and never shrink),
+// and 20 futures a second would make an idle node's heap creep for hours.
+func (g *Gateway) report(info *atollpb.NodeInfo) {
+	defer close(g.repDone)
+	c := g.cfg
+	replies := make(chan any, 8)
+	collector := c.System.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case *raylet.State, *atollpb.StoreStats:
+			select {
+			case replies <- m:
+			default: // a late reply the loop gave up on
+			}
+		}
+	}))
+	defer c.System.Root.Stop(collector)
+	tick := time.NewTicker(c.ReportInterval)
+	defer tick.Stop()
+	subject := loadSubject(c.Prefix, c.NodeID)
+	var seq uint64
+	host, _ := os.Hostname()
+	for {
+		seq++
+		load := &atollpb.NodeLoad{NodeId: c.NodeID.Bytes(), TransferAddress: g.server.Addr(), IsDriver: info.IsDriver,
+			IsHead: info.IsHead, Hostname: host, Seq: seq}
+		g.collect(load, collector, replies)
+		load.Pulls, load.PulledBytes = g.Pulls()
+		load.Draining = g.drain.draining.Load()
+		g.drain.queued.Store(load.Queued)
+		g.drain.running.Store(load.Running)
+		select {
+		case <-g.stopRep:
+			load.Leaving = true
+			if b, err := proto.Marshal(load); err == nil {
+				_ = c.Conn.Publish(subject, b)
+			}
+			return
+		default:
+		}
+		if load.Total != nil {
+			if b, err := proto.Marshal(load); err == nil {
+				_ = c.Conn.Publish(subject, b)
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-g.stopRep:
+		}
+	}
+}
+
+// collect asks the raylet and the store for their state, with collector
+// as the sender, and fills load with their replies (waiting at most a
+// second; stale replies of an earlier round are dropped first).
+func (g *Gateway) collect(load *atollpb.NodeLoad, collector *actor.PID, replies chan any) {
+	root := g.cfg.System.Root
+	for len(replies) > 0 {
+		<-replies
+	}
+	root.RequestWithCustomSender(g.cfg.Raylet, &raylet.GetState{}, collector)
+	root.RequestWithCustomSender(g.cfg.Store, &atollpb.StoreStatsRequest{}, collector)
+	timeout := time.NewTimer(time.Second)
+	defer timeout.Stop()
+	for got := 0; got < 2; got++ {
+		select {
+		case m := <-replies:
+			switch st := m.(type) {
+			case *raylet.State:
+				load.Total, load.Available = st.Total, st.Available
+				load.Queued, load.Running, load.QueuedCpu = int32(st.Queued), int32(st.Running), st.QueuedCPU
+			case *atollpb.StoreStats:
+				load.StoreUsed, load.StoreCapacity, load.Store = st.UsedBytes, st.CapacityBytes, st
+			}
+		case <-timeout.C:
+			return
+		}
+	}
+}

@@ -1,0 +1,133 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"strconv"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/dashboard"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/raylet"
+)
+
+// DefaultDashboardPort is the dashboard's default port (Ray's).
+const DefaultDashboardPort = 8265
+
+// dashboardDefaults validates the dashboard's settings and fills in its
+// port.
+func (c *Config) dashboardDefaults() error {
+	if c.DashboardPort < 0 || c.DashboardPort > math.MaxUint16 {
+		return errs.Invalidf("node.Config.DashboardPort %d: want 0 to 65535", c.DashboardPort)
+	}
+	if !c.Dashboard {
+		if c.DashboardPort != 0 || c.DashboardTraceURL != "" {
+			return errs.Invalidf("node.Config: DashboardPort and DashboardTraceURL need Dashboard")
+		}
+		return nil
+	}
+	if !c.Head {
+		return errs.Invalidf("node.Config.Dashboard is the head's (it serves the cluster's dashboard)")
+	}
+	if err := dashboard.CheckTraceURL("node.Config.DashboardTraceURL", c.DashboardTraceURL); err != nil {
+		return err
+	}
+	if !c.RandomPorts {
+		c.DashboardPort = orDefault(c.DashboardPort, DefaultDashboardPort)
+	}
+	return nil
+}
+
+// startDashboard serves the dashboard on a head that was asked to.
+func (n *Node) startDashboard() error {
+	if !n.cfg.Dashboard {
+		return nil
+	}
+	addr := net.JoinHostPort(n.cfg.NodeIP, strconv.Itoa(n.cfg.DashboardPort))
+	srv, err := dashboard.Start(dashboard.Config{Addr: addr, Source: dashboardSource{n}, TraceURL: n.cfg.DashboardTraceURL,
+		Logger: n.log.With("component", "dashboard")})
+	if err != nil {
+		return fmt.Errorf("%w (another port: --dashboard-port, node.Config.DashboardPort; none: --include-dashboard=false)", err)
+	}
+	n.dashboard = srv
+	n.log.Info("dashboard", "url", srv.URL())
+	return nil
+}
+
+// DashboardURL is the dashboard's address (http://host:port) on a head
+// that serves it, else "".
+func (n *Node) DashboardURL() string {
+	if n.dashboard == nil {
+		return ""
+	}
+	return n.dashboard.URL()
+}
+
+// dashboardSource answers the dashboard with the queries behind the CLI
+// (status.go, timeline.go, logs.go) on the head's own connection.
+type dashboardSource struct{ n *Node }
+
+func (s dashboardSource) Status(ctx context.Context) (*dashboard.Status, error) {
+	st, err := clusterStatusOn(ctx, s.n.nc, s.n.clusterAddress)
+	if err != nil {
+		return nil, err
+	}
+	out := &dashboard.Status{Address: st.Address}
+	for _, c := range st.Nodes {
+		id, err := ids.FromHex(c.NodeID)
+		if err != nil {
+			continue
+		}
+		out.Nodes = append(out.Nodes, dashboard.NodeStatus{NodeID: id, Hostname: c.Hostname, IsHead: c.IsHead, Driver: c.Driver,
+			Alive: c.Alive, Reporting: c.Reporting, Total: c.Total, Available: c.Available, Queued: c.Queued, Running: c.Running,
+			StoreUsed: c.StoreUsed, StoreCap: c.StoreCap, PinnedBytes: c.PinnedBytes, Objects: c.Objects,
+			SpilledBytes: c.SpilledBytes, SpillFiles: c.SpillFiles, SpilledTotal: c.SpilledTotal, RestoredTotal: c.RestoredTotal,
+			Pulls: c.Pulls, PulledBytes: c.PulledBytes})
+	}
+	return out, nil
+}
+
+func (s dashboardSource) Nodes(ctx context.Context) ([]*atollpb.NodeInfo, error) {
+	return s.n.gcsClient.ListNodes(ctx)
+}
+
+func (s dashboardSource) Actors(ctx context.Context) ([]*atollpb.ActorInfo, error) {
+	return s.n.gcsClient.ListActors(ctx)
+}
+
+func (s dashboardSource) Jobs(ctx context.Context) ([]*atollpb.JobInfo, error) {
+	return s.n.gcsClient.ListJobs(ctx)
+}
+
+func (s dashboardSource) Timeline(ctx context.Context) ([]dashboard.TaskAttempt, error) {
+	evs, err := timelineOn(ctx, s.n.nc)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]dashboard.TaskAttempt, 0, len(evs))
+	for _, e := range evs {
+		if e.Kind != "" && e.Kind != raylet.EventTask {
+			continue // actor calls, transfers, spills and restores are not task attempts
+		}
+		a := dashboard.TaskAttempt{Name: e.Name, TraceID: e.TraceID, Start: e.Start, End: e.End, Failed: e.Failed}
+		var err1, err2, err3 error
+		a.NodeID, err1 = ids.FromHex(e.NodeID)
+		a.WorkerID, err2 = ids.FromHex(e.WorkerID)
+		a.TaskID, err3 = ids.FromHex(e.TaskID)
+		if err1 != nil || err2 != nil || err3 != nil {
+			continue
+		}
+		if e.JobID != "" {
+			a.JobID, _ = ids.FromHex(e.JobID)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+func (s dashboardSource) NodeLog(ctx context.Context, node ids.NodeID, maxBytes int) (*atollpb.NodeLog, error) {
+	return nodeLogOn(ctx, s.n.nc, node, maxBytes)
+}

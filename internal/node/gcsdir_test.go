@@ -1,0 +1,138 @@
+package node_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/node"
+)
+
+// TestGCSDirIsKeptAndExclusive: a head keeps the GCS's state in its GCS
+// directory (0700), which a second head cannot use while the first runs
+// and which outlives it: a head started again on it lists the nodes the
+// first one knew. By default the directory is StateDir()/gcs.
+func TestGCSDirIsKeptAndExclusive(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	head := func() node.Config {
+		return node.Config{Head: true, RandomPorts: true, NumCPUs: node.NoCPUs, ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second}
+	}
+	first := startNode(t, head())
+	dir := node.DefaultGCSDir()
+	if fi, err := os.Stat(filepath.Join(dir, "jetstream")); err != nil || !fi.IsDir() {
+		t.Fatalf("no JetStream store in the default GCS directory %s: %v", dir, err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("GCS directory %s: %v, %v; want mode 0700", dir, fi.Mode().Perm(), err)
+	}
+	second, err := node.Start(context.Background(), head())
+	if second != nil {
+		_ = second.Stop(context.Background())
+	}
+	if !errors.Is(err, errs.ErrInvalidArgument) || !strings.Contains(err.Error(), "in use by another head") {
+		t.Fatalf("a second head on the same GCS directory: %v, want ErrInvalidArgument (in use)", err)
+	}
+	if err := first.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	again := startNode(t, head())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nodes, err := again.GCS().ListNodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := map[string]atollpb.NodeState{}
+	for _, n := range nodes {
+		state[string(n.NodeId)] = n.State
+	}
+	if len(nodes) != 2 || state[string(first.ID().Bytes())] != atollpb.NodeState_NODE_DEAD || state[string(again.ID().Bytes())] != atollpb.NodeState_NODE_ALIVE {
+		t.Fatalf("the head started again lists %v; want the first head (dead: it stopped) and itself", state)
+	}
+
+	// Elsewhere: a directory of its own, which must be this user's alone.
+	open := t.TempDir()
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	cfg := head()
+	cfg.GCSDir = open
+	n, err := node.Start(context.Background(), cfg)
+	if n != nil {
+		_ = n.Stop(context.Background())
+	}
+	if !errors.Is(err, errs.ErrInvalidArgument) || !strings.Contains(err.Error(), "writable by others") {
+		t.Fatalf("a GCS directory others may write: %v, want ErrInvalidArgument", err)
+	}
+}
+
+// TestNodesRegisterAgainWithANewHead: a head stops and another starts on
+// its address with a GCS that never heard of the cluster (a fresh GCS
+// directory): the node still running reconnects, registers again and is
+// listed alive, and its node process is not declared dead.
+func TestNodesRegisterAgainWithANewHead(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	creds := node.Credentials{Secret: strings.Repeat("5a", 32)} // both heads hold it
+	first, err := node.Start(context.Background(), node.Config{Head: true, GCSDir: t.TempDir(), RandomPorts: true, NumCPUs: node.NoCPUs,
+		ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second, Credentials: creds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	member := startNode(t, node.Config{Address: first.Address(), RandomPorts: true, NumCPUs: 1, ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second,
+		Credentials: creds})
+	_, port, _ := strings.Cut(first.Address(), ":")
+	if err := first.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := startNode(t, node.Config{Head: true, GCSDir: t.TempDir(), Port: p, RandomPorts: true, NumCPUs: node.NoCPUs,
+		ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second, Credentials: creds})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var nodes []*atollpb.NodeInfo
+	eventually(t, "the new head to list the member alive", func() bool {
+		nodes, err = second.GCS().ListNodes(ctx)
+		for _, n := range nodes {
+			if string(n.NodeId) == string(member.ID().Bytes()) {
+				return n.State == atollpb.NodeState_NODE_ALIVE
+			}
+		}
+		return false
+	})
+	select {
+	case <-member.DeclaredDead():
+		t.Fatal("the member was declared dead")
+	default:
+	}
+	if len(nodes) != 2 {
+		t.Errorf("the new head lists %d nodes, want itself and the member", len(nodes))
+	}
+}
+
+// eventually polls cond every 10 ms until it holds, failing the test with
+// what after a minute.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("after a minute still waiting for %s", what)
+		}
+	}
+}

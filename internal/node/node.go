@@ -1,0 +1,700 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/nats-io/nats.go"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/actors"
+	"github.com/atoll-runtime/atoll/internal/cluster"
+	"github.com/atoll-runtime/atoll/internal/dashboard"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/gcs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/lockfile"
+	"github.com/atoll-runtime/atoll/internal/natsembed"
+	"github.com/atoll-runtime/atoll/internal/objectstore"
+	"github.com/atoll-runtime/atoll/internal/partition"
+	"github.com/atoll-runtime/atoll/internal/raylet"
+	"github.com/atoll-runtime/atoll/internal/telemetry"
+	"github.com/atoll-runtime/atoll/internal/workerproc"
+)
+
+const (
+	// gcsReadyTimeout bounds Start's wait for the GCS to answer.
+	gcsReadyTimeout = 30 * time.Second
+	// peersTimeout bounds a driver's node's wait for every node's first
+	// load report: a node that died without the GCS knowing yet delays
+	// Start by this much at most.
+	peersTimeout = 3 * time.Second
+)
+
+// Node is a running node: its actor system and the actors on it (GCS where
+// it runs one, object store, raylet, actor reporter, gateway in a
+// cluster), its NATS connection and its arena. Its methods are safe for
+// concurrent use.
+type Node struct {
+	cfg   Config // defaults applied
+	id    ids.NodeID
+	log   *slog.Logger
+	ownTP *sdktrace.TracerProvider // created from the environment; shut down on Stop
+
+	sessionDir     string
+	ownSessionDir  bool
+	sessionLock    *lockfile.Lock // held while the node runs (see session.go)
+	gcsLock        *lockfile.Lock // a head's GCS directory (gcsdir.go)
+	dead           chan struct{}  // closed when the cluster declared it dead (dead.go)
+	deadOnce       sync.Once
+	deadWhy        atomic.Pointer[string] // failStop's reason (dead.go)
+	nats           *natsembed.Server      // embedded default and head without NATSURL
+	nc             *nats.Conn
+	clusterAddress string
+	sec            security // resolved Config.Credentials (credentials.go)
+	// partition is the node's network switch (a node dialing a cluster's
+	// NATS; nil otherwise): fault plans cut it off through it.
+	partition *partition.Switch
+
+	system      *actor.ActorSystem
+	gcsPID      *actor.PID // nil unless this node runs the GCS
+	gcsClient   *gcs.Client
+	arena       *objectstore.Arena
+	storePID    *actor.PID
+	store       *objectstore.Client // the node's own (metrics)
+	reporterPID *actor.PID
+	rayletPID   *actor.PID
+	gateway     *cluster.Gateway // nil on an embedded node
+	amm         *cluster.AMM     // the head's Active Memory Manager, if on
+	ammPID      *actor.PID
+	unsubscribe func()                      // the raylet's actor events
+	metrics     atomic.Pointer[nodeMetrics] // set once Start registered them
+	activity    *activity                   // transfers, spills and restores → timeline and spans
+	logSub      *nats.Subscription          // log requests (logs.go); cluster nodes
+	dashboard   *dashboard.Server           // a head's, if it serves one (dashboard.go)
+	// rejoinCancel ends the goroutines of rejoin.go; rejoinWG waits for them.
+	rejoinCancel context.CancelFunc
+	rejoinWG     sync.WaitGroup
+
+	workerStores sync.Map    // ids.WorkerID -> *objectstore.Client
+	workerLogs   *workerLogs // a cluster node's worker output (workerlogs.go); nil elsewhere
+
+	// mu guards what callers add after Start: actors spawned with
+	// SpawnNamed and actor-event subscriptions. Never held across I/O.
+	mu      sync.Mutex
+	stopped bool
+	spawned []*actor.PID
+	events  map[string]func() // PID id (or "own-death") -> unsubscribe
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start starts a node as cfg describes (see Config) and returns once it
+// serves: the GCS answers, the raylet runs, a cluster node has joined the
+// gossip and registered, a driver's node has heard from every live node.
+// On error everything started so far is stopped again.
+func Start(ctx context.Context, cfg Config) (*Node, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, id: ids.NewNodeID(), events: map[string]func(){}, dead: make(chan struct{})}
+	if err := n.start(ctx); err != nil {
+		_ = n.Stop(context.Background())
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *Node) start(ctx context.Context) error {
+	cfg := &n.cfg
+	n.log = slog.New(telemetry.NewLogHandler(cfg.Logger.Handler())).With("component", "atoll")
+	telemetry.DefaultIdentity(telemetry.Identity{Role: telemetry.RoleNode, NodeID: n.id.String()})
+	tp, own, err := telemetry.ResolveProvider(ctx, cfg.TracerProvider)
+	if err != nil {
+		return err
+	}
+	n.ownTP = own
+	n.sessionDir = cfg.SessionDir
+	if n.sessionDir == "" {
+		reapSessions(os.TempDir(), n.log)
+		dir, lock, err := newSessionDir()
+		if err != nil {
+			return err
+		}
+		n.sessionDir, n.ownSessionDir, n.sessionLock = dir, true, lock
+	}
+	if err := n.loadFaultPlan(); err != nil {
+		return err
+	}
+	n.traceMessageFaults(tp)
+	if err := n.resolveSecurity(); err != nil {
+		return err
+	}
+	if err := n.connectControlPlane(); err != nil {
+		return err
+	}
+	n.system = actors.NewSystem(n.log)
+	root := n.system.Root
+	if cfg.runsGCS() {
+		gcsProps, err := gcs.NewProps(gcs.Config{Conn: n.nc, Logger: quiet(n.log), TracerProvider: tp})
+		if err != nil {
+			return err
+		}
+		gcsProps = gcsProps.Configure(actors.RestartForever(n.log, "gcs"))
+		if n.gcsPID, err = root.SpawnNamed(n.withFaults(gcsProps), "gcs"); err != nil {
+			return fmt.Errorf("atoll: start GCS: %w", err)
+		}
+	}
+	n.gcsClient = gcs.NewClient(n.nc, gcs.ClientOptions{WaitForServer: true})
+	wctx, cancel := context.WithTimeout(ctx, gcsReadyTimeout)
+	_, err = n.gcsClient.ListNodes(wctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("atoll: GCS not ready: %w", err)
+	}
+
+	n.activity = n.newActivity(tp)
+	storeCfg := objectstore.Config{Capacity: cfg.ObjectStoreMemory, CreateTimeout: cfg.StoreFullTimeout, Prefault: cfg.PrefaultStore,
+		SpillFaults: n.spillFaults(), OnIO: n.activity.storeIO}
+	if !cfg.NoSpill {
+		storeCfg.SpillDirs = cfg.SpillDirs
+		if len(storeCfg.SpillDirs) == 0 {
+			storeCfg.SpillDirs = []string{filepath.Join(n.sessionDir, "spill")}
+		}
+	}
+	if n.arena, err = storeCfg.NewArena("atoll-" + n.id.Short()); err != nil {
+		return fmt.Errorf("atoll: object store arena: %w", err)
+	}
+	storeProps, err := objectstore.NewProps(storeCfg, n.arena)
+	if err != nil {
+		return err
+	}
+	// Its state lives outside the actor instance, so a restart loses
+	// nothing: whatever a worker's request makes it fail with, it goes on.
+	storeProps = storeProps.Configure(actors.RestartForever(n.log, "objectstore"))
+	if n.storePID, err = root.SpawnNamed(n.withFaults(storeProps), "objectstore"); err != nil {
+		return fmt.Errorf("atoll: start object store: %w", err)
+	}
+	n.store = objectstore.NewClient(root, n.storePID, n.arena, ids.NewWorkerID())
+	reporter := &actorReporter{gcs: n.gcsClient, log: n.log}
+	if n.reporterPID, err = root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return reporter }), "actor-reporter"); err != nil {
+		return fmt.Errorf("atoll: start actor reporter: %w", err)
+	}
+
+	res := raylet.Resources{}
+	for k, v := range cfg.Resources {
+		res[k] = v
+	}
+	res[raylet.CPU] = cfg.NumCPUs
+	if _, ok := res[raylet.Memory]; !ok && cfg.NumCPUs > 0 {
+		// A node without CPUs (a driver's, by default) advertises
+		// nothing, so placement never picks it for work the cluster's
+		// nodes can do.
+		res[raylet.Memory] = float64(totalMemory())
+	}
+	host, _ := os.Hostname()
+	info := &atollpb.NodeInfo{NodeId: n.id.Bytes(), Address: "raylet", Resources: res, State: atollpb.NodeState_NODE_ALIVE,
+		StartTimeUnixMs: time.Now().UnixMilli(), ObjectStoreBytes: n.arena.Size(), Hostname: host,
+		IsHead: cfg.runsGCS(), IsDriver: cfg.Driver || cfg.embedded(),
+		FaultInjection: cfg.Head && (cfg.FaultInjection || cfg.NATSURL != "")}
+	var clusterCfg *raylet.ClusterConfig
+	if cfg.clustered() {
+		n.gateway = n.newGateway(info) // started once the raylet runs
+		clusterCfg = n.gateway.RayletConfig(0)
+		if !cfg.Driver {
+			if n.workerLogs, err = newWorkerLogs(n); err != nil { // workerlogs.go
+				return err
+			}
+		}
+	}
+	executor := cfg.Executor
+	if executor == nil {
+		executor = processOnly{}
+	}
+	reporterPID := n.reporterPID
+	rayletProps, err := raylet.NewProps(raylet.Config{
+		NodeID:         n.id,
+		Resources:      res,
+		Executor:       executor,
+		IdleTimeout:    cfg.IdleWorkerTimeout,
+		TimelineCap:    cfg.TimelineCap,
+		StoreCapacity:  n.arena.Size(),
+		Saturation:     cfg.Saturation,
+		PipelineDepth:  cfg.PipelineDepth,
+		TracerProvider: tp,
+		Logger:         n.log,
+		OnWorkerDeath:  n.workerDied,
+		OnTaskEvent:    n.taskFinished,
+		ReportActor:    func(info *atollpb.ActorInfo) { root.Send(reporterPID, info) },
+		Process:        n.withKillPoints(n.processConfig(), tp),
+		ProcessWorkers: workerproc.New(),
+		Deliver:        cfg.Deliver,
+		DeliverBorrows: cfg.DeliverBorrows,
+		Middleware:     n.faultMiddleware(),
+		Cluster:        clusterCfg,
+	})
+	if err != nil {
+		return err
+	}
+	// Its queues, workers and running tasks live in the actor instance: a
+	// raylet that fails stops, and the node with it (failStop), so that
+	// the cluster retries its work elsewhere instead of a fresh raylet
+	// forgetting it.
+	rayletProps = rayletProps.Configure(actors.StopOnFailure(n.log, "raylet", func(reason any) {
+		n.failStop(fmt.Sprintf("its raylet failed (%v)", reason))
+	}))
+	if n.rayletPID, err = root.SpawnNamed(n.withFaults(rayletProps), "raylet"); err != nil {
+		return fmt.Errorf("atoll: start raylet: %w", err)
+	}
+	if n.gateway != nil {
+		// After the raylet: the gateway sends to it, and a message sent
+		// to an actor while it is being spawned races in protoactor.
+		if err := n.gateway.Start(); err != nil {
+			return fmt.Errorf("atoll: join the cluster: %w", err)
+		}
+	}
+	if cfg.Head {
+		if err := n.startAMM(); err != nil {
+			return err
+		}
+	}
+	if n.gateway != nil {
+		if err := n.watchOwnDeath(); err != nil {
+			return fmt.Errorf("atoll: subscribe to node events: %w", err)
+		}
+		n.startRejoin()
+	}
+	if n.gateway != nil && !cfg.Driver {
+		if err := n.startJobs(); err != nil { // jobs.go
+			return fmt.Errorf("start the job service: %w", err)
+		}
+	}
+	if n.gateway != nil && cfg.Driver {
+		// A driver's first tasks should see the whole cluster, not the
+		// first node it heard of.
+		wctx, cancel := context.WithTimeout(ctx, peersTimeout)
+		if err := n.gateway.WaitPeers(wctx); err != nil {
+			n.log.Warn("starting before hearing from every node", "err", err)
+		}
+		cancel()
+	}
+	rayletPID := n.rayletPID
+	if n.unsubscribe, err = n.gcsClient.SubscribeActorEvents(func(info *atollpb.ActorInfo) {
+		root.Send(rayletPID, info) // for callers inside worker processes
+	}); err != nil {
+		return fmt.Errorf("atoll: subscribe to actor events: %w", err)
+	}
+	if err := n.startMetrics(ctx); err != nil {
+		return fmt.Errorf("atoll: metrics: %w", err)
+	}
+	if n.gateway != nil {
+		if err := n.serveLogs(); err != nil {
+			return fmt.Errorf("atoll: serve log requests: %w", err)
+		}
+	}
+	if err := n.startDashboard(); err != nil {
+		return err
+	}
+	if cfg.embedded() {
+		// A cluster node registers through its gateway (with its
+		// addresses); an embedded one directly.
+		if err := n.gcsClient.RegisterNode(ctx, info); err != nil {
+			return fmt.Errorf("atoll: register node: %w", err)
+		}
+	}
+	n.log.Debug("node started", "node", n.id.String(), "head", cfg.runsGCS(), "cpus", cfg.NumCPUs, "store_bytes", n.arena.Size())
+	return nil
+}
+
+// Stop stops the node: a cluster node leaves the cluster gracefully
+// (a last load report, then it leaves the gossip); running tasks are
+// cancelled, worker processes stopped, the actors stopped (the raylet
+// first, then the actors spawned with SpawnNamed, the reporter, the store
+// and the GCS), the NATS connection closed and the embedded nats-server
+// shut down, the arena unmapped and a session directory Start created
+// removed. Later calls return the first call's result.
+func (n *Node) Stop(ctx context.Context) error {
+	n.stopOnce.Do(func() { n.stopErr = n.stop(ctx) })
+	return n.stopErr
+}
+
+func (n *Node) stop(ctx context.Context) error {
+	n.mu.Lock()
+	n.stopped = true
+	spawned := n.spawned
+	events := n.events
+	n.events = nil
+	n.mu.Unlock()
+	for _, unsubscribe := range events {
+		unsubscribe()
+	}
+	if n.dashboard != nil {
+		_ = n.dashboard.Close(ctx)
+	}
+	if n.logSub != nil {
+		_ = n.logSub.Unsubscribe()
+	}
+	n.stopRejoin()
+	if n.unsubscribe != nil {
+		n.unsubscribe()
+	}
+	n.stopMetrics(ctx)
+	if n.ammPID != nil {
+		_ = n.system.Root.StopFuture(n.ammPID).Wait()
+	}
+	if n.gateway != nil {
+		n.gateway.Stop()
+	}
+	if n.system != nil {
+		pids := append(append([]*actor.PID{n.rayletPID}, spawned...), n.reporterPID, n.storePID, n.gcsPID)
+		for _, pid := range pids {
+			if pid != nil {
+				_ = n.system.Root.StopFuture(pid).Wait()
+			}
+		}
+		n.system.Shutdown()
+	}
+	if n.nc != nil {
+		n.nc.Close()
+	}
+	if n.nats != nil {
+		n.nats.Shutdown()
+	}
+	var errList []error
+	if err := n.gcsLock.Release(); err != nil { // after the server wrote its last
+		errList = append(errList, err)
+	}
+	if n.arena != nil {
+		if err := n.arena.Close(); err != nil {
+			errList = append(errList, err)
+		}
+	}
+	if n.ownSessionDir {
+		if err := os.RemoveAll(n.sessionDir); err != nil {
+			errList = append(errList, err)
+		}
+		if err := n.sessionLock.Release(); err != nil {
+			errList = append(errList, err)
+		}
+	}
+	// The spans this node made for jobs exporting elsewhere.
+	if err := telemetry.FlushRoutes(ctx); err != nil {
+		errList = append(errList, err)
+	}
+	if n.ownTP != nil {
+		if err := n.ownTP.Shutdown(ctx); err != nil {
+			errList = append(errList, err)
+		}
+	}
+	return errors.Join(errList...)
+}
+
+// ID is the node's id.
+func (n *Node) ID() ids.NodeID { return n.id }
+
+// Address is the cluster address to give other nodes and drivers (the
+// head's NATS host:port, or the URL a node joined); "" on an embedded
+// node.
+func (n *Node) Address() string { return n.clusterAddress }
+
+// System is the node's actor system: the driver's owner actor lives there
+// too (SpawnNamed).
+func (n *Node) System() *actor.ActorSystem { return n.system }
+
+// Store is the object-store actor.
+func (n *Node) Store() *actor.PID { return n.storePID }
+
+// Raylet is the raylet actor.
+func (n *Node) Raylet() *actor.PID { return n.rayletPID }
+
+// Arena is the node's shared-memory arena, mapped in this process.
+func (n *Node) Arena() *objectstore.Arena { return n.arena }
+
+// GCS is the node's GCS client.
+func (n *Node) GCS() *gcs.Client { return n.gcsClient }
+
+// Gateway connects the node to its cluster; nil on an embedded node.
+func (n *Node) Gateway() *cluster.Gateway { return n.gateway }
+
+// Conn is the node's NATS connection (the control plane).
+func (n *Node) Conn() *nats.Conn { return n.nc }
+
+// SessionDir holds the node's spill files (and an embedded node's NATS
+// data).
+func (n *Node) SessionDir() string { return n.sessionDir }
+
+// StoreClient returns the object-store client of worker w (a goroutine
+// worker of this process, or the driver itself): the store accounts pins
+// and creations to w, and reclaims them when w dies. Clients are kept per
+// worker and forgotten when the raylet reports the worker's death.
+func (n *Node) StoreClient(w ids.WorkerID) *objectstore.Client {
+	if c, ok := n.workerStores.Load(w); ok {
+		return c.(*objectstore.Client)
+	}
+	c, _ := n.workerStores.LoadOrStore(w, objectstore.NewClient(n.system.Root, n.storePID, n.arena, w))
+	return c.(*objectstore.Client)
+}
+
+// SpawnNamed spawns an actor of the caller's (the driver's owner) on the
+// node's actor system, with the node's fault injector if it has one.
+// Stop stops it after the raylet (so no result arrives at a stopped
+// actor) and before the store.
+func (n *Node) SpawnNamed(props *actor.Props, name string) (*actor.PID, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock() // spawning does no I/O: it only starts the actor
+	if n.stopped {
+		return nil, errs.Unavailablef("node %s stopped", n.id.Short())
+	}
+	pid, err := n.system.Root.SpawnNamed(n.withFaults(props), name)
+	if err != nil {
+		return nil, err
+	}
+	n.spawned = append(n.spawned, pid)
+	return pid, nil
+}
+
+// SubscribeActorEvents sends pid every actor state change the GCS
+// publishes (*atollpb.ActorInfo), until UnsubscribeActorEvents(pid) or
+// Stop.
+func (n *Node) SubscribeActorEvents(pid *actor.PID) error {
+	root := n.system.Root
+	unsubscribe, err := n.gcsClient.SubscribeActorEvents(func(info *atollpb.ActorInfo) { root.Send(pid, info) })
+	if err != nil {
+		return fmt.Errorf("atoll: subscribe to actor events: %w", err)
+	}
+	n.mu.Lock()
+	if n.stopped {
+		n.mu.Unlock()
+		unsubscribe()
+		return errs.Unavailablef("node %s stopped", n.id.Short())
+	}
+	old := n.events[pid.Id]
+	n.events[pid.Id] = unsubscribe
+	n.mu.Unlock()
+	if old != nil {
+		old()
+	}
+	return nil
+}
+
+// UnsubscribeActorEvents stops SubscribeActorEvents(pid).
+func (n *Node) UnsubscribeActorEvents(pid *actor.PID) {
+	n.mu.Lock()
+	unsubscribe := n.events[pid.Id]
+	delete(n.events, pid.Id)
+	n.mu.Unlock()
+	if unsubscribe != nil {
+		unsubscribe()
+	}
+}
+
+// withFaults installs the node's fault injector on props, if it has one.
+func (n *Node) withFaults(props *actor.Props) *actor.Props {
+	if mw := n.faultMiddleware(); mw != nil {
+		return props.Clone(actor.WithReceiverMiddleware(mw...))
+	}
+	return props
+}
+
+// faultMiddleware returns the fault injector's middleware, if any.
+func (n *Node) faultMiddleware() []actor.ReceiverMiddleware {
+	if n.cfg.Faults == nil {
+		return nil
+	}
+	return []actor.ReceiverMiddleware{n.cfg.Faults.ReceiverMiddleware()}
+}
+
+// processConfig returns how the raylet starts worker processes, or nil
+// for goroutine workers.
+func (n *Node) processConfig() *raylet.ProcessConfig {
+	if n.cfg.Executor != nil {
+		return nil
+	}
+	pc := &raylet.ProcessConfig{
+		Binary: n.cfg.WorkerBinary, Arena: n.arena.File(), ArenaSize: n.arena.Size(), Store: n.storePID,
+		GCS: n.gcsClient.Do, Output: n.cfg.WorkerOutput,
+	}
+	if n.cfg.clustered() && !n.cfg.Driver {
+		// A cluster node runs each job's own binary unless it was given one.
+		pc.PerJobBinary = true
+		pc.Args = []string{}
+		if n.workerLogs != nil {
+			pc.OutputFor = n.workerLogs.outputFor
+		}
+	}
+	if g := n.gateway; g != nil {
+		pc.Fetch = g.Fetch
+		pc.Delete = func(req *atollpb.DeleteObjectsRequest) {
+			if req.Revived {
+				g.Revive(req.ObjectIds)
+			} else {
+				g.Free(req.ObjectIds)
+			}
+		}
+	}
+	return pc
+}
+
+// workerDied reclaims a dead worker's pins, its unsealed objects and the
+// objects it owned (the raylet calls it on its goroutine: it only sends).
+func (n *Node) workerDied(w ids.WorkerID) {
+	n.workerStores.Delete(w)
+	n.system.Root.Send(n.storePID, &atollpb.ClientDisconnected{ClientId: w.Bytes()})
+	n.gateway.OwnerExited(w) // other nodes free what it owned there (nil-safe)
+}
+
+// connectControlPlane starts the embedded NATS server (embedded node,
+// head) or connects to the cluster's. A head's server keeps its store in
+// the GCS directory, an embedded node's in its session directory.
+func (n *Node) connectControlPlane() error {
+	cfg := &n.cfg
+	storeDir := filepath.Join(n.sessionDir, "nats")
+	name := "atoll-" + n.id.Short()
+	var url string
+	switch {
+	case cfg.Head && cfg.NATSURL != "":
+		url = cfg.NATSURL
+	case cfg.Head:
+		var err error
+		if storeDir, n.gcsLock, err = openGCSDir(cfg.GCSDir); err != nil {
+			return err
+		}
+		n.log.Info("GCS state", "dir", storeDir)
+		n.nats, err = natsembed.Start(natsembed.Config{Host: cfg.NodeIP, Port: cfg.Port, StoreDir: storeDir, ServerName: name,
+			Authorize:   cluster.Authorizer(n.sec.secret, cluster.DefaultPrefix, cfg.FaultInjection),
+			ConnectUser: cluster.HeadUser, ConnectPassword: n.sec.secret.NATSPassword(cluster.HeadUser),
+			TLS: n.sec.serverTLS, AuthLog: n.log})
+		if err != nil {
+			return fmt.Errorf("atoll: embedded NATS on %s:%d: %w", cfg.NodeIP, cfg.Port, err)
+		}
+		n.clusterAddress = n.nats.Addr().String()
+	case cfg.Address != "":
+		url = cfg.Address
+	default:
+		var err error
+		if n.nats, err = natsembed.Start(natsembed.Config{Port: natsembed.NoListener, StoreDir: storeDir, ServerName: name}); err != nil {
+			return fmt.Errorf("atoll: embedded NATS: %w", err)
+		}
+	}
+	var err error
+	if url == "" {
+		if n.nc, err = n.nats.Connect(); err != nil {
+			return fmt.Errorf("atoll: connect to embedded NATS: %w", err)
+		}
+		return nil
+	}
+	// Everything this node sends other nodes goes through its network
+	// switch, so that a fault plan can partition it (cluster/partition.go).
+	n.partition = partition.New(n.partitionChanged)
+	if n.nc, url, err = dialCluster(url, name, n.sec, cluster.NodeUser(n.id), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
+		nats.SetCustomDialer(n.partition), nats.ErrorHandler(n.natsError)); err != nil {
+		return err
+	}
+	if n.clusterAddress == "" {
+		n.clusterAddress = strings.TrimPrefix(url, "nats://")
+	}
+	return nil
+}
+
+// natsError logs what the cluster's NATS server reports asynchronously:
+// a subject this node's role may not use (cluster.Permissions), a slow
+// consumer.
+func (n *Node) natsError(_ *nats.Conn, sub *nats.Subscription, err error) {
+	subject := ""
+	if sub != nil {
+		subject = sub.Subject
+	}
+	n.log.Warn("cluster NATS reported an error", "subscription", subject, "err", err)
+}
+
+// startAMM spawns the Active Memory Manager on the head, supervised by
+// the root guardian: its policies (Config.AMMPolicies,
+// cluster.EnvAMMPolicies) run if it is on (Config.AMM, cluster.EnvAMM;
+// `atoll amm start|stop` changes it later), and drains run either way.
+func (n *Node) startAMM() error {
+	on, interval, err := cluster.AMMFromEnv(n.cfg.AMM, n.cfg.AMMInterval)
+	if err != nil {
+		return err
+	}
+	policies, err := cluster.AMMPoliciesFromEnv(n.cfg.AMMPolicies)
+	if err != nil {
+		return err
+	}
+	n.amm, err = cluster.NewAMM(cluster.AMMConfig{Conn: n.nc, GCS: n.gcsClient, Interval: interval, Enabled: on,
+		Policies: policies, Logger: n.log})
+	if err != nil {
+		return err
+	}
+	if n.ammPID, err = n.system.Root.SpawnNamed(n.amm.Props(), "amm"); err != nil {
+		return fmt.Errorf("atoll: start the AMM: %w", err)
+	}
+	if on {
+		n.log.Info("active memory manager on", "interval", interval)
+	}
+	return nil
+}
+
+// AMM is the head's Active Memory Manager; nil when the node is not a
+// head.
+func (n *Node) AMM() *cluster.AMM { return n.amm }
+
+// newGateway prepares this node's connection to the cluster's other
+// nodes (cluster.New; Start follows once the raylet runs).
+func (n *Node) newGateway(info *atollpb.NodeInfo) *cluster.Gateway {
+	return cluster.New(cluster.Config{
+		NodeID: n.id, Conn: n.nc, System: n.system, Raylet: n.system.NewLocalPID("raylet"), Store: n.storePID,
+		StoreClient: objectstore.NewClient(n.system.Root, n.storePID, n.arena, ids.NewWorkerID()),
+		GCS:         n.gcsClient, NodeIP: n.cfg.NodeIP, TransferPort: n.cfg.TransferPort, GossipPort: n.cfg.GossipPort,
+		FailureBudget: n.cfg.FailureTimeout, Node: info, Logger: quiet(n.log), MaxInFlight: max(n.arena.Size()/4, 64<<20),
+		Secret: n.sec.secret, ServerTLS: n.sec.serverTLS, ClientTLS: n.sec.clientTLS, Partition: n.partition, Faults: n.cfg.Faults,
+		OnTransfer: n.activity.transferred,
+	})
+}
+
+// processOnly is the raylet's executor on a node whose tasks run in
+// worker processes: the raylet hands every task and actor to a process
+// there, never to an executor, so these calls only report the mistake.
+type processOnly struct{}
+
+var errProcessOnly = errs.Invalidf("this node runs tasks in worker processes, not in its own process")
+
+func (processOnly) RunTask(_ context.Context, w raylet.Worker, spec *atollpb.TaskSpec) *atollpb.TaskResult {
+	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Error: errs.ToProto(errProcessOnly), WorkerId: w.ID.Bytes()}
+}
+
+func (processOnly) NewActor(context.Context, raylet.Worker, *atollpb.TaskSpec) (any, error) {
+	return nil, errProcessOnly
+}
+
+func (processOnly) RunActorTask(_ context.Context, w raylet.Worker, _ any, spec *atollpb.TaskSpec) (*atollpb.TaskResult, bool) {
+	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Error: errs.ToProto(errProcessOnly), WorkerId: w.ID.Bytes()}, false
+}
+
+// quiet keeps only warnings and errors of a chatty component.
+func quiet(l *slog.Logger) *slog.Logger { return slog.New(minLevel{l.Handler(), slog.LevelWarn}) }
+
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(a), h.min}
+}
+func (h minLevel) WithGroup(n string) slog.Handler { return minLevel{h.Handler.WithGroup(n), h.min} }

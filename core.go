@@ -231,14 +231,7 @@ func (rt *core) start(ctx context.Context) error {
 	rt.tracer = telemetry.Tracer(tp)
 
 	cfg.installFaultPlan()
-	nc := node.Config{
-		Address: cfg.address, Driver: cfg.address != "", NodeIP: cfg.nodeIP, FailureTimeout: cfg.failureTimeout,
-		Credentials: node.Credentials{Secret: cfg.secret},
-		NumCPUs:     cfg.numCPUs, Resources: cfg.resources, ObjectStoreMemory: cfg.storeMemory,
-		StoreFullTimeout: cfg.storeFullTimeout, PrefaultStore: cfg.prefaultStore, SpillDirs: cfg.spillDirs, NoSpill: cfg.noSpill,
-		Saturation: cfg.saturation, PipelineDepth: cfg.pipelineDepth, IdleWorkerTimeout: cfg.idleTimeout, WorkerBinary: cfg.workerBinary, WorkerOutput: cfg.workerOutput,
-		SessionDir: cfg.sessionDir, Faults: cfg.faults, FaultPoints: cfg.faultPoints, TracerProvider: tp, MeterProvider: cfg.meterProvider, Logger: cfg.logger,
-	}
+	nc := cfg.nodeConfig(tp)
 	if cfg.workerMode == InProcessWorkers {
 		nc.Executor = (*executor)(rt)
 	}

@@ -92,7 +92,7 @@ func TestForwardedWorkQuota(t *testing.T) {
 // ticks make one warning, by origin, the most refused first; origins past
 // maxLoggedOrigins are summed, not listed.
 func TestQuotaCountsRefusalsForOneLogLine(t *testing.T) {
-	q := newQuota(&Config{MaxForwardedPerOrigin: 1, MaxForwarded: 1 << 20, MaxForwardedBytesPerOrigin: 1 << 20, MaxForwardedBytes: 1 << 30})
+	q := newQuota(&ForwarderConfig{MaxForwardedPerOrigin: 1, MaxForwarded: 1 << 20, MaxForwardedBytesPerOrigin: 1 << 20, MaxForwardedBytes: 1 << 30})
 	a, b := ids.NewNodeID(), ids.NewNodeID()
 	for range 3 {
 		q.admit(a, 10)

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/cluster/membership"
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
@@ -90,7 +91,7 @@ func (c *ForwarderConfig) withDefaults() {
 		}
 	}
 	if c.ForwardLease <= 0 {
-		c.ForwardLease = ForwardLeasePerBudget * 5 * time.Second
+		c.ForwardLease = ForwardLeasePerBudget * membership.DefaultFailureBudget
 	}
 	def(&c.MaxDeadNodes, DefaultMaxDeadNodes)
 	def(&c.MaxOwners, DefaultMaxOwners)

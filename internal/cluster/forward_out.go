@@ -62,10 +62,14 @@ func errTooLarge(n, limit int64) error {
 // cancelSent asks the nodes holding the attempts of a task sent from here
 // to cancel them.
 func (f *Forwarder) cancelSent(e CancelSent) {
-	for _, k := range sortedKeys(f.pending) {
-		if k.task != e.Task {
-			continue
+	var keys []taskKey
+	for k := range f.pending {
+		if k.task == e.Task {
+			keys = append(keys, k)
 		}
+	}
+	slices.SortFunc(keys, compareKeys)
+	for _, k := range keys {
 		for _, fw := range f.pending[k] {
 			if !fw.isCall {
 				f.emit(Publish{To: fw.node, Kind: KindCancel, Msg: &atollpb.ForwardCancel{TaskId: e.Task.Bytes(), NonRecursive: e.NonRecursive}})

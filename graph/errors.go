@@ -23,7 +23,8 @@ import (
 
 type (
 	// FunctionError: a registered function returned an error or panicked
-	// (Panicked). Func is its name, Key the graph key of the task that
+	// (Panicked), or a task callback's method panicked (Op is then "task
+	// callback"). Func is its name, Key the graph key of the task that
 	// called it, Message its error's text or the panic's value. It
 	// matches ErrFunctionFailed.
 	FunctionError = errs.FunctionError

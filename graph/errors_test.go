@@ -17,7 +17,18 @@ type overBudget struct{ Cents int }
 
 func (e *overBudget) Error() string { return fmt.Sprintf("over budget by %d cents", e.Cents) }
 
-func init() { atoll.RegisterError[*overBudget]() }
+// panicky is a task callback whose PostTask panics.
+type panicky struct{}
+
+func (panicky) PreTask(context.Context, graph.TaskInfo) any { return nil }
+func (panicky) PostTask(_ context.Context, t graph.TaskInfo, _, _ any) {
+	panic("no post-task for " + string(t.Key))
+}
+
+func init() {
+	atoll.RegisterError[*overBudget]()
+	graph.RegisterTaskCallback("t.panicky", panicky{})
+}
 
 var (
 	_ = graph.Register("t.spend", func(_ context.Context, cents int) (int, error) {
@@ -77,6 +88,11 @@ func TestErrorsFromWorkers(t *testing.T) {
 	err = compute("past")
 	if !errors.Is(err, atoll.ErrInvalidArgument) || !strings.Contains(err.Error(), "Item 5 of a []int64 of 3 elements") {
 		t.Fatalf("past: %v, want ErrInvalidArgument", err)
+	}
+
+	_, err = graph.Compute(ctx, g, []graph.Key{"a"}, graph.WithTaskCallback("t.panicky", ""))
+	if !errors.As(err, &fe) || fe.Func != "t.panicky" || fe.Op != "task callback" || fe.Key != "a" || !fe.Panicked || fe.Message != "no post-task for a" {
+		t.Fatalf("task callback: %v, FunctionError %+v", err, fe)
 	}
 
 	err = compute("late")

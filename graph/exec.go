@@ -52,7 +52,9 @@ func run(ctx context.Context, args []atoll.Raw, multi bool) ([]atoll.Raw, error)
 		info[i] = TaskInfo{Key: key, Hash: wt.Hash, Param: c.Param}
 	}
 	for i, cb := range cbs {
-		states[i] = cb.PreTask(ctx, info[i])
+		if err := guardCallback(wt.Callbacks[i].Name, key, func() { states[i] = cb.PreTask(ctx, info[i]) }); err != nil {
+			return nil, err
+		}
 	}
 	ev := evaluator{ctx: ctx, key: key, deps: args[1:], types: wt.Deps}
 	v, err := ev.eval(wt.Expr, nil)
@@ -61,7 +63,9 @@ func run(ctx context.Context, args []atoll.Raw, multi bool) ([]atoll.Raw, error)
 	}
 	result := v.Interface()
 	for i, cb := range cbs {
-		cb.PostTask(ctx, info[i], result, states[i])
+		if err := guardCallback(wt.Callbacks[i].Name, key, func() { cb.PostTask(ctx, info[i], result, states[i]) }); err != nil {
+			return nil, err
+		}
 	}
 	if !multi {
 		out, err := encodeResult(result, args)
@@ -81,6 +85,14 @@ func run(ctx context.Context, args []atoll.Raw, multi bool) ([]atoll.Raw, error)
 		}
 	}
 	return outs, nil
+}
+
+// guardCallback runs a task callback's method: a panic of it is a
+// FunctionError naming the callback (Op "task callback").
+func guardCallback(name string, key Key, f func()) (err error) {
+	defer errs.RecoverFunction(&err, "task callback", name, string(key))
+	f()
+	return nil
 }
 
 func describe(v reflect.Value) string {

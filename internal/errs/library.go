@@ -36,9 +36,11 @@ const maxFunctionMessage = 8 << 10
 // AddColumn function, a BatchClass's setup — returned an error or
 // panicked. Func is the name it was registered under; Op is the dataset
 // operation that called it (map, filter, flat_map, map_batches,
-// add_column, setup), empty in a task graph, where Key is the graph key of
-// the task that called it. Message is the function's error text or, when
-// Panicked, the panic's value; the TaskError around it holds the stack.
+// add_column, setup), or in a task graph "task callback" for a task
+// callback's method and empty for a graph function; Key is the graph key
+// of the task that called it. Message is the function's error text or,
+// when Panicked, the panic's value; the TaskError around it holds the
+// stack.
 //
 // In the process that ran the function, Unwrap returns the function's
 // error. In the caller, which gets the FunctionError inside the task's

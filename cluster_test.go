@@ -14,6 +14,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/natsembed"
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 	"github.com/atoll-runtime/atoll/internal/testmain"
 )
@@ -289,7 +290,7 @@ func TestCluster(t *testing.T) {
 		if len(ready) != 0 {
 			t.Fatal("a task demanding a GPU finished on a cluster without GPUs")
 		}
-		gpu := c.AddNode(func(cfg *node.Config) { cfg.Resources = map[string]float64{"GPU": 1} })
+		gpu := c.AddNode(func(cfg *nodeconfig.Config) { cfg.Resources = map[string]float64{"GPU": 1} })
 		where, err := atoll.Get(ctx, ref)
 		if err != nil || where != gpu.ID {
 			t.Fatalf("GPU task ran on %q (%v), want the GPU node %s", where, err, gpu.ID)

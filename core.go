@@ -21,6 +21,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/objectstore"
 	"github.com/atoll-runtime/atoll/internal/owner"
 	"github.com/atoll-runtime/atoll/internal/raylet"
@@ -150,7 +151,7 @@ func notRunning() error {
 // in this process.
 //
 // In a process atoll started to serve (IsWorker) Init never returns: a
-// worker process runs tasks, a process started with node.EnvNode runs
+// worker process runs tasks, a process started with nodeconfig.EnvNode runs
 // that node (node.RunFromEnv).
 func Init(ctx context.Context, opts ...Option) (err error) {
 	currentMu.Lock()
@@ -165,11 +166,11 @@ func Init(ctx context.Context, opts ...Option) (err error) {
 	if os.Getenv(raylet.EnvWorker) == "1" {
 		serveWorker(cfg) // never returns
 	}
-	if os.Getenv(node.EnvNode) != "" {
+	if os.Getenv(nodeconfig.EnvNode) != "" {
 		node.RunFromEnv() // never returns
 	}
 	if cfg.address == "" {
-		cfg.address = os.Getenv(node.EnvAddress)
+		cfg.address = os.Getenv(nodeconfig.EnvAddress)
 	}
 	if cfg.address != "" && cfg.workerMode != ProcessWorkers {
 		return errs.Invalidf("WithAddress: a driver connected to a cluster runs its tasks in worker processes (InProcessWorkers is for the embedded cluster)")
@@ -231,13 +232,11 @@ func (rt *core) start(ctx context.Context) error {
 	rt.tracer = telemetry.Tracer(tp)
 
 	cfg.installFaultPlan()
-	nc := cfg.nodeConfig(tp)
+	hooks := node.Hooks{Deliver: rt.deliverResult, DeliverBorrows: rt.deliverBorrows, Faults: cfg.faults, FaultPoints: cfg.faultPoints}
 	if cfg.workerMode == InProcessWorkers {
-		nc.Executor = (*executor)(rt)
+		hooks.Executor = (*executor)(rt)
 	}
-	nc.Deliver = rt.deliverResult
-	nc.DeliverBorrows = rt.deliverBorrows
-	n, err := node.Start(ctx, nc)
+	n, err := node.StartWith(ctx, cfg.nodeConfig(tp), hooks)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/cluster/membership"
 	"github.com/atoll-runtime/atoll/internal/gcs"
 	"github.com/atoll-runtime/atoll/internal/natsembed"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -128,7 +128,7 @@ func TestLongLivedNode(t *testing.T) {
 	// full after the warm-up, like the caps above.
 	c := testcluster.Start(t, testcluster.Options{Nodes: 1, NumCPUs: 2, ObjectStoreMemory: 64 << 20,
 		FailureTimeout: membership.DefaultFailureBudget, NATSURL: ns.ClientURL(), Env: env,
-		Config: func(_ int, cfg *node.Config) { cfg.TimelineCap = longCap }})
+		Config: func(_ int, cfg *nodeconfig.Config) { cfg.TimelineCap = longCap }})
 	start := time.Now()
 	var samples []llSample
 	for job := 1; job <= jobs; job++ {

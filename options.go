@@ -11,7 +11,7 @@ import (
 	"github.com/atoll-runtime/atoll/faultplan"
 	"github.com/atoll-runtime/atoll/internal/actors"
 	"github.com/atoll-runtime/atoll/internal/errs"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // Resources is a task's or actor's resource demand, or a node's capacity.
@@ -291,13 +291,13 @@ func WithNodeIP(ip string) Option { return func(c *config) { c.nodeIP = ip } }
 
 // nodeConfig is the configuration of the node Init starts, from the
 // options: the one place atoll.Option settings map onto a node's.
-func (cfg *config) nodeConfig(tp trace.TracerProvider) node.Config {
-	return node.Config{
+func (cfg *config) nodeConfig(tp trace.TracerProvider) nodeconfig.Config {
+	return nodeconfig.Config{
 		Address: cfg.address, Driver: cfg.address != "", NodeIP: cfg.nodeIP, FailureTimeout: cfg.failureTimeout,
-		Credentials: node.Credentials{Secret: cfg.secret},
+		Credentials: nodeconfig.Credentials{Secret: cfg.secret},
 		NumCPUs:     cfg.numCPUs, Resources: cfg.resources, ObjectStoreMemory: cfg.storeMemory,
 		StoreFullTimeout: cfg.storeFullTimeout, PrefaultStore: cfg.prefaultStore, SpillDirs: cfg.spillDirs, NoSpill: cfg.noSpill,
 		Saturation: cfg.saturation, PipelineDepth: cfg.pipelineDepth, IdleWorkerTimeout: cfg.idleTimeout, WorkerBinary: cfg.workerBinary, WorkerOutput: cfg.workerOutput,
-		SessionDir: cfg.sessionDir, Faults: cfg.faults, FaultPoints: cfg.faultPoints, TracerProvider: tp, MeterProvider: cfg.meterProvider, Logger: cfg.logger,
+		SessionDir: cfg.sessionDir, TracerProvider: tp, MeterProvider: cfg.meterProvider, Logger: cfg.logger,
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 func newAMMCmd() *cobra.Command {
@@ -41,7 +42,7 @@ copies dropped and made, and drains under way.`,
 			}
 			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
-			nc, _, err := node.DialCluster(address, "atoll-amm", node.Credentials{})
+			nc, _, err := node.DialCluster(address, "atoll-amm", nodeconfig.Credentials{})
 			if err != nil {
 				return err
 			}
@@ -115,7 +116,7 @@ be drained. Prints the drain's progress until the node is gone, at most
 			_, _, address := q.begin(cmd)
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			nc, _, err := node.DialCluster(address, "atoll-drain", node.Credentials{})
+			nc, _, err := node.DialCluster(address, "atoll-drain", nodeconfig.Credentials{})
 			if err != nil {
 				return err
 			}

@@ -7,13 +7,13 @@ import (
 
 	"github.com/atoll-runtime/atoll/internal/dashboard"
 	"github.com/atoll-runtime/atoll/internal/errs"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // dashboardConfig checks the dashboard's flags of `atoll start` and sets
 // them in cfg: a head serves the dashboard unless
 // --include-dashboard=false; other nodes take none of these flags.
-func (f *startFlags) dashboardConfig(fs *pflag.FlagSet, cfg *node.Config) error {
+func (f *startFlags) dashboardConfig(fs *pflag.FlagSet, cfg *nodeconfig.Config) error {
 	if f.logFile != "" {
 		abs, err := filepath.Abs(f.logFile)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // submitTimeout bounds `atoll job submit` (sending the binary to every
@@ -51,7 +52,7 @@ func (q *clusterQuery) dial(name string) (*nats.Conn, error) {
 	if address == "" {
 		address = envAddress()
 	}
-	nc, _, err := node.DialCluster(address, name, node.Credentials{})
+	nc, _, err := node.DialCluster(address, name, nodeconfig.Credentials{})
 	return nc, err
 }
 
@@ -250,7 +251,7 @@ func newJobListCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
-			jobs, err := node.ListJobs(ctx, address, node.Credentials{})
+			jobs, err := node.ListJobs(ctx, address, nodeconfig.Credentials{})
 			if err != nil {
 				return err
 			}

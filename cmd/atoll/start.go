@@ -29,6 +29,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/localcluster"
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 const (
@@ -106,7 +107,7 @@ func startCommand() (*cobra.Command, *startFlags) {
 	cmd := &cobra.Command{
 		Use:     "start (--head | --address HOST:PORT) [flags]",
 		Short:   "Start a cluster node on this machine (a head with --head)",
-		Long:    fmt.Sprintf(startLong, node.AddressFile(), node.DefaultGCSDir()),
+		Long:    fmt.Sprintf(startLong, nodeconfig.AddressFile(), nodeconfig.DefaultGCSDir()),
 		Example: startExample,
 		Args:    args(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -123,13 +124,13 @@ func startCommand() (*cobra.Command, *startFlags) {
 	fl := cmd.Flags()
 	fl.SortFlags = false
 	fl.BoolVar(&f.head, "head", false, "start a new cluster: run the control plane (NATS, GCS) on this node")
-	fl.StringVar(&f.address, "address", "", "`HOST:PORT` of the head to join (default $"+node.EnvAddress+", then the address the local head recorded; \"auto\" reads it)")
+	fl.StringVar(&f.address, "address", "", "`HOST:PORT` of the head to join (default $"+nodeconfig.EnvAddress+", then the address the local head recorded; \"auto\" reads it)")
 	fl.StringVar(&f.nats, "nats", "", "head only: use the existing NATS server (with JetStream) at `URL` instead of the embedded one")
-	fl.StringVar(&f.gcsDir, "gcs-dir", "", "head only: `DIR` of the GCS's state (the embedded NATS server's store), kept across restarts (default "+node.DefaultGCSDir()+")")
-	fl.IntVar(&f.port, "port", node.DefaultPort, "head only: the embedded NATS server's client port, the cluster address (0: pick a free port)")
-	fl.IntVar(&f.gossipPort, "gossip-port", node.DefaultGossipPort, "memberlist port, UDP and TCP (0: pick a free port)")
-	fl.IntVar(&f.transferPort, "transfer-port", node.DefaultTransferPort, "port the node serves its objects to other nodes on (0: pick a free port)")
-	fl.IntVar(&f.metricsPort, "metrics-port", node.DefaultMetricsPort, "port the node serves Prometheus metrics on, GET /metrics (0: none); a default port already taken is a warning, a given one an error")
+	fl.StringVar(&f.gcsDir, "gcs-dir", "", "head only: `DIR` of the GCS's state (the embedded NATS server's store), kept across restarts (default "+nodeconfig.DefaultGCSDir()+")")
+	fl.IntVar(&f.port, "port", nodeconfig.DefaultPort, "head only: the embedded NATS server's client port, the cluster address (0: pick a free port)")
+	fl.IntVar(&f.gossipPort, "gossip-port", nodeconfig.DefaultGossipPort, "memberlist port, UDP and TCP (0: pick a free port)")
+	fl.IntVar(&f.transferPort, "transfer-port", nodeconfig.DefaultTransferPort, "port the node serves its objects to other nodes on (0: pick a free port)")
+	fl.IntVar(&f.metricsPort, "metrics-port", nodeconfig.DefaultMetricsPort, "port the node serves Prometheus metrics on, GET /metrics (0: none); a default port already taken is a warning, a given one an error")
 	fl.StringVar(&f.nodeIP, "node-ip", "127.0.0.1", "`IP` other nodes reach this node at")
 	fl.Float64Var(&f.numCPUs, "num-cpus", float64(runtime.NumCPU()), "CPU slots of the node (0: it runs no tasks); the default is this machine's CPU count")
 	fl.StringVar(&f.resources, "resources", "", "custom resources: `NAME=N`,... (e.g. GPU=1,disk=2) or a JSON object ({\"GPU\":1})")
@@ -141,7 +142,7 @@ func startCommand() (*cobra.Command, *startFlags) {
 	fl.StringVar(&f.ammPolicies, "amm-policies", "", "head only: the AMM's `POLICIES` in order, e.g. Replicate,ReduceReplicas,Rebalance:0.05 (default Replicate,ReduceReplicas)")
 	fl.BoolVar(&f.faultInjection, "fault-injection", false, "head only: let the cluster's nodes and drivers inject faults into other nodes (KillNode, PartitionNode, fault plans' kill-node and partition); off, the head's NATS refuses them")
 	fl.BoolVar(&f.dashboard, "include-dashboard", true, "head only: serve the web dashboard on --node-ip:--dashboard-port (--include-dashboard=false: none)")
-	fl.IntVar(&f.dashboardPort, "dashboard-port", node.DefaultDashboardPort, "head only: the dashboard's HTTP port (0: pick a free port)")
+	fl.IntVar(&f.dashboardPort, "dashboard-port", nodeconfig.DefaultDashboardPort, "head only: the dashboard's HTTP port (0: pick a free port)")
 	fl.StringVar(&f.dashboardTraceURL, "dashboard-trace-url", "", "head only: link the dashboard's tasks to their traces at `URL`, with {trace_id} in it (e.g. http://localhost:16686/trace/{trace_id})")
 	fl.StringVar(&f.logFile, "log-file", "", "the `FILE` this node's output goes to, served to the dashboard (set by 'atoll start' for background nodes)")
 	_ = fl.MarkHidden("log-file")
@@ -153,8 +154,8 @@ func startCommand() (*cobra.Command, *startFlags) {
 // nodeConfig validates the flags and turns them into the node's config.
 // Errors are atoll.ErrInvalidArgument (bad or conflicting flags) or
 // atoll.ErrNotFound (no address given and none recorded).
-func (f *startFlags) nodeConfig(fs *pflag.FlagSet) (node.Config, error) {
-	cfg := node.Config{
+func (f *startFlags) nodeConfig(fs *pflag.FlagSet) (nodeconfig.Config, error) {
+	cfg := nodeconfig.Config{
 		Head:           f.head,
 		Port:           f.port,
 		GossipPort:     f.gossipPort,
@@ -242,7 +243,7 @@ func (f *startFlags) nodeConfig(fs *pflag.FlagSet) (node.Config, error) {
 		return cfg, errs.Invalidf("--num-cpus %v: want a number >= 0", f.numCPUs)
 	}
 	if f.numCPUs == 0 {
-		cfg.NumCPUs = node.NoCPUs // a node that runs no tasks (a head serving only the control plane)
+		cfg.NumCPUs = nodeconfig.NoCPUs // a node that runs no tasks (a head serving only the control plane)
 	}
 	res, err := parseResources(f.resources)
 	if err != nil {
@@ -295,7 +296,7 @@ func (f *startFlags) nodeConfig(fs *pflag.FlagSet) (node.Config, error) {
 func joinAddress(given bool, address string) (string, error) {
 	name := "--address"
 	if !given {
-		address, name = os.Getenv(node.EnvAddress), "$"+node.EnvAddress
+		address, name = os.Getenv(nodeconfig.EnvAddress), "$"+nodeconfig.EnvAddress
 	}
 	if given && strings.TrimSpace(address) == "" {
 		return "", errs.Invalidf("--address is empty: want HOST:PORT of the head (or \"auto\")")
@@ -305,7 +306,7 @@ func joinAddress(given bool, address string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("give --head to start a new cluster or --address HOST:PORT to join one: %w", err)
 		}
-		return natsURL(node.AddressFile(), u)
+		return natsURL(nodeconfig.AddressFile(), u)
 	}
 	return natsURL(name, address)
 }
@@ -314,7 +315,7 @@ func joinAddress(given bool, address string) (string, error) {
 // them) and returns it with the nats:// scheme on every URL.
 func natsURL(name, s string) (string, error) {
 	bad := func() error {
-		return errs.Invalidf("%s %q: want HOST:PORT or a nats:// URL, e.g. 127.0.0.1:%d", name, s, node.DefaultPort)
+		return errs.Invalidf("%s %q: want HOST:PORT or a nats:// URL, e.g. 127.0.0.1:%d", name, s, nodeconfig.DefaultPort)
 	}
 	var urls []string
 	for part := range strings.SplitSeq(s, ",") {
@@ -419,9 +420,9 @@ func workerBinary(path string) (string, error) {
 	return abs, nil
 }
 
-// stateDir is node.StateDir ($TMPDIR/atoll-<uid>), where `atoll start`
+// stateDir is nodeconfig.StateDir ($TMPDIR/atoll-<uid>), where `atoll start`
 // keeps node records and logs.
-func stateDir() string { return node.StateDir() }
+func stateDir() string { return nodeconfig.StateDir() }
 
 // nodesDir holds one record file per running node, named <pid>.json.
 func nodesDir() string { return filepath.Join(stateDir(), "nodes") }
@@ -443,7 +444,7 @@ type nodeRecord struct {
 
 // runNode runs a node in this process (--block) until ctx is cancelled or
 // the process receives SIGTERM, then stops it.
-func runNode(ctx context.Context, w io.Writer, cfg node.Config, creds *credentialFlags) error {
+func runNode(ctx context.Context, w io.Writer, cfg nodeconfig.Config, creds *credentialFlags) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	n, err := node.Start(ctx, cfg)
@@ -491,14 +492,14 @@ func publishNode(rec nodeRecord) (cleanup func(), err error) {
 	cleanup = func() {
 		_ = os.Remove(path)
 		if addrData != nil {
-			if cur, err := os.ReadFile(node.AddressFile()); err == nil && bytes.Equal(cur, addrData) {
-				_ = os.Remove(node.AddressFile())
+			if cur, err := os.ReadFile(nodeconfig.AddressFile()); err == nil && bytes.Equal(cur, addrData) {
+				_ = os.Remove(nodeconfig.AddressFile())
 			}
 		}
 	}
 	if rec.Head {
 		addrData = []byte(displayAddress(rec.Address) + "\n")
-		if err := writeFileAtomic(node.AddressFile(), addrData); err != nil {
+		if err := writeFileAtomic(nodeconfig.AddressFile(), addrData); err != nil {
 			addrData = nil
 			return func() {}, fmt.Errorf("record the cluster address: %w", err)
 		}
@@ -540,13 +541,13 @@ func writeFileAtomic(path string, data []byte) error {
 // makePrivateDir makes dir (and the state directory above it) 0700, or
 // checks that the existing ones are this user's and closed to others.
 func makePrivateDir(dir string) error {
-	if err := node.MakeStateDir(); err != nil {
+	if err := nodeconfig.MakeStateDir(); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	return node.CheckOwned(dir)
+	return nodeconfig.CheckOwned(dir)
 }
 
 // displayAddress shows a single nats:// URL as HOST:PORT.
@@ -581,7 +582,7 @@ func printStarted(w io.Writer, rec nodeRecord, logFile, joined string, creds *cr
 		fmt.Fprintf(w, "dashboard: %s\n", rec.DashboardURL)
 	}
 	creds.printSecret(w, addr)
-	fmt.Fprintf(w, "connect a driver: %s=%s go run ./samples/quickstart\n", node.EnvAddress, addr)
+	fmt.Fprintf(w, "connect a driver: %s=%s go run ./samples/quickstart\n", nodeconfig.EnvAddress, addr)
 	fmt.Fprintln(w, "stop every node: atoll stop")
 }
 

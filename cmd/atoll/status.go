@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // statusTimeout bounds `atoll status`'s query of the cluster.
@@ -23,7 +24,7 @@ func newStatusCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [--address HOST:PORT] [--json] [--all]",
 		Short: "Show the cluster's nodes, their resources and load",
-		Long: `Shows the nodes of the cluster at --address (default $` + node.EnvAddress + `, then the
+		Long: `Shows the nodes of the cluster at --address (default $` + nodeconfig.EnvAddress + `, then the
 address the local head recorded): role, state, CPUs available/total, other
 resources, object store use, queued and running tasks, and objects pulled
 from other nodes. The nodes of drivers that finished are left out unless
@@ -33,7 +34,7 @@ from other nodes. The nodes of drivers that finished are left out unless
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
-			st, err := node.GetClusterStatus(ctx, address, node.Credentials{})
+			st, err := node.GetClusterStatus(ctx, address, nodeconfig.Credentials{})
 			if err != nil {
 				return err
 			}

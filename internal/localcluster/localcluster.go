@@ -1,7 +1,7 @@
 // Package localcluster starts a cluster of node processes on this machine
 // for the samples and experiments that need more than one node (Ray's
 // cluster_utils.Cluster): each node is this very program, re-executed
-// with node.EnvNode, so its worker processes run the program's functions.
+// with nodeconfig.EnvNode, so its worker processes run the program's functions.
 // The program must hand such a process to atoll.Init first thing:
 //
 //	if atoll.IsWorker() {
@@ -22,7 +22,7 @@ import (
 
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/errs"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // Options configure a cluster; zero fields take the defaults.
@@ -35,7 +35,7 @@ type Options struct {
 	ObjectStoreMemory uint64
 	// Env is added to every node's environment ("KEY=value").
 	Env []string
-	// FailureTimeout is every node's node.Config.FailureTimeout (0: the
+	// FailureTimeout is every node's nodeconfig.Config.FailureTimeout (0: the
 	// node's default).
 	FailureTimeout time.Duration
 	// Dir holds the nodes' logs and session directories (default: a new
@@ -96,9 +96,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	for i := range opts.Nodes {
-		cfg := node.Config{NumCPUs: opts.NumCPUs, ObjectStoreMemory: opts.ObjectStoreMemory, Head: i == 0,
+		cfg := nodeconfig.Config{NumCPUs: opts.NumCPUs, ObjectStoreMemory: opts.ObjectStoreMemory, Head: i == 0,
 			Address: c.Address, NodeIP: "127.0.0.1", RandomPorts: true, SessionDir: filepath.Join(c.dir, fmt.Sprintf("n%d", i)),
-			Credentials: node.Credentials{Secret: c.Secret}, FailureTimeout: opts.FailureTimeout}
+			Credentials: nodeconfig.Credentials{Secret: c.Secret}, FailureTimeout: opts.FailureTimeout}
 		if cfg.Head {
 			cfg.GCSDir = filepath.Join(c.dir, "gcs") // the cluster's own, gone with it
 			cfg.FaultInjection = true                // the experiments kill and cut nodes
@@ -112,7 +112,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 }
 
 // launch starts node i and waits for its ready line.
-func (c *Cluster) launch(ctx context.Context, exe string, i int, cfg node.Config, env []string) error {
+func (c *Cluster) launch(ctx context.Context, exe string, i int, cfg nodeconfig.Config, env []string) error {
 	if err := os.MkdirAll(cfg.SessionDir, 0o755); err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func (c *Cluster) launch(ctx context.Context, exe string, i int, cfg node.Config
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	env = append(append(FilterEnv(os.Environ(), node.EnvNode), env...), node.EnvNode+"="+string(cfgJSON))
+	env = append(append(FilterEnv(os.Environ(), nodeconfig.EnvNode), env...), nodeconfig.EnvNode+"="+string(cfgJSON))
 	p, ready, err := StartProcess(exe, nil, env, filepath.Join(c.dir, fmt.Sprintf("node%d.log", i)), readyTimeout)
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // Bounds on what `atoll job submit` ships to a node: whoever holds the
@@ -45,7 +46,7 @@ const (
 // (<sha256>/<name>), in StateDir: every node on a machine shares it, so a
 // binary is stored once per machine and has the same path on each node,
 // the path worker processes run (TaskSpec.worker_binary).
-func jobBinDir() string { return filepath.Join(StateDir(), "jobs", "bin") }
+func jobBinDir() string { return filepath.Join(nodeconfig.StateDir(), "jobs", "bin") }
 
 // jobBinaryPath is where a binary with sum and name is installed.
 func jobBinaryPath(sum []byte, name string) string {
@@ -204,7 +205,7 @@ func (s *jobService) install(u *upload) error {
 	switch u.kind {
 	case atollpb.JobFileKind_JOB_FILE_BINARY:
 		dst, mode = jobBinaryPath(u.sum, u.name), 0o700
-		if err := MakeStateDir(); err != nil {
+		if err := nodeconfig.MakeStateDir(); err != nil {
 			return errs.Unavailablef("job upload: %v", err)
 		}
 	default:

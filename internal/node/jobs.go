@@ -22,6 +22,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // Submitted jobs (`atoll job submit`): every cluster node (not a
@@ -347,7 +348,7 @@ func (s *jobService) prepare(req *atollpb.JobSubmit) (*nodeJob, error) {
 // cluster's address and credentials and the job's id.
 func (s *jobService) jobEnv(id ids.JobID) []string {
 	n := s.node
-	drop := []string{EnvNode, EnvAddress, EnvSecret, EnvSecretFile, EnvReaderToken, EnvSubmissionID, "ATOLL_WORKER"}
+	drop := []string{nodeconfig.EnvNode, nodeconfig.EnvAddress, nodeconfig.EnvSecret, nodeconfig.EnvSecretFile, nodeconfig.EnvReaderToken, EnvSubmissionID, "ATOLL_WORKER"}
 	var env []string
 	for _, kv := range os.Environ() {
 		keep := true
@@ -361,12 +362,12 @@ func (s *jobService) jobEnv(id ids.JobID) []string {
 			env = append(env, kv)
 		}
 	}
-	env = append(env, EnvAddress+"="+n.Address(), EnvSubmissionID+"="+id.String())
+	env = append(env, nodeconfig.EnvAddress+"="+n.Address(), EnvSubmissionID+"="+id.String())
 	if secret := n.Secret(); secret != "" {
-		env = append(env, EnvSecret+"="+secret)
+		env = append(env, nodeconfig.EnvSecret+"="+secret)
 	}
 	c := n.cfg.Credentials
-	for _, kv := range [][2]string{{EnvTLSCert, c.TLSCert}, {EnvTLSKey, c.TLSKey}, {EnvTLSCA, c.TLSCA}, {EnvNATSCreds, c.NATSCreds}} {
+	for _, kv := range [][2]string{{nodeconfig.EnvTLSCert, c.TLSCert}, {nodeconfig.EnvTLSKey, c.TLSKey}, {nodeconfig.EnvTLSCA, c.TLSCA}, {nodeconfig.EnvNATSCreds, c.NATSCreds}} {
 		if kv[1] != "" {
 			env = append(env, kv[0]+"="+kv[1])
 		}

@@ -226,7 +226,7 @@ func (n *Node) registerMetrics(mp metric.MeterProvider) (metric.Registration, er
 	}
 	node := attribute.String("atoll.node_id", n.id.String())
 	at := metric.WithAttributes(node)
-	head := n.cfg.runsGCS() && n.gcsClient != nil
+	head := n.cfg.RunsGCS() && n.gcsClient != nil
 	return m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()

@@ -17,6 +17,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/faultplan"
 	"github.com/atoll-runtime/atoll/internal/actors"
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/dashboard"
@@ -25,6 +26,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/lockfile"
 	"github.com/atoll-runtime/atoll/internal/natsembed"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/objectstore"
 	"github.com/atoll-runtime/atoll/internal/partition"
 	"github.com/atoll-runtime/atoll/internal/raylet"
@@ -46,7 +48,8 @@ const (
 // cluster), its NATS connection and its arena. Its methods are safe for
 // concurrent use.
 type Node struct {
-	cfg   Config // defaults applied
+	cfg   nodeconfig.Config // defaults applied
+	hooks Hooks
 	id    ids.NodeID
 	log   *slog.Logger
 	ownTP *sdktrace.TracerProvider // created from the environment; shut down on Stop
@@ -61,7 +64,7 @@ type Node struct {
 	nats           *natsembed.Server      // embedded default and head without NATSURL
 	nc             *nats.Conn
 	clusterAddress string
-	sec            security // resolved Config.Credentials (credentials.go)
+	sec            nodeconfig.Security // resolved Config.Credentials (security.go)
 	// partition is the node's network switch (a node dialing a cluster's
 	// NATS; nil otherwise): fault plans cut it off through it.
 	partition *partition.Switch
@@ -100,16 +103,56 @@ type Node struct {
 	stopErr  error
 }
 
-// Start starts a node as cfg describes (see Config) and returns once it
-// serves: the GCS answers, the raylet runs, a cluster node has joined the
-// gossip and registered, a driver's node has heard from every live node.
-// On error everything started so far is stopped again.
-func Start(ctx context.Context, cfg Config) (*Node, error) {
-	cfg, err := cfg.withDefaults()
+// Hooks are what the process running a node plugs into it beyond its
+// settings: the SDK's driver (atoll.Init) sets them for the node it runs
+// for itself; node processes and programs embedding a node set none.
+type Hooks struct {
+	// Executor, when set, runs tasks and actors on goroutines of this
+	// process (goroutine workers; the root package's executor); nil runs
+	// them in worker processes. Embedded nodes only.
+	Executor raylet.Executor
+	// Deliver, if set, hands a task's or call's result straight to its
+	// owner when that owner lives in this process (the driver's owner
+	// table), skipping the owner's mailbox (raylet.Config.Deliver).
+	Deliver func(owner *actor.PID, res *atollpb.TaskResult) bool
+	// DeliverBorrows, if set, hands a borrower's standalone report to
+	// the owner in this process (raylet.Config.DeliverBorrows).
+	DeliverBorrows func(*atollpb.BorrowReport) bool
+	// Faults, when set, is installed on the node's actors (GCS, store,
+	// raylet and what the raylet spawns, actors spawned with SpawnNamed).
+	// A node process without one loads faultplan.EnvPlan's (faultplan.go).
+	Faults *actors.FaultInjector
+	// FaultPoints, when set, are a fault plan's rules at points for this
+	// node (faultplan.Plan.Points): kill-worker rules go to the raylet's
+	// worker processes, spill-full and spill-slow to the store's spiller.
+	// Their faults go to Faults' log.
+	FaultPoints *faultplan.Points
+}
+
+// Start starts a node as cfg describes (see nodeconfig.Config) and
+// returns once it serves: the GCS answers, the raylet runs, a cluster
+// node has joined the gossip and registered, a driver's node has heard
+// from every live node. The environment applies first
+// (nodeconfig.Config.ApplyEnv), then cfg's defaults
+// (nodeconfig.Config.WithDefaults). On error everything started so far
+// is stopped again.
+func Start(ctx context.Context, cfg nodeconfig.Config) (*Node, error) {
+	return StartWith(ctx, cfg, Hooks{})
+}
+
+// StartWith is Start with hooks (a driver's).
+func StartWith(ctx context.Context, cfg nodeconfig.Config, hooks Hooks) (*Node, error) {
+	if err := cfg.ApplyEnv(); err != nil {
+		return nil, err
+	}
+	cfg, err := cfg.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, id: ids.NewNodeID(), events: map[string]func(){}, dead: make(chan struct{})}
+	if hooks.Executor != nil && !cfg.Embedded() {
+		return nil, errs.Invalidf("node.Hooks: goroutine workers (Executor) are for an embedded node; cluster nodes run worker processes")
+	}
+	n := &Node{cfg: cfg, hooks: hooks, id: ids.NewNodeID(), events: map[string]func(){}, dead: make(chan struct{})}
 	if err := n.start(ctx); err != nil {
 		_ = n.Stop(context.Background())
 		return nil, err
@@ -147,7 +190,7 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	n.system = actors.NewSystem(n.log)
 	root := n.system.Root
-	if cfg.runsGCS() {
+	if cfg.RunsGCS() {
 		gcsProps, err := gcs.NewProps(gcs.Config{Conn: n.nc, Logger: quiet(n.log), TracerProvider: tp})
 		if err != nil {
 			return err
@@ -207,10 +250,10 @@ func (n *Node) start(ctx context.Context) error {
 	host, _ := os.Hostname()
 	info := &atollpb.NodeInfo{NodeId: n.id.Bytes(), Address: "raylet", Resources: res, State: atollpb.NodeState_NODE_ALIVE,
 		StartTimeUnixMs: time.Now().UnixMilli(), ObjectStoreBytes: n.arena.Size(), Hostname: host,
-		IsHead: cfg.runsGCS(), IsDriver: cfg.Driver || cfg.embedded(),
+		IsHead: cfg.RunsGCS(), IsDriver: cfg.Driver || cfg.Embedded(),
 		FaultInjection: cfg.Head && (cfg.FaultInjection || cfg.NATSURL != "")}
 	var clusterCfg *raylet.ClusterConfig
-	if cfg.clustered() {
+	if !cfg.Embedded() {
 		n.gateway = n.newGateway(info) // started once the raylet runs
 		clusterCfg = n.gateway.RayletConfig(0)
 		if !cfg.Driver {
@@ -219,7 +262,7 @@ func (n *Node) start(ctx context.Context) error {
 			}
 		}
 	}
-	executor := cfg.Executor
+	executor := n.hooks.Executor
 	if executor == nil {
 		executor = processOnly{}
 	}
@@ -240,8 +283,8 @@ func (n *Node) start(ctx context.Context) error {
 		ReportActor:    func(info *atollpb.ActorInfo) { root.Send(reporterPID, info) },
 		Process:        n.withKillPoints(n.processConfig(), tp),
 		ProcessWorkers: workerproc.New(),
-		Deliver:        cfg.Deliver,
-		DeliverBorrows: cfg.DeliverBorrows,
+		Deliver:        n.hooks.Deliver,
+		DeliverBorrows: n.hooks.DeliverBorrows,
 		Middleware:     n.faultMiddleware(),
 		Cluster:        clusterCfg,
 	})
@@ -307,14 +350,14 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.startDashboard(); err != nil {
 		return err
 	}
-	if cfg.embedded() {
+	if cfg.Embedded() {
 		// A cluster node registers through its gateway (with its
 		// addresses); an embedded one directly.
 		if err := n.gcsClient.RegisterNode(ctx, info); err != nil {
 			return fmt.Errorf("atoll: register node: %w", err)
 		}
 	}
-	n.log.Debug("node started", "node", n.id.String(), "head", cfg.runsGCS(), "cpus", cfg.NumCPUs, "store_bytes", n.arena.Size())
+	n.log.Debug("node started", "node", n.id.String(), "head", cfg.RunsGCS(), "cpus", cfg.NumCPUs, "store_bytes", n.arena.Size())
 	return nil
 }
 
@@ -510,23 +553,23 @@ func (n *Node) withFaults(props *actor.Props) *actor.Props {
 
 // faultMiddleware returns the fault injector's middleware, if any.
 func (n *Node) faultMiddleware() []actor.ReceiverMiddleware {
-	if n.cfg.Faults == nil {
+	if n.hooks.Faults == nil {
 		return nil
 	}
-	return []actor.ReceiverMiddleware{n.cfg.Faults.ReceiverMiddleware()}
+	return []actor.ReceiverMiddleware{n.hooks.Faults.ReceiverMiddleware()}
 }
 
 // processConfig returns how the raylet starts worker processes, or nil
 // for goroutine workers.
 func (n *Node) processConfig() *raylet.ProcessConfig {
-	if n.cfg.Executor != nil {
+	if n.hooks.Executor != nil {
 		return nil
 	}
 	pc := &raylet.ProcessConfig{
 		Binary: n.cfg.WorkerBinary, Arena: n.arena.File(), ArenaSize: n.arena.Size(), Store: n.storePID,
 		GCS: n.gcsClient.Do, Output: n.cfg.WorkerOutput,
 	}
-	if n.cfg.clustered() && !n.cfg.Driver {
+	if !n.cfg.Embedded() && !n.cfg.Driver {
 		// A cluster node runs each job's own binary unless it was given one.
 		pc.PerJobBinary = true
 		pc.Args = []string{}
@@ -573,9 +616,9 @@ func (n *Node) connectControlPlane() error {
 		}
 		n.log.Info("GCS state", "dir", storeDir)
 		n.nats, err = natsembed.Start(natsembed.Config{Host: cfg.NodeIP, Port: cfg.Port, StoreDir: storeDir, ServerName: name,
-			Authorize:   cluster.Authorizer(n.sec.secret, cluster.DefaultPrefix, cfg.FaultInjection),
-			ConnectUser: cluster.HeadUser, ConnectPassword: n.sec.secret.NATSPassword(cluster.HeadUser),
-			TLS: n.sec.serverTLS, AuthLog: n.log})
+			Authorize:   cluster.Authorizer(n.sec.Secret, cluster.DefaultPrefix, cfg.FaultInjection),
+			ConnectUser: cluster.HeadUser, ConnectPassword: n.sec.Secret.NATSPassword(cluster.HeadUser),
+			TLS: n.sec.ServerTLS, AuthLog: n.log})
 		if err != nil {
 			return fmt.Errorf("atoll: embedded NATS on %s:%d: %w", cfg.NodeIP, cfg.Port, err)
 		}
@@ -624,14 +667,8 @@ func (n *Node) natsError(_ *nats.Conn, sub *nats.Subscription, err error) {
 // cluster.EnvAMMPolicies) run if it is on (Config.AMM, cluster.EnvAMM;
 // `atoll amm start|stop` changes it later), and drains run either way.
 func (n *Node) startAMM() error {
-	on, interval, err := cluster.AMMFromEnv(n.cfg.AMM, n.cfg.AMMInterval)
-	if err != nil {
-		return err
-	}
-	policies, err := cluster.AMMPoliciesFromEnv(n.cfg.AMMPolicies)
-	if err != nil {
-		return err
-	}
+	on, interval, policies := n.cfg.AMM, n.cfg.AMMInterval, n.cfg.AMMPolicies // the environment applied (nodeconfig.ApplyEnv)
+	var err error
 	n.amm, err = cluster.NewAMM(cluster.AMMConfig{Conn: n.nc, GCS: n.gcsClient, Interval: interval, Enabled: on,
 		Policies: policies, Logger: n.log})
 	if err != nil {
@@ -658,7 +695,7 @@ func (n *Node) newGateway(info *atollpb.NodeInfo) *cluster.Gateway {
 		StoreClient: objectstore.NewClient(n.system.Root, n.storePID, n.arena, ids.NewWorkerID()),
 		GCS:         n.gcsClient, NodeIP: n.cfg.NodeIP, TransferPort: n.cfg.TransferPort, GossipPort: n.cfg.GossipPort,
 		FailureBudget: n.cfg.FailureTimeout, Node: info, Logger: quiet(n.log), MaxInFlight: max(n.arena.Size()/4, 64<<20),
-		Secret: n.sec.secret, ServerTLS: n.sec.serverTLS, ClientTLS: n.sec.clientTLS, Partition: n.partition, Faults: n.cfg.Faults,
+		Secret: n.sec.Secret, ServerTLS: n.sec.ServerTLS, ClientTLS: n.sec.ClientTLS, Partition: n.partition, Faults: n.hooks.Faults,
 		OnTransfer: n.activity.transferred,
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/gcs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // ClusterStatus is what `atoll status` shows.
@@ -68,7 +69,7 @@ const maxLoads = 1 << 16
 // address file of the local head) with creds (the zero Credentials read
 // the environment and this machine's secret file) and reports its nodes: what the GCS
 // knows of each, and its latest load report (waited for at most 2 s).
-func GetClusterStatus(ctx context.Context, address string, creds Credentials) (*ClusterStatus, error) {
+func GetClusterStatus(ctx context.Context, address string, creds nodeconfig.Credentials) (*ClusterStatus, error) {
 	nc, url, err := DialCluster(address, "atoll-status", creds)
 	if err != nil {
 		return nil, err
@@ -173,23 +174,23 @@ func clusterStatusOn(ctx context.Context, nc *nats.Conn, url string) (*ClusterSt
 
 // ListNodes returns every node the GCS of the cluster at address knows,
 // dead ones included (`atoll list nodes`).
-func ListNodes(ctx context.Context, address string, creds Credentials) ([]*atollpb.NodeInfo, error) {
+func ListNodes(ctx context.Context, address string, creds nodeconfig.Credentials) ([]*atollpb.NodeInfo, error) {
 	return listGCS(ctx, address, creds, (*gcs.Client).ListNodes)
 }
 
 // ListActors returns every actor the GCS of the cluster at address knows:
 // state, node, restarts, death cause (`atoll list actors`).
-func ListActors(ctx context.Context, address string, creds Credentials) ([]*atollpb.ActorInfo, error) {
+func ListActors(ctx context.Context, address string, creds nodeconfig.Credentials) ([]*atollpb.ActorInfo, error) {
 	return listGCS(ctx, address, creds, (*gcs.Client).ListActors)
 }
 
 // ListJobs returns every job the GCS of the cluster at address knows
 // (`atoll list jobs`).
-func ListJobs(ctx context.Context, address string, creds Credentials) ([]*atollpb.JobInfo, error) {
+func ListJobs(ctx context.Context, address string, creds nodeconfig.Credentials) ([]*atollpb.JobInfo, error) {
 	return listGCS(ctx, address, creds, (*gcs.Client).ListJobs)
 }
 
-func listGCS[T any](ctx context.Context, address string, creds Credentials, list func(*gcs.Client, context.Context) ([]T, error)) ([]T, error) {
+func listGCS[T any](ctx context.Context, address string, creds nodeconfig.Credentials, list func(*gcs.Client, context.Context) ([]T, error)) ([]T, error) {
 	nc, _, err := DialCluster(address, "atoll-list", creds)
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/gcs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/raylet"
 )
 
@@ -50,7 +51,7 @@ const timelineTimeout = 5 * time.Second
 // (the last raylet.TimelineCap per node) and returns them ordered by start.
 // Nodes that do not answer within the context (and 5 s) are left out, as
 // are events with malformed ids.
-func GetTimeline(ctx context.Context, address string, creds Credentials) ([]TimelineEvent, error) {
+func GetTimeline(ctx context.Context, address string, creds nodeconfig.Credentials) ([]TimelineEvent, error) {
 	nc, _, err := DialCluster(address, "atoll-timeline", creds)
 	if err != nil {
 		return nil, err

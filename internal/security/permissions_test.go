@@ -19,6 +19,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/gcs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -148,7 +149,7 @@ func TestRolePermissions(t *testing.T) {
 	readSubject := gcs.ReadSubject(cluster.DefaultPrefix)
 
 	t.Run("reader", func(t *testing.T) {
-		creds := node.Credentials{ReaderToken: secret.NATSPassword(cluster.ReaderUser)}
+		creds := nodeconfig.Credentials{ReaderToken: secret.NATSPassword(cluster.ReaderUser)}
 		st, err := node.GetClusterStatus(context.Background(), c.Address(), creds)
 		if err != nil {
 			t.Fatalf("a reader's status: %v", err)
@@ -156,7 +157,7 @@ func TestRolePermissions(t *testing.T) {
 		if len(st.Nodes) < c.Len() {
 			t.Fatalf("a reader sees %d nodes, want at least %d", len(st.Nodes), c.Len())
 		}
-		if _, err := node.ListNodes(context.Background(), c.Address(), node.Credentials{ReaderToken: "00" + creds.ReaderToken[2:]}); !errors.Is(err, atoll.ErrUnauthenticated) {
+		if _, err := node.ListNodes(context.Background(), c.Address(), nodeconfig.Credentials{ReaderToken: "00" + creds.ReaderToken[2:]}); !errors.Is(err, atoll.ErrUnauthenticated) {
 			t.Fatalf("a wrong reader token: %v, want ErrUnauthenticated", err)
 		}
 

@@ -4,7 +4,7 @@
 // functions and actor types.
 //
 // A node process is the test binary (os.Executable()) started with
-// node.EnvNode set to its JSON-encoded node.Config. The package's
+// nodeconfig.EnvNode set to its JSON-encoded nodeconfig.Config. The package's
 // TestMain must hand such a process to atoll.Init before running tests:
 //
 //	func TestMain(m *testing.M) {
@@ -62,6 +62,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/localcluster"
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // Defaults of Options.
@@ -100,8 +101,8 @@ type Options struct {
 	// Config, if set, adjusts node i's config after the defaults above
 	// are applied (Head, Address, NodeIP, ports and SessionDir are
 	// reset afterwards).
-	Config func(i int, cfg *node.Config)
-	// NoFaultInjection starts the head without node.Config.FaultInjection
+	Config func(i int, cfg *nodeconfig.Config)
+	// NoFaultInjection starts the head without nodeconfig.Config.FaultInjection
 	// (test clusters allow it by default: tests kill and cut nodes).
 	NoFaultInjection bool
 	// Dashboard makes the head serve the dashboard on a free port
@@ -163,8 +164,8 @@ type Node struct {
 	// (host:port), if its Config.MetricsPort asked for it.
 	MetricsAddress string
 	// Config is the config the node was started with.
-	Config node.Config
-	// LogFile holds the node's stdout and stderr (node.Config.LogFile).
+	Config nodeconfig.Config
+	// LogFile holds the node's stdout and stderr (nodeconfig.Config.LogFile).
 	LogFile string
 	// DashboardURL is the dashboard the node serves (a head started with
 	// Options.Dashboard), else "".
@@ -204,11 +205,11 @@ func (n *Node) Signal(sig syscall.Signal) error { return n.proc.Signal(sig) }
 // StopTimeout) and, if the test failed, logs the tail of each node's log.
 func Start(t testing.TB, opts Options) *Cluster {
 	t.Helper()
-	if os.Getenv(node.EnvNode) != "" {
+	if os.Getenv(nodeconfig.EnvNode) != "" {
 		// A node process ran the tests instead of serving as a node: its
 		// TestMain does not call atoll.Init. Starting more nodes here
 		// would recurse.
-		t.Fatalf("testcluster.Start in a node process (%s is set): TestMain must call atoll.Init when atoll.IsWorker()", node.EnvNode)
+		t.Fatalf("testcluster.Start in a node process (%s is set): TestMain must call atoll.Init when atoll.IsWorker()", nodeconfig.EnvNode)
 	}
 	opts = opts.withDefaults()
 	if opts.Nodes < 1 {
@@ -256,7 +257,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 }
 
 // Address is the head's cluster address (host:port), for
-// atoll.WithAddress, node.GetClusterStatus or node.Config.Address.
+// atoll.WithAddress, node.GetClusterStatus or nodeconfig.Config.Address.
 func (c *Cluster) Address() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -280,7 +281,9 @@ func (c *Cluster) Secret() string { return c.secret.Hex() }
 
 // Credentials are the cluster's credentials, for node.DialCluster,
 // node.GetClusterStatus and the like.
-func (c *Cluster) Credentials() node.Credentials { return node.Credentials{Secret: c.Secret()} }
+func (c *Cluster) Credentials() nodeconfig.Credentials {
+	return nodeconfig.Credentials{Secret: c.Secret()}
+}
 
 // DialAs connects to the head's NATS as user (cluster.HeadUser,
 // cluster.NodeUser(id), cluster.ClientUser, cluster.ReaderUser) with the
@@ -383,7 +386,7 @@ func (c *Cluster) Restart(i int) *Node {
 // ready. cfg, if not nil, adjusts the node's config last (the defaults,
 // Options.Resources and Options.Config applied), so it may change
 // anything, ports included.
-func (c *Cluster) AddNode(cfg func(*node.Config)) *Node {
+func (c *Cluster) AddNode(cfg func(*nodeconfig.Config)) *Node {
 	c.t.Helper()
 	c.mu.Lock()
 	i := len(c.nodes)
@@ -454,8 +457,8 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 }
 
 // config is node i's config before it starts.
-func (c *Cluster) config(i int) node.Config {
-	cfg := node.Config{
+func (c *Cluster) config(i int) nodeconfig.Config {
+	cfg := nodeconfig.Config{
 		NumCPUs:           c.opts.NumCPUs,
 		ObjectStoreMemory: c.opts.ObjectStoreMemory,
 		FailureTimeout:    c.opts.FailureTimeout,
@@ -510,7 +513,7 @@ func (c *Cluster) sessionDir(i int) string {
 }
 
 // launch starts node i's process with cfg and waits until it is ready.
-func (c *Cluster) launch(i int, cfg node.Config) (*Node, error) {
+func (c *Cluster) launch(i int, cfg nodeconfig.Config) (*Node, error) {
 	c.mu.Lock()
 	c.seq++
 	logFile := filepath.Join(c.dir, fmt.Sprintf("node%d.%d.log", i, c.seq))
@@ -521,8 +524,8 @@ func (c *Cluster) launch(i int, cfg node.Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := append(localcluster.FilterEnv(os.Environ(), node.EnvNode), c.opts.Env...)
-	env = append(env, node.EnvNode+"="+string(cfgJSON))
+	env := append(localcluster.FilterEnv(os.Environ(), nodeconfig.EnvNode), c.opts.Env...)
+	env = append(env, nodeconfig.EnvNode+"="+string(cfgJSON))
 	// -test.run=^$: should TestMain not hand the process to atoll.Init,
 	// it runs no tests (and exits) rather than starting clusters itself.
 	p, ready, err := localcluster.StartProcess(c.exe, []string{"-test.run=^$"}, env, logFile, ReadyTimeout)
@@ -549,7 +552,7 @@ func (c *Cluster) conn() *nats.Conn {
 	defer c.mu.Unlock()
 	if c.nc == nil {
 		var err error
-		if c.nc, _, err = node.DialCluster(c.address, "testcluster", node.Credentials{Secret: c.secret.Hex()}, nats.MaxReconnects(-1)); err != nil {
+		if c.nc, _, err = node.DialCluster(c.address, "testcluster", nodeconfig.Credentials{Secret: c.secret.Hex()}, nats.MaxReconnects(-1)); err != nil {
 			c.t.Fatalf("testcluster: connect to %s: %v", c.address, err)
 		}
 	}

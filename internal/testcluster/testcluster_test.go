@@ -9,6 +9,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -80,7 +81,7 @@ func TestAddAndRestart(t *testing.T) {
 		t.Skip("starts node processes")
 	}
 	c := testcluster.Start(t, testcluster.Options{Nodes: 2})
-	added := c.AddNode(func(cfg *node.Config) { cfg.Resources = map[string]float64{"GPU": 2} })
+	added := c.AddNode(func(cfg *nodeconfig.Config) { cfg.Resources = map[string]float64{"GPU": 2} })
 	if added.Index != 2 || c.Len() != 3 || c.Node(2) != added || added.Config.Address != c.Address() {
 		t.Fatalf("added node %+v (cluster of %d)", added, c.Len())
 	}

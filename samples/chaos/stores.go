@@ -8,6 +8,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // storeReport is the end-of-run state of the stores.
@@ -62,7 +63,7 @@ func checkStores(ctx context.Context, address, secret string, victims []string, 
 }
 
 func storesOnce(ctx context.Context, address, secret string, victims []string) (storeReport, error) {
-	st, err := node.GetClusterStatus(ctx, address, node.Credentials{Secret: secret})
+	st, err := node.GetClusterStatus(ctx, address, nodeconfig.Credentials{Secret: secret})
 	if err != nil {
 		return storeReport{}, err
 	}

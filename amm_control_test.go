@@ -12,7 +12,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/cluster"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -176,7 +176,7 @@ func TestDrainNodeMidSort(t *testing.T) {
 	case <-time.After(testcluster.StopTimeout):
 		t.Fatal("the drained node's process did not exit")
 	}
-	st, err := node.GetClusterStatus(ctx, c.Address(), c.Credentials())
+	st, err := clusterclient.GetStatus(ctx, c.Address(), c.Credentials())
 	if err != nil {
 		t.Fatal(err)
 	}

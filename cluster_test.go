@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/natsembed"
-	"github.com/atoll-runtime/atoll/internal/node"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 	"github.com/atoll-runtime/atoll/internal/testmain"
@@ -125,7 +125,7 @@ func spreadNodes(ctx context.Context, t *testing.T, n int) []string {
 
 func pullsByNode(t *testing.T, c *testcluster.Cluster) map[string]uint64 {
 	t.Helper()
-	st, err := node.GetClusterStatus(context.Background(), c.Address(), c.Credentials())
+	st, err := clusterclient.GetStatus(context.Background(), c.Address(), c.Credentials())
 	if err != nil {
 		t.Fatalf("cluster status: %v", err)
 	}
@@ -152,7 +152,7 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("SPREAD tasks ran on %v, want every node %v", got, sorted(nodes))
 		}
 		// Every node's timeline has the attempts it ran.
-		events, err := node.GetTimeline(ctx, c.Address(), c.Credentials())
+		events, err := clusterclient.GetTimeline(ctx, c.Address(), c.Credentials())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -344,31 +344,31 @@ func TestCluster(t *testing.T) {
 }
 
 // waitDead waits until the cluster reports node id dead.
-func waitDead(c *testcluster.Cluster, id string) *node.ClusterStatus {
-	return c.WaitStatus(10*time.Second, func(st *node.ClusterStatus) bool {
+func waitDead(c *testcluster.Cluster, id string) *clusterclient.Status {
+	return c.WaitStatus(10*time.Second, func(st *clusterclient.Status) bool {
 		n, ok := findNode(st, id)
 		return ok && !n.Alive
 	})
 }
 
 // findNode returns node id's entry in st.
-func findNode(st *node.ClusterStatus, id string) (node.ClusterNode, bool) {
+func findNode(st *clusterclient.Status, id string) (clusterclient.NodeStatus, bool) {
 	for _, n := range st.Nodes {
 		if n.NodeID == id {
 			return n, true
 		}
 	}
-	return node.ClusterNode{}, false
+	return clusterclient.NodeStatus{}, false
 }
 
 // nodeStatus is node id's entry in the cluster's current status, once
 // its load report arrived (a status taken on a busy machine may lack it,
 // and an entry without a report says nothing of the node's store); false
 // if the node is not listed, or does not report within 10 s.
-func nodeStatus(ctx context.Context, c *testcluster.Cluster, id string) (node.ClusterNode, bool) {
+func nodeStatus(ctx context.Context, c *testcluster.Cluster, id string) (clusterclient.NodeStatus, bool) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st, err := node.GetClusterStatus(ctx, c.Address(), c.Credentials())
+		st, err := clusterclient.GetStatus(ctx, c.Address(), c.Credentials())
 		if err == nil {
 			n, ok := findNode(st, id)
 			if !ok || n.Reporting || !n.Alive {
@@ -376,7 +376,7 @@ func nodeStatus(ctx context.Context, c *testcluster.Cluster, id string) (node.Cl
 			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return node.ClusterNode{}, false
+			return clusterclient.NodeStatus{}, false
 		}
 	}
 }
@@ -411,7 +411,7 @@ func TestClusterGCSRestart(t *testing.T) {
 	oldHead := c.Node(0).ID
 	c.Kill(0)
 	c.Restart(0)
-	st := c.WaitStatus(20*time.Second, func(st *node.ClusterStatus) bool {
+	st := c.WaitStatus(20*time.Second, func(st *clusterclient.Status) bool {
 		known := map[string]bool{}
 		for _, n := range st.Nodes {
 			known[n.NodeID] = true

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/gcs"
-	"github.com/atoll-runtime/atoll/internal/node"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -30,7 +30,7 @@ func TestDriverDeclaredDead(t *testing.T) {
 		return false
 	})
 
-	nc, _, err := node.DialCluster(c.Address(), "test", c.Credentials())
+	nc, _, err := clusterclient.Dial(c.Address(), "test", c.Credentials())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -41,7 +41,7 @@ func TestHeadRestartKeepsTheCluster(t *testing.T) {
 		}
 	}
 	runJob("before the restart")
-	jobs, err := node.ListJobs(ctx, c.Address(), c.Credentials())
+	jobs, err := clusterclient.ListJobs(ctx, c.Address(), c.Credentials())
 	if err != nil || len(jobs) != 1 || !jobs[0].Finished {
 		t.Fatalf("jobs before the restart: %v, %v; want one finished", jobs, err)
 	}
@@ -62,7 +62,7 @@ func TestHeadRestartKeepsTheCluster(t *testing.T) {
 			s[oldHead.ID] == atollpb.NodeState_NODE_DEAD
 	})
 	t.Logf("%v after its restart the new head lists the running node alive and the crashed one dead", time.Since(restarted).Round(time.Millisecond))
-	jobs, err = node.ListJobs(ctx, c.Address(), c.Credentials())
+	jobs, err = clusterclient.ListJobs(ctx, c.Address(), c.Credentials())
 	if err != nil || len(jobs) != 1 || !bytes.Equal(jobs[0].JobId, finished) || !jobs[0].Finished {
 		t.Fatalf("jobs after the restart: %v, %v; want the finished job", jobs, err)
 	}
@@ -81,7 +81,7 @@ func TestHeadRestartKeepsTheCluster(t *testing.T) {
 	}
 
 	runJob("after the restart")
-	if jobs, err := node.ListJobs(ctx, c.Address(), c.Credentials()); err != nil || len(jobs) != 2 {
+	if jobs, err := clusterclient.ListJobs(ctx, c.Address(), c.Credentials()); err != nil || len(jobs) != 2 {
 		t.Fatalf("jobs after a second one: %v, %v; want both", jobs, err)
 	}
 }
@@ -116,7 +116,7 @@ func TestHeadRestartForgetsNodesThatDiedMeanwhile(t *testing.T) {
 // nodeStates is the state of every node the cluster's GCS lists, by id.
 func nodeStates(ctx context.Context, t *testing.T, c *testcluster.Cluster) map[string]atollpb.NodeState {
 	t.Helper()
-	nodes, err := node.ListNodes(ctx, c.Address(), c.Credentials())
+	nodes, err := clusterclient.ListNodes(ctx, c.Address(), c.Credentials())
 	if err != nil {
 		t.Fatalf("list nodes: %v", err)
 	}

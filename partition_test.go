@@ -11,7 +11,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/faultplan"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -96,7 +96,7 @@ func TestPartitionHeals(t *testing.T) {
 	// node dead; each survivor's gateway has the others as peers.
 	alive := []string{head.ID, other.ID, driver}
 	slices.Sort(alive)
-	st := c.WaitStatus(30*time.Second, func(st *node.ClusterStatus) bool {
+	st := c.WaitStatus(30*time.Second, func(st *clusterclient.Status) bool {
 		var live []string
 		victimDead := false
 		for _, n := range st.Nodes {

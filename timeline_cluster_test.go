@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/raylet"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
@@ -55,7 +55,7 @@ func TestTimelineShowsActorsTransfersAndSpills(t *testing.T) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		events, err := node.GetTimeline(ctx, c.Address(), c.Credentials())
+		events, err := clusterclient.GetTimeline(ctx, c.Address(), c.Credentials())
 		if err != nil {
 			t.Fatal(err)
 		}

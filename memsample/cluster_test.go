@@ -19,6 +19,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/actors"
 	"github.com/atoll-runtime/atoll/internal/cluster"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/node"
@@ -91,7 +92,7 @@ func TestClusterSampler(t *testing.T) {
 	head := startNode(t, nodeconfig.Config{Head: true, GCSDir: t.TempDir()})
 	creds := nodeconfig.Credentials{Secret: head.Secret()}
 	member := startNode(t, nodeconfig.Config{Address: head.Address(), Credentials: creds})
-	nc, _, err := node.DialCluster(head.Address(), "test", creds)
+	nc, _, err := clusterclient.Dial(head.Address(), "test", creds)
 	if err != nil {
 		t.Fatal(err)
 	}

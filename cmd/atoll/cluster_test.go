@@ -22,6 +22,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/amm"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/node"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
@@ -268,9 +269,9 @@ func TestStartChildArgs(t *testing.T) {
 }
 
 func TestStatusTable(t *testing.T) {
-	st := &node.ClusterStatus{
+	st := &clusterclient.Status{
 		Address: "nats://127.0.0.1:6380",
-		Nodes: []node.ClusterNode{
+		Nodes: []clusterclient.NodeStatus{
 			{NodeID: "bbbbbbbb11112222", Hostname: "w1", Alive: true, Reporting: true,
 				Total: map[string]float64{"CPU": 4, "GPU": 1}, Available: map[string]float64{"CPU": 2.5, "GPU": 0},
 				Queued: 3, Running: 2, StoreUsed: 3 << 29, StoreCap: 2 << 30, Pulls: 7},
@@ -306,7 +307,7 @@ func TestStatusTable(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if err := printStatus(&out, &node.ClusterStatus{Nodes: []node.ClusterNode{{NodeID: "ab", IsHead: true, Alive: true, Reporting: true}}}, false); err != nil {
+	if err := printStatus(&out, &clusterclient.Status{Nodes: []clusterclient.NodeStatus{{NodeID: "ab", IsHead: true, Alive: true, Reporting: true}}}, false); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasSuffix(out.String(), "\n1 node alive (1 head, 0 workers), 0 dead\n") {
@@ -527,7 +528,7 @@ func checkOneHead(t *testing.T, rec nodeRecord, args ...string) {
 	if err != nil {
 		t.Fatalf("status: %v\n%s", err, stderr)
 	}
-	var st node.ClusterStatus
+	var st clusterclient.Status
 	if err := json.Unmarshal([]byte(stdout), &st); err != nil {
 		t.Fatalf("status --json: %v\n%s", err, stdout)
 	}
@@ -702,7 +703,7 @@ func TestStartDetachedStop(t *testing.T) {
 }
 
 func TestMemoryTable(t *testing.T) {
-	st := &node.ClusterStatus{Nodes: []node.ClusterNode{
+	st := &clusterclient.Status{Nodes: []clusterclient.NodeStatus{
 		{NodeID: "bbbbbbbb22", Alive: true, Reporting: true, StoreUsed: 3 << 29, StoreCap: 2 << 30, Objects: 4,
 			SpilledBytes: 1 << 30, SpillFiles: 2, SpilledTotal: 3 << 30, RestoredTotal: 2 << 30, Pulls: 5, PulledBytes: 5 << 20},
 		{NodeID: "aaaaaaaa11", IsHead: true, Alive: true, Reporting: true, StoreUsed: 1 << 20, StoreCap: 1 << 30, PinnedBytes: 1 << 20, Objects: 1},
@@ -741,9 +742,9 @@ func TestMemoryTable(t *testing.T) {
 }
 
 func TestAMMStatusText(t *testing.T) {
-	st := &node.AMMStatus{Enabled: true, Interval: 2 * time.Second, Policies: []string{"Replicate", "ReduceReplicas"}, Rounds: 7,
+	st := &clusterclient.AMMStatus{Enabled: true, Interval: 2 * time.Second, Policies: []string{"Replicate", "ReduceReplicas"}, Rounds: 7,
 		Nodes: 3, Objects: 10, Copies: 14, Dropped: 4, Replicated: 2, Refused: map[string]uint64{"primary": 3, "last-copy": 1},
-		Drains: []node.DrainStatus{{NodeID: "cccccccc33", Start: time.Now().Add(-3 * time.Second), ObjectsLeft: 2, BytesLeft: 3 << 20, Running: 1, State: "moving objects"}}}
+		Drains: []clusterclient.DrainStatus{{NodeID: "cccccccc33", Start: time.Now().Add(-3 * time.Second), ObjectsLeft: 2, BytesLeft: 3 << 20, Running: 1, State: "moving objects"}}}
 	var out bytes.Buffer
 	if err := printAMM(&out, st, false); err != nil {
 		t.Fatal(err)
@@ -764,7 +765,7 @@ func TestAMMStatusText(t *testing.T) {
 	if err := printAMM(&out, st, true); err != nil {
 		t.Fatal(err)
 	}
-	var back node.AMMStatus
+	var back clusterclient.AMMStatus
 	if err := json.Unmarshal(out.Bytes(), &back); err != nil || back.Rounds != 7 || len(back.Drains) != 1 || back.Drains[0].BytesLeft != 3<<20 {
 		t.Fatalf("--json: %v %+v", err, back)
 	}
@@ -772,7 +773,7 @@ func TestAMMStatusText(t *testing.T) {
 
 func TestChromeTrace(t *testing.T) {
 	start := time.Unix(1000, 0)
-	events := []node.TimelineEvent{
+	events := []clusterclient.TimelineEvent{
 		{NodeID: "aaaaaaaa11", WorkerID: "w1w1w1w1", TaskID: "t1", Name: "f", Start: start, End: start.Add(2 * time.Millisecond)},
 		{NodeID: "aaaaaaaa11", WorkerID: "w2w2w2w2", TaskID: "t2", Name: "g", Start: start, End: start.Add(time.Millisecond), Failed: true},
 		{NodeID: "bbbbbbbb22", WorkerID: "w3w3w3w3", TaskID: "t3", Name: "f", Start: start.Add(time.Millisecond), End: start.Add(3 * time.Millisecond)},

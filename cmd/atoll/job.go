@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/node"
@@ -52,7 +53,7 @@ func (q *clusterQuery) dial(name string) (*nats.Conn, error) {
 	if address == "" {
 		address = envAddress()
 	}
-	nc, _, err := node.DialCluster(address, name, nodeconfig.Credentials{})
+	nc, _, err := clusterclient.Dial(address, name, nodeconfig.Credentials{})
 	return nc, err
 }
 
@@ -251,7 +252,7 @@ func newJobListCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
-			jobs, err := node.ListJobs(ctx, address, nodeconfig.Credentials{})
+			jobs, err := clusterclient.ListJobs(ctx, address, nodeconfig.Credentials{})
 			if err != nil {
 				return err
 			}

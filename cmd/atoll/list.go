@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/errs"
-	"github.com/atoll-runtime/atoll/internal/node"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
@@ -50,19 +50,19 @@ jobs and submitted ones: state, start and end).`,
 func list(ctx context.Context, w io.Writer, address, kind string, asJSON bool) error {
 	switch kind {
 	case "nodes":
-		nodes, err := node.ListNodes(ctx, address, nodeconfig.Credentials{})
+		nodes, err := clusterclient.ListNodes(ctx, address, nodeconfig.Credentials{})
 		if err != nil {
 			return err
 		}
 		return printNodes(w, nodes, asJSON)
 	case "actors":
-		actors, err := node.ListActors(ctx, address, nodeconfig.Credentials{})
+		actors, err := clusterclient.ListActors(ctx, address, nodeconfig.Credentials{})
 		if err != nil {
 			return err
 		}
 		return printActors(w, actors, asJSON)
 	}
-	jobs, err := node.ListJobs(ctx, address, nodeconfig.Credentials{})
+	jobs, err := clusterclient.ListJobs(ctx, address, nodeconfig.Credentials{})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/gcs"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -51,7 +52,7 @@ enough.`,
 			}
 			out := cmd.OutOrStdout()
 			lctx, cancel := context.WithTimeout(ctx, statusTimeout)
-			n, nerr := node.ResolveNode(lctx, gcs.NewClient(nc, gcs.ClientOptions{}), a[0])
+			n, nerr := clusterclient.ResolveNode(lctx, gcs.NewClient(nc, gcs.ClientOptions{}), a[0])
 			cancel()
 			if nerr == nil {
 				return node.FollowLog(ctx, nc, n, atollpb.LogKind_LOG_NODE, nil, offset, follow, out)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/errs"
-	"github.com/atoll-runtime/atoll/internal/node"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/memsample"
 )
@@ -59,7 +59,7 @@ value, so peaks stay exact.`,
 			}
 			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
-			st, err := node.GetClusterStatus(ctx, address, nodeconfig.Credentials{})
+			st, err := clusterclient.GetStatus(ctx, address, nodeconfig.Credentials{})
 			if err != nil {
 				return err
 			}
@@ -88,7 +88,7 @@ type memoryRow struct {
 	PulledBytes   uint64 `json:"pulled_bytes"`
 }
 
-func printMemory(w io.Writer, st *node.ClusterStatus, asJSON bool) error {
+func printMemory(w io.Writer, st *clusterclient.Status, asJSON bool) error {
 	var rows []memoryRow
 	var total memoryRow
 	for _, n := range st.Nodes {
@@ -217,7 +217,7 @@ func runSample(cmd *cobra.Command, address string, f sampleFlags) error {
 	if err != nil {
 		return err
 	}
-	nc, url, err := node.DialCluster(address, "atoll-memory", nodeconfig.Credentials{})
+	nc, url, err := clusterclient.Dial(address, "atoll-memory", nodeconfig.Credentials{})
 	if err != nil {
 		return err
 	}

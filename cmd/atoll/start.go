@@ -26,6 +26,7 @@ import (
 
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/cluster"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/localcluster"
 	"github.com/atoll-runtime/atoll/internal/node"
@@ -302,7 +303,7 @@ func joinAddress(given bool, address string) (string, error) {
 		return "", errs.Invalidf("--address is empty: want HOST:PORT of the head (or \"auto\")")
 	}
 	if address == "" || address == "auto" {
-		u, err := node.ResolveAddress("auto")
+		u, err := clusterclient.ResolveAddress("auto")
 		if err != nil {
 			return "", fmt.Errorf("give --head to start a new cluster or --address HOST:PORT to join one: %w", err)
 		}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/raylet"
 )
@@ -31,7 +31,7 @@ picture, with actor calls and nested spans, export the OpenTelemetry traces
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
-			events, err := node.GetTimeline(ctx, address, nodeconfig.Credentials{})
+			events, err := clusterclient.GetTimeline(ctx, address, nodeconfig.Credentials{})
 			if err != nil {
 				return err
 			}
@@ -72,7 +72,7 @@ type chromeEvent struct {
 
 // writeChromeTrace writes events as {"traceEvents": [...]}: each node a
 // process, each worker a thread (both named by metadata events).
-func writeChromeTrace(w io.Writer, events []node.TimelineEvent) error {
+func writeChromeTrace(w io.Writer, events []clusterclient.TimelineEvent) error {
 	pids, tids := map[string]int{}, map[string]int{}
 	var out []chromeEvent
 	for _, e := range events {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/node"
@@ -20,7 +21,7 @@ import (
 
 // A head generates a secret when it finds none; a node or a client that
 // does not hold it cannot join or connect, whether it has none, another
-// one, or goes around DialCluster with a bare NATS connection.
+// one, or goes around clusterclient.Dial with a bare NATS connection.
 func TestJoinNeedsTheSecret(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir()) // no secret file of a real cluster
 	head := startNode(t, nodeconfig.Config{Head: true, RandomPorts: true, NumCPUs: 1, ObjectStoreMemory: 16 << 20})
@@ -36,7 +37,7 @@ func TestJoinNeedsTheSecret(t *testing.T) {
 			}
 			t.Fatalf("%s: joining: %v, want ErrUnauthenticated", name, err)
 		}
-		if _, err := node.ListNodes(context.Background(), head.Address(), creds); !errors.Is(err, errs.ErrUnauthenticated) {
+		if _, err := clusterclient.ListNodes(context.Background(), head.Address(), creds); !errors.Is(err, errs.ErrUnauthenticated) {
 			t.Fatalf("%s: ListNodes: %v, want ErrUnauthenticated", name, err)
 		}
 	}
@@ -44,7 +45,7 @@ func TestJoinNeedsTheSecret(t *testing.T) {
 		nc.Close()
 		t.Fatal("a NATS client without the token connected to the head")
 	}
-	nodes, err := node.ListNodes(context.Background(), head.Address(), nodeconfig.Credentials{Secret: head.Secret()})
+	nodes, err := clusterclient.ListNodes(context.Background(), head.Address(), nodeconfig.Credentials{Secret: head.Secret()})
 	if err != nil || len(nodes) != 1 {
 		t.Fatalf("ListNodes with the secret: %d nodes, %v", len(nodes), err)
 	}
@@ -60,7 +61,7 @@ func TestSecretSources(t *testing.T) {
 	list := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_, err := node.ListNodes(ctx, head.Address(), nodeconfig.Credentials{})
+		_, err := clusterclient.ListNodes(ctx, head.Address(), nodeconfig.Credentials{})
 		return err
 	}
 	if err := list(); !errors.Is(err, errs.ErrUnauthenticated) {
@@ -114,7 +115,7 @@ func TestTLSCluster(t *testing.T) {
 	member := startNode(t, nodeconfig.Config{Address: head.Address(), RandomPorts: true, NumCPUs: 1, ObjectStoreMemory: 16 << 20, Credentials: creds})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	waitStatus(ctx, t, head.Address(), creds, func(st *node.ClusterStatus) bool {
+	waitStatus(ctx, t, head.Address(), creds, func(st *clusterclient.Status) bool {
 		alive := 0
 		for _, n := range st.Nodes {
 			if n.Alive && (n.NodeID == head.ID().String() || n.NodeID == member.ID().String()) {
@@ -125,7 +126,7 @@ func TestTLSCluster(t *testing.T) {
 	})
 	plain := creds
 	plain.TLSCert, plain.TLSKey, plain.TLSCA = "", "", ""
-	if _, err := node.ListNodes(ctx, head.Address(), plain); err == nil {
+	if _, err := clusterclient.ListNodes(ctx, head.Address(), plain); err == nil {
 		t.Fatal("a client without TLS listed the nodes of a TLS cluster")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/dashboard"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/raylet"
@@ -42,7 +43,7 @@ func (n *Node) DashboardURL() string {
 type dashboardSource struct{ n *Node }
 
 func (s dashboardSource) Status(ctx context.Context) (*dashboard.Status, error) {
-	st, err := clusterStatusOn(ctx, s.n.nc, s.n.clusterAddress)
+	st, err := clusterclient.StatusOn(ctx, s.n.nc, s.n.clusterAddress)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +75,7 @@ func (s dashboardSource) Jobs(ctx context.Context) ([]*atollpb.JobInfo, error) {
 }
 
 func (s dashboardSource) Timeline(ctx context.Context) ([]dashboard.TaskAttempt, error) {
-	evs, err := timelineOn(ctx, s.n.nc)
+	evs, err := clusterclient.TimelineOn(ctx, s.n.nc)
 	if err != nil {
 		return nil, err
 	}
@@ -100,5 +101,5 @@ func (s dashboardSource) Timeline(ctx context.Context) ([]dashboard.TaskAttempt,
 }
 
 func (s dashboardSource) NodeLog(ctx context.Context, node ids.NodeID, maxBytes int) (*atollpb.NodeLog, error) {
-	return nodeLogOn(ctx, s.n.nc, node, maxBytes)
+	return clusterclient.NodeLog(ctx, s.n.nc, node, maxBytes)
 }

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/gcs"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -62,7 +63,7 @@ func SubmitJob(ctx context.Context, nc *nats.Conn, sub JobSubmission, progress f
 	}
 	var target ids.NodeID
 	if sub.Node != "" {
-		if target, err = ResolveNode(ctx, g, sub.Node); err != nil {
+		if target, err = clusterclient.ResolveNode(ctx, g, sub.Node); err != nil {
 			return ids.JobID{}, err
 		}
 	}
@@ -199,7 +200,7 @@ func request(ctx context.Context, nc *nats.Conn, node ids.NodeID, kind string, r
 
 // requestError types a failed NATS request.
 func requestError(what string, err error) error {
-	if v := LastPermissionViolation(); v != nil && errors.Is(err, nats.ErrConnectionClosed) {
+	if v := clusterclient.LastPermissionViolation(); v != nil && errors.Is(err, nats.ErrConnectionClosed) {
 		return v
 	}
 	if errors.Is(err, nats.ErrNoResponders) {

@@ -20,6 +20,7 @@ import (
 	"github.com/atoll-runtime/atoll/faultplan"
 	"github.com/atoll-runtime/atoll/internal/actors"
 	"github.com/atoll-runtime/atoll/internal/cluster"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/dashboard"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/gcs"
@@ -641,7 +642,7 @@ func (n *Node) connectControlPlane() error {
 	// Everything this node sends other nodes goes through its network
 	// switch, so that a fault plan can partition it (cluster/partition.go).
 	n.partition = partition.New(n.partitionChanged)
-	if n.nc, url, err = dialCluster(url, name, n.sec, cluster.NodeUser(n.id), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
+	if n.nc, url, err = clusterclient.DialAs(url, name, n.sec, cluster.NodeUser(n.id), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
 		nats.SetCustomDialer(n.partition), nats.ErrorHandler(n.natsError)); err != nil {
 		return err
 	}

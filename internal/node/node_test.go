@@ -18,6 +18,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/node"
@@ -208,14 +209,14 @@ func TestClusterNodes(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	byID := func(st *node.ClusterStatus) map[string]node.ClusterNode {
-		m := map[string]node.ClusterNode{}
+	byID := func(st *clusterclient.Status) map[string]clusterclient.NodeStatus {
+		m := map[string]clusterclient.NodeStatus{}
 		for _, cn := range st.Nodes {
 			m[cn.NodeID] = cn
 		}
 		return m
 	}
-	st := waitStatus(ctx, t, head.Address(), creds, func(st *node.ClusterStatus) bool {
+	st := waitStatus(ctx, t, head.Address(), creds, func(st *clusterclient.Status) bool {
 		m := byID(st)
 		return len(m) == 3 && m[head.ID().String()].Reporting && m[member.ID().String()].Reporting && m[driver.ID().String()].Reporting
 	})
@@ -232,17 +233,17 @@ func TestClusterNodes(t *testing.T) {
 	if st.Address != head.Address() {
 		t.Errorf("status address %q, want %q", st.Address, head.Address())
 	}
-	nodes, err := node.ListNodes(ctx, head.Address(), creds)
+	nodes, err := clusterclient.ListNodes(ctx, head.Address(), creds)
 	if err != nil || len(nodes) != 3 {
 		t.Fatalf("ListNodes: %d nodes, %v", len(nodes), err)
 	}
-	if actors, err := node.ListActors(ctx, head.Address(), creds); err != nil || len(actors) != 0 {
+	if actors, err := clusterclient.ListActors(ctx, head.Address(), creds); err != nil || len(actors) != 0 {
 		t.Fatalf("ListActors: %v, %v", actors, err)
 	}
-	if jobs, err := node.ListJobs(ctx, head.Address(), creds); err != nil || len(jobs) != 0 {
+	if jobs, err := clusterclient.ListJobs(ctx, head.Address(), creds); err != nil || len(jobs) != 0 {
 		t.Fatalf("ListJobs: %v, %v", jobs, err)
 	}
-	if events, err := node.GetTimeline(ctx, head.Address(), creds); err != nil || len(events) != 0 {
+	if events, err := clusterclient.GetTimeline(ctx, head.Address(), creds); err != nil || len(events) != 0 {
 		t.Fatalf("GetTimeline with no task run: %v, %v", events, err)
 	}
 
@@ -250,19 +251,19 @@ func TestClusterNodes(t *testing.T) {
 	if err := member.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(ctx, t, head.Address(), creds, func(st *node.ClusterStatus) bool {
+	waitStatus(ctx, t, head.Address(), creds, func(st *clusterclient.Status) bool {
 		w, ok := byID(st)[member.ID().String()]
 		return ok && !w.Alive
 	})
 }
 
-// waitStatus polls GetClusterStatus until cond holds or ctx ends.
-func waitStatus(ctx context.Context, t *testing.T, address string, creds nodeconfig.Credentials, cond func(*node.ClusterStatus) bool) *node.ClusterStatus {
+// waitStatus polls clusterclient.GetStatus until cond holds or ctx ends.
+func waitStatus(ctx context.Context, t *testing.T, address string, creds nodeconfig.Credentials, cond func(*clusterclient.Status) bool) *clusterclient.Status {
 	t.Helper()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		st, err := node.GetClusterStatus(ctx, address, creds)
+		st, err := clusterclient.GetStatus(ctx, address, creds)
 		if err == nil && cond(st) {
 			return st
 		}
@@ -306,7 +307,7 @@ func TestRunPrintsReadyLineAndStops(t *testing.T) {
 	}
 	qctx, qcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer qcancel()
-	nodes, err := node.ListNodes(qctx, ready.Address, creds)
+	nodes, err := clusterclient.ListNodes(qctx, ready.Address, creds)
 	if err != nil || len(nodes) != 1 {
 		t.Fatalf("the node process's cluster: %v, %v", nodes, err)
 	}

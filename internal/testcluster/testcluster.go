@@ -57,11 +57,11 @@ import (
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/cluster"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/gcs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/localcluster"
-	"github.com/atoll-runtime/atoll/internal/node"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
@@ -257,7 +257,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 }
 
 // Address is the head's cluster address (host:port), for
-// atoll.WithAddress, node.GetClusterStatus or nodeconfig.Config.Address.
+// atoll.WithAddress, clusterclient.GetStatus or nodeconfig.Config.Address.
 func (c *Cluster) Address() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -279,8 +279,8 @@ func (c *Cluster) DashboardURL() string {
 // atoll.WithSecret.
 func (c *Cluster) Secret() string { return c.secret.Hex() }
 
-// Credentials are the cluster's credentials, for node.DialCluster,
-// node.GetClusterStatus and the like.
+// Credentials are the cluster's credentials, for clusterclient.Dial,
+// clusterclient.GetStatus and the like.
 func (c *Cluster) Credentials() nodeconfig.Credentials {
 	return nodeconfig.Credentials{Secret: c.Secret()}
 }
@@ -410,10 +410,10 @@ func (c *Cluster) AddNode(cfg func(*nodeconfig.Config)) *Node {
 	return n
 }
 
-// WaitStatus polls node.GetClusterStatus until cond holds, failing the
+// WaitStatus polls clusterclient.GetStatus until cond holds, failing the
 // test after timeout with the last status or error. It returns the status
 // that satisfied cond.
-func (c *Cluster) WaitStatus(timeout time.Duration, cond func(*node.ClusterStatus) bool) *node.ClusterStatus {
+func (c *Cluster) WaitStatus(timeout time.Duration, cond func(*clusterclient.Status) bool) *clusterclient.Status {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -421,7 +421,7 @@ func (c *Cluster) WaitStatus(timeout time.Duration, cond func(*node.ClusterStatu
 	defer tick.Stop()
 	var last string
 	for {
-		st, err := node.GetClusterStatus(ctx, c.Address(), c.Credentials())
+		st, err := clusterclient.GetStatus(ctx, c.Address(), c.Credentials())
 		if err == nil && cond(st) {
 			return st
 		}
@@ -552,7 +552,7 @@ func (c *Cluster) conn() *nats.Conn {
 	defer c.mu.Unlock()
 	if c.nc == nil {
 		var err error
-		if c.nc, _, err = node.DialCluster(c.address, "testcluster", nodeconfig.Credentials{Secret: c.secret.Hex()}, nats.MaxReconnects(-1)); err != nil {
+		if c.nc, _, err = clusterclient.Dial(c.address, "testcluster", nodeconfig.Credentials{Secret: c.secret.Hex()}, nats.MaxReconnects(-1)); err != nil {
 			c.t.Fatalf("testcluster: connect to %s: %v", c.address, err)
 		}
 	}

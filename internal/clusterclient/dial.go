@@ -1,4 +1,4 @@
-package node
+package clusterclient
 
 import (
 	"errors"
@@ -35,24 +35,27 @@ func ResolveAddress(address string) (string, error) {
 	return address, nil
 }
 
-// DialCluster connects to the NATS server of the cluster at address (as
-// ResolveAddress reads it) with creds (see nodeconfig.Credentials; the zero value
-// reads the environment and this machine's secret file), naming the
+// Dial connects to the NATS server of the cluster at address (as
+// ResolveAddress reads it) with creds (see nodeconfig.Credentials; the
+// zero value reads the environment and this machine's secret file),
+// naming the
 // connection name, and returns the connection and its URL. It connects
 // as cluster.ClientUser with the secret, else as cluster.ReaderUser with
 // a reader token (Credentials.ReaderToken). An unreachable cluster is
 // ErrUnavailable; no secret or token, or one the cluster refuses, is
 // ErrUnauthenticated.
-func DialCluster(address, name string, creds nodeconfig.Credentials, opts ...nats.Option) (*nats.Conn, string, error) {
+func Dial(address, name string, creds nodeconfig.Credentials, opts ...nats.Option) (*nats.Conn, string, error) {
 	sec, err := creds.Resolve()
 	if err != nil {
 		return nil, "", err
 	}
-	return dialCluster(address, name, sec, cluster.ClientUser, opts...)
+	return DialAs(address, name, sec, cluster.ClientUser, opts...)
 }
 
-// dialCluster connects as user (see nodeconfig.Security.NATSOptions).
-func dialCluster(address, name string, sec nodeconfig.Security, user string, opts ...nats.Option) (*nats.Conn, string, error) {
+// DialAs is Dial with resolved credentials, connecting as user (one of
+// the roles of cluster.Permissions: a node connects as
+// cluster.NodeUser(id); see nodeconfig.Security.NATSOptions).
+func DialAs(address, name string, sec nodeconfig.Security, user string, opts ...nats.Option) (*nats.Conn, string, error) {
 	url, err := ResolveAddress(address)
 	if err != nil {
 		return nil, "", err
@@ -72,11 +75,11 @@ func dialCluster(address, name string, sec nodeconfig.Security, user string, opt
 	return nc, url, nil
 }
 
-// lastViolation is the latest permissions violation a DialCluster
+// lastViolation is the latest permissions violation a Dial
 // connection was closed for.
 var lastViolation atomic.Pointer[error]
 
-// closeOnViolation closes a DialCluster connection the server refused a
+// closeOnViolation closes a Dial connection the server refused a
 // subject to (its role may not publish or subscribe there: a reader asking
 // for a change): the requests waiting on it fail at once instead of at
 // their deadlines, and LastPermissionViolation tells why.
@@ -90,7 +93,7 @@ func closeOnViolation(nc *nats.Conn, _ *nats.Subscription, err error) {
 }
 
 // LastPermissionViolation is the ErrPermissionDenied of the latest
-// DialCluster connection closed because the cluster refused it a subject,
+// Dial connection closed because the cluster refused it a subject,
 // or nil.
 func LastPermissionViolation() error {
 	if e := lastViolation.Load(); e != nil {

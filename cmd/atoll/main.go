@@ -22,11 +22,11 @@
 // A head started with `atoll start --head` also serves the web dashboard
 // (package dashboard) on --dashboard-port, 8265 by default.
 //
-// The cluster commands are a thin layer over package node: `atoll start`
-// runs node.Start, the queries call clusterclient.GetStatus, clusterclient.ListNodes,
-// clusterclient.ListActors, clusterclient.ListJobs and clusterclient.GetTimeline, and the dashboard
-// reads the same queries on the head's own connection; the jobs call
-// node.SubmitJob, node.GetJob, node.StopJob and node.FollowLog.
+// The cluster commands are a thin layer over internal packages: `atoll
+// start` runs node.Start; the queries call clusterclient (GetStatus,
+// ListNodes, ListActors, ListJobs, GetTimeline), which the dashboard
+// reads too, on the head's own connection; the job commands call jobs
+// (Submit, Get, Stop, FollowLog).
 //
 // Every command prints in one style (output.go): --json is one JSON
 // document, snake_case keys, hex ids; tables align text left and numbers

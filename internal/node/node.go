@@ -28,6 +28,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/lockfile"
 	"github.com/atoll-runtime/atoll/internal/natsembed"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
+	"github.com/atoll-runtime/atoll/internal/nodemetrics"
 	"github.com/atoll-runtime/atoll/internal/objectstore"
 	"github.com/atoll-runtime/atoll/internal/partition"
 	"github.com/atoll-runtime/atoll/internal/raylet"
@@ -81,11 +82,11 @@ type Node struct {
 	gateway     *cluster.Gateway // nil on an embedded node
 	amm         *cluster.AMM     // the head's Active Memory Manager, if on
 	ammPID      *actor.PID
-	unsubscribe func()                      // the raylet's actor events
-	metrics     atomic.Pointer[nodeMetrics] // set once Start registered them
-	activity    *activity                   // transfers, spills and restores → timeline and spans
-	logSub      *nats.Subscription          // log requests (logs.go); cluster nodes
-	dashboard   *dashboard.Server           // a head's, if it serves one (dashboard.go)
+	unsubscribe func()                              // the raylet's actor events
+	metrics     atomic.Pointer[nodemetrics.Metrics] // set once Start registered them (metrics.go)
+	activity    *activity                           // transfers, spills and restores → timeline and spans
+	logSub      *nats.Subscription                  // log requests (logs.go); cluster nodes
+	dashboard   *dashboard.Server                   // a head's, if it serves one (dashboard.go)
 	// rejoinCancel ends the goroutines of rejoin.go; rejoinWG waits for them.
 	rejoinCancel context.CancelFunc
 	rejoinWG     sync.WaitGroup

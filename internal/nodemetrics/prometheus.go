@@ -1,4 +1,4 @@
-package node
+package nodemetrics
 
 import (
 	"context"
@@ -25,24 +25,24 @@ import (
 
 // ownMeterProvider makes the node's own meter provider when something
 // reads it: a Prometheus exporter behind an HTTP server on
-// NodeIP:MetricsPort, and an OTLP exporter when the standard
+// Config.Host:Port, and an OTLP exporter when the standard
 // OTEL_EXPORTER_OTLP_* variables configure one. Both nil when neither.
-func (n *Node) ownMeterProvider(ctx context.Context) (*sdkmetric.MeterProvider, *metricsServer, error) {
+func ownMeterProvider(ctx context.Context, cfg Config) (*sdkmetric.MeterProvider, *metricsServer, error) {
 	var opts []sdkmetric.Option
 	var server *metricsServer
-	if port := n.cfg.MetricsPort; port != 0 {
+	if port := cfg.Port; port != 0 {
 		reg := promclient.NewRegistry()
 		exp, err := otelprom.New(otelprom.WithRegisterer(reg))
 		if err != nil {
 			return nil, nil, err
 		}
-		s, err := listenMetrics(n.cfg.NodeIP, port, reg)
+		s, err := listenMetrics(cfg.Host, port, reg)
 		if err != nil {
-			if !n.cfg.MetricsBestEffort {
+			if !cfg.BestEffort {
 				_ = exp.Shutdown(ctx)
 				return nil, nil, err
 			}
-			n.log.Warn("serving no Prometheus metrics", "err", err)
+			cfg.Logger.Warn("serving no Prometheus metrics", "err", err)
 			_ = exp.Shutdown(ctx)
 		} else {
 			server = s

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,7 +19,6 @@ import (
 	"github.com/atoll-runtime/atoll/faultplan"
 	"github.com/atoll-runtime/atoll/internal/actors"
 	"github.com/atoll-runtime/atoll/internal/cluster"
-	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/dashboard"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/gcs"
@@ -559,166 +557,6 @@ func (n *Node) faultMiddleware() []actor.ReceiverMiddleware {
 		return nil
 	}
 	return []actor.ReceiverMiddleware{n.hooks.Faults.ReceiverMiddleware()}
-}
-
-// processConfig returns how the raylet starts worker processes, or nil
-// for goroutine workers.
-func (n *Node) processConfig() *raylet.ProcessConfig {
-	if n.hooks.Executor != nil {
-		return nil
-	}
-	pc := &raylet.ProcessConfig{
-		Binary: n.cfg.WorkerBinary, Arena: n.arena.File(), ArenaSize: n.arena.Size(), Store: n.storePID,
-		GCS: n.gcsClient.Do, Output: n.cfg.WorkerOutput,
-	}
-	if !n.cfg.Embedded() && !n.cfg.Driver {
-		// A cluster node runs each job's own binary unless it was given one.
-		pc.PerJobBinary = true
-		pc.Args = []string{}
-		if n.workerLogs != nil {
-			pc.OutputFor = n.workerLogs.outputFor
-		}
-	}
-	if g := n.gateway; g != nil {
-		pc.Fetch = g.Fetch
-		pc.Delete = func(req *atollpb.DeleteObjectsRequest) {
-			if req.Revived {
-				g.Revive(req.ObjectIds)
-			} else {
-				g.Free(req.ObjectIds)
-			}
-		}
-	}
-	return pc
-}
-
-// workerDied reclaims a dead worker's pins, its unsealed objects and the
-// objects it owned (the raylet calls it on its goroutine: it only sends).
-func (n *Node) workerDied(w ids.WorkerID) {
-	n.workerStores.Delete(w)
-	n.system.Root.Send(n.storePID, &atollpb.ClientDisconnected{ClientId: w.Bytes()})
-	n.gateway.OwnerExited(w) // other nodes free what it owned there (nil-safe)
-}
-
-// connectControlPlane starts the embedded NATS server (embedded node,
-// head) or connects to the cluster's. A head's server keeps its store in
-// the GCS directory, an embedded node's in its session directory.
-func (n *Node) connectControlPlane() error {
-	cfg := &n.cfg
-	storeDir := filepath.Join(n.sessionDir, "nats")
-	name := "atoll-" + n.id.Short()
-	var url string
-	switch {
-	case cfg.Head && cfg.NATSURL != "":
-		url = cfg.NATSURL
-	case cfg.Head:
-		var err error
-		if storeDir, n.gcsLock, err = openGCSDir(cfg.GCSDir); err != nil {
-			return err
-		}
-		n.log.Info("GCS state", "dir", storeDir)
-		n.nats, err = natsembed.Start(natsembed.Config{Host: cfg.NodeIP, Port: cfg.Port, StoreDir: storeDir, ServerName: name,
-			Authorize:   cluster.Authorizer(n.sec.Secret, cluster.DefaultPrefix, cfg.FaultInjection),
-			ConnectUser: cluster.HeadUser, ConnectPassword: n.sec.Secret.NATSPassword(cluster.HeadUser),
-			TLS: n.sec.ServerTLS, AuthLog: n.log})
-		if err != nil {
-			return fmt.Errorf("atoll: embedded NATS on %s:%d: %w", cfg.NodeIP, cfg.Port, err)
-		}
-		n.clusterAddress = n.nats.Addr().String()
-	case cfg.Address != "":
-		url = cfg.Address
-	default:
-		var err error
-		if n.nats, err = natsembed.Start(natsembed.Config{Port: natsembed.NoListener, StoreDir: storeDir, ServerName: name}); err != nil {
-			return fmt.Errorf("atoll: embedded NATS: %w", err)
-		}
-	}
-	var err error
-	if url == "" {
-		if n.nc, err = n.nats.Connect(); err != nil {
-			return fmt.Errorf("atoll: connect to embedded NATS: %w", err)
-		}
-		return nil
-	}
-	// Everything this node sends other nodes goes through its network
-	// switch, so that a fault plan can partition it (cluster/partition.go).
-	n.partition = partition.New(n.partitionChanged)
-	if n.nc, url, err = clusterclient.DialAs(url, name, n.sec, cluster.NodeUser(n.id), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
-		nats.SetCustomDialer(n.partition), nats.ErrorHandler(n.natsError)); err != nil {
-		return err
-	}
-	if n.clusterAddress == "" {
-		n.clusterAddress = strings.TrimPrefix(url, "nats://")
-	}
-	return nil
-}
-
-// natsError logs what the cluster's NATS server reports asynchronously:
-// a subject this node's role may not use (cluster.Permissions), a slow
-// consumer.
-func (n *Node) natsError(_ *nats.Conn, sub *nats.Subscription, err error) {
-	subject := ""
-	if sub != nil {
-		subject = sub.Subject
-	}
-	n.log.Warn("cluster NATS reported an error", "subscription", subject, "err", err)
-}
-
-// startAMM spawns the Active Memory Manager on the head, supervised by
-// the root guardian: its policies (Config.AMMPolicies,
-// cluster.EnvAMMPolicies) run if it is on (Config.AMM, cluster.EnvAMM;
-// `atoll amm start|stop` changes it later), and drains run either way.
-func (n *Node) startAMM() error {
-	on, interval, policies := n.cfg.AMM, n.cfg.AMMInterval, n.cfg.AMMPolicies // the environment applied (nodeconfig.ApplyEnv)
-	var err error
-	n.amm, err = cluster.NewAMM(cluster.AMMConfig{Conn: n.nc, GCS: n.gcsClient, Interval: interval, Enabled: on,
-		Policies: policies, Logger: n.log})
-	if err != nil {
-		return err
-	}
-	if n.ammPID, err = n.system.Root.SpawnNamed(n.amm.Props(), "amm"); err != nil {
-		return fmt.Errorf("atoll: start the AMM: %w", err)
-	}
-	if on {
-		n.log.Info("active memory manager on", "interval", interval)
-	}
-	return nil
-}
-
-// AMM is the head's Active Memory Manager; nil when the node is not a
-// head.
-func (n *Node) AMM() *cluster.AMM { return n.amm }
-
-// newGateway prepares this node's connection to the cluster's other
-// nodes (cluster.New; Start follows once the raylet runs).
-func (n *Node) newGateway(info *atollpb.NodeInfo) *cluster.Gateway {
-	return cluster.New(cluster.Config{
-		NodeID: n.id, Conn: n.nc, System: n.system, Raylet: n.system.NewLocalPID("raylet"), Store: n.storePID,
-		StoreClient: objectstore.NewClient(n.system.Root, n.storePID, n.arena, ids.NewWorkerID()),
-		GCS:         n.gcsClient, NodeIP: n.cfg.NodeIP, TransferPort: n.cfg.TransferPort, GossipPort: n.cfg.GossipPort,
-		FailureBudget: n.cfg.FailureTimeout, Node: info, Logger: quiet(n.log), MaxInFlight: max(n.arena.Size()/4, 64<<20),
-		Secret: n.sec.Secret, ServerTLS: n.sec.ServerTLS, ClientTLS: n.sec.ClientTLS, Partition: n.partition, Faults: n.hooks.Faults,
-		OnTransfer: n.activity.transferred,
-	})
-}
-
-// processOnly is the raylet's executor on a node whose tasks run in
-// worker processes: the raylet hands every task and actor to a process
-// there, never to an executor, so these calls only report the mistake.
-type processOnly struct{}
-
-var errProcessOnly = errs.Invalidf("this node runs tasks in worker processes, not in its own process")
-
-func (processOnly) RunTask(_ context.Context, w raylet.Worker, spec *atollpb.TaskSpec) *atollpb.TaskResult {
-	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Error: errs.ToProto(errProcessOnly), WorkerId: w.ID.Bytes()}
-}
-
-func (processOnly) NewActor(context.Context, raylet.Worker, *atollpb.TaskSpec) (any, error) {
-	return nil, errProcessOnly
-}
-
-func (processOnly) RunActorTask(_ context.Context, w raylet.Worker, _ any, spec *atollpb.TaskSpec) (*atollpb.TaskResult, bool) {
-	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Error: errs.ToProto(errProcessOnly), WorkerId: w.ID.Bytes()}, false
 }
 
 // quiet keeps only warnings and errors of a chatty component.

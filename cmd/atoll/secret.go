@@ -5,7 +5,6 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
@@ -13,38 +12,25 @@ import (
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
-// credentialFlags are the flags of `atoll start` that prove a node to
-// its cluster; each defaults to its environment variable (nodeconfig.EnvSecret
-// and the like), read by the node itself.
+// credentialFlags is what `atoll start` does with a node's credentials
+// beyond the flags that set them (--secret-file, --nats-creds, --tls-*,
+// bound to nodeconfig.Credentials; each defaults to its environment
+// variable, read by the node itself): a head's secret.
 type credentialFlags struct {
-	secretFile string
-	natsCreds  string
-	tlsCert    string
-	tlsKey     string
-	tlsCA      string
 	// generated is the secret a head made because none was given (saved
 	// in nodeconfig.SecretFile(); printed once).
 	generated clusterkey.Secret
 }
 
-func (c *credentialFlags) register(fl *pflag.FlagSet) {
-	fl.StringVar(&c.secretFile, "secret-file", "", "`FILE` (0600) holding the cluster secret (default $"+nodeconfig.EnvSecret+", $"+nodeconfig.EnvSecretFile+", then "+nodeconfig.SecretFile()+"; a head without one generates it there)")
-	fl.StringVar(&c.natsCreds, "nats-creds", "", "NATS credentials `FILE` for a cluster on an existing NATS server (--nats; default $"+nodeconfig.EnvNATSCreds+")")
-	fl.StringVar(&c.tlsCert, "tls-cert", "", "PEM certificate `FILE`: serve TLS on the NATS and transfer ports (default $"+nodeconfig.EnvTLSCert+")")
-	fl.StringVar(&c.tlsKey, "tls-key", "", "PEM key `FILE` of --tls-cert (default $"+nodeconfig.EnvTLSKey+")")
-	fl.StringVar(&c.tlsCA, "tls-ca", "", "PEM `FILE` of the CA that signed the cluster's certificates: verify peers, and require client certificates (mutual TLS) (default $"+nodeconfig.EnvTLSCA+")")
-}
-
-// apply puts the flags in cfg and, on a head that finds no secret,
-// generates one and saves it in nodeconfig.SecretFile() for the nodes, drivers
-// and commands of this machine (a restarted head reuses it). A head given
-// a secret records it there too.
+// apply makes sure a head has a secret: one that finds none generates
+// one and saves it in nodeconfig.SecretFile() for the nodes, drivers and
+// commands of this machine (a restarted head reuses it). A head given a
+// secret records it there too.
 func (c *credentialFlags) apply(cfg *nodeconfig.Config) error {
-	cfg.Credentials = nodeconfig.Credentials{SecretFile: c.secretFile, NATSCreds: c.natsCreds, TLSCert: c.tlsCert, TLSKey: c.tlsKey, TLSCA: c.tlsCA}
 	if !cfg.Head {
 		return nil
 	}
-	secret, err := nodeconfig.Credentials{SecretFile: c.secretFile}.FindSecret()
+	secret, err := nodeconfig.Credentials{SecretFile: cfg.SecretFile}.FindSecret()
 	if err != nil {
 		return err
 	}

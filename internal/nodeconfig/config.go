@@ -39,12 +39,13 @@ import (
 // The first sentence of each field's doc is its `atoll start` flag's
 // usage (zz_generated_fielddocs.go; flags.go binds the flags).
 type Config struct {
-	// Head starts a new cluster: this node runs the control plane (the
-	// embedded NATS server with JetStream, or NATSURL's, and the GCS).
+	// Head starts a new cluster: this node runs the control plane (a NATS
+	// server with JetStream, and the GCS). The NATS server is embedded
+	// unless NATSURL names one.
 	Head bool
 	// Address is the HOST:PORT (or nats:// URL) of the head to join, or
-	// "auto" for the address the local head recorded (AddressFile).
-	// Exclusive with Head.
+	// "auto" for the address the local head recorded. "auto" reads
+	// AddressFile. Exclusive with Head.
 	Address string
 	// Driver marks the node a driver runs for itself when it joins a
 	// cluster (see above; atoll.Init sets it with WithAddress). It needs
@@ -53,9 +54,10 @@ type Config struct {
 	// NATSURL is an existing NATS server or cluster (with JetStream) the
 	// head uses instead of starting its own; head only.
 	NATSURL string
-	// FaultInjection lets the cluster's nodes and drivers inject faults
-	// into other nodes (atoll.KillNode, atoll.PartitionNode, a fault
-	// plan's kill-node and partition); head only. Off by default, since a
+	// FaultInjection lets the cluster's nodes and drivers kill other
+	// nodes and cut them off; head only. That is atoll.KillNode,
+	// atoll.PartitionNode, and a fault plan's kill-node and partition.
+	// Off by default, since a
 	// production cluster should not let one job kill another's nodes:
 	// the head's embedded NATS server then refuses those subjects to
 	// everyone but the head, and the calls fail with ErrPermissionDenied.
@@ -88,9 +90,9 @@ type Config struct {
 	// speed; none on a driver's node, whose work belongs on the cluster.
 	// NoCPUs for a node that runs no tasks needing a CPU.
 	NumCPUs float64
-	// Resources are the node's custom resources, e.g. {"GPU": 1}. A node
-	// with CPUs also advertises its physical memory as "memory" unless
-	// given here.
+	// Resources are the node's custom resources, an amount by name:
+	// {"GPU": 1} gives it a GPU. A node with CPUs also advertises its
+	// physical memory as "memory" unless given here.
 	Resources map[string]float64
 	// ObjectStoreMemory is the object store's size in bytes (a hard
 	// limit). Default 30% of physical memory, as Ray: room for objects
@@ -113,7 +115,7 @@ type Config struct {
 	// fail with ObjectStoreFull.
 	NoSpill bool
 	// Saturation bounds the root tasks (tasks with no object arguments)
-	// running at once to Saturation times the CPU slots. Default 1.0:
+	// running at once, as a multiple of the CPU slots. Default 1.0:
 	// running tasks that consume data first keeps a pipeline from
 	// flooding memory (Dask's worker-saturation); +Inf disables it.
 	Saturation float64
@@ -162,7 +164,8 @@ type Config struct {
 	// queued and running tasks, workers); default the global provider.
 	MeterProvider metric.MeterProvider `json:"-"`
 	// MetricsPort is the port the node serves Prometheus metrics on (GET
-	// /metrics on NodeIP, through OpenTelemetry's Prometheus exporter).
+	// /metrics on its IP address, through OpenTelemetry's Prometheus
+	// exporter).
 	// Default 0, none: a program embedding a node chooses; `atoll start`
 	// defaults to DefaultMetricsPort. MetricsAnyPort picks a free port
 	// (Node.MetricsAddress says which).
@@ -184,9 +187,10 @@ type Config struct {
 	// Default amm.Replicate, then amm.ReduceReplicas. EnvAMMPolicies
 	// (e.g. "Replicate,Rebalance:0.05") overrides them.
 	AMMPolicies []amm.Policy `json:"-"`
-	// Dashboard serves the web dashboard (package dashboard) on
-	// NodeIP:DashboardPort; head only. Off unless set (a program
-	// embedding a node chooses); `atoll start --head` sets it.
+	// Dashboard serves the web dashboard on the node's IP address; head
+	// only. It listens on NodeIP:DashboardPort (package dashboard). Off
+	// unless set (a program embedding a node chooses); `atoll start
+	// --head` sets it.
 	Dashboard bool `json:",omitempty"`
 	// DashboardPort is the dashboard's HTTP port. Default
 	// DefaultDashboardPort (8265, Ray's, so that users find it); 0 with

@@ -33,17 +33,18 @@ type Credentials struct {
 	// a command line (other users' ps would show it): `atoll start`
 	// reads it from EnvSecret or a file.
 	Secret string `json:",omitempty"`
-	// SecretFile is a file (0600) holding the cluster secret; a head
+	// SecretFile is a file (0600) holding the cluster secret. A head
 	// that finds no secret generates one in SecretFile().
 	SecretFile string `json:",omitempty"`
 	// NATSCreds is a NATS credentials file (JWT and nkey seed) for a
-	// cluster on an existing NATS server (Config.NATSURL). Without it
-	// such a server gets the secret's token.
+	// cluster on an existing NATS server. Without it such a server
+	// (Config.NATSURL) gets the secret's token.
 	NATSCreds string `json:",omitempty"`
-	// TLSCert is this process's PEM certificate: with TLSKey, the head's
-	// NATS listener and every node's transfer port serve TLS.
+	// TLSCert is this process's PEM certificate file: with its key, the
+	// head's NATS listener and every node's transfer port serve TLS.
 	TLSCert string `json:",omitempty"`
-	// TLSKey is the PEM key of TLSCert.
+	// TLSKey is the PEM key file of the certificate. TLSCert is the
+	// certificate.
 	TLSKey string `json:",omitempty"`
 	// TLSCA is the PEM file of the CA that signed the cluster's
 	// certificates: peers are verified against it (else the system's

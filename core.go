@@ -169,10 +169,10 @@ func Init(ctx context.Context, opts ...Option) (err error) {
 	if os.Getenv(nodeconfig.EnvNode) != "" {
 		node.RunFromEnv() // never returns
 	}
-	if cfg.address == "" {
-		cfg.address = os.Getenv(nodeconfig.EnvAddress)
+	if cfg.node.Address == "" {
+		cfg.node.Address = nodeconfig.AddressFromEnv()
 	}
-	if cfg.address != "" && cfg.workerMode != ProcessWorkers {
+	if cfg.node.Address != "" && cfg.workerMode != ProcessWorkers {
 		return errs.Invalidf("WithAddress: a driver connected to a cluster runs its tasks in worker processes (InProcessWorkers is for the embedded cluster)")
 	}
 	rt := &core{cfg: cfg, jobID: ids.NewJobID(), workerID: ids.NewWorkerID(), putTask: ids.NewTaskID()}
@@ -194,24 +194,24 @@ func Init(ctx context.Context, opts ...Option) (err error) {
 
 func (rt *core) start(ctx context.Context) error {
 	cfg := &rt.cfg
-	rt.log = cfg.logger
+	rt.log = cfg.node.Logger
 	if rt.log == nil {
 		rt.log = slog.Default()
 	}
 	rt.log = slog.New(telemetry.NewLogHandler(rt.log.Handler())).With("component", "atoll")
-	rt.workerBinary = cfg.workerBinary
+	rt.workerBinary = cfg.node.WorkerBinary
 	if rt.workerBinary == "" {
 		rt.workerBinary, _ = os.Executable()
 	}
-	if cfg.address != "" && rt.workerBinary != "" {
+	if cfg.node.Address != "" && rt.workerBinary != "" {
 		sum, err := raylet.HashFile(rt.workerBinary)
 		if err != nil {
 			return fmt.Errorf("atoll: hash the worker binary: %w", err)
 		}
 		rt.workerBinarySum = sum[:]
 	}
-	if cfg.numCPUs < 0 {
-		return errs.Invalidf("WithNumCPUs(%g): must not be negative", cfg.numCPUs)
+	if cfg.node.NumCPUs < 0 {
+		return errs.Invalidf("WithNumCPUs(%g): must not be negative", cfg.node.NumCPUs)
 	}
 	if cfg.inlineThreshold == 0 {
 		cfg.inlineThreshold = DefaultInlineThreshold
@@ -220,7 +220,7 @@ func (rt *core) start(ctx context.Context) error {
 		cfg.namespace = "default"
 	}
 	telemetry.SetIdentity(telemetry.Identity{Role: telemetry.RoleDriver, JobID: rt.jobID.String()})
-	tp, own, err := telemetry.ResolveProvider(ctx, cfg.tracerProvider)
+	tp, own, err := telemetry.ResolveProvider(ctx, cfg.node.TracerProvider)
 	if err != nil {
 		return err
 	}
@@ -228,7 +228,7 @@ func (rt *core) start(ctx context.Context) error {
 	// The job's tasks export their spans, on every node, where this
 	// driver does (telemetry.Inject carries the destination).
 	telemetry.SetLocalExport(telemetry.ExportFromEnv(rt.jobID.Bytes()))
-	cfg.tracerProvider = tp
+	cfg.node.TracerProvider = tp
 	rt.tracer = telemetry.Tracer(tp)
 
 	cfg.installFaultPlan()
@@ -236,7 +236,7 @@ func (rt *core) start(ctx context.Context) error {
 	if cfg.workerMode == InProcessWorkers {
 		hooks.Executor = (*executor)(rt)
 	}
-	n, err := node.StartWith(ctx, cfg.nodeConfig(tp), hooks)
+	n, err := node.StartWith(ctx, cfg.nodeConfig(), hooks)
 	if err != nil {
 		return err
 	}
@@ -355,7 +355,7 @@ func (rt *core) storeFor(w ids.WorkerID) storeAPI {
 // to, or "" when it runs the embedded single-node cluster.
 func ClusterAddress() string {
 	rt := current()
-	if rt == nil || rt.node == nil || rt.cfg.address == "" {
+	if rt == nil || rt.node == nil || rt.cfg.node.Address == "" {
 		return ""
 	}
 	return rt.node.Address()

@@ -122,13 +122,13 @@ func newWorkerCore(cfg config) (*core, *workerServer, error) {
 	}
 	rt := &core{cfg: cfg, nodeID: nodeID, workerID: workerID, jobID: ids.NewJobID(), putTask: ids.NewTaskID(), arena: arena, isWorker: true}
 	rt.workerBinary, _ = os.Executable()
-	rt.log = cfg.logger
+	rt.log = cfg.node.Logger
 	if rt.log == nil {
 		rt.log = slog.Default()
 	}
 	rt.log = slog.New(telemetry.NewLogHandler(rt.log.Handler())).With("component", "atoll-worker", "worker", workerID.Short())
 	telemetry.SetIdentity(telemetry.Identity{Role: telemetry.RoleWorker, NodeID: nodeID.String(), WorkerID: workerID.String()})
-	tp := cfg.tracerProvider
+	tp := cfg.node.TracerProvider
 	if tp == nil {
 		if own, err := telemetry.ProviderFromEnv(context.Background()); err == nil && own != nil {
 			rt.ownTP, tp = own, own

@@ -143,7 +143,7 @@ func TestCluster(t *testing.T) {
 	// A 4 s failure timeout: under `make test` (packages in parallel on 2
 	// cores, the race detector) the driver filling 256 MiB once missed a
 	// 2 s one and was declared dead mid-test.
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, NumCPUs: 1, ObjectStoreMemory: 768 << 20, FailureTimeout: 4 * time.Second})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 1, ObjectStoreMemory: 768 << 20, FailureTimeout: 4 * time.Second}})
 	ctx := joinCluster(t, c)
 	nodes := []string{c.Node(0).ID, c.Node(1).ID, c.Node(2).ID}
 
@@ -317,7 +317,7 @@ func TestCluster(t *testing.T) {
 		// heartbeats and gossip run late. The bound only catches a death
 		// found by something other than the failure detector (a far later
 		// fallback), not a slow one.
-		if limit := 3*c.Options().FailureTimeout + 2*time.Second; detected > limit {
+		if limit := 3*c.Options().Node.FailureTimeout + 2*time.Second; detected > limit {
 			t.Errorf("death detected after %v, want within 3x the failure timeout + 2 s (%v)", detected, limit)
 		}
 		// The queued and running tasks were retried on the survivors.
@@ -397,7 +397,7 @@ func TestClusterGCSRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(ns.Shutdown)
-	c := testcluster.Start(t, testcluster.Options{Nodes: 2, NumCPUs: 1, NATSURL: ns.ClientURL()})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1, NATSURL: ns.ClientURL()}})
 	ctx := joinCluster(t, c)
 	worker := c.Node(1).ID
 	h, err := tallyType.New(ctx, atoll.ActorName("survivor"), atoll.OnNode(worker, false))
@@ -433,7 +433,7 @@ func TestClusterGCSRestart(t *testing.T) {
 // object whose primary copy died with its node is still read from the
 // copy another node pulled earlier.
 func TestClusterObjectCopies(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, NumCPUs: 1, FailureTimeout: 2 * time.Second})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 1, FailureTimeout: 2 * time.Second}})
 	ctx := joinCluster(t, c)
 	nodes := []string{c.Node(0).ID, c.Node(1).ID, c.Node(2).ID}
 	const n = 3 << 20
@@ -504,7 +504,7 @@ func TestClusterObjectCopies(t *testing.T) {
 // and exits with an error instead of running on as a node the cluster
 // will never use.
 func TestPausedNodeDeclaredDeadExits(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 2, NumCPUs: 1, FailureTimeout: 2 * time.Second})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1, FailureTimeout: 2 * time.Second}})
 	paused := c.Node(1)
 	if err := paused.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)

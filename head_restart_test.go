@@ -11,6 +11,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/clusterclient"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -22,7 +23,7 @@ import (
 // does not declare the running node dead once it has checked which nodes
 // came back, and a new job runs on that node.
 func TestHeadRestartKeepsTheCluster(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 2, NumCPUs: 1, FailureTimeout: 2 * time.Second})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1, FailureTimeout: 2 * time.Second}})
 	worker := c.Node(1)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -91,7 +92,7 @@ func TestHeadRestartKeepsTheCluster(t *testing.T) {
 // heard nothing from it (nor from the previous head) within its grace,
 // marks both dead.
 func TestHeadRestartForgetsNodesThatDiedMeanwhile(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 2, NumCPUs: 1, FailureTimeout: 2 * time.Second})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1, FailureTimeout: 2 * time.Second}})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	oldHead, worker := c.Node(0), c.Node(1)

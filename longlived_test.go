@@ -126,8 +126,7 @@ func TestLongLivedNode(t *testing.T) {
 	// The raylet's timeline is a ring of finished attempts (4,096 by
 	// default, filled after ~1,600 jobs of this test): a small one is
 	// full after the warm-up, like the caps above.
-	c := testcluster.Start(t, testcluster.Options{Nodes: 1, NumCPUs: 2, ObjectStoreMemory: 64 << 20,
-		FailureTimeout: membership.DefaultFailureBudget, NATSURL: ns.ClientURL(), Env: env,
+	c := testcluster.Start(t, testcluster.Options{Nodes: 1, Node: nodeconfig.Config{NumCPUs: 2, ObjectStoreMemory: 64 << 20, FailureTimeout: membership.DefaultFailureBudget, NATSURL: ns.ClientURL()}, Env: env,
 		Config: func(_ int, cfg *nodeconfig.Config) { cfg.TimelineCap = longCap }})
 	start := time.Now()
 	var samples []llSample

@@ -41,7 +41,7 @@ var ptWhere = atoll.NewFunc1("pt.where", func(ctx context.Context, d time.Durati
 // survivor was declared dead by what the cut node concluded while alone.
 func TestPartitionHeals(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 3})
-	ft := c.Options().FailureTimeout
+	ft := c.Options().Node.FailureTimeout
 	ctx := joinCluster(t, c, atoll.WithFailureTimeout(ft))
 	head, other, victim := c.Node(0), c.Node(1), c.Node(2)
 	driver := atoll.CurrentNodeID()

@@ -107,7 +107,7 @@ func TestJobSubmit(t *testing.T) {
 	// The default failure timeout, not the test clusters' 2 s: the
 	// quickstart moves a 256 MiB array to every node, and a busy machine
 	// then got a node declared dead.
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, ObjectStoreMemory: 512 << 20, FailureTimeout: 5 * time.Second})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{ObjectStoreMemory: 512 << 20, FailureTimeout: 5 * time.Second}})
 	t.Setenv(nodeconfig.EnvSecret, c.Secret())
 	addr := c.Address()
 

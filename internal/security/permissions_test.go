@@ -282,7 +282,7 @@ func TestRolePermissions(t *testing.T) {
 // PartitionNode fail at once with ErrPermissionDenied, and a crash
 // request published by hand never reaches the node.
 func TestFaultInjectionNeedsTheHead(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 2, NumCPUs: 1, ObjectStoreMemory: 64 << 20, FailureTimeout: 5 * time.Second,
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1, ObjectStoreMemory: 64 << 20, FailureTimeout: 5 * time.Second},
 		NoFaultInjection: true})
 	ctx := join(t, c)
 	target := c.Node(1).ID

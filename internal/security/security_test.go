@@ -24,6 +24,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/remote"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 	"github.com/atoll-runtime/atoll/internal/testmain"
@@ -37,7 +38,7 @@ var square = atoll.NewFunc1("security.square", func(_ context.Context, x int) (i
 // detector) from being declared dead.
 func startCluster(t *testing.T) *testcluster.Cluster {
 	t.Helper()
-	return testcluster.Start(t, testcluster.Options{Nodes: 2, NumCPUs: 1, ObjectStoreMemory: 64 << 20, FailureTimeout: 5 * time.Second})
+	return testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1, ObjectStoreMemory: 64 << 20, FailureTimeout: 5 * time.Second}})
 }
 
 // copyFile copies src to dst (mode 0700) and appends extra, streaming:

@@ -20,7 +20,8 @@
 // temporary directory; the last lines of every log are printed when the
 // test fails.
 //
-//	c := testcluster.Start(t, testcluster.Options{Nodes: 3})
+//	c := testcluster.Start(t, testcluster.Options{Nodes: 3,
+//		Node: nodeconfig.Config{NumCPUs: 2, FailureTimeout: 4 * time.Second}})
 //	// a driver joins the cluster:
 //	atoll.Init(ctx, atoll.WithAddress(c.Address()))
 //	c.Kill(2)    // SIGKILL a node
@@ -42,9 +43,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,7 +68,8 @@ import (
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
-// Defaults of Options.
+// Defaults of Options.Node that differ from a node's own: small nodes,
+// quick to declare dead.
 const (
 	DefaultNodes             = 3
 	DefaultNumCPUs           = 1
@@ -85,29 +89,20 @@ const (
 type Options struct {
 	// Nodes is the number of nodes (default 3); node 0 is the head.
 	Nodes int
-	// NumCPUs is every node's CPU slots (default 1).
-	NumCPUs float64
-	// ObjectStoreMemory is every node's object store size in bytes
-	// (default 256 MiB).
-	ObjectStoreMemory uint64
-	// NATSURL makes the head use an existing NATS server (with
-	// JetStream) instead of its embedded one.
-	NATSURL string
-	// FailureTimeout bounds the time to declare a failed node dead
-	// (default 2s; memberlist cannot go below about 1.2s).
-	FailureTimeout time.Duration
-	// Resources, if set, gives node i its custom resources.
-	Resources func(i int) map[string]float64
-	// Config, if set, adjusts node i's config after the defaults above
-	// are applied (Head, Address, NodeIP, ports and SessionDir are
-	// reset afterwards).
+	// Node is every node's settings. Zero NumCPUs, ObjectStoreMemory and
+	// FailureTimeout take the defaults above (1 CPU, 256 MiB, 2 s; memberlist
+	// cannot go below about 1.2 s), other zero fields the node's own. The
+	// cluster decides each node's Head, Address, NodeIP, ports,
+	// SessionDir, GCSDir and LogFile; NATSURL (an existing NATS server
+	// with JetStream instead of the head's embedded one) and Dashboard (on
+	// a free port: Cluster.DashboardURL) are the head's only.
+	Node nodeconfig.Config
+	// Config, if set, adjusts node i's settings after Node and the
+	// defaults (what the cluster decides is set afterwards).
 	Config func(i int, cfg *nodeconfig.Config)
-	// NoFaultInjection starts the head without nodeconfig.Config.FaultInjection
+	// NoFaultInjection starts the head without Config.FaultInjection
 	// (test clusters allow it by default: tests kill and cut nodes).
 	NoFaultInjection bool
-	// Dashboard makes the head serve the dashboard on a free port
-	// (Cluster.DashboardURL).
-	Dashboard bool
 	// Env is added to every node process's environment ("KEY=value"),
 	// e.g. the caps of the GCS (gcs.EnvMaxDeadActors, ...) and of the
 	// gateways (cluster.EnvMaxDeadNodes, cluster.EnvForwardLease, ...).
@@ -119,14 +114,14 @@ func (o Options) withDefaults() Options {
 	if o.Nodes == 0 {
 		o.Nodes = DefaultNodes
 	}
-	if o.NumCPUs == 0 {
-		o.NumCPUs = DefaultNumCPUs
+	if o.Node.NumCPUs == 0 {
+		o.Node.NumCPUs = DefaultNumCPUs
 	}
-	if o.ObjectStoreMemory == 0 {
-		o.ObjectStoreMemory = DefaultObjectStoreMemory
+	if o.Node.ObjectStoreMemory == 0 {
+		o.Node.ObjectStoreMemory = DefaultObjectStoreMemory
 	}
-	if o.FailureTimeout == 0 {
-		o.FailureTimeout = DefaultFailureTimeout
+	if o.Node.FailureTimeout == 0 {
+		o.Node.FailureTimeout = DefaultFailureTimeout
 	}
 	return o
 }
@@ -168,7 +163,7 @@ type Node struct {
 	// LogFile holds the node's stdout and stderr (nodeconfig.Config.LogFile).
 	LogFile string
 	// DashboardURL is the dashboard the node serves (a head started with
-	// Options.Dashboard), else "".
+	// Options.Node.Dashboard), else "".
 	DashboardURL string
 
 	proc *localcluster.Process
@@ -265,12 +260,12 @@ func (c *Cluster) Address() string {
 }
 
 // DashboardURL is the head's dashboard (http://127.0.0.1:port); the test
-// fails unless the cluster was started with Options.Dashboard.
+// fails unless the cluster was started with Options.Node.Dashboard.
 func (c *Cluster) DashboardURL() string {
 	c.t.Helper()
 	u := c.Node(0).DashboardURL
 	if u == "" {
-		c.t.Fatalf("testcluster: the head serves no dashboard (start the cluster with Options.Dashboard)")
+		c.t.Fatalf("testcluster: the head serves no dashboard (start the cluster with Options.Node.Dashboard)")
 	}
 	return u
 }
@@ -456,16 +451,12 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 	}
 }
 
-// config is node i's config before it starts.
+// config is node i's config before it starts: Options.Node, adjusted by
+// Options.Config, with what the cluster decides.
 func (c *Cluster) config(i int) nodeconfig.Config {
-	cfg := nodeconfig.Config{
-		NumCPUs:           c.opts.NumCPUs,
-		ObjectStoreMemory: c.opts.ObjectStoreMemory,
-		FailureTimeout:    c.opts.FailureTimeout,
-	}
-	if c.opts.Resources != nil {
-		cfg.Resources = c.opts.Resources(i)
-	}
+	cfg := c.opts.Node
+	cfg.Resources = maps.Clone(cfg.Resources) // a node's own, for Config to change
+	cfg.SpillDirs = slices.Clone(cfg.SpillDirs)
 	if c.opts.Config != nil {
 		c.opts.Config(i, &cfg)
 	}
@@ -473,16 +464,15 @@ func (c *Cluster) config(i int) nodeconfig.Config {
 		cfg.Secret = c.Secret()
 	}
 	cfg.Head = i == 0
-	cfg.NATSURL, cfg.GCSDir = "", ""
 	if cfg.Head && !c.opts.NoFaultInjection {
 		cfg.FaultInjection = true
 	}
-	if cfg.Head {
-		cfg.NATSURL = c.opts.NATSURL
-		if cfg.NATSURL == "" {
-			// The cluster's own: Restart keeps it (the config is reused).
-			cfg.GCSDir = filepath.Join(c.dir, "gcs")
-		}
+	cfg.GCSDir = ""
+	if !cfg.Head {
+		cfg.NATSURL, cfg.Dashboard, cfg.DashboardTraceURL = "", false, ""
+	} else if cfg.NATSURL == "" {
+		// The cluster's own: Restart keeps it (the config is reused).
+		cfg.GCSDir = filepath.Join(c.dir, "gcs")
 	}
 	cfg.Address = ""
 	if !cfg.Head {
@@ -491,9 +481,6 @@ func (c *Cluster) config(i int) nodeconfig.Config {
 	cfg.NodeIP = "127.0.0.1"
 	cfg.RandomPorts = true
 	cfg.Port, cfg.GossipPort, cfg.TransferPort, cfg.DashboardPort = 0, 0, 0, 0
-	if cfg.Head && c.opts.Dashboard {
-		cfg.Dashboard = true
-	}
 	cfg.SessionDir = c.sessionDir(i)
 	cfg.Logger = nil
 	return cfg
@@ -520,12 +507,12 @@ func (c *Cluster) launch(i int, cfg nodeconfig.Config) (*Node, error) {
 	c.logs = append(c.logs, logFile)
 	c.mu.Unlock()
 	cfg.LogFile = logFile
-	cfgJSON, err := json.Marshal(cfg)
+	nodeEnv, err := cfg.Environ()
 	if err != nil {
 		return nil, err
 	}
 	env := append(localcluster.FilterEnv(os.Environ(), nodeconfig.EnvNode), c.opts.Env...)
-	env = append(env, nodeconfig.EnvNode+"="+string(cfgJSON))
+	env = append(env, nodeEnv)
 	// -test.run=^$: should TestMain not hand the process to atoll.Init,
 	// it runs no tests (and exits) rather than starting clusters itself.
 	p, ready, err := localcluster.StartProcess(c.exe, []string{"-test.run=^$"}, env, logFile, ReadyTimeout)

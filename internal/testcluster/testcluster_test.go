@@ -61,7 +61,7 @@ func TestCluster(t *testing.T) {
 	if victim.Alive() {
 		t.Fatal("killed node still alive")
 	}
-	st := c.WaitStatus(c.Options().FailureTimeout+3*time.Second, func(st *clusterclient.Status) bool {
+	st := c.WaitStatus(c.Options().Node.FailureTimeout+3*time.Second, func(st *clusterclient.Status) bool {
 		for _, n := range st.Nodes {
 			if n.NodeID == victim.ID {
 				return !n.Alive

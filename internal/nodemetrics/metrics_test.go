@@ -50,8 +50,10 @@ func TestServesTheSourcesFigures(t *testing.T) {
 		StoreStats: func(context.Context) (*atollpb.StoreStats, error) {
 			return &atollpb.StoreStats{UsedBytes: 1234, CapacityBytes: 1 << 20}, nil
 		},
-		RayletState: func(context.Context) (*raylet.State, error) { return &raylet.State{Queued: 3, Running: 2, Workers: 4}, nil },
-		Pulls:       func() (uint64, uint64) { return 5, 6789 },
+		RayletState: func(context.Context) (*raylet.State, error) {
+			return &raylet.State{Queued: 3, Running: 2, Workers: 4}, nil
+		},
+		Pulls: func() (uint64, uint64) { return 5, 6789 },
 	}
 	m, err := nodemetrics.Start(ctx, nodemetrics.Config{NodeID: ids.NewNodeID(), Port: nodeconfig.MetricsAnyPort, Source: src})
 	if err != nil {

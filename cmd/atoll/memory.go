@@ -53,7 +53,7 @@ value, so peaks stay exact.`,
 			if sampling {
 				address := q.address
 				if address == "" {
-					address = os.Getenv(nodeconfig.EnvAddress)
+					address = envAddress()
 				}
 				return runSample(cmd, address, sf)
 			}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -30,4 +29,4 @@ func (q *clusterQuery) begin(cmd *cobra.Command) (context.Context, context.Cance
 }
 
 // envAddress is $ATOLL_ADDRESS.
-func envAddress() string { return os.Getenv(nodeconfig.EnvAddress) }
+func envAddress() string { return nodeconfig.AddressFromEnv() }

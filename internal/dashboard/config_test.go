@@ -26,7 +26,7 @@ func TestDashboardConfig(t *testing.T) {
 	}{
 		{"embedded", nodeconfig.Config{Dashboard: true}, "Dashboard is the head's"},
 		{"joining", nodeconfig.Config{Address: "127.0.0.1:1", Dashboard: true}, "Dashboard is the head's"},
-		{"port without dashboard", nodeconfig.Config{Head: true, DashboardPort: 9000}, "need Dashboard"},
+		{"port without dashboard", nodeconfig.Config{Head: true, DashboardPort: 9000}, "need node.Config.Dashboard"},
 		{"bad port", nodeconfig.Config{Head: true, Dashboard: true, DashboardPort: 70000}, "DashboardPort 70000"},
 		{"trace URL without placeholder", nodeconfig.Config{Head: true, Dashboard: true, DashboardTraceURL: "http://jaeger/trace"}, "{trace_id}"},
 		{"trace URL not http", nodeconfig.Config{Head: true, Dashboard: true, DashboardTraceURL: "file:///{trace_id}"}, "{trace_id}"},

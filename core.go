@@ -21,6 +21,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/objectstore"
 	"github.com/atoll-runtime/atoll/internal/owner"
 	"github.com/atoll-runtime/atoll/internal/raylet"
@@ -150,7 +151,7 @@ func notRunning() error {
 // in this process.
 //
 // In a process atoll started to serve (IsWorker) Init never returns: a
-// worker process runs tasks, a process started with node.EnvNode runs
+// worker process runs tasks, a process started with nodeconfig.EnvNode runs
 // that node (node.RunFromEnv).
 func Init(ctx context.Context, opts ...Option) (err error) {
 	currentMu.Lock()
@@ -165,13 +166,13 @@ func Init(ctx context.Context, opts ...Option) (err error) {
 	if os.Getenv(raylet.EnvWorker) == "1" {
 		serveWorker(cfg) // never returns
 	}
-	if os.Getenv(node.EnvNode) != "" {
+	if os.Getenv(nodeconfig.EnvNode) != "" {
 		node.RunFromEnv() // never returns
 	}
-	if cfg.address == "" {
-		cfg.address = os.Getenv(node.EnvAddress)
+	if cfg.node.Address == "" {
+		cfg.node.Address = nodeconfig.AddressFromEnv()
 	}
-	if cfg.address != "" && cfg.workerMode != ProcessWorkers {
+	if cfg.node.Address != "" && cfg.workerMode != ProcessWorkers {
 		return errs.Invalidf("WithAddress: a driver connected to a cluster runs its tasks in worker processes (InProcessWorkers is for the embedded cluster)")
 	}
 	rt := &core{cfg: cfg, jobID: ids.NewJobID(), workerID: ids.NewWorkerID(), putTask: ids.NewTaskID()}
@@ -193,24 +194,24 @@ func Init(ctx context.Context, opts ...Option) (err error) {
 
 func (rt *core) start(ctx context.Context) error {
 	cfg := &rt.cfg
-	rt.log = cfg.logger
+	rt.log = cfg.node.Logger
 	if rt.log == nil {
 		rt.log = slog.Default()
 	}
 	rt.log = slog.New(telemetry.NewLogHandler(rt.log.Handler())).With("component", "atoll")
-	rt.workerBinary = cfg.workerBinary
+	rt.workerBinary = cfg.node.WorkerBinary
 	if rt.workerBinary == "" {
 		rt.workerBinary, _ = os.Executable()
 	}
-	if cfg.address != "" && rt.workerBinary != "" {
+	if cfg.node.Address != "" && rt.workerBinary != "" {
 		sum, err := raylet.HashFile(rt.workerBinary)
 		if err != nil {
 			return fmt.Errorf("atoll: hash the worker binary: %w", err)
 		}
 		rt.workerBinarySum = sum[:]
 	}
-	if cfg.numCPUs < 0 {
-		return errs.Invalidf("WithNumCPUs(%g): must not be negative", cfg.numCPUs)
+	if cfg.node.NumCPUs < 0 {
+		return errs.Invalidf("WithNumCPUs(%g): must not be negative", cfg.node.NumCPUs)
 	}
 	if cfg.inlineThreshold == 0 {
 		cfg.inlineThreshold = DefaultInlineThreshold
@@ -219,7 +220,7 @@ func (rt *core) start(ctx context.Context) error {
 		cfg.namespace = "default"
 	}
 	telemetry.SetIdentity(telemetry.Identity{Role: telemetry.RoleDriver, JobID: rt.jobID.String()})
-	tp, own, err := telemetry.ResolveProvider(ctx, cfg.tracerProvider)
+	tp, own, err := telemetry.ResolveProvider(ctx, cfg.node.TracerProvider)
 	if err != nil {
 		return err
 	}
@@ -227,17 +228,15 @@ func (rt *core) start(ctx context.Context) error {
 	// The job's tasks export their spans, on every node, where this
 	// driver does (telemetry.Inject carries the destination).
 	telemetry.SetLocalExport(telemetry.ExportFromEnv(rt.jobID.Bytes()))
-	cfg.tracerProvider = tp
+	cfg.node.TracerProvider = tp
 	rt.tracer = telemetry.Tracer(tp)
 
 	cfg.installFaultPlan()
-	nc := cfg.nodeConfig(tp)
+	hooks := node.Hooks{Deliver: rt.deliverResult, DeliverBorrows: rt.deliverBorrows, Faults: cfg.faults, FaultPoints: cfg.faultPoints}
 	if cfg.workerMode == InProcessWorkers {
-		nc.Executor = (*executor)(rt)
+		hooks.Executor = (*executor)(rt)
 	}
-	nc.Deliver = rt.deliverResult
-	nc.DeliverBorrows = rt.deliverBorrows
-	n, err := node.Start(ctx, nc)
+	n, err := node.StartWith(ctx, cfg.nodeConfig(), hooks)
 	if err != nil {
 		return err
 	}
@@ -356,7 +355,7 @@ func (rt *core) storeFor(w ids.WorkerID) storeAPI {
 // to, or "" when it runs the embedded single-node cluster.
 func ClusterAddress() string {
 	rt := current()
-	if rt == nil || rt.node == nil || rt.cfg.address == "" {
+	if rt == nil || rt.node == nil || rt.cfg.node.Address == "" {
 		return ""
 	}
 	return rt.node.Address()

@@ -39,7 +39,7 @@
 // supervised protoactor-go actor. With an address (WithAddress or
 // ATOLL_ADDRESS) the driver joins a running cluster with a small node of
 // its own. Package node assembles both kinds of node, runs the cluster's
-// nodes (`atoll start`) and queries a running cluster (node.GetClusterStatus);
+// nodes (`atoll start`) and queries a running cluster (clusterclient.GetStatus);
 // this package is the SDK and the driver on top of a node. See
 // ARCHITECTURE.md.
 package atoll

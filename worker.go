@@ -21,7 +21,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/actors"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/objectstore"
 	"github.com/atoll-runtime/atoll/internal/owner"
 	"github.com/atoll-runtime/atoll/internal/raylet"
@@ -31,12 +31,14 @@ import (
 
 // IsWorker reports whether atoll started this process to serve: a worker
 // process (the raylet re-executed your binary to run tasks) or a cluster
-// node started through node.EnvNode (internal/testcluster runs test binaries
+// node started through nodeconfig.EnvNode (internal/testcluster runs test binaries
 // as nodes). In such a process Init serves and never returns, so call
 // Init at the top of main, before any work it should not repeat; use
 // IsWorker to skip setup that only the driver needs (a TestMain, for
 // instance).
-func IsWorker() bool { return os.Getenv(raylet.EnvWorker) == "1" || os.Getenv(node.EnvNode) != "" }
+func IsWorker() bool {
+	return os.Getenv(raylet.EnvWorker) == "1" || os.Getenv(nodeconfig.EnvNode) != ""
+}
 
 // serveWorker turns this process into a worker and never returns: it
 // exits when the raylet closes the connection or asks it to.
@@ -120,13 +122,13 @@ func newWorkerCore(cfg config) (*core, *workerServer, error) {
 	}
 	rt := &core{cfg: cfg, nodeID: nodeID, workerID: workerID, jobID: ids.NewJobID(), putTask: ids.NewTaskID(), arena: arena, isWorker: true}
 	rt.workerBinary, _ = os.Executable()
-	rt.log = cfg.logger
+	rt.log = cfg.node.Logger
 	if rt.log == nil {
 		rt.log = slog.Default()
 	}
 	rt.log = slog.New(telemetry.NewLogHandler(rt.log.Handler())).With("component", "atoll-worker", "worker", workerID.Short())
 	telemetry.SetIdentity(telemetry.Identity{Role: telemetry.RoleWorker, NodeID: nodeID.String(), WorkerID: workerID.String()})
-	tp := cfg.tracerProvider
+	tp := cfg.node.TracerProvider
 	if tp == nil {
 		if own, err := telemetry.ProviderFromEnv(context.Background()); err == nil && own != nil {
 			rt.ownTP, tp = own, own

@@ -49,8 +49,8 @@ func (rt *core) streamWorkerOutput(n *node.Node) {
 		return
 	}
 	stdout, stderr := io.Writer(os.Stdout), io.Writer(os.Stderr)
-	if rt.cfg.workerOutput != nil {
-		stdout, stderr = rt.cfg.workerOutput, rt.cfg.workerOutput
+	if rt.cfg.node.WorkerOutput != nil {
+		stdout, stderr = rt.cfg.node.WorkerOutput, rt.cfg.node.WorkerOutput
 	}
 	var mu sync.Mutex // one line at a time
 	log := rt.log

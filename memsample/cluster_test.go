@@ -19,9 +19,11 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/actors"
 	"github.com/atoll-runtime/atoll/internal/cluster"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/raylet"
 	"github.com/atoll-runtime/atoll/memsample"
 )
@@ -43,9 +45,9 @@ func TestMain(m *testing.M) {
 }
 
 // startNode starts a node without CPUs in this process for one test.
-func startNode(t *testing.T, cfg node.Config) *node.Node {
+func startNode(t *testing.T, cfg nodeconfig.Config) *node.Node {
 	t.Helper()
-	cfg.NumCPUs, cfg.RandomPorts, cfg.ObjectStoreMemory, cfg.FailureTimeout = node.NoCPUs, true, 32<<20, 2*time.Second
+	cfg.NumCPUs, cfg.RandomPorts, cfg.ObjectStoreMemory, cfg.FailureTimeout = nodeconfig.NoCPUs, true, 32<<20, 2*time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n, err := node.Start(ctx, cfg)
@@ -87,10 +89,10 @@ func seriesOf(s *memsample.Samples, id ids.NodeID) *memsample.Series {
 // that leaves drops out of the samples.
 func TestClusterSampler(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir()) // no address file of a real cluster
-	head := startNode(t, node.Config{Head: true, GCSDir: t.TempDir()})
-	creds := node.Credentials{Secret: head.Secret()}
-	member := startNode(t, node.Config{Address: head.Address(), Credentials: creds})
-	nc, _, err := node.DialCluster(head.Address(), "test", creds)
+	head := startNode(t, nodeconfig.Config{Head: true, GCSDir: t.TempDir()})
+	creds := nodeconfig.Credentials{Secret: head.Secret()}
+	member := startNode(t, nodeconfig.Config{Address: head.Address(), Credentials: creds})
+	nc, _, err := clusterclient.Dial(head.Address(), "test", creds)
 	if err != nil {
 		t.Fatal(err)
 	}

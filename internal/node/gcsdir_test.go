@@ -13,6 +13,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // TestGCSDirIsKeptAndExclusive: a head keeps the GCS's state in its GCS
@@ -21,11 +22,11 @@ import (
 // first one knew. By default the directory is StateDir()/gcs.
 func TestGCSDirIsKeptAndExclusive(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
-	head := func() node.Config {
-		return node.Config{Head: true, RandomPorts: true, NumCPUs: node.NoCPUs, ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second}
+	head := func() nodeconfig.Config {
+		return nodeconfig.Config{Head: true, RandomPorts: true, NumCPUs: nodeconfig.NoCPUs, ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second}
 	}
 	first := startNode(t, head())
-	dir := node.DefaultGCSDir()
+	dir := nodeconfig.DefaultGCSDir()
 	if fi, err := os.Stat(filepath.Join(dir, "jetstream")); err != nil || !fi.IsDir() {
 		t.Fatalf("no JetStream store in the default GCS directory %s: %v", dir, err)
 	}
@@ -80,13 +81,13 @@ func TestGCSDirIsKeptAndExclusive(t *testing.T) {
 // listed alive, and its node process is not declared dead.
 func TestNodesRegisterAgainWithANewHead(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
-	creds := node.Credentials{Secret: strings.Repeat("5a", 32)} // both heads hold it
-	first, err := node.Start(context.Background(), node.Config{Head: true, GCSDir: t.TempDir(), RandomPorts: true, NumCPUs: node.NoCPUs,
+	creds := nodeconfig.Credentials{Secret: strings.Repeat("5a", 32)} // both heads hold it
+	first, err := node.Start(context.Background(), nodeconfig.Config{Head: true, GCSDir: t.TempDir(), RandomPorts: true, NumCPUs: nodeconfig.NoCPUs,
 		ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second, Credentials: creds})
 	if err != nil {
 		t.Fatal(err)
 	}
-	member := startNode(t, node.Config{Address: first.Address(), RandomPorts: true, NumCPUs: 1, ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second,
+	member := startNode(t, nodeconfig.Config{Address: first.Address(), RandomPorts: true, NumCPUs: 1, ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second,
 		Credentials: creds})
 	_, port, _ := strings.Cut(first.Address(), ":")
 	if err := first.Stop(context.Background()); err != nil {
@@ -96,7 +97,7 @@ func TestNodesRegisterAgainWithANewHead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	second := startNode(t, node.Config{Head: true, GCSDir: t.TempDir(), Port: p, RandomPorts: true, NumCPUs: node.NoCPUs,
+	second := startNode(t, nodeconfig.Config{Head: true, GCSDir: t.TempDir(), Port: p, RandomPorts: true, NumCPUs: nodeconfig.NoCPUs,
 		ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second, Credentials: creds})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

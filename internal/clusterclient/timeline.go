@@ -1,4 +1,4 @@
-package node
+package clusterclient
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/gcs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/raylet"
 )
 
@@ -50,17 +51,17 @@ const timelineTimeout = 5 * time.Second
 // (the last raylet.TimelineCap per node) and returns them ordered by start.
 // Nodes that do not answer within the context (and 5 s) are left out, as
 // are events with malformed ids.
-func GetTimeline(ctx context.Context, address string, creds Credentials) ([]TimelineEvent, error) {
-	nc, _, err := DialCluster(address, "atoll-timeline", creds)
+func GetTimeline(ctx context.Context, address string, creds nodeconfig.Credentials) ([]TimelineEvent, error) {
+	nc, _, err := Dial(address, "atoll-timeline", creds)
 	if err != nil {
 		return nil, err
 	}
 	defer nc.Close()
-	return timelineOn(ctx, nc)
+	return TimelineOn(ctx, nc)
 }
 
-// timelineOn is GetTimeline on an open connection to the cluster.
-func timelineOn(ctx context.Context, nc *nats.Conn) ([]TimelineEvent, error) {
+// TimelineOn is GetTimeline on an open connection to the cluster.
+func TimelineOn(ctx context.Context, nc *nats.Conn) ([]TimelineEvent, error) {
 	nodes, err := gcs.NewClient(nc, gcs.ClientOptions{}).ListNodes(ctx)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package node
+package jobs
 
 import (
 	"context"
@@ -17,12 +17,12 @@ import (
 
 // Log reads (`atoll logs`, `atoll job logs`): every cluster node serves
 // reads of its logs on <prefix>.node.<id>.logread (LogRead → LogChunk),
-// open to the reader role: its own log (Config.LogFile, else what its
+// open to the reader role: its own log (Config.NodeLog, else what its
 // standard error goes to when that is a file), the output of the jobs it
 // runs, and its worker processes' output. A read returns at most
 // MaxLogChunk bytes from any offset; a follower asks again from the next
-// one. (The dashboard's "logs" subject, logs.go, sends the end of the
-// node's log only.)
+// one. (The dashboard's "logs" subject, which internal/node serves,
+// sends the end of the node's log only.)
 
 const (
 	// MaxLogChunk bounds one log read.
@@ -33,7 +33,7 @@ const (
 
 // serveLogs answers one LogRead (on a goroutine of its own).
 func (s *jobService) serveLogs(m *nats.Msg) {
-	respond(s.node, m, s.readLog(m.Data))
+	s.respond(m, s.readLog(m.Data))
 }
 
 func (s *jobService) readLog(data []byte) *atollpb.LogChunk {
@@ -84,12 +84,12 @@ func max64(a, b int64) int64 {
 func (s *jobService) logPath(req *atollpb.LogRead) (string, bool, error) {
 	switch req.Kind {
 	case atollpb.LogKind_LOG_NODE:
-		if s.node.cfg.LogFile != "" {
-			return s.node.cfg.LogFile, false, nil
+		if s.cfg.NodeLog != "" {
+			return s.cfg.NodeLog, false, nil
 		}
 		fi, err := os.Stderr.Stat()
 		if err != nil || !fi.Mode().IsRegular() {
-			return "", false, errs.NotFoundf("node %s: %v", s.node.id.Short(), errNoNodeLog)
+			return "", false, errs.NotFoundf("node %s: %v", s.cfg.NodeID.Short(), errNoNodeLog)
 		}
 		return "/proc/self/fd/2", false, nil
 	case atollpb.LogKind_LOG_JOB:
@@ -99,7 +99,7 @@ func (s *jobService) logPath(req *atollpb.LogRead) (string, bool, error) {
 		}
 		path, ended, ok := s.jobLog(id)
 		if !ok {
-			return "", false, errs.NotFoundf("job %s has no log on node %s", id.String(), s.node.id.Short())
+			return "", false, errs.NotFoundf("job %s has no log on node %s", id.String(), s.cfg.NodeID.Short())
 		}
 		return path, ended, nil
 	case atollpb.LogKind_LOG_WORKER:
@@ -107,12 +107,12 @@ func (s *jobService) logPath(req *atollpb.LogRead) (string, bool, error) {
 		if err != nil {
 			return "", false, errs.Invalidf("log read: worker id: %v", err)
 		}
-		if s.node.workerLogs != nil {
-			if path, ended, ok := s.node.workerLogs.path(id); ok {
+		if s.cfg.WorkerLog != nil {
+			if path, ended, ok := s.cfg.WorkerLog(id); ok {
 				return path, ended, nil
 			}
 		}
-		return "", false, errs.NotFoundf("worker %s has no log on node %s", id.String(), s.node.id.Short())
+		return "", false, errs.NotFoundf("worker %s has no log on node %s", id.String(), s.cfg.NodeID.Short())
 	}
 	return "", false, errs.Invalidf("log read: unknown log kind %v", req.Kind)
 }

@@ -1,4 +1,4 @@
-package node
+package jobs
 
 import (
 	"archive/tar"
@@ -24,7 +24,7 @@ import (
 // upload handling on its own.
 func testJobService(t *testing.T) *jobService {
 	t.Setenv("TMPDIR", t.TempDir()) // jobBinDir is in StateDir
-	return &jobService{node: &Node{id: ids.NewNodeID(), log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+	return &jobService{cfg: Config{NodeID: ids.NewNodeID()}, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		dir: t.TempDir(), uploads: map[string]*upload{}, jobs: map[ids.JobID]*nodeJob{}}
 }
 
@@ -36,7 +36,7 @@ func replyErr(r *atollpb.JobUploadReply) error { return errs.FromProto(r.Error) 
 // refused with typed errors.
 func TestJobUpload(t *testing.T) {
 	s := testJobService(t)
-	data := bytes.Repeat([]byte("atoll!"), JobChunkBytes/4) // 1.5 chunks
+	data := bytes.Repeat([]byte("atoll!"), ChunkBytes/4) // 1.5 chunks
 	sum := sha256.Sum256(data)
 	hdr := &atollpb.JobUpload{Kind: atollpb.JobFileKind_JOB_FILE_BINARY, Sha256: sum[:], Size: uint64(len(data)), Name: "prog"}
 	chunk := func(off int, b []byte) *atollpb.JobUpload {
@@ -48,13 +48,13 @@ func TestJobUpload(t *testing.T) {
 	if r := s.receive(chunk(0, nil), now); r.Error != nil || r.Complete {
 		t.Fatalf("probe of a new file: %+v", r)
 	}
-	if r := s.receive(chunk(0, data[:JobChunkBytes]), now); r.Error != nil || r.Complete || r.Received != JobChunkBytes {
+	if r := s.receive(chunk(0, data[:ChunkBytes]), now); r.Error != nil || r.Complete || r.Received != ChunkBytes {
 		t.Fatalf("first chunk: %+v", r)
 	}
-	if r := s.receive(chunk(JobChunkBytes+1, data[JobChunkBytes+1:]), now); !errors.Is(replyErr(r), errs.ErrInvalidArgument) {
+	if r := s.receive(chunk(ChunkBytes+1, data[ChunkBytes+1:]), now); !errors.Is(replyErr(r), errs.ErrInvalidArgument) {
 		t.Errorf("a chunk out of order: %+v, want ErrInvalidArgument", r)
 	}
-	if r := s.receive(chunk(JobChunkBytes, data[JobChunkBytes:]), now); r.Error != nil || !r.Complete {
+	if r := s.receive(chunk(ChunkBytes, data[ChunkBytes:]), now); r.Error != nil || !r.Complete {
 		t.Fatalf("last chunk: %+v", r)
 	}
 	path := jobBinaryPath(sum[:], "prog")
@@ -72,11 +72,11 @@ func TestJobUpload(t *testing.T) {
 	badHdr := proto.CloneOf(hdr)
 	badHdr.Name = "other"
 	badHdr.Sha256 = make([]byte, sha256.Size)
-	badHdr.Data = bad[:JobChunkBytes]
+	badHdr.Data = bad[:ChunkBytes]
 	if r := s.receive(badHdr, now); r.Error != nil {
 		t.Fatal(r)
 	}
-	badHdr.Offset, badHdr.Data = JobChunkBytes, bad[JobChunkBytes:]
+	badHdr.Offset, badHdr.Data = ChunkBytes, bad[ChunkBytes:]
 	if r := s.receive(badHdr, now); !errors.Is(replyErr(r), errs.ErrInvalidArgument) {
 		t.Errorf("a file with the wrong hash: %+v, want ErrInvalidArgument", r)
 	}
@@ -88,10 +88,10 @@ func TestJobUpload(t *testing.T) {
 		{Kind: atollpb.JobFileKind_JOB_FILE_BINARY, Sha256: sum[:], Size: 10, Name: "../x"},
 		{Kind: atollpb.JobFileKind_JOB_FILE_BINARY, Sha256: sum[:], Size: 10, Name: ""},
 		{Kind: atollpb.JobFileKind_JOB_FILE_BINARY, Sha256: sum[:3], Size: 10, Name: "x"},
-		{Kind: atollpb.JobFileKind_JOB_FILE_BINARY, Sha256: sum[:], Size: MaxJobBinaryBytes + 1, Name: "x"},
+		{Kind: atollpb.JobFileKind_JOB_FILE_BINARY, Sha256: sum[:], Size: MaxBinaryBytes + 1, Name: "x"},
 		{Kind: atollpb.JobFileKind_JOB_FILE_WORKING_DIR, Sha256: sum[:], Size: MaxWorkingDirBytes + 1},
 		{Kind: atollpb.JobFileKind_JOB_FILE_BINARY, Sha256: sum[:], Size: 10, Name: "x", Offset: 8, Data: []byte("abc")},
-		{Kind: atollpb.JobFileKind_JOB_FILE_BINARY, Sha256: sum[:], Size: 1 << 30, Name: "x", Data: make([]byte, JobChunkBytes+1)},
+		{Kind: atollpb.JobFileKind_JOB_FILE_BINARY, Sha256: sum[:], Size: 1 << 30, Name: "x", Data: make([]byte, ChunkBytes+1)},
 		{Sha256: sum[:], Size: 10, Name: "x"},
 	} {
 		if r := s.receive(h, now); !errors.Is(replyErr(r), errs.ErrInvalidArgument) {

@@ -1,4 +1,4 @@
-package node
+package clusterclient
 
 import (
 	"context"
@@ -16,16 +16,17 @@ import (
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/gcs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
-// ClusterStatus is what `atoll status` shows.
-type ClusterStatus struct {
-	Address string        `json:"address"`
-	Nodes   []ClusterNode `json:"nodes"`
+// Status is what `atoll status` shows.
+type Status struct {
+	Address string       `json:"address"`
+	Nodes   []NodeStatus `json:"nodes"`
 }
 
-// ClusterNode is one node as the GCS and its latest load report know it.
-type ClusterNode struct {
+// NodeStatus is one node as the GCS and its latest load report know it.
+type NodeStatus struct {
 	NodeID   string `json:"node_id"`
 	Hostname string `json:"hostname"`
 	IsHead   bool   `json:"is_head"`
@@ -56,30 +57,30 @@ type ClusterNode struct {
 	ReadsAfterFree uint64 `json:"reads_after_free_total"`
 }
 
-// statusWait bounds how long GetClusterStatus waits for the load report
+// statusWait bounds how long GetStatus waits for the load report
 // of every node the GCS lists alive (they report every 100 ms).
 const statusWait = 2 * time.Second
 
-// maxLoads bounds the load reports GetClusterStatus keeps while it waits
+// maxLoads bounds the load reports GetStatus keeps while it waits
 // (one per node; anything past it is a flood, not a cluster).
 const maxLoads = 1 << 16
 
-// GetClusterStatus connects to the cluster at address ("" or "auto": the
+// GetStatus connects to the cluster at address ("" or "auto": the
 // address file of the local head) with creds (the zero Credentials read
 // the environment and this machine's secret file) and reports its nodes: what the GCS
 // knows of each, and its latest load report (waited for at most 2 s).
-func GetClusterStatus(ctx context.Context, address string, creds Credentials) (*ClusterStatus, error) {
-	nc, url, err := DialCluster(address, "atoll-status", creds)
+func GetStatus(ctx context.Context, address string, creds nodeconfig.Credentials) (*Status, error) {
+	nc, url, err := Dial(address, "atoll-status", creds)
 	if err != nil {
 		return nil, err
 	}
 	defer nc.Close()
-	return clusterStatusOn(ctx, nc, url)
+	return StatusOn(ctx, nc, url)
 }
 
-// clusterStatusOn is GetClusterStatus on an open connection to the
+// StatusOn is GetStatus on an open connection to the
 // cluster at url.
-func clusterStatusOn(ctx context.Context, nc *nats.Conn, url string) (*ClusterStatus, error) {
+func StatusOn(ctx context.Context, nc *nats.Conn, url string) (*Status, error) {
 	var mu sync.Mutex
 	loads := map[ids.NodeID]*atollpb.NodeLoad{}
 	got := make(chan struct{}, 1)
@@ -136,7 +137,7 @@ func clusterStatusOn(ctx context.Context, nc *nats.Conn, url string) (*ClusterSt
 		}
 		break
 	}
-	st := &ClusterStatus{Address: strings.TrimPrefix(url, "nats://")}
+	st := &Status{Address: strings.TrimPrefix(url, "nats://")}
 	mu.Lock()
 	defer mu.Unlock()
 	for _, n := range nodes {
@@ -144,7 +145,7 @@ func clusterStatusOn(ctx context.Context, nc *nats.Conn, url string) (*ClusterSt
 		if err != nil {
 			continue // the GCS validates node ids; never seen
 		}
-		cn := ClusterNode{NodeID: id.String(), Hostname: n.Hostname, IsHead: n.IsHead, Driver: n.IsDriver,
+		cn := NodeStatus{NodeID: id.String(), Hostname: n.Hostname, IsHead: n.IsHead, Driver: n.IsDriver,
 			Alive: n.State == atollpb.NodeState_NODE_ALIVE, Total: n.Resources, StoreCap: n.ObjectStoreBytes}
 		if l := loads[id]; l != nil && cn.Alive {
 			cn.Reporting = true
@@ -173,24 +174,24 @@ func clusterStatusOn(ctx context.Context, nc *nats.Conn, url string) (*ClusterSt
 
 // ListNodes returns every node the GCS of the cluster at address knows,
 // dead ones included (`atoll list nodes`).
-func ListNodes(ctx context.Context, address string, creds Credentials) ([]*atollpb.NodeInfo, error) {
+func ListNodes(ctx context.Context, address string, creds nodeconfig.Credentials) ([]*atollpb.NodeInfo, error) {
 	return listGCS(ctx, address, creds, (*gcs.Client).ListNodes)
 }
 
 // ListActors returns every actor the GCS of the cluster at address knows:
 // state, node, restarts, death cause (`atoll list actors`).
-func ListActors(ctx context.Context, address string, creds Credentials) ([]*atollpb.ActorInfo, error) {
+func ListActors(ctx context.Context, address string, creds nodeconfig.Credentials) ([]*atollpb.ActorInfo, error) {
 	return listGCS(ctx, address, creds, (*gcs.Client).ListActors)
 }
 
 // ListJobs returns every job the GCS of the cluster at address knows
 // (`atoll list jobs`).
-func ListJobs(ctx context.Context, address string, creds Credentials) ([]*atollpb.JobInfo, error) {
+func ListJobs(ctx context.Context, address string, creds nodeconfig.Credentials) ([]*atollpb.JobInfo, error) {
 	return listGCS(ctx, address, creds, (*gcs.Client).ListJobs)
 }
 
-func listGCS[T any](ctx context.Context, address string, creds Credentials, list func(*gcs.Client, context.Context) ([]T, error)) ([]T, error) {
-	nc, _, err := DialCluster(address, "atoll-list", creds)
+func listGCS[T any](ctx context.Context, address string, creds nodeconfig.Credentials, list func(*gcs.Client, context.Context) ([]T, error)) ([]T, error) {
+	nc, _, err := Dial(address, "atoll-list", creds)
 	if err != nil {
 		return nil, err
 	}

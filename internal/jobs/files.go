@@ -1,4 +1,4 @@
-package node
+package jobs
 
 import (
 	"archive/tar"
@@ -18,21 +18,22 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // Bounds on what `atoll job submit` ships to a node: whoever holds the
 // cluster secret may send these, so each is capped.
 const (
-	// MaxJobBinaryBytes is the largest driver binary a node accepts.
-	MaxJobBinaryBytes = 512 << 20
+	// MaxBinaryBytes is the largest driver binary a node accepts.
+	MaxBinaryBytes = 512 << 20
 	// MaxWorkingDirBytes bounds a working directory: its compressed
 	// archive, and the bytes it extracts to.
 	MaxWorkingDirBytes = 64 << 20
 	// maxWorkingDirFiles bounds the entries of a working directory.
 	maxWorkingDirFiles = 10000
-	// JobChunkBytes is the size of an upload's chunks (under NATS's
+	// ChunkBytes is the size of an upload's chunks (under NATS's
 	// 1 MiB default payload).
-	JobChunkBytes = 512 << 10
+	ChunkBytes = 512 << 10
 	// maxUploads bounds the uploads a node holds half-received at once;
 	// one idle for uploadIdle is dropped.
 	maxUploads = 8
@@ -45,7 +46,7 @@ const (
 // (<sha256>/<name>), in StateDir: every node on a machine shares it, so a
 // binary is stored once per machine and has the same path on each node,
 // the path worker processes run (TaskSpec.worker_binary).
-func jobBinDir() string { return filepath.Join(StateDir(), "jobs", "bin") }
+func jobBinDir() string { return filepath.Join(nodeconfig.StateDir(), "jobs", "bin") }
 
 // jobBinaryPath is where a binary with sum and name is installed.
 func jobBinaryPath(sum []byte, name string) string {
@@ -80,8 +81,8 @@ func checkUpload(req *atollpb.JobUpload) error {
 	}
 	switch req.Kind {
 	case atollpb.JobFileKind_JOB_FILE_BINARY:
-		if req.Size == 0 || req.Size > MaxJobBinaryBytes {
-			return errs.Invalidf("job upload: a binary of %s (at most %s)", sizeText(req.Size), sizeText(MaxJobBinaryBytes))
+		if req.Size == 0 || req.Size > MaxBinaryBytes {
+			return errs.Invalidf("job upload: a binary of %s (at most %s)", sizeText(req.Size), sizeText(MaxBinaryBytes))
 		}
 		if err := checkBinaryName(req.Name); err != nil {
 			return err
@@ -93,9 +94,9 @@ func checkUpload(req *atollpb.JobUpload) error {
 	default:
 		return errs.Invalidf("job upload: unknown kind %v", req.Kind)
 	}
-	if len(req.Data) > JobChunkBytes || req.Offset > req.Size || uint64(len(req.Data)) > req.Size-req.Offset {
+	if len(req.Data) > ChunkBytes || req.Offset > req.Size || uint64(len(req.Data)) > req.Size-req.Offset {
 		return errs.Invalidf("job upload: chunk of %d bytes at %d does not fit a file of %d bytes in chunks of at most %d",
-			len(req.Data), req.Offset, req.Size, JobChunkBytes)
+			len(req.Data), req.Offset, req.Size, ChunkBytes)
 	}
 	return nil
 }
@@ -159,7 +160,7 @@ func (s *jobService) receive(req *atollpb.JobUpload, now time.Time) *atollpb.Job
 			return &atollpb.JobUploadReply{Error: errs.ToProto(errs.Invalidf("job upload: chunk at %d of a file this node is not receiving (start at 0)", req.Offset))}
 		}
 		if len(s.uploads) >= maxUploads {
-			return &atollpb.JobUploadReply{Error: errs.ToProto(errs.Exhaustedf("job upload: node %s is receiving %d files already", s.node.id.Short(), maxUploads))}
+			return &atollpb.JobUploadReply{Error: errs.ToProto(errs.Exhaustedf("job upload: node %s is receiving %d files already", s.cfg.NodeID.Short(), maxUploads))}
 		}
 		if err := os.MkdirAll(filepath.Join(s.dir, "uploads"), 0o700); err != nil {
 			return &atollpb.JobUploadReply{Error: errs.ToProto(errs.Unavailablef("job upload: %v", err))}
@@ -188,7 +189,7 @@ func (s *jobService) receive(req *atollpb.JobUpload, now time.Time) *atollpb.Job
 	delete(s.uploads, k)
 	if err := s.install(u); err != nil {
 		u.abort()
-		s.node.log.Warn("job upload refused", "kind", u.kind.String(), "err", err)
+		s.log.Warn("job upload refused", "kind", u.kind.String(), "err", err)
 		return &atollpb.JobUploadReply{Error: errs.ToProto(err)}
 	}
 	return &atollpb.JobUploadReply{Complete: true, Received: u.received}
@@ -204,7 +205,7 @@ func (s *jobService) install(u *upload) error {
 	switch u.kind {
 	case atollpb.JobFileKind_JOB_FILE_BINARY:
 		dst, mode = jobBinaryPath(u.sum, u.name), 0o700
-		if err := MakeStateDir(); err != nil {
+		if err := nodeconfig.MakeStateDir(); err != nil {
 			return errs.Unavailablef("job upload: %v", err)
 		}
 	default:
@@ -291,7 +292,7 @@ func extractWorkingDir(archive, dir string) error {
 
 // ArchiveDir packs dir (directories and regular files; symbolic links
 // and other files are left out) into the gzip-compressed tar archive
-// JobSubmission.WorkingDir takes, failing past MaxWorkingDirBytes of
+// Submission.WorkingDir takes, failing past MaxWorkingDirBytes of
 // files or of archive.
 func ArchiveDir(dir string) ([]byte, error) {
 	var buf bytes.Buffer

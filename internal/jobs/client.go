@@ -1,4 +1,4 @@
-package node
+package jobs
 
 import (
 	"context"
@@ -16,14 +16,15 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/gcs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
-// JobSubmission is what SubmitJob runs: a program and its arguments,
+// Submission is what Submit runs: a program and its arguments,
 // and optionally a working directory archive.
-type JobSubmission struct {
+type Submission struct {
 	// Binary is the driver program's path on this machine. It is read
 	// once, at submission: the nodes get its bytes, not its path.
 	Binary string
@@ -36,18 +37,18 @@ type JobSubmission struct {
 	Node string
 }
 
-// jobRequestTimeout bounds each request of SubmitJob and StopJob.
+// jobRequestTimeout bounds each request of Submit and Stop.
 const jobRequestTimeout = 30 * time.Second
 
-// SubmitJob runs a program as a job's driver on a node of the cluster
+// Submit runs a program as a job's driver on a node of the cluster
 // behind nc (`atoll job submit`): it sends the binary to every live
 // node that lacks it (nodes on one machine share one copy: jobBinDir),
-// in chunks of JobChunkBytes over NATS, and the working directory to the
+// in chunks of ChunkBytes over NATS, and the working directory to the
 // node that runs the driver, which starts it and records the job in the
 // GCS. It returns the job's id once the driver started (or failed to
 // start: the job is then FAILED). Progress, if not nil, is told of each
 // node the binary goes to.
-func SubmitJob(ctx context.Context, nc *nats.Conn, sub JobSubmission, progress func(string)) (ids.JobID, error) {
+func Submit(ctx context.Context, nc *nats.Conn, sub Submission, progress func(string)) (ids.JobID, error) {
 	bin, err := readBinary(sub.Binary)
 	if err != nil {
 		return ids.JobID{}, err
@@ -62,7 +63,7 @@ func SubmitJob(ctx context.Context, nc *nats.Conn, sub JobSubmission, progress f
 	}
 	var target ids.NodeID
 	if sub.Node != "" {
-		if target, err = ResolveNode(ctx, g, sub.Node); err != nil {
+		if target, err = clusterclient.ResolveNode(ctx, g, sub.Node); err != nil {
 			return ids.JobID{}, err
 		}
 	}
@@ -120,7 +121,7 @@ func SubmitJob(ctx context.Context, nc *nats.Conn, sub JobSubmission, progress f
 	return ids.FromBytes(reply.JobId)
 }
 
-// readBinary reads a driver program, at most MaxJobBinaryBytes.
+// readBinary reads a driver program, at most MaxBinaryBytes.
 func readBinary(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -134,15 +135,15 @@ func readBinary(path string) ([]byte, error) {
 	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
 		return nil, errs.Invalidf("job binary %s: not an executable file", path)
 	}
-	if fi.Size() > MaxJobBinaryBytes {
-		return nil, errs.Invalidf("job binary %s: %s, at most %s", path, sizeText(fi.Size()), sizeText(MaxJobBinaryBytes))
+	if fi.Size() > MaxBinaryBytes {
+		return nil, errs.Invalidf("job binary %s: %s, at most %s", path, sizeText(fi.Size()), sizeText(MaxBinaryBytes))
 	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxJobBinaryBytes+1))
+	b, err := io.ReadAll(io.LimitReader(f, MaxBinaryBytes+1))
 	if err != nil {
 		return nil, errs.Invalidf("job binary: %v", err)
 	}
-	if len(b) == 0 || len(b) > MaxJobBinaryBytes {
-		return nil, errs.Invalidf("job binary %s: %s (1 byte to %s)", path, sizeText(len(b)), sizeText(MaxJobBinaryBytes))
+	if len(b) == 0 || len(b) > MaxBinaryBytes {
+		return nil, errs.Invalidf("job binary %s: %s (1 byte to %s)", path, sizeText(len(b)), sizeText(MaxBinaryBytes))
 	}
 	return b, nil
 }
@@ -162,9 +163,9 @@ func uploadFile(ctx context.Context, nc *nats.Conn, node ids.NodeID, kind atollp
 	if reply.Complete {
 		return false, nil
 	}
-	for off := 0; off < len(data); off += JobChunkBytes {
+	for off := 0; off < len(data); off += ChunkBytes {
 		chunk := proto.CloneOf(&hdr)
-		chunk.Offset, chunk.Data = uint64(off), data[off:min(off+JobChunkBytes, len(data))]
+		chunk.Offset, chunk.Data = uint64(off), data[off:min(off+ChunkBytes, len(data))]
 		reply.Reset()
 		if err := request(ctx, nc, node, jobUploadKind, chunk, &reply, "send a chunk to node "+node.Short()); err != nil {
 			return false, err
@@ -199,7 +200,7 @@ func request(ctx context.Context, nc *nats.Conn, node ids.NodeID, kind string, r
 
 // requestError types a failed NATS request.
 func requestError(what string, err error) error {
-	if v := LastPermissionViolation(); v != nil && errors.Is(err, nats.ErrConnectionClosed) {
+	if v := clusterclient.LastPermissionViolation(); v != nil && errors.Is(err, nats.ErrConnectionClosed) {
 		return v
 	}
 	if errors.Is(err, nats.ErrNoResponders) {
@@ -211,10 +212,10 @@ func requestError(what string, err error) error {
 	return errs.Unavailablef("%s: %v", what, err)
 }
 
-// StopJob stops a submitted job that is running: its node sends its
+// Stop stops a submitted job that is running: its node sends its
 // driver SIGTERM, then SIGKILL after 10 s; the job ends STOPPED.
-func StopJob(ctx context.Context, nc *nats.Conn, job ids.JobID) error {
-	j, err := GetJob(ctx, nc, job.String())
+func Stop(ctx context.Context, nc *nats.Conn, job ids.JobID) error {
+	j, err := Get(ctx, nc, job.String())
 	if err != nil {
 		return err
 	}
@@ -232,9 +233,9 @@ func StopJob(ctx context.Context, nc *nats.Conn, job ids.JobID) error {
 	return errs.FromProto(reply.Error)
 }
 
-// GetJob finds the job whose hex id is or starts with prefix (at least 4
+// Get finds the job whose hex id is or starts with prefix (at least 4
 // hex digits) in the GCS behind nc.
-func GetJob(ctx context.Context, nc *nats.Conn, prefix string) (*atollpb.JobInfo, error) {
+func Get(ctx context.Context, nc *nats.Conn, prefix string) (*atollpb.JobInfo, error) {
 	prefix = strings.ToLower(strings.TrimSpace(prefix))
 	if len(prefix) < 4 || len(prefix) > 2*ids.Len16 {
 		return nil, errs.Invalidf("job id %q: give 4 to 32 hex digits", prefix)
@@ -298,8 +299,8 @@ func FollowLog(ctx context.Context, nc *nats.Conn, node ids.NodeID, kind atollpb
 	}
 }
 
-// JobLogNode is the node holding a submitted job's log.
-func JobLogNode(j *atollpb.JobInfo) (ids.NodeID, error) {
+// LogNode is the node holding a submitted job's log.
+func LogNode(j *atollpb.JobInfo) (ids.NodeID, error) {
 	if !j.Submitted {
 		return ids.NodeID{}, errs.Invalidf("job %x is a driver's own job, not a submitted one: its output is the driver's own (no log on the cluster)", j.JobId)
 	}

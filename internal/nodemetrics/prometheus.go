@@ -1,4 +1,4 @@
-package node
+package nodemetrics
 
 import (
 	"context"
@@ -19,39 +19,30 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
 )
 
-// DefaultMetricsPort is the Prometheus port `atoll start` serves on by
-// default (9464, the OpenTelemetry Prometheus exporter's usual port).
-const DefaultMetricsPort = 9464
-
-// MetricsAnyPort as Config.MetricsPort serves metrics on a free port.
-const MetricsAnyPort = -1
-
 // ownMeterProvider makes the node's own meter provider when something
 // reads it: a Prometheus exporter behind an HTTP server on
-// NodeIP:MetricsPort, and an OTLP exporter when the standard
+// Config.Host:Port, and an OTLP exporter when the standard
 // OTEL_EXPORTER_OTLP_* variables configure one. Both nil when neither.
-func (n *Node) ownMeterProvider(ctx context.Context) (*sdkmetric.MeterProvider, *metricsServer, error) {
+func ownMeterProvider(ctx context.Context, cfg Config) (*sdkmetric.MeterProvider, *metricsServer, error) {
 	var opts []sdkmetric.Option
 	var server *metricsServer
-	if port := n.cfg.MetricsPort; port != 0 {
-		if port < MetricsAnyPort || port > 65535 {
-			return nil, nil, fmt.Errorf("node.Config.MetricsPort %d: want 1 to 65535, 0 (off) or %d (a free port)", port, MetricsAnyPort)
-		}
+	if port := cfg.Port; port != 0 {
 		reg := promclient.NewRegistry()
 		exp, err := otelprom.New(otelprom.WithRegisterer(reg))
 		if err != nil {
 			return nil, nil, err
 		}
-		s, err := listenMetrics(n.cfg.NodeIP, port, reg)
+		s, err := listenMetrics(cfg.Host, port, reg)
 		if err != nil {
-			if !n.cfg.MetricsBestEffort {
+			if !cfg.BestEffort {
 				_ = exp.Shutdown(ctx)
 				return nil, nil, err
 			}
-			n.log.Warn("serving no Prometheus metrics", "err", err)
+			cfg.Logger.Warn("serving no Prometheus metrics", "err", err)
 			_ = exp.Shutdown(ctx)
 		} else {
 			server = s
@@ -115,7 +106,7 @@ func listenMetrics(host string, port int, reg *promclient.Registry) (*metricsSer
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	if port == MetricsAnyPort {
+	if port == nodeconfig.MetricsAnyPort {
 		port = 0
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))

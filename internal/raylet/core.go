@@ -1,7 +1,6 @@
 package raylet
 
 import (
-	"io"
 	"log/slog"
 	"time"
 
@@ -177,7 +176,7 @@ func NewCore(cfg CoreConfig) *Core {
 		cfg.NewWorkerID = ids.NewWorkerID
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.PipelineDepth <= 0 {
 		cfg.PipelineDepth = 1

@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 
 	"github.com/atoll-runtime/atoll/atollpb"
-	"github.com/atoll-runtime/atoll/internal/actors"
 	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/raylet"
 	"github.com/atoll-runtime/atoll/node"
@@ -23,10 +22,7 @@ func TestMain(m *testing.M) {
 		_, _ = io.Copy(io.Discard, os.NewFile(raylet.ConnFD, "atoll-raylet"))
 		os.Exit(0)
 	}
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
-		goleak.IgnoreTopFunction(actors.PooledDispatcherIdle),
-	)
+	testutil.VerifyNoLeaks(m)
 }
 
 // A program runs a head and a node that joins it, as `atoll start` does:

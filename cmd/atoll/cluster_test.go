@@ -15,10 +15,11 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/atoll-runtime/atoll/internal/testutil"
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/amm"
@@ -476,24 +477,6 @@ func TestStopCommand(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // waitRecordFile waits until the record file of pid exists, failing the
 // test if done delivers (the node stopped) or after a minute.
 func waitRecordFile(t *testing.T, pid int, done <-chan error, out fmt.Stringer) nodeRecord {
@@ -550,7 +533,7 @@ func TestStartStatusStop(t *testing.T) {
 	isolate(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out syncBuffer
+	var out testutil.LogBuffer
 	root := newRoot()
 	root.SetOut(&out)
 	root.SetErr(&out)

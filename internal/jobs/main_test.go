@@ -3,7 +3,7 @@ package jobs
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testutil.VerifyNoLeaks(m) }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/node"
@@ -102,7 +104,7 @@ func TestNodesRegisterAgainWithANewHead(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var nodes []*atollpb.NodeInfo
-	eventually(t, "the new head to list the member alive", func() bool {
+	testutil.Eventually(t, "the new head to list the member alive", func() bool {
 		nodes, err = second.GCS().ListNodes(ctx)
 		for _, n := range nodes {
 			if string(n.NodeId) == string(member.ID().Bytes()) {
@@ -118,22 +120,5 @@ func TestNodesRegisterAgainWithANewHead(t *testing.T) {
 	}
 	if len(nodes) != 2 {
 		t.Errorf("the new head lists %d nodes, want itself and the member", len(nodes))
-	}
-}
-
-// eventually polls cond every 10 ms until it holds, failing the test with
-// what after a minute.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.NewTimer(time.Minute)
-	defer deadline.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			t.Fatalf("after a minute still waiting for %s", what)
-		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 
 	"github.com/atoll-runtime/atoll/amm"
 	"github.com/atoll-runtime/atoll/internal/cluster"
@@ -16,7 +16,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testutil.VerifyNoLeaks(m) }
 
 // WithDefaults fills what each kind of node leaves zero, as the fields'
 // docs say.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -19,7 +19,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/raylet"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testutil.VerifyNoLeaks(m) }
 
 // scrape reads the node's /metrics.
 func scrape(t *testing.T, addr string) string {

@@ -245,6 +245,29 @@ func (c *Core) State() *State {
 	}
 }
 
+// HeldAttempt reports the attempt of task id this node holds, if any:
+// queued, waiting for a node able to run it, or assigned to a worker
+// (running or pipelined). It walks the queues (O(queued)): for harnesses
+// and checks that ask where work is, not for the hot path.
+func (c *Core) HeldAttempt(id ids.TaskID) (attempt int32, ok bool) {
+	if t := c.running[id]; t != nil {
+		return t.spec.Attempt, true
+	}
+	for _, cq := range c.classes {
+		for _, t := range cq.tasks {
+			if t.id == id {
+				return t.spec.Attempt, true
+			}
+		}
+	}
+	for _, w := range c.waiting {
+		if w.t.id == id {
+			return w.t.spec.Attempt, true
+		}
+	}
+	return 0, false
+}
+
 // binaryFor is the program that runs spec: the node's worker binary if it
 // has one, else the submitting driver's ("" with goroutine workers).
 func (c *Core) binaryFor(spec *atollpb.TaskSpec) string {

@@ -50,7 +50,16 @@ func (e *Env) toGateway(m *message) {
 		if b.Revived {
 			n.store.Revive(idl)
 		} else {
+			var here []ids.ObjectID
+			for _, id := range idl {
+				if len(e.holdingsOn(n, id)) > 0 {
+					here = append(here, id)
+				}
+			}
 			n.store.Delete(idl, e.now)
+			if len(here) > 0 {
+				e.printf("%s: deletes %s", n.store_(), e.onameList(here))
+			}
 		}
 		e.stepGW(n, cluster.Received{Msg: proto.Clone(b)})
 	case *locateReq:
@@ -59,8 +68,8 @@ func (e *Env) toGateway(m *message) {
 		for _, c := range copies {
 			names = append(names, e.name(c.Bytes()))
 		}
-		e.send(n.gwParty(), b.from.storeParty(), "located", fmt.Sprintf("%s on [%s]", e.oname(b.id), strings.Join(names, " ")),
-			&locatedBody{id: b.id, nodes: copies})
+		e.sendObj(n.gwParty(), b.from.storeParty(), "located", fmt.Sprintf("%s on [%s]", e.oname(b.id), strings.Join(names, " ")),
+			&locatedBody{id: b.id, nodes: copies}, b.id)
 	case *drainReq:
 		n.draining = true
 		e.printf("%s: draining: new tasks go to other nodes", n.name)

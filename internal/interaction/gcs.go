@@ -48,6 +48,10 @@ func (e *Env) toGCS(m *message) {
 			}
 		}
 	case cluster.ReportDead:
+		if g.nodes[b.Node] == "left" {
+			e.printf("gcs: %s left already", e.name(b.Node.Bytes()))
+			return
+		}
 		g.nodes[b.Node] = "dead"
 		e.printf("gcs: %s dead", e.name(b.Node.Bytes()))
 	default:

@@ -51,6 +51,8 @@ type message struct {
 	// carries are the attempts it carries (work or results), for the
 	// task= selector and the checks.
 	carries []attemptKey
+	// object is the object a transfer, locate or copy message is about.
+	object  ids.ObjectID
 	held    bool
 	dup     bool
 }
@@ -69,6 +71,12 @@ func (e *Env) send(from, to party, kind, desc string, body any, carries ...attem
 	m := &message{seq: e.msgSeq, from: from, to: to, kind: kind, desc: desc, body: body, carries: carries}
 	e.net = append(e.net, m)
 	e.printf("→ %s", m)
+}
+
+// sendObj queues a message about an object (a transfer, a locate, a copy).
+func (e *Env) sendObj(from, to party, kind, desc string, body any, id ids.ObjectID) {
+	e.send(from, to, kind, desc, body)
+	e.net[len(e.net)-1].object = id
 }
 
 // crossing reports whether m crosses the partition.
@@ -181,11 +189,12 @@ func (e *Env) stabilize() {
 }
 
 // selector picks messages: from=, to= (a party), node= (the destination's
-// node), kind=, task= (it carries an attempt of that task); n= bounds
-// how many.
+// node), kind=, task= (it carries an attempt of that task), object= (a
+// transfer, locate or copy of that object); n= bounds how many.
 type selector struct {
 	from, to, node, kind string
 	task                 *ids.TaskID
+	object               *ids.ObjectID
 	n                    int
 }
 
@@ -195,6 +204,10 @@ func (e *Env) selector(c Cmd) (selector, error) {
 		id := ids.TaskID(e.id(t))
 		s.task = &id
 	}
+	if o := c.val("object", ""); o != "" {
+		id := e.object(o)
+		s.object = &id
+	}
 	var err error
 	s.n, err = c.int("n", 0)
 	return s, err
@@ -202,7 +215,8 @@ func (e *Env) selector(c Cmd) (selector, error) {
 
 func (s selector) match(m *message) bool {
 	if (s.from != "" && m.from.name != s.from) || (s.to != "" && m.to.name != s.to) ||
-		(s.node != "" && m.to.node.name != s.node) || (s.kind != "" && m.kind != s.kind) {
+		(s.node != "" && m.to.node.name != s.node) || (s.kind != "" && m.kind != s.kind) ||
+		(s.object != nil && m.object != *s.object) {
 		return false
 	}
 	if s.task != nil {

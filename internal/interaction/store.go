@@ -115,13 +115,13 @@ func (e *Env) tryPull(dest *node, p *pull) {
 			e.printf("%s: %s is not in the cluster: not asked for %s", dest.store_(), c.name, e.oname(id))
 			continue
 		}
-		e.send(dest.storeParty(), c.storeParty(), "pull", e.oname(id), &pullReq{id: id, to: dest})
+		e.sendObj(dest.storeParty(), c.storeParty(), "pull", e.oname(id), &pullReq{id: id, to: dest}, id)
 		return
 	}
 	if p.round == 0 {
 		if owner := e.nodeByID(p.ref.ownerNode); owner != nil {
 			p.round++
-			e.send(dest.storeParty(), owner.gwParty(), "locate", e.oname(id), &locateReq{id: id, from: dest})
+			e.sendObj(dest.storeParty(), owner.gwParty(), "locate", e.oname(id), &locateReq{id: id, from: dest}, id)
 			return
 		}
 	}
@@ -152,10 +152,10 @@ func (e *Env) toStore(m *message) {
 	case *pullReq:
 		res := n.store.Get([]ids.ObjectID{b.id}, n.xfer(), e.now)
 		if len(res.Missing) > 0 {
-			e.send(n.storeParty(), b.to.storeParty(), "pull-failed", e.oname(b.id)+" not here", &pullFailedBody{id: b.id, why: "not in " + n.store_()})
+			e.sendObj(n.storeParty(), b.to.storeParty(), "pull-failed", e.oname(b.id)+" not here", &pullFailedBody{id: b.id, why: "not in " + n.store_()}, b.id)
 			return
 		}
-		e.send(n.storeParty(), b.to.storeParty(), "pull-data", e.oname(b.id)+" (pinned while it travels)", &pullData{id: b.id, size: res.Locations[0].Length})
+		e.sendObj(n.storeParty(), b.to.storeParty(), "pull-data", e.oname(b.id)+" (pinned while it travels)", &pullData{id: b.id, size: res.Locations[0].Length}, b.id)
 	case *pullData:
 		source := m.from.node
 		if !source.up() {
@@ -176,8 +176,8 @@ func (e *Env) toStore(m *message) {
 		}
 		e.printf("%s: sealed a copy of %s from %s", n.store_(), e.oname(b.id), source.name)
 		if owner := e.nodeByID(p.ref.ownerNode); owner != nil {
-			e.send(n.storeParty(), owner.gwParty(), "copy", fmt.Sprintf("%s on [%s]", e.oname(b.id), n.name),
-				&atollpb.ObjectCopies{ObjectId: b.id.Bytes(), NodeIds: [][]byte{n.id.Bytes()}})
+			e.sendObj(n.storeParty(), owner.gwParty(), "copy", fmt.Sprintf("%s on [%s]", e.oname(b.id), n.name),
+				&atollpb.ObjectCopies{ObjectId: b.id.Bytes(), NodeIds: [][]byte{n.id.Bytes()}}, b.id)
 		}
 		for _, w := range p.waiters {
 			e.argReady(w, b.id)
@@ -228,6 +228,17 @@ func (e *Env) holdings(id ids.ObjectID) []holding {
 			if ids.MustObjectID(h.ObjectId) == id {
 				out = append(out, holding{node: n, h: h})
 			}
+		}
+	}
+	return out
+}
+
+// holdingsOn is n's record of id, if it has one.
+func (e *Env) holdingsOn(n *node, id ids.ObjectID) []*atollpb.ObjectHolding {
+	var out []*atollpb.ObjectHolding
+	for _, h := range e.inventory(n).Objects {
+		if ids.MustObjectID(h.ObjectId) == id {
+			out = append(out, h)
 		}
 	}
 	return out

@@ -52,9 +52,9 @@ type message struct {
 	// task= selector and the checks.
 	carries []attemptKey
 	// object is the object a transfer, locate or copy message is about.
-	object  ids.ObjectID
-	held    bool
-	dup     bool
+	object ids.ObjectID
+	held   bool
+	dup    bool
 }
 
 func (m *message) String() string {

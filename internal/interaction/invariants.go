@@ -115,7 +115,10 @@ func (e *Env) checkHeld() {
 			if !n.up() {
 				continue
 			}
-			if a, ok := n.raylet.HeldAttempt(ti.id); ok && a == st.Attempt {
+			if a, w, ok := n.raylet.HeldAttempt(ti.id); ok && a == st.Attempt {
+				if !w.IsZero() && !e.workerLive(n, w) {
+					e.violate("%s holds %s on %s, a worker that is gone and whose exit it heard: a ghost", n.name, e.attemptKey(k), e.name(w.Bytes()))
+				}
 				raylets = append(raylets, n.name)
 			}
 			if to := n.gw.SentTo(ti.id, st.Attempt); len(to) > 0 {
@@ -141,6 +144,20 @@ func (e *Env) checkHeld() {
 			e.violate("%s is pending at %s, but no party holds it and no message carries it or its result: lost", e.attemptKey(k), ti.owner.name)
 		}
 	}
+}
+
+// workerLive reports whether n's worker w lives, or its exit is on its
+// way to the raylet (which then reports its attempts).
+func (e *Env) workerLive(n *node, w ids.WorkerID) bool {
+	if x := n.workers[e.name(w.Bytes())]; x != nil && x.alive {
+		return true
+	}
+	for _, m := range e.net {
+		if b, ok := m.body.(*exitedBody); ok && b.worker == w && m.to.node == n {
+			return true
+		}
+	}
+	return false
 }
 
 func (n *node) gw_() string { return n.name + ".gw" }

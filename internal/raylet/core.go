@@ -79,6 +79,12 @@ type Core struct {
 	queued              int
 	seq                 uint64
 	running             map[ids.TaskID]*task
+	// holding maps each task this node holds (queued, waiting for a
+	// node, running or pipelined, an actor's creation until its host is
+	// spawned) to its attempt: a duplicated SubmitTask of an attempt held
+	// here is dropped, never run twice. An attempt leaves it with the
+	// effect that ends it here (Done, Reply, Forward, SpawnHost).
+	holding map[ids.TaskID]int32
 	workers             map[ids.WorkerID]*worker
 	pool                []*worker // the workers in start order (deterministic walks)
 	idle                []ids.WorkerID
@@ -187,6 +193,7 @@ func NewCore(cfg CoreConfig) *Core {
 		classes: map[string]*classQueue{},
 		held:    map[ids.ObjectID]*heldObject{},
 		running: map[ids.TaskID]*task{},
+		holding: map[ids.TaskID]int32{},
 		workers: map[ids.WorkerID]*worker{},
 		actors:  map[ids.ActorID]*hostedActor{},
 		peers:   map[ids.NodeID]*NodeView{},
@@ -213,7 +220,39 @@ func (c *Core) Effects() []Effect {
 	return out
 }
 
-func (c *Core) emit(e Effect) { c.effects = append(c.effects, e) }
+func (c *Core) emit(e Effect) {
+	switch e := e.(type) {
+	case Done:
+		c.release(e.Attempt.spec.TaskId, e.Attempt.spec.Attempt)
+	case Reply:
+		c.release(e.Result.GetTaskId(), e.Result.GetAttempt())
+	case Forward:
+		c.release(e.Spec.TaskId, e.Spec.Attempt)
+	case SpawnHost:
+		c.release(e.Spec.TaskId, e.Spec.Attempt)
+	}
+	c.effects = append(c.effects, e)
+}
+
+// holds reports whether the node holds this attempt of task id already
+// (a duplicated submission), or, for an actor's creation, hosts its actor.
+func (c *Core) holds(id ids.TaskID, spec *atollpb.TaskSpec) bool {
+	if a, ok := c.holding[id]; ok && a == spec.Attempt {
+		return true
+	}
+	return spec.Type == atollpb.TaskType_ACTOR_CREATION_TASK && c.actors[ids.MustFromBytes(spec.ActorId)] != nil
+}
+
+// release forgets that the node holds attempt of task id (raw bytes).
+func (c *Core) release(id []byte, attempt int32) {
+	tid, err := ids.FromBytes(id)
+	if err != nil {
+		return
+	}
+	if a, ok := c.holding[tid]; ok && a == attempt {
+		delete(c.holding, tid)
+	}
+}
 
 // Start starts the pool's prestarted workers (with goroutine workers, or
 // process workers of the node's own binary).

@@ -275,6 +275,28 @@ func (e *coreEnv) checkInvariants(t *testing.T) {
 	if held != c.argsHeld || len(readers) != len(c.held) {
 		t.Fatalf("args held %d, the held objects sum to %d (%d objects read, %d held)", c.argsHeld, held, len(readers), len(c.held))
 	}
+	// Every task the node holds is queued, waiting for a node or running;
+	// nothing else stays in holding (a leak would grow it forever).
+	holds := map[ids.TaskID]bool{}
+	for _, cq := range c.classes {
+		for _, tk := range cq.tasks {
+			holds[tk.id] = true
+		}
+	}
+	for _, w := range c.waiting {
+		holds[w.t.id] = true
+	}
+	for id := range c.running {
+		holds[id] = true
+	}
+	for id := range c.holding {
+		if !holds[id] {
+			t.Fatalf("task %s is recorded held, but is neither queued, waiting nor running", e.label(id))
+		}
+	}
+	if len(holds) != len(c.holding) {
+		t.Fatalf("the node holds %d tasks, %d recorded held", len(holds), len(c.holding))
+	}
 }
 
 // Queued implements TaskTracer: the script prints each new pending

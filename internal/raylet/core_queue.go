@@ -31,6 +31,11 @@ func (c *Core) Submit(now time.Time, m *atollpb.SubmitTask, owner *actor.PID) {
 		isActor: spec.Type == atollpb.TaskType_ACTOR_CREATION_TASK,
 		hops:    m.Hops,
 	}
+	if c.holds(t.id, spec) {
+		c.cfg.Logger.Debug("raylet: dropped a duplicated submission of a task it holds", "task", spec.Name, "attempt", spec.Attempt)
+		return
+	}
+	c.holding[t.id] = spec.Attempt
 	if t.demand == nil {
 		t.demand = Resources{}
 	}

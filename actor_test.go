@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 )
 
 type counter struct{ n int }
@@ -126,7 +127,7 @@ func TestCrashedActorRestartsAndKeepsServing(t *testing.T) {
 	if _, err := atoll.Get(ctx, incr.Remote(ctx, c, atoll.Value(3))); err != nil {
 		t.Fatal(err)
 	}
-	if err := atoll.CrashActor(ctx, c); err != nil {
+	if err := atolltest.CrashActor(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	// The crash is asynchronous: wait for the constructor's second run.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/natsembed"
 	"github.com/atoll-runtime/atoll/internal/node"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
@@ -478,13 +479,13 @@ func TestClusterObjectCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Fault injection from the driver: node 2 dies like a failed machine.
-	if err := atoll.KillNode(ctx, atoll.CurrentNodeID()); !errors.Is(err, atoll.ErrInvalidArgument) {
+	if err := atolltest.KillNode(ctx, atoll.CurrentNodeID()); !errors.Is(err, atoll.ErrInvalidArgument) {
 		t.Fatalf("KillNode of the driver's own node: %v, want ErrInvalidArgument", err)
 	}
-	if err := atoll.KillNode(ctx, strings.Repeat("ab", 16)); !errors.Is(err, atoll.ErrNotFound) {
+	if err := atolltest.KillNode(ctx, strings.Repeat("ab", 16)); !errors.Is(err, atoll.ErrNotFound) {
 		t.Fatalf("KillNode of an unknown node: %v, want ErrNotFound", err)
 	}
-	if err := atoll.KillNode(ctx, nodes[2]); err != nil {
+	if err := atolltest.KillNode(ctx, nodes[2]); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -71,7 +72,7 @@ func TestLineageReconstruction(t *testing.T) {
 	if byteSum(end) != byteSum(want) {
 		t.Fatal("the rebuilt chain's bytes are wrong")
 	}
-	m, err := atoll.Memory(ctx)
+	m, err := atolltest.Memory(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/atolltest"
 )
 
 type point struct {
@@ -126,7 +127,7 @@ func TestStoreUsageReturnsToZeroAfterRefsAreDropped(t *testing.T) {
 	}()
 	eventually(t, "store usage to return to zero", func() bool {
 		runtime.GC()
-		m, err := atoll.Memory(ctx)
+		m, err := atolltest.Memory(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +151,7 @@ func TestStoreFullBackpressureThenObjectStoreFull(t *testing.T) {
 		done <- putResult{ref, err}
 	}()
 	eventually(t, "the second put to wait for space", func() bool {
-		m, err := atoll.Memory(ctx)
+		m, err := atolltest.Memory(ctx)
 		return err == nil && m.PendingCreates == 1
 	})
 	first.Release()
@@ -220,7 +221,7 @@ func TestInitTwiceFails(t *testing.T) {
 
 func TestFailNextCreates(t *testing.T) {
 	ctx := start(t)
-	if err := atoll.FailNextCreates(ctx, 2); err != nil {
+	if err := atolltest.FailNextCreates(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
 	big := make([]byte, 1<<20) // stored, not inline

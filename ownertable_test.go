@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 )
 
 // TestOwnerTablesStayFlat: a driver that keeps making and dropping
@@ -35,11 +36,11 @@ func TestOwnerTablesStayFlat(t *testing.T) {
 		}
 		ref.Release()
 	}
-	var m atoll.MemoryStats
+	var m atolltest.MemoryStats
 	eventually(t, "the owner table to empty", func() bool {
 		runtime.GC() // handle cleanups post their drops
 		var err error
-		m, err = atoll.Memory(ctx)
+		m, err = atolltest.Memory(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/actors"
 )
 
@@ -93,7 +94,7 @@ var gated = atoll.NewFunc1("pipe.gated", func(ctx context.Context, a gatedArgs) 
 func waitStatus(t *testing.T, ctx context.Context, running, queued int) {
 	t.Helper()
 	eventually(t, fmt.Sprintf("%d tasks running or pipelined and %d queued", running, queued), func() bool {
-		st, err := atoll.Status(ctx)
+		st, err := atolltest.Status(ctx)
 		return err == nil && st.Running == running && st.Queued == queued
 	})
 }

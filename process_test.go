@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/pss"
 )
 
@@ -179,7 +180,7 @@ func TestKilledWorkerProcessTaskIsRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, err := atoll.Memory(ctx)
+	before, err := atolltest.Memory(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func TestKilledWorkerProcessTaskIsRetried(t *testing.T) {
 		t.Fatalf("retried task: %v %v", v, err)
 	}
 	eventually(t, "store usage to return to where it was", func() bool {
-		m, err := atoll.Memory(ctx)
+		m, err := atolltest.Memory(ctx)
 		return err == nil && m.StoreUsed == before.StoreUsed && m.StorePinned == before.StorePinned
 	})
 
@@ -291,7 +292,7 @@ func TestKillWorkerByID(t *testing.T) {
 	first := waitForPid(t, ctx, tr)
 	// Killing by task ends the worker process running it; the retry runs
 	// on another worker and reports that worker's id.
-	if err := atoll.KillTaskWorker(ctx, ref); err != nil {
+	if err := atolltest.KillTaskWorker(ctx, ref); err != nil {
 		t.Fatal(err)
 	}
 	id, err := atoll.Get(ctx, ref)
@@ -299,10 +300,10 @@ func TestKillWorkerByID(t *testing.T) {
 		t.Fatalf("retried task: %q %v", id, err)
 	}
 	eventually(t, "the killed worker process to exit", func() bool { return syscall.Kill(first, 0) != nil })
-	if err := atoll.KillWorker(ctx, id); err != nil {
+	if err := atolltest.KillWorker(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if err := atoll.KillWorker(ctx, "zz"); !errors.Is(err, atoll.ErrInvalidArgument) {
+	if err := atolltest.KillWorker(ctx, "zz"); !errors.Is(err, atoll.ErrInvalidArgument) {
 		t.Fatalf("bad id: %v", err)
 	}
 	// The node keeps serving after the kills.

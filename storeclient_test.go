@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 )
 
 // Abandoned store requests in worker processes: a creation cancelled while
@@ -44,7 +45,7 @@ var (
 			_, err := atoll.Put(cctx, make([]byte, size))
 			errc <- err
 		}()
-		if err := awaitMemory(ctx, func(m atoll.MemoryStats) bool { return m.PendingCreates == 1 }); err != nil {
+		if err := awaitMemory(ctx, func(m atolltest.MemoryStats) bool { return m.PendingCreates == 1 }); err != nil {
 			return abandonProbe{}, err
 		}
 		cancel()
@@ -64,11 +65,11 @@ var (
 )
 
 // awaitMemory polls the store's statistics until cond holds or ctx ends.
-func awaitMemory(ctx context.Context, cond func(atoll.MemoryStats) bool) error {
+func awaitMemory(ctx context.Context, cond func(atolltest.MemoryStats) bool) error {
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		m, err := atoll.Memory(ctx)
+		m, err := atolltest.Memory(ctx)
 		if err != nil {
 			return err
 		}
@@ -83,9 +84,9 @@ func awaitMemory(ctx context.Context, cond func(atoll.MemoryStats) bool) error {
 	}
 }
 
-func memoryNow(t *testing.T, ctx context.Context) atoll.MemoryStats {
+func memoryNow(t *testing.T, ctx context.Context) atolltest.MemoryStats {
 	t.Helper()
-	m, err := atoll.Memory(ctx)
+	m, err := atolltest.Memory(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestWorkerCancelledCreateLeavesNothing(t *testing.T) {
 	// Room appears: a creation still queued in the store would now be
 	// granted, to nobody.
 	filler.Release()
-	var last atoll.MemoryStats
+	var last atolltest.MemoryStats
 	defer func() {
 		if t.Failed() {
 			t.Logf("last store stats: %+v", last)
@@ -177,7 +178,7 @@ func TestWorkerTimedOutGetLeavesNoPin(t *testing.T) {
 		views[i].Release()
 		f.Release()
 	}
-	var last atoll.MemoryStats
+	var last atolltest.MemoryStats
 	defer func() {
 		if t.Failed() {
 			t.Logf("last store stats: %+v", last)

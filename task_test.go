@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 )
 
 var (
@@ -214,7 +215,7 @@ func TestWorkerCrashIsRetriedThenWorkerCrashed(t *testing.T) {
 	key := newChanKey(t)
 	ref := waitStarted.Remote(ctx, atoll.Value(key), atoll.MaxRetries(0))
 	<-key.started()
-	if err := atoll.KillTaskWorker(ctx, ref); err != nil {
+	if err := atolltest.KillTaskWorker(ctx, ref); err != nil {
 		t.Fatal(err)
 	}
 	_, err := atoll.Get(ctx, ref)
@@ -227,7 +228,7 @@ func TestWorkerCrashIsRetriedThenWorkerCrashed(t *testing.T) {
 	key2 := newChanKey(t)
 	retried := crashOnce.Remote(ctx, atoll.Value(key2), atoll.MaxRetries(1))
 	<-key2.started()
-	if err := atoll.KillTaskWorker(ctx, retried); err != nil {
+	if err := atolltest.KillTaskWorker(ctx, retried); err != nil {
 		t.Fatal(err)
 	}
 	if v, err := atoll.Get(ctx, retried); err != nil || v != "attempt 2" {
@@ -365,7 +366,7 @@ func TestPoolGrowsForBlockedTasksThenShrinks(t *testing.T) {
 	if v, err := atoll.Get(ctx, nest.Remote(ctx, atoll.Value(3))); err != nil || v != 3 {
 		t.Fatalf("nested: %v %v", v, err)
 	}
-	st, err := atoll.Status(ctx)
+	st, err := atolltest.Status(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +374,7 @@ func TestPoolGrowsForBlockedTasksThenShrinks(t *testing.T) {
 		t.Fatalf("the pool did not grow for blocked tasks: %+v", st)
 	}
 	eventually(t, "surplus idle workers to be stopped", func() bool {
-		st, err = atoll.Status(ctx)
+		st, err = atolltest.Status(ctx)
 		return err == nil && st.Workers == 1 && st.WorkersReaped >= 1
 	})
 	if st.Total["CPU"] != 1 || st.Available["CPU"] != 1 || st.Queued != 0 || st.Running != 0 {
@@ -391,7 +392,7 @@ func TestRootTasksAreQueuedAtTheSaturationLimit(t *testing.T) {
 		roots[i] = blockUntil.Remote(ctx, atoll.Value(key))
 	}
 	eventually(t, "two root tasks running and four queued", func() bool {
-		st, err := atoll.Status(ctx)
+		st, err := atolltest.Status(ctx)
 		return err == nil && st.Running == 2 && st.Queued == 4
 	})
 	input, err := atoll.Put(ctx, 20)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 )
 
 var (
@@ -339,7 +340,7 @@ func TestViewStaysValidWithOnlyTheViewHeld(t *testing.T) {
 		return v // ref is garbage from here on
 	}()
 	eventually(t, "the store to hold only the viewed object", func() bool {
-		m, err := atoll.Memory(ctx)
+		m, err := atolltest.Memory(ctx)
 		return err == nil && m.StoreObjects == 1
 	})
 	check := func(when string) {
@@ -372,7 +373,7 @@ func TestViewStaysValidWithOnlyTheViewHeld(t *testing.T) {
 	view.Release()
 	eventually(t, "the viewed object to be freed once released", func() bool {
 		runtime.GC()
-		m, err := atoll.Memory(ctx)
+		m, err := atolltest.Memory(ctx)
 		return err == nil && m.StoreObjects == 0 && m.StoreUsed == 0
 	})
 }
@@ -401,7 +402,7 @@ func TestTaskViewPinsEndWithTheTask(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		runtime.GC()
-		m, err := atoll.Memory(ctx)
+		m, err := atolltest.Memory(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

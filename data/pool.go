@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 )
 
 // Actor pools (Ray's compute=ActorPoolStrategy(min_size, max_size)): the
@@ -392,7 +393,7 @@ func (p *poolStream) roomToGrow(ctx context.Context) bool {
 	}
 	if now := time.Now(); now.Sub(p.roomAt) >= 100*time.Millisecond {
 		p.roomAt, p.room = now, false
-		if s, err := atoll.Status(ctx); err == nil {
+		if s, err := atolltest.Status(ctx); err == nil {
 			p.room = s.Available["CPU"]-p.st.taskCPU >= 1
 		}
 	}

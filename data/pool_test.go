@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/data"
 )
 
@@ -136,7 +137,7 @@ func TestActorPoolMapBatches(t *testing.T) {
 		tick := time.NewTicker(time.Millisecond)
 		defer tick.Stop()
 		for {
-			if s, err := atoll.Status(ctx); err == nil && int64(s.Actors) > peak.Load() {
+			if s, err := atolltest.Status(ctx); err == nil && int64(s.Actors) > peak.Load() {
 				peak.Store(int64(s.Actors))
 			}
 			select {
@@ -163,7 +164,7 @@ func TestActorPoolMapBatches(t *testing.T) {
 		t.Fatalf("the node hosted %d actors at once, want at most 2", p)
 	}
 	waitFor(t, "the pool's actors to be gone", func() bool {
-		s, err := atoll.Status(ctx)
+		s, err := atolltest.Status(ctx)
 		return err == nil && s.Actors == 0
 	})
 
@@ -182,7 +183,7 @@ func TestActorPoolMapBatches(t *testing.T) {
 		}
 	}
 	waitFor(t, "the pool's actors to be gone", func() bool {
-		s, err := atoll.Status(ctx)
+		s, err := atolltest.Status(ctx)
 		return err == nil && s.Actors == 0
 	})
 }
@@ -208,7 +209,7 @@ func TestActorPoolActorDies(t *testing.T) {
 	}
 	t.Logf("setups: %d (two actors, one restarted)\n%s", setups(t, dir), ds.Stats())
 	waitFor(t, "the pool's actors to be gone", func() bool {
-		s, err := atoll.Status(ctx)
+		s, err := atolltest.Status(ctx)
 		return err == nil && s.Actors == 0
 	})
 }
@@ -229,7 +230,7 @@ func TestActorPoolStopsEarly(t *testing.T) {
 		}
 	}
 	waitFor(t, "the pool's actors to be gone after an early stop", func() bool {
-		s, err := atoll.Status(ctx)
+		s, err := atolltest.Status(ctx)
 		return err == nil && s.Actors == 0
 	})
 	rows, err := ds.Take(ctx, 5)
@@ -245,7 +246,7 @@ func TestActorPoolStopsEarly(t *testing.T) {
 		t.Fatalf("a failing setup was retried:\n%s", st)
 	}
 	waitFor(t, "the pool's actors to be gone after a failed setup", func() bool {
-		s, err := atoll.Status(ctx)
+		s, err := atolltest.Status(ctx)
 		return err == nil && s.Actors == 0
 	})
 	for name, ds := range map[string]*data.Dataset{
@@ -298,7 +299,7 @@ func TestActorPoolCPUsAndCancel(t *testing.T) {
 		}
 		if n++; n == 10 {
 			waitFor(t, "the pool's two actors", func() bool {
-				s, err := atoll.Status(ctx)
+				s, err := atolltest.Status(ctx)
 				return err == nil && s.Actors == 2
 			})
 			cancel()
@@ -308,7 +309,7 @@ func TestActorPoolCPUsAndCancel(t *testing.T) {
 		t.Fatalf("after cancel: %v, want context.Canceled", got)
 	}
 	waitFor(t, "the pool's actors to be gone after a cancel", func() bool {
-		s, err := atoll.Status(ctx)
+		s, err := atolltest.Status(ctx)
 		return err == nil && s.Actors == 0
 	})
 }

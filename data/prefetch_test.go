@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/data"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
@@ -121,7 +122,7 @@ func TestIterBatchesPrefetch(t *testing.T) {
 		}
 	}
 	waitFor(t, "the early stop's blocks to be released", func() bool {
-		m, err := atoll.Memory(ctx)
+		m, err := atolltest.Memory(ctx)
 		return err == nil && m.OwnedObjects == 0 && m.PendingTasks == 0
 	})
 	var got error

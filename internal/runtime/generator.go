@@ -24,7 +24,7 @@ import (
 // GeneratorAck: how many items were consumed. A yield returns once fewer
 // than the task's backpressure limit are unconsumed.
 
-type SinkKey struct{}
+type sinkKey struct{}
 
 // Sink is one attempt of a generator task as it runs: its function's
 // yield stores and reports items through it.
@@ -95,7 +95,7 @@ func (rt *Runtime) startGenerator(ctx context.Context, w raylet.Worker, spec *at
 		g.limit = 0
 	}
 	rt.gens.add(g)
-	return context.WithValue(ctx, SinkKey{}, g), g, func() {
+	return context.WithValue(ctx, sinkKey{}, g), g, func() {
 		rt.gens.remove(g)
 		g.mu.Lock()
 		g.ended = true
@@ -105,7 +105,7 @@ func (rt *Runtime) startGenerator(ctx context.Context, w raylet.Worker, spec *at
 
 // SinkOf is the generator attempt running under ctx, or nil.
 func SinkOf(ctx context.Context) *Sink {
-	g, _ := ctx.Value(SinkKey{}).(*Sink)
+	g, _ := ctx.Value(sinkKey{}).(*Sink)
 	return g
 }
 

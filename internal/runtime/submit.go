@@ -61,7 +61,7 @@ func (rt *Runtime) Submit(ctx context.Context, spec *atollpb.TaskSpec, args []Ar
 	var returns []ids.ObjectID
 	rt.owner.do(func(t *owner.Table) {
 		if spec.Generator {
-			returns = t.SubmitGenerator(sub) // its items stream to the caller (genfunc.go)
+			returns = t.SubmitGenerator(sub) // its items stream to the caller (stream.go)
 		} else {
 			returns = t.Submit(sub)
 		}

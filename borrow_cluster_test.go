@@ -8,6 +8,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -43,7 +44,7 @@ func init() {
 // driver dropped every handle, reads it, then drops it. Then the driver's
 // owner table and every node's store are empty.
 func TestBorrowCluster(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, NumCPUs: 1, FailureTimeout: 4 * time.Second})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 1, FailureTimeout: 4 * time.Second}})
 	ctx := joinCluster(t, c)
 	nodes := []string{c.Node(0).ID, c.Node(1).ID, c.Node(2).ID}
 	want := blobSum(blob(11))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -134,7 +135,7 @@ func TestBorrowDropReportedToOwner(t *testing.T) {
 // the driver on a node of its own: the actor's report crosses to the
 // driver's node through the cluster.
 func TestBorrowDropReportedAcrossNodes(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, NumCPUs: 1, FailureTimeout: 4 * time.Second})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 1, FailureTimeout: 4 * time.Second}})
 	ctx := joinCluster(t, c)
 	nodes := []string{c.Node(0).ID, c.Node(1).ID, c.Node(2).ID}
 	for _, release := range []bool{true, false} {

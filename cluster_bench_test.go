@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -21,7 +22,7 @@ import (
 //	go test -run '^$' -bench BenchmarkClusterTransfer -benchtime 8x -count 3 .
 func BenchmarkClusterTransfer(b *testing.B) {
 	const size = 256 << 20
-	c := testcluster.Start(b, testcluster.Options{Nodes: 2, NumCPUs: 1, ObjectStoreMemory: 1 << 30})
+	c := testcluster.Start(b, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1, ObjectStoreMemory: 1 << 30}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	if err := atoll.Init(ctx, atoll.WithAddress(c.Address()), atoll.WithSecret(c.Secret()), atoll.WithObjectStoreMemory(1<<30)); err != nil {

@@ -13,8 +13,9 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/natsembed"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 	"github.com/atoll-runtime/atoll/internal/testmain"
 )
@@ -125,7 +126,7 @@ func spreadNodes(ctx context.Context, t *testing.T, n int) []string {
 
 func pullsByNode(t *testing.T, c *testcluster.Cluster) map[string]uint64 {
 	t.Helper()
-	st, err := node.GetClusterStatus(context.Background(), c.Address(), c.Credentials())
+	st, err := clusterclient.GetStatus(context.Background(), c.Address(), c.Credentials())
 	if err != nil {
 		t.Fatalf("cluster status: %v", err)
 	}
@@ -143,7 +144,7 @@ func TestCluster(t *testing.T) {
 	// A 4 s failure timeout: under `make test` (packages in parallel on 2
 	// cores, the race detector) the driver filling 256 MiB once missed a
 	// 2 s one and was declared dead mid-test.
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, NumCPUs: 1, ObjectStoreMemory: 768 << 20, FailureTimeout: 4 * time.Second})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 1, ObjectStoreMemory: 768 << 20, FailureTimeout: 4 * time.Second}})
 	ctx := joinCluster(t, c)
 	nodes := []string{c.Node(0).ID, c.Node(1).ID, c.Node(2).ID}
 
@@ -152,7 +153,7 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("SPREAD tasks ran on %v, want every node %v", got, sorted(nodes))
 		}
 		// Every node's timeline has the attempts it ran.
-		events, err := node.GetTimeline(ctx, c.Address(), c.Credentials())
+		events, err := clusterclient.GetTimeline(ctx, c.Address(), c.Credentials())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -290,7 +291,7 @@ func TestCluster(t *testing.T) {
 		if len(ready) != 0 {
 			t.Fatal("a task demanding a GPU finished on a cluster without GPUs")
 		}
-		gpu := c.AddNode(func(cfg *node.Config) { cfg.Resources = map[string]float64{"GPU": 1} })
+		gpu := c.AddNode(func(cfg *nodeconfig.Config) { cfg.Resources = map[string]float64{"GPU": 1} })
 		where, err := atoll.Get(ctx, ref)
 		if err != nil || where != gpu.ID {
 			t.Fatalf("GPU task ran on %q (%v), want the GPU node %s", where, err, gpu.ID)
@@ -317,7 +318,7 @@ func TestCluster(t *testing.T) {
 		// heartbeats and gossip run late. The bound only catches a death
 		// found by something other than the failure detector (a far later
 		// fallback), not a slow one.
-		if limit := 3*c.Options().FailureTimeout + 2*time.Second; detected > limit {
+		if limit := 3*c.Options().Node.FailureTimeout + 2*time.Second; detected > limit {
 			t.Errorf("death detected after %v, want within 3x the failure timeout + 2 s (%v)", detected, limit)
 		}
 		// The queued and running tasks were retried on the survivors.
@@ -344,31 +345,31 @@ func TestCluster(t *testing.T) {
 }
 
 // waitDead waits until the cluster reports node id dead.
-func waitDead(c *testcluster.Cluster, id string) *node.ClusterStatus {
-	return c.WaitStatus(10*time.Second, func(st *node.ClusterStatus) bool {
+func waitDead(c *testcluster.Cluster, id string) *clusterclient.Status {
+	return c.WaitStatus(10*time.Second, func(st *clusterclient.Status) bool {
 		n, ok := findNode(st, id)
 		return ok && !n.Alive
 	})
 }
 
 // findNode returns node id's entry in st.
-func findNode(st *node.ClusterStatus, id string) (node.ClusterNode, bool) {
+func findNode(st *clusterclient.Status, id string) (clusterclient.NodeStatus, bool) {
 	for _, n := range st.Nodes {
 		if n.NodeID == id {
 			return n, true
 		}
 	}
-	return node.ClusterNode{}, false
+	return clusterclient.NodeStatus{}, false
 }
 
 // nodeStatus is node id's entry in the cluster's current status, once
 // its load report arrived (a status taken on a busy machine may lack it,
 // and an entry without a report says nothing of the node's store); false
 // if the node is not listed, or does not report within 10 s.
-func nodeStatus(ctx context.Context, c *testcluster.Cluster, id string) (node.ClusterNode, bool) {
+func nodeStatus(ctx context.Context, c *testcluster.Cluster, id string) (clusterclient.NodeStatus, bool) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st, err := node.GetClusterStatus(ctx, c.Address(), c.Credentials())
+		st, err := clusterclient.GetStatus(ctx, c.Address(), c.Credentials())
 		if err == nil {
 			n, ok := findNode(st, id)
 			if !ok || n.Reporting || !n.Alive {
@@ -376,7 +377,7 @@ func nodeStatus(ctx context.Context, c *testcluster.Cluster, id string) (node.Cl
 			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return node.ClusterNode{}, false
+			return clusterclient.NodeStatus{}, false
 		}
 	}
 }
@@ -397,7 +398,7 @@ func TestClusterGCSRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(ns.Shutdown)
-	c := testcluster.Start(t, testcluster.Options{Nodes: 2, NumCPUs: 1, NATSURL: ns.ClientURL()})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1, NATSURL: ns.ClientURL()}})
 	ctx := joinCluster(t, c)
 	worker := c.Node(1).ID
 	h, err := tallyType.New(ctx, atoll.ActorName("survivor"), atoll.OnNode(worker, false))
@@ -411,7 +412,7 @@ func TestClusterGCSRestart(t *testing.T) {
 	oldHead := c.Node(0).ID
 	c.Kill(0)
 	c.Restart(0)
-	st := c.WaitStatus(20*time.Second, func(st *node.ClusterStatus) bool {
+	st := c.WaitStatus(20*time.Second, func(st *clusterclient.Status) bool {
 		known := map[string]bool{}
 		for _, n := range st.Nodes {
 			known[n.NodeID] = true
@@ -433,7 +434,7 @@ func TestClusterGCSRestart(t *testing.T) {
 // object whose primary copy died with its node is still read from the
 // copy another node pulled earlier.
 func TestClusterObjectCopies(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, NumCPUs: 1, FailureTimeout: 2 * time.Second})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 1, FailureTimeout: 2 * time.Second}})
 	ctx := joinCluster(t, c)
 	nodes := []string{c.Node(0).ID, c.Node(1).ID, c.Node(2).ID}
 	const n = 3 << 20
@@ -504,7 +505,7 @@ func TestClusterObjectCopies(t *testing.T) {
 // and exits with an error instead of running on as a node the cluster
 // will never use.
 func TestPausedNodeDeclaredDeadExits(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 2, NumCPUs: 1, FailureTimeout: 2 * time.Second})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1, FailureTimeout: 2 * time.Second}})
 	paused := c.Node(1)
 	if err := paused.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)

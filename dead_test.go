@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/gcs"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -18,7 +19,7 @@ import (
 // pending task fails at once with NodeDiedError instead of waiting
 // forever, and so does every later submission.
 func TestDriverDeclaredDead(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 2, NumCPUs: 1})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1}})
 	ctx := joinCluster(t, c)
 	pending := holdFor.Remote(ctx, atoll.Value(time.Minute))
 	eventually(t, "the long task to run", func() bool {
@@ -30,7 +31,7 @@ func TestDriverDeclaredDead(t *testing.T) {
 		return false
 	})
 
-	nc, _, err := node.DialCluster(c.Address(), "test", c.Credentials())
+	nc, _, err := clusterclient.Dial(c.Address(), "test", c.Credentials())
 	if err != nil {
 		t.Fatal(err)
 	}

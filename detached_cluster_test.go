@@ -9,7 +9,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -29,7 +29,7 @@ var (
 // UNSPECIFIED if the GCS does not list it.
 func actorState(ctx context.Context, t *testing.T, c *testcluster.Cluster, id string) atollpb.ActorState {
 	t.Helper()
-	list, err := node.ListActors(ctx, c.Address(), c.Credentials())
+	list, err := clusterclient.ListActors(ctx, c.Address(), c.Credentials())
 	if err != nil {
 		t.Fatalf("list actors: %v", err)
 	}

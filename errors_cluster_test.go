@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -14,7 +15,7 @@ import (
 // another node, and an actor handle passed to tasks on other nodes calls
 // the actor in each caller's order.
 func TestClusterErrorsAndHandlesTravel(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, NumCPUs: 1, ObjectStoreMemory: 256 << 20, FailureTimeout: 4 * time.Second})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 1, ObjectStoreMemory: 256 << 20, FailureTimeout: 4 * time.Second}})
 	ctx := joinCluster(t, c, atoll.WithObjectStoreMemory(128<<20))
 	nodes := []string{c.Node(0).ID, c.Node(1).ID, c.Node(2).ID}
 

@@ -18,6 +18,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -51,12 +52,11 @@ const (
 // flooding origin claims to leave, the node drops what it held for it
 // from its raylet too, so leaving makes no room for more.
 func TestForwardedWorkIsBounded(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 2, NumCPUs: 1,
-		Resources: func(i int) map[string]float64 {
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1},
+		Config: func(i int, cfg *nodeconfig.Config) {
 			if i == 1 {
-				return map[string]float64{"slot": 1}
+				cfg.Resources = map[string]float64{"slot": 1}
 			}
-			return nil
 		},
 		Env: []string{cluster.EnvMaxForwardedPerOrigin + "=" + strconv.Itoa(fqPerOrigin), cluster.EnvMaxForwarded + "=" + strconv.Itoa(fqTotal)},
 	})

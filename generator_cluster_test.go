@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -87,7 +88,7 @@ func readNodeItem(t *testing.T, ctx context.Context, g *atoll.ObjectRefGenerator
 // stream whose node is killed mid-way ends with every item, from the
 // retry.
 func TestGeneratorCluster(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, NumCPUs: 2, FailureTimeout: 4 * time.Second})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 2, FailureTimeout: 4 * time.Second}})
 	ctx := joinCluster(t, c)
 	nodes := []string{c.Node(0).ID, c.Node(1).ID, c.Node(2).ID}
 

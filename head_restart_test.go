@@ -10,7 +10,8 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -22,7 +23,7 @@ import (
 // does not declare the running node dead once it has checked which nodes
 // came back, and a new job runs on that node.
 func TestHeadRestartKeepsTheCluster(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 2, NumCPUs: 1, FailureTimeout: 2 * time.Second})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1, FailureTimeout: 2 * time.Second}})
 	worker := c.Node(1)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -41,7 +42,7 @@ func TestHeadRestartKeepsTheCluster(t *testing.T) {
 		}
 	}
 	runJob("before the restart")
-	jobs, err := node.ListJobs(ctx, c.Address(), c.Credentials())
+	jobs, err := clusterclient.ListJobs(ctx, c.Address(), c.Credentials())
 	if err != nil || len(jobs) != 1 || !jobs[0].Finished {
 		t.Fatalf("jobs before the restart: %v, %v; want one finished", jobs, err)
 	}
@@ -62,7 +63,7 @@ func TestHeadRestartKeepsTheCluster(t *testing.T) {
 			s[oldHead.ID] == atollpb.NodeState_NODE_DEAD
 	})
 	t.Logf("%v after its restart the new head lists the running node alive and the crashed one dead", time.Since(restarted).Round(time.Millisecond))
-	jobs, err = node.ListJobs(ctx, c.Address(), c.Credentials())
+	jobs, err = clusterclient.ListJobs(ctx, c.Address(), c.Credentials())
 	if err != nil || len(jobs) != 1 || !bytes.Equal(jobs[0].JobId, finished) || !jobs[0].Finished {
 		t.Fatalf("jobs after the restart: %v, %v; want the finished job", jobs, err)
 	}
@@ -81,7 +82,7 @@ func TestHeadRestartKeepsTheCluster(t *testing.T) {
 	}
 
 	runJob("after the restart")
-	if jobs, err := node.ListJobs(ctx, c.Address(), c.Credentials()); err != nil || len(jobs) != 2 {
+	if jobs, err := clusterclient.ListJobs(ctx, c.Address(), c.Credentials()); err != nil || len(jobs) != 2 {
 		t.Fatalf("jobs after a second one: %v, %v; want both", jobs, err)
 	}
 }
@@ -91,7 +92,7 @@ func TestHeadRestartKeepsTheCluster(t *testing.T) {
 // heard nothing from it (nor from the previous head) within its grace,
 // marks both dead.
 func TestHeadRestartForgetsNodesThatDiedMeanwhile(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 2, NumCPUs: 1, FailureTimeout: 2 * time.Second})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1, FailureTimeout: 2 * time.Second}})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	oldHead, worker := c.Node(0), c.Node(1)
@@ -116,7 +117,7 @@ func TestHeadRestartForgetsNodesThatDiedMeanwhile(t *testing.T) {
 // nodeStates is the state of every node the cluster's GCS lists, by id.
 func nodeStates(ctx context.Context, t *testing.T, c *testcluster.Cluster) map[string]atollpb.NodeState {
 	t.Helper()
-	nodes, err := node.ListNodes(ctx, c.Address(), c.Credentials())
+	nodes, err := clusterclient.ListNodes(ctx, c.Address(), c.Credentials())
 	if err != nil {
 		t.Fatalf("list nodes: %v", err)
 	}

@@ -3,12 +3,11 @@ package atoll
 import (
 	"context"
 	"log/slog"
-	"os"
 
 	"github.com/atoll-runtime/atoll/faultplan"
 	"github.com/atoll-runtime/atoll/internal/actors"
 	"github.com/atoll-runtime/atoll/internal/errs"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/runtime"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
 )
@@ -36,20 +35,21 @@ func Init(ctx context.Context, opts ...Option) error {
 	}
 	runtime.Serve(cfg.settings()) // never returns in a worker or node process
 	return runtime.StartDriver(ctx, func() (runtime.DriverConfig, error) {
-		if cfg.address == "" {
-			cfg.address = os.Getenv(node.EnvAddress)
+		if cfg.node.Address == "" {
+			cfg.node.Address = nodeconfig.AddressFromEnv()
 		}
-		if cfg.address != "" && cfg.workerMode != ProcessWorkers {
+		if cfg.node.Address != "" && cfg.workerMode != ProcessWorkers {
 			return runtime.DriverConfig{}, errs.Invalidf("WithAddress: a driver connected to a cluster runs its tasks in worker processes (InProcessWorkers is for the embedded cluster)")
 		}
-		if cfg.numCPUs < 0 {
-			return runtime.DriverConfig{}, errs.Invalidf("WithNumCPUs(%g): must not be negative", cfg.numCPUs)
+		if cfg.node.NumCPUs < 0 {
+			return runtime.DriverConfig{}, errs.Invalidf("WithNumCPUs(%g): must not be negative", cfg.node.NumCPUs)
 		}
 		cfg.installFaultPlan()
 		return runtime.DriverConfig{
-			Settings: cfg.settings(), Address: cfg.address, WorkerBinary: cfg.workerBinary, LineageBudget: cfg.lineageBudget,
-			Node: cfg.nodeConfig, SignalHandler: !cfg.noSignalHandler, FaultPlan: cfg.faultPlan, Faults: cfg.faults,
-			WorkerOutput: cfg.workerOutput, LogToDriver: !cfg.noLogToDriver,
+			Settings: cfg.settings(), Address: cfg.node.Address, WorkerBinary: cfg.node.WorkerBinary, LineageBudget: cfg.lineageBudget,
+			Node: cfg.nodeConfig(), SignalHandler: !cfg.noSignalHandler,
+			FaultPlan: cfg.faultPlan, Faults: cfg.faults, FaultPoints: cfg.faultPoints,
+			WorkerOutput: cfg.node.WorkerOutput, LogToDriver: !cfg.noLogToDriver,
 		}, nil
 	})
 }
@@ -57,7 +57,7 @@ func Init(ctx context.Context, opts ...Option) error {
 // settings are the runtime's settings from the options, with their
 // defaults.
 func (cfg *config) settings() runtime.Settings {
-	s := runtime.Settings{Logger: cfg.logger, TracerProvider: cfg.tracerProvider, InlineThreshold: cfg.inlineThreshold,
+	s := runtime.Settings{Logger: cfg.node.Logger, TracerProvider: cfg.node.TracerProvider, InlineThreshold: cfg.inlineThreshold,
 		Namespace: cfg.namespace, InProcessWorkers: cfg.workerMode == InProcessWorkers}
 	if s.InlineThreshold == 0 {
 		s.InlineThreshold = DefaultInlineThreshold

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -38,7 +39,7 @@ var (
 // MaxInlineTotal they go to the object store, so a task with 16 returns
 // of 64 KiB, and one with 16 such arguments, run on another node.
 func TestManySmallValuesAcrossNodes(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 2, NumCPUs: 1, ObjectStoreMemory: 64 << 20})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1, ObjectStoreMemory: 64 << 20}})
 	ctx := joinCluster(t, c)
 	const n = 16
 	refs := manyPieces.Remote(ctx, n, atoll.Value(n))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -27,7 +28,7 @@ var incBytes = atoll.NewFunc1("cl.incBytes", func(_ context.Context, b []byte) (
 // end rebuilds the three, recursively; the bytes are right. An object made by Put is not
 // rebuilt: its loss fails with ObjectReconstructionFailedError.
 func TestLineageReconstruction(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, NumCPUs: 2, FailureTimeout: 2 * time.Second})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 2, FailureTimeout: 2 * time.Second}})
 	ctx := joinCluster(t, c)
 	victim := c.Node(2)
 	const n = 1 << 20
@@ -86,7 +87,7 @@ func TestLineageReconstruction(t *testing.T) {
 // as in Ray) is not rebuilt when its node dies; the Get fails with
 // ObjectReconstructionFailedError, which is also an ErrObjectLost.
 func TestLineageNotKept(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 2, NumCPUs: 2, FailureTimeout: 2 * time.Second})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 2, FailureTimeout: 2 * time.Second}})
 	ctx := joinCluster(t, c)
 	victim := c.Node(1)
 	ref := makeBytes.Remote(ctx, atoll.Value(1<<20), atoll.OnNode(victim.ID, true), atoll.MaxRetries(0))

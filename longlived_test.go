@@ -28,7 +28,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/cluster/membership"
 	"github.com/atoll-runtime/atoll/internal/gcs"
 	"github.com/atoll-runtime/atoll/internal/natsembed"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -126,9 +126,8 @@ func TestLongLivedNode(t *testing.T) {
 	// The raylet's timeline is a ring of finished attempts (4,096 by
 	// default, filled after ~1,600 jobs of this test): a small one is
 	// full after the warm-up, like the caps above.
-	c := testcluster.Start(t, testcluster.Options{Nodes: 1, NumCPUs: 2, ObjectStoreMemory: 64 << 20,
-		FailureTimeout: membership.DefaultFailureBudget, NATSURL: ns.ClientURL(), Env: env,
-		Config: func(_ int, cfg *node.Config) { cfg.TimelineCap = longCap }})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 1, Node: nodeconfig.Config{NumCPUs: 2, ObjectStoreMemory: 64 << 20, FailureTimeout: membership.DefaultFailureBudget, NATSURL: ns.ClientURL()}, Env: env,
+		Config: func(_ int, cfg *nodeconfig.Config) { cfg.TimelineCap = longCap }})
 	start := time.Now()
 	var samples []llSample
 	for job := 1; job <= jobs; job++ {

@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/atoll-runtime/atoll"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -116,8 +116,8 @@ func metricOf(ms map[string]map[string]float64, name, nodeID string, extra ...st
 // tasks rise, once they finish the store holds their results and the
 // task counter and latency histogram count them.
 func TestPrometheusMetricsMoveDuringAJob(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, NumCPUs: 2, FailureTimeout: 10 * time.Second,
-		Config: func(_ int, cfg *node.Config) { cfg.MetricsPort = node.MetricsAnyPort }})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 2, FailureTimeout: 10 * time.Second},
+		Config: func(_ int, cfg *nodeconfig.Config) { cfg.MetricsPort = nodeconfig.MetricsAnyPort }})
 	ctx := joinCluster(t, c)
 	const perNode, size = 2, 3 << 20
 	type nodeAt struct{ id, addr string }

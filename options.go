@@ -11,7 +11,7 @@ import (
 	"github.com/atoll-runtime/atoll/faultplan"
 	"github.com/atoll-runtime/atoll/internal/actors"
 	"github.com/atoll-runtime/atoll/internal/errs"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // Resources is a task's or actor's resource demand, or a node's capacity.
@@ -55,35 +55,19 @@ const MaxInlineTotal = 512 << 10
 type Option func(*config)
 
 type config struct {
-	pipelineDepth    int
-	numCPUs          float64
-	resources        map[string]float64
-	storeMemory      uint64
-	storeFullTimeout time.Duration
-	prefaultStore    bool
-	inlineThreshold  int
-	lineageBudget    int
-	tracerProvider   trace.TracerProvider
-	logger           *slog.Logger
-	sessionDir       string
-	namespace        string
-	workerMode       WorkerMode
-	workerBinary     string
-	workerOutput     io.Writer
-	noLogToDriver    bool // WithoutLogToDriver (workeroutput.go)
-	idleTimeout      time.Duration
-	saturation       float64
-	spillDirs        []string
-	noSpill          bool
-	meterProvider    metric.MeterProvider
-	faults           *FaultInjector
-	faultPlan        *faultplan.Plan
-	faultPoints      *faultplan.Points
-	address          string
-	secret           string
-	nodeIP           string
-	failureTimeout   time.Duration
-	noSignalHandler  bool
+	// node is the settings of the node Init starts: an Option that sets
+	// one writes its field (nodeConfig adds what Init decides).
+	node nodeconfig.Config
+	// What only the driver uses.
+	inlineThreshold int
+	lineageBudget   int
+	namespace       string
+	workerMode      WorkerMode
+	noLogToDriver   bool // WithoutLogToDriver (workeroutput.go)
+	faults          *FaultInjector
+	faultPlan       *faultplan.Plan
+	faultPoints     *faultplan.Points
+	noSignalHandler bool
 }
 
 // WorkerMode says where tasks and actors run.
@@ -128,18 +112,20 @@ func WithWorkerMode(m WorkerMode) Option { return func(c *config) { c.workerMode
 // WithWorkerBinary sets the program worker processes run (default: this
 // program, os.Executable()). It must register the same functions and
 // actor types, and call Init early in main.
-func WithWorkerBinary(path string) Option { return func(c *config) { c.workerBinary = path } }
+func WithWorkerBinary(path string) Option { return func(c *config) { c.node.WorkerBinary = path } }
 
 // WithIdleWorkerTimeout sets how long a worker beyond one per CPU (the
 // pool grows while tasks wait on their children) may stay idle before it
 // is stopped (default 10s).
-func WithIdleWorkerTimeout(d time.Duration) Option { return func(c *config) { c.idleTimeout = d } }
+func WithIdleWorkerTimeout(d time.Duration) Option {
+	return func(c *config) { c.node.IdleWorkerTimeout = d }
+}
 
 // WithSpillDirs sets the directories objects are spilled to when the
 // object store fills (round-robin; default: a directory in the session
 // directory, removed at Shutdown). Spill files are deleted as their objects
 // are freed.
-func WithSpillDirs(dirs ...string) Option { return func(c *config) { c.spillDirs = dirs } }
+func WithSpillDirs(dirs ...string) Option { return func(c *config) { c.node.SpillDirs = dirs } }
 
 // WithoutSignalHandler keeps Init from handling SIGINT and SIGTERM. By
 // default a driver that gets one of them shuts atoll down (stopping its
@@ -152,14 +138,16 @@ func WithoutSignalHandler() Option { return func(c *config) { c.noSignalHandler 
 
 // WithoutSpilling turns spilling off: a full store makes creations wait,
 // then fail with ObjectStoreFull.
-func WithoutSpilling() Option { return func(c *config) { c.noSpill = true } }
+func WithoutSpilling() Option { return func(c *config) { c.node.NoSpill = true } }
 
 // WithSaturation bounds root tasks — tasks with no ObjectRef arguments,
 // which create new data — to saturation × CPU slots running at once, and
 // runs tasks that consume existing objects first, so a pipeline does not
 // flood memory with inputs faster than it can consume them (Dask's
 // worker-saturation, seed 001). Default 1.0; math.Inf(1) disables it.
-func WithSaturation(saturation float64) Option { return func(c *config) { c.saturation = saturation } }
+func WithSaturation(saturation float64) Option {
+	return func(c *config) { c.node.Saturation = saturation }
+}
 
 // WithPipelineDepth sets how many tasks a worker process may hold at once
 // (default 16): it starts the next as soon as one ends, with no round trip
@@ -168,31 +156,35 @@ func WithSaturation(saturation float64) Option { return func(c *config) { c.satu
 // blocks in Get or another worker is idle. 1 turns pipelining off; an
 // actor's process likewise holds this many calls beyond those it runs at
 // once.
-func WithPipelineDepth(n int) Option { return func(c *config) { c.pipelineDepth = n } }
+func WithPipelineDepth(n int) Option { return func(c *config) { c.node.PipelineDepth = n } }
 
 // WithWorkerOutput sets where worker processes' stdout and stderr go
 // (default os.Stderr).
-func WithWorkerOutput(w io.Writer) Option { return func(c *config) { c.workerOutput = w } }
+func WithWorkerOutput(w io.Writer) Option { return func(c *config) { c.node.WorkerOutput = w } }
 
 // WithNumCPUs sets the node's CPU count (default: runtime.NumCPU()); one
 // goroutine worker starts per CPU.
-func WithNumCPUs(n float64) Option { return func(c *config) { c.numCPUs = n } }
+func WithNumCPUs(n float64) Option { return func(c *config) { c.node.NumCPUs = n } }
 
 // WithResources declares the node's custom resources, e.g. {"GPU": 1}.
-func WithResources(r map[string]float64) Option { return func(c *config) { c.resources = r } }
+func WithResources(r map[string]float64) Option { return func(c *config) { c.node.Resources = r } }
 
 // WithObjectStoreMemory sets the object store's hard limit in bytes
 // (default 30% of physical memory, as Ray).
-func WithObjectStoreMemory(bytes uint64) Option { return func(c *config) { c.storeMemory = bytes } }
+func WithObjectStoreMemory(bytes uint64) Option {
+	return func(c *config) { c.node.ObjectStoreMemory = bytes }
+}
 
 // WithStoreFullTimeout sets how long a creation waits for space before it
 // fails with ObjectStoreFull (default 10s).
-func WithStoreFullTimeout(d time.Duration) Option { return func(c *config) { c.storeFullTimeout = d } }
+func WithStoreFullTimeout(d time.Duration) Option {
+	return func(c *config) { c.node.StoreFullTimeout = d }
+}
 
 // WithPrefaultedStore touches every page of the object store at start, so
 // that writes never page-fault (as Ray's preallocation): faster puts, at
 // the cost of holding the whole store's memory from the start.
-func WithPrefaultedStore() Option { return func(c *config) { c.prefaultStore = true } }
+func WithPrefaultedStore() Option { return func(c *config) { c.node.PrefaultStore = true } }
 
 // WithInlineThreshold sets the largest value kept inline instead of in
 // the shared object store (default DefaultInlineThreshold; 0 keeps the
@@ -210,7 +202,7 @@ func WithLineageBudget(bytes int) Option { return func(c *config) { c.lineageBud
 // the standard OTEL_EXPORTER_OTLP_* variables are set, else the global
 // provider (otel.GetTracerProvider()).
 func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(c *config) { c.tracerProvider = tp }
+	return func(c *config) { c.node.TracerProvider = tp }
 }
 
 // WithMeterProvider sets where the node's metrics go (object store bytes,
@@ -218,7 +210,7 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // (otel.GetMeterProvider()), a no-op unless the program installs one (a
 // Prometheus exporter, an OTLP reader).
 func WithMeterProvider(mp metric.MeterProvider) Option {
-	return func(c *config) { c.meterProvider = mp }
+	return func(c *config) { c.node.MeterProvider = mp }
 }
 
 // FaultInjector drops, delays and duplicates messages between the node's
@@ -245,12 +237,12 @@ func WithFaultPlan(p *faultplan.Plan) Option { return func(c *config) { c.faultP
 
 // WithLogger sets the runtime's logger (default slog.Default()). Records
 // logged with a task's context carry trace_id, span_id and task_id.
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.node.Logger = l } }
 
 // WithSessionDir sets the directory for the session's files (JetStream
 // state); default a fresh directory under os.TempDir(), removed at
 // Shutdown.
-func WithSessionDir(dir string) Option { return func(c *config) { c.sessionDir = dir } }
+func WithSessionDir(dir string) Option { return func(c *config) { c.node.SessionDir = dir } }
 
 // WithNamespace sets the namespace of named actors (default "default").
 func WithNamespace(ns string) Option { return func(c *config) { c.namespace = ns } }
@@ -261,33 +253,28 @@ func WithNamespace(ns string) Option { return func(c *config) { c.namespace = ns
 // Without it Init reads ATOLL_ADDRESS. The driver then runs a node of its
 // own that holds the objects it puts and gets; it gives that node no CPUs
 // unless WithNumCPUs says otherwise, so its tasks run on the cluster.
-func WithAddress(address string) Option { return func(c *config) { c.address = address } }
+func WithAddress(address string) Option { return func(c *config) { c.node.Address = address } }
 
 // WithSecret is the cluster's secret (64 hex digits, as `atoll start
 // --head` generates it) for a driver joining a cluster. Without it Init
 // reads ATOLL_SECRET, then the file ATOLL_SECRET_FILE names, then the
 // head's secret file on this machine; a cluster that refuses the secret
 // (or none found) fails Init with ErrUnauthenticated.
-func WithSecret(secret string) Option { return func(c *config) { c.secret = secret } }
+func WithSecret(secret string) Option { return func(c *config) { c.node.Secret = secret } }
 
 // WithFailureTimeout bounds the time the cluster takes to declare a failed
 // node dead (default 5 s, at least 1.2 s).
-func WithFailureTimeout(d time.Duration) Option { return func(c *config) { c.failureTimeout = d } }
+func WithFailureTimeout(d time.Duration) Option { return func(c *config) { c.node.FailureTimeout = d } }
 
 // WithNodeIP is the address other nodes reach the driver's node at (to
 // pull the objects it holds) when connected to a cluster; default
 // 127.0.0.1, right for a cluster on one machine.
-func WithNodeIP(ip string) Option { return func(c *config) { c.nodeIP = ip } }
+func WithNodeIP(ip string) Option { return func(c *config) { c.node.NodeIP = ip } }
 
-// nodeConfig is the configuration of the node Init starts, from the
-// options: the one place atoll.Option settings map onto a node's.
-func (cfg *config) nodeConfig(tp trace.TracerProvider) node.Config {
-	return node.Config{
-		Address: cfg.address, Driver: cfg.address != "", NodeIP: cfg.nodeIP, FailureTimeout: cfg.failureTimeout,
-		Credentials: node.Credentials{Secret: cfg.secret},
-		NumCPUs:     cfg.numCPUs, Resources: cfg.resources, ObjectStoreMemory: cfg.storeMemory,
-		StoreFullTimeout: cfg.storeFullTimeout, PrefaultStore: cfg.prefaultStore, SpillDirs: cfg.spillDirs, NoSpill: cfg.noSpill,
-		Saturation: cfg.saturation, PipelineDepth: cfg.pipelineDepth, IdleWorkerTimeout: cfg.idleTimeout, WorkerBinary: cfg.workerBinary, WorkerOutput: cfg.workerOutput,
-		SessionDir: cfg.sessionDir, Faults: cfg.faults, FaultPoints: cfg.faultPoints, TracerProvider: tp, MeterProvider: cfg.meterProvider, Logger: cfg.logger,
-	}
+// nodeConfig is the configuration of the node Init starts: the settings
+// the options wrote, for a driver's own node when Init joins a cluster.
+func (cfg *config) nodeConfig() nodeconfig.Config {
+	nc := cfg.node
+	nc.Driver = nc.Address != ""
+	return nc
 }

@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/raylet"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
@@ -15,7 +16,7 @@ import (
 // node's timeline has its actors' creation and calls, the objects it
 // pulled from other nodes, and its store's spills and restores.
 func TestTimelineShowsActorsTransfersAndSpills(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 2, NumCPUs: 2, ObjectStoreMemory: 64 << 20, FailureTimeout: 10 * time.Second})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 2, ObjectStoreMemory: 64 << 20, FailureTimeout: 10 * time.Second}})
 	ctx := joinCluster(t, c)
 	n0, n1 := c.Node(0).ID, c.Node(1).ID
 
@@ -55,7 +56,7 @@ func TestTimelineShowsActorsTransfersAndSpills(t *testing.T) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		events, err := node.GetTimeline(ctx, c.Address(), c.Credentials())
+		events, err := clusterclient.GetTimeline(ctx, c.Address(), c.Credentials())
 		if err != nil {
 			t.Fatal(err)
 		}

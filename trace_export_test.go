@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/otlptest"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
@@ -166,7 +167,7 @@ func TestOTLPWorkerSpansFlushedAtExit(t *testing.T) {
 // nodes have no OTLP settings, the spans the nodes and their worker
 // processes make for a job reach the collector its driver exports to.
 func TestOTLPClusterSpansReachTheDriversCollector(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, NumCPUs: 2, FailureTimeout: 10 * time.Second})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 2, FailureTimeout: 10 * time.Second}})
 	recv := otlptest.Start(t) // the nodes started without it
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.Endpoint)
 	job := runTracedProgram(t, atoll.WithAddress(c.Address()), atoll.WithSecret(c.Secret()), atoll.WithObjectStoreMemory(256<<20))

@@ -5,6 +5,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -13,7 +14,7 @@ import (
 // also pulls the ready object into the driver's node, as Ray's
 // fetch_local does.
 func TestWaitFetchLocal(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 2, NumCPUs: 2})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 2}})
 	ctx := joinCluster(t, c)
 	far := atoll.OnNode(c.Node(1).ID, false)
 	storeObjects := func() uint64 {

@@ -73,6 +73,17 @@ const (
 	// credential asked for a change, or fault injection was asked of a
 	// cluster whose head does not allow it.
 	ErrorCode_PERMISSION_DENIED ErrorCode = 17
+	// A function that a library (graph, data) calls for the program — a
+	// task graph's function, a dataset's Map, Filter, FlatMap, MapBatches or
+	// AddColumn function, a BatchClass's setup — returned an error or
+	// panicked; the error names the function. Inside a task it travels as
+	// part of the task's TASK_ERROR, like any error of the task's own code.
+	ErrorCode_FUNCTION_FAILED ErrorCode = 18
+	// Bytes that came from another process did not decode or broke a bound:
+	// a library's task spec or task metadata, or a dataset block, corrupt or
+	// written by a binary of another version. It is also an
+	// INVALID_ARGUMENT.
+	ErrorCode_MALFORMED ErrorCode = 19
 )
 
 // Enum value maps for ErrorCode.
@@ -96,6 +107,8 @@ var (
 		15: "OBJECT_RECONSTRUCTION_FAILED",
 		16: "RESOURCE_EXHAUSTED",
 		17: "PERMISSION_DENIED",
+		18: "FUNCTION_FAILED",
+		19: "MALFORMED",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_UNSPECIFIED":       0,
@@ -116,6 +129,8 @@ var (
 		"OBJECT_RECONSTRUCTION_FAILED": 15,
 		"RESOURCE_EXHAUSTED":           16,
 		"PERMISSION_DENIED":            17,
+		"FUNCTION_FAILED":              18,
+		"MALFORMED":                    19,
 	}
 )
 
@@ -1021,7 +1036,7 @@ const file_atollpb_common_proto_rawDesc = "" +
 	"\x06stored\x18\x03 \x01(\v2\x18.atoll.v1.ObjectLocationH\x00R\x06stored\x12+\n" +
 	"\x05error\x18\x04 \x01(\v2\x13.atoll.v1.ErrorInfoH\x00R\x05error\x12:\n" +
 	"\x0econtained_refs\x18\x05 \x03(\v2\x13.atoll.v1.ObjectRefR\rcontainedRefsB\x06\n" +
-	"\x04kind*\xee\x02\n" +
+	"\x04kind*\x92\x03\n" +
 	"\tErrorCode\x12\x1a\n" +
 	"\x16ERROR_CODE_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -1044,7 +1059,9 @@ const file_atollpb_common_proto_rawDesc = "" +
 	"\fFORWARD_LOST\x10\x0e\x12 \n" +
 	"\x1cOBJECT_RECONSTRUCTION_FAILED\x10\x0f\x12\x16\n" +
 	"\x12RESOURCE_EXHAUSTED\x10\x10\x12\x15\n" +
-	"\x11PERMISSION_DENIED\x10\x11*\xa8\x01\n" +
+	"\x11PERMISSION_DENIED\x10\x11\x12\x13\n" +
+	"\x0fFUNCTION_FAILED\x10\x12\x12\r\n" +
+	"\tMALFORMED\x10\x13*\xa8\x01\n" +
 	"\x05Codec\x12\x15\n" +
 	"\x11CODEC_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vCODEC_BYTES\x10\x01\x12\x11\n" +

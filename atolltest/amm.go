@@ -3,6 +3,7 @@ package atolltest
 import (
 	"context"
 
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/node"
 	"github.com/atoll-runtime/atoll/internal/runtime"
 )
@@ -14,30 +15,30 @@ import (
 type (
 	// AMMStatus is the head's Active Memory Manager: whether its policies
 	// run, what it did, the drains under way.
-	AMMStatus = node.AMMStatus
+	AMMStatus = clusterclient.AMMStatus
 	// DrainStatus is one drain's progress.
-	DrainStatus = node.DrainStatus
+	DrainStatus = clusterclient.DrainStatus
 )
 
 // GetAMMStatus returns the status of the head's Active Memory Manager.
 func GetAMMStatus(ctx context.Context) (*AMMStatus, error) {
-	return controlAMM(ctx, node.AMMStatusOnly)
+	return controlAMM(ctx, clusterclient.AMMStatusOnly)
 }
 
 // StartAMM starts the policies of the head's Active Memory Manager (as
 // ATOLL_AMM=1 on the head does at its start) and returns its status.
-func StartAMM(ctx context.Context) (*AMMStatus, error) { return controlAMM(ctx, node.AMMStart) }
+func StartAMM(ctx context.Context) (*AMMStatus, error) { return controlAMM(ctx, clusterclient.AMMStart) }
 
 // StopAMM stops the policies of the head's Active Memory Manager: no copy
 // is dropped or made any more, except by drains under way.
-func StopAMM(ctx context.Context) (*AMMStatus, error) { return controlAMM(ctx, node.AMMStop) }
+func StopAMM(ctx context.Context) (*AMMStatus, error) { return controlAMM(ctx, clusterclient.AMMStop) }
 
-func controlAMM(ctx context.Context, op node.AMMOp) (*AMMStatus, error) {
+func controlAMM(ctx context.Context, op clusterclient.AMMOp) (*AMMStatus, error) {
 	n, err := clusterNode(ctx, "the Active Memory Manager")
 	if err != nil {
 		return nil, err
 	}
-	return node.ControlAMM(ctx, n.Conn(), op)
+	return clusterclient.ControlAMM(ctx, n.Conn(), op)
 }
 
 // DrainNode drains the live node whose id is (or starts with, at least 4
@@ -54,7 +55,7 @@ func DrainNode(ctx context.Context, nodeID string, progress func(DrainStatus)) e
 	if err != nil {
 		return err
 	}
-	return node.DrainNode(ctx, n.Conn(), nodeID, progress)
+	return clusterclient.DrainNode(ctx, n.Conn(), nodeID, progress)
 }
 
 // clusterNode is the running driver's node, if it is part of a cluster.

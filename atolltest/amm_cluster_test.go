@@ -10,6 +10,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/cluster"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -39,7 +40,7 @@ var holdArg = atoll.NewFunc2("cl.holdArg", func(ctx context.Context, b []byte, d
 // later task reads it, and gets the right bytes; the primary (on the
 // driver's node) always stays.
 func TestAMMReduceReplicas(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, NumCPUs: 2, FailureTimeout: 2 * time.Second,
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 2, FailureTimeout: 2 * time.Second},
 		Env: []string{cluster.EnvAMM + "=1", cluster.EnvAMMInterval + "=200ms"}})
 	ctx := joinCluster(t, c)
 	const n = 3 << 20
@@ -127,7 +128,7 @@ func TestAMMReduceReplicas(t *testing.T) {
 // copies, not primaries) and the primary on the driver's node stays. The
 // owner's node learns of the copies and forgets them, as for pulls.
 func TestAMMReplicate(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, NumCPUs: 2, FailureTimeout: 2 * time.Second,
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 2, FailureTimeout: 2 * time.Second},
 		Env: []string{cluster.EnvAMM + "=1", cluster.EnvAMMInterval + "=200ms"}})
 	ctx := joinCluster(t, c)
 	const n = 3 << 20

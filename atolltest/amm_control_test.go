@@ -13,7 +13,8 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/cluster"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -90,7 +91,7 @@ var (
 // order), and every map output, the drained node's included, still reads
 // right.
 func TestDrainNodeMidSort(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, NumCPUs: 2, FailureTimeout: 2 * time.Second,
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 2, FailureTimeout: 2 * time.Second},
 		Env: []string{cluster.EnvAMMInterval + "=200ms"}})
 	ctx := joinCluster(t, c)
 	drained := c.Node(2)
@@ -177,7 +178,7 @@ func TestDrainNodeMidSort(t *testing.T) {
 	case <-time.After(testcluster.StopTimeout):
 		t.Fatal("the drained node's process did not exit")
 	}
-	st, err := node.GetClusterStatus(ctx, c.Address(), c.Credentials())
+	st, err := clusterclient.GetStatus(ctx, c.Address(), c.Credentials())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +243,7 @@ func TestDrainNodeMidSort(t *testing.T) {
 // driver reads its status (stopped, no round run), starts it (the copies a
 // SPREAD read left go away; the primary stays), and stops it again.
 func TestAMMStartStop(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 2, NumCPUs: 2, FailureTimeout: 2 * time.Second,
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 2, FailureTimeout: 2 * time.Second},
 		Env: []string{cluster.EnvAMMInterval + "=200ms"}})
 	ctx := joinCluster(t, c)
 	const n = 3 << 20

@@ -17,6 +17,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -38,8 +39,7 @@ func TestAMMRebalance(t *testing.T) {
 		size      = 4 << 20
 		storeSize = 64 << 20
 	)
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, NumCPUs: 2, ObjectStoreMemory: storeSize,
-		FailureTimeout: 2 * time.Second,
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 2, ObjectStoreMemory: storeSize, FailureTimeout: 2 * time.Second},
 		Env: []string{cluster.EnvAMM + "=1", cluster.EnvAMMInterval + "=200ms",
 			cluster.EnvAMMPolicies + "=Replicate,Rebalance"}})
 	ctx := joinCluster(t, c)

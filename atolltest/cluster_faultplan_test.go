@@ -12,7 +12,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/faultplan"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 	"github.com/atoll-runtime/atoll/internal/testmain"
 )
@@ -76,8 +76,8 @@ rules:
 			t.Errorf("node %d did not load the plan (%v)", i, err)
 		}
 	}
-	st := c.WaitStatus(30*time.Second, func(st *node.ClusterStatus) bool {
-		return slices.ContainsFunc(st.Nodes, func(n node.ClusterNode) bool { return n.NodeID == e.Victim && !n.Alive })
+	st := c.WaitStatus(30*time.Second, func(st *clusterclient.Status) bool {
+		return slices.ContainsFunc(st.Nodes, func(n clusterclient.NodeStatus) bool { return n.NodeID == e.Victim && !n.Alive })
 	})
 	if st == nil {
 		t.Fatalf("node %s still alive after the plan killed it", e.Victim)

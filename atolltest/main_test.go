@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 	"github.com/atoll-runtime/atoll/internal/testmain"
 )
@@ -118,10 +118,10 @@ func spreadNodes(ctx context.Context, t *testing.T, n int) []string {
 // its load report arrived (a status taken on a busy machine may lack it,
 // and an entry without a report says nothing of the node's store); false
 // if the node is not listed, or does not report within 10 s.
-func nodeStatus(ctx context.Context, c *testcluster.Cluster, id string) (node.ClusterNode, bool) {
+func nodeStatus(ctx context.Context, c *testcluster.Cluster, id string) (clusterclient.NodeStatus, bool) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st, err := node.GetClusterStatus(ctx, c.Address(), c.Credentials())
+		st, err := clusterclient.GetStatus(ctx, c.Address(), c.Credentials())
 		if err == nil {
 			n, ok := findNode(st, id)
 			if !ok || n.Reporting || !n.Alive {
@@ -129,16 +129,16 @@ func nodeStatus(ctx context.Context, c *testcluster.Cluster, id string) (node.Cl
 			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return node.ClusterNode{}, false
+			return clusterclient.NodeStatus{}, false
 		}
 	}
 }
 
-func findNode(st *node.ClusterStatus, id string) (node.ClusterNode, bool) {
+func findNode(st *clusterclient.Status, id string) (clusterclient.NodeStatus, bool) {
 	for _, n := range st.Nodes {
 		if n.NodeID == id {
 			return n, true
 		}
 	}
-	return node.ClusterNode{}, false
+	return clusterclient.NodeStatus{}, false
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/faultplan"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -42,7 +42,7 @@ var ptWhere = atoll.NewFunc1("pt.where", func(ctx context.Context, d time.Durati
 // survivor was declared dead by what the cut node concluded while alone.
 func TestPartitionHeals(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 3})
-	ft := c.Options().FailureTimeout
+	ft := c.Options().Node.FailureTimeout
 	ctx := joinCluster(t, c, atoll.WithFailureTimeout(ft))
 	head, other, victim := c.Node(0), c.Node(1), c.Node(2)
 	driver := atoll.CurrentNodeID()
@@ -97,7 +97,7 @@ func TestPartitionHeals(t *testing.T) {
 	// node dead; each survivor's gateway has the others as peers.
 	alive := []string{head.ID, other.ID, driver}
 	slices.Sort(alive)
-	st := c.WaitStatus(30*time.Second, func(st *node.ClusterStatus) bool {
+	st := c.WaitStatus(30*time.Second, func(st *clusterclient.Status) bool {
 		var live []string
 		victimDead := false
 		for _, n := range st.Nodes {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
 // The hash all-to-alls (aggregate, random_shuffle): a map task per input
@@ -25,7 +27,7 @@ func shapeOutput(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch,
 	case "shuffle_reduce":
 		return shuffleReduce(ctx, s, recs, o)
 	}
-	return nil, fmt.Errorf("data: unknown output kind %q", o.Kind)
+	return nil, errs.Malformedf(specWhat, "unknown output %q", o.Kind)
 }
 
 // defaultParts is the number of parts of a hash all-to-all without

@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
 // A block is one Arrow record batch stored as one object: the bytes of an
@@ -46,12 +48,12 @@ func encodeBlock(rec arrow.RecordBatch) ([]byte, error) {
 func decodeBlock(b []byte) (arrow.RecordBatch, error) {
 	r, err := ipc.NewReaderFromMessageReader(newViewMessageReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("data: decode block: %w", err)
+		return nil, errs.Malformedf(blockWhat, "%v", err)
 	}
 	defer r.Release()
 	if !r.Next() {
 		if err := r.Err(); err != nil {
-			return nil, fmt.Errorf("data: decode block: %w", err)
+			return nil, errs.Malformedf(blockWhat, "%v", err)
 		}
 		// A block of no batch: an empty record of the schema.
 		return emptyRecord(r.Schema()), nil
@@ -65,7 +67,7 @@ func decodeBlock(b []byte) (arrow.RecordBatch, error) {
 func decodeSchema(b []byte) (*arrow.Schema, error) {
 	r, err := ipc.NewReaderFromMessageReader(newViewMessageReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("data: decode schema: %w", err)
+		return nil, errs.Malformedf(blockWhat, "schema: %v", err)
 	}
 	defer r.Release()
 	return r.Schema(), nil
@@ -125,7 +127,7 @@ func (r *viewMessageReader) Message() (*ipc.Message, error) {
 		return nil, io.EOF
 	}
 	if int64(n) > int64(len(r.b)) || n < 4 {
-		return nil, fmt.Errorf("data: block: message metadata of %d bytes, %d left", n, len(r.b))
+		return nil, errs.Malformedf(blockWhat, "message metadata of %d bytes, %d left", n, len(r.b))
 	}
 	meta := memory.NewBufferBytes(r.b[:n])
 	r.b = r.b[n:]
@@ -133,7 +135,7 @@ func (r *viewMessageReader) Message() (*ipc.Message, error) {
 	bodyLen := msg.BodyLen()
 	msg.Release()
 	if bodyLen < 0 || bodyLen > int64(len(r.b)) {
-		return nil, fmt.Errorf("data: block: message body of %d bytes, %d left", bodyLen, len(r.b))
+		return nil, errs.Malformedf(blockWhat, "message body of %d bytes, %d left", bodyLen, len(r.b))
 	}
 	body := memory.NewBufferBytes(r.b[:bodyLen])
 	r.b = r.b[bodyLen:]

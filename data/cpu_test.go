@@ -1,7 +1,6 @@
 package data_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,9 +9,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/atoll-runtime/atoll/internal/testutil"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -22,24 +22,6 @@ import (
 	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/data"
 )
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 var (
 	// holdUntil holds its resources until the file at path exists.
@@ -79,11 +61,11 @@ func TestCPUWaitReported(t *testing.T) {
 	ctx := start(t)
 	release := filepath.Join(t.TempDir(), "release")
 	hold := holdUntil.Remote(ctx, atoll.Value(release), atoll.WithTaskResources(atoll.Resources{CPU: 2}))
-	waitFor(t, "the holder to take both CPUs", func() bool {
+	testutil.Eventually(t, "the holder to take both CPUs", func() bool {
 		s, err := atolltest.Status(ctx)
 		return err == nil && s.Available["CPU"] == 0 && s.Running == 1
 	})
-	var logs syncBuffer
+	var logs testutil.LogBuffer
 	cfg := data.DefaultConfig()
 	cfg.CPUWaitWarning = 200 * time.Millisecond
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
@@ -98,7 +80,7 @@ func TestCPUWaitReported(t *testing.T) {
 		done <- result{n, err}
 	}()
 	const warning = "data: stage read->map_batches has waited"
-	waitFor(t, "the warning", func() bool { return strings.Contains(logs.String(), warning) })
+	testutil.Eventually(t, "the warning", func() bool { return strings.Contains(logs.String(), warning) })
 	if err := os.WriteFile(release, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +102,7 @@ func TestCPUWaitReported(t *testing.T) {
 	}
 
 	// with the CPUs free nothing is reported
-	logs = syncBuffer{}
+	logs.Reset()
 	if _, err := ds.Count(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-// Package data is Ray Datasets' role on atoll (seed 003): lazy datasets of
+// Package data is Ray Datasets' role on atoll: lazy datasets of
 // Apache Arrow record batches held in the object store, transformed by
 // tasks, with stage fusion, a memory budget and per-stage stats. It is a
 // library on the public SDK, like package graph: it adds no actor to the
@@ -31,8 +31,7 @@
 //
 // Operations build a logical plan and run nothing. Consuming a dataset
 // (Count, Iter, IterBatches, Take, TakeAll, Show, Schema, ToArrow,
-// WriteParquet, Materialize) plans its stages (plan.go, pure; the scripts
-// in testdata/plan.txt say which operations fuse and why): a read and the
+// WriteParquet, Materialize) plans its stages: a read and the
 // map-like operations after it fuse into one task per block while they
 // share compute strategy and resources; an all-to-all (Sort,
 // Repartition, GroupBy-Aggregate, RandomShuffle) fuses with the maps
@@ -65,7 +64,7 @@
 // with it. Split runs the dataset (Materialize) and cuts only the blocks
 // a boundary falls in.
 //
-// An operation with ActorPool(min, max) runs in an actor stage (pool.go):
+// An operation with ActorPool(min, max) runs in an actor stage:
 // the maps on pools of the same size fuse and run in long-lived atoll
 // actors (atoll/data.pool) instead of tasks; a BatchClass's setup runs
 // once per actor. min actors start with the stage, more while a block
@@ -76,7 +75,7 @@
 // killed when the stage ends, the consumer stops or the run fails or is
 // cancelled.
 //
-// A run has a monitor goroutine (progress.go) while it goes: a stage
+// A run has a monitor goroutine while it goes: a stage
 // whose tasks have waited Config.CPUWaitWarning (30 s) with no task
 // finished while this node's CPUs were held by more than its own pending
 // tasks is logged once (Config.Logger) and counted in Stats; and it
@@ -86,6 +85,34 @@
 // cap that leaves the rest of the node to other work, not a reservation:
 // atoll's scheduler has none, so work submitted earlier can still hold
 // every CPU).
+//
+// # Errors
+//
+// A dataset's operations are checked when it runs, before anything is
+// submitted: a bad argument matches atoll.ErrInvalidArgument. A task
+// that fails returns an atoll.TaskError, and errors.As and errors.Is see
+// through it, wherever the task ran, to what failed: a FunctionError when
+// a registered function returned an error or panicked (naming the
+// function and the operation; the function's own errors of types
+// registered with atoll.RegisterError are found too), a ColumnError for a
+// column the data lacks or whose type an operation does not handle, a
+// SchemaError for blocks of different schemas, a FileError for a file
+// that does not read or write (matching fs.ErrNotExist and
+// fs.ErrPermission as its cause did), a NotRegisteredError when the
+// worker's binary lacks a function, a MalformedError when a task's spec
+// or a block does not decode.
+//
+// # Encodings
+//
+// Each kind of bytes has one encoding. What the driver tells a task (the
+// read, the operations, how to shape the output) and what the task tells
+// the driver back (the rows, bytes and schema of each block, its timing)
+// are protobuf messages, atollpb.DataTask and atollpb.DataTaskMeta, like
+// every message atoll sends between processes; each side checks what it
+// receives before it uses it. Blocks, and the schemas, sort bounds and
+// sort samples inside those messages, are Arrow IPC streams; the rows a
+// program gives (FromItems, what a Map function returns) become columns
+// of blocks.
 //
 // # Supported
 //

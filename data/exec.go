@@ -1,9 +1,7 @@
 package data
 
 import (
-	"bytes"
 	"context"
-	"encoding/gob"
 	"fmt"
 	"sync"
 	"time"
@@ -236,9 +234,7 @@ func (t *taskStream) submit(ctx context.Context, u unit) {
 		}
 	}
 	t.seq++
-	var sb bytes.Buffer
-	_ = gob.NewEncoder(&sb).Encode(&spec) // plain structs: cannot fail
-	args := []atoll.Arg[atoll.Raw]{atoll.Value(atoll.Raw{Codec: atollpb.Codec_CODEC_BYTES, Data: sb.Bytes()})}
+	args := []atoll.Arg[atoll.Raw]{atoll.Value(atoll.Raw{Codec: atollpb.Codec_CODEC_PROTO, Data: encodeTask(&spec)})}
 	for _, b := range u.inputs {
 		args = append(args, b.ref)
 	}
@@ -265,10 +261,10 @@ func (t *taskStream) collect(ctx context.Context) error {
 		releaseRefs(p.refs)
 		return err
 	}
-	var m taskMeta
-	if err := gob.NewDecoder(bytes.NewReader(raw.Data)).Decode(&m); err != nil {
+	m, err := decodeMeta(raw.Data, len(p.refs)-1)
+	if err != nil {
 		releaseRefs(p.refs)
-		return fmt.Errorf("data: task metadata: %w", err)
+		return err
 	}
 	p.refs[0].Release()
 	schema, err := decodeSchema(m.Schema)
@@ -291,10 +287,10 @@ func (t *taskStream) collect(ctx context.Context) error {
 		outBytes += n
 	}
 	t.ratio = max(t.ratio, float64(outBytes)/float64(max(p.estimate, 1)), 1e-6)
-	t.st.task(time.Duration(m.WallNs), time.Duration(m.CPUNs), rows)
-	t.st.retried(m.Attempt)
+	t.st.task(time.Duration(m.WallNs), time.Duration(m.CpuNs), rows)
+	t.st.retried(int(m.Attempt))
 	if t.onMeta != nil {
-		t.onMeta(&m)
+		t.onMeta(m)
 	}
 	return nil
 }

@@ -40,20 +40,26 @@ func (d *Dataset) FlatMap(fn *FlatMapFunc, opts ...OpOption) *Dataset {
 // record per input record that yields rows (a record whose rows all
 // yield nothing yields no record).
 func applyFlatMap(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arrow.RecordBatch, error) {
-	f, err := lookup[*FlatMapFunc](op.Fn)
+	f, err := lookupFn[*FlatMapFunc]("data.FlatMapFunc", op.Fn)
 	if err != nil {
 		return nil, err
 	}
 	var out []arrow.RecordBatch
 	for _, rec := range recs {
 		var rows []Row
-		for _, r := range recordRows(rec) {
-			more, err := f.fn(ctx, r)
-			if err != nil {
-				releaseAll(out)
-				return nil, fmt.Errorf("data: flat_map %s: %w", op.Fn, err)
+		err := guard(op, func() error {
+			for _, r := range recordRows(rec) {
+				more, err := f.fn(ctx, r)
+				if err != nil {
+					return err
+				}
+				rows = append(rows, more...)
 			}
-			rows = append(rows, more...)
+			return nil
+		})
+		if err != nil {
+			releaseAll(out)
+			return nil, err
 		}
 		if len(rows) == 0 {
 			continue

@@ -10,7 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
 // The kernels of GroupBy-Aggregate. Rows are grouped with Arrow's hash
@@ -109,8 +109,7 @@ func aggregateRecord(ctx context.Context, rec arrow.RecordBatch, keys []string, 
 		switch s.Field(j).Type.ID() {
 		case arrow.INT64, arrow.INT32, arrow.FLOAT64, arrow.FLOAT32, arrow.STRING:
 		default:
-			return nil, fmt.Errorf("%w: data: GroupBy on column %q of type %s is not supported (int64, int32, float64, float32, string)",
-				atoll.ErrInvalidArgument, k, s.Field(j).Type)
+			return nil, &ColumnError{Op: "GroupBy", Column: k, Type: s.Field(j).Type.String(), Supported: "int64, int32, float64, float32, string"}
 		}
 		keyIdx[i] = j
 	}
@@ -310,7 +309,7 @@ func newAccumulator(a aggSpec, rec arrow.RecordBatch, partialIn bool, groups int
 		}
 		ic, ok := c.(*array.Int64)
 		if !ok {
-			return nil, fmt.Errorf("data: partial aggregate %s is %s", n, c.DataType())
+			return nil, errs.Malformedf(blockWhat, "partial aggregate %s is %s", n, c.DataType())
 		}
 		return ic, nil
 	}
@@ -321,7 +320,7 @@ func newAccumulator(a aggSpec, rec arrow.RecordBatch, partialIn bool, groups int
 		}
 		fc, ok := c.(*array.Float64)
 		if !ok {
-			return nil, fmt.Errorf("data: partial aggregate %s is %s", n, c.DataType())
+			return nil, errs.Malformedf(blockWhat, "partial aggregate %s is %s", n, c.DataType())
 		}
 		return fc, nil
 	}
@@ -346,8 +345,7 @@ func newAccumulator(a aggSpec, rec arrow.RecordBatch, partialIn bool, groups int
 		}
 		cmp, nan, err := orderOf(c)
 		if err != nil {
-			return nil, fmt.Errorf("%w: data: %s of column %q of type %s is not supported (int64, int32, float64, float32, string)",
-				atoll.ErrInvalidArgument, a.Fn, a.Column, c.DataType())
+			return nil, &ColumnError{Op: a.Fn, Column: a.Column, Type: c.DataType().String(), Supported: "int64, int32, float64, float32, string"}
 		}
 		acc := &minMaxAcc{name: name, col: c, cmp: cmp, nan: nan, max: a.Fn == "max", best: make([]int64, groups)}
 		for g := range acc.best {
@@ -363,8 +361,7 @@ func newAccumulator(a aggSpec, rec arrow.RecordBatch, partialIn bool, groups int
 		}
 		v, err := numeric(c)
 		if err != nil {
-			return nil, fmt.Errorf("%w: data: %s of column %q of type %s is not supported (int64, int32, float64, float32)",
-				atoll.ErrInvalidArgument, a.Fn, a.Column, c.DataType())
+			return nil, &ColumnError{Op: a.Fn, Column: a.Column, Type: c.DataType().String(), Supported: "int64, int32, float64, float32"}
 		}
 		switch a.Fn {
 		case "sum":
@@ -386,7 +383,7 @@ func newAccumulator(a aggSpec, rec arrow.RecordBatch, partialIn bool, groups int
 		}
 		v, err := numeric(c)
 		if err != nil {
-			return nil, err
+			return nil, errs.Malformedf(blockWhat, "partial aggregate %s: %v", name, err)
 		}
 		return &sumAcc{name: name, in: &v, inN: n, isInt: v.isInt, n: make([]int64, groups), si: make([]int64, groups), sf: make([]float64, groups)}, nil
 	case "mean":

@@ -33,18 +33,18 @@ func jsonUnits(paths []string) ([]readUnit, error) {
 func readJSONFile(path string) ([]arrow.RecordBatch, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("data: read %s: %w", path, err)
+		return nil, err
 	}
 	schema, err := inferJSONSchema(b)
 	if err != nil {
-		return nil, fmt.Errorf("data: read %s: %w", path, err)
+		return nil, err
 	}
 	if schema.NumFields() == 0 {
 		return nil, nil
 	}
 	out, err := readRecords(array.NewJSONReader(bytes.NewReader(b), schema, array.WithChunk(1<<16), array.WithAllocator(memory.DefaultAllocator)))
 	if err != nil {
-		return nil, fmt.Errorf("data: read %s: %w", path, err)
+		return nil, err
 	}
 	return out, nil
 }

@@ -3,17 +3,15 @@ package data
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"math"
 	"sort"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
 // The Arrow work a task does on its records: batching, filtering,
@@ -34,7 +32,7 @@ func concatRecords(s *arrow.Schema, recs []arrow.RecordBatch) (arrow.RecordBatch
 	for _, r := range recs {
 		rows += r.NumRows()
 		if !r.Schema().Equal(s) {
-			return nil, fmt.Errorf("data: blocks of different schemas: %s and %s", s, r.Schema())
+			return nil, &SchemaError{What: "blocks", A: s.String(), B: r.Schema().String()}
 		}
 	}
 	for j := range cols {
@@ -145,7 +143,7 @@ func unknownColumn(name string, s *arrow.Schema) error {
 	for _, f := range s.Fields() {
 		have = append(have, f.Name)
 	}
-	return fmt.Errorf("%w: data: no column %q (columns: %s)", atoll.ErrInvalidArgument, name, strings.Join(have, ", "))
+	return &ColumnError{Column: name, Columns: have}
 }
 
 // withColumn returns rec with col appended as column name (replacing a
@@ -363,7 +361,7 @@ func rangePartitioner(rec, bounds arrow.RecordBatch, keys []SortKey) (func(int) 
 		if err != nil {
 			return nil, err
 		}
-		if cmps[n], err = rowComparer(rec.Column(j), bounds.Column(bj), k.Descending); err != nil {
+		if cmps[n], err = rowComparer(k.Column, rec.Column(j), bounds.Column(bj), k.Descending); err != nil {
 			return nil, err
 		}
 	}
@@ -383,9 +381,9 @@ func rangePartitioner(rec, bounds arrow.RecordBatch, keys []SortKey) (func(int) 
 
 // rowComparer compares value i of col with value b of bounds (of the
 // same type) in sort order: -1 before, 0 equal, 1 after.
-func rowComparer(col, bounds arrow.Array, desc bool) (func(i, b int) int, error) {
+func rowComparer(name string, col, bounds arrow.Array, desc bool) (func(i, b int) int, error) {
 	if !arrow.TypeEqual(col.DataType(), bounds.DataType()) {
-		return nil, fmt.Errorf("data: sort bounds of type %s for a %s column", bounds.DataType(), col.DataType())
+		return nil, errs.Malformedf(specWhat, "sort bounds of type %s for the %s column %q", bounds.DataType(), col.DataType(), name)
 	}
 	switch c := col.(type) {
 	case *array.Int64:
@@ -399,7 +397,7 @@ func rowComparer(col, bounds arrow.Array, desc bool) (func(i, b int) int, error)
 	case *array.String:
 		return comparer(c, bounds.(*array.String), desc), nil
 	}
-	return nil, fmt.Errorf("%w: data: Sort by a %s column is not supported yet (int64, int32, float64, float32, string)", atoll.ErrInvalidArgument, col.DataType())
+	return nil, &ColumnError{Op: "Sort", Column: name, Type: col.DataType().String(), Supported: "int64, int32, float64, float32, string"}
 }
 
 type valueArray[T int64 | int32 | float64 | float32 | string] interface {

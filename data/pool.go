@@ -1,9 +1,7 @@
 package data
 
 import (
-	"bytes"
 	"context"
-	"encoding/gob"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,7 +10,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
 // Actor pools (Ray's compute=ActorPoolStrategy(min_size, max_size)): the
@@ -123,22 +123,26 @@ type poolStates struct{}
 
 // applyClass runs a map_batches_class op with the actor's state.
 func applyClass(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arrow.RecordBatch, error) {
-	c, err := lookup[*BatchClass](op.Fn)
+	c, err := lookupFn[*BatchClass]("data.BatchClass", op.Fn)
 	if err != nil {
 		return nil, err
 	}
 	states, _ := ctx.Value(poolStates{}).(map[string]any)
 	s, ok := states[op.Fn]
 	if !ok {
-		return nil, fmt.Errorf("data: map_batches %s: a BatchClass runs on an actor pool only", op.Fn)
+		return nil, fmt.Errorf("%w: data: map_batches %s: a BatchClass runs on an actor pool only", atoll.ErrInvalidArgument, op.Fn)
 	}
 	var out []arrow.RecordBatch
 	for _, b := range rebatch(recs, op.BatchSize) {
-		r, err := c.fn(ctx, s, b)
+		var r arrow.RecordBatch
+		err := guard(opSpec{Kind: "map_batches", Fn: op.Fn}, func() (err error) {
+			r, err = c.fn(ctx, s, b)
+			return err
+		})
 		b.Release()
 		if err != nil {
 			releaseAll(out)
-			return nil, fmt.Errorf("data: map_batches %s: %w", op.Fn, err)
+			return nil, err
 		}
 		out = append(out, r)
 	}
@@ -151,16 +155,22 @@ type poolActor struct {
 }
 
 var (
-	poolActorType = atoll.NewActorType1("atoll/data.pool", func(ctx context.Context, classes []string) (*poolActor, error) {
+	poolActorType = atoll.NewActorType1("atoll/data.pool", func(ctx context.Context, pool *atollpb.DataPool) (*poolActor, error) {
+		if n := len(pool.GetClasses()); n > maxNames {
+			return nil, errs.Malformedf("dataset actor pool", "%d classes", n)
+		}
 		a := &poolActor{states: map[string]any{}}
-		for _, name := range classes {
-			c, err := lookup[*BatchClass](name)
+		for _, name := range pool.GetClasses() {
+			c, err := lookupFn[*BatchClass]("data.BatchClass", name)
 			if err != nil {
 				return nil, err
 			}
-			s, err := c.setup(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("data: setup of %s: %w", name, err)
+			var s any
+			if err := guard(opSpec{Kind: "setup", Fn: name}, func() (err error) {
+				s, err = c.setup(ctx)
+				return err
+			}); err != nil {
+				return nil, err
 			}
 			a.states[name] = s
 		}
@@ -317,7 +327,7 @@ func (p *poolStream) inFlight() int {
 // grow starts an actor (its setup runs when it starts; calls sent before
 // wait for it).
 func (p *poolStream) grow(ctx context.Context) (*poolMember, error) {
-	h, err := poolActorType.New(ctx, atoll.Value(p.classes), p.opts...)
+	h, err := poolActorType.New(ctx, atoll.Value(&atollpb.DataPool{Classes: p.classes}), p.opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -404,9 +414,7 @@ func (p *poolStream) send(ctx context.Context, m *poolMember, c *poolCall) {
 	tgt := p.r.cfg.TargetMaxBlockSize
 	spec := taskSpec{Ops: p.ops, Out: outSpec{Kind: "blocks", TargetMaxBlockSize: tgt}}
 	spec.Out.MaxBlocks = int(min(256, max(8, 1+(2*max(p.expected(c.u), inputBytes(c.u))+tgt-1)/tgt)))
-	var sb bytes.Buffer
-	_ = gob.NewEncoder(&sb).Encode(&spec) // plain structs: cannot fail
-	args := []atoll.Arg[atoll.Raw]{atoll.Value(atoll.Raw{Codec: codecBytes, Data: sb.Bytes()})}
+	args := []atoll.Arg[atoll.Raw]{atoll.Value(atoll.Raw{Codec: atollpb.Codec_CODEC_PROTO, Data: encodeTask(&spec)})}
 	for _, b := range c.u.inputs {
 		args = append(args, b.ref) // kept until the call succeeds: a retry sends them again
 	}
@@ -482,10 +490,10 @@ func (p *poolStream) finish(ctx context.Context, c *poolCall) error {
 		}
 		return nil
 	}
-	var meta taskMeta
-	if err := gob.NewDecoder(bytes.NewReader(raw.Data)).Decode(&meta); err != nil {
+	meta, err := decodeMeta(raw.Data, len(c.refs)-1)
+	if err != nil {
 		releaseRefs(c.refs)
-		return fmt.Errorf("data: task metadata: %w", err)
+		return err
 	}
 	c.refs[0].Release()
 	schema, err := decodeSchema(meta.Schema)
@@ -510,7 +518,7 @@ func (p *poolStream) finish(ctx context.Context, c *poolCall) error {
 	c.u.inputs = nil
 	c.finished = true
 	p.ratio = max(p.ratio, float64(outBytes)/float64(max(c.u.estimate, 1)), 1e-6)
-	p.st.task(time.Duration(meta.WallNs), time.Duration(meta.CPUNs), rows)
+	p.st.task(time.Duration(meta.WallNs), time.Duration(meta.CpuNs), rows)
 	return nil
 }
 

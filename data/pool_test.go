@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -163,7 +165,7 @@ func TestActorPoolMapBatches(t *testing.T) {
 	if p := peak.Load(); p > 2 {
 		t.Fatalf("the node hosted %d actors at once, want at most 2", p)
 	}
-	waitFor(t, "the pool's actors to be gone", func() bool {
+	testutil.Eventually(t, "the pool's actors to be gone", func() bool {
 		s, err := atolltest.Status(ctx)
 		return err == nil && s.Actors == 0
 	})
@@ -182,7 +184,7 @@ func TestActorPoolMapBatches(t *testing.T) {
 			t.Fatalf("stats lack %q:\n%s", want, st)
 		}
 	}
-	waitFor(t, "the pool's actors to be gone", func() bool {
+	testutil.Eventually(t, "the pool's actors to be gone", func() bool {
 		s, err := atolltest.Status(ctx)
 		return err == nil && s.Actors == 0
 	})
@@ -208,7 +210,7 @@ func TestActorPoolActorDies(t *testing.T) {
 		t.Fatalf("stats:\n%s", st)
 	}
 	t.Logf("setups: %d (two actors, one restarted)\n%s", setups(t, dir), ds.Stats())
-	waitFor(t, "the pool's actors to be gone", func() bool {
+	testutil.Eventually(t, "the pool's actors to be gone", func() bool {
 		s, err := atolltest.Status(ctx)
 		return err == nil && s.Actors == 0
 	})
@@ -229,7 +231,7 @@ func TestActorPoolStopsEarly(t *testing.T) {
 			break
 		}
 	}
-	waitFor(t, "the pool's actors to be gone after an early stop", func() bool {
+	testutil.Eventually(t, "the pool's actors to be gone after an early stop", func() bool {
 		s, err := atolltest.Status(ctx)
 		return err == nil && s.Actors == 0
 	})
@@ -245,7 +247,7 @@ func TestActorPoolStopsEarly(t *testing.T) {
 	if st := bad.Stats(); !strings.Contains(st, "* Actors: 1 started") || strings.Contains(st, "retried") {
 		t.Fatalf("a failing setup was retried:\n%s", st)
 	}
-	waitFor(t, "the pool's actors to be gone after a failed setup", func() bool {
+	testutil.Eventually(t, "the pool's actors to be gone after a failed setup", func() bool {
 		s, err := atolltest.Status(ctx)
 		return err == nil && s.Actors == 0
 	})
@@ -298,7 +300,7 @@ func TestActorPoolCPUsAndCancel(t *testing.T) {
 			break
 		}
 		if n++; n == 10 {
-			waitFor(t, "the pool's two actors", func() bool {
+			testutil.Eventually(t, "the pool's two actors", func() bool {
 				s, err := atolltest.Status(ctx)
 				return err == nil && s.Actors == 2
 			})
@@ -308,7 +310,7 @@ func TestActorPoolCPUsAndCancel(t *testing.T) {
 	if !errors.Is(got, context.Canceled) {
 		t.Fatalf("after cancel: %v, want context.Canceled", got)
 	}
-	waitFor(t, "the pool's actors to be gone after a cancel", func() bool {
+	testutil.Eventually(t, "the pool's actors to be gone after a cancel", func() bool {
 		s, err := atolltest.Status(ctx)
 		return err == nil && s.Actors == 0
 	})

@@ -7,7 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
+
+	"github.com/atoll-runtime/atoll/internal/testutil"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -16,7 +17,6 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/data"
-	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
 // markEnv names the directory where test functions running in worker
@@ -61,12 +61,6 @@ func clearDir(t *testing.T, dir string) {
 
 func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 
-// waitFor polls cond until it holds, failing the test after 30 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	testcluster.Eventually(t, 30*time.Second, what, cond)
-}
-
 // TestIterBatchesPrefetch: with a budget that lets one task run at a
 // time, the run advances during the loop body only with Prefetch: with
 // Prefetch(2) the tasks of the next two blocks run while the body holds
@@ -85,7 +79,7 @@ func TestIterBatchesPrefetch(t *testing.T) {
 			t.Fatal(err)
 		}
 		if seen == 0 {
-			waitFor(t, "blocks 2 and 3 fetched while the body runs", func() bool { return exists(mark(10)) && exists(mark(20)) })
+			testutil.Eventually(t, "blocks 2 and 3 fetched while the body runs", func() bool { return exists(mark(10)) && exists(mark(20)) })
 			if exists(mark(30)) {
 				t.Fatal("block 4 was computed: more than two blocks fetched ahead")
 			}
@@ -121,7 +115,7 @@ func TestIterBatchesPrefetch(t *testing.T) {
 			break
 		}
 	}
-	waitFor(t, "the early stop's blocks to be released", func() bool {
+	testutil.Eventually(t, "the early stop's blocks to be released", func() bool {
 		m, err := atolltest.Memory(ctx)
 		return err == nil && m.OwnedObjects == 0 && m.PendingTasks == 0
 	})

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/data"
 )
@@ -13,7 +15,7 @@ import (
 // at most every interval, the last one the final state.
 func TestProgress(t *testing.T) {
 	ctx := start(t)
-	var out syncBuffer
+	var out testutil.LogBuffer
 	cfg := withParallelism(8)
 	cfg.Progress = &out
 	cfg.ProgressInterval = 20 * time.Millisecond

@@ -22,6 +22,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
 // readSpec is one read task: rows [Start, End) of Range, or one Parquet
@@ -46,25 +47,34 @@ func (r *readSpec) read(ctx context.Context) ([]arrow.RecordBatch, error) {
 		defer col.Release()
 		s := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
 		return []arrow.RecordBatch{array.NewRecordBatch(s, []arrow.Array{col}, int64(col.Len()))}, nil
-	case "parquet":
-		return readParquetRowGroups(ctx, r.Path, r.RowGroups)
-	case "csv":
-		return readCSVFile(r.Path)
-	case "json":
-		return readJSONFile(r.Path)
 	}
-	return nil, fmt.Errorf("data: unknown read kind %q", r.Kind)
+	var recs []arrow.RecordBatch
+	var err error
+	switch r.Kind {
+	case "parquet":
+		recs, err = readParquetRowGroups(ctx, r.Path, r.RowGroups)
+	case "csv":
+		recs, err = readCSVFile(r.Path)
+	case "json":
+		recs, err = readJSONFile(r.Path)
+	default:
+		return nil, errs.Malformedf(specWhat, "unknown read %q", r.Kind)
+	}
+	if err != nil {
+		return nil, fileError("read", r.Path, err)
+	}
+	return recs, nil
 }
 
 func readParquetRowGroups(ctx context.Context, path string, rgs []int) ([]arrow.RecordBatch, error) {
 	pf, err := file.OpenParquetFile(path, false)
 	if err != nil {
-		return nil, fmt.Errorf("data: read %s: %w", path, err)
+		return nil, err
 	}
 	defer pf.Close()
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
 	if err != nil {
-		return nil, fmt.Errorf("data: read %s: %w", path, err)
+		return nil, err
 	}
 	cols := make([]int, pf.MetaData().Schema.NumColumns()) // every leaf column
 	for i := range cols {
@@ -72,7 +82,7 @@ func readParquetRowGroups(ctx context.Context, path string, rgs []int) ([]arrow.
 	}
 	tbl, err := fr.ReadRowGroups(ctx, cols, rgs)
 	if err != nil {
-		return nil, fmt.Errorf("data: read %s: %w", path, err)
+		return nil, err
 	}
 	defer tbl.Release()
 	return tableRecords(tbl)
@@ -86,11 +96,11 @@ func tableRecords(tbl arrow.Table) ([]arrow.RecordBatch, error) {
 func readCSVFile(path string) ([]arrow.RecordBatch, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("data: read %s: %w", path, err)
+		return nil, err
 	}
 	out, err := readRecords(csv.NewInferringReader(bytes.NewReader(b), csv.WithHeader(true), csv.WithChunk(1<<16), csv.WithNullReader(true, "")))
 	if err != nil {
-		return nil, fmt.Errorf("data: read %s: %w", path, err)
+		return nil, err
 	}
 	return out, nil
 }

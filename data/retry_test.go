@@ -168,6 +168,10 @@ func TestReadFailsAfterRetries(t *testing.T) {
 		!strings.HasSuffix(msg, "(attempt 4 of 4)") {
 		t.Fatalf("error %q does not name the file, the cause and the last attempt", msg)
 	}
+	var fe *data.FileError
+	if !errors.As(err, &fe) || fe.Op != "read" || fe.Path != b || errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("error %v: FileError %+v", err, fe)
+	}
 	if n := f.served.Load(); n != 4 {
 		t.Fatalf("b.csv was read %d times, want 4 (a try and three retries)", n)
 	}

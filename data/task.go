@@ -1,9 +1,7 @@
 package data
 
 import (
-	"bytes"
 	"context"
-	"encoding/gob"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
 // taskSpec is what one task of a fused stage does, sent as its first
@@ -77,43 +76,31 @@ func (o outSpec) partitioned() bool {
 	return o.Kind == "split" || o.Kind == "agg_map" || o.Kind == "shuffle_map"
 }
 
-// taskMeta is a task's first return: what the driver keeps beside each
-// block's ref, and the task's timing.
-type taskMeta struct {
-	Rows    []int64 // per block returned
-	Bytes   []int64
-	Schema  []byte // IPC schema of the blocks
-	Samples []byte // sort_sample: an IPC block of the sampled key values
-	WallNs  int64
-	CPUNs   int64
-	Attempt int // the attempt that succeeded: 0 for the first, n after n retries
-}
-
 var execTask = atoll.NewMultiFuncN("atoll/data.exec", execSpec)
 
 // execSpec runs a task: args[0] is the task spec, the rest its input
 // blocks; it returns the metadata, then the blocks.
 func execSpec(ctx context.Context, args []atoll.Raw) ([]atoll.Raw, error) {
 	if len(args) == 0 {
-		return nil, fmt.Errorf("data: exec without a task spec")
+		return nil, errs.Malformedf(specWhat, "a task without arguments")
 	}
-	var spec taskSpec
-	if err := gob.NewDecoder(bytes.NewReader(args[0].Data)).Decode(&spec); err != nil {
-		return nil, fmt.Errorf("data: decode task spec: %w", err)
-	}
-	start, cpu0 := time.Now(), cpuTime()
-	meta, blocks, err := runTask(ctx, &spec, args[1:])
+	spec, err := decodeTask(args[0].Data)
 	if err != nil {
 		return nil, err
 	}
-	meta.WallNs, meta.CPUNs = time.Since(start).Nanoseconds(), (cpuTime() - cpu0).Nanoseconds()
-	meta.Attempt = atoll.CurrentAttempt(ctx)
-	var mb bytes.Buffer
-	if err := gob.NewEncoder(&mb).Encode(meta); err != nil {
+	start, cpu0 := time.Now(), cpuTime()
+	meta, blocks, err := runTask(ctx, spec, args[1:])
+	if err != nil {
+		return nil, err
+	}
+	meta.WallNs, meta.CpuNs = time.Since(start).Nanoseconds(), (cpuTime() - cpu0).Nanoseconds()
+	meta.Attempt = int32(atoll.CurrentAttempt(ctx))
+	mb, err := encodeMeta(meta)
+	if err != nil {
 		return nil, err
 	}
 	out := make([]atoll.Raw, spec.Out.numReturns())
-	out[0] = atoll.Raw{Codec: atollpb.Codec_CODEC_BYTES, Data: mb.Bytes()}
+	out[0] = atoll.Raw{Codec: atollpb.Codec_CODEC_PROTO, Data: mb}
 	for i := 1; i < len(out); i++ {
 		out[i] = atoll.Raw{Codec: atollpb.Codec_CODEC_BYTES, Data: []byte{}}
 		if i-1 < len(blocks) {
@@ -248,29 +235,39 @@ func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arrow.
 	}
 	switch op.Kind {
 	case "map_batches":
-		f, err := lookup[*BatchFunc](op.Fn)
+		f, err := lookupFn[*BatchFunc]("data.BatchFunc", op.Fn)
 		if err != nil {
 			return nil, err
 		}
 		for _, b := range rebatch(recs, op.BatchSize) {
-			r, err := f.fn(ctx, b)
+			var r arrow.RecordBatch
+			err := guard(op, func() (err error) {
+				r, err = f.fn(ctx, b)
+				return err
+			})
 			b.Release()
 			if err != nil {
-				return fail(fmt.Errorf("data: map_batches %s: %w", op.Fn, err))
+				return fail(err)
 			}
 			out = append(out, r)
 		}
 	case "map":
-		f, err := lookup[*RowFunc](op.Fn)
+		f, err := lookupFn[*RowFunc]("data.RowFunc", op.Fn)
 		if err != nil {
 			return nil, err
 		}
 		for _, rec := range recs {
 			rows := recordRows(rec)
-			for i, r := range rows {
-				if rows[i], err = f.fn(ctx, r); err != nil {
-					return fail(fmt.Errorf("data: map %s: %w", op.Fn, err))
+			err := guard(op, func() (err error) {
+				for i, r := range rows {
+					if rows[i], err = f.fn(ctx, r); err != nil {
+						return err
+					}
 				}
+				return nil
+			})
+			if err != nil {
+				return fail(err)
 			}
 			s, err := rowSchema(rows, rec.Schema())
 			if err != nil {
@@ -283,19 +280,25 @@ func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arrow.
 			out = append(out, nr)
 		}
 	case "filter":
-		f, err := lookup[*Predicate](op.Fn)
+		f, err := lookupFn[*Predicate]("data.Predicate", op.Fn)
 		if err != nil {
 			return nil, err
 		}
 		for _, rec := range recs {
 			mask := array.NewBooleanBuilder(memory.DefaultAllocator)
-			for _, r := range recordRows(rec) {
-				keep, err := f.fn(ctx, r)
-				if err != nil {
-					mask.Release()
-					return fail(fmt.Errorf("data: filter %s: %w", op.Fn, err))
+			err := guard(op, func() error {
+				for _, r := range recordRows(rec) {
+					keep, err := f.fn(ctx, r)
+					if err != nil {
+						return err
+					}
+					mask.Append(keep)
 				}
-				mask.Append(keep)
+				return nil
+			})
+			if err != nil {
+				mask.Release()
+				return fail(err)
 			}
 			m := mask.NewBooleanArray()
 			mask.Release()
@@ -315,18 +318,22 @@ func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arrow.
 			out = append(out, nr)
 		}
 	case "add_column":
-		f, err := lookup[*ColumnFunc](op.Fn)
+		f, err := lookupFn[*ColumnFunc]("data.ColumnFunc", op.Fn)
 		if err != nil {
 			return nil, err
 		}
 		for _, rec := range recs {
-			col, err := f.fn(ctx, rec)
+			var col arrow.Array
+			err := guard(op, func() (err error) {
+				col, err = f.fn(ctx, rec)
+				return err
+			})
 			if err != nil {
-				return fail(fmt.Errorf("data: add_column %s: %w", op.Fn, err))
+				return fail(err)
 			}
 			if int64(col.Len()) != rec.NumRows() {
 				col.Release()
-				return fail(fmt.Errorf("data: add_column %s: %d values for %d rows", op.Fn, col.Len(), rec.NumRows()))
+				return fail(fmt.Errorf("%w: data: add_column %s: %d values for %d rows", atoll.ErrInvalidArgument, op.Fn, col.Len(), rec.NumRows()))
 			}
 			out = append(out, withColumn(rec, op.Column, col))
 			col.Release()
@@ -358,9 +365,35 @@ func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arrow.
 	case "map_batches_class":
 		return applyClass(ctx, op, recs)
 	default:
-		return nil, fmt.Errorf("data: unknown op %q", op.Kind)
+		return nil, errs.Malformedf(specWhat, "unknown operation %q", op.Kind)
 	}
 	return out, nil
+}
+
+// lookupFn finds the registered function name of type F (kind names
+// it): a NotRegisteredError when the binary running the task lacks it.
+func lookupFn[F any](kind, name string) (F, error) {
+	f, err := lookup[F](name)
+	if err != nil {
+		return f, &errs.NotRegisteredError{Kind: kind, Name: name}
+	}
+	return f, nil
+}
+
+// guard runs body, which calls op's registered function: the error body
+// returns, or a panic of the function, becomes a FunctionError naming
+// the function and the operation.
+func guard(op opSpec, body func() error) (err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("data: %w", err)
+		}
+	}()
+	defer errs.RecoverFunction(&err, op.Kind, op.Fn, "")
+	if err := body(); err != nil {
+		return errs.FunctionFailed(op.Kind, op.Fn, "", err)
+	}
+	return nil
 }
 
 // writeParquetFile writes recs to path (through a temporary file renamed
@@ -373,26 +406,29 @@ func writeParquetFile(ctx context.Context, path string, recs []arrow.RecordBatch
 
 // writeFileAtomic writes recs (none: no file) to path with write, through
 // a temporary file renamed at the end, so a retried task leaves no half
-// file.
+// file. Its errors are FileErrors.
 func writeFileAtomic(path string, recs []arrow.RecordBatch, write func(io.Writer) error) error {
 	if len(recs) == 0 {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+		return fileError("write", path, err)
 	}
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
-		return err
+		return fileError("write", path, err)
 	}
 	err = write(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
 	if err != nil {
 		_ = os.Remove(tmp)
-		return fmt.Errorf("data: write %s: %w", path, err)
+		return fileError("write", path, err)
 	}
-	return os.Rename(tmp, path)
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
 // Union is the rows of d, then those of each of others, in order (Ray's
@@ -71,7 +72,7 @@ func (c *concatStream) next(ctx context.Context) (block, bool, error) {
 				c.schema = b.schema
 			} else if !c.schema.Equal(b.schema) {
 				b.release()
-				return block{}, false, fmt.Errorf("%w: data: Union of datasets of different schemas: %s and %s", atoll.ErrInvalidArgument, c.schema, b.schema)
+				return block{}, false, &SchemaError{What: "Union of datasets", A: c.schema.String(), B: b.schema.String()}
 			}
 		}
 		return b, true, nil
@@ -232,7 +233,7 @@ func releaseBlocks(bs []block) {
 // the right rows lined up with them (renamed where a name repeats).
 func zipInputs(_ context.Context, z *zipSpec, inputs []atoll.Raw) (arrow.RecordBatch, error) {
 	if len(inputs) < 2 {
-		return nil, fmt.Errorf("data: zip task with %d inputs", len(inputs))
+		return nil, errs.Malformedf(specWhat, "a zip task of %d input blocks", len(inputs))
 	}
 	recs := make([]arrow.RecordBatch, 0, len(inputs))
 	defer func() { releaseAll(recs) }()
@@ -250,7 +251,7 @@ func zipInputs(_ context.Context, z *zipSpec, inputs []atoll.Raw) (arrow.RecordB
 	}
 	defer right.Release()
 	if z.Skip+z.Rows > right.NumRows() || left.NumRows() != z.Rows {
-		return nil, fmt.Errorf("data: zip task: rows %d+%d of %d, left %d", z.Skip, z.Rows, right.NumRows(), left.NumRows())
+		return nil, errs.Malformedf(specWhat, "a zip task of rows %d+%d of %d on the right, %d on the left", z.Skip, z.Rows, right.NumRows(), left.NumRows())
 	}
 	part := right.NewSlice(z.Skip, z.Skip+z.Rows)
 	defer part.Release()

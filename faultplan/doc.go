@@ -58,7 +58,7 @@
 // processes the plan file named by EnvPlan. Timed rules run in the
 // driver (atoll.WithFaultPlan). Rules at points (kill-worker, spill-full,
 // spill-slow; Plan.Points) go where the plans' message rules go, by node
-// role, into node.Config.FaultPoints:
+// role, into the node's hooks (internal/node.Hooks.FaultPoints):
 //
 //   - kill-worker: the raylet asks before it sends a task attempt or an
 //     actor call to the worker process that runs it (before-execute: it

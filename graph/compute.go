@@ -288,13 +288,17 @@ func (r *execution) submit(ctx context.Context, needed map[*node]bool) error {
 			continue
 		}
 		args := make([]atoll.Arg[atoll.Raw], 1, 1+len(n.deps))
-		wt := wireTask{key: n.key, hash: n.hash, nret: n.nret, deps: n.wdeps}
+		wt := &atollpb.GraphTask{Key: string(n.key), Hash: n.hash, NumReturns: uint32(n.nret), Deps: n.wdeps, Expr: n.wexpr}
 		for _, tc := range r.o.taskCallbacks {
 			if tc.keys == nil || tc.keys[n.key] {
-				wt.cbs = append(wt.cbs, cbRef{name: tc.name, param: tc.param})
+				wt.Callbacks = append(wt.Callbacks, &atollpb.GraphCallback{Name: tc.name, Param: tc.param})
 			}
 		}
-		args[0] = atoll.Value(atoll.Raw{Codec: atollpb.Codec_CODEC_BYTES, Data: wt.encode(n.ebuf)})
+		spec, err := encodeTask(wt)
+		if err != nil {
+			return err
+		}
+		args[0] = atoll.Value(atoll.Raw{Codec: atollpb.Codec_CODEC_PROTO, Data: spec})
 		for _, d := range n.deps {
 			ref, err := r.sourceRef(ctx, d)
 			if err != nil {

@@ -49,4 +49,30 @@
 // Register functions and task callbacks at package init (in var
 // declarations) so that every process of the binary knows them, and call
 // atoll.Init before anything else in main, as for any atoll program.
+//
+// # Errors
+//
+// A graph is checked before anything is submitted (Validate's errors).
+// A task that fails returns an atoll.TaskError named after its key, and
+// errors.As and errors.Is see through it, wherever the task ran, to a
+// FunctionError when a registered function returned an error or panicked
+// (naming the function and the key; the function's own errors of types
+// registered with atoll.RegisterError are found too), a NotRegisteredError
+// (atoll.ErrNotFound) when the worker's binary lacks a function, a
+// MalformedError when a task spec does not decode, or an error matching
+// atoll.ErrInvalidArgument when a value does not fit where it goes (an
+// Item past the end of a slice).
+//
+// # Encodings
+//
+// Each kind of bytes has one encoding. What the driver tells a worker
+// about a task (its expression, how to decode its dependencies, its task
+// callbacks) is a protobuf message, atollpb.GraphTask, like every message
+// atoll sends between processes; the worker checks all of it before it
+// runs anything. Values (literals, results, dependencies) are encoded as
+// atoll.Put and Remote encode them: []byte, []float64, []float32, []int64
+// and []int32 as their raw little-endian memory (read in place, as views
+// of shared memory), protobuf messages in their wire format, any other Go
+// value with encoding/gob. The result cache stores each result as those
+// bytes after one byte naming their encoding.
 package graph

@@ -7,13 +7,16 @@ import (
 	"unsafe"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/codec"
+	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
 // The two atoll functions every graph task runs as. The first argument is
-// the task spec (wire.go), the rest are the task's dependencies, resolved
-// by atoll before the task runs: views of the object store, decoded here
-// by reflect type (a []float64 parameter gets a zero-copy view).
+// the task spec (an atollpb.GraphTask), the rest are the task's
+// dependencies, resolved by atoll before the task runs: views of the
+// object store, decoded here by reflect type (a []float64 parameter gets
+// a zero-copy view).
 var (
 	execOne = atoll.NewFuncN("atoll/graph.exec", func(ctx context.Context, args []atoll.Raw) (atoll.Raw, error) {
 		outs, err := run(ctx, args, false)
@@ -32,53 +35,64 @@ var (
 // callbacks, encode the result (each element, for a MultiReturn task).
 func run(ctx context.Context, args []atoll.Raw, multi bool) ([]atoll.Raw, error) {
 	if len(args) == 0 {
-		return nil, fmt.Errorf("graph: exec without a task spec")
+		return nil, errs.Malformedf(specWhat, "a task without arguments")
 	}
-	wt, err := decodeWireTask(args[0].Data)
+	wt, err := decodeTask(args[0].Data, len(args)-1, multi)
 	if err != nil {
 		return nil, err
 	}
-	if len(args)-1 != len(wt.deps) {
-		return nil, fmt.Errorf("graph key %q: %d dependencies, the spec names %d", wt.key, len(args)-1, len(wt.deps))
-	}
-	cbs := make([]TaskCallback, len(wt.cbs))
-	states := make([]any, len(wt.cbs))
-	info := make([]TaskInfo, len(wt.cbs))
-	for i, c := range wt.cbs {
-		if cbs[i] = lookupTaskCallback(c.name); cbs[i] == nil {
-			return nil, fmt.Errorf("graph key %q: task callback %q is not registered in this binary", wt.key, c.name)
+	key := Key(wt.Key)
+	cbs := make([]TaskCallback, len(wt.Callbacks))
+	states := make([]any, len(wt.Callbacks))
+	info := make([]TaskInfo, len(wt.Callbacks))
+	for i, c := range wt.Callbacks {
+		if cbs[i] = lookupTaskCallback(c.Name); cbs[i] == nil {
+			return nil, fmt.Errorf("graph key %q: %w", key, &errs.NotRegisteredError{Kind: "graph task callback", Name: c.Name})
 		}
-		info[i] = TaskInfo{Key: wt.key, Hash: wt.hash, Param: c.param}
+		info[i] = TaskInfo{Key: key, Hash: wt.Hash, Param: c.Param}
 	}
 	for i, cb := range cbs {
-		states[i] = cb.PreTask(ctx, info[i])
+		if err := guardCallback(wt.Callbacks[i].Name, key, func() { states[i] = cb.PreTask(ctx, info[i]) }); err != nil {
+			return nil, err
+		}
 	}
-	ev := evaluator{ctx: ctx, deps: args[1:], types: wt.deps}
-	v, err := ev.eval(&wt.expr, nil)
+	ev := evaluator{ctx: ctx, key: key, deps: args[1:], types: wt.Deps}
+	v, err := ev.eval(wt.Expr, nil)
 	if err != nil {
-		return nil, fmt.Errorf("graph key %q: %w", wt.key, err)
+		return nil, fmt.Errorf("graph key %q: %w", key, err)
 	}
 	result := v.Interface()
 	for i, cb := range cbs {
-		cb.PostTask(ctx, info[i], result, states[i])
+		if err := guardCallback(wt.Callbacks[i].Name, key, func() { cb.PostTask(ctx, info[i], result, states[i]) }); err != nil {
+			return nil, err
+		}
 	}
 	if !multi {
 		out, err := encodeResult(result, args)
 		if err != nil {
-			return nil, fmt.Errorf("graph key %q: %w", wt.key, err)
+			return nil, fmt.Errorf("graph key %q: %w", key, err)
 		}
 		return []atoll.Raw{out}, nil
 	}
-	if v.Kind() != reflect.Slice && v.Kind() != reflect.Array || v.Len() != wt.nret {
-		return nil, fmt.Errorf("graph key %q: a MultiReturn task of %d outputs returned %v", wt.key, wt.nret, describe(v))
+	nret := int(wt.NumReturns)
+	if v.Kind() != reflect.Slice && v.Kind() != reflect.Array || v.Len() != nret {
+		return nil, errs.Invalidf("graph key %q: a MultiReturn task of %d outputs returned %v", key, nret, describe(v))
 	}
-	outs := make([]atoll.Raw, wt.nret)
+	outs := make([]atoll.Raw, nret)
 	for i := range outs {
 		if outs[i], err = encodeResult(v.Index(i).Interface(), args); err != nil {
-			return nil, fmt.Errorf("graph key %q: output %d: %w", wt.key, i, err)
+			return nil, fmt.Errorf("graph key %q: output %d: %w", key, i, err)
 		}
 	}
 	return outs, nil
+}
+
+// guardCallback runs a task callback's method: a panic of it is a
+// FunctionError naming the callback (Op "task callback").
+func guardCallback(name string, key Key, f func()) (err error) {
+	defer errs.RecoverFunction(&err, "task callback", name, string(key))
+	f()
+	return nil
 }
 
 func describe(v reflect.Value) string {
@@ -115,26 +129,25 @@ func overlaps(a, b []byte) bool {
 
 type evaluator struct {
 	ctx   context.Context
+	key   Key // the task's key, for FunctionErrors
 	deps  []atoll.Raw
-	types []wireDep
+	types []*atollpb.GraphDep
 }
 
-// eval evaluates e. target is the type the value goes to (a parameter's
-// type, a list's element type), or nil where e has a type of its own (a
-// task's result, a dependency computed by a task).
-func (ev *evaluator) eval(e *wexpr, target reflect.Type) (reflect.Value, error) {
-	switch e.kind {
-	case wTask:
+// eval evaluates e (checked by checkTask: its slots and indexes are in
+// range). target is the type the value goes to (a parameter's type, a
+// list's element type), or nil where e has a type of its own (a task's
+// result, a dependency computed by a task).
+func (ev *evaluator) eval(e *atollpb.GraphExpr, target reflect.Type) (reflect.Value, error) {
+	switch e.Kind {
+	case atollpb.GraphExpr_CALL:
 		v, err := ev.call(e)
 		if err != nil {
 			return reflect.Value{}, err
 		}
 		return convert(v, target)
-	case wDep:
-		if e.index >= len(ev.deps) {
-			return reflect.Value{}, fmt.Errorf("dependency %d of %d", e.index, len(ev.deps))
-		}
-		t, err := ev.types[e.index].naturalType()
+	case atollpb.GraphExpr_DEP:
+		t, err := naturalType(ev.types[e.Index])
 		if err != nil {
 			return reflect.Value{}, err
 		}
@@ -142,93 +155,103 @@ func (ev *evaluator) eval(e *wexpr, target reflect.Type) (reflect.Value, error) 
 			t = target
 		}
 		if t == nil {
-			return reflect.Value{}, fmt.Errorf("dependency %d has no type to decode it as", e.index)
+			return reflect.Value{}, errs.Malformedf(specWhat, "dependency %d has no type to decode it as", e.Index)
 		}
-		d := ev.deps[e.index]
+		d := ev.deps[e.Index]
 		v, err := codec.DecodeType(d.Codec, d.Data, t)
 		if err != nil {
 			return reflect.Value{}, err
 		}
 		return convert(v, target)
-	case wLit:
+	case atollpb.GraphExpr_LITERAL:
 		if target == nil {
-			return reflect.Value{}, fmt.Errorf("a literal has no type to decode it as")
+			return reflect.Value{}, errs.Malformedf(specWhat, "a literal has no type to decode it as")
 		}
-		return codec.DecodeType(e.lit.Codec, e.lit.Data, target)
-	case wList:
+		return codec.DecodeType(e.Codec, e.Data, target)
+	case atollpb.GraphExpr_LIST:
 		if target == nil || target.Kind() != reflect.Slice {
-			return reflect.Value{}, fmt.Errorf("a list passed as %v, not a slice", typeName(target))
+			return reflect.Value{}, errs.Invalidf("a list passed as %v, not a slice", typeName(target))
 		}
-		s := reflect.MakeSlice(target, len(e.args), len(e.args))
-		for i := range e.args {
-			v, err := ev.eval(&e.args[i], target.Elem())
+		s := reflect.MakeSlice(target, len(e.Args), len(e.Args))
+		for i, a := range e.Args {
+			v, err := ev.eval(a, target.Elem())
 			if err != nil {
 				return reflect.Value{}, err
 			}
 			s.Index(i).Set(v)
 		}
 		return s, nil
-	case wItem:
-		base, err := ev.eval(&e.args[0], nil)
+	case atollpb.GraphExpr_ITEM:
+		base, err := ev.eval(e.Args[0], nil)
 		if err != nil {
 			return reflect.Value{}, err
 		}
 		if base.Kind() != reflect.Slice && base.Kind() != reflect.Array {
-			return reflect.Value{}, fmt.Errorf("Item of a %v", base.Type())
+			return reflect.Value{}, errs.Invalidf("Item of a %v", base.Type())
 		}
-		if e.index >= base.Len() {
-			return reflect.Value{}, fmt.Errorf("Item %d of a %v of %d elements", e.index, base.Type(), base.Len())
+		if int(e.Index) >= base.Len() {
+			return reflect.Value{}, errs.Invalidf("Item %d of a %v of %d elements", e.Index, base.Type(), base.Len())
 		}
-		return convert(base.Index(e.index), target)
+		return convert(base.Index(int(e.Index)), target)
 	}
-	return reflect.Value{}, fmt.Errorf("unknown expression kind %d", e.kind)
+	return reflect.Value{}, errs.Malformedf(specWhat, "unknown expression kind %d", e.Kind)
 }
 
-func (ev *evaluator) call(e *wexpr) (reflect.Value, error) {
-	f := lookupFunc(e.fn)
+func (ev *evaluator) call(e *atollpb.GraphExpr) (reflect.Value, error) {
+	f := lookupFunc(e.Func)
 	if f == nil {
-		return reflect.Value{}, fmt.Errorf("function %q is not registered in this binary", e.fn)
+		return reflect.Value{}, &errs.NotRegisteredError{Kind: "graph function", Name: e.Func}
 	}
-	in := make([]reflect.Value, 1+len(e.args))
+	if n := len(e.Args); n < len(f.params)-1 || !f.variadic && n != len(f.params) || e.Spread && (!f.variadic || n != len(f.params)) {
+		return reflect.Value{}, errs.Invalidf("%s: called with %d arguments (spread %v), it takes %d (variadic %v)", e.Func, n, e.Spread, len(f.params), f.variadic)
+	}
+	in := make([]reflect.Value, 1+len(e.Args))
 	in[0] = reflect.ValueOf(ev.ctx)
 	last := len(f.params) - 1
-	for i := range e.args {
+	for i, a := range e.Args {
 		pt := f.params[min(i, last)]
-		if f.variadic && i >= last && !e.spread {
+		if f.variadic && i >= last && !e.Spread {
 			pt = pt.Elem()
 		}
-		v, err := ev.eval(&e.args[i], pt)
+		v, err := ev.eval(a, pt)
 		if err != nil {
-			return reflect.Value{}, fmt.Errorf("%s argument %d: %w", e.fn, i, err)
+			return reflect.Value{}, fmt.Errorf("%s argument %d: %w", e.Func, i, err)
 		}
 		in[1+i] = v
 	}
+	return ev.invoke(f, e, in)
+}
+
+// invoke calls the registered function f: its error, or its panic, is a
+// FunctionError naming it and the task's key.
+func (ev *evaluator) invoke(f *Func, e *atollpb.GraphExpr, in []reflect.Value) (_ reflect.Value, err error) {
+	defer errs.RecoverFunction(&err, "", e.Func, string(ev.key))
 	var out []reflect.Value
-	if e.spread {
+	if e.Spread {
 		out = f.fn.CallSlice(in)
 	} else {
 		out = f.fn.Call(in)
 	}
-	if err, _ := out[1].Interface().(error); err != nil {
-		return reflect.Value{}, fmt.Errorf("%s: %w", e.fn, err)
+	if ferr, _ := out[1].Interface().(error); ferr != nil {
+		return reflect.Value{}, errs.FunctionFailed("", e.Func, string(ev.key), ferr)
 	}
 	return out[0], nil
 }
 
 // naturalType is the type a dependency was produced as, or nil when the
 // parameter's type decides.
-func (d wireDep) naturalType() (reflect.Type, error) {
-	if d.fn == "" {
+func naturalType(d *atollpb.GraphDep) (reflect.Type, error) {
+	if d.Func == "" {
 		return nil, nil
 	}
-	f := lookupFunc(d.fn)
+	f := lookupFunc(d.Func)
 	if f == nil {
-		return nil, fmt.Errorf("function %q is not registered in this binary", d.fn)
+		return nil, &errs.NotRegisteredError{Kind: "graph function", Name: d.Func}
 	}
 	t := f.ret
-	for range d.depth {
+	for range d.Depth {
 		if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
-			return nil, fmt.Errorf("element of %v", t)
+			return nil, errs.Invalidf("an element of %v, the result of %s", t, d.Func)
 		}
 		t = t.Elem()
 	}
@@ -240,7 +263,7 @@ func convert(v reflect.Value, t reflect.Type) (reflect.Value, error) {
 		return v, nil
 	}
 	if !v.Type().AssignableTo(t) {
-		return reflect.Value{}, fmt.Errorf("a %v where a %v is wanted", v.Type(), t)
+		return reflect.Value{}, errs.Invalidf("a %v where a %v is wanted", v.Type(), t)
 	}
 	out := reflect.New(t).Elem()
 	out.Set(v)

@@ -7,7 +7,9 @@ import (
 	"hash"
 	"reflect"
 
+	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/codec"
+	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
 // A plan is what Compute and Persist submit: the tasks the requested keys
@@ -35,9 +37,8 @@ type node struct {
 	nret  int  // > 0 for MultiReturn
 	typ   reflect.Type
 	deps  []source // dependency slots, in order
-	wexpr wexpr
-	wdeps []wireDep
-	ebuf  []byte
+	wexpr *atollpb.GraphExpr
+	wdeps []*atollpb.GraphDep
 	hash  string
 }
 
@@ -210,8 +211,8 @@ func substitute(e Expr, sub func(Key) (Expr, bool)) Expr {
 	return e
 }
 
-// build makes n's wire expression, dependency slots and content hash.
-// Its dependencies are built already (topological order).
+// build makes n's wire expression and dependency slots. Its
+// dependencies are built already (topological order).
 func (p *plan) build(n *node) error {
 	type slotKey struct {
 		node *node
@@ -220,7 +221,7 @@ func (p *plan) build(n *node) error {
 		obj  string
 	}
 	slots := map[slotKey]int{}
-	dep := func(s source, t wireDep) wexpr {
+	dep := func(s source, t *atollpb.GraphDep) *atollpb.GraphExpr {
 		id := slotKey{node: s.node, out: s.out, lit: s.lit}
 		if s.obj.ref != nil {
 			id.obj = s.obj.ref.ID()
@@ -232,43 +233,42 @@ func (p *plan) build(n *node) error {
 			n.deps = append(n.deps, s)
 			n.wdeps = append(n.wdeps, t)
 		}
-		return wexpr{kind: wDep, index: i}
+		return &atollpb.GraphExpr{Kind: atollpb.GraphExpr_DEP, Index: uint32(i)}
 	}
-	var build func(e Expr) (wexpr, error)
-	build = func(e Expr) (wexpr, error) {
+	literal := func(raw codec.Raw) *atollpb.GraphExpr {
+		return &atollpb.GraphExpr{Kind: atollpb.GraphExpr_LITERAL, Codec: raw.Codec, Data: raw.Data}
+	}
+	var build func(e Expr) (*atollpb.GraphExpr, error)
+	args := func(w *atollpb.GraphExpr, items []Expr) (*atollpb.GraphExpr, error) {
+		w.Args = make([]*atollpb.GraphExpr, len(items))
+		for i, a := range items {
+			wa, err := build(a)
+			if err != nil {
+				return nil, err
+			}
+			w.Args[i] = wa
+		}
+		return w, nil
+	}
+	build = func(e Expr) (*atollpb.GraphExpr, error) {
 		switch x := e.(type) {
 		case Task:
 			f := lookupFunc(x.Func)
-			w := wexpr{kind: wTask, fn: x.Func}
-			w.spread = f.variadic && len(x.Args) == len(f.params) && isList(x.Args[len(x.Args)-1])
-			for _, a := range x.Args {
-				wa, err := build(a)
-				if err != nil {
-					return wexpr{}, err
-				}
-				w.args = append(w.args, wa)
-			}
-			return w, nil
+			w := &atollpb.GraphExpr{Kind: atollpb.GraphExpr_CALL, Func: x.Func}
+			w.Spread = f.variadic && len(x.Args) == len(f.params) && isList(x.Args[len(x.Args)-1])
+			return args(w, x.Args)
 		case multiExpr:
 			return build(x.task)
 		case listExpr:
-			w := wexpr{kind: wList}
-			for _, a := range x.items {
-				wa, err := build(a)
-				if err != nil {
-					return wexpr{}, err
-				}
-				w.args = append(w.args, wa)
-			}
-			return w, nil
+			return args(&atollpb.GraphExpr{Kind: atollpb.GraphExpr_LIST}, x.items)
 		case litExpr:
 			enc, err := codec.Encode(x.v)
 			if err != nil {
-				return wexpr{}, err
+				return nil, err
 			}
-			return wexpr{kind: wLit, lit: codec.Raw(enc)}, nil
+			return literal(codec.Raw(enc)), nil
 		case objectExpr:
-			return dep(source{obj: x}, wireDep{}), nil
+			return dep(source{obj: x}, &atollpb.GraphDep{}), nil
 		case itemExpr:
 			if r, ok := x.of.(refExpr); ok {
 				if m := p.nodes[r.key]; m != nil && m.nret > 0 {
@@ -277,9 +277,9 @@ func (p *plan) build(n *node) error {
 			}
 			w, err := build(x.of)
 			if err != nil {
-				return wexpr{}, err
+				return nil, err
 			}
-			return wexpr{kind: wItem, index: x.index, args: []wexpr{w}}, nil
+			return &atollpb.GraphExpr{Kind: atollpb.GraphExpr_ITEM, Index: uint32(x.index), Args: []*atollpb.GraphExpr{w}}, nil
 		case refExpr:
 			if m := p.nodes[x.key]; m != nil {
 				return dep(source{node: m}, p.natural(x)), nil
@@ -288,25 +288,24 @@ func (p *plan) build(n *node) error {
 			case litExpr:
 				ls, err := p.lit(x.key, v)
 				if err != nil {
-					return wexpr{}, err
+					return nil, err
 				}
 				if len(ls.raw.Data) <= inlineLitBytes {
-					return wexpr{kind: wLit, lit: ls.raw}, nil
+					return literal(ls.raw), nil
 				}
-				return dep(source{lit: ls}, wireDep{}), nil
+				return dep(source{lit: ls}, &atollpb.GraphDep{}), nil
 			case objectExpr:
-				return dep(source{obj: v}, wireDep{}), nil
+				return dep(source{obj: v}, &atollpb.GraphDep{}), nil
 			}
-			return wexpr{}, fmt.Errorf("graph: internal error: key %q is not planned", x.key)
+			return nil, errs.Invalidf("graph: internal error: key %q is not planned", x.key)
 		}
-		return wexpr{}, fmt.Errorf("graph: internal error: expression %T", e)
+		return nil, errs.Invalidf("graph: internal error: expression %T", e)
 	}
 	w, err := build(n.expr)
 	if err != nil {
 		return err
 	}
 	n.wexpr = w
-	n.ebuf = encodeExpr(&w)
 	return nil
 }
 
@@ -380,20 +379,20 @@ func isList(e Expr) bool {
 // natural is how a worker decodes the value of e, a key computed by a
 // task (Ref) or an output of one (Item): as its producing function's
 // result type, or an element of it.
-func (p *plan) natural(e Expr) wireDep {
+func (p *plan) natural(e Expr) *atollpb.GraphDep {
 	switch x := e.(type) {
 	case refExpr:
 		return p.natural(p.c.g[x.key])
 	case Task:
-		return wireDep{fn: x.Func}
+		return &atollpb.GraphDep{Func: x.Func}
 	case multiExpr:
-		return wireDep{fn: x.task.Func}
+		return &atollpb.GraphDep{Func: x.task.Func}
 	case itemExpr:
 		d := p.natural(x.of)
-		d.depth++
+		d.Depth++
 		return d
 	}
-	return wireDep{}
+	return &atollpb.GraphDep{}
 }
 
 func (p *plan) lit(k Key, l litExpr) (*litSource, error) {

@@ -1,6 +1,10 @@
 package graph
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/atoll-runtime/atoll"
+)
 
 // Shuffle adds to g a repartition of the partitions held by inputs into
 // p output partitions, and returns the new graph (g is not modified) and
@@ -28,12 +32,12 @@ func NaiveShuffle(g Graph, inputs []Key, split, combine string, p int, out strin
 
 func shuffle(g Graph, inputs []Key, split, combine string, p int, out string, naive bool) (Graph, []Key, error) {
 	if p < 1 || len(inputs) == 0 || out == "" {
-		return nil, nil, fmt.Errorf("graph: shuffle of %d inputs into %d partitions named %q", len(inputs), p, out)
+		return nil, nil, fmt.Errorf("%w: graph: shuffle of %d inputs into %d partitions named %q", atoll.ErrInvalidArgument, len(inputs), p, out)
 	}
 	g = g.Copy()
 	set := func(k Key, e Expr) error {
 		if _, taken := g[k]; taken {
-			return fmt.Errorf("graph: shuffle: key %q is in the graph already", k)
+			return fmt.Errorf("%w: graph: shuffle: key %q is in the graph already", atoll.ErrInvalidArgument, k)
 		}
 		g[k] = e
 		return nil

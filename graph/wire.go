@@ -1,215 +1,135 @@
 package graph
 
 import (
-	"encoding/binary"
-	"errors"
-	"fmt"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
-	"github.com/atoll-runtime/atoll/internal/codec"
+	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
-// The task spec the driver sends to graph.exec as its first argument: the
-// (fused) expression with references replaced by dependency slots, the
-// natural type of each dependency, and the task callbacks to run. A small
-// binary format: uvarints and length-prefixed strings.
+// The task spec the driver sends to graph.exec as its first argument is
+// an atollpb.GraphTask: the (fused) expression with references replaced
+// by dependency slots, how to decode each dependency, and the task
+// callbacks to run. A worker checks it whole before it evaluates
+// anything (checkTask): a spec that fails fails the task with a
+// MalformedError.
 
-const wireVersion = 1
+// specWhat names the spec in its MalformedErrors.
+const specWhat = "graph task spec"
 
-// Expression kinds on the wire.
+// Bounds on a spec from the wire, beyond its size (the message's bytes
+// are in memory already): nothing in it may make a worker loop or
+// allocate more than the bytes warrant.
 const (
-	wTask byte = iota + 1
-	wDep
-	wLit
-	wList
-	wItem
+	// maxExprDepth bounds the nesting of expressions (protobuf's own
+	// recursion limit is the same).
+	maxExprDepth = 10000
+	// maxDepDepth bounds GraphDep.depth (Item of Item of ...).
+	maxDepDepth = 1 << 10
+	// maxReturns bounds a MultiReturn task's outputs.
+	maxReturns = 1 << 20
+	// maxName bounds function, callback and key names.
+	maxName = 64 << 10
 )
 
-type wireTask struct {
-	key  Key
-	hash string
-	nret int // outputs of a MultiReturn task; 0 for one result
-	deps []wireDep
-	cbs  []cbRef
-	expr wexpr
+// encodeTask marshals a task spec.
+func encodeTask(t *atollpb.GraphTask) ([]byte, error) {
+	b, err := proto.Marshal(t)
+	if err != nil {
+		return nil, errs.Invalidf("graph: encode the spec of key %q: %v", t.GetKey(), err)
+	}
+	return b, nil
 }
 
-// wireDep says how to decode a dependency: as the result type of
-// registered function fn, Elem()'d depth times, or, when fn is empty, as
-// the type of the parameter it is passed to.
-type wireDep struct {
-	fn    string
-	depth int
-}
-
-type cbRef struct{ name, param string }
-
-type wexpr struct {
-	kind   byte
-	fn     string // wTask
-	spread bool   // wTask: the last argument is the variadic tail
-	args   []wexpr
-	index  int // wDep: slot; wItem: element
-	lit    codec.Raw
-}
-
-type wbuf struct{ b []byte }
-
-func (w *wbuf) uint(v int)     { w.b = binary.AppendUvarint(w.b, uint64(v)) }
-func (w *wbuf) str(s string)   { w.uint(len(s)); w.b = append(w.b, s...) }
-func (w *wbuf) bytes(b []byte) { w.uint(len(b)); w.b = append(w.b, b...) }
-
-func (w *wbuf) expr(e *wexpr) {
-	w.b = append(w.b, e.kind)
-	switch e.kind {
-	case wTask:
-		w.str(e.fn)
-		spread := 0
-		if e.spread {
-			spread = 1
-		}
-		w.uint(spread)
-		w.uint(len(e.args))
-		for i := range e.args {
-			w.expr(&e.args[i])
-		}
-	case wDep:
-		w.uint(e.index)
-	case wLit:
-		w.uint(int(e.lit.Codec))
-		w.bytes(e.lit.Data)
-	case wList:
-		w.uint(len(e.args))
-		for i := range e.args {
-			w.expr(&e.args[i])
-		}
-	case wItem:
-		w.uint(e.index)
-		w.expr(&e.args[0])
+// decodeTask unmarshals and checks a task spec for a task of deps
+// dependencies; multi says whether it runs as a MultiReturn task.
+func decodeTask(b []byte, deps int, multi bool) (*atollpb.GraphTask, error) {
+	t := &atollpb.GraphTask{}
+	if err := (proto.UnmarshalOptions{RecursionLimit: maxExprDepth + 8}).Unmarshal(b, t); err != nil {
+		return nil, errs.Malformedf(specWhat, "%v", err)
 	}
-}
-
-// encodeExpr returns the bytes of e alone (what the content hash covers).
-func encodeExpr(e *wexpr) []byte {
-	var w wbuf
-	w.expr(e)
-	return w.b
-}
-
-func (t *wireTask) encode(exprBytes []byte) []byte {
-	var w wbuf
-	w.uint(wireVersion)
-	w.str(string(t.key))
-	w.str(t.hash)
-	w.uint(t.nret)
-	w.uint(len(t.deps))
-	for _, d := range t.deps {
-		w.str(d.fn)
-		w.uint(d.depth)
-	}
-	w.uint(len(t.cbs))
-	for _, c := range t.cbs {
-		w.str(c.name)
-		w.str(c.param)
-	}
-	w.b = append(w.b, exprBytes...)
-	return w.b
-}
-
-var errShort = errors.New("graph: truncated task spec")
-
-type rbuf struct {
-	b   []byte
-	err error
-}
-
-func (r *rbuf) uint() int {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 || v > 1<<40 {
-		r.err = errShort
-		return 0
-	}
-	r.b = r.b[n:]
-	return int(v)
-}
-
-func (r *rbuf) bytes() []byte {
-	n := r.uint()
-	if r.err != nil {
-		return nil
-	}
-	if n > len(r.b) {
-		r.err = errShort
-		return nil
-	}
-	out := r.b[:n:n]
-	r.b = r.b[n:]
-	return out
-}
-
-func (r *rbuf) str() string { return string(r.bytes()) }
-
-func (r *rbuf) expr(depth int) wexpr {
-	if r.err != nil {
-		return wexpr{}
-	}
-	if depth > 10000 || len(r.b) == 0 {
-		r.err = errShort
-		return wexpr{}
-	}
-	e := wexpr{kind: r.b[0]}
-	r.b = r.b[1:]
-	switch e.kind {
-	case wTask:
-		e.fn = r.str()
-		e.spread = r.uint() == 1
-		n := r.uint()
-		for i := 0; i < n && r.err == nil; i++ {
-			e.args = append(e.args, r.expr(depth+1))
-		}
-	case wDep:
-		e.index = r.uint()
-	case wLit:
-		e.lit.Codec = atollpb.Codec(r.uint())
-		e.lit.Data = r.bytes()
-	case wList:
-		n := r.uint()
-		e.args = make([]wexpr, 0, min(n, len(r.b)))
-		for i := 0; i < n && r.err == nil; i++ {
-			e.args = append(e.args, r.expr(depth+1))
-		}
-	case wItem:
-		e.index = r.uint()
-		e.args = []wexpr{r.expr(depth + 1)}
-	default:
-		r.err = fmt.Errorf("graph: unknown expression kind %d in task spec", e.kind)
-	}
-	return e
-}
-
-func decodeWireTask(b []byte) (*wireTask, error) {
-	r := &rbuf{b: b}
-	if v := r.uint(); r.err == nil && v != wireVersion {
-		return nil, fmt.Errorf("graph: task spec version %d, this binary reads %d", v, wireVersion)
-	}
-	t := &wireTask{key: Key(r.str()), hash: r.str(), nret: r.uint()}
-	n := r.uint()
-	for i := 0; i < n && r.err == nil; i++ {
-		t.deps = append(t.deps, wireDep{fn: r.str(), depth: r.uint()})
-	}
-	n = r.uint()
-	for i := 0; i < n && r.err == nil; i++ {
-		t.cbs = append(t.cbs, cbRef{name: r.str(), param: r.str()})
-	}
-	t.expr = r.expr(0)
-	if r.err == nil && len(r.b) != 0 {
-		r.err = errShort
-	}
-	if r.err != nil {
-		return nil, r.err
+	if err := checkTask(t, deps, multi); err != nil {
+		return nil, err
 	}
 	return t, nil
+}
+
+// checkTask checks everything a worker relies on in t: counts against
+// the task's arguments, every slot and index, names and kinds.
+func checkTask(t *atollpb.GraphTask, deps int, multi bool) error {
+	bad := func(format string, args ...any) error {
+		return errs.Malformedf(specWhat, "key %q: "+format, append([]any{clipName(t.GetKey())}, args...)...)
+	}
+	switch {
+	case len(t.Key) > maxName:
+		return bad("a key of %d bytes", len(t.Key))
+	case len(t.Deps) != deps:
+		return bad("%d dependencies passed, the spec names %d", deps, len(t.Deps))
+	case multi != (t.NumReturns > 0):
+		return bad("%d returns for a task run as MultiReturn=%v", t.NumReturns, multi)
+	case t.NumReturns > maxReturns:
+		return bad("%d returns, over the limit of %d", t.NumReturns, maxReturns)
+	case t.Expr == nil:
+		return bad("no expression")
+	}
+	for i, d := range t.Deps {
+		if d == nil || len(d.Func) > maxName || d.Depth > maxDepDepth || d.Func == "" && d.Depth > 0 {
+			return bad("dependency %d: %v", i, d)
+		}
+	}
+	for i, c := range t.Callbacks {
+		if c == nil || c.Name == "" || len(c.Name) > maxName {
+			return bad("task callback %d has no name", i)
+		}
+	}
+	return checkExpr(t.Expr, len(t.Deps), 0, bad)
+}
+
+func checkExpr(e *atollpb.GraphExpr, deps, depth int, bad func(string, ...any) error) error {
+	if e == nil {
+		return bad("a nil expression")
+	}
+	if depth > maxExprDepth {
+		return bad("expressions nested deeper than %d", maxExprDepth)
+	}
+	switch e.Kind {
+	case atollpb.GraphExpr_CALL:
+		if e.Func == "" || len(e.Func) > maxName {
+			return bad("a call of a function with a name of %d bytes", len(e.Func))
+		}
+		if e.Spread && len(e.Args) == 0 {
+			return bad("call of %s: a variadic tail and no argument", e.Func)
+		}
+	case atollpb.GraphExpr_DEP:
+		if int(e.Index) >= deps {
+			return bad("dependency slot %d of %d", e.Index, deps)
+		}
+		return nil
+	case atollpb.GraphExpr_LITERAL:
+		if _, ok := atollpb.Codec_name[int32(e.Codec)]; !ok || e.Codec == atollpb.Codec_CODEC_UNSPECIFIED || e.Codec == atollpb.Codec_CODEC_ERROR {
+			return bad("a literal of codec %d", e.Codec)
+		}
+		return nil
+	case atollpb.GraphExpr_LIST:
+	case atollpb.GraphExpr_ITEM:
+		if len(e.Args) != 1 {
+			return bad("Item of %d values", len(e.Args))
+		}
+	default:
+		return bad("unknown expression kind %d", e.Kind)
+	}
+	for _, a := range e.Args {
+		if err := checkExpr(a, deps, depth+1, bad); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// clipName bounds a name from the wire quoted in an error.
+func clipName(s string) string {
+	if len(s) > 256 {
+		return s[:256] + "..."
+	}
+	return s
 }

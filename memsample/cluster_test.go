@@ -11,17 +11,19 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/atoll-runtime/atoll/atollpb"
-	"github.com/atoll-runtime/atoll/internal/actors"
 	"github.com/atoll-runtime/atoll/internal/cluster"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/raylet"
 	"github.com/atoll-runtime/atoll/memsample"
 )
@@ -34,18 +36,13 @@ func TestMain(m *testing.M) {
 		_, _ = io.Copy(io.Discard, os.NewFile(raylet.ConnFD, "atoll-raylet"))
 		os.Exit(0)
 	}
-	goleak.VerifyTestMain(m,
-		// As in the node tests: protoactor's dead-letter log throttle and
-		// parked pooled dispatcher goroutines outlive their work by design.
-		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
-		goleak.IgnoreTopFunction(actors.PooledDispatcherIdle),
-	)
+	testutil.VerifyNoLeaks(m)
 }
 
 // startNode starts a node without CPUs in this process for one test.
-func startNode(t *testing.T, cfg node.Config) *node.Node {
+func startNode(t *testing.T, cfg nodeconfig.Config) *node.Node {
 	t.Helper()
-	cfg.NumCPUs, cfg.RandomPorts, cfg.ObjectStoreMemory, cfg.FailureTimeout = node.NoCPUs, true, 32<<20, 2*time.Second
+	cfg.NumCPUs, cfg.RandomPorts, cfg.ObjectStoreMemory, cfg.FailureTimeout = nodeconfig.NoCPUs, true, 32<<20, 2*time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n, err := node.Start(ctx, cfg)
@@ -54,21 +51,6 @@ func startNode(t *testing.T, cfg node.Config) *node.Node {
 	}
 	t.Cleanup(func() { _ = n.Stop(context.Background()) })
 	return n
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.NewTimer(30 * time.Second)
-	defer deadline.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			t.Fatalf("after 30s still waiting for %s", what)
-		}
-	}
 }
 
 func seriesOf(s *memsample.Samples, id ids.NodeID) *memsample.Series {
@@ -87,10 +69,10 @@ func seriesOf(s *memsample.Samples, id ids.NodeID) *memsample.Series {
 // that leaves drops out of the samples.
 func TestClusterSampler(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir()) // no address file of a real cluster
-	head := startNode(t, node.Config{Head: true, GCSDir: t.TempDir()})
-	creds := node.Credentials{Secret: head.Secret()}
-	member := startNode(t, node.Config{Address: head.Address(), Credentials: creds})
-	nc, _, err := node.DialCluster(head.Address(), "test", creds)
+	head := startNode(t, nodeconfig.Config{Head: true, GCSDir: t.TempDir()})
+	creds := nodeconfig.Credentials{Secret: head.Secret()}
+	member := startNode(t, nodeconfig.Config{Address: head.Address(), Credentials: creds})
+	nc, _, err := clusterclient.Dial(head.Address(), "test", creds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +133,7 @@ func TestClusterSampler(t *testing.T) {
 		t.Fatal(err)
 	}
 	ticks := s.Progress().Ticks
-	eventually(t, "two more ticks", func() bool { return s.Progress().Ticks >= ticks+2 })
+	testutil.Eventually(t, "two more ticks", func() bool { return s.Progress().Ticks >= ticks+2 })
 
 	const size = 4 << 20
 	store := member.StoreClient(ids.NewWorkerID())
@@ -159,7 +141,7 @@ func TestClusterSampler(t *testing.T) {
 	if err := store.Put(ctx, obj, atollpb.Codec_CODEC_BYTES, bytes.Repeat([]byte{7}, size)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the total to rise by the object's size", func() bool { return s.Progress().Total >= base+size })
+	testutil.Eventually(t, "the total to rise by the object's size", func() bool { return s.Progress().Total >= base+size })
 	got := s.Samples()
 	if p := seriesOf(got, member.ID()).Peak(got.Times); p.Bytes < size {
 		t.Errorf("member's peak %d, want at least %d", p.Bytes, size)
@@ -172,9 +154,9 @@ func TestClusterSampler(t *testing.T) {
 	if err := member.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the member to drop out", func() bool { return s.Progress().Nodes == 1 })
+	testutil.Eventually(t, "the member to drop out", func() bool { return s.Progress().Nodes == 1 })
 	ticks = s.Progress().Ticks
-	eventually(t, "one more tick", func() bool { return s.Progress().Ticks > ticks })
+	testutil.Eventually(t, "one more tick", func() bool { return s.Progress().Ticks > ticks })
 	final := s.Stop()
 	m = seriesOf(final, member.ID())
 	last := len(final.Times) - 1

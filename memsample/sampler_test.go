@@ -7,25 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/atoll-runtime/atoll/internal/errs"
 )
-
-// waitFor polls cond every 5 ms until it holds, failing the test after
-// 20 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.NewTimer(20 * time.Second)
-	defer deadline.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			t.Fatalf("after 20s still waiting for %s", what)
-		}
-	}
-}
 
 func TestOptions(t *testing.T) {
 	src := SourceFunc(func(context.Context) ([]Reading, error) { return nil, nil })
@@ -76,7 +61,7 @@ func TestSamplerSource(t *testing.T) {
 	if err := s.Start(context.Background()); !errors.Is(err, errs.ErrInvalidArgument) {
 		t.Errorf("second Start: %v", err)
 	}
-	waitFor(t, "10 ticks", func() bool { return s.Progress().Ticks >= 10 })
+	testutil.Eventually(t, "10 ticks", func() bool { return s.Progress().Ticks >= 10 })
 	got := s.Stop()
 	select {
 	case <-s.Done():

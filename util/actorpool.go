@@ -9,17 +9,6 @@ import (
 	"github.com/atoll-runtime/atoll"
 )
 
-// ErrNoPending is what GetNext and GetNextUnordered return when the pool
-// has no submitted work left to return: check HasNext first. It matches
-// atoll.ErrInvalidArgument.
-var ErrNoPending = fmt.Errorf("%w: the actor pool has no pending results (Submit work first; HasNext says whether a result is left)", atoll.ErrInvalidArgument)
-
-// ErrNoActors is what GetNext and GetNextUnordered return when the next
-// result belongs to work no actor can run: every actor was taken out of
-// the pool (PopIdle) while work waited for one. Push an actor back. It
-// matches atoll.ErrInvalidArgument.
-var ErrNoActors = fmt.Errorf("%w: the actor pool has work waiting for an actor but no actor (Push one)", atoll.ErrInvalidArgument)
-
 // PoolFunc submits one piece of work, v, to the actor h and returns the
 // reference to its result: usually a method's Remote,
 //

@@ -13,19 +13,8 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/codec"
+	"github.com/atoll-runtime/atoll/internal/errs"
 )
-
-// ErrQueueFull is what TryPut returns when the queue holds MaxSize
-// items: Put waits for room instead. A Put whose context ends while the
-// queue stays full returns an error matching both ErrQueueFull and the
-// context's error.
-var ErrQueueFull = errors.New("util: queue is full (TryPut does not wait: use Put to wait for room, or a larger maxSize)")
-
-// ErrQueueEmpty is what TryGet returns when the queue holds nothing: Get
-// waits for an item instead. A Get whose context ends while the queue
-// stays empty returns an error matching both ErrQueueEmpty and the
-// context's error.
-var ErrQueueEmpty = errors.New("util: queue is empty (TryGet does not wait: use Get to wait for an item)")
 
 // Queue is a FIFO queue of T values that lives in an actor (Ray's
 // ray.util.queue.Queue): drivers, tasks and actors anywhere in the
@@ -53,7 +42,7 @@ type Queue[T any] struct {
 	// actor, once known (hasActor), and its description, once asked
 	// (hasInfo).
 	actor    atoll.ActorHandle[*queueActor]
-	info     queueInfo
+	info     *atollpb.QueueInfo
 	hasActor bool
 	hasInfo  bool
 }
@@ -72,46 +61,27 @@ const MaxQueueWait = time.Second
 // it is waited for even when the caller's context has ended).
 const answerGrace = 30 * time.Second
 
+// The queue's actor takes and answers protobuf messages (atollpb.Queue*):
+// its constructor argument and the reply of its method info are a
+// QueueInfo, put and get take a QueueRequest, put, get and size answer a
+// QueueReply. An item is encoded as any value passed to atoll is.
+
 // queueActor is the queue's state, in its actor.
 type queueActor struct {
-	info queueInfo
+	info *atollpb.QueueInfo
 
 	mu    sync.Mutex
-	items []queueItem
+	items []*atollpb.QueueItem
 	// changed is closed (and replaced) whenever items change: waiters
 	// look again.
 	changed chan struct{}
 }
 
-// queueInfo describes a queue; it is the actor's constructor argument.
-type queueInfo struct {
-	MaxSize int
-	// Elem is the Go type of the items (GetQueue checks it).
-	Elem string
-	// Concurrent: the actor runs calls at once, so callers may wait in it.
-	Concurrent bool
-}
-
-// queueItem is one encoded item.
-type queueItem struct {
-	Codec int32
-	Data  []byte
-}
-
-// putRequest asks to add Item, waiting up to WaitMs for room.
-type putRequest struct {
-	Item   queueItem
-	WaitMs int64
-}
-
-// getReply is an item, if OK.
-type getReply struct {
-	OK   bool
-	Item queueItem
-}
-
 var (
-	queueType = atoll.NewActorType1("atoll/util.Queue", func(_ context.Context, info queueInfo) (*queueActor, error) {
+	queueType = atoll.NewActorType1("atoll/util.Queue", func(_ context.Context, info *atollpb.QueueInfo) (*queueActor, error) {
+		if info == nil {
+			info = &atollpb.QueueInfo{}
+		}
 		if info.MaxSize < 0 {
 			return nil, fmt.Errorf("%w: queue maxSize %d: want 0 (no bound) or more", atoll.ErrInvalidArgument, info.MaxSize)
 		}
@@ -119,12 +89,12 @@ var (
 	})
 	queuePut  = atoll.NewMethod1(queueType, "put", (*queueActor).put)
 	queueGet  = atoll.NewMethod1(queueType, "get", (*queueActor).get)
-	queueSize = atoll.NewMethod0(queueType, "size", func(a *queueActor, _ context.Context) (int, error) {
+	queueSize = atoll.NewMethod0(queueType, "size", func(a *queueActor, _ context.Context) (*atollpb.QueueReply, error) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		return len(a.items), nil
+		return &atollpb.QueueReply{Size: int64(len(a.items))}, nil
 	})
-	queueDescribe = atoll.NewMethod0(queueType, "info", func(a *queueActor, _ context.Context) (queueInfo, error) { return a.info, nil })
+	queueDescribe = atoll.NewMethod0(queueType, "info", func(a *queueActor, _ context.Context) (*atollpb.QueueInfo, error) { return a.info, nil })
 )
 
 // signal wakes every waiter; a.mu is held.
@@ -133,27 +103,31 @@ func (a *queueActor) signal() {
 	a.changed = make(chan struct{})
 }
 
-// put adds an item, waiting up to the request's time for room; it says
-// whether it did.
-func (a *queueActor) put(ctx context.Context, req putRequest) (bool, error) {
-	return wait(ctx, a, req.WaitMs, func() bool {
-		if a.info.MaxSize > 0 && len(a.items) >= a.info.MaxSize {
+// put adds the request's item, waiting up to the request's time for
+// room; it says whether it did.
+func (a *queueActor) put(ctx context.Context, req *atollpb.QueueRequest) (*atollpb.QueueReply, error) {
+	if req.GetItem() == nil {
+		return nil, errs.Malformedf("queue request", "a put without an item")
+	}
+	ok, err := wait(ctx, a, req.WaitMs, func() bool {
+		if a.info.MaxSize > 0 && int64(len(a.items)) >= a.info.MaxSize {
 			return false
 		}
 		a.items = append(a.items, req.Item)
 		return true
 	})
+	return &atollpb.QueueReply{Ok: ok}, err
 }
 
-// get takes the oldest item, waiting up to waitMs for one.
-func (a *queueActor) get(ctx context.Context, waitMs int64) (getReply, error) {
-	var r getReply
-	_, err := wait(ctx, a, waitMs, func() bool {
+// get takes the oldest item, waiting up to the request's time for one.
+func (a *queueActor) get(ctx context.Context, req *atollpb.QueueRequest) (*atollpb.QueueReply, error) {
+	r := &atollpb.QueueReply{}
+	_, err := wait(ctx, a, req.GetWaitMs(), func() bool {
 		if len(a.items) == 0 {
 			return false
 		}
-		r = getReply{OK: true, Item: a.items[0]}
-		a.items[0] = queueItem{}
+		r.Ok, r.Item = true, a.items[0]
+		a.items[0] = nil
 		a.items = a.items[1:]
 		return true
 	})
@@ -163,7 +137,7 @@ func (a *queueActor) get(ctx context.Context, waitMs int64) (getReply, error) {
 // wait runs try under the actor's lock until it succeeds (and wakes the
 // other waiters), waitMs passes or ctx ends.
 func wait(ctx context.Context, a *queueActor, waitMs int64, try func() bool) (bool, error) {
-	d := min(time.Duration(waitMs)*time.Millisecond, MaxQueueWait)
+	d := min(time.Duration(max(waitMs, 0))*time.Millisecond, MaxQueueWait)
 	var expired <-chan time.Time
 	if d > 0 {
 		t := time.NewTimer(d)
@@ -205,7 +179,7 @@ func NewQueue[T any](ctx context.Context, maxSize int, opts ...atoll.ActorOption
 	_, _ = rand.Read(id[:])
 	// A name comes first, so that the caller's ActorName wins.
 	opts = append([]atoll.ActorOption{atoll.ActorName("atoll/util.queue-" + hex.EncodeToString(id[:]))}, opts...)
-	info := queueInfo{MaxSize: maxSize, Elem: elemType[T](), Concurrent: true}
+	info := &atollpb.QueueInfo{MaxSize: int64(maxSize), Elem: elemType[T](), Concurrent: true}
 	concurrent := append(opts[:len(opts):len(opts)],
 		atoll.ConcurrencyGroup("put", QueueWaiters, "put"), atoll.ConcurrencyGroup("get", QueueWaiters, "get"))
 	h, err := queueType.New(ctx, atoll.Value(info), concurrent...)
@@ -241,7 +215,7 @@ func (q *Queue[T]) Name() string { return q.name }
 
 // resolve returns the queue's actor and description, looking them up the
 // first time (a Queue that arrived as an argument has only its name).
-func (q *Queue[T]) resolve(ctx context.Context) (atoll.ActorHandle[*queueActor], queueInfo, error) {
+func (q *Queue[T]) resolve(ctx context.Context) (atoll.ActorHandle[*queueActor], *atollpb.QueueInfo, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.hasInfo {
@@ -262,8 +236,8 @@ func (q *Queue[T]) resolve(ctx context.Context) (atoll.ActorHandle[*queueActor],
 	if err != nil {
 		return h, info, fmt.Errorf("queue %s: %w", q.name, err)
 	}
-	if want := elemType[T](); info.Elem != want {
-		return h, info, fmt.Errorf("%w: queue %s holds %s items, not %s", atoll.ErrInvalidArgument, q.name, info.Elem, want)
+	if want := elemType[T](); info.GetElem() != want {
+		return h, info, fmt.Errorf("%w: queue %s holds %s items, not %s", atoll.ErrInvalidArgument, q.name, info.GetElem(), want)
 	}
 	q.info, q.hasInfo = info, true
 	return h, info, nil
@@ -290,11 +264,11 @@ func (q *Queue[T]) Size(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := atoll.Get(ctx, queueSize.Remote(ctx, h))
+	r, err := atoll.Get(ctx, queueSize.Remote(ctx, h))
 	if err != nil {
 		return 0, fmt.Errorf("queue %s: Size: %w", q.name, err)
 	}
-	return n, nil
+	return int(r.GetSize()), nil
 }
 
 // Shutdown kills the queue's actor; its items are dropped and every
@@ -312,12 +286,14 @@ func (q *Queue[T]) put(ctx context.Context, v T, block bool) error {
 	if err != nil {
 		return fmt.Errorf("queue %s: Put: %w", q.name, err)
 	}
-	// The encoding may alias v's memory; gob copies it into the request.
-	item := queueItem{Codec: int32(enc.Codec), Data: enc.Data}
+	// The encoding may alias v's memory; the request is encoded (a copy)
+	// when the call is made.
+	item := &atollpb.QueueItem{Codec: enc.Codec, Data: enc.Data}
 	err = q.retry(ctx, block, func(ctx context.Context, h atoll.ActorHandle[*queueActor], waitMs int64) (bool, error) {
-		return answer(ctx, waitMs, func(ctx context.Context) atoll.ObjectRef[bool] {
-			return queuePut.Remote(ctx, h, atoll.Value(putRequest{Item: item, WaitMs: waitMs}))
+		r, err := answer(ctx, waitMs, func(ctx context.Context) atoll.ObjectRef[*atollpb.QueueReply] {
+			return queuePut.Remote(ctx, h, atoll.Value(&atollpb.QueueRequest{Item: item, WaitMs: waitMs}))
 		})
+		return r.GetOk(), err
 	})
 	switch {
 	case err == nil:
@@ -330,13 +306,13 @@ func (q *Queue[T]) put(ctx context.Context, v T, block bool) error {
 
 func (q *Queue[T]) get(ctx context.Context, block bool) (T, error) {
 	var zero T
-	var reply getReply
+	var reply *atollpb.QueueReply
 	err := q.retry(ctx, block, func(ctx context.Context, h atoll.ActorHandle[*queueActor], waitMs int64) (bool, error) {
-		r, err := answer(ctx, waitMs, func(ctx context.Context) atoll.ObjectRef[getReply] {
-			return queueGet.Remote(ctx, h, atoll.Value(waitMs))
+		r, err := answer(ctx, waitMs, func(ctx context.Context) atoll.ObjectRef[*atollpb.QueueReply] {
+			return queueGet.Remote(ctx, h, atoll.Value(&atollpb.QueueRequest{WaitMs: waitMs}))
 		})
 		reply = r
-		return r.OK, err
+		return r.GetOk(), err
 	})
 	switch {
 	case errors.Is(err, errNotYet):
@@ -344,7 +320,10 @@ func (q *Queue[T]) get(ctx context.Context, block bool) (T, error) {
 	case err != nil:
 		return zero, fmt.Errorf("queue %s: Get: %w", q.name, err)
 	}
-	v, err := codec.Decode[T](atollpb.Codec(reply.Item.Codec), reply.Item.Data)
+	if reply.GetItem() == nil {
+		return zero, fmt.Errorf("queue %s: Get: %w", q.name, errs.Malformedf("queue reply", "an item taken and not sent"))
+	}
+	v, err := codec.Decode[T](reply.Item.Codec, reply.Item.Data)
 	if err != nil {
 		return zero, fmt.Errorf("queue %s: Get: the item does not decode as a %s: %w", q.name, elemType[T](), err)
 	}
@@ -374,7 +353,7 @@ func (q *Queue[T]) retry(ctx context.Context, block bool, try func(context.Conte
 	backoff := time.Millisecond
 	for {
 		var waitMs int64
-		if block && info.Concurrent {
+		if block && info.GetConcurrent() {
 			waitMs = MaxQueueWait.Milliseconds()
 			if deadline, ok := ctx.Deadline(); ok {
 				// Rounded up: the actor answers once the deadline has
@@ -392,7 +371,7 @@ func (q *Queue[T]) retry(ctx context.Context, block bool, try func(context.Conte
 			return nil
 		case !block || ctx.Err() != nil:
 			return errNotYet
-		case !info.Concurrent:
+		case !info.GetConcurrent():
 			t := time.NewTimer(backoff)
 			select {
 			case <-t.C:

@@ -31,6 +31,10 @@ var (
 		}
 		return j.Count, nil
 	})
+	// tryTake returns TryGet's error: it reaches the driver typed.
+	tryTake = atoll.NewFunc1("util_test.tryTake", func(ctx context.Context, q *util.Queue[int]) (int, error) {
+		return q.TryGet(ctx)
+	})
 	drainerType = atoll.NewActorType("util_test.drainer", func(context.Context) (*drainer, error) { return &drainer{}, nil })
 	drain       = atoll.NewMethod2(drainerType, "Drain", func(_ *drainer, ctx context.Context, q *util.Queue[int], n int) ([]int, error) {
 		out := make([]int, 0, n)
@@ -220,6 +224,11 @@ func TestQueueFromTasks(t *testing.T) {
 	}
 	if len(out) != producers*each || len(last) != producers {
 		t.Fatalf("drained %d items from %d producers: %v", len(out), len(last), out)
+	}
+	// A task that finds the queue empty returns ErrQueueEmpty to its
+	// caller.
+	if _, err := atoll.Get(ctx, tryTake.Remote(ctx, atoll.Value(q))); !errors.Is(err, util.ErrQueueEmpty) || !errors.Is(err, atoll.ErrTask) {
+		t.Fatalf("TryGet in a task of an empty queue: %v, want ErrQueueEmpty", err)
 	}
 	// The queue found by name holds what the others put.
 	if err := q.Put(ctx, 7); err != nil {

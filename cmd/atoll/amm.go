@@ -12,14 +12,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/errs"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 func newAMMCmd() *cobra.Command {
 	var q clusterQuery
 	var asJSON bool
-	ops := map[string]node.AMMOp{"status": node.AMMStatusOnly, "start": node.AMMStart, "stop": node.AMMStop}
+	ops := map[string]clusterclient.AMMOp{"status": clusterclient.AMMStatusOnly, "start": clusterclient.AMMStart, "stop": clusterclient.AMMStop}
 	cmd := &cobra.Command{
 		Use:   "amm start|stop|status [--address HOST:PORT] [--json]",
 		Short: "Start, stop or show the head's Active Memory Manager",
@@ -41,12 +42,12 @@ copies dropped and made, and drains under way.`,
 			}
 			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
-			nc, _, err := node.DialCluster(address, "atoll-amm", node.Credentials{})
+			nc, _, err := clusterclient.Dial(address, "atoll-amm", nodeconfig.Credentials{})
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
-			st, err := node.ControlAMM(ctx, nc, op)
+			st, err := clusterclient.ControlAMM(ctx, nc, op)
 			if err != nil {
 				return err
 			}
@@ -58,7 +59,7 @@ copies dropped and made, and drains under way.`,
 	return cmd
 }
 
-func printAMM(w io.Writer, st *node.AMMStatus, asJSON bool) error {
+func printAMM(w io.Writer, st *clusterclient.AMMStatus, asJSON bool) error {
 	if asJSON {
 		return writeJSON(w, st)
 	}
@@ -115,7 +116,7 @@ be drained. Prints the drain's progress until the node is gone, at most
 			_, _, address := q.begin(cmd)
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			nc, _, err := node.DialCluster(address, "atoll-drain", node.Credentials{})
+			nc, _, err := clusterclient.Dial(address, "atoll-drain", nodeconfig.Credentials{})
 			if err != nil {
 				return err
 			}
@@ -123,7 +124,7 @@ be drained. Prints the drain's progress until the node is gone, at most
 			out := cmd.OutOrStdout()
 			var last string
 			start := time.Now()
-			err = node.DrainNode(ctx, nc, args[0], func(d node.DrainStatus) {
+			err = clusterclient.DrainNode(ctx, nc, args[0], func(d clusterclient.DrainStatus) {
 				line := fmt.Sprintf("node %s: %s; %d objects (%s) to move, %d tasks queued, %d running",
 					shortID(d.NodeID), d.State, d.ObjectsLeft, humanBytes(d.BytesLeft), d.Queued, d.Running)
 				if d.State == "left" {

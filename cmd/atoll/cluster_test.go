@@ -15,15 +15,18 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/amm"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/raylet"
 )
 
@@ -32,14 +35,14 @@ import (
 func isolate(t *testing.T) {
 	t.Helper()
 	t.Setenv("TMPDIR", t.TempDir())
-	t.Setenv(node.EnvAddress, "")
+	t.Setenv(nodeconfig.EnvAddress, "")
 }
 
 // parseStart parses `atoll start` flags into the node config.
-func parseStart(args ...string) (node.Config, error) {
+func parseStart(args ...string) (nodeconfig.Config, error) {
 	cmd, f := startCommand()
 	if err := cmd.ParseFlags(args); err != nil {
-		return node.Config{}, err
+		return nodeconfig.Config{}, err
 	}
 	return f.nodeConfig(cmd.Flags())
 }
@@ -51,16 +54,16 @@ func TestStartConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	ncpu := float64(runtime.NumCPU())
-	head := node.Config{
-		Head: true, NodeIP: "127.0.0.1", Port: node.DefaultPort, GossipPort: node.DefaultGossipPort,
-		TransferPort: node.DefaultTransferPort, NumCPUs: ncpu, FailureTimeout: 5 * time.Second,
-		Dashboard: true, DashboardPort: node.DefaultDashboardPort,
-		MetricsPort: node.DefaultMetricsPort, MetricsBestEffort: true,
+	head := nodeconfig.Config{
+		Head: true, NodeIP: "127.0.0.1", Port: nodeconfig.DefaultPort, GossipPort: nodeconfig.DefaultGossipPort,
+		TransferPort: nodeconfig.DefaultTransferPort, NumCPUs: ncpu, FailureTimeout: 5 * time.Second,
+		Dashboard: true, DashboardPort: nodeconfig.DefaultDashboardPort,
+		MetricsPort: nodeconfig.DefaultMetricsPort, MetricsBestEffort: true,
 	}
 	worker := head
 	worker.Head, worker.Address = false, "nats://10.0.0.1:6380"
 	worker.Dashboard, worker.DashboardPort = false, 0
-	with := func(base node.Config, f func(*node.Config)) node.Config {
+	with := func(base nodeconfig.Config, f func(*nodeconfig.Config)) nodeconfig.Config {
 		f(&base)
 		return base
 	}
@@ -70,47 +73,47 @@ func TestStartConfig(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		args []string
-		want node.Config
+		want nodeconfig.Config
 	}{
 		{[]string{"--head"}, head},
 		// Port 0 picks a free port; only the ports given as 0 are random.
-		{[]string{"--head", "--port", "0"}, with(head, func(c *node.Config) { c.Port, c.RandomPorts = 0, true })},
-		{[]string{"--head", "--gossip-port=0", "--transfer-port=0"}, with(head, func(c *node.Config) {
+		{[]string{"--head", "--port", "0"}, with(head, func(c *nodeconfig.Config) { c.Port, c.RandomPorts = 0, true })},
+		{[]string{"--head", "--gossip-port=0", "--transfer-port=0"}, with(head, func(c *nodeconfig.Config) {
 			c.GossipPort, c.TransferPort, c.RandomPorts = 0, 0, true
 		})},
-		{[]string{"--head", "--port", "7000", "--gossip-port", "7001"}, with(head, func(c *node.Config) { c.Port, c.GossipPort = 7000, 7001 })},
+		{[]string{"--head", "--port", "7000", "--gossip-port", "7001"}, with(head, func(c *nodeconfig.Config) { c.Port, c.GossipPort = 7000, 7001 })},
 		{[]string{"--address", "10.0.0.1:6380"}, worker},
-		{[]string{"--address", "nats://10.0.0.1:6380", "--transfer-port", "0"}, with(worker, func(c *node.Config) {
+		{[]string{"--address", "nats://10.0.0.1:6380", "--transfer-port", "0"}, with(worker, func(c *nodeconfig.Config) {
 			c.TransferPort, c.RandomPorts = 0, true
 		})},
 		// --nats: the head's port is unused, so its default does not count.
-		{[]string{"--head", "--nats", "127.0.0.1:4222", "--gossip-port", "0"}, with(head, func(c *node.Config) {
+		{[]string{"--head", "--nats", "127.0.0.1:4222", "--gossip-port", "0"}, with(head, func(c *nodeconfig.Config) {
 			c.NATSURL, c.GossipPort, c.RandomPorts = "nats://127.0.0.1:4222", 0, true
 		})},
-		{[]string{"--head", "--nats", "nats://a:4222,b:4223"}, with(head, func(c *node.Config) { c.NATSURL = "nats://a:4222,nats://b:4223" })},
-		{[]string{"--head", "--gcs-dir", "/var/lib/atoll/gcs"}, with(head, func(c *node.Config) { c.GCSDir = "/var/lib/atoll/gcs" })},
-		{[]string{"--head", "--gcs-dir", "rel/gcs"}, with(head, func(c *node.Config) { c.GCSDir = filepath.Join(cwd, "rel/gcs") })},
-		{[]string{"--head", "--node-ip", "10.1.2.3", "--num-cpus", "2.5", "--failure-timeout", "2s"}, with(head, func(c *node.Config) {
+		{[]string{"--head", "--nats", "nats://a:4222,b:4223"}, with(head, func(c *nodeconfig.Config) { c.NATSURL = "nats://a:4222,nats://b:4223" })},
+		{[]string{"--head", "--gcs-dir", "/var/lib/atoll/gcs"}, with(head, func(c *nodeconfig.Config) { c.GCSDir = "/var/lib/atoll/gcs" })},
+		{[]string{"--head", "--gcs-dir", "rel/gcs"}, with(head, func(c *nodeconfig.Config) { c.GCSDir = filepath.Join(cwd, "rel/gcs") })},
+		{[]string{"--head", "--node-ip", "10.1.2.3", "--num-cpus", "2.5", "--failure-timeout", "2s"}, with(head, func(c *nodeconfig.Config) {
 			c.NodeIP, c.NumCPUs, c.FailureTimeout = "10.1.2.3", 2.5, 2*time.Second
 		})},
-		{[]string{"--head", "--resources", "GPU=1, disk=2.5"}, with(head, func(c *node.Config) { c.Resources = map[string]float64{"GPU": 1, "disk": 2.5} })},
-		{[]string{"--head", "--resources", `{"GPU": 2}`}, with(head, func(c *node.Config) { c.Resources = map[string]float64{"GPU": 2} })},
-		{[]string{"--head", "--object-store-memory", "2GiB"}, with(head, func(c *node.Config) { c.ObjectStoreMemory = 2 << 30 })},
-		{[]string{"--head", "--object-store-memory", "1000000"}, with(head, func(c *node.Config) { c.ObjectStoreMemory = 1e6 })},
-		{[]string{"--head", "--worker-binary", bin}, with(head, func(c *node.Config) { c.WorkerBinary = bin })},
-		{[]string{"--head", "--amm", "--amm-interval", "500ms", "--amm-policies", "Replicate,Rebalance:0.05"}, with(head, func(c *node.Config) {
+		{[]string{"--head", "--resources", "GPU=1, disk=2.5"}, with(head, func(c *nodeconfig.Config) { c.Resources = map[string]float64{"GPU": 1, "disk": 2.5} })},
+		{[]string{"--head", "--resources", `{"GPU": 2}`}, with(head, func(c *nodeconfig.Config) { c.Resources = map[string]float64{"GPU": 2} })},
+		{[]string{"--head", "--object-store-memory", "2GiB"}, with(head, func(c *nodeconfig.Config) { c.ObjectStoreMemory = 2 << 30 })},
+		{[]string{"--head", "--object-store-memory", "1000000"}, with(head, func(c *nodeconfig.Config) { c.ObjectStoreMemory = 1e6 })},
+		{[]string{"--head", "--worker-binary", bin}, with(head, func(c *nodeconfig.Config) { c.WorkerBinary = bin })},
+		{[]string{"--head", "--amm", "--amm-interval", "500ms", "--amm-policies", "Replicate,Rebalance:0.05"}, with(head, func(c *nodeconfig.Config) {
 			c.AMM, c.AMMInterval, c.AMMPolicies = true, 500*time.Millisecond, []amm.Policy{amm.Replicate{}, amm.Rebalance{Threshold: 0.05}}
 		})},
-		{[]string{"--head", "--fault-injection"}, with(head, func(c *node.Config) { c.FaultInjection = true })},
-		{[]string{"--head", "--dashboard-port", "0"}, with(head, func(c *node.Config) { c.DashboardPort, c.RandomPorts = 0, true })},
-		{[]string{"--head", "--dashboard-port", "9000", "--dashboard-trace-url", "http://jaeger:16686/trace/{trace_id}"}, with(head, func(c *node.Config) {
+		{[]string{"--head", "--fault-injection"}, with(head, func(c *nodeconfig.Config) { c.FaultInjection = true })},
+		{[]string{"--head", "--dashboard-port", "0"}, with(head, func(c *nodeconfig.Config) { c.DashboardPort, c.RandomPorts = 0, true })},
+		{[]string{"--head", "--dashboard-port", "9000", "--dashboard-trace-url", "http://jaeger:16686/trace/{trace_id}"}, with(head, func(c *nodeconfig.Config) {
 			c.DashboardPort, c.DashboardTraceURL = 9000, "http://jaeger:16686/trace/{trace_id}"
 		})},
-		{[]string{"--head", "--include-dashboard=false"}, with(head, func(c *node.Config) { c.Dashboard, c.DashboardPort = false, 0 })},
-		{[]string{"--address", "10.0.0.1:6380", "--log-file", "/var/log/atoll.log"}, with(worker, func(c *node.Config) { c.LogFile = "/var/log/atoll.log" })},
+		{[]string{"--head", "--include-dashboard=false"}, with(head, func(c *nodeconfig.Config) { c.Dashboard, c.DashboardPort = false, 0 })},
+		{[]string{"--address", "10.0.0.1:6380", "--log-file", "/var/log/atoll.log"}, with(worker, func(c *nodeconfig.Config) { c.LogFile = "/var/log/atoll.log" })},
 		// A metrics port given is one the node must serve on.
-		{[]string{"--head", "--metrics-port", "9100"}, with(head, func(c *node.Config) { c.MetricsPort, c.MetricsBestEffort = 9100, false })},
-		{[]string{"--head", "--metrics-port", "0"}, with(head, func(c *node.Config) { c.MetricsPort, c.MetricsBestEffort = 0, false })},
+		{[]string{"--head", "--metrics-port", "9100"}, with(head, func(c *nodeconfig.Config) { c.MetricsPort, c.MetricsBestEffort = 9100, false })},
+		{[]string{"--head", "--metrics-port", "0"}, with(head, func(c *nodeconfig.Config) { c.MetricsPort, c.MetricsBestEffort = 0, false })},
 	} {
 		got, err := parseStart(tc.args...)
 		if err != nil {
@@ -191,10 +194,10 @@ func TestStartAddress(t *testing.T) {
 	if !errors.Is(err, atoll.ErrNotFound) || !strings.Contains(err.Error(), "give --head to start a new cluster or --address HOST:PORT") {
 		t.Fatalf("no address anywhere: %v", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(node.AddressFile()), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(nodeconfig.AddressFile()), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(node.AddressFile(), []byte("127.0.0.1:7000\n"), 0o644); err != nil {
+	if err := os.WriteFile(nodeconfig.AddressFile(), []byte("127.0.0.1:7000\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -208,13 +211,13 @@ func TestStartAddress(t *testing.T) {
 		{"10.0.0.9:6380", []string{"--address", "10.0.0.8:6380"}, "nats://10.0.0.8:6380"},
 		{"auto", nil, "nats://127.0.0.1:7000"},
 	} {
-		t.Setenv(node.EnvAddress, tc.env)
+		t.Setenv(nodeconfig.EnvAddress, tc.env)
 		cfg, err := parseStart(tc.args...)
 		if err != nil || cfg.Address != tc.want || cfg.Head {
 			t.Errorf("env %q, args %q: address %q, %v; want %q", tc.env, tc.args, cfg.Address, err, tc.want)
 		}
 	}
-	t.Setenv(node.EnvAddress, "10.0.0.9")
+	t.Setenv(nodeconfig.EnvAddress, "10.0.0.9")
 	if _, err := parseStart(); err == nil || !strings.Contains(err.Error(), `$ATOLL_ADDRESS "10.0.0.9": want HOST:PORT`) {
 		t.Errorf("bad $ATOLL_ADDRESS: %v", err)
 	}
@@ -267,9 +270,9 @@ func TestStartChildArgs(t *testing.T) {
 }
 
 func TestStatusTable(t *testing.T) {
-	st := &node.ClusterStatus{
+	st := &clusterclient.Status{
 		Address: "nats://127.0.0.1:6380",
-		Nodes: []node.ClusterNode{
+		Nodes: []clusterclient.NodeStatus{
 			{NodeID: "bbbbbbbb11112222", Hostname: "w1", Alive: true, Reporting: true,
 				Total: map[string]float64{"CPU": 4, "GPU": 1}, Available: map[string]float64{"CPU": 2.5, "GPU": 0},
 				Queued: 3, Running: 2, StoreUsed: 3 << 29, StoreCap: 2 << 30, Pulls: 7},
@@ -305,7 +308,7 @@ func TestStatusTable(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if err := printStatus(&out, &node.ClusterStatus{Nodes: []node.ClusterNode{{NodeID: "ab", IsHead: true, Alive: true, Reporting: true}}}, false); err != nil {
+	if err := printStatus(&out, &clusterclient.Status{Nodes: []clusterclient.NodeStatus{{NodeID: "ab", IsHead: true, Alive: true, Reporting: true}}}, false); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasSuffix(out.String(), "\n1 node alive (1 head, 0 workers), 0 dead\n") {
@@ -382,7 +385,7 @@ func startHelperNode(t *testing.T, mode string, head bool) *exec.Cmd {
 		t.Fatal(err)
 	}
 	if head {
-		if err := writeFileAtomic(node.AddressFile(), []byte(rec.Address+"\n")); err != nil {
+		if err := writeFileAtomic(nodeconfig.AddressFile(), []byte(rec.Address+"\n")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -466,30 +469,12 @@ func TestStopCommand(t *testing.T) {
 	if left, _ := os.ReadDir(nodesDir()); len(left) != 0 {
 		t.Errorf("records left: %v", left)
 	}
-	if _, err := os.Stat(node.AddressFile()); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(nodeconfig.AddressFile()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("address file of the stopped head: %v", err)
 	}
 	if _, _, err := execute("stop", "--timeout", "0s"); !errors.Is(err, atoll.ErrInvalidArgument) {
 		t.Errorf("stop --timeout 0s: %v", err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // waitRecordFile waits until the record file of pid exists, failing the
@@ -526,7 +511,7 @@ func checkOneHead(t *testing.T, rec nodeRecord, args ...string) {
 	if err != nil {
 		t.Fatalf("status: %v\n%s", err, stderr)
 	}
-	var st node.ClusterStatus
+	var st clusterclient.Status
 	if err := json.Unmarshal([]byte(stdout), &st); err != nil {
 		t.Fatalf("status --json: %v\n%s", err, stdout)
 	}
@@ -548,7 +533,7 @@ func TestStartStatusStop(t *testing.T) {
 	isolate(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out syncBuffer
+	var out testutil.LogBuffer
 	root := newRoot()
 	root.SetOut(&out)
 	root.SetErr(&out)
@@ -560,26 +545,26 @@ func TestStartStatusStop(t *testing.T) {
 	if !rec.Head || rec.NodeID == "" || rec.Address == "" || rec.PID != os.Getpid() {
 		t.Errorf("record %+v", rec)
 	}
-	addr, err := os.ReadFile(node.AddressFile())
+	addr, err := os.ReadFile(nodeconfig.AddressFile())
 	if err != nil || strings.TrimSpace(string(addr)) != displayAddress(rec.Address) {
 		t.Errorf("address file %q, %v; want %s", addr, err, rec.Address)
 	}
-	secret, err := clusterkey.Load(node.SecretFile())
+	secret, err := clusterkey.Load(nodeconfig.SecretFile())
 	if err != nil {
 		t.Fatalf("the head's secret file: %v", err)
 	}
 	for _, want := range []string{"atoll node " + rec.NodeID + " started (pid ", "cluster address: " + displayAddress(rec.Address),
-		"cluster secret: " + node.SecretFile(), "generated now, shown this once: " + secret.Hex()} {
+		"cluster secret: " + nodeconfig.SecretFile(), "generated now, shown this once: " + secret.Hex()} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("start output lacks %q:\n%s", want, out.String())
 		}
 	}
 	other, _ := clusterkey.Generate()
-	t.Setenv(node.EnvSecret, other.Hex())
+	t.Setenv(nodeconfig.EnvSecret, other.Hex())
 	if _, _, err := execute("status"); !errors.Is(err, atoll.ErrUnauthenticated) {
 		t.Errorf("status with another cluster's secret: %v, want ErrUnauthenticated", err)
 	}
-	t.Setenv(node.EnvSecret, "")
+	t.Setenv(nodeconfig.EnvSecret, "")
 
 	checkOneHead(t, rec, "--address", displayAddress(rec.Address))
 	checkOneHead(t, rec) // the recorded address
@@ -632,7 +617,7 @@ func TestStartStatusStop(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatalf("start --block did not return a minute after its context was cancelled")
 	}
-	for _, path := range []string{recordFile(os.Getpid()), node.AddressFile()} {
+	for _, path := range []string{recordFile(os.Getpid()), nodeconfig.AddressFile()} {
 		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s left after the node stopped: %v", path, err)
 		}
@@ -690,7 +675,7 @@ func TestStartDetachedStop(t *testing.T) {
 	if processAlive(pid) {
 		t.Errorf("node pid %d alive after stop", pid)
 	}
-	for _, path := range []string{recordFile(pid), node.AddressFile()} {
+	for _, path := range []string{recordFile(pid), nodeconfig.AddressFile()} {
 		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s left after stop: %v", path, err)
 		}
@@ -701,7 +686,7 @@ func TestStartDetachedStop(t *testing.T) {
 }
 
 func TestMemoryTable(t *testing.T) {
-	st := &node.ClusterStatus{Nodes: []node.ClusterNode{
+	st := &clusterclient.Status{Nodes: []clusterclient.NodeStatus{
 		{NodeID: "bbbbbbbb22", Alive: true, Reporting: true, StoreUsed: 3 << 29, StoreCap: 2 << 30, Objects: 4,
 			SpilledBytes: 1 << 30, SpillFiles: 2, SpilledTotal: 3 << 30, RestoredTotal: 2 << 30, Pulls: 5, PulledBytes: 5 << 20},
 		{NodeID: "aaaaaaaa11", IsHead: true, Alive: true, Reporting: true, StoreUsed: 1 << 20, StoreCap: 1 << 30, PinnedBytes: 1 << 20, Objects: 1},
@@ -740,9 +725,9 @@ func TestMemoryTable(t *testing.T) {
 }
 
 func TestAMMStatusText(t *testing.T) {
-	st := &node.AMMStatus{Enabled: true, Interval: 2 * time.Second, Policies: []string{"Replicate", "ReduceReplicas"}, Rounds: 7,
+	st := &clusterclient.AMMStatus{Enabled: true, Interval: 2 * time.Second, Policies: []string{"Replicate", "ReduceReplicas"}, Rounds: 7,
 		Nodes: 3, Objects: 10, Copies: 14, Dropped: 4, Replicated: 2, Refused: map[string]uint64{"primary": 3, "last-copy": 1},
-		Drains: []node.DrainStatus{{NodeID: "cccccccc33", Start: time.Now().Add(-3 * time.Second), ObjectsLeft: 2, BytesLeft: 3 << 20, Running: 1, State: "moving objects"}}}
+		Drains: []clusterclient.DrainStatus{{NodeID: "cccccccc33", Start: time.Now().Add(-3 * time.Second), ObjectsLeft: 2, BytesLeft: 3 << 20, Running: 1, State: "moving objects"}}}
 	var out bytes.Buffer
 	if err := printAMM(&out, st, false); err != nil {
 		t.Fatal(err)
@@ -763,7 +748,7 @@ func TestAMMStatusText(t *testing.T) {
 	if err := printAMM(&out, st, true); err != nil {
 		t.Fatal(err)
 	}
-	var back node.AMMStatus
+	var back clusterclient.AMMStatus
 	if err := json.Unmarshal(out.Bytes(), &back); err != nil || back.Rounds != 7 || len(back.Drains) != 1 || back.Drains[0].BytesLeft != 3<<20 {
 		t.Fatalf("--json: %v %+v", err, back)
 	}
@@ -771,7 +756,7 @@ func TestAMMStatusText(t *testing.T) {
 
 func TestChromeTrace(t *testing.T) {
 	start := time.Unix(1000, 0)
-	events := []node.TimelineEvent{
+	events := []clusterclient.TimelineEvent{
 		{NodeID: "aaaaaaaa11", WorkerID: "w1w1w1w1", TaskID: "t1", Name: "f", Start: start, End: start.Add(2 * time.Millisecond)},
 		{NodeID: "aaaaaaaa11", WorkerID: "w2w2w2w2", TaskID: "t2", Name: "g", Start: start, End: start.Add(time.Millisecond), Failed: true},
 		{NodeID: "bbbbbbbb22", WorkerID: "w3w3w3w3", TaskID: "t3", Name: "f", Start: start.Add(time.Millisecond), End: start.Add(3 * time.Millisecond)},

@@ -14,9 +14,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/jobs"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // submitTimeout bounds `atoll job submit` (sending the binary to every
@@ -51,7 +53,7 @@ func (q *clusterQuery) dial(name string) (*nats.Conn, error) {
 	if address == "" {
 		address = envAddress()
 	}
-	nc, _, err := node.DialCluster(address, name, node.Credentials{})
+	nc, _, err := clusterclient.Dial(address, name, nodeconfig.Credentials{})
 	return nc, err
 }
 
@@ -72,9 +74,9 @@ ends and exits with its exit status.`,
 		Args:                  atLeast(1, "BINARY (after --)"),
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, a []string) error {
-			sub := node.JobSubmission{Binary: a[0], Args: a[1:], Node: onNode}
+			sub := jobs.Submission{Binary: a[0], Args: a[1:], Node: onNode}
 			if workingDir != "" {
-				archive, err := node.ArchiveDir(workingDir)
+				archive, err := jobs.ArchiveDir(workingDir)
 				if err != nil {
 					return fmt.Errorf("--working-dir: %w", err)
 				}
@@ -88,7 +90,7 @@ ends and exits with its exit status.`,
 			ctx, cancel := context.WithTimeout(cmd.Context(), submitTimeout)
 			defer cancel()
 			errOut := cmd.ErrOrStderr()
-			id, err := node.SubmitJob(ctx, nc, sub, func(s string) { fmt.Fprintln(errOut, s) })
+			id, err := jobs.Submit(ctx, nc, sub, func(s string) { fmt.Fprintln(errOut, s) })
 			if err != nil {
 				return err
 			}
@@ -111,15 +113,15 @@ ends and exits with its exit status.`,
 // followJob copies a job's log to w until the job ends and returns an
 // error if it did not succeed.
 func followJob(ctx context.Context, nc *nats.Conn, prefix string, w io.Writer) error {
-	j, err := node.GetJob(ctx, nc, prefix)
+	j, err := jobs.Get(ctx, nc, prefix)
 	if err != nil {
 		return err
 	}
-	where, err := node.JobLogNode(j)
+	where, err := jobs.LogNode(j)
 	if err != nil {
 		return err
 	}
-	if err := node.FollowLog(ctx, nc, where, atollpb.LogKind_LOG_JOB, j.JobId, 0, true, w); err != nil {
+	if err := jobs.FollowLog(ctx, nc, where, atollpb.LogKind_LOG_JOB, j.JobId, 0, true, w); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
@@ -150,7 +152,7 @@ func waitJobEnd(ctx context.Context, nc *nats.Conn, prefix string, timeout time.
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		j, err := node.GetJob(ctx, nc, prefix)
+		j, err := jobs.Get(ctx, nc, prefix)
 		if err == nil && j.Finished {
 			return j, nil
 		}
@@ -250,7 +252,7 @@ func newJobListCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
-			jobs, err := node.ListJobs(ctx, address, node.Credentials{})
+			jobs, err := clusterclient.ListJobs(ctx, address, nodeconfig.Credentials{})
 			if err != nil {
 				return err
 			}
@@ -282,7 +284,7 @@ func newJobStatusCmd() *cobra.Command {
 			defer nc.Close()
 			ctx, cancel := context.WithTimeout(cmd.Context(), statusTimeout)
 			defer cancel()
-			j, err := node.GetJob(ctx, nc, a[0])
+			j, err := jobs.Get(ctx, nc, a[0])
 			if err != nil {
 				return err
 			}
@@ -327,15 +329,15 @@ func newJobLogsCmd() *cobra.Command {
 				return err
 			}
 			defer nc.Close()
-			j, err := node.GetJob(cmd.Context(), nc, a[0])
+			j, err := jobs.Get(cmd.Context(), nc, a[0])
 			if err != nil {
 				return err
 			}
-			where, err := node.JobLogNode(j)
+			where, err := jobs.LogNode(j)
 			if err != nil {
 				return err
 			}
-			return node.FollowLog(cmd.Context(), nc, where, atollpb.LogKind_LOG_JOB, j.JobId, 0, follow, cmd.OutOrStdout())
+			return jobs.FollowLog(cmd.Context(), nc, where, atollpb.LogKind_LOG_JOB, j.JobId, 0, follow, cmd.OutOrStdout())
 		},
 	}
 	q.addFlag(cmd)
@@ -357,7 +359,7 @@ func newJobStopCmd() *cobra.Command {
 			defer nc.Close()
 			ctx, cancel := context.WithTimeout(cmd.Context(), stopWait)
 			defer cancel()
-			j, err := node.GetJob(ctx, nc, a[0])
+			j, err := jobs.Get(ctx, nc, a[0])
 			if err != nil {
 				return err
 			}
@@ -368,7 +370,7 @@ func newJobStopCmd() *cobra.Command {
 			if !j.Submitted {
 				return errs.Invalidf("job %s is a driver's own job: stop its driver program instead", id)
 			}
-			if err := node.StopJob(ctx, nc, id); err != nil {
+			if err := jobs.Stop(ctx, nc, id); err != nil {
 				return err
 			}
 			j, err = waitJobEnd(ctx, nc, id.String(), stopWait)

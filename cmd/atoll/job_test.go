@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -107,8 +107,8 @@ func TestJobSubmit(t *testing.T) {
 	// The default failure timeout, not the test clusters' 2 s: the
 	// quickstart moves a 256 MiB array to every node, and a busy machine
 	// then got a node declared dead.
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, ObjectStoreMemory: 512 << 20, FailureTimeout: 5 * time.Second})
-	t.Setenv(node.EnvSecret, c.Secret())
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{ObjectStoreMemory: 512 << 20, FailureTimeout: 5 * time.Second}})
+	t.Setenv(nodeconfig.EnvSecret, c.Secret())
 	addr := c.Address()
 
 	id := submit(t, addr, bin)
@@ -238,8 +238,8 @@ func TestJobSubmit(t *testing.T) {
 	}
 	running := submit(t, addr, "/bin/sleep", "300")
 	waitState(t, addr, running, "RUNNING", time.Minute)
-	t.Setenv(node.EnvSecret, "")
-	t.Setenv(node.EnvReaderToken, strings.TrimSpace(token))
+	t.Setenv(nodeconfig.EnvSecret, "")
+	t.Setenv(nodeconfig.EnvReaderToken, strings.TrimSpace(token))
 	if out, stderr, err := execute("job", "list", "--address", addr); err != nil || !strings.Contains(out, cat[:8]+"  SUCCEEDED") {
 		t.Errorf("job list as a reader: %v\n%s%s", err, out, stderr)
 	}
@@ -258,8 +258,8 @@ func TestJobSubmit(t *testing.T) {
 	if r, err := jobStatus(addr, running); err != nil || r.State != "RUNNING" {
 		t.Errorf("after a reader's stop: %+v, %v; want it RUNNING", r, err)
 	}
-	t.Setenv(node.EnvReaderToken, "")
-	t.Setenv(node.EnvSecret, c.Secret())
+	t.Setenv(nodeconfig.EnvReaderToken, "")
+	t.Setenv(nodeconfig.EnvSecret, c.Secret())
 	if out, stderr, err := execute("job", "stop", "--address", addr, running); err != nil || out != "job "+running+" STOPPED\n" {
 		t.Errorf("job stop: %v\n%s%s", err, out, stderr)
 	}

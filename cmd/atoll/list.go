@@ -14,8 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/errs"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 func newListCmd() *cobra.Command {
@@ -24,7 +25,7 @@ func newListCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list nodes|actors|jobs [--address HOST:PORT] [--json]",
 		Short: "List the cluster's nodes, actors or jobs from the GCS",
-		Long: `Lists what the GCS of the cluster at --address (default $` + node.EnvAddress + `, then the
+		Long: `Lists what the GCS of the cluster at --address (default $` + nodeconfig.EnvAddress + `, then the
 address the local head recorded) knows: every node (dead ones included),
 every actor (state, node, restarts, death cause) or every job (drivers' own
 jobs and submitted ones: state, start and end).`,
@@ -49,19 +50,19 @@ jobs and submitted ones: state, start and end).`,
 func list(ctx context.Context, w io.Writer, address, kind string, asJSON bool) error {
 	switch kind {
 	case "nodes":
-		nodes, err := node.ListNodes(ctx, address, node.Credentials{})
+		nodes, err := clusterclient.ListNodes(ctx, address, nodeconfig.Credentials{})
 		if err != nil {
 			return err
 		}
 		return printNodes(w, nodes, asJSON)
 	case "actors":
-		actors, err := node.ListActors(ctx, address, node.Credentials{})
+		actors, err := clusterclient.ListActors(ctx, address, nodeconfig.Credentials{})
 		if err != nil {
 			return err
 		}
 		return printActors(w, actors, asJSON)
 	}
-	jobs, err := node.ListJobs(ctx, address, node.Credentials{})
+	jobs, err := clusterclient.ListJobs(ctx, address, nodeconfig.Credentials{})
 	if err != nil {
 		return err
 	}

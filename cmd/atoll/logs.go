@@ -10,10 +10,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/gcs"
 	"github.com/atoll-runtime/atoll/internal/ids"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/jobs"
 )
 
 func newLogsCmd() *cobra.Command {
@@ -51,15 +52,15 @@ enough.`,
 			}
 			out := cmd.OutOrStdout()
 			lctx, cancel := context.WithTimeout(ctx, statusTimeout)
-			n, nerr := node.ResolveNode(lctx, gcs.NewClient(nc, gcs.ClientOptions{}), a[0])
+			n, nerr := clusterclient.ResolveNode(lctx, gcs.NewClient(nc, gcs.ClientOptions{}), a[0])
 			cancel()
 			if nerr == nil {
-				return node.FollowLog(ctx, nc, n, atollpb.LogKind_LOG_NODE, nil, offset, follow, out)
+				return jobs.FollowLog(ctx, nc, n, atollpb.LogKind_LOG_NODE, nil, offset, follow, out)
 			}
 			if !errors.Is(nerr, errs.ErrNotFound) {
 				return nerr
 			}
-			j, err := node.GetJob(ctx, nc, a[0])
+			j, err := jobs.Get(ctx, nc, a[0])
 			if errors.Is(err, errs.ErrNotFound) {
 				if w, werr := ids.FromHex(strings.ToLower(a[0])); werr == nil {
 					return followWorkerLog(ctx, nc, w, offset, follow, out)
@@ -69,11 +70,11 @@ enough.`,
 			if err != nil {
 				return err
 			}
-			where, err := node.JobLogNode(j)
+			where, err := jobs.LogNode(j)
 			if err != nil {
 				return err
 			}
-			return node.FollowLog(ctx, nc, where, atollpb.LogKind_LOG_JOB, j.JobId, offset, follow, out)
+			return jobs.FollowLog(ctx, nc, where, atollpb.LogKind_LOG_JOB, j.JobId, offset, follow, out)
 		},
 	}
 	q.addFlag(cmd)
@@ -94,14 +95,14 @@ func followWorkerLog(ctx context.Context, nc *nats.Conn, worker ids.WorkerID, of
 		if err != nil || n.State != atollpb.NodeState_NODE_ALIVE || n.IsDriver {
 			continue
 		}
-		_, err = node.ReadLog(ctx, nc, id, atollpb.LogKind_LOG_WORKER, worker.Bytes(), 0, 1)
+		_, err = jobs.ReadLog(ctx, nc, id, atollpb.LogKind_LOG_WORKER, worker.Bytes(), 0, 1)
 		if errors.Is(err, errs.ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		return node.FollowLog(ctx, nc, id, atollpb.LogKind_LOG_WORKER, worker.Bytes(), offset, follow, w)
+		return jobs.FollowLog(ctx, nc, id, atollpb.LogKind_LOG_WORKER, worker.Bytes(), offset, follow, w)
 	}
 	return errs.NotFoundf("no live node keeps the output of worker %s", worker)
 }

@@ -22,11 +22,11 @@
 // A head started with `atoll start --head` also serves the web dashboard
 // (package dashboard) on --dashboard-port, 8265 by default.
 //
-// The cluster commands are a thin layer over package node: `atoll start`
-// runs node.Start, the queries call node.GetClusterStatus, node.ListNodes,
-// node.ListActors, node.ListJobs and node.GetTimeline, and the dashboard
-// reads the same queries on the head's own connection; the jobs call
-// node.SubmitJob, node.GetJob, node.StopJob and node.FollowLog.
+// The cluster commands are a thin layer over internal packages: `atoll
+// start` runs node.Start; the queries call clusterclient (GetStatus,
+// ListNodes, ListActors, ListJobs, GetTimeline), which the dashboard
+// reads too, on the head's own connection; the job commands call jobs
+// (Submit, Get, Stop, FollowLog).
 //
 // Every command prints in one style (output.go): --json is one JSON
 // document, snake_case keys, hex ids; tables align text left and numbers
@@ -47,8 +47,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/errs"
-	"github.com/atoll-runtime/atoll/internal/node"
 )
 
 func main() {
@@ -72,7 +72,7 @@ func printError(w io.Writer, err error) {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, u.usage)
 	}
-	if v := node.LastPermissionViolation(); v != nil && !errors.Is(err, v) {
+	if v := clusterclient.LastPermissionViolation(); v != nil && !errors.Is(err, v) {
 		fmt.Fprintln(w, "atoll: "+errorText(v))
 	}
 }

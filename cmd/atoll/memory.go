@@ -12,8 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/errs"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/memsample"
 )
 
@@ -24,7 +25,7 @@ func newMemoryCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "memory [--address HOST:PORT] [--json] [--sample INTERVAL -o FILE [--duration D]]",
 		Short: "Show every node's object store: use, pins, objects, spilling, transfers; or sample it over time",
-		Long: `Shows, for every live node of the cluster at --address (default $` + node.EnvAddress + `, then
+		Long: `Shows, for every live node of the cluster at --address (default $` + nodeconfig.EnvAddress + `, then
 the address the local head recorded), its object store as its last load
 report described it: bytes used of the capacity, pinned bytes, objects,
 bytes and files spilled to disk now, bytes spilled and restored so far,
@@ -52,13 +53,13 @@ value, so peaks stay exact.`,
 			if sampling {
 				address := q.address
 				if address == "" {
-					address = os.Getenv(node.EnvAddress)
+					address = envAddress()
 				}
 				return runSample(cmd, address, sf)
 			}
 			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
-			st, err := node.GetClusterStatus(ctx, address, node.Credentials{})
+			st, err := clusterclient.GetStatus(ctx, address, nodeconfig.Credentials{})
 			if err != nil {
 				return err
 			}
@@ -87,7 +88,7 @@ type memoryRow struct {
 	PulledBytes   uint64 `json:"pulled_bytes"`
 }
 
-func printMemory(w io.Writer, st *node.ClusterStatus, asJSON bool) error {
+func printMemory(w io.Writer, st *clusterclient.Status, asJSON bool) error {
 	var rows []memoryRow
 	var total memoryRow
 	for _, n := range st.Nodes {
@@ -216,7 +217,7 @@ func runSample(cmd *cobra.Command, address string, f sampleFlags) error {
 	if err != nil {
 		return err
 	}
-	nc, url, err := node.DialCluster(address, "atoll-memory", node.Credentials{})
+	nc, url, err := clusterclient.Dial(address, "atoll-memory", nodeconfig.Credentials{})
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 func TestMemorySampleFlags(t *testing.T) {
@@ -78,12 +79,12 @@ func TestMemorySampleRun(t *testing.T) {
 	isolate(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	head, err := node.Start(ctx, node.Config{Head: true, GCSDir: t.TempDir(), RandomPorts: true, NumCPUs: node.NoCPUs, ObjectStoreMemory: 32 << 20})
+	head, err := node.Start(ctx, nodeconfig.Config{Head: true, GCSDir: t.TempDir(), RandomPorts: true, NumCPUs: nodeconfig.NoCPUs, ObjectStoreMemory: 32 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = head.Stop(context.Background()) })
-	t.Setenv(node.EnvSecret, head.Secret()) // the CLI reads the secret of a head started by the Go API here
+	t.Setenv(nodeconfig.EnvSecret, head.Secret()) // the CLI reads the secret of a head started by the Go API here
 	out := filepath.Join(t.TempDir(), "mem.csv")
 	stdout, stderr, err := execute("memory", "--address", head.Address(), "--sample", "50ms", "--duration", "1s", "-o", out)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/jobs"
 )
 
 // runAsCommand makes this test binary the atoll command (main) when set:
@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	if len(os.Args) > 1 && os.Args[1] == printingDriverArg && os.Getenv(node.EnvSubmissionID) != "" {
+	if len(os.Args) > 1 && os.Args[1] == printingDriverArg && os.Getenv(jobs.EnvSubmissionID) != "" {
 		os.Exit(printingDriver()) // a job TestJobSubmit submits (job_test.go)
 	}
 	if atoll.IsWorker() {

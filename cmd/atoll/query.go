@@ -2,11 +2,10 @@ package main
 
 import (
 	"context"
-	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // clusterQuery is the --address flag of the commands that ask a running
@@ -14,7 +13,7 @@ import (
 type clusterQuery struct{ address string }
 
 func (q *clusterQuery) addFlag(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&q.address, "address", "", "`HOST:PORT` of the cluster (default $"+node.EnvAddress+", then the address the local head recorded)")
+	cmd.Flags().StringVar(&q.address, "address", "", "`HOST:PORT` of the cluster (default $"+nodeconfig.EnvAddress+", then the address the local head recorded)")
 }
 
 // begin returns the query's context (bounded by statusTimeout) and the
@@ -30,4 +29,4 @@ func (q *clusterQuery) begin(cmd *cobra.Command) (context.Context, context.Cance
 }
 
 // envAddress is $ATOLL_ADDRESS.
-func envAddress() string { return os.Getenv(node.EnvAddress) }
+func envAddress() string { return nodeconfig.AddressFromEnv() }

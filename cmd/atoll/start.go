@@ -7,15 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,11 +19,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/atoll-runtime/atoll/internal/benchfmt"
-	"github.com/atoll-runtime/atoll/internal/cluster"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/localcluster"
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 const (
@@ -67,32 +62,13 @@ const startExample = `  atoll start --head
   atoll start --address 10.0.0.1:6380 --num-cpus 8 --resources GPU=2
   atoll start --head --port 0 --gossip-port 0 --transfer-port 0 --block`
 
-// startFlags holds the flags of `atoll start`.
+// startFlags holds the flags of `atoll start`: the node's settings,
+// bound to its config's fields (nodeconfig.BindFlags), and --block.
 type startFlags struct {
-	head              bool
-	address           string
-	nats              string
-	gcsDir            string
-	port              int
-	gossipPort        int
-	transferPort      int
-	metricsPort       int
-	nodeIP            string
-	numCPUs           float64
-	resources         string
-	objectStoreMemory string
-	workerBinary      string
-	failureTimeout    time.Duration
-	amm               bool
-	ammInterval       time.Duration
-	ammPolicies       string
-	faultInjection    bool
-	dashboard         bool
-	dashboardPort     int
-	dashboardTraceURL string
-	logFile           string
-	block             bool
-	creds             credentialFlags
+	cfg      nodeconfig.Config
+	settings *nodeconfig.Flags
+	block    bool
+	creds    credentialFlags
 }
 
 func newStartCmd() *cobra.Command {
@@ -106,7 +82,7 @@ func startCommand() (*cobra.Command, *startFlags) {
 	cmd := &cobra.Command{
 		Use:     "start (--head | --address HOST:PORT) [flags]",
 		Short:   "Start a cluster node on this machine (a head with --head)",
-		Long:    fmt.Sprintf(startLong, node.AddressFile(), node.DefaultGCSDir()),
+		Long:    fmt.Sprintf(startLong, nodeconfig.AddressFile(), nodeconfig.DefaultGCSDir()),
 		Example: startExample,
 		Args:    args(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -122,172 +98,76 @@ func startCommand() (*cobra.Command, *startFlags) {
 	}
 	fl := cmd.Flags()
 	fl.SortFlags = false
-	fl.BoolVar(&f.head, "head", false, "start a new cluster: run the control plane (NATS, GCS) on this node")
-	fl.StringVar(&f.address, "address", "", "`HOST:PORT` of the head to join (default $"+node.EnvAddress+", then the address the local head recorded; \"auto\" reads it)")
-	fl.StringVar(&f.nats, "nats", "", "head only: use the existing NATS server (with JetStream) at `URL` instead of the embedded one")
-	fl.StringVar(&f.gcsDir, "gcs-dir", "", "head only: `DIR` of the GCS's state (the embedded NATS server's store), kept across restarts (default "+node.DefaultGCSDir()+")")
-	fl.IntVar(&f.port, "port", node.DefaultPort, "head only: the embedded NATS server's client port, the cluster address (0: pick a free port)")
-	fl.IntVar(&f.gossipPort, "gossip-port", node.DefaultGossipPort, "memberlist port, UDP and TCP (0: pick a free port)")
-	fl.IntVar(&f.transferPort, "transfer-port", node.DefaultTransferPort, "port the node serves its objects to other nodes on (0: pick a free port)")
-	fl.IntVar(&f.metricsPort, "metrics-port", node.DefaultMetricsPort, "port the node serves Prometheus metrics on, GET /metrics (0: none); a default port already taken is a warning, a given one an error")
-	fl.StringVar(&f.nodeIP, "node-ip", "127.0.0.1", "`IP` other nodes reach this node at")
-	fl.Float64Var(&f.numCPUs, "num-cpus", float64(runtime.NumCPU()), "CPU slots of the node (0: it runs no tasks); the default is this machine's CPU count")
-	fl.StringVar(&f.resources, "resources", "", "custom resources: `NAME=N`,... (e.g. GPU=1,disk=2) or a JSON object ({\"GPU\":1})")
-	fl.StringVar(&f.objectStoreMemory, "object-store-memory", "", "object store `SIZE` in bytes or with a unit, e.g. 2GiB or 500MB (default: 30% of RAM)")
-	fl.StringVar(&f.workerBinary, "worker-binary", "", "`PATH` of the program the node's worker processes run for every job (default: each job's driver binary)")
-	fl.DurationVar(&f.failureTimeout, "failure-timeout", 5*time.Second, "time to declare a failed node dead")
-	fl.BoolVar(&f.amm, "amm", false, "head only: run the Active Memory Manager's policies (as $ATOLL_AMM=1; 'atoll amm start|stop' later)")
-	fl.DurationVar(&f.ammInterval, "amm-interval", 0, "head only: the AMM's interval (default 2s)")
-	fl.StringVar(&f.ammPolicies, "amm-policies", "", "head only: the AMM's `POLICIES` in order, e.g. Replicate,ReduceReplicas,Rebalance:0.05 (default Replicate,ReduceReplicas)")
-	fl.BoolVar(&f.faultInjection, "fault-injection", false, "head only: let the cluster's nodes and drivers inject faults into other nodes (KillNode, PartitionNode, fault plans' kill-node and partition); off, the head's NATS refuses them")
-	fl.BoolVar(&f.dashboard, "include-dashboard", true, "head only: serve the web dashboard on --node-ip:--dashboard-port (--include-dashboard=false: none)")
-	fl.IntVar(&f.dashboardPort, "dashboard-port", node.DefaultDashboardPort, "head only: the dashboard's HTTP port (0: pick a free port)")
-	fl.StringVar(&f.dashboardTraceURL, "dashboard-trace-url", "", "head only: link the dashboard's tasks to their traces at `URL`, with {trace_id} in it (e.g. http://localhost:16686/trace/{trace_id})")
-	fl.StringVar(&f.logFile, "log-file", "", "the `FILE` this node's output goes to, served to the dashboard (set by 'atoll start' for background nodes)")
-	_ = fl.MarkHidden("log-file")
-	f.creds.register(fl)
+	f.settings = nodeconfig.BindFlags(fl, &f.cfg)
 	fl.BoolVar(&f.block, "block", false, "run the node in the foreground until SIGINT or SIGTERM")
 	return cmd, f
 }
 
-// nodeConfig validates the flags and turns them into the node's config.
+// nodeConfig checks the flags and returns the node's config: the
+// settings the flags set, after the command line's rules (which flags
+// are a head's, which a joining node's; the address a node joins).
 // Errors are atoll.ErrInvalidArgument (bad or conflicting flags) or
 // atoll.ErrNotFound (no address given and none recorded).
-func (f *startFlags) nodeConfig(fs *pflag.FlagSet) (node.Config, error) {
-	cfg := node.Config{
-		Head:           f.head,
-		Port:           f.port,
-		GossipPort:     f.gossipPort,
-		TransferPort:   f.transferPort,
-		NumCPUs:        f.numCPUs,
-		FailureTimeout: f.failureTimeout,
+func (f *startFlags) nodeConfig(fs *pflag.FlagSet) (nodeconfig.Config, error) {
+	cfg := f.cfg
+	if err := headFlags(fs, &cfg); err != nil {
+		return cfg, err
 	}
-	if f.metricsPort < 0 || f.metricsPort > math.MaxUint16 {
-		return cfg, errs.Invalidf("--metrics-port %d: want a port from 1 to 65535 (0: serve no metrics)", f.metricsPort)
-	}
-	cfg.MetricsPort, cfg.MetricsBestEffort = f.metricsPort, !fs.Changed("metrics-port")
-	if f.head {
-		if fs.Changed("address") {
-			return cfg, errs.Invalidf("--head and --address conflict: a head starts a new cluster, --address joins an existing one")
-		}
-		if f.nats != "" {
-			u, err := natsURL("--nats", f.nats)
-			if err != nil {
-				return cfg, err
-			}
-			if fs.Changed("port") {
-				return cfg, errs.Invalidf("--port and --nats conflict: with --nats the head runs no NATS server of its own")
-			}
-			cfg.NATSURL = u
-		}
-		if fs.Changed("gcs-dir") {
-			if f.nats != "" {
-				return cfg, errs.Invalidf("--gcs-dir and --nats conflict: with --nats the GCS keeps its state on that NATS server")
-			}
-			if f.gcsDir == "" {
-				return cfg, errs.Invalidf("--gcs-dir: want a directory")
-			}
-			dir, err := filepath.Abs(f.gcsDir) // the detached node may run elsewhere
-			if err != nil {
-				return cfg, errs.Invalidf("--gcs-dir %q: %v", f.gcsDir, err)
-			}
-			cfg.GCSDir = dir
-		}
-	} else {
-		if fs.Changed("gcs-dir") {
-			return cfg, errs.Invalidf("--gcs-dir needs --head: it holds the head's GCS state")
-		}
-		if f.nats != "" {
-			return cfg, errs.Invalidf("--nats needs --head: only the head connects the cluster to a NATS server; other nodes join --address")
-		}
-		if fs.Changed("port") {
-			return cfg, errs.Invalidf("--port needs --head: it is the head's NATS port; other nodes join --address and use --gossip-port and --transfer-port")
-		}
-		addr, err := joinAddress(fs.Changed("address"), f.address)
+	if !cfg.Head {
+		addr, err := joinAddress(fs.Changed("address"), cfg.Address)
 		if err != nil {
 			return cfg, err
 		}
 		cfg.Address = addr
 	}
-
-	// Ports: 0 picks a free port. RandomPorts makes every zero port
-	// random; the others are passed explicitly (defaults included), so
-	// only the ports given as 0 are random.
-	ports := []struct {
-		name string
-		val  int
-		used bool
-	}{
-		{"--port", f.port, f.head && f.nats == ""},
-		{"--gossip-port", f.gossipPort, true},
-		{"--transfer-port", f.transferPort, true},
-		{"--dashboard-port", f.dashboardPort, f.head && f.dashboard},
-	}
-	for _, p := range ports {
-		if p.val < 0 || p.val > math.MaxUint16 {
-			return cfg, errs.Invalidf("%s %d: want a port from 0 to 65535 (0 picks a free port)", p.name, p.val)
-		}
-		if p.used && p.val == 0 {
-			cfg.RandomPorts = true
-		}
-	}
-
-	ip := net.ParseIP(f.nodeIP)
-	if ip == nil {
-		return cfg, errs.Invalidf("--node-ip %q: want an IP address, e.g. 10.0.0.2", f.nodeIP)
-	}
-	cfg.NodeIP = ip.String()
-
-	if math.IsNaN(f.numCPUs) || math.IsInf(f.numCPUs, 0) || f.numCPUs < 0 {
-		return cfg, errs.Invalidf("--num-cpus %v: want a number >= 0", f.numCPUs)
-	}
-	if f.numCPUs == 0 {
-		cfg.NumCPUs = node.NoCPUs // a node that runs no tasks (a head serving only the control plane)
-	}
-	res, err := parseResources(f.resources)
-	if err != nil {
+	if err := f.settings.Check(); err != nil {
 		return cfg, err
 	}
-	cfg.Resources = res
-	if f.objectStoreMemory != "" {
-		n, err := parseStoreSize(f.objectStoreMemory)
-		if err != nil {
-			return cfg, err
-		}
-		cfg.ObjectStoreMemory = n
-	}
-	if f.workerBinary != "" {
-		path, err := workerBinary(f.workerBinary)
-		if err != nil {
-			return cfg, err
-		}
-		cfg.WorkerBinary = path
-	}
-	if f.failureTimeout <= 0 {
-		return cfg, errs.Invalidf("--failure-timeout %v: want a positive duration, e.g. 5s", f.failureTimeout)
-	}
-	if !f.head && (fs.Changed("amm") || fs.Changed("amm-interval") || fs.Changed("amm-policies")) {
-		return cfg, errs.Invalidf("--amm, --amm-interval and --amm-policies are for the head (--head): it runs the Active Memory Manager")
-	}
-	if !f.head && fs.Changed("fault-injection") {
-		return cfg, errs.Invalidf("--fault-injection is for the head (--head): its NATS server decides who may inject faults")
-	}
-	cfg.FaultInjection = f.faultInjection
-	if err := f.dashboardConfig(fs, &cfg); err != nil {
+	if err := f.settings.Validate(&cfg); err != nil {
 		return cfg, err
-	}
-	if f.ammInterval < 0 {
-		return cfg, errs.Invalidf("--amm-interval %v: want a positive duration, e.g. 2s", f.ammInterval)
-	}
-	cfg.AMM, cfg.AMMInterval = f.amm, f.ammInterval
-	if f.ammPolicies != "" {
-		policies, err := cluster.ParseAMMPolicies(f.ammPolicies)
-		if err != nil {
-			return cfg, err
-		}
-		cfg.AMMPolicies = policies
 	}
 	return cfg, f.creds.apply(&cfg)
+}
+
+// headFlags applies the rules of the flags only a head takes (or only a
+// joining node): a flag given to the wrong kind of node is an error, and
+// a joining node gets none of a head's defaults (the dashboard).
+func headFlags(fs *pflag.FlagSet, cfg *nodeconfig.Config) error {
+	if cfg.Head {
+		switch {
+		case fs.Changed("address"):
+			return errs.Invalidf("--head and --address conflict: a head starts a new cluster, --address joins an existing one")
+		case cfg.NATSURL != "" && fs.Changed("port"):
+			return errs.Invalidf("--port and --nats conflict: with --nats the head runs no NATS server of its own")
+		case cfg.NATSURL != "" && fs.Changed("gcs-dir"):
+			return errs.Invalidf("--gcs-dir and --nats conflict: with --nats the GCS keeps its state on that NATS server")
+		case !cfg.Dashboard && (fs.Changed("dashboard-port") || fs.Changed("dashboard-trace-url")):
+			return errs.Invalidf("--dashboard-port and --dashboard-trace-url need the dashboard: drop --include-dashboard=false")
+		}
+		if !cfg.Dashboard {
+			cfg.DashboardPort = 0
+		}
+		return nil
+	}
+	switch {
+	case fs.Changed("gcs-dir"):
+		return errs.Invalidf("--gcs-dir needs --head: it holds the head's GCS state")
+	case cfg.NATSURL != "":
+		return errs.Invalidf("--nats needs --head: only the head connects the cluster to a NATS server; other nodes join --address")
+	case fs.Changed("port"):
+		return errs.Invalidf("--port needs --head: it is the head's NATS port; other nodes join --address and use --gossip-port and --transfer-port")
+	case fs.Changed("amm") || fs.Changed("amm-interval") || fs.Changed("amm-policies"):
+		return errs.Invalidf("--amm, --amm-interval and --amm-policies are for the head (--head): it runs the Active Memory Manager")
+	case fs.Changed("fault-injection"):
+		return errs.Invalidf("--fault-injection is for the head (--head): its NATS server decides who may inject faults")
+	}
+	for _, name := range []string{"include-dashboard", "dashboard-port", "dashboard-trace-url"} {
+		if fs.Changed(name) {
+			return errs.Invalidf("--%s is for the head (--head): it serves the cluster's dashboard", name)
+		}
+	}
+	cfg.Dashboard, cfg.DashboardPort = false, 0
+	return nil
 }
 
 // joinAddress is the cluster address a non-head node joins: --address,
@@ -295,133 +175,24 @@ func (f *startFlags) nodeConfig(fs *pflag.FlagSet) (node.Config, error) {
 func joinAddress(given bool, address string) (string, error) {
 	name := "--address"
 	if !given {
-		address, name = os.Getenv(node.EnvAddress), "$"+node.EnvAddress
+		address, name = nodeconfig.AddressFromEnv(), "$"+nodeconfig.EnvAddress
 	}
 	if given && strings.TrimSpace(address) == "" {
 		return "", errs.Invalidf("--address is empty: want HOST:PORT of the head (or \"auto\")")
 	}
 	if address == "" || address == "auto" {
-		u, err := node.ResolveAddress("auto")
+		u, err := clusterclient.ResolveAddress("auto")
 		if err != nil {
 			return "", fmt.Errorf("give --head to start a new cluster or --address HOST:PORT to join one: %w", err)
 		}
-		return natsURL(node.AddressFile(), u)
+		return nodeconfig.NATSURL(nodeconfig.AddressFile(), u)
 	}
-	return natsURL(name, address)
+	return nodeconfig.NATSURL(name, address)
 }
 
-// natsURL checks a HOST:PORT or nats:// URL (or a comma-separated list of
-// them) and returns it with the nats:// scheme on every URL.
-func natsURL(name, s string) (string, error) {
-	bad := func() error {
-		return errs.Invalidf("%s %q: want HOST:PORT or a nats:// URL, e.g. 127.0.0.1:%d", name, s, node.DefaultPort)
-	}
-	var urls []string
-	for part := range strings.SplitSeq(s, ",") {
-		part = strings.TrimSpace(part)
-		if !strings.Contains(part, "://") {
-			part = "nats://" + part
-		}
-		u, err := url.Parse(part)
-		if err != nil || u.Host == "" {
-			return "", bad()
-		}
-		host, port, err := net.SplitHostPort(u.Host)
-		if err != nil || host == "" {
-			return "", bad()
-		}
-		if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > math.MaxUint16 {
-			return "", errs.Invalidf("%s %q: port %q: want 1 to 65535", name, s, port)
-		}
-		urls = append(urls, part)
-	}
-	return strings.Join(urls, ","), nil
-}
-
-// parseResources reads --resources: "NAME=N,NAME=N" or a JSON object
-// {"NAME": N}. CPUs are given with --num-cpus, not here.
-func parseResources(s string) (map[string]float64, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return nil, nil
-	}
-	res := map[string]float64{}
-	if strings.HasPrefix(s, "{") {
-		dec := json.NewDecoder(strings.NewReader(s))
-		if err := dec.Decode(&res); err != nil {
-			return nil, errs.Invalidf("--resources %s: not a JSON object of numbers (%v), e.g. {\"GPU\":1}", s, err)
-		}
-		if dec.More() {
-			return nil, errs.Invalidf("--resources %s: text after the JSON object", s)
-		}
-	} else {
-		for item := range strings.SplitSeq(s, ",") {
-			name, val, ok := strings.Cut(item, "=")
-			name, val = strings.TrimSpace(name), strings.TrimSpace(val)
-			if !ok || name == "" || val == "" {
-				return nil, errs.Invalidf("--resources %q: entry %q: want NAME=N, e.g. GPU=1,disk=2", s, strings.TrimSpace(item))
-			}
-			v, err := strconv.ParseFloat(val, 64)
-			if err != nil {
-				return nil, errs.Invalidf("--resources %q: %s=%s: not a number", s, name, val)
-			}
-			if _, dup := res[name]; dup {
-				return nil, errs.Invalidf("--resources %q: %s given twice", s, name)
-			}
-			res[name] = v
-		}
-	}
-	names := make([]string, 0, len(res))
-	for name := range res {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		v := res[name]
-		switch {
-		case name == "" || strings.ContainsAny(name, "=,{}\" \t\n"):
-			return nil, errs.Invalidf("--resources %s: bad resource name %q", s, name)
-		case strings.EqualFold(name, "CPU"):
-			return nil, errs.Invalidf("--resources %s: give CPUs with --num-cpus", s)
-		case math.IsNaN(v) || math.IsInf(v, 0) || v < 0:
-			return nil, errs.Invalidf("--resources %s: %s=%v: want a non-negative number", s, name, v)
-		}
-	}
-	return res, nil
-}
-
-// parseStoreSize reads --object-store-memory: bytes, or a size with a
-// unit such as 2GiB or 500MB.
-func parseStoreSize(s string) (uint64, error) {
-	n, err := benchfmt.ParseSize(s)
-	if err != nil {
-		return 0, errs.Invalidf("--object-store-memory: %v", err)
-	}
-	if n <= 0 {
-		return 0, errs.Invalidf("--object-store-memory %q: want a positive size, e.g. 2GiB (omit the flag for 30%% of RAM)", s)
-	}
-	return uint64(n), nil
-}
-
-// workerBinary checks --worker-binary and makes it absolute.
-func workerBinary(path string) (string, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", errs.Invalidf("--worker-binary %q: %v", path, err)
-	}
-	st, err := os.Stat(abs)
-	if err != nil {
-		return "", errs.Invalidf("--worker-binary %q: %v", path, err)
-	}
-	if st.IsDir() || st.Mode().Perm()&0o111 == 0 {
-		return "", errs.Invalidf("--worker-binary %q: not an executable file", path)
-	}
-	return abs, nil
-}
-
-// stateDir is node.StateDir ($TMPDIR/atoll-<uid>), where `atoll start`
-// keeps node records and logs.
-func stateDir() string { return node.StateDir() }
+// stateDir is nodeconfig.StateDir ($TMPDIR/atoll-<uid>), where `atoll
+// start` keeps node records and logs.
+func stateDir() string { return nodeconfig.StateDir() }
 
 // nodesDir holds one record file per running node, named <pid>.json.
 func nodesDir() string { return filepath.Join(stateDir(), "nodes") }
@@ -443,7 +214,7 @@ type nodeRecord struct {
 
 // runNode runs a node in this process (--block) until ctx is cancelled or
 // the process receives SIGTERM, then stops it.
-func runNode(ctx context.Context, w io.Writer, cfg node.Config, creds *credentialFlags) error {
+func runNode(ctx context.Context, w io.Writer, cfg nodeconfig.Config, creds *credentialFlags) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	n, err := node.Start(ctx, cfg)
@@ -491,14 +262,14 @@ func publishNode(rec nodeRecord) (cleanup func(), err error) {
 	cleanup = func() {
 		_ = os.Remove(path)
 		if addrData != nil {
-			if cur, err := os.ReadFile(node.AddressFile()); err == nil && bytes.Equal(cur, addrData) {
-				_ = os.Remove(node.AddressFile())
+			if cur, err := os.ReadFile(nodeconfig.AddressFile()); err == nil && bytes.Equal(cur, addrData) {
+				_ = os.Remove(nodeconfig.AddressFile())
 			}
 		}
 	}
 	if rec.Head {
 		addrData = []byte(displayAddress(rec.Address) + "\n")
-		if err := writeFileAtomic(node.AddressFile(), addrData); err != nil {
+		if err := writeFileAtomic(nodeconfig.AddressFile(), addrData); err != nil {
 			addrData = nil
 			return func() {}, fmt.Errorf("record the cluster address: %w", err)
 		}
@@ -540,13 +311,13 @@ func writeFileAtomic(path string, data []byte) error {
 // makePrivateDir makes dir (and the state directory above it) 0700, or
 // checks that the existing ones are this user's and closed to others.
 func makePrivateDir(dir string) error {
-	if err := node.MakeStateDir(); err != nil {
+	if err := nodeconfig.MakeStateDir(); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	return node.CheckOwned(dir)
+	return nodeconfig.CheckOwned(dir)
 }
 
 // displayAddress shows a single nats:// URL as HOST:PORT.
@@ -581,7 +352,7 @@ func printStarted(w io.Writer, rec nodeRecord, logFile, joined string, creds *cr
 		fmt.Fprintf(w, "dashboard: %s\n", rec.DashboardURL)
 	}
 	creds.printSecret(w, addr)
-	fmt.Fprintf(w, "connect a driver: %s=%s go run ./samples/quickstart\n", node.EnvAddress, addr)
+	fmt.Fprintf(w, "connect a driver: %s=%s go run ./samples/quickstart\n", nodeconfig.EnvAddress, addr)
 	fmt.Fprintln(w, "stop every node: atoll stop")
 }
 

@@ -11,7 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // statusTimeout bounds `atoll status`'s query of the cluster.
@@ -23,7 +24,7 @@ func newStatusCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [--address HOST:PORT] [--json] [--all]",
 		Short: "Show the cluster's nodes, their resources and load",
-		Long: `Shows the nodes of the cluster at --address (default $` + node.EnvAddress + `, then the
+		Long: `Shows the nodes of the cluster at --address (default $` + nodeconfig.EnvAddress + `, then the
 address the local head recorded): role, state, CPUs available/total, other
 resources, object store use, queued and running tasks, and objects pulled
 from other nodes. The nodes of drivers that finished are left out unless
@@ -33,7 +34,7 @@ from other nodes. The nodes of drivers that finished are left out unless
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
-			st, err := node.GetClusterStatus(ctx, address, node.Credentials{})
+			st, err := clusterclient.GetStatus(ctx, address, nodeconfig.Credentials{})
 			if err != nil {
 				return err
 			}
@@ -52,9 +53,9 @@ from other nodes. The nodes of drivers that finished are left out unless
 
 // printStatus writes the status as a table and a summary line; the dead
 // nodes of finished drivers only with all.
-func printStatus(w io.Writer, st *node.ClusterStatus, all bool) error {
+func printStatus(w io.Writer, st *clusterclient.Status, all bool) error {
 	nodes := slices.Clone(st.Nodes)
-	slices.SortStableFunc(nodes, func(a, b node.ClusterNode) int {
+	slices.SortStableFunc(nodes, func(a, b clusterclient.NodeStatus) int {
 		return compareNodes(role(a), a.Alive, a.NodeID, role(b), b.Alive, b.NodeID)
 	})
 	if st.Address != "" {
@@ -109,7 +110,7 @@ func printStatus(w io.Writer, st *node.ClusterStatus, all bool) error {
 }
 
 // role is a node's role as status shows it.
-func role(n node.ClusterNode) string { return nodeRole(n.IsHead, n.Driver) }
+func role(n clusterclient.NodeStatus) string { return nodeRole(n.IsHead, n.Driver) }
 
 // shortID is a node id's first 8 hex digits.
 func shortID(id string) string {
@@ -128,7 +129,7 @@ func plural(n int, one, many string) string {
 
 // otherResources lists the resources other than CPU as NAME avail/total,
 // sorted by name; memory resources are shown in bytes units.
-func otherResources(n node.ClusterNode) string {
+func otherResources(n clusterclient.NodeStatus) string {
 	var names []string
 	for name := range n.Total {
 		if name != "CPU" {

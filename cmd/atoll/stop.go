@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/atoll-runtime/atoll/internal/errs"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // killGrace bounds the wait for processes to exit after SIGKILL.
@@ -196,8 +196,8 @@ func stopGroup(ctx context.Context, group []recordEntry, force bool, timeout tim
 func removeRecord(e recordEntry) {
 	_ = os.Remove(e.path)
 	if e.rec.Head && e.rec.Address != "" {
-		if cur, err := os.ReadFile(node.AddressFile()); err == nil && strings.TrimSpace(string(cur)) == displayAddress(e.rec.Address) {
-			_ = os.Remove(node.AddressFile())
+		if cur, err := os.ReadFile(nodeconfig.AddressFile()); err == nil && strings.TrimSpace(string(cur)) == displayAddress(e.rec.Address) {
+			_ = os.Remove(nodeconfig.AddressFile())
 		}
 	}
 }

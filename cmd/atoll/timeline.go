@@ -8,7 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/raylet"
 )
 
@@ -19,7 +20,7 @@ func newTimelineCmd() *cobra.Command {
 		Use:   "timeline [--address HOST:PORT] [-o FILE]",
 		Short: "Write the cluster's recent task attempts as a Chrome trace",
 		Long: `Collects the task attempts every live node of the cluster at --address
-(default $` + node.EnvAddress + `, then the address the local head recorded) finished
+(default $` + nodeconfig.EnvAddress + `, then the address the local head recorded) finished
 recently (the last 4096 per node) and writes them in the Chrome trace event
 format: one process per node, one thread per worker, one slice per attempt.
 Open the file in chrome://tracing or https://ui.perfetto.dev. For the full
@@ -30,7 +31,7 @@ picture, with actor calls and nested spans, export the OpenTelemetry traces
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
-			events, err := node.GetTimeline(ctx, address, node.Credentials{})
+			events, err := clusterclient.GetTimeline(ctx, address, nodeconfig.Credentials{})
 			if err != nil {
 				return err
 			}
@@ -71,7 +72,7 @@ type chromeEvent struct {
 
 // writeChromeTrace writes events as {"traceEvents": [...]}: each node a
 // process, each worker a thread (both named by metadata events).
-func writeChromeTrace(w io.Writer, events []node.TimelineEvent) error {
+func writeChromeTrace(w io.Writer, events []clusterclient.TimelineEvent) error {
 	pids, tids := map[string]int{}, map[string]int{}
 	var out []chromeEvent
 	for _, e := range events {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/atoll-runtime/atoll"
@@ -299,7 +301,7 @@ func TestPersistRunsNothingAgain(t *testing.T) {
 	if len(p.Graph()) != int(nchunks) {
 		t.Fatalf("the persisted array's graph has %d keys, want its %d chunks only", len(p.Graph()), nchunks)
 	}
-	eventually(t, "the persisted chunks to be computed", func() bool { return calls.Load() == nchunks })
+	testutil.Eventually(t, "the persisted chunks to be computed", func() bool { return calls.Load() == nchunks })
 	xd := array.RandomDense(12, rows, cols, cr, cc)
 	near(t, "persisted", compute(t, ctx, p), xd)
 	var want mat.Dense
@@ -353,21 +355,6 @@ func TestPersistSubmitsOnlyNewTasks(t *testing.T) {
 		}
 	}
 	near(t, "(2x + 2x).Sum(Axis0)", got, want)
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(60 * time.Second)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
 }
 
 func mul(a, b mat.Matrix) *mat.Dense {

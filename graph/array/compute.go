@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/atoll-runtime/atoll/graph"
+	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
 // Compute runs a's graph on atoll (one graph.Compute of every chunk) and
@@ -86,7 +87,7 @@ func (a Array) ComputeChunks(ctx context.Context, fn func(i, j, row, col int, ch
 		for j, w := range a.chunks[1] {
 			chunk, ok := vals[k].([]float64)
 			if !ok {
-				return fmt.Errorf("array: chunk %s holds a %T, not a []float64", keys[k], vals[k])
+				return errs.Invalidf("array: chunk %s holds a %T, not a []float64", keys[k], vals[k])
 			}
 			if err := checkLen(fmt.Sprintf("chunk %s", keys[k]), chunk, h*w); err != nil {
 				return err

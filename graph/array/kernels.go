@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/atoll-runtime/atoll/graph"
+	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
 // The kernels below run in worker processes, one call per chunk. A chunk
@@ -111,7 +112,7 @@ func RandomBlock(seed uint64, i, j int, dst []float64) {
 
 func checkLen(what string, a []float64, n int) error {
 	if len(a) != n {
-		return fmt.Errorf("array: %s: chunk of %d values, want %d", what, len(a), n)
+		return &ChunkError{Op: what, Reason: fmt.Sprintf("a chunk of %d values, want %d", len(a), n)}
 	}
 	return nil
 }
@@ -139,7 +140,7 @@ func binop(_ context.Context, op, rows, cols, flags int, a, b []float64) ([]floa
 		case opMul:
 			floats.Mul(out, b)
 		default:
-			return nil, fmt.Errorf("array: unknown elementwise operator %d", op)
+			return nil, errs.Invalidf("array: unknown elementwise operator %d", op)
 		}
 		return out, nil
 	}
@@ -164,7 +165,7 @@ func binop(_ context.Context, op, rows, cols, flags int, a, b []float64) ([]floa
 						row[c] *= b[c*rows+r]
 					}
 				default:
-					return nil, fmt.Errorf("array: unknown elementwise operator %d", op)
+					return nil, errs.Invalidf("array: unknown elementwise operator %d", op)
 				}
 			}
 		}
@@ -227,7 +228,7 @@ func rowSum(_ context.Context, rows, cols, flags int, a []float64) ([]float64, e
 // addVec adds equal-length vectors: one node of a tree reduction.
 func addVec(_ context.Context, parts ...[]float64) ([]float64, error) {
 	if len(parts) == 0 {
-		return nil, fmt.Errorf("array: reduction of nothing")
+		return nil, errs.Invalidf("array: reduction of nothing")
 	}
 	out := make([]float64, len(parts[0]))
 	copy(out, parts[0])
@@ -271,7 +272,7 @@ func gemm(m, k, n, flags int, a, b []float64, beta float64, out []float64) error
 func rechunk(_ context.Context, geom []int64, parts ...[]float64) ([]float64, error) {
 	const per = 7
 	if len(geom) != 2+per*len(parts) {
-		return nil, fmt.Errorf("array: rechunk: %d geometry values for %d parts", len(geom), len(parts))
+		return nil, &ChunkError{Op: "Rechunk", Reason: fmt.Sprintf("%d geometry values for %d parts", len(geom), len(parts))}
 	}
 	outRows, outCols := int(geom[0]), int(geom[1])
 	out := make([]float64, outRows*outCols)
@@ -279,7 +280,7 @@ func rechunk(_ context.Context, geom []int64, parts ...[]float64) ([]float64, er
 		g := geom[2+per*p : 2+per*(p+1)]
 		srcCols, sr, sc, dr, dc, h, w := int(g[0]), int(g[1]), int(g[2]), int(g[3]), int(g[4]), int(g[5]), int(g[6])
 		if (sr+h-1)*srcCols+sc+w > len(src) || (dr+h-1)*outCols+dc+w > len(out) {
-			return nil, fmt.Errorf("array: rechunk: piece %d out of bounds", p)
+			return nil, &ChunkError{Op: "Rechunk", Reason: fmt.Sprintf("piece %d out of bounds", p)}
 		}
 		for r := range h {
 			copy(out[(dr+r)*outCols+dc:(dr+r)*outCols+dc+w], src[(sr+r)*srcCols+sc:(sr+r)*srcCols+sc+w])

@@ -30,11 +30,6 @@ func NewPooledDispatcher(throughput int) actor.Dispatcher {
 	return &pooledDispatcher{throughput: throughput, handoff: make(chan func())}
 }
 
-// PooledDispatcherIdle is the function a pooled dispatcher's goroutine
-// waits in between passes (for goleak.IgnoreTopFunction: such a goroutine
-// exits after 2 s idle, which tests need not wait for).
-const PooledDispatcherIdle = "github.com/atoll-runtime/atoll/internal/actors.(*pooledDispatcher).run"
-
 // HotDispatcher is the pooled dispatcher the runtime's busiest actors use:
 // the raylet, its workers and actor hosts, the owner and the object store.
 var HotDispatcher = NewPooledDispatcher(300)

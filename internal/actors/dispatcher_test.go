@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // TestPooledDispatcherReusesGoroutines: passes scheduled one after another
@@ -87,5 +89,14 @@ func TestPooledDispatcherRunsActors(t *testing.T) {
 	}
 	if err := system.Root.StopFuture(pid).Wait(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPooledDispatcherGoroutineName: the name testutil.PooledDispatcher
+// tells goleak to ignore is the pooled dispatcher's goroutine's.
+func TestPooledDispatcherGoroutineName(t *testing.T) {
+	got := runtime.FuncForPC(reflect.ValueOf((*pooledDispatcher).run).Pointer()).Name()
+	if got != testutil.PooledDispatcher {
+		t.Fatalf("the pooled dispatcher's goroutine runs %q; testutil.PooledDispatcher says %q", got, testutil.PooledDispatcher)
 	}
 }

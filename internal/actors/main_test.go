@@ -5,8 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/asynkron/protoactor-go/actor"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
@@ -14,7 +15,7 @@ func TestMain(m *testing.M) {
 	// are idle. (protoactor's dead-letter throttle starts one per logging
 	// window, actor.NewThrottle.func1, that exits when the window closes;
 	// these tests produce no dead letters.)
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction(PooledDispatcherIdle))
+	testutil.VerifyNoLeaks(m)
 }
 
 // waitTimeout bounds every wait of these tests.

@@ -1,33 +1,15 @@
 package actors
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestNewSystemDemotesInfoToDebug(t *testing.T) {
-	var quiet, verbose syncBuffer
+	var quiet, verbose testutil.LogBuffer
 	s1 := NewSystem(slog.New(slog.NewTextHandler(&quiet, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	defer s1.Shutdown()
 	s2 := NewSystem(slog.New(slog.NewTextHandler(&verbose, &slog.HandlerOptions{Level: slog.LevelDebug})))

@@ -144,3 +144,27 @@ func TestOversizedForwardFailsItsOwner(t *testing.T) {
 		t.Fatalf("result %v, want INVALID_ARGUMENT naming the max payload", r.Error)
 	}
 }
+
+// TestUnsentForwardFailsItsOwner: a forward the shell cannot publish (the
+// node's NATS connection is closed) is stepped back into the Forwarder
+// (PublishFailed), which fails its owner at once with UNAVAILABLE rather
+// than leave it to the lease.
+func TestUnsentForwardFailsItsOwner(t *testing.T) {
+	h := newHarness(t)
+	results := make(chan *atollpb.TaskResult, 1)
+	owner, err := h.system.Root.SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
+		if r, ok := c.Message().(*atollpb.TaskResult); ok {
+			results <- r
+		}
+	}), "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.nc.Close()
+	spec := &atollpb.TaskSpec{TaskId: ids.NewTaskID().Bytes(), Name: "unsent", NumReturns: 1}
+	h.system.Root.Send(h.gw, &forwardTask{node: ids.NewNodeID(), spec: spec, owner: owner, hops: 1})
+	r := recv(t, results, "the owner of an unsent task heard nothing")
+	if r.Error.GetCode() != atollpb.ErrorCode_UNAVAILABLE || string(r.TaskId) != string(spec.TaskId) {
+		t.Fatalf("result %v, want UNAVAILABLE for the task", r.Error)
+	}
+}

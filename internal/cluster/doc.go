@@ -34,5 +34,32 @@
 // Every message read from NATS is decoded and its ids validated in the
 // subscription callback; a bad one is logged and dropped.
 //
+// # Core and shell
+//
+// The forwarding decisions are a state machine, Forwarder (forward*.go,
+// quota.go, generators.go, owners.go), in the style of owner.Table and
+// etcd raft's Step: it holds the work sent to other nodes and their
+// leases, the work other nodes sent here and its quotas, the peers' loads,
+// the dead nodes, the owners of objects held here and the directory of
+// copies. Events go in with Step, each stamped with the time it happened
+// (SendTask, SendCall, CancelSent, LocalResult, NoHost, PassAck, Received
+// for a validated message from another node, LeaseTick, PeerGone,
+// OwnerExited, PublishFailed); the Effects come out in order with
+// TakeEffects (Publish: kind and protobuf message to a node, or to every
+// node; Deliver: a result to a local owner; Submit and PushCall: work to
+// the raylet or an actor host; ToRaylet: views, node deaths, cancels and
+// generator acks; ToStore; PeerHeard, PeerLost, PeerForgotten; ReportDead;
+// Log). The Forwarder does no I/O, reads no clock and starts no goroutine,
+// so tests hold several nodes' Forwarders and carry the messages between
+// them themselves (forward_test.go, testdata/*.txt: deliver, drop,
+// duplicate, tick, declare dead).
+//
+// The gateway actor (actor.go) is its shell: the raylet's forwards, the
+// NATS callbacks' messages, membership events and its lease timer become
+// events; it carries out each step's effects before its next message, and
+// steps a Publish it could not send back in as PublishFailed when the
+// effect asks for it. Gateway (gateway.go) starts the actor, the
+// subscriptions, the load reports, gossip and object transfer around it.
+//
 // Object bytes never travel over NATS. Message bodies are atollpb protobufs.
 package cluster

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/atoll-runtime/atoll/atollpb"
@@ -82,7 +84,7 @@ func injectFaults(t *testing.T, f *actors.FaultInjector, n uint64) {
 	for range n {
 		sys.Root.Send(pid, &atollpb.FaultLogRequest{})
 	}
-	eventually(t, fmt.Sprintf("%d faults", n), func() bool {
+	testutil.Eventually(t, fmt.Sprintf("%d faults", n), func() bool {
 		st := f.Stats()
 		return st.Dropped+st.Delayed+st.Duplicated >= n
 	})

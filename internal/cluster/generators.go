@@ -1,10 +1,9 @@
 package cluster
 
 import (
+	"log/slog"
 	"strconv"
 	"time"
-
-	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
@@ -45,68 +44,74 @@ const maxAckHops = 64
 // than the NATS server's max payload) fails the attempt: it is cancelled
 // here, and its result carries the error, rather than leave the caller
 // waiting for an item that never comes.
-func (g *gateway) itemFromRaylet(ctx actor.Context, res *atollpb.TaskResult) {
+func (f *Forwarder) itemFromRaylet(res *atollpb.TaskResult) {
 	k := keyOf(res.TaskId, res.Attempt)
-	stack := g.inbound[k]
-	if len(stack) == 0 || g.itemFailed[k] != nil {
+	stack := f.inbound[k]
+	if len(stack) == 0 || f.itemFailed[k] != nil {
 		return // its origin died, the attempt ended, or an item failed it
 	}
 	top := stack[len(stack)-1]
-	err := g.publish(nodeSubject(g.cfg.Prefix, top.origin, "result"),
-		&atollpb.ForwardedResult{Result: res, FromNode: g.cfg.NodeID.Bytes(), Hops: top.hops})
-	if err == nil {
+	m := &atollpb.ForwardedResult{Result: res, FromNode: f.cfg.Self.Bytes(), Hops: top.hops}
+	if err := f.fits(m); err != nil {
+		f.failItem(res, top.origin, err)
 		return
 	}
+	f.emit(Publish{To: top.origin, Kind: KindResult, Msg: m, Unsent: UnsentFailsItem})
+}
+
+// failItem fails the attempt running here whose item res could not be
+// sent back to origin (err): it is cancelled, and its result will carry
+// the error.
+func (f *Forwarder) failItem(res *atollpb.TaskResult, origin ids.NodeID, err error) {
+	k := keyOf(res.TaskId, res.Attempt)
 	info := errs.ToProto(err)
 	info.Message = "item " + strconv.FormatInt(res.GetGeneratorItem().GetIndex(), 10) + " of generator task " + k.task.Short() +
-		" could not be sent back to node " + top.origin.Short() + ": " + info.Message
-	g.cfg.Logger.Warn("cluster: a generator item could not be sent back; its attempt is cancelled and fails",
+		" could not be sent back to node " + origin.Short() + ": " + info.Message
+	f.log(slog.LevelWarn, "cluster: a generator item could not be sent back; its attempt is cancelled and fails",
 		"task", k.task.Short(), "attempt", k.attempt, "err", err)
-	g.itemFailed[k] = info
-	ctx.Send(g.cfg.Raylet, &atollpb.CancelTask{TaskId: res.TaskId, OneAttempt: true, Attempt: res.Attempt})
+	f.itemFailed[k] = info
+	f.emit(ToRaylet{&atollpb.CancelTask{TaskId: res.TaskId, OneAttempt: true, Attempt: res.Attempt}})
 }
 
 // itemFromPeer hands an item that came back on link m.Hops to the owner of
 // this node's pending entry for that link, or relays it on the link
 // before (the attempt went through here). An item no entry is waiting for
 // (the attempt was failed here, or its node died) is dropped.
-func (g *gateway) itemFromPeer(ctx actor.Context, m *atollpb.ForwardedResult) {
+func (f *Forwarder) itemFromPeer(now time.Time, m *atollpb.ForwardedResult) {
 	from, err := ids.FromBytes(m.FromNode)
 	if err != nil {
 		return
 	}
 	res := m.Result
 	k := keyOf(res.TaskId, res.Attempt)
-	stack := g.pending[k]
+	stack := f.pending[k]
 	for i := len(stack) - 1; i >= 0; i-- {
-		f := stack[i]
-		if f.hops != m.Hops || f.node != from || f.isCall {
+		fw := stack[i]
+		if fw.hops != m.Hops || fw.node != from || fw.isCall {
 			continue
 		}
-		f.renewed = time.Now() // the node evidently holds it
+		fw.renewed = now // the node evidently holds it
 		switch {
-		case f.owner == nil:
-		case f.owner.Equal(ctx.Self()):
-			g.relayItem(res, m.Hops-1)
-		default:
-			ctx.Send(f.owner, res)
+		case fw.relay:
+			f.relayItem(res, m.Hops-1)
+		case fw.owner != nil:
+			f.emit(Deliver{To: fw.owner, Result: res})
 		}
 		return
 	}
-	g.cfg.Logger.Debug("cluster: a generator item nobody waits for dropped", "task", k.task.Short(), "attempt", k.attempt, "link", m.Hops)
+	f.log(slog.LevelDebug, "cluster: a generator item nobody waits for dropped", "task", k.task.Short(), "attempt", k.attempt, "link", m.Hops)
 }
 
 // relayItem sends an item on back over link hops, which brought the
 // attempt here.
-func (g *gateway) relayItem(res *atollpb.TaskResult, hops int32) {
+func (f *Forwarder) relayItem(res *atollpb.TaskResult, hops int32) {
 	k := keyOf(res.TaskId, res.Attempt)
-	stack := g.inbound[k]
+	stack := f.inbound[k]
 	for i := len(stack) - 1; i >= 0; i-- {
 		if a := stack[i]; a.hops == hops && a.address == "" {
 			// Same size as the message that brought it here: if that
 			// fitted, so does this.
-			_ = g.publish(nodeSubject(g.cfg.Prefix, a.origin, "result"),
-				&atollpb.ForwardedResult{Result: res, FromNode: g.cfg.NodeID.Bytes(), Hops: hops})
+			f.emit(Publish{To: a.origin, Kind: KindResult, Msg: &atollpb.ForwardedResult{Result: res, FromNode: f.cfg.Self.Bytes(), Hops: hops}})
 			return
 		}
 	}
@@ -114,14 +119,14 @@ func (g *gateway) relayItem(res *atollpb.TaskResult, hops int32) {
 
 // forwardAck publishes a generator ack on the link after hops, if this
 // node forwarded the attempt on it.
-func (g *gateway) forwardAck(ack *atollpb.GeneratorAck, hops int32) {
+func (f *Forwarder) forwardAck(ack *atollpb.GeneratorAck, hops int32) {
 	id, err := ids.FromBytes(ack.GetTaskId())
 	if err != nil || hops >= maxAckHops {
 		return
 	}
-	for _, f := range g.pending[taskKey{id, ack.Attempt}] {
-		if f.hops == hops+1 && !f.isCall {
-			_ = g.publish(nodeSubject(g.cfg.Prefix, f.node, "genack"), &atollpb.ForwardGeneratorAck{Ack: ack, Hops: hops + 1})
+	for _, fw := range f.pending[taskKey{id, ack.Attempt}] {
+		if fw.hops == hops+1 && !fw.isCall {
+			f.emit(Publish{To: fw.node, Kind: KindGenAck, Msg: &atollpb.ForwardGeneratorAck{Ack: ack, Hops: hops + 1}})
 			return
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -68,7 +70,7 @@ func TestGeneratorLinks(t *testing.T) {
 		t.Fatalf("after the items: %v; want the attempt's result", r)
 	}
 	// The result popped every entry; nothing is left to relay an item.
-	eventually(t, "both gateways to forget the attempt", func() bool {
+	testutil.Eventually(t, "both gateways to forget the attempt", func() bool {
 		sa, sb := a.sizes(), b.sizes()
 		return sa.Pending == 0 && sa.Inbound == 0 && sb.Pending == 0 && sb.Inbound == 0
 	})
@@ -104,7 +106,7 @@ func TestGeneratorItemTooLarge(t *testing.T) {
 	if r.GeneratorItem != nil || !errors.Is(err, errs.ErrInvalidArgument) || !strings.Contains(err.Error(), "item 0 of generator task") {
 		t.Fatalf("the owner got %v (%v); want the attempt's result, INVALID_ARGUMENT naming item 0", r, err)
 	}
-	eventually(t, "both gateways to forget the attempt", func() bool {
+	testutil.Eventually(t, "both gateways to forget the attempt", func() bool {
 		sa, sb := a.sizes(), b.sizes()
 		return sa.Pending == 0 && sa.Inbound == 0 && sb.Pending == 0 && sb.Inbound == 0
 	})

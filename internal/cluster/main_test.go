@@ -4,20 +4,11 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
-	"github.com/atoll-runtime/atoll/internal/actors"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// protoactor's dead-letter log throttle lives one second after a
-		// dead letter (a call to a host that is gone, say) by design.
-		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
-		// Pooled dispatcher goroutines park between passes and exit after
-		// 2 s idle.
-		goleak.IgnoreTopFunction(actors.PooledDispatcherIdle),
-	)
+	testutil.VerifyNoLeaks(m)
 }
 
 // waitTimeout bounds every wait of these tests.
@@ -35,22 +26,5 @@ func recv[T any](t testing.TB, ch <-chan T, msg string) T {
 	case <-timer.C:
 		t.Fatalf("after %v: %s", waitTimeout, msg)
 		panic("unreachable")
-	}
-}
-
-// eventually polls cond every 10 ms until it holds, failing the test with
-// what after waitTimeout.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	timer := time.NewTimer(waitTimeout)
-	defer timer.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-timer.C:
-			t.Fatalf("after %v still waiting for %s", waitTimeout, what)
-		}
 	}
 }

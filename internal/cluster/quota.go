@@ -7,10 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
-
-	"github.com/atoll-runtime/atoll/atollpb"
-	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
@@ -23,10 +19,10 @@ import (
 // MaxForwardedBytesPerOrigin bytes of specs and the node under
 // MaxForwarded and MaxForwardedBytes; the gateway refuses the others back
 // to their owners with RESOURCE_EXHAUSTED. Work leaves the account when
-// its result goes back, or when its origin dies. Owned by the gateway
-// actor; not safe for concurrent use.
+// its result goes back, or when its origin dies. Part of the Forwarder;
+// not safe for concurrent use.
 type quota struct {
-	cfg *Config
+	cfg *ForwarderConfig
 	// by holds what each origin has here; total all of it.
 	by    map[ids.NodeID]*use
 	total use
@@ -51,7 +47,7 @@ type use struct {
 	bytes int64
 }
 
-func newQuota(cfg *Config) *quota {
+func newQuota(cfg *ForwarderConfig) *quota {
 	return &quota{cfg: cfg, by: map[ids.NodeID]*use{}, unlogged: map[ids.NodeID]int{}}
 }
 
@@ -136,32 +132,4 @@ func (q *quota) takeUnlogged() (n int, origins string) {
 	q.others = 0
 	clear(q.unlogged)
 	return n, sb.String()
-}
-
-// admit accounts for work origin forwarded here (address is an actor
-// call's host) and returns its inbound entry; past a quota it refuses the
-// work back to origin with RESOURCE_EXHAUSTED instead and returns false.
-func (g *gateway) admit(spec *atollpb.TaskSpec, originID []byte, address string) (arrival, bool) {
-	origin := ids.MustFromBytes(originID)
-	size := int64(proto.Size(spec))
-	why := g.quota.admit(origin, size)
-	if why == "" {
-		return arrival{origin: origin, address: address, size: size}, true
-	}
-	err := &errs.ResourceExhaustedError{NodeID: g.cfg.NodeID.String(), TaskName: spec.Name, TaskID: ids.MustFromBytes(spec.TaskId).String(),
-		Message: why}
-	res := &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Error: errs.ToProto(err)}
-	_ = g.publish(nodeSubject(g.cfg.Prefix, origin, "result"), &atollpb.ForwardedResult{Result: res, FromNode: g.cfg.NodeID.Bytes()})
-	return arrival{}, false
-}
-
-// logRefused logs the refusals since the last lease tick, in one line.
-func (g *gateway) logRefused() {
-	if n, origins := g.quota.takeUnlogged(); n > 0 {
-		c := g.cfg
-		g.cfg.Logger.Warn("cluster: refused work forwarded past this node's quotas (RESOURCE_EXHAUSTED to its owners)",
-			"refused", n, "by_origin", origins, "held", g.quota.total.n, "held_bytes", g.quota.total.bytes,
-			"max_per_origin", c.MaxForwardedPerOrigin, "max", c.MaxForwarded,
-			"max_bytes_per_origin", c.MaxForwardedBytesPerOrigin, "max_bytes", c.MaxForwardedBytes)
-	}
 }

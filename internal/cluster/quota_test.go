@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -72,7 +74,7 @@ func TestForwardedWorkQuota(t *testing.T) {
 	// leaving would make room for more of it).
 	b.system.Root.Send(b.gw.pid, &atollpb.NodeLoad{NodeId: a.id.Bytes(), Total: map[string]float64{"CPU": 1}})
 	b.system.Root.Send(b.gw.pid, &atollpb.NodeLoad{NodeId: a.id.Bytes(), Leaving: true})
-	eventually(t, "B to forget A's work", func() bool { return b.sizes().Inbound == 2 })
+	testutil.Eventually(t, "B to forget A's work", func() bool { return b.sizes().Inbound == 2 })
 	cancelled := map[ids.TaskID]bool{}
 	for range 3 {
 		cancelled[recv(t, b.cancels, "B's raylet was not told to cancel A's work")] = true
@@ -92,7 +94,7 @@ func TestForwardedWorkQuota(t *testing.T) {
 // ticks make one warning, by origin, the most refused first; origins past
 // maxLoggedOrigins are summed, not listed.
 func TestQuotaCountsRefusalsForOneLogLine(t *testing.T) {
-	q := newQuota(&Config{MaxForwardedPerOrigin: 1, MaxForwarded: 1 << 20, MaxForwardedBytesPerOrigin: 1 << 20, MaxForwardedBytes: 1 << 30})
+	q := newQuota(&ForwarderConfig{MaxForwardedPerOrigin: 1, MaxForwarded: 1 << 20, MaxForwardedBytesPerOrigin: 1 << 20, MaxForwardedBytes: 1 << 30})
 	a, b := ids.NewNodeID(), ids.NewNodeID()
 	for range 3 {
 		q.admit(a, 10)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/gcs"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -52,7 +54,7 @@ func TestReconcileNodesOnlyTheListed(t *testing.T) {
 	}
 	late := register() // registers during the grace; no load report yet
 	a.system.Root.Send(a.gw.pid, &atollpb.NodeLoad{NodeId: back.Bytes(), Total: map[string]float64{"CPU": 1}})
-	eventually(t, "the head to hear the node that came back", func() bool { return a.gw.heard.has(back) })
+	testutil.Eventually(t, "the head to hear the node that came back", func() bool { return a.gw.heard.has(back) })
 
 	gone, err := a.gw.ReconcileNodes(ctx, listed)
 	if err != nil {

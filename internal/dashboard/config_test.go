@@ -11,6 +11,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // TestDashboardConfig: the dashboard is a head's, its trace URL must be
@@ -20,15 +21,15 @@ func TestDashboardConfig(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
-		cfg  node.Config
+		cfg  nodeconfig.Config
 		want string
 	}{
-		{"embedded", node.Config{Dashboard: true}, "Dashboard is the head's"},
-		{"joining", node.Config{Address: "127.0.0.1:1", Dashboard: true}, "Dashboard is the head's"},
-		{"port without dashboard", node.Config{Head: true, DashboardPort: 9000}, "need Dashboard"},
-		{"bad port", node.Config{Head: true, Dashboard: true, DashboardPort: 70000}, "DashboardPort 70000"},
-		{"trace URL without placeholder", node.Config{Head: true, Dashboard: true, DashboardTraceURL: "http://jaeger/trace"}, "{trace_id}"},
-		{"trace URL not http", node.Config{Head: true, Dashboard: true, DashboardTraceURL: "file:///{trace_id}"}, "{trace_id}"},
+		{"embedded", nodeconfig.Config{Dashboard: true}, "Dashboard is the head's"},
+		{"joining", nodeconfig.Config{Address: "127.0.0.1:1", Dashboard: true}, "Dashboard is the head's"},
+		{"port without dashboard", nodeconfig.Config{Head: true, DashboardPort: 9000}, "need node.Config.Dashboard"},
+		{"bad port", nodeconfig.Config{Head: true, Dashboard: true, DashboardPort: 70000}, "DashboardPort 70000"},
+		{"trace URL without placeholder", nodeconfig.Config{Head: true, Dashboard: true, DashboardTraceURL: "http://jaeger/trace"}, "{trace_id}"},
+		{"trace URL not http", nodeconfig.Config{Head: true, Dashboard: true, DashboardTraceURL: "file:///{trace_id}"}, "{trace_id}"},
 	} {
 		n, err := node.Start(ctx, tc.cfg)
 		if err == nil {
@@ -49,8 +50,8 @@ func TestDashboardConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := busy.Addr().(*net.TCPAddr).Port
-	n, err := node.Start(ctx, node.Config{Head: true, RandomPorts: true, Dashboard: true, DashboardPort: port, NumCPUs: node.NoCPUs,
-		ObjectStoreMemory: 16 << 20, GCSDir: t.TempDir(), SessionDir: t.TempDir(), Credentials: node.Credentials{Secret: secret.Hex()}})
+	n, err := node.Start(ctx, nodeconfig.Config{Head: true, RandomPorts: true, Dashboard: true, DashboardPort: port, NumCPUs: nodeconfig.NoCPUs,
+		ObjectStoreMemory: 16 << 20, GCSDir: t.TempDir(), SessionDir: t.TempDir(), Credentials: nodeconfig.Credentials{Secret: secret.Hex()}})
 	if err == nil {
 		_ = n.Stop(ctx)
 		t.Fatalf("a head started with its dashboard port %d in use", port)

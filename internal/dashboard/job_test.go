@@ -14,7 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/atoll-runtime/atoll"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 	"github.com/atoll-runtime/atoll/internal/testmain"
 )
@@ -72,8 +72,8 @@ func startCluster(t *testing.T) (*testcluster.Cluster, context.Context) {
 	t.Helper()
 	// No node dies in this test: a long failure timeout keeps a loaded
 	// machine from declaring one dead.
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Dashboard: true, ObjectStoreMemory: 64 << 20, FailureTimeout: failureTimeout,
-		Config: func(i int, cfg *node.Config) {
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{Dashboard: true, ObjectStoreMemory: 64 << 20, FailureTimeout: failureTimeout},
+		Config: func(i int, cfg *nodeconfig.Config) {
 			if i == 0 {
 				cfg.DashboardTraceURL = traceURL
 			}

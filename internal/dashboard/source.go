@@ -36,7 +36,7 @@ type Status struct {
 }
 
 // NodeStatus is one node: what the GCS knows of it and, if it reports,
-// its latest load report (node.ClusterNode).
+// its latest load report (clusterclient.NodeStatus).
 type NodeStatus struct {
 	NodeID    ids.NodeID
 	Hostname  string
@@ -57,7 +57,7 @@ type NodeStatus struct {
 	Pulls, PulledBytes                        uint64
 }
 
-// TaskAttempt is one finished task attempt (node.TimelineEvent).
+// TaskAttempt is one finished task attempt (clusterclient.TimelineEvent).
 type TaskAttempt struct {
 	NodeID   ids.NodeID
 	WorkerID ids.WorkerID

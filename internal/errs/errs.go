@@ -340,8 +340,11 @@ type CodeError struct {
 
 func (e *CodeError) Error() string { return e.Message }
 
-// Is matches the sentinel of its code.
-func (e *CodeError) Is(target error) bool { return sentinel(e.Code) == target }
+// Is matches the sentinel of its code (and ErrInvalidArgument for
+// MALFORMED, as MalformedError does).
+func (e *CodeError) Is(target error) bool {
+	return sentinel(e.Code) == target || e.Code == atollpb.ErrorCode_MALFORMED && target == ErrInvalidArgument
+}
 
 func sentinel(c atollpb.ErrorCode) error {
 	switch c {
@@ -377,6 +380,10 @@ func sentinel(c atollpb.ErrorCode) error {
 		return ErrResourceExhausted
 	case atollpb.ErrorCode_PERMISSION_DENIED:
 		return ErrPermissionDenied
+	case atollpb.ErrorCode_FUNCTION_FAILED:
+		return ErrFunctionFailed
+	case atollpb.ErrorCode_MALFORMED:
+		return ErrMalformed
 	}
 	return errUnknownErrorCode
 }

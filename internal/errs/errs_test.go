@@ -29,6 +29,10 @@ func TestEveryCodeRoundTripsToItsSentinel(t *testing.T) {
 		{&ForwardLostError{NodeID: "ab", TaskName: "f", TaskID: "00ff", Message: "not confirmed"}, ErrForwardLost},
 		{&ResourceExhaustedError{NodeID: "ab", TaskName: "f", TaskID: "00ff", Message: "quota"}, ErrResourceExhausted},
 		{Exhaustedf("table full"), ErrResourceExhausted},
+		{FunctionFailed("map", "double", "", errors.New("boom")), ErrFunctionFailed},
+		{Malformedf("graph task spec", "truncated"), ErrMalformed},
+		{Malformedf("graph task spec", "truncated"), ErrInvalidArgument},
+		{&NotRegisteredError{Kind: "graph function", Name: "inc"}, ErrNotFound},
 	}
 	for _, c := range cases {
 		if !errors.Is(c.err, c.sentinel) {

@@ -28,6 +28,9 @@ func ToProto(err error) *atollpb.ErrorInfo {
 		fl  *ForwardLostError
 		re  *ResourceExhaustedError
 		cd  *CodeError
+		fe  *FunctionError
+		me  *MalformedError
+		nr  *NotRegisteredError
 		msg = err.Error()
 	)
 	switch {
@@ -39,6 +42,8 @@ func ToProto(err error) *atollpb.ErrorInfo {
 			info.UnregisteredType = te.UnregisteredType
 		}
 		return info
+	case errors.As(err, &fe):
+		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_FUNCTION_FAILED, Message: msg, TaskName: fe.Func}
 	case errors.As(err, &wc):
 		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_WORKER_CRASHED, Message: wc.Message, TaskName: wc.TaskName, TaskId: unhex(wc.TaskID)}
 	case errors.As(err, &ad):
@@ -63,6 +68,10 @@ func ToProto(err error) *atollpb.ErrorInfo {
 		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_FORWARD_LOST, Message: fl.Message, TaskName: fl.TaskName, TaskId: unhex(fl.TaskID), NodeId: unhex(fl.NodeID)}
 	case errors.As(err, &re):
 		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_RESOURCE_EXHAUSTED, Message: re.Message, TaskName: re.TaskName, TaskId: unhex(re.TaskID), NodeId: unhex(re.NodeID)}
+	case errors.As(err, &me):
+		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_MALFORMED, Message: msg}
+	case errors.As(err, &nr):
+		return &atollpb.ErrorInfo{Code: atollpb.ErrorCode_NOT_FOUND, Message: msg}
 	case errors.As(err, &cd):
 		return &atollpb.ErrorInfo{Code: cd.Code, Message: cd.Message}
 	}

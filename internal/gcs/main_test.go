@@ -6,15 +6,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/nats-io/nats.go"
-	"go.uber.org/goleak"
 
 	"github.com/atoll-runtime/atoll/internal/natsembed"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testutil.VerifyNoLeaks(m)
 }
 
 // testEnv is one test's cluster: an embedded nats-server on a random port

@@ -1,7 +1,7 @@
 // Package localcluster starts a cluster of node processes on this machine
 // for the samples and experiments that need more than one node (Ray's
 // cluster_utils.Cluster): each node is this very program, re-executed
-// with node.EnvNode, so its worker processes run the program's functions.
+// with nodeconfig.EnvNode, so its worker processes run the program's functions.
 // The program must hand such a process to atoll.Init first thing:
 //
 //	if atoll.IsWorker() {
@@ -14,7 +14,6 @@ package localcluster
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,22 +21,22 @@ import (
 
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/errs"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // Options configure a cluster; zero fields take the defaults.
 type Options struct {
 	// Nodes is the number of nodes (default 3); the first is the head.
 	Nodes int
-	// NumCPUs is every node's CPU slots (default 1).
-	NumCPUs float64
-	// ObjectStoreMemory is every node's store size (default 256 MiB).
-	ObjectStoreMemory uint64
+	// Node is every node's settings. Zero NumCPUs and ObjectStoreMemory
+	// take 1 CPU and 256 MiB (small nodes for experiments on one
+	// machine), other zero fields the node's own defaults. The cluster
+	// decides each node's Head, Address, NodeIP, ports (free ones),
+	// SessionDir, GCSDir, FaultInjection (on: experiments kill and cut
+	// nodes) and secret; NATSURL and the dashboard are the head's only.
+	Node nodeconfig.Config
 	// Env is added to every node's environment ("KEY=value").
 	Env []string
-	// FailureTimeout is every node's node.Config.FailureTimeout (0: the
-	// node's default).
-	FailureTimeout time.Duration
 	// Dir holds the nodes' logs and session directories (default: a new
 	// temporary directory, removed by Stop).
 	Dir string
@@ -70,14 +69,14 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.Nodes == 0 {
 		opts.Nodes = 3
 	}
-	if opts.NumCPUs == 0 {
-		opts.NumCPUs = 1
+	if opts.Node.NumCPUs == 0 {
+		opts.Node.NumCPUs = 1
 	}
-	if opts.ObjectStoreMemory == 0 {
-		opts.ObjectStoreMemory = 256 << 20
+	if opts.Node.ObjectStoreMemory == 0 {
+		opts.Node.ObjectStoreMemory = 256 << 20
 	}
-	if opts.Nodes < 1 || opts.NumCPUs < 0 {
-		return nil, errs.Invalidf("localcluster: %d nodes of %g CPUs", opts.Nodes, opts.NumCPUs)
+	if opts.Nodes < 1 || opts.Node.NumCPUs < 0 {
+		return nil, errs.Invalidf("localcluster: %d nodes of %g CPUs", opts.Nodes, opts.Node.NumCPUs)
 	}
 	secret, err := clusterkey.Generate()
 	if err != nil {
@@ -96,13 +95,20 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	for i := range opts.Nodes {
-		cfg := node.Config{NumCPUs: opts.NumCPUs, ObjectStoreMemory: opts.ObjectStoreMemory, Head: i == 0,
-			Address: c.Address, NodeIP: "127.0.0.1", RandomPorts: true, SessionDir: filepath.Join(c.dir, fmt.Sprintf("n%d", i)),
-			Credentials: node.Credentials{Secret: c.Secret}, FailureTimeout: opts.FailureTimeout}
+		cfg := opts.Node
+		cfg.Head, cfg.Address, cfg.NodeIP, cfg.RandomPorts = i == 0, c.Address, "127.0.0.1", true
+		cfg.Port, cfg.GossipPort, cfg.TransferPort = 0, 0, 0
+		cfg.SessionDir, cfg.GCSDir = filepath.Join(c.dir, fmt.Sprintf("n%d", i)), ""
+		cfg.Credentials = nodeconfig.Credentials{Secret: c.Secret}
 		if cfg.Head {
-			cfg.GCSDir = filepath.Join(c.dir, "gcs") // the cluster's own, gone with it
-			cfg.FaultInjection = true                // the experiments kill and cut nodes
+			cfg.FaultInjection = true // the experiments kill and cut nodes
+			if cfg.NATSURL == "" {
+				cfg.GCSDir = filepath.Join(c.dir, "gcs") // the cluster's own, gone with it
+			}
+		} else {
+			cfg.NATSURL, cfg.Dashboard, cfg.DashboardTraceURL = "", false, "" // the head's
 		}
+		cfg.DashboardPort = 0
 		if err := c.launch(ctx, exe, i, cfg, opts.Env); err != nil {
 			c.Stop()
 			return nil, fmt.Errorf("localcluster: node %d: %w", i, err)
@@ -112,18 +118,18 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 }
 
 // launch starts node i and waits for its ready line.
-func (c *Cluster) launch(ctx context.Context, exe string, i int, cfg node.Config, env []string) error {
+func (c *Cluster) launch(ctx context.Context, exe string, i int, cfg nodeconfig.Config, env []string) error {
 	if err := os.MkdirAll(cfg.SessionDir, 0o755); err != nil {
 		return err
 	}
-	cfgJSON, err := json.Marshal(cfg)
+	nodeEnv, err := cfg.Environ()
 	if err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	env = append(append(FilterEnv(os.Environ(), node.EnvNode), env...), node.EnvNode+"="+string(cfgJSON))
+	env = append(append(FilterEnv(os.Environ(), nodeconfig.EnvNode), env...), nodeEnv)
 	p, ready, err := StartProcess(exe, nil, env, filepath.Join(c.dir, fmt.Sprintf("node%d.log", i)), readyTimeout)
 	if err != nil {
 		return err

@@ -1,7 +1,6 @@
 package natsembed
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -9,17 +8,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testutil.VerifyNoLeaks(m)
 }
 
 func start(t *testing.T, cfg Config) *Server {
@@ -248,7 +247,7 @@ func TestStartErrorsInsteadOfPanicking(t *testing.T) {
 }
 
 func TestLogsGoToSlog(t *testing.T) {
-	var buf syncBuffer
+	var buf testutil.LogBuffer
 	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv := start(t, Config{Port: NoListener, Logger: log})
 	srv.Shutdown()
@@ -256,22 +255,4 @@ func TestLogsGoToSlog(t *testing.T) {
 	if !strings.Contains(out, "level=DEBUG") || !strings.Contains(out, "Starting nats-server") {
 		t.Fatalf("server start-up was not logged at debug level:\n%s", out)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the server's concurrent logging.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -11,31 +11,33 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testtls"
 )
 
 // A head generates a secret when it finds none; a node or a client that
 // does not hold it cannot join or connect, whether it has none, another
-// one, or goes around DialCluster with a bare NATS connection.
+// one, or goes around clusterclient.Dial with a bare NATS connection.
 func TestJoinNeedsTheSecret(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir()) // no secret file of a real cluster
-	head := startNode(t, node.Config{Head: true, RandomPorts: true, NumCPUs: 1, ObjectStoreMemory: 16 << 20})
+	head := startNode(t, nodeconfig.Config{Head: true, RandomPorts: true, NumCPUs: 1, ObjectStoreMemory: 16 << 20})
 	if len(head.Secret()) != 2*clusterkey.Len {
 		t.Fatalf("the head's generated secret %q", head.Secret())
 	}
 	other, _ := clusterkey.Generate()
-	for name, creds := range map[string]node.Credentials{"no secret": {}, "another secret": {Secret: other.Hex()}} {
-		n, err := node.Start(context.Background(), node.Config{Address: head.Address(), RandomPorts: true, NumCPUs: 1, ObjectStoreMemory: 16 << 20, Credentials: creds})
+	for name, creds := range map[string]nodeconfig.Credentials{"no secret": {}, "another secret": {Secret: other.Hex()}} {
+		n, err := node.Start(context.Background(), nodeconfig.Config{Address: head.Address(), RandomPorts: true, NumCPUs: 1, ObjectStoreMemory: 16 << 20, Credentials: creds})
 		if !errors.Is(err, errs.ErrUnauthenticated) {
 			if n != nil {
 				_ = n.Stop(context.Background())
 			}
 			t.Fatalf("%s: joining: %v, want ErrUnauthenticated", name, err)
 		}
-		if _, err := node.ListNodes(context.Background(), head.Address(), creds); !errors.Is(err, errs.ErrUnauthenticated) {
+		if _, err := clusterclient.ListNodes(context.Background(), head.Address(), creds); !errors.Is(err, errs.ErrUnauthenticated) {
 			t.Fatalf("%s: ListNodes: %v, want ErrUnauthenticated", name, err)
 		}
 	}
@@ -43,7 +45,7 @@ func TestJoinNeedsTheSecret(t *testing.T) {
 		nc.Close()
 		t.Fatal("a NATS client without the token connected to the head")
 	}
-	nodes, err := node.ListNodes(context.Background(), head.Address(), node.Credentials{Secret: head.Secret()})
+	nodes, err := clusterclient.ListNodes(context.Background(), head.Address(), nodeconfig.Credentials{Secret: head.Secret()})
 	if err != nil || len(nodes) != 1 {
 		t.Fatalf("ListNodes with the secret: %d nodes, %v", len(nodes), err)
 	}
@@ -54,29 +56,29 @@ func TestJoinNeedsTheSecret(t *testing.T) {
 // refused.
 func TestSecretSources(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
-	head := startNode(t, node.Config{Head: true, RandomPorts: true, NumCPUs: node.NoCPUs, ObjectStoreMemory: 16 << 20})
+	head := startNode(t, nodeconfig.Config{Head: true, RandomPorts: true, NumCPUs: nodeconfig.NoCPUs, ObjectStoreMemory: 16 << 20})
 	secret, _ := clusterkey.Parse(head.Secret())
 	list := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_, err := node.ListNodes(ctx, head.Address(), node.Credentials{})
+		_, err := clusterclient.ListNodes(ctx, head.Address(), nodeconfig.Credentials{})
 		return err
 	}
 	if err := list(); !errors.Is(err, errs.ErrUnauthenticated) {
 		t.Fatalf("no secret anywhere: %v, want ErrUnauthenticated", err)
 	}
-	t.Setenv(node.EnvSecret, head.Secret())
+	t.Setenv(nodeconfig.EnvSecret, head.Secret())
 	if err := list(); err != nil {
-		t.Fatalf("%s: %v", node.EnvSecret, err)
+		t.Fatalf("%s: %v", nodeconfig.EnvSecret, err)
 	}
-	t.Setenv(node.EnvSecret, "")
+	t.Setenv(nodeconfig.EnvSecret, "")
 	file := filepath.Join(t.TempDir(), "secret")
 	if err := clusterkey.Save(file, secret); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(node.EnvSecretFile, file)
+	t.Setenv(nodeconfig.EnvSecretFile, file)
 	if err := list(); err != nil {
-		t.Fatalf("%s: %v", node.EnvSecretFile, err)
+		t.Fatalf("%s: %v", nodeconfig.EnvSecretFile, err)
 	}
 	if err := os.Chmod(file, 0o644); err != nil {
 		t.Fatal(err)
@@ -84,19 +86,19 @@ func TestSecretSources(t *testing.T) {
 	if err := list(); !errors.Is(err, errs.ErrInvalidArgument) {
 		t.Fatalf("a secret file others may read: %v, want ErrInvalidArgument", err)
 	}
-	t.Setenv(node.EnvSecretFile, "")
-	if err := node.MakeStateDir(); err != nil {
+	t.Setenv(nodeconfig.EnvSecretFile, "")
+	if err := nodeconfig.MakeStateDir(); err != nil {
 		t.Fatal(err)
 	}
-	if err := clusterkey.Save(node.SecretFile(), secret); err != nil {
+	if err := clusterkey.Save(nodeconfig.SecretFile(), secret); err != nil {
 		t.Fatal(err)
 	}
 	if err := list(); err != nil {
 		t.Fatalf("the head's secret file: %v", err)
 	}
-	t.Setenv(node.EnvSecret, strings.Repeat("zz", 32))
+	t.Setenv(nodeconfig.EnvSecret, strings.Repeat("zz", 32))
 	if err := list(); !errors.Is(err, errs.ErrInvalidArgument) {
-		t.Fatalf("a malformed %s: %v, want ErrInvalidArgument", node.EnvSecret, err)
+		t.Fatalf("a malformed %s: %v, want ErrInvalidArgument", nodeconfig.EnvSecret, err)
 	}
 }
 
@@ -108,12 +110,12 @@ func TestTLSCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	creds := node.Credentials{Secret: strings.Repeat("cd", 32), TLSCert: files.Cert, TLSKey: files.Key, TLSCA: files.CA}
-	head := startNode(t, node.Config{Head: true, RandomPorts: true, NumCPUs: 1, ObjectStoreMemory: 16 << 20, Credentials: creds})
-	member := startNode(t, node.Config{Address: head.Address(), RandomPorts: true, NumCPUs: 1, ObjectStoreMemory: 16 << 20, Credentials: creds})
+	creds := nodeconfig.Credentials{Secret: strings.Repeat("cd", 32), TLSCert: files.Cert, TLSKey: files.Key, TLSCA: files.CA}
+	head := startNode(t, nodeconfig.Config{Head: true, RandomPorts: true, NumCPUs: 1, ObjectStoreMemory: 16 << 20, Credentials: creds})
+	member := startNode(t, nodeconfig.Config{Address: head.Address(), RandomPorts: true, NumCPUs: 1, ObjectStoreMemory: 16 << 20, Credentials: creds})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	waitStatus(ctx, t, head.Address(), creds, func(st *node.ClusterStatus) bool {
+	waitStatus(ctx, t, head.Address(), creds, func(st *clusterclient.Status) bool {
 		alive := 0
 		for _, n := range st.Nodes {
 			if n.Alive && (n.NodeID == head.ID().String() || n.NodeID == member.ID().String()) {
@@ -124,7 +126,7 @@ func TestTLSCluster(t *testing.T) {
 	})
 	plain := creds
 	plain.TLSCert, plain.TLSKey, plain.TLSCA = "", "", ""
-	if _, err := node.ListNodes(ctx, head.Address(), plain); err == nil {
+	if _, err := clusterclient.ListNodes(ctx, head.Address(), plain); err == nil {
 		t.Fatal("a client without TLS listed the nodes of a TLS cluster")
 	}
 }

@@ -3,43 +3,15 @@ package node
 import (
 	"context"
 	"fmt"
-	"math"
 	"net"
 	"strconv"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/dashboard"
-	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/raylet"
 )
-
-// DefaultDashboardPort is the dashboard's default port (Ray's).
-const DefaultDashboardPort = 8265
-
-// dashboardDefaults validates the dashboard's settings and fills in its
-// port.
-func (c *Config) dashboardDefaults() error {
-	if c.DashboardPort < 0 || c.DashboardPort > math.MaxUint16 {
-		return errs.Invalidf("node.Config.DashboardPort %d: want 0 to 65535", c.DashboardPort)
-	}
-	if !c.Dashboard {
-		if c.DashboardPort != 0 || c.DashboardTraceURL != "" {
-			return errs.Invalidf("node.Config: DashboardPort and DashboardTraceURL need Dashboard")
-		}
-		return nil
-	}
-	if !c.Head {
-		return errs.Invalidf("node.Config.Dashboard is the head's (it serves the cluster's dashboard)")
-	}
-	if err := dashboard.CheckTraceURL("node.Config.DashboardTraceURL", c.DashboardTraceURL); err != nil {
-		return err
-	}
-	if !c.RandomPorts {
-		c.DashboardPort = orDefault(c.DashboardPort, DefaultDashboardPort)
-	}
-	return nil
-}
 
 // startDashboard serves the dashboard on a head that was asked to.
 func (n *Node) startDashboard() error {
@@ -71,7 +43,7 @@ func (n *Node) DashboardURL() string {
 type dashboardSource struct{ n *Node }
 
 func (s dashboardSource) Status(ctx context.Context) (*dashboard.Status, error) {
-	st, err := clusterStatusOn(ctx, s.n.nc, s.n.clusterAddress)
+	st, err := clusterclient.StatusOn(ctx, s.n.nc, s.n.clusterAddress)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +75,7 @@ func (s dashboardSource) Jobs(ctx context.Context) ([]*atollpb.JobInfo, error) {
 }
 
 func (s dashboardSource) Timeline(ctx context.Context) ([]dashboard.TaskAttempt, error) {
-	evs, err := timelineOn(ctx, s.n.nc)
+	evs, err := clusterclient.TimelineOn(ctx, s.n.nc)
 	if err != nil {
 		return nil, err
 	}
@@ -129,5 +101,5 @@ func (s dashboardSource) Timeline(ctx context.Context) ([]dashboard.TaskAttempt,
 }
 
 func (s dashboardSource) NodeLog(ctx context.Context, node ids.NodeID, maxBytes int) (*atollpb.NodeLog, error) {
-	return nodeLogOn(ctx, s.n.nc, node, maxBytes)
+	return clusterclient.NodeLog(ctx, s.n.nc, node, maxBytes)
 }

@@ -20,10 +20,10 @@ import (
 // role of the plan faultplan.EnvPlan names, if set (node processes of a
 // chaos run; the driver's node gets them from atoll.WithFaultPlan
 // instead): message rules in its injector, rules at points in
-// Config.FaultPoints.
+// Hooks.FaultPoints.
 func (n *Node) loadFaultPlan() error {
 	path := os.Getenv(faultplan.EnvPlan)
-	if path == "" || n.cfg.Faults != nil {
+	if path == "" || n.hooks.Faults != nil {
 		return nil
 	}
 	p, err := faultplan.Load(path)
@@ -32,13 +32,13 @@ func (n *Node) loadFaultPlan() error {
 	}
 	role := faultplan.Workers
 	switch {
-	case n.cfg.Driver || n.cfg.embedded():
+	case n.cfg.Driver || n.cfg.Embedded():
 		role = faultplan.Driver
 	case n.cfg.Head:
 		role = faultplan.Head
 	}
-	n.cfg.Faults = p.Injector(role)
-	n.cfg.FaultPoints = p.Points(role, n.cfg.Faults)
+	n.hooks.Faults = p.Injector(role)
+	n.hooks.FaultPoints = p.Points(role, n.hooks.Faults)
 	n.log.Warn("fault plan loaded", "file", path, "seed", p.Seed, "rules", len(p.Rules), "role", role)
 	return nil
 }
@@ -46,10 +46,10 @@ func (n *Node) loadFaultPlan() error {
 // spillFaults returns the node's spill-full and spill-slow rules for its
 // store, or nil.
 func (n *Node) spillFaults() objectstore.SpillFaults {
-	if n.cfg.FaultPoints == nil {
+	if n.hooks.FaultPoints == nil {
 		return nil // not a typed nil in the interface
 	}
-	return n.cfg.FaultPoints
+	return n.hooks.FaultPoints
 }
 
 // withKillPoints gives pc the node's kill-worker rules (nil pc: goroutine
@@ -57,7 +57,7 @@ func (n *Node) spillFaults() objectstore.SpillFaults {
 // task carries a trace context, recorded as an "atoll.fault" event on a
 // "fault <task>" span, a child of the task's submit span.
 func (n *Node) withKillPoints(pc *raylet.ProcessConfig, tp trace.TracerProvider) *raylet.ProcessConfig {
-	points := n.cfg.FaultPoints
+	points := n.hooks.FaultPoints
 	if pc == nil || points == nil {
 		return pc
 	}
@@ -83,11 +83,11 @@ func (n *Node) withKillPoints(pc *raylet.ProcessConfig, tp trace.TracerProvider)
 // worker, a forwarded actor call) on that task's trace, as the kill
 // points do: point "message <type>@<actor kind>".
 func (n *Node) traceMessageFaults(tp trace.TracerProvider) {
-	if n.cfg.Faults == nil {
+	if n.hooks.Faults == nil {
 		return
 	}
 	tracer := telemetry.Tracer(tp)
-	n.cfg.Faults.OnFault(func(e actors.FaultEvent, msg any) {
+	n.hooks.Faults.OnFault(func(e actors.FaultEvent, msg any) {
 		if spec := taskOf(msg); spec != nil {
 			recordFault(tracer, spec, e.Rule, e.Kind.String(), "message "+e.Message+"@"+e.Actor)
 		}

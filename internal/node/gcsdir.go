@@ -7,6 +7,7 @@ import (
 
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/lockfile"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // The GCS's durable state. A head with the embedded NATS server keeps the
@@ -26,22 +27,15 @@ import (
 // gcsLockFile is the lock a head holds in its GCS directory.
 const gcsLockFile = "gcs.lock"
 
-// DefaultGCSDir is the GCS directory of a head not given one: "gcs" in
-// StateDir(). StateDir is under $TMPDIR, which some systems empty at
-// boot; give a head a directory on persistent storage (Config.GCSDir,
-// `atoll start --head --gcs-dir`) for its state to survive the machine's
-// restart too.
-func DefaultGCSDir() string { return filepath.Join(StateDir(), "gcs") }
-
 // openGCSDir makes (or checks) the GCS directory dir, "" for the default,
 // and locks it. It returns the directory and the lock to release once the
 // NATS server has shut down.
 func openGCSDir(dir string) (string, *lockfile.Lock, error) {
 	if dir == "" {
-		if err := MakeStateDir(); err != nil {
+		if err := nodeconfig.MakeStateDir(); err != nil {
 			return "", nil, fmt.Errorf("atoll: GCS directory: %w", err)
 		}
-		dir = DefaultGCSDir()
+		dir = nodeconfig.DefaultGCSDir()
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -50,7 +44,7 @@ func openGCSDir(dir string) (string, *lockfile.Lock, error) {
 	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return "", nil, fmt.Errorf("atoll: GCS directory: %w", err)
 	}
-	if err := CheckOwned(abs); err != nil {
+	if err := nodeconfig.CheckOwned(abs); err != nil {
 		return "", nil, fmt.Errorf("atoll: GCS directory: %w", err)
 	}
 	lock, ok, err := lockfile.Hold(filepath.Join(abs, gcsLockFile))

@@ -10,9 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // TestGCSDirIsKeptAndExclusive: a head keeps the GCS's state in its GCS
@@ -21,11 +24,11 @@ import (
 // first one knew. By default the directory is StateDir()/gcs.
 func TestGCSDirIsKeptAndExclusive(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
-	head := func() node.Config {
-		return node.Config{Head: true, RandomPorts: true, NumCPUs: node.NoCPUs, ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second}
+	head := func() nodeconfig.Config {
+		return nodeconfig.Config{Head: true, RandomPorts: true, NumCPUs: nodeconfig.NoCPUs, ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second}
 	}
 	first := startNode(t, head())
-	dir := node.DefaultGCSDir()
+	dir := nodeconfig.DefaultGCSDir()
 	if fi, err := os.Stat(filepath.Join(dir, "jetstream")); err != nil || !fi.IsDir() {
 		t.Fatalf("no JetStream store in the default GCS directory %s: %v", dir, err)
 	}
@@ -80,13 +83,13 @@ func TestGCSDirIsKeptAndExclusive(t *testing.T) {
 // listed alive, and its node process is not declared dead.
 func TestNodesRegisterAgainWithANewHead(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
-	creds := node.Credentials{Secret: strings.Repeat("5a", 32)} // both heads hold it
-	first, err := node.Start(context.Background(), node.Config{Head: true, GCSDir: t.TempDir(), RandomPorts: true, NumCPUs: node.NoCPUs,
+	creds := nodeconfig.Credentials{Secret: strings.Repeat("5a", 32)} // both heads hold it
+	first, err := node.Start(context.Background(), nodeconfig.Config{Head: true, GCSDir: t.TempDir(), RandomPorts: true, NumCPUs: nodeconfig.NoCPUs,
 		ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second, Credentials: creds})
 	if err != nil {
 		t.Fatal(err)
 	}
-	member := startNode(t, node.Config{Address: first.Address(), RandomPorts: true, NumCPUs: 1, ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second,
+	member := startNode(t, nodeconfig.Config{Address: first.Address(), RandomPorts: true, NumCPUs: 1, ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second,
 		Credentials: creds})
 	_, port, _ := strings.Cut(first.Address(), ":")
 	if err := first.Stop(context.Background()); err != nil {
@@ -96,12 +99,12 @@ func TestNodesRegisterAgainWithANewHead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	second := startNode(t, node.Config{Head: true, GCSDir: t.TempDir(), Port: p, RandomPorts: true, NumCPUs: node.NoCPUs,
+	second := startNode(t, nodeconfig.Config{Head: true, GCSDir: t.TempDir(), Port: p, RandomPorts: true, NumCPUs: nodeconfig.NoCPUs,
 		ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second, Credentials: creds})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var nodes []*atollpb.NodeInfo
-	eventually(t, "the new head to list the member alive", func() bool {
+	testutil.Eventually(t, "the new head to list the member alive", func() bool {
 		nodes, err = second.GCS().ListNodes(ctx)
 		for _, n := range nodes {
 			if string(n.NodeId) == string(member.ID().Bytes()) {
@@ -117,22 +120,5 @@ func TestNodesRegisterAgainWithANewHead(t *testing.T) {
 	}
 	if len(nodes) != 2 {
 		t.Errorf("the new head lists %d nodes, want itself and the member", len(nodes))
-	}
-}
-
-// eventually polls cond every 10 ms until it holds, failing the test with
-// what after a minute.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.NewTimer(time.Minute)
-	defer deadline.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			t.Fatalf("after a minute still waiting for %s", what)
-		}
 	}
 }

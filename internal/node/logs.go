@@ -1,8 +1,6 @@
 package node
 
 import (
-	"context"
-	"errors"
 	"io"
 	"os"
 
@@ -11,8 +9,6 @@ import (
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/cluster"
-	"github.com/atoll-runtime/atoll/internal/errs"
-	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
 // Bounds of a log request: the end of the log a node sends, by default
@@ -107,22 +103,4 @@ func readTail(path string, limit int64, out *atollpb.NodeLog) error {
 	}
 	out.Data = data
 	return nil
-}
-
-// nodeLogOn asks node, over nc, for the end of its log (at most
-// maxBytes).
-func nodeLogOn(ctx context.Context, nc *nats.Conn, node ids.NodeID, maxBytes int) (*atollpb.NodeLog, error) {
-	req, _ := proto.Marshal(&atollpb.NodeLogRequest{MaxBytes: uint64(max(maxBytes, 0))})
-	msg, err := nc.RequestWithContext(ctx, cluster.NodeLogSubject(node), req)
-	if err != nil {
-		if errors.Is(err, nats.ErrNoResponders) {
-			return nil, errs.NotFoundf("node %s: no such live node", node.String())
-		}
-		return nil, errs.Unavailablef("node %s did not send its log: %v", node.String(), err)
-	}
-	var l atollpb.NodeLog
-	if err := proto.Unmarshal(msg.Data, &l); err != nil {
-		return nil, errs.Unavailablef("node %s sent a malformed log: %v", node.String(), err)
-	}
-	return &l, nil
 }

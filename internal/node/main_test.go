@@ -5,9 +5,8 @@ import (
 	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 
-	"github.com/atoll-runtime/atoll/internal/actors"
 	"github.com/atoll-runtime/atoll/internal/raylet"
 )
 
@@ -21,12 +20,5 @@ func TestMain(m *testing.M) {
 		_, _ = io.Copy(io.Discard, os.NewFile(raylet.ConnFD, "atoll-raylet"))
 		os.Exit(0)
 	}
-	goleak.VerifyTestMain(m,
-		// protoactor's dead-letter log throttle lives one second after a
-		// dead letter by design (as in the other packages' TestMain).
-		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
-		// Pooled dispatcher goroutines park between passes and exit after
-		// 2 s idle.
-		goleak.IgnoreTopFunction(actors.PooledDispatcherIdle),
-	)
+	testutil.VerifyNoLeaks(m)
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +16,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/faultplan"
 	"github.com/atoll-runtime/atoll/internal/actors"
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/dashboard"
@@ -25,6 +25,8 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/lockfile"
 	"github.com/atoll-runtime/atoll/internal/natsembed"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
+	"github.com/atoll-runtime/atoll/internal/nodemetrics"
 	"github.com/atoll-runtime/atoll/internal/objectstore"
 	"github.com/atoll-runtime/atoll/internal/partition"
 	"github.com/atoll-runtime/atoll/internal/raylet"
@@ -46,7 +48,8 @@ const (
 // cluster), its NATS connection and its arena. Its methods are safe for
 // concurrent use.
 type Node struct {
-	cfg   Config // defaults applied
+	cfg   nodeconfig.Config // defaults applied
+	hooks Hooks
 	id    ids.NodeID
 	log   *slog.Logger
 	ownTP *sdktrace.TracerProvider // created from the environment; shut down on Stop
@@ -61,7 +64,7 @@ type Node struct {
 	nats           *natsembed.Server      // embedded default and head without NATSURL
 	nc             *nats.Conn
 	clusterAddress string
-	sec            security // resolved Config.Credentials (credentials.go)
+	sec            nodeconfig.Security // resolved Config.Credentials (security.go)
 	// partition is the node's network switch (a node dialing a cluster's
 	// NATS; nil otherwise): fault plans cut it off through it.
 	partition *partition.Switch
@@ -77,11 +80,11 @@ type Node struct {
 	gateway     *cluster.Gateway // nil on an embedded node
 	amm         *cluster.AMM     // the head's Active Memory Manager, if on
 	ammPID      *actor.PID
-	unsubscribe func()                      // the raylet's actor events
-	metrics     atomic.Pointer[nodeMetrics] // set once Start registered them
-	activity    *activity                   // transfers, spills and restores → timeline and spans
-	logSub      *nats.Subscription          // log requests (logs.go); cluster nodes
-	dashboard   *dashboard.Server           // a head's, if it serves one (dashboard.go)
+	unsubscribe func()                              // the raylet's actor events
+	metrics     atomic.Pointer[nodemetrics.Metrics] // set once Start registered them (metrics.go)
+	activity    *activity                           // transfers, spills and restores → timeline and spans
+	logSub      *nats.Subscription                  // log requests (logs.go); cluster nodes
+	dashboard   *dashboard.Server                   // a head's, if it serves one (dashboard.go)
 	// rejoinCancel ends the goroutines of rejoin.go; rejoinWG waits for them.
 	rejoinCancel context.CancelFunc
 	rejoinWG     sync.WaitGroup
@@ -100,16 +103,56 @@ type Node struct {
 	stopErr  error
 }
 
-// Start starts a node as cfg describes (see Config) and returns once it
-// serves: the GCS answers, the raylet runs, a cluster node has joined the
-// gossip and registered, a driver's node has heard from every live node.
-// On error everything started so far is stopped again.
-func Start(ctx context.Context, cfg Config) (*Node, error) {
-	cfg, err := cfg.withDefaults()
+// Hooks are what the process running a node plugs into it beyond its
+// settings: the SDK's driver (atoll.Init) sets them for the node it runs
+// for itself; node processes and programs embedding a node set none.
+type Hooks struct {
+	// Executor, when set, runs tasks and actors on goroutines of this
+	// process (goroutine workers; the root package's executor); nil runs
+	// them in worker processes. Embedded nodes only.
+	Executor raylet.Executor
+	// Deliver, if set, hands a task's or call's result straight to its
+	// owner when that owner lives in this process (the driver's owner
+	// table), skipping the owner's mailbox (raylet.Config.Deliver).
+	Deliver func(owner *actor.PID, res *atollpb.TaskResult) bool
+	// DeliverBorrows, if set, hands a borrower's standalone report to
+	// the owner in this process (raylet.Config.DeliverBorrows).
+	DeliverBorrows func(*atollpb.BorrowReport) bool
+	// Faults, when set, is installed on the node's actors (GCS, store,
+	// raylet and what the raylet spawns, actors spawned with SpawnNamed).
+	// A node process without one loads faultplan.EnvPlan's (faultplan.go).
+	Faults *actors.FaultInjector
+	// FaultPoints, when set, are a fault plan's rules at points for this
+	// node (faultplan.Plan.Points): kill-worker rules go to the raylet's
+	// worker processes, spill-full and spill-slow to the store's spiller.
+	// Their faults go to Faults' log.
+	FaultPoints *faultplan.Points
+}
+
+// Start starts a node as cfg describes (see nodeconfig.Config) and
+// returns once it serves: the GCS answers, the raylet runs, a cluster
+// node has joined the gossip and registered, a driver's node has heard
+// from every live node. The environment applies first
+// (nodeconfig.Config.ApplyEnv), then cfg's defaults
+// (nodeconfig.Config.WithDefaults). On error everything started so far
+// is stopped again.
+func Start(ctx context.Context, cfg nodeconfig.Config) (*Node, error) {
+	return StartWith(ctx, cfg, Hooks{})
+}
+
+// StartWith is Start with hooks (a driver's).
+func StartWith(ctx context.Context, cfg nodeconfig.Config, hooks Hooks) (*Node, error) {
+	if err := cfg.ApplyEnv(); err != nil {
+		return nil, err
+	}
+	cfg, err := cfg.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, id: ids.NewNodeID(), events: map[string]func(){}, dead: make(chan struct{})}
+	if hooks.Executor != nil && !cfg.Embedded() {
+		return nil, errs.Invalidf("node.Hooks: goroutine workers (Executor) are for an embedded node; cluster nodes run worker processes")
+	}
+	n := &Node{cfg: cfg, hooks: hooks, id: ids.NewNodeID(), events: map[string]func(){}, dead: make(chan struct{})}
 	if err := n.start(ctx); err != nil {
 		_ = n.Stop(context.Background())
 		return nil, err
@@ -147,7 +190,7 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	n.system = actors.NewSystem(n.log)
 	root := n.system.Root
-	if cfg.runsGCS() {
+	if cfg.RunsGCS() {
 		gcsProps, err := gcs.NewProps(gcs.Config{Conn: n.nc, Logger: quiet(n.log), TracerProvider: tp})
 		if err != nil {
 			return err
@@ -207,10 +250,10 @@ func (n *Node) start(ctx context.Context) error {
 	host, _ := os.Hostname()
 	info := &atollpb.NodeInfo{NodeId: n.id.Bytes(), Address: "raylet", Resources: res, State: atollpb.NodeState_NODE_ALIVE,
 		StartTimeUnixMs: time.Now().UnixMilli(), ObjectStoreBytes: n.arena.Size(), Hostname: host,
-		IsHead: cfg.runsGCS(), IsDriver: cfg.Driver || cfg.embedded(),
+		IsHead: cfg.RunsGCS(), IsDriver: cfg.Driver || cfg.Embedded(),
 		FaultInjection: cfg.Head && (cfg.FaultInjection || cfg.NATSURL != "")}
 	var clusterCfg *raylet.ClusterConfig
-	if cfg.clustered() {
+	if !cfg.Embedded() {
 		n.gateway = n.newGateway(info) // started once the raylet runs
 		clusterCfg = n.gateway.RayletConfig(0)
 		if !cfg.Driver {
@@ -219,7 +262,7 @@ func (n *Node) start(ctx context.Context) error {
 			}
 		}
 	}
-	executor := cfg.Executor
+	executor := n.hooks.Executor
 	if executor == nil {
 		executor = processOnly{}
 	}
@@ -240,8 +283,8 @@ func (n *Node) start(ctx context.Context) error {
 		ReportActor:    func(info *atollpb.ActorInfo) { root.Send(reporterPID, info) },
 		Process:        n.withKillPoints(n.processConfig(), tp),
 		ProcessWorkers: workerproc.New(),
-		Deliver:        cfg.Deliver,
-		DeliverBorrows: cfg.DeliverBorrows,
+		Deliver:        n.hooks.Deliver,
+		DeliverBorrows: n.hooks.DeliverBorrows,
 		Middleware:     n.faultMiddleware(),
 		Cluster:        clusterCfg,
 	})
@@ -307,14 +350,14 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.startDashboard(); err != nil {
 		return err
 	}
-	if cfg.embedded() {
+	if cfg.Embedded() {
 		// A cluster node registers through its gateway (with its
 		// addresses); an embedded one directly.
 		if err := n.gcsClient.RegisterNode(ctx, info); err != nil {
 			return fmt.Errorf("atoll: register node: %w", err)
 		}
 	}
-	n.log.Debug("node started", "node", n.id.String(), "head", cfg.runsGCS(), "cpus", cfg.NumCPUs, "store_bytes", n.arena.Size())
+	n.log.Debug("node started", "node", n.id.String(), "head", cfg.RunsGCS(), "cpus", cfg.NumCPUs, "store_bytes", n.arena.Size())
 	return nil
 }
 
@@ -510,176 +553,10 @@ func (n *Node) withFaults(props *actor.Props) *actor.Props {
 
 // faultMiddleware returns the fault injector's middleware, if any.
 func (n *Node) faultMiddleware() []actor.ReceiverMiddleware {
-	if n.cfg.Faults == nil {
+	if n.hooks.Faults == nil {
 		return nil
 	}
-	return []actor.ReceiverMiddleware{n.cfg.Faults.ReceiverMiddleware()}
-}
-
-// processConfig returns how the raylet starts worker processes, or nil
-// for goroutine workers.
-func (n *Node) processConfig() *raylet.ProcessConfig {
-	if n.cfg.Executor != nil {
-		return nil
-	}
-	pc := &raylet.ProcessConfig{
-		Binary: n.cfg.WorkerBinary, Arena: n.arena.File(), ArenaSize: n.arena.Size(), Store: n.storePID,
-		GCS: n.gcsClient.Do, Output: n.cfg.WorkerOutput,
-	}
-	if n.cfg.clustered() && !n.cfg.Driver {
-		// A cluster node runs each job's own binary unless it was given one.
-		pc.PerJobBinary = true
-		pc.Args = []string{}
-		if n.workerLogs != nil {
-			pc.OutputFor = n.workerLogs.outputFor
-		}
-	}
-	if g := n.gateway; g != nil {
-		pc.Fetch = g.Fetch
-		pc.Delete = func(req *atollpb.DeleteObjectsRequest) {
-			if req.Revived {
-				g.Revive(req.ObjectIds)
-			} else {
-				g.Free(req.ObjectIds)
-			}
-		}
-	}
-	return pc
-}
-
-// workerDied reclaims a dead worker's pins, its unsealed objects and the
-// objects it owned (the raylet calls it on its goroutine: it only sends).
-func (n *Node) workerDied(w ids.WorkerID) {
-	n.workerStores.Delete(w)
-	n.system.Root.Send(n.storePID, &atollpb.ClientDisconnected{ClientId: w.Bytes()})
-	n.gateway.OwnerExited(w) // other nodes free what it owned there (nil-safe)
-}
-
-// connectControlPlane starts the embedded NATS server (embedded node,
-// head) or connects to the cluster's. A head's server keeps its store in
-// the GCS directory, an embedded node's in its session directory.
-func (n *Node) connectControlPlane() error {
-	cfg := &n.cfg
-	storeDir := filepath.Join(n.sessionDir, "nats")
-	name := "atoll-" + n.id.Short()
-	var url string
-	switch {
-	case cfg.Head && cfg.NATSURL != "":
-		url = cfg.NATSURL
-	case cfg.Head:
-		var err error
-		if storeDir, n.gcsLock, err = openGCSDir(cfg.GCSDir); err != nil {
-			return err
-		}
-		n.log.Info("GCS state", "dir", storeDir)
-		n.nats, err = natsembed.Start(natsembed.Config{Host: cfg.NodeIP, Port: cfg.Port, StoreDir: storeDir, ServerName: name,
-			Authorize:   cluster.Authorizer(n.sec.secret, cluster.DefaultPrefix, cfg.FaultInjection),
-			ConnectUser: cluster.HeadUser, ConnectPassword: n.sec.secret.NATSPassword(cluster.HeadUser),
-			TLS: n.sec.serverTLS, AuthLog: n.log})
-		if err != nil {
-			return fmt.Errorf("atoll: embedded NATS on %s:%d: %w", cfg.NodeIP, cfg.Port, err)
-		}
-		n.clusterAddress = n.nats.Addr().String()
-	case cfg.Address != "":
-		url = cfg.Address
-	default:
-		var err error
-		if n.nats, err = natsembed.Start(natsembed.Config{Port: natsembed.NoListener, StoreDir: storeDir, ServerName: name}); err != nil {
-			return fmt.Errorf("atoll: embedded NATS: %w", err)
-		}
-	}
-	var err error
-	if url == "" {
-		if n.nc, err = n.nats.Connect(); err != nil {
-			return fmt.Errorf("atoll: connect to embedded NATS: %w", err)
-		}
-		return nil
-	}
-	// Everything this node sends other nodes goes through its network
-	// switch, so that a fault plan can partition it (cluster/partition.go).
-	n.partition = partition.New(n.partitionChanged)
-	if n.nc, url, err = dialCluster(url, name, n.sec, cluster.NodeUser(n.id), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
-		nats.SetCustomDialer(n.partition), nats.ErrorHandler(n.natsError)); err != nil {
-		return err
-	}
-	if n.clusterAddress == "" {
-		n.clusterAddress = strings.TrimPrefix(url, "nats://")
-	}
-	return nil
-}
-
-// natsError logs what the cluster's NATS server reports asynchronously:
-// a subject this node's role may not use (cluster.Permissions), a slow
-// consumer.
-func (n *Node) natsError(_ *nats.Conn, sub *nats.Subscription, err error) {
-	subject := ""
-	if sub != nil {
-		subject = sub.Subject
-	}
-	n.log.Warn("cluster NATS reported an error", "subscription", subject, "err", err)
-}
-
-// startAMM spawns the Active Memory Manager on the head, supervised by
-// the root guardian: its policies (Config.AMMPolicies,
-// cluster.EnvAMMPolicies) run if it is on (Config.AMM, cluster.EnvAMM;
-// `atoll amm start|stop` changes it later), and drains run either way.
-func (n *Node) startAMM() error {
-	on, interval, err := cluster.AMMFromEnv(n.cfg.AMM, n.cfg.AMMInterval)
-	if err != nil {
-		return err
-	}
-	policies, err := cluster.AMMPoliciesFromEnv(n.cfg.AMMPolicies)
-	if err != nil {
-		return err
-	}
-	n.amm, err = cluster.NewAMM(cluster.AMMConfig{Conn: n.nc, GCS: n.gcsClient, Interval: interval, Enabled: on,
-		Policies: policies, Logger: n.log})
-	if err != nil {
-		return err
-	}
-	if n.ammPID, err = n.system.Root.SpawnNamed(n.amm.Props(), "amm"); err != nil {
-		return fmt.Errorf("atoll: start the AMM: %w", err)
-	}
-	if on {
-		n.log.Info("active memory manager on", "interval", interval)
-	}
-	return nil
-}
-
-// AMM is the head's Active Memory Manager; nil when the node is not a
-// head.
-func (n *Node) AMM() *cluster.AMM { return n.amm }
-
-// newGateway prepares this node's connection to the cluster's other
-// nodes (cluster.New; Start follows once the raylet runs).
-func (n *Node) newGateway(info *atollpb.NodeInfo) *cluster.Gateway {
-	return cluster.New(cluster.Config{
-		NodeID: n.id, Conn: n.nc, System: n.system, Raylet: n.system.NewLocalPID("raylet"), Store: n.storePID,
-		StoreClient: objectstore.NewClient(n.system.Root, n.storePID, n.arena, ids.NewWorkerID()),
-		GCS:         n.gcsClient, NodeIP: n.cfg.NodeIP, TransferPort: n.cfg.TransferPort, GossipPort: n.cfg.GossipPort,
-		FailureBudget: n.cfg.FailureTimeout, Node: info, Logger: quiet(n.log), MaxInFlight: max(n.arena.Size()/4, 64<<20),
-		Secret: n.sec.secret, ServerTLS: n.sec.serverTLS, ClientTLS: n.sec.clientTLS, Partition: n.partition, Faults: n.cfg.Faults,
-		OnTransfer: n.activity.transferred,
-	})
-}
-
-// processOnly is the raylet's executor on a node whose tasks run in
-// worker processes: the raylet hands every task and actor to a process
-// there, never to an executor, so these calls only report the mistake.
-type processOnly struct{}
-
-var errProcessOnly = errs.Invalidf("this node runs tasks in worker processes, not in its own process")
-
-func (processOnly) RunTask(_ context.Context, w raylet.Worker, spec *atollpb.TaskSpec) *atollpb.TaskResult {
-	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Error: errs.ToProto(errProcessOnly), WorkerId: w.ID.Bytes()}
-}
-
-func (processOnly) NewActor(context.Context, raylet.Worker, *atollpb.TaskSpec) (any, error) {
-	return nil, errProcessOnly
-}
-
-func (processOnly) RunActorTask(_ context.Context, w raylet.Worker, _ any, spec *atollpb.TaskSpec) (*atollpb.TaskResult, bool) {
-	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Error: errs.ToProto(errProcessOnly), WorkerId: w.ID.Bytes()}, false
+	return []actor.ReceiverMiddleware{n.hooks.Faults.ReceiverMiddleware()}
 }
 
 // quiet keeps only warnings and errors of a chatty component.

@@ -18,14 +18,16 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/raylet"
 )
 
 // startNode starts a node for one test and stops it when the test ends.
-func startNode(t *testing.T, cfg node.Config) *node.Node {
+func startNode(t *testing.T, cfg nodeconfig.Config) *node.Node {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -52,24 +54,26 @@ func rayletState(t *testing.T, n *node.Node) *raylet.State {
 
 func TestConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		cfg  node.Config
-		want string
+		name  string
+		cfg   nodeconfig.Config
+		hooks node.Hooks
+		want  string
 	}{
-		{"head and address", node.Config{Head: true, Address: "127.0.0.1:1"}, "Head and Address are exclusive"},
-		{"driver without address", node.Config{Driver: true}, "a driver's node joins a cluster"},
-		{"nats url off the head", node.Config{Address: "127.0.0.1:1", NATSURL: "nats://127.0.0.1:2"}, "NATSURL is the head's"},
-		{"gcs dir off the head", node.Config{Address: "127.0.0.1:1", GCSDir: "/tmp/x"}, "GCSDir is the head's"},
-		{"gcs dir of an embedded node", node.Config{GCSDir: "/tmp/x"}, "GCSDir is the head's"},
-		{"gcs dir and nats url", node.Config{Head: true, NATSURL: "nats://127.0.0.1:2", GCSDir: "/tmp/x"}, "GCSDir and NATSURL conflict"},
-		{"executor in a cluster", node.Config{Head: true, Executor: idleExecutor{}}, "goroutine workers (Executor) are for an embedded node"},
-		{"negative cpus", node.Config{NumCPUs: -2}, "must not be negative"},
-		{"nan cpus", node.Config{NumCPUs: math.NaN()}, "want a number"},
-		{"bad port", node.Config{Head: true, GossipPort: 70000}, "GossipPort 70000"},
-		{"negative failure timeout", node.Config{Head: true, FailureTimeout: -time.Second}, "FailureTimeout"},
-		{"node ip not an ip", node.Config{Head: true, NodeIP: "my-host"}, `NodeIP "my-host"`},
+		{"head and address", nodeconfig.Config{Head: true, Address: "127.0.0.1:1"}, node.Hooks{}, "node.Config.Head and node.Config.Address are exclusive"},
+		{"driver without address", nodeconfig.Config{Driver: true}, node.Hooks{}, "a driver's node joins a cluster"},
+		{"nats url off the head", nodeconfig.Config{Address: "127.0.0.1:1", NATSURL: "nats://127.0.0.1:2"}, node.Hooks{}, "NATSURL is the head's"},
+		{"gcs dir off the head", nodeconfig.Config{Address: "127.0.0.1:1", GCSDir: "/tmp/x"}, node.Hooks{}, "GCSDir is the head's"},
+		{"gcs dir of an embedded node", nodeconfig.Config{GCSDir: "/tmp/x"}, node.Hooks{}, "GCSDir is the head's"},
+		{"gcs dir and nats url", nodeconfig.Config{Head: true, NATSURL: "nats://127.0.0.1:2", GCSDir: "/tmp/x"}, node.Hooks{}, "node.Config.GCSDir and node.Config.NATSURL conflict"},
+		{"executor in a cluster", nodeconfig.Config{Head: true}, node.Hooks{Executor: idleExecutor{}}, "goroutine workers (Executor) are for an embedded node"},
+		{"negative cpus", nodeconfig.Config{NumCPUs: -2}, node.Hooks{}, "must not be negative"},
+		{"nan cpus", nodeconfig.Config{NumCPUs: math.NaN()}, node.Hooks{}, "want a number"},
+		{"bad port", nodeconfig.Config{Head: true, GossipPort: 70000}, node.Hooks{}, "GossipPort 70000"},
+		{"negative failure timeout", nodeconfig.Config{Head: true, FailureTimeout: -time.Second}, node.Hooks{}, "FailureTimeout"},
+		{"node ip not an ip", nodeconfig.Config{Head: true, NodeIP: "my-host"}, node.Hooks{}, `NodeIP "my-host"`},
+		{"metrics port", nodeconfig.Config{MetricsPort: -2}, node.Hooks{}, "MetricsPort -2"},
 	} {
-		n, err := node.Start(context.Background(), tc.cfg)
+		n, err := node.StartWith(context.Background(), tc.cfg, tc.hooks)
 		if n != nil {
 			_ = n.Stop(context.Background())
 		}
@@ -84,7 +88,7 @@ func TestConfigErrors(t *testing.T) {
 // actor-event subscription work until Stop, and Stop removes the session
 // directory it created.
 func TestEmbeddedNode(t *testing.T) {
-	n, err := node.Start(context.Background(), node.Config{ObjectStoreMemory: 16 << 20, Executor: idleExecutor{}, NumCPUs: 2})
+	n, err := node.StartWith(context.Background(), nodeconfig.Config{ObjectStoreMemory: 16 << 20, NumCPUs: 2}, node.Hooks{Executor: idleExecutor{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,12 +183,12 @@ func TestEmbeddedNode(t *testing.T) {
 // roles and resources, and a node that stops leaves the cluster.
 func TestClusterNodes(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir()) // no address file of a real cluster
-	head := startNode(t, node.Config{Head: true, GCSDir: t.TempDir(), RandomPorts: true, NumCPUs: 2, ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second})
+	head := startNode(t, nodeconfig.Config{Head: true, GCSDir: t.TempDir(), RandomPorts: true, NumCPUs: 2, ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second})
 	if head.Address() == "" || head.Gateway() == nil {
 		t.Fatalf("head: address %q, gateway %v", head.Address(), head.Gateway())
 	}
-	creds := node.Credentials{Secret: head.Secret()}
-	member, err := node.Start(context.Background(), node.Config{Address: head.Address(), RandomPorts: true, NumCPUs: 1,
+	creds := nodeconfig.Credentials{Secret: head.Secret()}
+	member, err := node.Start(context.Background(), nodeconfig.Config{Address: head.Address(), RandomPorts: true, NumCPUs: 1,
 		Resources: map[string]float64{"GPU": 1}, ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second, Credentials: creds})
 	if err != nil {
 		t.Fatal(err)
@@ -198,21 +202,21 @@ func TestClusterNodes(t *testing.T) {
 	if member.Address() != head.Address() {
 		t.Fatalf("member's cluster address %q, head's %q", member.Address(), head.Address())
 	}
-	driver := startNode(t, node.Config{Address: head.Address(), Driver: true, ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second, Credentials: creds})
+	driver := startNode(t, nodeconfig.Config{Address: head.Address(), Driver: true, ObjectStoreMemory: 16 << 20, FailureTimeout: 2 * time.Second, Credentials: creds})
 	if st := rayletState(t, driver); st.Total["CPU"] != 0 {
 		t.Fatalf("a driver's node has %v CPUs by default, want none", st.Total["CPU"])
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	byID := func(st *node.ClusterStatus) map[string]node.ClusterNode {
-		m := map[string]node.ClusterNode{}
+	byID := func(st *clusterclient.Status) map[string]clusterclient.NodeStatus {
+		m := map[string]clusterclient.NodeStatus{}
 		for _, cn := range st.Nodes {
 			m[cn.NodeID] = cn
 		}
 		return m
 	}
-	st := waitStatus(ctx, t, head.Address(), creds, func(st *node.ClusterStatus) bool {
+	st := waitStatus(ctx, t, head.Address(), creds, func(st *clusterclient.Status) bool {
 		m := byID(st)
 		return len(m) == 3 && m[head.ID().String()].Reporting && m[member.ID().String()].Reporting && m[driver.ID().String()].Reporting
 	})
@@ -229,17 +233,17 @@ func TestClusterNodes(t *testing.T) {
 	if st.Address != head.Address() {
 		t.Errorf("status address %q, want %q", st.Address, head.Address())
 	}
-	nodes, err := node.ListNodes(ctx, head.Address(), creds)
+	nodes, err := clusterclient.ListNodes(ctx, head.Address(), creds)
 	if err != nil || len(nodes) != 3 {
 		t.Fatalf("ListNodes: %d nodes, %v", len(nodes), err)
 	}
-	if actors, err := node.ListActors(ctx, head.Address(), creds); err != nil || len(actors) != 0 {
+	if actors, err := clusterclient.ListActors(ctx, head.Address(), creds); err != nil || len(actors) != 0 {
 		t.Fatalf("ListActors: %v, %v", actors, err)
 	}
-	if jobs, err := node.ListJobs(ctx, head.Address(), creds); err != nil || len(jobs) != 0 {
+	if jobs, err := clusterclient.ListJobs(ctx, head.Address(), creds); err != nil || len(jobs) != 0 {
 		t.Fatalf("ListJobs: %v, %v", jobs, err)
 	}
-	if events, err := node.GetTimeline(ctx, head.Address(), creds); err != nil || len(events) != 0 {
+	if events, err := clusterclient.GetTimeline(ctx, head.Address(), creds); err != nil || len(events) != 0 {
 		t.Fatalf("GetTimeline with no task run: %v, %v", events, err)
 	}
 
@@ -247,19 +251,19 @@ func TestClusterNodes(t *testing.T) {
 	if err := member.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(ctx, t, head.Address(), creds, func(st *node.ClusterStatus) bool {
+	waitStatus(ctx, t, head.Address(), creds, func(st *clusterclient.Status) bool {
 		w, ok := byID(st)[member.ID().String()]
 		return ok && !w.Alive
 	})
 }
 
-// waitStatus polls GetClusterStatus until cond holds or ctx ends.
-func waitStatus(ctx context.Context, t *testing.T, address string, creds node.Credentials, cond func(*node.ClusterStatus) bool) *node.ClusterStatus {
+// waitStatus polls clusterclient.GetStatus until cond holds or ctx ends.
+func waitStatus(ctx context.Context, t *testing.T, address string, creds nodeconfig.Credentials, cond func(*clusterclient.Status) bool) *clusterclient.Status {
 	t.Helper()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		st, err := node.GetClusterStatus(ctx, address, creds)
+		st, err := clusterclient.GetStatus(ctx, address, creds)
 		if err == nil && cond(st) {
 			return st
 		}
@@ -281,8 +285,8 @@ func TestRunPrintsReadyLineAndStops(t *testing.T) {
 			t.Errorf("EnvNode %q: %v, want ErrInvalidArgument", bad, err)
 		}
 	}
-	creds := node.Credentials{Secret: strings.Repeat("ab", 32)}
-	cfg, _ := json.Marshal(node.Config{Head: true, GCSDir: t.TempDir(), RandomPorts: true, NumCPUs: 1, ObjectStoreMemory: 16 << 20, Credentials: creds})
+	creds := nodeconfig.Credentials{Secret: strings.Repeat("ab", 32)}
+	cfg, _ := json.Marshal(nodeconfig.Config{Head: true, GCSDir: t.TempDir(), RandomPorts: true, NumCPUs: 1, ObjectStoreMemory: 16 << 20, Credentials: creds})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r, w := io.Pipe()
@@ -303,7 +307,7 @@ func TestRunPrintsReadyLineAndStops(t *testing.T) {
 	}
 	qctx, qcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer qcancel()
-	nodes, err := node.ListNodes(qctx, ready.Address, creds)
+	nodes, err := clusterclient.ListNodes(qctx, ready.Address, creds)
 	if err != nil || len(nodes) != 1 {
 		t.Fatalf("the node process's cluster: %v, %v", nodes, err)
 	}
@@ -340,7 +344,7 @@ func TestWorkerThatCannotStartBacksOff(t *testing.T) {
 	if err != nil {
 		t.Skip("no false(1) on this machine")
 	}
-	n, err := node.Start(context.Background(), node.Config{ObjectStoreMemory: 16 << 20, NumCPUs: 1, WorkerBinary: bin,
+	n, err := node.Start(context.Background(), nodeconfig.Config{ObjectStoreMemory: 16 << 20, NumCPUs: 1, WorkerBinary: bin,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

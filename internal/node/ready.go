@@ -1,12 +1,5 @@
 package node
 
-// EnvNode, set to a JSON-encoded Config, makes a program's atoll.Init run
-// a cluster node instead (RunFromEnv; internal/testcluster starts test
-// binaries this way, so their nodes run the test's functions): the node
-// prints NodeReadyPrefix and a JSON NodeReady line on stdout once it
-// serves, and exits when it receives SIGTERM or SIGINT.
-const EnvNode = "ATOLL_NODE"
-
 // NodeReadyPrefix starts the line a node started through EnvNode prints
 // once it is ready.
 const NodeReadyPrefix = "ATOLL_NODE_READY "

@@ -12,47 +12,34 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // stopTimeout bounds a node process's graceful stop.
 const stopTimeout = 10 * time.Second
 
-// RunFromEnv runs the node EnvNode describes (a JSON Config with Head or
+// RunFromEnv runs the node nodeconfig.EnvNode describes (a JSON Config with Head or
 // Address) until SIGTERM or SIGINT, then stops it and exits: 0 after a
-// clean stop, 1 if the node failed to start or stop, 2 for a bad EnvNode.
+// clean stop, 1 if the node failed to start or stop, 2 for a bad nodeconfig.EnvNode.
 // Once the node serves it prints NodeReadyPrefix and a JSON NodeReady
 // line on stdout. It never returns. atoll.Init calls it in a process
-// started with EnvNode (internal/testcluster starts test binaries this
+// started with nodeconfig.EnvNode (internal/testcluster starts test binaries this
 // way), so the node's worker processes run that binary's functions.
 func RunFromEnv() {
-	cfg, err := configFromEnv(os.Getenv(EnvNode))
+	cfg, err := nodeconfig.FromEnvNode(os.Getenv(nodeconfig.EnvNode))
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "atoll node: %s: %v\n", EnvNode, err)
+		fmt.Fprintf(os.Stderr, "atoll node: %s: %v\n", nodeconfig.EnvNode, err)
 		os.Exit(2)
 	}
-	os.Unsetenv(EnvNode) // worker processes are not nodes
+	os.Unsetenv(nodeconfig.EnvNode) // worker processes are not nodes
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	os.Exit(run(ctx, cfg, os.Stdout, os.Stderr))
 }
 
-// configFromEnv reads EnvNode's value: a node process is a cluster's
-// head or joins one.
-func configFromEnv(s string) (Config, error) {
-	var cfg Config
-	if err := json.Unmarshal([]byte(s), &cfg); err != nil {
-		return cfg, errs.Invalidf("not a JSON node.Config: %v", err)
-	}
-	if !cfg.Head && cfg.Address == "" {
-		return cfg, errs.Invalidf("a node process either is the head (Head) or joins one (Address)")
-	}
-	return cfg, nil
-}
-
 // run starts the node, prints its ready line on stdout, serves until ctx
 // ends and stops it; it returns the exit code.
-func run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
+func run(ctx context.Context, cfg nodeconfig.Config, stdout, stderr io.Writer) int {
 	n, err := Start(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "atoll node: %v\n", err)

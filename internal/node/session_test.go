@@ -7,6 +7,7 @@ import (
 
 	"github.com/atoll-runtime/atoll/internal/lockfile"
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // TestDeadSessionsAreReaped: a node reaps the session directories of dead
@@ -41,7 +42,7 @@ func TestDeadSessionsAreReaped(t *testing.T) {
 	old := mk("atoll-session-nolock", "spill/atoll-spill-01020304-1.bin")
 	other := mk("not-a-session", "session.lock")
 
-	n, err := node.Start(t.Context(), node.Config{ObjectStoreMemory: 16 << 20, Executor: idleExecutor{}, NumCPUs: 1})
+	n, err := node.StartWith(t.Context(), nodeconfig.Config{ObjectStoreMemory: 16 << 20, NumCPUs: 1}, node.Hooks{Executor: idleExecutor{}})
 	if err != nil {
 		t.Fatal(err)
 	}

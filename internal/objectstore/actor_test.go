@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/atoll-runtime/atoll/atollpb"
@@ -67,20 +69,6 @@ func (ts *testStore) stats() *atollpb.StoreStats {
 // request sends a raw protocol message and returns the future of its reply.
 func (ts *testStore) request(msg any) actor.Future {
 	return ts.system.Root.RequestFuture(ts.pid, msg, 10*time.Second)
-}
-
-// waitFor polls cond until it holds, failing the test after 10 seconds.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-tick.C
-	}
 }
 
 var bg = context.Background()
@@ -224,7 +212,7 @@ func TestBackpressureWaitsForDelete(t *testing.T) {
 		buf, err := ts.client().Create(bg, next, 512<<10, atollpb.Codec_CODEC_BYTES)
 		done <- result{buf, err}
 	}()
-	waitFor(t, "the creation to queue", func() bool { return ts.stats().PendingCreates == 1 })
+	testutil.Eventually(t, "the creation to queue", func() bool { return ts.stats().PendingCreates == 1 })
 	select {
 	case r := <-done:
 		t.Fatalf("creation did not wait: %v", r.err)
@@ -286,10 +274,10 @@ func TestCancelledCreateIsWithdrawn(t *testing.T) {
 		_, err := c.Create(ctx, newObjectID(), 1, atollpb.Codec_CODEC_BYTES)
 		done <- err
 	}()
-	waitFor(t, "the creation to queue", func() bool { return ts.stats().PendingCreates == 1 })
+	testutil.Eventually(t, "the creation to queue", func() bool { return ts.stats().PendingCreates == 1 })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Create: %v", err)
 	}
-	waitFor(t, "the creation to be withdrawn", func() bool { return ts.stats().PendingCreates == 0 })
+	testutil.Eventually(t, "the creation to be withdrawn", func() bool { return ts.stats().PendingCreates == 0 })
 }

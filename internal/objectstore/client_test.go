@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/atoll-runtime/atoll/atollpb"
@@ -52,7 +54,7 @@ func TestRestartKeepsObjects(t *testing.T) {
 	}
 	// A creation waits for space across the restart.
 	queued := ts.request(&atollpb.CreateObjectRequest{ObjectId: newObjectID().Bytes(), Size: 100, ClientId: c.ID().Bytes()})
-	waitFor(t, "the creation to queue", func() bool { return ts.stats().PendingCreates == 1 })
+	testutil.Eventually(t, "the creation to queue", func() bool { return ts.stats().PendingCreates == 1 })
 
 	restarted := make(chan struct{}, 1)
 	sub := ts.system.EventStream.Subscribe(func(msg any) {
@@ -180,7 +182,7 @@ func TestGetTimeout(t *testing.T) {
 	if _, err := c.Get(ctx, []ids.ObjectID{missing}, time.Hour); !errors.Is(err, errs.ErrGetTimeout) {
 		t.Fatalf("client get with deadline: %v", err)
 	}
-	waitFor(t, "pins to be released", func() bool { return ts.stats().PinnedBytes == 0 })
+	testutil.Eventually(t, "pins to be released", func() bool { return ts.stats().PinnedBytes == 0 })
 }
 
 func TestCancelledGetReleasesPins(t *testing.T) {
@@ -196,7 +198,7 @@ func TestCancelledGetReleasesPins(t *testing.T) {
 		_, err := c.Get(ctx, []ids.ObjectID{have, missing}, 10*time.Second)
 		done <- err
 	}()
-	waitFor(t, "the get to pin", func() bool { return ts.stats().PinnedBytes == 64 })
+	testutil.Eventually(t, "the get to pin", func() bool { return ts.stats().PinnedBytes == 64 })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled get: %v", err)
@@ -206,7 +208,7 @@ func TestCancelledGetReleasesPins(t *testing.T) {
 	if err := c.Put(bg, missing, atollpb.Codec_CODEC_BYTES, []byte("y")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "pins to be released", func() bool { return ts.stats().PinnedBytes == 0 })
+	testutil.Eventually(t, "pins to be released", func() bool { return ts.stats().PinnedBytes == 0 })
 }
 
 func TestClientDisconnectFailsWaitingGet(t *testing.T) {
@@ -299,7 +301,7 @@ func TestPropsSpawnedTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := ts.system.Root.Spawn(ts.props)
-	waitFor(t, "the second store actor to stop", func() bool {
+	testutil.Eventually(t, "the second store actor to stop", func() bool {
 		_, alive := ts.system.ProcessRegistry.GetLocal(second.Id)
 		return !alive
 	})
@@ -317,7 +319,7 @@ func TestStopAnswersWaitersAndRespawnAdoptsObjects(t *testing.T) {
 	}
 	create := ts.request(&atollpb.CreateObjectRequest{ObjectId: newObjectID().Bytes(), Size: 1, ClientId: c.ID().Bytes()})
 	get := ts.request(&atollpb.GetObjectsRequest{ObjectIds: [][]byte{have.Bytes(), newObjectID().Bytes()}, ClientId: c.ID().Bytes(), TimeoutMs: 10_000})
-	waitFor(t, "the waiting get to pin", func() bool { return ts.stats().PinnedBytes > 0 })
+	testutil.Eventually(t, "the waiting get to pin", func() bool { return ts.stats().PinnedBytes > 0 })
 	if err := ts.system.Root.StopFuture(ts.pid).Wait(); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -146,7 +148,7 @@ func checkAccounting(t testing.TB, ts *testStore, alive map[ids.ObjectID]uint64,
 	st := ts.stats()
 	// Files are removed by the spiller after the store forgets them; wait
 	// for the directories to catch up with the stats.
-	waitFor(t, "spill files on disk to match the stats", func() bool {
+	testutil.Eventually(t, "spill files on disk to match the stats", func() bool {
 		n, size := spillFilesIn(t, dirs...)
 		st = ts.stats()
 		return uint64(n) == st.SpillFilesCurrent && size == st.SpillFileBytesCurrent
@@ -317,7 +319,7 @@ func TestDisconnectFreesOwnedSpilledObjects(t *testing.T) {
 		t.Fatalf("before the disconnect: %v", st)
 	}
 	worker.Disconnect()
-	waitFor(t, "the owned objects' spill files to go", func() bool {
+	testutil.Eventually(t, "the owned objects' spill files to go", func() bool {
 		n, _ := spillFilesIn(t, dir)
 		return n == int(ts.stats().SpillFilesCurrent)
 	})

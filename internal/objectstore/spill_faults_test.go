@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -33,7 +35,7 @@ func TestSpillToFullDiskLosesNothing(t *testing.T) {
 	c := ts.client()
 	rng := rand.New(rand.NewPCG(5, 5))
 	sums, alive := putObjects(t, c, rng, 6, 256<<10)
-	waitFor(t, "a failed spill", func() bool { return ts.stats().SpillErrorsTotal > 0 })
+	testutil.Eventually(t, "a failed spill", func() bool { return ts.stats().SpillErrorsTotal > 0 })
 	// Nothing can be spilled: a creation that does not fit fails at its
 	// deadline, and every object is still there, intact.
 	if _, err := c.Create(bg, newObjectID(), 768<<10, atollpb.Codec_CODEC_BYTES); !errors.Is(err, errs.ErrObjectStoreFull) {
@@ -52,7 +54,7 @@ func TestSpillToFullDiskLosesNothing(t *testing.T) {
 	// The disk has room again: after its back-off the store spills, and
 	// the creation that failed now succeeds.
 	fs.Clear()
-	waitFor(t, "a spill after the disk recovered", func() bool { return ts.stats().SpilledObjectsTotal > 0 })
+	testutil.Eventually(t, "a spill after the disk recovered", func() bool { return ts.stats().SpilledObjectsTotal > 0 })
 	id, sum := putObject(t, c, rng, 768<<10)
 	sums[id], alive[id] = sum, 768<<10
 	checkObjects(t, c, sums, rng)
@@ -93,7 +95,7 @@ func TestRestoreErrorsAreTyped(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	a, sumA := putObject(t, c, rng, 512<<10)
 	b, sumB := putObject(t, c, rng, 512<<10)
-	waitFor(t, "a to be spilled", func() bool { return ts.stats().SpilledObjectsTotal == 1 })
+	testutil.Eventually(t, "a to be spilled", func() bool { return ts.stats().SpilledObjectsTotal == 1 })
 
 	for _, tc := range []struct {
 		fault spill.Fault

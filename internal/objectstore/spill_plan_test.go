@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/faultplan"
 	"github.com/atoll-runtime/atoll/internal/actors"
@@ -47,7 +49,7 @@ func TestPlanSpillFullForNextWrites(t *testing.T) {
 	c := ts.client()
 	rng := rand.New(rand.NewPCG(11, 11))
 	sums, alive := putObjects(t, c, rng, 6, 256<<10)
-	waitFor(t, "the planned failed spills", func() bool { return ts.stats().SpillErrorsTotal == 2 })
+	testutil.Eventually(t, "the planned failed spills", func() bool { return ts.stats().SpillErrorsTotal == 2 })
 	// This creation needs room only spilling makes: it waits through
 	// the failures and back-offs and succeeds once spilling resumes.
 	id, sum := putObject(t, c, rng, 768<<10)
@@ -74,7 +76,7 @@ func TestPlanSpillFullKeepsObjectsInMemory(t *testing.T) {
 	c := ts.client()
 	rng := rand.New(rand.NewPCG(12, 12))
 	sums, alive := putObjects(t, c, rng, 6, 256<<10)
-	waitFor(t, "a failed spill", func() bool { return ts.stats().SpillErrorsTotal > 0 })
+	testutil.Eventually(t, "a failed spill", func() bool { return ts.stats().SpillErrorsTotal > 0 })
 	if _, err := c.Create(bg, newObjectID(), 768<<10, atollpb.Codec_CODEC_BYTES); !errors.Is(err, errs.ErrObjectStoreFull) {
 		t.Fatalf("creation with the disk full: %v", err)
 	}
@@ -101,7 +103,7 @@ func TestPlanSpillSlow(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 13))
 	a, sumA := putObject(t, c, rng, 512<<10)
 	b, sumB := putObject(t, c, rng, 512<<10)
-	waitFor(t, "a to be spilled", func() bool { return ts.stats().SpilledObjectsTotal == 1 })
+	testutil.Eventually(t, "a to be spilled", func() bool { return ts.stats().SpilledObjectsTotal == 1 })
 	start := time.Now()
 	checkObjects(t, c, map[ids.ObjectID]uint32{a: sumA, b: sumB}, rng)
 	if took := time.Since(start); took < delay {

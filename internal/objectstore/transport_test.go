@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/atoll-runtime/atoll/atollpb"
@@ -150,12 +152,12 @@ func TestAbandonedCreateIsWithdrawn(t *testing.T) {
 			_, err := c.Create(ctx, newObjectID(), 1000, atollpb.Codec_CODEC_BYTES)
 			done <- err
 		}()
-		waitFor(t, "the creation to queue", func() bool { return ts.stats().PendingCreates == 1 })
+		testutil.Eventually(t, "the creation to queue", func() bool { return ts.stats().PendingCreates == 1 })
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled create: %v", err)
 		}
-		waitFor(t, "the creation to be withdrawn", func() bool { return ts.stats().PendingCreates == 0 })
+		testutil.Eventually(t, "the creation to be withdrawn", func() bool { return ts.stats().PendingCreates == 0 })
 		owner.Delete(filler)
 		if st := ts.stats(); st.NumObjects != 0 || st.UsedBytes != 0 {
 			t.Fatalf("after the filler went: %v", st)
@@ -179,7 +181,7 @@ func TestAbandonedGetReleasesPins(t *testing.T) {
 			_, err := c.Get(ctx, []ids.ObjectID{have, missing}, time.Minute)
 			done <- err
 		}()
-		waitFor(t, "the get to pin what is there", func() bool { return ts.stats().PinnedBytes == 64 })
+		testutil.Eventually(t, "the get to pin what is there", func() bool { return ts.stats().PinnedBytes == 64 })
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled get: %v", err)
@@ -187,7 +189,7 @@ func TestAbandonedGetReleasesPins(t *testing.T) {
 		if err := owner.Put(bg, missing, atollpb.Codec_CODEC_BYTES, []byte("y")); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the late pins to be released", func() bool { return ts.stats().PinnedBytes == 0 })
+		testutil.Eventually(t, "the late pins to be released", func() bool { return ts.stats().PinnedBytes == 0 })
 	})
 }
 
@@ -211,7 +213,7 @@ func spilledVictim(t *testing.T, ts *testStore, owner *Client) (victim ids.Objec
 		}
 		pinned = append(pinned, id)
 	}
-	waitFor(t, "the victim to be spilled and the others pinned in memory", func() bool {
+	testutil.Eventually(t, "the victim to be spilled and the others pinned in memory", func() bool {
 		st := ts.stats()
 		return st.SpilledBytesCurrent >= 1<<20 && st.UsedBytes == 1536<<10 && st.PinnedBytes == 1536<<10
 	})
@@ -235,7 +237,7 @@ func TestTimedOutGetOfSpilledObjectReleasesPin(t *testing.T) {
 		}
 		restored := ts.stats().RestoredBytesTotal
 		free()
-		waitFor(t, "the restore, and no pin left", func() bool {
+		testutil.Eventually(t, "the restore, and no pin left", func() bool {
 			st := ts.stats()
 			return st.RestoredBytesTotal >= restored+1<<20 && st.PinnedBytes == 0
 		})
@@ -274,7 +276,7 @@ func TestFrameServerGivesBackWhatItGaveUpOn(t *testing.T) {
 	if r.GetStatus().GetCode() != atollpb.ErrorCode_UNAVAILABLE {
 		t.Fatalf("create the server gave up on: %v", r)
 	}
-	waitFor(t, "the creation to be withdrawn", func() bool { return ts.stats().PendingCreates == 0 })
+	testutil.Eventually(t, "the creation to be withdrawn", func() bool { return ts.stats().PendingCreates == 0 })
 
 	r = call(&atollpb.Frame{Body: &atollpb.Frame_GetObjects{GetObjects: &atollpb.GetObjectsRequest{
 		ObjectIds: [][]byte{victim.Bytes()}, Priority: PriorityGet}}})
@@ -283,12 +285,12 @@ func TestFrameServerGivesBackWhatItGaveUpOn(t *testing.T) {
 	}
 	restored := ts.stats().RestoredBytesTotal
 	free()
-	waitFor(t, "the restore, and no pin left", func() bool {
+	testutil.Eventually(t, "the restore, and no pin left", func() bool {
 		st := ts.stats()
 		return st.RestoredBytesTotal >= restored+1<<20 && st.PinnedBytes == 0
 	})
 	// Only the victim stays (a freed filler may still be in a spill write).
-	waitFor(t, "only the victim, sealed", func() bool {
+	testutil.Eventually(t, "only the victim, sealed", func() bool {
 		st := ts.stats()
 		return st.NumObjects == 1 && st.NumSealed == 1 && st.PendingCreates == 0
 	})

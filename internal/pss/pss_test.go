@@ -12,12 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testutil.VerifyNoLeaks(m)
 }
 
 const mib = 1 << 20

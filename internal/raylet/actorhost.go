@@ -8,42 +8,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/atoll-runtime/atoll/atollpb"
-	"github.com/atoll-runtime/atoll/internal/actors"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
-
-// hostedActor is the raylet's record of an actor it hosts.
-type hostedActor struct {
-	id       ids.ActorID
-	worker   ids.WorkerID
-	spec     *atollpb.TaskSpec
-	owner    *actor.PID
-	pid      *actor.PID
-	demand   Resources
-	restarts int
-	created  bool
-	cause    *atollpb.ErrorInfo
-}
-
-func (a *hostedActor) info(node ids.NodeID, state atollpb.ActorState, qualify bool) *atollpb.ActorInfo {
-	c := a.spec.GetActorCreation()
-	info := &atollpb.ActorInfo{
-		ActorId: a.id.Bytes(), Name: c.GetName(), ActorType: c.GetActorType(), State: state,
-		NumRestarts: int32(a.restarts), MaxRestarts: c.GetMaxRestarts(), NodeId: node.Bytes(),
-		OwnerId: a.spec.OwnerId, JobId: a.spec.JobId, Namespace: c.GetNamespace(),
-	}
-	if a.pid != nil {
-		info.Address = a.pid.Id
-		if qualify {
-			info.Address = node.String() + "/" + a.pid.Id
-		}
-	}
-	if state == atollpb.ActorState_ACTOR_DEAD {
-		info.DeathCause = a.cause
-	}
-	return info
-}
 
 // actorFailed reports a supervision decision about a crashed actor.
 type actorFailed struct {
@@ -51,111 +18,6 @@ type actorFailed struct {
 	reason    any
 	restarted bool
 	restarts  int
-}
-
-func (r *raylet) startActor(ctx actor.Context, t *task) {
-	a := &hostedActor{
-		id: ids.MustFromBytes(t.spec.ActorId), worker: ids.NewWorkerID(), spec: t.spec,
-		owner: t.owner, demand: t.demand,
-	}
-	w := Worker{ID: a.worker, NodeID: r.cfg.NodeID}
-	exec, raylet, deliver := r.cfg.Executor, ctx.Self(), r.deliver
-	props := actor.PropsFromProducer(func() actor.Actor {
-		return &actorHost{id: a.id, spec: t.spec, worker: w, exec: exec, raylet: raylet, deliver: deliver}
-	})
-	if r.cfg.Process != nil {
-		props = actor.PropsFromProducer(r.cfg.ProcessWorkers.ActorHost(HostSpec{Actor: a.id, Spec: t.spec, Worker: w,
-			Config: r.processConfig(r.binaryFor(t.spec)), Raylet: raylet, Deliver: deliver, PipelineDepth: r.cfg.PipelineDepth}))
-	}
-	a.pid = ctx.SpawnPrefix(r.withMiddleware(props.Configure(actor.WithDispatcher(actors.HotDispatcher))), "actor")
-	r.strategy.add(a.pid.Id, a.id, int(t.spec.GetActorCreation().GetMaxRestarts()))
-	r.actors[a.id] = a
-	r.byPID[a.pid.Id] = a.id
-}
-
-func (r *raylet) actorStarted(ctx actor.Context, m *ActorStarted) {
-	a := r.actors[m.ID]
-	if a == nil {
-		return
-	}
-	if m.Err != nil {
-		a.cause = errs.ToProto(&errs.ActorDiedError{ActorID: a.id.String(), Name: a.spec.GetActorCreation().GetName(),
-			Message: "constructor failed: " + m.Err.Error()})
-		ctx.Stop(a.pid) // actorTerminated reports the death
-		return
-	}
-	if !a.created {
-		a.created = true
-		r.reply(ctx, a.owner, &atollpb.TaskResult{TaskId: a.spec.TaskId, Attempt: a.spec.Attempt,
-			ActorAddress: r.actorAddress(a.pid), WorkerId: a.worker.Bytes()})
-	}
-	r.cfg.ReportActor(a.info(r.cfg.NodeID, atollpb.ActorState_ACTOR_ALIVE, r.cfg.Cluster != nil))
-}
-
-func (r *raylet) actorFailed(m *actorFailed) {
-	a := r.actors[m.id]
-	if a == nil {
-		return
-	}
-	a.restarts = m.restarts
-	if m.restarted {
-		r.stats.ActorRestarts++
-		r.cfg.ReportActor(a.info(r.cfg.NodeID, atollpb.ActorState_ACTOR_RESTARTING, r.cfg.Cluster != nil))
-		return
-	}
-	a.cause = errs.ToProto(&errs.ActorDiedError{ActorID: a.id.String(), Name: a.spec.GetActorCreation().GetName(),
-		Message: fmt.Sprintf("max_restarts (%d) exhausted; last failure: %v", a.spec.GetActorCreation().GetMaxRestarts(), m.reason)})
-}
-
-func (r *raylet) actorTerminated(ctx actor.Context, id ids.ActorID) {
-	a := r.actors[id]
-	if a == nil {
-		return
-	}
-	delete(r.actors, id)
-	delete(r.byPID, a.pid.Id)
-	if reason, ok := r.strategy.spent(a.pid.Id); ok && a.cause == nil {
-		a.cause = errs.ToProto(&errs.ActorDiedError{ActorID: a.id.String(), Name: a.spec.GetActorCreation().GetName(),
-			Message: fmt.Sprintf("max_restarts (%d) exhausted; last failure: %v", a.spec.GetActorCreation().GetMaxRestarts(), reason)})
-	}
-	r.strategy.remove(a.pid.Id)
-	r.avail.Add(a.demand)
-	r.cfg.OnWorkerDeath(a.worker)
-	if a.cause == nil {
-		a.cause = errs.ToProto(&errs.ActorDiedError{ActorID: id.String(), Name: a.spec.GetActorCreation().GetName(), Message: "actor stopped"})
-	}
-	if !a.created {
-		r.reply(ctx, a.owner, &atollpb.TaskResult{TaskId: a.spec.TaskId, Attempt: a.spec.Attempt, Error: a.cause})
-	}
-	r.cfg.ReportActor(a.info(r.cfg.NodeID, atollpb.ActorState_ACTOR_DEAD, r.cfg.Cluster != nil))
-	r.schedule(ctx)
-}
-
-func (r *raylet) killActor(ctx actor.Context, m *atollpb.KillActor, local bool) {
-	a := r.actors[ids.MustFromBytes(m.ActorId)]
-	if a == nil {
-		if !local && r.cfg.Cluster != nil {
-			r.cfg.Cluster.KillActor(m) // hosted on another node
-		}
-		return
-	}
-	reason := m.Reason
-	if reason == "" {
-		reason = "killed"
-	}
-	if !m.NoRestart {
-		r.crashActor(ctx, a, reason)
-		return
-	}
-	if a.cause != nil {
-		return // already being stopped: the first cause stands
-	}
-	a.cause = errs.ToProto(&errs.ActorDiedError{ActorID: a.id.String(), Name: a.spec.GetActorCreation().GetName(), Message: reason})
-	ctx.Stop(a.pid)
-}
-
-func (r *raylet) crashActor(ctx actor.Context, a *hostedActor, reason string) {
-	ctx.Send(a.pid, &CrashActor{Reason: reason})
 }
 
 // actorHost runs one actor instance. Method calls run one at a time, in

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/atoll-runtime/atoll/atollpb"
@@ -79,7 +81,7 @@ func TestDeadActorsLeaveTheTable(t *testing.T) {
 				system.Root.Send(pid, &atollpb.KillActor{ActorId: id.Bytes(), Reason: "crash"})
 			}
 		}
-		eventually(t, "every actor to leave the table", func() bool { return state(t, system, pid).Actors == 0 })
+		testutil.Eventually(t, "every actor to leave the table", func() bool { return state(t, system, pid).Actors == 0 })
 	}
 	dead := 0
 	for len(reports) > 0 {

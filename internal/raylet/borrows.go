@@ -45,9 +45,9 @@ func (r *raylet) ownerProcess(w ids.WorkerID) *actor.PID {
 	if wk := r.workers[w]; wk != nil && wk.binary != "" {
 		return wk.pid
 	}
-	for _, a := range r.actors {
-		if a.worker == w && a.pid != nil {
-			return a.pid
+	for _, h := range r.hosts {
+		if h.worker == w {
+			return h.pid
 		}
 	}
 	return nil

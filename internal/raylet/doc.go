@@ -3,9 +3,67 @@
 // and hosts actors, each in a worker of its own under a supervisor that
 // restarts it up to its max_restarts.
 //
-// The raylet is a protoactor-go actor; its scheduling decisions come from
-// pure functions in policy.go, so they can be tested without actors. User
-// code runs through the Executor interface, which the atoll package
+// # Core and shell
+//
+// The decisions are a state machine, Core (core*.go), in the style of
+// owner.Table and etcd raft's Step/Ready: events go in as method calls
+// that take the current time (Submit, Finished, Recalled, Cancel,
+// Blocked, KillWorker, WorkerExited, PeerView, Drain, NodeGone,
+// GeneratorAck, ActorStarted, ActorFailed, ActorTerminated, KillActor,
+// TimerFired, and HostSpawned, which only records an address), and what
+// the world must do comes out as Effects, in the order they happened
+// (core_effects.go). The Core does no I/O, starts no goroutine, reads no
+// clock and creates no context (core_pure_test.go checks); its
+// scheduling rules are the pure functions of policy.go (Pick,
+// RootSlots, IdleToStop) and placement.go (Place). Scripted scenarios in
+// testdata/core drive it (core_test.go).
+//
+// The Core owns every piece of decision state: the queues by scheduling
+// class and their pending reasons; admission (the objects running and
+// pipelined tasks read, their bytes counted once, capped at
+// ArgsFraction of the store) and the running root tasks (withheld past
+// Saturation × workers); the available resources, with the CPU blocked
+// tasks lend; the workers as it sees them (idle since when, their lease
+// to a class, the attempts pushed to each in order, recalls on their
+// way); the early exits per binary (respawn backoff); the hosted actors'
+// records (demand, restarts, whether the creation was answered, cause of
+// death); the peers' views, the SPREAD cursor and the tasks waiting for a
+// node able to run them; the counters of State.
+//
+// The protoactor actor (raylet.go, shell.go) is the shell: it turns each
+// message into one event, with time.Now(), then performs the effects
+// until none is left. It owns what the Core must not touch: the workers'
+// actors and Slots, the actor hosts and their supervisor strategy
+// (actorhost.go), the attempts' contexts, timers, spans (the Core only
+// adds events to the queue spans a TaskTracer starts), the timeline, the
+// worker binaries' hashes (trust.go, injected as CoreConfig.CheckBinary)
+// and the routing of borrow reports and actor state broadcasts to the
+// processes of this node. The difference between goroutine workers and
+// process workers lives in the shell only. The effects:
+//
+//   - StartWorker / StopWorker: spawn a pool worker (a workerActor
+//     running attempts on goroutines, or a worker process through
+//     ProcessWorkers); stop one the Core forgot (reaped, evicted for
+//     another binary, dead): clear its slot, stop its actor, tell the
+//     store (Config.OnWorkerDeath).
+//   - KillWorker: kill a worker; the shell steps WorkerExited for it at
+//     once, saying whether its process had registered.
+//   - Push: give attempts their contexts and hand them to a worker in one
+//     write (Slot.assign); a goroutine worker is sent each.
+//   - Recall: ask a worker process to give an unstarted attempt back; the
+//     answer comes back as Recalled.
+//   - Cancel, Done, Returned: cancel an attempt's context (its task was
+//     cancelled); an attempt ended (its context released, the timeline
+//     records it); an attempt was given back (its context released).
+//   - Reply: send a result to an owner's mailbox.
+//   - ArmTimer: post TimerFired after a delay (reaping, respawn).
+//   - Forward, CancelForwarded, AckGenerator, ForwardGeneratorAck,
+//     KillRemoteActor: the ClusterConfig callbacks and the worker's
+//     generator acks.
+//   - SpawnHost, StopHost, CrashHost, HostGone, ReportActor: the actor
+//     hosts' lives and the states reported to the GCS.
+//
+// User code runs through the Executor interface, which the atoll package
 // implements: the raylet knows nothing about functions, codecs or the
 // object store.
 package raylet

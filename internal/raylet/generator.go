@@ -2,7 +2,6 @@ package raylet
 
 import (
 	"github.com/atoll-runtime/atoll/atollpb"
-	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
 // A streaming generator task (TaskSpec.generator) reports each item it
@@ -31,29 +30,6 @@ func (s *Slot) DeliverItem(res *atollpb.TaskResult) {
 	s.mu.Unlock()
 	if t != nil && t.spec.GetGenerator() {
 		t.deliver(t.owner, res)
-	}
-}
-
-// generatorAck passes an owner's GeneratorAck to the worker process
-// running that attempt. In a cluster, an ack for an attempt not running
-// here goes to the gateway (ClusterConfig.GeneratorAck), which passes it
-// to the node this one forwarded the attempt to, if it did; hops is the
-// link it came on (0 from an owner of this node). Other acks are dropped
-// (the worker learns the count again with its next item's answer).
-func (r *raylet) generatorAck(m *atollpb.GeneratorAck, hops int32) {
-	id, err := ids.FromBytes(m.GetTaskId())
-	if err != nil {
-		return
-	}
-	t := r.running[id]
-	if t == nil || t.spec.Attempt != m.Attempt || !t.spec.Generator {
-		if r.cfg.Cluster != nil && r.cfg.Cluster.GeneratorAck != nil {
-			r.cfg.Cluster.GeneratorAck(m, hops)
-		}
-		return
-	}
-	if w := r.workers[t.worker]; w != nil {
-		w.slot.send(&atollpb.Frame{Body: &atollpb.Frame_GeneratorAck{GeneratorAck: m}})
 	}
 }
 

@@ -38,12 +38,11 @@ type TaskEvent struct {
 	TraceID trace.TraceID
 }
 
-// finishedEvent is the timeline entry of t's attempt on worker w, ending
-// now.
-func finishedEvent(t *task, w ids.WorkerID, failed bool) TaskEvent {
-	e := TaskEvent{TaskID: t.id, Name: t.spec.Name, Worker: w, Start: t.started, End: time.Now(), Failed: failed}
-	e.JobID, _ = ids.FromBytes(t.spec.GetJobId())
-	e.TraceID = traceID(t.spec.GetTrace().GetTraceparent())
+// finishedEvent is the timeline entry of an attempt that ended (Done).
+func finishedEvent(a *Assignment) TaskEvent {
+	e := TaskEvent{TaskID: a.task, Name: a.spec.Name, Worker: a.worker, Start: a.started, End: a.ended, Failed: a.failed}
+	e.JobID, _ = ids.FromBytes(a.spec.GetJobId())
+	e.TraceID = traceID(a.spec.GetTrace().GetTraceparent())
 	return e
 }
 

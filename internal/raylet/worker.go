@@ -2,6 +2,7 @@ package raylet
 
 import (
 	"context"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -9,18 +10,40 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
-// Assignment is a task attempt assigned to a worker (see Slot).
+// Assignment is a task attempt assigned to a worker (see Slot). The Core
+// creates it and owns its first fields; the shell gives it its context
+// and delivery when it applies the Push that carries it, and the Slot
+// owns unwatch.
 type Assignment struct {
-	ctx       context.Context
 	spec      *atollpb.TaskSpec
-	attemptID uint64
+	task      ids.TaskID
+	attemptID uint64 // unique on the node
 	worker    ids.WorkerID
 	// owner gets the result, through deliver.
-	owner   *actor.PID
+	owner *actor.PID
+	// started is when the attempt started on its worker (its push, or
+	// the end of the one before it), ended when it ended, failed whether
+	// it failed (the Core's clock; for the timeline).
+	started, ended time.Time
+	failed         bool
+
+	// The shell's: the attempt's context, cancelled to stop it (with a
+	// cause: cancelled; nil: it ended), and the delivery of its result.
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
 	deliver func(owner *actor.PID, res *atollpb.TaskResult)
 	// unwatch stops forwarding the attempt's cancellation (Slot.mu).
 	unwatch func() bool
 }
+
+// Spec is the attempt's task.
+func (a *Assignment) Spec() *atollpb.TaskSpec { return a.spec }
+
+// Worker is the worker the attempt was pushed to.
+func (a *Assignment) Worker() ids.WorkerID { return a.worker }
+
+// ID numbers the attempt on its node (Core.Finished, Core.Recalled).
+func (a *Assignment) ID() uint64 { return a.attemptID }
 
 // taskFinished reports an attempt's result back to the raylet. delivered:
 // the worker gave the result to its owner already.

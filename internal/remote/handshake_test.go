@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/testtls"
 )
@@ -50,7 +52,7 @@ func TestHandshake(t *testing.T) {
 	if _, err := clientWith(t, ClientConfig{}).Pull(ctx, srv.Addr(), id, bufAlloc(&got)); err == nil {
 		t.Fatal("pull without a key from a server that requires one succeeded")
 	}
-	waitFor(t, "two unauthenticated connections counted", func() bool { return srv.Unauthenticated() == 2 })
+	testutil.Eventually(t, "two unauthenticated connections counted", func() bool { return srv.Unauthenticated() == 2 })
 	if n := src.opens.Load(); n != 1 {
 		t.Fatalf("the source was opened %d times; only the authenticated pull may open it", n)
 	}
@@ -69,7 +71,7 @@ func TestHandshakeStalledPeer(t *testing.T) {
 	srv := listenWith(t, newMemSource(), ServerOptions{Key: keyOf(1), HandshakeTimeout: quick})
 	c := dial(t, srv)
 	closedByServer(t, c, "a silent peer")
-	waitFor(t, "the silent peer counted", func() bool { return srv.Unauthenticated() == 1 })
+	testutil.Eventually(t, "the silent peer counted", func() bool { return srv.Unauthenticated() == 1 })
 }
 
 // TestTLS: mutual TLS with the key handshake on top; a plaintext client
@@ -103,5 +105,5 @@ func TestTLS(t *testing.T) {
 	if _, err := clientWith(t, ClientConfig{Key: keyOf(1), TLS: noCert}).Pull(ctx, srv.Addr(), id, bufAlloc(&got)); err == nil {
 		t.Fatal("a pull without a client certificate from an mTLS server succeeded")
 	}
-	waitFor(t, "the refused connections counted", func() bool { return srv.Unauthenticated() == 2 })
+	testutil.Eventually(t, "the refused connections counted", func() bool { return srv.Unauthenticated() == 2 })
 }

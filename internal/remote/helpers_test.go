@@ -2,11 +2,9 @@ package remote
 
 import (
 	"context"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -78,18 +76,6 @@ func newTestClient(t testing.TB) *Client {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
-}
-
-// waitFor polls cond (yielding, never sleeping) until it holds.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		runtime.Gosched()
-	}
 }
 
 func bufAlloc(dst *[]byte) AllocFunc {

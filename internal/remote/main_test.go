@@ -3,9 +3,9 @@ package remote
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testutil.VerifyNoLeaks(m)
 }

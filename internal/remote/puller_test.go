@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
@@ -52,7 +54,7 @@ func TestPullerDeduplicatesConcurrentPulls(t *testing.T) {
 			errc <- err
 		})
 	}
-	waitFor(t, "all readers to join", func() bool { return p.Stats().Joined == readers-1 })
+	testutil.Eventually(t, "all readers to join", func() bool { return p.Stats().Joined == readers-1 })
 	close(src.gate)
 	wg.Wait()
 	close(errc)
@@ -106,8 +108,8 @@ func TestPullerRespectsMaxInFlight(t *testing.T) {
 			errc <- err
 		})
 	}
-	waitFor(t, "admitted pulls to reach alloc", func() bool { return entered.Load() == admitted })
-	waitFor(t, "the rest to queue", func() bool { return p.Stats().Queued == total-admitted })
+	testutil.Eventually(t, "admitted pulls to reach alloc", func() bool { return entered.Load() == admitted })
+	testutil.Eventually(t, "the rest to queue", func() bool { return p.Stats().Queued == total-admitted })
 	if st := p.Stats(); st.InFlight != admitted*size || entered.Load() != admitted {
 		t.Fatalf("inflight=%d entered=%d, want %d and %d", st.InFlight, entered.Load(), admitted*size, admitted)
 	}
@@ -142,13 +144,13 @@ func TestPullerCancelledWaiterDoesNotFailOthers(t *testing.T) {
 		_, _, err := p.Pull(ctx, srv.Addr(), id, bufAlloc(&dst))
 		first <- err
 	}()
-	waitFor(t, "transfer to start", func() bool { return p.Stats().Transfers == 1 })
+	testutil.Eventually(t, "transfer to start", func() bool { return p.Stats().Transfers == 1 })
 	second := make(chan error, 1)
 	go func() {
 		_, _, err := p.Pull(context.Background(), srv.Addr(), id, bufAlloc(new([]byte)))
 		second <- err
 	}()
-	waitFor(t, "second reader to join", func() bool { return p.Stats().Joined == 1 })
+	testutil.Eventually(t, "second reader to join", func() bool { return p.Stats().Joined == 1 })
 	cancel()
 	if err := <-first; !errors.Is(err, context.Canceled) {
 		t.Fatalf("first: %v, want context.Canceled", err)

@@ -6,6 +6,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 func listenWith(t *testing.T, src ObjectSource, opts ServerOptions) *Server {
@@ -103,7 +105,7 @@ func TestServerIdleTimeout(t *testing.T) {
 		if len(dst) != 1000 {
 			t.Fatalf("pulled %d bytes", len(dst))
 		}
-		waitFor(t, "the server to close the pooled connection", func() bool {
+		testutil.Eventually(t, "the server to close the pooled connection", func() bool {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			return len(s.conns) == 0
@@ -124,10 +126,10 @@ func TestServerStalledReader(t *testing.T) {
 	if _, err := c.Write(req[:]); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the stalled transfer's pin to be released", func() bool { return src.releases.Load() == 1 })
+	testutil.Eventually(t, "the stalled transfer's pin to be released", func() bool { return src.releases.Load() == 1 })
 	// The pin is released as the request's handler returns; the connection
 	// leaves the table a moment later, when its serve loop does.
-	waitFor(t, "the stalled connection to be closed", func() bool {
+	testutil.Eventually(t, "the stalled connection to be closed", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return len(s.conns) == 0
@@ -153,7 +155,7 @@ func TestIdleConnectionsClosed(t *testing.T) {
 	for i, c := range conns {
 		closedByServer(t, c, fmt.Sprintf("idle connection %d", i))
 	}
-	waitFor(t, "every connection accounted for", func() bool {
+	testutil.Eventually(t, "every connection accounted for", func() bool {
 		return s.Refused()+s.Unauthenticated() == 300
 	})
 	if s.Refused() != 300-DefaultMaxConns {

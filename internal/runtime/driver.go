@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/faultplan"
@@ -20,7 +19,9 @@ import (
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/jobs"
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/owner"
 	"github.com/atoll-runtime/atoll/internal/raylet"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
@@ -38,17 +39,19 @@ type DriverConfig struct {
 	WorkerBinary string
 	// LineageBudget bounds the lineage the owner keeps (0: the default).
 	LineageBudget int
-	// Node is the configuration of the driver's node, given the tracer
-	// provider its spans go to.
-	Node func(trace.TracerProvider) node.Config
+	// Node is the configuration of the driver's node (its tracer
+	// provider is the one the driver resolves).
+	Node nodeconfig.Config
 	// SignalHandler: shut down on SIGINT and SIGTERM, then die of the
 	// signal.
 	SignalHandler bool
 	// FaultPlan runs its timed rules from the start until Shutdown
 	// (its message rules are the node's, in Faults).
 	FaultPlan *faultplan.Plan
-	// Faults is the node's fault injector, if any (GetFaultLog).
-	Faults *actors.FaultInjector
+	// Faults is the node's fault injector, if any (GetFaultLog), and
+	// FaultPoints a fault plan's rules at points for the driver's node.
+	Faults      *actors.FaultInjector
+	FaultPoints *faultplan.Points
 	// WorkerOutput receives the output of the job's workers on the
 	// cluster's nodes (nil: stdout and stderr), printed unless
 	// LogToDriver is false or EnvLogToDriver says 0.
@@ -147,13 +150,13 @@ func (d *Driver) start(ctx context.Context) error {
 	telemetry.SetLocalExport(telemetry.ExportFromEnv(rt.jobID.Bytes()))
 	rt.tracer = telemetry.Tracer(tp)
 
-	nc := cfg.Node(tp)
+	nc := cfg.Node
+	nc.TracerProvider = tp
+	hooks := node.Hooks{Deliver: d.deliverResult, DeliverBorrows: d.deliverBorrows, Faults: cfg.Faults, FaultPoints: cfg.FaultPoints}
 	if cfg.InProcessWorkers {
-		nc.Executor = (*executor)(rt)
+		hooks.Executor = (*executor)(rt)
 	}
-	nc.Deliver = d.deliverResult
-	nc.DeliverBorrows = d.deliverBorrows
-	n, err := node.Start(ctx, nc)
+	n, err := node.StartWith(ctx, nc, hooks)
 	if err != nil {
 		return err
 	}
@@ -318,10 +321,10 @@ func entrypoint() string {
 }
 
 // submissionID is the id of the submitted job (`atoll job submit`) whose
-// driver this process is, from node.EnvSubmissionID, or nil: the driver
+// driver this process is, from jobs.EnvSubmissionID, or nil: the driver
 // records it in its own job's entry (JobInfo.submission_id).
 func submissionID() []byte {
-	id, err := ids.FromHex(os.Getenv(node.EnvSubmissionID))
+	id, err := ids.FromHex(os.Getenv(jobs.EnvSubmissionID))
 	if err != nil || id.IsZero() {
 		return nil
 	}

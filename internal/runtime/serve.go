@@ -4,14 +4,15 @@ import (
 	"os"
 
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/raylet"
 )
 
 // Serving reports whether atoll started this process to serve: a worker
 // process (its raylet re-executed the binary with raylet.EnvWorker) or a
-// cluster node (started with node.EnvNode, as internal/testcluster and
+// cluster node (started with nodeconfig.EnvNode, as internal/testcluster and
 // internal/localcluster run test and sample binaries).
-func Serving() bool { return os.Getenv(raylet.EnvWorker) == "1" || os.Getenv(node.EnvNode) != "" }
+func Serving() bool { return os.Getenv(raylet.EnvWorker) == "1" || os.Getenv(nodeconfig.EnvNode) != "" }
 
 // Serve serves, and never returns, if atoll started this process to serve
 // (Serving): a worker process runs the tasks and the actor its raylet
@@ -22,7 +23,7 @@ func Serve(s Settings) {
 	if os.Getenv(raylet.EnvWorker) == "1" {
 		serveWorker(s) // never returns
 	}
-	if os.Getenv(node.EnvNode) != "" {
+	if os.Getenv(nodeconfig.EnvNode) != "" {
 		node.RunFromEnv() // never returns
 	}
 }

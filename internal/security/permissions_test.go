@@ -16,10 +16,11 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/cluster"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/gcs"
 	"github.com/atoll-runtime/atoll/internal/ids"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -149,22 +150,22 @@ func TestRolePermissions(t *testing.T) {
 	readSubject := gcs.ReadSubject(cluster.DefaultPrefix)
 
 	t.Run("reader", func(t *testing.T) {
-		creds := node.Credentials{ReaderToken: secret.NATSPassword(cluster.ReaderUser)}
-		st, err := node.GetClusterStatus(context.Background(), c.Address(), creds)
+		creds := nodeconfig.Credentials{ReaderToken: secret.NATSPassword(cluster.ReaderUser)}
+		st, err := clusterclient.GetStatus(context.Background(), c.Address(), creds)
 		if err != nil {
 			t.Fatalf("a reader's status: %v", err)
 		}
 		if len(st.Nodes) < c.Len() {
 			t.Fatalf("a reader sees %d nodes, want at least %d", len(st.Nodes), c.Len())
 		}
-		if _, err := node.ListNodes(context.Background(), c.Address(), node.Credentials{ReaderToken: "00" + creds.ReaderToken[2:]}); !errors.Is(err, atoll.ErrUnauthenticated) {
+		if _, err := clusterclient.ListNodes(context.Background(), c.Address(), nodeconfig.Credentials{ReaderToken: "00" + creds.ReaderToken[2:]}); !errors.Is(err, atoll.ErrUnauthenticated) {
 			t.Fatalf("a wrong reader token: %v, want ErrUnauthenticated", err)
 		}
 
 		// A command with the reader token that asks for a change fails at
 		// once, not at its deadline: its connection is closed on the
 		// server's refusal, with ErrPermissionDenied saying why.
-		rc, _, err := node.DialCluster(c.Address(), "reader-command", creds)
+		rc, _, err := clusterclient.Dial(c.Address(), "reader-command", creds)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +177,7 @@ func TestRolePermissions(t *testing.T) {
 		if d := time.Since(start); d > 20*time.Second {
 			t.Fatalf("a reader's refused request took %v to fail", d)
 		}
-		if err := node.LastPermissionViolation(); !errors.Is(err, atoll.ErrPermissionDenied) || !strings.Contains(err.Error(), "atoll.amm.control") {
+		if err := clusterclient.LastPermissionViolation(); !errors.Is(err, atoll.ErrPermissionDenied) || !strings.Contains(err.Error(), "atoll.amm.control") {
 			t.Fatalf("LastPermissionViolation = %v, want ErrPermissionDenied naming atoll.amm.control", err)
 		}
 
@@ -282,7 +283,7 @@ func TestRolePermissions(t *testing.T) {
 // PartitionNode fail at once with ErrPermissionDenied, and a crash
 // request published by hand never reaches the node.
 func TestFaultInjectionNeedsTheHead(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 2, NumCPUs: 1, ObjectStoreMemory: 64 << 20, FailureTimeout: 5 * time.Second,
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1, ObjectStoreMemory: 64 << 20, FailureTimeout: 5 * time.Second},
 		NoFaultInjection: true})
 	ctx := join(t, c)
 	target := c.Node(1).ID

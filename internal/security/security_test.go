@@ -20,10 +20,11 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/cluster/membership"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/remote"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 	"github.com/atoll-runtime/atoll/internal/testmain"
@@ -37,7 +38,7 @@ var square = atoll.NewFunc1("security.square", func(_ context.Context, x int) (i
 // detector) from being declared dead.
 func startCluster(t *testing.T) *testcluster.Cluster {
 	t.Helper()
-	return testcluster.Start(t, testcluster.Options{Nodes: 2, NumCPUs: 1, ObjectStoreMemory: 64 << 20, FailureTimeout: 5 * time.Second})
+	return testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1, ObjectStoreMemory: 64 << 20, FailureTimeout: 5 * time.Second}})
 }
 
 // copyFile copies src to dst (mode 0700) and appends extra, streaming:
@@ -83,7 +84,7 @@ func checkSquare(ctx context.Context, t *testing.T) {
 // nodeInfo returns the GCS's record of node i of c.
 func nodeInfo(t *testing.T, c *testcluster.Cluster, i int) *atollpb.NodeInfo {
 	t.Helper()
-	nodes, err := node.ListNodes(context.Background(), c.Address(), c.Credentials())
+	nodes, err := clusterclient.ListNodes(context.Background(), c.Address(), c.Credentials())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func TestGossipRefusesStrangers(t *testing.T) {
 			t.Fatalf("%s: joined %d nodes (%v), sees %d members; want refused", name, n, err, members)
 		}
 	}
-	if nodes, err := node.ListNodes(context.Background(), c.Address(), c.Credentials()); err != nil || len(nodes) != 2 {
+	if nodes, err := clusterclient.ListNodes(context.Background(), c.Address(), c.Credentials()); err != nil || len(nodes) != 2 {
 		t.Fatalf("the GCS lists %d nodes (%v) after the attempts, want 2", len(nodes), err)
 	}
 }
@@ -262,7 +263,7 @@ func TestNodeRunsOnlyTheRegisteredBinary(t *testing.T) {
 func TestMalformedMessagesKeepTheNodeServing(t *testing.T) {
 	c := startCluster(t)
 	ctx := join(t, c)
-	nc, _, err := node.DialCluster(c.Address(), "malformed", c.Credentials())
+	nc, _, err := clusterclient.Dial(c.Address(), "malformed", c.Credentials())
 	if err != nil {
 		t.Fatal(err)
 	}

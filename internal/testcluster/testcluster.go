@@ -4,7 +4,7 @@
 // functions and actor types.
 //
 // A node process is the test binary (os.Executable()) started with
-// node.EnvNode set to its JSON-encoded node.Config. The package's
+// nodeconfig.EnvNode set to its JSON-encoded nodeconfig.Config. The package's
 // TestMain must hand such a process to atoll.Init before running tests:
 //
 //	func TestMain(m *testing.M) {
@@ -20,7 +20,8 @@
 // temporary directory; the last lines of every log are printed when the
 // test fails.
 //
-//	c := testcluster.Start(t, testcluster.Options{Nodes: 3})
+//	c := testcluster.Start(t, testcluster.Options{Nodes: 3,
+//		Node: nodeconfig.Config{NumCPUs: 2, FailureTimeout: 4 * time.Second}})
 //	// a driver joins the cluster:
 //	atoll.Init(ctx, atoll.WithAddress(c.Address()))
 //	c.Kill(2)    // SIGKILL a node
@@ -42,9 +43,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,14 +60,16 @@ import (
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/cluster"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/gcs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/localcluster"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
-// Defaults of Options.
+// Defaults of Options.Node that differ from a node's own: small nodes,
+// quick to declare dead.
 const (
 	DefaultNodes             = 3
 	DefaultNumCPUs           = 1
@@ -84,29 +89,20 @@ const (
 type Options struct {
 	// Nodes is the number of nodes (default 3); node 0 is the head.
 	Nodes int
-	// NumCPUs is every node's CPU slots (default 1).
-	NumCPUs float64
-	// ObjectStoreMemory is every node's object store size in bytes
-	// (default 256 MiB).
-	ObjectStoreMemory uint64
-	// NATSURL makes the head use an existing NATS server (with
-	// JetStream) instead of its embedded one.
-	NATSURL string
-	// FailureTimeout bounds the time to declare a failed node dead
-	// (default 2s; memberlist cannot go below about 1.2s).
-	FailureTimeout time.Duration
-	// Resources, if set, gives node i its custom resources.
-	Resources func(i int) map[string]float64
-	// Config, if set, adjusts node i's config after the defaults above
-	// are applied (Head, Address, NodeIP, ports and SessionDir are
-	// reset afterwards).
-	Config func(i int, cfg *node.Config)
-	// NoFaultInjection starts the head without node.Config.FaultInjection
+	// Node is every node's settings. Zero NumCPUs, ObjectStoreMemory and
+	// FailureTimeout take the defaults above (1 CPU, 256 MiB, 2 s; memberlist
+	// cannot go below about 1.2 s), other zero fields the node's own. The
+	// cluster decides each node's Head, Address, NodeIP, ports,
+	// SessionDir, GCSDir and LogFile; NATSURL (an existing NATS server
+	// with JetStream instead of the head's embedded one) and Dashboard (on
+	// a free port: Cluster.DashboardURL) are the head's only.
+	Node nodeconfig.Config
+	// Config, if set, adjusts node i's settings after Node and the
+	// defaults (what the cluster decides is set afterwards).
+	Config func(i int, cfg *nodeconfig.Config)
+	// NoFaultInjection starts the head without Config.FaultInjection
 	// (test clusters allow it by default: tests kill and cut nodes).
 	NoFaultInjection bool
-	// Dashboard makes the head serve the dashboard on a free port
-	// (Cluster.DashboardURL).
-	Dashboard bool
 	// Env is added to every node process's environment ("KEY=value"),
 	// e.g. the caps of the GCS (gcs.EnvMaxDeadActors, ...) and of the
 	// gateways (cluster.EnvMaxDeadNodes, cluster.EnvForwardLease, ...).
@@ -118,14 +114,14 @@ func (o Options) withDefaults() Options {
 	if o.Nodes == 0 {
 		o.Nodes = DefaultNodes
 	}
-	if o.NumCPUs == 0 {
-		o.NumCPUs = DefaultNumCPUs
+	if o.Node.NumCPUs == 0 {
+		o.Node.NumCPUs = DefaultNumCPUs
 	}
-	if o.ObjectStoreMemory == 0 {
-		o.ObjectStoreMemory = DefaultObjectStoreMemory
+	if o.Node.ObjectStoreMemory == 0 {
+		o.Node.ObjectStoreMemory = DefaultObjectStoreMemory
 	}
-	if o.FailureTimeout == 0 {
-		o.FailureTimeout = DefaultFailureTimeout
+	if o.Node.FailureTimeout == 0 {
+		o.Node.FailureTimeout = DefaultFailureTimeout
 	}
 	return o
 }
@@ -163,11 +159,11 @@ type Node struct {
 	// (host:port), if its Config.MetricsPort asked for it.
 	MetricsAddress string
 	// Config is the config the node was started with.
-	Config node.Config
-	// LogFile holds the node's stdout and stderr (node.Config.LogFile).
+	Config nodeconfig.Config
+	// LogFile holds the node's stdout and stderr (nodeconfig.Config.LogFile).
 	LogFile string
 	// DashboardURL is the dashboard the node serves (a head started with
-	// Options.Dashboard), else "".
+	// Options.Node.Dashboard), else "".
 	DashboardURL string
 
 	proc *localcluster.Process
@@ -204,11 +200,11 @@ func (n *Node) Signal(sig syscall.Signal) error { return n.proc.Signal(sig) }
 // StopTimeout) and, if the test failed, logs the tail of each node's log.
 func Start(t testing.TB, opts Options) *Cluster {
 	t.Helper()
-	if os.Getenv(node.EnvNode) != "" {
+	if os.Getenv(nodeconfig.EnvNode) != "" {
 		// A node process ran the tests instead of serving as a node: its
 		// TestMain does not call atoll.Init. Starting more nodes here
 		// would recurse.
-		t.Fatalf("testcluster.Start in a node process (%s is set): TestMain must call atoll.Init when atoll.IsWorker()", node.EnvNode)
+		t.Fatalf("testcluster.Start in a node process (%s is set): TestMain must call atoll.Init when atoll.IsWorker()", nodeconfig.EnvNode)
 	}
 	opts = opts.withDefaults()
 	if opts.Nodes < 1 {
@@ -256,7 +252,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 }
 
 // Address is the head's cluster address (host:port), for
-// atoll.WithAddress, node.GetClusterStatus or node.Config.Address.
+// atoll.WithAddress, clusterclient.GetStatus or nodeconfig.Config.Address.
 func (c *Cluster) Address() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -264,12 +260,12 @@ func (c *Cluster) Address() string {
 }
 
 // DashboardURL is the head's dashboard (http://127.0.0.1:port); the test
-// fails unless the cluster was started with Options.Dashboard.
+// fails unless the cluster was started with Options.Node.Dashboard.
 func (c *Cluster) DashboardURL() string {
 	c.t.Helper()
 	u := c.Node(0).DashboardURL
 	if u == "" {
-		c.t.Fatalf("testcluster: the head serves no dashboard (start the cluster with Options.Dashboard)")
+		c.t.Fatalf("testcluster: the head serves no dashboard (start the cluster with Options.Node.Dashboard)")
 	}
 	return u
 }
@@ -278,9 +274,11 @@ func (c *Cluster) DashboardURL() string {
 // atoll.WithSecret.
 func (c *Cluster) Secret() string { return c.secret.Hex() }
 
-// Credentials are the cluster's credentials, for node.DialCluster,
-// node.GetClusterStatus and the like.
-func (c *Cluster) Credentials() node.Credentials { return node.Credentials{Secret: c.Secret()} }
+// Credentials are the cluster's credentials, for clusterclient.Dial,
+// clusterclient.GetStatus and the like.
+func (c *Cluster) Credentials() nodeconfig.Credentials {
+	return nodeconfig.Credentials{Secret: c.Secret()}
+}
 
 // DialAs connects to the head's NATS as user (cluster.HeadUser,
 // cluster.NodeUser(id), cluster.ClientUser, cluster.ReaderUser) with the
@@ -383,7 +381,7 @@ func (c *Cluster) Restart(i int) *Node {
 // ready. cfg, if not nil, adjusts the node's config last (the defaults,
 // Options.Resources and Options.Config applied), so it may change
 // anything, ports included.
-func (c *Cluster) AddNode(cfg func(*node.Config)) *Node {
+func (c *Cluster) AddNode(cfg func(*nodeconfig.Config)) *Node {
 	c.t.Helper()
 	c.mu.Lock()
 	i := len(c.nodes)
@@ -407,10 +405,10 @@ func (c *Cluster) AddNode(cfg func(*node.Config)) *Node {
 	return n
 }
 
-// WaitStatus polls node.GetClusterStatus until cond holds, failing the
+// WaitStatus polls clusterclient.GetStatus until cond holds, failing the
 // test after timeout with the last status or error. It returns the status
 // that satisfied cond.
-func (c *Cluster) WaitStatus(timeout time.Duration, cond func(*node.ClusterStatus) bool) *node.ClusterStatus {
+func (c *Cluster) WaitStatus(timeout time.Duration, cond func(*clusterclient.Status) bool) *clusterclient.Status {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -418,7 +416,7 @@ func (c *Cluster) WaitStatus(timeout time.Duration, cond func(*node.ClusterStatu
 	defer tick.Stop()
 	var last string
 	for {
-		st, err := node.GetClusterStatus(ctx, c.Address(), c.Credentials())
+		st, err := clusterclient.GetStatus(ctx, c.Address(), c.Credentials())
 		if err == nil && cond(st) {
 			return st
 		}
@@ -453,16 +451,12 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 	}
 }
 
-// config is node i's config before it starts.
-func (c *Cluster) config(i int) node.Config {
-	cfg := node.Config{
-		NumCPUs:           c.opts.NumCPUs,
-		ObjectStoreMemory: c.opts.ObjectStoreMemory,
-		FailureTimeout:    c.opts.FailureTimeout,
-	}
-	if c.opts.Resources != nil {
-		cfg.Resources = c.opts.Resources(i)
-	}
+// config is node i's config before it starts: Options.Node, adjusted by
+// Options.Config, with what the cluster decides.
+func (c *Cluster) config(i int) nodeconfig.Config {
+	cfg := c.opts.Node
+	cfg.Resources = maps.Clone(cfg.Resources) // a node's own, for Config to change
+	cfg.SpillDirs = slices.Clone(cfg.SpillDirs)
 	if c.opts.Config != nil {
 		c.opts.Config(i, &cfg)
 	}
@@ -470,16 +464,15 @@ func (c *Cluster) config(i int) node.Config {
 		cfg.Secret = c.Secret()
 	}
 	cfg.Head = i == 0
-	cfg.NATSURL, cfg.GCSDir = "", ""
 	if cfg.Head && !c.opts.NoFaultInjection {
 		cfg.FaultInjection = true
 	}
-	if cfg.Head {
-		cfg.NATSURL = c.opts.NATSURL
-		if cfg.NATSURL == "" {
-			// The cluster's own: Restart keeps it (the config is reused).
-			cfg.GCSDir = filepath.Join(c.dir, "gcs")
-		}
+	cfg.GCSDir = ""
+	if !cfg.Head {
+		cfg.NATSURL, cfg.Dashboard, cfg.DashboardTraceURL = "", false, ""
+	} else if cfg.NATSURL == "" {
+		// The cluster's own: Restart keeps it (the config is reused).
+		cfg.GCSDir = filepath.Join(c.dir, "gcs")
 	}
 	cfg.Address = ""
 	if !cfg.Head {
@@ -488,9 +481,6 @@ func (c *Cluster) config(i int) node.Config {
 	cfg.NodeIP = "127.0.0.1"
 	cfg.RandomPorts = true
 	cfg.Port, cfg.GossipPort, cfg.TransferPort, cfg.DashboardPort = 0, 0, 0, 0
-	if cfg.Head && c.opts.Dashboard {
-		cfg.Dashboard = true
-	}
 	cfg.SessionDir = c.sessionDir(i)
 	cfg.Logger = nil
 	return cfg
@@ -510,19 +500,19 @@ func (c *Cluster) sessionDir(i int) string {
 }
 
 // launch starts node i's process with cfg and waits until it is ready.
-func (c *Cluster) launch(i int, cfg node.Config) (*Node, error) {
+func (c *Cluster) launch(i int, cfg nodeconfig.Config) (*Node, error) {
 	c.mu.Lock()
 	c.seq++
 	logFile := filepath.Join(c.dir, fmt.Sprintf("node%d.%d.log", i, c.seq))
 	c.logs = append(c.logs, logFile)
 	c.mu.Unlock()
 	cfg.LogFile = logFile
-	cfgJSON, err := json.Marshal(cfg)
+	nodeEnv, err := cfg.Environ()
 	if err != nil {
 		return nil, err
 	}
-	env := append(localcluster.FilterEnv(os.Environ(), node.EnvNode), c.opts.Env...)
-	env = append(env, node.EnvNode+"="+string(cfgJSON))
+	env := append(localcluster.FilterEnv(os.Environ(), nodeconfig.EnvNode), c.opts.Env...)
+	env = append(env, nodeEnv)
 	// -test.run=^$: should TestMain not hand the process to atoll.Init,
 	// it runs no tests (and exits) rather than starting clusters itself.
 	p, ready, err := localcluster.StartProcess(c.exe, []string{"-test.run=^$"}, env, logFile, ReadyTimeout)
@@ -549,7 +539,7 @@ func (c *Cluster) conn() *nats.Conn {
 	defer c.mu.Unlock()
 	if c.nc == nil {
 		var err error
-		if c.nc, _, err = node.DialCluster(c.address, "testcluster", node.Credentials{Secret: c.secret.Hex()}, nats.MaxReconnects(-1)); err != nil {
+		if c.nc, _, err = clusterclient.Dial(c.address, "testcluster", nodeconfig.Credentials{Secret: c.secret.Hex()}, nats.MaxReconnects(-1)); err != nil {
 			c.t.Fatalf("testcluster: connect to %s: %v", c.address, err)
 		}
 	}

@@ -9,26 +9,18 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/atoll-runtime/atoll"
-	"github.com/atoll-runtime/atoll/internal/actors"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // Run serves as a worker or node process if this binary was started as
 // one (atoll.Init never returns then), else runs the tests and checks for
-// leaked goroutines, ignoring the two that outlive their work by design:
-// protoactor's dead-letter log throttle (one second after a dead letter,
-// a message to a stopped worker, say) and pooled dispatcher goroutines
-// (parked between passes, gone after 2 s idle).
+// leaked goroutines (testutil.VerifyNoLeaks).
 func Run(m *testing.M) {
 	if atoll.IsWorker() {
 		_ = atoll.Init(context.Background())
 	}
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
-		goleak.IgnoreTopFunction(actors.PooledDispatcherIdle),
-	)
+	testutil.VerifyNoLeaks(m)
 }
 
 // Start runs atoll for one test, with worker processes, 2 CPUs and a

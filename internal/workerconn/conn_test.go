@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testutil.VerifyNoLeaks(m) }
 
 func pair(t *testing.T, ha, hb func(*Conn) Handler) (*Conn, *Conn) {
 	t.Helper()

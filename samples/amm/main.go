@@ -34,6 +34,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/localcluster"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/memsample"
 )
 
@@ -171,7 +172,7 @@ func onOff(on bool) string {
 // memory sampler, verifies it and stops the cluster.
 func once(ctx context.Context, opts options, on bool, name string, progress func(string, ...any)) (result, error) {
 	env := []string{cluster.EnvAMM + "=" + fmt.Sprint(on)}
-	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: opts.nodes, NumCPUs: opts.cpus, ObjectStoreMemory: uint64(opts.store), Env: env})
+	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: opts.nodes, Node: nodeconfig.Config{NumCPUs: opts.cpus, ObjectStoreMemory: uint64(opts.store)}, Env: env})
 	if err != nil {
 		return result{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // The no-read-after-free checker on a real node: it passes while the
@@ -18,7 +19,7 @@ func TestNoReadAfterFreeCheckerFindsARead(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir()) // no address file of a real cluster
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n, err := node.Start(ctx, node.Config{Head: true, GCSDir: t.TempDir(), RandomPorts: true, NumCPUs: 1, ObjectStoreMemory: 16 << 20})
+	n, err := node.Start(ctx, nodeconfig.Config{Head: true, GCSDir: t.TempDir(), RandomPorts: true, NumCPUs: 1, ObjectStoreMemory: 16 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,6 +56,7 @@ import (
 	"github.com/atoll-runtime/atoll/faultplan"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/localcluster"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 type options struct {
@@ -154,8 +155,8 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) (ok bool, 
 		return false, err
 	}
 	progress.Phase(fmt.Sprintf("starting %d nodes (plan %s, seed %d, logs in %s)", opts.nodes, planName(opts.plan), p.Seed, filepath.Join(dir, "cluster")))
-	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: opts.nodes, NumCPUs: opts.cpus, ObjectStoreMemory: uint64(opts.store),
-		Dir: filepath.Join(dir, "cluster"), Env: []string{faultplan.EnvPlan + "=" + planFile}, FailureTimeout: opts.failureTimeout})
+	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: opts.nodes, Node: nodeconfig.Config{NumCPUs: opts.cpus, ObjectStoreMemory: uint64(opts.store), FailureTimeout: opts.failureTimeout},
+		Dir: filepath.Join(dir, "cluster"), Env: []string{faultplan.EnvPlan + "=" + planFile}})
 	if err != nil {
 		return false, err
 	}

@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll/atolltest"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // storeReport is the end-of-run state of the stores.
@@ -24,7 +25,7 @@ type storeReport struct {
 	// restored over the run (a killed node's are gone with it).
 	Spilled, Restored uint64
 	// ReadsAfterFree sums the live nodes' reads after free (Gets of an
-	// object its owner had freed: node.ClusterNode.ReadsAfterFree);
+	// object its owner had freed: clusterclient.NodeStatus.ReadsAfterFree);
 	// NoReadAfterFree is nil when it is 0, else it names the nodes.
 	ReadsAfterFree  uint64
 	NoReadAfterFree error
@@ -62,7 +63,7 @@ func checkStores(ctx context.Context, address, secret string, victims []string, 
 }
 
 func storesOnce(ctx context.Context, address, secret string, victims []string) (storeReport, error) {
-	st, err := node.GetClusterStatus(ctx, address, node.Credentials{Secret: secret})
+	st, err := clusterclient.GetStatus(ctx, address, nodeconfig.Credentials{Secret: secret})
 	if err != nil {
 		return storeReport{}, err
 	}
@@ -81,7 +82,7 @@ func storesOnce(ctx context.Context, address, secret string, victims []string) (
 // holds, whether every victim was declared dead, and the reads after
 // free. A node killed by the plan takes its counters with it: its reads
 // after free are not seen.
-func judgeStores(st *node.ClusterStatus, victims []string) storeReport {
+func judgeStores(st *clusterclient.Status, victims []string) storeReport {
 	var rep storeReport
 	var freedReads []string
 	dead := map[string]bool{}

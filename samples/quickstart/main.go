@@ -18,7 +18,8 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // Remote functions and actor types are registered by name at package
@@ -72,7 +73,7 @@ func run(ctx context.Context) error {
 	}
 	defer atoll.Shutdown(ctx)
 	if addr := atoll.ClusterAddress(); addr != "" {
-		st, err := node.GetClusterStatus(ctx, addr, node.Credentials{})
+		st, err := clusterclient.GetStatus(ctx, addr, nodeconfig.Credentials{})
 		if err != nil {
 			return err
 		}

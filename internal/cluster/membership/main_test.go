@@ -3,14 +3,13 @@ package membership
 import (
 	"testing"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// protoactor's dead-letter log throttle lives one second after a
-		// dead letter by design (as in the other packages' TestMain).
-		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
+	testutil.VerifyNoLeaks(m,
 		// memberlist's Shutdown does not wait for a probe in flight: it
 		// ends when its ack timer fires. A member cut off the network
 		// (partition_test.go) has stretched its probe interval (local

@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"github.com/atoll-runtime/atoll/internal/testutil"
 	"bytes"
 	"fmt"
 	"io"
@@ -120,20 +121,6 @@ func waitLeft(t *testing.T, ch <-chan Event, id ids.NodeID, timeout time.Duratio
 	}
 }
 
-// eventually polls cond every 10 ms until it holds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, cond func() bool, what string) {
-	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(timeout)
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-	}
-}
 
 func TestThreeMembersSeeEachOther(t *testing.T) {
 	// Member 0 also delivers to an actor, to check the actor path.
@@ -156,7 +143,7 @@ func TestThreeMembersSeeEachOther(t *testing.T) {
 
 	for i, nd := range nodes {
 		i := i
-		eventually(t, 5*time.Second, func() bool { return len(nd.Members()) == 3 }, "3 members")
+		testutil.EventuallyWithin(t, 5*time.Second, "3 members", func() bool { return len(nd.Members()) == 3 })
 		for _, m := range nd.Members() {
 			j := -1
 			for k, o := range nodes {
@@ -201,7 +188,7 @@ func TestGracefulLeaveIsNotDead(t *testing.T) {
 		if l.Addr != gone.Addr() {
 			t.Errorf("node %d: leave addr %s, want %s", i, l.Addr, gone.Addr())
 		}
-		eventually(t, 5*time.Second, func() bool { return len(nd.Members()) == 2 }, "2 members")
+		testutil.EventuallyWithin(t, 5*time.Second, "2 members", func() bool { return len(nd.Members()) == 2 })
 	}
 }
 
@@ -293,7 +280,7 @@ func TestSlowReceiverNeverBlocks(t *testing.T) {
 			t.Fatalf("Join: %v", err)
 		}
 	}
-	eventually(t, 5*time.Second, func() bool { return len(slow.Members()) == 3 }, "slow node sees 3 members")
+	testutil.EventuallyWithin(t, 5*time.Second, "slow node sees 3 members", func() bool { return len(slow.Members()) == 3 })
 	for _, x := range []node{a, b} {
 		for seen := 0; seen < 2; {
 			if j, ok := next(t, x.events, 5*time.Second).(NodeJoined); ok && (j.ID == slow.ID() && bytes.Equal(j.Meta, []byte("slow")) || j.ID != slow.ID()) {

@@ -1,0 +1,229 @@
+package data
+
+import (
+	"google.golang.org/protobuf/proto"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+)
+
+// A task's spec travels to the worker as an atollpb.DataTask, and the
+// task's first return, its metadata, back to the driver as an
+// atollpb.DataTaskMeta (taskMeta). The receiver checks each before it
+// uses it: a spec that fails fails the task with a MalformedError, and
+// metadata that fails fails the run.
+
+const (
+	specWhat  = "dataset task spec"
+	metaWhat  = "dataset task metadata"
+	blockWhat = "dataset block"
+)
+
+// Bounds on what a spec or metadata from the wire may ask for, beyond
+// its size (its bytes are in memory already).
+const (
+	// maxReturns bounds a task's returns (blocks or parts).
+	maxReturns = 1 << 20
+	// maxOps bounds the operations of one task.
+	maxOps = 1 << 10
+	// maxNames bounds lists of columns, keys, aggregations and row
+	// groups.
+	maxNames = 1 << 16
+	// maxSamples bounds the sort samples a task takes.
+	maxSamples = 1 << 24
+	// maxString bounds a name or a path.
+	maxString = 64 << 10
+)
+
+// taskMeta is a task's first return: the rows and bytes of each block it
+// returned, their schema, sort samples, its wall and CPU time and the
+// attempt that succeeded.
+type taskMeta = atollpb.DataTaskMeta
+
+var (
+	readKinds = map[string]bool{"range": true, "parquet": true, "csv": true, "json": true}
+	// opKinds maps each op kind to whether it calls a registered function.
+	opKinds = map[string]bool{"map": true, "map_batches": true, "map_batches_class": true, "flat_map": true, "filter": true,
+		"add_column": true, "select": false, "drop": false, "limit": false, "write_parquet": false, "write_csv": false}
+	outKinds = map[string]bool{"blocks": true, "sort_sample": true, "split": true, "merge_sort": true,
+		"agg_map": true, "agg_reduce": true, "shuffle_map": true, "shuffle_reduce": true}
+	aggFuncs = map[string]bool{"count": true, "sum": true, "mean": true, "min": true, "max": true, "std": true}
+)
+
+// encodeTask marshals a task's spec.
+func encodeTask(s *taskSpec) []byte {
+	m := &atollpb.DataTask{Ops: make([]*atollpb.DataOp, len(s.Ops)), Out: &atollpb.DataOutput{
+		Kind: s.Out.Kind, MaxBlocks: int64(s.Out.MaxBlocks), TargetMaxBlockSize: s.Out.TargetMaxBlockSize,
+		Samples: int64(s.Out.Samples), Parts: int64(s.Out.Parts), Bounds: s.Out.Bounds, GroupKeys: s.Out.GroupKeys,
+		Seed: s.Out.Seed, TaskIndex: int64(s.Out.TaskIndex)}}
+	if r := s.Read; r != nil {
+		m.Read = &atollpb.DataRead{Kind: r.Kind, Start: r.Start, End: r.End, Path: r.Path, RowGroups: make([]int64, len(r.RowGroups))}
+		for i, g := range r.RowGroups {
+			m.Read.RowGroups[i] = int64(g)
+		}
+	}
+	if z := s.Zip; z != nil {
+		m.Zip = &atollpb.DataZip{Skip: z.Skip, Rows: z.Rows}
+	}
+	for i, o := range s.Ops {
+		m.Ops[i] = &atollpb.DataOp{Kind: o.Kind, Func: o.Fn, BatchSize: int64(o.BatchSize), Columns: o.Columns, Column: o.Column,
+			Limit: o.Limit, Offset: o.Offset, Path: o.Path}
+	}
+	for _, k := range s.Out.Keys {
+		m.Out.Keys = append(m.Out.Keys, &atollpb.DataSortKey{Column: k.Column, Descending: k.Descending})
+	}
+	for _, a := range s.Out.Aggs {
+		m.Out.Aggs = append(m.Out.Aggs, &atollpb.DataAgg{Func: a.Fn, Column: a.Column})
+	}
+	b, err := proto.Marshal(m)
+	if err != nil {
+		panic("data: a task spec does not marshal: " + err.Error()) // plain fields: cannot happen
+	}
+	return b
+}
+
+// decodeTask unmarshals and checks a task's spec.
+func decodeTask(b []byte) (*taskSpec, error) {
+	var m atollpb.DataTask
+	if err := proto.Unmarshal(b, &m); err != nil {
+		return nil, errs.Malformedf(specWhat, "%v", err)
+	}
+	if err := checkTask(&m); err != nil {
+		return nil, err
+	}
+	s := &taskSpec{}
+	if r := m.Read; r != nil {
+		s.Read = &readSpec{Kind: r.Kind, Start: r.Start, End: r.End, Path: r.Path}
+		for _, g := range r.RowGroups {
+			s.Read.RowGroups = append(s.Read.RowGroups, int(g))
+		}
+	}
+	if z := m.Zip; z != nil {
+		s.Zip = &zipSpec{Skip: z.Skip, Rows: z.Rows}
+	}
+	if len(m.Ops) > 0 {
+		s.Ops = make([]opSpec, len(m.Ops))
+	}
+	for i, o := range m.Ops {
+		s.Ops[i] = opSpec{Kind: o.Kind, Fn: o.Func, BatchSize: int(o.BatchSize), Columns: o.Columns, Column: o.Column,
+			Limit: o.Limit, Offset: o.Offset, Path: o.Path}
+	}
+	o := m.Out
+	s.Out = outSpec{Kind: o.Kind, MaxBlocks: int(o.MaxBlocks), TargetMaxBlockSize: o.TargetMaxBlockSize,
+		Samples: int(o.Samples), Parts: int(o.Parts), Bounds: o.Bounds, GroupKeys: o.GroupKeys, Seed: o.Seed, TaskIndex: int(o.TaskIndex)}
+	for _, k := range o.Keys {
+		s.Out.Keys = append(s.Out.Keys, SortKey{Column: k.Column, Descending: k.Descending})
+	}
+	for _, a := range o.Aggs {
+		s.Out.Aggs = append(s.Out.Aggs, aggSpec{Fn: a.Func, Column: a.Column})
+	}
+	return s, nil
+}
+
+// checkTask checks what a task relies on: known kinds, the names an
+// operation needs, counts and offsets in range.
+func checkTask(m *atollpb.DataTask) error {
+	bad := func(format string, args ...any) error { return errs.Malformedf(specWhat, format, args...) }
+	if r := m.Read; r != nil {
+		switch {
+		case !readKinds[r.Kind]:
+			return bad("unknown read %q", clipName(r.Kind))
+		case r.Start < 0 || r.End < r.Start:
+			return bad("range %d to %d", r.Start, r.End)
+		case len(r.Path) > maxString || len(r.RowGroups) > maxNames:
+			return bad("a read of %d bytes of path and %d row groups", len(r.Path), len(r.RowGroups))
+		}
+		for _, g := range r.RowGroups {
+			if g < 0 || g > 1<<31 {
+				return bad("row group %d", g)
+			}
+		}
+	}
+	if z := m.Zip; z != nil && (z.Skip < 0 || z.Rows < 0) {
+		return bad("zip of rows %d+%d", z.Skip, z.Rows)
+	}
+	if len(m.Ops) > maxOps {
+		return bad("%d operations", len(m.Ops))
+	}
+	for i, o := range m.Ops {
+		fn, known := opKinds[o.GetKind()]
+		switch {
+		case !known:
+			return bad("operation %d: unknown kind %q", i, clipName(o.GetKind()))
+		case fn && (o.Func == "" || len(o.Func) > maxString):
+			return bad("operation %d (%s): a function name of %d bytes", i, o.Kind, len(o.Func))
+		case o.BatchSize < 0 || o.Limit < 0 || o.Offset < 0:
+			return bad("operation %d (%s): batch size %d, limit %d, offset %d", i, o.Kind, o.BatchSize, o.Limit, o.Offset)
+		case len(o.Columns) > maxNames || len(o.Column) > maxString || len(o.Path) > maxString:
+			return bad("operation %d (%s): %d columns", i, o.Kind, len(o.Columns))
+		case (o.Kind == "select" || o.Kind == "drop") && len(o.Columns) == 0,
+			o.Kind == "add_column" && o.Column == "",
+			(o.Kind == "write_parquet" || o.Kind == "write_csv") && o.Path == "":
+			return bad("operation %d (%s) without its columns or path", i, o.Kind)
+		}
+	}
+	o := m.Out
+	if o == nil || !outKinds[o.Kind] {
+		return bad("unknown output %q", clipName(o.GetKind()))
+	}
+	partitioned := (&outSpec{Kind: o.Kind}).partitioned()
+	switch {
+	case partitioned && (o.Parts < 1 || o.Parts > maxReturns):
+		return bad("%s into %d parts", o.Kind, o.Parts)
+	case !partitioned && (o.MaxBlocks < 1 || o.MaxBlocks > maxReturns):
+		return bad("%s of at most %d blocks", o.Kind, o.MaxBlocks)
+	case o.TargetMaxBlockSize < 0 || o.Samples < 0 || o.Samples > maxSamples || o.TaskIndex < 0:
+		return bad("%s: target block size %d, %d samples, task index %d", o.Kind, o.TargetMaxBlockSize, o.Samples, o.TaskIndex)
+	case len(o.Keys) > maxNames || len(o.GroupKeys) > maxNames || len(o.Aggs) > maxNames:
+		return bad("%s: %d keys, %d group keys, %d aggregations", o.Kind, len(o.Keys), len(o.GroupKeys), len(o.Aggs))
+	}
+	for _, k := range o.Keys {
+		if k == nil || k.Column == "" {
+			return bad("%s: a sort key without a column", o.Kind)
+		}
+	}
+	for _, a := range o.Aggs {
+		if a == nil || !aggFuncs[a.Func] || a.Func != "count" && a.Column == "" {
+			return bad("%s: aggregation %v", o.Kind, a)
+		}
+	}
+	return nil
+}
+
+// encodeMeta marshals a task's metadata.
+func encodeMeta(m *taskMeta) ([]byte, error) {
+	b, err := proto.Marshal(m)
+	if err != nil {
+		return nil, errs.Invalidf("data: encode task metadata: %v", err)
+	}
+	return b, nil
+}
+
+// decodeMeta unmarshals and checks the metadata of a task that returned
+// blocks block objects after it.
+func decodeMeta(b []byte, blocks int) (*taskMeta, error) {
+	m := &taskMeta{}
+	if err := proto.Unmarshal(b, m); err != nil {
+		return nil, errs.Malformedf(metaWhat, "%v", err)
+	}
+	if len(m.Rows) != len(m.Bytes) || len(m.Rows) > blocks {
+		return nil, errs.Malformedf(metaWhat, "rows of %d blocks, bytes of %d, for a task of %d block returns", len(m.Rows), len(m.Bytes), blocks)
+	}
+	for i := range m.Rows {
+		if m.Rows[i] < 0 || m.Bytes[i] < 0 {
+			return nil, errs.Malformedf(metaWhat, "block %d of %d rows and %d bytes", i, m.Rows[i], m.Bytes[i])
+		}
+	}
+	if m.Attempt < 0 || m.WallNs < 0 {
+		return nil, errs.Malformedf(metaWhat, "attempt %d, wall time %d ns", m.Attempt, m.WallNs)
+	}
+	return m, nil
+}
+
+// clipName bounds a name from the wire quoted in an error.
+func clipName(s string) string {
+	if len(s) > 256 {
+		return s[:256] + "..."
+	}
+	return s
+}

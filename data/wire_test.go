@@ -1,0 +1,206 @@
+package data
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+)
+
+// sampleSpecs are specs of the shapes the planner makes.
+func sampleSpecs() map[string]taskSpec {
+	return map[string]taskSpec{
+		"read and maps": {Read: &readSpec{Kind: "parquet", Path: "/data/in/part-00003.parquet", RowGroups: []int{7, 8}},
+			Ops: []opSpec{{Kind: "map_batches", Fn: "bench.double", BatchSize: 4096}, {Kind: "filter", Fn: "bench.keep"},
+				{Kind: "select", Columns: []string{"key", "value"}}, {Kind: "limit", Limit: 10, Offset: 3}},
+			Out: outSpec{Kind: "blocks", MaxBlocks: 8, TargetMaxBlockSize: 512 << 20, TaskIndex: 3}},
+		"range": {Read: &readSpec{Kind: "range", Start: 100, End: 200}, Out: outSpec{Kind: "blocks", MaxBlocks: 8}},
+		"sort split": {Out: outSpec{Kind: "split", Parts: 4, Keys: []SortKey{{Column: "k", Descending: true}, {Column: "v"}},
+			Bounds: []byte{1, 2, 3}}},
+		"sample": {Out: outSpec{Kind: "sort_sample", MaxBlocks: 8, Samples: 64, Keys: []SortKey{{Column: "k"}}}},
+		"agg map": {Ops: []opSpec{{Kind: "add_column", Fn: "f", Column: "c"}},
+			Out: outSpec{Kind: "agg_map", Parts: 3, GroupKeys: []string{"k"}, Aggs: []aggSpec{{Fn: "count"}, {Fn: "sum", Column: "x"}}}},
+		"shuffle": {Out: outSpec{Kind: "shuffle_reduce", MaxBlocks: 8, Seed: 42, TaskIndex: 7}},
+		"zip and write": {Zip: &zipSpec{Skip: 5, Rows: 10},
+			Ops: []opSpec{{Kind: "write_parquet", Path: "/out/part-00001.parquet"}}, Out: outSpec{Kind: "blocks", MaxBlocks: 8}},
+	}
+}
+
+func TestTaskSpecRoundTrip(t *testing.T) {
+	for name, s := range sampleSpecs() {
+		got, err := decodeTask(encodeTask(&s))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !reflect.DeepEqual(*got, s) {
+			t.Errorf("%s: decoded %+v\nwant %+v", name, *got, s)
+		}
+	}
+}
+
+// Every spec a worker would trip over fails the decode with a
+// MalformedError before anything runs.
+func TestMalformedTaskSpecs(t *testing.T) {
+	base := sampleSpecs()["read and maps"]
+	for name, mutate := range map[string]func(*atollpb.DataTask){
+		"unknown read":         func(m *atollpb.DataTask) { m.Read.Kind = "ftp" },
+		"backward range":       func(m *atollpb.DataTask) { m.Read = &atollpb.DataRead{Kind: "range", Start: 5, End: 2} },
+		"negative row group":   func(m *atollpb.DataTask) { m.Read.RowGroups = []int64{-1} },
+		"unknown op":           func(m *atollpb.DataTask) { m.Ops[0].Kind = "explode" },
+		"op without function":  func(m *atollpb.DataTask) { m.Ops[0].Func = "" },
+		"negative limit":       func(m *atollpb.DataTask) { m.Ops[3].Limit = -1 },
+		"select of nothing":    func(m *atollpb.DataTask) { m.Ops[2].Columns = nil },
+		"no output":            func(m *atollpb.DataTask) { m.Out = nil },
+		"unknown output":       func(m *atollpb.DataTask) { m.Out.Kind = "scatter" },
+		"no blocks":            func(m *atollpb.DataTask) { m.Out.MaxBlocks = 0 },
+		"too many blocks":      func(m *atollpb.DataTask) { m.Out.MaxBlocks = maxReturns + 1 },
+		"split of no parts":    func(m *atollpb.DataTask) { m.Out = &atollpb.DataOutput{Kind: "split"} },
+		"negative zip":         func(m *atollpb.DataTask) { m.Zip = &atollpb.DataZip{Skip: -1} },
+		"unknown aggregation":  func(m *atollpb.DataTask) { m.Out.Aggs = []*atollpb.DataAgg{{Func: "median", Column: "x"}} },
+		"sum of no column":     func(m *atollpb.DataTask) { m.Out.Aggs = []*atollpb.DataAgg{{Func: "sum"}} },
+		"sort key of nothing":  func(m *atollpb.DataTask) { m.Out.Keys = []*atollpb.DataSortKey{{}} },
+		"too many samples":     func(m *atollpb.DataTask) { m.Out.Samples = maxSamples + 1 },
+		"write without a path": func(m *atollpb.DataTask) { m.Ops = []*atollpb.DataOp{{Kind: "write_csv"}} },
+	} {
+		var m atollpb.DataTask
+		if err := proto.Unmarshal(encodeTask(&base), &m); err != nil {
+			t.Fatal(err)
+		}
+		mutate(&m)
+		b, err := proto.Marshal(&m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = decodeTask(b)
+		var me *errs.MalformedError
+		if !errors.As(err, &me) || me.What != specWhat {
+			t.Errorf("%s: %v, want a MalformedError", name, err)
+		}
+	}
+	if _, err := decodeTask([]byte("not a spec")); !errors.Is(err, errs.ErrMalformed) {
+		t.Errorf("garbage: %v", err)
+	}
+}
+
+func TestTaskMetaChecked(t *testing.T) {
+	good := &taskMeta{Rows: []int64{3, 4}, Bytes: []int64{30, 40}, Schema: []byte{1}, WallNs: 5, CpuNs: 4, Attempt: 1}
+	b, err := encodeMeta(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := decodeMeta(b, 2); err != nil || !proto.Equal(m, good) {
+		t.Fatalf("decodeMeta = %v, %v", m, err)
+	}
+	for name, c := range map[string]struct {
+		m      *taskMeta
+		blocks int
+	}{
+		"more blocks than returns": {good, 1},
+		"rows without bytes":       {&taskMeta{Rows: []int64{1}}, 8},
+		"negative rows":            {&taskMeta{Rows: []int64{-1}, Bytes: []int64{1}}, 8},
+		"negative attempt":         {&taskMeta{Attempt: -1}, 8},
+	} {
+		b, err := encodeMeta(c.m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var me *errs.MalformedError
+		if _, err := decodeMeta(b, c.blocks); !errors.As(err, &me) || me.What != metaWhat {
+			t.Errorf("%s: %v, want a MalformedError", name, err)
+		}
+	}
+}
+
+// FuzzDecodeTask: no bytes make the decoder panic, and what it accepts
+// has the counts and kinds a task relies on.
+func FuzzDecodeTask(f *testing.F) {
+	for _, s := range sampleSpecs() {
+		f.Add(encodeTask(&s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := decodeTask(b)
+		if err != nil {
+			if !errors.Is(err, errs.ErrMalformed) {
+				t.Fatalf("a decode error that is not ErrMalformed: %v", err)
+			}
+			return
+		}
+		if n := s.Out.numReturns(); n < 2 || n > 1+maxReturns {
+			t.Fatalf("accepted a task of %d returns", n)
+		}
+		for _, o := range s.Ops {
+			if _, ok := opKinds[o.Kind]; !ok {
+				t.Fatalf("accepted op %q", o.Kind)
+			}
+		}
+		if s.Read != nil && !readKinds[s.Read.Kind] {
+			t.Fatalf("accepted read %q", s.Read.Kind)
+		}
+	})
+}
+
+// FuzzDecodeMeta: no bytes make the driver's decoder panic, and what it
+// accepts names no more blocks than the task returned.
+func FuzzDecodeMeta(f *testing.F) {
+	b, _ := encodeMeta(&taskMeta{Rows: []int64{3, 4}, Bytes: []int64{30, 40}, Schema: []byte{1, 2}, Samples: []byte{3}, WallNs: 5})
+	f.Add(b, uint8(2))
+	f.Fuzz(func(t *testing.T, b []byte, blocks uint8) {
+		m, err := decodeMeta(b, int(blocks))
+		if err != nil {
+			if !errors.Is(err, errs.ErrMalformed) {
+				t.Fatalf("a decode error that is not ErrMalformed: %v", err)
+			}
+			return
+		}
+		if len(m.Rows) > int(blocks) || len(m.Rows) != len(m.Bytes) {
+			t.Fatalf("accepted %d rows and %d bytes for %d blocks", len(m.Rows), len(m.Bytes), blocks)
+		}
+	})
+}
+
+// BenchmarkTaskSpec measures a task spec's encoding in the driver and
+// its decoding (with the checks) in the worker, once per task.
+func BenchmarkTaskSpec(b *testing.B) {
+	spec := sampleSpecs()["read and maps"]
+	buf := encodeTask(&spec)
+	b.Run("encode", func(b *testing.B) {
+		for b.Loop() {
+			encodeTask(&spec)
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := decodeTask(buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkTaskMeta measures a task's metadata: encoded in the worker,
+// decoded in the driver, once per task.
+func BenchmarkTaskMeta(b *testing.B) {
+	meta := &taskMeta{Rows: []int64{262144, 1000}, Bytes: []int64{8 << 20, 32000}, Schema: make([]byte, 200), WallNs: 123456789, CpuNs: 98765432}
+	buf, err := encodeMeta(meta)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("encode", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := encodeMeta(meta); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := decodeMeta(buf, 8); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,9 @@
+package clusterclient_test
+
+import (
+	"testing"
+
+	"github.com/atoll-runtime/atoll/internal/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.VerifyNoLeaks(m) }

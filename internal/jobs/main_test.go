@@ -1,0 +1,9 @@
+package jobs
+
+import (
+	"testing"
+
+	"github.com/atoll-runtime/atoll/internal/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.VerifyNoLeaks(m) }

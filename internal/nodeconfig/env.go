@@ -1,0 +1,133 @@
+package nodeconfig
+
+import (
+	"encoding/json"
+	"os"
+
+	"github.com/atoll-runtime/atoll/internal/cluster"
+	"github.com/atoll-runtime/atoll/internal/errs"
+)
+
+// The environment variables that set a node's settings. Users set them
+// (README, `atoll start --help`): keep their names.
+const (
+	// EnvAddress is the cluster address (Config.Address) a driver joins
+	// when atoll.Init is given no WithAddress, and that `atoll start`
+	// without --head and the CLI's cluster commands use when given no
+	// --address ("auto" reads the address file `atoll start --head`
+	// wrote).
+	EnvAddress = "ATOLL_ADDRESS"
+	// EnvSecret is the cluster secret itself (Credentials.Secret, 64 hex
+	// digits).
+	EnvSecret = "ATOLL_SECRET"
+	// EnvSecretFile is a file (0600) holding the cluster secret
+	// (Credentials.SecretFile).
+	EnvSecretFile = "ATOLL_SECRET_FILE"
+	// EnvNATSCreds is a NATS credentials file (Credentials.NATSCreds) for a
+	// cluster on an existing NATS server (`atoll start --head --nats`).
+	EnvNATSCreds = "ATOLL_NATS_CREDS"
+	// EnvTLSCert, EnvTLSKey and EnvTLSCA are PEM files: this process's
+	// certificate and key, and the CA that signed its peers'
+	// (Credentials.TLSCert, TLSKey, TLSCA).
+	EnvTLSCert = "ATOLL_TLS_CERT"
+	EnvTLSKey  = "ATOLL_TLS_KEY"
+	EnvTLSCA   = "ATOLL_TLS_CA"
+	// EnvReaderToken is a reader's password (`atoll secret reader-token`,
+	// Credentials.ReaderToken): what a command that only reads (status,
+	// list, memory, timeline) needs on a machine without the cluster
+	// secret.
+	EnvReaderToken = "ATOLL_READER_TOKEN"
+	// EnvNode, set to a JSON-encoded Config (Config.Environ), makes a
+	// program's atoll.Init run that node instead (node.RunFromEnv;
+	// internal/testcluster starts test binaries this way, so their nodes
+	// run the test's functions).
+	EnvNode = "ATOLL_NODE"
+)
+
+// envFields maps each field a variable sets (a Go selector from Config)
+// to it: the flags' usage names them. How each applies:
+//
+//   - Credentials' fields: an empty field takes its variable
+//     (Credentials.WithEnv, when the credentials are resolved);
+//   - AMM, AMMInterval, AMMPolicies: on a head, the variable wins over
+//     the field (ApplyEnv, as node.Start begins; cluster.EnvAMM and the
+//     like parse them);
+//   - Address: atoll.Init and the CLI read it when given no address
+//     (AddressFromEnv); node.Start does not, for an empty Address means
+//     an embedded node.
+//
+// A node process also reads faultplan.EnvPlan (its fault plan's rules
+// for its role: not a setting) and EnvNode (its whole Config).
+var envFields = map[string]string{
+	"Address":                 EnvAddress,
+	"Credentials.Secret":      EnvSecret,
+	"Credentials.SecretFile":  EnvSecretFile,
+	"Credentials.NATSCreds":   EnvNATSCreds,
+	"Credentials.TLSCert":     EnvTLSCert,
+	"Credentials.TLSKey":      EnvTLSKey,
+	"Credentials.TLSCA":       EnvTLSCA,
+	"Credentials.ReaderToken": EnvReaderToken,
+	"AMM":                     cluster.EnvAMM,
+	"AMMInterval":             cluster.EnvAMMInterval,
+	"AMMPolicies":             cluster.EnvAMMPolicies,
+}
+
+// WithEnv returns c with each empty field set from its variable (see
+// envFields).
+func (c Credentials) WithEnv() Credentials {
+	for _, f := range []struct {
+		v   *string
+		env string
+	}{
+		{&c.Secret, EnvSecret}, {&c.SecretFile, EnvSecretFile}, {&c.NATSCreds, EnvNATSCreds},
+		{&c.TLSCert, EnvTLSCert}, {&c.TLSKey, EnvTLSKey}, {&c.TLSCA, EnvTLSCA}, {&c.ReaderToken, EnvReaderToken},
+	} {
+		if *f.v == "" {
+			*f.v = os.Getenv(f.env)
+		}
+	}
+	return c
+}
+
+// ApplyEnv applies the environment to c as a node starts (see envFields):
+// the credentials' empty fields and, on a head, the Active Memory
+// Manager's variables. An unparsable variable is ErrInvalidArgument.
+func (c *Config) ApplyEnv() error {
+	c.Credentials = c.Credentials.WithEnv()
+	if !c.Head {
+		return nil // only the head runs the AMM
+	}
+	var err error
+	if c.AMM, c.AMMInterval, err = cluster.AMMFromEnv(c.AMM, c.AMMInterval); err != nil {
+		return err
+	}
+	c.AMMPolicies, err = cluster.AMMPoliciesFromEnv(c.AMMPolicies)
+	return err
+}
+
+// AddressFromEnv is the cluster address EnvAddress names, or "".
+func AddressFromEnv() string { return os.Getenv(EnvAddress) }
+
+// Environ returns the "EnvNode=<JSON>" entry that hands c to a node
+// process (FromEnvNode reads it back). Fields tagged json:"-" do not
+// travel.
+func (c Config) Environ() (string, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", err
+	}
+	return EnvNode + "=" + string(b), nil
+}
+
+// FromEnvNode reads an EnvNode value: a node process is a cluster's head
+// or joins one.
+func FromEnvNode(s string) (Config, error) {
+	var cfg Config
+	if err := json.Unmarshal([]byte(s), &cfg); err != nil {
+		return cfg, errs.Invalidf("not a JSON node.Config: %v", err)
+	}
+	if !cfg.Head && cfg.Address == "" {
+		return cfg, errs.Invalidf("a node process either is the head (Head) or joins one (Address)")
+	}
+	return cfg, nil
+}

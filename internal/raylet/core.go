@@ -1,0 +1,267 @@
+package raylet
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/ids"
+)
+
+// CoreConfig is what a Core's decisions read: the node's resources and
+// the policy's knobs (Config documents each), and its injected
+// environment.
+type CoreConfig struct {
+	NodeID                 ids.NodeID
+	Resources              Resources
+	NumWorkers, MaxWorkers int
+	IdleTimeout            time.Duration
+	StoreCapacity          uint64
+	ArgsFraction           float64
+	Saturation             float64
+	PipelineDepth          int
+	// Processes: workers are processes (a task needs a worker binary; a
+	// process that exits before it registers is restarted after a
+	// backoff). Binary is the node's worker binary ("" with goroutine
+	// workers, or when each job's own runs its tasks).
+	Processes bool
+	Binary    string
+	// Cluster: the node places tasks among its peers and forwards what
+	// it does not run; SpreadThreshold as ClusterConfig's.
+	Cluster         bool
+	SpreadThreshold float64
+	// CheckBinary, if set, vets the worker binary path a task names
+	// before the task queues here (trust.go: it may read the file); an
+	// error fails the task.
+	CheckBinary func(spec *atollpb.TaskSpec, path string) error
+	// NewWorkerID names new workers and actor hosts; default
+	// ids.NewWorkerID (scenario tests count instead).
+	NewWorkerID func() ids.WorkerID
+	// Tracer starts the spans of tasks waiting in the queue; default:
+	// no spans.
+	Tracer TaskTracer
+	// Logger; default: discard.
+	Logger *slog.Logger
+}
+
+// TaskTracer starts the span of a task's wait in this node's queue. The
+// Core adds events to it (a new pending reason) and ends it when the task
+// leaves the queue (started, cancelled, spilled back); it never looks
+// into it otherwise.
+type TaskTracer interface {
+	Queued(spec *atollpb.TaskSpec, id ids.TaskID, recalled bool) trace.Span
+}
+
+// Core is the raylet's decision state machine: the queues by scheduling
+// class, admission, root-task withholding, leases and pipelines, recalls
+// and stealing, the worker pool, the hosted actors' bookkeeping and
+// cluster placement. Events go in as method calls, each with the current
+// time; what the world must do comes out as Effects, in order (Effects).
+// It does no I/O, starts no goroutine, reads no clock and creates no
+// context; it is not safe for concurrent use. See the package doc.
+type Core struct {
+	cfg CoreConfig
+	now time.Time
+
+	// effects are queued by the events; applied is the batch handed out
+	// last (reused once the shell asks for the next). batch and
+	// batchApplied are the same for the attempts of Push effects.
+	effects, applied    []Effect
+	batch, batchApplied []*Assignment
+	draining            bool // Drain: new tasks are placed elsewhere
+	earlyExits          map[string]int
+	avail               Resources
+	classes             map[string]*classQueue
+	queued              int
+	seq                 uint64
+	running             map[ids.TaskID]*task
+	workers             map[ids.WorkerID]*worker
+	pool                []*worker // the workers in start order (deterministic walks)
+	idle                []ids.WorkerID
+	actors              map[ids.ActorID]*hostedActor
+	attempts            uint64
+	stats               Stats
+	reaping             bool // a reap timer is armed
+	active              []*classQueue
+	cands               []Candidate
+	open                []*worker
+	heldFn              func(ids.ObjectID) bool
+	noSpan              trace.Span
+
+	// Admission: the objects running tasks read (their bytes counted once
+	// in argsHeld), and the running root tasks.
+	held         map[ids.ObjectID]*heldObject
+	argsHeld     uint64
+	runningRoots int
+
+	// Cluster placement: the other nodes' latest views, the SPREAD
+	// cursor, tasks waiting for a node able to run them, and the peers'
+	// totals when the waiting tasks were last placed (they are placed
+	// again only when the totals change, not on every view).
+	peers     map[ids.NodeID]*NodeView
+	spread    uint64
+	waiting   []*waitingTask
+	totals    map[ids.NodeID]Resources
+	replacing bool // waiting tasks are being placed again
+}
+
+// task is a task the core knows: queued or running.
+type task struct {
+	spec      *atollpb.TaskSpec
+	id        ids.TaskID
+	owner     *actor.PID
+	demand    Resources
+	queueSpan trace.Span
+	blocked   bool
+	isActor   bool
+	seq       uint64 // arrival order
+	class     *classQueue
+	root      bool        // no object arguments
+	args      []ArgObject // the objects it reads
+	hops      int32       // raylets it went through before this one
+	// assigned is the attempt handed to a worker; recalling: a recall of
+	// it is on its way; cancelled: a cancel reached the attempt.
+	assigned  *Assignment
+	recalling bool
+	cancelled bool
+}
+
+// heldObject is an object read by running tasks.
+type heldObject struct {
+	size    uint64
+	readers int
+}
+
+// classQueue holds the queued tasks of one scheduling class, in arrival
+// order.
+type classQueue struct {
+	key    string
+	demand Resources
+	noSlot bool
+	root   bool
+	tasks  []*task
+	// reason is why the class last had tasks left queued.
+	reason PendingReason
+}
+
+// worker is a pool worker as the core sees it.
+type worker struct {
+	id     ids.WorkerID
+	binary string // the program its process runs ("" for goroutine workers)
+	// tasks are the attempts pushed to the worker, in push order: the
+	// first runs, the others wait in the process (pipelining).
+	tasks []*task
+	// lease is what the worker is granted while it has tasks: the
+	// resources and root slot of its class, held once however many of
+	// the class's tasks run on it one after another.
+	lease     *lease
+	idleSince time.Time
+}
+
+// lease is a worker granted to a scheduling class.
+type lease struct {
+	key    string
+	demand Resources
+	root   bool
+}
+
+// NewCore returns the core of a node with no worker yet (Start starts
+// the pool).
+func NewCore(cfg CoreConfig) *Core {
+	if cfg.NewWorkerID == nil {
+		cfg.NewWorkerID = ids.NewWorkerID
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.PipelineDepth <= 0 {
+		cfg.PipelineDepth = 1
+	}
+	c := &Core{
+		cfg:     cfg,
+		avail:   cfg.Resources.Clone(),
+		classes: map[string]*classQueue{},
+		held:    map[ids.ObjectID]*heldObject{},
+		running: map[ids.TaskID]*task{},
+		workers: map[ids.WorkerID]*worker{},
+		actors:  map[ids.ActorID]*hostedActor{},
+		peers:   map[ids.NodeID]*NodeView{},
+		noSpan:  noop.Span{},
+	}
+	if c.avail == nil {
+		c.avail = Resources{}
+	}
+	c.heldFn = func(id ids.ObjectID) bool { return c.held[id] != nil }
+	return c
+}
+
+// Effects returns the effects of the events since the last call, in the
+// order they happened. The slice (and the attempts of its Push effects)
+// is reused by the call after next: apply every effect before asking
+// again. An effect's application may step the core (it queues more,
+// returned by the next call).
+func (c *Core) Effects() []Effect {
+	out := c.effects
+	clear(c.applied)
+	c.effects, c.applied = c.applied[:0], out
+	clear(c.batchApplied)
+	c.batch, c.batchApplied = c.batchApplied[:0], c.batch
+	return out
+}
+
+func (c *Core) emit(e Effect) { c.effects = append(c.effects, e) }
+
+// Start starts the pool's prestarted workers (with goroutine workers, or
+// process workers of the node's own binary).
+func (c *Core) Start(now time.Time) {
+	c.now = now
+	if !c.cfg.Processes || c.cfg.Binary != "" {
+		for range c.cfg.NumWorkers {
+			c.spawnWorker(c.cfg.Binary)
+		}
+	}
+}
+
+// Drain makes the node place every task submitted or forwarded to it
+// from now on on another node (see the Drain message).
+func (c *Core) Drain(now time.Time) {
+	c.now = now
+	if !c.draining {
+		c.draining = true
+		c.cfg.Logger.Info("raylet: draining: new tasks go to other nodes")
+	}
+}
+
+// State is a snapshot of the core.
+func (c *Core) State() *State {
+	return &State{
+		NodeID: c.cfg.NodeID, Total: c.cfg.Resources.Clone(), Available: c.avail.Clone(),
+		Queued: c.queued + len(c.waiting), QueuedCPU: c.queuedCPU(), Running: len(c.running), Workers: len(c.workers), IdleWorkers: len(c.idle),
+		Actors: len(c.actors), Draining: c.draining, Stats: c.stats,
+	}
+}
+
+// binaryFor is the program that runs spec: the node's worker binary if it
+// has one, else the submitting driver's ("" with goroutine workers).
+func (c *Core) binaryFor(spec *atollpb.TaskSpec) string {
+	if !c.cfg.Processes {
+		return ""
+	}
+	if c.cfg.Binary != "" {
+		return c.cfg.Binary
+	}
+	return spec.WorkerBinary
+}
+
+// startSpan starts t's queue span.
+func (c *Core) startSpan(t *task, recalled bool) {
+	if c.cfg.Tracer == nil {
+		t.queueSpan = c.noSpan
+		return
+	}
+	t.queueSpan = c.cfg.Tracer.Queued(t.spec, t.id, recalled)
+}

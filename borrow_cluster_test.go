@@ -10,6 +10,7 @@ import (
 	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // forwardOn forwards a box through one task per node of path (each a
@@ -86,7 +87,7 @@ func TestBorrowCluster(t *testing.T) {
 	}
 	k = atoll.ActorHandle[*keeper]{}
 	var m atolltest.MemoryStats
-	eventually(t, "the driver's owner table and store to empty", func() bool {
+	testutil.Eventually(t, "the driver's owner table and store to empty", func() bool {
 		runtime.GC()
 		if m, err = atolltest.Memory(ctx); err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // Standalone borrow reports: a borrower that drops a ref outside its
@@ -93,7 +94,7 @@ func freedWithoutCallingKeeper(t *testing.T, ctx context.Context) {
 			t.Logf("memory: %+v", m)
 		}
 	}()
-	eventually(t, "the keeper's drop to reach the driver: its owner table and the store empty", func() bool {
+	testutil.Eventually(t, "the keeper's drop to reach the driver: its owner table and the store empty", func() bool {
 		runtime.GC()
 		var err error
 		if m, err = atolltest.Memory(ctx); err != nil {
@@ -201,7 +202,7 @@ func TestBorrowDropOfManyRefsIsOneReport(t *testing.T) {
 		t.Fatalf("keep %d refs: %d %v", n, got, err)
 	}
 	refs = nil
-	eventually(t, "the driver to track the actor holding every ref", func() bool {
+	testutil.Eventually(t, "the driver to track the actor holding every ref", func() bool {
 		runtime.GC()
 		m, err := atolltest.Memory(ctx)
 		return err == nil && m.Borrowers == 1 && m.BorrowedObjects == n && m.OwnedObjects == n
@@ -247,7 +248,7 @@ func TestBorrowDropReportedToWorkerOwner(t *testing.T) {
 	if ok, err := atoll.Get(ctx, dropKept.Remote(ctx, k)); err != nil || !ok {
 		t.Fatalf("the driver's call dropping the keeper's ref: %v %v", ok, err)
 	}
-	eventually(t, "the owning worker process to free its object", func() bool {
+	testutil.Eventually(t, "the owning worker process to free its object", func() bool {
 		m, err := atolltest.Memory(ctx)
 		return err == nil && m.StoreObjects == 0
 	})

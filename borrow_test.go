@@ -11,6 +11,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // Borrowing (refs inside values crossing processes): tasks and actors
@@ -154,7 +155,7 @@ func settled(t *testing.T, ctx context.Context) {
 			t.Logf("memory: %+v", m)
 		}
 	}()
-	eventually(t, "the store and the owner table to empty", func() bool {
+	testutil.Eventually(t, "the store and the owner table to empty", func() bool {
 		runtime.GC() // handle cleanups post their drops
 		var err error
 		if m, err = atolltest.Memory(ctx); err != nil {

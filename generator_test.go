@@ -13,6 +13,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // Generator functions for the tests. They run in worker processes (a
@@ -188,7 +189,7 @@ func wantClean(t *testing.T, ctx context.Context) {
 			t.Logf("last seen: %s", last)
 		}
 	}()
-	eventually(t, "the owner table and the store to empty", func() bool {
+	testutil.Eventually(t, "the owner table and the store to empty", func() bool {
 		runtime.GC() // handle and stream cleanups post their drops
 		m, err := atolltest.Memory(ctx)
 		if err != nil {
@@ -288,7 +289,7 @@ func readHeldBack[R any](t *testing.T, gen *atoll.ObjectRefGenerator[R], n, limi
 	t.Helper()
 	for consumed := 0; consumed < n; consumed++ {
 		want := min(consumed+limit, n)
-		eventually(t, fmt.Sprintf("%d items reported", want), func() bool {
+		testutil.Eventually(t, fmt.Sprintf("%d items reported", want), func() bool {
 			reported, _ := generatorCounts(gen)
 			return reported >= want
 		})
@@ -354,7 +355,7 @@ func testReleaseMidStream(t *testing.T, ctx context.Context) {
 	readItem(t, ctx, gen, 0)
 	// The producer is held back with items 1 and 2 unconsumed; only the
 	// release can let it go on.
-	eventually(t, "3 items reported", func() bool {
+	testutil.Eventually(t, "3 items reported", func() bool {
 		reported, _ := generatorCounts(gen)
 		return reported >= 3
 	})
@@ -365,7 +366,7 @@ func testReleaseMidStream(t *testing.T, ctx context.Context) {
 	if _, err := gen.Next(ctx); err == nil {
 		t.Fatal("Next after Release: no error")
 	}
-	eventually(t, "the released generator's task to end", func() bool {
+	testutil.Eventually(t, "the released generator's task to end", func() bool {
 		m, err := atolltest.Memory(ctx)
 		return err == nil && m.PendingTasks == 0
 	})

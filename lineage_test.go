@@ -10,6 +10,7 @@ import (
 	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // incBytes returns b with every byte plus one.
@@ -53,7 +54,7 @@ func TestLineageReconstruction(t *testing.T) {
 	}
 
 	c.Kill(2)
-	eventually(t, "the cluster to declare the victim dead", func() bool {
+	testutil.Eventually(t, "the cluster to declare the victim dead", func() bool {
 		x, ok := nodeStatus(ctx, c, victim.ID)
 		return ok && !x.Alive || !ok
 	})
@@ -95,7 +96,7 @@ func TestLineageNotKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Kill(1)
-	eventually(t, "the cluster to declare the victim dead", func() bool {
+	testutil.Eventually(t, "the cluster to declare the victim dead", func() bool {
 		x, ok := nodeStatus(ctx, c, victim.ID)
 		return ok && !x.Alive || !ok
 	})

@@ -22,21 +22,6 @@ func start(t *testing.T, opts ...atoll.Option) context.Context {
 		atoll.WithWorkerMode(atoll.InProcessWorkers)}, opts...)...)
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(20 * time.Second)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
-}
-
 // The runtime's state that tests check, read through internal/runtime
 // (the running driver is the process's current runtime).
 

@@ -11,6 +11,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 type point struct {
@@ -125,7 +126,7 @@ func TestStoreUsageReturnsToZeroAfterRefsAreDropped(t *testing.T) {
 		}
 		explicit.Release()
 	}()
-	eventually(t, "store usage to return to zero", func() bool {
+	testutil.Eventually(t, "store usage to return to zero", func() bool {
 		runtime.GC()
 		m, err := atolltest.Memory(ctx)
 		if err != nil {
@@ -150,7 +151,7 @@ func TestStoreFullBackpressureThenObjectStoreFull(t *testing.T) {
 		ref, err := atoll.Put(ctx, make([]byte, 8<<20))
 		done <- putResult{ref, err}
 	}()
-	eventually(t, "the second put to wait for space", func() bool {
+	testutil.Eventually(t, "the second put to wait for space", func() bool {
 		m, err := atolltest.Memory(ctx)
 		return err == nil && m.PendingCreates == 1
 	})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // TestOwnerTablesStayFlat: a driver that keeps making and dropping
@@ -37,7 +38,7 @@ func TestOwnerTablesStayFlat(t *testing.T) {
 		ref.Release()
 	}
 	var m atolltest.MemoryStats
-	eventually(t, "the owner table to empty", func() bool {
+	testutil.Eventually(t, "the owner table to empty", func() bool {
 		runtime.GC() // handle cleanups post their drops
 		var err error
 		m, err = atolltest.Memory(ctx)

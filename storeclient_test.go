@@ -11,6 +11,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // Abandoned store requests in worker processes: a creation cancelled while
@@ -127,7 +128,7 @@ func TestWorkerCancelledCreateLeavesNothing(t *testing.T) {
 			t.Logf("last store stats: %+v", last)
 		}
 	}()
-	eventually(t, "an empty store (no unsealed object, no queued creation)", func() bool {
+	testutil.Eventually(t, "an empty store (no unsealed object, no queued creation)", func() bool {
 		m := memoryNow(t, ctx)
 		last = m
 		return m.StoreObjects == 0 && m.StoreUsed == 0 && m.PendingCreates == 0
@@ -160,7 +161,7 @@ func TestWorkerTimedOutGetLeavesNoPin(t *testing.T) {
 		}
 		fillers, views = append(fillers, f), append(views, v)
 	}
-	eventually(t, "the victim to be spilled and the fillers pinned in memory", func() bool {
+	testutil.Eventually(t, "the victim to be spilled and the fillers pinned in memory", func() bool {
 		m := memoryNow(t, ctx)
 		return m.SpilledBytesCurrent >= 8*mib && m.StoreUsed == 28*mib && m.StorePinned == 28*mib
 	})
@@ -184,7 +185,7 @@ func TestWorkerTimedOutGetLeavesNoPin(t *testing.T) {
 			t.Logf("last store stats: %+v", last)
 		}
 	}()
-	eventually(t, "the restore, and no pin left", func() bool {
+	testutil.Eventually(t, "the restore, and no pin left", func() bool {
 		m := memoryNow(t, ctx)
 		last = m
 		return m.RestoredBytesTotal >= restored+8*mib && m.StorePinned == 0

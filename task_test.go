@@ -16,6 +16,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 var (
@@ -326,7 +327,7 @@ var logTask = atoll.NewFunc1("test.log", func(ctx context.Context, msg string) (
 })
 
 func TestLogLinesCarryTaskAndTraceIDs(t *testing.T) {
-	var buf syncBuffer
+	var buf testutil.LogBuffer
 	prev := slog.Default()
 	slog.SetDefault(slog.New(atoll.LogHandler(slog.NewTextHandler(&buf, nil))))
 	t.Cleanup(func() { slog.SetDefault(prev) })
@@ -344,23 +345,6 @@ func TestLogLinesCarryTaskAndTraceIDs(t *testing.T) {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestPoolGrowsForBlockedTasksThenShrinks(t *testing.T) {
 	ctx := start(t, atoll.WithNumCPUs(1), atoll.WithIdleWorkerTimeout(50*time.Millisecond))
 	if v, err := atoll.Get(ctx, nest.Remote(ctx, atoll.Value(3))); err != nil || v != 3 {
@@ -373,7 +357,7 @@ func TestPoolGrowsForBlockedTasksThenShrinks(t *testing.T) {
 	if st.Workers < 2 && st.WorkersReaped == 0 {
 		t.Fatalf("the pool did not grow for blocked tasks: %+v", st)
 	}
-	eventually(t, "surplus idle workers to be stopped", func() bool {
+	testutil.Eventually(t, "surplus idle workers to be stopped", func() bool {
 		st, err = atolltest.Status(ctx)
 		return err == nil && st.Workers == 1 && st.WorkersReaped >= 1
 	})
@@ -391,7 +375,7 @@ func TestRootTasksAreQueuedAtTheSaturationLimit(t *testing.T) {
 	for i := range roots {
 		roots[i] = blockUntil.Remote(ctx, atoll.Value(key))
 	}
-	eventually(t, "two root tasks running and four queued", func() bool {
+	testutil.Eventually(t, "two root tasks running and four queued", func() bool {
 		st, err := atolltest.Status(ctx)
 		return err == nil && st.Running == 2 && st.Queued == 4
 	})

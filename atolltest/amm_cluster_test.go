@@ -12,6 +12,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // holdArg reads b and holds it (a pinned view) until the file release
@@ -81,11 +82,11 @@ func TestAMMReduceReplicas(t *testing.T) {
 	// A task on readers[1] pins its copy while the AMM runs.
 	dir := t.TempDir()
 	held := holdArg.Remote(ctx, obj, atoll.Value(dir), atoll.OnNode(readers[1], false))
-	eventually(t, "the holding task to start", func() bool {
+	testutil.Eventually(t, "the holding task to start", func() bool {
 		_, err := os.Stat(filepath.Join(dir, "started"))
 		return err == nil
 	})
-	eventually(t, "the AMM to drop the copies on the other two nodes", func() bool {
+	testutil.Eventually(t, "the AMM to drop the copies on the other two nodes", func() bool {
 		return used(readers[0]) < n && used(readers[2]) < n
 	})
 	if u := used(readers[1]); u < n {
@@ -108,7 +109,7 @@ func TestAMMReduceReplicas(t *testing.T) {
 	if h, err := atoll.Get(ctx, held); err != nil || h.Sum != want {
 		t.Fatalf("holding task: %+v, %v", h, err)
 	}
-	eventually(t, "every copy but the primary to go", func() bool {
+	testutil.Eventually(t, "every copy but the primary to go", func() bool {
 		return used(readers[0]) < n && used(readers[1]) < n && used(readers[2]) < n
 	})
 	if u := used(atoll.CurrentNodeID()); u < n {
@@ -163,14 +164,14 @@ func TestAMMReplicate(t *testing.T) {
 	if k := copiesKnown(); k != 0 {
 		t.Fatalf("the owner's node knows copies of %d objects before any replication", k)
 	}
-	eventually(t, "the AMM to create two copies", func() bool { return len(holders()) == 2 })
-	eventually(t, "the owner's node to learn of the copies", func() bool { return copiesKnown() == 1 })
+	testutil.Eventually(t, "the AMM to create two copies", func() bool { return len(holders()) == 2 })
+	testutil.Eventually(t, "the owner's node to learn of the copies", func() bool { return copiesKnown() == 1 })
 	first := holders()
 	third := 3 - first[0] - first[1]
 	// Kill a holder that is not the head (node 0).
 	dead = first[1]
 	c.Kill(dead)
-	eventually(t, "the AMM to restore the third copy on node "+c.Node(third).ID, func() bool {
+	testutil.Eventually(t, "the AMM to restore the third copy on node "+c.Node(third).ID, func() bool {
 		return slices.Contains(holders(), third)
 	})
 	got, err := atoll.Get(ctx, sumBytes.Remote(ctx, obj, atoll.OnNode(c.Node(third).ID, false)))
@@ -182,8 +183,8 @@ func TestAMMReplicate(t *testing.T) {
 	if err := atoll.SetReplicas(ctx, obj, 1); err != nil {
 		t.Fatalf("SetReplicas(1): %v", err)
 	}
-	eventually(t, "ReduceReplicas to drop the replicated copies", func() bool { return len(holders()) == 0 })
-	eventually(t, "the owner's node to forget the dropped copies", func() bool { return copiesKnown() == 0 })
+	testutil.Eventually(t, "ReduceReplicas to drop the replicated copies", func() bool { return len(holders()) == 0 })
+	testutil.Eventually(t, "the owner's node to forget the dropped copies", func() bool { return copiesKnown() == 0 })
 	if x, ok := nodeStatus(ctx, c, atoll.CurrentNodeID()); !ok || x.StoreUsed < n {
 		t.Fatalf("the primary on the driver's node was dropped (%+v, %v)", x, ok)
 	}

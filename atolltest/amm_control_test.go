@@ -16,6 +16,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // A small distributed sort for the drain test: sortMap makes chunk i of
@@ -115,7 +116,7 @@ func TestDrainNodeMidSort(t *testing.T) {
 	// A task running on the node when the drain starts.
 	dir := t.TempDir()
 	held := holdUntil.Remote(ctx, atoll.Value(dir), atoll.OnNode(drained.ID, false), atoll.MaxRetries(0))
-	eventually(t, "the held task to start", func() bool {
+	testutil.Eventually(t, "the held task to start", func() bool {
 		_, err := os.Stat(filepath.Join(dir, "started"))
 		return err == nil
 	})
@@ -132,7 +133,7 @@ func TestDrainNodeMidSort(t *testing.T) {
 			mu.Unlock()
 		})
 	}()
-	eventually(t, "the drain to wait for the held task", func() bool {
+	testutil.Eventually(t, "the drain to wait for the held task", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Contains(states, "waiting for its tasks")
@@ -279,7 +280,7 @@ func TestAMMStartStop(t *testing.T) {
 	}
 	// (A node's load report may predate its pull by a report interval.)
 	// (A node's load report may predate its pull by a report interval.)
-	eventually(t, "every node to report its copy", func() bool { return copies() == c.Len() })
+	testutil.Eventually(t, "every node to report its copy", func() bool { return copies() == c.Len() })
 	st, err := atolltest.GetAMMStatus(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -290,7 +291,7 @@ func TestAMMStartStop(t *testing.T) {
 	if st, err = atolltest.StartAMM(ctx); err != nil || !st.Enabled {
 		t.Fatalf("StartAMM: %+v, %v", st, err)
 	}
-	eventually(t, "the started AMM to drop the copies", func() bool { return copies() == 0 })
+	testutil.Eventually(t, "the started AMM to drop the copies", func() bool { return copies() == 0 })
 	if x, ok := nodeStatus(ctx, c, atoll.CurrentNodeID()); !ok || x.StoreUsed < n {
 		t.Fatalf("the primary on the driver's node was dropped: %+v %v", x, ok)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // TestAMMRebalance: with the Active Memory Manager's policies set to
@@ -94,7 +95,7 @@ func TestAMMRebalance(t *testing.T) {
 		args = append(args, obj)
 	}
 	held := holdAll.Remote(ctx, args, atoll.OnNode(hot, false))
-	eventually(t, "the holding task to start", func() bool {
+	testutil.Eventually(t, "the holding task to start", func() bool {
 		_, err := os.Stat(filepath.Join(dir, "started"))
 		return err == nil
 	})
@@ -102,7 +103,7 @@ func TestAMMRebalance(t *testing.T) {
 	// Before: the hot node holds all seven copies (the others nothing),
 	// pinned by the holding task, so the rounds leave them where they are.
 	var before []storeUse
-	eventually(t, "the hot node to report its seven copies", func() bool {
+	testutil.Eventually(t, "the hot node to report its seven copies", func() bool {
 		before = uses()
 		return before[2].used >= start[2].used+k*size && before[2].pulls >= start[2].pulls+k
 	})
@@ -114,7 +115,7 @@ func TestAMMRebalance(t *testing.T) {
 		t.Fatalf("spread before %d, want at least %d", spreadBefore, k*size)
 	}
 	seen := rounds.Load()
-	eventually(t, "three AMM rounds while the copies are pinned", func() bool { return rounds.Load() >= seen+3 })
+	testutil.Eventually(t, "three AMM rounds while the copies are pinned", func() bool { return rounds.Load() >= seen+3 })
 	if now := uses(); !slices.Equal(now, before) {
 		t.Fatalf("store use and pulls changed while the copies were pinned: %s (%v), was %s (%v)",
 			inMiB(now), now, inMiB(before), before)
@@ -136,7 +137,7 @@ func TestAMMRebalance(t *testing.T) {
 
 	// After: four copies moved off the hot node, two to each other node.
 	var after []storeUse
-	eventually(t, "Rebalance to move four copies off the hot node", func() bool {
+	testutil.Eventually(t, "Rebalance to move four copies off the hot node", func() bool {
 		after = uses()
 		// A node reports a pull's store use when it starts and counts it
 		// when it ends: wait for both.
@@ -163,7 +164,7 @@ func TestAMMRebalance(t *testing.T) {
 	// The next rounds move nothing: the hot node is within the threshold
 	// of the mean, and no moved copy moves again.
 	seen = rounds.Load()
-	eventually(t, "five more AMM rounds", func() bool { return rounds.Load() >= seen+5 })
+	testutil.Eventually(t, "five more AMM rounds", func() bool { return rounds.Load() >= seen+5 })
 	if now := uses(); !slices.Equal(now, after) {
 		t.Fatalf("store use and pulls changed in the rounds after the move: %s (pulls %v), was %s (pulls %v)",
 			inMiB(now), now, inMiB(after), after)

@@ -9,6 +9,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/faultplan"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 var fpSquare = atoll.NewFunc1("fp.square", func(_ context.Context, x int) (int, error) { return x * x, nil })
@@ -100,7 +101,7 @@ func TestFaultPlanTimedRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := start(t, atoll.WithFaultPlan(p))
-	eventually(t, "the timed rule to fire", func() bool {
+	testutil.Eventually(t, "the timed rule to fire", func() bool {
 		log, err := atolltest.GetFaultLog(ctx)
 		return err == nil && len(log.Timed) == 1
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 	"github.com/atoll-runtime/atoll/internal/testmain"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // The tests of the ops and chaos calls run atoll for real: worker
@@ -29,21 +30,6 @@ func start(t *testing.T, opts ...atoll.Option) context.Context {
 func startProcesses(t *testing.T, opts ...atoll.Option) context.Context {
 	t.Helper()
 	return start(t, append([]atoll.Option{atoll.WithWorkerMode(atoll.ProcessWorkers)}, opts...)...)
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(20 * time.Second)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
 }
 
 // Functions and actors the tests run on workers and cluster nodes.
@@ -93,7 +79,7 @@ func joinCluster(t *testing.T, c *testcluster.Cluster, opts ...atoll.Option) con
 		atoll.WithObjectStoreMemory(512 << 20)}, opts...)...)
 	// Wait until the driver's node sees every node of the cluster: tasks
 	// submitted before would all go to the first node it heard of.
-	eventually(t, "the driver to see the cluster's nodes", func() bool {
+	testutil.Eventually(t, "the driver to see the cluster's nodes", func() bool {
 		return len(spreadNodes(ctx, t, 3*c.Len())) == c.Len()
 	})
 	return ctx

@@ -14,6 +14,7 @@ import (
 	"github.com/atoll-runtime/atoll/faultplan"
 	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // ptRun says where and at which attempt a task ran.
@@ -114,7 +115,7 @@ func TestPartitionHeals(t *testing.T) {
 		t.Fatalf("the GCS never listed exactly %v alive and the cut node dead", alive)
 	}
 	for _, id := range []string{head.ID, other.ID} {
-		eventually(t, "survivor "+id[:8]+" to have the other survivors as peers", func() bool {
+		testutil.Eventually(t, "survivor "+id[:8]+" to have the other survivors as peers", func() bool {
 			s := c.StatsOf(id, false)
 			return s != nil && s.Peers == uint64(len(alive)-1)
 		})

@@ -10,6 +10,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 	"github.com/atoll-runtime/atoll/memsample"
 )
 
@@ -38,7 +39,7 @@ func TestSampleMemoryLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the sampled store use to rise by the object's size", func() bool { return s.Progress().Total >= base+size })
+	testutil.Eventually(t, "the sampled store use to rise by the object's size", func() bool { return s.Progress().Total >= base+size })
 	if p := s.Samples().Peak(); p.Bytes < base+size {
 		t.Errorf("peak %d, want at least %d", p.Bytes, base+size)
 	}
@@ -87,12 +88,12 @@ func TestSampleMemoryCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the cluster total to rise by the object's size", func() bool { return s.Progress().Total >= base+size })
+	testutil.Eventually(t, "the cluster total to rise by the object's size", func() bool { return s.Progress().Total >= base+size })
 	got, err := atoll.Get(ctx, sumBytes.Remote(ctx, obj, atoll.OnNode(c.Node(1).ID, false)))
 	if err != nil || got.Node != c.Node(1).ID {
 		t.Fatalf("read on the worker: %+v, %v", got, err)
 	}
-	eventually(t, "the cluster total to rise by the worker's copy", func() bool { return s.Progress().Total >= base+2*size })
+	testutil.Eventually(t, "the cluster total to rise by the worker's copy", func() bool { return s.Progress().Total >= base+2*size })
 	samples := s.Stop()
 	if p := samples.Nodes[2].Peak(samples.Times); p.Bytes < size {
 		t.Errorf("driver's node peak %d, want at least %d", p.Bytes, size)

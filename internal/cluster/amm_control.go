@@ -244,6 +244,11 @@ func (a *AMM) drainStep(m *ammGathered, drops []amm.Suggestion) {
 	}
 }
 
+// SafeElsewhere is the drain's leave rule for one object (see
+// drainStep): o has a complete copy on a node of the snapshot that is not
+// retiring. Exported for harnesses that play the AMM's drain step.
+func SafeElsewhere(s *amm.Snapshot, o *amm.Object) bool { return safeElsewhere(s, o) }
+
 // safeElsewhere reports whether o has a complete copy on a node of the
 // snapshot that is not retiring.
 func safeElsewhere(s *amm.Snapshot, o *amm.Object) bool {

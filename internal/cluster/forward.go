@@ -245,6 +245,17 @@ func (f *Forwarder) Stats() ForwarderStats {
 // (an object owned here).
 func (f *Forwarder) Copies(id ids.ObjectID) []ids.NodeID { return slices.Clone(f.copies[id]) }
 
+// SentTo returns the nodes this node forwarded the given attempt to and
+// still waits on for its result (its pending entries, newest last): for
+// harnesses and checks that ask where work is.
+func (f *Forwarder) SentTo(task ids.TaskID, attempt int32) []ids.NodeID {
+	var out []ids.NodeID
+	for _, fw := range f.pending[taskKey{task: task, attempt: attempt}] {
+		out = append(out, fw.node)
+	}
+	return out
+}
+
 // taskKey names one attempt of a task or one actor call.
 type taskKey struct {
 	task    ids.TaskID

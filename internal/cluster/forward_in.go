@@ -18,6 +18,9 @@ import (
 // taskArrived admits a task another node forwarded and submits it to the
 // raylet.
 func (f *Forwarder) taskArrived(m *atollpb.ForwardTask) {
+	if f.duplicate(keyOf(m.Spec.TaskId, m.Spec.Attempt), m.OriginNode, m.Hops, "") {
+		return
+	}
 	a, ok := f.admit(m.Spec, m.OriginNode, "")
 	if !ok {
 		return
@@ -32,6 +35,9 @@ func (f *Forwarder) taskArrived(m *atollpb.ForwardTask) {
 // callArrived admits an actor call another node forwarded and pushes it
 // to its host.
 func (f *Forwarder) callArrived(m *atollpb.ForwardActorCall) {
+	if f.duplicate(keyOf(m.Spec.TaskId, m.Spec.Attempt), m.OriginNode, 0, m.Address) {
+		return
+	}
 	a, ok := f.admit(m.Spec, m.OriginNode, m.Address)
 	if !ok {
 		return
@@ -40,6 +46,32 @@ func (f *Forwarder) callArrived(m *atollpb.ForwardActorCall) {
 	f.inbound[k] = append(f.inbound[k], a)
 	f.owners.record(m.Spec.OwnerId, m.Spec.OwnerAddress)
 	f.emit(PushCall{Address: m.Address, Spec: m.Spec})
+}
+
+// duplicate reports whether work arriving from origin on link hops (an
+// actor call: for the host at address) is held here already: the same
+// message delivered twice (a fault plan's duplicate rule). Found by the
+// interaction harness (internal/interaction, testdata/duplicate_forward.txt):
+// submitted again, a task attempt ran twice on this node (the raylet
+// keys its running tasks by task id, so the two copies also shared one
+// entry), and the second inbound entry, which no result pops, was
+// confirmed to the origin and counted against its quota for ever. A
+// spillback chain that passes through this node again arrives on another
+// link (its hops differ), so it is not taken for a copy. A copy arriving
+// after the attempt ended is not recognised: nothing is remembered of
+// work that ended.
+func (f *Forwarder) duplicate(k taskKey, originID []byte, hops int32, address string) bool {
+	origin, err := ids.FromBytes(originID)
+	if err != nil {
+		return false
+	}
+	for _, a := range f.inbound[k] {
+		if a.origin == origin && a.hops == hops && a.address == address {
+			f.log(slog.LevelDebug, "cluster: work delivered twice: the copy is dropped", "task", k.task.Short(), "attempt", k.attempt, "origin", origin.Short())
+			return true
+		}
+	}
+	return false
 }
 
 // admit accounts for work origin forwarded here (address is an actor

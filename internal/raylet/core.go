@@ -245,6 +245,30 @@ func (c *Core) State() *State {
 	}
 }
 
+// HeldAttempt reports the attempt of task id this node holds, if any:
+// queued, waiting for a node able to run it, or assigned to a worker
+// (running or pipelined; worker names it, zero otherwise). It walks the
+// queues (O(queued)): for harnesses and checks that ask where work is,
+// not for the hot path.
+func (c *Core) HeldAttempt(id ids.TaskID) (attempt int32, worker ids.WorkerID, ok bool) {
+	if t := c.running[id]; t != nil {
+		return t.spec.Attempt, t.assigned.worker, true
+	}
+	for _, cq := range c.classes {
+		for _, t := range cq.tasks {
+			if t.id == id {
+				return t.spec.Attempt, ids.WorkerID{}, true
+			}
+		}
+	}
+	for _, w := range c.waiting {
+		if w.t.id == id {
+			return w.t.spec.Attempt, ids.WorkerID{}, true
+		}
+	}
+	return 0, ids.WorkerID{}, false
+}
+
 // binaryFor is the program that runs spec: the node's worker binary if it
 // has one, else the submitting driver's ("" with goroutine workers).
 func (c *Core) binaryFor(spec *atollpb.TaskSpec) string {

@@ -27,7 +27,9 @@ func GetAMMStatus(ctx context.Context) (*AMMStatus, error) {
 
 // StartAMM starts the policies of the head's Active Memory Manager (as
 // ATOLL_AMM=1 on the head does at its start) and returns its status.
-func StartAMM(ctx context.Context) (*AMMStatus, error) { return controlAMM(ctx, clusterclient.AMMStart) }
+func StartAMM(ctx context.Context) (*AMMStatus, error) {
+	return controlAMM(ctx, clusterclient.AMMStart)
+}
 
 // StopAMM stops the policies of the head's Active Memory Manager: no copy
 // is dropped or made any more, except by drains under way.

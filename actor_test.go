@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 type counter struct{ n int }
@@ -126,11 +128,11 @@ func TestCrashedActorRestartsAndKeepsServing(t *testing.T) {
 	if _, err := atoll.Get(ctx, incr.Remote(ctx, c, atoll.Value(3))); err != nil {
 		t.Fatal(err)
 	}
-	if err := atoll.CrashActor(ctx, c); err != nil {
+	if err := atolltest.CrashActor(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	// The crash is asynchronous: wait for the constructor's second run.
-	eventually(t, "the actor to restart", func() bool { return ctorRuns.Load() == 2 })
+	testutil.Eventually(t, "the actor to restart", func() bool { return ctorRuns.Load() == 2 })
 	if v, err := atoll.Get(ctx, incr.Remote(ctx, c, atoll.Value(1))); err != nil || v != 1 {
 		t.Fatalf("after an injected crash: %v %v (want 1: fresh state)", v, err)
 	}
@@ -168,7 +170,7 @@ func TestNamedActorsLookupAndKill(t *testing.T) {
 		t.Fatalf("call after Kill: %v", err)
 	}
 	// The name is free again once the GCS has seen the death.
-	eventually(t, "the name to be released", func() bool {
+	testutil.Eventually(t, "the name to be released", func() bool {
 		_, err := atoll.GetActor[*counter](ctx, "acc")
 		return errors.Is(err, atoll.ErrNotFound)
 	})

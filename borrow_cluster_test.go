@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // forwardOn forwards a box through one task per node of path (each a
@@ -74,7 +76,7 @@ func TestBorrowCluster(t *testing.T) {
 			t.Fatalf("read %d by the actor on node 2 after the driver dropped its ref: %d %v", i, s, err)
 		}
 	}
-	if m, err := atoll.Memory(ctx); err != nil || m.Borrowers != 1 || m.BorrowedObjects != 1 {
+	if m, err := atolltest.Memory(ctx); err != nil || m.Borrowers != 1 || m.BorrowedObjects != 1 {
 		t.Fatalf("driver tracks %d borrowers holding %d objects (%v), want 1 and 1", m.Borrowers, m.BorrowedObjects, err)
 	}
 	if _, err := atoll.Get(ctx, dropKept.Remote(ctx, k)); err != nil {
@@ -84,10 +86,10 @@ func TestBorrowCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	k = atoll.ActorHandle[*keeper]{}
-	var m atoll.MemoryStats
-	eventually(t, "the driver's owner table and store to empty", func() bool {
+	var m atolltest.MemoryStats
+	testutil.Eventually(t, "the driver's owner table and store to empty", func() bool {
 		runtime.GC()
-		if m, err = atoll.Memory(ctx); err != nil {
+		if m, err = atolltest.Memory(ctx); err != nil {
 			t.Fatal(err)
 		}
 		return m.OwnedObjects == 0 && m.PendingTasks == 0 && m.Borrowers == 0 && m.BorrowedObjects == 0 && m.StoreObjects == 0

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // Standalone borrow reports: a borrower that drops a ref outside its
@@ -76,7 +78,7 @@ func lendToKeeper(t *testing.T, ctx context.Context, k atoll.ActorHandle[*keeper
 	if s, err := atoll.Get(ctx, readKept.Remote(ctx, k)); err != nil || s != blobSum(blob(seed)) {
 		t.Fatalf("read by the keeper after the driver dropped its ref: %d %v", s, err)
 	}
-	if m, err := atoll.Memory(ctx); err != nil || m.Borrowers != 1 || m.BorrowedObjects != 1 {
+	if m, err := atolltest.Memory(ctx); err != nil || m.Borrowers != 1 || m.BorrowedObjects != 1 {
 		t.Fatalf("driver tracks %d borrowers holding %d objects (%v), want 1 and 1", m.Borrowers, m.BorrowedObjects, err)
 	}
 }
@@ -86,16 +88,16 @@ func lendToKeeper(t *testing.T, ctx context.Context, k atoll.ActorHandle[*keeper
 // lives on and the driver does not call it.
 func freedWithoutCallingKeeper(t *testing.T, ctx context.Context) {
 	t.Helper()
-	var m atoll.MemoryStats
+	var m atolltest.MemoryStats
 	defer func() {
 		if t.Failed() {
 			t.Logf("memory: %+v", m)
 		}
 	}()
-	eventually(t, "the keeper's drop to reach the driver: its owner table and the store empty", func() bool {
+	testutil.Eventually(t, "the keeper's drop to reach the driver: its owner table and the store empty", func() bool {
 		runtime.GC()
 		var err error
-		if m, err = atoll.Memory(ctx); err != nil {
+		if m, err = atolltest.Memory(ctx); err != nil {
 			t.Fatal(err)
 		}
 		return m.Borrowers == 0 && m.BorrowedObjects == 0 && m.OwnedObjects == 0 && m.PendingTasks == 0 && m.StoreObjects == 0
@@ -200,17 +202,17 @@ func TestBorrowDropOfManyRefsIsOneReport(t *testing.T) {
 		t.Fatalf("keep %d refs: %d %v", n, got, err)
 	}
 	refs = nil
-	eventually(t, "the driver to track the actor holding every ref", func() bool {
+	testutil.Eventually(t, "the driver to track the actor holding every ref", func() bool {
 		runtime.GC()
-		m, err := atoll.Memory(ctx)
+		m, err := atolltest.Memory(ctx)
 		return err == nil && m.Borrowers == 1 && m.BorrowedObjects == n && m.OwnedObjects == n
 	})
-	before := atoll.BorrowReportsReceivedForTest()
+	before := borrowReportsReceived()
 	if got, err := atoll.Get(ctx, clearMany.Remote(ctx, atoll.Value(k))); err != nil || got != n {
 		t.Fatalf("the task's call dropping %d refs: %d %v", n, got, err)
 	}
 	freedWithoutCallingKeeper(t, ctx)
-	if got := atoll.BorrowReportsReceivedForTest() - before; got != 1 {
+	if got := borrowReportsReceived() - before; got != 1 {
 		t.Fatalf("the driver received %d standalone reports for one call dropping %d refs, want 1", got, n)
 	}
 	if err := atoll.Kill(ctx, k); err != nil {
@@ -240,14 +242,14 @@ func TestBorrowDropReportedToWorkerOwner(t *testing.T) {
 	if s, err := atoll.Get(ctx, readKept.Remote(ctx, k)); err != nil || s != blobSum(blob(29)) {
 		t.Fatalf("read by the keeper after its owner's task ended: %d %v", s, err)
 	}
-	if m, err := atoll.Memory(ctx); err != nil || m.StoreObjects != 1 || m.Borrowers != 0 {
+	if m, err := atolltest.Memory(ctx); err != nil || m.StoreObjects != 1 || m.Borrowers != 0 {
 		t.Fatalf("store holds %d objects, driver tracks %d borrowers (%v); want the worker's object only", m.StoreObjects, m.Borrowers, err)
 	}
 	if ok, err := atoll.Get(ctx, dropKept.Remote(ctx, k)); err != nil || !ok {
 		t.Fatalf("the driver's call dropping the keeper's ref: %v %v", ok, err)
 	}
-	eventually(t, "the owning worker process to free its object", func() bool {
-		m, err := atoll.Memory(ctx)
+	testutil.Eventually(t, "the owning worker process to free its object", func() bool {
+		m, err := atolltest.Memory(ctx)
 		return err == nil && m.StoreObjects == 0
 	})
 	if err := syscall.Kill(pid, 0); err != nil {

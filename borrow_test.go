@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // Borrowing (refs inside values crossing processes): tasks and actors
@@ -147,16 +149,16 @@ func init() {
 // nothing: every object freed, every borrow ended.
 func settled(t *testing.T, ctx context.Context) {
 	t.Helper()
-	var m atoll.MemoryStats
+	var m atolltest.MemoryStats
 	defer func() {
 		if t.Failed() {
 			t.Logf("memory: %+v", m)
 		}
 	}()
-	eventually(t, "the store and the owner table to empty", func() bool {
+	testutil.Eventually(t, "the store and the owner table to empty", func() bool {
 		runtime.GC() // handle cleanups post their drops
 		var err error
-		if m, err = atoll.Memory(ctx); err != nil {
+		if m, err = atolltest.Memory(ctx); err != nil {
 			t.Fatal(err)
 		}
 		return m.StoreObjects == 0 && m.OwnedObjects == 0 && m.PendingTasks == 0 && m.Borrowers == 0 && m.BorrowedObjects == 0
@@ -316,7 +318,7 @@ func TestBorrowActorKeepsRef(t *testing.T) {
 		}
 		other.Release()
 	}
-	m, err := atoll.Memory(ctx)
+	m, err := atolltest.Memory(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -230,3 +230,118 @@ func MaxRestarts(n int) ActorOnlyOption {
 func MaxTaskRetries(n int) ActorOnlyOption {
 	return ActorOnlyOption{func(c *callConfig) { c.maxTaskRetries = n }}
 }
+
+// MaxConcurrency lets an actor run up to n calls at once (Ray's threaded
+// actors), on goroutines of its process: the actor's type must guard its
+// own state. Calls from one caller start in the order they were made and
+// may finish in any order. Default 1: one call at a time, in order. It
+// applies to the actor's methods outside concurrency groups. An actor
+// option (for ActorType.New); worker processes only: with goroutine
+// workers (WithWorkerMode(InProcessWorkers)) New fails with
+// ErrInvalidArgument.
+func MaxConcurrency(n int) ActorOnlyOption {
+	return ActorOnlyOption{func(c *callConfig) { c.maxConcurrency = n }}
+}
+
+// ConcurrencyGroup gives an actor a named group of methods with its own
+// limit of calls running at once (Ray's concurrency groups): a slow
+// method in one group does not hold back the methods of another. A
+// method in no group runs in the default group, limited by
+// MaxConcurrency. An actor option; repeat it for more groups.
+func ConcurrencyGroup(name string, limit int, methods ...string) ActorOnlyOption {
+	return ActorOnlyOption{func(c *callConfig) {
+		c.concurrencyGroups = append(c.concurrencyGroups, &atollpb.ConcurrencyGroup{Name: name, MaxConcurrency: int32(limit), Methods: methods})
+	}}
+}
+
+// InGroup runs one actor call in the named concurrency group instead of
+// its method's (Ray's .options(concurrency_group=...)). A call option;
+// a group the actor does not have fails the call with ErrInvalidArgument.
+func InGroup(name string) MethodOnlyOption {
+	return MethodOnlyOption{func(c *callConfig) { c.group = name }}
+}
+
+// MaxPendingCalls bounds the calls this process may have pending on the
+// actor (sent or waiting to be sent, not finished): a call past it waits
+// in the method's Remote until one finishes or its context ends (Ray's
+// max_pending_calls, which fails instead). An actor option for
+// ActorType.New; it applies to the handle New returns and its copies.
+// Default 0: no bound.
+func MaxPendingCalls(n int) ActorOnlyOption {
+	return ActorOnlyOption{func(c *callConfig) { c.maxPendingCalls = n }}
+}
+
+// validateConcurrency checks an actor's concurrency options.
+func validateConcurrency(cc callConfig) error {
+	if cc.maxConcurrency < 0 {
+		return errs.Invalidf("MaxConcurrency(%d): must be at least 1", cc.maxConcurrency)
+	}
+	if cc.maxPendingCalls < 0 {
+		return errs.Invalidf("MaxPendingCalls(%d): must be at least 0", cc.maxPendingCalls)
+	}
+	names, methods := map[string]bool{}, map[string]string{}
+	for _, g := range cc.concurrencyGroups {
+		switch {
+		case g.Name == "":
+			return errs.Invalidf("ConcurrencyGroup: empty name")
+		case names[g.Name]:
+			return errs.Invalidf("ConcurrencyGroup %q: declared twice", g.Name)
+		case g.MaxConcurrency < 1:
+			return errs.Invalidf("ConcurrencyGroup %q: limit %d, must be at least 1", g.Name, g.MaxConcurrency)
+		}
+		names[g.Name] = true
+		for _, m := range g.Methods {
+			if other, ok := methods[m]; ok {
+				return errs.Invalidf("ConcurrencyGroup %q: method %s is in group %q already", g.Name, m, other)
+			}
+			methods[m] = g.Name
+		}
+	}
+	return nil
+}
+
+// Detached makes an actor outlive the process that created it (Ray's
+// lifetime="detached"): it is not killed when its creator shuts down or
+// exits, nor when the creator's node leaves the cluster. Any driver or
+// task finds it by name with GetActor, and only Kill (or the death of the
+// node hosting it, or MaxRestarts running out) ends it. An actor option
+// for ActorType.New; the actor must be named (ActorName), else New fails
+// with ErrInvalidArgument.
+//
+// Detached matters for a driver connected to a cluster (WithAddress): the
+// actor lives on the cluster's nodes, which outlive the driver. A driver
+// running the embedded single-node cluster (Init with no address) hosts
+// its actors in its own node, so a detached actor there still ends with
+// the process: it is only kept alive across the creator's handles being
+// dropped, as in a cluster. The constructor's arguments are read once, at
+// creation; a detached actor restarted (MaxRestarts) after its creator is
+// gone needs arguments that are values (atoll.Value), not refs the
+// creator owned.
+func Detached() ActorOnlyOption {
+	return ActorOnlyOption{func(c *callConfig) { c.detached = true }}
+}
+
+// GetIfExists makes ActorType.New return the live actor of the same name
+// if there is one, instead of failing because the name is taken (Ray's
+// get_if_exists=True): get-or-create. The GCS's name registration
+// decides, so of two callers creating the same name at once one creates
+// the actor and the other gets a handle to it; the constructor runs
+// once. The existing actor keeps its own options and constructor
+// arguments (those given to this New are unused then). An actor option;
+// the actor must be named (ActorName), else New fails with
+// ErrInvalidArgument, and an existing actor of another type fails as
+// GetActor does.
+func GetIfExists() ActorOnlyOption {
+	return ActorOnlyOption{func(c *callConfig) { c.getIfExists = true }}
+}
+
+// checkLifetime checks the options of detached.go for an actor creation.
+func checkLifetime(cc callConfig) error {
+	if cc.detached && cc.actorName == "" {
+		return errs.Invalidf("Detached actor without a name: a detached actor outlives its creator and is found again only by name; add atoll.ActorName(...)")
+	}
+	if cc.getIfExists && cc.actorName == "" {
+		return errs.Invalidf("GetIfExists without a name: only a named actor can exist already; add atoll.ActorName(...)")
+	}
+	return nil
+}

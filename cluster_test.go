@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/natsembed"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 	"github.com/atoll-runtime/atoll/internal/testmain"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // Functions and actors the multi-node tests run on the cluster's nodes.
@@ -102,7 +104,7 @@ func joinCluster(t *testing.T, c *testcluster.Cluster, opts ...atoll.Option) con
 		atoll.WithObjectStoreMemory(512 << 20)}, opts...)...)
 	// Wait until the driver's node sees every node of the cluster: tasks
 	// submitted before would all go to the first node it heard of.
-	eventually(t, "the driver to see the cluster's nodes", func() bool {
+	testutil.Eventually(t, "the driver to see the cluster's nodes", func() bool {
 		return len(spreadNodes(ctx, t, 3*c.Len())) == c.Len()
 	})
 	return ctx
@@ -206,7 +208,7 @@ func TestCluster(t *testing.T) {
 		if err := atoll.Kill(ctx, h); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the killed actor to be gone from the GCS", func() bool {
+		testutil.Eventually(t, "the killed actor to be gone from the GCS", func() bool {
 			_, err := atoll.GetActor[*tally](ctx, "remote-tally")
 			return errors.Is(err, atoll.ErrNotFound) || errors.Is(err, atoll.ErrActorDied)
 		})
@@ -272,7 +274,7 @@ func TestCluster(t *testing.T) {
 	t.Run("CancelForwardedTask", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		ref := holdFor.Remote(cctx, atoll.Value(time.Minute), atoll.OnNode(nodes[1], false))
-		eventually(t, "the task to run on node 1", func() bool {
+		testutil.Eventually(t, "the task to run on node 1", func() bool {
 			n, ok := nodeStatus(ctx, c, nodes[1])
 			return ok && n.Running == 1
 		})
@@ -304,7 +306,7 @@ func TestCluster(t *testing.T) {
 		for i := range refs {
 			refs[i] = holdFor.Remote(ctx, atoll.Value(3*time.Second), atoll.OnNode(nodes[2], true))
 		}
-		eventually(t, "node 2 to run and queue the tasks", func() bool {
+		testutil.Eventually(t, "node 2 to run and queue the tasks", func() bool {
 			n, ok := nodeStatus(ctx, c, nodes[2])
 			return ok && n.Running+n.Queued == 4
 		})
@@ -453,11 +455,11 @@ func TestClusterObjectCopies(t *testing.T) {
 	}
 	before := storeUsed(nodes[0])
 	holder := makeAndHold.Remote(ctx, atoll.Value(nodes[0]), atoll.Value(n), atoll.OnNode(nodes[1], false))
-	eventually(t, "node 0 to hold the object a worker on node 1 owns", func() bool { return storeUsed(nodes[0]) >= before+n })
+	testutil.Eventually(t, "node 0 to hold the object a worker on node 1 owns", func() bool { return storeUsed(nodes[0]) >= before+n })
 	c.Kill(1)
 	waitDead(c, nodes[1])
 	// Its owner died with node 1: node 0 frees it.
-	eventually(t, "node 0 to free the object its dead owner held", func() bool { return storeUsed(nodes[0]) <= before })
+	testutil.Eventually(t, "node 0 to free the object its dead owner held", func() bool { return storeUsed(nodes[0]) <= before })
 	// The task retried after its node died, pinned to that node: it cannot
 	// be scheduled any more.
 	if _, err := atoll.Get(ctx, holder); !errors.Is(err, atoll.ErrUnschedulable) {
@@ -479,13 +481,13 @@ func TestClusterObjectCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Fault injection from the driver: node 2 dies like a failed machine.
-	if err := atoll.KillNode(ctx, atoll.CurrentNodeID()); !errors.Is(err, atoll.ErrInvalidArgument) {
+	if err := atolltest.KillNode(ctx, atoll.CurrentNodeID()); !errors.Is(err, atoll.ErrInvalidArgument) {
 		t.Fatalf("KillNode of the driver's own node: %v, want ErrInvalidArgument", err)
 	}
-	if err := atoll.KillNode(ctx, strings.Repeat("ab", 16)); !errors.Is(err, atoll.ErrNotFound) {
+	if err := atolltest.KillNode(ctx, strings.Repeat("ab", 16)); !errors.Is(err, atoll.ErrNotFound) {
 		t.Fatalf("KillNode of an unknown node: %v, want ErrNotFound", err)
 	}
-	if err := atoll.KillNode(ctx, nodes[2]); err != nil {
+	if err := atolltest.KillNode(ctx, nodes[2]); err != nil {
 		t.Fatal(err)
 	}
 	select {

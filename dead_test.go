@@ -12,6 +12,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/gcs"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // TestDriverDeclaredDead: when the cluster declares the driver's node dead
@@ -22,7 +23,7 @@ func TestDriverDeclaredDead(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1}})
 	ctx := joinCluster(t, c)
 	pending := holdFor.Remote(ctx, atoll.Value(time.Minute))
-	eventually(t, "the long task to run", func() bool {
+	testutil.Eventually(t, "the long task to run", func() bool {
 		for i := range c.Len() {
 			if x, ok := nodeStatus(ctx, c, c.Node(i).ID); ok && x.Running > 0 {
 				return true

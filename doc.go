@@ -38,8 +38,24 @@
 // the GCS's storage), the GCS, the object store and a raylet, each a
 // supervised protoactor-go actor. With an address (WithAddress or
 // ATOLL_ADDRESS) the driver joins a running cluster with a small node of
-// its own. Package node assembles both kinds of node, runs the cluster's
-// nodes (`atoll start`) and queries a running cluster (clusterclient.GetStatus);
-// this package is the SDK and the driver on top of a node. See
-// ARCHITECTURE.md.
+// its own. Either way the process becomes the job's driver: it owns the
+// refs, tasks and actors it creates. Shutdown stops it all.
+//
+// Workers run your own binary: a raylet re-executes it as a worker
+// process, where Init does not return but serves the tasks and the actor
+// the raylet sends it, with the functions, actor types and errors the
+// binary registered at package init (so register them in var
+// declarations or init functions, never after Init). Processes that
+// atoll's tooling starts as cluster nodes (test binaries in
+// internal/testcluster, for instance) likewise serve their node from
+// Init. IsWorker tells a program it runs as one of those. Code inside a
+// task calls the SDK as the driver does: Remote, Put, Get, New and method
+// calls made with the task's context go to the process running the task,
+// which owns what they create.
+//
+// Package atolltest holds the calls for testing and operating programs
+// built on atoll: killing workers, actors and nodes, partitions, failed
+// creations, fault logs, memory sampling, the node's and the cluster's
+// statistics, and the head's Active Memory Manager. `atoll start` runs
+// long-lived cluster nodes; see README.md and ARCHITECTURE.md.
 package atoll

@@ -2,12 +2,12 @@ package atoll
 
 import (
 	"context"
-	"fmt"
-	"sync"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/codec"
 	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/registry"
+	"github.com/atoll-runtime/atoll/internal/runtime"
 )
 
 //go:generate go run ./internal/gen/funcs
@@ -29,12 +29,12 @@ type Arg[T any] interface {
 	// compiler's message for a wrong argument says which type was
 	// wanted.
 	ArgOfType(T)
-	taskArg() argSource
+	taskArg() runtime.ArgSource
 }
 
 type valueArg[T any] struct{ v T }
 
-func (a valueArg[T]) taskArg() argSource { return argSource{val: a.v} }
+func (a valueArg[T]) taskArg() runtime.ArgSource { return runtime.ArgSource{Val: a.v} }
 
 // ArgOfType implements Arg[T].
 func (a valueArg[T]) ArgOfType(T) {}
@@ -43,58 +43,23 @@ func (a valueArg[T]) ArgOfType(T) {}
 // large ones are put in the object store once.
 func Value[T any](v T) Arg[T] { return valueArg[T]{v} }
 
-// argData is one resolved argument: its encoding and bytes (a view into
-// the object store for stored objects, valid while the task runs).
-type argData struct {
-	codec atollpb.Codec
-	data  []byte
+// register registers a remote function of nargs arguments (-1: any
+// number) under name; a duplicate name panics (registration happens at
+// package init, so a duplicate is a programming error, as with
+// http.Handle).
+func register(name string, nargs int, call registry.Invoker) {
+	registry.Functions.MustAdd(name, &registry.Func{NumArgs: nargs, Invoke: call})
 }
 
-// invoker calls a registered function with decoded arguments.
-type invoker func(ctx context.Context, args []argData) ([]any, error)
-
-type funcEntry struct {
-	name  string
-	nargs int
-	call  invoker
-}
-
-var registry = struct {
-	sync.RWMutex
-	funcs  map[string]*funcEntry
-	actors map[string]*actorTypeEntry
-}{funcs: map[string]*funcEntry{}, actors: map[string]*actorTypeEntry{}}
-
-// register adds a function under a unique name. Registration happens at
-// package init, so a duplicate is a programming error and panics, as
-// http.Handle does.
-func register(e *funcEntry) {
-	registry.Lock()
-	defer registry.Unlock()
-	if e.name == "" {
-		panic("atoll: a remote function needs a name")
-	}
-	if _, dup := registry.funcs[e.name]; dup {
-		panic(fmt.Sprintf("atoll: remote function %q registered twice", e.name))
-	}
-	registry.funcs[e.name] = e
-}
-
-func lookupFunc(name string) *funcEntry {
-	registry.RLock()
-	defer registry.RUnlock()
-	return registry.funcs[name]
-}
-
-func arg[A any](args []argData, i int) (A, error) {
+func arg[A any](args []registry.Arg, i int) (A, error) {
 	if i >= len(args) {
 		var zero A
 		return zero, errs.Invalidf("missing argument %d", i)
 	}
-	return codec.Decode[A](args[i].codec, args[i].data)
+	return codec.Decode[A](args[i].Codec, args[i].Data)
 }
 
-func checkArgs(args []argData, n int) error {
+func checkArgs(args []registry.Arg, n int) error {
 	if len(args) != n {
 		return errs.Invalidf("got %d arguments, want %d", len(args), n)
 	}
@@ -103,14 +68,14 @@ func checkArgs(args []argData, n int) error {
 
 // call submits a normal task and returns its return handles: bound are
 // the function's options (Options), opts the call's.
-func call(ctx context.Context, name string, numReturns int, bound, opts []TaskOption, args ...argSource) []*refHandle {
-	rt, err := running()
+func call(ctx context.Context, name string, numReturns int, bound, opts []TaskOption, args ...runtime.ArgSource) []*runtime.Ref {
+	rt, err := runtime.Running(ctx)
 	if err != nil {
-		return failedHandles(numReturns, err)
+		return runtime.FailedRefs(numReturns, err)
 	}
 	cc := taskConfig(bound, opts)
 	if err := checkRetries(cc); err != nil {
-		return failedHandles(numReturns, err)
+		return runtime.FailedRefs(numReturns, err)
 	}
 	spec := &atollpb.TaskSpec{
 		Type: atollpb.TaskType_NORMAL_TASK, Function: name, Name: cc.name, NumReturns: int32(numReturns),
@@ -122,17 +87,7 @@ func call(ctx context.Context, name string, numReturns int, bound, opts []TaskOp
 	} else {
 		spec.Resources = map[string]float64{"CPU": 1}
 	}
-	return rt.submit(ctx, spec, args, cc, nil)
-}
-
-// failedHandles returns n detached handles that report err: a call that
-// could not be submitted at all.
-func failedHandles(n int, err error) []*refHandle {
-	hs := make([]*refHandle, n)
-	for i := range hs {
-		hs[i] = &refHandle{err: err, state: &handleState{}}
-	}
-	return hs
+	return rt.Submit(ctx, spec, args, cc.release, nil)
 }
 
 func anySlice[R any](rs []R) []any {
@@ -143,10 +98,141 @@ func anySlice[R any](rs []R) []any {
 	return out
 }
 
-func typedRefs[R any](hs []*refHandle) []ObjectRef[R] {
+func typedRefs[R any](hs []*runtime.Ref) []ObjectRef[R] {
 	out := make([]ObjectRef[R], len(hs))
 	for i, h := range hs {
 		out[i] = ObjectRef[R]{h: h}
 	}
 	return out
+}
+
+// FuncN is a registered remote function of any number of arguments of one
+// type, chosen at each call.
+type FuncN[A, R any] struct {
+	name string
+	opts []TaskOption
+}
+
+// NewFuncN registers fn under name (see NewFunc0).
+func NewFuncN[A, R any](name string, fn func(context.Context, []A) (R, error)) *FuncN[A, R] {
+	register(name, -1, func(ctx context.Context, args []registry.Arg) ([]any, error) {
+		as, err := argsOf[A](args)
+		if err != nil {
+			return nil, err
+		}
+		r, err := fn(ctx, as)
+		return []any{r}, err
+	})
+	return &FuncN[A, R]{name: name}
+}
+
+// Remote submits a call with args and returns a reference to its result.
+func (f *FuncN[A, R]) Remote(ctx context.Context, args []Arg[A], opts ...TaskOption) ObjectRef[R] {
+	srcs, err := argSources(args)
+	if err != nil {
+		return ObjectRef[R]{h: runtime.FailedRef(err)}
+	}
+	return ObjectRef[R]{h: call(ctx, f.name, 1, f.opts, opts, srcs...)[0]}
+}
+
+// Options returns the function with opts bound (see Func1.Options).
+func (f *FuncN[A, R]) Options(opts ...TaskOption) *FuncN[A, R] {
+	return &FuncN[A, R]{name: f.name, opts: bind(f.opts, opts)}
+}
+
+// MultiFuncN is FuncN with a number of return values chosen at each call,
+// each its own object (see MultiFunc1).
+type MultiFuncN[A, R any] struct {
+	name string
+	opts []TaskOption
+}
+
+// NewMultiFuncN registers fn under name (see NewMultiFunc1).
+func NewMultiFuncN[A, R any](name string, fn func(context.Context, []A) ([]R, error)) *MultiFuncN[A, R] {
+	register(name, -1, func(ctx context.Context, args []registry.Arg) ([]any, error) {
+		as, err := argsOf[A](args)
+		if err != nil {
+			return nil, err
+		}
+		rs, err := fn(ctx, as)
+		return anySlice(rs), err
+	})
+	return &MultiFuncN[A, R]{name: name}
+}
+
+// Remote submits a call with args and n return values.
+func (f *MultiFuncN[A, R]) Remote(ctx context.Context, n int, args []Arg[A], opts ...TaskOption) []ObjectRef[R] {
+	srcs, err := argSources(args)
+	if err != nil {
+		return typedRefs[R](runtime.FailedRefs(n, err))
+	}
+	return typedRefs[R](call(ctx, f.name, n, f.opts, opts, srcs...))
+}
+
+// Options returns the function with opts bound (see Func1.Options).
+func (f *MultiFuncN[A, R]) Options(opts ...TaskOption) *MultiFuncN[A, R] {
+	return &MultiFuncN[A, R]{name: f.name, opts: bind(f.opts, opts)}
+}
+
+// MultiMethodN is an actor method of any number of arguments of one
+// type with a number of return values chosen at each call, each its own
+// object: MultiFuncN's counterpart on actors.
+type MultiMethodN[T, A, R any] struct {
+	name string
+	opts []MethodOption
+}
+
+// NewMultiMethodN registers fn as method name of actor type t.
+func NewMultiMethodN[T, A, R any](t ActorClass[T], name string, fn func(T, context.Context, []A) ([]R, error)) *MultiMethodN[T, A, R] {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
+		self, err := instanceOf[T](instance)
+		if err != nil {
+			return nil, err
+		}
+		as, err := argsOf[A](args)
+		if err != nil {
+			return nil, err
+		}
+		rs, err := fn(self, ctx, as)
+		return anySlice(rs), err
+	})
+	return &MultiMethodN[T, A, R]{name: name}
+}
+
+// Remote calls the method on the actor h with args and n return values
+// (see Method0.Remote).
+func (m *MultiMethodN[T, A, R]) Remote(ctx context.Context, h ActorHandle[T], n int, args []Arg[A], opts ...MethodOption) []ObjectRef[R] {
+	srcs, err := argSources(args)
+	if err != nil {
+		return typedRefs[R](runtime.FailedRefs(n, err))
+	}
+	return typedRefs[R](callActor(ctx, h.st, m.name, n, m.opts, opts, srcs...))
+}
+
+// Options returns the method with opts bound (see Method1.Options).
+func (m *MultiMethodN[T, A, R]) Options(opts ...MethodOption) *MultiMethodN[T, A, R] {
+	return &MultiMethodN[T, A, R]{name: m.name, opts: bind(m.opts, opts)}
+}
+
+func argsOf[A any](args []registry.Arg) ([]A, error) {
+	as := make([]A, len(args))
+	for i := range args {
+		a, err := arg[A](args, i)
+		if err != nil {
+			return nil, err
+		}
+		as[i] = a
+	}
+	return as, nil
+}
+
+func argSources[A any](args []Arg[A]) ([]runtime.ArgSource, error) {
+	out := make([]runtime.ArgSource, len(args))
+	for i, a := range args {
+		if a == nil {
+			return nil, errs.Invalidf("argument %d is nil: use atoll.Value or an ObjectRef", i)
+		}
+		out[i] = a.taskArg()
+	}
+	return out, nil
 }

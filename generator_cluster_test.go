@@ -131,7 +131,7 @@ func TestGeneratorCluster(t *testing.T) {
 			readItem(t, ctx, gen, i)
 		}
 		wantEnd(t, ctx, gen)
-		if reported, taken := atoll.GeneratorCountsForTest(gen); reported != 12 || taken != 12 {
+		if reported, taken := generatorCounts(gen); reported != 12 || taken != 12 {
 			t.Fatalf("%d items reported, %d taken; want 12 of each", reported, taken)
 		}
 		gen.Release()
@@ -168,7 +168,7 @@ func TestGeneratorCluster(t *testing.T) {
 			readItem(t, ctx, gen, i)
 		}
 		wantEnd(t, ctx, gen)
-		if reported, taken := atoll.GeneratorCountsForTest(gen); reported != 12 || taken != 12 {
+		if reported, taken := generatorCounts(gen); reported != 12 || taken != 12 {
 			t.Fatalf("%d items reported, %d taken; want 12 of each", reported, taken)
 		}
 		if pids, err := atoll.Get(ctx, pids.Remote(ctx, tr)); err != nil || len(pids) != 2 {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // Generator functions for the tests. They run in worker processes (a
@@ -187,17 +189,17 @@ func wantClean(t *testing.T, ctx context.Context) {
 			t.Logf("last seen: %s", last)
 		}
 	}()
-	eventually(t, "the owner table and the store to empty", func() bool {
+	testutil.Eventually(t, "the owner table and the store to empty", func() bool {
 		runtime.GC() // handle and stream cleanups post their drops
-		m, err := atoll.Memory(ctx)
+		m, err := atolltest.Memory(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.OwnedObjects == 0 && m.PendingTasks == 0 && m.StoreObjects == 0 && atoll.GeneratorStreamsForTest() == 0 {
+		if m.OwnedObjects == 0 && m.PendingTasks == 0 && m.StoreObjects == 0 && generatorStreams() == 0 {
 			return true
 		}
 		last = fmt.Sprintf("%d owned objects, %d pending tasks, %d objects in the store, %d streams",
-			m.OwnedObjects, m.PendingTasks, m.StoreObjects, atoll.GeneratorStreamsForTest())
+			m.OwnedObjects, m.PendingTasks, m.StoreObjects, generatorStreams())
 		return false
 	})
 }
@@ -223,7 +225,7 @@ func testItemsBeforeTheEnd(t *testing.T, ctx context.Context) {
 		t.Fatalf("item 0: %v %v", v, err)
 	}
 	// The task cannot have ended: it waits for the gate, still closed.
-	if reported, taken := atoll.GeneratorCountsForTest(gen); reported != 1 || taken != 1 {
+	if reported, taken := generatorCounts(gen); reported != 1 || taken != 1 {
 		t.Fatalf("while the task waits: %d items reported, %d taken; want 1 and 1", reported, taken)
 	}
 	if _, err := atoll.Get(ctx, gateOpen.Remote(ctx, g)); err != nil {
@@ -287,11 +289,11 @@ func readHeldBack[R any](t *testing.T, gen *atoll.ObjectRefGenerator[R], n, limi
 	t.Helper()
 	for consumed := 0; consumed < n; consumed++ {
 		want := min(consumed+limit, n)
-		eventually(t, fmt.Sprintf("%d items reported", want), func() bool {
-			reported, _ := atoll.GeneratorCountsForTest(gen)
+		testutil.Eventually(t, fmt.Sprintf("%d items reported", want), func() bool {
+			reported, _ := generatorCounts(gen)
 			return reported >= want
 		})
-		if reported, taken := atoll.GeneratorCountsForTest(gen); reported != want || taken != consumed {
+		if reported, taken := generatorCounts(gen); reported != want || taken != consumed {
 			t.Fatalf("after %d taken: %d reported (%d taken), want %d: the producer ran past its backpressure limit of %d",
 				consumed, reported, taken, want, limit)
 		}
@@ -353,19 +355,19 @@ func testReleaseMidStream(t *testing.T, ctx context.Context) {
 	readItem(t, ctx, gen, 0)
 	// The producer is held back with items 1 and 2 unconsumed; only the
 	// release can let it go on.
-	eventually(t, "3 items reported", func() bool {
-		reported, _ := atoll.GeneratorCountsForTest(gen)
+	testutil.Eventually(t, "3 items reported", func() bool {
+		reported, _ := generatorCounts(gen)
 		return reported >= 3
 	})
-	if reported, _ := atoll.GeneratorCountsForTest(gen); reported != 3 {
+	if reported, _ := generatorCounts(gen); reported != 3 {
 		t.Fatalf("%d items reported with 1 taken and a limit of 2; want 3", reported)
 	}
 	gen.Release()
 	if _, err := gen.Next(ctx); err == nil {
 		t.Fatal("Next after Release: no error")
 	}
-	eventually(t, "the released generator's task to end", func() bool {
-		m, err := atoll.Memory(ctx)
+	testutil.Eventually(t, "the released generator's task to end", func() bool {
+		m, err := atolltest.Memory(ctx)
 		return err == nil && m.PendingTasks == 0
 	})
 }
@@ -406,7 +408,7 @@ func TestGeneratorWorkerKilled(t *testing.T) {
 		readItem(t, ctx, gen, i)
 	}
 	wantEnd(t, ctx, gen)
-	if reported, taken := atoll.GeneratorCountsForTest(gen); reported != 12 || taken != 12 {
+	if reported, taken := generatorCounts(gen); reported != 12 || taken != 12 {
 		t.Fatalf("%d items reported, %d taken; want 12 of each", reported, taken)
 	}
 

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // incBytes returns b with every byte plus one.
@@ -52,7 +54,7 @@ func TestLineageReconstruction(t *testing.T) {
 	}
 
 	c.Kill(2)
-	eventually(t, "the cluster to declare the victim dead", func() bool {
+	testutil.Eventually(t, "the cluster to declare the victim dead", func() bool {
 		x, ok := nodeStatus(ctx, c, victim.ID)
 		return ok && !x.Alive || !ok
 	})
@@ -72,7 +74,7 @@ func TestLineageReconstruction(t *testing.T) {
 	if byteSum(end) != byteSum(want) {
 		t.Fatal("the rebuilt chain's bytes are wrong")
 	}
-	m, err := atoll.Memory(ctx)
+	m, err := atolltest.Memory(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +96,7 @@ func TestLineageNotKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Kill(1)
-	eventually(t, "the cluster to declare the victim dead", func() bool {
+	testutil.Eventually(t, "the cluster to declare the victim dead", func() bool {
 		x, ok := nodeStatus(ctx, c, victim.ID)
 		return ok && !x.Alive || !ok
 	})

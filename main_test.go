@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/owner"
+	"github.com/atoll-runtime/atoll/internal/runtime"
 	"github.com/atoll-runtime/atoll/internal/testmain"
 )
 
@@ -19,17 +22,30 @@ func start(t *testing.T, opts ...atoll.Option) context.Context {
 		atoll.WithWorkerMode(atoll.InProcessWorkers)}, opts...)...)
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(20 * time.Second)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
+// The runtime's state that tests check, read through internal/runtime
+// (the running driver is the process's current runtime).
+
+// jobID is the running driver's job id in hex: tests match it with the
+// atoll.job_id of exported spans.
+func jobID() string { return runtime.Current().JobID().String() }
+
+// borrowReportsReceived counts the standalone borrow reports the running
+// driver's owner received.
+func borrowReportsReceived() uint64 { return runtime.Current().BorrowReportsReceived() }
+
+// generatorCounts reports how many items g's task has reported to the
+// owner and how many the caller took.
+func generatorCounts[R any](g *atoll.ObjectRefGenerator[R]) (reported, taken int) {
+	task, err := ids.FromHex(g.TaskID())
+	if err != nil {
+		return 0, 0
 	}
+	return runtime.Current().GeneratorCounts(task)
+}
+
+// generatorStreams is the number of generator streams the running
+// driver's owner table holds.
+func generatorStreams() (n int) {
+	runtime.Current().Owner(func(t *owner.Table) { n = t.Stats().Generators })
+	return n
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 type point struct {
@@ -124,9 +126,9 @@ func TestStoreUsageReturnsToZeroAfterRefsAreDropped(t *testing.T) {
 		}
 		explicit.Release()
 	}()
-	eventually(t, "store usage to return to zero", func() bool {
+	testutil.Eventually(t, "store usage to return to zero", func() bool {
 		runtime.GC()
-		m, err := atoll.Memory(ctx)
+		m, err := atolltest.Memory(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,8 +151,8 @@ func TestStoreFullBackpressureThenObjectStoreFull(t *testing.T) {
 		ref, err := atoll.Put(ctx, make([]byte, 8<<20))
 		done <- putResult{ref, err}
 	}()
-	eventually(t, "the second put to wait for space", func() bool {
-		m, err := atoll.Memory(ctx)
+	testutil.Eventually(t, "the second put to wait for space", func() bool {
+		m, err := atolltest.Memory(ctx)
 		return err == nil && m.PendingCreates == 1
 	})
 	first.Release()
@@ -220,7 +222,7 @@ func TestInitTwiceFails(t *testing.T) {
 
 func TestFailNextCreates(t *testing.T) {
 	ctx := start(t)
-	if err := atoll.FailNextCreates(ctx, 2); err != nil {
+	if err := atolltest.FailNextCreates(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
 	big := make([]byte, 1<<20) // stored, not inline

@@ -266,16 +266,6 @@ func WithSecret(secret string) Option { return func(c *config) { c.node.Secret =
 // node dead (default 5 s, at least 1.2 s).
 func WithFailureTimeout(d time.Duration) Option { return func(c *config) { c.node.FailureTimeout = d } }
 
-// CurrentNodeID is the id (hex) of the node this code runs on: inside a
-// task or actor, its node; in a driver, the driver's own node.
-func CurrentNodeID() string {
-	rt := current()
-	if rt == nil {
-		return ""
-	}
-	return rt.nodeID.String()
-}
-
 // WithNodeIP is the address other nodes reach the driver's node at (to
 // pull the objects it holds) when connected to a cluster; default
 // 127.0.0.1, right for a cluster on one machine.

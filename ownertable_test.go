@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // TestOwnerTablesStayFlat: a driver that keeps making and dropping
@@ -35,11 +37,11 @@ func TestOwnerTablesStayFlat(t *testing.T) {
 		}
 		ref.Release()
 	}
-	var m atoll.MemoryStats
-	eventually(t, "the owner table to empty", func() bool {
+	var m atolltest.MemoryStats
+	testutil.Eventually(t, "the owner table to empty", func() bool {
 		runtime.GC() // handle cleanups post their drops
 		var err error
-		m, err = atoll.Memory(ctx)
+		m, err = atolltest.Memory(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

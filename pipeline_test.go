@@ -17,7 +17,9 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/actors"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // Pipelining, direct actor calls and concurrent actors, with worker
@@ -92,8 +94,8 @@ var gated = atoll.NewFunc1("pipe.gated", func(ctx context.Context, a gatedArgs) 
 // tasks and queues queued.
 func waitStatus(t *testing.T, ctx context.Context, running, queued int) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("%d tasks running or pipelined and %d queued", running, queued), func() bool {
-		st, err := atoll.Status(ctx)
+	testutil.Eventually(t, fmt.Sprintf("%d tasks running or pipelined and %d queued", running, queued), func() bool {
+		st, err := atolltest.Status(ctx)
 		return err == nil && st.Running == running && st.Queued == queued
 	})
 }
@@ -105,7 +107,7 @@ func TestPipelinedTasksWorkerKilledMidPipeline(t *testing.T) {
 	ctx := startProcesses(t, atoll.WithNumCPUs(1), atoll.WithPipelineDepth(4))
 	dir := t.TempDir()
 	refs := []atoll.ObjectRef[int]{gated.Remote(ctx, atoll.Value(gatedArgs{dir, 0, true}), atoll.MaxRetries(1))}
-	eventually(t, "task 0 to start", func() bool { return len(runs(t, dir, "run-0-0")) == 1 })
+	testutil.Eventually(t, "task 0 to start", func() bool { return len(runs(t, dir, "run-0-0")) == 1 })
 	for i := 1; i < 6; i++ {
 		refs = append(refs, gated.Remote(ctx, atoll.Value(gatedArgs{dir, i, false}), atoll.MaxRetries(1)))
 	}
@@ -137,7 +139,7 @@ func TestPipelinedTasksWorkerKilledMidPipeline(t *testing.T) {
 	// Without retries, the pipelined attempts fail as crashed, once.
 	dir2 := t.TempDir()
 	first := gated.Remote(ctx, atoll.Value(gatedArgs{dir2, 0, true}), atoll.MaxRetries(0))
-	eventually(t, "task 0 to start", func() bool { return len(runs(t, dir2, "run-0-0")) == 1 })
+	testutil.Eventually(t, "task 0 to start", func() bool { return len(runs(t, dir2, "run-0-0")) == 1 })
 	second := gated.Remote(ctx, atoll.Value(gatedArgs{dir2, 1, false}), atoll.MaxRetries(0))
 	waitStatus(t, ctx, 2, 0)
 	pid, err = os.ReadFile(filepath.Join(dir2, "run-0-0"))
@@ -165,7 +167,7 @@ func TestCancelPipelinedTask(t *testing.T) {
 	ctx := startProcesses(t, atoll.WithNumCPUs(1), atoll.WithPipelineDepth(4))
 	dir := t.TempDir()
 	first := gated.Remote(ctx, atoll.Value(gatedArgs{dir, 0, true}))
-	eventually(t, "task 0 to start", func() bool { return len(runs(t, dir, "run-0-0")) == 1 })
+	testutil.Eventually(t, "task 0 to start", func() bool { return len(runs(t, dir, "run-0-0")) == 1 })
 	second := gated.Remote(ctx, atoll.Value(gatedArgs{dir, 1, true}))
 	waitStatus(t, ctx, 2, 0)
 	if err := atoll.Cancel(ctx, second); err != nil {
@@ -191,7 +193,7 @@ func TestLongTaskDoesNotHoldPipelinedTasks(t *testing.T) {
 	ctx := startProcesses(t, atoll.WithNumCPUs(2), atoll.WithPipelineDepth(4))
 	dir := t.TempDir()
 	long := gated.Remote(ctx, atoll.Value(gatedArgs{dir, 0, true}))
-	eventually(t, "the long task to start", func() bool { return len(runs(t, dir, "run-0-0")) == 1 })
+	testutil.Eventually(t, "the long task to start", func() bool { return len(runs(t, dir, "run-0-0")) == 1 })
 	var short []atoll.ObjectRef[int]
 	for i := 1; i <= 12; i++ {
 		short = append(short, gated.Remote(ctx, atoll.Value(gatedArgs{dir, i, false})))
@@ -330,7 +332,7 @@ func TestConcurrentActorLimits(t *testing.T) {
 		refs = append(refs, enterIO.Remote(ctx, a, atoll.Value(enterArgs{dir, "io"})))
 	}
 	var p map[string]int
-	eventually(t, "3 default and 2 io calls running at once", func() bool {
+	testutil.Eventually(t, "3 default and 2 io calls running at once", func() bool {
 		p, err = atoll.Get(ctx, peaks.Remote(ctx, a))
 		if err != nil {
 			t.Fatal(err)

@@ -12,7 +12,9 @@ import (
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/pss"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // Tasks and actors for worker processes: they run in a re-executed copy
@@ -179,7 +181,7 @@ func TestKilledWorkerProcessTaskIsRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, err := atoll.Memory(ctx)
+	before, err := atolltest.Memory(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,8 +193,8 @@ func TestKilledWorkerProcessTaskIsRetried(t *testing.T) {
 	if v, err := atoll.Get(ctx, ref); err != nil || v != 42 {
 		t.Fatalf("retried task: %v %v", v, err)
 	}
-	eventually(t, "store usage to return to where it was", func() bool {
-		m, err := atoll.Memory(ctx)
+	testutil.Eventually(t, "store usage to return to where it was", func() bool {
+		m, err := atolltest.Memory(ctx)
 		return err == nil && m.StoreUsed == before.StoreUsed && m.StorePinned == before.StorePinned
 	})
 
@@ -215,7 +217,7 @@ func TestKilledWorkerProcessTaskIsRetried(t *testing.T) {
 func waitForPid(t *testing.T, ctx context.Context, tr atoll.ActorHandle[*tracker]) int {
 	t.Helper()
 	var got []int
-	eventually(t, "a task to register", func() bool {
+	testutil.Eventually(t, "a task to register", func() bool {
 		var err error
 		got, err = atoll.Get(ctx, pids.Remote(ctx, tr))
 		if err != nil {
@@ -244,7 +246,7 @@ func TestKilledActorProcessIsRestarted(t *testing.T) {
 	}
 	// The next call runs on the restarted actor: a new process, the
 	// constructor run again.
-	eventually(t, "the actor to come back in a new process", func() bool {
+	testutil.Eventually(t, "the actor to come back in a new process", func() bool {
 		p, err := atoll.Get(ctx, pidOf.Remote(ctx, c))
 		return err == nil && p != pid
 	})
@@ -256,7 +258,7 @@ func TestKilledActorProcessIsRestarted(t *testing.T) {
 	if err := syscall.Kill(pid2, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "calls to fail with ActorDied", func() bool {
+	testutil.Eventually(t, "calls to fail with ActorDied", func() bool {
 		_, err := atoll.Get(ctx, bump.Remote(ctx, c, atoll.Value(1)))
 		return errors.Is(err, atoll.ErrActorDied)
 	})
@@ -291,18 +293,18 @@ func TestKillWorkerByID(t *testing.T) {
 	first := waitForPid(t, ctx, tr)
 	// Killing by task ends the worker process running it; the retry runs
 	// on another worker and reports that worker's id.
-	if err := atoll.KillTaskWorker(ctx, ref); err != nil {
+	if err := atolltest.KillTaskWorker(ctx, ref); err != nil {
 		t.Fatal(err)
 	}
 	id, err := atoll.Get(ctx, ref)
 	if err != nil || len(id) != 32 {
 		t.Fatalf("retried task: %q %v", id, err)
 	}
-	eventually(t, "the killed worker process to exit", func() bool { return syscall.Kill(first, 0) != nil })
-	if err := atoll.KillWorker(ctx, id); err != nil {
+	testutil.Eventually(t, "the killed worker process to exit", func() bool { return syscall.Kill(first, 0) != nil })
+	if err := atolltest.KillWorker(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if err := atoll.KillWorker(ctx, "zz"); !errors.Is(err, atoll.ErrInvalidArgument) {
+	if err := atolltest.KillWorker(ctx, "zz"); !errors.Is(err, atoll.ErrInvalidArgument) {
 		t.Fatalf("bad id: %v", err)
 	}
 	// The node keeps serving after the kills.

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // heldRefs keeps spillingDriver's objects alive.
@@ -61,7 +62,7 @@ func startSpillingDriver(t *testing.T, tmp string) (*exec.Cmd, string) {
 	if len(sessions) != 1 {
 		t.Fatalf("sessions in %s: %v", tmp, sessions)
 	}
-	eventually(t, "spill files in the driver's session", func() bool {
+	testutil.Eventually(t, "spill files in the driver's session", func() bool {
 		files, _ := filepath.Glob(filepath.Join(sessions[0], "spill", "*.bin"))
 		return len(files) > 0
 	})

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // Abandoned store requests in worker processes: a creation cancelled while
@@ -44,7 +46,7 @@ var (
 			_, err := atoll.Put(cctx, make([]byte, size))
 			errc <- err
 		}()
-		if err := awaitMemory(ctx, func(m atoll.MemoryStats) bool { return m.PendingCreates == 1 }); err != nil {
+		if err := awaitMemory(ctx, func(m atolltest.MemoryStats) bool { return m.PendingCreates == 1 }); err != nil {
 			return abandonProbe{}, err
 		}
 		cancel()
@@ -64,11 +66,11 @@ var (
 )
 
 // awaitMemory polls the store's statistics until cond holds or ctx ends.
-func awaitMemory(ctx context.Context, cond func(atoll.MemoryStats) bool) error {
+func awaitMemory(ctx context.Context, cond func(atolltest.MemoryStats) bool) error {
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		m, err := atoll.Memory(ctx)
+		m, err := atolltest.Memory(ctx)
 		if err != nil {
 			return err
 		}
@@ -83,9 +85,9 @@ func awaitMemory(ctx context.Context, cond func(atoll.MemoryStats) bool) error {
 	}
 }
 
-func memoryNow(t *testing.T, ctx context.Context) atoll.MemoryStats {
+func memoryNow(t *testing.T, ctx context.Context) atolltest.MemoryStats {
 	t.Helper()
-	m, err := atoll.Memory(ctx)
+	m, err := atolltest.Memory(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,13 +122,13 @@ func TestWorkerCancelledCreateLeavesNothing(t *testing.T) {
 	// Room appears: a creation still queued in the store would now be
 	// granted, to nobody.
 	filler.Release()
-	var last atoll.MemoryStats
+	var last atolltest.MemoryStats
 	defer func() {
 		if t.Failed() {
 			t.Logf("last store stats: %+v", last)
 		}
 	}()
-	eventually(t, "an empty store (no unsealed object, no queued creation)", func() bool {
+	testutil.Eventually(t, "an empty store (no unsealed object, no queued creation)", func() bool {
 		m := memoryNow(t, ctx)
 		last = m
 		return m.StoreObjects == 0 && m.StoreUsed == 0 && m.PendingCreates == 0
@@ -159,7 +161,7 @@ func TestWorkerTimedOutGetLeavesNoPin(t *testing.T) {
 		}
 		fillers, views = append(fillers, f), append(views, v)
 	}
-	eventually(t, "the victim to be spilled and the fillers pinned in memory", func() bool {
+	testutil.Eventually(t, "the victim to be spilled and the fillers pinned in memory", func() bool {
 		m := memoryNow(t, ctx)
 		return m.SpilledBytesCurrent >= 8*mib && m.StoreUsed == 28*mib && m.StorePinned == 28*mib
 	})
@@ -177,13 +179,13 @@ func TestWorkerTimedOutGetLeavesNoPin(t *testing.T) {
 		views[i].Release()
 		f.Release()
 	}
-	var last atoll.MemoryStats
+	var last atolltest.MemoryStats
 	defer func() {
 		if t.Failed() {
 			t.Logf("last store stats: %+v", last)
 		}
 	}()
-	eventually(t, "the restore, and no pin left", func() bool {
+	testutil.Eventually(t, "the restore, and no pin left", func() bool {
 		m := memoryNow(t, ctx)
 		last = m
 		return m.RestoredBytesTotal >= restored+8*mib && m.StorePinned == 0

@@ -15,6 +15,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 var (
@@ -214,7 +216,7 @@ func TestWorkerCrashIsRetriedThenWorkerCrashed(t *testing.T) {
 	key := newChanKey(t)
 	ref := waitStarted.Remote(ctx, atoll.Value(key), atoll.MaxRetries(0))
 	<-key.started()
-	if err := atoll.KillTaskWorker(ctx, ref); err != nil {
+	if err := atolltest.KillTaskWorker(ctx, ref); err != nil {
 		t.Fatal(err)
 	}
 	_, err := atoll.Get(ctx, ref)
@@ -227,7 +229,7 @@ func TestWorkerCrashIsRetriedThenWorkerCrashed(t *testing.T) {
 	key2 := newChanKey(t)
 	retried := crashOnce.Remote(ctx, atoll.Value(key2), atoll.MaxRetries(1))
 	<-key2.started()
-	if err := atoll.KillTaskWorker(ctx, retried); err != nil {
+	if err := atolltest.KillTaskWorker(ctx, retried); err != nil {
 		t.Fatal(err)
 	}
 	if v, err := atoll.Get(ctx, retried); err != nil || v != "attempt 2" {
@@ -325,7 +327,7 @@ var logTask = atoll.NewFunc1("test.log", func(ctx context.Context, msg string) (
 })
 
 func TestLogLinesCarryTaskAndTraceIDs(t *testing.T) {
-	var buf syncBuffer
+	var buf testutil.LogBuffer
 	prev := slog.Default()
 	slog.SetDefault(slog.New(atoll.LogHandler(slog.NewTextHandler(&buf, nil))))
 	t.Cleanup(func() { slog.SetDefault(prev) })
@@ -343,37 +345,20 @@ func TestLogLinesCarryTaskAndTraceIDs(t *testing.T) {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestPoolGrowsForBlockedTasksThenShrinks(t *testing.T) {
 	ctx := start(t, atoll.WithNumCPUs(1), atoll.WithIdleWorkerTimeout(50*time.Millisecond))
 	if v, err := atoll.Get(ctx, nest.Remote(ctx, atoll.Value(3))); err != nil || v != 3 {
 		t.Fatalf("nested: %v %v", v, err)
 	}
-	st, err := atoll.Status(ctx)
+	st, err := atolltest.Status(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Workers < 2 && st.WorkersReaped == 0 {
 		t.Fatalf("the pool did not grow for blocked tasks: %+v", st)
 	}
-	eventually(t, "surplus idle workers to be stopped", func() bool {
-		st, err = atoll.Status(ctx)
+	testutil.Eventually(t, "surplus idle workers to be stopped", func() bool {
+		st, err = atolltest.Status(ctx)
 		return err == nil && st.Workers == 1 && st.WorkersReaped >= 1
 	})
 	if st.Total["CPU"] != 1 || st.Available["CPU"] != 1 || st.Queued != 0 || st.Running != 0 {
@@ -390,8 +375,8 @@ func TestRootTasksAreQueuedAtTheSaturationLimit(t *testing.T) {
 	for i := range roots {
 		roots[i] = blockUntil.Remote(ctx, atoll.Value(key))
 	}
-	eventually(t, "two root tasks running and four queued", func() bool {
-		st, err := atoll.Status(ctx)
+	testutil.Eventually(t, "two root tasks running and four queued", func() bool {
+		st, err := atolltest.Status(ctx)
 		return err == nil && st.Running == 2 && st.Queued == 4
 	})
 	input, err := atoll.Put(ctx, 20)

@@ -59,7 +59,7 @@ func runTracedProgram(t *testing.T, opts ...atoll.Option) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = atoll.Shutdown(context.Background()) })
-	job := atoll.JobIDForTest()
+	job := jobID()
 	if _, err := tracedAccType.New(ctx, atoll.ActorName("traced-"+job)); err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func tracedDriver() {
 	if err := atoll.Init(ctx, atoll.WithObjectStoreMemory(64<<20), atoll.WithNumCPUs(2)); err != nil {
 		fail("init", err)
 	}
-	job := atoll.JobIDForTest()
+	job := jobID()
 	if _, err := tracedAccType.New(ctx, atoll.ActorName("traced-"+job)); err != nil {
 		fail("new actor", err)
 	}

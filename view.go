@@ -2,14 +2,11 @@ package atoll
 
 import (
 	"context"
-	"runtime"
-	"sync/atomic"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/codec"
 	"github.com/atoll-runtime/atoll/internal/errs"
-	"github.com/atoll-runtime/atoll/internal/ids"
-	"github.com/atoll-runtime/atoll/internal/objectstore"
+	"github.com/atoll-runtime/atoll/internal/runtime"
 )
 
 // View is a zero-copy, read-only view of a flat numeric slice object in
@@ -28,36 +25,14 @@ type View[E Elem] struct {
 
 type viewData[E Elem] struct {
 	data []E
-	pin  *viewPin // nil: data is a copy, nothing pinned
-}
-
-// viewPin is a View's pin on its object, released once.
-type viewPin struct {
-	rt       *core
-	id       ids.ObjectID
-	released atomic.Bool
-}
-
-// liveViews counts the pinned Views of this process not yet released: a
-// worker process collects garbage after a task that left some, so the
-// pins of views the task dropped end with it (viewsAfterTask).
-var liveViews atomic.Int64
-
-func (p *viewPin) release() {
-	if p == nil || !p.released.CompareAndSwap(false, true) {
-		return
-	}
-	liveViews.Add(-1)
-	if !p.rt.closed.Load() {
-		p.rt.store.Release(p.id)
-	}
+	pin  *runtime.ViewPin // nil: data is a copy, nothing pinned
 }
 
 // Slice returns the view's elements. They alias shared memory: do not
 // modify them, and do not use them after Release or once the View is
 // unreachable (copy what must outlive it). After Release it returns nil.
 func (v View[E]) Slice() []E {
-	if v.v == nil || v.v.pin != nil && v.v.pin.released.Load() {
+	if v.v == nil || v.v.pin != nil && v.v.pin.Released() {
 		return nil
 	}
 	return v.v.data
@@ -70,20 +45,16 @@ func (v View[E]) Len() int { return len(v.Slice()) }
 // twice, or a copy of a released View, is a no-op.
 func (v View[E]) Release() {
 	if v.v != nil {
-		v.v.pin.release()
+		v.v.pin.Release()
 	}
 }
 
-// newView wraps data read from id's pinned object (pinned false: data is
+// newView wraps data read from h's object, pinned (pinned false: data is
 // the View's own copy).
-func newView[E Elem](rt *core, id ids.ObjectID, data []E, pinned bool) View[E] {
+func newView[E Elem](h *runtime.Ref, data []E, pinned bool) View[E] {
 	d := &viewData[E]{data: data}
 	if pinned {
-		d.pin = &viewPin{rt: rt, id: id}
-		liveViews.Add(1)
-		// The cleanup runs on the runtime's cleanup goroutine, which must
-		// not block: a worker's Release is a frame to its raylet.
-		runtime.AddCleanup(d, func(p *viewPin) { go p.release() }, d.pin)
+		d.pin = runtime.PinView(d, h)
 	}
 	return View[E]{v: d}
 }
@@ -93,9 +64,15 @@ func newView[E Elem](rt *core, id ids.ObjectID, data []E, pinned bool) View[E] {
 // returns a copy. Use it for large arrays read once, or read by many
 // goroutines, where the copy costs (see BENCHMARKS.md).
 func GetView[E Elem](ctx context.Context, ref ObjectRef[[]E]) (View[E], error) {
-	return getWith(ctx, ref, func(value *atollpb.Value) (View[E], error) {
-		return decodeView[E](ctx, ref.h.rt, ref.h, value)
+	var out View[E]
+	if ref.h == nil {
+		return out, errs.ZeroRef("Get", -1)
+	}
+	err := runtime.Get(ctx, ref.h, func(value *atollpb.Value) (err error) {
+		out, err = decodeView[E](ctx, ref.h, value)
+		return err
 	})
+	return out, err
 }
 
 // GetViews is GetView for many refs, with one fetch for all (as GetAll).
@@ -110,7 +87,7 @@ func GetViews[E Elem](ctx context.Context, refs []ObjectRef[[]E]) ([]View[E], er
 		if v == nil {
 			out[i], err = GetView(ctx, refs[i])
 		} else {
-			out[i], err = decodeView[E](ctx, hs[i].rt, hs[i], v)
+			out[i], err = decodeView[E](ctx, hs[i], v)
 		}
 		return err
 	})
@@ -125,50 +102,26 @@ func GetViews[E Elem](ctx context.Context, refs []ObjectRef[[]E]) ([]View[E], er
 
 // decodeView makes a View of a value: a stored one pinned in this node's
 // store (fetched from another node first), an inline one copied.
-func decodeView[E Elem](ctx context.Context, rt *core, h *refHandle, value *atollpb.Value) (View[E], error) {
+func decodeView[E Elem](ctx context.Context, h *runtime.Ref, value *atollpb.Value) (View[E], error) {
 	switch {
 	case value.GetError() != nil:
 		return View[E]{}, errs.FromProto(value.GetError())
 	case value.GetStored() != nil:
-		if rt.isRemote(value) {
-			if err := rt.link.fetch(ctx, []*atollpb.ObjectRef{rt.ownedRef(h.id, value)}); err != nil {
-				return View[E]{}, err
-			}
-		}
-		objs, err := rt.store.GetWithPriority(ctx, []ids.ObjectID{h.id}, 0, objectstore.PriorityGet)
+		obj, err := h.Pin(ctx, value)
 		if err != nil {
 			return View[E]{}, err
 		}
-		if len(objs) == 0 || objs[0].Data == nil && objs[0].ID.IsZero() {
-			return View[E]{}, &errs.ObjectLostError{ObjectID: h.id.String(), Message: "not in the object store"}
-		}
-		xs, err := codec.Decode[[]E](objs[0].Codec, objs[0].Data)
+		xs, err := codec.Decode[[]E](obj.Codec, obj.Data)
 		if err != nil {
-			rt.store.Release(h.id)
+			h.Unpin()
 			return View[E]{}, err
 		}
-		return newView(rt, h.id, xs, true), nil
+		return newView(h, xs, true), nil
 	default:
 		xs, err := decodeCopy[[]E](value.Codec, value.GetInline())
 		if err != nil {
 			return View[E]{}, err
 		}
-		return newView(rt, h.id, xs, false), nil
+		return newView(h, xs, false), nil
 	}
 }
-
-// viewsAfterTask runs in a worker process when a task ends: if pinned
-// Views are still live, some may be garbage the task dropped without
-// Release, so collect now (once at a time) rather than at the next
-// periodic GC, minutes later on an idle worker. A View the task kept
-// (in a global, or an actor's state) stays pinned.
-func viewsAfterTask() {
-	if liveViews.Load() > 0 && gcRunning.CompareAndSwap(false, true) {
-		go func() {
-			defer gcRunning.Store(false)
-			runtime.GC()
-		}()
-	}
-}
-
-var gcRunning atomic.Bool

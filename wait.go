@@ -2,13 +2,9 @@ package atoll
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
-	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
-	"github.com/atoll-runtime/atoll/internal/ids"
-	"github.com/atoll-runtime/atoll/internal/owner"
+	"github.com/atoll-runtime/atoll/internal/runtime"
 )
 
 // ErrZeroRef: a zero ObjectRef (never assigned) or a nil Ref was passed
@@ -57,7 +53,7 @@ func FetchLocal(on bool) WaitOption {
 // from before Shutdown, fails the whole call (ErrZeroRef,
 // ErrInvalidArgument).
 func Wait[R Ref](ctx context.Context, refs []R, opts ...WaitOption) (ready, notReady []R, err error) {
-	rt, err := running()
+	rt, err := runtime.Running(ctx)
 	if err != nil {
 		return nil, refs, err
 	}
@@ -68,109 +64,86 @@ func Wait[R Ref](ctx context.Context, refs []R, opts ...WaitOption) (ready, notR
 	if cfg.numReady > len(refs) || cfg.numReady < 1 && len(refs) > 0 {
 		return nil, refs, errs.Invalidf("Wait: NumReady(%d) out of range [1, %d] (the number of refs given)", cfg.numReady, len(refs))
 	}
-	idl := make([]ids.ObjectID, len(refs))
+	hs := make([]*runtime.Ref, len(refs))
 	for i, r := range refs {
-		h, err := handleOf(rt, r, "Wait", i)
-		if err != nil {
+		if hs[i], err = handleOf(rt, r, "Wait", i); err != nil {
 			return nil, refs, err
 		}
-		idl[i] = h.id
 	}
-	isReady := make([]bool, len(refs))
-	if err := rt.waitReady(ctx, idl, isReady, cfg.numReady); err != nil {
+	isReady, err := rt.Wait(ctx, hs, cfg.numReady, cfg.fetchLocal)
+	if err != nil {
 		return nil, refs, err
 	}
-	var fetch []ids.ObjectID
 	for i, r := range refs {
 		if len(ready) < cfg.numReady && isReady[i] {
 			ready = append(ready, r)
-			fetch = append(fetch, idl[i])
 		} else {
 			notReady = append(notReady, r)
 		}
 	}
-	if cfg.fetchLocal {
-		rt.fetchReady(ctx, fetch)
-	}
 	return ready, notReady, nil
 }
 
-// handleOf checks that r is a live ref of rt (argument i of op) and
-// returns its handle.
-func handleOf(rt *core, r Ref, op string, i int) (*refHandle, error) {
-	what := "the ref"
-	if i >= 0 {
-		what = fmt.Sprintf("refs[%d]", i)
-	}
+// handleOf checks that r is a live ref of rt (argument i of op, -1: the
+// only one) and returns its handle.
+func handleOf(rt *runtime.Runtime, r Ref, op string, i int) (*runtime.Ref, error) {
 	if r == nil {
 		return nil, errs.ZeroRef(op, i)
 	}
 	h := r.handle()
-	switch {
-	case h == nil:
-		return nil, errs.ZeroRef(op, i)
-	case h.err != nil:
-		return nil, h.err
-	case h.rt != rt:
-		return nil, errs.Invalidf("%s: %s (%s) comes from an atoll runtime that was shut down; refs do not outlive Shutdown, make it again after Init", op, what, h.id.Short())
-	case h.state.released.Load():
-		return nil, errs.Invalidf("%s: %s (%s) was used after Release; keep a ref unreleased while you use it", op, what, h.id.Short())
+	if err := rt.CheckRef(h, op, i); err != nil {
+		return nil, err
 	}
 	return h, nil
 }
 
-// waitReady marks in isReady the objects of idl that have a value (or
-// are unknown: Get reports why) until numReady of them do, ctx's deadline
-// passes (no error) or ctx is cancelled (its error).
-func (rt *core) waitReady(ctx context.Context, idl []ids.ObjectID, isReady []bool, numReady int) error {
-	local := make([]bool, len(idl))
-	for i := range local {
-		local[i] = true
-	}
-	count := func() int { return rt.owner.readiness(idl, local, isReady) }
-	if count() >= numReady {
-		return nil
-	}
-	signal := make(chan struct{}, len(idl))
-	w := &owner.Waiter{C: signal}
-	rt.owner.do(func(t *owner.Table) {
-		for _, id := range idl {
-			t.Watch(id, w)
-		}
-	})
-	defer rt.owner.do(func(t *owner.Table) { t.Unwatch(w) })
-	defer rt.blocked(ctx)()
-	for count() < numReady {
-		select {
-		case <-signal:
-			for len(signal) > 0 { // count once for a burst of results
-				<-signal
-			}
-		case <-ctx.Done():
-			count()
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return nil
-			}
-			return ctx.Err()
-		}
-	}
-	return nil
-}
+// CancelOption configures Cancel.
+type CancelOption func(*cancelConfig)
 
-// fetchReady pulls the stored values among idl that live on other nodes
-// into this node's store. A failure is only logged: the Get that reads
-// the object reports it (and has a lost object rebuilt).
-func (rt *core) fetchReady(ctx context.Context, idl []ids.ObjectID) {
-	var fetch []ids.ObjectID
-	var values []*atollpb.Value
-	for _, id := range idl {
-		v, _, _, ok := rt.owner.lookup(id)
-		if ok && v != nil && v.GetStored() != nil && v.GetError() == nil && rt.isRemote(v) {
-			fetch = append(fetch, id)
-			values = append(values, v)
-		}
+type cancelConfig struct{ force, nonRecursive bool }
+
+// ForceCancel makes Cancel kill the worker process running the task
+// (Ray's force=True) instead of cancelling its context: for a task that
+// does not watch its context. The task is not retried; Get on its results
+// fails with a CancelledError. Actor calls cannot be force-cancelled (it
+// would kill the actor): Cancel refuses with ErrInvalidArgument.
+func ForceCancel() CancelOption { return func(c *cancelConfig) { c.force = true } }
+
+// NonRecursive makes Cancel cancel the task alone (Ray's
+// recursive=False): the tasks it submitted go on running and their refs
+// stay valid. The task's context is cancelled with the cause
+// ErrCancelNonRecursive (context.Cause tells it from a plain cancel);
+// the SDK cancels a child task when its submitting context is cancelled
+// with any other cause. It cannot be combined with ForceCancel: killing
+// the worker process ends the tasks it owns with it.
+func NonRecursive() CancelOption { return func(c *cancelConfig) { c.nonRecursive = true } }
+
+// Cancel cancels the task that produces ref, as Ray's cancel does: a task
+// not yet running never runs; a running one sees its context cancelled
+// (or, with ForceCancel, its worker process killed). Get on its results
+// then fails with a CancelledError (errors.Is(err, ErrCancelled)).
+//
+// Cancelling is recursive, as Ray's default: the tasks a cancelled task
+// submitted with its context (or one derived from it) are cancelled too,
+// and theirs in turn; NonRecursive cancels the task alone. A call already sent to an actor runs to completion
+// (actor calls not yet sent are cancelled). Cancelling a finished task or
+// a Put object does nothing. ctx bounds nothing today (cancelling does
+// not wait); it is there for the calls that will.
+func Cancel(ctx context.Context, ref Ref, opts ...CancelOption) error {
+	rt, err := runtime.Running(ctx)
+	if err != nil {
+		return err
 	}
-	if err := rt.fetchRemote(ctx, fetch, values); err != nil {
-		rt.log.Debug("atoll: Wait could not fetch ready objects to this node; Get will retry", "objects", len(fetch), "err", err)
+	h, err := handleOf(rt, ref, "Cancel", -1)
+	if err != nil {
+		return err
 	}
+	var cfg cancelConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.force && cfg.nonRecursive {
+		return errs.Invalidf("Cancel: ForceCancel kills the worker process, and with it every task it submitted, so it cannot be NonRecursive; drop one of the two options")
+	}
+	return rt.Cancel(h, cfg.force, cfg.nonRecursive)
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
@@ -17,7 +18,7 @@ func TestWaitFetchLocal(t *testing.T) {
 	ctx := joinCluster(t, c)
 	far := atoll.OnNode(c.Node(1).ID, false)
 	storeObjects := func() uint64 {
-		m, err := atoll.Memory(ctx) // the driver's node
+		m, err := atolltest.Memory(ctx) // the driver's node
 		if err != nil {
 			t.Fatal(err)
 		}

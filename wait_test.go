@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 var (
@@ -220,7 +222,7 @@ func TestCancelIsRecursive(t *testing.T) {
 	ctx := startProcesses(t)
 	path := filepath.Join(t.TempDir(), "child")
 	parent := parentOf.Remote(ctx, atoll.Value(path))
-	eventually(t, "the parent's child to start", func() bool {
+	testutil.Eventually(t, "the parent's child to start", func() bool {
 		_, err := os.Stat(path)
 		return err == nil
 	})
@@ -230,7 +232,7 @@ func TestCancelIsRecursive(t *testing.T) {
 	if _, err := atoll.Get(ctx, parent); !errors.Is(err, atoll.ErrCancelled) {
 		t.Fatalf("the cancelled parent: %v, want ErrCancelled", err)
 	}
-	eventually(t, "the parent's child to see its context cancelled", func() bool {
+	testutil.Eventually(t, "the parent's child to see its context cancelled", func() bool {
 		_, err := os.Stat(path + ".cancelled")
 		return err == nil
 	})
@@ -249,7 +251,7 @@ func TestCancelNonRecursiveGoroutines(t *testing.T) { testCancelNonRecursive(t, 
 func testCancelNonRecursive(t *testing.T, ctx context.Context) {
 	path := filepath.Join(t.TempDir(), "child")
 	parent := parentOfUntilGo.Remote(ctx, atoll.Value(path))
-	eventually(t, "the parent's child to start", func() bool {
+	testutil.Eventually(t, "the parent's child to start", func() bool {
 		_, err := os.Stat(path)
 		return err == nil
 	})
@@ -259,7 +261,7 @@ func testCancelNonRecursive(t *testing.T, ctx context.Context) {
 	if _, err := atoll.Get(ctx, parent); !errors.Is(err, atoll.ErrCancelled) {
 		t.Fatalf("the cancelled parent: %v, want ErrCancelled", err)
 	}
-	eventually(t, "the parent to record its context's cause", func() bool {
+	testutil.Eventually(t, "the parent to record its context's cause", func() bool {
 		_, err := os.Stat(path + ".cause")
 		return err == nil
 	})
@@ -270,7 +272,7 @@ func testCancelNonRecursive(t *testing.T, ctx context.Context) {
 	if err := os.WriteFile(path+".go", nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the child to finish", func() bool {
+	testutil.Eventually(t, "the child to finish", func() bool {
 		_, err := os.Stat(path + ".done")
 		return err == nil
 	})
@@ -297,7 +299,7 @@ func TestForceCancelKillsTheWorker(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pid")
 	ref := ignoresContext.Remote(ctx, atoll.Value(path))
 	var pid int
-	eventually(t, "the task to start", func() bool {
+	testutil.Eventually(t, "the task to start", func() bool {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return false
@@ -311,7 +313,7 @@ func TestForceCancelKillsTheWorker(t *testing.T) {
 	if _, err := atoll.Get(ctx, ref); !errors.Is(err, atoll.ErrCancelled) {
 		t.Fatalf("a force-cancelled task: %v, want ErrCancelled (not retried)", err)
 	}
-	eventually(t, "the task's worker process to die", func() bool {
+	testutil.Eventually(t, "the task's worker process to die", func() bool {
 		return syscall.Kill(pid, 0) != nil
 	})
 }
@@ -338,8 +340,8 @@ func TestViewStaysValidWithOnlyTheViewHeld(t *testing.T) {
 		}
 		return v // ref is garbage from here on
 	}()
-	eventually(t, "the store to hold only the viewed object", func() bool {
-		m, err := atoll.Memory(ctx)
+	testutil.Eventually(t, "the store to hold only the viewed object", func() bool {
+		m, err := atolltest.Memory(ctx)
 		return err == nil && m.StoreObjects == 1
 	})
 	check := func(when string) {
@@ -370,9 +372,9 @@ func TestViewStaysValidWithOnlyTheViewHeld(t *testing.T) {
 		check(fmt.Sprintf("round %d", round))
 	}
 	view.Release()
-	eventually(t, "the viewed object to be freed once released", func() bool {
+	testutil.Eventually(t, "the viewed object to be freed once released", func() bool {
 		runtime.GC()
-		m, err := atoll.Memory(ctx)
+		m, err := atolltest.Memory(ctx)
 		return err == nil && m.StoreObjects == 0 && m.StoreUsed == 0
 	})
 }
@@ -401,7 +403,7 @@ func TestTaskViewPinsEndWithTheTask(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		runtime.GC()
-		m, err := atoll.Memory(ctx)
+		m, err := atolltest.Memory(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

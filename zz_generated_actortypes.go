@@ -3,7 +3,12 @@
 
 package atoll
 
-import "context"
+import (
+	"context"
+
+	"github.com/atoll-runtime/atoll/internal/registry"
+	"github.com/atoll-runtime/atoll/internal/runtime"
+)
 
 // ActorType1 is a registered actor type whose constructor takes
 // one argument. Make one with NewActorType1; create actors with New.
@@ -15,7 +20,7 @@ type ActorType1[T, A any] struct {
 // (a pointer to your struct, usually), made by ctor. Register at package
 // init so every process of the binary knows it.
 func NewActorType1[T, A any](name string, ctor func(context.Context, A) (T, error)) *ActorType1[T, A] {
-	e := newActorTypeEntry[T](name, func(ctx context.Context, args []argData) (any, error) {
+	e := newActorTypeEntry[T](name, func(ctx context.Context, args []registry.Arg) (any, error) {
 		if err := checkArgs(args, 1); err != nil {
 			return nil, err
 		}
@@ -31,7 +36,7 @@ func NewActorType1[T, A any](name string, ctor func(context.Context, A) (T, erro
 // New creates an actor, its constructor given the arguments, and returns
 // its handle at once (see ActorType.New).
 func (t *ActorType1[T, A]) New(ctx context.Context, a Arg[A], opts ...ActorOption) (ActorHandle[T], error) {
-	return newActor[T](ctx, t.entry, []argSource{a.taskArg()}, t.opts, opts)
+	return newActor[T](ctx, t.entry, []runtime.ArgSource{a.taskArg()}, t.opts, opts)
 }
 
 // Options returns the actor type with opts bound as defaults for each
@@ -51,7 +56,7 @@ type ActorType2[T, A, B any] struct {
 // (a pointer to your struct, usually), made by ctor. Register at package
 // init so every process of the binary knows it.
 func NewActorType2[T, A, B any](name string, ctor func(context.Context, A, B) (T, error)) *ActorType2[T, A, B] {
-	e := newActorTypeEntry[T](name, func(ctx context.Context, args []argData) (any, error) {
+	e := newActorTypeEntry[T](name, func(ctx context.Context, args []registry.Arg) (any, error) {
 		if err := checkArgs(args, 2); err != nil {
 			return nil, err
 		}
@@ -71,7 +76,7 @@ func NewActorType2[T, A, B any](name string, ctor func(context.Context, A, B) (T
 // New creates an actor, its constructor given the arguments, and returns
 // its handle at once (see ActorType.New).
 func (t *ActorType2[T, A, B]) New(ctx context.Context, a Arg[A], b Arg[B], opts ...ActorOption) (ActorHandle[T], error) {
-	return newActor[T](ctx, t.entry, []argSource{a.taskArg(), b.taskArg()}, t.opts, opts)
+	return newActor[T](ctx, t.entry, []runtime.ArgSource{a.taskArg(), b.taskArg()}, t.opts, opts)
 }
 
 // Options returns the actor type with opts bound as defaults for each
@@ -91,7 +96,7 @@ type ActorType3[T, A, B, C any] struct {
 // (a pointer to your struct, usually), made by ctor. Register at package
 // init so every process of the binary knows it.
 func NewActorType3[T, A, B, C any](name string, ctor func(context.Context, A, B, C) (T, error)) *ActorType3[T, A, B, C] {
-	e := newActorTypeEntry[T](name, func(ctx context.Context, args []argData) (any, error) {
+	e := newActorTypeEntry[T](name, func(ctx context.Context, args []registry.Arg) (any, error) {
 		if err := checkArgs(args, 3); err != nil {
 			return nil, err
 		}
@@ -115,7 +120,7 @@ func NewActorType3[T, A, B, C any](name string, ctor func(context.Context, A, B,
 // New creates an actor, its constructor given the arguments, and returns
 // its handle at once (see ActorType.New).
 func (t *ActorType3[T, A, B, C]) New(ctx context.Context, a Arg[A], b Arg[B], c Arg[C], opts ...ActorOption) (ActorHandle[T], error) {
-	return newActor[T](ctx, t.entry, []argSource{a.taskArg(), b.taskArg(), c.taskArg()}, t.opts, opts)
+	return newActor[T](ctx, t.entry, []runtime.ArgSource{a.taskArg(), b.taskArg(), c.taskArg()}, t.opts, opts)
 }
 
 // Options returns the actor type with opts bound as defaults for each
@@ -135,7 +140,7 @@ type ActorType4[T, A, B, C, D any] struct {
 // (a pointer to your struct, usually), made by ctor. Register at package
 // init so every process of the binary knows it.
 func NewActorType4[T, A, B, C, D any](name string, ctor func(context.Context, A, B, C, D) (T, error)) *ActorType4[T, A, B, C, D] {
-	e := newActorTypeEntry[T](name, func(ctx context.Context, args []argData) (any, error) {
+	e := newActorTypeEntry[T](name, func(ctx context.Context, args []registry.Arg) (any, error) {
 		if err := checkArgs(args, 4); err != nil {
 			return nil, err
 		}
@@ -163,7 +168,7 @@ func NewActorType4[T, A, B, C, D any](name string, ctor func(context.Context, A,
 // New creates an actor, its constructor given the arguments, and returns
 // its handle at once (see ActorType.New).
 func (t *ActorType4[T, A, B, C, D]) New(ctx context.Context, a Arg[A], b Arg[B], c Arg[C], d Arg[D], opts ...ActorOption) (ActorHandle[T], error) {
-	return newActor[T](ctx, t.entry, []argSource{a.taskArg(), b.taskArg(), c.taskArg(), d.taskArg()}, t.opts, opts)
+	return newActor[T](ctx, t.entry, []runtime.ArgSource{a.taskArg(), b.taskArg(), c.taskArg(), d.taskArg()}, t.opts, opts)
 }
 
 // Options returns the actor type with opts bound as defaults for each
@@ -183,7 +188,7 @@ type ActorType5[T, A, B, C, D, E any] struct {
 // (a pointer to your struct, usually), made by ctor. Register at package
 // init so every process of the binary knows it.
 func NewActorType5[T, A, B, C, D, E any](name string, ctor func(context.Context, A, B, C, D, E) (T, error)) *ActorType5[T, A, B, C, D, E] {
-	e := newActorTypeEntry[T](name, func(ctx context.Context, args []argData) (any, error) {
+	e := newActorTypeEntry[T](name, func(ctx context.Context, args []registry.Arg) (any, error) {
 		if err := checkArgs(args, 5); err != nil {
 			return nil, err
 		}
@@ -215,7 +220,7 @@ func NewActorType5[T, A, B, C, D, E any](name string, ctor func(context.Context,
 // New creates an actor, its constructor given the arguments, and returns
 // its handle at once (see ActorType.New).
 func (t *ActorType5[T, A, B, C, D, E]) New(ctx context.Context, a Arg[A], b Arg[B], c Arg[C], d Arg[D], e Arg[E], opts ...ActorOption) (ActorHandle[T], error) {
-	return newActor[T](ctx, t.entry, []argSource{a.taskArg(), b.taskArg(), c.taskArg(), d.taskArg(), e.taskArg()}, t.opts, opts)
+	return newActor[T](ctx, t.entry, []runtime.ArgSource{a.taskArg(), b.taskArg(), c.taskArg(), d.taskArg(), e.taskArg()}, t.opts, opts)
 }
 
 // Options returns the actor type with opts bound as defaults for each
@@ -235,7 +240,7 @@ type ActorType6[T, A, B, C, D, E, F any] struct {
 // (a pointer to your struct, usually), made by ctor. Register at package
 // init so every process of the binary knows it.
 func NewActorType6[T, A, B, C, D, E, F any](name string, ctor func(context.Context, A, B, C, D, E, F) (T, error)) *ActorType6[T, A, B, C, D, E, F] {
-	e := newActorTypeEntry[T](name, func(ctx context.Context, args []argData) (any, error) {
+	e := newActorTypeEntry[T](name, func(ctx context.Context, args []registry.Arg) (any, error) {
 		if err := checkArgs(args, 6); err != nil {
 			return nil, err
 		}
@@ -271,7 +276,7 @@ func NewActorType6[T, A, B, C, D, E, F any](name string, ctor func(context.Conte
 // New creates an actor, its constructor given the arguments, and returns
 // its handle at once (see ActorType.New).
 func (t *ActorType6[T, A, B, C, D, E, F]) New(ctx context.Context, a Arg[A], b Arg[B], c Arg[C], d Arg[D], e Arg[E], f Arg[F], opts ...ActorOption) (ActorHandle[T], error) {
-	return newActor[T](ctx, t.entry, []argSource{a.taskArg(), b.taskArg(), c.taskArg(), d.taskArg(), e.taskArg(), f.taskArg()}, t.opts, opts)
+	return newActor[T](ctx, t.entry, []runtime.ArgSource{a.taskArg(), b.taskArg(), c.taskArg(), d.taskArg(), e.taskArg(), f.taskArg()}, t.opts, opts)
 }
 
 // Options returns the actor type with opts bound as defaults for each

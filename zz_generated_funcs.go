@@ -3,7 +3,11 @@
 
 package atoll
 
-import "context"
+import (
+	"context"
+
+	"github.com/atoll-runtime/atoll/internal/registry"
+)
 
 // Func0 is a registered remote function of no arguments and one result.
 // Make one with NewFunc0; call it with Remote.
@@ -16,13 +20,13 @@ type Func0[R any] struct {
 // program. Register at package init (in a var declaration) so that every
 // process of the binary, worker processes included, knows it by name.
 func NewFunc0[R any](name string, fn func(context.Context) (R, error)) *Func0[R] {
-	register(&funcEntry{name: name, nargs: 0, call: func(ctx context.Context, args []argData) ([]any, error) {
+	register(name, 0, func(ctx context.Context, args []registry.Arg) ([]any, error) {
 		if err := checkArgs(args, 0); err != nil {
 			return nil, err
 		}
 		r, err := fn(ctx)
 		return []any{r}, err
-	}})
+	})
 	return &Func0[R]{name: name}
 }
 
@@ -53,13 +57,13 @@ type MultiFunc0[R any] struct {
 
 // NewMultiFunc0 registers fn under name (see NewFunc0).
 func NewMultiFunc0[R any](name string, fn func(context.Context) ([]R, error)) *MultiFunc0[R] {
-	register(&funcEntry{name: name, nargs: 0, call: func(ctx context.Context, args []argData) ([]any, error) {
+	register(name, 0, func(ctx context.Context, args []registry.Arg) ([]any, error) {
 		if err := checkArgs(args, 0); err != nil {
 			return nil, err
 		}
 		rs, err := fn(ctx)
 		return anySlice(rs), err
-	}})
+	})
 	return &MultiFunc0[R]{name: name}
 }
 
@@ -85,7 +89,7 @@ type Func1[A, R any] struct {
 // program. Register at package init (in a var declaration) so that every
 // process of the binary, worker processes included, knows it by name.
 func NewFunc1[A, R any](name string, fn func(context.Context, A) (R, error)) *Func1[A, R] {
-	register(&funcEntry{name: name, nargs: 1, call: func(ctx context.Context, args []argData) ([]any, error) {
+	register(name, 1, func(ctx context.Context, args []registry.Arg) ([]any, error) {
 		if err := checkArgs(args, 1); err != nil {
 			return nil, err
 		}
@@ -95,7 +99,7 @@ func NewFunc1[A, R any](name string, fn func(context.Context, A) (R, error)) *Fu
 		}
 		r, err := fn(ctx, a)
 		return []any{r}, err
-	}})
+	})
 	return &Func1[A, R]{name: name}
 }
 
@@ -126,7 +130,7 @@ type MultiFunc1[A, R any] struct {
 
 // NewMultiFunc1 registers fn under name (see NewFunc1).
 func NewMultiFunc1[A, R any](name string, fn func(context.Context, A) ([]R, error)) *MultiFunc1[A, R] {
-	register(&funcEntry{name: name, nargs: 1, call: func(ctx context.Context, args []argData) ([]any, error) {
+	register(name, 1, func(ctx context.Context, args []registry.Arg) ([]any, error) {
 		if err := checkArgs(args, 1); err != nil {
 			return nil, err
 		}
@@ -136,7 +140,7 @@ func NewMultiFunc1[A, R any](name string, fn func(context.Context, A) ([]R, erro
 		}
 		rs, err := fn(ctx, a)
 		return anySlice(rs), err
-	}})
+	})
 	return &MultiFunc1[A, R]{name: name}
 }
 
@@ -162,7 +166,7 @@ type Func2[A, B, R any] struct {
 // program. Register at package init (in a var declaration) so that every
 // process of the binary, worker processes included, knows it by name.
 func NewFunc2[A, B, R any](name string, fn func(context.Context, A, B) (R, error)) *Func2[A, B, R] {
-	register(&funcEntry{name: name, nargs: 2, call: func(ctx context.Context, args []argData) ([]any, error) {
+	register(name, 2, func(ctx context.Context, args []registry.Arg) ([]any, error) {
 		if err := checkArgs(args, 2); err != nil {
 			return nil, err
 		}
@@ -176,7 +180,7 @@ func NewFunc2[A, B, R any](name string, fn func(context.Context, A, B) (R, error
 		}
 		r, err := fn(ctx, a, b)
 		return []any{r}, err
-	}})
+	})
 	return &Func2[A, B, R]{name: name}
 }
 
@@ -207,7 +211,7 @@ type MultiFunc2[A, B, R any] struct {
 
 // NewMultiFunc2 registers fn under name (see NewFunc2).
 func NewMultiFunc2[A, B, R any](name string, fn func(context.Context, A, B) ([]R, error)) *MultiFunc2[A, B, R] {
-	register(&funcEntry{name: name, nargs: 2, call: func(ctx context.Context, args []argData) ([]any, error) {
+	register(name, 2, func(ctx context.Context, args []registry.Arg) ([]any, error) {
 		if err := checkArgs(args, 2); err != nil {
 			return nil, err
 		}
@@ -221,7 +225,7 @@ func NewMultiFunc2[A, B, R any](name string, fn func(context.Context, A, B) ([]R
 		}
 		rs, err := fn(ctx, a, b)
 		return anySlice(rs), err
-	}})
+	})
 	return &MultiFunc2[A, B, R]{name: name}
 }
 
@@ -247,7 +251,7 @@ type Func3[A, B, C, R any] struct {
 // program. Register at package init (in a var declaration) so that every
 // process of the binary, worker processes included, knows it by name.
 func NewFunc3[A, B, C, R any](name string, fn func(context.Context, A, B, C) (R, error)) *Func3[A, B, C, R] {
-	register(&funcEntry{name: name, nargs: 3, call: func(ctx context.Context, args []argData) ([]any, error) {
+	register(name, 3, func(ctx context.Context, args []registry.Arg) ([]any, error) {
 		if err := checkArgs(args, 3); err != nil {
 			return nil, err
 		}
@@ -265,7 +269,7 @@ func NewFunc3[A, B, C, R any](name string, fn func(context.Context, A, B, C) (R,
 		}
 		r, err := fn(ctx, a, b, c)
 		return []any{r}, err
-	}})
+	})
 	return &Func3[A, B, C, R]{name: name}
 }
 
@@ -296,7 +300,7 @@ type MultiFunc3[A, B, C, R any] struct {
 
 // NewMultiFunc3 registers fn under name (see NewFunc3).
 func NewMultiFunc3[A, B, C, R any](name string, fn func(context.Context, A, B, C) ([]R, error)) *MultiFunc3[A, B, C, R] {
-	register(&funcEntry{name: name, nargs: 3, call: func(ctx context.Context, args []argData) ([]any, error) {
+	register(name, 3, func(ctx context.Context, args []registry.Arg) ([]any, error) {
 		if err := checkArgs(args, 3); err != nil {
 			return nil, err
 		}
@@ -314,7 +318,7 @@ func NewMultiFunc3[A, B, C, R any](name string, fn func(context.Context, A, B, C
 		}
 		rs, err := fn(ctx, a, b, c)
 		return anySlice(rs), err
-	}})
+	})
 	return &MultiFunc3[A, B, C, R]{name: name}
 }
 
@@ -340,7 +344,7 @@ type Func4[A, B, C, D, R any] struct {
 // program. Register at package init (in a var declaration) so that every
 // process of the binary, worker processes included, knows it by name.
 func NewFunc4[A, B, C, D, R any](name string, fn func(context.Context, A, B, C, D) (R, error)) *Func4[A, B, C, D, R] {
-	register(&funcEntry{name: name, nargs: 4, call: func(ctx context.Context, args []argData) ([]any, error) {
+	register(name, 4, func(ctx context.Context, args []registry.Arg) ([]any, error) {
 		if err := checkArgs(args, 4); err != nil {
 			return nil, err
 		}
@@ -362,7 +366,7 @@ func NewFunc4[A, B, C, D, R any](name string, fn func(context.Context, A, B, C, 
 		}
 		r, err := fn(ctx, a, b, c, d)
 		return []any{r}, err
-	}})
+	})
 	return &Func4[A, B, C, D, R]{name: name}
 }
 
@@ -393,7 +397,7 @@ type MultiFunc4[A, B, C, D, R any] struct {
 
 // NewMultiFunc4 registers fn under name (see NewFunc4).
 func NewMultiFunc4[A, B, C, D, R any](name string, fn func(context.Context, A, B, C, D) ([]R, error)) *MultiFunc4[A, B, C, D, R] {
-	register(&funcEntry{name: name, nargs: 4, call: func(ctx context.Context, args []argData) ([]any, error) {
+	register(name, 4, func(ctx context.Context, args []registry.Arg) ([]any, error) {
 		if err := checkArgs(args, 4); err != nil {
 			return nil, err
 		}
@@ -415,7 +419,7 @@ func NewMultiFunc4[A, B, C, D, R any](name string, fn func(context.Context, A, B
 		}
 		rs, err := fn(ctx, a, b, c, d)
 		return anySlice(rs), err
-	}})
+	})
 	return &MultiFunc4[A, B, C, D, R]{name: name}
 }
 
@@ -441,7 +445,7 @@ type Func5[A, B, C, D, E, R any] struct {
 // program. Register at package init (in a var declaration) so that every
 // process of the binary, worker processes included, knows it by name.
 func NewFunc5[A, B, C, D, E, R any](name string, fn func(context.Context, A, B, C, D, E) (R, error)) *Func5[A, B, C, D, E, R] {
-	register(&funcEntry{name: name, nargs: 5, call: func(ctx context.Context, args []argData) ([]any, error) {
+	register(name, 5, func(ctx context.Context, args []registry.Arg) ([]any, error) {
 		if err := checkArgs(args, 5); err != nil {
 			return nil, err
 		}
@@ -467,7 +471,7 @@ func NewFunc5[A, B, C, D, E, R any](name string, fn func(context.Context, A, B, 
 		}
 		r, err := fn(ctx, a, b, c, d, e)
 		return []any{r}, err
-	}})
+	})
 	return &Func5[A, B, C, D, E, R]{name: name}
 }
 
@@ -498,7 +502,7 @@ type MultiFunc5[A, B, C, D, E, R any] struct {
 
 // NewMultiFunc5 registers fn under name (see NewFunc5).
 func NewMultiFunc5[A, B, C, D, E, R any](name string, fn func(context.Context, A, B, C, D, E) ([]R, error)) *MultiFunc5[A, B, C, D, E, R] {
-	register(&funcEntry{name: name, nargs: 5, call: func(ctx context.Context, args []argData) ([]any, error) {
+	register(name, 5, func(ctx context.Context, args []registry.Arg) ([]any, error) {
 		if err := checkArgs(args, 5); err != nil {
 			return nil, err
 		}
@@ -524,7 +528,7 @@ func NewMultiFunc5[A, B, C, D, E, R any](name string, fn func(context.Context, A
 		}
 		rs, err := fn(ctx, a, b, c, d, e)
 		return anySlice(rs), err
-	}})
+	})
 	return &MultiFunc5[A, B, C, D, E, R]{name: name}
 }
 
@@ -550,7 +554,7 @@ type Func6[A, B, C, D, E, F, R any] struct {
 // program. Register at package init (in a var declaration) so that every
 // process of the binary, worker processes included, knows it by name.
 func NewFunc6[A, B, C, D, E, F, R any](name string, fn func(context.Context, A, B, C, D, E, F) (R, error)) *Func6[A, B, C, D, E, F, R] {
-	register(&funcEntry{name: name, nargs: 6, call: func(ctx context.Context, args []argData) ([]any, error) {
+	register(name, 6, func(ctx context.Context, args []registry.Arg) ([]any, error) {
 		if err := checkArgs(args, 6); err != nil {
 			return nil, err
 		}
@@ -580,7 +584,7 @@ func NewFunc6[A, B, C, D, E, F, R any](name string, fn func(context.Context, A, 
 		}
 		r, err := fn(ctx, a, b, c, d, e, f)
 		return []any{r}, err
-	}})
+	})
 	return &Func6[A, B, C, D, E, F, R]{name: name}
 }
 
@@ -611,7 +615,7 @@ type MultiFunc6[A, B, C, D, E, F, R any] struct {
 
 // NewMultiFunc6 registers fn under name (see NewFunc6).
 func NewMultiFunc6[A, B, C, D, E, F, R any](name string, fn func(context.Context, A, B, C, D, E, F) ([]R, error)) *MultiFunc6[A, B, C, D, E, F, R] {
-	register(&funcEntry{name: name, nargs: 6, call: func(ctx context.Context, args []argData) ([]any, error) {
+	register(name, 6, func(ctx context.Context, args []registry.Arg) ([]any, error) {
 		if err := checkArgs(args, 6); err != nil {
 			return nil, err
 		}
@@ -641,7 +645,7 @@ func NewMultiFunc6[A, B, C, D, E, F, R any](name string, fn func(context.Context
 		}
 		rs, err := fn(ctx, a, b, c, d, e, f)
 		return anySlice(rs), err
-	}})
+	})
 	return &MultiFunc6[A, B, C, D, E, F, R]{name: name}
 }
 

@@ -3,7 +3,11 @@
 
 package atoll
 
-import "context"
+import (
+	"context"
+
+	"github.com/atoll-runtime/atoll/internal/registry"
+)
 
 // GenFunc0 is a registered streaming generator function of no arguments:
 // its Remote returns the stream of what it yields. Make one with
@@ -19,12 +23,12 @@ type GenFunc0[R any] struct {
 // (the task was cancelled, or the item could not be stored). Register at
 // package init.
 func NewGenFunc0[R any](name string, fn func(context.Context, func(R) error) error) *GenFunc0[R] {
-	register(&funcEntry{name: name, nargs: 0, call: genInvoker(name, func(ctx context.Context, args []argData, yield func(R) error) error {
+	register(name, 0, genInvoker(name, func(ctx context.Context, args []registry.Arg, yield func(R) error) error {
 		if err := checkArgs(args, 0); err != nil {
 			return err
 		}
 		return fn(ctx, yield)
-	})})
+	}))
 	return &GenFunc0[R]{name: name}
 }
 
@@ -56,7 +60,7 @@ type GenFunc1[A, R any] struct {
 // (the task was cancelled, or the item could not be stored). Register at
 // package init.
 func NewGenFunc1[A, R any](name string, fn func(context.Context, A, func(R) error) error) *GenFunc1[A, R] {
-	register(&funcEntry{name: name, nargs: 1, call: genInvoker(name, func(ctx context.Context, args []argData, yield func(R) error) error {
+	register(name, 1, genInvoker(name, func(ctx context.Context, args []registry.Arg, yield func(R) error) error {
 		if err := checkArgs(args, 1); err != nil {
 			return err
 		}
@@ -65,7 +69,7 @@ func NewGenFunc1[A, R any](name string, fn func(context.Context, A, func(R) erro
 			return err
 		}
 		return fn(ctx, a, yield)
-	})})
+	}))
 	return &GenFunc1[A, R]{name: name}
 }
 
@@ -97,7 +101,7 @@ type GenFunc2[A, B, R any] struct {
 // (the task was cancelled, or the item could not be stored). Register at
 // package init.
 func NewGenFunc2[A, B, R any](name string, fn func(context.Context, A, B, func(R) error) error) *GenFunc2[A, B, R] {
-	register(&funcEntry{name: name, nargs: 2, call: genInvoker(name, func(ctx context.Context, args []argData, yield func(R) error) error {
+	register(name, 2, genInvoker(name, func(ctx context.Context, args []registry.Arg, yield func(R) error) error {
 		if err := checkArgs(args, 2); err != nil {
 			return err
 		}
@@ -110,7 +114,7 @@ func NewGenFunc2[A, B, R any](name string, fn func(context.Context, A, B, func(R
 			return err
 		}
 		return fn(ctx, a, b, yield)
-	})})
+	}))
 	return &GenFunc2[A, B, R]{name: name}
 }
 
@@ -142,7 +146,7 @@ type GenFunc3[A, B, C, R any] struct {
 // (the task was cancelled, or the item could not be stored). Register at
 // package init.
 func NewGenFunc3[A, B, C, R any](name string, fn func(context.Context, A, B, C, func(R) error) error) *GenFunc3[A, B, C, R] {
-	register(&funcEntry{name: name, nargs: 3, call: genInvoker(name, func(ctx context.Context, args []argData, yield func(R) error) error {
+	register(name, 3, genInvoker(name, func(ctx context.Context, args []registry.Arg, yield func(R) error) error {
 		if err := checkArgs(args, 3); err != nil {
 			return err
 		}
@@ -159,7 +163,7 @@ func NewGenFunc3[A, B, C, R any](name string, fn func(context.Context, A, B, C, 
 			return err
 		}
 		return fn(ctx, a, b, c, yield)
-	})})
+	}))
 	return &GenFunc3[A, B, C, R]{name: name}
 }
 
@@ -191,7 +195,7 @@ type GenFunc4[A, B, C, D, R any] struct {
 // (the task was cancelled, or the item could not be stored). Register at
 // package init.
 func NewGenFunc4[A, B, C, D, R any](name string, fn func(context.Context, A, B, C, D, func(R) error) error) *GenFunc4[A, B, C, D, R] {
-	register(&funcEntry{name: name, nargs: 4, call: genInvoker(name, func(ctx context.Context, args []argData, yield func(R) error) error {
+	register(name, 4, genInvoker(name, func(ctx context.Context, args []registry.Arg, yield func(R) error) error {
 		if err := checkArgs(args, 4); err != nil {
 			return err
 		}
@@ -212,7 +216,7 @@ func NewGenFunc4[A, B, C, D, R any](name string, fn func(context.Context, A, B, 
 			return err
 		}
 		return fn(ctx, a, b, c, d, yield)
-	})})
+	}))
 	return &GenFunc4[A, B, C, D, R]{name: name}
 }
 
@@ -244,7 +248,7 @@ type GenFunc5[A, B, C, D, E, R any] struct {
 // (the task was cancelled, or the item could not be stored). Register at
 // package init.
 func NewGenFunc5[A, B, C, D, E, R any](name string, fn func(context.Context, A, B, C, D, E, func(R) error) error) *GenFunc5[A, B, C, D, E, R] {
-	register(&funcEntry{name: name, nargs: 5, call: genInvoker(name, func(ctx context.Context, args []argData, yield func(R) error) error {
+	register(name, 5, genInvoker(name, func(ctx context.Context, args []registry.Arg, yield func(R) error) error {
 		if err := checkArgs(args, 5); err != nil {
 			return err
 		}
@@ -269,7 +273,7 @@ func NewGenFunc5[A, B, C, D, E, R any](name string, fn func(context.Context, A, 
 			return err
 		}
 		return fn(ctx, a, b, c, d, e, yield)
-	})})
+	}))
 	return &GenFunc5[A, B, C, D, E, R]{name: name}
 }
 
@@ -301,7 +305,7 @@ type GenFunc6[A, B, C, D, E, F, R any] struct {
 // (the task was cancelled, or the item could not be stored). Register at
 // package init.
 func NewGenFunc6[A, B, C, D, E, F, R any](name string, fn func(context.Context, A, B, C, D, E, F, func(R) error) error) *GenFunc6[A, B, C, D, E, F, R] {
-	register(&funcEntry{name: name, nargs: 6, call: genInvoker(name, func(ctx context.Context, args []argData, yield func(R) error) error {
+	register(name, 6, genInvoker(name, func(ctx context.Context, args []registry.Arg, yield func(R) error) error {
 		if err := checkArgs(args, 6); err != nil {
 			return err
 		}
@@ -330,7 +334,7 @@ func NewGenFunc6[A, B, C, D, E, F, R any](name string, fn func(context.Context, 
 			return err
 		}
 		return fn(ctx, a, b, c, d, e, f, yield)
-	})})
+	}))
 	return &GenFunc6[A, B, C, D, E, F, R]{name: name}
 }
 

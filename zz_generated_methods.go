@@ -3,7 +3,11 @@
 
 package atoll
 
-import "context"
+import (
+	"context"
+
+	"github.com/atoll-runtime/atoll/internal/registry"
+)
 
 // Method0 is a registered actor method of no arguments and one result.
 // Make one with NewMethod0; call it with Remote.
@@ -16,7 +20,7 @@ type Method0[T, R any] struct {
 // package init. A method expression fits: NewMethod0(CounterType, "Get",
 // (*Counter).Get).
 func NewMethod0[T, R any](t ActorClass[T], name string, fn func(T, context.Context) (R, error)) *Method0[T, R] {
-	registerMethod(t.actorType().entry, name, func(ctx context.Context, instance any, args []argData) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -53,7 +57,7 @@ type MultiMethod0[T, R any] struct {
 // NewMultiMethod0 registers fn as method name of actor type t (see
 // NewMethod0).
 func NewMultiMethod0[T, R any](t ActorClass[T], name string, fn func(T, context.Context) ([]R, error)) *MultiMethod0[T, R] {
-	registerMethod(t.actorType().entry, name, func(ctx context.Context, instance any, args []argData) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -89,7 +93,7 @@ type Method1[T, A, R any] struct {
 // package init. A method expression fits: NewMethod0(CounterType, "Get",
 // (*Counter).Get).
 func NewMethod1[T, A, R any](t ActorClass[T], name string, fn func(T, context.Context, A) (R, error)) *Method1[T, A, R] {
-	registerMethod(t.actorType().entry, name, func(ctx context.Context, instance any, args []argData) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -130,7 +134,7 @@ type MultiMethod1[T, A, R any] struct {
 // NewMultiMethod1 registers fn as method name of actor type t (see
 // NewMethod1).
 func NewMultiMethod1[T, A, R any](t ActorClass[T], name string, fn func(T, context.Context, A) ([]R, error)) *MultiMethod1[T, A, R] {
-	registerMethod(t.actorType().entry, name, func(ctx context.Context, instance any, args []argData) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -170,7 +174,7 @@ type Method2[T, A, B, R any] struct {
 // package init. A method expression fits: NewMethod0(CounterType, "Get",
 // (*Counter).Get).
 func NewMethod2[T, A, B, R any](t ActorClass[T], name string, fn func(T, context.Context, A, B) (R, error)) *Method2[T, A, B, R] {
-	registerMethod(t.actorType().entry, name, func(ctx context.Context, instance any, args []argData) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -215,7 +219,7 @@ type MultiMethod2[T, A, B, R any] struct {
 // NewMultiMethod2 registers fn as method name of actor type t (see
 // NewMethod2).
 func NewMultiMethod2[T, A, B, R any](t ActorClass[T], name string, fn func(T, context.Context, A, B) ([]R, error)) *MultiMethod2[T, A, B, R] {
-	registerMethod(t.actorType().entry, name, func(ctx context.Context, instance any, args []argData) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -259,7 +263,7 @@ type Method3[T, A, B, C, R any] struct {
 // package init. A method expression fits: NewMethod0(CounterType, "Get",
 // (*Counter).Get).
 func NewMethod3[T, A, B, C, R any](t ActorClass[T], name string, fn func(T, context.Context, A, B, C) (R, error)) *Method3[T, A, B, C, R] {
-	registerMethod(t.actorType().entry, name, func(ctx context.Context, instance any, args []argData) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -308,7 +312,7 @@ type MultiMethod3[T, A, B, C, R any] struct {
 // NewMultiMethod3 registers fn as method name of actor type t (see
 // NewMethod3).
 func NewMultiMethod3[T, A, B, C, R any](t ActorClass[T], name string, fn func(T, context.Context, A, B, C) ([]R, error)) *MultiMethod3[T, A, B, C, R] {
-	registerMethod(t.actorType().entry, name, func(ctx context.Context, instance any, args []argData) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -356,7 +360,7 @@ type Method4[T, A, B, C, D, R any] struct {
 // package init. A method expression fits: NewMethod0(CounterType, "Get",
 // (*Counter).Get).
 func NewMethod4[T, A, B, C, D, R any](t ActorClass[T], name string, fn func(T, context.Context, A, B, C, D) (R, error)) *Method4[T, A, B, C, D, R] {
-	registerMethod(t.actorType().entry, name, func(ctx context.Context, instance any, args []argData) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -409,7 +413,7 @@ type MultiMethod4[T, A, B, C, D, R any] struct {
 // NewMultiMethod4 registers fn as method name of actor type t (see
 // NewMethod4).
 func NewMultiMethod4[T, A, B, C, D, R any](t ActorClass[T], name string, fn func(T, context.Context, A, B, C, D) ([]R, error)) *MultiMethod4[T, A, B, C, D, R] {
-	registerMethod(t.actorType().entry, name, func(ctx context.Context, instance any, args []argData) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -461,7 +465,7 @@ type Method5[T, A, B, C, D, E, R any] struct {
 // package init. A method expression fits: NewMethod0(CounterType, "Get",
 // (*Counter).Get).
 func NewMethod5[T, A, B, C, D, E, R any](t ActorClass[T], name string, fn func(T, context.Context, A, B, C, D, E) (R, error)) *Method5[T, A, B, C, D, E, R] {
-	registerMethod(t.actorType().entry, name, func(ctx context.Context, instance any, args []argData) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -518,7 +522,7 @@ type MultiMethod5[T, A, B, C, D, E, R any] struct {
 // NewMultiMethod5 registers fn as method name of actor type t (see
 // NewMethod5).
 func NewMultiMethod5[T, A, B, C, D, E, R any](t ActorClass[T], name string, fn func(T, context.Context, A, B, C, D, E) ([]R, error)) *MultiMethod5[T, A, B, C, D, E, R] {
-	registerMethod(t.actorType().entry, name, func(ctx context.Context, instance any, args []argData) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -574,7 +578,7 @@ type Method6[T, A, B, C, D, E, F, R any] struct {
 // package init. A method expression fits: NewMethod0(CounterType, "Get",
 // (*Counter).Get).
 func NewMethod6[T, A, B, C, D, E, F, R any](t ActorClass[T], name string, fn func(T, context.Context, A, B, C, D, E, F) (R, error)) *Method6[T, A, B, C, D, E, F, R] {
-	registerMethod(t.actorType().entry, name, func(ctx context.Context, instance any, args []argData) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -635,7 +639,7 @@ type MultiMethod6[T, A, B, C, D, E, F, R any] struct {
 // NewMultiMethod6 registers fn as method name of actor type t (see
 // NewMethod6).
 func NewMultiMethod6[T, A, B, C, D, E, F, R any](t ActorClass[T], name string, fn func(T, context.Context, A, B, C, D, E, F) ([]R, error)) *MultiMethod6[T, A, B, C, D, E, F, R] {
-	registerMethod(t.actorType().entry, name, func(ctx context.Context, instance any, args []argData) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err

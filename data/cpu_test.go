@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/data"
 )
 
@@ -61,7 +62,7 @@ func TestCPUWaitReported(t *testing.T) {
 	release := filepath.Join(t.TempDir(), "release")
 	hold := holdUntil.Remote(ctx, atoll.Value(release), atoll.WithTaskResources(atoll.Resources{CPU: 2}))
 	testutil.Eventually(t, "the holder to take both CPUs", func() bool {
-		s, err := atoll.Status(ctx)
+		s, err := atolltest.Status(ctx)
 		return err == nil && s.Available["CPU"] == 0 && s.Running == 1
 	})
 	var logs testutil.LogBuffer

@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/data"
 )
 
@@ -447,13 +448,13 @@ func TestInFlightBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, _ := atoll.Memory(ctx)
+	base, _ := atolltest.Memory(ctx)
 	stop := make(chan struct{})
 	wg.Go(func() {
 		tick := time.NewTicker(time.Millisecond)
 		defer tick.Stop()
 		for {
-			if m, err := atoll.Memory(ctx); err == nil && m.StoreUsed > peak.Load() {
+			if m, err := atolltest.Memory(ctx); err == nil && m.StoreUsed > peak.Load() {
 				peak.Store(m.StoreUsed)
 			}
 			select {
@@ -532,7 +533,7 @@ func TestSortLargerThanStore(t *testing.T) {
 	if next != sortRows {
 		t.Fatalf("%d rows sorted, want %d", next, sortRows)
 	}
-	m, err := atoll.Memory(ctx)
+	m, err := atolltest.Memory(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/atolltest"
 )
 
 const codecBytes = atollpb.Codec_CODEC_BYTES
@@ -133,7 +134,7 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 func newRun(ctx context.Context, cfg Config) (*run, error) {
 	r := &run{cfg: cfg, budget: cfg.MemoryBudget}
 	if r.budget == 0 {
-		m, err := atoll.Memory(ctx)
+		m, err := atolltest.Memory(ctx)
 		if err != nil {
 			return nil, err
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/data"
 )
 
@@ -323,7 +324,7 @@ func TestGroupByLargerThanStore(t *testing.T) {
 	if groups != sortRows/2 {
 		t.Fatalf("%d groups, want %d", groups, sortRows/2)
 	}
-	m, err := atoll.Memory(ctx)
+	m, err := atolltest.Memory(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/data"
 )
 
@@ -138,7 +139,7 @@ func TestActorPoolMapBatches(t *testing.T) {
 		tick := time.NewTicker(time.Millisecond)
 		defer tick.Stop()
 		for {
-			if s, err := atoll.Status(ctx); err == nil && int64(s.Actors) > peak.Load() {
+			if s, err := atolltest.Status(ctx); err == nil && int64(s.Actors) > peak.Load() {
 				peak.Store(int64(s.Actors))
 			}
 			select {
@@ -165,7 +166,7 @@ func TestActorPoolMapBatches(t *testing.T) {
 		t.Fatalf("the node hosted %d actors at once, want at most 2", p)
 	}
 	testutil.Eventually(t, "the pool's actors to be gone", func() bool {
-		s, err := atoll.Status(ctx)
+		s, err := atolltest.Status(ctx)
 		return err == nil && s.Actors == 0
 	})
 
@@ -184,7 +185,7 @@ func TestActorPoolMapBatches(t *testing.T) {
 		}
 	}
 	testutil.Eventually(t, "the pool's actors to be gone", func() bool {
-		s, err := atoll.Status(ctx)
+		s, err := atolltest.Status(ctx)
 		return err == nil && s.Actors == 0
 	})
 }
@@ -210,7 +211,7 @@ func TestActorPoolActorDies(t *testing.T) {
 	}
 	t.Logf("setups: %d (two actors, one restarted)\n%s", setups(t, dir), ds.Stats())
 	testutil.Eventually(t, "the pool's actors to be gone", func() bool {
-		s, err := atoll.Status(ctx)
+		s, err := atolltest.Status(ctx)
 		return err == nil && s.Actors == 0
 	})
 }
@@ -231,7 +232,7 @@ func TestActorPoolStopsEarly(t *testing.T) {
 		}
 	}
 	testutil.Eventually(t, "the pool's actors to be gone after an early stop", func() bool {
-		s, err := atoll.Status(ctx)
+		s, err := atolltest.Status(ctx)
 		return err == nil && s.Actors == 0
 	})
 	rows, err := ds.Take(ctx, 5)
@@ -247,7 +248,7 @@ func TestActorPoolStopsEarly(t *testing.T) {
 		t.Fatalf("a failing setup was retried:\n%s", st)
 	}
 	testutil.Eventually(t, "the pool's actors to be gone after a failed setup", func() bool {
-		s, err := atoll.Status(ctx)
+		s, err := atolltest.Status(ctx)
 		return err == nil && s.Actors == 0
 	})
 	for name, ds := range map[string]*data.Dataset{
@@ -300,7 +301,7 @@ func TestActorPoolCPUsAndCancel(t *testing.T) {
 		}
 		if n++; n == 10 {
 			testutil.Eventually(t, "the pool's two actors", func() bool {
-				s, err := atoll.Status(ctx)
+				s, err := atolltest.Status(ctx)
 				return err == nil && s.Actors == 2
 			})
 			cancel()
@@ -310,7 +311,7 @@ func TestActorPoolCPUsAndCancel(t *testing.T) {
 		t.Fatalf("after cancel: %v, want context.Canceled", got)
 	}
 	testutil.Eventually(t, "the pool's actors to be gone after a cancel", func() bool {
-		s, err := atoll.Status(ctx)
+		s, err := atolltest.Status(ctx)
 		return err == nil && s.Actors == 0
 	})
 }

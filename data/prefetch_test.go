@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/data"
 )
 
@@ -115,7 +116,7 @@ func TestIterBatchesPrefetch(t *testing.T) {
 		}
 	}
 	testutil.Eventually(t, "the early stop's blocks to be released", func() bool {
-		m, err := atoll.Memory(ctx)
+		m, err := atolltest.Memory(ctx)
 		return err == nil && m.OwnedObjects == 0 && m.PendingTasks == 0
 	})
 	var got error

@@ -79,7 +79,7 @@
 //
 // Each point suffers at most one fault: the first rule, in plan order,
 // that applies. Every fault is recorded in a fault log (actors.FaultEvent,
-// with Point and Task for faults at points; atoll.FaultLog); a killed
+// with Point and Task for faults at points; atolltest.FaultLog); a killed
 // worker is also an OpenTelemetry span event SpanEvent ("atoll.fault",
 // attributes atoll.fault.rule, atoll.fault.action, atoll.fault.point) on
 // a "fault <task>" span under the task's submit span. So is a message

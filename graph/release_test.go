@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/graph"
 )
 
@@ -28,7 +29,7 @@ type storeDrained struct {
 	ctx     context.Context
 	refs    map[graph.Key]atoll.Ref
 	drained bool
-	left    atoll.MemoryStats
+	left    atolltest.MemoryStats
 }
 
 func (s *storeDrained) PostSubmitAll(refs map[graph.Key]atoll.Ref) { s.refs = refs }
@@ -38,7 +39,7 @@ func (s *storeDrained) Finish(error) {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for time.Now().Before(deadline) {
-		m, err := atoll.Memory(s.ctx)
+		m, err := atolltest.Memory(s.ctx)
 		if err != nil {
 			return
 		}

@@ -14,7 +14,7 @@
 //	fmt.Println(samples.Peak().Bytes)
 //	err = samples.WriteSVG(f, memsample.SVGOptions{})
 //
-// A driver gets one with atoll.SampleMemory, the CLI with `atoll memory
+// A driver gets one with atolltest.SampleMemory, the CLI with `atoll memory
 // --sample INTERVAL -o FILE`.
 //
 // # Where the samples come from
@@ -30,7 +30,7 @@
 // report removes it at once), one that joins appears. A report that
 // does not decode, has no valid node id or arrives on another node's
 // subject is skipped (logged at debug level). NewFromSource samples
-// whatever a Source reads instead: atoll.SampleMemory uses one for the
+// whatever a Source reads instead: atolltest.SampleMemory uses one for the
 // store of a driver's embedded single node, which publishes no reports.
 //
 // # Goroutines and bounds

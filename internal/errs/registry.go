@@ -7,10 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
-	"sort"
-	"sync"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/registry"
 )
 
 // Bounds on what a task's error may carry across processes. The sending
@@ -35,24 +34,19 @@ const (
 	maxTypeName = 1 << 10
 )
 
-// registry holds the error types and sentinels the program registered.
-// Every process of the same binary registers the same ones at package
-// init, so a name means the same thing on both sides.
-var registry = struct {
-	sync.RWMutex
-	byName    map[string]*errorType
-	byType    map[reflect.Type]*errorType
-	sentinels map[string]error // by their message
-	names     []string         // sentinel names, sorted
-}{byName: map[string]*errorType{}, byType: map[reflect.Type]*errorType{}, sentinels: map[string]error{}}
+// The error types and sentinels the program registered are two kinds of
+// the program's registry (registry.ErrorTypes, registry.Sentinels). Every
+// process of the same binary registers the same ones at package init, so
+// a name means the same thing on both sides.
 
-// errorType is one registered error type.
-type errorType struct {
-	name string
-	t    reflect.Type
-	// empty: a struct with no fields (gob cannot encode it; its value
-	// carries nothing).
-	empty bool
+// registeredType returns the registered error type t and its name, if t
+// is one.
+func registeredType(t reflect.Type) (string, *registry.ErrorType) {
+	name := TypeName(t)
+	if et, ok := registry.ErrorTypes.Lookup(name); ok && et.Type == t {
+		return name, et
+	}
+	return "", nil
 }
 
 // TypeName is the name a registered error type travels under: its
@@ -91,25 +85,23 @@ func RegisterType(t reflect.Type) error {
 	if base.Name() == "" {
 		return Invalidf("RegisterError: %v is not a named type: declare the error type and register it by name", t)
 	}
-	et := &errorType{name: TypeName(t), t: t, empty: base.Kind() == reflect.Struct && base.NumField() == 0}
-	if !et.empty {
+	et := &registry.ErrorType{Type: t, Empty: base.Kind() == reflect.Struct && base.NumField() == 0}
+	if !et.Empty {
 		// Encode a zero value now, so a type gob cannot handle fails at
 		// package init instead of when a task fails.
 		if _, err := encodeValue(reflect.New(base).Interface()); err != nil {
 			return Invalidf("RegisterError: %v cannot travel between processes: %v (export its fields, or implement GobEncode and GobDecode)", t, err)
 		}
 	}
-	registry.Lock()
-	defer registry.Unlock()
-	if prev := registry.byName[et.name]; prev != nil {
-		if prev.t == t {
+	name := TypeName(t)
+	err := registry.ErrorTypes.Add(name, et)
+	if dup, ok := err.(*registry.DuplicateError); ok {
+		if dup.Existing.(*registry.ErrorType).Type == t {
 			return nil
 		}
-		return Invalidf("RegisterError: two error types are named %s", et.name)
+		return Invalidf("RegisterError: two error types are named %s", name)
 	}
-	registry.byName[et.name] = et
-	registry.byType[t] = et
-	return nil
+	return err
 }
 
 // RegisterSentinel registers a sentinel error value, so that
@@ -125,18 +117,14 @@ func RegisterSentinel(err error) error {
 	if name == "" || len(name) > maxTypeName {
 		return Invalidf("RegisterError: a sentinel's message names it across processes: it must be 1 to %d bytes, not %d", maxTypeName, len(name))
 	}
-	registry.Lock()
-	defer registry.Unlock()
-	if prev, ok := registry.sentinels[name]; ok {
-		if same(prev, err) {
+	aerr := registry.Sentinels.Add(name, err)
+	if dup, ok := aerr.(*registry.DuplicateError); ok {
+		if same(dup.Existing.(error), err) {
 			return nil
 		}
 		return Invalidf("RegisterError: two sentinel errors say %q: give them different messages", name)
 	}
-	registry.sentinels[name] = err
-	registry.names = append(registry.names, name)
-	sort.Strings(registry.names)
-	return nil
+	return aerr
 }
 
 // same compares two errors without panicking on uncomparable types.
@@ -195,8 +183,6 @@ func encodeCause(cause error, info *atollpb.ErrorInfo) {
 	if _, remote := cause.(*remoteCause); !remote && info.ErrorType == "" {
 		info.ErrorType = reflect.TypeOf(cause).String()
 	}
-	registry.RLock()
-	defer registry.RUnlock()
 	visited := 0
 	queue := []error{cause}
 	for len(queue) > 0 && visited < maxChain {
@@ -213,24 +199,24 @@ func encodeCause(cause error, info *atollpb.ErrorInfo) {
 			queue = append(queue, u.Unwrap()...)
 		}
 		t := reflect.TypeOf(e)
-		if et := registry.byType[t]; et != nil {
+		if name, et := registeredType(t); et != nil {
 			if len(info.Registered) >= MaxRegisteredValues {
 				continue
 			}
 			var data []byte
-			if !et.empty {
+			if !et.Empty {
 				var err error
 				if data, err = encodeValue(e); err != nil || len(data) > MaxRegisteredValue {
 					if err == nil {
 						err = fmt.Errorf("%d bytes encoded, over the limit of %d", len(data), MaxRegisteredValue)
 					}
 					if info.UnregisteredType == "" {
-						info.UnregisteredType = fmt.Sprintf("%s (registered, but not encodable: %v)", et.name, err)
+						info.UnregisteredType = fmt.Sprintf("%s (registered, but not encodable: %v)", name, err)
 					}
 					continue
 				}
 			}
-			info.Registered = append(info.Registered, &atollpb.RegisteredError{Type: et.name, Gob: data})
+			info.Registered = append(info.Registered, &atollpb.RegisteredError{Type: name, Gob: data})
 			continue
 		}
 		if _, ok := e.(plainWrapper); ok || plainTypes[t.String()] || info.UnregisteredType != "" || isSentinel(e) {
@@ -241,20 +227,20 @@ func encodeCause(cause error, info *atollpb.ErrorInfo) {
 		}
 		info.UnregisteredType = TypeName(t)
 	}
-	for _, name := range registry.names {
+	registry.Sentinels.All(func(name string, s error) bool {
 		if len(info.Sentinels) >= MaxSentinels {
-			break
+			return false
 		}
-		if errors.Is(cause, registry.sentinels[name]) {
+		if errors.Is(cause, s) {
 			info.Sentinels = append(info.Sentinels, name)
 		}
-	}
+		return true
+	})
 }
 
-// isSentinel reports whether e is a registered sentinel value (the
-// registry's read lock held).
+// isSentinel reports whether e is a registered sentinel value.
 func isSentinel(e error) bool {
-	s, ok := registry.sentinels[e.Error()]
+	s, ok := registry.Sentinels.Lookup(e.Error())
 	return ok && same(s, e)
 }
 
@@ -268,26 +254,24 @@ func decodeCause(info *atollpb.ErrorInfo, msg string) error {
 		return nil
 	}
 	c := &remoteCause{msg: msg}
-	registry.RLock()
-	defer registry.RUnlock()
 	for i, r := range info.Registered {
 		if i >= MaxRegisteredValues {
 			slog.Warn("atoll: task error carries too many registered values; the rest are dropped", "task", info.TaskName, "values", len(info.Registered), "limit", MaxRegisteredValues)
 			break
 		}
-		et := registry.byName[r.Type]
-		if et == nil {
+		et, ok := registry.ErrorTypes.Lookup(r.Type)
+		if !ok {
 			slog.Warn("atoll: task error of a type this process did not register; it keeps its message only (register it with atoll.RegisterError in every binary)",
 				"task", info.TaskName, "type", clip(r.Type, maxTypeName))
 			continue
 		}
 		if len(r.Gob) > MaxRegisteredValue {
-			slog.Warn("atoll: task error value over the size limit dropped", "task", info.TaskName, "type", et.name, "bytes", len(r.Gob), "limit", MaxRegisteredValue)
+			slog.Warn("atoll: task error value over the size limit dropped", "task", info.TaskName, "type", r.Type, "bytes", len(r.Gob), "limit", MaxRegisteredValue)
 			continue
 		}
-		v, err := et.decode(r.Gob)
+		v, err := decodeValue(et, r.Gob)
 		if err != nil {
-			slog.Warn("atoll: undecodable task error value dropped", "task", info.TaskName, "type", et.name, "err", err)
+			slog.Warn("atoll: undecodable task error value dropped", "task", info.TaskName, "type", r.Type, "err", err)
 			continue
 		}
 		c.values = append(c.values, v)
@@ -296,7 +280,7 @@ func decodeCause(info *atollpb.ErrorInfo, msg string) error {
 		if i >= MaxSentinels {
 			break
 		}
-		if s, ok := registry.sentinels[name]; ok {
+		if s, ok := registry.Sentinels.Lookup(name); ok {
 			c.values = append(c.values, s)
 		}
 	}
@@ -306,15 +290,16 @@ func decodeCause(info *atollpb.ErrorInfo, msg string) error {
 	return c
 }
 
-// decode rebuilds a value of the type from its gob encoding.
-func (et *errorType) decode(data []byte) (error, error) {
-	ptr := et.t.Kind() == reflect.Pointer
-	base := et.t
+// decodeValue rebuilds a value of the registered type et from its gob
+// encoding.
+func decodeValue(et *registry.ErrorType, data []byte) (error, error) {
+	ptr := et.Type.Kind() == reflect.Pointer
+	base := et.Type
 	if ptr {
 		base = base.Elem()
 	}
 	v := reflect.New(base)
-	if !et.empty {
+	if !et.Empty {
 		if err := gob.NewDecoder(bytes.NewReader(data)).DecodeValue(v); err != nil {
 			return nil, err
 		}
@@ -324,7 +309,7 @@ func (et *errorType) decode(data []byte) (error, error) {
 	}
 	e, ok := v.Interface().(error)
 	if !ok {
-		return nil, fmt.Errorf("%s does not implement error", et.name)
+		return nil, fmt.Errorf("%s does not implement error", TypeName(et.Type))
 	}
 	return e, nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 )
 
 // Defaults of the command's flags. Sixteen metrics at five repetitions of
@@ -237,7 +238,7 @@ func (r *runner) config(ctx context.Context) map[string]any {
 		"worker_mode": r.opts.Mode.String(), "cpus": runtime.NumCPU(), "go": runtime.Version(),
 		"repetitions": r.opts.Repeat, "statistic": "median", "min_duration_s": r.opts.Duration.Seconds(),
 	}
-	if st, err := atoll.Memory(ctx); err == nil {
+	if st, err := atolltest.Memory(ctx); err == nil {
 		c["object_store_bytes"] = st.StoreCapacity
 	}
 	return c

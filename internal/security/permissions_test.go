@@ -14,6 +14,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
@@ -287,10 +288,10 @@ func TestFaultInjectionNeedsTheHead(t *testing.T) {
 	ctx := join(t, c)
 	target := c.Node(1).ID
 	start := time.Now()
-	if err := atoll.KillNode(ctx, target); !errors.Is(err, atoll.ErrPermissionDenied) {
+	if err := atolltest.KillNode(ctx, target); !errors.Is(err, atoll.ErrPermissionDenied) {
 		t.Fatalf("KillNode: %v, want ErrPermissionDenied", err)
 	}
-	if err := atoll.PartitionNode(ctx, target, "both", 5*time.Second); !errors.Is(err, atoll.ErrPermissionDenied) {
+	if err := atolltest.PartitionNode(ctx, target, "both", 5*time.Second); !errors.Is(err, atoll.ErrPermissionDenied) {
 		t.Fatalf("PartitionNode: %v, want ErrPermissionDenied", err)
 	}
 	if d := time.Since(start); d > 20*time.Second {

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/localcluster"
@@ -183,7 +184,7 @@ func once(ctx context.Context, opts options, on bool, name string, progress func
 	if err := waitForNodes(ctx, opts.nodes); err != nil {
 		return result{}, err
 	}
-	s, err := atoll.SampleMemory(ctx, opts.sample)
+	s, err := atolltest.SampleMemory(ctx, opts.sample)
 	if err != nil {
 		return result{}, err
 	}
@@ -198,7 +199,7 @@ func once(ctx context.Context, opts options, on bool, name string, progress func
 	for i := range samples.Nodes {
 		r.peakNode = max(r.peakNode, samples.Nodes[i].Peak(samples.Times).Bytes)
 	}
-	if st, err := atoll.GetAMMStatus(ctx); err == nil {
+	if st, err := atolltest.GetAMMStatus(ctx); err == nil {
 		r.dropped = st.Dropped
 	}
 	if opts.out != "" {

@@ -35,6 +35,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/graph"
 	"github.com/atoll-runtime/atoll/graph/array"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
@@ -130,7 +131,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	mem, err := atoll.Memory(ctx)
+	mem, err := atolltest.Memory(ctx)
 	if err != nil {
 		return err
 	}

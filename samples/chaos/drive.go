@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/faultplan"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/localcluster"
@@ -66,7 +67,7 @@ func drive(ctx context.Context, opts options, p *faultplan.Plan, c *localcluster
 	firings := timedFirings(p)
 	rounds, firedBy := 0, -1 // firedBy: the rounds done when every timed rule had fired
 	for {
-		log, _ := atoll.GetFaultLog()
+		log, _ := atolltest.GetFaultLog(ctx)
 		sortFinished := false
 		select {
 		case <-sortDone:
@@ -101,7 +102,7 @@ func drive(ctx context.Context, opts options, p *faultplan.Plan, c *localcluster
 	stopKiller()
 	kwg.Wait()
 	o.kills, o.killErrs = k.requested()
-	o.log, _ = atoll.GetFaultLog()
+	o.log, _ = atolltest.GetFaultLog(ctx)
 	if err := ft.poll(ctx); err != nil { // the last reading
 		return nil, fmt.Errorf("fault log: %w", err)
 	}
@@ -137,7 +138,7 @@ func (o *outcome) judge(ctx context.Context, opts options, c *localcluster.Clust
 	if sortErr == nil {
 		sortErr = o.sort.Verified
 	}
-	if m, err := atoll.Memory(ctx); err == nil {
+	if m, err := atolltest.Memory(ctx); err == nil {
 		o.reconstructed = m.Reconstructions
 	}
 	// Drop every ref the driver holds, then wait for the stores to empty.

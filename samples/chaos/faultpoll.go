@@ -6,14 +6,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 )
 
 // The node processes of a chaos run are this program re-executed by
 // internal/localcluster, served by atoll.Init (node.RunFromEnv): each
 // loads the plan faultplan.EnvPlan names into its own fault injector and
 // serves that injector's log on its "faults" subject. The driver reads
-// them all, its own node's included, with atoll.GetClusterFaultLog every
+// them all, its own node's included, with atolltest.GetClusterFaultLog every
 // faultPollInterval, asking each node only for the events after those
 // already read. A node the plan kills (SIGKILL) takes its log with it:
 // the table keeps its last reading, at most one interval old.
@@ -54,7 +54,7 @@ func (ft *faultTally) poll(ctx context.Context) error {
 		since[n] = s
 	}
 	ft.mu.Unlock()
-	log, err := atoll.GetClusterFaultLog(ctx, since)
+	log, err := atolltest.GetClusterFaultLog(ctx, since)
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	ft.polls++
@@ -135,7 +135,7 @@ func (ft *faultTally) note() string {
 			gone++
 		}
 	}
-	s := fmt.Sprintf("faults read from %d nodes (the driver's included) by %d polls of atoll.GetClusterFaultLog every %v; %d node(s) gone by the end keep their last reading",
+	s := fmt.Sprintf("faults read from %d nodes (the driver's included) by %d polls of atolltest.GetClusterFaultLog every %v; %d node(s) gone by the end keep their last reading",
 		len(ft.nodes), ft.polls, faultPollInterval, gone)
 	if ft.failed > 0 {
 		s += fmt.Sprintf("; %d poll(s) failed or missed a live node", ft.failed)

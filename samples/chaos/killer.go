@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 )
 
 // killer kills the worker of a running workload task every so often, as
-// a crashing process would (atoll.KillTaskWorker): the workloads track
+// a crashing process would (atolltest.KillTaskWorker): the workloads track
 // the refs of their tasks, and at each firing the killer picks one whose
 // task has not finished, with a generator seeded from the plan's seed
 // (a firing with none waits for one, checking every pruneEvery).
@@ -77,7 +78,7 @@ func (k *killer) run(ctx context.Context) {
 
 // kill kills victim's worker.
 func (k *killer) kill(ctx context.Context, victim atoll.Ref) {
-	err := atoll.KillTaskWorker(ctx, victim)
+	err := atolltest.KillTaskWorker(ctx, victim)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.kills++

@@ -31,7 +31,7 @@
 //
 // Node processes are this program re-executed, served by atoll.Init like
 // any node (node.RunFromEnv): each loads the plan into its own fault
-// injector, whose log the driver reads with atoll.GetClusterFaultLog
+// injector, whose log the driver reads with atolltest.GetClusterFaultLog
 // (faultpoll.go). The table counts the faults of the driver's node and
 // of every node process.
 //

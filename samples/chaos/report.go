@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/faultplan"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 )
@@ -32,7 +32,7 @@ func (r faultRow) total() int { return r.Driver + r.Nodes }
 // tallyFaults counts each rule's faults: the timed rules' actions in the
 // driver's log, the message faults every node's injector reported to the
 // polls (ft), the killer's kills.
-func tallyFaults(p *faultplan.Plan, log atoll.FaultLog, ft *faultTally, kills, killErrs int) ([]faultRow, []string) {
+func tallyFaults(p *faultplan.Plan, log atolltest.FaultLog, ft *faultTally, kills, killErrs int) ([]faultRow, []string) {
 	var rows []faultRow
 	for _, r := range p.Rules {
 		row := faultRow{Rule: r.Name, Kind: string(r.Action), Target: ruleTarget(r), Where: map[string]int{}}
@@ -126,7 +126,7 @@ type outcome struct {
 	verdicts      []verdict
 	// What the driver injected: its node's fault log and timed rules,
 	// and the worker kills it requested (and how many failed).
-	log             atoll.FaultLog
+	log             atolltest.FaultLog
 	kills, killErrs int
 }
 
@@ -168,7 +168,7 @@ func (o *outcome) printTable(w io.Writer, p *faultplan.Plan, opts options) {
 	}
 	fmt.Fprintf(tw, "tasks retried\t%d\t(executions with attempt > 0, retries and rebuilds: %s; of them echo results delivered: %d, bank tasks: %d)\n",
 		o.retried(), list, o.hist.Retried, o.bank.Retried)
-	fmt.Fprintf(tw, "objects reconstructed\t%d\t(the driver's atoll.Memory().Reconstructions)\n", o.reconstructed)
+	fmt.Fprintf(tw, "objects reconstructed\t%d\t(the driver's atolltest.Memory().Reconstructions)\n", o.reconstructed)
 	fmt.Fprintf(tw, "payload puts refused\t%d\t(ObjectStoreFull from fail-creates, each put again)\n", o.hist.PutsRefused)
 	fmt.Fprintf(tw, "spilled / restored\t%s / %s\t(the live nodes' stores over the run)\n", benchfmt.HumanSize(o.stores.Spilled), benchfmt.HumanSize(o.stores.Restored))
 	fmt.Fprintf(tw, "results verified\t%d\t(sort: %d values in %d partitions of %s; echo tasks: %d results; bank: %d calls applied from %d callers in %d rounds)\n",

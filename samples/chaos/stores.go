@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
@@ -69,7 +69,7 @@ func storesOnce(ctx context.Context, address, secret string, victims []string) (
 	}
 	rep := judgeStores(st, victims)
 	// The driver's own view of its store (also in the status above).
-	if m, err := atoll.Memory(ctx); err == nil && (m.StoreUsed != 0 || m.SpillFiles != 0) {
+	if m, err := atolltest.Memory(ctx); err == nil && (m.StoreUsed != 0 || m.SpillFiles != 0) {
 		rep.Left = append(rep.Left, fmt.Sprintf("driver: %d bytes used, %d spill files", m.StoreUsed, m.SpillFiles))
 	}
 	if len(rep.Left) > 0 {

@@ -54,6 +54,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/data"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/pss"
@@ -284,7 +285,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 // spilled and restored meanwhile.
 func measure(ctx context.Context, fn func() error) (phase, error) {
 	debug.FreeOSMemory() // the phase before's garbage counts in no phase's PSS
-	before, err := atoll.Memory(ctx)
+	before, err := atolltest.Memory(ctx)
 	if err != nil {
 		return phase{}, err
 	}
@@ -299,7 +300,7 @@ func measure(ctx context.Context, fn func() error) (phase, error) {
 	if err != nil {
 		return p, err
 	}
-	after, err := atoll.Memory(ctx)
+	after, err := atolltest.Memory(ctx)
 	if err != nil {
 		return p, err
 	}

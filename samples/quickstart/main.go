@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
@@ -146,7 +147,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := atoll.Memory(ctx)
+	m, err := atolltest.Memory(ctx)
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/sortcheck"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/pss"
 )
@@ -235,10 +236,10 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	}
 	// Every object is released by now: the spill files must go with them
 	// (they are removed asynchronously, so wait for it, briefly).
-	mem, err := atoll.Memory(ctx)
+	mem, err := atolltest.Memory(ctx)
 	for deadline := time.Now().Add(10 * time.Second); err == nil && mem.SpillFiles > 0 && time.Now().Before(deadline); {
 		<-time.After(10 * time.Millisecond)
-		mem, err = atoll.Memory(ctx)
+		mem, err = atolltest.Memory(ctx)
 	}
 	if err != nil {
 		return err

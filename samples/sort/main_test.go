@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/pss"
 	"github.com/atoll-runtime/atoll/internal/sortcheck"
@@ -65,7 +65,7 @@ func TestWorkerKilledMidSortLosesNothing(t *testing.T) {
 	go func() {
 		// Wait for the sort to be spilling, then kill one worker process.
 		for {
-			m, err := atoll.Memory(ctx)
+			m, err := atolltest.Memory(ctx)
 			if err == nil && m.SpilledBytesTotal > 8<<20 {
 				break
 			}

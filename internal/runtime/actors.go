@@ -1,0 +1,159 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	goruntime "runtime"
+	"time"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/owner"
+)
+
+// Actor is what a process's handles to an actor know of it (the heap
+// object behind atoll.ActorHandle). The caller side of the actor (its
+// address, its death, the calls waiting to be sent in order) is the owner
+// table's.
+type Actor struct {
+	ID             ids.ActorID
+	Name           string
+	TypeName       string
+	MaxTaskRetries int
+	// pending bounds this process's calls in flight (MaxPendingCalls).
+	pending pendingCalls
+}
+
+// NewActor registers a handle to actor id with the owner table (owned:
+// this process created it and kills it when its job ends); the table
+// forgets the handle when the garbage collector finds it unreachable (the
+// cleanup only posts a message). maxPending > 0 bounds the calls this
+// process has pending on it (MaxPendingCalls).
+func (rt *Runtime) NewActor(id ids.ActorID, name, typeName string, maxTaskRetries, maxPending int, owned bool) *Actor {
+	a := &Actor{ID: id, Name: name, TypeName: typeName, MaxTaskRetries: maxTaskRetries}
+	if maxPending > 0 {
+		a.pending = make(pendingCalls, maxPending)
+	}
+	rt.owner.do(func(t *owner.Table) { t.AddActor(id, name, owned) })
+	goruntime.AddCleanup(a, func(rt *Runtime) {
+		if !rt.closed.Load() {
+			rt.post(&actorHandleDropped{id: id})
+		}
+	}, rt)
+	return a
+}
+
+// actorHandleDropped is posted to the owner actor when a handle is
+// garbage.
+type actorHandleDropped struct{ id ids.ActorID }
+
+// AcquireCall waits for room for one more call under the actor's
+// MaxPendingCalls, or ctx's end; release frees it (nil: no bound).
+func (a *Actor) AcquireCall(ctx context.Context) (release func(), err error) {
+	if a.pending == nil {
+		return nil, nil
+	}
+	if err := a.pending.acquire(ctx); err != nil {
+		return nil, err
+	}
+	return a.pending.release, nil
+}
+
+// pendingCalls bounds a handle's calls in flight (MaxPendingCalls).
+type pendingCalls chan struct{}
+
+// acquire waits for room for one more call, or ctx's end.
+func (p pendingCalls) acquire(ctx context.Context) error {
+	select {
+	case p <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case p <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for room under the actor's MaxPendingCalls (%d): %w", cap(p), ctx.Err())
+	}
+}
+
+func (p pendingCalls) release() { <-p }
+
+// RegisterActor registers a new actor with the GCS (refused if its name
+// is taken).
+func (rt *Runtime) RegisterActor(ctx context.Context, info *atollpb.ActorInfo) error {
+	return rt.gcs.RegisterActor(ctx, info)
+}
+
+// GetNamedActor asks the GCS for the live actor named name in the
+// runtime's namespace.
+func (rt *Runtime) GetNamedActor(ctx context.Context, name string) (*atollpb.ActorInfo, error) {
+	return rt.gcs.GetNamedActor(ctx, rt.settings.Namespace, name)
+}
+
+// ActorEvent applies what the GCS said of an actor to the owner table.
+func (rt *Runtime) ActorEvent(info *atollpb.ActorInfo) {
+	rt.owner.do(func(t *owner.Table) { t.ActorEvent(info) })
+}
+
+// KillActor stops an actor for good (atoll.Kill): this process's calls
+// not yet finished fail at once.
+func (rt *Runtime) KillActor(a *Actor) {
+	const reason = "killed by atoll.Kill"
+	rt.owner.do(func(t *owner.Table) { t.ActorKilled(a.ID, reason) })
+	rt.link.killActor(&atollpb.KillActor{ActorId: a.ID.Bytes(), NoRestart: true, Reason: reason})
+}
+
+// CrashActor makes an actor crash as if its worker died: it restarts
+// within its MaxRestarts.
+func (rt *Runtime) CrashActor(id ids.ActorID) {
+	rt.link.killActor(&atollpb.KillActor{ActorId: id.Bytes(), NoRestart: false, Reason: "crashed by fault injection"})
+}
+
+// KillWorker kills a worker: the one with workerID, or else the one
+// running the task that makes the object task.
+func (rt *Runtime) KillWorker(workerID ids.WorkerID, task ids.TaskID) {
+	m := &atollpb.KillWorker{Reason: "killed by fault injection"}
+	if !workerID.IsZero() {
+		m.WorkerId = workerID.Bytes()
+	} else {
+		m.TaskId = task.Bytes()
+	}
+	rt.link.killWorker(m)
+}
+
+// LocateActor asks the GCS where actor id lives, for a handle this
+// process received (it does not wait).
+func (rt *Runtime) LocateActor(id ids.ActorID) { go rt.locateActor(id) }
+
+// locateActor asks the GCS where actor id lives, for a handle this
+// process received: actor events only tell of changes, and the actor may
+// have started before this process heard of it. An actor the GCS does not
+// know (or knows dead) fails the handle's calls with ActorDiedError.
+func (rt *Runtime) locateActor(id ids.ActorID) {
+	backoff := 50 * time.Millisecond
+	for attempt := 0; attempt < 6 && !rt.closed.Load(); attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		info, err := rt.gcs.GetActor(ctx, id.Bytes())
+		cancel()
+		switch {
+		case err == nil && info != nil:
+			if info.State == atollpb.ActorState_ACTOR_ALIVE || info.State == atollpb.ActorState_ACTOR_DEAD {
+				rt.owner.do(func(t *owner.Table) { t.ActorEvent(info) })
+			}
+			return // pending or restarting: its ALIVE event comes
+		case errors.Is(err, errs.ErrNotFound):
+			rt.log.Warn("a passed ActorHandle names an actor the GCS does not know", "actor", id.String())
+			rt.owner.do(func(t *owner.Table) {
+				t.ActorKilled(id, "the GCS does not know this actor (its handle was passed from a process of another job or cluster?)")
+			})
+			return
+		}
+		rt.log.Debug("locating a passed actor handle", "actor", id.String(), "err", err)
+		t := time.NewTimer(backoff)
+		<-t.C
+		backoff *= 2
+	}
+}

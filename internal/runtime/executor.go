@@ -1,0 +1,344 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/codec"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/objectstore"
+	"github.com/atoll-runtime/atoll/internal/raylet"
+	"github.com/atoll-runtime/atoll/internal/registry"
+	"github.com/atoll-runtime/atoll/internal/telemetry"
+)
+
+// executor runs user code: the functions, actor constructors and methods
+// the registry names (raylet.Executor, for a driver's goroutine workers;
+// a worker process's task loop calls it too).
+type executor Runtime
+
+var _ raylet.Executor = (*executor)(nil)
+
+type taskKey struct{}
+
+// taskInfo describes the task running under a context, and the runtime
+// executing it (FromContext).
+type taskInfo struct {
+	rt      *Runtime
+	id      ids.TaskID
+	worker  ids.WorkerID
+	actor   bool
+	attempt int
+}
+
+// TaskOf describes the task running under ctx: its worker's id and which
+// attempt it is; ok is false outside a task.
+func TaskOf(ctx context.Context) (worker ids.WorkerID, attempt int, ok bool) {
+	if ti, ok := ctx.Value(taskKey{}).(*taskInfo); ok {
+		return ti.worker, ti.attempt, true
+	}
+	return ids.WorkerID{}, 0, false
+}
+
+// notRegistered is the error of a task naming what this binary does not
+// register.
+func notRegistered(what, name string) error {
+	return errs.Invalidf("%s", registry.NotRegistered(what, name))
+}
+
+// RunTask implements raylet.Executor.
+func (ex *executor) RunTask(ctx context.Context, w raylet.Worker, spec *atollpb.TaskSpec) *atollpb.TaskResult {
+	rt := (*Runtime)(ex)
+	f, ok := registry.Functions.Lookup(spec.Function)
+	if !ok {
+		return failed(spec, w, notRegistered(registry.Functions.Name(), spec.Function))
+	}
+	res, _ := rt.execute(ctx, w, spec, f.Invoke)
+	return res
+}
+
+// NewActor implements raylet.Executor: it runs the constructor.
+func (ex *executor) NewActor(ctx context.Context, w raylet.Worker, spec *atollpb.TaskSpec) (any, error) {
+	rt := (*Runtime)(ex)
+	name := spec.GetActorCreation().GetActorType()
+	e, ok := registry.ActorTypes.Lookup(name)
+	if !ok {
+		return nil, notRegistered(registry.ActorTypes.Name(), name)
+	}
+	var instance any
+	res, _ := rt.execute(ctx, w, spec, func(ctx context.Context, args []registry.Arg) ([]any, error) {
+		v, err := e.New(ctx, args)
+		instance = v
+		return nil, err
+	})
+	if res.Error != nil {
+		return nil, errs.FromProto(res.Error)
+	}
+	return instance, nil
+}
+
+// RunActorTask implements raylet.Executor: it runs one method call.
+func (ex *executor) RunActorTask(ctx context.Context, w raylet.Worker, instance any, spec *atollpb.TaskSpec) (*atollpb.TaskResult, bool) {
+	rt := (*Runtime)(ex)
+	m, ok := registry.Methods.Lookup(spec.Function)
+	if !ok {
+		typeName, method := registry.SplitMethod(spec.Function)
+		return failed(spec, w, notRegistered("method of actor type "+typeName, method)), false
+	}
+	res, panicked := rt.execute(ctx, w, spec, func(ctx context.Context, args []registry.Arg) ([]any, error) {
+		return m.Invoke(ctx, instance, args)
+	})
+	res.ActorCrashed = panicked
+	return res, panicked
+}
+
+// execute runs one attempt: fetch arguments, call, store outputs, each
+// phase a span under the task's execute span.
+func (rt *Runtime) execute(ctx context.Context, w raylet.Worker, spec *atollpb.TaskSpec, fn registry.Invoker) (res *atollpb.TaskResult, panicked bool) {
+	taskID := ids.MustFromBytes(spec.TaskId)
+	parent := telemetry.Extract(ctx, spec.Trace)
+	ctx, span := rt.tracer.Start(parent, "execute "+spec.Name, trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithLinks(telemetry.Links(spec.ArgProducers)...),
+		trace.WithAttributes(attribute.String("atoll.task_id", taskID.String()), attribute.Int("atoll.attempt", int(spec.Attempt)),
+			attribute.String("atoll.worker_id", w.ID.String()), attribute.String("atoll.node_id", w.NodeID.String())))
+	defer span.End()
+	ctx = context.WithValue(ctx, taskKey{}, &taskInfo{rt: rt, id: taskID, worker: w.ID, actor: spec.Type == atollpb.TaskType_ACTOR_TASK,
+		attempt: int(spec.Attempt)})
+	ctx = telemetry.WithTaskID(ctx, taskID.String())
+	store := rt.role.storeFor(w.ID)
+	// In a worker process, refs inside the arguments are lent by the
+	// task's owner for the task; at its end the result reports those
+	// still held (Worker.taskStarted).
+	ended := rt.role.taskStarted(spec)
+	defer func() { ended(res) }()
+
+	if spec.Generator {
+		// A streaming generator: its items are reported as it yields
+		// them (generator.go); its one return is their count.
+		var done func()
+		ctx, _, done = rt.startGenerator(ctx, w, spec, store)
+		defer done()
+	}
+	args, release, err := rt.fetchArgs(ctx, store, spec)
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		return failed(spec, w, err), false
+	}
+	out, err, panicked := safeCall(ctx, fn, args)
+	release() // argument views are invalid from here on
+	rt.role.argsReleased()
+	if err == nil && len(out) != int(spec.NumReturns) {
+		err = errs.Invalidf("task %s returned %d values, want %d", spec.Name, len(out), spec.NumReturns)
+	}
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return failed(spec, w, &errs.CancelledError{TaskName: spec.Name, TaskID: taskID.String()}), false
+		}
+		var te *errs.TaskError
+		if !errors.As(err, &te) || te.TaskID != taskID.String() {
+			te = &errs.TaskError{TaskName: spec.Name, TaskID: taskID.String(), Message: err.Error(), Cause: err}
+			if p, ok := err.(*panicError); ok {
+				te.Message, te.RemoteStack, te.Cause = p.Error(), p.stack, nil
+			} else {
+				te.RemoteStack = remoteStack(err, w)
+			}
+		}
+		res := failed(spec, w, te)
+		res.ExecuteSpan = telemetry.Inject(ctx)
+		return res, panicked
+	}
+	returns, transferred, err := rt.storeOutputs(ctx, store, spec, out)
+	out = nil // what the task returned is encoded: its refs are no longer held here
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		return failed(spec, w, err), false
+	}
+	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Returns: returns, WorkerId: w.ID.Bytes(),
+		ExecuteSpan: telemetry.Inject(ctx), Transferred: transferred}, false
+}
+
+func failed(spec *atollpb.TaskSpec, w raylet.Worker, err error) *atollpb.TaskResult {
+	e := errs.ToProto(err)
+	if e.TaskName == "" {
+		e.TaskName = spec.Name
+	}
+	if len(e.TaskId) == 0 {
+		e.TaskId = spec.TaskId
+	}
+	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Error: e, WorkerId: w.ID.Bytes()}
+}
+
+// remoteStack is the stack to report with a task's error: the one the
+// error recorded where it was made (atoll.Errorf, github.com/pkg/errors),
+// or else this goroutine's, where the runtime received the error.
+func remoteStack(err error, w raylet.Worker) string {
+	if s, ok := errs.StackOf(err); ok {
+		return fmt.Sprintf("error made at (worker %s, node %s):\n%s", w.ID.Short(), w.NodeID.Short(), s)
+	}
+	return fmt.Sprintf("no stack in the error (atoll.Errorf records one); worker %s, node %s, where the runtime received it:\n%s",
+		w.ID.Short(), w.NodeID.Short(), debug.Stack())
+}
+
+// panicError is a recovered panic with the stack of the panicking
+// goroutine.
+type panicError struct {
+	value any
+	stack string
+}
+
+func (p *panicError) Error() string { return fmt.Sprintf("panic: %v", p.value) }
+
+func safeCall(ctx context.Context, fn registry.Invoker, args []registry.Arg) (out []any, err error, panicked bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err, panicked = nil, &panicError{value: r, stack: string(debug.Stack())}, true
+		}
+	}()
+	out, err = fn(ctx, args)
+	return out, err, false
+}
+
+// fetchArgs resolves a task's arguments: inline values as they are,
+// objects as pinned views of the store. release drops the pins.
+func (rt *Runtime) fetchArgs(ctx context.Context, store storeAPI, spec *atollpb.TaskSpec) ([]registry.Arg, func(), error) {
+	args := make([]registry.Arg, len(spec.Args))
+	var want []ids.ObjectID
+	var slots []int
+	var remote []*atollpb.ObjectRef
+	for i, a := range spec.Args {
+		if v := a.GetValue(); v != nil {
+			args[i] = registry.Arg{Codec: v.Codec, Data: v.GetInline()}
+			continue
+		}
+		ref := a.GetRef()
+		want = append(want, ids.MustObjectID(ref.GetObjectId()))
+		slots = append(slots, i)
+		if n := ref.GetNodeId(); len(n) > 0 && ids.MustFromBytes(n) != rt.nodeID {
+			remote = append(remote, ref)
+		}
+	}
+	for _, b := range spec.Borrowed {
+		if rt.isRemote(b.Value) {
+			r := refOf(ids.MustObjectID(b.ObjectId), b.Value, spec.OwnerAddress)
+			r.OwnerId = spec.OwnerId
+			remote = append(remote, r)
+		}
+	}
+	if len(want) == 0 && len(remote) == 0 {
+		return args, func() {}, nil
+	}
+	_, span := rt.tracer.Start(ctx, "fetch_args "+spec.Name, trace.WithAttributes(attribute.Int("atoll.objects", len(want)),
+		attribute.Int("atoll.remote_objects", len(remote))))
+	defer span.End()
+	if len(remote) > 0 {
+		if err := rt.link.fetch(ctx, remote); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(want) == 0 {
+		return args, func() {}, nil
+	}
+	objs, err := store.Get(ctx, want, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	var pinned []ids.ObjectID
+	var size int
+	for j, o := range objs {
+		if o.ID.IsZero() {
+			store.Release(pinned...)
+			return nil, nil, &errs.ObjectLostError{ObjectID: want[j].String(), Message: "argument not in the object store"}
+		}
+		pinned = append(pinned, o.ID)
+		args[slots[j]] = registry.Arg{Codec: o.Codec, Data: o.Data}
+		size += len(o.Data)
+	}
+	span.SetAttributes(attribute.Int("atoll.size_bytes", size))
+	return args, func() { store.Release(pinned...) }, nil
+}
+
+// storeOutputs encodes a task's return values: small ones inline in the
+// result, large ones written into the object store.
+//
+// Refs inside the values: in a worker process, the objects it created are
+// handed over to the task's owner (transferred) and the references the
+// encoding took are dropped; in the owner's own process (goroutine
+// workers) the values keep those references (role.handOver).
+func (rt *Runtime) storeOutputs(ctx context.Context, store storeAPI, spec *atollpb.TaskSpec, out []any) (returns, transferred []*atollpb.ReturnObject, err error) {
+	_, span := rt.tracer.Start(ctx, "store_outputs "+spec.Name, trace.WithAttributes(attribute.Int("atoll.objects", len(out))))
+	defer span.End()
+	task := ids.MustFromBytes(spec.TaskId)
+	returns = make([]*atollpb.ReturnObject, len(out))
+	inlined := 0
+	var encRefs []ids.ObjectID
+	defer func() {
+		var herr error
+		if transferred, herr = rt.role.handOver(spec, encRefs, err != nil); herr != nil && err == nil {
+			returns, transferred = nil, nil
+			err = fmt.Errorf("task %s: %w", spec.Name, herr)
+		}
+	}()
+	for i, v := range out {
+		id := ids.ReturnObjectID(task, i)
+		enc, value, refs, err := encodeOutput(v)
+		encRefs = append(encRefs, refs...)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := rt.placeOutput(ctx, store, spec, id, enc, value, &inlined); err != nil {
+			return nil, nil, err
+		}
+		returns[i] = &atollpb.ReturnObject{ObjectId: id.Bytes(), Value: value}
+	}
+	return returns, nil, nil
+}
+
+// encodeOutput encodes v, a value a task produces (a return or a
+// generator's item), listing the refs it holds: the encoding took a
+// reference to each.
+func encodeOutput(v any) (enc codec.Encoded, value *atollpb.Value, refs []ids.ObjectID, err error) {
+	enc, err = codec.Encode(v)
+	if err != nil {
+		return enc, nil, nil, err
+	}
+	value = &atollpb.Value{Codec: enc.Codec}
+	if enc.Codec == atollpb.Codec_CODEC_GOB {
+		refs = containedRefs(enc.Data)
+		for _, c := range refs {
+			value.ContainedRefs = append(value.ContainedRefs, &atollpb.ObjectRef{ObjectId: c.Bytes()})
+		}
+	}
+	return enc, value, refs, nil
+}
+
+// placeOutput sets value's kind: inline if enc is small and *inlined (the
+// bytes the task's message carries inline so far) stays within
+// MaxInlineTotal, else stored as object id, owned by the task's owner. A
+// retry produces its values again under the same ids: one still stored
+// from the attempt before is the same value.
+func (rt *Runtime) placeOutput(ctx context.Context, store storeAPI, spec *atollpb.TaskSpec, id ids.ObjectID, enc codec.Encoded, value *atollpb.Value, inlined *int) error {
+	if rt.inline(len(enc.Data)) && *inlined+len(enc.Data) <= MaxInlineTotal {
+		*inlined += len(enc.Data)
+		data := enc.Data
+		if codec.ElemSize(enc.Codec) != 0 {
+			data = append([]byte(nil), data...) // may alias an argument view
+		}
+		value.Kind = &atollpb.Value_Inline{Inline: data}
+		return nil
+	}
+	ownerID, _ := ids.FromBytes(spec.OwnerId)
+	if err := store.PutOwned(ctx, id, enc.Codec, enc.Data, ownerID); err != nil && !errors.Is(err, objectstore.ErrObjectExists) {
+		return err
+	}
+	value.Kind = rt.storedValue(id, enc.Codec, len(enc.Data)).Kind
+	return nil
+}

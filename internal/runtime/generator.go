@@ -1,0 +1,195 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/owner"
+	"github.com/atoll-runtime/atoll/internal/raylet"
+)
+
+// The executing side of a streaming generator task (stream.go is the
+// caller's). execute gives the attempt a Sink under its context; the
+// function's yield stores each item as its own object (inline, or in the
+// node's store under the id owner.GeneratorItemID(task, index), owned by
+// the caller) and reports it to the owner at once: a worker process as a
+// task_result frame with generator_item set (the raylet's connection
+// reader hands it to the owner, see raylet/generator.go), a goroutine
+// worker straight to the owner table of its own process. The owner
+// answers every report, and every item its caller takes, with a
+// GeneratorAck: how many items were consumed. A yield returns once fewer
+// than the task's backpressure limit are unconsumed.
+
+type sinkKey struct{}
+
+// Sink is one attempt of a generator task as it runs: its function's
+// yield stores and reports items through it.
+type Sink struct {
+	rt    *Runtime
+	spec  *atollpb.TaskSpec
+	task  ids.TaskID
+	w     raylet.Worker
+	store storeAPI
+	limit int64 // 0: no limit
+
+	mu       sync.Mutex
+	ended    bool          // the function returned: yield is refused
+	next     int64         // items yielded so far
+	consumed int64         // items the caller consumed, as the owner last said
+	wake     chan struct{} // closed, and replaced, when consumed grows
+}
+
+// sinks are the generator attempts a runtime executes, by task: acks
+// reach them here.
+type sinks struct {
+	mu sync.Mutex
+	m  map[ids.TaskID]*Sink
+}
+
+func (s *sinks) add(g *Sink) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[ids.TaskID]*Sink{}
+	}
+	s.m[g.task] = g
+}
+
+func (s *sinks) remove(g *Sink) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m[g.task] == g {
+		delete(s.m, g.task)
+	}
+}
+
+// ack applies a GeneratorAck to the attempt it names, if it runs in this
+// process; it reports whether it does.
+func (s *sinks) ack(task ids.TaskID, attempt int32, consumed int64) bool {
+	s.mu.Lock()
+	g := s.m[task]
+	s.mu.Unlock()
+	if g == nil || g.spec.Attempt != attempt {
+		return false
+	}
+	g.mu.Lock()
+	if consumed > g.consumed {
+		g.consumed = consumed
+		close(g.wake)
+		g.wake = make(chan struct{})
+	}
+	g.mu.Unlock()
+	return true
+}
+
+// startGenerator registers the sink of a generator attempt under ctx; the
+// returned function unregisters it when the attempt ends.
+func (rt *Runtime) startGenerator(ctx context.Context, w raylet.Worker, spec *atollpb.TaskSpec, store storeAPI) (context.Context, *Sink, func()) {
+	g := &Sink{rt: rt, spec: spec, task: ids.MustFromBytes(spec.TaskId), w: w, store: store,
+		limit: int64(spec.GeneratorBackpressure), wake: make(chan struct{})}
+	if g.limit < 0 {
+		g.limit = 0
+	}
+	rt.gens.add(g)
+	return context.WithValue(ctx, sinkKey{}, g), g, func() {
+		rt.gens.remove(g)
+		g.mu.Lock()
+		g.ended = true
+		g.mu.Unlock()
+	}
+}
+
+// SinkOf is the generator attempt running under ctx, or nil.
+func SinkOf(ctx context.Context) *Sink {
+	g, _ := ctx.Value(sinkKey{}).(*Sink)
+	return g
+}
+
+// Count is the number of items yielded.
+func (g *Sink) Count() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.next
+}
+
+// Yield stores and reports one item, then waits while the caller has
+// the backpressure limit's worth of items unconsumed.
+func (g *Sink) Yield(ctx context.Context, v any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	index, ended := g.next, g.ended
+	g.mu.Unlock()
+	if ended {
+		return errs.Invalidf("generator %s: yield called after the function returned; call yield only from the generator function, before it returns", g.spec.Name)
+	}
+	if index >= owner.MaxGeneratorItems {
+		return errs.Invalidf("generator %s yielded more than %d items: split the stream across several tasks", g.spec.Name, owner.MaxGeneratorItems)
+	}
+	item, transferred, err := g.rt.storeItem(ctx, g.store, g.spec, index, v)
+	if err != nil {
+		return err
+	}
+	res := &atollpb.TaskResult{TaskId: g.spec.TaskId, Attempt: g.spec.Attempt, Returns: []*atollpb.ReturnObject{item},
+		Transferred: transferred, WorkerId: g.w.ID.Bytes(),
+		GeneratorItem: &atollpb.GeneratorItem{Index: index}}
+	g.mu.Lock()
+	g.next++
+	g.mu.Unlock()
+	if err := g.rt.link.reportItem(res); err != nil {
+		return err
+	}
+	for {
+		g.mu.Lock()
+		if g.limit == 0 || g.next-g.consumed < g.limit {
+			g.mu.Unlock()
+			return nil
+		}
+		wake := g.wake
+		g.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// storeItem encodes item index of a generator: inline if small, else in
+// the object store under its own id, owned by the task's owner (as a
+// task's return, see storeOutputs; each item travels in its own message).
+// In a worker process, the objects it created that the item holds refs
+// to are handed over to the owner with it (transferred), as with a
+// task's return values (role.handOver).
+func (rt *Runtime) storeItem(ctx context.Context, store storeAPI, spec *atollpb.TaskSpec, index int64, v any) (item *atollpb.ReturnObject, transferred []*atollpb.ReturnObject, err error) {
+	id := owner.GeneratorItemID(ids.MustFromBytes(spec.TaskId), index)
+	enc, value, refs, err := encodeOutput(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(refs) > 0 {
+		if transferred, err = rt.role.handOver(spec, refs, false); err != nil {
+			return nil, nil, fmt.Errorf("generator %s, item %d: %w", spec.Name, index, err)
+		}
+	}
+	inlined := 0
+	if err := rt.placeOutput(ctx, store, spec, id, enc, value, &inlined); err != nil {
+		return nil, nil, err
+	}
+	return &atollpb.ReturnObject{ObjectId: id.Bytes(), Value: value}, transferred, nil
+}
+
+// sendGeneratorAck passes an owner's GeneratorAck to the attempt it
+// names: in this runtime (goroutine workers), else through the raylet
+// to the worker process running it.
+func (rt *Runtime) sendGeneratorAck(e owner.GeneratorAck) {
+	if rt.gens.ack(e.Task, e.Attempt, e.Consumed) || rt.closed.Load() {
+		return
+	}
+	rt.link.generatorAck(&atollpb.GeneratorAck{TaskId: e.Task.Bytes(), Attempt: e.Attempt, Consumed: e.Consumed})
+}

@@ -1,0 +1,130 @@
+package runtime
+
+import (
+	"context"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/cluster"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/objectstore"
+	"github.com/atoll-runtime/atoll/internal/owner"
+	"github.com/atoll-runtime/atoll/internal/raylet"
+)
+
+// nodeLink is how a process's runtime reaches its node: task submission,
+// cancellation, actor calls, generator items and acks, borrow reports and
+// faults. Results come back to the runtime's owner actor. A driver sends
+// actor messages to the raylet in its process (driverLink); a worker
+// process sends frames to its raylet (workerLink).
+type nodeLink interface {
+	submitTask(spec *atollpb.TaskSpec)
+	cancelTask(id ids.TaskID, nonRecursive bool)
+	setBlocked(id ids.TaskID, blocked bool)
+	callActor(address string, spec *atollpb.TaskSpec)
+	killActor(m *atollpb.KillActor)
+	killWorker(m *atollpb.KillWorker)
+	// fetch pulls objects held on other nodes into the node's store.
+	fetch(ctx context.Context, refs []*atollpb.ObjectRef) error
+	// sendBorrows sends a borrower's standalone report to the raylet,
+	// which routes it to the owner; it does not wait.
+	sendBorrows(m *atollpb.BorrowReport)
+	// reportItem reports a generator's item to its owner: into this
+	// process's owner table from a driver's goroutine worker (its owner
+	// is here), over the connection to the raylet from a worker process
+	// (marked from a borrower: the owner adopts what it hands over).
+	reportItem(res *atollpb.TaskResult) error
+	// generatorAck passes an owner's GeneratorAck for an attempt that
+	// runs in another process on to it, through the raylet.
+	generatorAck(m *atollpb.GeneratorAck)
+}
+
+// storeAPI is the object store as a process sees it: zero-copy views into
+// its own mapping of the node's arena. objectstore.Client implements it,
+// over actor messages in the raylet's process and over frames to the
+// raylet in a worker process (objectstore.NewFrameTransport).
+type storeAPI interface {
+	// CreateOwned and PutOwned name the worker owning the object's
+	// references: the store frees it if that worker dies.
+	CreateOwned(ctx context.Context, id ids.ObjectID, size uint64, codec atollpb.Codec, owner ids.WorkerID) ([]byte, error)
+	Seal(ctx context.Context, id ids.ObjectID) error
+	Abort(ctx context.Context, id ids.ObjectID) error
+	PutOwned(ctx context.Context, id ids.ObjectID, codec atollpb.Codec, data []byte, owner ids.WorkerID) error
+	Get(ctx context.Context, idList []ids.ObjectID, timeout time.Duration) ([]objectstore.Object, error)
+	// GetWithPriority orders restores of spilled objects: a Get before a
+	// Wait before a task's arguments (objectstore.Priority*).
+	GetWithPriority(ctx context.Context, idList []ids.ObjectID, timeout time.Duration, priority int32) ([]objectstore.Object, error)
+	Release(idList ...ids.ObjectID)
+	Delete(idList ...ids.ObjectID)
+	// Revive: freed objects are being rebuilt (objectstore.Client.Revive).
+	Revive(idList ...ids.ObjectID)
+	Stats(ctx context.Context) (*atollpb.StoreStats, error)
+}
+
+var _ storeAPI = (*objectstore.Client)(nil)
+
+// gcsAPI is the part of the GCS a runtime uses.
+type gcsAPI interface {
+	RegisterActor(ctx context.Context, info *atollpb.ActorInfo) error
+	GetNamedActor(ctx context.Context, namespace, name string) (*atollpb.ActorInfo, error)
+	GetActor(ctx context.Context, actorID []byte) (*atollpb.ActorInfo, error)
+}
+
+// driverLink reaches the raylet in the same process through its mailbox,
+// with the owner actor as sender so results come back to it.
+type driverLink struct {
+	system *actor.ActorSystem
+	raylet *actor.PID
+	owner  *actor.PID
+	node   ids.NodeID
+	// table is the driver's owner shell: a goroutine worker's generator
+	// items go straight to it.
+	table *ownerShell
+	// gateway connects the node to a cluster (nil: a single node).
+	gateway *cluster.Gateway
+}
+
+func (l *driverLink) submitTask(spec *atollpb.TaskSpec) {
+	l.system.Root.RequestWithCustomSender(l.raylet, &atollpb.SubmitTask{Spec: spec}, l.owner)
+}
+
+func (l *driverLink) cancelTask(id ids.TaskID, nonRecursive bool) {
+	l.system.Root.Send(l.raylet, &atollpb.CancelTask{TaskId: id.Bytes(), NonRecursive: nonRecursive})
+}
+
+func (l *driverLink) setBlocked(id ids.TaskID, blocked bool) {
+	if blocked {
+		l.system.Root.Send(l.raylet, &atollpb.WorkerBlocked{TaskId: id.Bytes()})
+	} else {
+		l.system.Root.Send(l.raylet, &atollpb.WorkerUnblocked{TaskId: id.Bytes()})
+	}
+}
+
+func (l *driverLink) callActor(address string, spec *atollpb.TaskSpec) {
+	node, local := raylet.SplitActorAddress(address)
+	if l.gateway != nil && !node.IsZero() && node != l.node {
+		l.gateway.CallActor(node, local, spec, l.owner)
+		return
+	}
+	l.system.Root.RequestWithCustomSender(l.system.NewLocalPID(local), &atollpb.PushTask{Spec: spec}, l.owner)
+}
+
+func (l *driverLink) fetch(ctx context.Context, refs []*atollpb.ObjectRef) error {
+	if l.gateway == nil {
+		return nil // a single node holds everything
+	}
+	return l.gateway.Fetch(ctx, refs)
+}
+
+func (l *driverLink) sendBorrows(m *atollpb.BorrowReport) { l.system.Root.Send(l.raylet, m) }
+func (l *driverLink) killActor(m *atollpb.KillActor)      { l.system.Root.Send(l.raylet, m) }
+func (l *driverLink) killWorker(m *atollpb.KillWorker)    { l.system.Root.Send(l.raylet, m) }
+
+func (l *driverLink) reportItem(res *atollpb.TaskResult) error {
+	l.table.do(func(t *owner.Table) { t.Result(res) })
+	return nil
+}
+
+func (l *driverLink) generatorAck(m *atollpb.GeneratorAck) { l.system.Root.Send(l.raylet, m) }

@@ -1,0 +1,119 @@
+package runtime
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/cluster"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/owner"
+)
+
+// ownerActor is this process's owner: it receives the results of the
+// tasks and actor calls it submitted, actor state changes from the GCS,
+// references dropped by the garbage collector and borrowers' standalone
+// reports, and applies them to the ownership table (see ownerShell). A
+// worker process's owner also sends the borrow reports due
+// (workerOwnerActor).
+type ownerActor struct{ rt *Runtime }
+
+func (o *ownerActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *atollpb.TaskResult:
+		o.rt.owner.do(func(t *owner.Table) { t.Result(m) })
+	case *atollpb.ActorInfo:
+		o.rt.owner.do(func(t *owner.Table) { t.ActorEvent(m) })
+	case *generatorDropped:
+		o.rt.owner.do(func(t *owner.Table) { t.DropGenerator(m.task) })
+	case *actorHandleDropped:
+		o.rt.owner.do(func(t *owner.Table) { t.DropActorHandle(m.id) })
+	case *drainCollected:
+		o.rt.applyCollected()
+	case *atollpb.BorrowReport:
+		o.rt.applyBorrowReport(m)
+	}
+}
+
+// post sends m to the owner actor (it only posts: safe under any lock and
+// on the garbage collector's cleanup goroutine).
+func (rt *Runtime) post(m any) { rt.system.Root.Send(rt.ownerPID, m) }
+
+// applyOwnerEffect carries out one effect of the Table.
+func (rt *Runtime) applyOwnerEffect(e owner.Effect) {
+	switch e := e.(type) {
+	case owner.SendTask:
+		rt.link.submitTask(e.Spec)
+	case owner.CallActor:
+		rt.link.callActor(e.Address, e.Spec)
+	case owner.CancelTask:
+		rt.link.cancelTask(e.Task, e.NonRecursive)
+	case owner.Free:
+		rt.freeStored(e.Objects)
+	case owner.Revive:
+		if !rt.closed.Load() {
+			rt.frees.revive(e.Objects)
+		}
+	case owner.Notify:
+		select {
+		case e.C <- struct{}{}:
+		default:
+		}
+	case owner.Dispatched:
+		// The submit span lasts until the task finishes (Finished), so a
+		// failed task's is ERROR like its execute span.
+		if a, ok := e.Attach.(*taskAttach); ok {
+			a.span.AddEvent("dispatched")
+		}
+	case owner.Retried:
+		if a, ok := e.Attach.(*taskAttach); ok {
+			a.span.AddEvent("retry", trace.WithAttributes(attribute.Int("atoll.attempt", int(e.Attempt)),
+				attribute.String("atoll.error", e.Cause.GetMessage())))
+		}
+	case owner.GeneratorAck:
+		rt.sendGeneratorAck(e)
+	case owner.Finished:
+		if a, ok := e.Attach.(*taskAttach); ok {
+			a.finish() // its span ended with the batch (endSubmitSpans)
+		}
+	}
+}
+
+// freeStored deletes objects this process owned from the store: on every
+// node in a cluster.
+func (rt *Runtime) freeStored(stored []ids.ObjectID) {
+	if !rt.closed.Load() {
+		rt.frees.free(stored)
+	}
+}
+
+// freer deletes the objects a process owned once nothing references
+// them, and tells the stores of objects being rebuilt (Revive).
+type freer interface {
+	free(idl []ids.ObjectID)
+	revive(idl []ids.ObjectID)
+}
+
+// storeFreer frees in the node's store: a single node's driver, a worker
+// process (its raylet's store; a cluster's owner on another node frees
+// through the gateway of its own node).
+type storeFreer struct{ store storeAPI }
+
+func (f storeFreer) free(idl []ids.ObjectID)   { f.store.Delete(idl...) }
+func (f storeFreer) revive(idl []ids.ObjectID) { f.store.Revive(idl...) }
+
+// gatewayFreer frees on every node of a cluster, through the gateway of
+// the driver's node.
+type gatewayFreer struct{ g *cluster.Gateway }
+
+func (f gatewayFreer) free(idl []ids.ObjectID)   { f.g.Free(idsBytes(idl)) }
+func (f gatewayFreer) revive(idl []ids.ObjectID) { f.g.Revive(idsBytes(idl)) }
+
+func idsBytes(idList []ids.ObjectID) [][]byte {
+	out := make([][]byte, len(idList))
+	for i, id := range idList {
+		out[i] = id.Bytes()
+	}
+	return out
+}

@@ -1,0 +1,151 @@
+package runtime
+
+import (
+	"bytes"
+	goruntime "runtime"
+	"sync/atomic"
+
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+)
+
+// Ref is one reference to an object, the heap object behind an SDK ref
+// (atoll.ObjectRef): its lifetime is the reference's. Copies of the SDK
+// ref share it; when it is released, or found unreachable by the garbage
+// collector, its runtime's owner table drops the reference.
+type Ref struct {
+	// ID is the object's id.
+	ID ids.ObjectID
+	rt *Runtime
+	// err is set on detached refs: a call that failed before it could
+	// register anything (atoll not initialised).
+	err error
+	// state is shared with the cleanup so it can see an explicit release.
+	state *handleState
+}
+
+type handleState struct {
+	released atomic.Bool
+}
+
+type cleanupArg struct {
+	id    ids.ObjectID
+	rt    *Runtime
+	state *handleState
+}
+
+// newRef wraps an already counted reference to id.
+func (rt *Runtime) newRef(id ids.ObjectID) *Ref {
+	h := &Ref{ID: id, rt: rt, state: &handleState{}}
+	goruntime.AddCleanup(h, func(a cleanupArg) { a.rt.refCollected(a.id, a.state) }, cleanupArg{id, rt, h.state})
+	return h
+}
+
+// FailedRef returns a detached ref that reports err: a call that could
+// not be submitted at all.
+func FailedRef(err error) *Ref { return &Ref{err: err, state: &handleState{}} }
+
+// FailedRefs returns n detached refs that report err.
+func FailedRefs(n int, err error) []*Ref {
+	hs := make([]*Ref, n)
+	for i := range hs {
+		hs[i] = FailedRef(err)
+	}
+	return hs
+}
+
+// Runtime is the runtime the ref belongs to (nil for a detached ref).
+func (h *Ref) Runtime() *Runtime { return h.rt }
+
+// Err is the error of a detached ref, else nil.
+func (h *Ref) Err() error { return h.err }
+
+// Released reports whether the ref was released.
+func (h *Ref) Released() bool { return h.state.released.Load() }
+
+// Check returns why the ref cannot be read: a detached ref's error, or
+// its release.
+func (h *Ref) Check() error {
+	if h.err != nil {
+		return h.err
+	}
+	if h.state.released.Load() {
+		return errs.Invalidf("ObjectRef %s used after Release", h.ID.Short())
+	}
+	return nil
+}
+
+// refCollected runs on the Go runtime's cleanup goroutine when a ref is
+// garbage: it only queues the drop and posts a message to the owner actor,
+// which drops the reference (see collected).
+func (rt *Runtime) refCollected(id ids.ObjectID, st *handleState) {
+	if rt.closed.Load() {
+		return
+	}
+	if rt.collected.add(id, st) {
+		rt.post(&drainCollected{})
+	}
+}
+
+// Release drops the ref's reference now, exactly once (the SDK's
+// Release).
+func (h *Ref) Release() {
+	rt := h.rt
+	if rt == nil || !h.state.released.CompareAndSwap(false, true) || rt.closed.Load() {
+		return
+	}
+	rt.owner.dropRef(h.ID)
+}
+
+// refMarker prefixes a serialised ref, so that the refs contained in an
+// encoded value can be found and kept alive with it.
+var refMarker = []byte("\x00atoll-objectref\x00")
+
+// Encode is the ref's gob encoding: a reference of its own, held by
+// whatever holds the bytes (an object, a task's arguments) until it is
+// freed.
+func (h *Ref) Encode() ([]byte, error) {
+	if h.rt == nil {
+		return nil, errs.Invalidf("cannot encode a zero ObjectRef")
+	}
+	if !h.rt.owner.addRef(h.ID) {
+		return nil, &errs.ObjectLostError{ObjectID: h.ID.String(), Message: "encoding a reference to a freed object"}
+	}
+	return append(append([]byte(nil), refMarker...), h.ID[:]...), nil
+}
+
+// DecodeRef restores a ref Encode made, in the process's current runtime;
+// it takes a new reference to the object.
+func DecodeRef(b []byte) (*Ref, error) {
+	if !bytes.HasPrefix(b, refMarker) {
+		return nil, errs.Invalidf("malformed ObjectRef encoding")
+	}
+	id, err := ids.ObjectIDFromBytes(b[len(refMarker):])
+	if err != nil {
+		return nil, err
+	}
+	rt := Current()
+	if rt == nil {
+		return nil, errs.ErrNotInitialized
+	}
+	if !rt.owner.addRef(id) {
+		return nil, &errs.ObjectLostError{ObjectID: id.String(), Message: "decoded a reference to an object that no longer exists"}
+	}
+	h := rt.newRef(id)
+	rt.role.refDecoded(h) // a worker process drops it at its task's end if unreachable (borrow.go)
+	return h, nil
+}
+
+// containedRefs finds the refs serialised in an encoded value.
+func containedRefs(data []byte) []ids.ObjectID {
+	var out []ids.ObjectID
+	for {
+		i := bytes.Index(data, refMarker)
+		if i < 0 || len(data) < i+len(refMarker)+ids.ObjectIDLen {
+			return out
+		}
+		data = data[i+len(refMarker):]
+		out = append(out, ids.MustObjectID(data[:ids.ObjectIDLen]))
+		data = data[ids.ObjectIDLen:]
+	}
+}

@@ -1,0 +1,126 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/codec"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/owner"
+	"github.com/atoll-runtime/atoll/internal/telemetry"
+)
+
+// ArgSource is one argument as the caller gave it: a value or a ref.
+type ArgSource struct {
+	Ref *Ref
+	Val any
+}
+
+// Submit builds a task's arguments (large values go to the store as
+// objects the task holds) and hands it to the owner, which sends it once
+// its arguments are ready. It returns one ref per return value. Errors
+// (bad arguments, shutdown) resolve the returns to that error. release, if
+// set, is called once the task finishes (MaxPendingCalls); as is the
+// actor of an actor call, nil for a task or an actor's creation.
+func (rt *Runtime) Submit(ctx context.Context, spec *atollpb.TaskSpec, args []ArgSource, release func(), as *Actor) []*Ref {
+	task := ids.NewTaskID()
+	spec.TaskId = task.Bytes()
+	spec.JobId = rt.jobID.Bytes()
+	spec.OwnerId = rt.workerID.Bytes()
+	spec.WorkerBinary, spec.WorkerBinarySha256 = rt.binary()
+	spec.OwnerAddress = rt.nodeID.String()
+	if spec.Name == "" {
+		spec.Name = spec.Function
+	}
+	kind := "task"
+	if as != nil {
+		kind = "actor_task"
+	}
+	att := &taskAttach{}
+	ctx, att.span = rt.tracer.Start(ctx, "submit "+spec.Name, trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(attribute.String("atoll.task_id", task.String()), attribute.String("atoll.function", spec.Function),
+			attribute.String("atoll.task_kind", kind)))
+	spec.Trace = telemetry.Inject(ctx)
+
+	sub := owner.Submission{Spec: spec, Attach: att}
+	if as != nil {
+		sub.Actor = as.ID
+	}
+	att.release = release
+	var err error
+	if err = rt.declaredDead(); err != nil {
+		sub.Err = errs.ToProto(err)
+	} else if sub.Args, err = rt.buildArgs(args); err != nil {
+		sub.Err = errs.ToProto(err)
+	}
+	var returns []ids.ObjectID
+	rt.owner.do(func(t *owner.Table) {
+		if spec.Generator {
+			returns = t.SubmitGenerator(sub) // its items stream to the caller (stream.go)
+		} else {
+			returns = t.Submit(sub)
+		}
+	})
+	handles := make([]*Ref, len(returns))
+	for i, id := range returns {
+		handles[i] = rt.newRef(id)
+	}
+	if ctx.Done() != nil && err == nil {
+		// Cancelling ctx cancels the task (recursively), unless ctx is
+		// the context of a task cancelled alone (Cancel with NonRecursive).
+		att.setStop(context.AfterFunc(ctx, func() {
+			if !errors.Is(context.Cause(ctx), errs.ErrCancelNonRecursive) {
+				rt.cancelTask(task, false)
+			}
+		}))
+	}
+	return handles
+}
+
+// buildArgs encodes value arguments: small ones inline, large ones put in
+// the store as objects the task takes over. On error the arguments built
+// so far are returned too, for the owner to release.
+func (rt *Runtime) buildArgs(args []ArgSource) ([]owner.Arg, error) {
+	out := make([]owner.Arg, 0, len(args))
+	inlined := 0
+	for i, a := range args {
+		if a.Ref != nil {
+			if a.Ref.state.released.Load() {
+				return out, errs.Invalidf("argument %d: ObjectRef %s used after Release", i, a.Ref.ID.Short())
+			}
+			out = append(out, owner.Arg{Ref: a.Ref.ID})
+			continue
+		}
+		enc, err := codec.Encode(a.Val)
+		if err != nil {
+			return out, err
+		}
+		if rt.inline(len(enc.Data)) && inlined+len(enc.Data) <= MaxInlineTotal {
+			inlined += len(enc.Data)
+			data := enc.Data
+			if _, raw := a.Val.(codec.Raw); raw || codec.ElemSize(enc.Codec) != 0 {
+				data = append([]byte(nil), data...) // raw encodings alias the caller's slice
+			}
+			arg := owner.Arg{Value: &atollpb.Value{Codec: enc.Codec, Kind: &atollpb.Value_Inline{Inline: data}}}
+			if enc.Codec == atollpb.Codec_CODEC_GOB {
+				arg.Holds = containedRefs(data)
+			}
+			out = append(out, arg)
+			continue
+		}
+		// Past the inline total even a small value goes to the store:
+		// kept inline by the owner, it would be inlined into the spec.
+		id, err := rt.putEncoded(context.Background(), enc, false)
+		if err != nil {
+			return out, err
+		}
+		// The put's one reference is the task's: released when it ends.
+		out = append(out, owner.Arg{Ref: id, Owned: true})
+	}
+	return out, nil
+}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/atoll-runtime/atoll/atolltest"
 )
 
 // CPUs: a run's share of the node's CPUs (Config.CPUShare), and the
@@ -37,7 +36,7 @@ func (r *run) initCPU(ctx context.Context) {
 	if r.cfg.CPUShare <= 0 {
 		return
 	}
-	if s, err := atolltest.Status(ctx); err == nil {
+	if s, err := nodeStatus(ctx); err == nil {
 		r.cpuCap = r.cfg.CPUShare * s.Total["CPU"]
 	}
 }
@@ -116,7 +115,7 @@ func (r *run) checkCPUWait(ctx context.Context, subs []*subStats, now time.Time)
 	if threshold < 0 {
 		return
 	}
-	st, err := atolltest.Status(ctx)
+	st, err := nodeStatus(ctx)
 	if err != nil {
 		return // a worker process, or atoll stopping: nothing to say
 	}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
-	"github.com/atoll-runtime/atoll/atolltest"
 )
 
 const codecBytes = atollpb.Codec_CODEC_BYTES
@@ -134,11 +133,11 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 func newRun(ctx context.Context, cfg Config) (*run, error) {
 	r := &run{cfg: cfg, budget: cfg.MemoryBudget}
 	if r.budget == 0 {
-		m, err := atolltest.Memory(ctx)
+		capacity, err := storeCapacity(ctx)
 		if err != nil {
 			return nil, err
 		}
-		r.budget = int64(float64(m.StoreCapacity) * cfg.BudgetFraction)
+		r.budget = int64(float64(capacity) * cfg.BudgetFraction)
 	}
 	return r, nil
 }

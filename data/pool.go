@@ -11,7 +11,6 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
-	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
@@ -403,7 +402,7 @@ func (p *poolStream) roomToGrow(ctx context.Context) bool {
 	}
 	if now := time.Now(); now.Sub(p.roomAt) >= 100*time.Millisecond {
 		p.roomAt, p.room = now, false
-		if s, err := atolltest.Status(ctx); err == nil {
+		if s, err := nodeStatus(ctx); err == nil {
 			p.room = s.Available["CPU"]-p.st.taskCPU >= 1
 		}
 	}

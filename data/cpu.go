@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strings"
 	"time"
-
 )
 
 // CPUs: a run's share of the node's CPUs (Config.CPUShare), and the

@@ -95,7 +95,7 @@ func TestBorrowCluster(t *testing.T) {
 		return m.OwnedObjects == 0 && m.PendingTasks == 0 && m.Borrowers == 0 && m.BorrowedObjects == 0 && m.StoreObjects == 0
 	})
 	for _, id := range nodes {
-		testcluster.Eventually(t, 30*time.Second, "node "+id[:8]+"'s store to empty", func() bool {
+		testutil.EventuallyWithin(t, 30*time.Second, "node "+id[:8]+"'s store to empty", func() bool {
 			n, ok := nodeStatus(ctx, c, id)
 			return ok && n.Objects == 0
 		})

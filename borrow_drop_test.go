@@ -150,7 +150,7 @@ func TestBorrowDropReportedAcrossNodes(t *testing.T) {
 		}
 		freedWithoutCallingKeeper(t, ctx)
 		for _, id := range nodes {
-			testcluster.Eventually(t, 30*time.Second, "node "+id[:8]+"'s store to empty", func() bool {
+			testutil.EventuallyWithin(t, 30*time.Second, "node "+id[:8]+"'s store to empty", func() bool {
 				n, ok := nodeStatus(ctx, c, id)
 				return ok && n.Objects == 0
 			})

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/clusterclient"
@@ -99,13 +101,13 @@ func TestDetachedActorOutlivesDriver(t *testing.T) {
 	// The job's end kills the ordinary actor at once; the hosting node
 	// then hears that the driver's node left, which kills the actors its
 	// owners there had (not the detached one).
-	testcluster.Eventually(t, time.Minute, "the ordinary actor to die with its job", func() bool {
+	testutil.EventuallyWithin(t, time.Minute, "the ordinary actor to die with its job", func() bool {
 		return actorState(ctx, t, c, plainID) == atollpb.ActorState_ACTOR_DEAD
 	})
 	// A stats reply whose gateway no longer counts the driver's node as a
 	// peer was asked of the raylet after the gateway told it the node was
 	// gone (raylet.NodeGone), so its hosted actors are counted after that.
-	testcluster.Eventually(t, time.Minute, "the detached actor's node to see the first driver's node go", func() bool {
+	testutil.EventuallyWithin(t, time.Minute, "the detached actor's node to see the first driver's node go", func() bool {
 		st := c.NodeStats(hostIdx, false)
 		if st == nil || st.Peers != uint64(c.Len()-1) {
 			return false
@@ -140,7 +142,7 @@ func TestDetachedActorOutlivesDriver(t *testing.T) {
 	if err := atoll.Kill(ctx, h); err != nil {
 		t.Fatal(err)
 	}
-	testcluster.Eventually(t, time.Minute, "the killed detached actor to be dead", func() bool {
+	testutil.EventuallyWithin(t, time.Minute, "the killed detached actor to be dead", func() bool {
 		return actorState(ctx, t, c, keptID) == atollpb.ActorState_ACTOR_DEAD
 	})
 	if _, err := atoll.GetActor[*dtKeeper](ctx, "dt.kept"); !errors.Is(err, atoll.ErrNotFound) {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
 
@@ -125,12 +127,12 @@ func TestForwardedWorkIsBounded(t *testing.T) {
 			}
 			sent++
 		}
-		testcluster.Eventually(t, time.Minute, "the node to take in a batch of the flood", func() bool {
+		testutil.EventuallyWithin(t, time.Minute, "the node to take in a batch of the flood", func() bool {
 			st := c.NodeStats(1, false)
 			return int(st.Inbound+st.ForwardsRefused) == sent
 		})
 	}
-	testcluster.Eventually(t, time.Minute, "the refusals to reach the origin", func() bool {
+	testutil.EventuallyWithin(t, time.Minute, "the refusals to reach the origin", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return refused == fqFlood-fqPerOrigin
@@ -188,7 +190,7 @@ func TestForwardedWorkIsBounded(t *testing.T) {
 	for _, r := range refs {
 		_ = atoll.Cancel(ctx, r)
 	}
-	testcluster.Eventually(t, time.Minute, "the driver's cancelled tasks to leave the node", func() bool {
+	testutil.EventuallyWithin(t, time.Minute, "the driver's cancelled tasks to leave the node", func() bool {
 		return c.NodeStats(1, false).Inbound == fqPerOrigin
 	})
 
@@ -198,7 +200,7 @@ func TestForwardedWorkIsBounded(t *testing.T) {
 	if err := nc.Publish(cluster.LoadSubject(origin), b); err != nil {
 		t.Fatal(err)
 	}
-	testcluster.Eventually(t, time.Minute, "the node to drop the tasks of the origin that left", func() bool {
+	testutil.EventuallyWithin(t, time.Minute, "the node to drop the tasks of the origin that left", func() bool {
 		n, ok := nodeStatus(ctx, c, target.String())
 		return ok && n.Queued == 0 && c.NodeStats(1, false).Inbound == 0
 	})

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/clusterclient"
@@ -57,7 +59,7 @@ func TestHeadRestartKeepsTheCluster(t *testing.T) {
 	restarted := time.Now()
 
 	state := func() map[string]atollpb.NodeState { return nodeStates(ctx, t, c) }
-	testcluster.Eventually(t, time.Minute, "the new head to list the running node alive and the crashed head dead", func() bool {
+	testutil.EventuallyWithin(t, time.Minute, "the new head to list the running node alive and the crashed head dead", func() bool {
 		s := state()
 		return s[worker.ID] == atollpb.NodeState_NODE_ALIVE && s[head.ID] == atollpb.NodeState_NODE_ALIVE &&
 			s[oldHead.ID] == atollpb.NodeState_NODE_DEAD
@@ -70,7 +72,7 @@ func TestHeadRestartKeepsTheCluster(t *testing.T) {
 	// The new head checks which nodes the GCS lists alive came back (after
 	// a grace of three failure timeouts, at least 10 s): the running node
 	// did, and stays alive.
-	testcluster.Eventually(t, time.Minute, "the new head to check which nodes came back", func() bool {
+	testutil.EventuallyWithin(t, time.Minute, "the new head to check which nodes came back", func() bool {
 		b, err := os.ReadFile(head.LogFile)
 		return err == nil && bytes.Contains(b, []byte("checked the nodes the GCS lists alive"))
 	})
@@ -103,12 +105,12 @@ func TestHeadRestartForgetsNodesThatDiedMeanwhile(t *testing.T) {
 	if s := nodeStates(ctx, t, c); s[worker.ID] != atollpb.NodeState_NODE_ALIVE || s[oldHead.ID] != atollpb.NodeState_NODE_ALIVE {
 		t.Fatalf("the restarted head's GCS lists %v; want the nodes it stored, alive, until it has checked them", s)
 	}
-	testcluster.Eventually(t, time.Minute, "the new head to mark the nodes that did not come back dead", func() bool {
+	testutil.EventuallyWithin(t, time.Minute, "the new head to mark the nodes that did not come back dead", func() bool {
 		s := nodeStates(ctx, t, c)
 		return s[worker.ID] == atollpb.NodeState_NODE_DEAD && s[oldHead.ID] == atollpb.NodeState_NODE_DEAD && s[head.ID] == atollpb.NodeState_NODE_ALIVE
 	})
 	t.Logf("marked dead %v after the restart", time.Since(restarted).Round(time.Millisecond))
-	testcluster.Eventually(t, time.Minute, "the new head to log its check", func() bool {
+	testutil.EventuallyWithin(t, time.Minute, "the new head to log its check", func() bool {
 		b, err := os.ReadFile(head.LogFile)
 		return err == nil && bytes.Contains(b, []byte("marked_dead=2"))
 	})

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -154,7 +156,7 @@ func TestPrometheusMetricsMoveDuringAJob(t *testing.T) {
 		}
 	}
 	for _, n := range nodes {
-		testcluster.Eventually(t, 30*time.Second, fmt.Sprintf("node %s's /metrics to show its tasks running", n.id), func() bool {
+		testutil.EventuallyWithin(t, 30*time.Second, fmt.Sprintf("node %s's /metrics to show its tasks running", n.id), func() bool {
 			return metricOf(scrape(t, n.addr), "atoll_raylet_running_tasks", n.id) == perNode
 		})
 	}

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
@@ -81,7 +83,7 @@ func waitState(t *testing.T, addr, id, want string, timeout time.Duration) jobRo
 	t.Helper()
 	var r jobRow
 	var last error
-	testcluster.Eventually(t, timeout, "job "+id[:8]+" "+want, func() bool {
+	testutil.EventuallyWithin(t, timeout, "job "+id[:8]+" "+want, func() bool {
 		if r, last = jobStatus(addr, id); last != nil {
 			return false
 		}
@@ -160,7 +162,7 @@ func TestJobSubmit(t *testing.T) {
 	}
 	long := submit(t, addr, "/bin/sh", "-c", "echo started; exec sleep 300")
 	waitState(t, addr, long, "RUNNING", time.Minute)
-	testcluster.Eventually(t, time.Minute, "the long job's output", func() bool {
+	testutil.EventuallyWithin(t, time.Minute, "the long job's output", func() bool {
 		out, _, _ := execute("job", "logs", "--address", addr, long)
 		return out == "started\n"
 	})

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -137,7 +139,7 @@ func checkAPI(t *testing.T, c *testcluster.Cluster) {
 	}
 	// The job's objects: the blobs in the nodes' stores, the puts past
 	// the driver's store spilled.
-	testcluster.Eventually(t, 30*time.Second, "the nodes to report the job's objects", func() bool {
+	testutil.EventuallyWithin(t, 30*time.Second, "the nodes to report the job's objects", func() bool {
 		getJSON(t, base+"/api/cluster", http.StatusOK, &cl)
 		return cl.Totals.StoreUsedBytes >= numBlobs*blobBytes && cl.Totals.SpilledBytesTotal > 0 && cl.Totals.Objects >= numBlobs
 	})
@@ -206,7 +208,7 @@ func checkAPI(t *testing.T, c *testcluster.Cluster) {
 	// The killed one, dead with its cause, after it (the GCS learns of
 	// the death asynchronously).
 	var actors apiActors
-	testcluster.Eventually(t, 30*time.Second, "the killed actor to be dead", func() bool {
+	testutil.EventuallyWithin(t, 30*time.Second, "the killed actor to be dead", func() bool {
 		getJSON(t, base+"/api/actors", http.StatusOK, &actors)
 		return actors.Counts["dead"] == 1
 	})
@@ -251,7 +253,7 @@ func checkAPI(t *testing.T, c *testcluster.Cluster) {
 		}
 	}
 	// Worker output lands in the node's log.
-	testcluster.Eventually(t, 30*time.Second, "a square's output in node 1's log", func() bool {
+	testutil.EventuallyWithin(t, 30*time.Second, "a square's output in node 1's log", func() bool {
 		var l apiLog
 		getJSON(t, base+"/api/logs/"+c.Node(1).ID, http.StatusOK, &l)
 		return strings.Contains(l.Text, "on node "+c.Node(1).ID)

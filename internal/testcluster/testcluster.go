@@ -434,23 +434,6 @@ func (c *Cluster) WaitStatus(timeout time.Duration, cond func(*clusterclient.Sta
 	}
 }
 
-// Eventually polls cond every 10 ms until it holds, failing t with what
-// after timeout.
-func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			t.Fatalf("testcluster: after %v still waiting for %s", timeout, what)
-		}
-	}
-}
-
 // config is node i's config before it starts: Options.Node, adjusted by
 // Options.Config, with what the cluster decides.
 func (c *Cluster) config(i int) nodeconfig.Config {

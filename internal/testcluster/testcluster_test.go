@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/testutil"
+
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/clusterclient"
@@ -129,7 +131,7 @@ func TestStatsAndEnv(t *testing.T) {
 		t.Fatalf("stats %v: want the cap from Options.Env, a heap, goroutines and the other node", st)
 	}
 	c.Stop(1)
-	testcluster.Eventually(t, 10*time.Second, "the head to count the stopped node dead", func() bool {
+	testutil.EventuallyWithin(t, 10*time.Second, "the head to count the stopped node dead", func() bool {
 		return c.NodeStats(0, false).DeadNodes == 1
 	})
 	if g := c.GCSSizes(); g.Nodes != 2 || g.DeadNodes != 1 {

@@ -2,7 +2,7 @@ package atoll_test
 
 // The long-lived node test: one cluster node serves many short driver jobs
 // in a row, and its state must not grow with them. -short skips it. `make
-// test` runs a short version (24 jobs: the caps are reached and held, the
+// test` runs a short version (16 jobs: the caps are reached and held, the
 // tables stay flat); `make soak` runs 2000 jobs, which also shows that the
 // heap does not grow:
 //
@@ -34,15 +34,15 @@ const (
 	// longJobsCI is the number of jobs without ATOLL_LONG_JOBS: about
 	// 1.2 s each under -race on two cores (most of it the driver leaving
 	// the gossip and its actor's process starting), so the test takes
-	// about half a minute; the soak (make soak) runs 2000.
-	longJobsCI = 24
+	// about 20 s; the soak (make soak) runs 2000.
+	longJobsCI = 16
 	// longWarmup is the job after which every table must be flat and the
 	// heap is first measured; half the jobs when fewer than 200 run.
 	longWarmup = 100
 	// longCap is the cap the node is given on every bounded table of the
 	// GCS and of its gateway (the documented defaults are 1000-2000; a
 	// small cap is reached, and then held, well within the warm-up).
-	longCap = 8
+	longCap = 4
 	// longSampleEvery is how often (in jobs) the node's tables are read.
 	longSampleEvery = 4
 	// longHeapGrowth bounds the growth of the node's live heap (after a

@@ -84,19 +84,19 @@ type Core struct {
 	// spawned) to its attempt: a duplicated SubmitTask of an attempt held
 	// here is dropped, never run twice. An attempt leaves it with the
 	// effect that ends it here (Done, Reply, Forward, SpawnHost).
-	holding map[ids.TaskID]int32
-	workers             map[ids.WorkerID]*worker
-	pool                []*worker // the workers in start order (deterministic walks)
-	idle                []ids.WorkerID
-	actors              map[ids.ActorID]*hostedActor
-	attempts            uint64
-	stats               Stats
-	reaping             bool // a reap timer is armed
-	active              []*classQueue
-	cands               []Candidate
-	open                []*worker
-	heldFn              func(ids.ObjectID) bool
-	noSpan              trace.Span
+	holding  map[ids.TaskID]int32
+	workers  map[ids.WorkerID]*worker
+	pool     []*worker // the workers in start order (deterministic walks)
+	idle     []ids.WorkerID
+	actors   map[ids.ActorID]*hostedActor
+	attempts uint64
+	stats    Stats
+	reaping  bool // a reap timer is armed
+	active   []*classQueue
+	cands    []Candidate
+	open     []*worker
+	heldFn   func(ids.ObjectID) bool
+	noSpan   trace.Span
 
 	// Admission: the objects running tasks read (their bytes counted once
 	// in argsHeld), and the running root tasks.

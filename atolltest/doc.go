@@ -32,6 +32,32 @@
 // node of its objects and lets it leave. An object's replica count is an
 // SDK call, atoll.SetReplicas.
 //
+// # Fault logs
+//
+// Each node's actors.FaultInjector (from atoll.WithFaultInjector,
+// atoll.WithFaultPlan on a driver's node, or the plan file
+// faultplan.EnvPlan names on a node process) owns that node's faults: a
+// ring of the last actors.FaultLogCap (4,096) events numbered from 1
+// (Seq), and counts by kind and by rule name (at most 1,024 names, the
+// rest under "(other rules)") that cover every fault ever. The driver owns
+// its plan's timed events. Nothing is copied elsewhere: a node killed with
+// SIGKILL (a plan's kill-node) takes its log with it.
+//
+//	driver                                     node process (gateway, NATS callback)
+//	+- own node: cluster.FaultLogOf(injector)
+//	+- GCS ListNodes: the live nodes
+//	+- per node, at once (5 s each):
+//	     FaultLogRequest{after_seq} -- <prefix>.node.<id>.faults --> injector's snapshot
+//	     <-- FaultLog{node_id, events, total, lost, more, counts} --+
+//	     validated (cluster.RequestFaultLog); the next page while more
+//	     (at most 8 pages a call)
+//
+// GetClusterFaultLog's since map (ClusterFaultLog.Seen of the previous
+// call) asks only for newer events; Lost counts events the ring dropped
+// before they were read; nodes that do not answer are listed in
+// Unreachable. samples/chaos polls every 250 ms to keep a killed node's
+// last reading.
+//
 // The calls that act on the node or the cluster (FailNextCreates,
 // KillNode, PartitionNode, the fault logs, Status, SampleMemory, the AMM
 // calls) are the driver's: from a task or an actor they fail with

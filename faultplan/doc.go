@@ -85,6 +85,50 @@
 // a "fault <task>" span under the task's submit span. So is a message
 // fault whose message carries a task (a submission, a forward, a push to
 // a worker, a forwarded actor call; point "message <type>@<actor kind>";
-// node.Node.traceMessageFaults). Spill faults have no span event: the
-// spiller does not know which task's object it writes.
+// internal/node's traceMessageFaults). Spill faults have no span event:
+// the spiller does not know which task's object it writes; nor do message
+// faults on messages that carry no task.
+//
+// Message rules decide under their injector's lock, and only for messages
+// whose actor kind and type they match, so the same sequence of matched
+// messages gets the same decisions. Timed rules run on goroutines of the
+// driver (Run, one per rule), stopped by the driver's Shutdown; the
+// driver keeps its last 4,096 timed events.
+//
+// # Partitions
+//
+// A partition rule, or atolltest.PartitionNode, cuts one node off the
+// others for a duration (at most 10 minutes); never the head, whose NATS
+// server is in its process. Each clustered node that dials its NATS server
+// makes one partition.Switch at start and puts it on every path to other
+// nodes: its NATS connection, its transfer client and server, and its
+// gossip transport.
+//
+//	driver (timed rule or PartitionNode)         victim node
+//	GCS ListNodes -> pick a victim (seeded)
+//	PartitionRequest -- <prefix>.node.<id>.partition --> gateway: validate (not the head,
+//	                                                     0 < d <= 10 min, direction),
+//	<-------------------- PartitionReply ---------------- reply, flush, Switch.Cut
+//	                                                     Cut: open TCP connections closed
+//	                                                     (NATS, transfers, gossip streams),
+//	                                                     new dials and accepts refused,
+//	                                                     gossip packets dropped in the
+//	                                                     cut's direction; a timer heals it
+//
+// While cut, nats.go reconnects every 250 ms and fails; what the node
+// publishes meanwhile waits in nats.go's reconnect buffer. The others
+// declare it dead within the failure timeout, the head marks it dead in the
+// GCS, and every gateway fails the work it had sent there (retried
+// elsewhere) and drops its later results. The cut node declares every
+// other node dead in turn, but only the head writes deaths to the GCS, so
+// when the heal flushes the reconnect buffer its stale reports reach no one
+// who acts on them. Healed, the node registers again, the GCS answers
+// NODE_DIED, and the node process logs it and exits with status 1: it never
+// comes back under its id. A cut shorter than the failure timeout goes
+// unnoticed beyond a burst of reconnects. Partitions isolate one node from
+// all the others (not an arbitrary split into groups), and one-way cuts
+// are one-way for gossip packets only. Tests: atolltest's partition tests
+// (TestPartitionHeals: every result once, none from the cut node, and the
+// GCS, the survivors' gateways and the scheduler agree) and
+// internal/cluster/membership's TestPartitionedMemberDeclaredDead.
 package faultplan

@@ -36,9 +36,11 @@
 // # Goroutines and bounds
 //
 // A started Sampler runs one goroutine: it takes the reports from a
-// buffered channel subscription (reports that find it full are dropped
-// by NATS, and the next one arrives 100 ms later), lists the nodes, and
-// samples on its ticker. It ends when Stop is called, the context given
+// buffered channel subscription (1024 messages; reports that find it full
+// are dropped by NATS, and the next one arrives 100 ms later), lists the
+// nodes (each list at most 2 s; on failure it keeps the last list), and
+// samples on its ticker. Start first waits, at most 2 s, for a report of
+// every node the GCS lists alive, then takes the first sample. It ends when Stop is called, the context given
 // to Start ends, or the NATS connection closes; Stop waits for it and
 // removes the subscription.
 //
@@ -52,5 +54,11 @@
 // the maximum of every value over its ticks, the cluster total included,
 // so decimation never lowers a peak. At most MaxNodes nodes get a
 // column over a run; the total still counts the others
-// (Samples.UntrackedNodes says how many there were).
+// (Samples.UntrackedNodes says how many there were). WriteSVG draws at
+// most two points (a minimum and a maximum) per pixel column, and the
+// SVG it writes needs no script or external resource.
+//
+// Sampler.mu guards the table and the progress counters; it is a leaf,
+// never held across a read or I/O. A driver's samplers
+// (atolltest.SampleMemory) are stopped by its Shutdown before its node.
 package memsample

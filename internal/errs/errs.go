@@ -4,6 +4,57 @@
 // Every error type has one code (atollpb.ErrorCode) and one sentinel, so
 // callers can test with errors.Is(err, atoll.ErrActorDied) or extract details
 // with errors.As(err, &actorDied). The root package re-exports these types.
+//
+// # Task errors on the wire
+//
+// A task's own failure travels as an ErrorInfo with code TASK_ERROR, the
+// same way from goroutine workers, worker processes and other nodes (a
+// goroutine worker's result goes through the wire form too), so what a
+// caller can test does not depend on where the task ran.
+//
+//   - Worker side (internal/runtime's executor, ToProto): the returned
+//     error becomes a TaskError (task name, id, message). RemoteStack is a
+//     panic's stack; else the innermost stack the error recorded along its
+//     Unwrap chain (a StackTrace() method returning program counters:
+//     atoll.Errorf's StackError, github.com/pkg/errors); else the executing
+//     goroutine's stack where the runtime received the error (the stack of
+//     the return itself is gone in Go). encodeCause walks the chain
+//     (Unwrap() error and Unwrap() []error, at most 64 errors): each value
+//     of a type registered with atoll.RegisterError is gob-encoded into
+//     registered (type name, bytes); the names of the registered sentinels
+//     the error matches with errors.Is go into sentinels; error_type is the
+//     returned error's Go type and unregistered_type the first type along
+//     the chain that is neither registered, nor a plain wrapper
+//     (fmt.Errorf, errors.Join, errors.New, atoll's own), nor a registered
+//     sentinel.
+//   - Caller side (FromProto): the TaskError's Cause is a remoteCause whose
+//     Unwrap() []error holds the decoded values and the process's own
+//     sentinel values, so errors.As and errors.Is see through TaskError to
+//     them. A nested task's error keeps them: the outer task's chain
+//     reaches the inner remoteCause, whose values are encoded again.
+//   - Registry (registry.go): the error types and sentinels are two kinds
+//     of the program's registry (registry.ErrorTypes, registry.Sentinels),
+//     filled at package init in every process of the binary. Types are
+//     known by package path and name (*example.com/app.QuotaError),
+//     sentinels by their message (unique). RegisterError refuses at init
+//     what cannot travel (unnamed or interface types, types gob cannot
+//     encode; a struct with no fields needs no bytes).
+//   - Bounds (a peer's input): the sender clips the message to MaxMessage
+//     (16 KiB) and the stack to MaxStack (64 KiB), sends values of at most
+//     MaxRegisteredValue (64 KiB; a larger one is named in
+//     unregistered_type), at most MaxRegisteredValues (8) values and
+//     MaxSentinels (32) sentinels; the receiver enforces the same bounds
+//     again and drops, with a log line, values of types it does not know,
+//     values that do not decode, and names it does not know. What is
+//     dropped leaves the message intact.
+//
+// The libraries' errors share this table: FunctionError (FUNCTION_FAILED:
+// a user's function, or a task callback, returned an error or panicked,
+// naming it), MalformedError (MALFORMED, also INVALID_ARGUMENT: a message
+// that does not decode), NotRegisteredError (NOT_FOUND), and per library
+// graph/array's and data's own. They are registered at init with the
+// sentinels of INVALID_ARGUMENT, NOT_FOUND, FUNCTION_FAILED and
+// MALFORMED, so errors.As and errors.Is find them wherever the task ran.
 package errs
 
 import (

@@ -54,9 +54,50 @@
 //     bucket would refuse). An entry larger than Config.MaxEntryBytes
 //     (64 KiB, the buckets' MaxValueSize) is INVALID_ARGUMENT. No bucket
 //     has a TTL: entries that must persist (live nodes, named actors) do.
+//   - Why these caps: every driver that joins a cluster adds a job, a node
+//     that dies when it exits and the actors it created, so without caps a
+//     long-lived head grows with every job. Dead actors are capped lower
+//     than Ray's 100,000 because a list reply here is one NATS message
+//     (1 MiB by default) and a dead actor takes about 250 bytes. The tables
+//     remember the order of deaths (at load, the order of the KV stream);
+//     after every change and after loading, the oldest deaths past a cap
+//     are purged. A failed purge is logged, the entry forgotten in memory
+//     all the same and purged again by the next start.
+//   - Bucket space: JetStream refuses any write that does not fit a full
+//     bucket (a node's death, which makes its entry larger, included), so
+//     the tables estimate what their entries take (encoded size plus 96
+//     bytes) and refuse new keys past three quarters; the bucket's MaxBytes
+//     stays the hard bound (a write it refuses is RESOURCE_EXHAUSTED too).
+//     Memory changes only after the write, so this bounds the GCS's memory
+//     too. JetStream reserves each bucket's MaxBytes against the server's
+//     storage limit, never on disk: the embedded server's limit is a fixed
+//     1 GiB (natsembed), and an existing NATS server's max_storage must
+//     hold the 192 MiB of buckets, or the buckets must be lowered
+//     (ATOLL_GCS_NODES_BUCKET_BYTES, ATOLL_GCS_ACTORS_BUCKET_BYTES,
+//     ATOLL_GCS_JOBS_BUCKET_BYTES); the GCS's error says so. Refusals are
+//     logged at most once every 10 s, with their count. (With the embedded
+//     NATS, the head's heap also holds JetStream's cache of each bucket's
+//     current file-store block while the bucket is written at least every
+//     10 s: up to 4 MiB a bucket, bounded.)
 //   - Unknown ids are NOT_FOUND; malformed ids (not 16 bytes) are
 //     INVALID_ARGUMENT. Errors travel as ErrorInfo and come back from the
 //     Client typed (errors.Is(err, errs.ErrNotFound)).
+//
+// # Subjects and roles
+//
+// Requests that only read (ListNodes, GetActor, GetNamedActor, ListActors,
+// ListJobs) may also come on ReadSubject (<prefix>.gcs.v1.read), the only
+// GCS subject the cluster's reader role may publish to; a change sent
+// there is refused with PERMISSION_DENIED.
+//
+// # Restarts
+//
+// A restarted GCS actor reloads its tables from KV, and clients that wait
+// (ClientOptions.WaitForServer) do not notice. The KV outlives a head: on
+// the NATS server given with --nats, or, with the embedded NATS, in the
+// head's GCS directory (internal/node), so a head started again on the
+// same port and directory reloads nodes, actors and jobs. How the nodes
+// come back to it is internal/node's doc ("A restarted head").
 //
 // # Tracing
 //

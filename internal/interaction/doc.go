@@ -59,4 +59,15 @@
 // still owned, no read after free, and, at quiescence, stores and owners
 // agreeing (no leak, nothing freed early, nothing a drain lost). A broken
 // invariant fails the command.
+//
+// # Scripts
+//
+// testdata holds one failure story per file: a worker's death in the
+// middle of a pipeline (worker_death.txt), the death of the node running
+// a forwarded task (node_death.txt), actor restarts (actor_restart.txt),
+// a borrower's death (borrower_death.txt), a recall racing a finish
+// (lease_recall.txt), a drain racing pulls (drain_pull.txt), a duplicated
+// forward (duplicate_forward.txt) and a duplicated submission
+// (duplicate_submit.txt). go test ./internal/interaction -rewrite
+// regenerates their expectations.
 package interaction

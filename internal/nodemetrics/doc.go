@@ -14,6 +14,36 @@
 // OTEL_EXPORTER_OTLP_* variables ask for OTLP metrics, to a provider of
 // the node's own (prometheus.go).
 //
+// # Instruments
+//
+// Observable (read in one callback when a reader collects, so nothing
+// polls when nobody collects; the callback asks the store for its Stats
+// and the raylet for its State, both answered by their actors):
+// atoll.object_store.used, capacity, pinned, objects, spilled (now),
+// spilled_total and restored_total; atoll.raylet.queued_tasks,
+// running_tasks and workers; atoll.transfer.pulled_objects and pulled
+// (from other nodes); atoll.nats.messages, traffic and reconnects (the
+// connection's Stats); on the node running the GCS, atoll.gcs.nodes,
+// actors and jobs by state (three list requests). Synchronous, fed by
+// TaskFinished for every finished attempt, actor call and creation the
+// raylet's timeline records (raylet.Config.OnTaskEvent, on its
+// goroutine): atoll.tasks.finished by name and outcome, and
+// atoll.task.duration, a histogram from 1 ms to 5 min. Names past the
+// 500th share the label "other" (taskNames, a set under a leaf mutex).
+//
+// # Prometheus and OTLP
+//
+// The node owns a second meter provider when something reads it: with
+// Config.Port an OpenTelemetry Prometheus exporter on a registry of its
+// own, served by an http.Server on Host:Port (GET /metrics only; header,
+// read, write and idle timeouts, 16 KiB of headers, at most 4 scrapes at
+// once; one Serve goroutine from Start to Stop), and with
+// OTEL_EXPORTER_OTLP_* a periodic OTLP reader (a goroutine of its own). The
+// same instruments are registered on both providers. BestEffort (the
+// CLI's default port) turns a port already taken into a warning. Stop
+// unregisters the callbacks and shuts the server and the provider down (a
+// last OTLP export, at most 5 s).
+//
 // It owns the instruments, the node's own meter provider and the
 // metrics HTTP server; it reads the node's state only through Source and
 // changes nothing in it. It does not validate its port (the node's

@@ -25,6 +25,39 @@
 // the length of a UTF-8 message that follows. A connection carries one
 // request at a time and is reused only after a complete reply.
 //
+// A cancelled Pull sets its connection's deadline to the past; a short
+// stream is an error. The Puller's FIFO gate means a node only pulls what
+// fits in MaxInFlight; its map of pulls in progress makes concurrent
+// readers of one object on one node share one transfer.
+//
+// # Authentication and bounds
+//
+// Before the first request the two ends prove they hold the cluster's
+// transfer key (handshake.go): the server sends a magic, a version and a
+// nonce Ns, the client answers with its nonce Nc and HMAC(key,
+// "client"|Ns|Nc), the server proves itself with HMAC(key, "server"|Ns|Nc);
+// both check in constant time, within DefaultHandshakeTimeout (10 s). A
+// server closes a connection whose MAC is wrong (Server.Unauthenticated
+// counts them); a client fails with ErrUnauthenticated. With TLS
+// (ClientConfig and ServerOptions take a tls.Config) the bytes are
+// encrypted too, written in batches of records (batchconn.go).
+//
+// The server bounds what a peer can hold (ServerOptions): at most
+// DefaultMaxConns (256) connections (one more is closed at once, counted
+// in Refused), a connection idle for DefaultIdleTimeout (2 minutes) is
+// closed (the client retries a pooled connection the server closed on a
+// fresh one), and each chunk must be written within DefaultWriteTimeout
+// (30 s), so a reader that stops reading loses its connection and the
+// object's pin goes with it. ServerOptions.Admit and ClientConfig.Dialer
+// let a fault plan's partition (package partition) refuse connections.
+//
+// # Goroutines and locks
+//
+// A Server runs one accept goroutine and one goroutine per connection;
+// Server.mu guards only the connection set. Client.mu guards the idle
+// connections; Puller.mu the gate, its queue and the map of pulls. No
+// mutex is held across I/O.
+//
 // # Errors
 //
 // Unknown objects yield errors matching errs.ErrNotFound; dial failures,

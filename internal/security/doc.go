@@ -45,6 +45,69 @@
 // on a head started with fault injection. TestRolePermissions and
 // TestFaultInjectionNeedsTheHead try each refused subject.
 //
+// # Mechanisms
+//
+//	channel          mechanism                                           where
+//	NATS             the embedded server admits a user (head, node.<id>,  natsembed/auth.go,
+//	                 client, reader) whose password is                    cluster/permissions.go,
+//	                 Secret.NATSPassword(user) (natsembed.Config.         nodeconfig/credentials.go
+//	                 Authorize = cluster.Authorizer, nats-server's
+//	                 CustomClientAuthentication) and gives it its role's
+//	                 subjects (cluster.Permissions: allow lists for
+//	                 publish and subscribe; replies under the user's own
+//	                 inbox prefix _INBOX.<user>); --nats servers use their
+//	                 own auth (NATSCreds)
+//	gossip           memberlist SecretKey = Secret.GossipKey() (AES-256-  cluster/membership
+//	                 GCM, incoming and outgoing verified)
+//	object transfer  a mutual HMAC challenge on Secret.TransferKey()      remote/handshake.go
+//	                 before the first request, 10 s deadline
+//	TLS (optional)   tls.Configs built from PEM files: the head's NATS    nodeconfig/credentials.go,
+//	                 listener (verifying clients with a CA) and every     remote
+//	                 transfer server and client; in-process NATS
+//	                 connections skip it
+//
+// The secret (package clusterkey) is never printed: String and LogValue
+// redact it, Fingerprint names it in logs. Where it comes from
+// (nodeconfig.Credentials.FindSecret): the Secret field (atoll.WithSecret)
+// or ATOLL_SECRET, the SecretFile field (--secret-file) or
+// ATOLL_SECRET_FILE, then nodeconfig.SecretFile()
+// ($TMPDIR/atoll-<uid>/cluster_secret, checked with CheckOwned). A head
+// that finds none generates one (`atoll start --head` saves it there
+// first; a head started through the Go API keeps it in memory:
+// Node.Secret). An embedded node needs none: nothing outside its process
+// reaches it.
+//
+// Worker binaries: the driver hashes its worker binary at Init (a worker
+// process hashes its own on its first submission) and every TaskSpec
+// carries worker_binary_sha256; before queueing a task for a per-job
+// binary the raylet (internal/raylet's trust.go) checks that the file at
+// that path is a regular executable with that hash (remembered per path,
+// size and mtime; at most 64 paths). The node's own --worker-binary is
+// trusted as is.
+//
+// Roles in detail (cluster.Permissions): the head's in-process connection
+// has every subject; a node's (node.<id>) publishes every node's work
+// subjects, frees, kills, owner exits, GCS and AMM requests, jobs'
+// worker output and replies, and its own load report only, and subscribes
+// to its own node subjects, loads, frees, kills, owner exits, GCS events,
+// jobs' worker output and its own inbox; a client (the CLI, harnesses)
+// publishes what a node may ask but no load
+// report; a reader publishes only to the GCS's read subject
+// (gcs.ReadSubject) and the nodes' stats, objects, timeline, logs, logread
+// and faults subjects. Clients and readers subscribe to loads, GCS events
+// and their own inbox.
+// Without fault injection on the head (nodeconfig.Config.FaultInjection)
+// the nodes' crash and partition subjects are denied to all three; the
+// head's NodeInfo carries fault_injection, and the cluster's KillNode and
+// PartitionNode read it from the GCS first and fail with
+// ErrPermissionDenied instead of waiting out a request the server
+// dropped. A node logs what the server reports asynchronously (a
+// permissions violation) through its connection's error handler; a
+// clusterclient.Dial connection (the CLI, tools) is closed on one, so its
+// waiting requests fail at once, and clusterclient.LastPermissionViolation
+// says which subject was refused. The head logs refused credentials at
+// most once a second, with a count.
+//
 // Not covered: the jobs of one cluster trust each other (a job's workers
 // map the node's whole shared-memory arena and can read other jobs'
 // objects); a holder of the secret can derive every role's password, so

@@ -1,9 +1,9 @@
 package membership
 
 import (
-	"github.com/atoll-runtime/atoll/internal/testutil"
 	"bytes"
 	"fmt"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 	"io"
 	"log/slog"
 	"os"
@@ -120,7 +120,6 @@ func waitLeft(t *testing.T, ch <-chan Event, id ids.NodeID, timeout time.Duratio
 		}
 	}
 }
-
 
 func TestThreeMembersSeeEachOther(t *testing.T) {
 	// Member 0 also delivers to an actor, to check the actor path.

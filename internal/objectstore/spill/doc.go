@@ -20,6 +20,12 @@
 //     the caller's buffer — for the store, a view of the arena, so there is
 //     no intermediate copy — and verifies its checksum.
 //
+// Reading trusts nothing in a file: an index entry that does not lie
+// wholly before the index, or bytes whose checksum does not match, are
+// ErrCorrupt (FuzzReadIndex). Local holds a flock(2) lock per store
+// instance beside its files, so a later instance removes the files of one
+// whose process died (package lockfile).
+//
 // The package does no scheduling: the object store decides what to spill
 // and when (a pure picker), and its spiller actor calls WriteBatch,
 // ReadObject and Target.Remove off the store actor's goroutine.

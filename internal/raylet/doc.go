@@ -13,7 +13,7 @@
 // TimerFired, and HostSpawned, which only records an address), and what
 // the world must do comes out as Effects, in the order they happened
 // (core_effects.go). The Core does no I/O, starts no goroutine, reads no
-// clock and creates no context (core_pure_test.go checks); its
+// clock and creates no context (internal/lint checks); its
 // scheduling rules are the pure functions of policy.go (Pick,
 // RootSlots, IdleToStop) and placement.go (Place). Scripted scenarios in
 // testdata/core drive it (core_test.go).

@@ -11,6 +11,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/codec"
+	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
 // Option configures Compute and Persist.
@@ -196,8 +197,8 @@ func start(ctx context.Context, g Graph, keys []Key, opts []Option) (*execution,
 		opt(o)
 	}
 	for _, tc := range o.taskCallbacks {
-		if lookupTaskCallback(tc.name) == nil {
-			return nil, fmt.Errorf("%w: graph: task callback %q is not registered", atoll.ErrInvalidArgument, tc.name)
+		if _, err := errs.Lookup(taskCallbacks, tc.name); err != nil {
+			return nil, fmt.Errorf("%w: graph: WithTaskCallback: %w", atoll.ErrInvalidArgument, err)
 		}
 	}
 	p, err := makePlan(g, keys, !o.noFusion, len(o.callbacks)+len(o.taskCallbacks) > 0)

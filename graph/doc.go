@@ -49,6 +49,12 @@
 // Register functions and task callbacks at package init (in var
 // declarations) so that every process of the binary knows them, and call
 // atoll.Init before anything else in main, as for any atoll program.
+// Functions and task callbacks are two namespaces of the program's
+// registry, next to atoll's remote functions and actor types: a name
+// taken twice in one of them panics at init (with atoll: graph function
+// "inc" registered twice), and a name the process looking it up does
+// not know is a NotRegisteredError whose Kind is "graph function" or
+// "graph task callback".
 //
 // # Errors
 //

@@ -32,10 +32,13 @@ type (
 	// or from a binary of another version). It matches ErrMalformed and
 	// atoll.ErrInvalidArgument.
 	MalformedError = errs.MalformedError
-	// NotRegisteredError: the worker's binary has no function (or task
-	// callback) of the name a task calls: it was registered after
-	// atoll.Init, or the worker runs another binary. It matches
-	// atoll.ErrNotFound.
+	// NotRegisteredError: the process running a task has no function
+	// (Kind "graph function") or task callback ("graph task callback")
+	// of the name the task calls: it was registered after atoll.Init, or
+	// the worker runs another binary. In the driver, Compute reports an
+	// unknown task callback as one (matching atoll.ErrInvalidArgument
+	// too), and an unknown function as an UnregisteredFuncError wrapping
+	// one. It matches atoll.ErrNotFound.
 	NotRegisteredError = errs.NotRegisteredError
 )
 
@@ -80,7 +83,9 @@ func (e *MissingKeyError) Is(target error) bool { return target == atoll.ErrInva
 
 // UnregisteredFuncError: a task (in key Key) calls a function no Register
 // call registered. It matches atoll.ErrInvalidArgument (the graph is
-// invalid) and atoll.ErrNotFound.
+// invalid) and atoll.ErrNotFound, and wraps the NotRegisteredError of the
+// lookup, so errors.As finds a NotRegisteredError (Kind "graph function")
+// whether the driver or a worker did not know the function.
 type UnregisteredFuncError struct {
 	Func string
 	Key  Key
@@ -93,6 +98,11 @@ func (e *UnregisteredFuncError) Error() string {
 // Is matches atoll.ErrInvalidArgument and atoll.ErrNotFound.
 func (e *UnregisteredFuncError) Is(target error) bool {
 	return target == atoll.ErrInvalidArgument || target == atoll.ErrNotFound
+}
+
+// Unwrap returns the NotRegisteredError of the lookup.
+func (e *UnregisteredFuncError) Unwrap() error {
+	return &NotRegisteredError{Kind: funcs.Name(), Name: e.Func}
 }
 
 // ArgTypeError: an argument does not fit its parameter, or an expression

@@ -46,8 +46,8 @@ func run(ctx context.Context, args []atoll.Raw, multi bool) ([]atoll.Raw, error)
 	states := make([]any, len(wt.Callbacks))
 	info := make([]TaskInfo, len(wt.Callbacks))
 	for i, c := range wt.Callbacks {
-		if cbs[i] = lookupTaskCallback(c.Name); cbs[i] == nil {
-			return nil, fmt.Errorf("graph key %q: %w", key, &errs.NotRegisteredError{Kind: "graph task callback", Name: c.Name})
+		if cbs[i], err = errs.Lookup(taskCallbacks, c.Name); err != nil {
+			return nil, fmt.Errorf("graph key %q: %w", key, err)
 		}
 		info[i] = TaskInfo{Key: key, Hash: wt.Hash, Param: c.Param}
 	}
@@ -198,9 +198,9 @@ func (ev *evaluator) eval(e *atollpb.GraphExpr, target reflect.Type) (reflect.Va
 }
 
 func (ev *evaluator) call(e *atollpb.GraphExpr) (reflect.Value, error) {
-	f := lookupFunc(e.Func)
-	if f == nil {
-		return reflect.Value{}, &errs.NotRegisteredError{Kind: "graph function", Name: e.Func}
+	f, err := errs.Lookup(funcs, e.Func)
+	if err != nil {
+		return reflect.Value{}, err
 	}
 	if n := len(e.Args); n < len(f.params)-1 || !f.variadic && n != len(f.params) || e.Spread && (!f.variadic || n != len(f.params)) {
 		return reflect.Value{}, errs.Invalidf("%s: called with %d arguments (spread %v), it takes %d (variadic %v)", e.Func, n, e.Spread, len(f.params), f.variadic)
@@ -244,9 +244,9 @@ func naturalType(d *atollpb.GraphDep) (reflect.Type, error) {
 	if d.Func == "" {
 		return nil, nil
 	}
-	f := lookupFunc(d.Func)
-	if f == nil {
-		return nil, &errs.NotRegisteredError{Kind: "graph function", Name: d.Func}
+	f, err := errs.Lookup(funcs, d.Func)
+	if err != nil {
+		return nil, err
 	}
 	t := f.ret
 	for range d.Depth {

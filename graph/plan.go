@@ -253,7 +253,7 @@ func (p *plan) build(n *node) error {
 	build = func(e Expr) (*atollpb.GraphExpr, error) {
 		switch x := e.(type) {
 		case Task:
-			f := lookupFunc(x.Func)
+			f, _ := funcs.Lookup(x.Func) // Validate found it
 			w := &atollpb.GraphExpr{Kind: atollpb.GraphExpr_CALL, Func: x.Func}
 			w.Spread = f.variadic && len(x.Args) == len(f.params) && isList(x.Args[len(x.Args)-1])
 			return args(w, x.Args)

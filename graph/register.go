@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"sync"
+
+	"github.com/atoll-runtime/atoll/internal/registry"
 )
 
 // Func is a function registered with Register: graph tasks name it.
@@ -27,36 +28,29 @@ var (
 	errorType = reflect.TypeFor[error]()
 )
 
-var funcs = struct {
-	sync.RWMutex
-	m map[string]*Func
-	// callbacks are the task callbacks (RegisterTaskCallback).
-	callbacks map[string]TaskCallback
-}{m: map[string]*Func{}, callbacks: map[string]TaskCallback{}}
+// The graph's kinds of the program's registry (internal/registry), one
+// namespace each: the functions graph tasks call, and the task callbacks.
+var (
+	funcs         = registry.NewKind[*Func]("graph function")
+	taskCallbacks = registry.NewKind[TaskCallback]("graph task callback")
+)
 
 // Register registers fn under name for use in graph tasks. fn must be a
 // func(context.Context, A1, ..., An) (R, error), variadic allowed, with a
 // concrete (non-interface) R. Register at package init (in a var
-// declaration), so every process of the binary knows it; a bad signature
-// or a duplicate name panics, as atoll.NewFunc1 does.
+// declaration), so every process of the binary knows it; a bad signature,
+// an empty name or a duplicate name panics, as atoll.NewFunc1 does
+// ("atoll: graph function %q registered twice").
 func Register(name string, fn any) *Func {
 	f, err := newFunc(name, fn)
 	if err != nil {
 		panic("graph: " + err.Error())
 	}
-	funcs.Lock()
-	defer funcs.Unlock()
-	if _, dup := funcs.m[name]; dup {
-		panic(fmt.Sprintf("graph: function %q registered twice", name))
-	}
-	funcs.m[name] = f
+	funcs.MustAdd(name, f)
 	return f
 }
 
 func newFunc(name string, fn any) (*Func, error) {
-	if name == "" {
-		return nil, fmt.Errorf("a function needs a name")
-	}
 	v := reflect.ValueOf(fn)
 	if v.Kind() != reflect.Func || v.IsNil() {
 		return nil, fmt.Errorf("Register(%q): %T is not a function", name, fn)
@@ -76,12 +70,6 @@ func newFunc(name string, fn any) (*Func, error) {
 		f.params = append(f.params, t.In(i))
 	}
 	return f, nil
-}
-
-func lookupFunc(name string) *Func {
-	funcs.RLock()
-	defer funcs.RUnlock()
-	return funcs.m[name]
 }
 
 // TaskInfo describes the graph task a TaskCallback runs around.
@@ -110,21 +98,11 @@ type TaskCallback interface {
 }
 
 // RegisterTaskCallback registers cb under name (at package init, like
-// Register); a duplicate name panics.
+// Register); an empty name or a duplicate one panics ("atoll: graph task
+// callback %q registered twice").
 func RegisterTaskCallback(name string, cb TaskCallback) {
-	funcs.Lock()
-	defer funcs.Unlock()
-	if name == "" || cb == nil {
-		panic("graph: RegisterTaskCallback needs a name and a callback")
+	if cb == nil {
+		panic(fmt.Sprintf("graph: RegisterTaskCallback(%q): a nil callback", name))
 	}
-	if _, dup := funcs.callbacks[name]; dup {
-		panic(fmt.Sprintf("graph: task callback %q registered twice", name))
-	}
-	funcs.callbacks[name] = cb
-}
-
-func lookupTaskCallback(name string) TaskCallback {
-	funcs.RLock()
-	defer funcs.RUnlock()
-	return funcs.callbacks[name]
+	taskCallbacks.MustAdd(name, cb)
 }

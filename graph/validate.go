@@ -230,8 +230,8 @@ func (c *checked) itemType(k Key, it itemExpr) (reflect.Type, error) {
 }
 
 func (c *checked) taskType(k Key, t Task) (reflect.Type, error) {
-	f := lookupFunc(t.Func)
-	if f == nil {
+	f, ok := funcs.Lookup(t.Func)
+	if !ok {
 		return nil, &UnregisteredFuncError{Func: t.Func, Key: k}
 	}
 	n := len(f.params)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+
+	"github.com/atoll-runtime/atoll/internal/registry"
 )
 
 // Errors of the libraries built on the SDK (graph, data, util), in the
@@ -129,12 +131,13 @@ func (e *MalformedError) Is(target error) bool {
 	return target == ErrMalformed || target == ErrInvalidArgument
 }
 
-// NotRegisteredError: a library's task names a function (Kind says which
-// sort: a graph function, a graph task callback, a data RowFunc...) that
-// is not registered in the binary running the task: it was registered
-// after atoll.Init (worker processes run only the package initialisation
-// of the same binary), or the worker runs another binary. It matches
-// ErrNotFound.
+// NotRegisteredError: a library's task names a function (Kind is the
+// name of the library's registry kind: "graph function", "graph task
+// callback", "data row function"...) that is not registered in the
+// binary running the task: it was registered after atoll.Init (worker
+// processes run only the package initialisation of the same binary), or
+// the worker runs another binary. It matches ErrNotFound. Lookup makes
+// it.
 type NotRegisteredError struct {
 	Kind string
 	Name string
@@ -146,6 +149,16 @@ func (e *NotRegisteredError) Error() string {
 
 // Is matches ErrNotFound.
 func (e *NotRegisteredError) Is(target error) bool { return target == ErrNotFound }
+
+// Lookup returns the entry of the library's kind k registered under
+// name, or a NotRegisteredError whose Kind is the kind's name.
+func Lookup[E any](k *registry.Kind[E], name string) (E, error) {
+	e, ok := k.Lookup(name)
+	if !ok {
+		return e, &NotRegisteredError{Kind: k.Name(), Name: name}
+	}
+	return e, nil
+}
 
 // The libraries' errors and the sentinels of the codes they use travel
 // inside task errors in every process of every binary.

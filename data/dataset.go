@@ -268,6 +268,9 @@ func (d *Dataset) Map(fn *RowFunc, opts ...OpOption) *Dataset {
 	if fn == nil {
 		return d.withErr(fmt.Errorf("%w: data: Map(nil)", atoll.ErrInvalidArgument))
 	}
+	if err := registered(rowFuncs, "Map", fn.name); err != nil {
+		return d.withErr(err)
+	}
 	return d.mapOp("map", opSpec{Kind: "map", Fn: fn.name}, opts)
 }
 
@@ -276,6 +279,9 @@ func (d *Dataset) Filter(fn *Predicate, opts ...OpOption) *Dataset {
 	if fn == nil {
 		return d.withErr(fmt.Errorf("%w: data: Filter(nil)", atoll.ErrInvalidArgument))
 	}
+	if err := registered(predicates, "Filter", fn.name); err != nil {
+		return d.withErr(err)
+	}
 	return d.mapOp("filter", opSpec{Kind: "filter", Fn: fn.name}, opts)
 }
 
@@ -283,6 +289,9 @@ func (d *Dataset) Filter(fn *Predicate, opts ...OpOption) *Dataset {
 func (d *Dataset) AddColumn(name string, fn *ColumnFunc, opts ...OpOption) *Dataset {
 	if fn == nil || name == "" {
 		return d.withErr(fmt.Errorf("%w: data: AddColumn needs a name and a function", atoll.ErrInvalidArgument))
+	}
+	if err := registered(columnFuncs, "AddColumn", fn.name); err != nil {
+		return d.withErr(err)
 	}
 	return d.mapOp("add_column", opSpec{Kind: "add_column", Fn: fn.name, Column: name}, opts)
 }

@@ -12,7 +12,14 @@
 //	fmt.Print(ds.Stats())
 //
 // Functions are registered by name at package init, so the worker
-// processes (your binary, re-executed) know them.
+// processes (your binary, re-executed) know them. Each sort of function
+// is a namespace of its own in the program's registry, next to atoll's
+// remote functions: "data batch function" (RegisterBatchFunc), "data row
+// function" (RegisterRowFunc), "data predicate", "data column function",
+// "data flat-map function" and "data batch class". A name taken twice in
+// one of them panics at init (atoll: data row function "double"
+// registered twice); a name the process running an operation does not
+// know is a NotRegisteredError whose Kind is the namespace's name.
 //
 // # Blocks
 //

@@ -35,9 +35,11 @@ type (
 	// decode (corrupt, or from a binary of another version). It matches
 	// ErrMalformed and atoll.ErrInvalidArgument.
 	MalformedError = errs.MalformedError
-	// NotRegisteredError: the worker's binary has no function of the
-	// name an operation uses: it was registered after atoll.Init, or the
-	// worker runs another binary. It matches atoll.ErrNotFound.
+	// NotRegisteredError: the binary running an operation has no
+	// function of the name and sort (Kind: "data row function", "data
+	// batch class"...) the operation uses: it was registered after
+	// atoll.Init, or the worker runs another binary. It matches
+	// atoll.ErrNotFound.
 	NotRegisteredError = errs.NotRegisteredError
 )
 

@@ -83,7 +83,7 @@ func TestErrorsFromWorkers(t *testing.T) {
 
 	err = count("late", data.Range(4).Map(lateRowFunc()))
 	var nr *data.NotRegisteredError
-	if !errors.As(err, &nr) || nr.Name != "test.late" || nr.Kind != "data.RowFunc" || !errors.Is(err, atoll.ErrNotFound) {
+	if !errors.As(err, &nr) || nr.Name != "test.late" || nr.Kind != "data row function" || !errors.Is(err, atoll.ErrNotFound) {
 		t.Fatalf("late: %v, want a NotRegisteredError", err)
 	}
 

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
 // FlatMapFunc is a function of one row returning zero or more rows,
@@ -22,7 +23,7 @@ func (f *FlatMapFunc) Name() string { return f.name }
 // RegisterFlatMapFunc registers fn under name for FlatMap.
 func RegisterFlatMapFunc(name string, fn func(context.Context, Row) ([]Row, error)) *FlatMapFunc {
 	f := &FlatMapFunc{name: name, fn: fn}
-	register(name, f)
+	flatMapFuncs.MustAdd(name, f)
 	return f
 }
 
@@ -33,6 +34,9 @@ func (d *Dataset) FlatMap(fn *FlatMapFunc, opts ...OpOption) *Dataset {
 	if fn == nil {
 		return d.withErr(fmt.Errorf("%w: data: FlatMap(nil)", atoll.ErrInvalidArgument))
 	}
+	if err := registered(flatMapFuncs, "FlatMap", fn.name); err != nil {
+		return d.withErr(err)
+	}
 	return d.mapOp("flat_map", opSpec{Kind: "flat_map", Fn: fn.name}, opts)
 }
 
@@ -40,7 +44,7 @@ func (d *Dataset) FlatMap(fn *FlatMapFunc, opts ...OpOption) *Dataset {
 // record per input record that yields rows (a record whose rows all
 // yield nothing yields no record).
 func applyFlatMap(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arrow.RecordBatch, error) {
-	f, err := lookupFn[*FlatMapFunc]("data.FlatMapFunc", op.Fn)
+	f, err := errs.Lookup(flatMapFuncs, op.Fn)
 	if err != nil {
 		return nil, err
 	}

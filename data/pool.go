@@ -45,7 +45,7 @@ func RegisterBatchClass[S any](name string, setup func(context.Context) (S, erro
 		fn: func(ctx context.Context, s any, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 			return fn(ctx, s.(S), rec)
 		}}
-	register(name, c)
+	batchClasses.MustAdd(name, c)
 	return c
 }
 
@@ -122,7 +122,7 @@ type poolStates struct{}
 
 // applyClass runs a map_batches_class op with the actor's state.
 func applyClass(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arrow.RecordBatch, error) {
-	c, err := lookupFn[*BatchClass]("data.BatchClass", op.Fn)
+	c, err := errs.Lookup(batchClasses, op.Fn)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +160,7 @@ var (
 		}
 		a := &poolActor{states: map[string]any{}}
 		for _, name := range pool.GetClasses() {
-			c, err := lookupFn[*BatchClass]("data.BatchClass", name)
+			c, err := errs.Lookup(batchClasses, name)
 			if err != nil {
 				return nil, err
 			}

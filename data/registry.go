@@ -3,9 +3,12 @@ package data
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/registry"
 )
 
 // User code runs in worker processes, which know functions by name only:
@@ -57,59 +60,56 @@ func (f *Predicate) Name() string { return f.name }
 // Name returns the name fn was registered under.
 func (f *ColumnFunc) Name() string { return f.name }
 
-var registry = struct {
-	sync.RWMutex
-	m map[string]any
-}{m: map[string]any{}}
+// The dataset's kinds of the program's registry (internal/registry), one
+// namespace each: an operation names its function in the kind the
+// operation takes (Map a row function, Filter a predicate...), so a
+// BatchFunc and a RowFunc may share a name, but two RowFuncs may not.
+// Registration is at package init: an empty name, or one its kind holds
+// already, is a programming error and panics, as atoll.NewFunc1 does
+// ("atoll: data row function %q registered twice").
+var (
+	batchFuncs   = registry.NewKind[*BatchFunc]("data batch function")
+	rowFuncs     = registry.NewKind[*RowFunc]("data row function")
+	predicates   = registry.NewKind[*Predicate]("data predicate")
+	columnFuncs  = registry.NewKind[*ColumnFunc]("data column function")
+	flatMapFuncs = registry.NewKind[*FlatMapFunc]("data flat-map function")
+	batchClasses = registry.NewKind[*BatchClass]("data batch class")
+)
 
-// register adds f under name; a duplicate is a programming error and
-// panics, as atoll.NewFunc1 does.
-func register(name string, f any) {
-	registry.Lock()
-	defer registry.Unlock()
-	if name == "" {
-		panic("data: a registered function needs a name")
+// registered is the driver's check of the function an operation takes:
+// a handle no Register function made (a zero value) names nothing, a
+// NotRegisteredError that matches atoll.ErrInvalidArgument too.
+func registered[E any](k *registry.Kind[E], op, name string) error {
+	if _, err := errs.Lookup(k, name); err != nil {
+		return fmt.Errorf("%w: data: %s: %w", atoll.ErrInvalidArgument, op, err)
 	}
-	if _, dup := registry.m[name]; dup {
-		panic(fmt.Sprintf("data: function %q registered twice", name))
-	}
-	registry.m[name] = f
-}
-
-func lookup[F any](name string) (F, error) {
-	registry.RLock()
-	defer registry.RUnlock()
-	f, ok := registry.m[name].(F)
-	if !ok {
-		return f, fmt.Errorf("data: no %T named %q is registered in this binary", f, name)
-	}
-	return f, nil
+	return nil
 }
 
 // RegisterBatchFunc registers fn under name for MapBatches.
 func RegisterBatchFunc(name string, fn func(context.Context, arrow.RecordBatch) (arrow.RecordBatch, error)) *BatchFunc {
 	f := &BatchFunc{name: name, fn: fn}
-	register(name, f)
+	batchFuncs.MustAdd(name, f)
 	return f
 }
 
 // RegisterRowFunc registers fn under name for Map.
 func RegisterRowFunc(name string, fn func(context.Context, Row) (Row, error)) *RowFunc {
 	f := &RowFunc{name: name, fn: fn}
-	register(name, f)
+	rowFuncs.MustAdd(name, f)
 	return f
 }
 
 // RegisterPredicate registers fn under name for Filter.
 func RegisterPredicate(name string, fn func(context.Context, Row) (bool, error)) *Predicate {
 	f := &Predicate{name: name, fn: fn}
-	register(name, f)
+	predicates.MustAdd(name, f)
 	return f
 }
 
 // RegisterColumnFunc registers fn under name for AddColumn.
 func RegisterColumnFunc(name string, fn func(context.Context, arrow.RecordBatch) (arrow.Array, error)) *ColumnFunc {
 	f := &ColumnFunc{name: name, fn: fn}
-	register(name, f)
+	columnFuncs.MustAdd(name, f)
 	return f
 }

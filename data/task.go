@@ -235,7 +235,7 @@ func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arrow.
 	}
 	switch op.Kind {
 	case "map_batches":
-		f, err := lookupFn[*BatchFunc]("data.BatchFunc", op.Fn)
+		f, err := errs.Lookup(batchFuncs, op.Fn)
 		if err != nil {
 			return nil, err
 		}
@@ -252,7 +252,7 @@ func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arrow.
 			out = append(out, r)
 		}
 	case "map":
-		f, err := lookupFn[*RowFunc]("data.RowFunc", op.Fn)
+		f, err := errs.Lookup(rowFuncs, op.Fn)
 		if err != nil {
 			return nil, err
 		}
@@ -280,7 +280,7 @@ func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arrow.
 			out = append(out, nr)
 		}
 	case "filter":
-		f, err := lookupFn[*Predicate]("data.Predicate", op.Fn)
+		f, err := errs.Lookup(predicates, op.Fn)
 		if err != nil {
 			return nil, err
 		}
@@ -318,7 +318,7 @@ func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arrow.
 			out = append(out, nr)
 		}
 	case "add_column":
-		f, err := lookupFn[*ColumnFunc]("data.ColumnFunc", op.Fn)
+		f, err := errs.Lookup(columnFuncs, op.Fn)
 		if err != nil {
 			return nil, err
 		}
@@ -368,16 +368,6 @@ func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arrow.
 		return nil, errs.Malformedf(specWhat, "unknown operation %q", op.Kind)
 	}
 	return out, nil
-}
-
-// lookupFn finds the registered function name of type F (kind names
-// it): a NotRegisteredError when the binary running the task lacks it.
-func lookupFn[F any](kind, name string) (F, error) {
-	f, err := lookup[F](name)
-	if err != nil {
-		return f, &errs.NotRegisteredError{Kind: kind, Name: name}
-	}
-	return f, nil
 }
 
 // guard runs body, which calls op's registered function: the error body

@@ -148,9 +148,16 @@ func applyClass(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arr
 	return out, nil
 }
 
-// poolActor is one actor of a pool: the states of the stage's classes.
+// poolActor is one actor of a pool: the states of the stage's classes,
+// or why it has none.
 type poolActor struct {
 	states map[string]any
+	// err is why the actor's setup failed: a class this binary does not
+	// know (NotRegisteredError) or a setup that returned an error or
+	// panicked (FunctionError). Every call returns it, so the run fails
+	// with it typed; as the constructor's error it would reach the driver
+	// as an ActorDiedError's message only.
+	err error
 }
 
 var (
@@ -162,14 +169,16 @@ var (
 		for _, name := range pool.GetClasses() {
 			c, err := errs.Lookup(batchClasses, name)
 			if err != nil {
-				return nil, err
+				a.err = err
+				return a, nil
 			}
 			var s any
 			if err := guard(opSpec{Kind: "setup", Fn: name}, func() (err error) {
 				s, err = c.setup(ctx)
 				return err
 			}); err != nil {
-				return nil, err
+				a.err = err
+				return a, nil
 			}
 			a.states[name] = s
 		}
@@ -178,6 +187,9 @@ var (
 	// poolRun runs a task spec on the actor: what execTask does, with the
 	// actor's states.
 	poolRun = atoll.NewMultiMethodN(poolActorType, "run", func(a *poolActor, ctx context.Context, args []atoll.Raw) ([]atoll.Raw, error) {
+		if a.err != nil {
+			return nil, a.err
+		}
 		return execSpec(context.WithValue(ctx, poolStates{}, a.states), args)
 	})
 )
@@ -454,8 +466,9 @@ func (p *poolStream) wait(ctx context.Context) error {
 
 // actorDied says whether a call failed because its actor (or the
 // actor's worker or node) died: the block may go to another actor. A
-// setup that failed (the actor's constructor) fails the run: every actor
-// would fail it the same way.
+// constructor that failed (a malformed pool spec) fails the run: every
+// actor would fail it the same way. (A failed setup fails the calls, not
+// the constructor: see poolActor.err.)
 func actorDied(err error) bool {
 	var ad *atoll.ActorDiedError
 	if errors.As(err, &ad) && strings.HasPrefix(ad.Message, "constructor failed") {

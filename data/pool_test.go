@@ -241,8 +241,13 @@ func TestActorPoolStopsEarly(t *testing.T) {
 	}
 
 	bad := data.Range(10).MapBatches(badSetup, data.ActorPool(1, 1))
-	if _, err := bad.Count(ctx); err == nil || !strings.Contains(err.Error(), "no model") {
+	_, err = bad.Count(ctx)
+	if err == nil || !strings.Contains(err.Error(), "no model") {
 		t.Fatalf("a failing setup: %v", err)
+	}
+	var fe *data.FunctionError
+	if !errors.As(err, &fe) || fe.Op != "setup" || fe.Func != "test.badSetup" {
+		t.Fatalf("a failing setup: %v, want a FunctionError of the setup", err)
 	}
 	if st := bad.Stats(); !strings.Contains(st, "* Actors: 1 started") || strings.Contains(st, "retried") {
 		t.Fatalf("a failing setup was retried:\n%s", st)

@@ -71,6 +71,11 @@ var (
 	latePredicate = sync.OnceValue(func() *data.Predicate {
 		return data.RegisterPredicate("test.latePredicate", func(context.Context, data.Row) (bool, error) { return true, nil })
 	})
+	lateClass = sync.OnceValue(func() *data.BatchClass {
+		return data.RegisterBatchClass("test.lateClass", setupModel, func(_ context.Context, m *model, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+			return tagBatch(m, rec), nil
+		})
+	})
 )
 
 func isNotRegistered(t *testing.T, err error, kind, name string) {
@@ -82,12 +87,14 @@ func isNotRegistered(t *testing.T, err error, kind, name string) {
 }
 
 // A function the worker process running an operation does not know is
-// a NotRegisteredError of its sort (TestErrorsFromWorkers has a row
-// function's).
+// a NotRegisteredError of its sort, in a task or in an actor pool's
+// setup (TestErrorsFromWorkers has a row function's).
 func TestNotRegisteredInWorker(t *testing.T) {
 	ctx := start(t)
 	_, err := data.Range(4).Filter(latePredicate()).Count(ctx)
 	isNotRegistered(t, err, "data predicate", "test.latePredicate")
+	_, err = data.Range(4).MapBatches(lateClass(), data.ActorPool(1, 1)).Count(ctx)
+	isNotRegistered(t, err, "data batch class", "test.lateClass")
 }
 
 // In the driver, an operation given a handle that no Register function

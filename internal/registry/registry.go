@@ -20,6 +20,17 @@
 // it. Registration is meant for package init: a name taken twice in a
 // kind is a programming error, and MustAdd panics, as http.Handle does.
 // Lookups take a read lock; registration after init is allowed but rare.
+//
+// The kinds, each its own namespace: the SDK's Functions, ActorTypes,
+// Methods, ErrorTypes and Sentinels (below); package graph's "graph
+// function" and "graph task callback"; package data's "data batch
+// function", "data row function", "data predicate", "data column
+// function", "data flat-map function" and "data batch class" (package
+// util registers only into the SDK's). A library keeps its kinds
+// unexported behind its Register functions and looks names up with
+// errs.Lookup, whose miss is the errs.NotRegisteredError naming the
+// kind. No other package keeps a table of names of its own (the
+// repository rule internal/lint TestOneRegistry).
 package registry
 
 import (

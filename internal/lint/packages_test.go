@@ -53,9 +53,7 @@ func listPackages(t *testing.T, root, module string) []string {
 		if err != nil {
 			t.Fatalf("go list ./...: %v", err)
 		}
-		for _, line := range strings.Fields(string(out)) {
-			paths = append(paths, line)
-		}
+		paths = append(paths, strings.Fields(string(out))...)
 	} else {
 		_, _, pkgs := modulePackages(t)
 		for _, p := range pkgs {

@@ -221,10 +221,16 @@ func (h *HostCore) Arrive(now time.Time, c *Call) []HostEffect {
 }
 
 // Ready reports that incarnation gen of the actor's worker runs its
-// constructor's instance: the calls waiting go out.
+// constructor's instance: the calls waiting go out. Calls still in
+// flight to an earlier incarnation (one that ended without a Crash) are
+// settled as by a Crash first.
 func (h *HostCore) Ready(now time.Time, gen uint64) []HostEffect {
+	var out []HostEffect
+	if gen != h.gen && len(h.inflight) > 0 {
+		out = h.Crash("the actor restarted", true)
+	}
 	h.ready, h.gen = true, gen
-	return h.pump(now, nil)
+	return h.pump(now, out)
 }
 
 // Finish takes the result of a call in flight of incarnation gen, freeing

@@ -146,15 +146,21 @@ func (s *Server) exit() {
 func (s *Server) handle(f *atollpb.Frame) {
 	switch b := f.Body.(type) {
 	case *atollpb.Frame_CreateActor:
+		if _, err := ids.FromBytes(b.CreateActor.GetTaskId()); err != nil {
+			_ = s.conn.Reply(f.Id, &atollpb.Frame{Body: &atollpb.Frame_Status{Status: errs.ToProto(errs.Invalidf("create_actor without a task id"))}})
+			return
+		}
 		s.enqueue(pushed{f: f})
 	case *atollpb.Frame_PushTask:
 		spec := b.PushTask.GetSpec()
-		ctx, cancel := context.WithCancelCause(context.Background())
-		if id, err := ids.FromBytes(spec.GetTaskId()); err == nil {
-			s.mu.Lock()
-			s.running[id] = cancel
-			s.mu.Unlock()
+		id, err := ids.FromBytes(spec.GetTaskId())
+		if err != nil {
+			return // not a task: nobody waits for its result
 		}
+		ctx, cancel := context.WithCancelCause(context.Background())
+		s.mu.Lock()
+		s.running[id] = cancel
+		s.mu.Unlock()
 		s.enqueue(pushed{f: f, spec: spec, ctx: ctx, cancel: cancel})
 	case *atollpb.Frame_RecallTask:
 		p, ok := s.unqueue(b.RecallTask.GetTaskId(), b.RecallTask.GetAttempt(), true)
@@ -265,8 +271,10 @@ func (s *Server) loop() {
 			s.construct(p.f.Id, spec)
 			continue
 		}
-		if p.spec.Type == atollpb.TaskType_ACTOR_TASK {
+		if p.spec.GetType() == atollpb.TaskType_ACTOR_TASK {
 			switch {
+			case s.instance == nil:
+				s.finish(p, s.failed(p.spec, errs.Invalidf("actor call %s: this worker hosts no actor", p.spec.GetName())))
 			case s.groups != nil:
 				if err := s.groups.route(p); err != nil {
 					s.finish(p, s.failed(p.spec, err))
@@ -282,8 +290,13 @@ func (s *Server) loop() {
 	}
 }
 
-// construct runs the actor's constructor and answers the host.
+// construct runs the actor's constructor and answers the host. A worker
+// hosts one actor, constructed once.
 func (s *Server) construct(req uint64, spec *atollpb.TaskSpec) {
+	if s.instance != nil {
+		_ = s.conn.Reply(req, &atollpb.Frame{Body: &atollpb.Frame_Status{Status: errs.ToProto(errs.Invalidf("this worker hosts an actor already"))}})
+		return
+	}
 	if id, err := ids.FromBytes(spec.GetActorId()); err == nil && s.cfg.HostsActor != nil {
 		s.cfg.HostsActor(id)
 	}

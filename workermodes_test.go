@@ -87,8 +87,6 @@ type modesSeqActor struct {
 // submits a task, and keeps what it got.
 type callerActor struct{ got int }
 
-type phoenixArgs struct{ Dir string }
-
 var (
 	modesSeqType   = atoll.NewActorType("modes.seq", func(context.Context) (*modesSeqActor, error) { return &modesSeqActor{}, nil })
 	modesAppend = atoll.NewMethod1(modesSeqType, "Append", func(a *modesSeqActor, _ context.Context, i int) (int, error) {

@@ -113,15 +113,6 @@ func (e *env) noResult() {
 	}
 }
 
-func (e *env) state() *raylet.State {
-	e.t.Helper()
-	res, err := e.system.Root.RequestFuture(e.raylet, &raylet.GetState{}, waitTimeout).Result()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return res.(*raylet.State)
-}
-
 // submit submits task name running function.
 func (e *env) submit(fn, name string) []byte {
 	id := []byte(fmt.Sprintf("%-16s", name)[:16])

@@ -176,8 +176,14 @@ func FuzzHostCore(f *testing.F) {
 					if b%7 == 4 {
 						c = h.inflight[len(h.inflight)-1]
 					}
-					apply(h.Finish(c.gen, &atollpb.TaskResult{TaskId: c.Spec.TaskId}))
-					apply(h.Pump(e.now))
+					fx := h.Finish(c.gen, &atollpb.TaskResult{TaskId: c.Spec.TaskId})
+					apply(fx)
+					due := len(fx) > 0 && fx[len(fx)-1] == HostEffect(PumpDue{})
+					if pumped := h.Pump(e.now); len(pumped) > 0 && !due {
+						t.Fatalf("Finish did not say PumpDue, and Pump sent %d calls", len(pumped))
+					} else {
+						apply(pumped)
+					}
 				}
 			case 5:
 				apply(h.Crash("fuzz", b&8 != 0))

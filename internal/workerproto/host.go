@@ -40,8 +40,8 @@ type (
 		gen uint64
 		err error
 	}
-	// callDone: a call of incarnation gen finished and its result went
-	// to its caller; the host may send the next.
+	// callDone: a call of incarnation gen finished, its result went to
+	// its caller, and calls wait for its place (PumpDue).
 	callDone struct{ gen uint64 }
 	// crashedResult is a result that says its method panicked.
 	crashedResult struct {
@@ -164,10 +164,12 @@ func (h *actorHost) start(ctx actor.Context) {
 			return
 		}
 		for _, e := range state.step(func(c *HostCore) []HostEffect { return c.Finish(gen, res) }) {
-			if r, ok := e.(Reply); ok {
+			switch e := e.(type) {
+			case Reply:
+				deliver(e.Call.Caller.(*actor.PID), res)
+				system.Root.Send(rayletPID, callEvent(e.Call, worker, res.GetError() != nil))
+			case PumpDue:
 				system.Root.Send(self, &callDone{gen: gen})
-				deliver(r.Call.Caller.(*actor.PID), res)
-				system.Root.Send(rayletPID, callEvent(r.Call, worker, res.GetError() != nil))
 			}
 		}
 	}
@@ -253,6 +255,9 @@ func (h *actorHost) apply(ctx actor.Context, effects []HostEffect) {
 		case ArmTimer:
 			system, self := ctx.ActorSystem(), ctx.Self()
 			time.AfterFunc(e.After, func() { system.Root.Send(self, &gapTick{}) })
+		case PumpDue:
+			// Only Finish says so, and the host's own Finish (a panicked
+			// call) is followed by Crash: nothing to send.
 		}
 	}
 	if len(frames) > 0 && h.p != nil {

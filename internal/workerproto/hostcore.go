@@ -146,6 +146,9 @@ type (
 	}
 	// ArmTimer asks for Tick after After.
 	ArmTimer struct{ After time.Duration }
+	// PumpDue: a place freed in a window that has calls waiting; the
+	// shell steps Pump on its own goroutine (Finish never sends).
+	PumpDue struct{}
 )
 
 func (Send) hostEffect()     {}
@@ -154,6 +157,7 @@ func (Fail) hostEffect()     {}
 func (Drop) hostEffect()     {}
 func (SkipGap) hostEffect()  {}
 func (ArmTimer) hostEffect() {}
+func (PumpDue) hostEffect()  {}
 
 // NewHostCore returns the core of a host for an actor; no incarnation is
 // ready yet.
@@ -235,9 +239,10 @@ func (h *HostCore) Ready(now time.Time, gen uint64) []HostEffect {
 
 // Finish takes the result of a call in flight of incarnation gen, freeing
 // its place in its group's window: it returns the Reply, and no Send —
-// the shell steps Pump on its own goroutine to send what now fits (the
-// connection reader that has the result never writes calls). A result
-// for no call in flight (late, of another incarnation) is ignored.
+// if calls wait for that place (PumpDue), the shell steps Pump on its
+// own goroutine to send them (the connection reader that has the result
+// never writes calls). A result for no call in flight (late, of another
+// incarnation) is ignored.
 func (h *HostCore) Finish(gen uint64, res *atollpb.TaskResult) []HostEffect {
 	if gen != h.gen {
 		return nil
@@ -246,6 +251,9 @@ func (h *HostCore) Finish(gen uint64, res *atollpb.TaskResult) []HostEffect {
 		if c.gen == gen && string(c.Spec.GetTaskId()) == string(res.GetTaskId()) && c.Spec.GetAttempt() == res.GetAttempt() {
 			h.inflight = slices.Delete(h.inflight, i, i+1)
 			h.inGroup[c.group]--
+			if h.ready && len(h.queues[c.group]) > 0 {
+				return []HostEffect{Reply{Call: c, Result: res}, PumpDue{}}
+			}
 			return []HostEffect{Reply{Call: c, Result: res}}
 		}
 	}

@@ -22,9 +22,10 @@ import (
 //	arrive t1 [caller=c1 seq=N] [method=m] [group=g] [attempt=N]
 //	ready                     the next incarnation runs its instance
 //	finish t1 [attempt=N] [gen=N] [panicked]
-//	                          its result comes back (then Pump, as the
-//	                          shell does; panicked: the method panicked,
-//	                          then Crash without a running call)
+//	                          its result comes back (then Pump if the
+//	                          core says PumpDue, as the shell does;
+//	                          panicked: the method panicked, then Crash
+//	                          without a running call)
 //	die                       the worker died (Crash, running)
 //	advance DUR               time passes
 //	tick                      the gap timer goes off
@@ -136,8 +137,10 @@ func (e *hostEnv) run(t *testing.T, d *datadriven.TestData) string {
 		fx = e.core.Finish(uint64(gen), res)
 		if d.HasArg("panicked") {
 			fx = append(fx, e.core.Crash("a method panicked", false)...)
-		} else {
-			fx = append(fx, e.core.Pump(e.now)...)
+		} else if len(fx) > 0 {
+			if _, due := fx[len(fx)-1].(PumpDue); due {
+				fx = append(fx, e.core.Pump(e.now)...)
+			}
 		}
 	case "die":
 		fx = e.core.Crash("the worker died", true)
@@ -185,6 +188,8 @@ func printEffects(fx []HostEffect) string {
 			lines = append(lines, fmt.Sprintf("skip %s seq %d..%d", f.Caller, f.From, f.To))
 		case ArmTimer:
 			lines = append(lines, fmt.Sprintf("arm-timer %s", f.After))
+		case PumpDue:
+			lines = append(lines, "pump-due")
 		default:
 			lines = append(lines, fmt.Sprintf("%T", f))
 		}

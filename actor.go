@@ -125,9 +125,6 @@ func newActor[T any](ctx context.Context, e *registry.ActorType, args []runtime.
 		return ActorHandle[T]{}, err
 	}
 	s := rt.Settings()
-	if (cc.maxConcurrency > 1 || len(cc.concurrencyGroups) > 0) && s.InProcessWorkers {
-		return ActorHandle[T]{}, errs.Invalidf("MaxConcurrency and ConcurrencyGroup need worker processes: this driver runs actors on goroutines (WithWorkerMode(InProcessWorkers))")
-	}
 	id := ids.NewActorID()
 	info := &atollpb.ActorInfo{ActorId: id.Bytes(), Name: cc.actorName, Namespace: s.Namespace, ActorType: e.Name,
 		State: atollpb.ActorState_ACTOR_PENDING_CREATION, MaxRestarts: int32(cc.maxRestarts), NodeId: rt.NodeID().Bytes(),

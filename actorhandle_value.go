@@ -1,7 +1,7 @@
 package atoll
 
 import (
-	"context"
+	"bytes"
 	"reflect"
 
 	"google.golang.org/protobuf/proto"
@@ -36,8 +36,14 @@ func (h ActorHandle[T]) GobEncode() ([]byte, error) {
 	if h.st == nil {
 		return nil, errs.Invalidf("cannot pass a zero ActorHandle: make it with ActorType.New or GetActor first")
 	}
-	return proto.Marshal(&atollpb.ActorHandleValue{ActorId: h.st.ID.Bytes(), Name: h.st.Name, ActorType: h.st.TypeName,
+	b, err := proto.Marshal(&atollpb.ActorHandleValue{ActorId: h.st.ID.Bytes(), Name: h.st.Name, ActorType: h.st.TypeName,
 		MaxTaskRetries: int32(h.st.MaxTaskRetries)})
+	if err != nil {
+		return nil, err
+	}
+	// The marker lets the process decoding the value find the handle in
+	// its bytes (runtime.DecodeIn).
+	return append(append([]byte(nil), runtime.ActorHandleMarker...), b...), nil
 }
 
 // GobDecode makes a handle in this process to the actor b names: the
@@ -48,6 +54,10 @@ func (h ActorHandle[T]) GobEncode() ([]byte, error) {
 func (h *ActorHandle[T]) GobDecode(b []byte) error {
 	if len(b) > maxActorHandleValue {
 		return errs.Invalidf("ActorHandle encoding of %d bytes (at most %d): not a handle atoll encoded", len(b), maxActorHandleValue)
+	}
+	b, marked := bytes.CutPrefix(b, runtime.ActorHandleMarker)
+	if !marked {
+		return errs.Invalidf("malformed ActorHandle encoding: not a handle atoll encoded")
 	}
 	var v atollpb.ActorHandleValue
 	if err := proto.Unmarshal(b, &v); err != nil {
@@ -70,7 +80,7 @@ func (h *ActorHandle[T]) GobDecode(b []byte) error {
 	if want := reflect.TypeFor[T](); e.GoType != want {
 		return errs.Invalidf("a handle to actor %s of type %s (%v) decoded as ActorHandle[%v]: declare the field or argument with the actor's type", id.Short(), v.ActorType, e.GoType, want)
 	}
-	rt, err := runtime.Running(context.Background())
+	rt, err := runtime.DecodingRuntime()
 	if err != nil {
 		return errs.Unavailablef("an ActorHandle can only be decoded while atoll runs in this process (%v)", err)
 	}

@@ -56,7 +56,15 @@ func arg[A any](args []registry.Arg, i int) (A, error) {
 		var zero A
 		return zero, errs.Invalidf("missing argument %d", i)
 	}
-	return codec.Decode[A](args[i].Codec, args[i].Data)
+	// Refs and actor handles inside the value register with the runtime
+	// running the task (its decode scope).
+	rt, _ := args[i].Scope.(*runtime.Runtime)
+	var a A
+	err := runtime.DecodeIn(rt, args[i].Data, func() (err error) {
+		a, err = codec.Decode[A](args[i].Codec, args[i].Data)
+		return err
+	})
+	return a, err
 }
 
 func checkArgs(args []registry.Arg, n int) error {

@@ -213,19 +213,26 @@ func decodeValue[T any](ctx context.Context, h *runtime.Ref, value *atollpb.Valu
 		// The value is decoded by copy, so the pin ends here (GetView
 		// keeps one for as long as its view lives).
 		defer h.Unpin()
-		return decodeCopy[T](obj.Codec, obj.Data)
+		return decodeCopy[T](h.Runtime(), obj.Codec, obj.Data)
 	default:
-		return decodeCopy[T](value.Codec, value.GetInline())
+		return decodeCopy[T](h.Runtime(), value.Codec, value.GetInline())
 	}
 }
 
 // decodeCopy decodes data into a T that does not alias data: flat slices
 // and Raw values, which decode as views, get a copy of the bytes first.
-func decodeCopy[T any](c atollpb.Codec, data []byte) (T, error) {
+// Refs and actor handles inside the value register with rt, the runtime
+// of the ref read (its decode scope).
+func decodeCopy[T any](rt *runtime.Runtime, c atollpb.Codec, data []byte) (T, error) {
 	if codec.IsView[T]() {
 		data = bytes.Clone(data)
 	}
-	return codec.Decode[T](c, data)
+	var v T
+	err := runtime.DecodeIn(rt, data, func() (err error) {
+		v, err = codec.Decode[T](c, data)
+		return err
+	})
+	return v, err
 }
 
 // ReplicasAllNodes as SetReplicas's count asks for a copy on every node

@@ -369,14 +369,6 @@ func TestConcurrentActorLimits(t *testing.T) {
 	}
 }
 
-// Concurrent actors need worker processes: New says so on goroutines.
-func TestConcurrentActorNeedsProcesses(t *testing.T) {
-	ctx := start(t)
-	if _, err := concurrentType.New(ctx, atoll.MaxConcurrency(2)); !errors.Is(err, atoll.ErrInvalidArgument) {
-		t.Fatalf("MaxConcurrency with goroutine workers: want ErrInvalidArgument, got %v", err)
-	}
-}
-
 // MaxPendingCalls holds a caller back while its calls are pending: the
 // call past the bound waits, and gives up when its context ends.
 func TestMaxPendingCallsBackpressure(t *testing.T) {

@@ -368,8 +368,9 @@ func TestPoolGrowsForBlockedTasksThenShrinks(t *testing.T) {
 
 func TestRootTasksAreQueuedAtTheSaturationLimit(t *testing.T) {
 	// 4 CPUs but saturation 0.5: at most 2 root tasks run at once, and a
-	// task consuming an existing object is not held back by them.
-	ctx := start(t, atoll.WithNumCPUs(4), atoll.WithSaturation(0.5))
+	// task consuming an existing object is not held back by them. No
+	// pipelining: the queue is what the test looks at.
+	ctx := start(t, atoll.WithNumCPUs(4), atoll.WithSaturation(0.5), atoll.WithPipelineDepth(1))
 	key := newChanKey(t)
 	roots := make([]atoll.ObjectRef[string], 6)
 	for i := range roots {

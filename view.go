@@ -118,7 +118,7 @@ func decodeView[E Elem](ctx context.Context, h *runtime.Ref, value *atollpb.Valu
 		}
 		return newView(h, xs, true), nil
 	default:
-		xs, err := decodeCopy[[]E](value.Codec, value.GetInline())
+		xs, err := decodeCopy[[]E](h.Runtime(), value.Codec, value.GetInline())
 		if err != nil {
 			return View[E]{}, err
 		}

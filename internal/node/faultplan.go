@@ -52,8 +52,8 @@ func (n *Node) spillFaults() objectstore.SpillFaults {
 	return n.hooks.FaultPoints
 }
 
-// withKillPoints gives pc the node's kill-worker rules (nil pc: goroutine
-// workers, which have no process to kill). A kill is logged and, when the
+// withKillPoints gives pc the node's kill-worker rules (a process is
+// killed; an in-process worker has its connection closed). A kill is logged and, when the
 // task carries a trace context, recorded as an "atoll.fault" event on a
 // "fault <task>" span, a child of the task's submit span.
 func (n *Node) withKillPoints(pc *raylet.ProcessConfig, tp trace.TracerProvider) *raylet.ProcessConfig {

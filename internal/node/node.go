@@ -31,7 +31,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/partition"
 	"github.com/atoll-runtime/atoll/internal/raylet"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
-	"github.com/atoll-runtime/atoll/internal/workerproc"
+	"github.com/atoll-runtime/atoll/internal/workerproto"
 )
 
 const (
@@ -107,10 +107,12 @@ type Node struct {
 // settings: the SDK's driver (atoll.Init) sets them for the node it runs
 // for itself; node processes and programs embedding a node set none.
 type Hooks struct {
-	// Executor, when set, runs tasks and actors on goroutines of this
-	// process (goroutine workers; the root package's executor); nil runs
-	// them in worker processes. Embedded nodes only.
-	Executor raylet.Executor
+	// InProcess, when set, runs the node's workers in this process: it
+	// is called for each worker the raylet starts and must start a worker
+	// runtime (runtime.NewWorker) serving the worker's end of its
+	// in-memory connection on goroutines of its own, and return at once.
+	// Nil runs workers as processes. Embedded nodes only.
+	InProcess func(InProcessWorker) error
 	// Deliver, if set, hands a task's or call's result straight to its
 	// owner when that owner lives in this process (the driver's owner
 	// table), skipping the owner's mailbox (raylet.Config.Deliver).
@@ -149,8 +151,8 @@ func StartWith(ctx context.Context, cfg nodeconfig.Config, hooks Hooks) (*Node, 
 	if err != nil {
 		return nil, err
 	}
-	if hooks.Executor != nil && !cfg.Embedded() {
-		return nil, errs.Invalidf("node.Hooks: goroutine workers (Executor) are for an embedded node; cluster nodes run worker processes")
+	if hooks.InProcess != nil && !cfg.Embedded() {
+		return nil, errs.Invalidf("node.Hooks: in-process workers (InProcess) are for an embedded node; cluster nodes run worker processes")
 	}
 	n := &Node{cfg: cfg, hooks: hooks, id: ids.NewNodeID(), events: map[string]func(){}, dead: make(chan struct{})}
 	if err := n.start(ctx); err != nil {
@@ -262,15 +264,10 @@ func (n *Node) start(ctx context.Context) error {
 			}
 		}
 	}
-	executor := n.hooks.Executor
-	if executor == nil {
-		executor = processOnly{}
-	}
 	reporterPID := n.reporterPID
 	rayletProps, err := raylet.NewProps(raylet.Config{
 		NodeID:         n.id,
 		Resources:      res,
-		Executor:       executor,
 		IdleTimeout:    cfg.IdleWorkerTimeout,
 		TimelineCap:    cfg.TimelineCap,
 		StoreCapacity:  n.arena.Size(),
@@ -282,7 +279,7 @@ func (n *Node) start(ctx context.Context) error {
 		OnTaskEvent:    n.taskFinished,
 		ReportActor:    func(info *atollpb.ActorInfo) { root.Send(reporterPID, info) },
 		Process:        n.withKillPoints(n.processConfig(), tp),
-		ProcessWorkers: workerproc.New(),
+		Workers:        workerproto.New(),
 		Deliver:        n.hooks.Deliver,
 		DeliverBorrows: n.hooks.DeliverBorrows,
 		Middleware:     n.faultMiddleware(),

@@ -24,6 +24,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/node"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/raylet"
+	"github.com/atoll-runtime/atoll/internal/workerproto"
 )
 
 // startNode starts a node for one test and stops it when the test ends.
@@ -65,7 +66,7 @@ func TestConfigErrors(t *testing.T) {
 		{"gcs dir off the head", nodeconfig.Config{Address: "127.0.0.1:1", GCSDir: "/tmp/x"}, node.Hooks{}, "GCSDir is the head's"},
 		{"gcs dir of an embedded node", nodeconfig.Config{GCSDir: "/tmp/x"}, node.Hooks{}, "GCSDir is the head's"},
 		{"gcs dir and nats url", nodeconfig.Config{Head: true, NATSURL: "nats://127.0.0.1:2", GCSDir: "/tmp/x"}, node.Hooks{}, "node.Config.GCSDir and node.Config.NATSURL conflict"},
-		{"executor in a cluster", nodeconfig.Config{Head: true}, node.Hooks{Executor: idleExecutor{}}, "goroutine workers (Executor) are for an embedded node"},
+		{"executor in a cluster", nodeconfig.Config{Head: true}, node.Hooks{InProcess: idleWorkers}, "in-process workers (InProcess) are for an embedded node"},
 		{"negative cpus", nodeconfig.Config{NumCPUs: -2}, node.Hooks{}, "must not be negative"},
 		{"nan cpus", nodeconfig.Config{NumCPUs: math.NaN()}, node.Hooks{}, "want a number"},
 		{"bad port", nodeconfig.Config{Head: true, GossipPort: 70000}, node.Hooks{}, "GossipPort 70000"},
@@ -88,7 +89,7 @@ func TestConfigErrors(t *testing.T) {
 // actor-event subscription work until Stop, and Stop removes the session
 // directory it created.
 func TestEmbeddedNode(t *testing.T) {
-	n, err := node.StartWith(context.Background(), nodeconfig.Config{ObjectStoreMemory: 16 << 20, NumCPUs: 2}, node.Hooks{Executor: idleExecutor{}})
+	n, err := node.StartWith(context.Background(), nodeconfig.Config{ObjectStoreMemory: 16 << 20, NumCPUs: 2}, node.Hooks{InProcess: idleWorkers})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,21 +319,29 @@ func TestRunPrintsReadyLineAndStops(t *testing.T) {
 	}
 }
 
-// idleExecutor is a raylet.Executor for goroutine workers that are never
-// given work in these tests: they test the node's assembly, not tasks
-// (the root package's tests run tasks on nodes built by Start).
-type idleExecutor struct{}
-
-func (idleExecutor) RunTask(_ context.Context, w raylet.Worker, spec *atollpb.TaskSpec) *atollpb.TaskResult {
-	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, WorkerId: w.ID.Bytes()}
+// idleWorkers are in-process workers for nodes that are never given
+// work in these tests: they test the node's assembly, not tasks (the
+// root package's tests run tasks on nodes built by Start). Each is a
+// workerproto.Server with an executor that answers at once.
+func idleWorkers(w node.InProcessWorker) error {
+	var srv *workerproto.Server
+	srv = workerproto.NewServer(w.Conn, workerproto.ServerConfig{WorkerID: w.ID, Executor: idleExecutor{}, Exit: func() { srv.Conn().Close() }})
+	go srv.Serve(0)
+	return nil
 }
 
-func (idleExecutor) NewActor(context.Context, raylet.Worker, *atollpb.TaskSpec) (any, error) {
+type idleExecutor struct{}
+
+func (idleExecutor) RunTask(_ context.Context, spec *atollpb.TaskSpec) *atollpb.TaskResult {
+	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt}
+}
+
+func (idleExecutor) NewActor(context.Context, *atollpb.TaskSpec) (any, error) {
 	return struct{}{}, nil
 }
 
-func (idleExecutor) RunActorTask(_ context.Context, w raylet.Worker, _ any, spec *atollpb.TaskSpec) (*atollpb.TaskResult, bool) {
-	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, WorkerId: w.ID.Bytes()}, false
+func (idleExecutor) RunActorTask(_ context.Context, _ any, spec *atollpb.TaskSpec) (*atollpb.TaskResult, bool) {
+	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt}, false
 }
 
 // TestWorkerThatCannotStartBacksOff: a worker binary that exits at once

@@ -42,7 +42,7 @@ func TestDeadSessionsAreReaped(t *testing.T) {
 	old := mk("atoll-session-nolock", "spill/atoll-spill-01020304-1.bin")
 	other := mk("not-a-session", "session.lock")
 
-	n, err := node.StartWith(t.Context(), nodeconfig.Config{ObjectStoreMemory: 16 << 20, NumCPUs: 1}, node.Hooks{Executor: idleExecutor{}})
+	n, err := node.StartWith(t.Context(), nodeconfig.Config{ObjectStoreMemory: 16 << 20, NumCPUs: 1}, node.Hooks{InProcess: idleWorkers})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,23 +1,36 @@
 package node
 
 import (
-	"context"
-
 	"github.com/atoll-runtime/atoll/atollpb"
-	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/objectstore"
 	"github.com/atoll-runtime/atoll/internal/raylet"
+	"github.com/atoll-runtime/atoll/internal/workerconn"
 )
 
-// How the node's raylet runs tasks: in worker processes it starts (or on
-// the driver's goroutines, Hooks.Executor), and what happens when one
-// dies.
+// How the node's raylet runs its workers: as processes it starts, or as
+// worker runtimes on goroutines of this process (Hooks.InProcess), both
+// over the worker protocol (package workerproto); and what happens when
+// one dies.
 
-// processConfig returns how the raylet starts worker processes, or nil
-// for goroutine workers.
+// InProcessWorker is a worker the node runs in this process
+// (Hooks.InProcess): its ids, the node's arena (mapped in this process)
+// and the worker's end of its in-memory connection to the raylet.
+type InProcessWorker struct {
+	ID    ids.WorkerID
+	Node  ids.NodeID
+	Arena *objectstore.Arena
+	Conn  workerconn.Endpoint
+}
+
+// processConfig returns how the raylet starts its workers.
 func (n *Node) processConfig() *raylet.ProcessConfig {
-	if n.hooks.Executor != nil {
-		return nil
+	if start := n.hooks.InProcess; start != nil {
+		arena := n.arena
+		return &raylet.ProcessConfig{Store: n.storePID, GCS: n.gcsClient.Do,
+			InProcess: func(w ids.WorkerID, node ids.NodeID, conn workerconn.Endpoint) error {
+				return start(InProcessWorker{ID: w, Node: node, Arena: arena, Conn: conn})
+			}}
 	}
 	pc := &raylet.ProcessConfig{
 		Binary: n.cfg.WorkerBinary, Arena: n.arena.File(), ArenaSize: n.arena.Size(), Store: n.storePID,
@@ -50,23 +63,4 @@ func (n *Node) workerDied(w ids.WorkerID) {
 	n.workerStores.Delete(w)
 	n.system.Root.Send(n.storePID, &atollpb.ClientDisconnected{ClientId: w.Bytes()})
 	n.gateway.OwnerExited(w) // other nodes free what it owned there (nil-safe)
-}
-
-// processOnly is the raylet's executor on a node whose tasks run in
-// worker processes: the raylet hands every task and actor to a process
-// there, never to an executor, so these calls only report the mistake.
-type processOnly struct{}
-
-var errProcessOnly = errs.Invalidf("this node runs tasks in worker processes, not in its own process")
-
-func (processOnly) RunTask(_ context.Context, w raylet.Worker, spec *atollpb.TaskSpec) *atollpb.TaskResult {
-	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Error: errs.ToProto(errProcessOnly), WorkerId: w.ID.Bytes()}
-}
-
-func (processOnly) NewActor(context.Context, raylet.Worker, *atollpb.TaskSpec) (any, error) {
-	return nil, errProcessOnly
-}
-
-func (processOnly) RunActorTask(_ context.Context, w raylet.Worker, _ any, spec *atollpb.TaskSpec) (*atollpb.TaskResult, bool) {
-	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Error: errs.ToProto(errProcessOnly), WorkerId: w.ID.Bytes()}, false
 }

@@ -1,50 +1,28 @@
-package raylet
+package raylet_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"testing"
 
+	"github.com/atoll-runtime/atoll/internal/raylet"
 	"github.com/atoll-runtime/atoll/internal/testutil"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/atoll-runtime/atoll/atollpb"
-	"github.com/atoll-runtime/atoll/internal/actors"
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
-
-// actorExecutor builds actors whose constructor fails when the actor's
-// name says so.
-type actorExecutor struct{ blockingExecutor }
-
-func (e *actorExecutor) NewActor(_ context.Context, _ Worker, spec *atollpb.TaskSpec) (any, error) {
-	if spec.GetActorCreation().GetName() == "broken" {
-		return nil, errors.New("constructor failed")
-	}
-	return struct{}{}, nil
-}
 
 // TestDeadActorsLeaveTheTable: a raylet's table of hosted actors holds
 // live actors only: killed actors, actors whose constructor failed and
 // actors whose restarts ran out all leave it (and their restart budgets
 // with them), however many come and go.
 func TestDeadActorsLeaveTheTable(t *testing.T) {
-	system := actors.NewSystem(nil)
-	t.Cleanup(system.Shutdown)
 	reports := make(chan *atollpb.ActorInfo, 1024)
-	exec := &actorExecutor{blockingExecutor{release: make(chan struct{})}}
+	exec := &blockingExecutor{release: make(chan struct{})}
 	t.Cleanup(func() { close(exec.release) })
-	props, err := NewProps(Config{Resources: Resources{CPU: 1}, Executor: exec,
-		ReportActor: func(a *atollpb.ActorInfo) { reports <- a }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := system.Root.SpawnNamed(props, "raylet")
-	if err != nil {
-		t.Fatal(err)
-	}
+	system, pid := startRaylet(t, raylet.Config{Resources: raylet.Resources{raylet.CPU: 1},
+		ReportActor: func(a *atollpb.ActorInfo) { reports <- a }}, exec)
 	results := make(chan *atollpb.TaskResult, 1024)
 	owner := system.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 		if r, ok := c.Message().(*atollpb.TaskResult); ok {

@@ -1,35 +1,14 @@
-package raylet
+package raylet_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/atoll-runtime/atoll/atollpb"
-	"github.com/atoll-runtime/atoll/internal/actors"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/raylet"
 )
-
-// blockingExecutor runs every task until release is closed.
-type blockingExecutor struct{ release chan struct{} }
-
-func (e *blockingExecutor) RunTask(ctx context.Context, _ Worker, spec *atollpb.TaskSpec) *atollpb.TaskResult {
-	select {
-	case <-e.release:
-	case <-ctx.Done():
-	}
-	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt}
-}
-
-func (e *blockingExecutor) NewActor(context.Context, Worker, *atollpb.TaskSpec) (any, error) {
-	return struct{}{}, nil
-}
-
-func (e *blockingExecutor) RunActorTask(_ context.Context, _ Worker, _ any, spec *atollpb.TaskSpec) (*atollpb.TaskResult, bool) {
-	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt}, false
-}
 
 type forwarded struct {
 	node ids.NodeID
@@ -41,15 +20,13 @@ type forwarded struct {
 // reported on the returned channel.
 func clusterRaylet(t *testing.T) (*actor.ActorSystem, *actor.PID, ids.NodeID, chan forwarded, *blockingExecutor) {
 	t.Helper()
-	system := actors.NewSystem(nil)
-	t.Cleanup(system.Shutdown)
 	fwd := make(chan forwarded, 64)
 	exec := &blockingExecutor{release: make(chan struct{})}
 	t.Cleanup(func() { close(exec.release) })
 	self := ids.NewNodeID()
-	props, err := NewProps(Config{
-		NodeID: self, Resources: Resources{CPU: 1}, Executor: exec,
-		Cluster: &ClusterConfig{
+	system, pid := startRaylet(t, raylet.Config{
+		NodeID: self, Resources: raylet.Resources{raylet.CPU: 1},
+		Cluster: &raylet.ClusterConfig{
 			Forward: func(node ids.NodeID, spec *atollpb.TaskSpec, _ *actor.PID, hops int32) {
 				fwd <- forwarded{node, spec, hops}
 			},
@@ -57,14 +34,7 @@ func clusterRaylet(t *testing.T) (*actor.ActorSystem, *actor.PID, ids.NodeID, ch
 			Cancel:    func(ids.TaskID, bool) {},
 			KillActor: func(*atollpb.KillActor) {},
 		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := system.Root.SpawnNamed(props, "raylet")
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, exec)
 	return system, pid, self, fwd, exec
 }
 
@@ -74,19 +44,10 @@ func submitN(system *actor.ActorSystem, pid *actor.PID, n int, strategy *atollpb
 		out[i] = ids.NewTaskID()
 		system.Root.Send(pid, &atollpb.SubmitTask{Spec: &atollpb.TaskSpec{
 			TaskId: out[i].Bytes(), Name: "t", Function: "t", NumReturns: 1,
-			Resources: map[string]float64{CPU: 1}, Scheduling: strategy,
+			Resources: map[string]float64{raylet.CPU: 1}, Scheduling: strategy,
 		}})
 	}
 	return out
-}
-
-func state(t *testing.T, system *actor.ActorSystem, pid *actor.PID) *State {
-	t.Helper()
-	res, err := system.Root.RequestFuture(pid, &GetState{}, waitTimeout).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.(*State)
 }
 
 // TestSpillBackToIdlePeer: tasks queued behind a busy CPU move to a peer
@@ -109,7 +70,7 @@ func TestSpillBackToIdlePeer(t *testing.T) {
 	// A peer with two free CPUs and no queue appears: two queued tasks
 	// spill back to it; the pinned one stays.
 	peer := ids.NewNodeID()
-	system.Root.Send(pid, &PeerView{Nodes: []NodeView{{ID: peer, Total: Resources{CPU: 2}, Available: Resources{CPU: 2}}}})
+	system.Root.Send(pid, &raylet.PeerView{Nodes: []raylet.NodeView{{ID: peer, Total: raylet.Resources{raylet.CPU: 2}, Available: raylet.Resources{raylet.CPU: 2}}}})
 	for range 2 {
 		f := recv(t, fwd, "no task spilled back to the idle peer")
 		if f.node != peer || f.hops != 1 || f.spec.Scheduling != nil {
@@ -122,7 +83,7 @@ func TestSpillBackToIdlePeer(t *testing.T) {
 	}
 	// The same view again: the peer's room is reserved until its next
 	// report, nothing more moves.
-	system.Root.Send(pid, &PeerView{Nodes: []NodeView{{ID: peer, Total: Resources{CPU: 2}, Available: Resources{CPU: 0}, QueuedCPU: 0}}})
+	system.Root.Send(pid, &raylet.PeerView{Nodes: []raylet.NodeView{{ID: peer, Total: raylet.Resources{raylet.CPU: 2}, Available: raylet.Resources{raylet.CPU: 0}, QueuedCPU: 0}}})
 	if st := state(t, system, pid); st.Queued != 1 {
 		t.Fatalf("queued %d after a full peer's report, want 1", st.Queued)
 	}
@@ -138,10 +99,10 @@ func TestSpillBackToIdlePeer(t *testing.T) {
 func TestForwardedTaskSpillsBackWhenInfeasible(t *testing.T) {
 	system, pid, _, fwd, _ := clusterRaylet(t)
 	gpu := ids.NewNodeID()
-	system.Root.Send(pid, &PeerView{Nodes: []NodeView{{ID: gpu, Total: Resources{CPU: 1, "GPU": 1}, Available: Resources{CPU: 1, "GPU": 1}}}})
+	system.Root.Send(pid, &raylet.PeerView{Nodes: []raylet.NodeView{{ID: gpu, Total: raylet.Resources{raylet.CPU: 1, "GPU": 1}, Available: raylet.Resources{raylet.CPU: 1, "GPU": 1}}}})
 	id := ids.NewTaskID()
 	system.Root.Send(pid, &atollpb.SubmitTask{Forwarded: true, Hops: 1, Spec: &atollpb.TaskSpec{
-		TaskId: id.Bytes(), Name: "gpu", Function: "gpu", NumReturns: 1, Resources: map[string]float64{CPU: 1, "GPU": 1},
+		TaskId: id.Bytes(), Name: "gpu", Function: "gpu", NumReturns: 1, Resources: map[string]float64{raylet.CPU: 1, "GPU": 1},
 	}})
 	f := recv(t, fwd, "an infeasible forwarded task did not spill back")
 	if f.node != gpu || f.hops != 2 {
@@ -155,20 +116,20 @@ func TestForwardedTaskSpillsBackWhenInfeasible(t *testing.T) {
 // as soon as one joins.
 func TestWaitingTaskPlacedWhenANodeCanRunIt(t *testing.T) {
 	system, pid, _, fwd, _ := clusterRaylet(t)
-	cpu := NodeView{ID: ids.NewNodeID(), Total: Resources{CPU: 2}, Available: Resources{CPU: 2}}
-	system.Root.Send(pid, &PeerView{Nodes: []NodeView{cpu}})
+	cpu := raylet.NodeView{ID: ids.NewNodeID(), Total: raylet.Resources{raylet.CPU: 2}, Available: raylet.Resources{raylet.CPU: 2}}
+	system.Root.Send(pid, &raylet.PeerView{Nodes: []raylet.NodeView{cpu}})
 	system.Root.Send(pid, &atollpb.SubmitTask{Spec: &atollpb.TaskSpec{
-		TaskId: ids.NewTaskID().Bytes(), Name: "gpu", Function: "gpu", NumReturns: 1, Resources: map[string]float64{CPU: 1, "GPU": 1},
+		TaskId: ids.NewTaskID().Bytes(), Name: "gpu", Function: "gpu", NumReturns: 1, Resources: map[string]float64{raylet.CPU: 1, "GPU": 1},
 	}})
 	for i := range 3 {
-		cpu.Available = Resources{CPU: float64(i)}
-		system.Root.Send(pid, &PeerView{Nodes: []NodeView{cpu}})
+		cpu.Available = raylet.Resources{raylet.CPU: float64(i)}
+		system.Root.Send(pid, &raylet.PeerView{Nodes: []raylet.NodeView{cpu}})
 	}
 	if st := state(t, system, pid); st.Queued != 1 {
 		t.Fatalf("%d queued, want the task waiting", st.Queued)
 	}
-	gpu := NodeView{ID: ids.NewNodeID(), Total: Resources{CPU: 1, "GPU": 1}, Available: Resources{CPU: 1, "GPU": 1}}
-	system.Root.Send(pid, &PeerView{Nodes: []NodeView{cpu, gpu}})
+	gpu := raylet.NodeView{ID: ids.NewNodeID(), Total: raylet.Resources{raylet.CPU: 1, "GPU": 1}, Available: raylet.Resources{raylet.CPU: 1, "GPU": 1}}
+	system.Root.Send(pid, &raylet.PeerView{Nodes: []raylet.NodeView{cpu, gpu}})
 	if f := recv(t, fwd, "the waiting task did not go to the node that joined"); f.node != gpu.ID || f.spec.Name != "gpu" {
 		t.Fatalf("forwarded %s to %s, want gpu to the GPU node", f.spec.Name, f.node.Short())
 	}
@@ -183,15 +144,15 @@ func TestWaitingTaskPlacedWhenANodeCanRunIt(t *testing.T) {
 func TestDrainPlacesElsewhere(t *testing.T) {
 	system, pid, self, fwd, _ := clusterRaylet(t)
 	peer := ids.NewNodeID()
-	system.Root.Send(pid, &PeerView{Nodes: []NodeView{{ID: peer, Total: Resources{CPU: 4}, Available: Resources{CPU: 4}}}})
+	system.Root.Send(pid, &raylet.PeerView{Nodes: []raylet.NodeView{{ID: peer, Total: raylet.Resources{raylet.CPU: 4}, Available: raylet.Resources{raylet.CPU: 4}}}})
 	submitN(system, pid, 1, nil)
 	if st := state(t, system, pid); st.Running != 1 || st.Draining {
 		t.Fatalf("before the drain: %d running, draining %v; want 1, false", st.Running, st.Draining)
 	}
-	system.Root.Send(pid, &Drain{})
+	system.Root.Send(pid, &raylet.Drain{})
 	submitN(system, pid, 2, nil)
 	system.Root.Send(pid, &atollpb.SubmitTask{Forwarded: true, Hops: 1, Spec: &atollpb.TaskSpec{
-		TaskId: ids.NewTaskID().Bytes(), Name: "fwd", Function: "fwd", NumReturns: 1, Resources: map[string]float64{CPU: 1},
+		TaskId: ids.NewTaskID().Bytes(), Name: "fwd", Function: "fwd", NumReturns: 1, Resources: map[string]float64{raylet.CPU: 1},
 	}})
 	for range 3 {
 		if f := recv(t, fwd, "a task submitted to the draining raylet stayed"); f.node != peer {
@@ -201,28 +162,6 @@ func TestDrainPlacesElsewhere(t *testing.T) {
 	submitN(system, pid, 1, &atollpb.SchedulingStrategy{Kind: atollpb.SchedulingStrategy_NODE_AFFINITY, NodeId: self.Bytes()})
 	if st := state(t, system, pid); !st.Draining || st.Running != 1 || st.Queued != 1 {
 		t.Fatalf("draining: %d running, %d queued, draining %v; want 1, 1 (the pinned task), true", st.Running, st.Queued, st.Draining)
-	}
-}
-
-func TestTimelineKeepsTheLastEvents(t *testing.T) {
-	tl := timeline{cap: TimelineCap}
-	for i := range TimelineCap + 10 {
-		tl.add(TaskEvent{Name: "t", Start: time.Unix(int64(i), 0)})
-	}
-	got := tl.snapshot()
-	if len(got) != TimelineCap || got[0].Start.Unix() != 10 || got[len(got)-1].Start.Unix() != TimelineCap+9 {
-		t.Fatalf("%d events from %d to %d; want the last %d, oldest first", len(got), got[0].Start.Unix(), got[len(got)-1].Start.Unix(), TimelineCap)
-	}
-}
-
-func TestRespawnDelay(t *testing.T) {
-	for _, c := range []struct {
-		failures int
-		want     time.Duration
-	}{{1, 100 * time.Millisecond}, {2, 200 * time.Millisecond}, {4, 800 * time.Millisecond}, {9, 25600 * time.Millisecond}, {10, 30 * time.Second}, {1000, 30 * time.Second}} {
-		if got := respawnDelay(c.failures); got != c.want {
-			t.Errorf("respawnDelay(%d) = %v, want %v", c.failures, got, c.want)
-		}
 	}
 }
 
@@ -239,7 +178,7 @@ func TestCancelOneAttempt(t *testing.T) {
 	}))
 	submit := func(id ids.TaskID, attempt int32) {
 		system.Root.RequestWithCustomSender(pid, &atollpb.SubmitTask{Spec: &atollpb.TaskSpec{
-			TaskId: id.Bytes(), Attempt: attempt, Name: "t", Function: "t", NumReturns: 1, Resources: map[string]float64{CPU: 1},
+			TaskId: id.Bytes(), Attempt: attempt, Name: "t", Function: "t", NumReturns: 1, Resources: map[string]float64{raylet.CPU: 1},
 		}}, owner) // no peers: it stays here
 	}
 	running, queued := ids.NewTaskID(), ids.NewTaskID()

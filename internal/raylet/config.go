@@ -1,7 +1,6 @@
 package raylet
 
 import (
-	"context"
 	"log/slog"
 	"math"
 	"runtime"
@@ -22,27 +21,13 @@ type Worker struct {
 	NodeID ids.NodeID
 }
 
-// Executor runs user code. The atoll package implements it; the raylet
-// calls it from worker goroutines.
-type Executor interface {
-	// RunTask runs one attempt of a normal task and returns its result. It
-	// must return promptly once ctx is cancelled (the task was cancelled or
-	// its worker killed).
-	RunTask(ctx context.Context, w Worker, spec *atollpb.TaskSpec) *atollpb.TaskResult
-	// NewActor runs an actor's constructor.
-	NewActor(ctx context.Context, w Worker, spec *atollpb.TaskSpec) (instance any, err error)
-	// RunActorTask runs one method call on instance. panicked reports that
-	// the method panicked: the actor is then restarted (or dies).
-	RunActorTask(ctx context.Context, w Worker, instance any, spec *atollpb.TaskSpec) (res *atollpb.TaskResult, panicked bool)
-}
-
 // Config configures a raylet. Zero fields take the documented defaults.
 type Config struct {
 	// NodeID names the node; default: a fresh id.
 	NodeID ids.NodeID
 	// Resources is the node's total; default {CPU: runtime.NumCPU()}.
 	Resources Resources
-	// NumWorkers is how many goroutine workers start with the raylet;
+	// NumWorkers is how many pool workers start with the raylet;
 	// default: the CPU count (one per CPU slot).
 	NumWorkers int
 	// MaxWorkers bounds the pool, which grows past NumWorkers while tasks
@@ -60,8 +45,6 @@ type Config struct {
 	// before it is stopped; default 10s (long enough to absorb a burst of
 	// nested tasks, short enough not to hoard processes).
 	IdleTimeout time.Duration
-	// Executor runs user code; required.
-	Executor Executor
 	// TracerProvider for queue and schedule spans; default no-op.
 	TracerProvider trace.TracerProvider
 	// Logger; default slog.Default().
@@ -73,7 +56,7 @@ type Config struct {
 	// Deliver, if set, gives a task's result straight to its owner when
 	// the owner lives in this process, and reports true; false sends the
 	// result to the owner's mailbox. It is called on the goroutine that
-	// has the result (a worker connection's reader, a task's goroutine),
+	// has the result (a worker connection's reader),
 	// so it must not block. Optional.
 	Deliver func(owner *actor.PID, res *atollpb.TaskResult) bool
 	// DeliverBorrows, if set, gives a borrower's standalone report to
@@ -97,20 +80,20 @@ type Config struct {
 	// Middleware is installed on the workers and actor hosts the raylet
 	// spawns (fault injection, tracing).
 	Middleware []actor.ReceiverMiddleware
-	// PipelineDepth is how many task attempts a worker process may hold
-	// at once (pipelining: it starts the next as soon as one ends, with
-	// no round trip to the raylet); default DefaultPipelineDepth, 1
-	// turns pipelining off. Only the tasks of the class the worker is
-	// leased to are pipelined, only while no other class waits, and
-	// unstarted ones are taken back (recalled) when the running one
-	// blocks in Get or another worker is idle. Goroutine workers run
-	// one attempt each.
+	// PipelineDepth is how many task attempts a worker may hold at once
+	// (pipelining: it starts the next as soon as one ends, with no round
+	// trip to the raylet); default DefaultPipelineDepth, 1 turns
+	// pipelining off. Only the tasks of the class the worker is leased
+	// to are pipelined, only while no other class waits, and unstarted
+	// ones are taken back (recalled) when the running one blocks in Get
+	// or another worker is idle.
 	PipelineDepth int
-	// Process, when set, runs workers and actors in worker processes
-	// made by ProcessWorkers (required with it); nil runs them on
-	// goroutines of this process.
-	Process        *ProcessConfig
-	ProcessWorkers ProcessWorkers
+	// Process says how workers run: as processes of a binary, or as
+	// worker runtimes on goroutines of this process
+	// (ProcessConfig.InProcess); required. Workers makes their actors
+	// (workerproto.New()); required.
+	Process *ProcessConfig
+	Workers Workers
 	// Cluster, when set, makes the raylet one node of a cluster (placement
 	// and forwarding); nil: a single node.
 	Cluster *ClusterConfig
@@ -120,8 +103,8 @@ type Config struct {
 const DefaultPipelineDepth = 16
 
 func (c Config) withDefaults() (Config, error) {
-	if c.Executor == nil {
-		return c, errs.Invalidf("raylet: Config.Executor is required")
+	if c.Process == nil || c.Workers == nil {
+		return c, errs.Invalidf("raylet: Config.Process and Config.Workers are required (workerproto.New())")
 	}
 	if c.NodeID.IsZero() {
 		c.NodeID = ids.NewNodeID()
@@ -139,9 +122,6 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.PipelineDepth <= 0 {
 		c.PipelineDepth = DefaultPipelineDepth
-	}
-	if c.Process == nil {
-		c.PipelineDepth = 1
 	}
 	if c.NumWorkers <= 0 {
 		c.NumWorkers = int(c.Resources[CPU])
@@ -182,16 +162,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.OnWorkerDeath == nil {
 		c.OnWorkerDeath = func(ids.WorkerID) {}
 	}
-	if c.Process != nil && c.ProcessWorkers == nil {
-		return c, errs.Invalidf("raylet: Config.Process needs ProcessWorkers (workerproc.New())")
+	p, err := c.Process.withDefaults()
+	if err != nil {
+		return c, err
 	}
-	if c.Process != nil {
-		p, err := c.Process.withDefaults()
-		if err != nil {
-			return c, err
-		}
-		c.Process = p
-	}
+	c.Process = p
 	if c.Cluster != nil && (c.Cluster.Forward == nil || c.Cluster.CallActor == nil || c.Cluster.Cancel == nil || c.Cluster.KillActor == nil) {
 		return c, errs.Invalidf("raylet: ClusterConfig needs Forward, CallActor, Cancel and KillActor")
 	}

@@ -178,3 +178,25 @@ func TestResourcesTimes(t *testing.T) {
 		}
 	}
 }
+
+func TestTimelineKeepsTheLastEvents(t *testing.T) {
+	tl := timeline{cap: TimelineCap}
+	for i := range TimelineCap + 10 {
+		tl.add(TaskEvent{Name: "t", Start: time.Unix(int64(i), 0)})
+	}
+	got := tl.snapshot()
+	if len(got) != TimelineCap || got[0].Start.Unix() != 10 || got[len(got)-1].Start.Unix() != TimelineCap+9 {
+		t.Fatalf("%d events from %d to %d; want the last %d, oldest first", len(got), got[0].Start.Unix(), got[len(got)-1].Start.Unix(), TimelineCap)
+	}
+}
+
+func TestRespawnDelay(t *testing.T) {
+	for _, c := range []struct {
+		failures int
+		want     time.Duration
+	}{{1, 100 * time.Millisecond}, {2, 200 * time.Millisecond}, {4, 800 * time.Millisecond}, {9, 25600 * time.Millisecond}, {10, 30 * time.Second}, {1000, 30 * time.Second}} {
+		if got := respawnDelay(c.failures); got != c.want {
+			t.Errorf("respawnDelay(%d) = %v, want %v", c.failures, got, c.want)
+		}
+	}
+}

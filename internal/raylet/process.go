@@ -10,6 +10,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/workerconn"
 )
 
 // Environment of a worker process. The raylet starts the user's own
@@ -26,8 +28,25 @@ const (
 	ConnFD  = 4
 )
 
-// ProcessConfig makes the raylet run workers as processes of Binary.
+// ProcessConfig says how the raylet runs its workers: as processes of
+// Binary (the default), or, with InProcess, as worker runtimes on
+// goroutines of this process. Both speak the same worker protocol over a
+// connection (package workerproto): a socket pair to a process, an
+// in-memory pipe to an in-process worker.
 type ProcessConfig struct {
+	// InProcess, if set, runs each worker in this process instead of
+	// starting a process: it is called with the worker's ids and its end
+	// of an in-memory connection (workerconn.Pipe), must start a worker
+	// runtime serving that end on goroutines of its own and return at
+	// once (an error: the worker could not start; the connection is
+	// closed). Such a worker shares this process's memory and the node's
+	// arena mapping; killing it closes its connection and cancels its
+	// tasks' contexts (Go cannot stop a goroutine: a task that ignores
+	// its context runs on, its results dropped). Binary, Args, Env,
+	// Arena, Output and OutputFor do not apply; Store, GCS, Fetch,
+	// Delete, StartTimeout and KillAt do.
+	InProcess func(worker ids.WorkerID, node ids.NodeID, conn workerconn.Endpoint) error
+
 	// Binary is the program to start in worker mode; default
 	// os.Executable() (the driver's own binary).
 	Binary string
@@ -61,8 +80,8 @@ type ProcessConfig struct {
 	// store (in a cluster the copies on other nodes go too).
 	Delete func(*atollpb.DeleteObjectsRequest)
 	// KillAt, if set, is asked at two points of every task attempt and
-	// actor call run in a worker process whether to SIGKILL the process
-	// there (fault injection: package faultplan's kill-worker rules). The
+	// actor call run in a worker whether to kill the worker there (a
+	// process: SIGKILL; an in-process worker: its connection closes) (fault injection: package faultplan's kill-worker rules). The
 	// death is then handled as any other: the attempt is reported as
 	// crashed and retried within its retries, the actor restarted within
 	// its restarts. It is called on the raylet's goroutine, an actor
@@ -85,6 +104,16 @@ const (
 
 func (p *ProcessConfig) withDefaults() (*ProcessConfig, error) {
 	c := *p
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = 30 * time.Second
+	}
+	if c.InProcess != nil {
+		if c.Store == nil {
+			return nil, fmt.Errorf("raylet: ProcessConfig needs Store")
+		}
+		c.Binary, c.PerJobBinary = "", false
+		return &c, nil
+	}
 	if c.Binary == "" && !c.PerJobBinary {
 		exe, err := os.Executable()
 		if err != nil {
@@ -97,9 +126,6 @@ func (p *ProcessConfig) withDefaults() (*ProcessConfig, error) {
 	}
 	if c.Arena == nil || c.ArenaSize == 0 || c.Store == nil {
 		return nil, fmt.Errorf("raylet: ProcessConfig needs Arena, ArenaSize and Store")
-	}
-	if c.StartTimeout <= 0 {
-		c.StartTimeout = 30 * time.Second
 	}
 	if c.Output == nil {
 		c.Output = os.Stderr

@@ -89,7 +89,7 @@ func (r *raylet) coreConfig() CoreConfig {
 		Saturation: cfg.Saturation, PipelineDepth: cfg.PipelineDepth,
 		Tracer: queueTracer{r.tracer}, Logger: cfg.Logger,
 	}
-	if cfg.Process != nil {
+	if cfg.Process.InProcess == nil {
 		cc.Processes, cc.Binary, cc.CheckBinary = true, cfg.Process.Binary, r.checkBinary
 	}
 	if cfg.Cluster != nil {
@@ -180,7 +180,7 @@ func (r *raylet) Receive(ctx actor.Context) {
 // it registered (its replacement then waits a backoff).
 func (r *raylet) exitedEarly(id ids.WorkerID) bool {
 	h := r.workers[id]
-	return h != nil && r.cfg.Process != nil && !h.slot.registered()
+	return h != nil && !h.slot.registered()
 }
 
 // withMiddleware installs Config.Middleware on props of a child.
@@ -191,9 +191,9 @@ func (r *raylet) withMiddleware(props *actor.Props) *actor.Props {
 	return props.Clone(actor.WithReceiverMiddleware(r.cfg.Middleware...))
 }
 
-// processConfig is the worker-process configuration for binary.
+// processConfig is the worker configuration for binary.
 func (r *raylet) processConfig(binary string) *ProcessConfig {
-	if binary == r.cfg.Process.Binary {
+	if binary == r.cfg.Process.Binary || r.cfg.Process.InProcess != nil {
 		return r.cfg.Process
 	}
 	if pc := r.procCfgs[binary]; pc != nil {

@@ -15,9 +15,9 @@ import (
 	"github.com/atoll-runtime/atoll/internal/telemetry"
 )
 
-// The shell's half of the effects: what each one does to the world. The
-// difference between goroutine workers and process workers lives here
-// only (which actor a worker or host is, and how an attempt reaches it).
+// The shell's half of the effects: what each one does to the world.
+// Workers, processes or in-process alike, are the actors Config.Workers
+// makes; an attempt reaches one through its Slot.
 
 // perform applies the Core's effects in order until it has none (an
 // effect may step the Core again: KillWorker reports the exit).
@@ -101,8 +101,7 @@ func (r *raylet) apply(ctx actor.Context, e Effect) {
 }
 
 // push gives each attempt its context and hands them to the worker's
-// slot, which writes them to a worker process in one frame batch; a
-// goroutine worker is sent each to start.
+// slot, which writes them to the worker in one frame batch.
 func (r *raylet) push(ctx actor.Context, e Push) {
 	h := r.workers[e.Worker]
 	for i, a := range e.Attempts {
@@ -115,11 +114,6 @@ func (r *raylet) push(ctx actor.Context, e Push) {
 		sched.End()
 	}
 	h.slot.assign(e.Attempts...)
-	if r.cfg.Process == nil {
-		for _, a := range e.Attempts {
-			ctx.Send(h.pid, a) // a goroutine worker starts it
-		}
-	}
 }
 
 // recall asks the worker holding a to give it back; the answer is posted
@@ -136,19 +130,11 @@ func (r *raylet) recall(ctx actor.Context, a *Assignment) {
 	})
 }
 
-// startWorker spawns a pool worker: a workerActor running attempts on
-// goroutines, or the actor of a worker process (ProcessWorkers).
+// startWorker spawns a pool worker's actor (Config.Workers).
 func (r *raylet) startWorker(ctx actor.Context, e StartWorker) {
-	h := &workerHandle{slot: &Slot{}, binary: e.Binary}
-	self, node, exec, slot := ctx.Self(), r.cfg.NodeID, r.cfg.Executor, h.slot
-	props := actor.PropsFromProducer(func() actor.Actor {
-		return &workerActor{id: e.Worker, node: node, exec: exec, raylet: self, slot: slot}
-	})
-	if r.cfg.Process != nil {
-		h.slot.killAt = r.cfg.Process.KillAt
-		props = actor.PropsFromProducer(r.cfg.ProcessWorkers.TaskWorker(WorkerSpec{Worker: Worker{ID: e.Worker, NodeID: r.cfg.NodeID},
-			Config: r.processConfig(e.Binary), Raylet: self, Slot: h.slot}))
-	}
+	h := &workerHandle{slot: &Slot{killAt: r.cfg.Process.KillAt}, binary: e.Binary}
+	props := actor.PropsFromProducer(r.cfg.Workers.TaskWorker(WorkerSpec{Worker: Worker{ID: e.Worker, NodeID: r.cfg.NodeID},
+		Config: r.processConfig(e.Binary), Raylet: ctx.Self(), Slot: h.slot}))
 	h.pid = ctx.SpawnPrefix(r.withMiddleware(props.Configure(actor.WithDispatcher(actors.HotDispatcher))), "worker")
 	r.workers[e.Worker] = h
 }
@@ -171,14 +157,9 @@ func (r *raylet) stopWorker(ctx actor.Context, id ids.WorkerID) {
 // strategy and tells the Core its address.
 func (r *raylet) spawnHost(ctx actor.Context, e SpawnHost) {
 	w := Worker{ID: e.Worker, NodeID: r.cfg.NodeID}
-	exec, raylet, deliver, spec, id := r.cfg.Executor, ctx.Self(), r.deliver, e.Spec, e.Actor
-	props := actor.PropsFromProducer(func() actor.Actor {
-		return &actorHost{id: id, spec: spec, worker: w, exec: exec, raylet: raylet, deliver: deliver}
-	})
-	if r.cfg.Process != nil {
-		props = actor.PropsFromProducer(r.cfg.ProcessWorkers.ActorHost(HostSpec{Actor: id, Spec: spec, Worker: w,
-			Config: r.processConfig(e.Binary), Raylet: raylet, Deliver: deliver, PipelineDepth: r.cfg.PipelineDepth}))
-	}
+	spec, id := e.Spec, e.Actor
+	props := actor.PropsFromProducer(r.cfg.Workers.ActorHost(HostSpec{Actor: id, Spec: spec, Worker: w,
+		Config: r.processConfig(e.Binary), Raylet: ctx.Self(), Deliver: r.deliver, PipelineDepth: r.cfg.PipelineDepth}))
 	pid := ctx.SpawnPrefix(r.withMiddleware(props.Configure(actor.WithDispatcher(actors.HotDispatcher))), "actor")
 	r.strategy.add(pid.Id, id, int(spec.GetActorCreation().GetMaxRestarts()))
 	r.hosts[id] = &hostHandle{pid: pid, worker: e.Worker}

@@ -39,8 +39,8 @@ type binaryStamp struct {
 // Only the raylet actor calls it (hashing a new binary blocks it once:
 // ~30 ms for a 50 MB program).
 func (r *raylet) checkBinary(spec *atollpb.TaskSpec, path string) error {
-	if r.cfg.Process == nil || path != spec.WorkerBinary || path == r.cfg.Process.Binary {
-		return nil // the node's own worker binary (or no process workers)
+	if r.cfg.Process.InProcess != nil || path != spec.WorkerBinary || path == r.cfg.Process.Binary {
+		return nil // the node's own worker binary (or in-process workers)
 	}
 	if len(spec.WorkerBinarySha256) != sha256.Size {
 		return errs.Invalidf("task %s: node %s runs only a worker binary its driver registered with its hash; %q comes without one",

@@ -53,30 +53,3 @@ type taskFinished struct {
 	result    *atollpb.TaskResult
 	delivered bool
 }
-
-// workerActor is one worker slot. It runs each task on a goroutine of its
-// own so that the actor stays responsive (it can be stopped while user
-// code runs; Go cannot kill a goroutine, so a killed task's goroutine runs
-// on with a cancelled context and its result is ignored).
-type workerActor struct {
-	id     ids.WorkerID
-	node   ids.NodeID
-	exec   Executor
-	raylet *actor.PID
-	slot   *Slot
-}
-
-func (w *workerActor) Receive(ctx actor.Context) {
-	m, ok := ctx.Message().(*Assignment)
-	if !ok {
-		return
-	}
-	system, raylet, exec, slot := ctx.ActorSystem(), w.raylet, w.exec, w.slot
-	info := Worker{ID: w.id, NodeID: w.node}
-	go func() {
-		res := exec.RunTask(m.ctx, info, m.spec)
-		if t := slot.Finish(res); t != nil {
-			t.Report(system, raylet, res)
-		}
-	}()
-}

@@ -7,19 +7,20 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
-// ProcessWorkers makes the actors that run a node's workers as processes
-// (package workerproc implements it). Goroutine workers are the raylet's
-// own (workerActor, actorHost). Both kinds meet the raylet the same way: a
+// Workers makes the actors that run a node's workers (package
+// workerproto implements it: the node's end of the worker protocol). A
+// worker is a process or, with ProcessConfig.InProcess, a worker runtime
+// on goroutines of this process; the raylet cannot tell them apart. A
 // task worker takes its attempts from a Slot and reports them through it
 // (Assignment.Report); an actor host reports ActorStarted, takes calls as
 // atollpb.PushTask messages from their callers and answers them through
-// the deliver function; a worker whose process is gone reports
-// WorkerExited; a host panics to be restarted by the raylet's supervisor
-// strategy.
-type ProcessWorkers interface {
-	// TaskWorker returns the actor that runs pool worker w's process.
+// the deliver function; a worker that is gone reports WorkerExited; a
+// host panics to be restarted by the raylet's supervisor strategy.
+type Workers interface {
+	// TaskWorker returns the actor that runs pool worker w.
 	TaskWorker(w WorkerSpec) actor.Producer
-	// ActorHost returns the actor that hosts one actor in a process.
+	// ActorHost returns the actor that hosts one actor in a worker of its
+	// own.
 	ActorHost(h HostSpec) actor.Producer
 }
 
@@ -49,7 +50,7 @@ type HostSpec struct {
 }
 
 // WorkerExited tells the raylet a worker is gone (its process died or
-// never started).
+// never started, or its in-process connection ended).
 type WorkerExited struct {
 	ID     ids.WorkerID
 	Reason string

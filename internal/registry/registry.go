@@ -170,6 +170,10 @@ func binaryName() string {
 type Arg struct {
 	Codec atollpb.Codec
 	Data  []byte
+	// Scope is the decode scope of the runtime running the task: the
+	// refs and actor handles the value holds register with it
+	// (internal/runtime.DecodeIn); nil: the process's current runtime.
+	Scope any
 }
 
 // Invoker calls a registered function with its arguments and returns its

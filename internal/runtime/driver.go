@@ -154,7 +154,7 @@ func (d *Driver) start(ctx context.Context) error {
 	nc.TracerProvider = tp
 	hooks := node.Hooks{Deliver: d.deliverResult, DeliverBorrows: d.deliverBorrows, Faults: cfg.Faults, FaultPoints: cfg.FaultPoints}
 	if cfg.InProcessWorkers {
-		hooks.Executor = (*executor)(rt)
+		hooks.InProcess = d.inProcessWorkers(tp) // inprocess.go
 	}
 	n, err := node.StartWith(ctx, nc, hooks)
 	if err != nil {
@@ -172,7 +172,7 @@ func (d *Driver) start(ctx context.Context) error {
 		return fmt.Errorf("atoll: start owner: %w", err)
 	}
 	d.localOwner.Store(rt.ownerPID) // results for it skip its mailbox from now on
-	rt.link = &driverLink{system: rt.system, raylet: n.Raylet(), owner: rt.ownerPID, node: rt.nodeID, gateway: d.gateway, table: rt.owner}
+	rt.link = &driverLink{system: rt.system, raylet: n.Raylet(), owner: rt.ownerPID, node: rt.nodeID, gateway: d.gateway}
 	if err := n.SubscribeActorEvents(rt.ownerPID); err != nil {
 		return err
 	}
@@ -232,27 +232,6 @@ func (d *Driver) stop(ctx context.Context) error {
 		errList = append(errList, err)
 	}
 	return errors.Join(errList...)
-}
-
-// storeFor implements role: a goroutine worker of the driver's node has a
-// store client of its own.
-func (d *Driver) storeFor(w ids.WorkerID) storeAPI { return d.node.StoreClient(w) }
-
-// noEnd is what taskStarted returns in the owner's own process: nothing
-// to do at a task's end.
-func noEnd(*atollpb.TaskResult) {}
-
-// taskStarted implements role: a goroutine worker's task runs in its
-// owner's process, which lends it nothing.
-func (d *Driver) taskStarted(*atollpb.TaskSpec) func(*atollpb.TaskResult) { return noEnd }
-
-// argsReleased implements role: nothing to do.
-func (d *Driver) argsReleased() {}
-
-// handOver implements role: in the owner's own process the outputs'
-// values keep the references their encoding took; nothing is handed over.
-func (d *Driver) handOver(*atollpb.TaskSpec, []ids.ObjectID, bool) ([]*atollpb.ReturnObject, error) {
-	return nil, nil
 }
 
 // refDecoded implements role: nothing to track.

@@ -18,14 +18,14 @@ import (
 	"github.com/atoll-runtime/atoll/internal/raylet"
 	"github.com/atoll-runtime/atoll/internal/registry"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
+	"github.com/atoll-runtime/atoll/internal/workerproto"
 )
 
-// executor runs user code: the functions, actor constructors and methods
-// the registry names (raylet.Executor, for a driver's goroutine workers;
-// a worker process's task loop calls it too).
-type executor Runtime
+// The executor: a worker runs user code, the functions, actor
+// constructors and methods the registry names (workerproto.Executor: its
+// connection's server calls it).
 
-var _ raylet.Executor = (*executor)(nil)
+var _ workerproto.Executor = (*Worker)(nil)
 
 type taskKey struct{}
 
@@ -54,27 +54,25 @@ func notRegistered(what, name string) error {
 	return errs.Invalidf("%s", registry.NotRegistered(what, name))
 }
 
-// RunTask implements raylet.Executor.
-func (ex *executor) RunTask(ctx context.Context, w raylet.Worker, spec *atollpb.TaskSpec) *atollpb.TaskResult {
-	rt := (*Runtime)(ex)
+// RunTask implements workerproto.Executor.
+func (wk *Worker) RunTask(ctx context.Context, spec *atollpb.TaskSpec) *atollpb.TaskResult {
 	f, ok := registry.Functions.Lookup(spec.Function)
 	if !ok {
-		return failed(spec, w, notRegistered(registry.Functions.Name(), spec.Function))
+		return failed(spec, wk.ids(), notRegistered(registry.Functions.Name(), spec.Function))
 	}
-	res, _ := rt.execute(ctx, w, spec, f.Invoke)
+	res, _ := wk.execute(ctx, spec, f.Invoke)
 	return res
 }
 
-// NewActor implements raylet.Executor: it runs the constructor.
-func (ex *executor) NewActor(ctx context.Context, w raylet.Worker, spec *atollpb.TaskSpec) (any, error) {
-	rt := (*Runtime)(ex)
+// NewActor implements workerproto.Executor: it runs the constructor.
+func (wk *Worker) NewActor(ctx context.Context, spec *atollpb.TaskSpec) (any, error) {
 	name := spec.GetActorCreation().GetActorType()
 	e, ok := registry.ActorTypes.Lookup(name)
 	if !ok {
 		return nil, notRegistered(registry.ActorTypes.Name(), name)
 	}
 	var instance any
-	res, _ := rt.execute(ctx, w, spec, func(ctx context.Context, args []registry.Arg) ([]any, error) {
+	res, _ := wk.execute(ctx, spec, func(ctx context.Context, args []registry.Arg) ([]any, error) {
 		v, err := e.New(ctx, args)
 		instance = v
 		return nil, err
@@ -85,24 +83,27 @@ func (ex *executor) NewActor(ctx context.Context, w raylet.Worker, spec *atollpb
 	return instance, nil
 }
 
-// RunActorTask implements raylet.Executor: it runs one method call.
-func (ex *executor) RunActorTask(ctx context.Context, w raylet.Worker, instance any, spec *atollpb.TaskSpec) (*atollpb.TaskResult, bool) {
-	rt := (*Runtime)(ex)
+// RunActorTask implements workerproto.Executor: it runs one method call.
+func (wk *Worker) RunActorTask(ctx context.Context, instance any, spec *atollpb.TaskSpec) (*atollpb.TaskResult, bool) {
 	m, ok := registry.Methods.Lookup(spec.Function)
 	if !ok {
 		typeName, method := registry.SplitMethod(spec.Function)
-		return failed(spec, w, notRegistered("method of actor type "+typeName, method)), false
+		return failed(spec, wk.ids(), notRegistered("method of actor type "+typeName, method)), false
 	}
-	res, panicked := rt.execute(ctx, w, spec, func(ctx context.Context, args []registry.Arg) ([]any, error) {
+	res, panicked := wk.execute(ctx, spec, func(ctx context.Context, args []registry.Arg) ([]any, error) {
 		return m.Invoke(ctx, instance, args)
 	})
 	res.ActorCrashed = panicked
 	return res, panicked
 }
 
+// ids are the worker's ids, for spans and results.
+func (wk *Worker) ids() raylet.Worker { return raylet.Worker{ID: wk.workerID, NodeID: wk.nodeID} }
+
 // execute runs one attempt: fetch arguments, call, store outputs, each
 // phase a span under the task's execute span.
-func (rt *Runtime) execute(ctx context.Context, w raylet.Worker, spec *atollpb.TaskSpec, fn registry.Invoker) (res *atollpb.TaskResult, panicked bool) {
+func (wk *Worker) execute(ctx context.Context, spec *atollpb.TaskSpec, fn registry.Invoker) (res *atollpb.TaskResult, panicked bool) {
+	rt, w := wk.Runtime, wk.ids()
 	taskID := ids.MustFromBytes(spec.TaskId)
 	parent := telemetry.Extract(ctx, spec.Trace)
 	ctx, span := rt.tracer.Start(parent, "execute "+spec.Name, trace.WithSpanKind(trace.SpanKindConsumer),
@@ -113,18 +114,18 @@ func (rt *Runtime) execute(ctx context.Context, w raylet.Worker, spec *atollpb.T
 	ctx = context.WithValue(ctx, taskKey{}, &taskInfo{rt: rt, id: taskID, worker: w.ID, actor: spec.Type == atollpb.TaskType_ACTOR_TASK,
 		attempt: int(spec.Attempt)})
 	ctx = telemetry.WithTaskID(ctx, taskID.String())
-	store := rt.role.storeFor(w.ID)
-	// In a worker process, refs inside the arguments are lent by the
-	// task's owner for the task; at its end the result reports those
-	// still held (Worker.taskStarted).
-	ended := rt.role.taskStarted(spec)
+	store := wk.store
+	// Refs inside the arguments are lent by the task's owner for the
+	// task; at its end the result reports those still held
+	// (taskStarted).
+	ended := wk.taskStarted(spec)
 	defer func() { ended(res) }()
 
 	if spec.Generator {
 		// A streaming generator: its items are reported as it yields
 		// them (generator.go); its one return is their count.
 		var done func()
-		ctx, _, done = rt.startGenerator(ctx, w, spec, store)
+		ctx, _, done = wk.startGenerator(ctx, spec)
 		defer done()
 	}
 	args, release, err := rt.fetchArgs(ctx, store, spec)
@@ -134,7 +135,7 @@ func (rt *Runtime) execute(ctx context.Context, w raylet.Worker, spec *atollpb.T
 	}
 	out, err, panicked := safeCall(ctx, fn, args)
 	release() // argument views are invalid from here on
-	rt.role.argsReleased()
+	wk.argsReleased()
 	if err == nil && len(out) != int(spec.NumReturns) {
 		err = errs.Invalidf("task %s returned %d values, want %d", spec.Name, len(out), spec.NumReturns)
 	}
@@ -156,7 +157,7 @@ func (rt *Runtime) execute(ctx context.Context, w raylet.Worker, spec *atollpb.T
 		res.ExecuteSpan = telemetry.Inject(ctx)
 		return res, panicked
 	}
-	returns, transferred, err := rt.storeOutputs(ctx, store, spec, out)
+	returns, transferred, err := wk.storeOutputs(ctx, spec, out)
 	out = nil // what the task returned is encoded: its refs are no longer held here
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
@@ -216,7 +217,7 @@ func (rt *Runtime) fetchArgs(ctx context.Context, store storeAPI, spec *atollpb.
 	var remote []*atollpb.ObjectRef
 	for i, a := range spec.Args {
 		if v := a.GetValue(); v != nil {
-			args[i] = registry.Arg{Codec: v.Codec, Data: v.GetInline()}
+			args[i] = registry.Arg{Codec: v.Codec, Data: v.GetInline(), Scope: rt}
 			continue
 		}
 		ref := a.GetRef()
@@ -259,7 +260,7 @@ func (rt *Runtime) fetchArgs(ctx context.Context, store storeAPI, spec *atollpb.
 			return nil, nil, &errs.ObjectLostError{ObjectID: want[j].String(), Message: "argument not in the object store"}
 		}
 		pinned = append(pinned, o.ID)
-		args[slots[j]] = registry.Arg{Codec: o.Codec, Data: o.Data}
+		args[slots[j]] = registry.Arg{Codec: o.Codec, Data: o.Data, Scope: rt}
 		size += len(o.Data)
 	}
 	span.SetAttributes(attribute.Int("atoll.size_bytes", size))
@@ -269,11 +270,11 @@ func (rt *Runtime) fetchArgs(ctx context.Context, store storeAPI, spec *atollpb.
 // storeOutputs encodes a task's return values: small ones inline in the
 // result, large ones written into the object store.
 //
-// Refs inside the values: in a worker process, the objects it created are
-// handed over to the task's owner (transferred) and the references the
-// encoding took are dropped; in the owner's own process (goroutine
-// workers) the values keep those references (role.handOver).
-func (rt *Runtime) storeOutputs(ctx context.Context, store storeAPI, spec *atollpb.TaskSpec, out []any) (returns, transferred []*atollpb.ReturnObject, err error) {
+// Refs inside the values: the objects this worker created are handed
+// over to the task's owner (transferred) and the references the encoding
+// took are dropped (handOver).
+func (wk *Worker) storeOutputs(ctx context.Context, spec *atollpb.TaskSpec, out []any) (returns, transferred []*atollpb.ReturnObject, err error) {
+	rt, store := wk.Runtime, wk.store
 	_, span := rt.tracer.Start(ctx, "store_outputs "+spec.Name, trace.WithAttributes(attribute.Int("atoll.objects", len(out))))
 	defer span.End()
 	task := ids.MustFromBytes(spec.TaskId)
@@ -282,7 +283,7 @@ func (rt *Runtime) storeOutputs(ctx context.Context, store storeAPI, spec *atoll
 	var encRefs []ids.ObjectID
 	defer func() {
 		var herr error
-		if transferred, herr = rt.role.handOver(spec, encRefs, err != nil); herr != nil && err == nil {
+		if transferred, herr = wk.handOver(spec, encRefs, err != nil); herr != nil && err == nil {
 			returns, transferred = nil, nil
 			err = fmt.Errorf("task %s: %w", spec.Name, herr)
 		}

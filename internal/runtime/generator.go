@@ -9,17 +9,15 @@ import (
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/owner"
-	"github.com/atoll-runtime/atoll/internal/raylet"
 )
 
 // The executing side of a streaming generator task (stream.go is the
 // caller's). execute gives the attempt a Sink under its context; the
 // function's yield stores each item as its own object (inline, or in the
 // node's store under the id owner.GeneratorItemID(task, index), owned by
-// the caller) and reports it to the owner at once: a worker process as a
-// task_result frame with generator_item set (the raylet's connection
-// reader hands it to the owner, see raylet/generator.go), a goroutine
-// worker straight to the owner table of its own process. The owner
+// the caller) and reports it to the owner at once, as a task_result frame
+// with generator_item set (the raylet's connection reader hands it to
+// the owner, see raylet/generator.go). The owner
 // answers every report, and every item its caller takes, with a
 // GeneratorAck: how many items were consumed. A yield returns once fewer
 // than the task's backpressure limit are unconsumed.
@@ -29,11 +27,9 @@ type sinkKey struct{}
 // Sink is one attempt of a generator task as it runs: its function's
 // yield stores and reports items through it.
 type Sink struct {
-	rt    *Runtime
+	w     *Worker
 	spec  *atollpb.TaskSpec
 	task  ids.TaskID
-	w     raylet.Worker
-	store storeAPI
 	limit int64 // 0: no limit
 
 	mu       sync.Mutex
@@ -88,8 +84,9 @@ func (s *sinks) ack(task ids.TaskID, attempt int32, consumed int64) bool {
 
 // startGenerator registers the sink of a generator attempt under ctx; the
 // returned function unregisters it when the attempt ends.
-func (rt *Runtime) startGenerator(ctx context.Context, w raylet.Worker, spec *atollpb.TaskSpec, store storeAPI) (context.Context, *Sink, func()) {
-	g := &Sink{rt: rt, spec: spec, task: ids.MustFromBytes(spec.TaskId), w: w, store: store,
+func (w *Worker) startGenerator(ctx context.Context, spec *atollpb.TaskSpec) (context.Context, *Sink, func()) {
+	rt := w.Runtime
+	g := &Sink{w: w, spec: spec, task: ids.MustFromBytes(spec.TaskId),
 		limit: int64(spec.GeneratorBackpressure), wake: make(chan struct{})}
 	if g.limit < 0 {
 		g.limit = 0
@@ -131,17 +128,17 @@ func (g *Sink) Yield(ctx context.Context, v any) error {
 	if index >= owner.MaxGeneratorItems {
 		return errs.Invalidf("generator %s yielded more than %d items: split the stream across several tasks", g.spec.Name, owner.MaxGeneratorItems)
 	}
-	item, transferred, err := g.rt.storeItem(ctx, g.store, g.spec, index, v)
+	item, transferred, err := g.w.storeItem(ctx, g.spec, index, v)
 	if err != nil {
 		return err
 	}
 	res := &atollpb.TaskResult{TaskId: g.spec.TaskId, Attempt: g.spec.Attempt, Returns: []*atollpb.ReturnObject{item},
-		Transferred: transferred, WorkerId: g.w.ID.Bytes(),
+		Transferred: transferred, WorkerId: g.w.workerID.Bytes(),
 		GeneratorItem: &atollpb.GeneratorItem{Index: index}}
 	g.mu.Lock()
 	g.next++
 	g.mu.Unlock()
-	if err := g.rt.link.reportItem(res); err != nil {
+	if err := g.w.client.ReportItem(res); err != nil {
 		return err
 	}
 	for {
@@ -163,30 +160,30 @@ func (g *Sink) Yield(ctx context.Context, v any) error {
 // storeItem encodes item index of a generator: inline if small, else in
 // the object store under its own id, owned by the task's owner (as a
 // task's return, see storeOutputs; each item travels in its own message).
-// In a worker process, the objects it created that the item holds refs
-// to are handed over to the owner with it (transferred), as with a
-// task's return values (role.handOver).
-func (rt *Runtime) storeItem(ctx context.Context, store storeAPI, spec *atollpb.TaskSpec, index int64, v any) (item *atollpb.ReturnObject, transferred []*atollpb.ReturnObject, err error) {
+// The objects this worker created that the item holds refs to are
+// handed over to the owner with it (transferred), as with a task's
+// return values (handOver).
+func (w *Worker) storeItem(ctx context.Context, spec *atollpb.TaskSpec, index int64, v any) (item *atollpb.ReturnObject, transferred []*atollpb.ReturnObject, err error) {
 	id := owner.GeneratorItemID(ids.MustFromBytes(spec.TaskId), index)
 	enc, value, refs, err := encodeOutput(v)
 	if err != nil {
 		return nil, nil, err
 	}
 	if len(refs) > 0 {
-		if transferred, err = rt.role.handOver(spec, refs, false); err != nil {
+		if transferred, err = w.handOver(spec, refs, false); err != nil {
 			return nil, nil, fmt.Errorf("generator %s, item %d: %w", spec.Name, index, err)
 		}
 	}
 	inlined := 0
-	if err := rt.placeOutput(ctx, store, spec, id, enc, value, &inlined); err != nil {
+	if err := w.placeOutput(ctx, w.store, spec, id, enc, value, &inlined); err != nil {
 		return nil, nil, err
 	}
 	return &atollpb.ReturnObject{ObjectId: id.Bytes(), Value: value}, transferred, nil
 }
 
 // sendGeneratorAck passes an owner's GeneratorAck to the attempt it
-// names: in this runtime (goroutine workers), else through the raylet
-// to the worker process running it.
+// names: in this runtime, else through the raylet to the worker running
+// it.
 func (rt *Runtime) sendGeneratorAck(e owner.GeneratorAck) {
 	if rt.gens.ack(e.Task, e.Attempt, e.Consumed) || rt.closed.Load() {
 		return

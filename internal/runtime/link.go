@@ -10,7 +10,6 @@ import (
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/objectstore"
-	"github.com/atoll-runtime/atoll/internal/owner"
 	"github.com/atoll-runtime/atoll/internal/raylet"
 )
 
@@ -31,11 +30,6 @@ type nodeLink interface {
 	// sendBorrows sends a borrower's standalone report to the raylet,
 	// which routes it to the owner; it does not wait.
 	sendBorrows(m *atollpb.BorrowReport)
-	// reportItem reports a generator's item to its owner: into this
-	// process's owner table from a driver's goroutine worker (its owner
-	// is here), over the connection to the raylet from a worker process
-	// (marked from a borrower: the owner adopts what it hands over).
-	reportItem(res *atollpb.TaskResult) error
 	// generatorAck passes an owner's GeneratorAck for an attempt that
 	// runs in another process on to it, through the raylet.
 	generatorAck(m *atollpb.GeneratorAck)
@@ -79,9 +73,6 @@ type driverLink struct {
 	raylet *actor.PID
 	owner  *actor.PID
 	node   ids.NodeID
-	// table is the driver's owner shell: a goroutine worker's generator
-	// items go straight to it.
-	table *ownerShell
 	// gateway connects the node to a cluster (nil: a single node).
 	gateway *cluster.Gateway
 }
@@ -121,10 +112,5 @@ func (l *driverLink) fetch(ctx context.Context, refs []*atollpb.ObjectRef) error
 func (l *driverLink) sendBorrows(m *atollpb.BorrowReport) { l.system.Root.Send(l.raylet, m) }
 func (l *driverLink) killActor(m *atollpb.KillActor)      { l.system.Root.Send(l.raylet, m) }
 func (l *driverLink) killWorker(m *atollpb.KillWorker)    { l.system.Root.Send(l.raylet, m) }
-
-func (l *driverLink) reportItem(res *atollpb.TaskResult) error {
-	l.table.do(func(t *owner.Table) { t.Result(res) })
-	return nil
-}
 
 func (l *driverLink) generatorAck(m *atollpb.GeneratorAck) { l.system.Root.Send(l.raylet, m) }

@@ -114,8 +114,9 @@ func (h *Ref) Encode() ([]byte, error) {
 	return append(append([]byte(nil), refMarker...), h.ID[:]...), nil
 }
 
-// DecodeRef restores a ref Encode made, in the process's current runtime;
-// it takes a new reference to the object.
+// DecodeRef restores a ref Encode made, in the runtime of the decode scope
+// (decode.go), else the process's current one; it takes a new reference
+// to the object.
 func DecodeRef(b []byte) (*Ref, error) {
 	if !bytes.HasPrefix(b, refMarker) {
 		return nil, errs.Invalidf("malformed ObjectRef encoding")
@@ -124,7 +125,7 @@ func DecodeRef(b []byte) (*Ref, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := Current()
+	rt := decodeRuntime()
 	if rt == nil {
 		return nil, errs.ErrNotInitialized
 	}

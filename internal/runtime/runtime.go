@@ -10,7 +10,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/owner"
@@ -34,7 +33,9 @@ type Settings struct {
 	InlineThreshold int
 	// Namespace is the namespace of named actors.
 	Namespace string
-	// InProcessWorkers: tasks run on goroutines of the driver.
+	// InProcessWorkers: the driver's node runs its workers as worker
+	// runtimes on goroutines of the driver's process (inprocess.go),
+	// not as processes.
 	InProcessWorkers bool
 }
 
@@ -99,28 +100,15 @@ type Runtime struct {
 	hashBinary   func() []byte
 }
 
-// role is what a driver and a worker process do differently. Driver and
-// Worker implement it; the Runtime calls it where they differ and nowhere
-// else tells them apart.
+// role is what a driver and a worker do differently. Driver and Worker
+// implement it; the Runtime calls it where they differ and nowhere else
+// tells them apart. (Only a Worker runs tasks: the executor is its own,
+// executor.go.)
 type role interface {
-	// storeFor is the store client of worker w, which runs a task here:
-	// a goroutine worker of the driver's node has its own, a worker
-	// process has one.
-	storeFor(w ids.WorkerID) storeAPI
-	// taskStarted is called as this process starts running spec; the
-	// function it returns is called when the task ends, with its result.
-	taskStarted(spec *atollpb.TaskSpec) (ended func(res *atollpb.TaskResult))
-	// argsReleased is called once a task's argument views are released.
-	argsReleased()
-	// handOver is called with the refs the encoding of a task's outputs
-	// (its returns, or one of a generator's items) took, and whether
-	// encoding them failed; it returns the objects handed over to the
-	// task's owner with them, if they leave the owner's process.
-	handOver(spec *atollpb.TaskSpec, refs []ids.ObjectID, failed bool) ([]*atollpb.ReturnObject, error)
 	// refDecoded is called with each ref GobDecode makes.
 	refDecoded(h *Ref)
 	// driver is the Driver, or the error of op (a call only a driver
-	// answers) in a worker process.
+	// answers) in a worker.
 	driver(op string) (*Driver, error)
 	// stop stops the runtime (Shutdown).
 	stop(ctx context.Context) error
@@ -271,8 +259,15 @@ func install(rt *Runtime) {
 }
 
 // Shutdown stops the process's current runtime (see atoll.Shutdown); it
-// does nothing if none runs.
-func Shutdown(ctx context.Context) error { return shutdown(ctx, nil) }
+// does nothing if none runs. Called from a task of an in-process worker
+// (with the task's context), it stops that worker's runtime, as it does
+// in a worker process, not the driver.
+func Shutdown(ctx context.Context) error {
+	if rt := FromContext(ctx); rt != nil && rt != process.cur.Load() {
+		return rt.role.stop(ctx)
+	}
+	return shutdown(ctx, nil)
+}
 
 // shutdown stops the current runtime, if it is only (any if only is nil).
 func shutdown(ctx context.Context, only *Runtime) error {

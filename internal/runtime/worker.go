@@ -16,6 +16,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"go.opentelemetry.io/otel"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/actors"
@@ -26,16 +27,28 @@ import (
 	"github.com/atoll-runtime/atoll/internal/raylet"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
 	"github.com/atoll-runtime/atoll/internal/workerconn"
+	"github.com/atoll-runtime/atoll/internal/workerproto"
 )
 
-// Worker is the runtime of a worker process: the user's binary
-// re-executed by its raylet to run tasks and host an actor. Its Runtime
-// reaches the node over the connection to the raylet (workerLink, an
-// objectstore.Client over frames, frameGCS); it owns the refs its tasks
-// create, and borrows those their owners lend them (borrow.go).
+// Worker is the runtime of a worker: the user's binary re-executed by its
+// raylet to run tasks and host an actor (a worker process), or the same
+// runtime on goroutines of the driver's process (an in-process worker,
+// inprocess.go). Its Runtime reaches the node over its connection to the
+// raylet (workerLink, an objectstore.Client over frames, frameGCS),
+// whichever transport that is; the connection's server
+// (workerproto.Server) runs what the raylet pushes with the executor
+// (executor.go). It owns the refs its tasks create, and borrows those
+// their owners lend them (borrow.go).
 type Worker struct {
 	*Runtime
-	srv *workerServer
+	srv    *workerproto.Server
+	client workerproto.Client
+	// inProcess: the worker runs in a process with other runtimes (the
+	// driver's): ending it ends the runtime, not the process.
+	inProcess bool
+	// done is closed when the runtime ended (an in-process worker).
+	done    chan struct{}
+	endOnce sync.Once
 
 	// decoded and borrowSeq serve the borrower protocol (borrow.go).
 	decoded   decodedRefs
@@ -90,10 +103,17 @@ type WorkerConfig struct {
 	WorkerID ids.WorkerID
 	NodeID   ids.NodeID
 	Arena    *objectstore.Arena
-	Conn     net.Conn
+	// Conn is the worker's end of its connection: a socket pair's (a
+	// worker process) or an in-memory pipe's (an in-process worker).
+	Conn workerconn.Endpoint
 	// Binary is the program that runs the job's tasks, hashed for the
 	// tasks the worker submits (default this process's).
 	Binary string
+	// InProcess: the worker shares its process with other runtimes (the
+	// driver's, on goroutines of the driver's process). When it ends, it
+	// ends its runtime, not the process, and leaves the process's
+	// telemetry (its span routes, its identity) alone.
+	InProcess bool
 }
 
 // workerFromEnv is what a worker process's raylet passed it: its ids in
@@ -117,15 +137,16 @@ func workerFromEnv() (WorkerConfig, error) {
 	if err != nil {
 		return WorkerConfig{}, fmt.Errorf("raylet connection: %w", err)
 	}
-	return WorkerConfig{WorkerID: workerID, NodeID: nodeID, Arena: arena, Conn: nc}, nil
+	return WorkerConfig{WorkerID: workerID, NodeID: nodeID, Arena: arena, Conn: workerconn.Socket(nc)}, nil
 }
 
 // NewWorker builds a worker runtime over its connection to the raylet:
-// its connection reader starts at once, its task loop with Serve. It
-// does not make itself the process's current runtime.
+// its connection reader starts at once (frames wait for Serve), its task
+// loop with Serve. It does not make itself the process's current
+// runtime.
 func NewWorker(s Settings, wc WorkerConfig) (*Worker, error) {
 	rt := newRuntime(s, wc.NodeID, wc.WorkerID)
-	w := &Worker{Runtime: rt, profileStop: func() {}}
+	w := &Worker{Runtime: rt, profileStop: func() {}, inProcess: wc.InProcess, done: make(chan struct{})}
 	rt.role = w
 	rt.workerBinary = wc.Binary
 	if rt.workerBinary == "" {
@@ -164,26 +185,33 @@ func NewWorker(s Settings, wc WorkerConfig) (*Worker, error) {
 	}), "owner"); err != nil {
 		return nil, err
 	}
-	// The connection starts reading at once: everything its handler
-	// touches must exist first.
-	srv := &workerServer{w: w, wake: make(chan struct{}, 1), running: map[ids.TaskID]context.CancelCauseFunc{}}
-	ready := make(chan struct{})
-	srv.conn = workerconn.New(wc.Conn, func(f *atollpb.Frame) { <-ready; srv.handle(f) })
-	w.srv = srv
-	rt.link = &workerLink{conn: srv.conn}
-	rt.store = objectstore.NewTransportClient(objectstore.NewFrameTransport(srv.conn), wc.Arena, wc.WorkerID)
+	w.srv = workerproto.NewServer(wc.Conn, workerproto.ServerConfig{
+		WorkerID: wc.WorkerID,
+		Executor: w,
+		Deliver:  func(m proto.Message) { rt.post(m) },
+		GeneratorAck: func(m *atollpb.GeneratorAck) {
+			if id, err := ids.FromBytes(m.GetTaskId()); err == nil {
+				rt.gens.ack(id, m.GetAttempt(), m.GetConsumed())
+			}
+		},
+		HostsActor: func(id ids.ActorID) { w.hostedActor.Store(&id) },
+		Exit:       w.exit,
+	})
+	if wc.InProcess {
+		scope.shared.Add(1) // decode.go; until end
+	}
+	w.client = w.srv.Client()
+	rt.link = &workerLink{Client: w.client}
+	rt.store = objectstore.NewTransportClient(objectstore.NewFrameTransport(w.srv.Conn()), wc.Arena, wc.WorkerID)
 	rt.frees = storeFreer{rt.store}
-	rt.gcs = &frameGCS{conn: srv.conn}
-	close(ready)
+	rt.gcs = &frameGCS{client: w.client}
 	return w, nil
 }
 
 // Serve registers the worker with its raylet and runs the tasks and the
-// actor the raylet sends it until the connection ends.
-func (w *Worker) Serve() {
-	_ = w.srv.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_Hello{Hello: &atollpb.WorkerHello{WorkerId: w.workerID.Bytes(), Pid: int32(os.Getpid())}}})
-	w.srv.loop()
-}
+// actor the raylet sends it until the connection ends (which ends the
+// worker: exit).
+func (w *Worker) Serve() { w.srv.Serve(os.Getpid()) }
 
 // workerOwnerActor is a worker process's owner actor: it also sends the
 // borrow reports due (flushBorrows).
@@ -200,24 +228,25 @@ func (a *workerOwnerActor) Receive(ctx actor.Context) {
 	a.ownerActor.Receive(ctx)
 }
 
-// storeFor implements role: the process's one store client.
-func (w *Worker) storeFor(ids.WorkerID) storeAPI { return w.store }
-
-// taskStarted implements role: the refs the task's owner lent with it
-// are registered as borrowed; at the task's end its result reports those
-// still held (borrow.go).
+// taskStarted is called as the worker starts running spec: the refs the
+// task's owner lent with it are registered as borrowed; at the task's end
+// (the function it returns) its result reports those still held
+// (borrow.go).
 func (w *Worker) taskStarted(spec *atollpb.TaskSpec) func(*atollpb.TaskResult) {
 	w.tasksRunning.Add(1) // until reportBorrows
 	lent := w.lend(spec)
 	return func(res *atollpb.TaskResult) { w.reportBorrows(spec, lent, res) }
 }
 
-// argsReleased implements role: views the task dropped unpin soon.
+// argsReleased is called once a task's argument views are released:
+// views the task dropped unpin soon.
 func (w *Worker) argsReleased() { w.viewsAfterTask() }
 
-// handOver implements role: the objects this process created that the
-// task's outputs hold refs to go to the task's owner (the references the
-// encoding took are dropped either way).
+// handOver is called with the refs the encoding of a task's outputs (its
+// returns, or one of a generator's items) took, and whether encoding them
+// failed: the objects this worker created that they hold refs to go to
+// the task's owner, returned to be sent with the result (the references
+// the encoding took are dropped either way).
 func (w *Worker) handOver(spec *atollpb.TaskSpec, refs []ids.ObjectID, failed bool) ([]*atollpb.ReturnObject, error) {
 	if failed {
 		w.owner.dropRef(refs...)
@@ -230,13 +259,13 @@ func (w *Worker) handOver(spec *atollpb.TaskSpec, refs []ids.ObjectID, failed bo
 // task's end if it did not escape (borrow.go).
 func (w *Worker) refDecoded(h *Ref) { w.decoded.add(h) }
 
-// driver implements role: a worker process has none.
+// driver implements role: a worker has none.
 func (w *Worker) driver(op string) (*Driver, error) {
 	return nil, errs.Invalidf("%s: call it from the driver, not in a task or an actor", op)
 }
 
-// stop implements role: a task in this process called Shutdown. The
-// process goes on serving tasks; the runtime refuses calls from now on.
+// stop implements role: a task of this worker called Shutdown. The
+// worker goes on serving tasks; the runtime refuses calls from now on.
 func (w *Worker) stop(ctx context.Context) error {
 	w.closed.Store(true)
 	w.stopOwner()
@@ -244,14 +273,20 @@ func (w *Worker) stop(ctx context.Context) error {
 }
 
 // workerFlushTimeout bounds the export of a worker process's last spans
-// when it exits (within workerproc.ExitGrace, after which its raylet
+// when it exits (within workerproto.ExitGrace, after which its raylet
 // kills it).
 const workerFlushTimeout = 2 * time.Second
 
-// exit ends the worker process: the raylet asked it to exit or closed
-// its connection. The spans it still holds are exported first: those of
-// the jobs it ran (to each job's collector) and its own.
+// exit ends the worker: the raylet asked it to exit or its connection
+// ended (workerproto.ServerConfig.Exit; the contexts of its tasks are
+// cancelled already). A worker process exports the spans it still holds
+// first (those of the jobs it ran, to each job's collector, and its own)
+// and exits. An in-process worker ends its runtime only (end).
 func (w *Worker) exit() {
+	if w.inProcess {
+		w.end()
+		return
+	}
 	w.exitOnce.Do(func() {
 		w.profileStop()
 		ctx, cancel := context.WithTimeout(context.Background(), workerFlushTimeout)

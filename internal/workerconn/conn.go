@@ -1,20 +1,33 @@
 // Package workerconn carries the worker protocol (atollpb.Frame) between a
-// raylet and a worker process over a stream socket: length-prefixed
-// protobuf frames, one-way messages and request/reply pairs in both
-// directions, one reader goroutine per connection. The reader trusts
+// raylet and a worker: length-prefixed protobuf frames, one-way messages
+// and request/reply pairs in both directions, one reader goroutine per
+// connection, writes group-committed (one hand-off per burst of frames,
+// whatever goroutines made them).
+//
+// A Conn runs over one of two transports (an Endpoint):
+//
+//   - Socket: a stream socket, the socket pair between a raylet and a
+//     worker process (socket.go). The reader reads 64 KiB at a time.
+//   - Pipe: an in-memory connection between two ends in one process, for
+//     a worker runtime on goroutines of the raylet's process (pipe.go). A
+//     burst of frames is marshalled once into a buffer that is handed to
+//     the peer's reader, which unmarshals each frame straight from it and
+//     gives the buffer back for reuse: no system call, no copy of the
+//     bytes between the two (proto.Unmarshal copies what it keeps).
+//
+// Both carry the same frames with the same bounds and the same ordering,
+// so the protocol above them cannot tell them apart. The reader trusts
 // nothing from the peer: a frame it cannot read ends the connection with
-// ErrBadFrame (FuzzReadFrame, FuzzConn).
+// ErrBadFrame (FuzzReadFrame, FuzzConn, FuzzPipeChunk).
 package workerconn
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -61,7 +74,7 @@ type call struct {
 
 // Conn is one end of a worker connection. It is safe for concurrent use.
 type Conn struct {
-	c       net.Conn
+	c       wire
 	handler Handler
 
 	// Writes are group-committed: a writer appends its frame to wbuf
@@ -88,12 +101,36 @@ type Conn struct {
 	done      chan struct{}
 }
 
-// New wraps c and starts reading. Frames that are not replies go to h.
-func New(c net.Conn, h Handler) *Conn {
-	conn := &Conn{c: c, handler: h, pending: map[uint64]*call{}, done: make(chan struct{})}
+// New wraps the stream socket c and starts reading. Frames that are not
+// replies go to h. It is Open(Socket(c), h).
+func New(c net.Conn, h Handler) *Conn { return Open(Socket(c), h) }
+
+// Open starts a connection over e and starts reading. Frames that are not
+// replies go to h.
+func Open(e Endpoint, h Handler) *Conn {
+	conn := &Conn{c: e.wire(), handler: h, pending: map[uint64]*call{}, done: make(chan struct{})}
 	conn.wcond = sync.NewCond(&conn.wmu)
 	go conn.read()
 	return conn
+}
+
+// An Endpoint is one end of a transport, not yet a Conn (Open makes it
+// one): a stream socket (Socket) or an end of an in-memory pipe (Pipe).
+type Endpoint interface{ wire() wire }
+
+// wire is a transport as a Conn uses it.
+type wire interface {
+	// write hands over buf, whole frames; kept reports that the
+	// transport keeps buf (the pipe hands it to the peer), so the Conn
+	// must not reuse it.
+	write(buf []byte) (kept bool, err error)
+	// spare returns a buffer the peer is done with, if any, for the
+	// next burst.
+	spare() []byte
+	// readFrames calls deliver with each frame that arrives, in order,
+	// until the stream ends (io.EOF at a frame boundary) or fails.
+	readFrames(deliver func(*atollpb.Frame)) error
+	close() error
 }
 
 // Send writes a one-way frame.
@@ -241,11 +278,18 @@ func (c *Conn) write(fs ...*atollpb.Frame) error {
 		c.wbuf = c.spare[:0]
 		c.spare = nil
 		c.wmu.Unlock()
-		_, err := c.c.Write(buf)
+		kept, err := c.c.write(buf)
 		c.writes.Add(1)
+		var spare []byte
+		if kept {
+			spare = c.c.spare()
+		}
 		c.wmu.Lock()
-		if cap(buf) <= keepBuffer {
+		switch {
+		case !kept && cap(buf) <= keepBuffer:
 			c.spare = buf[:0]
+		case kept && c.spare == nil:
+			c.spare = spare
 		}
 		if err != nil && c.werr == nil {
 			c.werr = err
@@ -270,68 +314,33 @@ type Stats struct{ Frames, Writes uint64 }
 func (c *Conn) Stats() Stats { return Stats{Frames: c.frames.Load(), Writes: c.writes.Load()} }
 
 func (c *Conn) read() {
-	r := bufio.NewReaderSize(c.c, 64<<10)
-	for {
-		f, err := readFrame(r)
-		if err != nil {
-			c.fail(err)
-			return
-		}
-		if f.ReplyTo != 0 {
-			c.mu.Lock()
-			pc := c.pending[f.ReplyTo]
-			delete(c.pending, f.ReplyTo)
-			var late Late
-			if pc != nil && pc.late != nil {
-				late = pc.late
-				c.abandoned--
-			}
-			c.mu.Unlock()
-			switch {
-			case late != nil:
-				late(f)
-			case pc != nil:
-				pc.ch <- f
-			}
-			continue
-		}
-		c.handler(f)
+	if err := c.c.readFrames(c.dispatch); err != nil {
+		c.fail(err)
 	}
 }
 
-// readFrame reads one frame: a 4-byte big-endian length, then that many
-// bytes of protobuf. It trusts nothing it reads: a length beyond MaxFrame
-// or bytes that are not a Frame are ErrBadFrame, a stream that ends
-// inside a frame io.ErrUnexpectedEOF, and one that ends before a frame
-// io.EOF.
-func readFrame(r io.Reader) (*atollpb.Frame, error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return nil, err
-	}
-	n := int(binary.BigEndian.Uint32(hdr[:]))
-	if n > MaxFrame {
-		return nil, fmt.Errorf("%w: peer sent a frame of %d bytes, more than %d", ErrBadFrame, n, MaxFrame)
-	}
-	buf := make([]byte, 0, min(n, frameChunk))
-	for len(buf) < n {
-		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, min(n-len(buf), len(buf)))
+// dispatch hands a frame that arrived to the call it answers, or to the
+// handler.
+func (c *Conn) dispatch(f *atollpb.Frame) {
+	if f.ReplyTo != 0 {
+		c.mu.Lock()
+		pc := c.pending[f.ReplyTo]
+		delete(c.pending, f.ReplyTo)
+		var late Late
+		if pc != nil && pc.late != nil {
+			late = pc.late
+			c.abandoned--
 		}
-		m, err := io.ReadFull(r, buf[len(buf):min(n, cap(buf))])
-		buf = buf[:len(buf)+m]
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF // the header came, the frame did not
+		c.mu.Unlock()
+		switch {
+		case late != nil:
+			late(f)
+		case pc != nil:
+			pc.ch <- f
 		}
-		if err != nil {
-			return nil, err
-		}
+		return
 	}
-	f := &atollpb.Frame{}
-	if err := proto.Unmarshal(buf, f); err != nil {
-		return nil, fmt.Errorf("%w: %d bytes are not a frame: %v", ErrBadFrame, n, err)
-	}
-	return f, nil
+	c.handler(f)
 }
 
 // fail records the first error and closes the connection.
@@ -358,7 +367,7 @@ func (c *Conn) fail(err error) error {
 	err = c.err
 	c.mu.Unlock()
 	if first {
-		_ = c.c.Close()
+		_ = c.c.close()
 		close(c.done)
 		c.wmu.Lock()
 		if c.werr == nil {

@@ -16,78 +16,108 @@ import (
 
 func TestMain(m *testing.M) { testutil.VerifyNoLeaks(m) }
 
-func pair(t *testing.T, ha, hb func(*Conn) Handler) (*Conn, *Conn) {
+// transports are the two a Conn runs over; every test of a connection
+// runs over both.
+var transports = []struct {
+	name string
+	ends func() (Endpoint, Endpoint)
+}{
+	{"socket", func() (Endpoint, Endpoint) { a, b := net.Pipe(); return Socket(a), Socket(b) }},
+	{"pipe", Pipe},
+}
+
+// pairFunc connects two Conns whose handlers ha and hb make.
+type pairFunc func(t *testing.T, ha, hb func(*Conn) Handler) (*Conn, *Conn)
+
+// overTransports runs test once per transport.
+func overTransports(t *testing.T, test func(t *testing.T, pair pairFunc)) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			test(t, func(t *testing.T, ha, hb func(*Conn) Handler) (*Conn, *Conn) {
+				return pairOver(t, tr.ends, ha, hb)
+			})
+		})
+	}
+}
+
+func pairOver(t *testing.T, ends func() (Endpoint, Endpoint), ha, hb func(*Conn) Handler) (*Conn, *Conn) {
 	t.Helper()
-	ca, cb := net.Pipe()
+	ca, cb := ends()
 	var a, b *Conn
 	var ready sync.WaitGroup
 	ready.Add(1)
 	hA := func(f *atollpb.Frame) { ready.Wait(); ha(a)(f) }
 	hB := func(f *atollpb.Frame) { ready.Wait(); hb(b)(f) }
-	a, b = New(ca, hA), New(cb, hB)
+	a, b = Open(ca, hA), Open(cb, hB)
 	ready.Done()
 	t.Cleanup(func() { a.Close(); b.Close(); <-a.Done(); <-b.Done() })
 	return a, b
 }
 
 func TestRequestsAndRepliesBothWays(t *testing.T) {
-	echo := func(c *Conn) Handler {
-		return func(f *atollpb.Frame) {
-			if f.Id != 0 {
-				go c.Reply(f.Id, &atollpb.Frame{Body: &atollpb.Frame_Status{Status: &atollpb.ErrorInfo{Message: f.GetExit().GetReason()}}})
+	overTransports(t, func(t *testing.T, pair pairFunc) {
+		echo := func(c *Conn) Handler {
+			return func(f *atollpb.Frame) {
+				if f.Id != 0 {
+					go c.Reply(f.Id, &atollpb.Frame{Body: &atollpb.Frame_Status{Status: &atollpb.ErrorInfo{Message: f.GetExit().GetReason()}}})
+				}
 			}
 		}
-	}
-	a, b := pair(t, echo, echo)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var wg sync.WaitGroup
-	for i := range 50 {
-		for _, c := range []*Conn{a, b} {
-			wg.Go(func() {
-				msg := string(rune('a' + i%26))
-				r, err := c.Call(ctx, &atollpb.Frame{Body: &atollpb.Frame_Exit{Exit: &atollpb.WorkerExit{Reason: msg}}})
-				if err != nil || r.GetStatus().GetMessage() != msg {
-					t.Errorf("call %d: %v %v", i, r, err)
-				}
-			})
+		a, b := pair(t, echo, echo)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var wg sync.WaitGroup
+		for i := range 50 {
+			for _, c := range []*Conn{a, b} {
+				wg.Go(func() {
+					msg := string(rune('a' + i%26))
+					r, err := c.Call(ctx, &atollpb.Frame{Body: &atollpb.Frame_Exit{Exit: &atollpb.WorkerExit{Reason: msg}}})
+					if err != nil || r.GetStatus().GetMessage() != msg {
+						t.Errorf("call %d: %v %v", i, r, err)
+					}
+				})
+			}
 		}
-	}
-	wg.Wait()
+		wg.Wait()
+	})
 }
 
 func TestOneWayFramesReachTheHandler(t *testing.T) {
-	got := make(chan string, 3)
-	recv := func(*Conn) Handler { return func(f *atollpb.Frame) { got <- f.GetExit().GetReason() } }
-	a, _ := pair(t, func(*Conn) Handler { return func(*atollpb.Frame) {} }, recv)
-	for _, s := range []string{"x", "y", "z"} {
-		if err := a.Send(&atollpb.Frame{Body: &atollpb.Frame_Exit{Exit: &atollpb.WorkerExit{Reason: s}}}); err != nil {
-			t.Fatal(err)
+	overTransports(t, func(t *testing.T, pair pairFunc) {
+		got := make(chan string, 3)
+		recv := func(*Conn) Handler { return func(f *atollpb.Frame) { got <- f.GetExit().GetReason() } }
+		a, _ := pair(t, func(*Conn) Handler { return func(*atollpb.Frame) {} }, recv)
+		for _, s := range []string{"x", "y", "z"} {
+			if err := a.Send(&atollpb.Frame{Body: &atollpb.Frame_Exit{Exit: &atollpb.WorkerExit{Reason: s}}}); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	for _, want := range []string{"x", "y", "z"} {
-		if s := <-got; s != want {
-			t.Fatalf("got %q, want %q (frames must arrive in order)", s, want)
+		for _, want := range []string{"x", "y", "z"} {
+			if s := <-got; s != want {
+				t.Fatalf("got %q, want %q (frames must arrive in order)", s, want)
+			}
 		}
-	}
+	})
 }
 
 func TestPeerCloseFailsPendingCalls(t *testing.T) {
-	silent := func(*Conn) Handler { return func(*atollpb.Frame) {} }
-	a, b := pair(t, silent, silent)
-	done := make(chan error, 1)
-	go func() {
-		_, err := a.Call(context.Background(), &atollpb.Frame{Body: &atollpb.Frame_Exit{Exit: &atollpb.WorkerExit{}}})
-		done <- err
-	}()
-	b.Close()
-	if err := <-done; !errors.Is(err, ErrClosed) {
-		t.Fatalf("pending call after peer close: %v", err)
-	}
-	<-a.Done()
-	if err := a.Send(&atollpb.Frame{}); err == nil {
-		t.Fatal("send on a closed connection succeeded")
-	}
+	overTransports(t, func(t *testing.T, pair pairFunc) {
+		silent := func(*Conn) Handler { return func(*atollpb.Frame) {} }
+		a, b := pair(t, silent, silent)
+		done := make(chan error, 1)
+		go func() {
+			_, err := a.Call(context.Background(), &atollpb.Frame{Body: &atollpb.Frame_Exit{Exit: &atollpb.WorkerExit{}}})
+			done <- err
+		}()
+		b.Close()
+		if err := <-done; !errors.Is(err, ErrClosed) {
+			t.Fatalf("pending call after peer close: %v", err)
+		}
+		<-a.Done()
+		if err := a.Send(&atollpb.Frame{}); err == nil {
+			t.Fatal("send on a closed connection succeeded")
+		}
+	})
 }
 
 // held answers each request only when the test says so, through answer.
@@ -110,84 +140,90 @@ func exitFrame(reason string) *atollpb.Frame {
 }
 
 func TestAbandonedCallReplyGoesToLate(t *testing.T) {
-	answer := make(chan struct{})
-	others := make(chan *atollpb.Frame, 1)
-	a, _ := pair(t, func(*Conn) Handler { return func(f *atollpb.Frame) { others <- f } }, held(answer))
-	late := make(chan *atollpb.Frame, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := a.CallLate(ctx, exitFrame("granted"), func(r *atollpb.Frame) { late <- r })
-		done <- err
-	}()
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("abandoned call: %v", err)
-	}
-	a.mu.Lock()
-	n := a.abandoned
-	a.mu.Unlock()
-	if n != 1 {
-		t.Fatalf("%d abandoned calls recorded, want 1", n)
-	}
-	close(answer)
-	if r := <-late; r.GetStatus().GetMessage() != "granted" {
-		t.Fatalf("late reply %v", r)
-	}
-	a.mu.Lock()
-	n, left := a.abandoned, len(a.pending)
-	a.mu.Unlock()
-	if n != 0 || left != 0 {
-		t.Fatalf("after the late reply: %d abandoned, %d pending", n, left)
-	}
-	select {
-	case f := <-others:
-		t.Fatalf("the late reply also reached the handler: %v", f)
-	default:
-	}
+	overTransports(t, func(t *testing.T, pair pairFunc) {
+		answer := make(chan struct{})
+		others := make(chan *atollpb.Frame, 1)
+		a, _ := pair(t, func(*Conn) Handler { return func(f *atollpb.Frame) { others <- f } }, held(answer))
+		late := make(chan *atollpb.Frame, 1)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := a.CallLate(ctx, exitFrame("granted"), func(r *atollpb.Frame) { late <- r })
+			done <- err
+		}()
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("abandoned call: %v", err)
+		}
+		a.mu.Lock()
+		n := a.abandoned
+		a.mu.Unlock()
+		if n != 1 {
+			t.Fatalf("%d abandoned calls recorded, want 1", n)
+		}
+		close(answer)
+		if r := <-late; r.GetStatus().GetMessage() != "granted" {
+			t.Fatalf("late reply %v", r)
+		}
+		a.mu.Lock()
+		n, left := a.abandoned, len(a.pending)
+		a.mu.Unlock()
+		if n != 0 || left != 0 {
+			t.Fatalf("after the late reply: %d abandoned, %d pending", n, left)
+		}
+		select {
+		case f := <-others:
+			t.Fatalf("the late reply also reached the handler: %v", f)
+		default:
+		}
+	})
 }
 
 func TestAbandonedCallWithoutLateIsForgotten(t *testing.T) {
-	answer := make(chan struct{})
-	a, _ := pair(t, func(*Conn) Handler { return func(*atollpb.Frame) {} }, held(answer))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
-	defer cancel()
-	if _, err := a.Call(ctx, exitFrame("x")); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("call: %v", err)
-	}
-	a.mu.Lock()
-	left := len(a.pending)
-	a.mu.Unlock()
-	if left != 0 {
-		t.Fatalf("%d calls still pending after their callers gave up", left)
-	}
-	close(answer)
-	// The connection still works after the stray reply.
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel2()
-	if r, err := a.Call(ctx2, exitFrame("y")); err != nil || r.GetStatus().GetMessage() != "y" {
-		t.Fatalf("call after a stray reply: %v %v", r, err)
-	}
+	overTransports(t, func(t *testing.T, pair pairFunc) {
+		answer := make(chan struct{})
+		a, _ := pair(t, func(*Conn) Handler { return func(*atollpb.Frame) {} }, held(answer))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+		defer cancel()
+		if _, err := a.Call(ctx, exitFrame("x")); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("call: %v", err)
+		}
+		a.mu.Lock()
+		left := len(a.pending)
+		a.mu.Unlock()
+		if left != 0 {
+			t.Fatalf("%d calls still pending after their callers gave up", left)
+		}
+		close(answer)
+		// The connection still works after the stray reply.
+		ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel2()
+		if r, err := a.Call(ctx2, exitFrame("y")); err != nil || r.GetStatus().GetMessage() != "y" {
+			t.Fatalf("call after a stray reply: %v %v", r, err)
+		}
+	})
 }
 
 func TestCloseDropsAbandonedCalls(t *testing.T) {
-	never := make(chan struct{})
-	a, b := pair(t, func(*Conn) Handler { return func(*atollpb.Frame) {} }, held(never))
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	// The context is already done: the call is sent and abandoned at once.
-	if _, err := a.CallLate(ctx, exitFrame("x"), func(*atollpb.Frame) { t.Error("late called after close") }); !errors.Is(err, context.Canceled) {
-		t.Fatalf("call: %v", err)
-	}
-	b.Close()
-	<-a.Done()
-	a.mu.Lock()
-	n, left := a.abandoned, len(a.pending)
-	a.mu.Unlock()
-	if n != 0 || left != 0 {
-		t.Fatalf("after close: %d abandoned, %d pending", n, left)
-	}
-	close(never)
+	overTransports(t, func(t *testing.T, pair pairFunc) {
+		never := make(chan struct{})
+		a, b := pair(t, func(*Conn) Handler { return func(*atollpb.Frame) {} }, held(never))
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		// The context is already done: the call is sent and abandoned at once.
+		if _, err := a.CallLate(ctx, exitFrame("x"), func(*atollpb.Frame) { t.Error("late called after close") }); !errors.Is(err, context.Canceled) {
+			t.Fatalf("call: %v", err)
+		}
+		b.Close()
+		<-a.Done()
+		a.mu.Lock()
+		n, left := a.abandoned, len(a.pending)
+		a.mu.Unlock()
+		if n != 0 || left != 0 {
+			t.Fatalf("after close: %d abandoned, %d pending", n, left)
+		}
+		close(never)
+	})
 }
 
 // A peer that sends an oversize length or stops inside a frame ends the

@@ -1,4 +1,4 @@
-package workerproc
+package workerproto
 
 import (
 	"context"
@@ -14,11 +14,13 @@ import (
 	"github.com/atoll-runtime/atoll/internal/workerconn"
 )
 
-// proxy serves the requests a worker process makes on its own behalf:
-// submitting tasks, calling actors, the object store (through an
-// objectstore.FrameServer), the GCS. It is
+// proxy serves the requests a worker makes on its own behalf: submitting
+// tasks, calling actors, the object store (through an
+// objectstore.FrameServer), the GCS, fetching objects from other nodes,
+// its generator acks, borrow reports, blocking in Get and kills. It is
 // shared by pool workers and actor hosts; results of tasks the worker
-// submitted come back to the proxying actor and go down the connection.
+// submitted come back to the actor that owns the worker (the sender of
+// its requests) and go down the connection (forwardDown).
 type proxy struct {
 	id ids.WorkerID
 	// actor is the actor the process hosts (zero for a pool worker).
@@ -31,9 +33,10 @@ type proxy struct {
 // handle serves f if it is a request of the worker's own; it reports false
 // for frames the owning actor handles itself (task results, ...). It runs
 // on the connection's reader goroutine, not in the owning actor's
-// mailbox: an actor host blocked while its constructor runs must still
-// serve the constructor's own requests (a GetActor, a Put). Results of
-// tasks and calls the worker makes come back to self, the owning actor.
+// mailbox, so that no request waits for that actor. Results of tasks and
+// calls the worker makes come back to self, the owning actor, which
+// never blocks on its worker (an actor host's constructor runs while the
+// host serves: the results of the calls the constructor makes reach it).
 func (p *proxy) handle(system *actor.ActorSystem, self *actor.PID, conn *workerconn.Conn, f *atollpb.Frame) bool {
 	root := system.Root
 	switch b := f.Body.(type) {

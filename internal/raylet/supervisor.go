@@ -1,14 +1,11 @@
 package raylet
 
 import (
-	"context"
 	"fmt"
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/atoll-runtime/atoll/atollpb"
-	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
@@ -18,54 +15,6 @@ type actorFailed struct {
 	reason    any
 	restarted bool
 	restarts  int
-}
-
-// actorHost runs one actor instance. Method calls run one at a time, in
-// mailbox order, on the host's goroutine. A panicking method (or an
-// injected crash) fails the host, and the raylet's supervisor strategy
-// restarts it (the constructor runs again) within the actor's budget.
-type actorHost struct {
-	id       ids.ActorID
-	spec     *atollpb.TaskSpec
-	worker   Worker
-	exec     Executor
-	raylet   *actor.PID
-	instance any
-	cancel   context.CancelFunc
-	runCtx   context.Context
-	// deliver gives a call's result to its caller (see raylet.deliver).
-	deliver func(caller *actor.PID, res *atollpb.TaskResult)
-}
-
-func (h *actorHost) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
-	case *actor.Started:
-		h.runCtx, h.cancel = context.WithCancel(context.Background())
-		inst, err := h.exec.NewActor(h.runCtx, h.worker, h.spec)
-		// On error the raylet records the cause, then stops this host
-		// (stopping itself, the Terminated notice would overtake the cause).
-		ctx.Send(h.raylet, &ActorStarted{ID: h.id, Err: err})
-		h.instance = inst
-	case *atollpb.PushTask:
-		if h.instance == nil {
-			died := &errs.ActorDiedError{ActorID: h.id.String(), Name: h.spec.GetActorCreation().GetName(), Message: "actor is not running"}
-			ctx.Respond(&atollpb.TaskResult{TaskId: m.Spec.TaskId, Attempt: m.Spec.Attempt, Error: errs.ToProto(died)})
-			return
-		}
-		res, panicked := h.exec.RunActorTask(h.runCtx, h.worker, h.instance, m.Spec)
-		h.deliver(ctx.Sender(), res)
-		if panicked {
-			h.instance = nil
-			panic(fmt.Sprintf("actor %s: method %s panicked: %s", h.id.Short(), m.Spec.Function, res.GetError().GetMessage()))
-		}
-	case *CrashActor:
-		h.instance = nil
-		panic("actor " + h.id.Short() + " crashed: " + m.Reason)
-	case *actor.Restarting, *actor.Stopping:
-		if h.cancel != nil {
-			h.cancel()
-		}
-	}
 }
 
 // actorStrategy supervises the raylet's children: pool workers always

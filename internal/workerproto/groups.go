@@ -1,4 +1,4 @@
-package runtime
+package workerproto
 
 import (
 	"github.com/atoll-runtime/atoll/atollpb"
@@ -6,8 +6,8 @@ import (
 	"github.com/atoll-runtime/atoll/internal/registry"
 )
 
-// callGroups runs an actor's calls concurrently, in the process that
-// hosts it: each concurrency group has its own limit and its own FIFO,
+// callGroups runs an actor's calls concurrently, in the worker that
+// hosts it (the worker's side of the host's windows, hostcore.go): each concurrency group has its own limit and its own FIFO,
 // so a full group never holds back the calls of another, and within a
 // group calls start in the order they arrived (they may end in any
 // order). An actor with no concurrency (MaxConcurrency 1, no groups)
@@ -21,6 +21,15 @@ type callGroups struct {
 // callGroup is one concurrency group: limit goroutines taking its calls.
 type callGroup struct {
 	calls chan pushed
+}
+
+// close ends the groups' goroutines once each finishes the call it runs
+// (the worker ends: no call is routed any more).
+func (g *callGroups) close() {
+	close(g.def.calls)
+	for _, grp := range g.byName {
+		close(grp.calls)
+	}
 }
 
 // groupBuffer bounds the calls waiting in one group: more than the

@@ -1,0 +1,163 @@
+package workerconn
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+)
+
+// Pipe returns the two ends of an in-memory connection, for a worker that
+// runs on goroutines of the raylet's process: Open each end to get its
+// Conn. It carries the frames a socket would, with the same bounds, order
+// and end-of-stream behaviour (a closed end's peer reads what was written
+// before the close, then the stream ends; writes to a closed end fail),
+// but no byte crosses the kernel: the burst of frames a writer marshals
+// into its buffer is handed to the peer's reader as it is, the reader
+// unmarshals each frame from it (the one copy: proto.Unmarshal copies
+// what it keeps) and gives the buffer back to the writer for a later
+// burst. A writer waits while more than 4 MiB of its frames are unread,
+// as a socket's writer waits for the peer to read.
+func Pipe() (a, b Endpoint) {
+	ab, ba := newPipeQueue(), newPipeQueue()
+	return &pipeEnd{in: ba, out: ab}, &pipeEnd{in: ab, out: ba}
+}
+
+// pipeQueue is one direction of a pipe: the bursts one end wrote and the
+// other has not read yet.
+type pipeQueue struct {
+	mu   sync.Mutex
+	cond sync.Cond
+	// chunks are the bursts written, in order; queued their bytes.
+	chunks [][]byte
+	queued int
+	// closed: the writing end closed (the reader reads what is queued,
+	// then the stream ends); gone: the reading end closed (writes fail,
+	// what is queued is dropped).
+	closed, gone bool
+	// free are buffers the reader is done with, for the writer's next
+	// bursts (at most maxFree, each at most keepBuffer).
+	free [][]byte
+}
+
+// maxFree bounds the buffers a pipe direction keeps for reuse.
+const maxFree = 4
+
+func newPipeQueue() *pipeQueue {
+	q := &pipeQueue{}
+	q.cond.L = &q.mu
+	return q
+}
+
+type pipeEnd struct{ in, out *pipeQueue }
+
+func (e *pipeEnd) wire() wire { return e }
+
+func (e *pipeEnd) write(buf []byte) (bool, error) {
+	q := e.out
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for !q.gone && !q.closed && q.queued > maxPending {
+		q.cond.Wait()
+	}
+	if q.gone || q.closed {
+		return false, io.ErrClosedPipe
+	}
+	q.chunks = append(q.chunks, buf)
+	q.queued += len(buf)
+	q.cond.Broadcast()
+	return true, nil
+}
+
+func (e *pipeEnd) spare() []byte {
+	q := e.out
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if n := len(q.free); n > 0 {
+		b := q.free[n-1]
+		q.free[n-1] = nil
+		q.free = q.free[:n-1]
+		return b
+	}
+	return nil
+}
+
+func (e *pipeEnd) close() error {
+	e.out.mu.Lock()
+	e.out.closed = true
+	e.out.cond.Broadcast()
+	e.out.mu.Unlock()
+	e.in.mu.Lock()
+	e.in.gone = true
+	e.in.chunks, e.in.queued, e.in.free = nil, 0, nil
+	e.in.cond.Broadcast()
+	e.in.mu.Unlock()
+	return nil
+}
+
+func (e *pipeEnd) readFrames(deliver func(*atollpb.Frame)) error {
+	q := e.in
+	var taken [][]byte
+	for {
+		q.mu.Lock()
+		for len(q.chunks) == 0 && !q.closed && !q.gone {
+			q.cond.Wait()
+		}
+		if q.gone {
+			q.mu.Unlock()
+			return io.ErrClosedPipe // this end closed
+		}
+		if len(q.chunks) == 0 {
+			q.mu.Unlock()
+			return io.EOF // the peer closed, and everything it wrote is read
+		}
+		taken, q.chunks = q.chunks, taken[:0]
+		q.queued = 0
+		q.cond.Broadcast()
+		q.mu.Unlock()
+		for _, chunk := range taken {
+			if err := parseChunk(chunk, deliver); err != nil {
+				return err
+			}
+		}
+		q.mu.Lock()
+		for i, chunk := range taken {
+			if !q.gone && cap(chunk) <= keepBuffer && len(q.free) < maxFree {
+				q.free = append(q.free, chunk[:0])
+			}
+			taken[i] = nil
+		}
+		q.mu.Unlock()
+	}
+}
+
+// parseChunk delivers the frames of one burst, which holds whole frames
+// (a writer hands over whole frames only). It trusts the bytes no more
+// than a socket's reader does: a length beyond MaxFrame or past the
+// burst, or bytes that are not a Frame, are ErrBadFrame. The frames it
+// delivers share no memory with chunk.
+func parseChunk(chunk []byte, deliver func(*atollpb.Frame)) error {
+	for len(chunk) > 0 {
+		if len(chunk) < 4 {
+			return fmt.Errorf("%w: %d bytes at the end of a burst, not a frame", ErrBadFrame, len(chunk))
+		}
+		n := binary.BigEndian.Uint32(chunk)
+		if n > MaxFrame {
+			return fmt.Errorf("%w: peer sent a frame of %d bytes, more than %d", ErrBadFrame, n, MaxFrame)
+		}
+		if uint64(n) > uint64(len(chunk)-4) {
+			return fmt.Errorf("%w: a frame of %d bytes in a burst of %d", ErrBadFrame, n, len(chunk)-4)
+		}
+		f := &atollpb.Frame{}
+		if err := proto.Unmarshal(chunk[4:4+n], f); err != nil {
+			return fmt.Errorf("%w: %d bytes are not a frame: %v", ErrBadFrame, n, err)
+		}
+		deliver(f)
+		chunk = chunk[4+n:]
+	}
+	return nil
+}

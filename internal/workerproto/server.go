@@ -1,0 +1,357 @@
+package workerproto
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/workerconn"
+)
+
+// Executor runs a worker's user code (the worker runtime implements it).
+type Executor interface {
+	// RunTask runs one attempt of a normal task and returns its result.
+	// It should return promptly once ctx is cancelled.
+	RunTask(ctx context.Context, spec *atollpb.TaskSpec) *atollpb.TaskResult
+	// NewActor runs an actor's constructor.
+	NewActor(ctx context.Context, spec *atollpb.TaskSpec) (instance any, err error)
+	// RunActorTask runs one method call on instance; panicked: the method
+	// panicked (no later call runs on the instance).
+	RunActorTask(ctx context.Context, instance any, spec *atollpb.TaskSpec) (res *atollpb.TaskResult, panicked bool)
+}
+
+// ServerConfig is what a worker's Server serves with.
+type ServerConfig struct {
+	// WorkerID is the worker's id (in its hello and its results).
+	WorkerID ids.WorkerID
+	// Executor runs the tasks, the constructor and the calls.
+	Executor Executor
+	// Deliver receives what the node sends the worker's own owner: the
+	// results of tasks and calls it submitted (*atollpb.TaskResult),
+	// actor events (*atollpb.ActorInfo) and borrowers' reports on the
+	// objects it owns (*atollpb.BorrowReport). It runs on the
+	// connection's reader: it must not block.
+	Deliver func(proto.Message)
+	// GeneratorAck passes an owner's ack to the generator attempt it
+	// names, running here; on the reader, it must not block.
+	GeneratorAck func(*atollpb.GeneratorAck)
+	// HostsActor, if set, is told the actor this worker hosts before
+	// its constructor runs.
+	HostsActor func(ids.ActorID)
+	// Exit is called once when the worker must end: its raylet asked (a
+	// WorkerExit frame) or the connection ended. The contexts of the
+	// tasks it runs are cancelled first. A process exits; an in-process
+	// worker ends its runtime (its goroutines still running user code
+	// run on with cancelled contexts, and what they send is dropped).
+	Exit func()
+}
+
+// ErrWorkerStopped is the cause of the contexts of the tasks a worker
+// runs when it ends (its raylet stopped or killed it).
+var ErrWorkerStopped = errors.New("atoll: the worker running this task stopped")
+
+// Server is the worker's end of the protocol: it queues the tasks and
+// actor calls its raylet pushes and runs them in arrival order — one at
+// a time, or for an actor with concurrency, up to each concurrency
+// group's limit at once (groups.go). The raylet may push several before
+// the first ends (pipelining); those not started wait in the queue,
+// where a recall or a cancel can still take them out. Client sends the
+// worker's own requests over the same connection.
+type Server struct {
+	cfg    ServerConfig
+	conn   *workerconn.Conn
+	ready  chan struct{} // closed by Serve: frames wait for it
+	wake   chan struct{} // a frame was queued
+	exited sync.Once
+
+	mu       sync.Mutex
+	queue    []pushed // pushed and not started, in arrival order
+	running  map[ids.TaskID]context.CancelCauseFunc
+	instance any         // the actor this worker hosts, if any
+	groups   *callGroups // its concurrency groups, if it runs calls concurrently
+	// broken is set once a method panicked: the host restarts the actor
+	// in a new worker, and the calls pushed after it must not run on
+	// the broken instance (the host sends them again to the new one).
+	broken atomic.Bool
+}
+
+// pushed is a frame for the task loop; a task comes with its context,
+// whose cancel is registered in running as the frame arrives (a cancel
+// frame may follow it before the loop takes it).
+type pushed struct {
+	f      *atollpb.Frame
+	spec   *atollpb.TaskSpec
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+// NewServer opens the worker's end of its connection. Frames that arrive
+// wait until Serve.
+func NewServer(end workerconn.Endpoint, cfg ServerConfig) *Server {
+	s := &Server{cfg: cfg, ready: make(chan struct{}), wake: make(chan struct{}, 1), running: map[ids.TaskID]context.CancelCauseFunc{}}
+	s.conn = workerconn.Open(end, func(f *atollpb.Frame) { <-s.ready; s.handle(f) })
+	go func() {
+		<-s.conn.Done()
+		s.exit()
+	}()
+	return s
+}
+
+// Conn is the worker's connection (its store client's transport).
+func (s *Server) Conn() *workerconn.Conn { return s.conn }
+
+// Client sends the worker's own requests to its raylet.
+func (s *Server) Client() Client { return Client{conn: s.conn} }
+
+// Serve registers the worker with its raylet (hello, with pid, the
+// process id) and runs the tasks and the actor it sends until the
+// connection ends. The connection's end calls Exit without waiting for
+// Serve: a task that ignores its cancelled context holds Serve, not the
+// worker's end.
+func (s *Server) Serve(pid int) {
+	close(s.ready)
+	_ = s.Client().Hello(s.cfg.WorkerID, pid)
+	s.loop()
+	if s.groups != nil {
+		s.groups.close()
+	}
+}
+
+// exit cancels every task and calls Exit, once.
+func (s *Server) exit() {
+	s.exited.Do(func() {
+		s.mu.Lock()
+		cancels := make([]context.CancelCauseFunc, 0, len(s.running))
+		for _, cancel := range s.running {
+			cancels = append(cancels, cancel)
+		}
+		s.mu.Unlock()
+		for _, cancel := range cancels {
+			cancel(ErrWorkerStopped)
+		}
+		if s.cfg.Exit != nil {
+			s.cfg.Exit()
+		}
+	})
+}
+
+// handle receives frames on the connection's reader goroutine.
+func (s *Server) handle(f *atollpb.Frame) {
+	switch b := f.Body.(type) {
+	case *atollpb.Frame_CreateActor:
+		if _, err := ids.FromBytes(b.CreateActor.GetTaskId()); err != nil {
+			_ = s.conn.Reply(f.Id, &atollpb.Frame{Body: &atollpb.Frame_Status{Status: errs.ToProto(errs.Invalidf("create_actor without a task id"))}})
+			return
+		}
+		s.enqueue(pushed{f: f})
+	case *atollpb.Frame_PushTask:
+		spec := b.PushTask.GetSpec()
+		id, err := ids.FromBytes(spec.GetTaskId())
+		if err != nil {
+			return // not a task: nobody waits for its result
+		}
+		ctx, cancel := context.WithCancelCause(context.Background())
+		s.mu.Lock()
+		s.running[id] = cancel
+		s.mu.Unlock()
+		s.enqueue(pushed{f: f, spec: spec, ctx: ctx, cancel: cancel})
+	case *atollpb.Frame_RecallTask:
+		p, ok := s.unqueue(b.RecallTask.GetTaskId(), b.RecallTask.GetAttempt(), true)
+		if ok {
+			p.cancel(nil)
+		}
+		_ = s.conn.Reply(f.Id, &atollpb.Frame{Body: &atollpb.Frame_RecallReply{RecallReply: &atollpb.RecallReply{Recalled: ok}}})
+	case *atollpb.Frame_TaskResult:
+		s.deliver(b.TaskResult)
+	case *atollpb.Frame_ActorEvent:
+		s.deliver(b.ActorEvent)
+	case *atollpb.Frame_BorrowReport:
+		// A borrower's report on objects this worker owns: applied in
+		// its owner's mailbox, after the results before it.
+		s.deliver(b.BorrowReport)
+	case *atollpb.Frame_CancelTask:
+		// A task that has not started is answered at once; a running
+		// one sees its context cancelled.
+		if p, ok := s.unqueue(b.CancelTask.GetTaskId(), 0, false); ok {
+			p.cancel(nil)
+			err := &errs.CancelledError{TaskName: p.spec.GetName(), TaskID: hex.EncodeToString(p.spec.GetTaskId())}
+			_ = s.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: &atollpb.TaskResult{
+				TaskId: p.spec.GetTaskId(), Attempt: p.spec.GetAttempt(), Error: errs.ToProto(err), WorkerId: s.cfg.WorkerID.Bytes()}}})
+			return
+		}
+		id, err := ids.FromBytes(b.CancelTask.GetTaskId())
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		cancel := s.running[id]
+		s.mu.Unlock()
+		if cancel != nil {
+			cancel(errs.CancelCause(b.CancelTask.GetNonRecursive()))
+		}
+	case *atollpb.Frame_GeneratorAck:
+		if s.cfg.GeneratorAck != nil {
+			s.cfg.GeneratorAck(b.GeneratorAck)
+		}
+	case *atollpb.Frame_Exit:
+		s.exit()
+	}
+}
+
+func (s *Server) deliver(m proto.Message) {
+	if s.cfg.Deliver != nil {
+		s.cfg.Deliver(m)
+	}
+}
+
+func (s *Server) enqueue(p pushed) {
+	s.mu.Lock()
+	s.queue = append(s.queue, p)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// unqueue takes a task that has not started out of the queue (of the
+// given attempt, if byAttempt), and forgets its cancel.
+func (s *Server) unqueue(taskID []byte, attempt int32, byAttempt bool) (pushed, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, p := range s.queue {
+		if p.spec != nil && p.spec.GetType() != atollpb.TaskType_ACTOR_TASK && string(p.spec.GetTaskId()) == string(taskID) &&
+			(!byAttempt || p.spec.GetAttempt() == attempt) {
+			s.queue = append(s.queue[:i], s.queue[i+1:]...)
+			if id, err := ids.FromBytes(taskID); err == nil {
+				delete(s.running, id)
+			}
+			return p, true
+		}
+	}
+	return pushed{}, false
+}
+
+// next takes the first queued frame, waiting for one; false once the
+// connection ended.
+func (s *Server) next() (pushed, bool) {
+	for {
+		s.mu.Lock()
+		if len(s.queue) > 0 {
+			p := s.queue[0]
+			s.queue[0] = pushed{}
+			s.queue = s.queue[1:]
+			s.mu.Unlock()
+			return p, true
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.wake:
+		case <-s.conn.Done():
+			return pushed{}, false
+		}
+	}
+}
+
+func (s *Server) loop() {
+	ex := s.cfg.Executor
+	for {
+		p, ok := s.next()
+		if !ok {
+			return
+		}
+		if spec := p.f.GetCreateActor(); spec != nil {
+			s.construct(p.f.Id, spec)
+			continue
+		}
+		if p.spec.GetType() == atollpb.TaskType_ACTOR_TASK {
+			switch {
+			case s.instance == nil:
+				s.finish(p, s.failed(p.spec, errs.Invalidf("actor call %s: this worker hosts no actor", p.spec.GetName())))
+			case s.groups != nil:
+				if err := s.groups.route(p); err != nil {
+					s.finish(p, s.failed(p.spec, err))
+				}
+			case p.spec.GetConcurrencyGroup() != "":
+				s.finish(p, s.failed(p.spec, errs.Invalidf("actor call %s: the actor has no concurrency group %q", p.spec.GetName(), p.spec.GetConcurrencyGroup())))
+			default:
+				s.runCall(p)
+			}
+			continue
+		}
+		s.finish(p, ex.RunTask(p.ctx, p.spec))
+	}
+}
+
+// construct runs the actor's constructor and answers the host. A worker
+// hosts one actor, constructed once.
+func (s *Server) construct(req uint64, spec *atollpb.TaskSpec) {
+	if s.instance != nil {
+		_ = s.conn.Reply(req, &atollpb.Frame{Body: &atollpb.Frame_Status{Status: errs.ToProto(errs.Invalidf("this worker hosts an actor already"))}})
+		return
+	}
+	if id, err := ids.FromBytes(spec.GetActorId()); err == nil && s.cfg.HostsActor != nil {
+		s.cfg.HostsActor(id)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	if id, err := ids.FromBytes(spec.GetTaskId()); err == nil {
+		s.mu.Lock()
+		s.running[id] = cancel
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			delete(s.running, id)
+			s.mu.Unlock()
+		}()
+	}
+	inst, err := s.cfg.Executor.NewActor(ctx, spec)
+	cancel(nil)
+	s.instance = inst
+	if err == nil {
+		s.groups = newCallGroups(spec.GetActorCreation(), s.runCall)
+	}
+	_ = s.conn.Reply(req, &atollpb.Frame{Body: &atollpb.Frame_Status{Status: errs.ToProto(err)}})
+}
+
+// runCall runs one actor call, unless an earlier one panicked.
+func (s *Server) runCall(p pushed) {
+	if s.broken.Load() {
+		p.cancel(nil)
+		return
+	}
+	res, panicked := s.cfg.Executor.RunActorTask(p.ctx, s.instance, p.spec)
+	if panicked {
+		s.broken.Store(true)
+	}
+	s.finish(p, res)
+}
+
+// finish forgets a task's cancel and sends its result.
+func (s *Server) finish(p pushed, res *atollpb.TaskResult) {
+	if id, err := ids.FromBytes(p.spec.GetTaskId()); err == nil {
+		s.mu.Lock()
+		delete(s.running, id)
+		s.mu.Unlock()
+	}
+	p.cancel(nil)
+	_ = s.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: res}})
+}
+
+// failed is the result of a task that fails before it runs.
+func (s *Server) failed(spec *atollpb.TaskSpec, err error) *atollpb.TaskResult {
+	e := errs.ToProto(err)
+	if e.TaskName == "" {
+		e.TaskName = spec.Name
+	}
+	if len(e.TaskId) == 0 {
+		e.TaskId = spec.TaskId
+	}
+	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Error: e, WorkerId: s.cfg.WorkerID.Bytes()}
+}

@@ -100,7 +100,7 @@ var (
 
 // RegisterError makes a task's errors come back to its caller as
 // themselves, so errors.As and errors.Is work across processes and nodes
-// (and with goroutine workers, whose errors take the same path). Register
+// (in either worker mode: errors take the same path). Register
 // at package init, like functions, so every process of the binary knows
 // the same errors:
 //

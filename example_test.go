@@ -35,7 +35,7 @@ var (
 	exGet = atoll.NewMethod0(exCounterType, "Get", func(c *exCounter, _ context.Context) (int, error) { return c.n, nil })
 )
 
-// exInit starts atoll for an example: goroutine workers and a small
+// exInit starts atoll for an example: in-process workers and a small
 // store, so that examples run anywhere.
 func exInit(ctx context.Context) {
 	if err := atoll.Init(ctx, atoll.WithWorkerMode(atoll.InProcessWorkers), atoll.WithNumCPUs(2),

@@ -17,7 +17,7 @@ import (
 )
 
 // Generator functions for the tests. They run in worker processes (a
-// re-executed copy of this test binary) or on goroutine workers.
+// re-executed copy of this test binary) or on in-process workers.
 
 // genItem is an item of the test generators: Pad makes every third one
 // large enough for the shared-memory store (the others travel inline).

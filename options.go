@@ -79,9 +79,13 @@ const (
 	// arena. Isolation (a crash or kill takes one worker, not the
 	// program), real fault injection. The default.
 	ProcessWorkers WorkerMode = iota
-	// InProcessWorkers runs them on goroutines of the driver: lowest
-	// latency, no isolation (a task that ignores its context keeps
-	// running after a kill), state shared with the driver.
+	// InProcessWorkers runs each worker as a worker runtime on
+	// goroutines of the driver, speaking the same protocol to the node
+	// over an in-memory connection: lowest latency, no isolation (a task
+	// that ignores its context keeps running after a kill; memory, Go
+	// globals and the Go runtime are shared with the driver). Actors,
+	// concurrency groups, generators, cancellation and fault points
+	// behave as with processes.
 	InProcessWorkers
 )
 
@@ -106,7 +110,7 @@ func ParseWorkerMode(s string) (WorkerMode, error) {
 }
 
 // WithWorkerMode chooses process workers (the default) or in-process
-// goroutine workers.
+// workers.
 func WithWorkerMode(m WorkerMode) Option { return func(c *config) { c.workerMode = m } }
 
 // WithWorkerBinary sets the program worker processes run (default: this
@@ -163,7 +167,7 @@ func WithPipelineDepth(n int) Option { return func(c *config) { c.node.PipelineD
 func WithWorkerOutput(w io.Writer) Option { return func(c *config) { c.node.WorkerOutput = w } }
 
 // WithNumCPUs sets the node's CPU count (default: runtime.NumCPU()); one
-// goroutine worker starts per CPU.
+// pool worker starts per CPU.
 func WithNumCPUs(n float64) Option { return func(c *config) { c.node.NumCPUs = n } }
 
 // WithResources declares the node's custom resources, e.g. {"GPU": 1}.

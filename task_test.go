@@ -57,7 +57,7 @@ var (
 			return "", ctx.Err()
 		}
 	})
-	// waitStarted signals that it is running (goroutine workers share the
+	// waitStarted signals that it is running (in-process workers share the
 	// test's process, so a channel can cross) and waits to be cancelled.
 	waitStarted = atoll.NewFunc1("test.waitStarted", func(ctx context.Context, key chanKey) (string, error) {
 		close(key.started())
@@ -96,7 +96,7 @@ func init() {
 }
 
 // chanKey names a channel registered in this test process, so tasks on
-// goroutine workers can synchronise with the test without sleeps.
+// in-process workers can synchronise with the test without sleeps.
 type chanKey string
 
 var (

@@ -243,7 +243,7 @@ func TestCancelIsRecursive(t *testing.T) {
 // submitted from its worker process runs on to its end.
 func TestCancelNonRecursive(t *testing.T) { testCancelNonRecursive(t, startProcesses(t)) }
 
-// TestCancelNonRecursiveGoroutines: the same with goroutine workers,
+// TestCancelNonRecursiveGoroutines: the same with in-process workers,
 // where the task's context is the raylet's and the child is owned by the
 // driver.
 func TestCancelNonRecursiveGoroutines(t *testing.T) { testCancelNonRecursive(t, start(t)) }

@@ -88,8 +88,8 @@ type modesSeqActor struct {
 type callerActor struct{ got int }
 
 var (
-	modesSeqType   = atoll.NewActorType("modes.seq", func(context.Context) (*modesSeqActor, error) { return &modesSeqActor{}, nil })
-	modesAppend = atoll.NewMethod1(modesSeqType, "Append", func(a *modesSeqActor, _ context.Context, i int) (int, error) {
+	modesSeqType = atoll.NewActorType("modes.seq", func(context.Context) (*modesSeqActor, error) { return &modesSeqActor{}, nil })
+	modesAppend  = atoll.NewMethod1(modesSeqType, "Append", func(a *modesSeqActor, _ context.Context, i int) (int, error) {
 		a.seen = append(a.seen, i)
 		return len(a.seen), nil
 	})

@@ -15,7 +15,7 @@ import (
 // KillTaskWorker kills the worker running the task that produces ref, as
 // if the worker crashed: the task is retried within its MaxRetries, else
 // fails with WorkerCrashedError. It does nothing if the task is not
-// running. (With goroutine workers the task's goroutine cannot be killed:
+// running. (With in-process workers the task's goroutine cannot be killed:
 // its context is cancelled and its result discarded.)
 func KillTaskWorker(ctx context.Context, ref atoll.Ref) error {
 	rt, err := runtime.Running(ctx)

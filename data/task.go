@@ -112,7 +112,7 @@ func execSpec(ctx context.Context, args []atoll.Raw) ([]atoll.Raw, error) {
 
 // cpuTime is this process's CPU time (user and system). A worker process
 // runs one task at a time, so the difference across a task is the task's
-// CPU time; with goroutine workers it counts every task running at once.
+// CPU time; with in-process workers it counts every task running at once.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {

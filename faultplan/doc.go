@@ -61,14 +61,15 @@
 // role, into the node's hooks (internal/node.Hooks.FaultPoints):
 //
 //   - kill-worker: the raylet asks before it sends a task attempt or an
-//     actor call to the worker process that runs it (before-execute: it
-//     never runs) and when the result comes back, before reporting it
+//     actor call to the worker that runs it (before-execute: it never
+//     runs) and when the result comes back, before reporting it
 //     (after-execute: the task ran; return objects it put in the store
-//     stay, and its retry finds them there). A hit SIGKILLs the process;
-//     the runtime handles the death as any other (the task is retried
-//     within MaxRetries, else WorkerCrashedError; the actor restarts
-//     within MaxRestarts and the call is retried within MaxTaskRetries).
-//     Only worker processes are killed: goroutine workers and actor
+//     stay, and its retry finds them there). A hit SIGKILLs a worker
+//     process, or closes an in-process worker's connection (its runtime
+//     ends; the task's goroutine sees its context cancelled); the runtime
+//     handles the death as any other (the task is retried within
+//     MaxRetries, else WorkerCrashedError; the actor restarts within
+//     MaxRestarts and the call is retried within MaxTaskRetries). Actor
 //     constructors are not points.
 //   - spill-full and spill-slow: the store's spiller asks before each
 //     spill file it writes (spill-write) and each restore it reads

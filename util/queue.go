@@ -29,12 +29,10 @@ import (
 // are lost if the actor dies, and the actor dies with the process that
 // created the queue unless it was created with atoll.Detached().
 //
-// Waiting does not hold the actor: with worker processes the actor runs
-// puts and gets in two concurrency groups of QueueWaiters calls each, so
-// a blocked Get never keeps a Put out, and a waiting call gives its place
-// back at least every MaxQueueWait (the caller then asks again). With
-// goroutine workers (atoll.InProcessWorkers), where actors run one call at
-// a time, Put and Get poll the actor instead, backing off to every 50 ms.
+// Waiting does not hold the actor: it runs puts and gets in two
+// concurrency groups of QueueWaiters calls each (in either worker mode),
+// so a blocked Get never keeps a Put out, and a waiting call gives its
+// place back at least every MaxQueueWait (the caller then asks again).
 type Queue[T any] struct {
 	name string
 
@@ -183,11 +181,6 @@ func NewQueue[T any](ctx context.Context, maxSize int, opts ...atoll.ActorOption
 	concurrent := append(opts[:len(opts):len(opts)],
 		atoll.ConcurrencyGroup("put", QueueWaiters, "put"), atoll.ConcurrencyGroup("get", QueueWaiters, "get"))
 	h, err := queueType.New(ctx, atoll.Value(info), concurrent...)
-	if errors.Is(err, atoll.ErrInvalidArgument) {
-		// Goroutine workers run actors one call at a time: poll.
-		info.Concurrent = false
-		h, err = queueType.New(ctx, atoll.Value(info), opts...)
-	}
 	if err != nil {
 		return nil, fmt.Errorf("NewQueue: %w", err)
 	}
@@ -371,7 +364,7 @@ func (q *Queue[T]) retry(ctx context.Context, block bool, try func(context.Conte
 			return nil
 		case !block || ctx.Err() != nil:
 			return errNotYet
-		case !info.GetConcurrent():
+		case !info.GetConcurrent(): // a queue made by an atoll before in-process workers ran concurrency groups
 			t := time.NewTimer(backoff)
 			select {
 			case <-t.C:

@@ -249,16 +249,17 @@ func TestQueueFromTasks(t *testing.T) {
 	}
 }
 
-// TestQueueGoroutineWorkers: with goroutine workers the queue's actor runs
-// one call at a time and callers poll; blocking still works.
-func TestQueueGoroutineWorkers(t *testing.T) {
+// TestQueueInProcessWorkers: with in-process workers the queue's actor
+// runs its concurrency groups as with processes, so callers wait in it;
+// a Put blocked on a full queue is let through by a Get.
+func TestQueueInProcessWorkers(t *testing.T) {
 	ctx := testmain.Start(t, atoll.WithWorkerMode(atoll.InProcessWorkers))
 	q, err := util.NewQueue[[]byte](ctx, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if waits, err := util.WaitsInActor(ctx, q); err != nil || waits {
-		t.Fatalf("with goroutine workers the queue's callers should poll its actor: %v, %v", waits, err)
+	if waits, err := util.WaitsInActor(ctx, q); err != nil || !waits {
+		t.Fatalf("with in-process workers the queue's callers should wait in its actor: %v, %v", waits, err)
 	}
 	got := make(chan []byte, 1)
 	go func() {

@@ -277,7 +277,7 @@ func TestTypedErrors(t *testing.T) {
 }
 
 // calls counts the calls of arraytest.count, one per chunk; a test with
-// goroutine workers reads it directly.
+// in-process workers reads it directly.
 var calls atomic.Int64
 
 var _ = graph.Register("arraytest.count", func(_ context.Context, x []float64) ([]float64, error) {
@@ -287,7 +287,7 @@ var _ = graph.Register("arraytest.count", func(_ context.Context, x []float64) (
 
 // TestPersistRunsNothingAgain persists an array and computes on it: the
 // tasks before the persist point run once, in the background after
-// Persist returns, and never again (goroutine workers, so the test reads
+// Persist returns, and never again (in-process workers, so the test reads
 // the count of calls directly).
 func TestPersistRunsNothingAgain(t *testing.T) {
 	ctx := start(t, atoll.WithWorkerMode(atoll.InProcessWorkers))

@@ -8,8 +8,8 @@
 // # Task errors on the wire
 //
 // A task's own failure travels as an ErrorInfo with code TASK_ERROR, the
-// same way from goroutine workers, worker processes and other nodes (a
-// goroutine worker's result goes through the wire form too), so what a
+// same way from in-process workers, worker processes and other nodes (an
+// in-process worker's result goes through the wire form too), so what a
 // caller can test does not depend on where the task ran.
 //
 //   - Worker side (internal/runtime's executor, ToProto): the returned

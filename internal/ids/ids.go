@@ -62,7 +62,7 @@ type (
 	TaskID = ID16
 	// ActorID names one actor instance (across restarts).
 	ActorID = ID16
-	// WorkerID names one worker: a process, or a goroutine worker slot.
+	// WorkerID names one worker: a process, or an in-process worker.
 	WorkerID = ID16
 	// NodeID names one node (one raylet).
 	NodeID = ID16

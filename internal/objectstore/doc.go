@@ -93,8 +93,8 @@
 //	transport       used by                            request / reply
 //	Mailbox         the driver, the node's components  an actor message to the store; a
 //	                (the cluster's fetcher and          protoactor future, waited on by one
-//	                transfer server), goroutine workers goroutine per request
-//	FrameTransport  worker processes                   a workerconn frame to the raylet,
+//	                transfer server)                    goroutine per request
+//	FrameTransport  workers (either mode)              a workerconn frame to the raylet,
 //	                                                   whose FrameServer forwards it to the
 //	                                                   store; the reply frame
 //

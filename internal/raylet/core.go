@@ -157,7 +157,7 @@ type classQueue struct {
 // worker is a pool worker as the core sees it.
 type worker struct {
 	id     ids.WorkerID
-	binary string // the program its process runs ("" for goroutine workers)
+	binary string // the program its process runs ("" for in-process workers)
 	// tasks are the attempts pushed to the worker, in push order: the
 	// first runs, the others wait in the process (pipelining).
 	tasks []*task
@@ -254,7 +254,7 @@ func (c *Core) release(id []byte, attempt int32) {
 	}
 }
 
-// Start starts the pool's prestarted workers (with goroutine workers, or
+// Start starts the pool's prestarted workers (in-process workers, or
 // process workers of the node's own binary).
 func (c *Core) Start(now time.Time) {
 	c.now = now
@@ -309,7 +309,7 @@ func (c *Core) HeldAttempt(id ids.TaskID) (attempt int32, worker ids.WorkerID, o
 }
 
 // binaryFor is the program that runs spec: the node's worker binary if it
-// has one, else the submitting driver's ("" with goroutine workers).
+// has one, else the submitting driver's ("" with in-process workers).
 func (c *Core) binaryFor(spec *atollpb.TaskSpec) string {
 	if !c.cfg.Processes {
 		return ""

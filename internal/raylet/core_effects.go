@@ -16,7 +16,7 @@ type Effect interface{ effect() }
 // Worker pool.
 type (
 	// StartWorker starts pool worker Worker running Binary ("" for a
-	// goroutine worker). Pushes to it may follow at once: its slot holds
+	// worker in this process). Pushes to it may follow at once: its slot holds
 	// them until the process registers.
 	StartWorker struct {
 		Worker ids.WorkerID

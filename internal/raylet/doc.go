@@ -34,23 +34,23 @@
 // message into one event, with time.Now(), then performs the effects
 // until none is left. It owns what the Core must not touch: the workers'
 // actors and Slots, the actor hosts and their supervisor strategy
-// (actorhost.go), the attempts' contexts, timers, spans (the Core only
+// (supervisor.go), the attempts' contexts, timers, spans (the Core only
 // adds events to the queue spans a TaskTracer starts), the timeline, the
 // worker binaries' hashes (trust.go, injected as CoreConfig.CheckBinary)
 // and the routing of borrow reports and actor state broadcasts to the
-// processes of this node. The difference between goroutine workers and
-// process workers lives in the shell only. The effects:
+// processes of this node. The workers themselves are made through the
+// Workers interface (package workerproto: a process, or a worker runtime
+// in this process; the raylet cannot tell them apart). The effects:
 //
-//   - StartWorker / StopWorker: spawn a pool worker (a workerActor
-//     running attempts on goroutines, or a worker process through
-//     ProcessWorkers); stop one the Core forgot (reaped, evicted for
+//   - StartWorker / StopWorker: spawn a pool worker (Workers.TaskWorker);
+//     stop one the Core forgot (reaped, evicted for
 //     another binary, dead): clear its slot, stop its actor, tell the
 //     store (Config.OnWorkerDeath).
 //   - KillWorker: kill a worker; the shell steps WorkerExited for it at
 //     once, saying whether its process had registered.
 //   - Push: give attempts their contexts and hand them to a worker in one
-//     write (Slot.assign); a goroutine worker is sent each.
-//   - Recall: ask a worker process to give an unstarted attempt back; the
+//     write (Slot.assign).
+//   - Recall: ask a worker to give an unstarted attempt back; the
 //     answer comes back as Recalled.
 //   - Cancel, Done, Returned: cancel an attempt's context (its task was
 //     cancelled); an attempt ended (its context released, the timeline
@@ -63,7 +63,7 @@
 //   - SpawnHost, StopHost, CrashHost, HostGone, ReportActor: the actor
 //     hosts' lives and the states reported to the GCS.
 //
-// User code runs through the Executor interface, which the atoll package
-// implements: the raylet knows nothing about functions, codecs or the
-// object store.
+// User code runs in the workers (package workerproto's Server, over the
+// runtime's executor): the raylet knows nothing about functions, codecs or
+// the object store.
 package raylet

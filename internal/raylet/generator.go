@@ -12,8 +12,7 @@ import (
 // and before the end. The owner answers with GeneratorAck (how many items
 // its caller consumed); the raylet passes it to the worker running the
 // attempt (generatorAck), whose yields wait for it past the task's
-// backpressure limit. Goroutine workers run in the owner's process and
-// need neither hop. An attempt forwarded to another node reports through
+// backpressure limit. An attempt forwarded to another node reports through
 // the gateway (its owner there), which passes items back and acks on
 // (package cluster, generators.go).
 

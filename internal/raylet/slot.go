@@ -37,10 +37,11 @@ type Slot struct {
 	// its result came back is still that task's (Current, output.go).
 	last *atollpb.TaskSpec
 	// conn is the worker process's connection once it registered (nil
-	// for goroutine workers and before the hello).
+	// before the hello).
 	conn *workerconn.Conn
 	// killAt (ProcessConfig.KillAt) and kill, which SIGKILLs the
-	// registered process, inject kill-worker faults.
+	// registered worker (or closes an in-process one's connection),
+	// inject kill-worker faults.
 	killAt func(KillPoint, *atollpb.TaskSpec) bool
 	kill   func()
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 )
 
-// TestRunJSON runs the benchmark small, on goroutine workers, and checks
+// TestRunJSON runs the benchmark small, on in-process workers, and checks
 // its JSON records.
 func TestRunJSON(t *testing.T) {
 	var out bytes.Buffer

@@ -23,17 +23,12 @@ help: ## list the targets
 run: ## run the quickstart sample
 	$(GO) run ./samples/quickstart
 
-# Two steps. First every test binary is compiled, with the race detector,
-# as many at once as there are cores (-run '^$$' runs no test): compiling
-# is most of a clean run's time, and `go test -p 1` would compile one
-# package at a time too. Then the tests run, -p 1: one package at a time.
-# Many start clusters of node processes with failure timeouts of seconds;
-# two such packages at once on a 2-core machine starve each other's gossip,
-# and a live node is then declared dead (a flake, not a finding).
+# Every package's tests with the race detector: the test binaries are
+# built at once, then run one package at a time (scripts/test-race.sh says
+# why). PKGS narrows it, e.g. make test PKGS=./internal/raylet/...
+PKGS ?= ./...
 test: ## run every test with the race detector
-	@echo "compiling the test binaries"
-	@$(GO) test -race -count=1 -run '^$$' ./... >/dev/null || $(GO) test -race -count=1 -run '^$$' ./...
-	$(GO) test -race -count=1 -p 1 -timeout 30m ./...
+	GO=$(GO) scripts/test-race.sh $(PKGS)
 
 # Long runs that `make test` (and CI) leave out: a node serving 2000
 # driver jobs in a row must not grow (about 45 minutes), and the chaos
@@ -48,18 +43,8 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
-# -fuzz takes one target per package run: one line per target.
-fuzz: ## run each fuzz target for FUZZTIME (10s)
-	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/codec
-	$(GO) test -run='^$$' -fuzz='^FuzzRoundTrip$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/codec
-	$(GO) test -run='^$$' -fuzz='^FuzzReadIndex$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/objectstore/spill
-	$(GO) test -run='^$$' -fuzz='^FuzzReadFrame$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/workerconn
-	$(GO) test -run='^$$' -fuzz='^FuzzConn$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/workerconn
-	$(GO) test -run='^$$' -fuzz='^FuzzGatewayMessages$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/cluster
-	$(GO) test -run='^$$' -fuzz='^FuzzRequests$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/gcs
-	$(GO) test -run='^$$' -fuzz='^FuzzPullReply$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/remote
-	$(GO) test -run='^$$' -fuzz='^FuzzServerHandshake$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/remote
-	$(GO) test -run='^$$' -fuzz='^FuzzStartParsers$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./cmd/atoll
+fuzz: ## run every fuzz target for FUZZTIME (10s)
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZFLAGS='$(FUZZFLAGS)' scripts/fuzz.sh
 
 bench: ## run the Go benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...

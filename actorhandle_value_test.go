@@ -13,6 +13,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/runtime"
 )
 
 // seqLog records calls in the order the actor ran them.
@@ -206,10 +207,7 @@ func TestPassedHandleToAGoneActor(t *testing.T) {
 		t.Fatalf("calls through a passed handle to a killed actor: %v", err)
 	}
 
-	unknown, err := proto.Marshal(&atollpb.ActorHandleValue{ActorId: bytes.Repeat([]byte{7}, 16), ActorType: "hv.seqLog"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	unknown := mustMarshal(t, &atollpb.ActorHandleValue{ActorId: bytes.Repeat([]byte{7}, 16), ActorType: "hv.seqLog"})
 	var h atoll.ActorHandle[*seqLog]
 	if err := h.GobDecode(unknown); err != nil {
 		t.Fatalf("decoding a well-formed handle: %v", err)
@@ -219,7 +217,7 @@ func TestPassedHandleToAGoneActor(t *testing.T) {
 		t.Fatalf("a call to an actor the GCS does not know: %v", err)
 	}
 
-	for _, bad := range [][]byte{{0xff, 0x01}, mustMarshal(t, &atollpb.ActorHandleValue{ActorId: []byte{1, 2}, ActorType: "hv.seqLog"}),
+	for _, bad := range [][]byte{{0xff, 0x01}, unknown[len(runtime.ActorHandleMarker):], mustMarshal(t, &atollpb.ActorHandleValue{ActorId: []byte{1, 2}, ActorType: "hv.seqLog"}),
 		mustMarshal(t, &atollpb.ActorHandleValue{ActorId: bytes.Repeat([]byte{7}, 16), ActorType: "hv.nonesuch"}),
 		make([]byte, 5<<10)} {
 		var h atoll.ActorHandle[*seqLog]
@@ -229,13 +227,15 @@ func TestPassedHandleToAGoneActor(t *testing.T) {
 	}
 }
 
+// mustMarshal encodes m as ActorHandle.GobEncode does: the marker, then
+// the protobuf.
 func mustMarshal(t *testing.T, m proto.Message) []byte {
 	t.Helper()
 	b, err := proto.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b
+	return append(append([]byte(nil), runtime.ActorHandleMarker...), b...)
 }
 
 func TestActorHandlesAsValuesGoroutineWorkers(t *testing.T) {

@@ -14,21 +14,27 @@ import (
 // CheckRef checks that h is a live ref of rt, argument i of op (-1: the
 // only one).
 func (rt *Runtime) CheckRef(h *Ref, op string, i int) error {
-	what := "the ref"
-	if i >= 0 {
-		what = fmt.Sprintf("refs[%d]", i)
-	}
 	switch {
 	case h == nil:
 		return errs.ZeroRef(op, i)
 	case h.err != nil:
 		return h.err
 	case h.rt != rt:
-		return errs.Invalidf("%s: %s (%s) comes from an atoll runtime that was shut down; refs do not outlive Shutdown, make it again after Init", op, what, h.ID.Short())
+		return errs.Invalidf("%s: %s (%s) comes from an atoll runtime that was shut down; refs do not outlive Shutdown, make it again after Init", op, refName(i), h.ID.Short())
 	case h.state.released.Load():
-		return errs.Invalidf("%s: %s (%s) was used after Release; keep a ref unreleased while you use it", op, what, h.ID.Short())
+		return errs.Invalidf("%s: %s (%s) was used after Release; keep a ref unreleased while you use it", op, refName(i), h.ID.Short())
 	}
 	return nil
+}
+
+// refName names the ref an error is about: refs[i] of a call that takes
+// several, "the ref" (i < 0) of one that takes one. Only errors pay for
+// the formatting: Wait checks every ref on every call.
+func refName(i int) string {
+	if i >= 0 {
+		return fmt.Sprintf("refs[%d]", i)
+	}
+	return "the ref"
 }
 
 // Wait waits until numReady of the objects of hs have a value (or are

@@ -27,7 +27,7 @@ the ratio atoll / baseline (higher is better). Progress goes to stderr.
 Flags (one or two dashes):
   -json            one JSON line per metric (the format BENCHMARKS.md describes)
   -mode MODE       where tasks and actors run: process (worker processes,
-                   the default) or inprocess (goroutines of this process)
+                   the default) or inprocess (workers in this process)
   -filter REGEX    run only the metrics whose name matches REGEX
   -repeat N        timed repetitions of atoll and of the baseline (default %d)
   -duration D      least time of one repetition (default %v)

@@ -63,7 +63,7 @@ func main() {
 	flag.IntVar(&opts.tasks, "tasks", opts.tasks, "number of tasks that each sum the whole array")
 	flag.IntVar(&opts.workers, "workers", opts.workers, "worker slots (CPUs) of the node")
 	flag.Var(&opts.store, "store", "object store memory (default: twice -size)")
-	flag.StringVar(&opts.mode, "mode", "process", "worker mode: process (worker processes) or inprocess (goroutines)")
+	flag.StringVar(&opts.mode, "mode", "process", "worker mode: process (worker processes) or inprocess (workers in this process)")
 	flag.IntVar(&opts.repeat, "repeat", 3, "rounds of the two baselines and atoll (one cluster), taking turns; medians are reported")
 	flag.BoolVar(&opts.json, "json", false, "print one JSON line per measurement (progress goes to stderr)")
 	flag.Parse()

@@ -160,7 +160,12 @@ func (rt *Runtime) putEncoded(ctx context.Context, enc codec.Encoded, inline boo
 // Get waits for h's object and calls decode with its value, having the
 // object rebuilt from its lineage when every copy is gone (decode's error
 // says so) and decoding again, at most maxReconstructions times.
-func Get(ctx context.Context, h *Ref, decode func(*atollpb.Value) error) error {
+func Get(ctx context.Context, h *Ref, decode func(*atollpb.Value) error) (err error) {
+	defer func() {
+		if err != nil {
+			signalDeath.hold(ctx)
+		}
+	}()
 	if err := h.Check(); err != nil {
 		return err
 	}
@@ -200,7 +205,12 @@ func lostFromStore(err error, value *atollpb.Value) bool {
 // then calls decode for each in order with its value. If some object's
 // every copy is gone it calls decode with a nil value for each instead
 // (the SDK then Gets it, which has lost objects rebuilt).
-func (rt *Runtime) GetMany(ctx context.Context, op string, hs []*Ref, decode func(i int, v *atollpb.Value) error) error {
+func (rt *Runtime) GetMany(ctx context.Context, op string, hs []*Ref, decode func(i int, v *atollpb.Value) error) (err error) {
+	defer func() {
+		if err != nil {
+			signalDeath.hold(ctx)
+		}
+	}()
 	if len(hs) == 0 {
 		return nil
 	}

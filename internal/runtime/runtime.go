@@ -178,7 +178,7 @@ func (rt *Runtime) stopOwner() (stored []ids.ObjectID, actors []ids.ActorID) {
 	}
 	rt.owner.do(func(t *owner.Table) {
 		stored, actors = t.StoredIDs(), t.OwnedLiveActors()
-		t.Close(errs.ToProto(errs.Unavailablef("atoll shut down")))
+		t.Close(errs.ToProto(errs.Unavailablef("shut down (Shutdown, or a signal) before the task ended")))
 	})
 	return stored, actors
 }
@@ -222,6 +222,9 @@ func Running(ctx context.Context) (*Runtime, error) {
 	rt := FromContext(ctx)
 	if rt == nil {
 		rt = process.cur.Load()
+	}
+	if rt == nil || rt.closed.Load() {
+		signalDeath.hold(ctx)
 	}
 	if rt == nil {
 		return nil, notRunning()

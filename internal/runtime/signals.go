@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -35,6 +36,7 @@ func (d *Driver) handleSignals() *signalHandler {
 		defer signal.Stop(h.sigs)
 		select {
 		case sig := <-h.sigs:
+			signalDeath.begin()
 			h.mu.Lock()
 			stopped := h.stopped
 			h.fired = true
@@ -51,6 +53,11 @@ func (d *Driver) handleSignals() *signalHandler {
 			if s, ok := sig.(syscall.Signal); ok {
 				_ = syscall.Kill(os.Getpid(), s)
 			}
+			// Still here: the signal's disposition was to ignore it (a
+			// program started with SIGINT ignored). Calls held by
+			// holdForSignal return their errors after all.
+			time.Sleep(signalDeathGrace)
+			signalDeath.end()
 		case <-h.done:
 		}
 	}()
@@ -75,5 +82,58 @@ func (h *signalHandler) stop() {
 	close(h.done)
 	if !fired {
 		<-h.exited
+	}
+}
+
+// signalDeathGrace is how long the handler waits, after re-raising its
+// signal, for the process to end before it lets held calls return.
+const signalDeathGrace = 2 * time.Second
+
+// signalDeath holds the SDK calls that fail while a signal shuts atoll
+// down, so that the process ends by the signal, as it would have without
+// atoll, and not by the program's reaction to the errors of its calls (a
+// log.Fatal exiting 1 first).
+var signalDeath deathWatch
+
+// deathWatch is signalDeath's type.
+type deathWatch struct {
+	mu      sync.Mutex
+	dying   chan struct{} // non-nil while a signal's shutdown runs; closed by end
+	dyingAt atomic.Bool   // dying != nil, read without mu
+}
+
+// begin marks a signal's shutdown as under way.
+func (w *deathWatch) begin() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.dying == nil {
+		w.dying = make(chan struct{})
+		w.dyingAt.Store(true)
+	}
+}
+
+// end lets the held calls go: the process outlived its signal.
+func (w *deathWatch) end() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.dying != nil {
+		close(w.dying)
+		w.dying = nil
+		w.dyingAt.Store(false)
+	}
+}
+
+// hold blocks a call made outside any task while a signal's shutdown runs
+// (the process is about to end by the signal); it returns at once
+// otherwise, and when the process outlives the signal.
+func (w *deathWatch) hold(ctx context.Context) {
+	if !w.dyingAt.Load() || FromContext(ctx) != nil {
+		return
+	}
+	w.mu.Lock()
+	dying := w.dying
+	w.mu.Unlock()
+	if dying != nil {
+		<-dying
 	}
 }

@@ -42,7 +42,7 @@ func TestNodeMetrics(t *testing.T) {
 	if got["atoll.raylet.workers"] != 2 {
 		t.Errorf("workers gauge %d, want 2", got["atoll.raylet.workers"])
 	}
-	for _, name := range []string{"atoll.raylet.queued_tasks", "atoll.object_store.spilled_total", "atoll.object_store.spilled"} {
+	for _, name := range []string{"atoll.raylet.queued_tasks", "atoll.object_store.spilled_total", "atoll.object_store.disk_used"} {
 		if _, ok := got[name]; !ok {
 			t.Errorf("no %s metric", name)
 		}

@@ -19,23 +19,32 @@
 // Observable (read in one callback when a reader collects, so nothing
 // polls when nobody collects; the callback asks the store for its Stats
 // and the raylet for its State, both answered by their actors):
-// atoll.object_store.used, capacity, pinned, objects, spilled (now),
-// spilled_total and restored_total; atoll.raylet.queued_tasks,
+// atoll.object_store.used, capacity, pinned, objects, disk_used (live
+// objects in spill files now), spilled_total and restored_total; atoll.raylet.queued_tasks,
 // running_tasks and workers; atoll.transfer.pulled_objects and pulled
 // (from other nodes); atoll.nats.messages, traffic and reconnects (the
 // connection's Stats); on the node running the GCS, atoll.gcs.nodes,
-// actors and jobs by state (three list requests). Synchronous, fed by
+// actors and jobs by state (three list requests; every state but the
+// enum's unspecified one has a series, 0 when empty, named as a label
+// value: NODE_ALIVE is alive, ACTOR_PENDING_CREATION pending_creation). Synchronous, fed by
 // TaskFinished for every finished attempt, actor call and creation the
 // raylet's timeline records (raylet.Config.OnTaskEvent, on its
 // goroutine): atoll.tasks.finished by name and outcome, and
 // atoll.task.duration, a histogram from 1 ms to 5 min. Names past the
 // 500th share the label "other" (taskNames, a set under a leaf mutex).
 //
+// Every figure has the attribute node_id; the others are task_name,
+// outcome, direction and state. Attribute names are Prometheus labels
+// as they are (snake_case, without the metric names' atoll prefix) and
+// their values, but the node's id and the task names, are lowercase
+// snake_case.
+//
 // # Prometheus and OTLP
 //
 // The node owns a second meter provider when something reads it: with
 // Config.Port an OpenTelemetry Prometheus exporter on a registry of its
-// own, served by an http.Server on Host:Port (GET /metrics only; header,
+// own (exporterOptions: Prometheus names with one unit suffix and _total
+// on counters only, no otel_scope_* labels, no target_info series), served by an http.Server on Host:Port (GET /metrics only; header,
 // read, write and idle timeouts, 16 KiB of headers, at most 4 scrapes at
 // once; one Serve goroutine from Start to Stop), and with
 // OTEL_EXPORTER_OTLP_* a periodic OTLP reader (a goroutine of its own). The

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,7 +23,7 @@ import (
 
 // Config is what a node's metrics read and where they go.
 type Config struct {
-	// NodeID labels every figure (atoll.node_id).
+	// NodeID labels every figure (node_id).
 	NodeID ids.NodeID
 	// MeterProvider receives the figures (nodeconfig.Config.MeterProvider);
 	// default OpenTelemetry's global provider.
@@ -69,7 +70,7 @@ type Metrics struct {
 	regs  []metric.Registration
 	tasks []taskInstruments
 	names taskNames
-	node  attribute.KeyValue // atoll.node_id
+	node  attribute.KeyValue // node_id
 
 	own    *sdkmetric.MeterProvider // nil: no Prometheus port and no OTLP metrics
 	server *metricsServer           // nil: no Prometheus port
@@ -80,6 +81,16 @@ type taskInstruments struct {
 	finished metric.Int64Counter
 	duration metric.Float64Histogram
 }
+
+// The labels of the node's figures, in Prometheus' style: snake_case,
+// without the metric names' atoll_ prefix.
+const (
+	attrNodeID    = attribute.Key("node_id")
+	attrTaskName  = attribute.Key("task_name")
+	attrOutcome   = attribute.Key("outcome")
+	attrDirection = attribute.Key("direction")
+	attrState     = attribute.Key("state")
+)
 
 // maxTaskNames bounds the task names the task metrics label; later names
 // share the label otherTaskName, so a program naming every call apart
@@ -122,7 +133,7 @@ func Start(ctx context.Context, cfg Config) (*Metrics, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	m := &Metrics{cfg: cfg, node: attribute.String("atoll.node_id", cfg.NodeID.String())}
+	m := &Metrics{cfg: cfg, node: attrNodeID.String(cfg.NodeID.String())}
 	mp := cfg.MeterProvider
 	if mp == nil {
 		mp = otel.GetMeterProvider()
@@ -194,8 +205,8 @@ func (m *Metrics) TaskFinished(e raylet.TaskEvent) {
 	if e.Failed {
 		outcome = "failed"
 	}
-	name := attribute.String("atoll.task_name", m.names.label(e.Name))
-	counted := metric.WithAttributes(m.node, name, attribute.String("atoll.outcome", outcome))
+	name := attrTaskName.String(m.names.label(e.Name))
+	counted := metric.WithAttributes(m.node, name, attrOutcome.String(outcome))
 	timed := metric.WithAttributes(m.node, name)
 	secs := e.End.Sub(e.Start).Seconds()
 	ctx := context.Background()
@@ -240,7 +251,7 @@ func (m *Metrics) register(mp metric.MeterProvider) (metric.Registration, error)
 		capacity    = gauge("atoll.object_store.capacity", "By", "The object store's hard limit")
 		pinned      = gauge("atoll.object_store.pinned", "By", "Bytes of objects pinned by readers")
 		objects     = gauge("atoll.object_store.objects", "{object}", "Objects in the store, in memory or spilled")
-		onDisk      = gauge("atoll.object_store.spilled", "By", "Bytes of live objects spilled to disk now")
+		onDisk      = gauge("atoll.object_store.disk_used", "By", "Bytes of live objects in spill files now")
 		spilled     = counter("atoll.object_store.spilled_total", "By", "Bytes written to spill files")
 		restored    = counter("atoll.object_store.restored_total", "By", "Bytes restored from spill files")
 		queued      = gauge("atoll.raylet.queued_tasks", "{task}", "Tasks waiting for resources, a worker, memory or a root slot")
@@ -251,8 +262,8 @@ func (m *Metrics) register(mp metric.MeterProvider) (metric.Registration, error)
 		natsMsgs    = counter("atoll.nats.messages", "{message}", "Messages on the node's NATS connection, by direction (in, out)")
 		natsBytes   = counter("atoll.nats.traffic", "By", "Bytes on the node's NATS connection, by direction (in, out)")
 		natsRecon   = counter("atoll.nats.reconnects", "{reconnect}", "Reconnections of the node's NATS connection")
-		gcsNodes    = gauge("atoll.gcs.nodes", "{node}", "Nodes in the GCS's table, by state (head only)")
-		gcsActors   = gauge("atoll.gcs.actors", "{actor}", "Actors in the GCS's table, by state (head only)")
+		gcsNodes    = gauge("atoll.gcs.nodes", "{node}", "Nodes in the GCS's table, by state (alive, dead; head only)")
+		gcsActors   = gauge("atoll.gcs.actors", "{actor}", "Actors in the GCS's table, by state (pending_creation, alive, restarting, dead; head only)")
 		gcsJobs     = gauge("atoll.gcs.jobs", "{job}", "Jobs in the GCS's table, by state (running, finished; head only)")
 	)
 	if err := errors.Join(errList...); err != nil {
@@ -285,7 +296,7 @@ func (m *Metrics) register(mp metric.MeterProvider) (metric.Registration, error)
 		}
 		if src.Conn != nil {
 			s := src.Conn.Stats()
-			in, out := metric.WithAttributes(node, attribute.String("direction", "in")), metric.WithAttributes(node, attribute.String("direction", "out"))
+			in, out := metric.WithAttributes(node, attrDirection.String("in")), metric.WithAttributes(node, attrDirection.String("out"))
 			o.ObserveInt64(natsMsgs, int64(s.InMsgs), in)
 			o.ObserveInt64(natsMsgs, int64(s.OutMsgs), out)
 			o.ObserveInt64(natsBytes, int64(s.InBytes), in)
@@ -301,28 +312,27 @@ func (m *Metrics) register(mp metric.MeterProvider) (metric.Registration, error)
 }
 
 // observeGCS counts the GCS's tables by state (the head's figures).
+// Every state has a series, zero when nothing is in it, so a state's
+// series does not appear and vanish with its first and last member.
 func observeGCS(ctx context.Context, g *gcs.Client, o metric.Observer, node attribute.KeyValue, nodes, actors, jobs metric.Int64ObservableGauge) {
 	byState := func(g metric.Int64ObservableGauge, counts map[string]int64) {
 		for state, c := range counts {
-			o.ObserveInt64(g, c, metric.WithAttributes(node, attribute.String("state", state)))
+			o.ObserveInt64(g, c, metric.WithAttributes(node, attrState.String(state)))
 		}
 	}
 	if list, err := g.ListNodes(ctx); err == nil {
-		counts := map[string]int64{}
-		for _, s := range atollpb.NodeState_name {
-			counts[s] = 0
-		}
+		counts := zeroStates(atollpb.NodeState_name, "NODE_")
 		for _, x := range list {
-			counts[x.State.String()]++
+			counts[stateLabel(x.State.String(), "NODE_")]++
 		}
 		byState(nodes, counts)
 	} else {
 		slog.Debug("atoll metrics: list nodes", "err", err)
 	}
 	if list, err := g.ListActors(ctx); err == nil {
-		counts := map[string]int64{}
+		counts := zeroStates(atollpb.ActorState_name, "ACTOR_")
 		for _, x := range list {
-			counts[x.State.String()]++
+			counts[stateLabel(x.State.String(), "ACTOR_")]++
 		}
 		byState(actors, counts)
 	}
@@ -337,4 +347,23 @@ func observeGCS(ctx context.Context, g *gcs.Client, o metric.Observer, node attr
 		}
 		byState(jobs, counts)
 	}
+}
+
+// zeroStates is a count of 0 for each state of a protobuf enum (its
+// _name map) but its zero value, which no entry has.
+func zeroStates(names map[int32]string, prefix string) map[string]int64 {
+	counts := make(map[string]int64, len(names))
+	for v, s := range names {
+		if v != 0 {
+			counts[stateLabel(s, prefix)] = 0
+		}
+	}
+	return counts
+}
+
+// stateLabel is a protobuf enum value's name as a label value: without
+// the enum's prefix, in lowercase (NODE_ALIVE: alive, ACTOR_PENDING_CREATION:
+// pending_creation).
+func stateLabel(name, prefix string) string {
+	return strings.ToLower(strings.TrimPrefix(name, prefix))
 }

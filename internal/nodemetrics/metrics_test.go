@@ -74,13 +74,20 @@ func TestServesTheSourcesFigures(t *testing.T) {
 		"atoll_object_store_used_bytes{", "} 1234",
 		"atoll_raylet_queued_tasks{", "} 3",
 		"atoll_transfer_pulled_bytes_total{", "} 6789",
-		`atoll_outcome="failed",atoll_task_name="square"`,
+		`outcome="failed",task_name="square"`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)
 		}
 	}
-	if strings.Contains(body, `atoll_task_name="pull"`) {
+	// Only the instruments' own labels and series: no scope labels, no
+	// target_info.
+	for _, unwanted := range []string{"otel_scope_", "target_info", `=""`} {
+		if strings.Contains(body, unwanted) {
+			t.Errorf("/metrics has %q:\n%s", unwanted, body)
+		}
+	}
+	if strings.Contains(body, `task_name="pull"`) {
 		t.Errorf("a transfer counted as a task:\n%s", body)
 	}
 	addr := m.Address()

@@ -14,6 +14,7 @@ import (
 
 	promclient "github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/otlptranslator"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
@@ -32,7 +33,7 @@ func ownMeterProvider(ctx context.Context, cfg Config) (*sdkmetric.MeterProvider
 	var server *metricsServer
 	if port := cfg.Port; port != 0 {
 		reg := promclient.NewRegistry()
-		exp, err := otelprom.New(otelprom.WithRegisterer(reg))
+		exp, err := otelprom.New(exporterOptions(reg)...)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -64,6 +65,22 @@ func ownMeterProvider(ctx context.Context, cfg Config) (*sdkmetric.MeterProvider
 	}
 	opts = append(opts, sdkmetric.WithResource(telemetry.OwnResource(ctx)))
 	return sdkmetric.NewMeterProvider(opts...), server, nil
+}
+
+// exporterOptions make the Prometheus exporter serve conventional
+// Prometheus names: dots and other characters escaped to underscores, a
+// unit suffix and _total on counters (the translation strategy set, not
+// deduced from the process's name validation scheme), and no labels or
+// series beyond the instruments' own: no otel_scope_* labels (every
+// instrument has the same scope, and its version and schema are empty)
+// and no target_info (the node's identity is the node_id label).
+func exporterOptions(reg promclient.Registerer) []otelprom.Option {
+	return []otelprom.Option{
+		otelprom.WithRegisterer(reg),
+		otelprom.WithTranslationStrategy(otlptranslator.UnderscoreEscapingWithSuffixes),
+		otelprom.WithoutScopeInfo(),
+		otelprom.WithoutTargetInfo(),
+	}
 }
 
 // otlpMetricsConfigured reports whether the standard variables ask for

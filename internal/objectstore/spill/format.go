@@ -149,8 +149,12 @@ func FileSize(lengths ...uint64) uint64 {
 	for _, n := range lengths {
 		size = PageAlign(size + n)
 	}
-	return size + uint64(len(lengths))*entrySize + footerSize
+	return size + TailSize(len(lengths))
 }
+
+// TailSize returns the size of a spill file's index and footer for n
+// objects.
+func TailSize(n int) uint64 { return uint64(n)*entrySize + footerSize }
 
 var zeros [Page]byte
 

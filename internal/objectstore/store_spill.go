@@ -109,6 +109,8 @@ type spillState struct {
 type exhaustKey struct {
 	epoch   uint64
 	blocked bool
+	// restores: restores waited, which may use the disk's reserve.
+	restores bool
 }
 
 // spillFile is a spill file and how many live objects it holds.
@@ -205,11 +207,12 @@ func (s *Store) maybeSpill(now time.Time) bool {
 	}
 	blocked := sp.paused || now.Before(sp.retryAt)
 	need := s.spillNeed()
-	key := exhaustKey{sp.candEpoch, blocked}
+	forRestore := sp.restores.queued.Len() > 0
+	key := exhaustKey{sp.candEpoch, blocked, forRestore}
 	if need == 0 || (sp.exhausted && sp.exhaustedAt == key) {
 		return false
 	}
-	disk, limited := s.diskBudget(sp.restores.queued.Len() > 0)
+	disk, limited := s.diskBudget(forRestore)
 	plan := PickSpill(s.spillSnapshot(), need, SpillLimits{
 		BatchBytes:    sp.policy.BatchBytes,
 		MaxObjects:    sp.policy.MaxObjects,

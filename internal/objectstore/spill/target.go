@@ -139,8 +139,11 @@ type Local struct {
 	locks []*lockfile.Lock
 
 	maxUnlinked int
-	mu          sync.Mutex
-	unlinked    map[string]File // open files with no name, by their old name
+	// mu guards unlinked: the open files with no name, by their old name
+	// (nil: a place taken by a file being written). A leaf; files are
+	// closed after it is released.
+	mu       sync.Mutex
+	unlinked map[string]File
 
 	// Reaped counts the files and bytes of dead instances NewLocal removed.
 	Reaped Reaped
@@ -230,13 +233,19 @@ func reapDead(dir string, reaped *Reaped) {
 func (l *Local) Close() error {
 	var errList []error
 	l.mu.Lock()
+	open := make([]File, 0, len(l.unlinked))
 	for name, f := range l.unlinked {
-		if err := f.Close(); err != nil {
-			errList = append(errList, err)
+		if f != nil {
+			open = append(open, f)
 		}
 		delete(l.unlinked, name)
 	}
 	l.mu.Unlock()
+	for _, f := range open {
+		if err := f.Close(); err != nil {
+			errList = append(errList, err)
+		}
+	}
 	for _, d := range l.dirs {
 		files, _ := filepath.Glob(filepath.Join(d, FilePrefix+l.tag+"-*"+FileSuffix))
 		for _, f := range files {

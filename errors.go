@@ -22,8 +22,13 @@ type (
 	// ActorDiedError: the actor is dead (killed, restarts exhausted, or its
 	// constructor failed).
 	ActorDiedError = errs.ActorDiedError
-	// ObjectStoreFullError: a creation found no space in time.
+	// ObjectStoreFullError: a creation, or the restore of a spilled object
+	// for a Get, found no space in time; Resource says whether memory or
+	// the spill disk ran out.
 	ObjectStoreFullError = errs.ObjectStoreFullError
+	// StoreResource is what a full object store ran out of (StoreMemory,
+	// StoreDisk).
+	StoreResource = errs.StoreResource
 	// ObjectLostError: the object's value is gone.
 	ObjectLostError = errs.ObjectLostError
 	// ObjectReconstructionFailedError: every copy of an object was lost
@@ -55,6 +60,16 @@ type (
 	// refused a new entry past a table's cap or its store's size. Not
 	// retried.
 	ResourceExhaustedError = errs.ResourceExhaustedError
+)
+
+// What a full object store ran out of (ObjectStoreFullError.Resource).
+const (
+	// StoreMemory: the store's memory, with nothing in it that can be
+	// spilled (pinned, being written, or spilling is off).
+	StoreMemory = errs.StoreMemory
+	// StoreDisk: the spill directories' disk, while objects in memory
+	// wait to be spilled there.
+	StoreDisk = errs.StoreDisk
 )
 
 // Sentinels for errors.Is.

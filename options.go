@@ -127,8 +127,10 @@ func WithIdleWorkerTimeout(d time.Duration) Option {
 
 // WithSpillDirs sets the directories objects are spilled to when the
 // object store fills (round-robin; default: a directory in the session
-// directory, removed at Shutdown). Spill files are deleted as their objects
-// are freed.
+// directory, removed at Shutdown). Spill files hold no name on disk:
+// their space comes back as their objects are freed, and when the process
+// ends, even by kill -9. Spilling stops short of filling the directories'
+// file system (a small reserve lets Gets of spilled objects make room).
 func WithSpillDirs(dirs ...string) Option { return func(c *config) { c.node.SpillDirs = dirs } }
 
 // WithoutSignalHandler keeps Init from handling SIGINT and SIGTERM. By

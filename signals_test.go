@@ -7,10 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/objectstore/spill"
 	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
@@ -63,10 +66,95 @@ func startSpillingDriver(t *testing.T, tmp string) (*exec.Cmd, string) {
 		t.Fatalf("sessions in %s: %v", tmp, sessions)
 	}
 	testutil.Eventually(t, "spill files in the driver's session", func() bool {
-		files, _ := filepath.Glob(filepath.Join(sessions[0], "spill", "*.bin"))
-		return len(files) > 0
+		n, _ := openSpillFiles(t, cmd.Process.Pid, filepath.Join(sessions[0], "spill"))
+		return n > 0
 	})
 	return cmd, sessions[0]
+}
+
+// openSpillFiles returns how many spill files in dir the process pid
+// holds open with no name, and their size: a store keeps its spill files
+// that way, so that they go with the process.
+func openSpillFiles(t *testing.T, pid int, dir string) (n int, bytes int64) {
+	t.Helper()
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return 0, 0 // the process is gone
+	}
+	for _, e := range fds {
+		fd := fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name())
+		target, err := os.Readlink(fd)
+		if err != nil {
+			continue
+		}
+		name, deleted := strings.CutSuffix(target, " (deleted)")
+		if !deleted || filepath.Dir(name) != dir || !strings.HasSuffix(name, ".bin") {
+			continue
+		}
+		if fi, err := os.Stat(fd); err == nil {
+			n++
+			bytes += fi.Size()
+		}
+	}
+	return n, bytes
+}
+
+// du returns the disk space the files under dir take, as du(1) counts
+// it, but for the lock files of stores (a pid, no spilled data; the next
+// store on the directory reaps them).
+func du(dir string) (bytes int64) {
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || spill.IsLockFile(path) {
+			return nil
+		}
+		var st syscall.Stat_t
+		if syscall.Lstat(path, &st) == nil && !d.IsDir() {
+			bytes += st.Blocks * 512
+		}
+		return nil
+	})
+	return bytes
+}
+
+// diskUsed returns the bytes in use on the file system holding dir.
+func diskUsed(t *testing.T, dir string) uint64 {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	return (st.Blocks - st.Bfree) * uint64(st.Bsize)
+}
+
+// TestKilledDriverLeavesNoSpillBytes: kill -9 of a driver that spilled
+// leaves no spill bytes on disk, with no later Init to reap them: the
+// files had no name, and the kernel freed them with the process. As root
+// the driver's TMPDIR is a file system of its own, so the test also sees
+// its space come back.
+func TestKilledDriverLeavesNoSpillBytes(t *testing.T) {
+	tmp := t.TempDir()
+	if os.Geteuid() == 0 {
+		tmp = testutil.SmallDisk(t, 512<<20)
+	}
+	before := diskUsed(t, tmp)
+	cmd, session := startSpillingDriver(t, tmp)
+	spillDir := filepath.Join(session, "spill")
+	n, spilled := openSpillFiles(t, cmd.Process.Pid, spillDir)
+	used := diskUsed(t, tmp)
+	t.Logf("driver holds %d spill files of %d MiB; %d MiB used on its TMPDIR's file system", n, spilled>>20, (used-before)>>20)
+	if spilled < 16<<20 {
+		t.Fatalf("the driver spilled %d bytes, want at least 16 MiB", spilled)
+	}
+	if os.Geteuid() == 0 && used-before < uint64(spilled) {
+		t.Fatalf("%d bytes in use for %d bytes of spill files", used-before, spilled)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	testutil.EventuallyWithin(t, 5*time.Second, "no spill bytes on disk", func() bool {
+		return du(spillDir) == 0 && (os.Geteuid() != 0 || diskUsed(t, tmp)-before < 1<<20)
+	})
 }
 
 // TestDriverSignalCleansUp: SIGINT to a driver mid-spill shuts atoll down

@@ -61,6 +61,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 )
@@ -181,20 +182,55 @@ func (e *ActorDiedError) Error() string {
 // Is matches ErrActorDied.
 func (e *ActorDiedError) Is(target error) bool { return target == ErrActorDied }
 
-// ObjectStoreFullError: a creation could not get space in time.
+// ObjectStoreFullError: a creation, or the restore of a spilled object,
+// could not get space in time. Resource says what ran out, when the store
+// knows.
 type ObjectStoreFullError struct {
 	ObjectID  string
 	Requested uint64
 	Capacity  uint64
 	Used      uint64
+	Resource  StoreResource
 	Message   string
 }
 
+// StoreResource is what a full object store ran out of.
+type StoreResource string
+
+const (
+	// StoreMemory: the store's memory, with nothing in it that can move
+	// to disk (pinned, being written, or spilling is off).
+	StoreMemory StoreResource = "memory"
+	// StoreDisk: the spill directories, while objects in memory wait to
+	// be spilled there.
+	StoreDisk StoreResource = "disk"
+)
+
+const storeFullPrefix = "atoll: object store full"
+
 func (e *ObjectStoreFullError) Error() string {
-	if e.Message != "" {
-		return "atoll: object store full: " + e.Message
+	prefix := storeFullPrefix
+	if e.Resource != "" {
+		prefix += " (" + string(e.Resource) + ")"
 	}
-	return fmt.Sprintf("atoll: object store full: %d bytes requested, %d of %d used", e.Requested, e.Used, e.Capacity)
+	if e.Message != "" {
+		return prefix + ": " + e.Message
+	}
+	return fmt.Sprintf("%s: %d bytes requested, %d of %d used", prefix, e.Requested, e.Used, e.Capacity)
+}
+
+// storeFullFromWire rebuilds the error from its wire message, Resource
+// included (it travels in the message's prefix).
+func storeFullFromWire(objectID, msg string) *ObjectStoreFullError {
+	e := &ObjectStoreFullError{ObjectID: objectID, Message: msg}
+	for _, r := range []StoreResource{StoreMemory, StoreDisk} {
+		if p := storeFullPrefix + " (" + string(r) + "): "; strings.HasPrefix(msg, p) {
+			e.Resource, e.Message = r, msg[len(p):]
+			return e
+		}
+	}
+	e.Message = trimPrefix(msg, storeFullPrefix+": ")
+	return e
 }
 
 // Is matches ErrObjectStoreFull.

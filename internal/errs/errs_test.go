@@ -99,3 +99,21 @@ func TestResourceExhaustedKeepsDetails(t *testing.T) {
 		}
 	}
 }
+
+// ObjectStoreFull says after the wire what ran out: memory, the spill
+// disk, or (an older sender) nothing.
+func TestObjectStoreFullKeepsResource(t *testing.T) {
+	for _, err := range []*ObjectStoreFullError{
+		{ObjectID: "0a0b", Requested: 10, Capacity: 5, Used: 5, Resource: StoreDisk},
+		{ObjectID: "0a0b", Requested: 10, Capacity: 5, Used: 5, Resource: StoreMemory},
+		{ObjectID: "0a0b", Message: "creation failed by fault injection"},
+	} {
+		var sf *ObjectStoreFullError
+		if !errors.As(FromProto(ToProto(err)), &sf) {
+			t.Fatalf("%v: not an ObjectStoreFullError after the wire", err)
+		}
+		if sf.Resource != err.Resource || sf.Error() != err.Error() || sf.ObjectID != err.ObjectID {
+			t.Errorf("after the wire: %q (%s), want %q (%s)", sf, sf.Resource, err, err.Resource)
+		}
+	}
+}

@@ -94,7 +94,7 @@ func FromProto(info *atollpb.ErrorInfo) error {
 	case atollpb.ErrorCode_ACTOR_DIED:
 		return &ActorDiedError{ActorID: hex.EncodeToString(info.ActorId), Name: info.TaskName, Message: info.Message}
 	case atollpb.ErrorCode_OBJECT_STORE_FULL:
-		return &ObjectStoreFullError{ObjectID: hex.EncodeToString(info.ObjectId), Message: trimPrefix(info.Message, "atoll: object store full: ")}
+		return storeFullFromWire(hex.EncodeToString(info.ObjectId), info.Message)
 	case atollpb.ErrorCode_OBJECT_LOST:
 		return &ObjectLostError{ObjectID: hex.EncodeToString(info.ObjectId), Message: info.Message}
 	case atollpb.ErrorCode_OBJECT_RECONSTRUCTION_FAILED:

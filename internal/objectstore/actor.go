@@ -202,6 +202,8 @@ func (a *storeActor) Receive(ctx actor.Context) {
 		st.spillWritten(ctx, m)
 	case *restoreReadDone:
 		st.restoreReadDone(ctx, m)
+	case *diskSpace:
+		st.diskSpace(m)
 	}
 	st.flush(ctx)
 }

@@ -30,7 +30,20 @@ func (st *storeState) startSpiller(ctx actor.Context) {
 		pid = ctx.Spawn(props)
 	}
 	st.spiller = pid
+	// No write is in flight: the disk as it is now is what the store
+	// plans against.
+	if sp := measure(st.target); sp.ok {
+		st.store.SetDiskSpace(sp.free, sp.total, st.now())
+	}
 	st.store.resumeIO(st.now())
+}
+
+// diskSpace records the spill disk's space the spiller measured.
+func (st *storeState) diskSpace(m *diskSpace) {
+	if m.ok {
+		st.store.SetDiskSpace(m.free, m.total, st.now())
+		st.rearm()
+	}
 }
 
 // restoreFor asks the Store to restore the spilled objects a waiting Get
@@ -71,6 +84,11 @@ func (st *storeState) spillWritten(ctx actor.Context, m *spillWritten) {
 	if st.cfg.OnIO != nil && !m.start.IsZero() {
 		st.cfg.OnIO(IOEvent{Kind: IOSpill, Objects: len(m.written.Extents), Bytes: m.bytes, Start: m.start, End: m.end, Err: m.err})
 	}
+	if m.space.ok {
+		// Measured after this write and before the next: the batches
+		// still in flight are not in it. SpillDone plans with it.
+		st.store.noteDiskSpace(m.space.free, m.space.total)
+	}
 	if err := st.store.SpillDone(m.batch, m.written, m.err, st.now()); errors.Is(err, errStaleIO) && m.err == nil {
 		// Written for a batch the store gave up on: nothing refers to
 		// the file.
@@ -102,7 +120,7 @@ func (st *storeState) removeFile(ctx actor.Context, name string) {
 }
 
 func (e *Effects) hasSpillWork() bool {
-	return len(e.Spills)+len(e.Restores)+len(e.Restored)+len(e.RemoveFiles) > 0
+	return len(e.Spills)+len(e.Restores)+len(e.Restored)+len(e.RemoveFiles)+len(e.Punches) > 0
 }
 
 // flushSpill carries out the spill effects: batches and reads go to the
@@ -141,6 +159,11 @@ func (st *storeState) flushSpill(ctx actor.Context, eff Effects) {
 	}
 	for _, name := range eff.RemoveFiles {
 		st.removeFile(ctx, name)
+	}
+	if st.spiller != nil {
+		for _, ext := range eff.Punches {
+			ctx.Send(st.spiller, &punchSpillFile{ext: ext})
+		}
 	}
 }
 

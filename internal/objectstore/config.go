@@ -58,9 +58,10 @@ type Config struct {
 	// used in turn; a directory that fails a write is skipped for that
 	// write) when memory runs short, and read back when a Get needs them.
 	// Missing directories are created. Default empty: spilling is off and
-	// a creation that does not fit only waits for frees. Spill files are
-	// deleted as their objects are freed, not when the store stops: put
-	// the directories under the session directory.
+	// a creation that does not fit only waits for frees. Spill files have
+	// no name once created (spill.Local): their space comes back as their
+	// objects are freed, and with the process however it ends. Files are
+	// cut to the directories' free space (statfs).
 	SpillDirs []string
 
 	// SpillThreshold is the fraction of Capacity that objects in memory

@@ -153,13 +153,24 @@
 // (0.8) of capacity plus one batch of headroom, or the space waiting
 // creations and restores need. PickSpill picks sealed, unpinned objects,
 // least recently used first; copies already on disk are dropped with no
-// write, the rest fused into files of at most 100 MiB or 2000 objects. The
-// store sends each batch (spillWrite, as views of the arena) to the
-// spiller, which writes one file through the spill.Target (local
-// directories round-robin, a CRC-32 per object, a self-describing index)
-// and answers spillWritten; Store.SpillDone records where each object is
-// on disk, frees the blocks nobody pinned meanwhile and admits waiting
-// creations.
+// write, the rest fused into files of at most 100 MiB or 2000 objects,
+// cut to the free space of the spill disk (below). The store sends each
+// batch (spillWrite, as views of the arena) to the spiller, which writes
+// one file through the spill.Target (local directories round-robin, each
+// object on pages of its own, a CRC-32 per object, a self-describing
+// index) and answers spillWritten; Store.SpillDone records where each
+// object is on disk, frees the blocks nobody pinned meanwhile and admits
+// waiting creations.
+//
+// Disk space: the spiller measures the spill directories (spill.Space,
+// statfs) after every write and every run of removals and sends it with
+// its answer (diskSpace); at start the store measures once. The Store
+// (SetDiskSpace) plans no more file bytes (spill.FileSize, in pages) than
+// that, less the files in flight, less a reserve of 1/16 of the file
+// system (at most a batch, DiskReserveFraction) that only spilling for a
+// waiting restore may use. Objects that do not fit are passed over,
+// smaller ones may still go. So creations fill the disk to its reserve,
+// and a Get of a spilled object can still spill another to make room.
 //
 // A Get of a spilled object restores it first, at the request's priority
 // (Get 2 > Wait 1 > task argument 0): restores take space before
@@ -167,8 +178,11 @@
 // reserved, the spiller reads straight into it and checks the CRC, and
 // Store.RestoreDone pins the object for every Get that waits. A restored
 // object keeps its disk copy until freed, so spilling it again only drops
-// its memory. Freeing an object removes it from its spill file; the file
-// is deleted with its last object.
+// its memory, except when the disk is full but for its reserve: then the
+// copy is dropped, giving back what spilling for the restore took.
+// Freeing an object (or dropping its copy) takes it out of its spill
+// file: its pages are punched out (Effects.Punches, spill.Puncher), and
+// the file is deleted with its last object.
 //
 //	object state   arena block         disk copy       Get                freed
 //	unsealed       yes                 no              waits              abort / seal
@@ -182,7 +196,10 @@
 // error is counted (spill_errors_total) and logged, and no write starts
 // before a back-off (100 ms, doubling to 10 s) while spill.Local retries
 // the file in its next directory. A creation fails with ObjectStoreFull
-// only when its deadline has passed and no spill write is in flight. A
+// only when its deadline has passed and no spill write is in flight; so
+// does a restore waiting for space. The error's Resource says what ran
+// out: StoreDisk if the last pick passed objects over for lack of disk,
+// StoreMemory otherwise (everything pinned or in flight). A
 // failed read frees the block, leaves the object on disk and fails the
 // waiting Gets with ErrRestoreFailed (an ObjectLostError); a later Get
 // tries again. When the store actor restarts or stops, the spiller stops
@@ -192,11 +209,16 @@
 // (Config.SpillFaults) are asked before each file write and restore read.
 //
 // Spilling is on by default, into the session directory (atoll's
-// WithSpillDirs and WithoutSpilling). A store removes its spill files when
-// it stops; each store instance holds a flock on "atoll-spill-<tag>.lock"
-// beside its files (package lockfile), so the next store that opens the
-// directory removes the files of instances whose process died, logged with
-// their size.
+// WithSpillDirs and WithoutSpilling). Spill files outlive nothing:
+// spill.Local removes each file's name right after creating it and keeps
+// its descriptor, which writes, restores and punches use, so the kernel
+// frees the files when the store removes them or its process ends, kill -9
+// included. Past a descriptor budget (spill.LocalOptions.MaxUnlinked: a
+// quarter of RLIMIT_NOFILE, at most 4096 files) files keep their names; a
+// store removes those when it stops, and each store instance holds a flock
+// on "atoll-spill-<tag>.lock" beside its files (package lockfile), so the
+// next store that opens the directory removes the named files of
+// instances whose process died, logged with their size.
 //
 // # Reads after free
 //

@@ -131,6 +131,13 @@ func (s *Store) checkSpill() error {
 	if spilling != sp.spillingBytes {
 		return fmt.Errorf("spilling %d bytes, records %d", spilling, sp.spillingBytes)
 	}
+	var spillingDisk uint64
+	for _, objs := range sp.batches {
+		spillingDisk += batchFileSize(objs)
+	}
+	if spillingDisk != sp.spillingDisk {
+		return fmt.Errorf("spill files in flight of %d bytes, records %d", spillingDisk, sp.spillingDisk)
+	}
 	live := make(map[*spillFile]int)
 	var diskBytes, diskObjects, fileBytes uint64
 	for id, o := range s.objects {

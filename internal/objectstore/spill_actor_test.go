@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/atoll-runtime/atoll/internal/testutil"
@@ -85,9 +87,31 @@ func checkObjects(t testing.TB, c *Client, want map[ids.ObjectID]uint32, rng *ra
 }
 
 // spillFilesIn returns the number and total size of the spill files in
-// dirs, failing on any other file.
+// dirs, failing on any other file: those with a name, and those this
+// process holds open with none (spill.Local unlinks its files).
 func spillFilesIn(t testing.TB, dirs ...string) (n int, size uint64) {
 	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range fds {
+		fd := filepath.Join("/proc/self/fd", e.Name())
+		target, err := os.Readlink(fd)
+		if err != nil {
+			continue // closed meanwhile
+		}
+		name, ok := strings.CutSuffix(target, " (deleted)")
+		if !ok || !spill.IsSpillFile(name) || !slices.Contains(dirs, filepath.Dir(name)) {
+			continue
+		}
+		fi, err := os.Stat(fd)
+		if err != nil {
+			continue
+		}
+		n++
+		size += uint64(fi.Size())
+	}
 	for _, d := range dirs {
 		entries, err := os.ReadDir(d)
 		if err != nil && !os.IsNotExist(err) {

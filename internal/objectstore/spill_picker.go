@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/objectstore/spill"
 )
 
 // Defaults of the spill policy, Ray's: fuse objects into files of about
@@ -45,6 +46,11 @@ type SpillLimits struct {
 	// WritesBlocked forbids writes (the store backs off after a failed
 	// spill): only objects already on disk are picked.
 	WritesBlocked bool
+	// DiskLimited bounds the files the plan writes to DiskBytes in all
+	// (spill.FileSize of each batch): objects that do not fit in what is
+	// left are passed over, smaller ones after them may still fit.
+	DiskLimited bool
+	DiskBytes   uint64
 }
 
 // SpillPlan is what the picker decided.
@@ -56,6 +62,9 @@ type SpillPlan struct {
 	Batches [][]ids.ObjectID
 	// Bytes is the memory the plan frees once carried out.
 	Bytes uint64
+	// DiskShort is set when objects that could have been spilled were
+	// passed over for lack of disk space (SpillLimits.DiskBytes).
+	DiskShort bool
 }
 
 // PickSpill chooses objects to spill until their memory adds up to need
@@ -68,8 +77,10 @@ type SpillPlan struct {
 // primary copies, least recently used first. Primary copies are fused into
 // batches in that order: a batch closes when the next object would take it
 // past limits.BatchBytes or limits.MaxObjects; an object of BatchBytes or
-// more is a batch of its own. Ties in LastAccess go to the smaller id, so
-// plans are deterministic.
+// more is a batch of its own. With limits.DiskLimited the files written
+// add up to at most limits.DiskBytes: an object whose file space does not
+// fit is passed over (the batches are cut to the free space). Ties in
+// LastAccess go to the smaller id, so plans are deterministic.
 func PickSpill(snapshot []SpillCandidate, need uint64, limits SpillLimits) SpillPlan {
 	var plan SpillPlan
 	if need == 0 {
@@ -96,30 +107,61 @@ func PickSpill(snapshot []SpillCandidate, need uint64, limits SpillLimits) Spill
 	maxObjects := max(limits.MaxObjects, 1)
 	var batch []ids.ObjectID
 	var batchBytes uint64
+	// Disk space: of the batches closed, and of the open one's objects.
+	var diskClosed, diskObjects uint64
 	closeBatch := func() {
 		if len(batch) > 0 {
 			plan.Batches = append(plan.Batches, batch)
-			batch, batchBytes = nil, 0
+			diskClosed += diskObjects + fileTail(len(batch))
+			batch, batchBytes, diskObjects = nil, 0, 0
 		}
 	}
 	for _, c := range eligible {
 		if plan.Bytes >= need {
 			break
 		}
-		plan.Bytes += c.Size
 		switch {
 		case c.OnDisk:
 			plan.Evict = append(plan.Evict, c.ID)
 		case c.Size >= limits.BatchBytes:
+			if cost := spill.PageAlign(c.Size) + fileTail(1); limits.DiskLimited && diskClosed+diskObjects+fileTail(len(batch))+cost > limits.DiskBytes {
+				plan.DiskShort = true
+				continue
+			}
 			plan.Batches = append(plan.Batches, []ids.ObjectID{c.ID})
+			diskClosed += spill.PageAlign(c.Size) + fileTail(1)
 		default:
-			if batchBytes+c.Size > limits.BatchBytes || len(batch) >= maxObjects {
+			closes := batchBytes+c.Size > limits.BatchBytes || len(batch) >= maxObjects
+			if limits.DiskLimited {
+				// The disk the plan takes with c added, to its batch or
+				// to a new one.
+				after := diskClosed + diskObjects + fileTail(len(batch)) + spill.PageAlign(c.Size) + fileTail(1)
+				if !closes {
+					after = diskClosed + diskObjects + spill.PageAlign(c.Size) + fileTail(len(batch)+1)
+				}
+				if after > limits.DiskBytes {
+					plan.DiskShort = true
+					continue
+				}
+			}
+			if closes {
 				closeBatch()
 			}
 			batch = append(batch, c.ID)
 			batchBytes += c.Size
+			diskObjects += spill.PageAlign(c.Size)
 		}
+		plan.Bytes += c.Size
 	}
 	closeBatch()
 	return plan
+}
+
+// fileTail is the disk space of a spill file's index and footer for n
+// objects, in whole pages (spill.FileSize less its objects).
+func fileTail(n int) uint64 {
+	if n == 0 {
+		return 0
+	}
+	return spill.PageAlign(spill.TailSize(n))
 }

@@ -44,7 +44,8 @@ func parseCandidates(t *testing.T, spec string) []SpillCandidate {
 	return out
 }
 
-// formatPlan prints a plan as "evict a b | batch c d | batch e | bytes=N".
+// formatPlan prints a plan as "evict a b | batch c d | batch e | bytes=N",
+// then "| disk short" if objects were passed over for lack of disk.
 func formatPlan(p SpillPlan) string {
 	var parts []string
 	if len(p.Evict) > 0 {
@@ -61,7 +62,11 @@ func formatPlan(p SpillPlan) string {
 		}
 		parts = append(parts, "batch "+strings.Join(names, " "))
 	}
-	return strings.Join(append(parts, fmt.Sprintf("bytes=%d", p.Bytes)), " | ")
+	parts = append(parts, fmt.Sprintf("bytes=%d", p.Bytes))
+	if p.DiskShort {
+		parts = append(parts, "disk short")
+	}
+	return strings.Join(parts, " | ")
 }
 
 func TestPickSpill(t *testing.T) {
@@ -89,6 +94,16 @@ func TestPickSpill(t *testing.T) {
 			"evict b | bytes=10"},
 		{"not enough: everything eligible", "a:10@1 b:10@2,pinned", 1000, limits, "batch a | bytes=10"},
 		{"max objects 0 means 1", "a:1@1 b:1@2", 2, SpillLimits{BatchBytes: 100}, "batch a | batch b | bytes=2"},
+		// Each object takes a page on disk, each file a page more for
+		// its index.
+		{"disk: batches cut to its free space", "a:10@1 b:10@2 c:10@3", 30, SpillLimits{BatchBytes: 100, MaxObjects: 3, DiskLimited: true, DiskBytes: 3 * 4096},
+			"batch a b | bytes=20 | disk short"},
+		{"disk: an object too large is passed over, smaller ones go", "a:9000@1 b:10@2", 9010, SpillLimits{BatchBytes: 100000, MaxObjects: 3, DiskLimited: true, DiskBytes: 3 * 4096},
+			"batch b | bytes=10 | disk short"},
+		{"disk: a large object alone", "a:9000@1 b:10@2", 9010, SpillLimits{BatchBytes: 100, MaxObjects: 3, DiskLimited: true, DiskBytes: 4 * 4096},
+			"batch a | bytes=9000 | disk short"},
+		{"disk: evictions need none", "a:10@1 b:10@2,disk", 20, SpillLimits{BatchBytes: 100, MaxObjects: 3, DiskLimited: true},
+			"evict b | bytes=10 | disk short"},
 		{"Ray's defaults: 2000 objects per file", manySmall(2500), 2500,
 			SpillLimits{BatchBytes: DefaultSpillBatchBytes, MaxObjects: DefaultSpillMaxObjects}, "2 batches of 2000+500, bytes=2500"},
 	} {

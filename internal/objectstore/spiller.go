@@ -19,9 +19,12 @@ import (
 // are marked spilling or restoring) until the spiller has answered.
 //
 // Work is served in this order: restores, highest priority first (a Get
-// blocks on them); then removals of dead spill files (cheap, and they give
-// disk space back); then spill writes, in the order they were asked for.
-// Each answer goes to the parent (the store actor).
+// blocks on them); then removals of dead spill files and punches of freed
+// objects' extents (cheap, and they give disk space back); then spill
+// writes, in the order they were asked for. Each answer goes to the
+// parent (the store actor), and with it the disk space of the spill
+// directories (statfs) after every write and every run of removals, so
+// the store plans no file the disk cannot hold.
 
 // spillWrite asks the spiller to write one batch into one file.
 type spillWrite struct {
@@ -36,6 +39,8 @@ type spillWritten struct {
 	err        error
 	bytes      uint64
 	start, end time.Time
+	// space is the disk space measured right after the write.
+	space diskSpace
 }
 
 // restoreRead asks the spiller to read an object into its new block.
@@ -60,6 +65,32 @@ type restoreReadDone struct {
 // failure is logged).
 type removeSpillFile struct{ name string }
 
+// punchSpillFile asks the spiller to give back the disk space of an
+// extent of a spill file (an object freed while others in the file live
+// on); no answer (a failure is logged).
+type punchSpillFile struct{ ext spill.Extent }
+
+// diskSpace is the disk space of the spill directories, measured by the
+// spiller after a write, or after the removals and punches it was asked
+// for: ok is false if the target cannot tell.
+type diskSpace struct {
+	free, total uint64
+	ok          bool
+}
+
+// measure returns the target's disk space, if it can tell.
+func measure(t spill.Target) diskSpace {
+	sp, ok := t.(spill.Space)
+	if !ok {
+		return diskSpace{}
+	}
+	free, total, err := sp.Space()
+	if err != nil {
+		return diskSpace{}
+	}
+	return diskSpace{free: free, total: total, ok: true}
+}
+
 // spillerTick makes the spiller take its next piece of work. It is sent to
 // itself, behind the requests already in its mailbox, so that the queue
 // sees them all before it chooses.
@@ -72,7 +103,7 @@ type spillerState struct {
 	target  spill.Target
 	faults  SpillFaults // nil: none
 	reads   []*restoreRead
-	removes []string
+	removes []spillFree
 	writes  []*spillWrite
 	ticking bool // a spillerTick is in the mailbox
 	files   openFiles
@@ -139,6 +170,13 @@ func (c *openFiles) drop(i int) {
 	c.files = append(c.files[:i], c.files[i+1:]...)
 }
 
+// spillFree is a removal of a spill file (ext.File alone), or a punch of
+// an extent of one (punch set).
+type spillFree struct {
+	ext   spill.Extent
+	punch bool
+}
+
 type spillerActor struct{ st *spillerState }
 
 // Receive implements actor.Actor.
@@ -157,7 +195,9 @@ func (a *spillerActor) Receive(ctx actor.Context) {
 	case *restoreRead:
 		st.reads = append(st.reads, m)
 	case *removeSpillFile:
-		st.removes = append(st.removes, m.name)
+		st.removes = append(st.removes, spillFree{ext: spill.Extent{File: m.name}})
+	case *punchSpillFile:
+		st.removes = append(st.removes, spillFree{ext: m.ext, punch: true})
 	case *spillerTick:
 		st.ticking = false
 		if reply := st.runNext(ctx.Logger()); reply != nil {
@@ -202,11 +242,26 @@ func (st *spillerState) runNext(log *slog.Logger) (reply any) {
 		})
 		return &restoreReadDone{ticket: r.ticket, id: r.id, err: err, bytes: uint64(len(r.dst)), start: start, end: time.Now()}
 	case len(st.removes) > 0:
-		name := st.removes[0]
+		f := st.removes[0]
 		st.removes = st.removes[1:]
-		st.files.close(name)
-		if err := guard(func() error { return st.target.Remove(name) }); err != nil {
-			log.Warn("objectstore: remove spill file", slog.String("file", name), slog.Any("err", err))
+		name := f.ext.File
+		if f.punch {
+			if p, ok := st.target.(spill.Puncher); ok {
+				if err := guard(func() error { return p.Punch(name, f.ext.Offset, f.ext.Length) }); err != nil {
+					log.Warn("objectstore: free space in spill file", slog.String("file", name), slog.Any("err", err))
+				}
+			}
+		} else {
+			st.files.close(name)
+			if err := guard(func() error { return st.target.Remove(name) }); err != nil {
+				log.Warn("objectstore: remove spill file", slog.String("file", name), slog.Any("err", err))
+			}
+		}
+		if len(st.removes) == 0 {
+			// Space came back: tell the store once the run is done.
+			if sp := measure(st.target); sp.ok {
+				return &sp
+			}
 		}
 		return nil
 	case len(st.writes) > 0:
@@ -227,7 +282,8 @@ func (st *spillerState) runNext(log *slog.Logger) (reply any) {
 		for _, o := range w.objects {
 			n += uint64(len(o.Data))
 		}
-		return &spillWritten{batch: w.batch, written: written, err: err, bytes: n, start: start, end: time.Now()}
+		end := time.Now()
+		return &spillWritten{batch: w.batch, written: written, err: err, bytes: n, start: start, end: end, space: measure(st.target)}
 	}
 	return nil
 }

@@ -56,7 +56,7 @@ func TestSpillerServesRestoresFirstByPriority(t *testing.T) {
 	tgt := &recordingTarget{}
 	st := &spillerState{target: tgt}
 	st.writes = append(st.writes, &spillWrite{batch: 1}, &spillWrite{batch: 2})
-	st.removes = append(st.removes, "gone")
+	st.removes = append(st.removes, spillFree{ext: spill.Extent{File: "gone"}})
 	for i, prio := range []int32{PriorityTaskArgument, PriorityGet, PriorityWait, PriorityGet} {
 		st.reads = append(st.reads, &restoreRead{ticket: uint64(i + 1), priority: prio, extent: spill.Extent{File: "f"}})
 	}
@@ -82,7 +82,7 @@ func TestSpillerServesRestoresFirstByPriority(t *testing.T) {
 	if got := strings.Join(tgt.ops, ","); !strings.HasPrefix(got, "open f,") || strings.Count(got, "open") != 1 {
 		t.Fatalf("target calls %s", got)
 	}
-	st.removes = append(st.removes, "f")
+	st.removes = append(st.removes, spillFree{ext: spill.Extent{File: "f"}})
 	st.runNext(log)
 	if got := tgt.ops[len(tgt.ops)-2:]; got[0] != "close" || got[1] != "remove f" {
 		t.Fatalf("remove of an open file: %v", got)
@@ -97,7 +97,7 @@ func TestSpillerTurnsPanicsIntoErrors(t *testing.T) {
 		t.Fatalf("answer %+v", m)
 	}
 	st = &spillerState{target: &recordingTarget{fail: errors.New("EIO")}}
-	st.removes = append(st.removes, "x")
+	st.removes = append(st.removes, spillFree{ext: spill.Extent{File: "x"}})
 	if m := st.runNext(slog.New(slog.DiscardHandler)); m != nil {
 		t.Fatalf("a removal is not answered, got %v", m)
 	}

@@ -153,6 +153,7 @@ func (s *Store) fullError(req CreateRequest) error {
 		Requested: req.Size,
 		Capacity:  s.Capacity(),
 		Used:      s.Used(),
+		Resource:  s.fullResource(),
 	}
 }
 

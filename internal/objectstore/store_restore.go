@@ -171,6 +171,13 @@ func (s *Store) RestoreDone(ticket uint64, err error, now time.Time) error {
 				s.pin(o, w.Client)
 			}
 		}
+		if s.diskTight() {
+			// The disk is full but for the reserve, which spilling
+			// others to make room for this restore may have used: give
+			// the object's disk space back (it is written again if it
+			// is spilled again).
+			s.dropDiskCopy(o)
+		}
 		s.newCandidate() // spillable at once if nobody waits any more
 	}
 	s.effects.Restored = append(s.effects.Restored, out)
@@ -196,7 +203,7 @@ func (s *Store) expireRestores(now time.Time) bool {
 		o := s.objects[r.id]
 		s.dequeueRestore(r, o.block)
 		s.effects.Restored = append(s.effects.Restored, RestoreOutcome{ID: r.id, Waiters: r.waiters, Err: &errs.ObjectStoreFullError{
-			ObjectID: r.id.String(), Requested: o.loc.Length, Capacity: s.Capacity(), Used: s.Used(),
+			ObjectID: r.id.String(), Requested: o.loc.Length, Capacity: s.Capacity(), Used: s.Used(), Resource: s.fullResource(),
 		}})
 	}
 	return len(expired) > 0

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/objectstore/spill"
 )
 
@@ -88,6 +89,15 @@ type spillState struct {
 	exhausted   bool
 	exhaustedAt exhaustKey
 
+	// The disk of the spill directories, as the spiller last measured
+	// it (SetDiskSpace): free bytes, not counting the files of the
+	// batches in flight (spillingDisk), and the file system's size.
+	diskKnown           bool
+	diskFree, diskTotal uint64
+	spillingDisk        uint64
+	// diskShort: the last pick passed objects over for lack of disk.
+	diskShort bool
+
 	spilledBytes, spilledObjects   uint64
 	restoredBytes, restoredObjects uint64
 	spillErrors, restoreErrors     uint64
@@ -99,6 +109,8 @@ type spillState struct {
 type exhaustKey struct {
 	epoch   uint64
 	blocked bool
+	// restores: restores waited, which may use the disk's reserve.
+	restores bool
 }
 
 // spillFile is a spill file and how many live objects it holds.
@@ -195,16 +207,21 @@ func (s *Store) maybeSpill(now time.Time) bool {
 	}
 	blocked := sp.paused || now.Before(sp.retryAt)
 	need := s.spillNeed()
-	key := exhaustKey{sp.candEpoch, blocked}
+	forRestore := sp.restores.queued.Len() > 0
+	key := exhaustKey{sp.candEpoch, blocked, forRestore}
 	if need == 0 || (sp.exhausted && sp.exhaustedAt == key) {
 		return false
 	}
+	disk, limited := s.diskBudget(forRestore)
 	plan := PickSpill(s.spillSnapshot(), need, SpillLimits{
 		BatchBytes:    sp.policy.BatchBytes,
 		MaxObjects:    sp.policy.MaxObjects,
 		WritesBlocked: blocked,
+		DiskLimited:   limited,
+		DiskBytes:     disk,
 	})
 	sp.exhausted, sp.exhaustedAt = plan.Bytes < need, key
+	sp.diskShort = plan.DiskShort
 	for _, id := range plan.Evict {
 		s.releaseBlock(s.objects[id])
 	}
@@ -221,6 +238,7 @@ func (s *Store) maybeSpill(now time.Time) bool {
 			sp.spillingBytes += o.block
 			objs[i], locs[i] = o, o.loc
 		}
+		sp.spillingDisk += batchFileSize(objs)
 		sp.batches[sp.nextBatch] = objs
 		s.effects.Spills = append(s.effects.Spills, SpillBatch{ID: sp.nextBatch, Objects: locs})
 	}
@@ -257,6 +275,7 @@ func (s *Store) SpillDone(batch uint64, w spill.Written, err error, now time.Tim
 		return errStaleIO
 	}
 	delete(sp.batches, batch)
+	sp.spillingDisk -= batchFileSize(objs)
 	for _, o := range objs {
 		o.io = ioNone
 		sp.spillingBytes -= o.block
@@ -303,7 +322,7 @@ func (s *Store) SpillDone(batch uint64, w spill.Written, err error, now time.Tim
 // dropDiskCopy takes the object out of its spill file, and the file out of
 // the store when no live object is left in it.
 func (s *Store) dropDiskCopy(o *object) {
-	sp, f := s.spill, o.disk.file
+	sp, f, ext0 := s.spill, o.disk.file, o.disk.ext
 	o.disk = nil
 	f.live--
 	sp.diskBytes -= o.loc.Length
@@ -312,7 +331,88 @@ func (s *Store) dropDiskCopy(o *object) {
 		delete(sp.files, f.name)
 		sp.fileBytes -= f.size
 		s.effects.RemoveFiles = append(s.effects.RemoveFiles, f.name)
+		return
 	}
+	// The others in the file live on: give back this one's pages.
+	ext := ext0
+	ext.Length = spill.PageAlign(ext.Length)
+	s.effects.Punches = append(s.effects.Punches, ext)
+}
+
+// batchFileSize is the size of the spill file of a batch.
+func batchFileSize(objs []*object) uint64 {
+	lengths := make([]uint64, len(objs))
+	for i, o := range objs {
+		lengths[i] = o.loc.Length
+	}
+	return spill.FileSize(lengths...)
+}
+
+// DiskReserveFraction of the spill disk (at most a batch) is kept free
+// for restores: spilling to make room for creations and for the
+// threshold stops short of it, so that a Get of a spilled object can
+// still spill another one to make room, however full creations made the
+// disk.
+const DiskReserveFraction = 16
+
+// diskReserve returns the disk space kept for restores.
+func (s *Store) diskReserve() uint64 {
+	return min(s.spill.diskTotal/DiskReserveFraction, s.spill.policy.BatchBytes)
+}
+
+// diskBudget returns how many bytes of spill files may be written now
+// (forRestore: to make room for a restore, which may use the reserve),
+// and whether the disk is known to be limited at all.
+func (s *Store) diskBudget(forRestore bool) (uint64, bool) {
+	sp := s.spill
+	if !sp.diskKnown {
+		return 0, false
+	}
+	free := sp.diskFree - min(sp.diskFree, sp.spillingDisk)
+	if !forRestore {
+		free -= min(free, s.diskReserve())
+	}
+	return free, true
+}
+
+// diskTight reports whether spilling for creations has run out of disk:
+// what is left is the restores' reserve.
+func (s *Store) diskTight() bool {
+	free, limited := s.diskBudget(false)
+	return limited && free == 0
+}
+
+// SetDiskSpace records the disk space of the spill directories as last
+// measured: free bytes (with the writes the store has been told of
+// counted, and none of the writes in flight) and the file system's size.
+// Spilling plans no more files than fit, keeping a reserve for restores
+// (DiskReserveFraction).
+func (s *Store) SetDiskSpace(free, total uint64, now time.Time) {
+	defer s.checkInvariants()
+	sp := s.spill
+	if sp == nil {
+		return
+	}
+	s.noteDiskSpace(free, total)
+	s.settleAndExpire(now)
+}
+
+// noteDiskSpace is SetDiskSpace for a caller that settles the store
+// itself next (SpillDone).
+func (s *Store) noteDiskSpace(free, total uint64) {
+	if sp := s.spill; sp != nil {
+		sp.diskKnown, sp.diskFree, sp.diskTotal = true, free, total
+		s.newCandidate()
+	}
+}
+
+// fullResource says what a full store ran out of: the disk if the last
+// spill pick passed objects over for lack of it, else memory.
+func (s *Store) fullResource() errs.StoreResource {
+	if s.spill != nil && s.spill.diskShort {
+		return errs.StoreDisk
+	}
+	return errs.StoreMemory
 }
 
 // abandonIO forgets the spill I/O under way, when the spiller stopped
@@ -328,6 +428,7 @@ func (s *Store) abandonIO(requeue bool) {
 	}
 	for id, objs := range sp.batches {
 		delete(sp.batches, id)
+		sp.spillingDisk -= batchFileSize(objs)
 		for _, o := range objs {
 			o.io = ioNone
 			sp.spillingBytes -= o.block

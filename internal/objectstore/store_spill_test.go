@@ -15,14 +15,16 @@ import (
 // Spill commands of storeScenario (the store spills as the scenario's
 // policy says; files are named f<batch>):
 //
-//	spilled <batch> [error]                                  → SpillDone
+//	spilled <batch> [error] [space=<free>]                   → SpillDone (after noting the disk's free bytes)
+//	space <free> <total>                                     → SetDiskSpace
 //	restore <obj> <client> [prio=<n>] [wait=<ms>] [token=<n>] [pins=<n>] → "ok" | "error <CODE>"
 //	restored <ticket> [error]                                → RestoreDone
 //	disk                                                     → "disk=<bytes>/<objects> files=<n> spilling=<n> restores=<n>"
 //	counters                                                 → the spill counters of Stats
 //
 // and their effects: "| spill b<n> <obj>,<obj>", "| restore <obj>@<off> t<ticket> p<prio>",
-// "| restored <obj> <client>x<pins>..." or "| restore-failed <obj> <CODE>", "| rm <file>".
+// "| restored <obj> <client>x<pins>..." or "| restore-failed <obj> <CODE>", "| rm <file>",
+// "| punch <file>@<offset>+<length>".
 
 // options parses key=value arguments.
 func options(args []string) map[string]int {
@@ -42,6 +44,11 @@ func (sc *storeScenario) spillStep(f []string) (string, bool) {
 		batch, _ := strconv.ParseUint(f[1], 10, 64)
 		var w spill.Written
 		var err error
+		if free, ok := options(f[2:])["space"]; ok {
+			// The spiller measured the disk right after this write.
+			sc.s.noteDiskSpace(uint64(free), sc.diskTotal)
+			f = f[:2]
+		}
 		if len(f) > 2 {
 			err = errors.New("disk full")
 		} else {
@@ -75,6 +82,11 @@ func (sc *storeScenario) spillStep(f []string) (string, bool) {
 		if err := sc.s.RestoreDone(ticket, err, sc.now); err != nil {
 			return "error " + err.Error(), true
 		}
+		return "", true
+	case "space":
+		free, _ := strconv.ParseUint(f[1], 10, 64)
+		sc.diskTotal, _ = strconv.ParseUint(f[2], 10, 64)
+		sc.s.SetDiskSpace(free, sc.diskTotal, sc.now)
 		return "", true
 	case "disk":
 		st := sc.s.Stats()
@@ -117,6 +129,9 @@ func (sc *storeScenario) spillEffects(eff Effects) string {
 	for _, name := range eff.RemoveFiles {
 		fmt.Fprintf(&out, " | rm %s", name)
 	}
+	for _, e := range eff.Punches {
+		fmt.Fprintf(&out, " | punch %s@%d+%d", e.File, e.Offset, e.Length)
+	}
 	return out.String()
 }
 
@@ -154,7 +169,7 @@ func TestSpillScenarios(t *testing.T) {
 			// does not write it again.
 			{"release c2 o2", "ok"},
 			{"release c3 o2", "ok"},
-			{"delete o3 o4", "rm f2"},
+			{"delete o3 o4", "rm f2 | punch f1@128+4096"}, // o2 lives on in f1
 			{"delete o2", "freed 128+128 | rm f1"},
 			{"disk", "disk=0/0 files=0 spilling=0 restores=0"},
 		}...)},
@@ -181,10 +196,10 @@ func TestSpillScenarios(t *testing.T) {
 			{"get c2 o1 o2 o3", "o1@0 o2@128 o3@256"},
 			{"create o6 200 c2 wait=50", "queued | spill b1 o4"},
 			{"tick 60", ""}, // past its deadline, but o4 is being written
-			{"spilled 1 error", "failed o6 OBJECT_STORE_FULL"},
+			{"spilled 1 error", "failed o6 OBJECT_STORE_FULL/memory"},
 			{"counters", "spilled=0/0 restored=0/0 errors=1/0 fallback=0/0"},
 			{"create o7 64 c2 wait=50", "queued"}, // backing off: no write
-			{"tick 50", "failed o7 OBJECT_STORE_FULL"},
+			{"tick 50", "failed o7 OBJECT_STORE_FULL/memory"},
 			{"create o8 64 c2 wait=100", "queued"},
 			{"tick 49", ""},
 			{"tick 1", "spill b2 o4"}, // the back-off (100 ms from the error) is over
@@ -240,7 +255,7 @@ func TestSpillScenarios(t *testing.T) {
 			{"restore o9 c3", "error NOT_FOUND"},
 			{"restore o2 c3", "error INVALID_ARGUMENT"},
 			{"disk", "disk=128/1 files=1 spilling=0 restores=1"},
-			{"tick 50", "restore-failed o1 OBJECT_STORE_FULL"},
+			{"tick 50", "restore-failed o1 OBJECT_STORE_FULL/memory"},
 			{"restore o1 c3 token=2", "ok"},
 			{"abort o6 c2", "ok | freed 0+128 | restore o1@0 t1 p0"},
 		}...)},
@@ -250,12 +265,12 @@ func TestSpillScenarios(t *testing.T) {
 			{"get c9 o5", "o5@512"},
 			{"create o6 256 c2", "queued | spill b1 o1,o2"},
 			{"delete o1", ""}, // being written: freed when the write lands
-			{"spilled 1", "freed 0+128 | freed 128+128 | admitted o6@0"},
+			{"spilled 1", "freed 0+128 | freed 128+128 | admitted o6@0 | punch f1@0+4096"},
 			{"abort o6 c2", "ok | freed 0+256"},
 			{"create o7 512 c2", "queued | spill b2 o3,o4"},
 			{"spilled 2", "freed 256+128 | freed 384+128 | admitted o7@0"},
 			{"restore o3 c3 token=1", "ok"},
-			{"delete o3", "restore-failed o3 NOT_FOUND"}, // the queued restore is withdrawn
+			{"delete o3", "restore-failed o3 NOT_FOUND | punch f2@0+4096"}, // the queued restore is withdrawn
 			{"abort o7 c2", "ok | freed 0+512"},
 			{"restore o2 c3 token=2", "ok | restore o2@0 t1 p0"},
 			{"delete o2", ""}, // being read: freed when the read lands
@@ -263,6 +278,34 @@ func TestSpillScenarios(t *testing.T) {
 			{"disk", "disk=128/1 files=1 spilling=0 restores=0"},
 			{"delete o4", "rm f2"},
 			{"disk", "disk=0/0 files=0 spilling=0 restores=0"},
+		}...)},
+		// A disk of 128 KiB: a reserve of 8 KiB (1/16), one file of one
+		// object (a page for it, a page for the index).
+		{"spilling stops at the disk's free space; restores use the reserve", SpillPolicy{Threshold: 1, BatchBytes: 1 << 20, MaxObjects: 10}, append(fill[:8:8], []step{
+			{"create o5 512 c1", "@512"},
+			{"seal o5 c1", "ok"},
+			{"space 16384 131072", ""},
+			// Room for one file of one object beyond the reserve: o2 is
+			// passed over.
+			{"create o6 256 c2 wait=50", "queued | spill b1 o1"},
+			{"spilled 1 space=8192", "freed 0+128"},
+			{"tick 50", "failed o6 OBJECT_STORE_FULL/disk"},
+			{"create o8 128 c2", "@0"},
+			{"seal o8 c2", "ok"},
+			// A restore may use the reserve: o2 goes to make room.
+			{"get c3 o1", "o1:spilled"},
+			{"restore o1 c3 token=1", "ok | spill b2 o2"},
+			{"spilled 2 space=0", "freed 128+128 | restore o1@128 t1 p0"},
+			// The disk is full: o1 gives its disk copy back.
+			{"restored 1", "restored o1@128 c3x1 | rm f1"},
+			{"space 8192 131072", ""},
+			{"disk", "disk=128/1 files=1 spilling=0 restores=0"},
+			{"release c3 o1", "ok"},
+			{"create o7 128 c2 wait=50", "queued"},
+			{"tick 50", "failed o7 OBJECT_STORE_FULL/disk"},
+			// f1's removal gave its space back: creations fit again.
+			{"space 16384 131072", ""},
+			{"create o7 128 c2", "queued | spill b3 o3"},
 		}...)},
 		{"disconnect frees owned spilled objects and drops its restores", SpillPolicy{Threshold: 1, BatchBytes: 256, MaxObjects: 10}, []step{
 			{"create o1 256 c1 owner=c3", "@0"}, {"seal o1 c1", "ok"},

@@ -36,6 +36,8 @@ type storeScenario struct {
 	token uint64
 	// batches and restores seen in the effects, for spilled/restored.
 	batches map[uint64][]Location
+	// diskTotal is the spill disk's size of the last "space" command.
+	diskTotal uint64
 }
 
 func objID(name string) ids.ObjectID {
@@ -55,6 +57,10 @@ func objName(id ids.ObjectID) string { return strings.TrimRight(string(id[:]), "
 func errCode(err error) string {
 	if errors.Is(err, ErrObjectExists) {
 		return "error EXISTS"
+	}
+	var full *errs.ObjectStoreFullError
+	if errors.As(err, &full) && full.Resource != "" {
+		return "error OBJECT_STORE_FULL/" + string(full.Resource)
 	}
 	return "error " + errs.ToProto(err).Code.String()
 }
@@ -202,7 +208,7 @@ func TestStoreScenarios(t *testing.T) {
 			{"seal o1 c1", "error INVALID_ARGUMENT"},
 			{"abort o1 c1", "error INVALID_ARGUMENT"},
 			{"release c1 o1", "error"}, // the creator holds no pin once sealed
-			{"create o2 2000 c1", "error OBJECT_STORE_FULL"},
+			{"create o2 2000 c1", "error OBJECT_STORE_FULL/memory"},
 			{"delete o7 o1", "freed 0+64"},
 			{"stats", "used=0 objects=0 sealed=0 pinned=0 pending=0"},
 		}},
@@ -221,10 +227,10 @@ func TestStoreScenarios(t *testing.T) {
 		{"expiry", []step{
 			{"create o1 1024 c1", "@0"},
 			{"create o2 64 c2 wait=50", "queued"},
-			{"create o3 64 c2 wait=0", "error OBJECT_STORE_FULL"},
+			{"create o3 64 c2 wait=0", "error OBJECT_STORE_FULL/memory"},
 			{"create o4 64 c2 wait=100", "queued"},
 			{"tick 49", ""},
-			{"tick 1", "failed o2 OBJECT_STORE_FULL"},
+			{"tick 1", "failed o2 OBJECT_STORE_FULL/memory"},
 			{"abort o1 c1", "ok | freed 0+1024 | admitted o4@0"},
 			{"tick 100", ""},
 		}},

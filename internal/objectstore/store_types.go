@@ -87,6 +87,9 @@ type Effects struct {
 	Restored []RestoreOutcome
 	// RemoveFiles are spill files none of whose objects is alive any more.
 	RemoveFiles []string
+	// Punches are the disk extents (whole pages) of objects that left a
+	// spill file others still live in: their space can be given back.
+	Punches []spill.Extent
 }
 
 // GetResult is the answer to Store.Get.

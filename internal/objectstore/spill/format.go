@@ -10,10 +10,10 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
-// A spill file holds the bytes of its objects back to back, then an index
-// and a footer:
+// A spill file holds the bytes of its objects, each starting on a page
+// (Page; zeros pad the gaps), then an index and a footer:
 //
-//	object 0 | object 1 | ... | index: one entry per object | footer
+//	object 0 | pad | object 1 | pad | ... | index: one entry per object | footer
 //	entry  (40 bytes): object id (20) | CRC-32 (4) | offset (8) | length (8)
 //	footer (32 bytes): "ATOLLSPL" | version (4) | count (4) | index offset (8) | index CRC-32 (4) | zero (4)
 //
@@ -86,12 +86,17 @@ func WriteBatch(t Target, objs []Object) (Written, error) {
 	var size uint64
 	for i, o := range objs {
 		extents[i] = Extent{Offset: size, Length: uint64(len(o.Data))}
-		size += uint64(len(o.Data))
+		size = PageAlign(size + uint64(len(o.Data)))
 	}
 	tail := make([]byte, len(objs)*entrySize+footerSize)
 	index, footer := tail[:len(objs)*entrySize], tail[len(objs)*entrySize:]
 	fill := func(w io.Writer) error {
+		var at uint64
 		for i, o := range objs {
+			if err := writeZeros(w, extents[i].Offset-at); err != nil {
+				return err
+			}
+			at = extents[i].Offset + uint64(len(o.Data))
 			var crc uint32
 			for off := 0; off < len(o.Data); off += chunkSize {
 				chunk := o.Data[off:min(off+chunkSize, len(o.Data))]
@@ -106,6 +111,9 @@ func WriteBatch(t Target, objs []Object) (Written, error) {
 			binary.LittleEndian.PutUint32(e[20:], crc)
 			binary.LittleEndian.PutUint64(e[24:], extents[i].Offset)
 			binary.LittleEndian.PutUint64(e[32:], extents[i].Length)
+		}
+		if err := writeZeros(w, size-at); err != nil {
+			return err
 		}
 		copy(footer, Magic)
 		binary.LittleEndian.PutUint32(footer[8:], Version)
@@ -123,6 +131,42 @@ func WriteBatch(t Target, objs []Object) (Written, error) {
 		extents[i].File = name
 	}
 	return Written{File: name, Size: size + uint64(len(tail)), Extents: extents}, nil
+}
+
+// Page is the alignment of the objects in a spill file (and of its
+// index): each object starts on a page of its own, so that the disk space
+// of an object freed while others in its file live on can be given back
+// whole (Puncher).
+const Page = 4096
+
+// PageAlign rounds n up to a multiple of Page.
+func PageAlign(n uint64) uint64 { return (n + Page - 1) &^ (Page - 1) }
+
+// FileSize returns the size of the spill file WriteBatch writes for
+// objects of these lengths.
+func FileSize(lengths ...uint64) uint64 {
+	var size uint64
+	for _, n := range lengths {
+		size = PageAlign(size + n)
+	}
+	return size + TailSize(len(lengths))
+}
+
+// TailSize returns the size of a spill file's index and footer for n
+// objects.
+func TailSize(n int) uint64 { return uint64(n)*entrySize + footerSize }
+
+var zeros [Page]byte
+
+func writeZeros(w io.Writer, n uint64) error {
+	for n > 0 {
+		k := min(n, Page)
+		if _, err := w.Write(zeros[:k]); err != nil {
+			return err
+		}
+		n -= k
+	}
+	return nil
 }
 
 // ReadObject reads the object at e from t into dst, which must be exactly

@@ -6,7 +6,9 @@ import (
 )
 
 // File is an open spill file: written once, sequentially, by WriteFile;
-// read at offsets by ReadAt.
+// read at offsets by ReadAt. Files of FS.Create are open for both, so a
+// spill file can be read through the descriptor it was written with after
+// its name is gone.
 type File interface {
 	io.Writer
 	io.ReaderAt
@@ -16,7 +18,8 @@ type File interface {
 // FS is the file system a Local target works on. Its methods behave like
 // their namesakes in package os.
 type FS interface {
-	// Create creates a new file for writing; it fails if name exists.
+	// Create creates a new file for writing and reading; it fails if
+	// name exists.
 	Create(name string) (File, error)
 	// Open opens an existing file for reading.
 	Open(name string) (File, error)
@@ -34,7 +37,7 @@ var OS FS = osFS{}
 type osFS struct{}
 
 func (osFS) Create(name string) (File, error) {
-	return os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	return os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 }
 
 func (osFS) Open(name string) (File, error) { return os.Open(name) }

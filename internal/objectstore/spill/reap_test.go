@@ -37,8 +37,9 @@ func entries(t *testing.T, dir string) []string {
 // died (killed: the kernel dropped its locks) are
 // removed by the next NewLocal on the directory; a live instance's are not.
 func TestDeadInstanceFilesAreReaped(t *testing.T) {
+	named := LocalOptions{MaxUnlinked: -1} // files keep their names
 	if dir := os.Getenv("SPILL_REAP_CHILD"); dir != "" {
-		l, err := NewLocal([]string{dir}, LocalOptions{})
+		l, err := NewLocal([]string{dir}, named)
 		if err != nil {
 			os.Exit(2)
 		}
@@ -47,7 +48,7 @@ func TestDeadInstanceFilesAreReaped(t *testing.T) {
 		select {} // until killed
 	}
 	dir := t.TempDir()
-	live, err := NewLocal([]string{dir}, LocalOptions{})
+	live, err := NewLocal([]string{dir}, named)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestDeadInstanceFilesAreReaped(t *testing.T) {
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 
-	next, err := NewLocal([]string{dir}, LocalOptions{})
+	next, err := NewLocal([]string{dir}, named)
 	if err != nil {
 		t.Fatal(err)
 	}

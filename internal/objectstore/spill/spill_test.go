@@ -50,7 +50,7 @@ func spillFiles(t *testing.T, dir string) []string {
 func TestWriteBatchRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	dir := filepath.Join(t.TempDir(), "a", "b") // created on demand
-	tgt, err := NewLocal([]string{dir}, LocalOptions{})
+	tgt, err := NewLocal([]string{dir}, LocalOptions{MaxUnlinked: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestLocalRoundRobinAndFailover(t *testing.T) {
 	root := t.TempDir()
 	dirs := []string{filepath.Join(root, "d0"), filepath.Join(root, "d1"), filepath.Join(root, "d2")}
 	fs := NewFaultyFS(OS)
-	tgt, err := NewLocal(dirs, LocalOptions{FS: fs})
+	tgt, err := NewLocal(dirs, LocalOptions{FS: fs, MaxUnlinked: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

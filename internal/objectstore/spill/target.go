@@ -13,6 +13,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/atoll-runtime/atoll/internal/lockfile"
 )
@@ -66,6 +69,46 @@ var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(io.Discard,
 type LocalOptions struct {
 	// FS is the file system to use. Default: OS.
 	FS FS
+	// MaxUnlinked is the most spill files kept open with no name at once
+	// (one descriptor each). Default: a quarter of the process's limit of
+	// open files (RLIMIT_NOFILE), at most DefaultMaxUnlinked. Negative:
+	// none; every file keeps its name until Remove.
+	MaxUnlinked int
+}
+
+// DefaultMaxUnlinked caps the descriptors Local keeps for unlinked spill
+// files by default. With files of up to 100 MiB (the store's batches) it
+// covers 400 GiB of spilled objects; files beyond it keep their names.
+const DefaultMaxUnlinked = 4096
+
+func (o LocalOptions) maxUnlinked() int {
+	switch {
+	case o.MaxUnlinked < 0:
+		return 0
+	case o.MaxUnlinked > 0:
+		return o.MaxUnlinked
+	}
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur == 0 {
+		return 64
+	}
+	return int(min(lim.Cur/4, DefaultMaxUnlinked))
+}
+
+// Space is implemented by targets that can tell how much room is left
+// for spill files.
+type Space interface {
+	// Space returns the bytes free for a new file (in the directory with
+	// the most room) and the size of that directory's file system.
+	Space() (free, total uint64, err error)
+}
+
+// Puncher is implemented by targets that can give back the disk space of
+// part of a file (an object freed while others in its file live on).
+type Puncher interface {
+	// Punch frees the bytes [off, off+length) of the named file; reads of
+	// them return zeros afterwards.
+	Punch(name string, off, length uint64) error
 }
 
 // Local is the Target of one or more local directories. Files go to the
@@ -74,10 +117,19 @@ type LocalOptions struct {
 // retried in the next, and fails only when every directory failed.
 // Directories are created when missing.
 //
-// On the real file system each directory holds a lock file of the
+// A file's name is removed as soon as the file is created: Local keeps
+// its descriptor, writes and reads through it, and closes it on Remove,
+// so the kernel frees the file's space when the last object in it is
+// removed or when the process dies, however it dies (kill -9 included).
+// Names stay the handles callers pass back. At most MaxUnlinked files are
+// held that way; further files keep their names until Remove.
+//
+// On the real file system each directory also holds a lock file of the
 // instance ("atoll-spill-<tag>.lock", see package lockfile) while it
-// lives: NewLocal reaps the files of instances whose process died without
-// cleaning up (kill -9, a crash), and Close removes the instance's own.
+// lives: NewLocal reaps the named files of instances whose process died
+// without cleaning up (files past MaxUnlinked, or a file whose process
+// died between its creation and its unlinking), and Close removes the
+// instance's own.
 type Local struct {
 	fs    FS
 	dirs  []string
@@ -85,6 +137,14 @@ type Local struct {
 	next  atomic.Uint64 // round-robin position
 	seq   atomic.Uint64 // file sequence number
 	locks []*lockfile.Lock
+
+	maxUnlinked int
+	// mu guards unlinked: the open files with no name, by their old name
+	// (nil: a place taken by a file being written). A leaf; files are
+	// closed after it is released.
+	mu       sync.Mutex
+	unlinked map[string]File
+
 	// Reaped counts the files and bytes of dead instances NewLocal removed.
 	Reaped Reaped
 }
@@ -92,7 +152,11 @@ type Local struct {
 // Reaped is what NewLocal removed from dead instances.
 type Reaped struct{ Files, Bytes int64 }
 
-var _ Target = (*Local)(nil)
+var (
+	_ Target  = (*Local)(nil)
+	_ Space   = (*Local)(nil)
+	_ Puncher = (*Local)(nil)
+)
 
 // NewLocal returns a Target writing into dirs, creating them if needed.
 func NewLocal(dirs []string, opts LocalOptions) (*Local, error) {
@@ -107,7 +171,7 @@ func NewLocal(dirs []string, opts LocalOptions) (*Local, error) {
 	if _, err := rand.Read(tag[:]); err != nil {
 		return nil, fmt.Errorf("spill: instance tag: %w", err)
 	}
-	l := &Local{fs: fs, tag: hex.EncodeToString(tag[:])}
+	l := &Local{fs: fs, tag: hex.EncodeToString(tag[:]), maxUnlinked: opts.maxUnlinked(), unlinked: make(map[string]File)}
 	for _, d := range dirs {
 		if d == "" {
 			_ = l.Close()
@@ -168,6 +232,20 @@ func reapDead(dir string, reaped *Reaped) {
 // drops its locks. The Local must not be used afterwards.
 func (l *Local) Close() error {
 	var errList []error
+	l.mu.Lock()
+	open := make([]File, 0, len(l.unlinked))
+	for name, f := range l.unlinked {
+		if f != nil {
+			open = append(open, f)
+		}
+		delete(l.unlinked, name)
+	}
+	l.mu.Unlock()
+	for _, f := range open {
+		if err := f.Close(); err != nil {
+			errList = append(errList, err)
+		}
+	}
 	for _, d := range l.dirs {
 		files, _ := filepath.Glob(filepath.Join(d, FilePrefix+l.tag+"-*"+FileSuffix))
 		for _, f := range files {
@@ -220,6 +298,12 @@ func (l *Local) writeIn(dir string, fill func(w io.Writer) error) (name string, 
 	if err != nil {
 		return "", fmt.Errorf("spill: create %s: %w", name, err)
 	}
+	// Unlink at once, before a byte is written: from here on only the
+	// descriptor holds the file, and the kernel frees it with the process.
+	unlinked := l.reserveUnlinked(name) && l.fs.Remove(name) == nil
+	if !unlinked {
+		l.releaseUnlinked(name)
+	}
 	w := writers.Get().(*bufio.Writer)
 	w.Reset(f)
 	if err = fill(w); err == nil {
@@ -227,19 +311,86 @@ func (l *Local) writeIn(dir string, fill func(w io.Writer) error) (name string, 
 	}
 	w.Reset(io.Discard) // drop the reference to f before pooling
 	writers.Put(w)
+	if err == nil && unlinked {
+		l.mu.Lock()
+		l.unlinked[name] = f
+		l.mu.Unlock()
+		return name, nil
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		// Best effort: a partial file holds nothing anyone can read.
-		_ = l.fs.Remove(name)
+		l.releaseUnlinked(name)
+		if !unlinked {
+			// Best effort: a partial file holds nothing anyone can read.
+			_ = l.fs.Remove(name)
+		}
 		return "", fmt.Errorf("spill: write %s: %w", name, err)
 	}
 	return name, nil
 }
 
+// reserveUnlinked takes a place for name among the unlinked files, if
+// the descriptor budget has one.
+func (l *Local) reserveUnlinked(name string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.unlinked) >= l.maxUnlinked {
+		return false
+	}
+	l.unlinked[name] = nil // a place, filled once written
+	return true
+}
+
+func (l *Local) releaseUnlinked(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if f, ok := l.unlinked[name]; ok && f == nil {
+		delete(l.unlinked, name)
+	}
+}
+
+// takeUnlinked removes name from the unlinked files and returns its
+// descriptor, if it is one.
+func (l *Local) takeUnlinked(name string) (File, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, ok := l.unlinked[name]
+	if ok && f != nil {
+		delete(l.unlinked, name)
+		return f, true
+	}
+	return nil, false
+}
+
+func (l *Local) unlinkedFile(name string) File {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.unlinked[name]
+}
+
+// Unlinked returns how many spill files the target holds open with no
+// name (descriptors it keeps).
+func (l *Local) Unlinked() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, f := range l.unlinked {
+		if f != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // Open implements Target.
 func (l *Local) Open(name string) (Readable, error) {
+	if f := l.unlinkedFile(name); f != nil {
+		// The descriptor stays with the target; Close of the reader
+		// leaves it open.
+		return &localFile{f: f, name: name, shared: true}, nil
+	}
 	f, err := l.fs.Open(name)
 	if err != nil {
 		return nil, fmt.Errorf("spill: open: %w", err)
@@ -248,8 +399,9 @@ func (l *Local) Open(name string) (Readable, error) {
 }
 
 type localFile struct {
-	f    File
-	name string
+	f      File
+	name   string
+	shared bool // the target's descriptor of an unlinked file
 }
 
 func (r *localFile) ReadAt(p []byte, off uint64) error {
@@ -266,12 +418,71 @@ func (r *localFile) ReadAt(p []byte, off uint64) error {
 	return fmt.Errorf("spill: read %d bytes at %d of %s: %w", len(p), off, r.name, err)
 }
 
-func (r *localFile) Close() error { return r.f.Close() }
+func (r *localFile) Close() error {
+	if r.shared {
+		return nil
+	}
+	return r.f.Close()
+}
 
 // Remove implements Target.
 func (l *Local) Remove(name string) error {
+	if f, ok := l.takeUnlinked(name); ok {
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("spill: close %s: %w", name, err)
+		}
+		return nil
+	}
 	if err := l.fs.Remove(name); err != nil {
 		return fmt.Errorf("spill: remove: %w", err)
+	}
+	return nil
+}
+
+// Space implements Space: statfs(2) of every directory, the one with the
+// most room.
+func (l *Local) Space() (free, total uint64, err error) {
+	errList := make([]error, 0, 1)
+	for _, d := range l.dirs {
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(d, &st); err != nil {
+			errList = append(errList, err)
+			continue
+		}
+		if f := st.Bavail * uint64(st.Bsize); f >= free {
+			free, total = f, st.Blocks*uint64(st.Bsize)
+		}
+	}
+	if len(errList) == len(l.dirs) {
+		return 0, 0, fmt.Errorf("spill: statfs: %w", errors.Join(errList...))
+	}
+	return free, total, nil
+}
+
+// Punch implements Puncher with fallocate(2) (FALLOC_FL_PUNCH_HOLE), on
+// file systems and files that support it.
+func (l *Local) Punch(name string, off, length uint64) error {
+	if length == 0 || off > math.MaxInt64 || length > math.MaxInt64 {
+		return nil
+	}
+	// Files that kept their name are left whole: they are few (past the
+	// descriptor budget) and go with their last object.
+	sc, ok := l.unlinkedFile(name).(syscall.Conn)
+	if !ok {
+		return nil // not a file of the operating system
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var perr error
+	if err := raw.Control(func(fd uintptr) {
+		perr = unix.Fallocate(int(fd), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, int64(off), int64(length))
+	}); err != nil {
+		return err
+	}
+	if perr != nil {
+		return fmt.Errorf("spill: punch %d bytes at %d of %s: %w", length, off, name, perr)
 	}
 	return nil
 }

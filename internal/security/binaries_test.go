@@ -71,17 +71,7 @@ func startDriver(t *testing.T, c *testcluster.Cluster, bin, mode string) (*exec.
 // executable named by its SHA-256), with what they run.
 func binaryProcesses(t *testing.T, bin string) []string {
 	t.Helper()
-	f, err := os.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := sha256.New()
-	_, err = io.Copy(h, f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := hex.EncodeToString(h.Sum(nil))
+	sum := binarySum(t, bin)
 	exes, _ := filepath.Glob("/proc/[0-9]*/exe")
 	var found []string
 	for _, exe := range exes {
@@ -95,6 +85,21 @@ func binaryProcesses(t *testing.T, bin string) []string {
 		}
 	}
 	return found
+}
+
+// binarySum is the hex SHA-256 of the file at bin.
+func binarySum(t *testing.T, bin string) string {
+	t.Helper()
+	f, err := os.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // A driver rebuilt at the same path between two runs on a long-lived
@@ -147,6 +152,12 @@ func TestStoppedJobLeavesNoWorkers(t *testing.T) {
 	ended := time.Now()
 	_ = cmd.Wait()
 	waitNoProcesses(t, bin, ended, "ended")
+	// The node's copy of the binary went with its last job.
+	copies := filepath.Join(c.Node(0).Config.SessionDir, "bin", binarySum(t, bin))
+	testutil.Eventually(t, "the node's copy of the job's binary removed", func() bool {
+		_, err := os.Stat(copies)
+		return os.IsNotExist(err)
+	})
 }
 
 // waitNoProcesses fails unless no process runs bin within 5 s of since.

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"path/filepath"
+
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/objectstore"
@@ -39,6 +41,7 @@ func (n *Node) processConfig() *raylet.ProcessConfig {
 	if !n.cfg.Embedded() && !n.cfg.Driver {
 		// A cluster node runs each job's own binary unless it was given one.
 		pc.PerJobBinary = true
+		pc.BinaryDir = filepath.Join(n.sessionDir, "bin")
 		pc.Args = []string{}
 		if n.workerLogs != nil {
 			pc.OutputFor = n.workerLogs.outputFor

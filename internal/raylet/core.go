@@ -35,9 +35,12 @@ type CoreConfig struct {
 	Cluster         bool
 	SpreadThreshold float64
 	// CheckBinary, if set, vets the worker binary path a task names
-	// before the task queues here (trust.go: it may read the file); an
-	// error fails the task.
-	CheckBinary func(spec *atollpb.TaskSpec, path string) error
+	// before the task queues here and returns the program its workers
+	// run (trust.go: a content-addressed copy of a job's binary); an
+	// error fails the task. A program it returns other than Binary is a
+	// job binary: the Core tracks which jobs use it and, once none does,
+	// stops its workers and emits ReleaseBinary.
+	CheckBinary func(spec *atollpb.TaskSpec, path string) (string, error)
 	// NewWorkerID names new workers and actor hosts; default
 	// ids.NewWorkerID (scenario tests count instead).
 	NewWorkerID func() ids.WorkerID
@@ -96,7 +99,13 @@ type Core struct {
 	cands    []Candidate
 	open     []*worker
 	heldFn   func(ids.ObjectID) bool
-	noSpan   trace.Span
+	// jobBinaries are the job binaries (CheckBinary's copies) by the
+	// nodes of the owners that submitted their tasks (drivers' nodes,
+	// and other nodes for nested tasks; this node's own are not
+	// counted): when the last of them leaves (NodeGone), the binary's
+	// workers stop and its copy is released.
+	jobBinaries map[string]*jobBinary
+	noSpan      trace.Span
 
 	// Admission: the objects running tasks read (their bytes counted once
 	// in argsHeld), and the running root tasks.
@@ -131,7 +140,10 @@ type task struct {
 	hops      int32       // raylets it went through before this one
 	// assigned is the attempt handed to a worker; recalling: a recall of
 	// it is on its way; cancelled: a cancel reached the attempt.
-	assigned  *Assignment
+	assigned *Assignment
+	// binary is the program of the worker that runs it (binaryFor, then
+	// CheckBinary's answer).
+	binary    string
 	recalling bool
 	cancelled bool
 }

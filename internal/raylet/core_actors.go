@@ -24,6 +24,7 @@ type hostedActor struct {
 	id       ids.ActorID
 	worker   ids.WorkerID
 	spec     *atollpb.TaskSpec
+	binary   string // the program of its worker
 	owner    *actor.PID
 	address  string // the host's local address (HostSpawned)
 	demand   Resources
@@ -58,9 +59,9 @@ func (a *hostedActor) died(message string) *atollpb.ErrorInfo {
 // startActor starts the host of an actor whose creation task the policy
 // let through.
 func (c *Core) startActor(t *task) {
-	a := &hostedActor{id: ids.MustFromBytes(t.spec.ActorId), worker: c.cfg.NewWorkerID(), spec: t.spec, owner: t.owner, demand: t.demand}
+	a := &hostedActor{id: ids.MustFromBytes(t.spec.ActorId), worker: c.cfg.NewWorkerID(), spec: t.spec, binary: t.binary, owner: t.owner, demand: t.demand}
 	c.actors[a.id] = a
-	c.emit(SpawnHost{Actor: a.id, Worker: a.worker, Spec: t.spec, Binary: c.binaryFor(t.spec)})
+	c.emit(SpawnHost{Actor: a.id, Worker: a.worker, Spec: t.spec, Binary: t.binary})
 }
 
 // HostSpawned tells the local address of an actor's host (the shell
@@ -138,6 +139,7 @@ func (c *Core) ActorTerminated(now time.Time, id ids.ActorID, spent any) {
 		a.cause = a.died(fmt.Sprintf("max_restarts (%d) exhausted; last failure: %v", a.spec.GetActorCreation().GetMaxRestarts(), spent))
 	}
 	c.emit(HostGone{Actor: a.id, Worker: a.worker})
+	c.releaseBinary(a.binary)
 	c.avail.Add(a.demand)
 	if a.cause == nil {
 		a.cause = a.died("actor stopped")
@@ -191,4 +193,5 @@ func (c *Core) NodeGone(now time.Time, node ids.NodeID) {
 	for _, a := range gone {
 		c.KillActor(now, &atollpb.KillActor{ActorId: a.id.Bytes(), NoRestart: true, Reason: "its owner's node " + node.Short() + " left the cluster"}, true)
 	}
+	c.jobsGone(owner)
 }

@@ -144,6 +144,7 @@ type (
 	ReportActor struct{ Info *atollpb.ActorInfo }
 )
 
+func (ReleaseBinary) effect()       {}
 func (StartWorker) effect()         {}
 func (StopWorker) effect()          {}
 func (KillWorker) effect()          {}
@@ -164,6 +165,11 @@ func (StopHost) effect()            {}
 func (CrashHost) effect()           {}
 func (HostGone) effect()            {}
 func (ReportActor) effect()         {}
+
+// ReleaseBinary: no job uses the job binary Binary (a copy made by
+// CoreConfig.CheckBinary) any more and its workers are stopping: the copy
+// is removed (running processes keep their image).
+type ReleaseBinary struct{ Binary string }
 
 // Timer names a timer of the core (ArmTimer, TimerFired).
 type Timer struct {

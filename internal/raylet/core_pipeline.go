@@ -40,7 +40,7 @@ func (c *Core) fillPipelines() {
 		return
 	}
 	low := max(1, depth/2)
-	binary := c.binaryFor(cq.tasks[0].spec)
+	binary := cq.tasks[0].binary
 	open := c.open[:0]
 	for _, w := range c.pool {
 		if w.lease != nil && w.lease.key == cq.key && len(w.tasks) > 0 && len(w.tasks) <= low && !w.tasks[0].blocked && w.binary == binary {
@@ -55,7 +55,7 @@ func (c *Core) fillPipelines() {
 		before, start := len(w.tasks), len(c.batch)
 		for len(c.batch)-start < n && len(cq.tasks) > 0 {
 			t := cq.tasks[0]
-			if w.binary != c.binaryFor(t.spec) || !c.admits(t) {
+			if w.binary != t.binary || !c.admits(t) {
 				break
 			}
 			cq.tasks[0] = nil

@@ -1,6 +1,7 @@
 package raylet
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -122,7 +123,7 @@ func (c *Core) WorkerExited(now time.Time, id ids.WorkerID, reason string, early
 	}
 	w.tasks = nil
 	c.endLease(w)
-	if len(c.workers) < c.cfg.NumWorkers && (w.binary != "" || !c.cfg.Processes) {
+	if len(c.workers) < c.cfg.NumWorkers && (w.binary != "" || !c.cfg.Processes) && c.binaryLive(w.binary) {
 		c.topUp(w, early, reason)
 	}
 	c.schedule()
@@ -158,7 +159,7 @@ func (c *Core) TimerFired(now time.Time, t Timer) {
 		c.reaping = false
 		c.reap()
 	case TimerRespawn:
-		if len(c.workers) < c.cfg.NumWorkers {
+		if len(c.workers) < c.cfg.NumWorkers && c.binaryLive(t.Binary) {
 			c.spawnWorker(t.Binary)
 			c.schedule()
 		}
@@ -195,4 +196,88 @@ func (c *Core) removeIdle(id ids.WorkerID) {
 			return
 		}
 	}
+}
+
+// jobBinary is a job binary's users (Core.jobBinaries).
+type jobBinary struct {
+	// owners are the nodes of the owners of its tasks (not this node).
+	owners map[string]struct{}
+	// orphaned: the last owner left; the binary goes once no hosted
+	// actor runs it either.
+	orphaned bool
+}
+
+// useBinary records that a task of owner's node runs the program bin.
+func (c *Core) useBinary(bin, owner string) {
+	if bin == "" || bin == c.cfg.Binary {
+		return
+	}
+	if c.jobBinaries == nil {
+		c.jobBinaries = map[string]*jobBinary{}
+	}
+	jb := c.jobBinaries[bin]
+	if jb == nil {
+		jb = &jobBinary{owners: map[string]struct{}{}}
+		c.jobBinaries[bin] = jb
+	}
+	if owner != "" && owner != c.cfg.NodeID.String() {
+		jb.owners[owner] = struct{}{}
+		jb.orphaned = false
+	}
+}
+
+// binaryLive reports whether workers of bin may still start: the node's
+// own binary, or a job binary some job uses.
+func (c *Core) binaryLive(bin string) bool {
+	if c.cfg.CheckBinary == nil || bin == "" || bin == c.cfg.Binary {
+		return true
+	}
+	return c.jobBinaries[bin] != nil
+}
+
+// jobsGone drops owner's node from the users of every job binary; those
+// left without users are released (releaseBinary).
+func (c *Core) jobsGone(owner string) {
+	for _, bin := range slices.Sorted(maps.Keys(c.jobBinaries)) {
+		jb := c.jobBinaries[bin]
+		if _, ok := jb.owners[owner]; !ok {
+			continue
+		}
+		delete(jb.owners, owner)
+		if len(jb.owners) == 0 {
+			jb.orphaned = true
+			c.releaseBinary(bin)
+		}
+	}
+}
+
+// releaseBinary stops the workers of an orphaned job binary that no
+// hosted actor runs: idle ones are stopped, busy ones killed (their
+// tasks belong to jobs that ended), and the binary is released.
+func (c *Core) releaseBinary(bin string) {
+	jb := c.jobBinaries[bin]
+	if jb == nil || !jb.orphaned || len(jb.owners) > 0 {
+		return
+	}
+	for _, a := range c.actors {
+		if a.binary == bin {
+			return // released when its host is gone (ActorTerminated)
+		}
+	}
+	delete(c.jobBinaries, bin)
+	delete(c.earlyExits, bin)
+	for _, w := range slices.Clone(c.pool) {
+		if w.binary != bin {
+			continue
+		}
+		if len(w.tasks) == 0 {
+			c.forget(w)
+			c.removeIdle(w.id)
+			continue
+		}
+		c.stats.WorkersKilled++
+		c.emit(KillWorker{Worker: w.id, Reason: "the jobs that use its binary ended"})
+	}
+	c.emit(ReleaseBinary{Binary: bin})
+	c.cfg.Logger.Debug("raylet: released a job binary no job uses", "binary", bin)
 }

@@ -65,12 +65,16 @@ func (c *Core) Submit(now time.Time, m *atollpb.SubmitTask, owner *actor.PID) {
 // enqueue queues a task placed on this node.
 func (c *Core) enqueue(t *task) {
 	spec := t.spec
+	t.binary = c.binaryFor(spec)
 	if c.cfg.CheckBinary != nil {
-		if err := c.cfg.CheckBinary(spec, c.binaryFor(spec)); err != nil {
+		bin, err := c.cfg.CheckBinary(spec, t.binary)
+		if err != nil {
 			c.cfg.Logger.Warn("raylet: refused a task's worker binary", "task", spec.Name, "err", err)
 			c.fail(t, err)
 			return
 		}
+		t.binary = bin
+		c.useBinary(bin, spec.OwnerAddress)
 	}
 	if !Feasible(c.cfg.Resources, t.demand) {
 		c.fail(t, errs.Invalidf("task %s demands %v but node %s has %v in all", spec.Name, t.demand, c.cfg.NodeID.Short(), c.cfg.Resources))
@@ -189,7 +193,7 @@ func (c *Core) dispatch(t *task) {
 		c.startActor(t)
 		return
 	}
-	w := c.takeIdle(c.binaryFor(t.spec))
+	w := c.takeIdle(t.binary)
 	w.lease = &lease{key: t.class.key, demand: t.demand, root: t.root}
 	start := len(c.batch)
 	c.batch = append(c.batch, c.prepare(w, t))

@@ -27,7 +27,8 @@
 // to a class, the attempts pushed to each in order, recalls on their
 // way); the early exits per binary (respawn backoff); the hosted actors'
 // records (demand, restarts, whether the creation was answered, cause of
-// death); the peers' views, the SPREAD cursor and the tasks waiting for a
+// death); the job binaries' users (the nodes of their tasks' owners); the
+// peers' views, the SPREAD cursor and the tasks waiting for a
 // node able to run them; the counters of State.
 //
 // The protoactor actor (raylet.go, shell.go) is the shell: it turns each

@@ -73,6 +73,10 @@ type ProcessConfig struct {
 	// TaskSpec.worker_binary (its driver's binary) runs its worker (a
 	// cluster node started without a worker binary).
 	PerJobBinary bool
+	// BinaryDir holds the read-only copies of jobs' binaries that their
+	// workers run (named by SHA-256; each removed when no job uses it);
+	// default: a temporary directory removed when the raylet stops.
+	BinaryDir string
 	// Fetch, in a cluster, pulls objects held on other nodes into this
 	// node's store (a worker's FetchObjects request).
 	Fetch func(ctx context.Context, refs []*atollpb.ObjectRef) error

@@ -1,6 +1,7 @@
 package raylet
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"time"
 
@@ -32,8 +33,13 @@ type raylet struct {
 	// timeline remembers the last finished task attempts.
 	timeline timeline
 	procCfgs map[string]*ProcessConfig
-	// binaries are the per-job worker binaries hashed so far (trust.go).
-	binaries map[string]binaryStamp
+	// binaries are the copies of jobs' worker binaries in binDir by
+	// their SHA-256 (trust.go); ownBinDir: binDir is a temporary
+	// directory of the raylet's own.
+	binaries  map[[sha256.Size]byte]string
+	stamps    map[string]binaryStamp
+	binDir    string
+	ownBinDir bool
 	// deliver gives a result to its owner: through Config.Deliver if the
 	// owner lives in this process, else its mailbox. Safe on any goroutine.
 	deliver func(owner *actor.PID, res *atollpb.TaskResult)
@@ -164,6 +170,8 @@ func (r *raylet) Receive(ctx actor.Context) {
 			spent, _ := r.strategy.spent(m.Who.Id)
 			r.core.ActorTerminated(time.Now(), id, spent)
 		}
+	case *actor.Stopped:
+		r.removeBinaries()
 	case *timerFired:
 		r.core.TimerFired(time.Now(), m.timer)
 	case *GetState:

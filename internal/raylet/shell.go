@@ -97,6 +97,8 @@ func (r *raylet) apply(ctx actor.Context, e Effect) {
 		r.cfg.OnWorkerDeath(e.Worker)
 	case ReportActor:
 		r.cfg.ReportActor(e.Info)
+	case ReleaseBinary:
+		r.releaseBinary(e.Binary)
 	}
 }
 

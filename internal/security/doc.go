@@ -35,7 +35,9 @@
 //
 // A node started without --worker-binary runs each job's driver binary,
 // but only the file whose SHA-256 the driver registered: a task naming
-// another binary, or a file changed since, is refused.
+// another binary, or a file changed since, is refused. Its workers run a
+// read-only copy of the bytes that were hashed, never the path, and stop
+// once no running job uses that binary.
 //
 // Roles: the head's NATS server gives each user its role's subjects
 // (cluster.Permissions). A node's connection publishes its own load
@@ -80,9 +82,15 @@
 // Worker binaries: the driver hashes its worker binary at Init (a worker
 // process hashes its own on its first submission) and every TaskSpec
 // carries worker_binary_sha256; before queueing a task for a per-job
-// binary the raylet (internal/raylet's trust.go) checks that the file at
-// that path is a regular executable with that hash (remembered per path,
-// size and mtime; at most 64 paths). The node's own --worker-binary is
+// binary the raylet (internal/raylet's trust.go) copies the file at that
+// path (a regular executable) into the session's bin/ directory while
+// hashing it, and keeps the copy (mode 0500, named by its SHA-256) only
+// if the hash is the registered one (the path is copied again when its
+// size or mtime changes; at most 64 paths remembered). Workers are keyed
+// by the copy, so a rebuilt binary never reaches a worker of the old
+// build (TestRebuiltDriverRunsNewBuild); once the nodes of every job
+// using it have left, its workers stop and the copy is removed
+// (TestStoppedJobLeavesNoWorkers). The node's own --worker-binary is
 // trusted as is.
 //
 // Roles in detail (cluster.Permissions): the head's in-process connection

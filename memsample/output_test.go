@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/atoll-runtime/atoll/internal/benchfmt"
 )
 
 // threeNodes: a head throughout, a worker that leaves after sample 2, a
@@ -238,8 +240,8 @@ func TestTicksAndUnits(t *testing.T) {
 		}
 	}
 	for n, want := range map[uint64]string{0: "0 B", 1536: "1.5 KiB", 300 << 20: "300 MiB", 3 << 29: "1.5 GiB"} {
-		if got := formatBytes(n); got != want {
-			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
+		if got := benchfmt.HumanSize(n); got != want {
+			t.Errorf("benchfmt.HumanSize(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

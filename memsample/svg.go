@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/atoll-runtime/atoll/internal/benchfmt"
 )
 
 // SVGOptions configures WriteSVG. Zero fields take the defaults.
@@ -134,12 +136,6 @@ func byteUnit(top uint64) (float64, string) {
 	return math.Pow(1024, float64(u)), units[u]
 }
 
-// formatBytes formats n bytes with a binary unit: 512 B, 1.5 KiB, 300 MiB.
-func formatBytes(n uint64) string {
-	unit, name := byteUnit(n)
-	return formatNum(float64(n)/unit, 2) + " " + name
-}
-
 // formatNum formats v with at most prec decimals, trailing zeros trimmed.
 func formatNum(v float64, prec int) string {
 	s := strconv.FormatFloat(v, 'f', prec, 64)
@@ -214,10 +210,10 @@ func (p *plot) drawLegend(b *strings.Builder) {
 		label, color string
 		width        float64
 	}
-	entries := []entry{{"total (peak " + formatBytes(p.s.Peak().Bytes) + ")", "#000000", 3}}
+	entries := []entry{{"total (peak " + benchfmt.HumanSize(p.s.Peak().Bytes) + ")", "#000000", 3}}
 	for i := range p.s.Nodes {
 		n := &p.s.Nodes[i]
-		entries = append(entries, entry{n.Label() + " peak " + formatBytes(n.Peak(p.s.Times).Bytes), palette[i%len(palette)], 1.5})
+		entries = append(entries, entry{n.Label() + " peak " + benchfmt.HumanSize(n.Peak(p.s.Times).Bytes), palette[i%len(palette)], 1.5})
 	}
 	fits := max(int((p.y1-p.y0)/svgLegendLine), 2)
 	more := 0

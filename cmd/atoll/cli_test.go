@@ -99,7 +99,10 @@ func TestTableStyle(t *testing.T) {
 
 // TestHumanSizes: byte counts print with a binary unit everywhere.
 func TestHumanSizes(t *testing.T) {
-	for n, want := range map[uint64]string{0: "0B", 512: "512B", 1536: "1.5KiB", 256 << 20: "256MiB", 25276026880: "23.5GiB"} {
+	for n, want := range map[uint64]string{
+		0: "0B", 512: "512B", 1023: "1023B", 1024: "1KiB", 1536: "1.5KiB", 256 << 20: "256MiB",
+		300<<20 + 1<<19: "300MiB", 3 << 29: "1.5GiB", 5 << 40: "5TiB", 25276026880: "23.5GiB",
+	} {
 		if got := humanBytes(n); got != want {
 			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
 		}

@@ -323,17 +323,6 @@ func TestStatusTable(t *testing.T) {
 	}
 }
 
-func TestHumanBytes(t *testing.T) {
-	for n, want := range map[uint64]string{
-		0: "0B", 1023: "1023B", 1024: "1KiB", 1536: "1.5KiB", 256 << 20: "256MiB",
-		300<<20 + 1<<19: "300MiB", 3 << 29: "1.5GiB", 5 << 40: "5TiB",
-	} {
-		if got := humanBytes(n); got != want {
-			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
 // helperNode makes this test binary a stand-in node process for the stop
 // tests: "term" exits on SIGTERM, "ignore" ignores it.
 const helperNode = "ATOLL_CMD_TEST_HELPER_NODE"

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
@@ -183,16 +184,6 @@ func errorText(err error) string {
 	return strings.Join(out, "\n")
 }
 
-// humanBytes formats a byte count with a binary unit: 512B, 1.5KiB,
-// 256MiB, 1.2GiB.
-func humanBytes(n uint64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
-	v, u := float64(n), 0
-	for v >= 1024 && u < len(units)-1 {
-		v, u = v/1024, u+1
-	}
-	if u == 0 || v >= 100 || v == float64(int64(v)) {
-		return fmt.Sprintf("%.0f%s", v, units[u])
-	}
-	return fmt.Sprintf("%.1f%s", v, units[u])
-}
+// humanBytes formats a byte count like benchfmt.HumanSize but with no
+// space, so a table column stays one word: 512B, 1.5KiB, 256MiB, 1GiB.
+func humanBytes(n uint64) string { return strings.ReplaceAll(benchfmt.HumanSize(n), " ", "") }

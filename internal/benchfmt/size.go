@@ -125,13 +125,17 @@ func (s *Size) Set(text string) error {
 	return nil
 }
 
-// HumanSize renders a byte count with one decimal and a binary unit
-// ("228.9 MiB"), for text reports of measured amounts.
+// HumanSize renders a byte count for people, with a binary unit and at
+// most one decimal, none when it adds nothing: "512 B", "1.5 KiB",
+// "256 MiB", "1 GiB", "23.5 GiB".
 func HumanSize(n uint64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
 	v, u := float64(n), 0
 	for v >= 1024 && u < len(units)-1 {
 		v, u = v/1024, u+1
+	}
+	if u == 0 || v >= 100 || v == float64(int64(v)) {
+		return fmt.Sprintf("%.0f %s", v, units[u])
 	}
 	return fmt.Sprintf("%.1f %s", v, units[u])
 }

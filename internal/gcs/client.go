@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/propagation"
 	"google.golang.org/protobuf/proto"
@@ -180,23 +181,28 @@ func (c *Client) do(ctx context.Context, req *atollpb.GcsRequest) (*atollpb.GcsR
 	return reply, nil
 }
 
-// request sends msg, retrying while nobody listens if WaitForServer is set.
+// request sends msg, retrying while nobody listens if WaitForServer is set
+// (backing off from 10 ms to 500 ms). When ctx ends first it returns the
+// last attempt's error, which says nobody was listening.
 func (c *Client) request(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
-	backoff := 10 * time.Millisecond
-	for {
-		resp, err := c.nc.RequestMsgWithContext(ctx, msg)
-		if !c.opts.WaitForServer || !errors.Is(err, nats.ErrNoResponders) {
-			return resp, err
-		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, err
-		}
-		backoff = min(2*backoff, 500*time.Millisecond)
+	if !c.opts.WaitForServer {
+		return c.nc.RequestMsgWithContext(ctx, msg)
 	}
+	var last error
+	resp, err := backoff.Retry(ctx, func() (*nats.Msg, error) {
+		resp, err := c.nc.RequestMsgWithContext(ctx, msg)
+		if err != nil && !errors.Is(err, nats.ErrNoResponders) {
+			return nil, backoff.Permanent(err)
+		}
+		last = err
+		return resp, err
+	}, backoff.WithBackOff(&backoff.ExponentialBackOff{
+		InitialInterval: 10 * time.Millisecond, RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: 500 * time.Millisecond,
+	}), backoff.WithMaxElapsedTime(0))
+	if err != nil && last != nil && ctx.Err() != nil {
+		return nil, last
+	}
+	return resp, err
 }
 
 func (c *Client) transportError(ctx context.Context, op string, msg *nats.Msg, err error) error {

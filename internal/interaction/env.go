@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/cluster/membership"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -341,15 +342,8 @@ func (c Cmd) float(key string, def float64) (float64, error) {
 	return f, nil
 }
 
-// size parses a byte count with an optional KiB/MiB suffix.
+// parseSize reads a script's byte count ("64MiB", "512KiB", "4096").
 func parseSize(s string) (uint64, error) {
-	mult := uint64(1)
-	switch {
-	case strings.HasSuffix(s, "MiB"):
-		mult, s = 1<<20, strings.TrimSuffix(s, "MiB")
-	case strings.HasSuffix(s, "KiB"):
-		mult, s = 1<<10, strings.TrimSuffix(s, "KiB")
-	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	return n * mult, err
+	n, err := benchfmt.ParseSize(s)
+	return uint64(n), err
 }

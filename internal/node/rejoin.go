@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/nats-io/nats.go"
 
 	"github.com/atoll-runtime/atoll/internal/errs"
@@ -78,27 +79,26 @@ func (n *Node) reregisterLoop(ctx context.Context, kick <-chan struct{}) {
 			return
 		case <-kick:
 		}
-		for backoff := reregisterBackoff; ; backoff = min(2*backoff, maxReregisterBackoff) {
+		_, err := backoff.Retry(ctx, func() (struct{}, error) {
 			c, cancel := context.WithTimeout(ctx, reregisterTimeout)
+			defer cancel()
 			err := n.gateway.Reregister(c)
-			cancel()
-			switch {
-			case err == nil:
-				n.log.Info("reconnected to the cluster: registered again with the GCS", slog.String("node", n.id.String()))
-			case errors.Is(err, errs.ErrNodeDied):
-				n.declareDead("the GCS lists it dead (found on reconnecting)")
-			case ctx.Err() == nil:
-				n.log.Warn("reconnected to the cluster but could not register again; retrying", slog.Any("err", err), slog.Duration("retry_in", backoff))
-				t := time.NewTimer(backoff)
-				select {
-				case <-ctx.Done():
-					t.Stop()
-					return
-				case <-t.C:
-				}
-				continue
+			if errors.Is(err, errs.ErrNodeDied) {
+				return struct{}{}, backoff.Permanent(err)
 			}
-			break
+			return struct{}{}, err
+		}, backoff.WithBackOff(&backoff.ExponentialBackOff{
+			InitialInterval: reregisterBackoff, RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: maxReregisterBackoff,
+		}), backoff.WithMaxElapsedTime(0), backoff.WithNotify(func(err error, next time.Duration) {
+			n.log.Warn("reconnected to the cluster but could not register again; retrying", slog.Any("err", err), slog.Duration("retry_in", next))
+		}))
+		switch {
+		case err == nil:
+			n.log.Info("reconnected to the cluster: registered again with the GCS", slog.String("node", n.id.String()))
+		case errors.Is(err, errs.ErrNodeDied):
+			n.declareDead("the GCS lists it dead (found on reconnecting)")
+		case ctx.Err() != nil:
+			return
 		}
 	}
 }

@@ -7,8 +7,11 @@
 // process's anonymous memory and its PSS in shared memory, which tell a
 // copy from a read of the store in place.
 //
-// Linux only: it reads /proc/PID/smaps_rollup (Linux 4.14+) and
-// /proc/PID/stat.
+// Linux only: it reads /proc/PID/smaps_rollup (Linux 4.14+) and, through
+// prometheus/procfs, every process's /proc/PID/stat. smaps_rollup is
+// parsed here rather than by procfs because procfs's rollup has no
+// Pss_Shmem, the figure that tells an in-place read of the store from a
+// copy.
 package pss
 
 import (

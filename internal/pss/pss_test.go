@@ -135,16 +135,6 @@ func TestRollupAnonymous(t *testing.T) {
 	}
 }
 
-func TestParsePPID(t *testing.T) {
-	got, err := parsePPID([]byte("42 (a) b (c)) S 7 42 1 0 -1"))
-	if err != nil || got != 7 {
-		t.Fatalf("got %d, %v", got, err)
-	}
-	if _, err := parsePPID([]byte("42 (a")); err == nil {
-		t.Fatal("no error for a truncated stat")
-	}
-}
-
 // startChild starts a child process that lives until the test ends.
 func startChild(t *testing.T) int {
 	t.Helper()

@@ -7,6 +7,8 @@ import (
 	goruntime "runtime"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
+
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -133,27 +135,31 @@ func (rt *Runtime) LocateActor(id ids.ActorID) { go rt.locateActor(id) }
 // have started before this process heard of it. An actor the GCS does not
 // know (or knows dead) fails the handle's calls with ActorDiedError.
 func (rt *Runtime) locateActor(id ids.ActorID) {
-	backoff := 50 * time.Millisecond
-	for attempt := 0; attempt < 6 && !rt.closed.Load(); attempt++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		info, err := rt.gcs.GetActor(ctx, id.Bytes())
-		cancel()
+	_, _ = backoff.Retry(context.Background(), func() (struct{}, error) {
+		if rt.closed.Load() {
+			return struct{}{}, backoff.Permanent(errs.ErrShutDown)
+		}
+		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		info, err := rt.gcs.GetActor(c, id.Bytes())
 		switch {
 		case err == nil && info != nil:
 			if info.State == atollpb.ActorState_ACTOR_ALIVE || info.State == atollpb.ActorState_ACTOR_DEAD {
 				rt.owner.do(func(t *owner.Table) { t.ActorEvent(info) })
 			}
-			return // pending or restarting: its ALIVE event comes
+			return struct{}{}, nil // pending or restarting: its ALIVE event comes
 		case errors.Is(err, errs.ErrNotFound):
 			rt.log.Warn("a passed ActorHandle names an actor the GCS does not know", "actor", id.String())
 			rt.owner.do(func(t *owner.Table) {
 				t.ActorKilled(id, "the GCS does not know this actor (its handle was passed from a process of another job or cluster?)")
 			})
-			return
+			return struct{}{}, nil
+		case err == nil:
+			err = errs.Unavailablef("the GCS returned no actor %s", id)
 		}
 		rt.log.Debug("locating a passed actor handle", "actor", id.String(), "err", err)
-		t := time.NewTimer(backoff)
-		<-t.C
-		backoff *= 2
-	}
+		return struct{}{}, err
+	}, backoff.WithBackOff(&backoff.ExponentialBackOff{
+		InitialInterval: 50 * time.Millisecond, RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: 2 * time.Second,
+	}), backoff.WithMaxTries(6))
 }

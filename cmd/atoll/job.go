@@ -70,7 +70,7 @@ ARGS, ATOLL_ADDRESS and the cluster's credentials set: the nodes need no copy of
 it, and its worker processes run the copy on their node. --working-dir DIR
 (at most 64 MiB, files and directories only) is the directory it starts in;
 otherwise an empty one. Prints the job's id; -f then follows its output until it
-ends and exits with its exit status.`,
+ends and exits with its exit status (1 for a job stopped or killed by a signal).`,
 		Args:                  atLeast(1, "BINARY (after --)"),
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, a []string) error {
@@ -133,9 +133,30 @@ func followJob(ctx context.Context, nc *nats.Conn, prefix string, w io.Writer) e
 		return err
 	}
 	if j.State != atollpb.JobState_JOB_SUCCEEDED {
-		return fmt.Errorf("job %s %s (exit status %d)%s", hexID(j.JobId), jobState(j), j.ExitCode, because(j.Message))
+		return &jobEndError{
+			text: fmt.Sprintf("job %s %s (exit status %d)%s", hexID(j.JobId), jobState(j), j.ExitCode, because(j.Message)),
+			code: int(j.ExitCode),
+		}
 	}
 	return nil
+}
+
+// jobEndError is a followed job's failure: atoll exits with the job's own
+// exit status (1 when it has none in 1..125, e.g. a job stopped by a
+// signal), as if the program had run in the shell.
+type jobEndError struct {
+	text string
+	code int
+}
+
+func (e *jobEndError) Error() string { return e.text }
+
+// ExitCode returns the status atoll exits with.
+func (e *jobEndError) ExitCode() int {
+	if e.code < 1 || e.code > 125 {
+		return 1
+	}
+	return e.code
 }
 
 func because(msg string) string {

@@ -160,6 +160,11 @@ func TestJobSubmit(t *testing.T) {
 	if r := waitState(t, addr, failed, "FAILED", time.Minute); r.ExitCode == nil || *r.ExitCode != 1 {
 		t.Errorf("/bin/false: %+v, want FAILED with exit status 1", r)
 	}
+	// Followed, a failing job's exit status is atoll's.
+	stdout, stderr, err = execute("job", "submit", "--address", addr, "-f", "--", "/bin/sh", "-c", "echo bye; exit 3")
+	if err == nil || exitCode(err) != 3 || !strings.HasSuffix(stdout, "bye\n") {
+		t.Errorf("job submit -f of a job exiting 3: exit %d (%v)\n%s%s", exitCode(err), err, stdout, stderr)
+	}
 	long := submit(t, addr, "/bin/sh", "-c", "echo started; exec sleep 300")
 	waitState(t, addr, long, "RUNNING", time.Minute)
 	testutil.EventuallyWithin(t, time.Minute, "the long job's output", func() bool {

@@ -59,8 +59,17 @@ func main() {
 	stop()
 	if err != nil {
 		printError(os.Stderr, err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// exitCode is the status atoll exits with after err: the job's own for a
+// followed job that failed, else 1.
+func exitCode(err error) int {
+	if e, ok := errors.AsType[*jobEndError](err); ok {
+		return e.ExitCode()
+	}
+	return 1
 }
 
 // printError prints a command's error once (see errorText), the usage

@@ -125,11 +125,7 @@ be drained. Prints the drain's progress until the node is gone, at most
 			var last string
 			start := time.Now()
 			err = clusterclient.DrainNode(ctx, nc, args[0], func(d clusterclient.DrainStatus) {
-				line := fmt.Sprintf("node %s: %s; %d objects (%s) to move, %d tasks queued, %d running",
-					shortID(d.NodeID), d.State, d.ObjectsLeft, humanBytes(d.BytesLeft), d.Queued, d.Running)
-				if d.State == "left" {
-					line = fmt.Sprintf("node %s drained and left the cluster in %v", shortID(d.NodeID), time.Since(start).Round(10*time.Millisecond))
-				}
+				line := drainLine(d, time.Since(start))
 				if line != last {
 					fmt.Fprintln(out, line)
 					last = line
@@ -141,4 +137,16 @@ be drained. Prints the drain's progress until the node is gone, at most
 	q.addFlag(cmd)
 	cmd.Flags().DurationVar(&timeout, "timeout", drainTimeout, "give up waiting after this long")
 	return cmd
+}
+
+// drainLine is `atoll drain`'s progress line for d, after elapsed.
+func drainLine(d clusterclient.DrainStatus, elapsed time.Duration) string {
+	switch d.State {
+	case "left":
+		return fmt.Sprintf("node %s drained and left the cluster in %v", shortID(d.NodeID), elapsed.Round(10*time.Millisecond))
+	case "counting objects":
+		return fmt.Sprintf("node %s: counting the objects to move", shortID(d.NodeID))
+	}
+	return fmt.Sprintf("node %s: %s; %d objects (%s) to move, %d tasks queued, %d running",
+		shortID(d.NodeID), d.State, d.ObjectsLeft, humanBytes(d.BytesLeft), d.Queued, d.Running)
 }

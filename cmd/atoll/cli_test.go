@@ -9,8 +9,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
@@ -181,5 +183,23 @@ func checkJSONStyle(t *testing.T, addr, jobID string) {
 			continue
 		}
 		checkJSONDocument(t, strings.Join(args, " ")+" --json", stdout)
+	}
+}
+
+// TestDrainLine: a drain's first line says it counts the node's objects,
+// not that there are none to move.
+func TestDrainLine(t *testing.T) {
+	for _, tc := range []struct {
+		d    clusterclient.DrainStatus
+		want string
+	}{
+		{clusterclient.DrainStatus{NodeID: "cccccccc33", State: "counting objects"}, "node cccccccc: counting the objects to move"},
+		{clusterclient.DrainStatus{NodeID: "cccccccc33", State: "moving objects", ObjectsLeft: 2, BytesLeft: 3 << 20, Running: 1},
+			"node cccccccc: moving objects; 2 objects (3MiB) to move, 0 tasks queued, 1 running"},
+		{clusterclient.DrainStatus{NodeID: "cccccccc33", State: "left"}, "node cccccccc drained and left the cluster in 1.5s"},
+	} {
+		if got := drainLine(tc.d, 1500*time.Millisecond); got != tc.want {
+			t.Errorf("drainLine(%+v) = %q, want %q", tc.d, got, tc.want)
+		}
 	}
 }

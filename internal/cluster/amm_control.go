@@ -43,6 +43,11 @@ type drainInfo struct {
 	doneAt          time.Time
 }
 
+// DrainCounting is a drain's state until the AMM's first round has
+// counted the node's objects (its counts are 0 until then, not "nothing
+// to move").
+const DrainCounting = "counting objects"
+
 func (d *drainInfo) proto() *atollpb.DrainStatus {
 	b, _ := hex.DecodeString(string(d.node))
 	return &atollpb.DrainStatus{NodeId: b, StartUnixMs: d.start.UnixMilli(), ObjectsLeft: int32(d.objectsLeft),
@@ -123,7 +128,7 @@ func (a *AMM) Drain(ctx context.Context, node ids.NodeID) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if d := a.drains[id]; d == nil || d.done {
-		a.drains[id] = &drainInfo{node: id, start: time.Now(), state: "moving objects"}
+		a.drains[id] = &drainInfo{node: id, start: time.Now(), state: DrainCounting}
 		a.pruneDrains()
 	}
 	a.cfg.Logger.Info("amm: draining node", "node", node.Short())

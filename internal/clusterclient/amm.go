@@ -52,8 +52,9 @@ type DrainStatus struct {
 	BytesLeft   uint64 `json:"bytes_left"`
 	Queued      int    `json:"queued"`
 	Running     int    `json:"running"`
-	// State: "moving objects", "waiting for its tasks", "leaving",
-	// "left", or what it waits for.
+	// State: "counting objects" (the counts are not known yet), "moving
+	// objects", "waiting for its tasks", "leaving", "left", or what it
+	// waits for.
 	State string `json:"state"`
 }
 

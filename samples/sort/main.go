@@ -322,11 +322,23 @@ func sortColumn(ctx context.Context, opts options, n int, progress *benchfmt.Pro
 
 	progress.Phase(fmt.Sprintf("partition %d chunks into %d buckets each", p, p))
 	buckets := make([][]atoll.ObjectRef[[]int64], p)
+	firsts := make([]atoll.ObjectRef[[]int64], p)
 	for i, chunk := range chunks {
 		buckets[i] = partition.Remote(ctx, p, chunk, atoll.Value(splitters))
+		firsts[i] = buckets[i][0]
 		chunk.Release() // the partition task holds it now
 	}
-	progress.Phase(fmt.Sprintf("sort %d partitions", p))
+	// Every sort task needs a bucket of every chunk: waiting for the
+	// partition tasks (to show their progress) delays none of them.
+	for left := firsts; len(left) > 0; {
+		_, rest, err := atoll.Wait(ctx, left, atoll.NumReady(1))
+		if err != nil {
+			return sortResult{}, err
+		}
+		left = rest
+		progress.Step(p-len(left), p)
+	}
+	progress.Phase(fmt.Sprintf("sort %d partitions, verifying each once sorted", p))
 	sorted := make([]atoll.ObjectRef[[]int64], p)
 	for j := range sorted {
 		col := make([]atoll.ObjectRef[[]int64], p)
@@ -338,7 +350,6 @@ func sortColumn(ctx context.Context, opts options, n int, progress *benchfmt.Pro
 			ref.Release() // the reduce task holds them now
 		}
 	}
-	progress.Phase("verify every sorted partition")
 	checks := make([]atoll.ObjectRef[sortcheck.Summary], p)
 	for j, ref := range sorted {
 		checks[j] = verify.Remote(ctx, ref)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -21,10 +22,26 @@ func TestMain(m *testing.M) { testmain.Run(m) }
 // TestOutOfCoreSortIsVerified sorts four times more data than the object
 // store holds, in worker processes, and checks the report.
 func TestOutOfCoreSortIsVerified(t *testing.T) {
-	var out bytes.Buffer
+	var out, progress bytes.Buffer
 	opts := options{size: 32 << 20, store: 8 << 20, partitions: 8, workers: 2, mode: "process", baseline: 32 << 20, json: true}
-	if err := run(context.Background(), opts, &out, io.Discard); err != nil {
+	if err := run(context.Background(), opts, &out, &progress); err != nil {
 		t.Fatal(err)
+	}
+	// Every phase of the sort shows its progress to the end.
+	steps := map[string]string{} // phase -> its last step
+	phase := ""
+	for _, line := range strings.Split(strings.TrimSpace(progress.String()), "\n") {
+		_, what, _ := strings.Cut(line, "] ")
+		if step, ok := strings.CutPrefix(what, "  "); ok {
+			steps[phase] = step
+		} else {
+			phase = what
+		}
+	}
+	for _, p := range []string{"generate and sample 8 chunks", "partition 8 chunks into 8 buckets each", "sort 8 partitions, verifying each once sorted"} {
+		if steps[p] != "8/8" {
+			t.Errorf("phase %q ended at step %q, want 8/8; progress:\n%s", p, steps[p], progress.String())
+		}
 	}
 	metrics, err := benchfmt.ByMetric(&out)
 	if err != nil {

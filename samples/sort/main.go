@@ -331,14 +331,14 @@ func sortColumn(ctx context.Context, opts options, n int, progress *benchfmt.Pro
 	// Every sort task needs a bucket of every chunk: waiting for the
 	// partition tasks (to show their progress) delays none of them.
 	for left := firsts; len(left) > 0; {
-		_, rest, err := atoll.Wait(ctx, left, atoll.NumReady(1))
+		_, rest, err := atoll.Wait(ctx, left, atoll.FetchLocal(false))
 		if err != nil {
 			return sortResult{}, err
 		}
 		left = rest
 		progress.Step(p-len(left), p)
 	}
-	progress.Phase(fmt.Sprintf("sort %d partitions, verifying each once sorted", p))
+	progress.Phase(fmt.Sprintf("sort %d partitions", p))
 	sorted := make([]atoll.ObjectRef[[]int64], p)
 	for j := range sorted {
 		col := make([]atoll.ObjectRef[[]int64], p)
@@ -354,6 +354,15 @@ func sortColumn(ctx context.Context, opts options, n int, progress *benchfmt.Pro
 	for j, ref := range sorted {
 		checks[j] = verify.Remote(ctx, ref)
 	}
+	for left := sorted; len(left) > 0; {
+		_, rest, err := atoll.Wait(ctx, left, atoll.FetchLocal(false))
+		if err != nil {
+			return sortResult{}, err
+		}
+		left = rest
+		progress.Step(p-len(left), p)
+	}
+	progress.Phase("verify every sorted partition")
 	res := sortResult{}
 	var prev *sortcheck.Summary
 	for j, ref := range checks {

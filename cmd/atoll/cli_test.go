@@ -25,8 +25,11 @@ func TestUsageOnMissingArguments(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"list"}, "atoll: list: missing what to list (nodes, actors or jobs)\n"},
-		{[]string{"list", "tasks"}, `atoll: list "tasks": want nodes, actors or jobs` + "\n"},
+		{[]string{"list"}, "atoll: list: missing what to list (nodes, actors, jobs, tasks or objects)\n"},
+		{[]string{"list", "task"}, `atoll: list "task": want nodes, actors, jobs, tasks or objects` + "\n"},
+		{[]string{"list", "nodes", "--failed"}, "atoll: list nodes: --failed filters only tasks\n"},
+		{[]string{"list", "objects", "--limit", "0"}, "atoll: --limit 0: want at least 1\n"},
+		{[]string{"list", "objects", "--min-size", "1XB"}, "atoll: list: invalid argument \"1XB\" for \"--min-size\" flag: size \"1XB\": unknown unit (want B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)\n"},
 		{[]string{"amm"}, "atoll: amm: missing what to do (start, stop or status)\n"},
 		{[]string{"drain"}, "atoll: drain: missing NODE (a node id or its first digits)\n"},
 		{[]string{"job"}, "atoll: job: missing a subcommand (submit, list, status, logs or stop)\n"},
@@ -36,7 +39,7 @@ func TestUsageOnMissingArguments(t *testing.T) {
 		{[]string{"job", "logs"}, "atoll: job logs: missing JOB (a job id or its first digits)\n"},
 		{[]string{"job", "stop"}, "atoll: job stop: missing JOB (a job id or its first digits)\n"},
 		{[]string{"job", "list", "extra"}, `atoll: job list: unexpected argument "extra"` + "\n"},
-		{[]string{"logs"}, "atoll: logs: missing NODE, JOB or WORKER (an id, or the first digits of a node's or job's)\n"},
+		{[]string{"logs"}, "atoll: logs: missing NODE, JOB or WORKER (an id, or its first digits)\n"},
 		{[]string{"status", "extra"}, `atoll: status: unexpected argument "extra"` + "\n"},
 		{[]string{"status", "--bogus"}, "atoll: status: unknown flag: --bogus\n"},
 	} {
@@ -174,7 +177,7 @@ func checkJSONDocument(t *testing.T, what, out string) {
 func checkJSONStyle(t *testing.T, addr, jobID string) {
 	t.Helper()
 	for _, args := range [][]string{
-		{"status"}, {"list", "nodes"}, {"list", "actors"}, {"list", "jobs"}, {"memory"}, {"amm", "status"},
+		{"status"}, {"list", "nodes"}, {"list", "actors"}, {"list", "jobs"}, {"list", "tasks"}, {"list", "objects"}, {"memory"}, {"amm", "status"},
 		{"job", "list", "--all"}, {"job", "status", jobID},
 	} {
 		stdout, stderr, err := execute(append(append(args, "--json"), "--address", addr)...)

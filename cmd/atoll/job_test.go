@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/testutil"
 
 	"github.com/atoll-runtime/atoll"
@@ -134,12 +135,32 @@ func TestJobSubmit(t *testing.T) {
 			t.Errorf("job logs lack %q:\n%s", want, logs)
 		}
 	}
+	// Its tasks, as the nodes recorded them: ten squares, and the divide
+	// by zero that failed.
+	stdout, stderr, err := execute("list", "tasks", "--address", addr, "--name", "quickstart.square", "--json")
+	var tasks struct{ Tasks []clusterclient.TimelineEvent }
+	if err != nil || json.Unmarshal([]byte(stdout), &tasks) != nil || len(tasks.Tasks) != 10 {
+		t.Errorf("list tasks --name quickstart.square: %v, want 10 tasks\n%s%s", err, stdout, stderr)
+	}
+	for _, task := range tasks.Tasks {
+		if task.Failed || task.JobID != tasks.Tasks[0].JobID || task.JobID == "" || task.WorkerID == "" {
+			t.Errorf("square task %+v: want finished, in the driver's job, with its worker", task)
+		}
+	}
+	if stdout, stderr, err := execute("list", "tasks", "--address", addr, "--failed"); err != nil ||
+		!regexp.MustCompile(`(?m)^[0-9a-f]{8} +quickstart\.divide +task +FAILED `).MatchString(stdout) || strings.Contains(stdout, "quickstart.square") {
+		t.Errorf("list tasks --failed: %v, want only the divide\n%s%s", err, stdout, stderr)
+	}
+	if stdout, stderr, err := execute("list", "tasks", "--address", addr, "--limit", "3", "--json"); err != nil ||
+		json.Unmarshal([]byte(stdout), &tasks) != nil || len(tasks.Tasks) != 3 {
+		t.Errorf("list tasks --limit 3: %v\n%s%s", err, stdout, stderr)
+	}
 	// `atoll logs JOB` is the same log.
 	if same, _, err := execute("logs", "--address", addr, id); err != nil || same != logs {
 		t.Errorf("logs %s: %v\n%s", id[:8], err, same)
 	}
 	// The driver recorded its own job as started by the submitted one.
-	stdout, _, err := execute("job", "list", "--address", addr, "--all", "--json")
+	stdout, _, err = execute("job", "list", "--address", addr, "--all", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,8 +234,10 @@ func TestJobSubmit(t *testing.T) {
 	if m == nil {
 		t.Fatalf("the job's log names no worker:\n%s", logs)
 	}
-	if out, stderr, err := execute("logs", "--address", addr, m[1]); err != nil || !regexp.MustCompile(`(?m)^hello from task \d$`).MatchString(out) {
-		t.Errorf("logs WORKER %s: %v\n%s%s", m[1], err, out, stderr)
+	for _, worker := range []string{m[1], m[1][:8]} { // its id, or its first digits
+		if out, stderr, err := execute("logs", "--address", addr, worker); err != nil || !regexp.MustCompile(`(?m)^hello from task \d$`).MatchString(out) {
+			t.Errorf("logs WORKER %s: %v\n%s%s", worker, err, out, stderr)
+		}
 	}
 
 	// Every command's --json, on a cluster that has nodes, a dead actor

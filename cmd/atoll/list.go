@@ -12,42 +12,107 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
+	"github.com/atoll-runtime/atoll/internal/raylet"
 )
 
 func newListCmd() *cobra.Command {
 	var q clusterQuery
 	var asJSON bool
+	var f listFilter
 	cmd := &cobra.Command{
-		Use:   "list nodes|actors|jobs [--address HOST:PORT] [--json]",
-		Short: "List the cluster's nodes, actors or jobs from the GCS",
-		Long: `Lists what the GCS of the cluster at --address (default $` + nodeconfig.EnvAddress + `, then the
-address the local head recorded) knows: every node (dead ones included),
-every actor (state, node, restarts, death cause) or every job (drivers' own
-jobs and submitted ones: state, start and end).`,
-		Args:                  args(1, "what to list (nodes, actors or jobs)"),
-		ValidArgs:             []string{"nodes", "actors", "jobs"},
+		Use:   "list nodes|actors|jobs|tasks|objects [--address HOST:PORT] [--json] [filters]",
+		Short: "List the cluster's nodes, actors, jobs, recent tasks or stored objects",
+		Long: `Lists what the cluster at --address (default $` + nodeconfig.EnvAddress + `, then the
+address the local head recorded) knows:
+  nodes    every node the GCS knows (dead ones included)
+  actors   every actor (state, node, restarts, death cause)
+  jobs     drivers' own jobs and submitted ones (state, start and end)
+  tasks    the task attempts and actor calls the live nodes finished recently
+           (each node keeps its last 4096), newest last; running and queued
+           work is not listed
+  objects  the objects in the live nodes' stores, largest first (at most
+           --limit per node); a copy pulled from another node is listed on
+           each node that holds it
+Filters: --job, --node and --worker take an id's first digits, --name a part
+of a task's name, --failed only failed attempts (tasks); --node, --owner and
+--min-size (e.g. 1MiB) for objects. --limit caps the rows (tasks: the newest).`,
+		Args:                  args(1, "what to list (nodes, actors, jobs, tasks or objects)"),
+		ValidArgs:             []string{"nodes", "actors", "jobs", "tasks", "objects"},
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, a []string) error {
 			kind := a[0]
-			if kind != "nodes" && kind != "actors" && kind != "jobs" {
-				return &usageErr{err: errs.Invalidf("list %q: want nodes, actors or jobs", kind), usage: strings.TrimRight(cmd.UsageString(), "\n")}
+			if !slices.Contains(cmd.ValidArgs, kind) {
+				return &usageErr{err: errs.Invalidf("list %q: want nodes, actors, jobs, tasks or objects", kind), usage: strings.TrimRight(cmd.UsageString(), "\n")}
+			}
+			if err := f.check(cmd, kind); err != nil {
+				return &usageErr{err: err, usage: strings.TrimRight(cmd.UsageString(), "\n")}
 			}
 			ctx, cancel, address := q.begin(cmd)
 			defer cancel()
-			return list(ctx, cmd.OutOrStdout(), address, kind, asJSON)
+			return list(ctx, cmd.OutOrStdout(), address, kind, f, asJSON)
 		},
 	}
 	q.addFlag(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as one JSON document")
+	cmd.Flags().StringVar(&f.job, "job", "", "tasks of the job whose id starts with `PREFIX`")
+	cmd.Flags().StringVar(&f.node, "node", "", "tasks or objects on the node whose id starts with `PREFIX`")
+	cmd.Flags().StringVar(&f.worker, "worker", "", "tasks run by the worker whose id starts with `PREFIX`")
+	cmd.Flags().StringVar(&f.name, "name", "", "tasks whose name contains `TEXT`")
+	cmd.Flags().BoolVar(&f.failed, "failed", false, "failed task attempts only")
+	cmd.Flags().StringVar(&f.owner, "owner", "", "objects owned by the worker or driver whose id starts with `PREFIX`")
+	cmd.Flags().Var(&f.minSize, "min-size", "objects of at least `SIZE` (e.g. 1MiB)")
+	cmd.Flags().IntVar(&f.limit, "limit", 1000, "at most `N` rows (tasks: the newest N)")
 	return cmd
 }
 
-func list(ctx context.Context, w io.Writer, address, kind string, asJSON bool) error {
+// listFilter is `atoll list`'s filters.
+type listFilter struct {
+	job, node, worker, name, owner string
+	failed                         bool
+	minSize                        benchfmt.Size
+	limit                          int
+}
+
+// check refuses a filter the kind does not take, and a bad limit.
+func (f *listFilter) check(cmd *cobra.Command, kind string) error {
+	takes := map[string][]string{
+		"tasks":   {"job", "node", "worker", "name", "failed", "limit"},
+		"objects": {"node", "owner", "min-size", "limit"},
+	}
+	var err error
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		if err == nil && fl.Name != "json" && fl.Name != "address" && !slices.Contains(takes[kind], fl.Name) {
+			err = errs.Invalidf("list %s: --%s filters %s", kind, fl.Name, filtersWhat(fl.Name, takes))
+		}
+	})
+	if err == nil && f.limit <= 0 {
+		err = errs.Invalidf("--limit %d: want at least 1", f.limit)
+	}
+	return err
+}
+
+// filtersWhat names the kinds a filter applies to.
+func filtersWhat(flag string, takes map[string][]string) string {
+	var kinds []string
+	for _, k := range slices.Sorted(maps.Keys(takes)) {
+		if slices.Contains(takes[k], flag) {
+			kinds = append(kinds, k)
+		}
+	}
+	if len(kinds) == 0 {
+		return "nothing here"
+	}
+	return "only " + strings.Join(kinds, " and ")
+}
+
+func list(ctx context.Context, w io.Writer, address, kind string, f listFilter, asJSON bool) error {
 	switch kind {
 	case "nodes":
 		nodes, err := clusterclient.ListNodes(ctx, address, nodeconfig.Credentials{})
@@ -61,12 +126,124 @@ func list(ctx context.Context, w io.Writer, address, kind string, asJSON bool) e
 			return err
 		}
 		return printActors(w, actors, asJSON)
+	case "tasks", "objects":
+		nc, _, err := clusterclient.Dial(address, "atoll-list", nodeconfig.Credentials{})
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		if kind == "tasks" {
+			evs, err := clusterclient.TimelineOn(ctx, nc)
+			if err != nil {
+				return err
+			}
+			return printTasks(w, f.tasks(evs), asJSON)
+		}
+		objs, err := clusterclient.ListObjectsOn(ctx, nc, uint32(min(f.limit, 1<<20)))
+		if err != nil {
+			return err
+		}
+		objs.Objects = f.objects(objs.Objects)
+		return printObjects(w, objs, asJSON)
 	}
 	jobs, err := clusterclient.ListJobs(ctx, address, nodeconfig.Credentials{})
 	if err != nil {
 		return err
 	}
 	return printJobs(w, jobs, asJSON)
+}
+
+// tasks keeps the task attempts and actor calls of evs that pass f, the
+// newest f.limit.
+func (f listFilter) tasks(evs []clusterclient.TimelineEvent) []clusterclient.TimelineEvent {
+	var out []clusterclient.TimelineEvent
+	for _, e := range evs {
+		switch {
+		case e.Kind != raylet.EventTask && e.Kind != raylet.EventActorCreation && e.Kind != raylet.EventActorCall,
+			!strings.HasPrefix(e.JobID, f.job), !strings.HasPrefix(e.NodeID, f.node),
+			!strings.HasPrefix(e.WorkerID, f.worker), !strings.Contains(e.Name, f.name), f.failed && !e.Failed:
+			continue
+		}
+		out = append(out, e)
+	}
+	if len(out) > f.limit {
+		out = out[len(out)-f.limit:]
+	}
+	return out
+}
+
+// objects keeps the objects that pass f, the largest f.limit.
+func (f listFilter) objects(objs []clusterclient.ObjectInfo) []clusterclient.ObjectInfo {
+	var out []clusterclient.ObjectInfo
+	for _, o := range objs {
+		if strings.HasPrefix(o.NodeID, f.node) && strings.HasPrefix(o.OwnerID, f.owner) && o.Size >= uint64(f.minSize) {
+			out = append(out, o)
+		}
+	}
+	return out[:min(len(out), f.limit)]
+}
+
+func printTasks(w io.Writer, evs []clusterclient.TimelineEvent, asJSON bool) error {
+	if asJSON {
+		if evs == nil {
+			evs = []clusterclient.TimelineEvent{}
+		}
+		return writeJSON(w, map[string]any{"tasks": evs})
+	}
+	if len(evs) == 0 {
+		_, err := fmt.Fprintln(w, "no finished tasks (nodes keep their last 4096)")
+		return err
+	}
+	t := newTable("TASK", "NAME", "KIND", "STATE", "JOB", "NODE", "WORKER", "STARTED", "TOOK>")
+	for _, e := range evs {
+		state := "FINISHED"
+		if e.Failed {
+			state = "FAILED"
+		}
+		t.add(shortID(e.TaskID), e.Name, e.Kind, state, shortID(e.JobID), shortID(e.NodeID), shortID(e.WorkerID),
+			e.Start.Local().Format("15:04:05.000"), e.End.Sub(e.Start).Round(time.Microsecond).String())
+	}
+	return t.write(w)
+}
+
+func printObjects(w io.Writer, l *clusterclient.ObjectListing, asJSON bool) error {
+	if asJSON {
+		if l.Objects == nil {
+			l.Objects = []clusterclient.ObjectInfo{}
+		}
+		return writeJSON(w, l)
+	}
+	if len(l.Objects) == 0 {
+		fmt.Fprintln(w, "no objects")
+	} else {
+		t := newTable("OBJECT", "SIZE>", "NODE", "COPY", "PINNED", "SEALED", "OWNER", "OWNER NODE")
+		for _, o := range l.Objects {
+			node := shortID(o.NodeID)
+			if o.Driver {
+				node += " (driver)"
+			}
+			t.add(shortID(o.ObjectID), humanBytes(o.Size), node, yesNo(o.Copy), yesNo(o.Pinned), yesNo(o.Sealed),
+				shortID(o.OwnerID), shortID(o.OwnerNode))
+		}
+		if err := t.write(w); err != nil {
+			return err
+		}
+	}
+	for _, n := range l.Truncated {
+		fmt.Fprintf(w, "node %s holds more objects than --limit: its smallest are not listed\n", shortID(n))
+	}
+	for _, n := range l.Unanswered {
+		fmt.Fprintf(w, "node %s did not answer\n", shortID(n))
+	}
+	return nil
+}
+
+// yesNo renders a flag in a table.
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "-"
 }
 
 // nodeRow is a node as `atoll list nodes --json` prints it.

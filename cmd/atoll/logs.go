@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/nats-io/nats.go"
@@ -15,6 +16,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/gcs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/jobs"
+	"github.com/atoll-runtime/atoll/internal/raylet"
 )
 
 func newLogsCmd() *cobra.Command {
@@ -27,14 +29,15 @@ func newLogsCmd() *cobra.Command {
 		Long: `Prints the log of the live node whose id starts with NODE (what the node
 process writes: its start, the jobs it ran, its worker processes' output), the
 output of the submitted job whose id starts with JOB (as 'atoll job logs'), or
-the output of the worker process WORKER (its full id, as atoll.CurrentWorkerID
-and 'atoll timeline' give it; a node keeps its last 1024 workers' output, at most
-64 MiB each), read from the node over the cluster's NATS connection in chunks of
+the output of the worker process WORKER (its id, as atoll.CurrentWorkerID,
+'atoll list tasks' and 'atoll timeline' give it, or the first digits of the id
+of a worker that ran one of the tasks the nodes recorded; a node keeps its last
+1024 workers' output, at most 64 MiB each), read from the node over the cluster's NATS connection in chunks of
 at most 256 KiB.
 -f keeps printing what is written until the job ends (a node's log: until
 Ctrl-C); --tail BYTES starts that many bytes before the end. The reader token is
 enough.`,
-		Args:                  args(1, "NODE, JOB or WORKER (an id, or the first digits of a node's or job's)"),
+		Args:                  args(1, "NODE, JOB or WORKER (an id, or its first digits)"),
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if tail < 0 {
@@ -62,10 +65,13 @@ enough.`,
 			}
 			j, err := jobs.Get(ctx, nc, a[0])
 			if errors.Is(err, errs.ErrNotFound) {
-				if w, werr := ids.FromHex(strings.ToLower(a[0])); werr == nil {
-					return followWorkerLog(ctx, nc, w, offset, follow, out)
+				w, werr := ids.FromHex(strings.ToLower(a[0]))
+				if werr != nil {
+					if w, werr = resolveWorker(ctx, nc, a[0]); werr != nil {
+						return werr
+					}
 				}
-				return errs.NotFoundf("no live node's and no job's id starts with %s (a worker needs its full id)", a[0])
+				return followWorkerLog(ctx, nc, w, offset, follow, out)
 			}
 			if err != nil {
 				return err
@@ -105,4 +111,28 @@ func followWorkerLog(ctx context.Context, nc *nats.Conn, worker ids.WorkerID, of
 		return jobs.FollowLog(ctx, nc, id, atollpb.LogKind_LOG_WORKER, worker.Bytes(), offset, follow, w)
 	}
 	return errs.NotFoundf("no live node keeps the output of worker %s", worker)
+}
+
+// resolveWorker finds the one worker whose id starts with prefix among the
+// workers of the task attempts the live nodes recorded.
+func resolveWorker(ctx context.Context, nc *nats.Conn, prefix string) (ids.WorkerID, error) {
+	evs, err := clusterclient.TimelineOn(ctx, nc)
+	if err != nil {
+		return ids.WorkerID{}, err
+	}
+	prefix = strings.ToLower(prefix)
+	var found []string
+	for _, e := range evs {
+		isTask := e.Kind == raylet.EventTask || e.Kind == raylet.EventActorCreation || e.Kind == raylet.EventActorCall
+		if isTask && strings.HasPrefix(e.WorkerID, prefix) && !slices.Contains(found, e.WorkerID) {
+			found = append(found, e.WorkerID)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return ids.WorkerID{}, errs.NotFoundf("no live node's, no job's and no recent task's worker's id starts with %s", prefix)
+	case 1:
+		return ids.FromHex(found[0])
+	}
+	return ids.WorkerID{}, errs.Invalidf("%s: the ids of %d workers start with it (%s, ...): give more digits", prefix, len(found), strings.Join(found[:2], ", "))
 }

@@ -115,6 +115,9 @@ type Size int64
 // String formats s with FormatSize.
 func (s *Size) String() string { return FormatSize(int64(*s)) }
 
+// Type names the flag's value in usage lines (spf13/pflag asks for it).
+func (s *Size) Type() string { return "size" }
+
 // Set parses text with ParseSize.
 func (s *Size) Set(text string) error {
 	n, err := ParseSize(text)

@@ -60,7 +60,7 @@ func (a *AMM) gather() *ammGathered {
 				return
 			}
 			var r atollpb.NodeObjects
-			if proto.Unmarshal(msg.Data, &r) != nil || validNodeObjects(&r, id) != nil {
+			if proto.Unmarshal(msg.Data, &r) != nil || ValidNodeObjects(&r, id) != nil {
 				return
 			}
 			replies[i] = &r
@@ -89,8 +89,9 @@ func (a *AMM) gather() *ammGathered {
 	return &ammGathered{snap: snap, owners: owners, info: holdings(got), failed: failed, alive: alive, drainInfo: info}
 }
 
-// validNodeObjects checks a node's inventory before it is used.
-func validNodeObjects(r *atollpb.NodeObjects, from ids.NodeID) error {
+// ValidNodeObjects checks the inventory node from answered (to a request
+// on its ObjectsSubject) before it is used.
+func ValidNodeObjects(r *atollpb.NodeObjects, from ids.NodeID) error {
 	id, err := ids.FromBytes(r.NodeId)
 	switch {
 	case err != nil:

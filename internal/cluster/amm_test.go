@@ -29,15 +29,15 @@ func TestAMMBuildSnapshot(t *testing.T) {
 		inv(n2, false, &atollpb.ObjectHolding{ObjectId: obj.Bytes(), Size: 10, Copy: true, Sealed: true}),
 	}
 	for i, r := range invs {
-		if err := validNodeObjects(r, []ids.NodeID{driver, n1, n2}[i]); err != nil {
+		if err := ValidNodeObjects(r, []ids.NodeID{driver, n1, n2}[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if validNodeObjects(invs[1], n2) == nil {
+	if ValidNodeObjects(invs[1], n2) == nil {
 		t.Fatal("an inventory answered by another node was accepted")
 	}
 	bad := inv(n1, false, &atollpb.ObjectHolding{ObjectId: []byte{1, 2}})
-	if validNodeObjects(bad, n1) == nil {
+	if ValidNodeObjects(bad, n1) == nil {
 		t.Fatal("an inventory with a malformed object id was accepted")
 	}
 	s, owners := BuildSnapshot(invs)

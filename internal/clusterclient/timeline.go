@@ -43,7 +43,8 @@ type TimelineEvent struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// timelineTimeout bounds each node's answer to GetTimeline.
+// timelineTimeout bounds each node's answer to GetTimeline (and to every
+// request askLiveNodes sends).
 const timelineTimeout = 5 * time.Second
 
 // GetTimeline asks every live node of the cluster at address ("" or
@@ -62,58 +63,74 @@ func GetTimeline(ctx context.Context, address string, creds nodeconfig.Credentia
 
 // TimelineOn is GetTimeline on an open connection to the cluster.
 func TimelineOn(ctx context.Context, nc *nats.Conn) ([]TimelineEvent, error) {
+	var (
+		mu  sync.Mutex
+		out []TimelineEvent
+	)
+	_, err := askLiveNodes(ctx, nc, cluster.TimelineSubject, nil, func(node ids.NodeID, _ *atollpb.NodeInfo, data []byte) {
+		var evs atollpb.TaskEvents
+		if err := proto.Unmarshal(data, &evs); err != nil {
+			slog.Debug("atoll timeline: bad answer", "node", node.String(), "err", err)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range evs.Events {
+			worker, werr := ids.FromBytes(e.WorkerId)
+			task, terr := ids.FromBytes(e.TaskId)
+			if werr != nil || terr != nil {
+				continue
+			}
+			kind := e.Kind
+			if kind == "" {
+				kind = raylet.EventTask
+			}
+			ev := TimelineEvent{NodeID: node.String(), WorkerID: worker.String(),
+				TaskID: task.String(), Name: e.Name, Start: time.UnixMicro(e.StartUnixUs),
+				End: time.UnixMicro(e.EndUnixUs), Failed: e.Failed, Kind: kind, Bytes: e.Bytes, Detail: e.Detail}
+			if job, err := ids.FromBytes(e.JobId); err == nil && !job.IsZero() {
+				ev.JobID = job.String()
+			}
+			if tid, err := trace.TraceIDFromHex(e.TraceId); err == nil {
+				ev.TraceID = tid.String()
+			}
+			out = append(out, ev)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(out, func(a, b TimelineEvent) int { return a.Start.Compare(b.Start) })
+	return out, nil
+}
+
+// askLiveNodes sends body to subject(node) of every live node the GCS
+// lists, all at once, and calls answer with each reply that comes within
+// ctx (and 5 s); answer may run concurrently. It returns the nodes it
+// asked; those that did not answer are left out.
+func askLiveNodes(ctx context.Context, nc *nats.Conn, subject func(ids.NodeID) string, body []byte, answer func(ids.NodeID, *atollpb.NodeInfo, []byte)) ([]ids.NodeID, error) {
 	nodes, err := gcs.NewClient(nc, gcs.ClientOptions{}).ListNodes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var (
-		mu  sync.Mutex
-		out []TimelineEvent
-		wg  sync.WaitGroup
-	)
+	var asked []ids.NodeID
+	var wg sync.WaitGroup
 	for _, n := range nodes {
 		node, err := ids.FromBytes(n.NodeId)
 		if n.State != atollpb.NodeState_NODE_ALIVE || err != nil {
 			continue
 		}
+		asked = append(asked, node)
 		wg.Go(func() {
 			rctx, cancel := context.WithTimeout(ctx, timelineTimeout)
 			defer cancel()
-			msg, err := nc.RequestWithContext(rctx, cluster.TimelineSubject(node), nil)
+			msg, err := nc.RequestWithContext(rctx, subject(node), body)
 			if err != nil {
 				return
 			}
-			var evs atollpb.TaskEvents
-			if err := proto.Unmarshal(msg.Data, &evs); err != nil {
-				slog.Debug("atoll timeline: bad answer", "node", node.String(), "err", err)
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for _, e := range evs.Events {
-				worker, werr := ids.FromBytes(e.WorkerId)
-				task, terr := ids.FromBytes(e.TaskId)
-				if werr != nil || terr != nil {
-					continue
-				}
-				kind := e.Kind
-				if kind == "" {
-					kind = raylet.EventTask
-				}
-				ev := TimelineEvent{NodeID: node.String(), WorkerID: worker.String(),
-					TaskID: task.String(), Name: e.Name, Start: time.UnixMicro(e.StartUnixUs),
-					End: time.UnixMicro(e.EndUnixUs), Failed: e.Failed, Kind: kind, Bytes: e.Bytes, Detail: e.Detail}
-				if job, err := ids.FromBytes(e.JobId); err == nil && !job.IsZero() {
-					ev.JobID = job.String()
-				}
-				if tid, err := trace.TraceIDFromHex(e.TraceId); err == nil {
-					ev.TraceID = tid.String()
-				}
-				out = append(out, ev)
-			}
+			answer(node, n, msg.Data)
 		})
 	}
 	wg.Wait()
-	slices.SortStableFunc(out, func(a, b TimelineEvent) int { return a.Start.Compare(b.Start) })
-	return out, nil
+	return asked, nil
 }

@@ -266,6 +266,8 @@ func TestJobSubmit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A driver's object, as the stores list it.
+	listObjectOfDriver(t, addr)
 	running := submit(t, addr, "/bin/sleep", "300")
 	waitState(t, addr, running, "RUNNING", time.Minute)
 	t.Setenv(nodeconfig.EnvSecret, "")
@@ -378,4 +380,33 @@ func printingDriver() int {
 		fmt.Println("worker:", w)
 	}
 	return 0
+}
+
+// listObjectOfDriver connects this process to the cluster at addr as a
+// driver, puts a 3 MiB object and checks `atoll list objects` finds it in
+// the driver's store, and only it above 2 MiB.
+func listObjectOfDriver(t *testing.T, addr string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := atoll.Init(ctx, atoll.WithAddress(addr)); err != nil {
+		t.Fatal(err)
+	}
+	defer atoll.Shutdown(ctx)
+	ref, err := atoll.Put(ctx, make([]byte, 3<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Release()
+	stdout, stderr, err := execute("list", "objects", "--address", addr, "--min-size", "2MiB", "--json")
+	var l clusterclient.ObjectListing
+	if err != nil || json.Unmarshal([]byte(stdout), &l) != nil || len(l.Objects) != 1 {
+		t.Fatalf("list objects --min-size 2MiB: %v, want the driver's object\n%s%s", err, stdout, stderr)
+	}
+	if o := l.Objects[0]; o.ObjectID != ref.ID() || o.Size < 3<<20 || !o.Driver || o.Copy || !o.Sealed || o.OwnerID == "" {
+		t.Errorf("list objects: %+v, want object %s, a primary in the driver's store, with its owner", o, ref.ID())
+	}
+	stdout, _, err = execute("list", "objects", "--address", addr, "--node", l.Objects[0].NodeID[:8])
+	if err != nil || !regexp.MustCompile(`(?m)^`+ref.ID()[:8]+` +3MiB +`+l.Objects[0].NodeID[:8]+` \(driver\) +- `).MatchString(stdout) {
+		t.Errorf("list objects --node: %v\n%s", err, stdout)
+	}
 }

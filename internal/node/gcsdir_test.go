@@ -1,8 +1,10 @@
 package node_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -120,5 +122,36 @@ func TestNodesRegisterAgainWithANewHead(t *testing.T) {
 	}
 	if len(nodes) != 2 {
 		t.Errorf("the new head lists %d nodes, want itself and the member", len(nodes))
+	}
+}
+
+// TestFailedStartLeavesNoRecord: a head whose metrics port is taken
+// fails to start, and the head started next in the same GCS directory
+// lists only itself (no dead head from the failed start).
+func TestFailedStartLeavesNoRecord(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	cfg := nodeconfig.Config{Head: true, GCSDir: t.TempDir(), RandomPorts: true, NumCPUs: nodeconfig.NoCPUs, ObjectStoreMemory: 16 << 20,
+		NodeIP: "127.0.0.1", MetricsPort: taken.Addr().(*net.TCPAddr).Port}
+	failed, err := node.Start(context.Background(), cfg)
+	if failed != nil {
+		_ = failed.Stop(context.Background())
+	}
+	if err == nil {
+		t.Fatal("a head started on a taken metrics port")
+	}
+	cfg.MetricsPort = 0
+	head := startNode(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nodes, err := head.GCS().ListNodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != 1 || !bytes.Equal(nodes[0].NodeId, head.ID().Bytes()) {
+		t.Fatalf("the head started after a failed start lists %d nodes, want only itself: %v", len(nodes), nodes)
 	}
 }

@@ -298,6 +298,14 @@ func (n *Node) start(ctx context.Context) error {
 	if n.rayletPID, err = root.SpawnNamed(n.withFaults(rayletProps), "raylet"); err != nil {
 		return fmt.Errorf("atoll: start raylet: %w", err)
 	}
+	// The node's own ports before it joins: a port that is taken fails
+	// the start before the GCS has a record of the node.
+	if err := n.startMetrics(ctx); err != nil {
+		return fmt.Errorf("atoll: metrics: %w", err)
+	}
+	if err := n.startDashboard(); err != nil {
+		return err
+	}
 	if n.gateway != nil {
 		// After the raylet: the gateway sends to it, and a message sent
 		// to an actor while it is being spawned races in protoactor.
@@ -336,16 +344,10 @@ func (n *Node) start(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("atoll: subscribe to actor events: %w", err)
 	}
-	if err := n.startMetrics(ctx); err != nil {
-		return fmt.Errorf("atoll: metrics: %w", err)
-	}
 	if n.gateway != nil {
 		if err := n.serveLogs(); err != nil {
 			return fmt.Errorf("atoll: serve log requests: %w", err)
 		}
-	}
-	if err := n.startDashboard(); err != nil {
-		return err
 	}
 	if cfg.Embedded() {
 		// A cluster node registers through its gateway (with its

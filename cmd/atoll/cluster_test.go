@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/jobs"
 	"github.com/atoll-runtime/atoll/internal/testutil"
 
 	"github.com/atoll-runtime/atoll"
@@ -387,6 +388,20 @@ func TestStopCommand(t *testing.T) {
 	if err != nil || stdout != "stopped 0 atoll node(s)\n" {
 		t.Fatalf("stop with no nodes: %q, %v", stdout, err)
 	}
+	// A job binary the nodes kept: --keep-files keeps it, a stop removes it.
+	binary := filepath.Join(jobs.BinariesDir(), strings.Repeat("ab", 32), "prog")
+	if err := os.MkdirAll(filepath.Dir(binary), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(binary, make([]byte, 3<<20), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if stdout, _, err := execute("stop", "--keep-files"); err != nil || stdout != "stopped 0 atoll node(s)\n" {
+		t.Fatalf("stop --keep-files: %q, %v", stdout, err)
+	}
+	if _, err := os.Stat(binary); err != nil {
+		t.Fatalf("stop --keep-files removed the job binary: %v", err)
+	}
 
 	// A process that is not a node (no --block) is left alone, although a
 	// record names it: its pid was reused.
@@ -439,7 +454,7 @@ func TestStopCommand(t *testing.T) {
 	if err := root.ExecuteContext(context.Background()); err != nil {
 		t.Fatalf("stop: %v\n%s", err, errOut.String())
 	}
-	if out.String() != "stopped 2 atoll node(s)\n" {
+	if out.String() != "stopped 2 atoll node(s)\nremoved 3MiB of job binaries\n" {
 		t.Errorf("stop printed %q (stderr %q)", out.String(), errOut.String())
 	}
 	if !strings.Contains(errOut.String(), "removing bad node record") {
@@ -457,6 +472,9 @@ func TestStopCommand(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(nodesDir()); len(left) != 0 {
 		t.Errorf("records left: %v", left)
+	}
+	if _, err := os.Stat(jobs.BinariesDir()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("job binaries after stop: %v", err)
 	}
 	if _, err := os.Stat(nodeconfig.AddressFile()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("address file of the stopped head: %v", err)

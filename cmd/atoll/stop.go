@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/jobs"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
@@ -24,14 +25,16 @@ import (
 const killGrace = 5 * time.Second
 
 func newStopCmd() *cobra.Command {
-	var force bool
+	var force, keep bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "stop [--force] [--timeout 10s]",
 		Short: "Stop every atoll node started on this machine",
 		Long: `Stops every atoll node 'atoll start' started on this machine (as recorded
 in $TMPDIR/atoll-<uid>/nodes): other nodes first, then heads. Each gets SIGTERM
-(SIGKILL with --force) and, if it has not exited within --timeout, SIGKILL.`,
+(SIGKILL with --force) and, if it has not exited within --timeout, SIGKILL.
+Once no node runs on this machine, the binaries of the jobs they ran are
+removed (--keep-files keeps them); the nodes' logs stay in $TMPDIR/atoll-<uid>/logs.`,
 		Args:                  args(0),
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -40,12 +43,39 @@ in $TMPDIR/atoll-<uid>/nodes): other nodes first, then heads. Each gets SIGTERM
 			}
 			n, err := stopNodes(cmd.Context(), cmd.ErrOrStderr(), force, timeout)
 			fmt.Fprintf(cmd.OutOrStdout(), "stopped %d atoll node(s)\n", n)
-			return err
+			if err != nil || keep {
+				return err
+			}
+			return removeJobBinaries(cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "kill the nodes (SIGKILL) instead of stopping them gracefully")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "time a node gets to stop before it is killed")
+	cmd.Flags().BoolVar(&keep, "keep-files", false, "keep the binaries of the jobs the nodes ran")
 	return cmd
+}
+
+// removeJobBinaries removes the binaries of submitted jobs once no
+// recorded node runs on this machine, and says how much it freed.
+func removeJobBinaries(out, warn io.Writer) error {
+	recs, err := readRecords(warn)
+	if err != nil {
+		return err
+	}
+	for _, e := range recs {
+		if isNodeProcess(e.rec.PID) {
+			fmt.Fprintf(warn, "keeping the job binaries in %s: node pid %d still runs\n", jobs.BinariesDir(), e.rec.PID)
+			return nil
+		}
+	}
+	freed, err := jobs.RemoveBinaries()
+	if err != nil {
+		return err
+	}
+	if freed > 0 {
+		fmt.Fprintf(out, "removed %s of job binaries\n", humanBytes(uint64(freed)))
+	}
+	return nil
 }
 
 // recordEntry is a record file and what it holds.

@@ -296,11 +296,11 @@ func TestStatusTable(t *testing.T) {
 	}
 	for i, want := range []string{
 		`^cluster 127\.0\.0\.1:6380$`,
-		`^NODE +ROLE +STATE +HOST +CPU +RESOURCES +OBJECT STORE +QUEUED +RUNNING +PULLS$`,
-		`^aaaaaaaa +head +ALIVE +h +8/8 +memory 512MiB/1GiB +0B/256MiB +0 +0 +0$`,
-		`^bbbbbbbb +worker +ALIVE +w1 +2\.5/4 +GPU 0/1 +1\.5GiB/2GiB +3 +2 +7$`,
+		`^NODE +ROLE +STATE +HOST +CPU USED/TOTAL +RESOURCES USED/TOTAL +STORE USED/TOTAL +QUEUED +RUNNING +PULLS$`,
+		`^aaaaaaaa +head +ALIVE +h +0/8 +memory 512MiB/1GiB +0B/256MiB +0 +0 +0$`,
+		`^bbbbbbbb +worker +ALIVE +w1 +1\.5/4 +GPU 1/1 +1\.5GiB/2GiB +3 +2 +7$`,
 		`^ffffffff +worker +SILENT +w3 +0/0 +- +0B/0B +0 +0 +0$`,
-		`^cccccccc +worker +DEAD +w2 +4/4 +- +0B/0B +0 +0 +0$`,
+		`^cccccccc +worker +DEAD +w2 +0/4 +- +0B/0B +0 +0 +0$`,
 		`^dddddddd +driver +ALIVE +laptop +0/0 +- +0B/0B +0 +0 +0$`,
 		`^3 nodes alive \(1 head, 1 worker, 1 driver\), 1 dead, 1 silent \(no load report\); 1 finished driver not listed \(--all\)$`,
 	} {

@@ -25,8 +25,8 @@ func newStatusCmd() *cobra.Command {
 		Use:   "status [--address HOST:PORT] [--json] [--all]",
 		Short: "Show the cluster's nodes, their resources and load",
 		Long: `Shows the nodes of the cluster at --address (default $` + nodeconfig.EnvAddress + `, then the
-address the local head recorded): role, state, CPUs available/total, other
-resources, object store use, queued and running tasks, and objects pulled
+address the local head recorded): role, state, CPUs in use/total, other
+resources (in use/total), object store use, queued and running tasks, and objects pulled
 from other nodes. The nodes of drivers that finished are left out unless
 --all is given.`,
 		Args:                  args(0),
@@ -61,7 +61,7 @@ func printStatus(w io.Writer, st *clusterclient.Status, all bool) error {
 	if st.Address != "" {
 		fmt.Fprintf(w, "cluster %s\n", displayAddress(st.Address))
 	}
-	t := newTable("NODE", "ROLE", "STATE", "HOST", "CPU>", "RESOURCES", "OBJECT STORE>", "QUEUED>", "RUNNING>", "PULLS>")
+	t := newTable("NODE", "ROLE", "STATE", "HOST", "CPU USED/TOTAL>", "RESOURCES USED/TOTAL", "STORE USED/TOTAL>", "QUEUED>", "RUNNING>", "PULLS>")
 	var alive, dead, heads, workers, drivers, finished, silent int
 	for _, n := range nodes {
 		if n.Driver && !n.Alive && !all {
@@ -88,7 +88,7 @@ func printStatus(w io.Writer, st *clusterclient.Status, all bool) error {
 			state = "DEAD"
 			dead++
 		}
-		t.add(shortID(n.NodeID), role(n), state, n.Hostname, availTotal(n.Available["CPU"], n.Total["CPU"]), otherResources(n),
+		t.add(shortID(n.NodeID), role(n), state, n.Hostname, usedTotal(n.Available["CPU"], n.Total["CPU"]), otherResources(n),
 			humanBytes(n.StoreUsed)+"/"+humanBytes(n.StoreCap), strconv.Itoa(n.Queued), strconv.Itoa(n.Running), strconv.FormatUint(n.Pulls, 10))
 	}
 	if err := t.write(w); err != nil {
@@ -127,7 +127,7 @@ func plural(n int, one, many string) string {
 	return strconv.Itoa(n) + " " + many
 }
 
-// otherResources lists the resources other than CPU as NAME avail/total,
+// otherResources lists the resources other than CPU as NAME used/total,
 // sorted by name; memory resources are shown in bytes units.
 func otherResources(n clusterclient.NodeStatus) string {
 	var names []string
@@ -149,17 +149,17 @@ func otherResources(n clusterclient.NodeStatus) string {
 	for i, name := range names {
 		avail, total := n.Available[name], n.Total[name]
 		if strings.Contains(strings.ToLower(name), "memory") {
-			parts[i] = name + " " + humanBytes(uint64(max(avail, 0))) + "/" + humanBytes(uint64(max(total, 0)))
+			parts[i] = name + " " + humanBytes(uint64(max(total-avail, 0))) + "/" + humanBytes(uint64(max(total, 0)))
 		} else {
-			parts[i] = name + " " + availTotal(avail, total)
+			parts[i] = name + " " + usedTotal(avail, total)
 		}
 	}
 	return strings.Join(parts, ", ")
 }
 
-// availTotal formats "available/total".
-func availTotal(avail, total float64) string {
-	return formatNum(avail) + "/" + formatNum(total)
+// usedTotal formats "in use/total" from what is available of total.
+func usedTotal(avail, total float64) string {
+	return formatNum(max(total-avail, 0)) + "/" + formatNum(total)
 }
 
 // formatNum formats a resource quantity: integers plainly, fractions

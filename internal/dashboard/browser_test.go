@@ -166,9 +166,10 @@ func checkBrowser(jobCtx context.Context, t *testing.T, c *testcluster.Cluster) 
 			return r && r.textContent.includes("dash-victim") && r.textContent.includes("actor_died"); })()`),
 		shoot("actors"))
 
-	do("the memory view: every reporting node and the total",
+	do("the memory view: every reporting node, the cluster's total and the drivers' stores apart",
 		show("#memory"),
-		waitFor(`document.querySelectorAll('#memory-table tbody tr[data-node-id]').length === 4 && document.querySelector('#memory-table tfoot td').textContent === "total"`))
+		waitFor(`(() => { const f = [...document.querySelectorAll('#memory-table tfoot tr')].map(r => r.cells[0].textContent);
+			return document.querySelectorAll('#memory-table tbody tr[data-node-id]').length === 4 && f.join() === "cluster,drivers' stores"; })()`))
 
 	do("the timeline: the job's attempts on the nodes' workers",
 		show("#timeline?job="+job),

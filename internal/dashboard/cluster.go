@@ -14,8 +14,11 @@ type clusterView struct {
 	Address string     `json:"address"`
 	Time    time.Time  `json:"time"`
 	Nodes   []nodeView `json:"nodes"`
-	// Totals sum the live, reporting nodes.
-	Totals totalsView `json:"totals"`
+	// Totals sum the live, reporting nodes of the cluster: its capacity.
+	// Drivers' nodes (a driver's own store, its CPUs if it gave any) are
+	// summed apart, in Drivers.
+	Totals  totalsView `json:"totals"`
+	Drivers totalsView `json:"drivers"`
 }
 
 // nodeView is one node of the cluster.
@@ -95,7 +98,8 @@ func (a *api) cluster(ctx context.Context, _ *http.Request) (any, error) {
 		}
 	}
 	v := clusterView{Address: st.Address, Time: time.Now().UTC(), Nodes: []nodeView{},
-		Totals: totalsView{ResourcesTotal: map[string]float64{}, ResourcesAvailable: map[string]float64{}}}
+		Totals:  totalsView{ResourcesTotal: map[string]float64{}, ResourcesAvailable: map[string]float64{}},
+		Drivers: totalsView{ResourcesTotal: map[string]float64{}, ResourcesAvailable: map[string]float64{}}}
 	for _, n := range st.Nodes {
 		nv := nodeView{NodeID: n.NodeID.String(), Hostname: n.Hostname, Role: role(n), State: "dead", Reporting: n.Reporting,
 			ResourcesTotal: orEmpty(n.Total), ResourcesAvailable: orEmpty(n.Available), Queued: n.Queued, Running: n.Running,
@@ -105,22 +109,26 @@ func (a *api) cluster(ctx context.Context, _ *http.Request) (any, error) {
 		if info := byID[n.NodeID]; info != nil {
 			nv.StartTime, nv.EndTime = timePtr(unixMs(info.GetStartTimeUnixMs())), timePtr(unixMs(info.GetEndTimeUnixMs()))
 		}
+		sum := &v.Totals
+		if n.Driver {
+			sum = &v.Drivers
+		}
 		if n.Alive {
 			nv.State = "alive"
-			v.Totals.NodesAlive++
+			sum.NodesAlive++
 		} else {
-			v.Totals.NodesDead++
+			sum.NodesDead++
 		}
 		if n.Alive && n.Reporting {
 			for k, x := range n.Total {
-				v.Totals.ResourcesTotal[k] += x
+				sum.ResourcesTotal[k] += x
 			}
 			for k, x := range n.Available {
-				v.Totals.ResourcesAvailable[k] += x
+				sum.ResourcesAvailable[k] += x
 			}
-			v.Totals.Queued += n.Queued
-			v.Totals.Running += n.Running
-			v.Totals.add(nv.memoryFigures)
+			sum.Queued += n.Queued
+			sum.Running += n.Running
+			sum.add(nv.memoryFigures)
 		}
 		v.Nodes = append(v.Nodes, nv)
 	}

@@ -163,7 +163,7 @@ async function loadCluster() {
   const c = await api("/api/cluster");
   state.cluster = c;
   $("cluster-address").textContent = "cluster " + c.address;
-  const sample = { t: Date.parse(c.time), nodes: {}, running: c.totals.running, queued: c.totals.queued };
+  const sample = { t: Date.parse(c.time), nodes: {}, running: c.totals.running + c.drivers.running, queued: c.totals.queued + c.drivers.queued };
   for (const n of c.nodes) {
     if (n.state === "alive" && n.reporting) sample.nodes[n.node_id] = { used: n.store_used_bytes, spilled: n.spilled_bytes };
   }
@@ -188,10 +188,13 @@ function drawOverview() {
   $("cpu-use").textContent = `${fmtNum(cpu - cpuFree)} / ${fmtNum(cpu)}`;
   $("cpu-sub").textContent = cpu ? Math.round(100 * (cpu - cpuFree) / cpu) + "% busy" : "no CPUs";
   $("store-use").textContent = fmtBytes(t.store_used_bytes);
-  $("store-sub").textContent = `of ${fmtBytes(t.store_capacity_bytes)} · ${fmtNum(t.objects)} objects`;
-  $("spill-use").textContent = fmtBytes(t.spilled_bytes);
-  $("spill-sub").textContent = `${fmtNum(t.spill_files)} file${t.spill_files === 1 ? "" : "s"} · ${fmtBytes(t.restored_bytes_total)} restored ever`;
-  $("task-use").textContent = `${fmtNum(t.running)} · ${fmtNum(t.queued)}`;
+  const d = c.drivers;
+  $("store-sub").textContent = `of ${fmtBytes(t.store_capacity_bytes)} · ${fmtNum(t.objects)} objects` +
+    (d.store_capacity_bytes ? ` · drivers' own stores: ${fmtBytes(d.store_used_bytes)} of ${fmtBytes(d.store_capacity_bytes)}` : "");
+  $("spill-use").textContent = fmtBytes(t.spilled_bytes + d.spilled_bytes);
+  const files = t.spill_files + d.spill_files;
+  $("spill-sub").textContent = `${fmtNum(files)} file${files === 1 ? "" : "s"} · ${fmtBytes(t.restored_bytes_total + d.restored_bytes_total)} restored ever`;
+  $("task-use").textContent = `${fmtNum(t.running + d.running)} · ${fmtNum(t.queued + d.queued)}`;
 
   const ids = c.nodes.filter(n => n.state === "alive" && n.reporting).map(n => n.node_id);
   const labels = Object.fromEntries(c.nodes.map(n => [n.node_id, nodeLabel(n)]));
@@ -277,14 +280,16 @@ async function loadJobs() {
   state.jobsAt = Date.now();
   const rows = v.jobs.map(j => el("tr", { "data-job-id": j.job_id, "data-status": j.status },
     idCell(j.job_id),
-    el("td", {}, badge(j.status, j.status === "running" ? "running" : "")),
+    el("td", {}, badge(j.status),
+      j.exit_code !== undefined && j.exit_code !== 0 ? el("span", { class: "muted small", title: j.message || "" }, ` exit ${j.exit_code}`) : null),
     el("td", { class: "wrap", title: j.worker_binary || "" }, j.entrypoint || "–"),
     el("td", {}, fmtTime(j.start_time)),
     el("td", { class: "num" }, fmtMs(j.duration_ms)),
     el("td", { class: "num" }, fmtNum(j.tasks_finished)),
     el("td", { class: "num" + (j.tasks_failed ? " bad" : "") }, fmtNum(j.tasks_failed)),
-    el("td", {}, el("a", { href: "#tasks?job=" + j.job_id }, "tasks"), " · ", el("a", { href: "#timeline?job=" + j.job_id }, "timeline"),
-      " · ", el("a", { href: "#actors?job=" + j.job_id }, "actors"))));
+    el("td", {}, el("a", { href: "#tasks?job=" + (j.driver_job_id || j.job_id) }, "tasks"), " · ",
+      el("a", { href: "#timeline?job=" + (j.driver_job_id || j.job_id) }, "timeline"),
+      " · ", el("a", { href: "#actors?job=" + (j.driver_job_id || j.job_id) }, "actors"))));
   setRows($("jobs-table").tBodies[0], rows, 8, "no jobs yet");
 }
 
@@ -403,7 +408,9 @@ function drawMemory() {
     el("td", { class: "num" }, fmtBytes(m.pulled_bytes))];
   setRows($("memory-table").tBodies[0], live.map(n => el("tr", { "data-node-id": n.node_id },
     idCell(n.node_id), el("td", {}, badge(n.role, n.role === "head" ? "head" : "")), ...cells(n))), 12, "no node reports");
-  $("memory-table").tFoot.replaceChildren(el("tr", {}, el("td", {}, "total"), el("td", {}), ...cells(c.totals)));
+  $("memory-table").tFoot.replaceChildren(
+    el("tr", {}, el("td", {}, "cluster"), el("td", {}), ...cells(c.totals)),
+    el("tr", {}, el("td", {}, "drivers' stores"), el("td", {}), ...cells(c.drivers)));
 }
 
 // ---------- timeline ----------

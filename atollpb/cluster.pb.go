@@ -893,8 +893,13 @@ type TaskEvent struct {
 	// EventActorCall, EventTransfer, EventSpill or EventRestore.
 	Kind string `protobuf:"bytes,9,opt,name=kind,proto3" json:"kind,omitempty"`
 	// bytes moved by a transfer, spill or restore.
-	Bytes         uint64 `protobuf:"varint,10,opt,name=bytes,proto3" json:"bytes,omitempty"`
-	Detail        string `protobuf:"bytes,11,opt,name=detail,proto3" json:"detail,omitempty"`
+	Bytes  uint64 `protobuf:"varint,10,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Detail string `protobuf:"bytes,11,opt,name=detail,proto3" json:"detail,omitempty"`
+	// A failed attempt's error message and the stack of the goroutine that
+	// failed in its worker (a task's own error), each cut short; a reply
+	// holds them for its newest failed attempts only, within a budget.
+	Error         string `protobuf:"bytes,12,opt,name=error,proto3" json:"error,omitempty"`
+	RemoteStack   string `protobuf:"bytes,13,opt,name=remote_stack,json=remoteStack,proto3" json:"remote_stack,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1002,6 +1007,20 @@ func (x *TaskEvent) GetBytes() uint64 {
 func (x *TaskEvent) GetDetail() string {
 	if x != nil {
 		return x.Detail
+	}
+	return ""
+}
+
+func (x *TaskEvent) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *TaskEvent) GetRemoteStack() string {
+	if x != nil {
+		return x.RemoteStack
 	}
 	return ""
 }
@@ -2723,7 +2742,7 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\n" +
 	"TaskEvents\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12+\n" +
-	"\x06events\x18\x02 \x03(\v2\x13.atoll.v1.TaskEventR\x06events\"\xa5\x02\n" +
+	"\x06events\x18\x02 \x03(\v2\x13.atoll.v1.TaskEventR\x06events\"\xde\x02\n" +
 	"\tTaskEvent\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
@@ -2736,7 +2755,9 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\x04kind\x18\t \x01(\tR\x04kind\x12\x14\n" +
 	"\x05bytes\x18\n" +
 	" \x01(\x04R\x05bytes\x12\x16\n" +
-	"\x06detail\x18\v \x01(\tR\x06detail\"?\n" +
+	"\x06detail\x18\v \x01(\tR\x06detail\x12\x14\n" +
+	"\x05error\x18\f \x01(\tR\x05error\x12!\n" +
+	"\fremote_stack\x18\r \x01(\tR\vremoteStack\"?\n" +
 	"\n" +
 	"AttemptKey\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x18\n" +

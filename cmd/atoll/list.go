@@ -194,14 +194,14 @@ func printTasks(w io.Writer, evs []clusterclient.TimelineEvent, asJSON bool) err
 		_, err := fmt.Fprintln(w, "no finished tasks (nodes keep their last 4096)")
 		return err
 	}
-	t := newTable("TASK", "NAME", "KIND", "STATE", "JOB", "NODE", "WORKER", "STARTED", "TOOK>")
+	t := newTable("TASK", "NAME", "KIND", "STATE", "JOB", "NODE", "WORKER", "STARTED", "TOOK>", "ERROR")
 	for _, e := range evs {
 		state := "FINISHED"
 		if e.Failed {
 			state = "FAILED"
 		}
 		t.add(shortID(e.TaskID), e.Name, e.Kind, state, shortID(e.JobID), shortID(e.NodeID), shortID(e.WorkerID),
-			e.Start.Local().Format("15:04:05.000"), e.End.Sub(e.Start).Round(time.Microsecond).String())
+			e.Start.Local().Format("15:04:05.000"), e.End.Sub(e.Start).Round(time.Microsecond).String(), firstLine(e.Error, 60))
 	}
 	return t.write(w)
 }
@@ -373,4 +373,13 @@ func when(ms int64) string {
 		return "-"
 	}
 	return time.UnixMilli(ms).Format(time.DateTime)
+}
+
+// firstLine is s's first line, cut to n runes ("…" added when cut).
+func firstLine(s string, n int) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }

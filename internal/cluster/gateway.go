@@ -565,14 +565,30 @@ func (g *Gateway) subscribe() error {
 	return c.Conn.FlushTimeout(10 * time.Second)
 }
 
+// timelineErrorBudget bounds the bytes of errors and stacks one timeline
+// reply carries (the rest of a reply is at most ~100 bytes per event).
+const timelineErrorBudget = 256 << 10
+
 // timeline answers a timeline request with the raylet's recent task
 // attempts.
 func (g *Gateway) timeline(m *nats.Msg) {
 	out := &atollpb.TaskEvents{NodeId: g.cfg.NodeID.Bytes()}
 	if res, err := g.cfg.System.Root.RequestFuture(g.cfg.Raylet, &raylet.GetTimeline{}, 5*time.Second).Result(); err == nil {
-		for _, e := range res.([]raylet.TaskEvent) {
+		events := res.([]raylet.TaskEvent)
+		// The errors of the newest failed attempts, within a budget: the
+		// reply must stay under NATS's largest message.
+		withError := make([]bool, len(events))
+		for i, budget := len(events)-1, timelineErrorBudget; i >= 0 && budget > 0; i-- {
+			if n := len(events[i].Error) + len(events[i].RemoteStack); n > 0 && n <= budget {
+				withError[i], budget = true, budget-n
+			}
+		}
+		for i, e := range events {
 			ev := &atollpb.TaskEvent{TaskId: e.TaskID.Bytes(), Name: e.Name, WorkerId: e.Worker.Bytes(),
 				StartUnixUs: e.Start.UnixMicro(), EndUnixUs: e.End.UnixMicro(), Failed: e.Failed, Kind: e.Kind, Bytes: e.Bytes, Detail: e.Detail}
+			if withError[i] {
+				ev.Error, ev.RemoteStack = e.Error, e.RemoteStack
+			}
 			if !e.JobID.IsZero() {
 				ev.JobId = e.JobID.Bytes()
 			}

@@ -41,6 +41,10 @@ type TimelineEvent struct {
 	Kind   string `json:"kind"`
 	Bytes  uint64 `json:"bytes,omitempty"`
 	Detail string `json:"detail,omitempty"`
+	// Error and RemoteStack are why a failed attempt failed (the newest
+	// failed attempts of each node carry them).
+	Error       string `json:"error,omitempty"`
+	RemoteStack string `json:"remote_stack,omitempty"`
 }
 
 // timelineTimeout bounds each node's answer to GetTimeline (and to every
@@ -87,7 +91,8 @@ func TimelineOn(ctx context.Context, nc *nats.Conn) ([]TimelineEvent, error) {
 			}
 			ev := TimelineEvent{NodeID: node.String(), WorkerID: worker.String(),
 				TaskID: task.String(), Name: e.Name, Start: time.UnixMicro(e.StartUnixUs),
-				End: time.UnixMicro(e.EndUnixUs), Failed: e.Failed, Kind: kind, Bytes: e.Bytes, Detail: e.Detail}
+				End: time.UnixMicro(e.EndUnixUs), Failed: e.Failed, Kind: kind, Bytes: e.Bytes, Detail: e.Detail,
+				Error: e.Error, RemoteStack: e.RemoteStack}
 			if job, err := ids.FromBytes(e.JobId); err == nil && !job.IsZero() {
 				ev.JobID = job.String()
 			}

@@ -56,6 +56,8 @@ type (
 		WorkerID string `json:"worker_id"`
 		TraceID  string `json:"trace_id"`
 		TraceURL string `json:"trace_url"`
+		Error    string `json:"error"`
+		Stack    string `json:"remote_stack"`
 	}
 	apiTasks struct {
 		Counts struct {
@@ -193,6 +195,12 @@ func checkAPI(t *testing.T, c *testcluster.Cluster) {
 	getJSON(t, base+"/api/tasks?state=failed&job="+job.JobID, http.StatusOK, &failed)
 	if len(failed.Tasks) != numFails || failed.Tasks[0].Name != "dash.fail" {
 		t.Errorf("failed tasks %+v", failed.Tasks)
+	}
+	// A failed attempt says why, with the stack of its goroutine.
+	for _, task := range failed.Tasks {
+		if !strings.Contains(task.Error, "dash.fail refuses 7") || !strings.Contains(task.Stack, "goroutine") {
+			t.Errorf("failed task %s: error %q, stack %q; want its error and its stack", task.TaskID, task.Error, task.Stack)
+		}
 	}
 	var named apiTasks
 	getJSON(t, base+"/api/tasks?name=square&node="+c.Node(1).ID, http.StatusOK, &named)

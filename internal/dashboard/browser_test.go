@@ -157,7 +157,14 @@ func checkBrowser(jobCtx context.Context, t *testing.T, c *testcluster.Cluster) 
 	do("the tasks view's state filter",
 		show("#tasks?state=failed&job="+job),
 		waitFor(fmt.Sprintf(`(() => { const rs = document.querySelectorAll('#tasks-table tbody tr[data-state]');
-			return rs.length === %d && [...rs].every(r => r.dataset.state === "failed" && r.cells[1].textContent === "dash.fail"); })()`, numFails)))
+			return rs.length === %d && [...rs].every(r => r.dataset.state === "failed" && r.cells[1].textContent === "dash.fail" &&
+				r.querySelector(".task-error summary").textContent.includes("dash.fail refuses 7")); })()`, numFails)),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := chromedp.Evaluate[chromedp.Void](`document.querySelector('#tasks-table tbody tr[data-state="failed"] .task-error summary').click()`)(ctx, tg)
+			return err
+		}),
+		waitFor(`document.querySelector('#tasks-table tbody tr[data-state="failed"] .task-error pre').textContent.includes("goroutine")`),
+		shoot("task-error"))
 
 	do("the actors view: the counter alive, the victim dead with its cause",
 		show("#actors"),

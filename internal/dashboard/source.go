@@ -69,4 +69,7 @@ type TaskAttempt struct {
 	Name       string
 	Start, End time.Time
 	Failed     bool
+	// Error and RemoteStack are why a failed attempt failed ("" when the
+	// node did not send them).
+	Error, RemoteStack string
 }

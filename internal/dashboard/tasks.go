@@ -51,6 +51,9 @@ type taskView struct {
 	DurationMs float64   `json:"duration_ms"`
 	TraceID    string    `json:"trace_id,omitempty"`
 	TraceURL   string    `json:"trace_url,omitempty"`
+	// Error and RemoteStack are why a failed attempt failed.
+	Error       string `json:"error,omitempty"`
+	RemoteStack string `json:"remote_stack,omitempty"`
 }
 
 // taskFilter selects attempts: by job, node, state and a substring of
@@ -141,7 +144,8 @@ func (a *api) tasks(ctx context.Context, r *http.Request) (any, error) {
 		}
 		v.Tasks = append(v.Tasks, taskView{TaskID: e.TaskID.String(), Name: e.Name, State: stateOf(e), JobID: idString(e.JobID),
 			NodeID: e.NodeID.String(), WorkerID: e.WorkerID.String(), StartTime: e.Start.UTC(), EndTime: e.End.UTC(),
-			DurationMs: float64(e.End.Sub(e.Start).Microseconds()) / 1000, TraceID: e.TraceID, TraceURL: a.traceLink(e.TraceID)})
+			DurationMs: float64(e.End.Sub(e.Start).Microseconds()) / 1000, TraceID: e.TraceID, TraceURL: a.traceLink(e.TraceID),
+			Error: e.Error, RemoteStack: e.RemoteStack})
 	}
 	return v, nil
 }

@@ -84,7 +84,8 @@ func (s dashboardSource) Timeline(ctx context.Context) ([]dashboard.TaskAttempt,
 		if e.Kind != "" && e.Kind != raylet.EventTask {
 			continue // actor calls, transfers, spills and restores are not task attempts
 		}
-		a := dashboard.TaskAttempt{Name: e.Name, TraceID: e.TraceID, Start: e.Start, End: e.End, Failed: e.Failed}
+		a := dashboard.TaskAttempt{Name: e.Name, TraceID: e.TraceID, Start: e.Start, End: e.End, Failed: e.Failed,
+			Error: e.Error, RemoteStack: e.RemoteStack}
 		var err1, err2, err3 error
 		a.NodeID, err1 = ids.FromHex(e.NodeID)
 		a.WorkerID, err2 = ids.FromHex(e.WorkerID)

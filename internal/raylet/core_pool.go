@@ -117,9 +117,9 @@ func (c *Core) WorkerExited(now time.Time, id ids.WorkerID, reason string, early
 	for _, t := range w.tasks {
 		c.releaseTask(t)
 		delete(c.running, t.id)
-		c.ended(t, true)
-		crash := &errs.WorkerCrashedError{TaskName: t.spec.Name, TaskID: t.id.String(), Message: reason}
-		c.reply(t.owner, &atollpb.TaskResult{TaskId: t.spec.TaskId, Attempt: t.spec.Attempt, Error: errs.ToProto(crash), WorkerId: w.id.Bytes()})
+		crash := errs.ToProto(&errs.WorkerCrashedError{TaskName: t.spec.Name, TaskID: t.id.String(), Message: reason})
+		c.ended(t, crash)
+		c.reply(t.owner, &atollpb.TaskResult{TaskId: t.spec.TaskId, Attempt: t.spec.Attempt, Error: crash, WorkerId: w.id.Bytes()})
 	}
 	w.tasks = nil
 	c.endLease(w)

@@ -282,7 +282,7 @@ func (c *Core) Finished(now time.Time, worker ids.WorkerID, attemptID uint64, re
 	c.releaseTask(t)
 	delete(c.running, t.id)
 	c.stats.Finished++
-	c.ended(t, result.GetError() != nil)
+	c.ended(t, result.GetError())
 	if !delivered {
 		c.reply(t.owner, result)
 	}
@@ -298,10 +298,11 @@ func (c *Core) Finished(now time.Time, worker ids.WorkerID, attemptID uint64, re
 	c.schedule()
 }
 
-// ended reports t's attempt done (the timeline records it).
-func (c *Core) ended(t *task, failed bool) {
+// ended reports t's attempt done, failed with err if not nil (the
+// timeline records it).
+func (c *Core) ended(t *task, err *atollpb.ErrorInfo) {
 	a := t.assigned
-	a.ended, a.failed = c.now, failed
+	a.ended, a.failed, a.err = c.now, err != nil, err
 	c.emit(Done{Attempt: a})
 }
 

@@ -3,6 +3,7 @@ package raylet
 import (
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -32,6 +33,10 @@ type TaskEvent struct {
 	Bytes uint64
 	// Detail says more in a word or two (the object, the peer node).
 	Detail string
+	// Error and RemoteStack are why a failed attempt failed: its error's
+	// message and the stack of the goroutine that failed in its worker,
+	// each cut to maxEventError.
+	Error, RemoteStack string
 	// JobID is the task's job (zero if the spec named none) and TraceID
 	// the trace of its submit span (zero when the driver did not trace).
 	JobID   ids.JobID
@@ -40,10 +45,28 @@ type TaskEvent struct {
 
 // finishedEvent is the timeline entry of an attempt that ended (Done).
 func finishedEvent(a *Assignment) TaskEvent {
-	e := TaskEvent{TaskID: a.task, Name: a.spec.Name, Worker: a.worker, Start: a.started, End: a.ended, Failed: a.failed}
+	e := TaskEvent{TaskID: a.task, Name: a.spec.Name, Worker: a.worker, Start: a.started, End: a.ended, Failed: a.failed,
+		Error: cut(a.err.GetMessage(), maxEventError), RemoteStack: cut(a.err.GetRemoteStack(), maxEventError)}
 	e.JobID, _ = ids.FromBytes(a.spec.GetJobId())
 	e.TraceID = traceID(a.spec.GetTrace().GetTraceparent())
 	return e
+}
+
+// maxEventError bounds the error message and the stack a timeline event
+// keeps (the ring holds TimelineCap events).
+const maxEventError = 2048
+
+// cut returns s, cut to at most n bytes (on a rune boundary) with "…"
+// added when it was longer.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
 }
 
 // traceID reads the trace id of a W3C traceparent

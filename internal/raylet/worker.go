@@ -26,6 +26,8 @@ type Assignment struct {
 	// it failed (the Core's clock; for the timeline).
 	started, ended time.Time
 	failed         bool
+	// err is why a failed attempt failed.
+	err *atollpb.ErrorInfo
 
 	// The shell's: the attempt's context, cancelled to stop it (with a
 	// cause: cancelled; nil: it ended), and the delivery of its result.

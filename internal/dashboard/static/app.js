@@ -365,8 +365,20 @@ async function loadTasks() {
     el("td", {}, t.trace_id
       ? (t.trace_url ? el("a", { class: "trace-link", href: t.trace_url, target: "_blank", rel: "noopener", title: t.trace_id }, short(t.trace_id))
         : el("span", { class: "id trace-id", title: t.trace_id }, t.trace_id))
-      : el("span", { class: "muted" }, "not traced"))));
-  setRows($("tasks-table").tBodies[0], rows, 9, "no task attempts match");
+      : el("span", { class: "muted" }, "not traced")),
+    el("td", { class: "wrap" }, errorCell(t))));
+  setRows($("tasks-table").tBodies[0], rows, 10, "no task attempts match");
+}
+
+// errorCell is a failed attempt's error: its first line, opening to the
+// whole message and the stack of the goroutine that failed.
+function errorCell(t) {
+  if (t.state !== "failed") return null;
+  if (!t.error) return el("span", { class: "muted" }, "not kept");
+  const first = t.error.split("\n")[0];
+  return el("details", { class: "task-error" },
+    el("summary", {}, first.length > 80 ? first.slice(0, 80) + "…" : first),
+    el("pre", {}, t.error + (t.remote_stack ? "\n\n" + t.remote_stack : "")));
 }
 
 // ---------- actors ----------

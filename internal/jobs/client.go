@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -49,6 +50,11 @@ const jobRequestTimeout = 30 * time.Second
 // start: the job is then FAILED). Progress, if not nil, is told of each
 // node the binary goes to.
 func Submit(ctx context.Context, nc *nats.Conn, sub Submission, progress func(string)) (ids.JobID, error) {
+	path, err := ResolveBinary(sub.Binary, sub.Args)
+	if err != nil {
+		return ids.JobID{}, err
+	}
+	sub.Binary = path
 	bin, err := readBinary(sub.Binary)
 	if err != nil {
 		return ids.JobID{}, err
@@ -122,6 +128,25 @@ func Submit(ctx context.Context, nc *nats.Conn, sub Submission, progress func(st
 }
 
 // readBinary reads a driver program, at most MaxBinaryBytes.
+// ResolveBinary finds the program a submission names, as a shell would:
+// a name without a slash is looked up in PATH. The go command itself is
+// refused with how to build the program first: a job is a built program
+// sent to the nodes, not a build run on one.
+func ResolveBinary(name string, args []string) (string, error) {
+	path := name
+	if !strings.Contains(name, "/") {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			return "", errs.Invalidf("job binary %q: not found in PATH (a program in this directory is ./%s)", name, name)
+		}
+		path = p
+	}
+	if filepath.Base(path) == "go" && len(args) > 0 && (args[0] == "run" || args[0] == "build") {
+		return "", errs.Invalidf("job binary %s: a job is a built program, sent to the nodes; build it first, then submit it: go build -o app . && atoll job submit -- ./app", name)
+	}
+	return path, nil
+}
+
 func readBinary(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {

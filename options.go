@@ -150,7 +150,7 @@ func WithoutSpilling() Option { return func(c *config) { c.node.NoSpill = true }
 // which create new data — to saturation × CPU slots running at once, and
 // runs tasks that consume existing objects first, so a pipeline does not
 // flood memory with inputs faster than it can consume them (Dask's
-// worker-saturation, seed 001). Default 1.0; math.Inf(1) disables it.
+// worker-saturation setting). Default 1.0; math.Inf(1) disables it.
 func WithSaturation(saturation float64) Option {
 	return func(c *config) { c.node.Saturation = saturation }
 }

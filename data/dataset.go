@@ -16,7 +16,7 @@ import (
 // Config holds the execution settings of a dataset (Ray's DatasetContext).
 type Config struct {
 	// TargetMaxBlockSize: a task splits its output into blocks of at most
-	// this many bytes. Default 512 MiB (seed 003): blocks that large keep
+	// this many bytes. Default 512 MiB (as Ray Datasets): blocks that large keep
 	// task counts low while a worker holds only a few in memory.
 	TargetMaxBlockSize int64
 	// MemoryBudget bounds the bytes a run keeps in flight: the inputs and

@@ -11,7 +11,7 @@ import (
 // the physical stages that execute them, with the reason for every
 // boundary (plan_test.go runs the scripts in testdata/plan.txt).
 //
-// Fusion rules (seed 003, Ray Datasets' stage fusion):
+// Fusion rules (after Ray Datasets' stage fusion):
 //   - a read and the map-like operations after it fuse into one stage
 //     while they share the compute strategy (tasks or actors, and for
 //     actors the pool's size) and the resources per task;

@@ -114,8 +114,8 @@ func (s *subStats) format(b *strings.Builder, title string) {
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.3gs", d.Seconds()) }
 
-// format prints the stats of a run, a stage after another, as seed 003
-// shows them.
+// format prints the stats of a run, a stage after another, as Ray
+// Datasets' stats show them.
 func formatStats(stages []*stageStats) string {
 	var b strings.Builder
 	for i, st := range stages {

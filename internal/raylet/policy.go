@@ -104,7 +104,7 @@ const (
 	PendingMemory PendingReason = "waiting_for_memory"
 	// PendingRootQueued: a root task (no object arguments) held back so
 	// that workers are not flooded with new data while consumers wait
-	// (Dask's root-task queuing, seed 001).
+	// (Dask's root-task queuing).
 	PendingRootQueued PendingReason = "root_task_queued"
 	PendingNone       PendingReason = ""
 )

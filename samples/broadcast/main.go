@@ -1,4 +1,5 @@
-// Command broadcast is seed 000's first benchmark: one large []float64 is
+// Command broadcast is the broadcast benchmark (after Ray's and Dask's
+// memory comparison): one large []float64 is
 // put into the object store once and N tasks each read it and sum it.
 // With a shared-memory store every task reads the same pages, so the
 // whole run costs about one copy of memory.

@@ -1,4 +1,5 @@
-// Command sort is seed 000's second benchmark: a distributed sample sort
+// Command sort is the out-of-core benchmark (after Ray's and Dask's
+// memory comparison): a distributed sample sort
 // of a random int64 column larger than the object store, which spills to
 // disk and restores what tasks need.
 //

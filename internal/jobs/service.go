@@ -369,6 +369,12 @@ func (s *jobService) prepare(req *atollpb.JobSubmit) (*nodeJob, error) {
 	cmd := exec.Command(bin, req.Args...)
 	cmd.Dir = work
 	cmd.Env = s.jobEnv(id)
+	creds, err := s.credentialsPipe()
+	if err != nil {
+		_ = os.RemoveAll(j.dir)
+		return nil, errs.Unavailablef("job submit: %v", err)
+	}
+	cmd.ExtraFiles = []*os.File{creds} // descriptor 3; closed here once the driver started
 	// A process group of its own (stop signals the driver and its local
 	// worker processes); the driver does not outlive its node.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
@@ -383,12 +389,13 @@ func (s *jobService) prepare(req *atollpb.JobSubmit) (*nodeJob, error) {
 }
 
 // jobEnv is a job driver's environment: the node's, without what makes
-// a process a node or a worker or names another cluster, plus the
-// cluster's address and credentials and the job's id.
+// a process a node or a worker or names another cluster, and without
+// credentials, plus the cluster's address, the job's id and the
+// descriptor (3) its credentials come on (credentialsPipe).
 func (s *jobService) jobEnv(id ids.JobID) []string {
-	drop := []string{nodeconfig.EnvNode, nodeconfig.EnvAddress, nodeconfig.EnvSecret, nodeconfig.EnvSecretFile, nodeconfig.EnvReaderToken, EnvSubmissionID, "ATOLL_WORKER"}
+	drop := []string{nodeconfig.EnvAddress, EnvSubmissionID, "ATOLL_WORKER"}
 	var env []string
-	for _, kv := range os.Environ() {
+	for _, kv := range nodeconfig.WithoutCredentials(os.Environ()) {
 		keep := true
 		for _, d := range drop {
 			if strings.HasPrefix(kv, d+"=") || strings.HasPrefix(kv, d+"_") {
@@ -400,17 +407,27 @@ func (s *jobService) jobEnv(id ids.JobID) []string {
 			env = append(env, kv)
 		}
 	}
-	env = append(env, nodeconfig.EnvAddress+"="+s.cfg.Address, EnvSubmissionID+"="+id.String())
-	if s.cfg.Secret != "" {
-		env = append(env, nodeconfig.EnvSecret+"="+s.cfg.Secret)
-	}
+	return append(env, nodeconfig.EnvAddress+"="+s.cfg.Address, EnvSubmissionID+"="+id.String(), nodeconfig.EnvCredentialsFD+"=3")
+}
+
+// credentialsPipe returns the read end of a pipe holding the cluster's
+// credentials for a job driver (its descriptor 3): the driver reads them
+// once and closes it, so neither its environment nor its worker
+// processes' hold them.
+func (s *jobService) credentialsPipe() (*os.File, error) {
 	c := s.cfg.Credentials
-	for _, kv := range [][2]string{{nodeconfig.EnvTLSCert, c.TLSCert}, {nodeconfig.EnvTLSKey, c.TLSKey}, {nodeconfig.EnvTLSCA, c.TLSCA}, {nodeconfig.EnvNATSCreds, c.NATSCreds}} {
-		if kv[1] != "" {
-			env = append(env, kv[0]+"="+kv[1])
-		}
+	c.Secret, c.SecretFile, c.ReaderToken = s.cfg.Secret, "", ""
+	lines := nodeconfig.CredentialLines(c)
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
 	}
-	return env
+	defer w.Close()
+	if _, err := w.Write(lines); err != nil { // a few hundred bytes: the pipe's buffer holds them
+		r.Close()
+		return nil, err
+	}
+	return r, nil
 }
 
 // run records the job, starts its driver, answers the submitter, waits
@@ -422,6 +439,9 @@ func (s *jobService) run(j *nodeJob, m *nats.Msg, exited func()) {
 	log := s.log.With("job", j.id.String())
 	if err := s.record(j, nil); err != nil {
 		s.respond(m, &atollpb.JobSubmitReply{Error: errs.ToProto(err)})
+		for _, f := range j.cmd.ExtraFiles {
+			_ = f.Close()
+		}
 		s.forget(j)
 		return
 	}
@@ -436,6 +456,9 @@ func (s *jobService) run(j *nodeJob, m *nats.Msg, exited func()) {
 		}
 		s.mu.Unlock()
 		_ = out.Close() // the child holds its own descriptor
+	}
+	for _, f := range j.cmd.ExtraFiles {
+		_ = f.Close() // the credentials' pipe: the child holds its own end, or never started
 	}
 	if err != nil {
 		log.Warn("job did not start", "err", err)

@@ -2,7 +2,12 @@ package nodeconfig
 
 import (
 	"encoding/json"
+	"io"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/errs"
@@ -37,6 +42,11 @@ const (
 	// list, memory, timeline) needs on a machine without the cluster
 	// secret.
 	EnvReaderToken = "ATOLL_READER_TOKEN"
+	// EnvCredentialsFD is an inherited descriptor (its number) from which
+	// a job driver reads its credentials once, as VARIABLE=value lines of
+	// the variables above: its node passes them this way, not in its
+	// environment, which its worker processes and tasks would see.
+	EnvCredentialsFD = "ATOLL_CREDENTIALS_FD"
 	// EnvNode, set to a JSON-encoded Config (Config.Environ), makes a
 	// program's atoll.Init run that node instead (node.RunFromEnv;
 	// internal/testcluster starts test binaries this way, so their nodes
@@ -85,6 +95,9 @@ func (c Credentials) WithEnv() Credentials {
 		if *f.v == "" {
 			*f.v = os.Getenv(f.env)
 		}
+		if *f.v == "" {
+			*f.v = inheritedCredentials()[f.env]
+		}
 	}
 	return c
 }
@@ -130,4 +143,76 @@ func FromEnvNode(s string) (Config, error) {
 		return cfg, errs.Invalidf("a node process either is the head (Head) or joins one (Address)")
 	}
 	return cfg, nil
+}
+
+// credentialVars are the variables that carry credentials (or name a
+// process's node configuration, which holds them).
+var credentialVars = []string{EnvSecret, EnvSecretFile, EnvReaderToken, EnvNATSCreds, EnvTLSKey, EnvCredentialsFD, EnvNode}
+
+// WithoutCredentials returns env (VARIABLE=value entries) without the
+// variables that carry credentials: what worker processes and job
+// drivers start with, so that no task finds the cluster's secret in its
+// environment.
+func WithoutCredentials(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(credentialVars, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// CredentialLines renders credentials as what a job driver reads from
+// EnvCredentialsFD: VARIABLE=value lines of the non-empty ones.
+func CredentialLines(c Credentials) []byte {
+	var b strings.Builder
+	for _, kv := range [][2]string{{EnvSecret, c.Secret}, {EnvSecretFile, c.SecretFile}, {EnvNATSCreds, c.NATSCreds},
+		{EnvTLSCert, c.TLSCert}, {EnvTLSKey, c.TLSKey}, {EnvTLSCA, c.TLSCA}, {EnvReaderToken, c.ReaderToken}} {
+		if kv[1] != "" && !strings.ContainsAny(kv[1], "\n\x00") {
+			b.WriteString(kv[0] + "=" + kv[1] + "\n")
+		}
+	}
+	return []byte(b.String())
+}
+
+// inheritable are the variables a job driver takes from EnvCredentialsFD.
+var inheritable = []string{EnvSecret, EnvSecretFile, EnvNATSCreds, EnvTLSCert, EnvTLSKey, EnvTLSCA, EnvReaderToken}
+
+// maxCredentialBytes bounds what is read from EnvCredentialsFD.
+const maxCredentialBytes = 64 << 10
+
+var inherited struct {
+	once sync.Once
+	vars map[string]string
+}
+
+// inheritedCredentials reads, once, the credentials a job driver
+// inherited on the descriptor EnvCredentialsFD names, closes it and
+// removes the variable (the driver's worker processes inherit neither).
+// Unknown variables and malformed lines are ignored; none without it.
+func inheritedCredentials() map[string]string {
+	inherited.once.Do(func() {
+		inherited.vars = map[string]string{}
+		s := os.Getenv(EnvCredentialsFD)
+		if s == "" {
+			return
+		}
+		_ = os.Unsetenv(EnvCredentialsFD)
+		fd, err := strconv.Atoi(s)
+		if err != nil || fd < 3 {
+			return
+		}
+		f := os.NewFile(uintptr(fd), "credentials")
+		defer f.Close()
+		data, _ := io.ReadAll(io.LimitReader(f, maxCredentialBytes))
+		for _, line := range strings.Split(string(data), "\n") {
+			name, value, ok := strings.Cut(line, "=")
+			if ok && value != "" && slices.Contains(inheritable, name) {
+				inherited.vars[name] = value
+			}
+		}
+	})
+	return inherited.vars
 }

@@ -77,7 +77,13 @@
 // that finds none generates one (`atoll start --head` saves it there
 // first; a head started through the Go API keeps it in memory:
 // Node.Secret). An embedded node needs none: nothing outside its process
-// reaches it.
+// reaches it. No credential reaches user code through the environment:
+// worker processes start without the credential variables
+// (nodeconfig.WithoutCredentials), and a job driver reads its credentials
+// once from an inherited pipe (descriptor 3, ATOLL_CREDENTIALS_FD) that
+// its own workers do not inherit (TestNoSecretInWorkerEnv). A task can
+// still read the head's secret file on the head's machine, as the same
+// user: run code you do not trust as another user.
 //
 // Worker binaries: the driver hashes its worker binary at Init (a worker
 // process hashes its own on its first submission) and every TaskSpec

@@ -14,6 +14,7 @@ import (
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/raylet"
 	"github.com/atoll-runtime/atoll/internal/workerconn"
 )
@@ -113,7 +114,8 @@ func (p *incarnation) startProcess(system *actor.ActorSystem, self *actor.PID, g
 	}
 	p.conn = workerconn.New(nc, handler)
 	cmd := exec.Command(cfg.Binary, cfg.Args...)
-	cmd.Env = append(append(os.Environ(), cfg.Env...),
+	// No credentials: a worker talks to its node only, over its socket.
+	cmd.Env = append(append(nodeconfig.WithoutCredentials(os.Environ()), cfg.Env...),
 		raylet.EnvWorker+"=1", raylet.EnvWorkerID+"="+id.String(), raylet.EnvNodeID+"="+node.String(),
 		raylet.EnvArenaSize+"="+strconv.FormatUint(cfg.ArenaSize, 10))
 	cmd.ExtraFiles = []*os.File{cfg.Arena, theirs} // fds 3 and 4

@@ -141,8 +141,8 @@ func headFlags(fs *pflag.FlagSet, cfg *nodeconfig.Config) error {
 			return errs.Invalidf("--port and --nats conflict: with --nats the head runs no NATS server of its own")
 		case cfg.NATSURL != "" && fs.Changed("gcs-dir"):
 			return errs.Invalidf("--gcs-dir and --nats conflict: with --nats the GCS keeps its state on that NATS server")
-		case !cfg.Dashboard && (fs.Changed("dashboard-port") || fs.Changed("dashboard-trace-url")):
-			return errs.Invalidf("--dashboard-port and --dashboard-trace-url need the dashboard: drop --include-dashboard=false")
+		case !cfg.Dashboard && (fs.Changed("dashboard-port") || fs.Changed("dashboard-trace-url") || fs.Changed("dashboard-host") || fs.Changed("dashboard-host-names")):
+			return errs.Invalidf("--dashboard-port, --dashboard-host, --dashboard-host-names and --dashboard-trace-url need the dashboard: drop --include-dashboard=false")
 		}
 		if !cfg.Dashboard {
 			cfg.DashboardPort = 0
@@ -161,7 +161,7 @@ func headFlags(fs *pflag.FlagSet, cfg *nodeconfig.Config) error {
 	case fs.Changed("fault-injection"):
 		return errs.Invalidf("--fault-injection is for the head (--head): its NATS server decides who may inject faults")
 	}
-	for _, name := range []string{"include-dashboard", "dashboard-port", "dashboard-trace-url"} {
+	for _, name := range []string{"include-dashboard", "dashboard-port", "dashboard-trace-url", "dashboard-host", "dashboard-host-names"} {
 		if fs.Changed(name) {
 			return errs.Invalidf("--%s is for the head (--head): it serves the cluster's dashboard", name)
 		}

@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"io"
 	"net/http"
 	"regexp"
 	"slices"
@@ -278,6 +279,8 @@ func checkAPI(t *testing.T, c *testcluster.Cluster) {
 		t.Errorf("the head's log does not say where the dashboard is (%s): %q", base, headLog.Text)
 	}
 
+	checkAccess(t, base)
+
 	// Bad requests: typed errors, no crash.
 	for _, bad := range []struct {
 		path string
@@ -307,5 +310,67 @@ func checkAPI(t *testing.T, c *testcluster.Cluster) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST /api/cluster: %d, want 405", resp.StatusCode)
+	}
+}
+
+// checkAccess: the dashboard answers only to the names it serves; its
+// logs need the reader token, as a bearer or as the session a login
+// (from its own page) sets.
+func checkAccess(t *testing.T, base string) {
+	t.Helper()
+	do := func(method, path string, header map[string]string, body string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range header {
+			if k == "Host" {
+				req.Host = v
+			} else {
+				req.Header.Set(k, v)
+			}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	logs := "/api/logs/" + strings.Repeat("ab", 16)
+	for _, tc := range []struct {
+		what         string
+		method, path string
+		header       map[string]string
+		body         string
+		want         int
+	}{
+		{"another site's name (DNS rebinding)", "GET", "/api/cluster", map[string]string{"Host": "attacker.example"}, "", http.StatusMisdirectedRequest},
+		{"another site's name, the page", "GET", "/", map[string]string{"Host": "attacker.example:8265"}, "", http.StatusMisdirectedRequest},
+		{"localhost", "GET", "/api/cluster", map[string]string{"Host": "localhost"}, "", http.StatusOK},
+		{"the logs without the token", "GET", logs, nil, "", http.StatusUnauthorized},
+		{"the logs with another token", "GET", logs, map[string]string{"Authorization": "Bearer nope"}, "", http.StatusUnauthorized},
+		{"a login with another token", "POST", "/api/login", nil, `{"token": "nope"}`, http.StatusUnauthorized},
+		{"a login from another site's page", "POST", "/api/login", map[string]string{"Origin": "http://attacker.example"}, `{"token": "` + readerToken + `"}`, http.StatusForbidden},
+	} {
+		if resp := do(tc.method, tc.path, tc.header, tc.body); resp.StatusCode != tc.want {
+			t.Errorf("%s: %s %s: status %d, want %d", tc.what, tc.method, tc.path, resp.StatusCode, tc.want)
+		}
+	}
+	resp := do("POST", "/api/login", map[string]string{"Origin": base}, `{"token": "`+readerToken+`"}`)
+	var session *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "atoll_session" {
+			session = c
+		}
+	}
+	if resp.StatusCode != http.StatusNoContent || session == nil || !session.HttpOnly || session.SameSite != http.SameSiteStrictMode || session.Value == readerToken {
+		t.Fatalf("login: status %d, cookie %+v; want 204 and an HttpOnly, SameSite=Strict session that is not the token", resp.StatusCode, session)
+	}
+	// 404: the node is unknown, but the session got past the login.
+	if resp := do("GET", logs, map[string]string{"Cookie": "atoll_session=" + session.Value}, ""); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the logs with the session: status %d, want 404 (an unknown node)", resp.StatusCode)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/cluster"
+	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 	"github.com/atoll-runtime/atoll/internal/testmain"
@@ -78,6 +80,11 @@ func startCluster(t *testing.T) (*testcluster.Cluster, context.Context) {
 				cfg.DashboardTraceURL = traceURL
 			}
 		}})
+	secret, err := clusterkey.Parse(c.Secret())
+	if err != nil {
+		t.Fatal(err)
+	}
+	readerToken = secret.NATSPassword(cluster.ReaderUser)
 	tp := sdktrace.NewTracerProvider() // samples every trace: task events carry trace ids
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	ctx := testmain.Init(t, 3*time.Minute, atoll.WithAddress(c.Address()), atoll.WithSecret(c.Secret()),
@@ -145,11 +152,22 @@ func runJob(ctx context.Context, t *testing.T) {
 	}
 }
 
+// readerToken is the test cluster's reader token: the dashboard's logs
+// need it.
+var readerToken string
+
 // getJSON GETs url and decodes its JSON into v, failing t unless the
 // status is want.
 func getJSON(t *testing.T, url string, want int, v any) {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(url, "/api/logs/") {
+		req.Header.Set("Authorization", "Bearer "+readerToken) // the logs need it
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}

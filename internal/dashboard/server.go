@@ -41,6 +41,15 @@ type Config struct {
 	// TraceURL, if set, links each task to its trace: an http(s) URL in
 	// which TraceIDPlaceholder stands for the trace id.
 	TraceURL string
+	// Token, if set, is what a reader proves to read the logs and, when
+	// the dashboard listens beyond loopback, the rest of the API: the
+	// cluster's reader token, sent as "Authorization: Bearer" or turned
+	// into a session cookie by a login on the page.
+	Token string
+	// Hosts are the names (besides IP addresses, localhost and this
+	// machine's name) the dashboard answers to; a request naming another
+	// Host gets 421 (a page of another site reaching it by DNS rebinding).
+	Hosts []string
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -72,7 +81,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s := &Server{ln: ln, url: "http://" + ln.Addr().String(), done: make(chan struct{}), log: cfg.Logger}
 	s.srv = &http.Server{
-		Handler:           newHandler(cfg.Source, cfg.TraceURL, cfg.Logger),
+		Handler:           newHandler(cfg.Source, cfg.TraceURL, cfg.Logger, newAccess(cfg, ln)),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -119,7 +128,7 @@ func CheckTraceURL(name, t string) error {
 }
 
 // newHandler routes the page, its assets and the API.
-func newHandler(src Source, traceURL string, log *slog.Logger) http.Handler {
+func newHandler(src Source, traceURL string, log *slog.Logger, acc *access) http.Handler {
 	a := &api{src: src, traceURL: traceURL, log: log, slots: make(chan struct{}, maxConcurrent)}
 	mux := http.NewServeMux()
 	mux.Handle("GET /{$}", pageHandler())
@@ -130,14 +139,15 @@ func newHandler(src Source, traceURL string, log *slog.Logger) http.Handler {
 	mux.HandleFunc("GET /api/actors", a.serve(a.actors))
 	mux.HandleFunc("GET /api/timeline", a.serve(a.timeline))
 	mux.HandleFunc("GET /api/logs/{node}", a.serve(a.nodeLog))
+	mux.HandleFunc("POST /api/login", acc.login)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			writeError(w, http.StatusMethodNotAllowed, fmt.Errorf("%s not allowed: the dashboard's API is read-only (GET)", r.Method))
+			writeError(w, http.StatusMethodNotAllowed, fmt.Errorf("%s not allowed: the dashboard's API is read-only (GET; POST /api/login only)", r.Method))
 			return
 		}
 		writeError(w, http.StatusNotFound, fmt.Errorf("no API endpoint %s", r.URL.Path))
 	})
-	return securityHeaders(mux)
+	return securityHeaders(acc.wrap(mux))
 }
 
 // securityHeaders keeps the page to its own assets and out of frames.

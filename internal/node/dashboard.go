@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/dashboard"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -18,9 +20,19 @@ func (n *Node) startDashboard() error {
 	if !n.cfg.Dashboard {
 		return nil
 	}
-	addr := net.JoinHostPort(n.cfg.NodeIP, strconv.Itoa(n.cfg.DashboardPort))
+	addr := net.JoinHostPort(n.cfg.DashboardHost, strconv.Itoa(n.cfg.DashboardPort))
+	var names []string
+	for _, name := range strings.Split(n.cfg.DashboardNames, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			names = append(names, name)
+		}
+	}
+	token := ""
+	if !n.sec.Secret.IsZero() {
+		token = n.sec.Secret.NATSPassword(cluster.ReaderUser) // the reader token
+	}
 	srv, err := dashboard.Start(dashboard.Config{Addr: addr, Source: dashboardSource{n}, TraceURL: n.cfg.DashboardTraceURL,
-		Logger: n.log.With("component", "dashboard")})
+		Token: token, Hosts: names, Logger: n.log.With("component", "dashboard")})
 	if err != nil {
 		return fmt.Errorf("%w (another port: --dashboard-port, node.Config.DashboardPort; none: --include-dashboard=false)", err)
 	}

@@ -187,11 +187,19 @@ type Config struct {
 	// Default amm.Replicate, then amm.ReduceReplicas. EnvAMMPolicies
 	// (e.g. "Replicate,Rebalance:0.05") overrides them.
 	AMMPolicies []amm.Policy `json:"-"`
-	// Dashboard serves the web dashboard on the node's IP address; head
-	// only. It listens on NodeIP:DashboardPort (package dashboard). Off
-	// unless set (a program embedding a node chooses); `atoll start
-	// --head` sets it.
+	// Dashboard serves the web dashboard; head only. It listens on
+	// DashboardHost:DashboardPort (package dashboard). Off unless set (a
+	// program embedding a node chooses); `atoll start --head` sets it.
 	Dashboard bool `json:",omitempty"`
+	// DashboardHost is the address the dashboard listens on. Default
+	// 127.0.0.1: this machine only (open it elsewhere through an SSH
+	// tunnel, or listen on 0.0.0.0, where its API needs the reader token).
+	DashboardHost string `json:",omitempty"`
+	// DashboardNames are host names (comma-separated) the dashboard
+	// answers to besides IP addresses, localhost and this machine's name:
+	// the names users reach it by (a request naming another host is
+	// refused, against DNS rebinding).
+	DashboardNames string `json:",omitempty"`
 	// DashboardPort is the dashboard's HTTP port. Default
 	// DefaultDashboardPort (8265, Ray's, so that users find it); 0 with
 	// RandomPorts picks a free port.

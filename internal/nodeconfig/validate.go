@@ -40,6 +40,9 @@ func (c Config) WithDefaults() (Config, error) {
 	if c.Dashboard && !c.RandomPorts {
 		c.DashboardPort = orDefault(c.DashboardPort, DefaultDashboardPort)
 	}
+	if c.Dashboard && c.DashboardHost == "" {
+		c.DashboardHost = "127.0.0.1"
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

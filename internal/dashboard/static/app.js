@@ -112,13 +112,38 @@ async function api(path) {
   const resp = await fetch(path, { headers: { Accept: "application/json" } });
   let body;
   try { body = await resp.json(); } catch (e) { body = { error: resp.statusText }; }
+  if (resp.status === 401) {
+    $("login").hidden = false;
+    const err = new Error(`${path}: ${body.error || resp.status}`);
+    err.login = true;
+    throw err;
+  }
   if (!resp.ok) throw new Error(`${path}: ${body.error || resp.status}`);
   return body;
 }
 
+// login posts the reader token; the server answers with a session cookie.
+async function login(ev) {
+  ev.preventDefault();
+  const resp = await fetch("/api/login", { method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ token: $("login-token").value }) });
+  if (resp.ok) {
+    $("login-token").value = "";
+    $("login").hidden = true;
+    $("login-error").textContent = "";
+    refresh();
+    return;
+  }
+  let body;
+  try { body = await resp.json(); } catch (e) { body = { error: resp.statusText }; }
+  $("login-error").textContent = body.error || String(resp.status);
+}
+
 function showError(err) {
   const box = $("error");
-  if (err) {
+  if (err && err.login) {
+    box.hidden = true; // the login form says it
+  } else if (err) {
     box.textContent = "Cannot reach the cluster: " + err.message;
     box.hidden = false;
   } else {
@@ -530,6 +555,7 @@ function logChoiceChanged() {
 
 window.addEventListener("hashchange", route);
 document.addEventListener("DOMContentLoaded", () => {
+  $("login").addEventListener("submit", login);
   for (const id of ["filter-job", "filter-node", "filter-state"]) $(id).addEventListener("change", taskFilterChanged);
   let typing;
   $("filter-name").addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(taskFilterChanged, 300); });

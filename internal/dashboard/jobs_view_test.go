@@ -19,7 +19,7 @@ type recorded struct {
 }
 
 func (r recorded) Jobs(context.Context) ([]*atollpb.JobInfo, error) { return r.jobs, nil }
-func (r recorded) Timeline(context.Context) ([]TaskAttempt, error) { return r.attempts, nil }
+func (r recorded) Timeline(context.Context) ([]TaskAttempt, error)  { return r.attempts, nil }
 
 // TestJobsViewAsTheCLIShowsThem: a submitted job is one row with its
 // state and exit code as `atoll job list` shows them, and the tasks of

@@ -36,15 +36,25 @@
 // transfer key (handshake.go): the server sends a magic, a version and a
 // nonce Ns, the client answers with its nonce Nc and HMAC(key,
 // "client"|Ns|Nc), the server proves itself with HMAC(key, "server"|Ns|Nc);
-// both check in constant time, within DefaultHandshakeTimeout (10 s). A
+// both check in constant time, within DefaultHandshakeTimeout (3 s). A
 // server closes a connection whose MAC is wrong (Server.Unauthenticated
 // counts them); a client fails with ErrUnauthenticated. With TLS
 // (ClientConfig and ServerOptions take a tls.Config) the bytes are
 // encrypted too, written in batches of records (batchconn.go).
 //
-// The server bounds what a peer can hold (ServerOptions): at most
-// DefaultMaxConns (256) connections (one more is closed at once, counted
-// in Refused), a connection idle for DefaultIdleTimeout (2 minutes) is
+// The server bounds what a peer can hold (ServerOptions). A connection
+// in its handshakes is pending, apart from the authenticated ones, so
+// connections that proved nothing never take a real peer's place: at
+// most DefaultMaxPending (64) pending and DefaultMaxPendingPerAddr (16)
+// from one remote address; a new one past a bound closes the oldest
+// pending connection that has not answered the hello (else the oldest)
+// of its own address, or of the address holding the most (counted in
+// Refused). A peer that does not finish its handshakes within
+// DefaultHandshakeTimeout is closed. So silent connections from other
+// addresses cannot keep a real peer out; an attacker sharing its address
+// (behind the same NAT) can delay it. At most DefaultMaxConns (256)
+// authenticated connections (one more is closed at once, counted in
+// Refused); a connection idle for DefaultIdleTimeout (2 minutes) is
 // closed (the client retries a pooled connection the server closed on a
 // fresh one), and each chunk must be written within DefaultWriteTimeout
 // (30 s), so a reader that stops reading loses its connection and the
@@ -54,7 +64,8 @@
 // # Goroutines and locks
 //
 // A Server runs one accept goroutine and one goroutine per connection;
-// Server.mu guards only the connection set. Client.mu guards the idle
+// Server.mu guards only the connection sets (pending and
+// authenticated). Client.mu guards the idle
 // connections; Puller.mu the gate, its queue and the map of pulls. No
 // mutex is held across I/O.
 //

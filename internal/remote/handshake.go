@@ -33,7 +33,7 @@ const (
 	helloLen         = len(handshakeMagic) + 1 + nonceLen
 
 	// DefaultHandshakeTimeout bounds the handshake on both ends.
-	DefaultHandshakeTimeout = 10 * time.Second
+	DefaultHandshakeTimeout = 3 * time.Second
 )
 
 func handshakeMAC(key []byte, role string, ns, nc []byte) []byte {

@@ -25,7 +25,9 @@
 //   - Object transfer: a connection must pass a mutual HMAC
 //     challenge-response on the derived key before its first request; a
 //     peer without it reads no object, and a node never reads bytes from
-//     a server that does not hold the key.
+//     a server that does not hold the key. Connections in their
+//     handshakes are bounded apart from authenticated ones (64, 16 per
+//     address, 3 s each), so silent connections cannot keep nodes out.
 //
 // TLS (--tls-cert, --tls-key, --tls-ca or ATOLL_TLS_*) encrypts the NATS
 // and transfer connections as well (mutual TLS with a CA); without TLS

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -16,7 +17,23 @@ func checkDashboard(t *testing.T, startOutput string, rec nodeRecord, logFile st
 	if m == nil || rec.DashboardURL != m[1] {
 		t.Fatalf("dashboard URL: record %q, start output:\n%s", rec.DashboardURL, startOutput)
 	}
+	// A node's log needs the reader token: without it the dashboard
+	// answers 401, with it (as a bearer) it serves the file.
 	resp, err := http.Get(m[1] + "/api/logs/" + rec.NodeID)
+	if err != nil {
+		t.Fatalf("dashboard: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("dashboard log without the reader token: status %d, want 401", resp.StatusCode)
+	}
+	token, errOut, err := execute("reader-token")
+	if err != nil {
+		t.Fatalf("reader-token: %v\n%s", err, errOut)
+	}
+	req, _ := http.NewRequest(http.MethodGet, m[1]+"/api/logs/"+rec.NodeID, nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(token))
+	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("dashboard: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/atoll-runtime/atoll/internal/testtls"
 )
@@ -95,4 +96,98 @@ func BenchmarkTransfer(b *testing.B) {
 		_ = conn.Close()
 		<-done
 	})
+}
+
+// BenchmarkPullUnderAttack pulls a 256 KiB object (a tenth of the pulls
+// on a connection dialed anew) while 300 silent connections from eight
+// other addresses are reopened as the server closes them; the baseline
+// is the same pulls' median without the attack, measured first.
+// Figures: the medians and their ratio (the security audit's bound is
+// 2x), and the attacker's connections refused per second. Client,
+// server and attacker share the machine's cores: the attacker's own
+// reconnect loop takes CPU a remote attacker's would not, so a second
+// baseline runs the same attack against a listener that closes every
+// connection at once (contended-µs/pull): x-contended is what the
+// server's handling of the attack adds beyond the attacker's CPU.
+func BenchmarkPullUnderAttack(b *testing.B) {
+	src := newMemSource()
+	id := objID(1)
+	src.add(id, pattern(256<<10, 7))
+	srv, err := ListenWith("127.0.0.1:0", src, ServerOptions{Key: keyOf(1)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = srv.Close() }()
+	// pulls makes n pulls, each tenth on a new client (a new connection
+	// through the handshake), the others on the client's pooled one.
+	pulls := func(n int) (pooled, dialed []time.Duration, failed int) {
+		var c *Client
+		for i := range n {
+			if i%10 == 0 {
+				if c != nil {
+					_ = c.Close()
+				}
+				if c, err = NewClient(ClientConfig{Key: keyOf(1)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var got []byte
+			start := time.Now()
+			if _, err := c.Pull(context.Background(), srv.Addr(), id, bufAlloc(&got)); err != nil {
+				failed++
+				continue
+			}
+			if i%10 == 0 {
+				dialed = append(dialed, time.Since(start))
+			} else {
+				pooled = append(pooled, time.Since(start))
+			}
+		}
+		_ = c.Close()
+		return pooled, dialed, failed
+	}
+	unloaded, unloadedDialed, _ := pulls(100)
+	// The same attack against a listener that closes each connection at
+	// once: what the attacker's CPU alone does to the pulls.
+	sink, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := sink.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	stopSink := silentAttack(b, sink.Addr().String(), 300)
+	contended, _, _ := pulls(100)
+	stopSink()
+	_ = sink.Close()
+
+	stop := silentAttack(b, srv.Addr(), 300)
+	defer stop()
+	refused0, start := srv.Refused(), time.Now()
+	b.ResetTimer()
+	var loaded, loadedDialed []time.Duration
+	failed := 0
+	for b.Loop() {
+		p, d, f := pulls(10)
+		loaded, loadedDialed, failed = append(loaded, p...), append(loadedDialed, d...), failed+f
+	}
+	b.StopTimer()
+	rate := float64(srv.Refused()-refused0) / time.Since(start).Seconds()
+	u, l := median(unloaded), median(loaded)
+	b.ReportMetric(rate, "attack-conns/s")
+	b.ReportMetric(float64(u.Microseconds()), "unloaded-µs/pull")
+	b.ReportMetric(float64(l.Microseconds()), "attacked-µs/pull")
+	b.ReportMetric(float64(l)/float64(u), "x-unloaded")
+	b.ReportMetric(float64(median(contended).Microseconds()), "contended-µs/pull")
+	b.ReportMetric(float64(l)/float64(median(contended)), "x-contended")
+	b.ReportMetric(float64(median(unloadedDialed).Microseconds()), "unloaded-dial-µs/pull")
+	b.ReportMetric(float64(median(loadedDialed).Microseconds()), "attacked-dial-µs/pull")
+	b.ReportMetric(float64(failed), "failed")
+	b.ReportMetric(float64(failed+len(loaded)+len(loadedDialed)), "pulls")
 }

@@ -271,7 +271,7 @@ func (c *Client) authenticate(ctx context.Context, conn net.Conn, addr string) (
 	if len(c.cfg.Key) > 0 {
 		// A peer that never answers must not hold a pull forever.
 		_ = conn.SetDeadline(time.Now().Add(c.cfg.HandshakeTimeout))
-		err := withContext(ctx, conn, func() error { return clientHandshake(conn, c.cfg.Key, addr) })
+		err := withContext(ctx, conn, func() error { return transferHandshake.Dial(conn, c.cfg.Key, addr) })
 		if err != nil {
 			_ = conn.Close()
 			return nil, err

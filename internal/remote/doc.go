@@ -43,13 +43,15 @@
 // encrypted too, written in batches of records (batchconn.go).
 //
 // The server bounds what a peer can hold (ServerOptions). A connection
-// in its handshakes is pending, apart from the authenticated ones, so
-// connections that proved nothing never take a real peer's place: at
-// most DefaultMaxPending (64) pending and DefaultMaxPendingPerAddr (16)
-// from one remote address; a new one past a bound closes the oldest
-// pending connection that has not answered the hello (else the oldest)
-// of its own address, or of the address holding the most (counted in
-// Refused). A peer that does not finish its handshakes within
+// in its handshakes is pending, apart from the authenticated ones, and
+// waits in package preauth's Gate: at most 64 pending in all and 16 from
+// one remote address (ServerOptions.Pending). A new connection from an
+// address already at its bound is closed at once. When the gate is full,
+// so is one from an address that would then hold as many as the biggest
+// holder; any other makes room by closing the biggest holder's oldest
+// connection that has not answered the hello (else its oldest). Both
+// count in Refused.
+// A peer that does not finish its handshakes within
 // DefaultHandshakeTimeout is closed. So silent connections from other
 // addresses cannot keep a real peer out; an attacker sharing its address
 // (behind the same NAT) can delay it. At most DefaultMaxConns (256)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/preauth"
 )
 
 // ServerOptions bound what peers can hold of a Server; zero fields take
@@ -21,16 +22,11 @@ type ServerOptions struct {
 	// closed at once (the peer's pull fails and may retry). Default
 	// DefaultMaxConns.
 	MaxConns int
-	// MaxPending bounds the connections still in their handshakes, apart
+	// Pending bounds the connections still in their handshakes, apart
 	// from MaxConns: connections that have proven nothing never take an
-	// authenticated one's place. A new connection past it closes the
-	// oldest pending one of the address holding the most. Default
-	// DefaultMaxPending.
-	MaxPending int
-	// MaxPendingPerAddr bounds one remote address's pending connections;
-	// past it, that address's oldest is closed. Default
-	// DefaultMaxPendingPerAddr.
-	MaxPendingPerAddr int
+	// authenticated one's place (package preauth says how). Zero fields
+	// take preauth's defaults.
+	Pending preauth.Limits
 	// IdleTimeout closes a connection that sends no request for this
 	// long (clients retry a pooled connection the server closed).
 	// Default DefaultIdleTimeout.
@@ -57,11 +53,9 @@ type ServerOptions struct {
 
 // Defaults of ServerOptions.
 const (
-	DefaultMaxConns          = 256
-	DefaultMaxPending        = 64
-	DefaultMaxPendingPerAddr = 16
-	DefaultIdleTimeout       = 2 * time.Minute
-	DefaultWriteTimeout      = 30 * time.Second
+	DefaultMaxConns     = 256
+	DefaultIdleTimeout  = 2 * time.Minute
+	DefaultWriteTimeout = 30 * time.Second
 )
 
 // Server serves objects from an ObjectSource to remote Clients.
@@ -84,33 +78,7 @@ type Server struct {
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{} // authenticated
 	closed bool
-	// pending are the connections in their handshakes, by the order
-	// they came (seq) and their remote address (host).
-	pending       map[net.Conn]pendingConn
-	pendingByAddr map[string]int
-	seq           uint64
-}
-
-// pendingConn is a connection in its handshakes; spoke is set once the
-// peer sent a byte (a real peer answers the server's hello at once).
-type pendingConn struct {
-	host  string
-	seq   uint64
-	spoke *atomic.Bool
-}
-
-// spokeConn notes that its peer sent something.
-type spokeConn struct {
-	net.Conn
-	spoke *atomic.Bool
-}
-
-func (c spokeConn) Read(b []byte) (int, error) {
-	n, err := c.Conn.Read(b)
-	if n > 0 && !c.spoke.Load() {
-		c.spoke.Store(true)
-	}
-	return n, err
+	gate   *preauth.Gate // the connections in their handshakes
 }
 
 // Listen starts a Server on addr (e.g. "127.0.0.1:0") serving src, with
@@ -121,17 +89,11 @@ func Listen(addr string, src ObjectSource) (*Server, error) {
 
 // ListenWith is Listen with options.
 func ListenWith(addr string, src ObjectSource, opts ServerOptions) (*Server, error) {
-	if opts.MaxConns < 0 || opts.MaxPending < 0 || opts.MaxPendingPerAddr < 0 || opts.IdleTimeout < 0 || opts.WriteTimeout < 0 || opts.HandshakeTimeout < 0 {
+	if opts.MaxConns < 0 || opts.IdleTimeout < 0 || opts.WriteTimeout < 0 || opts.HandshakeTimeout < 0 {
 		return nil, errs.Invalidf("remote: negative ServerOptions %+v", opts)
 	}
 	if opts.MaxConns == 0 {
 		opts.MaxConns = DefaultMaxConns
-	}
-	if opts.MaxPending == 0 {
-		opts.MaxPending = DefaultMaxPending
-	}
-	if opts.MaxPendingPerAddr == 0 {
-		opts.MaxPendingPerAddr = DefaultMaxPendingPerAddr
 	}
 	if opts.IdleTimeout == 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
@@ -145,21 +107,24 @@ func ListenWith(addr string, src ObjectSource, opts ServerOptions) (*Server, err
 	if src == nil {
 		return nil, errs.Invalidf("remote: nil ObjectSource")
 	}
+	gate, err := preauth.NewGate(opts.Pending)
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, errs.Unavailablef("remote: listen %s: %v", addr, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{src: src, ln: ln, opts: opts, ctx: ctx, cancel: cancel, conns: make(map[net.Conn]struct{}),
-		pending: make(map[net.Conn]pendingConn), pendingByAddr: make(map[string]int)}
+	s := &Server{src: src, ln: ln, opts: opts, ctx: ctx, cancel: cancel, conns: make(map[net.Conn]struct{}), gate: gate}
 	s.wg.Add(1)
 	go s.acceptLoop()
 	return s, nil
 }
 
-// Refused is the number of connections closed past MaxConns, or
-// MaxPending and MaxPendingPerAddr while in their handshakes.
-func (s *Server) Refused() uint64 { return s.refused.Load() }
+// Refused is the number of connections closed past MaxConns, or past
+// the Pending limits while in their handshakes.
+func (s *Server) Refused() uint64 { return s.refused.Load() + s.gate.Refused() }
 
 // Unauthenticated is the number of connections closed because they
 // failed the TLS or key handshake.
@@ -177,14 +142,12 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
-	conns := make([]net.Conn, 0, len(s.conns)+len(s.pending))
+	conns := make([]net.Conn, 0, len(s.conns))
 	for c := range s.conns {
 		conns = append(conns, c)
 	}
-	for c := range s.pending {
-		conns = append(conns, c)
-	}
 	s.mu.Unlock()
+	s.gate.Close()
 
 	s.cancel()
 	err := s.ln.Close()
@@ -207,92 +170,31 @@ func (s *Server) acceptLoop() {
 				continue
 			}
 		}
-		spoke := new(atomic.Bool)
-		if !s.admit(c, spoke) {
+		watched, v := s.gate.Admit(c)
+		switch v {
+		case preauth.Refused:
+			continue
+		case preauth.Closed:
 			_ = c.Close()
-			return // closed
+			return
 		}
 		s.wg.Add(1)
-		go s.serveConn(c, spokeConn{Conn: c, spoke: spoke})
+		go s.serveConn(c, watched)
 	}
 }
 
-// admit records a new connection as pending; when the pending ones are
-// at their bounds it closes the oldest silent one (else the oldest) of
-// the new one's address (at MaxPendingPerAddr), or of the address
-// holding the most (at MaxPending). It reports false if the server is
-// closed.
-func (s *Server) admit(c net.Conn, spoke *atomic.Bool) bool {
-	host := c.RemoteAddr().String()
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
+// promote moves raw from the pending connections to the authenticated
+// ones; false if it was evicted meanwhile (counted by the gate) or the
+// authenticated ones are at MaxConns (counted as refused).
+func (s *Server) promote(raw net.Conn) bool {
+	if !s.gate.Pass(raw) {
+		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return false
 	}
-	switch {
-	case s.pendingByAddr[host] >= s.opts.MaxPendingPerAddr:
-		s.evictLocked(host)
-	case len(s.pending) >= s.opts.MaxPending:
-		most, n := "", 0
-		for h, k := range s.pendingByAddr {
-			if k > n || k == n && h < most {
-				most, n = h, k
-			}
-		}
-		s.evictLocked(most)
-	}
-	s.seq++
-	s.pending[c] = pendingConn{host: host, seq: s.seq, spoke: spoke}
-	s.pendingByAddr[host]++
-	return true
-}
-
-// evictLocked closes host's oldest pending connection that never spoke,
-// else its oldest (its goroutine then untracks it): a peer that answered
-// the hello at once is likely real. s.mu is held.
-func (s *Server) evictLocked(host string) {
-	var oldest net.Conn
-	var best pendingConn
-	for c, p := range s.pending {
-		if p.host != host {
-			continue
-		}
-		silent, bestSilent := !p.spoke.Load(), oldest != nil && !best.spoke.Load()
-		if oldest == nil || silent && !bestSilent || silent == bestSilent && p.seq < best.seq {
-			oldest, best = c, p
-		}
-	}
-	if oldest != nil {
-		s.dropPendingLocked(oldest)
-		s.refused.Add(1)
-		_ = oldest.Close()
-	}
-}
-
-func (s *Server) dropPendingLocked(c net.Conn) {
-	p, ok := s.pending[c]
-	if !ok {
-		return
-	}
-	delete(s.pending, c)
-	if s.pendingByAddr[p.host]--; s.pendingByAddr[p.host] <= 0 {
-		delete(s.pendingByAddr, p.host)
-	}
-}
-
-// promote moves raw from the pending connections to the authenticated
-// ones; false (counted as refused) if it was evicted meanwhile or the
-// authenticated ones are at MaxConns.
-func (s *Server) promote(raw net.Conn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.pending[raw]; !ok || s.closed {
-		return false
-	}
-	s.dropPendingLocked(raw)
 	if len(s.conns) >= s.opts.MaxConns {
 		s.refused.Add(1)
 		return false
@@ -304,8 +206,8 @@ func (s *Server) promote(raw net.Conn) bool {
 func (s *Server) untrack(c net.Conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
-	s.dropPendingLocked(c)
 	s.mu.Unlock()
+	s.gate.Drop(c)
 	_ = c.Close()
 }
 
@@ -314,10 +216,7 @@ func (s *Server) serveConn(raw, watched net.Conn) {
 	defer s.untrack(raw)
 	c, ok := s.authenticate(watched)
 	if !ok {
-		s.mu.Lock()
-		_, still := s.pending[raw] // an evicted one was counted as refused
-		s.mu.Unlock()
-		if still {
+		if s.gate.Drop(raw) { // an evicted one was counted by the gate
 			s.unauthenticated.Add(1)
 		}
 		return
@@ -356,7 +255,7 @@ func (s *Server) authenticate(c net.Conn) (net.Conn, bool) {
 		c = tc
 	}
 	if len(s.opts.Key) > 0 {
-		if ok, _ := serverHandshake(c, s.opts.Key, s.opts.HandshakeTimeout); !ok {
+		if ok, _ := transferHandshake.Serve(c, s.opts.Key, s.opts.HandshakeTimeout); !ok {
 			return nil, false
 		}
 	}

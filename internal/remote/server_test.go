@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/preauth"
 	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
@@ -162,85 +163,70 @@ func TestIdleConnectionsClosed(t *testing.T) {
 	testutil.Eventually(t, "every connection accounted for", func() bool {
 		return s.Refused()+s.Unauthenticated() == 300
 	})
-	if s.Refused() != 300-DefaultMaxPendingPerAddr {
-		t.Fatalf("%d refused past the pending bound, want %d", s.Refused(), 300-DefaultMaxPendingPerAddr)
+	if s.Refused() != 300-preauth.DefaultMaxPendingPerAddr {
+		t.Fatalf("%d refused past the pending bound, want %d", s.Refused(), 300-preauth.DefaultMaxPendingPerAddr)
 	}
 }
 
-// TestTransferPreauthSlots: 300 connections that never finish their
-// handshake, reopened as the server closes them, do not starve peers
-// that hold the key: of 100 pulls by a client (its pooled connections
-// and new ones), at least 99 succeed, and their median stays within 2x
-// (plus 20 ms for a 2-core machine) of the unloaded one.
-func TestTransferPreauthSlots(t *testing.T) {
-	src := newMemSource()
-	id := objID(1)
-	src.add(id, pattern(256<<10, 7))
-	srv := listenWith(t, src, ServerOptions{Key: keyOf(1), HandshakeTimeout: time.Second})
-	c := clientWith(t, ClientConfig{Key: keyOf(1)})
-	pull := func() (time.Duration, error) {
-		var got []byte
-		start := time.Now()
-		_, err := c.Pull(context.Background(), srv.Addr(), id, bufAlloc(&got))
-		return time.Since(start), err
-	}
-	var unloaded []time.Duration
-	for range 20 {
-		d, err := pull()
-		if err != nil {
-			t.Fatal(err)
-		}
-		unloaded = append(unloaded, d)
-	}
-
-	// The attack: 300 silent connections from eight other addresses
-	// (127.0.0.2-9; the client dials from 127.0.0.1), each reopened once
-	// closed. One address can only churn its own pending slots; an
-	// attacker sharing the real peer's address is not what this bounds.
-	stop := make(chan struct{})
+// silentAttack opens n connections to addr from eight loopback
+// addresses other than the client's (127.0.0.2-9) that never say a word,
+// each reopened as the server closes it, until the returned stop is
+// called. An attacker sharing the real peer's address is not what the
+// pending bounds protect against.
+func silentAttack(tb testing.TB, addr string, n int) (stop func()) {
+	done := make(chan struct{})
 	var attackers sync.WaitGroup
-	for i := range 300 {
+	for i := range n {
 		dialer := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+i%8))}}
 		attackers.Go(func() {
 			buf := make([]byte, 64)
 			for {
 				select {
-				case <-stop:
+				case <-done:
 					return
 				default:
 				}
-				conn, err := dialer.Dial("tcp", srv.Addr())
+				conn, err := dialer.Dial("tcp", addr)
 				if err != nil {
 					continue
 				}
-				go func() { <-stop; _ = conn.Close() }()
+				go func() { <-done; _ = conn.Close() }()
 				_, _ = conn.Read(buf) // until the server closes it
 				_ = conn.Close()
 			}
 		})
 	}
-	defer func() { close(stop); attackers.Wait() }()
+	return func() { close(done); attackers.Wait() }
+}
+
+// TestTransferPreauthSlots: 300 connections that never finish their
+// handshake, reopened as the server closes them, do not keep a client
+// holding the key out: at least 99 of 100 pulls succeed, a tenth of them
+// on connections dialed through the attack. (BenchmarkPullUnderAttack
+// measures their latency.)
+func TestTransferPreauthSlots(t *testing.T) {
+	src := newMemSource()
+	id := objID(1)
+	src.add(id, pattern(256<<10, 7))
+	srv := listenWith(t, src, ServerOptions{Key: keyOf(1), HandshakeTimeout: time.Second})
+	stop := silentAttack(t, srv.Addr(), 300)
+	defer stop()
 	testutil.Eventually(t, "the attack to fill the pending slots", func() bool { return srv.Refused() > 300 })
 
-	var loaded []time.Duration
+	var c *Client
 	failed := 0
 	for i := range 100 {
 		if i%10 == 0 {
-			c = clientWith(t, ClientConfig{Key: keyOf(1)}) // every tenth pull dials anew, through the attack
+			c = clientWith(t, ClientConfig{Key: keyOf(1)})
 		}
-		d, err := pull()
-		if err != nil {
+		var got []byte
+		if _, err := c.Pull(context.Background(), srv.Addr(), id, bufAlloc(&got)); err != nil {
 			failed++
 			t.Logf("pull %d: %v", i, err)
-			continue
 		}
-		loaded = append(loaded, d)
 	}
 	if failed > 1 {
 		t.Errorf("%d of 100 pulls failed under the attack, want at most 1", failed)
-	}
-	if u, l := median(unloaded), median(loaded); l > 2*u+20*time.Millisecond {
-		t.Errorf("median pull %v under the attack, %v without: want within 2x + 20ms", l, u)
 	}
 }
 

@@ -21,7 +21,9 @@
 //     NATS server (--nats) its own accounts apply (--nats-creds).
 //   - Gossip (memberlist): every message is encrypted and authenticated
 //     with AES-256-GCM under the derived key; a member without it cannot
-//     join, read the membership or suspect a node.
+//     join, read the membership or suspect a node. A gossip stream (TCP)
+//     must first pass a challenge-response on the key, so a stranger
+//     cannot make a node buffer a message it announces.
 //   - Object transfer: a connection must pass a mutual HMAC
 //     challenge-response on the derived key before its first request; a
 //     peer without it reads no object, and a node never reads bytes from

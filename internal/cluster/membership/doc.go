@@ -38,7 +38,15 @@
 // With Config.SecretKey (the cluster key's GossipKey) every packet is
 // encrypted and authenticated with AES-256-GCM, incoming and outgoing
 // (GossipVerifyIncoming/Outgoing): a member without the key cannot join,
-// read the membership or suspect a node. With Config.Partition the
+// read the membership or suspect a node. memberlist encrypts a stream's
+// messages but reads a stream's length before it can check anything, so
+// with a key the TCP streams are guarded too (guard.go): each one first
+// passes a mutual HMAC challenge-response on a key derived from the
+// gossip key (package preauth's Protocol, 3 s at most), waiting in a
+// preauth.Gate (64 pending, 16 per address) meanwhile; memberlist sees
+// only streams that passed. A stranger's connection announcing a huge
+// message costs the node nothing. Packets (UDP) need no guard: each is
+// one datagram, decrypted whole. With Config.Partition the
 // network transport is wrapped by partition.Transport, so a fault plan's
 // cut drops gossip packets in its direction and refuses streams.
 //

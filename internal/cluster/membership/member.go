@@ -11,7 +11,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/atoll-runtime/atoll/internal/ids"
-	"github.com/atoll-runtime/atoll/internal/partition"
+	"github.com/atoll-runtime/atoll/internal/preauth"
 )
 
 // Node is one live member in a Members snapshot.
@@ -56,8 +56,8 @@ func Start(cfg Config) (*Member, error) {
 		}))
 	}
 	mc := cfg.memberlistConfig(d, d)
-	if cfg.Partition != nil {
-		if err := cutTransport(mc, cfg.Partition); err != nil {
+	if cfg.Partition != nil || len(cfg.SecretKey) > 0 {
+		if err := bindTransport(mc, cfg); err != nil {
 			for _, s := range d.takeSinks() {
 				s.close()
 			}
@@ -212,11 +212,13 @@ func (m *Member) isShutdown() bool {
 	return m.shutdown
 }
 
-// cutTransport binds memberlist's network transport itself (memberlist
-// does when Config.Transport is nil) and wraps it in the switch's, so
-// that cuts apply to gossip. A bind to port 0 retries on a clash, as
-// memberlist's own does: the UDP and TCP ports are picked apart.
-func cutTransport(mc *memberlist.Config, sw *partition.Switch) error {
+// bindTransport binds memberlist's network transport itself (memberlist
+// does when Config.Transport is nil) and wraps it: with a secret key in
+// the gossip handshake's guard (guard.go), with a partition switch in
+// the switch's transport, so that cuts apply to gossip. A bind to port 0
+// retries on a clash, as memberlist's own does: the UDP and TCP ports
+// are picked apart.
+func bindTransport(mc *memberlist.Config, cfg Config) error {
 	nc := &memberlist.NetTransportConfig{BindAddrs: []string{mc.BindAddr}, BindPort: mc.BindPort, Logger: mc.Logger}
 	tries := 1
 	if mc.BindPort == 0 {
@@ -238,6 +240,18 @@ func cutTransport(mc *memberlist.Config, sw *partition.Switch) error {
 			mc.AdvertisePort = mc.BindPort
 		}
 	}
-	mc.Transport = sw.Transport(nt)
+	var t memberlist.NodeAwareTransport = nt
+	if len(cfg.SecretKey) > 0 {
+		g, err := guard(nt, cfg.SecretKey, min(preauth.DefaultHandshakeTimeout, mc.TCPTimeout), cfg.Logger)
+		if err != nil {
+			_ = nt.Shutdown()
+			return err
+		}
+		t = g
+	}
+	if cfg.Partition != nil {
+		t = cfg.Partition.Transport(t)
+	}
+	mc.Transport = t
 	return nil
 }

@@ -60,7 +60,12 @@ func TestForwardedWorkIsBounded(t *testing.T) {
 				cfg.Resources = map[string]float64{"slot": 1}
 			}
 		},
-		Env: []string{cluster.EnvMaxForwardedPerOrigin + "=" + strconv.Itoa(fqPerOrigin), cluster.EnvMaxForwarded + "=" + strconv.Itoa(fqTotal)},
+		// The forged origin is no member of the gossip: its work would be
+		// refused a lease after it arrived (TestForwardFromNonMemberRefused
+		// in internal/security). Held for the test, it stands for a member
+		// flooding the node.
+		Env: []string{cluster.EnvMaxForwardedPerOrigin + "=" + strconv.Itoa(fqPerOrigin), cluster.EnvMaxForwarded + "=" + strconv.Itoa(fqTotal),
+			cluster.EnvStrangerGrace + "=1h"},
 	})
 	raw, err := hex.DecodeString(c.Node(1).ID)
 	if err != nil {

@@ -77,7 +77,7 @@ type gateway struct {
 
 func newGatewayActor(cfg *Config, fetch *fetcher, heard *peerSet, own *owners) *gateway {
 	core := newForwarder(ForwarderConfig{Self: cfg.NodeID, IsHead: cfg.Node.GetIsHead(), ForwardLease: cfg.ForwardLease,
-		MaxDeadNodes: cfg.MaxDeadNodes, MaxOwners: cfg.MaxOwners,
+		StrangerGrace: cfg.StrangerGrace, MaxDeadNodes: cfg.MaxDeadNodes, MaxOwners: cfg.MaxOwners,
 		MaxForwardedPerOrigin: cfg.MaxForwardedPerOrigin, MaxForwarded: cfg.MaxForwarded,
 		MaxForwardedBytesPerOrigin: cfg.MaxForwardedBytesPerOrigin, MaxForwardedBytes: cfg.MaxForwardedBytes}, own)
 	return &gateway{cfg: cfg, fetch: fetch, heard: heard, core: core}
@@ -136,7 +136,10 @@ func (g *gateway) Receive(ctx actor.Context) {
 		ctx.Respond(leaseCounters{renewals: st.Renewals, sweeps: st.Sweeps, lost: st.ForwardsLost, restarts: g.restarts})
 	case membership.NodeLeft:
 		g.step(ctx, PeerGone{Node: m.ID, Died: m.Dead})
-	case membership.NodeJoined, membership.NodeUpdated:
+	case membership.NodeJoined:
+		g.step(ctx, PeerJoined{Node: m.ID})
+	case membership.NodeUpdated:
+		g.step(ctx, PeerJoined{Node: m.ID})
 	}
 }
 

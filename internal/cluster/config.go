@@ -67,6 +67,11 @@ type Config struct {
 	// MaxDeadNodes bounds the dead nodes remembered; default
 	// DefaultMaxDeadNodes (or EnvMaxDeadNodes).
 	MaxDeadNodes int
+	// StrangerGrace is how long work forwarded from a node that gossip
+	// does not have as a live member is held, waiting for its join to
+	// arrive, before it is dropped and refused with PERMISSION_DENIED;
+	// default ForwardLease (or EnvStrangerGrace).
+	StrangerGrace time.Duration
 	// MaxOwners bounds the owner processes remembered; default
 	// DefaultMaxOwners (or EnvMaxOwners).
 	MaxOwners int

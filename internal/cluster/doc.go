@@ -148,7 +148,17 @@
 // counts everything held (queued, waiting, running, relayed on), so it is
 // also the most ready tasks one driver can queue on one node; raise it on
 // the nodes. The origin id is what a message claims: a peer can pose as
-// many origins, which is why the overall bounds exist. Measured
+// many origins, which is why the overall bounds exist. An origin must
+// also be a live member of the gossip (PeerJoined): one that never
+// joined would never be declared dead, and its work would be held for
+// ever. Work from a non-member is held on probation for StrangerGrace
+// (ForwardLease by default, or EnvStrangerGrace), since a new node's
+// first work can arrive before its join; at most DefaultMaxStrangers
+// (64) origins at once. If it has not joined by then, its work is
+// dropped (tasks cancelled in the raylet) and each attempt refused with
+// PERMISSION_DENIED, and later work from it is refused at once until it
+// joins; a node declared dead stays refused (forward_members.go,
+// testdata/strangers.txt). Measured
 // (the root's forward_quota_test.go, TestForwardedWorkIsBounded: 10,000
 // forwarded tasks no node can run, 8 KiB argument each, quotas 1,000 per
 // origin and 1,500 in all): 1,000 held, 9,000 refused with the typed error,

@@ -44,6 +44,18 @@ type Forwarder struct {
 	// (generators.go). An entry lives while the attempt's inbound does.
 	itemFailed map[taskKey]*atollpb.ErrorInfo
 	peers      map[ids.NodeID]*atollpb.NodeLoad
+	// members are the nodes membership has as live (PeerJoined), this
+	// one included. Work forwarded from a node that is not one is held
+	// on probation: strangers has when its first such work arrived, at
+	// most maxStrangers of them; a stranger still not a member a lease
+	// later has its work dropped and refused, and joins outsiders, whose
+	// work is refused at once until they join.
+	members   map[ids.NodeID]bool
+	strangers map[ids.NodeID]time.Time
+	outsiders *fifoSet[ids.NodeID]
+	// refusedStrangers counts the attempts refused for their origin since
+	// the last lease tick's log line, by origin.
+	refusedStrangers map[ids.NodeID]int
 	// dead holds the nodes that died or left, oldest first, at most
 	// cfg.MaxDeadNodes: their late reports, results and copies are
 	// ignored.
@@ -72,6 +84,9 @@ type ForwarderConfig struct {
 	// ForwardLease: a forwarded attempt its node has not confirmed for
 	// this long fails with FORWARD_LOST on the next LeaseTick.
 	ForwardLease time.Duration
+	// StrangerGrace: work from a node that is no member is held this long
+	// for its join to arrive (default ForwardLease).
+	StrangerGrace time.Duration
 	// MaxDeadNodes, MaxOwners: the caps of those tables.
 	MaxDeadNodes, MaxOwners int
 	// The quotas of work forwarded here (quota.go).
@@ -93,6 +108,9 @@ func (c *ForwarderConfig) withDefaults() {
 	if c.ForwardLease <= 0 {
 		c.ForwardLease = ForwardLeasePerBudget * membership.DefaultFailureBudget
 	}
+	if c.StrangerGrace <= 0 {
+		c.StrangerGrace = c.ForwardLease
+	}
 	def(&c.MaxDeadNodes, DefaultMaxDeadNodes)
 	def(&c.MaxOwners, DefaultMaxOwners)
 	def(&c.MaxForwardedPerOrigin, DefaultMaxForwardedPerOrigin)
@@ -113,7 +131,9 @@ func newForwarder(cfg ForwarderConfig, own *owners) *Forwarder {
 	cfg.withDefaults()
 	f := &Forwarder{cfg: cfg, pending: map[taskKey][]*forward{}, inbound: map[taskKey][]arrival{},
 		itemFailed: map[taskKey]*atollpb.ErrorInfo{}, peers: map[ids.NodeID]*atollpb.NodeLoad{}, dead: newFIFOSet[ids.NodeID](),
-		copies: map[ids.ObjectID][]ids.NodeID{}, owners: own}
+		copies: map[ids.ObjectID][]ids.NodeID{}, owners: own,
+		members: map[ids.NodeID]bool{cfg.Self: true}, strangers: map[ids.NodeID]time.Time{}, outsiders: newFIFOSet[ids.NodeID](),
+		refusedStrangers: map[ids.NodeID]int{}}
 	f.quota = newQuota(&f.cfg)
 	return f
 }
@@ -146,10 +166,14 @@ func (f *Forwarder) Step(now time.Time, ev Event) {
 	case Received:
 		f.received(now, e.Msg)
 	case LeaseTick:
+		f.expireStrangers(now)
 		f.logRefused()
+		f.logStrangers()
 		f.confirmHeld()
 		f.expire(now)
 		f.sweeps++
+	case PeerJoined:
+		f.joined(e.Node)
 	case PeerGone:
 		f.nodeGone(e.Node, e.Died)
 	case OwnerExited:
@@ -165,9 +189,9 @@ func (f *Forwarder) Step(now time.Time, ev Event) {
 func (f *Forwarder) received(now time.Time, msg proto.Message) {
 	switch m := msg.(type) {
 	case *atollpb.ForwardTask:
-		f.taskArrived(m)
+		f.taskArrived(now, m)
 	case *atollpb.ForwardActorCall:
-		f.callArrived(m)
+		f.callArrived(now, m)
 	case *atollpb.ForwardCancel:
 		f.emit(ToRaylet{&atollpb.CancelTask{TaskId: m.TaskId, NonRecursive: m.NonRecursive}})
 	case *atollpb.ForwardedResult:

@@ -78,6 +78,10 @@ type Received struct{ Msg proto.Message }
 // since the last tick.
 type LeaseTick struct{}
 
+// PeerJoined: membership (gossip, authenticated by the cluster key) has
+// Node as a live member. Only members' forwarded work is kept.
+type PeerJoined struct{ Node ids.NodeID }
+
 // PeerGone: membership declared Node dead (Died) or saw it leave.
 type PeerGone struct {
 	Node ids.NodeID
@@ -103,6 +107,7 @@ func (NoHost) event()        {}
 func (PassAck) event()       {}
 func (Received) event()      {}
 func (LeaseTick) event()     {}
+func (PeerJoined) event()    {}
 func (PeerGone) event()      {}
 func (OwnerExited) event()   {}
 func (PublishFailed) event() {}

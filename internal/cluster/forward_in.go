@@ -3,6 +3,7 @@ package cluster
 import (
 	"log/slog"
 	"slices"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -17,11 +18,11 @@ import (
 
 // taskArrived admits a task another node forwarded and submits it to the
 // raylet.
-func (f *Forwarder) taskArrived(m *atollpb.ForwardTask) {
+func (f *Forwarder) taskArrived(now time.Time, m *atollpb.ForwardTask) {
 	if f.duplicate(keyOf(m.Spec.TaskId, m.Spec.Attempt), m.OriginNode, m.Hops, "") {
 		return
 	}
-	a, ok := f.admit(m.Spec, m.OriginNode, "")
+	a, ok := f.admit(now, m.Spec, m.OriginNode, "")
 	if !ok {
 		return
 	}
@@ -34,11 +35,11 @@ func (f *Forwarder) taskArrived(m *atollpb.ForwardTask) {
 
 // callArrived admits an actor call another node forwarded and pushes it
 // to its host.
-func (f *Forwarder) callArrived(m *atollpb.ForwardActorCall) {
+func (f *Forwarder) callArrived(now time.Time, m *atollpb.ForwardActorCall) {
 	if f.duplicate(keyOf(m.Spec.TaskId, m.Spec.Attempt), m.OriginNode, 0, m.Address) {
 		return
 	}
-	a, ok := f.admit(m.Spec, m.OriginNode, m.Address)
+	a, ok := f.admit(now, m.Spec, m.OriginNode, m.Address)
 	if !ok {
 		return
 	}
@@ -77,8 +78,12 @@ func (f *Forwarder) duplicate(k taskKey, originID []byte, hops int32, address st
 // admit accounts for work origin forwarded here (address is an actor
 // call's host) and returns its inbound entry; past a quota it refuses the
 // work back to origin with RESOURCE_EXHAUSTED instead and returns false.
-func (f *Forwarder) admit(spec *atollpb.TaskSpec, originID []byte, address string) (arrival, bool) {
+func (f *Forwarder) admit(now time.Time, spec *atollpb.TaskSpec, originID []byte, address string) (arrival, bool) {
 	origin := ids.MustFromBytes(originID)
+	if !f.members[origin] && !f.onProbation(now, origin) {
+		f.refuseStranger(origin, spec.TaskId, spec.Attempt)
+		return arrival{}, false
+	}
 	size := int64(proto.Size(spec))
 	why := f.quota.admit(origin, size)
 	if why == "" {

@@ -54,6 +54,8 @@ func (f *Forwarder) nodeGone(node ids.NodeID, died bool) {
 	}
 	f.markDead(node)
 	delete(f.peers, node)
+	delete(f.members, node)
+	delete(f.strangers, node)
 	f.emit(PeerLost{Node: node})
 	f.sendView()
 	if died {
@@ -79,8 +81,19 @@ func (f *Forwarder) nodeGone(node ids.NodeID, died bool) {
 			}
 		}
 	}
+	f.dropInbound(node)
+	// Only the head tells the GCS (see partition.go): a node cut off from
+	// the others declares them all dead, and must not be believed.
+	if f.cfg.IsHead {
+		f.emit(ReportDead{Node: node})
+	}
+}
+
+// dropInbound forgets the work node sent here (nobody to answer there)
+// and returns the keys of the attempts it dropped, in key order: it
+// leaves the quota, and a dropped task is cancelled in the raylet.
+func (f *Forwarder) dropInbound(node ids.NodeID) (dropped []taskKey) {
 	for _, k := range sortedKeys(f.inbound) {
-		// Nobody to answer there.
 		task := false
 		if stack := slices.DeleteFunc(f.inbound[k], func(a arrival) bool {
 			if a.origin != node {
@@ -89,7 +102,9 @@ func (f *Forwarder) nodeGone(node ids.NodeID, died bool) {
 			f.quota.release(a.origin, a.size)
 			task = task || a.address == ""
 			return true
-		}); len(stack) > 0 {
+		}); len(stack) == len(f.inbound[k]) {
+			continue // none of node's
+		} else if dropped = append(dropped, k); len(stack) > 0 {
 			f.inbound[k] = stack
 			continue
 		}
@@ -107,11 +122,7 @@ func (f *Forwarder) nodeGone(node ids.NodeID, died bool) {
 			f.emit(ToRaylet{&atollpb.CancelTask{TaskId: k.task.Bytes(), OneAttempt: true, Attempt: k.attempt}})
 		}
 	}
-	// Only the head tells the GCS (see partition.go): a node cut off from
-	// the others declares them all dead, and must not be believed.
-	if f.cfg.IsHead {
-		f.emit(ReportDead{Node: node})
-	}
+	return dropped
 }
 
 // markDead remembers node as dead, forgetting the oldest dead nodes past

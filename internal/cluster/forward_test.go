@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/cockroachdb/datadriven"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -21,7 +22,7 @@ import (
 // `deliver` (or `stabilize`) hands them to their node, whose effects are
 // printed under the delivery. Names: n* nodes, t* tasks, c* actor calls
 // (t1.0 is t1's attempt 0), o* owners, w* owner processes, h* actor host
-// addresses, x* objects.
+// addresses, x* objects, z* nodes that are not members.
 //
 //	nodes n1 n2 [lease=10s] [max-per-origin=N] [max=N] [max-bytes-per-origin=N]
 //	      [max-bytes=N] [max-dead=N] [max-payload=N] [head=n1]
@@ -162,6 +163,22 @@ func (e *fwdEnv) run(t *testing.T, d *datadriven.TestData) string {
 		var addr string
 		d.ScanArgs(t, "addr", &addr)
 		ev = NoHost{Address: addr}
+	case "join":
+		var node string
+		d.ScanArgs(t, "node", &node)
+		ev = PeerJoined{Node: e.id(node)}
+	case "arrive":
+		// Work from a node that may be no member: arrive n2 t1 from=x9
+		// [addr=h1: an actor call].
+		var from, addr string
+		d.ScanArgs(t, "from", &from)
+		d.MaybeScanArgs(t, "addr", &addr)
+		spec := e.spec(t, d, arg)
+		var m proto.Message = &atollpb.ForwardTask{Spec: spec, OriginNode: e.id(from).Bytes(), Hops: 1}
+		if addr != "" {
+			m = &atollpb.ForwardActorCall{Address: addr, Spec: spec, OriginNode: e.id(from).Bytes()}
+		}
+		ev = Received{Msg: m}
 	case "gone":
 		var node string
 		d.ScanArgs(t, "node", &node)
@@ -226,6 +243,15 @@ func (e *fwdEnv) newNodes(t *testing.T, d *datadriven.TestData) string {
 		n := &fwdNode{name: a.Key, id: c.Self, core: newForwarder(c, newOwners(DefaultMaxOwners, nil)), gw: actor.NewPID("nonhost", a.Key+"/gateway")}
 		e.nodes = append(e.nodes, n)
 		e.byName[n.name], e.byID[n.id] = n, n
+	}
+	// Gossip has every node as a member of every other (join and gone
+	// commands change that).
+	for _, n := range e.nodes {
+		for _, m := range e.nodes {
+			if out := e.step(n, PeerJoined{Node: m.id}, ""); len(out) > 0 {
+				t.Fatalf("%s hearing %s joined: %v", n.name, m.name, out)
+			}
+		}
 	}
 	return ""
 }

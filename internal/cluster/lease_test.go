@@ -17,6 +17,7 @@ import (
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/actors"
+	"github.com/atoll-runtime/atoll/internal/cluster/membership"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/natsembed"
@@ -128,8 +129,30 @@ func startNode(t testing.TB, ns *natsembed.Server, adjust func(*Config)) *testNo
 		t.Fatal(err)
 	}
 	t.Cleanup(n.gw.Stop)
+	// Gossip would have every node of the test's NATS server as a member
+	// of every other: the gateways keep only members' work.
+	testMembers.Lock()
+	others := testMembers.of[ns]
+	testMembers.of[ns] = append(others, n)
+	testMembers.Unlock()
+	t.Cleanup(func() {
+		testMembers.Lock()
+		delete(testMembers.of, ns)
+		testMembers.Unlock()
+	})
+	n.system.Root.Send(n.gw.pid, membership.NodeJoined{ID: n.id})
+	for _, o := range others {
+		n.system.Root.Send(n.gw.pid, membership.NodeJoined{ID: o.id})
+		o.system.Root.Send(o.gw.pid, membership.NodeJoined{ID: n.id})
+	}
 	return n
 }
+
+// testMembers lists the nodes started on each test NATS server.
+var testMembers = struct {
+	sync.Mutex
+	of map[*natsembed.Server][]*testNode
+}{of: map[*natsembed.Server][]*testNode{}}
 
 // forward sends a task to node to, as this node's raylet would.
 func (n *testNode) forward(to ids.NodeID, name string) *atollpb.TaskSpec {

@@ -70,8 +70,11 @@ const (
 const (
 	EnvConfirmInterval = "ATOLL_FORWARD_CONFIRM_INTERVAL" // a time.Duration ("1s")
 	EnvForwardLease    = "ATOLL_FORWARD_LEASE"            // a time.Duration ("10s")
-	EnvMaxDeadNodes    = "ATOLL_GATEWAY_MAX_DEAD_NODES"
-	EnvMaxOwners       = "ATOLL_GATEWAY_MAX_OWNERS"
+	// EnvStrangerGrace: how long work from a node gossip does not have as
+	// a member is held before it is refused (default: the forward lease).
+	EnvStrangerGrace = "ATOLL_FORWARD_STRANGER_GRACE"
+	EnvMaxDeadNodes  = "ATOLL_GATEWAY_MAX_DEAD_NODES"
+	EnvMaxOwners     = "ATOLL_GATEWAY_MAX_OWNERS"
 	// The quotas of forwarded work (counts, then bytes).
 	EnvMaxForwardedPerOrigin      = "ATOLL_FORWARD_MAX_PER_ORIGIN"
 	EnvMaxForwarded               = "ATOLL_FORWARD_MAX"
@@ -132,6 +135,9 @@ func (c *Config) withLimits() error {
 	}
 	if c.ForwardLease < 2*c.ConfirmInterval {
 		return fmt.Errorf("cluster: the forward lease %v must be at least twice the confirm interval %v", c.ForwardLease, c.ConfirmInterval)
+	}
+	if c.StrangerGrace, err = envDuration(c.StrangerGrace, EnvStrangerGrace, c.ForwardLease); err != nil {
+		return err
 	}
 	if c.MaxDeadNodes, err = envInt(c.MaxDeadNodes, EnvMaxDeadNodes, DefaultMaxDeadNodes); err != nil {
 		return err

@@ -134,6 +134,13 @@ func (e *Env) cmdAddNode(c Cmd) error {
 	e.nested(func() {
 		n.raylet.Start(e.now)
 		e.rayletEffects(n)
+		// Gossip: the new node and the others learn each other as members.
+		for _, m := range e.nodes {
+			e.stepGW(m, cluster.PeerJoined{Node: n.id})
+			if m != n {
+				e.stepGW(n, cluster.PeerJoined{Node: m.id})
+			}
+		}
 	})
 	return nil
 }

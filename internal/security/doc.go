@@ -49,7 +49,11 @@
 // token, without the secret) reads the GCS and the nodes' stats and
 // changes nothing; the nodes' crash and partition subjects are open only
 // on a head started with fault injection. TestRolePermissions and
-// TestFaultInjectionNeedsTheHead try each refused subject.
+// TestFaultInjectionNeedsTheHead try each refused subject. Work forwarded
+// to a node is kept only for an origin that gossip has as a live member:
+// a secret holder claiming an origin that never joined has its work held
+// for a grace (the forward lease) and then refused with
+// PERMISSION_DENIED (TestForwardFromNonMemberRefused).
 //
 // # Mechanisms
 //
@@ -64,9 +68,13 @@
 //	                 inbox prefix _INBOX.<user>); --nats servers use their
 //	                 own auth (NATSCreds)
 //	gossip           memberlist SecretKey = Secret.GossipKey() (AES-256-  cluster/membership
-//	                 GCM, incoming and outgoing verified)
-//	object transfer  a mutual HMAC challenge on Secret.TransferKey()      remote/handshake.go
-//	                 before the first request, 10 s deadline
+//	                 GCM, incoming and outgoing verified); each TCP
+//	                 stream first passes a mutual HMAC challenge on a
+//	                 key derived from it (preauth.Protocol), 3 s deadline
+//	object transfer  a mutual HMAC challenge on Secret.TransferKey()      remote/handshake.go,
+//	                 before the first request, 3 s deadline; both ports   preauth
+//	                 hold connections in their handshakes in a
+//	                 preauth.Gate (64, 16 per address)
 //	TLS (optional)   tls.Configs built from PEM files: the head's NATS    nodeconfig/credentials.go,
 //	                 listener (verifying clients with a CA) and every     remote
 //	                 transfer server and client; in-process NATS

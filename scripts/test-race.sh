@@ -11,12 +11,21 @@
 # time from the serial part.
 #
 # Usage: scripts/test-race.sh [packages...]   (default ./...)
-# Environment: GO (default go), TESTFLAGS (extra flags for every binary,
+# Environment: GO (default go), GORACE (default atexit_sleep_ms=100),
+# TESTFLAGS (extra flags for every binary,
 # e.g. -test.v or -test.run=TestX).
 set -uo pipefail
 
 GO=${GO:-go}
 TESTFLAGS=${TESTFLAGS:-}
+# A binary built with -race sleeps a second before it exits, so that
+# goroutines still reporting a race get to finish. Tests start hundreds
+# of such processes (nodes, worker processes, job drivers) and wait for
+# many of them to exit: at the default the sleeps were about half of a
+# cluster test's time. A tenth of a second still lets a report finish;
+# a race anywhere still fails its test (exit code 66, and testcluster
+# reads every node's log for race reports).
+export GORACE=${GORACE:-atexit_sleep_ms=100}
 [ $# -eq 0 ] && set -- ./...
 
 bindir=$(mktemp -d "${TMPDIR:-/tmp}/atoll-test-bin.XXXXXX")

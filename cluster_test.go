@@ -298,6 +298,11 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("GPU task ran on %q (%v), want the GPU node %s", where, err, gpu.ID)
 		}
 		c.Stop(gpu.Index)
+		// Stopped (SIGTERM): it left, and says so.
+		st := waitDead(c, gpu.ID)
+		if n, _ := findNode(st, gpu.ID); !n.Left || n.EndReason != "stopped" {
+			t.Errorf("the stopped node: %+v, want left, \"stopped\"", n)
+		}
 	})
 
 	t.Run("NodeFailure", func(t *testing.T) {
@@ -312,8 +317,11 @@ func TestCluster(t *testing.T) {
 		})
 		killed := time.Now()
 		c.Kill(2)
-		waitDead(c, nodes[2])
+		st := waitDead(c, nodes[2])
 		detected := time.Since(killed)
+		if n, _ := findNode(st, nodes[2]); n.Left || !strings.HasPrefix(n.EndReason, "declared dead") {
+			t.Errorf("the killed node: %+v, want dead (not left), declared dead by the failure detector", n)
+		}
 		t.Logf("node death detected (GCS marked it dead) %v after the kill", detected.Round(time.Millisecond))
 		// Detection time is a figure, not a test: on a loaded 2-core machine
 		// heartbeats and gossip run late. The bound only catches a death

@@ -41,7 +41,7 @@ func TestDriverDeclaredDead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := gcs.NewClient(nc, gcs.ClientOptions{}).MarkNodeDead(ctx, self); err != nil {
+	if err := gcs.NewClient(nc, gcs.ClientOptions{}).MarkNodeDead(ctx, self, false, "test"); err != nil {
 		t.Fatal(err)
 	}
 

@@ -208,8 +208,14 @@ type NodeInfo struct {
 	// otherwise. Set as well on a head using an existing NATS server, whose
 	// own permissions decide.
 	FaultInjection bool `protobuf:"varint,13,opt,name=fault_injection,json=faultInjection,proto3" json:"fault_injection,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Set with NODE_DEAD: the node left on purpose (stopped, drained, or the
+	// node of a driver that ended) rather than failing.
+	Left bool `protobuf:"varint,14,opt,name=left,proto3" json:"left,omitempty"`
+	// Why the node is no longer alive, in a few words ("drained", "declared
+	// dead: no gossip answer within the failure timeout").
+	EndReason     string `protobuf:"bytes,15,opt,name=end_reason,json=endReason,proto3" json:"end_reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeInfo) Reset() {
@@ -331,6 +337,20 @@ func (x *NodeInfo) GetFaultInjection() bool {
 		return x.FaultInjection
 	}
 	return false
+}
+
+func (x *NodeInfo) GetLeft() bool {
+	if x != nil {
+		return x.Left
+	}
+	return false
+}
+
+func (x *NodeInfo) GetEndReason() string {
+	if x != nil {
+		return x.EndReason
+	}
+	return ""
 }
 
 type ActorInfo struct {
@@ -690,7 +710,7 @@ func (x *GcsRequest) GetRegisterNode() *NodeInfo {
 	return nil
 }
 
-func (x *GcsRequest) GetMarkNodeDead() []byte {
+func (x *GcsRequest) GetMarkNodeDead() *MarkNodeDead {
 	if x != nil {
 		if x, ok := x.Op.(*GcsRequest_MarkNodeDead); ok {
 			return x.MarkNodeDead
@@ -798,7 +818,7 @@ type GcsRequest_RegisterNode struct {
 }
 
 type GcsRequest_MarkNodeDead struct {
-	MarkNodeDead []byte `protobuf:"bytes,2,opt,name=mark_node_dead,json=markNodeDead,proto3,oneof"`
+	MarkNodeDead *MarkNodeDead `protobuf:"bytes,13,opt,name=mark_node_dead,json=markNodeDead,proto3,oneof"`
 }
 
 type GcsRequest_ListNodes struct {
@@ -868,6 +888,69 @@ func (*GcsRequest_ListJobs) isGcsRequest_Op() {}
 
 func (*GcsRequest_ReregisterNode) isGcsRequest_Op() {}
 
+// MarkNodeDead ends a known node's entry: NODE_DEAD with its end time,
+// whether it left on purpose and why.
+type MarkNodeDead struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	NodeId []byte                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Left   bool                   `protobuf:"varint,2,opt,name=left,proto3" json:"left,omitempty"`
+	// At most 256 bytes of UTF-8.
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MarkNodeDead) Reset() {
+	*x = MarkNodeDead{}
+	mi := &file_atollpb_gcs_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MarkNodeDead) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MarkNodeDead) ProtoMessage() {}
+
+func (x *MarkNodeDead) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_gcs_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MarkNodeDead.ProtoReflect.Descriptor instead.
+func (*MarkNodeDead) Descriptor() ([]byte, []int) {
+	return file_atollpb_gcs_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *MarkNodeDead) GetNodeId() []byte {
+	if x != nil {
+		return x.NodeId
+	}
+	return nil
+}
+
+func (x *MarkNodeDead) GetLeft() bool {
+	if x != nil {
+		return x.Left
+	}
+	return false
+}
+
+func (x *MarkNodeDead) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type ListNodes struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -876,7 +959,7 @@ type ListNodes struct {
 
 func (x *ListNodes) Reset() {
 	*x = ListNodes{}
-	mi := &file_atollpb_gcs_proto_msgTypes[4]
+	mi := &file_atollpb_gcs_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -888,7 +971,7 @@ func (x *ListNodes) String() string {
 func (*ListNodes) ProtoMessage() {}
 
 func (x *ListNodes) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_gcs_proto_msgTypes[4]
+	mi := &file_atollpb_gcs_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -901,7 +984,7 @@ func (x *ListNodes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodes.ProtoReflect.Descriptor instead.
 func (*ListNodes) Descriptor() ([]byte, []int) {
-	return file_atollpb_gcs_proto_rawDescGZIP(), []int{4}
+	return file_atollpb_gcs_proto_rawDescGZIP(), []int{5}
 }
 
 type ListActors struct {
@@ -912,7 +995,7 @@ type ListActors struct {
 
 func (x *ListActors) Reset() {
 	*x = ListActors{}
-	mi := &file_atollpb_gcs_proto_msgTypes[5]
+	mi := &file_atollpb_gcs_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -924,7 +1007,7 @@ func (x *ListActors) String() string {
 func (*ListActors) ProtoMessage() {}
 
 func (x *ListActors) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_gcs_proto_msgTypes[5]
+	mi := &file_atollpb_gcs_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -937,7 +1020,7 @@ func (x *ListActors) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListActors.ProtoReflect.Descriptor instead.
 func (*ListActors) Descriptor() ([]byte, []int) {
-	return file_atollpb_gcs_proto_rawDescGZIP(), []int{5}
+	return file_atollpb_gcs_proto_rawDescGZIP(), []int{6}
 }
 
 type ListJobs struct {
@@ -948,7 +1031,7 @@ type ListJobs struct {
 
 func (x *ListJobs) Reset() {
 	*x = ListJobs{}
-	mi := &file_atollpb_gcs_proto_msgTypes[6]
+	mi := &file_atollpb_gcs_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -960,7 +1043,7 @@ func (x *ListJobs) String() string {
 func (*ListJobs) ProtoMessage() {}
 
 func (x *ListJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_gcs_proto_msgTypes[6]
+	mi := &file_atollpb_gcs_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -973,7 +1056,7 @@ func (x *ListJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobs.ProtoReflect.Descriptor instead.
 func (*ListJobs) Descriptor() ([]byte, []int) {
-	return file_atollpb_gcs_proto_rawDescGZIP(), []int{6}
+	return file_atollpb_gcs_proto_rawDescGZIP(), []int{7}
 }
 
 type GetNamedActor struct {
@@ -986,7 +1069,7 @@ type GetNamedActor struct {
 
 func (x *GetNamedActor) Reset() {
 	*x = GetNamedActor{}
-	mi := &file_atollpb_gcs_proto_msgTypes[7]
+	mi := &file_atollpb_gcs_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -998,7 +1081,7 @@ func (x *GetNamedActor) String() string {
 func (*GetNamedActor) ProtoMessage() {}
 
 func (x *GetNamedActor) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_gcs_proto_msgTypes[7]
+	mi := &file_atollpb_gcs_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1011,7 +1094,7 @@ func (x *GetNamedActor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNamedActor.ProtoReflect.Descriptor instead.
 func (*GetNamedActor) Descriptor() ([]byte, []int) {
-	return file_atollpb_gcs_proto_rawDescGZIP(), []int{7}
+	return file_atollpb_gcs_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetNamedActor) GetName() string {
@@ -1040,7 +1123,7 @@ type GcsReply struct {
 
 func (x *GcsReply) Reset() {
 	*x = GcsReply{}
-	mi := &file_atollpb_gcs_proto_msgTypes[8]
+	mi := &file_atollpb_gcs_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1052,7 +1135,7 @@ func (x *GcsReply) String() string {
 func (*GcsReply) ProtoMessage() {}
 
 func (x *GcsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_gcs_proto_msgTypes[8]
+	mi := &file_atollpb_gcs_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1065,7 +1148,7 @@ func (x *GcsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GcsReply.ProtoReflect.Descriptor instead.
 func (*GcsReply) Descriptor() ([]byte, []int) {
-	return file_atollpb_gcs_proto_rawDescGZIP(), []int{8}
+	return file_atollpb_gcs_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GcsReply) GetError() *ErrorInfo {
@@ -1100,7 +1183,7 @@ var File_atollpb_gcs_proto protoreflect.FileDescriptor
 
 const file_atollpb_gcs_proto_rawDesc = "" +
 	"\n" +
-	"\x11atollpb/gcs.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\"\xb8\x04\n" +
+	"\x11atollpb/gcs.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\"\xeb\x04\n" +
 	"\bNodeInfo\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12?\n" +
@@ -1115,7 +1198,10 @@ const file_atollpb_gcs_proto_rawDesc = "" +
 	" \x01(\tR\x0ftransferAddress\x12%\n" +
 	"\x0egossip_address\x18\v \x01(\tR\rgossipAddress\x12\x1b\n" +
 	"\tis_driver\x18\f \x01(\bR\bisDriver\x12'\n" +
-	"\x0ffault_injection\x18\r \x01(\bR\x0efaultInjection\x1a<\n" +
+	"\x0ffault_injection\x18\r \x01(\bR\x0efaultInjection\x12\x12\n" +
+	"\x04left\x18\x0e \x01(\bR\x04left\x12\x1d\n" +
+	"\n" +
+	"end_reason\x18\x0f \x01(\tR\tendReason\x1a<\n" +
 	"\x0eResourcesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\x84\x03\n" +
@@ -1152,11 +1238,11 @@ const file_atollpb_gcs_proto_rawDesc = "" +
 	"\texit_code\x18\v \x01(\x05R\bexitCode\x12\x17\n" +
 	"\anode_id\x18\f \x01(\fR\x06nodeId\x12\x18\n" +
 	"\amessage\x18\r \x01(\tR\amessage\x12#\n" +
-	"\rsubmission_id\x18\x0e \x01(\fR\fsubmissionId\"\xff\x04\n" +
+	"\rsubmission_id\x18\x0e \x01(\fR\fsubmissionId\"\x9d\x05\n" +
 	"\n" +
 	"GcsRequest\x129\n" +
-	"\rregister_node\x18\x01 \x01(\v2\x12.atoll.v1.NodeInfoH\x00R\fregisterNode\x12&\n" +
-	"\x0emark_node_dead\x18\x02 \x01(\fH\x00R\fmarkNodeDead\x124\n" +
+	"\rregister_node\x18\x01 \x01(\v2\x12.atoll.v1.NodeInfoH\x00R\fregisterNode\x12>\n" +
+	"\x0emark_node_dead\x18\r \x01(\v2\x16.atoll.v1.MarkNodeDeadH\x00R\fmarkNodeDead\x124\n" +
 	"\n" +
 	"list_nodes\x18\x03 \x01(\v2\x13.atoll.v1.ListNodesH\x00R\tlistNodes\x12<\n" +
 	"\x0eregister_actor\x18\x04 \x01(\v2\x13.atoll.v1.ActorInfoH\x00R\rregisterActor\x128\n" +
@@ -1171,7 +1257,11 @@ const file_atollpb_gcs_proto_rawDesc = "" +
 	" \x01(\fH\x00R\tfinishJob\x121\n" +
 	"\tlist_jobs\x18\v \x01(\v2\x12.atoll.v1.ListJobsH\x00R\blistJobs\x12=\n" +
 	"\x0freregister_node\x18\f \x01(\v2\x12.atoll.v1.NodeInfoH\x00R\x0ereregisterNodeB\x04\n" +
-	"\x02op\"\v\n" +
+	"\x02opJ\x04\b\x02\x10\x03\"S\n" +
+	"\fMarkNodeDead\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12\x12\n" +
+	"\x04left\x18\x02 \x01(\bR\x04left\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\v\n" +
 	"\tListNodes\"\f\n" +
 	"\n" +
 	"ListActors\"\n" +
@@ -1220,7 +1310,7 @@ func file_atollpb_gcs_proto_rawDescGZIP() []byte {
 }
 
 var file_atollpb_gcs_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_atollpb_gcs_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_atollpb_gcs_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_atollpb_gcs_proto_goTypes = []any{
 	(NodeState)(0),        // 0: atoll.v1.NodeState
 	(ActorState)(0),       // 1: atoll.v1.ActorState
@@ -1229,38 +1319,40 @@ var file_atollpb_gcs_proto_goTypes = []any{
 	(*ActorInfo)(nil),     // 4: atoll.v1.ActorInfo
 	(*JobInfo)(nil),       // 5: atoll.v1.JobInfo
 	(*GcsRequest)(nil),    // 6: atoll.v1.GcsRequest
-	(*ListNodes)(nil),     // 7: atoll.v1.ListNodes
-	(*ListActors)(nil),    // 8: atoll.v1.ListActors
-	(*ListJobs)(nil),      // 9: atoll.v1.ListJobs
-	(*GetNamedActor)(nil), // 10: atoll.v1.GetNamedActor
-	(*GcsReply)(nil),      // 11: atoll.v1.GcsReply
-	nil,                   // 12: atoll.v1.NodeInfo.ResourcesEntry
-	(*ErrorInfo)(nil),     // 13: atoll.v1.ErrorInfo
+	(*MarkNodeDead)(nil),  // 7: atoll.v1.MarkNodeDead
+	(*ListNodes)(nil),     // 8: atoll.v1.ListNodes
+	(*ListActors)(nil),    // 9: atoll.v1.ListActors
+	(*ListJobs)(nil),      // 10: atoll.v1.ListJobs
+	(*GetNamedActor)(nil), // 11: atoll.v1.GetNamedActor
+	(*GcsReply)(nil),      // 12: atoll.v1.GcsReply
+	nil,                   // 13: atoll.v1.NodeInfo.ResourcesEntry
+	(*ErrorInfo)(nil),     // 14: atoll.v1.ErrorInfo
 }
 var file_atollpb_gcs_proto_depIdxs = []int32{
-	12, // 0: atoll.v1.NodeInfo.resources:type_name -> atoll.v1.NodeInfo.ResourcesEntry
+	13, // 0: atoll.v1.NodeInfo.resources:type_name -> atoll.v1.NodeInfo.ResourcesEntry
 	0,  // 1: atoll.v1.NodeInfo.state:type_name -> atoll.v1.NodeState
 	1,  // 2: atoll.v1.ActorInfo.state:type_name -> atoll.v1.ActorState
-	13, // 3: atoll.v1.ActorInfo.death_cause:type_name -> atoll.v1.ErrorInfo
+	14, // 3: atoll.v1.ActorInfo.death_cause:type_name -> atoll.v1.ErrorInfo
 	2,  // 4: atoll.v1.JobInfo.state:type_name -> atoll.v1.JobState
 	3,  // 5: atoll.v1.GcsRequest.register_node:type_name -> atoll.v1.NodeInfo
-	7,  // 6: atoll.v1.GcsRequest.list_nodes:type_name -> atoll.v1.ListNodes
-	4,  // 7: atoll.v1.GcsRequest.register_actor:type_name -> atoll.v1.ActorInfo
-	4,  // 8: atoll.v1.GcsRequest.update_actor:type_name -> atoll.v1.ActorInfo
-	10, // 9: atoll.v1.GcsRequest.get_named_actor:type_name -> atoll.v1.GetNamedActor
-	8,  // 10: atoll.v1.GcsRequest.list_actors:type_name -> atoll.v1.ListActors
-	5,  // 11: atoll.v1.GcsRequest.add_job:type_name -> atoll.v1.JobInfo
-	9,  // 12: atoll.v1.GcsRequest.list_jobs:type_name -> atoll.v1.ListJobs
-	3,  // 13: atoll.v1.GcsRequest.reregister_node:type_name -> atoll.v1.NodeInfo
-	13, // 14: atoll.v1.GcsReply.error:type_name -> atoll.v1.ErrorInfo
-	3,  // 15: atoll.v1.GcsReply.nodes:type_name -> atoll.v1.NodeInfo
-	4,  // 16: atoll.v1.GcsReply.actors:type_name -> atoll.v1.ActorInfo
-	5,  // 17: atoll.v1.GcsReply.jobs:type_name -> atoll.v1.JobInfo
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	7,  // 6: atoll.v1.GcsRequest.mark_node_dead:type_name -> atoll.v1.MarkNodeDead
+	8,  // 7: atoll.v1.GcsRequest.list_nodes:type_name -> atoll.v1.ListNodes
+	4,  // 8: atoll.v1.GcsRequest.register_actor:type_name -> atoll.v1.ActorInfo
+	4,  // 9: atoll.v1.GcsRequest.update_actor:type_name -> atoll.v1.ActorInfo
+	11, // 10: atoll.v1.GcsRequest.get_named_actor:type_name -> atoll.v1.GetNamedActor
+	9,  // 11: atoll.v1.GcsRequest.list_actors:type_name -> atoll.v1.ListActors
+	5,  // 12: atoll.v1.GcsRequest.add_job:type_name -> atoll.v1.JobInfo
+	10, // 13: atoll.v1.GcsRequest.list_jobs:type_name -> atoll.v1.ListJobs
+	3,  // 14: atoll.v1.GcsRequest.reregister_node:type_name -> atoll.v1.NodeInfo
+	14, // 15: atoll.v1.GcsReply.error:type_name -> atoll.v1.ErrorInfo
+	3,  // 16: atoll.v1.GcsReply.nodes:type_name -> atoll.v1.NodeInfo
+	4,  // 17: atoll.v1.GcsReply.actors:type_name -> atoll.v1.ActorInfo
+	5,  // 18: atoll.v1.GcsReply.jobs:type_name -> atoll.v1.JobInfo
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_gcs_proto_init() }
@@ -1289,7 +1381,7 @@ func file_atollpb_gcs_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_gcs_proto_rawDesc), len(file_atollpb_gcs_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -184,8 +184,8 @@ func TestDrainNodeMidSort(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range st.Nodes {
-		if n.NodeID == drained.ID && n.Alive {
-			t.Fatal("atoll status lists the drained node alive")
+		if n.NodeID == drained.ID && (n.Alive || !n.Left || n.EndReason != "drained" || n.EndTime.IsZero()) {
+			t.Fatalf("atoll status lists the drained node as %+v, want it left, \"drained\", with its end time", n)
 		}
 	}
 

@@ -271,13 +271,17 @@ func TestStartChildArgs(t *testing.T) {
 }
 
 func TestStatusTable(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	st := &clusterclient.Status{
 		Address: "nats://127.0.0.1:6380",
 		Nodes: []clusterclient.NodeStatus{
 			{NodeID: "bbbbbbbb11112222", Hostname: "w1", Alive: true, Reporting: true,
 				Total: map[string]float64{"CPU": 4, "GPU": 1}, Available: map[string]float64{"CPU": 2.5, "GPU": 0},
 				Queued: 3, Running: 2, StoreUsed: 3 << 29, StoreCap: 2 << 30, Pulls: 7},
-			{NodeID: "cccccccc33334444", Hostname: "w2", Alive: false, Total: map[string]float64{"CPU": 4}, Available: map[string]float64{"CPU": 4}},
+			{NodeID: "cccccccc33334444", Hostname: "w2", Alive: false, Total: map[string]float64{"CPU": 4}, Available: map[string]float64{"CPU": 4},
+				EndReason: "declared dead: no gossip answer within the failure timeout", EndTime: now.Add(-90 * time.Second)},
+			{NodeID: "99999999", Hostname: "w4", Left: true, EndReason: "drained", EndTime: now.Add(-5 * time.Minute)},
+			{NodeID: "88888888", Hostname: "w5", Left: true, EndReason: "stopped", EndTime: now.Add(-2 * time.Hour)},
 			{NodeID: "dddddddd", Hostname: "laptop", Driver: true, Alive: true, Reporting: true},
 			{NodeID: "ffffffff", Hostname: "w3", Alive: true},
 			{NodeID: "eeeeeeee", Hostname: "laptop", Driver: true, Alive: false},
@@ -287,40 +291,43 @@ func TestStatusTable(t *testing.T) {
 		},
 	}
 	var out bytes.Buffer
-	if err := printStatus(&out, st, false); err != nil {
+	if err := printStatus(&out, st, false, time.Hour, now); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-	if len(lines) != 8 {
+	if len(lines) != 9 {
 		t.Fatalf("%d lines:\n%s", len(lines), out.String())
 	}
 	for i, want := range []string{
 		`^cluster 127\.0\.0\.1:6380$`,
-		`^NODE +ROLE +STATE +HOST +CPU USED/TOTAL +RESOURCES USED/TOTAL +STORE USED/TOTAL +QUEUED +RUNNING +PULLS$`,
-		`^aaaaaaaa +head +ALIVE +h +0/8 +memory 512MiB/1GiB +0B/256MiB +0 +0 +0$`,
-		`^bbbbbbbb +worker +ALIVE +w1 +1\.5/4 +GPU 1/1 +1\.5GiB/2GiB +3 +2 +7$`,
-		`^ffffffff +worker +SILENT +w3 +0/0 +- +0B/0B +0 +0 +0$`,
-		`^cccccccc +worker +DEAD +w2 +0/4 +- +0B/0B +0 +0 +0$`,
-		`^dddddddd +driver +ALIVE +laptop +0/0 +- +0B/0B +0 +0 +0$`,
-		`^3 nodes alive \(1 head, 1 worker, 1 driver\), 1 dead, 1 silent \(no load report\); 1 finished driver not listed \(--all\)$`,
+		`^NODE +ROLE +STATE +HOST +CPU USED/TOTAL +RESOURCES USED/TOTAL +STORE USED/TOTAL +QUEUED +RUNNING +PULLS +ENDED$`,
+		`^aaaaaaaa +head +ALIVE +h +0/8 +memory 512MiB/1GiB +0B/256MiB +0 +0 +0 +-$`,
+		`^bbbbbbbb +worker +ALIVE +w1 +1\.5/4 +GPU 1/1 +1\.5GiB/2GiB +3 +2 +7 +-$`,
+		`^ffffffff +worker +SILENT +w3 +0/0 +- +0B/0B +0 +0 +0 +-$`,
+		`^99999999 +worker +LEFT +w4 +0/0 +- +0B/0B +0 +0 +0 +drained, 5m0s ago$`,
+		`^cccccccc +worker +DEAD +w2 +0/4 +- +0B/0B +0 +0 +0 +declared dead: no gossip answer within the failure timeout, 1m30s ago$`,
+		`^dddddddd +driver +ALIVE +laptop +0/0 +- +0B/0B +0 +0 +0 +-$`,
+		`^3 nodes alive \(1 head, 1 worker, 1 driver\), 1 left, 1 dead, 1 silent \(no load report\); 1 finished driver and 1 node gone over 1h0m0s ago not listed \(--all\)$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(lines[i]) {
 			t.Errorf("line %d %q does not match %q", i, lines[i], want)
 		}
 	}
 	out.Reset()
-	if err := printStatus(&out, &clusterclient.Status{Nodes: []clusterclient.NodeStatus{{NodeID: "ab", IsHead: true, Alive: true, Reporting: true}}}, false); err != nil {
+	if err := printStatus(&out, &clusterclient.Status{Nodes: []clusterclient.NodeStatus{{NodeID: "ab", IsHead: true, Alive: true, Reporting: true}}}, false, time.Hour, now); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasSuffix(out.String(), "\n1 node alive (1 head, 0 workers), 0 dead\n") {
+	if !strings.HasSuffix(out.String(), "\n1 node alive (1 head, 0 workers), 0 left, 0 dead\n") {
 		t.Errorf("one node:\n%s", out.String())
 	}
 	out.Reset()
-	if err := printStatus(&out, st, true); err != nil {
+	if err := printStatus(&out, st, true, 0, now); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "eeeeeeee  driver  DEAD") || !strings.HasSuffix(out.String(), "2 dead, 1 silent (no load report)\n") {
-		t.Errorf("--all lists the finished driver:\n%s", out.String())
+	if !regexp.MustCompile(`eeeeeeee +driver +DEAD .* no reason recorded\n`).MatchString(out.String()) ||
+		!regexp.MustCompile(`88888888 +worker +LEFT .* stopped, 2h0m0s ago\n`).MatchString(out.String()) ||
+		!strings.HasSuffix(out.String(), "2 left, 2 dead, 1 silent (no load report)\n") {
+		t.Errorf("--all lists the finished driver and the node gone long ago:\n%s", out.String())
 	}
 }
 
@@ -576,7 +583,7 @@ func TestStartStatusStop(t *testing.T) {
 	checkOneHead(t, rec, "--address", displayAddress(rec.Address))
 	checkOneHead(t, rec) // the recorded address
 	stdout, stderr, err := execute("status")
-	if err != nil || !strings.HasSuffix(stdout, "1 node alive (1 head, 0 workers), 0 dead\n") {
+	if err != nil || !strings.HasSuffix(stdout, "1 node alive (1 head, 0 workers), 0 left, 0 dead\n") {
 		t.Errorf("status: %v\n%s%s", err, stdout, stderr)
 	}
 	stdout, stderr, err = execute("list", "nodes")

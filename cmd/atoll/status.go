@@ -21,14 +21,17 @@ const statusTimeout = 30 * time.Second
 func newStatusCmd() *cobra.Command {
 	var q clusterQuery
 	var asJSON, all bool
+	goneWithin := defaultGoneWithin
 	cmd := &cobra.Command{
-		Use:   "status [--address HOST:PORT] [--json] [--all]",
+		Use:   "status [--address HOST:PORT] [--json] [--all] [--gone-within DURATION]",
 		Short: "Show the cluster's nodes, their resources and load",
 		Long: `Shows the nodes of the cluster at --address (default $` + nodeconfig.EnvAddress + `, then the
 address the local head recorded): role, state, CPUs in use/total, other
 resources (in use/total), object store use, queued and running tasks, and objects pulled
-from other nodes. The nodes of drivers that finished are left out unless
---all is given.`,
+from other nodes. A node no longer alive is LEFT (it stopped, was drained,
+or its driver ended) or DEAD (it failed: the cluster declared it dead),
+with why and when. Nodes gone longer ago than --gone-within, and the
+nodes of drivers that finished, are left out unless --all is given.`,
 		Args:                  args(0),
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -42,18 +45,27 @@ from other nodes. The nodes of drivers that finished are left out unless
 			if asJSON {
 				return writeJSON(out, st)
 			}
-			return printStatus(out, st, all)
+			if all {
+				goneWithin = 0
+			}
+			return printStatus(out, st, all, goneWithin, time.Now())
 		},
 	}
 	q.addFlag(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
-	cmd.Flags().BoolVar(&all, "all", false, "also list the nodes of drivers that finished")
+	cmd.Flags().BoolVar(&all, "all", false, "also list the nodes of drivers that finished and nodes gone long ago")
+	cmd.Flags().DurationVar(&goneWithin, "gone-within", defaultGoneWithin, "list the nodes that left or died within this long (0: all)")
 	return cmd
 }
 
+// defaultGoneWithin is how long `atoll status` (and the dashboard) keep
+// listing a node after it left or died.
+const defaultGoneWithin = time.Hour
+
 // printStatus writes the status as a table and a summary line; the dead
-// nodes of finished drivers only with all.
-func printStatus(w io.Writer, st *clusterclient.Status, all bool) error {
+// nodes of finished drivers only with all, and the nodes that ended more
+// than goneWithin before now only if goneWithin is 0.
+func printStatus(w io.Writer, st *clusterclient.Status, all bool, goneWithin time.Duration, now time.Time) error {
 	nodes := slices.Clone(st.Nodes)
 	slices.SortStableFunc(nodes, func(a, b clusterclient.NodeStatus) int {
 		return compareNodes(role(a), a.Alive, a.NodeID, role(b), b.Alive, b.NodeID)
@@ -61,11 +73,15 @@ func printStatus(w io.Writer, st *clusterclient.Status, all bool) error {
 	if st.Address != "" {
 		fmt.Fprintf(w, "cluster %s\n", displayAddress(st.Address))
 	}
-	t := newTable("NODE", "ROLE", "STATE", "HOST", "CPU USED/TOTAL>", "RESOURCES USED/TOTAL", "STORE USED/TOTAL>", "QUEUED>", "RUNNING>", "PULLS>")
-	var alive, dead, heads, workers, drivers, finished, silent int
+	t := newTable("NODE", "ROLE", "STATE", "HOST", "CPU USED/TOTAL>", "RESOURCES USED/TOTAL", "STORE USED/TOTAL>", "QUEUED>", "RUNNING>", "PULLS>", "ENDED")
+	var alive, dead, left, heads, workers, drivers, finished, old, silent int
 	for _, n := range nodes {
 		if n.Driver && !n.Alive && !all {
 			finished++
+			continue
+		}
+		if !n.Alive && goneWithin > 0 && !n.EndTime.IsZero() && now.Sub(n.EndTime) > goneWithin {
+			old++
 			continue
 		}
 		state := "ALIVE"
@@ -84,12 +100,16 @@ func printStatus(w io.Writer, st *clusterclient.Status, all bool) error {
 			default:
 				workers++
 			}
+		} else if n.Left {
+			state = "LEFT"
+			left++
 		} else {
 			state = "DEAD"
 			dead++
 		}
 		t.add(shortID(n.NodeID), role(n), state, n.Hostname, usedTotal(n.Available["CPU"], n.Total["CPU"]), otherResources(n),
-			humanBytes(n.StoreUsed)+"/"+humanBytes(n.StoreCap), strconv.Itoa(n.Queued), strconv.Itoa(n.Running), strconv.FormatUint(n.Pulls, 10))
+			humanBytes(n.StoreUsed)+"/"+humanBytes(n.StoreCap), strconv.Itoa(n.Queued), strconv.Itoa(n.Running), strconv.FormatUint(n.Pulls, 10),
+			ended(n, now))
 	}
 	if err := t.write(w); err != nil {
 		return err
@@ -98,15 +118,38 @@ func printStatus(w io.Writer, st *clusterclient.Status, all bool) error {
 	if drivers > 0 {
 		roles = append(roles, plural(drivers, "driver", "drivers"))
 	}
-	hidden := ""
+	var notListed []string
 	if finished > 0 {
-		hidden = fmt.Sprintf("; %s not listed (--all)", plural(finished, "finished driver", "finished drivers"))
+		notListed = append(notListed, plural(finished, "finished driver", "finished drivers"))
+	}
+	if old > 0 {
+		notListed = append(notListed, fmt.Sprintf("%s gone over %s ago", plural(old, "node", "nodes"), goneWithin))
+	}
+	hidden := ""
+	if len(notListed) > 0 {
+		hidden = "; " + strings.Join(notListed, " and ") + " not listed (--all)"
 	}
 	if silent > 0 {
 		hidden = fmt.Sprintf(", %d silent (no load report)", silent) + hidden
 	}
-	_, err := fmt.Fprintf(w, "%s alive (%s), %d dead%s\n", plural(alive, "node", "nodes"), strings.Join(roles, ", "), dead, hidden)
+	_, err := fmt.Fprintf(w, "%s alive (%s), %d left, %d dead%s\n", plural(alive, "node", "nodes"), strings.Join(roles, ", "), left, dead, hidden)
 	return err
+}
+
+// ended says why and how long ago a node that is no longer alive ended;
+// "-" for a live one.
+func ended(n clusterclient.NodeStatus, now time.Time) string {
+	if n.Alive {
+		return "-"
+	}
+	why := n.EndReason
+	if why == "" {
+		why = "no reason recorded"
+	}
+	if n.EndTime.IsZero() {
+		return why
+	}
+	return why + ", " + now.Sub(n.EndTime).Round(time.Second).String() + " ago"
 }
 
 // role is a node's role as status shows it.

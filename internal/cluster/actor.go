@@ -190,7 +190,7 @@ func (g *gateway) apply(ctx actor.Context, e Effect) (PublishFailed, bool) {
 		if gcsClient := g.cfg.GCS; gcsClient != nil {
 			go func() {
 				c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				_ = gcsClient.MarkNodeDead(c, e.Node.Bytes())
+				_ = gcsClient.MarkNodeDead(c, e.Node.Bytes(), e.Left, e.Reason)
 				cancel()
 			}()
 		}

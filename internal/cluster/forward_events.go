@@ -210,9 +210,15 @@ type PeerLost struct{ Node ids.NodeID }
 // it leaves the set of nodes heard from.
 type PeerForgotten struct{ Node ids.NodeID }
 
-// ReportDead tells the GCS that Node died (the head's Forwarder only: a
-// node cut off from the others would declare them all dead).
-type ReportDead struct{ Node ids.NodeID }
+// ReportDead tells the GCS that Node died, or left (Left), and why (the
+// head's Forwarder only: a node cut off from the others would declare
+// them all dead). A node that leaves marks itself first, with its own
+// reason; this mark then changes nothing.
+type ReportDead struct {
+	Node   ids.NodeID
+	Left   bool
+	Reason string
+}
 
 // Log is a line for the node's log.
 type Log struct {

@@ -85,7 +85,11 @@ func (f *Forwarder) nodeGone(node ids.NodeID, died bool) {
 	// Only the head tells the GCS (see partition.go): a node cut off from
 	// the others declares them all dead, and must not be believed.
 	if f.cfg.IsHead {
-		f.emit(ReportDead{Node: node})
+		if died {
+			f.emit(ReportDead{Node: node, Reason: "declared dead: no gossip answer within the failure timeout"})
+		} else {
+			f.emit(ReportDead{Node: node, Left: true, Reason: "left the cluster"})
+		}
 	}
 }
 

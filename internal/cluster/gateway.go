@@ -86,7 +86,7 @@ func (g *Gateway) Start() error {
 	ok := false
 	defer func() {
 		if !ok {
-			g.Stop()
+			g.Stop("failed to start")
 		}
 	}()
 	if g.err != nil {
@@ -390,11 +390,28 @@ func (g *Gateway) serveStats(m *nats.Msg) {
 	_ = m.Respond(b)
 }
 
-// Stop leaves the gossip gracefully, marks the node dead in the GCS and
-// stops serving. Safe to call more than once.
-func (g *Gateway) Stop() {
+// Stop marks the node dead in the GCS as one that left, with reason
+// (drained, when the head told a drained node to leave and reason is
+// ""; else reason, or "stopped"), leaves the gossip gracefully and stops
+// serving. The GCS hears first, so that the reason stands (the head
+// marks a node whose leave it hears "left the cluster", and the first
+// mark wins). Safe to call more than once.
+func (g *Gateway) Stop(reason string) {
 	g.once.Do(func() {
 		close(g.stopRep)
+		if reason == "" {
+			reason = "stopped"
+			select {
+			case <-g.Left():
+				reason = "drained"
+			default:
+			}
+		}
+		if g.spawned && g.cfg.GCS != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_ = g.cfg.GCS.MarkNodeDead(ctx, g.cfg.NodeID.Bytes(), true, reason)
+			cancel()
+		}
 		if g.member != nil {
 			_ = g.member.Leave(2 * time.Second)
 		}
@@ -405,11 +422,6 @@ func (g *Gateway) Stop() {
 			<-g.repDone
 		}
 		if g.spawned {
-			if g.cfg.GCS != nil {
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				_ = g.cfg.GCS.MarkNodeDead(ctx, g.cfg.NodeID.Bytes())
-				cancel()
-			}
 			_ = g.cfg.System.Root.StopFuture(g.pid).Wait()
 		}
 		if g.member != nil {

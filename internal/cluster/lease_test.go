@@ -128,7 +128,7 @@ func startNode(t testing.TB, ns *natsembed.Server, adjust func(*Config)) *testNo
 	if err := n.gw.startActor(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(n.gw.Stop)
+	t.Cleanup(func() { n.gw.Stop("") })
 	// Gossip would have every node of the test's NATS server as a member
 	// of every other: the gateways keep only members' work.
 	testMembers.Lock()

@@ -8,6 +8,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/gcs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/natsembed"
 )
@@ -61,10 +62,12 @@ func Authorizer(secret clusterkey.Secret, prefix string, faultInjection bool) fu
 //
 //	node.<id>  publishes: every node's subjects (work, results, requests),
 //	           its own load report, frees, actor kills, owner exits, GCS
-//	           requests, AMM requests, jobs' worker output, replies;
+//	           requests and its own GCS registrations, AMM requests, jobs'
+//	           worker output, replies;
 //	           subscribes: its own node subjects, loads, frees, kills,
 //	           owner exits, GCS events, jobs' worker output, its own inbox
-//	client     publishes: what a node may, but no load report;
+//	client     publishes: what a node may, but no load report and no
+//	           registration;
 //	           subscribes: loads, GCS events, its own inbox
 //	reader     publishes: GCS reads, the nodes' stats, objects, timeline,
 //	           log, log-read and fault-log requests; replies to nothing;
@@ -94,7 +97,7 @@ func Permissions(prefix, user string, faultInjection bool) (*natsembed.Permissio
 		}
 		return &natsembed.Permissions{
 			Publish: natsembed.SubjectRules{
-				Allow: append(requests, loadSubject(prefix, id), outputSubjects(prefix), "_INBOX.>"),
+				Allow: append(requests, loadSubject(prefix, id), gcs.NodeRequestSubject(prefix, id), outputSubjects(prefix), "_INBOX.>"),
 				Deny:  faults,
 			},
 			Subscribe: natsembed.SubjectRules{

@@ -53,11 +53,13 @@ func (g *Gateway) ListedAlive(ctx context.Context) ([]ids.NodeID, error) {
 // ReconcileNodes marks dead, in the GCS, those of listed (the nodes the
 // GCS listed alive when the head started, from ListedAlive) that it still
 // lists alive and that this node has not heard a load report from, and
-// returns them. Call it on the head, once every live node had the time to
-// reconnect and report. Only nodes listed at the start are candidates: one
+// returns them, recording reason as why. Call it on the head, once every
+// live node had the time to reconnect and report (the head does, after it
+// starts and then every grace, so that registrations never heard from
+// expire). Only nodes listed at the start are candidates: one
 // that registered since is alive by definition, even if its first load
 // report has not arrived yet.
-func (g *Gateway) ReconcileNodes(ctx context.Context, listed []ids.NodeID) ([]ids.NodeID, error) {
+func (g *Gateway) ReconcileNodes(ctx context.Context, listed []ids.NodeID, reason string) ([]ids.NodeID, error) {
 	if len(listed) == 0 {
 		return nil, nil
 	}
@@ -74,7 +76,7 @@ func (g *Gateway) ReconcileNodes(ctx context.Context, listed []ids.NodeID) ([]id
 		if !alive[id] || g.heard.has(id) {
 			continue
 		}
-		if err := g.cfg.GCS.MarkNodeDead(ctx, id.Bytes()); err != nil {
+		if err := g.cfg.GCS.MarkNodeDead(ctx, id.Bytes(), false, reason); err != nil {
 			return gone, err
 		}
 		gone = append(gone, id)

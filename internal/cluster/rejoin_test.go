@@ -56,7 +56,7 @@ func TestReconcileNodesOnlyTheListed(t *testing.T) {
 	a.system.Root.Send(a.gw.pid, &atollpb.NodeLoad{NodeId: back.Bytes(), Total: map[string]float64{"CPU": 1}})
 	testutil.Eventually(t, "the head to hear the node that came back", func() bool { return a.gw.heard.has(back) })
 
-	gone, err := a.gw.ReconcileNodes(ctx, listed)
+	gone, err := a.gw.ReconcileNodes(ctx, listed, "test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,11 @@ type NodeStatus struct {
 	IsHead   bool   `json:"is_head"`
 	Driver   bool   `json:"driver"` // a driver's node (holds its objects, runs no tasks by default)
 	Alive    bool   `json:"alive"`
+	// A node no longer alive: whether it left on purpose (stopped,
+	// drained, its driver ended) rather than failing, why, and when.
+	Left      bool      `json:"left,omitempty"`
+	EndReason string    `json:"end_reason,omitempty"`
+	EndTime   time.Time `json:"end_time,omitzero"`
 	// Reporting: the node's load report arrived (an alive node that does
 	// not report may have died unobserved).
 	Reporting bool               `json:"reporting"`
@@ -147,6 +152,12 @@ func StatusOn(ctx context.Context, nc *nats.Conn, url string) (*Status, error) {
 		}
 		cn := NodeStatus{NodeID: id.String(), Hostname: n.Hostname, IsHead: n.IsHead, Driver: n.IsDriver,
 			Alive: n.State == atollpb.NodeState_NODE_ALIVE, Total: n.Resources, StoreCap: n.ObjectStoreBytes}
+		if !cn.Alive {
+			cn.Left, cn.EndReason = n.Left, n.EndReason
+			if n.EndTimeUnixMs > 0 {
+				cn.EndTime = time.UnixMilli(n.EndTimeUnixMs).UTC()
+			}
+		}
 		if l := loads[id]; l != nil && cn.Alive {
 			cn.Reporting = true
 			cn.Total, cn.Available = l.Total, l.Available

@@ -18,7 +18,10 @@ import (
 type api struct {
 	src      Source
 	traceURL string
-	log      *slog.Logger
+	// goneWithin: how long /api/cluster lists a node after it ended (0:
+	// forever).
+	goneWithin time.Duration
+	log        *slog.Logger
 	// slots bounds the requests served at once (maxConcurrent).
 	slots chan struct{}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
@@ -19,6 +20,11 @@ type clusterView struct {
 	// summed apart, in Drivers.
 	Totals  totalsView `json:"totals"`
 	Drivers totalsView `json:"drivers"`
+	// GoneWithin is how long a node stays listed after it left or died
+	// (?gone_within=, default Config.GoneNodesShownFor; 0: forever), and
+	// NodesNotListed counts the nodes that ended longer ago.
+	GoneWithin     string `json:"gone_within"`
+	NodesNotListed int    `json:"nodes_not_listed"`
 }
 
 // nodeView is one node of the cluster.
@@ -26,7 +32,9 @@ type nodeView struct {
 	NodeID   string `json:"node_id"`
 	Hostname string `json:"hostname"`
 	Role     string `json:"role"`  // head, worker or driver
-	State    string `json:"state"` // alive or dead
+	State    string `json:"state"` // alive, left (stopped, drained, its driver ended) or dead (failed)
+	// EndReason says why a node that left or died ended.
+	EndReason string `json:"end_reason,omitempty"`
 	// Reporting: its load report arrived (the figures below are its).
 	Reporting          bool               `json:"reporting"`
 	StartTime          *time.Time         `json:"start_time,omitempty"`
@@ -68,6 +76,7 @@ func (m *memoryFigures) add(o memoryFigures) {
 // totalsView sums the live nodes.
 type totalsView struct {
 	NodesAlive         int                `json:"nodes_alive"`
+	NodesLeft          int                `json:"nodes_left"`
 	NodesDead          int                `json:"nodes_dead"`
 	ResourcesTotal     map[string]float64 `json:"resources_total"`
 	ResourcesAvailable map[string]float64 `json:"resources_available"`
@@ -76,7 +85,16 @@ type totalsView struct {
 	memoryFigures
 }
 
-func (a *api) cluster(ctx context.Context, _ *http.Request) (any, error) {
+func (a *api) cluster(ctx context.Context, r *http.Request) (any, error) {
+	goneWithin := a.goneWithin
+	if q := r.URL.Query().Get("gone_within"); q != "" {
+		d, err := time.ParseDuration(q)
+		if err != nil || d < 0 {
+			return nil, errs.Invalidf("gone_within %q: want a duration such as 30m (0: every node)", q)
+		}
+		goneWithin = d
+	}
+	now := time.Now().UTC()
 	var (
 		st    *Status
 		infos []*atollpb.NodeInfo
@@ -97,7 +115,7 @@ func (a *api) cluster(ctx context.Context, _ *http.Request) (any, error) {
 			byID[id] = n
 		}
 	}
-	v := clusterView{Address: st.Address, Time: time.Now().UTC(), Nodes: []nodeView{},
+	v := clusterView{Address: st.Address, Time: now, Nodes: []nodeView{}, GoneWithin: goneWithin.String(),
 		Totals:  totalsView{ResourcesTotal: map[string]float64{}, ResourcesAvailable: map[string]float64{}},
 		Drivers: totalsView{ResourcesTotal: map[string]float64{}, ResourcesAvailable: map[string]float64{}}}
 	for _, n := range st.Nodes {
@@ -108,15 +126,27 @@ func (a *api) cluster(ctx context.Context, _ *http.Request) (any, error) {
 				RestoredBytesTotal: n.RestoredTotal, Pulls: n.Pulls, PulledBytes: n.PulledBytes}}
 		if info := byID[n.NodeID]; info != nil {
 			nv.StartTime, nv.EndTime = timePtr(unixMs(info.GetStartTimeUnixMs())), timePtr(unixMs(info.GetEndTimeUnixMs()))
+			if !n.Alive {
+				if nv.EndReason = info.GetEndReason(); info.GetLeft() {
+					nv.State = "left"
+				}
+				if nv.EndTime != nil && goneWithin > 0 && now.Sub(*nv.EndTime) > goneWithin {
+					v.NodesNotListed++
+					continue
+				}
+			}
 		}
 		sum := &v.Totals
 		if n.Driver {
 			sum = &v.Drivers
 		}
-		if n.Alive {
+		switch {
+		case n.Alive:
 			nv.State = "alive"
 			sum.NodesAlive++
-		} else {
+		case nv.State == "left":
+			sum.NodesLeft++
+		default:
 			sum.NodesDead++
 		}
 		if n.Alive && n.Reporting {

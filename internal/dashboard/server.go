@@ -50,9 +50,17 @@ type Config struct {
 	// machine's name) the dashboard answers to; a request naming another
 	// Host gets 421 (a page of another site reaching it by DNS rebinding).
 	Hosts []string
+	// GoneNodesShownFor is how long the cluster view lists a node after it
+	// left or died (a request's ?gone_within= overrides it); default
+	// DefaultGoneNodesShownFor, negative: forever.
+	GoneNodesShownFor time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
+
+// DefaultGoneNodesShownFor is how long the cluster view lists a node
+// after it left or died, as `atoll status` does.
+const DefaultGoneNodesShownFor = time.Hour
 
 // Server is a running dashboard.
 type Server struct {
@@ -75,13 +83,19 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	switch {
+	case cfg.GoneNodesShownFor == 0:
+		cfg.GoneNodesShownFor = DefaultGoneNodesShownFor
+	case cfg.GoneNodesShownFor < 0:
+		cfg.GoneNodesShownFor = 0 // forever
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, errs.Unavailablef("dashboard: listen on %s: %v", cfg.Addr, err)
 	}
 	s := &Server{ln: ln, url: "http://" + ln.Addr().String(), done: make(chan struct{}), log: cfg.Logger}
 	s.srv = &http.Server{
-		Handler:           newHandler(cfg.Source, cfg.TraceURL, cfg.Logger, newAccess(cfg, ln)),
+		Handler:           newHandler(cfg, newAccess(cfg, ln)),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -128,8 +142,8 @@ func CheckTraceURL(name, t string) error {
 }
 
 // newHandler routes the page, its assets and the API.
-func newHandler(src Source, traceURL string, log *slog.Logger, acc *access) http.Handler {
-	a := &api{src: src, traceURL: traceURL, log: log, slots: make(chan struct{}, maxConcurrent)}
+func newHandler(cfg Config, acc *access) http.Handler {
+	a := &api{src: cfg.Source, traceURL: cfg.TraceURL, goneWithin: cfg.GoneNodesShownFor, log: cfg.Logger, slots: make(chan struct{}, maxConcurrent)}
 	mux := http.NewServeMux()
 	mux.Handle("GET /{$}", pageHandler())
 	mux.Handle("GET /static/", staticHandler())

@@ -40,7 +40,7 @@ func TestLiveCapsRefuseNewEntries(t *testing.T) {
 	if err := c.RegisterNode(ctx, n1); err != nil {
 		t.Fatalf("a live node registering again: %v", err)
 	}
-	if err := c.MarkNodeDead(ctx, n2.NodeId); err != nil {
+	if err := c.MarkNodeDead(ctx, n2.NodeId, false, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.RegisterNode(ctx, n3); err != nil {
@@ -139,7 +139,7 @@ func TestBucketsAreBounded(t *testing.T) {
 	for _, n := range stored {
 		// Each death makes the entry larger (its end time): the quarter of
 		// the bucket kept for updates takes them.
-		if err := c.MarkNodeDead(ctx, n.NodeId); err != nil {
+		if err := c.MarkNodeDead(ctx, n.NodeId, false, "test"); err != nil {
 			t.Fatalf("a death in a full table: %v", err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
 // ClientOptions configures a Client. The zero value is valid.
@@ -52,9 +53,20 @@ func NewClient(nc *nats.Conn, opts ClientOptions) *Client {
 	return &Client{nc: nc, opts: opts, subject: RequestSubject(opts.Prefix)}
 }
 
-// RegisterNode registers a node as alive, or re-registers it.
+// RegisterNode registers a node as alive, or re-registers it. It goes to
+// the node's own subject (NodeRequestSubject): on a head's NATS only the
+// node's own connection (or the head's) may register it.
 func (c *Client) RegisterNode(ctx context.Context, n *atollpb.NodeInfo) error {
-	_, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_RegisterNode{RegisterNode: n}})
+	return c.register(ctx, n.GetNodeId(), &atollpb.GcsRequest{Op: &atollpb.GcsRequest_RegisterNode{RegisterNode: n}})
+}
+
+// register sends a registration of node id on its NodeRequestSubject.
+func (c *Client) register(ctx context.Context, id []byte, req *atollpb.GcsRequest) error {
+	v, err := ids.FromBytes(id)
+	if err != nil {
+		return errs.Invalidf("gcs %s: node id: %v", opName(req), err)
+	}
+	_, err = c.doOn(ctx, NodeRequestSubject(c.opts.Prefix, v), req)
 	return err
 }
 
@@ -63,14 +75,15 @@ func (c *Client) RegisterNode(ctx context.Context, n *atollpb.NodeInfo) error {
 // RegisterNode, but a node the GCS lists dead stays dead, and the call
 // fails with NODE_DIED (errs.NodeDiedError).
 func (c *Client) ReregisterNode(ctx context.Context, n *atollpb.NodeInfo) error {
-	_, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_ReregisterNode{ReregisterNode: n}})
-	return err
+	return c.register(ctx, n.GetNodeId(), &atollpb.GcsRequest{Op: &atollpb.GcsRequest_ReregisterNode{ReregisterNode: n}})
 }
 
-// MarkNodeDead marks a known node dead and records its end time; the entry
-// stays in the table. Marking a dead node again is a no-op.
-func (c *Client) MarkNodeDead(ctx context.Context, nodeID []byte) error {
-	_, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_MarkNodeDead{MarkNodeDead: nodeID}})
+// MarkNodeDead marks a known node dead and records its end time and why
+// (left: it left on purpose; reason: a few words, at most
+// MaxEndReasonBytes); the entry stays in the table. Marking a dead node
+// again is a no-op: the first end and its reason stand.
+func (c *Client) MarkNodeDead(ctx context.Context, nodeID []byte, left bool, reason string) error {
+	_, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_MarkNodeDead{MarkNodeDead: &atollpb.MarkNodeDead{NodeId: nodeID, Left: left, Reason: reason}}})
 	return err
 }
 
@@ -149,6 +162,12 @@ func first(actors []*atollpb.ActorInfo, err error) (*atollpb.ActorInfo, error) {
 // typed error in the reply is returned as such (errs.FromProto); transport
 // failures are UNAVAILABLE errors that also match the context's error.
 func (c *Client) do(ctx context.Context, req *atollpb.GcsRequest) (*atollpb.GcsReply, error) {
+	return c.doOn(ctx, "", req)
+}
+
+// doOn is do on subject; "" picks RequestSubject, or ReadSubject for a
+// read.
+func (c *Client) doOn(ctx context.Context, subject string, req *atollpb.GcsRequest) (*atollpb.GcsReply, error) {
 	op := opName(req)
 	data, err := proto.Marshal(req)
 	if err != nil {
@@ -159,9 +178,12 @@ func (c *Client) do(ctx context.Context, req *atollpb.GcsRequest) (*atollpb.GcsR
 		ctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
 		defer cancel()
 	}
-	subject := c.subject
-	if readOnly(req) {
+	switch {
+	case subject != "":
+	case readOnly(req):
 		subject = ReadSubject(c.opts.Prefix)
+	default:
+		subject = c.subject
 	}
 	msg := nats.NewMsg(subject)
 	msg.Data = data

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
 // Defaults applied to zero fields of Config and ClientOptions.
@@ -258,6 +259,42 @@ func RequestSubject(prefix string) string { return prefix + ".gcs.v1" }
 // read-only user publish here and not on RequestSubject, and the GCS
 // refuses a change sent here with PERMISSION_DENIED.
 func ReadSubject(prefix string) string { return prefix + ".gcs.v1.read" }
+
+// NodeRequestSubject is the subject of node node's registrations
+// (RegisterNode, ReregisterNode) and of its own MarkNodeDead: a head's
+// NATS lets only that node's user (and the head) publish here, and the GCS
+// serves a registration only here and only for the node the subject
+// names, so a node cannot register another, nor a client any.
+func NodeRequestSubject(prefix string, node ids.NodeID) string {
+	return nodeRequestPrefix(prefix) + node.String()
+}
+
+// nodeRequestPrefix starts every NodeRequestSubject.
+func nodeRequestPrefix(prefix string) string { return prefix + ".gcs.v1.node." }
+
+// nodeOnly tells whether req may only come on its node's
+// NodeRequestSubject.
+func nodeOnly(req *atollpb.GcsRequest) bool {
+	switch req.Op.(type) {
+	case *atollpb.GcsRequest_RegisterNode, *atollpb.GcsRequest_ReregisterNode:
+		return true
+	}
+	return false
+}
+
+// requestNode is the node a request is about when it comes on a
+// NodeRequestSubject (nil for other ops).
+func requestNode(req *atollpb.GcsRequest) []byte {
+	switch op := req.Op.(type) {
+	case *atollpb.GcsRequest_RegisterNode:
+		return op.RegisterNode.GetNodeId()
+	case *atollpb.GcsRequest_ReregisterNode:
+		return op.ReregisterNode.GetNodeId()
+	case *atollpb.GcsRequest_MarkNodeDead:
+		return op.MarkNodeDead.GetNodeId()
+	}
+	return nil
+}
 
 // readOnly tells whether req only reads the tables.
 func readOnly(req *atollpb.GcsRequest) bool {

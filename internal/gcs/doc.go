@@ -90,6 +90,15 @@
 // GCS subject the cluster's reader role may publish to; a change sent
 // there is refused with PERMISSION_DENIED.
 //
+// A node's registrations (RegisterNode, ReregisterNode) are served only on
+// its own NodeRequestSubject (<prefix>.gcs.v1.node.<id>), and only for the
+// id the subject names; the node may also mark itself dead there. A
+// head's NATS lets only that node's user (node.<id>) and the head publish
+// on it, so a client registers no node and a node registers no other. A
+// registration never followed by a load report expires: the head marks
+// it dead ("registered but never heard from") within two of its checks
+// (internal/node's doc, "A restarted head").
+//
 // # Restarts
 //
 // A restarted GCS actor reloads its tables from KV, and clients that wait

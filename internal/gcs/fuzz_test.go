@@ -13,14 +13,15 @@ import (
 // FuzzRequests sends arbitrary bytes as GCS requests (seeded with a valid
 // request of each op) to a real GCS on an embedded NATS with JetStream:
 // every request gets a decodable reply (a typed error for a bad one), and
-// the GCS still answers after it.
+// the GCS still answers after it. Each is sent on the general subject or
+// on a node's own registration subject.
 func FuzzRequests(f *testing.F) {
 	e := newEnv(f)
 	node, actor, job := ids.NewNodeID(), ids.NewNodeID(), ids.NewNodeID()
 	for _, req := range []*atollpb.GcsRequest{
 		{Op: &atollpb.GcsRequest_RegisterNode{RegisterNode: &atollpb.NodeInfo{NodeId: node.Bytes(), Address: "n:1", Resources: map[string]float64{"CPU": 1}}}},
 		{Op: &atollpb.GcsRequest_ReregisterNode{ReregisterNode: &atollpb.NodeInfo{NodeId: node.Bytes(), Address: "n:1"}}},
-		{Op: &atollpb.GcsRequest_MarkNodeDead{MarkNodeDead: node.Bytes()}},
+		{Op: &atollpb.GcsRequest_MarkNodeDead{MarkNodeDead: &atollpb.MarkNodeDead{NodeId: node.Bytes(), Reason: "fuzz"}}},
 		{Op: &atollpb.GcsRequest_ListNodes{ListNodes: &atollpb.ListNodes{}}},
 		{Op: &atollpb.GcsRequest_RegisterActor{RegisterActor: &atollpb.ActorInfo{ActorId: actor.Bytes(), Name: "a", Namespace: "ns", NodeId: node.Bytes()}}},
 		{Op: &atollpb.GcsRequest_UpdateActor{UpdateActor: &atollpb.ActorInfo{ActorId: actor.Bytes(), State: atollpb.ActorState_ACTOR_ALIVE}}},
@@ -32,11 +33,17 @@ func FuzzRequests(f *testing.F) {
 		{Op: &atollpb.GcsRequest_ListJobs{ListJobs: &atollpb.ListJobs{}}},
 	} {
 		data, _ := proto.Marshal(req)
-		f.Add(data)
+		f.Add(data, false)
+		f.Add(data, true)
 	}
-	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		msg, err := e.nc.Request(RequestSubject(DefaultPrefix), data, 10*time.Second)
+	f.Add([]byte{}, false)
+	f.Add([]byte{}, true)
+	f.Fuzz(func(t *testing.T, data []byte, onNode bool) {
+		subject := RequestSubject(DefaultPrefix)
+		if onNode {
+			subject = NodeRequestSubject(DefaultPrefix, node)
+		}
+		msg, err := e.nc.Request(subject, data, 10*time.Second)
 		if err != nil {
 			t.Fatalf("no reply: %v", err)
 		}

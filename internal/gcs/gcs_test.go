@@ -1,10 +1,13 @@
 package gcs
 
 import (
+	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -30,7 +33,10 @@ func TestNodes(t *testing.T) {
 			t.Fatalf("RegisterNode: %v", err)
 		}
 	}
-	if err := c.MarkNodeDead(ctx, n1.NodeId); err != nil {
+	if err := c.MarkNodeDead(ctx, n1.NodeId, true, strings.Repeat("x", MaxEndReasonBytes+1)); !errors.Is(err, errs.ErrInvalidArgument) {
+		t.Fatalf("MarkNodeDead with a reason of %d bytes: %v, want INVALID_ARGUMENT", MaxEndReasonBytes+1, err)
+	}
+	if err := c.MarkNodeDead(ctx, n1.NodeId, true, "drained"); err != nil {
 		t.Fatalf("MarkNodeDead: %v", err)
 	}
 	nodes, err := c.ListNodes(ctx)
@@ -42,16 +48,22 @@ func TestNodes(t *testing.T) {
 		switch {
 		case n.StartTimeUnixMs == 0:
 			t.Errorf("node %s has no start time", n.Address)
-		case dead && (n.State != atollpb.NodeState_NODE_DEAD || n.EndTimeUnixMs == 0):
-			t.Errorf("dead node: %v", n)
+		case dead && (n.State != atollpb.NodeState_NODE_DEAD || n.EndTimeUnixMs == 0 || !n.Left || n.EndReason != "drained"):
+			t.Errorf("dead node: %v, want NODE_DEAD, an end time, left, \"drained\"", n)
 		case !dead && (n.State != atollpb.NodeState_NODE_ALIVE || n.EndTimeUnixMs != 0):
 			t.Errorf("live node: %v", n)
 		}
 	}
-	if err := c.MarkNodeDead(ctx, n1.NodeId); err != nil {
+	// Marked again (the head heard it leave): the first end stands.
+	if err := c.MarkNodeDead(ctx, n1.NodeId, false, "declared dead"); err != nil {
 		t.Errorf("marking a dead node dead again: %v", err)
 	}
-	if err := c.MarkNodeDead(ctx, ids.NewNodeID().Bytes()); !errors.Is(err, errs.ErrNotFound) {
+	if nodes, err := c.ListNodes(ctx); err != nil || !slices.ContainsFunc(nodes, func(n *atollpb.NodeInfo) bool {
+		return bytes.Equal(n.NodeId, n1.NodeId) && n.Left && n.EndReason == "drained"
+	}) {
+		t.Errorf("after a second mark: %v %v, want the first end (left, drained) kept", nodes, err)
+	}
+	if err := c.MarkNodeDead(ctx, ids.NewNodeID().Bytes(), false, "test"); !errors.Is(err, errs.ErrNotFound) {
 		t.Errorf("unknown node: %v, want NOT_FOUND", err)
 	}
 	if err := c.RegisterNode(ctx, &atollpb.NodeInfo{NodeId: []byte{1, 2}}); !errors.Is(err, errs.ErrInvalidArgument) {
@@ -63,8 +75,8 @@ func TestNodes(t *testing.T) {
 	}
 	nodes, _ = c.ListNodes(ctx)
 	for _, n := range nodes {
-		if n.State != atollpb.NodeState_NODE_ALIVE {
-			t.Errorf("node %s not alive after re-registering", n.Address)
+		if n.State != atollpb.NodeState_NODE_ALIVE || n.Left || n.EndReason != "" {
+			t.Errorf("node %s after re-registering: %v, want alive with no end reason", n.Address, n)
 		}
 	}
 }
@@ -215,7 +227,7 @@ func TestEvents(t *testing.T) {
 	if err := c.RegisterNode(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.MarkNodeDead(ctx, n.NodeId); err != nil {
+	if err := c.MarkNodeDead(ctx, n.NodeId, false, "test"); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []atollpb.NodeState{atollpb.NodeState_NODE_ALIVE, atollpb.NodeState_NODE_DEAD} {
@@ -288,5 +300,67 @@ func TestConfigValidation(t *testing.T) {
 		if _, err := NewProps(cfg); err == nil {
 			t.Errorf("NewProps(%+v) accepted an invalid config", cfg)
 		}
+	}
+}
+
+// TestRegistrationsOnTheNodesOwnSubject: a node's registration is served
+// only on its own subject (which a head's NATS lets only that node
+// publish on); the general subject refuses it, another node's subject
+// refuses it, and a node's subject serves nothing but the node's own
+// registrations and death.
+func TestRegistrationsOnTheNodesOwnSubject(t *testing.T) {
+	e := newEnv(t)
+	a, b := node("a:1"), node("b:1")
+	aID, _ := ids.FromBytes(a.NodeId)
+	bID, _ := ids.FromBytes(b.NodeId)
+	send := func(subject string, req *atollpb.GcsRequest) error {
+		t.Helper()
+		data, _ := proto.Marshal(req)
+		m, err := e.nc.Request(subject, data, 30*time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", subject, err)
+		}
+		var reply atollpb.GcsReply
+		if err := proto.Unmarshal(m.Data, &reply); err != nil {
+			t.Fatal(err)
+		}
+		if reply.Error != nil {
+			return errs.FromProto(reply.Error)
+		}
+		return nil
+	}
+	register := func(n *atollpb.NodeInfo) *atollpb.GcsRequest {
+		return &atollpb.GcsRequest{Op: &atollpb.GcsRequest_RegisterNode{RegisterNode: n}}
+	}
+	reregister := &atollpb.GcsRequest{Op: &atollpb.GcsRequest_ReregisterNode{ReregisterNode: a}}
+	general, ownA, ownB := RequestSubject(DefaultPrefix), NodeRequestSubject(DefaultPrefix, aID), NodeRequestSubject(DefaultPrefix, bID)
+	for _, c := range []struct {
+		what    string
+		subject string
+		req     *atollpb.GcsRequest
+	}{
+		{"a registration on the general subject", general, register(a)},
+		{"a re-registration on the general subject", general, reregister},
+		{"node a's registration on node b's subject", ownB, register(a)},
+		{"node a's re-registration on node b's subject", ownB, reregister},
+		{"a list on a node's subject", ownA, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_ListNodes{ListNodes: &atollpb.ListNodes{}}}},
+		{"node b's death on node a's subject", ownA, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_MarkNodeDead{MarkNodeDead: &atollpb.MarkNodeDead{NodeId: b.NodeId}}}},
+	} {
+		if err := send(c.subject, c.req); !errors.Is(err, errs.ErrPermissionDenied) {
+			t.Errorf("%s: %v, want PERMISSION_DENIED", c.what, err)
+		}
+	}
+	if nodes, err := e.client.ListNodes(ctxT(t)); err != nil || len(nodes) != 0 {
+		t.Fatalf("after refused registrations the GCS lists %v (%v), want none", nodes, err)
+	}
+	if err := send(ownA, register(a)); err != nil {
+		t.Fatalf("node a's registration on its own subject: %v", err)
+	}
+	if err := send(ownA, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_MarkNodeDead{MarkNodeDead: &atollpb.MarkNodeDead{NodeId: a.NodeId, Left: true, Reason: "stopped"}}}); err != nil {
+		t.Fatalf("node a's own death on its own subject: %v", err)
+	}
+	nodes, err := e.client.ListNodes(ctxT(t))
+	if err != nil || len(nodes) != 1 || nodes[0].State != atollpb.NodeState_NODE_DEAD || nodes[0].EndReason != "stopped" {
+		t.Fatalf("the GCS lists %v (%v), want node a, left: stopped", nodes, err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
 // handle serves one request inside the actor: decode, trace, apply,
@@ -28,6 +29,8 @@ func (s *server) handle(r *request) {
 		op = opName(req)
 		if r.read && !readOnly(req) {
 			reply = errorReply(errs.PermissionDeniedf("gcs: %s changes the tables; it is not served on %s", op, ReadSubject(s.cfg.Prefix)))
+		} else if err := s.checkNodeSubject(r, req, op); err != nil {
+			reply = errorReply(err)
 		}
 	}
 
@@ -52,6 +55,27 @@ func (s *server) handle(r *request) {
 	s.respond(r.reply, reply)
 }
 
+// checkNodeSubject refuses a registration that did not come on the
+// NodeRequestSubject of the node it registers (only that node's user may
+// publish there), and on a NodeRequestSubject anything but that node's
+// registrations and its own MarkNodeDead.
+func (s *server) checkNodeSubject(r *request, req *atollpb.GcsRequest, op string) error {
+	if r.node == "" {
+		if nodeOnly(req) {
+			return errs.PermissionDeniedf("gcs: %s is served only on the registering node's own subject (%s<node id>)", op, nodeRequestPrefix(s.cfg.Prefix))
+		}
+		return nil
+	}
+	id, err := ids.FromBytes(requestNode(req))
+	if err != nil || id.String() != r.node {
+		if !nodeOnly(req) && requestNode(req) == nil {
+			return errs.PermissionDeniedf("gcs: %s is not served on a node's own subject (%s%s)", op, nodeRequestPrefix(s.cfg.Prefix), r.node)
+		}
+		return errs.PermissionDeniedf("gcs: %s of node %x came on the subject of node %s: a node speaks only for itself", op, requestNode(req), r.node)
+	}
+	return nil
+}
+
 // dispatch applies one request to the tables and returns the reply.
 func (s *server) dispatch(ctx context.Context, req *atollpb.GcsRequest) *atollpb.GcsReply {
 	now := s.cfg.now().UnixMilli()
@@ -66,7 +90,7 @@ func (s *server) dispatch(ctx context.Context, req *atollpb.GcsRequest) *atollpb
 	case *atollpb.GcsRequest_MarkNodeDead:
 		err = writeThrough(ctx, s, s.store.nodes, func() (string, *atollpb.NodeInfo, error) { return t.checkMarkNodeDead(op.MarkNodeDead, now) }, t.putNode, nodeEvents)
 		// The actors the node hosted died with it.
-		for _, a := range t.actorsOn(op.MarkNodeDead) {
+		for _, a := range t.actorsOn(op.MarkNodeDead.GetNodeId()) {
 			if err == nil {
 				err = writeThrough(ctx, s, s.store.actors, func() (string, *atollpb.ActorInfo, error) { return t.checkUpdateActor(a) }, t.putActor, actorEvents)
 			}

@@ -123,7 +123,7 @@ func TestCapsForgetTheOldestInMemoryAndKV(t *testing.T) {
 		nodes = append(nodes, n.NodeId)
 	}
 	for _, n := range append(nodes, host.NodeId) {
-		if err := c.MarkNodeDead(ctx, n); err != nil {
+		if err := c.MarkNodeDead(ctx, n, false, "test"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -149,7 +149,7 @@ func TestCapsForgetTheOldestInMemoryAndKV(t *testing.T) {
 		if err := c.FinishJob(ctx, jobs[0]); !errors.Is(err, errs.ErrNotFound) {
 			t.Errorf("%s: forgotten job: %v, want NOT_FOUND", when, err)
 		}
-		if err := c.MarkNodeDead(ctx, nodes[1]); !errors.Is(err, errs.ErrNotFound) {
+		if err := c.MarkNodeDead(ctx, nodes[1], false, "test"); !errors.Is(err, errs.ErrNotFound) {
 			t.Errorf("%s: forgotten node: %v, want NOT_FOUND", when, err)
 		}
 	}

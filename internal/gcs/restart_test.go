@@ -31,7 +31,7 @@ func populate(t *testing.T, e *testEnv) snapshot {
 	steps := []error{
 		c.RegisterNode(ctx, n1),
 		c.RegisterNode(ctx, n2),
-		c.MarkNodeDead(ctx, n2.NodeId),
+		c.MarkNodeDead(ctx, n2.NodeId, false, "test"),
 		c.RegisterActor(ctx, dead),
 		c.RegisterActor(ctx, live),
 		c.RegisterActor(ctx, namedActor("", "")),
@@ -155,7 +155,7 @@ func TestReregisterNode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := c.MarkNodeDead(ctx, dead.NodeId); err != nil {
+	if err := c.MarkNodeDead(ctx, dead.NodeId, false, "test"); err != nil {
 		t.Fatal(err)
 	}
 	before := read(t, e)

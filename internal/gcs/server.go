@@ -2,6 +2,7 @@ package gcs
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -35,7 +36,7 @@ type server struct {
 	cfg     Config
 	tables  *tables
 	store   *store
-	subs    []*nats.Subscription // RequestSubject, ReadSubject
+	subs    []*nats.Subscription // RequestSubject, ReadSubject, NodeRequestSubject(*)
 	tracer  trace.Tracer
 	prop    propagation.TextMapPropagator
 	backoff time.Duration
@@ -48,7 +49,10 @@ type server struct {
 // request is a GCS request copied out of a NATS callback.
 type request struct {
 	// read: it came on ReadSubject, where only reads are served.
-	read   bool
+	read bool
+	// node: it came on the NodeRequestSubject of this node (hex id; ""
+	// on the other subjects), where that node's registrations are served.
+	node   string
 	data   []byte
 	header map[string][]string
 	reply  string
@@ -116,11 +120,16 @@ func (s *server) open(ctx actor.Context) error {
 	s.prune(c)
 
 	root, self := ctx.ActorSystem().Root, ctx.Self()
-	for _, subject := range []string{RequestSubject(s.cfg.Prefix), ReadSubject(s.cfg.Prefix)} {
+	nodes := nodeRequestPrefix(s.cfg.Prefix)
+	for _, subject := range []string{RequestSubject(s.cfg.Prefix), ReadSubject(s.cfg.Prefix), nodes + "*"} {
 		read := subject == ReadSubject(s.cfg.Prefix)
 		sub, err := s.cfg.Conn.QueueSubscribe(subject, QueueGroup, func(m *nats.Msg) {
 			// Never block here and never touch state: copy and hand over.
-			root.Send(self, &request{read: read, data: m.Data, header: cloneHeader(m.Header), reply: m.Reply})
+			r := &request{read: read, data: m.Data, header: cloneHeader(m.Header), reply: m.Reply}
+			if node, ok := strings.CutPrefix(m.Subject, nodes); ok {
+				r.node = node
+			}
+			root.Send(self, r)
 		})
 		if err != nil {
 			s.stop()

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"maps"
 	"slices"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 
@@ -74,6 +75,7 @@ func (t *tables) checkRegisterNode(n *atollpb.NodeInfo, nowMs int64) (string, *a
 	next := proto.CloneOf(n)
 	next.State = atollpb.NodeState_NODE_ALIVE
 	next.EndTimeUnixMs = 0
+	next.Left, next.EndReason = false, ""
 	if next.StartTimeUnixMs == 0 {
 		next.StartTimeUnixMs = nowMs
 	}
@@ -106,12 +108,18 @@ func (t *tables) checkReregisterNode(n *atollpb.NodeInfo, nowMs int64) (string, 
 	return t.checkRegisterNode(n, nowMs)
 }
 
+// MaxEndReasonBytes bounds a node's end reason (MarkNodeDead.reason).
+const MaxEndReasonBytes = 256
+
 // checkMarkNodeDead returns the dead entry of a known node, or nil if it is
-// already dead.
-func (t *tables) checkMarkNodeDead(id []byte, nowMs int64) (string, *atollpb.NodeInfo, error) {
-	k, err := key("node", id)
+// already dead (the first end, and its reason, stand).
+func (t *tables) checkMarkNodeDead(m *atollpb.MarkNodeDead, nowMs int64) (string, *atollpb.NodeInfo, error) {
+	k, err := key("node", m.GetNodeId())
 	if err != nil {
 		return "", nil, err
+	}
+	if len(m.GetReason()) > MaxEndReasonBytes || !utf8.ValidString(m.GetReason()) {
+		return "", nil, errs.Invalidf("node %s: end reason: want at most %d bytes of UTF-8", k, MaxEndReasonBytes)
 	}
 	cur, ok := t.nodes[k]
 	if !ok {
@@ -123,6 +131,7 @@ func (t *tables) checkMarkNodeDead(id []byte, nowMs int64) (string, *atollpb.Nod
 	next := proto.CloneOf(cur)
 	next.State = atollpb.NodeState_NODE_DEAD
 	next.EndTimeUnixMs = nowMs
+	next.Left, next.EndReason = m.GetLeft(), m.GetReason()
 	return k, next, nil
 }
 

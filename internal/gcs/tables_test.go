@@ -75,12 +75,12 @@ func TestIdempotentChecksReturnNoEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	tb.putNode(k, next)
-	k, dead, err := tb.checkMarkNodeDead(n.NodeId, 20)
+	k, dead, err := tb.checkMarkNodeDead(&atollpb.MarkNodeDead{NodeId: n.NodeId}, 20)
 	if err != nil || dead.EndTimeUnixMs != 20 || dead.StartTimeUnixMs != 10 {
 		t.Fatalf("checkMarkNodeDead: %v %v", dead, err)
 	}
 	tb.putNode(k, dead)
-	if _, again, err := tb.checkMarkNodeDead(n.NodeId, 30); err != nil || again != nil {
+	if _, again, err := tb.checkMarkNodeDead(&atollpb.MarkNodeDead{NodeId: n.NodeId}, 30); err != nil || again != nil {
 		t.Errorf("second mark dead: %v %v, want no entry", again, err)
 	}
 	if _, _, err := tb.checkRegisterActor(&atollpb.ActorInfo{ActorId: n.NodeId, State: atollpb.ActorState_ACTOR_DEAD}); !errors.Is(err, errs.ErrInvalidArgument) {
@@ -145,7 +145,7 @@ func TestOverCapForgetsTheOldestDeathsFirst(t *testing.T) {
 	// Deaths in the order 3, 0, 4, 1; entry 2 stays alive.
 	for _, i := range []int{3, 0, 4, 1} {
 		kill(t, tb, tb.actors[actorKeys[i]])
-		k, dead, _ := tb.checkMarkNodeDead(tb.nodes[nodeKeys[i]].NodeId, int64(10+i))
+		k, dead, _ := tb.checkMarkNodeDead(&atollpb.MarkNodeDead{NodeId: tb.nodes[nodeKeys[i]].NodeId}, int64(10+i))
 		tb.putNode(k, dead)
 		k, fin, _ := tb.checkFinishJob(tb.jobs[jobKeys[i]].JobId, int64(10+i))
 		tb.putJob(k, fin)
@@ -167,7 +167,7 @@ func TestOverCapForgetsTheOldestDeathsFirst(t *testing.T) {
 		t.Errorf("live name gone: %v %v", got, err)
 	}
 	// Forgotten entries are NOT_FOUND; their names are free.
-	if _, _, err := tb.checkMarkNodeDead(mustBytes(t, nodeKeys[3]), 99); !errors.Is(err, errs.ErrNotFound) {
+	if _, _, err := tb.checkMarkNodeDead(&atollpb.MarkNodeDead{NodeId: mustBytes(t, nodeKeys[3])}, 99); !errors.Is(err, errs.ErrNotFound) {
 		t.Errorf("forgotten node: %v, want NOT_FOUND", err)
 	}
 	if err := registerActor(t, tb, namedActor("ns", "a3")); err != nil {
@@ -185,7 +185,7 @@ func TestRevivedAndRekilledEntriesKeepTheOrder(t *testing.T) {
 		n := node(fmt.Sprint(i))
 		k, next, _ := tb.checkRegisterNode(n, 1)
 		tb.putNode(k, next)
-		k, dead, _ := tb.checkMarkNodeDead(n.NodeId, 2)
+		k, dead, _ := tb.checkMarkNodeDead(&atollpb.MarkNodeDead{NodeId: n.NodeId}, 2)
 		tb.putNode(k, dead)
 		nodes = append(nodes, n)
 	}
@@ -196,7 +196,7 @@ func TestRevivedAndRekilledEntriesKeepTheOrder(t *testing.T) {
 		t.Fatalf("victims %v, want node 1 only", got)
 	}
 	// It dies again: now the newest death.
-	k, dead, _ := tb.checkMarkNodeDead(nodes[0].NodeId, 4)
+	k, dead, _ := tb.checkMarkNodeDead(&atollpb.MarkNodeDead{NodeId: nodes[0].NodeId}, 4)
 	tb.putNode(k, dead)
 	if got := tb.overCap(limits{DeadNodes: 1, DeadActors: 1, FinishedJobs: 1}); !slices.Equal(got, []victim{{nodesTable, keyOf(t, nodes[1].NodeId)}, {nodesTable, keyOf(t, nodes[2].NodeId)}}) {
 		t.Fatalf("victims %v, want nodes 1 and 2", got)

@@ -96,7 +96,9 @@
 //     nodes its GCS lists alive that it has not heard a load report from
 //     (cluster.Gateway.ReconcileNodes). A live node that took longer than
 //     that to reconnect is marked dead too, learns it when it registers
-//     again and exits.
+//     again and exits. The head repeats the check every grace for as long
+//     as it runs: a registration never followed by a load report expires
+//     (marked dead, "registered but never heard from").
 //
 // Not recovered: the jobs of drivers that died while the head was down
 // stay listed as running (a job records its driver's owner address, not

@@ -397,7 +397,11 @@ func (n *Node) stop(ctx context.Context) error {
 		_ = n.system.Root.StopFuture(n.ammPID).Wait()
 	}
 	if n.gateway != nil {
-		n.gateway.Stop()
+		reason := "" // stopped, or drained
+		if n.cfg.Driver {
+			reason = "its driver ended"
+		}
+		n.gateway.Stop(reason)
 	}
 	if n.system != nil {
 		pids := append(append([]*actor.PID{n.rayletPID}, spawned...), n.reporterPID, n.storePID, n.gcsPID)

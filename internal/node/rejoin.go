@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -18,7 +19,8 @@ import (
 // again with the GCS (cluster.Gateway.Reregister), and a head, once every
 // live node had the time to come back, marks dead the nodes its GCS still
 // lists alive that it has not heard from (cluster.Gateway.ReconcileNodes;
-// see cluster/rejoin.go for why that cannot declare a live node dead).
+// see cluster/rejoin.go for why that cannot declare a live node dead),
+// and keeps doing so every grace for registrations never heard from.
 
 const (
 	// minRejoinGrace is the least a head waits before reconciling: live
@@ -105,37 +107,53 @@ func (n *Node) reregisterLoop(ctx context.Context, kick <-chan struct{}) {
 
 // reconcile notes the nodes the GCS lists alive as the head starts, waits
 // out the grace, then marks dead those of them the head has not heard
-// from. A node that registers during the grace is not a candidate.
+// from; then it does the same again every grace, for as long as the head
+// runs, so that a registration never followed by a load report (a node
+// that died at once, or an id registered by a secret holder that runs no
+// node) expires instead of staying alive in the GCS forever. A node that
+// registers during a round is a candidate only in the next, so every node
+// has at least the grace to be heard.
 func (n *Node) reconcile(ctx context.Context) {
-	c, cancel := context.WithTimeout(ctx, reregisterTimeout)
-	listed, err := n.gateway.ListedAlive(c)
-	cancel()
-	if err != nil {
-		if ctx.Err() == nil {
-			n.log.Warn("could not list the nodes the GCS lists alive; not checking them", slog.Any("err", err))
+	grace := n.rejoinGrace()
+	reason := "did not come back after the head restarted"
+	for first := true; ; first = false {
+		c, cancel := context.WithTimeout(ctx, reregisterTimeout)
+		listed, err := n.gateway.ListedAlive(c)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			n.log.Warn("could not list the nodes the GCS lists alive; checking them later", slog.Any("err", err))
 		}
-		return
-	}
-	t := time.NewTimer(n.rejoinGrace())
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return
-	case <-t.C:
-	}
-	c, cancel = context.WithTimeout(ctx, reregisterTimeout)
-	defer cancel()
-	gone, err := n.gateway.ReconcileNodes(c, listed)
-	for _, id := range gone {
-		n.log.Warn("marked dead a node the GCS listed alive but that did not come back after the head started (it died while the head was down)",
-			slog.String("node", id.String()), slog.Duration("grace", n.rejoinGrace()))
-	}
-	if err != nil {
-		if ctx.Err() == nil {
+		t := time.NewTimer(grace)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		c, cancel = context.WithTimeout(ctx, reregisterTimeout)
+		gone, err := n.gateway.ReconcileNodes(c, listed, reason)
+		cancel()
+		for _, id := range gone {
+			if first {
+				n.log.Warn("marked dead a node the GCS listed alive but that did not come back after the head started (it died while the head was down)",
+					slog.String("node", id.String()), slog.Duration("grace", grace))
+			} else {
+				n.log.Warn("marked dead a node registered in the GCS that never sent a load report",
+					slog.String("node", id.String()), slog.Duration("grace", grace))
+			}
+		}
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return
+		case err != nil:
 			n.log.Warn("could not check the nodes the GCS lists alive", slog.Any("err", err))
+		case first:
+			n.log.Info("checked the nodes the GCS lists alive against those heard from since the head started",
+				slog.Int("marked_dead", len(gone)), slog.Duration("grace", grace))
 		}
-		return
+		reason = fmt.Sprintf("registered but never heard from (no load report within %s)", grace)
 	}
-	n.log.Info("checked the nodes the GCS lists alive against those heard from since the head started",
-		slog.Int("marked_dead", len(gone)), slog.Duration("grace", n.rejoinGrace()))
 }

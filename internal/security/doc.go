@@ -121,7 +121,10 @@
 // report; a reader publishes only to the GCS's read subject
 // (gcs.ReadSubject) and the nodes' stats, objects, timeline, logs, logread
 // and faults subjects. Clients and readers subscribe to loads, GCS events
-// and their own inbox.
+// and their own inbox. A node's GCS registration goes on a subject of its
+// own that only its user may publish on, and the GCS serves it there only
+// for that id; registrations never followed by a load report expire
+// (TestRegistrationsOnlyForOneself).
 // Without fault injection on the head (nodeconfig.Config.FaultInjection)
 // the nodes' crash and partition subjects are denied to all three; the
 // head's NodeInfo carries fault_injection, and the cluster's KillNode and

@@ -200,7 +200,7 @@ func TestRolePermissions(t *testing.T) {
 			}
 		}
 		// A change sent where reads go: the GCS refuses it.
-		b, _ := proto.Marshal(&atollpb.GcsRequest{Op: &atollpb.GcsRequest_MarkNodeDead{MarkNodeDead: mustHex(t, target)}})
+		b, _ := proto.Marshal(&atollpb.GcsRequest{Op: &atollpb.GcsRequest_MarkNodeDead{MarkNodeDead: &atollpb.MarkNodeDead{NodeId: mustHex(t, target)}}})
 		m, err := nc.Request(readSubject, b, 30*time.Second)
 		if err != nil {
 			t.Fatalf("a request on %s: %v", readSubject, err)

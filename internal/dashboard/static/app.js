@@ -185,7 +185,8 @@ async function refresh() {
 }
 
 async function loadCluster() {
-  const c = await api("/api/cluster");
+  // #overview?all=1 lists the nodes gone long ago too.
+  const c = await api("/api/cluster" + (state.params.get("all") ? "?gone_within=0" : ""));
   state.cluster = c;
   $("cluster-address").textContent = "cluster " + c.address;
   const sample = { t: Date.parse(c.time), nodes: {}, running: c.totals.running + c.drivers.running, queued: c.totals.queued + c.drivers.queued };
@@ -208,7 +209,9 @@ function drawOverview() {
   const alive = members.filter(n => n.state === "alive").length;
   const drivers = c.nodes.filter(n => n.role === "driver" && n.state === "alive").length;
   $("node-count").textContent = alive;
-  $("node-sub").textContent = `${drivers} driver${drivers === 1 ? "" : "s"} · ${t.nodes_dead} dead`;
+  const gone = c.nodes_not_listed
+    ? [" · ", el("a", { href: "#overview?all=1", title: `left or died over ${c.gone_within} ago` }, `${c.nodes_not_listed} older not listed`)] : [];
+  $("node-sub").replaceChildren(`${drivers} driver${drivers === 1 ? "" : "s"} · ${t.nodes_left} left · ${t.nodes_dead} dead`, ...gone);
   const cpu = t.resources_total.CPU || 0, cpuFree = t.resources_available.CPU || 0;
   $("cpu-use").textContent = `${fmtNum(cpu - cpuFree)} / ${fmtNum(cpu)}`;
   $("cpu-sub").textContent = cpu ? Math.round(100 * (cpu - cpuFree) / cpu) + "% busy" : "no CPUs";
@@ -238,7 +241,9 @@ function drawOverview() {
     return el("tr", { "data-node-id": n.node_id, "data-state": n.state, "data-role": n.role },
       idCell(n.node_id, "#logs?node=" + n.node_id),
       el("td", {}, badge(n.role, n.role === "head" ? "head" : "")),
-      el("td", {}, badge(n.state), n.state === "alive" && !n.reporting ? el("span", { class: "muted small" }, " not reporting") : null),
+      el("td", { class: "node-state" }, badge(n.state), n.state === "alive" && !n.reporting ? el("span", { class: "muted small" }, " not reporting") : null,
+        n.state !== "alive" ? el("div", { class: "muted small", title: fmtTime(n.end_time) },
+          (n.end_reason || "no reason recorded") + (n.end_time ? ", " + fmtMs(Date.parse(c.time) - Date.parse(n.end_time)) + " ago" : "")) : null),
       el("td", {}, n.hostname),
       el("td", { class: "num" }, `${fmtNum(cpuT - cpuA)} / ${fmtNum(cpuT)}`),
       el("td", { class: "num" }, other || "–"),

@@ -245,8 +245,9 @@ function drawOverview() {
         n.state !== "alive" ? el("div", { class: "muted small", title: fmtTime(n.end_time) },
           (n.end_reason || "no reason recorded") + (n.end_time ? ", " + fmtMs(Date.parse(c.time) - Date.parse(n.end_time)) + " ago" : "")) : null),
       el("td", {}, n.hostname),
-      el("td", { class: "num" }, `${fmtNum(cpuT - cpuA)} / ${fmtNum(cpuT)}`),
-      el("td", { class: "num" }, other || "–"),
+      // What a node uses is known from its load report only.
+      el("td", { class: "num" }, `${n.reporting ? fmtNum(cpuT - cpuA) : "–"} / ${fmtNum(cpuT)}`),
+      el("td", { class: "num" }, (n.reporting && other) || "–"),
       el("td", {}, usageBar(n.store_used_bytes, n.store_capacity_bytes)),
       el("td", { class: "num" }, fmtNum(n.objects)),
       el("td", { class: "num" }, fmtBytes(n.spilled_bytes)),

@@ -37,16 +37,22 @@ func (a *api) nodeLog(ctx context.Context, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	data := l.GetData()
-	if len(data) > n { // the node caps it too
+	text, cut := logEnd(l.GetData(), n)
+	return logView{NodeID: id.String(), File: l.GetFile(), SizeBytes: l.GetSize(), Truncated: l.GetTruncated() || cut, Text: text}, nil
+}
+
+// logEnd is the last n bytes of data as text (invalid UTF-8 replaced),
+// and whether that cut some off (the node caps what it sends too).
+func logEnd(data []byte, n int) (string, bool) {
+	cut := len(data) > n
+	if cut {
 		data = data[len(data)-n:]
 	}
 	text := string(data)
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, "\uFFFD")
 	}
-	return logView{NodeID: id.String(), File: l.GetFile(), SizeBytes: l.GetSize(), Truncated: l.GetTruncated() || len(data) < len(l.GetData()),
-		Text: text}, nil
+	return text, cut
 }
 
 // jobLogView is /api/logs/job/{job}: the end of a submitted job's log.
@@ -72,14 +78,6 @@ func (a *api) jobLog(ctx context.Context, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	data := c.GetData()
-	if len(data) > n {
-		data = data[len(data)-n:]
-	}
-	text := string(data)
-	if !utf8.ValidString(text) {
-		text = strings.ToValidUTF8(text, "\uFFFD")
-	}
-	return jobLogView{JobID: id.String(), SizeBytes: c.GetSize(), Truncated: c.GetOffset() > 0 || len(data) < len(c.GetData()),
-		Final: c.GetFinal(), Text: text}, nil
+	text, cut := logEnd(c.GetData(), n)
+	return jobLogView{JobID: id.String(), SizeBytes: c.GetSize(), Truncated: c.GetOffset() > 0 || cut, Final: c.GetFinal(), Text: text}, nil
 }

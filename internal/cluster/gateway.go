@@ -433,6 +433,11 @@ func (g *Gateway) Stop(reason string) {
 		if g.client != nil {
 			_ = g.client.Close()
 		}
+		if g.fetch != nil {
+			// Pulls write into the node's arena, which the node unmaps
+			// once its gateway stopped.
+			g.fetch.puller.Close()
+		}
 	})
 }
 

@@ -58,9 +58,10 @@ type checks struct {
 	// ran: where each attempt ran; ends: attempts a raylet ended.
 	ran  map[attemptKey]string
 	ends map[*raylet.Assignment]int
-	// finished counts each owner's Finished per task; submitted the
-	// tasks each owner sent.
-	finished  map[*proc]map[ids.TaskID]int
+	// finished: whether each owner's task finished since it was last
+	// sent (a finished task runs again only to rebuild a lost object,
+	// its lineage); submitted the tasks each owner sent.
+	finished  map[*proc]map[ids.TaskID]bool
 	submitted map[*proc]map[ids.TaskID]string
 	// lastSeq is the last sequence number of each caller's calls that
 	// started on each actor.
@@ -73,7 +74,7 @@ type checks struct {
 
 func newChecks(w *World) *checks {
 	return &checks{w: w, ran: map[attemptKey]string{}, ends: map[*raylet.Assignment]int{},
-		finished: map[*proc]map[ids.TaskID]int{}, submitted: map[*proc]map[ids.TaskID]string{}, lastSeq: map[callerKey]uint64{}}
+		finished: map[*proc]map[ids.TaskID]bool{}, submitted: map[*proc]map[ids.TaskID]string{}, lastSeq: map[callerKey]uint64{}}
 }
 
 func keyOf(spec *atollpb.TaskSpec) attemptKey {
@@ -129,12 +130,13 @@ func (c *checks) observe(p *proc, e owner.Effect) {
 		}
 		m := c.finished[p]
 		if m == nil {
-			m = map[ids.TaskID]int{}
+			m = map[ids.TaskID]bool{}
 			c.finished[p] = m
 		}
-		if m[task]++; m[task] > 1 {
+		if m[task] {
 			c.w.fail("exactly-once", "%s saw task %s finish twice", p.name, task.Short())
 		}
+		m[task] = true
 	}
 }
 
@@ -144,7 +146,9 @@ func (c *checks) sent(p *proc, spec *atollpb.TaskSpec) {
 		m = map[ids.TaskID]string{}
 		c.submitted[p] = m
 	}
-	m[ids.MustFromBytes(spec.TaskId)] = spec.Name
+	task := ids.MustFromBytes(spec.TaskId)
+	m[task] = spec.Name
+	delete(c.finished[p], task) // sent again: a new run (a rebuild)
 }
 
 // resultDelivered counts the results reaching owners.
@@ -209,7 +213,7 @@ func (c *checks) final() {
 		}
 		var missing []string
 		for task, name := range c.submitted[p] {
-			if c.finished[p][task] == 0 {
+			if !c.finished[p][task] {
 				var pending bool
 				p.rt.SimOwner(func(t *owner.Table) { _, pending = t.TaskState(task) })
 				if pending {

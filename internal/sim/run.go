@@ -47,6 +47,9 @@ type Config struct {
 	// 50ms); Jitter a ready thread's wait before it runs (default 1ms).
 	TaskTime time.Duration
 	Jitter   time.Duration
+	// Boot: the workload starts once the cluster ran this long (its
+	// nodes heard each other; default 1s).
+	Boot time.Duration
 	// Deadline: the workload must return within it (simulated; default
 	// 10 minutes), or the run fails as hung. Settle bounds the end phase
 	// (faults healed, the driver gone) that must reach quiescence
@@ -104,6 +107,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Jitter == 0 {
 		c.Jitter = time.Millisecond
+	}
+	if c.Boot <= 0 {
+		c.Boot = time.Second
 	}
 	if c.Deadline <= 0 {
 		c.Deadline = 10 * time.Minute
@@ -166,11 +172,13 @@ func Run(cfg Config, workload Workload) *Result {
 	driver := w.driver
 	var done bool
 	var werr error
-	w.spawn(driver, "driver", func(ctx context.Context) {
-		werr = workload(runtime.WithRuntime(ctx, driver.rt))
-		done = true
+	w.at(Epoch.Add(w.cfg.Boot), func() {
+		w.spawn(driver, "driver", func(ctx context.Context) {
+			werr = workload(runtime.WithRuntime(ctx, driver.rt))
+			done = true
+		})
 	})
-	limit := Epoch.Add(cfg.Deadline)
+	limit := Epoch.Add(cfg.Boot + cfg.Deadline)
 	if !w.runUntil(limit, func() bool { return done }) && w.failure == nil {
 		w.fail("hang", "the workload did not return within %v of simulated time; parked threads:%s", cfg.Deadline, w.parkedReport())
 	}

@@ -213,11 +213,26 @@ func (l *procLink) KillWorker(m *atollpb.KillWorker) {
 	l.toRaylet("KillWorker", "", func(n *node) { n.raylet.KillWorker(n.now(), m) })
 }
 
+// Fetch asks the node to pull objects held elsewhere. The node's fetcher
+// does it on a thread of its own (as the raylet's process does for its
+// workers): a pull outlives a worker that dies waiting for it.
 func (l *procLink) Fetch(ctx context.Context, refs []*atollpb.ObjectRef) error {
-	if !l.p.alive {
+	p := l.p
+	if !p.alive {
 		return errs.ErrShutDown
 	}
-	return l.p.node.fetch(ctx, l.p, refs)
+	n := p.node
+	var done bool
+	var err error
+	p.w.spawn(nil, n.name+".fetch for "+p.name, func(fctx context.Context) {
+		err = n.fetch(fctx, p, refs)
+		done = true
+	})
+	p.w.park(func() bool { return done || ctx.Err() != nil })
+	if !done {
+		return ctx.Err()
+	}
+	return err
 }
 
 func (l *procLink) SendBorrows(m *atollpb.BorrowReport) {

@@ -184,7 +184,7 @@ func Run(cfg Config, workload Workload) *Result {
 	}
 	res.WorkloadErr = werr
 	if w.failure == nil && werr != nil && !typedError(werr) {
-		w.fail("typed-errors", "the workload failed with an untyped error: %v", werr)
+		w.fail("workload", "%v", werr)
 	}
 	if w.failure == nil {
 		w.end()

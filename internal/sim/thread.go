@@ -44,6 +44,36 @@ type thread struct {
 	since time.Time
 }
 
+type threadKey struct{}
+
+// Sleep parks the calling thread of a simulation (the workload, a task, an
+// actor call) for d of simulated time; ctx is the context the simulation
+// gave it, or one derived from it.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t, _ := ctx.Value(threadKey{}).(*thread)
+	if t == nil {
+		return errNotSimulated
+	}
+	if d > 0 {
+		t.w.sleep(d)
+	}
+	return ctx.Err()
+}
+
+// Now is the simulated clock of the node the calling thread runs on.
+func Now(ctx context.Context) (time.Time, error) {
+	t, _ := ctx.Value(threadKey{}).(*thread)
+	if t == nil {
+		return time.Time{}, errNotSimulated
+	}
+	if t.p != nil {
+		return t.p.node.now(), nil
+	}
+	return t.w.now, nil
+}
+
+var errNotSimulated = fmt.Errorf("sim: not on a thread of a simulation (use the context the simulator gave the workload or the task)")
+
 // errThreadKilled is the cause of a killed thread's context.
 var errThreadKilled = fmt.Errorf("sim: the thread's process died")
 
@@ -52,7 +82,7 @@ var errThreadKilled = fmt.Errorf("sim: the thread's process died")
 func (w *World) spawn(p *proc, name string, f func(ctx context.Context)) *thread {
 	w.threadID++
 	t := &thread{w: w, id: w.threadID, name: name, p: p, state: threadRunnable, wake: make(chan struct{})}
-	t.ctx, t.cancel = context.WithCancelCause(context.Background())
+	t.ctx, t.cancel = context.WithCancelCause(context.WithValue(context.Background(), threadKey{}, t))
 	w.threads = append(w.threads, t)
 	if p != nil {
 		p.threads = append(p.threads, t)

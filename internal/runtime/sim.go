@@ -14,7 +14,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/telemetry"
 )
 
-// Simulation (internal/sim): the simulator runs whole clusters in one
+// Simulation (package sim): the simulator runs whole clusters in one
 // process, one goroutine at a time, on a simulated clock, and drives the
 // same Runtime as a driver and worker processes do. What it replaces is
 // injected here, as a driver's node or a worker's connection is:

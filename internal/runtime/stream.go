@@ -45,7 +45,7 @@ func (rt *Runtime) SubmitGenerator(ctx context.Context, spec *atollpb.TaskSpec, 
 		if release != nil {
 			release()
 		}
-		return FailedStream(errs.Invalidf("streaming generators are not simulated (internal/sim): call the function with its results as one return"))
+		return FailedStream(errs.Invalidf("streaming generators are not simulated (package sim): call the function with its results as one return"))
 	}
 	end := rt.Submit(ctx, spec, args, release, nil)[0]
 	s := &Stream{rt: rt, task: end.ID.TaskID(), name: spec.Name, end: end, st: &streamState{}}

@@ -173,6 +173,12 @@ func (c *checks) actorState(info *atollpb.ActorInfo) {
 	}
 }
 
+// Typed reports whether err is nil or one of atoll's typed errors (what a
+// Get may fail with: TaskError, WorkerCrashedError, ActorDiedError,
+// ObjectLostError, ...), not an untyped one. A workload under faults may
+// meet typed errors; an untyped one is a bug.
+func Typed(err error) bool { return typedError(err) }
+
 // typedError reports whether err is one of atoll's typed errors (what
 // a Get may fail with), not an untyped one.
 func typedError(err error) bool {

@@ -2,7 +2,9 @@ package sim
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -56,44 +58,45 @@ type Fault struct {
 	Point string `yaml:"point,omitempty" json:"point,omitempty"`
 }
 
-// String renders a fault on one line.
+// String renders a fault on one line, as ParseFault reads it:
+//
+//	<at> <action> [nodes=n2,n3] [groups=n1,n3|n2] [for=<d>] [msg=<type>@<actor>]
+//	    [p=<probability>] [count=<n>] [delay=<d>] [point=<point>] [keep-disk]
 func (f Fault) String() string {
-	s := fmt.Sprintf("%v %s", f.At, f.Action)
-	switch f.Action {
-	case actPartition:
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v %s", f.At, f.Action)
+	if len(f.Nodes) > 0 {
+		b.WriteString(" nodes=" + strings.Join(f.Nodes, ","))
+	}
+	if len(f.Groups) > 0 {
 		var g []string
 		for _, grp := range f.Groups {
-			g = append(g, "{"+strings.Join(grp, " ")+"}")
+			g = append(g, strings.Join(grp, ","))
 		}
-		s += " " + strings.Join(g, " | ")
-	case actCut:
-		if len(f.Nodes) == 2 {
-			s += fmt.Sprintf(" %s↛%s", f.Nodes[0], f.Nodes[1])
-		}
-	default:
-		if len(f.Nodes) > 0 {
-			s += " " + strings.Join(f.Nodes, ",")
-		}
-	}
-	if f.Message != "" {
-		s += fmt.Sprintf(" %s@%s p=%g", f.Message, f.Actor, f.Probability)
-		if f.Count > 0 {
-			s += fmt.Sprintf(" count=%d", f.Count)
-		}
-	}
-	if f.Point != "" {
-		s += fmt.Sprintf(" at %s p=%g count=%d", f.Point, f.Probability, f.Count)
-	}
-	if f.Delay != 0 {
-		s += fmt.Sprintf(" delay=%v", f.Delay)
+		b.WriteString(" groups=" + strings.Join(g, "|"))
 	}
 	if f.For > 0 {
-		s += fmt.Sprintf(" for %v", f.For)
+		fmt.Fprintf(&b, " for=%v", f.For)
+	}
+	if f.Message != "" {
+		fmt.Fprintf(&b, " msg=%s@%s", f.Message, f.Actor)
+	}
+	if f.Probability > 0 {
+		fmt.Fprintf(&b, " p=%g", f.Probability)
+	}
+	if f.Count > 0 {
+		fmt.Fprintf(&b, " count=%d", f.Count)
+	}
+	if f.Delay != 0 {
+		fmt.Fprintf(&b, " delay=%v", f.Delay)
+	}
+	if f.Point != "" {
+		b.WriteString(" point=" + f.Point)
 	}
 	if f.KeepDisk {
-		s += " keep-disk"
+		b.WriteString(" keep-disk")
 	}
-	return s
+	return b.String()
 }
 
 // FaultConfig says how a seed draws its schedule.
@@ -266,14 +269,25 @@ type faultRun struct {
 }
 
 type activeFault struct {
-	f     Fault
-	name  string
+	f    Fault
+	name string
+	// r draws its decisions: its own generator, seeded from the run's
+	// seed and the fault's text, so that removing another fault from
+	// the schedule (a shrink) leaves its draws alone.
+	r     *rand.Rand
 	from  time.Time
 	until time.Time
 	left  int
 	// action, delay: copies for the network.
 	action string
 	delay  time.Duration
+}
+
+// faultRand is the generator of one fault of a run.
+func (w *World) faultRand(f Fault) *rand.Rand {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(f.String()))
+	return stream(w.cfg.Seed^h.Sum64(), 11)
 }
 
 func (w *World) startFaults(schedule []Fault) {
@@ -355,16 +369,18 @@ func (fr *faultRun) apply(name string, f Fault) {
 		}
 	case actKillWorker:
 		if f.Point != "" {
-			fr.points = append(fr.points, &activeFault{f: f, name: name, from: w.now, left: f.Count})
+			fr.points = append(fr.points, &activeFault{f: f, name: name, from: w.now, left: f.Count, r: w.faultRand(f)})
 			return
 		}
+		r := w.faultRand(f)
 		for _, nm := range f.Nodes {
 			if n := w.nodeNamed(nm); n != nil {
-				n.killBusyProcess("fault " + name)
+				n.killBusyProcess(r, "fault "+name)
 			}
 		}
 	case actDrop, actDuplicate, actDelay:
-		fr.messages = append(fr.messages, &activeFault{f: f, name: name, from: w.now, until: until, left: f.Count, action: f.Action, delay: f.Delay})
+		fr.messages = append(fr.messages, &activeFault{f: f, name: name, from: w.now, until: until, left: f.Count, action: f.Action, delay: f.Delay,
+			r: w.faultRand(f)})
 	case actDiskFull, actDiskSlow, actDiskFail:
 		for _, nm := range f.Nodes {
 			n := w.nodeNamed(nm)
@@ -446,7 +462,10 @@ func (fr *faultRun) messageFault(m *msg) *activeFault {
 		if af.action == actDrop && m.path == pathLocal {
 			continue // local messages are never lost
 		}
-		if w.rNet.Float64() >= f.Probability {
+		if len(f.Nodes) > 0 && !slices.Contains(f.Nodes, m.to.name) {
+			continue
+		}
+		if af.r.Float64() >= f.Probability {
 			continue
 		}
 		if f.Count > 0 {
@@ -462,19 +481,20 @@ func (fr *faultRun) killAt(point string, n *node) (string, bool) {
 	if fr == nil {
 		return "", false
 	}
-	w := fr.w
 	for _, af := range fr.points {
 		f := af.f
-		if f.Point != point || af.left == 0 {
+		if f.Point != point || f.Count > 0 && af.left == 0 {
 			continue
 		}
-		if len(f.Nodes) > 0 && w.byName[f.Nodes[0]] != n {
+		if len(f.Nodes) > 0 && !slices.Contains(f.Nodes, n.name) {
 			continue
 		}
-		if w.rNet.Float64() >= f.Probability {
+		if af.r.Float64() >= f.Probability {
 			continue
 		}
-		af.left--
+		if f.Count > 0 {
+			af.left--
+		}
 		return af.name, true
 	}
 	return "", false
@@ -492,7 +512,7 @@ func (fr *faultRun) nodeExited(n *node) {
 
 // killBusyProcess kills a worker or actor process of n that runs
 // something, else any worker process.
-func (n *node) killBusyProcess(why string) {
+func (n *node) killBusyProcess(r *rand.Rand, why string) {
 	w := n.w
 	var busy, any []*proc
 	for _, p := range w.sortedProcs() {
@@ -512,7 +532,7 @@ func (n *node) killBusyProcess(why string) {
 		w.log.add("%s: no process to kill", n.name)
 		return
 	}
-	p := pick[w.rNet.IntN(len(pick))]
+	p := pick[r.IntN(len(pick))]
 	n.killProcess(p, why)
 }
 

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/owner"
 	"github.com/atoll-runtime/atoll/internal/runtime"
 )
 
@@ -61,6 +63,13 @@ type Config struct {
 	Faults   FaultConfig
 	Schedule []Fault
 	NoFaults bool
+	// Released: the workload releases every ref it makes, so once it
+	// returned and the cluster went quiet the driver must own nothing
+	// (the "leak" checker).
+	Released bool
+	// Checkers judge the run's history once the workload returned and
+	// the built-in checkers passed.
+	Checkers []Checker
 	// Log receives the full event log; Spans the run's spans (JSON
 	// lines). Logger is the runtimes' logger (default: discard).
 	Log    io.Writer
@@ -190,6 +199,14 @@ func Run(cfg Config, workload Workload) *Result {
 		w.end()
 	}
 	w.check.final()
+	for _, c := range cfg.Checkers {
+		if w.failure != nil {
+			break
+		}
+		if err := c.Check(w.history); err != nil {
+			w.fail(c.Name, "%v", err)
+		}
+	}
 	res.Hash = w.log.Hash()
 	res.Events = w.log.lines
 	res.SimTime = since(w.now)
@@ -207,6 +224,7 @@ func newWorld(cfg Config) *World {
 	w.log = newEventLog(&w.now, cfg.Log)
 	w.net = newNetwork(w)
 	w.check = newChecks(w)
+	w.history = &History{w: w}
 	w.trace = newTracer(w, cfg.Spans)
 	return w
 }
@@ -237,13 +255,31 @@ func (w *World) boot(schedule []Fault) {
 	w.every(250*time.Millisecond, w.membershipTick)
 }
 
-// end is the liveness phase: every fault heals, the driver ends (its
-// objects freed on every node, its actors and every other actor of the
-// job killed), and the cluster must go quiet within Settle.
+// end is the liveness phase: every fault heals and the cluster must go
+// quiet; a workload that released its refs (Released) must have left the
+// owners owning nothing; then the driver ends (its objects freed on every
+// node, its actors and every other actor of the job killed), and the
+// cluster must go quiet again, within Settle each time.
 func (w *World) end() {
 	w.faults.healAll()
-	w.log.add("workload returned: the driver ends")
+	w.log.add("workload returned")
+	w.settle()
 	d := w.driver
+	if w.cfg.Released {
+		var stored []ids.ObjectID
+		var pending int
+		d.rt.SimOwner(func(t *owner.Table) { stored, pending = t.StoredIDs(), t.Stats().Tasks })
+		if len(stored) > 0 || pending > 0 {
+			var objs []string
+			for _, id := range stored {
+				objs = append(objs, id.Short())
+			}
+			w.fail("leak", "the workload released every ref, yet the driver still owns %d stored objects (%s) and waits for %d tasks",
+				len(stored), strings.Join(first(objs, 5), " "), pending)
+			return
+		}
+	}
+	w.log.add("the driver ends")
 	stored, actors := d.rt.SimStop()
 	if len(stored) > 0 {
 		d.node.broadcastFree(d, stored, false)
@@ -270,8 +306,14 @@ func (w *World) end() {
 			}
 		}
 	}
-	// Quiet: nothing but the background pending, after a lease and a
-	// failure budget (expiries and verdicts due then happen first).
+	w.settle()
+	w.driverOwns()
+}
+
+// settle runs until nothing but the background is pending, and at least
+// a lease and a failure budget (expiries and verdicts due then happen
+// first), or Settle passed.
+func (w *World) settle() {
 	minEnd := w.now.Add(w.cfg.ForwardLease + w.cfg.FailureBudget)
 	limit := w.now.Add(w.cfg.Settle)
 	for (w.now.Before(minEnd) || !w.quiet()) && !w.now.After(limit) {
@@ -279,7 +321,6 @@ func (w *World) end() {
 			break
 		}
 	}
-	w.driverOwns()
 }
 
 // driverOwns closes the driver's process for the final checks (its

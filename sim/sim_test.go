@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 
 	"github.com/atoll-runtime/atoll"
@@ -15,7 +14,7 @@ func TestMain(m *testing.M) { testmain.Run(m) }
 var square = atoll.NewFunc1("sim_test.square", func(_ context.Context, x int) (int, error) { return x * x, nil })
 
 func TestSmoke(t *testing.T) {
-	res := Run(Config{Seed: 1, NoFaults: true, Log: os.Stderr}, func(ctx context.Context) error {
+	res := Run(Config{Seed: 1, NoFaults: true}, func(ctx context.Context) error {
 		v, err := atoll.Get(ctx, square.Remote(ctx, atoll.Value(7)))
 		if err != nil {
 			return err

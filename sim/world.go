@@ -42,8 +42,9 @@ type World struct {
 	yield    chan struct{}
 	threadID int
 
-	gcs    *gcs
-	driver *proc
+	gcs     *gcs
+	driver  *proc
+	history *History
 	// watches are the contexts the runtimes watch (context.AfterFunc).
 	watches []*watch
 	net     *network

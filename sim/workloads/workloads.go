@@ -18,14 +18,7 @@ import (
 )
 
 // Workload is a named workload with its checkers.
-type Workload struct {
-	Name string
-	Run  sim.Workload
-	// Checkers judge its history; Released: it releases every ref it
-	// makes (the simulator then checks that the owners own nothing left).
-	Checkers []sim.Checker
-	Released bool
-}
+type Workload = sim.Named
 
 // ByName returns the stock workload called name.
 func ByName(name string) (Workload, bool) {
@@ -37,7 +30,7 @@ func ByName(name string) (Workload, bool) {
 	return Workload{}, false
 }
 
-// All lists the stock workloads.
+// All lists the stock workloads, mixed first.
 func All() []Workload {
 	return []Workload{
 		{Name: "mixed", Run: func(ctx context.Context) error { return Mixed(ctx, 6) }, Released: true},

@@ -265,6 +265,12 @@ func (f *Forwarder) Stats() ForwarderStats {
 	return s
 }
 
+// NoteOwner records that an object owned by owner (a process on
+// ownerNode, hex) is held here: a pull's copy. The node's fetcher shares
+// the gateway's owners table and records each pull; a copy is freed with
+// its owner's exit or its node's death. A simulator's fetcher calls this.
+func (f *Forwarder) NoteOwner(owner []byte, ownerNode string) { f.owners.record(owner, ownerNode) }
+
 // Copies returns the nodes the directory lists as holding a copy of id
 // (an object owned here).
 func (f *Forwarder) Copies(id ids.ObjectID) []ids.NodeID { return slices.Clone(f.copies[id]) }

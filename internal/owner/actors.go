@@ -42,13 +42,21 @@ func (t *Table) send(a *actorEntry, spec *atollpb.TaskSpec) {
 	t.emit(CallActor{Address: a.address, Spec: spec})
 }
 
+// newCallerID names a new caller entry (Config.NewCallerID).
+func (t *Table) newCallerID() ids.WorkerID {
+	if t.cfg.NewCallerID != nil {
+		return t.cfg.NewCallerID()
+	}
+	return ids.NewWorkerID()
+}
+
 // AddActor registers a handle to an actor (owned: this process created
 // it). Registering a known actor counts one more handle; owned sticks
 // once set.
 func (t *Table) AddActor(id ids.ActorID, name string, owned bool) {
 	a := t.actors[id]
 	if a == nil {
-		a = &actorEntry{id: id, name: name, inflight: map[ids.TaskID]*task{}, caller: ids.NewWorkerID()}
+		a = &actorEntry{id: id, name: name, inflight: map[ids.TaskID]*task{}, caller: t.newCallerID()}
 		t.actors[id] = a
 	}
 	a.handles++

@@ -31,8 +31,8 @@ func (c *Core) Submit(now time.Time, m *atollpb.SubmitTask, owner *actor.PID) {
 		isActor: spec.Type == atollpb.TaskType_ACTOR_CREATION_TASK,
 		hops:    m.Hops,
 	}
-	if c.holds(t.id, spec) {
-		c.cfg.Logger.Debug("raylet: dropped a duplicated submission of a task it holds", "task", spec.Name, "attempt", spec.Attempt)
+	if c.holds(t.id, spec) || !c.took(submission{task: t.id, attempt: spec.Attempt, hops: m.Hops}) {
+		c.cfg.Logger.Debug("raylet: dropped a duplicated submission of a task it holds or held", "task", spec.Name, "attempt", spec.Attempt)
 		return
 	}
 	c.holding[t.id] = spec.Attempt

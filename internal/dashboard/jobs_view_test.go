@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -81,12 +83,12 @@ func (j jobLogged) JobLog(_ context.Context, job ids.JobID, maxBytes int) (*atol
 	if job != j.job {
 		return nil, errs.NotFoundf("no job %s", job)
 	}
-	c := *j.chunk
+	c := proto.CloneOf(j.chunk)
 	if len(c.Data) > maxBytes {
 		c.Offset += uint64(len(c.Data) - maxBytes)
 		c.Data = c.Data[len(c.Data)-maxBytes:]
 	}
-	return &c, nil
+	return c, nil
 }
 
 // TestJobLogView: /api/logs/job/{job} is the end of a submitted job's log,

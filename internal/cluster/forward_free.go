@@ -9,6 +9,7 @@ import (
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/simbugs"
 )
 
 // Numbered notices. What a node tells every node about its owners — the
@@ -171,7 +172,7 @@ func (f *Forwarder) applyNotice(origin ids.NodeID, m *atollpb.FreeObjects) {
 // askAgain asks origin for its notices up to last that s misses, unless
 // they were asked for less than a lease tick ago.
 func (f *Forwarder) askAgain(now time.Time, origin ids.NodeID, s *noticeStream, last uint64) {
-	if last < s.next {
+	if last < s.next || simbugs.On(simbugs.NoticesNotRepaired) { // the second: a bug put in on purpose (simulator tests)
 		return
 	}
 	if last <= s.asked && now.Sub(s.askedAt) < noticeAskEvery {

@@ -40,7 +40,8 @@ type Config struct {
 	// (default 5s); ForwardLease: a forwarded attempt not confirmed for
 	// it is lost (default 2x the budget); ConfirmInterval: gateways
 	// confirm and expire leases (default 1s); ReportInterval: nodes
-	// publish their load (default 250ms).
+	// publish their load (default 1s: a real node's is 100ms, which would
+	// be most of a run's events).
 	FailureBudget   time.Duration
 	ForwardLease    time.Duration
 	ConfirmInterval time.Duration
@@ -109,7 +110,7 @@ func (c Config) withDefaults() Config {
 		c.ConfirmInterval = cluster.DefaultConfirmInterval
 	}
 	if c.ReportInterval <= 0 {
-		c.ReportInterval = 250 * time.Millisecond
+		c.ReportInterval = time.Second
 	}
 	if c.TaskTime == 0 {
 		c.TaskTime = 50 * time.Millisecond

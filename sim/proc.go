@@ -48,6 +48,15 @@ func (w *World) newProc(n *node, name, kind string, id ids.WorkerID) *proc {
 		WorkerID: id, NodeID: n.id, Env: p.env, Link: &procLink{p: p}, Store: p.client, GCS: &gcsClient{p: p},
 		Observe: func(e owner.Effect) { w.check.observe(p, e) },
 	}
+	if kind == "driver" {
+		sp.OnStop = func() error {
+			if w.onDriverStop != nil {
+				return w.onDriverStop()
+			}
+			p.rt.SimStop()
+			return nil
+		}
+	}
 	switch kind {
 	case "driver":
 		p.rt = runtime.NewSimDriver(sp)

@@ -72,10 +72,12 @@ type Config struct {
 	// the built-in checkers passed.
 	Checkers []Checker
 	// Log receives the full event log; Spans the run's spans (JSON
-	// lines). Logger is the runtimes' logger (default: discard).
+	// lines). Logger is the runtimes' logger (default: discard). Report
+	// receives a program's verdict (atoll.WithSimulation; default stderr).
 	Log    io.Writer
 	Spans  io.Writer
 	Logger *slog.Logger
+	Report io.Writer
 }
 
 func (c Config) withDefaults() Config {

@@ -26,7 +26,7 @@ type Config struct {
 	Nodes int
 	// CPUs per node (default 2), the pool's workers.
 	CPUs float64
-	// StoreBytes per node's object store (default 8 MiB: small, so that
+	// StoreBytes per node's object store (default 1 MiB: small, so that
 	// workloads spill); DiskBytes per spill disk (default 256 MiB).
 	StoreBytes uint64
 	DiskBytes  uint64
@@ -46,6 +46,9 @@ type Config struct {
 	ForwardLease    time.Duration
 	ConfirmInterval time.Duration
 	ReportInterval  time.Duration
+	// AMMInterval: the head's Active Memory Manager runs a round this
+	// often (default 2s, as a real head's; negative: never).
+	AMMInterval time.Duration
 	// TaskTime bounds an attempt's simulated running time (default
 	// 50ms); Jitter a ready thread's wait before it runs (default 1ms).
 	TaskTime time.Duration
@@ -88,7 +91,7 @@ func (c Config) withDefaults() Config {
 		c.CPUs = 2
 	}
 	if c.StoreBytes == 0 {
-		c.StoreBytes = 8 << 20
+		c.StoreBytes = 1 << 20
 	}
 	if c.DiskBytes == 0 {
 		c.DiskBytes = 256 << 20
@@ -113,6 +116,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReportInterval <= 0 {
 		c.ReportInterval = time.Second
+	}
+	if c.AMMInterval == 0 {
+		c.AMMInterval = cluster.DefaultAMMInterval
 	}
 	if c.TaskTime == 0 {
 		c.TaskTime = 50 * time.Millisecond
@@ -256,6 +262,9 @@ func (w *World) boot(schedule []Fault) {
 		}
 	})
 	w.every(250*time.Millisecond, w.membershipTick)
+	if w.cfg.AMMInterval > 0 {
+		w.every(w.cfg.AMMInterval, w.ammRound)
+	}
 }
 
 // end is the liveness phase: every fault heals and the cluster must go

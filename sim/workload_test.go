@@ -15,7 +15,7 @@ func config(seed uint64, w workloads.Workload) sim.Config {
 	return sim.Config{Seed: seed, Nodes: 5, Checkers: w.Checkers, Released: w.Released}
 }
 
-func mustWorkload(t *testing.T, name string) workloads.Workload {
+func mustWorkload(t testing.TB, name string) workloads.Workload {
 	t.Helper()
 	w, ok := workloads.ByName(name)
 	if !ok {

@@ -74,6 +74,13 @@ var (
 		}
 		return s, nil
 	})
+	blobSum = atoll.NewFunc1("sim.workloads.blobSum", func(_ context.Context, b []byte) (int, error) {
+		s := 0
+		for _, x := range b {
+			s += int(x)
+		}
+		return s, nil
+	})
 	tree *atoll.Func1[int, int]
 )
 
@@ -109,6 +116,15 @@ var (
 	})
 )
 
+// blobWant is the sum of the bytes of round's blob.
+func blobWant(round int) int {
+	s := 0
+	for i := 0; i < blobBytes; i++ {
+		s += int(byte(round + i))
+	}
+	return s
+}
+
 // keeper is an actor that keeps a ref it was passed (it borrows it past
 // the call that brought it) and reads it later.
 type keeper struct{ kept []atoll.ObjectRef[[]float64] }
@@ -142,8 +158,12 @@ func expectedSum(seed, n int) float64 {
 	return s
 }
 
-// Mixed runs rounds of a mixed workload a second or two apart: a 3 MiB
-// put kept for three rounds (the driver's store spills), chunks made by
+// Sizes, for the simulator's default 1 MiB stores: the blobs the driver
+// keeps make its node's store spill.
+const blobBytes = 384 << 10
+
+// Mixed runs rounds of a mixed workload half a second or more apart: a
+// 384 KiB put kept for three rounds (the driver's 1 MiB store spills), chunks made by
 // tasks and summed by others, a task that reads refs passed inside its
 // argument (it borrows them), a tree of nested tasks, an actor taking
 // twelve ordered calls. A wrong value fails it; a typed error (a fault
@@ -167,7 +187,7 @@ func Mixed(ctx context.Context, rounds int) error {
 		}
 	}()
 	for round := 0; round < rounds; round++ {
-		blob := make([]byte, 3<<20)
+		blob := make([]byte, blobBytes)
 		for i := range blob {
 			blob[i] = byte(round + i)
 		}
@@ -186,6 +206,20 @@ func Mixed(ctx context.Context, rounds int) error {
 		if err := mixedRound(ctx, round, note); err != nil {
 			return err
 		}
+		// A task reads the oldest blob kept: wherever it runs, it pulls
+		// a copy, which lives on until the AMM drops it (ReduceReplicas).
+		if len(kept) > 0 {
+			br := blobSum.Remote(ctx, kept[0], atoll.MaxRetries(3))
+			s, err := atoll.Get(ctx, br)
+			br.Release()
+			if err != nil {
+				if err := note(err); err != nil {
+					return err
+				}
+			} else if want := blobWant(round - len(kept) + 1); s != want {
+				return fmt.Errorf("round %d: blobSum = %d, want %d", round, s, want)
+			}
+		}
 		if err := sim.Sleep(ctx, time.Duration(500+round*100)*time.Millisecond); err != nil {
 			return err
 		}
@@ -194,7 +228,7 @@ func Mixed(ctx context.Context, rounds int) error {
 }
 
 func mixedRound(ctx context.Context, round int, note func(error) error) error {
-	const chunks, n = 8, 64 << 10 // 512 KiB each
+	const chunks, n = 8, 8 << 10 // 64 KiB each
 	refs := make([]atoll.ObjectRef[[]float64], chunks)
 	for i := range refs {
 		refs[i] = makeChunk.Remote(ctx, atoll.Value(round*100+i), atoll.Value(n), atoll.MaxRetries(3))

@@ -15,7 +15,7 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 FUZZTIME ?= 10s
 FUZZFLAGS ?=
 
-.PHONY: help run test soak lint fuzz bench sim proto tidy
+.PHONY: help run test soak lint fuzz bench sim sim-bugs proto tidy
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
@@ -53,6 +53,12 @@ SIM_SEEDS ?= 100
 SIM_FLAGS ?=
 sim: ## run SIM_SEEDS (100) seeds of the simulator's mixed workload
 	$(GO) run ./cmd/atoll sim -workload mixed -seeds $(SIM_SEEDS) $(SIM_FLAGS)
+
+# Bugs put into the cores on purpose (build tag simbugs, internal/simbugs):
+# the simulator must find each within 100 seeds and shrink it to at most
+# five faults; each prints the command that replays it.
+sim-bugs: ## find and shrink the simulator's seeded bugs
+	$(GO) test -tags simbugs -count=1 -run TestSeededBugs -v ./sim
 
 bench: ## run the Go benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -123,7 +123,8 @@ var AllActions = []string{actPartition, actCut, actCrash, actKillWorker, actDrop
 // deduplicated) and delaying (calls are ordered by sequence number).
 var messageFaults = map[string][][2]string{
 	actDrop: {{"ForwardTask", "gateway"}, {"ForwardActorCall", "gateway"}, {"ForwardedResult", "gateway"}, {"HeldWork", "gateway"},
-		{"NodeLoad", "gateway"}, {"ObjectCopies", "gateway"}, {"PullRequest", "objectstore"}, {"LocateRequest", "gateway"}},
+		{"NodeLoad", "gateway"}, {"ObjectCopies", "gateway"}, {"PullRequest", "objectstore"}, {"LocateRequest", "gateway"},
+		{"FreeObjects", "gateway"}, {"FreeRepair", "gateway"}},
 	actDuplicate: {{"TaskResult", "owner"}, {"SubmitTask", "raylet"}, {"PushTask", "actor"}, {"ForwardTask", "gateway"},
 		{"ForwardedResult", "gateway"}, {"ForwardActorCall", "gateway"}, {"NodeLoad", "gateway"}, {"HeldWork", "gateway"},
 		{"FreeObjects", "gateway"}},

@@ -81,8 +81,19 @@ func (n *node) applyGW(eff cluster.Effect) {
 			w.log.add("%s.gw to raylet %T not simulated", n.name, x.Msg)
 		}
 	case cluster.ToStore:
-		if m, ok := x.Msg.(*atollpb.ClientDisconnected); ok {
+		switch m := x.Msg.(type) {
+		case *atollpb.ClientDisconnected:
 			n.store.clientDisconnected(ids.MustFromBytes(m.ClientId))
+		case *atollpb.DeleteObjectsRequest:
+			idl := make([]ids.ObjectID, 0, len(m.ObjectIds))
+			for _, b := range m.ObjectIds {
+				idl = append(idl, ids.MustObjectID(b))
+			}
+			if m.Revived {
+				n.store.store.Revive(idl)
+			} else {
+				n.store.delete(idl)
+			}
 		}
 	case cluster.PeerHeard:
 		n.peers[x.Node] = true
@@ -103,24 +114,6 @@ func (n *node) publish(to *node, _, desc string, m proto.Message) {
 	kind := string(m.ProtoReflect().Descriptor().Name())
 	n.w.send(&msg{from: n, to: to, fromName: n.name + ".gw", toName: to.name + ".gw", path: pathNATS, kind: kind, actor: "gateway", desc: desc,
 		deliver: func() { to.stepGW(cluster.Received{Msg: m}) }})
-}
-
-// freeArrived applies an owner's free (the free subject): the store
-// deletes its copy, the gateway forgets the copies it knows.
-func (n *node) freeArrived(m *atollpb.FreeObjects) {
-	if !n.up {
-		return
-	}
-	idl := make([]ids.ObjectID, 0, len(m.ObjectIds))
-	for _, b := range m.ObjectIds {
-		idl = append(idl, ids.MustObjectID(b))
-	}
-	if m.Revived {
-		n.store.store.Revive(idl)
-		return
-	}
-	n.store.delete(idl)
-	n.stepGW(cluster.Received{Msg: m})
 }
 
 // wire describes a message between gateways for the log.
@@ -144,6 +137,17 @@ func wire(m proto.Message) string {
 			s += " dropped"
 		}
 		return s
+	case *atollpb.FreeObjects:
+		s := fmt.Sprintf("#%d %d objects", m.Seq, len(m.ObjectIds))
+		if m.Revived {
+			s += " revived"
+		}
+		if len(m.ExitedOwners) > 0 {
+			s += fmt.Sprintf(" %d owners exited", len(m.ExitedOwners))
+		}
+		return s
+	case *atollpb.FreeRepair:
+		return fmt.Sprintf("%d..%d", m.First, m.Last)
 	}
 	return fmt.Sprintf("%T", m)
 }

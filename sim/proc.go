@@ -48,6 +48,15 @@ func (w *World) newProc(n *node, name, kind string, id ids.WorkerID) *proc {
 		WorkerID: id, NodeID: n.id, Env: p.env, Link: &procLink{p: p}, Store: p.client, GCS: &gcsClient{p: p},
 		Observe: func(e owner.Effect) { w.check.observe(p, e) },
 	}
+	if kind == "driver" {
+		sp.OnStop = func() error {
+			if w.onDriverStop != nil {
+				return w.onDriverStop()
+			}
+			p.rt.SimStop()
+			return nil
+		}
+	}
 	switch kind {
 	case "driver":
 		p.rt = runtime.NewSimDriver(sp)
@@ -244,29 +253,21 @@ func (l *procLink) GeneratorAck(*atollpb.GeneratorAck) {}
 func (l *procLink) Free(idl []ids.ObjectID)   { l.p.node.broadcastFree(l.p, idl, false) }
 func (l *procLink) Revive(idl []ids.ObjectID) { l.p.node.broadcastFree(l.p, idl, true) }
 
-// broadcastFree publishes an owner's free (or revive) to every node: each
+// broadcastFree hands an owner's free (or revive) to its node's gateway,
+// which numbers it, applies it here and publishes it to every node: each
 // store deletes its copy, each gateway forgets its copies.
 func (n *node) broadcastFree(p *proc, idl []ids.ObjectID, revived bool) {
 	if !p.alive || len(idl) == 0 {
 		return
 	}
-	w := n.w
 	if !revived {
-		w.check.freed(p, idl)
+		n.w.check.freed(p, idl)
 	}
-	m := &atollpb.FreeObjects{Revived: revived}
-	for _, id := range idl {
-		m.ObjectIds = append(m.ObjectIds, id.Bytes())
+	b := make([][]byte, len(idl))
+	for i, id := range idl {
+		b[i] = id.Bytes()
 	}
-	kind := "FreeObjects"
-	for _, to := range w.nodes {
-		if !to.up {
-			continue
-		}
-		to := to
-		w.send(&msg{from: n, to: to, fromName: n.name + ".gw", toName: to.name + ".gw", path: pathNATS, kind: kind, actor: "gateway",
-			desc: fmt.Sprintf("%d objects revived=%v", len(idl), revived), deliver: func() { to.freeArrived(m) }})
-	}
+	n.stepGW(cluster.Free{Objects: b, Revived: revived})
 }
 
 // routeBorrowReport takes a borrower's standalone report to its owner

@@ -26,7 +26,7 @@ type Config struct {
 	Nodes int
 	// CPUs per node (default 2), the pool's workers.
 	CPUs float64
-	// StoreBytes per node's object store (default 8 MiB: small, so that
+	// StoreBytes per node's object store (default 1 MiB: small, so that
 	// workloads spill); DiskBytes per spill disk (default 256 MiB).
 	StoreBytes uint64
 	DiskBytes  uint64
@@ -40,11 +40,15 @@ type Config struct {
 	// (default 5s); ForwardLease: a forwarded attempt not confirmed for
 	// it is lost (default 2x the budget); ConfirmInterval: gateways
 	// confirm and expire leases (default 1s); ReportInterval: nodes
-	// publish their load (default 250ms).
+	// publish their load (default 1s: a real node's is 100ms, which would
+	// be most of a run's events).
 	FailureBudget   time.Duration
 	ForwardLease    time.Duration
 	ConfirmInterval time.Duration
 	ReportInterval  time.Duration
+	// AMMInterval: the head's Active Memory Manager runs a round this
+	// often (default 2s, as a real head's; negative: never).
+	AMMInterval time.Duration
 	// TaskTime bounds an attempt's simulated running time (default
 	// 50ms); Jitter a ready thread's wait before it runs (default 1ms).
 	TaskTime time.Duration
@@ -71,10 +75,12 @@ type Config struct {
 	// the built-in checkers passed.
 	Checkers []Checker
 	// Log receives the full event log; Spans the run's spans (JSON
-	// lines). Logger is the runtimes' logger (default: discard).
+	// lines). Logger is the runtimes' logger (default: discard). Report
+	// receives a program's verdict (atoll.WithSimulation; default stderr).
 	Log    io.Writer
 	Spans  io.Writer
 	Logger *slog.Logger
+	Report io.Writer
 }
 
 func (c Config) withDefaults() Config {
@@ -85,7 +91,7 @@ func (c Config) withDefaults() Config {
 		c.CPUs = 2
 	}
 	if c.StoreBytes == 0 {
-		c.StoreBytes = 8 << 20
+		c.StoreBytes = 1 << 20
 	}
 	if c.DiskBytes == 0 {
 		c.DiskBytes = 256 << 20
@@ -109,7 +115,10 @@ func (c Config) withDefaults() Config {
 		c.ConfirmInterval = cluster.DefaultConfirmInterval
 	}
 	if c.ReportInterval <= 0 {
-		c.ReportInterval = 250 * time.Millisecond
+		c.ReportInterval = time.Second
+	}
+	if c.AMMInterval == 0 {
+		c.AMMInterval = cluster.DefaultAMMInterval
 	}
 	if c.TaskTime == 0 {
 		c.TaskTime = 50 * time.Millisecond
@@ -253,6 +262,9 @@ func (w *World) boot(schedule []Fault) {
 		}
 	})
 	w.every(250*time.Millisecond, w.membershipTick)
+	if w.cfg.AMMInterval > 0 {
+		w.every(w.cfg.AMMInterval, w.ammRound)
+	}
 }
 
 // end is the liveness phase: every fault heals and the cluster must go

@@ -112,7 +112,13 @@ func Shrink(cfg Config, res *Result, w Workload, progress func(*Result)) *Result
 // seed and the schedule (unless it is the seed's own) follow as flags.
 func (r *Result) Replay(prefix string, generated bool) string {
 	s := fmt.Sprintf("%s -seed %d", prefix, r.Seed)
-	if !generated {
+	switch {
+	case generated:
+	case len(r.Schedule) == 0:
+		if !strings.Contains(prefix, "-no-faults") {
+			s += " -no-faults"
+		}
+	default:
 		s += fmt.Sprintf(" -schedule '%s'", FormatSchedule(r.Schedule))
 	}
 	return s

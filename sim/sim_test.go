@@ -1,4 +1,4 @@
-package sim
+package sim_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/testmain"
+	"github.com/atoll-runtime/atoll/sim"
 )
 
 func TestMain(m *testing.M) { testmain.Run(m) }
@@ -14,7 +15,7 @@ func TestMain(m *testing.M) { testmain.Run(m) }
 var square = atoll.NewFunc1("sim_test.square", func(_ context.Context, x int) (int, error) { return x * x, nil })
 
 func TestSmoke(t *testing.T) {
-	res := Run(Config{Seed: 1, NoFaults: true}, func(ctx context.Context) error {
+	res := sim.Run(sim.Config{Seed: 1, NoFaults: true}, func(ctx context.Context) error {
 		v, err := atoll.Get(ctx, square.Remote(ctx, atoll.Value(7)))
 		if err != nil {
 			return err
@@ -24,11 +25,6 @@ func TestSmoke(t *testing.T) {
 		}
 		return nil
 	})
+	report(t, res)
 	t.Log(res)
-	if res.Failure != nil {
-		for _, l := range res.Tail {
-			t.Log(l)
-		}
-		t.Fatal(res.Failure)
-	}
 }

@@ -47,10 +47,13 @@ type World struct {
 	history *History
 	// watches are the contexts the runtimes watch (context.AfterFunc).
 	watches []*watch
-	net     *network
-	log     *eventLog
-	check   *checks
-	trace   *tracer
+	// onDriverStop, if set, is what the driver's Shutdown does (a
+	// session's end: Session.onStop).
+	onDriverStop func() error
+	net          *network
+	log          *eventLog
+	check        *checks
+	trace        *tracer
 
 	faults *faultRun
 	// stopped: the loop stops at the next event.

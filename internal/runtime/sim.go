@@ -103,6 +103,11 @@ type SimProcess struct {
 	// Observe, if set, sees each effect of the owner table as the shell
 	// applies it (for the simulator's checks).
 	Observe func(owner.Effect)
+	// OnStop, if set, runs when a simulated driver installed as the
+	// process's current runtime (InstallSim) is shut down (atoll.Shutdown):
+	// the simulator ends the run there (and stops the runtime, SimStop);
+	// its error is Shutdown's.
+	OnStop func() error
 }
 
 // simState is a simulated runtime's side of the simulation.
@@ -165,23 +170,42 @@ func newSimRuntime(p SimProcess) *Runtime {
 // simDriver is the role of a simulated driver: it has no node of its own
 // (the simulator is the cluster), so the calls only a Driver answers
 // (atolltest's ops, SetReplicas, ClusterAddress) are refused.
-type simDriver struct{ rt *Runtime }
+type simDriver struct {
+	rt     *Runtime
+	onStop func() error
+}
 
 func (simDriver) refDecoded(*Ref) {}
 func (simDriver) driver(op string) (*Driver, error) {
 	return nil, errs.Invalidf("%s: not available under simulation (the simulator is the cluster: use its faults)", op)
 }
 func (d simDriver) stop(context.Context) error {
-	d.rt.closed.Store(true)
-	d.rt.stopOwner()
+	if d.onStop != nil {
+		return d.onStop() // the simulator stops the runtime (SimStop) as the run ends
+	}
+	d.rt.SimStop()
 	return nil
 }
 
 // NewSimDriver returns the runtime of a simulated driver.
 func NewSimDriver(p SimProcess) *Runtime {
 	rt := newSimRuntime(p)
-	rt.role = simDriver{rt}
+	rt.role = simDriver{rt: rt, onStop: p.OnStop}
 	return rt
+}
+
+// InstallSim makes a simulated driver the process's current runtime
+// (atoll.Init with a simulation): SDK calls with any context go to it
+// until Shutdown, which stops it (SimProcess.OnStop). It fails with
+// ErrAlreadyStarted if a runtime runs.
+func InstallSim(rt *Runtime) error {
+	process.mu.Lock()
+	defer process.mu.Unlock()
+	if process.cur.Load() != nil {
+		return errs.ErrAlreadyStarted
+	}
+	install(rt)
+	return nil
 }
 
 // NewSimWorker returns the runtime of a simulated worker process: a pool

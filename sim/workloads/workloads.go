@@ -33,20 +33,28 @@ func ByName(name string) (Workload, bool) {
 // All lists the stock workloads, mixed first.
 func All() []Workload {
 	return []Workload{
-		{Name: "mixed", Run: func(ctx context.Context) error { return Mixed(ctx, 6) }, Released: true},
+		{Name: "mixed", Run: func(ctx context.Context) error { return Mixed(ctx, 10) }, Released: true},
 		{Name: "kv", Run: func(ctx context.Context) error { return KV(ctx, 4, 12) }, Checkers: []sim.Checker{sim.Linearizable("kv-linearizable", KVModel)}},
 	}
 }
 
 var (
-	makeChunk = atoll.NewFunc2("sim.workloads.makeChunk", func(_ context.Context, seed, n int) ([]float64, error) {
+	makeChunk = atoll.NewFunc2("sim.workloads.makeChunk", func(ctx context.Context, seed, n int) ([]float64, error) {
+		// Work that takes a while (simulated time): faults find tasks
+		// in flight.
+		if err := sim.Sleep(ctx, time.Duration(100+50*(seed%5))*time.Millisecond); err != nil {
+			return nil, err
+		}
 		xs := make([]float64, n)
 		for i := range xs {
 			xs[i] = float64((seed*7919 + i) % 1000)
 		}
 		return xs, nil
 	})
-	chunkSum = atoll.NewFunc1("sim.workloads.chunkSum", func(_ context.Context, xs []float64) (float64, error) {
+	chunkSum = atoll.NewFunc1("sim.workloads.chunkSum", func(ctx context.Context, xs []float64) (float64, error) {
+		if err := sim.Sleep(ctx, 50*time.Millisecond); err != nil {
+			return 0, err
+		}
 		s := 0.0
 		for _, x := range xs {
 			s += x
@@ -66,13 +74,20 @@ var (
 		}
 		return s, nil
 	})
+	blobSum = atoll.NewFunc1("sim.workloads.blobSum", func(_ context.Context, b []byte) (int, error) {
+		s := 0
+		for _, x := range b {
+			s += int(x)
+		}
+		return s, nil
+	})
 	tree *atoll.Func1[int, int]
 )
 
 func init() {
 	tree = atoll.NewFunc1("sim.workloads.tree", func(ctx context.Context, depth int) (int, error) {
 		if depth == 0 {
-			return 1, nil
+			return 1, sim.Sleep(ctx, 30*time.Millisecond)
 		}
 		a := tree.Remote(ctx, atoll.Value(depth-1), atoll.MaxRetries(3))
 		b := tree.Remote(ctx, atoll.Value(depth-1), atoll.MaxRetries(3))
@@ -92,9 +107,46 @@ type logActor struct{ log []int }
 
 var (
 	logType = atoll.NewActorType("sim.workloads.Log", func(context.Context) (*logActor, error) { return &logActor{}, nil })
-	logAdd  = atoll.NewMethod1(logType, "Add", func(a *logActor, _ context.Context, i int) ([]int, error) {
+	logAdd  = atoll.NewMethod1(logType, "Add", func(a *logActor, ctx context.Context, i int) ([]int, error) {
+		if err := sim.Sleep(ctx, 10*time.Millisecond); err != nil {
+			return nil, err
+		}
 		a.log = append(a.log, i)
 		return append([]int(nil), a.log...), nil
+	})
+)
+
+// blobWant is the sum of the bytes of round's blob.
+func blobWant(round int) int {
+	s := 0
+	for i := 0; i < blobBytes; i++ {
+		s += int(byte(round + i))
+	}
+	return s
+}
+
+// keeper is an actor that keeps a ref it was passed (it borrows it past
+// the call that brought it) and reads it later.
+type keeper struct{ kept []atoll.ObjectRef[[]float64] }
+
+var (
+	keeperType = atoll.NewActorType("sim.workloads.Keeper", func(context.Context) (*keeper, error) { return &keeper{}, nil })
+	keep       = atoll.NewMethod1(keeperType, "Keep", func(k *keeper, _ context.Context, refs []atoll.ObjectRef[[]float64]) (int, error) {
+		k.kept = append(k.kept, refs...)
+		return len(k.kept), nil
+	})
+	keptSum = atoll.NewMethod0(keeperType, "Sum", func(k *keeper, ctx context.Context) (float64, error) {
+		s := 0.0
+		for _, r := range k.kept {
+			xs, err := atoll.Get(ctx, r)
+			if err != nil {
+				return 0, err
+			}
+			for _, x := range xs {
+				s += x
+			}
+		}
+		return s, nil
 	})
 )
 
@@ -106,8 +158,12 @@ func expectedSum(seed, n int) float64 {
 	return s
 }
 
-// Mixed runs rounds of a mixed workload a second or two apart: a 3 MiB
-// put kept for three rounds (the driver's store spills), chunks made by
+// Sizes, for the simulator's default 1 MiB stores: the blobs the driver
+// keeps make its node's store spill.
+const blobBytes = 384 << 10
+
+// Mixed runs rounds of a mixed workload half a second or more apart: a
+// 384 KiB put kept for three rounds (the driver's 1 MiB store spills), chunks made by
 // tasks and summed by others, a task that reads refs passed inside its
 // argument (it borrows them), a tree of nested tasks, an actor taking
 // twelve ordered calls. A wrong value fails it; a typed error (a fault
@@ -131,7 +187,7 @@ func Mixed(ctx context.Context, rounds int) error {
 		}
 	}()
 	for round := 0; round < rounds; round++ {
-		blob := make([]byte, 3<<20)
+		blob := make([]byte, blobBytes)
 		for i := range blob {
 			blob[i] = byte(round + i)
 		}
@@ -150,7 +206,21 @@ func Mixed(ctx context.Context, rounds int) error {
 		if err := mixedRound(ctx, round, note); err != nil {
 			return err
 		}
-		if err := sim.Sleep(ctx, time.Duration(1000+round*250)*time.Millisecond); err != nil {
+		// A task reads the oldest blob kept: wherever it runs, it pulls
+		// a copy, which lives on until the AMM drops it (ReduceReplicas).
+		if len(kept) > 0 {
+			br := blobSum.Remote(ctx, kept[0], atoll.MaxRetries(3))
+			s, err := atoll.Get(ctx, br)
+			br.Release()
+			if err != nil {
+				if err := note(err); err != nil {
+					return err
+				}
+			} else if want := blobWant(round - len(kept) + 1); s != want {
+				return fmt.Errorf("round %d: blobSum = %d, want %d", round, s, want)
+			}
+		}
+		if err := sim.Sleep(ctx, time.Duration(500+round*100)*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -158,7 +228,7 @@ func Mixed(ctx context.Context, rounds int) error {
 }
 
 func mixedRound(ctx context.Context, round int, note func(error) error) error {
-	const chunks, n = 8, 64 << 10 // 512 KiB each
+	const chunks, n = 8, 8 << 10 // 64 KiB each
 	refs := make([]atoll.ObjectRef[[]float64], chunks)
 	for i := range refs {
 		refs[i] = makeChunk.Remote(ctx, atoll.Value(round*100+i), atoll.Value(n), atoll.MaxRetries(3))
@@ -194,6 +264,12 @@ func mixedRound(ctx context.Context, round int, note func(error) error) error {
 		}
 	} else if want := expectedSum(round*100, n) + expectedSum(round*100+1, n) + expectedSum(round*100+2, n); b != want {
 		return fmt.Errorf("round %d: sumRefs = %v, want %v", round, b, want)
+	}
+	// An actor keeps one of the chunks: the driver drops its own ref, the
+	// actor's borrow keeps the object, which it reads again; its death
+	// (Kill) ends the borrow and the object goes.
+	if err := keepAndRead(ctx, round, refs[3], n, note); err != nil {
+		return err
 	}
 	tr := tree.Remote(ctx, atoll.Value(3), atoll.MaxRetries(3))
 	t, err := atoll.Get(ctx, tr)
@@ -237,6 +313,33 @@ func mixedRound(ctx context.Context, round int, note func(error) error) error {
 			}
 			seen[x] = true
 		}
+	}
+	return nil
+}
+
+// keepAndRead has a keeper actor borrow ref (chunk round*100+3), then
+// releases the driver's own handle and has the actor read it again.
+func keepAndRead(ctx context.Context, round int, ref atoll.ObjectRef[[]float64], n int, note func(error) error) error {
+	k, err := keeperType.New(ctx, atoll.MaxRestarts(0))
+	if err != nil {
+		return note(err)
+	}
+	defer func() { _ = atoll.Kill(ctx, k) }()
+	kr := keep.Remote(ctx, k, atoll.Value([]atoll.ObjectRef[[]float64]{ref}))
+	_, err = atoll.Get(ctx, kr)
+	kr.Release()
+	ref.Release()
+	if err != nil {
+		return note(err)
+	}
+	sr := keptSum.Remote(ctx, k)
+	s, err := atoll.Get(ctx, sr)
+	sr.Release()
+	if err != nil {
+		return note(err)
+	}
+	if want := expectedSum(round*100+3, n); s != want {
+		return fmt.Errorf("round %d: the keeper read %v, want %v", round, s, want)
 	}
 	return nil
 }

@@ -464,12 +464,15 @@ func (x *DataTask) GetOut() *DataOutput {
 // DataRead is a read: kind range (ids start to end), parquet (row_groups
 // of the file path), csv or json (the file path).
 type DataRead struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
-	Start         int64                  `protobuf:"varint,2,opt,name=start,proto3" json:"start,omitempty"`
-	End           int64                  `protobuf:"varint,3,opt,name=end,proto3" json:"end,omitempty"`
-	Path          string                 `protobuf:"bytes,4,opt,name=path,proto3" json:"path,omitempty"`
-	RowGroups     []int64                `protobuf:"varint,5,rep,packed,name=row_groups,json=rowGroups,proto3" json:"row_groups,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Kind      string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Start     int64                  `protobuf:"varint,2,opt,name=start,proto3" json:"start,omitempty"`
+	End       int64                  `protobuf:"varint,3,opt,name=end,proto3" json:"end,omitempty"`
+	Path      string                 `protobuf:"bytes,4,opt,name=path,proto3" json:"path,omitempty"`
+	RowGroups []int64                `protobuf:"varint,5,rep,packed,name=row_groups,json=rowGroups,proto3" json:"row_groups,omitempty"`
+	// parquet: the columns to read (the plan uses no other), in the file's
+	// order; empty: every column.
+	Columns       []string `protobuf:"bytes,6,rep,name=columns,proto3" json:"columns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -539,6 +542,13 @@ func (x *DataRead) GetRowGroups() []int64 {
 	return nil
 }
 
+func (x *DataRead) GetColumns() []string {
+	if x != nil {
+		return x.Columns
+	}
+	return nil
+}
+
 // DataZip cuts the right side of a zip: rows rows after the first skip.
 type DataZip struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -595,18 +605,20 @@ func (x *DataZip) GetRows() int64 {
 // DataOp is one map-like operation. kind: map, map_batches,
 // map_batches_class, flat_map, filter, add_column (func names the
 // registered function), select, drop (columns), limit (offset, limit),
-// write_parquet, write_csv (path).
+// write_parquet, write_csv (path), where (exprs[0], a condition),
+// with_column (column, exprs[0]), project (exprs, named by columns).
 type DataOp struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Kind      string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
 	Func      string                 `protobuf:"bytes,2,opt,name=func,proto3" json:"func,omitempty"`
 	BatchSize int64                  `protobuf:"varint,3,opt,name=batch_size,json=batchSize,proto3" json:"batch_size,omitempty"`
 	Columns   []string               `protobuf:"bytes,4,rep,name=columns,proto3" json:"columns,omitempty"`
-	// add_column: the new column's name.
-	Column        string `protobuf:"bytes,5,opt,name=column,proto3" json:"column,omitempty"`
-	Limit         int64  `protobuf:"varint,6,opt,name=limit,proto3" json:"limit,omitempty"`
-	Offset        int64  `protobuf:"varint,7,opt,name=offset,proto3" json:"offset,omitempty"`
-	Path          string `protobuf:"bytes,8,opt,name=path,proto3" json:"path,omitempty"`
+	// add_column, with_column: the new column's name.
+	Column        string      `protobuf:"bytes,5,opt,name=column,proto3" json:"column,omitempty"`
+	Limit         int64       `protobuf:"varint,6,opt,name=limit,proto3" json:"limit,omitempty"`
+	Offset        int64       `protobuf:"varint,7,opt,name=offset,proto3" json:"offset,omitempty"`
+	Path          string      `protobuf:"bytes,8,opt,name=path,proto3" json:"path,omitempty"`
+	Exprs         []*DataExpr `protobuf:"bytes,9,rep,name=exprs,proto3" json:"exprs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -697,6 +709,253 @@ func (x *DataOp) GetPath() string {
 	return ""
 }
 
+func (x *DataOp) GetExprs() []*DataExpr {
+	if x != nil {
+		return x.Exprs
+	}
+	return nil
+}
+
+// DataExpr is an expression of package data/expr. op is what it does:
+// col (name), lit (lit), add, sub, mul, div, mod, neg, eq, ne, lt, le,
+// gt, ge, and, or, not, is_null, is_not_null, fill_null, cast (type),
+// contains, starts_with, ends_with (name: the pattern), is_in (set),
+// case (args: condition, value, ..., then the otherwise value when
+// has_else), alias (name); args are its operands in order.
+type DataExpr struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Op    string                 `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Lit   *DataLiteral           `protobuf:"bytes,3,opt,name=lit,proto3" json:"lit,omitempty"`
+	Args  []*DataExpr            `protobuf:"bytes,4,rep,name=args,proto3" json:"args,omitempty"`
+	// cast: the target type (int64, float64, string, bool...).
+	Type          string         `protobuf:"bytes,5,opt,name=type,proto3" json:"type,omitempty"`
+	Set           []*DataLiteral `protobuf:"bytes,6,rep,name=set,proto3" json:"set,omitempty"`
+	HasElse       bool           `protobuf:"varint,7,opt,name=has_else,json=hasElse,proto3" json:"has_else,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DataExpr) Reset() {
+	*x = DataExpr{}
+	mi := &file_atollpb_libs_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DataExpr) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DataExpr) ProtoMessage() {}
+
+func (x *DataExpr) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_libs_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DataExpr.ProtoReflect.Descriptor instead.
+func (*DataExpr) Descriptor() ([]byte, []int) {
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *DataExpr) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
+}
+
+func (x *DataExpr) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DataExpr) GetLit() *DataLiteral {
+	if x != nil {
+		return x.Lit
+	}
+	return nil
+}
+
+func (x *DataExpr) GetArgs() []*DataExpr {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *DataExpr) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *DataExpr) GetSet() []*DataLiteral {
+	if x != nil {
+		return x.Set
+	}
+	return nil
+}
+
+func (x *DataExpr) GetHasElse() bool {
+	if x != nil {
+		return x.HasElse
+	}
+	return false
+}
+
+// DataLiteral is a literal: one value, or none for null; type is empty
+// for an untyped one (a Go int or float64, which takes its operand's
+// type).
+type DataLiteral struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Value:
+	//
+	//	*DataLiteral_Int
+	//	*DataLiteral_Uint
+	//	*DataLiteral_Float
+	//	*DataLiteral_Str
+	//	*DataLiteral_Bool
+	Value         isDataLiteral_Value `protobuf_oneof:"value"`
+	Type          string              `protobuf:"bytes,6,opt,name=type,proto3" json:"type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DataLiteral) Reset() {
+	*x = DataLiteral{}
+	mi := &file_atollpb_libs_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DataLiteral) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DataLiteral) ProtoMessage() {}
+
+func (x *DataLiteral) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_libs_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DataLiteral.ProtoReflect.Descriptor instead.
+func (*DataLiteral) Descriptor() ([]byte, []int) {
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *DataLiteral) GetValue() isDataLiteral_Value {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *DataLiteral) GetInt() int64 {
+	if x != nil {
+		if x, ok := x.Value.(*DataLiteral_Int); ok {
+			return x.Int
+		}
+	}
+	return 0
+}
+
+func (x *DataLiteral) GetUint() uint64 {
+	if x != nil {
+		if x, ok := x.Value.(*DataLiteral_Uint); ok {
+			return x.Uint
+		}
+	}
+	return 0
+}
+
+func (x *DataLiteral) GetFloat() float64 {
+	if x != nil {
+		if x, ok := x.Value.(*DataLiteral_Float); ok {
+			return x.Float
+		}
+	}
+	return 0
+}
+
+func (x *DataLiteral) GetStr() string {
+	if x != nil {
+		if x, ok := x.Value.(*DataLiteral_Str); ok {
+			return x.Str
+		}
+	}
+	return ""
+}
+
+func (x *DataLiteral) GetBool() bool {
+	if x != nil {
+		if x, ok := x.Value.(*DataLiteral_Bool); ok {
+			return x.Bool
+		}
+	}
+	return false
+}
+
+func (x *DataLiteral) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+type isDataLiteral_Value interface {
+	isDataLiteral_Value()
+}
+
+type DataLiteral_Int struct {
+	Int int64 `protobuf:"varint,1,opt,name=int,proto3,oneof"`
+}
+
+type DataLiteral_Uint struct {
+	Uint uint64 `protobuf:"varint,2,opt,name=uint,proto3,oneof"`
+}
+
+type DataLiteral_Float struct {
+	Float float64 `protobuf:"fixed64,3,opt,name=float,proto3,oneof"`
+}
+
+type DataLiteral_Str struct {
+	Str string `protobuf:"bytes,4,opt,name=str,proto3,oneof"`
+}
+
+type DataLiteral_Bool struct {
+	Bool bool `protobuf:"varint,5,opt,name=bool,proto3,oneof"`
+}
+
+func (*DataLiteral_Int) isDataLiteral_Value() {}
+
+func (*DataLiteral_Uint) isDataLiteral_Value() {}
+
+func (*DataLiteral_Float) isDataLiteral_Value() {}
+
+func (*DataLiteral_Str) isDataLiteral_Value() {}
+
+func (*DataLiteral_Bool) isDataLiteral_Value() {}
+
 // DataOutput is how a task returns its rows. kind: blocks (split above
 // target_max_block_size into at most max_blocks), sort_sample (blocks,
 // plus samples rows of the keys), split (parts returns: sort ranges of
@@ -724,7 +983,7 @@ type DataOutput struct {
 
 func (x *DataOutput) Reset() {
 	*x = DataOutput{}
-	mi := &file_atollpb_libs_proto_msgTypes[8]
+	mi := &file_atollpb_libs_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -736,7 +995,7 @@ func (x *DataOutput) String() string {
 func (*DataOutput) ProtoMessage() {}
 
 func (x *DataOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[8]
+	mi := &file_atollpb_libs_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -749,7 +1008,7 @@ func (x *DataOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataOutput.ProtoReflect.Descriptor instead.
 func (*DataOutput) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{8}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DataOutput) GetKind() string {
@@ -840,7 +1099,7 @@ type DataSortKey struct {
 
 func (x *DataSortKey) Reset() {
 	*x = DataSortKey{}
-	mi := &file_atollpb_libs_proto_msgTypes[9]
+	mi := &file_atollpb_libs_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -852,7 +1111,7 @@ func (x *DataSortKey) String() string {
 func (*DataSortKey) ProtoMessage() {}
 
 func (x *DataSortKey) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[9]
+	mi := &file_atollpb_libs_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -865,7 +1124,7 @@ func (x *DataSortKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataSortKey.ProtoReflect.Descriptor instead.
 func (*DataSortKey) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{9}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DataSortKey) GetColumn() string {
@@ -883,18 +1142,20 @@ func (x *DataSortKey) GetDescending() bool {
 }
 
 // DataAgg is one aggregation: func count, sum, mean, min, max or std of
-// column (empty for count).
+// input (none: count of rows), named name.
 type DataAgg struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Func          string                 `protobuf:"bytes,1,opt,name=func,proto3" json:"func,omitempty"`
 	Column        string                 `protobuf:"bytes,2,opt,name=column,proto3" json:"column,omitempty"`
+	Input         *DataExpr              `protobuf:"bytes,3,opt,name=input,proto3" json:"input,omitempty"`
+	Name          string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DataAgg) Reset() {
 	*x = DataAgg{}
-	mi := &file_atollpb_libs_proto_msgTypes[10]
+	mi := &file_atollpb_libs_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -906,7 +1167,7 @@ func (x *DataAgg) String() string {
 func (*DataAgg) ProtoMessage() {}
 
 func (x *DataAgg) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[10]
+	mi := &file_atollpb_libs_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -919,7 +1180,7 @@ func (x *DataAgg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataAgg.ProtoReflect.Descriptor instead.
 func (*DataAgg) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{10}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DataAgg) GetFunc() string {
@@ -932,6 +1193,20 @@ func (x *DataAgg) GetFunc() string {
 func (x *DataAgg) GetColumn() string {
 	if x != nil {
 		return x.Column
+	}
+	return ""
+}
+
+func (x *DataAgg) GetInput() *DataExpr {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *DataAgg) GetName() string {
+	if x != nil {
+		return x.Name
 	}
 	return ""
 }
@@ -950,14 +1225,16 @@ type DataTaskMeta struct {
 	WallNs  int64  `protobuf:"varint,5,opt,name=wall_ns,json=wallNs,proto3" json:"wall_ns,omitempty"`
 	CpuNs   int64  `protobuf:"varint,6,opt,name=cpu_ns,json=cpuNs,proto3" json:"cpu_ns,omitempty"`
 	// The attempt that succeeded: 0 for the first, n after n retries.
-	Attempt       int32 `protobuf:"varint,7,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Attempt int32 `protobuf:"varint,7,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// A read's bytes of files (Parquet: the column chunks read).
+	ReadBytes     int64 `protobuf:"varint,8,opt,name=read_bytes,json=readBytes,proto3" json:"read_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DataTaskMeta) Reset() {
 	*x = DataTaskMeta{}
-	mi := &file_atollpb_libs_proto_msgTypes[11]
+	mi := &file_atollpb_libs_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -969,7 +1246,7 @@ func (x *DataTaskMeta) String() string {
 func (*DataTaskMeta) ProtoMessage() {}
 
 func (x *DataTaskMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[11]
+	mi := &file_atollpb_libs_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -982,7 +1259,7 @@ func (x *DataTaskMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataTaskMeta.ProtoReflect.Descriptor instead.
 func (*DataTaskMeta) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{11}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DataTaskMeta) GetRows() []int64 {
@@ -1034,6 +1311,13 @@ func (x *DataTaskMeta) GetAttempt() int32 {
 	return 0
 }
 
+func (x *DataTaskMeta) GetReadBytes() int64 {
+	if x != nil {
+		return x.ReadBytes
+	}
+	return 0
+}
+
 // DataPool is the constructor argument of an atoll/data.pool actor: the
 // BatchClasses whose setup it runs.
 type DataPool struct {
@@ -1045,7 +1329,7 @@ type DataPool struct {
 
 func (x *DataPool) Reset() {
 	*x = DataPool{}
-	mi := &file_atollpb_libs_proto_msgTypes[12]
+	mi := &file_atollpb_libs_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1057,7 +1341,7 @@ func (x *DataPool) String() string {
 func (*DataPool) ProtoMessage() {}
 
 func (x *DataPool) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[12]
+	mi := &file_atollpb_libs_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1070,7 +1354,7 @@ func (x *DataPool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataPool.ProtoReflect.Descriptor instead.
 func (*DataPool) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{12}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DataPool) GetClasses() []string {
@@ -1096,7 +1380,7 @@ type QueueInfo struct {
 
 func (x *QueueInfo) Reset() {
 	*x = QueueInfo{}
-	mi := &file_atollpb_libs_proto_msgTypes[13]
+	mi := &file_atollpb_libs_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1108,7 +1392,7 @@ func (x *QueueInfo) String() string {
 func (*QueueInfo) ProtoMessage() {}
 
 func (x *QueueInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[13]
+	mi := &file_atollpb_libs_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1121,7 +1405,7 @@ func (x *QueueInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueInfo.ProtoReflect.Descriptor instead.
 func (*QueueInfo) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{13}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *QueueInfo) GetMaxSize() int64 {
@@ -1156,7 +1440,7 @@ type QueueItem struct {
 
 func (x *QueueItem) Reset() {
 	*x = QueueItem{}
-	mi := &file_atollpb_libs_proto_msgTypes[14]
+	mi := &file_atollpb_libs_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1168,7 +1452,7 @@ func (x *QueueItem) String() string {
 func (*QueueItem) ProtoMessage() {}
 
 func (x *QueueItem) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[14]
+	mi := &file_atollpb_libs_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1181,7 +1465,7 @@ func (x *QueueItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueItem.ProtoReflect.Descriptor instead.
 func (*QueueItem) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{14}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *QueueItem) GetCodec() Codec {
@@ -1210,7 +1494,7 @@ type QueueRequest struct {
 
 func (x *QueueRequest) Reset() {
 	*x = QueueRequest{}
-	mi := &file_atollpb_libs_proto_msgTypes[15]
+	mi := &file_atollpb_libs_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1222,7 +1506,7 @@ func (x *QueueRequest) String() string {
 func (*QueueRequest) ProtoMessage() {}
 
 func (x *QueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[15]
+	mi := &file_atollpb_libs_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1235,7 +1519,7 @@ func (x *QueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueRequest.ProtoReflect.Descriptor instead.
 func (*QueueRequest) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{15}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *QueueRequest) GetItem() *QueueItem {
@@ -1265,7 +1549,7 @@ type QueueReply struct {
 
 func (x *QueueReply) Reset() {
 	*x = QueueReply{}
-	mi := &file_atollpb_libs_proto_msgTypes[16]
+	mi := &file_atollpb_libs_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1561,7 @@ func (x *QueueReply) String() string {
 func (*QueueReply) ProtoMessage() {}
 
 func (x *QueueReply) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[16]
+	mi := &file_atollpb_libs_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1574,7 @@ func (x *QueueReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueReply.ProtoReflect.Descriptor instead.
 func (*QueueReply) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{16}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *QueueReply) GetOk() bool {
@@ -1352,17 +1636,18 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\x04read\x18\x01 \x01(\v2\x12.atoll.v1.DataReadR\x04read\x12#\n" +
 	"\x03zip\x18\x02 \x01(\v2\x11.atoll.v1.DataZipR\x03zip\x12\"\n" +
 	"\x03ops\x18\x03 \x03(\v2\x10.atoll.v1.DataOpR\x03ops\x12&\n" +
-	"\x03out\x18\x04 \x01(\v2\x14.atoll.v1.DataOutputR\x03out\"y\n" +
+	"\x03out\x18\x04 \x01(\v2\x14.atoll.v1.DataOutputR\x03out\"\x93\x01\n" +
 	"\bDataRead\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\x03R\x05start\x12\x10\n" +
 	"\x03end\x18\x03 \x01(\x03R\x03end\x12\x12\n" +
 	"\x04path\x18\x04 \x01(\tR\x04path\x12\x1d\n" +
 	"\n" +
-	"row_groups\x18\x05 \x03(\x03R\trowGroups\"1\n" +
+	"row_groups\x18\x05 \x03(\x03R\trowGroups\x12\x18\n" +
+	"\acolumns\x18\x06 \x03(\tR\acolumns\"1\n" +
 	"\aDataZip\x12\x12\n" +
 	"\x04skip\x18\x01 \x01(\x03R\x04skip\x12\x12\n" +
-	"\x04rows\x18\x02 \x01(\x03R\x04rows\"\xc3\x01\n" +
+	"\x04rows\x18\x02 \x01(\x03R\x04rows\"\xed\x01\n" +
 	"\x06DataOp\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04func\x18\x02 \x01(\tR\x04func\x12\x1d\n" +
@@ -1372,7 +1657,24 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\x06column\x18\x05 \x01(\tR\x06column\x12\x14\n" +
 	"\x05limit\x18\x06 \x01(\x03R\x05limit\x12\x16\n" +
 	"\x06offset\x18\a \x01(\x03R\x06offset\x12\x12\n" +
-	"\x04path\x18\b \x01(\tR\x04path\"\xde\x02\n" +
+	"\x04path\x18\b \x01(\tR\x04path\x12(\n" +
+	"\x05exprs\x18\t \x03(\v2\x12.atoll.v1.DataExprR\x05exprs\"\xd7\x01\n" +
+	"\bDataExpr\x12\x0e\n" +
+	"\x02op\x18\x01 \x01(\tR\x02op\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12'\n" +
+	"\x03lit\x18\x03 \x01(\v2\x15.atoll.v1.DataLiteralR\x03lit\x12&\n" +
+	"\x04args\x18\x04 \x03(\v2\x12.atoll.v1.DataExprR\x04args\x12\x12\n" +
+	"\x04type\x18\x05 \x01(\tR\x04type\x12'\n" +
+	"\x03set\x18\x06 \x03(\v2\x15.atoll.v1.DataLiteralR\x03set\x12\x19\n" +
+	"\bhas_else\x18\a \x01(\bR\ahasElse\"\x96\x01\n" +
+	"\vDataLiteral\x12\x12\n" +
+	"\x03int\x18\x01 \x01(\x03H\x00R\x03int\x12\x14\n" +
+	"\x04uint\x18\x02 \x01(\x04H\x00R\x04uint\x12\x16\n" +
+	"\x05float\x18\x03 \x01(\x01H\x00R\x05float\x12\x12\n" +
+	"\x03str\x18\x04 \x01(\tH\x00R\x03str\x12\x14\n" +
+	"\x04bool\x18\x05 \x01(\bH\x00R\x04bool\x12\x12\n" +
+	"\x04type\x18\x06 \x01(\tR\x04typeB\a\n" +
+	"\x05value\"\xde\x02\n" +
 	"\n" +
 	"DataOutput\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1d\n" +
@@ -1394,10 +1696,12 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\x06column\x18\x01 \x01(\tR\x06column\x12\x1e\n" +
 	"\n" +
 	"descending\x18\x02 \x01(\bR\n" +
-	"descending\"5\n" +
+	"descending\"s\n" +
 	"\aDataAgg\x12\x12\n" +
 	"\x04func\x18\x01 \x01(\tR\x04func\x12\x16\n" +
-	"\x06column\x18\x02 \x01(\tR\x06column\"\xb4\x01\n" +
+	"\x06column\x18\x02 \x01(\tR\x06column\x12(\n" +
+	"\x05input\x18\x03 \x01(\v2\x12.atoll.v1.DataExprR\x05input\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\"\xd3\x01\n" +
 	"\fDataTaskMeta\x12\x12\n" +
 	"\x04rows\x18\x01 \x03(\x03R\x04rows\x12\x14\n" +
 	"\x05bytes\x18\x02 \x03(\x03R\x05bytes\x12\x16\n" +
@@ -1405,7 +1709,9 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\asamples\x18\x04 \x01(\fR\asamples\x12\x17\n" +
 	"\awall_ns\x18\x05 \x01(\x03R\x06wallNs\x12\x15\n" +
 	"\x06cpu_ns\x18\x06 \x01(\x03R\x05cpuNs\x12\x18\n" +
-	"\aattempt\x18\a \x01(\x05R\aattempt\"$\n" +
+	"\aattempt\x18\a \x01(\x05R\aattempt\x12\x1d\n" +
+	"\n" +
+	"read_bytes\x18\b \x01(\x03R\treadBytes\"$\n" +
 	"\bDataPool\x12\x18\n" +
 	"\aclasses\x18\x01 \x03(\tR\aclasses\"Z\n" +
 	"\tQueueInfo\x12\x19\n" +
@@ -1439,7 +1745,7 @@ func file_atollpb_libs_proto_rawDescGZIP() []byte {
 }
 
 var file_atollpb_libs_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_atollpb_libs_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_atollpb_libs_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_atollpb_libs_proto_goTypes = []any{
 	(GraphExpr_Kind)(0),   // 0: atoll.v1.GraphExpr.Kind
 	(*GraphTask)(nil),     // 1: atoll.v1.GraphTask
@@ -1450,16 +1756,18 @@ var file_atollpb_libs_proto_goTypes = []any{
 	(*DataRead)(nil),      // 6: atoll.v1.DataRead
 	(*DataZip)(nil),       // 7: atoll.v1.DataZip
 	(*DataOp)(nil),        // 8: atoll.v1.DataOp
-	(*DataOutput)(nil),    // 9: atoll.v1.DataOutput
-	(*DataSortKey)(nil),   // 10: atoll.v1.DataSortKey
-	(*DataAgg)(nil),       // 11: atoll.v1.DataAgg
-	(*DataTaskMeta)(nil),  // 12: atoll.v1.DataTaskMeta
-	(*DataPool)(nil),      // 13: atoll.v1.DataPool
-	(*QueueInfo)(nil),     // 14: atoll.v1.QueueInfo
-	(*QueueItem)(nil),     // 15: atoll.v1.QueueItem
-	(*QueueRequest)(nil),  // 16: atoll.v1.QueueRequest
-	(*QueueReply)(nil),    // 17: atoll.v1.QueueReply
-	(Codec)(0),            // 18: atoll.v1.Codec
+	(*DataExpr)(nil),      // 9: atoll.v1.DataExpr
+	(*DataLiteral)(nil),   // 10: atoll.v1.DataLiteral
+	(*DataOutput)(nil),    // 11: atoll.v1.DataOutput
+	(*DataSortKey)(nil),   // 12: atoll.v1.DataSortKey
+	(*DataAgg)(nil),       // 13: atoll.v1.DataAgg
+	(*DataTaskMeta)(nil),  // 14: atoll.v1.DataTaskMeta
+	(*DataPool)(nil),      // 15: atoll.v1.DataPool
+	(*QueueInfo)(nil),     // 16: atoll.v1.QueueInfo
+	(*QueueItem)(nil),     // 17: atoll.v1.QueueItem
+	(*QueueRequest)(nil),  // 18: atoll.v1.QueueRequest
+	(*QueueReply)(nil),    // 19: atoll.v1.QueueReply
+	(Codec)(0),            // 20: atoll.v1.Codec
 }
 var file_atollpb_libs_proto_depIdxs = []int32{
 	2,  // 0: atoll.v1.GraphTask.deps:type_name -> atoll.v1.GraphDep
@@ -1467,21 +1775,26 @@ var file_atollpb_libs_proto_depIdxs = []int32{
 	4,  // 2: atoll.v1.GraphTask.expr:type_name -> atoll.v1.GraphExpr
 	0,  // 3: atoll.v1.GraphExpr.kind:type_name -> atoll.v1.GraphExpr.Kind
 	4,  // 4: atoll.v1.GraphExpr.args:type_name -> atoll.v1.GraphExpr
-	18, // 5: atoll.v1.GraphExpr.codec:type_name -> atoll.v1.Codec
+	20, // 5: atoll.v1.GraphExpr.codec:type_name -> atoll.v1.Codec
 	6,  // 6: atoll.v1.DataTask.read:type_name -> atoll.v1.DataRead
 	7,  // 7: atoll.v1.DataTask.zip:type_name -> atoll.v1.DataZip
 	8,  // 8: atoll.v1.DataTask.ops:type_name -> atoll.v1.DataOp
-	9,  // 9: atoll.v1.DataTask.out:type_name -> atoll.v1.DataOutput
-	10, // 10: atoll.v1.DataOutput.keys:type_name -> atoll.v1.DataSortKey
-	11, // 11: atoll.v1.DataOutput.aggs:type_name -> atoll.v1.DataAgg
-	18, // 12: atoll.v1.QueueItem.codec:type_name -> atoll.v1.Codec
-	15, // 13: atoll.v1.QueueRequest.item:type_name -> atoll.v1.QueueItem
-	15, // 14: atoll.v1.QueueReply.item:type_name -> atoll.v1.QueueItem
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	11, // 9: atoll.v1.DataTask.out:type_name -> atoll.v1.DataOutput
+	9,  // 10: atoll.v1.DataOp.exprs:type_name -> atoll.v1.DataExpr
+	10, // 11: atoll.v1.DataExpr.lit:type_name -> atoll.v1.DataLiteral
+	9,  // 12: atoll.v1.DataExpr.args:type_name -> atoll.v1.DataExpr
+	10, // 13: atoll.v1.DataExpr.set:type_name -> atoll.v1.DataLiteral
+	12, // 14: atoll.v1.DataOutput.keys:type_name -> atoll.v1.DataSortKey
+	13, // 15: atoll.v1.DataOutput.aggs:type_name -> atoll.v1.DataAgg
+	9,  // 16: atoll.v1.DataAgg.input:type_name -> atoll.v1.DataExpr
+	20, // 17: atoll.v1.QueueItem.codec:type_name -> atoll.v1.Codec
+	17, // 18: atoll.v1.QueueRequest.item:type_name -> atoll.v1.QueueItem
+	17, // 19: atoll.v1.QueueReply.item:type_name -> atoll.v1.QueueItem
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_libs_proto_init() }
@@ -1490,13 +1803,20 @@ func file_atollpb_libs_proto_init() {
 		return
 	}
 	file_atollpb_common_proto_init()
+	file_atollpb_libs_proto_msgTypes[9].OneofWrappers = []any{
+		(*DataLiteral_Int)(nil),
+		(*DataLiteral_Uint)(nil),
+		(*DataLiteral_Float)(nil),
+		(*DataLiteral_Str)(nil),
+		(*DataLiteral_Bool)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_libs_proto_rawDesc), len(file_atollpb_libs_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

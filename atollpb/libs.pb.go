@@ -1146,7 +1146,6 @@ func (x *DataSortKey) GetDescending() bool {
 type DataAgg struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Func          string                 `protobuf:"bytes,1,opt,name=func,proto3" json:"func,omitempty"`
-	Column        string                 `protobuf:"bytes,2,opt,name=column,proto3" json:"column,omitempty"`
 	Input         *DataExpr              `protobuf:"bytes,3,opt,name=input,proto3" json:"input,omitempty"`
 	Name          string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1186,13 +1185,6 @@ func (*DataAgg) Descriptor() ([]byte, []int) {
 func (x *DataAgg) GetFunc() string {
 	if x != nil {
 		return x.Func
-	}
-	return ""
-}
-
-func (x *DataAgg) GetColumn() string {
-	if x != nil {
-		return x.Column
 	}
 	return ""
 }
@@ -1696,12 +1688,11 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\x06column\x18\x01 \x01(\tR\x06column\x12\x1e\n" +
 	"\n" +
 	"descending\x18\x02 \x01(\bR\n" +
-	"descending\"s\n" +
+	"descending\"a\n" +
 	"\aDataAgg\x12\x12\n" +
-	"\x04func\x18\x01 \x01(\tR\x04func\x12\x16\n" +
-	"\x06column\x18\x02 \x01(\tR\x06column\x12(\n" +
+	"\x04func\x18\x01 \x01(\tR\x04func\x12(\n" +
 	"\x05input\x18\x03 \x01(\v2\x12.atoll.v1.DataExprR\x05input\x12\x12\n" +
-	"\x04name\x18\x04 \x01(\tR\x04name\"\xd3\x01\n" +
+	"\x04name\x18\x04 \x01(\tR\x04nameJ\x04\b\x02\x10\x03\"\xd3\x01\n" +
 	"\fDataTaskMeta\x12\x12\n" +
 	"\x04rows\x18\x01 \x03(\x03R\x04rows\x12\x14\n" +
 	"\x05bytes\x18\x02 \x03(\x03R\x05bytes\x12\x16\n" +

@@ -289,6 +289,7 @@ func (t *taskStream) collect(ctx context.Context) error {
 	t.ratio = max(t.ratio, float64(outBytes)/float64(max(p.estimate, 1)), 1e-6)
 	t.st.task(time.Duration(m.WallNs), time.Duration(m.CpuNs), rows)
 	t.st.retried(int(m.Attempt))
+	t.st.addRead(m.ReadBytes)
 	if t.onMeta != nil {
 		t.onMeta(m)
 	}

@@ -3,6 +3,8 @@ package data
 import (
 	"context"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
 )
@@ -37,6 +39,23 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 	}
 	r.initCPU(ctx)
 	ops := append(append([]*logicalOp(nil), d.ops...), extra...)
+	// the plan is checked against the source's schema before anything
+	// runs, and the read leaves out what the plan does not use
+	var srcSchema *arrow.Schema
+	var rs readSource
+	switch {
+	case d.source.open != nil:
+		var err error
+		if rs, err = d.source.open(d.cfg); err != nil {
+			return nil, nil, err
+		}
+		srcSchema = rs.schema()
+	case d.source.inputs == nil && len(d.source.blocks) > 0:
+		srcSchema = d.source.blocks[0].schema
+	}
+	if _, err := checkOps(srcSchema, ops); err != nil {
+		return nil, nil, err
+	}
 	var in blockStream
 	var src0 unitSource // a zip's units
 	if d.source.inputs != nil {
@@ -51,11 +70,16 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 		var src unitSource
 		mapOps := st.ops
 		switch {
-		case i == 0 && d.source.units != nil:
-			rus, err := d.source.units(d.cfg)
+		case i == 0 && rs != nil:
+			pd := pushdownFor(ops, srcSchema)
+			if d.cfg.NoPushdown {
+				pd = pushdown{}
+			}
+			rus, info, err := rs.units(pd)
 			if err != nil {
 				return nil, nil, err
 			}
+			stats.read = info
 			us := make([]unit, len(rus))
 			for j := range rus {
 				us[j] = unit{read: &rus[j].spec, estimate: rus[j].estimate}
@@ -91,7 +115,7 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 			place = callOptions(&logicalOp{})
 		}
 		opts := taskOptions(place)
-		if i == 0 && d.source.units != nil {
+		if i == 0 && rs != nil {
 			// reads retry application errors (a flaky file system)
 			opts = append(opts, atoll.RetryExceptions(), atoll.MaxRetries(readRetries))
 		}
@@ -107,7 +131,7 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 			continue
 		}
 		if st.allToAll == nil {
-			if len(specs) == 0 && i == 0 && d.source.units == nil && src0 == nil {
+			if len(specs) == 0 && i == 0 && rs == nil && src0 == nil {
 				// blocks already stored (or a union's), nothing to apply
 				stats.newSub(st.name())
 				continue

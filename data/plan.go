@@ -44,9 +44,9 @@ type logicalOp struct {
 	keys       []SortKey // sort: the keys in order
 	descending bool      // set by Descending, read by Sort and Key
 	parts      int
-	groupKeys  []string  // aggregate: the group columns
-	aggs       []aggSpec // aggregate: what to compute per group
-	seed       uint64    // random_shuffle
+	groupKeys  []string // aggregate: the group columns
+	aggs       []Agg    // aggregate: what to compute per group
+	seed       uint64   // random_shuffle
 }
 
 func (o *logicalOp) resourceKey() string {

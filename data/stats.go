@@ -11,6 +11,7 @@ import (
 // sub-stage per phase (sort_sample, sort_map, sort_reduce).
 type stageStats struct {
 	name string
+	read *readInfo  // a read stage's columns and row groups
 	cpu  float64    // CPU each task (or actor) of the stage holds
 	mu   sync.Mutex // guards subs while the run goes (the run's monitor reads them)
 	subs []*subStats
@@ -43,6 +44,8 @@ type subStats struct {
 	// retriedTasks finished after failed attempts, failedAttempts of them
 	// (a read's own errors, a worker that died).
 	retriedTasks, failedAttempts int
+	// readBytes: the bytes of files the stage's read tasks read
+	readBytes int64
 }
 
 func (s *subStats) submitted() {
@@ -110,6 +113,9 @@ func (s *subStats) format(b *strings.Builder, title string) {
 	if s.retriedTasks > 0 {
 		fmt.Fprintf(b, "* Retried: %d tasks after %d failed attempts\n", s.retriedTasks, s.failedAttempts)
 	}
+	if s.readBytes > 0 {
+		fmt.Fprintf(b, "* Read by tasks: %s of files\n", mb(s.readBytes))
+	}
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.3gs", d.Seconds()) }
@@ -122,12 +128,24 @@ func formatStats(stages []*stageStats) string {
 		title := fmt.Sprintf("Stage %d %s", i+1, st.name)
 		if len(st.subs) == 1 {
 			st.subs[0].format(&b, title)
+			if st.read != nil {
+				st.read.format(&b)
+			}
 			continue
 		}
 		fmt.Fprintf(&b, "%s:\n", title)
+		if st.read != nil {
+			st.read.format(&b)
+		}
 		for j, sub := range st.subs {
 			sub.format(&b, fmt.Sprintf("Substage %d %s", j, sub.name))
 		}
 	}
 	return b.String()
+}
+
+func (s *subStats) addRead(n int64) {
+	s.mu.Lock()
+	s.readBytes += n
+	s.mu.Unlock()
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/data/expr"
 	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
@@ -30,7 +31,7 @@ type taskSpec struct {
 
 // opSpec is one map-like operation as a task runs it.
 type opSpec struct {
-	Kind      string // map, map_batches, flat_map, filter, select, drop, add_column, limit, write_parquet, write_csv
+	Kind      string // map, map_batches, flat_map, filter, select, drop, add_column, limit, write_parquet, write_csv, where, with_column, project
 	Fn        string // a registered function's name
 	BatchSize int
 	Columns   []string
@@ -38,6 +39,9 @@ type opSpec struct {
 	Limit     int64  // limit: rows to keep from this task's input
 	Offset    int64  // limit: rows to skip first (Split's slices)
 	Path      string // write_parquet, write_csv: the file to write
+	// where: the condition; with_column: the column's values; project:
+	// the columns
+	Exprs []expr.Expr
 }
 
 // outSpec is how a task returns its rows.
@@ -57,7 +61,7 @@ type outSpec struct {
 	Parts              int
 	Bounds             []byte // an IPC block of the key columns: the P-1 range bounds
 	GroupKeys          []string
-	Aggs               []aggSpec
+	Aggs               []Agg
 	Seed               uint64
 	TaskIndex          int // the task's place in its stream (set at submit)
 }
@@ -126,8 +130,10 @@ func cpuTime() time.Duration {
 func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta, [][]byte, error) {
 	var recs []arrow.RecordBatch
 	defer func() { releaseAll(recs) }()
+	var readBytes int64
 	if spec.Read != nil {
-		rs, err := spec.Read.read(ctx)
+		rs, n, err := spec.Read.read(ctx)
+		readBytes = n
 		if err != nil {
 			// the last attempt's error is the run's: say it was retried
 			return nil, nil, fmt.Errorf("%w (attempt %d of %d)", err, atoll.CurrentAttempt(ctx)+1, 1+readRetries)
@@ -169,7 +175,7 @@ func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta
 	if schema == nil {
 		schema = arrow.NewSchema(nil, nil)
 	}
-	meta := &taskMeta{Schema: encodeSchema(schema)}
+	meta := &taskMeta{Schema: encodeSchema(schema), ReadBytes: readBytes}
 	var parts []arrow.RecordBatch
 	defer func() { releaseAll(parts) }()
 	switch spec.Out.Kind {
@@ -362,6 +368,8 @@ func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arrow.
 		}
 	case "flat_map":
 		return applyFlatMap(ctx, op, recs)
+	case "where", "with_column", "project":
+		return applyExprOp(ctx, op, recs)
 	case "map_batches_class":
 		return applyClass(ctx, op, recs)
 	default:

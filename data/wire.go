@@ -4,6 +4,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/data/expr"
 	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
@@ -44,7 +45,8 @@ var (
 	readKinds = map[string]bool{"range": true, "parquet": true, "csv": true, "json": true}
 	// opKinds maps each op kind to whether it calls a registered function.
 	opKinds = map[string]bool{"map": true, "map_batches": true, "map_batches_class": true, "flat_map": true, "filter": true,
-		"add_column": true, "select": false, "drop": false, "limit": false, "write_parquet": false, "write_csv": false}
+		"add_column": true, "select": false, "drop": false, "limit": false, "write_parquet": false, "write_csv": false,
+		"where": false, "with_column": false, "project": false}
 	outKinds = map[string]bool{"blocks": true, "sort_sample": true, "split": true, "merge_sort": true,
 		"agg_map": true, "agg_reduce": true, "shuffle_map": true, "shuffle_reduce": true}
 	aggFuncs = map[string]bool{"count": true, "sum": true, "mean": true, "min": true, "max": true, "std": true}
@@ -57,7 +59,8 @@ func encodeTask(s *taskSpec) []byte {
 		Samples: int64(s.Out.Samples), Parts: int64(s.Out.Parts), Bounds: s.Out.Bounds, GroupKeys: s.Out.GroupKeys,
 		Seed: s.Out.Seed, TaskIndex: int64(s.Out.TaskIndex)}}
 	if r := s.Read; r != nil {
-		m.Read = &atollpb.DataRead{Kind: r.Kind, Start: r.Start, End: r.End, Path: r.Path, RowGroups: make([]int64, len(r.RowGroups))}
+		m.Read = &atollpb.DataRead{Kind: r.Kind, Start: r.Start, End: r.End, Path: r.Path, RowGroups: make([]int64, len(r.RowGroups)),
+			Columns: r.Columns}
 		for i, g := range r.RowGroups {
 			m.Read.RowGroups[i] = int64(g)
 		}
@@ -68,12 +71,16 @@ func encodeTask(s *taskSpec) []byte {
 	for i, o := range s.Ops {
 		m.Ops[i] = &atollpb.DataOp{Kind: o.Kind, Func: o.Fn, BatchSize: int64(o.BatchSize), Columns: o.Columns, Column: o.Column,
 			Limit: o.Limit, Offset: o.Offset, Path: o.Path}
+		for _, e := range o.Exprs {
+			m.Ops[i].Exprs = append(m.Ops[i].Exprs, e.Proto())
+		}
 	}
 	for _, k := range s.Out.Keys {
 		m.Out.Keys = append(m.Out.Keys, &atollpb.DataSortKey{Column: k.Column, Descending: k.Descending})
 	}
 	for _, a := range s.Out.Aggs {
-		m.Out.Aggs = append(m.Out.Aggs, &atollpb.DataAgg{Func: a.Fn, Column: a.Column})
+		in, _ := a.Input()
+		m.Out.Aggs = append(m.Out.Aggs, &atollpb.DataAgg{Func: a.Func(), Input: in.Proto(), Name: a.Name()})
 	}
 	b, err := proto.Marshal(m)
 	if err != nil {
@@ -93,7 +100,7 @@ func decodeTask(b []byte) (*taskSpec, error) {
 	}
 	s := &taskSpec{}
 	if r := m.Read; r != nil {
-		s.Read = &readSpec{Kind: r.Kind, Start: r.Start, End: r.End, Path: r.Path}
+		s.Read = &readSpec{Kind: r.Kind, Start: r.Start, End: r.End, Path: r.Path, Columns: r.Columns}
 		for _, g := range r.RowGroups {
 			s.Read.RowGroups = append(s.Read.RowGroups, int(g))
 		}
@@ -107,6 +114,13 @@ func decodeTask(b []byte) (*taskSpec, error) {
 	for i, o := range m.Ops {
 		s.Ops[i] = opSpec{Kind: o.Kind, Fn: o.Func, BatchSize: int(o.BatchSize), Columns: o.Columns, Column: o.Column,
 			Limit: o.Limit, Offset: o.Offset, Path: o.Path}
+		for _, pe := range o.Exprs {
+			e, err := expr.FromProto(pe)
+			if err != nil {
+				return nil, err
+			}
+			s.Ops[i].Exprs = append(s.Ops[i].Exprs, e)
+		}
 	}
 	o := m.Out
 	s.Out = outSpec{Kind: o.Kind, MaxBlocks: int(o.MaxBlocks), TargetMaxBlockSize: o.TargetMaxBlockSize,
@@ -115,7 +129,14 @@ func decodeTask(b []byte) (*taskSpec, error) {
 		s.Out.Keys = append(s.Out.Keys, SortKey{Column: k.Column, Descending: k.Descending})
 	}
 	for _, a := range o.Aggs {
-		s.Out.Aggs = append(s.Out.Aggs, aggSpec{Fn: a.Func, Column: a.Column})
+		var in expr.Expr
+		if a.Input != nil {
+			var err error
+			if in, err = expr.FromProto(a.Input); err != nil {
+				return nil, err
+			}
+		}
+		s.Out.Aggs = append(s.Out.Aggs, expr.NewAgg(a.Func, in, a.Name))
 	}
 	return s, nil
 }
@@ -130,7 +151,7 @@ func checkTask(m *atollpb.DataTask) error {
 			return bad("unknown read %q", clipName(r.Kind))
 		case r.Start < 0 || r.End < r.Start:
 			return bad("range %d to %d", r.Start, r.End)
-		case len(r.Path) > maxString || len(r.RowGroups) > maxNames:
+		case len(r.Path) > maxString || len(r.RowGroups) > maxNames || len(r.Columns) > maxNames:
 			return bad("a read of %d bytes of path and %d row groups", len(r.Path), len(r.RowGroups))
 		}
 		for _, g := range r.RowGroups {
@@ -158,8 +179,12 @@ func checkTask(m *atollpb.DataTask) error {
 			return bad("operation %d (%s): %d columns", i, o.Kind, len(o.Columns))
 		case (o.Kind == "select" || o.Kind == "drop") && len(o.Columns) == 0,
 			o.Kind == "add_column" && o.Column == "",
-			(o.Kind == "write_parquet" || o.Kind == "write_csv") && o.Path == "":
-			return bad("operation %d (%s) without its columns or path", i, o.Kind)
+			(o.Kind == "write_parquet" || o.Kind == "write_csv") && o.Path == "",
+			(o.Kind == "where" || o.Kind == "with_column") && len(o.Exprs) != 1,
+			o.Kind == "with_column" && o.Column == "",
+			o.Kind == "project" && len(o.Exprs) == 0,
+			len(o.Exprs) > maxNames:
+			return bad("operation %d (%s) without its columns, path or expressions", i, o.Kind)
 		}
 	}
 	o := m.Out
@@ -183,7 +208,7 @@ func checkTask(m *atollpb.DataTask) error {
 		}
 	}
 	for _, a := range o.Aggs {
-		if a == nil || !aggFuncs[a.Func] || a.Func != "count" && a.Column == "" {
+		if a == nil || !aggFuncs[a.Func] || a.Func != "count" && a.Input == nil || a.Name == "" || len(a.Name) > maxString {
 			return bad("%s: aggregation %v", o.Kind, a)
 		}
 	}

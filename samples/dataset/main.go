@@ -12,15 +12,16 @@
 // 200-letter string "payload"; the generator digests every row (count and
 // an order-independent checksum).
 //
-// Pipeline A: ReadParquet → MapBatches (computed column "score") → Filter
-// (score < 300, a row predicate) → GroupBy("key").Aggregate(Count(),
-// Sum("score"), Sum("value")) → IterBatches: one row per key, computed by
-// data's hash all-to-all (partial aggregates in the filter's tasks,
-// combined by a reduce task per hash part). The baseline reads the same
-// files' row groups one at a time in one goroutine and applies the same
-// functions (the filter's predicate on the score column, then the same
-// Arrow filter kernel), then sums per key in a Go loop; the per-key
-// totals must be equal.
+// Pipeline A: ReadParquet → WithColumn("score", (7·value + id mod 1000)
+// mod 1000) → Filter(score < 300) → GroupBy("key").Aggregate(Count(),
+// Sum("score"), Sum("value")) → IterBatches: one row per key, computed
+// by data's hash all-to-all (partial aggregates in the filter's tasks,
+// combined by a reduce task per hash part); the read takes the three
+// columns the plan uses (pushdown). The baseline reads the same files'
+// row groups one at a time in one goroutine, the same three columns,
+// evaluates the same expressions (the same Arrow kernels) and sums per
+// key in a Go loop over an array; the per-key totals must be equal. A
+// is run again without pushdown (every column read) for the bytes read.
 // With -materialize, A runs again with Materialize() after every stage,
 // for the memory comparison (every intermediate dataset whole in the
 // store, spilled when it does not fit).
@@ -56,6 +57,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/data"
+	"github.com/atoll-runtime/atoll/data/expr"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/pss"
 )
@@ -160,26 +162,40 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	progress.Phase("A atoll: ReadParquet -> MapBatches(score) -> Filter(keep) -> GroupBy(key).Aggregate -> IterBatches")
+	progress.Phase("A atoll: ReadParquet -> WithColumn(score) -> Filter(score < 300) -> GroupBy(key).Aggregate -> IterBatches")
 	var gotA map[int64]agg
-	var statsA string
+	var dsA *data.Dataset
 	atollA, err := measure(ctx, func() error {
 		var err error
-		gotA, statsA, err = pipelineA(ctx, in, false)
+		gotA, dsA, err = pipelineA(ctx, in, false, false)
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	atollA.verified = maps.Equal(gotA, wantA) && len(wantA) > 0
-	fmt.Fprint(stderr, statsA)
+	fmt.Fprint(stderr, dsA.Stats())
+	progress.Phase("A atoll without pushdown: every column of every row group read")
+	var dsNoPush *data.Dataset
+	noPushA, err := measure(ctx, func() error {
+		var got map[int64]agg
+		var err error
+		got, dsNoPush, err = pipelineA(ctx, in, false, true)
+		if err == nil && !maps.Equal(got, wantA) {
+			err = fmt.Errorf("dataset: pipeline A without pushdown differs from the baseline")
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
 	var matA phase
 	if opts.materialize {
 		progress.Phase("A atoll, every stage materialized")
 		var got map[int64]agg
 		matA, err = measure(ctx, func() error {
 			var err error
-			got, _, err = pipelineA(ctx, in, true)
+			got, _, err = pipelineA(ctx, in, true, false)
 			return err
 		})
 		if err != nil {
@@ -234,6 +250,8 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 		rec("a_wall_s", atollA.wall.Seconds(), "s", "single_goroutine_s", baseA.wall.Seconds()).WithVerified(atollA.verified),
 		rec("a_peak_pss_bytes", float64(atollA.peak), "bytes", "single_goroutine_peak_pss_bytes", float64(baseA.peak)),
 		rec("a_spilled_bytes", float64(atollA.spilled), "bytes", "", 0),
+		rec("a_read_bytes", float64(dsA.BytesRead()), "bytes", "without_pushdown_read_bytes", float64(dsNoPush.BytesRead())),
+		rec("a_no_pushdown_wall_s", noPushA.wall.Seconds(), "s", "pushdown_s", atollA.wall.Seconds()),
 	}
 	if opts.materialize {
 		records = append(records,
@@ -262,6 +280,8 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stdout)
 		}
 		line("A (streaming):", atollA, "baseline", baseA)
+		fmt.Fprintf(stdout, "  A read %s of Parquet column chunks (%s without pushdown, in %.2fs)\n", benchfmt.HumanSize(uint64(dsA.BytesRead())),
+			benchfmt.HumanSize(uint64(dsNoPush.BytesRead())), noPushA.wall.Seconds())
 		if opts.materialize {
 			line("A (materialized):", matA, "", phase{})
 		}
@@ -310,72 +330,85 @@ func measure(ctx context.Context, fn func() error) (phase, error) {
 }
 
 // pipelineA runs A on atoll; materialized runs every stage to the end
-// (Materialize) before the next starts.
-func pipelineA(ctx context.Context, in string, materialized bool) (map[int64]agg, string, error) {
+// (Materialize) before the next starts; noPushdown reads every column
+// of every row group.
+func pipelineA(ctx context.Context, in string, materialized, noPushdown bool) (map[int64]agg, *data.Dataset, error) {
+	cfg := data.DefaultConfig()
+	cfg.NoPushdown = noPushdown
 	step := func(ds *data.Dataset) (*data.Dataset, error) {
 		if !materialized {
 			return ds, nil
 		}
 		return ds.Materialize(ctx)
 	}
-	ds, err := step(data.ReadParquet(in))
+	ds, err := step(data.ReadParquet(in).WithConfig(cfg))
 	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
-	if ds, err = step(ds.MapBatches(scoreFn)); err != nil {
-		return nil, "", err
+	if ds, err = step(ds.WithColumn("score", score)); err != nil {
+		return nil, nil, err
 	}
-	if ds, err = step(ds.Filter(keepFn)); err != nil {
-		return nil, "", err
+	if ds, err = step(ds.Filter(keep)); err != nil {
+		return nil, nil, err
 	}
 	ds = ds.GroupBy("key").Aggregate(data.Count(), data.Sum("score"), data.Sum("value"))
 	totals := map[int64]agg{}
 	for rec, err := range ds.IterBatches(ctx, 0) {
 		if err != nil {
-			return nil, "", err
+			return nil, nil, err
 		}
 		if err := collectGroups(totals, rec); err != nil {
-			return nil, "", err
+			return nil, nil, err
 		}
 	}
-	return totals, ds.Stats(), nil
+	return totals, ds, nil
 }
 
-// baselineA is pipeline A in this goroutine: each row group read, scored,
-// filtered (the same predicate, the same Arrow filter kernel) and reduced.
+// baselineA is pipeline A in this goroutine: each row group's used
+// columns read, scored and filtered with the same expressions (the same
+// Arrow kernels), and summed per key in a Go loop.
 func baselineA(ctx context.Context, files []string) (map[int64]agg, error) {
-	totals := map[int64]agg{}
-	err := eachRowGroup(ctx, files, func(rec arrow.RecordBatch) error {
-		scored, err := addScore(rec)
+	var totals [keys]agg
+	var scoreB, keepB *expr.Bound
+	err := eachRowGroup(ctx, files, usedColumns, func(rec arrow.RecordBatch) error {
+		if scoreB == nil || !scoreB.Schema().Equal(rec.Schema()) {
+			var err error
+			if scoreB, err = score.Bind(rec.Schema()); err != nil {
+				return err
+			}
+		}
+		sc, err := scoreB.Eval(ctx, rec)
 		if err != nil {
 			return err
 		}
+		scored := array.NewRecordBatch(arrow.NewSchema(append(rec.Schema().Fields(), arrow.Field{Name: "score", Type: sc.DataType()}), nil),
+			append(rec.Columns(), sc), rec.NumRows())
+		sc.Release()
 		defer scored.Release()
-		ss, err := column[*array.Int64](scored, "score")
+		if keepB == nil || !keepB.Schema().Equal(scored.Schema()) {
+			if keepB, err = keep.Bind(scored.Schema()); err != nil {
+				return err
+			}
+		}
+		mask, err := keepB.Eval(ctx, scored)
 		if err != nil {
 			return err
 		}
-		mb := array.NewBooleanBuilder(memory.DefaultAllocator)
-		defer mb.Release()
-		mb.Reserve(ss.Len())
-		for i := range ss.Len() {
-			mb.UnsafeAppend(keep(ss.Value(i)))
-		}
-		mask := mb.NewArray()
 		defer mask.Release()
 		kept, err := compute.FilterRecordBatch(ctx, scored, mask, compute.DefaultFilterOptions())
 		if err != nil {
 			return err
 		}
 		defer kept.Release()
-		part, err := partialAgg(kept)
-		if err != nil {
-			return err
-		}
-		defer part.Release()
-		return reduceAgg(totals, part)
+		return sumByKey(&totals, kept)
 	})
-	return totals, err
+	out := map[int64]agg{}
+	for k, a := range totals {
+		if a.Count > 0 {
+			out[int64(k)] = a
+		}
+	}
+	return out, err
 }
 
 // baselineB reads every file into memory, sorts the rows by id with the
@@ -387,7 +420,7 @@ func baselineB(ctx context.Context, files []string, out string) error {
 			r.Release()
 		}
 	}()
-	if err := eachRowGroup(ctx, files, func(rec arrow.RecordBatch) error {
+	if err := eachRowGroup(ctx, files, nil, func(rec arrow.RecordBatch) error {
 		rec.Retain()
 		recs = append(recs, rec)
 		return nil
@@ -465,7 +498,7 @@ func checkSorted(ctx context.Context, dir string, want digest) (bool, error) {
 	var got digest
 	var prev int64
 	first, sorted := true, true
-	err = eachRowGroup(ctx, files, func(rec arrow.RecordBatch) error {
+	err = eachRowGroup(ctx, files, nil, func(rec arrow.RecordBatch) error {
 		if rec.NumRows() == 0 {
 			return nil
 		}

@@ -396,9 +396,15 @@ type DataTask struct {
 	Read *DataRead `protobuf:"bytes,1,opt,name=read,proto3" json:"read,omitempty"`
 	// Set for a zip task: its inputs are one left block, then the right
 	// blocks that line up with it.
-	Zip           *DataZip    `protobuf:"bytes,2,opt,name=zip,proto3" json:"zip,omitempty"`
-	Ops           []*DataOp   `protobuf:"bytes,3,rep,name=ops,proto3" json:"ops,omitempty"`
-	Out           *DataOutput `protobuf:"bytes,4,opt,name=out,proto3" json:"out,omitempty"`
+	Zip *DataZip    `protobuf:"bytes,2,opt,name=zip,proto3" json:"zip,omitempty"`
+	Ops []*DataOp   `protobuf:"bytes,3,rep,name=ops,proto3" json:"ops,omitempty"`
+	Out *DataOutput `protobuf:"bytes,4,opt,name=out,proto3" json:"out,omitempty"`
+	// Set for a task of a shuffled join: its inputs are pieces of one
+	// part, the left side's then the right side's.
+	Join *DataJoin `protobuf:"bytes,5,opt,name=join,proto3" json:"join,omitempty"`
+	// The last shared arguments are blocks every task of the stage takes
+	// (a broadcast join's right side), after the task's own inputs.
+	Shared        int64 `protobuf:"varint,6,opt,name=shared,proto3" json:"shared,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -461,6 +467,174 @@ func (x *DataTask) GetOut() *DataOutput {
 	return nil
 }
 
+func (x *DataTask) GetJoin() *DataJoin {
+	if x != nil {
+		return x.Join
+	}
+	return nil
+}
+
+func (x *DataTask) GetShared() int64 {
+	if x != nil {
+		return x.Shared
+	}
+	return 0
+}
+
+// DataJoin is a join: how (inner, left, right, full, semi, anti) on
+// left_keys = right_keys, right's other columns named with suffix when
+// left has their names. A broadcast join (a join_probe operation) finds
+// the right side in the task's shared arguments shared_from to
+// shared_to; a shuffled join's task has left left inputs then the right
+// side's. build_key names the right side's hash table in the worker's
+// cache. A task with every left row of its part emits the right's
+// unmatched rows itself (emit_unmatched_build); one with some reports
+// the right rows it matched (report_matched, in its metadata); a
+// join_unmatched task emits the right rows no task matched (matched is
+// the union of those reports).
+type DataJoin struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	How                string                 `protobuf:"bytes,1,opt,name=how,proto3" json:"how,omitempty"`
+	LeftKeys           []string               `protobuf:"bytes,2,rep,name=left_keys,json=leftKeys,proto3" json:"left_keys,omitempty"`
+	RightKeys          []string               `protobuf:"bytes,3,rep,name=right_keys,json=rightKeys,proto3" json:"right_keys,omitempty"`
+	Suffix             string                 `protobuf:"bytes,4,opt,name=suffix,proto3" json:"suffix,omitempty"`
+	BuildKey           string                 `protobuf:"bytes,5,opt,name=build_key,json=buildKey,proto3" json:"build_key,omitempty"`
+	SharedFrom         int64                  `protobuf:"varint,6,opt,name=shared_from,json=sharedFrom,proto3" json:"shared_from,omitempty"`
+	SharedTo           int64                  `protobuf:"varint,7,opt,name=shared_to,json=sharedTo,proto3" json:"shared_to,omitempty"`
+	Left               int64                  `protobuf:"varint,8,opt,name=left,proto3" json:"left,omitempty"`
+	EmitUnmatchedBuild bool                   `protobuf:"varint,9,opt,name=emit_unmatched_build,json=emitUnmatchedBuild,proto3" json:"emit_unmatched_build,omitempty"`
+	ReportMatched      bool                   `protobuf:"varint,10,opt,name=report_matched,json=reportMatched,proto3" json:"report_matched,omitempty"`
+	Matched            []byte                 `protobuf:"bytes,11,opt,name=matched,proto3" json:"matched,omitempty"`
+	// join_unmatched: emit nothing, only the right's unmatched rows.
+	UnmatchedOnly bool `protobuf:"varint,12,opt,name=unmatched_only,json=unmatchedOnly,proto3" json:"unmatched_only,omitempty"`
+	// The left side's schema (an Arrow IPC stream of no batch), for a task
+	// that may have no left piece to read it from.
+	LeftSchema    []byte `protobuf:"bytes,13,opt,name=left_schema,json=leftSchema,proto3" json:"left_schema,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DataJoin) Reset() {
+	*x = DataJoin{}
+	mi := &file_atollpb_libs_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DataJoin) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DataJoin) ProtoMessage() {}
+
+func (x *DataJoin) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_libs_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DataJoin.ProtoReflect.Descriptor instead.
+func (*DataJoin) Descriptor() ([]byte, []int) {
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *DataJoin) GetHow() string {
+	if x != nil {
+		return x.How
+	}
+	return ""
+}
+
+func (x *DataJoin) GetLeftKeys() []string {
+	if x != nil {
+		return x.LeftKeys
+	}
+	return nil
+}
+
+func (x *DataJoin) GetRightKeys() []string {
+	if x != nil {
+		return x.RightKeys
+	}
+	return nil
+}
+
+func (x *DataJoin) GetSuffix() string {
+	if x != nil {
+		return x.Suffix
+	}
+	return ""
+}
+
+func (x *DataJoin) GetBuildKey() string {
+	if x != nil {
+		return x.BuildKey
+	}
+	return ""
+}
+
+func (x *DataJoin) GetSharedFrom() int64 {
+	if x != nil {
+		return x.SharedFrom
+	}
+	return 0
+}
+
+func (x *DataJoin) GetSharedTo() int64 {
+	if x != nil {
+		return x.SharedTo
+	}
+	return 0
+}
+
+func (x *DataJoin) GetLeft() int64 {
+	if x != nil {
+		return x.Left
+	}
+	return 0
+}
+
+func (x *DataJoin) GetEmitUnmatchedBuild() bool {
+	if x != nil {
+		return x.EmitUnmatchedBuild
+	}
+	return false
+}
+
+func (x *DataJoin) GetReportMatched() bool {
+	if x != nil {
+		return x.ReportMatched
+	}
+	return false
+}
+
+func (x *DataJoin) GetMatched() []byte {
+	if x != nil {
+		return x.Matched
+	}
+	return nil
+}
+
+func (x *DataJoin) GetUnmatchedOnly() bool {
+	if x != nil {
+		return x.UnmatchedOnly
+	}
+	return false
+}
+
+func (x *DataJoin) GetLeftSchema() []byte {
+	if x != nil {
+		return x.LeftSchema
+	}
+	return nil
+}
+
 // DataRead is a read: kind range (ids start to end), parquet (row_groups
 // of the file path), csv or json (the file path).
 type DataRead struct {
@@ -479,7 +653,7 @@ type DataRead struct {
 
 func (x *DataRead) Reset() {
 	*x = DataRead{}
-	mi := &file_atollpb_libs_proto_msgTypes[5]
+	mi := &file_atollpb_libs_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -491,7 +665,7 @@ func (x *DataRead) String() string {
 func (*DataRead) ProtoMessage() {}
 
 func (x *DataRead) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[5]
+	mi := &file_atollpb_libs_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -504,7 +678,7 @@ func (x *DataRead) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataRead.ProtoReflect.Descriptor instead.
 func (*DataRead) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{5}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DataRead) GetKind() string {
@@ -560,7 +734,7 @@ type DataZip struct {
 
 func (x *DataZip) Reset() {
 	*x = DataZip{}
-	mi := &file_atollpb_libs_proto_msgTypes[6]
+	mi := &file_atollpb_libs_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -572,7 +746,7 @@ func (x *DataZip) String() string {
 func (*DataZip) ProtoMessage() {}
 
 func (x *DataZip) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[6]
+	mi := &file_atollpb_libs_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -585,7 +759,7 @@ func (x *DataZip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataZip.ProtoReflect.Descriptor instead.
 func (*DataZip) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{6}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DataZip) GetSkip() int64 {
@@ -614,18 +788,20 @@ type DataOp struct {
 	BatchSize int64                  `protobuf:"varint,3,opt,name=batch_size,json=batchSize,proto3" json:"batch_size,omitempty"`
 	Columns   []string               `protobuf:"bytes,4,rep,name=columns,proto3" json:"columns,omitempty"`
 	// add_column, with_column: the new column's name.
-	Column        string      `protobuf:"bytes,5,opt,name=column,proto3" json:"column,omitempty"`
-	Limit         int64       `protobuf:"varint,6,opt,name=limit,proto3" json:"limit,omitempty"`
-	Offset        int64       `protobuf:"varint,7,opt,name=offset,proto3" json:"offset,omitempty"`
-	Path          string      `protobuf:"bytes,8,opt,name=path,proto3" json:"path,omitempty"`
-	Exprs         []*DataExpr `protobuf:"bytes,9,rep,name=exprs,proto3" json:"exprs,omitempty"`
+	Column string      `protobuf:"bytes,5,opt,name=column,proto3" json:"column,omitempty"`
+	Limit  int64       `protobuf:"varint,6,opt,name=limit,proto3" json:"limit,omitempty"`
+	Offset int64       `protobuf:"varint,7,opt,name=offset,proto3" json:"offset,omitempty"`
+	Path   string      `protobuf:"bytes,8,opt,name=path,proto3" json:"path,omitempty"`
+	Exprs  []*DataExpr `protobuf:"bytes,9,rep,name=exprs,proto3" json:"exprs,omitempty"`
+	// join_probe: a broadcast join.
+	Join          *DataJoin `protobuf:"bytes,10,opt,name=join,proto3" json:"join,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DataOp) Reset() {
 	*x = DataOp{}
-	mi := &file_atollpb_libs_proto_msgTypes[7]
+	mi := &file_atollpb_libs_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -637,7 +813,7 @@ func (x *DataOp) String() string {
 func (*DataOp) ProtoMessage() {}
 
 func (x *DataOp) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[7]
+	mi := &file_atollpb_libs_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -650,7 +826,7 @@ func (x *DataOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataOp.ProtoReflect.Descriptor instead.
 func (*DataOp) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{7}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DataOp) GetKind() string {
@@ -716,6 +892,13 @@ func (x *DataOp) GetExprs() []*DataExpr {
 	return nil
 }
 
+func (x *DataOp) GetJoin() *DataJoin {
+	if x != nil {
+		return x.Join
+	}
+	return nil
+}
+
 // DataExpr is an expression of package data/expr. op is what it does:
 // col (name), lit (lit), add, sub, mul, div, mod, neg, eq, ne, lt, le,
 // gt, ge, and, or, not, is_null, is_not_null, fill_null, cast (type),
@@ -738,7 +921,7 @@ type DataExpr struct {
 
 func (x *DataExpr) Reset() {
 	*x = DataExpr{}
-	mi := &file_atollpb_libs_proto_msgTypes[8]
+	mi := &file_atollpb_libs_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -750,7 +933,7 @@ func (x *DataExpr) String() string {
 func (*DataExpr) ProtoMessage() {}
 
 func (x *DataExpr) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[8]
+	mi := &file_atollpb_libs_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -763,7 +946,7 @@ func (x *DataExpr) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataExpr.ProtoReflect.Descriptor instead.
 func (*DataExpr) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{8}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DataExpr) GetOp() string {
@@ -835,7 +1018,7 @@ type DataLiteral struct {
 
 func (x *DataLiteral) Reset() {
 	*x = DataLiteral{}
-	mi := &file_atollpb_libs_proto_msgTypes[9]
+	mi := &file_atollpb_libs_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -847,7 +1030,7 @@ func (x *DataLiteral) String() string {
 func (*DataLiteral) ProtoMessage() {}
 
 func (x *DataLiteral) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[9]
+	mi := &file_atollpb_libs_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -860,7 +1043,7 @@ func (x *DataLiteral) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataLiteral.ProtoReflect.Descriptor instead.
 func (*DataLiteral) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{9}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DataLiteral) GetValue() isDataLiteral_Value {
@@ -983,7 +1166,7 @@ type DataOutput struct {
 
 func (x *DataOutput) Reset() {
 	*x = DataOutput{}
-	mi := &file_atollpb_libs_proto_msgTypes[10]
+	mi := &file_atollpb_libs_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -995,7 +1178,7 @@ func (x *DataOutput) String() string {
 func (*DataOutput) ProtoMessage() {}
 
 func (x *DataOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[10]
+	mi := &file_atollpb_libs_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1008,7 +1191,7 @@ func (x *DataOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataOutput.ProtoReflect.Descriptor instead.
 func (*DataOutput) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{10}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DataOutput) GetKind() string {
@@ -1099,7 +1282,7 @@ type DataSortKey struct {
 
 func (x *DataSortKey) Reset() {
 	*x = DataSortKey{}
-	mi := &file_atollpb_libs_proto_msgTypes[11]
+	mi := &file_atollpb_libs_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1111,7 +1294,7 @@ func (x *DataSortKey) String() string {
 func (*DataSortKey) ProtoMessage() {}
 
 func (x *DataSortKey) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[11]
+	mi := &file_atollpb_libs_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1124,7 +1307,7 @@ func (x *DataSortKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataSortKey.ProtoReflect.Descriptor instead.
 func (*DataSortKey) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{11}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DataSortKey) GetColumn() string {
@@ -1154,7 +1337,7 @@ type DataAgg struct {
 
 func (x *DataAgg) Reset() {
 	*x = DataAgg{}
-	mi := &file_atollpb_libs_proto_msgTypes[12]
+	mi := &file_atollpb_libs_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1166,7 +1349,7 @@ func (x *DataAgg) String() string {
 func (*DataAgg) ProtoMessage() {}
 
 func (x *DataAgg) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[12]
+	mi := &file_atollpb_libs_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1179,7 +1362,7 @@ func (x *DataAgg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataAgg.ProtoReflect.Descriptor instead.
 func (*DataAgg) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{12}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DataAgg) GetFunc() string {
@@ -1219,14 +1402,16 @@ type DataTaskMeta struct {
 	// The attempt that succeeded: 0 for the first, n after n retries.
 	Attempt int32 `protobuf:"varint,7,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	// A read's bytes of files (Parquet: the column chunks read).
-	ReadBytes     int64 `protobuf:"varint,8,opt,name=read_bytes,json=readBytes,proto3" json:"read_bytes,omitempty"`
+	ReadBytes int64 `protobuf:"varint,8,opt,name=read_bytes,json=readBytes,proto3" json:"read_bytes,omitempty"`
+	// A join task's report_matched: the right rows it matched, a bitmap.
+	Matched       []byte `protobuf:"bytes,9,opt,name=matched,proto3" json:"matched,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DataTaskMeta) Reset() {
 	*x = DataTaskMeta{}
-	mi := &file_atollpb_libs_proto_msgTypes[13]
+	mi := &file_atollpb_libs_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1238,7 +1423,7 @@ func (x *DataTaskMeta) String() string {
 func (*DataTaskMeta) ProtoMessage() {}
 
 func (x *DataTaskMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[13]
+	mi := &file_atollpb_libs_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1251,7 +1436,7 @@ func (x *DataTaskMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataTaskMeta.ProtoReflect.Descriptor instead.
 func (*DataTaskMeta) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{13}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DataTaskMeta) GetRows() []int64 {
@@ -1310,6 +1495,13 @@ func (x *DataTaskMeta) GetReadBytes() int64 {
 	return 0
 }
 
+func (x *DataTaskMeta) GetMatched() []byte {
+	if x != nil {
+		return x.Matched
+	}
+	return nil
+}
+
 // DataPool is the constructor argument of an atoll/data.pool actor: the
 // BatchClasses whose setup it runs.
 type DataPool struct {
@@ -1321,7 +1513,7 @@ type DataPool struct {
 
 func (x *DataPool) Reset() {
 	*x = DataPool{}
-	mi := &file_atollpb_libs_proto_msgTypes[14]
+	mi := &file_atollpb_libs_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1333,7 +1525,7 @@ func (x *DataPool) String() string {
 func (*DataPool) ProtoMessage() {}
 
 func (x *DataPool) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[14]
+	mi := &file_atollpb_libs_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1346,7 +1538,7 @@ func (x *DataPool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataPool.ProtoReflect.Descriptor instead.
 func (*DataPool) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{14}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DataPool) GetClasses() []string {
@@ -1372,7 +1564,7 @@ type QueueInfo struct {
 
 func (x *QueueInfo) Reset() {
 	*x = QueueInfo{}
-	mi := &file_atollpb_libs_proto_msgTypes[15]
+	mi := &file_atollpb_libs_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1384,7 +1576,7 @@ func (x *QueueInfo) String() string {
 func (*QueueInfo) ProtoMessage() {}
 
 func (x *QueueInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[15]
+	mi := &file_atollpb_libs_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1397,7 +1589,7 @@ func (x *QueueInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueInfo.ProtoReflect.Descriptor instead.
 func (*QueueInfo) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{15}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *QueueInfo) GetMaxSize() int64 {
@@ -1432,7 +1624,7 @@ type QueueItem struct {
 
 func (x *QueueItem) Reset() {
 	*x = QueueItem{}
-	mi := &file_atollpb_libs_proto_msgTypes[16]
+	mi := &file_atollpb_libs_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1444,7 +1636,7 @@ func (x *QueueItem) String() string {
 func (*QueueItem) ProtoMessage() {}
 
 func (x *QueueItem) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[16]
+	mi := &file_atollpb_libs_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1457,7 +1649,7 @@ func (x *QueueItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueItem.ProtoReflect.Descriptor instead.
 func (*QueueItem) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{16}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *QueueItem) GetCodec() Codec {
@@ -1486,7 +1678,7 @@ type QueueRequest struct {
 
 func (x *QueueRequest) Reset() {
 	*x = QueueRequest{}
-	mi := &file_atollpb_libs_proto_msgTypes[17]
+	mi := &file_atollpb_libs_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1498,7 +1690,7 @@ func (x *QueueRequest) String() string {
 func (*QueueRequest) ProtoMessage() {}
 
 func (x *QueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[17]
+	mi := &file_atollpb_libs_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1511,7 +1703,7 @@ func (x *QueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueRequest.ProtoReflect.Descriptor instead.
 func (*QueueRequest) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{17}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *QueueRequest) GetItem() *QueueItem {
@@ -1541,7 +1733,7 @@ type QueueReply struct {
 
 func (x *QueueReply) Reset() {
 	*x = QueueReply{}
-	mi := &file_atollpb_libs_proto_msgTypes[18]
+	mi := &file_atollpb_libs_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1553,7 +1745,7 @@ func (x *QueueReply) String() string {
 func (*QueueReply) ProtoMessage() {}
 
 func (x *QueueReply) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[18]
+	mi := &file_atollpb_libs_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1566,7 +1758,7 @@ func (x *QueueReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueReply.ProtoReflect.Descriptor instead.
 func (*QueueReply) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{18}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *QueueReply) GetOk() bool {
@@ -1623,12 +1815,32 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\x03DEP\x10\x02\x12\v\n" +
 	"\aLITERAL\x10\x03\x12\b\n" +
 	"\x04LIST\x10\x04\x12\b\n" +
-	"\x04ITEM\x10\x05\"\xa3\x01\n" +
+	"\x04ITEM\x10\x05\"\xe3\x01\n" +
 	"\bDataTask\x12&\n" +
 	"\x04read\x18\x01 \x01(\v2\x12.atoll.v1.DataReadR\x04read\x12#\n" +
 	"\x03zip\x18\x02 \x01(\v2\x11.atoll.v1.DataZipR\x03zip\x12\"\n" +
 	"\x03ops\x18\x03 \x03(\v2\x10.atoll.v1.DataOpR\x03ops\x12&\n" +
-	"\x03out\x18\x04 \x01(\v2\x14.atoll.v1.DataOutputR\x03out\"\x93\x01\n" +
+	"\x03out\x18\x04 \x01(\v2\x14.atoll.v1.DataOutputR\x03out\x12&\n" +
+	"\x04join\x18\x05 \x01(\v2\x12.atoll.v1.DataJoinR\x04join\x12\x16\n" +
+	"\x06shared\x18\x06 \x01(\x03R\x06shared\"\x9a\x03\n" +
+	"\bDataJoin\x12\x10\n" +
+	"\x03how\x18\x01 \x01(\tR\x03how\x12\x1b\n" +
+	"\tleft_keys\x18\x02 \x03(\tR\bleftKeys\x12\x1d\n" +
+	"\n" +
+	"right_keys\x18\x03 \x03(\tR\trightKeys\x12\x16\n" +
+	"\x06suffix\x18\x04 \x01(\tR\x06suffix\x12\x1b\n" +
+	"\tbuild_key\x18\x05 \x01(\tR\bbuildKey\x12\x1f\n" +
+	"\vshared_from\x18\x06 \x01(\x03R\n" +
+	"sharedFrom\x12\x1b\n" +
+	"\tshared_to\x18\a \x01(\x03R\bsharedTo\x12\x12\n" +
+	"\x04left\x18\b \x01(\x03R\x04left\x120\n" +
+	"\x14emit_unmatched_build\x18\t \x01(\bR\x12emitUnmatchedBuild\x12%\n" +
+	"\x0ereport_matched\x18\n" +
+	" \x01(\bR\rreportMatched\x12\x18\n" +
+	"\amatched\x18\v \x01(\fR\amatched\x12%\n" +
+	"\x0eunmatched_only\x18\f \x01(\bR\runmatchedOnly\x12\x1f\n" +
+	"\vleft_schema\x18\r \x01(\fR\n" +
+	"leftSchema\"\x93\x01\n" +
 	"\bDataRead\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\x03R\x05start\x12\x10\n" +
@@ -1639,7 +1851,7 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\acolumns\x18\x06 \x03(\tR\acolumns\"1\n" +
 	"\aDataZip\x12\x12\n" +
 	"\x04skip\x18\x01 \x01(\x03R\x04skip\x12\x12\n" +
-	"\x04rows\x18\x02 \x01(\x03R\x04rows\"\xed\x01\n" +
+	"\x04rows\x18\x02 \x01(\x03R\x04rows\"\x95\x02\n" +
 	"\x06DataOp\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04func\x18\x02 \x01(\tR\x04func\x12\x1d\n" +
@@ -1650,7 +1862,9 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\x05limit\x18\x06 \x01(\x03R\x05limit\x12\x16\n" +
 	"\x06offset\x18\a \x01(\x03R\x06offset\x12\x12\n" +
 	"\x04path\x18\b \x01(\tR\x04path\x12(\n" +
-	"\x05exprs\x18\t \x03(\v2\x12.atoll.v1.DataExprR\x05exprs\"\xd7\x01\n" +
+	"\x05exprs\x18\t \x03(\v2\x12.atoll.v1.DataExprR\x05exprs\x12&\n" +
+	"\x04join\x18\n" +
+	" \x01(\v2\x12.atoll.v1.DataJoinR\x04join\"\xd7\x01\n" +
 	"\bDataExpr\x12\x0e\n" +
 	"\x02op\x18\x01 \x01(\tR\x02op\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12'\n" +
@@ -1692,7 +1906,7 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\aDataAgg\x12\x12\n" +
 	"\x04func\x18\x01 \x01(\tR\x04func\x12(\n" +
 	"\x05input\x18\x03 \x01(\v2\x12.atoll.v1.DataExprR\x05input\x12\x12\n" +
-	"\x04name\x18\x04 \x01(\tR\x04nameJ\x04\b\x02\x10\x03\"\xd3\x01\n" +
+	"\x04name\x18\x04 \x01(\tR\x04nameJ\x04\b\x02\x10\x03\"\xed\x01\n" +
 	"\fDataTaskMeta\x12\x12\n" +
 	"\x04rows\x18\x01 \x03(\x03R\x04rows\x12\x14\n" +
 	"\x05bytes\x18\x02 \x03(\x03R\x05bytes\x12\x16\n" +
@@ -1702,7 +1916,8 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\x06cpu_ns\x18\x06 \x01(\x03R\x05cpuNs\x12\x18\n" +
 	"\aattempt\x18\a \x01(\x05R\aattempt\x12\x1d\n" +
 	"\n" +
-	"read_bytes\x18\b \x01(\x03R\treadBytes\"$\n" +
+	"read_bytes\x18\b \x01(\x03R\treadBytes\x12\x18\n" +
+	"\amatched\x18\t \x01(\fR\amatched\"$\n" +
 	"\bDataPool\x12\x18\n" +
 	"\aclasses\x18\x01 \x03(\tR\aclasses\"Z\n" +
 	"\tQueueInfo\x12\x19\n" +
@@ -1736,7 +1951,7 @@ func file_atollpb_libs_proto_rawDescGZIP() []byte {
 }
 
 var file_atollpb_libs_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_atollpb_libs_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_atollpb_libs_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_atollpb_libs_proto_goTypes = []any{
 	(GraphExpr_Kind)(0),   // 0: atoll.v1.GraphExpr.Kind
 	(*GraphTask)(nil),     // 1: atoll.v1.GraphTask
@@ -1744,21 +1959,22 @@ var file_atollpb_libs_proto_goTypes = []any{
 	(*GraphCallback)(nil), // 3: atoll.v1.GraphCallback
 	(*GraphExpr)(nil),     // 4: atoll.v1.GraphExpr
 	(*DataTask)(nil),      // 5: atoll.v1.DataTask
-	(*DataRead)(nil),      // 6: atoll.v1.DataRead
-	(*DataZip)(nil),       // 7: atoll.v1.DataZip
-	(*DataOp)(nil),        // 8: atoll.v1.DataOp
-	(*DataExpr)(nil),      // 9: atoll.v1.DataExpr
-	(*DataLiteral)(nil),   // 10: atoll.v1.DataLiteral
-	(*DataOutput)(nil),    // 11: atoll.v1.DataOutput
-	(*DataSortKey)(nil),   // 12: atoll.v1.DataSortKey
-	(*DataAgg)(nil),       // 13: atoll.v1.DataAgg
-	(*DataTaskMeta)(nil),  // 14: atoll.v1.DataTaskMeta
-	(*DataPool)(nil),      // 15: atoll.v1.DataPool
-	(*QueueInfo)(nil),     // 16: atoll.v1.QueueInfo
-	(*QueueItem)(nil),     // 17: atoll.v1.QueueItem
-	(*QueueRequest)(nil),  // 18: atoll.v1.QueueRequest
-	(*QueueReply)(nil),    // 19: atoll.v1.QueueReply
-	(Codec)(0),            // 20: atoll.v1.Codec
+	(*DataJoin)(nil),      // 6: atoll.v1.DataJoin
+	(*DataRead)(nil),      // 7: atoll.v1.DataRead
+	(*DataZip)(nil),       // 8: atoll.v1.DataZip
+	(*DataOp)(nil),        // 9: atoll.v1.DataOp
+	(*DataExpr)(nil),      // 10: atoll.v1.DataExpr
+	(*DataLiteral)(nil),   // 11: atoll.v1.DataLiteral
+	(*DataOutput)(nil),    // 12: atoll.v1.DataOutput
+	(*DataSortKey)(nil),   // 13: atoll.v1.DataSortKey
+	(*DataAgg)(nil),       // 14: atoll.v1.DataAgg
+	(*DataTaskMeta)(nil),  // 15: atoll.v1.DataTaskMeta
+	(*DataPool)(nil),      // 16: atoll.v1.DataPool
+	(*QueueInfo)(nil),     // 17: atoll.v1.QueueInfo
+	(*QueueItem)(nil),     // 18: atoll.v1.QueueItem
+	(*QueueRequest)(nil),  // 19: atoll.v1.QueueRequest
+	(*QueueReply)(nil),    // 20: atoll.v1.QueueReply
+	(Codec)(0),            // 21: atoll.v1.Codec
 }
 var file_atollpb_libs_proto_depIdxs = []int32{
 	2,  // 0: atoll.v1.GraphTask.deps:type_name -> atoll.v1.GraphDep
@@ -1766,26 +1982,28 @@ var file_atollpb_libs_proto_depIdxs = []int32{
 	4,  // 2: atoll.v1.GraphTask.expr:type_name -> atoll.v1.GraphExpr
 	0,  // 3: atoll.v1.GraphExpr.kind:type_name -> atoll.v1.GraphExpr.Kind
 	4,  // 4: atoll.v1.GraphExpr.args:type_name -> atoll.v1.GraphExpr
-	20, // 5: atoll.v1.GraphExpr.codec:type_name -> atoll.v1.Codec
-	6,  // 6: atoll.v1.DataTask.read:type_name -> atoll.v1.DataRead
-	7,  // 7: atoll.v1.DataTask.zip:type_name -> atoll.v1.DataZip
-	8,  // 8: atoll.v1.DataTask.ops:type_name -> atoll.v1.DataOp
-	11, // 9: atoll.v1.DataTask.out:type_name -> atoll.v1.DataOutput
-	9,  // 10: atoll.v1.DataOp.exprs:type_name -> atoll.v1.DataExpr
-	10, // 11: atoll.v1.DataExpr.lit:type_name -> atoll.v1.DataLiteral
-	9,  // 12: atoll.v1.DataExpr.args:type_name -> atoll.v1.DataExpr
-	10, // 13: atoll.v1.DataExpr.set:type_name -> atoll.v1.DataLiteral
-	12, // 14: atoll.v1.DataOutput.keys:type_name -> atoll.v1.DataSortKey
-	13, // 15: atoll.v1.DataOutput.aggs:type_name -> atoll.v1.DataAgg
-	9,  // 16: atoll.v1.DataAgg.input:type_name -> atoll.v1.DataExpr
-	20, // 17: atoll.v1.QueueItem.codec:type_name -> atoll.v1.Codec
-	17, // 18: atoll.v1.QueueRequest.item:type_name -> atoll.v1.QueueItem
-	17, // 19: atoll.v1.QueueReply.item:type_name -> atoll.v1.QueueItem
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	21, // 5: atoll.v1.GraphExpr.codec:type_name -> atoll.v1.Codec
+	7,  // 6: atoll.v1.DataTask.read:type_name -> atoll.v1.DataRead
+	8,  // 7: atoll.v1.DataTask.zip:type_name -> atoll.v1.DataZip
+	9,  // 8: atoll.v1.DataTask.ops:type_name -> atoll.v1.DataOp
+	12, // 9: atoll.v1.DataTask.out:type_name -> atoll.v1.DataOutput
+	6,  // 10: atoll.v1.DataTask.join:type_name -> atoll.v1.DataJoin
+	10, // 11: atoll.v1.DataOp.exprs:type_name -> atoll.v1.DataExpr
+	6,  // 12: atoll.v1.DataOp.join:type_name -> atoll.v1.DataJoin
+	11, // 13: atoll.v1.DataExpr.lit:type_name -> atoll.v1.DataLiteral
+	10, // 14: atoll.v1.DataExpr.args:type_name -> atoll.v1.DataExpr
+	11, // 15: atoll.v1.DataExpr.set:type_name -> atoll.v1.DataLiteral
+	13, // 16: atoll.v1.DataOutput.keys:type_name -> atoll.v1.DataSortKey
+	14, // 17: atoll.v1.DataOutput.aggs:type_name -> atoll.v1.DataAgg
+	10, // 18: atoll.v1.DataAgg.input:type_name -> atoll.v1.DataExpr
+	21, // 19: atoll.v1.QueueItem.codec:type_name -> atoll.v1.Codec
+	18, // 20: atoll.v1.QueueRequest.item:type_name -> atoll.v1.QueueItem
+	18, // 21: atoll.v1.QueueReply.item:type_name -> atoll.v1.QueueItem
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_libs_proto_init() }
@@ -1794,7 +2012,7 @@ func file_atollpb_libs_proto_init() {
 		return
 	}
 	file_atollpb_common_proto_init()
-	file_atollpb_libs_proto_msgTypes[9].OneofWrappers = []any{
+	file_atollpb_libs_proto_msgTypes[10].OneofWrappers = []any{
 		(*DataLiteral_Int)(nil),
 		(*DataLiteral_Uint)(nil),
 		(*DataLiteral_Float)(nil),
@@ -1807,7 +2025,7 @@ func file_atollpb_libs_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_libs_proto_rawDesc), len(file_atollpb_libs_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -56,16 +56,22 @@ type Config struct {
 	// NoPushdown makes a Parquet read take every column and row group,
 	// whatever the plan uses (to measure what the pushdown saves).
 	NoPushdown bool
+	// BroadcastThreshold: a Join broadcasts its right side when the
+	// right is estimated below this many bytes (and at most half the
+	// run's budget) and the join keeps no unmatched right row. Default
+	// 64 MiB: a table that small is cheaper sent to every task than
+	// shuffled with the left.
+	BroadcastThreshold int64
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{TargetMaxBlockSize: 512 << 20, BudgetFraction: 0.25, Parallelism: 16}
+	return Config{TargetMaxBlockSize: 512 << 20, BudgetFraction: 0.25, Parallelism: 16, BroadcastThreshold: 64 << 20}
 }
 
 func (c Config) validate() error {
 	if c.TargetMaxBlockSize <= 0 || c.MemoryBudget < 0 || c.BudgetFraction < 0 || c.BudgetFraction > 1 || c.Parallelism <= 0 ||
-		c.CPUShare < 0 || c.CPUShare > 1 || c.ProgressInterval < 0 {
+		c.CPUShare < 0 || c.CPUShare > 1 || c.ProgressInterval < 0 || c.BroadcastThreshold < 0 {
 		return fmt.Errorf("%w: data: bad Config %+v", atoll.ErrInvalidArgument, c)
 	}
 	if c.MemoryBudget == 0 && c.BudgetFraction == 0 {

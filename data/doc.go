@@ -171,6 +171,15 @@
 //     (count(), sum(x), ...) or by As; one row per group, each block sorted by the
 //     group columns (not the whole output); GroupedData.Count, Sum...
 //     shorthands.
+//   - Join (inner, left, right, full, semi, anti) on one or more keys
+//     (RightOn for other names; Suffix for clashing names): broadcast
+//     when the right side is estimated under Config.BroadcastThreshold
+//     (64 MiB) or BroadcastBelow, fused with the left's maps, a worker
+//     building the right's hash table once; otherwise shuffled, both
+//     sides cut into JoinPartitions parts by a hash of the keys, the
+//     left's pieces joined as they come in groups within the budget (a
+//     part larger than the store streams through it). Null keys match
+//     nothing; keys of different types are a plan-time ColumnError.
 //   - Combining: Union (inputs in order, one schema), Zip (row-aligned,
 //     repeated names get _1; different row counts are an
 //     ErrInvalidArgument), Split(ctx, n) (eager, like Ray's

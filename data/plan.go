@@ -44,9 +44,10 @@ type logicalOp struct {
 	keys       []SortKey // sort: the keys in order
 	descending bool      // set by Descending, read by Sort and Key
 	parts      int
-	groupKeys  []string // aggregate: the group columns
-	aggs       []Agg    // aggregate: what to compute per group
-	seed       uint64   // random_shuffle
+	groupKeys  []string  // aggregate: the group columns
+	aggs       []Agg     // aggregate: what to compute per group
+	seed       uint64    // random_shuffle
+	join       *joinPlan // join (a map-like op once broadcast)
 }
 
 func (o *logicalOp) resourceKey() string {

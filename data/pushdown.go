@@ -27,10 +27,12 @@ type pushdown struct {
 	filters []expr.Expr
 }
 
-// pushdownFor computes the pushdown of the read ops[0] (of schema src)
-// for the operations after it.
-func pushdownFor(ops []*logicalOp, src *arrow.Schema) pushdown {
+// pushdownFor computes the pushdown of the read ops[0] for the
+// operations after it; schemas are checkOps's (schemas[0] the source's,
+// schemas[i-1] the input of ops[i]).
+func pushdownFor(ops []*logicalOp, schemas []*arrow.Schema) pushdown {
 	var p pushdown
+	src := schemas[0]
 	if src == nil {
 		return p
 	}
@@ -43,6 +45,22 @@ func pushdownFor(ops []*logicalOp, src *arrow.Schema) pushdown {
 	}
 	for i := len(ops) - 1; i >= 1; i-- {
 		o := ops[i]
+		if o.join != nil { // the left's keys, and its columns the rest uses
+			in := schemas[i-1]
+			if all || in == nil {
+				need, all = map[string]bool{}, true
+				continue
+			}
+			kept := map[string]bool{}
+			for c := range need {
+				if len(in.FieldIndices(c)) > 0 {
+					kept[c] = true
+				}
+			}
+			need = kept
+			add(o.join.spec.LeftKeys...)
+			continue
+		}
 		switch o.kind {
 		case kindLimit:
 			continue

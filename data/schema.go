@@ -55,6 +55,8 @@ func (o *logicalOp) outSchema(in *arrow.Schema) (*arrow.Schema, error) {
 	switch o.op.Kind {
 	case "filter", "write_parquet", "write_csv":
 		return in, nil
+	case "join_probe":
+		return o.joinSchema(in)
 	case "select", "drop":
 		for _, c := range o.op.Columns {
 			if len(in.FieldIndices(c)) == 0 {
@@ -131,8 +133,20 @@ func (o *logicalOp) allToAllSchema(in *arrow.Schema) (*arrow.Schema, error) {
 		return in, nil
 	case "aggregate":
 		return aggregateSchema(in, o.groupKeys, o.aggs)
+	case "join":
+		return o.joinSchema(in)
 	}
 	return in, nil
+}
+
+// joinSchema is a join's output schema from the left's in (and the
+// right's, planned); nil when either is unknown.
+func (o *logicalOp) joinSchema(in *arrow.Schema) (*arrow.Schema, error) {
+	if in == nil || o.join.rightSchema == nil {
+		return nil, nil
+	}
+	o.join.leftSchema = in
+	return o.join.spec.outSchema(in, o.join.rightSchema)
 }
 
 func sortable(t arrow.DataType) bool {

@@ -10,11 +10,12 @@ import (
 // stageStats is what one (fused) stage did; an all-to-all stage has a
 // sub-stage per phase (sort_sample, sort_map, sort_reduce).
 type stageStats struct {
-	name string
-	read *readInfo  // a read stage's columns and row groups
-	cpu  float64    // CPU each task (or actor) of the stage holds
-	mu   sync.Mutex // guards subs while the run goes (the run's monitor reads them)
-	subs []*subStats
+	name  string
+	read  *readInfo  // a read stage's columns and row groups
+	notes []string   // how the stage's joins run
+	cpu   float64    // CPU each task (or actor) of the stage holds
+	mu    sync.Mutex // guards subs while the run goes (the run's monitor reads them)
+	subs  []*subStats
 }
 
 // newSub adds a sub-stage (a phase, or the stage itself).
@@ -128,15 +129,11 @@ func formatStats(stages []*stageStats) string {
 		title := fmt.Sprintf("Stage %d %s", i+1, st.name)
 		if len(st.subs) == 1 {
 			st.subs[0].format(&b, title)
-			if st.read != nil {
-				st.read.format(&b)
-			}
+			st.formatNotes(&b)
 			continue
 		}
 		fmt.Fprintf(&b, "%s:\n", title)
-		if st.read != nil {
-			st.read.format(&b)
-		}
+		st.formatNotes(&b)
 		for j, sub := range st.subs {
 			sub.format(&b, fmt.Sprintf("Substage %d %s", j, sub.name))
 		}
@@ -148,4 +145,13 @@ func (s *subStats) addRead(n int64) {
 	s.mu.Lock()
 	s.readBytes += n
 	s.mu.Unlock()
+}
+
+func (s *stageStats) formatNotes(b *strings.Builder) {
+	if s.read != nil {
+		s.read.format(b)
+	}
+	for _, n := range s.notes {
+		fmt.Fprintf(b, "* Join: %s\n", n)
+	}
 }

@@ -27,6 +27,11 @@ type taskSpec struct {
 	Zip  *zipSpec
 	Ops  []opSpec
 	Out  outSpec
+	// Join: a shuffled join's task (join_exec.go)
+	Join *joinSpec
+	// Shared: the last Shared arguments are blocks every task of the
+	// stage takes (a broadcast join's right side)
+	Shared int
 }
 
 // opSpec is one map-like operation as a task runs it.
@@ -42,6 +47,8 @@ type opSpec struct {
 	// where: the condition; with_column: the column's values; project:
 	// the columns
 	Exprs []expr.Expr
+	// join_probe: a broadcast join
+	Join *joinSpec
 }
 
 // outSpec is how a task returns its rows.
@@ -77,7 +84,7 @@ func (o outSpec) numReturns() int {
 // partitioned says whether the task returns exactly Parts blocks (a map
 // side of an all-to-all), rather than at most MaxBlocks.
 func (o outSpec) partitioned() bool {
-	return o.Kind == "split" || o.Kind == "agg_map" || o.Kind == "shuffle_map"
+	return o.Kind == "split" || o.Kind == "agg_map" || o.Kind == "shuffle_map" || o.Kind == "hash_split"
 }
 
 var execTask = atoll.NewMultiFuncN("atoll/data.exec", execSpec)
@@ -130,6 +137,23 @@ func cpuTime() time.Duration {
 func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta, [][]byte, error) {
 	var recs []arrow.RecordBatch
 	defer func() { releaseAll(recs) }()
+	if spec.Shared < 0 || spec.Shared > len(inputs) {
+		return nil, nil, errs.Malformedf(specWhat, "%d shared arguments of %d", spec.Shared, len(inputs))
+	}
+	shared := inputs[len(inputs)-spec.Shared:]
+	inputs = inputs[:len(inputs)-spec.Shared]
+	var matched []byte
+	var inSchema *arrow.Schema
+	if spec.Join != nil {
+		out, m, err := runJoinTask(ctx, spec.Join, inputs)
+		if err != nil {
+			return nil, nil, err
+		}
+		recs, matched, inputs = out, m, nil
+		if len(recs) > 0 {
+			inSchema = recs[0].Schema()
+		}
+	}
 	var readBytes int64
 	if spec.Read != nil {
 		rs, n, err := spec.Read.read(ctx)
@@ -140,7 +164,6 @@ func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta
 		}
 		recs = rs
 	}
-	var inSchema *arrow.Schema
 	if spec.Zip != nil {
 		rec, err := zipInputs(ctx, spec.Zip, inputs)
 		if err != nil {
@@ -161,7 +184,7 @@ func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta
 		recs = append(recs, rec)
 	}
 	for _, op := range spec.Ops {
-		next, err := applyOp(ctx, op, recs)
+		next, err := applyOp(ctx, op, recs, shared)
 		releaseAll(recs)
 		recs = next
 		if err != nil {
@@ -175,7 +198,7 @@ func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta
 	if schema == nil {
 		schema = arrow.NewSchema(nil, nil)
 	}
-	meta := &taskMeta{Schema: encodeSchema(schema), ReadBytes: readBytes}
+	meta := &taskMeta{Schema: encodeSchema(schema), ReadBytes: readBytes, Matched: matched}
 	var parts []arrow.RecordBatch
 	defer func() { releaseAll(parts) }()
 	switch spec.Out.Kind {
@@ -233,7 +256,8 @@ func releaseAll(recs []arrow.RecordBatch) {
 }
 
 // applyOp applies one op to a task's records; it does not release recs.
-func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arrow.RecordBatch, error) {
+// shared are the arguments every task of the stage takes.
+func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch, shared []atoll.Raw) ([]arrow.RecordBatch, error) {
 	var out []arrow.RecordBatch
 	fail := func(err error) ([]arrow.RecordBatch, error) {
 		releaseAll(out)
@@ -370,6 +394,11 @@ func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arrow.
 		return applyFlatMap(ctx, op, recs)
 	case "where", "with_column", "project":
 		return applyExprOp(ctx, op, recs)
+	case "join_probe":
+		if op.Join == nil {
+			return nil, errs.Malformedf(specWhat, "a join_probe without its join")
+		}
+		return applyJoinProbe(ctx, op, recs, shared)
 	case "map_batches_class":
 		return applyClass(ctx, op, recs)
 	default:

@@ -517,7 +517,7 @@ func (a *minMaxAcc) partial(ctx context.Context) ([]arrow.Field, []arrow.Array, 
 	}
 	idx := int64Array(a.best, valid)
 	defer idx.Release()
-	c, err := compute.TakeArray(ctx, a.col, idx)
+	c, err := takeArray(ctx, a.col, idx)
 	if err != nil {
 		return nil, nil, err
 	}

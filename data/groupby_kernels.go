@@ -7,7 +7,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -170,7 +169,7 @@ func aggregateRecord(ctx context.Context, rec arrow.RecordBatch, keys []string, 
 	var cols []arrow.Array
 	defer func() { releaseArrays(cols) }()
 	for _, j := range keyIdx {
-		c, err := compute.TakeArray(ctx, rec.Column(j), firstIdx)
+		c, err := takeArray(ctx, rec.Column(j), firstIdx)
 		if err != nil {
 			return nil, err
 		}
@@ -193,58 +192,28 @@ func aggregateRecord(ctx context.Context, rec arrow.RecordBatch, keys []string, 
 	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(groups)), nil
 }
 
-// groupIDs gives each row of rec a dense group id by the columns keyIdx:
-// Arrow's dictionary_encode of each column (a null is a value of its
-// own), the codes of several columns combined and encoded again. first
-// holds each group's first row.
-func groupIDs(ctx context.Context, rec arrow.RecordBatch, keyIdx []int) ([]int32, []int64, error) {
-	n := int(rec.NumRows())
-	opts := compute.DictionaryEncodeOptions{NullEncoding: compute.NullEncodingEncode}
-	encode := func(col arrow.Array) (*array.Int32, int, func(), error) {
-		enc, err := compute.DictionaryEncodeArray(ctx, opts, col)
-		if err != nil {
-			return nil, 0, nil, err
-		}
-		d, ok := enc.(*array.Dictionary)
-		if !ok {
-			enc.Release()
-			return nil, 0, nil, fmt.Errorf("data: dictionary_encode returned %T", enc)
-		}
-		return d.Indices().(*array.Int32), d.Dictionary().Len(), enc.Release, nil
-	}
-	ids := make([]int32, n)
+// groupIDs gives each row of rec a dense group id by the columns keyIdx,
+// in order of first appearance: each column's values get ids (a null is
+// a value of its own; NaN one value, -0 the same as 0), and the ids of
+// several columns are combined and made dense again. first holds each
+// group's first row.
+func groupIDs(_ context.Context, rec arrow.RecordBatch, keyIdx []int) ([]int32, []int64, error) {
+	var ids []int32
 	var card int
 	for k, j := range keyIdx {
-		idx, c, done, err := encode(rec.Column(j))
+		cids, c, err := columnGroupIDs(rec.Column(j))
 		if err != nil {
 			return nil, nil, err
 		}
 		if k == 0 {
-			for i := range ids {
-				ids[i] = idx.Value(i)
-			}
-			card = c
-			done()
+			ids, card = cids, c
 			continue
 		}
-		// combine with the codes so far, then make them dense again
-		b := array.NewInt64Builder(memory.DefaultAllocator)
-		b.Reserve(n)
+		combined := make([]int64, len(ids))
 		for i := range ids {
-			b.UnsafeAppend(int64(ids[i])*int64(c) + int64(idx.Value(i)))
+			combined[i] = int64(ids[i])*int64(c) + int64(cids[i])
 		}
-		done()
-		combined := b.NewInt64Array()
-		b.Release()
-		idx, card, done, err = encode(combined)
-		combined.Release()
-		if err != nil {
-			return nil, nil, err
-		}
-		for i := range ids {
-			ids[i] = idx.Value(i)
-		}
-		done()
+		ids, card = denseIDs(combined, nil)
 	}
 	first := make([]int64, card)
 	for g := range first {
@@ -256,6 +225,134 @@ func groupIDs(ctx context.Context, rec arrow.RecordBatch, keyIdx []int) ([]int32
 		}
 	}
 	return ids, first, nil
+}
+
+// columnGroupIDs numbers col's distinct values in order of appearance.
+func columnGroupIDs(col arrow.Array) ([]int32, int, error) {
+	var nulls arrow.Array
+	if col.NullN() > 0 {
+		nulls = col
+	}
+	switch c := col.(type) {
+	case *array.Int64:
+		ids, n := denseIDs(c.Int64Values(), nulls)
+		return ids, n, nil
+	case *array.Int32:
+		vs := make([]int64, c.Len())
+		for i, v := range c.Int32Values() {
+			vs[i] = int64(v)
+		}
+		ids, n := denseIDs(vs, nulls)
+		return ids, n, nil
+	case *array.Float64:
+		vs := make([]int64, c.Len())
+		for i, v := range c.Float64Values() {
+			vs[i] = int64(floatBits(v))
+		}
+		ids, n := denseIDs(vs, nulls)
+		return ids, n, nil
+	case *array.Float32:
+		vs := make([]int64, c.Len())
+		for i, v := range c.Float32Values() {
+			vs[i] = int64(floatBits(float64(v)))
+		}
+		ids, n := denseIDs(vs, nulls)
+		return ids, n, nil
+	case *array.String:
+		ids := make([]int32, c.Len())
+		seen := map[string]int32{}
+		count, nullID := int32(0), int32(-1)
+		for i := range ids {
+			if nulls != nil && c.IsNull(i) {
+				if nullID < 0 {
+					nullID, count = count, count+1
+				}
+				ids[i] = nullID
+				continue
+			}
+			v := c.Value(i) // a view of the batch: the map lives no longer than it
+			id, ok := seen[v]
+			if !ok {
+				id, count = count, count+1
+				seen[v] = id
+			}
+			ids[i] = id
+		}
+		return ids, int(count), nil
+	}
+	return nil, 0, fmt.Errorf("data: group keys of type %s", col.DataType())
+}
+
+// denseIDs numbers the distinct values of vs in order of appearance
+// with an open-addressing table; rows null in nulls (if not nil) are one
+// more value.
+func denseIDs(vs []int64, nulls arrow.Array) ([]int32, int) {
+	n := len(vs)
+	ids := make([]int32, n)
+	size := 16
+	for size < 2*min(n, 1<<22) {
+		size <<= 1
+	}
+	table := make([]idEntry, size)
+	for i := range table {
+		table[i].id = -1
+	}
+	mask := uint64(size - 1)
+	count := int32(0)
+	nullID := int32(-1)
+	for i, v := range vs {
+		if nulls != nil && nulls.IsNull(i) {
+			if nullID < 0 {
+				nullID, count = count, count+1
+			}
+			ids[i] = nullID
+			continue
+		}
+		s := mix64(uint64(v)) & mask
+		for {
+			e := &table[s]
+			if e.id < 0 {
+				e.key, e.id = v, count
+				count++
+				break
+			}
+			if e.key == v {
+				break
+			}
+			s = (s + 1) & mask
+		}
+		ids[i] = table[s].id
+		if int(count)*2 > size { // keep the table half empty
+			table, mask, size = grow(table, size), uint64(2*size-1), 2*size
+		}
+	}
+	return ids, int(count)
+}
+
+// idEntry is a slot of denseIDs's table: a value and its id (-1: empty).
+type idEntry struct {
+	key int64
+	id  int32
+}
+
+// grow rehashes table into one of twice its size.
+func grow(old []idEntry, size int) []idEntry {
+	table := make([]idEntry, 2*size)
+	for i := range table {
+		table[i].id = -1
+	}
+	mask := uint64(2*size - 1)
+	for _, o := range old {
+		if o.id < 0 {
+			continue
+		}
+		s := mix64(uint64(o.key)) & mask
+		for table[s].id >= 0 {
+			s = (s + 1) & mask
+		}
+		table[s] = o
+	}
+	return table
 }
 
 // keyHasher returns a hash of row i's values of cols, the same in every

@@ -10,7 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -166,16 +165,50 @@ func sliceEq[T comparable](p, b []T) func(i, j int) bool {
 	return func(i, j int) bool { return p[i] == b[j] }
 }
 
-// joinTable is a hash table over the build rows' keys: buckets[h & mask]
-// is the first row of a bucket, next[row] the following one (-1: none).
+// joinTable indexes the build rows by their keys. One integer key whose
+// values span a range not much wider than the rows is a perfect hash
+// (dense: a row per value, DuckDB's perfect hash join); one int64 key
+// otherwise an open-addressing table of (key, first row) slots, one
+// cache line per probe; any other keys a chained table of row numbers
+// by hash, keys compared on a hash's match. next chains the rows of
+// equal keys (-1 ends a chain).
 type joinTable struct {
-	rec     arrow.RecordBatch // the build rows
-	keys    []arrow.Array
+	rec   arrow.RecordBatch // the build rows
+	keys  []arrow.Array
+	next  []int32
+	dups  bool // some key is on several rows: follow next
+	bytes int64
+	// dense: rows of key value lo+i start at dense[i]
+	dense []int32
+	lo    int64
+	// int64 keys: slots by hash
+	slots []slot
+	// any keys: buckets by hash, rows' hashes
 	hashes  []uint64
 	buckets []int32
-	next    []int32
 	mask    uint64
-	bytes   int64
+}
+
+type slot struct {
+	key int64
+	row int32 // first row of the key; -1: an empty slot
+	_   int32
+}
+
+// integerValues is an integer key column's values as int64 (nil for
+// another type).
+func integerValues(a arrow.Array) []int64 {
+	switch c := a.(type) {
+	case *array.Int64:
+		return c.Int64Values()
+	case *array.Int32:
+		out := make([]int64, c.Len())
+		for i, v := range c.Int32Values() {
+			out[i] = int64(v)
+		}
+		return out
+	}
+	return nil
 }
 
 // buildTable indexes rec's rows by the columns keyIdx; rows with a null
@@ -188,11 +221,20 @@ func buildTable(rec arrow.RecordBatch, keyIdx []int) (*joinTable, error) {
 	for _, j := range keyIdx {
 		t.keys = append(t.keys, rec.Column(j))
 	}
+	n := int(rec.NumRows())
+	t.next = make([]int32, n)
+	if len(t.keys) == 1 {
+		if vs := integerValues(t.keys[0]); vs != nil {
+			t.buildInts(vs, t.keys[0])
+			rec.Retain()
+			t.bytes = recordBytes(rec) + int64(n)*4 + int64(len(t.dense))*4 + int64(len(t.slots))*16
+			return t, nil
+		}
+	}
 	h, valid, err := hashKeys(t.keys)
 	if err != nil {
 		return nil, err
 	}
-	n := len(h)
 	size := 1
 	for size < 2*n {
 		size <<= 1
@@ -202,7 +244,6 @@ func buildTable(rec arrow.RecordBatch, keyIdx []int) (*joinTable, error) {
 	for i := range t.buckets {
 		t.buckets[i] = -1
 	}
-	t.next = make([]int32, n)
 	for i := n - 1; i >= 0; i-- { // chains in row order
 		if valid != nil && !valid[i] {
 			t.next[i] = -1
@@ -217,6 +258,83 @@ func buildTable(rec arrow.RecordBatch, keyIdx []int) (*joinTable, error) {
 	return t, nil
 }
 
+// buildInts indexes one integer key: densely when its values span at
+// most four times the rows, else by open addressing.
+func (t *joinTable) buildInts(vs []int64, col arrow.Array) {
+	n := len(vs)
+	nulls := col.NullN() > 0
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for i, v := range vs {
+		if nulls && col.IsNull(i) {
+			continue
+		}
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	if hi >= lo && uint64(hi-lo) < uint64(4*n+1024) {
+		t.lo = lo
+		t.dense = make([]int32, hi-lo+1)
+		for i := range t.dense {
+			t.dense[i] = -1
+		}
+		for i := n - 1; i >= 0; i-- {
+			if nulls && col.IsNull(i) {
+				t.next[i] = -1
+				continue
+			}
+			d := vs[i] - lo
+			t.next[i] = t.dense[d]
+			t.dups = t.dups || t.dense[d] >= 0
+			t.dense[d] = int32(i)
+		}
+		return
+	}
+	size := 1
+	for size < 2*n {
+		size <<= 1
+	}
+	t.mask = uint64(size - 1)
+	t.slots = make([]slot, size)
+	for i := range t.slots {
+		t.slots[i].row = -1
+	}
+	for i := n - 1; i >= 0; i-- {
+		t.next[i] = -1
+		if nulls && col.IsNull(i) {
+			continue
+		}
+		v := vs[i]
+		for s := mix64(uint64(v)) & t.mask; ; s = (s + 1) & t.mask {
+			sl := &t.slots[s]
+			if sl.row < 0 {
+				sl.key, sl.row = v, int32(i)
+				break
+			}
+			if sl.key == v {
+				t.next[i], sl.row = sl.row, int32(i)
+				t.dups = true
+				break
+			}
+		}
+	}
+}
+
+// first is the first build row of key v (one integer key), -1 for none.
+func (t *joinTable) first(v int64) int32 {
+	if t.dense != nil {
+		d := uint64(v - t.lo)
+		if d >= uint64(len(t.dense)) {
+			return -1
+		}
+		return t.dense[d]
+	}
+	for s := mix64(uint64(v)) & t.mask; ; s = (s + 1) & t.mask {
+		sl := &t.slots[s]
+		if sl.row < 0 || sl.key == v {
+			return sl.row
+		}
+	}
+}
+
 func (t *joinTable) release() { t.rec.Release() }
 
 // probe pairs each probe row with the build rows of equal keys: pairs
@@ -224,6 +342,40 @@ func (t *joinTable) release() { t.rec.Release() }
 // row without a match gets one pair with build -1 when keepUnmatched.
 // matchedBuild, if not nil, is set for every build row matched.
 func (t *joinTable) probe(keys []arrow.Array, keepUnmatched bool, matchedBuild []bool) (pi, bi []int32, matched []bool, err error) {
+	n := keys[0].Len()
+	matched = make([]bool, n)
+	pi = make([]int32, 0, n)
+	bi = make([]int32, 0, n)
+	emit := func(i int, j int32) {
+		pi, bi = append(pi, int32(i)), append(bi, j)
+		matched[i] = true
+		if matchedBuild != nil {
+			matchedBuild[j] = true
+		}
+	}
+	if t.dense != nil || t.slots != nil {
+		if !arrow.TypeEqual(keys[0].DataType(), t.keys[0].DataType()) {
+			return nil, nil, nil, fmt.Errorf("data: join keys of types %s and %s", keys[0].DataType(), t.keys[0].DataType())
+		}
+		vs := integerValues(keys[0])
+		nulls := keys[0].NullN() > 0
+		for i, v := range vs {
+			if !nulls || keys[0].IsValid(i) {
+				j := t.first(v)
+				if j >= 0 && !t.dups { // one row per key: no chain to follow
+					emit(i, j)
+				} else {
+					for ; j >= 0; j = t.next[j] {
+						emit(i, j)
+					}
+				}
+			}
+			if keepUnmatched && !matched[i] {
+				pi, bi = append(pi, int32(i)), append(bi, -1)
+			}
+		}
+		return pi, bi, matched, nil
+	}
 	h, valid, err := hashKeys(keys)
 	if err != nil {
 		return nil, nil, nil, err
@@ -234,34 +386,11 @@ func (t *joinTable) probe(keys []arrow.Array, keepUnmatched bool, matchedBuild [
 			return nil, nil, nil, err
 		}
 	}
-	n := len(h)
-	matched = make([]bool, n)
-	pi = make([]int32, 0, n)
-	bi = make([]int32, 0, n)
-	// one int64 key: compare the values, no closure per candidate
-	var pv, bv []int64
-	if len(keys) == 1 {
-		if p, ok := keys[0].(*array.Int64); ok {
-			pv, bv = p.Int64Values(), t.keys[0].(*array.Int64).Int64Values()
-		}
-	}
 	for i := range n {
 		if valid == nil || valid[i] {
 			for j := t.buckets[h[i]&t.mask]; j >= 0; j = t.next[j] {
-				if t.hashes[j] != h[i] {
-					continue
-				}
-				if pv != nil {
-					if pv[i] != bv[j] {
-						continue
-					}
-				} else if !allEqual(eqs, i, int(j)) {
-					continue
-				}
-				pi, bi = append(pi, int32(i)), append(bi, j)
-				matched[i] = true
-				if matchedBuild != nil {
-					matchedBuild[j] = true
+				if t.hashes[j] == h[i] && allEqual(eqs, i, int(j)) {
+					emit(i, j)
 				}
 			}
 		}
@@ -335,12 +464,12 @@ func joinOutput(ctx context.Context, js *joinSpec, left, right arrow.RecordBatch
 	}
 	leftMissing := slicesContains(li, -1)
 	for i, f := range left.Schema().Fields() {
-		c, err := compute.TakeArray(ctx, left.Column(i), la)
+		c, err := takeArray(ctx, left.Column(i), la)
 		if err != nil {
 			return fail(err)
 		}
 		if j, isKey := rightKey[f.Name]; isKey && leftMissing {
-			rc, err := compute.TakeArray(ctx, right.Column(j), ra)
+			rc, err := takeArray(ctx, right.Column(j), ra)
 			if err != nil {
 				c.Release()
 				return fail(err)
@@ -359,7 +488,7 @@ func joinOutput(ctx context.Context, js *joinSpec, left, right arrow.RecordBatch
 		if js.isRightKey(f.Name) {
 			continue
 		}
-		c, err := compute.TakeArray(ctx, right.Column(j), ra)
+		c, err := takeArray(ctx, right.Column(j), ra)
 		if err != nil {
 			return fail(err)
 		}
@@ -401,7 +530,7 @@ func coalesce(a, b arrow.Array) (arrow.Array, error) {
 	}
 	ia := indexArray(idx)
 	defer ia.Release()
-	return compute.TakeArray(context.Background(), both, ia)
+	return takeArray(context.Background(), both, ia)
 }
 
 // bitmapOf packs flags into a bitmap (the matched build rows a join

@@ -150,7 +150,7 @@ func joinProbe(ctx context.Context, js *joinSpec, rec arrow.RecordBatch, t *join
 		defer mask.Release()
 		return filterByMask(ctx, rec, mask)
 	}
-	return joinOutput(ctx, js, rec, t.rec, pi, bi)
+	return joinOutput(ctx, js, rec, t, pi, bi)
 }
 
 // unmatchedBuild is the right rows of t not matched, joined with no left
@@ -164,7 +164,7 @@ func unmatchedBuild(ctx context.Context, js *joinSpec, left *arrow.Schema, t *jo
 	}
 	empty := emptyRecord(left)
 	defer empty.Release()
-	return joinOutput(ctx, js, empty, t.rec, li, bi)
+	return joinOutput(ctx, js, empty, t, li, bi)
 }
 
 // applyJoinProbe runs a broadcast join over a task's records: the right

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -178,9 +179,14 @@ type joinTable struct {
 	next  []int32
 	dups  bool // some key is on several rows: follow next
 	bytes int64
-	// dense: rows of key value lo+i start at dense[i]
-	dense []int32
-	lo    int64
+	// dense: rows of key value lo+i start at dense[i]; identity: row i's
+	// key is lo+i (no lookup)
+	dense    []int32
+	lo       int64
+	identity bool
+	// the output columns in row layout, made by the first output
+	payOnce sync.Once
+	pay     *payload
 	// int64 keys: slots by hash
 	slots []slot
 	// any keys: buckets by hash, rows' hashes
@@ -276,6 +282,7 @@ func (t *joinTable) buildInts(vs []int64, col arrow.Array) {
 		for i := range t.dense {
 			t.dense[i] = -1
 		}
+		t.identity = !nulls && int(hi-lo) == n-1
 		for i := n - 1; i >= 0; i-- {
 			if nulls && col.IsNull(i) {
 				t.next[i] = -1
@@ -285,6 +292,7 @@ func (t *joinTable) buildInts(vs []int64, col arrow.Array) {
 			t.next[i] = t.dense[d]
 			t.dups = t.dups || t.dense[d] >= 0
 			t.dense[d] = int32(i)
+			t.identity = t.identity && d == int64(i)
 		}
 		return
 	}
@@ -320,6 +328,13 @@ func (t *joinTable) buildInts(vs []int64, col arrow.Array) {
 
 // first is the first build row of key v (one integer key), -1 for none.
 func (t *joinTable) first(v int64) int32 {
+	if t.identity {
+		d := uint64(v - t.lo)
+		if d >= uint64(len(t.dense)) {
+			return -1
+		}
+		return int32(d)
+	}
 	if t.dense != nil {
 		d := uint64(v - t.lo)
 		if d >= uint64(len(t.dense)) {
@@ -335,7 +350,16 @@ func (t *joinTable) first(v int64) int32 {
 	}
 }
 
+// release lets go of the table's rows (its payload is Go memory, the
+// garbage collector's).
 func (t *joinTable) release() { t.rec.Release() }
+
+// payloadOf is t's right output columns (those of cols) in row layout,
+// made once.
+func (t *joinTable) payloadOf(cols []int) *payload {
+	t.payOnce.Do(func() { t.pay = newPayload(t.rec, cols) })
+	return t.pay
+}
 
 // probe pairs each probe row with the build rows of equal keys: pairs
 // in probe row order (and build row order within a probe row). A probe
@@ -437,14 +461,14 @@ func boolMask(flags []bool, want bool) *array.Boolean {
 }
 
 // joinOutput assembles joined rows from index pairs: row k takes left
-// row li[k] (null columns when negative) and right row ri[k]. The
+// row li[k] (null columns when negative) and right row ri[k] of t. The
 // output is left's columns, then right's but its keys; the key columns
 // take the right's values where the left has none (a right or full
-// join's unmatched right rows).
-func joinOutput(ctx context.Context, js *joinSpec, left, right arrow.RecordBatch, li, ri []int32) (arrow.RecordBatch, error) {
-	la, ra := indexArray(li), indexArray(ri)
-	defer la.Release()
-	defer ra.Release()
+// join's unmatched right rows). Left columns are the left's own when
+// li is every left row in order; right columns come from t's row
+// layout where it has them.
+func joinOutput(ctx context.Context, js *joinSpec, left arrow.RecordBatch, t *joinTable, li, ri []int32) (arrow.RecordBatch, error) {
+	right := t.rec
 	schema, err := js.outSchema(left.Schema(), right.Schema())
 	if err != nil {
 		return nil, err
@@ -462,14 +486,32 @@ func joinOutput(ctx context.Context, js *joinSpec, left, right arrow.RecordBatch
 		}
 		rightKey[lk] = j
 	}
+	var la, ra arrow.Array
+	defer func() {
+		for _, a := range []arrow.Array{la, ra} {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	index := func(a *arrow.Array, rows []int32) arrow.Array {
+		if *a == nil {
+			*a = indexArray(rows)
+		}
+		return *a
+	}
 	leftMissing := slicesContains(li, -1)
+	identity := !leftMissing && int64(len(li)) == left.NumRows() && isIdentity(li)
 	for i, f := range left.Schema().Fields() {
-		c, err := takeArray(ctx, left.Column(i), la)
-		if err != nil {
+		var c arrow.Array
+		if identity {
+			c = left.Column(i)
+			c.Retain()
+		} else if c, err = takeArray(ctx, left.Column(i), index(&la, li)); err != nil {
 			return fail(err)
 		}
 		if j, isKey := rightKey[f.Name]; isKey && leftMissing {
-			rc, err := takeArray(ctx, right.Column(j), ra)
+			rc, err := takeArray(ctx, right.Column(j), index(&ra, ri))
 			if err != nil {
 				c.Release()
 				return fail(err)
@@ -484,19 +526,46 @@ func joinOutput(ctx context.Context, js *joinSpec, left, right arrow.RecordBatch
 		}
 		cols = append(cols, c)
 	}
+	var outCols []int // the right's output columns
 	for j, f := range right.Schema().Fields() {
-		if js.isRightKey(f.Name) {
-			continue
+		if !js.isRightKey(f.Name) {
+			outCols = append(outCols, j)
 		}
-		c, err := takeArray(ctx, right.Column(j), ra)
+	}
+	var gathered []arrow.Array
+	p := t.payloadOf(outCols)
+	if p != nil {
+		gathered = p.gather(memory.DefaultAllocator, ri)
+	}
+	for _, j := range outCols {
+		if p != nil {
+			if c := p.has(j); c >= 0 {
+				cols = append(cols, gathered[c])
+				gathered[c] = nil
+				continue
+			}
+		}
+		c, err := takeArray(ctx, right.Column(j), index(&ra, ri))
 		if err != nil {
+			releaseArrays(gathered)
 			return fail(err)
 		}
 		cols = append(cols, c)
 	}
+	releaseArrays(gathered)
 	out := array.NewRecordBatch(schema, cols, int64(len(li)))
 	releaseArrays(cols)
 	return out, nil
+}
+
+// isIdentity says whether rows is 0, 1, 2...
+func isIdentity(rows []int32) bool {
+	for i, r := range rows {
+		if r != int32(i) {
+			return false
+		}
+	}
+	return true
 }
 
 func slicesContains(s []int32, v int32) bool {

@@ -88,9 +88,11 @@ type Manager struct {
 	removed []ids.ID16          // removed groups kept for listing, oldest first
 	live    int
 	nodes   map[ids.NodeID]*node
-	txns    map[uint64]*txn
-	lastTxn uint64
-	lastTry time.Time
+	// placedOn are the bundles placed on each node.
+	placedOn map[ids.NodeID]map[bundleKey]bool
+	txns     map[uint64]*txn
+	lastTxn  uint64
+	lastTry  time.Time
 	// dirty: a node's room grew since pending groups were last tried.
 	dirty   bool
 	effects []Effect
@@ -145,7 +147,7 @@ type txn struct {
 // New returns an empty Manager.
 func New(cfg Config) *Manager {
 	return &Manager{cfg: cfg.withDefaults(), groups: map[ids.ID16]*group{}, names: map[string]ids.ID16{},
-		nodes: map[ids.NodeID]*node{}, txns: map[uint64]*txn{}}
+		nodes: map[ids.NodeID]*node{}, txns: map[uint64]*txn{}, placedOn: map[ids.NodeID]map[bundleKey]bool{}}
 }
 
 // Effects returns the effects of the events since the last call, in
@@ -254,12 +256,12 @@ func (m *Manager) add(info *atollpb.PlacementGroupInfo) *group {
 	if len(info.BundleNodes) != len(info.Bundles) {
 		info.BundleNodes = make([][]byte, len(info.Bundles))
 	}
+	m.groups[id] = g
 	for i, b := range info.BundleNodes {
-		if n, err := ids.FromBytes(b); err == nil {
-			g.placed[i] = n
+		if n, err := ids.FromBytes(b); err == nil && !n.IsZero() {
+			m.setPlaced(g, i, n)
 		}
 	}
-	m.groups[id] = g
 	g.announced = true
 	if info.State == atollpb.PlacementGroupState_PLACEMENT_GROUP_REMOVED {
 		m.removed = append(m.removed, id)
@@ -336,7 +338,9 @@ func (m *Manager) Remove(now time.Time, id ids.ID16, reason string) {
 	next.RemoveTimeUnixMs = now.UnixMilli()
 	next.Infeasible = false
 	g.info = next
-	clear(g.placed)
+	for i := range g.placed {
+		m.setPlaced(g, i, ids.NodeID{})
+	}
 	m.live--
 	if next.Name != "" && m.names[nameKey(next.Namespace, next.Name)] == id {
 		delete(m.names, nameKey(next.Namespace, next.Name))
@@ -459,27 +463,24 @@ func (m *Manager) reconcile(n *node, held []*atollpb.BundleHeld) {
 		m.emit(Send{Node: n.id, Op: op})
 	}
 	// Placed here but not held: lost (past the grace a report may lag).
-	var lost []*group
-	for _, g := range m.sortedGroups() {
-		if g.info.State != atollpb.PlacementGroupState_PLACEMENT_GROUP_CREATED || m.now.Sub(g.since) < m.cfg.ReportGrace {
+	lostBundles := map[ids.ID16][]int{}
+	for k := range m.placedOn[n.id] {
+		g := m.groups[k.pg]
+		if g == nil || g.info.State != atollpb.PlacementGroupState_PLACEMENT_GROUP_CREATED || m.now.Sub(g.since) < m.cfg.ReportGrace {
 			continue
 		}
-		for i, p := range g.placed {
-			if p == n.id {
-				if c, ok := n.held[bundleKey{pg: g.id(), index: int32(i)}]; !ok || !c {
-					lost = append(lost, g)
-					break
-				}
-			}
+		if c, ok := n.held[k]; !ok || !c {
+			lostBundles[k.pg] = append(lostBundles[k.pg], int(k.index))
 		}
 	}
+	var lost []*group
+	for _, pg := range sortedIDs(lostBundles) {
+		lost = append(lost, m.groups[pg])
+	}
+	slices.SortFunc(lost, func(a, b *group) int { return cmp.Compare(a.seq, b.seq) })
 	for _, g := range lost {
-		for i, p := range g.placed {
-			if p == n.id {
-				if c, ok := n.held[bundleKey{pg: g.id(), index: int32(i)}]; !ok || !c {
-					g.placed[i] = ids.NodeID{}
-				}
-			}
+		for _, i := range lostBundles[g.id()] {
+			m.setPlaced(g, i, ids.NodeID{})
 		}
 		m.cfg.Logger.Warn("placement: a node does not hold bundles it committed; placing them again", "node", n.id.Short(), "group", g.id().Short())
 		m.reschedule(g, fmt.Sprintf("node %s lost some of its bundles", n.id.Short()))
@@ -524,7 +525,7 @@ func (m *Manager) NodeDown(now time.Time, id ids.NodeID, left bool) {
 		lost := false
 		for i, n := range g.placed {
 			if n == id {
-				g.placed[i] = ids.NodeID{}
+				m.setPlaced(g, i, ids.NodeID{})
 				lost = true
 			}
 		}
@@ -645,7 +646,7 @@ func (m *Manager) progress(t *txn) {
 			continue
 		}
 		for _, i := range t.nodes[n] {
-			g.placed[i] = n
+			m.setPlaced(g, i, n)
 		}
 	}
 	g.since = m.now
@@ -787,15 +788,12 @@ func (m *Manager) views() []NodeView {
 		if !n.reported {
 			// Without reports, only what the Manager placed there or is
 			// preparing there is known to be taken.
-			for _, g := range m.groups {
-				for i, p := range g.placed {
-					if p == n.id {
-						avail.Sub(g.bundles[i])
-						continue
-					}
-					if r, ok := n.inflight[bundleKey{pg: g.id(), index: int32(i)}]; ok {
-						avail.Sub(r)
-					}
+			for k := range m.placedOn[n.id] {
+				avail.Sub(m.groups[k.pg].bundles[k.index])
+			}
+			for k, r := range n.inflight {
+				if !m.placedOn[n.id][k] {
+					avail.Sub(r)
 				}
 			}
 		} else {
@@ -806,6 +804,58 @@ func (m *Manager) views() []NodeView {
 		out = append(out, NodeView{ID: n.id, Total: n.total, Available: avail})
 	}
 	return out
+}
+
+// setPlaced records bundle i of g on node n (zero: on none).
+func (m *Manager) setPlaced(g *group, i int, n ids.NodeID) {
+	k := bundleKey{pg: g.id(), index: int32(i)}
+	if old := g.placed[i]; !old.IsZero() {
+		if set := m.placedOn[old]; set != nil {
+			delete(set, k)
+			if len(set) == 0 {
+				delete(m.placedOn, old)
+			}
+		}
+	}
+	g.placed[i] = n
+	if !n.IsZero() {
+		if m.placedOn[n] == nil {
+			m.placedOn[n] = map[bundleKey]bool{}
+		}
+		m.placedOn[n][k] = true
+	}
+}
+
+// Synced tells the Manager it heard of every node the GCS knows (after a
+// head's restart): bundles placed on nodes it has not heard of are placed
+// again.
+func (m *Manager) Synced(now time.Time) {
+	m.now = now
+	var gone []ids.NodeID
+	for n := range m.placedOn {
+		if m.nodes[n] == nil {
+			gone = append(gone, n)
+		}
+	}
+	slices.SortFunc(gone, func(a, b ids.NodeID) int { return bytes.Compare(a[:], b[:]) })
+	for _, n := range gone {
+		var groups []*group
+		for k := range m.placedOn[n] {
+			if g := m.groups[k.pg]; g != nil && !slices.Contains(groups, g) {
+				groups = append(groups, g)
+			}
+		}
+		slices.SortFunc(groups, func(a, b *group) int { return cmp.Compare(a.seq, b.seq) })
+		for _, g := range groups {
+			for i, p := range g.placed {
+				if p == n {
+					m.setPlaced(g, i, ids.NodeID{})
+				}
+			}
+			m.reschedule(g, fmt.Sprintf("node %s is gone", n.Short()))
+		}
+	}
+	m.tryPending()
 }
 
 // Group returns a group's entry (nil if unknown).

@@ -28,7 +28,7 @@ import (
 //	remove pg1
 //	ok [n1] | refuse n1 WHY | fail n1 | drop [n1]   answer the oldest step (to n1)
 //	stabilize                 answer every step ok, until none is left
-//	tick DURATION | restart | show [pg1] | outbox
+//	tick DURATION | restart [gone=n2] | show [pg1] | outbox
 //
 // After every command the harness checks that no group is placed on a
 // node twice against its strategy and that every bundle of a CREATED
@@ -205,8 +205,12 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		e.now = e.now.Add(dur)
 		e.m.Tick(e.now)
-	case "restart": // a new Manager from the store; nodes known again from the GCS
+	case "restart": // restart [gone=n2]: a new Manager from the store; nodes known again from the GCS but gone
 		nodes := e.m.nodes
+		if g := arg("gone"); g != "" {
+			delete(nodes, e.id(g))
+			delete(e.alive, e.id(g))
+		}
 		e.m = New(e.m.cfg)
 		var infos []*atollpb.PlacementGroupInfo
 		for _, id := range sortedIDs(e.store) {
@@ -217,6 +221,7 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 		for _, id := range sortedNodes(nodes) {
 			e.m.NodeUp(e.now, id, nodes[id].total, nil, false, nil)
 		}
+		e.m.Synced(e.now)
 	case "show":
 		var list []*atollpb.PlacementGroupInfo
 		if len(d.CmdArgs) > 0 {

@@ -124,6 +124,13 @@ func newActor[T any](ctx context.Context, e *registry.ActorType, args []runtime.
 	if err := checkLifetime(cc); err != nil {
 		return ActorHandle[T]{}, err
 	}
+	var demand map[string]float64
+	if cc.resources != nil {
+		demand = cc.resources.toMap()
+	}
+	if err := cc.checkGroup(demand); err != nil {
+		return ActorHandle[T]{}, err
+	}
 	s := rt.Settings()
 	id := ids.NewActorID()
 	info := &atollpb.ActorInfo{ActorId: id.Bytes(), Name: cc.actorName, Namespace: s.Namespace, ActorType: e.Name,

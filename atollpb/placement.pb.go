@@ -485,7 +485,11 @@ type BundleOp struct {
 	Txn uint64 `protobuf:"varint,4,opt,name=txn,proto3" json:"txn,omitempty"`
 	// With RELEASE: why (the removal's reason, for the errors of what it
 	// kills).
-	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	// With PREPARE: commit at once too (one phase). The manager asks it
+	// when the transaction has a single node, whose all-or-none prepare is
+	// then the whole commit.
+	Commit        bool `protobuf:"varint,6,opt,name=commit,proto3" json:"commit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -553,6 +557,13 @@ func (x *BundleOp) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *BundleOp) GetCommit() bool {
+	if x != nil {
+		return x.Commit
+	}
+	return false
 }
 
 // BundleOpReply answers a BundleOp: refused says why a prepare reserved
@@ -994,13 +1005,14 @@ const file_atollpb_placement_proto_rawDesc = "" +
 	"\tresources\x18\x03 \x03(\v2\".atoll.v1.BundleRef.ResourcesEntryR\tresources\x1a<\n" +
 	"\x0eResourcesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\xd7\x01\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\xef\x01\n" +
 	"\bBundleOp\x12+\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x17.atoll.v1.BundleOp.KindR\x04kind\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\fR\x06nodeId\x12-\n" +
 	"\abundles\x18\x03 \x03(\v2\x13.atoll.v1.BundleRefR\abundles\x12\x10\n" +
 	"\x03txn\x18\x04 \x01(\x04R\x03txn\x12\x16\n" +
-	"\x06reason\x18\x05 \x01(\tR\x06reason\",\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x16\n" +
+	"\x06commit\x18\x06 \x01(\bR\x06commit\",\n" +
 	"\x04Kind\x12\v\n" +
 	"\aPREPARE\x10\x00\x12\n" +
 	"\n" +

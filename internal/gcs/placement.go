@@ -22,13 +22,19 @@ import (
 
 // The placement actor: the shell of placement.Manager on the head. It
 // serves the placement-group requests (PlacementSubject, and its reads on
-// PlacementReadSubject), keeps the groups in the KV bucket <prefix>_pgs
-// (written through before a creation or removal is answered), follows the
-// nodes (the GCS's node events, their load reports), sends the two-phase
-// commit's steps to the nodes (<prefix>.node.<id>.bundles, answers on an
-// inbox of its own) and publishes every group's change on
+// PlacementReadSubject), keeps the groups in the KV bucket <prefix>_pgs,
+// follows the nodes (the GCS's node events, their load reports), sends
+// the two-phase commit's steps to the nodes (<prefix>.node.<id>.bundles,
+// answers on an inbox of its own) and publishes removals on
 // PlacementEventsSubject, which every node follows (a removed group's
 // tasks waiting there fail). It reloads its groups when it restarts.
+//
+// Writes to the bucket are asynchronous JetStream publishes of a group's
+// entry, in order on one connection (a removed group's entry too, until
+// the Manager forgets it: then it is purged), so the actor never waits on
+// the disk: a creation or a removal is answered once JetStream acked its
+// entry, and a creation whose entry could not be stored is removed again
+// and answered with the error.
 
 // PlacementConfig configures the placement actor.
 type PlacementConfig struct {
@@ -151,6 +157,10 @@ type placementServer struct {
 	stream  jetstream.Stream
 	subs    []*nats.Subscription
 	inbox   string
+	js      nats.JetStreamContext
+	acks    chan pendingWrite
+	root    *actor.RootContext
+	self    *actor.PID
 	alive   map[ids.NodeID]bool
 	dead    *fifoSet
 	waiters map[ids.ID16][]waiter
@@ -178,7 +188,11 @@ type (
 		reply *atollpb.BundleOpReply
 		err   error
 	}
-	pgTick struct{}
+	pgTick    struct{}
+	pgWritten struct {
+		done func(error)
+		err  error
+	}
 )
 
 // Receive implements actor.Actor.
@@ -214,6 +228,8 @@ func (s *placementServer) Receive(ctx actor.Context) {
 	case *pgTick:
 		s.m.Tick(now)
 		s.expireWaiters(now)
+	case *pgWritten:
+		m.done(m.err)
 	}
 	s.apply()
 }
@@ -253,6 +269,9 @@ func (s *placementServer) open(ctx actor.Context) error {
 	if s.stream, err = js.Stream(c, "KV_"+name); err != nil {
 		return fmt.Errorf("placement: bucket %s: %w", name, err)
 	}
+	if s.js, err = s.cfg.Conn.JetStream(nats.PublishAsyncMaxPending(1 << 16)); err != nil {
+		return fmt.Errorf("placement: jetstream: %w", err)
+	}
 	var infos []*atollpb.PlacementGroupInfo
 	err = loadBucket(c, s.kv, s.cfg.Logger, func(k string, b []byte) error {
 		info := &atollpb.PlacementGroupInfo{}
@@ -271,6 +290,7 @@ func (s *placementServer) open(ctx actor.Context) error {
 	s.alive, s.dead, s.waiters = map[ids.NodeID]bool{}, newFIFOSet(4096), map[ids.ID16][]waiter{}
 
 	root, self := ctx.ActorSystem().Root, ctx.Self()
+	s.root, s.self = root, self
 	send := func(m any) { root.Send(self, m) }
 	s.inbox = s.cfg.Conn.NewInbox()
 	p := s.cfg.Prefix
@@ -340,7 +360,9 @@ func (s *placementServer) open(ctx actor.Context) error {
 	}
 	s.m.Synced(now)
 	s.stop = make(chan struct{})
+	s.acks = make(chan pendingWrite, maxPendingWrites)
 	go s.tick(root, self, s.stop)
+	go ackLoop(root, self, s.acks, s.stop, s.cfg.RequestTimeout)
 	return nil
 }
 
@@ -430,14 +452,19 @@ func (s *placementServer) handle(now time.Time, r *pgRequest) {
 			return
 		}
 		id := ids.MustFromBytes(op.CreatePlacementGroup.PlacementGroupId)
-		if next != nil {
-			if err := s.put(next); err != nil {
+		if next == nil {
+			reply(s.m.Group(id))
+			return
+		}
+		s.m.Create(now, next)
+		s.write(next, func(err error) {
+			if err != nil {
+				s.m.Remove(time.Now(), id, "its entry could not be stored: "+err.Error())
 				s.respond(r.reply, errorReply(err))
 				return
 			}
-			s.m.Create(now, next)
-		}
-		reply(s.m.Group(id))
+			reply(s.m.Group(id))
+		})
 	case *atollpb.GcsRequest_RemovePlacementGroup:
 		id, err := ids.FromBytes(op.RemovePlacementGroup)
 		if err != nil {
@@ -446,17 +473,20 @@ func (s *placementServer) handle(now time.Time, r *pgRequest) {
 		}
 		switch err := s.m.CheckRemove(id); {
 		case errors.Is(err, placement.ErrAlreadyRemoved):
+			reply(s.m.Group(id))
 		case err != nil:
 			s.respond(r.reply, errorReply(err))
-			return
 		default:
-			if err := s.purge(id); err != nil {
-				s.respond(r.reply, errorReply(err))
-				return
-			}
 			s.m.Remove(now, id, "removed")
+			info := s.m.Group(id)
+			s.write(info, func(err error) {
+				if err != nil {
+					s.respond(r.reply, errorReply(err))
+					return
+				}
+				reply(info)
+			})
 		}
-		reply(s.m.Group(id))
 	case *atollpb.GcsRequest_GetPlacementGroup:
 		g := op.GetPlacementGroup
 		var info *atollpb.PlacementGroupInfo
@@ -514,13 +544,24 @@ func (s *placementServer) apply() {
 				s.m.Reply(time.Now(), e.Node, e.Op.Txn, "", errs.Unavailablef("send to node %s: %v", e.Node.Short(), err))
 			}
 		case placement.Persist:
-			if err := s.put(e.Info); err != nil {
-				// The nodes' reports rebuild the placement after a restart.
-				s.cfg.Logger.Warn("placement: persisting a group failed", "group", fmt.Sprintf("%x", e.Info.PlacementGroupId), "err", err)
-			}
+			info := e.Info
+			s.write(info, func(err error) {
+				if err != nil {
+					// The nodes' reports rebuild the placement after a restart.
+					s.cfg.Logger.Warn("placement: persisting a group failed", "group", fmt.Sprintf("%x", info.PlacementGroupId), "err", err)
+				}
+			})
+		case placement.Forget:
+			go func(id ids.ID16) { // the key's last operation: nothing to order it with
+				if err := s.purge(id); err != nil {
+					s.cfg.Logger.Warn("placement: purging a forgotten group failed; purged again at the next start", "err", err)
+				}
+			}(e.ID)
 		case placement.Changed:
-			if b, err := proto.Marshal(e.Info); err == nil {
-				_ = s.cfg.Conn.Publish(PlacementEventsSubject(s.cfg.Prefix), b)
+			if e.Info.State == atollpb.PlacementGroupState_PLACEMENT_GROUP_REMOVED {
+				if b, err := proto.Marshal(e.Info); err == nil {
+					_ = s.cfg.Conn.Publish(PlacementEventsSubject(s.cfg.Prefix), b)
+				}
 			}
 			if settled(e.Info) {
 				id := ids.MustFromBytes(e.Info.PlacementGroupId)
@@ -559,17 +600,71 @@ func (s *placementServer) expireWaiters(now time.Time) {
 	}
 }
 
-func (s *placementServer) put(info *atollpb.PlacementGroupInfo) error {
-	c, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
-	defer cancel()
+// write stores a group's entry with an asynchronous publish (ordered
+// after the earlier ones of this actor), then runs done on the actor with
+// the outcome: nil once JetStream acked it.
+func (s *placementServer) write(info *atollpb.PlacementGroupInfo, done func(error)) {
 	k := fmt.Sprintf("%x", info.PlacementGroupId)
-	if err := put(c, s.kv, k, info, DefaultMaxEntryBytes); err != nil {
-		if errors.Is(err, errs.ErrResourceExhausted) || errors.Is(err, errs.ErrInvalidArgument) {
-			return err
-		}
-		return errs.Unavailablef("placement: store %s: %v", k, err)
+	b, err := proto.Marshal(info)
+	if err == nil && len(b) > DefaultMaxEntryBytes {
+		err = errs.Invalidf("placement: a %d-byte entry for group %s exceeds the largest the GCS takes, %d bytes", len(b), k, DefaultMaxEntryBytes)
 	}
-	return nil
+	var fut nats.PubAckFuture
+	if err == nil {
+		fut, err = s.js.PublishAsync("$KV."+s.kv.Bucket()+"."+k, b)
+	}
+	if err != nil {
+		done(errs.Unavailablef("placement: store %s: %v", k, err))
+		return
+	}
+	select {
+	case s.acks <- pendingWrite{key: k, fut: fut, done: done}:
+	default:
+		done(errs.Unavailablef("placement: store %s: too many writes waiting for JetStream", k))
+	}
+}
+
+// pendingWrite is a write waiting for JetStream's acknowledgement.
+type pendingWrite struct {
+	key  string
+	fut  nats.PubAckFuture
+	done func(error)
+}
+
+// maxPendingWrites bounds the writes waiting for their acknowledgement.
+const maxPendingWrites = 1 << 16
+
+// ackLoop waits for the writes' acknowledgements, in the order they were
+// published (JetStream acks a stream's messages in order), and posts each
+// outcome to the actor, until stop closes.
+func ackLoop(root *actor.RootContext, self *actor.PID, acks <-chan pendingWrite, stop <-chan struct{}, timeout time.Duration) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		var w pendingWrite
+		select {
+		case w = <-acks:
+		case <-stop:
+			return
+		}
+		t.Reset(timeout)
+		var err error
+		select {
+		case <-w.fut.Ok():
+		case e := <-w.fut.Err():
+			var api *nats.APIError
+			if errors.As(e, &api) && api.ErrorCode == nats.ErrorCode(jsMaxBytesExceeded) {
+				err = errs.Exhaustedf("placement: the groups' bucket is full: no room for %s (%v)", w.key, e)
+			} else {
+				err = errs.Unavailablef("placement: store %s: %v", w.key, e)
+			}
+		case <-t.C:
+			err = errs.Unavailablef("placement: store %s: no acknowledgement within %v", w.key, timeout)
+		case <-stop:
+			return
+		}
+		root.Send(self, &pgWritten{done: w.done, err: err})
+	}
 }
 
 // purge removes a group's entry without a delete marker (store.remove).

@@ -45,6 +45,9 @@ func newFakeNode(t *testing.T, e *testEnv, cpu float64) *fakeNode {
 		switch op.Kind {
 		case atollpb.BundleOp_PREPARE:
 			reply.Refused, err = n.core.PrepareBundles(time.Now(), op.Bundles)
+			if reply.Refused == "" && err == nil && op.Commit {
+				reply.Refused, err = n.core.CommitBundles(time.Now(), op.Bundles)
+			}
 		case atollpb.BundleOp_COMMIT:
 			reply.Refused, err = n.core.CommitBundles(time.Now(), op.Bundles)
 		case atollpb.BundleOp_RELEASE:

@@ -7,12 +7,14 @@
 // # Events and effects
 //
 // Events are method calls that take the current time: CheckCreate and
-// Create (the shell writes the entry CheckCreate returns to the store in
-// between), CheckRemove and Remove (likewise, the store first), NodeUp
+// Create (the shell then writes the group's entry to the store and
+// answers once it is stored), CheckRemove and Remove (likewise: the
+// removed entry stays, for listing, until it is forgotten), NodeUp
 // (a node's totals from the GCS, or a load report with what it has
 // available and the bundles it holds), NodeDown, Reply (a node's answer
-// to a step), Tick and, on a restarted head, Restore. Effects come out of
-// Effects in order: Send (a BundleOp to a node), Persist (the store),
+// to a step), Tick and, on a restarted head, Restore and Synced. Effects
+// come out of Effects in order: Send (a BundleOp to a node), Persist and
+// Forget (the store: a change, a removed entry forgotten past MaxRemoved),
 // Changed (answer the group's waiters, publish the change; a
 // removal reaches every node, whose waiting tasks of the group fail). The
 // Manager does no I/O, reads no clock and starts no goroutine
@@ -26,7 +28,9 @@
 // STRICT_SPREAD, SPREAD, Ray's semantics; ties by node id). The Manager
 // then sends each chosen node a PREPARE of its bundles (the raylet
 // reserves all of them out of its available resources, or none) and waits
-// for every answer. All prepared: it sends each a COMMIT (the raylet
+// for every answer (a transaction on a single node asks it to commit at
+// once: its all-or-none prepare is then the whole commit, one round trip
+// instead of two). All prepared: it sends each a COMMIT (the raylet
 // turns them into the group's resources, which its tasks and actors
 // demand) and, every commit answered, the group is CREATED and its
 // placement persisted. A refusal, an error or no answer within OpTimeout

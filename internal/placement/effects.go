@@ -21,6 +21,9 @@ type (
 	// change after its creation: created, rescheduling; the creation
 	// itself is written before Create).
 	Persist struct{ Info *atollpb.PlacementGroupInfo }
+	// Forget removes the entry of a removed group the Manager forgot
+	// (past Config.MaxRemoved) from the store.
+	Forget struct{ ID ids.ID16 }
 	// Changed says a group's state or placement changed: its waiters
 	// are answered and the change published (a removal tells every node,
 	// whose waiting tasks of the group fail).
@@ -30,3 +33,4 @@ type (
 func (Send) effect()    {}
 func (Persist) effect() {}
 func (Changed) effect() {}
+func (Forget) effect()  {}

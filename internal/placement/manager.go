@@ -88,8 +88,10 @@ type Manager struct {
 	removed []ids.ID16          // removed groups kept for listing, oldest first
 	live    int
 	nodes   map[ids.NodeID]*node
-	// placedOn are the bundles placed on each node.
+	// placedOn are the bundles placed on each node; unplaced the live
+	// groups with bundles not placed.
 	placedOn map[ids.NodeID]map[bundleKey]bool
+	unplaced map[ids.ID16]*group
 	txns     map[uint64]*txn
 	lastTxn  uint64
 	lastTry  time.Time
@@ -111,6 +113,8 @@ type group struct {
 	// announced: its creation was published (a pending reason found
 	// while it is created goes out with it).
 	announced bool
+	// moved: placed changed since info's BundleNodes were set.
+	moved bool
 }
 
 // node is a live node as the Manager sees it.
@@ -137,6 +141,7 @@ type txn struct {
 	id       uint64
 	g        *group
 	commit   bool                    // the second phase
+	onePhase bool                    // one node: its prepare commits too
 	nodes    map[ids.NodeID][]int    // bundle indices per node
 	waiting  map[ids.NodeID]struct{} // answers outstanding
 	refused  string                  // the first refusal
@@ -147,7 +152,8 @@ type txn struct {
 // New returns an empty Manager.
 func New(cfg Config) *Manager {
 	return &Manager{cfg: cfg.withDefaults(), groups: map[ids.ID16]*group{}, names: map[string]ids.ID16{},
-		nodes: map[ids.NodeID]*node{}, txns: map[uint64]*txn{}, placedOn: map[ids.NodeID]map[bundleKey]bool{}}
+		nodes: map[ids.NodeID]*node{}, txns: map[uint64]*txn{}, placedOn: map[ids.NodeID]map[bundleKey]bool{},
+		unplaced: map[ids.ID16]*group{}}
 }
 
 // Effects returns the effects of the events since the last call, in
@@ -162,9 +168,11 @@ func (m *Manager) emit(e Effect) { m.effects = append(m.effects, e) }
 
 func nameKey(namespace, name string) string { return namespace + "\x00" + name }
 
-// CheckCreate validates a creation and returns the entry to write before
-// Create: a new group is PENDING, with its creation time. An id known
-// already returns nil (a repeated request: nothing to do).
+// CheckCreate validates a creation and returns the entry Create takes: a
+// new group is PENDING, with its creation time. An id known already
+// returns nil (a repeated request: nothing to do). The shell writes the
+// entry to the store and answers the creation once it is stored (a write
+// that fails removes the group again).
 func (m *Manager) CheckCreate(now time.Time, info *atollpb.PlacementGroupInfo) (*atollpb.PlacementGroupInfo, error) {
 	id, err := ids.FromBytes(info.GetPlacementGroupId())
 	if err != nil || id.IsZero() {
@@ -229,8 +237,7 @@ func ValidateBundles(bundles []*atollpb.Bundle, strategy atollpb.PlacementStrate
 	return nil
 }
 
-// Create adds a group CheckCreate returned (written to the store) and
-// tries to place it.
+// Create adds a group CheckCreate returned and tries to place it.
 func (m *Manager) Create(now time.Time, info *atollpb.PlacementGroupInfo) {
 	m.now = now
 	id := ids.MustFromBytes(info.PlacementGroupId)
@@ -263,6 +270,7 @@ func (m *Manager) add(info *atollpb.PlacementGroupInfo) *group {
 		}
 	}
 	g.announced = true
+	m.track(g)
 	if info.State == atollpb.PlacementGroupState_PLACEMENT_GROUP_REMOVED {
 		m.removed = append(m.removed, id)
 		return g
@@ -289,11 +297,25 @@ func (m *Manager) Restore(now time.Time, infos []*atollpb.PlacementGroupInfo) {
 		}
 		m.add(proto.CloneOf(info))
 	}
+	slices.SortStableFunc(m.removed, func(a, b ids.ID16) int {
+		return cmp.Compare(m.groups[a].info.RemoveTimeUnixMs, m.groups[b].info.RemoveTimeUnixMs)
+	})
+	m.prune()
+}
+
+// prune forgets the removed groups past MaxRemoved, oldest first.
+func (m *Manager) prune() {
+	for len(m.removed) > m.cfg.MaxRemoved {
+		delete(m.groups, m.removed[0])
+		m.emit(Forget{ID: m.removed[0]})
+		m.removed = m.removed[1:]
+	}
 }
 
 // CheckRemove validates a removal: nil if id is a live group (the shell
-// then removes it from the store and calls Remove), ErrNotFound if it is
-// unknown; a removed group returns errAlreadyRemoved.
+// then calls Remove and writes the removed entry, answering once it is
+// stored), ErrNotFound if it is unknown; a removed group returns
+// ErrAlreadyRemoved.
 func (m *Manager) CheckRemove(id ids.ID16) error {
 	g := m.groups[id]
 	switch {
@@ -310,7 +332,9 @@ func (m *Manager) CheckRemove(id ids.ID16) error {
 var ErrAlreadyRemoved = errs.Invalidf("placement group already removed")
 
 // Remove removes a live group: an in-flight commit is aborted, its
-// bundles released (killing what runs in them) and every node told.
+// bundles released (killing what runs in them) and every node told. Its
+// entry stays, REMOVED, for listing; the oldest removed past MaxRemoved
+// are forgotten (Forget).
 func (m *Manager) Remove(now time.Time, id ids.ID16, reason string) {
 	m.now = now
 	g := m.groups[id]
@@ -332,7 +356,7 @@ func (m *Manager) Remove(now time.Time, id ids.ID16, reason string) {
 	for _, n := range sortedNodes(byNode) {
 		m.release(g, n, byNode[n], reason)
 	}
-	next := proto.CloneOf(g.info)
+	next := shallowCopy(g.info)
 	next.State = atollpb.PlacementGroupState_PLACEMENT_GROUP_REMOVED
 	next.Reason = reason
 	next.RemoveTimeUnixMs = now.UnixMilli()
@@ -346,11 +370,8 @@ func (m *Manager) Remove(now time.Time, id ids.ID16, reason string) {
 		delete(m.names, nameKey(next.Namespace, next.Name))
 	}
 	m.removed = append(m.removed, id)
-	for len(m.removed) > m.cfg.MaxRemoved {
-		delete(m.groups, m.removed[0])
-		m.removed = m.removed[1:]
-	}
 	m.emit(Changed{Info: g.snapshot()})
+	m.prune()
 	m.tryPending() // its resources are free
 }
 
@@ -541,7 +562,7 @@ func (m *Manager) NodeDown(now time.Time, id ids.NodeID, left bool) {
 
 // reschedule puts a group whose bundles were lost back to placing them.
 func (m *Manager) reschedule(g *group, reason string) {
-	next := proto.CloneOf(g.info)
+	next := shallowCopy(g.info)
 	if next.State == atollpb.PlacementGroupState_PLACEMENT_GROUP_CREATED {
 		next.Reschedules++
 	}
@@ -551,7 +572,7 @@ func (m *Manager) reschedule(g *group, reason string) {
 	}
 	next.Reason = reason
 	next.BundleNodes = g.nodeBytes()
-	g.info = next
+	g.info, g.moved = next, false
 	m.emit(Persist{Info: g.snapshot()})
 	m.emit(Changed{Info: g.snapshot()})
 }
@@ -622,6 +643,11 @@ func (m *Manager) progress(t *txn) {
 			m.setPending(g, t.refused, false)
 			return
 		}
+		if t.onePhase {
+			t.commit = true // its prepare committed
+			m.progress(t)
+			return
+		}
 		// Every node prepared: commit.
 		t.commit = true
 		t.deadline = m.now.Add(m.cfg.OpTimeout)
@@ -650,7 +676,7 @@ func (m *Manager) progress(t *txn) {
 		}
 	}
 	g.since = m.now
-	next := proto.CloneOf(g.info)
+	next := shallowCopy(g.info)
 	next.BundleNodes = g.nodeBytes()
 	if g.complete() {
 		if next.State != atollpb.PlacementGroupState_PLACEMENT_GROUP_CREATED {
@@ -660,7 +686,7 @@ func (m *Manager) progress(t *txn) {
 	} else {
 		next.Reason = cmp.Or(t.refused, "a node failed to commit some of its bundles")
 	}
-	g.info = next
+	g.info, g.moved = next, false
 	m.emit(Persist{Info: g.snapshot()})
 	m.emit(Changed{Info: g.snapshot()})
 	if !g.complete() {
@@ -685,7 +711,7 @@ func (m *Manager) setPending(g *group, reason string, infeasible bool) {
 	if g.info.Reason == reason && g.info.Infeasible == infeasible {
 		return
 	}
-	next := proto.CloneOf(g.info)
+	next := shallowCopy(g.info)
 	next.Reason, next.Infeasible = reason, infeasible
 	g.info = next
 	if g.announced {
@@ -720,10 +746,29 @@ func (m *Manager) Tick(now time.Time) {
 // tryPending tries every group not fully placed, oldest first.
 func (m *Manager) tryPending() {
 	m.lastTry, m.dirty = m.now, false
-	for _, g := range m.sortedGroups() {
-		if g.info.State != atollpb.PlacementGroupState_PLACEMENT_GROUP_REMOVED && g.txn == nil && !g.complete() {
+	for _, g := range m.sortedUnplaced() {
+		if g.txn == nil {
 			m.try(g)
 		}
+	}
+}
+
+// sortedUnplaced are the live groups not fully placed, oldest first.
+func (m *Manager) sortedUnplaced() []*group {
+	out := make([]*group, 0, len(m.unplaced))
+	for _, g := range m.unplaced {
+		out = append(out, g)
+	}
+	slices.SortFunc(out, func(a, b *group) int { return cmp.Compare(a.seq, b.seq) })
+	return out
+}
+
+// track keeps g in unplaced while it is live and not fully placed.
+func (m *Manager) track(g *group) {
+	if g.info.State != atollpb.PlacementGroupState_PLACEMENT_GROUP_REMOVED && !g.complete() {
+		m.unplaced[g.id()] = g
+	} else {
+		delete(m.unplaced, g.id())
 	}
 }
 
@@ -746,7 +791,7 @@ func (m *Manager) try(g *group) {
 	}
 	if g.info.Reason != "" || g.info.Infeasible {
 		// Being reserved: the last reason no longer holds.
-		next := proto.CloneOf(g.info)
+		next := shallowCopy(g.info)
 		next.Reason, next.Infeasible = "", false
 		g.info = next
 	}
@@ -757,11 +802,14 @@ func (m *Manager) try(g *group) {
 	}
 	m.txns[t.id] = t
 	g.txn = t
+	// With a single node, its all-or-none prepare is the whole
+	// transaction: it commits at once (one phase, one round trip).
+	t.onePhase = len(t.nodes) == 1
 	for _, n := range sortedNodes(t.nodes) {
 		slices.Sort(t.nodes[n])
 		t.waiting[n] = struct{}{}
 		nd := m.nodes[n]
-		op := &atollpb.BundleOp{Kind: atollpb.BundleOp_PREPARE, NodeId: n.Bytes(), Txn: t.id}
+		op := &atollpb.BundleOp{Kind: atollpb.BundleOp_PREPARE, NodeId: n.Bytes(), Txn: t.id, Commit: t.onePhase}
 		for _, i := range t.nodes[n] {
 			op.Bundles = append(op.Bundles, g.ref(i))
 			if nd.inflight == nil {
@@ -818,12 +866,14 @@ func (m *Manager) setPlaced(g *group, i int, n ids.NodeID) {
 		}
 	}
 	g.placed[i] = n
+	g.moved = true
 	if !n.IsZero() {
 		if m.placedOn[n] == nil {
 			m.placedOn[n] = map[bundleKey]bool{}
 		}
 		m.placedOn[n][k] = true
 	}
+	m.track(g)
 }
 
 // Synced tells the Manager it heard of every node the GCS knows (after a
@@ -889,10 +939,8 @@ func (m *Manager) List() []*atollpb.PlacementGroupInfo {
 // the autoscaler reads (the bundles not placed of each).
 func (m *Manager) Pending() []*atollpb.PlacementGroupInfo {
 	var out []*atollpb.PlacementGroupInfo
-	for _, g := range m.sortedGroups() {
-		if g.info.State != atollpb.PlacementGroupState_PLACEMENT_GROUP_REMOVED && !g.complete() {
-			out = append(out, g.snapshot())
-		}
+	for _, g := range m.sortedUnplaced() {
+		out = append(out, g.snapshot())
 	}
 	return out
 }
@@ -902,6 +950,18 @@ func (m *Manager) Pending() []*atollpb.PlacementGroupInfo {
 func (m *Manager) Sizes() (live, removed, txns int) { return m.live, len(m.removed), len(m.txns) }
 
 func (g *group) id() ids.ID16 { return ids.MustFromBytes(g.info.PlacementGroupId) }
+
+// shallowCopy copies an entry's fields, sharing its bundles (which never
+// change): an entry handed out is never changed, the next state is a new
+// one (a deep proto.Clone would cost more than the rest of a step).
+func shallowCopy(i *atollpb.PlacementGroupInfo) *atollpb.PlacementGroupInfo {
+	return &atollpb.PlacementGroupInfo{
+		PlacementGroupId: i.PlacementGroupId, Name: i.Name, Namespace: i.Namespace, Strategy: i.Strategy, Bundles: i.Bundles,
+		State: i.State, BundleNodes: i.BundleNodes, Reason: i.Reason, Infeasible: i.Infeasible, CreatorNodeId: i.CreatorNodeId,
+		JobId: i.JobId, Detached: i.Detached, CreateTimeUnixMs: i.CreateTimeUnixMs, CreatedTimeUnixMs: i.CreatedTimeUnixMs,
+		RemoveTimeUnixMs: i.RemoveTimeUnixMs, Reschedules: i.Reschedules,
+	}
+}
 
 func (g *group) complete() bool {
 	for _, n := range g.placed {
@@ -929,7 +989,11 @@ func (g *group) nodeBytes() [][]byte {
 // snapshot is the group's entry, its placement up to date; the caller
 // may keep it (entries are replaced, never changed in place).
 func (g *group) snapshot() *atollpb.PlacementGroupInfo {
-	g.info.BundleNodes = g.nodeBytes()
+	if g.moved {
+		g.info = shallowCopy(g.info)
+		g.info.BundleNodes = g.nodeBytes()
+		g.moved = false
+	}
 	return g.info
 }
 

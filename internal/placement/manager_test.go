@@ -170,8 +170,8 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 		if err := e.m.CheckRemove(id); err != nil {
 			return e.relabel("error: " + err.Error() + "\n")
 		}
-		delete(e.store, id)
 		e.m.Remove(e.now, id, arg("reason"))
+		e.store[id] = e.m.Group(id) // the removed entry stays until it is forgotten
 	case "ok", "refuse", "fail", "drop":
 		node := ""
 		if len(d.CmdArgs) > 0 {
@@ -273,6 +273,9 @@ func (e *env) drain(out *strings.Builder) {
 		case Persist:
 			e.store[ids.MustFromBytes(x.Info.PlacementGroupId)] = x.Info
 			out.WriteString("persist " + e.describe(x.Info))
+		case Forget:
+			delete(e.store, x.ID)
+			out.WriteString("forget " + e.label(x.ID.Bytes()))
 		case Changed:
 			out.WriteString("changed " + e.describe(x.Info))
 		}
@@ -285,7 +288,11 @@ func (e *env) formatSend(s Send) string {
 	for _, b := range s.Op.Bundles {
 		bs = append(bs, fmt.Sprintf("%s/%d", e.label(b.PlacementGroupId), b.Index))
 	}
-	str := fmt.Sprintf("send %s %s %s", e.label(s.Node.Bytes()), s.Op.Kind, strings.Join(bs, ","))
+	kind := s.Op.Kind.String()
+	if s.Op.Commit {
+		kind += "+COMMIT"
+	}
+	str := fmt.Sprintf("send %s %s %s", e.label(s.Node.Bytes()), kind, strings.Join(bs, ","))
 	if s.Op.Txn != 0 {
 		str += fmt.Sprintf(" txn=%d", s.Op.Txn)
 	}

@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/raylet"
@@ -67,5 +70,40 @@ func TestSchedule(t *testing.T) {
 		if v.Reason != "" || got.String() != tc.want {
 			t.Errorf("%v %v: got %q (%s), want %q", tc.strategy, tc.bundles, got.String(), v.Reason, tc.want)
 		}
+	}
+}
+
+// TestShallowCopy keeps shallowCopy copying every field of an entry.
+func TestShallowCopy(t *testing.T) {
+	in := &atollpb.PlacementGroupInfo{}
+	m := in.ProtoReflect()
+	fields := m.Descriptor().Fields()
+	for i := range fields.Len() {
+		f := fields.Get(i)
+		switch {
+		case f.IsList():
+			l := m.Mutable(f).List()
+			l.Append(l.NewElement())
+			if f.Kind() == protoreflect.BytesKind {
+				l.Set(0, protoreflect.ValueOfBytes([]byte{1}))
+			}
+		case f.Kind() == protoreflect.BoolKind:
+			m.Set(f, protoreflect.ValueOfBool(true))
+		case f.Kind() == protoreflect.StringKind:
+			m.Set(f, protoreflect.ValueOfString("x"))
+		case f.Kind() == protoreflect.BytesKind:
+			m.Set(f, protoreflect.ValueOfBytes([]byte{1}))
+		case f.Kind() == protoreflect.EnumKind:
+			m.Set(f, protoreflect.ValueOfEnum(1))
+		case f.Kind() == protoreflect.Int64Kind:
+			m.Set(f, protoreflect.ValueOfInt64(1))
+		case f.Kind() == protoreflect.Int32Kind:
+			m.Set(f, protoreflect.ValueOfInt32(1))
+		default:
+			t.Fatalf("field %s of kind %v: teach this test to set it", f.Name(), f.Kind())
+		}
+	}
+	if out := shallowCopy(in); !proto.Equal(in, out) {
+		t.Fatalf("shallowCopy drops a field:\n%v\n%v", in, out)
 	}
 }

@@ -244,6 +244,9 @@ func (r *raylet) bundleOp(op *atollpb.BundleOp) *atollpb.BundleOpReply {
 	switch op.GetKind() {
 	case atollpb.BundleOp_PREPARE:
 		reply.Refused, err = r.core.PrepareBundles(now, op.GetBundles())
+		if reply.Refused == "" && err == nil && op.GetCommit() {
+			reply.Refused, err = r.core.CommitBundles(now, op.GetBundles())
+		}
 	case atollpb.BundleOp_COMMIT:
 		reply.Refused, err = r.core.CommitBundles(now, op.GetBundles())
 	case atollpb.BundleOp_RELEASE:

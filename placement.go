@@ -231,9 +231,9 @@ func readiness(info *atollpb.PlacementGroupInfo, ctxErr error) error {
 	return fmt.Errorf("placement group %x not ready (%s): %w", info.PlacementGroupId[:4], why, ctxErr)
 }
 
-// Remove removes the group: its bundles are released, and the tasks and
-// actors in them killed (their later calls fail ActorDied). Removing it
-// again does nothing.
+// Remove removes the group: it returns once the removal is recorded; its
+// bundles are then released and the tasks and actors in them killed
+// (calls to those actors fail ActorDied). Removing it again does nothing.
 func (pg *PlacementGroup) Remove(ctx context.Context) error {
 	rt, err := runtime.Running(ctx)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 var (
@@ -76,9 +77,12 @@ func TestPlacementGroupsOnOneNode(t *testing.T) {
 	if err := atoll.RemovePlacementGroup(ctx, pg); err != nil {
 		t.Fatalf("a second removal: %v", err)
 	}
-	if _, err := atoll.Get(ctx, pgCounterAdd.Remote(ctx, c, atoll.Value(1))); !errors.Is(err, atoll.ErrActorDied) {
-		t.Fatalf("a call to an actor of a removed group: %v, want ErrActorDied", err)
-	}
+	// Its bundles are released (and its actor killed) right after the
+	// removal is recorded.
+	testutil.Eventually(t, "a call to an actor of a removed group to fail ActorDied", func() bool {
+		_, err := atoll.Get(ctx, pgCounterAdd.Remote(ctx, c, atoll.Value(1)))
+		return errors.Is(err, atoll.ErrActorDied)
+	})
 	if err := pg.Ready(ctx); !errors.Is(err, atoll.ErrPlacementGroupRemoved) || !errors.Is(err, atoll.ErrNotFound) {
 		t.Fatalf("Ready of a removed group: %v", err)
 	}

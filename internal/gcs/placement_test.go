@@ -1,6 +1,7 @@
 package gcs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sync"
@@ -155,5 +156,75 @@ func TestPlacementGroups(t *testing.T) {
 	got, err = c.WaitPlacementGroup(context.Background(), big.Bytes(), 100*time.Millisecond)
 	if err != nil || got.State != atollpb.PlacementGroupState_PLACEMENT_GROUP_PENDING || !got.Infeasible || got.Reason == "" {
 		t.Fatalf("infeasible group: %v %v", got, err)
+	}
+}
+
+// TestActorsRestartAfterTheirNodeDied: an actor with restarts left whose
+// owner's node lives goes RESTARTING when its node dies (no node, no
+// address, one restart more); one without restarts, or whose owner was on
+// that node, goes DEAD; a late report from the dead node changes nothing;
+// the new host's report keeps the owner's node.
+func TestActorsRestartAfterTheirNodeDied(t *testing.T) {
+	e, ctx := newEnv(t), ctxT(t)
+	c := e.client
+	host, owner := node("host"), node("owner")
+	for _, n := range []*atollpb.NodeInfo{host, owner} {
+		if err := c.RegisterNode(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	actor := func(maxRestarts int32, ownerNode []byte) *atollpb.ActorInfo {
+		a := namedActor("", "")
+		a.MaxRestarts, a.OwnerNodeId = maxRestarts, ownerNode
+		if err := c.RegisterActor(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		alive := proto.CloneOf(a)
+		alive.State, alive.NodeId, alive.Address, alive.OwnerNodeId = atollpb.ActorState_ACTOR_ALIVE, host.NodeId, "host/1", nil
+		if err := c.UpdateActor(ctx, alive); err != nil {
+			t.Fatal(err)
+		}
+		return alive
+	}
+	restarts := actor(2, owner.NodeId)
+	forever := actor(-1, owner.NodeId)
+	none := actor(0, owner.NodeId)
+	local := actor(2, host.NodeId)
+	if err := c.MarkNodeDead(ctx, host.NodeId, false, "test"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		a        *atollpb.ActorInfo
+		state    atollpb.ActorState
+		restarts int32
+	}{
+		{restarts, atollpb.ActorState_ACTOR_RESTARTING, 1},
+		{forever, atollpb.ActorState_ACTOR_RESTARTING, 1},
+		{none, atollpb.ActorState_ACTOR_DEAD, 0},
+		{local, atollpb.ActorState_ACTOR_DEAD, 0},
+	} {
+		got, err := c.GetActor(ctx, tc.a.ActorId)
+		if err != nil || got.State != tc.state || got.NumRestarts != tc.restarts {
+			t.Errorf("actor max_restarts=%d owner %x: %v %v, want %v with %d restarts", tc.a.MaxRestarts, tc.a.OwnerNodeId, got, err, tc.state, tc.restarts)
+		}
+		if tc.state == atollpb.ActorState_ACTOR_RESTARTING && (len(got.NodeId) != 0 || got.Address != "" || !bytes.Equal(got.OwnerNodeId, owner.NodeId)) {
+			t.Errorf("a restarting actor keeps no node or address, and its owner's node: %v", got)
+		}
+	}
+	// A report from the dead host, late: ignored.
+	if err := c.UpdateActor(ctx, restarts); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.GetActor(ctx, restarts.ActorId); got.State != atollpb.ActorState_ACTOR_RESTARTING {
+		t.Fatalf("a late report of the dead host revived the entry: %v", got)
+	}
+	// The new host's report.
+	again := proto.CloneOf(restarts)
+	again.NodeId, again.Address, again.NumRestarts = owner.NodeId, "owner/2", 1
+	if err := c.UpdateActor(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.GetActor(ctx, restarts.ActorId); got.State != atollpb.ActorState_ACTOR_ALIVE || got.Address != "owner/2" || !bytes.Equal(got.OwnerNodeId, owner.NodeId) {
+		t.Fatalf("after the restart: %v", got)
 	}
 }

@@ -127,7 +127,7 @@ type node struct {
 	reportedAt time.Time
 	held       map[bundleKey]bool // in the last report (committed: true)
 	inflight   map[bundleKey]raylet.Resources
-	unreleased map[bundleKey]bool // releases sent, not seen gone from a report yet
+	unreleased map[bundleKey]raylet.Resources // releases sent, not seen gone from a report yet
 }
 
 // bundleKey names one bundle.
@@ -384,9 +384,9 @@ func (m *Manager) release(g *group, n ids.NodeID, indices []int, reason string) 
 			k := bundleKey{pg: g.id(), index: int32(i)}
 			delete(nd.inflight, k)
 			if nd.unreleased == nil {
-				nd.unreleased = map[bundleKey]bool{}
+				nd.unreleased = map[bundleKey]raylet.Resources{}
 			}
-			nd.unreleased[k] = true
+			nd.unreleased[k] = g.bundles[i]
 		}
 	}
 	m.emit(Send{Node: n, Op: op})
@@ -464,7 +464,7 @@ func (m *Manager) reconcile(n *node, held []*atollpb.BundleHeld) {
 				continue
 			}
 		}
-		if n.unreleased[k] {
+		if _, ok := n.unreleased[k]; ok {
 			continue // released already; the node has not answered yet
 		}
 		stray[k.pg] = append(stray[k.pg], int(k.index))
@@ -476,9 +476,9 @@ func (m *Manager) reconcile(n *node, held []*atollpb.BundleHeld) {
 		for _, i := range indices {
 			op.Bundles = append(op.Bundles, &atollpb.BundleRef{PlacementGroupId: pg.Bytes(), Index: int32(i)})
 			if n.unreleased == nil {
-				n.unreleased = map[bundleKey]bool{}
+				n.unreleased = map[bundleKey]raylet.Resources{}
 			}
-			n.unreleased[bundleKey{pg: pg, index: int32(i)}] = true
+			n.unreleased[bundleKey{pg: pg, index: int32(i)}] = nil // its resources are not known here
 		}
 		m.cfg.Logger.Info("placement: releasing bundles a node holds for no group", "node", n.id.Short(), "group", pg.Short(), "bundles", indices)
 		m.emit(Send{Node: n.id, Op: op})
@@ -847,6 +847,13 @@ func (m *Manager) views() []NodeView {
 		} else {
 			for _, r := range n.inflight {
 				avail.Sub(r)
+			}
+			// Bundles released since the report (which counts them
+			// taken) are free again.
+			for k, r := range n.unreleased {
+				if _, held := n.held[k]; held {
+					avail.Add(r)
+				}
 			}
 		}
 		out = append(out, NodeView{ID: n.id, Total: n.total, Available: avail})

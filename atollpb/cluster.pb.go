@@ -99,7 +99,16 @@ type NodeLoad struct {
 	// free_seq is the number of the last of the node's numbered notices
 	// (FreeObjects): a node that has not applied it asks for the ones it
 	// missed (FreeRepair).
-	FreeSeq       uint64 `protobuf:"varint,19,opt,name=free_seq,json=freeSeq,proto3" json:"free_seq,omitempty"`
+	FreeSeq uint64 `protobuf:"varint,19,opt,name=free_seq,json=freeSeq,proto3" json:"free_seq,omitempty"`
+	// The placement-group bundles the node holds (prepared or committed).
+	Bundles []*BundleHeld `protobuf:"bytes,20,rep,name=bundles,proto3" json:"bundles,omitempty"`
+	// Work the node cannot start yet, by shape (queued here, or waiting for
+	// a node able to run it): what the autoscaler scales for.
+	Demands []*ResourceDemand `protobuf:"bytes,21,rep,name=demands,proto3" json:"demands,omitempty"`
+	// Actors hosted on the node.
+	Actors int32 `protobuf:"varint,22,opt,name=actors,proto3" json:"actors,omitempty"`
+	// The node type it was started as (the autoscaler's cluster file).
+	NodeType      string `protobuf:"bytes,23,opt,name=node_type,json=nodeType,proto3" json:"node_type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -265,6 +274,34 @@ func (x *NodeLoad) GetFreeSeq() uint64 {
 		return x.FreeSeq
 	}
 	return 0
+}
+
+func (x *NodeLoad) GetBundles() []*BundleHeld {
+	if x != nil {
+		return x.Bundles
+	}
+	return nil
+}
+
+func (x *NodeLoad) GetDemands() []*ResourceDemand {
+	if x != nil {
+		return x.Demands
+	}
+	return nil
+}
+
+func (x *NodeLoad) GetActors() int32 {
+	if x != nil {
+		return x.Actors
+	}
+	return 0
+}
+
+func (x *NodeLoad) GetNodeType() string {
+	if x != nil {
+		return x.NodeType
+	}
+	return ""
 }
 
 // ForwardTask hands a task placed on another node to that node's raylet.
@@ -2786,7 +2823,7 @@ var File_atollpb_cluster_proto protoreflect.FileDescriptor
 
 const file_atollpb_cluster_proto_rawDesc = "" +
 	"\n" +
-	"\x15atollpb/cluster.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\x1a\x12atollpb/task.proto\x1a\x13atollpb/store.proto\"\xed\x05\n" +
+	"\x15atollpb/cluster.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\x1a\x12atollpb/task.proto\x1a\x13atollpb/store.proto\x1a\x17atollpb/placement.proto\"\x86\a\n" +
 	"\bNodeLoad\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x123\n" +
 	"\x05total\x18\x02 \x03(\v2\x1d.atoll.v1.NodeLoad.TotalEntryR\x05total\x12?\n" +
@@ -2809,7 +2846,11 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\aleaving\x18\x10 \x01(\bR\aleaving\x12*\n" +
 	"\x05store\x18\x11 \x01(\v2\x14.atoll.v1.StoreStatsR\x05store\x12\x1a\n" +
 	"\bdraining\x18\x12 \x01(\bR\bdraining\x12\x19\n" +
-	"\bfree_seq\x18\x13 \x01(\x04R\afreeSeq\x1a8\n" +
+	"\bfree_seq\x18\x13 \x01(\x04R\afreeSeq\x12.\n" +
+	"\abundles\x18\x14 \x03(\v2\x14.atoll.v1.BundleHeldR\abundles\x122\n" +
+	"\ademands\x18\x15 \x03(\v2\x18.atoll.v1.ResourceDemandR\ademands\x12\x16\n" +
+	"\x06actors\x18\x16 \x01(\x05R\x06actors\x12\x1b\n" +
+	"\tnode_type\x18\x17 \x01(\tR\bnodeType\x1a8\n" +
 	"\n" +
 	"TotalEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -3091,40 +3132,44 @@ var file_atollpb_cluster_proto_goTypes = []any{
 	nil,                         // 39: atoll.v1.AMMStatus.RefusedEntry
 	nil,                         // 40: atoll.v1.FaultLog.ByRuleEntry
 	(*StoreStats)(nil),          // 41: atoll.v1.StoreStats
-	(*TaskSpec)(nil),            // 42: atoll.v1.TaskSpec
-	(*TaskResult)(nil),          // 43: atoll.v1.TaskResult
-	(*GeneratorAck)(nil),        // 44: atoll.v1.GeneratorAck
-	(*ObjectRef)(nil),           // 45: atoll.v1.ObjectRef
-	(*ObjectList)(nil),          // 46: atoll.v1.ObjectList
-	(*ErrorInfo)(nil),           // 47: atoll.v1.ErrorInfo
+	(*BundleHeld)(nil),          // 42: atoll.v1.BundleHeld
+	(*ResourceDemand)(nil),      // 43: atoll.v1.ResourceDemand
+	(*TaskSpec)(nil),            // 44: atoll.v1.TaskSpec
+	(*TaskResult)(nil),          // 45: atoll.v1.TaskResult
+	(*GeneratorAck)(nil),        // 46: atoll.v1.GeneratorAck
+	(*ObjectRef)(nil),           // 47: atoll.v1.ObjectRef
+	(*ObjectList)(nil),          // 48: atoll.v1.ObjectList
+	(*ErrorInfo)(nil),           // 49: atoll.v1.ErrorInfo
 }
 var file_atollpb_cluster_proto_depIdxs = []int32{
 	37, // 0: atoll.v1.NodeLoad.total:type_name -> atoll.v1.NodeLoad.TotalEntry
 	38, // 1: atoll.v1.NodeLoad.available:type_name -> atoll.v1.NodeLoad.AvailableEntry
 	41, // 2: atoll.v1.NodeLoad.store:type_name -> atoll.v1.StoreStats
-	42, // 3: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
-	42, // 4: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
-	43, // 5: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
-	44, // 6: atoll.v1.ForwardGeneratorAck.ack:type_name -> atoll.v1.GeneratorAck
-	45, // 7: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
-	46, // 8: atoll.v1.NodeObjects.list:type_name -> atoll.v1.ObjectList
-	13, // 9: atoll.v1.TaskEvents.events:type_name -> atoll.v1.TaskEvent
-	14, // 10: atoll.v1.HeldWork.attempts:type_name -> atoll.v1.AttemptKey
-	45, // 11: atoll.v1.ReplicateRequest.ref:type_name -> atoll.v1.ObjectRef
-	47, // 12: atoll.v1.SetReplicasReply.error:type_name -> atoll.v1.ErrorInfo
-	0,  // 13: atoll.v1.AMMControl.op:type_name -> atoll.v1.AMMControl.Op
-	47, // 14: atoll.v1.AMMStatus.error:type_name -> atoll.v1.ErrorInfo
-	39, // 15: atoll.v1.AMMStatus.refused:type_name -> atoll.v1.AMMStatus.RefusedEntry
-	27, // 16: atoll.v1.AMMStatus.drains:type_name -> atoll.v1.DrainStatus
-	47, // 17: atoll.v1.DrainReply.error:type_name -> atoll.v1.ErrorInfo
-	47, // 18: atoll.v1.PartitionReply.error:type_name -> atoll.v1.ErrorInfo
-	35, // 19: atoll.v1.FaultLog.events:type_name -> atoll.v1.FaultEvent
-	40, // 20: atoll.v1.FaultLog.by_rule:type_name -> atoll.v1.FaultLog.ByRuleEntry
-	21, // [21:21] is the sub-list for method output_type
-	21, // [21:21] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	42, // 3: atoll.v1.NodeLoad.bundles:type_name -> atoll.v1.BundleHeld
+	43, // 4: atoll.v1.NodeLoad.demands:type_name -> atoll.v1.ResourceDemand
+	44, // 5: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
+	44, // 6: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
+	45, // 7: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
+	46, // 8: atoll.v1.ForwardGeneratorAck.ack:type_name -> atoll.v1.GeneratorAck
+	47, // 9: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
+	48, // 10: atoll.v1.NodeObjects.list:type_name -> atoll.v1.ObjectList
+	13, // 11: atoll.v1.TaskEvents.events:type_name -> atoll.v1.TaskEvent
+	14, // 12: atoll.v1.HeldWork.attempts:type_name -> atoll.v1.AttemptKey
+	47, // 13: atoll.v1.ReplicateRequest.ref:type_name -> atoll.v1.ObjectRef
+	49, // 14: atoll.v1.SetReplicasReply.error:type_name -> atoll.v1.ErrorInfo
+	0,  // 15: atoll.v1.AMMControl.op:type_name -> atoll.v1.AMMControl.Op
+	49, // 16: atoll.v1.AMMStatus.error:type_name -> atoll.v1.ErrorInfo
+	39, // 17: atoll.v1.AMMStatus.refused:type_name -> atoll.v1.AMMStatus.RefusedEntry
+	27, // 18: atoll.v1.AMMStatus.drains:type_name -> atoll.v1.DrainStatus
+	49, // 19: atoll.v1.DrainReply.error:type_name -> atoll.v1.ErrorInfo
+	49, // 20: atoll.v1.PartitionReply.error:type_name -> atoll.v1.ErrorInfo
+	35, // 21: atoll.v1.FaultLog.events:type_name -> atoll.v1.FaultEvent
+	40, // 22: atoll.v1.FaultLog.by_rule:type_name -> atoll.v1.FaultLog.ByRuleEntry
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_cluster_proto_init() }
@@ -3135,6 +3180,7 @@ func file_atollpb_cluster_proto_init() {
 	file_atollpb_common_proto_init()
 	file_atollpb_task_proto_init()
 	file_atollpb_store_proto_init()
+	file_atollpb_placement_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

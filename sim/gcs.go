@@ -193,3 +193,23 @@ func (c *gcsClient) GetActor(_ context.Context, actorID []byte) (*atollpb.ActorI
 		return g.actors[id], nil
 	})
 }
+
+// Do serves the requests a runtime sends by op: an actor's new state
+// (an owner reporting the death of an actor whose restart failed). The
+// simulated GCS has no placement groups and no resource requests: those
+// fail with INVALID_ARGUMENT.
+func (c *gcsClient) Do(_ context.Context, req *atollpb.GcsRequest) (*atollpb.GcsReply, error) {
+	switch op := req.Op.(type) {
+	case *atollpb.GcsRequest_UpdateActor:
+		g, info := c.p.w.gcs, proto.CloneOf(op.UpdateActor)
+		_, err := c.call("update-actor", func() (*atollpb.ActorInfo, error) {
+			g.update(info)
+			return nil, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &atollpb.GcsReply{}, nil
+	}
+	return nil, errs.Invalidf("the simulator does not serve the GCS request %T (placement groups and resource requests are not simulated)", req.Op)
+}

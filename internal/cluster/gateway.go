@@ -696,6 +696,7 @@ func (g *Gateway) collect(load *atollpb.NodeLoad, collector *actor.PID, replies 
 			case *raylet.State:
 				load.Total, load.Available = st.Total, st.Available
 				load.Queued, load.Running, load.QueuedCpu = int32(st.Queued), int32(st.Running), st.QueuedCPU
+				load.Bundles, load.Demands, load.Actors = st.Bundles, st.Demands, int32(st.Actors)
 			case *atollpb.StoreStats:
 				load.StoreUsed, load.StoreCapacity, load.Store = st.UsedBytes, st.CapacityBytes, st
 			}

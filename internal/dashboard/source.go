@@ -22,6 +22,8 @@ type Source interface {
 	Actors(ctx context.Context) ([]*atollpb.ActorInfo, error)
 	// Jobs is `atoll list jobs`.
 	Jobs(ctx context.Context) ([]*atollpb.JobInfo, error)
+	// PlacementGroups is `atoll list placement-groups`.
+	PlacementGroups(ctx context.Context) ([]*atollpb.PlacementGroupInfo, error)
 	// Timeline is `atoll timeline`: the task attempts the live nodes
 	// finished recently, ordered by start.
 	Timeline(ctx context.Context) ([]TaskAttempt, error)

@@ -217,6 +217,8 @@ func (e *Env) ownerEffects(p *process) {
 			e.broadcastFree(p, x.Objects, true)
 		case owner.Retried:
 			e.printf("%s: %s retried: attempt %d after %s", p.name, x.Attach, x.Attempt, e.errorInfo(x.Cause))
+		case owner.ActorRestartFailed:
+			e.printf("%s: actor %s's restart failed: %s", p.name, x.Name, e.errorInfo(x.Err))
 		case owner.Finished:
 			if x.Err == nil {
 				e.printf("%s: %s finished ok", p.name, x.Attach)

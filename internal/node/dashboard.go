@@ -85,6 +85,10 @@ func (s dashboardSource) Actors(ctx context.Context) ([]*atollpb.ActorInfo, erro
 	return s.n.gcsClient.ListActors(ctx)
 }
 
+func (s dashboardSource) PlacementGroups(ctx context.Context) ([]*atollpb.PlacementGroupInfo, error) {
+	return s.n.gcsClient.ListPlacementGroups(ctx)
+}
+
 func (s dashboardSource) Jobs(ctx context.Context) ([]*atollpb.JobInfo, error) {
 	return s.n.gcsClient.ListJobs(ctx)
 }

@@ -26,6 +26,9 @@ type Table struct {
 	objects map[ids.ObjectID]*object
 	tasks   map[ids.TaskID]*task
 	actors  map[ids.ActorID]*actorEntry
+	// restarts are the creations sent again to restart owned actors
+	// whose nodes died, by task id, until answered.
+	restarts map[ids.TaskID]ids.ActorID
 	// gens are the streams of generator tasks (generators.go).
 	gens    map[ids.TaskID]*generator
 	effects []Effect

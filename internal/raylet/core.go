@@ -69,6 +69,13 @@ type TaskTracer interface {
 type Core struct {
 	cfg CoreConfig
 	now time.Time
+	// total is the node's resources now: cfg.Resources less its
+	// committed bundles, plus their groups' resources (core_bundles.go).
+	total Resources
+	// bundles are the placement groups' bundles the node holds;
+	// removedGroups the groups it heard were removed.
+	bundles       map[bundleKey]*heldBundle
+	removedGroups groupSet
 
 	// effects are queued by the events; applied is the batch handed out
 	// last (reused once the shell asks for the next). batch and
@@ -143,6 +150,7 @@ type task struct {
 	seq       uint64 // arrival order
 	class     *classQueue
 	root      bool        // no object arguments
+	inGroup   bool        // placed in a placement group's bundle
 	args      []ArgObject // the objects it reads
 	hops      int32       // raylets it went through before this one
 	// assigned is the attempt handed to a worker; recalling: a recall of
@@ -209,6 +217,8 @@ func NewCore(cfg CoreConfig) *Core {
 	c := &Core{
 		cfg:     cfg,
 		avail:   cfg.Resources.Clone(),
+		total:   cfg.Resources.Clone(),
+		bundles: map[bundleKey]*heldBundle{},
 		classes: map[string]*classQueue{},
 		held:    map[ids.ObjectID]*heldObject{},
 		running: map[ids.TaskID]*task{},
@@ -220,7 +230,7 @@ func NewCore(cfg CoreConfig) *Core {
 		noSpan:  noop.Span{},
 	}
 	if c.avail == nil {
-		c.avail = Resources{}
+		c.avail, c.total = Resources{}, Resources{}
 	}
 	c.heldFn = func(id ids.ObjectID) bool { return c.held[id] != nil }
 	return c
@@ -324,7 +334,7 @@ func (c *Core) Drain(now time.Time) {
 // State is a snapshot of the core.
 func (c *Core) State() *State {
 	return &State{
-		NodeID: c.cfg.NodeID, Total: c.cfg.Resources.Clone(), Available: c.avail.Clone(),
+		NodeID: c.cfg.NodeID, Total: c.total.Clone(), Available: c.avail.Clone(), Bundles: c.Bundles(), Demands: c.Demands(),
 		Queued: c.queued + len(c.waiting), QueuedCPU: c.queuedCPU(), Running: len(c.running), Workers: len(c.workers), IdleWorkers: len(c.idle),
 		Actors: len(c.actors), Draining: c.draining, Stats: c.stats,
 	}

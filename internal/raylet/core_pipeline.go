@@ -150,7 +150,7 @@ func (c *Core) leaseEnded(w *worker) {
 // endLease gives w's lease's resources and root slot back.
 func (c *Core) endLease(w *worker) {
 	if l := w.lease; l != nil {
-		c.avail.Add(l.demand)
+		c.giveBack(l.demand)
 		if l.root {
 			c.runningRoots--
 		}

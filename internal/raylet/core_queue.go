@@ -2,6 +2,7 @@ package raylet
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"time"
 
@@ -41,6 +42,14 @@ func (c *Core) Submit(now time.Time, m *atollpb.SubmitTask, owner *actor.PID) {
 	if t.demand == nil {
 		t.demand = Resources{}
 	}
+	if pg, index, ok := InGroup(spec.Scheduling); ok {
+		if c.removedGroups.has(pg) {
+			c.fail(t, &errs.UnschedulableError{TaskName: spec.Name, TaskID: t.id.String(),
+				Reason: fmt.Sprintf("its placement group %s was removed", pg.Short())})
+			return
+		}
+		t.demand, t.inGroup = BundleDemand(t.demand, pg, index), true
+	}
 	t.root = !t.isActor && spec.NumDependencies == 0
 	if !t.isActor { // a constructor's arguments are not held while it lives
 		for _, a := range spec.Args {
@@ -58,10 +67,7 @@ func (c *Core) Submit(now time.Time, m *atollpb.SubmitTask, owner *actor.PID) {
 		c.fail(t, errs.Invalidf("task %s: node %s was started without a worker binary and the task names none", spec.Name, c.cfg.NodeID.Short()))
 		return
 	}
-	if c.cfg.Cluster && !c.placeLocally(t, m.Forwarded, m.Hops) {
-		return // forwarded, waiting for a node, or failed
-	}
-	c.enqueue(t)
+	c.place(t, m.Forwarded, m.Hops) // queued here, forwarded, waiting for a node (or bundle), or failed
 }
 
 // enqueue queues a task placed on this node.
@@ -78,8 +84,8 @@ func (c *Core) enqueue(t *task) {
 		t.binary = bin
 		c.useBinary(bin, spec.OwnerAddress)
 	}
-	if !Feasible(c.cfg.Resources, t.demand) {
-		c.fail(t, errs.Invalidf("task %s demands %v but node %s has %v in all", spec.Name, t.demand, c.cfg.NodeID.Short(), c.cfg.Resources))
+	if !Feasible(c.total, t.demand) {
+		c.fail(t, errs.Invalidf("task %s demands %v but node %s has %v in all", spec.Name, t.demand, c.cfg.NodeID.Short(), c.total))
 		return
 	}
 	c.startSpan(t, false)
@@ -323,7 +329,7 @@ func (c *Core) releaseTask(t *task) {
 	}
 	if t.blocked {
 		t.blocked = false
-		c.avail[CPU] -= t.demand[CPU]
+		c.avail.Sub(cpuShare(t.demand))
 		if t.root {
 			c.runningRoots++
 		}
@@ -380,7 +386,7 @@ func (c *Core) Blocked(now time.Time, id ids.TaskID, blocked bool) {
 	// A task waiting for its children lends its CPU and, if it is a root
 	// task, its root slot: otherwise nested tasks could never start.
 	if blocked {
-		c.avail[CPU] += t.demand[CPU]
+		c.avail.Add(cpuShare(t.demand))
 		if t.root {
 			c.runningRoots--
 		}
@@ -391,7 +397,7 @@ func (c *Core) Blocked(now time.Time, id ids.TaskID, blocked bool) {
 		}
 		c.schedule()
 	} else {
-		c.avail[CPU] -= t.demand[CPU]
+		c.avail.Sub(cpuShare(t.demand))
 		if t.root {
 			c.runningRoots++
 		}

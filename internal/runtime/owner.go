@@ -1,6 +1,9 @@
 package runtime
 
 import (
+	"context"
+	"time"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -87,6 +90,23 @@ func (rt *Runtime) applyOwnerEffect(e owner.Effect) {
 		}
 	case owner.GeneratorAck:
 		rt.sendGeneratorAck(e)
+	case owner.ActorRestartFailed:
+		// No host reports this death: the owner does (in the background:
+		// effects never wait on the GCS).
+		info := &atollpb.ActorInfo{ActorId: e.Actor.Bytes(), Name: e.Name, Namespace: rt.settings.Namespace,
+			State: atollpb.ActorState_ACTOR_DEAD, DeathCause: e.Err, OwnerId: rt.workerID.Bytes(), OwnerNodeId: rt.nodeID.Bytes()}
+		report := func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if _, err := rt.gcs.Do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_UpdateActor{UpdateActor: info}}); err != nil {
+				rt.log.Warn("atoll: reporting the death of an actor whose restart failed", "actor", e.Actor.Short(), "err", err)
+			}
+		}
+		if rt.sim != nil {
+			rt.sim.env.Go("report actor "+e.Actor.Short(), report)
+		} else {
+			go report()
+		}
 	case owner.Finished:
 		if a, ok := e.Attach.(*taskAttach); ok {
 			a.finish() // its span ended with the batch (endSubmitSpans)

@@ -171,7 +171,7 @@ async function refresh() {
   state.busy = true;
   try {
     await loadCluster();
-    const views = { overview: drawOverview, jobs: loadJobs, tasks: loadTasks, actors: loadActors,
+    const views = { overview: drawOverview, jobs: loadJobs, tasks: loadTasks, actors: loadActors, groups: loadGroups,
       memory: drawMemory, timeline: loadTimeline, logs: loadLogs };
     await views[state.view]();
     showError(null);
@@ -432,6 +432,26 @@ async function loadActors() {
     idCell(a.job_id, a.job_id ? "#tasks?job=" + a.job_id : null),
     el("td", { class: "wrap" }, a.death_cause ? [badge(a.death_cause.code, "dead"), " ", a.death_cause.message] : "–")));
   setRows($("actors-table").tBodies[0], rows, 8, "no actors");
+}
+
+// ---------- placement groups ----------
+
+async function loadGroups() {
+  const v = await api("/api/placement-groups");
+  $("group-counts").replaceChildren(...["created", "pending", "rescheduling", "removed"].map(s =>
+    el("div", { class: "card" + (s === "created" ? " ok" : "") },
+      el("div", { class: "label" }, s), el("div", { class: "value", id: "groups-" + s }, fmtNum(v.counts[s] || 0)))));
+  const rows = v.groups.map(g => el("tr", { "data-group-id": g.placement_group_id, "data-state": g.state },
+    idCell(g.placement_group_id),
+    el("td", {}, g.name ? (g.namespace ? g.namespace + "/" : "") + g.name : el("span", { class: "muted" }, "anonymous")),
+    el("td", {}, g.strategy),
+    el("td", {}, badge(g.state, g.state === "created" ? "alive" : g.state === "removed" ? "dead" : "pending")),
+    el("td", { class: "wrap" }, g.bundles.map((b, i) => el("div", {},
+      Object.keys(b).sort().map(k => k + " " + b[k]).join(", ") + " → ",
+      g.bundle_nodes[i] ? el("a", { href: "#logs?node=" + g.bundle_nodes[i] }, short(g.bundle_nodes[i])) : el("span", { class: "muted" }, "none")))),
+    el("td", { class: "num" }, fmtNum(g.reschedules || 0)),
+    el("td", { class: "wrap" }, g.infeasible ? [badge("infeasible", "dead"), " ", g.reason] : (g.reason || "–"))));
+  setRows($("groups-table").tBodies[0], rows, 7, "no placement groups");
 }
 
 // ---------- memory ----------

@@ -404,6 +404,10 @@ func (g *Gateway) serveStats(m *nats.Msg) {
 // serving. The GCS hears first, so that the reason stands (the head
 // marks a node whose leave it hears "left the cluster", and the first
 // mark wins). Safe to call more than once.
+// markDeadTimeout bounds how long a leaving node waits for the GCS to
+// record why it leaves.
+const markDeadTimeout = 10 * time.Second
+
 func (g *Gateway) Stop(reason string) {
 	g.once.Do(func() {
 		close(g.stopRep)
@@ -416,8 +420,13 @@ func (g *Gateway) Stop(reason string) {
 			}
 		}
 		if g.spawned && g.cfg.GCS != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_ = g.cfg.GCS.MarkNodeDead(ctx, g.cfg.NodeID.Bytes(), true, reason)
+			// A loaded head may take seconds to write the mark through;
+			// giving up early lets the leave below reach the head first
+			// and the reason is lost.
+			ctx, cancel := context.WithTimeout(context.Background(), markDeadTimeout)
+			if err := g.cfg.GCS.MarkNodeDead(ctx, g.cfg.NodeID.Bytes(), true, reason); err != nil {
+				g.cfg.Logger.Warn("cluster: could not record why this node leaves", "reason", reason, "err", err)
+			}
 			cancel()
 		}
 		if g.member != nil {

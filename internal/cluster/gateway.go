@@ -450,7 +450,7 @@ func (g *Gateway) Stop(reason string) {
 		if g.client != nil {
 			_ = g.client.Close()
 		}
-		if g.fetch != nil {
+		if g.fetch != nil && g.fetch.puller != nil {
 			// Pulls write into the node's arena, which the node unmaps
 			// once its gateway stopped.
 			g.fetch.puller.Close()

@@ -49,9 +49,16 @@ import (
 
 	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 func main() {
+	if os.Getenv(nodeconfig.EnvNode) != "" {
+		// A node process the autoscaler's local provider started (the
+		// head's own program, re-executed): it serves as that node.
+		node.RunFromEnv()
+	}
 	// Interrupting a run cancels its context, so the embedded cluster and
 	// its worker processes shut down cleanly.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

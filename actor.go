@@ -132,7 +132,7 @@ func newActor[T any](ctx context.Context, e *registry.ActorType, args []runtime.
 		return ActorHandle[T]{}, err
 	}
 	s := rt.Settings()
-	id := ids.NewActorID()
+	id := rt.NewActorID()
 	info := &atollpb.ActorInfo{ActorId: id.Bytes(), Name: cc.actorName, Namespace: s.Namespace, ActorType: e.Name,
 		State: atollpb.ActorState_ACTOR_PENDING_CREATION, MaxRestarts: int32(cc.maxRestarts), NodeId: rt.NodeID().Bytes(),
 		OwnerId: rt.WorkerID().Bytes(), JobId: rt.JobID().Bytes(), OwnerNodeId: rt.NodeID().Bytes()}

@@ -84,9 +84,11 @@ func TestCallbacks(t *testing.T) {
 	if err != nil || vals[0] != 5 {
 		t.Fatalf("c = %v, %v", vals, err)
 	}
-	// Driver hooks: every PreSubmit (consumers first), then the tasks
-	// submitted in topological order, then PostSubmitAll, then Finish.
-	want := []string{"presubmit c int", "presubmit a int", "presubmit b int",
+	// Driver hooks: every PreSubmit, each consumer before its
+	// dependencies (b reads a, so b comes before a although c reaches a
+	// first), then the tasks submitted in topological order, then
+	// PostSubmitAll, then Finish.
+	want := []string{"presubmit c int", "presubmit b int", "presubmit a int",
 		"postsubmit a", "postsubmit b", "postsubmit c", "postsubmitall 3", "finish <nil>"}
 	if !slices.Equal(d.events, want) {
 		t.Fatalf("driver hooks:\n%s\nwant\n%s", strings.Join(d.events, "\n"), strings.Join(want, "\n"))

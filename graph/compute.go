@@ -85,7 +85,9 @@ type Callback interface {
 	// PreSubmit runs before a task is submitted; returning ok supplies
 	// its result instead (a cache), and the task and the tasks only it
 	// needs are not submitted. It is called for every task before any is
-	// submitted, consumers before their dependencies.
+	// submitted, every consumer of a task before the task (a dependency
+	// several tasks read comes after all of them), and not for the tasks
+	// that only supplied tasks read.
 	PreSubmit(key Key, task Submission) (result any, ok bool)
 	// PostSubmit runs after a task was submitted, with its result's ref
 	// (a MultiReturn task's first output).
@@ -242,32 +244,38 @@ func start(ctx context.Context, g Graph, keys []Key, opts []Option) (*execution,
 	return r, nil
 }
 
-// preSubmit asks the callbacks about each task, from the requested keys
-// down, and returns the tasks to submit: those no callback supplied and
-// that something not supplied needs.
+// preSubmit asks the callbacks about each task, consumers before their
+// dependencies (the plan's topological order, reversed, so every consumer
+// of a task is asked before it), and returns the tasks to submit: the
+// requested ones and those something needed and not supplied reads,
+// unless a callback supplied them.
 func (r *execution) preSubmit() map[*node]bool {
 	needed := map[*node]bool{}
-	var visit func(n *node)
-	visit = func(n *node) {
-		if needed[n] {
-			return
+	for _, k := range r.p.requested {
+		if n := r.p.nodes[k]; n != nil {
+			needed[n] = true
 		}
-		needed[n] = true
+	}
+	for i := len(r.p.order) - 1; i >= 0; i-- {
+		n := r.p.order[i]
+		if !needed[n] {
+			continue
+		}
+		supplied := false
 		for _, cb := range r.o.callbacks {
 			if v, ok := cb.PreSubmit(n.key, Submission{Expr: n.expr, Type: n.typ, Hash: n.hash}); ok {
 				r.supplied[n] = v
-				return
+				supplied = true
+				break
 			}
+		}
+		if supplied {
+			continue
 		}
 		for _, d := range n.deps {
 			if d.node != nil {
-				visit(d.node)
+				needed[d.node] = true
 			}
-		}
-	}
-	for _, k := range r.p.requested {
-		if n := r.p.nodes[k]; n != nil {
-			visit(n)
 		}
 	}
 	return needed

@@ -303,9 +303,9 @@ func TestStatusTable(t *testing.T) {
 		`^NODE +ROLE +STATE +HOST +CPU USED/TOTAL +RESOURCES USED/TOTAL +STORE USED/TOTAL +QUEUED +RUNNING +BUNDLES +PULLS +ENDED$`,
 		`^aaaaaaaa +head +ALIVE +h +0/8 +memory 512MiB/1GiB +0B/256MiB +0 +0 +0 +0 +-$`,
 		`^bbbbbbbb +worker +ALIVE +w1 +1\.5/4 +GPU 1/1 +1\.5GiB/2GiB +3 +2 +2 +7 +-$`,
-		`^ffffffff +worker +SILENT +w3 +0/0 +- +0B/0B +0 +0 +0 +0 +-$`,
-		`^99999999 +worker +LEFT +w4 +0/0 +- +0B/0B +0 +0 +0 +0 +drained, 5m0s ago$`,
-		`^cccccccc +worker +DEAD +w2 +0/4 +- +0B/0B +0 +0 +0 +0 +declared dead: no gossip answer within the failure timeout, 1m30s ago$`,
+		`^ffffffff +worker +SILENT +w3 +-/0 +- +0B/0B +0 +0 +0 +0 +-$`,
+		`^99999999 +worker +LEFT +w4 +-/0 +- +0B/0B +0 +0 +0 +0 +drained, 5m0s ago$`,
+		`^cccccccc +worker +DEAD +w2 +-/4 +- +0B/0B +0 +0 +0 +0 +declared dead: no gossip answer within the failure timeout, 1m30s ago$`,
 		`^dddddddd +driver +ALIVE +laptop +0/0 +- +0B/0B +0 +0 +0 +0 +-$`,
 		`^3 nodes alive \(1 head, 1 worker, 1 driver\), 1 left, 1 dead, 1 silent \(no load report\); 1 finished driver and 1 node gone over 1h0m0s ago not listed \(--all\)$`,
 	} {

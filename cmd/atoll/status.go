@@ -31,7 +31,8 @@ resources (in use/total; what placement-group bundles reserve is in use),
 object store use, queued and running tasks, the bundles held, and objects
 pulled from other nodes. A node no longer alive is LEFT (it stopped, was drained,
 or its driver ended) or DEAD (it failed: the cluster declared it dead),
-with why and when. Nodes gone longer ago than --gone-within, and the
+with why and when; what a node uses shows as "-" unless its load report
+arrived. Nodes gone longer ago than --gone-within, and the
 nodes of drivers that finished, are left out unless --all is given.`,
 		Args:                  args(0),
 		DisableFlagsInUseLine: true,
@@ -108,7 +109,11 @@ func printStatus(w io.Writer, st *clusterclient.Status, all bool, goneWithin tim
 			state = "DEAD"
 			dead++
 		}
-		t.add(shortID(n.NodeID), role(n), state, n.Hostname, usedTotal(n.Available["CPU"], n.Total["CPU"]), otherResources(n),
+		cpu, other := "-/"+formatNum(n.Total["CPU"]), "-"
+		if n.Reporting { // what a node uses is known from its load report only
+			cpu, other = usedTotal(n.Available["CPU"], n.Total["CPU"]), otherResources(n)
+		}
+		t.add(shortID(n.NodeID), role(n), state, n.Hostname, cpu, other,
 			humanBytes(n.StoreUsed)+"/"+humanBytes(n.StoreCap), strconv.Itoa(n.Queued), strconv.Itoa(n.Running), strconv.Itoa(n.Bundles), strconv.FormatUint(n.Pulls, 10),
 			ended(n, now))
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
@@ -130,10 +132,21 @@ func checkBrowser(jobCtx context.Context, t *testing.T, c *testcluster.Cluster) 
 		})
 	}
 
-	do("the overview: 3 nodes and live charts",
+	// A node that joined and was stopped before the page opened: listed as
+	// left, with why (it never reported to the page, so it draws no line).
+	left := c.AddNode(nil)
+	c.Stop(c.Len() - 1)
+	c.WaitStatus(time.Minute, func(st *clusterclient.Status) bool {
+		return slices.ContainsFunc(st.Nodes, func(n clusterclient.NodeStatus) bool { return n.NodeID == left.ID && n.Left })
+	})
+
+	do("the overview: 3 nodes and live charts, the stopped node left",
 		chromedp.EmulateViewport(viewW, viewH),
 		chromedp.Navigate(base+"/"),
 		waitFor(`document.querySelectorAll('#nodes-table tbody tr[data-state="alive"]:not([data-role="driver"])').length === 3`),
+		waitFor(fmt.Sprintf(`(() => { const r = document.querySelector('#nodes-table tbody tr[data-state="left"]');
+			return r && r.dataset.nodeId === %q && r.querySelector(".node-state").textContent.includes("stopped, "); })()`, left.ID)),
+		waitFor(`document.getElementById("node-sub").textContent.includes("1 left · 0 dead")`),
 		waitFor(`document.getElementById("node-count").textContent === "3"`),
 		waitFor(fmt.Sprintf(`document.querySelector('#nodes-table tbody tr[data-role="head"]').dataset.nodeId === %q`, head)),
 		// Live: every reporting node's line has several samples.

@@ -40,7 +40,15 @@ type actorEntry struct {
 	// GCS counted when it last sent it).
 	creation  *atollpb.TaskSpec
 	restarted int32
+	// resent counts the times this restart's creation was sent again
+	// because the node it went to died (see restartResult).
+	resent int
 }
+
+// maxCreationResends bounds how many times one restart's creation is sent
+// again after the node it went to died before it ran: each resend follows
+// a node's death, so a cluster losing nodes this fast gives up.
+const maxCreationResends = 8
 
 // send emits a call to the actor with the next sequence number.
 func (t *Table) send(a *actorEntry, spec *atollpb.TaskSpec) {
@@ -49,13 +57,21 @@ func (t *Table) send(a *actorEntry, spec *atollpb.TaskSpec) {
 	t.emit(CallActor{Address: a.address, Spec: spec})
 }
 
+// newCallerID names a new caller entry (Config.NewCallerID).
+func (t *Table) newCallerID() ids.WorkerID {
+	if t.cfg.NewCallerID != nil {
+		return t.cfg.NewCallerID()
+	}
+	return ids.NewWorkerID()
+}
+
 // AddActor registers a handle to an actor (owned: this process created
 // it). Registering a known actor counts one more handle; owned sticks
 // once set.
 func (t *Table) AddActor(id ids.ActorID, name string, owned bool) {
 	a := t.actors[id]
 	if a == nil {
-		a = &actorEntry{id: id, name: name, inflight: map[ids.TaskID]*task{}, caller: ids.NewWorkerID()}
+		a = &actorEntry{id: id, name: name, inflight: map[ids.TaskID]*task{}, caller: t.newCallerID()}
 		t.actors[id] = a
 	}
 	a.handles++
@@ -122,7 +138,7 @@ func (t *Table) actorLost(id ids.ActorID, restarts int32) {
 		spec.ActorCreation = &atollpb.ActorCreationSpec{}
 	}
 	spec.ActorCreation.NumRestarts = restarts
-	a.creation, a.restarted = spec, restarts
+	a.creation, a.restarted, a.resent = spec, restarts, 0
 	if t.restarts == nil {
 		t.restarts = map[ids.TaskID]ids.ActorID{}
 	}
@@ -145,8 +161,13 @@ func (t *Table) keepCreation(spec *atollpb.TaskSpec) {
 }
 
 // restartResult applies the answer to a creation sent again to restart an
-// actor (false if res answers none): a failure kills the actor, and the
-// shell reports its death (ActorRestartFailed), since no host will.
+// actor (false if res answers none). A creation lost with the node it was
+// sent to (NODE_DIED, FORWARD_LOST: that node's death may reach this
+// process after the GCS's word that the actor restarts, or the node held
+// the actor's placement-group bundle, placed again elsewhere later) is
+// sent again as a new attempt, up to maxCreationResends times; any other
+// failure kills the actor, and the shell reports its death
+// (ActorRestartFailed), since no host will.
 func (t *Table) restartResult(id ids.TaskID, res *atollpb.TaskResult) bool {
 	actorID, ok := t.restarts[id]
 	if !ok {
@@ -155,6 +176,15 @@ func (t *Table) restartResult(id ids.TaskID, res *atollpb.TaskResult) bool {
 	a := t.actors[actorID]
 	if a == nil || a.creation == nil || res.Attempt != a.creation.Attempt {
 		return true // an earlier restart's answer
+	}
+	if code := res.GetError().GetCode(); (code == atollpb.ErrorCode_NODE_DIED || code == atollpb.ErrorCode_FORWARD_LOST) &&
+		a.dead == nil && a.resent < maxCreationResends {
+		spec := proto.CloneOf(a.creation)
+		spec.Attempt++
+		a.creation = spec
+		a.resent++
+		t.emit(SendTask{Spec: spec})
+		return true
 	}
 	delete(t.restarts, id)
 	if res.Error == nil {

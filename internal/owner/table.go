@@ -14,6 +14,10 @@ type Config struct {
 	// LineageBudget bounds the bytes of lineage kept (lineage.go);
 	// default DefaultLineageBudget.
 	LineageBudget int
+	// NewCallerID names this process as a caller of an actor (one id per
+	// actor entry, actors.go); default ids.NewWorkerID. A simulator
+	// counts instead, so that a run replays.
+	NewCallerID func() ids.WorkerID
 }
 
 // Table is the ownership state of one process. See the package doc.

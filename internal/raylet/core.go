@@ -94,7 +94,14 @@ type Core struct {
 	// spawned) to its attempt: a duplicated SubmitTask of an attempt held
 	// here is dropped, never run twice. An attempt leaves it with the
 	// effect that ends it here (Done, Reply, Forward, SpawnHost).
-	holding  map[ids.TaskID]int32
+	holding map[ids.TaskID]int32
+	// taken remembers the submissions the node took, by attempt and hop
+	// (the last maxTaken): a copy of one (a duplicated SubmitTask, late
+	// or not) is dropped even once the attempt left the node (forwarded,
+	// or ended here); a task that comes back to the node (spilled back
+	// to it) comes with more hops, and is not a copy.
+	taken    map[submission]struct{}
+	takenLog []submission
 	workers  map[ids.WorkerID]*worker
 	pool     []*worker // the workers in start order (deterministic walks)
 	idle     []ids.WorkerID
@@ -216,6 +223,7 @@ func NewCore(cfg CoreConfig) *Core {
 		held:    map[ids.ObjectID]*heldObject{},
 		running: map[ids.TaskID]*task{},
 		holding: map[ids.TaskID]int32{},
+		taken:   map[submission]struct{}{},
 		workers: map[ids.WorkerID]*worker{},
 		actors:  map[ids.ActorID]*hostedActor{},
 		peers:   map[ids.NodeID]*NodeView{},
@@ -263,6 +271,32 @@ func (c *Core) holds(id ids.TaskID, spec *atollpb.TaskSpec) bool {
 		return true
 	}
 	return spec.Type == atollpb.TaskType_ACTOR_CREATION_TASK && c.actors[ids.MustFromBytes(spec.ActorId)] != nil
+}
+
+// submission names one submission of an attempt to this node: the hops
+// it took before (0 from its owner).
+type submission struct {
+	task    ids.TaskID
+	attempt int32
+	hops    int32
+}
+
+// maxTaken bounds the submissions a Core remembers (a copy arrives
+// within moments of the original).
+const maxTaken = 1 << 14
+
+// took records a submission; false if the node took it already.
+func (c *Core) took(s submission) bool {
+	if _, ok := c.taken[s]; ok {
+		return false
+	}
+	if len(c.takenLog) == maxTaken {
+		delete(c.taken, c.takenLog[0])
+		c.takenLog = c.takenLog[1:]
+	}
+	c.taken[s] = struct{}{}
+	c.takenLog = append(c.takenLog, s)
+	return true
 }
 
 // release forgets that the node holds attempt of task id (raw bytes).

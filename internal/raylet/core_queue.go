@@ -13,6 +13,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/simbugs"
 )
 
 // The queue: tasks wait by scheduling class; schedule asks the policy
@@ -32,8 +33,9 @@ func (c *Core) Submit(now time.Time, m *atollpb.SubmitTask, owner *actor.PID) {
 		isActor: spec.Type == atollpb.TaskType_ACTOR_CREATION_TASK,
 		hops:    m.Hops,
 	}
-	if c.holds(t.id, spec) {
-		c.cfg.Logger.Debug("raylet: dropped a duplicated submission of a task it holds", "task", spec.Name, "attempt", spec.Attempt)
+	copyOf := !c.took(submission{task: t.id, attempt: spec.Attempt, hops: m.Hops}) && !simbugs.On(simbugs.RayletRunsLateCopies)
+	if c.holds(t.id, spec) || copyOf {
+		c.cfg.Logger.Debug("raylet: dropped a duplicated submission of a task it holds or held", "task", spec.Name, "attempt", spec.Attempt)
 		return
 	}
 	c.holding[t.id] = spec.Attempt

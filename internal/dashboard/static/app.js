@@ -245,8 +245,9 @@ function drawOverview() {
         n.state !== "alive" ? el("div", { class: "muted small", title: fmtTime(n.end_time) },
           (n.end_reason || "no reason recorded") + (n.end_time ? ", " + fmtMs(Date.parse(c.time) - Date.parse(n.end_time)) + " ago" : "")) : null),
       el("td", {}, n.hostname),
-      el("td", { class: "num" }, `${fmtNum(cpuT - cpuA)} / ${fmtNum(cpuT)}`),
-      el("td", { class: "num" }, other || "–"),
+      // What a node uses is known from its load report only.
+      el("td", { class: "num" }, `${n.reporting ? fmtNum(cpuT - cpuA) : "–"} / ${fmtNum(cpuT)}`),
+      el("td", { class: "num" }, (n.reporting && other) || "–"),
       el("td", {}, usageBar(n.store_used_bytes, n.store_capacity_bytes)),
       el("td", { class: "num" }, fmtNum(n.objects)),
       el("td", { class: "num" }, fmtBytes(n.spilled_bytes)),
@@ -319,7 +320,8 @@ async function loadJobs() {
     el("td", { class: "num" + (j.tasks_failed ? " bad" : "") }, fmtNum(j.tasks_failed)),
     el("td", {}, el("a", { href: "#tasks?job=" + (j.driver_job_id || j.job_id) }, "tasks"), " · ",
       el("a", { href: "#timeline?job=" + (j.driver_job_id || j.job_id) }, "timeline"),
-      " · ", el("a", { href: "#actors?job=" + (j.driver_job_id || j.job_id) }, "actors"))));
+      " · ", el("a", { href: "#actors?job=" + (j.driver_job_id || j.job_id) }, "actors"),
+      j.submitted ? [" · ", el("a", { href: "#logs?job=" + j.job_id, class: "job-log" }, "log")] : [])));
   setRows($("jobs-table").tBodies[0], rows, 8, "no jobs yet");
 }
 
@@ -558,6 +560,8 @@ function drawTimeline(v) {
 
 async function loadLogs() {
   const sel = $("log-node");
+  const job = state.params.get("job");
+  if (job) return loadJobLog(job);
   const want = state.params.get("node");
   if (want && [...sel.options].some(o => o.value === want)) sel.value = want;
   if (!sel.value) { $("log-text").textContent = "No live node."; return; }
@@ -566,9 +570,25 @@ async function loadLogs() {
   const pre = $("log-text");
   const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 20;
   pre.dataset.node = sel.value;
+  delete pre.dataset.job;
   pre.dataset.bytes = $("log-bytes").value;
   pre.textContent = v.file ? v.text : "This node has no log file (it was not started by `atoll start` or with node.Config.LogFile).";
   $("log-info").textContent = v.file ? `${v.file} · ${fmtBytes(v.size_bytes)}` + (v.truncated ? " · showing its end" : "") : "";
+  if (atEnd || $("log-follow").checked) pre.scrollTop = pre.scrollHeight;
+}
+
+// A submitted job's log (#logs?job=ID), read from the node that runs
+// its driver.
+async function loadJobLog(job) {
+  const pre = $("log-text");
+  if (!$("log-follow").checked && pre.dataset.job === job && pre.dataset.bytes === $("log-bytes").value) return;
+  const v = await api(`/api/logs/job/${encodeURIComponent(job)}?bytes=${encodeURIComponent($("log-bytes").value)}`);
+  const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 20;
+  pre.dataset.job = job;
+  delete pre.dataset.node;
+  pre.dataset.bytes = $("log-bytes").value;
+  pre.textContent = v.text;
+  $("log-info").textContent = `job ${job.slice(0, 8)} · ${fmtBytes(v.size_bytes)}` + (v.truncated ? " · showing its end" : "") + (v.final ? " · ended" : "");
   if (atEnd || $("log-follow").checked) pre.scrollTop = pre.scrollHeight;
 }
 

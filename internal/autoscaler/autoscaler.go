@@ -70,6 +70,8 @@ const (
 	maxDecisions = 64
 	maxRequests  = 1024 // jobs with a request_resources at once
 	maxBundles   = 1024 // bundles of one request
+	// maxShutdownMs bounds the timeout of a shutdown request (an hour).
+	maxShutdownMs = int64(time.Hour / time.Millisecond)
 	// opTimeout bounds a launch, a drain request and a termination.
 	opTimeout = 3 * time.Minute
 )
@@ -606,7 +608,10 @@ func (s *shell) serve(r *natsRequest) {
 		respond(r.msg, s.a.Status())
 	case "shutdown":
 		req := &atollpb.AutoscalerShutdown{}
-		_ = proto.Unmarshal(r.msg.Data, req)
+		if err := proto.Unmarshal(r.msg.Data, req); err != nil || req.TimeoutMs < 0 || req.TimeoutMs > maxShutdownMs {
+			respond(r.msg, &atollpb.AutoscalerShutdownReply{Error: errs.ToProto(errs.Invalidf("autoscaler: not a shutdown request (timeout 0 to %d ms)", maxShutdownMs))})
+			return
+		}
 		s.shutdownAll(r.msg, time.Duration(req.TimeoutMs)*time.Millisecond)
 	}
 }

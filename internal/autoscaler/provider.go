@@ -2,12 +2,10 @@ package autoscaler
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"sync"
 
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
+	"github.com/atoll-runtime/atoll/internal/registry"
 )
 
 // NodeProvider launches and stops the instances nodes run on (processes
@@ -45,35 +43,24 @@ type ProviderEnv struct {
 // ProviderFactory makes a provider of a type.
 type ProviderFactory func(env ProviderEnv) (NodeProvider, error)
 
-var (
-	providersMu sync.Mutex
-	providers   = map[string]ProviderFactory{}
-)
+// providers are the provider types linked into the program, by name
+// (the one registry's kind "node provider").
+var providers = registry.NewKind[ProviderFactory]("node provider")
 
 // RegisterProvider makes provider type name known (at package init: the
-// local provider's package registers "local", the Kubernetes one
-// "kubernetes", linked only into the programs that import it, the atoll
-// command among them).
-func RegisterProvider(name string, f ProviderFactory) {
-	providersMu.Lock()
-	defer providersMu.Unlock()
-	if _, ok := providers[name]; ok {
-		panic(fmt.Sprintf("autoscaler: provider %q registered twice", name))
-	}
-	providers[name] = f
-}
+// local provider's package registers "local"), linked only into the
+// programs that import it, the atoll command among them. A name
+// registered twice panics.
+func RegisterProvider(name string, f ProviderFactory) { providers.MustAdd(name, f) }
 
 // NewProvider makes the provider the cluster file names.
 func NewProvider(env ProviderEnv) (NodeProvider, error) {
-	providersMu.Lock()
-	f, ok := providers[env.File.Provider.Type]
-	var known []string
-	for k := range providers {
-		known = append(known, k)
-	}
-	providersMu.Unlock()
+	f, ok := providers.Lookup(env.File.Provider.Type)
 	if !ok {
-		slices.Sort(known)
+		var known []string
+		for k := range providers.All {
+			known = append(known, k)
+		}
 		return nil, errs.Invalidf("autoscaler: provider %q is not linked into this program (known: %v); the atoll command has them all: run the head with it",
 			env.File.Provider.Type, known)
 	}

@@ -90,11 +90,11 @@ type Node struct {
 	autoscaler    *autoscaler.Autoscaler
 	autoscalerPID *actor.PID
 	provider      autoscaler.NodeProvider
-	unsubscribe  func()                              // the raylet's actor events
-	metrics      atomic.Pointer[nodemetrics.Metrics] // set once Start registered them (metrics.go)
-	activity     *activity                           // transfers, spills and restores → timeline and spans
-	logSub       *nats.Subscription                  // log requests (logs.go); cluster nodes
-	dashboard    *dashboard.Server                   // a head's, if it serves one (dashboard.go)
+	unsubscribe   func()                              // the raylet's actor events
+	metrics       atomic.Pointer[nodemetrics.Metrics] // set once Start registered them (metrics.go)
+	activity      *activity                           // transfers, spills and restores → timeline and spans
+	logSub        *nats.Subscription                  // log requests (logs.go); cluster nodes
+	dashboard     *dashboard.Server                   // a head's, if it serves one (dashboard.go)
 	// rejoinCancel ends the goroutines of rejoin.go; rejoinWG waits for them.
 	rejoinCancel context.CancelFunc
 	rejoinWG     sync.WaitGroup

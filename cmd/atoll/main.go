@@ -116,7 +116,7 @@ func newRoot() *cobra.Command {
 			fmt.Fprintf(cmd.OutOrStdout(), "atoll %s (%s)\n", version(), runtime.Version())
 		},
 	})
-	root.AddCommand(newStartCmd(), newStopCmd(), newStatusCmd(), newListCmd(), newMemoryCmd(), newTimelineCmd())
+	root.AddCommand(newStartCmd(), newStopCmd(), newUpCmd(), newDownCmd(), newStatusCmd(), newListCmd(), newMemoryCmd(), newTimelineCmd())
 	root.AddCommand(newAMMCmd(), newDrainCmd(), newReaderTokenCmd())
 	root.AddCommand(newJobCmd(), newLogsCmd())
 	root.AddCommand(newMicrobenchmarkCmd())

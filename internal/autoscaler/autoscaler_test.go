@@ -14,6 +14,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/clusterclient"
+	"github.com/atoll-runtime/atoll/internal/localcluster"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 	"github.com/atoll-runtime/atoll/internal/testmain"
@@ -79,8 +80,8 @@ func TestAutoscalerWithLocalProvider(t *testing.T) {
 	ctx := testmain.Init(t, 6*time.Minute, atoll.WithAddress(c.Address()), atoll.WithSecret(c.Secret()), atoll.WithObjectStoreMemory(256<<20))
 	head := c.Node(0).ID
 	t.Cleanup(func() {
-		if b, err := os.ReadFile(c.Node(0).LogFile); err == nil {
-			_ = os.WriteFile("/tmp/head.log", b, 0o600)
+		if t.Failed() { // the head's log says what the autoscaler decided and why
+			t.Logf("the head's log (the end):\n%s", localcluster.Tail(c.Node(0).LogFile, 200))
 		}
 	})
 	status := func() *atollpb.AutoscalerStatus {

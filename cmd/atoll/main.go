@@ -49,6 +49,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	_ "github.com/atoll-runtime/atoll/internal/autoscaler/kubernetes" // the autoscaler's "kubernetes" provider
 	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/node"

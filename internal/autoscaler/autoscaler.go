@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -70,6 +71,10 @@ const (
 	maxDecisions = 64
 	maxRequests  = 1024 // jobs with a request_resources at once
 	maxBundles   = 1024 // bundles of one request
+	// maxBundleResources and maxResourceName bound a bundle's resources
+	// and their names.
+	maxBundleResources = 64
+	maxResourceName    = 256
 	// maxShutdownMs bounds the timeout of a shutdown request (an hour).
 	maxShutdownMs = int64(time.Hour / time.Millisecond)
 	// opTimeout bounds a launch, a drain request and a termination.
@@ -586,8 +591,12 @@ func (s *shell) serve(r *natsRequest) {
 		switch {
 		case err != nil || rr == nil:
 			err = errs.Invalidf("autoscaler: not a request_resources request")
+		case len(rr.Requester) == 0 || len(rr.Requester) > 64:
+			err = errs.Invalidf("autoscaler: request_resources: a requester of %d bytes", len(rr.Requester))
 		case len(rr.Bundles) > maxBundles:
 			err = errs.Invalidf("autoscaler: request_resources of %d bundles, at most %d", len(rr.Bundles), maxBundles)
+		case badBundles(rr.Bundles) != "":
+			err = errs.Invalidf("autoscaler: request_resources: %s", badBundles(rr.Bundles))
 		case len(rr.Bundles) == 0:
 			delete(s.requests, string(rr.Requester))
 		case s.requests[string(rr.Requester)] == nil && len(s.requests) >= maxRequests:
@@ -614,6 +623,23 @@ func (s *shell) serve(r *natsRequest) {
 		}
 		s.shutdownAll(r.msg, time.Duration(req.TimeoutMs)*time.Millisecond)
 	}
+}
+
+// badBundles says what is wrong with a request_resources's bundles ("" if
+// nothing): a bundle of too many resources, an empty or long name, an
+// amount not finite or negative.
+func badBundles(bundles []*atollpb.Bundle) string {
+	for i, b := range bundles {
+		if len(b.GetResources()) > maxBundleResources {
+			return fmt.Sprintf("bundle %d has %d resources, at most %d", i, len(b.GetResources()), maxBundleResources)
+		}
+		for k, v := range b.GetResources() {
+			if k == "" || len(k) > maxResourceName || !(v >= 0) || math.IsInf(v, 0) {
+				return fmt.Sprintf("bundle %d: %.64q=%g", i, k, v)
+			}
+		}
+	}
+	return ""
 }
 
 // shutdownAll stops scaling and terminates every instance (`atoll down`),

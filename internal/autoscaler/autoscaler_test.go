@@ -249,4 +249,22 @@ func TestAutoscalerWithLocalProvider(t *testing.T) {
 	if err := atoll.Cancel(ctx, gpu); err != nil {
 		t.Fatal(err)
 	}
+
+	// 5. request_resources: room for two "worker" bundles at once, where
+	// the PACK group's node has room for one, adds a node, which stays
+	// while requested and goes once the request is withdrawn.
+	one := atoll.Resources{CPU: 1, Custom: map[string]float64{"worker": 1}}
+	if err := atoll.RequestResources(ctx, one, one); err != nil {
+		t.Fatal(err)
+	}
+	testutil.EventuallyWithin(t, 3*time.Minute, "a node added for request_resources", func() bool { return len(workersAlive()) == 2 })
+	if st := status(); !slices.ContainsFunc(st.Decisions, func(d *atollpb.AutoscalerDecision) bool {
+		return d.Action == "launch" && strings.Contains(d.Reason, "request_resources")
+	}) {
+		t.Errorf("no launch for request_resources among the decisions: %v", st.Decisions)
+	}
+	if err := atoll.RequestResources(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testutil.EventuallyWithin(t, 3*time.Minute, "the requested node removed once withdrawn", func() bool { return len(workersAlive()) == 1 })
 }

@@ -398,19 +398,19 @@ func (g *Gateway) serveStats(m *nats.Msg) {
 	_ = m.Respond(b)
 }
 
-// Stop marks the node dead in the GCS as one that left, with reason
-// (drained, when the head told a drained node to leave and reason is
-// ""; else reason, or "stopped"), leaves the gossip gracefully and stops
-// serving. The GCS hears first, so that the reason stands (the head
-// marks a node whose leave it hears "left the cluster", and the first
-// mark wins). Safe to call more than once.
 // markDeadTimeout bounds how long a leaving node waits for the GCS to
 // record why it leaves.
 const markDeadTimeout = 10 * time.Second
 
+// Stop marks the node dead in the GCS as one that left, with reason
+// (drained, when the head told a drained node to leave and reason is
+// ""; else reason, or "stopped"), leaves the gossip gracefully and stops
+// serving. The GCS hears first, before the last load report (marked
+// leaving) and the gossip leave, so that the reason stands (the head
+// marks a node whose leave it hears "left the cluster", and the first
+// mark wins). Safe to call more than once.
 func (g *Gateway) Stop(reason string) {
 	g.once.Do(func() {
-		close(g.stopRep)
 		if reason == "" {
 			reason = "stopped"
 			select {
@@ -429,6 +429,10 @@ func (g *Gateway) Stop(reason string) {
 			}
 			cancel()
 		}
+		// Only now the last load report, marked leaving: the head marks a
+		// node it hears leave "left the cluster", and would otherwise race
+		// the reason above.
+		close(g.stopRep)
 		if g.member != nil {
 			_ = g.member.Leave(2 * time.Second)
 		}

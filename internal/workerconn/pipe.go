@@ -99,7 +99,7 @@ func (e *pipeEnd) close() error {
 	return nil
 }
 
-func (e *pipeEnd) readFrames(deliver func(*atollpb.Frame)) error {
+func (e *pipeEnd) readFrames(deliver func(*atollpb.Frame), burstEnd func()) error {
 	q := e.in
 	var taken [][]byte
 	for {
@@ -123,6 +123,9 @@ func (e *pipeEnd) readFrames(deliver func(*atollpb.Frame)) error {
 			if err := parseChunk(chunk, deliver); err != nil {
 				return err
 			}
+		}
+		if burstEnd != nil {
+			burstEnd()
 		}
 		q.mu.Lock()
 		for i, chunk := range taken {

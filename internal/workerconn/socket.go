@@ -32,15 +32,48 @@ func (socket) spare() []byte { return nil }
 
 func (s socket) close() error { return s.c.Close() }
 
-func (s socket) readFrames(deliver func(*atollpb.Frame)) error {
+func (s socket) readFrames(deliver func(*atollpb.Frame), burstEnd func()) error {
 	r := bufio.NewReaderSize(s.c, 64<<10)
 	for {
-		f, err := readFrame(r)
+		f, err := readBuffered(r)
 		if err != nil {
 			return err
 		}
 		deliver(f)
+		if burstEnd != nil && r.Buffered() == 0 {
+			burstEnd()
+		}
 	}
+}
+
+// readBuffered reads one frame from r, straight from r's buffer when the
+// frame fits in it (no copy of its bytes but the one proto.Unmarshal
+// makes of what it keeps), else as readFrame does.
+func readBuffered(r *bufio.Reader) (*atollpb.Frame, error) {
+	hdr, err := r.Peek(4)
+	if err != nil {
+		if len(hdr) > 0 && err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	n := int(binary.BigEndian.Uint32(hdr))
+	if n+4 > r.Size() {
+		return readFrame(r)
+	}
+	b, err := r.Peek(4 + n)
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF // the header came, the frame did not
+		}
+		return nil, err
+	}
+	f := &atollpb.Frame{}
+	if err := proto.Unmarshal(b[4:], f); err != nil {
+		return nil, fmt.Errorf("%w: %d bytes are not a frame: %v", ErrBadFrame, n, err)
+	}
+	_, _ = r.Discard(4 + n)
+	return f, nil
 }
 
 // readFrame reads one frame: a 4-byte big-endian length, then that many

@@ -120,8 +120,8 @@ func (c *Core) PeerView(now time.Time, nodes []NodeView) {
 		c.waiting = nil
 		c.replacing = true // warned about them already
 		for _, w := range waiting {
-			if c.placeLocally(w.t, w.forwarded, w.hops) {
-				c.enqueue(w.t)
+			if c.placeLocally(w.t, w.forwarded, w.hops) && c.enqueue(w.t) {
+				c.schedule()
 			}
 		}
 		c.replacing = false
@@ -204,7 +204,7 @@ func (c *Core) spillBack() {
 
 // movable reports whether a queued task may spill back to another node.
 func movable(t *task) bool {
-	return !t.isActor && t.hops+1 < maxHops && t.spec.GetScheduling().GetKind() == atollpb.SchedulingStrategy_DEFAULT
+	return !t.isActor && t.holder == nil && t.hops+1 < maxHops && t.spec.GetScheduling().GetKind() == atollpb.SchedulingStrategy_DEFAULT
 }
 
 // cancelWaiting cancels a task waiting for a node.

@@ -174,7 +174,7 @@ func (h *actorHost) start(ctx actor.Context) {
 		}
 	}
 	spec := h.spec
-	p, err := launch(system, self, gen, h.cfg, &h.proxy, h.worker.ID, h.worker.NodeID, onResult, func() *atollpb.TaskSpec { return spec })
+	p, err := launch(system, self, gen, h.cfg, &h.proxy, h.worker.ID, h.worker.NodeID, onResult, nil, func() *atollpb.TaskSpec { return spec })
 	proc.Store(p)
 	if err != nil {
 		h.started(ctx, err)

@@ -68,7 +68,7 @@ func (w *taskWorker) Receive(ctx actor.Context) {
 				t.Report(system, rayletPID, res)
 			}
 		}
-		p, err := launch(system, ctx.Self(), 1, w.cfg, &w.proxy, w.id, w.node, onResult, sl.Current)
+		p, err := launch(system, ctx.Self(), 1, w.cfg, &w.proxy, w.id, w.node, onResult, sl.BurstEnd, sl.Current)
 		if err != nil {
 			ctx.Send(w.raylet, &raylet.WorkerExited{ID: w.id, Reason: err.Error()})
 			ctx.Stop(ctx.Self())

@@ -148,7 +148,7 @@ func (d *Driver) start(ctx context.Context) error {
 	// The job's tasks export their spans, on every node, where this
 	// driver does (telemetry.Inject carries the destination).
 	telemetry.SetLocalExport(telemetry.ExportFromEnv(rt.jobID.Bytes()))
-	rt.tracer = telemetry.Tracer(tp)
+	rt.tracer, rt.traceAll = telemetry.Tracer(tp), telemetry.Records(tp)
 
 	nc := cfg.Node
 	nc.TracerProvider = tp

@@ -333,15 +333,24 @@ func (s *Server) runCall(p pushed) {
 	s.finish(p, res)
 }
 
-// finish forgets a task's cancel and sends its result.
+// finish forgets a task's cancel and sends its result: at once when
+// nothing else is queued (the caller may wait for it), else queued for
+// the connection's flusher, so that the results of pipelined tasks
+// leave a few to a write while the next ones run.
 func (s *Server) finish(p pushed, res *atollpb.TaskResult) {
+	s.mu.Lock()
 	if id, err := ids.FromBytes(p.spec.GetTaskId()); err == nil {
-		s.mu.Lock()
 		delete(s.running, id)
-		s.mu.Unlock()
 	}
+	more := len(s.queue) > 0
+	s.mu.Unlock()
 	p.cancel(nil)
-	_ = s.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: res}})
+	f := &atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: res}}
+	if more {
+		_ = s.conn.Queue(f)
+		return
+	}
+	_ = s.conn.Send(f)
 }
 
 // failed is the result of a task that fails before it runs.

@@ -140,7 +140,7 @@ func (s *Slot) leaseHolder() *Submitter {
 // Conn.Encode does, or they are sent when the process registers. It
 // returns false if the lease is not the slot's any more (its worker died):
 // the caller reports the attempts, which the slot did not take.
-func (s *Slot) pushDirect(lease uint64, ts []*Assignment, enc *pushEncoder, wait bool) bool {
+func (s *Slot) pushDirect(lease uint64, ts []*Assignment, enc *PushEncoder, wait bool) bool {
 	s.mu.Lock()
 	if s.lease != lease || lease == 0 {
 		s.mu.Unlock()
@@ -152,17 +152,17 @@ func (s *Slot) pushDirect(lease uint64, ts []*Assignment, enc *pushEncoder, wait
 	if conn == nil {
 		return true // Registered sends them
 	}
-	enc.specs = enc.specs[:0]
+	enc.Specs = enc.Specs[:0]
 	for _, t := range ts {
 		if killAt && s.killedAt(BeforeExecute, t.spec) {
 			break // the process's death reports the attempts
 		}
-		enc.specs = append(enc.specs, t.spec)
+		enc.Specs = append(enc.Specs, t.spec)
 	}
-	if len(enc.specs) > 0 {
+	if len(enc.Specs) > 0 {
 		_ = conn.Encode(enc, wait)
 	}
-	clear(enc.specs)
+	clear(enc.Specs)
 	return true
 }
 

@@ -2,22 +2,17 @@ package raylet
 
 import (
 	"context"
-	"encoding/binary"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
-	"github.com/atoll-runtime/atoll/internal/workerconn"
 )
 
 // Submitter submits one owner's leasable tasks straight to workers the
@@ -52,8 +47,9 @@ type Submitter struct {
 	draining bool
 	// slots are the slots of the leases the core holds.
 	slots map[uint64]*Slot
-	// enc encodes push frames (the drainer's).
-	enc pushEncoder
+	// enc encodes push frames (the drainer's); lastKey is keyOf's.
+	enc     PushEncoder
+	lastKey keyCache
 
 	useMu sync.Mutex
 	use   leaseUse
@@ -92,10 +88,35 @@ func (s *Submitter) Submit(spec *atollpb.TaskSpec) bool {
 	if err != nil {
 		return false
 	}
-	t := &DirectTask{Spec: spec, ID: id, Key: LeaseKey(spec)}
+	t := &DirectTask{Spec: spec, ID: id}
 	t.Attach = &Assignment{spec: spec, task: id, direct: s, dtask: t}
-	s.step(true, func(c *SubmitCore) { c.Submit(time.Now(), t) })
+	s.step(true, func(c *SubmitCore) {
+		t.Key = s.keyOf(spec)
+		c.Submit(time.Now(), t)
+	})
 	return true
+}
+
+// keyOf is LeaseKey(spec), remembered for the last class of one resource
+// (a task's demand is a fresh map each time: most tasks of a program
+// share one); mu is held.
+func (s *Submitter) keyOf(spec *atollpb.TaskSpec) string {
+	if len(spec.Resources) != 1 {
+		return LeaseKey(spec)
+	}
+	for k, v := range spec.Resources {
+		if c := &s.lastKey; c.key != "" && c.resource == k && c.amount == v && c.binary == spec.WorkerBinary {
+			return c.key
+		}
+		s.lastKey = keyCache{resource: k, amount: v, binary: spec.WorkerBinary, key: LeaseKey(spec)}
+	}
+	return s.lastKey.key
+}
+
+// keyCache is the last single-resource class's key.
+type keyCache struct {
+	resource, binary, key string
+	amount                float64
 }
 
 // Cancel cancels the task with id if the submitter holds it and reports
@@ -411,37 +432,3 @@ type (
 		lease  uint64
 	}
 )
-
-// pushEncoder encodes push_task frames for specs straight into a
-// connection's buffer (workerconn.Encoder): no Frame or PushTask value,
-// no allocation.
-type pushEncoder struct{ specs []*atollpb.TaskSpec }
-
-// Field numbers of Frame.push_task and PushTask.spec.
-const (
-	framePushTask = 11
-	pushTaskSpec  = 1
-)
-
-func (e *pushEncoder) AppendFrames(buf []byte) ([]byte, error) {
-	for _, spec := range e.specs {
-		n := proto.Size(spec)
-		inner := protowire.SizeTag(pushTaskSpec) + protowire.SizeBytes(n)
-		size := protowire.SizeTag(framePushTask) + protowire.SizeBytes(inner)
-		if size > workerconn.MaxFrame {
-			return buf, fmt.Errorf("%w: a push of %d bytes exceeds %d", workerconn.ErrBadFrame, size, workerconn.MaxFrame)
-		}
-		start := len(buf)
-		buf = binary.BigEndian.AppendUint32(buf, uint32(size))
-		buf = protowire.AppendTag(buf, framePushTask, protowire.BytesType)
-		buf = protowire.AppendVarint(buf, uint64(inner))
-		buf = protowire.AppendTag(buf, pushTaskSpec, protowire.BytesType)
-		buf = protowire.AppendVarint(buf, uint64(n))
-		out, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(buf, spec)
-		if err != nil {
-			return buf[:start], err
-		}
-		buf = out
-	}
-	return buf, nil
-}

@@ -87,6 +87,14 @@ type Conn struct {
 	c        wire
 	handler  Handler
 	burstEnd func()
+	// src is the stream's frames; rstate is the reader's generation
+	// (high bits) and phase (low bit: dispatching a frame), so that a
+	// reader whose handler runs long can be replaced (Handoff).
+	src    frameSource
+	rstate atomic.Uint64
+	// yield is the reader state of a handler that runs user code on the
+	// reader and may be replaced (Yielding), zero otherwise.
+	yield atomic.Uint64
 
 	// Writes are group-committed: a writer appends its frame to wbuf
 	// and, unless another writer is flushing already, flushes wbuf
@@ -128,7 +136,8 @@ func Open(e Endpoint, h Handler, opts ...Option) *Conn {
 	for _, o := range opts {
 		o(conn)
 	}
-	go conn.read()
+	conn.src = conn.c.reader()
+	go conn.read(0)
 	return conn
 }
 
@@ -155,12 +164,26 @@ type wire interface {
 	// spare returns a buffer the peer is done with, if any, for the
 	// next burst.
 	spare() []byte
-	// readFrames calls deliver with each frame that arrives, in order,
-	// until the stream ends (io.EOF at a frame boundary) or fails, and
-	// burstEnd (if not nil) after the last frame of each burst read.
-	readFrames(deliver func(*atollpb.Frame), burstEnd func()) error
+	// tryWrite writes what of buf it can without waiting for the peer
+	// (n bytes, or all of buf when kept: the transport took it) and
+	// returns errWouldBlock if the peer is not reading.
+	tryWrite(buf []byte) (n int, kept bool, err error)
+	// reader returns the stream's frames, one reader per wire.
+	reader() frameSource
 	close() error
 }
+
+// frameSource reads a stream's frames. next returns the next frame,
+// waiting for it, until the stream ends (io.EOF at a frame boundary) or
+// fails; more reports whether another frame can be read without waiting
+// (a burst is not over).
+type frameSource interface {
+	next() (*atollpb.Frame, error)
+	more() bool
+}
+
+// errWouldBlock: a write would wait for the peer.
+var errWouldBlock = errors.New("workerconn: the write would wait")
 
 // Send writes a one-way frame.
 func (c *Conn) Send(f *atollpb.Frame) error {
@@ -190,6 +213,113 @@ func (c *Conn) Queue(fs ...*atollpb.Frame) error {
 		f.Id = 0
 	}
 	return c.write(false, fs...)
+}
+
+// Defer appends one-way frames to the buffer without writing them: the
+// caller sees them written later (TryFlush, Flush, or the next write of
+// any kind). A connection's reader defers what a burst of frames makes
+// and flushes at the burst's end (WithBurstEnd).
+func (c *Conn) Defer(fs ...*atollpb.Frame) error {
+	for _, f := range fs {
+		f.Id = 0
+	}
+	var small [8]int
+	sizes := small[:0]
+	if len(fs) > len(small) {
+		sizes = make([]int, 0, len(fs))
+	}
+	for _, f := range fs {
+		n := proto.Size(f)
+		if n > MaxFrame {
+			return fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrBadFrame, n, MaxFrame)
+		}
+		sizes = append(sizes, n)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return c.werr
+	}
+	start := len(c.wbuf)
+	for i, f := range fs {
+		c.wbuf = binary.BigEndian.AppendUint32(c.wbuf, uint32(sizes[i]))
+		b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(c.wbuf, f)
+		if err != nil {
+			c.wbuf = c.wbuf[:start]
+			return fmt.Errorf("workerconn: marshal: %w", err)
+		}
+		c.wbuf = b
+	}
+	c.frames.Add(uint64(len(fs)))
+	return nil
+}
+
+// TryFlush writes what the buffer holds without waiting for the peer: as
+// much as the transport takes at once, the rest by the flusher goroutine.
+// Nothing to do if a writer is flushing already (it writes it).
+func (c *Conn) TryFlush() {
+	c.wmu.Lock()
+	if c.flushing || len(c.wbuf) == 0 || c.werr != nil {
+		c.wmu.Unlock()
+		return
+	}
+	c.flushing = true
+	buf := c.wbuf
+	c.wbuf = c.spare[:0]
+	c.spare = nil
+	c.wmu.Unlock()
+	n, kept, err := c.c.tryWrite(buf)
+	if n > 0 {
+		c.writes.Add(1)
+	}
+	var spare []byte
+	if kept {
+		spare = c.c.spare()
+	}
+	c.wmu.Lock()
+	if err != nil && err != errWouldBlock && c.werr == nil {
+		c.werr = err
+	}
+	rest := buf[n:]
+	switch {
+	case len(rest) > 0:
+		// Before what was appended meanwhile, in order.
+		c.wbuf = append(rest, c.wbuf...)
+	case !kept && cap(buf) <= keepBuffer && c.spare == nil:
+		c.spare = buf[:0]
+	case kept && c.spare == nil:
+		c.spare = spare
+	}
+	if c.werr != nil || len(c.wbuf) == 0 {
+		c.flushing = false
+		c.wcond.Broadcast()
+		err := c.werr
+		c.wmu.Unlock()
+		if err != nil {
+			c.fail(err)
+		}
+		return
+	}
+	c.wmu.Unlock()
+	c.kickFlusher() // flushing stays set: the flusher writes the rest
+}
+
+// Flush writes what the buffer holds, waiting for the peer as Send does;
+// nothing to do if a writer is flushing already (it writes it).
+func (c *Conn) Flush() error {
+	c.wmu.Lock()
+	if c.flushing || len(c.wbuf) == 0 || c.werr != nil {
+		err := c.werr
+		c.wmu.Unlock()
+		return err
+	}
+	c.flushing = true
+	err := c.flushLocked()
+	c.wmu.Unlock()
+	if err != nil {
+		return c.fail(err)
+	}
+	return nil
 }
 
 // Encoder appends whole frames, each a 4-byte big-endian length and the
@@ -286,6 +416,9 @@ func (c *Conn) CallLate(ctx context.Context, f *atollpb.Frame, late Late) (*atol
 		c.forget(id)
 		return nil, err
 	}
+	// The reply comes through the reader: if this goroutine is the reader
+	// (a handler running a task inline), another must read.
+	c.Handoff()
 	select {
 	case r := <-pc.ch:
 		return r, nil
@@ -477,10 +610,60 @@ type Stats struct{ Frames, Writes uint64 }
 // Stats reports the frames written so far and the write syscalls.
 func (c *Conn) Stats() Stats { return Stats{Frames: c.frames.Load(), Writes: c.writes.Load()} }
 
-func (c *Conn) read() {
-	if err := c.c.readFrames(c.dispatch, c.burstEnd); err != nil {
-		c.fail(err)
+// read reads frames and dispatches them while it is the reader of
+// generation gen: a Handoff while it dispatches makes another goroutine
+// the reader, and this one returns once its frame is handled (writing
+// what the frame queued with Defer: no burst end will).
+func (c *Conn) read(gen uint64) {
+	for {
+		f, err := c.src.next()
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		c.rstate.Store(gen<<1 | dispatching)
+		c.dispatch(f)
+		if !c.rstate.CompareAndSwap(gen<<1|dispatching, gen<<1) {
+			_ = c.Flush()
+			return
+		}
+		if c.burstEnd != nil && !c.src.more() {
+			c.burstEnd()
+		}
 	}
+}
+
+// dispatching is the reader's phase bit while it dispatches a frame.
+const dispatching = 1
+
+// Yielding is called by a handler, on the reader goroutine, around work
+// that may run long or wait for frames only the reader can read (user
+// code run inline): until done is called, Handoff may make another
+// goroutine the reader, and a Call made meanwhile does (its reply comes
+// through the reader). Outside such work frames are handled in order,
+// one at a time, and no Handoff happens.
+func (c *Conn) Yielding() (done func()) {
+	st := c.rstate.Load()
+	c.yield.Store(st)
+	return func() { c.yield.CompareAndSwap(st, 0) }
+}
+
+// Handoff makes another goroutine the connection's reader if the reader
+// is in yielding work (Yielding), and reports whether it did; the reader
+// that yielded returns once its handler does. It is safe from any
+// goroutine, at any time.
+func (c *Conn) Handoff() bool {
+	st := c.yield.Load()
+	if st&dispatching == 0 {
+		return false
+	}
+	gen := st>>1 + 1
+	if !c.rstate.CompareAndSwap(st, gen<<1) {
+		return false
+	}
+	c.yield.CompareAndSwap(st, 0)
+	go c.read(gen)
+	return true
 }
 
 // dispatch hands a frame that arrived to the call it answers, or to the

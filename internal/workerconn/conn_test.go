@@ -350,3 +350,85 @@ func TestEncode(t *testing.T) {
 		}
 	})
 }
+
+// A handler that runs long on the reader in yielding work (a task run
+// inline) and waits for a reply only the reader can read gets it: its
+// Call hands the reading to another goroutine, which goes on with the
+// frames after it; the first returns once its handler does.
+func TestHandoffLetsAYieldingHandlerWaitForFrames(t *testing.T) {
+	overTransports(t, func(t *testing.T, pair pairFunc) {
+		got := make(chan string, 8)
+		var b *Conn
+		handlerB := func(c *Conn) Handler {
+			b = c
+			return func(f *atollpb.Frame) {
+				reason := f.GetExit().GetReason()
+				if reason == "call" {
+					done := c.Yielding()
+					defer done()
+					r, err := c.Call(context.Background(), &atollpb.Frame{Body: &atollpb.Frame_Exit{Exit: &atollpb.WorkerExit{Reason: "ping"}}})
+					if err != nil {
+						t.Errorf("call: %v", err)
+						return
+					}
+					got <- "reply " + r.GetStatus().GetMessage()
+					return
+				}
+				got <- reason
+			}
+		}
+		echo := func(c *Conn) Handler {
+			return func(f *atollpb.Frame) {
+				if f.Id != 0 {
+					_ = c.Reply(f.Id, &atollpb.Frame{Body: &atollpb.Frame_Status{Status: &atollpb.ErrorInfo{Message: "pong"}}})
+				}
+			}
+		}
+		a, _ := pair(t, echo, handlerB)
+		for _, s := range []string{"call", "after"} {
+			if err := a.Send(&atollpb.Frame{Body: &atollpb.Frame_Exit{Exit: &atollpb.WorkerExit{Reason: s}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		seen := map[string]bool{}
+		for range 2 {
+			seen[<-got] = true
+		}
+		if !seen["reply pong"] || !seen["after"] {
+			t.Fatalf("got %v", seen)
+		}
+		// Outside yielding work nothing hands off.
+		if b.Handoff() {
+			t.Fatal("a Handoff outside yielding work")
+		}
+	})
+}
+
+// Deferred frames go out with TryFlush, in order with those sent.
+func TestDeferAndTryFlush(t *testing.T) {
+	overTransports(t, func(t *testing.T, pair pairFunc) {
+		got := make(chan string, 8)
+		recv := func(*Conn) Handler { return func(f *atollpb.Frame) { got <- f.GetExit().GetReason() } }
+		a, _ := pair(t, func(*Conn) Handler { return func(*atollpb.Frame) {} }, recv)
+		frame := func(s string) *atollpb.Frame {
+			return &atollpb.Frame{Body: &atollpb.Frame_Exit{Exit: &atollpb.WorkerExit{Reason: s}}}
+		}
+		if err := a.Defer(frame("1"), frame("2")); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case s := <-got:
+			t.Fatalf("a deferred frame %q went out before a flush", s)
+		case <-time.After(20 * time.Millisecond):
+		}
+		a.TryFlush()
+		if err := a.Send(frame("3")); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []string{"1", "2", "3"} {
+			if s := <-got; s != w {
+				t.Fatalf("got %q, want %q", s, w)
+			}
+		}
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"syscall"
 
 	"google.golang.org/protobuf/proto"
 
@@ -32,18 +33,52 @@ func (socket) spare() []byte { return nil }
 
 func (s socket) close() error { return s.c.Close() }
 
-func (s socket) readFrames(deliver func(*atollpb.Frame), burstEnd func()) error {
-	r := bufio.NewReaderSize(s.c, 64<<10)
-	for {
-		f, err := readBuffered(r)
-		if err != nil {
-			return err
-		}
-		deliver(f)
-		if burstEnd != nil && r.Buffered() == 0 {
-			burstEnd()
-		}
+func (s socket) reader() frameSource { return &socketReader{bufio.NewReaderSize(s.c, 64<<10)} }
+
+// socketReader reads frames from a socket through a 64 KiB buffer.
+type socketReader struct{ r *bufio.Reader }
+
+func (r *socketReader) next() (*atollpb.Frame, error) { return readBuffered(r.r) }
+func (r *socketReader) more() bool                    { return r.r.Buffered() > 0 }
+
+// tryWrite writes with one write(2) on the socket's descriptor, which
+// does not wait: what the kernel takes now (a socket without a
+// descriptor, net.Pipe in tests, takes nothing this way).
+func (s socket) tryWrite(buf []byte) (int, bool, error) {
+	sc, ok := s.c.(syscall.Conn)
+	if !ok {
+		return 0, false, errWouldBlock
 	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return 0, false, errWouldBlock
+	}
+	var n int
+	var werr error
+	err = rc.Write(func(fd uintptr) bool {
+		for n < len(buf) {
+			m, e := syscall.Write(int(fd), buf[n:])
+			if m > 0 {
+				n += m
+			}
+			if e == syscall.EINTR {
+				continue
+			}
+			if e == syscall.EAGAIN {
+				werr = errWouldBlock
+				return true
+			}
+			if e != nil {
+				werr = e
+				return true
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return n, false, err
+	}
+	return n, false, werr
 }
 
 // readBuffered reads one frame from r, straight from r's buffer when the

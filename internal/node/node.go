@@ -59,6 +59,7 @@ type Node struct {
 	sessionLock    *lockfile.Lock // held while the node runs (see session.go)
 	gcsLock        *lockfile.Lock // a head's GCS directory (gcsdir.go)
 	dead           chan struct{}  // closed when the cluster declared it dead (dead.go)
+	workers        workerproto.Workers
 	deadOnce       sync.Once
 	deadWhy        atomic.Pointer[string] // failStop's reason (dead.go)
 	nats           *natsembed.Server      // embedded default and head without NATSURL
@@ -265,6 +266,7 @@ func (n *Node) start(ctx context.Context) error {
 		}
 	}
 	reporterPID := n.reporterPID
+	n.workers = workerproto.New()
 	rayletProps, err := raylet.NewProps(raylet.Config{
 		NodeID:         n.id,
 		Resources:      res,
@@ -279,7 +281,7 @@ func (n *Node) start(ctx context.Context) error {
 		OnTaskEvent:    n.taskFinished,
 		ReportActor:    func(info *atollpb.ActorInfo) { root.Send(reporterPID, info) },
 		Process:        n.withKillPoints(n.processConfig(), tp),
-		Workers:        workerproto.New(),
+		Workers:        n.workers,
 		Deliver:        n.hooks.Deliver,
 		DeliverBorrows: n.hooks.DeliverBorrows,
 		Middleware:     n.faultMiddleware(),

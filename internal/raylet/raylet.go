@@ -203,6 +203,10 @@ func (r *raylet) Receive(ctx actor.Context) {
 		ctx.Respond(r.timeline.snapshot())
 	case *AddTimelineEvent:
 		r.timeline.add(m.Event)
+	case *AddTimelineEvents:
+		for _, e := range m.Events {
+			r.timeline.add(e)
+		}
 	}
 	r.perform(ctx)
 }

@@ -15,7 +15,7 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 FUZZTIME ?= 10s
 FUZZFLAGS ?=
 
-.PHONY: help run test soak lint fuzz bench proto tidy
+.PHONY: help run test soak lint fuzz bench sim sim-bugs proto tidy
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
@@ -45,6 +45,20 @@ lint: ## gofmt, go vet and staticcheck
 
 fuzz: ## run every fuzz target for FUZZTIME (10s)
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZFLAGS='$(FUZZFLAGS)' scripts/fuzz.sh
+
+# The deterministic simulator (package sim): SIM_SEEDS seeds of the mixed
+# workload on a simulated 5-node cluster under seeded faults, in parallel;
+# a failing seed prints the command that replays it.
+SIM_SEEDS ?= 100
+SIM_FLAGS ?=
+sim: ## run SIM_SEEDS (100) seeds of the simulator's mixed workload
+	$(GO) run ./cmd/atoll sim -workload mixed -seeds $(SIM_SEEDS) $(SIM_FLAGS)
+
+# Bugs put into the cores on purpose (build tag simbugs, internal/simbugs):
+# the simulator must find each within 100 seeds and shrink it to at most
+# five faults; each prints the command that replays it.
+sim-bugs: ## find and shrink the simulator's seeded bugs
+	$(GO) test -tags simbugs -count=1 -run TestSeededBugs -v ./sim
 
 bench: ## run the Go benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -124,11 +124,18 @@ func newActor[T any](ctx context.Context, e *registry.ActorType, args []runtime.
 	if err := checkLifetime(cc); err != nil {
 		return ActorHandle[T]{}, err
 	}
+	var demand map[string]float64
+	if cc.resources != nil {
+		demand = cc.resources.toMap()
+	}
+	if err := cc.checkGroup(demand); err != nil {
+		return ActorHandle[T]{}, err
+	}
 	s := rt.Settings()
-	id := ids.NewActorID()
+	id := rt.NewActorID()
 	info := &atollpb.ActorInfo{ActorId: id.Bytes(), Name: cc.actorName, Namespace: s.Namespace, ActorType: e.Name,
 		State: atollpb.ActorState_ACTOR_PENDING_CREATION, MaxRestarts: int32(cc.maxRestarts), NodeId: rt.NodeID().Bytes(),
-		OwnerId: rt.WorkerID().Bytes(), JobId: rt.JobID().Bytes()}
+		OwnerId: rt.WorkerID().Bytes(), JobId: rt.JobID().Bytes(), OwnerNodeId: rt.NodeID().Bytes()}
 	if existing, found, err := registerActor[T](ctx, rt, info, cc.getIfExists); err != nil || found {
 		return existing, err
 	}

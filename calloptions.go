@@ -107,6 +107,10 @@ type callConfig struct {
 	maxRestarts     int
 	maxTaskRetries  int
 	scheduling      *atollpb.SchedulingStrategy
+	// InPlacementGroup: the group and bundle, or why the option is bad.
+	pgroup    *PlacementGroup
+	pbundle   int
+	pgroupErr error
 	// Actor concurrency and backpressure (concurrency.go).
 	maxConcurrency    int
 	concurrencyGroups []*atollpb.ConcurrencyGroup

@@ -95,6 +95,9 @@ func call(ctx context.Context, name string, numReturns int, bound, opts []TaskOp
 	} else {
 		spec.Resources = map[string]float64{"CPU": 1}
 	}
+	if err := cc.checkGroup(spec.Resources); err != nil {
+		return runtime.FailedRefs(numReturns, err)
+	}
 	return rt.Submit(ctx, spec, args, cc.release, nil)
 }
 

@@ -129,6 +129,9 @@ func callGenerator[R any](ctx context.Context, name string, bound, opts []TaskOp
 	} else {
 		spec.Resources = map[string]float64{"CPU": 1}
 	}
+	if err := cc.checkGroup(spec.Resources); err != nil {
+		return &ObjectRefGenerator[R]{s: runtime.FailedStream(err)}
+	}
 	return &ObjectRefGenerator[R]{s: rt.SubmitGenerator(ctx, spec, args, cc.release)}
 }
 

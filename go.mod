@@ -3,6 +3,7 @@ module github.com/atoll-runtime/atoll
 go 1.26.8
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/apache/arrow-go/v18 v18.8.0
 	github.com/asynkron/protoactor-go v0.0.0-20260118094027-288962e52f3f
 	github.com/cenkalti/backoff/v5 v5.0.3

@@ -10,6 +10,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/runtime"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
+	"github.com/atoll-runtime/atoll/sim"
 )
 
 // Init starts atoll. With no address (WithAddress, else $ATOLL_ADDRESS) it
@@ -32,6 +33,9 @@ func Init(ctx context.Context, opts ...Option) error {
 	cfg := config{workerMode: ProcessWorkers}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.simulation != nil {
+		return sim.StartProgram(*cfg.simulation)
 	}
 	runtime.Serve(cfg.settings()) // never returns in a worker or node process
 	return runtime.StartDriver(ctx, func() (runtime.DriverConfig, error) {

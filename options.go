@@ -12,6 +12,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/actors"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
+	"github.com/atoll-runtime/atoll/sim"
 )
 
 // Resources is a task's or actor's resource demand, or a node's capacity.
@@ -68,6 +69,9 @@ type config struct {
 	faultPlan       *faultplan.Plan
 	faultPoints     *faultplan.Points
 	noSignalHandler bool
+	// simulation, if set, runs the program on a simulated cluster
+	// (WithSimulation).
+	simulation *sim.Config
 }
 
 // WorkerMode says where tasks and actors run.
@@ -240,6 +244,18 @@ func WithFaultInjector(fi *FaultInjector) Option { return func(c *config) { c.fa
 // plan's rules for their role when started with faultplan.EnvPlan naming
 // the plan's file. FaultLog reports what was injected.
 func WithFaultPlan(p *faultplan.Plan) Option { return func(c *config) { c.faultPlan = p } }
+
+// WithSimulation runs the program on a simulated cluster (package sim)
+// instead of a real one: nodes, stores, workers and the network are
+// simulated in this process, one goroutine at a time, on a simulated
+// clock, every choice drawn from cfg.Seed, with cfg's faults; the tasks
+// and actors run your registered functions. The goroutine that calls Init
+// is the driver's; Shutdown ends the run, prints its verdict (the
+// checkers of package sim) and returns its failure, if one. Limits: SDK
+// calls from other goroutines, real time (sim.Sleep is simulated) and
+// real I/O in tasks are not simulated; streaming generators are refused.
+// The other options are ignored.
+func WithSimulation(cfg sim.Config) Option { return func(c *config) { c.simulation = &cfg } }
 
 // WithLogger sets the runtime's logger (default slog.Default()). Records
 // logged with a task's context carry trace_id, span_id and task_id.

@@ -67,7 +67,7 @@ func (x AMMControl_Op) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use AMMControl_Op.Descriptor instead.
 func (AMMControl_Op) EnumDescriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{23, 0}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{24, 0}
 }
 
 // NodeLoad is a node's periodic resource and load report, published on
@@ -95,7 +95,20 @@ type NodeLoad struct {
 	Store *StoreStats `protobuf:"bytes,17,opt,name=store,proto3" json:"store,omitempty"`
 	// The node is being drained (atoll drain): it takes no new work, and
 	// peers leave it out of their placement view.
-	Draining      bool `protobuf:"varint,18,opt,name=draining,proto3" json:"draining,omitempty"`
+	Draining bool `protobuf:"varint,18,opt,name=draining,proto3" json:"draining,omitempty"`
+	// free_seq is the number of the last of the node's numbered notices
+	// (FreeObjects): a node that has not applied it asks for the ones it
+	// missed (FreeRepair).
+	FreeSeq uint64 `protobuf:"varint,19,opt,name=free_seq,json=freeSeq,proto3" json:"free_seq,omitempty"`
+	// The placement-group bundles the node holds (prepared or committed).
+	Bundles []*BundleHeld `protobuf:"bytes,20,rep,name=bundles,proto3" json:"bundles,omitempty"`
+	// Work the node cannot start yet, by shape (queued here, or waiting for
+	// a node able to run it): what the autoscaler scales for.
+	Demands []*ResourceDemand `protobuf:"bytes,21,rep,name=demands,proto3" json:"demands,omitempty"`
+	// Actors hosted on the node.
+	Actors int32 `protobuf:"varint,22,opt,name=actors,proto3" json:"actors,omitempty"`
+	// The node type it was started as (the autoscaler's cluster file).
+	NodeType      string `protobuf:"bytes,23,opt,name=node_type,json=nodeType,proto3" json:"node_type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -254,6 +267,41 @@ func (x *NodeLoad) GetDraining() bool {
 		return x.Draining
 	}
 	return false
+}
+
+func (x *NodeLoad) GetFreeSeq() uint64 {
+	if x != nil {
+		return x.FreeSeq
+	}
+	return 0
+}
+
+func (x *NodeLoad) GetBundles() []*BundleHeld {
+	if x != nil {
+		return x.Bundles
+	}
+	return nil
+}
+
+func (x *NodeLoad) GetDemands() []*ResourceDemand {
+	if x != nil {
+		return x.Demands
+	}
+	return nil
+}
+
+func (x *NodeLoad) GetActors() int32 {
+	if x != nil {
+		return x.Actors
+	}
+	return 0
+}
+
+func (x *NodeLoad) GetNodeType() string {
+	if x != nil {
+		return x.NodeType
+	}
+	return ""
 }
 
 // ForwardTask hands a task placed on another node to that node's raylet.
@@ -565,7 +613,21 @@ type FreeObjects struct {
 	// revived: the owner rebuilds these freed objects (lineage
 	// reconstruction of a released argument): stores forget that they were
 	// freed, and delete nothing.
-	Revived       bool `protobuf:"varint,2,opt,name=revived,proto3" json:"revived,omitempty"`
+	Revived bool `protobuf:"varint,2,opt,name=revived,proto3" json:"revived,omitempty"`
+	// origin_node numbers what it tells every node (its owners' frees and
+	// revives, its owner processes' exits): seq 1, 2, 3, ... (0: not
+	// numbered, as an older node sends them). A node that misses some asks
+	// the origin for them again (FreeRepair) and applies every notice of an
+	// origin in order.
+	OriginNode []byte `protobuf:"bytes,3,opt,name=origin_node,json=originNode,proto3" json:"origin_node,omitempty"`
+	Seq        uint64 `protobuf:"varint,4,opt,name=seq,proto3" json:"seq,omitempty"`
+	// missing: the origin no longer has notice seq to send again (its log
+	// of recent notices moved on); the receiver skips it.
+	Missing bool `protobuf:"varint,5,opt,name=missing,proto3" json:"missing,omitempty"`
+	// exited_owners are owner processes (worker or actor processes) of the
+	// origin node that exited: every node frees the objects they owned
+	// there and forgets them (as OwnersExited, now numbered).
+	ExitedOwners  [][]byte `protobuf:"bytes,6,rep,name=exited_owners,json=exitedOwners,proto3" json:"exited_owners,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -614,6 +676,97 @@ func (x *FreeObjects) GetRevived() bool {
 	return false
 }
 
+func (x *FreeObjects) GetOriginNode() []byte {
+	if x != nil {
+		return x.OriginNode
+	}
+	return nil
+}
+
+func (x *FreeObjects) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *FreeObjects) GetMissing() bool {
+	if x != nil {
+		return x.Missing
+	}
+	return false
+}
+
+func (x *FreeObjects) GetExitedOwners() [][]byte {
+	if x != nil {
+		return x.ExitedOwners
+	}
+	return nil
+}
+
+// FreeRepair asks a node, on atoll.node.<node>.freerepair, to send its
+// numbered notices first..last (FreeObjects) again to from_node, which
+// missed them.
+type FreeRepair struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FromNode      []byte                 `protobuf:"bytes,1,opt,name=from_node,json=fromNode,proto3" json:"from_node,omitempty"`
+	First         uint64                 `protobuf:"varint,2,opt,name=first,proto3" json:"first,omitempty"`
+	Last          uint64                 `protobuf:"varint,3,opt,name=last,proto3" json:"last,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FreeRepair) Reset() {
+	*x = FreeRepair{}
+	mi := &file_atollpb_cluster_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FreeRepair) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FreeRepair) ProtoMessage() {}
+
+func (x *FreeRepair) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_cluster_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FreeRepair.ProtoReflect.Descriptor instead.
+func (*FreeRepair) Descriptor() ([]byte, []int) {
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *FreeRepair) GetFromNode() []byte {
+	if x != nil {
+		return x.FromNode
+	}
+	return nil
+}
+
+func (x *FreeRepair) GetFirst() uint64 {
+	if x != nil {
+		return x.First
+	}
+	return 0
+}
+
+func (x *FreeRepair) GetLast() uint64 {
+	if x != nil {
+		return x.Last
+	}
+	return 0
+}
+
 // FetchObjects asks a node to pull objects held elsewhere into its store.
 type FetchObjects struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -624,7 +777,7 @@ type FetchObjects struct {
 
 func (x *FetchObjects) Reset() {
 	*x = FetchObjects{}
-	mi := &file_atollpb_cluster_proto_msgTypes[7]
+	mi := &file_atollpb_cluster_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -636,7 +789,7 @@ func (x *FetchObjects) String() string {
 func (*FetchObjects) ProtoMessage() {}
 
 func (x *FetchObjects) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[7]
+	mi := &file_atollpb_cluster_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -649,7 +802,7 @@ func (x *FetchObjects) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchObjects.ProtoReflect.Descriptor instead.
 func (*FetchObjects) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{7}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *FetchObjects) GetRefs() []*ObjectRef {
@@ -676,7 +829,7 @@ type ObjectCopies struct {
 
 func (x *ObjectCopies) Reset() {
 	*x = ObjectCopies{}
-	mi := &file_atollpb_cluster_proto_msgTypes[8]
+	mi := &file_atollpb_cluster_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -688,7 +841,7 @@ func (x *ObjectCopies) String() string {
 func (*ObjectCopies) ProtoMessage() {}
 
 func (x *ObjectCopies) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[8]
+	mi := &file_atollpb_cluster_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -701,7 +854,7 @@ func (x *ObjectCopies) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectCopies.ProtoReflect.Descriptor instead.
 func (*ObjectCopies) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{8}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ObjectCopies) GetObjectId() []byte {
@@ -746,7 +899,7 @@ type NodeObjects struct {
 
 func (x *NodeObjects) Reset() {
 	*x = NodeObjects{}
-	mi := &file_atollpb_cluster_proto_msgTypes[9]
+	mi := &file_atollpb_cluster_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -758,7 +911,7 @@ func (x *NodeObjects) String() string {
 func (*NodeObjects) ProtoMessage() {}
 
 func (x *NodeObjects) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[9]
+	mi := &file_atollpb_cluster_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -771,7 +924,7 @@ func (x *NodeObjects) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeObjects.ProtoReflect.Descriptor instead.
 func (*NodeObjects) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{9}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *NodeObjects) GetNodeId() []byte {
@@ -835,7 +988,7 @@ type TaskEvents struct {
 
 func (x *TaskEvents) Reset() {
 	*x = TaskEvents{}
-	mi := &file_atollpb_cluster_proto_msgTypes[10]
+	mi := &file_atollpb_cluster_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -847,7 +1000,7 @@ func (x *TaskEvents) String() string {
 func (*TaskEvents) ProtoMessage() {}
 
 func (x *TaskEvents) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[10]
+	mi := &file_atollpb_cluster_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -860,7 +1013,7 @@ func (x *TaskEvents) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskEvents.ProtoReflect.Descriptor instead.
 func (*TaskEvents) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{10}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TaskEvents) GetNodeId() []byte {
@@ -906,7 +1059,7 @@ type TaskEvent struct {
 
 func (x *TaskEvent) Reset() {
 	*x = TaskEvent{}
-	mi := &file_atollpb_cluster_proto_msgTypes[11]
+	mi := &file_atollpb_cluster_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -918,7 +1071,7 @@ func (x *TaskEvent) String() string {
 func (*TaskEvent) ProtoMessage() {}
 
 func (x *TaskEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[11]
+	mi := &file_atollpb_cluster_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -931,7 +1084,7 @@ func (x *TaskEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskEvent.ProtoReflect.Descriptor instead.
 func (*TaskEvent) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{11}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TaskEvent) GetTaskId() []byte {
@@ -1036,7 +1189,7 @@ type AttemptKey struct {
 
 func (x *AttemptKey) Reset() {
 	*x = AttemptKey{}
-	mi := &file_atollpb_cluster_proto_msgTypes[12]
+	mi := &file_atollpb_cluster_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1048,7 +1201,7 @@ func (x *AttemptKey) String() string {
 func (*AttemptKey) ProtoMessage() {}
 
 func (x *AttemptKey) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[12]
+	mi := &file_atollpb_cluster_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1061,7 +1214,7 @@ func (x *AttemptKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptKey.ProtoReflect.Descriptor instead.
 func (*AttemptKey) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{12}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AttemptKey) GetTaskId() []byte {
@@ -1093,7 +1246,7 @@ type HeldWork struct {
 
 func (x *HeldWork) Reset() {
 	*x = HeldWork{}
-	mi := &file_atollpb_cluster_proto_msgTypes[13]
+	mi := &file_atollpb_cluster_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1105,7 +1258,7 @@ func (x *HeldWork) String() string {
 func (*HeldWork) ProtoMessage() {}
 
 func (x *HeldWork) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[13]
+	mi := &file_atollpb_cluster_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1118,7 +1271,7 @@ func (x *HeldWork) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldWork.ProtoReflect.Descriptor instead.
 func (*HeldWork) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{13}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *HeldWork) GetFromNode() []byte {
@@ -1148,7 +1301,7 @@ type OwnersExited struct {
 
 func (x *OwnersExited) Reset() {
 	*x = OwnersExited{}
-	mi := &file_atollpb_cluster_proto_msgTypes[14]
+	mi := &file_atollpb_cluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1160,7 +1313,7 @@ func (x *OwnersExited) String() string {
 func (*OwnersExited) ProtoMessage() {}
 
 func (x *OwnersExited) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[14]
+	mi := &file_atollpb_cluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1173,7 +1326,7 @@ func (x *OwnersExited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OwnersExited.ProtoReflect.Descriptor instead.
 func (*OwnersExited) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{14}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *OwnersExited) GetNodeId() []byte {
@@ -1202,7 +1355,7 @@ type NodeStatsRequest struct {
 
 func (x *NodeStatsRequest) Reset() {
 	*x = NodeStatsRequest{}
-	mi := &file_atollpb_cluster_proto_msgTypes[15]
+	mi := &file_atollpb_cluster_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1214,7 +1367,7 @@ func (x *NodeStatsRequest) String() string {
 func (*NodeStatsRequest) ProtoMessage() {}
 
 func (x *NodeStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[15]
+	mi := &file_atollpb_cluster_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1227,7 +1380,7 @@ func (x *NodeStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatsRequest.ProtoReflect.Descriptor instead.
 func (*NodeStatsRequest) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{15}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *NodeStatsRequest) GetGc() bool {
@@ -1277,7 +1430,7 @@ type NodeStats struct {
 
 func (x *NodeStats) Reset() {
 	*x = NodeStats{}
-	mi := &file_atollpb_cluster_proto_msgTypes[16]
+	mi := &file_atollpb_cluster_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1289,7 +1442,7 @@ func (x *NodeStats) String() string {
 func (*NodeStats) ProtoMessage() {}
 
 func (x *NodeStats) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[16]
+	mi := &file_atollpb_cluster_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1302,7 +1455,7 @@ func (x *NodeStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStats.ProtoReflect.Descriptor instead.
 func (*NodeStats) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{16}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *NodeStats) GetNodeId() []byte {
@@ -1442,7 +1595,7 @@ type NodeLogRequest struct {
 
 func (x *NodeLogRequest) Reset() {
 	*x = NodeLogRequest{}
-	mi := &file_atollpb_cluster_proto_msgTypes[17]
+	mi := &file_atollpb_cluster_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1454,7 +1607,7 @@ func (x *NodeLogRequest) String() string {
 func (*NodeLogRequest) ProtoMessage() {}
 
 func (x *NodeLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[17]
+	mi := &file_atollpb_cluster_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1467,7 +1620,7 @@ func (x *NodeLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeLogRequest.ProtoReflect.Descriptor instead.
 func (*NodeLogRequest) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{17}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *NodeLogRequest) GetMaxBytes() uint64 {
@@ -1494,7 +1647,7 @@ type NodeLog struct {
 
 func (x *NodeLog) Reset() {
 	*x = NodeLog{}
-	mi := &file_atollpb_cluster_proto_msgTypes[18]
+	mi := &file_atollpb_cluster_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1506,7 +1659,7 @@ func (x *NodeLog) String() string {
 func (*NodeLog) ProtoMessage() {}
 
 func (x *NodeLog) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[18]
+	mi := &file_atollpb_cluster_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1519,7 +1672,7 @@ func (x *NodeLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeLog.ProtoReflect.Descriptor instead.
 func (*NodeLog) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{18}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *NodeLog) GetNodeId() []byte {
@@ -1575,7 +1728,7 @@ type ReplicateRequest struct {
 
 func (x *ReplicateRequest) Reset() {
 	*x = ReplicateRequest{}
-	mi := &file_atollpb_cluster_proto_msgTypes[19]
+	mi := &file_atollpb_cluster_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1587,7 +1740,7 @@ func (x *ReplicateRequest) String() string {
 func (*ReplicateRequest) ProtoMessage() {}
 
 func (x *ReplicateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[19]
+	mi := &file_atollpb_cluster_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1600,7 +1753,7 @@ func (x *ReplicateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicateRequest.ProtoReflect.Descriptor instead.
 func (*ReplicateRequest) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{19}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReplicateRequest) GetRef() *ObjectRef {
@@ -1629,7 +1782,7 @@ type ReplicateReply struct {
 
 func (x *ReplicateReply) Reset() {
 	*x = ReplicateReply{}
-	mi := &file_atollpb_cluster_proto_msgTypes[20]
+	mi := &file_atollpb_cluster_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1641,7 +1794,7 @@ func (x *ReplicateReply) String() string {
 func (*ReplicateReply) ProtoMessage() {}
 
 func (x *ReplicateReply) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[20]
+	mi := &file_atollpb_cluster_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1654,7 +1807,7 @@ func (x *ReplicateReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicateReply.ProtoReflect.Descriptor instead.
 func (*ReplicateReply) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{20}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ReplicateReply) GetError() string {
@@ -1684,7 +1837,7 @@ type SetReplicas struct {
 
 func (x *SetReplicas) Reset() {
 	*x = SetReplicas{}
-	mi := &file_atollpb_cluster_proto_msgTypes[21]
+	mi := &file_atollpb_cluster_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1696,7 +1849,7 @@ func (x *SetReplicas) String() string {
 func (*SetReplicas) ProtoMessage() {}
 
 func (x *SetReplicas) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[21]
+	mi := &file_atollpb_cluster_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1709,7 +1862,7 @@ func (x *SetReplicas) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetReplicas.ProtoReflect.Descriptor instead.
 func (*SetReplicas) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{21}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SetReplicas) GetObjectId() []byte {
@@ -1735,7 +1888,7 @@ type SetReplicasReply struct {
 
 func (x *SetReplicasReply) Reset() {
 	*x = SetReplicasReply{}
-	mi := &file_atollpb_cluster_proto_msgTypes[22]
+	mi := &file_atollpb_cluster_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1747,7 +1900,7 @@ func (x *SetReplicasReply) String() string {
 func (*SetReplicasReply) ProtoMessage() {}
 
 func (x *SetReplicasReply) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[22]
+	mi := &file_atollpb_cluster_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1760,7 +1913,7 @@ func (x *SetReplicasReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetReplicasReply.ProtoReflect.Descriptor instead.
 func (*SetReplicasReply) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{22}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SetReplicasReply) GetError() *ErrorInfo {
@@ -1782,7 +1935,7 @@ type AMMControl struct {
 
 func (x *AMMControl) Reset() {
 	*x = AMMControl{}
-	mi := &file_atollpb_cluster_proto_msgTypes[23]
+	mi := &file_atollpb_cluster_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1794,7 +1947,7 @@ func (x *AMMControl) String() string {
 func (*AMMControl) ProtoMessage() {}
 
 func (x *AMMControl) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[23]
+	mi := &file_atollpb_cluster_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1807,7 +1960,7 @@ func (x *AMMControl) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AMMControl.ProtoReflect.Descriptor instead.
 func (*AMMControl) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{23}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *AMMControl) GetOp() AMMControl_Op {
@@ -1845,7 +1998,7 @@ type AMMStatus struct {
 
 func (x *AMMStatus) Reset() {
 	*x = AMMStatus{}
-	mi := &file_atollpb_cluster_proto_msgTypes[24]
+	mi := &file_atollpb_cluster_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1857,7 +2010,7 @@ func (x *AMMStatus) String() string {
 func (*AMMStatus) ProtoMessage() {}
 
 func (x *AMMStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[24]
+	mi := &file_atollpb_cluster_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1870,7 +2023,7 @@ func (x *AMMStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AMMStatus.ProtoReflect.Descriptor instead.
 func (*AMMStatus) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{24}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *AMMStatus) GetError() *ErrorInfo {
@@ -2004,7 +2157,7 @@ type DrainStatus struct {
 
 func (x *DrainStatus) Reset() {
 	*x = DrainStatus{}
-	mi := &file_atollpb_cluster_proto_msgTypes[25]
+	mi := &file_atollpb_cluster_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2016,7 +2169,7 @@ func (x *DrainStatus) String() string {
 func (*DrainStatus) ProtoMessage() {}
 
 func (x *DrainStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[25]
+	mi := &file_atollpb_cluster_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2029,7 +2182,7 @@ func (x *DrainStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainStatus.ProtoReflect.Descriptor instead.
 func (*DrainStatus) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{25}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DrainStatus) GetNodeId() []byte {
@@ -2093,7 +2246,7 @@ type DrainRequest struct {
 
 func (x *DrainRequest) Reset() {
 	*x = DrainRequest{}
-	mi := &file_atollpb_cluster_proto_msgTypes[26]
+	mi := &file_atollpb_cluster_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2105,7 +2258,7 @@ func (x *DrainRequest) String() string {
 func (*DrainRequest) ProtoMessage() {}
 
 func (x *DrainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[26]
+	mi := &file_atollpb_cluster_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2118,7 +2271,7 @@ func (x *DrainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainRequest.ProtoReflect.Descriptor instead.
 func (*DrainRequest) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{26}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DrainRequest) GetNodeId() []byte {
@@ -2137,7 +2290,7 @@ type DrainReply struct {
 
 func (x *DrainReply) Reset() {
 	*x = DrainReply{}
-	mi := &file_atollpb_cluster_proto_msgTypes[27]
+	mi := &file_atollpb_cluster_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2149,7 +2302,7 @@ func (x *DrainReply) String() string {
 func (*DrainReply) ProtoMessage() {}
 
 func (x *DrainReply) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[27]
+	mi := &file_atollpb_cluster_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2162,7 +2315,7 @@ func (x *DrainReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainReply.ProtoReflect.Descriptor instead.
 func (*DrainReply) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{27}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DrainReply) GetError() *ErrorInfo {
@@ -2186,7 +2339,7 @@ type LeaveRequest struct {
 
 func (x *LeaveRequest) Reset() {
 	*x = LeaveRequest{}
-	mi := &file_atollpb_cluster_proto_msgTypes[28]
+	mi := &file_atollpb_cluster_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2198,7 +2351,7 @@ func (x *LeaveRequest) String() string {
 func (*LeaveRequest) ProtoMessage() {}
 
 func (x *LeaveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[28]
+	mi := &file_atollpb_cluster_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2211,7 +2364,7 @@ func (x *LeaveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveRequest.ProtoReflect.Descriptor instead.
 func (*LeaveRequest) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{28}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *LeaveRequest) GetObjectIds() [][]byte {
@@ -2230,7 +2383,7 @@ type LeaveReply struct {
 
 func (x *LeaveReply) Reset() {
 	*x = LeaveReply{}
-	mi := &file_atollpb_cluster_proto_msgTypes[29]
+	mi := &file_atollpb_cluster_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2242,7 +2395,7 @@ func (x *LeaveReply) String() string {
 func (*LeaveReply) ProtoMessage() {}
 
 func (x *LeaveReply) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[29]
+	mi := &file_atollpb_cluster_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2255,7 +2408,7 @@ func (x *LeaveReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveReply.ProtoReflect.Descriptor instead.
 func (*LeaveReply) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{29}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *LeaveReply) GetBusy() string {
@@ -2282,7 +2435,7 @@ type PartitionRequest struct {
 
 func (x *PartitionRequest) Reset() {
 	*x = PartitionRequest{}
-	mi := &file_atollpb_cluster_proto_msgTypes[30]
+	mi := &file_atollpb_cluster_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2294,7 +2447,7 @@ func (x *PartitionRequest) String() string {
 func (*PartitionRequest) ProtoMessage() {}
 
 func (x *PartitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[30]
+	mi := &file_atollpb_cluster_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2307,7 +2460,7 @@ func (x *PartitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionRequest.ProtoReflect.Descriptor instead.
 func (*PartitionRequest) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{30}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PartitionRequest) GetNodeId() []byte {
@@ -2340,7 +2493,7 @@ type PartitionReply struct {
 
 func (x *PartitionReply) Reset() {
 	*x = PartitionReply{}
-	mi := &file_atollpb_cluster_proto_msgTypes[31]
+	mi := &file_atollpb_cluster_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2352,7 +2505,7 @@ func (x *PartitionReply) String() string {
 func (*PartitionReply) ProtoMessage() {}
 
 func (x *PartitionReply) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[31]
+	mi := &file_atollpb_cluster_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2365,7 +2518,7 @@ func (x *PartitionReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionReply.ProtoReflect.Descriptor instead.
 func (*PartitionReply) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{31}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PartitionReply) GetError() *ErrorInfo {
@@ -2388,7 +2541,7 @@ type FaultLogRequest struct {
 
 func (x *FaultLogRequest) Reset() {
 	*x = FaultLogRequest{}
-	mi := &file_atollpb_cluster_proto_msgTypes[32]
+	mi := &file_atollpb_cluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2400,7 +2553,7 @@ func (x *FaultLogRequest) String() string {
 func (*FaultLogRequest) ProtoMessage() {}
 
 func (x *FaultLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[32]
+	mi := &file_atollpb_cluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2413,7 +2566,7 @@ func (x *FaultLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FaultLogRequest.ProtoReflect.Descriptor instead.
 func (*FaultLogRequest) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{32}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *FaultLogRequest) GetAfterSeq() uint64 {
@@ -2449,7 +2602,7 @@ type FaultEvent struct {
 
 func (x *FaultEvent) Reset() {
 	*x = FaultEvent{}
-	mi := &file_atollpb_cluster_proto_msgTypes[33]
+	mi := &file_atollpb_cluster_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2461,7 +2614,7 @@ func (x *FaultEvent) String() string {
 func (*FaultEvent) ProtoMessage() {}
 
 func (x *FaultEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[33]
+	mi := &file_atollpb_cluster_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2474,7 +2627,7 @@ func (x *FaultEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FaultEvent.ProtoReflect.Descriptor instead.
 func (*FaultEvent) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{33}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *FaultEvent) GetSeq() uint64 {
@@ -2561,7 +2714,7 @@ type FaultLog struct {
 
 func (x *FaultLog) Reset() {
 	*x = FaultLog{}
-	mi := &file_atollpb_cluster_proto_msgTypes[34]
+	mi := &file_atollpb_cluster_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2573,7 +2726,7 @@ func (x *FaultLog) String() string {
 func (*FaultLog) ProtoMessage() {}
 
 func (x *FaultLog) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_cluster_proto_msgTypes[34]
+	mi := &file_atollpb_cluster_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2586,7 +2739,7 @@ func (x *FaultLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FaultLog.ProtoReflect.Descriptor instead.
 func (*FaultLog) Descriptor() ([]byte, []int) {
-	return file_atollpb_cluster_proto_rawDescGZIP(), []int{34}
+	return file_atollpb_cluster_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *FaultLog) GetNodeId() []byte {
@@ -2670,7 +2823,7 @@ var File_atollpb_cluster_proto protoreflect.FileDescriptor
 
 const file_atollpb_cluster_proto_rawDesc = "" +
 	"\n" +
-	"\x15atollpb/cluster.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\x1a\x12atollpb/task.proto\x1a\x13atollpb/store.proto\"\xd2\x05\n" +
+	"\x15atollpb/cluster.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\x1a\x12atollpb/task.proto\x1a\x13atollpb/store.proto\x1a\x17atollpb/placement.proto\"\x86\a\n" +
 	"\bNodeLoad\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x123\n" +
 	"\x05total\x18\x02 \x03(\v2\x1d.atoll.v1.NodeLoad.TotalEntryR\x05total\x12?\n" +
@@ -2692,7 +2845,12 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\x03seq\x18\x0f \x01(\x04R\x03seq\x12\x18\n" +
 	"\aleaving\x18\x10 \x01(\bR\aleaving\x12*\n" +
 	"\x05store\x18\x11 \x01(\v2\x14.atoll.v1.StoreStatsR\x05store\x12\x1a\n" +
-	"\bdraining\x18\x12 \x01(\bR\bdraining\x1a8\n" +
+	"\bdraining\x18\x12 \x01(\bR\bdraining\x12\x19\n" +
+	"\bfree_seq\x18\x13 \x01(\x04R\afreeSeq\x12.\n" +
+	"\abundles\x18\x14 \x03(\v2\x14.atoll.v1.BundleHeldR\abundles\x122\n" +
+	"\ademands\x18\x15 \x03(\v2\x18.atoll.v1.ResourceDemandR\ademands\x12\x16\n" +
+	"\x06actors\x18\x16 \x01(\x05R\x06actors\x12\x1b\n" +
+	"\tnode_type\x18\x17 \x01(\tR\bnodeType\x1a8\n" +
 	"\n" +
 	"TotalEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -2719,11 +2877,21 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\rnon_recursive\x18\x02 \x01(\bR\fnonRecursive\"S\n" +
 	"\x13ForwardGeneratorAck\x12(\n" +
 	"\x03ack\x18\x01 \x01(\v2\x16.atoll.v1.GeneratorAckR\x03ack\x12\x12\n" +
-	"\x04hops\x18\x02 \x01(\x05R\x04hops\"F\n" +
+	"\x04hops\x18\x02 \x01(\x05R\x04hops\"\xb8\x01\n" +
 	"\vFreeObjects\x12\x1d\n" +
 	"\n" +
 	"object_ids\x18\x01 \x03(\fR\tobjectIds\x12\x18\n" +
-	"\arevived\x18\x02 \x01(\bR\arevived\"7\n" +
+	"\arevived\x18\x02 \x01(\bR\arevived\x12\x1f\n" +
+	"\vorigin_node\x18\x03 \x01(\fR\n" +
+	"originNode\x12\x10\n" +
+	"\x03seq\x18\x04 \x01(\x04R\x03seq\x12\x18\n" +
+	"\amissing\x18\x05 \x01(\bR\amissing\x12#\n" +
+	"\rexited_owners\x18\x06 \x03(\fR\fexitedOwners\"S\n" +
+	"\n" +
+	"FreeRepair\x12\x1b\n" +
+	"\tfrom_node\x18\x01 \x01(\fR\bfromNode\x12\x14\n" +
+	"\x05first\x18\x02 \x01(\x04R\x05first\x12\x12\n" +
+	"\x04last\x18\x03 \x01(\x04R\x04last\"7\n" +
 	"\fFetchObjects\x12'\n" +
 	"\x04refs\x18\x01 \x03(\v2\x13.atoll.v1.ObjectRefR\x04refs\"`\n" +
 	"\fObjectCopies\x12\x1b\n" +
@@ -2920,7 +3088,7 @@ func file_atollpb_cluster_proto_rawDescGZIP() []byte {
 }
 
 var file_atollpb_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_atollpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_atollpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_atollpb_cluster_proto_goTypes = []any{
 	(AMMControl_Op)(0),          // 0: atoll.v1.AMMControl.Op
 	(*NodeLoad)(nil),            // 1: atoll.v1.NodeLoad
@@ -2930,73 +3098,78 @@ var file_atollpb_cluster_proto_goTypes = []any{
 	(*ForwardCancel)(nil),       // 5: atoll.v1.ForwardCancel
 	(*ForwardGeneratorAck)(nil), // 6: atoll.v1.ForwardGeneratorAck
 	(*FreeObjects)(nil),         // 7: atoll.v1.FreeObjects
-	(*FetchObjects)(nil),        // 8: atoll.v1.FetchObjects
-	(*ObjectCopies)(nil),        // 9: atoll.v1.ObjectCopies
-	(*NodeObjects)(nil),         // 10: atoll.v1.NodeObjects
-	(*TaskEvents)(nil),          // 11: atoll.v1.TaskEvents
-	(*TaskEvent)(nil),           // 12: atoll.v1.TaskEvent
-	(*AttemptKey)(nil),          // 13: atoll.v1.AttemptKey
-	(*HeldWork)(nil),            // 14: atoll.v1.HeldWork
-	(*OwnersExited)(nil),        // 15: atoll.v1.OwnersExited
-	(*NodeStatsRequest)(nil),    // 16: atoll.v1.NodeStatsRequest
-	(*NodeStats)(nil),           // 17: atoll.v1.NodeStats
-	(*NodeLogRequest)(nil),      // 18: atoll.v1.NodeLogRequest
-	(*NodeLog)(nil),             // 19: atoll.v1.NodeLog
-	(*ReplicateRequest)(nil),    // 20: atoll.v1.ReplicateRequest
-	(*ReplicateReply)(nil),      // 21: atoll.v1.ReplicateReply
-	(*SetReplicas)(nil),         // 22: atoll.v1.SetReplicas
-	(*SetReplicasReply)(nil),    // 23: atoll.v1.SetReplicasReply
-	(*AMMControl)(nil),          // 24: atoll.v1.AMMControl
-	(*AMMStatus)(nil),           // 25: atoll.v1.AMMStatus
-	(*DrainStatus)(nil),         // 26: atoll.v1.DrainStatus
-	(*DrainRequest)(nil),        // 27: atoll.v1.DrainRequest
-	(*DrainReply)(nil),          // 28: atoll.v1.DrainReply
-	(*LeaveRequest)(nil),        // 29: atoll.v1.LeaveRequest
-	(*LeaveReply)(nil),          // 30: atoll.v1.LeaveReply
-	(*PartitionRequest)(nil),    // 31: atoll.v1.PartitionRequest
-	(*PartitionReply)(nil),      // 32: atoll.v1.PartitionReply
-	(*FaultLogRequest)(nil),     // 33: atoll.v1.FaultLogRequest
-	(*FaultEvent)(nil),          // 34: atoll.v1.FaultEvent
-	(*FaultLog)(nil),            // 35: atoll.v1.FaultLog
-	nil,                         // 36: atoll.v1.NodeLoad.TotalEntry
-	nil,                         // 37: atoll.v1.NodeLoad.AvailableEntry
-	nil,                         // 38: atoll.v1.AMMStatus.RefusedEntry
-	nil,                         // 39: atoll.v1.FaultLog.ByRuleEntry
-	(*StoreStats)(nil),          // 40: atoll.v1.StoreStats
-	(*TaskSpec)(nil),            // 41: atoll.v1.TaskSpec
-	(*TaskResult)(nil),          // 42: atoll.v1.TaskResult
-	(*GeneratorAck)(nil),        // 43: atoll.v1.GeneratorAck
-	(*ObjectRef)(nil),           // 44: atoll.v1.ObjectRef
-	(*ObjectList)(nil),          // 45: atoll.v1.ObjectList
-	(*ErrorInfo)(nil),           // 46: atoll.v1.ErrorInfo
+	(*FreeRepair)(nil),          // 8: atoll.v1.FreeRepair
+	(*FetchObjects)(nil),        // 9: atoll.v1.FetchObjects
+	(*ObjectCopies)(nil),        // 10: atoll.v1.ObjectCopies
+	(*NodeObjects)(nil),         // 11: atoll.v1.NodeObjects
+	(*TaskEvents)(nil),          // 12: atoll.v1.TaskEvents
+	(*TaskEvent)(nil),           // 13: atoll.v1.TaskEvent
+	(*AttemptKey)(nil),          // 14: atoll.v1.AttemptKey
+	(*HeldWork)(nil),            // 15: atoll.v1.HeldWork
+	(*OwnersExited)(nil),        // 16: atoll.v1.OwnersExited
+	(*NodeStatsRequest)(nil),    // 17: atoll.v1.NodeStatsRequest
+	(*NodeStats)(nil),           // 18: atoll.v1.NodeStats
+	(*NodeLogRequest)(nil),      // 19: atoll.v1.NodeLogRequest
+	(*NodeLog)(nil),             // 20: atoll.v1.NodeLog
+	(*ReplicateRequest)(nil),    // 21: atoll.v1.ReplicateRequest
+	(*ReplicateReply)(nil),      // 22: atoll.v1.ReplicateReply
+	(*SetReplicas)(nil),         // 23: atoll.v1.SetReplicas
+	(*SetReplicasReply)(nil),    // 24: atoll.v1.SetReplicasReply
+	(*AMMControl)(nil),          // 25: atoll.v1.AMMControl
+	(*AMMStatus)(nil),           // 26: atoll.v1.AMMStatus
+	(*DrainStatus)(nil),         // 27: atoll.v1.DrainStatus
+	(*DrainRequest)(nil),        // 28: atoll.v1.DrainRequest
+	(*DrainReply)(nil),          // 29: atoll.v1.DrainReply
+	(*LeaveRequest)(nil),        // 30: atoll.v1.LeaveRequest
+	(*LeaveReply)(nil),          // 31: atoll.v1.LeaveReply
+	(*PartitionRequest)(nil),    // 32: atoll.v1.PartitionRequest
+	(*PartitionReply)(nil),      // 33: atoll.v1.PartitionReply
+	(*FaultLogRequest)(nil),     // 34: atoll.v1.FaultLogRequest
+	(*FaultEvent)(nil),          // 35: atoll.v1.FaultEvent
+	(*FaultLog)(nil),            // 36: atoll.v1.FaultLog
+	nil,                         // 37: atoll.v1.NodeLoad.TotalEntry
+	nil,                         // 38: atoll.v1.NodeLoad.AvailableEntry
+	nil,                         // 39: atoll.v1.AMMStatus.RefusedEntry
+	nil,                         // 40: atoll.v1.FaultLog.ByRuleEntry
+	(*StoreStats)(nil),          // 41: atoll.v1.StoreStats
+	(*BundleHeld)(nil),          // 42: atoll.v1.BundleHeld
+	(*ResourceDemand)(nil),      // 43: atoll.v1.ResourceDemand
+	(*TaskSpec)(nil),            // 44: atoll.v1.TaskSpec
+	(*TaskResult)(nil),          // 45: atoll.v1.TaskResult
+	(*GeneratorAck)(nil),        // 46: atoll.v1.GeneratorAck
+	(*ObjectRef)(nil),           // 47: atoll.v1.ObjectRef
+	(*ObjectList)(nil),          // 48: atoll.v1.ObjectList
+	(*ErrorInfo)(nil),           // 49: atoll.v1.ErrorInfo
 }
 var file_atollpb_cluster_proto_depIdxs = []int32{
-	36, // 0: atoll.v1.NodeLoad.total:type_name -> atoll.v1.NodeLoad.TotalEntry
-	37, // 1: atoll.v1.NodeLoad.available:type_name -> atoll.v1.NodeLoad.AvailableEntry
-	40, // 2: atoll.v1.NodeLoad.store:type_name -> atoll.v1.StoreStats
-	41, // 3: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
-	41, // 4: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
-	42, // 5: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
-	43, // 6: atoll.v1.ForwardGeneratorAck.ack:type_name -> atoll.v1.GeneratorAck
-	44, // 7: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
-	45, // 8: atoll.v1.NodeObjects.list:type_name -> atoll.v1.ObjectList
-	12, // 9: atoll.v1.TaskEvents.events:type_name -> atoll.v1.TaskEvent
-	13, // 10: atoll.v1.HeldWork.attempts:type_name -> atoll.v1.AttemptKey
-	44, // 11: atoll.v1.ReplicateRequest.ref:type_name -> atoll.v1.ObjectRef
-	46, // 12: atoll.v1.SetReplicasReply.error:type_name -> atoll.v1.ErrorInfo
-	0,  // 13: atoll.v1.AMMControl.op:type_name -> atoll.v1.AMMControl.Op
-	46, // 14: atoll.v1.AMMStatus.error:type_name -> atoll.v1.ErrorInfo
-	38, // 15: atoll.v1.AMMStatus.refused:type_name -> atoll.v1.AMMStatus.RefusedEntry
-	26, // 16: atoll.v1.AMMStatus.drains:type_name -> atoll.v1.DrainStatus
-	46, // 17: atoll.v1.DrainReply.error:type_name -> atoll.v1.ErrorInfo
-	46, // 18: atoll.v1.PartitionReply.error:type_name -> atoll.v1.ErrorInfo
-	34, // 19: atoll.v1.FaultLog.events:type_name -> atoll.v1.FaultEvent
-	39, // 20: atoll.v1.FaultLog.by_rule:type_name -> atoll.v1.FaultLog.ByRuleEntry
-	21, // [21:21] is the sub-list for method output_type
-	21, // [21:21] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	37, // 0: atoll.v1.NodeLoad.total:type_name -> atoll.v1.NodeLoad.TotalEntry
+	38, // 1: atoll.v1.NodeLoad.available:type_name -> atoll.v1.NodeLoad.AvailableEntry
+	41, // 2: atoll.v1.NodeLoad.store:type_name -> atoll.v1.StoreStats
+	42, // 3: atoll.v1.NodeLoad.bundles:type_name -> atoll.v1.BundleHeld
+	43, // 4: atoll.v1.NodeLoad.demands:type_name -> atoll.v1.ResourceDemand
+	44, // 5: atoll.v1.ForwardTask.spec:type_name -> atoll.v1.TaskSpec
+	44, // 6: atoll.v1.ForwardActorCall.spec:type_name -> atoll.v1.TaskSpec
+	45, // 7: atoll.v1.ForwardedResult.result:type_name -> atoll.v1.TaskResult
+	46, // 8: atoll.v1.ForwardGeneratorAck.ack:type_name -> atoll.v1.GeneratorAck
+	47, // 9: atoll.v1.FetchObjects.refs:type_name -> atoll.v1.ObjectRef
+	48, // 10: atoll.v1.NodeObjects.list:type_name -> atoll.v1.ObjectList
+	13, // 11: atoll.v1.TaskEvents.events:type_name -> atoll.v1.TaskEvent
+	14, // 12: atoll.v1.HeldWork.attempts:type_name -> atoll.v1.AttemptKey
+	47, // 13: atoll.v1.ReplicateRequest.ref:type_name -> atoll.v1.ObjectRef
+	49, // 14: atoll.v1.SetReplicasReply.error:type_name -> atoll.v1.ErrorInfo
+	0,  // 15: atoll.v1.AMMControl.op:type_name -> atoll.v1.AMMControl.Op
+	49, // 16: atoll.v1.AMMStatus.error:type_name -> atoll.v1.ErrorInfo
+	39, // 17: atoll.v1.AMMStatus.refused:type_name -> atoll.v1.AMMStatus.RefusedEntry
+	27, // 18: atoll.v1.AMMStatus.drains:type_name -> atoll.v1.DrainStatus
+	49, // 19: atoll.v1.DrainReply.error:type_name -> atoll.v1.ErrorInfo
+	49, // 20: atoll.v1.PartitionReply.error:type_name -> atoll.v1.ErrorInfo
+	35, // 21: atoll.v1.FaultLog.events:type_name -> atoll.v1.FaultEvent
+	40, // 22: atoll.v1.FaultLog.by_rule:type_name -> atoll.v1.FaultLog.ByRuleEntry
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_cluster_proto_init() }
@@ -3007,13 +3180,14 @@ func file_atollpb_cluster_proto_init() {
 	file_atollpb_common_proto_init()
 	file_atollpb_task_proto_init()
 	file_atollpb_store_proto_init()
+	file_atollpb_placement_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_cluster_proto_rawDesc), len(file_atollpb_cluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   39,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

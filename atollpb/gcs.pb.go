@@ -213,7 +213,10 @@ type NodeInfo struct {
 	Left bool `protobuf:"varint,14,opt,name=left,proto3" json:"left,omitempty"`
 	// Why the node is no longer alive, in a few words ("drained", "declared
 	// dead: no gossip answer within the failure timeout").
-	EndReason     string `protobuf:"bytes,15,opt,name=end_reason,json=endReason,proto3" json:"end_reason,omitempty"`
+	EndReason string `protobuf:"bytes,15,opt,name=end_reason,json=endReason,proto3" json:"end_reason,omitempty"`
+	// The node type it was started as (a type of the autoscaler's cluster
+	// file); empty for a node started by hand.
+	NodeType      string `protobuf:"bytes,16,opt,name=node_type,json=nodeType,proto3" json:"node_type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -353,6 +356,13 @@ func (x *NodeInfo) GetEndReason() string {
 	return ""
 }
 
+func (x *NodeInfo) GetNodeType() string {
+	if x != nil {
+		return x.NodeType
+	}
+	return ""
+}
+
 type ActorInfo struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	ActorId []byte                 `protobuf:"bytes,1,opt,name=actor_id,json=actorId,proto3" json:"actor_id,omitempty"`
@@ -365,10 +375,14 @@ type ActorInfo struct {
 	MaxRestarts int32      `protobuf:"varint,7,opt,name=max_restarts,json=maxRestarts,proto3" json:"max_restarts,omitempty"`
 	NodeId      []byte     `protobuf:"bytes,8,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
 	// Where calls are sent (raylet-local name or address).
-	Address       string     `protobuf:"bytes,9,opt,name=address,proto3" json:"address,omitempty"`
-	OwnerId       []byte     `protobuf:"bytes,10,opt,name=owner_id,json=ownerId,proto3" json:"owner_id,omitempty"`
-	JobId         []byte     `protobuf:"bytes,11,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	DeathCause    *ErrorInfo `protobuf:"bytes,12,opt,name=death_cause,json=deathCause,proto3" json:"death_cause,omitempty"`
+	Address    string     `protobuf:"bytes,9,opt,name=address,proto3" json:"address,omitempty"`
+	OwnerId    []byte     `protobuf:"bytes,10,opt,name=owner_id,json=ownerId,proto3" json:"owner_id,omitempty"`
+	JobId      []byte     `protobuf:"bytes,11,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	DeathCause *ErrorInfo `protobuf:"bytes,12,opt,name=death_cause,json=deathCause,proto3" json:"death_cause,omitempty"`
+	// The node of the process that created it (its owner's): an actor whose
+	// node died restarts elsewhere (within max_restarts) only while that
+	// node lives, since its owner resubmits its creation.
+	OwnerNodeId   []byte `protobuf:"bytes,13,opt,name=owner_node_id,json=ownerNodeId,proto3" json:"owner_node_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -483,6 +497,13 @@ func (x *ActorInfo) GetJobId() []byte {
 func (x *ActorInfo) GetDeathCause() *ErrorInfo {
 	if x != nil {
 		return x.DeathCause
+	}
+	return nil
+}
+
+func (x *ActorInfo) GetOwnerNodeId() []byte {
+	if x != nil {
+		return x.OwnerNodeId
 	}
 	return nil
 }
@@ -659,6 +680,12 @@ type GcsRequest struct {
 	//	*GcsRequest_FinishJob
 	//	*GcsRequest_ListJobs
 	//	*GcsRequest_ReregisterNode
+	//	*GcsRequest_CreatePlacementGroup
+	//	*GcsRequest_RemovePlacementGroup
+	//	*GcsRequest_GetPlacementGroup
+	//	*GcsRequest_ListPlacementGroups
+	//	*GcsRequest_WaitPlacementGroup
+	//	*GcsRequest_RequestResources
 	Op            isGcsRequest_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -809,6 +836,60 @@ func (x *GcsRequest) GetReregisterNode() *NodeInfo {
 	return nil
 }
 
+func (x *GcsRequest) GetCreatePlacementGroup() *PlacementGroupInfo {
+	if x != nil {
+		if x, ok := x.Op.(*GcsRequest_CreatePlacementGroup); ok {
+			return x.CreatePlacementGroup
+		}
+	}
+	return nil
+}
+
+func (x *GcsRequest) GetRemovePlacementGroup() []byte {
+	if x != nil {
+		if x, ok := x.Op.(*GcsRequest_RemovePlacementGroup); ok {
+			return x.RemovePlacementGroup
+		}
+	}
+	return nil
+}
+
+func (x *GcsRequest) GetGetPlacementGroup() *GetPlacementGroup {
+	if x != nil {
+		if x, ok := x.Op.(*GcsRequest_GetPlacementGroup); ok {
+			return x.GetPlacementGroup
+		}
+	}
+	return nil
+}
+
+func (x *GcsRequest) GetListPlacementGroups() *ListPlacementGroups {
+	if x != nil {
+		if x, ok := x.Op.(*GcsRequest_ListPlacementGroups); ok {
+			return x.ListPlacementGroups
+		}
+	}
+	return nil
+}
+
+func (x *GcsRequest) GetWaitPlacementGroup() *WaitPlacementGroup {
+	if x != nil {
+		if x, ok := x.Op.(*GcsRequest_WaitPlacementGroup); ok {
+			return x.WaitPlacementGroup
+		}
+	}
+	return nil
+}
+
+func (x *GcsRequest) GetRequestResources() *RequestResources {
+	if x != nil {
+		if x, ok := x.Op.(*GcsRequest_RequestResources); ok {
+			return x.RequestResources
+		}
+	}
+	return nil
+}
+
 type isGcsRequest_Op interface {
 	isGcsRequest_Op()
 }
@@ -864,6 +945,32 @@ type GcsRequest_ReregisterNode struct {
 	ReregisterNode *NodeInfo `protobuf:"bytes,12,opt,name=reregister_node,json=reregisterNode,proto3,oneof"`
 }
 
+type GcsRequest_CreatePlacementGroup struct {
+	// Placement groups (served by the head's placement manager on
+	// <prefix>.gcs.v1.pg, its reads also on <prefix>.gcs.v1.pg.read).
+	CreatePlacementGroup *PlacementGroupInfo `protobuf:"bytes,14,opt,name=create_placement_group,json=createPlacementGroup,proto3,oneof"`
+}
+
+type GcsRequest_RemovePlacementGroup struct {
+	RemovePlacementGroup []byte `protobuf:"bytes,15,opt,name=remove_placement_group,json=removePlacementGroup,proto3,oneof"`
+}
+
+type GcsRequest_GetPlacementGroup struct {
+	GetPlacementGroup *GetPlacementGroup `protobuf:"bytes,16,opt,name=get_placement_group,json=getPlacementGroup,proto3,oneof"`
+}
+
+type GcsRequest_ListPlacementGroups struct {
+	ListPlacementGroups *ListPlacementGroups `protobuf:"bytes,17,opt,name=list_placement_groups,json=listPlacementGroups,proto3,oneof"`
+}
+
+type GcsRequest_WaitPlacementGroup struct {
+	WaitPlacementGroup *WaitPlacementGroup `protobuf:"bytes,18,opt,name=wait_placement_group,json=waitPlacementGroup,proto3,oneof"`
+}
+
+type GcsRequest_RequestResources struct {
+	RequestResources *RequestResources `protobuf:"bytes,19,opt,name=request_resources,json=requestResources,proto3,oneof"`
+}
+
 func (*GcsRequest_RegisterNode) isGcsRequest_Op() {}
 
 func (*GcsRequest_MarkNodeDead) isGcsRequest_Op() {}
@@ -887,6 +994,18 @@ func (*GcsRequest_FinishJob) isGcsRequest_Op() {}
 func (*GcsRequest_ListJobs) isGcsRequest_Op() {}
 
 func (*GcsRequest_ReregisterNode) isGcsRequest_Op() {}
+
+func (*GcsRequest_CreatePlacementGroup) isGcsRequest_Op() {}
+
+func (*GcsRequest_RemovePlacementGroup) isGcsRequest_Op() {}
+
+func (*GcsRequest_GetPlacementGroup) isGcsRequest_Op() {}
+
+func (*GcsRequest_ListPlacementGroups) isGcsRequest_Op() {}
+
+func (*GcsRequest_WaitPlacementGroup) isGcsRequest_Op() {}
+
+func (*GcsRequest_RequestResources) isGcsRequest_Op() {}
 
 // MarkNodeDead ends a known node's entry: NODE_DEAD with its end time,
 // whether it left on purpose and why.
@@ -1112,13 +1231,14 @@ func (x *GetNamedActor) GetNamespace() string {
 }
 
 type GcsReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Error         *ErrorInfo             `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
-	Nodes         []*NodeInfo            `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
-	Actors        []*ActorInfo           `protobuf:"bytes,3,rep,name=actors,proto3" json:"actors,omitempty"`
-	Jobs          []*JobInfo             `protobuf:"bytes,4,rep,name=jobs,proto3" json:"jobs,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Error           *ErrorInfo             `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Nodes           []*NodeInfo            `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	Actors          []*ActorInfo           `protobuf:"bytes,3,rep,name=actors,proto3" json:"actors,omitempty"`
+	Jobs            []*JobInfo             `protobuf:"bytes,4,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	PlacementGroups []*PlacementGroupInfo  `protobuf:"bytes,5,rep,name=placement_groups,json=placementGroups,proto3" json:"placement_groups,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *GcsReply) Reset() {
@@ -1179,11 +1299,18 @@ func (x *GcsReply) GetJobs() []*JobInfo {
 	return nil
 }
 
+func (x *GcsReply) GetPlacementGroups() []*PlacementGroupInfo {
+	if x != nil {
+		return x.PlacementGroups
+	}
+	return nil
+}
+
 var File_atollpb_gcs_proto protoreflect.FileDescriptor
 
 const file_atollpb_gcs_proto_rawDesc = "" +
 	"\n" +
-	"\x11atollpb/gcs.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\"\xeb\x04\n" +
+	"\x11atollpb/gcs.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\x1a\x17atollpb/placement.proto\"\x88\x05\n" +
 	"\bNodeInfo\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12?\n" +
@@ -1201,10 +1328,11 @@ const file_atollpb_gcs_proto_rawDesc = "" +
 	"\x0ffault_injection\x18\r \x01(\bR\x0efaultInjection\x12\x12\n" +
 	"\x04left\x18\x0e \x01(\bR\x04left\x12\x1d\n" +
 	"\n" +
-	"end_reason\x18\x0f \x01(\tR\tendReason\x1a<\n" +
+	"end_reason\x18\x0f \x01(\tR\tendReason\x12\x1b\n" +
+	"\tnode_type\x18\x10 \x01(\tR\bnodeType\x1a<\n" +
 	"\x0eResourcesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\x84\x03\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\xa8\x03\n" +
 	"\tActorInfo\x12\x19\n" +
 	"\bactor_id\x18\x01 \x01(\fR\aactorId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -1220,7 +1348,8 @@ const file_atollpb_gcs_proto_rawDesc = "" +
 	" \x01(\fR\aownerId\x12\x15\n" +
 	"\x06job_id\x18\v \x01(\fR\x05jobId\x124\n" +
 	"\vdeath_cause\x18\f \x01(\v2\x13.atoll.v1.ErrorInfoR\n" +
-	"deathCause\"\xed\x03\n" +
+	"deathCause\x12\"\n" +
+	"\rowner_node_id\x18\r \x01(\fR\vownerNodeId\"\xed\x03\n" +
 	"\aJobInfo\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\fR\x05jobId\x12%\n" +
 	"\x0edriver_address\x18\x02 \x01(\tR\rdriverAddress\x12+\n" +
@@ -1238,7 +1367,7 @@ const file_atollpb_gcs_proto_rawDesc = "" +
 	"\texit_code\x18\v \x01(\x05R\bexitCode\x12\x17\n" +
 	"\anode_id\x18\f \x01(\fR\x06nodeId\x12\x18\n" +
 	"\amessage\x18\r \x01(\tR\amessage\x12#\n" +
-	"\rsubmission_id\x18\x0e \x01(\fR\fsubmissionId\"\x9d\x05\n" +
+	"\rsubmission_id\x18\x0e \x01(\fR\fsubmissionId\"\xec\b\n" +
 	"\n" +
 	"GcsRequest\x129\n" +
 	"\rregister_node\x18\x01 \x01(\v2\x12.atoll.v1.NodeInfoH\x00R\fregisterNode\x12>\n" +
@@ -1256,7 +1385,13 @@ const file_atollpb_gcs_proto_rawDesc = "" +
 	"finish_job\x18\n" +
 	" \x01(\fH\x00R\tfinishJob\x121\n" +
 	"\tlist_jobs\x18\v \x01(\v2\x12.atoll.v1.ListJobsH\x00R\blistJobs\x12=\n" +
-	"\x0freregister_node\x18\f \x01(\v2\x12.atoll.v1.NodeInfoH\x00R\x0ereregisterNodeB\x04\n" +
+	"\x0freregister_node\x18\f \x01(\v2\x12.atoll.v1.NodeInfoH\x00R\x0ereregisterNode\x12T\n" +
+	"\x16create_placement_group\x18\x0e \x01(\v2\x1c.atoll.v1.PlacementGroupInfoH\x00R\x14createPlacementGroup\x126\n" +
+	"\x16remove_placement_group\x18\x0f \x01(\fH\x00R\x14removePlacementGroup\x12M\n" +
+	"\x13get_placement_group\x18\x10 \x01(\v2\x1b.atoll.v1.GetPlacementGroupH\x00R\x11getPlacementGroup\x12S\n" +
+	"\x15list_placement_groups\x18\x11 \x01(\v2\x1d.atoll.v1.ListPlacementGroupsH\x00R\x13listPlacementGroups\x12P\n" +
+	"\x14wait_placement_group\x18\x12 \x01(\v2\x1c.atoll.v1.WaitPlacementGroupH\x00R\x12waitPlacementGroup\x12I\n" +
+	"\x11request_resources\x18\x13 \x01(\v2\x1a.atoll.v1.RequestResourcesH\x00R\x10requestResourcesB\x04\n" +
 	"\x02opJ\x04\b\x02\x10\x03\"S\n" +
 	"\fMarkNodeDead\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12\x12\n" +
@@ -1269,12 +1404,13 @@ const file_atollpb_gcs_proto_rawDesc = "" +
 	"\bListJobs\"A\n" +
 	"\rGetNamedActor\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
-	"\tnamespace\x18\x02 \x01(\tR\tnamespace\"\xb3\x01\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\"\xfc\x01\n" +
 	"\bGcsReply\x12)\n" +
 	"\x05error\x18\x01 \x01(\v2\x13.atoll.v1.ErrorInfoR\x05error\x12(\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x12.atoll.v1.NodeInfoR\x05nodes\x12+\n" +
 	"\x06actors\x18\x03 \x03(\v2\x13.atoll.v1.ActorInfoR\x06actors\x12%\n" +
-	"\x04jobs\x18\x04 \x03(\v2\x11.atoll.v1.JobInfoR\x04jobs*F\n" +
+	"\x04jobs\x18\x04 \x03(\v2\x11.atoll.v1.JobInfoR\x04jobs\x12G\n" +
+	"\x10placement_groups\x18\x05 \x03(\v2\x1c.atoll.v1.PlacementGroupInfoR\x0fplacementGroups*F\n" +
 	"\tNodeState\x12\x1a\n" +
 	"\x16NODE_STATE_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -1312,21 +1448,26 @@ func file_atollpb_gcs_proto_rawDescGZIP() []byte {
 var file_atollpb_gcs_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_atollpb_gcs_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_atollpb_gcs_proto_goTypes = []any{
-	(NodeState)(0),        // 0: atoll.v1.NodeState
-	(ActorState)(0),       // 1: atoll.v1.ActorState
-	(JobState)(0),         // 2: atoll.v1.JobState
-	(*NodeInfo)(nil),      // 3: atoll.v1.NodeInfo
-	(*ActorInfo)(nil),     // 4: atoll.v1.ActorInfo
-	(*JobInfo)(nil),       // 5: atoll.v1.JobInfo
-	(*GcsRequest)(nil),    // 6: atoll.v1.GcsRequest
-	(*MarkNodeDead)(nil),  // 7: atoll.v1.MarkNodeDead
-	(*ListNodes)(nil),     // 8: atoll.v1.ListNodes
-	(*ListActors)(nil),    // 9: atoll.v1.ListActors
-	(*ListJobs)(nil),      // 10: atoll.v1.ListJobs
-	(*GetNamedActor)(nil), // 11: atoll.v1.GetNamedActor
-	(*GcsReply)(nil),      // 12: atoll.v1.GcsReply
-	nil,                   // 13: atoll.v1.NodeInfo.ResourcesEntry
-	(*ErrorInfo)(nil),     // 14: atoll.v1.ErrorInfo
+	(NodeState)(0),              // 0: atoll.v1.NodeState
+	(ActorState)(0),             // 1: atoll.v1.ActorState
+	(JobState)(0),               // 2: atoll.v1.JobState
+	(*NodeInfo)(nil),            // 3: atoll.v1.NodeInfo
+	(*ActorInfo)(nil),           // 4: atoll.v1.ActorInfo
+	(*JobInfo)(nil),             // 5: atoll.v1.JobInfo
+	(*GcsRequest)(nil),          // 6: atoll.v1.GcsRequest
+	(*MarkNodeDead)(nil),        // 7: atoll.v1.MarkNodeDead
+	(*ListNodes)(nil),           // 8: atoll.v1.ListNodes
+	(*ListActors)(nil),          // 9: atoll.v1.ListActors
+	(*ListJobs)(nil),            // 10: atoll.v1.ListJobs
+	(*GetNamedActor)(nil),       // 11: atoll.v1.GetNamedActor
+	(*GcsReply)(nil),            // 12: atoll.v1.GcsReply
+	nil,                         // 13: atoll.v1.NodeInfo.ResourcesEntry
+	(*ErrorInfo)(nil),           // 14: atoll.v1.ErrorInfo
+	(*PlacementGroupInfo)(nil),  // 15: atoll.v1.PlacementGroupInfo
+	(*GetPlacementGroup)(nil),   // 16: atoll.v1.GetPlacementGroup
+	(*ListPlacementGroups)(nil), // 17: atoll.v1.ListPlacementGroups
+	(*WaitPlacementGroup)(nil),  // 18: atoll.v1.WaitPlacementGroup
+	(*RequestResources)(nil),    // 19: atoll.v1.RequestResources
 }
 var file_atollpb_gcs_proto_depIdxs = []int32{
 	13, // 0: atoll.v1.NodeInfo.resources:type_name -> atoll.v1.NodeInfo.ResourcesEntry
@@ -1344,15 +1485,21 @@ var file_atollpb_gcs_proto_depIdxs = []int32{
 	5,  // 12: atoll.v1.GcsRequest.add_job:type_name -> atoll.v1.JobInfo
 	10, // 13: atoll.v1.GcsRequest.list_jobs:type_name -> atoll.v1.ListJobs
 	3,  // 14: atoll.v1.GcsRequest.reregister_node:type_name -> atoll.v1.NodeInfo
-	14, // 15: atoll.v1.GcsReply.error:type_name -> atoll.v1.ErrorInfo
-	3,  // 16: atoll.v1.GcsReply.nodes:type_name -> atoll.v1.NodeInfo
-	4,  // 17: atoll.v1.GcsReply.actors:type_name -> atoll.v1.ActorInfo
-	5,  // 18: atoll.v1.GcsReply.jobs:type_name -> atoll.v1.JobInfo
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	15, // 15: atoll.v1.GcsRequest.create_placement_group:type_name -> atoll.v1.PlacementGroupInfo
+	16, // 16: atoll.v1.GcsRequest.get_placement_group:type_name -> atoll.v1.GetPlacementGroup
+	17, // 17: atoll.v1.GcsRequest.list_placement_groups:type_name -> atoll.v1.ListPlacementGroups
+	18, // 18: atoll.v1.GcsRequest.wait_placement_group:type_name -> atoll.v1.WaitPlacementGroup
+	19, // 19: atoll.v1.GcsRequest.request_resources:type_name -> atoll.v1.RequestResources
+	14, // 20: atoll.v1.GcsReply.error:type_name -> atoll.v1.ErrorInfo
+	3,  // 21: atoll.v1.GcsReply.nodes:type_name -> atoll.v1.NodeInfo
+	4,  // 22: atoll.v1.GcsReply.actors:type_name -> atoll.v1.ActorInfo
+	5,  // 23: atoll.v1.GcsReply.jobs:type_name -> atoll.v1.JobInfo
+	15, // 24: atoll.v1.GcsReply.placement_groups:type_name -> atoll.v1.PlacementGroupInfo
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_gcs_proto_init() }
@@ -1361,6 +1508,7 @@ func file_atollpb_gcs_proto_init() {
 		return
 	}
 	file_atollpb_common_proto_init()
+	file_atollpb_placement_proto_init()
 	file_atollpb_gcs_proto_msgTypes[3].OneofWrappers = []any{
 		(*GcsRequest_RegisterNode)(nil),
 		(*GcsRequest_MarkNodeDead)(nil),
@@ -1374,6 +1522,12 @@ func file_atollpb_gcs_proto_init() {
 		(*GcsRequest_FinishJob)(nil),
 		(*GcsRequest_ListJobs)(nil),
 		(*GcsRequest_ReregisterNode)(nil),
+		(*GcsRequest_CreatePlacementGroup)(nil),
+		(*GcsRequest_RemovePlacementGroup)(nil),
+		(*GcsRequest_GetPlacementGroup)(nil),
+		(*GcsRequest_ListPlacementGroups)(nil),
+		(*GcsRequest_WaitPlacementGroup)(nil),
+		(*GcsRequest_RequestResources)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

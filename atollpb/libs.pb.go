@@ -396,9 +396,15 @@ type DataTask struct {
 	Read *DataRead `protobuf:"bytes,1,opt,name=read,proto3" json:"read,omitempty"`
 	// Set for a zip task: its inputs are one left block, then the right
 	// blocks that line up with it.
-	Zip           *DataZip    `protobuf:"bytes,2,opt,name=zip,proto3" json:"zip,omitempty"`
-	Ops           []*DataOp   `protobuf:"bytes,3,rep,name=ops,proto3" json:"ops,omitempty"`
-	Out           *DataOutput `protobuf:"bytes,4,opt,name=out,proto3" json:"out,omitempty"`
+	Zip *DataZip    `protobuf:"bytes,2,opt,name=zip,proto3" json:"zip,omitempty"`
+	Ops []*DataOp   `protobuf:"bytes,3,rep,name=ops,proto3" json:"ops,omitempty"`
+	Out *DataOutput `protobuf:"bytes,4,opt,name=out,proto3" json:"out,omitempty"`
+	// Set for a task of a shuffled join: its inputs are pieces of one
+	// part, the left side's then the right side's.
+	Join *DataJoin `protobuf:"bytes,5,opt,name=join,proto3" json:"join,omitempty"`
+	// The last shared arguments are blocks every task of the stage takes
+	// (a broadcast join's right side), after the task's own inputs.
+	Shared        int64 `protobuf:"varint,6,opt,name=shared,proto3" json:"shared,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -461,22 +467,193 @@ func (x *DataTask) GetOut() *DataOutput {
 	return nil
 }
 
+func (x *DataTask) GetJoin() *DataJoin {
+	if x != nil {
+		return x.Join
+	}
+	return nil
+}
+
+func (x *DataTask) GetShared() int64 {
+	if x != nil {
+		return x.Shared
+	}
+	return 0
+}
+
+// DataJoin is a join: how (inner, left, right, full, semi, anti) on
+// left_keys = right_keys, right's other columns named with suffix when
+// left has their names. A broadcast join (a join_probe operation) finds
+// the right side in the task's shared arguments shared_from to
+// shared_to; a shuffled join's task has left left inputs then the right
+// side's. build_key names the right side's hash table in the worker's
+// cache. A task with every left row of its part emits the right's
+// unmatched rows itself (emit_unmatched_build); one with some reports
+// the right rows it matched (report_matched, in its metadata); a
+// join_unmatched task emits the right rows no task matched (matched is
+// the union of those reports).
+type DataJoin struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	How                string                 `protobuf:"bytes,1,opt,name=how,proto3" json:"how,omitempty"`
+	LeftKeys           []string               `protobuf:"bytes,2,rep,name=left_keys,json=leftKeys,proto3" json:"left_keys,omitempty"`
+	RightKeys          []string               `protobuf:"bytes,3,rep,name=right_keys,json=rightKeys,proto3" json:"right_keys,omitempty"`
+	Suffix             string                 `protobuf:"bytes,4,opt,name=suffix,proto3" json:"suffix,omitempty"`
+	BuildKey           string                 `protobuf:"bytes,5,opt,name=build_key,json=buildKey,proto3" json:"build_key,omitempty"`
+	SharedFrom         int64                  `protobuf:"varint,6,opt,name=shared_from,json=sharedFrom,proto3" json:"shared_from,omitempty"`
+	SharedTo           int64                  `protobuf:"varint,7,opt,name=shared_to,json=sharedTo,proto3" json:"shared_to,omitempty"`
+	Left               int64                  `protobuf:"varint,8,opt,name=left,proto3" json:"left,omitempty"`
+	EmitUnmatchedBuild bool                   `protobuf:"varint,9,opt,name=emit_unmatched_build,json=emitUnmatchedBuild,proto3" json:"emit_unmatched_build,omitempty"`
+	ReportMatched      bool                   `protobuf:"varint,10,opt,name=report_matched,json=reportMatched,proto3" json:"report_matched,omitempty"`
+	Matched            []byte                 `protobuf:"bytes,11,opt,name=matched,proto3" json:"matched,omitempty"`
+	// join_unmatched: emit nothing, only the right's unmatched rows.
+	UnmatchedOnly bool `protobuf:"varint,12,opt,name=unmatched_only,json=unmatchedOnly,proto3" json:"unmatched_only,omitempty"`
+	// The left side's schema (an Arrow IPC stream of no batch), for a task
+	// that may have no left piece to read it from.
+	LeftSchema    []byte `protobuf:"bytes,13,opt,name=left_schema,json=leftSchema,proto3" json:"left_schema,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DataJoin) Reset() {
+	*x = DataJoin{}
+	mi := &file_atollpb_libs_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DataJoin) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DataJoin) ProtoMessage() {}
+
+func (x *DataJoin) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_libs_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DataJoin.ProtoReflect.Descriptor instead.
+func (*DataJoin) Descriptor() ([]byte, []int) {
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *DataJoin) GetHow() string {
+	if x != nil {
+		return x.How
+	}
+	return ""
+}
+
+func (x *DataJoin) GetLeftKeys() []string {
+	if x != nil {
+		return x.LeftKeys
+	}
+	return nil
+}
+
+func (x *DataJoin) GetRightKeys() []string {
+	if x != nil {
+		return x.RightKeys
+	}
+	return nil
+}
+
+func (x *DataJoin) GetSuffix() string {
+	if x != nil {
+		return x.Suffix
+	}
+	return ""
+}
+
+func (x *DataJoin) GetBuildKey() string {
+	if x != nil {
+		return x.BuildKey
+	}
+	return ""
+}
+
+func (x *DataJoin) GetSharedFrom() int64 {
+	if x != nil {
+		return x.SharedFrom
+	}
+	return 0
+}
+
+func (x *DataJoin) GetSharedTo() int64 {
+	if x != nil {
+		return x.SharedTo
+	}
+	return 0
+}
+
+func (x *DataJoin) GetLeft() int64 {
+	if x != nil {
+		return x.Left
+	}
+	return 0
+}
+
+func (x *DataJoin) GetEmitUnmatchedBuild() bool {
+	if x != nil {
+		return x.EmitUnmatchedBuild
+	}
+	return false
+}
+
+func (x *DataJoin) GetReportMatched() bool {
+	if x != nil {
+		return x.ReportMatched
+	}
+	return false
+}
+
+func (x *DataJoin) GetMatched() []byte {
+	if x != nil {
+		return x.Matched
+	}
+	return nil
+}
+
+func (x *DataJoin) GetUnmatchedOnly() bool {
+	if x != nil {
+		return x.UnmatchedOnly
+	}
+	return false
+}
+
+func (x *DataJoin) GetLeftSchema() []byte {
+	if x != nil {
+		return x.LeftSchema
+	}
+	return nil
+}
+
 // DataRead is a read: kind range (ids start to end), parquet (row_groups
 // of the file path), csv or json (the file path).
 type DataRead struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
-	Start         int64                  `protobuf:"varint,2,opt,name=start,proto3" json:"start,omitempty"`
-	End           int64                  `protobuf:"varint,3,opt,name=end,proto3" json:"end,omitempty"`
-	Path          string                 `protobuf:"bytes,4,opt,name=path,proto3" json:"path,omitempty"`
-	RowGroups     []int64                `protobuf:"varint,5,rep,packed,name=row_groups,json=rowGroups,proto3" json:"row_groups,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Kind      string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Start     int64                  `protobuf:"varint,2,opt,name=start,proto3" json:"start,omitempty"`
+	End       int64                  `protobuf:"varint,3,opt,name=end,proto3" json:"end,omitempty"`
+	Path      string                 `protobuf:"bytes,4,opt,name=path,proto3" json:"path,omitempty"`
+	RowGroups []int64                `protobuf:"varint,5,rep,packed,name=row_groups,json=rowGroups,proto3" json:"row_groups,omitempty"`
+	// parquet: the columns to read (the plan uses no other), in the file's
+	// order; empty: every column.
+	Columns       []string `protobuf:"bytes,6,rep,name=columns,proto3" json:"columns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DataRead) Reset() {
 	*x = DataRead{}
-	mi := &file_atollpb_libs_proto_msgTypes[5]
+	mi := &file_atollpb_libs_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -488,7 +665,7 @@ func (x *DataRead) String() string {
 func (*DataRead) ProtoMessage() {}
 
 func (x *DataRead) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[5]
+	mi := &file_atollpb_libs_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -501,7 +678,7 @@ func (x *DataRead) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataRead.ProtoReflect.Descriptor instead.
 func (*DataRead) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{5}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DataRead) GetKind() string {
@@ -539,6 +716,13 @@ func (x *DataRead) GetRowGroups() []int64 {
 	return nil
 }
 
+func (x *DataRead) GetColumns() []string {
+	if x != nil {
+		return x.Columns
+	}
+	return nil
+}
+
 // DataZip cuts the right side of a zip: rows rows after the first skip.
 type DataZip struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -550,7 +734,7 @@ type DataZip struct {
 
 func (x *DataZip) Reset() {
 	*x = DataZip{}
-	mi := &file_atollpb_libs_proto_msgTypes[6]
+	mi := &file_atollpb_libs_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -562,7 +746,7 @@ func (x *DataZip) String() string {
 func (*DataZip) ProtoMessage() {}
 
 func (x *DataZip) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[6]
+	mi := &file_atollpb_libs_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -575,7 +759,7 @@ func (x *DataZip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataZip.ProtoReflect.Descriptor instead.
 func (*DataZip) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{6}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DataZip) GetSkip() int64 {
@@ -595,25 +779,29 @@ func (x *DataZip) GetRows() int64 {
 // DataOp is one map-like operation. kind: map, map_batches,
 // map_batches_class, flat_map, filter, add_column (func names the
 // registered function), select, drop (columns), limit (offset, limit),
-// write_parquet, write_csv (path).
+// write_parquet, write_csv (path), where (exprs[0], a condition),
+// with_column (column, exprs[0]), project (exprs, named by columns).
 type DataOp struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Kind      string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
 	Func      string                 `protobuf:"bytes,2,opt,name=func,proto3" json:"func,omitempty"`
 	BatchSize int64                  `protobuf:"varint,3,opt,name=batch_size,json=batchSize,proto3" json:"batch_size,omitempty"`
 	Columns   []string               `protobuf:"bytes,4,rep,name=columns,proto3" json:"columns,omitempty"`
-	// add_column: the new column's name.
-	Column        string `protobuf:"bytes,5,opt,name=column,proto3" json:"column,omitempty"`
-	Limit         int64  `protobuf:"varint,6,opt,name=limit,proto3" json:"limit,omitempty"`
-	Offset        int64  `protobuf:"varint,7,opt,name=offset,proto3" json:"offset,omitempty"`
-	Path          string `protobuf:"bytes,8,opt,name=path,proto3" json:"path,omitempty"`
+	// add_column, with_column: the new column's name.
+	Column string      `protobuf:"bytes,5,opt,name=column,proto3" json:"column,omitempty"`
+	Limit  int64       `protobuf:"varint,6,opt,name=limit,proto3" json:"limit,omitempty"`
+	Offset int64       `protobuf:"varint,7,opt,name=offset,proto3" json:"offset,omitempty"`
+	Path   string      `protobuf:"bytes,8,opt,name=path,proto3" json:"path,omitempty"`
+	Exprs  []*DataExpr `protobuf:"bytes,9,rep,name=exprs,proto3" json:"exprs,omitempty"`
+	// join_probe: a broadcast join.
+	Join          *DataJoin `protobuf:"bytes,10,opt,name=join,proto3" json:"join,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DataOp) Reset() {
 	*x = DataOp{}
-	mi := &file_atollpb_libs_proto_msgTypes[7]
+	mi := &file_atollpb_libs_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -625,7 +813,7 @@ func (x *DataOp) String() string {
 func (*DataOp) ProtoMessage() {}
 
 func (x *DataOp) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[7]
+	mi := &file_atollpb_libs_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -638,7 +826,7 @@ func (x *DataOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataOp.ProtoReflect.Descriptor instead.
 func (*DataOp) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{7}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DataOp) GetKind() string {
@@ -697,6 +885,260 @@ func (x *DataOp) GetPath() string {
 	return ""
 }
 
+func (x *DataOp) GetExprs() []*DataExpr {
+	if x != nil {
+		return x.Exprs
+	}
+	return nil
+}
+
+func (x *DataOp) GetJoin() *DataJoin {
+	if x != nil {
+		return x.Join
+	}
+	return nil
+}
+
+// DataExpr is an expression of package data/expr. op is what it does:
+// col (name), lit (lit), add, sub, mul, div, mod, neg, eq, ne, lt, le,
+// gt, ge, and, or, not, is_null, is_not_null, fill_null, cast (type),
+// contains, starts_with, ends_with (name: the pattern), is_in (set),
+// case (args: condition, value, ..., then the otherwise value when
+// has_else), alias (name); args are its operands in order.
+type DataExpr struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Op    string                 `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Lit   *DataLiteral           `protobuf:"bytes,3,opt,name=lit,proto3" json:"lit,omitempty"`
+	Args  []*DataExpr            `protobuf:"bytes,4,rep,name=args,proto3" json:"args,omitempty"`
+	// cast: the target type (int64, float64, string, bool...).
+	Type          string         `protobuf:"bytes,5,opt,name=type,proto3" json:"type,omitempty"`
+	Set           []*DataLiteral `protobuf:"bytes,6,rep,name=set,proto3" json:"set,omitempty"`
+	HasElse       bool           `protobuf:"varint,7,opt,name=has_else,json=hasElse,proto3" json:"has_else,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DataExpr) Reset() {
+	*x = DataExpr{}
+	mi := &file_atollpb_libs_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DataExpr) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DataExpr) ProtoMessage() {}
+
+func (x *DataExpr) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_libs_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DataExpr.ProtoReflect.Descriptor instead.
+func (*DataExpr) Descriptor() ([]byte, []int) {
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *DataExpr) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
+}
+
+func (x *DataExpr) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DataExpr) GetLit() *DataLiteral {
+	if x != nil {
+		return x.Lit
+	}
+	return nil
+}
+
+func (x *DataExpr) GetArgs() []*DataExpr {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *DataExpr) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *DataExpr) GetSet() []*DataLiteral {
+	if x != nil {
+		return x.Set
+	}
+	return nil
+}
+
+func (x *DataExpr) GetHasElse() bool {
+	if x != nil {
+		return x.HasElse
+	}
+	return false
+}
+
+// DataLiteral is a literal: one value, or none for null; type is empty
+// for an untyped one (a Go int or float64, which takes its operand's
+// type).
+type DataLiteral struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Value:
+	//
+	//	*DataLiteral_Int
+	//	*DataLiteral_Uint
+	//	*DataLiteral_Float
+	//	*DataLiteral_Str
+	//	*DataLiteral_Bool
+	Value         isDataLiteral_Value `protobuf_oneof:"value"`
+	Type          string              `protobuf:"bytes,6,opt,name=type,proto3" json:"type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DataLiteral) Reset() {
+	*x = DataLiteral{}
+	mi := &file_atollpb_libs_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DataLiteral) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DataLiteral) ProtoMessage() {}
+
+func (x *DataLiteral) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_libs_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DataLiteral.ProtoReflect.Descriptor instead.
+func (*DataLiteral) Descriptor() ([]byte, []int) {
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *DataLiteral) GetValue() isDataLiteral_Value {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *DataLiteral) GetInt() int64 {
+	if x != nil {
+		if x, ok := x.Value.(*DataLiteral_Int); ok {
+			return x.Int
+		}
+	}
+	return 0
+}
+
+func (x *DataLiteral) GetUint() uint64 {
+	if x != nil {
+		if x, ok := x.Value.(*DataLiteral_Uint); ok {
+			return x.Uint
+		}
+	}
+	return 0
+}
+
+func (x *DataLiteral) GetFloat() float64 {
+	if x != nil {
+		if x, ok := x.Value.(*DataLiteral_Float); ok {
+			return x.Float
+		}
+	}
+	return 0
+}
+
+func (x *DataLiteral) GetStr() string {
+	if x != nil {
+		if x, ok := x.Value.(*DataLiteral_Str); ok {
+			return x.Str
+		}
+	}
+	return ""
+}
+
+func (x *DataLiteral) GetBool() bool {
+	if x != nil {
+		if x, ok := x.Value.(*DataLiteral_Bool); ok {
+			return x.Bool
+		}
+	}
+	return false
+}
+
+func (x *DataLiteral) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+type isDataLiteral_Value interface {
+	isDataLiteral_Value()
+}
+
+type DataLiteral_Int struct {
+	Int int64 `protobuf:"varint,1,opt,name=int,proto3,oneof"`
+}
+
+type DataLiteral_Uint struct {
+	Uint uint64 `protobuf:"varint,2,opt,name=uint,proto3,oneof"`
+}
+
+type DataLiteral_Float struct {
+	Float float64 `protobuf:"fixed64,3,opt,name=float,proto3,oneof"`
+}
+
+type DataLiteral_Str struct {
+	Str string `protobuf:"bytes,4,opt,name=str,proto3,oneof"`
+}
+
+type DataLiteral_Bool struct {
+	Bool bool `protobuf:"varint,5,opt,name=bool,proto3,oneof"`
+}
+
+func (*DataLiteral_Int) isDataLiteral_Value() {}
+
+func (*DataLiteral_Uint) isDataLiteral_Value() {}
+
+func (*DataLiteral_Float) isDataLiteral_Value() {}
+
+func (*DataLiteral_Str) isDataLiteral_Value() {}
+
+func (*DataLiteral_Bool) isDataLiteral_Value() {}
+
 // DataOutput is how a task returns its rows. kind: blocks (split above
 // target_max_block_size into at most max_blocks), sort_sample (blocks,
 // plus samples rows of the keys), split (parts returns: sort ranges of
@@ -724,7 +1166,7 @@ type DataOutput struct {
 
 func (x *DataOutput) Reset() {
 	*x = DataOutput{}
-	mi := &file_atollpb_libs_proto_msgTypes[8]
+	mi := &file_atollpb_libs_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -736,7 +1178,7 @@ func (x *DataOutput) String() string {
 func (*DataOutput) ProtoMessage() {}
 
 func (x *DataOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[8]
+	mi := &file_atollpb_libs_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -749,7 +1191,7 @@ func (x *DataOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataOutput.ProtoReflect.Descriptor instead.
 func (*DataOutput) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{8}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DataOutput) GetKind() string {
@@ -840,7 +1282,7 @@ type DataSortKey struct {
 
 func (x *DataSortKey) Reset() {
 	*x = DataSortKey{}
-	mi := &file_atollpb_libs_proto_msgTypes[9]
+	mi := &file_atollpb_libs_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -852,7 +1294,7 @@ func (x *DataSortKey) String() string {
 func (*DataSortKey) ProtoMessage() {}
 
 func (x *DataSortKey) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[9]
+	mi := &file_atollpb_libs_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -865,7 +1307,7 @@ func (x *DataSortKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataSortKey.ProtoReflect.Descriptor instead.
 func (*DataSortKey) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{9}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DataSortKey) GetColumn() string {
@@ -883,18 +1325,19 @@ func (x *DataSortKey) GetDescending() bool {
 }
 
 // DataAgg is one aggregation: func count, sum, mean, min, max or std of
-// column (empty for count).
+// input (none: count of rows), named name.
 type DataAgg struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Func          string                 `protobuf:"bytes,1,opt,name=func,proto3" json:"func,omitempty"`
-	Column        string                 `protobuf:"bytes,2,opt,name=column,proto3" json:"column,omitempty"`
+	Input         *DataExpr              `protobuf:"bytes,3,opt,name=input,proto3" json:"input,omitempty"`
+	Name          string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DataAgg) Reset() {
 	*x = DataAgg{}
-	mi := &file_atollpb_libs_proto_msgTypes[10]
+	mi := &file_atollpb_libs_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -906,7 +1349,7 @@ func (x *DataAgg) String() string {
 func (*DataAgg) ProtoMessage() {}
 
 func (x *DataAgg) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[10]
+	mi := &file_atollpb_libs_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -919,7 +1362,7 @@ func (x *DataAgg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataAgg.ProtoReflect.Descriptor instead.
 func (*DataAgg) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{10}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DataAgg) GetFunc() string {
@@ -929,9 +1372,16 @@ func (x *DataAgg) GetFunc() string {
 	return ""
 }
 
-func (x *DataAgg) GetColumn() string {
+func (x *DataAgg) GetInput() *DataExpr {
 	if x != nil {
-		return x.Column
+		return x.Input
+	}
+	return nil
+}
+
+func (x *DataAgg) GetName() string {
+	if x != nil {
+		return x.Name
 	}
 	return ""
 }
@@ -950,14 +1400,18 @@ type DataTaskMeta struct {
 	WallNs  int64  `protobuf:"varint,5,opt,name=wall_ns,json=wallNs,proto3" json:"wall_ns,omitempty"`
 	CpuNs   int64  `protobuf:"varint,6,opt,name=cpu_ns,json=cpuNs,proto3" json:"cpu_ns,omitempty"`
 	// The attempt that succeeded: 0 for the first, n after n retries.
-	Attempt       int32 `protobuf:"varint,7,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Attempt int32 `protobuf:"varint,7,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// A read's bytes of files (Parquet: the column chunks read).
+	ReadBytes int64 `protobuf:"varint,8,opt,name=read_bytes,json=readBytes,proto3" json:"read_bytes,omitempty"`
+	// A join task's report_matched: the right rows it matched, a bitmap.
+	Matched       []byte `protobuf:"bytes,9,opt,name=matched,proto3" json:"matched,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DataTaskMeta) Reset() {
 	*x = DataTaskMeta{}
-	mi := &file_atollpb_libs_proto_msgTypes[11]
+	mi := &file_atollpb_libs_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -969,7 +1423,7 @@ func (x *DataTaskMeta) String() string {
 func (*DataTaskMeta) ProtoMessage() {}
 
 func (x *DataTaskMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[11]
+	mi := &file_atollpb_libs_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -982,7 +1436,7 @@ func (x *DataTaskMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataTaskMeta.ProtoReflect.Descriptor instead.
 func (*DataTaskMeta) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{11}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DataTaskMeta) GetRows() []int64 {
@@ -1034,6 +1488,20 @@ func (x *DataTaskMeta) GetAttempt() int32 {
 	return 0
 }
 
+func (x *DataTaskMeta) GetReadBytes() int64 {
+	if x != nil {
+		return x.ReadBytes
+	}
+	return 0
+}
+
+func (x *DataTaskMeta) GetMatched() []byte {
+	if x != nil {
+		return x.Matched
+	}
+	return nil
+}
+
 // DataPool is the constructor argument of an atoll/data.pool actor: the
 // BatchClasses whose setup it runs.
 type DataPool struct {
@@ -1045,7 +1513,7 @@ type DataPool struct {
 
 func (x *DataPool) Reset() {
 	*x = DataPool{}
-	mi := &file_atollpb_libs_proto_msgTypes[12]
+	mi := &file_atollpb_libs_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1057,7 +1525,7 @@ func (x *DataPool) String() string {
 func (*DataPool) ProtoMessage() {}
 
 func (x *DataPool) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[12]
+	mi := &file_atollpb_libs_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1070,7 +1538,7 @@ func (x *DataPool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataPool.ProtoReflect.Descriptor instead.
 func (*DataPool) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{12}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DataPool) GetClasses() []string {
@@ -1096,7 +1564,7 @@ type QueueInfo struct {
 
 func (x *QueueInfo) Reset() {
 	*x = QueueInfo{}
-	mi := &file_atollpb_libs_proto_msgTypes[13]
+	mi := &file_atollpb_libs_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1108,7 +1576,7 @@ func (x *QueueInfo) String() string {
 func (*QueueInfo) ProtoMessage() {}
 
 func (x *QueueInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[13]
+	mi := &file_atollpb_libs_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1121,7 +1589,7 @@ func (x *QueueInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueInfo.ProtoReflect.Descriptor instead.
 func (*QueueInfo) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{13}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *QueueInfo) GetMaxSize() int64 {
@@ -1156,7 +1624,7 @@ type QueueItem struct {
 
 func (x *QueueItem) Reset() {
 	*x = QueueItem{}
-	mi := &file_atollpb_libs_proto_msgTypes[14]
+	mi := &file_atollpb_libs_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1168,7 +1636,7 @@ func (x *QueueItem) String() string {
 func (*QueueItem) ProtoMessage() {}
 
 func (x *QueueItem) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[14]
+	mi := &file_atollpb_libs_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1181,7 +1649,7 @@ func (x *QueueItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueItem.ProtoReflect.Descriptor instead.
 func (*QueueItem) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{14}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *QueueItem) GetCodec() Codec {
@@ -1210,7 +1678,7 @@ type QueueRequest struct {
 
 func (x *QueueRequest) Reset() {
 	*x = QueueRequest{}
-	mi := &file_atollpb_libs_proto_msgTypes[15]
+	mi := &file_atollpb_libs_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1222,7 +1690,7 @@ func (x *QueueRequest) String() string {
 func (*QueueRequest) ProtoMessage() {}
 
 func (x *QueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[15]
+	mi := &file_atollpb_libs_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1235,7 +1703,7 @@ func (x *QueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueRequest.ProtoReflect.Descriptor instead.
 func (*QueueRequest) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{15}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *QueueRequest) GetItem() *QueueItem {
@@ -1265,7 +1733,7 @@ type QueueReply struct {
 
 func (x *QueueReply) Reset() {
 	*x = QueueReply{}
-	mi := &file_atollpb_libs_proto_msgTypes[16]
+	mi := &file_atollpb_libs_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1745,7 @@ func (x *QueueReply) String() string {
 func (*QueueReply) ProtoMessage() {}
 
 func (x *QueueReply) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_libs_proto_msgTypes[16]
+	mi := &file_atollpb_libs_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1758,7 @@ func (x *QueueReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueReply.ProtoReflect.Descriptor instead.
 func (*QueueReply) Descriptor() ([]byte, []int) {
-	return file_atollpb_libs_proto_rawDescGZIP(), []int{16}
+	return file_atollpb_libs_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *QueueReply) GetOk() bool {
@@ -1347,22 +1815,43 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\x03DEP\x10\x02\x12\v\n" +
 	"\aLITERAL\x10\x03\x12\b\n" +
 	"\x04LIST\x10\x04\x12\b\n" +
-	"\x04ITEM\x10\x05\"\xa3\x01\n" +
+	"\x04ITEM\x10\x05\"\xe3\x01\n" +
 	"\bDataTask\x12&\n" +
 	"\x04read\x18\x01 \x01(\v2\x12.atoll.v1.DataReadR\x04read\x12#\n" +
 	"\x03zip\x18\x02 \x01(\v2\x11.atoll.v1.DataZipR\x03zip\x12\"\n" +
 	"\x03ops\x18\x03 \x03(\v2\x10.atoll.v1.DataOpR\x03ops\x12&\n" +
-	"\x03out\x18\x04 \x01(\v2\x14.atoll.v1.DataOutputR\x03out\"y\n" +
+	"\x03out\x18\x04 \x01(\v2\x14.atoll.v1.DataOutputR\x03out\x12&\n" +
+	"\x04join\x18\x05 \x01(\v2\x12.atoll.v1.DataJoinR\x04join\x12\x16\n" +
+	"\x06shared\x18\x06 \x01(\x03R\x06shared\"\x9a\x03\n" +
+	"\bDataJoin\x12\x10\n" +
+	"\x03how\x18\x01 \x01(\tR\x03how\x12\x1b\n" +
+	"\tleft_keys\x18\x02 \x03(\tR\bleftKeys\x12\x1d\n" +
+	"\n" +
+	"right_keys\x18\x03 \x03(\tR\trightKeys\x12\x16\n" +
+	"\x06suffix\x18\x04 \x01(\tR\x06suffix\x12\x1b\n" +
+	"\tbuild_key\x18\x05 \x01(\tR\bbuildKey\x12\x1f\n" +
+	"\vshared_from\x18\x06 \x01(\x03R\n" +
+	"sharedFrom\x12\x1b\n" +
+	"\tshared_to\x18\a \x01(\x03R\bsharedTo\x12\x12\n" +
+	"\x04left\x18\b \x01(\x03R\x04left\x120\n" +
+	"\x14emit_unmatched_build\x18\t \x01(\bR\x12emitUnmatchedBuild\x12%\n" +
+	"\x0ereport_matched\x18\n" +
+	" \x01(\bR\rreportMatched\x12\x18\n" +
+	"\amatched\x18\v \x01(\fR\amatched\x12%\n" +
+	"\x0eunmatched_only\x18\f \x01(\bR\runmatchedOnly\x12\x1f\n" +
+	"\vleft_schema\x18\r \x01(\fR\n" +
+	"leftSchema\"\x93\x01\n" +
 	"\bDataRead\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\x03R\x05start\x12\x10\n" +
 	"\x03end\x18\x03 \x01(\x03R\x03end\x12\x12\n" +
 	"\x04path\x18\x04 \x01(\tR\x04path\x12\x1d\n" +
 	"\n" +
-	"row_groups\x18\x05 \x03(\x03R\trowGroups\"1\n" +
+	"row_groups\x18\x05 \x03(\x03R\trowGroups\x12\x18\n" +
+	"\acolumns\x18\x06 \x03(\tR\acolumns\"1\n" +
 	"\aDataZip\x12\x12\n" +
 	"\x04skip\x18\x01 \x01(\x03R\x04skip\x12\x12\n" +
-	"\x04rows\x18\x02 \x01(\x03R\x04rows\"\xc3\x01\n" +
+	"\x04rows\x18\x02 \x01(\x03R\x04rows\"\x95\x02\n" +
 	"\x06DataOp\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04func\x18\x02 \x01(\tR\x04func\x12\x1d\n" +
@@ -1372,7 +1861,26 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\x06column\x18\x05 \x01(\tR\x06column\x12\x14\n" +
 	"\x05limit\x18\x06 \x01(\x03R\x05limit\x12\x16\n" +
 	"\x06offset\x18\a \x01(\x03R\x06offset\x12\x12\n" +
-	"\x04path\x18\b \x01(\tR\x04path\"\xde\x02\n" +
+	"\x04path\x18\b \x01(\tR\x04path\x12(\n" +
+	"\x05exprs\x18\t \x03(\v2\x12.atoll.v1.DataExprR\x05exprs\x12&\n" +
+	"\x04join\x18\n" +
+	" \x01(\v2\x12.atoll.v1.DataJoinR\x04join\"\xd7\x01\n" +
+	"\bDataExpr\x12\x0e\n" +
+	"\x02op\x18\x01 \x01(\tR\x02op\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12'\n" +
+	"\x03lit\x18\x03 \x01(\v2\x15.atoll.v1.DataLiteralR\x03lit\x12&\n" +
+	"\x04args\x18\x04 \x03(\v2\x12.atoll.v1.DataExprR\x04args\x12\x12\n" +
+	"\x04type\x18\x05 \x01(\tR\x04type\x12'\n" +
+	"\x03set\x18\x06 \x03(\v2\x15.atoll.v1.DataLiteralR\x03set\x12\x19\n" +
+	"\bhas_else\x18\a \x01(\bR\ahasElse\"\x96\x01\n" +
+	"\vDataLiteral\x12\x12\n" +
+	"\x03int\x18\x01 \x01(\x03H\x00R\x03int\x12\x14\n" +
+	"\x04uint\x18\x02 \x01(\x04H\x00R\x04uint\x12\x16\n" +
+	"\x05float\x18\x03 \x01(\x01H\x00R\x05float\x12\x12\n" +
+	"\x03str\x18\x04 \x01(\tH\x00R\x03str\x12\x14\n" +
+	"\x04bool\x18\x05 \x01(\bH\x00R\x04bool\x12\x12\n" +
+	"\x04type\x18\x06 \x01(\tR\x04typeB\a\n" +
+	"\x05value\"\xde\x02\n" +
 	"\n" +
 	"DataOutput\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1d\n" +
@@ -1394,10 +1902,11 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\x06column\x18\x01 \x01(\tR\x06column\x12\x1e\n" +
 	"\n" +
 	"descending\x18\x02 \x01(\bR\n" +
-	"descending\"5\n" +
+	"descending\"a\n" +
 	"\aDataAgg\x12\x12\n" +
-	"\x04func\x18\x01 \x01(\tR\x04func\x12\x16\n" +
-	"\x06column\x18\x02 \x01(\tR\x06column\"\xb4\x01\n" +
+	"\x04func\x18\x01 \x01(\tR\x04func\x12(\n" +
+	"\x05input\x18\x03 \x01(\v2\x12.atoll.v1.DataExprR\x05input\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04nameJ\x04\b\x02\x10\x03\"\xed\x01\n" +
 	"\fDataTaskMeta\x12\x12\n" +
 	"\x04rows\x18\x01 \x03(\x03R\x04rows\x12\x14\n" +
 	"\x05bytes\x18\x02 \x03(\x03R\x05bytes\x12\x16\n" +
@@ -1405,7 +1914,10 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\asamples\x18\x04 \x01(\fR\asamples\x12\x17\n" +
 	"\awall_ns\x18\x05 \x01(\x03R\x06wallNs\x12\x15\n" +
 	"\x06cpu_ns\x18\x06 \x01(\x03R\x05cpuNs\x12\x18\n" +
-	"\aattempt\x18\a \x01(\x05R\aattempt\"$\n" +
+	"\aattempt\x18\a \x01(\x05R\aattempt\x12\x1d\n" +
+	"\n" +
+	"read_bytes\x18\b \x01(\x03R\treadBytes\x12\x18\n" +
+	"\amatched\x18\t \x01(\fR\amatched\"$\n" +
 	"\bDataPool\x12\x18\n" +
 	"\aclasses\x18\x01 \x03(\tR\aclasses\"Z\n" +
 	"\tQueueInfo\x12\x19\n" +
@@ -1439,7 +1951,7 @@ func file_atollpb_libs_proto_rawDescGZIP() []byte {
 }
 
 var file_atollpb_libs_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_atollpb_libs_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_atollpb_libs_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_atollpb_libs_proto_goTypes = []any{
 	(GraphExpr_Kind)(0),   // 0: atoll.v1.GraphExpr.Kind
 	(*GraphTask)(nil),     // 1: atoll.v1.GraphTask
@@ -1447,19 +1959,22 @@ var file_atollpb_libs_proto_goTypes = []any{
 	(*GraphCallback)(nil), // 3: atoll.v1.GraphCallback
 	(*GraphExpr)(nil),     // 4: atoll.v1.GraphExpr
 	(*DataTask)(nil),      // 5: atoll.v1.DataTask
-	(*DataRead)(nil),      // 6: atoll.v1.DataRead
-	(*DataZip)(nil),       // 7: atoll.v1.DataZip
-	(*DataOp)(nil),        // 8: atoll.v1.DataOp
-	(*DataOutput)(nil),    // 9: atoll.v1.DataOutput
-	(*DataSortKey)(nil),   // 10: atoll.v1.DataSortKey
-	(*DataAgg)(nil),       // 11: atoll.v1.DataAgg
-	(*DataTaskMeta)(nil),  // 12: atoll.v1.DataTaskMeta
-	(*DataPool)(nil),      // 13: atoll.v1.DataPool
-	(*QueueInfo)(nil),     // 14: atoll.v1.QueueInfo
-	(*QueueItem)(nil),     // 15: atoll.v1.QueueItem
-	(*QueueRequest)(nil),  // 16: atoll.v1.QueueRequest
-	(*QueueReply)(nil),    // 17: atoll.v1.QueueReply
-	(Codec)(0),            // 18: atoll.v1.Codec
+	(*DataJoin)(nil),      // 6: atoll.v1.DataJoin
+	(*DataRead)(nil),      // 7: atoll.v1.DataRead
+	(*DataZip)(nil),       // 8: atoll.v1.DataZip
+	(*DataOp)(nil),        // 9: atoll.v1.DataOp
+	(*DataExpr)(nil),      // 10: atoll.v1.DataExpr
+	(*DataLiteral)(nil),   // 11: atoll.v1.DataLiteral
+	(*DataOutput)(nil),    // 12: atoll.v1.DataOutput
+	(*DataSortKey)(nil),   // 13: atoll.v1.DataSortKey
+	(*DataAgg)(nil),       // 14: atoll.v1.DataAgg
+	(*DataTaskMeta)(nil),  // 15: atoll.v1.DataTaskMeta
+	(*DataPool)(nil),      // 16: atoll.v1.DataPool
+	(*QueueInfo)(nil),     // 17: atoll.v1.QueueInfo
+	(*QueueItem)(nil),     // 18: atoll.v1.QueueItem
+	(*QueueRequest)(nil),  // 19: atoll.v1.QueueRequest
+	(*QueueReply)(nil),    // 20: atoll.v1.QueueReply
+	(Codec)(0),            // 21: atoll.v1.Codec
 }
 var file_atollpb_libs_proto_depIdxs = []int32{
 	2,  // 0: atoll.v1.GraphTask.deps:type_name -> atoll.v1.GraphDep
@@ -1467,21 +1982,28 @@ var file_atollpb_libs_proto_depIdxs = []int32{
 	4,  // 2: atoll.v1.GraphTask.expr:type_name -> atoll.v1.GraphExpr
 	0,  // 3: atoll.v1.GraphExpr.kind:type_name -> atoll.v1.GraphExpr.Kind
 	4,  // 4: atoll.v1.GraphExpr.args:type_name -> atoll.v1.GraphExpr
-	18, // 5: atoll.v1.GraphExpr.codec:type_name -> atoll.v1.Codec
-	6,  // 6: atoll.v1.DataTask.read:type_name -> atoll.v1.DataRead
-	7,  // 7: atoll.v1.DataTask.zip:type_name -> atoll.v1.DataZip
-	8,  // 8: atoll.v1.DataTask.ops:type_name -> atoll.v1.DataOp
-	9,  // 9: atoll.v1.DataTask.out:type_name -> atoll.v1.DataOutput
-	10, // 10: atoll.v1.DataOutput.keys:type_name -> atoll.v1.DataSortKey
-	11, // 11: atoll.v1.DataOutput.aggs:type_name -> atoll.v1.DataAgg
-	18, // 12: atoll.v1.QueueItem.codec:type_name -> atoll.v1.Codec
-	15, // 13: atoll.v1.QueueRequest.item:type_name -> atoll.v1.QueueItem
-	15, // 14: atoll.v1.QueueReply.item:type_name -> atoll.v1.QueueItem
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	21, // 5: atoll.v1.GraphExpr.codec:type_name -> atoll.v1.Codec
+	7,  // 6: atoll.v1.DataTask.read:type_name -> atoll.v1.DataRead
+	8,  // 7: atoll.v1.DataTask.zip:type_name -> atoll.v1.DataZip
+	9,  // 8: atoll.v1.DataTask.ops:type_name -> atoll.v1.DataOp
+	12, // 9: atoll.v1.DataTask.out:type_name -> atoll.v1.DataOutput
+	6,  // 10: atoll.v1.DataTask.join:type_name -> atoll.v1.DataJoin
+	10, // 11: atoll.v1.DataOp.exprs:type_name -> atoll.v1.DataExpr
+	6,  // 12: atoll.v1.DataOp.join:type_name -> atoll.v1.DataJoin
+	11, // 13: atoll.v1.DataExpr.lit:type_name -> atoll.v1.DataLiteral
+	10, // 14: atoll.v1.DataExpr.args:type_name -> atoll.v1.DataExpr
+	11, // 15: atoll.v1.DataExpr.set:type_name -> atoll.v1.DataLiteral
+	13, // 16: atoll.v1.DataOutput.keys:type_name -> atoll.v1.DataSortKey
+	14, // 17: atoll.v1.DataOutput.aggs:type_name -> atoll.v1.DataAgg
+	10, // 18: atoll.v1.DataAgg.input:type_name -> atoll.v1.DataExpr
+	21, // 19: atoll.v1.QueueItem.codec:type_name -> atoll.v1.Codec
+	18, // 20: atoll.v1.QueueRequest.item:type_name -> atoll.v1.QueueItem
+	18, // 21: atoll.v1.QueueReply.item:type_name -> atoll.v1.QueueItem
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_libs_proto_init() }
@@ -1490,13 +2012,20 @@ func file_atollpb_libs_proto_init() {
 		return
 	}
 	file_atollpb_common_proto_init()
+	file_atollpb_libs_proto_msgTypes[10].OneofWrappers = []any{
+		(*DataLiteral_Int)(nil),
+		(*DataLiteral_Uint)(nil),
+		(*DataLiteral_Float)(nil),
+		(*DataLiteral_Str)(nil),
+		(*DataLiteral_Bool)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_libs_proto_rawDesc), len(file_atollpb_libs_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -85,6 +85,10 @@ const (
 	// The node in node_id; soft falls back to DEFAULT when it is gone
 	// or cannot run the task, hard fails with UNSCHEDULABLE.
 	SchedulingStrategy_NODE_AFFINITY SchedulingStrategy_Kind = 2
+	// A bundle of the placement group placement_group_id: bundle_index,
+	// or any of its bundles with -1. The task's resources come out of the
+	// bundle's.
+	SchedulingStrategy_PLACEMENT_GROUP SchedulingStrategy_Kind = 3
 )
 
 // Enum value maps for SchedulingStrategy_Kind.
@@ -93,11 +97,13 @@ var (
 		0: "DEFAULT",
 		1: "SPREAD",
 		2: "NODE_AFFINITY",
+		3: "PLACEMENT_GROUP",
 	}
 	SchedulingStrategy_Kind_value = map[string]int32{
-		"DEFAULT":       0,
-		"SPREAD":        1,
-		"NODE_AFFINITY": 2,
+		"DEFAULT":         0,
+		"SPREAD":          1,
+		"NODE_AFFINITY":   2,
+		"PLACEMENT_GROUP": 3,
 	}
 )
 
@@ -231,7 +237,10 @@ type ActorCreationSpec struct {
 	// A detached actor outlives its owner: it is not killed when the
 	// process that created it exits or its node leaves the cluster, only by
 	// Kill (or its node's death). It is always named.
-	Detached      bool `protobuf:"varint,9,opt,name=detached,proto3" json:"detached,omitempty"`
+	Detached bool `protobuf:"varint,9,opt,name=detached,proto3" json:"detached,omitempty"`
+	// Restarts the actor used before this creation (a creation sent again
+	// after its node died): its host's budget is max_restarts less these.
+	NumRestarts   int32 `protobuf:"varint,10,opt,name=num_restarts,json=numRestarts,proto3" json:"num_restarts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -327,6 +336,13 @@ func (x *ActorCreationSpec) GetDetached() bool {
 		return x.Detached
 	}
 	return false
+}
+
+func (x *ActorCreationSpec) GetNumRestarts() int32 {
+	if x != nil {
+		return x.NumRestarts
+	}
+	return 0
 }
 
 // ConcurrencyGroup is a named group of an actor's methods with its own
@@ -683,12 +699,14 @@ func (x *TaskSpec) GetGeneratorBackpressure() int32 {
 
 // SchedulingStrategy places a task or actor in a cluster.
 type SchedulingStrategy struct {
-	state         protoimpl.MessageState  `protogen:"open.v1"`
-	Kind          SchedulingStrategy_Kind `protobuf:"varint,1,opt,name=kind,proto3,enum=atoll.v1.SchedulingStrategy_Kind" json:"kind,omitempty"`
-	NodeId        []byte                  `protobuf:"bytes,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	Soft          bool                    `protobuf:"varint,3,opt,name=soft,proto3" json:"soft,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state            protoimpl.MessageState  `protogen:"open.v1"`
+	Kind             SchedulingStrategy_Kind `protobuf:"varint,1,opt,name=kind,proto3,enum=atoll.v1.SchedulingStrategy_Kind" json:"kind,omitempty"`
+	NodeId           []byte                  `protobuf:"bytes,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Soft             bool                    `protobuf:"varint,3,opt,name=soft,proto3" json:"soft,omitempty"`
+	PlacementGroupId []byte                  `protobuf:"bytes,4,opt,name=placement_group_id,json=placementGroupId,proto3" json:"placement_group_id,omitempty"`
+	BundleIndex      int32                   `protobuf:"varint,5,opt,name=bundle_index,json=bundleIndex,proto3" json:"bundle_index,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *SchedulingStrategy) Reset() {
@@ -740,6 +758,20 @@ func (x *SchedulingStrategy) GetSoft() bool {
 		return x.Soft
 	}
 	return false
+}
+
+func (x *SchedulingStrategy) GetPlacementGroupId() []byte {
+	if x != nil {
+		return x.PlacementGroupId
+	}
+	return nil
+}
+
+func (x *SchedulingStrategy) GetBundleIndex() int32 {
+	if x != nil {
+		return x.BundleIndex
+	}
+	return 0
 }
 
 // ReturnObject is one return value of a finished task.
@@ -1581,7 +1613,7 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\aTaskArg\x12'\n" +
 	"\x05value\x18\x01 \x01(\v2\x0f.atoll.v1.ValueH\x00R\x05value\x12'\n" +
 	"\x03ref\x18\x02 \x01(\v2\x13.atoll.v1.ObjectRefH\x00R\x03refB\x06\n" +
-	"\x04kind\"\xed\x02\n" +
+	"\x04kind\"\x90\x03\n" +
 	"\x11ActorCreationSpec\x12\x1d\n" +
 	"\n" +
 	"actor_type\x18\x01 \x01(\tR\tactorType\x12\x12\n" +
@@ -1592,7 +1624,9 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\x0fmax_concurrency\x18\x06 \x01(\x05R\x0emaxConcurrency\x12I\n" +
 	"\x12concurrency_groups\x18\a \x03(\v2\x1a.atoll.v1.ConcurrencyGroupR\x11concurrencyGroups\x12*\n" +
 	"\x11max_pending_calls\x18\b \x01(\x05R\x0fmaxPendingCalls\x12\x1a\n" +
-	"\bdetached\x18\t \x01(\bR\bdetached\"i\n" +
+	"\bdetached\x18\t \x01(\bR\bdetached\x12!\n" +
+	"\fnum_restarts\x18\n" +
+	" \x01(\x05R\vnumRestarts\"i\n" +
 	"\x10ConcurrencyGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
 	"\x0fmax_concurrency\x18\x02 \x01(\x05R\x0emaxConcurrency\x12\x18\n" +
@@ -1632,16 +1666,19 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\x16generator_backpressure\x18) \x01(\x05R\x15generatorBackpressure\x1a<\n" +
 	"\x0eResourcesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\xac\x01\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\x92\x02\n" +
 	"\x12SchedulingStrategy\x125\n" +
 	"\x04kind\x18\x01 \x01(\x0e2!.atoll.v1.SchedulingStrategy.KindR\x04kind\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\fR\x06nodeId\x12\x12\n" +
-	"\x04soft\x18\x03 \x01(\bR\x04soft\"2\n" +
+	"\x04soft\x18\x03 \x01(\bR\x04soft\x12,\n" +
+	"\x12placement_group_id\x18\x04 \x01(\fR\x10placementGroupId\x12!\n" +
+	"\fbundle_index\x18\x05 \x01(\x05R\vbundleIndex\"G\n" +
 	"\x04Kind\x12\v\n" +
 	"\aDEFAULT\x10\x00\x12\n" +
 	"\n" +
 	"\x06SPREAD\x10\x01\x12\x11\n" +
-	"\rNODE_AFFINITY\x10\x02\"R\n" +
+	"\rNODE_AFFINITY\x10\x02\x12\x13\n" +
+	"\x0fPLACEMENT_GROUP\x10\x03\"R\n" +
 	"\fReturnObject\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12%\n" +
 	"\x05value\x18\x02 \x01(\v2\x0f.atoll.v1.ValueR\x05value\"\x9e\x04\n" +

@@ -26,6 +26,8 @@ func shapeOutput(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch,
 		return shuffleMap(ctx, s, recs, o)
 	case "shuffle_reduce":
 		return shuffleReduce(ctx, s, recs, o)
+	case "hash_split":
+		return hashSplit(ctx, s, recs, o.GroupKeys, o.Parts)
 	}
 	return nil, errs.Malformedf(specWhat, "unknown output %q", o.Kind)
 }
@@ -64,7 +66,7 @@ func (a *allToAll) hashShuffle(ctx context.Context) (blockStream, error) {
 		return nil, fmt.Errorf("data: %s is not a hash all-to-all", a.op.name)
 	}
 	mapOut.Parts = parts
-	ms := &taskStream{r: a.r, st: a.sub(a.op.name + "_map"), src: a.src, ops: a.ops, out: mapOut, opts: a.opts}
+	ms := a.mapStream(a.sub(a.op.name+"_map"), mapOut)
 	pieces, err := drain(ctx, ms, a.r)
 	if err != nil {
 		return nil, err

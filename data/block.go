@@ -33,6 +33,7 @@ import (
 // encodeBlock writes rec as an IPC stream.
 func encodeBlock(rec arrow.RecordBatch) ([]byte, error) {
 	var buf bytes.Buffer
+	buf.Grow(int(recordBytes(rec)+64*rec.NumCols()) + 1024) // once: growing copies
 	w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(memory.DefaultAllocator))
 	if err := w.Write(rec); err != nil {
 		return nil, fmt.Errorf("data: encode block: %w", err)

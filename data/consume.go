@@ -57,6 +57,24 @@ func (d *Dataset) Stats() string {
 	return formatStats(d.last.stages)
 }
 
+// BytesRead is the bytes of files the last run's read tasks read
+// (Parquet: the column chunks they read; CSV and JSON: whole files).
+func (d *Dataset) BytesRead() int64 {
+	d.last.mu.Lock()
+	defer d.last.mu.Unlock()
+	var n int64
+	for _, st := range d.last.stages {
+		st.mu.Lock()
+		for _, sub := range st.subs {
+			sub.mu.Lock()
+			n += sub.readBytes
+			sub.mu.Unlock()
+		}
+		st.mu.Unlock()
+	}
+	return n
+}
+
 // Count returns the number of rows (from the blocks' metadata: the
 // driver reads no block).
 func (d *Dataset) Count(ctx context.Context) (int64, error) {
@@ -90,7 +108,7 @@ func (d *Dataset) Materialize(ctx context.Context) (*Dataset, error) {
 // NumBlocks is the number of blocks of a materialized dataset, -1 for a
 // lazy one.
 func (d *Dataset) NumBlocks() int {
-	if d.source.units != nil || len(d.ops) > 1 {
+	if d.source.open != nil || len(d.ops) > 1 {
 		return -1
 	}
 	return len(d.source.blocks)

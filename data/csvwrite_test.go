@@ -16,7 +16,7 @@ import (
 func TestWriteCSV(t *testing.T) {
 	ctx := start(t)
 	dir := filepath.Join(t.TempDir(), "csv")
-	ds := data.Range(100).WithConfig(withParallelism(4)).MapBatches(double).Filter(even)
+	ds := data.Range(100).WithConfig(withParallelism(4)).MapBatches(double).FilterFunc(even)
 	if err := ds.WriteCSV(ctx, dir); err != nil {
 		t.Fatal(err)
 	}

@@ -53,16 +53,25 @@ type Config struct {
 	Progress io.Writer
 	// ProgressInterval: zero means 500 ms.
 	ProgressInterval time.Duration
+	// NoPushdown makes a Parquet read take every column and row group,
+	// whatever the plan uses (to measure what the pushdown saves).
+	NoPushdown bool
+	// BroadcastThreshold: a Join broadcasts its right side when the
+	// right is estimated below this many bytes (and at most half the
+	// run's budget) and the join keeps no unmatched right row. Default
+	// 64 MiB: a table that small is cheaper sent to every task than
+	// shuffled with the left.
+	BroadcastThreshold int64
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{TargetMaxBlockSize: 512 << 20, BudgetFraction: 0.25, Parallelism: 16}
+	return Config{TargetMaxBlockSize: 512 << 20, BudgetFraction: 0.25, Parallelism: 16, BroadcastThreshold: 64 << 20}
 }
 
 func (c Config) validate() error {
 	if c.TargetMaxBlockSize <= 0 || c.MemoryBudget < 0 || c.BudgetFraction < 0 || c.BudgetFraction > 1 || c.Parallelism <= 0 ||
-		c.CPUShare < 0 || c.CPUShare > 1 || c.ProgressInterval < 0 {
+		c.CPUShare < 0 || c.CPUShare > 1 || c.ProgressInterval < 0 || c.BroadcastThreshold < 0 {
 		return fmt.Errorf("%w: data: bad Config %+v", atoll.ErrInvalidArgument, c)
 	}
 	if c.MemoryBudget == 0 && c.BudgetFraction == 0 {
@@ -92,7 +101,8 @@ type lastRun struct {
 // source is where a dataset's rows come from: read tasks made at run
 // time, or blocks already in the store.
 type source struct {
-	units  func(cfg Config) ([]readUnit, error)
+	// open prepares a read for one run (lists files, reads footers)
+	open   func(cfg Config) (readSource, error)
 	blocks []block
 	// inputs starts other datasets within a run: a union's stream of
 	// blocks, or a zip's units (union.go)
@@ -138,28 +148,36 @@ func Range(n int64) *Dataset {
 	if n < 0 {
 		return newDataset(&source{}, "read", fmt.Errorf("%w: data: Range(%d)", atoll.ErrInvalidArgument, n))
 	}
-	return newDataset(&source{units: func(cfg Config) ([]readUnit, error) {
-		p := int64(max(1, min(int64(cfg.Parallelism), n)))
-		var us []readUnit
-		for i := range p {
-			lo, hi := i*n/p, (i+1)*n/p
-			us = append(us, readUnit{spec: readSpec{Kind: "range", Start: lo, End: hi}, estimate: (hi - lo) * 8})
-		}
-		return us, nil
+	return newDataset(&source{open: func(cfg Config) (readSource, error) {
+		return &rangeSource{n: n, parallelism: int64(cfg.Parallelism)}, nil
 	}}, "read", nil)
 }
 
 // ReadParquet reads Parquet files (paths of files or of directories,
-// whose *.parquet files are read), one task per row group.
+// whose *.parquet files are read), one task per row group. The driver
+// reads the files' footers when the dataset runs: the schema its
+// operations are checked against (the first file's), and the pushdown:
+// each task reads only the columns the plan uses, and a row group whose
+// statistics rule out a Filter's condition is not read (Stats shows
+// both).
 func ReadParquet(paths ...string) *Dataset {
-	return newDataset(&source{units: func(Config) ([]readUnit, error) { return parquetUnits(paths) }}, "read", nil)
+	return newDataset(&source{open: func(Config) (readSource, error) {
+		files, err := openParquet(paths)
+		if err != nil {
+			return nil, err
+		}
+		return &parquetSource{files: files}, nil
+	}}, "read", nil)
 }
 
 // ReadCSV reads CSV files with a header line (paths of files or of
 // directories, whose *.csv files are read), one task per file; column
 // types are inferred.
 func ReadCSV(paths ...string) *Dataset {
-	return newDataset(&source{units: func(Config) ([]readUnit, error) { return csvUnits(paths) }}, "read", nil)
+	return newDataset(&source{open: func(Config) (readSource, error) {
+		us, err := csvUnits(paths)
+		return &fileSource{kind: "csv", us: us}, err
+	}}, "read", nil)
 }
 
 // FromArrow puts records in the object store, a block each, now.
@@ -272,17 +290,6 @@ func (d *Dataset) Map(fn *RowFunc, opts ...OpOption) *Dataset {
 		return d.withErr(err)
 	}
 	return d.mapOp("map", opSpec{Kind: "map", Fn: fn.name}, opts)
-}
-
-// Filter keeps the rows fn accepts.
-func (d *Dataset) Filter(fn *Predicate, opts ...OpOption) *Dataset {
-	if fn == nil {
-		return d.withErr(fmt.Errorf("%w: data: Filter(nil)", atoll.ErrInvalidArgument))
-	}
-	if err := registered(predicates, "Filter", fn.name); err != nil {
-		return d.withErr(err)
-	}
-	return d.mapOp("filter", opSpec{Kind: "filter", Fn: fn.name}, opts)
 }
 
 // AddColumn adds (or replaces) column name, computed by fn per batch.

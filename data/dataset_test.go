@@ -124,7 +124,7 @@ func ids(t *testing.T, rows []data.Row, col string) []int64 {
 
 func TestRangeMapBatchesFilterSelect(t *testing.T) {
 	ctx := start(t)
-	ds := data.Range(1000).MapBatches(double).Filter(even).Select("x")
+	ds := data.Range(1000).MapBatches(double).FilterFunc(even).Select("x")
 	n, err := ds.Count(ctx)
 	if err != nil || n != 500 {
 		t.Fatalf("Count = %d, %v; want 500", n, err)
@@ -231,7 +231,7 @@ func TestFromItemsAndFromArrow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err = fa.Filter(even).TakeAll(ctx)
+	rows, err = fa.FilterFunc(even).TakeAll(ctx)
 	if err != nil || !slices.Equal(ids(t, rows, "x"), []int64{0, 4, 8, 12, 16}) {
 		t.Fatalf("FromArrow rows %v, %v", rows, err)
 	}
@@ -296,7 +296,7 @@ func TestParquetAndCSV(t *testing.T) {
 		t.Fatalf("%d parquet files, want one per task (16)", len(files))
 	}
 	back := data.ReadParquet(dir)
-	rows, err := back.Filter(even).TakeAll(ctx)
+	rows, err := back.FilterFunc(even).TakeAll(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func TestSortAndRepartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sorted := ds.Filter(even).Sort("id", data.Partitions(4))
+	sorted := ds.FilterFunc(even).Sort("id", data.Partitions(4))
 	rows, err := sorted.TakeAll(ctx)
 	if err != nil {
 		t.Fatal(err)

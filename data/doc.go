@@ -4,15 +4,26 @@
 // library on the public SDK, like package graph: it adds no actor to the
 // node.
 //
+//	price := expr.Col("price").Mul(expr.Col("qty"))
+//	ds := data.ReadParquet("in/").
+//		Filter(price.Gt(100)).                          // an expression: Arrow kernels over whole batches
+//		WithColumn("band", expr.When(price.Gt(1000)).Then("big").Otherwise("small")).
+//		GroupBy("band").Aggregate(data.Count(), price.Sum().As("revenue"))
+//	for rec, err := range ds.IterBatches(ctx, 0) { ... } // runs: read->filter->with_column->aggregate
+//	fmt.Print(ds.Stats())                                // columns read, row groups skipped, per stage
+//
+// Expressions (package data/expr) say most of what a pipeline computes:
+// they travel inside the plan with nothing registered, are checked
+// against the schema before anything runs, and run on Arrow compute
+// kernels over whole batches. For what they cannot say, functions of
+// batches or rows are registered by name at package init, so the worker
+// processes (your binary, re-executed) know them:
+//
 //	var double = data.RegisterBatchFunc("double", func(ctx context.Context, rec arrow.RecordBatch) (arrow.RecordBatch, error) { ... })
-//	var keep = data.RegisterPredicate("keep", func(ctx context.Context, r data.Row) (bool, error) { ... })
+//	ds := data.ReadParquet("in/").MapBatches(double, data.BatchSize(4096)).Sort("key")
+//	err := ds.WriteParquet(ctx, "out/")   // runs: read->map_batches->sort, then write
 //
-//	ds := data.ReadParquet("in/").MapBatches(double, data.BatchSize(4096)).Filter(keep).Sort("key")
-//	err := ds.WriteParquet(ctx, "out/")   // runs: read->map_batches->filter->sort, then write
-//	fmt.Print(ds.Stats())
-//
-// Functions are registered by name at package init, so the worker
-// processes (your binary, re-executed) know them. Each sort of function
+// Each sort of function
 // is a namespace of its own in the program's registry, next to atoll's
 // remote functions: "data batch function" (RegisterBatchFunc), "data row
 // function" (RegisterRowFunc), "data predicate", "data column function",
@@ -38,7 +49,18 @@
 //
 // Operations build a logical plan and run nothing. Consuming a dataset
 // (Count, Iter, IterBatches, Take, TakeAll, Show, Schema, ToArrow,
-// WriteParquet, Materialize) plans its stages: a read and the
+// WriteParquet, Materialize) first checks the plan against the source's
+// schema, when the driver knows it (Range, stored blocks, the first
+// Parquet file's footer): each operation's columns, expressions and
+// aggregations, in order, with the schema each operation makes; an
+// operation after a registered function (whose output only running
+// tells) is checked in its tasks instead. The same walk gives a Parquet
+// read its pushdown: the columns the plan uses (the others are not
+// read) and the Filter conditions on the file's columns as read, with
+// which the driver skips the row groups whose statistics rule them out
+// (expr.MayMatch); Stats shows the columns read, the row groups read
+// and skipped, and the bytes of column chunks against the files'.
+// Then it plans its stages: a read and the
 // map-like operations after it fuse into one task per block while they
 // share compute strategy and resources; an all-to-all (Sort,
 // Repartition, GroupBy-Aggregate, RandomShuffle) fuses with the maps
@@ -96,7 +118,10 @@
 // # Errors
 //
 // A dataset's operations are checked when it runs, before anything is
-// submitted: a bad argument matches atoll.ErrInvalidArgument. A task
+// submitted: a bad argument matches atoll.ErrInvalidArgument, and so do
+// a column the schema lacks (a ColumnError) and an expression that does
+// not fit it (an *expr.Error naming the expression, the column and the
+// type). A task
 // that fails returns an atoll.TaskError, and errors.As and errors.Is see
 // through it, wherever the task ran, to what failed: a FunctionError when
 // a registered function returned an error or panicked (naming the
@@ -128,19 +153,33 @@
 //     file, types inferred), ReadJSON (newline-delimited, a task per
 //     file, the schema inferred from the file, decoded by arrow-go's JSON
 //     reader).
+//   - Expressions (data/expr): Filter, WithColumn, SelectExprs and the
+//     aggregations' inputs; columns, literals, arithmetic, comparisons,
+//     three-valued logic, nulls, casts, string predicates, IsIn,
+//     When/Then/Otherwise.
 //   - Transforms: Map, FlatMap, MapBatches (BatchSize; a BatchFunc in
 //     tasks, or a BatchFunc or stateful BatchClass on an ActorPool),
-//     Filter, AddColumn, Select, Drop, Limit, Repartition, Sort (one
+//     FilterFunc, AddColumn, Select, Drop, Limit, Repartition, Sort (one
 //     column) and SortBy (several: Key(col) or Key(col, Descending())
 //     each; int64, int32, float64, float32, string; nulls last in either
 //     direction), RandomShuffle (seeded: the same order for a seed and a
 //     block layout).
 //   - GroupBy(cols...).Aggregate(aggs...) on int64, int32, float64,
 //     float32 or string columns (nulls a group of their own) with Count,
-//     Sum, Mean, Min, Max, Std (sample, ddof 1), columns named as Ray's
-//     (count(), sum(x), ...); one row per group, each block sorted by the
+//     Sum, Mean, Min, Max, Std (sample, ddof 1) of a column or of any
+//     expression (expr.Col("x").Mul(2).Sum()), columns named as Ray's
+//     (count(), sum(x), ...) or by As; one row per group, each block sorted by the
 //     group columns (not the whole output); GroupedData.Count, Sum...
 //     shorthands.
+//   - Join (inner, left, right, full, semi, anti) on one or more keys
+//     (RightOn for other names; Suffix for clashing names): broadcast
+//     when the right side is estimated under Config.BroadcastThreshold
+//     (64 MiB) or BroadcastBelow, fused with the left's maps, a worker
+//     building the right's hash table once; otherwise shuffled, both
+//     sides cut into JoinPartitions parts by a hash of the keys, the
+//     left's pieces joined as they come in groups within the budget (a
+//     part larger than the store streams through it). Null keys match
+//     nothing; keys of different types are a plan-time ColumnError.
 //   - Combining: Union (inputs in order, one schema), Zip (row-aligned,
 //     repeated names get _1; different row counts are an
 //     ErrInvalidArgument), Split(ctx, n) (eager, like Ray's

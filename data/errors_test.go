@@ -66,7 +66,7 @@ func TestErrorsFromWorkers(t *testing.T) {
 		t.Fatalf("map: the function's own error is lost: %v", err)
 	}
 
-	err = count("filter", data.Range(4).Filter(panics))
+	err = count("filter", data.Range(4).FilterFunc(panics))
 	var te *atoll.TaskError
 	if !errors.As(err, &fe) || fe.Func != "test.panics" || fe.Op != "filter" || !fe.Panicked || fe.Message != "no predicate for 1" {
 		t.Fatalf("filter: %v, FunctionError %+v", err, fe)
@@ -75,10 +75,17 @@ func TestErrorsFromWorkers(t *testing.T) {
 		t.Fatalf("filter: the TaskError does not show where the function panicked: %+v", te)
 	}
 
-	err = count("select", data.Range(4).Select("nope"))
+	// a column the plan lacks is found before any task runs
+	_, err = data.Range(4).Select("nope").Count(ctx)
 	var ce *data.ColumnError
-	if !errors.As(err, &ce) || ce.Column != "nope" || !slices.Equal(ce.Columns, []string{"id"}) || !errors.Is(err, atoll.ErrInvalidArgument) {
+	if !errors.As(err, &ce) || ce.Column != "nope" || !slices.Equal(ce.Columns, []string{"id"}) || !errors.Is(err, atoll.ErrInvalidArgument) ||
+		errors.Is(err, atoll.ErrTask) {
 		t.Fatalf("select: %v, ColumnError %+v", err, ce)
+	}
+	// after a registered function, the schema is known in the task only
+	err = count("select after map", data.Range(4).Map(square).Select("nope"))
+	if !errors.As(err, &ce) || ce.Column != "nope" {
+		t.Fatalf("select after map: %v, ColumnError %+v", err, ce)
 	}
 
 	err = count("late", data.Range(4).Map(lateRowFunc()))

@@ -39,8 +39,9 @@ type blockStream interface {
 // unit is the input of one task: a read, or blocks.
 type unit struct {
 	read     *readSpec
-	zip      *zipSpec // inputs are a left block then the right blocks it spans
-	ops      []opSpec // run before the stream's ops (a Split's slice)
+	zip      *zipSpec  // inputs are a left block then the right blocks it spans
+	join     *joinSpec // a shuffled join's task: inputs are left pieces, then right ones
+	ops      []opSpec  // run before the stream's ops (a Split's slice)
 	inputs   []block
 	estimate int64 // bytes the task is expected to produce
 }
@@ -146,6 +147,12 @@ type taskStream struct {
 	// (a decompressing read, a column added) is charged what it really
 	// produces. Until the first task finishes, one task runs at a time.
 	ratio float64
+	// prepare runs before the first task is submitted (a broadcast
+	// join's right side, run to the end: shared); shared blocks go to
+	// every task after its inputs, and are released with the stream
+	prepare  func(ctx context.Context) error
+	prepared bool
+	shared   []block
 }
 
 // expected is the bytes a task of u is expected to produce.
@@ -187,6 +194,14 @@ func cost(u unit) int64 {
 }
 
 func (t *taskStream) fill(ctx context.Context) error {
+	if !t.prepared {
+		t.prepared = true
+		if t.prepare != nil {
+			if err := t.prepare(ctx); err != nil {
+				return err
+			}
+		}
+	}
 	for !t.done {
 		if t.peeked == nil {
 			u, ok, err := t.src.nextUnit(ctx)
@@ -215,7 +230,7 @@ func (t *taskStream) fill(ctx context.Context) error {
 func inputBytes(u unit) int64 { return cost(u) - u.estimate }
 
 func (t *taskStream) submit(ctx context.Context, u unit) {
-	spec := taskSpec{Read: u.read, Zip: u.zip, Ops: t.ops, Out: t.out}
+	spec := taskSpec{Read: u.read, Zip: u.zip, Ops: t.ops, Out: t.out, Join: u.join, Shared: len(t.shared)}
 	spec.Out.TaskIndex = t.seq
 	if u.ops != nil {
 		spec.Ops = append(append([]opSpec(nil), u.ops...), t.ops...)
@@ -236,6 +251,9 @@ func (t *taskStream) submit(ctx context.Context, u unit) {
 	t.seq++
 	args := []atoll.Arg[atoll.Raw]{atoll.Value(atoll.Raw{Codec: atollpb.Codec_CODEC_PROTO, Data: encodeTask(&spec)})}
 	for _, b := range u.inputs {
+		args = append(args, b.ref)
+	}
+	for _, b := range t.shared {
 		args = append(args, b.ref)
 	}
 	refs := execTask.Remote(ctx, spec.Out.numReturns(), args, t.opts...)
@@ -289,6 +307,7 @@ func (t *taskStream) collect(ctx context.Context) error {
 	t.ratio = max(t.ratio, float64(outBytes)/float64(max(p.estimate, 1)), 1e-6)
 	t.st.task(time.Duration(m.WallNs), time.Duration(m.CpuNs), rows)
 	t.st.retried(int(m.Attempt))
+	t.st.addRead(m.ReadBytes)
 	if t.onMeta != nil {
 		t.onMeta(m)
 	}
@@ -325,6 +344,11 @@ func (t *taskStream) close() {
 	if c, ok := t.src.(interface{ close() }); ok {
 		c.close()
 	}
+	for _, b := range t.shared {
+		b.release()
+		t.r.charge(-b.bytes)
+	}
+	t.shared = nil
 }
 
 func (s *streamUnits) close() { s.in.close() }

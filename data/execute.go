@@ -2,6 +2,10 @@ package data
 
 import (
 	"context"
+	"fmt"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
@@ -37,6 +41,29 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 	}
 	r.initCPU(ctx)
 	ops := append(append([]*logicalOp(nil), d.ops...), extra...)
+	// joins broadcast or shuffle, by their right side's estimate
+	ops, err := planJoins(ctx, r, ops)
+	if err != nil {
+		return nil, nil, err
+	}
+	// the plan is checked against the source's schema before anything
+	// runs, and the read leaves out what the plan does not use
+	var srcSchema *arrow.Schema
+	var rs readSource
+	switch {
+	case d.source.open != nil:
+		var err error
+		if rs, err = d.source.open(d.cfg); err != nil {
+			return nil, nil, err
+		}
+		srcSchema = rs.schema()
+	case d.source.inputs == nil && len(d.source.blocks) > 0:
+		srcSchema = d.source.blocks[0].schema
+	}
+	schemas, err := checkOps(srcSchema, ops)
+	if err != nil {
+		return nil, nil, err
+	}
 	var in blockStream
 	var src0 unitSource // a zip's units
 	if d.source.inputs != nil {
@@ -47,15 +74,25 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 	}
 	for i, st := range plan(ops) {
 		stats := &stageStats{name: st.name(), cpu: st.cpu()}
+		for _, o := range append(slices.Clone(st.ops), st.allToAll) {
+			if o != nil && o.join != nil {
+				stats.notes = append(stats.notes, o.join.describe())
+			}
+		}
 		r.addStage(stats)
 		var src unitSource
 		mapOps := st.ops
 		switch {
-		case i == 0 && d.source.units != nil:
-			rus, err := d.source.units(d.cfg)
+		case i == 0 && rs != nil:
+			pd := pushdownFor(ops, schemas)
+			if d.cfg.NoPushdown {
+				pd = pushdown{}
+			}
+			rus, info, err := rs.units(pd)
 			if err != nil {
 				return nil, nil, err
 			}
+			stats.read = info
 			us := make([]unit, len(rus))
 			for j := range rus {
 				us[j] = unit{read: &rus[j].spec, estimate: rus[j].estimate}
@@ -91,7 +128,7 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 			place = callOptions(&logicalOp{})
 		}
 		opts := taskOptions(place)
-		if i == 0 && d.source.units != nil {
+		if i == 0 && rs != nil {
 			// reads retry application errors (a flaky file system)
 			opts = append(opts, atoll.RetryExceptions(), atoll.MaxRetries(readRetries))
 		}
@@ -107,13 +144,19 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 			continue
 		}
 		if st.allToAll == nil {
-			if len(specs) == 0 && i == 0 && d.source.units == nil && src0 == nil {
+			if len(specs) == 0 && i == 0 && rs == nil && src0 == nil {
 				// blocks already stored (or a union's), nothing to apply
 				stats.newSub(st.name())
 				continue
 			}
 			sub := stats.newSub(st.name())
 			ts := &taskStream{r: r, st: sub, src: src, ops: specs, out: outSpec{Kind: "blocks"}, opts: opts}
+			if bs := broadcastSides(r, mapOps); bs != nil {
+				ts.prepare = func(ctx context.Context) (err error) {
+					ts.shared, err = bs(ctx)
+					return err
+				}
+			}
 			for _, s := range specs {
 				if writeExt(s.Kind) != "" {
 					ts.writeDir = s.Path
@@ -122,7 +165,9 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 			in = ts
 			continue
 		}
-		in = newAllToAll(r, stats, src, specs, opts, st.allToAll)
+		a := newAllToAll(r, stats, src, specs, opts, st.allToAll)
+		a.broadcast = broadcastSides(r, mapOps)
+		in = a
 	}
 	r.startMonitor(ctx)
 	return in, r, nil
@@ -193,6 +238,23 @@ type allToAll struct {
 	op      *logicalOp
 	reduce  blockStream
 	started bool
+	// broadcast runs the right sides of the broadcast joins among ops:
+	// the map side's first stream takes them as shared blocks (mapStream)
+	broadcast func(ctx context.Context) ([]block, error)
+}
+
+// mapStream is a stream of tasks of the stage's fused ops (src, a.ops)
+// and out: the broadcast joins' right sides go with it.
+func (a *allToAll) mapStream(st *subStats, out outSpec) *taskStream {
+	ts := &taskStream{r: a.r, st: st, src: a.src, ops: a.ops, out: out, opts: a.opts}
+	if a.broadcast != nil {
+		bs := a.broadcast
+		ts.prepare = func(ctx context.Context) (err error) {
+			ts.shared, err = bs(ctx)
+			return err
+		}
+	}
+	return ts
 }
 
 func newAllToAll(r *run, stats *stageStats, src unitSource, ops []opSpec, opts []atoll.TaskOption, op *logicalOp) *allToAll {
@@ -246,8 +308,19 @@ func (a *allToAll) sub(name string) *subStats {
 
 func (a *allToAll) mapSide(ctx context.Context) (blockStream, error) {
 	name := a.op.name
-	if name == "aggregate" || name == "random_shuffle" {
+	switch name {
+	case "aggregate", "random_shuffle":
 		return a.hashShuffle(ctx)
+	case "join":
+		return a.joinShuffle(ctx)
+	case "hash_partition": // a shuffled join's right side: the map side only
+		parts := max(1, a.op.parts)
+		ms := a.mapStream(a.sub("join_right_map"), outSpec{Kind: "hash_split", Parts: parts, GroupKeys: a.op.groupKeys})
+		pieces, err := drain(ctx, ms, a.r)
+		if err != nil {
+			return nil, err
+		}
+		return &blockList{r: a.r, bs: pieces}, nil
 	}
 	var splitIn unitSource = a.src
 	ops := a.ops
@@ -255,9 +328,8 @@ func (a *allToAll) mapSide(ctx context.Context) (blockStream, error) {
 	parts := a.op.parts
 	if name == "sort" {
 		var samples [][]byte
-		ss := &taskStream{r: a.r, st: a.sub("sort_sample"), src: a.src, ops: a.ops,
-			out: outSpec{Kind: "sort_sample", Keys: a.op.keys, Samples: 64}, opts: a.opts,
-			onMeta: func(m *taskMeta) { samples = append(samples, m.Samples) }}
+		ss := a.mapStream(a.sub("sort_sample"), outSpec{Kind: "sort_sample", Keys: a.op.keys, Samples: 64})
+		ss.onMeta = func(m *taskMeta) { samples = append(samples, m.Samples) }
 		sampled, err := drain(ctx, ss, a.r)
 		if err != nil {
 			return nil, err
@@ -278,14 +350,19 @@ func (a *allToAll) mapSide(ctx context.Context) (blockStream, error) {
 		splitIn, ops = &listUnits{us: us}, nil
 	}
 	mapName := map[string]string{"sort": "sort_map", "repartition": "repartition_map"}[name]
-	ms := &taskStream{r: a.r, st: a.sub(mapName), src: splitIn, ops: ops,
-		out: outSpec{Kind: "split", Parts: parts, Keys: a.op.keys, Bounds: bounds}, opts: a.opts}
+	out := outSpec{Kind: "split", Parts: parts, Keys: a.op.keys, Bounds: bounds}
+	var ms *taskStream
+	if name == "sort" {
+		ms = &taskStream{r: a.r, st: a.sub(mapName), src: splitIn, ops: ops, out: out, opts: a.opts}
+	} else {
+		ms = a.mapStream(a.sub(mapName), out)
+	}
 	pieces, err := drain(ctx, ms, a.r)
 	if err != nil {
 		return nil, err
 	}
 	us := byPart(pieces, parts)
-	out := outSpec{Kind: "blocks"}
+	out = outSpec{Kind: "blocks"}
 	reduceName := "repartition_reduce"
 	if name == "sort" {
 		out = outSpec{Kind: "merge_sort", Keys: a.op.keys}
@@ -303,4 +380,59 @@ func byPart(pieces []block, parts int) []unit {
 		us[i%parts].estimate += p.bytes
 	}
 	return us
+}
+
+// broadcastSides returns what runs the right sides of the broadcast joins
+// among ops (nil: none): each runs to the end within r, its blocks stay
+// in the store (charged to the run's budget), and its join learns where
+// they are among the stage's shared blocks.
+func broadcastSides(r *run, ops []*logicalOp) func(ctx context.Context) ([]block, error) {
+	var joins []*logicalOp
+	for _, o := range ops {
+		if o.kind == kindMap && o.op.Kind == "join_probe" {
+			joins = append(joins, o)
+		}
+	}
+	if len(joins) == 0 {
+		return nil
+	}
+	return func(ctx context.Context) ([]block, error) {
+		var shared []block
+		fail := func(err error) ([]block, error) {
+			for _, b := range shared {
+				b.release()
+				r.charge(-b.bytes)
+			}
+			return nil, err
+		}
+		for _, o := range joins {
+			rs, _, err := o.join.right.startIn(ctx, r)
+			if err != nil {
+				return fail(err)
+			}
+			bs, err := drain(ctx, rs, r)
+			if err != nil {
+				return fail(err)
+			}
+			js := o.op.Join
+			js.SharedFrom, js.SharedTo, js.BuildKey = len(shared), len(shared)+len(bs), newBuildKey()
+			for _, b := range bs {
+				r.charge(b.bytes)
+			}
+			if len(bs) == 0 { // no right row: one empty block of its schema, for the output's columns
+				if o.join.rightSchema == nil {
+					return fail(fmt.Errorf("%w: data: the right side of a join has no block and no known schema", atoll.ErrInvalidArgument))
+				}
+				b, err := putBlock(ctx, emptyRecord(o.join.rightSchema))
+				if err != nil {
+					return fail(err)
+				}
+				b.borrowed = false
+				bs = append(bs, b)
+				js.SharedTo++
+			}
+			shared = append(shared, bs...)
+		}
+		return shared, nil
+	}
 }

@@ -31,7 +31,7 @@ var flatFail = data.RegisterFlatMapFunc("test.flatFail", func(_ context.Context,
 // the read and the filter after it.
 func TestFlatMap(t *testing.T) {
 	ctx := start(t)
-	ds := data.Range(6).WithConfig(withParallelism(3)).FlatMap(repeat).Filter(even)
+	ds := data.Range(6).WithConfig(withParallelism(3)).FlatMap(repeat).FilterFunc(even)
 	rows, err := ds.TakeAll(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/data/expr"
 )
 
 // GroupBy and aggregations (Ray Data's groupby().aggregate()): a hash
@@ -15,47 +16,37 @@ import (
 // Chan et al.) and returns one row per group. The kernels are in
 // groupby_kernels.go.
 
-// Agg is an aggregation of a group's rows: Count, Sum, Mean, Min, Max,
-// Std. Its output column is named like Ray's: count(), sum(x), ...
-type Agg struct{ spec aggSpec }
-
-// aggSpec is an aggregation as a task runs it.
-type aggSpec struct {
-	Fn     string // count, sum, mean, min, max, std
-	Column string // empty for count
-}
-
-func (a aggSpec) name() string { return a.Fn + "(" + a.Column + ")" }
-
-// Name is the aggregation's output column: count(), sum(x), mean(x),
-// min(x), max(x), std(x).
-func (a Agg) Name() string { return a.spec.name() }
+// Agg is an aggregation of a group's rows (package data/expr's Agg):
+// Count, Sum, Mean, Min, Max, Std of a column below, or of any
+// expression (expr.Col("price").Mul(expr.Col("qty")).Sum()). Its output
+// column is named like Ray's, count(), sum(x), ..., or by As.
+type Agg = expr.Agg
 
 // Count counts the rows of each group (nulls included): column count(),
 // int64.
-func Count() Agg { return Agg{aggSpec{Fn: "count"}} }
+func Count() Agg { return expr.Count() }
 
 // Sum sums column (int64, int32, float64 or float32), skipping nulls:
 // column sum(column), int64 for integer columns and float64 for floating
 // ones; null for a group with no value.
-func Sum(column string) Agg { return Agg{aggSpec{Fn: "sum", Column: column}} }
+func Sum(column string) Agg { return expr.Col(column).Sum() }
 
 // Mean averages column (numeric), skipping nulls: mean(column), float64;
 // null for a group with no value.
-func Mean(column string) Agg { return Agg{aggSpec{Fn: "mean", Column: column}} }
+func Mean(column string) Agg { return expr.Col(column).Mean() }
 
 // Min is the smallest value of column (numeric or string), skipping
 // nulls and NaN: min(column), of the column's type; null for a group
 // with no value.
-func Min(column string) Agg { return Agg{aggSpec{Fn: "min", Column: column}} }
+func Min(column string) Agg { return expr.Col(column).Min() }
 
 // Max is the largest value of column, as Min: max(column).
-func Max(column string) Agg { return Agg{aggSpec{Fn: "max", Column: column}} }
+func Max(column string) Agg { return expr.Col(column).Max() }
 
 // Std is the sample standard deviation of column (numeric; ddof = 1, as
 // Ray's default), skipping nulls: std(column), float64; null for a group
 // with fewer than two values.
-func Std(column string) Agg { return Agg{aggSpec{Fn: "std", Column: column}} }
+func Std(column string) Agg { return expr.Col(column).Std() }
 
 // GroupedData is a dataset grouped by columns, waiting for its
 // aggregations (Ray's GroupedData).
@@ -112,24 +103,27 @@ func (g *GroupedData) Aggregate(aggs ...Agg) *Dataset {
 	for _, k := range g.keys {
 		names[k] = true
 	}
-	specs := make([]aggSpec, len(aggs))
-	for i, a := range aggs {
-		s := a.spec
-		switch s.Fn {
+	for _, a := range aggs {
+		switch a.Func() {
 		case "count":
 		case "sum", "mean", "min", "max", "std":
-			if s.Column == "" {
-				return g.d.withErr(fmt.Errorf("%w: data: Aggregate: %s needs a column", atoll.ErrInvalidArgument, s.Fn))
+			if _, ok := a.Input(); !ok {
+				return g.d.withErr(fmt.Errorf("%w: data: Aggregate: %s needs a column", atoll.ErrInvalidArgument, a.Func()))
 			}
 		default:
-			return g.d.withErr(fmt.Errorf("%w: data: Aggregate: unknown aggregation %q (use Count, Sum, Mean, Min, Max, Std)", atoll.ErrInvalidArgument, s.Fn))
+			return g.d.withErr(fmt.Errorf("%w: data: Aggregate: unknown aggregation %q (use Count, Sum, Mean, Min, Max, Std)", atoll.ErrInvalidArgument, a.Func()))
 		}
-		if names[s.name()] {
-			return g.d.withErr(fmt.Errorf("%w: data: Aggregate: column %s twice", atoll.ErrInvalidArgument, s.name()))
+		if in, ok := a.Input(); ok {
+			if _, err := exprWire(in); err != nil {
+				return g.d.withErr(err)
+			}
 		}
-		names[s.name()] = true
-		specs[i] = s
+		if a.Name() == "" || names[a.Name()] {
+			return g.d.withErr(fmt.Errorf("%w: data: Aggregate: column %q twice (name one with As)", atoll.ErrInvalidArgument, a.Name()))
+		}
+		names[a.Name()] = true
 	}
+	specs := append([]Agg(nil), aggs...)
 	return g.d.with(&logicalOp{name: "aggregate", kind: kindAllToAll, groupKeys: g.keys, aggs: specs, parts: g.parts})
 }
 

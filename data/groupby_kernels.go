@@ -7,10 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
 // The kernels of GroupBy-Aggregate. Rows are grouped with Arrow's hash
@@ -35,12 +32,37 @@ func aggMap(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch, o *o
 	if s.NumFields() == 0 { // a task that read nothing
 		return emptyParts(s, o.Parts), nil
 	}
-	rec, err := concatRecords(s, recs)
-	if err != nil {
-		return nil, err
+	// each record aggregated on its own (no copy of the rows), then
+	// the partials combined
+	var parts []arrow.RecordBatch
+	defer func() { releaseAll(parts) }()
+	for _, r := range recs {
+		if r.NumRows() == 0 {
+			continue
+		}
+		p, err := aggregateRecord(ctx, r, o.GroupKeys, o.Aggs, false, false)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, p)
 	}
-	defer rec.Release()
-	part, err := aggregateRecord(ctx, rec, o.GroupKeys, o.Aggs, false, false)
+	var part arrow.RecordBatch
+	var err error
+	switch len(parts) {
+	case 0: // the partial schema, from no row
+		empty := emptyRecord(s)
+		part, err = aggregateRecord(ctx, empty, o.GroupKeys, o.Aggs, false, false)
+		empty.Release()
+	case 1:
+		part = parts[0]
+		part.Retain()
+	default:
+		var all arrow.RecordBatch
+		if all, err = concatRecords(parts[0].Schema(), parts); err == nil {
+			part, err = aggregateRecord(ctx, all, o.GroupKeys, o.Aggs, true, false)
+			all.Release()
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +120,7 @@ func emptyParts(s *arrow.Schema, n int) []arrow.RecordBatch {
 // group: rec holds raw rows, or partial aggregates (partialIn). It
 // returns the group columns (each group's first row) and the partial
 // states, or the final columns (finalOut).
-func aggregateRecord(ctx context.Context, rec arrow.RecordBatch, keys []string, aggs []aggSpec, partialIn, finalOut bool) (arrow.RecordBatch, error) {
+func aggregateRecord(ctx context.Context, rec arrow.RecordBatch, keys []string, aggs []Agg, partialIn, finalOut bool) (arrow.RecordBatch, error) {
 	s := rec.Schema()
 	keyIdx := make([]int, len(keys))
 	for i, k := range keys {
@@ -119,15 +141,24 @@ func aggregateRecord(ctx context.Context, rec arrow.RecordBatch, keys []string, 
 	}
 	groups := len(first)
 	accs := make([]accumulator, len(aggs))
+	var inputs []arrow.Array // the aggregations' inputs, evaluated: the accumulators read them to the end
+	defer func() { releaseArrays(inputs) }()
 	for i, a := range aggs {
-		if accs[i], err = newAccumulator(a, rec, partialIn, groups); err != nil {
+		var in arrow.Array
+		if e, ok := a.Input(); ok && !partialIn {
+			b, err := e.Bind(s)
+			if err != nil {
+				return nil, err
+			}
+			if in, err = evalExpr(ctx, opSpec{Kind: "aggregate"}, b, rec); err != nil {
+				return nil, err
+			}
+			inputs = append(inputs, in)
+		}
+		if accs[i], err = newAccumulator(ctx, a, in, rec, partialIn, groups); err != nil {
 			return nil, err
 		}
-	}
-	for i, g := range ids {
-		for _, a := range accs {
-			a.add(g, i)
-		}
+		accs[i].addAll(ids)
 	}
 	fb := array.NewInt64Builder(memory.DefaultAllocator)
 	fb.AppendValues(first, nil)
@@ -138,7 +169,7 @@ func aggregateRecord(ctx context.Context, rec arrow.RecordBatch, keys []string, 
 	var cols []arrow.Array
 	defer func() { releaseArrays(cols) }()
 	for _, j := range keyIdx {
-		c, err := compute.TakeArray(ctx, rec.Column(j), firstIdx)
+		c, err := takeArray(ctx, rec.Column(j), firstIdx)
 		if err != nil {
 			return nil, err
 		}
@@ -161,58 +192,28 @@ func aggregateRecord(ctx context.Context, rec arrow.RecordBatch, keys []string, 
 	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(groups)), nil
 }
 
-// groupIDs gives each row of rec a dense group id by the columns keyIdx:
-// Arrow's dictionary_encode of each column (a null is a value of its
-// own), the codes of several columns combined and encoded again. first
-// holds each group's first row.
-func groupIDs(ctx context.Context, rec arrow.RecordBatch, keyIdx []int) ([]int32, []int64, error) {
-	n := int(rec.NumRows())
-	opts := compute.DictionaryEncodeOptions{NullEncoding: compute.NullEncodingEncode}
-	encode := func(col arrow.Array) (*array.Int32, int, func(), error) {
-		enc, err := compute.DictionaryEncodeArray(ctx, opts, col)
-		if err != nil {
-			return nil, 0, nil, err
-		}
-		d, ok := enc.(*array.Dictionary)
-		if !ok {
-			enc.Release()
-			return nil, 0, nil, fmt.Errorf("data: dictionary_encode returned %T", enc)
-		}
-		return d.Indices().(*array.Int32), d.Dictionary().Len(), enc.Release, nil
-	}
-	ids := make([]int32, n)
+// groupIDs gives each row of rec a dense group id by the columns keyIdx,
+// in order of first appearance: each column's values get ids (a null is
+// a value of its own; NaN one value, -0 the same as 0), and the ids of
+// several columns are combined and made dense again. first holds each
+// group's first row.
+func groupIDs(_ context.Context, rec arrow.RecordBatch, keyIdx []int) ([]int32, []int64, error) {
+	var ids []int32
 	var card int
 	for k, j := range keyIdx {
-		idx, c, done, err := encode(rec.Column(j))
+		cids, c, err := columnGroupIDs(rec.Column(j))
 		if err != nil {
 			return nil, nil, err
 		}
 		if k == 0 {
-			for i := range ids {
-				ids[i] = idx.Value(i)
-			}
-			card = c
-			done()
+			ids, card = cids, c
 			continue
 		}
-		// combine with the codes so far, then make them dense again
-		b := array.NewInt64Builder(memory.DefaultAllocator)
-		b.Reserve(n)
+		combined := make([]int64, len(ids))
 		for i := range ids {
-			b.UnsafeAppend(int64(ids[i])*int64(c) + int64(idx.Value(i)))
+			combined[i] = int64(ids[i])*int64(c) + int64(cids[i])
 		}
-		done()
-		combined := b.NewInt64Array()
-		b.Release()
-		idx, card, done, err = encode(combined)
-		combined.Release()
-		if err != nil {
-			return nil, nil, err
-		}
-		for i := range ids {
-			ids[i] = idx.Value(i)
-		}
-		done()
+		ids, card = denseIDs(combined, nil)
 	}
 	first := make([]int64, card)
 	for g := range first {
@@ -224,6 +225,134 @@ func groupIDs(ctx context.Context, rec arrow.RecordBatch, keyIdx []int) ([]int32
 		}
 	}
 	return ids, first, nil
+}
+
+// columnGroupIDs numbers col's distinct values in order of appearance.
+func columnGroupIDs(col arrow.Array) ([]int32, int, error) {
+	var nulls arrow.Array
+	if col.NullN() > 0 {
+		nulls = col
+	}
+	switch c := col.(type) {
+	case *array.Int64:
+		ids, n := denseIDs(c.Int64Values(), nulls)
+		return ids, n, nil
+	case *array.Int32:
+		vs := make([]int64, c.Len())
+		for i, v := range c.Int32Values() {
+			vs[i] = int64(v)
+		}
+		ids, n := denseIDs(vs, nulls)
+		return ids, n, nil
+	case *array.Float64:
+		vs := make([]int64, c.Len())
+		for i, v := range c.Float64Values() {
+			vs[i] = int64(floatBits(v))
+		}
+		ids, n := denseIDs(vs, nulls)
+		return ids, n, nil
+	case *array.Float32:
+		vs := make([]int64, c.Len())
+		for i, v := range c.Float32Values() {
+			vs[i] = int64(floatBits(float64(v)))
+		}
+		ids, n := denseIDs(vs, nulls)
+		return ids, n, nil
+	case *array.String:
+		ids := make([]int32, c.Len())
+		seen := map[string]int32{}
+		count, nullID := int32(0), int32(-1)
+		for i := range ids {
+			if nulls != nil && c.IsNull(i) {
+				if nullID < 0 {
+					nullID, count = count, count+1
+				}
+				ids[i] = nullID
+				continue
+			}
+			v := c.Value(i) // a view of the batch: the map lives no longer than it
+			id, ok := seen[v]
+			if !ok {
+				id, count = count, count+1
+				seen[v] = id
+			}
+			ids[i] = id
+		}
+		return ids, int(count), nil
+	}
+	return nil, 0, fmt.Errorf("data: group keys of type %s", col.DataType())
+}
+
+// denseIDs numbers the distinct values of vs in order of appearance
+// with an open-addressing table; rows null in nulls (if not nil) are one
+// more value.
+func denseIDs(vs []int64, nulls arrow.Array) ([]int32, int) {
+	n := len(vs)
+	ids := make([]int32, n)
+	size := 16
+	for size < 2*min(n, 1<<22) {
+		size <<= 1
+	}
+	table := make([]idEntry, size)
+	for i := range table {
+		table[i].id = -1
+	}
+	mask := uint64(size - 1)
+	count := int32(0)
+	nullID := int32(-1)
+	for i, v := range vs {
+		if nulls != nil && nulls.IsNull(i) {
+			if nullID < 0 {
+				nullID, count = count, count+1
+			}
+			ids[i] = nullID
+			continue
+		}
+		s := mix64(uint64(v)) & mask
+		for {
+			e := &table[s]
+			if e.id < 0 {
+				e.key, e.id = v, count
+				count++
+				break
+			}
+			if e.key == v {
+				break
+			}
+			s = (s + 1) & mask
+		}
+		ids[i] = table[s].id
+		if int(count)*2 > size { // keep the table half empty
+			table, mask, size = grow(table, size), uint64(2*size-1), 2*size
+		}
+	}
+	return ids, int(count)
+}
+
+// idEntry is a slot of denseIDs's table: a value and its id (-1: empty).
+type idEntry struct {
+	key int64
+	id  int32
+}
+
+// grow rehashes table into one of twice its size.
+func grow(old []idEntry, size int) []idEntry {
+	table := make([]idEntry, 2*size)
+	for i := range table {
+		table[i].id = -1
+	}
+	mask := uint64(2*size - 1)
+	for _, o := range old {
+		if o.id < 0 {
+			continue
+		}
+		s := mix64(uint64(o.key)) & mask
+		for table[s].id >= 0 {
+			s = (s + 1) & mask
+		}
+		table[s] = o
+	}
+	return table
 }
 
 // keyHasher returns a hash of row i's values of cols, the same in every
@@ -281,394 +410,4 @@ func floatBits(f float64) uint64 {
 		return math.Float64bits(math.NaN())
 	}
 	return math.Float64bits(f)
-}
-
-// accumulator folds the rows of one aggregation into per-group states.
-type accumulator interface {
-	// add folds row i (a raw value, or a partial state) into group g.
-	add(g int32, i int)
-	partial(ctx context.Context) ([]arrow.Field, []arrow.Array, error)
-	final(ctx context.Context) ([]arrow.Field, []arrow.Array, error)
-}
-
-func newAccumulator(a aggSpec, rec arrow.RecordBatch, partialIn bool, groups int) (accumulator, error) {
-	name := a.name()
-	s := rec.Schema()
-	// col finds a column of rec: the aggregated column, or a state
-	col := func(n string) (arrow.Array, error) {
-		j, err := keyColumn(s, n)
-		if err != nil {
-			return nil, err
-		}
-		return rec.Column(j), nil
-	}
-	int64Col := func(n string) (*array.Int64, error) {
-		c, err := col(n)
-		if err != nil {
-			return nil, err
-		}
-		ic, ok := c.(*array.Int64)
-		if !ok {
-			return nil, errs.Malformedf(blockWhat, "partial aggregate %s is %s", n, c.DataType())
-		}
-		return ic, nil
-	}
-	float64Col := func(n string) (*array.Float64, error) {
-		c, err := col(n)
-		if err != nil {
-			return nil, err
-		}
-		fc, ok := c.(*array.Float64)
-		if !ok {
-			return nil, errs.Malformedf(blockWhat, "partial aggregate %s is %s", n, c.DataType())
-		}
-		return fc, nil
-	}
-	switch a.Fn {
-	case "count":
-		acc := &countAcc{name: name, n: make([]int64, groups)}
-		if partialIn {
-			var err error
-			if acc.in, err = int64Col(name); err != nil {
-				return nil, err
-			}
-		}
-		return acc, nil
-	case "min", "max":
-		n := a.Column
-		if partialIn {
-			n = name
-		}
-		c, err := col(n)
-		if err != nil {
-			return nil, err
-		}
-		cmp, nan, err := orderOf(c)
-		if err != nil {
-			return nil, &ColumnError{Op: a.Fn, Column: a.Column, Type: c.DataType().String(), Supported: "int64, int32, float64, float32, string"}
-		}
-		acc := &minMaxAcc{name: name, col: c, cmp: cmp, nan: nan, max: a.Fn == "max", best: make([]int64, groups)}
-		for g := range acc.best {
-			acc.best[g] = -1
-		}
-		return acc, nil
-	}
-	// sum, mean, std
-	if !partialIn {
-		c, err := col(a.Column)
-		if err != nil {
-			return nil, err
-		}
-		v, err := numeric(c)
-		if err != nil {
-			return nil, &ColumnError{Op: a.Fn, Column: a.Column, Type: c.DataType().String(), Supported: "int64, int32, float64, float32"}
-		}
-		switch a.Fn {
-		case "sum":
-			return &sumAcc{name: name, raw: &v, isInt: v.isInt, n: make([]int64, groups), si: make([]int64, groups), sf: make([]float64, groups)}, nil
-		case "mean":
-			return &meanAcc{name: name, raw: &v, n: make([]int64, groups), sum: make([]float64, groups)}, nil
-		}
-		return &stdAcc{name: name, raw: &v, n: make([]int64, groups), mean: make([]float64, groups), m2: make([]float64, groups)}, nil
-	}
-	n, err := int64Col(name + "#n")
-	if err != nil {
-		return nil, err
-	}
-	switch a.Fn {
-	case "sum":
-		c, err := col(name)
-		if err != nil {
-			return nil, err
-		}
-		v, err := numeric(c)
-		if err != nil {
-			return nil, errs.Malformedf(blockWhat, "partial aggregate %s: %v", name, err)
-		}
-		return &sumAcc{name: name, in: &v, inN: n, isInt: v.isInt, n: make([]int64, groups), si: make([]int64, groups), sf: make([]float64, groups)}, nil
-	case "mean":
-		sum, err := float64Col(name + "#sum")
-		if err != nil {
-			return nil, err
-		}
-		return &meanAcc{name: name, inN: n, inSum: sum, n: make([]int64, groups), sum: make([]float64, groups)}, nil
-	}
-	mean, err := float64Col(name + "#mean")
-	if err != nil {
-		return nil, err
-	}
-	m2, err := float64Col(name + "#m2")
-	if err != nil {
-		return nil, err
-	}
-	return &stdAcc{name: name, inN: n, inMean: mean, inM2: m2, n: make([]int64, groups), mean: make([]float64, groups), m2: make([]float64, groups)}, nil
-}
-
-// numCol reads a numeric column as int64 (integer columns) or float64.
-type numCol struct {
-	arrow.Array
-	isInt bool
-	i     func(int) int64
-	f     func(int) float64
-}
-
-func numeric(c arrow.Array) (numCol, error) {
-	switch a := c.(type) {
-	case *array.Int64:
-		return numCol{c, true, a.Value, func(i int) float64 { return float64(a.Value(i)) }}, nil
-	case *array.Int32:
-		return numCol{c, true, func(i int) int64 { return int64(a.Value(i)) }, func(i int) float64 { return float64(a.Value(i)) }}, nil
-	case *array.Float64:
-		return numCol{c, false, nil, a.Value}, nil
-	case *array.Float32:
-		return numCol{c, false, nil, func(i int) float64 { return float64(a.Value(i)) }}, nil
-	}
-	return numCol{}, fmt.Errorf("data: %s is not numeric", c.DataType())
-}
-
-// orderOf returns a comparison of two rows of c and whether a row is NaN.
-func orderOf(c arrow.Array) (func(i, j int) int, func(int) bool, error) {
-	never := func(int) bool { return false }
-	switch a := c.(type) {
-	case *array.Int64:
-		return comparer(a, a, false), never, nil
-	case *array.Int32:
-		return comparer(a, a, false), never, nil
-	case *array.Float64:
-		return comparer(a, a, false), func(i int) bool { return math.IsNaN(a.Value(i)) }, nil
-	case *array.Float32:
-		return comparer(a, a, false), func(i int) bool { return math.IsNaN(float64(a.Value(i))) }, nil
-	case *array.String:
-		return comparer(a, a, false), never, nil
-	}
-	return nil, nil, fmt.Errorf("data: no order for %s", c.DataType())
-}
-
-func int64Array(vs []int64, valid []bool) arrow.Array {
-	b := array.NewInt64Builder(memory.DefaultAllocator)
-	defer b.Release()
-	b.AppendValues(vs, valid)
-	return b.NewArray()
-}
-
-func float64Array(vs []float64, valid []bool) arrow.Array {
-	b := array.NewFloat64Builder(memory.DefaultAllocator)
-	defer b.Release()
-	b.AppendValues(vs, valid)
-	return b.NewArray()
-}
-
-func field(name string, t arrow.DataType) arrow.Field {
-	return arrow.Field{Name: name, Type: t, Nullable: true}
-}
-
-// nonZero is the validity of groups with a count above min.
-func nonZero(n []int64, floor int64) []bool {
-	v := make([]bool, len(n))
-	for g, c := range n {
-		v[g] = c > floor
-	}
-	return v
-}
-
-type countAcc struct {
-	name string
-	in   *array.Int64 // partial counts
-	n    []int64
-}
-
-func (a *countAcc) add(g int32, i int) {
-	if a.in == nil {
-		a.n[g]++
-	} else {
-		a.n[g] += a.in.Value(i)
-	}
-}
-
-func (a *countAcc) partial(context.Context) ([]arrow.Field, []arrow.Array, error) {
-	return []arrow.Field{field(a.name, arrow.PrimitiveTypes.Int64)}, []arrow.Array{int64Array(a.n, nil)}, nil
-}
-
-func (a *countAcc) final(ctx context.Context) ([]arrow.Field, []arrow.Array, error) {
-	return a.partial(ctx)
-}
-
-type sumAcc struct {
-	name  string
-	raw   *numCol      // raw values
-	in    *numCol      // partial sums
-	inN   *array.Int64 // partial counts
-	isInt bool
-	n     []int64
-	si    []int64
-	sf    []float64
-}
-
-func (a *sumAcc) add(g int32, i int) {
-	if a.raw != nil {
-		if a.raw.IsNull(i) {
-			return
-		}
-		a.n[g]++
-		if a.isInt {
-			a.si[g] += a.raw.i(i)
-		} else {
-			a.sf[g] += a.raw.f(i)
-		}
-		return
-	}
-	a.n[g] += a.inN.Value(i)
-	if a.isInt {
-		a.si[g] += a.in.i(i)
-	} else {
-		a.sf[g] += a.in.f(i)
-	}
-}
-
-func (a *sumAcc) sums(valid []bool) (arrow.Field, arrow.Array) {
-	if a.isInt {
-		return field(a.name, arrow.PrimitiveTypes.Int64), int64Array(a.si, valid)
-	}
-	return field(a.name, arrow.PrimitiveTypes.Float64), float64Array(a.sf, valid)
-}
-
-func (a *sumAcc) partial(context.Context) ([]arrow.Field, []arrow.Array, error) {
-	f, c := a.sums(nil)
-	return []arrow.Field{f, field(a.name+"#n", arrow.PrimitiveTypes.Int64)}, []arrow.Array{c, int64Array(a.n, nil)}, nil
-}
-
-func (a *sumAcc) final(context.Context) ([]arrow.Field, []arrow.Array, error) {
-	f, c := a.sums(nonZero(a.n, 0))
-	return []arrow.Field{f}, []arrow.Array{c}, nil
-}
-
-type meanAcc struct {
-	name  string
-	raw   *numCol
-	inN   *array.Int64
-	inSum *array.Float64
-	n     []int64
-	sum   []float64
-}
-
-func (a *meanAcc) add(g int32, i int) {
-	if a.raw != nil {
-		if !a.raw.IsNull(i) {
-			a.n[g]++
-			a.sum[g] += a.raw.f(i)
-		}
-		return
-	}
-	a.n[g] += a.inN.Value(i)
-	a.sum[g] += a.inSum.Value(i)
-}
-
-func (a *meanAcc) partial(context.Context) ([]arrow.Field, []arrow.Array, error) {
-	return []arrow.Field{field(a.name+"#n", arrow.PrimitiveTypes.Int64), field(a.name+"#sum", arrow.PrimitiveTypes.Float64)},
-		[]arrow.Array{int64Array(a.n, nil), float64Array(a.sum, nil)}, nil
-}
-
-func (a *meanAcc) final(context.Context) ([]arrow.Field, []arrow.Array, error) {
-	m := make([]float64, len(a.n))
-	for g, c := range a.n {
-		if c > 0 {
-			m[g] = a.sum[g] / float64(c)
-		}
-	}
-	return []arrow.Field{field(a.name, arrow.PrimitiveTypes.Float64)}, []arrow.Array{float64Array(m, nonZero(a.n, 0))}, nil
-}
-
-// stdAcc keeps count, mean and the sum of squared deviations (M2):
-// Welford's update for a value, Chan et al.'s combination for a partial.
-type stdAcc struct {
-	name         string
-	raw          *numCol
-	inN          *array.Int64
-	inMean, inM2 *array.Float64
-	n            []int64
-	mean, m2     []float64
-}
-
-func (a *stdAcc) add(g int32, i int) {
-	if a.raw != nil {
-		if a.raw.IsNull(i) {
-			return
-		}
-		x := a.raw.f(i)
-		a.n[g]++
-		d := x - a.mean[g]
-		a.mean[g] += d / float64(a.n[g])
-		a.m2[g] += d * (x - a.mean[g])
-		return
-	}
-	nb := a.inN.Value(i)
-	if nb == 0 {
-		return
-	}
-	na := a.n[g]
-	n := na + nb
-	d := a.inMean.Value(i) - a.mean[g]
-	a.mean[g] += d * float64(nb) / float64(n)
-	a.m2[g] += a.inM2.Value(i) + d*d*float64(na)*float64(nb)/float64(n)
-	a.n[g] = n
-}
-
-func (a *stdAcc) partial(context.Context) ([]arrow.Field, []arrow.Array, error) {
-	return []arrow.Field{field(a.name+"#n", arrow.PrimitiveTypes.Int64), field(a.name+"#mean", arrow.PrimitiveTypes.Float64),
-			field(a.name+"#m2", arrow.PrimitiveTypes.Float64)},
-		[]arrow.Array{int64Array(a.n, nil), float64Array(a.mean, nil), float64Array(a.m2, nil)}, nil
-}
-
-func (a *stdAcc) final(context.Context) ([]arrow.Field, []arrow.Array, error) {
-	sd := make([]float64, len(a.n))
-	for g, c := range a.n {
-		if c > 1 {
-			sd[g] = math.Sqrt(max(0, a.m2[g]) / float64(c-1))
-		}
-	}
-	return []arrow.Field{field(a.name, arrow.PrimitiveTypes.Float64)}, []arrow.Array{float64Array(sd, nonZero(a.n, 1))}, nil
-}
-
-// minMaxAcc keeps each group's best row of the column (raw values or
-// partial minima); the output takes those rows (Arrow's take kernel).
-type minMaxAcc struct {
-	name string
-	col  arrow.Array
-	cmp  func(i, j int) int
-	nan  func(int) bool
-	max  bool
-	best []int64
-}
-
-func (a *minMaxAcc) add(g int32, i int) {
-	if a.col.IsNull(i) || a.nan(i) {
-		return
-	}
-	b := a.best[g]
-	if b < 0 {
-		a.best[g] = int64(i)
-		return
-	}
-	c := a.cmp(i, int(b))
-	if (a.max && c > 0) || (!a.max && c < 0) {
-		a.best[g] = int64(i)
-	}
-}
-
-func (a *minMaxAcc) partial(ctx context.Context) ([]arrow.Field, []arrow.Array, error) {
-	valid := make([]bool, len(a.best))
-	for g, b := range a.best {
-		valid[g] = b >= 0
-	}
-	idx := int64Array(a.best, valid)
-	defer idx.Release()
-	c, err := compute.TakeArray(ctx, a.col, idx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return []arrow.Field{field(a.name, a.col.DataType())}, []arrow.Array{c}, nil
-}
-
-func (a *minMaxAcc) final(ctx context.Context) ([]arrow.Field, []arrow.Array, error) {
-	return a.partial(ctx)
 }

@@ -196,7 +196,7 @@ func TestGroupByAggregate(t *testing.T) {
 		})
 	}
 	// fused with the maps before it; partitions by default: one per block
-	kept := ds.Filter(evenK).GroupBy("k", "s")
+	kept := ds.FilterFunc(evenK).GroupBy("k", "s")
 	agg := kept.Aggregate(allAggs...)
 	got, err := agg.TakeAll(ctx)
 	if err != nil {

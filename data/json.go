@@ -22,7 +22,10 @@ import (
 // different types (a string and a number, say) fails the read naming
 // the key. The rows are decoded by arrow-go's JSON reader.
 func ReadJSON(paths ...string) *Dataset {
-	return newDataset(&source{units: func(Config) ([]readUnit, error) { return jsonUnits(paths) }}, "read", nil)
+	return newDataset(&source{open: func(Config) (readSource, error) {
+		us, err := jsonUnits(paths)
+		return &fileSource{kind: "json", us: us}, err
+	}}, "read", nil)
 }
 
 func jsonUnits(paths []string) ([]readUnit, error) {

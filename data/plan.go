@@ -45,8 +45,9 @@ type logicalOp struct {
 	descending bool      // set by Descending, read by Sort and Key
 	parts      int
 	groupKeys  []string  // aggregate: the group columns
-	aggs       []aggSpec // aggregate: what to compute per group
+	aggs       []Agg     // aggregate: what to compute per group
 	seed       uint64    // random_shuffle
+	join       *joinPlan // join (a map-like op once broadcast)
 }
 
 func (o *logicalOp) resourceKey() string {

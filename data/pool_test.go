@@ -130,7 +130,7 @@ func checkTagged(t *testing.T, rows []data.Row, n int, maxActors int) (actors, b
 func TestActorPoolMapBatches(t *testing.T) {
 	dir := markDir(t)
 	ctx := start(t)
-	ds := data.Range(200).WithConfig(withParallelism(20)).MapBatches(tagger, data.ActorPool(1, 2)).Filter(even)
+	ds := data.Range(200).WithConfig(withParallelism(20)).MapBatches(tagger, data.ActorPool(1, 2)).FilterFunc(even)
 
 	var peak atomic.Int64
 	stop := make(chan struct{})
@@ -267,7 +267,7 @@ func TestActorPoolStopsEarly(t *testing.T) {
 	}
 	// a plain function runs on a pool too, and so does a filter on a
 	// pool of the same size: in the same actors
-	two := data.Range(10).MapBatches(double, data.ActorPool(1, 1)).Filter(even, data.ActorPool(1, 1))
+	two := data.Range(10).MapBatches(double, data.ActorPool(1, 1)).FilterFunc(even, data.ActorPool(1, 1))
 	rows, err = two.TakeAll(ctx)
 	if err != nil || len(rows) != 5 || rows[4]["x"] != int64(16) {
 		t.Fatalf("BatchFunc and Filter on a pool: %v, %v", rows, err)

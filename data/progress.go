@@ -53,6 +53,9 @@ func (c Config) progressInterval() time.Duration {
 
 // startMonitor starts the run's monitor if it has anything to do.
 func (r *run) startMonitor(ctx context.Context) {
+	if r.mon != nil { // the run's inputs (a union's, a join's right side) share its monitor
+		return
+	}
 	out, term := r.cfg.progressOut()
 	threshold := r.cfg.cpuWaitThreshold()
 	if out == nil && threshold < 0 {

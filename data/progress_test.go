@@ -20,7 +20,7 @@ func TestProgress(t *testing.T) {
 	cfg.Progress = &out
 	cfg.ProgressInterval = 20 * time.Millisecond
 	// two stages: the filter needs other resources
-	ds := data.Range(800).WithConfig(cfg).MapBatches(double).Filter(even, data.WithResources(atoll.Resources{CPU: 0.5}))
+	ds := data.Range(800).WithConfig(cfg).MapBatches(double).FilterFunc(even, data.WithResources(atoll.Resources{CPU: 0.5}))
 	began := time.Now()
 	if n, err := ds.Count(ctx); err != nil || n != 400 {
 		t.Fatalf("Count = %d, %v", n, err)

@@ -18,7 +18,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/atoll-runtime/atoll"
@@ -32,9 +31,11 @@ type readSpec struct {
 	Start, End int64
 	Path       string
 	RowGroups  []int
+	Columns    []string // parquet: the columns to read; nil: every one
 }
 
-func (r *readSpec) read(ctx context.Context) ([]arrow.RecordBatch, error) {
+// read reads the records of r and the bytes of files it read.
+func (r *readSpec) read(ctx context.Context) ([]arrow.RecordBatch, int64, error) {
 	switch r.Kind {
 	case "range":
 		b := array.NewInt64Builder(memory.DefaultAllocator)
@@ -45,48 +46,63 @@ func (r *readSpec) read(ctx context.Context) ([]arrow.RecordBatch, error) {
 		}
 		col := b.NewInt64Array()
 		defer col.Release()
-		s := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
-		return []arrow.RecordBatch{array.NewRecordBatch(s, []arrow.Array{col}, int64(col.Len()))}, nil
+		return []arrow.RecordBatch{array.NewRecordBatch(rangeSchema, []arrow.Array{col}, int64(col.Len()))}, 0, nil
 	}
 	var recs []arrow.RecordBatch
 	var err error
+	var n int64
 	switch r.Kind {
 	case "parquet":
-		recs, err = readParquetRowGroups(ctx, r.Path, r.RowGroups)
+		recs, n, err = readParquetRowGroups(ctx, r.Path, r.RowGroups, r.Columns)
 	case "csv":
 		recs, err = readCSVFile(r.Path)
 	case "json":
 		recs, err = readJSONFile(r.Path)
 	default:
-		return nil, errs.Malformedf(specWhat, "unknown read %q", r.Kind)
+		return nil, 0, errs.Malformedf(specWhat, "unknown read %q", r.Kind)
 	}
 	if err != nil {
-		return nil, fileError("read", r.Path, err)
+		var ce *ColumnError
+		if errors.As(err, &ce) {
+			return nil, 0, err
+		}
+		return nil, 0, fileError("read", r.Path, err)
 	}
-	return recs, nil
+	if n == 0 {
+		if st, err := os.Stat(r.Path); err == nil {
+			n = st.Size()
+		}
+	}
+	return recs, n, nil
 }
 
-func readParquetRowGroups(ctx context.Context, path string, rgs []int) ([]arrow.RecordBatch, error) {
-	pf, err := file.OpenParquetFile(path, false)
-	if err != nil {
-		return nil, err
+var rangeSchema = arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+
+// rangeSource is Range's: parallelism tasks of ids.
+type rangeSource struct{ n, parallelism int64 }
+
+func (r *rangeSource) schema() *arrow.Schema { return rangeSchema }
+
+func (r *rangeSource) units(pushdown) ([]readUnit, *readInfo, error) {
+	p := max(1, min(r.parallelism, r.n))
+	var us []readUnit
+	for i := range p {
+		lo, hi := i*r.n/p, (i+1)*r.n/p
+		us = append(us, readUnit{spec: readSpec{Kind: "range", Start: lo, End: hi}, estimate: (hi - lo) * 8})
 	}
-	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
-	if err != nil {
-		return nil, err
-	}
-	cols := make([]int, pf.MetaData().Schema.NumColumns()) // every leaf column
-	for i := range cols {
-		cols[i] = i
-	}
-	tbl, err := fr.ReadRowGroups(ctx, cols, rgs)
-	if err != nil {
-		return nil, err
-	}
-	defer tbl.Release()
-	return tableRecords(tbl)
+	return us, nil, nil
 }
+
+// fileSource reads CSV or JSON files, a task per file: their schema is
+// inferred in the task.
+type fileSource struct {
+	kind string
+	us   []readUnit
+}
+
+func (f *fileSource) schema() *arrow.Schema { return nil }
+
+func (f *fileSource) units(pushdown) ([]readUnit, *readInfo, error) { return f.us, nil, nil }
 
 // tableRecords turns a table into records (one per chunk boundary).
 func tableRecords(tbl arrow.Table) ([]arrow.RecordBatch, error) {
@@ -155,32 +171,19 @@ func listFiles(paths []string, exts ...string) ([]string, error) {
 	return out, nil
 }
 
+// readSource lists the read tasks of one run.
+type readSource interface {
+	// schema is the rows' schema; nil when only reading tells (CSV, JSON)
+	schema() *arrow.Schema
+	// units lists the read tasks, reading what p leaves; the info is
+	// what they read (nil: nothing to say)
+	units(p pushdown) ([]readUnit, *readInfo, error)
+}
+
 // readUnit is one read task with the bytes it is expected to produce.
 type readUnit struct {
 	spec     readSpec
 	estimate int64
-}
-
-// parquetUnits lists one read task per row group of every file (the
-// driver reads only the files' footers).
-func parquetUnits(paths []string) ([]readUnit, error) {
-	files, err := listFiles(paths, ".parquet")
-	if err != nil {
-		return nil, err
-	}
-	var out []readUnit
-	for _, f := range files {
-		pf, err := file.OpenParquetFile(f, false)
-		if err != nil {
-			return nil, fmt.Errorf("%w: data: %s: %v", atoll.ErrInvalidArgument, f, err)
-		}
-		md := pf.MetaData()
-		for rg := range md.NumRowGroups() {
-			out = append(out, readUnit{spec: readSpec{Kind: "parquet", Path: f, RowGroups: []int{rg}}, estimate: md.RowGroup(rg).TotalByteSize()})
-		}
-		pf.Close()
-	}
-	return out, nil
 }
 
 func csvUnits(paths []string) ([]readUnit, error) { return fileUnits(paths, "csv", ".csv") }

@@ -91,7 +91,7 @@ func isNotRegistered(t *testing.T, err error, kind, name string) {
 // setup (TestErrorsFromWorkers has a row function's).
 func TestNotRegisteredInWorker(t *testing.T) {
 	ctx := start(t)
-	_, err := data.Range(4).Filter(latePredicate()).Count(ctx)
+	_, err := data.Range(4).FilterFunc(latePredicate()).Count(ctx)
 	isNotRegistered(t, err, "data predicate", "test.latePredicate")
 	_, err = data.Range(4).MapBatches(lateClass(), data.ActorPool(1, 1)).Count(ctx)
 	isNotRegistered(t, err, "data batch class", "test.lateClass")
@@ -103,7 +103,7 @@ func TestNotRegisteredInDriver(t *testing.T) {
 	ctx := start(t)
 	for name, ds := range map[string]*data.Dataset{
 		"data row function":      data.Range(4).Map(new(data.RowFunc)),
-		"data predicate":         data.Range(4).Filter(new(data.Predicate)),
+		"data predicate":         data.Range(4).FilterFunc(new(data.Predicate)),
 		"data column function":   data.Range(4).AddColumn("c", new(data.ColumnFunc)),
 		"data flat-map function": data.Range(4).FlatMap(new(data.FlatMapFunc)),
 	} {

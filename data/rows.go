@@ -83,7 +83,7 @@ func rowSchema(rows []Row, prev *arrow.Schema) (*arrow.Schema, error) {
 	types := map[string]arrow.DataType{}
 	for _, r := range rows {
 		for k, v := range r {
-			if _, ok := types[k]; ok || v == nil {
+			if t, ok := types[k]; ok && t != nil || v == nil {
 				if _, seen := types[k]; !seen {
 					types[k] = nil
 				}

@@ -10,10 +10,12 @@ import (
 // stageStats is what one (fused) stage did; an all-to-all stage has a
 // sub-stage per phase (sort_sample, sort_map, sort_reduce).
 type stageStats struct {
-	name string
-	cpu  float64    // CPU each task (or actor) of the stage holds
-	mu   sync.Mutex // guards subs while the run goes (the run's monitor reads them)
-	subs []*subStats
+	name  string
+	read  *readInfo  // a read stage's columns and row groups
+	notes []string   // how the stage's joins run
+	cpu   float64    // CPU each task (or actor) of the stage holds
+	mu    sync.Mutex // guards subs while the run goes (the run's monitor reads them)
+	subs  []*subStats
 }
 
 // newSub adds a sub-stage (a phase, or the stage itself).
@@ -43,6 +45,8 @@ type subStats struct {
 	// retriedTasks finished after failed attempts, failedAttempts of them
 	// (a read's own errors, a worker that died).
 	retriedTasks, failedAttempts int
+	// readBytes: the bytes of files the stage's read tasks read
+	readBytes int64
 }
 
 func (s *subStats) submitted() {
@@ -110,6 +114,9 @@ func (s *subStats) format(b *strings.Builder, title string) {
 	if s.retriedTasks > 0 {
 		fmt.Fprintf(b, "* Retried: %d tasks after %d failed attempts\n", s.retriedTasks, s.failedAttempts)
 	}
+	if s.readBytes > 0 {
+		fmt.Fprintf(b, "* Read by tasks: %s of files\n", mb(s.readBytes))
+	}
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.3gs", d.Seconds()) }
@@ -122,12 +129,29 @@ func formatStats(stages []*stageStats) string {
 		title := fmt.Sprintf("Stage %d %s", i+1, st.name)
 		if len(st.subs) == 1 {
 			st.subs[0].format(&b, title)
+			st.formatNotes(&b)
 			continue
 		}
 		fmt.Fprintf(&b, "%s:\n", title)
+		st.formatNotes(&b)
 		for j, sub := range st.subs {
 			sub.format(&b, fmt.Sprintf("Substage %d %s", j, sub.name))
 		}
 	}
 	return b.String()
+}
+
+func (s *subStats) addRead(n int64) {
+	s.mu.Lock()
+	s.readBytes += n
+	s.mu.Unlock()
+}
+
+func (s *stageStats) formatNotes(b *strings.Builder) {
+	if s.read != nil {
+		s.read.format(b)
+	}
+	for _, n := range s.notes {
+		fmt.Fprintf(b, "* Join: %s\n", n)
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/data/expr"
 	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
@@ -26,11 +27,16 @@ type taskSpec struct {
 	Zip  *zipSpec
 	Ops  []opSpec
 	Out  outSpec
+	// Join: a shuffled join's task (join_exec.go)
+	Join *joinSpec
+	// Shared: the last Shared arguments are blocks every task of the
+	// stage takes (a broadcast join's right side)
+	Shared int
 }
 
 // opSpec is one map-like operation as a task runs it.
 type opSpec struct {
-	Kind      string // map, map_batches, flat_map, filter, select, drop, add_column, limit, write_parquet, write_csv
+	Kind      string // map, map_batches, flat_map, filter, select, drop, add_column, limit, write_parquet, write_csv, where, with_column, project
 	Fn        string // a registered function's name
 	BatchSize int
 	Columns   []string
@@ -38,6 +44,11 @@ type opSpec struct {
 	Limit     int64  // limit: rows to keep from this task's input
 	Offset    int64  // limit: rows to skip first (Split's slices)
 	Path      string // write_parquet, write_csv: the file to write
+	// where: the condition; with_column: the column's values; project:
+	// the columns
+	Exprs []expr.Expr
+	// join_probe: a broadcast join
+	Join *joinSpec
 }
 
 // outSpec is how a task returns its rows.
@@ -57,7 +68,7 @@ type outSpec struct {
 	Parts              int
 	Bounds             []byte // an IPC block of the key columns: the P-1 range bounds
 	GroupKeys          []string
-	Aggs               []aggSpec
+	Aggs               []Agg
 	Seed               uint64
 	TaskIndex          int // the task's place in its stream (set at submit)
 }
@@ -73,7 +84,7 @@ func (o outSpec) numReturns() int {
 // partitioned says whether the task returns exactly Parts blocks (a map
 // side of an all-to-all), rather than at most MaxBlocks.
 func (o outSpec) partitioned() bool {
-	return o.Kind == "split" || o.Kind == "agg_map" || o.Kind == "shuffle_map"
+	return o.Kind == "split" || o.Kind == "agg_map" || o.Kind == "shuffle_map" || o.Kind == "hash_split"
 }
 
 var execTask = atoll.NewMultiFuncN("atoll/data.exec", execSpec)
@@ -126,15 +137,33 @@ func cpuTime() time.Duration {
 func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta, [][]byte, error) {
 	var recs []arrow.RecordBatch
 	defer func() { releaseAll(recs) }()
+	if spec.Shared < 0 || spec.Shared > len(inputs) {
+		return nil, nil, errs.Malformedf(specWhat, "%d shared arguments of %d", spec.Shared, len(inputs))
+	}
+	shared := inputs[len(inputs)-spec.Shared:]
+	inputs = inputs[:len(inputs)-spec.Shared]
+	var matched []byte
+	var inSchema *arrow.Schema
+	if spec.Join != nil {
+		out, m, err := runJoinTask(ctx, spec.Join, inputs)
+		if err != nil {
+			return nil, nil, err
+		}
+		recs, matched, inputs = out, m, nil
+		if len(recs) > 0 {
+			inSchema = recs[0].Schema()
+		}
+	}
+	var readBytes int64
 	if spec.Read != nil {
-		rs, err := spec.Read.read(ctx)
+		rs, n, err := spec.Read.read(ctx)
+		readBytes = n
 		if err != nil {
 			// the last attempt's error is the run's: say it was retried
 			return nil, nil, fmt.Errorf("%w (attempt %d of %d)", err, atoll.CurrentAttempt(ctx)+1, 1+readRetries)
 		}
 		recs = rs
 	}
-	var inSchema *arrow.Schema
 	if spec.Zip != nil {
 		rec, err := zipInputs(ctx, spec.Zip, inputs)
 		if err != nil {
@@ -155,7 +184,7 @@ func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta
 		recs = append(recs, rec)
 	}
 	for _, op := range spec.Ops {
-		next, err := applyOp(ctx, op, recs)
+		next, err := applyOp(ctx, op, recs, shared)
 		releaseAll(recs)
 		recs = next
 		if err != nil {
@@ -169,7 +198,7 @@ func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta
 	if schema == nil {
 		schema = arrow.NewSchema(nil, nil)
 	}
-	meta := &taskMeta{Schema: encodeSchema(schema)}
+	meta := &taskMeta{Schema: encodeSchema(schema), ReadBytes: readBytes, Matched: matched}
 	var parts []arrow.RecordBatch
 	defer func() { releaseAll(parts) }()
 	switch spec.Out.Kind {
@@ -227,7 +256,8 @@ func releaseAll(recs []arrow.RecordBatch) {
 }
 
 // applyOp applies one op to a task's records; it does not release recs.
-func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arrow.RecordBatch, error) {
+// shared are the arguments every task of the stage takes.
+func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch, shared []atoll.Raw) ([]arrow.RecordBatch, error) {
 	var out []arrow.RecordBatch
 	fail := func(err error) ([]arrow.RecordBatch, error) {
 		releaseAll(out)
@@ -362,6 +392,13 @@ func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arrow.
 		}
 	case "flat_map":
 		return applyFlatMap(ctx, op, recs)
+	case "where", "with_column", "project":
+		return applyExprOp(ctx, op, recs)
+	case "join_probe":
+		if op.Join == nil {
+			return nil, errs.Malformedf(specWhat, "a join_probe without its join")
+		}
+		return applyJoinProbe(ctx, op, recs, shared)
 	case "map_batches_class":
 		return applyClass(ctx, op, recs)
 	default:

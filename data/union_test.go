@@ -38,7 +38,7 @@ func TestUnion(t *testing.T) {
 	if got := ids(t, rows, "id"); !slices.Equal(got, want) {
 		t.Fatalf("union rows %v, want %v", got, want)
 	}
-	f := u.Filter(even).MapBatches(double)
+	f := u.FilterFunc(even).MapBatches(double)
 	n, err := f.Count(ctx)
 	if err != nil || n != 5+15+3 {
 		t.Fatalf("union then filter: %d rows, %v; want 23", n, err)
@@ -60,7 +60,7 @@ func TestZip(t *testing.T) {
 	ctx := start(t)
 	left := data.Range(100).WithConfig(withParallelism(3))
 	right := data.Range(100).WithConfig(withParallelism(7)).MapBatches(double)
-	z := left.Zip(right).Filter(even)
+	z := left.Zip(right).FilterFunc(even)
 	rows, err := z.TakeAll(ctx)
 	if err != nil {
 		t.Fatal(err)

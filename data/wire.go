@@ -4,6 +4,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/data/expr"
 	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
@@ -44,9 +45,11 @@ var (
 	readKinds = map[string]bool{"range": true, "parquet": true, "csv": true, "json": true}
 	// opKinds maps each op kind to whether it calls a registered function.
 	opKinds = map[string]bool{"map": true, "map_batches": true, "map_batches_class": true, "flat_map": true, "filter": true,
-		"add_column": true, "select": false, "drop": false, "limit": false, "write_parquet": false, "write_csv": false}
+		"add_column": true, "select": false, "drop": false, "limit": false, "write_parquet": false, "write_csv": false,
+		"where": false, "with_column": false, "project": false, "join_probe": false}
 	outKinds = map[string]bool{"blocks": true, "sort_sample": true, "split": true, "merge_sort": true,
-		"agg_map": true, "agg_reduce": true, "shuffle_map": true, "shuffle_reduce": true}
+		"agg_map": true, "agg_reduce": true, "shuffle_map": true, "shuffle_reduce": true, "hash_split": true}
+	joinHows = map[string]bool{"inner": true, "left": true, "right": true, "full": true, "semi": true, "anti": true}
 	aggFuncs = map[string]bool{"count": true, "sum": true, "mean": true, "min": true, "max": true, "std": true}
 )
 
@@ -55,9 +58,10 @@ func encodeTask(s *taskSpec) []byte {
 	m := &atollpb.DataTask{Ops: make([]*atollpb.DataOp, len(s.Ops)), Out: &atollpb.DataOutput{
 		Kind: s.Out.Kind, MaxBlocks: int64(s.Out.MaxBlocks), TargetMaxBlockSize: s.Out.TargetMaxBlockSize,
 		Samples: int64(s.Out.Samples), Parts: int64(s.Out.Parts), Bounds: s.Out.Bounds, GroupKeys: s.Out.GroupKeys,
-		Seed: s.Out.Seed, TaskIndex: int64(s.Out.TaskIndex)}}
+		Seed: s.Out.Seed, TaskIndex: int64(s.Out.TaskIndex)}, Join: joinProto(s.Join), Shared: int64(s.Shared)}
 	if r := s.Read; r != nil {
-		m.Read = &atollpb.DataRead{Kind: r.Kind, Start: r.Start, End: r.End, Path: r.Path, RowGroups: make([]int64, len(r.RowGroups))}
+		m.Read = &atollpb.DataRead{Kind: r.Kind, Start: r.Start, End: r.End, Path: r.Path, RowGroups: make([]int64, len(r.RowGroups)),
+			Columns: r.Columns}
 		for i, g := range r.RowGroups {
 			m.Read.RowGroups[i] = int64(g)
 		}
@@ -68,12 +72,17 @@ func encodeTask(s *taskSpec) []byte {
 	for i, o := range s.Ops {
 		m.Ops[i] = &atollpb.DataOp{Kind: o.Kind, Func: o.Fn, BatchSize: int64(o.BatchSize), Columns: o.Columns, Column: o.Column,
 			Limit: o.Limit, Offset: o.Offset, Path: o.Path}
+		for _, e := range o.Exprs {
+			m.Ops[i].Exprs = append(m.Ops[i].Exprs, e.Proto())
+		}
+		m.Ops[i].Join = joinProto(o.Join)
 	}
 	for _, k := range s.Out.Keys {
 		m.Out.Keys = append(m.Out.Keys, &atollpb.DataSortKey{Column: k.Column, Descending: k.Descending})
 	}
 	for _, a := range s.Out.Aggs {
-		m.Out.Aggs = append(m.Out.Aggs, &atollpb.DataAgg{Func: a.Fn, Column: a.Column})
+		in, _ := a.Input()
+		m.Out.Aggs = append(m.Out.Aggs, &atollpb.DataAgg{Func: a.Func(), Input: in.Proto(), Name: a.Name()})
 	}
 	b, err := proto.Marshal(m)
 	if err != nil {
@@ -93,7 +102,7 @@ func decodeTask(b []byte) (*taskSpec, error) {
 	}
 	s := &taskSpec{}
 	if r := m.Read; r != nil {
-		s.Read = &readSpec{Kind: r.Kind, Start: r.Start, End: r.End, Path: r.Path}
+		s.Read = &readSpec{Kind: r.Kind, Start: r.Start, End: r.End, Path: r.Path, Columns: r.Columns}
 		for _, g := range r.RowGroups {
 			s.Read.RowGroups = append(s.Read.RowGroups, int(g))
 		}
@@ -107,7 +116,16 @@ func decodeTask(b []byte) (*taskSpec, error) {
 	for i, o := range m.Ops {
 		s.Ops[i] = opSpec{Kind: o.Kind, Fn: o.Func, BatchSize: int(o.BatchSize), Columns: o.Columns, Column: o.Column,
 			Limit: o.Limit, Offset: o.Offset, Path: o.Path}
+		for _, pe := range o.Exprs {
+			e, err := expr.FromProto(pe)
+			if err != nil {
+				return nil, err
+			}
+			s.Ops[i].Exprs = append(s.Ops[i].Exprs, e)
+		}
+		s.Ops[i].Join = joinFrom(o.Join)
 	}
+	s.Join, s.Shared = joinFrom(m.Join), int(m.Shared)
 	o := m.Out
 	s.Out = outSpec{Kind: o.Kind, MaxBlocks: int(o.MaxBlocks), TargetMaxBlockSize: o.TargetMaxBlockSize,
 		Samples: int(o.Samples), Parts: int(o.Parts), Bounds: o.Bounds, GroupKeys: o.GroupKeys, Seed: o.Seed, TaskIndex: int(o.TaskIndex)}
@@ -115,7 +133,14 @@ func decodeTask(b []byte) (*taskSpec, error) {
 		s.Out.Keys = append(s.Out.Keys, SortKey{Column: k.Column, Descending: k.Descending})
 	}
 	for _, a := range o.Aggs {
-		s.Out.Aggs = append(s.Out.Aggs, aggSpec{Fn: a.Func, Column: a.Column})
+		var in expr.Expr
+		if a.Input != nil {
+			var err error
+			if in, err = expr.FromProto(a.Input); err != nil {
+				return nil, err
+			}
+		}
+		s.Out.Aggs = append(s.Out.Aggs, expr.NewAgg(a.Func, in, a.Name))
 	}
 	return s, nil
 }
@@ -130,7 +155,7 @@ func checkTask(m *atollpb.DataTask) error {
 			return bad("unknown read %q", clipName(r.Kind))
 		case r.Start < 0 || r.End < r.Start:
 			return bad("range %d to %d", r.Start, r.End)
-		case len(r.Path) > maxString || len(r.RowGroups) > maxNames:
+		case len(r.Path) > maxString || len(r.RowGroups) > maxNames || len(r.Columns) > maxNames:
 			return bad("a read of %d bytes of path and %d row groups", len(r.Path), len(r.RowGroups))
 		}
 		for _, g := range r.RowGroups {
@@ -158,9 +183,23 @@ func checkTask(m *atollpb.DataTask) error {
 			return bad("operation %d (%s): %d columns", i, o.Kind, len(o.Columns))
 		case (o.Kind == "select" || o.Kind == "drop") && len(o.Columns) == 0,
 			o.Kind == "add_column" && o.Column == "",
-			(o.Kind == "write_parquet" || o.Kind == "write_csv") && o.Path == "":
-			return bad("operation %d (%s) without its columns or path", i, o.Kind)
+			(o.Kind == "write_parquet" || o.Kind == "write_csv") && o.Path == "",
+			(o.Kind == "where" || o.Kind == "with_column") && len(o.Exprs) != 1,
+			o.Kind == "with_column" && o.Column == "",
+			o.Kind == "project" && len(o.Exprs) == 0,
+			o.Kind == "join_probe" && o.Join == nil,
+			len(o.Exprs) > maxNames:
+			return bad("operation %d (%s) without its columns, path or expressions", i, o.Kind)
 		}
+		if err := checkJoin(o.Join); err != nil {
+			return err
+		}
+	}
+	if err := checkJoin(m.Join); err != nil {
+		return err
+	}
+	if m.Shared < 0 || m.Shared > maxReturns {
+		return bad("%d shared arguments", m.Shared)
 	}
 	o := m.Out
 	if o == nil || !outKinds[o.Kind] {
@@ -176,6 +215,8 @@ func checkTask(m *atollpb.DataTask) error {
 		return bad("%s: target block size %d, %d samples, task index %d", o.Kind, o.TargetMaxBlockSize, o.Samples, o.TaskIndex)
 	case len(o.Keys) > maxNames || len(o.GroupKeys) > maxNames || len(o.Aggs) > maxNames:
 		return bad("%s: %d keys, %d group keys, %d aggregations", o.Kind, len(o.Keys), len(o.GroupKeys), len(o.Aggs))
+	case o.Kind == "hash_split" && len(o.GroupKeys) == 0:
+		return bad("hash_split without keys")
 	}
 	for _, k := range o.Keys {
 		if k == nil || k.Column == "" {
@@ -183,7 +224,7 @@ func checkTask(m *atollpb.DataTask) error {
 		}
 	}
 	for _, a := range o.Aggs {
-		if a == nil || !aggFuncs[a.Func] || a.Func != "count" && a.Column == "" {
+		if a == nil || !aggFuncs[a.Func] || a.Func != "count" && a.Input == nil || a.Name == "" || len(a.Name) > maxString {
 			return bad("%s: aggregation %v", o.Kind, a)
 		}
 	}
@@ -226,4 +267,43 @@ func clipName(s string) string {
 		return s[:256] + "..."
 	}
 	return s
+}
+
+// joinProto is a join as a message (nil for none).
+func joinProto(j *joinSpec) *atollpb.DataJoin {
+	if j == nil {
+		return nil
+	}
+	return &atollpb.DataJoin{How: j.How, LeftKeys: j.LeftKeys, RightKeys: j.RightKeys, Suffix: j.Suffix, BuildKey: j.BuildKey,
+		SharedFrom: int64(j.SharedFrom), SharedTo: int64(j.SharedTo), Left: int64(j.Left), EmitUnmatchedBuild: j.EmitUnmatchedBuild,
+		ReportMatched: j.ReportMatched, Matched: j.Matched, UnmatchedOnly: j.UnmatchedOnly, LeftSchema: j.LeftSchema}
+}
+
+// joinFrom is a checked message's join (nil for none).
+func joinFrom(m *atollpb.DataJoin) *joinSpec {
+	if m == nil {
+		return nil
+	}
+	return &joinSpec{How: m.How, LeftKeys: m.LeftKeys, RightKeys: m.RightKeys, Suffix: m.Suffix, BuildKey: m.BuildKey,
+		SharedFrom: int(m.SharedFrom), SharedTo: int(m.SharedTo), Left: int(m.Left), EmitUnmatchedBuild: m.EmitUnmatchedBuild,
+		ReportMatched: m.ReportMatched, Matched: m.Matched, UnmatchedOnly: m.UnmatchedOnly, LeftSchema: m.LeftSchema}
+}
+
+// checkJoin checks a join from the wire (nil: none).
+func checkJoin(m *atollpb.DataJoin) error {
+	if m == nil {
+		return nil
+	}
+	bad := func(format string, args ...any) error { return errs.Malformedf(specWhat, format, args...) }
+	switch {
+	case !joinHows[m.How]:
+		return bad("a join of kind %q", clipName(m.How))
+	case len(m.LeftKeys) == 0 || len(m.LeftKeys) != len(m.RightKeys) || len(m.LeftKeys) > maxNames:
+		return bad("a join on %d and %d keys", len(m.LeftKeys), len(m.RightKeys))
+	case m.SharedFrom < 0 || m.SharedTo < m.SharedFrom || m.SharedTo > maxReturns || m.Left < 0 || m.Left > maxReturns:
+		return bad("a join of shared arguments %d to %d, %d left inputs", m.SharedFrom, m.SharedTo, m.Left)
+	case len(m.Suffix) > maxString || len(m.BuildKey) > maxString:
+		return bad("a join's suffix or key of %d and %d bytes", len(m.Suffix), len(m.BuildKey))
+	}
+	return nil
 }

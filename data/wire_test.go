@@ -5,9 +5,11 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/data/expr"
 	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
@@ -23,7 +25,11 @@ func sampleSpecs() map[string]taskSpec {
 			Bounds: []byte{1, 2, 3}}},
 		"sample": {Out: outSpec{Kind: "sort_sample", MaxBlocks: 8, Samples: 64, Keys: []SortKey{{Column: "k"}}}},
 		"agg map": {Ops: []opSpec{{Kind: "add_column", Fn: "f", Column: "c"}},
-			Out: outSpec{Kind: "agg_map", Parts: 3, GroupKeys: []string{"k"}, Aggs: []aggSpec{{Fn: "count"}, {Fn: "sum", Column: "x"}}}},
+			Out: outSpec{Kind: "agg_map", Parts: 3, GroupKeys: []string{"k"}, Aggs: []Agg{Count(), Sum("x"), expr.Col("x").Mul(2).Mean().As("m")}}},
+		"expressions": {Ops: []opSpec{{Kind: "where", Exprs: []expr.Expr{expr.Col("x").Gt(3).And(expr.Col("s").IsIn("a", "b"))}},
+			{Kind: "with_column", Column: "y", Exprs: []expr.Expr{expr.When(expr.Col("x").IsNull()).Then(0).Otherwise(expr.Col("x").Cast(arrow.PrimitiveTypes.Float32))}},
+			{Kind: "project", Exprs: []expr.Expr{expr.Col("y"), expr.Col("s").Contains("q").As("q")}}},
+			Out: outSpec{Kind: "blocks", MaxBlocks: 8}},
 		"shuffle": {Out: outSpec{Kind: "shuffle_reduce", MaxBlocks: 8, Seed: 42, TaskIndex: 7}},
 		"zip and write": {Zip: &zipSpec{Skip: 5, Rows: 10},
 			Ops: []opSpec{{Kind: "write_parquet", Path: "/out/part-00001.parquet"}}, Out: outSpec{Kind: "blocks", MaxBlocks: 8}},
@@ -47,24 +53,27 @@ func TestTaskSpecRoundTrip(t *testing.T) {
 func TestMalformedTaskSpecs(t *testing.T) {
 	base := sampleSpecs()["read and maps"]
 	for name, mutate := range map[string]func(*atollpb.DataTask){
-		"unknown read":         func(m *atollpb.DataTask) { m.Read.Kind = "ftp" },
-		"backward range":       func(m *atollpb.DataTask) { m.Read = &atollpb.DataRead{Kind: "range", Start: 5, End: 2} },
-		"negative row group":   func(m *atollpb.DataTask) { m.Read.RowGroups = []int64{-1} },
-		"unknown op":           func(m *atollpb.DataTask) { m.Ops[0].Kind = "explode" },
-		"op without function":  func(m *atollpb.DataTask) { m.Ops[0].Func = "" },
-		"negative limit":       func(m *atollpb.DataTask) { m.Ops[3].Limit = -1 },
-		"select of nothing":    func(m *atollpb.DataTask) { m.Ops[2].Columns = nil },
-		"no output":            func(m *atollpb.DataTask) { m.Out = nil },
-		"unknown output":       func(m *atollpb.DataTask) { m.Out.Kind = "scatter" },
-		"no blocks":            func(m *atollpb.DataTask) { m.Out.MaxBlocks = 0 },
-		"too many blocks":      func(m *atollpb.DataTask) { m.Out.MaxBlocks = maxReturns + 1 },
-		"split of no parts":    func(m *atollpb.DataTask) { m.Out = &atollpb.DataOutput{Kind: "split"} },
-		"negative zip":         func(m *atollpb.DataTask) { m.Zip = &atollpb.DataZip{Skip: -1} },
-		"unknown aggregation":  func(m *atollpb.DataTask) { m.Out.Aggs = []*atollpb.DataAgg{{Func: "median", Column: "x"}} },
-		"sum of no column":     func(m *atollpb.DataTask) { m.Out.Aggs = []*atollpb.DataAgg{{Func: "sum"}} },
-		"sort key of nothing":  func(m *atollpb.DataTask) { m.Out.Keys = []*atollpb.DataSortKey{{}} },
-		"too many samples":     func(m *atollpb.DataTask) { m.Out.Samples = maxSamples + 1 },
-		"write without a path": func(m *atollpb.DataTask) { m.Ops = []*atollpb.DataOp{{Kind: "write_csv"}} },
+		"unknown read":        func(m *atollpb.DataTask) { m.Read.Kind = "ftp" },
+		"backward range":      func(m *atollpb.DataTask) { m.Read = &atollpb.DataRead{Kind: "range", Start: 5, End: 2} },
+		"negative row group":  func(m *atollpb.DataTask) { m.Read.RowGroups = []int64{-1} },
+		"unknown op":          func(m *atollpb.DataTask) { m.Ops[0].Kind = "explode" },
+		"op without function": func(m *atollpb.DataTask) { m.Ops[0].Func = "" },
+		"negative limit":      func(m *atollpb.DataTask) { m.Ops[3].Limit = -1 },
+		"select of nothing":   func(m *atollpb.DataTask) { m.Ops[2].Columns = nil },
+		"no output":           func(m *atollpb.DataTask) { m.Out = nil },
+		"unknown output":      func(m *atollpb.DataTask) { m.Out.Kind = "scatter" },
+		"no blocks":           func(m *atollpb.DataTask) { m.Out.MaxBlocks = 0 },
+		"too many blocks":     func(m *atollpb.DataTask) { m.Out.MaxBlocks = maxReturns + 1 },
+		"split of no parts":   func(m *atollpb.DataTask) { m.Out = &atollpb.DataOutput{Kind: "split"} },
+		"negative zip":        func(m *atollpb.DataTask) { m.Zip = &atollpb.DataZip{Skip: -1} },
+		"unknown aggregation": func(m *atollpb.DataTask) {
+			m.Out.Aggs = []*atollpb.DataAgg{{Func: "median", Input: expr.Col("x").Proto(), Name: "median(x)"}}
+		},
+		"sum of no column":       func(m *atollpb.DataTask) { m.Out.Aggs = []*atollpb.DataAgg{{Func: "sum", Name: "sum()"}} },
+		"where of no expression": func(m *atollpb.DataTask) { m.Ops = []*atollpb.DataOp{{Kind: "where"}} },
+		"sort key of nothing":    func(m *atollpb.DataTask) { m.Out.Keys = []*atollpb.DataSortKey{{}} },
+		"too many samples":       func(m *atollpb.DataTask) { m.Out.Samples = maxSamples + 1 },
+		"write without a path":   func(m *atollpb.DataTask) { m.Ops = []*atollpb.DataOp{{Kind: "write_csv"}} },
 	} {
 		var m atollpb.DataTask
 		if err := proto.Unmarshal(encodeTask(&base), &m); err != nil {

@@ -25,8 +25,8 @@ func TestUsageOnMissingArguments(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"list"}, "atoll: list: missing what to list (nodes, actors, jobs, tasks or objects)\n"},
-		{[]string{"list", "task"}, `atoll: list "task": want nodes, actors, jobs, tasks or objects` + "\n"},
+		{[]string{"list"}, "atoll: list: missing what to list (nodes, actors, jobs, tasks, objects or placement-groups)\n"},
+		{[]string{"list", "task"}, `atoll: list "task": want nodes, actors, jobs, tasks, objects or placement-groups` + "\n"},
 		{[]string{"list", "nodes", "--failed"}, "atoll: list nodes: --failed filters only tasks\n"},
 		{[]string{"list", "objects", "--limit", "0"}, "atoll: --limit 0: want at least 1\n"},
 		{[]string{"list", "objects", "--min-size", "1XB"}, "atoll: list: invalid argument \"1XB\" for \"--min-size\" flag: size \"1XB\": unknown unit (want B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)\n"},

@@ -277,7 +277,7 @@ func TestStatusTable(t *testing.T) {
 		Nodes: []clusterclient.NodeStatus{
 			{NodeID: "bbbbbbbb11112222", Hostname: "w1", Alive: true, Reporting: true,
 				Total: map[string]float64{"CPU": 4, "GPU": 1}, Available: map[string]float64{"CPU": 2.5, "GPU": 0},
-				Queued: 3, Running: 2, StoreUsed: 3 << 29, StoreCap: 2 << 30, Pulls: 7},
+				Queued: 3, Running: 2, StoreUsed: 3 << 29, StoreCap: 2 << 30, Pulls: 7, Bundles: 2},
 			{NodeID: "cccccccc33334444", Hostname: "w2", Alive: false, Total: map[string]float64{"CPU": 4}, Available: map[string]float64{"CPU": 4},
 				EndReason: "declared dead: no gossip answer within the failure timeout", EndTime: now.Add(-90 * time.Second)},
 			{NodeID: "99999999", Hostname: "w4", Left: true, EndReason: "drained", EndTime: now.Add(-5 * time.Minute)},
@@ -300,13 +300,13 @@ func TestStatusTable(t *testing.T) {
 	}
 	for i, want := range []string{
 		`^cluster 127\.0\.0\.1:6380$`,
-		`^NODE +ROLE +STATE +HOST +CPU USED/TOTAL +RESOURCES USED/TOTAL +STORE USED/TOTAL +QUEUED +RUNNING +PULLS +ENDED$`,
-		`^aaaaaaaa +head +ALIVE +h +0/8 +memory 512MiB/1GiB +0B/256MiB +0 +0 +0 +-$`,
-		`^bbbbbbbb +worker +ALIVE +w1 +1\.5/4 +GPU 1/1 +1\.5GiB/2GiB +3 +2 +7 +-$`,
-		`^ffffffff +worker +SILENT +w3 +-/0 +- +0B/0B +0 +0 +0 +-$`,
-		`^99999999 +worker +LEFT +w4 +-/0 +- +0B/0B +0 +0 +0 +drained, 5m0s ago$`,
-		`^cccccccc +worker +DEAD +w2 +-/4 +- +0B/0B +0 +0 +0 +declared dead: no gossip answer within the failure timeout, 1m30s ago$`,
-		`^dddddddd +driver +ALIVE +laptop +0/0 +- +0B/0B +0 +0 +0 +-$`,
+		`^NODE +ROLE +STATE +HOST +CPU USED/TOTAL +RESOURCES USED/TOTAL +STORE USED/TOTAL +QUEUED +RUNNING +BUNDLES +PULLS +ENDED$`,
+		`^aaaaaaaa +head +ALIVE +h +0/8 +memory 512MiB/1GiB +0B/256MiB +0 +0 +0 +0 +-$`,
+		`^bbbbbbbb +worker +ALIVE +w1 +1\.5/4 +GPU 1/1 +1\.5GiB/2GiB +3 +2 +2 +7 +-$`,
+		`^ffffffff +worker +SILENT +w3 +-/0 +- +0B/0B +0 +0 +0 +0 +-$`,
+		`^99999999 +worker +LEFT +w4 +-/0 +- +0B/0B +0 +0 +0 +0 +drained, 5m0s ago$`,
+		`^cccccccc +worker +DEAD +w2 +-/4 +- +0B/0B +0 +0 +0 +0 +declared dead: no gossip answer within the failure timeout, 1m30s ago$`,
+		`^dddddddd +driver +ALIVE +laptop +0/0 +- +0B/0B +0 +0 +0 +0 +-$`,
 		`^3 nodes alive \(1 head, 1 worker, 1 driver\), 1 left, 1 dead, 1 silent \(no load report\); 1 finished driver and 1 node gone over 1h0m0s ago not listed \(--all\)$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(lines[i]) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/clusterclient"
+	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/testutil"
 
 	"github.com/atoll-runtime/atoll"
@@ -110,7 +113,8 @@ func TestJobSubmit(t *testing.T) {
 	// The default failure timeout, not the test clusters' 2 s: the
 	// quickstart moves a 256 MiB array to every node, and a busy machine
 	// then got a node declared dead.
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{ObjectStoreMemory: 512 << 20, FailureTimeout: 5 * time.Second}})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{ObjectStoreMemory: 512 << 20, FailureTimeout: 5 * time.Second},
+		Config: func(i int, cfg *nodeconfig.Config) { cfg.Dashboard = i == 0 }})
 	t.Setenv(nodeconfig.EnvSecret, c.Secret())
 	addr := c.Address()
 
@@ -158,6 +162,41 @@ func TestJobSubmit(t *testing.T) {
 	// `atoll logs JOB` is the same log.
 	if same, _, err := execute("logs", "--address", addr, id); err != nil || same != logs {
 		t.Errorf("logs %s: %v\n%s", id[:8], err, same)
+	}
+	// And the dashboard's, for the reader token only.
+	dashLog := func(token string) (int, string) {
+		req, err := http.NewRequest("GET", c.DashboardURL()+"/api/logs/job/"+id+"?bytes=1048576", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var v struct {
+			Text  string `json:"text"`
+			Final bool   `json:"final"`
+		}
+		if resp.StatusCode == http.StatusOK {
+			if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || !v.Final {
+				t.Errorf("the dashboard's job log: %v, final %v; want the ended job's log", err, v.Final)
+			}
+		}
+		return resp.StatusCode, v.Text
+	}
+	secret, err := clusterkey.Parse(c.Secret())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := dashLog(""); code != http.StatusUnauthorized {
+		t.Errorf("the dashboard's job log without the reader token: %d, want 401", code)
+	}
+	if code, text := dashLog(secret.NATSPassword(cluster.ReaderUser)); code != http.StatusOK || text != logs {
+		t.Errorf("the dashboard's job log: %d\n%s\nwant 200 and the log atoll job logs printed", code, text)
 	}
 	// The driver recorded its own job as started by the submitted one.
 	stdout, _, err = execute("job", "list", "--address", addr, "--all", "--json")

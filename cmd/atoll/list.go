@@ -27,8 +27,8 @@ func newListCmd() *cobra.Command {
 	var asJSON bool
 	var f listFilter
 	cmd := &cobra.Command{
-		Use:   "list nodes|actors|jobs|tasks|objects [--address HOST:PORT] [--json] [filters]",
-		Short: "List the cluster's nodes, actors, jobs, recent tasks or stored objects",
+		Use:   "list nodes|actors|jobs|tasks|objects|placement-groups [--address HOST:PORT] [--json] [filters]",
+		Short: "List the cluster's nodes, actors, jobs, recent tasks, stored objects or placement groups",
 		Long: `Lists what the cluster at --address (default $` + nodeconfig.EnvAddress + `, then the
 address the local head recorded) knows:
   nodes    every node the GCS knows (dead ones included)
@@ -40,16 +40,19 @@ address the local head recorded) knows:
   objects  the objects in the live nodes' stores, largest first (at most
            --limit per node); a copy pulled from another node is listed on
            each node that holds it
+  placement-groups
+           every placement group (strategy, state, each bundle's node, why it
+           waits), the removed ones the head remembers included
 Filters: --job, --node and --worker take an id's first digits, --name a part
 of a task's name, --failed only failed attempts (tasks); --node, --owner and
 --min-size (e.g. 1MiB) for objects. --limit caps the rows (tasks: the newest).`,
-		Args:                  args(1, "what to list (nodes, actors, jobs, tasks or objects)"),
-		ValidArgs:             []string{"nodes", "actors", "jobs", "tasks", "objects"},
+		Args:                  args(1, "what to list (nodes, actors, jobs, tasks, objects or placement-groups)"),
+		ValidArgs:             []string{"nodes", "actors", "jobs", "tasks", "objects", "placement-groups"},
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, a []string) error {
 			kind := a[0]
 			if !slices.Contains(cmd.ValidArgs, kind) {
-				return &usageErr{err: errs.Invalidf("list %q: want nodes, actors, jobs, tasks or objects", kind), usage: strings.TrimRight(cmd.UsageString(), "\n")}
+				return &usageErr{err: errs.Invalidf("list %q: want nodes, actors, jobs, tasks, objects or placement-groups", kind), usage: strings.TrimRight(cmd.UsageString(), "\n")}
 			}
 			if err := f.check(cmd, kind); err != nil {
 				return &usageErr{err: err, usage: strings.TrimRight(cmd.UsageString(), "\n")}
@@ -126,6 +129,12 @@ func list(ctx context.Context, w io.Writer, address, kind string, f listFilter, 
 			return err
 		}
 		return printActors(w, actors, asJSON)
+	case "placement-groups":
+		groups, err := clusterclient.ListPlacementGroups(ctx, address, nodeconfig.Credentials{})
+		if err != nil {
+			return err
+		}
+		return printPlacementGroups(w, groups, asJSON)
 	case "tasks", "objects":
 		nc, _, err := clusterclient.Dial(address, "atoll-list", nodeconfig.Credentials{})
 		if err != nil {
@@ -346,6 +355,76 @@ func printActors(w io.Writer, actors []*atollpb.ActorInfo, asJSON bool) error {
 	t := newTable("ACTOR", "NAME", "TYPE", "STATE", "NODE", "RESTARTS>", "DEATH CAUSE")
 	for _, r := range rows {
 		t.add(shortID(r.ActorID), r.Name, r.Type, r.State, shortID(r.NodeID), fmt.Sprintf("%d/%d", r.NumRestarts, r.MaxRestarts), r.DeathCause)
+	}
+	return t.write(w)
+}
+
+// groupRow is a placement group as `atoll list placement-groups --json`
+// prints it.
+type groupRow struct {
+	PlacementGroupID string               `json:"placement_group_id"`
+	Name             string               `json:"name,omitempty"`
+	Namespace        string               `json:"namespace,omitempty"`
+	Strategy         string               `json:"strategy"`
+	State            string               `json:"state"`
+	Bundles          []map[string]float64 `json:"bundles"`
+	BundleNodes      []string             `json:"bundle_nodes"`
+	Reason           string               `json:"reason,omitempty"`
+	Infeasible       bool                 `json:"infeasible,omitempty"`
+	Detached         bool                 `json:"detached,omitempty"`
+	Reschedules      int32                `json:"reschedules,omitempty"`
+	CreatorNodeID    string               `json:"creator_node_id,omitempty"`
+	CreateTime       string               `json:"create_time,omitempty"`
+	CreatedTime      string               `json:"created_time,omitempty"`
+	RemoveTime       string               `json:"remove_time,omitempty"`
+}
+
+func printPlacementGroups(w io.Writer, groups []*atollpb.PlacementGroupInfo, asJSON bool) error {
+	rows := make([]groupRow, 0, len(groups))
+	rfc := func(ms int64) string {
+		if ms == 0 {
+			return ""
+		}
+		return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
+	}
+	for _, g := range groups {
+		r := groupRow{PlacementGroupID: hexID(g.PlacementGroupId), Name: g.Name, Namespace: g.Namespace, Strategy: g.Strategy.String(),
+			State: strings.TrimPrefix(g.State.String(), "PLACEMENT_GROUP_"), Reason: g.Reason, Infeasible: g.Infeasible, Detached: g.Detached,
+			Reschedules: g.Reschedules, CreatorNodeID: hexID(g.CreatorNodeId), CreateTime: rfc(g.CreateTimeUnixMs),
+			CreatedTime: rfc(g.CreatedTimeUnixMs), RemoveTime: rfc(g.RemoveTimeUnixMs)}
+		for i, b := range g.Bundles {
+			r.Bundles = append(r.Bundles, b.GetResources())
+			node := ""
+			if i < len(g.BundleNodes) {
+				node = hexID(g.BundleNodes[i])
+			}
+			r.BundleNodes = append(r.BundleNodes, node)
+		}
+		rows = append(rows, r)
+	}
+	if asJSON {
+		return writeJSON(w, map[string]any{"placement_groups": rows})
+	}
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(w, "no placement groups")
+		return err
+	}
+	t := newTable("GROUP", "NAME", "STRATEGY", "STATE", "BUNDLES", "NODES", "WHY")
+	for _, r := range rows {
+		var bundles, nodes []string
+		for i, b := range r.Bundles {
+			bundles = append(bundles, "{"+resources(b)+"}")
+			n := "-"
+			if r.BundleNodes[i] != "" {
+				n = shortID(r.BundleNodes[i])
+			}
+			nodes = append(nodes, n)
+		}
+		why := r.Reason
+		if r.Infeasible {
+			why = "infeasible: " + why
+		}
+		t.add(shortID(r.PlacementGroupID), r.Name, r.Strategy, r.State, strings.Join(bundles, " "), strings.Join(nodes, " "), firstLine(why, 80))
 	}
 	return t.write(w)
 }

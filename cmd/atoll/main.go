@@ -17,6 +17,8 @@
 //     a worker process's output;
 //   - `atoll microbenchmark` runs Ray's microbenchmark set on the embedded
 //     local cluster against baselines measured in the same run;
+//   - `atoll sim` runs a workload on a simulated cluster (package sim):
+//     many seeds in parallel, or one replayed exactly with its event log;
 //   - `atoll version` prints the version.
 //
 // A head started with `atoll start --head` also serves the web dashboard
@@ -69,6 +71,9 @@ func exitCode(err error) int {
 	if e, ok := errors.AsType[*jobEndError](err); ok {
 		return e.ExitCode()
 	}
+	if e, ok := errors.AsType[*simExit](err); ok {
+		return e.ExitCode()
+	}
 	return 1
 }
 
@@ -108,6 +113,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newAMMCmd(), newDrainCmd(), newReaderTokenCmd())
 	root.AddCommand(newJobCmd(), newLogsCmd())
 	root.AddCommand(newMicrobenchmarkCmd())
+	root.AddCommand(newSimCmd()) // sim.go
 	return root
 }
 

@@ -27,8 +27,9 @@ func newStatusCmd() *cobra.Command {
 		Short: "Show the cluster's nodes, their resources and load",
 		Long: `Shows the nodes of the cluster at --address (default $` + nodeconfig.EnvAddress + `, then the
 address the local head recorded): role, state, CPUs in use/total, other
-resources (in use/total), object store use, queued and running tasks, and objects pulled
-from other nodes. A node no longer alive is LEFT (it stopped, was drained,
+resources (in use/total; what placement-group bundles reserve is in use),
+object store use, queued and running tasks, the bundles held, and objects
+pulled from other nodes. A node no longer alive is LEFT (it stopped, was drained,
 or its driver ended) or DEAD (it failed: the cluster declared it dead),
 with why and when; what a node uses shows as "-" unless its load report
 arrived. Nodes gone longer ago than --gone-within, and the
@@ -74,7 +75,7 @@ func printStatus(w io.Writer, st *clusterclient.Status, all bool, goneWithin tim
 	if st.Address != "" {
 		fmt.Fprintf(w, "cluster %s\n", displayAddress(st.Address))
 	}
-	t := newTable("NODE", "ROLE", "STATE", "HOST", "CPU USED/TOTAL>", "RESOURCES USED/TOTAL", "STORE USED/TOTAL>", "QUEUED>", "RUNNING>", "PULLS>", "ENDED")
+	t := newTable("NODE", "ROLE", "STATE", "HOST", "CPU USED/TOTAL>", "RESOURCES USED/TOTAL", "STORE USED/TOTAL>", "QUEUED>", "RUNNING>", "BUNDLES>", "PULLS>", "ENDED")
 	var alive, dead, left, heads, workers, drivers, finished, old, silent int
 	for _, n := range nodes {
 		if n.Driver && !n.Alive && !all {
@@ -113,7 +114,7 @@ func printStatus(w io.Writer, st *clusterclient.Status, all bool, goneWithin tim
 			cpu, other = usedTotal(n.Available["CPU"], n.Total["CPU"]), otherResources(n)
 		}
 		t.add(shortID(n.NodeID), role(n), state, n.Hostname, cpu, other,
-			humanBytes(n.StoreUsed)+"/"+humanBytes(n.StoreCap), strconv.Itoa(n.Queued), strconv.Itoa(n.Running), strconv.FormatUint(n.Pulls, 10),
+			humanBytes(n.StoreUsed)+"/"+humanBytes(n.StoreCap), strconv.Itoa(n.Queued), strconv.Itoa(n.Running), strconv.Itoa(n.Bundles), strconv.FormatUint(n.Pulls, 10),
 			ended(n, now))
 	}
 	if err := t.write(w); err != nil {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -46,6 +47,8 @@ type (
 	leaseTick struct{}
 	// ownerExited: a worker or actor process of this node exited.
 	ownerExited struct{ worker ids.WorkerID }
+	// freeRequest: an owner of this node freed (or revives) objects.
+	freeRequest struct{ ev Free }
 	// getSizes asks the gateway for the sizes of its tables (a
 	// *atollpb.NodeStats with the gateway's fields set).
 	getSizes struct{}
@@ -73,6 +76,8 @@ type gateway struct {
 	// restarts counts the actor's restarts (a panic); its state survives
 	// them (the producer returns this same gateway).
 	restarts uint64
+	// freeSeq mirrors the Forwarder's FreeSeq for the load reports.
+	freeSeq *atomic.Uint64
 }
 
 func newGatewayActor(cfg *Config, fetch *fetcher, heard *peerSet, own *owners) *gateway {
@@ -122,11 +127,13 @@ func (g *gateway) Receive(ctx actor.Context) {
 		}
 	case *atollpb.ForwardTask, *atollpb.ForwardActorCall, *atollpb.ForwardCancel, *atollpb.ForwardedResult,
 		*atollpb.ForwardGeneratorAck, *atollpb.HeldWork, *atollpb.OwnersExited, *atollpb.NodeLoad,
-		*atollpb.ObjectCopies, *atollpb.FreeObjects:
+		*atollpb.ObjectCopies, *atollpb.FreeObjects, *atollpb.FreeRepair:
 		// Validated by the NATS callback that posted it (subscribe).
 		g.step(ctx, Received{Msg: m.(proto.Message)})
 	case *ownerExited:
 		g.step(ctx, OwnerExited{Worker: m.worker})
+	case *freeRequest:
+		g.step(ctx, m.ev)
 	case *locate:
 		g.locate(m.msg)
 	case *getSizes:
@@ -158,6 +165,9 @@ func (g *gateway) step(ctx actor.Context, ev Event) {
 			g.core.Step(now, failed)
 			queue = append(g.core.TakeEffects(), queue...)
 		}
+	}
+	if g.freeSeq != nil {
+		g.freeSeq.Store(g.core.FreeSeq())
 	}
 }
 

@@ -68,6 +68,12 @@ type Forwarder struct {
 	// quota accounts for inbound by origin; work past it is refused.
 	quota   *quota
 	effects []Effect
+	// freeSeq numbers this node's notices (forward_free.go), freeLog
+	// keeps the last of them, notices what it applied of each other
+	// node's.
+	freeSeq uint64
+	freeLog []*atollpb.FreeObjects
+	notices map[ids.NodeID]*noticeStream
 	// forwardsLost counts attempts failed with FORWARD_LOST, renewals
 	// the HeldWork messages applied, sweeps the lease ticks.
 	forwardsLost, renewals, sweeps uint64
@@ -133,7 +139,7 @@ func newForwarder(cfg ForwarderConfig, own *owners) *Forwarder {
 		itemFailed: map[taskKey]*atollpb.ErrorInfo{}, peers: map[ids.NodeID]*atollpb.NodeLoad{}, dead: newFIFOSet[ids.NodeID](),
 		copies: map[ids.ObjectID][]ids.NodeID{}, owners: own,
 		members: map[ids.NodeID]bool{cfg.Self: true}, strangers: map[ids.NodeID]time.Time{}, outsiders: newFIFOSet[ids.NodeID](),
-		refusedStrangers: map[ids.NodeID]int{}}
+		refusedStrangers: map[ids.NodeID]int{}, notices: map[ids.NodeID]*noticeStream{}}
 	f.quota = newQuota(&f.cfg)
 	return f
 }
@@ -166,6 +172,7 @@ func (f *Forwarder) Step(now time.Time, ev Event) {
 	case Received:
 		f.received(now, e.Msg)
 	case LeaseTick:
+		f.retryNotices(now)
 		f.expireStrangers(now)
 		f.logRefused()
 		f.logStrangers()
@@ -177,9 +184,10 @@ func (f *Forwarder) Step(now time.Time, ev Event) {
 	case PeerGone:
 		f.nodeGone(e.Node, e.Died)
 	case OwnerExited:
-		// Tell every node (this one included: it forgets the owner too).
-		f.emit(Publish{Kind: KindOwnersExited, Msg: &atollpb.OwnersExited{NodeId: f.cfg.Self.Bytes(), WorkerIds: [][]byte{e.Worker.Bytes()}},
-			Unsent: UnsentForgetsOwner})
+		// Tell every node, numbered (this one forgets the owner at once).
+		f.sendFree(&atollpb.FreeObjects{ExitedOwners: [][]byte{e.Worker.Bytes()}})
+	case Free:
+		f.sendFree(&atollpb.FreeObjects{ObjectIds: e.Objects, Revived: e.Revived})
 	case PublishFailed:
 		f.publishFailed(e)
 	}
@@ -213,13 +221,16 @@ func (f *Forwarder) received(now time.Time, msg proto.Message) {
 	case *atollpb.OwnersExited:
 		f.ownersExited(m)
 	case *atollpb.NodeLoad:
+		if node, err := ids.FromBytes(m.NodeId); err == nil {
+			f.noticesSent(now, node, m.FreeSeq)
+		}
 		f.load(m)
 	case *atollpb.ObjectCopies:
 		f.addCopies(m)
 	case *atollpb.FreeObjects:
-		for _, id := range m.ObjectIds {
-			delete(f.copies, ids.MustObjectID(id))
-		}
+		f.freed(now, m)
+	case *atollpb.FreeRepair:
+		f.repair(m)
 	}
 }
 
@@ -264,6 +275,12 @@ func (f *Forwarder) Stats() ForwarderStats {
 	}
 	return s
 }
+
+// NoteOwner records that an object owned by owner (a process on
+// ownerNode, hex) is held here: a pull's copy. The node's fetcher shares
+// the gateway's owners table and records each pull; a copy is freed with
+// its owner's exit or its node's death. A simulator's fetcher calls this.
+func (f *Forwarder) NoteOwner(owner []byte, ownerNode string) { f.owners.record(owner, ownerNode) }
 
 // Copies returns the nodes the directory lists as holding a copy of id
 // (an object owned here).

@@ -166,6 +166,13 @@ func (e *fwdEnv) effect(eff Effect) string {
 		if m, ok := x.Msg.(*atollpb.ClientDisconnected); ok {
 			return "store: owner " + e.name(m.ClientId) + " disconnected"
 		}
+		if m, ok := x.Msg.(*atollpb.DeleteObjectsRequest); ok {
+			verb := "delete"
+			if m.Revived {
+				verb = "revive"
+			}
+			return fmt.Sprintf("store: %s %s", verb, e.objects(m.ObjectIds))
+		}
 		return fmt.Sprintf("store: %T", x.Msg)
 	case PeerHeard:
 		return fmt.Sprintf("peer %s heard at %q", e.name(x.Node.Bytes()), x.TransferAddress)
@@ -243,8 +250,46 @@ func (e *fwdEnv) message(m proto.Message) string {
 			ws = append(ws, e.name(w))
 		}
 		return fmt.Sprintf("node=%s owners=[%s]", e.name(m.NodeId), strings.Join(ws, " "))
+	case *atollpb.FreeObjects:
+		s := "unnumbered"
+		if m.Seq != 0 {
+			s = fmt.Sprintf("%s#%d", e.name(m.OriginNode), m.Seq)
+		}
+		if len(m.ObjectIds) > 0 {
+			s += " " + e.objects(m.ObjectIds)
+		}
+		if m.Revived {
+			s += " revived"
+		}
+		if len(m.ExitedOwners) > 0 {
+			var ws []string
+			for _, w := range m.ExitedOwners {
+				ws = append(ws, e.name(w))
+			}
+			s += " exited=[" + strings.Join(ws, " ") + "]"
+		}
+		if m.Missing {
+			s += " missing"
+		}
+		return s
+	case *atollpb.FreeRepair:
+		return fmt.Sprintf("for %s: %d..%d", e.name(m.FromNode), m.First, m.Last)
 	}
 	return fmt.Sprintf("%T", m)
+}
+
+// objects prints object ids by their names (what object(name) made).
+func (e *fwdEnv) objects(idl [][]byte) string {
+	var out []string
+	for _, b := range idl {
+		id, err := ids.ObjectIDFromBytes(b)
+		if err != nil {
+			out = append(out, fmt.Sprintf("%x", b))
+			continue
+		}
+		out = append(out, e.name(id.TaskID().Bytes()))
+	}
+	return "[" + strings.Join(out, " ") + "]"
 }
 
 // result prints a task result: ok, an item, or an error and its message.

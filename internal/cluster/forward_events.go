@@ -143,6 +143,9 @@ func (p Publish) Subject(prefix string) string {
 	if p.To.IsZero() && p.Kind == KindOwnersExited {
 		return ownersExitedSubject(prefix)
 	}
+	if p.To.IsZero() && p.Kind == KindFree {
+		return freeSubject(prefix)
+	}
 	return nodeSubject(prefix, p.To, p.Kind)
 }
 

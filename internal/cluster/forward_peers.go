@@ -53,6 +53,7 @@ func (f *Forwarder) nodeGone(node ids.NodeID, died bool) {
 		return
 	}
 	f.markDead(node)
+	delete(f.notices, node)
 	delete(f.peers, node)
 	delete(f.members, node)
 	delete(f.strangers, node)

@@ -192,8 +192,10 @@ func (e *fwdEnv) run(t *testing.T, d *datadriven.TestData) string {
 			d.ScanArgs(t, "avail", &avail)
 		}
 		d.MaybeScanArgs(t, "addr", &addr)
+		var freeSeq uint64
+		d.MaybeScanArgs(t, "free-seq", &freeSeq)
 		ev = Received{Msg: &atollpb.NodeLoad{NodeId: e.id(from).Bytes(), Total: map[string]float64{"CPU": cpu}, Available: map[string]float64{"CPU": avail},
-			Draining: d.HasArg("draining"), Leaving: d.HasArg("leaving"), TransferAddress: addr}}
+			Draining: d.HasArg("draining"), Leaving: d.HasArg("leaving"), TransferAddress: addr, FreeSeq: freeSeq}}
 	case "owner-exited":
 		ev = OwnerExited{Worker: e.id(arg)}
 	case "copies":
@@ -204,6 +206,8 @@ func (e *fwdEnv) run(t *testing.T, d *datadriven.TestData) string {
 		ev = Received{Msg: m}
 	case "free":
 		ev = Received{Msg: &atollpb.FreeObjects{ObjectIds: [][]byte{e.object(arg).Bytes()}}}
+	case "send-free": // send-free n1 x1 [revived]: an owner of n1 frees x1
+		ev = Free{Objects: [][]byte{e.object(arg).Bytes()}, Revived: d.HasArg("revived")}
 	case "locate":
 		var nodes []string
 		for _, id := range n.core.Copies(e.object(arg)) {

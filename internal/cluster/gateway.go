@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -49,6 +50,9 @@ type Gateway struct {
 	once      sync.Once
 	spawned   bool // the actor runs
 	reporting bool // the report goroutine runs
+	// freeSeq is the number of the last notice the node sent (the
+	// Forwarder's FreeSeq, for its load reports).
+	freeSeq *atomic.Uint64
 }
 
 // gatewayName is the gateway actor's name (so its PID is known before it
@@ -76,7 +80,8 @@ func New(cfg Config) *Gateway {
 	}
 	err := cfg.withLimits()
 	return &Gateway{drain: drainState{left: make(chan struct{})}, cfg: cfg, err: err, stopRep: make(chan struct{}), repDone: make(chan struct{}), statsBusy: make(chan struct{}, 1), ammBusy: make(chan struct{}, ammConcurrency),
-		replBusy: make(chan struct{}, replicateConcurrency), heard: &peerSet{m: map[ids.NodeID]bool{}}, owners: newOwners(cfg.MaxOwners, cfg.Logger), pid: cfg.System.NewLocalPID(gatewayName)}
+		replBusy: make(chan struct{}, replicateConcurrency), heard: &peerSet{m: map[ids.NodeID]bool{}}, owners: newOwners(cfg.MaxOwners, cfg.Logger), pid: cfg.System.NewLocalPID(gatewayName),
+		freeSeq: new(atomic.Uint64)}
 }
 
 // Start registers the node in the GCS, joins the gossip and starts the
@@ -158,6 +163,7 @@ func (g *Gateway) startActor() error {
 		g.fetch = &fetcher{self: g.cfg.NodeID, addrs: map[ids.NodeID]string{}, owners: g.owners}
 	}
 	gw := newGatewayActor(&g.cfg, g.fetch, g.heard, g.owners)
+	gw.freeSeq = g.freeSeq
 	opts := []actor.PropsOption{actors.RestartForever(g.cfg.Logger, gatewayName)}
 	if g.cfg.Faults != nil {
 		// A fault plan's rules for the gateway (actor: gateway) apply to
@@ -249,15 +255,17 @@ func (g *Gateway) Free(idList [][]byte) { g.free(idList, false) }
 // by their owner (FreeObjects.revived).
 func (g *Gateway) Revive(idList [][]byte) { g.free(idList, true) }
 
+// The gateway actor numbers the free, applies it to the local store and
+// tells every node (forward_free.go).
 func (g *Gateway) free(idList [][]byte, revived bool) {
 	if len(idList) == 0 {
 		return
 	}
-	b, _ := proto.Marshal(&atollpb.FreeObjects{ObjectIds: idList, Revived: revived})
-	if err := g.cfg.Conn.Publish(freeSubject(g.cfg.Prefix), b); err != nil {
-		// Without the control plane, at least the local store knows.
+	if !g.spawned {
 		g.cfg.System.Root.Send(g.cfg.Store, &atollpb.DeleteObjectsRequest{ObjectIds: idList, Revived: revived})
+		return
 	}
+	g.cfg.System.Root.Send(g.pid, &freeRequest{ev: Free{Objects: idList, Revived: revived}})
 }
 
 // Pulls reports the objects and bytes this node pulled from others.
@@ -396,6 +404,10 @@ func (g *Gateway) serveStats(m *nats.Msg) {
 // serving. The GCS hears first, so that the reason stands (the head
 // marks a node whose leave it hears "left the cluster", and the first
 // mark wins). Safe to call more than once.
+// markDeadTimeout bounds how long a leaving node waits for the GCS to
+// record why it leaves.
+const markDeadTimeout = 10 * time.Second
+
 func (g *Gateway) Stop(reason string) {
 	g.once.Do(func() {
 		close(g.stopRep)
@@ -408,8 +420,13 @@ func (g *Gateway) Stop(reason string) {
 			}
 		}
 		if g.spawned && g.cfg.GCS != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_ = g.cfg.GCS.MarkNodeDead(ctx, g.cfg.NodeID.Bytes(), true, reason)
+			// A loaded head may take seconds to write the mark through;
+			// giving up early lets the leave below reach the head first
+			// and the reason is lost.
+			ctx, cancel := context.WithTimeout(context.Background(), markDeadTimeout)
+			if err := g.cfg.GCS.MarkNodeDead(ctx, g.cfg.NodeID.Bytes(), true, reason); err != nil {
+				g.cfg.Logger.Warn("cluster: could not record why this node leaves", "reason", reason, "err", err)
+			}
 			cancel()
 		}
 		if g.member != nil {
@@ -432,6 +449,11 @@ func (g *Gateway) Stop(reason string) {
 		}
 		if g.client != nil {
 			_ = g.client.Close()
+		}
+		if g.fetch != nil && g.fetch.puller != nil {
+			// Pulls write into the node's arena, which the node unmaps
+			// once its gateway stopped.
+			g.fetch.puller.Close()
 		}
 	})
 }
@@ -479,6 +501,9 @@ func (g *Gateway) subscribe() error {
 		{"copy", nodeSubject(p, self, "copy"), func() proto.Message { return &atollpb.ObjectCopies{} }},
 		{"load", loadWildcard(p), func() proto.Message { return &atollpb.NodeLoad{} }},
 		{"owners", ownersExitedSubject(p), func() proto.Message { return &atollpb.OwnersExited{} }},
+		{"free", freeSubject(p), func() proto.Message { return &atollpb.FreeObjects{} }},
+		{"free", nodeSubject(p, self, KindFree), func() proto.Message { return &atollpb.FreeObjects{} }},
+		{"freerepair", nodeSubject(p, self, KindFreeRepair), func() proto.Message { return &atollpb.FreeRepair{} }},
 	} {
 		if err := route(r.kind, r.subject, r.newMsg); err != nil {
 			return err
@@ -561,19 +586,6 @@ func (g *Gateway) subscribe() error {
 		return fmt.Errorf("cluster: subscribe kill: %w", err)
 	}
 	g.subs = append(g.subs, s)
-	s, err = c.Conn.Subscribe(freeSubject(p), func(m *nats.Msg) {
-		var f atollpb.FreeObjects
-		if proto.Unmarshal(m.Data, &f) == nil && validate(&f) == nil {
-			root.Send(c.Store, &atollpb.DeleteObjectsRequest{ObjectIds: f.ObjectIds, Revived: f.Revived})
-			if !f.Revived {
-				root.Send(g.pid, &f) // forget their copies
-			}
-		}
-	})
-	if err != nil {
-		return fmt.Errorf("cluster: subscribe free: %w", err)
-	}
-	g.subs = append(g.subs, s)
 	return c.Conn.FlushTimeout(10 * time.Second)
 }
 
@@ -647,7 +659,7 @@ func (g *Gateway) report(info *atollpb.NodeInfo) {
 	for {
 		seq++
 		load := &atollpb.NodeLoad{NodeId: c.NodeID.Bytes(), TransferAddress: g.server.Addr(), IsDriver: info.IsDriver,
-			IsHead: info.IsHead, Hostname: host, Seq: seq}
+			IsHead: info.IsHead, Hostname: host, Seq: seq, FreeSeq: g.freeSeq.Load()}
 		g.collect(load, collector, replies)
 		load.Pulls, load.PulledBytes = g.Pulls()
 		load.Draining = g.drain.draining.Load()
@@ -693,6 +705,7 @@ func (g *Gateway) collect(load *atollpb.NodeLoad, collector *actor.PID, replies 
 			case *raylet.State:
 				load.Total, load.Available = st.Total, st.Available
 				load.Queued, load.Running, load.QueuedCpu = int32(st.Queued), int32(st.Running), st.QueuedCPU
+				load.Bundles, load.Demands, load.Actors = st.Bundles, st.Demands, int32(st.Actors)
 			case *atollpb.StoreStats:
 				load.StoreUsed, load.StoreCapacity, load.Store = st.UsedBytes, st.CapacityBytes, st
 			}

@@ -62,15 +62,16 @@ func Authorizer(secret clusterkey.Secret, prefix string, faultInjection bool) fu
 //
 //	node.<id>  publishes: every node's subjects (work, results, requests),
 //	           its own load report, frees, actor kills, owner exits, GCS
-//	           requests and its own GCS registrations, AMM requests, jobs'
-//	           worker output, replies;
+//	           and placement-group requests and its own GCS registrations,
+//	           AMM and autoscaler requests, jobs' worker output, replies;
 //	           subscribes: its own node subjects, loads, frees, kills,
 //	           owner exits, GCS events, jobs' worker output, its own inbox
 //	client     publishes: what a node may, but no load report and no
 //	           registration;
 //	           subscribes: loads, GCS events, its own inbox
-//	reader     publishes: GCS reads, the nodes' stats, objects, timeline,
-//	           log, log-read and fault-log requests; replies to nothing;
+//	reader     publishes: GCS and placement-group reads, the autoscaler's
+//	           status, the nodes' stats, objects, timeline, log, log-read
+//	           and fault-log requests; replies to nothing;
 //	           subscribes: loads, GCS events, its own inbox
 //
 // Without faultInjection, the nodes' crash and partition subjects are
@@ -83,7 +84,8 @@ func Permissions(prefix, user string, faultInjection bool) (*natsembed.Permissio
 	requests := []string{
 		prefix + ".node.*.*",
 		prefix + ".gcs.v1", prefix + ".gcs.v1.read",
-		prefix + ".amm.>",
+		gcs.PlacementSubject(prefix), gcs.PlacementReadSubject(prefix), gcs.AutoscalerSubject(prefix),
+		prefix + ".amm.>", prefix + ".autoscaler.status",
 		freeSubject(prefix), killSubject(prefix), ownersExitedSubject(prefix),
 	}
 	observe := []string{prefix + ".load.*", prefix + ".events.>", InboxPrefix(user) + ".>"}
@@ -113,7 +115,7 @@ func Permissions(prefix, user string, faultInjection bool) (*natsembed.Permissio
 	case user == ReaderUser:
 		return &natsembed.Permissions{
 			Publish: natsembed.SubjectRules{Allow: []string{
-				prefix + ".gcs.v1.read",
+				prefix + ".gcs.v1.read", gcs.PlacementReadSubject(prefix), prefix + ".autoscaler.status",
 				prefix + ".node.*.stats", prefix + ".node.*.objects", prefix + ".node.*.timeline", prefix + ".node.*.faults",
 				prefix + ".node.*.logs", prefix + ".node.*.logread",
 			}},

@@ -56,6 +56,18 @@ func validate(m proto.Message) error {
 				return err
 			}
 		}
+		if m.Seq != 0 {
+			if err := validID("origin_node", m.OriginNode); err != nil {
+				return err
+			}
+		}
+		for _, w := range m.ExitedOwners {
+			if err := validID("exited_owners", w); err != nil {
+				return err
+			}
+		}
+	case *atollpb.FreeRepair:
+		return validID("from_node", m.FromNode)
 	case *atollpb.KillActor:
 		return validID("actor_id", m.ActorId)
 	}

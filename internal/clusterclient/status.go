@@ -60,6 +60,41 @@ type NodeStatus struct {
 	// ReadsAfterFree counts the Gets of objects their owner had freed,
 	// ever (StoreStats.reads_after_free_total): a bug if not 0.
 	ReadsAfterFree uint64 `json:"reads_after_free_total"`
+	// Bundles counts the placement-group bundles the node holds;
+	// Reserved is what they hold, by resource (Total counts it, and
+	// Available does not: reserved is in use). Actors counts the actors
+	// it hosts. NodeType is the autoscaler's type of the node ("" for a
+	// node started by hand).
+	Bundles  int                `json:"bundles,omitempty"`
+	Reserved map[string]float64 `json:"reserved,omitempty"`
+	Actors   int                `json:"actors,omitempty"`
+	NodeType string             `json:"node_type,omitempty"`
+}
+
+// foldGroups folds a node's placement-group resources into the plain ones
+// (CPU_group_<group> into CPU, ...): what a bundle reserves is part of the
+// node's total and in use; it returns the reserved amounts apart.
+func foldGroups(total, avail map[string]float64) (t, a, reserved map[string]float64) {
+	t, a = map[string]float64{}, map[string]float64{}
+	for k, v := range total {
+		name, rest, ok := strings.Cut(k, "_group_")
+		switch {
+		case !ok:
+			t[k] += v
+		case name != "bundle" && !strings.Contains(rest, "_"): // a group's wildcard name: one per bundle's amount
+			t[name] += v
+			if reserved == nil {
+				reserved = map[string]float64{}
+			}
+			reserved[name] += v
+		}
+	}
+	for k, v := range avail {
+		if !strings.Contains(k, "_group_") {
+			a[k] = v
+		}
+	}
+	return t, a, reserved
 }
 
 // statusWait bounds how long GetStatus waits for the load report
@@ -151,7 +186,7 @@ func StatusOn(ctx context.Context, nc *nats.Conn, url string) (*Status, error) {
 			continue // the GCS validates node ids; never seen
 		}
 		cn := NodeStatus{NodeID: id.String(), Hostname: n.Hostname, IsHead: n.IsHead, Driver: n.IsDriver,
-			Alive: n.State == atollpb.NodeState_NODE_ALIVE, Total: n.Resources, StoreCap: n.ObjectStoreBytes}
+			Alive: n.State == atollpb.NodeState_NODE_ALIVE, Total: n.Resources, StoreCap: n.ObjectStoreBytes, NodeType: n.NodeType}
 		if !cn.Alive {
 			cn.Left, cn.EndReason = n.Left, n.EndReason
 			if n.EndTimeUnixMs > 0 {
@@ -160,7 +195,8 @@ func StatusOn(ctx context.Context, nc *nats.Conn, url string) (*Status, error) {
 		}
 		if l := loads[id]; l != nil && cn.Alive {
 			cn.Reporting = true
-			cn.Total, cn.Available = l.Total, l.Available
+			cn.Total, cn.Available, cn.Reserved = foldGroups(l.Total, l.Available)
+			cn.Bundles, cn.Actors, cn.NodeType = len(l.Bundles), int(l.Actors), l.NodeType
 			cn.Queued, cn.Running = int(l.Queued), int(l.Running)
 			cn.StoreUsed, cn.StoreCap, cn.Pulls, cn.PulledBytes = l.StoreUsed, l.StoreCapacity, l.Pulls, l.PulledBytes
 			if s := l.Store; s != nil {
@@ -199,6 +235,12 @@ func ListActors(ctx context.Context, address string, creds nodeconfig.Credential
 // (`atoll list jobs`).
 func ListJobs(ctx context.Context, address string, creds nodeconfig.Credentials) ([]*atollpb.JobInfo, error) {
 	return listGCS(ctx, address, creds, (*gcs.Client).ListJobs)
+}
+
+// ListPlacementGroups returns every placement group the head knows, the
+// removed ones it remembers included (`atoll list placement-groups`).
+func ListPlacementGroups(ctx context.Context, address string, creds nodeconfig.Credentials) ([]*atollpb.PlacementGroupInfo, error) {
+	return listGCS(ctx, address, creds, (*gcs.Client).ListPlacementGroups)
 }
 
 func listGCS[T any](ctx context.Context, address string, creds nodeconfig.Credentials, list func(*gcs.Client, context.Context) ([]T, error)) ([]T, error) {

@@ -245,6 +245,22 @@ func checkAPI(t *testing.T, c *testcluster.Cluster) {
 		t.Errorf("state=alive: %+v", alive.Actors)
 	}
 
+	// Placement groups: the job's detached one, created on a node.
+	var groups struct {
+		Counts map[string]int `json:"counts"`
+		Groups []struct {
+			Name        string   `json:"name"`
+			State       string   `json:"state"`
+			Strategy    string   `json:"strategy"`
+			BundleNodes []string `json:"bundle_nodes"`
+		} `json:"groups"`
+	}
+	getJSON(t, base+"/api/placement-groups", http.StatusOK, &groups)
+	if len(groups.Groups) != 1 || groups.Counts["created"] != 1 || groups.Groups[0].Name != "dash-group" || groups.Groups[0].Strategy != "PACK" ||
+		len(groups.Groups[0].BundleNodes) != 1 || !slices.Contains([]string{c.Node(0).ID, c.Node(1).ID, c.Node(2).ID}, groups.Groups[0].BundleNodes[0]) {
+		t.Errorf("placement groups %+v", groups)
+	}
+
 	// The timeline: the job's attempts, oldest first, within its span.
 	var tl apiTimeline
 	getJSON(t, base+"/api/timeline?job="+job.JobID, http.StatusOK, &tl)

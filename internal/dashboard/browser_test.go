@@ -188,6 +188,11 @@ func checkBrowser(jobCtx context.Context, t *testing.T, c *testcluster.Cluster) 
 		waitFor(`(() => { const r = document.querySelector('#actors-table tbody tr[data-state="dead"]');
 			return r && r.textContent.includes("dash-victim") && r.textContent.includes("actor_died"); })()`),
 		shoot("actors"))
+	do("the placement groups view: the job's detached group, created on a node",
+		show("#groups"),
+		waitFor(`(() => { const r = document.querySelector('#groups-table tbody tr[data-state="created"]');
+			return r !== null && r.textContent.includes("dash-group") && r.textContent.includes("PACK") && r.querySelector('a') !== null; })()`),
+		shoot("groups"))
 
 	do("the memory view: every reporting node, the cluster's total and the drivers' stores apart",
 		show("#memory"),

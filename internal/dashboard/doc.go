@@ -29,9 +29,12 @@
 //	                                 +-> clusterclient.TimelineOn: <prefix>.node.<id>.timeline, each live node (<= 5 s)
 //	        <-- JSON (snake_case, hex ids, newest first, <= limit) --+
 //	browser -- GET /api/logs/<id> --> head -- <prefix>.node.<id>.logs --> node: end of its log file
+//	browser -- GET /api/logs/job/<id> --> head: GCS ListJobs (the job's node)
+//	                                 -- <prefix>.node.<node>.logread --> that node: end of the job's log
 //
 // The API is /api/cluster, /api/jobs, /api/tasks, /api/actors,
-// /api/timeline and /api/logs/{node}. The head implements Source
+// /api/timeline, /api/logs/{node} and /api/logs/job/{job} (a submitted
+// job's log). The head implements Source
 // (internal/node's dashboard.go) with the queries behind `atoll status`,
 // `memory`, `list` and `timeline` (package clusterclient) on its own NATS
 // connection. The live charts are the samples the page keeps while it is
@@ -44,7 +47,8 @@
 //
 // # Bounds and failures
 //
-// The server listens on the head's NodeIP only and answers GET (and HEAD)
+// The server listens on Config.Addr (127.0.0.1 unless the node is told
+// another host) and answers GET (and HEAD)
 // only (405 otherwise, 404 for unknown paths), with ReadHeaderTimeout 5 s,
 // ReadTimeout 10 s, WriteTimeout 30 s, IdleTimeout 2 min and 16 KiB of
 // headers. At most 8 API requests are served at once (a ninth waits up to

@@ -150,6 +150,15 @@ func runJob(ctx context.Context, t *testing.T) {
 	if err := atoll.Kill(ctx, victim); err != nil {
 		t.Fatalf("kill victim: %v", err)
 	}
+	// A placement group that outlives the job (the page lists it).
+	pg, err := atoll.NewPlacementGroup(ctx, []atoll.Resources{{CPU: 0.5}}, atoll.PlacementPack, atoll.PlacementGroupName("dash-group"),
+		atoll.DetachedPlacementGroup())
+	if err != nil {
+		t.Fatalf("new placement group: %v", err)
+	}
+	if err := pg.Ready(ctx); err != nil {
+		t.Fatalf("placement group ready: %v", err)
+	}
 }
 
 // readerToken is the test cluster's reader token: the dashboard's logs

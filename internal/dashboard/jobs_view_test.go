@@ -2,11 +2,16 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
@@ -64,5 +69,56 @@ func TestJobsViewAsTheCLIShowsThem(t *testing.T) {
 	}
 	if _, ok := byID[driver.String()]; ok {
 		t.Errorf("the submitted job's driver job is listed apart")
+	}
+}
+
+// jobLogged answers a job log read with a fixed chunk.
+type jobLogged struct {
+	Source
+	job   ids.JobID
+	chunk *atollpb.LogChunk
+}
+
+func (j jobLogged) JobLog(_ context.Context, job ids.JobID, maxBytes int) (*atollpb.LogChunk, error) {
+	if job != j.job {
+		return nil, errs.NotFoundf("no job %s", job)
+	}
+	c := proto.CloneOf(j.chunk)
+	if len(c.Data) > maxBytes {
+		c.Offset += uint64(len(c.Data) - maxBytes)
+		c.Data = c.Data[len(c.Data)-maxBytes:]
+	}
+	return c, nil
+}
+
+// TestJobLogView: /api/logs/job/{job} is the end of a submitted job's log,
+// marked truncated when it is not the whole, final once the job ended;
+// an unknown job is NOT_FOUND, a malformed id INVALID_ARGUMENT; and the
+// logs need the reader token like the nodes' logs.
+func TestJobLogView(t *testing.T) {
+	job := ids.NewJobID()
+	a := &api{src: jobLogged{job: job, chunk: &atollpb.LogChunk{Data: []byte("line 1\nline 2\n"), Size: 14, Final: true}}}
+	get := func(path string) (any, error) {
+		r := httptest.NewRequest("GET", path, nil)
+		r.SetPathValue("job", strings.TrimPrefix(strings.Split(path, "?")[0], "/api/logs/job/"))
+		return a.jobLog(context.Background(), r)
+	}
+	got, err := get("/api/logs/job/" + job.String())
+	if v, ok := got.(jobLogView); err != nil || !ok || v.Text != "line 1\nline 2\n" || v.Truncated || !v.Final || v.SizeBytes != 14 {
+		t.Fatalf("the whole log: %+v, %v", got, err)
+	}
+	got, err = get("/api/logs/job/" + job.String() + "?bytes=7")
+	if v, ok := got.(jobLogView); err != nil || !ok || v.Text != "line 2\n" || !v.Truncated {
+		t.Fatalf("its last 7 bytes: %+v, %v", got, err)
+	}
+	if _, err := get("/api/logs/job/" + ids.NewJobID().String()); !errors.Is(err, errs.ErrNotFound) {
+		t.Errorf("an unknown job: %v, want NOT_FOUND", err)
+	}
+	if _, err := get("/api/logs/job/xyz"); !errors.Is(err, errs.ErrInvalidArgument) {
+		t.Errorf("a malformed id: %v, want INVALID_ARGUMENT", err)
+	}
+	acc := &access{token: "t", loopback: true}
+	if !acc.needsLogin("/api/logs/job/" + job.String()) {
+		t.Error("a job's log is served without the reader token")
 	}
 }

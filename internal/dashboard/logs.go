@@ -7,7 +7,8 @@ import (
 	"unicode/utf8"
 )
 
-// Bounds of /api/logs/{node}: the bytes of the log's end asked for.
+// Bounds of /api/logs/{node} and /api/logs/job/{job}: the bytes of the
+// log's end asked for.
 const (
 	defaultLogBytes = 64 << 10
 	maxLogBytes     = 1 << 20
@@ -36,14 +37,47 @@ func (a *api) nodeLog(ctx context.Context, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	data := l.GetData()
-	if len(data) > n { // the node caps it too
+	text, cut := logEnd(l.GetData(), n)
+	return logView{NodeID: id.String(), File: l.GetFile(), SizeBytes: l.GetSize(), Truncated: l.GetTruncated() || cut, Text: text}, nil
+}
+
+// logEnd is the last n bytes of data as text (invalid UTF-8 replaced),
+// and whether that cut some off (the node caps what it sends too).
+func logEnd(data []byte, n int) (string, bool) {
+	cut := len(data) > n
+	if cut {
 		data = data[len(data)-n:]
 	}
 	text := string(data)
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, "\uFFFD")
 	}
-	return logView{NodeID: id.String(), File: l.GetFile(), SizeBytes: l.GetSize(), Truncated: l.GetTruncated() || len(data) < len(l.GetData()),
-		Text: text}, nil
+	return text, cut
+}
+
+// jobLogView is /api/logs/job/{job}: the end of a submitted job's log.
+type jobLogView struct {
+	JobID     string `json:"job_id"`
+	SizeBytes uint64 `json:"size_bytes"`
+	Truncated bool   `json:"truncated"`
+	// Final: the job ended, its log will not grow.
+	Final bool   `json:"final"`
+	Text  string `json:"text"`
+}
+
+func (a *api) jobLog(ctx context.Context, r *http.Request) (any, error) {
+	id, err := parseID("job", r.PathValue("job"))
+	if err != nil {
+		return nil, err
+	}
+	n, err := limitParam(r, "bytes", defaultLogBytes, maxLogBytes)
+	if err != nil {
+		return nil, err
+	}
+	c, err := a.src.JobLog(ctx, id, n)
+	if err != nil {
+		return nil, err
+	}
+	text, cut := logEnd(c.GetData(), n)
+	return jobLogView{JobID: id.String(), SizeBytes: c.GetSize(), Truncated: c.GetOffset() > 0 || cut, Final: c.GetFinal(), Text: text}, nil
 }

@@ -151,8 +151,10 @@ func newHandler(cfg Config, acc *access) http.Handler {
 	mux.HandleFunc("GET /api/jobs", a.serve(a.jobs))
 	mux.HandleFunc("GET /api/tasks", a.serve(a.tasks))
 	mux.HandleFunc("GET /api/actors", a.serve(a.actors))
+	mux.HandleFunc("GET /api/placement-groups", a.serve(a.placementGroups))
 	mux.HandleFunc("GET /api/timeline", a.serve(a.timeline))
 	mux.HandleFunc("GET /api/logs/{node}", a.serve(a.nodeLog))
+	mux.HandleFunc("GET /api/logs/job/{job}", a.serve(a.jobLog))
 	mux.HandleFunc("POST /api/login", acc.login)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {

@@ -22,11 +22,16 @@ type Source interface {
 	Actors(ctx context.Context) ([]*atollpb.ActorInfo, error)
 	// Jobs is `atoll list jobs`.
 	Jobs(ctx context.Context) ([]*atollpb.JobInfo, error)
+	// PlacementGroups is `atoll list placement-groups`.
+	PlacementGroups(ctx context.Context) ([]*atollpb.PlacementGroupInfo, error)
 	// Timeline is `atoll timeline`: the task attempts the live nodes
 	// finished recently, ordered by start.
 	Timeline(ctx context.Context) ([]TaskAttempt, error)
 	// NodeLog is the end of node's log file, at most maxBytes.
 	NodeLog(ctx context.Context, node ids.NodeID, maxBytes int) (*atollpb.NodeLog, error)
+	// JobLog is the end of a submitted job's log (`atoll job logs`), at
+	// most maxBytes, read from the node that runs its driver.
+	JobLog(ctx context.Context, job ids.JobID, maxBytes int) (*atollpb.LogChunk, error)
 }
 
 // Status is the cluster as `atoll status` shows it.

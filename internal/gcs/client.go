@@ -148,6 +148,72 @@ func (c *Client) ListJobs(ctx context.Context) ([]*atollpb.JobInfo, error) {
 	return r.GetJobs(), err
 }
 
+// CreatePlacementGroup creates a placement group (info's id chosen by the
+// caller; a repeated request with the same id changes nothing) and
+// returns its entry, PENDING until its bundles are reserved.
+func (c *Client) CreatePlacementGroup(ctx context.Context, info *atollpb.PlacementGroupInfo) (*atollpb.PlacementGroupInfo, error) {
+	r, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_CreatePlacementGroup{CreatePlacementGroup: info}})
+	return firstGroup(r.GetPlacementGroups(), err)
+}
+
+// RemovePlacementGroup removes a placement group (again: no-op): its
+// bundles are released and what runs in them killed.
+func (c *Client) RemovePlacementGroup(ctx context.Context, id []byte) (*atollpb.PlacementGroupInfo, error) {
+	r, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_RemovePlacementGroup{RemovePlacementGroup: id}})
+	return firstGroup(r.GetPlacementGroups(), err)
+}
+
+// GetPlacementGroup returns a group by id, or a NOT_FOUND error.
+func (c *Client) GetPlacementGroup(ctx context.Context, id []byte) (*atollpb.PlacementGroupInfo, error) {
+	r, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_GetPlacementGroup{GetPlacementGroup: &atollpb.GetPlacementGroup{PlacementGroupId: id}}})
+	return firstGroup(r.GetPlacementGroups(), err)
+}
+
+// GetNamedPlacementGroup returns the live group named name in namespace,
+// or a NOT_FOUND error.
+func (c *Client) GetNamedPlacementGroup(ctx context.Context, namespace, name string) (*atollpb.PlacementGroupInfo, error) {
+	r, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_GetPlacementGroup{GetPlacementGroup: &atollpb.GetPlacementGroup{Namespace: namespace, Name: name}}})
+	return firstGroup(r.GetPlacementGroups(), err)
+}
+
+// ListPlacementGroups returns every group the head knows (the removed
+// ones it remembers included), oldest first.
+func (c *Client) ListPlacementGroups(ctx context.Context) ([]*atollpb.PlacementGroupInfo, error) {
+	r, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_ListPlacementGroups{ListPlacementGroups: &atollpb.ListPlacementGroups{}}})
+	return r.GetPlacementGroups(), err
+}
+
+// WaitPlacementGroup returns the group once it is created or removed, or
+// as it is after timeout (at most 30 s a request: ask again).
+func (c *Client) WaitPlacementGroup(ctx context.Context, id []byte, timeout time.Duration) (*atollpb.PlacementGroupInfo, error) {
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout+c.opts.Timeout)
+	defer cancel()
+	r, err := c.do(rctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_WaitPlacementGroup{WaitPlacementGroup: &atollpb.WaitPlacementGroup{
+		PlacementGroupId: id, TimeoutMs: max(timeout.Milliseconds(), 1)}}})
+	return firstGroup(r.GetPlacementGroups(), err)
+}
+
+// RequestResources asks the cluster's autoscaler to hold room for
+// bundles at once, for requester (an empty list withdraws its request):
+// Ray's request_resources. Without an autoscaler it is UNAVAILABLE.
+func (c *Client) RequestResources(ctx context.Context, requester []byte, bundles []*atollpb.Bundle) error {
+	_, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_RequestResources{RequestResources: &atollpb.RequestResources{Requester: requester, Bundles: bundles}}})
+	return err
+}
+
+func firstGroup(gs []*atollpb.PlacementGroupInfo, err error) (*atollpb.PlacementGroupInfo, error) {
+	if err != nil {
+		return nil, err
+	}
+	if len(gs) != 1 {
+		return nil, errs.Unavailablef("gcs: reply holds %d placement groups, want 1", len(gs))
+	}
+	return gs[0], nil
+}
+
 func first(actors []*atollpb.ActorInfo, err error) (*atollpb.ActorInfo, error) {
 	if err != nil {
 		return nil, err
@@ -178,8 +244,14 @@ func (c *Client) doOn(ctx context.Context, subject string, req *atollpb.GcsReque
 		ctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
 		defer cancel()
 	}
-	switch {
+	switch pg, read := placementOp(req); {
 	case subject != "":
+	case pg && read:
+		subject = PlacementReadSubject(c.opts.Prefix)
+	case pg:
+		subject = PlacementSubject(c.opts.Prefix)
+	case isRequestResources(req):
+		subject = AutoscalerSubject(c.opts.Prefix)
 	case readOnly(req):
 		subject = ReadSubject(c.opts.Prefix)
 	default:

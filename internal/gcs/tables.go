@@ -135,18 +135,39 @@ func (t *tables) checkMarkNodeDead(m *atollpb.MarkNodeDead, nowMs int64) (string
 	return k, next, nil
 }
 
-// actorsOn returns dead entries for the live actors hosted on a node.
+// actorsOn returns the next entries of the live actors hosted on a node
+// that died: RESTARTING, with no node or address and one restart more,
+// for an actor with restarts left whose owner's node lives (its owner
+// sends its creation again, and the new host reports it ALIVE); DEAD for
+// the others.
 func (t *tables) actorsOn(node []byte) []*atollpb.ActorInfo {
 	var out []*atollpb.ActorInfo
 	for _, a := range sortedValues(t.actors) {
-		if a.State != atollpb.ActorState_ACTOR_DEAD && bytes.Equal(a.NodeId, node) {
-			next := proto.CloneOf(a)
+		if a.State == atollpb.ActorState_ACTOR_DEAD || !bytes.Equal(a.NodeId, node) {
+			continue
+		}
+		next := proto.CloneOf(a)
+		if t.restartable(a, node) {
+			next.State, next.NodeId, next.Address = atollpb.ActorState_ACTOR_RESTARTING, nil, ""
+			next.NumRestarts++
+		} else {
 			next.State = atollpb.ActorState_ACTOR_DEAD
 			next.DeathCause = errs.ToProto(&errs.NodeDiedError{NodeID: hex.EncodeToString(node), Message: "the actor's node died"})
-			out = append(out, next)
 		}
+		out = append(out, next)
 	}
 	return out
+}
+
+// restartable reports whether an actor whose node died restarts: it has
+// restarts left and its owner's node (which sends its creation again) is
+// another node, alive.
+func (t *tables) restartable(a *atollpb.ActorInfo, dead []byte) bool {
+	if a.MaxRestarts >= 0 && a.NumRestarts >= a.MaxRestarts || len(a.OwnerNodeId) == 0 || bytes.Equal(a.OwnerNodeId, dead) {
+		return false
+	}
+	owner, ok := t.nodes[hex.EncodeToString(a.OwnerNodeId)]
+	return ok && owner.State == atollpb.NodeState_NODE_ALIVE
 }
 
 // putNode stores a node entry under its key. A node that registers again
@@ -207,7 +228,18 @@ func (t *tables) checkUpdateActor(a *atollpb.ActorInfo) (string, *atollpb.ActorI
 	if err := sameIdentity(k, cur, a); err != nil {
 		return "", nil, err
 	}
-	return k, proto.CloneOf(a), nil
+	// A host's report that comes after its node was declared dead (its
+	// actors restart elsewhere, or died with it) changes nothing.
+	if a.State != atollpb.ActorState_ACTOR_DEAD && len(a.NodeId) > 0 {
+		if n, ok := t.nodes[hex.EncodeToString(a.NodeId)]; ok && n.State == atollpb.NodeState_NODE_DEAD {
+			return k, nil, nil
+		}
+	}
+	next := proto.CloneOf(a)
+	if len(next.OwnerNodeId) == 0 {
+		next.OwnerNodeId = cur.OwnerNodeId // hosts report without it
+	}
+	return k, next, nil
 }
 
 // sameIdentity refuses a change of name or namespace and the revival of a

@@ -68,6 +68,8 @@ type (
 	NodeID = ID16
 	// JobID names one driver's job.
 	JobID = ID16
+	// PlacementGroupID names one placement group.
+	PlacementGroupID = ID16
 )
 
 // NewTaskID returns a fresh random TaskID.
@@ -84,6 +86,9 @@ func NewNodeID() NodeID { return newID16() }
 
 // NewJobID returns a fresh random JobID.
 func NewJobID() JobID { return newID16() }
+
+// NewPlacementGroupID returns a fresh random PlacementGroupID.
+func NewPlacementGroupID() PlacementGroupID { return newID16() }
 
 // FromBytes parses a 16-byte id.
 func FromBytes(b []byte) (ID16, error) { return id16From(b) }

@@ -43,24 +43,6 @@ func (e *Env) toGateway(m *message) {
 	case *atollpb.TaskResult:
 		e.stepGW(n, cluster.LocalResult{Result: b})
 	case *atollpb.FreeObjects:
-		var idl []ids.ObjectID
-		for _, b := range b.ObjectIds {
-			idl = append(idl, ids.MustObjectID(b))
-		}
-		if b.Revived {
-			n.store.Revive(idl)
-		} else {
-			var here []ids.ObjectID
-			for _, id := range idl {
-				if len(e.holdingsOn(n, id)) > 0 {
-					here = append(here, id)
-				}
-			}
-			n.store.Delete(idl, e.now)
-			if len(here) > 0 {
-				e.printf("%s: deletes %s", n.store_(), e.onameList(here))
-			}
-		}
 		e.stepGW(n, cluster.Received{Msg: proto.Clone(b)})
 	case *locateReq:
 		copies := n.gw.Copies(b.id)
@@ -138,9 +120,29 @@ func (e *Env) applyGW(n *node, eff cluster.Effect) {
 			e.printf("%s: to raylet %T (not modelled)", from.name, x.Msg)
 		}
 	case cluster.ToStore:
-		if m, ok := x.Msg.(*atollpb.ClientDisconnected); ok {
+		switch m := x.Msg.(type) {
+		case *atollpb.ClientDisconnected:
 			n.store.ClientDisconnected(ids.MustFromBytes(m.ClientId), e.now)
 			e.printf("%s: owner %s gone: its objects here are freed", n.store_(), e.name(m.ClientId))
+		case *atollpb.DeleteObjectsRequest:
+			var idl []ids.ObjectID
+			for _, b := range m.ObjectIds {
+				idl = append(idl, ids.MustObjectID(b))
+			}
+			if m.Revived {
+				n.store.Revive(idl)
+				return
+			}
+			var here []ids.ObjectID
+			for _, id := range idl {
+				if len(e.holdingsOn(n, id)) > 0 {
+					here = append(here, id)
+				}
+			}
+			n.store.Delete(idl, e.now)
+			if len(here) > 0 {
+				e.printf("%s: deletes %s", n.store_(), e.onameList(here))
+			}
 		}
 	case cluster.PeerHeard:
 		e.printf("%s: peer %s heard", from.name, e.name(x.Node.Bytes()))
@@ -237,7 +239,20 @@ func (e *Env) wire(m proto.Message) string {
 		for _, o := range m.ObjectIds {
 			os = append(os, e.onameBytes(o))
 		}
-		return "[" + strings.Join(os, " ") + "]"
+		s := fmt.Sprintf("%s#%d [%s]", e.name(m.OriginNode), m.Seq, strings.Join(os, " "))
+		if m.Revived {
+			s += " revived"
+		}
+		if len(m.ExitedOwners) > 0 {
+			var ws []string
+			for _, w := range m.ExitedOwners {
+				ws = append(ws, e.name(w))
+			}
+			s += " exited=[" + strings.Join(ws, " ") + "]"
+		}
+		return s
+	case *atollpb.FreeRepair:
+		return fmt.Sprintf("for %s: %d..%d", e.name(m.FromNode), m.First, m.Last)
 	}
 	return fmt.Sprintf("%T", m)
 }

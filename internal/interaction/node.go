@@ -159,7 +159,8 @@ func (e *Env) gossip() {
 			}
 			st := from.raylet.State()
 			load := &atollpb.NodeLoad{NodeId: from.id.Bytes(), Total: st.Total, Available: st.Available, Queued: int32(st.Queued),
-				Running: int32(st.Running), QueuedCpu: st.QueuedCPU, TransferAddress: from.name, IsHead: from.head, Draining: from.draining}
+				Running: int32(st.Running), QueuedCpu: st.QueuedCPU, TransferAddress: from.name, IsHead: from.head, Draining: from.draining,
+				FreeSeq: from.gw.FreeSeq()}
 			e.stepGW(to, cluster.Received{Msg: load})
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/objectstore"
 	"github.com/atoll-runtime/atoll/internal/owner"
@@ -216,6 +217,8 @@ func (e *Env) ownerEffects(p *process) {
 			e.broadcastFree(p, x.Objects, true)
 		case owner.Retried:
 			e.printf("%s: %s retried: attempt %d after %s", p.name, x.Attach, x.Attempt, e.errorInfo(x.Cause))
+		case owner.ActorRestartFailed:
+			e.printf("%s: actor %s's restart failed: %s", p.name, x.Name, e.errorInfo(x.Err))
 		case owner.Finished:
 			if x.Err == nil {
 				e.printf("%s: %s finished ok", p.name, x.Attach)
@@ -227,20 +230,16 @@ func (e *Env) ownerEffects(p *process) {
 	}
 }
 
-// broadcastFree publishes the owner's free to every node (the free
-// subject): each store deletes its copy, each gateway its directory entry.
+// broadcastFree hands the owner's free to its node's gateway, which
+// numbers it, applies it to its own store and publishes it to every node
+// (the free subject): each store deletes its copy, each gateway its
+// directory entry.
 func (e *Env) broadcastFree(p *process, idl []ids.ObjectID, revived bool) {
-	m := &atollpb.FreeObjects{Revived: revived}
+	var b [][]byte
 	for _, id := range idl {
-		m.ObjectIds = append(m.ObjectIds, id.Bytes())
+		b = append(b, id.Bytes())
 	}
-	kind := "free"
-	if revived {
-		kind = "revive"
-	}
-	for _, n := range e.nodes {
-		e.send(p.node.gwParty(), n.gwParty(), kind, e.onameList(idl), m)
-	}
+	e.stepGW(p.node, cluster.Free{Objects: b, Revived: revived})
 }
 
 func (e *Env) errorInfo(err *atollpb.ErrorInfo) string {

@@ -22,6 +22,7 @@ var pureCores = []string{
 	"internal/objectstore/spill_picker.go",
 	"amm/*.go",                         // the AMM's policies
 	"internal/workerproto/hostcore.go", // workerproto.HostCore
+	"internal/placement/*.go",          // placement.Manager, Schedule
 }
 
 // TestCoresArePure keeps those files state machines: they import nothing

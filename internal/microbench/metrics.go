@@ -29,6 +29,7 @@ type shapes struct {
 	largePuts           int // puts of each (10)
 	largeClientElems    int // int64s of each of their arrays (10 Mi: 80 MiB)
 	containedRefs       int // refs in the object of get_object_containing_10k_refs (10,000)
+	placementGroups     int // groups of one placement_group_create/removal op (100)
 }
 
 // rayShapes are the sizes of Ray's ray_perf.py.
@@ -37,6 +38,7 @@ var rayShapes = shapes{
 	oneNCalls: 5000, nnClients: 4, nnCalls: 5000, nnArgCalls: 1000,
 	putClients: 10, putsPerClient: 100, largeElems: 100 << 20,
 	largeClients: 10, largePuts: 10, largeClientElems: 10 << 20, containedRefs: 10000,
+	placementGroups: 100,
 }
 
 // metric is one of Ray's microbenchmarks: how to set up atoll's side and
@@ -57,6 +59,7 @@ const (
 	baseProtoactor = "protoactor_requests_per_s"
 	baseMutexMap   = "mutex_map_ops_per_s"
 	baseMemcpy     = "memcpy_gb_per_s"
+	baseKV         = "jetstream_kv_put_purge_per_s"
 )
 
 // metrics lists Ray's microbenchmarks in the order ray microbenchmark
@@ -78,6 +81,7 @@ var metrics = []metric{
 	{"1_n_actor_calls_async", "1/s", baseProtoactor, oneNShape, oneN, oneNBase},
 	{"n_n_actor_calls_async", "1/s", baseProtoactor, nnShape, nn, nnBase},
 	{"n_n_actor_calls_with_arg_async", "1/s", baseProtoactor, nnArgShape, nnArg, nnArgBase},
+	{"placement_group_create/removal", "1/s", baseKV, placementShape, placementGroups, placementGroupsBase},
 }
 
 // Names returns the metric names, in the order they run.
@@ -109,6 +113,8 @@ type env struct {
 	sysOnce sync.Once
 	sys     *actor.ActorSystem // the baselines' actor system, started on first use
 
+	kv kvEnv // the placement baseline's NATS server, started on first use
+
 	mu        sync.Mutex
 	actorSeq  int
 	bigSource []int64 // single_client_put_gigabytes' array, shared by atoll and its baseline
@@ -127,6 +133,7 @@ func (e *env) close() {
 	if e.sys != nil {
 		e.sys.Shutdown()
 	}
+	e.kv.close()
 }
 
 // actorName returns a name no actor of this run has had.

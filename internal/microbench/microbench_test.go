@@ -32,6 +32,7 @@ var tinyShapes = shapes{
 	oneNCalls: 10, nnClients: 2, nnCalls: 10, nnArgCalls: 10,
 	putClients: 3, putsPerClient: 5, largeElems: 32 << 10,
 	largeClients: 3, largePuts: 2, largeClientElems: 16 << 10, containedRefs: 50,
+	placementGroups: 5,
 }
 
 func tinyOptions(mode atoll.WorkerMode) Options {

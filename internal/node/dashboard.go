@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -11,7 +12,9 @@ import (
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/dashboard"
+	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/jobs"
 	"github.com/atoll-runtime/atoll/internal/raylet"
 )
 
@@ -82,6 +85,10 @@ func (s dashboardSource) Actors(ctx context.Context) ([]*atollpb.ActorInfo, erro
 	return s.n.gcsClient.ListActors(ctx)
 }
 
+func (s dashboardSource) PlacementGroups(ctx context.Context) ([]*atollpb.PlacementGroupInfo, error) {
+	return s.n.gcsClient.ListPlacementGroups(ctx)
+}
+
 func (s dashboardSource) Jobs(ctx context.Context) ([]*atollpb.JobInfo, error) {
 	return s.n.gcsClient.ListJobs(ctx)
 }
@@ -115,4 +122,20 @@ func (s dashboardSource) Timeline(ctx context.Context) ([]dashboard.TaskAttempt,
 
 func (s dashboardSource) NodeLog(ctx context.Context, node ids.NodeID, maxBytes int) (*atollpb.NodeLog, error) {
 	return clusterclient.NodeLog(ctx, s.n.nc, node, maxBytes)
+}
+
+func (s dashboardSource) JobLog(ctx context.Context, job ids.JobID, maxBytes int) (*atollpb.LogChunk, error) {
+	all, err := s.n.gcsClient.ListJobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(all, func(j *atollpb.JobInfo) bool { return string(j.GetJobId()) == string(job.Bytes()) })
+	if i < 0 {
+		return nil, errs.NotFoundf("no job %s", job)
+	}
+	node, err := jobs.LogNode(all[i])
+	if err != nil {
+		return nil, err
+	}
+	return jobs.ReadLog(ctx, s.n.nc, node, atollpb.LogKind_LOG_JOB, job.Bytes(), -int64(maxBytes), maxBytes)
 }

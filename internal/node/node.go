@@ -81,11 +81,15 @@ type Node struct {
 	gateway     *cluster.Gateway // nil on an embedded node
 	amm         *cluster.AMM     // the head's Active Memory Manager, if on
 	ammPID      *actor.PID
-	unsubscribe func()                              // the raylet's actor events
-	metrics     atomic.Pointer[nodemetrics.Metrics] // set once Start registered them (metrics.go)
-	activity    *activity                           // transfers, spills and restores → timeline and spans
-	logSub      *nats.Subscription                  // log requests (logs.go); cluster nodes
-	dashboard   *dashboard.Server                   // a head's, if it serves one (dashboard.go)
+	// placementPID is the placement actor where the node runs the GCS;
+	// bundleSubs the node's subscriptions for its bundles (bundles.go).
+	placementPID *actor.PID
+	bundleSubs   []*nats.Subscription
+	unsubscribe  func()                              // the raylet's actor events
+	metrics      atomic.Pointer[nodemetrics.Metrics] // set once Start registered them (metrics.go)
+	activity     *activity                           // transfers, spills and restores → timeline and spans
+	logSub       *nats.Subscription                  // log requests (logs.go); cluster nodes
+	dashboard    *dashboard.Server                   // a head's, if it serves one (dashboard.go)
 	// rejoinCancel ends the goroutines of rejoin.go; rejoinWG waits for them.
 	rejoinCancel context.CancelFunc
 	rejoinWG     sync.WaitGroup
@@ -201,6 +205,11 @@ func (n *Node) start(ctx context.Context) error {
 		gcsProps = gcsProps.Configure(actors.RestartForever(n.log, "gcs"))
 		if n.gcsPID, err = root.SpawnNamed(n.withFaults(gcsProps), "gcs"); err != nil {
 			return fmt.Errorf("atoll: start GCS: %w", err)
+		}
+	}
+	if cfg.RunsGCS() {
+		if err := n.startPlacement(); err != nil { // bundles.go
+			return err
 		}
 	}
 	n.gcsClient = gcs.NewClient(n.nc, gcs.ClientOptions{WaitForServer: true})
@@ -340,6 +349,9 @@ func (n *Node) start(ctx context.Context) error {
 		}
 		cancel()
 	}
+	if err := n.serveBundles(); err != nil {
+		return fmt.Errorf("atoll: serve bundle requests: %w", err)
+	}
 	rayletPID := n.rayletPID
 	if n.unsubscribe, err = n.gcsClient.SubscribeActorEvents(func(info *atollpb.ActorInfo) {
 		root.Send(rayletPID, info) // for callers inside worker processes
@@ -395,6 +407,9 @@ func (n *Node) stop(ctx context.Context) error {
 		n.unsubscribe()
 	}
 	n.stopMetrics(ctx)
+	for _, sub := range n.bundleSubs {
+		_ = sub.Unsubscribe()
+	}
 	if n.ammPID != nil {
 		_ = n.system.Root.StopFuture(n.ammPID).Wait()
 	}
@@ -406,7 +421,7 @@ func (n *Node) stop(ctx context.Context) error {
 		n.gateway.Stop(reason)
 	}
 	if n.system != nil {
-		pids := append(append([]*actor.PID{n.rayletPID}, spawned...), n.reporterPID, n.storePID, n.gcsPID)
+		pids := append(append([]*actor.PID{n.rayletPID}, spawned...), n.reporterPID, n.storePID, n.placementPID, n.gcsPID)
 		for _, pid := range pids {
 			if pid != nil {
 				_ = n.system.Root.StopFuture(pid).Wait()

@@ -3,6 +3,8 @@ package owner
 import (
 	"sort"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -33,7 +35,20 @@ type actorEntry struct {
 	// caller, numbered from 1.
 	sent   uint64
 	caller ids.WorkerID
+	// creation is the owned actor's creation as last sent, kept to send
+	// it again when the actor's node dies (restarted: the restarts the
+	// GCS counted when it last sent it).
+	creation  *atollpb.TaskSpec
+	restarted int32
+	// resent counts the times this restart's creation was sent again
+	// because the node it went to died (see restartResult).
+	resent int
 }
+
+// maxCreationResends bounds how many times one restart's creation is sent
+// again after the node it went to died before it ran: each resend follows
+// a node's death, so a cluster losing nodes this fast gives up.
+const maxCreationResends = 8
 
 // send emits a call to the actor with the next sequence number.
 func (t *Table) send(a *actorEntry, spec *atollpb.TaskSpec) {
@@ -42,13 +57,21 @@ func (t *Table) send(a *actorEntry, spec *atollpb.TaskSpec) {
 	t.emit(CallActor{Address: a.address, Spec: spec})
 }
 
+// newCallerID names a new caller entry (Config.NewCallerID).
+func (t *Table) newCallerID() ids.WorkerID {
+	if t.cfg.NewCallerID != nil {
+		return t.cfg.NewCallerID()
+	}
+	return ids.NewWorkerID()
+}
+
 // AddActor registers a handle to an actor (owned: this process created
 // it). Registering a known actor counts one more handle; owned sticks
 // once set.
 func (t *Table) AddActor(id ids.ActorID, name string, owned bool) {
 	a := t.actors[id]
 	if a == nil {
-		a = &actorEntry{id: id, name: name, inflight: map[ids.TaskID]*task{}, caller: ids.NewWorkerID()}
+		a = &actorEntry{id: id, name: name, inflight: map[ids.TaskID]*task{}, caller: t.newCallerID()}
 		t.actors[id] = a
 	}
 	a.handles++
@@ -87,7 +110,90 @@ func (t *Table) ActorEvent(info *atollpb.ActorInfo) {
 		t.actorDied(id, info.DeathCause)
 	case atollpb.ActorState_ACTOR_ALIVE:
 		t.actorCreated(id, info.Address)
+	case atollpb.ActorState_ACTOR_RESTARTING:
+		if info.Address == "" {
+			t.actorLost(id, info.NumRestarts)
+		}
 	}
+}
+
+// actorLost applies the GCS's word that an actor's node died and it
+// restarts elsewhere: calls wait for its new address; its owner sends its
+// creation again (restarts: the count with this restart), once per
+// restart.
+func (t *Table) actorLost(id ids.ActorID, restarts int32) {
+	a := t.actors[id]
+	if a == nil || a.dead != nil {
+		return
+	}
+	if a.address != "" {
+		a.lostHost()
+	}
+	if !a.owned || a.creation == nil || restarts <= a.restarted {
+		return
+	}
+	spec := proto.CloneOf(a.creation)
+	spec.Attempt++
+	if spec.ActorCreation == nil {
+		spec.ActorCreation = &atollpb.ActorCreationSpec{}
+	}
+	spec.ActorCreation.NumRestarts = restarts
+	a.creation, a.restarted, a.resent = spec, restarts, 0
+	if t.restarts == nil {
+		t.restarts = map[ids.TaskID]ids.ActorID{}
+	}
+	t.restarts[ids.MustFromBytes(spec.TaskId)] = id
+	t.emit(SendTask{Spec: spec})
+}
+
+// lostHost forgets an actor's host, gone with its node: calls wait for
+// the next one, to which this process is a new caller (the calls it sends
+// are numbered from 1 again, as the new host expects).
+func (a *actorEntry) lostHost() {
+	a.address, a.sent, a.caller = "", 0, ids.NewWorkerID()
+}
+
+// keepCreation keeps the creation of an actor this process owns.
+func (t *Table) keepCreation(spec *atollpb.TaskSpec) {
+	if a := t.actors[ids.MustFromBytes(spec.ActorId)]; a != nil && a.owned {
+		a.creation = spec
+	}
+}
+
+// restartResult applies the answer to a creation sent again to restart an
+// actor (false if res answers none). A creation lost with the node it was
+// sent to (NODE_DIED, FORWARD_LOST: that node's death may reach this
+// process after the GCS's word that the actor restarts, or the node held
+// the actor's placement-group bundle, placed again elsewhere later) is
+// sent again as a new attempt, up to maxCreationResends times; any other
+// failure kills the actor, and the shell reports its death
+// (ActorRestartFailed), since no host will.
+func (t *Table) restartResult(id ids.TaskID, res *atollpb.TaskResult) bool {
+	actorID, ok := t.restarts[id]
+	if !ok {
+		return false
+	}
+	a := t.actors[actorID]
+	if a == nil || a.creation == nil || res.Attempt != a.creation.Attempt {
+		return true // an earlier restart's answer
+	}
+	if code := res.GetError().GetCode(); (code == atollpb.ErrorCode_NODE_DIED || code == atollpb.ErrorCode_FORWARD_LOST) &&
+		a.dead == nil && a.resent < maxCreationResends {
+		spec := proto.CloneOf(a.creation)
+		spec.Attempt++
+		a.creation = spec
+		a.resent++
+		t.emit(SendTask{Spec: spec})
+		return true
+	}
+	delete(t.restarts, id)
+	if res.Error == nil {
+		t.actorCreated(actorID, res.ActorAddress)
+		return true
+	}
+	t.actorDied(actorID, res.Error)
+	t.emit(ActorRestartFailed{Actor: actorID, Name: a.name, Err: res.Error})
+	return true
 }
 
 // ActorKilled marks an actor dead on the caller's own order (Kill).

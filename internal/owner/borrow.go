@@ -7,6 +7,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/simbugs"
 )
 
 // The borrower protocol (Ray's, for processes that do not share a Table).
@@ -313,7 +314,7 @@ func (t *Table) applyBorrows(key borrowerKey, seq uint64, borrows [][]byte) {
 	}
 	rec.seq = seq
 	for id := range now {
-		if _, had := rec.objects[id]; had {
+		if _, had := rec.objects[id]; had || simbugs.On(simbugs.OwnerIgnoresBorrowers) { // the second: a bug put in on purpose (simulator tests)
 			continue
 		}
 		if t.AddRef(id) {
@@ -342,6 +343,9 @@ func (t *Table) borrowerDied(key borrowerKey) {
 		return
 	}
 	delete(t.borrowers, key)
+	if simbugs.On(simbugs.OwnerKeepsDeadBorrowers) {
+		return // a bug put in on purpose, for the simulator's tests
+	}
 	held := make([]ids.ObjectID, 0, len(rec.objects))
 	for id := range rec.objects {
 		held = append(held, id)

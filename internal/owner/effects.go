@@ -56,12 +56,22 @@ type Finished struct {
 	Err    *atollpb.ErrorInfo
 }
 
-func (SendTask) effect()   {}
-func (CallActor) effect()  {}
-func (CancelTask) effect() {}
-func (Free) effect()       {}
-func (Revive) effect()     {}
-func (Notify) effect()     {}
-func (Dispatched) effect() {}
-func (Retried) effect()    {}
-func (Finished) effect()   {}
+// ActorRestartFailed says the creation sent again to restart an actor
+// whose node died failed: the actor is dead, and no host will report it,
+// so the shell does (to the GCS).
+type ActorRestartFailed struct {
+	Actor ids.ActorID
+	Name  string
+	Err   *atollpb.ErrorInfo
+}
+
+func (ActorRestartFailed) effect() {}
+func (SendTask) effect()           {}
+func (CallActor) effect()          {}
+func (CancelTask) effect()         {}
+func (Free) effect()               {}
+func (Revive) effect()             {}
+func (Notify) effect()             {}
+func (Dispatched) effect()         {}
+func (Retried) effect()            {}
+func (Finished) effect()           {}

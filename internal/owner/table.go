@@ -14,6 +14,10 @@ type Config struct {
 	// LineageBudget bounds the bytes of lineage kept (lineage.go);
 	// default DefaultLineageBudget.
 	LineageBudget int
+	// NewCallerID names this process as a caller of an actor (one id per
+	// actor entry, actors.go); default ids.NewWorkerID. A simulator
+	// counts instead, so that a run replays.
+	NewCallerID func() ids.WorkerID
 }
 
 // Table is the ownership state of one process. See the package doc.
@@ -22,6 +26,9 @@ type Table struct {
 	objects map[ids.ObjectID]*object
 	tasks   map[ids.TaskID]*task
 	actors  map[ids.ActorID]*actorEntry
+	// restarts are the creations sent again to restart owned actors
+	// whose nodes died, by task id, until answered.
+	restarts map[ids.TaskID]ids.ActorID
 	// gens are the streams of generator tasks (generators.go).
 	gens    map[ids.TaskID]*generator
 	effects []Effect

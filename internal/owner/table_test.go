@@ -1,6 +1,7 @@
 package owner
 
 import (
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
@@ -325,7 +326,7 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 		if err := tb.Reconstruct(e.object(t, name), "node died"); err != nil {
 			return fmt.Sprintf("error %s: %s\n%s", err.Code, err.Message, e.effects())
 		}
-	case "result": // result t1 [attempt=N] [error=CODE [lost=t0.0]] [crashed] [stored] [contains=p1] [addr=host]
+	case "result": // result t1 [attempt=N] [error=CODE [lost=t0.0] [node=n1]] [crashed] [stored] [contains=p1] [addr=host]
 		// [worker=w5] [reported [seq=N] [borrows=b1,...]] [transfer=x1,... [transfer-edges=x1>x2,...]]
 		task := ids.TaskID(e.id16(name))
 		var attempt, seq int
@@ -356,9 +357,13 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 				t.Fatalf("unknown error code %q", code)
 			}
 			res.Error = &atollpb.ErrorInfo{Code: atollpb.ErrorCode(c), Message: strings.ToLower(code)}
-			var lost string
+			var lost, node string
 			if d.MaybeScanArgs(t, "lost", &lost); lost != "" {
 				res.Error.ObjectId = e.object(t, lost).Bytes()
+			}
+			if d.MaybeScanArgs(t, "node", &node); node != "" {
+				n := e.id16(node)
+				res.Error.NodeId = n[:]
 			}
 		} else {
 			v := inlineValue("result")
@@ -389,18 +394,27 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 		id := ids.ActorID(e.id16(name))
 		e.actors[id] = name
 		tb.AddActor(id, name, d.HasArg("owned"))
-	case "actor-event": // actor-event a1 alive addr=x | dead
+	case "actor-event": // actor-event a1 alive addr=x | dead | restarting [addr=x] [restarts=N] (no address: its node died)
 		id := ids.ActorID(e.id16(name))
 		info := &atollpb.ActorInfo{ActorId: id.Bytes(), Name: name}
 		switch {
 		case d.HasArg("alive"):
 			info.State = atollpb.ActorState_ACTOR_ALIVE
 			d.ScanArgs(t, "addr", &info.Address)
+			if node, rest, ok := strings.Cut(info.Address, "/"); ok && strings.HasPrefix(node, "@") {
+				// addr=@n1/a1: on node n1, its id in hex as a cluster address has it.
+				id := e.id16(node[1:])
+				info.Address = hex.EncodeToString(id[:]) + "/" + rest
+			}
 		case d.HasArg("dead"):
 			info.State = atollpb.ActorState_ACTOR_DEAD
 			info.DeathCause = &atollpb.ErrorInfo{Code: atollpb.ErrorCode_ACTOR_DIED, Message: "killed"}
 		case d.HasArg("restarting"):
 			info.State = atollpb.ActorState_ACTOR_RESTARTING
+			d.MaybeScanArgs(t, "addr", &info.Address)
+			var n int
+			d.MaybeScanArgs(t, "restarts", &n)
+			info.NumRestarts = int32(n)
 		}
 		tb.ActorEvent(info)
 	case "drop-handle":
@@ -552,6 +566,8 @@ func (e *env) effects() string {
 			lines = append(lines, "revive "+strings.Join(n, " "))
 		case Notify:
 			lines = append(lines, "notify "+e.waiters[f.C])
+		case ActorRestartFailed:
+			lines = append(lines, fmt.Sprintf("actor-restart-failed %s: %s", e.actors[f.Actor], f.Err.Code))
 		case Dispatched:
 			lines = append(lines, fmt.Sprintf("dispatched %s", f.Attach))
 		case Retried:

@@ -1,7 +1,11 @@
 package owner
 
 import (
+	"cmp"
+	"encoding/hex"
+	"slices"
 	"sort"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -210,6 +214,9 @@ func (t *Table) dispatch(tk *task) {
 		t.flush(tk.actor)
 		return
 	}
+	if spec.Type == atollpb.TaskType_ACTOR_CREATION_TASK {
+		t.keepCreation(spec)
+	}
 	t.emit(SendTask{Spec: spec})
 }
 
@@ -226,6 +233,9 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 		return
 	}
 	tk := t.tasks[id]
+	if tk == nil && t.restartResult(id, res) {
+		return // the creation sent again to restart an actor whose node died
+	}
 	if tk == nil || res.Attempt != tk.spec.Attempt || !tk.dispatched {
 		return // stale attempt, duplicate, or already finished
 	}
@@ -307,9 +317,25 @@ func (t *Table) retry(tk *task, res *atollpb.TaskResult) bool {
 	tk.spec = spec
 	t.emit(Retried{Attach: tk.attach, Attempt: spec.Attempt, Cause: res.Error})
 	if a := tk.actor; a != nil {
-		// A retried call goes behind the calls already sent.
-		if a.dead == nil && a.address != "" {
+		// A call that failed because its actor's node died: the actor is
+		// gone from that address (the GCS says soon whether it restarts
+		// elsewhere, RESTARTING, or is dead); the retry waits for the new
+		// address rather than fail again at the old one.
+		if e := res.GetError(); e.GetCode() == atollpb.ErrorCode_NODE_DIED && len(e.GetNodeId()) == ids.Len16 &&
+			strings.HasPrefix(a.address, hex.EncodeToString(e.GetNodeId())+"/") {
+			a.lostHost()
+		}
+		// A retried call goes behind the calls already sent; while the
+		// actor restarts on another node (no address) it waits in the
+		// queue, in call order, for the new address.
+		switch {
+		case a.dead != nil:
+		case a.address != "":
 			t.send(a, spec)
+		default:
+			delete(a.inflight, tk.id)
+			at, _ := slices.BinarySearchFunc(a.queue, tk.seq, func(q *task, seq uint64) int { return cmp.Compare(q.seq, seq) })
+			a.queue = slices.Insert(a.queue, at, tk)
 		}
 		return true
 	}

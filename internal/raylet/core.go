@@ -69,6 +69,13 @@ type TaskTracer interface {
 type Core struct {
 	cfg CoreConfig
 	now time.Time
+	// total is the node's resources now: cfg.Resources less its
+	// committed bundles, plus their groups' resources (core_bundles.go).
+	total Resources
+	// bundles are the placement groups' bundles the node holds;
+	// removedGroups the groups it heard were removed.
+	bundles       map[bundleKey]*heldBundle
+	removedGroups groupSet
 
 	// effects are queued by the events; applied is the batch handed out
 	// last (reused once the shell asks for the next). batch and
@@ -87,7 +94,14 @@ type Core struct {
 	// spawned) to its attempt: a duplicated SubmitTask of an attempt held
 	// here is dropped, never run twice. An attempt leaves it with the
 	// effect that ends it here (Done, Reply, Forward, SpawnHost).
-	holding  map[ids.TaskID]int32
+	holding map[ids.TaskID]int32
+	// taken remembers the submissions the node took, by attempt and hop
+	// (the last maxTaken): a copy of one (a duplicated SubmitTask, late
+	// or not) is dropped even once the attempt left the node (forwarded,
+	// or ended here); a task that comes back to the node (spilled back
+	// to it) comes with more hops, and is not a copy.
+	taken    map[submission]struct{}
+	takenLog []submission
 	workers  map[ids.WorkerID]*worker
 	pool     []*worker // the workers in start order (deterministic walks)
 	idle     []ids.WorkerID
@@ -142,6 +156,7 @@ type task struct {
 	seq       uint64 // arrival order
 	class     *classQueue
 	root      bool        // no object arguments
+	inGroup   bool        // placed in a placement group's bundle
 	args      []ArgObject // the objects it reads
 	hops      int32       // raylets it went through before this one
 	// assigned is the attempt handed to a worker; recalling: a recall of
@@ -222,17 +237,20 @@ func NewCore(cfg CoreConfig) *Core {
 	c := &Core{
 		cfg:     cfg,
 		avail:   cfg.Resources.Clone(),
+		total:   cfg.Resources.Clone(),
+		bundles: map[bundleKey]*heldBundle{},
 		classes: map[string]*classQueue{},
 		held:    map[ids.ObjectID]*heldObject{},
 		running: map[ids.TaskID]*task{},
 		holding: map[ids.TaskID]int32{},
+		taken:   map[submission]struct{}{},
 		workers: map[ids.WorkerID]*worker{},
 		actors:  map[ids.ActorID]*hostedActor{},
 		peers:   map[ids.NodeID]*NodeView{},
 		noSpan:  noop.Span{},
 	}
 	if c.avail == nil {
-		c.avail = Resources{}
+		c.avail, c.total = Resources{}, Resources{}
 	}
 	c.heldFn = func(id ids.ObjectID) bool { return c.held[id] != nil }
 	return c
@@ -273,6 +291,32 @@ func (c *Core) holds(id ids.TaskID, spec *atollpb.TaskSpec) bool {
 		return true
 	}
 	return spec.Type == atollpb.TaskType_ACTOR_CREATION_TASK && c.actors[ids.MustFromBytes(spec.ActorId)] != nil
+}
+
+// submission names one submission of an attempt to this node: the hops
+// it took before (0 from its owner).
+type submission struct {
+	task    ids.TaskID
+	attempt int32
+	hops    int32
+}
+
+// maxTaken bounds the submissions a Core remembers (a copy arrives
+// within moments of the original).
+const maxTaken = 1 << 14
+
+// took records a submission; false if the node took it already.
+func (c *Core) took(s submission) bool {
+	if _, ok := c.taken[s]; ok {
+		return false
+	}
+	if len(c.takenLog) == maxTaken {
+		delete(c.taken, c.takenLog[0])
+		c.takenLog = c.takenLog[1:]
+	}
+	c.taken[s] = struct{}{}
+	c.takenLog = append(c.takenLog, s)
+	return true
 }
 
 // release forgets that the node holds attempt of task id (raw bytes).
@@ -316,7 +360,7 @@ func (c *Core) State() *State {
 		}
 	}
 	return &State{
-		NodeID: c.cfg.NodeID, Total: c.cfg.Resources.Clone(), Available: c.avail.Clone(),
+		NodeID: c.cfg.NodeID, Total: c.total.Clone(), Available: c.avail.Clone(), Bundles: c.Bundles(), Demands: c.Demands(),
 		Queued: c.queued - c.queuedRequests + len(c.waiting), QueuedCPU: c.queuedCPU(), Running: len(c.running), Workers: len(c.workers), IdleWorkers: len(c.idle),
 		Actors: len(c.actors), Leased: leased, LeaseRequests: c.queuedRequests, Draining: c.draining, Stats: c.stats,
 	}

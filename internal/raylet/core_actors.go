@@ -59,7 +59,8 @@ func (a *hostedActor) died(message string) *atollpb.ErrorInfo {
 // startActor starts the host of an actor whose creation task the policy
 // let through.
 func (c *Core) startActor(t *task) {
-	a := &hostedActor{id: ids.MustFromBytes(t.spec.ActorId), worker: c.cfg.NewWorkerID(), spec: t.spec, binary: t.binary, owner: t.owner, demand: t.demand}
+	a := &hostedActor{id: ids.MustFromBytes(t.spec.ActorId), worker: c.cfg.NewWorkerID(), spec: t.spec, binary: t.binary, owner: t.owner, demand: t.demand,
+		restarts: int(t.spec.GetActorCreation().GetNumRestarts())}
 	c.actors[a.id] = a
 	c.emit(SpawnHost{Actor: a.id, Worker: a.worker, Spec: t.spec, Binary: t.binary})
 }
@@ -140,7 +141,7 @@ func (c *Core) ActorTerminated(now time.Time, id ids.ActorID, spent any) {
 	}
 	c.emit(HostGone{Actor: a.id, Worker: a.worker})
 	c.releaseBinary(a.binary)
-	c.avail.Add(a.demand)
+	c.giveBack(a.demand)
 	if a.cause == nil {
 		a.cause = a.died("actor stopped")
 	}

@@ -38,11 +38,11 @@ func (c *Core) placeLocally(t *task, forwarded bool, hops int32) bool {
 		// Anywhere but here; here only if no other node can run it.
 		p.Exclude = c.cfg.NodeID
 		if forwarded && hops >= maxHops {
-			return Feasible(c.cfg.Resources, t.demand) || c.failUnschedulable(t)
+			return Feasible(c.total, t.demand) || c.failUnschedulable(t)
 		}
 	} else if forwarded {
 		// Placed here by a peer: run it unless this node cannot at all.
-		if Feasible(c.cfg.Resources, t.demand) {
+		if Feasible(c.total, t.demand) {
 			return true
 		}
 		if hops >= maxHops {
@@ -54,7 +54,7 @@ func (c *Core) placeLocally(t *task, forwarded bool, hops int32) bool {
 	node, err := Place(p, c.cfg.NodeID, c.views(), &c.spread, c.cfg.SpreadThreshold)
 	switch {
 	case errors.Is(err, ErrNoFeasibleNode):
-		if !c.replacing && (len(c.waiting) == 0 || c.waiting[len(c.waiting)-1].t.spec.Function != t.spec.Function) {
+		if !c.replacing && !t.inGroup && (len(c.waiting) == 0 || c.waiting[len(c.waiting)-1].t.spec.Function != t.spec.Function) {
 			c.cfg.Logger.Warn("no node in the cluster can run the task yet; it waits for one",
 				"task", t.spec.Name, "demand", t.demand.String())
 		}
@@ -84,7 +84,7 @@ func (c *Core) failUnschedulable(t *task) bool {
 // views is the cluster as placement sees it: this node, live, and its peers.
 func (c *Core) views() []NodeView {
 	out := make([]NodeView, 0, len(c.peers)+1)
-	out = append(out, NodeView{ID: c.cfg.NodeID, Total: c.cfg.Resources, Available: c.avail, QueuedCPU: c.queuedCPU()})
+	out = append(out, NodeView{ID: c.cfg.NodeID, Total: c.total, Available: c.avail, QueuedCPU: c.queuedCPU()})
 	for _, v := range c.peers {
 		out = append(out, *v)
 	}
@@ -115,16 +115,8 @@ func (c *Core) PeerView(now time.Time, nodes []NodeView) {
 			c.peers[v.ID] = &v
 		}
 	}
-	if c.totalsChanged() && len(c.waiting) > 0 {
-		waiting := c.waiting
-		c.waiting = nil
-		c.replacing = true // warned about them already
-		for _, w := range waiting {
-			if c.placeLocally(w.t, w.forwarded, w.hops) && c.enqueue(w.t) {
-				c.schedule()
-			}
-		}
-		c.replacing = false
+	if c.totalsChanged() {
+		c.placeWaiting()
 	}
 	c.spillBack()
 }
@@ -154,7 +146,8 @@ func (c *Core) totalsChanged() bool {
 // and no queue of their own (Ray's spillback): placement happened when the
 // task arrived, with a view that may have gone stale, or tasks here ran
 // longer than those elsewhere. Actor creations, tasks placed by SPREAD or
-// a node affinity, and tasks that went through maxHops raylets stay.
+// a node affinity, and tasks that went through maxHops raylets stay (a
+// placement group's tasks move only to peers holding room in its bundles).
 func (c *Core) spillBack() {
 	if c.queued == 0 || len(c.peers) == 0 {
 		return
@@ -204,7 +197,8 @@ func (c *Core) spillBack() {
 
 // movable reports whether a queued task may spill back to another node.
 func movable(t *task) bool {
-	return !t.isActor && t.holder == nil && t.hops+1 < maxHops && t.spec.GetScheduling().GetKind() == atollpb.SchedulingStrategy_DEFAULT
+	kind := t.spec.GetScheduling().GetKind()
+	return !t.isActor && t.holder == nil && t.hops+1 < maxHops && (kind == atollpb.SchedulingStrategy_DEFAULT || kind == atollpb.SchedulingStrategy_PLACEMENT_GROUP)
 }
 
 // cancelWaiting cancels a task waiting for a node.

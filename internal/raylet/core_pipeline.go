@@ -157,7 +157,7 @@ func (c *Core) endLease(w *worker) {
 				c.runningRoots++
 			}
 		}
-		c.avail.Add(l.demand)
+		c.giveBack(l.demand)
 		if l.root {
 			c.runningRoots--
 		}

@@ -159,6 +159,18 @@ func (e *coreEnv) state() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "at %s: available %s; %d queued, %d running, args held %d, running roots %d\n",
 		e.clock(), c.avail, c.queued, len(c.running), c.argsHeld, c.runningRoots)
+	if len(c.bundles) > 0 {
+		fmt.Fprintf(&b, "total %s\n", c.total)
+		for _, h := range c.Bundles() {
+			b.WriteString("bundle " + e.label(ids.MustFromBytes(h.PlacementGroupId)) + fmt.Sprintf("/%d", h.Index))
+			if h.Committed {
+				b.WriteString(" committed")
+			} else {
+				b.WriteString(" prepared")
+			}
+			b.WriteByte('\n')
+		}
+	}
 	classes := make([]*classQueue, 0, len(c.classes))
 	for _, cq := range c.classes {
 		classes = append(classes, cq)
@@ -284,7 +296,7 @@ func (e *coreEnv) checkInvariants(t *testing.T) {
 				t.Fatalf("task %s on %s is not recorded running there", e.label(tk.id), e.label(w.id))
 			}
 			if tk.blocked {
-				used[CPU] -= tk.demand[CPU]
+				used.Sub(cpuShare(tk.demand))
 				if tk.root {
 					roots--
 				}
@@ -303,7 +315,12 @@ func (e *coreEnv) checkInvariants(t *testing.T) {
 	for _, a := range c.actors {
 		used.Add(a.demand)
 	}
-	for k, total := range c.cfg.Resources {
+	for _, b := range c.bundles {
+		if !b.committed {
+			used.Add(b.resources)
+		}
+	}
+	for k, total := range c.total {
 		if got := c.avail[k] + used[k]; math.Abs(got-total) > 1e-9 {
 			t.Fatalf("%s: available %g + held %g != total %g", k, c.avail[k], used[k], total)
 		}
@@ -343,7 +360,7 @@ func (e *coreEnv) checkInvariants(t *testing.T) {
 		}
 	}
 	if len(holds) != len(c.holding) {
-		t.Fatalf("the node holds %d tasks, %d recorded held", len(holds), len(c.holding))
+		t.Fatalf("the node holds %d tasks, %d recorded held: %v %v", len(holds), len(c.holding), holds, c.holding)
 	}
 }
 

@@ -2,6 +2,7 @@ package raylet
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/simbugs"
 )
 
 // The queue: tasks wait by scheduling class; schedule asks the policy
@@ -31,13 +33,22 @@ func (c *Core) Submit(now time.Time, m *atollpb.SubmitTask, owner *actor.PID) {
 		isActor: spec.Type == atollpb.TaskType_ACTOR_CREATION_TASK,
 		hops:    m.Hops,
 	}
-	if c.holds(t.id, spec) {
-		c.cfg.Logger.Debug("raylet: dropped a duplicated submission of a task it holds", "task", spec.Name, "attempt", spec.Attempt)
+	copyOf := !c.took(submission{task: t.id, attempt: spec.Attempt, hops: m.Hops}) && !simbugs.On(simbugs.RayletRunsLateCopies)
+	if c.holds(t.id, spec) || copyOf {
+		c.cfg.Logger.Debug("raylet: dropped a duplicated submission of a task it holds or held", "task", spec.Name, "attempt", spec.Attempt)
 		return
 	}
 	c.holding[t.id] = spec.Attempt
 	if t.demand == nil {
 		t.demand = Resources{}
+	}
+	if pg, index, ok := InGroup(spec.Scheduling); ok {
+		if c.removedGroups.has(pg) {
+			c.fail(t, &errs.UnschedulableError{TaskName: spec.Name, TaskID: t.id.String(),
+				Reason: fmt.Sprintf("its placement group %s was removed", pg.Short())})
+			return
+		}
+		t.demand, t.inGroup = BundleDemand(t.demand, pg, index), true
 	}
 	t.root = !t.isActor && spec.NumDependencies == 0
 	if !t.isActor { // a constructor's arguments are not held while it lives
@@ -56,12 +67,7 @@ func (c *Core) Submit(now time.Time, m *atollpb.SubmitTask, owner *actor.PID) {
 		c.fail(t, errs.Invalidf("task %s: node %s was started without a worker binary and the task names none", spec.Name, c.cfg.NodeID.Short()))
 		return
 	}
-	if c.cfg.Cluster && !c.placeLocally(t, m.Forwarded, m.Hops) {
-		return // forwarded, waiting for a node, or failed
-	}
-	if c.enqueue(t) {
-		c.schedule()
-	}
+	c.place(t, m.Forwarded, m.Hops) // queued here, forwarded, waiting for a node (or bundle), or failed
 }
 
 // enqueue queues a task placed on this node and reports whether it did
@@ -79,8 +85,8 @@ func (c *Core) enqueue(t *task) bool {
 		t.binary = bin
 		c.useBinary(bin, spec.OwnerAddress)
 	}
-	if !Feasible(c.cfg.Resources, t.demand) {
-		c.fail(t, errs.Invalidf("task %s demands %v but node %s has %v in all", spec.Name, t.demand, c.cfg.NodeID.Short(), c.cfg.Resources))
+	if !Feasible(c.total, t.demand) {
+		c.fail(t, errs.Invalidf("task %s demands %v but node %s has %v in all", spec.Name, t.demand, c.cfg.NodeID.Short(), c.total))
 		return false
 	}
 	c.startSpan(t, false)
@@ -336,7 +342,7 @@ func (c *Core) releaseTask(t *task) {
 	}
 	if t.blocked {
 		t.blocked = false
-		c.avail[CPU] -= t.demand[CPU]
+		c.avail.Sub(cpuShare(t.demand))
 		if t.root {
 			c.runningRoots++
 		}
@@ -393,7 +399,7 @@ func (c *Core) Blocked(now time.Time, id ids.TaskID, blocked bool) {
 	// A task waiting for its children lends its CPU and, if it is a root
 	// task, its root slot: otherwise nested tasks could never start.
 	if blocked {
-		c.avail[CPU] += t.demand[CPU]
+		c.avail.Add(cpuShare(t.demand))
 		if t.root {
 			c.runningRoots--
 		}
@@ -404,7 +410,7 @@ func (c *Core) Blocked(now time.Time, id ids.TaskID, blocked bool) {
 		}
 		c.schedule()
 	} else {
-		c.avail[CPU] -= t.demand[CPU]
+		c.avail.Sub(cpuShare(t.demand))
 		if t.root {
 			c.runningRoots++
 		}

@@ -2,6 +2,7 @@ package raylet
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -204,8 +205,53 @@ func (e *coreEnv) run(t *testing.T, d *datadriven.TestData) string {
 		var task string
 		d.ScanArgs(t, "task", &task)
 		c.WorkerBlocked(e.now, e.id(d.CmdArgs[0].Key), e.id(task), d.Cmd == "worker-blocked")
+	case "prepare", "commit", "release": // prepare pg1 0=CPU:1 1=CPU:1,GPU:1 | commit pg1 0 1 | release pg1 0 [reason=...]
+		pg := e.id(d.CmdArgs[0].Key)
+		var refs []*atollpb.BundleRef
+		for _, a := range d.CmdArgs[1:] {
+			if a.Key == "reason" {
+				continue
+			}
+			i, err := strconv.Atoi(a.Key)
+			if err != nil {
+				t.Fatalf("%s: bad bundle %q", d.Pos, a.Key)
+			}
+			refs = append(refs, &atollpb.BundleRef{PlacementGroupId: pg.Bytes(), Index: int32(i), Resources: parseResources(t, strings.Join(a.Vals, ","))})
+		}
+		var refused string
+		var err error
+		switch d.Cmd {
+		case "prepare":
+			refused, err = c.PrepareBundles(e.now, refs)
+		case "commit":
+			refused, err = c.CommitBundles(e.now, refs)
+		default:
+			var reason string
+			d.MaybeScanArgs(t, "reason", &reason)
+			err = c.ReleaseBundles(e.now, refs, reason)
+		}
+		if err != nil {
+			out.WriteString("error: " + err.Error() + "\n")
+		}
+		if refused != "" {
+			out.WriteString("refused: " + refused + "\n")
+		}
+	case "pg-removed": // pg-removed pg1
+		c.PlacementGroupRemoved(e.now, e.id(d.CmdArgs[0].Key), "removed")
+	case "demands":
+		for _, dm := range c.Demands() {
+			fmt.Fprintf(&out, "%s x%d", Resources(dm.Resources), dm.Count)
+			if dm.Infeasible {
+				out.WriteString(" infeasible")
+			}
+			if dm.Actors {
+				out.WriteString(" actors")
+			}
+			out.WriteByte('\n')
+		}
+		return e.relabel(out.String())
 	case "state":
-		return e.state()
+		return e.relabel(e.state())
 	default:
 		t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
 	}
@@ -216,7 +262,19 @@ func (e *coreEnv) run(t *testing.T, d *datadriven.TestData) string {
 	if out.Len() == 0 {
 		return "(no effects)\n"
 	}
-	return out.String()
+	return e.relabel(out.String())
+}
+
+// relabel replaces the hex ids of named things in s (the groups' resource
+// names hold them) with their names.
+func (e *coreEnv) relabel(s string) string {
+	for name, id := range e.names {
+		s = strings.ReplaceAll(s, id.String(), name)
+	}
+	for name, id := range e.names {
+		s = strings.ReplaceAll(s, id.Short(), name)
+	}
+	return s
 }
 
 // newNode starts a Core: node [cpu=N] [res=K:V,...] [workers=N] [max=N]
@@ -294,6 +352,12 @@ func (e *coreEnv) submission(t *testing.T, d *datadriven.TestData, name string) 
 		spec.NumDependencies++
 	}
 	switch {
+	case d.HasArg("pg"): // pg=pg1 [bundle=N] (default any)
+		var pg string
+		bundle := -1
+		d.ScanArgs(t, "pg", &pg)
+		d.MaybeScanArgs(t, "bundle", &bundle)
+		spec.Scheduling = &atollpb.SchedulingStrategy{Kind: atollpb.SchedulingStrategy_PLACEMENT_GROUP, PlacementGroupId: e.id(pg).Bytes(), BundleIndex: int32(bundle)}
 	case d.HasArg("spread"):
 		spec.Scheduling = &atollpb.SchedulingStrategy{Kind: atollpb.SchedulingStrategy_SPREAD}
 	case d.HasArg("affinity"):
@@ -316,6 +380,9 @@ func (e *coreEnv) submission(t *testing.T, d *datadriven.TestData, name string) 
 	}
 	return &atollpb.SubmitTask{Spec: spec, Forwarded: d.HasArg("forwarded"), Hops: int32(hops)}
 }
+
+// groupName is a group's resource name in a script (CPU_group_0_pg1).
+var groupName = regexp.MustCompile(`(_group_(?:[0-9]+_)?)([a-z][a-z0-9]*)`)
 
 // taskRange expands "t3..t6" to t3, t4, t5, t6; another name is itself.
 func taskRange(t *testing.T, arg string) []string {
@@ -352,6 +419,12 @@ func (e *coreEnv) attempt(d *datadriven.TestData) *Assignment {
 
 func (e *coreEnv) peers(t *testing.T, input string) []NodeView {
 	var views []NodeView
+	// A group's resources are written with its name (CPU_group_0_pg1):
+	// the Core's hold its id.
+	input = groupName.ReplaceAllStringFunc(input, func(m string) string {
+		sub := groupName.FindStringSubmatch(m)
+		return sub[1] + e.id(sub[2]).String()
+	})
 	for _, line := range strings.Split(strings.TrimSpace(input), "\n") {
 		fields := strings.Fields(line)
 		if len(fields) == 0 {

@@ -10,7 +10,9 @@
 // that take the current time (Submit, Finished, Recalled, Cancel,
 // Blocked, KillWorker, WorkerExited, PeerView, Drain, NodeGone,
 // GeneratorAck, ActorStarted, ActorFailed, ActorTerminated, KillActor,
-// TimerFired, and HostSpawned, which only records an address), and what
+// TimerFired, PrepareBundles, CommitBundles, ReleaseBundles,
+// PlacementGroupRemoved, and HostSpawned, which only records an
+// address), and what
 // the world must do comes out as Effects, in the order they happened
 // (core_effects.go). The Core does no I/O, starts no goroutine, reads no
 // clock and creates no context (internal/lint checks); its
@@ -91,6 +93,26 @@
 // object arguments (admission by argument bytes), generators, actor
 // creations, tasks placed in a cluster, and every task of a process with
 // a fault injector (its rules act on messages).
+//
+// # Placement-group bundles
+//
+// A placement group's bundles are reserved on the node by the head's
+// placement manager in two phases (core_bundles.go; the shell takes them
+// as BundleRequest): PrepareBundles takes their resources out of the
+// available ones, all or none; CommitBundles turns them into the group's
+// resources (CPU_group_<i>_<group>, CPU_group_<group>,
+// bundle_group_<i>_<group>, bundle_group_<group>, after Ray), which the
+// node's total then holds in place of the plain ones; ReleaseBundles
+// gives them back and kills the actors and running tasks using them. A
+// task or actor placed in a group (SchedulingStrategy PLACEMENT_GROUP)
+// demands the group's resources instead of its own (BundleDemand), so
+// that placement (Place, as DEFAULT) finds the nodes holding its bundle
+// and what runs in a bundle never takes more than the bundle holds; one
+// waits until its bundle is committed somewhere. A group's removal reaches
+// every node (GroupRemoved): its waiting tasks fail Unschedulable, and so
+// do later ones. State reports the bundles the node holds and the shapes
+// of the work it cannot start (Demands) for the placement manager and the
+// autoscaler.
 //
 // User code runs in the workers (package workerproto's Server, over the
 // runtime's executor): the raylet knows nothing about functions, codecs or

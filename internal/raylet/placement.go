@@ -116,6 +116,8 @@ var ErrNoFeasibleNode = errors.New("raylet: no node of the cluster can run the t
 //   - SPREAD: round robin over the candidates sorted by node id; when some
 //     of them have Available covering the demand, over those only. It
 //     picks candidates[*spread % len] and increments *spread.
+//   - PLACEMENT_GROUP: as DEFAULT (the demand names the group's
+//     resources, so only the nodes holding its bundles are feasible).
 //   - DEFAULT (and nil Strategy):
 //     1. locality: among the candidates holding argument bytes
 //     (p.ArgBytes > 0), the one holding the most (ties: self, then the
@@ -132,7 +134,9 @@ func Place(p Placement, self ids.NodeID, nodes []NodeView, spread *uint64, thres
 		threshold = DefaultSpreadThreshold
 	}
 	switch kind := p.Strategy.GetKind(); kind {
-	case atollpb.SchedulingStrategy_DEFAULT:
+	case atollpb.SchedulingStrategy_DEFAULT, atollpb.SchedulingStrategy_PLACEMENT_GROUP:
+		// A group's tasks demand its bundles' resources, which only
+		// the nodes holding them have: the default among those.
 	case atollpb.SchedulingStrategy_SPREAD:
 		return placeSpread(p, nodes, spread)
 	case atollpb.SchedulingStrategy_NODE_AFFINITY:

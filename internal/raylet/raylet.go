@@ -10,6 +10,7 @@ import (
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/actors"
+	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
 )
@@ -197,6 +198,10 @@ func (r *raylet) Receive(ctx actor.Context) {
 		r.removeBinaries()
 	case *timerFired:
 		r.core.TimerFired(time.Now(), m.timer)
+	case *BundleRequest:
+		m.Reply(r.bundleOp(m.Op))
+	case *GroupRemoved:
+		r.core.PlacementGroupRemoved(time.Now(), m.ID, m.Reason)
 	case *GetState:
 		ctx.Respond(r.state())
 	case *GetTimeline:
@@ -265,6 +270,45 @@ type WorkerBlocked struct {
 	Blocked bool
 }
 
+// BundleRequest is a step of a placement group's two-phase commit on this
+// node (atollpb.BundleOp): the raylet applies it to its Core and calls
+// Reply with the outcome (on its goroutine: Reply must not block).
+type BundleRequest struct {
+	Op    *atollpb.BundleOp
+	Reply func(*atollpb.BundleOpReply)
+}
+
+// GroupRemoved tells the raylet a placement group was removed: its tasks
+// waiting here fail, and so do those submitted later.
+type GroupRemoved struct {
+	ID     ids.ID16
+	Reason string
+}
+
+// bundleOp applies a BundleOp to the Core.
+func (r *raylet) bundleOp(op *atollpb.BundleOp) *atollpb.BundleOpReply {
+	reply := &atollpb.BundleOpReply{Txn: op.GetTxn()}
+	now := time.Now()
+	var err error
+	switch op.GetKind() {
+	case atollpb.BundleOp_PREPARE:
+		reply.Refused, err = r.core.PrepareBundles(now, op.GetBundles())
+		if reply.Refused == "" && err == nil && op.GetCommit() {
+			reply.Refused, err = r.core.CommitBundles(now, op.GetBundles())
+		}
+	case atollpb.BundleOp_COMMIT:
+		reply.Refused, err = r.core.CommitBundles(now, op.GetBundles())
+	case atollpb.BundleOp_RELEASE:
+		err = r.core.ReleaseBundles(now, op.GetBundles(), op.GetReason())
+	default:
+		err = errs.Invalidf("bundles: unknown operation %d", op.GetKind())
+	}
+	if err != nil {
+		reply.Error = errs.ToProto(err)
+	}
+	return reply
+}
+
 // Stats counts what a raylet did.
 type Stats struct {
 	Submitted, Dispatched, Finished, WorkersKilled, WorkersReaped, ActorRestarts uint64
@@ -301,6 +345,10 @@ type State struct {
 	Leased, LeaseRequests int
 	Draining              bool
 	Stats                 Stats
+	// Bundles are the placement groups' bundles the node holds; Demands
+	// the shapes of the work it cannot start yet (Core.Demands).
+	Bundles []*atollpb.BundleHeld
+	Demands []*atollpb.ResourceDemand
 }
 
 // String renders the state for logs.

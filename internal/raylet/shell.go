@@ -181,7 +181,7 @@ func (r *raylet) spawnHost(ctx actor.Context, e SpawnHost) {
 	props := actor.PropsFromProducer(r.cfg.Workers.ActorHost(HostSpec{Actor: id, Spec: spec, Worker: w,
 		Config: r.processConfig(e.Binary), Raylet: ctx.Self(), Deliver: r.deliver, PipelineDepth: r.cfg.PipelineDepth}))
 	pid := ctx.SpawnPrefix(r.withMiddleware(props.Configure(actor.WithDispatcher(actors.HotDispatcher))), "actor")
-	r.strategy.add(pid.Id, id, int(spec.GetActorCreation().GetMaxRestarts()))
+	r.strategy.add(pid.Id, id, int(spec.GetActorCreation().GetMaxRestarts()), int(spec.GetActorCreation().GetNumRestarts()))
 	r.hosts[id] = &hostHandle{pid: pid, worker: e.Worker}
 	r.byPID[pid.Id] = id
 	r.core.HostSpawned(id, pid.Id)

@@ -56,9 +56,11 @@ func (s *actorStrategy) setRaylet(pid *actor.PID) {
 	s.mu.Unlock()
 }
 
-func (s *actorStrategy) add(pid string, id ids.ActorID, max int) {
+// add supervises the host pid of actor id within max restarts over the
+// actor's life, used of them spent already (on other nodes).
+func (s *actorStrategy) add(pid string, id ids.ActorID, max, used int) {
 	s.mu.Lock()
-	s.budget[pid] = &restartBudget{actor: id, max: max}
+	s.budget[pid] = &restartBudget{actor: id, max: max, used: used}
 	s.mu.Unlock()
 }
 

@@ -43,6 +43,10 @@ type Puller struct {
 	queue    []*admitWaiter // FIFO
 	active   map[ids.ObjectID]*transfer
 	stats    PullerStats
+	closed   bool
+	// running counts the transfers' goroutines, which Close waits for:
+	// they write into buffers (a node's arena) that must outlive them.
+	running sync.WaitGroup
 }
 
 type admitWaiter struct {
@@ -77,6 +81,10 @@ func NewPuller(client *Client, cfg PullerConfig) (*Puller, error) {
 // the one local copy of the object). shared reports which case occurred.
 func (p *Puller) Pull(ctx context.Context, addr string, id ids.ObjectID, alloc AllocFunc) (n uint64, shared bool, err error) {
 	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return 0, false, errs.Unavailablef("remote: pull of %s: the puller is closed (the node is stopping)", id)
+	}
 	t, shared := p.active[id]
 	if shared {
 		p.stats.Joined++
@@ -85,6 +93,7 @@ func (p *Puller) Pull(ctx context.Context, addr string, id ids.ObjectID, alloc A
 		t = &transfer{done: make(chan struct{}), cancel: cancel}
 		p.active[id] = t
 		p.stats.Transfers++
+		p.running.Add(1)
 		go p.run(tctx, t, addr, id, alloc)
 	}
 	t.waiters++
@@ -110,7 +119,22 @@ func (p *Puller) leave(t *transfer) {
 	}
 }
 
+// Close cancels every transfer in flight and waits until their
+// goroutines have returned, so nothing writes into a buffer alloc gave
+// out once Close returns; later Pulls fail with UNAVAILABLE. Close the
+// Client first, so that transfers blocked on the network end at once.
+func (p *Puller) Close() {
+	p.mu.Lock()
+	p.closed = true
+	for _, t := range p.active {
+		t.cancel()
+	}
+	p.mu.Unlock()
+	p.running.Wait()
+}
+
 func (p *Puller) run(ctx context.Context, t *transfer, addr string, id ids.ObjectID, alloc AllocFunc) {
+	defer p.running.Done()
 	var admitted uint64
 	t.n, t.err = p.client.Pull(ctx, addr, id, func(size uint64) ([]byte, error) {
 		if err := p.admit(ctx, size); err != nil {

@@ -188,3 +188,47 @@ func TestConfigValidation(t *testing.T) {
 		t.Fatalf("Listen: %v", err)
 	}
 }
+
+// TestPullerCloseWaitsForTransfers: Close returns only once every
+// transfer's goroutine is done with the buffer alloc gave it (a node
+// unmaps its arena after closing its puller), and later pulls fail with
+// UNAVAILABLE.
+func TestPullerCloseWaitsForTransfers(t *testing.T) {
+	src := newMemSource()
+	srv := startServer(t, src)
+	id := objID(1)
+	src.add(id, pattern(ChunkSize+7, 3))
+	p := newTestPuller(t, 1<<30)
+
+	inAlloc, release := make(chan struct{}), make(chan struct{})
+	var allocReturned atomic.Bool
+	alloc := func(size uint64) ([]byte, error) {
+		close(inAlloc)
+		<-release
+		allocReturned.Store(true)
+		return make([]byte, size), nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pulled := make(chan error, 1)
+	go func() {
+		_, _, err := p.Pull(ctx, srv.Addr(), id, alloc)
+		pulled <- err
+	}()
+	<-inAlloc
+	cancel() // the caller gives up; the transfer's goroutine still runs
+	if err := <-pulled; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the abandoned pull: %v, want context.Canceled", err)
+	}
+	closed := make(chan bool, 1)
+	go func() {
+		p.Close()
+		closed <- allocReturned.Load()
+	}()
+	close(release)
+	if !<-closed {
+		t.Fatal("Close returned while a transfer was still in its alloc")
+	}
+	if _, _, err := p.Pull(context.Background(), srv.Addr(), id, func(n uint64) ([]byte, error) { return make([]byte, n), nil }); !errors.Is(err, errs.ErrUnavailable) {
+		t.Fatalf("a pull after Close: %v, want UNAVAILABLE", err)
+	}
+}

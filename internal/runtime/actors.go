@@ -26,6 +26,8 @@ type Actor struct {
 	MaxTaskRetries int
 	// pending bounds this process's calls in flight (MaxPendingCalls).
 	pending pendingCalls
+	// park is its runtime's (sim.go).
+	park func(ready func() bool)
 }
 
 // NewActor registers a handle to actor id with the owner table (owned:
@@ -34,11 +36,14 @@ type Actor struct {
 // cleanup only posts a message). maxPending > 0 bounds the calls this
 // process has pending on it (MaxPendingCalls).
 func (rt *Runtime) NewActor(id ids.ActorID, name, typeName string, maxTaskRetries, maxPending int, owned bool) *Actor {
-	a := &Actor{ID: id, Name: name, TypeName: typeName, MaxTaskRetries: maxTaskRetries}
+	a := &Actor{ID: id, Name: name, TypeName: typeName, MaxTaskRetries: maxTaskRetries, park: rt.park}
 	if maxPending > 0 {
 		a.pending = make(pendingCalls, maxPending)
 	}
 	rt.owner.do(func(t *owner.Table) { t.AddActor(id, name, owned) })
+	if rt.sim != nil {
+		return a // no cleanup under a simulator (sim.go): the handle lives with its process
+	}
 	goruntime.AddCleanup(a, func(rt *Runtime) {
 		if !rt.closed.Load() {
 			rt.post(&actorHandleDropped{id: id})
@@ -57,7 +62,7 @@ func (a *Actor) AcquireCall(ctx context.Context) (release func(), err error) {
 	if a.pending == nil {
 		return nil, nil
 	}
-	if err := a.pending.acquire(ctx); err != nil {
+	if err := a.pending.acquire(ctx, a.park); err != nil {
 		return nil, err
 	}
 	return a.pending.release, nil
@@ -67,12 +72,13 @@ func (a *Actor) AcquireCall(ctx context.Context) (release func(), err error) {
 type pendingCalls chan struct{}
 
 // acquire waits for room for one more call, or ctx's end.
-func (p pendingCalls) acquire(ctx context.Context) error {
+func (p pendingCalls) acquire(ctx context.Context, park func(ready func() bool)) error {
 	select {
 	case p <- struct{}{}:
 		return nil
 	default:
 	}
+	park(func() bool { return len(p) < cap(p) || ctx.Err() != nil })
 	select {
 	case p <- struct{}{}:
 		return nil
@@ -128,7 +134,13 @@ func (rt *Runtime) KillWorker(workerID ids.WorkerID, task ids.TaskID) {
 
 // LocateActor asks the GCS where actor id lives, for a handle this
 // process received (it does not wait).
-func (rt *Runtime) LocateActor(id ids.ActorID) { go rt.locateActor(id) }
+func (rt *Runtime) LocateActor(id ids.ActorID) {
+	if rt.sim != nil {
+		rt.sim.env.Go("locate actor "+id.Short(), func() { rt.locateOnce(id) })
+		return
+	}
+	go rt.locateActor(id)
+}
 
 // locateActor asks the GCS where actor id lives, for a handle this
 // process received: actor events only tell of changes, and the actor may
@@ -142,24 +154,41 @@ func (rt *Runtime) locateActor(id ids.ActorID) {
 		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		info, err := rt.gcs.GetActor(c, id.Bytes())
-		switch {
-		case err == nil && info != nil:
-			if info.State == atollpb.ActorState_ACTOR_ALIVE || info.State == atollpb.ActorState_ACTOR_DEAD {
-				rt.owner.do(func(t *owner.Table) { t.ActorEvent(info) })
-			}
-			return struct{}{}, nil // pending or restarting: its ALIVE event comes
-		case errors.Is(err, errs.ErrNotFound):
-			rt.log.Warn("a passed ActorHandle names an actor the GCS does not know", "actor", id.String())
-			rt.owner.do(func(t *owner.Table) {
-				t.ActorKilled(id, "the GCS does not know this actor (its handle was passed from a process of another job or cluster?)")
-			})
-			return struct{}{}, nil
-		case err == nil:
-			err = errs.Unavailablef("the GCS returned no actor %s", id)
-		}
-		rt.log.Debug("locating a passed actor handle", "actor", id.String(), "err", err)
-		return struct{}{}, err
+		return struct{}{}, rt.located(id, info, err)
 	}, backoff.WithBackOff(&backoff.ExponentialBackOff{
 		InitialInterval: 50 * time.Millisecond, RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: 2 * time.Second,
 	}), backoff.WithMaxTries(6))
+}
+
+// located applies the GCS's answer about a passed handle's actor; an
+// error means ask again.
+func (rt *Runtime) located(id ids.ActorID, info *atollpb.ActorInfo, err error) error {
+	switch {
+	case err == nil && info != nil:
+		if info.State == atollpb.ActorState_ACTOR_ALIVE || info.State == atollpb.ActorState_ACTOR_DEAD {
+			rt.owner.do(func(t *owner.Table) { t.ActorEvent(info) })
+		}
+		return nil // pending or restarting: its ALIVE event comes
+	case errors.Is(err, errs.ErrNotFound):
+		rt.log.Warn("a passed ActorHandle names an actor the GCS does not know", "actor", id.String())
+		rt.owner.do(func(t *owner.Table) {
+			t.ActorKilled(id, "the GCS does not know this actor (its handle was passed from a process of another job or cluster?)")
+		})
+		return nil
+	case err == nil:
+		err = errs.Unavailablef("the GCS returned no actor %s", id)
+	}
+	rt.log.Debug("locating a passed actor handle", "actor", id.String(), "err", err)
+	return err
+}
+
+// locateOnce is locateActor in a simulated process: the simulator's GCS
+// client retries and times out in simulated time; past its tries the
+// handle waits for the actor's events, as past locateActor's.
+func (rt *Runtime) locateOnce(id ids.ActorID) {
+	if rt.closed.Load() {
+		return
+	}
+	info, err := rt.gcs.GetActor(context.Background(), id.Bytes())
+	_ = rt.located(id, info, err)
 }

@@ -104,7 +104,9 @@ func (w *Worker) reportBorrows(spec *atollpb.TaskSpec, lent []ids.ObjectID, res 
 		w.flushBorrowReports(ids.WorkerID{})
 		return
 	}
-	if w.owner.holdsBorrows(lender) {
+	if w.sim != nil {
+		w.simSweep() // the simulator's collection at a task's end (sim.go)
+	} else if w.owner.holdsBorrows(lender) {
 		goruntime.GC()
 		w.decoded.sweep(w.Runtime)
 		// Handles the collector's cleanups released already: their
@@ -136,7 +138,7 @@ func (w *Worker) reportBorrows(spec *atollpb.TaskSpec, lent []ids.ObjectID, res 
 // their own: from the process's start time, so a restarted actor's
 // process (same worker id) numbers its reports after the old one's.
 func (w *Worker) nextBorrowSeq() uint64 {
-	w.borrowSeq.CompareAndSwap(0, uint64(time.Now().UnixNano()))
+	w.borrowSeq.CompareAndSwap(0, uint64(w.now().UnixNano()))
 	return w.borrowSeq.Add(1)
 }
 
@@ -190,7 +192,7 @@ func (w *Worker) flushBorrows(m *flushBorrows) {
 		w.borrowFlushPosted.Store(false)
 		if w.tasksRunning.Load() > 0 {
 			if w.borrowFlushTimer.CompareAndSwap(false, true) {
-				time.AfterFunc(borrowFlushDelay, func() { w.post(&flushBorrows{forced: true}) })
+				w.after(borrowFlushDelay, func() { w.post(&flushBorrows{forced: true}) })
 			}
 			return
 		}

@@ -18,6 +18,9 @@ import (
 // process's scope, and GobDecode registers with the scope's runtime
 // (decodeRuntime), else with the process's current one.
 //
+// A simulated process (sim.go) always decodes under its scope: the
+// simulator runs many runtimes in one process.
+//
 // Most processes have one runtime (a worker process; a driver with
 // worker processes): the scope is then that runtime whatever DecodeIn is
 // given, and costs nothing. With in-process workers the driver's process
@@ -49,7 +52,7 @@ var ActorHandleMarker = []byte("\x00atoll-actorhandle\x00")
 // DecodeIn runs decode, which decodes data, with rt as the decode scope:
 // the refs and actor handles the value holds register with rt.
 func DecodeIn(rt *Runtime, data []byte, decode func() error) error {
-	if rt == nil || scope.shared.Load() == 0 || !mayHoldHandles(data) {
+	if rt == nil || (scope.shared.Load() == 0 && rt.sim == nil) || !mayHoldHandles(data) {
 		return decode()
 	}
 	scope.mu.Lock()

@@ -42,6 +42,12 @@
 //     (borrow.go: lending, reports in results and on their own, handing
 //     over returned refs).
 //
+// A simulated process (sim.go) is a Runtime too: NewSimDriver and
+// NewSimWorker build one over a simulator's link, store client, GCS client
+// and environment (package sim), with the same owner shell and executor;
+// nothing else in the runtime asks which it is, but for the hooks sim.go
+// lists (ids, clock, timers, parking before a blocking select).
+//
 // # Which runtime a call uses
 //
 // A process has one current runtime (Current), set by atoll.Init and

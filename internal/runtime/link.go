@@ -64,6 +64,9 @@ type gcsAPI interface {
 	RegisterActor(ctx context.Context, info *atollpb.ActorInfo) error
 	GetNamedActor(ctx context.Context, namespace, name string) (*atollpb.ActorInfo, error)
 	GetActor(ctx context.Context, actorID []byte) (*atollpb.ActorInfo, error)
+	// Do sends any request (placement groups, resource requests): the
+	// client routes it by its op.
+	Do(ctx context.Context, req *atollpb.GcsRequest) (*atollpb.GcsReply, error)
 }
 
 // driverLink reaches the raylet in the same process through its mailbox,

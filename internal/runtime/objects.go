@@ -273,6 +273,7 @@ func (rt *Runtime) await(ctx context.Context, id ids.ObjectID) (*atollpb.Value, 
 		return value, nil
 	}
 	defer rt.blocked(ctx)()
+	rt.park(func() bool { return isDone(done) || ctx.Err() != nil })
 	select {
 	case <-done:
 	case <-ctx.Done():

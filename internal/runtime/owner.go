@@ -1,6 +1,9 @@
 package runtime
 
 import (
+	"context"
+	"time"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -19,26 +22,40 @@ import (
 // (workerOwnerActor).
 type ownerActor struct{ rt *Runtime }
 
-func (o *ownerActor) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
+func (o *ownerActor) Receive(ctx actor.Context) { o.rt.receiveOwner(ctx.Message()) }
+
+// receiveOwner applies one message of the owner actor's.
+func (rt *Runtime) receiveOwner(m any) {
+	switch m := m.(type) {
 	case *atollpb.TaskResult:
-		o.rt.owner.do(func(t *owner.Table) { t.Result(m) })
+		rt.owner.do(func(t *owner.Table) { t.Result(m) })
 	case *atollpb.ActorInfo:
-		o.rt.owner.do(func(t *owner.Table) { t.ActorEvent(m) })
+		rt.owner.do(func(t *owner.Table) { t.ActorEvent(m) })
 	case *generatorDropped:
-		o.rt.owner.do(func(t *owner.Table) { t.DropGenerator(m.task) })
+		rt.owner.do(func(t *owner.Table) { t.DropGenerator(m.task) })
 	case *actorHandleDropped:
-		o.rt.owner.do(func(t *owner.Table) { t.DropActorHandle(m.id) })
+		rt.owner.do(func(t *owner.Table) { t.DropActorHandle(m.id) })
 	case *drainCollected:
-		o.rt.applyCollected()
+		rt.applyCollected()
 	case *atollpb.BorrowReport:
-		o.rt.applyBorrowReport(m)
+		rt.applyBorrowReport(m)
+	case *flushBorrows:
+		if w, ok := rt.role.(*Worker); ok {
+			w.flushBorrows(m)
+		}
 	}
 }
 
 // post sends m to the owner actor (it only posts: safe under any lock and
-// on the garbage collector's cleanup goroutine).
-func (rt *Runtime) post(m any) { rt.system.Root.Send(rt.ownerPID, m) }
+// on the garbage collector's cleanup goroutine); under a simulator, to its
+// loop.
+func (rt *Runtime) post(m any) {
+	if rt.sim != nil {
+		rt.sim.env.Post(func() { rt.receiveOwner(m) })
+		return
+	}
+	rt.system.Root.Send(rt.ownerPID, m)
+}
 
 // applyOwnerEffect carries out one effect of the Table.
 func (rt *Runtime) applyOwnerEffect(e owner.Effect) {
@@ -73,6 +90,23 @@ func (rt *Runtime) applyOwnerEffect(e owner.Effect) {
 		}
 	case owner.GeneratorAck:
 		rt.sendGeneratorAck(e)
+	case owner.ActorRestartFailed:
+		// No host reports this death: the owner does (in the background:
+		// effects never wait on the GCS).
+		info := &atollpb.ActorInfo{ActorId: e.Actor.Bytes(), Name: e.Name, Namespace: rt.settings.Namespace,
+			State: atollpb.ActorState_ACTOR_DEAD, DeathCause: e.Err, OwnerId: rt.workerID.Bytes(), OwnerNodeId: rt.nodeID.Bytes()}
+		report := func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if _, err := rt.gcs.Do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_UpdateActor{UpdateActor: info}}); err != nil {
+				rt.log.Warn("atoll: reporting the death of an actor whose restart failed", "actor", e.Actor.Short(), "err", err)
+			}
+		}
+		if rt.sim != nil {
+			rt.sim.env.Go("report actor "+e.Actor.Short(), report)
+		} else {
+			go report()
+		}
 	case owner.Finished:
 		if a, ok := e.Attach.(*taskAttach); ok {
 			a.finish() // its span ended with the batch (endSubmitSpans)

@@ -176,6 +176,8 @@ func (s *ownerShell) stats() owner.Stats {
 // taskAttach is what the shell keeps with each task it submitted: the
 // submit span and the context watch that cancels the task.
 type taskAttach struct {
+	// task is the task it is attached to.
+	task ids.TaskID
 	span trace.Span
 	// release, if set, frees the call's place under its handle's
 	// MaxPendingCalls when it finishes.

@@ -37,6 +37,10 @@ type cleanupArg struct {
 // newRef wraps an already counted reference to id.
 func (rt *Runtime) newRef(id ids.ObjectID) *Ref {
 	h := &Ref{ID: id, rt: rt, state: &handleState{}}
+	if rt.sim != nil {
+		rt.simTrack(h) // no cleanup: when it runs depends on the collector (sim.go)
+		return h
+	}
 	goruntime.AddCleanup(h, func(a cleanupArg) { a.rt.refCollected(a.id, a.state) }, cleanupArg{id, rt, h.state})
 	return h
 }

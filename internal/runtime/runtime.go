@@ -86,6 +86,8 @@ type Runtime struct {
 	gcRunning atomic.Bool
 
 	closed atomic.Bool
+	// sim is set in a process a simulator runs (sim.go), nil otherwise.
+	sim *simState
 	// dead is set when the process's node can no longer run its work
 	// (the cluster declared a driver's node dead: dead.go): every
 	// submission fails with it.
@@ -235,6 +237,9 @@ func FromContext(ctx context.Context) *Runtime {
 // there is none: ErrShutDown after Shutdown, else ErrNotInitialized.
 func Running(ctx context.Context) (*Runtime, error) {
 	rt := FromContext(ctx)
+	if rt == nil && ctx != nil {
+		rt, _ = ctx.Value(runtimeKey{}).(*Runtime) // a simulated driver's (sim.go)
+	}
 	if rt == nil {
 		rt = process.cur.Load()
 	}

@@ -41,8 +41,17 @@ type generatorDropped struct{ task ids.TaskID }
 // SubmitGenerator submits a generator task (spec.Generator set) and
 // returns its stream; release is as for Submit.
 func (rt *Runtime) SubmitGenerator(ctx context.Context, spec *atollpb.TaskSpec, args []ArgSource, release func()) *Stream {
+	if rt.sim != nil {
+		if release != nil {
+			release()
+		}
+		return FailedStream(errs.Invalidf("streaming generators are not simulated (package sim): call the function with its results as one return"))
+	}
 	end := rt.Submit(ctx, spec, args, release, nil)[0]
 	s := &Stream{rt: rt, task: end.ID.TaskID(), name: spec.Name, end: end, st: &streamState{}}
+	if rt.sim != nil {
+		return s // no cleanup under a simulator (sim.go)
+	}
 	task, st := s.task, s.st
 	goruntime.AddCleanup(s, func(rt *Runtime) {
 		if st.released.CompareAndSwap(false, true) && !rt.closed.Load() {
@@ -100,6 +109,7 @@ func (s *Stream) Next(ctx context.Context) (*Ref, error) {
 		if unblock == nil {
 			unblock = rt.blocked(ctx) // a task reading a stream lends its CPU
 		}
+		rt.park(func() bool { return isDone(changed) || isDone(endDone) || ctx.Err() != nil })
 		select {
 		case <-changed:
 		case <-endDone:

@@ -28,7 +28,7 @@ type ArgSource struct {
 // set, is called once the task finishes (MaxPendingCalls); as is the
 // actor of an actor call, nil for a task or an actor's creation.
 func (rt *Runtime) Submit(ctx context.Context, spec *atollpb.TaskSpec, args []ArgSource, release func(), as *Actor) []*Ref {
-	task := ids.NewTaskID()
+	task := rt.newTaskID()
 	spec.TaskId = task.Bytes()
 	spec.JobId = rt.jobID.Bytes()
 	spec.OwnerId = rt.workerID.Bytes()
@@ -41,7 +41,7 @@ func (rt *Runtime) Submit(ctx context.Context, spec *atollpb.TaskSpec, args []Ar
 	if as != nil {
 		kind = "actor_task"
 	}
-	att := &taskAttach{span: noSpan}
+	att := &taskAttach{span: noSpan, task: task}
 	if rt.spanning(ctx) {
 		ctx, att.span = rt.tracer.Start(ctx, "submit "+spec.Name, trace.WithSpanKind(trace.SpanKindProducer),
 			trace.WithAttributes(attribute.String("atoll.task_id", task.String()), attribute.String("atoll.function", spec.Function),
@@ -75,7 +75,7 @@ func (rt *Runtime) Submit(ctx context.Context, spec *atollpb.TaskSpec, args []Ar
 	if ctx.Done() != nil && err == nil {
 		// Cancelling ctx cancels the task (recursively), unless ctx is
 		// the context of a task cancelled alone (Cancel with NonRecursive).
-		att.setStop(context.AfterFunc(ctx, func() {
+		att.setStop(rt.afterFunc(ctx, func() {
 			if !errors.Is(context.Cause(ctx), errs.ErrCancelNonRecursive) {
 				rt.cancelTask(task, false)
 			}

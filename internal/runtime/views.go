@@ -21,6 +21,9 @@ type ViewPin struct {
 func PinView[T any](holder *T, h *Ref) *ViewPin {
 	p := &ViewPin{rt: h.rt, id: h.ID}
 	h.rt.liveViews.Add(1)
+	if h.rt.sim != nil {
+		return p // released by Release, or with its process (sim.go)
+	}
 	// The cleanup runs on the runtime's cleanup goroutine, which must
 	// not block: a worker's Release is a frame to its raylet.
 	goruntime.AddCleanup(holder, func(p *ViewPin) { go p.Release() }, p)
@@ -47,7 +50,7 @@ func (p *ViewPin) Released() bool { return p.released.Load() }
 // than at the next periodic GC, minutes later on an idle worker. A View
 // the task kept (in a global, or an actor's state) stays pinned.
 func (rt *Runtime) viewsAfterTask() {
-	if rt.liveViews.Load() > 0 && rt.gcRunning.CompareAndSwap(false, true) {
+	if rt.sim == nil && rt.liveViews.Load() > 0 && rt.gcRunning.CompareAndSwap(false, true) {
 		go func() {
 			defer rt.gcRunning.Store(false)
 			goruntime.GC()

@@ -85,6 +85,7 @@ func (rt *Runtime) waitReady(ctx context.Context, idl []ids.ObjectID, isReady []
 	defer rt.owner.do(func(t *owner.Table) { t.Unwatch(w) })
 	defer rt.blocked(ctx)()
 	for count() < numReady {
+		rt.park(func() bool { return len(signal) > 0 || ctx.Err() != nil })
 		select {
 		case <-signal:
 			for len(signal) > 0 { // count once for a burst of results

@@ -257,7 +257,12 @@ func (w *Worker) handOver(spec *atollpb.TaskSpec, refs []ids.ObjectID, failed bo
 
 // refDecoded implements role: a ref decoded in a task is dropped at the
 // task's end if it did not escape (borrow.go).
-func (w *Worker) refDecoded(h *Ref) { w.decoded.add(h) }
+func (w *Worker) refDecoded(h *Ref) {
+	if w.sim != nil {
+		return // tracked as it was made (newRef), swept at the task's end
+	}
+	w.decoded.add(h)
+}
 
 // driver implements role: a worker has none.
 func (w *Worker) driver(op string) (*Driver, error) {

@@ -34,6 +34,11 @@ func (g *frameGCS) do(ctx context.Context, req *atollpb.GcsRequest) (*atollpb.Gc
 	return g.client.GCS(ctx, req)
 }
 
+// Do sends any request through the raylet, whose GCS client routes it.
+func (g *frameGCS) Do(ctx context.Context, req *atollpb.GcsRequest) (*atollpb.GcsReply, error) {
+	return g.client.GCS(ctx, req)
+}
+
 func (g *frameGCS) RegisterActor(ctx context.Context, info *atollpb.ActorInfo) error {
 	_, err := g.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_RegisterActor{RegisterActor: info}})
 	return err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/registry"
+	"github.com/atoll-runtime/atoll/internal/simbugs"
 )
 
 // HostCore is the decision state of an actor host, a state machine in the
@@ -190,7 +191,7 @@ func (h *HostCore) Arrive(now time.Time, c *Call) []HostEffect {
 	c.group = h.groups.of(c.Spec)
 	var out []HostEffect
 	seq := c.Spec.GetSequenceNumber()
-	if seq == 0 {
+	if seq == 0 || simbugs.On(simbugs.HostIgnoresCallerOrder) { // the second: a bug put in on purpose, for the simulator's tests
 		h.queue(c)
 		return h.pump(now, out)
 	}

@@ -1,128 +1,54 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/atoll-runtime/atoll/data"
+	"github.com/atoll-runtime/atoll/data/expr"
 )
 
-// The Go code of pipeline A, used as is by the dataset's tasks and by the
-// single-goroutine baseline.
+// Pipeline A's computation: expressions (evaluated by the dataset's
+// tasks and, with the same kernels, by the single-goroutine baseline),
+// then a per-key aggregation (data's GroupBy; a Go loop over the keys in
+// the baseline).
 
-// addScore returns rec with the computed column "score" =
-// (7·value + the id's top 20 bits) mod 1000.
-func addScore(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
-	ids, err := column[*array.Int64](rec, "id")
-	if err != nil {
-		return nil, err
-	}
-	vs, err := column[*array.Int64](rec, "value")
-	if err != nil {
-		return nil, err
-	}
-	b := array.NewInt64Builder(memory.DefaultAllocator)
-	defer b.Release()
-	b.Reserve(ids.Len())
-	for i := range ids.Len() {
-		b.UnsafeAppend(score(ids.Value(i), vs.Value(i)))
-	}
-	sc := b.NewArray()
-	defer sc.Release()
-	cols := append(slices.Clone(rec.Columns()), sc)
-	s := arrow.NewSchema(append(rec.Schema().Fields(), arrow.Field{Name: "score", Type: arrow.PrimitiveTypes.Int64}), nil)
-	return array.NewRecordBatch(s, cols, rec.NumRows()), nil
-}
+// score is the computed column: (7·value + id mod 1000) mod 1000, an
+// expression (Go's %: negative for negative ids).
+var score = expr.Col("value").Mul(7).Add(expr.Col("id").Mod(1000)).Mod(1000)
 
-func score(id, value int64) int64 { return (7*value + int64(uint64(id)>>44)) % 1000 }
+// keep is the filter: about 65% of the rows pass.
+var keep = expr.Col("score").Lt(300)
 
-// keep is the filter: about 30% of the rows pass.
-func keep(score int64) bool { return score < 300 }
-
-var aggSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "key", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "count", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "sum_score", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "sum_value", Type: arrow.PrimitiveTypes.Int64},
-}, nil)
+// usedColumns are the columns pipeline A reads: the ones its expressions
+// and aggregation name (the payload is left in the files).
+var usedColumns = []string{"id", "key", "value"}
 
 // agg is one key's partial aggregate.
 type agg struct{ Count, SumScore, SumValue int64 }
 
-// partialAgg reduces a batch to one row per key present: count, sum of
-// score, sum of value (the baseline's per-key aggregation, a Go loop).
-func partialAgg(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+// sumByKey adds the kept rows into totals, indexed by key (the
+// baseline's per-key aggregation: a Go loop over the columns).
+func sumByKey(totals *[keys]agg, rec arrow.RecordBatch) error {
 	ks, err := column[*array.Int64](rec, "key")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ss, err := column[*array.Int64](rec, "score")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	vs, err := column[*array.Int64](rec, "value")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var acc [keys]agg
-	for i := range ks.Len() {
-		a := &acc[ks.Value(i)]
+	kv, sv, vv := ks.Int64Values(), ss.Int64Values(), vs.Int64Values()
+	for i, k := range kv {
+		a := &totals[k]
 		a.Count++
-		a.SumScore += ss.Value(i)
-		a.SumValue += vs.Value(i)
-	}
-	mem := memory.DefaultAllocator
-	bs := []*array.Int64Builder{array.NewInt64Builder(mem), array.NewInt64Builder(mem), array.NewInt64Builder(mem), array.NewInt64Builder(mem)}
-	for k, a := range acc {
-		if a.Count > 0 {
-			bs[0].Append(int64(k))
-			bs[1].Append(a.Count)
-			bs[2].Append(a.SumScore)
-			bs[3].Append(a.SumValue)
-		}
-	}
-	cols := make([]arrow.Array, len(bs))
-	for i, b := range bs {
-		cols[i] = b.NewArray()
-		b.Release()
-	}
-	out := array.NewRecordBatch(aggSchema, cols, int64(cols[0].Len()))
-	for _, c := range cols {
-		c.Release()
-	}
-	return out, nil
-}
-
-// reduceAgg adds a partial aggregate record into totals (the baseline's
-// reduction).
-func reduceAgg(totals map[int64]agg, rec arrow.RecordBatch) error {
-	ks, err := column[*array.Int64](rec, "key")
-	if err != nil {
-		return err
-	}
-	cs, err := column[*array.Int64](rec, "count")
-	if err != nil {
-		return err
-	}
-	ss, err := column[*array.Int64](rec, "sum_score")
-	if err != nil {
-		return err
-	}
-	vs, err := column[*array.Int64](rec, "sum_value")
-	if err != nil {
-		return err
-	}
-	for i := range ks.Len() {
-		a := totals[ks.Value(i)]
-		a.Count += cs.Value(i)
-		a.SumScore += ss.Value(i)
-		a.SumValue += vs.Value(i)
-		totals[ks.Value(i)] = a
+		a.SumScore += sv[i]
+		a.SumValue += vv[i]
 	}
 	return nil
 }
@@ -156,18 +82,3 @@ func collectGroups(totals map[int64]agg, rec arrow.RecordBatch) error {
 	}
 	return nil
 }
-
-// The functions the datasets apply, registered at init so the worker
-// processes (this binary, re-executed) know them.
-var (
-	scoreFn = data.RegisterBatchFunc("dataset.score", func(_ context.Context, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
-		return addScore(rec)
-	})
-	keepFn = data.RegisterPredicate("dataset.keep", func(_ context.Context, r data.Row) (bool, error) {
-		s, ok := r["score"].(int64)
-		if !ok {
-			return false, fmt.Errorf("score is %T", r["score"])
-		}
-		return keep(s), nil
-	})
-)

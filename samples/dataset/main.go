@@ -1,61 +1,56 @@
-// Command dataset runs two pipelines of package data (Datasets on Arrow)
-// over generated Parquet larger than the object store, and checks them
-// against a single-goroutine computation with the same code in this
-// process:
+// Command dataset runs pipelines of package data (Datasets on Arrow) over
+// generated Parquet larger than the object store, and checks each
+// against the best a program would do without atoll, measured in the
+// same run:
 //
-//	go run ./samples/dataset -gen-size 4GiB -store 1GiB -json
+//	go run ./samples/dataset -gen-size 2GiB -store 512MiB -turns 3 -json
 //
 // The input is -gen-size bytes of Parquet (-files files, -rows-per-group
 // rows per row group, seeded; each file stops at the whole row group
-// nearest its share, so the total is a few percent off), in -dir or a temporary directory. Its rows:
-// a random int64 "id", a group "key" in [0, 1000), an int64 "value" and a
-// 200-letter string "payload"; the generator digests every row (count and
-// an order-independent checksum).
+// nearest its share, so the total is a few percent off), in -dir or a
+// temporary directory. Its rows: a random int64 "id", a group "key" in
+// [0, 1000), an int64 "value" in [0, 1e6) and a 200-letter string
+// "payload"; the generator digests every row (count and an
+// order-independent checksum). -pipelines picks among:
 //
-// Pipeline A: ReadParquet → MapBatches (computed column "score") → Filter
-// (score < 300, a row predicate) → GroupBy("key").Aggregate(Count(),
-// Sum("score"), Sum("value")) → IterBatches: one row per key, computed by
-// data's hash all-to-all (partial aggregates in the filter's tasks,
-// combined by a reduce task per hash part). The baseline reads the same
-// files' row groups one at a time in one goroutine and applies the same
-// functions (the filter's predicate on the score column, then the same
-// Arrow filter kernel), then sums per key in a Go loop; the per-key
-// totals must be equal.
-// With -materialize, A runs again with Materialize() after every stage,
-// for the memory comparison (every intermediate dataset whole in the
-// store, spilled when it does not fit).
+// A (pipeline_a.go): ReadParquet → WithColumn("score", (7·value + id mod
+// 1000) mod 1000) → Filter(score < 300) → GroupBy("key").Aggregate(Count(),
+// Sum("score"), Sum("value")) → IterBatches, written with expressions;
+// against one goroutine reading the same columns and evaluating the same
+// expressions (the same Arrow kernels), summing per key in a Go loop. A
+// runs again without pushdown for the bytes read, and with -materialize
+// with every stage materialized.
 //
-// Pipeline B: ReadParquet → Sort("id") → WriteParquet. The output files
-// are read back in order: ids must ascend across them, and the row count
-// and checksum must equal the generator's. The baseline (up to
-// -baseline-max) reads every file into memory, sorts with the same Arrow
-// kernels (SortIndices, Take) and writes one Parquet file.
+// J (pipeline_j.go): the input as a fact table joined with a generated
+// dimension table (a row per value in [0, 1e6): dim_id, a category of
+// 100, a weight; ~20 MiB) on value = dim_id, then grouped by category;
+// against one goroutine's hash join (a Go map of the dimension, the fact
+// table's row groups probed one at a time).
+//
+// B (pipeline_b.go): ReadParquet → Sort("id") → WriteParquet; against an
+// in-memory sort with the same Arrow kernels (up to -baseline-max).
+//
+// A and J run -turns times, alternating with their baselines, and report
+// the medians: the machine is shared, so only same-run ratios count.
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"log"
-	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"time"
-
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
-	"github.com/atoll-runtime/atoll/data"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/pss"
 )
@@ -72,12 +67,14 @@ type options struct {
 	dir          string
 	spillDir     string
 	materialize  bool
+	pipelines    string
+	turns        int
 	json         bool
 }
 
 func main() {
 	opts := options{genSize: 1 << 30, store: 256 << 20, baselineMax: 4 << 30, files: 8, rowsPerGroup: 1 << 18, seed: 1,
-		workers: runtime.NumCPU()}
+		workers: runtime.NumCPU(), pipelines: "a,j,b", turns: 1}
 	flag.Var(&opts.genSize, "gen-size", "bytes of Parquet to generate (e.g. 1GiB, 4GiB), to the nearest whole row group per file")
 	flag.Var(&opts.store, "store", "object store memory; smaller than -gen-size to run out of core")
 	flag.Var(&opts.baselineMax, "baseline-max", "largest -gen-size also sorted in memory in this process as pipeline B's baseline")
@@ -88,7 +85,9 @@ func main() {
 	flag.StringVar(&opts.mode, "mode", "process", "worker mode: process or inprocess")
 	flag.StringVar(&opts.dir, "dir", "", "directory for the generated input and the outputs (default: a temporary one, removed)")
 	flag.StringVar(&opts.spillDir, "spill-dir", "", "directory for spill files (default: under the session directory)")
-	flag.BoolVar(&opts.materialize, "materialize", true, "also run pipeline A with every stage materialized")
+	flag.BoolVar(&opts.materialize, "materialize", false, "also run pipeline A with every stage materialized")
+	flag.StringVar(&opts.pipelines, "pipelines", opts.pipelines, "the pipelines to run, of a, j and b")
+	flag.IntVar(&opts.turns, "turns", opts.turns, "run pipelines A and J and their baselines this many times, in turns, and report the medians")
 	flag.BoolVar(&opts.json, "json", false, "print one JSON line per measurement (progress goes to stderr)")
 	flag.Parse()
 	if err := run(context.Background(), opts, os.Stdout, os.Stderr); err != nil {
@@ -96,13 +95,20 @@ func main() {
 	}
 }
 
-// phase is one measured run: wall time, peak PSS of the process tree
-// (driver and workers), bytes spilled and restored during it.
-type phase struct {
-	wall              time.Duration
-	peak              uint64
-	spilled, restored uint64
-	verified          bool
+// env is what every pipeline runs with.
+type env struct {
+	opts     options
+	in       string   // the generated Parquet's directory
+	files    []string // its files
+	input    digest
+	dir      string
+	config   map[string]any
+	progress *benchfmt.Progress
+	stderr   io.Writer
+}
+
+func (e *env) record(metric string, value float64, unit, baseline string, baseValue float64) benchfmt.Record {
+	return benchfmt.NewRecord("dataset", metric, value, unit, baseline, baseValue, e.config)
 }
 
 func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
@@ -120,8 +126,14 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer atoll.Shutdown(ctx)
-	if opts.genSize <= 0 || opts.files <= 0 || opts.rowsPerGroup <= 0 {
-		return fmt.Errorf("dataset: -gen-size, -files and -rows-per-group must be positive")
+	if opts.genSize <= 0 || opts.files <= 0 || opts.rowsPerGroup <= 0 || opts.turns <= 0 {
+		return fmt.Errorf("dataset: -gen-size, -files, -rows-per-group and -turns must be positive")
+	}
+	pipes := strings.Split(opts.pipelines, ",")
+	for _, p := range pipes {
+		if p != "a" && p != "b" && p != "j" {
+			return fmt.Errorf("dataset: -pipelines: %q is not a, b or j", p)
+		}
 	}
 	dir := opts.dir
 	if dir == "" {
@@ -130,122 +142,48 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 		}
 		defer os.RemoveAll(dir)
 	}
-	in, out, baseOut := filepath.Join(dir, "input"), filepath.Join(dir, "sorted"), filepath.Join(dir, "baseline-sorted")
-	for _, d := range []string{in, out, baseOut} {
-		if err := os.RemoveAll(d); err != nil {
-			return err
-		}
+	e := &env{opts: opts, in: filepath.Join(dir, "input"), dir: dir, progress: benchfmt.NewProgress(stderr, "dataset"), stderr: stderr}
+	if err := os.RemoveAll(e.in); err != nil {
+		return err
 	}
-	progress := benchfmt.NewProgress(stderr, "dataset")
-
-	progress.Phase(fmt.Sprintf("generate %s of Parquet in %d files under %s", benchfmt.FormatSize(int64(opts.genSize)), opts.files, in))
-	genBytes, input, err := generate(in, int64(opts.genSize), opts.files, opts.rowsPerGroup, opts.seed, progress)
+	e.progress.Phase(fmt.Sprintf("generate %s of Parquet in %d files under %s", benchfmt.FormatSize(int64(opts.genSize)), opts.files, e.in))
+	genBytes, input, err := generate(e.in, int64(opts.genSize), opts.files, opts.rowsPerGroup, opts.seed, e.progress)
 	if err != nil {
 		return err
 	}
-	files, err := parquetFiles(in)
-	if err != nil {
+	e.input = input
+	if e.files, err = parquetFiles(e.in); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "dataset: %d rows, %d bytes of Parquet\n", input.Rows, genBytes)
-
-	// Pipeline A.
-	progress.Phase("A baseline: read -> score -> filter -> per-key sums, one goroutine")
-	var wantA map[int64]agg
-	baseA, err := measure(ctx, func() error {
-		var err error
-		wantA, err = baselineA(ctx, files)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	progress.Phase("A atoll: ReadParquet -> MapBatches(score) -> Filter(keep) -> GroupBy(key).Aggregate -> IterBatches")
-	var gotA map[int64]agg
-	var statsA string
-	atollA, err := measure(ctx, func() error {
-		var err error
-		gotA, statsA, err = pipelineA(ctx, in, false)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	atollA.verified = maps.Equal(gotA, wantA) && len(wantA) > 0
-	fmt.Fprint(stderr, statsA)
-	var matA phase
-	if opts.materialize {
-		progress.Phase("A atoll, every stage materialized")
-		var got map[int64]agg
-		matA, err = measure(ctx, func() error {
-			var err error
-			got, _, err = pipelineA(ctx, in, true)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		matA.verified = maps.Equal(got, wantA)
-	}
-
-	// Pipeline B.
-	var baseB phase
-	if opts.genSize <= opts.baselineMax {
-		progress.Phase("B baseline: read everything, sort by id, write, one goroutine")
-		baseB, err = measure(ctx, func() error { return baselineB(ctx, files, baseOut) })
-		if err != nil {
-			return err
-		}
-		baseB.verified, err = checkSorted(ctx, baseOut, input)
-		if err != nil {
-			return err
-		}
-		if err := os.RemoveAll(baseOut); err != nil {
-			return err
-		}
-	}
-	progress.Phase("B atoll: ReadParquet -> Sort(id) -> WriteParquet")
-	var statsB string
-	atollB, err := measure(ctx, func() error {
-		ds := data.ReadParquet(in).Sort("id")
-		err := ds.WriteParquet(ctx, out)
-		statsB = ds.Stats()
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	fmt.Fprint(stderr, statsB)
-	progress.Phase("B verify: read the sorted files back")
-	atollB.verified, err = checkSorted(ctx, out, input)
-	if err != nil {
-		return err
-	}
-
-	config := map[string]any{
+	e.config = map[string]any{
 		"gen_size_bytes": int64(opts.genSize), "parquet_bytes": genBytes, "rows": input.Rows, "files": opts.files,
-		"rows_per_group": opts.rowsPerGroup, "object_store_bytes": int64(opts.store), "workers": opts.workers,
+		"rows_per_group": opts.rowsPerGroup, "object_store_bytes": int64(opts.store), "workers": opts.workers, "turns": opts.turns,
 		"worker_mode": mode.String(), "atoll_version": benchfmt.Version(), "cpus": runtime.NumCPU(), "go": runtime.Version(),
 	}
-	rec := func(metric string, value float64, unit, baseline string, baseValue float64) benchfmt.Record {
-		return benchfmt.NewRecord("dataset", metric, value, unit, baseline, baseValue, config)
+	var records []benchfmt.Record
+	var failed []string
+	for _, p := range pipes {
+		var rs []benchfmt.Record
+		var err error
+		switch p {
+		case "a":
+			rs, err = runA(ctx, e)
+		case "j":
+			rs, err = runJ(ctx, e)
+		case "b":
+			rs, err = runB(ctx, e)
+		}
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			if r.Verified != nil && !*r.Verified {
+				failed = append(failed, r.Metric)
+			}
+		}
+		records = append(records, rs...)
 	}
-	records := []benchfmt.Record{
-		rec("a_wall_s", atollA.wall.Seconds(), "s", "single_goroutine_s", baseA.wall.Seconds()).WithVerified(atollA.verified),
-		rec("a_peak_pss_bytes", float64(atollA.peak), "bytes", "single_goroutine_peak_pss_bytes", float64(baseA.peak)),
-		rec("a_spilled_bytes", float64(atollA.spilled), "bytes", "", 0),
-	}
-	if opts.materialize {
-		records = append(records,
-			rec("a_materialized_wall_s", matA.wall.Seconds(), "s", "streaming_s", atollA.wall.Seconds()).WithVerified(matA.verified),
-			rec("a_materialized_peak_pss_bytes", float64(matA.peak), "bytes", "streaming_peak_pss_bytes", float64(atollA.peak)),
-			rec("a_materialized_spilled_bytes", float64(matA.spilled), "bytes", "streaming_spilled_bytes", float64(atollA.spilled)))
-	}
-	records = append(records,
-		rec("b_wall_s", atollB.wall.Seconds(), "s", "single_goroutine_in_memory_s", baseB.wall.Seconds()).WithVerified(atollB.verified),
-		rec("b_peak_pss_bytes", float64(atollB.peak), "bytes", "single_goroutine_peak_pss_bytes", float64(baseB.peak)),
-		rec("b_spilled_bytes", float64(atollB.spilled), "bytes", "", 0),
-		rec("b_restored_bytes", float64(atollB.restored), "bytes", "", 0))
 	if opts.json {
 		if err := benchfmt.WriteAll(stdout, records); err != nil {
 			return err
@@ -253,31 +191,61 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	} else {
 		fmt.Fprintf(stdout, "%s of Parquet (%d rows, %d files) under a %s object store (%s workers)\n",
 			benchfmt.FormatSize(genBytes), input.Rows, opts.files, benchfmt.FormatSize(int64(opts.store)), mode)
-		line := func(name string, p phase, base string, b phase) {
-			fmt.Fprintf(stdout, "  %-22s %7.2fs, peak PSS %s, spilled %s, restored %s, verified %v", name, p.wall.Seconds(),
-				benchfmt.HumanSize(p.peak), benchfmt.HumanSize(p.spilled), benchfmt.HumanSize(p.restored), p.verified)
-			if b.wall > 0 {
-				fmt.Fprintf(stdout, "; %s %.2fs, peak PSS %s", base, b.wall.Seconds(), benchfmt.HumanSize(b.peak))
+		for _, r := range records {
+			fmt.Fprintf(stdout, "  %-30s %14.4g %-5s", r.Metric, r.Value, r.Unit)
+			if r.BaselineValue != 0 {
+				fmt.Fprintf(stdout, "  %s %.4g (ratio %.2f)", r.Baseline, r.BaselineValue, r.Ratio)
+			}
+			if r.Verified != nil {
+				fmt.Fprintf(stdout, "  verified %v", *r.Verified)
 			}
 			fmt.Fprintln(stdout)
 		}
-		line("A (streaming):", atollA, "baseline", baseA)
-		if opts.materialize {
-			line("A (materialized):", matA, "", phase{})
-		}
-		line("B (sort, write):", atollB, "baseline", baseB)
 	}
-	switch {
-	case !atollA.verified:
-		return fmt.Errorf("dataset: pipeline A's per-key totals differ from the baseline's")
-	case opts.materialize && !matA.verified:
-		return fmt.Errorf("dataset: materialized pipeline A's per-key totals differ from the baseline's")
-	case !atollB.verified:
-		return fmt.Errorf("dataset: pipeline B's output is not the sorted input")
-	case opts.genSize <= opts.baselineMax && !baseB.verified:
-		return fmt.Errorf("dataset: the baseline sort's output is not the sorted input")
+	if len(failed) > 0 {
+		return fmt.Errorf("dataset: not verified: %s", strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// turns runs baseline and pipeline in turns, n times, and returns the
+// phases of their median walls.
+func turns(ctx context.Context, e *env, name string, baseline, pipeline func() (phase, error)) (phase, phase, error) {
+	var bs, as []phase
+	for turn := range e.opts.turns {
+		e.progress.Phase(fmt.Sprintf("%s baseline, turn %d", name, turn+1))
+		b, err := baseline()
+		if err != nil {
+			return b, b, err
+		}
+		e.progress.Phase(fmt.Sprintf("%s atoll, turn %d", name, turn+1))
+		a, err := pipeline()
+		if err != nil {
+			return b, a, err
+		}
+		fmt.Fprintf(e.stderr, "dataset: %s turn %d: atoll %.2fs, baseline %.2fs (%.2fx faster)\n", name, turn+1, a.wall.Seconds(),
+			b.wall.Seconds(), b.wall.Seconds()/a.wall.Seconds())
+		bs, as = append(bs, b), append(as, a)
+	}
+	a := median(as)
+	a.verified = !slices.ContainsFunc(as, func(p phase) bool { return !p.verified })
+	return median(bs), a, nil
+}
+
+// phase is one measured run: wall time, peak PSS of the process tree
+// (driver and workers), bytes spilled and restored during it.
+type phase struct {
+	wall              time.Duration
+	peak              uint64
+	spilled, restored uint64
+	verified          bool
+}
+
+// median is the phase of the median wall time.
+func median(ps []phase) phase {
+	s := slices.Clone(ps)
+	slices.SortFunc(s, func(a, b phase) int { return cmp.Compare(a.wall, b.wall) })
+	return s[len(s)/2]
 }
 
 // measure runs fn and returns its wall time, the process tree's peak PSS
@@ -307,178 +275,4 @@ func measure(ctx context.Context, fn func() error) (phase, error) {
 	p.spilled = after.SpilledBytesTotal - before.SpilledBytesTotal
 	p.restored = after.RestoredBytesTotal - before.RestoredBytesTotal
 	return p, nil
-}
-
-// pipelineA runs A on atoll; materialized runs every stage to the end
-// (Materialize) before the next starts.
-func pipelineA(ctx context.Context, in string, materialized bool) (map[int64]agg, string, error) {
-	step := func(ds *data.Dataset) (*data.Dataset, error) {
-		if !materialized {
-			return ds, nil
-		}
-		return ds.Materialize(ctx)
-	}
-	ds, err := step(data.ReadParquet(in))
-	if err != nil {
-		return nil, "", err
-	}
-	if ds, err = step(ds.MapBatches(scoreFn)); err != nil {
-		return nil, "", err
-	}
-	if ds, err = step(ds.Filter(keepFn)); err != nil {
-		return nil, "", err
-	}
-	ds = ds.GroupBy("key").Aggregate(data.Count(), data.Sum("score"), data.Sum("value"))
-	totals := map[int64]agg{}
-	for rec, err := range ds.IterBatches(ctx, 0) {
-		if err != nil {
-			return nil, "", err
-		}
-		if err := collectGroups(totals, rec); err != nil {
-			return nil, "", err
-		}
-	}
-	return totals, ds.Stats(), nil
-}
-
-// baselineA is pipeline A in this goroutine: each row group read, scored,
-// filtered (the same predicate, the same Arrow filter kernel) and reduced.
-func baselineA(ctx context.Context, files []string) (map[int64]agg, error) {
-	totals := map[int64]agg{}
-	err := eachRowGroup(ctx, files, func(rec arrow.RecordBatch) error {
-		scored, err := addScore(rec)
-		if err != nil {
-			return err
-		}
-		defer scored.Release()
-		ss, err := column[*array.Int64](scored, "score")
-		if err != nil {
-			return err
-		}
-		mb := array.NewBooleanBuilder(memory.DefaultAllocator)
-		defer mb.Release()
-		mb.Reserve(ss.Len())
-		for i := range ss.Len() {
-			mb.UnsafeAppend(keep(ss.Value(i)))
-		}
-		mask := mb.NewArray()
-		defer mask.Release()
-		kept, err := compute.FilterRecordBatch(ctx, scored, mask, compute.DefaultFilterOptions())
-		if err != nil {
-			return err
-		}
-		defer kept.Release()
-		part, err := partialAgg(kept)
-		if err != nil {
-			return err
-		}
-		defer part.Release()
-		return reduceAgg(totals, part)
-	})
-	return totals, err
-}
-
-// baselineB reads every file into memory, sorts the rows by id with the
-// kernels data.Sort uses (SortIndices, Take) and writes one Parquet file.
-func baselineB(ctx context.Context, files []string, out string) error {
-	var recs []arrow.RecordBatch
-	defer func() {
-		for _, r := range recs {
-			r.Release()
-		}
-	}()
-	if err := eachRowGroup(ctx, files, func(rec arrow.RecordBatch) error {
-		rec.Retain()
-		recs = append(recs, rec)
-		return nil
-	}); err != nil {
-		return err
-	}
-	cols := make([]arrow.Array, len(inputSchema.Fields()))
-	var rows int64
-	for j := range cols {
-		parts := make([]arrow.Array, len(recs))
-		for i, r := range recs {
-			parts[i] = r.Column(j)
-		}
-		c, err := array.Concatenate(parts, memory.DefaultAllocator)
-		if err != nil {
-			return err
-		}
-		cols[j], rows = c, int64(c.Len())
-	}
-	for _, r := range recs {
-		r.Release()
-	}
-	recs = nil
-	all := array.NewRecordBatch(inputSchema, cols, rows)
-	for _, c := range cols {
-		c.Release()
-	}
-	defer all.Release()
-	key := compute.DefaultSortKey()
-	key.ColumnIndex = 0
-	order, err := compute.SortIndicesRecordBatch(ctx, all, []compute.SortKey{key})
-	if err != nil {
-		return err
-	}
-	defer order.Release()
-	sorted := make([]arrow.Array, all.NumCols())
-	for j := range sorted {
-		if sorted[j], err = compute.TakeArray(ctx, all.Column(j), order); err != nil {
-			return err
-		}
-		defer sorted[j].Release()
-	}
-	srec := array.NewRecordBatch(inputSchema, sorted, rows)
-	defer srec.Release()
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(filepath.Join(out, "part-00000.parquet"))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	fw, err := pqarrow.NewFileWriter(inputSchema, struct{ io.Writer }{f},
-		parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy)), pqarrow.DefaultWriterProps())
-	if err != nil {
-		return err
-	}
-	if err := fw.Write(srec); err != nil {
-		_ = fw.Close()
-		return err
-	}
-	if err := fw.Close(); err != nil {
-		return err
-	}
-	return f.Close()
-}
-
-// checkSorted reads dir's Parquet files in name order and reports
-// whether ids ascend across them and the rows are exactly want's.
-func checkSorted(ctx context.Context, dir string, want digest) (bool, error) {
-	files, err := parquetFiles(dir)
-	if err != nil {
-		return false, err
-	}
-	var got digest
-	var prev int64
-	first, sorted := true, true
-	err = eachRowGroup(ctx, files, func(rec arrow.RecordBatch) error {
-		if rec.NumRows() == 0 {
-			return nil
-		}
-		d, last, ok, err := summarize(rec, prev, first)
-		if err != nil {
-			return err
-		}
-		got.add(d)
-		prev, first, sorted = last, false, sorted && ok
-		return nil
-	})
-	if err != nil {
-		return false, err
-	}
-	return sorted && got == want, nil
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -252,18 +253,19 @@ func parquetFiles(dir string) ([]string, error) {
 	return out, nil
 }
 
-// eachRowGroup reads the files' row groups one at a time, in order, and
-// calls fn with each group's records (released after fn returns).
-func eachRowGroup(ctx context.Context, files []string, fn func(arrow.RecordBatch) error) error {
+// eachRowGroup reads the files' row groups one at a time, in order, the
+// columns named (nil: every one), and calls fn with each group's
+// records (released after fn returns).
+func eachRowGroup(ctx context.Context, files []string, columns []string, fn func(arrow.RecordBatch) error) error {
 	for _, path := range files {
-		if err := eachRowGroupOf(ctx, path, fn); err != nil {
+		if err := eachRowGroupOf(ctx, path, columns, fn); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 	}
 	return nil
 }
 
-func eachRowGroupOf(ctx context.Context, path string, fn func(arrow.RecordBatch) error) error {
+func eachRowGroupOf(ctx context.Context, path string, columns []string, fn func(arrow.RecordBatch) error) error {
 	pf, err := file.OpenParquetFile(path, false)
 	if err != nil {
 		return err
@@ -273,9 +275,11 @@ func eachRowGroupOf(ctx context.Context, path string, fn func(arrow.RecordBatch)
 	if err != nil {
 		return err
 	}
-	cols := make([]int, pf.MetaData().Schema.NumColumns()) // every leaf column
-	for i := range cols {
-		cols[i] = i
+	var cols []int // leaf columns (the schema is flat: a leaf per field)
+	for i := range pf.MetaData().Schema.NumColumns() {
+		if columns == nil || slices.Contains(columns, pf.MetaData().Schema.Column(i).Name()) {
+			cols = append(cols, i)
+		}
 	}
 	for rg := range pf.NumRowGroups() {
 		tbl, err := fr.ReadRowGroups(ctx, cols, []int{rg})

@@ -248,21 +248,30 @@ func TestSlowReceiverNeverBlocks(t *testing.T) {
 	_, cancel := slow.Subscribe() // never read
 	defer cancel()
 
-	// Directly: many callbacks return promptly although nothing drains.
+	// Directly: many callbacks return although nothing drains (a
+	// callback that blocked would wait for the receivers forever; how
+	// long they take on a busy machine is not the point, only logged).
 	const n = 10000
 	peer := slow.list.LocalNode() // a template node; renamed below
 	start := time.Now()
-	for i := range n {
-		p := *peer
-		id := ids.NewNodeID()
-		p.Name = id.String()
-		p.Meta = encodeMeta(0, []byte{byte(i)})
-		slow.del.NotifyJoin(&p)
-		slow.del.NotifyUpdate(&p)
-		slow.del.NotifyLeave(&p)
-	}
-	if took := time.Since(start); took > 2*time.Second {
-		t.Errorf("%d callbacks took %v with blocked receivers", 3*n, took)
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		for i := range n {
+			p := *peer
+			id := ids.NewNodeID()
+			p.Name = id.String()
+			p.Meta = encodeMeta(0, []byte{byte(i)})
+			slow.del.NotifyJoin(&p)
+			slow.del.NotifyUpdate(&p)
+			slow.del.NotifyLeave(&p)
+		}
+	}()
+	select {
+	case <-returned:
+		t.Logf("%d callbacks took %v with blocked receivers", 3*n, time.Since(start))
+	case <-time.After(time.Minute):
+		t.Fatalf("%d callbacks did not return within a minute while the receivers were blocked", 3*n)
 	}
 	select {
 	case <-stuck:

@@ -171,7 +171,7 @@ async function refresh() {
   state.busy = true;
   try {
     await loadCluster();
-    const views = { overview: drawOverview, jobs: loadJobs, tasks: loadTasks, actors: loadActors,
+    const views = { overview: drawOverview, jobs: loadJobs, tasks: loadTasks, actors: loadActors, groups: loadGroups,
       memory: drawMemory, timeline: loadTimeline, logs: loadLogs };
     await views[state.view]();
     showError(null);
@@ -320,7 +320,8 @@ async function loadJobs() {
     el("td", { class: "num" + (j.tasks_failed ? " bad" : "") }, fmtNum(j.tasks_failed)),
     el("td", {}, el("a", { href: "#tasks?job=" + (j.driver_job_id || j.job_id) }, "tasks"), " · ",
       el("a", { href: "#timeline?job=" + (j.driver_job_id || j.job_id) }, "timeline"),
-      " · ", el("a", { href: "#actors?job=" + (j.driver_job_id || j.job_id) }, "actors"))));
+      " · ", el("a", { href: "#actors?job=" + (j.driver_job_id || j.job_id) }, "actors"),
+      j.submitted ? [" · ", el("a", { href: "#logs?job=" + j.job_id, class: "job-log" }, "log")] : [])));
   setRows($("jobs-table").tBodies[0], rows, 8, "no jobs yet");
 }
 
@@ -433,6 +434,26 @@ async function loadActors() {
   setRows($("actors-table").tBodies[0], rows, 8, "no actors");
 }
 
+// ---------- placement groups ----------
+
+async function loadGroups() {
+  const v = await api("/api/placement-groups");
+  $("group-counts").replaceChildren(...["created", "pending", "rescheduling", "removed"].map(s =>
+    el("div", { class: "card" + (s === "created" ? " ok" : "") },
+      el("div", { class: "label" }, s), el("div", { class: "value", id: "groups-" + s }, fmtNum(v.counts[s] || 0)))));
+  const rows = v.groups.map(g => el("tr", { "data-group-id": g.placement_group_id, "data-state": g.state },
+    idCell(g.placement_group_id),
+    el("td", {}, g.name ? (g.namespace ? g.namespace + "/" : "") + g.name : el("span", { class: "muted" }, "anonymous")),
+    el("td", {}, g.strategy),
+    el("td", {}, badge(g.state, g.state === "created" ? "alive" : g.state === "removed" ? "dead" : "pending")),
+    el("td", { class: "wrap" }, g.bundles.map((b, i) => el("div", {},
+      Object.keys(b).sort().map(k => k + " " + b[k]).join(", ") + " → ",
+      g.bundle_nodes[i] ? el("a", { href: "#logs?node=" + g.bundle_nodes[i] }, short(g.bundle_nodes[i])) : el("span", { class: "muted" }, "none")))),
+    el("td", { class: "num" }, fmtNum(g.reschedules || 0)),
+    el("td", { class: "wrap" }, g.infeasible ? [badge("infeasible", "dead"), " ", g.reason] : (g.reason || "–"))));
+  setRows($("groups-table").tBodies[0], rows, 7, "no placement groups");
+}
+
 // ---------- memory ----------
 
 function drawMemory() {
@@ -539,6 +560,8 @@ function drawTimeline(v) {
 
 async function loadLogs() {
   const sel = $("log-node");
+  const job = state.params.get("job");
+  if (job) return loadJobLog(job);
   const want = state.params.get("node");
   if (want && [...sel.options].some(o => o.value === want)) sel.value = want;
   if (!sel.value) { $("log-text").textContent = "No live node."; return; }
@@ -547,9 +570,25 @@ async function loadLogs() {
   const pre = $("log-text");
   const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 20;
   pre.dataset.node = sel.value;
+  delete pre.dataset.job;
   pre.dataset.bytes = $("log-bytes").value;
   pre.textContent = v.file ? v.text : "This node has no log file (it was not started by `atoll start` or with node.Config.LogFile).";
   $("log-info").textContent = v.file ? `${v.file} · ${fmtBytes(v.size_bytes)}` + (v.truncated ? " · showing its end" : "") : "";
+  if (atEnd || $("log-follow").checked) pre.scrollTop = pre.scrollHeight;
+}
+
+// A submitted job's log (#logs?job=ID), read from the node that runs
+// its driver.
+async function loadJobLog(job) {
+  const pre = $("log-text");
+  if (!$("log-follow").checked && pre.dataset.job === job && pre.dataset.bytes === $("log-bytes").value) return;
+  const v = await api(`/api/logs/job/${encodeURIComponent(job)}?bytes=${encodeURIComponent($("log-bytes").value)}`);
+  const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 20;
+  pre.dataset.job = job;
+  delete pre.dataset.node;
+  pre.dataset.bytes = $("log-bytes").value;
+  pre.textContent = v.text;
+  $("log-info").textContent = `job ${job.slice(0, 8)} · ${fmtBytes(v.size_bytes)}` + (v.truncated ? " · showing its end" : "") + (v.final ? " · ended" : "");
   if (atEnd || $("log-follow").checked) pre.scrollTop = pre.scrollHeight;
 }
 

@@ -1,0 +1,446 @@
+package expr
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
+)
+
+// Bound is an expression checked against a schema: every column found,
+// every operation typed, every literal converted to the type it is
+// computed in, and a cast inserted wherever operands' types differ.
+// Eval runs it over batches of that schema. A Bound is read-only: one
+// may run in several goroutines at once.
+type Bound struct {
+	expr   Expr
+	root   *bnode
+	schema *arrow.Schema
+}
+
+// bnode is a typed operation.
+type bnode struct {
+	op      string
+	typ     arrow.DataType
+	col     int           // col: its index in the schema
+	sc      scalar.Scalar // lit
+	args    []*bnode
+	set     arrow.Array // is_in: the values, of args[0]'s type
+	pattern string      // contains, starts_with, ends_with
+	hasElse bool        // case
+	exact   bool        // cast: the user's (Cast), which fails on a value that does not convert exactly
+}
+
+// Bind checks e against schema s: the columns it names exist, and the
+// operations get the types they take. Its error is an *Error naming the
+// expression, the part at fault and the column or type.
+func (e Expr) Bind(s *arrow.Schema) (*Bound, error) {
+	b := &binder{root: e, schema: s}
+	root, err := b.bind(e.n, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Bound{expr: e, root: root, schema: s}, nil
+}
+
+// Type is the type of the values the expression makes.
+func (b *Bound) Type() arrow.DataType { return b.root.typ }
+
+// Expr is the expression bound.
+func (b *Bound) Expr() Expr { return b.expr }
+
+// Schema is the schema the expression was bound to.
+func (b *Bound) Schema() *arrow.Schema { return b.schema }
+
+// TypeOf is the type e makes over schema s (Bind's checks).
+func (e Expr) TypeOf(s *arrow.Schema) (arrow.DataType, error) {
+	b, err := e.Bind(s)
+	if err != nil {
+		return nil, err
+	}
+	return b.Type(), nil
+}
+
+type binder struct {
+	root   Expr
+	schema *arrow.Schema
+}
+
+// fail is an *Error about part n.
+func (b *binder) fail(n *node, format string, args ...any) *Error {
+	return &Error{Expr: b.root.String(), Part: Expr{n}.String(), Message: fmt.Sprintf(format, args...)}
+}
+
+// typeFail is an *Error about the type of operand a of n.
+func (b *binder) typeFail(n *node, a *node, t arrow.DataType, want string) *Error {
+	e := b.fail(n, "%s is %s; %s needs %s", Expr{a}.String(), typeName(t), n.op, want)
+	e.Type = typeName(t)
+	if name, ok := (Expr{a}).IsColumn(); ok {
+		e.Column = name
+	}
+	return e
+}
+
+// bind types n; hint is the type a literal n takes (its operand's).
+func (b *binder) bind(n *node, hint arrow.DataType) (*bnode, error) {
+	if n == nil {
+		return nil, &Error{Expr: b.root.String(), Part: "<empty>", Message: "an empty expression"}
+	}
+	if n.err != nil {
+		return nil, b.fail(n, "%v", n.err)
+	}
+	switch n.op {
+	case opCol:
+		idx := b.schema.FieldIndices(n.name)
+		if len(idx) == 0 {
+			var have []string
+			for _, f := range b.schema.Fields() {
+				have = append(have, f.Name)
+			}
+			e := b.fail(n, "no column %q (columns: %s)", n.name, strings.Join(have, ", "))
+			e.Column, e.Columns = n.name, have
+			return nil, e
+		}
+		return &bnode{op: opCol, col: idx[0], typ: b.schema.Field(idx[0]).Type}, nil
+	case opLit:
+		t := n.lit.natural()
+		if hint != nil && !isNull(hint) {
+			t = n.lit.adapt(hint)
+			if n.lit.kind == litNull {
+				t = hint
+			}
+		}
+		sc, err := n.lit.scalarOf(t)
+		if err != nil {
+			return nil, b.fail(n, "%v", err)
+		}
+		return &bnode{op: opLit, sc: sc, typ: t}, nil
+	case opAlias:
+		a, err := b.bind(n.args[0], hint)
+		if err != nil {
+			return nil, err
+		}
+		return a, nil
+	case opAdd, opSub, opMul, opDiv, opMod:
+		l, r, err := b.pair(n)
+		if err != nil {
+			return nil, err
+		}
+		for i, x := range []*bnode{l, r} {
+			if !isNumeric(x.typ) && !isNull(x.typ) {
+				return nil, b.typeFail(n, n.args[i], x.typ, "numbers")
+			}
+		}
+		t, err := b.common(n, l, r)
+		if err != nil {
+			return nil, err
+		}
+		if n.op == opDiv && t.ID() != arrow.FLOAT32 {
+			t = arrow.PrimitiveTypes.Float64
+		}
+		return &bnode{op: n.op, typ: t, args: []*bnode{castTo(l, t), castTo(r, t)}}, nil
+	case opNeg:
+		a, err := b.bind(n.args[0], nil)
+		if err != nil {
+			return nil, err
+		}
+		if !isNumeric(a.typ) || !isSigned(a.typ) {
+			return nil, b.typeFail(n, n.args[0], a.typ, "a signed number")
+		}
+		return &bnode{op: opNeg, typ: a.typ, args: []*bnode{a}}, nil
+	case opEq, opNe, opLt, opLe, opGt, opGe:
+		l, r, err := b.pair(n)
+		if err != nil {
+			return nil, err
+		}
+		t, err := b.common(n, l, r)
+		if err != nil {
+			return nil, err
+		}
+		if isBool(t) {
+			t = arrow.PrimitiveTypes.Uint8 // Arrow orders numbers, not bools: false 0, true 1
+		}
+		return &bnode{op: n.op, typ: arrow.FixedWidthTypes.Boolean, args: []*bnode{castTo(l, t), castTo(r, t)}}, nil
+	case opAnd, opOr:
+		l, err := b.bind(n.args[0], arrow.FixedWidthTypes.Boolean)
+		if err != nil {
+			return nil, err
+		}
+		r, err := b.bind(n.args[1], arrow.FixedWidthTypes.Boolean)
+		if err != nil {
+			return nil, err
+		}
+		for i, x := range []*bnode{l, r} {
+			if !isBool(x.typ) {
+				return nil, b.typeFail(n, n.args[i], x.typ, "bools")
+			}
+		}
+		return &bnode{op: n.op, typ: arrow.FixedWidthTypes.Boolean, args: []*bnode{l, r}}, nil
+	case opNot:
+		a, err := b.bind(n.args[0], arrow.FixedWidthTypes.Boolean)
+		if err != nil {
+			return nil, err
+		}
+		if !isBool(a.typ) {
+			return nil, b.typeFail(n, n.args[0], a.typ, "a bool")
+		}
+		return &bnode{op: opNot, typ: a.typ, args: []*bnode{a}}, nil
+	case opIsNull, opIsNotNull:
+		a, err := b.bind(n.args[0], nil)
+		if err != nil {
+			return nil, err
+		}
+		return &bnode{op: n.op, typ: arrow.FixedWidthTypes.Boolean, args: []*bnode{a}}, nil
+	case opFillNull:
+		l, r, err := b.pair(n)
+		if err != nil {
+			return nil, err
+		}
+		t, err := b.common(n, l, r)
+		if err != nil {
+			return nil, err
+		}
+		return &bnode{op: opFillNull, typ: t, args: []*bnode{castTo(l, t), castTo(r, t)}}, nil
+	case opCast:
+		a, err := b.bind(n.args[0], nil)
+		if err != nil {
+			return nil, err
+		}
+		if n.to == nil || !computable(n.to) || isNull(n.to) {
+			return nil, b.fail(n, "cast to %s: expressions compute with numbers, bool and string", typeName(n.to))
+		}
+		if !computable(a.typ) || !isNull(a.typ) && !arrow.TypeEqual(a.typ, n.to) && !compute.CanCast(a.typ, n.to) {
+			e := b.typeFail(n, n.args[0], a.typ, "a type that converts to "+typeName(n.to))
+			return nil, e
+		}
+		c := castTo(a, n.to)
+		if c.op == opCast {
+			c.exact = true
+		}
+		return c, nil
+	case opContains, opStartsWith, opEndsWith:
+		a, err := b.bind(n.args[0], arrow.BinaryTypes.String)
+		if err != nil {
+			return nil, err
+		}
+		if !isString(a.typ) {
+			return nil, b.typeFail(n, n.args[0], a.typ, "a string")
+		}
+		return &bnode{op: n.op, typ: arrow.FixedWidthTypes.Boolean, args: []*bnode{a}, pattern: n.name}, nil
+	case opIsIn:
+		a, err := b.bind(n.args[0], nil)
+		if err != nil {
+			return nil, err
+		}
+		if !isNumeric(a.typ) && !isString(a.typ) && !isBool(a.typ) {
+			return nil, b.typeFail(n, n.args[0], a.typ, "a number, string or bool")
+		}
+		set, err := b.valueSet(n, a.typ)
+		if err != nil {
+			return nil, err
+		}
+		return &bnode{op: opIsIn, typ: arrow.FixedWidthTypes.Boolean, args: []*bnode{a}, set: set}, nil
+	case opCase:
+		return b.bindCase(n)
+	}
+	return nil, b.fail(n, "unknown operation %q", n.op)
+}
+
+// pair binds a binary operation's operands: a literal takes the type of
+// the other side.
+func (b *binder) pair(n *node) (*bnode, *bnode, error) {
+	a, c := n.args[0], n.args[1]
+	if a.op == opLit && c.op != opLit {
+		r, err := b.bind(c, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		l, err := b.bind(a, r.typ)
+		return l, r, err
+	}
+	l, err := b.bind(a, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := b.bind(c, l.typ)
+	return l, r, err
+}
+
+// common is the type two operands are compared or combined in.
+func (b *binder) common(n *node, l, r *bnode) (arrow.DataType, error) {
+	lt, rt := l.typ, r.typ
+	switch {
+	case isNull(lt) && isNull(rt):
+		return nil, b.fail(n, "both operands are null: cast one to give the operation a type")
+	case isNull(lt):
+		lt = rt
+	case isNull(rt):
+		rt = lt
+	}
+	for i, t := range []arrow.DataType{lt, rt} {
+		if !computable(t) {
+			return nil, b.typeFail(n, n.args[i], t, "numbers, strings or bools")
+		}
+	}
+	switch {
+	case isNumeric(lt) && isNumeric(rt):
+		return commonNumeric(lt, rt), nil
+	case arrow.TypeEqual(lt, rt):
+		return lt, nil
+	}
+	e := b.fail(n, "%s is %s and %s is %s: %s needs two numbers, two strings or two bools", Expr{n.args[0]}, typeName(lt), Expr{n.args[1]}, typeName(rt), n.op)
+	e.Type = typeName(lt) + ", " + typeName(rt)
+	if name, ok := (Expr{n.args[0]}).IsColumn(); ok {
+		e.Column = name
+	} else if name, ok := (Expr{n.args[1]}).IsColumn(); ok {
+		e.Column = name
+	}
+	return nil, e
+}
+
+// castTo converts a to t: a literal now, anything else when evaluated.
+func castTo(a *bnode, t arrow.DataType) *bnode {
+	if arrow.TypeEqual(a.typ, t) {
+		return a
+	}
+	if a.op == opLit {
+		if a.sc == nil || !a.sc.IsValid() {
+			return &bnode{op: opLit, sc: scalar.MakeNullScalar(t), typ: t}
+		}
+		if sc, err := a.sc.CastTo(t); err == nil {
+			return &bnode{op: opLit, sc: sc, typ: t}
+		}
+	}
+	return &bnode{op: opCast, typ: t, args: []*bnode{a}}
+}
+
+// valueSet builds IsIn's values as an array of type t.
+func (b *binder) valueSet(n *node, t arrow.DataType) (arrow.Array, error) {
+	bld := array.NewBuilder(memory.DefaultAllocator, t)
+	defer bld.Release()
+	for _, l := range n.set {
+		if l.kind == litNull {
+			return nil, b.fail(n, "a null value: IsIn matches values (use IsNull for nulls)")
+		}
+		sc, err := l.scalarOf(l.adapt(t))
+		if err == nil && !arrow.TypeEqual(sc.DataType(), t) {
+			sc, err = l.scalarOf(t)
+		}
+		if err == nil {
+			err = appendScalar(bld, sc)
+		}
+		if err != nil {
+			return nil, b.fail(n, "the value %s: %v", l, err)
+		}
+	}
+	return bld.NewArray(), nil
+}
+
+// appendScalar appends sc to a builder of its type.
+func appendScalar(bld array.Builder, sc scalar.Scalar) error {
+	if !sc.IsValid() {
+		bld.AppendNull()
+		return nil
+	}
+	switch s := sc.(type) {
+	case *scalar.Int8:
+		bld.(*array.Int8Builder).Append(s.Value)
+	case *scalar.Int16:
+		bld.(*array.Int16Builder).Append(s.Value)
+	case *scalar.Int32:
+		bld.(*array.Int32Builder).Append(s.Value)
+	case *scalar.Int64:
+		bld.(*array.Int64Builder).Append(s.Value)
+	case *scalar.Uint8:
+		bld.(*array.Uint8Builder).Append(s.Value)
+	case *scalar.Uint16:
+		bld.(*array.Uint16Builder).Append(s.Value)
+	case *scalar.Uint32:
+		bld.(*array.Uint32Builder).Append(s.Value)
+	case *scalar.Uint64:
+		bld.(*array.Uint64Builder).Append(s.Value)
+	case *scalar.Float32:
+		bld.(*array.Float32Builder).Append(s.Value)
+	case *scalar.Float64:
+		bld.(*array.Float64Builder).Append(s.Value)
+	case *scalar.String:
+		bld.(*array.StringBuilder).Append(string(s.Data()))
+	case *scalar.Boolean:
+		bld.(*array.BooleanBuilder).Append(s.Value)
+	default:
+		return fmt.Errorf("a %s value", typeName(sc.DataType()))
+	}
+	return nil
+}
+
+// bindCase types a conditional: bool conditions, values of one type.
+func (b *binder) bindCase(n *node) (*bnode, error) {
+	out := &bnode{op: opCase, hasElse: n.hasElse}
+	var valNodes []*node
+	// values that are not literals decide the type literals take
+	var t arrow.DataType
+	for i, a := range n.args {
+		isVal := i%2 == 1 || n.hasElse && i == len(n.args)-1
+		if !isVal || a.op == opLit {
+			continue
+		}
+		v, err := b.bind(a, nil)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case t == nil || isNull(t):
+			t = v.typ
+		case isNumeric(t) && isNumeric(v.typ):
+			t = commonNumeric(t, v.typ)
+		case isNull(v.typ):
+		case !arrow.TypeEqual(t, v.typ):
+			return nil, b.typeFail(n, a, v.typ, "values of one type ("+typeName(t)+")")
+		}
+	}
+	for i, a := range n.args {
+		isVal := i%2 == 1 || n.hasElse && i == len(n.args)-1
+		if !isVal {
+			c, err := b.bind(a, arrow.FixedWidthTypes.Boolean)
+			if err != nil {
+				return nil, err
+			}
+			if !isBool(c.typ) && !isNull(c.typ) {
+				return nil, b.typeFail(n, a, c.typ, "bool conditions")
+			}
+			out.args = append(out.args, castTo(c, arrow.FixedWidthTypes.Boolean))
+			continue
+		}
+		v, err := b.bind(a, t)
+		if err != nil {
+			return nil, err
+		}
+		if t == nil || isNull(t) {
+			t = v.typ
+		} else if isNumeric(t) && isNumeric(v.typ) {
+			t = commonNumeric(t, v.typ)
+		} else if !isNull(v.typ) && !arrow.TypeEqual(t, v.typ) {
+			return nil, b.typeFail(n, a, v.typ, "values of one type ("+typeName(t)+")")
+		}
+		valNodes = append(valNodes, a)
+		out.args = append(out.args, v)
+	}
+	if t == nil || isNull(t) {
+		return nil, b.fail(n, "every value is null: cast one to give the conditional a type")
+	}
+	if !computable(t) {
+		return nil, b.typeFail(n, valNodes[0], t, "numbers, strings or bools")
+	}
+	for i, a := range out.args {
+		isVal := i%2 == 1 || n.hasElse && i == len(out.args)-1
+		if isVal {
+			out.args[i] = castTo(a, t)
+		}
+	}
+	out.typ = t
+	return out, nil
+}

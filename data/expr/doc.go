@@ -1,0 +1,60 @@
+// Package expr is the expression language of package data (Polars' and
+// Ray Data's col/lit expressions): conditions, computed columns and
+// aggregations written as values, checked against a schema before
+// anything runs, evaluated over whole Arrow batches with compute
+// kernels, and sent to worker processes inside a task's spec with
+// nothing registered.
+//
+//	price := expr.Col("price").Mul(expr.Col("qty"))
+//	ds.Filter(price.Gt(100).And(expr.Col("country").IsIn("FR", "DE")))
+//	ds.WithColumn("band", expr.When(price.Lt(10)).Then("low").Otherwise("high"))
+//	ds.GroupBy("country").Aggregate(expr.Count(), price.Sum().As("revenue"))
+//
+// An operand is an Expr or a Go literal (Lit): Gt(100) is Gt(Lit(100)).
+//
+// # Types
+//
+// Expressions compute with the integer types, float32 and float64, bool
+// and string (Arrow utf8); a column of another type can be selected,
+// renamed and tested for null. Bind types every operation against a
+// schema: arithmetic and comparison operands are converted to a common
+// type (the wider integer; int64 for a signed and an unsigned one mixed;
+// float64 beside a float, float32 only with float32 or integers of up to
+// 16 bits); a Go int literal takes its operand's integer type when it
+// fits, a float64 literal a float operand's type. Div is a float
+// division; Mod keeps the sign of the dividend, and an integer remainder
+// by zero is null. Integers wrap on overflow (Go's arithmetic). A column
+// that does not exist, or an operand of a type an operation does not
+// take, is an *Error naming the expression, the part at fault and the
+// column or type; it matches atoll.ErrInvalidArgument.
+//
+// # Nulls
+//
+// Arithmetic, comparisons, casts, string predicates and IsIn are null
+// where an operand is; And and Or follow three-valued logic (false AND
+// null is false, true OR null is true); IsNull and IsNotNull are never
+// null; FillNull replaces nulls; a conditional's null condition counts
+// as false. A filter keeps the rows its condition is true for.
+//
+// # Evaluation
+//
+// Bound.Eval runs one Arrow compute kernel per operation over the whole
+// batch (add_unchecked, multiply_unchecked, less, and_kleene, is_in,
+// cast...) or, where arrow-go has none, a loop of this package over the
+// arrays' buffers (mod, fill_null, conditionals, contains, starts_with,
+// ends_with): no Go call per row. A cast that does not convert exactly (a
+// fraction into an integer, an overflow, a string that is no number)
+// fails the evaluation.
+//
+// # Statistics
+//
+// MayMatch judges a condition against a chunk's column statistics
+// (minimum, maximum, null count): package data skips the Parquet row
+// groups whose statistics rule out a filter's condition.
+//
+// # Wire
+//
+// Proto and FromProto turn an expression into an atollpb.DataExpr and
+// back; FromProto checks the message's shape and bounds (nesting, size)
+// and fails with a MalformedError.
+package expr

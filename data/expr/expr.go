@@ -1,0 +1,390 @@
+package expr
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// Expr is an expression over the columns of a batch: a column, a
+// literal, or an operation of expressions. The zero Expr is invalid
+// (binding it fails). Exprs are immutable values: every method returns
+// a new one.
+type Expr struct{ n *node }
+
+// The operations, as they are named on the wire and in errors.
+const (
+	opCol        = "col"
+	opLit        = "lit"
+	opAdd        = "add"
+	opSub        = "sub"
+	opMul        = "mul"
+	opDiv        = "div"
+	opMod        = "mod"
+	opNeg        = "neg"
+	opEq         = "eq"
+	opNe         = "ne"
+	opLt         = "lt"
+	opLe         = "le"
+	opGt         = "gt"
+	opGe         = "ge"
+	opAnd        = "and"
+	opOr         = "or"
+	opNot        = "not"
+	opIsNull     = "is_null"
+	opIsNotNull  = "is_not_null"
+	opFillNull   = "fill_null"
+	opCast       = "cast"
+	opContains   = "contains"
+	opStartsWith = "starts_with"
+	opEndsWith   = "ends_with"
+	opIsIn       = "is_in"
+	opCase       = "case"
+	opAlias      = "alias"
+)
+
+// node is one operation. Its fields are set by the constructors and
+// never changed after.
+type node struct {
+	op      string
+	name    string // col: the column; alias: the name; string predicates: the pattern
+	lit     literal
+	args    []*node // operands in order; case: cond, value, cond, value, ..., [else]
+	to      arrow.DataType
+	set     []literal // is_in
+	hasElse bool      // case
+	err     error     // a constructor's argument that is not an expression or a literal
+}
+
+// Col refers to the column name.
+func Col(name string) Expr { return Expr{&node{op: opCol, name: name}} }
+
+// Lit is a literal: nil (null), bool, string, an integer or a float of
+// a Go type. A Go int (an untyped constant such as 100) and a float64
+// take the type of the operand they meet (100 compared with an int32
+// column is an int32; 1.5 added to an int64 column makes both float64);
+// the other sized types (int32, uint8, float32...) keep theirs.
+func Lit(v any) Expr {
+	l, err := literalOf(v)
+	if err != nil {
+		return Expr{&node{op: opLit, err: err}}
+	}
+	return Expr{&node{op: opLit, lit: l}}
+}
+
+// operand makes an expression of x: an Expr, or a literal (Lit).
+func operand(x any) *node {
+	switch v := x.(type) {
+	case Expr:
+		if v.n == nil {
+			return &node{op: opLit, err: fmt.Errorf("an empty Expr")}
+		}
+		return v.n
+	case *Expr:
+		if v == nil || v.n == nil {
+			return &node{op: opLit, err: fmt.Errorf("an empty Expr")}
+		}
+		return v.n
+	}
+	return Lit(x).n
+}
+
+func (e Expr) node() *node {
+	if e.n == nil {
+		return &node{op: opLit, err: fmt.Errorf("an empty Expr")}
+	}
+	return e.n
+}
+
+func (e Expr) unary(op string) Expr { return Expr{&node{op: op, args: []*node{e.node()}}} }
+
+func (e Expr) binary(op string, x any) Expr {
+	return Expr{&node{op: op, args: []*node{e.node(), operand(x)}}}
+}
+
+// Add is e + x (x an Expr or a literal); integers wrap on overflow.
+func (e Expr) Add(x any) Expr { return e.binary(opAdd, x) }
+
+// Sub is e - x.
+func (e Expr) Sub(x any) Expr { return e.binary(opSub, x) }
+
+// Mul is e * x.
+func (e Expr) Mul(x any) Expr { return e.binary(opMul, x) }
+
+// Div is e / x as a floating-point division: float64 (float32 when both
+// are float32); a division by zero gives ±Inf or NaN.
+func (e Expr) Div(x any) Expr { return e.binary(opDiv, x) }
+
+// Mod is the remainder of e / x, with the sign of e (Go's and SQL's %);
+// an integer remainder by zero is null.
+func (e Expr) Mod(x any) Expr { return e.binary(opMod, x) }
+
+// Neg is -e (a signed number).
+func (e Expr) Neg() Expr { return e.unary(opNeg) }
+
+// Eq is e == x: a bool, null when either side is null.
+func (e Expr) Eq(x any) Expr { return e.binary(opEq, x) }
+
+// Ne is e != x.
+func (e Expr) Ne(x any) Expr { return e.binary(opNe, x) }
+
+// Lt is e < x.
+func (e Expr) Lt(x any) Expr { return e.binary(opLt, x) }
+
+// Le is e <= x.
+func (e Expr) Le(x any) Expr { return e.binary(opLe, x) }
+
+// Gt is e > x.
+func (e Expr) Gt(x any) Expr { return e.binary(opGt, x) }
+
+// Ge is e >= x.
+func (e Expr) Ge(x any) Expr { return e.binary(opGe, x) }
+
+// And is e AND x in three-valued logic (SQL's, Kleene's): false if
+// either is false, else null if either is null.
+func (e Expr) And(x any) Expr { return e.binary(opAnd, x) }
+
+// Or is e OR x in three-valued logic: true if either is true, else null
+// if either is null.
+func (e Expr) Or(x any) Expr { return e.binary(opOr, x) }
+
+// Not is NOT e (null stays null).
+func (e Expr) Not() Expr { return e.unary(opNot) }
+
+// IsNull is whether e is null (never null itself).
+func (e Expr) IsNull() Expr { return e.unary(opIsNull) }
+
+// IsNotNull is whether e is not null.
+func (e Expr) IsNotNull() Expr { return e.unary(opIsNotNull) }
+
+// FillNull is e, or x where e is null (SQL's COALESCE(e, x)).
+func (e Expr) FillNull(x any) Expr { return e.binary(opFillNull, x) }
+
+// Cast converts e to type t (a number, bool or string type); a value
+// that does not convert exactly (an overflow, a fraction into an
+// integer, a string that is not a number) fails the evaluation, but an
+// integer into a float rounds as Go's conversion does.
+func (e Expr) Cast(t arrow.DataType) Expr {
+	return Expr{&node{op: opCast, args: []*node{e.node()}, to: t}}
+}
+
+// Contains is whether the string e contains s.
+func (e Expr) Contains(s string) Expr {
+	return Expr{&node{op: opContains, name: s, args: []*node{e.node()}}}
+}
+
+// StartsWith is whether the string e starts with s.
+func (e Expr) StartsWith(s string) Expr {
+	return Expr{&node{op: opStartsWith, name: s, args: []*node{e.node()}}}
+}
+
+// EndsWith is whether the string e ends with s.
+func (e Expr) EndsWith(s string) Expr {
+	return Expr{&node{op: opEndsWith, name: s, args: []*node{e.node()}}}
+}
+
+// IsIn is whether e equals one of values (literals of e's type); null
+// when e is null.
+func (e Expr) IsIn(values ...any) Expr {
+	n := &node{op: opIsIn, args: []*node{e.node()}}
+	for _, v := range values {
+		l, err := literalOf(v)
+		if err != nil {
+			n.err = err
+			break
+		}
+		n.set = append(n.set, l)
+	}
+	return Expr{n}
+}
+
+// As names e: the column it makes in SelectExprs, or an aggregation's
+// input name.
+func (e Expr) As(name string) Expr {
+	return Expr{&node{op: opAlias, name: name, args: []*node{e.node()}}}
+}
+
+// When starts a conditional: When(c1).Then(v1).When(c2).Then(v2).Otherwise(v3)
+// is v1 where c1 is true, else v2 where c2 is true, else v3 (a null
+// condition counts as false, as in SQL's CASE).
+func When(cond any) Case { return Case{conds: []*node{operand(cond)}} }
+
+// Case is a conditional being built (When).
+type Case struct {
+	conds, vals []*node
+}
+
+// Then gives the value of the last When's condition.
+func (c Case) Then(v any) Case {
+	nc := Case{conds: c.conds, vals: append(append([]*node(nil), c.vals...), operand(v))}
+	return nc
+}
+
+// When adds a condition, tried after the ones before.
+func (c Case) When(cond any) Case {
+	return Case{conds: append(append([]*node(nil), c.conds...), operand(cond)), vals: c.vals}
+}
+
+// Otherwise ends the conditional with the value where no condition is
+// true.
+func (c Case) Otherwise(v any) Expr { return c.build(operand(v)) }
+
+// End ends the conditional with null where no condition is true.
+func (c Case) End() Expr { return c.build(nil) }
+
+func (c Case) build(els *node) Expr {
+	n := &node{op: opCase}
+	if len(c.conds) != len(c.vals) {
+		n.err = fmt.Errorf("a When without its Then")
+		return Expr{n}
+	}
+	for i := range c.conds {
+		n.args = append(n.args, c.conds[i], c.vals[i])
+	}
+	if els != nil {
+		n.args, n.hasElse = append(n.args, els), true
+	}
+	return Expr{n}
+}
+
+// Columns returns the columns e refers to, each once, in the order
+// they first appear.
+func (e Expr) Columns() []string {
+	var out []string
+	seen := map[string]bool{}
+	var walk func(*node)
+	walk = func(n *node) {
+		if n == nil {
+			return
+		}
+		if n.op == opCol && !seen[n.name] {
+			seen[n.name] = true
+			out = append(out, n.name)
+		}
+		for _, a := range n.args {
+			walk(a)
+		}
+	}
+	walk(e.n)
+	return out
+}
+
+// Name is the name of the column e makes: its alias (As), else the
+// column it is (Col), else its text (String).
+func (e Expr) Name() string {
+	switch {
+	case e.n == nil:
+		return ""
+	case e.n.op == opAlias, e.n.op == opCol:
+		return e.n.name
+	}
+	return e.String()
+}
+
+// IsColumn reports whether e is a column reference (possibly renamed
+// with As), and which.
+func (e Expr) IsColumn() (string, bool) {
+	n := e.n
+	for n != nil && n.op == opAlias {
+		n = n.args[0]
+	}
+	if n != nil && n.op == opCol {
+		return n.name, true
+	}
+	return "", false
+}
+
+var infix = map[string]string{opAdd: "+", opSub: "-", opMul: "*", opDiv: "/", opMod: "%", opEq: "==", opNe: "!=",
+	opLt: "<", opLe: "<=", opGt: ">", opGe: ">=", opAnd: "&&", opOr: "||"}
+
+// String writes e in the form its constructors read: col("price") * 2 > 100
+// as (col("price") * 2) > 100.
+func (e Expr) String() string {
+	var b strings.Builder
+	writeNode(&b, e.n, true)
+	return b.String()
+}
+
+func writeNode(b *strings.Builder, n *node, top bool) {
+	if n == nil {
+		b.WriteString("<empty>")
+		return
+	}
+	if n.err != nil {
+		fmt.Fprintf(b, "<%v>", n.err)
+		return
+	}
+	if sym, ok := infix[n.op]; ok {
+		if !top {
+			b.WriteByte('(')
+		}
+		writeNode(b, n.args[0], false)
+		b.WriteString(" " + sym + " ")
+		writeNode(b, n.args[1], false)
+		if !top {
+			b.WriteByte(')')
+		}
+		return
+	}
+	switch n.op {
+	case opCol:
+		b.WriteString("col(" + strconv.Quote(n.name) + ")")
+	case opLit:
+		b.WriteString(n.lit.String())
+	case opNeg:
+		b.WriteByte('-')
+		writeNode(b, n.args[0], false)
+	case opNot:
+		b.WriteByte('!')
+		writeNode(b, n.args[0], false)
+	case opCast:
+		writeNode(b, n.args[0], false)
+		fmt.Fprintf(b, ".cast(%s)", typeName(n.to))
+	case opContains, opStartsWith, opEndsWith:
+		writeNode(b, n.args[0], false)
+		fmt.Fprintf(b, ".%s(%s)", n.op, strconv.Quote(n.name))
+	case opIsIn:
+		writeNode(b, n.args[0], false)
+		b.WriteString(".is_in([")
+		for i, l := range n.set {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(l.String())
+		}
+		b.WriteString("])")
+	case opAlias:
+		writeNode(b, n.args[0], false)
+		fmt.Fprintf(b, ".as(%s)", strconv.Quote(n.name))
+	case opCase:
+		pairs := len(n.args) / 2
+		for i := range pairs {
+			if i == 0 {
+				b.WriteString("when(")
+			} else {
+				b.WriteString(".when(")
+			}
+			writeNode(b, n.args[2*i], true)
+			b.WriteString(").then(")
+			writeNode(b, n.args[2*i+1], true)
+			b.WriteByte(')')
+		}
+		if n.hasElse {
+			b.WriteString(".otherwise(")
+			writeNode(b, n.args[len(n.args)-1], true)
+			b.WriteByte(')')
+		}
+	default: // is_null, is_not_null, fill_null
+		writeNode(b, n.args[0], false)
+		b.WriteString("." + n.op + "(")
+		for i, a := range n.args[1:] {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writeNode(b, a, true)
+		}
+		b.WriteByte(')')
+	}
+}

@@ -1,0 +1,229 @@
+package data_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/data"
+	"github.com/atoll-runtime/atoll/data/expr"
+)
+
+var col = expr.Col
+
+// Filter, WithColumn, SelectExprs and aggregations over expressions,
+// against the same computed in Go.
+func TestExpressionOperations(t *testing.T) {
+	ctx := start(t)
+	ds := data.Range(1000).
+		WithColumn("x", col("id").Mul(3).Mod(7)).
+		Filter(col("x").Gt(3).And(col("id").Lt(900))).
+		SelectExprs(col("id"), col("x").Cast(arrow.PrimitiveTypes.Float64).Div(2).As("half"),
+			expr.When(col("id").Mod(2).Eq(0)).Then("even").Otherwise("odd").As("parity"))
+	rows, err := ds.TakeAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for id := range int64(900) {
+		if x := id * 3 % 7; x > 3 {
+			want = append(want, fmt.Sprintf("%d %g %s", id, float64(x)/2, map[bool]string{true: "even", false: "odd"}[id%2 == 0]))
+		}
+	}
+	var got []string
+	for _, r := range rows {
+		got = append(got, fmt.Sprintf("%d %g %s", r["id"], r["half"], r["parity"]))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %d rows %v..., want %d %v...", len(got), head(got), len(want), head(want))
+	}
+	s, err := ds.Schema(ctx)
+	if err != nil || s.String() != arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "half", Type: arrow.PrimitiveTypes.Float64, Nullable: true}, {Name: "parity", Type: arrow.BinaryTypes.String, Nullable: true}}, nil).String() {
+		t.Fatalf("schema %v, %v", s, err)
+	}
+
+	agg := data.Range(1000).WithColumn("k", col("id").Mod(10)).GroupBy("k").
+		Aggregate(data.Count(), col("id").Mul(2).Sum().As("s2"), col("id").Gt(500).Cast(arrow.PrimitiveTypes.Int64).Sum().As("big"),
+			expr.When(col("id").Lt(100)).Then(col("id")).End().Count().As("small"), col("id").Max())
+	rows, err = agg.Sort("k").TakeAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 10 {
+		t.Fatalf("%d groups", len(rows))
+	}
+	for _, r := range rows {
+		k := r["k"].(int64)
+		var s2, big, small int64
+		for id := k; id < 1000; id += 10 {
+			s2 += 2 * id
+			if id > 500 {
+				big++
+			}
+			if id < 100 {
+				small++
+			}
+		}
+		if r["count()"] != int64(100) || r["s2"] != s2 || r["big"] != big || r["small"] != small || r["max(id)"] != 990+k {
+			t.Errorf("group %d: %v, want s2 %d big %d small %d", k, r, s2, big, small)
+		}
+	}
+}
+
+func head(s []string) []string { return s[:min(3, len(s))] }
+
+// A plan that does not fit its schema fails before any task runs, with
+// an error naming the column or the type.
+func TestExpressionErrorsAtPlanTime(t *testing.T) {
+	ctx := start(t)
+	items, err := data.FromItems(ctx, []struct {
+		ID   int64
+		Name string
+	}{{1, "a"}, {2, "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		ds     *data.Dataset
+		column string
+		typ    string
+	}{
+		"typo":          {items.Filter(col("Nmae").Eq("a")), "Nmae", ""},
+		"string plus 1": {items.WithColumn("n", col("Name").Add(1)), "Name", "string"},
+		"not a bool":    {items.Filter(col("ID").Add(1)), "", "int64"},
+		"sum of text":   {items.GroupBy("ID").Aggregate(col("Name").Sum()), "Name", "utf8"},
+		"late typo":     {items.WithColumn("x", col("ID").Mul(2)).Filter(col("y").Gt(1)), "y", ""},
+	} {
+		_, err := c.ds.Count(ctx)
+		var ee *expr.Error
+		var ce *data.ColumnError
+		switch {
+		case errors.As(err, &ee):
+			if ee.Column != c.column || ee.Type != c.typ {
+				t.Errorf("%s: %v (%+v), want column %q type %q", name, err, ee, c.column, c.typ)
+			}
+		case errors.As(err, &ce):
+			if ce.Column != c.column || ce.Type != c.typ {
+				t.Errorf("%s: %v (%+v), want column %q type %q", name, err, ce, c.column, c.typ)
+			}
+		default:
+			t.Errorf("%s: %v, want an *expr.Error or a *data.ColumnError", name, err)
+		}
+		if !errors.Is(err, atoll.ErrInvalidArgument) || errors.Is(err, atoll.ErrTask) {
+			t.Errorf("%s: %v: want an ErrInvalidArgument from the plan, not a task's", name, err)
+		}
+		if st := c.ds.Stats(); st != "" {
+			t.Errorf("%s: stages ran:\n%s", name, st)
+		}
+	}
+}
+
+// An expression that fails in a task (a cast of text that is no number)
+// names itself and its operation.
+func TestExpressionFailsInTask(t *testing.T) {
+	ctx := start(t)
+	items, err := data.FromItems(ctx, []struct{ S string }{{"1"}, {"x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = items.WithColumn("n", col("S").Cast(arrow.PrimitiveTypes.Int64)).Count(ctx)
+	var fe *data.FunctionError
+	if !errors.As(err, &fe) || fe.Op != "with_column" || fe.Func != `col("S").cast(int64)` || !errors.Is(err, atoll.ErrTask) {
+		t.Fatalf("%v, FunctionError %+v", err, fe)
+	}
+}
+
+// writeGroups writes a Parquet file of groups row groups of 100 rows:
+// id (0..), key (id / 100), name, and a 200-byte payload.
+func writeGroups(t *testing.T, path string, groups int) {
+	t.Helper()
+	s := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "key", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "name", Type: arrow.BinaryTypes.String}, {Name: "payload", Type: arrow.BinaryTypes.String}}, nil)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, err := pqarrow.NewFileWriter(s, f, nil, pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g := range groups {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, s)
+		for i := range 100 {
+			id := int64(g*100 + i)
+			b.Field(0).(*array.Int64Builder).Append(id)
+			b.Field(1).(*array.Int64Builder).Append(id / 100)
+			b.Field(2).(*array.StringBuilder).Append(fmt.Sprintf("n%04d", id))
+			b.Field(3).(*array.StringBuilder).Append(strings.Repeat("p", 200))
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		if err := fw.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	if n := pf.NumRowGroups(); n != groups {
+		t.Fatalf("%d row groups written, want %d", n, groups)
+	}
+}
+
+// A Parquet read takes only the columns the plan uses, and no row group
+// whose statistics rule out the filter; Stats says so.
+func TestParquetPushdown(t *testing.T) {
+	ctx := start(t)
+	path := filepath.Join(t.TempDir(), "t.parquet")
+	writeGroups(t, path, 4)
+	ds := data.ReadParquet(path).Filter(col("id").Ge(250).And(col("name").StartsWith("n0"))).
+		WithColumn("k2", col("key").Mul(2)).SelectExprs(col("id"), col("k2"))
+	rows, err := ds.TakeAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 150 || rows[0]["id"] != int64(250) || rows[0]["k2"] != int64(4) || len(rows[0]) != 2 {
+		t.Fatalf("%d rows, first %v", len(rows), rows[0])
+	}
+	st := ds.Stats()
+	for _, want := range []string{"columns id, key, name (3 of 4)", "row groups 2 read, 2 skipped by statistics",
+		`Pushed down: (col("id") >= 250) && col("name").starts_with("n0")`} {
+		if !strings.Contains(st, want) {
+			t.Errorf("stats lack %q:\n%s", want, st)
+		}
+	}
+	// nothing to skip by: every row group, every column
+	all := data.ReadParquet(path).FilterFunc(even)
+	if n, err := all.Count(ctx); err != nil || n != 200 {
+		t.Fatalf("%d rows, %v", n, err)
+	}
+	if st := all.Stats(); !strings.Contains(st, "columns every column; row groups 4 read, 0 skipped") {
+		t.Errorf("stats:\n%s", st)
+	}
+	// a WithColumn over a file's column: its filter is not pushed down
+	over := data.ReadParquet(path).WithColumn("id", col("id").Neg()).Filter(col("id").Lt(-250))
+	if n, err := over.Count(ctx); err != nil || n != 149 {
+		t.Fatalf("%d rows, %v", n, err)
+	}
+	if st := over.Stats(); !strings.Contains(st, "row groups 4 read, 0 skipped") {
+		t.Errorf("stats:\n%s", st)
+	}
+}

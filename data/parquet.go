@@ -1,0 +1,316 @@
+package data
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/data/expr"
+)
+
+// Parquet reads. The driver reads every file's footer when the dataset
+// is planned: the schema (the first file's), a read task per row group,
+// and the pushdown: the task reads only the columns the plan uses, and a
+// row group whose column statistics rule out a pushed-down condition
+// (expr.MayMatch) gets no task. Stats report both (readInfo).
+
+// parquetFile is one file's footer as the driver reads it.
+type parquetFile struct {
+	path     string
+	md       *metadata.FileMetaData
+	manifest *pqarrow.SchemaManifest
+	schema   *arrow.Schema
+}
+
+// openParquet reads the footers of the Parquet files under paths.
+func openParquet(paths []string) ([]parquetFile, error) {
+	names, err := listFiles(paths, ".parquet")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]parquetFile, 0, len(names))
+	for _, n := range names {
+		f, err := openParquetFile(n)
+		if err != nil {
+			return nil, fmt.Errorf("%w: data: %s: %v", atoll.ErrInvalidArgument, n, err)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func openParquetFile(path string) (parquetFile, error) {
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return parquetFile{}, err
+	}
+	defer pf.Close()
+	md := pf.MetaData()
+	props := pqarrow.ArrowReadProperties{}
+	man, err := pqarrow.NewSchemaManifest(md.Schema, md.KeyValueMetadata(), &props)
+	if err != nil {
+		return parquetFile{}, err
+	}
+	s, err := pqarrow.FromParquet(md.Schema, &props, md.KeyValueMetadata())
+	if err != nil {
+		return parquetFile{}, err
+	}
+	return parquetFile{path: path, md: md, manifest: man, schema: s}, nil
+}
+
+// leaves returns the leaf columns of the top-level fields named cols
+// (nil: every leaf), in the file's order.
+func (f *parquetFile) leaves(cols []string) ([]int, error) {
+	var out []int
+	var walk func(sf *pqarrow.SchemaField)
+	walk = func(sf *pqarrow.SchemaField) {
+		if sf.IsLeaf() {
+			out = append(out, sf.ColIndex)
+		}
+		for i := range sf.Children {
+			walk(&sf.Children[i])
+		}
+	}
+	if cols == nil {
+		for i := range f.manifest.Fields {
+			walk(&f.manifest.Fields[i])
+		}
+		return out, nil
+	}
+	want := map[string]bool{}
+	for _, c := range cols {
+		want[c] = true
+	}
+	found := 0
+	for i := range f.manifest.Fields {
+		if want[f.manifest.Fields[i].Field.Name] {
+			walk(&f.manifest.Fields[i])
+			found++
+		}
+	}
+	if found < len(want) {
+		for _, c := range cols {
+			if len(f.schema.FieldIndices(c)) == 0 {
+				return nil, fmt.Errorf("%w (in %s)", unknownColumn(c, f.schema), f.path)
+			}
+		}
+	}
+	return out, nil
+}
+
+// columnStats is what row group rg records of the top-level field name:
+// false when the field is not one leaf column with statistics of a
+// type expressions compare.
+func (f *parquetFile) columnStats(rg int, name string) (expr.ColumnStats, bool) {
+	var sf *pqarrow.SchemaField
+	for i := range f.manifest.Fields {
+		if f.manifest.Fields[i].Field.Name == name {
+			sf = &f.manifest.Fields[i]
+			break
+		}
+	}
+	if sf == nil || !sf.IsLeaf() {
+		return expr.ColumnStats{}, false
+	}
+	rgm := f.md.RowGroup(rg)
+	cc, err := rgm.ColumnChunk(sf.ColIndex)
+	if err != nil {
+		return expr.ColumnStats{}, false
+	}
+	if set, err := cc.StatsSet(); err != nil || !set {
+		return expr.ColumnStats{}, false
+	}
+	st, err := cc.Statistics()
+	if err != nil || st == nil {
+		return expr.ColumnStats{}, false
+	}
+	t := sf.Field.Type
+	out := expr.ColumnStats{Rows: rgm.NumRows(), Nulls: -1, Type: t}
+	if st.HasNullCount() {
+		out.Nulls = st.NullCount()
+	}
+	if !st.HasMinMax() {
+		return out, true
+	}
+	unsigned := t.ID() == arrow.UINT8 || t.ID() == arrow.UINT16 || t.ID() == arrow.UINT32 || t.ID() == arrow.UINT64
+	switch s := st.(type) {
+	case *metadata.Int32Statistics:
+		if !isIntType(t) {
+			return out, true
+		}
+		if unsigned {
+			out.Min, out.Max = uint64(uint32(s.Min())), uint64(uint32(s.Max()))
+		} else {
+			out.Min, out.Max = int64(s.Min()), int64(s.Max())
+		}
+	case *metadata.Int64Statistics:
+		if !isIntType(t) {
+			return out, true
+		}
+		if unsigned {
+			out.Min, out.Max = uint64(s.Min()), uint64(s.Max())
+		} else {
+			out.Min, out.Max = s.Min(), s.Max()
+		}
+	case *metadata.Float32Statistics:
+		out.Min, out.Max = float64(s.Min()), float64(s.Max())
+	case *metadata.Float64Statistics:
+		out.Min, out.Max = s.Min(), s.Max()
+	case *metadata.BooleanStatistics:
+		out.Min, out.Max = s.Min(), s.Max()
+	case *metadata.ByteArrayStatistics:
+		if t.ID() != arrow.STRING {
+			return out, true
+		}
+		out.Min, out.Max = string(s.Min()), string(s.Max())
+	}
+	return out, true
+}
+
+func isIntType(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
+		return true
+	}
+	return false
+}
+
+// readInfo is what a read stage reads: its columns, its row groups and
+// the bytes of their column chunks, against what the files hold.
+type readInfo struct {
+	columns                   []string // read; nil: every one
+	allColumns                int
+	groupsRead, groupsSkipped int
+	bytesRead, bytesAll       int64 // compressed column chunks
+	filters                   []string
+}
+
+func (ri *readInfo) format(b *strings.Builder) {
+	cols := "every column"
+	if ri.columns != nil {
+		cols = fmt.Sprintf("%s (%d of %d)", strings.Join(ri.columns, ", "), len(ri.columns), ri.allColumns)
+	}
+	fmt.Fprintf(b, "* Read: columns %s; row groups %d read, %d skipped by statistics; %s of %s of column chunks\n",
+		cols, ri.groupsRead, ri.groupsSkipped, mb(ri.bytesRead), mb(ri.bytesAll))
+	if len(ri.filters) > 0 {
+		fmt.Fprintf(b, "* Pushed down: %s\n", strings.Join(ri.filters, " && "))
+	}
+}
+
+func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
+
+// parquetUnits lists a read task per row group that the pushdown's
+// conditions do not rule out, reading its columns.
+func parquetUnits(files []parquetFile, p pushdown) ([]readUnit, *readInfo, error) {
+	info := &readInfo{columns: p.columns}
+	for _, e := range p.filters {
+		info.filters = append(info.filters, e.String())
+	}
+	if len(files) > 0 {
+		info.allColumns = files[0].schema.NumFields()
+	}
+	var out []readUnit
+	for i := range files {
+		f := &files[i]
+		leaves, err := f.leaves(p.columns)
+		if err != nil {
+			return nil, nil, err
+		}
+		for rg := range f.md.NumRowGroups() {
+			rgm := f.md.RowGroup(rg)
+			var all, read, est int64
+			for j := range rgm.NumColumns() {
+				if cc, err := rgm.ColumnChunk(j); err == nil {
+					all += cc.TotalCompressedSize()
+				}
+			}
+			for _, j := range leaves {
+				if cc, err := rgm.ColumnChunk(j); err == nil {
+					read += cc.TotalCompressedSize()
+					est += cc.TotalUncompressedSize()
+				}
+			}
+			info.bytesAll += all
+			keep := true
+			for _, e := range p.filters {
+				if !e.MayMatch(func(c string) (expr.ColumnStats, bool) { return f.columnStats(rg, c) }) {
+					keep = false
+					break
+				}
+			}
+			if !keep {
+				info.groupsSkipped++
+				continue
+			}
+			info.groupsRead++
+			info.bytesRead += read
+			if p.columns == nil {
+				est = rgm.TotalByteSize()
+			}
+			out = append(out, readUnit{spec: readSpec{Kind: "parquet", Path: f.path, RowGroups: []int{rg}, Columns: p.columns}, estimate: est})
+		}
+	}
+	return out, info, nil
+}
+
+// readParquetRowGroups reads row groups rgs of the file at path, only
+// columns (nil: every one); it returns the records and the bytes of the
+// column chunks read.
+func readParquetRowGroups(ctx context.Context, path string, rgs []int, columns []string) ([]arrow.RecordBatch, int64, error) {
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, 0, err
+	}
+	f := parquetFile{path: path, md: pf.MetaData(), manifest: fr.Manifest}
+	if f.schema, err = fr.Schema(); err != nil {
+		return nil, 0, err
+	}
+	cols, err := f.leaves(columns)
+	if err != nil {
+		return nil, 0, err
+	}
+	var read int64
+	for _, rg := range rgs {
+		if rg < 0 || rg >= f.md.NumRowGroups() {
+			return nil, 0, fmt.Errorf("row group %d of %d", rg, f.md.NumRowGroups())
+		}
+		for _, j := range cols {
+			if cc, err := f.md.RowGroup(rg).ColumnChunk(j); err == nil {
+				read += cc.TotalCompressedSize()
+			}
+		}
+	}
+	tbl, err := fr.ReadRowGroups(ctx, cols, rgs)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer tbl.Release()
+	recs, err := tableRecords(tbl)
+	return recs, read, err
+}
+
+// parquetSource reads Parquet files: a task per row group.
+type parquetSource struct{ files []parquetFile }
+
+func (p *parquetSource) schema() *arrow.Schema {
+	if len(p.files) == 0 {
+		return nil
+	}
+	return p.files[0].schema
+}
+
+func (p *parquetSource) units(pd pushdown) ([]readUnit, *readInfo, error) {
+	return parquetUnits(p.files, pd)
+}

@@ -1,0 +1,217 @@
+package data
+
+import (
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/atoll-runtime/atoll/data/expr"
+)
+
+// The plan's schemas: a dataset is checked before any of its tasks is
+// submitted. From the source's schema, when the driver knows it (Range,
+// stored blocks, a Parquet file's footer), each operation's output schema
+// is derived, and each operation is checked against its input's: the
+// columns it names exist, its expressions bind (package data/expr's
+// types), its aggregations take their inputs' types. A registered
+// function's output (Map, MapBatches, FlatMap, AddColumn) is unknown
+// until it runs: the operations after it are checked in their tasks, as
+// before, with the same typed errors. The same walk computes what the
+// read may leave out (pushdown.go).
+
+// checkOps derives the schema after each of ops (ops[0] is the source,
+// whose schema is in), checking each op: schemas[i] is the input of
+// ops[i+1], nil where unknown.
+func checkOps(in *arrow.Schema, ops []*logicalOp) ([]*arrow.Schema, error) {
+	schemas := []*arrow.Schema{in}
+	s := in
+	for _, o := range ops[1:] {
+		out, err := o.outSchema(s)
+		if err != nil {
+			return nil, err
+		}
+		s = out
+		schemas = append(schemas, s)
+	}
+	return schemas, nil
+}
+
+// outSchema is the schema o makes from in (nil: unknown), or the error
+// of an operation that does not fit in.
+func (o *logicalOp) outSchema(in *arrow.Schema) (*arrow.Schema, error) {
+	switch o.kind {
+	case kindLimit:
+		return in, nil
+	case kindAllToAll:
+		return o.allToAllSchema(in)
+	}
+	switch o.op.Kind {
+	case "map", "flat_map", "map_batches", "map_batches_class", "add_column":
+		return nil, nil
+	}
+	if in == nil {
+		return nil, nil
+	}
+	switch o.op.Kind {
+	case "filter", "write_parquet", "write_csv":
+		return in, nil
+	case "join_probe":
+		return o.joinSchema(in)
+	case "select", "drop":
+		for _, c := range o.op.Columns {
+			if len(in.FieldIndices(c)) == 0 {
+				return nil, unknownColumn(c, in)
+			}
+		}
+		var fields []arrow.Field
+		if o.op.Kind == "select" {
+			for _, c := range o.op.Columns {
+				fields = append(fields, in.Field(in.FieldIndices(c)[0]))
+			}
+		} else {
+			for _, f := range in.Fields() {
+				if !slices.Contains(o.op.Columns, f.Name) {
+					fields = append(fields, f)
+				}
+			}
+		}
+		return arrow.NewSchema(fields, nil), nil
+	case "where":
+		t, err := o.op.Exprs[0].TypeOf(in)
+		if err != nil {
+			return nil, err
+		}
+		if t.ID() != arrow.BOOL && t.ID() != arrow.NULL {
+			return nil, &expr.Error{Expr: o.op.Exprs[0].String(), Type: expr.TypeName(t),
+				Message: "a filter's condition is " + expr.TypeName(t) + ", not bool"}
+		}
+		return in, nil
+	case "with_column":
+		t, err := o.op.Exprs[0].TypeOf(in)
+		if err != nil {
+			return nil, err
+		}
+		fields := slices.Clone(in.Fields())
+		f := arrow.Field{Name: o.op.Column, Type: t, Nullable: true}
+		if idx := in.FieldIndices(o.op.Column); len(idx) > 0 {
+			fields[idx[0]] = f
+		} else {
+			fields = append(fields, f)
+		}
+		return arrow.NewSchema(fields, nil), nil
+	case "project":
+		var fields []arrow.Field
+		for _, e := range o.op.Exprs {
+			t, err := e.TypeOf(in)
+			if err != nil {
+				return nil, err
+			}
+			fields = append(fields, exprField(e, t, in))
+		}
+		return arrow.NewSchema(fields, nil), nil
+	}
+	return nil, nil
+}
+
+// allToAllSchema checks an all-to-all's columns against in and returns
+// its output schema.
+func (o *logicalOp) allToAllSchema(in *arrow.Schema) (*arrow.Schema, error) {
+	if in == nil {
+		return nil, nil
+	}
+	switch o.name {
+	case "sort":
+		for _, k := range o.keys {
+			j, err := keyColumn(in, k.Column)
+			if err != nil {
+				return nil, err
+			}
+			if !sortable(in.Field(j).Type) {
+				return nil, &ColumnError{Op: "Sort", Column: k.Column, Type: in.Field(j).Type.String(), Supported: "int64, int32, float64, float32, string"}
+			}
+		}
+		return in, nil
+	case "aggregate":
+		return aggregateSchema(in, o.groupKeys, o.aggs)
+	case "join":
+		return o.joinSchema(in)
+	}
+	return in, nil
+}
+
+// joinSchema is a join's output schema from the left's in (and the
+// right's, planned); nil when either is unknown.
+func (o *logicalOp) joinSchema(in *arrow.Schema) (*arrow.Schema, error) {
+	if in == nil || o.join.rightSchema == nil {
+		return nil, nil
+	}
+	o.join.leftSchema = in
+	return o.join.spec.outSchema(in, o.join.rightSchema)
+}
+
+func sortable(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.INT64, arrow.INT32, arrow.FLOAT64, arrow.FLOAT32, arrow.STRING:
+		return true
+	}
+	return false
+}
+
+// aggregateSchema is the schema of GroupBy(keys).Aggregate(aggs) over
+// in: the group columns, then a column per aggregation.
+func aggregateSchema(in *arrow.Schema, keys []string, aggs []Agg) (*arrow.Schema, error) {
+	var fields []arrow.Field
+	for _, k := range keys {
+		j, err := keyColumn(in, k)
+		if err != nil {
+			return nil, err
+		}
+		if !sortable(in.Field(j).Type) {
+			return nil, &ColumnError{Op: "GroupBy", Column: k, Type: in.Field(j).Type.String(), Supported: "int64, int32, float64, float32, string"}
+		}
+		fields = append(fields, in.Field(j))
+	}
+	for _, a := range aggs {
+		t, err := aggType(in, a)
+		if err != nil {
+			return nil, err
+		}
+		fields = append(fields, field(a.Name(), t))
+	}
+	return arrow.NewSchema(fields, nil), nil
+}
+
+// aggType is the type of a's column over rows of schema in.
+func aggType(in *arrow.Schema, a Agg) (arrow.DataType, error) {
+	e, ok := a.Input()
+	if !ok {
+		return arrow.PrimitiveTypes.Int64, nil
+	}
+	t, err := e.TypeOf(in)
+	if err != nil {
+		return nil, err
+	}
+	what := e.String()
+	if c, ok := e.IsColumn(); ok {
+		what = c
+	}
+	switch a.Func() {
+	case "count":
+		return arrow.PrimitiveTypes.Int64, nil
+	case "min", "max":
+		if !orderable(t) {
+			return nil, &ColumnError{Op: a.Func(), Column: what, Type: t.String(), Supported: "numbers and strings"}
+		}
+		return t, nil
+	}
+	switch t.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
+		if a.Func() == "sum" {
+			return arrow.PrimitiveTypes.Int64, nil
+		}
+		return arrow.PrimitiveTypes.Float64, nil
+	case arrow.FLOAT32, arrow.FLOAT64:
+		return arrow.PrimitiveTypes.Float64, nil
+	}
+	return nil, &ColumnError{Op: a.Func(), Column: what, Type: t.String(), Supported: "numbers"}
+}

@@ -1,0 +1,238 @@
+package cluster
+
+import (
+	"log/slog"
+	"slices"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/simbugs"
+)
+
+// Numbered notices. What a node tells every node about its owners — the
+// objects they freed (and revived), the owner processes that exited —
+// goes out on NATS, at most once: a node that misses a free (cut off from
+// the NATS server for less than the failure timeout, so nobody declares
+// it dead) kept the freed objects for good. So each node numbers its
+// notices (FreeObjects.seq, 1, 2, 3, ... from origin_node) and keeps the
+// last maxNoticeLog; every node applies each origin's notices in order,
+// holds those that overtook a missing one, and asks the origin for the
+// missing ones again (FreeRepair): when a later notice arrives, and when
+// the origin's load report says it sent more than were applied (free_seq)
+// — so a lost last notice is repaired too. Asking again waits a lease tick
+// between two asks for the same notices. A notice the origin no longer
+// has comes back marked missing and is skipped. A node applies its own
+// notices as it sends them.
+
+// maxNoticeLog bounds the notices a node keeps to send again; maxHeld the
+// notices of one origin held while an earlier one is missing.
+const (
+	maxNoticeLog = 4096
+	maxHeld      = 4096
+	// noticeAskEvery spaces two asks for the same missing notices.
+	noticeAskEvery = time.Second
+)
+
+// KindFree is the subject of numbered notices: to every node (To zero)
+// on <prefix>.free, or to one node (sent again) on its own subject.
+// KindFreeRepair asks a node for notices again.
+const (
+	KindFree       = "free"
+	KindFreeRepair = "freerepair"
+)
+
+// Free is a local owner's free (or revive, Revived) of objects: the
+// Forwarder numbers it, applies it to the local store, and tells every
+// other node.
+type Free struct {
+	Objects [][]byte
+	Revived bool
+}
+
+func (Free) event() {}
+
+// noticeStream is what a node applied of one origin's notices.
+type noticeStream struct {
+	// next is the number of the next notice to apply; held are later ones
+	// that arrived first.
+	next uint64
+	held map[uint64]*atollpb.FreeObjects
+	// asked is the last number asked for again, at askedAt.
+	asked   uint64
+	askedAt time.Time
+}
+
+// FreeSeq is the number of the last notice this node sent (its load
+// report's free_seq).
+func (f *Forwarder) FreeSeq() uint64 { return f.freeSeq }
+
+// sendFree numbers a notice, applies it here and publishes it to every
+// other node.
+func (f *Forwarder) sendFree(m *atollpb.FreeObjects) {
+	f.freeSeq++
+	m.OriginNode, m.Seq = f.cfg.Self.Bytes(), f.freeSeq
+	f.freeLog = append(f.freeLog, m)
+	if len(f.freeLog) > maxNoticeLog {
+		f.freeLog = slices.Delete(f.freeLog, 0, len(f.freeLog)-maxNoticeLog)
+	}
+	f.applyNotice(f.cfg.Self, m)
+	f.emit(Publish{Kind: KindFree, Msg: m, Unsent: UnsentIgnored})
+}
+
+// freed is a notice from another node (or one of this node's own,
+// looped back by the broadcast).
+func (f *Forwarder) freed(now time.Time, m *atollpb.FreeObjects) {
+	origin, err := ids.FromBytes(m.OriginNode)
+	if err != nil || m.Seq == 0 {
+		f.applyNotice(ids.NodeID{}, m) // not numbered: as it comes
+		return
+	}
+	if origin == f.cfg.Self {
+		return // applied as it was sent
+	}
+	if f.dead.has(origin) {
+		return // what it owned here went with it
+	}
+	s := f.notices[origin]
+	if s == nil {
+		// The first notice heard of it: nothing earlier is owed.
+		s = &noticeStream{next: m.Seq, held: map[uint64]*atollpb.FreeObjects{}}
+		f.notices[origin] = s
+	}
+	switch {
+	case m.Seq < s.next:
+		return // applied already (a duplicate, an answer to an ask)
+	case m.Seq > s.next:
+		if len(s.held) < maxHeld {
+			s.held[m.Seq] = m
+		}
+		f.askAgain(now, origin, s, m.Seq-1)
+		return
+	}
+	f.applyNotice(origin, m)
+	s.next++
+	for {
+		n := s.held[s.next]
+		if n == nil {
+			break
+		}
+		delete(s.held, s.next)
+		f.applyNotice(origin, n)
+		s.next++
+	}
+	if len(s.held) >= maxHeld {
+		// Too many held behind a gap: skip to them rather than hold more.
+		f.log(slog.LevelWarn, "cluster: notices from a node missing, skipped", "node", origin.Short(), "from", s.next)
+		first := slices.Min(heldSeqs(s))
+		n := s.held[first]
+		delete(s.held, first)
+		s.next = first
+		f.freed(now, n)
+	}
+}
+
+func heldSeqs(s *noticeStream) []uint64 {
+	out := make([]uint64, 0, len(s.held))
+	for k := range s.held {
+		out = append(out, k)
+	}
+	return out
+}
+
+// applyNotice carries out one notice: the store frees (or revives) the
+// objects and drops what the exited owners owned; the directory of copies
+// forgets the freed ones; the owners table forgets the exited owners.
+func (f *Forwarder) applyNotice(origin ids.NodeID, m *atollpb.FreeObjects) {
+	if m.Missing {
+		return
+	}
+	if len(m.ObjectIds) > 0 {
+		f.emit(ToStore{&atollpb.DeleteObjectsRequest{ObjectIds: m.ObjectIds, Revived: m.Revived}})
+		if !m.Revived {
+			for _, id := range m.ObjectIds {
+				delete(f.copies, ids.MustObjectID(id))
+			}
+		}
+	}
+	for _, b := range m.ExitedOwners {
+		w, err := ids.FromBytes(b)
+		if err != nil {
+			continue
+		}
+		// On the owner's own node the raylet reclaimed them already.
+		if f.owners.exited(origin, w) && origin != f.cfg.Self {
+			f.emit(ToStore{&atollpb.ClientDisconnected{ClientId: w.Bytes()}})
+		}
+	}
+}
+
+// askAgain asks origin for its notices up to last that s misses, unless
+// they were asked for less than a lease tick ago.
+func (f *Forwarder) askAgain(now time.Time, origin ids.NodeID, s *noticeStream, last uint64) {
+	if last < s.next || simbugs.On(simbugs.NoticesNotRepaired) { // the second: a bug put in on purpose (simulator tests)
+		return
+	}
+	if last <= s.asked && now.Sub(s.askedAt) < noticeAskEvery {
+		return
+	}
+	s.asked, s.askedAt = last, now
+	f.emit(Publish{To: origin, Kind: KindFreeRepair, Msg: &atollpb.FreeRepair{FromNode: f.cfg.Self.Bytes(), First: s.next, Last: last},
+		Unsent: UnsentIgnored})
+}
+
+// noticesSent: a node's load report says how many notices it sent.
+func (f *Forwarder) noticesSent(now time.Time, origin ids.NodeID, seq uint64) {
+	if origin == f.cfg.Self || f.dead.has(origin) {
+		return
+	}
+	s := f.notices[origin]
+	if s == nil {
+		// Heard of before any of its notices: none earlier is owed.
+		f.notices[origin] = &noticeStream{next: seq + 1, held: map[uint64]*atollpb.FreeObjects{}}
+		return
+	}
+	f.askAgain(now, origin, s, seq)
+}
+
+// repair sends a node the notices it asks for again.
+func (f *Forwarder) repair(m *atollpb.FreeRepair) {
+	to, err := ids.FromBytes(m.FromNode)
+	if err != nil || m.Last < m.First || m.Last > f.freeSeq {
+		return
+	}
+	oldest := f.freeSeq + 1 - uint64(len(f.freeLog))
+	for seq := m.First; seq <= m.Last; seq++ {
+		var n *atollpb.FreeObjects
+		if seq >= oldest {
+			n = f.freeLog[seq-oldest]
+		} else {
+			n = &atollpb.FreeObjects{OriginNode: f.cfg.Self.Bytes(), Seq: seq, Missing: true}
+		}
+		f.emit(Publish{To: to, Kind: KindFree, Msg: proto.Clone(n), Unsent: UnsentIgnored})
+	}
+}
+
+// retryNotices asks again, at a lease tick, for the notices still
+// missing.
+func (f *Forwarder) retryNotices(now time.Time) {
+	for _, origin := range sortedNodes(f.notices) {
+		s := f.notices[origin]
+		if len(s.held) > 0 {
+			f.askAgain(now, origin, s, slices.Min(heldSeqs(s))-1)
+		} else if s.asked >= s.next {
+			f.askAgain(now, origin, s, s.asked)
+		}
+	}
+}
+
+func sortedNodes[V any](m map[ids.NodeID]V) []ids.NodeID {
+	out := make([]ids.NodeID, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, compareNodes)
+	return out
+}

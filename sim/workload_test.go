@@ -1,0 +1,126 @@
+package sim_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/atoll-runtime/atoll/sim"
+	"github.com/atoll-runtime/atoll/sim/workloads"
+)
+
+// config is the configuration of the stock workload w on five nodes.
+func config(seed uint64, w workloads.Workload) sim.Config {
+	return sim.Config{Seed: seed, Nodes: 5, Checkers: w.Checkers, Released: w.Released}
+}
+
+func mustWorkload(t testing.TB, name string) workloads.Workload {
+	t.Helper()
+	w, ok := workloads.ByName(name)
+	if !ok {
+		t.Fatalf("no workload %q", name)
+	}
+	return w
+}
+
+func report(t *testing.T, res *sim.Result) {
+	t.Helper()
+	if res.Failure == nil {
+		return
+	}
+	for _, l := range res.Tail[max(0, len(res.Tail)-80):] {
+		t.Log(l)
+	}
+	t.Fatalf("%v\nschedule: %s", res, sim.FormatSchedule(res.Schedule))
+}
+
+func TestMixedNoFaults(t *testing.T) {
+	w := mustWorkload(t, "mixed")
+	cfg := config(3, w)
+	cfg.NoFaults = true
+	res := sim.Run(cfg, w.Run)
+	report(t, res)
+	if res.WorkloadErr != nil {
+		t.Fatalf("workload: %v", res.WorkloadErr)
+	}
+	if res.Stats.Spilled == 0 {
+		t.Errorf("nothing spilled: %+v", res.Stats)
+	}
+	t.Log(res, res.Stats)
+}
+
+func TestKVNoFaults(t *testing.T) {
+	w := mustWorkload(t, "kv")
+	cfg := config(1, w)
+	cfg.NoFaults = true
+	res := sim.Run(cfg, w.Run)
+	report(t, res)
+	t.Log(res)
+}
+
+func TestMixedSeeds(t *testing.T) {
+	w := mustWorkload(t, "mixed")
+	for seed := uint64(1); seed <= 30; seed++ {
+		res := sim.Run(config(seed, w), w.Run)
+		t.Log(res)
+		report(t, res)
+	}
+}
+
+// TestDeterminism runs 20 seeds twice: each run's event log hash must be
+// the same both times.
+func TestDeterminism(t *testing.T) {
+	w := mustWorkload(t, "mixed")
+	for seed := uint64(1); seed <= 20; seed++ {
+		a := sim.Run(config(seed, w), w.Run)
+		b := sim.Run(config(seed, w), w.Run)
+		if a.Hash != b.Hash || a.Events != b.Events {
+			t.Errorf("seed %d: %v then %v", seed, a, b)
+		}
+	}
+}
+
+func TestSeedLog(t *testing.T) {
+	var seed uint64
+	if s := os.Getenv("SIM_SEED"); s != "" {
+		fmt.Sscan(s, &seed)
+	} else {
+		t.Skip("SIM_SEED not set")
+	}
+	w := mustWorkload(t, os.Getenv("SIM_WORKLOAD"))
+	f, err := os.Create("/tmp/sim.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg := config(seed, w)
+	cfg.Log = f
+	res := sim.Run(cfg, w.Run)
+	t.Log(res, sim.FormatSchedule(res.Schedule))
+}
+
+func TestSurvey(t *testing.T) {
+	if os.Getenv("SIM_SURVEY") == "" {
+		t.Skip("SIM_SURVEY not set")
+	}
+	var n int
+	fmt.Sscan(os.Getenv("SIM_SURVEY"), &n)
+	w := mustWorkload(t, os.Getenv("SIM_WORKLOAD"))
+	fails := map[string][]uint64{}
+	res := sim.Seeds(config(0, w), 1, n, 2, w.Run, func(r *sim.Result) {
+		if r.Failure != nil {
+			msg := r.Failure.Checker + ": " + r.Failure.Message
+			if len(msg) > 100 {
+				msg = msg[:100]
+			}
+			fails[msg] = append(fails[msg], r.Seed)
+		}
+	})
+	for m, s := range fails {
+		t.Logf("%v %s", s, m)
+	}
+	sim.Table(os.Stderr, res, false)
+}
+
+var _ = context.Background

@@ -289,9 +289,8 @@ func (rt *Runtime) fetchArgs(ctx context.Context, store storeAPI, spec *atollpb.
 // took are dropped (handOver).
 func (wk *Worker) storeOutputs(ctx context.Context, spec *atollpb.TaskSpec, out []any) (returns, transferred []*atollpb.ReturnObject, err error) {
 	rt, store := wk.Runtime, wk.store
-	span := noSpan
 	if rt.spanning(ctx) {
-		_, span = rt.tracer.Start(ctx, "store_outputs "+spec.Name, trace.WithAttributes(attribute.Int("atoll.objects", len(out))))
+		_, span := rt.tracer.Start(ctx, "store_outputs "+spec.Name, trace.WithAttributes(attribute.Int("atoll.objects", len(out))))
 		defer span.End()
 	}
 	task := ids.MustFromBytes(spec.TaskId)

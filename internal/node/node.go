@@ -482,6 +482,11 @@ func (n *Node) Store() *actor.PID { return n.storePID }
 // Raylet is the raylet actor.
 func (n *Node) Raylet() *actor.PID { return n.rayletPID }
 
+// ActorHosts is the registry of the actor hosts this node's raylet runs,
+// through which a driver in this process calls its actors directly
+// (workerproto.Hosts.Call).
+func (n *Node) ActorHosts() *workerproto.Hosts { return n.workers.Hosts() }
+
 // Arena is the node's shared-memory arena, mapped in this process.
 func (n *Node) Arena() *objectstore.Arena { return n.arena }
 

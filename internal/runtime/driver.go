@@ -182,6 +182,13 @@ func (d *Driver) start(ctx context.Context) error {
 			Core:    raylet.SubmitConfig{PipelineDepth: cfg.Node.PipelineDepth},
 			Deliver: func(res *atollpb.TaskResult) { rt.owner.do(func(t *owner.Table) { t.Result(res) }) }})
 	}
+	if cfg.Faults == nil {
+		// Direct actor calls: a call of an actor hosted by this node is
+		// ordered by its host's core and written to the actor's worker on
+		// the calling goroutine (a fault injector's rules need each call
+		// to be a message).
+		link.hosts = n.ActorHosts()
+	}
 	rt.link = link
 	if err := n.SubscribeActorEvents(rt.ownerPID); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/objectstore"
 	"github.com/atoll-runtime/atoll/internal/raylet"
+	"github.com/atoll-runtime/atoll/internal/workerproto"
 )
 
 // nodeLink is how a process's runtime reaches its node: task submission,
@@ -82,6 +83,9 @@ type driverLink struct {
 	gateway *cluster.Gateway
 	// sub submits leasable tasks (nil: every task goes to the raylet).
 	sub *raylet.Submitter
+	// hosts takes calls of actors hosted in this process straight to
+	// their workers' connections (nil: through the hosts' mailboxes).
+	hosts *workerproto.Hosts
 }
 
 func (l *driverLink) submitTask(spec *atollpb.TaskSpec) {
@@ -110,6 +114,9 @@ func (l *driverLink) callActor(address string, spec *atollpb.TaskSpec) {
 	node, local := raylet.SplitActorAddress(address)
 	if l.gateway != nil && !node.IsZero() && node != l.node {
 		l.gateway.CallActor(node, local, spec, l.owner)
+		return
+	}
+	if l.hosts.Call(local, spec, l.owner) {
 		return
 	}
 	l.system.Root.RequestWithCustomSender(l.system.NewLocalPID(local), &atollpb.PushTask{Spec: spec}, l.owner)

@@ -216,7 +216,10 @@ type NodeInfo struct {
 	EndReason string `protobuf:"bytes,15,opt,name=end_reason,json=endReason,proto3" json:"end_reason,omitempty"`
 	// The node type it was started as (a type of the autoscaler's cluster
 	// file); empty for a node started by hand.
-	NodeType      string `protobuf:"bytes,16,opt,name=node_type,json=nodeType,proto3" json:"node_type,omitempty"`
+	NodeType string `protobuf:"bytes,16,opt,name=node_type,json=nodeType,proto3" json:"node_type,omitempty"`
+	// The id the autoscaler's node provider gave the instance the node
+	// runs on (a process, a pod); empty for a node started by hand.
+	InstanceId    string `protobuf:"bytes,17,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -359,6 +362,13 @@ func (x *NodeInfo) GetEndReason() string {
 func (x *NodeInfo) GetNodeType() string {
 	if x != nil {
 		return x.NodeType
+	}
+	return ""
+}
+
+func (x *NodeInfo) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
 	}
 	return ""
 }
@@ -1310,7 +1320,7 @@ var File_atollpb_gcs_proto protoreflect.FileDescriptor
 
 const file_atollpb_gcs_proto_rawDesc = "" +
 	"\n" +
-	"\x11atollpb/gcs.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\x1a\x17atollpb/placement.proto\"\x88\x05\n" +
+	"\x11atollpb/gcs.proto\x12\batoll.v1\x1a\x14atollpb/common.proto\x1a\x17atollpb/placement.proto\"\xa9\x05\n" +
 	"\bNodeInfo\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12?\n" +
@@ -1329,7 +1339,9 @@ const file_atollpb_gcs_proto_rawDesc = "" +
 	"\x04left\x18\x0e \x01(\bR\x04left\x12\x1d\n" +
 	"\n" +
 	"end_reason\x18\x0f \x01(\tR\tendReason\x12\x1b\n" +
-	"\tnode_type\x18\x10 \x01(\tR\bnodeType\x1a<\n" +
+	"\tnode_type\x18\x10 \x01(\tR\bnodeType\x12\x1f\n" +
+	"\vinstance_id\x18\x11 \x01(\tR\n" +
+	"instanceId\x1a<\n" +
 	"\x0eResourcesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\xa8\x03\n" +

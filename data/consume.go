@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"sort"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -258,24 +257,21 @@ func (d *Dataset) Schema(ctx context.Context) (*arrow.Schema, error) {
 	return s, err
 }
 
-// Show writes the first n rows to w, one a line, columns by name.
+// Show writes the first n rows to w, one a line, columns in the
+// schema's order.
 func (d *Dataset) Show(ctx context.Context, w io.Writer, n int64) error {
-	rows, err := d.Take(ctx, n)
-	if err != nil {
-		return err
-	}
-	for _, r := range rows {
-		keys := make([]string, 0, len(r))
-		for k := range r {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		parts := make([]string, len(keys))
-		for i, k := range keys {
-			parts[i] = fmt.Sprintf("%s: %v", k, r[k])
-		}
-		if _, err := fmt.Fprintf(w, "{%s}\n", strings.Join(parts, ", ")); err != nil {
+	for rec, err := range d.Limit(n).IterBatches(ctx, 0) {
+		if err != nil {
 			return err
+		}
+		for i := range int(rec.NumRows()) {
+			parts := make([]string, rec.NumCols())
+			for j, col := range rec.Columns() {
+				parts[j] = fmt.Sprintf("%s: %v", rec.ColumnName(j), cell(col, i))
+			}
+			if _, err := fmt.Fprintf(w, "{%s}\n", strings.Join(parts, ", ")); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

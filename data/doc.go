@@ -184,8 +184,13 @@
 //     repeated names get _1; different row counts are an
 //     ErrInvalidArgument), Split(ctx, n) (eager, like Ray's
 //     split(n, equal=True): row counts within one of each other).
-//   - Consumers: Count, Schema, Show, Take, TakeAll, Iter, IterBatches
-//     (Prefetch), ToArrow, WriteParquet, WriteCSV, Materialize; Stats.
+//   - Consumers: Count, Schema, Show (columns in the schema's order),
+//     Take, TakeAll, Iter, IterBatches (Prefetch), ToArrow, WriteParquet,
+//     WriteCSV, Materialize; Stats.
+//   - Typed rows: IterAs, TakeAs and TakeAllAs read rows as Go structs
+//     (fields by their `arrow` tag or name, as FromItems writes them;
+//     pointer fields for nulls), the field types checked against the
+//     schema once, before the first row.
 //   - Per-operation resources (WithResources) and actor pools
 //     (ActorPool); execution settings (WithConfig), including a CPU
 //     share, the report of a stage waiting for a CPU, and progress lines.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -47,9 +48,10 @@ func cell(col arrow.Array, i int) any {
 	case *array.Float32:
 		return a.Value(i)
 	case *array.String:
-		return a.Value(i)
+		// Value is a view of the block, which may be the store's: copy.
+		return strings.Clone(a.Value(i))
 	case *array.LargeString:
-		return a.Value(i)
+		return strings.Clone(a.Value(i))
 	case *array.Boolean:
 		return a.Value(i)
 	}

@@ -1,9 +1,6 @@
 package sim_test
 
 import (
-	"context"
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/atoll-runtime/atoll/sim"
@@ -80,47 +77,3 @@ func TestDeterminism(t *testing.T) {
 		}
 	}
 }
-
-func TestSeedLog(t *testing.T) {
-	var seed uint64
-	if s := os.Getenv("SIM_SEED"); s != "" {
-		fmt.Sscan(s, &seed)
-	} else {
-		t.Skip("SIM_SEED not set")
-	}
-	w := mustWorkload(t, os.Getenv("SIM_WORKLOAD"))
-	f, err := os.Create("/tmp/sim.log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	cfg := config(seed, w)
-	cfg.Log = f
-	res := sim.Run(cfg, w.Run)
-	t.Log(res, sim.FormatSchedule(res.Schedule))
-}
-
-func TestSurvey(t *testing.T) {
-	if os.Getenv("SIM_SURVEY") == "" {
-		t.Skip("SIM_SURVEY not set")
-	}
-	var n int
-	fmt.Sscan(os.Getenv("SIM_SURVEY"), &n)
-	w := mustWorkload(t, os.Getenv("SIM_WORKLOAD"))
-	fails := map[string][]uint64{}
-	res := sim.Seeds(config(0, w), 1, n, 2, w.Run, func(r *sim.Result) {
-		if r.Failure != nil {
-			msg := r.Failure.Checker + ": " + r.Failure.Message
-			if len(msg) > 100 {
-				msg = msg[:100]
-			}
-			fails[msg] = append(fails[msg], r.Seed)
-		}
-	})
-	for m, s := range fails {
-		t.Logf("%v %s", s, m)
-	}
-	sim.Table(os.Stderr, res, false)
-}
-
-var _ = context.Background

@@ -49,11 +49,19 @@ import (
 
 	"github.com/spf13/cobra"
 
+	_ "github.com/atoll-runtime/atoll/internal/autoscaler/kubernetes" // the autoscaler's "kubernetes" provider
 	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 func main() {
+	if os.Getenv(nodeconfig.EnvNode) != "" {
+		// A node process the autoscaler's local provider started (the
+		// head's own program, re-executed): it serves as that node.
+		node.RunFromEnv()
+	}
 	// Interrupting a run cancels its context, so the embedded cluster and
 	// its worker processes shut down cleanly.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -109,7 +117,7 @@ func newRoot() *cobra.Command {
 			fmt.Fprintf(cmd.OutOrStdout(), "atoll %s (%s)\n", version(), runtime.Version())
 		},
 	})
-	root.AddCommand(newStartCmd(), newStopCmd(), newStatusCmd(), newListCmd(), newMemoryCmd(), newTimelineCmd())
+	root.AddCommand(newStartCmd(), newStopCmd(), newUpCmd(), newDownCmd(), newStatusCmd(), newListCmd(), newMemoryCmd(), newTimelineCmd())
 	root.AddCommand(newAMMCmd(), newDrainCmd(), newReaderTokenCmd())
 	root.AddCommand(newJobCmd(), newLogsCmd())
 	root.AddCommand(newMicrobenchmarkCmd())

@@ -32,7 +32,9 @@ object store use, queued and running tasks, the bundles held, and objects
 pulled from other nodes. A node no longer alive is LEFT (it stopped, was drained,
 or its driver ended) or DEAD (it failed: the cluster declared it dead),
 with why and when; what a node uses shows as "-" unless its load report
-arrived. Nodes gone longer ago than --gone-within, and the
+arrived. When the head runs the autoscaler (atoll up), its node types, the
+demand it waits for or finds infeasible, and its last decisions with their
+reasons follow. Nodes gone longer ago than --gone-within, and the
 nodes of drivers that finished, are left out unless --all is given.`,
 		Args:                  args(0),
 		DisableFlagsInUseLine: true,
@@ -50,7 +52,15 @@ nodes of drivers that finished, are left out unless --all is given.`,
 			if all {
 				goneWithin = 0
 			}
-			return printStatus(out, st, all, goneWithin, time.Now())
+			if err := printStatus(out, st, all, goneWithin, time.Now()); err != nil {
+				return err
+			}
+			// The autoscaler's part, when the head runs one (atoll up).
+			as, err := clusterclient.AutoscalerStatus(ctx, address, nodeconfig.Credentials{})
+			if err != nil {
+				return nil // none, or it does not answer: the nodes are the status
+			}
+			return printAutoscaler(out, as, statusDecisions, time.Now())
 		},
 	}
 	q.addFlag(cmd)
@@ -59,6 +69,10 @@ nodes of drivers that finished, are left out unless --all is given.`,
 	cmd.Flags().DurationVar(&goneWithin, "gone-within", defaultGoneWithin, "list the nodes that left or died within this long (0: all)")
 	return cmd
 }
+
+// statusDecisions is how many of the autoscaler's last decisions
+// `atoll status` shows.
+const statusDecisions = 10
 
 // defaultGoneWithin is how long `atoll status` (and the dashboard) keep
 // listing a node after it left or died.

@@ -122,6 +122,11 @@ func (g *Gateway) checkLeave(safe [][]byte) string {
 	if st.Queued+st.Running > 0 {
 		return fmt.Sprintf("%d tasks queued, %d running", st.Queued, st.Running)
 	}
+	if len(st.Bundles) > 0 {
+		// A placement group's reservation: the node stays while it holds
+		// one (removed or placed again elsewhere, it is released).
+		return fmt.Sprintf("it holds %d placement-group bundles", len(st.Bundles))
+	}
 	res, err = root.RequestFuture(g.cfg.Store, &atollpb.ListObjectsRequest{Limit: maxLeaveObjects + 1}, storeAsk).Result()
 	if err != nil {
 		return "store: " + err.Error()

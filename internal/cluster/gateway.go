@@ -659,7 +659,7 @@ func (g *Gateway) report(info *atollpb.NodeInfo) {
 	for {
 		seq++
 		load := &atollpb.NodeLoad{NodeId: c.NodeID.Bytes(), TransferAddress: g.server.Addr(), IsDriver: info.IsDriver,
-			IsHead: info.IsHead, Hostname: host, Seq: seq, FreeSeq: g.freeSeq.Load()}
+			IsHead: info.IsHead, Hostname: host, Seq: seq, NodeType: info.NodeType, FreeSeq: g.freeSeq.Load()}
 		g.collect(load, collector, replies)
 		load.Pulls, load.PulledBytes = g.Pulls()
 		load.Draining = g.drain.draining.Load()

@@ -85,7 +85,7 @@ func Permissions(prefix, user string, faultInjection bool) (*natsembed.Permissio
 		prefix + ".node.*.*",
 		prefix + ".gcs.v1", prefix + ".gcs.v1.read",
 		gcs.PlacementSubject(prefix), gcs.PlacementReadSubject(prefix), gcs.AutoscalerSubject(prefix),
-		prefix + ".amm.>", prefix + ".autoscaler.status",
+		prefix + ".amm.>", prefix + ".autoscaler.status", prefix + ".autoscaler.shutdown",
 		freeSubject(prefix), killSubject(prefix), ownersExitedSubject(prefix),
 	}
 	observe := []string{prefix + ".load.*", prefix + ".events.>", InboxPrefix(user) + ".>"}

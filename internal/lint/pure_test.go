@@ -23,6 +23,7 @@ var pureCores = []string{
 	"amm/*.go",                         // the AMM's policies
 	"internal/workerproto/hostcore.go", // workerproto.HostCore
 	"internal/placement/*.go",          // placement.Manager, Schedule
+	"internal/autoscaler/policy.go",    // autoscaler.Decide
 }
 
 // TestCoresArePure keeps those files state machines: they import nothing

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // FilterEnv drops the variable name from env.
@@ -37,12 +37,12 @@ type Process struct {
 // to logFile, and waits up to timeout for it to print the ready line. If
 // it exits first or does not print it in time (it is then killed), the
 // error holds the end of its log.
-func StartProcess(bin string, args, env []string, logFile string, timeout time.Duration) (*Process, node.NodeReady, error) {
+func StartProcess(bin string, args, env []string, logFile string, timeout time.Duration) (*Process, nodeconfig.NodeReady, error) {
 	f, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, node.NodeReady{}, err
+		return nil, nodeconfig.NodeReady{}, err
 	}
-	rw := &readyWriter{f: f, ready: make(chan node.NodeReady, 1)}
+	rw := &readyWriter{f: f, ready: make(chan nodeconfig.NodeReady, 1)}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
 	cmd.Stdout = rw // copied by a goroutine of os/exec until the pipe closes
@@ -54,7 +54,7 @@ func StartProcess(bin string, args, env []string, logFile string, timeout time.D
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		f.Close()
-		return nil, node.NodeReady{}, err
+		return nil, nodeconfig.NodeReady{}, err
 	}
 	p := &Process{cmd: cmd, done: make(chan struct{})}
 	go func() {
@@ -77,11 +77,11 @@ func StartProcess(bin string, args, env []string, logFile string, timeout time.D
 			return nil, r, fmt.Errorf("pid %d exited right after it was ready (%v); log %s:\n%s", cmd.Process.Pid, p.err, logFile, Tail(logFile, TailLines))
 		default:
 		}
-		return nil, node.NodeReady{}, fmt.Errorf("pid %d exited before it was ready (%v); log %s:\n%s", cmd.Process.Pid, p.err, logFile, Tail(logFile, TailLines))
+		return nil, nodeconfig.NodeReady{}, fmt.Errorf("pid %d exited before it was ready (%v); log %s:\n%s", cmd.Process.Pid, p.err, logFile, Tail(logFile, TailLines))
 	case <-timer.C:
 		_ = p.Signal(syscall.SIGKILL)
 		p.Wait(KillWait)
-		return nil, node.NodeReady{}, fmt.Errorf("pid %d not ready after %v (killed); log %s:\n%s", cmd.Process.Pid, timeout, logFile, Tail(logFile, TailLines))
+		return nil, nodeconfig.NodeReady{}, fmt.Errorf("pid %d not ready after %v (killed); log %s:\n%s", cmd.Process.Pid, timeout, logFile, Tail(logFile, TailLines))
 	}
 }
 
@@ -128,13 +128,13 @@ func (p *Process) Stop(timeout time.Duration) error {
 }
 
 // readyWriter copies a node's stdout to its log file and delivers the
-// first ready line (node.NodeReadyPrefix and JSON) on ready.
+// first ready line (nodeconfig.NodeReadyPrefix and JSON) on ready.
 type readyWriter struct {
 	mu    sync.Mutex
 	f     *os.File
 	line  []byte // the partial line before a ready line was found
 	found bool
-	ready chan node.NodeReady
+	ready chan nodeconfig.NodeReady
 }
 
 func (w *readyWriter) Write(b []byte) (int, error) {
@@ -154,11 +154,11 @@ func (w *readyWriter) Write(b []byte) (int, error) {
 		}
 		line := bytes.TrimRight(w.line[:i], "\r")
 		w.line = w.line[i+1:]
-		rest, ok := bytes.CutPrefix(line, []byte(node.NodeReadyPrefix))
+		rest, ok := bytes.CutPrefix(line, []byte(nodeconfig.NodeReadyPrefix))
 		if !ok {
 			continue
 		}
-		var r node.NodeReady
+		var r nodeconfig.NodeReady
 		if err := json.Unmarshal(rest, &r); err != nil {
 			fmt.Fprintf(w.f, "localcluster: bad ready line %q: %v\n", line, err)
 			continue

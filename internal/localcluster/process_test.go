@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atoll-runtime/atoll/internal/node"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 )
 
 // sh runs a shell script as a stand-in node process.
-func sh(t *testing.T, script string, timeout time.Duration) (*Process, node.NodeReady, string, error) {
+func sh(t *testing.T, script string, timeout time.Duration) (*Process, nodeconfig.NodeReady, string, error) {
 	t.Helper()
 	log := filepath.Join(t.TempDir(), "node.log")
 	p, r, err := StartProcess("/bin/sh", []string{"-c", script}, os.Environ(), log, timeout)
@@ -101,7 +101,7 @@ func TestReadyWriterSplitWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	w := &readyWriter{f: f, ready: make(chan node.NodeReady, 1)}
+	w := &readyWriter{f: f, ready: make(chan nodeconfig.NodeReady, 1)}
 	line := "noise\nATOLL_NODE_READY {\"node_id\":\"cd\",\"address\":\"h:1\",\"pid\":3}\r\nmore\n"
 	for i := range len(line) {
 		if _, err := w.Write([]byte(line[i : i+1])); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/faultplan"
 	"github.com/atoll-runtime/atoll/internal/actors"
+	"github.com/atoll-runtime/atoll/internal/autoscaler"
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/dashboard"
 	"github.com/atoll-runtime/atoll/internal/errs"
@@ -85,11 +86,16 @@ type Node struct {
 	// bundleSubs the node's subscriptions for its bundles (bundles.go).
 	placementPID *actor.PID
 	bundleSubs   []*nats.Subscription
-	unsubscribe  func()                              // the raylet's actor events
-	metrics      atomic.Pointer[nodemetrics.Metrics] // set once Start registered them (metrics.go)
-	activity     *activity                           // transfers, spills and restores → timeline and spans
-	logSub       *nats.Subscription                  // log requests (logs.go); cluster nodes
-	dashboard    *dashboard.Server                   // a head's, if it serves one (dashboard.go)
+	// The head's autoscaler and its node provider (autoscaler.go), with a
+	// cluster file.
+	autoscaler    *autoscaler.Autoscaler
+	autoscalerPID *actor.PID
+	provider      autoscaler.NodeProvider
+	unsubscribe   func()                              // the raylet's actor events
+	metrics       atomic.Pointer[nodemetrics.Metrics] // set once Start registered them (metrics.go)
+	activity      *activity                           // transfers, spills and restores → timeline and spans
+	logSub        *nats.Subscription                  // log requests (logs.go); cluster nodes
+	dashboard     *dashboard.Server                   // a head's, if it serves one (dashboard.go)
 	// rejoinCancel ends the goroutines of rejoin.go; rejoinWG waits for them.
 	rejoinCancel context.CancelFunc
 	rejoinWG     sync.WaitGroup
@@ -262,7 +268,7 @@ func (n *Node) start(ctx context.Context) error {
 	host, _ := os.Hostname()
 	info := &atollpb.NodeInfo{NodeId: n.id.Bytes(), Address: "raylet", Resources: res, State: atollpb.NodeState_NODE_ALIVE,
 		StartTimeUnixMs: time.Now().UnixMilli(), ObjectStoreBytes: n.arena.Size(), Hostname: host,
-		IsHead: cfg.RunsGCS(), IsDriver: cfg.Driver || cfg.Embedded(),
+		IsHead: cfg.RunsGCS(), IsDriver: cfg.Driver || cfg.Embedded(), NodeType: cfg.NodeType, InstanceId: cfg.InstanceID,
 		FaultInjection: cfg.Head && (cfg.FaultInjection || cfg.NATSURL != "")}
 	var clusterCfg *raylet.ClusterConfig
 	if !cfg.Embedded() {
@@ -327,6 +333,11 @@ func (n *Node) start(ctx context.Context) error {
 	if cfg.Head {
 		if err := n.startAMM(); err != nil {
 			return err
+		}
+		if cfg.Autoscaler != "" {
+			if err := n.startAutoscaler(); err != nil { // autoscaler.go
+				return err
+			}
 		}
 	}
 	if n.gateway != nil {
@@ -409,6 +420,12 @@ func (n *Node) stop(ctx context.Context) error {
 	n.stopMetrics(ctx)
 	for _, sub := range n.bundleSubs {
 		_ = sub.Unsubscribe()
+	}
+	if n.autoscalerPID != nil {
+		_ = n.system.Root.StopFuture(n.autoscalerPID).Wait()
+	}
+	if n.provider != nil {
+		_ = n.provider.Close()
 	}
 	if n.ammPID != nil {
 		_ = n.system.Root.StopFuture(n.ammPID).Wait()

@@ -208,6 +208,21 @@ type Config struct {
 	// "{trace_id}" in it is replaced by a task's trace id, e.g.
 	// http://localhost:16686/trace/{trace_id} for Jaeger.
 	DashboardTraceURL string `json:",omitempty"`
+	// Autoscaler is a cluster file (YAML: node types with their min and
+	// max, the provider that launches them); head only. The head runs the
+	// autoscaler with it, which adds nodes while work waits and removes
+	// idle ones (`atoll up` sets it). Default none: the cluster is the
+	// nodes started by hand.
+	Autoscaler string `json:",omitempty"`
+	// NodeType is the node type of the autoscaler's cluster file the node
+	// runs as, reported to the GCS and in its load reports. The
+	// autoscaler's providers set it (EnvNodeType); empty for a node
+	// started by hand.
+	NodeType string `json:",omitempty"`
+	// InstanceID is the id the autoscaler's provider gave the instance the
+	// node runs on (a process, a pod), reported to the GCS: how the
+	// autoscaler knows its node. Providers set it (EnvInstanceID).
+	InstanceID string `json:",omitempty"`
 	// LogFile is the file the node's output goes to, served to the
 	// dashboard and `atoll logs` (`atoll start` sets it for the nodes it
 	// runs in the background). Empty: the node has none.

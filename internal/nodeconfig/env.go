@@ -52,6 +52,11 @@ const (
 	// internal/testcluster starts test binaries this way, so their nodes
 	// run the test's functions).
 	EnvNode = "ATOLL_NODE"
+	// EnvNodeType and EnvInstanceID set Config.NodeType and InstanceID
+	// when they are empty: a Kubernetes worker pod's template sets them
+	// (its instance id is the pod's name, from the downward API).
+	EnvNodeType   = "ATOLL_NODE_TYPE"
+	EnvInstanceID = "ATOLL_INSTANCE_ID"
 )
 
 // envFields maps each field a variable sets (a Go selector from Config)
@@ -62,6 +67,7 @@ const (
 //   - AMM, AMMInterval, AMMPolicies: on a head, the variable wins over
 //     the field (ApplyEnv, as node.Start begins; cluster.EnvAMM and the
 //     like parse them);
+//   - NodeType, InstanceID: an empty field takes its variable (ApplyEnv);
 //   - Address: atoll.Init and the CLI read it when given no address
 //     (AddressFromEnv); node.Start does not, for an empty Address means
 //     an embedded node.
@@ -80,6 +86,8 @@ var envFields = map[string]string{
 	"AMM":                     cluster.EnvAMM,
 	"AMMInterval":             cluster.EnvAMMInterval,
 	"AMMPolicies":             cluster.EnvAMMPolicies,
+	"NodeType":                EnvNodeType,
+	"InstanceID":              EnvInstanceID,
 }
 
 // WithEnv returns c with each empty field set from its variable (see
@@ -103,10 +111,16 @@ func (c Credentials) WithEnv() Credentials {
 }
 
 // ApplyEnv applies the environment to c as a node starts (see envFields):
-// the credentials' empty fields and, on a head, the Active Memory
-// Manager's variables. An unparsable variable is ErrInvalidArgument.
+// the credentials', NodeType's and InstanceID's empty fields and, on a
+// head, the Active Memory Manager's variables. An unparsable variable is ErrInvalidArgument.
 func (c *Config) ApplyEnv() error {
 	c.Credentials = c.Credentials.WithEnv()
+	if c.NodeType == "" {
+		c.NodeType = os.Getenv(EnvNodeType)
+	}
+	if c.InstanceID == "" {
+		c.InstanceID = os.Getenv(EnvInstanceID)
+	}
 	if !c.Head {
 		return nil // only the head runs the AMM
 	}

@@ -66,6 +66,8 @@ func (c *Config) validate(name func(field string) string) error {
 		return errs.Invalidf("%s is the head's (where its embedded NATS keeps the GCS's tables)", name("GCSDir"))
 	case c.GCSDir != "" && c.NATSURL != "":
 		return errs.Invalidf("%s and %s conflict: with %[2]s the GCS's tables live on that NATS server", name("GCSDir"), name("NATSURL"))
+	case c.Autoscaler != "" && !c.Head:
+		return errs.Invalidf("%s is the head's (it runs the autoscaler)", name("Autoscaler"))
 	}
 	switch cpus := c.NumCPUs; {
 	case math.IsNaN(cpus) || math.IsInf(cpus, 0):

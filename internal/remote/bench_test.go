@@ -118,34 +118,7 @@ func BenchmarkPullUnderAttack(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { _ = srv.Close() }()
-	// pulls makes n pulls, each tenth on a new client (a new connection
-	// through the handshake), the others on the client's pooled one.
-	pulls := func(n int) (pooled, dialed []time.Duration, failed int) {
-		var c *Client
-		for i := range n {
-			if i%10 == 0 {
-				if c != nil {
-					_ = c.Close()
-				}
-				if c, err = NewClient(ClientConfig{Key: keyOf(1)}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			var got []byte
-			start := time.Now()
-			if _, err := c.Pull(context.Background(), srv.Addr(), id, bufAlloc(&got)); err != nil {
-				failed++
-				continue
-			}
-			if i%10 == 0 {
-				dialed = append(dialed, time.Since(start))
-			} else {
-				pooled = append(pooled, time.Since(start))
-			}
-		}
-		_ = c.Close()
-		return pooled, dialed, failed
-	}
+	pulls := func(n int) (pooled, dialed []time.Duration, failed int) { return timedPulls(b, srv, id, n) }
 	unloaded, unloadedDialed, _ := pulls(100)
 	// The same attack against a listener that closes each connection at
 	// once: what the attacker's CPU alone does to the pulls.

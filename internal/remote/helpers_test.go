@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -83,4 +84,35 @@ func bufAlloc(dst *[]byte) AllocFunc {
 		*dst = make([]byte, size)
 		return *dst, nil
 	}
+}
+
+// timedPulls makes n pulls of id from srv, each tenth on a new client (a
+// new connection through the handshake), the others on the client's
+// pooled one, and returns their durations by kind and the failures.
+func timedPulls(b *testing.B, srv *Server, id ids.ObjectID, n int) (pooled, dialed []time.Duration, failed int) {
+	var c *Client
+	for i := range n {
+		if i%10 == 0 {
+			if c != nil {
+				_ = c.Close()
+			}
+			var err error
+			if c, err = NewClient(ClientConfig{Key: keyOf(1)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		var got []byte
+		start := time.Now()
+		if _, err := c.Pull(context.Background(), srv.Addr(), id, bufAlloc(&got)); err != nil {
+			failed++
+			continue
+		}
+		if i%10 == 0 {
+			dialed = append(dialed, time.Since(start))
+		} else {
+			pooled = append(pooled, time.Since(start))
+		}
+	}
+	_ = c.Close()
+	return pooled, dialed, failed
 }

@@ -95,32 +95,7 @@ func BenchmarkPullUnderAttackPinned(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { _ = srv.Close() }()
-	pulls := func(n int) (pooled, dialed []time.Duration, failed int) {
-		var c *Client
-		for i := range n {
-			if i%10 == 0 {
-				if c != nil {
-					_ = c.Close()
-				}
-				if c, err = NewClient(ClientConfig{Key: keyOf(1)}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			var got []byte
-			start := time.Now()
-			if _, err := c.Pull(b.Context(), srv.Addr(), id, bufAlloc(&got)); err != nil {
-				failed++
-				continue
-			}
-			if i%10 == 0 {
-				dialed = append(dialed, time.Since(start))
-			} else {
-				pooled = append(pooled, time.Since(start))
-			}
-		}
-		_ = c.Close()
-		return pooled, dialed, failed
-	}
+	pulls := func(n int) (pooled, dialed []time.Duration, failed int) { return timedPulls(b, srv, id, n) }
 	unloaded, unloadedDialed, _ := pulls(200)
 
 	self, err := os.Executable()

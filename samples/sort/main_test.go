@@ -38,7 +38,7 @@ func TestOutOfCoreSortIsVerified(t *testing.T) {
 			phase = what
 		}
 	}
-	for _, p := range []string{"generate and sample 8 chunks", "partition 8 chunks into 8 buckets each", "sort 8 partitions", "verify every sorted partition"} {
+	for _, p := range []string{"generate and sample 8 chunks", "partition 8 chunks into 8 buckets each", "sort and verify 8 partitions"} {
 		if steps[p] != "8/8" {
 			t.Errorf("phase %q ended at step %q, want 8/8; progress:\n%s", p, steps[p], progress.String())
 		}

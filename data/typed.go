@@ -1,0 +1,292 @@
+package data
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"reflect"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/atoll-runtime/atoll"
+)
+
+// Typed rows: IterAs, TakeAs and TakeAllAs read a dataset's rows as Go
+// structs rather than Rows. A struct field reads the column named by its
+// `arrow` tag, else by its name (as FromItems writes them); unexported
+// fields and fields tagged "-" are left alone, and columns no field names
+// are not read. The fields' types are checked against the schema once,
+// before the first row: a column the data lacks, or one whose type the
+// field cannot hold, is a *ColumnError (matching atoll.ErrInvalidArgument)
+// naming the field and the column. A field holds:
+//
+//   - int64, int32, int16, int8, int: an integer column that fits it
+//     (int64 into int64 or int only, and so on);
+//   - uint64, uint32, uint16, uint8, uint: an unsigned column that fits;
+//   - float64: a float64 or float32 column; float32: float32 only;
+//   - string: a string or large string column; []byte: a binary one;
+//   - bool: a boolean column;
+//   - a pointer to one of these: the same, with nil for a null.
+//
+// A null read into a field that is not a pointer is an error naming the
+// column and the row. Values are copied out of the store: a struct stays
+// valid after the loop moves on.
+
+// IterAs yields the dataset's rows as values of the struct type T.
+// Options: Prefetch.
+func IterAs[T any](ctx context.Context, d *Dataset, opts ...IterOption) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		var dec *structDecoder
+		var row int64
+		for rec, err := range d.IterBatches(ctx, 0, opts...) {
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			if dec == nil {
+				if dec, err = newStructDecoder(reflect.TypeFor[T](), rec.Schema()); err != nil {
+					yield(zero, err)
+					return
+				}
+			}
+			cols, err := dec.columns(rec)
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			for i := range int(rec.NumRows()) {
+				var v T
+				if err := dec.decode(reflect.ValueOf(&v).Elem(), cols, i, row); err != nil {
+					yield(zero, err)
+					return
+				}
+				row++
+				if !yield(v, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// TakeAs returns the first n rows as values of the struct type T.
+func TakeAs[T any](ctx context.Context, d *Dataset, n int64) ([]T, error) {
+	return TakeAllAs[T](ctx, d.Limit(n))
+}
+
+// TakeAllAs returns every row as a value of the struct type T.
+func TakeAllAs[T any](ctx context.Context, d *Dataset) ([]T, error) {
+	var out []T
+	for v, err := range IterAs[T](ctx, d) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// structDecoder sets a struct's fields from the columns of records of
+// one schema.
+type structDecoder struct {
+	typ    reflect.Type
+	fields []fieldDecoder
+}
+
+// fieldDecoder reads one column into one field.
+type fieldDecoder struct {
+	index  int // the field's index in the struct
+	name   string
+	column string
+	ptr    bool // the field is a pointer: nulls are nil
+	set    func(dst reflect.Value, col arrow.Array, i int)
+}
+
+func newStructDecoder(t reflect.Type, s *arrow.Schema) (*structDecoder, error) {
+	if t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("%w: data: typed rows need a struct type, not %s", atoll.ErrInvalidArgument, t)
+	}
+	dec := &structDecoder{typ: t}
+	for f := range t.NumField() {
+		sf := t.Field(f)
+		if !sf.IsExported() {
+			continue
+		}
+		column := sf.Name
+		if tag := sf.Tag.Get("arrow"); tag == "-" {
+			continue
+		} else if tag != "" {
+			column = tag
+		}
+		idx := s.FieldIndices(column)
+		if len(idx) == 0 {
+			return nil, &ColumnError{Op: "reading field " + sf.Name + " of " + t.String(), Column: column, Columns: columnNames(s)}
+		}
+		ft, ptr := sf.Type, false
+		if ft.Kind() == reflect.Pointer {
+			ft, ptr = ft.Elem(), true
+		}
+		ct := s.Field(idx[0]).Type
+		set := columnSetter(ft, ct)
+		if set == nil {
+			return nil, &ColumnError{Op: fmt.Sprintf("reading into field %s (%s) of %s", sf.Name, sf.Type, t), Column: column,
+				Type: ct.String(), Supported: "see data.IterAs for which column types each field type holds"}
+		}
+		dec.fields = append(dec.fields, fieldDecoder{index: f, name: sf.Name, column: column, ptr: ptr, set: set})
+	}
+	return dec, nil
+}
+
+func columnNames(s *arrow.Schema) []string {
+	names := make([]string, s.NumFields())
+	for i := range names {
+		names[i] = s.Field(i).Name
+	}
+	return names
+}
+
+// columns returns rec's column for each field, checking that rec has the
+// schema the decoder was made for (blocks of one dataset share it).
+func (d *structDecoder) columns(rec arrow.RecordBatch) ([]arrow.Array, error) {
+	cols := make([]arrow.Array, len(d.fields))
+	for i, f := range d.fields {
+		idx := rec.Schema().FieldIndices(f.column)
+		if len(idx) == 0 {
+			return nil, &ColumnError{Op: "reading field " + f.name + " of " + d.typ.String(), Column: f.column, Columns: columnNames(rec.Schema())}
+		}
+		col := rec.Column(idx[0])
+		if ft := d.typ.Field(f.index).Type; columnSetter(derefType(ft), col.DataType()) == nil {
+			return nil, &ColumnError{Op: fmt.Sprintf("reading into field %s (%s) of %s", f.name, ft, d.typ), Column: f.column,
+				Type: col.DataType().String(), Supported: "see data.IterAs for which column types each field type holds"}
+		}
+		cols[i] = col
+	}
+	return cols, nil
+}
+
+func derefType(t reflect.Type) reflect.Type {
+	if t.Kind() == reflect.Pointer {
+		return t.Elem()
+	}
+	return t
+}
+
+// decode sets dst's fields from row i of cols (row: its number in the
+// dataset, for errors).
+func (d *structDecoder) decode(dst reflect.Value, cols []arrow.Array, i int, row int64) error {
+	for k, f := range d.fields {
+		col := cols[k]
+		fv := dst.Field(f.index)
+		if col.IsNull(i) {
+			if !f.ptr {
+				return &ColumnError{Op: fmt.Sprintf("reading into field %s (%s) of %s: row %d is null; make the field a pointer to read nulls",
+					f.name, fv.Type(), d.typ, row), Column: f.column, Type: col.DataType().String(), Supported: "non-null values"}
+			}
+			continue
+		}
+		if f.ptr {
+			p := reflect.New(fv.Type().Elem())
+			fv.Set(p)
+			fv = p.Elem()
+		}
+		f.set(fv, col, i)
+	}
+	return nil
+}
+
+// columnSetter returns what sets a field of type ft from a column of
+// type ct, or nil if the field cannot hold the column's values.
+func columnSetter(ft reflect.Type, ct arrow.DataType) func(reflect.Value, arrow.Array, int) {
+	signed := func(bits int) bool {
+		switch ft.Kind() {
+		case reflect.Int64, reflect.Int:
+			return bits <= 64
+		case reflect.Int32:
+			return bits <= 32
+		case reflect.Int16:
+			return bits <= 16
+		case reflect.Int8:
+			return bits <= 8
+		}
+		return false
+	}
+	unsigned := func(bits int) bool {
+		switch ft.Kind() {
+		case reflect.Uint64, reflect.Uint:
+			return bits <= 64
+		case reflect.Uint32:
+			return bits <= 32
+		case reflect.Uint16:
+			return bits <= 16
+		case reflect.Uint8:
+			return bits <= 8
+		}
+		return false
+	}
+	switch ct.ID() {
+	case arrow.INT64:
+		if signed(64) {
+			return func(v reflect.Value, c arrow.Array, i int) { v.SetInt(c.(*array.Int64).Value(i)) }
+		}
+	case arrow.INT32:
+		if signed(32) {
+			return func(v reflect.Value, c arrow.Array, i int) { v.SetInt(int64(c.(*array.Int32).Value(i))) }
+		}
+	case arrow.INT16:
+		if signed(16) {
+			return func(v reflect.Value, c arrow.Array, i int) { v.SetInt(int64(c.(*array.Int16).Value(i))) }
+		}
+	case arrow.INT8:
+		if signed(8) {
+			return func(v reflect.Value, c arrow.Array, i int) { v.SetInt(int64(c.(*array.Int8).Value(i))) }
+		}
+	case arrow.UINT64:
+		if unsigned(64) {
+			return func(v reflect.Value, c arrow.Array, i int) { v.SetUint(c.(*array.Uint64).Value(i)) }
+		}
+	case arrow.UINT32:
+		if unsigned(32) {
+			return func(v reflect.Value, c arrow.Array, i int) { v.SetUint(uint64(c.(*array.Uint32).Value(i))) }
+		}
+	case arrow.UINT16:
+		if unsigned(16) {
+			return func(v reflect.Value, c arrow.Array, i int) { v.SetUint(uint64(c.(*array.Uint16).Value(i))) }
+		}
+	case arrow.UINT8:
+		if unsigned(8) {
+			return func(v reflect.Value, c arrow.Array, i int) { v.SetUint(uint64(c.(*array.Uint8).Value(i))) }
+		}
+	case arrow.FLOAT64:
+		if ft.Kind() == reflect.Float64 {
+			return func(v reflect.Value, c arrow.Array, i int) { v.SetFloat(c.(*array.Float64).Value(i)) }
+		}
+	case arrow.FLOAT32:
+		if ft.Kind() == reflect.Float64 || ft.Kind() == reflect.Float32 {
+			return func(v reflect.Value, c arrow.Array, i int) { v.SetFloat(float64(c.(*array.Float32).Value(i))) }
+		}
+	case arrow.STRING:
+		if ft.Kind() == reflect.String {
+			return func(v reflect.Value, c arrow.Array, i int) { v.SetString(strings.Clone(c.(*array.String).Value(i))) }
+		}
+	case arrow.LARGE_STRING:
+		if ft.Kind() == reflect.String {
+			return func(v reflect.Value, c arrow.Array, i int) {
+				v.SetString(strings.Clone(c.(*array.LargeString).Value(i)))
+			}
+		}
+	case arrow.BINARY:
+		if ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Uint8 {
+			return func(v reflect.Value, c arrow.Array, i int) {
+				v.SetBytes(append([]byte(nil), c.(*array.Binary).Value(i)...))
+			}
+		}
+	case arrow.BOOL:
+		if ft.Kind() == reflect.Bool {
+			return func(v reflect.Value, c arrow.Array, i int) { v.SetBool(c.(*array.Boolean).Value(i)) }
+		}
+	}
+	return nil
+}

@@ -228,7 +228,9 @@ func checkBrowser(jobCtx context.Context, t *testing.T, c *testcluster.Cluster) 
 		shoot("logs"))
 
 	// The charts are live: a new object on node 2 (the job's last task)
-	// raises its line.
+	// raises its line above its lowest point. (Not above its first point:
+	// the job's earlier objects on node 2 may be freed between the
+	// chart's first sample and this one.)
 	more := blob.Remote(jobCtx, atoll.Value(blobBytes), atoll.OnNode(c.Node(2).ID, false))
 	defer more.Release()
 	if _, _, err := atoll.Wait(jobCtx, []atoll.Ref{more}, atoll.FetchLocal(false)); err != nil {
@@ -240,7 +242,9 @@ func checkBrowser(jobCtx context.Context, t *testing.T, c *testcluster.Cluster) 
 			const l = [...document.querySelectorAll('#chart-store polyline')].find(p => p.dataset.series === %q);
 			if (!l) return false;
 			const pts = l.points;
-			return pts.getItem(pts.numberOfItems - 1).y < pts.getItem(0).y; })()`, c.Node(2).ID[:8])))
+			let low = -Infinity; // the line's lowest point (SVG y grows downwards)
+			for (let i = 0; i < pts.numberOfItems; i++) low = Math.max(low, pts.getItem(i).y);
+			return pts.getItem(pts.numberOfItems - 1).y < low; })()`, c.Node(2).ID[:8])))
 
 	mu.Lock()
 	defer mu.Unlock()

@@ -100,49 +100,26 @@ const (
 	otherTaskName = "other"
 )
 
-// taskNames is the set of task names labelled so far, each with its
-// measurement options made once (an attribute set per task would cost
-// more than the measurement).
+// taskNames is the set of task names labelled so far.
 type taskNames struct {
-	mu    sync.Mutex
-	set   map[string]*nameOptions
-	other *nameOptions
+	mu  sync.Mutex
+	set map[string]struct{}
 }
 
-// nameOptions are one task name's measurement options: its counter's, by
-// outcome, and its duration's.
-type nameOptions struct {
-	ok, failed, timed metric.MeasurementOption
-}
-
-func newNameOptions(node attribute.KeyValue, label string) *nameOptions {
-	name := attrTaskName.String(label)
-	return &nameOptions{
-		ok:     metric.WithAttributeSet(attribute.NewSet(node, name, attrOutcome.String("ok"))),
-		failed: metric.WithAttributeSet(attribute.NewSet(node, name, attrOutcome.String("failed"))),
-		timed:  metric.WithAttributeSet(attribute.NewSet(node, name)),
-	}
-}
-
-// options returns the options of name's label.
-func (s *taskNames) options(node attribute.KeyValue, name string) *nameOptions {
+func (s *taskNames) label(name string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if o, ok := s.set[name]; ok {
-		return o
+	if _, ok := s.set[name]; ok {
+		return name
 	}
 	if len(s.set) >= maxTaskNames {
-		if s.other == nil {
-			s.other = newNameOptions(node, otherTaskName)
-		}
-		return s.other
+		return otherTaskName
 	}
 	if s.set == nil {
-		s.set = map[string]*nameOptions{}
+		s.set = map[string]struct{}{}
 	}
-	o := newNameOptions(node, name)
-	s.set[name] = o
-	return o
+	s.set[name] = struct{}{}
+	return name
 }
 
 // taskDurationBuckets are the task latency histogram's bounds, in
@@ -224,16 +201,18 @@ func (m *Metrics) TaskFinished(e raylet.TaskEvent) {
 	case raylet.EventTransfer, raylet.EventSpill, raylet.EventRestore:
 		return // not a task: the store's and transfer figures count them
 	}
-	o := m.names.options(m.node, e.Name)
-	counted := o.ok
+	outcome := "ok"
 	if e.Failed {
-		counted = o.failed
+		outcome = "failed"
 	}
+	name := attrTaskName.String(m.names.label(e.Name))
+	counted := metric.WithAttributes(m.node, name, attrOutcome.String(outcome))
+	timed := metric.WithAttributes(m.node, name)
 	secs := e.End.Sub(e.Start).Seconds()
 	ctx := context.Background()
 	for _, ti := range m.tasks {
 		ti.finished.Add(ctx, 1, counted)
-		ti.duration.Record(ctx, secs, o.timed)
+		ti.duration.Record(ctx, secs, timed)
 	}
 }
 

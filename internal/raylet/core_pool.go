@@ -110,7 +110,6 @@ func (c *Core) WorkerExited(now time.Time, id ids.WorkerID, reason string, early
 	if w == nil {
 		return
 	}
-	c.loseLease(w, reason)
 	c.forget(w)
 	c.removeIdle(w.id)
 	// Every attempt it held is reported crashed, the pipelined ones too
@@ -271,7 +270,7 @@ func (c *Core) releaseBinary(bin string) {
 		if w.binary != bin {
 			continue
 		}
-		if len(w.tasks) == 0 && !w.leased() {
+		if len(w.tasks) == 0 {
 			c.forget(w)
 			c.removeIdle(w.id)
 			continue

@@ -99,22 +99,6 @@ func (r *raylet) apply(ctx actor.Context, e Effect) {
 		r.cfg.ReportActor(e.Info)
 	case ReleaseBinary:
 		r.releaseBinary(e.Binary)
-	case Grant:
-		if h := r.workers[e.Worker]; h != nil {
-			e.Holder.(*Submitter).granted(e.Request, e.Lease, e.Worker, h.slot)
-		}
-	case RecallLease:
-		e.Holder.(*Submitter).recallLease(e.Lease)
-	case LeaseBlocked:
-		e.Holder.(*Submitter).leaseBlocked(e.Lease, e.Blocked)
-	case LeaseLost:
-		var slot *Slot
-		if h := r.workers[e.Worker]; h != nil {
-			slot = h.slot
-		}
-		e.Holder.(*Submitter).lost(e.Lease, slot, e.Reason)
-	case LeaseRefused:
-		e.Holder.(*Submitter).refused(e.Request, e.Err)
 	}
 }
 
@@ -165,9 +149,7 @@ func (r *raylet) stopWorker(ctx actor.Context, id ids.WorkerID) {
 	if h == nil {
 		return
 	}
-	for _, a := range h.slot.clear() {
-		a.direct.crashed(a, "its worker stopped")
-	}
+	h.slot.clear()
 	ctx.Stop(h.pid)
 	delete(r.workers, id)
 	r.cfg.OnWorkerDeath(id)

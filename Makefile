@@ -36,7 +36,6 @@ test: ## run every test with the race detector
 soak: ## run the long soaks (not in CI; about an hour)
 	ATOLL_LONG_JOBS=2000 $(GO) test -race -count=1 -timeout 90m -run '^TestLongLivedNode$$' -v .
 	$(GO) run ./samples/chaos -duration 5m -max-duration 10m
-	ATOLL_AUTOSCALER_E2E=1 $(GO) test -race -count=1 -run '^TestAutoscalerWithLocalProvider$$' ./internal/autoscaler/
 
 lint: ## gofmt, go vet and staticcheck
 	@unformatted=$$(for d in $$($(GO) list -e -f '{{.Dir}}' ./...); do gofmt -l $$d/*.go; done); \

@@ -2238,8 +2238,13 @@ func (x *DrainStatus) GetState() string {
 // taking new work, its objects move to other nodes, its running work
 // finishes, then it leaves the cluster.
 type DrainRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeId        []byte                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	NodeId []byte                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// if_idle drains the node only if it is idle when the request reaches
+	// it (the autoscaler's drain of a node it saw idle): no queued or
+	// running tasks, no actors, no placement-group bundles. A busy node
+	// stays as it was and says why in DrainReply.busy.
+	IfIdle        bool `protobuf:"varint,2,opt,name=if_idle,json=ifIdle,proto3" json:"if_idle,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2281,9 +2286,18 @@ func (x *DrainRequest) GetNodeId() []byte {
 	return nil
 }
 
+func (x *DrainRequest) GetIfIdle() bool {
+	if x != nil {
+		return x.IfIdle
+	}
+	return false
+}
+
 type DrainReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Error         *ErrorInfo             `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Error *ErrorInfo             `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	// busy is why a drain with if_idle was refused ("" if it drains).
+	Busy          string `protobuf:"bytes,2,opt,name=busy,proto3" json:"busy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2323,6 +2337,13 @@ func (x *DrainReply) GetError() *ErrorInfo {
 		return x.Error
 	}
 	return nil
+}
+
+func (x *DrainReply) GetBusy() string {
+	if x != nil {
+		return x.Busy
+	}
+	return ""
 }
 
 // LeaveRequest (atoll.node.<node>.leave, from the head's AMM) asks a
@@ -3025,12 +3046,14 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"bytes_left\x18\x04 \x01(\x04R\tbytesLeft\x12\x16\n" +
 	"\x06queued\x18\x05 \x01(\x05R\x06queued\x12\x18\n" +
 	"\arunning\x18\x06 \x01(\x05R\arunning\x12\x14\n" +
-	"\x05state\x18\a \x01(\tR\x05state\"'\n" +
+	"\x05state\x18\a \x01(\tR\x05state\"@\n" +
 	"\fDrainRequest\x12\x17\n" +
-	"\anode_id\x18\x01 \x01(\fR\x06nodeId\"7\n" +
+	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12\x17\n" +
+	"\aif_idle\x18\x02 \x01(\bR\x06ifIdle\"K\n" +
 	"\n" +
 	"DrainReply\x12)\n" +
-	"\x05error\x18\x01 \x01(\v2\x13.atoll.v1.ErrorInfoR\x05error\"-\n" +
+	"\x05error\x18\x01 \x01(\v2\x13.atoll.v1.ErrorInfoR\x05error\x12\x12\n" +
+	"\x04busy\x18\x02 \x01(\tR\x04busy\"-\n" +
 	"\fLeaveRequest\x12\x1d\n" +
 	"\n" +
 	"object_ids\x18\x01 \x03(\fR\tobjectIds\" \n" +

@@ -437,8 +437,27 @@ func (s *shell) round(now time.Time, data *roundData) {
 // snapshot is the round's view of the cluster.
 func (s *shell) snapshot(now time.Time, groups []*atollpb.PlacementGroupInfo) Snapshot {
 	snap := Snapshot{Now: now}
+	// The nodes the GCS places a bundle on are busy whatever their last
+	// load report says: a report sent before the bundle was committed
+	// would show an idle node, and draining it would strand the group.
+	// Their idle time starts again when the group goes.
+	holds := map[string]string{}
+	for _, g := range groups {
+		if g.State == atollpb.PlacementGroupState_PLACEMENT_GROUP_REMOVED {
+			continue
+		}
+		for i, b := range g.BundleNodes {
+			if len(b) == ids.Len16 {
+				holds[hex.EncodeToString(b)] = fmt.Sprintf("bundle %d of placement group %s", i, hex.EncodeToString(g.PlacementGroupId)[:8])
+			}
+		}
+	}
 	for id, n := range s.nodes {
 		l := n.load
+		held, holding := holds[id.String()]
+		if holding {
+			n.busySeen = now
+		}
 		for _, d := range l.GetDemands() {
 			snap.Demands = append(snap.Demands, Demand{Resources: raylet.Resources(d.Resources).Clone(), Count: int(d.Count), Actors: d.Actors})
 		}
@@ -447,6 +466,9 @@ func (s *shell) snapshot(now time.Time, groups []*atollpb.PlacementGroupInfo) Sn
 		}
 		node := Node{ID: id.String(), Type: n.info.GetNodeType(), Instance: n.info.GetInstanceId(), Head: n.info.GetIsHead(),
 			Busy: n.why != "", Why: n.why, IdleSince: n.busySeen}
+		if holding && n.why == "" {
+			node.Busy, node.Why = true, held
+		}
 		if l == nil {
 			// Joined, not reporting yet: room as registered, and not idle.
 			node.Total, node.Available = fold(n.info.GetResources(), n.info.GetResources())
@@ -550,10 +572,15 @@ func (s *shell) opDone(now time.Time, m *opDone) {
 		s.record(now, "launch-failed", in.Type, 1, in.ID, "", m.err.Error())
 		delete(s.instances, in.ID)
 	case m.what == "drain":
-		// A node that cannot be drained (it died meanwhile, the head
-		// refused) stays as it was; the next round looks again.
+		// A node that cannot be drained (it took work since the report
+		// that showed it idle, it died meanwhile, the head refused) stays
+		// as it was; the next round looks again.
 		log.Warn("autoscaler: draining a node failed", "instance", in.ID, "node", in.NodeID, "err", m.err)
 		s.lastErr = "drain " + in.ID + ": " + m.err.Error()
+		s.record(now, "drain-refused", in.Type, 1, in.ID, in.NodeID, m.err.Error())
+		if id, err := ids.FromHex(in.NodeID); err == nil && s.nodes[id] != nil {
+			s.nodes[id].busySeen = now // idle from now on, not from before the refusal
+		}
 		if in.State == Draining {
 			in.State, in.Since = Running, now
 		}

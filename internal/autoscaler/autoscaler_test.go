@@ -71,13 +71,6 @@ node_types:
 // autoscaler adds and its actors restart there; a demand for a resource
 // no node type has is reported infeasible and never scaled for.
 func TestAutoscalerWithLocalProvider(t *testing.T) {
-	// Known failure on main (2026-11-25): the first call of an actor in a
-	// STRICT_SPREAD bundle on a launched node times out in 3 of 4 recent
-	// runs (it passed once). Off in `make test` until that is fixed; `make
-	// soak` runs it.
-	if os.Getenv("ATOLL_AUTOSCALER_E2E") == "" {
-		t.Skip("known failure, under investigation: set ATOLL_AUTOSCALER_E2E=1 to run it")
-	}
 	path := filepath.Join(t.TempDir(), "cluster.yaml")
 	if err := os.WriteFile(path, []byte(clusterFile), 0o600); err != nil {
 		t.Fatal(err)
@@ -174,10 +167,13 @@ func TestAutoscalerWithLocalProvider(t *testing.T) {
 		}
 	}
 	st := status()
-	drains := 0
+	drains := 0 // those a node refused (busy since its last report) do not count
 	for _, d := range st.Decisions {
-		if d.Action == "drain" {
+		switch d.Action {
+		case "drain":
 			drains++
+		case "drain-refused":
+			drains--
 		}
 	}
 	if drains != 2 {

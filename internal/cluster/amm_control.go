@@ -105,7 +105,18 @@ func (a *AMM) drainList() []*drainInfo {
 // must be alive, neither the head nor a driver's. It returns once the node
 // stopped taking new work; the AMM's rounds then move its objects and
 // tell it to leave.
-func (a *AMM) Drain(ctx context.Context, node ids.NodeID) error {
+func (a *AMM) Drain(ctx context.Context, node ids.NodeID) error { return a.drain(ctx, node, false) }
+
+// DrainIfIdle drains node as Drain does, but only if it is idle when the
+// request reaches it (no queued or running tasks, actors or
+// placement-group bundles): a busy node stays as it was and the error,
+// ErrUnavailable, says why. It is the autoscaler's drain of a node it
+// saw idle in a load report that may be older than the node's last task.
+func (a *AMM) DrainIfIdle(ctx context.Context, node ids.NodeID) error {
+	return a.drain(ctx, node, true)
+}
+
+func (a *AMM) drain(ctx context.Context, node ids.NodeID, ifIdle bool) error {
 	nodes, err := a.cfg.GCS.ListNodes(ctx)
 	if err != nil {
 		return errs.Unavailablef("drain: list the nodes: %v", err)
@@ -121,7 +132,7 @@ func (a *AMM) Drain(ctx context.Context, node ids.NodeID) error {
 	case nodes[i].IsDriver:
 		return errs.Invalidf("drain: node %s is a driver's node (it goes with its driver)", node.Short())
 	}
-	if err := askDrain(a.cfg.Conn, a.cfg.Prefix, node, a.cfg.RequestTimeout); err != nil {
+	if err := askDrain(a.cfg.Conn, a.cfg.Prefix, node, ifIdle, a.cfg.RequestTimeout); err != nil {
 		return err
 	}
 	id := amm.NodeID(node.String())

@@ -356,7 +356,10 @@
 // retire_workers) send a DrainRequest on <prefix>.amm.drain to the head's
 // AMM, which checks the node in the GCS (alive, not the head, not a
 // driver's: typed errors) and asks it to drain (<prefix>.node.<node>.drain).
-// The node's gateway sets its draining flag and sends raylet.Drain: from
+// The node's gateway sets its draining flag and sends raylet.Drain (with
+// if_idle, the autoscaler's, the raylet first checks it queues, runs and
+// hosts nothing and holds no bundle, in the same step; a busy node
+// refuses, DrainReply.busy says why, and nothing changes): from
 // then on the raylet places every task submitted or forwarded to it on
 // another node (it stays only if no other node can run it, or a hard
 // affinity names it), while what it queued or runs finishes there. Its

@@ -64,16 +64,43 @@ func (g *Gateway) serveDrain(m *nats.Msg) {
 	case g.cfg.Node.GetIsDriver():
 		err = errs.Invalidf("drain: node %s is a driver's node", g.cfg.NodeID.Short())
 	}
-	var reply atollpb.DrainReply
-	if err != nil {
-		g.cfg.Logger.Warn("cluster: drain request refused", "err", err)
-		reply.Error = errs.ToProto(err)
-	} else if !g.drain.draining.Swap(true) {
-		g.cfg.Logger.Info("cluster: draining: no new work; the head's AMM moves this node's objects, then the node leaves", "node", g.cfg.NodeID.Short())
-		g.cfg.System.Root.Send(g.cfg.Raylet, &raylet.Drain{})
+	respond := func(reply *atollpb.DrainReply) {
+		b, _ := proto.Marshal(reply)
+		_ = m.Respond(b)
 	}
-	b, _ := proto.Marshal(&reply)
-	_ = m.Respond(b)
+	switch {
+	case err != nil:
+		g.cfg.Logger.Warn("cluster: drain request refused", "err", err)
+		respond(&atollpb.DrainReply{Error: errs.ToProto(err)})
+	case req.IfIdle && !g.drain.draining.Load():
+		// The raylet checks that it is idle and stops taking work in one
+		// step; the NATS callback does not wait for it.
+		go func() {
+			busy := make(chan string, 1)
+			g.cfg.System.Root.Send(g.cfg.Raylet, &raylet.Drain{IfIdle: true, Reply: func(b string) { busy <- b }})
+			select {
+			case b := <-busy:
+				if b == "" {
+					g.startDrain()
+				}
+				respond(&atollpb.DrainReply{Busy: b})
+			case <-time.After(storeAsk):
+				respond(&atollpb.DrainReply{Error: errs.ToProto(errs.Unavailablef("drain: node %s: the raylet did not answer", g.cfg.NodeID.Short()))})
+			}
+		}()
+	default:
+		g.startDrain()
+		g.cfg.System.Root.Send(g.cfg.Raylet, &raylet.Drain{})
+		respond(&atollpb.DrainReply{})
+	}
+}
+
+// startDrain marks the node draining (its load reports and inventories
+// say so from now on).
+func (g *Gateway) startDrain() {
+	if !g.drain.draining.Swap(true) {
+		g.cfg.Logger.Info("cluster: draining: no new work; the head's AMM moves this node's objects, then the node leaves", "node", g.cfg.NodeID.Short())
+	}
 }
 
 // serveLeave answers the AMM's leave request: the node leaves if it is
@@ -153,11 +180,19 @@ func (g *Gateway) checkLeave(safe [][]byte) string {
 	return ""
 }
 
-// askDrain tells node to drain (from the head's AMM).
-func askDrain(nc *nats.Conn, prefix string, node ids.NodeID, timeout time.Duration) error {
+// askDrain tells node to drain (from the head's AMM); ifIdle only if it
+// is idle, else the error is ErrUnavailable and says what keeps it busy.
+func askDrain(nc *nats.Conn, prefix string, node ids.NodeID, ifIdle bool, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return askNode(ctx, nc, nodeSubject(prefix, node, "drain"), "drain", node, &atollpb.DrainRequest{NodeId: node.Bytes()}, &atollpb.DrainReply{})
+	reply := &atollpb.DrainReply{}
+	if err := askNode(ctx, nc, nodeSubject(prefix, node, "drain"), "drain", node, &atollpb.DrainRequest{NodeId: node.Bytes(), IfIdle: ifIdle}, reply); err != nil {
+		return err
+	}
+	if reply.Busy != "" {
+		return errs.Unavailablef("drain: node %s is busy (%s): it stays", node.Short(), reply.Busy)
+	}
+	return nil
 }
 
 // askNode sends req to a node's subject and decodes its reply into

@@ -55,7 +55,7 @@ func (e *Env) toGateway(m *message) {
 	case *drainReq:
 		n.draining = true
 		e.printf("%s: draining: new tasks go to other nodes", n.name)
-		n.raylet.Drain(e.now)
+		n.raylet.Drain(e.now, false)
 		e.rayletEffects(n)
 	case *leaveReq:
 		e.leave(n, b)

@@ -32,7 +32,7 @@ func (n *Node) startAutoscaler() error {
 	if err != nil {
 		return err
 	}
-	a, err := autoscaler.New(autoscaler.Config{File: file, Provider: provider, Conn: n.nc, GCS: n.gcsClient, Drain: n.amm.Drain,
+	a, err := autoscaler.New(autoscaler.Config{File: file, Provider: provider, Conn: n.nc, GCS: n.gcsClient, Drain: n.amm.DrainIfIdle,
 		Node: nodeconfig.Config{Address: address, NodeIP: n.cfg.NodeIP, FailureTimeout: n.cfg.FailureTimeout, Credentials: creds}, Logger: n.log})
 	if err != nil {
 		_ = provider.Close()

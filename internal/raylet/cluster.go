@@ -63,7 +63,14 @@ type KillHostedActor struct{ Msg *atollpb.KillActor }
 // to this node still runs here), while the tasks it queued or runs
 // already finish here. It is how a node being drained stops taking work;
 // there is no way back (the node leaves the cluster when drained).
-type Drain struct{}
+//
+// IfIdle drains only an idle node (the autoscaler's drain of a node it
+// saw idle, which may have taken work since): Reply, if set, gets what
+// keeps the node busy ("" once it drains).
+type Drain struct {
+	IfIdle bool
+	Reply  func(busy string)
+}
 
 // NodeGone tells the raylet a node left the cluster: the actors it hosts
 // for owners on that node die with them (their handles are gone), except

@@ -1,7 +1,9 @@
 package raylet
 
 import (
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -322,13 +324,42 @@ func (c *Core) Start(now time.Time) {
 }
 
 // Drain makes the node place every task submitted or forwarded to it
-// from now on on another node (see the Drain message).
-func (c *Core) Drain(now time.Time) {
+// from now on on another node (see the Drain message). With ifIdle it
+// drains only a node that is idle: busy says what keeps it from being
+// (queued or running work, actors, placement-group bundles), and the
+// node then stays as it was. The check and the switch are one step, so
+// no work lands on the node between them.
+func (c *Core) Drain(now time.Time, ifIdle bool) (busy string) {
 	c.now = now
+	if ifIdle && !c.draining {
+		if busy = c.busy(); busy != "" {
+			c.cfg.Logger.Info("raylet: refused to drain: the node is busy", "busy", busy)
+			return busy
+		}
+	}
 	if !c.draining {
 		c.draining = true
 		c.cfg.Logger.Info("raylet: draining: new tasks go to other nodes")
 	}
+	return ""
+}
+
+// busy says what keeps the node from being idle ("" if nothing).
+func (c *Core) busy() string {
+	var why []string
+	if n := c.queued + len(c.waiting); n > 0 {
+		why = append(why, fmt.Sprintf("%d tasks queued", n))
+	}
+	if n := len(c.running); n > 0 {
+		why = append(why, fmt.Sprintf("%d tasks running", n))
+	}
+	if n := len(c.actors); n > 0 {
+		why = append(why, fmt.Sprintf("%d actors", n))
+	}
+	if n := len(c.bundles); n > 0 {
+		why = append(why, fmt.Sprintf("%d placement-group bundles", n))
+	}
+	return strings.Join(why, ", ")
 }
 
 // State is a snapshot of the core.

@@ -146,8 +146,10 @@ func (e *coreEnv) run(t *testing.T, d *datadriven.TestData) string {
 		e.tick(&out, e.now.Add(dur))
 	case "peers": // one line per peer: n2 total=CPU:4 avail=CPU:2 [queued=1]
 		c.PeerView(e.now, e.peers(t, d.Input))
-	case "drain":
-		c.Drain(e.now)
+	case "drain": // drain [if-idle]: prints why a drain if idle was refused
+		if busy := c.Drain(e.now, d.HasArg("if-idle")); busy != "" {
+			out.WriteString("busy: " + busy + "\n")
+		}
 	case "node-gone":
 		c.NodeGone(e.now, e.id(d.CmdArgs[0].Key))
 	case "ack": // ack t1 [attempt=N] [hops=N]

@@ -161,7 +161,10 @@ func (r *raylet) Receive(ctx actor.Context) {
 	case *NodeGone:
 		r.core.NodeGone(time.Now(), m.Node)
 	case *Drain:
-		r.core.Drain(time.Now())
+		busy := r.core.Drain(time.Now(), m.IfIdle)
+		if m.Reply != nil {
+			m.Reply(busy)
+		}
 	case *ActorStarted:
 		r.core.ActorStarted(time.Now(), m.ID, m.Err)
 	case *actorFailed:

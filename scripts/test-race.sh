@@ -60,6 +60,7 @@ done
 binary() { echo "${group_of[$1]}/${1##*/}.test"; }
 
 echo "building ${#pkgs[@]} test binaries"
+built_start=$SECONDS
 failed=0
 for g in "${!groups[@]}"; do
 	mkdir -p "$bindir/g$g"
@@ -68,6 +69,7 @@ for g in "${!groups[@]}"; do
 		failed=1 # the packages without a binary are listed below
 	fi
 done
+echo "built in $((SECONDS - built_start)) s"
 
 for line in "${pkgs[@]}"; do
 	pkg=${line%% *}

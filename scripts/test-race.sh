@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Runs every package's tests with the race detector, the way `make test`
-# does: first every test binary is built, as many at once as there are
-# cores (building is most of a clean run's time); then the binaries run
-# one package at a time, each in its package's directory as `go test`
+# does: first every test binary is built, by one `go test -c` for all of
+# them (each package compiled once, as many at once as there are cores:
+# building is most of a clean run's time, and separate `go` commands side
+# by side compiled the shared dependencies once each); then the binaries
+# run one package at a time, each in its package's directory as `go test`
 # runs it. Many packages start clusters of node processes with failure
 # timeouts of seconds; two such packages at once on a 2-core machine
 # starve each other's gossip, and a live node is then declared dead (a
-# flake, not a finding). Building the binaries once, rather than letting
-# `go test -p 1` link each again as its turn comes, saves the links'
-# time from the serial part.
+# flake, not a finding).
 #
 # Usage: scripts/test-race.sh [packages...]   (default ./...)
 # Environment: GO (default go), GORACE (default atexit_sleep_ms=100),
@@ -38,23 +38,46 @@ if [ ${#pkgs[@]} -eq 0 ]; then
 	exit 1
 fi
 
-binary() { echo "$bindir/$(echo "$1" | tr '/.' '__').test"; }
+# `go test -c -o DIR` names each binary after the last element of its
+# import path and refuses two of the same name, so the packages go in as
+# few groups as keep those names apart (a directory each), built one
+# group after the other (the later ones find most of their packages
+# built).
+declare -A group_of # import path -> its group's directory
+declare -A taken    # "group.name" -> set once a group holds that name
+declare -a groups   # per group, its import paths (space-separated)
+for line in "${pkgs[@]}"; do
+	pkg=${line%% *}
+	name=${pkg##*/}
+	g=0
+	while [ -n "${taken[$g.$name]:-}" ]; do
+		g=$((g + 1))
+	done
+	taken[$g.$name]=1
+	groups[g]="${groups[g]:-} $pkg"
+	group_of[$pkg]="$bindir/g$g"
+done
+binary() { echo "${group_of[$1]}/${1##*/}.test"; }
 
 echo "building ${#pkgs[@]} test binaries"
-export GO bindir
-built=$(printf '%s\n' "${pkgs[@]}" | cut -d' ' -f1 |
-	xargs -P "$(nproc)" -I{} sh -c 'out="$bindir/$(echo "$1" | tr "/." "__").test"; "$GO" test -race -c -o "$out" "$1" || echo "BUILD-FAILED $1"' _ {})
 failed=0
-if printf '%s\n' "$built" | grep -q '^BUILD-FAILED'; then
-	printf '%s\n' "$built" | grep '^BUILD-FAILED' | sed 's/^BUILD-FAILED/FAIL (build)/'
-	failed=1
-fi
+for g in "${!groups[@]}"; do
+	mkdir -p "$bindir/g$g"
+	# shellcheck disable=SC2086 # the group is a list of import paths
+	if ! "$GO" test -race -c -o "$bindir/g$g/" ${groups[g]}; then
+		failed=1 # the packages without a binary are listed below
+	fi
+done
 
 for line in "${pkgs[@]}"; do
 	pkg=${line%% *}
 	dir=${line#* }
 	bin=$(binary "$pkg")
-	[ -x "$bin" ] || continue
+	if [ ! -x "$bin" ]; then
+		printf 'FAIL\t%s [build failed]\n' "$pkg"
+		failed=1
+		continue
+	fi
 	start=${EPOCHREALTIME/./}
 	# shellcheck disable=SC2086 # TESTFLAGS is a list of flags
 	(cd "$dir" && "$bin" -test.count=1 -test.timeout=30m -test.paniconexit0 $TESTFLAGS) >"$bindir/out" 2>&1

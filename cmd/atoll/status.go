@@ -46,7 +46,12 @@ nodes of drivers that finished, are left out unless --all is given.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
+			// The autoscaler's part, when the head runs one (atoll up);
+			// none, or one that does not answer, leaves the nodes as the
+			// status.
+			as, _ := clusterclient.AutoscalerStatus(ctx, address, nodeconfig.Credentials{})
 			if asJSON {
+				st.Autoscaler = as
 				return writeJSON(out, st)
 			}
 			if all {
@@ -55,10 +60,8 @@ nodes of drivers that finished, are left out unless --all is given.`,
 			if err := printStatus(out, st, all, goneWithin, time.Now()); err != nil {
 				return err
 			}
-			// The autoscaler's part, when the head runs one (atoll up).
-			as, err := clusterclient.AutoscalerStatus(ctx, address, nodeconfig.Credentials{})
-			if err != nil {
-				return nil // none, or it does not answer: the nodes are the status
+			if as == nil {
+				return nil
 			}
 			return printAutoscaler(out, as, statusDecisions, time.Now())
 		},

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
@@ -106,6 +108,13 @@ func TestUpStatusDown(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}
+	}
+
+	// The same in JSON: the autoscaler's section beside the nodes.
+	js, _, err := execute("status", "--json")
+	var st clusterclient.Status
+	if err != nil || json.Unmarshal([]byte(js), &st) != nil || st.Autoscaler == nil || st.Autoscaler.Provider != "local" || len(st.Autoscaler.Decisions) == 0 {
+		t.Errorf("status --json (%v): no autoscaler section with its decisions:\n%s", err, js)
 	}
 
 	o, e, err := execute("down", path)

@@ -23,6 +23,9 @@ import (
 type Status struct {
 	Address string       `json:"address"`
 	Nodes   []NodeStatus `json:"nodes"`
+	// Autoscaler is the autoscaler's status when the head runs one
+	// (`atoll up`); GetStatus leaves it nil (AutoscalerStatus fills it).
+	Autoscaler *atollpb.AutoscalerStatus `json:"autoscaler,omitempty"`
 }
 
 // NodeStatus is one node as the GCS and its latest load report know it.

@@ -135,3 +135,46 @@ func BenchmarkGet64MiBFloat64(b *testing.B) {
 		}
 	})
 }
+
+func startBenchProcesses(b *testing.B) context.Context {
+	b.Helper()
+	ctx := context.Background()
+	if err := atoll.Init(ctx, atoll.WithObjectStoreMemory(1<<30), atoll.WithNumCPUs(2), atoll.WithWorkerMode(atoll.ProcessWorkers)); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = atoll.Shutdown(ctx) })
+	return ctx
+}
+
+// BenchmarkProcessTasksSync is BenchmarkTasksSync with worker processes
+// (the driver's side: -benchmem counts the driver's allocations per task).
+func BenchmarkProcessTasksSync(b *testing.B) {
+	ctx := startBenchProcesses(b)
+	for b.Loop() {
+		if _, err := atoll.Get(ctx, noop.Remote(ctx)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
+}
+
+// BenchmarkProcessTasksAsync is BenchmarkTasksAsync with worker
+// processes, one task per op (the batches of 1,000 are submitted across
+// ops), so -benchmem reports the driver's allocations per task.
+func BenchmarkProcessTasksAsync(b *testing.B) {
+	ctx := startBenchProcesses(b)
+	refs := make([]atoll.ObjectRef[int], 0, 1000)
+	for b.Loop() {
+		refs = append(refs, noop.Remote(ctx))
+		if len(refs) == cap(refs) {
+			if _, err := atoll.GetAll(ctx, refs); err != nil {
+				b.Fatal(err)
+			}
+			refs = refs[:0]
+		}
+	}
+	if _, err := atoll.GetAll(ctx, refs); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
+}

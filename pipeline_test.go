@@ -111,9 +111,10 @@ func TestPipelinedTasksWorkerKilledMidPipeline(t *testing.T) {
 	for i := 1; i < 6; i++ {
 		refs = append(refs, gated.Remote(ctx, atoll.Value(gatedArgs{dir, i, false}), atoll.MaxRetries(1)))
 	}
-	// One CPU: task 0 runs; 1 and 2 wait in its worker (a worker is
-	// topped up while it holds at most half the depth), 3-5 in the raylet.
-	waitStatus(t, ctx, 3, 3)
+	// One CPU: task 0 runs; 1-3 wait in its worker (the driver's
+	// submitter fills the worker leased to it up to the depth), 4 and 5
+	// in the submitter.
+	waitStatus(t, ctx, 4, 2)
 	pid, err := os.ReadFile(filepath.Join(dir, "run-0-0"))
 	if err != nil {
 		t.Fatal(err)
@@ -128,10 +129,10 @@ func TestPipelinedTasksWorkerKilledMidPipeline(t *testing.T) {
 			t.Fatalf("task %d: %v, %v", i, v, err)
 		}
 	}
-	// Task 0 ran twice (killed, retried); 1 and 2 once, as their retry
+	// Task 0 ran twice (killed, retried); 1-3 once, as their retry
 	// (attempt 1: the attempt pipelined to the killed worker never ran);
-	// 3-5 once, first time.
-	want := []string{"run-0-0", "run-0-1", "run-1-1", "run-2-1", "run-3-0", "run-4-0", "run-5-0"}
+	// 4 and 5 once, first time.
+	want := []string{"run-0-0", "run-0-1", "run-1-1", "run-2-1", "run-3-1", "run-4-0", "run-5-0"}
 	if got := runs(t, dir, "run-"); !slices.Equal(got, want) {
 		t.Fatalf("runs %v, want %v", got, want)
 	}

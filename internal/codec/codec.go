@@ -70,6 +70,9 @@ func Encode(v any) (Encoded, error) {
 		}
 		return Encoded{atollpb.Codec_CODEC_PROTO, b}, nil
 	}
+	if b, ok := encodeGobBasic(v); ok {
+		return Encoded{atollpb.Codec_CODEC_GOB, b}, nil
+	}
 	var buf bytes.Buffer
 	if err := gob.NewEncoder(&buf).Encode(v); err != nil {
 		return Encoded{}, errs.Invalidf("encode %T with gob: %v", v, err)
@@ -156,10 +159,13 @@ func decodeOther[T any](c atollpb.Codec, data []byte) (T, error) {
 		if t := reflect.TypeFor[T](); t.Kind() == reflect.Interface {
 			return zero, errs.Invalidf("cannot decode a gob object into interface type %v: use the concrete type", t)
 		}
+		var v T
+		if decodeGobBasic(data, &v) {
+			return v, nil
+		}
 		if err := checkGob(data); err != nil {
 			return zero, errs.Invalidf("decode %v with gob: %v", reflect.TypeFor[T](), err)
 		}
-		var v T
 		if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&v); err != nil {
 			return zero, errs.Invalidf("decode %v with gob: %v", reflect.TypeFor[T](), err)
 		}

@@ -77,7 +77,7 @@ func actorSync(ctx context.Context, e *env) (*workload, error) {
 		return nil, err
 	}
 	a := hs[0]
-	return &workload{units: 1, close: killAll(hs), op: func(ctx context.Context) error {
+	return &workload{units: 1, roundTrips: true, close: killAll(hs), op: func(ctx context.Context) error {
 		ref := serverSmallValue.Remote(ctx, a)
 		_, err := atoll.Get(ctx, ref)
 		ref.Release()
@@ -90,7 +90,7 @@ func actorSyncBase(_ context.Context, e *env) (*workload, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &workload{units: 1, close: ec.close, op: func(context.Context) error {
+	return &workload{units: 1, roundTrips: true, close: ec.close, op: func(context.Context) error {
 		return await([]actor.Future{ec.request(ec.pids[0], 0)})
 	}}, nil
 }

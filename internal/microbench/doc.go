@@ -16,6 +16,12 @@
 // process mode, multi_client_tasks_async (40,000 tasks, ~4 s on 2 cores)
 // and n_n_actor_calls_async (~2 s).
 //
+// The two sync metrics (single_client_tasks_sync, 1_1_actor_calls_sync)
+// are one round trip per op; each op of their repetitions is timed too,
+// and their records carry the round trip's p50 and p99 in microseconds
+// (config p50_us, p99_us, round_trips; the baseline's baseline_p50_us,
+// baseline_p99_us); the table prints them under it.
+//
 // Rates keep Ray's metric names (so that output lines up with Ray's);
 // their unit says the direction: "1/s" for ops per second, "GB/s" (10^9
 // bytes per second) for the two put_gigabytes metrics. Higher is better,

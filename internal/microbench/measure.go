@@ -2,6 +2,7 @@ package microbench
 
 import (
 	"context"
+	"math"
 	"slices"
 	"time"
 )
@@ -17,6 +18,10 @@ type workload struct {
 	// close releases what setup created (actors, refs, goroutines); nil
 	// when there is nothing to release.
 	close func(ctx context.Context) error
+	// roundTrips: each op is one round trip (a sync task or call), timed
+	// one by one in the repetitions (trips) for its percentiles.
+	roundTrips bool
+	trips      []time.Duration
 }
 
 func (w *workload) release(ctx context.Context) error {
@@ -57,8 +62,15 @@ func (t timer) rate(ctx context.Context, w *workload, step int) (float64, error)
 	count := 0
 	for {
 		for range step {
+			var begin time.Time
+			if w.roundTrips {
+				begin = t.now()
+			}
 			if err := w.op(ctx); err != nil {
 				return 0, err
+			}
+			if w.roundTrips {
+				w.trips = append(w.trips, t.now().Sub(begin))
 			}
 		}
 		count += step
@@ -85,4 +97,24 @@ func summarize(rates []float64) summary {
 		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
 	return summary{median: med, min: s[0], max: s[len(s)-1], rates: rates}
+}
+
+// latency is the percentiles of a workload's round trips.
+type latency struct {
+	p50, p99 time.Duration
+	n        int
+}
+
+// latencyOf returns the 50th and 99th percentiles of trips (nearest rank;
+// zero when there are none). It sorts trips.
+func latencyOf(trips []time.Duration) latency {
+	if len(trips) == 0 {
+		return latency{}
+	}
+	slices.Sort(trips)
+	rank := func(p float64) time.Duration {
+		i := int(math.Ceil(p*float64(len(trips)))) - 1
+		return trips[max(0, min(i, len(trips)-1))]
+	}
+	return latency{p50: rank(0.50), p99: rank(0.99), n: len(trips)}
 }

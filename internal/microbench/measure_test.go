@@ -101,3 +101,38 @@ func TestFormatRate(t *testing.T) {
 		}
 	}
 }
+
+func TestTimerRoundTrips(t *testing.T) {
+	w := &workload{units: 1, roundTrips: true, op: func(context.Context) error { return nil }}
+	// Each clock read advances 1ms: an op's begin and end are 1ms apart.
+	clock := &fakeClock{tick: time.Millisecond}
+	tm := timer{d: 10 * time.Millisecond, now: clock.now}
+	if _, err := tm.rate(context.Background(), w, 1); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.trips) == 0 {
+		t.Fatal("no round trips recorded")
+	}
+	for _, d := range w.trips {
+		if d != time.Millisecond {
+			t.Fatalf("trip %v, want 1ms", d)
+		}
+	}
+}
+
+func TestLatencyOf(t *testing.T) {
+	if l := latencyOf(nil); l.n != 0 || l.p50 != 0 || l.p99 != 0 {
+		t.Fatalf("no trips: %+v", l)
+	}
+	trips := make([]time.Duration, 0, 200)
+	for i := 200; i >= 1; i-- { // unsorted
+		trips = append(trips, time.Duration(i)*time.Microsecond)
+	}
+	l := latencyOf(trips)
+	if l.n != 200 || l.p50 != 100*time.Microsecond || l.p99 != 198*time.Microsecond {
+		t.Fatalf("got %+v; want n 200, p50 100us, p99 198us", l)
+	}
+	if l := latencyOf([]time.Duration{7}); l.p50 != 7 || l.p99 != 7 {
+		t.Fatalf("one trip: %+v", l)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 )
@@ -43,6 +44,12 @@ func (r *report) record(res result) benchfmt.Record {
 	c["min"], c["max"] = res.atoll.min, res.atoll.max
 	c["baseline_min"], c["baseline_max"] = res.base.min, res.base.max
 	c["units_per_op"] = res.units
+	if res.atollTrips.n > 0 {
+		c["p50_us"], c["p99_us"], c["round_trips"] = micros(res.atollTrips.p50), micros(res.atollTrips.p99), res.atollTrips.n
+	}
+	if res.baseTrips.n > 0 {
+		c["baseline_p50_us"], c["baseline_p99_us"] = micros(res.baseTrips.p50), micros(res.baseTrips.p99)
+	}
 	return benchfmt.NewRecord(bench, res.metric.name, res.atoll.median, res.metric.unit, res.metric.baseline, res.base.median, c)
 }
 
@@ -68,8 +75,20 @@ func (r *report) flush() error {
 			formatRate(res.atoll.median), formatRate(res.atoll.min), formatRate(res.atoll.max),
 			formatRate(res.base.median), res.ratio(), res.metric.unit, res.metric.baseline)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, res := range r.rows {
+		if res.atollTrips.n > 0 {
+			fmt.Fprintf(r.stdout, "%s round trip: p50 %.1f us, p99 %.1f us (%d trips; baseline p50 %.1f us, p99 %.1f us)\n", res.metric.name,
+				micros(res.atollTrips.p50), micros(res.atollTrips.p99), res.atollTrips.n, micros(res.baseTrips.p50), micros(res.baseTrips.p99))
+		}
+	}
+	return nil
 }
+
+// micros is d in microseconds.
+func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 // formatRate prints a rate with thousands separators from 1,000 up, and
 // with three significant digits below.

@@ -163,8 +163,11 @@ func (r *runner) progress(format string, args ...any) {
 type result struct {
 	metric      metric
 	atoll, base summary
-	units       float64 // units per atoll op
-	shape       map[string]any
+	// atollTrips and baseTrips are the round trips' percentiles of a
+	// sync metric (workload.roundTrips; zero n otherwise).
+	atollTrips, baseTrips latency
+	units                 float64 // units per atoll op
+	shape                 map[string]any
 }
 
 func (r result) ratio() float64 {
@@ -219,7 +222,8 @@ func (r *runner) run(ctx context.Context, m metric) (res result, err error) {
 		r.progress("%s: repetition %d/%d: %s %s, baseline %s", m.name, i+1, r.opts.Repeat, formatRate(a), m.unit, formatRate(b))
 		arates, brates = append(arates, a), append(brates, b)
 	}
-	return result{metric: m, atoll: summarize(arates), base: summarize(brates), units: aw.units, shape: m.shape(r.env)}, nil
+	return result{metric: m, atoll: summarize(arates), base: summarize(brates), atollTrips: latencyOf(aw.trips), baseTrips: latencyOf(bw.trips),
+		units: aw.units, shape: m.shape(r.env)}, nil
 }
 
 // labelled returns ctx with profiler labels metric=m and side (atoll or

@@ -9,7 +9,7 @@ import (
 // Task metrics and their goroutine-and-channel baselines.
 
 func tasksSync(context.Context, *env) (*workload, error) {
-	return &workload{units: 1, op: func(ctx context.Context) error {
+	return &workload{units: 1, roundTrips: true, op: func(ctx context.Context) error {
 		ref := smallValue.Remote(ctx)
 		_, err := atoll.Get(ctx, ref)
 		ref.Release()
@@ -18,7 +18,9 @@ func tasksSync(context.Context, *env) (*workload, error) {
 }
 
 func tasksSyncBase(_ context.Context, e *env) (*workload, error) {
-	return chanWorkload(e.cpus, 1, 1, 1), nil
+	w := chanWorkload(e.cpus, 1, 1, 1)
+	w.roundTrips = true
+	return w, nil
 }
 
 func tasksAsync(_ context.Context, e *env) (*workload, error) {

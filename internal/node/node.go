@@ -60,6 +60,7 @@ type Node struct {
 	sessionLock    *lockfile.Lock // held while the node runs (see session.go)
 	gcsLock        *lockfile.Lock // a head's GCS directory (gcsdir.go)
 	dead           chan struct{}  // closed when the cluster declared it dead (dead.go)
+	workers        workerproto.Workers
 	deadOnce       sync.Once
 	deadWhy        atomic.Pointer[string] // failStop's reason (dead.go)
 	nats           *natsembed.Server      // embedded default and head without NATSURL
@@ -280,6 +281,7 @@ func (n *Node) start(ctx context.Context) error {
 		}
 	}
 	reporterPID := n.reporterPID
+	n.workers = workerproto.New()
 	rayletProps, err := raylet.NewProps(raylet.Config{
 		NodeID:         n.id,
 		Resources:      res,
@@ -294,7 +296,7 @@ func (n *Node) start(ctx context.Context) error {
 		OnTaskEvent:    n.taskFinished,
 		ReportActor:    func(info *atollpb.ActorInfo) { root.Send(reporterPID, info) },
 		Process:        n.withKillPoints(n.processConfig(), tp),
-		Workers:        workerproto.New(),
+		Workers:        n.workers,
 		Deliver:        n.hooks.Deliver,
 		DeliverBorrows: n.hooks.DeliverBorrows,
 		Middleware:     n.faultMiddleware(),
@@ -496,6 +498,11 @@ func (n *Node) Store() *actor.PID { return n.storePID }
 
 // Raylet is the raylet actor.
 func (n *Node) Raylet() *actor.PID { return n.rayletPID }
+
+// ActorHosts is the registry of the actor hosts this node's raylet runs,
+// through which a driver in this process calls its actors directly
+// (workerproto.Hosts.Call).
+func (n *Node) ActorHosts() *workerproto.Hosts { return n.workers.Hosts() }
 
 // Arena is the node's shared-memory arena, mapped in this process.
 func (n *Node) Arena() *objectstore.Arena { return n.arena }

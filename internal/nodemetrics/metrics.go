@@ -100,26 +100,49 @@ const (
 	otherTaskName = "other"
 )
 
-// taskNames is the set of task names labelled so far.
+// taskNames is the set of task names labelled so far, each with its
+// measurement options made once (an attribute set per task would cost
+// more than the measurement).
 type taskNames struct {
-	mu  sync.Mutex
-	set map[string]struct{}
+	mu    sync.Mutex
+	set   map[string]*nameOptions
+	other *nameOptions
 }
 
-func (s *taskNames) label(name string) string {
+// nameOptions are one task name's measurement options: its counter's, by
+// outcome, and its duration's.
+type nameOptions struct {
+	ok, failed, timed metric.MeasurementOption
+}
+
+func newNameOptions(node attribute.KeyValue, label string) *nameOptions {
+	name := attrTaskName.String(label)
+	return &nameOptions{
+		ok:     metric.WithAttributeSet(attribute.NewSet(node, name, attrOutcome.String("ok"))),
+		failed: metric.WithAttributeSet(attribute.NewSet(node, name, attrOutcome.String("failed"))),
+		timed:  metric.WithAttributeSet(attribute.NewSet(node, name)),
+	}
+}
+
+// options returns the options of name's label.
+func (s *taskNames) options(node attribute.KeyValue, name string) *nameOptions {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.set[name]; ok {
-		return name
+	if o, ok := s.set[name]; ok {
+		return o
 	}
 	if len(s.set) >= maxTaskNames {
-		return otherTaskName
+		if s.other == nil {
+			s.other = newNameOptions(node, otherTaskName)
+		}
+		return s.other
 	}
 	if s.set == nil {
-		s.set = map[string]struct{}{}
+		s.set = map[string]*nameOptions{}
 	}
-	s.set[name] = struct{}{}
-	return name
+	o := newNameOptions(node, name)
+	s.set[name] = o
+	return o
 }
 
 // taskDurationBuckets are the task latency histogram's bounds, in
@@ -201,18 +224,16 @@ func (m *Metrics) TaskFinished(e raylet.TaskEvent) {
 	case raylet.EventTransfer, raylet.EventSpill, raylet.EventRestore:
 		return // not a task: the store's and transfer figures count them
 	}
-	outcome := "ok"
+	o := m.names.options(m.node, e.Name)
+	counted := o.ok
 	if e.Failed {
-		outcome = "failed"
+		counted = o.failed
 	}
-	name := attrTaskName.String(m.names.label(e.Name))
-	counted := metric.WithAttributes(m.node, name, attrOutcome.String(outcome))
-	timed := metric.WithAttributes(m.node, name)
 	secs := e.End.Sub(e.Start).Seconds()
 	ctx := context.Background()
 	for _, ti := range m.tasks {
 		ti.finished.Add(ctx, 1, counted)
-		ti.duration.Record(ctx, secs, timed)
+		ti.duration.Record(ctx, secs, o.timed)
 	}
 }
 

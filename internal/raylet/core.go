@@ -109,12 +109,18 @@ type Core struct {
 	idle     []ids.WorkerID
 	actors   map[ids.ActorID]*hostedActor
 	attempts uint64
-	stats    Stats
-	reaping  bool // a reap timer is armed
-	active   []*classQueue
-	cands    []Candidate
-	open     []*worker
-	heldFn   func(ids.ObjectID) bool
+	// leases numbers the leases granted; leaseRecalls counts the recalls
+	// of leases on their way (one at a time).
+	leases       uint64
+	leaseRecalls int
+	// queuedRequests counts the lease requests among the queued.
+	queuedRequests int
+	stats          Stats
+	reaping        bool // a reap timer is armed
+	active         []*classQueue
+	cands          []Candidate
+	open           []*worker
+	heldFn         func(ids.ObjectID) bool
 	// jobBinaries are the job binaries (CheckBinary's copies) by the
 	// nodes of the owners that submitted their tasks (drivers' nodes,
 	// and other nodes for nested tasks; this node's own are not
@@ -163,6 +169,11 @@ type task struct {
 	binary    string
 	recalling bool
 	cancelled bool
+	// holder, if set, makes this a lease request of that submitter, its
+	// number request: it queues as a task of its class does, and starting
+	// it grants a worker (core_lease.go).
+	holder  any
+	request uint64
 }
 
 // heldObject is an object read by running tasks.
@@ -197,11 +208,20 @@ type worker struct {
 	idleSince time.Time
 }
 
-// lease is a worker granted to a scheduling class.
+// lease is a worker granted to a scheduling class: for the Core's own
+// tasks, or to a holder (a submitter writing its tasks to the worker
+// directly, core_lease.go).
 type lease struct {
 	key    string
 	demand Resources
 	root   bool
+	// holder's lease id; recalling: a RecallLease is on its way;
+	// blocked: its running task blocked in Get (its CPU and root slot
+	// are lent).
+	holder    any
+	id        uint64
+	recalling bool
+	blocked   bool
 }
 
 // NewCore returns the core of a node with no worker yet (Start starts
@@ -364,10 +384,16 @@ func (c *Core) busy() string {
 
 // State is a snapshot of the core.
 func (c *Core) State() *State {
+	leased := 0
+	for _, w := range c.pool {
+		if w.leased() {
+			leased++
+		}
+	}
 	return &State{
 		NodeID: c.cfg.NodeID, Total: c.total.Clone(), Available: c.avail.Clone(), Bundles: c.Bundles(), Demands: c.Demands(),
-		Queued: c.queued + len(c.waiting), QueuedCPU: c.queuedCPU(), Running: len(c.running), Workers: len(c.workers), IdleWorkers: len(c.idle),
-		Actors: len(c.actors), Draining: c.draining, Stats: c.stats,
+		Queued: c.queued - c.queuedRequests + len(c.waiting), QueuedCPU: c.queuedCPU(), Running: len(c.running), Workers: len(c.workers), IdleWorkers: len(c.idle),
+		Actors: len(c.actors), Leased: leased, LeaseRequests: c.queuedRequests, Draining: c.draining, Stats: c.stats,
 	}
 }
 
@@ -407,9 +433,10 @@ func (c *Core) binaryFor(spec *atollpb.TaskSpec) string {
 	return spec.WorkerBinary
 }
 
-// startSpan starts t's queue span.
+// startSpan starts t's queue span (a lease request has none: its tasks
+// wait in their submitter's queue, which makes their spans).
 func (c *Core) startSpan(t *task, recalled bool) {
-	if c.cfg.Tracer == nil {
+	if c.cfg.Tracer == nil || t.holder != nil {
 		t.queueSpan = c.noSpan
 		return
 	}

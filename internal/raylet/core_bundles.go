@@ -389,8 +389,8 @@ func (c *Core) bundlesChanged() {
 // peer (forwarded), or nowhere yet (waiting).
 func (c *Core) place(t *task, forwarded bool, hops int32) {
 	if c.cfg.Cluster {
-		if c.placeLocally(t, forwarded, hops) {
-			c.enqueue(t)
+		if c.placeLocally(t, forwarded, hops) && c.enqueue(t) {
+			c.schedule()
 		}
 		return
 	}
@@ -398,7 +398,9 @@ func (c *Core) place(t *task, forwarded bool, hops int32) {
 		c.waiting = append(c.waiting, &waitingTask{t: t, forwarded: forwarded, hops: hops})
 		return
 	}
-	c.enqueue(t)
+	if c.enqueue(t) {
+		c.schedule()
+	}
 }
 
 // placeWaiting places the tasks waiting for a node able to run them again.

@@ -198,7 +198,7 @@ func (c *Core) spillBack() {
 // movable reports whether a queued task may spill back to another node.
 func movable(t *task) bool {
 	kind := t.spec.GetScheduling().GetKind()
-	return !t.isActor && t.hops+1 < maxHops && (kind == atollpb.SchedulingStrategy_DEFAULT || kind == atollpb.SchedulingStrategy_PLACEMENT_GROUP)
+	return !t.isActor && t.holder == nil && t.hops+1 < maxHops && (kind == atollpb.SchedulingStrategy_DEFAULT || kind == atollpb.SchedulingStrategy_PLACEMENT_GROUP)
 }
 
 // cancelWaiting cancels a task waiting for a node.

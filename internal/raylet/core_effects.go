@@ -78,6 +78,53 @@ type (
 	}
 )
 
+// Leases to submitters (core_lease.go). Holder is the submitter, opaque
+// to the Core (the shell's *Submitter).
+type (
+	// Grant leases Worker to Holder for the class of its request
+	// Request, as lease Lease: Holder writes the class's tasks to the
+	// worker until it returns it.
+	Grant struct {
+		Holder  any
+		Request uint64
+		Worker  ids.WorkerID
+		Lease   uint64
+	}
+	// RecallLease asks Holder to return Lease: to push no more tasks to
+	// its worker, take back those not started, and return it once the
+	// others finished.
+	RecallLease struct {
+		Holder any
+		Worker ids.WorkerID
+		Lease  uint64
+	}
+	// LeaseBlocked tells Holder that the task running under Lease
+	// blocked in Get (Blocked), so the tasks it pushed behind it should
+	// be taken back, or resumed.
+	LeaseBlocked struct {
+		Holder  any
+		Worker  ids.WorkerID
+		Lease   uint64
+		Blocked bool
+	}
+	// LeaseLost tells Holder that Lease's worker is gone (Reason): the
+	// tasks it pushed there and that did not finish are crashed.
+	LeaseLost struct {
+		Holder any
+		Worker ids.WorkerID
+		Lease  uint64
+		Reason string
+	}
+	// LeaseRefused tells Holder its request Request can never be granted
+	// (Err: the class's binary is refused, its demand is more than the
+	// node has): its tasks of that class fail with Err.
+	LeaseRefused struct {
+		Holder  any
+		Request uint64
+		Err     *atollpb.ErrorInfo
+	}
+)
+
 // Cluster.
 type (
 	// Forward hands Spec to Node's raylet (ClusterConfig.Forward); Hops
@@ -145,6 +192,11 @@ type (
 )
 
 func (ReleaseBinary) effect()       {}
+func (Grant) effect()               {}
+func (RecallLease) effect()         {}
+func (LeaseBlocked) effect()        {}
+func (LeaseLost) effect()           {}
+func (LeaseRefused) effect()        {}
 func (StartWorker) effect()         {}
 func (StopWorker) effect()          {}
 func (KillWorker) effect()          {}

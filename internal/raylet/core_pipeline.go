@@ -147,9 +147,16 @@ func (c *Core) leaseEnded(w *worker) {
 	c.armReaper()
 }
 
-// endLease gives w's lease's resources and root slot back.
+// endLease gives w's lease's resources and root slot back (what a
+// blocked task of a holder's lent is taken back first).
 func (c *Core) endLease(w *worker) {
 	if l := w.lease; l != nil {
+		if l.blocked {
+			c.avail[CPU] -= l.demand[CPU]
+			if l.root {
+				c.runningRoots++
+			}
+		}
 		c.giveBack(l.demand)
 		if l.root {
 			c.runningRoots--

@@ -110,6 +110,7 @@ func (c *Core) WorkerExited(now time.Time, id ids.WorkerID, reason string, early
 	if w == nil {
 		return
 	}
+	c.loseLease(w, reason)
 	c.forget(w)
 	c.removeIdle(w.id)
 	// Every attempt it held is reported crashed, the pipelined ones too
@@ -270,7 +271,7 @@ func (c *Core) releaseBinary(bin string) {
 		if w.binary != bin {
 			continue
 		}
-		if len(w.tasks) == 0 {
+		if len(w.tasks) == 0 && !w.leased() {
 			c.forget(w)
 			c.removeIdle(w.id)
 			continue

@@ -128,6 +128,19 @@ func (e *coreEnv) format(eff Effect) string {
 		return fmt.Sprintf("crash-host %s (%s)", e.label(x.Actor), x.Reason)
 	case HostGone:
 		return fmt.Sprintf("host-gone %s (%s)", e.label(x.Actor), e.label(x.Worker))
+	case Grant:
+		return fmt.Sprintf("grant %s to %v: lease %d for request %d", e.label(x.Worker), x.Holder, x.Lease, x.Request)
+	case RecallLease:
+		return fmt.Sprintf("recall-lease %d of %v on %s", x.Lease, x.Holder, e.label(x.Worker))
+	case LeaseBlocked:
+		if x.Blocked {
+			return fmt.Sprintf("lease-blocked %d of %v on %s", x.Lease, x.Holder, e.label(x.Worker))
+		}
+		return fmt.Sprintf("lease-resumed %d of %v on %s", x.Lease, x.Holder, e.label(x.Worker))
+	case LeaseLost:
+		return fmt.Sprintf("lease-lost %d of %v on %s (%s)", x.Lease, x.Holder, e.label(x.Worker), x.Reason)
+	case LeaseRefused:
+		return fmt.Sprintf("lease-refused %v request %d: %s", x.Holder, x.Request, x.Err.GetCode())
 	case ReportActor:
 		i := x.Info
 		s := fmt.Sprintf("report %s %s restarts=%d", e.label(ids.MustFromBytes(i.ActorId)), strings.TrimPrefix(i.State.String(), "ACTOR_"), i.NumRestarts)
@@ -173,6 +186,15 @@ func (e *coreEnv) state() string {
 	for _, w := range c.pool {
 		fmt.Fprintf(&b, "worker %s:", e.label(w.id))
 		switch {
+		case w.leased():
+			l := w.lease
+			fmt.Fprintf(&b, " leased to %v (lease %d, class %q)", l.holder, l.id, l.key)
+			if l.recalling {
+				b.WriteString(" recalling")
+			}
+			if l.blocked {
+				b.WriteString(" blocked")
+			}
 		case len(w.tasks) == 0 && w.idleSince.IsZero():
 			b.WriteString(" idle (never ran a task)")
 		case len(w.tasks) == 0:
@@ -197,12 +219,19 @@ func (e *coreEnv) state() string {
 	s := c.stats
 	fmt.Fprintf(&b, "stats: submitted=%d dispatched=%d finished=%d recalls=%d recalled=%d killed=%d reaped=%d failed-early=%d forwarded=%d spilled-back=%d actor-restarts=%d\n",
 		s.Submitted, s.Dispatched, s.Finished, s.Recalls, s.Recalled, s.WorkersKilled, s.WorkersReaped, s.WorkersFailedEarly, s.Forwarded, s.SpilledBack, s.ActorRestarts)
+	if s.LeaseRequests > 0 {
+		fmt.Fprintf(&b, "leases: requested=%d granted=%d returned=%d recalls=%d\n", s.LeaseRequests, s.LeasesGranted, s.LeasesReturned, s.LeaseRecalls)
+	}
 	return b.String()
 }
 
 func (e *coreEnv) taskNames(ts []*task) string {
 	names := make([]string, len(ts))
 	for i, t := range ts {
+		if t.holder != nil {
+			names[i] = fmt.Sprintf("lease-request(%v %d)", t.holder, t.request)
+			continue
+		}
 		names[i] = e.label(t.id)
 		if t.blocked {
 			names[i] += "(blocked)"
@@ -225,7 +254,7 @@ func (e *coreEnv) checkInvariants(t *testing.T) {
 		t.Fatalf("queued %d, the classes hold %d", c.queued, queued)
 	}
 	used := Resources{}
-	running, roots := 0, 0
+	running, roots, leases, recalls := 0, 0, 0, 0
 	readers := map[ids.ObjectID]int{}
 	idle := map[ids.WorkerID]bool{}
 	for _, id := range c.idle {
@@ -238,13 +267,27 @@ func (e *coreEnv) checkInvariants(t *testing.T) {
 		if c.workers[w.id] != w {
 			t.Fatalf("worker %s in the pool order is not known", e.label(w.id))
 		}
-		if (len(w.tasks) == 0) != idle[w.id] || (w.lease == nil) != (len(w.tasks) == 0) {
+		if w.leased() {
+			if len(w.tasks) > 0 || idle[w.id] {
+				t.Fatalf("worker %s leased to %v: %d tasks of the Core's, idle %v", e.label(w.id), w.lease.holder, len(w.tasks), idle[w.id])
+			}
+			leases++
+			if w.lease.recalling {
+				recalls++
+			}
+		} else if (len(w.tasks) == 0) != idle[w.id] || (w.lease == nil) != (len(w.tasks) == 0) {
 			t.Fatalf("worker %s: %d tasks, idle %v, leased %v", e.label(w.id), len(w.tasks), idle[w.id], w.lease != nil)
 		}
 		if w.lease != nil {
 			used.Add(w.lease.demand)
 			if w.lease.root {
 				roots++
+			}
+			if w.lease.blocked {
+				used[CPU] -= w.lease.demand[CPU]
+				if w.lease.root {
+					roots--
+				}
 			}
 		}
 		for _, tk := range w.tasks {
@@ -262,6 +305,9 @@ func (e *coreEnv) checkInvariants(t *testing.T) {
 				readers[a.ID]++
 			}
 		}
+	}
+	if recalls != c.leaseRecalls {
+		t.Fatalf("%d lease recalls recorded on their way, %d leases recalling (of %d)", c.leaseRecalls, recalls, leases)
 	}
 	if running != len(c.running) || len(idle) != len(c.idle) {
 		t.Fatalf("%d running, the workers hold %d; %d idle entries for %d idle workers", len(c.running), running, len(c.idle), len(idle))
@@ -297,7 +343,9 @@ func (e *coreEnv) checkInvariants(t *testing.T) {
 	holds := map[ids.TaskID]bool{}
 	for _, cq := range c.classes {
 		for _, tk := range cq.tasks {
-			holds[tk.id] = true
+			if tk.holder == nil {
+				holds[tk.id] = true
+			}
 		}
 	}
 	for _, w := range c.waiting {

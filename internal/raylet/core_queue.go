@@ -70,8 +70,9 @@ func (c *Core) Submit(now time.Time, m *atollpb.SubmitTask, owner *actor.PID) {
 	c.place(t, m.Forwarded, m.Hops) // queued here, forwarded, waiting for a node (or bundle), or failed
 }
 
-// enqueue queues a task placed on this node.
-func (c *Core) enqueue(t *task) {
+// enqueue queues a task placed on this node and reports whether it did
+// (the caller schedules); false: it failed.
+func (c *Core) enqueue(t *task) bool {
 	spec := t.spec
 	t.binary = c.binaryFor(spec)
 	if c.cfg.CheckBinary != nil {
@@ -79,14 +80,14 @@ func (c *Core) enqueue(t *task) {
 		if err != nil {
 			c.cfg.Logger.Warn("raylet: refused a task's worker binary", "task", spec.Name, "err", err)
 			c.fail(t, err)
-			return
+			return false
 		}
 		t.binary = bin
 		c.useBinary(bin, spec.OwnerAddress)
 	}
 	if !Feasible(c.total, t.demand) {
 		c.fail(t, errs.Invalidf("task %s demands %v but node %s has %v in all", spec.Name, t.demand, c.cfg.NodeID.Short(), c.total))
-		return
+		return false
 	}
 	c.startSpan(t, false)
 	key := ClassKey(t.demand, t.isActor, t.root)
@@ -99,12 +100,19 @@ func (c *Core) enqueue(t *task) {
 	t.seq, t.class = c.seq, cq
 	cq.tasks = append(cq.tasks, t)
 	c.queued++
-	c.stats.Submitted++
-	c.schedule()
+	if t.holder == nil {
+		c.stats.Submitted++
+	}
+	return true
 }
 
-// fail answers t's owner with err.
+// fail answers t's owner with err (a lease request's holder with
+// LeaseRefused).
 func (c *Core) fail(t *task, err error) {
+	if t.holder != nil {
+		c.emit(LeaseRefused{Holder: t.holder, Request: t.request, Err: errs.ToProto(err)})
+		return
+	}
 	c.reply(t.owner, &atollpb.TaskResult{TaskId: t.spec.TaskId, Attempt: t.spec.Attempt, Error: errs.ToProto(err)})
 }
 
@@ -167,6 +175,7 @@ func (c *Core) schedule() {
 	c.cands = cands[:0]
 	c.fillPipelines()
 	c.recallForOthers()
+	c.recallLeases()
 }
 
 // argsCap is the most argument bytes running tasks may hold.
@@ -199,6 +208,10 @@ func (c *Core) dispatch(t *task) {
 		c.dequeued(t)
 		c.stats.Dispatched++
 		c.startActor(t)
+		return
+	}
+	if t.holder != nil {
+		c.grant(t)
 		return
 	}
 	w := c.takeIdle(t.binary)
@@ -345,7 +358,7 @@ func (c *Core) Cancel(now time.Time, m *atollpb.CancelTask) {
 	other := func(t *task) bool { return m.OneAttempt && t.spec.Attempt != m.Attempt }
 	for _, cq := range c.classes {
 		for i, t := range cq.tasks {
-			if t.id != id || other(t) {
+			if t.id != id || other(t) || t.holder != nil {
 				continue
 			}
 			cq.tasks = append(cq.tasks[:i], cq.tasks[i+1:]...)

@@ -183,6 +183,30 @@ func (e *coreEnv) run(t *testing.T, d *datadriven.TestData) string {
 		m := &atollpb.KillActor{ActorId: e.id(d.CmdArgs[0].Key).Bytes(), NoRestart: d.HasArg("no-restart")}
 		d.MaybeScanArgs(t, "reason", &m.Reason)
 		c.KillActor(e.now, m, d.HasArg("local"))
+	case "lease-request": // lease-request h1 req=N [cpu=N] [res=...] [binary=PATH] (the class of a task like submit's)
+		var req int
+		d.ScanArgs(t, "req", &req)
+		spec := e.submission(t, d, "lease-example").Spec
+		spec.TaskId = nil
+		c.RequestLease(e.now, d.CmdArgs[0].Key, uint64(req), spec)
+	case "lease-cancel": // lease-cancel h1 req=N
+		var req int
+		d.ScanArgs(t, "req", &req)
+		c.CancelLeaseRequest(e.now, d.CmdArgs[0].Key, uint64(req))
+	case "lease-return": // lease-return w1 lease=N
+		var l int
+		d.ScanArgs(t, "lease", &l)
+		c.ReturnLease(e.now, e.id(d.CmdArgs[0].Key), uint64(l))
+	case "lease-use": // lease-use w1 lease=N pushed=N finished=N
+		var l, pushed, finished int
+		d.ScanArgs(t, "lease", &l)
+		d.MaybeScanArgs(t, "pushed", &pushed)
+		d.MaybeScanArgs(t, "finished", &finished)
+		c.LeaseUse(e.now, e.id(d.CmdArgs[0].Key), uint64(l), pushed, finished)
+	case "worker-blocked", "worker-unblocked": // worker-blocked w1 task=t1
+		var task string
+		d.ScanArgs(t, "task", &task)
+		c.WorkerBlocked(e.now, e.id(d.CmdArgs[0].Key), e.id(task), d.Cmd == "worker-blocked")
 	case "prepare", "commit", "release": // prepare pg1 0=CPU:1 1=CPU:1,GPU:1 | commit pg1 0 1 | release pg1 0 [reason=...]
 		pg := e.id(d.CmdArgs[0].Key)
 		var refs []*atollpb.BundleRef

@@ -66,6 +66,34 @@
 //   - SpawnHost, StopHost, CrashHost, HostGone, ReportActor: the actor
 //     hosts' lives and the states reported to the GCS.
 //
+// # Leases: direct submission
+//
+// A process's owner may submit its leasable tasks (Leasable: root tasks,
+// no object argument, not generators) through a Submitter instead of a
+// SubmitTask message per task, as Ray's core worker does: the Core leases
+// it workers for a scheduling class (RequestLease, Grant; core_lease.go)
+// and its submitter writes the class's tasks straight to them, pipelined
+// up to the depth, reading the results back on the same connections; the
+// Core hears of their use in batches, one message per burst of results a
+// connection reads (LeaseUse, the timeline's events). The submitter's
+// decisions are a pure core too, SubmitCore (core_submitter.go, scripted
+// in testdata/submit): which lease takes a task, when to ask for more
+// (one request per depth's worth of backlog, one while tasks wait behind
+// a running one), when to take tasks back (a lease's first task running
+// long while another is empty; its task blocked in Get), when to give a
+// lease back (its class has nothing for it past Linger; at once when the
+// Core recalls it). The Core recalls a lease (RecallLease) while another
+// class or another submitter waits for the resources, worker or root
+// slot it holds, or consumers wait for memory while it runs root tasks;
+// a task blocked in Get on a leased worker lends its CPU as any other
+// (WorkerBlocked); a leased worker's death ends its lease (LeaseLost) and
+// the submitter reports each task it had there crashed, exactly once
+// (the slot arbitrates between a result, the death and a push racing
+// it). What stays per task in the Core, and so on its path: tasks with
+// object arguments (admission by argument bytes), generators, actor
+// creations, tasks placed in a cluster, and every task of a process with
+// a fault injector (its rules act on messages).
+//
 // # Placement-group bundles
 //
 // A placement group's bundles are reserved on the node by the head's

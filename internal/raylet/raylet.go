@@ -41,6 +41,9 @@ type raylet struct {
 	stamps    map[string]binaryStamp
 	binDir    string
 	ownBinDir bool
+	// holders are the submitters that asked for leases: their own tasks,
+	// queued and in flight, count in the node's state.
+	holders map[*Submitter]struct{}
 	// deliver gives a result to its owner: through Config.Deliver if the
 	// owner lives in this process, else its mailbox. Safe on any goroutine.
 	deliver func(owner *actor.PID, res *atollpb.TaskResult)
@@ -79,6 +82,7 @@ func NewProps(cfg Config) (*actor.Props, error) {
 			hosts:    map[ids.ActorID]*hostHandle{},
 			byPID:    map[string]ids.ActorID{},
 			procCfgs: map[string]*ProcessConfig{},
+			holders:  map[*Submitter]struct{}{},
 			timeline: timeline{cap: cfg.TimelineCap, observe: cfg.OnTaskEvent},
 		}
 		r.core = NewCore(r.coreConfig())
@@ -142,6 +146,25 @@ func (r *raylet) Receive(ctx actor.Context) {
 		r.core.Blocked(time.Now(), ids.MustFromBytes(m.TaskId), true)
 	case *atollpb.WorkerUnblocked:
 		r.core.Blocked(time.Now(), ids.MustFromBytes(m.TaskId), false)
+	case *WorkerBlocked:
+		if id, err := ids.FromBytes(m.TaskID); err == nil {
+			r.core.WorkerBlocked(time.Now(), m.Worker, id, m.Blocked)
+		}
+	case *leaseRequest:
+		r.holders[m.holder] = struct{}{}
+		r.core.RequestLease(time.Now(), m.holder, m.req, m.spec)
+	case *leaseCancel:
+		r.core.CancelLeaseRequest(time.Now(), m.holder, m.req)
+	case *leaseReturn:
+		r.core.ReturnLease(time.Now(), m.worker, m.lease)
+	case *leaseUse:
+		now := time.Now()
+		for _, c := range m.counts {
+			r.core.LeaseUse(now, c.worker, c.lease, c.pushed, c.finished)
+		}
+		for _, e := range m.events {
+			r.timeline.add(e)
+		}
 	case *atollpb.KillWorker:
 		r.core.KillWorker(time.Now(), m)
 	case *WorkerExited:
@@ -183,13 +206,29 @@ func (r *raylet) Receive(ctx actor.Context) {
 	case *GroupRemoved:
 		r.core.PlacementGroupRemoved(time.Now(), m.ID, m.Reason)
 	case *GetState:
-		ctx.Respond(r.core.State())
+		ctx.Respond(r.state())
 	case *GetTimeline:
 		ctx.Respond(r.timeline.snapshot())
 	case *AddTimelineEvent:
 		r.timeline.add(m.Event)
+	case *AddTimelineEvents:
+		for _, e := range m.Events {
+			r.timeline.add(e)
+		}
 	}
 	r.perform(ctx)
+}
+
+// state is the Core's state with the submitters' tasks: those queued in
+// them and those in flight on the workers leased to them.
+func (r *raylet) state() *State {
+	st := r.core.State()
+	for h := range r.holders {
+		hs := h.Stats()
+		st.Queued += hs.Queued
+		st.Running += hs.InFlight
+	}
+	return st
 }
 
 // exitedEarly reports whether worker id is a process that exited before
@@ -223,6 +262,16 @@ func (r *raylet) processConfig(binary string) *ProcessConfig {
 
 // GetState asks a raylet for a snapshot of its state (for status and tests).
 type GetState struct{}
+
+// WorkerBlocked tells the raylet that the task with id TaskID, running on
+// Worker, blocked in Get (Blocked) or resumed: sent by the worker's proxy,
+// which knows the worker (a task pushed by a submitter is not the Core's
+// to find by its id alone).
+type WorkerBlocked struct {
+	Worker  ids.WorkerID
+	TaskID  []byte
+	Blocked bool
+}
 
 // BundleRequest is a step of a placement group's two-phase commit on this
 // node (atollpb.BundleOp): the raylet applies it to its Core and calls
@@ -275,6 +324,10 @@ type Stats struct {
 	// Recalls counts recalls of pipelined attempts asked of workers,
 	// Recalled those given back unstarted.
 	Recalls, Recalled uint64
+	// LeaseRequests counts the leases submitters asked for,
+	// LeasesGranted, LeasesReturned and LeaseRecalls what became of
+	// them (core_lease.go).
+	LeaseRequests, LeasesGranted, LeasesReturned, LeaseRecalls uint64
 }
 
 // State is a snapshot of a raylet.
@@ -288,8 +341,13 @@ type State struct {
 	Workers     int
 	IdleWorkers int
 	Actors      int
-	Draining    bool
-	Stats       Stats
+	// Leased counts the workers leased to submitters, LeaseRequests their
+	// requests queued (not counted in Queued). The raylet's actor adds
+	// the submitters' own tasks, queued and in flight, to Queued and
+	// Running (the Core does not see them).
+	Leased, LeaseRequests int
+	Draining              bool
+	Stats                 Stats
 	// Bundles are the placement groups' bundles the node holds; Demands
 	// the shapes of the work it cannot start yet (Core.Demands).
 	Bundles []*atollpb.BundleHeld

@@ -99,6 +99,22 @@ func (r *raylet) apply(ctx actor.Context, e Effect) {
 		r.cfg.ReportActor(e.Info)
 	case ReleaseBinary:
 		r.releaseBinary(e.Binary)
+	case Grant:
+		if h := r.workers[e.Worker]; h != nil {
+			e.Holder.(*Submitter).granted(e.Request, e.Lease, e.Worker, h.slot)
+		}
+	case RecallLease:
+		e.Holder.(*Submitter).recallLease(e.Lease)
+	case LeaseBlocked:
+		e.Holder.(*Submitter).leaseBlocked(e.Lease, e.Blocked)
+	case LeaseLost:
+		var slot *Slot
+		if h := r.workers[e.Worker]; h != nil {
+			slot = h.slot
+		}
+		e.Holder.(*Submitter).lost(e.Lease, slot, e.Reason)
+	case LeaseRefused:
+		e.Holder.(*Submitter).refused(e.Request, e.Err)
 	}
 }
 
@@ -149,7 +165,9 @@ func (r *raylet) stopWorker(ctx actor.Context, id ids.WorkerID) {
 	if h == nil {
 		return
 	}
-	h.slot.clear()
+	for _, a := range h.slot.clear() {
+		a.direct.crashed(a, "its worker stopped")
+	}
 	ctx.Stop(h.pid)
 	delete(r.workers, id)
 	r.cfg.OnWorkerDeath(id)

@@ -44,6 +44,10 @@ type Slot struct {
 	// inject kill-worker faults.
 	killAt func(KillPoint, *atollpb.TaskSpec) bool
 	kill   func()
+	// holder and lease: the submitter the worker is leased to, and the
+	// lease (zero: none): only that lease's direct pushes are taken.
+	holder *Submitter
+	lease  uint64
 }
 
 // assign hands ts to the worker, in order; a registered process gets them
@@ -71,7 +75,8 @@ func (s *Slot) Registered(conn *workerconn.Conn, kill func()) {
 }
 
 // push sends ts to the process, then forwards a cancellation of each one's
-// context as a cancel frame (after the task, so the worker knows it).
+// context as a cancel frame (after the task, so the worker knows it). A
+// submitter's attempts have no context: it cancels them itself.
 func (s *Slot) push(conn *workerconn.Conn, ts []*Assignment) {
 	frames := make([]*atollpb.Frame, 0, len(ts))
 	sent := ts[:0:0]
@@ -87,6 +92,9 @@ func (s *Slot) push(conn *workerconn.Conn, ts []*Assignment) {
 	}
 	_ = conn.SendAll(frames...)
 	for _, t := range sent {
+		if t.ctx == nil {
+			continue
+		}
 		id, tctx := t.spec.TaskId, t.ctx
 		stop := context.AfterFunc(tctx, func() {
 			nonRecursive := errors.Is(context.Cause(tctx), errs.ErrCancelNonRecursive)
@@ -100,6 +108,103 @@ func (s *Slot) push(conn *workerconn.Conn, ts []*Assignment) {
 		if stop != nil {
 			stop() // it finished already
 		}
+	}
+}
+
+// leaseTo records that the worker is leased to holder as lease id (zero:
+// the lease ended; pushes for it are refused from now on).
+func (s *Slot) leaseTo(holder *Submitter, id uint64) {
+	s.mu.Lock()
+	s.holder, s.lease = holder, id
+	s.mu.Unlock()
+}
+
+// endLease ends lease id if it is the slot's.
+func (s *Slot) endLease(id uint64) {
+	s.mu.Lock()
+	if s.lease == id {
+		s.holder, s.lease = nil, 0
+	}
+	s.mu.Unlock()
+}
+
+// leaseHolder is the submitter the worker is leased to, if any.
+func (s *Slot) leaseHolder() *Submitter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.holder
+}
+
+// pushDirect hands a submitter's attempts of lease to the worker, in
+// order: enc (which encodes their push frames) is written with wait as
+// Conn.Encode does, or they are sent when the process registers. It
+// returns false if the lease is not the slot's any more (its worker died):
+// the caller reports the attempts, which the slot did not take.
+func (s *Slot) pushDirect(lease uint64, ts []*Assignment, enc *PushEncoder, wait bool) bool {
+	s.mu.Lock()
+	if s.lease != lease || lease == 0 {
+		s.mu.Unlock()
+		return false
+	}
+	s.inflight = append(s.inflight, ts...)
+	conn, killAt := s.conn, s.killAt != nil && s.kill != nil
+	s.mu.Unlock()
+	if conn == nil {
+		return true // Registered sends them
+	}
+	enc.Specs = enc.Specs[:0]
+	for _, t := range ts {
+		if killAt && s.killedAt(BeforeExecute, t.spec) {
+			break // the process's death reports the attempts
+		}
+		enc.Specs = append(enc.Specs, t.spec)
+	}
+	if len(enc.Specs) > 0 {
+		_ = conn.Encode(enc, wait)
+	}
+	clear(enc.Specs)
+	return true
+}
+
+// takeLease takes the attempts of lease away (its worker died): the
+// caller reports them.
+func (s *Slot) takeLease(lease uint64) []*Assignment {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*Assignment
+	kept := s.inflight[:0]
+	for _, t := range s.inflight {
+		if t.direct != nil && t.lease == lease {
+			out = append(out, t)
+			continue
+		}
+		kept = append(kept, t)
+	}
+	clear(s.inflight[len(kept):])
+	s.inflight = kept
+	if s.lease == lease {
+		s.holder, s.lease = nil, 0
+	}
+	return out
+}
+
+// queue writes f to the process without waiting (Conn.Queue), if one
+// registered.
+func (s *Slot) queue(f *atollpb.Frame) {
+	s.mu.Lock()
+	conn := s.conn
+	s.mu.Unlock()
+	if conn != nil {
+		_ = conn.Queue(f)
+	}
+}
+
+// BurstEnd is called by the worker connection's reader after the last
+// frame of a burst: the submitter the worker is leased to sends the
+// raylet what the burst's results did (one message per burst).
+func (s *Slot) BurstEnd() {
+	if h := s.leaseHolder(); h != nil {
+		h.flushUse()
 	}
 }
 
@@ -221,25 +326,39 @@ func (s *Slot) registered() bool {
 	return s.conn != nil
 }
 
-// clear takes every assignment away: the raylet reports the attempts
-// itself.
-func (s *Slot) clear() {
+// clear takes every assignment away: the raylet reports its own
+// attempts itself; a submitter's left (a death its LeaseLost did not
+// see, which cannot happen but must not lose them) are returned for the
+// caller to report.
+func (s *Slot) clear() []*Assignment {
 	s.mu.Lock()
 	var stops []func() bool
+	var direct []*Assignment
 	for _, t := range s.inflight {
+		if t.direct != nil {
+			direct = append(direct, t)
+			continue
+		}
 		stops = append(stops, t.unwatch)
 		t.unwatch = nil
 	}
 	s.inflight = nil
+	s.holder, s.lease = nil, 0
 	s.mu.Unlock()
 	for _, stop := range stops {
 		stopWatch(stop)
 	}
+	return direct
 }
 
 // Report tells the raylet an attempt finished and delivers its result to
-// the owner (the raylet does not answer the owner again).
+// the owner (the raylet does not answer the owner again). A submitter's
+// attempt is its submitter's to report.
 func (t *Assignment) Report(system *actor.ActorSystem, raylet *actor.PID, res *atollpb.TaskResult) {
+	if t.direct != nil {
+		t.direct.finished(t, res)
+		return
+	}
 	system.Root.Send(raylet, &taskFinished{worker: t.worker, attemptID: t.attemptID, result: res, delivered: true})
 	t.deliver(t.owner, res)
 }

@@ -98,6 +98,10 @@ const (
 // store's spills and restores) is reported to it this way.
 type AddTimelineEvent struct{ Event TaskEvent }
 
+// AddTimelineEvents adds a batch of events to the raylet's timeline (one
+// message for a burst of actor calls answered).
+type AddTimelineEvents struct{ Events []TaskEvent }
+
 // GetTimeline asks a raylet for the task attempts it ran recently, oldest
 // first (the reply is a []TaskEvent).
 type GetTimeline struct{}

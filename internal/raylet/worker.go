@@ -36,6 +36,12 @@ type Assignment struct {
 	deliver func(owner *actor.PID, res *atollpb.TaskResult)
 	// unwatch stops forwarding the attempt's cancellation (Slot.mu).
 	unwatch func() bool
+
+	// direct is the submitter that pushed the attempt under its lease
+	// (nil: the Core's), task its task there.
+	direct *Submitter
+	lease  uint64
+	dtask  *DirectTask
 }
 
 // Spec is the attempt's task.

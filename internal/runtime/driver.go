@@ -148,7 +148,7 @@ func (d *Driver) start(ctx context.Context) error {
 	// The job's tasks export their spans, on every node, where this
 	// driver does (telemetry.Inject carries the destination).
 	telemetry.SetLocalExport(telemetry.ExportFromEnv(rt.jobID.Bytes()))
-	rt.tracer = telemetry.Tracer(tp)
+	rt.tracer, rt.traceAll = telemetry.Tracer(tp), telemetry.Records(tp)
 
 	nc := cfg.Node
 	nc.TracerProvider = tp
@@ -172,7 +172,24 @@ func (d *Driver) start(ctx context.Context) error {
 		return fmt.Errorf("atoll: start owner: %w", err)
 	}
 	d.localOwner.Store(rt.ownerPID) // results for it skip its mailbox from now on
-	rt.link = &driverLink{system: rt.system, raylet: n.Raylet(), owner: rt.ownerPID, node: rt.nodeID, gateway: d.gateway}
+	link := &driverLink{system: rt.system, raylet: n.Raylet(), owner: rt.ownerPID, node: rt.nodeID, gateway: d.gateway}
+	if d.gateway == nil && cfg.Faults == nil {
+		// Direct submission (leases) on a single node. A cluster's
+		// driver places its tasks on other nodes through its raylet; a
+		// fault injector acts on messages, and its rules need each task
+		// to be one.
+		link.sub = raylet.NewSubmitter(raylet.SubmitterConfig{System: rt.system, Raylet: n.Raylet(), Tracer: rt.tracer, NodeID: rt.nodeID,
+			Core:    raylet.SubmitConfig{PipelineDepth: cfg.Node.PipelineDepth},
+			Deliver: func(res *atollpb.TaskResult) { rt.owner.do(func(t *owner.Table) { t.Result(res) }) }})
+	}
+	if cfg.Faults == nil {
+		// Direct actor calls: a call of an actor hosted by this node is
+		// ordered by its host's core and written to the actor's worker on
+		// the calling goroutine (a fault injector's rules need each call
+		// to be a message).
+		link.hosts = n.ActorHosts()
+	}
+	rt.link = link
 	if err := n.SubscribeActorEvents(rt.ownerPID); err != nil {
 		return err
 	}

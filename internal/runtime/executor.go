@@ -105,12 +105,15 @@ func (wk *Worker) ids() raylet.Worker { return raylet.Worker{ID: wk.workerID, No
 func (wk *Worker) execute(ctx context.Context, spec *atollpb.TaskSpec, fn registry.Invoker) (res *atollpb.TaskResult, panicked bool) {
 	rt, w := wk.Runtime, wk.ids()
 	taskID := ids.MustFromBytes(spec.TaskId)
-	parent := telemetry.Extract(ctx, spec.Trace)
-	ctx, span := rt.tracer.Start(parent, "execute "+spec.Name, trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithLinks(telemetry.Links(spec.ArgProducers)...),
-		trace.WithAttributes(attribute.String("atoll.task_id", taskID.String()), attribute.Int("atoll.attempt", int(spec.Attempt)),
-			attribute.String("atoll.worker_id", w.ID.String()), attribute.String("atoll.node_id", w.NodeID.String())))
-	defer span.End()
+	ctx = telemetry.Extract(ctx, spec.Trace)
+	span := noSpan
+	if rt.spanning(ctx) {
+		ctx, span = rt.tracer.Start(ctx, "execute "+spec.Name, trace.WithSpanKind(trace.SpanKindConsumer),
+			trace.WithLinks(telemetry.Links(spec.ArgProducers)...),
+			trace.WithAttributes(attribute.String("atoll.task_id", taskID.String()), attribute.Int("atoll.attempt", int(spec.Attempt)),
+				attribute.String("atoll.worker_id", w.ID.String()), attribute.String("atoll.node_id", w.NodeID.String())))
+		defer span.End()
+	}
 	ctx = context.WithValue(ctx, taskKey{}, &taskInfo{rt: rt, id: taskID, worker: w.ID, actor: spec.Type == atollpb.TaskType_ACTOR_TASK,
 		attempt: int(spec.Attempt)})
 	ctx = telemetry.WithTaskID(ctx, taskID.String())
@@ -154,7 +157,7 @@ func (wk *Worker) execute(ctx context.Context, spec *atollpb.TaskSpec, fn regist
 			}
 		}
 		res := failed(spec, w, te)
-		res.ExecuteSpan = telemetry.Inject(ctx)
+		res.ExecuteSpan = rt.inject(ctx)
 		return res, panicked
 	}
 	returns, transferred, err := wk.storeOutputs(ctx, spec, out)
@@ -164,7 +167,15 @@ func (wk *Worker) execute(ctx context.Context, spec *atollpb.TaskSpec, fn regist
 		return failed(spec, w, err), false
 	}
 	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Returns: returns, WorkerId: w.ID.Bytes(),
-		ExecuteSpan: telemetry.Inject(ctx), Transferred: transferred}, false
+		ExecuteSpan: rt.inject(ctx), Transferred: transferred}, false
+}
+
+// inject is telemetry.Inject(ctx) when a span could be there.
+func (rt *Runtime) inject(ctx context.Context) *atollpb.TraceContext {
+	if !rt.spanning(ctx) {
+		return nil
+	}
+	return telemetry.Inject(ctx)
 }
 
 func failed(spec *atollpb.TaskSpec, w raylet.Worker, err error) *atollpb.TaskResult {
@@ -237,9 +248,12 @@ func (rt *Runtime) fetchArgs(ctx context.Context, store storeAPI, spec *atollpb.
 	if len(want) == 0 && len(remote) == 0 {
 		return args, func() {}, nil
 	}
-	_, span := rt.tracer.Start(ctx, "fetch_args "+spec.Name, trace.WithAttributes(attribute.Int("atoll.objects", len(want)),
-		attribute.Int("atoll.remote_objects", len(remote))))
-	defer span.End()
+	span := noSpan
+	if rt.spanning(ctx) {
+		_, span = rt.tracer.Start(ctx, "fetch_args "+spec.Name, trace.WithAttributes(attribute.Int("atoll.objects", len(want)),
+			attribute.Int("atoll.remote_objects", len(remote))))
+		defer span.End()
+	}
 	if len(remote) > 0 {
 		if err := rt.link.fetch(ctx, remote); err != nil {
 			return nil, nil, err
@@ -275,8 +289,10 @@ func (rt *Runtime) fetchArgs(ctx context.Context, store storeAPI, spec *atollpb.
 // took are dropped (handOver).
 func (wk *Worker) storeOutputs(ctx context.Context, spec *atollpb.TaskSpec, out []any) (returns, transferred []*atollpb.ReturnObject, err error) {
 	rt, store := wk.Runtime, wk.store
-	_, span := rt.tracer.Start(ctx, "store_outputs "+spec.Name, trace.WithAttributes(attribute.Int("atoll.objects", len(out))))
-	defer span.End()
+	if rt.spanning(ctx) {
+		_, span := rt.tracer.Start(ctx, "store_outputs "+spec.Name, trace.WithAttributes(attribute.Int("atoll.objects", len(out))))
+		defer span.End()
+	}
 	task := ids.MustFromBytes(spec.TaskId)
 	returns = make([]*atollpb.ReturnObject, len(out))
 	inlined := 0

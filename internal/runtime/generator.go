@@ -149,6 +149,7 @@ func (g *Sink) Yield(ctx context.Context, v any) error {
 		}
 		wake := g.wake
 		g.mu.Unlock()
+		g.w.srv.Conn().Handoff() // the acks come through the reader: if it runs this task, another must read
 		select {
 		case <-wake:
 		case <-ctx.Done():

@@ -11,6 +11,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/objectstore"
 	"github.com/atoll-runtime/atoll/internal/raylet"
+	"github.com/atoll-runtime/atoll/internal/workerproto"
 )
 
 // nodeLink is how a process's runtime reaches its node: task submission,
@@ -70,7 +71,9 @@ type gcsAPI interface {
 }
 
 // driverLink reaches the raylet in the same process through its mailbox,
-// with the owner actor as sender so results come back to it.
+// with the owner actor as sender so results come back to it. Leasable
+// tasks (raylet.Leasable) go to its submitter instead, if it has one:
+// straight to the workers the raylet leases to it.
 type driverLink struct {
 	system *actor.ActorSystem
 	raylet *actor.PID
@@ -78,13 +81,24 @@ type driverLink struct {
 	node   ids.NodeID
 	// gateway connects the node to a cluster (nil: a single node).
 	gateway *cluster.Gateway
+	// sub submits leasable tasks (nil: every task goes to the raylet).
+	sub *raylet.Submitter
+	// hosts takes calls of actors hosted in this process straight to
+	// their workers' connections (nil: through the hosts' mailboxes).
+	hosts *workerproto.Hosts
 }
 
 func (l *driverLink) submitTask(spec *atollpb.TaskSpec) {
+	if l.sub != nil && l.sub.Submit(spec) {
+		return
+	}
 	l.system.Root.RequestWithCustomSender(l.raylet, &atollpb.SubmitTask{Spec: spec}, l.owner)
 }
 
 func (l *driverLink) cancelTask(id ids.TaskID, nonRecursive bool) {
+	if l.sub != nil && l.sub.Cancel(id, nonRecursive) {
+		return
+	}
 	l.system.Root.Send(l.raylet, &atollpb.CancelTask{TaskId: id.Bytes(), NonRecursive: nonRecursive})
 }
 
@@ -102,6 +116,9 @@ func (l *driverLink) callActor(address string, spec *atollpb.TaskSpec) {
 		l.gateway.CallActor(node, local, spec, l.owner)
 		return
 	}
+	if l.hosts.Call(local, spec, l.owner) {
+		return
+	}
 	l.system.Root.RequestWithCustomSender(l.system.NewLocalPID(local), &atollpb.PushTask{Spec: spec}, l.owner)
 }
 
@@ -114,6 +131,18 @@ func (l *driverLink) fetch(ctx context.Context, refs []*atollpb.ObjectRef) error
 
 func (l *driverLink) sendBorrows(m *atollpb.BorrowReport) { l.system.Root.Send(l.raylet, m) }
 func (l *driverLink) killActor(m *atollpb.KillActor)      { l.system.Root.Send(l.raylet, m) }
-func (l *driverLink) killWorker(m *atollpb.KillWorker)    { l.system.Root.Send(l.raylet, m) }
+
+// killWorker kills the worker m names; a task its submitter pushed is
+// named by the worker it went to (the raylet does not know the task).
+func (l *driverLink) killWorker(m *atollpb.KillWorker) {
+	if l.sub != nil && len(m.TaskId) > 0 {
+		if id, err := ids.FromBytes(m.TaskId); err == nil {
+			if w, ok := l.sub.WorkerOf(id); ok {
+				m = &atollpb.KillWorker{WorkerId: w.Bytes(), Reason: m.Reason}
+			}
+		}
+	}
+	l.system.Root.Send(l.raylet, m)
+}
 
 func (l *driverLink) generatorAck(m *atollpb.GeneratorAck) { l.system.Root.Send(l.raylet, m) }

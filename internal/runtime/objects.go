@@ -18,8 +18,11 @@ import (
 // Put stores v as an object owned by this process (atoll.Put) and returns
 // a ref to it.
 func (rt *Runtime) Put(ctx context.Context, v any) (*Ref, error) {
-	ctx, span := rt.tracer.Start(ctx, "put")
-	defer span.End()
+	span := noSpan
+	if rt.spanning(ctx) {
+		ctx, span = rt.tracer.Start(ctx, "put")
+		defer span.End()
+	}
 	enc, err := codec.Encode(v)
 	if err != nil {
 		return nil, err

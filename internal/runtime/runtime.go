@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -49,6 +50,9 @@ type Runtime struct {
 	settings Settings
 	log      *slog.Logger
 	tracer   trace.Tracer
+	// traceAll: the tracer provider records spans (telemetry.Records);
+	// otherwise spans start only under a valid parent (spanning).
+	traceAll bool
 	// ownTP is the tracer provider this runtime made (shut down at its
 	// stop), if any.
 	ownTP *sdktrace.TracerProvider
@@ -132,6 +136,17 @@ func (rt *Runtime) Log() *slog.Logger { return rt.log }
 
 // Tracer is the runtime's tracer.
 func (rt *Runtime) Tracer() trace.Tracer { return rt.tracer }
+
+// spanning reports whether a span started under ctx could record or carry
+// anything: the provider records, or ctx has a valid span (a traced
+// caller's, or a task's from its spec). Untraced work skips its spans'
+// cost (their names, attributes and contexts).
+func (rt *Runtime) spanning(ctx context.Context) bool {
+	return rt.traceAll || trace.SpanContextFromContext(ctx).IsValid()
+}
+
+// noSpan is the span of work that is not traced.
+var noSpan trace.Span = noop.Span{}
 
 // Settings are the runtime's settings.
 func (rt *Runtime) Settings() Settings { return rt.settings }

@@ -41,11 +41,13 @@ func (rt *Runtime) Submit(ctx context.Context, spec *atollpb.TaskSpec, args []Ar
 	if as != nil {
 		kind = "actor_task"
 	}
-	att := &taskAttach{task: task}
-	ctx, att.span = rt.tracer.Start(ctx, "submit "+spec.Name, trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(attribute.String("atoll.task_id", task.String()), attribute.String("atoll.function", spec.Function),
-			attribute.String("atoll.task_kind", kind)))
-	spec.Trace = telemetry.Inject(ctx)
+	att := &taskAttach{span: noSpan, task: task}
+	if rt.spanning(ctx) {
+		ctx, att.span = rt.tracer.Start(ctx, "submit "+spec.Name, trace.WithSpanKind(trace.SpanKindProducer),
+			trace.WithAttributes(attribute.String("atoll.task_id", task.String()), attribute.String("atoll.function", spec.Function),
+				attribute.String("atoll.task_kind", kind)))
+		spec.Trace = telemetry.Inject(ctx)
+	}
 
 	sub := owner.Submission{Spec: spec, Attach: att}
 	if as != nil {

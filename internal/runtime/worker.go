@@ -175,7 +175,7 @@ func NewWorker(s Settings, wc WorkerConfig) (*Worker, error) {
 			tp = otel.GetTracerProvider()
 		}
 	}
-	rt.tracer = telemetry.Tracer(tp)
+	rt.tracer, rt.traceAll = telemetry.Tracer(tp), telemetry.Records(tp)
 	rt.system = actors.NewSystem(rt.log)
 	rt.startOwner(owner.Config{Worker: wc.WorkerID, Node: wc.NodeID})
 	rt.owner.dropsDue = w.postBorrowFlush

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 )
@@ -192,6 +194,19 @@ func exporterFor(ctx context.Context, ex *atollpb.TraceExport) (sdktrace.SpanExp
 // exports elsewhere than this process (see Routes), else on tp.
 func Tracer(tp trace.TracerProvider) trace.Tracer {
 	return routingTracer{def: tp.Tracer(TracerName)}
+}
+
+// Records reports whether tp may record spans: false for a no-op
+// provider and for OTel's global provider before a program set one (its
+// spans then only carry their parent's context on). A runtime whose
+// provider does not record starts spans only under a valid parent: a span
+// without one would carry nothing anywhere.
+func Records(tp trace.TracerProvider) bool {
+	switch tp.(type) {
+	case nil, noop.TracerProvider, *noop.TracerProvider:
+		return false
+	}
+	return reflect.TypeOf(tp).String() != "*global.tracerProvider"
 }
 
 // ResolveProvider returns the tracer provider to use: tp if given, else

@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 )
@@ -157,4 +159,17 @@ func TestExportTravelsWithTheTraceContext(t *testing.T) {
 	ctx2, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = ShutdownRoutes(ctx2) // its collector does not exist: the export fails
+}
+
+// Records tells providers that record spans from those that cannot.
+func TestRecords(t *testing.T) {
+	if Records(noop.NewTracerProvider()) || Records(nil) {
+		t.Fatal("a no-op provider records")
+	}
+	if Records(otel.GetTracerProvider()) {
+		t.Fatal("the global provider records before a program set one")
+	}
+	if !Records(sdktrace.NewTracerProvider()) {
+		t.Fatal("an SDK provider does not record")
+	}
 }

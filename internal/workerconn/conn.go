@@ -15,6 +15,16 @@
 //     gives the buffer back for reuse: no system call, no copy of the
 //     bytes between the two (proto.Unmarshal copies what it keeps).
 //
+// Writers either wait (Send, SendAll, Reply, Call: the writer that finds
+// nobody flushing writes the buffer itself; past 4 MiB queued writers
+// wait) or do not (Queue, Encode without wait: the frames are appended
+// and the writer flushing already, or else the connection's flusher
+// goroutine, writes them): a connection's reader, which must never wait
+// on its peer, queues. Encode appends frames an Encoder marshals straight
+// into the buffer (no Frame value needed). The reader calls the
+// WithBurstEnd hook after the last frame of each burst it read, so that
+// what a burst of frames produced can leave in one message or one write.
+//
 // Both carry the same frames with the same bounds and the same ordering,
 // so the protocol above them cannot tell them apart. The reader trusts
 // nothing from the peer: a frame it cannot read ends the connection with
@@ -74,8 +84,17 @@ type call struct {
 
 // Conn is one end of a worker connection. It is safe for concurrent use.
 type Conn struct {
-	c       wire
-	handler Handler
+	c        wire
+	handler  Handler
+	burstEnd func()
+	// src is the stream's frames; rstate is the reader's generation
+	// (high bits) and phase (low bit: dispatching a frame), so that a
+	// reader whose handler runs long can be replaced (Handoff).
+	src    frameSource
+	rstate atomic.Uint64
+	// yield is the reader state of a handler that runs user code on the
+	// reader and may be replaced (Yielding), zero otherwise.
+	yield atomic.Uint64
 
 	// Writes are group-committed: a writer appends its frame to wbuf
 	// and, unless another writer is flushing already, flushes wbuf
@@ -88,6 +107,10 @@ type Conn struct {
 	spare    []byte
 	flushing bool
 	werr     error
+	// kick wakes the connection's flusher goroutine (started by the
+	// first Queue): it flushes for writers that must not wait (Queue).
+	kick     chan struct{}
+	kickOnce sync.Once
 	// writes counts write syscalls and frames counts frames written
 	// (Stats).
 	writes, frames atomic.Uint64
@@ -107,12 +130,26 @@ func New(c net.Conn, h Handler) *Conn { return Open(Socket(c), h) }
 
 // Open starts a connection over e and starts reading. Frames that are not
 // replies go to h.
-func Open(e Endpoint, h Handler) *Conn {
+func Open(e Endpoint, h Handler, opts ...Option) *Conn {
 	conn := &Conn{c: e.wire(), handler: h, pending: map[uint64]*call{}, done: make(chan struct{})}
 	conn.wcond = sync.NewCond(&conn.wmu)
-	go conn.read()
+	for _, o := range opts {
+		o(conn)
+	}
+	conn.src = conn.c.reader()
+	go conn.read(0)
 	return conn
 }
+
+// Option configures a Conn (Open).
+type Option func(*Conn)
+
+// WithBurstEnd calls f on the reader goroutine after the last frame of
+// each burst it read, when no more bytes are buffered and the reader is
+// about to wait for the peer: a point to flush what the frames of the
+// burst produced (one message or one write per burst instead of one per
+// frame). It must not block.
+func WithBurstEnd(f func()) Option { return func(c *Conn) { c.burstEnd = f } }
 
 // An Endpoint is one end of a transport, not yet a Conn (Open makes it
 // one): a stream socket (Socket) or an end of an in-memory pipe (Pipe).
@@ -127,16 +164,31 @@ type wire interface {
 	// spare returns a buffer the peer is done with, if any, for the
 	// next burst.
 	spare() []byte
-	// readFrames calls deliver with each frame that arrives, in order,
-	// until the stream ends (io.EOF at a frame boundary) or fails.
-	readFrames(deliver func(*atollpb.Frame)) error
+	// tryWrite writes what of buf it can without waiting for the peer
+	// (n bytes, or all of buf when kept: the transport took it) and
+	// returns errWouldBlock if the peer is not reading.
+	tryWrite(buf []byte) (n int, kept bool, err error)
+	// reader returns the stream's frames, one reader per wire.
+	reader() frameSource
 	close() error
 }
+
+// frameSource reads a stream's frames. next returns the next frame,
+// waiting for it, until the stream ends (io.EOF at a frame boundary) or
+// fails; more reports whether another frame can be read without waiting
+// (a burst is not over).
+type frameSource interface {
+	next() (*atollpb.Frame, error)
+	more() bool
+}
+
+// errWouldBlock: a write would wait for the peer.
+var errWouldBlock = errors.New("workerconn: the write would wait")
 
 // Send writes a one-way frame.
 func (c *Conn) Send(f *atollpb.Frame) error {
 	f.Id = 0
-	return c.write(f)
+	return c.write(true, f)
 }
 
 // SendAll writes one-way frames in one burst (one write syscall unless
@@ -145,13 +197,193 @@ func (c *Conn) SendAll(fs ...*atollpb.Frame) error {
 	for _, f := range fs {
 		f.Id = 0
 	}
-	return c.write(fs...)
+	return c.write(true, fs...)
+}
+
+// Queue writes one-way frames without waiting for the peer: they are
+// appended to the connection's buffer, and the writer flushing already,
+// or else the connection's flusher goroutine, writes them (with whatever
+// else is queued by then: one write for a burst). For goroutines that
+// must never wait on the peer, such as a connection's reader (two readers
+// each waiting for its peer to read would wait forever), and for writers
+// that would rather batch than pay a write each. Unlike Send it does not
+// wait past the pending bound: its callers bound what they queue.
+func (c *Conn) Queue(fs ...*atollpb.Frame) error {
+	for _, f := range fs {
+		f.Id = 0
+	}
+	return c.write(false, fs...)
+}
+
+// Defer appends one-way frames to the buffer without writing them: the
+// caller sees them written later (TryFlush, Flush, or the next write of
+// any kind). A connection's reader defers what a burst of frames makes
+// and flushes at the burst's end (WithBurstEnd).
+func (c *Conn) Defer(fs ...*atollpb.Frame) error {
+	for _, f := range fs {
+		f.Id = 0
+	}
+	var small [8]int
+	sizes := small[:0]
+	if len(fs) > len(small) {
+		sizes = make([]int, 0, len(fs))
+	}
+	for _, f := range fs {
+		n := proto.Size(f)
+		if n > MaxFrame {
+			return fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrBadFrame, n, MaxFrame)
+		}
+		sizes = append(sizes, n)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return c.werr
+	}
+	start := len(c.wbuf)
+	for i, f := range fs {
+		c.wbuf = binary.BigEndian.AppendUint32(c.wbuf, uint32(sizes[i]))
+		b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(c.wbuf, f)
+		if err != nil {
+			c.wbuf = c.wbuf[:start]
+			return fmt.Errorf("workerconn: marshal: %w", err)
+		}
+		c.wbuf = b
+	}
+	c.frames.Add(uint64(len(fs)))
+	return nil
+}
+
+// TryFlush writes what the buffer holds without waiting for the peer: as
+// much as the transport takes at once, the rest by the flusher goroutine.
+// Nothing to do if a writer is flushing already (it writes it).
+func (c *Conn) TryFlush() {
+	c.wmu.Lock()
+	if c.flushing || len(c.wbuf) == 0 || c.werr != nil {
+		c.wmu.Unlock()
+		return
+	}
+	c.flushing = true
+	buf := c.wbuf
+	c.wbuf = c.spare[:0]
+	c.spare = nil
+	c.wmu.Unlock()
+	n, kept, err := c.c.tryWrite(buf)
+	if n > 0 {
+		c.writes.Add(1)
+	}
+	var spare []byte
+	if kept {
+		spare = c.c.spare()
+	}
+	c.wmu.Lock()
+	if err != nil && err != errWouldBlock && c.werr == nil {
+		c.werr = err
+	}
+	rest := buf[n:]
+	switch {
+	case len(rest) > 0:
+		// Before what was appended meanwhile, in order.
+		c.wbuf = append(rest, c.wbuf...)
+	case !kept && cap(buf) <= keepBuffer && c.spare == nil:
+		c.spare = buf[:0]
+	case kept && c.spare == nil:
+		c.spare = spare
+	}
+	if c.werr != nil || len(c.wbuf) == 0 {
+		c.flushing = false
+		c.wcond.Broadcast()
+		err := c.werr
+		c.wmu.Unlock()
+		if err != nil {
+			c.fail(err)
+		}
+		return
+	}
+	c.wmu.Unlock()
+	c.kickFlusher() // flushing stays set: the flusher writes the rest
+}
+
+// Flush writes what the buffer holds, waiting for the peer as Send does;
+// nothing to do if a writer is flushing already (it writes it).
+func (c *Conn) Flush() error {
+	c.wmu.Lock()
+	if c.flushing || len(c.wbuf) == 0 || c.werr != nil {
+		err := c.werr
+		c.wmu.Unlock()
+		return err
+	}
+	c.flushing = true
+	err := c.flushLocked()
+	c.wmu.Unlock()
+	if err != nil {
+		return c.fail(err)
+	}
+	return nil
+}
+
+// Encoder appends whole frames, each a 4-byte big-endian length and the
+// frame's protobuf bytes (AppendFrame), to buf and returns it.
+type Encoder interface {
+	AppendFrames(buf []byte) ([]byte, error)
+}
+
+// AppendFrame appends f as a connection carries it: its length, then its
+// bytes.
+func AppendFrame(buf []byte, f *atollpb.Frame) ([]byte, error) {
+	start := len(buf)
+	buf = append(buf, 0, 0, 0, 0)
+	buf, err := proto.MarshalOptions{}.MarshalAppend(buf, f)
+	if err != nil {
+		return buf[:start], err
+	}
+	return PatchLength(buf, start)
+}
+
+// PatchLength sets the length of the frame whose 4-byte prefix starts at
+// start and runs to the end of buf, checking it against MaxFrame.
+func PatchLength(buf []byte, start int) ([]byte, error) {
+	n := len(buf) - start - 4
+	if n > MaxFrame {
+		return buf[:start], fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrBadFrame, n, MaxFrame)
+	}
+	binary.BigEndian.PutUint32(buf[start:], uint32(n))
+	return buf, nil
+}
+
+// Encode writes the frames e appends: with wait, as Send does (waiting
+// past the pending bound); without, as Queue does. The frames are
+// one-way (their ids are e's to set: zero). It does not allocate
+// beyond what e does and the buffer's growth.
+func (c *Conn) Encode(e Encoder, wait bool) error {
+	return c.appendAndFlush(wait, func(buf []byte) ([]byte, int, error) {
+		n := len(buf)
+		out, err := e.AppendFrames(buf)
+		if err != nil {
+			return out[:n], 0, err
+		}
+		return out, countFrames(out[n:]), nil
+	})
+}
+
+// countFrames counts the length-prefixed frames in b (whole frames).
+func countFrames(b []byte) int {
+	n := 0
+	for len(b) >= 4 {
+		l := int(binary.BigEndian.Uint32(b))
+		if l > len(b)-4 {
+			break
+		}
+		b = b[4+l:]
+		n++
+	}
+	return n
 }
 
 // Reply answers the request with id to.
 func (c *Conn) Reply(to uint64, f *atollpb.Frame) error {
 	f.Id, f.ReplyTo = 0, to
-	return c.write(f)
+	return c.write(true, f)
 }
 
 // Call sends a request and waits for its reply, ctx, or the connection's
@@ -180,10 +412,13 @@ func (c *Conn) CallLate(ctx context.Context, f *atollpb.Frame, late Late) (*atol
 	c.pending[id] = pc
 	c.mu.Unlock()
 	f.Id = id
-	if err := c.write(f); err != nil {
+	if err := c.write(true, f); err != nil {
 		c.forget(id)
 		return nil, err
 	}
+	// The reply comes through the reader: if this goroutine is the reader
+	// (a handler running a task inline), another must read.
+	c.Handoff()
 	select {
 	case r := <-pc.ch:
 		return r, nil
@@ -234,10 +469,10 @@ const (
 	keepBuffer = 1 << 20
 )
 
-func (c *Conn) write(fs ...*atollpb.Frame) error {
-	var one [1]int
-	sizes := one[:0]
-	if len(fs) > 1 {
+func (c *Conn) write(wait bool, fs ...*atollpb.Frame) error {
+	var small [8]int
+	sizes := small[:0]
+	if len(fs) > len(small) {
 		sizes = make([]int, 0, len(fs))
 	}
 	for _, f := range fs {
@@ -247,8 +482,27 @@ func (c *Conn) write(fs ...*atollpb.Frame) error {
 		}
 		sizes = append(sizes, n)
 	}
+	return c.appendAndFlush(wait, func(buf []byte) ([]byte, int, error) {
+		start := len(buf)
+		for i, f := range fs {
+			buf = binary.BigEndian.AppendUint32(buf, uint32(sizes[i]))
+			b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(buf, f)
+			if err != nil {
+				return buf[:start], 0, fmt.Errorf("workerconn: marshal: %w", err)
+			}
+			buf = b
+		}
+		return buf, len(fs), nil
+	})
+}
+
+// appendAndFlush appends frames to the write buffer with fill (which
+// returns the buffer and how many frames it appended) and sees them
+// written: by the writer flushing already, by this goroutine (wait), or
+// by the flusher goroutine (no wait).
+func (c *Conn) appendAndFlush(wait bool, fill func(buf []byte) ([]byte, int, error)) error {
 	c.wmu.Lock()
-	for c.werr == nil && c.flushing && len(c.wbuf) > maxPending {
+	for wait && c.werr == nil && c.flushing && len(c.wbuf) > maxPending {
 		c.wcond.Wait()
 	}
 	if c.werr != nil {
@@ -256,23 +510,35 @@ func (c *Conn) write(fs ...*atollpb.Frame) error {
 		c.wmu.Unlock()
 		return c.fail(err)
 	}
-	start := len(c.wbuf)
-	for i, f := range fs {
-		c.wbuf = binary.BigEndian.AppendUint32(c.wbuf, uint32(sizes[i]))
-		b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(c.wbuf, f)
-		if err != nil {
-			c.wbuf = c.wbuf[:start]
-			c.wmu.Unlock()
-			return fmt.Errorf("workerconn: marshal: %w", err)
-		}
-		c.wbuf = b
+	buf, n, err := fill(c.wbuf)
+	c.wbuf = buf
+	if err != nil {
+		c.wmu.Unlock()
+		return err
 	}
-	c.frames.Add(uint64(len(fs)))
+	c.frames.Add(uint64(n))
 	if c.flushing {
 		c.wmu.Unlock() // the flusher writes it with its burst
 		return nil
 	}
 	c.flushing = true
+	if !wait {
+		c.wmu.Unlock()
+		c.kickFlusher()
+		return nil
+	}
+	err = c.flushLocked()
+	c.wmu.Unlock()
+	if err != nil {
+		return c.fail(err)
+	}
+	return nil
+}
+
+// flushLocked writes the buffer until it is empty; c.wmu is held (and
+// released during each write) and c.flushing was set by the caller,
+// which it clears. It returns the write error, if any.
+func (c *Conn) flushLocked() error {
 	for len(c.wbuf) > 0 && c.werr == nil {
 		buf := c.wbuf
 		c.wbuf = c.spare[:0]
@@ -297,13 +563,44 @@ func (c *Conn) write(fs ...*atollpb.Frame) error {
 		c.wcond.Broadcast()
 	}
 	c.flushing = false
-	err := c.werr
 	c.wcond.Broadcast()
-	c.wmu.Unlock()
-	if err != nil {
-		return c.fail(err)
+	return c.werr
+}
+
+// kickFlusher has the flusher goroutine flush the buffer (c.flushing is
+// set for it).
+func (c *Conn) kickFlusher() {
+	c.kickOnce.Do(func() {
+		c.kick = make(chan struct{}, 1)
+		go c.flusher()
+	})
+	select {
+	case c.kick <- struct{}{}:
+	default: // a kick is pending already
 	}
-	return nil
+}
+
+// flusher writes the buffer for Queue's writers until the connection
+// ends.
+func (c *Conn) flusher() {
+	for {
+		select {
+		case <-c.kick:
+		case <-c.done:
+			return
+		}
+		c.wmu.Lock()
+		if !c.flushing { // set by the kicker; a failed connection cleared it
+			c.wmu.Unlock()
+			continue
+		}
+		err := c.flushLocked()
+		c.wmu.Unlock()
+		if err != nil {
+			c.fail(err)
+			return
+		}
+	}
 }
 
 // Stats counts the frames a connection wrote and the write syscalls they
@@ -313,10 +610,60 @@ type Stats struct{ Frames, Writes uint64 }
 // Stats reports the frames written so far and the write syscalls.
 func (c *Conn) Stats() Stats { return Stats{Frames: c.frames.Load(), Writes: c.writes.Load()} }
 
-func (c *Conn) read() {
-	if err := c.c.readFrames(c.dispatch); err != nil {
-		c.fail(err)
+// read reads frames and dispatches them while it is the reader of
+// generation gen: a Handoff while it dispatches makes another goroutine
+// the reader, and this one returns once its frame is handled (writing
+// what the frame queued with Defer: no burst end will).
+func (c *Conn) read(gen uint64) {
+	for {
+		f, err := c.src.next()
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		c.rstate.Store(gen<<1 | dispatching)
+		c.dispatch(f)
+		if !c.rstate.CompareAndSwap(gen<<1|dispatching, gen<<1) {
+			_ = c.Flush()
+			return
+		}
+		if c.burstEnd != nil && !c.src.more() {
+			c.burstEnd()
+		}
 	}
+}
+
+// dispatching is the reader's phase bit while it dispatches a frame.
+const dispatching = 1
+
+// Yielding is called by a handler, on the reader goroutine, around work
+// that may run long or wait for frames only the reader can read (user
+// code run inline): until done is called, Handoff may make another
+// goroutine the reader, and a Call made meanwhile does (its reply comes
+// through the reader). Outside such work frames are handled in order,
+// one at a time, and no Handoff happens.
+func (c *Conn) Yielding() (done func()) {
+	st := c.rstate.Load()
+	c.yield.Store(st)
+	return func() { c.yield.CompareAndSwap(st, 0) }
+}
+
+// Handoff makes another goroutine the connection's reader if the reader
+// is in yielding work (Yielding), and reports whether it did; the reader
+// that yielded returns once its handler does. It is safe from any
+// goroutine, at any time.
+func (c *Conn) Handoff() bool {
+	st := c.yield.Load()
+	if st&dispatching == 0 {
+		return false
+	}
+	gen := st>>1 + 1
+	if !c.rstate.CompareAndSwap(st, gen<<1) {
+		return false
+	}
+	c.yield.CompareAndSwap(st, 0)
+	go c.read(gen)
+	return true
 }
 
 // dispatch hands a frame that arrived to the call it answers, or to the

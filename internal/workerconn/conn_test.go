@@ -251,3 +251,184 @@ func TestBadFramesEndTheConnection(t *testing.T) {
 		}
 	}
 }
+
+// Queue never waits for the peer: frames queued while the peer reads
+// nothing are all written once it does, in order, with frames sent
+// between them; and a burst of them takes fewer writes than frames.
+func TestQueueWritesInOrderWithoutWaiting(t *testing.T) {
+	overTransports(t, func(t *testing.T, pair pairFunc) {
+		const n = 200
+		got := make(chan string, 2*n)
+		recv := func(*Conn) Handler { return func(f *atollpb.Frame) { got <- f.GetExit().GetReason() } }
+		a, _ := pair(t, func(*Conn) Handler { return func(*atollpb.Frame) {} }, recv)
+		var want []string
+		for i := range n {
+			s := string(rune('a'+i%26)) + string(rune('0'+i%10))
+			want = append(want, s)
+			f := &atollpb.Frame{Body: &atollpb.Frame_Exit{Exit: &atollpb.WorkerExit{Reason: s}}}
+			var err error
+			if i%3 == 0 {
+				err = a.Send(f)
+			} else {
+				err = a.Queue(f)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, w := range want {
+			if s := <-got; s != w {
+				t.Fatalf("frame %d: got %q, want %q", i, s, w)
+			}
+		}
+		if st := a.Stats(); st.Frames != n || st.Writes > n {
+			t.Fatalf("stats %+v for %d frames", st, n)
+		}
+	})
+}
+
+// A reader's burst end is called after the last frame of what it read:
+// frames written in one write arrive as one burst.
+func TestBurstEndAfterEachBurst(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			ea, eb := tr.ends()
+			events := make(chan string, 16)
+			b := Open(eb, func(f *atollpb.Frame) { events <- f.GetExit().GetReason() }, WithBurstEnd(func() { events <- "|" }))
+			a := Open(ea, func(*atollpb.Frame) {})
+			defer func() { a.Close(); b.Close(); <-a.Done(); <-b.Done() }()
+			frame := func(s string) *atollpb.Frame {
+				return &atollpb.Frame{Body: &atollpb.Frame_Exit{Exit: &atollpb.WorkerExit{Reason: s}}}
+			}
+			if err := a.SendAll(frame("x"), frame("y"), frame("z")); err != nil {
+				t.Fatal(err)
+			}
+			var seq string
+			for seq == "" || seq[len(seq)-1] != '|' {
+				seq += <-events
+			}
+			// net.Pipe hands over one write per read: the burst is whole.
+			if seq != "xyz|" {
+				t.Fatalf("events %q, want the three frames then one burst end", seq)
+			}
+		})
+	}
+}
+
+// exitEncoder appends one exit frame per reason.
+type exitEncoder struct{ reasons []string }
+
+func (e *exitEncoder) AppendFrames(buf []byte) ([]byte, error) {
+	for _, r := range e.reasons {
+		var err error
+		if buf, err = AppendFrame(buf, &atollpb.Frame{Body: &atollpb.Frame_Exit{Exit: &atollpb.WorkerExit{Reason: r}}}); err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
+}
+
+// Encode writes the frames an Encoder appends, waiting or not.
+func TestEncode(t *testing.T) {
+	overTransports(t, func(t *testing.T, pair pairFunc) {
+		got := make(chan string, 8)
+		recv := func(*Conn) Handler { return func(f *atollpb.Frame) { got <- f.GetExit().GetReason() } }
+		a, _ := pair(t, func(*Conn) Handler { return func(*atollpb.Frame) {} }, recv)
+		if err := a.Encode(&exitEncoder{reasons: []string{"p", "q"}}, true); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Encode(&exitEncoder{reasons: []string{"r"}}, false); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []string{"p", "q", "r"} {
+			if s := <-got; s != w {
+				t.Fatalf("got %q, want %q", s, w)
+			}
+		}
+		if st := a.Stats(); st.Frames != 3 {
+			t.Fatalf("%d frames counted, want 3", st.Frames)
+		}
+	})
+}
+
+// A handler that runs long on the reader in yielding work (a task run
+// inline) and waits for a reply only the reader can read gets it: its
+// Call hands the reading to another goroutine, which goes on with the
+// frames after it; the first returns once its handler does.
+func TestHandoffLetsAYieldingHandlerWaitForFrames(t *testing.T) {
+	overTransports(t, func(t *testing.T, pair pairFunc) {
+		got := make(chan string, 8)
+		var b *Conn
+		handlerB := func(c *Conn) Handler {
+			b = c
+			return func(f *atollpb.Frame) {
+				reason := f.GetExit().GetReason()
+				if reason == "call" {
+					done := c.Yielding()
+					defer done()
+					r, err := c.Call(context.Background(), &atollpb.Frame{Body: &atollpb.Frame_Exit{Exit: &atollpb.WorkerExit{Reason: "ping"}}})
+					if err != nil {
+						t.Errorf("call: %v", err)
+						return
+					}
+					got <- "reply " + r.GetStatus().GetMessage()
+					return
+				}
+				got <- reason
+			}
+		}
+		echo := func(c *Conn) Handler {
+			return func(f *atollpb.Frame) {
+				if f.Id != 0 {
+					_ = c.Reply(f.Id, &atollpb.Frame{Body: &atollpb.Frame_Status{Status: &atollpb.ErrorInfo{Message: "pong"}}})
+				}
+			}
+		}
+		a, _ := pair(t, echo, handlerB)
+		for _, s := range []string{"call", "after"} {
+			if err := a.Send(&atollpb.Frame{Body: &atollpb.Frame_Exit{Exit: &atollpb.WorkerExit{Reason: s}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		seen := map[string]bool{}
+		for range 2 {
+			seen[<-got] = true
+		}
+		if !seen["reply pong"] || !seen["after"] {
+			t.Fatalf("got %v", seen)
+		}
+		// Outside yielding work nothing hands off.
+		if b.Handoff() {
+			t.Fatal("a Handoff outside yielding work")
+		}
+	})
+}
+
+// Deferred frames go out with TryFlush, in order with those sent.
+func TestDeferAndTryFlush(t *testing.T) {
+	overTransports(t, func(t *testing.T, pair pairFunc) {
+		got := make(chan string, 8)
+		recv := func(*Conn) Handler { return func(f *atollpb.Frame) { got <- f.GetExit().GetReason() } }
+		a, _ := pair(t, func(*Conn) Handler { return func(*atollpb.Frame) {} }, recv)
+		frame := func(s string) *atollpb.Frame {
+			return &atollpb.Frame{Body: &atollpb.Frame_Exit{Exit: &atollpb.WorkerExit{Reason: s}}}
+		}
+		if err := a.Defer(frame("1"), frame("2")); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case s := <-got:
+			t.Fatalf("a deferred frame %q went out before a flush", s)
+		case <-time.After(20 * time.Millisecond):
+		}
+		a.TryFlush()
+		if err := a.Send(frame("3")); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []string{"1", "2", "3"} {
+			if s := <-got; s != w {
+				t.Fatalf("got %q, want %q", s, w)
+			}
+		}
+	})
+}

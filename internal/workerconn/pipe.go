@@ -99,40 +99,99 @@ func (e *pipeEnd) close() error {
 	return nil
 }
 
-func (e *pipeEnd) readFrames(deliver func(*atollpb.Frame)) error {
-	q := e.in
-	var taken [][]byte
-	for {
-		q.mu.Lock()
-		for len(q.chunks) == 0 && !q.closed && !q.gone {
-			q.cond.Wait()
-		}
-		if q.gone {
-			q.mu.Unlock()
-			return io.ErrClosedPipe // this end closed
-		}
-		if len(q.chunks) == 0 {
-			q.mu.Unlock()
-			return io.EOF // the peer closed, and everything it wrote is read
-		}
-		taken, q.chunks = q.chunks, taken[:0]
-		q.queued = 0
-		q.cond.Broadcast()
-		q.mu.Unlock()
-		for _, chunk := range taken {
-			if err := parseChunk(chunk, deliver); err != nil {
-				return err
-			}
-		}
-		q.mu.Lock()
-		for i, chunk := range taken {
-			if !q.gone && cap(chunk) <= keepBuffer && len(q.free) < maxFree {
-				q.free = append(q.free, chunk[:0])
-			}
-			taken[i] = nil
-		}
-		q.mu.Unlock()
+// tryWrite is write, unless it would wait (more than maxPending unread).
+func (e *pipeEnd) tryWrite(buf []byte) (int, bool, error) {
+	q := e.out
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.gone || q.closed {
+		return 0, false, io.ErrClosedPipe
 	}
+	if q.queued > maxPending {
+		return 0, false, errWouldBlock
+	}
+	q.chunks = append(q.chunks, buf)
+	q.queued += len(buf)
+	q.cond.Broadcast()
+	return len(buf), true, nil
+}
+
+func (e *pipeEnd) reader() frameSource { return &pipeReader{q: e.in} }
+
+// pipeReader reads the frames of the bursts a pipe's writer handed over,
+// giving each burst's buffer back once it read all of it.
+type pipeReader struct {
+	q     *pipeQueue
+	taken [][]byte
+	i     int    // taken[i] is being read
+	rest  []byte // what is left of it
+}
+
+func (r *pipeReader) more() bool { return len(r.rest) > 0 || r.i+1 < len(r.taken) }
+
+func (r *pipeReader) next() (*atollpb.Frame, error) {
+	for len(r.rest) == 0 {
+		if r.i+1 < len(r.taken) {
+			r.i++
+			r.rest = r.taken[r.i]
+			continue
+		}
+		if err := r.refill(); err != nil {
+			return nil, err
+		}
+	}
+	f, rest, err := parseOne(r.rest)
+	if err != nil {
+		return nil, err
+	}
+	r.rest = rest
+	return f, nil
+}
+
+// refill gives the bursts read back for reuse and waits for more.
+func (r *pipeReader) refill() error {
+	q := r.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, chunk := range r.taken {
+		if !q.gone && cap(chunk) <= keepBuffer && len(q.free) < maxFree {
+			q.free = append(q.free, chunk[:0])
+		}
+		r.taken[i] = nil
+	}
+	for len(q.chunks) == 0 && !q.closed && !q.gone {
+		q.cond.Wait()
+	}
+	if q.gone {
+		return io.ErrClosedPipe // this end closed
+	}
+	if len(q.chunks) == 0 {
+		return io.EOF // the peer closed, and everything it wrote is read
+	}
+	r.taken, q.chunks = q.chunks, r.taken[:0]
+	q.queued = 0
+	q.cond.Broadcast()
+	r.i, r.rest = 0, r.taken[0]
+	return nil
+}
+
+// parseOne reads the first frame of a burst's rest.
+func parseOne(chunk []byte) (*atollpb.Frame, []byte, error) {
+	if len(chunk) < 4 {
+		return nil, nil, fmt.Errorf("%w: %d bytes at the end of a burst, not a frame", ErrBadFrame, len(chunk))
+	}
+	n := binary.BigEndian.Uint32(chunk)
+	if n > MaxFrame {
+		return nil, nil, fmt.Errorf("%w: peer sent a frame of %d bytes, more than %d", ErrBadFrame, n, MaxFrame)
+	}
+	if uint64(n) > uint64(len(chunk)-4) {
+		return nil, nil, fmt.Errorf("%w: a frame of %d bytes in a burst of %d", ErrBadFrame, n, len(chunk)-4)
+	}
+	f := &atollpb.Frame{}
+	if err := proto.Unmarshal(chunk[4:4+n], f); err != nil {
+		return nil, nil, fmt.Errorf("%w: %d bytes are not a frame: %v", ErrBadFrame, n, err)
+	}
+	return f, chunk[4+n:], nil
 }
 
 // parseChunk delivers the frames of one burst, which holds whole frames
@@ -142,22 +201,12 @@ func (e *pipeEnd) readFrames(deliver func(*atollpb.Frame)) error {
 // delivers share no memory with chunk.
 func parseChunk(chunk []byte, deliver func(*atollpb.Frame)) error {
 	for len(chunk) > 0 {
-		if len(chunk) < 4 {
-			return fmt.Errorf("%w: %d bytes at the end of a burst, not a frame", ErrBadFrame, len(chunk))
-		}
-		n := binary.BigEndian.Uint32(chunk)
-		if n > MaxFrame {
-			return fmt.Errorf("%w: peer sent a frame of %d bytes, more than %d", ErrBadFrame, n, MaxFrame)
-		}
-		if uint64(n) > uint64(len(chunk)-4) {
-			return fmt.Errorf("%w: a frame of %d bytes in a burst of %d", ErrBadFrame, n, len(chunk)-4)
-		}
-		f := &atollpb.Frame{}
-		if err := proto.Unmarshal(chunk[4:4+n], f); err != nil {
-			return fmt.Errorf("%w: %d bytes are not a frame: %v", ErrBadFrame, n, err)
+		f, rest, err := parseOne(chunk)
+		if err != nil {
+			return err
 		}
 		deliver(f)
-		chunk = chunk[4+n:]
+		chunk = rest
 	}
 	return nil
 }

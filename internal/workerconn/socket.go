@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"syscall"
 
 	"google.golang.org/protobuf/proto"
 
@@ -32,15 +33,82 @@ func (socket) spare() []byte { return nil }
 
 func (s socket) close() error { return s.c.Close() }
 
-func (s socket) readFrames(deliver func(*atollpb.Frame)) error {
-	r := bufio.NewReaderSize(s.c, 64<<10)
-	for {
-		f, err := readFrame(r)
-		if err != nil {
-			return err
-		}
-		deliver(f)
+func (s socket) reader() frameSource { return &socketReader{bufio.NewReaderSize(s.c, 64<<10)} }
+
+// socketReader reads frames from a socket through a 64 KiB buffer.
+type socketReader struct{ r *bufio.Reader }
+
+func (r *socketReader) next() (*atollpb.Frame, error) { return readBuffered(r.r) }
+func (r *socketReader) more() bool                    { return r.r.Buffered() > 0 }
+
+// tryWrite writes with one write(2) on the socket's descriptor, which
+// does not wait: what the kernel takes now (a socket without a
+// descriptor, net.Pipe in tests, takes nothing this way).
+func (s socket) tryWrite(buf []byte) (int, bool, error) {
+	sc, ok := s.c.(syscall.Conn)
+	if !ok {
+		return 0, false, errWouldBlock
 	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return 0, false, errWouldBlock
+	}
+	var n int
+	var werr error
+	err = rc.Write(func(fd uintptr) bool {
+		for n < len(buf) {
+			m, e := syscall.Write(int(fd), buf[n:])
+			if m > 0 {
+				n += m
+			}
+			if e == syscall.EINTR {
+				continue
+			}
+			if e == syscall.EAGAIN {
+				werr = errWouldBlock
+				return true
+			}
+			if e != nil {
+				werr = e
+				return true
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return n, false, err
+	}
+	return n, false, werr
+}
+
+// readBuffered reads one frame from r, straight from r's buffer when the
+// frame fits in it (no copy of its bytes but the one proto.Unmarshal
+// makes of what it keeps), else as readFrame does.
+func readBuffered(r *bufio.Reader) (*atollpb.Frame, error) {
+	hdr, err := r.Peek(4)
+	if err != nil {
+		if len(hdr) > 0 && err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	n := int(binary.BigEndian.Uint32(hdr))
+	if n+4 > r.Size() {
+		return readFrame(r)
+	}
+	b, err := r.Peek(4 + n)
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF // the header came, the frame did not
+		}
+		return nil, err
+	}
+	f := &atollpb.Frame{}
+	if err := proto.Unmarshal(b[4:], f); err != nil {
+		return nil, fmt.Errorf("%w: %d bytes are not a frame: %v", ErrBadFrame, n, err)
+	}
+	_, _ = r.Discard(4 + n)
+	return f, nil
 }
 
 // readFrame reads one frame: a 4-byte big-endian length, then that many

@@ -39,6 +39,9 @@ func (c Client) CancelTask(id ids.TaskID, nonRecursive bool) {
 // CPU is lent), or no longer does.
 func (c Client) SetBlocked(id ids.TaskID, blocked bool) {
 	if blocked {
+		// What the task waits for comes through the reader: if it runs
+		// this task (inline), another must read.
+		c.conn.Handoff()
 		_ = c.send(&atollpb.Frame{Body: &atollpb.Frame_WorkerBlocked{WorkerBlocked: &atollpb.WorkerBlocked{TaskId: id.Bytes()}}})
 	} else {
 		_ = c.send(&atollpb.Frame{Body: &atollpb.Frame_WorkerUnblocked{WorkerUnblocked: &atollpb.WorkerUnblocked{TaskId: id.Bytes()}}})

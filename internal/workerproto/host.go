@@ -3,6 +3,7 @@ package workerproto
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,24 +14,156 @@ import (
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/raylet"
+	"github.com/atoll-runtime/atoll/internal/workerconn"
 )
 
 // hostState is the part of an actor host that survives its restarts: its
-// core and the incarnation count.
+// core and the incarnation count, and what a caller in this process needs
+// to write its calls straight to the actor's worker (Hosts.Call).
 type hostState struct {
-	// mu guards core: the host actor steps it, and so does the
-	// connection reader when a result arrives (Finish). It is a leaf:
-	// effects are applied after it is released.
+	// mu guards core, gen, conn, kill and events: the host actor steps
+	// the core, and so do callers in this process (Arrive) and the
+	// connection's reader when a result arrives (Finish, Pump). The calls
+	// a step sends are appended to the connection's buffer under mu (so
+	// that they leave in the order the core sent them, whoever stepped
+	// it) and written after it is released; the other effects are
+	// applied after it is released. It is a leaf.
 	mu   sync.Mutex
 	core *HostCore
 	gen  uint64
+	// conn and kill are the ready incarnation's connection and kill
+	// (nil while none is ready: the core sends nothing then).
+	conn *workerconn.Conn
+	kill func()
+	// events are the timeline's records of calls answered on the reader,
+	// sent to the raylet once per burst (flushEvents).
+	events []raylet.TaskEvent
+
+	// Set once, when the host starts.
+	system *actor.ActorSystem
+	self   *actor.PID
+	raylet *actor.PID
+	worker ids.WorkerID
+	actor  ids.ActorID
+	killAt func(raylet.KillPoint, *atollpb.TaskSpec) bool
+	log    *slog.Logger
 }
 
-// step runs f on the core under its lock and returns its effects.
+// step runs f on the core under its lock, sends the calls it sends, and
+// returns its other effects.
 func (s *hostState) step(f func(*HostCore) []HostEffect) []HostEffect {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return f(s.core)
+	rest, conn := s.sendLocked(f(s.core))
+	s.mu.Unlock()
+	if conn != nil {
+		_ = conn.Flush()
+	}
+	return rest
+}
+
+// sendLocked appends the Send effects' calls to the ready incarnation's
+// connection (a kill-worker fault at BeforeExecute kills it instead: its
+// end settles the call, in flight) and returns the other effects and the
+// connection to flush, if it has calls to write; s.mu is held.
+func (s *hostState) sendLocked(fx []HostEffect) (rest []HostEffect, flush *workerconn.Conn) {
+	killed := false
+	for _, e := range fx {
+		send, ok := e.(Send)
+		if !ok {
+			rest = append(rest, e)
+			continue
+		}
+		if killed || s.conn == nil {
+			continue // in flight: the worker's end settles it
+		}
+		if s.killAt != nil && s.killAt(raylet.BeforeExecute, send.Call.Spec) {
+			if s.kill != nil {
+				s.kill()
+			}
+			killed = true
+			continue
+		}
+		if s.conn.Defer(&atollpb.Frame{Body: &atollpb.Frame_PushTask{PushTask: &atollpb.PushTask{Spec: send.Call.Spec}}}) == nil {
+			flush = s.conn
+		}
+	}
+	return rest, flush
+}
+
+// call takes a call from caller in this process straight into the core
+// (no mailbox hop) and writes what it sends; the rare other effects (a
+// duplicate dropped, a gap skipped, the gap timer) are applied here too.
+func (s *hostState) call(spec *atollpb.TaskSpec, caller *actor.PID) {
+	for _, e := range s.step(func(c *HostCore) []HostEffect { return c.Arrive(time.Now(), &Call{Spec: spec, Caller: caller}) }) {
+		switch e := e.(type) {
+		case Drop:
+			s.log.Warn("actor host: dropped a call delivered twice", "actor", s.actor.Short(), "task", e.Call.Spec.GetName(),
+				"seq", e.Call.Spec.GetSequenceNumber())
+		case SkipGap:
+			s.log.Warn("actor host: calls missing from a caller's sequence; starting the later ones", "actor", s.actor.Short(),
+				"missing_from", e.From, "missing_to", e.To)
+		case ArmTimer:
+			system, self := s.system, s.self
+			time.AfterFunc(e.After, func() { system.Root.Send(self, &gapTick{}) })
+		}
+	}
+}
+
+// flushEvents sends the raylet the calls answered since the last burst.
+func (s *hostState) flushEvents() {
+	s.mu.Lock()
+	events := s.events
+	s.events = nil
+	s.mu.Unlock()
+	if len(events) > 0 {
+		s.system.Root.Send(s.raylet, &raylet.AddTimelineEvents{Events: events})
+	}
+}
+
+// Hosts finds the actor hosts of a node's raylet by their local
+// addresses, so that a caller in the raylet's process writes its calls
+// straight to an actor's worker (Call): its host's core orders them
+// (HostCore.Arrive, under the host state's lock) and the calls it sends
+// are written on the caller's goroutine, with no mailbox hop; results
+// come back on the connection's reader, which sends the calls waiting for
+// their places (Pump) with the next write.
+type Hosts struct {
+	mu sync.RWMutex
+	m  map[string]*hostState
+}
+
+// NewHosts returns an empty registry.
+func NewHosts() *Hosts { return &Hosts{m: map[string]*hostState{}} }
+
+func (h *Hosts) add(id string, s *hostState) {
+	h.mu.Lock()
+	h.m[id] = s
+	h.mu.Unlock()
+}
+
+func (h *Hosts) remove(id string, s *hostState) {
+	h.mu.Lock()
+	if h.m[id] == s {
+		delete(h.m, id)
+	}
+	h.mu.Unlock()
+}
+
+// Call hands spec, a call from caller, to the host at local address
+// local, and reports whether it did (false: no such host here; send it
+// to the host's mailbox).
+func (h *Hosts) Call(local string, spec *atollpb.TaskSpec, caller *actor.PID) bool {
+	if h == nil {
+		return false
+	}
+	h.mu.RLock()
+	s := h.m[local]
+	h.mu.RUnlock()
+	if s == nil {
+		return false
+	}
+	s.call(spec, caller)
+	return true
 }
 
 // Messages of the host to itself.
@@ -40,9 +173,6 @@ type (
 		gen uint64
 		err error
 	}
-	// callDone: a call of incarnation gen finished, its result went to
-	// its caller, and calls wait for its place (PumpDue).
-	callDone struct{ gen uint64 }
 	// crashedResult is a result that says its method panicked.
 	crashedResult struct {
 		gen uint64
@@ -78,6 +208,8 @@ type actorHost struct {
 	created time.Time
 	// deliver gives a result to its caller (see raylet.deliver).
 	deliver func(caller *actor.PID, res *atollpb.TaskResult)
+	// hosts registers the host for direct calls (nil: none).
+	hosts *Hosts
 }
 
 func (h *actorHost) Receive(ctx actor.Context) {
@@ -97,10 +229,6 @@ func (h *actorHost) Receive(ctx actor.Context) {
 		h.apply(ctx, h.state.step(func(c *HostCore) []HostEffect { return c.Arrive(time.Now(), call) }))
 	case *gapTick:
 		h.apply(ctx, h.state.step(func(c *HostCore) []HostEffect { return c.Tick(time.Now()) }))
-	case *callDone:
-		if m.gen == h.gen {
-			h.apply(ctx, h.state.step(func(c *HostCore) []HostEffect { return c.Pump(time.Now()) }))
-		}
 	case *crashedResult:
 		if m.gen == h.gen {
 			h.panicked(ctx, m.res)
@@ -113,7 +241,12 @@ func (h *actorHost) Receive(ctx actor.Context) {
 		}
 	case *raylet.CrashActor:
 		h.p.kill() // processExited follows and restarts the actor
+	case *actor.Stopped:
+		h.hosts.removeHost(ctx.Self().Id, h.state)
 	case *actor.Restarting, *actor.Stopping:
+		h.state.mu.Lock()
+		h.state.conn, h.state.kill = nil, nil
+		h.state.mu.Unlock()
 		if h.p != nil {
 			if _, stopping := m.(*actor.Stopping); stopping {
 				h.p.stop() // exits on its own first: its spans are exported
@@ -138,8 +271,12 @@ func (h *actorHost) start(ctx actor.Context) {
 	h.state.mu.Lock()
 	h.state.gen++
 	h.gen = h.state.gen
+	h.state.conn, h.state.kill = nil, nil
+	h.state.system, h.state.self, h.state.raylet, h.state.worker, h.state.actor = ctx.ActorSystem(), ctx.Self(), h.raylet, h.worker.ID, h.id
+	h.state.killAt, h.state.log = h.cfg.KillAt, ctx.Logger()
 	h.state.mu.Unlock()
-	system, self, state, gen, deliver, killAt, rayletPID, worker := ctx.ActorSystem(), ctx.Self(), h.state, h.gen, h.deliver, h.cfg.KillAt, h.raylet, h.worker.ID
+	h.hosts.addHost(ctx.Self().Id, h.state)
+	system, self, state, gen, deliver, killAt, worker := ctx.ActorSystem(), ctx.Self(), h.state, h.gen, h.deliver, h.cfg.KillAt, h.worker.ID
 	var proc atomic.Pointer[incarnation]
 	// A call's result goes from the connection reader to its caller; the
 	// host only hears that it may send the next call. A crash report
@@ -163,18 +300,34 @@ func (h *actorHost) start(ctx actor.Context) {
 			system.Root.Send(self, &crashedResult{gen: gen, res: res})
 			return
 		}
-		for _, e := range state.step(func(c *HostCore) []HostEffect { return c.Finish(gen, res) }) {
+		// The calls waiting for the place this one freed are sent with
+		// the burst's end (the reader never waits on a write); the
+		// timeline hears of the calls once per burst too.
+		state.mu.Lock()
+		fx := state.core.Finish(gen, res)
+		var reply *Call
+		for _, e := range fx {
 			switch e := e.(type) {
 			case Reply:
-				deliver(e.Call.Caller.(*actor.PID), res)
-				system.Root.Send(rayletPID, callEvent(e.Call, worker, res.GetError() != nil))
+				reply = e.Call
+				state.events = append(state.events, callEvent(e.Call, worker, res.GetError() != nil).Event)
 			case PumpDue:
-				system.Root.Send(self, &callDone{gen: gen})
+				state.sendLocked(state.core.Pump(time.Now()))
 			}
 		}
+		state.mu.Unlock()
+		if reply != nil {
+			deliver(reply.Caller.(*actor.PID), res)
+		}
+	}
+	burstEnd := func() {
+		if p := proc.Load(); p != nil {
+			p.conn.TryFlush()
+		}
+		state.flushEvents()
 	}
 	spec := h.spec
-	p, err := launch(system, self, gen, h.cfg, &h.proxy, h.worker.ID, h.worker.NodeID, onResult, func() *atollpb.TaskSpec { return spec })
+	p, err := launch(system, self, gen, h.cfg, &h.proxy, h.worker.ID, h.worker.NodeID, onResult, burstEnd, func() *atollpb.TaskSpec { return spec })
 	proc.Store(p)
 	if err != nil {
 		h.started(ctx, err)
@@ -214,6 +367,9 @@ func (h *actorHost) constructed(ctx actor.Context, err error) {
 		return
 	}
 	gen := h.gen
+	h.state.mu.Lock()
+	h.state.conn, h.state.kill = h.p.conn, h.p.kill
+	h.state.mu.Unlock()
 	h.apply(ctx, h.state.step(func(c *HostCore) []HostEffect { return c.Ready(time.Now(), gen) }))
 }
 
@@ -223,22 +379,11 @@ func (h *actorHost) started(ctx actor.Context, err error) {
 	ctx.Send(h.raylet, &raylet.ActorStarted{ID: h.id, Err: err})
 }
 
-// apply performs the core's effects, on the host's goroutine.
+// apply performs the core's effects but its sends (hostState.step wrote
+// them), on the host's goroutine.
 func (h *actorHost) apply(ctx actor.Context, effects []HostEffect) {
-	var frames []*atollpb.Frame
-	killed := false
 	for _, e := range effects {
 		switch e := e.(type) {
-		case Send:
-			if killed {
-				continue // in flight: the worker's end settles it
-			}
-			if h.cfg.KillAt != nil && h.cfg.KillAt(raylet.BeforeExecute, e.Call.Spec) {
-				h.p.kill() // its end fails the call (in flight) and restarts the actor
-				killed = true
-				continue
-			}
-			frames = append(frames, &atollpb.Frame{Body: &atollpb.Frame_PushTask{PushTask: &atollpb.PushTask{Spec: e.Call.Spec}}})
 		case Reply:
 			h.deliver(e.Call.Caller.(*actor.PID), e.Result)
 			ctx.Send(h.raylet, callEvent(e.Call, h.worker.ID, e.Result.GetError() != nil || e.Result.ActorCrashed))
@@ -260,9 +405,6 @@ func (h *actorHost) apply(ctx actor.Context, effects []HostEffect) {
 			// call) is followed by Crash: nothing to send.
 		}
 	}
-	if len(frames) > 0 && h.p != nil {
-		_ = h.p.conn.SendAll(frames...)
-	}
 }
 
 // panicked handles a result that says its method panicked: the call is
@@ -271,6 +413,9 @@ func (h *actorHost) apply(ctx actor.Context, effects []HostEffect) {
 func (h *actorHost) panicked(ctx actor.Context, res *atollpb.TaskResult) {
 	gen := h.gen
 	msg := res.GetError().GetMessage()
+	h.state.mu.Lock()
+	h.state.conn, h.state.kill = nil, nil // no call goes to the broken instance
+	h.state.mu.Unlock()
 	fx := h.state.step(func(c *HostCore) []HostEffect {
 		return append(c.Finish(gen, res), c.Crash("an earlier call's method panicked: "+msg, false)...)
 	})
@@ -281,6 +426,9 @@ func (h *actorHost) panicked(ctx actor.Context, res *atollpb.TaskResult) {
 // crash settles the calls in flight of a worker that is gone and hands
 // the host to its supervisor.
 func (h *actorHost) crash(ctx actor.Context, reason string) {
+	h.state.mu.Lock()
+	h.state.conn, h.state.kill = nil, nil
+	h.state.mu.Unlock()
 	h.apply(ctx, h.state.step(func(c *HostCore) []HostEffect {
 		return c.Crash("the actor's worker died while running this call: "+reason, true)
 	}))
@@ -296,4 +444,16 @@ func taskIDOf(spec *atollpb.TaskSpec) ids.TaskID {
 func callEvent(c *Call, worker ids.WorkerID, failed bool) *raylet.AddTimelineEvent {
 	return &raylet.AddTimelineEvent{Event: raylet.TaskEvent{TaskID: taskIDOf(c.Spec), Name: c.Spec.Name, Worker: worker, Start: c.Sent, End: time.Now(),
 		Failed: failed, Kind: raylet.EventActorCall}}
+}
+
+func (h *Hosts) addHost(id string, s *hostState) {
+	if h != nil {
+		h.add(id, s)
+	}
+}
+
+func (h *Hosts) removeHost(id string, s *hostState) {
+	if h != nil {
+		h.remove(id, s)
+	}
 }

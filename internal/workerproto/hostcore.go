@@ -240,10 +240,11 @@ func (h *HostCore) Ready(now time.Time, gen uint64) []HostEffect {
 
 // Finish takes the result of a call in flight of incarnation gen, freeing
 // its place in its group's window: it returns the Reply, and no Send —
-// if calls wait for that place (PumpDue), the shell steps Pump on its
-// own goroutine to send them (the connection reader that has the result
-// never writes calls). A result for no call in flight (late, of another
-// incarnation) is ignored.
+// if calls wait for that place (PumpDue), the shell steps Pump to send
+// them (the actor host does on the connection reader that has the
+// result, appending the calls to the connection's buffer without waiting
+// on a write; they leave at the end of the reader's burst). A result for
+// no call in flight (late, of another incarnation) is ignored.
 func (h *HostCore) Finish(gen uint64, res *atollpb.TaskResult) []HostEffect {
 	if gen != h.gen {
 		return nil

@@ -53,10 +53,11 @@ type helloResult struct {
 
 // launch starts incarnation gen of worker id and delivers its frames and
 // its end to self; task results go to onResult instead, on the
-// connection's reader goroutine, if it is set. The proxy serves the
-// worker's own requests on that goroutine too.
+// connection's reader goroutine, if it is set, and burstEnd (if set) is
+// called there after the last frame of each burst read. The proxy serves
+// the worker's own requests on that goroutine too.
 func launch(system *actor.ActorSystem, self *actor.PID, gen uint64, cfg *raylet.ProcessConfig, px *proxy, id ids.WorkerID, node ids.NodeID,
-	onResult func(*atollpb.TaskResult), current func() *atollpb.TaskSpec) (*incarnation, error) {
+	onResult func(*atollpb.TaskResult), burstEnd func(), current func() *atollpb.TaskSpec) (*incarnation, error) {
 	p := &incarnation{hello: make(chan *atollpb.WorkerHello, 1)}
 	// Frames are handled once p is complete (onResult may kill it).
 	ready := make(chan struct{})
@@ -79,9 +80,13 @@ func launch(system *actor.ActorSystem, self *actor.PID, gen uint64, cfg *raylet.
 		}
 		system.Root.Send(self, &procFrame{gen: gen, frame: f})
 	}
+	var opts []workerconn.Option
+	if burstEnd != nil {
+		opts = append(opts, workerconn.WithBurstEnd(func() { <-ready; burstEnd() }))
+	}
 	if cfg.InProcess != nil {
 		near, far := workerconn.Pipe()
-		p.conn = workerconn.Open(near, handler)
+		p.conn = workerconn.Open(near, handler, opts...)
 		if err := cfg.InProcess(id, node, far); err != nil {
 			p.conn.Close()
 			return nil, fmt.Errorf("raylet: start in-process worker: %w", err)
@@ -95,12 +100,12 @@ func launch(system *actor.ActorSystem, self *actor.PID, gen uint64, cfg *raylet.
 		}()
 		return p, nil
 	}
-	return p, p.startProcess(system, self, gen, cfg, id, node, handler, current)
+	return p, p.startProcess(system, self, gen, cfg, id, node, handler, opts, current)
 }
 
 // startProcess starts the worker binary with its end of a socket pair.
 func (p *incarnation) startProcess(system *actor.ActorSystem, self *actor.PID, gen uint64, cfg *raylet.ProcessConfig, id ids.WorkerID, node ids.NodeID,
-	handler workerconn.Handler, current func() *atollpb.TaskSpec) error {
+	handler workerconn.Handler, opts []workerconn.Option, current func() *atollpb.TaskSpec) error {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("raylet: socketpair: %w", err)
@@ -112,7 +117,7 @@ func (p *incarnation) startProcess(system *actor.ActorSystem, self *actor.PID, g
 	if err != nil {
 		return fmt.Errorf("raylet: worker socket: %w", err)
 	}
-	p.conn = workerconn.New(nc, handler)
+	p.conn = workerconn.Open(workerconn.Socket(nc), handler, opts...)
 	cmd := exec.Command(cfg.Binary, cfg.Args...)
 	// No credentials: a worker talks to its node only, over its socket.
 	cmd.Env = append(append(nodeconfig.WithoutCredentials(os.Environ()), cfg.Env...),

@@ -65,9 +65,9 @@ func (p *proxy) handle(system *actor.ActorSystem, self *actor.PID, conn *workerc
 		}
 		root.Send(p.raylet, b.BorrowReport)
 	case *atollpb.Frame_WorkerBlocked:
-		root.Send(p.raylet, b.WorkerBlocked)
+		root.Send(p.raylet, &raylet.WorkerBlocked{Worker: p.id, TaskID: b.WorkerBlocked.GetTaskId(), Blocked: true})
 	case *atollpb.Frame_WorkerUnblocked:
-		root.Send(p.raylet, b.WorkerUnblocked)
+		root.Send(p.raylet, &raylet.WorkerBlocked{Worker: p.id, TaskID: b.WorkerUnblocked.GetTaskId()})
 	case *atollpb.Frame_KillActor:
 		root.Send(p.raylet, b.KillActor)
 	case *atollpb.Frame_KillWorker:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -64,18 +65,40 @@ var ErrWorkerStopped = errors.New("atoll: the worker running this task stopped")
 // the first ends (pipelining); those not started wait in the queue,
 // where a recall or a cancel can still take them out. Client sends the
 // worker's own requests over the same connection.
+//
+// A task (or a call of an actor without concurrency) that arrives while
+// nothing runs and nothing is queued runs on the connection's reader, the
+// goroutine that read it, with no hand-off to the task loop; its result
+// is deferred and written at the end of the burst of frames the reader
+// read (WithBurstEnd), with the results of the others of the burst. So
+// that the reader is never held by it, the task runs as yielding work
+// (workerconn.Conn.Yielding): if it runs past InlineFor, or waits for a
+// reply on the connection (its own store or GCS requests), another
+// goroutine becomes the reader and the frames behind it are queued for
+// the task loop, which starts them once it ends.
 type Server struct {
 	cfg    ServerConfig
 	conn   *workerconn.Conn
 	ready  chan struct{} // closed by Serve: frames wait for it
 	wake   chan struct{} // a frame was queued
 	exited sync.Once
+	// runMu is held while a task or call runs on the task loop or
+	// inline, so that they run one at a time and in order.
+	runMu sync.Mutex
+	// watchdog hands the reading over when an inline task runs past
+	// InlineFor: armed when one starts and none is armed (not once per
+	// task), it looks at inlineSince (when the inline task running
+	// began, zero when none runs) when it fires and arms itself again
+	// for the rest while a task runs inline.
+	watchdog    *time.Timer
+	armed       atomic.Bool
+	inlineSince atomic.Int64
 
 	mu       sync.Mutex
 	queue    []pushed // pushed and not started, in arrival order
 	running  map[ids.TaskID]context.CancelCauseFunc
-	instance any         // the actor this worker hosts, if any
-	groups   *callGroups // its concurrency groups, if it runs calls concurrently
+	instance any         // the actor this worker hosts, if any (set under mu)
+	groups   *callGroups // its concurrency groups, if it runs calls concurrently (set under mu)
 	// broken is set once a method panicked: the host restarts the actor
 	// in a new worker, and the calls pushed after it must not run on
 	// the broken instance (the host sends them again to the new one).
@@ -92,11 +115,22 @@ type pushed struct {
 	cancel context.CancelCauseFunc
 }
 
+// InlineFor is how long a task runs on the connection's reader before
+// another goroutine takes the reading over; the result of one that ran
+// past flushAfter is written at once rather than with its burst's.
+const (
+	InlineFor  = time.Millisecond
+	flushAfter = 50 * time.Microsecond
+)
+
 // NewServer opens the worker's end of its connection. Frames that arrive
 // wait until Serve.
 func NewServer(end workerconn.Endpoint, cfg ServerConfig) *Server {
 	s := &Server{cfg: cfg, ready: make(chan struct{}), wake: make(chan struct{}, 1), running: map[ids.TaskID]context.CancelCauseFunc{}}
-	s.conn = workerconn.Open(end, func(f *atollpb.Frame) { <-s.ready; s.handle(f) })
+	s.watchdog = time.AfterFunc(time.Hour, s.watch)
+	s.watchdog.Stop()
+	s.conn = workerconn.Open(end, func(f *atollpb.Frame) { <-s.ready; s.handle(f) },
+		workerconn.WithBurstEnd(func() { s.conn.TryFlush() }))
 	go func() {
 		<-s.conn.Done()
 		s.exit()
@@ -119,8 +153,11 @@ func (s *Server) Serve(pid int) {
 	close(s.ready)
 	_ = s.Client().Hello(s.cfg.WorkerID, pid)
 	s.loop()
-	if s.groups != nil {
-		s.groups.close()
+	s.mu.Lock()
+	groups := s.groups
+	s.mu.Unlock()
+	if groups != nil {
+		groups.close()
 	}
 }
 
@@ -161,7 +198,10 @@ func (s *Server) handle(f *atollpb.Frame) {
 		s.mu.Lock()
 		s.running[id] = cancel
 		s.mu.Unlock()
-		s.enqueue(pushed{f: f, spec: spec, ctx: ctx, cancel: cancel})
+		p := pushed{f: f, spec: spec, ctx: ctx, cancel: cancel}
+		if !s.inline(p) {
+			s.enqueue(p)
+		}
 	case *atollpb.Frame_RecallTask:
 		p, ok := s.unqueue(b.RecallTask.GetTaskId(), b.RecallTask.GetAttempt(), true)
 		if ok {
@@ -239,61 +279,158 @@ func (s *Server) unqueue(taskID []byte, attempt int32, byAttempt bool) (pushed, 
 	return pushed{}, false
 }
 
-// next takes the first queued frame, waiting for one; false once the
-// connection ended.
-func (s *Server) next() (pushed, bool) {
+// pop takes the first queued frame, if any.
+func (s *Server) pop() (pushed, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queue) == 0 {
+		return pushed{}, false
+	}
+	p := s.queue[0]
+	s.queue[0] = pushed{}
+	s.queue = s.queue[1:]
+	return p, true
+}
+
+// loop runs the queued frames in order, holding runMu while it takes and
+// runs one (a task the reader runs inline holds it too), until the
+// connection ends.
+func (s *Server) loop() {
 	for {
-		s.mu.Lock()
-		if len(s.queue) > 0 {
-			p := s.queue[0]
-			s.queue[0] = pushed{}
-			s.queue = s.queue[1:]
-			s.mu.Unlock()
-			return p, true
+		s.runMu.Lock()
+		p, ok := s.pop()
+		if ok {
+			s.run(p)
+			s.runMu.Unlock()
+			continue
 		}
-		s.mu.Unlock()
+		s.runMu.Unlock()
 		select {
 		case <-s.wake:
 		case <-s.conn.Done():
-			return pushed{}, false
+			return
 		}
 	}
 }
 
-func (s *Server) loop() {
-	ex := s.cfg.Executor
-	for {
-		p, ok := s.next()
-		if !ok {
-			return
-		}
-		if spec := p.f.GetCreateActor(); spec != nil {
-			s.construct(p.f.Id, spec)
-			continue
-		}
-		if p.spec.GetType() == atollpb.TaskType_ACTOR_TASK {
-			switch {
-			case s.instance == nil:
-				s.finish(p, s.failed(p.spec, errs.Invalidf("actor call %s: this worker hosts no actor", p.spec.GetName())))
-			case s.groups != nil:
-				if err := s.groups.route(p); err != nil {
-					s.finish(p, s.failed(p.spec, err))
-				}
-			case p.spec.GetConcurrencyGroup() != "":
-				s.finish(p, s.failed(p.spec, errs.Invalidf("actor call %s: the actor has no concurrency group %q", p.spec.GetName(), p.spec.GetConcurrencyGroup())))
-			default:
-				s.runCall(p)
-			}
-			continue
-		}
-		s.finish(p, ex.RunTask(p.ctx, p.spec))
+// run runs one queued frame on the task loop (runMu is held).
+func (s *Server) run(p pushed) {
+	if spec := p.f.GetCreateActor(); spec != nil {
+		s.construct(p.f.Id, spec)
+		return
 	}
+	if p.spec.GetType() == atollpb.TaskType_ACTOR_TASK {
+		s.mu.Lock()
+		instance, groups := s.instance, s.groups
+		s.mu.Unlock()
+		switch {
+		case instance == nil:
+			s.finish(p, s.failed(p.spec, errs.Invalidf("actor call %s: this worker hosts no actor", p.spec.GetName())))
+		case groups != nil:
+			if err := groups.route(p); err != nil {
+				s.finish(p, s.failed(p.spec, err))
+			}
+		case p.spec.GetConcurrencyGroup() != "":
+			s.finish(p, s.failed(p.spec, errs.Invalidf("actor call %s: the actor has no concurrency group %q", p.spec.GetName(), p.spec.GetConcurrencyGroup())))
+		default:
+			s.runCall(p)
+		}
+		return
+	}
+	s.finish(p, s.cfg.Executor.RunTask(p.ctx, p.spec))
+}
+
+// inline runs p on the reader, if nothing runs or waits before it and it
+// is a task or a call of an actor without concurrency, and reports
+// whether it did. Its result is deferred to the burst's end.
+func (s *Server) inline(p pushed) bool {
+	if !s.runMu.TryLock() {
+		return false
+	}
+	s.mu.Lock()
+	ok := len(s.queue) == 0
+	call := p.spec.GetType() == atollpb.TaskType_ACTOR_TASK
+	instance := s.instance
+	if call {
+		ok = ok && instance != nil && s.groups == nil && p.spec.GetConcurrencyGroup() == "" && !s.broken.Load()
+	}
+	s.mu.Unlock()
+	if !ok {
+		s.runMu.Unlock()
+		return false
+	}
+	done := s.conn.Yielding()
+	start := time.Now()
+	s.inlineSince.Store(start.UnixNano())
+	if !s.armed.Swap(true) {
+		s.watchdog.Reset(InlineFor)
+	}
+	var res *atollpb.TaskResult
+	if call {
+		var panicked bool
+		res, panicked = s.cfg.Executor.RunActorTask(p.ctx, instance, p.spec)
+		if panicked {
+			s.broken.Store(true)
+		}
+	} else {
+		res = s.cfg.Executor.RunTask(p.ctx, p.spec)
+	}
+	s.inlineSince.Store(0)
+	done()
+	s.forget(p)
+	_ = s.conn.Defer(&atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: res}})
+	if time.Since(start) > flushAfter {
+		s.conn.TryFlush() // not a short task: its result does not wait for the burst's others
+	}
+	s.runMu.Unlock()
+	s.mu.Lock()
+	more := len(s.queue) > 0
+	s.mu.Unlock()
+	if more { // frames queued behind it (another reader took over)
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
+
+// watch is the watchdog going off: the task running inline since before
+// InlineFor ago gives the reading up; one that started since is watched
+// again for the rest of its InlineFor.
+func (s *Server) watch() {
+	s.armed.Store(false)
+	since := s.inlineSince.Load()
+	if since == 0 {
+		return
+	}
+	ran := time.Duration(time.Now().UnixNano() - since)
+	if ran >= InlineFor {
+		s.conn.Handoff()
+		return
+	}
+	if !s.armed.Swap(true) {
+		s.watchdog.Reset(InlineFor - ran)
+	}
+}
+
+// forget drops a finished task's cancel.
+func (s *Server) forget(p pushed) {
+	s.mu.Lock()
+	if id, err := ids.FromBytes(p.spec.GetTaskId()); err == nil {
+		delete(s.running, id)
+	}
+	s.mu.Unlock()
+	p.cancel(nil)
 }
 
 // construct runs the actor's constructor and answers the host. A worker
 // hosts one actor, constructed once.
 func (s *Server) construct(req uint64, spec *atollpb.TaskSpec) {
-	if s.instance != nil {
+	s.mu.Lock()
+	hosting := s.instance != nil
+	s.mu.Unlock()
+	if hosting {
 		_ = s.conn.Reply(req, &atollpb.Frame{Body: &atollpb.Frame_Status{Status: errs.ToProto(errs.Invalidf("this worker hosts an actor already"))}})
 		return
 	}
@@ -313,10 +450,13 @@ func (s *Server) construct(req uint64, spec *atollpb.TaskSpec) {
 	}
 	inst, err := s.cfg.Executor.NewActor(ctx, spec)
 	cancel(nil)
-	s.instance = inst
+	var groups *callGroups
 	if err == nil {
-		s.groups = newCallGroups(spec.GetActorCreation(), s.runCall)
+		groups = newCallGroups(spec.GetActorCreation(), s.runCall)
 	}
+	s.mu.Lock()
+	s.instance, s.groups = inst, groups
+	s.mu.Unlock()
 	_ = s.conn.Reply(req, &atollpb.Frame{Body: &atollpb.Frame_Status{Status: errs.ToProto(err)}})
 }
 
@@ -326,22 +466,34 @@ func (s *Server) runCall(p pushed) {
 		p.cancel(nil)
 		return
 	}
-	res, panicked := s.cfg.Executor.RunActorTask(p.ctx, s.instance, p.spec)
+	s.mu.Lock()
+	instance := s.instance
+	s.mu.Unlock()
+	res, panicked := s.cfg.Executor.RunActorTask(p.ctx, instance, p.spec)
 	if panicked {
 		s.broken.Store(true)
 	}
 	s.finish(p, res)
 }
 
-// finish forgets a task's cancel and sends its result.
+// finish forgets a task's cancel and sends its result: at once when
+// nothing else is queued (the caller may wait for it), else queued for
+// the connection's flusher, so that the results of pipelined tasks
+// leave a few to a write while the next ones run.
 func (s *Server) finish(p pushed, res *atollpb.TaskResult) {
+	s.mu.Lock()
 	if id, err := ids.FromBytes(p.spec.GetTaskId()); err == nil {
-		s.mu.Lock()
 		delete(s.running, id)
-		s.mu.Unlock()
 	}
+	more := len(s.queue) > 0
+	s.mu.Unlock()
 	p.cancel(nil)
-	_ = s.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: res}})
+	f := &atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: res}}
+	if more {
+		_ = s.conn.Queue(f)
+		return
+	}
+	_ = s.conn.Send(f)
 }
 
 // failed is the result of a task that fails before it runs.

@@ -9,14 +9,19 @@ import (
 )
 
 // Workers is the node's end of the protocol as the raylet uses it
-// (raylet.Workers): the actors of its pool workers and actor hosts.
-type Workers struct{}
+// (raylet.Workers): the actors of its pool workers and actor hosts, and
+// the registry of the hosts (Hosts) through which callers in the raylet's
+// process call actors directly.
+type Workers struct{ hosts *Hosts }
 
 var _ raylet.Workers = Workers{}
 
 // New returns the workers a raylet runs: processes, or in-process worker
 // runtimes when its ProcessConfig.InProcess is set.
-func New() Workers { return Workers{} }
+func New() Workers { return Workers{hosts: NewHosts()} }
+
+// Hosts is the registry of the actor hosts these workers run.
+func (w Workers) Hosts() *Hosts { return w.hosts }
 
 // TaskWorker implements raylet.Workers.
 func (Workers) TaskWorker(w raylet.WorkerSpec) actor.Producer {
@@ -30,11 +35,11 @@ func (Workers) TaskWorker(w raylet.WorkerSpec) actor.Producer {
 // callers' calls, the calls not run yet) and its incarnation count
 // outlive the actor's restarts: the producer runs again on each restart,
 // the state is made once here.
-func (Workers) ActorHost(h raylet.HostSpec) actor.Producer {
+func (w Workers) ActorHost(h raylet.HostSpec) actor.Producer {
 	state := &hostState{core: NewHostCore(HostConfig{Actor: h.Spec.GetActorCreation(), PipelineDepth: h.PipelineDepth})}
 	return func() actor.Actor {
 		return &actorHost{id: h.Actor, spec: h.Spec, worker: h.Worker, cfg: h.Config, raylet: h.Raylet, deliver: h.Deliver,
-			proxy: proxy{id: h.Worker.ID, actor: h.Actor, node: h.Worker.NodeID, cfg: h.Config, raylet: h.Raylet}, state: state}
+			proxy: proxy{id: h.Worker.ID, actor: h.Actor, node: h.Worker.NodeID, cfg: h.Config, raylet: h.Raylet}, state: state, hosts: w.hosts}
 	}
 }
 
@@ -68,7 +73,7 @@ func (w *taskWorker) Receive(ctx actor.Context) {
 				t.Report(system, rayletPID, res)
 			}
 		}
-		p, err := launch(system, ctx.Self(), 1, w.cfg, &w.proxy, w.id, w.node, onResult, sl.Current)
+		p, err := launch(system, ctx.Self(), 1, w.cfg, &w.proxy, w.id, w.node, onResult, sl.BurstEnd, sl.Current)
 		if err != nil {
 			ctx.Send(w.raylet, &raylet.WorkerExited{ID: w.id, Reason: err.Error()})
 			ctx.Stop(ctx.Self())

@@ -1,0 +1,613 @@
+package raylet
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/ids"
+)
+
+// SubmitCore is the submitter's side of leases (direct submission, as
+// Ray's core worker submits normal tasks): a state machine in the style
+// of the Core, pure as it is (no I/O, no clock, no goroutine), whose shell
+// is the Submitter (submitter.go). It holds one owner's leasable tasks
+// by scheduling class, asks the raylet for workers (RequestLease) while a
+// class has work no lease can take, pushes each class's tasks to the
+// workers leased to it, up to the pipeline depth each (fewest in flight
+// first), takes back tasks not started from a lease whose first task runs
+// long while another lease of the class is empty (stealing), and gives a
+// lease back once its class has nothing left for it (after Linger idle,
+// at once when the raylet recalled it). When a lease's worker dies, the
+// shell reports its tasks in flight crashed (the owner retries them) and
+// the Core forgets them. Events: Submit, Granted, Refused, Finished,
+// Recall, Blocked, Lost, Recalled, Cancel, Tick.
+type SubmitCore struct {
+	cfg     SubmitConfig
+	classes map[string]*submitClass
+	// byID holds every task the core holds (queued or in flight), by id.
+	byID   map[ids.TaskID]*DirectTask
+	leases map[uint64]*heldLease
+	// requests numbers the lease requests; seq the tasks in arrival
+	// order (a task taken back returns to its place).
+	requests, seq uint64
+	// timer: a Tick is armed for timerAt.
+	timer   bool
+	timerAt time.Time
+	effects []SubmitEffect
+}
+
+// SubmitConfig configures a SubmitCore. Zero fields take the defaults.
+type SubmitConfig struct {
+	// PipelineDepth is how many tasks a leased worker holds at once;
+	// default DefaultPipelineDepth.
+	PipelineDepth int
+	// Linger is how long a lease with nothing to do is kept for the next
+	// tasks of its class before it is given back; default DefaultLinger.
+	Linger time.Duration
+	// StealAfter is how long a lease's first task must have run before
+	// the tasks behind it are taken back for an empty lease; default
+	// DefaultStealAfter.
+	StealAfter time.Duration
+	// MaxRequests bounds a class's lease requests on their way; default
+	// DefaultMaxRequests.
+	MaxRequests int
+}
+
+// The defaults of SubmitConfig.
+const (
+	DefaultLinger      = 20 * time.Millisecond
+	DefaultStealAfter  = 2 * time.Millisecond
+	DefaultMaxRequests = 4
+)
+
+// DirectTask is one attempt of a task a SubmitCore holds: queued, or
+// pushed to a leased worker. The core owns its fields but Spec and
+// Attach, the shell's.
+type DirectTask struct {
+	Spec *atollpb.TaskSpec
+	ID   ids.TaskID
+	// Key is the task's scheduling class as the submitter sees it
+	// (LeaseKey).
+	Key string
+	// Attach is the shell's (the task's assignment, spans).
+	Attach any
+	// Queued is when it was submitted (its queue span's start), Pushed
+	// when it went to its worker.
+	Queued, Pushed time.Time
+
+	seq       uint64
+	lease     *heldLease
+	cancelled bool
+	recalling bool
+}
+
+// Lease is the lease a task was pushed to (nil while queued).
+func (t *DirectTask) Lease() uint64 {
+	if t.lease == nil {
+		return 0
+	}
+	return t.lease.id
+}
+
+// LeaseKey is the scheduling class of a leasable task as a submitter
+// groups them: its demand and the binary its worker runs (the Core's class
+// is the demand alone; its workers are picked by binary).
+func LeaseKey(spec *atollpb.TaskSpec) string {
+	return ClassKey(Resources(spec.Resources), false, true) + "|" + spec.WorkerBinary
+}
+
+// Leasable reports whether spec may be submitted under a lease: a normal
+// task with no object argument (a root task: admission by argument bytes
+// has nothing to hold), no ref inside its arguments, not a generator (its
+// items and acks go through the raylet) and with the default placement.
+func Leasable(spec *atollpb.TaskSpec) bool {
+	return spec.Type == atollpb.TaskType_NORMAL_TASK && spec.NumDependencies == 0 && len(spec.Borrowed) == 0 && !spec.Generator &&
+		spec.GetScheduling().GetKind() == atollpb.SchedulingStrategy_DEFAULT && !hasRefArg(spec)
+}
+
+func hasRefArg(spec *atollpb.TaskSpec) bool {
+	for _, a := range spec.Args {
+		if a.GetRef() != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// submitClass is one class's queue and leases.
+type submitClass struct {
+	key   string
+	queue []*DirectTask
+	// leases are the class's leases in the order they were granted;
+	// requests its lease requests on their way (by number).
+	leases   []*heldLease
+	requests []uint64
+}
+
+// heldLease is a worker leased to the submitter.
+type heldLease struct {
+	id     uint64
+	worker ids.WorkerID
+	class  *submitClass
+	// inflight are its tasks in push order: the first runs, the others
+	// wait in the worker. headSince is when the first became first.
+	inflight  []*DirectTask
+	headSince time.Time
+	// idleSince is when it last had nothing to do (zero while busy).
+	idleSince time.Time
+	recalled  bool // the raylet wants it back
+	blocked   bool // its running task blocked in Get
+	returned  bool
+}
+
+// Effects of a SubmitCore, in order.
+type (
+	// SubmitEffect is one thing the Submitter must do.
+	SubmitEffect interface{ submitEffect() }
+	// PushDirect writes Tasks to Lease's worker, in order; Before is how
+	// many it held already.
+	PushDirect struct {
+		Lease  uint64
+		Worker ids.WorkerID
+		Tasks  []*DirectTask
+		Before int
+	}
+	// AskLease asks the raylet for a worker for the class of Spec
+	// (RequestLease), as request Request.
+	AskLease struct {
+		Request uint64
+		Spec    *atollpb.TaskSpec
+	}
+	// DropLeaseRequest cancels request Request (CancelLeaseRequest).
+	DropLeaseRequest struct{ Request uint64 }
+	// GiveBack returns Lease to the raylet (ReturnLease).
+	GiveBack struct {
+		Lease  uint64
+		Worker ids.WorkerID
+	}
+	// RecallDirect asks Lease's worker to give Task back unstarted; the
+	// answer comes back as Recalled.
+	RecallDirect struct {
+		Lease uint64
+		Task  *DirectTask
+	}
+	// CancelDirect asks Lease's worker to cancel Task (queued there: it
+	// answers it cancelled; running: its context is cancelled).
+	CancelDirect struct {
+		Lease        uint64
+		Task         *DirectTask
+		NonRecursive bool
+	}
+	// FailDirect answers Task's owner with Err: it was cancelled before
+	// it was pushed, or its class cannot run here.
+	FailDirect struct {
+		Task *DirectTask
+		Err  *atollpb.ErrorInfo
+		// Cancelled: Err is a cancellation.
+		Cancelled bool
+	}
+	// ArmSubmitTimer asks for Tick After from now.
+	ArmSubmitTimer struct{ After time.Duration }
+)
+
+func (PushDirect) submitEffect()       {}
+func (AskLease) submitEffect()         {}
+func (DropLeaseRequest) submitEffect() {}
+func (GiveBack) submitEffect()         {}
+func (RecallDirect) submitEffect()     {}
+func (CancelDirect) submitEffect()     {}
+func (FailDirect) submitEffect()       {}
+func (ArmSubmitTimer) submitEffect()   {}
+
+// NewSubmitCore returns a submitter's core holding nothing.
+func NewSubmitCore(cfg SubmitConfig) *SubmitCore {
+	if cfg.PipelineDepth <= 0 {
+		cfg.PipelineDepth = DefaultPipelineDepth
+	}
+	if cfg.Linger <= 0 {
+		cfg.Linger = DefaultLinger
+	}
+	if cfg.StealAfter <= 0 {
+		cfg.StealAfter = DefaultStealAfter
+	}
+	if cfg.MaxRequests <= 0 {
+		cfg.MaxRequests = DefaultMaxRequests
+	}
+	return &SubmitCore{cfg: cfg, classes: map[string]*submitClass{}, byID: map[ids.TaskID]*DirectTask{}, leases: map[uint64]*heldLease{}}
+}
+
+// Effects returns the effects of the events since the last call, in
+// order. The slice is the caller's (the core starts a new one).
+func (c *SubmitCore) Effects() []SubmitEffect {
+	out := c.effects
+	c.effects = nil
+	return out
+}
+
+// HasEffects reports whether events left effects to take.
+func (c *SubmitCore) HasEffects() bool { return len(c.effects) > 0 }
+
+func (c *SubmitCore) emit(e SubmitEffect) { c.effects = append(c.effects, e) }
+
+// Holds returns the task the core holds with id, if any.
+func (c *SubmitCore) Holds(id ids.TaskID) *DirectTask { return c.byID[id] }
+
+// Stats are a SubmitCore's counts.
+type SubmitStats struct {
+	Queued, InFlight, Leases, Requests int
+}
+
+// Stats counts what the core holds now.
+func (c *SubmitCore) Stats() SubmitStats {
+	var s SubmitStats
+	for _, cl := range c.classes {
+		s.Queued += len(cl.queue)
+		s.Requests += len(cl.requests)
+		for _, l := range cl.leases {
+			s.InFlight += len(l.inflight)
+		}
+	}
+	s.Leases = len(c.leases)
+	return s
+}
+
+// Submit queues t (t.Spec Leasable, t.ID and t.Key set) and pushes it if
+// a lease of its class has room.
+func (c *SubmitCore) Submit(now time.Time, t *DirectTask) {
+	cl := c.classes[t.Key]
+	if cl == nil {
+		cl = &submitClass{key: t.Key}
+		c.classes[t.Key] = cl
+	}
+	c.seq++
+	t.seq, t.Queued, t.lease, t.cancelled, t.recalling = c.seq, now, nil, false, false
+	c.byID[t.ID] = t
+	cl.queue = append(cl.queue, t)
+	c.pump(now, cl)
+}
+
+// Granted: the raylet granted request req of the class key as lease id
+// on worker.
+func (c *SubmitCore) Granted(now time.Time, req, id uint64, worker ids.WorkerID) {
+	var cl *submitClass
+	for _, x := range c.classes {
+		if i := slices.Index(x.requests, req); i >= 0 {
+			x.requests = slices.Delete(x.requests, i, i+1)
+			cl = x
+			break
+		}
+	}
+	l := &heldLease{id: id, worker: worker, idleSince: now}
+	c.leases[id] = l
+	if cl == nil { // its request was cancelled on the way: not needed
+		l.returned = true
+		delete(c.leases, id)
+		c.emit(GiveBack{Lease: id, Worker: worker})
+		return
+	}
+	l.class = cl
+	cl.leases = append(cl.leases, l)
+	c.pump(now, cl)
+	if len(l.inflight) == 0 {
+		c.steal(now, cl, l)
+	}
+	c.settle(now, l)
+}
+
+// Refused: the raylet can never grant request req: the class's queued
+// tasks fail with err.
+func (c *SubmitCore) Refused(now time.Time, req uint64, err *atollpb.ErrorInfo) {
+	for _, cl := range c.classes {
+		i := slices.Index(cl.requests, req)
+		if i < 0 {
+			continue
+		}
+		cl.requests = slices.Delete(cl.requests, i, i+1)
+		for _, t := range cl.queue {
+			delete(c.byID, t.ID)
+			c.emit(FailDirect{Task: t, Err: err})
+		}
+		clear(cl.queue)
+		cl.queue = cl.queue[:0]
+		c.forgetClass(cl)
+		return
+	}
+}
+
+// Finished: t's attempt (task id, attempt) ended on lease id; its result
+// is the shell's to deliver.
+func (c *SubmitCore) Finished(now time.Time, id uint64, task ids.TaskID, attempt int32) {
+	t := c.byID[task]
+	if t == nil || t.Spec.Attempt != attempt || t.lease == nil || t.lease.id != id {
+		return // a lease lost meanwhile: the shell reported it
+	}
+	l := t.lease
+	delete(c.byID, task)
+	i := slices.Index(l.inflight, t)
+	l.inflight = slices.Delete(l.inflight, i, i+1)
+	if i == 0 {
+		l.headSince = now
+	}
+	t.lease = nil
+	c.pump(now, l.class)
+	if len(l.inflight) == 0 {
+		c.steal(now, l.class, l)
+	}
+	c.settle(now, l)
+}
+
+// Recall: the raylet wants lease id back. It gets no more tasks; those
+// not started are taken back; it is returned once the others end.
+func (c *SubmitCore) Recall(now time.Time, id uint64) {
+	l := c.leases[id]
+	if l == nil || l.recalled {
+		return
+	}
+	l.recalled = true
+	c.recallFollowers(l)
+	c.settle(now, l)
+	c.pump(now, l.class) // its queue may want another lease
+}
+
+// Blocked: the task running under lease id blocked in Get (blocked) or
+// resumed: while it is blocked the lease takes no task, and those behind
+// it are taken back.
+func (c *SubmitCore) Blocked(now time.Time, id uint64, blocked bool) {
+	l := c.leases[id]
+	if l == nil || l.blocked == blocked {
+		return
+	}
+	l.blocked = blocked
+	if blocked {
+		c.recallFollowers(l)
+	}
+	c.pump(now, l.class)
+}
+
+// Lost: lease id's worker died. The core forgets the tasks in flight
+// there (the shell reports each crashed: the owner retries them) and asks
+// for another lease if its class has work.
+func (c *SubmitCore) Lost(now time.Time, id uint64) {
+	l := c.leases[id]
+	if l == nil {
+		return
+	}
+	delete(c.leases, id)
+	l.returned = true
+	for _, t := range l.inflight {
+		delete(c.byID, t.ID)
+		t.lease = nil
+	}
+	l.inflight = nil
+	cl := l.class
+	cl.leases = slices.DeleteFunc(cl.leases, func(x *heldLease) bool { return x == l })
+	c.pump(now, cl)
+	c.forgetClass(cl)
+}
+
+// Recalled is a worker's answer to RecallDirect: ok, it gave t back
+// unstarted (t is queued again in its place, or fails cancelled if it
+// was cancelled meanwhile); otherwise its result will come.
+func (c *SubmitCore) Recalled(now time.Time, id uint64, task ids.TaskID, attempt int32, ok bool) {
+	t := c.byID[task]
+	if t == nil || t.Spec.Attempt != attempt || t.lease == nil || t.lease.id != id {
+		return
+	}
+	t.recalling = false
+	if !ok {
+		return
+	}
+	l := t.lease
+	l.inflight = slices.DeleteFunc(l.inflight, func(x *DirectTask) bool { return x == t })
+	t.lease = nil
+	cl := l.class
+	if t.cancelled {
+		delete(c.byID, task)
+		c.emit(FailDirect{Task: t, Cancelled: true})
+	} else {
+		at, _ := slices.BinarySearchFunc(cl.queue, t.seq, func(x *DirectTask, seq uint64) int { return cmp.Compare(x.seq, seq) })
+		cl.queue = slices.Insert(cl.queue, at, t)
+	}
+	c.pump(now, cl)
+	c.settle(now, l)
+}
+
+// Cancel cancels the task with id if the core holds it: queued, it fails
+// cancelled at once; pushed, its worker is asked to cancel it (its result
+// says so). It reports whether the core held it.
+func (c *SubmitCore) Cancel(now time.Time, id ids.TaskID, nonRecursive bool) bool {
+	t := c.byID[id]
+	if t == nil {
+		return false
+	}
+	if t.lease == nil {
+		cl := c.classes[t.Key]
+		cl.queue = slices.DeleteFunc(cl.queue, func(x *DirectTask) bool { return x == t })
+		delete(c.byID, id)
+		c.emit(FailDirect{Task: t, Cancelled: true})
+		c.pump(now, cl)
+		c.forgetClass(cl)
+		return true
+	}
+	t.cancelled = true
+	c.emit(CancelDirect{Lease: t.lease.id, Task: t, NonRecursive: nonRecursive})
+	return true
+}
+
+// Tick is the timer going off: idle leases past Linger are given back,
+// long-running heads let their followers go to empty leases.
+func (c *SubmitCore) Tick(now time.Time) {
+	c.timer = false
+	for _, id := range c.leaseIDs() {
+		l := c.leases[id]
+		if l == nil {
+			continue
+		}
+		if len(l.inflight) == 0 {
+			c.steal(now, l.class, l)
+		}
+		c.settle(now, l)
+	}
+}
+
+// leaseIDs are the leases' ids in order (deterministic effects).
+func (c *SubmitCore) leaseIDs() []uint64 {
+	out := make([]uint64, 0, len(c.leases))
+	for id := range c.leases {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// pump pushes cl's queue to its leases with room, fewest in flight
+// first, then asks for leases for what is left.
+func (c *SubmitCore) pump(now time.Time, cl *submitClass) {
+	depth := c.cfg.PipelineDepth
+	for len(cl.queue) > 0 {
+		var best *heldLease
+		open := 0
+		for _, l := range cl.leases {
+			if l.recalled || l.blocked || len(l.inflight) >= depth {
+				continue
+			}
+			open++
+			if best == nil || len(l.inflight) < len(best.inflight) {
+				best = l
+			}
+		}
+		if best == nil {
+			break
+		}
+		// Its room, or its even share of the queue among the leases
+		// with room.
+		n := min(depth-len(best.inflight), (len(cl.queue)+open-1)/open)
+		batch := slices.Clone(cl.queue[:n])
+		clear(cl.queue[:n])
+		cl.queue = cl.queue[n:]
+		before := len(best.inflight)
+		for _, t := range batch {
+			t.lease, t.Pushed = best, now
+		}
+		if before == 0 {
+			best.headSince = now
+		}
+		best.inflight = append(best.inflight, batch...)
+		best.idleSince = time.Time{}
+		c.emit(PushDirect{Lease: best.id, Worker: best.worker, Tasks: batch, Before: before})
+	}
+	if len(cl.queue) == 0 {
+		cl.queue = nil // the backing array goes with its tasks
+	}
+	c.request(cl)
+}
+
+// request asks for leases while cl has tasks no lease can take now, one
+// per depth's worth of them (at most MaxRequests on their way), or one
+// while tasks wait behind running ones (a worker free elsewhere could
+// take them), and cancels its requests once it has neither.
+func (c *SubmitCore) request(cl *submitClass) {
+	want := min(c.cfg.MaxRequests, (len(cl.queue)+c.cfg.PipelineDepth-1)/c.cfg.PipelineDepth)
+	if want == 0 && slices.ContainsFunc(cl.leases, func(l *heldLease) bool { return !l.recalled && len(l.inflight) > 1 }) {
+		want = 1
+	}
+	if want == 0 {
+		for _, req := range cl.requests {
+			c.emit(DropLeaseRequest{Request: req})
+		}
+		cl.requests = nil
+		return
+	}
+	for len(cl.requests) < want {
+		c.requests++
+		cl.requests = append(cl.requests, c.requests)
+		example := c.example(cl)
+		c.emit(AskLease{Request: c.requests, Spec: example})
+	}
+}
+
+// example is a task of cl to name its class to the raylet.
+func (c *SubmitCore) example(cl *submitClass) *atollpb.TaskSpec {
+	if len(cl.queue) > 0 {
+		return cl.queue[0].Spec
+	}
+	for _, l := range cl.leases {
+		if len(l.inflight) > 0 {
+			return l.inflight[0].Spec
+		}
+	}
+	return nil
+}
+
+// steal takes back the tasks waiting behind the first of the fullest
+// lease of cl, for the empty lease l, once that first task has run for
+// StealAfter (else a timer looks again then).
+func (c *SubmitCore) steal(now time.Time, cl *submitClass, l *heldLease) {
+	if len(cl.queue) > 0 || l.recalled || l.blocked {
+		return
+	}
+	var from *heldLease
+	for _, x := range cl.leases {
+		if x != l && len(x.inflight) > 1 && (from == nil || len(x.inflight) > len(from.inflight)) {
+			from = x
+		}
+	}
+	if from == nil {
+		return
+	}
+	if due := from.headSince.Add(c.cfg.StealAfter); now.Before(due) {
+		c.arm(now, due)
+		return
+	}
+	c.recallFollowers(from)
+}
+
+// recallFollowers takes back the tasks l holds behind its first.
+func (c *SubmitCore) recallFollowers(l *heldLease) {
+	for _, t := range l.inflight[min(1, len(l.inflight)):] {
+		if !t.recalling {
+			t.recalling = true
+			c.emit(RecallDirect{Lease: l.id, Task: t})
+		}
+	}
+}
+
+// settle gives l back when it has nothing in flight and its class
+// nothing queued: at once if it was recalled, after Linger otherwise.
+func (c *SubmitCore) settle(now time.Time, l *heldLease) {
+	if l.returned || len(l.inflight) > 0 || (len(l.class.queue) > 0 && !l.recalled && !l.blocked) {
+		return
+	}
+	if l.idleSince.IsZero() {
+		l.idleSince = now
+	}
+	if !l.recalled && now.Sub(l.idleSince) < c.cfg.Linger {
+		c.arm(now, l.idleSince.Add(c.cfg.Linger))
+		return
+	}
+	l.returned = true
+	delete(c.leases, l.id)
+	cl := l.class
+	cl.leases = slices.DeleteFunc(cl.leases, func(x *heldLease) bool { return x == l })
+	c.emit(GiveBack{Lease: l.id, Worker: l.worker})
+	c.request(cl)
+	c.forgetClass(cl)
+}
+
+// arm asks for a Tick at due unless one is armed for no later.
+func (c *SubmitCore) arm(now, due time.Time) {
+	if c.timer && !c.timerAt.After(due) {
+		return
+	}
+	c.timer, c.timerAt = true, due
+	c.emit(ArmSubmitTimer{After: max(due.Sub(now), 0)})
+}
+
+// forgetClass drops cl once it holds nothing.
+func (c *SubmitCore) forgetClass(cl *submitClass) {
+	if len(cl.queue) == 0 && len(cl.leases) == 0 && len(cl.requests) == 0 && c.classes[cl.key] == cl {
+		delete(c.classes, cl.key)
+	}
+}

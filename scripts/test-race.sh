@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
 # Runs every package's tests with the race detector, the way `make test`
-# does: first every test binary is built, by one `go test -c` for all of
-# them (each package compiled once, as many at once as there are cores:
-# building is most of a clean run's time, and separate `go` commands side
-# by side compiled the shared dependencies once each); then the binaries
-# run one package at a time, each in its package's directory as `go test`
-# runs it. Many packages start clusters of node processes with failure
-# timeouts of seconds; two such packages at once on a 2-core machine
-# starve each other's gossip, and a live node is then declared dead (a
-# flake, not a finding).
+# does: each package's test binary is built with `go test -race -c`, and
+# run in its package's directory as `go test` runs it.
+#
+# Three things go on at once, so that building (most of a clean run's
+# time, and all CPU) fills the time the cluster tests spend waiting:
+#
+#   - the builder builds the binaries one package at a time, in the
+#     order they run (one `go` command at a time: several side by side
+#     compiled the shared dependencies once each), at the lowest CPU
+#     priority;
+#   - the main lane runs the packages one at a time, each as soon as its
+#     binary is built. Many packages start clusters of node processes
+#     with failure timeouts of seconds; two such packages at once on a
+#     2-core machine starve each other's gossip, and a live node is then
+#     declared dead (a flake, not a finding), so they never overlap;
+#   - the quiet lane runs, at the lowest CPU priority, the packages whose
+#     tests run on virtual time or none (the simulator, the pure state
+#     machines and their scripts): nothing in them waits on a clock, so
+#     they only take the CPU the main lane leaves.
 #
 # Usage: scripts/test-race.sh [packages...]   (default ./...)
 # Environment: GO (default go), GORACE (default atexit_sleep_ms=100),
@@ -28,8 +38,20 @@ TESTFLAGS=${TESTFLAGS:-}
 export GORACE=${GORACE:-atexit_sleep_ms=100}
 [ $# -eq 0 ] && set -- ./...
 
+# The quiet lane's packages (see above). A package goes here only if
+# none of its tests starts a process or a cluster, or waits on a
+# deadline shorter than the whole test's.
+quiet='^github\.com/atoll-runtime/atoll/(sim|amm|faultplan|data/expr|internal/(codec|errs|ids|interaction|owner|placement|raylet|registry|sortcheck|partition|gen/funcs|clusterkey|nodeconfig|lint|apicheck|benchfmt|autoscaler/kubernetes))$'
+
 bindir=$(mktemp -d "${TMPDIR:-/tmp}/atoll-test-bin.XXXXXX")
-trap 'rm -rf "$bindir"' EXIT
+builder= quiet_pid=
+cleanup() {
+	for pid in $builder $quiet_pid; do
+		kill "$pid" 2>/dev/null
+	done
+	rm -rf "$bindir"
+}
+trap cleanup EXIT
 
 # The packages that have tests, with their directories.
 mapfile -t pkgs < <("$GO" list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' "$@")
@@ -37,63 +59,84 @@ if [ ${#pkgs[@]} -eq 0 ]; then
 	echo "no packages with tests in $*" >&2
 	exit 1
 fi
-
-# `go test -c -o DIR` names each binary after the last element of its
-# import path and refuses two of the same name, so the packages go in as
-# few groups as keep those names apart (a directory each), built one
-# group after the other (the later ones find most of their packages
-# built).
-declare -A group_of # import path -> its group's directory
-declare -A taken    # "group.name" -> set once a group holds that name
-declare -a groups   # per group, its import paths (space-separated)
+main_lane=() quiet_lane=()
 for line in "${pkgs[@]}"; do
-	pkg=${line%% *}
-	name=${pkg##*/}
-	g=0
-	while [ -n "${taken[$g.$name]:-}" ]; do
-		g=$((g + 1))
-	done
-	taken[$g.$name]=1
-	groups[g]="${groups[g]:-} $pkg"
-	group_of[$pkg]="$bindir/g$g"
-done
-binary() { echo "${group_of[$1]}/${1##*/}.test"; }
-
-echo "building ${#pkgs[@]} test binaries"
-built_start=$SECONDS
-failed=0
-for g in "${!groups[@]}"; do
-	mkdir -p "$bindir/g$g"
-	# shellcheck disable=SC2086 # the group is a list of import paths
-	if ! "$GO" test -race -c -o "$bindir/g$g/" ${groups[g]}; then
-		failed=1 # the packages without a binary are listed below
-	fi
-done
-echo "built in $((SECONDS - built_start)) s"
-
-for line in "${pkgs[@]}"; do
-	pkg=${line%% *}
-	dir=${line#* }
-	bin=$(binary "$pkg")
-	if [ ! -x "$bin" ]; then
-		printf 'FAIL\t%s [build failed]\n' "$pkg"
-		failed=1
-		continue
-	fi
-	start=${EPOCHREALTIME/./}
-	# shellcheck disable=SC2086 # TESTFLAGS is a list of flags
-	(cd "$dir" && "$bin" -test.count=1 -test.timeout=30m -test.paniconexit0 $TESTFLAGS) >"$bindir/out" 2>&1
-	rc=$?
-	ms=$(((${EPOCHREALTIME/./} - start) / 1000))
-	took=$(printf '%d.%03ds' $((ms / 1000)) $((ms % 1000)))
-	# As `go test` over several packages: a passing package's output is
-	# left out, a failing one's shown.
-	if [ $rc -eq 0 ]; then
-		printf 'ok  \t%s\t%s\n' "$pkg" "$took"
+	if [[ ${line%% *} =~ $quiet ]]; then
+		quiet_lane+=("$line")
 	else
-		cat "$bindir/out"
-		printf 'FAIL\t%s\t%s\n' "$pkg" "$took"
-		failed=1
+		main_lane+=("$line")
 	fi
 done
+
+binary() { echo "$bindir/$(echo "$1" | tr '/.' '__').test"; }
+
+# The builder: each binary is linked under a temporary name and renamed,
+# then a .built marker says it is done (the binary is missing if the
+# build failed: its output is in the .log).
+echo "building ${#pkgs[@]} test binaries (${#main_lane[@]} in the main lane, ${#quiet_lane[@]} in the quiet lane), running them as they come"
+start_all=$SECONDS
+(
+	for line in "${main_lane[@]}" "${quiet_lane[@]}"; do
+		pkg=${line%% *}
+		bin=$(binary "$pkg")
+		if nice -n 19 "$GO" test -race -c -o "$bin.tmp" "$pkg" >"$bin.log" 2>&1 && [ -e "$bin.tmp" ]; then
+			mv "$bin.tmp" "$bin"
+		fi
+		touch "$bin.built"
+	done
+	echo "built every test binary after $((SECONDS - start_all)) s" >"$bindir/built"
+) &
+builder=$!
+
+# lane runs its packages in order, each once built, printing as `go
+# test` over several packages does: a passing package's output is left
+# out, a failing one's shown. It exits 1 if any failed.
+lane() {
+	local failed=0 line pkg dir bin start rc ms took
+	for line in "$@"; do
+		pkg=${line%% *}
+		dir=${line#* }
+		bin=$(binary "$pkg")
+		while [ ! -e "$bin.built" ]; do
+			sleep 0.2
+		done
+		if [ ! -x "$bin" ]; then
+			cat "$bin.log"
+			printf 'FAIL\t%s [build failed]\n' "$pkg"
+			failed=1
+			continue
+		fi
+		start=${EPOCHREALTIME/./}
+		# shellcheck disable=SC2086 # TESTFLAGS is a list of flags
+		(cd "$dir" && "$bin" -test.count=1 -test.timeout=30m -test.paniconexit0 $TESTFLAGS) >"$bin.out" 2>&1
+		rc=$?
+		ms=$(((${EPOCHREALTIME/./} - start) / 1000))
+		took=$(printf '%d.%03ds' $((ms / 1000)) $((ms % 1000)))
+		if [ $rc -eq 0 ]; then
+			printf 'ok  \t%s\t%s\n' "$pkg" "$took"
+		else
+			cat "$bin.out"
+			printf 'FAIL\t%s\t%s\n' "$pkg" "$took"
+			failed=1
+		fi
+		rm -f "$bin" "$bin.out"
+	done
+	return $failed
+}
+
+# The quiet lane prints when the main lane is done, so the two do not
+# interleave.
+export bindir TESTFLAGS
+export -f lane binary
+nice -n 19 bash -c 'lane "$@"' _ "${quiet_lane[@]}" >"$bindir/quiet.out" 2>&1 &
+quiet_pid=$!
+failed=0
+lane "${main_lane[@]}" || failed=1
+wait "$quiet_pid" || failed=1
+quiet_pid=
+cat "$bindir/quiet.out"
+wait "$builder"
+builder=
+cat "$bindir/built" 2>/dev/null
+echo "all done after $((SECONDS - start_all)) s"
 exit $failed

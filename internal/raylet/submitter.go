@@ -12,6 +12,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/outbox"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
 )
 
@@ -41,10 +42,9 @@ import (
 type Submitter struct {
 	cfg SubmitterConfig
 
-	mu       sync.Mutex
-	core     *SubmitCore
-	outbox   []SubmitEffect
-	draining bool
+	mu     sync.Mutex
+	core   *SubmitCore
+	outbox outbox.Outbox[SubmitEffect] // under mu
 	// slots are the slots of the leases the core holds.
 	slots map[uint64]*Slot
 	// enc encodes push frames (the drainer's); lastKey is keyOf's.
@@ -153,25 +153,9 @@ func (s *Submitter) step(wait bool, f func(*SubmitCore)) {
 	s.mu.Lock()
 	f(s.core)
 	if s.core.HasEffects() {
-		s.outbox = append(s.outbox, s.core.Effects()...)
+		s.outbox.Add(s.core.Effects()...)
 	}
-	if s.draining || len(s.outbox) == 0 {
-		s.mu.Unlock()
-		return
-	}
-	s.draining = true
-	for len(s.outbox) > 0 {
-		batch := s.outbox
-		s.outbox = nil
-		s.mu.Unlock()
-		for i, e := range batch {
-			s.apply(e, wait)
-			batch[i] = nil
-		}
-		s.mu.Lock()
-	}
-	s.draining = false
-	s.mu.Unlock()
+	s.outbox.Drain(&s.mu, func(e SubmitEffect) { s.apply(e, wait) })
 }
 
 // apply carries out one effect (outside mu, by the drainer).

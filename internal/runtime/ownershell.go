@@ -9,6 +9,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/outbox"
 	"github.com/atoll-runtime/atoll/internal/owner"
 )
 
@@ -23,11 +24,10 @@ import (
 // actor's mailbox: a Get of a ready object or a Put then costs a mutex,
 // not a mailbox round trip.
 type ownerShell struct {
-	mu       sync.Mutex
-	table    *owner.Table
-	outbox   []owner.Effect
-	draining bool
-	apply    func(owner.Effect)
+	mu     sync.Mutex
+	table  *owner.Table
+	outbox outbox.Outbox[owner.Effect] // under mu
+	apply  func(owner.Effect)
 	// dropsDue, if set, is called (under mu: it must only post) when a
 	// step left standalone borrow reports due (a worker process dropped
 	// objects a lender was told it held).
@@ -55,27 +55,12 @@ func (s *ownerShell) drainLocked() {
 		// Under mu: a Get woken by this step reads its value under mu
 		// too, so it finds its task's submit span ended.
 		endSubmitSpans(eff)
-		s.outbox = append(s.outbox, eff...)
+		s.outbox.Add(eff...)
 	}
 	if s.dropsDue != nil && s.table.HasDropReports() {
 		s.dropsDue()
 	}
-	if s.draining || len(s.outbox) == 0 {
-		s.mu.Unlock()
-		return
-	}
-	s.draining = true
-	for len(s.outbox) > 0 {
-		batch := s.outbox
-		s.outbox = nil
-		s.mu.Unlock()
-		for _, e := range batch {
-			s.apply(e)
-		}
-		s.mu.Lock()
-	}
-	s.draining = false
-	s.mu.Unlock()
+	s.outbox.Drain(&s.mu, s.apply)
 }
 
 // lookup returns an object's value (nil while pending), producer and a

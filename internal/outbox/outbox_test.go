@@ -1,0 +1,43 @@
+package outbox
+
+import (
+	"slices"
+	"sync"
+	"testing"
+)
+
+// An effect applied while draining steps again: its effects are queued
+// and applied after the ones before them by the same drainer, never
+// recursively, and the mutex is free while an effect runs.
+func TestDrainAppliesInOrderOneDrainerAtATime(t *testing.T) {
+	var mu sync.Mutex
+	var o Outbox[int]
+	var applied []int
+	depth := 0
+	var apply func(int)
+	step := func(effects ...int) {
+		mu.Lock()
+		o.Add(effects...)
+		o.Drain(&mu, apply)
+	}
+	apply = func(e int) {
+		if !mu.TryLock() {
+			t.Fatalf("effect %d applied with the mutex held", e)
+		}
+		mu.Unlock()
+		depth++
+		defer func() { depth-- }()
+		if depth > 1 {
+			t.Fatalf("effect %d applied inside another effect", e)
+		}
+		applied = append(applied, e)
+		if e == 1 {
+			step(10, 11) // a step made while draining
+		}
+	}
+	step(1, 2)
+	step(3)
+	if want := []int{1, 2, 10, 11, 3}; !slices.Equal(applied, want) {
+		t.Fatalf("applied %v, want %v", applied, want)
+	}
+}

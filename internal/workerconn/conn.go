@@ -32,7 +32,6 @@
 package workerconn
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -380,88 +379,6 @@ func countFrames(b []byte) int {
 	return n
 }
 
-// Reply answers the request with id to.
-func (c *Conn) Reply(to uint64, f *atollpb.Frame) error {
-	f.Id, f.ReplyTo = 0, to
-	return c.write(true, f)
-}
-
-// Call sends a request and waits for its reply, ctx, or the connection's
-// end. A reply that arrives after the caller gave up is dropped.
-func (c *Conn) Call(ctx context.Context, f *atollpb.Frame) (*atollpb.Frame, error) {
-	return c.CallLate(ctx, f, nil)
-}
-
-// CallLate is Call for requests whose replies grant something the caller
-// must give back (a pin, a block of memory): if ctx ends before the reply,
-// the call is abandoned rather than forgotten, and its reply, when it
-// arrives, goes to late (on the reader goroutine; it must not block). If
-// the reply won the race against ctx, CallLate returns it. late is not
-// called if the connection ends first (the peer then reclaims what it
-// granted), nor when more than MaxAbandoned calls are abandoned at once
-// (the call is forgotten, as by Call). A nil late makes it Call.
-func (c *Conn) CallLate(ctx context.Context, f *atollpb.Frame, late Late) (*atollpb.Frame, error) {
-	id := c.nextID.Add(1)
-	pc := &call{ch: make(chan *atollpb.Frame, 1)}
-	c.mu.Lock()
-	if c.err != nil {
-		err := c.err
-		c.mu.Unlock()
-		return nil, err
-	}
-	c.pending[id] = pc
-	c.mu.Unlock()
-	f.Id = id
-	if err := c.write(true, f); err != nil {
-		c.forget(id)
-		return nil, err
-	}
-	// The reply comes through the reader: if this goroutine is the reader
-	// (a handler running a task inline), another must read.
-	c.Handoff()
-	select {
-	case r := <-pc.ch:
-		return r, nil
-	case <-ctx.Done():
-		if r, ok := c.abandon(id, pc, late); ok {
-			return r, nil
-		}
-		return nil, ctx.Err()
-	case <-c.done:
-		c.forget(id)
-		return nil, c.Err()
-	}
-}
-
-// abandon hands the pending call id over to late. If the reader already
-// took the call's reply, it returns that reply instead.
-func (c *Conn) abandon(id uint64, pc *call, late Late) (*atollpb.Frame, bool) {
-	c.mu.Lock()
-	if _, waiting := c.pending[id]; !waiting {
-		c.mu.Unlock()
-		// Only the reader removes a call nobody abandoned: it is
-		// delivering the reply (pc.ch is buffered).
-		return <-pc.ch, true
-	}
-	if late == nil || c.abandoned >= MaxAbandoned || c.err != nil {
-		delete(c.pending, id)
-	} else {
-		pc.late = late
-		c.abandoned++
-	}
-	c.mu.Unlock()
-	return nil, false
-}
-
-func (c *Conn) forget(id uint64) {
-	c.mu.Lock()
-	if pc := c.pending[id]; pc != nil && pc.late != nil {
-		c.abandoned--
-	}
-	delete(c.pending, id)
-	c.mu.Unlock()
-}
-
 // maxPending is how many bytes of frames may wait for the flusher before
 // writers wait for it; keepBuffer the largest buffer kept for reuse.
 const (
@@ -609,86 +526,6 @@ type Stats struct{ Frames, Writes uint64 }
 
 // Stats reports the frames written so far and the write syscalls.
 func (c *Conn) Stats() Stats { return Stats{Frames: c.frames.Load(), Writes: c.writes.Load()} }
-
-// read reads frames and dispatches them while it is the reader of
-// generation gen: a Handoff while it dispatches makes another goroutine
-// the reader, and this one returns once its frame is handled (writing
-// what the frame queued with Defer: no burst end will).
-func (c *Conn) read(gen uint64) {
-	for {
-		f, err := c.src.next()
-		if err != nil {
-			c.fail(err)
-			return
-		}
-		c.rstate.Store(gen<<1 | dispatching)
-		c.dispatch(f)
-		if !c.rstate.CompareAndSwap(gen<<1|dispatching, gen<<1) {
-			_ = c.Flush()
-			return
-		}
-		if c.burstEnd != nil && !c.src.more() {
-			c.burstEnd()
-		}
-	}
-}
-
-// dispatching is the reader's phase bit while it dispatches a frame.
-const dispatching = 1
-
-// Yielding is called by a handler, on the reader goroutine, around work
-// that may run long or wait for frames only the reader can read (user
-// code run inline): until done is called, Handoff may make another
-// goroutine the reader, and a Call made meanwhile does (its reply comes
-// through the reader). Outside such work frames are handled in order,
-// one at a time, and no Handoff happens.
-func (c *Conn) Yielding() (done func()) {
-	st := c.rstate.Load()
-	c.yield.Store(st)
-	return func() { c.yield.CompareAndSwap(st, 0) }
-}
-
-// Handoff makes another goroutine the connection's reader if the reader
-// is in yielding work (Yielding), and reports whether it did; the reader
-// that yielded returns once its handler does. It is safe from any
-// goroutine, at any time.
-func (c *Conn) Handoff() bool {
-	st := c.yield.Load()
-	if st&dispatching == 0 {
-		return false
-	}
-	gen := st>>1 + 1
-	if !c.rstate.CompareAndSwap(st, gen<<1) {
-		return false
-	}
-	c.yield.CompareAndSwap(st, 0)
-	go c.read(gen)
-	return true
-}
-
-// dispatch hands a frame that arrived to the call it answers, or to the
-// handler.
-func (c *Conn) dispatch(f *atollpb.Frame) {
-	if f.ReplyTo != 0 {
-		c.mu.Lock()
-		pc := c.pending[f.ReplyTo]
-		delete(c.pending, f.ReplyTo)
-		var late Late
-		if pc != nil && pc.late != nil {
-			late = pc.late
-			c.abandoned--
-		}
-		c.mu.Unlock()
-		switch {
-		case late != nil:
-			late(f)
-		case pc != nil:
-			pc.ch <- f
-		}
-		return
-	}
-	c.handler(f)
-}
 
 // fail records the first error and closes the connection.
 func (c *Conn) fail(err error) error {

@@ -17,6 +17,12 @@ import (
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 )
 
+// restartGrace is how long a restarted head waits before it marks dead
+// the nodes that did not come back: shorter than the default (three
+// failure timeouts, at least 10 s), still many times what a live node
+// takes to reconnect and report (a quarter second, then every 100 ms).
+const restartGrace = 4 * time.Second
+
 // TestHeadRestartKeepsTheCluster: the head of a cluster (embedded NATS,
 // so the GCS's tables are in its GCS directory) runs a job to completion,
 // crashes (SIGKILL) and is started again on the same port and directory:
@@ -25,7 +31,7 @@ import (
 // does not declare the running node dead once it has checked which nodes
 // came back, and a new job runs on that node.
 func TestHeadRestartKeepsTheCluster(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1, FailureTimeout: 2 * time.Second}})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1, FailureTimeout: 2 * time.Second, RejoinGrace: restartGrace}})
 	worker := c.Node(1)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -70,8 +76,7 @@ func TestHeadRestartKeepsTheCluster(t *testing.T) {
 		t.Fatalf("jobs after the restart: %v, %v; want the finished job", jobs, err)
 	}
 	// The new head checks which nodes the GCS lists alive came back (after
-	// a grace of three failure timeouts, at least 10 s): the running node
-	// did, and stays alive.
+	// its grace): the running node did, and stays alive.
 	testutil.EventuallyWithin(t, time.Minute, "the new head to check which nodes came back", func() bool {
 		b, err := os.ReadFile(head.LogFile)
 		return err == nil && bytes.Contains(b, []byte("checked the nodes the GCS lists alive"))
@@ -94,7 +99,7 @@ func TestHeadRestartKeepsTheCluster(t *testing.T) {
 // heard nothing from it (nor from the previous head) within its grace,
 // marks both dead.
 func TestHeadRestartForgetsNodesThatDiedMeanwhile(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1, FailureTimeout: 2 * time.Second}})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1, FailureTimeout: 2 * time.Second, RejoinGrace: restartGrace}})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	oldHead, worker := c.Node(0), c.Node(1)

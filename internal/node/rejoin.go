@@ -35,9 +35,13 @@ const (
 	maxReregisterBackoff = 30 * time.Second
 )
 
-// rejoinGrace is how long a head waits before it reconciles: three
-// failure timeouts, at least minRejoinGrace.
+// rejoinGrace is how long a head waits before it reconciles:
+// Config.RejoinGrace if set, else three failure timeouts, at least
+// minRejoinGrace.
 func (n *Node) rejoinGrace() time.Duration {
+	if n.cfg.RejoinGrace > 0 {
+		return n.cfg.RejoinGrace
+	}
 	ft := n.cfg.FailureTimeout
 	if ft <= 0 {
 		ft = 5 * time.Second

@@ -145,6 +145,13 @@ type Config struct {
 	// node dead. Default 5 s (at least 1.2 s): a paused or partitioned
 	// node gets a few seconds before its work goes elsewhere.
 	FailureTimeout time.Duration
+	// RejoinGrace is how long a head, once started, waits before it marks
+	// dead the nodes its GCS lists alive but has not heard from, and how
+	// often it checks again for registrations never followed by a load
+	// report; head only. Default three failure timeouts, at least 10 s:
+	// live nodes reconnect within a quarter second of the head's NATS
+	// server listening, then report every 100 ms.
+	RejoinGrace time.Duration
 	// SessionDir is the directory of the node's spill files (and an
 	// embedded single node's NATS data). Default a fresh temporary
 	// directory, removed on Stop (and by the next node on the machine if

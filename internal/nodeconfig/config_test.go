@@ -68,6 +68,7 @@ func TestWithDefaultsErrors(t *testing.T) {
 		{nodeconfig.Config{NumCPUs: math.Inf(1)}, "want a number"},
 		{nodeconfig.Config{Head: true, TransferPort: -1}, "node.Config.TransferPort -1: want a port"},
 		{nodeconfig.Config{Head: true, FailureTimeout: -time.Second}, "node.Config.FailureTimeout -1s"},
+		{nodeconfig.Config{Head: true, RejoinGrace: -time.Second}, "node.Config.RejoinGrace -1s: must not be negative"},
 		{nodeconfig.Config{Head: true, NodeIP: "x"}, `node.Config.NodeIP "x": want an IP address`},
 		{nodeconfig.Config{MetricsPort: 70000}, "node.Config.MetricsPort 70000"},
 		{nodeconfig.Config{DashboardPort: 80}, "need node.Config.Dashboard"},

@@ -97,6 +97,7 @@ func BindFlags(fs *pflag.FlagSet, c *Config) *Flags {
 		{field: "IdleWorkerTimeout", name: "idle-worker-timeout", value: durationValue(&c.IdleWorkerTimeout)},
 		{field: "TimelineCap", name: "timeline-cap", value: intValue(&c.TimelineCap)},
 		{field: "FailureTimeout", name: "failure-timeout", value: positiveDurationValue(&c.FailureTimeout, "--failure-timeout")},
+		{field: "RejoinGrace", name: "rejoin-grace", value: durationValue(&c.RejoinGrace), note: "default 3 failure timeouts, at least 10s"},
 		{field: "AMM", name: "amm", value: boolValue(&c.AMM)},
 		{field: "AMMInterval", name: "amm-interval", value: durationValue(&c.AMMInterval), note: "default 2s"},
 		{field: "AMMPolicies", name: "amm-policies", value: policiesValue(&c.AMMPolicies),

@@ -87,6 +87,9 @@ func (c *Config) validate(name func(field string) string) error {
 		if c.FailureTimeout < 0 {
 			return errs.Invalidf("%s %v: must not be negative", name("FailureTimeout"), c.FailureTimeout)
 		}
+		if c.RejoinGrace < 0 {
+			return errs.Invalidf("%s %v: must not be negative", name("RejoinGrace"), c.RejoinGrace)
+		}
 		if c.NodeIP != "" && net.ParseIP(c.NodeIP) == nil {
 			return errs.Invalidf("%s %q: want an IP address, e.g. 10.0.0.2", name("NodeIP"), c.NodeIP)
 		}

@@ -45,6 +45,7 @@ var fieldDocs = map[string]string{
 	"Port":                    "the head's NATS client port: the address other nodes and drivers join",
 	"PrefaultStore":           "touches every page of the object store at start, so that writes never page-fault",
 	"RandomPorts":             "makes zero ports mean \"pick a free port\" instead of the defaults (tests, and several nodes on one machine)",
+	"RejoinGrace":             "how long a head, once started, waits before it marks dead the nodes its GCS lists alive but has not heard from, and how often it checks again for registrations never followed by a load report; head only",
 	"Resources":               "the node's custom resources, an amount by name: {\"GPU\": 1} gives it a GPU",
 	"Saturation":              "bounds the root tasks (tasks with no object arguments) running at once, as a multiple of the CPU slots",
 	"SessionDir":              "the directory of the node's spill files (and an embedded single node's NATS data)",

@@ -17,6 +17,8 @@ import (
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/gcs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/nodeconfig"
+	"github.com/atoll-runtime/atoll/internal/testcluster"
 	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
@@ -26,7 +28,9 @@ import (
 // followed by a load report (an id a secret holder made up) expires: the
 // head marks it dead, saying why, instead of listing it alive forever.
 func TestRegistrationsOnlyForOneself(t *testing.T) {
-	c := startCluster(t)
+	// The head checks every 4 s, not every three failure timeouts (15 s):
+	// a live node reports every 100 ms.
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1, ObjectStoreMemory: 64 << 20, FailureTimeout: 5 * time.Second, RejoinGrace: 4 * time.Second}})
 	made, other := ids.NewNodeID(), ids.NewNodeID()
 	info := func(id ids.NodeID) *atollpb.NodeInfo {
 		return &atollpb.NodeInfo{NodeId: id.Bytes(), Address: "127.0.0.1:1", Hostname: "forged", Resources: map[string]float64{"CPU": 64}}

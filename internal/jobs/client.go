@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -100,14 +101,34 @@ func Submit(ctx context.Context, nc *nats.Conn, sub Submission, progress func(st
 	})
 	sum := sha256.Sum256(bin)
 	name := filepath.Base(sub.Binary)
-	for _, n := range all {
+	// The target first, then the other nodes at once.
+	var mu sync.Mutex
+	send := func(n ids.NodeID) error {
 		sent, err := uploadFile(ctx, nc, n, atollpb.JobFileKind_JOB_FILE_BINARY, name, bin)
 		if err != nil {
-			return ids.JobID{}, fmt.Errorf("send %s to node %s: %w", name, n.Short(), err)
+			return fmt.Errorf("send %s to node %s: %w", name, n.Short(), err)
 		}
 		if sent && progress != nil {
+			mu.Lock()
 			progress(fmt.Sprintf("sent %s (%s) to node %s", name, sizeText(len(bin)), n.Short()))
+			mu.Unlock()
 		}
+		return nil
+	}
+	if len(all) == 0 || all[0] != target {
+		return ids.JobID{}, errs.Unavailablef("node %s, to run the job, is not a live node that runs jobs (a driver's node runs none)", target.Short())
+	}
+	if err := send(all[0]); err != nil {
+		return ids.JobID{}, err
+	}
+	failed := make([]error, len(all))
+	var wg sync.WaitGroup
+	for i, n := range all[1:] {
+		wg.Go(func() { failed[i] = send(n) })
+	}
+	wg.Wait()
+	if err := errors.Join(failed...); err != nil {
+		return ids.JobID{}, err
 	}
 	req := &atollpb.JobSubmit{BinarySha256: sum[:], BinaryName: name, Args: sub.Args}
 	if len(sub.WorkingDir) > 0 {
@@ -173,6 +194,11 @@ func readBinary(path string) ([]byte, error) {
 	return b, nil
 }
 
+// uploadWindow is how many chunks of an upload are in flight at once: a
+// chunk waits for no round trip of the one before, and the node's job
+// service still takes them in order (one subscription, one actor).
+const uploadWindow = 8
+
 // uploadFile sends data to node unless it already holds it; it reports
 // whether it sent it.
 func uploadFile(ctx context.Context, nc *nats.Conn, node ids.NodeID, kind atollpb.JobFileKind, name string, data []byte) (bool, error) {
@@ -188,21 +214,62 @@ func uploadFile(ctx context.Context, nc *nats.Conn, node ids.NodeID, kind atollp
 	if reply.Complete {
 		return false, nil
 	}
-	for off := 0; off < len(data); off += ChunkBytes {
-		chunk := proto.CloneOf(&hdr)
-		chunk.Offset, chunk.Data = uint64(off), data[off:min(off+ChunkBytes, len(data))]
-		reply.Reset()
-		if err := request(ctx, nc, node, jobUploadKind, chunk, &reply, "send a chunk to node "+node.Short()); err != nil {
-			return false, err
-		}
-		if reply.Error != nil {
-			return false, errs.FromProto(reply.Error)
-		}
+	last, err := sendChunks(ctx, nc, node, &hdr, data)
+	if err != nil {
+		return false, err
 	}
-	if !reply.Complete {
-		return false, errs.Unavailablef("node %s did not take the whole file (%s of %s)", node.Short(), sizeText(reply.Received), sizeText(len(data)))
+	if !last.Complete {
+		return false, errs.Unavailablef("node %s did not take the whole file (%s of %s)", node.Short(), sizeText(last.Received), sizeText(len(data)))
 	}
 	return true, nil
+}
+
+// sendChunks sends data to node in chunks of ChunkBytes from offset 0,
+// uploadWindow of them in flight, and returns the node's reply to the
+// last. It stops at the first reply that is an error (the chunks still in
+// flight are refused by the node, which then holds no upload).
+func sendChunks(ctx context.Context, nc *nats.Conn, node ids.NodeID, hdr *atollpb.JobUpload, data []byte) (*atollpb.JobUploadReply, error) {
+	what := "send a chunk to node " + node.Short()
+	inbox := nc.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, requestError(what, err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	subject := jobSubject(node, jobUploadKind)
+	chunks := (len(data) + ChunkBytes - 1) / ChunkBytes
+	reply := &atollpb.JobUploadReply{}
+	for sent, answered := 0, 0; answered < chunks; answered++ {
+		for ; sent < chunks && sent-answered < uploadWindow; sent++ {
+			chunk := proto.CloneOf(hdr)
+			off := sent * ChunkBytes
+			chunk.Offset, chunk.Data = uint64(off), data[off:min(off+ChunkBytes, len(data))]
+			b, err := proto.Marshal(chunk)
+			if err != nil {
+				return nil, err
+			}
+			if err := nc.PublishRequest(subject, inbox, b); err != nil {
+				return nil, requestError(what, err)
+			}
+		}
+		rctx, cancel := context.WithTimeout(ctx, jobRequestTimeout)
+		msg, err := sub.NextMsgWithContext(rctx)
+		cancel()
+		if err != nil {
+			return nil, requestError(what, err)
+		}
+		if len(msg.Data) == 0 && msg.Header.Get("Status") == "503" {
+			return nil, requestError(what, nats.ErrNoResponders)
+		}
+		reply.Reset()
+		if err := proto.Unmarshal(msg.Data, reply); err != nil {
+			return nil, errs.Invalidf("%s: a bad answer: %v", what, err)
+		}
+		if reply.Error != nil {
+			return nil, errs.FromProto(reply.Error)
+		}
+	}
+	return reply, nil
 }
 
 // request sends req to one of node's job subjects and decodes the reply.

@@ -25,7 +25,8 @@
 // LogRead; job.proto).
 // Submit reads the binary (at most MaxBinaryBytes, 512 MiB) and sends it
 // in ChunkBytes (512 KiB, under NATS's 1 MiB payload) chunks to every live
-// node, the target (the head, or one named) first. A chunk at offset 0
+// node, the target (the head, or one named) first, then the others at
+// once, each with up to eight chunks in flight. A chunk at offset 0
 // with no data asks whether the node already has the file, so nodes on
 // one machine, which share the content-addressed directory
 // $TMPDIR/atoll-<uid>/jobs/bin/<sha256>/<name>, store it once. Chunks must

@@ -3,22 +3,29 @@
 # does: each package's test binary is built with `go test -race -c`, and
 # run in its package's directory as `go test` runs it.
 #
-# Three things go on at once, so that building (most of a clean run's
-# time, and all CPU) fills the time the cluster tests spend waiting:
+# Four things go on at once, so that building (most of a clean run's
+# time, and all CPU) and the tests that need only CPU fill the time the
+# cluster tests spend waiting (about two thirds of the machine):
 #
-#   - the builder builds the binaries one package at a time, in the
-#     order they run (one `go` command at a time: several side by side
-#     compiled the shared dependencies once each), at the lowest CPU
-#     priority;
-#   - the main lane runs the packages one at a time, each as soon as its
-#     binary is built. Many packages start clusters of node processes
-#     with failure timeouts of seconds; two such packages at once on a
+#   - the main lane runs the cluster packages one at a time, each as
+#     soon as its binary is built, at normal priority. Their tests start
+#     clusters of node processes (or of nodes in one process) with
+#     failure timeouts of seconds; two such packages at once on a
 #     2-core machine starve each other's gossip, and a live node is then
-#     declared dead (a flake, not a finding), so they never overlap;
-#   - the quiet lane runs, at the lowest CPU priority, the packages whose
-#     tests run on virtual time or none (the simulator, the pure state
-#     machines and their scripts): nothing in them waits on a clock, so
-#     they only take the CPU the main lane leaves.
+#     declared dead (a flake, not a finding), so they never overlap, and
+#     everything else runs at a lower priority than they do;
+#   - the builder builds the binaries one package at a time (one `go`
+#     command at a time: several side by side compiled the shared
+#     dependencies once each), the main lane's and the side lane's in
+#     turn, then the quiet lane's, at nice 10, without DWARF (-w: a
+#     fifth less link time; stack traces and race reports need only the
+#     symbol table);
+#   - the side lane runs, one at a time at nice 15, the packages whose
+#     tests start no cluster (at most one embedded node and its worker
+#     processes) and wait on no deadline a slower CPU would miss;
+#   - the quiet lane runs, at nice 19, the packages whose tests run on
+#     virtual time or none (the simulator, the pure state machines and
+#     their scripts): nothing in them waits on a clock.
 #
 # Usage: scripts/test-race.sh [packages...]   (default ./...)
 # Environment: GO (default go), GORACE (default atexit_sleep_ms=100),
@@ -41,12 +48,16 @@ export GORACE=${GORACE:-atexit_sleep_ms=100}
 # The quiet lane's packages (see above). A package goes here only if
 # none of its tests starts a process or a cluster, or waits on a
 # deadline shorter than the whole test's.
-quiet='^github\.com/atoll-runtime/atoll/(sim|amm|faultplan|data/expr|internal/(codec|errs|ids|interaction|owner|placement|raylet|registry|sortcheck|partition|gen/funcs|clusterkey|nodeconfig|lint|apicheck|benchfmt|autoscaler/kubernetes))$'
+quiet='^github\.com/atoll-runtime/atoll/(sim|amm|faultplan|data/expr|internal/(codec|errs|ids|interaction|owner|placement|raylet|registry|sortcheck|partition|gen/funcs|clusterkey|nodeconfig|lint|apicheck|benchfmt|autoscaler/kubernetes|outbox))$'
+# The side lane's (see above): every other package that starts no
+# cluster. A package whose tests time a failure detector, start node
+# processes or time out a process's start stays in the main lane.
+side='^github\.com/atoll-runtime/atoll/(data|graph|graph/array|graph/internal/graphbench|util|node|samples/(dataset|sort|arrays|broadcast|quickstart|shmfloor)|internal/(objectstore|objectstore/spill|microbench|workerproto|workerconn|actors|jobs|natsembed|runtime|doccheck|pss|lockfile|clusterclient|telemetry|testutil|preauth|nodemetrics))$'
 
 bindir=$(mktemp -d "${TMPDIR:-/tmp}/atoll-test-bin.XXXXXX")
-builder= quiet_pid=
+builder= quiet_pid= side_pid=
 cleanup() {
-	for pid in $builder $quiet_pid; do
+	for pid in $builder $quiet_pid $side_pid; do
 		kill "$pid" 2>/dev/null
 	done
 	rm -rf "$bindir"
@@ -59,27 +70,45 @@ if [ ${#pkgs[@]} -eq 0 ]; then
 	echo "no packages with tests in $*" >&2
 	exit 1
 fi
-main_lane=() quiet_lane=()
+main_lane=() side_lane=() quiet_lane=()
 for line in "${pkgs[@]}"; do
 	if [[ ${line%% *} =~ $quiet ]]; then
 		quiet_lane+=("$line")
+	elif [[ ${line%% *} =~ $side ]]; then
+		side_lane+=("$line")
 	else
 		main_lane+=("$line")
 	fi
 done
+# The package that builds programs of its own (the README's module) runs
+# last in the side lane, when the builder is done and leaves it the CPU.
+for i in "${!side_lane[@]}"; do
+	if [[ ${side_lane[i]%% *} == */internal/doccheck ]]; then
+		side_lane+=("${side_lane[i]}")
+		unset 'side_lane[i]'
+	fi
+done
+side_lane=("${side_lane[@]}")
+# The builder's order: the main lane's and the side lane's in turn.
+build_order=()
+for ((i = 0; i < ${#main_lane[@]} || i < ${#side_lane[@]}; i++)); do
+	[ $i -lt ${#main_lane[@]} ] && build_order+=("${main_lane[i]}")
+	[ $i -lt ${#side_lane[@]} ] && build_order+=("${side_lane[i]}")
+done
+build_order+=("${quiet_lane[@]}")
 
 binary() { echo "$bindir/$(echo "$1" | tr '/.' '__').test"; }
 
 # The builder: each binary is linked under a temporary name and renamed,
 # then a .built marker says it is done (the binary is missing if the
 # build failed: its output is in the .log).
-echo "building ${#pkgs[@]} test binaries (${#main_lane[@]} in the main lane, ${#quiet_lane[@]} in the quiet lane), running them as they come"
+echo "building ${#pkgs[@]} test binaries (${#main_lane[@]} in the main lane, ${#side_lane[@]} in the side lane, ${#quiet_lane[@]} in the quiet lane), running them as they come"
 start_all=$SECONDS
 (
-	for line in "${main_lane[@]}" "${quiet_lane[@]}"; do
+	for line in "${build_order[@]}"; do
 		pkg=${line%% *}
 		bin=$(binary "$pkg")
-		if nice -n 19 "$GO" test -race -c -o "$bin.tmp" "$pkg" >"$bin.log" 2>&1 && [ -e "$bin.tmp" ]; then
+		if nice -n 10 "$GO" test -race -c -ldflags=-w -o "$bin.tmp" "$pkg" >"$bin.log" 2>&1 && [ -e "$bin.tmp" ]; then
 			mv "$bin.tmp" "$bin"
 		fi
 		touch "$bin.built"
@@ -124,14 +153,19 @@ lane() {
 	return $failed
 }
 
-# The quiet lane prints when the main lane is done, so the two do not
-# interleave.
+# The side and quiet lanes print when the main lane is done, so the
+# lanes do not interleave.
 export bindir TESTFLAGS
 export -f lane binary
+nice -n 15 bash -c 'lane "$@"' _ "${side_lane[@]}" >"$bindir/side.out" 2>&1 &
+side_pid=$!
 nice -n 19 bash -c 'lane "$@"' _ "${quiet_lane[@]}" >"$bindir/quiet.out" 2>&1 &
 quiet_pid=$!
 failed=0
 lane "${main_lane[@]}" || failed=1
+wait "$side_pid" || failed=1
+side_pid=
+cat "$bindir/side.out"
 wait "$quiet_pid" || failed=1
 quiet_pid=
 cat "$bindir/quiet.out"

@@ -1,6 +1,8 @@
 package data
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -62,5 +64,64 @@ func TestKeyHasherSpreads(t *testing.T) {
 	defer fs.Release()
 	if h := keyHasher([]arrow.Array{fs}); h(0) != h(1) {
 		t.Fatalf("-0 and 0 hash differently")
+	}
+}
+
+// TestDenseIDs: both ways of numbering values (an array over a small
+// range, a hash table otherwise) give every row the id a map gives, in
+// order of first appearance, with nulls one value of their own; values
+// at both ends of int64 do not overflow the range check.
+func TestDenseIDs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 1))
+	cases := []struct {
+		name   string
+		values func(i int) int64
+	}{
+		{"small range", func(int) int64 { return rng.Int64N(1000) - 500 }},
+		{"one value", func(int) int64 { return 42 }},
+		{"wide", func(int) int64 { return rng.Int64() }},
+		{"many keys", func(i int) int64 { return int64(i) * 7919 }},
+		{"both ends", func(int) int64 { return []int64{math.MinInt64, math.MaxInt64, 0}[rng.IntN(3)] }},
+	}
+	for _, c := range cases {
+		for _, withNulls := range []bool{false, true} {
+			n := 5000
+			vs := make([]int64, n)
+			b := array.NewInt64Builder(memory.DefaultAllocator)
+			for i := range vs {
+				vs[i] = c.values(i)
+				if withNulls && i%7 == 3 {
+					b.AppendNull()
+				} else {
+					b.Append(vs[i])
+				}
+			}
+			col := b.NewArray()
+			b.Release()
+			var nulls arrow.Array
+			if withNulls {
+				nulls = col
+			}
+			ids, count := denseIDs(vs, nulls)
+			want := map[any]int32{}
+			for i, v := range vs {
+				var key any = v
+				if withNulls && col.IsNull(i) {
+					key = "null"
+				}
+				id, ok := want[key]
+				if !ok {
+					id = int32(len(want))
+					want[key] = id
+				}
+				if ids[i] != id {
+					t.Fatalf("%s (nulls %v): row %d (%d) has id %d, want %d", c.name, withNulls, i, v, ids[i], id)
+				}
+			}
+			if count != len(want) {
+				t.Fatalf("%s (nulls %v): %d ids, want %d", c.name, withNulls, count, len(want))
+			}
+			col.Release()
+		}
 	}
 }

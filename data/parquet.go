@@ -3,7 +3,9 @@ package data
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -264,7 +266,7 @@ func parquetUnits(files []parquetFile, p pushdown) ([]readUnit, *readInfo, error
 // columns (nil: every one); it returns the records and the bytes of the
 // column chunks read.
 func readParquetRowGroups(ctx context.Context, path string, rgs []int, columns []string) ([]arrow.RecordBatch, int64, error) {
-	pf, err := file.OpenParquetFile(path, false)
+	pf, err := openWithFooter(path)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -313,4 +315,53 @@ func (p *parquetSource) schema() *arrow.Schema {
 
 func (p *parquetSource) units(pd pushdown) ([]readUnit, *readInfo, error) {
 	return parquetUnits(p.files, pd)
+}
+
+// A read task opens its file again for each row group it reads; the
+// footer (a file's schema and the place of every column chunk, tens of
+// KiB parsed for a file of many row groups) is parsed once per process
+// instead: footers keeps the last maxFooters, each for the file's size
+// and modification time, so a file rewritten is read afresh.
+var footers = struct {
+	sync.Mutex
+	m     map[footerKey]*metadata.FileMetaData
+	order []footerKey // oldest first
+}{m: map[footerKey]*metadata.FileMetaData{}}
+
+const maxFooters = 64
+
+type footerKey struct {
+	path        string
+	size, mtime int64
+}
+
+// openWithFooter opens the Parquet file at path, with its footer from
+// footers when the file has not changed since it was parsed.
+func openWithFooter(path string) (*file.Reader, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	k := footerKey{path: path, size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	footers.Lock()
+	md := footers.m[k]
+	footers.Unlock()
+	if md != nil {
+		return file.OpenParquetFile(path, false, file.WithMetadata(md))
+	}
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return nil, err
+	}
+	footers.Lock()
+	defer footers.Unlock()
+	if _, ok := footers.m[k]; !ok {
+		if len(footers.order) == maxFooters {
+			delete(footers.m, footers.order[0])
+			footers.order = footers.order[1:]
+		}
+		footers.m[k] = pf.MetaData()
+		footers.order = append(footers.order, k)
+	}
+	return pf, nil
 }

@@ -13,19 +13,25 @@
 #     failure timeouts of seconds; two such packages at once on a
 #     2-core machine starve each other's gossip, and a live node is then
 #     declared dead (a flake, not a finding), so they never overlap, and
-#     everything else runs at a lower priority than they do;
+#     everything else runs below them;
 #   - the builder builds the binaries one package at a time (one `go`
 #     command at a time: several side by side compiled the shared
 #     dependencies once each), the main lane's and the side lane's in
-#     turn, then the quiet lane's, at nice 10, without DWARF (-w: a
+#     turn, then the quiet lane's, at nice 19 and without DWARF (-w: a
 #     fifth less link time; stack traces and race reports need only the
 #     symbol table);
-#   - the side lane runs, one at a time at nice 15, the packages whose
-#     tests start no cluster (at most one embedded node and its worker
-#     processes) and wait on no deadline a slower CPU would miss;
-#   - the quiet lane runs, at nice 19, the packages whose tests run on
-#     virtual time or none (the simulator, the pure state machines and
-#     their scripts): nothing in them waits on a clock.
+#   - the side lane runs, one at a time, the packages whose tests start
+#     no cluster (at most one embedded node and its worker processes)
+#     and wait on no deadline a slower CPU would miss;
+#   - the quiet lane runs the packages whose tests run on virtual time
+#     or none (the simulator, the pure state machines and their
+#     scripts): nothing in them waits on a clock.
+#
+# The side and quiet lanes run in the kernel's idle class (SCHED_IDLE,
+# `chrt --idle`; nice 19 where chrt is missing): they get a core only
+# when nothing else wants it, and give it up at once when a cluster
+# test's process wakes. Nice alone is not enough: a cluster package ran
+# twice as long beside a side lane at nice 15.
 #
 # Usage: scripts/test-race.sh [packages...]   (default ./...)
 # Environment: GO (default go), GORACE (default atexit_sleep_ms=100),
@@ -108,7 +114,7 @@ start_all=$SECONDS
 	for line in "${build_order[@]}"; do
 		pkg=${line%% *}
 		bin=$(binary "$pkg")
-		if nice -n 10 "$GO" test -race -c -ldflags=-w -o "$bin.tmp" "$pkg" >"$bin.log" 2>&1 && [ -e "$bin.tmp" ]; then
+		if nice -n 19 "$GO" test -race -c -ldflags=-w -o "$bin.tmp" "$pkg" >"$bin.log" 2>&1 && [ -e "$bin.tmp" ]; then
 			mv "$bin.tmp" "$bin"
 		fi
 		touch "$bin.built"
@@ -157,9 +163,13 @@ lane() {
 # lanes do not interleave.
 export bindir TESTFLAGS
 export -f lane binary
-nice -n 15 bash -c 'lane "$@"' _ "${side_lane[@]}" >"$bindir/side.out" 2>&1 &
+idle=(nice -n 19)
+if chrt --idle 0 true 2>/dev/null; then
+	idle=(chrt --idle 0)
+fi
+"${idle[@]}" bash -c 'lane "$@"' _ "${side_lane[@]}" >"$bindir/side.out" 2>&1 &
 side_pid=$!
-nice -n 19 bash -c 'lane "$@"' _ "${quiet_lane[@]}" >"$bindir/quiet.out" 2>&1 &
+"${idle[@]}" bash -c 'lane "$@"' _ "${quiet_lane[@]}" >"$bindir/quiet.out" 2>&1 &
 quiet_pid=$!
 failed=0
 lane "${main_lane[@]}" || failed=1

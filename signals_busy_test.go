@@ -43,6 +43,7 @@ func TestBusyDriverDiesOfSignal(t *testing.T) {
 	if os.Getenv("ATOLL_TEST_BUSY_DRIVER") != "" {
 		busyDriver()
 	}
+	sigintDefaultInChildren(t)
 	for round := 0; round < 3; round++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestBusyDriverDiesOfSignal$")
 		cmd.Env = append(os.Environ(), "ATOLL_TEST_BUSY_DRIVER=1", "TMPDIR="+t.TempDir())

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -165,12 +166,16 @@ func TestDriverSignalCleansUp(t *testing.T) {
 	if os.Getenv("ATOLL_TEST_SPILLING_DRIVER") != "" {
 		spillingDriver()
 	}
+	sigintDefaultInChildren(t)
 	tmp := t.TempDir()
 	cmd, session := startSpillingDriver(t, tmp)
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
+	// A driver that outlives the signal fails the test, not hangs it.
+	stuck := time.AfterFunc(2*time.Minute, func() { _ = cmd.Process.Kill() })
 	err := cmd.Wait()
+	stuck.Stop()
 	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGINT {
 		t.Fatalf("driver after SIGINT: %v (%v), want killed by SIGINT", err, cmd.ProcessState)
@@ -191,3 +196,23 @@ func TestDriverSignalCleansUp(t *testing.T) {
 		t.Fatalf("the next Init did not reap %s: %v", session, err)
 	}
 }
+
+// sigintDefaultInChildren makes the processes the test starts begin with
+// SIGINT's default action even when the test itself began with it
+// ignored (go test run in the background of a shell that has no job
+// control): a process keeps an ignored signal ignored across exec, and
+// a driver whose SIGINT is ignored rightly outlives it. A signal this
+// process handles is reset to its default action by exec, so the test
+// handles SIGINT (as it ignored it: nothing happens) while it runs.
+func sigintDefaultInChildren(t *testing.T) {
+	if !sigintIgnoredAtStart {
+		return
+	}
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, os.Interrupt)
+	t.Cleanup(func() { signal.Stop(c) })
+}
+
+// sigintIgnoredAtStart is read before any Notify: after one, and a Stop
+// that ignores SIGINT again, signal.Ignored no longer says so.
+var sigintIgnoredAtStart = signal.Ignored(os.Interrupt)

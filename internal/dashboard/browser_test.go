@@ -231,10 +231,14 @@ func checkBrowser(jobCtx context.Context, t *testing.T, c *testcluster.Cluster) 
 	// raises its line above its lowest point. (Not above its first point:
 	// the job's earlier objects on node 2 may be freed between the
 	// chart's first sample and this one.)
-	more := blob.Remote(jobCtx, atoll.Value(blobBytes), atoll.OnNode(c.Node(2).ID, false))
+	// Half a CPU: the job's detached placement group holds half of one
+	// node's only CPU, and that node may be node 2 (a whole-CPU task
+	// pinned there is unschedulable). Get, not only Wait: a task that
+	// failed is ready too, and then no blob is stored.
+	more := blob.Remote(jobCtx, atoll.Value(blobBytes), atoll.OnNode(c.Node(2).ID, false), atoll.WithTaskResources(atoll.Resources{CPU: 0.5}))
 	defer more.Release()
-	if _, _, err := atoll.Wait(jobCtx, []atoll.Ref{more}, atoll.FetchLocal(false)); err != nil {
-		t.Fatalf("one more blob: %v", err)
+	if v, err := atoll.Get(jobCtx, more); err != nil || len(v) != blobBytes {
+		t.Fatalf("one more blob on node 2: %d bytes, %v", len(v), err)
 	}
 	do("the overview's store chart: node 2's line rises",
 		show("#overview"),

@@ -197,8 +197,9 @@ func OnNode(nodeID string, soft bool) TaskOrActorOption {
 	}}
 }
 
-// MaxRetries sets how many times a task is retried after its worker dies
-// (default 3; -1 retries forever; 0 never). On an actor call it replaces
+// MaxRetries sets how many times a task is retried after its worker or
+// node dies, or after its node's object store could not take its output or
+// an argument in time (default 3; -1 retries forever; 0 never). On an actor call it replaces
 // the actor's MaxTaskRetries for that call.
 func MaxRetries(n int) TaskOrMethodOption {
 	return TaskOrMethodOption{func(c *callConfig) { c.maxRetries, c.maxRetriesSet = n, true }}

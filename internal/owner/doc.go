@@ -84,8 +84,10 @@
 // value (each pending object lists the tasks waiting on it: no goroutine or
 // callback per task), then dispatches with small values inlined into the
 // spec. A failed argument fails the task with the same error. Retryable
-// decides: WORKER_CRASHED, NODE_DIED and FORWARD_LOST within MaxRetries
-// (default 3); application errors only with RetryExceptions; never
+// decides: WORKER_CRASHED, NODE_DIED, FORWARD_LOST and OBJECT_STORE_FULL
+// (the node's store could not take an output or an argument in time)
+// within MaxRetries (default 3); application errors only with
+// RetryExceptions; never
 // RESOURCE_EXHAUSTED (a node refused it past its quota); an actor call when
 // its actor crashed, within its MaxTaskRetries. A stale attempt's result
 // or a duplicate is ignored. A task cancelled by its caller is never

@@ -289,7 +289,12 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 // task is retried when its worker or node died or its forwarded attempt
 // was lost (FORWARD_LOST: the node running it stopped confirming it), or
 // on an application error if it asked for that; an actor call when its actor crashed (it
-// restarts) or on an application error if it asked for that. Work a node
+// restarts) or on an application error if it asked for that. A task
+// whose node's store could not take its output or an argument before
+// the store's create timeout (OBJECT_STORE_FULL: the store was full of
+// objects that running tasks pinned, or its spill disk was) is retried
+// too: a system failure, not the task's, that passes once those tasks
+// finish (Ray's tasks wait for room rather than fail). Work a node
 // refused past its quota of forwarded work (RESOURCE_EXHAUSTED) is never
 // retried: it would be refused again until that node's queue drains.
 func Retryable(spec *atollpb.TaskSpec, res *atollpb.TaskResult) bool {
@@ -299,7 +304,8 @@ func Retryable(spec *atollpb.TaskSpec, res *atollpb.TaskResult) bool {
 		return res.ActorCrashed || appErr
 	}
 	switch code {
-	case atollpb.ErrorCode_WORKER_CRASHED, atollpb.ErrorCode_NODE_DIED, atollpb.ErrorCode_FORWARD_LOST:
+	case atollpb.ErrorCode_WORKER_CRASHED, atollpb.ErrorCode_NODE_DIED, atollpb.ErrorCode_FORWARD_LOST,
+		atollpb.ErrorCode_OBJECT_STORE_FULL:
 		return true
 	}
 	return appErr

@@ -106,16 +106,10 @@ func runSort(ctx context.Context, k *killer, size int64, p int, progress func(st
 			p, size, bucket, p, maxInlineSum)
 	}
 	opts := k.taskOptions()
-	// The tasks whose outputs are the sort's data also retry when storing
-	// an output fails: under the plan's full and slow spill disk a store
-	// can stay full past its create timeout, and ObjectStoreFull then
-	// fails the task that stores (a task error, so retried only with
-	// RetryExceptions).
-	dataOpts := append(slices.Clone(opts), atoll.RetryExceptions())
 	chunks := make([]atoll.ObjectRef[[]int64], p)
 	samples := make([]atoll.ObjectRef[sortcheck.SampleResult], p)
 	for i := range chunks {
-		chunks[i] = sortGen.Remote(ctx, atoll.Value(sortcheck.GenArgs{Seed: uint64(i) + 1, N: n/p + boolInt(i < n%p)}), dataOpts...)
+		chunks[i] = sortGen.Remote(ctx, atoll.Value(sortcheck.GenArgs{Seed: uint64(i) + 1, N: n/p + boolInt(i < n%p)}), opts...)
 		samples[i] = sortSample.Remote(ctx, chunks[i], opts...)
 		k.track(chunks[i], samples[i])
 	}
@@ -138,7 +132,7 @@ func runSort(ctx context.Context, k *killer, size int64, p int, progress func(st
 	progress("sort: %d chunks generated and sampled; partitioning", p)
 	buckets := make([][]atoll.ObjectRef[[]int64], p)
 	for i, chunk := range chunks {
-		buckets[i] = sortPartition.Remote(ctx, p, chunk, atoll.Value(splitters), dataOpts...)
+		buckets[i] = sortPartition.Remote(ctx, p, chunk, atoll.Value(splitters), opts...)
 		for _, b := range buckets[i] {
 			k.track(b)
 		}
@@ -150,7 +144,7 @@ func runSort(ctx context.Context, k *killer, size int64, p int, progress func(st
 		for i := range buckets {
 			col[i] = buckets[i][j]
 		}
-		sorted := sortReduce.Remote(ctx, col, dataOpts...)
+		sorted := sortReduce.Remote(ctx, col, opts...)
 		checks[j] = sortCheck.Remote(ctx, sorted, opts...)
 		k.track(sorted, checks[j])
 		for i := range buckets {

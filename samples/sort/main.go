@@ -15,6 +15,12 @@
 // checked at once, each released once checked); "verified" is reported
 // only when the partitions are in order across boundaries, every one is
 // sorted, and the counts and multiset checksums equal the input's.
+//
+// Up to -baseline-max (4 GiB) the same column is also sorted in this
+// process, in memory, twice: by the same sample sort with one goroutine
+// per worker slot (wall_s's baseline: the best this machine does without
+// atoll, with all the memory it needs), and by one goroutine generating
+// it into one slice and radix-sorting that (wall_s_vs_one_goroutine's).
 package main
 
 import (
@@ -58,23 +64,7 @@ var (
 	})
 	// partition splits a chunk into one bucket per output partition.
 	partition = atoll.NewMultiFunc2("sort.partition", func(_ context.Context, chunk []int64, splitters []int64) ([][]int64, error) {
-		p := len(splitters) + 1
-		counts := make([]int, p)
-		dest := make([]int32, len(chunk))
-		lookup := newBucketIndex(splitters)
-		for i, x := range chunk {
-			j := lookup.bucket(x)
-			dest[i] = int32(j)
-			counts[j]++
-		}
-		buckets := make([][]int64, p)
-		for j := range buckets {
-			buckets[j] = make([]int64, 0, counts[j])
-		}
-		for i, x := range chunk {
-			buckets[dest[i]] = append(buckets[dest[i]], x)
-		}
-		return buckets, nil
+		return partitionChunk(chunk, splitters), nil
 	})
 	// reduce concatenates one partition's buckets and sorts them.
 	reduce = atoll.NewFunc1("sort.reduce", func(ctx context.Context, parts []atoll.ObjectRef[[]int64]) ([]int64, error) {
@@ -106,6 +96,28 @@ var (
 		return sortcheck.Summarize(xs), nil
 	})
 )
+
+// partitionChunk splits chunk into one bucket per output partition:
+// bucket j holds the values between splitters j-1 and j.
+func partitionChunk(chunk []int64, splitters []int64) [][]int64 {
+	p := len(splitters) + 1
+	counts := make([]int, p)
+	dest := make([]int32, len(chunk))
+	lookup := newBucketIndex(splitters)
+	for i, x := range chunk {
+		j := lookup.bucket(x)
+		dest[i] = int32(j)
+		counts[j]++
+	}
+	buckets := make([][]int64, p)
+	for j := range buckets {
+		buckets[j] = make([]int64, 0, counts[j])
+	}
+	for i, x := range chunk {
+		buckets[dest[i]] = append(buckets[dest[i]], x)
+	}
+	return buckets
+}
 
 // bucketIndex finds a key's bucket — the number of splitters below it,
 // the index slices.BinarySearch returns — from a table
@@ -183,7 +195,7 @@ func main() {
 	flag.IntVar(&opts.workers, "workers", opts.workers, "worker slots (CPUs)")
 	flag.StringVar(&opts.mode, "mode", "process", "worker mode: process or inprocess")
 	flag.StringVar(&opts.spillDir, "spill-dir", "", "directory for spill files (default: under the session directory)")
-	flag.Var(&opts.baseline, "baseline-max", "largest size also sorted in one process in memory as the baseline")
+	flag.Var(&opts.baseline, "baseline-max", "largest size also sorted in this process, in memory, as the baselines (in parallel and by one goroutine)")
 	flag.StringVar(&opts.cpuprofile, "cpuprofile", "", "write a CPU profile of this process (with -mode inprocess it covers the tasks too)")
 	flag.BoolVar(&opts.json, "json", false, "print one JSON line per measurement (progress goes to stderr)")
 	flag.Parse()
@@ -246,9 +258,11 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var base time.Duration
+	var base, par time.Duration
+	var parErr error
 	if opts.size <= opts.baseline {
-		progress.Phase("baseline: the same data sorted in this process, in memory")
+		progress.Phase(fmt.Sprintf("baselines: the same data sorted in this process, in memory, by %d goroutines, then by one", max(opts.workers, 1)))
+		par, parErr = parallelBaseline(opts, n)
 		base = baseline(opts, n)
 	}
 	config := map[string]any{
@@ -258,7 +272,8 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	}
 	verified := res.verified == nil
 	records := []benchfmt.Record{
-		benchfmt.NewRecord("sort", "wall_s", wall.Seconds(), "s", "in_memory_single_process_s", base.Seconds(), config).WithVerified(verified),
+		benchfmt.NewRecord("sort", "wall_s", wall.Seconds(), "s", "in_memory_parallel_s", par.Seconds(), config).WithVerified(verified),
+		benchfmt.NewRecord("sort", "wall_s_vs_one_goroutine", wall.Seconds(), "s", "in_memory_single_process_s", base.Seconds(), config).WithVerified(verified),
 		benchfmt.NewRecord("sort", "throughput_bytes_per_s", float64(opts.size)/wall.Seconds(), "bytes/s", "", 0, config),
 		benchfmt.NewRecord("sort", "spilled_bytes", float64(mem.SpilledBytesTotal), "bytes", "", 0, config),
 		benchfmt.NewRecord("sort", "restored_bytes", float64(mem.RestoredBytesTotal), "bytes", "", 0, config),
@@ -274,7 +289,8 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 			benchfmt.FormatSize(int64(opts.size)), opts.partitions, benchfmt.FormatSize(int64(opts.store)), mode, wall.Seconds(),
 			float64(opts.size)/wall.Seconds()/1e6)
 		if base > 0 {
-			fmt.Fprintf(stdout, "  in one process, in memory: %.2fs (%.2fx)\n", base.Seconds(), wall.Seconds()/base.Seconds())
+			fmt.Fprintf(stdout, "  in this process, in memory: %.2fs by %d goroutines (%.2fx), %.2fs by one (%.2fx)\n", par.Seconds(), max(opts.workers, 1),
+				wall.Seconds()/par.Seconds(), base.Seconds(), wall.Seconds()/base.Seconds())
 		}
 		fmt.Fprintf(stdout, "  spilled %s, restored %s; peak PSS %s; spill files left: %d\n", benchfmt.HumanSize(mem.SpilledBytesTotal),
 			benchfmt.HumanSize(mem.RestoredBytesTotal), benchfmt.HumanSize(peak), mem.SpillFiles)
@@ -285,7 +301,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	if !verified {
 		return fmt.Errorf("sort: output NOT verified: %w", res.verified)
 	}
-	return nil
+	return parErr
 }
 
 type sortResult struct {
@@ -429,6 +445,99 @@ func baseline(opts options, n int) time.Duration {
 		panic("baseline sort failed")
 	}
 	return elapsed
+}
+
+// parallelBaseline sorts the same column in this process, in memory,
+// the way a program without atoll would use this machine: the same
+// sample sort (generate and sample the chunks, partition each into
+// buckets, concatenate and radix-sort each partition's buckets) with one
+// goroutine per worker slot, each step's chunks shared among them. It
+// returns the wall time, and an error if the result is not the sorted
+// input (in order within and across partitions, the input's count and
+// multiset checksum).
+func parallelBaseline(opts options, n int) (time.Duration, error) {
+	p, w := opts.partitions, max(opts.workers, 1)
+	start := time.Now()
+	chunks := make([][]int64, p)
+	samples := make([]sortcheck.SampleResult, p)
+	parallelFor(w, p, func(i int) {
+		chunks[i] = sortcheck.Generate(sortcheck.GenArgs{Seed: uint64(i) + 1, N: n/p + boolInt(i < n%p)})
+		samples[i] = sortcheck.Sample(chunks[i], samplesPerChunk)
+	})
+	var input sortcheck.Summary
+	var all []int64
+	for _, s := range samples {
+		input.Count += s.Input.Count
+		input.Checksum += s.Input.Checksum
+		all = append(all, s.Samples...)
+	}
+	slices.Sort(all)
+	splitters := make([]int64, p-1)
+	for j := range splitters {
+		splitters[j] = all[(j+1)*len(all)/p]
+	}
+	buckets := make([][][]int64, p)
+	parallelFor(w, p, func(i int) {
+		buckets[i] = partitionChunk(chunks[i], splitters)
+		chunks[i] = nil // let the chunk go, as the partition task does
+	})
+	sums := make([]sortcheck.Summary, p)
+	parallelFor(w, p, func(j int) {
+		total := 0
+		for i := range buckets {
+			total += len(buckets[i][j])
+		}
+		xs := make([]int64, 0, total)
+		for i := range buckets {
+			xs = append(xs, buckets[i][j]...)
+			buckets[i][j] = nil
+		}
+		buf := scratch.get(total)
+		radixSort(xs, buf)
+		scratch.put(buf)
+		sums[j] = sortcheck.Summarize(xs)
+	})
+	elapsed := time.Since(start)
+	var out sortcheck.Summary
+	for j, s := range sums {
+		switch {
+		case !s.Sorted:
+			return elapsed, fmt.Errorf("parallel baseline: partition %d not sorted", j)
+		case j > 0 && s.Count > 0 && out.Count > 0 && out.Max > s.Min:
+			return elapsed, fmt.Errorf("parallel baseline: partition %d starts below partition %d's end", j, j-1)
+		}
+		out.Count += s.Count
+		out.Checksum += s.Checksum
+		if s.Count > 0 {
+			out.Max = s.Max
+		}
+	}
+	if out.Count != input.Count || out.Checksum != input.Checksum {
+		return elapsed, fmt.Errorf("parallel baseline: %d values, checksum %x; the input has %d, %x", out.Count, out.Checksum, input.Count, input.Checksum)
+	}
+	return elapsed, nil
+}
+
+// parallelFor runs f(0..n-1) on w goroutines, each taking the next i.
+func parallelFor(w, n int, f func(i int)) {
+	var next sync.Mutex
+	i := 0
+	var wg sync.WaitGroup
+	for range w {
+		wg.Go(func() {
+			for {
+				next.Lock()
+				k := i
+				i++
+				next.Unlock()
+				if k >= n {
+					return
+				}
+				f(k)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func boolInt(b bool) int {

@@ -50,6 +50,11 @@ func TestOutOfCoreSortIsVerified(t *testing.T) {
 	if metrics["wall_s"]["verified"] != true {
 		t.Fatalf("sort not verified: %v", metrics["wall_s"])
 	}
+	// Both baselines ran (the parallel one checks its own result: run
+	// fails if it is wrong).
+	if metrics["wall_s"]["baseline_value"].(float64) <= 0 || metrics["wall_s_vs_one_goroutine"]["baseline_value"].(float64) <= 0 {
+		t.Fatalf("baselines missing: %v, %v", metrics["wall_s"], metrics["wall_s_vs_one_goroutine"])
+	}
 	if metrics["spilled_bytes"]["value"].(float64) < 24<<20 {
 		t.Fatalf("sorting 32 MiB under an 8 MiB store spilled only %v bytes", metrics["spilled_bytes"]["value"])
 	}

@@ -5,7 +5,10 @@
 // sortedness) whose totals must match the input's.
 package sortcheck
 
-import "math/rand/v2"
+import (
+	"math/rand/v2"
+	"slices"
+)
 
 // Summary describes a chunk or a sorted partition.
 type Summary struct {
@@ -76,4 +79,22 @@ func Sample(chunk []int64, k int) SampleResult {
 		}
 	}
 	return out
+}
+
+// Splitters combines the chunks' samples: the input's count and
+// checksum, and the p-1 splitters of a sample sort into p partitions
+// (the sorted samples' p-quantiles).
+func Splitters(samples []SampleResult, p int) (input Summary, splitters []int64) {
+	var all []int64
+	for _, s := range samples {
+		input.Count += s.Input.Count
+		input.Checksum += s.Input.Checksum
+		all = append(all, s.Samples...)
+	}
+	slices.Sort(all)
+	splitters = make([]int64, max(p-1, 0))
+	for j := range splitters {
+		splitters[j] = all[(j+1)*len(all)/p]
+	}
+	return input, splitters
 }

@@ -117,18 +117,7 @@ func runSort(ctx context.Context, k *killer, size int64, p int, progress func(st
 	if err != nil {
 		return rep, fmt.Errorf("sort: sample: %w", err)
 	}
-	var input sortcheck.Summary
-	var all []int64
-	for _, s := range got {
-		input.Count += s.Input.Count
-		input.Checksum += s.Input.Checksum
-		all = append(all, s.Samples...)
-	}
-	slices.Sort(all)
-	splitters := make([]int64, p-1)
-	for j := range splitters {
-		splitters[j] = all[(j+1)*len(all)/p]
-	}
+	input, splitters := sortcheck.Splitters(got, p)
 	progress("sort: %d chunks generated and sampled; partitioning", p)
 	buckets := make([][]atoll.ObjectRef[[]int64], p)
 	for i, chunk := range chunks {

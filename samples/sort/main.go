@@ -320,23 +320,16 @@ func sortColumn(ctx context.Context, opts options, n int, progress *benchfmt.Pro
 		chunks[i] = gen.Remote(ctx, atoll.Value(sortcheck.GenArgs{Seed: uint64(i) + 1, N: size}))
 		samples[i] = sample.Remote(ctx, chunks[i], atoll.Value(samplesPerChunk))
 	}
-	var input sortcheck.Summary
-	var all []int64
+	got := make([]sortcheck.SampleResult, p)
 	for i, ref := range samples {
 		s, err := atoll.Get(ctx, ref)
 		if err != nil {
 			return sortResult{}, err
 		}
-		input.Count += s.Input.Count
-		input.Checksum += s.Input.Checksum
-		all = append(all, s.Samples...)
+		got[i] = s
 		progress.Step(i+1, p)
 	}
-	slices.Sort(all)
-	splitters := make([]int64, p-1)
-	for j := range splitters {
-		splitters[j] = all[(j+1)*len(all)/p]
-	}
+	input, splitters := sortcheck.Splitters(got, p)
 
 	progress.Phase(fmt.Sprintf("partition %d chunks into %d buckets each", p, p))
 	buckets := make([][]atoll.ObjectRef[[]int64], p)
@@ -464,18 +457,7 @@ func parallelBaseline(opts options, n int) (time.Duration, error) {
 		chunks[i] = sortcheck.Generate(sortcheck.GenArgs{Seed: uint64(i) + 1, N: n/p + boolInt(i < n%p)})
 		samples[i] = sortcheck.Sample(chunks[i], samplesPerChunk)
 	})
-	var input sortcheck.Summary
-	var all []int64
-	for _, s := range samples {
-		input.Count += s.Input.Count
-		input.Checksum += s.Input.Checksum
-		all = append(all, s.Samples...)
-	}
-	slices.Sort(all)
-	splitters := make([]int64, p-1)
-	for j := range splitters {
-		splitters[j] = all[(j+1)*len(all)/p]
-	}
+	input, splitters := sortcheck.Splitters(samples, p)
 	buckets := make([][][]int64, p)
 	parallelFor(w, p, func(i int) {
 		buckets[i] = partitionChunk(chunks[i], splitters)

@@ -78,7 +78,12 @@ func (d *Dataset) GroupBy(columns ...string) *GroupedData {
 // NumPartitions sets the number of reduce tasks, and of hash parts each
 // map task cuts its partial aggregates into. Default: the number of
 // input blocks when the source is the stage's (read tasks or stored
-// blocks), otherwise Config.Parallelism.
+// blocks), otherwise Config.Parallelism: a reduce task's input is then
+// about one block even when every row is a group of its own. Each map
+// task returns an object per part, so an aggregation into few groups
+// runs faster with fewer parts: one per CPU is enough to use them (a
+// thousand groups over 40 Parquet row groups on 2 CPUs ran 1.3x faster
+// than one goroutine with 2 parts, 1.05–1.26x with the default 40).
 func (g *GroupedData) NumPartitions(n int) *GroupedData {
 	ng := *g
 	ng.parts = n

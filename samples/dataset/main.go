@@ -45,6 +45,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -56,20 +57,22 @@ import (
 )
 
 type options struct {
-	genSize      benchfmt.Size
-	store        benchfmt.Size
-	baselineMax  benchfmt.Size
-	files        int
-	rowsPerGroup int
-	seed         uint64
-	workers      int
-	mode         string
-	dir          string
-	spillDir     string
-	materialize  bool
-	pipelines    string
-	turns        int
-	json         bool
+	genSize       benchfmt.Size
+	store         benchfmt.Size
+	baselineMax   benchfmt.Size
+	files         int
+	rowsPerGroup  int
+	seed          uint64
+	workers       int
+	mode          string
+	dir           string
+	spillDir      string
+	materialize   bool
+	pipelines     string
+	turns         int
+	cpuprofile    string
+	aggPartitions int
+	json          bool
 }
 
 func main() {
@@ -88,6 +91,8 @@ func main() {
 	flag.BoolVar(&opts.materialize, "materialize", false, "also run pipeline A with every stage materialized")
 	flag.StringVar(&opts.pipelines, "pipelines", opts.pipelines, "the pipelines to run, of a, j and b")
 	flag.IntVar(&opts.turns, "turns", opts.turns, "run pipelines A and J and their baselines this many times, in turns, and report the medians")
+	flag.IntVar(&opts.aggPartitions, "agg-partitions", 0, "pipeline A's GroupBy NumPartitions (0: the default, one per input block)")
+	flag.StringVar(&opts.cpuprofile, "cpuprofile", "", "write a CPU profile of this process over the pipelines (the baselines, and the driver's side of atoll; ATOLL_WORKER_CPUPROFILE profiles the worker processes)")
 	flag.BoolVar(&opts.json, "json", false, "print one JSON line per measurement (progress goes to stderr)")
 	flag.Parse()
 	if err := run(context.Background(), opts, os.Stdout, os.Stderr); err != nil {
@@ -160,6 +165,18 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 		"gen_size_bytes": int64(opts.genSize), "parquet_bytes": genBytes, "rows": input.Rows, "files": opts.files,
 		"rows_per_group": opts.rowsPerGroup, "object_store_bytes": int64(opts.store), "workers": opts.workers, "turns": opts.turns,
 		"worker_mode": mode.String(), "atoll_version": benchfmt.Version(), "cpus": runtime.NumCPU(), "go": runtime.Version(),
+		"agg_partitions": opts.aggPartitions,
+	}
+	if opts.cpuprofile != "" {
+		f, err := os.Create(opts.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var records []benchfmt.Record
 	var failed []string
@@ -208,28 +225,36 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// turns runs baseline and pipeline in turns, n times, and returns the
-// phases of their median walls.
-func turns(ctx context.Context, e *env, name string, baseline, pipeline func() (phase, error)) (phase, phase, error) {
-	var bs, as []phase
+// contender is one of the programs a pipeline's turns measure.
+type contender struct {
+	label string // "baseline", "atoll", ...
+	run   func() (phase, error)
+}
+
+// turns runs the contenders one after another, n times (turns), and
+// returns the phase of each one's median wall, in order; a contender's
+// phase is verified only if every turn of it was.
+func turns(e *env, name string, cs ...contender) ([]phase, error) {
+	runs := make([][]phase, len(cs))
 	for turn := range e.opts.turns {
-		e.progress.Phase(fmt.Sprintf("%s baseline, turn %d", name, turn+1))
-		b, err := baseline()
-		if err != nil {
-			return b, b, err
+		var line []string
+		for i, c := range cs {
+			e.progress.Phase(fmt.Sprintf("%s %s, turn %d", name, c.label, turn+1))
+			p, err := c.run()
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", name, c.label, err)
+			}
+			runs[i] = append(runs[i], p)
+			line = append(line, fmt.Sprintf("%s %.2fs", c.label, p.wall.Seconds()))
 		}
-		e.progress.Phase(fmt.Sprintf("%s atoll, turn %d", name, turn+1))
-		a, err := pipeline()
-		if err != nil {
-			return b, a, err
-		}
-		fmt.Fprintf(e.stderr, "dataset: %s turn %d: atoll %.2fs, baseline %.2fs (%.2fx faster)\n", name, turn+1, a.wall.Seconds(),
-			b.wall.Seconds(), b.wall.Seconds()/a.wall.Seconds())
-		bs, as = append(bs, b), append(as, a)
+		fmt.Fprintf(e.stderr, "dataset: %s turn %d: %s\n", name, turn+1, strings.Join(line, ", "))
 	}
-	a := median(as)
-	a.verified = !slices.ContainsFunc(as, func(p phase) bool { return !p.verified })
-	return median(bs), a, nil
+	out := make([]phase, len(cs))
+	for i, ps := range runs {
+		out[i] = median(ps)
+		out[i].verified = !slices.ContainsFunc(ps, func(p phase) bool { return !p.verified })
+	}
+	return out, nil
 }
 
 // phase is one measured run: wall time, peak PSS of the process tree

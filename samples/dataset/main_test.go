@@ -29,7 +29,7 @@ func TestPipelinesAreVerified(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range []string{"a_wall_s", "a_no_pushdown_wall_s", "a_materialized_wall_s", "j_wall_s", "b_wall_s"} {
+	for _, m := range []string{"a_wall_s", "a_wall_s_vs_parallel", "a_no_pushdown_wall_s", "a_materialized_wall_s", "j_wall_s", "b_wall_s"} {
 		if metrics[m]["verified"] != true {
 			t.Fatalf("%s not verified: %v", m, metrics[m])
 		}

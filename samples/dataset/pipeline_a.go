@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -14,35 +15,46 @@ import (
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 )
 
-// runA measures pipeline A and its baseline in turns, then A without
-// pushdown (and materialized, with -materialize).
+// runA measures pipeline A and its baselines (one goroutine, and one
+// goroutine per worker slot) in turns, then A without pushdown (and
+// materialized, with -materialize).
 func runA(ctx context.Context, e *env) ([]benchfmt.Record, error) {
-	var want, got map[int64]agg
+	var want, got, par map[int64]agg
 	var ds *data.Dataset
-	base, atollA, err := turns(ctx, e, "A", func() (phase, error) {
+	workers := max(e.opts.workers, 1)
+	ps, err := turns(e, "A", contender{"baseline", func() (phase, error) {
 		return measure(ctx, func() error {
 			var err error
 			want, err = baselineA(ctx, e.files)
 			return err
 		})
-	}, func() (phase, error) {
+	}}, contender{fmt.Sprintf("baseline in %d goroutines", workers), func() (phase, error) {
 		p, err := measure(ctx, func() error {
 			var err error
-			got, ds, err = pipelineA(ctx, e.in, false, false)
+			par, err = parallelBaselineA(ctx, e.files, workers)
+			return err
+		})
+		p.verified = err == nil && maps.Equal(par, want) && len(want) > 0
+		return p, err
+	}}, contender{"atoll", func() (phase, error) {
+		p, err := measure(ctx, func() error {
+			var err error
+			got, ds, err = pipelineA(ctx, e.in, e.opts.aggPartitions, false, false)
 			return err
 		})
 		p.verified = err == nil && maps.Equal(got, want) && len(want) > 0
 		return p, err
-	})
+	}})
 	if err != nil {
 		return nil, err
 	}
+	base, parallel, atollA := ps[0], ps[1], ps[2]
 	fmt.Fprint(e.stderr, ds.Stats())
 	e.progress.Phase("A atoll without pushdown: every column of every row group read")
 	var noPush *data.Dataset
 	np, err := measure(ctx, func() error {
 		var err error
-		got, noPush, err = pipelineA(ctx, e.in, false, true)
+		got, noPush, err = pipelineA(ctx, e.in, e.opts.aggPartitions, false, true)
 		return err
 	})
 	if err != nil {
@@ -51,6 +63,8 @@ func runA(ctx context.Context, e *env) ([]benchfmt.Record, error) {
 	np.verified = maps.Equal(got, want)
 	rs := []benchfmt.Record{
 		e.record("a_wall_s", atollA.wall.Seconds(), "s", "single_goroutine_s", base.wall.Seconds()).WithVerified(atollA.verified),
+		e.record("a_wall_s_vs_parallel", atollA.wall.Seconds(), "s", "parallel_goroutines_s", parallel.wall.Seconds()).
+			WithVerified(atollA.verified && parallel.verified).WithConfig(map[string]any{"baseline_goroutines": workers}),
 		e.record("a_peak_pss_bytes", float64(atollA.peak), "bytes", "single_goroutine_peak_pss_bytes", float64(base.peak)),
 		e.record("a_spilled_bytes", float64(atollA.spilled), "bytes", "", 0),
 		e.record("a_read_bytes", float64(ds.BytesRead()), "bytes", "without_pushdown_read_bytes", float64(noPush.BytesRead())),
@@ -60,7 +74,7 @@ func runA(ctx context.Context, e *env) ([]benchfmt.Record, error) {
 		e.progress.Phase("A atoll, every stage materialized")
 		mat, err := measure(ctx, func() error {
 			var err error
-			got, _, err = pipelineA(ctx, e.in, true, false)
+			got, _, err = pipelineA(ctx, e.in, e.opts.aggPartitions, true, false)
 			return err
 		})
 		if err != nil {
@@ -78,7 +92,7 @@ func runA(ctx context.Context, e *env) ([]benchfmt.Record, error) {
 // pipelineA runs A on atoll; materialized runs every stage to the end
 // (Materialize) before the next starts; noPushdown reads every column
 // of every row group.
-func pipelineA(ctx context.Context, in string, materialized, noPushdown bool) (map[int64]agg, *data.Dataset, error) {
+func pipelineA(ctx context.Context, in string, aggParts int, materialized, noPushdown bool) (map[int64]agg, *data.Dataset, error) {
 	cfg := data.DefaultConfig()
 	cfg.NoPushdown = noPushdown
 	step := func(ds *data.Dataset) (*data.Dataset, error) {
@@ -97,7 +111,11 @@ func pipelineA(ctx context.Context, in string, materialized, noPushdown bool) (m
 	if ds, err = step(ds.Filter(keep)); err != nil {
 		return nil, nil, err
 	}
-	ds = ds.GroupBy("key").Aggregate(data.Count(), data.Sum("score"), data.Sum("value"))
+	g := ds.GroupBy("key")
+	if aggParts > 0 {
+		g = g.NumPartitions(aggParts)
+	}
+	ds = g.Aggregate(data.Count(), data.Sum("score"), data.Sum("value"))
 	totals := map[int64]agg{}
 	for rec, err := range ds.IterBatches(ctx, 0) {
 		if err != nil {
@@ -108,6 +126,43 @@ func pipelineA(ctx context.Context, in string, materialized, noPushdown bool) (m
 		}
 	}
 	return totals, ds, nil
+}
+
+// parallelBaselineA is baselineA in w goroutines, the way a Go program
+// without atoll would use this machine's cores: each takes the next
+// file, runs baselineA's steps on its row groups into totals of its own,
+// and the totals are added up at the end.
+func parallelBaselineA(ctx context.Context, files []string, w int) (map[int64]agg, error) {
+	var mu sync.Mutex
+	next, out := 0, map[int64]agg{}
+	var first error
+	var wg sync.WaitGroup
+	for range w {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= len(files) {
+					return
+				}
+				part, err := baselineA(ctx, files[i:i+1])
+				mu.Lock()
+				if err != nil && first == nil {
+					first, next = err, len(files) // the others stop at their next file
+				}
+				for k, a := range part {
+					t := out[k]
+					t.Count, t.SumScore, t.SumValue = t.Count+a.Count, t.SumScore+a.SumScore, t.SumValue+a.SumValue
+					out[k] = t
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return out, first
 }
 
 // baselineA is pipeline A in this goroutine: each row group's used

@@ -101,13 +101,13 @@ func runJ(ctx context.Context, e *env) ([]benchfmt.Record, error) {
 	}
 	var want, got map[string]joined
 	var ds *data.Dataset
-	base, j, err := turns(ctx, e, "J", func() (phase, error) {
+	ps, err := turns(e, "J", contender{"baseline", func() (phase, error) {
 		return measure(ctx, func() error {
 			var err error
 			want, err = baselineJ(ctx, e.files, dimDir)
 			return err
 		})
-	}, func() (phase, error) {
+	}}, contender{"atoll", func() (phase, error) {
 		p, err := measure(ctx, func() error {
 			var err error
 			got, ds, err = pipelineJ(ctx, e.in, dimDir)
@@ -115,10 +115,11 @@ func runJ(ctx context.Context, e *env) ([]benchfmt.Record, error) {
 		})
 		p.verified = err == nil && maps.Equal(got, want) && len(want) == categories
 		return p, err
-	})
+	}})
 	if err != nil {
 		return nil, err
 	}
+	base, j := ps[0], ps[1]
 	fmt.Fprint(e.stderr, ds.Stats())
 	cfg := map[string]any{"dim_parquet_bytes": dimBytes, "dim_rows": maxValue}
 	return []benchfmt.Record{

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"runtime"
 	"runtime/pprof"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/internal/benchfmt"
 )
 
 // Defaults of the command's flags. Sixteen metrics at five repetitions of
@@ -94,7 +94,7 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) (err error
 		}
 	}()
 	if opts.CPUProfile != "" {
-		stop, err := startCPUProfile(opts.CPUProfile)
+		stop, err := benchfmt.StartCPUProfile(opts.CPUProfile)
 		if err != nil {
 			return err
 		}
@@ -122,21 +122,6 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) (err error
 		return err
 	}
 	return errors.Join(errList...)
-}
-
-func startCPUProfile(path string) (stop func() error, err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("microbenchmark: -cpuprofile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("microbenchmark: -cpuprofile: %w", err)
-	}
-	return func() error {
-		pprof.StopCPUProfile()
-		return f.Close()
-	}, nil
 }
 
 // runner runs metrics one after the other.

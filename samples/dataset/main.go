@@ -45,7 +45,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -168,15 +167,11 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 		"agg_partitions": opts.aggPartitions,
 	}
 	if opts.cpuprofile != "" {
-		f, err := os.Create(opts.cpuprofile)
+		stop, err := benchfmt.StartCPUProfile(opts.cpuprofile)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	var records []benchfmt.Record
 	var failed []string

@@ -33,7 +33,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"sync"
 	"time"
@@ -225,15 +224,11 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	}
 	progress := benchfmt.NewProgress(stderr, "sort")
 	if opts.cpuprofile != "" {
-		f, err := os.Create(opts.cpuprofile)
+		stop, err := benchfmt.StartCPUProfile(opts.cpuprofile)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 
 	sampler := pss.NewSampler(time.Second, func() []int {

@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
-	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -133,36 +133,20 @@ func pipelineA(ctx context.Context, in string, aggParts int, materialized, noPus
 // file, runs baselineA's steps on its row groups into totals of its own,
 // and the totals are added up at the end.
 func parallelBaselineA(ctx context.Context, files []string, w int) (map[int64]agg, error) {
-	var mu sync.Mutex
-	next, out := 0, map[int64]agg{}
-	var first error
-	var wg sync.WaitGroup
-	for range w {
-		wg.Go(func() {
-			for {
-				mu.Lock()
-				i := next
-				next++
-				mu.Unlock()
-				if i >= len(files) {
-					return
-				}
-				part, err := baselineA(ctx, files[i:i+1])
-				mu.Lock()
-				if err != nil && first == nil {
-					first, next = err, len(files) // the others stop at their next file
-				}
-				for k, a := range part {
-					t := out[k]
-					t.Count, t.SumScore, t.SumValue = t.Count+a.Count, t.SumScore+a.SumScore, t.SumValue+a.SumValue
-					out[k] = t
-				}
-				mu.Unlock()
-			}
-		})
+	parts := make([]map[int64]agg, len(files))
+	errs := make([]error, len(files))
+	benchfmt.ParallelFor(w, len(files), func(i int) {
+		parts[i], errs[i] = baselineA(ctx, files[i:i+1])
+	})
+	out := map[int64]agg{}
+	for _, part := range parts {
+		for k, a := range part {
+			t := out[k]
+			t.Count, t.SumScore, t.SumValue = t.Count+a.Count, t.SumScore+a.SumScore, t.SumValue+a.SumValue
+			out[k] = t
+		}
 	}
-	wg.Wait()
-	return out, first
+	return out, errors.Join(errs...)
 }
 
 // baselineA is pipeline A in this goroutine: each row group's used

@@ -448,18 +448,18 @@ func parallelBaseline(opts options, n int) (time.Duration, error) {
 	start := time.Now()
 	chunks := make([][]int64, p)
 	samples := make([]sortcheck.SampleResult, p)
-	parallelFor(w, p, func(i int) {
+	benchfmt.ParallelFor(w, p, func(i int) {
 		chunks[i] = sortcheck.Generate(sortcheck.GenArgs{Seed: uint64(i) + 1, N: n/p + boolInt(i < n%p)})
 		samples[i] = sortcheck.Sample(chunks[i], samplesPerChunk)
 	})
 	input, splitters := sortcheck.Splitters(samples, p)
 	buckets := make([][][]int64, p)
-	parallelFor(w, p, func(i int) {
+	benchfmt.ParallelFor(w, p, func(i int) {
 		buckets[i] = partitionChunk(chunks[i], splitters)
 		chunks[i] = nil // let the chunk go, as the partition task does
 	})
 	sums := make([]sortcheck.Summary, p)
-	parallelFor(w, p, func(j int) {
+	benchfmt.ParallelFor(w, p, func(j int) {
 		total := 0
 		for i := range buckets {
 			total += len(buckets[i][j])
@@ -493,28 +493,6 @@ func parallelBaseline(opts options, n int) (time.Duration, error) {
 		return elapsed, fmt.Errorf("parallel baseline: %d values, checksum %x; the input has %d, %x", out.Count, out.Checksum, input.Count, input.Checksum)
 	}
 	return elapsed, nil
-}
-
-// parallelFor runs f(0..n-1) on w goroutines, each taking the next i.
-func parallelFor(w, n int, f func(i int)) {
-	var next sync.Mutex
-	i := 0
-	var wg sync.WaitGroup
-	for range w {
-		wg.Go(func() {
-			for {
-				next.Lock()
-				k := i
-				i++
-				next.Unlock()
-				if k >= n {
-					return
-				}
-				f(k)
-			}
-		})
-	}
-	wg.Wait()
 }
 
 func boolInt(b bool) int {

@@ -115,12 +115,17 @@ start_all=$SECONDS
 	for line in "${build_order[@]}"; do
 		pkg=${line%% *}
 		bin=$(binary "$pkg")
+		start=$SECONDS
 		if nice -n 10 "$GO" test -race -c -ldflags=-w -o "$bin.tmp" "$pkg" >"$bin.log" 2>&1 && [ -e "$bin.tmp" ]; then
 			mv "$bin.tmp" "$bin"
 		fi
+		echo "$((SECONDS - start)) $pkg" >>"$bindir/build-times"
 		touch "$bin.built"
 	done
-	echo "built every test binary after $((SECONDS - start_all)) s" >"$bindir/built"
+	{
+		echo "built every test binary after $((SECONDS - start_all)) s; the longest builds (s):"
+		sort -rn "$bindir/build-times" | head -5 | sed 's/^/  /'
+	} >"$bindir/built"
 ) &
 builder=$!
 

@@ -12,6 +12,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/actors"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
+	"github.com/atoll-runtime/atoll/internal/objectstore"
 	"github.com/atoll-runtime/atoll/sim"
 )
 
@@ -195,6 +196,29 @@ func WithStoreFullTimeout(d time.Duration) Option {
 // that writes never page-fault (as Ray's preallocation): faster puts, at
 // the cost of holding the whole store's memory from the start.
 func WithPrefaultedStore() Option { return func(c *config) { c.node.PrefaultStore = true } }
+
+// HugePages says whether the object store's shared memory is backed by
+// 2 MiB pages, which make scans of large objects faster: HugePagesAuto
+// (the default) where the system allows them for shared memory
+// (/sys/kernel/mm/transparent_hugepage/shmem_enabled set to advise or
+// always), HugePagesOn to require them (Init fails, saying how to allow
+// them, where the system does not), HugePagesOff for 4 KiB pages.
+type HugePages = objectstore.HugePages
+
+// The HugePages settings.
+const (
+	HugePagesAuto = objectstore.HugePagesAuto
+	HugePagesOn   = objectstore.HugePagesOn
+	HugePagesOff  = objectstore.HugePagesOff
+)
+
+// ParseHugePages reads a HugePages setting as its String writes it:
+// "auto", "on" or "off".
+func ParseHugePages(s string) (HugePages, error) { return objectstore.ParseHugePages(s) }
+
+// WithStoreHugePages sets whether the object store uses huge pages
+// (default HugePagesAuto).
+func WithStoreHugePages(h HugePages) Option { return func(c *config) { c.node.StoreHugePages = h } }
 
 // WithInlineThreshold sets the largest value kept inline instead of in
 // the shared object store (default DefaultInlineThreshold; 0 keeps the

@@ -227,7 +227,7 @@ func (n *Node) start(ctx context.Context) error {
 	}
 
 	n.activity = n.newActivity(tp)
-	storeCfg := objectstore.Config{Capacity: cfg.ObjectStoreMemory, CreateTimeout: cfg.StoreFullTimeout, Prefault: cfg.PrefaultStore,
+	storeCfg := objectstore.Config{Capacity: cfg.ObjectStoreMemory, CreateTimeout: cfg.StoreFullTimeout, Prefault: cfg.PrefaultStore, HugePages: cfg.StoreHugePages,
 		SpillFaults: n.spillFaults(), OnIO: n.activity.storeIO}
 	if !cfg.NoSpill {
 		storeCfg.SpillDirs = cfg.SpillDirs

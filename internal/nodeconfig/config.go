@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atoll-runtime/atoll/amm"
+	"github.com/atoll-runtime/atoll/internal/objectstore"
 )
 
 // Config is a node's settings: the one struct every way of starting a
@@ -107,6 +108,12 @@ type Config struct {
 	// that writes never page-fault. Off by default: it holds the store's
 	// whole memory from the start.
 	PrefaultStore bool
+	// StoreHugePages says whether the object store's shared memory is
+	// backed by 2 MiB pages, which make scans of large objects faster.
+	// Default auto: where the system allows them for shared memory
+	// (shmem_enabled set to advise or always); on fails the node's start
+	// where it does not; off keeps 4 KiB pages.
+	StoreHugePages objectstore.HugePages
 	// SpillDirs are the directories objects spill to (round-robin).
 	// Default a "spill" directory in the session directory, removed with
 	// it.

@@ -88,6 +88,8 @@ func BindFlags(fs *pflag.FlagSet, c *Config) *Flags {
 			note: "bytes or a size with a unit, e.g. 2GiB or 500MB; default 30% of RAM"},
 		{field: "StoreFullTimeout", name: "store-full-timeout", value: durationValue(&c.StoreFullTimeout)},
 		{field: "PrefaultStore", name: "prefault-store", value: boolValue(&c.PrefaultStore)},
+		{field: "StoreHugePages", name: "store-huge-pages", value: hugePagesValue(&c.StoreHugePages),
+			note: "auto: where the system allows them for shared memory; on: fail where it does not"},
 		{field: "SpillDirs", name: "spill-dirs", value: dirsValue(&c.SpillDirs), note: "comma-separated"},
 		{field: "NoSpill", name: "no-spill", value: boolValue(&c.NoSpill)},
 		{field: "WorkerBinary", name: "worker-binary", value: executableValue(&c.WorkerBinary, "--worker-binary"),

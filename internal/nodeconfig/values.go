@@ -16,6 +16,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/objectstore"
 )
 
 // value is a pflag.Value that reads a flag's text into a Config field.
@@ -313,6 +314,17 @@ func sizeValue(p *uint64, name string) *value {
 		}
 		*p = uint64(n)
 		return nil
+	}}
+}
+
+// hugePagesValue reads auto, on or off.
+func hugePagesValue(p *objectstore.HugePages) *value {
+	return &value{typ: "auto|on|off", get: p.String, set: func(s string) error {
+		h, err := objectstore.ParseHugePages(s)
+		if err == nil {
+			*p = h
+		}
+		return err
 	}}
 }
 

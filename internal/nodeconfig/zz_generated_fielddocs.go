@@ -51,6 +51,7 @@ var fieldDocs = map[string]string{
 	"SessionDir":              "the directory of the node's spill files (and an embedded single node's NATS data)",
 	"SpillDirs":               "the directories objects spill to (round-robin)",
 	"StoreFullTimeout":        "how long an object's creation waits for space before it fails with ObjectStoreFull",
+	"StoreHugePages":          "says whether the object store's shared memory is backed by 2 MiB pages, which make scans of large objects faster",
 	"TimelineCap":             "how many finished task attempts the raylet keeps for 'atoll timeline' and the dashboard",
 	"TracerProvider":          "receives the GCS's and raylet's spans; default an OTLP exporter when OTEL_EXPORTER_OTLP_* is set (shut down on Stop), else the global provider",
 	"TransferPort":            "the port the node serves its objects to other nodes on",

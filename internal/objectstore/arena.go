@@ -18,6 +18,9 @@ type ArenaOptions struct {
 	// by default: the default arena is 30% of RAM and populating it would
 	// commit all of that memory at start.
 	Prefault bool
+	// HugePages says whether the arena is backed by 2 MiB pages (see
+	// HugePages): by default where the system allows them.
+	HugePages HugePages
 }
 
 // Arena is one shared-memory region: a memfd of a fixed size mapped
@@ -31,6 +34,9 @@ type Arena struct {
 	file *os.File
 	mem  []byte
 	size uint64
+	// huge: the mapping asked for huge pages and the system gives them
+	// to shared memory; Reserve then populates instead of fallocating.
+	huge bool
 	// backed has one bit per chunk of the arena known to be fully backed
 	// by memory (reserved and not released since), so that reserving again
 	// costs no system call.
@@ -48,6 +54,10 @@ func NewArena(name string, size uint64, opts ArenaOptions) (*Arena, error) {
 	if size == 0 {
 		return nil, errors.New("objectstore: arena size must be positive")
 	}
+	huge, err := hugePagesFor(opts.HugePages)
+	if err != nil {
+		return nil, err
+	}
 	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("objectstore: memfd_create %q: %w", name, err)
@@ -57,11 +67,12 @@ func NewArena(name string, size uint64, opts ArenaOptions) (*Arena, error) {
 		_ = f.Close()
 		return nil, fmt.Errorf("objectstore: ftruncate arena to %d bytes: %w", size, err)
 	}
-	a, err := mapArena(f, size)
+	a, err := mapArena(f, size, opts.HugePages != HugePagesOff)
 	if err != nil {
 		_ = f.Close()
 		return nil, err
 	}
+	a.huge = huge
 	if opts.Prefault {
 		a.prefault()
 		a.setBacked(chunks(0, size))
@@ -85,10 +96,13 @@ func OpenArena(f *os.File, size uint64) (*Arena, error) {
 	if fi.Size() < 0 || uint64(fi.Size()) < size {
 		return nil, fmt.Errorf("objectstore: arena file has %d bytes, want at least %d", fi.Size(), size)
 	}
-	return mapArena(f, size)
+	return mapArena(f, size, true)
 }
 
-func mapArena(f *os.File, size uint64) (*Arena, error) {
+// mapArena maps f; huge asks the kernel for huge pages where the
+// administrator allows them for shared memory (elsewhere the request is a
+// no-op), !huge keeps the mapping on 4 KiB pages.
+func mapArena(f *os.File, size uint64, huge bool) (*Arena, error) {
 	if size > uint64(maxInt) {
 		return nil, fmt.Errorf("objectstore: arena size %d too large", size)
 	}
@@ -100,7 +114,11 @@ func mapArena(f *os.File, size uint64) (*Arena, error) {
 	// For shared memory the kernel grants them only where the
 	// administrator allows it (shmem_enabled=advise or always); elsewhere
 	// this is a no-op, so its error is ignored.
-	_ = unix.Madvise(mem, unix.MADV_HUGEPAGE)
+	if huge {
+		_ = unix.Madvise(mem, unix.MADV_HUGEPAGE)
+	} else {
+		_ = unix.Madvise(mem, unix.MADV_NOHUGEPAGE)
+	}
 	chunks := (size + chunkSize - 1) / chunkSize
 	return &Arena{file: f, mem: mem, size: size, backed: make([]atomic.Uint64, (chunks+63)/64)}, nil
 }
@@ -186,6 +204,10 @@ func (a *Arena) Reserve(off, length uint64) error {
 		return nil
 	}
 	start, end := first*chunkSize, min((last+1)*chunkSize, a.size)
+	if a.huge && a.populate(start, end) == nil {
+		a.setBacked(first, last)
+		return nil
+	}
 	if err := fallocate(a.file, 0, start, end-start); err == nil {
 		a.setBacked(first, last)
 		return nil
@@ -196,6 +218,21 @@ func (a *Arena) Reserve(off, length uint64) error {
 	}
 	return nil
 }
+
+// populate backs [start, end) by faulting it in through this mapping
+// (MADV_POPULATE_WRITE): unlike fallocate, which allocates 4 KiB pages
+// whatever the policy (it has no mapping to ask for huge ones), a fault in
+// a mapping that asked for huge pages gets them. It fails on kernels
+// before 5.14 and when memory is short (an error, not a SIGBUS); Reserve
+// then falls back to fallocate.
+func (a *Arena) populate(start, end uint64) error {
+	return unix.Madvise(a.mem[start:end], unix.MADV_POPULATE_WRITE)
+}
+
+// HugePages reports whether the arena's memory is backed by huge pages
+// (its options asked for them, or left them on auto, and the system
+// allows them for shared memory).
+func (a *Arena) HugePages() bool { return a.huge }
 
 // Release returns the memory behind [off, off+length) to the kernel by
 // punching a hole; the range reads as zeros afterwards and is faulted in

@@ -53,6 +53,11 @@ type Config struct {
 	// Capacity bytes of memory at start.
 	Prefault bool
 
+	// HugePages says whether the arena is backed by 2 MiB pages: by
+	// default (HugePagesAuto) where the system allows them for shared
+	// memory. Used by Config.NewArena.
+	HugePages HugePages
+
 	// SpillDirs turns spilling on: sealed objects nobody pins are written
 	// to files in these directories (one file per batch, the directories
 	// used in turn; a directory that fails a write is skipped for that
@@ -167,7 +172,8 @@ func (c Config) validate() error {
 }
 
 // NewArena creates the node's arena as configured: Capacity bytes (30% of
-// physical RAM by default), prefaulted if Prefault is set.
+// physical RAM by default), prefaulted if Prefault is set, on huge pages
+// as HugePages says.
 func (c Config) NewArena(name string) (*Arena, error) {
 	c, err := c.withDefaults(0)
 	if err != nil {
@@ -176,7 +182,7 @@ func (c Config) NewArena(name string) (*Arena, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	return NewArena(name, c.Capacity, ArenaOptions{Prefault: c.Prefault})
+	return NewArena(name, c.Capacity, ArenaOptions{Prefault: c.Prefault, HugePages: c.HugePages})
 }
 
 func physicalMemory() (uint64, error) {

@@ -55,6 +55,7 @@ type options struct {
 	store   benchfmt.Size
 	repeat  int
 	mode    string
+	huge    string
 	json    bool
 }
 
@@ -66,6 +67,7 @@ func main() {
 	flag.Var(&opts.store, "store", "object store memory (default: twice -size)")
 	flag.StringVar(&opts.mode, "mode", "process", "worker mode: process (worker processes) or inprocess (workers in this process)")
 	flag.IntVar(&opts.repeat, "repeat", 3, "rounds of the two baselines and atoll (one cluster), taking turns; medians are reported")
+	flag.StringVar(&opts.huge, "store-huge-pages", "auto", "huge pages for the object store: auto (where the system allows them for shared memory), on (required) or off")
 	flag.BoolVar(&opts.json, "json", false, "print one JSON line per measurement (progress goes to stderr)")
 	flag.Parse()
 	if err := run(context.Background(), opts, os.Stdout, os.Stderr); err != nil {
@@ -82,13 +84,17 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("broadcast: -mode: %w", err)
 	}
+	storeHuge, err := atoll.ParseHugePages(opts.huge)
+	if err != nil {
+		return fmt.Errorf("broadcast: -store-huge-pages: %w", err)
+	}
 	if opts.store == 0 {
 		opts.store = 2 * opts.size
 	}
 	// Init first: in a worker process it serves tasks and never returns,
 	// so nothing below runs there.
 	if err := atoll.Init(ctx, atoll.WithWorkerMode(mode), atoll.WithNumCPUs(float64(opts.workers)),
-		atoll.WithObjectStoreMemory(uint64(opts.store))); err != nil {
+		atoll.WithObjectStoreMemory(uint64(opts.store)), atoll.WithStoreHugePages(storeHuge)); err != nil {
 		return err
 	}
 	defer atoll.Shutdown(ctx)
@@ -114,7 +120,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 			}
 			base, sums, sum := baseline(buf, opts.tasks, opts.workers)
 			if huge {
-				hugeBases, hugeSums, hugeShare = append(hugeBases, base), append(hugeSums, sums), hugePageShare(buf)
+				hugeBases, hugeSums, hugeShare = append(hugeBases, base), append(hugeSums, sums), hugePageShare("AnonHugePages:", len(buf)*8)
 			} else {
 				bases, sumsOnly, want = append(bases, base), append(sumsOnly, sums), sum
 			}
@@ -144,6 +150,9 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The object was written through this process's mapping of the store
+	// (the node runs here): the share of it mapped by huge page entries.
+	storeShare := hugePageShare("ShmemPmdMapped:", int(opts.size))
 	base, wall, put := median(bases), median(walls), median(puts)
 	tasks, sums := wall-put, median(sumsOnly)
 	hugeBase, hugeSum := median(hugeBases), median(hugeSums)
@@ -151,6 +160,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 		"size_bytes": int64(opts.size), "tasks": opts.tasks, "workers": opts.workers, "worker_mode": mode.String(),
 		"object_store_bytes": int64(opts.store), "includes_creation": true, "atoll_version": benchfmt.Version(),
 		"go": runtime.Version(), "cpus": runtime.NumCPU(), "repeat": opts.repeat, "statistic": "median", "baseline_pages": "4KiB",
+		"store_huge_pages": storeHuge.String(), "store_huge_page_share": storeShare,
 	}
 	records := []benchfmt.Record{
 		benchfmt.NewRecord("broadcast", "wall_s", wall.Seconds(), "s", "ideal_parallel_compute_s", base.Seconds(), config).WithVerified(true),
@@ -173,6 +183,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "    tasks  %.2fs = %.3fx the ideal sums %.2fs\n", tasks.Seconds(), tasks.Seconds()/sums.Seconds(), sums.Seconds())
 	fmt.Fprintf(stdout, "  against a slice on huge pages (%.0f%% of it huge): %.3fx the ideal %.2fs; tasks %.3fx the ideal sums %.2fs\n",
 		100*hugeShare, wall.Seconds()/hugeBase.Seconds(), hugeBase.Seconds(), tasks.Seconds()/hugeSum.Seconds(), hugeSum.Seconds())
+	fmt.Fprintf(stdout, "  the store's huge pages: %s, %.0f%% of the object on them\n", storeHuge, 100*storeShare)
 	fmt.Fprintf(stdout, "  peak PSS: %s = %.3fx the object size\n", benchfmt.FormatSize(int64(peak)), float64(peak)/float64(opts.size))
 	return nil
 }
@@ -209,19 +220,22 @@ func newBaselineBuffer(n int, huge bool) ([]float64, error) {
 // hugePageShare is the share of this process's anonymous memory on huge
 // pages (AnonHugePages / Anonymous in /proc/self/smaps_rollup): with the
 // huge baseline's array mapped, how much of it the system gave huge pages.
-func hugePageShare(xs []float64) float64 {
+// hugePageShare is the share of size bytes that this process maps with
+// huge page entries, by field of /proc/self/smaps_rollup (AnonHugePages
+// for anonymous memory, ShmemPmdMapped for shared memory).
+func hugePageShare(field string, size int) float64 {
 	b, err := os.ReadFile("/proc/self/smaps_rollup")
 	if err != nil {
 		return 0
 	}
 	var huge float64
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "AnonHugePages:" {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
 			kb, _ := strconv.ParseFloat(f[1], 64)
 			huge = kb * 1024
 		}
 	}
-	return min(1, huge/float64(len(xs)*8))
+	return min(1, huge/float64(size))
 }
 
 func freeBaselineBuffer(xs []float64) error {

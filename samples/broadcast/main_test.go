@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
+	"github.com/atoll-runtime/atoll/internal/objectstore"
 	"github.com/atoll-runtime/atoll/internal/testmain"
 )
 
@@ -20,7 +21,7 @@ func TestBroadcastReportsVerifiedFiguresAsJSON(t *testing.T) {
 
 func checkBroadcast(t *testing.T, mode string) {
 	var out bytes.Buffer
-	opts := options{size: 8 << 20, tasks: 6, workers: 2, repeat: 1, mode: mode, json: true}
+	opts := options{size: 8 << 20, tasks: 6, workers: 2, repeat: 1, mode: mode, huge: "auto", json: true}
 	if err := run(context.Background(), opts, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,15 @@ func checkBroadcast(t *testing.T, mode string) {
 		t.Errorf("wall_s must be verified and carry a ratio: %v", metrics["wall_s"])
 	}
 	cfg := metrics["wall_s"]["config"].(map[string]any)
-	if cfg["size_bytes"].(float64) != 8<<20 || cfg["worker_mode"] != mode {
+	if cfg["size_bytes"].(float64) != 8<<20 || cfg["worker_mode"] != mode || cfg["store_huge_pages"] != "auto" {
 		t.Errorf("config: %v", cfg)
+	}
+	// Where the system gives shared memory huge pages, the object is on
+	// them (the store backs its range through a mapping that asks).
+	share, _ := cfg["store_huge_page_share"].(float64)
+	if allowed, policy, _ := objectstore.ShmemHugePages(); allowed && share < 0.5 {
+		t.Errorf("shmem_enabled is %q, and %.0f%% of the object is on huge pages", policy, 100*share)
+	} else if share < 0 || share > 1 {
+		t.Errorf("store_huge_page_share %v", share)
 	}
 }

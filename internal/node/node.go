@@ -236,6 +236,10 @@ func (n *Node) start(ctx context.Context) error {
 		}
 	}
 	if n.arena, err = storeCfg.NewArena("atoll-" + n.id.Short()); err != nil {
+		var coded *errs.CodeError
+		if errors.As(err, &coded) {
+			return err // already a user's error, saying what to change
+		}
 		return fmt.Errorf("atoll: object store arena: %w", err)
 	}
 	storeProps, err := objectstore.NewProps(storeCfg, n.arena)

@@ -23,6 +23,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/node"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
+	"github.com/atoll-runtime/atoll/internal/objectstore"
 	"github.com/atoll-runtime/atoll/internal/raylet"
 	"github.com/atoll-runtime/atoll/internal/workerproto"
 )
@@ -81,6 +82,25 @@ func TestConfigErrors(t *testing.T) {
 		if !errors.Is(err, errs.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want ErrInvalidArgument with %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestHugePagesRefused: a node asked to put its store on huge pages where
+// the system does not allow them for shared memory fails to start with
+// ErrUnavailable, saying it once ("atoll: huge pages ...", not wrapped in
+// a second prefix) and what to change.
+func TestHugePagesRefused(t *testing.T) {
+	if allowed, policy, err := objectstore.ShmemHugePages(); err == nil && allowed {
+		t.Skipf("this system allows huge pages for shared memory (%s)", policy)
+	}
+	cfg := nodeconfig.Config{NumCPUs: nodeconfig.NoCPUs, ObjectStoreMemory: 16 << 20, StoreHugePages: objectstore.HugePagesOn}
+	n, err := node.Start(context.Background(), cfg)
+	if n != nil {
+		_ = n.Stop(context.Background())
+	}
+	if !errors.Is(err, errs.ErrUnavailable) || !strings.HasPrefix(err.Error(), "atoll: huge pages were asked for") ||
+		strings.Count(err.Error(), "atoll:") != 1 {
+		t.Fatalf("start with huge pages on, refused by the system: %v; want ErrUnavailable, one \"atoll: huge pages were asked for\"", err)
 	}
 }
 

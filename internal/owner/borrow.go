@@ -146,8 +146,7 @@ func (t *Table) Lend(borrowed []*atollpb.ReturnObject, lender ids.WorkerID, owne
 			lent = append(lent, id)
 			continue
 		}
-		o := &object{refs: 1, done: make(chan struct{}), value: b.Value, borrowed: true, ownerNode: ownerNode}
-		close(o.done)
+		o := &object{refs: 1, value: b.Value, borrowed: true, ownerNode: ownerNode}
 		t.objects[id] = o
 		t.setLender(o, lender)
 		fresh = append(fresh, o)
@@ -262,8 +261,7 @@ func (t *Table) adopt(transferred []*atollpb.ReturnObject) []ids.ObjectID {
 		if err != nil || r.GetValue() == nil || t.objects[id] != nil {
 			continue
 		}
-		o := &object{done: make(chan struct{}), value: r.Value}
-		close(o.done)
+		o := &object{value: r.Value}
 		t.objects[id] = o
 		t.created++
 		fresh = append(fresh, id)

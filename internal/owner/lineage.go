@@ -109,16 +109,23 @@ func (t *Table) evictLineage() {
 			t.lineageEvicted++
 		}
 	}
-	// Compact the order once it is mostly forgotten entries.
-	if len(t.lineageOrder) > 64 && len(t.lineageOrder) > 2*len(t.lineage) {
-		live := t.lineageOrder[:0]
-		for _, id := range t.lineageOrder {
-			if t.lineage[id] != nil {
-				live = append(live, id)
-			}
-		}
-		t.lineageOrder = live
+	t.compactLineageOrder()
+}
+
+// compactLineageOrder drops forgotten entries from the order once they
+// are most of it, into a slice sized for the rest (the old one may have
+// held a million ids).
+func (t *Table) compactLineageOrder() {
+	if len(t.lineageOrder) <= 64 || len(t.lineageOrder) <= 2*len(t.lineage) {
+		return
 	}
+	live := make([]ids.TaskID, 0, len(t.lineage))
+	for _, id := range t.lineageOrder {
+		if t.lineage[id] != nil {
+			live = append(live, id)
+		}
+	}
+	t.lineageOrder = live
 }
 
 func (t *Table) lineageBudget() int {
@@ -231,7 +238,7 @@ func (t *Table) rerun(id ids.ObjectID, o *object, cause string) *atollpb.ErrorIn
 		if !t.closed {
 			t.emit(Revive{Objects: []ids.ObjectID{dep}})
 		}
-		d.refs, d.value, d.done = 0, nil, make(chan struct{})
+		d.refs, d.value = 0, nil
 		t.objects[dep] = d
 		if err := t.rerun(dep, d, "needed to rebuild "+id.String()); err != nil {
 			delete(t.objects, dep)
@@ -250,7 +257,7 @@ func (t *Table) rerun(id ids.ObjectID, o *object, cause string) *atollpb.ErrorIn
 	t.seqNext++
 	for _, rid := range e.returns {
 		if r := t.objects[rid]; r != nil && r.ready() {
-			r.value, r.done = nil, make(chan struct{})
+			r.value = nil
 		}
 	}
 	t.tasks[tk.id] = tk

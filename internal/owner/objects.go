@@ -16,7 +16,10 @@ type object struct {
 	value    *atollpb.Value
 	producer *atollpb.TraceContext
 	refs     int
-	done     chan struct{} // closed when value is set
+	// done is closed when value is set; made on the first Lookup of a
+	// pending object (a task's return nobody waits on before it is ready
+	// never has one).
+	done     chan struct{}
 	watchers []*Waiter
 	// waiting are the tasks whose arguments include this object, until it
 	// has a value.
@@ -49,7 +52,7 @@ func (o *object) ready() bool { return o.value != nil }
 // value may be nil: pending until Resolve (the shell resolves objects it
 // writes itself; task returns are resolved by Result).
 func (t *Table) Put(id ids.ObjectID, value *atollpb.Value, producer *atollpb.TraceContext, contained []ids.ObjectID) {
-	o := &object{refs: 1, done: make(chan struct{}), producer: producer}
+	o := &object{refs: 1, producer: producer}
 	t.objects[id] = o
 	t.created++
 	if value != nil {
@@ -151,7 +154,10 @@ func (t *Table) setValue(o *object, value *atollpb.Value, producer *atollpb.Trac
 	// The encoder of the value took one reference per contained ref; this
 	// object holds them now.
 	o.contained = append(o.contained, contained...)
-	close(o.done)
+	if o.done != nil {
+		close(o.done)
+		o.done = nil
+	}
 	for _, w := range o.watchers {
 		if !w.done {
 			t.emit(Notify{C: w.C})
@@ -172,8 +178,21 @@ func (t *Table) Lookup(id ids.ObjectID) (value *atollpb.Value, producer *atollpb
 	if o == nil {
 		return nil, nil, nil, false
 	}
+	if o.ready() {
+		return o.value, o.producer, closedChan, true
+	}
+	if o.done == nil {
+		o.done = make(chan struct{})
+	}
 	return o.value, o.producer, o.done, true
 }
+
+// closedChan is the done channel of every object that has its value.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // Waiter is a goroutine waiting for some of many objects (Wait): every
 // object it watches that gets a value sends a Notify on C, until Unwatch.

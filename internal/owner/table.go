@@ -2,6 +2,7 @@ package owner
 
 import (
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/compact"
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
@@ -66,6 +67,9 @@ type Table struct {
 	// oldest forgotten first (borrowreport.go). It holds no references.
 	early      map[borrowerKey]*earlyReport
 	earlyOrder []borrowerKey
+
+	// marks are the high-water marks of the tables Compact copies.
+	marks struct{ objects, tasks, lineage, released compact.Mark }
 }
 
 // New returns an empty Table.
@@ -88,6 +92,18 @@ func (t *Table) TakeEffects() []Effect {
 func (t *Table) HasEffects() bool { return len(t.effects) > 0 }
 
 func (t *Table) emit(e Effect) { t.effects = append(t.effects, e) }
+
+// Compact gives back the memory of tables that emptied out: a map that
+// held a million tasks keeps their buckets after they finish unless it is
+// copied (package compact). The shell calls it after each step, where
+// nothing ranges over the tables.
+func (t *Table) Compact() {
+	t.objects = compact.Map(t.objects, &t.marks.objects)
+	t.tasks = compact.Map(t.tasks, &t.marks.tasks)
+	t.lineage = compact.Map(t.lineage, &t.marks.lineage)
+	t.released = compact.Map(t.released, &t.marks.released)
+	t.compactLineageOrder()
+}
 
 // Stats are the Table's sizes and lifetime counts.
 type Stats struct {

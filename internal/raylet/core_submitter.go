@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/compact"
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
@@ -27,8 +28,9 @@ type SubmitCore struct {
 	cfg     SubmitConfig
 	classes map[string]*submitClass
 	// byID holds every task the core holds (queued or in flight), by id.
-	byID   map[ids.TaskID]*DirectTask
-	leases map[uint64]*heldLease
+	byID     map[ids.TaskID]*DirectTask
+	byIDMark compact.Mark
+	leases   map[uint64]*heldLease
 	// requests numbers the lease requests; seq the tasks in arrival
 	// order (a task taken back returns to its place).
 	requests, seq uint64
@@ -225,6 +227,11 @@ func (c *SubmitCore) Effects() []SubmitEffect {
 	c.effects = nil
 	return out
 }
+
+// Compact gives back the memory of a table of tasks that emptied out
+// (package compact). The shell calls it after each event, where nothing
+// ranges over the table.
+func (c *SubmitCore) Compact() { c.byID = compact.Map(c.byID, &c.byIDMark) }
 
 // HasEffects reports whether events left effects to take.
 func (c *SubmitCore) HasEffects() bool { return len(c.effects) > 0 }

@@ -88,8 +88,7 @@ func (s *Submitter) Submit(spec *atollpb.TaskSpec) bool {
 	if err != nil {
 		return false
 	}
-	t := &DirectTask{Spec: spec, ID: id}
-	t.Attach = &Assignment{spec: spec, task: id, direct: s, dtask: t}
+	t := &DirectTask{Spec: spec, ID: id} // its Assignment is made when it is pushed
 	s.step(true, func(c *SubmitCore) {
 		t.Key = s.keyOf(spec)
 		c.Submit(time.Now(), t)
@@ -152,6 +151,7 @@ func (s *Submitter) Stats() SubmitStats {
 func (s *Submitter) step(wait bool, f func(*SubmitCore)) {
 	s.mu.Lock()
 	f(s.core)
+	s.core.Compact()
 	if s.core.HasEffects() {
 		s.outbox.Add(s.core.Effects()...)
 	}
@@ -209,7 +209,13 @@ func (s *Submitter) push(e PushDirect, wait bool) {
 	now := time.Now()
 	as := make([]*Assignment, len(e.Tasks))
 	for i, t := range e.Tasks {
-		a := t.Attach.(*Assignment)
+		// Effects are applied by one drainer at a time, in order: the
+		// push that makes a task's Assignment comes before its recall.
+		a, _ := t.Attach.(*Assignment)
+		if a == nil {
+			a = &Assignment{spec: t.Spec, task: t.ID, direct: s, dtask: t}
+			t.Attach = a
+		}
 		a.worker, a.lease, a.started = e.Worker, e.Lease, now
 		as[i] = a
 		if t.Spec.Trace != nil {

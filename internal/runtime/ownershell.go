@@ -50,6 +50,7 @@ func (s *ownerShell) do(f func(*owner.Table)) {
 // drainLocked queues the Table's new effects and, unless another
 // goroutine is draining, applies the queue outside mu. It releases mu.
 func (s *ownerShell) drainLocked() {
+	s.table.Compact()
 	if s.table.HasEffects() {
 		eff := s.table.TakeEffects()
 		// Under mu: a Get woken by this step reads its value under mu
@@ -169,31 +170,31 @@ type taskAttach struct {
 	release func()
 
 	mu       sync.Mutex
-	stop     func() bool
+	watch    *contextWatch
 	finished bool
 }
 
-// setStop records the context watch; if the task finished already it is
-// stopped at once.
-func (a *taskAttach) setStop(stop func() bool) {
+// setWatch records the context watch; if the task finished already it is
+// forgotten at once.
+func (a *taskAttach) setWatch(w *contextWatch) {
 	a.mu.Lock()
 	done := a.finished
 	if !done {
-		a.stop = stop
+		a.watch = w
 	}
 	a.mu.Unlock()
 	if done {
-		stop()
+		w.forget(a.task)
 	}
 }
 
 func (a *taskAttach) finish() {
 	a.mu.Lock()
-	stop, release := a.stop, a.release
-	a.finished, a.stop, a.release = true, nil, nil
+	w, release := a.watch, a.release
+	a.finished, a.watch, a.release = true, nil, nil
 	a.mu.Unlock()
-	if stop != nil {
-		stop()
+	if w != nil {
+		w.forget(a.task)
 	}
 	if release != nil {
 		release()

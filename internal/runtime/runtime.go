@@ -75,6 +75,9 @@ type Runtime struct {
 
 	// owner is this process's ownership state: objects, tasks, actors.
 	owner *ownerShell
+	// watches cancel tasks when the contexts they were submitted under
+	// are done (ctxwatch.go).
+	watches contextWatches
 	// collected holds refs dropped by the garbage collector until the
 	// owner actor applies them.
 	collected collected
@@ -104,6 +107,14 @@ type Runtime struct {
 	binaryOnce   sync.Once
 	binarySum    []byte
 	hashBinary   func() []byte
+
+	// specIDs are the ids every task spec this process submits carries,
+	// encoded once and shared by the specs (never written).
+	specIDsOnce sync.Once
+	specIDs     struct {
+		job, owner []byte
+		address    string
+	}
 }
 
 // role is what a driver and a worker do differently. Driver and Worker
@@ -177,6 +188,15 @@ func (rt *Runtime) inline(n int) bool {
 }
 
 // binary returns the worker binary and its hash for a task spec.
+// ownIDs returns the job id, owner id and owner address a task spec this
+// process submits carries, encoded on first use.
+func (rt *Runtime) ownIDs() (job, owner []byte, address string) {
+	rt.specIDsOnce.Do(func() {
+		rt.specIDs.job, rt.specIDs.owner, rt.specIDs.address = rt.jobID.Bytes(), rt.workerID.Bytes(), rt.nodeID.String()
+	})
+	return rt.specIDs.job, rt.specIDs.owner, rt.specIDs.address
+}
+
 func (rt *Runtime) binary() (string, []byte) {
 	rt.binaryOnce.Do(func() {
 		if rt.hashBinary != nil {

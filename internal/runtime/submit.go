@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -30,10 +29,8 @@ type ArgSource struct {
 func (rt *Runtime) Submit(ctx context.Context, spec *atollpb.TaskSpec, args []ArgSource, release func(), as *Actor) []*Ref {
 	task := rt.newTaskID()
 	spec.TaskId = task.Bytes()
-	spec.JobId = rt.jobID.Bytes()
-	spec.OwnerId = rt.workerID.Bytes()
+	spec.JobId, spec.OwnerId, spec.OwnerAddress = rt.ownIDs()
 	spec.WorkerBinary, spec.WorkerBinarySha256 = rt.binary()
-	spec.OwnerAddress = rt.nodeID.String()
 	if spec.Name == "" {
 		spec.Name = spec.Function
 	}
@@ -75,11 +72,7 @@ func (rt *Runtime) Submit(ctx context.Context, spec *atollpb.TaskSpec, args []Ar
 	if ctx.Done() != nil && err == nil {
 		// Cancelling ctx cancels the task (recursively), unless ctx is
 		// the context of a task cancelled alone (Cancel with NonRecursive).
-		att.setStop(rt.afterFunc(ctx, func() {
-			if !errors.Is(context.Cause(ctx), errs.ErrCancelNonRecursive) {
-				rt.cancelTask(task, false)
-			}
-		}))
+		att.setWatch(rt.watchContext(ctx, task))
 	}
 	return handles
 }

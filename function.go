@@ -93,7 +93,7 @@ func call(ctx context.Context, name string, numReturns int, bound, opts []TaskOp
 	if cc.resources != nil {
 		spec.Resources = cc.resources.toMap()
 	} else {
-		spec.Resources = map[string]float64{"CPU": 1}
+		spec.Resources = oneCPU
 	}
 	if err := cc.checkGroup(spec.Resources); err != nil {
 		return runtime.FailedRefs(numReturns, err)

@@ -127,7 +127,7 @@ func callGenerator[R any](ctx context.Context, name string, bound, opts []TaskOp
 	if cc.resources != nil {
 		spec.Resources = cc.resources.toMap()
 	} else {
-		spec.Resources = map[string]float64{"CPU": 1}
+		spec.Resources = oneCPU
 	}
 	if err := cc.checkGroup(spec.Resources); err != nil {
 		return &ObjectRefGenerator[R]{s: runtime.FailedStream(err)}

@@ -26,6 +26,11 @@ type Resources struct {
 	Custom map[string]float64
 }
 
+// oneCPU is the resources of a task that asks for none: one map shared
+// by every such spec, which nothing writes (the schedulers copy what they
+// subtract from).
+var oneCPU = map[string]float64{"CPU": 1}
+
 func (r Resources) toMap() map[string]float64 {
 	m := map[string]float64{}
 	if r.CPU != 0 {

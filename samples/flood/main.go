@@ -1,0 +1,342 @@
+// Command flood submits a large number of no-op tasks at once from one
+// driver (a million by default: Ray's single-node envelope of queued
+// tasks), gathers their results, drops every ref, and reports what that
+// cost: the submit rate, the wall time, the driver's peak memory and what
+// it keeps after the drop.
+//
+//	go run ./samples/flood -json
+//	go run ./samples/flood -tasks 100000 -json
+//
+// The driver is the embedded node's process (it also hosts the raylet,
+// the object store's index and the control store); the tasks run in
+// worker processes. Memory is the driver's resident set (VmRSS, its peak
+// VmHWM from /proc/self/status) and its Go heap, and the peak PSS summed
+// over the driver and its worker processes. "Idle" is the driver after a
+// warm-up of 1,000 tasks, before the flood; "after the drop" is once the
+// owner table holds none of the flood's tasks and objects, after a
+// garbage collection that returns freed memory to the system.
+//
+// The baseline, in the same run and before it, is the same number of
+// no-op functions run by one goroutine per CPU pulling from a channel,
+// their results written to a slice: what a Go program gets without atoll.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/internal/benchfmt"
+	"github.com/atoll-runtime/atoll/internal/pss"
+)
+
+var noop = atoll.NewFunc1("flood.noop", func(_ context.Context, i int) (int, error) { return i, nil })
+
+type options struct {
+	tasks   int
+	cpus    int
+	store   uint64
+	json    bool
+	timeout time.Duration
+	// memProfile, when set, is where heap profiles go: .submitted once
+	// every task is submitted, .gathered once every result is gathered,
+	// .dropped after the drop.
+	memProfile string
+}
+
+func main() {
+	ctx := context.Background()
+	if atoll.IsWorker() {
+		if err := atoll.Init(ctx); err != nil {
+			log.Fatal(err)
+		}
+	}
+	var o options
+	flag.IntVar(&o.tasks, "tasks", 1_000_000, "tasks submitted at once")
+	flag.IntVar(&o.cpus, "cpus", 2, "CPUs of the embedded node (and goroutines of the baseline)")
+	store := flag.String("store", "256MiB", "object store memory")
+	flag.BoolVar(&o.json, "json", false, "print one JSON line per figure")
+	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long")
+	flag.StringVar(&o.memProfile, "memprofile", "", "write the driver's heap profiles to `PATH`.submitted (every task submitted), PATH.gathered (every result gathered) and PATH.dropped (after the drop)")
+	flag.Parse()
+	n, err := benchfmt.ParseSize(*store)
+	if err != nil {
+		log.Fatalf("flood: -store: %v", err)
+	}
+	o.store = uint64(n)
+	if err := run(ctx, o, os.Stdout, os.Stderr); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// memory is the driver's memory at one moment.
+type memory struct {
+	rss, hwm uint64 // VmRSS and VmHWM
+	heap     uint64 // Go heap in use (HeapInuse)
+}
+
+func readMemory() (memory, error) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return memory{}, err
+	}
+	defer f.Close()
+	var m memory
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok || (k != "VmRSS" && k != "VmHWM") {
+			continue
+		}
+		kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		if err != nil {
+			return memory{}, fmt.Errorf("flood: /proc/self/status %s: %w", k, err)
+		}
+		if k == "VmRSS" {
+			m.rss = kb << 10
+		} else {
+			m.hwm = kb << 10
+		}
+	}
+	if m.rss == 0 {
+		return memory{}, errors.New("flood: no VmRSS in /proc/self/status")
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	m.heap = ms.HeapInuse
+	return m, sc.Err()
+}
+
+// resetPeak starts VmHWM again from the current RSS (proc(5), clear_refs).
+func resetPeak() error {
+	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// settle collects garbage and returns freed memory to the system.
+func settle() { runtime.GC(); debug.FreeOSMemory() }
+
+// result is one way of running the tasks.
+type result struct {
+	submit, wall time.Duration
+	peak         uint64 // VmHWM during the run less RSS before it
+	peakPss      uint64
+}
+
+func run(ctx context.Context, o options, out, progress io.Writer) error {
+	if o.tasks < 1 || o.cpus < 1 {
+		return fmt.Errorf("flood: -tasks and -cpus must be at least 1 (%d, %d)", o.tasks, o.cpus)
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+
+	base, err := baseline(o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(progress, "flood: baseline: %d no-ops on %d goroutines in %v, peak +%s\n", o.tasks, o.cpus, base.wall, benchfmt.HumanSize(base.peak))
+
+	if err := atoll.Init(ctx, atoll.WithNumCPUs(float64(o.cpus)), atoll.WithObjectStoreMemory(o.store)); err != nil {
+		return err
+	}
+	defer func() { _ = atoll.Shutdown(context.Background()) }()
+	warm := make([]atoll.ObjectRef[int], 1000)
+	for i := range warm {
+		warm[i] = noop.Remote(ctx, atoll.Value(i))
+	}
+	if _, err := atoll.GetAll(ctx, warm); err != nil {
+		return err
+	}
+	warm = nil
+	if err := drained(ctx); err != nil {
+		return err
+	}
+	settle()
+	idle, err := readMemory()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(progress, "flood: idle driver: RSS %s, heap %s\n", benchfmt.HumanSize(idle.rss), benchfmt.HumanSize(idle.heap))
+
+	sampler := pss.NewSampler(100*time.Millisecond, func() []int {
+		pids, _ := pss.Tree(os.Getpid())
+		return pids
+	})
+	if err := resetPeak(); err != nil {
+		return err
+	}
+	before, err := readMemory()
+	if err != nil {
+		return err
+	}
+	sampler.Start()
+	var got result
+	t0 := time.Now()
+	refs := make([]atoll.ObjectRef[int], o.tasks)
+	for i := range refs {
+		refs[i] = noop.Remote(ctx, atoll.Value(i))
+		if (i+1)%100_000 == 0 {
+			fmt.Fprintf(progress, "flood: submitted %d in %v\n", i+1, time.Since(t0).Round(time.Millisecond))
+		}
+	}
+	got.submit = time.Since(t0)
+	if err := heapProfile(o.memProfile, "submitted"); err != nil {
+		return err
+	}
+	vals, err := atoll.GetAll(ctx, refs)
+	if err != nil {
+		return err
+	}
+	got.wall = time.Since(t0)
+	got.peakPss = sampler.Stop()
+	if err := heapProfile(o.memProfile, "gathered"); err != nil {
+		return err
+	}
+	for i, v := range vals {
+		if v != i {
+			return fmt.Errorf("flood: task %d returned %d", i, v)
+		}
+	}
+	peak, err := readMemory()
+	if err != nil {
+		return err
+	}
+	got.peak = peak.hwm - min(before.rss, peak.hwm)
+	fmt.Fprintf(progress, "flood: %d tasks submitted in %v, gathered in %v; driver peak RSS %s\n", o.tasks, got.submit, got.wall, benchfmt.HumanSize(peak.hwm))
+
+	refs, vals = nil, nil
+	t1 := time.Now()
+	if err := drained(ctx); err != nil {
+		return err
+	}
+	dropped := time.Since(t1)
+	settle()
+	if err := heapProfile(o.memProfile, "dropped"); err != nil {
+		return err
+	}
+	after, err := readMemory()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(progress, "flood: after the drop (%v): RSS %s, heap %s\n", dropped.Round(time.Millisecond), benchfmt.HumanSize(after.rss), benchfmt.HumanSize(after.heap))
+
+	cfg := map[string]any{"tasks": o.tasks, "cpus": o.cpus, "object_store_memory": o.store, "worker_mode": "process",
+		"atoll_version": benchfmt.Version()}
+	perTask := func(b uint64) float64 { return float64(b) / float64(o.tasks) }
+	recs := []benchfmt.Record{
+		benchfmt.NewRecord("flood", "submit_per_s", float64(o.tasks)/got.submit.Seconds(), "1/s", "goroutine_pool_submit_per_s", float64(o.tasks)/base.submit.Seconds(), cfg),
+		benchfmt.NewRecord("flood", "wall_s", got.wall.Seconds(), "s", "goroutine_pool_wall_s", base.wall.Seconds(), cfg).WithVerified(true), // every result checked
+		benchfmt.NewRecord("flood", "driver_peak_rss_bytes", float64(peak.hwm), "bytes", "driver_idle_rss_bytes", float64(idle.rss), cfg),
+		benchfmt.NewRecord("flood", "driver_peak_bytes_per_task", perTask(got.peak), "bytes", "goroutine_pool_peak_bytes_per_task", perTask(base.peak), cfg),
+		benchfmt.NewRecord("flood", "peak_pss_bytes", float64(got.peakPss), "bytes", "goroutine_pool_peak_pss_bytes", float64(base.peakPss), cfg),
+		benchfmt.NewRecord("flood", "driver_rss_after_drop_bytes", float64(after.rss), "bytes", "driver_idle_rss_bytes", float64(idle.rss), cfg),
+		benchfmt.NewRecord("flood", "driver_heap_after_drop_bytes", float64(after.heap), "bytes", "driver_idle_heap_bytes", float64(idle.heap), cfg),
+	}
+	if o.json {
+		return benchfmt.WriteAll(out, recs)
+	}
+	for _, r := range recs {
+		fmt.Fprintf(out, "%-30s %14.1f %-5s baseline %14.1f  ratio %.3f\n", r.Metric, r.Value, r.Unit, r.BaselineValue, r.Ratio)
+	}
+	return nil
+}
+
+// heapProfile writes the heap profile to path.suffix, after a garbage
+// collection (nothing when path is empty).
+func heapProfile(path, suffix string) error {
+	if path == "" {
+		return nil
+	}
+	runtime.GC()
+	f, err := os.Create(path + "." + suffix)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// drained waits until this driver owns none of the flood's objects and no
+// task of it is pending, collecting garbage so dropped refs are released.
+func drained(ctx context.Context) error {
+	for {
+		runtime.GC()
+		m, err := atolltest.Memory(ctx)
+		if err != nil {
+			return err
+		}
+		if m.OwnedObjects == 0 && m.PendingTasks == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("flood: the driver still owns %d objects and %d pending tasks: %w", m.OwnedObjects, m.PendingTasks, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// baseline runs o.tasks no-op functions on o.cpus goroutines fed by a
+// channel, results in a slice, and measures it the same way.
+func baseline(o options) (result, error) {
+	settle()
+	if err := resetPeak(); err != nil {
+		return result{}, err
+	}
+	before, err := readMemory()
+	if err != nil {
+		return result{}, err
+	}
+	sampler := pss.NewSampler(100*time.Millisecond, func() []int { return []int{os.Getpid()} })
+	sampler.Start()
+	f := func(i int) int { return i }
+	var r result
+	t0 := time.Now()
+	work := make(chan int, o.tasks)
+	results := make([]int, o.tasks)
+	var wg sync.WaitGroup
+	for range o.cpus {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				results[i] = f(i)
+			}
+		}()
+	}
+	for i := 0; i < o.tasks; i++ {
+		work <- i
+	}
+	close(work)
+	r.submit = time.Since(t0)
+	wg.Wait()
+	r.wall = time.Since(t0)
+	r.peakPss = sampler.Stop()
+	for i, v := range results {
+		if v != i {
+			return result{}, fmt.Errorf("flood: baseline task %d returned %d", i, v)
+		}
+	}
+	peak, err := readMemory()
+	if err != nil {
+		return result{}, err
+	}
+	r.peak = peak.hwm - min(before.rss, peak.hwm)
+	return r, nil
+}

@@ -60,7 +60,7 @@ func arg[A any](args []registry.Arg, i int) (A, error) {
 	// running the task (its decode scope).
 	rt, _ := args[i].Scope.(*runtime.Runtime)
 	var a A
-	err := runtime.DecodeIn(rt, args[i].Data, func() (err error) {
+	err := runtime.DecodeIn(rt, args[i].Codec, args[i].Data, func() (err error) {
 		a, err = codec.Decode[A](args[i].Codec, args[i].Data)
 		return err
 	})

@@ -228,7 +228,7 @@ func decodeCopy[T any](rt *runtime.Runtime, c atollpb.Codec, data []byte) (T, er
 		data = bytes.Clone(data)
 	}
 	var v T
-	err := runtime.DecodeIn(rt, data, func() (err error) {
+	err := runtime.DecodeIn(rt, c, data, func() (err error) {
 		v, err = codec.Decode[T](c, data)
 		return err
 	})

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/codec"
 	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
@@ -14,7 +16,7 @@ import (
 // itself with a runtime: it takes a reference in that runtime's owner
 // table, or makes a handle there. encoding/gob gives GobDecode no
 // context, so the runtime that decodes a value names itself with a
-// decode scope: DecodeIn(rt, data, decode) runs decode with rt as the
+// decode scope: DecodeIn(rt, codec, data, decode) runs decode with rt as the
 // process's scope, and GobDecode registers with the scope's runtime
 // (decodeRuntime), else with the process's current one.
 //
@@ -26,8 +28,9 @@ import (
 // given, and costs nothing. With in-process workers the driver's process
 // has several (the driver's and one per worker, see inprocess.go):
 // DecodeIn then holds a process-wide lock while it decodes a value that
-// may hold a ref or a handle (its bytes hold refMarker or
-// ActorHandleMarker), so such decodings are serialised across the
+// may hold a ref or a handle (a gob or protobuf value whose bytes hold
+// refMarker or ActorHandleMarker; a raw numeric or byte slice never does
+// and is not scanned), so such decodings are serialised across the
 // process's runtimes; values without either decode without it, in
 // parallel. The SDK decodes under the right scope everywhere it decodes
 // (task and method arguments, Get, a generator's items); a value that
@@ -49,10 +52,12 @@ var scope struct {
 // value that may hold one is found by its bytes.
 var ActorHandleMarker = []byte("\x00atoll-actorhandle\x00")
 
-// DecodeIn runs decode, which decodes data, with rt as the decode scope:
-// the refs and actor handles the value holds register with rt.
-func DecodeIn(rt *Runtime, data []byte, decode func() error) error {
-	if rt == nil || (scope.shared.Load() == 0 && rt.sim == nil) || !mayHoldHandles(data) {
+// DecodeIn runs decode, which decodes data (encoded with c), with rt as
+// the decode scope: the refs and actor handles the value holds register
+// with rt. A raw numeric or byte encoding holds none and is not scanned
+// for them (a 1 GiB []float64 argument would be, on every task).
+func DecodeIn(rt *Runtime, c atollpb.Codec, data []byte, decode func() error) error {
+	if rt == nil || (scope.shared.Load() == 0 && rt.sim == nil) || codec.ElemSize(c) != 0 || !mayHoldHandles(data) {
 		return decode()
 	}
 	scope.mu.Lock()

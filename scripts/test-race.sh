@@ -62,7 +62,7 @@ quiet='^github\.com/atoll-runtime/atoll/(sim|amm|faultplan|data/expr|internal/(c
 # The side lane's (see above): every other package that starts no
 # cluster. A package whose tests time a failure detector, start node
 # processes or time out a process's start stays in the main lane.
-side='^github\.com/atoll-runtime/atoll/(data|graph|graph/array|graph/internal/graphbench|util|node|samples/(dataset|sort|arrays|broadcast|flood|quickstart|shmfloor)|internal/(objectstore|objectstore/spill|microbench|workerproto|workerconn|actors|jobs|natsembed|runtime|doccheck|pss|lockfile|clusterclient|telemetry|testutil|preauth|nodemetrics))$'
+side='^github\.com/atoll-runtime/atoll/(data|graph|graph/array|graph/internal/graphbench|util|node|samples/(dataset|sort|arrays|broadcast|flood|quickstart|shmfloor)|internal/(objectstore|objectstore/spill|shmfloor|microbench|workerproto|workerconn|actors|jobs|natsembed|runtime|doccheck|pss|lockfile|clusterclient|telemetry|testutil|preauth|nodemetrics))$'
 
 bindir=$(mktemp -d "${TMPDIR:-/tmp}/atoll-test-bin.XXXXXX")
 builder= quiet_pid= side_pid=

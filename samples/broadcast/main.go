@@ -33,6 +33,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/pss"
+	"github.com/atoll-runtime/atoll/internal/shmfloor"
 )
 
 // sumTask is the work each task does: the same gonum summation the
@@ -40,13 +41,6 @@ import (
 var sumTask = atoll.NewFunc1("broadcast.sum", func(_ context.Context, xs []float64) (float64, error) {
 	return floats.Sum(xs), nil
 })
-
-// fill writes the benchmark's deterministic values.
-func fill(xs []float64) {
-	for i := range xs {
-		xs[i] = float64(i & 1023)
-	}
-}
 
 type options struct {
 	size    benchfmt.Size
@@ -60,6 +54,9 @@ type options struct {
 }
 
 func main() {
+	if shmfloor.IsChild() { // a worker of the memfd floor (process mode)
+		shmfloor.RunChild()
+	}
 	opts := options{size: benchfmt.Size(1 << 30), tasks: 100, workers: runtime.NumCPU()}
 	flag.Var(&opts.size, "size", "size of the broadcast array (e.g. 256MiB, 1GiB)")
 	flag.IntVar(&opts.tasks, "tasks", opts.tasks, "number of tasks that each sum the whole array")
@@ -101,8 +98,20 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	progress := func(format string, args ...any) { fmt.Fprintf(stderr, "broadcast: "+format+"\n", args...) }
 
 	var bases, sumsOnly, hugeBases, hugeSums, walls, puts []time.Duration
+	var floors []shmfloor.Timing
 	var want, hugeShare float64
 	var peak uint64
+	// In process mode the floor is the same sums by worker processes over
+	// a memfd, the store's kind of memory, with no atoll: each maps it
+	// afresh and makes its share of the sums.
+	perWorker := (opts.tasks + opts.workers - 1) / opts.workers
+	var memfd *shmfloor.Memfd
+	if mode == atoll.ProcessWorkers {
+		if memfd, err = shmfloor.NewMemfd(n); err != nil {
+			return err
+		}
+		defer memfd.Close()
+	}
 	// The runs take turns, so that a drift in the machine's memory
 	// bandwidth (a shared VM's) lands on every side alike: in each round a
 	// slice on 4 KiB pages (as the store's shared memory is), a slice on
@@ -127,6 +136,14 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 			if err := freeBaselineBuffer(buf); err != nil { // before measuring atoll's memory
 				return err
 			}
+		}
+		if memfd != nil {
+			progress("round %d/%d: floor, %d worker processes each summing a memfd %d times", i+1, opts.repeat, opts.workers, perWorker)
+			t, err := memfd.Procs(opts.workers, perWorker-1, false)
+			if err != nil {
+				return fmt.Errorf("broadcast: memfd floor: %w", err)
+			}
+			floors = append(floors, t)
 		}
 		progress("round %d/%d: atoll, put once, %d tasks on %d %s workers", i+1, opts.repeat, opts.tasks, opts.workers, mode)
 		wall, put, err := broadcast(ctx, opts, n, want)
@@ -174,6 +191,23 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	records = append(records,
 		benchfmt.NewRecord("broadcast", "wall_s_hugepage_baseline", wall.Seconds(), "s", "ideal_parallel_compute_s", hugeBase.Seconds(), hugeConfig).WithVerified(true),
 		benchfmt.NewRecord("broadcast", "tasks_s_hugepage_baseline", tasks.Seconds(), "s", "ideal_parallel_sums_s", hugeSum.Seconds(), hugeConfig))
+	var floor time.Duration
+	if memfd != nil {
+		// The memfd is no longer needed: its memory goes before PSS is
+		// read by anyone else.
+		_ = memfd.Close()
+		totals := make([]time.Duration, len(floors))
+		for i, t := range floors {
+			totals[i] = t.Total()
+		}
+		floor = median(totals)
+		floorConfig := maps.Clone(config)
+		floorConfig["baseline"] = "memfd_worker_processes"
+		floorConfig["floor_sums_per_worker"] = perWorker
+		records = append(records,
+			benchfmt.NewRecord("broadcast", "wall_s_memfd_floor", wall.Seconds(), "s", "slice_fill_and_memfd_procs_sums_s", (base-sums+floor).Seconds(), floorConfig).WithVerified(true),
+			benchfmt.NewRecord("broadcast", "tasks_s_memfd_floor", tasks.Seconds(), "s", "memfd_procs_sums_s", floor.Seconds(), floorConfig))
+	}
 	if opts.json {
 		return benchfmt.WriteAll(stdout, records)
 	}
@@ -183,6 +217,10 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "    tasks  %.2fs = %.3fx the ideal sums %.2fs\n", tasks.Seconds(), tasks.Seconds()/sums.Seconds(), sums.Seconds())
 	fmt.Fprintf(stdout, "  against a slice on huge pages (%.0f%% of it huge): %.3fx the ideal %.2fs; tasks %.3fx the ideal sums %.2fs\n",
 		100*hugeShare, wall.Seconds()/hugeBase.Seconds(), hugeBase.Seconds(), tasks.Seconds()/hugeSum.Seconds(), hugeSum.Seconds())
+	if memfd != nil {
+		fmt.Fprintf(stdout, "  against the floor, %d worker processes summing a memfd %d times each with no atoll: tasks %.3fx its %.2fs\n",
+			opts.workers, perWorker, tasks.Seconds()/floor.Seconds(), floor.Seconds())
+	}
 	fmt.Fprintf(stdout, "  the store's huge pages: %s, %.0f%% of the object on them\n", storeHuge, 100*storeShare)
 	fmt.Fprintf(stdout, "  peak PSS: %s = %.3fx the object size\n", benchfmt.FormatSize(int64(peak)), float64(peak)/float64(opts.size))
 	return nil
@@ -247,7 +285,7 @@ func freeBaselineBuffer(xs []float64) error {
 // the expected sum.
 func baseline(xs []float64, tasks, workers int) (total, sumsOnly time.Duration, sum float64) {
 	start := time.Now()
-	fill(xs)
+	shmfloor.Fill(xs)
 	filled := time.Now()
 	sums := make([]float64, tasks)
 	work := make(chan int, tasks)
@@ -274,7 +312,7 @@ func baseline(xs []float64, tasks, workers int) (total, sumsOnly time.Duration, 
 // broadcast runs the benchmark on atoll and checks every task's sum.
 func broadcast(ctx context.Context, opts options, n int, want float64) (wall, put time.Duration, err error) {
 	start := time.Now()
-	ref, err := atoll.PutWith(ctx, n, fill)
+	ref, err := atoll.PutWith(ctx, n, shmfloor.Fill)
 	if err != nil {
 		return 0, 0, err
 	}

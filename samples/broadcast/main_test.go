@@ -8,10 +8,16 @@ import (
 
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/objectstore"
+	"github.com/atoll-runtime/atoll/internal/shmfloor"
 	"github.com/atoll-runtime/atoll/internal/testmain"
 )
 
-func TestMain(m *testing.M) { testmain.Run(m) }
+func TestMain(m *testing.M) {
+	if shmfloor.IsChild() { // a worker of the memfd floor
+		shmfloor.RunChild()
+	}
+	testmain.Run(m)
+}
 
 func TestBroadcastReportsVerifiedFiguresAsJSON(t *testing.T) {
 	for _, mode := range []string{"inprocess", "process"} {
@@ -35,6 +41,17 @@ func checkBroadcast(t *testing.T, mode string) {
 			t.Fatalf("no %s line in %q", m, out.String())
 		}
 		if rec["value"].(float64) <= 0 || rec["bench"] != "broadcast" {
+			t.Errorf("%s: %v", m, rec)
+		}
+	}
+	// Process mode is also measured against its floor: worker processes
+	// summing a memfd with no atoll.
+	for _, m := range []string{"wall_s_memfd_floor", "tasks_s_memfd_floor"} {
+		rec, ok := metrics[m]
+		if ok != (mode == "process") {
+			t.Fatalf("%s mode: %s present %v", mode, m, ok)
+		}
+		if ok && (rec["ratio"].(float64) <= 0 || rec["config"].(map[string]any)["floor_sums_per_worker"].(float64) != 3) {
 			t.Errorf("%s: %v", m, rec)
 		}
 	}

@@ -19,31 +19,22 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log"
 	"os"
-	"os/exec"
 	"runtime"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
+	"github.com/atoll-runtime/atoll/internal/shmfloor"
 )
-
-// childEnv, set in a child's environment, makes the program a summing
-// child: it maps the memfd it inherits as fd 3.
-const childEnv = "SHMFLOOR_CHILD"
 
 type options struct {
 	size   benchfmt.Size
@@ -56,11 +47,8 @@ type options struct {
 }
 
 func main() {
-	if os.Getenv(childEnv) != "" {
-		if err := child(os.Stdin, os.Stdout); err != nil {
-			log.Fatal(err)
-		}
-		return
+	if shmfloor.IsChild() {
+		shmfloor.RunChild()
 	}
 	opts := options{size: 1 << 30}
 	flag.Var(&opts.size, "size", "array size (e.g. 1GiB)")
@@ -74,42 +62,27 @@ func main() {
 	}
 }
 
-// timing is one way's figures in one round.
-type timing struct {
-	first time.Duration // the slowest worker's first pass
-	sums  time.Duration // common start to the last worker's end
-}
-
 func run(opts options, stdout, stderr io.Writer) error {
 	n := int(opts.size) / 8
 	if n < 1 || opts.sums < 1 || opts.repeat < 1 {
 		return fmt.Errorf("shmfloor: -size, -sums and -repeat must be positive")
 	}
-	fd, err := unix.MemfdCreate("shmfloor", 0)
-	if err != nil {
-		return fmt.Errorf("memfd_create: %w", err)
-	}
-	memfd := os.NewFile(uintptr(fd), "shmfloor")
-	defer memfd.Close()
-	if err := unix.Fallocate(fd, 0, 0, int64(n*8)); err != nil {
-		return fmt.Errorf("fallocate: %w", err)
-	}
-	shared, err := mapShared(fd, n)
+	memfd, err := shmfloor.NewMemfd(n)
 	if err != nil {
 		return err
 	}
-	fill(shared)
-	want := floats.Sum(shared)
+	defer memfd.Close()
+	want := memfd.Want
 	anon, err := unix.Mmap(-1, 0, n*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return fmt.Errorf("mmap: %w", err)
 	}
 	defer unix.Munmap(anon)
 	_ = unix.Madvise(anon, unix.MADV_NOHUGEPAGE) // 4 KiB pages, as the store's
-	anonXs := asFloats(anon)
-	fill(anonXs)
+	anonXs := shmfloor.AsFloats(anon)
+	shmfloor.Fill(anonXs)
 
-	var anonT, memfdT, procsT []timing
+	var anonT, memfdT, procsT []shmfloor.Timing
 	for r := range opts.repeat {
 		fmt.Fprintf(stderr, "shmfloor: round %d/%d\n", r+1, opts.repeat)
 		t, err := threads(func() ([]float64, func(), error) { return anonXs, func() {}, nil }, opts.sums, want)
@@ -118,37 +91,37 @@ func run(opts options, stdout, stderr io.Writer) error {
 		}
 		anonT = append(anonT, t)
 		t, err = threads(func() ([]float64, func(), error) {
-			xs, err := mapShared(fd, n)
+			xs, err := memfd.Map()
 			if err == nil && opts.populate {
-				err = populate(xs)
+				err = shmfloor.Populate(xs)
 			}
-			return xs, func() { unmap(xs) }, err
+			return xs, func() { shmfloor.Unmap(xs) }, err
 		}, opts.sums, want)
 		if err != nil {
 			return fmt.Errorf("memfd: %w", err)
 		}
 		memfdT = append(memfdT, t)
-		if t, err = procs(memfd, n, opts.sums, want, opts.populate); err != nil {
+		if t, err = memfd.Procs(2, opts.sums, opts.populate); err != nil {
 			return fmt.Errorf("procs: %w", err)
 		}
 		procsT = append(procsT, t)
 	}
-	a, m, p := median(anonT), median(memfdT), median(procsT)
+	a, m, p := shmfloor.Median(anonT), shmfloor.Median(memfdT), shmfloor.Median(procsT)
 	config := map[string]any{"size_bytes": n * 8, "sums_per_worker": opts.sums, "workers": 2, "repeat": opts.repeat, "populate": opts.populate,
 		"page_size": os.Getpagesize(), "gomaxprocs": runtime.GOMAXPROCS(0)}
 	records := []benchfmt.Record{
-		benchfmt.NewRecord("shmfloor", "memfd_threads_sums_s", m.sums.Seconds(), "s", "anon_threads_sums_s", a.sums.Seconds(), config).WithVerified(true),
-		benchfmt.NewRecord("shmfloor", "memfd_procs_sums_s", p.sums.Seconds(), "s", "anon_threads_sums_s", a.sums.Seconds(), config).WithVerified(true),
-		benchfmt.NewRecord("shmfloor", "memfd_procs_vs_threads_sums_s", p.sums.Seconds(), "s", "memfd_threads_sums_s", m.sums.Seconds(), config).WithVerified(true),
-		benchfmt.NewRecord("shmfloor", "memfd_procs_first_touch_s", p.first.Seconds(), "s", "memfd_threads_first_touch_s", m.first.Seconds(), config),
+		benchfmt.NewRecord("shmfloor", "memfd_threads_sums_s", m.Sums.Seconds(), "s", "anon_threads_sums_s", a.Sums.Seconds(), config).WithVerified(true),
+		benchfmt.NewRecord("shmfloor", "memfd_procs_sums_s", p.Sums.Seconds(), "s", "anon_threads_sums_s", a.Sums.Seconds(), config).WithVerified(true),
+		benchfmt.NewRecord("shmfloor", "memfd_procs_vs_threads_sums_s", p.Sums.Seconds(), "s", "memfd_threads_sums_s", m.Sums.Seconds(), config).WithVerified(true),
+		benchfmt.NewRecord("shmfloor", "memfd_procs_first_touch_s", p.First.Seconds(), "s", "memfd_threads_first_touch_s", m.First.Seconds(), config),
 	}
 	if opts.json {
 		return benchfmt.WriteAll(stdout, records)
 	}
 	fmt.Fprintf(stdout, "steady sums (%d per worker, 2 workers): anon %.3fs  memfd %.3fs (%.3fx)  procs %.3fs (%.3fx anon, %.3fx memfd)\n",
-		opts.sums, a.sums.Seconds(), m.sums.Seconds(), m.sums.Seconds()/a.sums.Seconds(),
-		p.sums.Seconds(), p.sums.Seconds()/a.sums.Seconds(), p.sums.Seconds()/m.sums.Seconds())
-	fmt.Fprintf(stdout, "first pass over a fresh mapping: memfd (one process) %.3fs  procs %.3fs\n", m.first.Seconds(), p.first.Seconds())
+		opts.sums, a.Sums.Seconds(), m.Sums.Seconds(), m.Sums.Seconds()/a.Sums.Seconds(),
+		p.Sums.Seconds(), p.Sums.Seconds()/a.Sums.Seconds(), p.Sums.Seconds()/m.Sums.Seconds())
+	fmt.Fprintf(stdout, "first pass over a fresh mapping: memfd (one process) %.3fs  procs %.3fs\n", m.First.Seconds(), p.First.Seconds())
 	return nil
 }
 
@@ -156,7 +129,7 @@ func run(opts options, stdout, stderr io.Writer) error {
 // view returns (called once per worker: a fresh mapping, or the same
 // slice), timing a first pass and then sums steady passes from a common
 // start.
-func threads(view func() ([]float64, func(), error), sums int, want float64) (timing, error) {
+func threads(view func() ([]float64, func(), error), sums int, want float64) (shmfloor.Timing, error) {
 	var (
 		wg     sync.WaitGroup
 		ready  sync.WaitGroup
@@ -198,162 +171,9 @@ func threads(view func() ([]float64, func(), error), sums int, want float64) (ti
 	close(start)
 	wg.Wait()
 	if err := errors.Join(errs[:]...); err != nil {
-		return timing{}, err
+		return shmfloor.Timing{}, err
 	}
-	return timing{first: max(firsts[0], firsts[1]), sums: latest(ends).Sub(t0)}, nil
-}
-
-// procs runs two child processes over the memfd: each maps it, reports
-// its first pass ("ready SECONDS"), waits for a line on its stdin, runs
-// its steady sums and reports their result ("done SUM").
-func procs(memfd *os.File, n, sums int, want float64, prefault bool) (timing, error) {
-	type kid struct {
-		cmd   *exec.Cmd
-		in    io.WriteCloser
-		out   *bufio.Scanner
-		first time.Duration
-	}
-	kids := make([]*kid, 2)
-	defer func() {
-		for _, k := range kids {
-			if k != nil && k.cmd.Process != nil {
-				_ = k.cmd.Process.Kill()
-				_ = k.cmd.Wait()
-			}
-		}
-	}()
-	for w := range kids {
-		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), childEnv+"="+strconv.Itoa(n)+","+strconv.Itoa(sums)+","+strconv.FormatBool(prefault), "GOMAXPROCS=1")
-		cmd.ExtraFiles = []*os.File{memfd}
-		cmd.Stderr = os.Stderr
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			return timing{}, err
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			return timing{}, err
-		}
-		if err := cmd.Start(); err != nil {
-			return timing{}, err
-		}
-		kids[w] = &kid{cmd: cmd, in: in, out: bufio.NewScanner(out)}
-	}
-	for w, k := range kids {
-		secs, err := expect(k.out, "ready")
-		if err != nil {
-			return timing{}, fmt.Errorf("child %d: %w", w, err)
-		}
-		k.first = time.Duration(secs * float64(time.Second))
-	}
-	t0 := time.Now()
-	for _, k := range kids {
-		if _, err := io.WriteString(k.in, "go\n"); err != nil {
-			return timing{}, err
-		}
-	}
-	var ends [2]time.Time
-	var mu sync.Mutex
-	var errs []error
-	var wg sync.WaitGroup
-	for w, k := range kids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			got, err := expect(k.out, "done")
-			ends[w] = time.Now()
-			if err == nil && got != want {
-				err = fmt.Errorf("summed %g, want %g", got, want)
-			}
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("child %d: %w", w, err))
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return timing{}, err
-	}
-	return timing{first: max(kids[0].first, kids[1].first), sums: latest(ends).Sub(t0)}, nil
-}
-
-// child is a summing child process (see procs).
-func child(stdin io.Reader, stdout io.Writer) error {
-	var n, sums int
-	var prefault bool
-	if _, err := fmt.Sscanf(os.Getenv(childEnv), "%d,%d,%t", &n, &sums, &prefault); err != nil || n < 1 || sums < 1 {
-		return fmt.Errorf("shmfloor child: bad %s=%q", childEnv, os.Getenv(childEnv))
-	}
-	xs, err := mapShared(3, n)
-	if err != nil {
-		return err
-	}
-	if prefault {
-		if err := populate(xs); err != nil {
-			return err
-		}
-	}
-	t := time.Now()
-	got := floats.Sum(xs)
-	fmt.Fprintf(stdout, "ready %g\n", time.Since(t).Seconds())
-	if _, err := bufio.NewReader(stdin).ReadString('\n'); err != nil {
-		return fmt.Errorf("shmfloor child: waiting for the start: %w", err)
-	}
-	for range sums {
-		got = floats.Sum(xs)
-	}
-	fmt.Fprintf(stdout, "done %s\n", strconv.FormatFloat(got, 'g', -1, 64))
-	return nil
-}
-
-// expect reads one line "WORD NUMBER" from s and returns the number.
-func expect(s *bufio.Scanner, word string) (float64, error) {
-	if !s.Scan() {
-		if err := s.Err(); err != nil {
-			return 0, err
-		}
-		return 0, fmt.Errorf("exited before %q", word)
-	}
-	w, num, ok := strings.Cut(s.Text(), " ")
-	if !ok || w != word {
-		return 0, fmt.Errorf("said %q, want %q", s.Text(), word)
-	}
-	return strconv.ParseFloat(num, 64)
-}
-
-func mapShared(fd, n int) ([]float64, error) {
-	b, err := unix.Mmap(fd, 0, n*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("mmap memfd: %w", err)
-	}
-	return asFloats(b), nil
-}
-
-// populate prefaults a mapping for reading (MADV_POPULATE_READ, Linux
-// 5.14+).
-func populate(xs []float64) error {
-	if err := unix.Madvise(unsafe.Slice((*byte)(unsafe.Pointer(&xs[0])), len(xs)*8), unix.MADV_POPULATE_READ); err != nil {
-		return fmt.Errorf("madvise(MADV_POPULATE_READ): %w", err)
-	}
-	return nil
-}
-
-func unmap(xs []float64) {
-	_ = unix.Munmap(unsafe.Slice((*byte)(unsafe.Pointer(&xs[0])), len(xs)*8))
-}
-
-func asFloats(b []byte) []float64 {
-	return unsafe.Slice((*float64)(unsafe.Pointer(&b[0])), len(b)/8)
-}
-
-// fill writes broadcast's deterministic values.
-func fill(xs []float64) {
-	for i := range xs {
-		xs[i] = float64(i & 1023)
-	}
+	return shmfloor.Timing{First: max(firsts[0], firsts[1]), Sums: latest(ends).Sub(t0)}, nil
 }
 
 func latest(ts [2]time.Time) time.Time {
@@ -361,17 +181,4 @@ func latest(ts [2]time.Time) time.Time {
 		return ts[0]
 	}
 	return ts[1]
-}
-
-// median is the round with the median steady time (and, apart, the
-// median first pass).
-func median(ts []timing) timing {
-	sums := make([]time.Duration, len(ts))
-	firsts := make([]time.Duration, len(ts))
-	for i, t := range ts {
-		sums[i], firsts[i] = t.sums, t.first
-	}
-	slices.Sort(sums)
-	slices.Sort(firsts)
-	return timing{first: firsts[len(firsts)/2], sums: sums[len(sums)/2]}
 }

@@ -7,15 +7,12 @@ import (
 	"testing"
 
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
+	"github.com/atoll-runtime/atoll/internal/shmfloor"
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) != "" { // a summing child re-run from procs
-		if err := child(os.Stdin, os.Stdout); err != nil {
-			os.Stderr.WriteString(err.Error() + "\n")
-			os.Exit(1)
-		}
-		os.Exit(0)
+	if shmfloor.IsChild() { // a summing worker started again by Procs
+		shmfloor.RunChild()
 	}
 	os.Exit(m.Run())
 }

@@ -6,6 +6,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/compact"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
@@ -27,8 +28,10 @@ type actorEntry struct {
 	// queue holds the calls not sent yet, in call order; the head is sent
 	// as soon as its arguments resolved and the actor has an address.
 	queue []*task
-	// inflight holds the calls sent and not finished.
-	inflight map[ids.TaskID]*task
+	// inflight holds the calls sent and not finished (copied smaller
+	// once mostly empty: package compact).
+	inflight     map[ids.TaskID]*task
+	inflightMark compact.Mark
 	// sent numbers the calls sent to the actor (TaskSpec.sequence_number)
 	// as caller (TaskSpec.caller_id), random per entry: its host starts
 	// them in that order. An entry forgotten and made again is a new
@@ -254,9 +257,13 @@ func (t *Table) flush(a *actorEntry) {
 	}
 	for len(a.queue) > 0 && a.queue[0].dispatched {
 		tk := a.queue[0]
+		a.queue[0] = nil
 		a.queue = a.queue[1:]
 		a.inflight[tk.id] = tk
 		t.send(a, tk.spec)
+	}
+	if len(a.queue) == 0 {
+		a.queue = nil // the backing array goes with its calls
 	}
 }
 
@@ -272,9 +279,11 @@ func (a *actorEntry) unsent(tk *task) bool {
 	return false
 }
 
-// forget drops a finished call.
+// forget drops a finished call. Nothing ranges over inflight while a
+// call finishes (actorDied finishes a copy), so it is compacted here.
 func (a *actorEntry) forget(tk *task) {
 	delete(a.inflight, tk.id)
+	a.inflight = compact.Map(a.inflight, &a.inflightMark)
 	a.unsent(tk)
 }
 

@@ -413,6 +413,9 @@ func (h *HostCore) pump(now time.Time, out []HostEffect) []HostEffect {
 			h.inGroup[g]++
 			out = append(out, Send{Call: c})
 		}
+		if q := h.queues[g]; q != nil && len(q) == 0 {
+			h.queues[g] = nil // the backing array goes with its calls
+		}
 	}
 	return out
 }

@@ -6,6 +6,7 @@
 //
 //	go run ./samples/flood -json
 //	go run ./samples/flood -tasks 100000 -json
+//	go run ./samples/flood -calls -json   # method calls to one actor
 //
 // The driver is the embedded node's process (it also hosts the raylet,
 // the object store's index and the control store); the tasks run in
@@ -46,8 +47,18 @@ import (
 
 var noop = atoll.NewFunc1("flood.noop", func(_ context.Context, i int) (int, error) { return i, nil })
 
+// echo is the no-op of -calls: a method of one actor.
+type echoer struct{}
+
+var (
+	echoerType = atoll.NewActorType("flood.echoer", func(context.Context) (*echoer, error) { return &echoer{}, nil })
+	echo       = atoll.NewMethod1(echoerType, "Echo", func(_ *echoer, _ context.Context, i int) (int, error) { return i, nil })
+)
+
 type options struct {
-	tasks   int
+	tasks int
+	// calls floods one actor with method calls instead of tasks.
+	calls   bool
 	cpus    int
 	store   uint64
 	json    bool
@@ -66,7 +77,8 @@ func main() {
 		}
 	}
 	var o options
-	flag.IntVar(&o.tasks, "tasks", 1_000_000, "tasks submitted at once")
+	flag.IntVar(&o.tasks, "tasks", 1_000_000, "tasks (or calls) submitted at once")
+	flag.BoolVar(&o.calls, "calls", false, "submit method calls to one actor instead of tasks")
 	flag.IntVar(&o.cpus, "cpus", 2, "CPUs of the embedded node (and goroutines of the baseline)")
 	store := flag.String("store", "256MiB", "object store memory")
 	flag.BoolVar(&o.json, "json", false, "print one JSON line per figure")
@@ -153,9 +165,19 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 		return err
 	}
 	defer func() { _ = atoll.Shutdown(context.Background()) }()
+	submit := func(i int) atoll.ObjectRef[int] { return noop.Remote(ctx, atoll.Value(i)) }
+	what := "tasks"
+	if o.calls {
+		a, err := echoerType.New(ctx)
+		if err != nil {
+			return err
+		}
+		submit = func(i int) atoll.ObjectRef[int] { return echo.Remote(ctx, a, atoll.Value(i)) }
+		what = "calls"
+	}
 	warm := make([]atoll.ObjectRef[int], 1000)
 	for i := range warm {
-		warm[i] = noop.Remote(ctx, atoll.Value(i))
+		warm[i] = submit(i)
 	}
 	if _, err := atoll.GetAll(ctx, warm); err != nil {
 		return err
@@ -187,9 +209,9 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 	t0 := time.Now()
 	refs := make([]atoll.ObjectRef[int], o.tasks)
 	for i := range refs {
-		refs[i] = noop.Remote(ctx, atoll.Value(i))
+		refs[i] = submit(i)
 		if (i+1)%100_000 == 0 {
-			fmt.Fprintf(progress, "flood: submitted %d in %v\n", i+1, time.Since(t0).Round(time.Millisecond))
+			fmt.Fprintf(progress, "flood: submitted %d %s in %v\n", i+1, what, time.Since(t0).Round(time.Millisecond))
 		}
 	}
 	got.submit = time.Since(t0)
@@ -215,7 +237,7 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 		return err
 	}
 	got.peak = peak.hwm - min(before.rss, peak.hwm)
-	fmt.Fprintf(progress, "flood: %d tasks submitted in %v, gathered in %v; driver peak RSS %s\n", o.tasks, got.submit, got.wall, benchfmt.HumanSize(peak.hwm))
+	fmt.Fprintf(progress, "flood: %d %s submitted in %v, gathered in %v; driver peak RSS %s\n", o.tasks, what, got.submit, got.wall, benchfmt.HumanSize(peak.hwm))
 
 	refs, vals = nil, nil
 	t1 := time.Now()
@@ -233,7 +255,7 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 	}
 	fmt.Fprintf(progress, "flood: after the drop (%v): RSS %s, heap %s\n", dropped.Round(time.Millisecond), benchfmt.HumanSize(after.rss), benchfmt.HumanSize(after.heap))
 
-	cfg := map[string]any{"tasks": o.tasks, "cpus": o.cpus, "object_store_memory": o.store, "worker_mode": "process",
+	cfg := map[string]any{"tasks": o.tasks, "actor_calls": o.calls, "cpus": o.cpus, "object_store_memory": o.store, "worker_mode": "process",
 		"atoll_version": benchfmt.Version()}
 	perTask := func(b uint64) float64 { return float64(b) / float64(o.tasks) }
 	recs := []benchfmt.Record{

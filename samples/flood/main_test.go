@@ -13,12 +13,19 @@ import (
 
 func TestMain(m *testing.M) { testmain.Run(m) }
 
-// TestFloodReportsFiguresAsJSON floods a few thousand tasks: every figure
+// TestFloodReportsFiguresAsJSON floods a few thousand tasks, then as many
+// calls of one actor: every figure
 // is there and positive, the results were checked, and the driver let go
 // of every task and object (run waits for that before it reports).
 func TestFloodReportsFiguresAsJSON(t *testing.T) {
+	for _, calls := range []bool{false, true} {
+		checkFlood(t, calls)
+	}
+}
+
+func checkFlood(t *testing.T, calls bool) {
 	var out bytes.Buffer
-	if err := run(context.Background(), options{tasks: 3000, cpus: 2, store: 64 << 20, json: true, timeout: 5 * time.Minute}, &out, io.Discard); err != nil {
+	if err := run(context.Background(), options{tasks: 3000, calls: calls, cpus: 2, store: 64 << 20, json: true, timeout: 5 * time.Minute}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	metrics, err := benchfmt.ByMetric(&out)
@@ -38,7 +45,7 @@ func TestFloodReportsFiguresAsJSON(t *testing.T) {
 	if metrics["wall_s"]["verified"] != true {
 		t.Errorf("wall_s must be verified: %v", metrics["wall_s"])
 	}
-	if cfg := metrics["wall_s"]["config"].(map[string]any); cfg["tasks"].(float64) != 3000 || cfg["worker_mode"] != "process" {
+	if cfg := metrics["wall_s"]["config"].(map[string]any); cfg["tasks"].(float64) != 3000 || cfg["actor_calls"] != calls || cfg["worker_mode"] != "process" {
 		t.Errorf("config: %v", cfg)
 	}
 }

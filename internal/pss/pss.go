@@ -5,7 +5,9 @@
 // mapped by the raylet, the driver and every worker is counted once in the
 // sum, not once per process as RSS would. ReadRollup also gives one
 // process's anonymous memory and its PSS in shared memory, which tell a
-// copy from a read of the store in place.
+// copy from a read of the store in place. ReadResident gives one
+// process's RSS and its peak (/proc/PID/status), which ResetPeak starts
+// again: what a single process such as a driver reaches.
 //
 // Linux only: it reads /proc/PID/smaps_rollup (Linux 4.14+) and, through
 // prometheus/procfs, every process's /proc/PID/stat. smaps_rollup is

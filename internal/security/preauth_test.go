@@ -4,12 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"net"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,27 +14,18 @@ import (
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/pss"
 	"github.com/atoll-runtime/atoll/internal/remote"
 )
 
-// procStatusKiB reads a "Name:  N kB" line of /proc/pid/status.
-func procStatusKiB(t *testing.T, pid int, name string) int64 {
+// residentKiB reads a process's RSS and its peak, in KiB.
+func residentKiB(t *testing.T, pid int) (rss, peak int64) {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	r, err := pss.ReadResident(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, name+":"); ok {
-			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatalf("no %s in /proc/%d/status", name, pid)
-	return 0
+	return int64(r.RSS >> 10), int64(r.Peak >> 10)
 }
 
 // dialerFrom dials from a loopback address of its own (127.0.0.x), as an
@@ -57,7 +44,7 @@ func TestGossipStreamsBeforeTheKey(t *testing.T) {
 	c := startCluster(t)
 	node := c.Node(1)
 	addr := nodeInfo(t, c, 1).GossipAddress
-	before := procStatusKiB(t, node.PID, "VmRSS")
+	before, _ := residentKiB(t, node.PID)
 
 	const announced = 20 << 20
 	var attack sync.WaitGroup
@@ -102,7 +89,8 @@ func TestGossipStreamsBeforeTheKey(t *testing.T) {
 	if !node.Alive() {
 		t.Fatalf("the node died under 30 unauthenticated gossip streams: %v", node.ExitErr())
 	}
-	grew := procStatusKiB(t, node.PID, "VmHWM") - before
+	_, peak := residentKiB(t, node.PID)
+	grew := peak - before
 	t.Logf("node RSS %d MiB before; peak %d MiB after the attack", before>>10, (before+grew)>>10)
 	if n != 1 || joinErr != nil {
 		t.Errorf("a member with the key joined %d nodes during the attack (%v), want 1", n, joinErr)

@@ -23,9 +23,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,8 +32,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -97,46 +93,22 @@ func main() {
 
 // memory is the driver's memory at one moment.
 type memory struct {
-	rss, hwm uint64 // VmRSS and VmHWM
-	heap     uint64 // Go heap in use (HeapInuse)
+	pss.Resident        // RSS and its peak (VmRSS, VmHWM)
+	heap         uint64 // Go heap in use (HeapInuse)
 }
 
 func readMemory() (memory, error) {
-	f, err := os.Open("/proc/self/status")
+	r, err := pss.ReadResident(os.Getpid())
 	if err != nil {
 		return memory{}, err
 	}
-	defer f.Close()
-	var m memory
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (k != "VmRSS" && k != "VmHWM") {
-			continue
-		}
-		kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		if err != nil {
-			return memory{}, fmt.Errorf("flood: /proc/self/status %s: %w", k, err)
-		}
-		if k == "VmRSS" {
-			m.rss = kb << 10
-		} else {
-			m.hwm = kb << 10
-		}
-	}
-	if m.rss == 0 {
-		return memory{}, errors.New("flood: no VmRSS in /proc/self/status")
-	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	m.heap = ms.HeapInuse
-	return m, sc.Err()
+	return memory{Resident: r, heap: ms.HeapInuse}, nil
 }
 
-// resetPeak starts VmHWM again from the current RSS (proc(5), clear_refs).
-func resetPeak() error {
-	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
-}
+// resetPeak starts the driver's peak RSS again from its current RSS.
+func resetPeak() error { return pss.ResetPeak(os.Getpid()) }
 
 // settle collects garbage and returns freed memory to the system.
 func settle() { runtime.GC(); debug.FreeOSMemory() }
@@ -191,7 +163,7 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(progress, "flood: idle driver: RSS %s, heap %s\n", benchfmt.HumanSize(idle.rss), benchfmt.HumanSize(idle.heap))
+	fmt.Fprintf(progress, "flood: idle driver: RSS %s, heap %s\n", benchfmt.HumanSize(idle.RSS), benchfmt.HumanSize(idle.heap))
 
 	sampler := pss.NewSampler(100*time.Millisecond, func() []int {
 		pids, _ := pss.Tree(os.Getpid())
@@ -236,8 +208,8 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 	if err != nil {
 		return err
 	}
-	got.peak = peak.hwm - min(before.rss, peak.hwm)
-	fmt.Fprintf(progress, "flood: %d %s submitted in %v, gathered in %v; driver peak RSS %s\n", o.tasks, what, got.submit, got.wall, benchfmt.HumanSize(peak.hwm))
+	got.peak = peak.Peak - min(before.RSS, peak.Peak)
+	fmt.Fprintf(progress, "flood: %d %s submitted in %v, gathered in %v; driver peak RSS %s\n", o.tasks, what, got.submit, got.wall, benchfmt.HumanSize(peak.Peak))
 
 	refs, vals = nil, nil
 	t1 := time.Now()
@@ -253,7 +225,7 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(progress, "flood: after the drop (%v): RSS %s, heap %s\n", dropped.Round(time.Millisecond), benchfmt.HumanSize(after.rss), benchfmt.HumanSize(after.heap))
+	fmt.Fprintf(progress, "flood: after the drop (%v): RSS %s, heap %s\n", dropped.Round(time.Millisecond), benchfmt.HumanSize(after.RSS), benchfmt.HumanSize(after.heap))
 
 	cfg := map[string]any{"tasks": o.tasks, "actor_calls": o.calls, "cpus": o.cpus, "object_store_memory": o.store, "worker_mode": "process",
 		"atoll_version": benchfmt.Version()}
@@ -261,10 +233,10 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 	recs := []benchfmt.Record{
 		benchfmt.NewRecord("flood", "submit_per_s", float64(o.tasks)/got.submit.Seconds(), "1/s", "goroutine_pool_submit_per_s", float64(o.tasks)/base.submit.Seconds(), cfg),
 		benchfmt.NewRecord("flood", "wall_s", got.wall.Seconds(), "s", "goroutine_pool_wall_s", base.wall.Seconds(), cfg).WithVerified(true), // every result checked
-		benchfmt.NewRecord("flood", "driver_peak_rss_bytes", float64(peak.hwm), "bytes", "driver_idle_rss_bytes", float64(idle.rss), cfg),
+		benchfmt.NewRecord("flood", "driver_peak_rss_bytes", float64(peak.Peak), "bytes", "driver_idle_rss_bytes", float64(idle.RSS), cfg),
 		benchfmt.NewRecord("flood", "driver_peak_bytes_per_task", perTask(got.peak), "bytes", "goroutine_pool_peak_bytes_per_task", perTask(base.peak), cfg),
 		benchfmt.NewRecord("flood", "peak_pss_bytes", float64(got.peakPss), "bytes", "goroutine_pool_peak_pss_bytes", float64(base.peakPss), cfg),
-		benchfmt.NewRecord("flood", "driver_rss_after_drop_bytes", float64(after.rss), "bytes", "driver_idle_rss_bytes", float64(idle.rss), cfg),
+		benchfmt.NewRecord("flood", "driver_rss_after_drop_bytes", float64(after.RSS), "bytes", "driver_idle_rss_bytes", float64(idle.RSS), cfg),
 		benchfmt.NewRecord("flood", "driver_heap_after_drop_bytes", float64(after.heap), "bytes", "driver_idle_heap_bytes", float64(idle.heap), cfg),
 	}
 	if o.json {
@@ -359,6 +331,6 @@ func baseline(o options) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	r.peak = peak.hwm - min(before.rss, peak.hwm)
+	r.peak = peak.Peak - min(before.RSS, peak.Peak)
 	return r, nil
 }

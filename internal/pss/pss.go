@@ -66,33 +66,45 @@ func ReadRollup(pid int) (Rollup, error) {
 // Pss line must be there.
 func parseRollup(data []byte) (Rollup, error) {
 	var r Rollup
-	fields := map[string]*uint64{"Pss:": &r.Pss, "Pss_Shmem:": &r.PssShmem, "Anonymous:": &r.Anonymous}
-	havePss := false
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		name, rest, _ := strings.Cut(sc.Text(), " ")
-		dst, ok := fields[name]
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) != 2 || f[1] != "kB" {
-			return Rollup{}, fmt.Errorf("pss: malformed %s line %q", strings.TrimSuffix(name, ":"), sc.Text())
-		}
-		kb, err := strconv.ParseUint(f[0], 10, 64)
-		if err != nil {
-			return Rollup{}, fmt.Errorf("pss: malformed %s line %q: %w", strings.TrimSuffix(name, ":"), sc.Text(), err)
-		}
-		*dst = kb * 1024
-		havePss = havePss || name == "Pss:"
+	seen, err := parseKB(data, map[string]*uint64{"Pss:": &r.Pss, "Pss_Shmem:": &r.PssShmem, "Anonymous:": &r.Anonymous})
+	if err != nil {
+		return Rollup{}, err
 	}
-	if err := sc.Err(); err != nil {
-		return Rollup{}, fmt.Errorf("pss: %w", err)
-	}
-	if !havePss {
+	if !seen["Pss:"] {
 		return Rollup{}, ErrNoPss
 	}
 	return r, nil
+}
+
+// parseKB reads the "Name: N kB" lines of a /proc file whose names are in
+// fields into them, in bytes, and reports which it saw.
+func parseKB(data []byte, fields map[string]*uint64) (map[string]bool, error) {
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		dst, ok := fields[f[0]]
+		if !ok {
+			continue
+		}
+		name := strings.TrimSuffix(f[0], ":")
+		if len(f) != 3 || f[2] != "kB" {
+			return nil, fmt.Errorf("pss: malformed %s line %q", name, sc.Text())
+		}
+		kb, err := strconv.ParseUint(f[1], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("pss: malformed %s line %q: %w", name, sc.Text(), err)
+		}
+		*dst = kb * 1024
+		seen[f[0]] = true
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("pss: %w", err)
+	}
+	return seen, nil
 }
 
 // Sum returns the total PSS of pids in bytes. Processes that have exited

@@ -1,12 +1,8 @@
 package pss
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 )
 
 // Resident is a process's resident set from /proc/PID/status, in bytes:
@@ -32,30 +28,11 @@ func ReadResident(pid int) (Resident, error) {
 // bytes; both must be there.
 func parseResident(data []byte) (Resident, error) {
 	var r Resident
-	fields := map[string]*uint64{"VmRSS:": &r.RSS, "VmHWM:": &r.Peak}
-	seen := 0
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		name, rest, _ := strings.Cut(sc.Text(), "\t")
-		dst, ok := fields[name]
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) != 2 || f[1] != "kB" {
-			return Resident{}, fmt.Errorf("pss: malformed %s line %q", strings.TrimSuffix(name, ":"), sc.Text())
-		}
-		kb, err := strconv.ParseUint(f[0], 10, 64)
-		if err != nil {
-			return Resident{}, fmt.Errorf("pss: malformed %s line %q: %w", strings.TrimSuffix(name, ":"), sc.Text(), err)
-		}
-		*dst = kb * 1024
-		seen++
+	seen, err := parseKB(data, map[string]*uint64{"VmRSS:": &r.RSS, "VmHWM:": &r.Peak})
+	if err != nil {
+		return Resident{}, err
 	}
-	if err := sc.Err(); err != nil {
-		return Resident{}, fmt.Errorf("pss: %w", err)
-	}
-	if seen != len(fields) {
+	if !seen["VmRSS:"] || !seen["VmHWM:"] {
 		return Resident{}, fmt.Errorf("pss: no VmRSS and VmHWM lines in status")
 	}
 	return r, nil

@@ -3,6 +3,7 @@ package data
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -22,6 +23,8 @@ func shapeOutput(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch,
 		return aggMap(ctx, s, recs, o)
 	case "agg_reduce":
 		return aggReduce(ctx, s, recs, o)
+	case "agg_split":
+		return aggSplit(ctx, s, recs, o)
 	case "shuffle_map":
 		return shuffleMap(ctx, s, recs, o)
 	case "shuffle_reduce":
@@ -51,8 +54,12 @@ func (a *allToAll) defaultParts() int {
 // returns the stream of its reduce tasks.
 func (a *allToAll) hashShuffle(ctx context.Context) (blockStream, error) {
 	parts := a.op.parts
+	adaptive := parts == 0 && a.op.name == "aggregate"
 	if parts == 0 {
 		parts = a.defaultParts()
+	}
+	if adaptive {
+		parts = min(parts, a.nodeCPUs(ctx))
 	}
 	var mapOut, reduceOut outSpec
 	switch a.op.name {
@@ -71,5 +78,81 @@ func (a *allToAll) hashShuffle(ctx context.Context) (blockStream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &taskStream{r: a.r, st: a.sub(a.op.name + "_reduce"), src: &listUnits{us: byPart(pieces, parts)}, out: reduceOut, opts: a.opts}, nil
+	units := byPart(pieces, parts)
+	if adaptive {
+		if units, err = a.splitLarge(ctx, units, parts); err != nil {
+			return nil, err
+		}
+	}
+	return &taskStream{r: a.r, st: a.sub(a.op.name + "_reduce"), src: &listUnits{us: units}, out: reduceOut, opts: a.opts}, nil
+}
+
+// nodeCPUs is the number of CPUs of the driver's node, or a large number
+// where the node cannot be asked (a dataset run inside a task).
+func (a *allToAll) nodeCPUs(ctx context.Context) int {
+	s, err := nodeStatus(ctx)
+	if err != nil || s.Total["CPU"] < 1 {
+		return math.MaxInt
+	}
+	return int(s.Total["CPU"])
+}
+
+// maxSubParts bounds the sub-parts one oversized part is cut into.
+const maxSubParts = 4096
+
+// splitLarge cuts again each part of an aggregate whose partial
+// aggregates are more than one reduce task should hold: a run's budget
+// shared by two tasks per part, and at most a block. Split tasks take
+// the part's pieces, up to that size each, combine them and cut them by
+// a second hash of the group columns into sub-parts of about that size;
+// a reduce task per sub-part follows. An aggregation into few groups (the
+// usual case) has small parts and skips this; one whose every row is a
+// group pays one more pass over its partials, instead of a reduce task
+// whose input does not fit the store.
+func (a *allToAll) splitLarge(ctx context.Context, units []unit, parts int) ([]unit, error) {
+	limit := max(1<<20, min(a.r.cfg.TargetMaxBlockSize, a.r.budget/int64(2*parts)))
+	out := make([]unit, 0, len(units))
+	var st *subStats
+	for i, u := range units {
+		if u.estimate <= limit {
+			out = append(out, u)
+			continue
+		}
+		k := int(min(maxSubParts, (u.estimate+limit-1)/limit))
+		if st == nil {
+			st = a.sub(a.op.name + "_split")
+		}
+		split := outSpec{Kind: "agg_split", Parts: k, GroupKeys: a.op.groupKeys, Aggs: a.op.aggs}
+		ts := &taskStream{r: a.r, st: st, src: &listUnits{us: groupInputs(u.inputs, limit)}, out: split, opts: a.opts}
+		pieces, err := drain(ctx, ts, a.r)
+		if err != nil {
+			for _, rest := range append(out, units[i+1:]...) {
+				for _, b := range rest.inputs {
+					b.release()
+				}
+			}
+			return nil, err
+		}
+		out = append(out, byPart(pieces, k)...)
+	}
+	return out, nil
+}
+
+// groupInputs packs blocks, in order, into units of at most limit bytes
+// each (a larger block is a unit of its own).
+func groupInputs(bs []block, limit int64) []unit {
+	var us []unit
+	var cur unit
+	for _, b := range bs {
+		if len(cur.inputs) > 0 && cur.estimate+b.bytes > limit {
+			us = append(us, cur)
+			cur = unit{}
+		}
+		cur.inputs = append(cur.inputs, b)
+		cur.estimate += b.bytes
+	}
+	if len(cur.inputs) > 0 {
+		us = append(us, cur)
+	}
+	return us
 }

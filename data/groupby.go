@@ -13,7 +13,9 @@ import (
 // rows into P parts by a hash of the group key; reduce task j combines
 // the partials of part j (counts and sums add, Mean from count and sum,
 // Std from count, mean and sum of squared deviations combined pairwise,
-// Chan et al.) and returns one row per group. The kernels are in
+// Chan et al.) and returns one row per group. With the default P, a part
+// too large for one reduce task is first combined and cut again by a
+// second hash (agg_split tasks, splitLarge). The kernels are in
 // groupby_kernels.go.
 
 // Agg is an aggregation of a group's rows (package data/expr's Agg):
@@ -76,14 +78,15 @@ func (d *Dataset) GroupBy(columns ...string) *GroupedData {
 }
 
 // NumPartitions sets the number of reduce tasks, and of hash parts each
-// map task cuts its partial aggregates into. Default: the number of
-// input blocks when the source is the stage's (read tasks or stored
-// blocks), otherwise Config.Parallelism: a reduce task's input is then
-// about one block even when every row is a group of its own. Each map
-// task returns an object per part, so an aggregation into few groups
-// runs faster with fewer parts: one per CPU is enough to use them (a
-// thousand groups over 40 Parquet row groups on 2 CPUs ran 1.3x faster
-// than one goroutine with 2 parts, 1.05–1.26x with the default 40).
+// map task cuts its partial aggregates into. By default there is one
+// part per CPU of the driver's node (at most one per input block), and
+// a part whose partial aggregates are larger than a reduce task should
+// hold (a block, or half the run's memory budget shared among the
+// parts) is cut again after the map side, by a second hash, into
+// sub-parts of that size with a reduce task each: few groups cost one
+// object per map task and CPU, and a grouping where every row is a
+// group still fits the store. Set it to fix the number of parts (no
+// second cut), e.g. to use the CPUs of several nodes.
 func (g *GroupedData) NumPartitions(n int) *GroupedData {
 	ng := *g
 	ng.parts = n

@@ -3,6 +3,7 @@ package data
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -123,5 +124,38 @@ func TestDenseIDs(t *testing.T) {
 			}
 			col.Release()
 		}
+	}
+}
+
+// TestRemixSpreadsOnePart: the keys of one first-level part (hash mod 4
+// equal) spread over every one of 8 sub-parts by the second cut; without
+// the remix, hash mod 8 of them would take only two values.
+func TestRemixSpreadsOnePart(t *testing.T) {
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	for k := range int64(8000) {
+		b.Append(k)
+	}
+	col := b.NewArray()
+	b.Release()
+	defer col.Release()
+	hash := keyHasher([]arrow.Array{col})
+	var sub, plain [8]int
+	n := 0
+	for i := range col.Len() {
+		h := hash(i)
+		if h%4 != 1 {
+			continue
+		}
+		n++
+		sub[remix(h)%8]++
+		plain[h%8]++
+	}
+	for p, c := range sub {
+		if c < n/8*7/10 || c > n/8*13/10 {
+			t.Fatalf("part 1 of 4 (%d keys): sub-part %d holds %d (%v)", n, p, c, sub)
+		}
+	}
+	if used := len(slices.DeleteFunc(plain[:], func(c int) bool { return c == 0 })); used != 2 {
+		t.Fatalf("without the remix %d sub-parts used, want 2: the test no longer shows the remix matters", used)
 	}
 }

@@ -67,17 +67,60 @@ func aggMap(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch, o *o
 		return nil, err
 	}
 	defer part.Release()
-	cols := make([]arrow.Array, len(o.GroupKeys))
+	return cutGroups(ctx, part, len(o.GroupKeys), o.Parts, false)
+}
+
+// aggSplit combines partial aggregates of one hash part that is too
+// large for one reduce task, and cuts the combined rows into o.Parts
+// sub-parts by a second hash of the group columns: the first cut put
+// every row of a group in this part, the second puts them in one
+// sub-part, and one reduce task per sub-part finishes the groups.
+func aggSplit(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch, o *outSpec) ([]arrow.RecordBatch, error) {
+	if len(recs) == 0 {
+		return emptyParts(s, o.Parts), nil
+	}
+	rec, err := concatRecords(recs[0].Schema(), recs)
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Release()
+	part, err := aggregateRecord(ctx, rec, o.GroupKeys, o.Aggs, true, false)
+	if err != nil {
+		return nil, err
+	}
+	defer part.Release()
+	return cutGroups(ctx, part, len(o.GroupKeys), o.Parts, true)
+}
+
+// cutGroups cuts partial rows (the group columns first) into parts by a
+// hash of their group columns; second takes the part from a remix of
+// the hash, whose low bits do not repeat the first cut's.
+func cutGroups(ctx context.Context, part arrow.RecordBatch, keys, parts int, second bool) ([]arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, keys)
 	for i := range cols {
 		cols[i] = part.Column(i)
 	}
 	hash := keyHasher(cols)
-	idx := make([][]int64, o.Parts)
+	idx := make([][]int64, parts)
 	for i := range int(part.NumRows()) {
-		p := hash(i) % uint64(o.Parts)
+		h := hash(i)
+		if second {
+			h = remix(h)
+		}
+		p := h % uint64(parts)
 		idx[p] = append(idx[p], int64(i))
 	}
 	return takeParts(ctx, part, idx)
+}
+
+// remix is splitmix64's finalizer: every bit of its result depends on
+// every bit of h.
+func remix(h uint64) uint64 {
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	return h ^ h>>31
 }
 
 // aggReduce combines the partial aggregates of one hash part into one

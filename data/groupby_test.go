@@ -195,7 +195,8 @@ func TestGroupByAggregate(t *testing.T) {
 			checkGroups(t, got, expectGroups(all, cols), cols)
 		})
 	}
-	// fused with the maps before it; partitions by default: one per block
+	// fused with the maps before it; parts by default: one per CPU of the
+	// node (2), as there are fewer CPUs than blocks
 	kept := ds.FilterFunc(evenK).GroupBy("k", "s")
 	agg := kept.Aggregate(allAggs...)
 	got, err := agg.TakeAll(ctx)
@@ -211,7 +212,7 @@ func TestGroupByAggregate(t *testing.T) {
 	checkGroups(t, got, expectGroups(keptRows, []string{"k", "s"}), []string{"k", "s"})
 	st := agg.Stats()
 	for _, w := range []string{"Stage 1 from_arrow->filter->aggregate:", "Substage 0 aggregate_map: 12/12 blocks",
-		"Substage 1 aggregate_reduce: 12/12 blocks"} {
+		"Substage 1 aggregate_reduce: 2/2 blocks"} {
 		if !strings.Contains(st, w) {
 			t.Fatalf("stats lack %q:\n%s", w, st)
 		}
@@ -297,7 +298,8 @@ var groupOf = data.RegisterColumnFunc("test.groupOf", func(_ context.Context, re
 // TestGroupByLargerThanStore: 24,000 groups of two rows over ~48 MiB
 // (1 KiB of padding a row, aggregated by Max) under a 16 MiB store: the
 // partial aggregates are as large as the input, the map side's parts
-// spill and are restored for the reduces, and every group is right.
+// spill and are restored, the two parts (one per CPU) are each cut again
+// into sub-parts that fit a reduce task, and every group is right.
 func TestGroupByLargerThanStore(t *testing.T) {
 	ctx := start(t, atoll.WithObjectStoreMemory(16<<20))
 	cfg := withParallelism(24)
@@ -330,6 +332,10 @@ func TestGroupByLargerThanStore(t *testing.T) {
 	}
 	if m.SpilledBytesTotal == 0 {
 		t.Fatalf("nothing spilled: the test no longer exceeds the store")
+	}
+	// 2 parts of ~24 MiB each: each is cut again before its reduce
+	if st := ds.Stats(); !strings.Contains(st, "aggregate_split") {
+		t.Fatalf("no part was cut again:\n%s", st)
 	}
 	t.Logf("spilled %d bytes, restored %d\n%s", m.SpilledBytesTotal, m.RestoredBytesTotal, ds.Stats())
 }

@@ -58,7 +58,7 @@ type outSpec struct {
 	// columns), "split" (Parts returns: sort ranges of Keys by Bounds, or
 	// equal row ranges when Keys is empty), "merge_sort" (the inputs
 	// concatenated, sorted by Keys, then split as blocks); "agg_map",
-	// "agg_reduce" (groupby.go), "shuffle_map", "shuffle_reduce"
+	// "agg_split", "agg_reduce" (groupby.go), "shuffle_map", "shuffle_reduce"
 	// (shuffle.go).
 	Kind               string
 	MaxBlocks          int
@@ -84,7 +84,7 @@ func (o outSpec) numReturns() int {
 // partitioned says whether the task returns exactly Parts blocks (a map
 // side of an all-to-all), rather than at most MaxBlocks.
 func (o outSpec) partitioned() bool {
-	return o.Kind == "split" || o.Kind == "agg_map" || o.Kind == "shuffle_map" || o.Kind == "hash_split"
+	return o.Kind == "split" || o.Kind == "agg_map" || o.Kind == "agg_split" || o.Kind == "shuffle_map" || o.Kind == "hash_split"
 }
 
 var execTask = atoll.NewMultiFuncN("atoll/data.exec", execSpec)

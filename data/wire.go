@@ -48,7 +48,7 @@ var (
 		"add_column": true, "select": false, "drop": false, "limit": false, "write_parquet": false, "write_csv": false,
 		"where": false, "with_column": false, "project": false, "join_probe": false}
 	outKinds = map[string]bool{"blocks": true, "sort_sample": true, "split": true, "merge_sort": true,
-		"agg_map": true, "agg_reduce": true, "shuffle_map": true, "shuffle_reduce": true, "hash_split": true}
+		"agg_map": true, "agg_reduce": true, "shuffle_map": true, "shuffle_reduce": true, "hash_split": true, "agg_split": true}
 	joinHows = map[string]bool{"inner": true, "left": true, "right": true, "full": true, "semi": true, "anti": true}
 	aggFuncs = map[string]bool{"count": true, "sum": true, "mean": true, "min": true, "max": true, "std": true}
 )
@@ -215,8 +215,8 @@ func checkTask(m *atollpb.DataTask) error {
 		return bad("%s: target block size %d, %d samples, task index %d", o.Kind, o.TargetMaxBlockSize, o.Samples, o.TaskIndex)
 	case len(o.Keys) > maxNames || len(o.GroupKeys) > maxNames || len(o.Aggs) > maxNames:
 		return bad("%s: %d keys, %d group keys, %d aggregations", o.Kind, len(o.Keys), len(o.GroupKeys), len(o.Aggs))
-	case o.Kind == "hash_split" && len(o.GroupKeys) == 0:
-		return bad("hash_split without keys")
+	case (o.Kind == "hash_split" || o.Kind == "agg_split") && len(o.GroupKeys) == 0:
+		return bad("%s without keys", o.Kind)
 	}
 	for _, k := range o.Keys {
 		if k == nil || k.Column == "" {

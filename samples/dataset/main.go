@@ -90,7 +90,7 @@ func main() {
 	flag.BoolVar(&opts.materialize, "materialize", false, "also run pipeline A with every stage materialized")
 	flag.StringVar(&opts.pipelines, "pipelines", opts.pipelines, "the pipelines to run, of a, j and b")
 	flag.IntVar(&opts.turns, "turns", opts.turns, "run pipelines A and J and their baselines this many times, in turns, and report the medians")
-	flag.IntVar(&opts.aggPartitions, "agg-partitions", 0, "pipeline A's GroupBy NumPartitions (0: the default, one per input block)")
+	flag.IntVar(&opts.aggPartitions, "agg-partitions", 0, "pipeline A's GroupBy NumPartitions (0: the default, one per CPU, oversized parts cut again)")
 	flag.StringVar(&opts.cpuprofile, "cpuprofile", "", "write a CPU profile of this process over the pipelines (the baselines, and the driver's side of atoll; ATOLL_WORKER_CPUPROFILE profiles the worker processes)")
 	flag.BoolVar(&opts.json, "json", false, "print one JSON line per measurement (progress goes to stderr)")
 	flag.Parse()

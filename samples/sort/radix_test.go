@@ -78,3 +78,44 @@ func TestBucketIndexMatchesBinarySearch(t *testing.T) {
 		}
 	}
 }
+
+// TestPartitionChunk: every key lands in the bucket between its
+// splitters, in the chunk's order, and none is lost.
+func TestPartitionChunk(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	chunk := make([]int64, 50000)
+	for i := range chunk {
+		chunk[i] = r.Int64() - r.Int64()
+	}
+	splitters := []int64{-1 << 62, -5, -5, 0, 1 << 40}
+	buckets := partitionChunk(chunk, splitters)
+	if len(buckets) != len(splitters)+1 {
+		t.Fatalf("%d buckets, want %d", len(buckets), len(splitters)+1)
+	}
+	var want [][]int64 = make([][]int64, len(buckets))
+	for _, x := range chunk {
+		j, _ := slices.BinarySearch(splitters, x)
+		want[j] = append(want[j], x)
+	}
+	for j := range buckets {
+		if !slices.Equal(buckets[j], want[j]) {
+			t.Fatalf("bucket %d: %d keys, want %d in the chunk's order", j, len(buckets[j]), len(want[j]))
+		}
+	}
+}
+
+func BenchmarkPartitionChunk(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	chunk := make([]int64, 1<<22)
+	for i := range chunk {
+		chunk[i] = r.Int64()
+	}
+	splitters := make([]int64, 99)
+	for j := range splitters {
+		splitters[j] = int64(uint64(j+1)*(1<<64/100) ^ 1<<63)
+	}
+	b.SetBytes(int64(len(chunk) * 8))
+	for b.Loop() {
+		partitionChunk(chunk, splitters)
+	}
+}

@@ -135,6 +135,17 @@ func WithIdleWorkerTimeout(d time.Duration) Option {
 	return func(c *config) { c.node.IdleWorkerTimeout = d }
 }
 
+// WithWorkerHeapFloor sets the heap a worker process lets grow before its
+// garbage collector runs, however little it holds (default 128 MiB): a
+// task that computes over tens of MiB of fresh buffers then pays for no
+// collection of its own, at the cost of up to that much garbage held by
+// each worker between collections. A worker whose live heap is larger
+// collects as Go does by default. GOGC or GOMEMLIMIT set in the
+// environment turns it off, leaving the workers to those settings.
+func WithWorkerHeapFloor(bytes uint64) Option {
+	return func(c *config) { c.node.WorkerHeapFloor = bytes }
+}
+
 // WithSpillDirs sets the directories objects are spilled to when the
 // object store fills (round-robin; default: a directory in the session
 // directory, removed at Shutdown). Spill files hold no name on disk:

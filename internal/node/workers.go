@@ -2,8 +2,10 @@ package node
 
 import (
 	"path/filepath"
+	"strconv"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/gcfloor"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/objectstore"
 	"github.com/atoll-runtime/atoll/internal/raylet"
@@ -34,9 +36,14 @@ func (n *Node) processConfig() *raylet.ProcessConfig {
 				return start(InProcessWorker{ID: w, Node: node, Arena: arena, Conn: conn})
 			}}
 	}
+	floor := n.cfg.WorkerHeapFloor
+	if floor == 0 {
+		floor = gcfloor.DefaultFloor
+	}
 	pc := &raylet.ProcessConfig{
 		Binary: n.cfg.WorkerBinary, Arena: n.arena.File(), ArenaSize: n.arena.Size(), Store: n.storePID,
 		GCS: n.gcsClient.Do, Output: n.cfg.WorkerOutput,
+		Env: []string{raylet.EnvHeapFloor + "=" + strconv.FormatUint(floor, 10)},
 	}
 	if !n.cfg.Embedded() && !n.cfg.Driver {
 		// A cluster node runs each job's own binary unless it was given one.

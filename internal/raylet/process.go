@@ -22,6 +22,9 @@ const (
 	EnvWorkerID  = "ATOLL_WORKER_ID"  // hex worker id
 	EnvNodeID    = "ATOLL_NODE_ID"    // hex node id
 	EnvArenaSize = "ATOLL_ARENA_SIZE" // bytes of the arena mapped from fd ArenaFD
+	// EnvHeapFloor is the worker's heap floor in bytes (package gcfloor;
+	// Config.WorkerHeapFloor).
+	EnvHeapFloor = "ATOLL_WORKER_HEAP_FLOOR"
 	// ArenaFD and ConnFD are the inherited descriptors: the node's arena
 	// (a memfd) and the worker's end of its socket pair to the raylet.
 	ArenaFD = 3

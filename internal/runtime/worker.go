@@ -21,6 +21,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/actors"
 	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/gcfloor"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/objectstore"
 	"github.com/atoll-runtime/atoll/internal/owner"
@@ -92,8 +93,24 @@ func serveWorker(s Settings) {
 	install(w.Runtime)
 	process.mu.Unlock()
 	w.profileStop = profileWorker(w.log)
+	startHeapFloor(w.log)
 	w.Serve()
 	w.exit()
+}
+
+// startHeapFloor keeps the collector from running before the heap
+// reaches the floor the raylet passed (EnvHeapFloor; package gcfloor),
+// unless the environment sets GOGC or GOMEMLIMIT: the user's own policy.
+func startHeapFloor(log *slog.Logger) {
+	floor, err := strconv.ParseUint(os.Getenv(raylet.EnvHeapFloor), 10, 64)
+	switch {
+	case err != nil || floor == 0:
+		return
+	case os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "":
+		log.Debug("heap floor off: GOGC or GOMEMLIMIT set", "floor", floor)
+		return
+	}
+	gcfloor.Start(floor)
 }
 
 // WorkerConfig is what a worker runtime is given by its raylet: its

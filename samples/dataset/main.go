@@ -58,6 +58,7 @@ import (
 type options struct {
 	genSize       benchfmt.Size
 	store         benchfmt.Size
+	heapFloor     benchfmt.Size
 	baselineMax   benchfmt.Size
 	files         int
 	rowsPerGroup  int
@@ -79,6 +80,7 @@ func main() {
 		workers: runtime.NumCPU(), pipelines: "a,j,b", turns: 1}
 	flag.Var(&opts.genSize, "gen-size", "bytes of Parquet to generate (e.g. 1GiB, 4GiB), to the nearest whole row group per file")
 	flag.Var(&opts.store, "store", "object store memory; smaller than -gen-size to run out of core")
+	flag.Var(&opts.heapFloor, "worker-heap-floor", "heap a worker process lets grow before collecting (0: atoll's default, 128MiB; 1B: Go's default GC)")
 	flag.Var(&opts.baselineMax, "baseline-max", "largest -gen-size also sorted in memory in this process as pipeline B's baseline")
 	flag.IntVar(&opts.files, "files", opts.files, "Parquet files to generate")
 	flag.IntVar(&opts.rowsPerGroup, "rows-per-group", opts.rowsPerGroup, "rows per Parquet row group (a read task each)")
@@ -121,7 +123,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 		return fmt.Errorf("dataset: -mode: %w", err)
 	}
 	initOpts := []atoll.Option{atoll.WithWorkerMode(mode), atoll.WithNumCPUs(float64(opts.workers)),
-		atoll.WithObjectStoreMemory(uint64(opts.store))}
+		atoll.WithObjectStoreMemory(uint64(opts.store)), atoll.WithWorkerHeapFloor(uint64(opts.heapFloor))}
 	if opts.spillDir != "" {
 		initOpts = append(initOpts, atoll.WithSpillDirs(opts.spillDir))
 	}
@@ -162,7 +164,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "dataset: %d rows, %d bytes of Parquet\n", input.Rows, genBytes)
 	e.config = map[string]any{
 		"gen_size_bytes": int64(opts.genSize), "parquet_bytes": genBytes, "rows": input.Rows, "files": opts.files,
-		"rows_per_group": opts.rowsPerGroup, "object_store_bytes": int64(opts.store), "workers": opts.workers, "turns": opts.turns,
+		"rows_per_group": opts.rowsPerGroup, "object_store_bytes": int64(opts.store), "worker_heap_floor_bytes": int64(opts.heapFloor), "workers": opts.workers, "turns": opts.turns,
 		"worker_mode": mode.String(), "atoll_version": benchfmt.Version(), "cpus": runtime.NumCPU(), "go": runtime.Version(),
 		"agg_partitions": opts.aggPartitions,
 	}
@@ -268,19 +270,30 @@ func median(ps []phase) phase {
 	return s[len(s)/2]
 }
 
-// measure runs fn and returns its wall time, the process tree's peak PSS
-// (driver and workers, sampled every 250 ms) and the bytes the store
-// spilled and restored meanwhile.
+// measure runs atoll's fn and returns its wall time, the process tree's
+// peak PSS (driver and workers, sampled every 250 ms) and the bytes the
+// store spilled and restored meanwhile.
 func measure(ctx context.Context, fn func() error) (phase, error) {
+	return measureIn(ctx, func() []int {
+		tree, _ := pss.Tree(os.Getpid())
+		return tree
+	}, fn)
+}
+
+// measureBaseline is measure for a baseline, which runs in this process
+// only: its peak PSS leaves out the worker processes, atoll's, idle
+// meanwhile (they may still hold what atoll's turn left).
+func measureBaseline(ctx context.Context, fn func() error) (phase, error) {
+	return measureIn(ctx, func() []int { return []int{os.Getpid()} }, fn)
+}
+
+func measureIn(ctx context.Context, procs func() []int, fn func() error) (phase, error) {
 	debug.FreeOSMemory() // the phase before's garbage counts in no phase's PSS
 	before, err := atolltest.Memory(ctx)
 	if err != nil {
 		return phase{}, err
 	}
-	sampler := pss.NewSampler(250*time.Millisecond, func() []int {
-		tree, _ := pss.Tree(os.Getpid())
-		return tree
-	})
+	sampler := pss.NewSampler(250*time.Millisecond, procs)
 	sampler.Start()
 	start := time.Now()
 	err = fn()

@@ -23,13 +23,13 @@ func runA(ctx context.Context, e *env) ([]benchfmt.Record, error) {
 	var ds *data.Dataset
 	workers := max(e.opts.workers, 1)
 	ps, err := turns(e, "A", contender{"baseline", func() (phase, error) {
-		return measure(ctx, func() error {
+		return measureBaseline(ctx, func() error {
 			var err error
 			want, err = baselineA(ctx, e.files)
 			return err
 		})
 	}}, contender{fmt.Sprintf("baseline in %d goroutines", workers), func() (phase, error) {
-		p, err := measure(ctx, func() error {
+		p, err := measureBaseline(ctx, func() error {
 			var err error
 			par, err = parallelBaselineA(ctx, e.files, workers)
 			return err

@@ -32,7 +32,7 @@ func runB(ctx context.Context, e *env) ([]benchfmt.Record, error) {
 	if e.opts.genSize <= e.opts.baselineMax {
 		e.progress.Phase("B baseline: read everything, sort by id, write, one goroutine")
 		var err error
-		if base, err = measure(ctx, func() error { return baselineB(ctx, e.files, baseOut) }); err != nil {
+		if base, err = measureBaseline(ctx, func() error { return baselineB(ctx, e.files, baseOut) }); err != nil {
 			return nil, err
 		}
 		if base.verified, err = checkSorted(ctx, baseOut, e.input); err != nil {

@@ -102,7 +102,7 @@ func runJ(ctx context.Context, e *env) ([]benchfmt.Record, error) {
 	var want, got map[string]joined
 	var ds *data.Dataset
 	ps, err := turns(e, "J", contender{"baseline", func() (phase, error) {
-		return measure(ctx, func() error {
+		return measureBaseline(ctx, func() error {
 			var err error
 			want, err = baselineJ(ctx, e.files, dimDir)
 			return err

@@ -3,22 +3,26 @@ package atoll_test
 import (
 	"context"
 	"os"
+	goruntime "runtime"
 	"runtime/metrics"
 	"testing"
 
 	"github.com/atoll-runtime/atoll"
 )
 
-// gogc is the GOGC in force in the process that runs it.
-var gogc = atoll.NewFunc0("proc.gogc", func(context.Context) (int, error) {
-	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+// heapGoal is the heap goal of the process that runs it, after a
+// collection.
+var heapGoal = atoll.NewFunc0("proc.heapGoal", func(context.Context) (uint64, error) {
+	goruntime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
 	metrics.Read(s)
-	return int(s[0].Value.Uint64()), nil
+	return s[0].Value.Uint64(), nil
 })
 
-// TestWorkerHeapFloor: a worker process raises GOGC while its live heap
-// is small (the default floor, 128 MiB, is many times a fresh worker's
-// heap); a floor of one byte leaves Go's default.
+// TestWorkerHeapFloor: a worker process's heap goal is at least twice
+// its floor (64 MiB of ballast by default: 128 MiB, where a fresh
+// worker's own heap makes a goal of a few MiB); a floor of one byte
+// leaves Go's default.
 func TestWorkerHeapFloor(t *testing.T) {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		t.Skip("GOGC or GOMEMLIMIT set: the workers keep them, with no floor")
@@ -26,20 +30,20 @@ func TestWorkerHeapFloor(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		opts  []atoll.Option
-		check func(int) bool
+		check func(uint64) bool
 		want  string
 	}{
-		{"default", nil, func(p int) bool { return p > 100 }, "above 100"},
-		{"one byte", []atoll.Option{atoll.WithWorkerHeapFloor(1)}, func(p int) bool { return p == 100 }, "100"},
+		{"default", nil, func(g uint64) bool { return g >= 128<<20 }, "128 MiB at least"},
+		{"one byte", []atoll.Option{atoll.WithWorkerHeapFloor(1)}, func(g uint64) bool { return g < 64<<20 }, "under 64 MiB"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := startProcesses(t, c.opts...)
-			p, err := atoll.Get(ctx, gogc.Remote(ctx))
+			g, err := atoll.Get(ctx, heapGoal.Remote(ctx))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !c.check(p) {
-				t.Fatalf("a worker's GOGC is %d, want %s", p, c.want)
+			if !c.check(g) {
+				t.Fatalf("a worker's heap goal is %d bytes, want %s", g, c.want)
 			}
 		})
 	}

@@ -135,13 +135,14 @@ func WithIdleWorkerTimeout(d time.Duration) Option {
 	return func(c *config) { c.node.IdleWorkerTimeout = d }
 }
 
-// WithWorkerHeapFloor sets the heap a worker process lets grow before its
-// garbage collector runs, however little it holds (default 128 MiB): a
-// task that computes over tens of MiB of fresh buffers then pays for no
-// collection of its own, at the cost of up to that much garbage held by
-// each worker between collections. A worker whose live heap is larger
-// collects as Go does by default. GOGC or GOMEMLIMIT set in the
-// environment turns it off, leaving the workers to those settings.
+// WithWorkerHeapFloor sets the garbage a worker process may build up
+// before its collector runs, at least, however little it holds (default
+// 64 MiB; one byte gives Go's default behaviour): a task that computes
+// over tens of MiB of fresh buffers then costs about one collection
+// instead of several, at the cost of up to that much more garbage held by
+// each busy worker (an idle one gives it back after a second). GOGC or
+// GOMEMLIMIT set in the environment turns it off, leaving the workers to
+// those settings.
 func WithWorkerHeapFloor(bytes uint64) Option {
 	return func(c *config) { c.node.WorkerHeapFloor = bytes }
 }

@@ -8,37 +8,10 @@ import (
 	"time"
 )
 
-func TestPercent(t *testing.T) {
-	const mib = 1 << 20
-	for _, c := range []struct {
-		live, floor uint64
-		base, want  int
-	}{
-		{live: 16 * mib, floor: 128 * mib, base: 100, want: 700},    // goal 16·8 = 128 MiB
-		{live: 16*mib + 1, floor: 128 * mib, base: 100, want: 699},  // the goal rounds down
-		{live: 0, floor: 128 * mib, base: 100, want: 3100},          // before any cycle: 4 MiB live
-		{live: 64 * mib, floor: 128 * mib, base: 100, want: 100},    // 64·2 reaches the floor
-		{live: 32 * mib, floor: 64*mib + 1, base: 100, want: 100},   // one byte short: the floor's own goal
-		{live: 512 * mib, floor: 128 * mib, base: 100, want: 100},   // a large heap: plain GOGC
-		{live: 100 * mib, floor: 128 * mib, base: 20, want: 28},     // a lower base, raised to the floor
-		{live: 200 * mib, floor: 128 * mib, base: 20, want: 20},     // and kept where it reaches it
-		{live: 8 * mib, floor: 1024 * mib, base: 1000, want: 12700}, // a higher base, raised too
-		{live: 8 * mib, floor: 88 * mib, base: 1000, want: 1000},    // or kept
-		{live: 1, floor: 128 * mib, base: 100, want: maxPercent},    // bounded
-		{live: 16 * mib, floor: 128 * mib, base: -1, want: -1},      // GOGC=off stays off
-		{live: 16 * mib, floor: 0, base: 100, want: 100},            // no floor
-		{live: 100, floor: 101, base: 0, want: 1},                   // GOGC=0 raised by a byte
-	} {
-		if got := Percent(c.live, c.floor, c.base); got != c.want {
-			t.Errorf("Percent(live %d, floor %d, base %d) = %d, want %d", c.live, c.floor, c.base, got, c.want)
-		}
-	}
-}
-
 // TestFloorCutsCollections: 512 MiB of short-lived 1 MiB buffers cost
 // dozens of collections with a small live heap and plain GOGC, and a
-// handful under a 128 MiB floor; the goal reaches the floor after a
-// collection, and Stop puts GOGC back.
+// handful with 128 MiB of ballast; the goal is at least twice the
+// ballast, and after Stop it falls back.
 func TestFloorCutsCollections(t *testing.T) {
 	before := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(before)
@@ -46,20 +19,17 @@ func TestFloorCutsCollections(t *testing.T) {
 	f := Start(128 << 20)
 	floored := cycles(churn)
 	runtime.GC()
-	deadline := time.Now().Add(10 * time.Second)
-	for read("/gc/heap/goal:bytes") < 120<<20 {
-		if time.Now().After(deadline) {
-			t.Fatalf("heap goal %d after a collection under a 128 MiB floor", read("/gc/heap/goal:bytes"))
-		}
-		runtime.Gosched()
+	if goal := read("/gc/heap/goal:bytes"); goal < 256<<20 {
+		t.Fatalf("heap goal %d with 128 MiB of ballast, want 256 MiB at least", goal)
 	}
 	f.Stop()
-	if p := debug.SetGCPercent(100); p != 100 {
-		t.Fatalf("GOGC %d after Stop, want 100", p)
+	runtime.GC()
+	if goal := read("/gc/heap/goal:bytes"); goal >= 256<<20 {
+		t.Fatalf("heap goal %d after Stop", goal)
 	}
-	t.Logf("collections: %d with plain GOGC, %d under the floor", plain, floored)
+	t.Logf("collections: %d with plain GOGC, %d with the floor", plain, floored)
 	if floored*4 > plain {
-		t.Fatalf("collections: %d with plain GOGC, %d under the floor: want a quarter at most", plain, floored)
+		t.Fatalf("collections: %d with plain GOGC, %d with the floor: want a quarter at most", plain, floored)
 	}
 }
 
@@ -86,18 +56,21 @@ func TestIdleRelease(t *testing.T) {
 	}
 }
 
-// TestStartLeavesGOGCOff: with the collector off, Start changes nothing.
+// TestStartLeavesGOGCOff: with the collector off, Start holds no
+// ballast and watches nothing.
 func TestStartLeavesGOGCOff(t *testing.T) {
 	before := debug.SetGCPercent(-1)
 	defer debug.SetGCPercent(before)
 	f := Start(128 << 20)
-	if p := debug.SetGCPercent(-1); p != -1 {
-		t.Fatalf("GOGC %d after Start with the collector off", p)
+	if f.ballast != nil {
+		t.Fatalf("%d bytes of ballast with the collector off", len(f.ballast))
+	}
+	select {
+	case <-f.done:
+	default:
+		t.Fatal("the idle watch runs with the collector off")
 	}
 	f.Stop()
-	if p := debug.SetGCPercent(-1); p != -1 {
-		t.Fatalf("GOGC %d after Stop with the collector off", p)
-	}
 }
 
 var sink []byte

@@ -130,12 +130,11 @@ type Config struct {
 	// Default raylet.DefaultPipelineDepth (16), enough to hide the round
 	// trip to the raylet between short tasks; 1 turns pipelining off.
 	PipelineDepth int
-	// WorkerHeapFloor is the heap a worker process lets grow before its
-	// garbage collector runs, however little it holds. Default 128 MiB:
-	// a task that computes over tens of MiB of fresh buffers then costs
-	// no collection of its own; a worker whose live heap is larger
-	// collects as Go does by default (GOGC). Setting GOGC or GOMEMLIMIT in
-	// the environment turns it off.
+	// WorkerHeapFloor is the garbage a worker process may build up before
+	// its collector runs, at least, however little it holds (a ballast in
+	// its heap). Default 64 MiB: a task that computes over tens of MiB of
+	// fresh buffers then costs about one collection instead of several.
+	// Setting GOGC or GOMEMLIMIT in the environment turns it off.
 	WorkerHeapFloor uint64
 	// IdleWorkerTimeout is how long a surplus idle worker process lives.
 	// Default 10 s: it outlives a pause between a program's phases, then

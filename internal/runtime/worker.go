@@ -98,9 +98,9 @@ func serveWorker(s Settings) {
 	w.exit()
 }
 
-// startHeapFloor keeps the collector from running before the heap
-// reaches the floor the raylet passed (EnvHeapFloor; package gcfloor),
-// unless the environment sets GOGC or GOMEMLIMIT: the user's own policy.
+// startHeapFloor gives the collector the floor the raylet passed
+// (EnvHeapFloor; package gcfloor), unless the environment sets GOGC or
+// GOMEMLIMIT: the user's own policy.
 func startHeapFloor(log *slog.Logger) {
 	floor, err := strconv.ParseUint(os.Getenv(raylet.EnvHeapFloor), 10, 64)
 	switch {
@@ -110,8 +110,12 @@ func startHeapFloor(log *slog.Logger) {
 		log.Debug("heap floor off: GOGC or GOMEMLIMIT set", "floor", floor)
 		return
 	}
-	gcfloor.Start(floor)
+	heapFloor = gcfloor.Start(floor)
 }
+
+// heapFloor is the worker process's heap floor (its ballast stays
+// reachable from here).
+var heapFloor *gcfloor.Floor
 
 // WorkerConfig is what a worker runtime is given by its raylet: its
 // identity, its mapping of the node's arena and its connection to the

@@ -56,7 +56,8 @@ type Floor struct {
 }
 
 // Start allocates floor bytes of ballast and starts the idle watch. With
-// the collector off (GOGC=off), it does neither.
+// the collector off (GOGC=off), it does neither. The Floor lives until
+// Stop whether or not the caller keeps it: its watch goroutine holds it.
 func Start(floor uint64) *Floor {
 	f := &Floor{done: make(chan struct{})}
 	gc := debug.SetGCPercent(100) // there is no reading it without setting it

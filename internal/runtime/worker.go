@@ -110,12 +110,8 @@ func startHeapFloor(log *slog.Logger) {
 		log.Debug("heap floor off: GOGC or GOMEMLIMIT set", "floor", floor)
 		return
 	}
-	heapFloor = gcfloor.Start(floor)
+	gcfloor.Start(floor) // for the life of the process
 }
-
-// heapFloor is the worker process's heap floor (its ballast stays
-// reachable from here).
-var heapFloor *gcfloor.Floor
 
 // WorkerConfig is what a worker runtime is given by its raylet: its
 // identity, its mapping of the node's arena and its connection to the

@@ -1,11 +1,13 @@
 package gcfloor
 
 import (
+	"fmt"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"testing"
-	"time"
+
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // TestFloorCutsCollections: 512 MiB of short-lived 1 MiB buffers cost
@@ -43,13 +45,7 @@ func TestIdleRelease(t *testing.T) {
 	defer f.Stop()
 	for spell := 1; spell <= 2; spell++ {
 		churn()
-		deadline := time.Now().Add(10 * time.Second)
-		for f.Releases() < spell {
-			if time.Now().After(deadline) {
-				t.Fatalf("spell %d: %d releases after 10 s idle", spell, f.Releases())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		testutil.Eventually(t, fmt.Sprintf("release %d after idling", spell), func() bool { return f.Releases() >= spell })
 		if free := read("/memory/classes/heap/free:bytes"); free > 32<<20 {
 			t.Fatalf("spell %d: %d bytes free and not returned after the release", spell, free)
 		}

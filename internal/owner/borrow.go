@@ -78,7 +78,7 @@ func (t *Table) lentClosure(tk *task) (lent []ids.ObjectID, pending []ids.Object
 		// An argument is sent as an argument; it is lent too only if a
 		// value holds a ref to it.
 		if o := t.objects[d]; o != nil {
-			stack = append(stack, o.contained...)
+			stack = append(stack, o.x().contained...)
 		}
 	}
 	stack = append(stack, tk.holds...)
@@ -101,7 +101,7 @@ func (t *Table) lentClosure(tk *task) (lent []ids.ObjectID, pending []ids.Object
 		if len(lent) > MaxLent {
 			return nil, nil, errs.ToProto(errs.Invalidf("task %s: its arguments hold more than %d object refs (counting refs inside the objects they refer to); pass fewer refs, or put them in fewer objects", tk.spec.Name, MaxLent))
 		}
-		stack = append(stack, o.contained...)
+		stack = append(stack, o.x().contained...)
 	}
 	sort.Slice(lent, func(i, j int) bool { return string(lent[i][:]) < string(lent[j][:]) })
 	return lent, pending, nil
@@ -110,7 +110,7 @@ func (t *Table) lentClosure(tk *task) (lent []ids.ObjectID, pending []ids.Object
 // lentValue is an object's value as lent: its value with the refs it
 // holds listed, so the borrower can register the contained edges.
 func (t *Table) lentValue(o *object) *atollpb.Value {
-	if len(o.contained) == 0 || len(o.value.GetContainedRefs()) == len(o.contained) {
+	if len(o.x().contained) == 0 || len(o.value.GetContainedRefs()) == len(o.x().contained) {
 		return o.value
 	}
 	v := &atollpb.Value{Codec: o.value.Codec}
@@ -122,7 +122,7 @@ func (t *Table) lentValue(o *object) *atollpb.Value {
 	case *atollpb.Value_Error:
 		v.Kind = k
 	}
-	for _, c := range o.contained {
+	for _, c := range o.x().contained {
 		v.ContainedRefs = append(v.ContainedRefs, &atollpb.ObjectRef{ObjectId: c.Bytes()})
 	}
 	return v
@@ -146,7 +146,7 @@ func (t *Table) Lend(borrowed []*atollpb.ReturnObject, lender ids.WorkerID, owne
 			lent = append(lent, id)
 			continue
 		}
-		o := &object{refs: 1, value: b.Value, borrowed: true, ownerNode: ownerNode}
+		o := &object{refs: 1, value: b.Value, borrowed: true, more: &objectMore{ownerNode: ownerNode}}
 		t.objects[id] = o
 		t.setLender(o, lender)
 		fresh = append(fresh, o)
@@ -162,7 +162,8 @@ func (t *Table) Lend(borrowed []*atollpb.ReturnObject, lender ids.WorkerID, owne
 				continue
 			}
 			if t.AddRef(cid) {
-				o.contained = append(o.contained, cid)
+				om := o.m()
+				om.contained = append(om.contained, cid)
 			}
 		}
 	}
@@ -183,7 +184,7 @@ func (t *Table) HeldFor(lender ids.WorkerID) []ids.ObjectID {
 	}
 	var out []ids.ObjectID
 	for id, o := range t.objects {
-		if o.borrowed && o.lender == lender && o.refs > 0 {
+		if o.borrowed && o.x().lender == lender && o.refs > 0 {
 			out = append(out, id)
 		}
 	}
@@ -196,12 +197,14 @@ func (t *Table) HoldsFrom(lender ids.WorkerID) bool { return t.fromLender[lender
 
 // setLender records who lent a borrowed entry (zero: nobody to report to).
 func (t *Table) setLender(o *object, lender ids.WorkerID) {
-	if !o.lender.IsZero() {
-		if t.fromLender[o.lender]--; t.fromLender[o.lender] <= 0 {
-			delete(t.fromLender, o.lender)
+	if old := o.x().lender; !old.IsZero() {
+		if t.fromLender[old]--; t.fromLender[old] <= 0 {
+			delete(t.fromLender, old)
 		}
 	}
-	o.lender = lender
+	if !lender.IsZero() || o.more != nil {
+		o.m().lender = lender
+	}
 	if !lender.IsZero() {
 		t.fromLender[lender]++
 	}
@@ -230,7 +233,7 @@ func (t *Table) Export(refs []ids.ObjectID, to ids.WorkerID, toNode ids.NodeID) 
 		switch {
 		case o == nil:
 			return nil, &errs.ObjectLostError{ObjectID: id.String(), Message: "a returned value holds a ref to an object this process no longer has"}
-		case o.borrowed && o.lender == to:
+		case o.borrowed && o.x().lender == to:
 			continue // the owner lent it: it is the owner's own, or its borrow
 		case o.borrowed:
 			return nil, errs.Invalidf("a returned value holds ObjectRef %s, which this process borrowed from another process than the task's caller: return refs the task created or received from its caller, or Get the value and return it", id.Short())
@@ -239,11 +242,11 @@ func (t *Table) Export(refs []ids.ObjectID, to ids.WorkerID, toNode ids.NodeID) 
 		}
 		out = append(out, &atollpb.ReturnObject{ObjectId: id.Bytes(), Value: t.lentValue(o)})
 		handed = append(handed, o)
-		stack = append(stack, o.contained...)
+		stack = append(stack, o.x().contained...)
 	}
 	for _, o := range handed {
 		// Ours no more: freeing it here must not delete it from the store.
-		o.borrowed, o.ownerNode = true, toNode
+		o.borrowed, o.m().ownerNode = true, toNode
 		t.setLender(o, to)
 		o.producerTask = ids.TaskID{}
 	}
@@ -268,7 +271,9 @@ func (t *Table) adopt(transferred []*atollpb.ReturnObject) []ids.ObjectID {
 	}
 	for _, id := range fresh {
 		o := t.objects[id]
-		o.contained = t.refContained(o.value)
+		if c := t.refContained(o.value); c != nil || o.more != nil {
+			o.m().contained = c
+		}
 	}
 	return fresh
 }

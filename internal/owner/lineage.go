@@ -65,14 +65,14 @@ func (t *Table) recordLineage(tk *task) {
 		why = "its task was submitted without retries (MaxRetries(0))"
 	}
 	for _, rid := range tk.returns {
-		if o := t.objects[rid]; o != nil && len(o.contained) > 0 && why == "" {
+		if o := t.objects[rid]; o != nil && len(o.x().contained) > 0 && why == "" {
 			why = "its task's returns hold refs"
 		}
 	}
 	if why != "" {
 		for _, rid := range tk.returns {
 			if o := t.objects[rid]; o != nil {
-				o.noLineage = why
+				o.m().noLineage = why
 			}
 		}
 		return
@@ -85,7 +85,7 @@ func (t *Table) recordLineage(tk *task) {
 		t.lineageOrder = append(t.lineageOrder, tk.id)
 		for _, dep := range e.deps {
 			if d := t.record(dep); d != nil {
-				d.lineageRefs++
+				d.m().lineageRefs++
 			}
 		}
 	}
@@ -150,7 +150,7 @@ func (t *Table) forgetLineage(id ids.TaskID, e *lineageEntry) {
 	t.lineageBytes -= e.size
 	for _, rid := range e.returns {
 		if o := t.record(rid); o != nil && o.producerTask == id {
-			o.producerTask, o.noLineage = ids.TaskID{}, "its lineage was evicted past the lineage budget"
+			o.producerTask, o.m().noLineage = ids.TaskID{}, "its lineage was evicted past the lineage budget"
 		}
 	}
 	for _, dep := range e.deps {
@@ -158,7 +158,10 @@ func (t *Table) forgetLineage(id ids.TaskID, e *lineageEntry) {
 		if d == nil {
 			continue
 		}
-		if d.lineageRefs--; d.lineageRefs == 0 && t.released[dep] == d {
+		if m := d.m(); m.lineageRefs > 0 {
+			m.lineageRefs--
+		}
+		if d.more.lineageRefs == 0 && t.released[dep] == d {
 			delete(t.released, dep)
 			if !d.producerTask.IsZero() {
 				t.objectFreed(d)
@@ -213,7 +216,7 @@ func (t *Table) Reconstruct(id ids.ObjectID, cause string) *atollpb.ErrorInfo {
 func (t *Table) rerun(id ids.ObjectID, o *object, cause string) *atollpb.ErrorInfo {
 	e := t.lineage[o.producerTask]
 	if e == nil {
-		why := o.noLineage
+		why := o.x().noLineage
 		if why == "" {
 			why = "its lineage is not kept"
 		}

@@ -19,7 +19,22 @@ type object struct {
 	// done is closed when value is set; made on the first Lookup of a
 	// pending object (a task's return nobody waits on before it is ready
 	// never has one).
-	done     chan struct{}
+	done chan struct{}
+	// more holds what few objects need (nil until one does): a task's
+	// return that nobody waits on, holds no ref and was not borrowed is
+	// 64 bytes, where it was 192 with these inline.
+	more *objectMore
+	// borrowed: another process owns the object; freeing the entry does
+	// not free it in the store (more.ownerNode is where that owner runs).
+	borrowed bool
+	// taskReturn: a task's return (else a Put); producerTask: the task
+	// whose lineage can rebuild it (zero: none kept).
+	taskReturn   bool
+	producerTask ids.TaskID
+}
+
+// objectMore is the part of an object's record few objects need.
+type objectMore struct {
 	watchers []*Waiter
 	// waiting are the tasks whose arguments include this object, until it
 	// has a value.
@@ -27,23 +42,36 @@ type object struct {
 	// contained are the refs serialised inside this object's value; they
 	// stay referenced until this object is freed.
 	contained []ids.ObjectID
-	// borrowed: another process owns the object; freeing the entry does
-	// not free it in the store. ownerNode is where that owner runs.
-	borrowed  bool
+	// ownerNode is where a borrowed object's owner runs.
 	ownerNode ids.NodeID
 	// lender is the process that lent a borrowed object to this one (the
 	// owner of the task it came with): the one to report holding it to.
 	// Zero for objects borrowed otherwise.
-	lender ids.WorkerID
-	// taskReturn: a task's return (else a Put); producerTask: the task
-	// whose lineage can rebuild it (zero: none kept).
-	taskReturn   bool
-	producerTask ids.TaskID
-	noLineage    string // why it has none, when its task finished
+	lender    ids.WorkerID
+	noLineage string // why it has none, when its task finished
 	// lineageRefs counts the kept lineage entries that name this object
 	// as an argument: with no reference left, it moves to Table.released
 	// (its data is freed, its lineage kept) until they go.
 	lineageRefs int
+}
+
+// noMore is what an object without more reads: never written.
+var noMore objectMore
+
+// x returns o's less used fields for reading (all zero when it has none).
+func (o *object) x() *objectMore {
+	if o.more == nil {
+		return &noMore
+	}
+	return o.more
+}
+
+// m returns o's less used fields for writing, made on first use.
+func (o *object) m() *objectMore {
+	if o.more == nil {
+		o.more = &objectMore{}
+	}
+	return o.more
 }
 
 func (o *object) ready() bool { return o.value != nil }
@@ -97,19 +125,20 @@ func (t *Table) DropRef(idl ...ids.ObjectID) {
 			continue
 		}
 		delete(t.objects, id)
-		if !o.lender.IsZero() {
-			t.lentFreed(o.lender)
+		if lender := o.x().lender; !lender.IsZero() {
+			t.lentFreed(lender)
 		}
 		t.setLender(o, ids.WorkerID{})
 		t.freed++
 		if o.value.GetStored() != nil && !o.borrowed {
 			stored = append(stored, id)
 		}
-		stack = append(stack, o.contained...)
-		if o.lineageRefs > 0 && !o.borrowed {
+		stack = append(stack, o.x().contained...)
+		if o.x().lineageRefs > 0 && !o.borrowed {
 			// A kept lineage may need it rebuilt: its data goes, its
 			// record stays.
-			o.value, o.waiting, o.watchers, o.contained = nil, nil, nil, nil
+			o.value = nil
+			o.more.waiting, o.more.watchers, o.more.contained = nil, nil, nil
 			t.released[id] = o
 		} else if !o.producerTask.IsZero() {
 			t.objectFreed(o)
@@ -153,19 +182,23 @@ func (t *Table) setValue(o *object, value *atollpb.Value, producer *atollpb.Trac
 	}
 	// The encoder of the value took one reference per contained ref; this
 	// object holds them now.
-	o.contained = append(o.contained, contained...)
+	if len(contained) > 0 {
+		om := o.m()
+		om.contained = append(om.contained, contained...)
+	}
 	if o.done != nil {
 		close(o.done)
 		o.done = nil
 	}
-	for _, w := range o.watchers {
+	for _, w := range o.x().watchers {
 		if !w.done {
 			t.emit(Notify{C: w.C})
 		}
 	}
-	o.watchers = nil
-	waiting := o.waiting
-	o.waiting = nil
+	waiting := o.x().waiting
+	if o.more != nil {
+		o.more.watchers, o.more.waiting = nil, nil
+	}
 	for _, tk := range waiting {
 		t.depReady(tk)
 	}
@@ -210,14 +243,15 @@ func (t *Table) Watch(id ids.ObjectID, w *Waiter) bool {
 	}
 	// Waiters that gave up leave here, so an object waited on by many
 	// Waits in turn keeps one entry per live waiter.
-	live := o.watchers[:0]
-	for _, x := range o.watchers {
+	m := o.m()
+	live := m.watchers[:0]
+	for _, x := range m.watchers {
 		if !x.done {
 			live = append(live, x)
 		}
 	}
-	clear(o.watchers[len(live):])
-	o.watchers = append(live, w)
+	clear(m.watchers[len(live):])
+	m.watchers = append(live, w)
 	return true
 }
 
@@ -238,7 +272,7 @@ func (t *Table) OwnerNode(id ids.ObjectID) ids.NodeID {
 	case o == nil:
 		return ids.NodeID{}
 	case o.borrowed:
-		return o.ownerNode
+		return o.x().ownerNode
 	}
 	return t.cfg.Node
 }
@@ -261,7 +295,7 @@ func (t *Table) StoredIDs() []ids.ObjectID {
 // vouch for them, and its node's objects are being freed).
 func (t *Table) NodeDied(node ids.NodeID) {
 	for id, o := range t.objects {
-		if o.borrowed && o.ownerNode == node && o.value.GetError() == nil {
+		if o.borrowed && o.x().ownerNode == node && o.value.GetError() == nil {
 			o.value = &atollpb.Value{Codec: atollpb.Codec_CODEC_ERROR, Kind: &atollpb.Value_Error{Error: errs.ToProto(
 				&errs.OwnerDiedError{ObjectID: id.String(), Message: "the owner's node " + node.Short() + " died"})}}
 		}

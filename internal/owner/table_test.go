@@ -455,8 +455,8 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 func (e *env) checkLenders(t *testing.T) {
 	want := map[ids.WorkerID]int{}
 	for _, o := range e.table.objects {
-		if !o.lender.IsZero() {
-			want[o.lender]++
+		if !o.x().lender.IsZero() {
+			want[o.x().lender]++
 		}
 	}
 	if len(want) != len(e.table.fromLender) {
@@ -602,17 +602,17 @@ func (e *env) state() string {
 		s := fmt.Sprintf("object %s refs=%d %s", e.label[id], o.refs, e.value(o.value))
 		if o.borrowed {
 			s += " borrowed"
-			if !o.lender.IsZero() {
-				s += " lender=" + e.nodeName(o.lender[:])
+			if lender := o.x().lender; !lender.IsZero() {
+				s += " lender=" + e.nodeName(lender[:])
 			}
 		}
-		if len(o.contained) > 0 {
-			s += " holds=" + e.nameList(o.contained)
+		if len(o.x().contained) > 0 {
+			s += " holds=" + e.nameList(o.x().contained)
 		}
 		objs = append(objs, s)
 	}
 	for id, o := range tb.released {
-		objs = append(objs, fmt.Sprintf("released %s lineage-refs=%d", e.label[id], o.lineageRefs))
+		objs = append(objs, fmt.Sprintf("released %s lineage-refs=%d", e.label[id], o.x().lineageRefs))
 	}
 	sort.Strings(objs)
 	lines = append(lines, objs...)

@@ -141,7 +141,8 @@ func (t *Table) awaitObjects(tk *task, idl []ids.ObjectID) {
 	for _, id := range idl {
 		if o := t.objects[id]; o != nil && !o.ready() {
 			tk.unresolved++
-			o.waiting = append(o.waiting, tk)
+			om := o.m()
+			om.waiting = append(om.waiting, tk)
 		}
 	}
 }

@@ -32,6 +32,10 @@
 //
 // A and J run -turns times, alternating with their baselines, and report
 // the medians: the machine is shared, so only same-run ratios count.
+// atoll's peak PSS is that of all its processes (driver and workers), a
+// baseline's that of this process alone, where it runs.
+// -worker-heap-floor sets the worker processes' heap floor (1B: Go's
+// default collector).
 package main
 
 import (

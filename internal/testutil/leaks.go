@@ -17,6 +17,12 @@ const (
 	// dispatcher: it parks between passes and exits after 2 s idle
 	// (internal/actors checks that this is its name).
 	PooledDispatcher = "github.com/atoll-runtime/atoll/internal/actors.(*pooledDispatcher).run"
+	// MemberlistProbe is memberlist's probe of a peer: Shutdown does not
+	// wait for one in flight, which ends when its ack timer fires (the
+	// probe timeout, stretched up to 8x by a member's local health after
+	// a partition). Any package whose tests run gossip membership may
+	// end with one.
+	MemberlistProbe = "github.com/hashicorp/memberlist.(*Memberlist).probeNode"
 )
 
 // LeakOptions are the goleak options every package uses: the goroutines
@@ -25,6 +31,7 @@ func LeakOptions(extra ...goleak.Option) []goleak.Option {
 	return append([]goleak.Option{
 		goleak.IgnoreTopFunction(DeadLetterThrottle),
 		goleak.IgnoreTopFunction(PooledDispatcher),
+		goleak.IgnoreTopFunction(MemberlistProbe),
 	}, extra...)
 }
 

@@ -126,11 +126,7 @@ func (a *allToAll) splitLarge(ctx context.Context, units []unit, parts int) ([]u
 		ts := &taskStream{r: a.r, st: st, src: &listUnits{us: groupInputs(u.inputs, limit)}, out: split, opts: a.opts}
 		pieces, err := drain(ctx, ts, a.r)
 		if err != nil {
-			for _, rest := range append(out, units[i+1:]...) {
-				for _, b := range rest.inputs {
-					b.release()
-				}
-			}
+			(&listUnits{us: append(out, units[i+1:]...)}).close()
 			return nil, err
 		}
 		out = append(out, byPart(pieces, k)...)

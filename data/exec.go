@@ -53,6 +53,18 @@ type unitSource interface {
 // listUnits is a fixed list of units.
 type listUnits struct{ us []unit }
 
+// close releases the inputs of the units not taken: a stream owns its
+// units' inputs (it releases them once their task is submitted), and one
+// closed early, or never started, leaves them here.
+func (l *listUnits) close() {
+	for _, u := range l.us {
+		for _, b := range u.inputs {
+			b.release()
+		}
+	}
+	l.us = nil
+}
+
 func (l *listUnits) nextUnit(context.Context) (unit, bool, error) {
 	if len(l.us) == 0 {
 		return unit{}, false, nil

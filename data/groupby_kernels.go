@@ -79,17 +79,23 @@ func aggSplit(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch, o 
 	if len(recs) == 0 {
 		return emptyParts(s, o.Parts), nil
 	}
-	rec, err := concatRecords(recs[0].Schema(), recs)
-	if err != nil {
-		return nil, err
-	}
-	defer rec.Release()
-	part, err := aggregateRecord(ctx, rec, o.GroupKeys, o.Aggs, true, false)
+	part, err := combinePartials(ctx, recs, o, false)
 	if err != nil {
 		return nil, err
 	}
 	defer part.Release()
 	return cutGroups(ctx, part, len(o.GroupKeys), o.Parts, true)
+}
+
+// combinePartials folds partial aggregates (at least one record) into
+// one row per group: partial states, or the final columns (finalOut).
+func combinePartials(ctx context.Context, recs []arrow.RecordBatch, o *outSpec, finalOut bool) (arrow.RecordBatch, error) {
+	rec, err := concatRecords(recs[0].Schema(), recs)
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Release()
+	return aggregateRecord(ctx, rec, o.GroupKeys, o.Aggs, true, finalOut)
 }
 
 // cutGroups cuts partial rows (the group columns first) into parts by a
@@ -129,12 +135,7 @@ func aggReduce(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch, o
 	if len(recs) == 0 {
 		return nil, nil
 	}
-	rec, err := concatRecords(recs[0].Schema(), recs)
-	if err != nil {
-		return nil, err
-	}
-	defer rec.Release()
-	final, err := aggregateRecord(ctx, rec, o.GroupKeys, o.Aggs, true, true)
+	final, err := combinePartials(ctx, recs, o, true)
 	if err != nil {
 		return nil, err
 	}

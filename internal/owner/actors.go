@@ -1,7 +1,9 @@
 package owner
 
 import (
+	"encoding/hex"
 	"sort"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -46,6 +48,10 @@ type actorEntry struct {
 	// resent counts the times this restart's creation was sent again
 	// because the node it went to died (see restartResult).
 	resent int
+	// heard is the highest restart count the GCS's events named (the
+	// count only grows over an actor's life): an answer to LocateActor
+	// naming fewer is older than what the entry knows (ActorLocated).
+	heard int32
 }
 
 // maxCreationResends bounds how many times one restart's creation is sent
@@ -107,6 +113,9 @@ func (t *Table) ActorEvent(info *atollpb.ActorInfo) {
 	if err != nil {
 		return
 	}
+	if a := t.actors[id]; a != nil && info.NumRestarts > a.heard {
+		a.heard = info.NumRestarts
+	}
 	switch info.State {
 	case atollpb.ActorState_ACTOR_DEAD:
 		t.borrowerDied(borrowerKey{actor: id})
@@ -118,6 +127,28 @@ func (t *Table) ActorEvent(info *atollpb.ActorInfo) {
 			t.actorLost(id, info.NumRestarts)
 		}
 	}
+}
+
+// ActorLocated applies the GCS's answer about an actor (LocateActor, or
+// the lookup of a passed handle's actor) as ActorEvent does, unless it
+// may be older than what the entry knows: the answer travels apart from
+// the events, so an event the GCS published after answering may come
+// first. A death always applies (it is final); any other state only while
+// the entry waits for an address, and only if it names no fewer restarts
+// than the events did.
+func (t *Table) ActorLocated(info *atollpb.ActorInfo) {
+	id, err := ids.FromBytes(info.GetActorId())
+	if err != nil {
+		return
+	}
+	a := t.actors[id]
+	if a == nil || a.dead != nil {
+		return
+	}
+	if info.State != atollpb.ActorState_ACTOR_DEAD && (a.address != "" || info.NumRestarts < a.heard) {
+		return
+	}
+	t.ActorEvent(info)
 }
 
 // actorLost applies the GCS's word that an actor's node died and it
@@ -154,6 +185,12 @@ func (t *Table) actorLost(id ids.ActorID, restarts int32) {
 // are numbered from 1 again, as the new host expects).
 func (a *actorEntry) lostHost() {
 	a.address, a.sent, a.caller = "", 0, ids.NewWorkerID()
+}
+
+// hostOn reports whether the actor's address is on node (an error's
+// node_id): a cluster address is "<node hex>/<host>".
+func (a *actorEntry) hostOn(node []byte) bool {
+	return len(node) == ids.Len16 && strings.HasPrefix(a.address, hex.EncodeToString(node)+"/")
 }
 
 // keepCreation keeps the creation of an actor this process owns.

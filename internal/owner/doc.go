@@ -7,9 +7,10 @@
 // Table is pure, like objectstore.Store: it does no I/O, starts no
 // goroutine and reads no clock. Events go in as method calls; what the
 // outside world must do comes out as Effects (send a task, call an actor,
-// cancel a running task, free or revive objects in the stores, wake
-// waiters, acknowledge a generator's items), drained with TakeEffects in
-// the order they happened. Table is not safe for concurrent use.
+// ask the GCS where an actor is, cancel a running task, free or revive
+// objects in the stores, wake waiters, acknowledge a generator's items),
+// drained with TakeEffects in the order they happened. Table is not safe
+// for concurrent use.
 //
 // # Events and effects
 //
@@ -28,7 +29,8 @@
 //	                            delivery (raylet, gateway,     the borrower's report, resolves
 //	                            worker connection)             returns (Notify), retries
 //	                                                           (Retryable: Retried, SendTask,
-//	                                                           CallActor), Finished, Free
+//	                                                           CallActor, LocateActor), Finished,
+//	                                                           Free
 //	Cancel                      Cancel, a cancelled context    Finished (not dispatched, or an
 //	                                                           unsent call), else CancelTask
 //	DropRef                     Release, a collected handle    Free of stored objects whose count
@@ -37,6 +39,9 @@
 //	ActorEvent, ActorKilled     GCS actor events, Kill         CallActor of queued calls; Finished
 //	                                                           (ActorDiedError) of pending calls;
 //	                                                           a dead actor's borrows end
+//	ActorLocated                the GCS's answer to            as ActorEvent, unless older than
+//	                            LocateActor or to a passed     what the entry knows
+//	                            handle's lookup
 //	DropActorHandle             a collected handle             the actor's entry goes once no
 //	                                                           handle or call needs it
 //	NodeDied, WorkerDied        a dead node or process         borrowed objects whose owner lived
@@ -68,8 +73,10 @@
 // ./internal/owner -rewrite) script the protocol: retry racing cancel, a
 // result after cancel, duplicated results, a lost forwarded result
 // (FORWARD_LOST past the lease; the retry ignores the stale attempt), node
-// death with borrowed refs, an actor restart with queued calls, actor
-// entries forgotten, shutdown, a generator's stream (items while it runs,
+// death with borrowed refs, an actor restart with queued calls, an actor
+// call lost on its way to its actor's node (actor_forward_lost.txt: the
+// actor moved, the event missed, or it did not move; answers older than
+// the entry's events), actor entries forgotten, shutdown, a generator's stream (items while it runs,
 // a retry's repeated items, an error after k items, a stream dropped while
 // its task runs, a worker past its backpressure limit), lineage, and the
 // borrower protocol from both sides (borrow.txt: lending, reports, their
@@ -89,7 +96,8 @@
 // within MaxRetries (default 3); application errors only with
 // RetryExceptions; never
 // RESOURCE_EXHAUSTED (a node refused it past its quota); an actor call when
-// its actor crashed, within its MaxTaskRetries. A stale attempt's result
+// its actor crashed (so marked also when its node died or the call was
+// lost on its way), within its MaxTaskRetries. A stale attempt's result
 // or a duplicate is ignored. A task cancelled by its caller is never
 // retried and fails with CancelledError whatever its last attempt reported
 // (a success that raced the cancel stands).
@@ -102,6 +110,25 @@
 // orders each caller's calls. The process that creates an actor owns it:
 // OwnedLiveActors lists what Shutdown kills; a detached actor is registered
 // as not owned.
+//
+// Where an actor lives (its address, "<node hex>/<host>" in a cluster)
+// comes from its creation's result and the GCS's events (ALIVE;
+// RESTARTING with no address when its node died, and its owner sends the
+// creation again; DEAD). A known address is kept until the Table forgets
+// it (an ALIVE event naming another one meanwhile changes nothing). A
+// call retried after an attempt failed naming the node of the actor's
+// address forgets it: NODE_DIED (the GCS's events follow, as the GCS
+// learns of that death), and FORWARD_LOST, the call or its result lost
+// between the nodes (the gateway marks a lost call crashed).
+// The actor may have moved, the event that said so missed (events are
+// best effort), or not, and then no event comes: the Table emits
+// LocateActor and the shell asks the GCS, whose answer goes to
+// ActorLocated. That applies it as an event only while the entry has no
+// address and if it names no fewer restarts than the events did (an
+// answer may overtake an event the GCS published after it; a death
+// always applies). Meanwhile the retry and later calls wait in the queue,
+// in call order. Forgetting an address makes this process a new caller of
+// the actor (its calls numbered from 1 again), at the same address too.
 //
 // # Reference counting
 //

@@ -65,7 +65,14 @@ type ActorRestartFailed struct {
 	Err   *atollpb.ErrorInfo
 }
 
+// LocateActor asks the GCS for an actor's current state: a call to it
+// was lost on its way to its node (FORWARD_LOST) and the Table forgot
+// the address, which no event may replace if the actor did not move. The
+// answer comes back through ActorLocated.
+type LocateActor struct{ Actor ids.ActorID }
+
 func (ActorRestartFailed) effect() {}
+func (LocateActor) effect()        {}
 func (SendTask) effect()           {}
 func (CallActor) effect()          {}
 func (CancelTask) effect()         {}

@@ -326,7 +326,7 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 		if err := tb.Reconstruct(e.object(t, name), "node died"); err != nil {
 			return fmt.Sprintf("error %s: %s\n%s", err.Code, err.Message, e.effects())
 		}
-	case "result": // result t1 [attempt=N] [error=CODE [lost=t0.0] [node=n1]] [crashed] [stored] [contains=p1] [addr=host]
+	case "result": // result t1 [attempt=N] [error=CODE [lost=t0.0] [node=n1]] [crashed] [stored] [contains=p1] [addr=host|@n1/host]
 		// [worker=w5] [reported [seq=N] [borrows=b1,...]] [transfer=x1,... [transfer-edges=x1>x2,...]]
 		task := ids.TaskID(e.id16(name))
 		var attempt, seq int
@@ -336,7 +336,7 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 		d.MaybeScanArgs(t, "addr", &addr)
 		d.MaybeScanArgs(t, "worker", &worker)
 		d.MaybeScanArgs(t, "seq", &seq)
-		res := &atollpb.TaskResult{TaskId: task.Bytes(), Attempt: int32(attempt), ActorCrashed: d.HasArg("crashed"), ActorAddress: addr,
+		res := &atollpb.TaskResult{TaskId: task.Bytes(), Attempt: int32(attempt), ActorCrashed: d.HasArg("crashed"), ActorAddress: e.address(addr),
 			BorrowsReported: d.HasArg("reported"), BorrowsSeq: uint64(seq)}
 		if worker != "" {
 			w := e.id16(worker)
@@ -394,27 +394,29 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 		id := ids.ActorID(e.id16(name))
 		e.actors[id] = name
 		tb.AddActor(id, name, d.HasArg("owned"))
-	case "actor-event": // actor-event a1 alive addr=x | dead | restarting [addr=x] [restarts=N] (no address: its node died)
+	case "actor-event", "actor-located":
+		// actor-event a1 alive addr=x | dead | restarting [addr=x] (no address: its node died) [restarts=N]: the GCS's event;
+		// actor-located: the same, the GCS's answer to a LocateActor.
 		id := ids.ActorID(e.id16(name))
 		info := &atollpb.ActorInfo{ActorId: id.Bytes(), Name: name}
 		switch {
 		case d.HasArg("alive"):
 			info.State = atollpb.ActorState_ACTOR_ALIVE
 			d.ScanArgs(t, "addr", &info.Address)
-			if node, rest, ok := strings.Cut(info.Address, "/"); ok && strings.HasPrefix(node, "@") {
-				// addr=@n1/a1: on node n1, its id in hex as a cluster address has it.
-				id := e.id16(node[1:])
-				info.Address = hex.EncodeToString(id[:]) + "/" + rest
-			}
 		case d.HasArg("dead"):
 			info.State = atollpb.ActorState_ACTOR_DEAD
 			info.DeathCause = &atollpb.ErrorInfo{Code: atollpb.ErrorCode_ACTOR_DIED, Message: "killed"}
 		case d.HasArg("restarting"):
 			info.State = atollpb.ActorState_ACTOR_RESTARTING
 			d.MaybeScanArgs(t, "addr", &info.Address)
-			var n int
-			d.MaybeScanArgs(t, "restarts", &n)
-			info.NumRestarts = int32(n)
+		}
+		info.Address = e.address(info.Address)
+		var n int
+		d.MaybeScanArgs(t, "restarts", &n)
+		info.NumRestarts = int32(n)
+		if d.Cmd == "actor-located" {
+			tb.ActorLocated(info)
+			break
 		}
 		tb.ActorEvent(info)
 	case "drop-handle":
@@ -449,6 +451,16 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 		t.Fatalf("unknown command %q", d.Cmd)
 	}
 	return e.effects()
+}
+
+// address reads an actor's address in a script: @n1/a1 is a1 on node
+// n1, its id in hex as a cluster address has it; any other stays as is.
+func (e *env) address(s string) string {
+	if node, rest, ok := strings.Cut(s, "/"); ok && strings.HasPrefix(node, "@") {
+		id := e.id16(node[1:])
+		return hex.EncodeToString(id[:]) + "/" + rest
+	}
+	return s
 }
 
 // checkLenders: the count of entries per lender matches the entries.
@@ -568,6 +580,8 @@ func (e *env) effects() string {
 			lines = append(lines, "notify "+e.waiters[f.C])
 		case ActorRestartFailed:
 			lines = append(lines, fmt.Sprintf("actor-restart-failed %s: %s", e.actors[f.Actor], f.Err.Code))
+		case LocateActor:
+			lines = append(lines, "locate "+e.actors[f.Actor])
 		case Dispatched:
 			lines = append(lines, fmt.Sprintf("dispatched %s", f.Attach))
 		case Retried:

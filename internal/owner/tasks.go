@@ -2,10 +2,8 @@ package owner
 
 import (
 	"cmp"
-	"encoding/hex"
 	"slices"
 	"sort"
-	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -324,13 +322,26 @@ func (t *Table) retry(tk *task, res *atollpb.TaskResult) bool {
 	tk.spec = spec
 	t.emit(Retried{Attach: tk.attach, Attempt: spec.Attempt, Cause: res.Error})
 	if a := tk.actor; a != nil {
-		// A call that failed because its actor's node died: the actor is
-		// gone from that address (the GCS says soon whether it restarts
-		// elsewhere, RESTARTING, or is dead); the retry waits for the new
-		// address rather than fail again at the old one.
-		if e := res.GetError(); e.GetCode() == atollpb.ErrorCode_NODE_DIED && len(e.GetNodeId()) == ids.Len16 &&
-			strings.HasPrefix(a.address, hex.EncodeToString(e.GetNodeId())+"/") {
+		switch e := res.GetError(); {
+		case e.GetCode() == atollpb.ErrorCode_NODE_DIED && a.hostOn(e.GetNodeId()):
+			// The actor's node died: the actor is gone from that address
+			// (the GCS says soon whether it restarts elsewhere,
+			// RESTARTING, or is dead); the retry waits for the new address
+			// rather than fail again at the old one.
 			a.lostHost()
+		case e.GetCode() == atollpb.ErrorCode_FORWARD_LOST && a.hostOn(e.GetNodeId()):
+			// The call, or its result, was lost between this node and
+			// the actor's: that node may be dead and the actor elsewhere
+			// (the event that said so missed: events are best effort), or
+			// the actor may be where it was, and then no event comes.
+			// Sent again to the same address, the call could be lost
+			// again until its retries run out. The GCS knows (past the
+			// lease, twice the failure timeout, it has heard of a
+			// death): the retry waits for its answer (ActorLocated).
+			// NODE_DIED asks nothing: the GCS may not have heard of that
+			// death yet, and its event follows.
+			a.lostHost()
+			t.emit(LocateActor{Actor: a.id})
 		}
 		// A retried call goes behind the calls already sent; while the
 		// actor restarts on another node (no address) it waits in the

@@ -133,7 +133,8 @@ func (rt *Runtime) KillWorker(workerID ids.WorkerID, task ids.TaskID) {
 }
 
 // LocateActor asks the GCS where actor id lives, for a handle this
-// process received (it does not wait).
+// process received or when the owner table asks (owner.LocateActor: a
+// call to it was lost on its way); it does not wait.
 func (rt *Runtime) LocateActor(id ids.ActorID) {
 	if rt.sim != nil {
 		rt.sim.env.Go("locate actor "+id.Short(), func() { rt.locateOnce(id) })
@@ -142,10 +143,13 @@ func (rt *Runtime) LocateActor(id ids.ActorID) {
 	go rt.locateActor(id)
 }
 
-// locateActor asks the GCS where actor id lives, for a handle this
-// process received: actor events only tell of changes, and the actor may
-// have started before this process heard of it. An actor the GCS does not
-// know (or knows dead) fails the handle's calls with ActorDiedError.
+// locateActor asks the GCS where actor id lives: for a handle this
+// process received, since actor events only tell of changes and the
+// actor may have started before this process heard of it; for an actor
+// whose call was lost on its way, since the address the table forgot may
+// still be right (no event would come) or the event that moved it was
+// missed (events are best effort). An actor the GCS does not know (or
+// knows dead) fails the handle's calls with ActorDiedError.
 func (rt *Runtime) locateActor(id ids.ActorID) {
 	_, _ = backoff.Retry(context.Background(), func() (struct{}, error) {
 		if rt.closed.Load() {
@@ -160,25 +164,26 @@ func (rt *Runtime) locateActor(id ids.ActorID) {
 	}), backoff.WithMaxTries(6))
 }
 
-// located applies the GCS's answer about a passed handle's actor; an
-// error means ask again.
+// located applies the GCS's answer about an actor (the table ignores an
+// answer older than what it knows); an error means ask again.
 func (rt *Runtime) located(id ids.ActorID, info *atollpb.ActorInfo, err error) error {
 	switch {
 	case err == nil && info != nil:
-		if info.State == atollpb.ActorState_ACTOR_ALIVE || info.State == atollpb.ActorState_ACTOR_DEAD {
-			rt.owner.do(func(t *owner.Table) { t.ActorEvent(info) })
-		}
-		return nil // pending or restarting: its ALIVE event comes
+		// Pending: its ALIVE event comes. Restarting with no address (its
+		// node died): its owner sends the creation again, if the event
+		// that said so was missed.
+		rt.owner.do(func(t *owner.Table) { t.ActorLocated(info) })
+		return nil
 	case errors.Is(err, errs.ErrNotFound):
-		rt.log.Warn("a passed ActorHandle names an actor the GCS does not know", "actor", id.String())
+		rt.log.Warn("an ActorHandle names an actor the GCS does not know", "actor", id.String())
 		rt.owner.do(func(t *owner.Table) {
-			t.ActorKilled(id, "the GCS does not know this actor (its handle was passed from a process of another job or cluster?)")
+			t.ActorKilled(id, "the GCS does not know this actor (forgotten after its death, or its handle was passed from a process of another job or cluster?)")
 		})
 		return nil
 	case err == nil:
 		err = errs.Unavailablef("the GCS returned no actor %s", id)
 	}
-	rt.log.Debug("locating a passed actor handle", "actor", id.String(), "err", err)
+	rt.log.Debug("locating an actor", "actor", id.String(), "err", err)
 	return err
 }
 

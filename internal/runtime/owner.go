@@ -90,6 +90,10 @@ func (rt *Runtime) applyOwnerEffect(e owner.Effect) {
 		}
 	case owner.GeneratorAck:
 		rt.sendGeneratorAck(e)
+	case owner.LocateActor:
+		// A call to the actor was lost on its way: ask the GCS where it is
+		// (in the background; the answer comes back as ActorLocated).
+		rt.LocateActor(e.Actor)
 	case owner.ActorRestartFailed:
 		// No host reports this death: the owner does (in the background:
 		// effects never wait on the GCS).

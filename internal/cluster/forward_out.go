@@ -30,6 +30,7 @@ func (f *Forwarder) sendCall(now time.Time, e SendCall) {
 	k := keyOf(e.Spec.TaskId, e.Spec.Attempt)
 	f.pending[k] = append(f.pending[k], &forward{node: e.Node, owner: e.Caller, name: e.Spec.Name, isCall: true, renewed: now})
 	f.publishForward(k, e.Node, KindCall, &atollpb.ForwardActorCall{Address: e.Address, Spec: e.Spec, OriginNode: f.cfg.Self.Bytes()})
+	f.failIfDead(e.Node)
 }
 
 // publishForward publishes a forward just recorded; one too large for

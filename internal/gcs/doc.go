@@ -23,7 +23,15 @@
 // # Semantics
 //
 //   - register_node upserts a node as NODE_ALIVE; mark_node_dead sets
-//     NODE_DEAD and the end time and keeps the entry (up to the cap below).
+//     NODE_DEAD and the end time and keeps the entry (up to the cap below),
+//     then updates every live actor the node hosted: RESTARTING, with no
+//     node or address and one restart more, if it has restarts left and its
+//     owner's node lives; DEAD otherwise. A write that fails does not stop
+//     the others (they share one request timeout); the request then fails,
+//     UNAVAILABLE if a retry may succeed (else with the first failure), and
+//     marking the node dead again (its first end time and reason stand)
+//     updates the actors still live there. The head reports a death again
+//     while it gets UNAVAILABLE (internal/cluster, "Node failures").
 //     reregister_node is what a node sends when its NATS connection comes
 //     back (the head may have restarted, and lost or never had its
 //     entry): register_node, except that a node listed dead stays dead

@@ -1,7 +1,9 @@
 package gcs
 
 import (
+	"cmp"
 	"context"
+	"encoding/hex"
 	"errors"
 	"time"
 
@@ -89,11 +91,8 @@ func (s *server) dispatch(ctx context.Context, req *atollpb.GcsRequest) *atollpb
 		err = writeThrough(ctx, s, s.store.nodes, func() (string, *atollpb.NodeInfo, error) { return t.checkReregisterNode(op.ReregisterNode, now) }, t.putNode, nodeEvents)
 	case *atollpb.GcsRequest_MarkNodeDead:
 		err = writeThrough(ctx, s, s.store.nodes, func() (string, *atollpb.NodeInfo, error) { return t.checkMarkNodeDead(op.MarkNodeDead, now) }, t.putNode, nodeEvents)
-		// The actors the node hosted died with it.
-		for _, a := range t.actorsOn(op.MarkNodeDead.GetNodeId()) {
-			if err == nil {
-				err = writeThrough(ctx, s, s.store.actors, func() (string, *atollpb.ActorInfo, error) { return t.checkUpdateActor(a) }, t.putActor, actorEvents)
-			}
+		if err == nil {
+			err = s.actorsDied(ctx, op.MarkNodeDead.GetNodeId(), actorEvents)
 		}
 	case *atollpb.GcsRequest_ListNodes:
 		return &atollpb.GcsReply{Nodes: t.listNodes()}
@@ -131,6 +130,55 @@ func (s *server) dispatch(ctx context.Context, req *atollpb.GcsRequest) *atollpb
 		return errorReply(err)
 	}
 	return &atollpb.GcsReply{}
+}
+
+// actorsDied writes the new entries of the actors still live on a dead
+// node (tables.actorsOn): every one of them, past any that fails, so that
+// one failed write leaves no other actor ALIVE at the dead node's
+// address. It returns nil if every write succeeded, else UNAVAILABLE,
+// with the count, if any failure is (a retry may succeed), else the first
+// failure (a refusal no retry changes). The writes share one request
+// timeout; those it leaves no time for are not tried and count as
+// UNAVAILABLE. The node is dead already, so its death reported again (the
+// reporter retries while it gets UNAVAILABLE) writes the actors still
+// left there, and only those.
+func (s *server) actorsDied(ctx context.Context, node []byte, event string) error {
+	// One request timeout for them all: a store that stopped answering
+	// must not hold the GCS for one timeout per actor.
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	var first, retry error
+	next := s.tables.actorsOn(node)
+	failed := 0
+	for _, a := range next {
+		if ctx.Err() != nil {
+			failed++
+			if retry == nil {
+				retry = errs.Unavailablef("gcs: no time left to write them: %v", ctx.Err())
+			}
+			first = cmp.Or(first, retry)
+			continue
+		}
+		err := writeThrough(ctx, s, s.store.actors, func() (string, *atollpb.ActorInfo, error) { return s.tables.checkUpdateActor(a) }, s.tables.putActor, event)
+		if err == nil {
+			continue
+		}
+		failed++
+		if first == nil {
+			first = err
+		}
+		if retry == nil && errors.Is(err, errs.ErrUnavailable) {
+			retry = err
+		}
+	}
+	if failed == 0 {
+		return nil
+	}
+	s.cfg.Logger.Warn("gcs: a dead node's actors not all updated", "node", hex.EncodeToString(node), "failed", failed, "of", len(next), "err", first)
+	if retry != nil {
+		return errs.Unavailablef("gcs: node %x is dead, but %d of the %d actors it hosted are not updated yet (mark it dead again): %v", node, failed, len(next), retry)
+	}
+	return first
 }
 
 // prune forgets the dead nodes, dead actors and finished jobs past the

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
@@ -86,7 +87,10 @@ func (g *gcs) publish(info *atollpb.ActorInfo) {
 }
 
 // gcsNodeDead records a node's death the head's gateway reported: its
-// actors die with it.
+// actors die with it. As internal/gcs's, a death reported again (the
+// gateway sends a report again until it is answered) keeps the first
+// state and updates the actors still live there; the answer goes back to
+// the gateway (cluster.ReportAnswered).
 func (w *World) gcsNodeDead(from *node, node ids.NodeID, left bool) {
 	g := w.gcs
 	if g == nil {
@@ -94,15 +98,16 @@ func (w *World) gcsNodeDead(from *node, node ids.NodeID, left bool) {
 	}
 	w.send(&msg{from: from, to: g.node, fromName: from.name + ".gw", toName: "gcs", path: pathNATS, kind: "MarkNodeDead", actor: "gcs", desc: node.Short(),
 		deliver: func() {
-			if g.nodes[node] != "" {
-				return
+			defer w.send(&msg{from: g.node, to: from, fromName: "gcs", toName: from.name + ".gw", path: pathNATS, kind: "MarkNodeDeadReply", actor: "gateway",
+				desc: node.Short(), deliver: func() { from.stepGW(cluster.ReportAnswered{Node: node}) }})
+			if g.nodes[node] == "" {
+				state := "dead"
+				if left {
+					state = "left"
+				}
+				g.nodes[node] = state
+				w.log.add("gcs: node %s %s", node.Short(), state)
 			}
-			state := "dead"
-			if left {
-				state = "left"
-			}
-			g.nodes[node] = state
-			w.log.add("gcs: node %s %s", node.Short(), state)
 			for _, id := range sortedActorIDs(g.actors) {
 				a := g.actors[id]
 				if a.State != atollpb.ActorState_ACTOR_DEAD && string(a.NodeId) == string(node.Bytes()) {

@@ -78,6 +78,11 @@ type gateway struct {
 	restarts uint64
 	// freeSeq mirrors the Forwarder's FreeSeq for the load reports.
 	freeSeq *atomic.Uint64
+	// reports is the context of the reports of deaths to the GCS in
+	// flight; stopping the actor cancels it (stopReports), so none
+	// outlives the gateway.
+	reports     context.Context
+	stopReports context.CancelFunc
 }
 
 func newGatewayActor(cfg *Config, fetch *fetcher, heard *peerSet, own *owners) *gateway {
@@ -92,6 +97,9 @@ func newGatewayActor(cfg *Config, fetch *fetcher, heard *peerSet, own *owners) *
 func (g *gateway) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		if g.reports == nil {
+			g.reports, g.stopReports = context.WithCancel(context.Background())
+		}
 		g.core.SetMaxPayload(g.cfg.Conn.MaxPayload())
 		g.armTick(ctx)
 	case *actor.Stopping, *actor.Restarting:
@@ -100,7 +108,11 @@ func (g *gateway) Receive(ctx actor.Context) {
 		}
 		if _, ok := m.(*actor.Restarting); ok {
 			g.restarts++
+		} else if g.stopReports != nil {
+			g.stopReports()
 		}
+	case ReportAnswered:
+		g.step(ctx, m)
 	case *leaseTick:
 		g.core.SetMaxPayload(g.cfg.Conn.MaxPayload())
 		g.step(ctx, LeaseTick{})
@@ -197,13 +209,22 @@ func (g *gateway) apply(ctx actor.Context, e Effect) (PublishFailed, bool) {
 	case PeerForgotten:
 		g.heard.remove(e.Node)
 	case ReportDead:
-		if gcsClient := g.cfg.GCS; gcsClient != nil {
-			go func() {
-				c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				_ = gcsClient.MarkNodeDead(c, e.Node.Bytes(), e.Left, e.Reason)
-				cancel()
-			}()
+		// The answer comes back as ReportAnswered: the Forwarder sends
+		// the report again while the GCS answers UNAVAILABLE.
+		root, self := ctx.ActorSystem().Root, ctx.Self()
+		gcsClient, base := g.cfg.GCS, g.reports
+		if gcsClient == nil || base == nil {
+			root.Send(self, ReportAnswered{Node: e.Node}) // nobody to tell
+			break
 		}
+		go func() {
+			c, cancel := context.WithTimeout(base, markDeadTimeout)
+			err := gcsClient.MarkNodeDead(c, e.Node.Bytes(), e.Left, e.Reason)
+			cancel()
+			if base.Err() == nil {
+				root.Send(self, ReportAnswered{Node: e.Node, Err: err})
+			}
+		}()
 	case Log:
 		g.cfg.Logger.Log(context.Background(), e.Level, e.Msg, e.Args...)
 	}

@@ -45,8 +45,8 @@
 // result or generator item of work held here), NoHost (a dead letter),
 // PassAck, Received (a validated message from another node: task, call,
 // result, held, cancel, genack, load, owners exited, copies, frees),
-// LeaseTick, PeerGone, OwnerExited, PublishFailed. TakeEffects returns, in
-// order:
+// LeaseTick, PeerGone, OwnerExited, PublishFailed, ReportAnswered (the
+// GCS's answer to a ReportDead). TakeEffects returns, in order:
 //
 //   - Publish{To, Kind, Msg, Unsent}: a protobuf to node To's
 //     <prefix>.node.<To>.<Kind>, or to every node;
@@ -56,7 +56,8 @@
 //   - ToRaylet: peer views in node order, NodeGone, CancelTask, generator
 //     acks; ToStore: ClientDisconnected of a dead owner;
 //   - PeerHeard, PeerLost, PeerForgotten: the fetcher's addresses and
-//     WaitPeers' set; ReportDead (head only); Log.
+//     WaitPeers' set; ReportDead (head only: sent again, with a backoff,
+//     while the GCS answers UNAVAILABLE; forward_report.go); Log.
 //
 // Messages too large for the server's max payload (SetMaxPayload) fail
 // inside the core; a publish the shell could not send comes back as
@@ -276,8 +277,12 @@
 // retried by owners like a worker crash), tells the raylet (NodeGone:
 // actors whose owner lived there are killed, detached ones spared), frees
 // the objects held here whose owners lived there, and the head's gateway
-// marks it dead in the GCS, which marks the actors it hosted dead and
-// publishes their events. Only the head writes deaths to the GCS, so what a
+// marks it dead in the GCS, which marks the actors it hosted dead (or
+// restarting) and publishes their events; while the GCS answers
+// UNAVAILABLE (some of those writes failed) the head reports the death
+// again, 1 s apart doubling to 30 s, at most 10 times, and the GCS
+// updates the actors still listed there. Only the head writes deaths to
+// the GCS, so what a
 // node cut off from the others concludes (every other node dead) never
 // reaches it. A node that stops gracefully publishes a last load report
 // with leaving and leaves the gossip. After a NATS reconnection a node

@@ -74,6 +74,9 @@ type Forwarder struct {
 	freeSeq uint64
 	freeLog []*atollpb.FreeObjects
 	notices map[ids.NodeID]*noticeStream
+	// reports: the deaths told to the GCS and not yet accepted, by node
+	// (the head's only; forward_report.go).
+	reports map[ids.NodeID]*deathReport
 	// forwardsLost counts attempts failed with FORWARD_LOST, renewals
 	// the HeldWork messages applied, sweeps the lease ticks.
 	forwardsLost, renewals, sweeps uint64
@@ -139,7 +142,7 @@ func newForwarder(cfg ForwarderConfig, own *owners) *Forwarder {
 		itemFailed: map[taskKey]*atollpb.ErrorInfo{}, peers: map[ids.NodeID]*atollpb.NodeLoad{}, dead: newFIFOSet[ids.NodeID](),
 		copies: map[ids.ObjectID][]ids.NodeID{}, owners: own,
 		members: map[ids.NodeID]bool{cfg.Self: true}, strangers: map[ids.NodeID]time.Time{}, outsiders: newFIFOSet[ids.NodeID](),
-		refusedStrangers: map[ids.NodeID]int{}, notices: map[ids.NodeID]*noticeStream{}}
+		refusedStrangers: map[ids.NodeID]int{}, notices: map[ids.NodeID]*noticeStream{}, reports: map[ids.NodeID]*deathReport{}}
 	f.quota = newQuota(&f.cfg)
 	return f
 }
@@ -173,6 +176,7 @@ func (f *Forwarder) Step(now time.Time, ev Event) {
 		f.received(now, e.Msg)
 	case LeaseTick:
 		f.retryNotices(now)
+		f.retryReports(now)
 		f.expireStrangers(now)
 		f.logRefused()
 		f.logStrangers()
@@ -182,7 +186,7 @@ func (f *Forwarder) Step(now time.Time, ev Event) {
 	case PeerJoined:
 		f.joined(e.Node)
 	case PeerGone:
-		f.nodeGone(e.Node, e.Died)
+		f.nodeGone(now, e.Node, e.Died)
 	case OwnerExited:
 		// Tell every node, numbered (this one forgets the owner at once).
 		f.sendFree(&atollpb.FreeObjects{ExitedOwners: [][]byte{e.Worker.Bytes()}})
@@ -190,6 +194,8 @@ func (f *Forwarder) Step(now time.Time, ev Event) {
 		f.sendFree(&atollpb.FreeObjects{ObjectIds: e.Objects, Revived: e.Revived})
 	case PublishFailed:
 		f.publishFailed(e)
+	case ReportAnswered:
+		f.reportAnswered(now, e)
 	}
 }
 
@@ -224,7 +230,7 @@ func (f *Forwarder) received(now time.Time, msg proto.Message) {
 		if node, err := ids.FromBytes(m.NodeId); err == nil {
 			f.noticesSent(now, node, m.FreeSeq)
 		}
-		f.load(m)
+		f.load(now, m)
 	case *atollpb.ObjectCopies:
 		f.addCopies(m)
 	case *atollpb.FreeObjects:

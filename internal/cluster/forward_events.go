@@ -99,18 +99,26 @@ type PublishFailed struct {
 	Err     error
 }
 
-func (SendTask) event()      {}
-func (SendCall) event()      {}
-func (CancelSent) event()    {}
-func (LocalResult) event()   {}
-func (NoHost) event()        {}
-func (PassAck) event()       {}
-func (Received) event()      {}
-func (LeaseTick) event()     {}
-func (PeerJoined) event()    {}
-func (PeerGone) event()      {}
-func (OwnerExited) event()   {}
-func (PublishFailed) event() {}
+// ReportAnswered: the GCS answered a ReportDead of Node, with Err (nil:
+// accepted; UNAVAILABLE: it is sent again later, forward_report.go).
+type ReportAnswered struct {
+	Node ids.NodeID
+	Err  error
+}
+
+func (SendTask) event()       {}
+func (SendCall) event()       {}
+func (CancelSent) event()     {}
+func (LocalResult) event()    {}
+func (NoHost) event()         {}
+func (PassAck) event()        {}
+func (Received) event()       {}
+func (LeaseTick) event()      {}
+func (ReportAnswered) event() {}
+func (PeerJoined) event()     {}
+func (PeerGone) event()       {}
+func (OwnerExited) event()    {}
+func (PublishFailed) event()  {}
 
 // Effect is one thing the shell must do. The concrete types are below.
 type Effect interface{ effect() }
@@ -216,7 +224,9 @@ type PeerForgotten struct{ Node ids.NodeID }
 // ReportDead tells the GCS that Node died, or left (Left), and why (the
 // head's Forwarder only: a node cut off from the others would declare
 // them all dead). A node that leaves marks itself first, with its own
-// reason; this mark then changes nothing.
+// reason; this mark then changes nothing. The shell answers it with
+// ReportAnswered; one the GCS could not apply in full is sent again
+// (forward_report.go).
 type ReportDead struct {
 	Node   ids.NodeID
 	Left   bool

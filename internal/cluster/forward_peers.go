@@ -3,6 +3,7 @@ package cluster
 import (
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/ids"
@@ -14,13 +15,13 @@ import (
 // objects held here and the directory of copies of objects owned here.
 
 // load records a node's report and gives the raylet the new view.
-func (f *Forwarder) load(m *atollpb.NodeLoad) {
+func (f *Forwarder) load(now time.Time, m *atollpb.NodeLoad) {
 	node := ids.MustFromBytes(m.NodeId)
 	if node == f.cfg.Self || f.dead.has(node) {
 		return
 	}
 	if m.Leaving {
-		f.nodeGone(node, false)
+		f.nodeGone(now, node, false)
 		return
 	}
 	if old := f.peers[node]; old == nil {
@@ -48,7 +49,7 @@ func (f *Forwarder) sendView() {
 // nodeGone forgets a node that died or left: it leaves the view, the work
 // sent to it fails with NodeDiedError (owners retry tasks), and the work
 // it sent here is dropped.
-func (f *Forwarder) nodeGone(node ids.NodeID, died bool) {
+func (f *Forwarder) nodeGone(now time.Time, node ids.NodeID, died bool) {
 	if node == f.cfg.Self || f.dead.has(node) {
 		return
 	}
@@ -87,9 +88,9 @@ func (f *Forwarder) nodeGone(node ids.NodeID, died bool) {
 	// the others declares them all dead, and must not be believed.
 	if f.cfg.IsHead {
 		if died {
-			f.emit(ReportDead{Node: node, Reason: "declared dead: no gossip answer within the failure timeout"})
+			f.reportDead(now, node, false, "declared dead: no gossip answer within the failure timeout")
 		} else {
-			f.emit(ReportDead{Node: node, Left: true, Reason: "left the cluster"})
+			f.reportDead(now, node, true, "left the cluster")
 		}
 	}
 }
@@ -136,6 +137,7 @@ func (f *Forwarder) markDead(node ids.NodeID) {
 	f.dead.add(node)
 	for f.dead.len() > f.cfg.MaxDeadNodes {
 		old, _ := f.dead.popOldest()
+		delete(f.reports, old)
 		f.emit(PeerForgotten{Node: old})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
@@ -44,6 +45,7 @@ import (
 //	owner-exited n1 w1                                       an owner process of n1 exited
 //	copies n1 x1 nodes=n2,n3 [dropped] | free n1 x1 | locate n1 x1
 //	unavailable n1 [off]                                     n1's publishes fail
+//	answer n1 node=n2 [error=CODE]                           the GCS answers n1's report of n2's death
 //	state n1
 func TestForwardScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
@@ -217,6 +219,18 @@ func (e *fwdEnv) run(t *testing.T, d *datadriven.TestData) string {
 	case "unavailable":
 		n.unavailable = arg != "off"
 		return ""
+	case "answer":
+		var node, code string
+		d.ScanArgs(t, "node", &node)
+		var err error
+		if d.MaybeScanArgs(t, "error", &code); code != "" {
+			c, ok := atollpb.ErrorCode_value[code]
+			if !ok {
+				t.Fatalf("unknown error code %q", code)
+			}
+			err = errs.FromProto(&atollpb.ErrorInfo{Code: atollpb.ErrorCode(c), Message: strings.ToLower(code)})
+		}
+		ev = ReportAnswered{Node: e.node(t, node).id, Err: err}
 	case "state":
 		return e.state(n)
 	default:

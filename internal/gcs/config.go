@@ -75,7 +75,9 @@ const (
 	DefaultJobsBucketBytes   = 32 << 20
 	// DefaultMaxEntryBytes is the largest entry (encoded) a bucket takes
 	// (MaxValueSize): a node, actor or job is a few hundred bytes; a long
-	// job entrypoint or actor death cause fits many times over.
+	// job entrypoint fits many times over, and an actor's death cause that
+	// does not (a task error may carry a 64 KiB stack) is shortened to fit
+	// (fitCause).
 	DefaultMaxEntryBytes = 64 << 10
 )
 
@@ -150,7 +152,8 @@ type Config struct {
 	// NodesBucketBytes, ActorsBucketBytes and JobsBucketBytes are the
 	// MaxBytes of the KV buckets, MaxEntryBytes their MaxValueSize. A new
 	// entry that does not fit is refused with RESOURCE_EXHAUSTED, one
-	// larger than MaxEntryBytes with INVALID_ARGUMENT. 0 takes the
+	// larger than MaxEntryBytes with INVALID_ARGUMENT (an actor's entry
+	// only if it is even with its death cause shortened). 0 takes the
 	// environment (EnvNodesBucketBytes, ...), else the defaults.
 	NodesBucketBytes  int
 	ActorsBucketBytes int

@@ -26,8 +26,10 @@
 //     NODE_DEAD and the end time and keeps the entry (up to the cap below),
 //     then updates every live actor the node hosted: RESTARTING, with no
 //     node or address and one restart more, if it has restarts left and its
-//     owner's node lives; DEAD otherwise. A write that fails does not stop
-//     the others (they share one request timeout); the request then fails,
+//     owner's node lives; DEAD otherwise (with a NODE_DIED cause,
+//     shortened like any cause that does not fit, below). A write that
+//     fails does not stop the others (they share one request timeout); the
+//     request then fails,
 //     UNAVAILABLE if a retry may succeed (else with the first failure), and
 //     marking the node dead again (its first end time and reason stand)
 //     updates the actors still live there. The head reports a death again
@@ -43,6 +45,16 @@
 //     actor's entry; its name and namespace cannot change and a DEAD actor
 //     stays dead. A DEAD actor frees its name but keeps its entry, so
 //     get_actor still answers for it; get_named_actor finds live actors only.
+//     An actor's state never fails to change for its death cause's size
+//     (cause.go): a cause that would take the entry past
+//     Config.MaxEntryBytes (a constructor's panic with its 64 KiB stack, a
+//     node's death for an entry with little room left) is shortened first,
+//     only as much as needed: the remote stack cut, the registered error
+//     values dropped (last first), the message cut, the sentinel names
+//     dropped, the task and type names cut, a cut field ending with
+//     "… (truncated)" (the message too, when values or names are dropped);
+//     then only the code is kept, then no cause. An entry that still does
+//     not fit is too large for reasons of its own and refused, below.
 //   - add_job upserts a job; finish_job marks it finished with its end time.
 //   - Dead nodes, dead actors and finished jobs are kept up to a cap each
 //     (Config.MaxDeadNodes, MaxDeadActors, MaxFinishedJobs; defaults
@@ -60,7 +72,8 @@
 //     32 MiB, ActorsBucketBytes 128 MiB, JobsBucketBytes 32 MiB: the
 //     buckets' MaxBytes; the last quarter is kept for updates, which a full
 //     bucket would refuse). An entry larger than Config.MaxEntryBytes
-//     (64 KiB, the buckets' MaxValueSize) is INVALID_ARGUMENT. No bucket
+//     (64 KiB, the buckets' MaxValueSize) once its actor's death cause is
+//     shortened is INVALID_ARGUMENT. No bucket
 //     has a TTL: entries that must persist (live nodes, named actors) do.
 //   - Why these caps: every driver that joins a cluster adds a job, a node
 //     that dies when it exits and the actors it created, so without caps a

@@ -190,6 +190,7 @@ func (t *tables) checkRegisterActor(a *atollpb.ActorInfo) (string, *atollpb.Acto
 		return "", nil, err
 	}
 	next := proto.CloneOf(a)
+	fitCause(next, t.caps.Entry)
 	switch next.State {
 	case atollpb.ActorState_ACTOR_STATE_UNSPECIFIED:
 		next.State = atollpb.ActorState_ACTOR_PENDING_CREATION
@@ -213,6 +214,9 @@ func (t *tables) checkRegisterActor(a *atollpb.ActorInfo) (string, *atollpb.Acto
 
 // checkUpdateActor returns the entry that replaces a known actor's entry
 // with a. Name and namespace cannot change and a dead actor stays dead.
+// A death cause that would take the entry past the largest the GCS takes
+// is shortened (fitCause), so a state change never fails for its cause's
+// size; the node-death path (actorsOn) goes through here too.
 func (t *tables) checkUpdateActor(a *atollpb.ActorInfo) (string, *atollpb.ActorInfo, error) {
 	k, err := key("actor", a.GetActorId())
 	if err != nil {
@@ -239,6 +243,9 @@ func (t *tables) checkUpdateActor(a *atollpb.ActorInfo) (string, *atollpb.ActorI
 	if len(next.OwnerNodeId) == 0 {
 		next.OwnerNodeId = cur.OwnerNodeId // hosts report without it
 	}
+	// A cause too large for the entry must not keep the state from
+	// changing (cause.go).
+	fitCause(next, t.caps.Entry)
 	return k, next, nil
 }
 

@@ -52,6 +52,18 @@ type actorEntry struct {
 	// count only grows over an actor's life): an answer to LocateActor
 	// naming fewer is older than what the entry knows (ActorLocated).
 	heard int32
+	// locating: a LocateActor is in flight (one per actor at a time);
+	// relocate: a call was lost again meanwhile, so its answer may be
+	// older than that loss and the Table asks again (see callLost).
+	locating, relocate bool
+	// forgot is the address a lost call (callLost) made the entry
+	// forget, given back if the lookup ends without placing the actor
+	// (settle); empty once an event or an answer did.
+	forgot string
+	// deadNode is the address prefix ("<node hex>/") of the node a call
+	// failed NODE_DIED on while the actor lived there: an answer placing
+	// the actor there is older than that death (ActorLocated).
+	deadNode string
 }
 
 // maxCreationResends bounds how many times one restart's creation is sent
@@ -136,6 +148,15 @@ func (t *Table) ActorEvent(info *atollpb.ActorInfo) {
 // first. A death always applies (it is final); any other state only while
 // the entry waits for an address, and only if it names no fewer restarts
 // than the events did.
+//
+// It ends the lookup in flight (see callLost). If a call was lost again
+// while it was (relocate), an answer other than a death may be older
+// than that loss: it is ignored and the Table asks again. An answer
+// placing the actor on the node a call saw die (NODE_DIED) is older than
+// that death (the GCS has not heard of it yet) and is ignored too: the
+// GCS's event about that node's actors follows. If any other answer
+// leaves the entry without an address (the actor is being created, or
+// restarts where it was), it gets back the one it forgot (settle).
 func (t *Table) ActorLocated(info *atollpb.ActorInfo) {
 	id, err := ids.FromBytes(info.GetActorId())
 	if err != nil {
@@ -145,10 +166,86 @@ func (t *Table) ActorLocated(info *atollpb.ActorInfo) {
 	if a == nil || a.dead != nil {
 		return
 	}
-	if info.State != atollpb.ActorState_ACTOR_DEAD && (a.address != "" || info.NumRestarts < a.heard) {
+	again := a.relocate
+	a.locating, a.relocate = false, false
+	switch {
+	case info.State == atollpb.ActorState_ACTOR_DEAD:
+		t.ActorEvent(info)
+		return
+	case a.address != "":
+	case again:
+		t.locate(a)
+		return
+	case info.State == atollpb.ActorState_ACTOR_ALIVE && a.deadNode != "" && strings.HasPrefix(info.Address, a.deadNode):
+		// The GCS, reachable, has not heard of that death yet; it will
+		// (the head reports it until it lands) and its event follows.
+		return
+	case info.NumRestarts < a.heard:
+	default:
+		t.ActorEvent(info)
+	}
+	t.settle(a)
+}
+
+// LocateFailed tells the Table that the lookup LocateActor asked for
+// gave up (the shell tried the GCS a few times). Nothing else may place
+// the actor (it did not move, so no event comes): the entry gets back the
+// address a FORWARD_LOST made it forget (settle), and the calls waiting
+// go there, to complete or fail as calls there do (at once if that node
+// is known dead, NODE_DIED; past the forward lease if a call there is
+// lost again, FORWARD_LOST); a failure naming that node asks again. So
+// no call waits for an answer that will not come.
+func (t *Table) LocateFailed(id ids.ActorID) {
+	a := t.actors[id]
+	if a == nil || a.dead != nil {
 		return
 	}
-	t.ActorEvent(info)
+	a.locating, a.relocate = false, false
+	t.settle(a)
+}
+
+// callLost applies a failed call's word about its actor's host, whether
+// or not the call is retried: NODE_DIED or FORWARD_LOST naming the node
+// of the actor's address. The actor is gone from there, or may be (the
+// call or its result was lost between the nodes; the gateway marks a
+// lost call crashed): the entry forgets the address (lostHost), so later
+// calls wait rather than go where the last one failed, and the Table
+// asks the GCS where the actor is (locate). The actor may have moved and
+// the event that said so missed (events are best effort), or not, and
+// then no event comes.
+func (t *Table) callLost(a *actorEntry, e *atollpb.ErrorInfo) {
+	code := e.GetCode()
+	if (code != atollpb.ErrorCode_NODE_DIED && code != atollpb.ErrorCode_FORWARD_LOST) || a.dead != nil || !a.hostOn(e.GetNodeId()) {
+		return
+	}
+	if code == atollpb.ErrorCode_NODE_DIED {
+		a.deadNode = hex.EncodeToString(e.GetNodeId()) + "/"
+	}
+	a.forgot = a.address
+	a.lostHost()
+	t.locate(a)
+}
+
+// locate emits LocateActor unless a lookup of the actor is in flight;
+// then it marks that its answer may be older than this loss.
+func (t *Table) locate(a *actorEntry) {
+	if a.locating {
+		a.relocate = true
+		return
+	}
+	a.locating = true
+	t.emit(LocateActor{Actor: a.id})
+}
+
+// settle ends a lookup that did not place the actor: an entry still
+// without an address gets back the one a lost call made it forget, and
+// its waiting calls go there. No call waits for an answer that will not
+// come.
+func (t *Table) settle(a *actorEntry) {
+	if a.address == "" && a.forgot != "" && !a.locating {
+		a.address, a.forgot = a.forgot, ""
+		t.flush(a)
+	}
 }
 
 // actorLost applies the GCS's word that an actor's node died and it
@@ -163,6 +260,7 @@ func (t *Table) actorLost(id ids.ActorID, restarts int32) {
 	if a.address != "" {
 		a.lostHost()
 	}
+	a.forgot = "" // it waits for the new host: the old address is no use
 	if !a.owned || a.creation == nil || restarts <= a.restarted {
 		return
 	}
@@ -254,7 +352,7 @@ func (t *Table) actorCreated(id ids.ActorID, address string) {
 		return
 	}
 	if a.address == "" {
-		a.address = address
+		a.address, a.forgot = address, ""
 	}
 	t.flush(a)
 }

@@ -29,8 +29,9 @@
 //	                            delivery (raylet, gateway,     the borrower's report, resolves
 //	                            worker connection)             returns (Notify), retries
 //	                                                           (Retryable: Retried, SendTask,
-//	                                                           CallActor, LocateActor), Finished,
-//	                                                           Free
+//	                                                           CallActor), LocateActor (a call
+//	                                                           failed at its actor's node),
+//	                                                           Finished, Free
 //	Cancel                      Cancel, a cancelled context    Finished (not dispatched, or an
 //	                                                           unsent call), else CancelTask
 //	DropRef                     Release, a collected handle    Free of stored objects whose count
@@ -40,8 +41,11 @@
 //	                                                           (ActorDiedError) of pending calls;
 //	                                                           a dead actor's borrows end
 //	ActorLocated                the GCS's answer to            as ActorEvent, unless older than
-//	                            LocateActor or to a passed     what the entry knows
-//	                            handle's lookup
+//	                            LocateActor or to a passed     what the entry knows; LocateActor
+//	                            handle's lookup                again (a call lost meanwhile);
+//	                                                           CallActor at the forgotten address
+//	LocateFailed                the shell's lookup gave up     CallActor of the waiting calls at
+//	                                                           the forgotten address
 //	DropActorHandle             a collected handle             the actor's entry goes once no
 //	                                                           handle or call needs it
 //	NodeDied, WorkerDied        a dead node or process         borrowed objects whose owner lived
@@ -76,7 +80,8 @@
 // death with borrowed refs, an actor restart with queued calls, an actor
 // call lost on its way to its actor's node (actor_forward_lost.txt: the
 // actor moved, the event missed, or it did not move; answers older than
-// the entry's events), actor entries forgotten, shutdown, a generator's stream (items while it runs,
+// the entry's events; actor_lost_no_retries.txt: a call not retried, a
+// lookup that gives up, NODE_DIED), actor entries forgotten, shutdown, a generator's stream (items while it runs,
 // a retry's repeated items, an error after k items, a stream dropped while
 // its task runs, a worker past its backpressure limit), lineage, and the
 // borrower protocol from both sides (borrow.txt: lending, reports, their
@@ -116,19 +121,29 @@
 // RESTARTING with no address when its node died, and its owner sends the
 // creation again; DEAD). A known address is kept until the Table forgets
 // it (an ALIVE event naming another one meanwhile changes nothing). A
-// call retried after an attempt failed naming the node of the actor's
-// address forgets it: NODE_DIED (the GCS's events follow, as the GCS
-// learns of that death), and FORWARD_LOST, the call or its result lost
-// between the nodes (the gateway marks a lost call crashed).
-// The actor may have moved, the event that said so missed (events are
-// best effort), or not, and then no event comes: the Table emits
-// LocateActor and the shell asks the GCS, whose answer goes to
-// ActorLocated. That applies it as an event only while the entry has no
-// address and if it names no fewer restarts than the events did (an
-// answer may overtake an event the GCS published after it; a death
-// always applies). Meanwhile the retry and later calls wait in the queue,
-// in call order. Forgetting an address makes this process a new caller of
-// the actor (its calls numbered from 1 again), at the same address too.
+// call that fails naming the node of the actor's address, whether or not
+// it is retried, makes the Table forget it: NODE_DIED, and FORWARD_LOST,
+// the call or its result lost between the nodes (the gateway marks a
+// lost call crashed). The actor may have moved, the event that said so
+// missed (events are best effort), or not, and then no event comes: the
+// Table emits LocateActor and the shell asks the GCS, whose answer goes
+// to ActorLocated. One lookup per actor is in flight; a call lost again
+// meanwhile asks again once it ends (its answer may be older than that
+// loss). ActorLocated applies the answer as an event only while the
+// entry has no address and if it names no fewer restarts than the events
+// did (an answer may overtake an event the GCS published after it; a
+// death always applies), and not if it places the actor on a node a call
+// saw die (the GCS has not heard of that death yet; its event follows).
+// Meanwhile the retry and later calls wait in the queue, in call order,
+// and fail at once if the answer says DEAD. No call waits for an answer
+// that does not come: if the shell's lookup gives up (LocateFailed: the
+// GCS did not answer its few tries), or the answer neither places the
+// actor nor says it restarts elsewhere or is dead, the entry gets back
+// the address it forgot and the waiting calls go there, to complete or
+// fail as calls there do (at once with NODE_DIED if its node is known
+// dead; past the forward lease with FORWARD_LOST), and a failure asks
+// again. Forgetting an address makes this process a new caller of the
+// actor (its calls numbered from 1 again), at the same address too.
 //
 // # Reference counting
 //

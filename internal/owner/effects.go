@@ -66,9 +66,10 @@ type ActorRestartFailed struct {
 }
 
 // LocateActor asks the GCS for an actor's current state: a call to it
-// was lost on its way to its node (FORWARD_LOST) and the Table forgot
-// the address, which no event may replace if the actor did not move. The
-// answer comes back through ActorLocated.
+// failed naming its node (FORWARD_LOST, NODE_DIED) and the Table forgot
+// the address, which no event may replace if the actor did not move or
+// if this process missed the event. The answer comes back through
+// ActorLocated; a lookup that gives up, through LocateFailed.
 type LocateActor struct{ Actor ids.ActorID }
 
 func (ActorRestartFailed) effect() {}

@@ -419,6 +419,8 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 			break
 		}
 		tb.ActorEvent(info)
+	case "locate-failed": // locate-failed a1: the shell's lookup of a1 gave up
+		tb.LocateFailed(ids.ActorID(e.id16(name)))
 	case "drop-handle":
 		tb.DropActorHandle(ids.ActorID(e.id16(name)))
 	case "kill-actor":

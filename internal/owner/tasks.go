@@ -240,6 +240,11 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 	}
 	t.borrowerResult(tk, res)
 	if res.Error != nil {
+		if tk.actor != nil {
+			// Whether or not the call is retried, later calls must not go
+			// where this one was lost.
+			t.callLost(tk.actor, res.Error)
+		}
 		switch {
 		case tk.cancelled:
 			// Whatever stopped it, the caller asked for it to stop.
@@ -322,27 +327,7 @@ func (t *Table) retry(tk *task, res *atollpb.TaskResult) bool {
 	tk.spec = spec
 	t.emit(Retried{Attach: tk.attach, Attempt: spec.Attempt, Cause: res.Error})
 	if a := tk.actor; a != nil {
-		switch e := res.GetError(); {
-		case e.GetCode() == atollpb.ErrorCode_NODE_DIED && a.hostOn(e.GetNodeId()):
-			// The actor's node died: the actor is gone from that address
-			// (the GCS says soon whether it restarts elsewhere,
-			// RESTARTING, or is dead); the retry waits for the new address
-			// rather than fail again at the old one.
-			a.lostHost()
-		case e.GetCode() == atollpb.ErrorCode_FORWARD_LOST && a.hostOn(e.GetNodeId()):
-			// The call, or its result, was lost between this node and
-			// the actor's: that node may be dead and the actor elsewhere
-			// (the event that said so missed: events are best effort), or
-			// the actor may be where it was, and then no event comes.
-			// Sent again to the same address, the call could be lost
-			// again until its retries run out. The GCS knows (past the
-			// lease, twice the failure timeout, it has heard of a
-			// death): the retry waits for its answer (ActorLocated).
-			// NODE_DIED asks nothing: the GCS may not have heard of that
-			// death yet, and its event follows.
-			a.lostHost()
-			t.emit(LocateActor{Actor: a.id})
-		}
+		// callLost has applied what the failure says of the actor's host.
 		// A retried call goes behind the calls already sent; while the
 		// actor restarts on another node (no address) it waits in the
 		// queue, in call order, for the new address.

@@ -149,9 +149,11 @@ func (rt *Runtime) LocateActor(id ids.ActorID) {
 // whose call was lost on its way, since the address the table forgot may
 // still be right (no event would come) or the event that moved it was
 // missed (events are best effort). An actor the GCS does not know (or
-// knows dead) fails the handle's calls with ActorDiedError.
+// knows dead) fails the handle's calls with ActorDiedError. Past its
+// tries the table hears that the lookup gave up (LocateFailed): calls
+// waiting for its answer go to the address the table forgot, if any.
 func (rt *Runtime) locateActor(id ids.ActorID) {
-	_, _ = backoff.Retry(context.Background(), func() (struct{}, error) {
+	_, err := backoff.Retry(context.Background(), func() (struct{}, error) {
 		if rt.closed.Load() {
 			return struct{}{}, backoff.Permanent(errs.ErrShutDown)
 		}
@@ -162,6 +164,9 @@ func (rt *Runtime) locateActor(id ids.ActorID) {
 	}, backoff.WithBackOff(&backoff.ExponentialBackOff{
 		InitialInterval: 50 * time.Millisecond, RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: 2 * time.Second,
 	}), backoff.WithMaxTries(6))
+	if err != nil && !rt.closed.Load() {
+		rt.owner.do(func(t *owner.Table) { t.LocateFailed(id) })
+	}
 }
 
 // located applies the GCS's answer about an actor (the table ignores an
@@ -189,11 +194,13 @@ func (rt *Runtime) located(id ids.ActorID, info *atollpb.ActorInfo, err error) e
 
 // locateOnce is locateActor in a simulated process: the simulator's GCS
 // client retries and times out in simulated time; past its tries the
-// handle waits for the actor's events, as past locateActor's.
+// table hears that the lookup gave up, as past locateActor's.
 func (rt *Runtime) locateOnce(id ids.ActorID) {
 	if rt.closed.Load() {
 		return
 	}
 	info, err := rt.gcs.GetActor(context.Background(), id.Bytes())
-	_ = rt.located(id, info, err)
+	if rt.located(id, info, err) != nil && !rt.closed.Load() {
+		rt.owner.do(func(t *owner.Table) { t.LocateFailed(id) })
+	}
 }

@@ -91,8 +91,9 @@ func (rt *Runtime) applyOwnerEffect(e owner.Effect) {
 	case owner.GeneratorAck:
 		rt.sendGeneratorAck(e)
 	case owner.LocateActor:
-		// A call to the actor was lost on its way: ask the GCS where it is
-		// (in the background; the answer comes back as ActorLocated).
+		// A call to the actor failed at its node: ask the GCS where it is
+		// (in the background; the answer comes back as ActorLocated, a
+		// lookup that gives up as LocateFailed).
 		rt.LocateActor(e.Actor)
 	case owner.ActorRestartFailed:
 		// No host reports this death: the owner does (in the background:

@@ -10,6 +10,14 @@
 //
 //	go run ./samples/hotpath -n 30000 -json
 //	go run ./samples/hotpath -n 5000 -batch 1 -json
+//	go run ./samples/hotpath -floor -n 20000 -json
+//
+// -floor measures instead what a synchronous round trip between two
+// processes costs with no runtime: 64 bytes back and forth between the
+// driver and a child process over a unix socket pair, read through Go's
+// netpoller on both sides (p50 and p99), against two goroutines passing
+// them over channels. It is the floor under tasks_sync and
+// actor_calls_sync in process mode.
 //
 // CPU is read from the kernel's accounting: getrusage for the driver,
 // /proc/PID/stat for its worker processes (children of the driver), over
@@ -65,6 +73,7 @@ type result struct {
 }
 
 func main() {
+	serveEcho()
 	ctx := context.Background()
 	if atoll.IsWorker() {
 		if err := atoll.Init(ctx); err != nil {
@@ -78,7 +87,12 @@ func main() {
 	jsonOut := flag.Bool("json", false, "print one JSON line per figure")
 	flag.IntVar(&batch, "batch", batch, "ops submitted before gathering them (1: synchronous, one op in flight)")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write the driver's CPU profile of the measured (pipelined) windows to this file")
+	floorOnly := flag.Bool("floor", false, "measure only the floor: -n synchronous round trips between two processes over a unix socket, no runtime")
 	flag.Parse()
+	if *floorOnly {
+		floor(*jsonOut, *n)
+		return
+	}
 	if cpuProfile != "" {
 		f, err := os.Create(cpuProfile)
 		if err != nil {

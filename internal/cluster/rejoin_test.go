@@ -23,6 +23,17 @@ import (
 // since, never one that registered after (in CI a driver's node that
 // registered a moment before the reconciliation, its first load report
 // not yet in, was declared dead and its job failed).
+// registerAlive registers a new node id in the GCS, alive, with no node
+// behind it.
+func registerAlive(ctx context.Context, t *testing.T, client *gcs.Client) ids.NodeID {
+	t.Helper()
+	id := ids.NewNodeID()
+	if err := client.RegisterNode(ctx, &atollpb.NodeInfo{NodeId: id.Bytes(), Address: "127.0.0.1:1", State: atollpb.NodeState_NODE_ALIVE}); err != nil {
+		t.Fatalf("register: %v", err)
+	}
+	return id
+}
+
 func TestReconcileNodesOnlyTheListed(t *testing.T) {
 	ns := startNATS(t)
 	nc, err := ns.Connect()
@@ -39,13 +50,7 @@ func TestReconcileNodesOnlyTheListed(t *testing.T) {
 	a.system.Root.Spawn(props)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	register := func() ids.NodeID {
-		id := ids.NewNodeID()
-		if err := client.RegisterNode(ctx, &atollpb.NodeInfo{NodeId: id.Bytes(), Address: "127.0.0.1:1", State: atollpb.NodeState_NODE_ALIVE}); err != nil {
-			t.Fatalf("register: %v", err)
-		}
-		return id
-	}
+	register := func() ids.NodeID { return registerAlive(ctx, t, client) }
 	back, lost := register(), register()
 	listed, err := a.gw.ListedAlive(ctx)
 	if err != nil {
@@ -118,13 +123,7 @@ func TestReconcileNodesGoesPastFailuresAndRedoesDeaths(t *testing.T) {
 	startGCS(0)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	register := func() ids.NodeID {
-		id := ids.NewNodeID()
-		if err := client.RegisterNode(ctx, &atollpb.NodeInfo{NodeId: id.Bytes(), Address: "127.0.0.1:1", State: atollpb.NodeState_NODE_ALIVE}); err != nil {
-			t.Fatalf("register: %v", err)
-		}
-		return id
-	}
+	register := func() ids.NodeID { return registerAlive(ctx, t, client) }
 	failing, after := register(), register()
 	big := &atollpb.ActorInfo{ActorId: ids.NewActorID().Bytes(), ActorType: strings.Repeat("x", 2048)}
 	if err := client.RegisterActor(ctx, big); err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"log"
 	"net"
 	"os"
@@ -142,13 +141,5 @@ func floor(asJSON bool, n int) {
 		benchfmt.NewRecord("hotpath", "socket_round_trip_p50_us", sock.p50, "us", "goroutine_channel_round_trip_p50_us", ch.p50, cfg),
 		benchfmt.NewRecord("hotpath", "socket_round_trip_p99_us", sock.p99, "us", "goroutine_channel_round_trip_p99_us", ch.p99, cfg),
 	}
-	if asJSON {
-		if err := benchfmt.WriteAll(os.Stdout, recs); err != nil {
-			log.Fatal(err)
-		}
-		return
-	}
-	for _, r := range recs {
-		fmt.Printf("%-42s %10.1f %-4s baseline %10.1f  ratio %.2f\n", r.Metric, r.Value, r.Unit, r.BaselineValue, r.Ratio)
-	}
+	emit(asJSON, recs)
 }

@@ -177,6 +177,11 @@ func report(asJSON bool, got, base result) {
 		benchfmt.NewRecord("hotpath", name+"_driver_cpu_us_per_op", got.driverUs, "us", "same_without_pipelining_us", base.driverUs, cfg),
 		benchfmt.NewRecord("hotpath", name+"_worker_cpu_us_per_op", got.workUs, "us", "same_without_pipelining_us", base.workUs, cfg),
 	}
+	emit(asJSON, recs)
+}
+
+// emit prints recs, as JSON lines or as a table.
+func emit(asJSON bool, recs []benchfmt.Record) {
 	if asJSON {
 		if err := benchfmt.WriteAll(os.Stdout, recs); err != nil {
 			log.Fatal(err)

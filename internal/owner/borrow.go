@@ -74,14 +74,14 @@ type borrowerRecord struct {
 func (t *Table) lentClosure(tk *task) (lent []ids.ObjectID, pending []ids.ObjectID, err *atollpb.ErrorInfo) {
 	seen := map[ids.ObjectID]bool{}
 	var stack []ids.ObjectID
-	for _, d := range tk.deps {
+	for _, d := range tk.deps() {
 		// An argument is sent as an argument; it is lent too only if a
 		// value holds a ref to it.
 		if o := t.objects[d]; o != nil {
 			stack = append(stack, o.x().contained...)
 		}
 	}
-	stack = append(stack, tk.holds...)
+	stack = append(stack, tk.holds()...)
 	for len(stack) > 0 {
 		id := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]

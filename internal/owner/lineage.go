@@ -57,7 +57,7 @@ func (t *Table) recordLineage(tk *task) {
 		why = "it is an actor call's output"
 	case tk.spec.Type == atollpb.TaskType_ACTOR_CREATION_TASK:
 		why = "it is an actor creation's output"
-	case len(tk.holds) > 0:
+	case len(tk.holds()) > 0:
 		why = "its task had refs inside its arguments"
 	case tk.spec.Generator:
 		why = "it is a generator task's end"
@@ -77,8 +77,8 @@ func (t *Table) recordLineage(tk *task) {
 		}
 		return
 	}
-	e := &lineageEntry{spec: tk.spec, deps: tk.deps, depArgIdx: tk.depArgIdx, returns: tk.returns, size: proto.Size(tk.spec),
-		attach: tk.attach, recoveries: tk.recoveries}
+	e := &lineageEntry{spec: tk.spec, deps: tk.deps(), depArgIdx: tk.depArgIdx(), returns: tk.returns, size: proto.Size(tk.spec),
+		attach: tk.attach, recoveries: tk.recoveries()}
 	if prev := t.lineage[tk.id]; prev != nil {
 		t.lineageBytes -= prev.size // rebuilt: it keeps its place in the order
 	} else {
@@ -255,8 +255,8 @@ func (t *Table) rerun(id ids.ObjectID, o *object, cause string) *atollpb.ErrorIn
 	spec.Attempt++
 	e.spec = spec
 	resetArgs(spec, e.deps, e.depArgIdx)
-	tk := &task{id: o.producerTask, seq: t.seqNext + 1, spec: spec, deps: e.deps, depArgIdx: e.depArgIdx,
-		refArgs: len(e.deps), returns: e.returns, retriesLeft: int(spec.MaxRetries), recoveries: e.recoveries, attach: e.attach, rebuilding: true}
+	tk := &task{id: o.producerTask, seq: t.seqNext + 1, spec: spec, returns: e.returns, retriesLeft: int(spec.MaxRetries), attach: e.attach,
+		args: &taskArgs{deps: e.deps, depArgIdx: e.depArgIdx, refArgs: len(e.deps), recoveries: e.recoveries, rebuilding: true}}
 	t.seqNext++
 	for _, rid := range e.returns {
 		if r := t.objects[rid]; r != nil && r.ready() {
@@ -264,11 +264,11 @@ func (t *Table) rerun(id ids.ObjectID, o *object, cause string) *atollpb.ErrorIn
 		}
 	}
 	t.tasks[tk.id] = tk
-	for _, dep := range tk.deps {
+	for _, dep := range tk.deps() {
 		t.AddRef(dep)
 	}
-	t.awaitObjects(tk, tk.deps)
-	if tk.unresolved == 0 {
+	t.awaitObjects(tk, tk.deps())
+	if tk.unresolved() == 0 {
 		t.dispatch(tk)
 	}
 	return nil
@@ -290,7 +290,7 @@ func resetArgs(spec *atollpb.TaskSpec, deps []ids.ObjectID, depArgIdx []int) {
 // recoveries): the failure then stands.
 func (t *Table) recoverArgument(tk *task, res *atollpb.TaskResult) bool {
 	e := res.Error
-	if e.GetCode() != atollpb.ErrorCode_OBJECT_LOST || tk.actor != nil || tk.cancelled || tk.recoveries >= maxRecoveries {
+	if e.GetCode() != atollpb.ErrorCode_OBJECT_LOST || tk.actor != nil || tk.cancelled || tk.recoveries() >= maxRecoveries {
 		return false
 	}
 	lost, err := ids.ObjectIDFromBytes(e.ObjectId)
@@ -298,7 +298,7 @@ func (t *Table) recoverArgument(tk *task, res *atollpb.TaskResult) bool {
 		return false
 	}
 	j := -1
-	for i, dep := range tk.deps {
+	for i, dep := range tk.deps() {
 		if dep == lost {
 			j = i
 		}
@@ -306,14 +306,14 @@ func (t *Table) recoverArgument(tk *task, res *atollpb.TaskResult) bool {
 	if j < 0 || t.Reconstruct(lost, e.Message) != nil {
 		return false
 	}
-	tk.recoveries++
+	tk.more().recoveries++
 	spec := proto.CloneOf(tk.spec)
 	spec.Attempt++
-	resetArgs(spec, tk.deps, tk.depArgIdx)
+	resetArgs(spec, tk.deps(), tk.depArgIdx())
 	tk.spec, tk.dispatched = spec, false
 	t.emit(Retried{Attach: tk.attach, Attempt: spec.Attempt, Cause: e})
-	t.awaitObjects(tk, tk.deps)
-	if tk.unresolved == 0 {
+	t.awaitObjects(tk, tk.deps())
+	if tk.unresolved() == 0 {
 		t.dispatch(tk)
 	}
 	return true

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/cockroachdb/datadriven"
 
@@ -646,7 +647,7 @@ func (e *env) state() string {
 		case tk.dispatched:
 			s += " dispatched"
 		default:
-			s += fmt.Sprintf(" waiting=%d", tk.unresolved)
+			s += fmt.Sprintf(" waiting=%d", tk.unresolved())
 		}
 		lines = append(lines, s)
 	}
@@ -697,4 +698,17 @@ func (e *env) state() string {
 		return "(empty)"
 	}
 	return strings.Join(lines, "\n")
+}
+
+// A plain task's record stays small: a million queued at once hold
+// this many bytes each (in the 112-byte size class), the parts few
+// tasks need (object arguments, lineage's counts) in taskArgs.
+func TestTaskRecordSize(t *testing.T) {
+	if n := unsafe.Sizeof(task{}); n > 104 {
+		t.Errorf("task is %d bytes, want at most 104: move what few tasks need to taskArgs", n)
+	}
+	tk := &task{}
+	if tk.deps() != nil || tk.holds() != nil || tk.unresolved() != 0 || tk.refArgs() != 0 || tk.recoveries() != 0 || tk.rebuilding() || tk.args != nil {
+		t.Errorf("a plain task's less used part: %+v", tk.args)
+	}
 }

@@ -15,30 +15,93 @@ import (
 // task is a task this process owns that has not finished: its arguments
 // may be unresolved, it may be queued, running or retrying.
 type task struct {
-	id   ids.TaskID
-	seq  uint64 // submission order
-	spec *atollpb.TaskSpec
+	id          ids.TaskID
+	seq         uint64 // submission order
+	spec        *atollpb.TaskSpec
+	returns     []ids.ObjectID
+	retriesLeft int // -1: forever
+	actor       *actorEntry
+	attach      any
+	// args is what few tasks need: object arguments, refs inside
+	// argument values, lineage's counts; nil for a plain task (most are),
+	// made on first use (more), so that a million tasks queued at once
+	// cost 112 bytes each here, not 208.
+	args *taskArgs
+
+	dispatched bool // arguments resolved; sent (or, for a call, ready to send)
+	cancelled  bool
+}
+
+// taskArgs is a task's less used part.
+type taskArgs struct {
 	// deps are the objects given as arguments (referenced while the task
 	// is pending), depArgIdx the index in spec.Args of each.
 	deps      []ids.ObjectID
 	depArgIdx []int
 	// holds are refs serialised inside inline argument values (referenced
 	// by their encoding; lent to the task, released when it ends).
-	holds       []ids.ObjectID
-	refArgs     int // arguments the caller gave as ObjectRefs (0: a root task)
-	unresolved  int // deps and holds without a value yet
-	returns     []ids.ObjectID
-	retriesLeft int // -1: forever
-	actor       *actorEntry
-	attach      any
-
-	dispatched bool // arguments resolved; sent (or, for a call, ready to send)
-	cancelled  bool
+	holds      []ids.ObjectID
+	refArgs    int // arguments the caller gave as ObjectRefs (0: a root task)
+	unresolved int // deps, holds and lent objects without a value yet
 	// recoveries counts the lost arguments rebuilt for it (lineage.go);
 	// rebuilding: it runs again to rebuild its lost returns.
 	recoveries int
 	rebuilding bool
 }
+
+// more returns the task's less used part, made on first use.
+func (tk *task) more() *taskArgs {
+	if tk.args == nil {
+		tk.args = &taskArgs{}
+	}
+	return tk.args
+}
+
+// The less used part's fields, zero while it is not made.
+
+func (tk *task) deps() []ids.ObjectID {
+	if tk.args == nil {
+		return nil
+	}
+	return tk.args.deps
+}
+
+func (tk *task) depArgIdx() []int {
+	if tk.args == nil {
+		return nil
+	}
+	return tk.args.depArgIdx
+}
+
+func (tk *task) holds() []ids.ObjectID {
+	if tk.args == nil {
+		return nil
+	}
+	return tk.args.holds
+}
+
+func (tk *task) refArgs() int {
+	if tk.args == nil {
+		return 0
+	}
+	return tk.args.refArgs
+}
+
+func (tk *task) unresolved() int {
+	if tk.args == nil {
+		return 0
+	}
+	return tk.args.unresolved
+}
+
+func (tk *task) recoveries() int {
+	if tk.args == nil {
+		return 0
+	}
+	return tk.args.recoveries
+}
+
+func (tk *task) rebuilding() bool { return tk.args != nil && tk.args.rebuilding }
 
 // Arg is one argument of a Submission: an object, or an inline value.
 type Arg struct {
@@ -87,7 +150,10 @@ func (t *Table) Submit(s Submission) []ids.ObjectID {
 	}
 	t.tasks[id] = tk
 	for i, a := range s.Args {
-		tk.holds = append(tk.holds, a.Holds...)
+		if len(a.Holds) > 0 {
+			m := tk.more()
+			m.holds = append(m.holds, a.Holds...)
+		}
 		if a.Ref.IsZero() {
 			s.Spec.Args = append(s.Spec.Args, &atollpb.TaskArg{Kind: &atollpb.TaskArg_Value{Value: a.Value}})
 			continue
@@ -99,10 +165,11 @@ func (t *Table) Submit(s Submission) []ids.ObjectID {
 				}
 				continue
 			}
-			tk.refArgs++
+			tk.more().refArgs++
 		}
-		tk.deps = append(tk.deps, a.Ref)
-		tk.depArgIdx = append(tk.depArgIdx, i)
+		m := tk.more()
+		m.deps = append(m.deps, a.Ref)
+		m.depArgIdx = append(m.depArgIdx, i)
 		s.Spec.Args = append(s.Spec.Args, &atollpb.TaskArg{Kind: &atollpb.TaskArg_Ref{Ref: &atollpb.ObjectRef{ObjectId: a.Ref.Bytes()}}})
 	}
 	if s.Err != nil {
@@ -124,10 +191,10 @@ func (t *Table) Submit(s Submission) []ids.ObjectID {
 		tk.actor = a
 		a.queue = append(a.queue, tk)
 	}
-	t.awaitObjects(tk, tk.deps)
+	t.awaitObjects(tk, tk.deps())
 	// Refs inside argument values must have values too, to be lent.
-	t.awaitObjects(tk, tk.holds)
-	if tk.unresolved == 0 {
+	t.awaitObjects(tk, tk.holds())
+	if tk.unresolved() == 0 {
 		t.dispatch(tk)
 	}
 	return tk.returns
@@ -138,7 +205,7 @@ func (t *Table) Submit(s Submission) []ids.ObjectID {
 func (t *Table) awaitObjects(tk *task, idl []ids.ObjectID) {
 	for _, id := range idl {
 		if o := t.objects[id]; o != nil && !o.ready() {
-			tk.unresolved++
+			tk.more().unresolved++
 			om := o.m()
 			om.waiting = append(om.waiting, tk)
 		}
@@ -147,8 +214,8 @@ func (t *Table) awaitObjects(tk *task, idl []ids.ObjectID) {
 
 // depReady counts down a task's unresolved arguments.
 func (t *Table) depReady(tk *task) {
-	tk.unresolved--
-	if tk.unresolved == 0 {
+	tk.args.unresolved-- // counted up by awaitObjects, which made args
+	if tk.args.unresolved == 0 {
 		t.dispatch(tk)
 	}
 }
@@ -161,9 +228,9 @@ func (t *Table) dispatch(tk *task) {
 	}
 	// An argument ready when the task counted it may be pending again:
 	// a rebuild (Reconstruct) of its producer since. Wait for it again.
-	t.awaitObjects(tk, tk.deps)
-	t.awaitObjects(tk, tk.holds)
-	if tk.unresolved > 0 {
+	t.awaitObjects(tk, tk.deps())
+	t.awaitObjects(tk, tk.holds())
+	if tk.unresolved() > 0 {
 		return
 	}
 	spec := tk.spec
@@ -183,7 +250,7 @@ func (t *Table) dispatch(tk *task) {
 	for _, id := range lent {
 		spec.Borrowed = append(spec.Borrowed, &atollpb.ReturnObject{ObjectId: id.Bytes(), Value: t.lentValue(t.objects[id])})
 	}
-	for j, dep := range tk.deps {
+	for j, dep := range tk.deps() {
 		o := t.objects[dep]
 		if o == nil {
 			t.finish(tk, errs.ToProto(&errs.ObjectLostError{ObjectID: dep.String(), Message: "argument object no longer exists"}))
@@ -197,16 +264,16 @@ func (t *Table) dispatch(tk *task) {
 			spec.ArgProducers = append(spec.ArgProducers, o.producer)
 		}
 		if inline := o.value.GetInline(); inline != nil || o.value.GetStored() == nil {
-			spec.Args[tk.depArgIdx[j]] = &atollpb.TaskArg{Kind: &atollpb.TaskArg_Value{Value: o.value}}
+			spec.Args[tk.depArgIdx()[j]] = &atollpb.TaskArg{Kind: &atollpb.TaskArg_Value{Value: o.value}}
 			continue
 		}
-		ref, st := spec.Args[tk.depArgIdx[j]].GetRef(), o.value.GetStored()
+		ref, st := spec.Args[tk.depArgIdx()[j]].GetRef(), o.value.GetStored()
 		ref.Size, ref.NodeId, ref.Codec = st.GetLength(), st.GetNodeId(), st.GetCodec()
 		if !o.borrowed {
 			ref.OwnerAddress, ref.OwnerId = t.cfg.Node.String(), t.cfg.Worker.Bytes()
 		}
 	}
-	spec.NumDependencies = int32(tk.refArgs + len(tk.holds))
+	spec.NumDependencies = int32(tk.refArgs() + len(tk.holds()))
 	tk.dispatched = true
 	t.emit(Dispatched{Attach: tk.attach})
 	if tk.actor != nil {
@@ -354,7 +421,7 @@ func (t *Table) finish(tk *task, e *atollpb.ErrorInfo) {
 	}
 	v := &atollpb.Value{Codec: atollpb.Codec_CODEC_ERROR, Kind: &atollpb.Value_Error{Error: e}}
 	for _, rid := range tk.returns {
-		if tk.rebuilding {
+		if tk.rebuilding() {
 			// The readers asked for a lost object, not for this run.
 			v = errorValue(errs.FromProto(reconstructionFailed(rid, "its task failed when run again to rebuild it: "+errs.FromProto(e).Error())))
 		}
@@ -377,8 +444,8 @@ func (t *Table) complete(tk *task, e *atollpb.ErrorInfo) {
 		t.maybeForget(a)
 	}
 	t.emit(Finished{Attach: tk.attach, Err: e})
-	t.DropRef(tk.deps...)
-	t.DropRef(tk.holds...)
+	t.DropRef(tk.deps()...)
+	t.DropRef(tk.holds()...)
 }
 
 // Cancel cancels a task this process owns: before dispatch it fails at

@@ -44,5 +44,5 @@ func (t *Table) TaskState(id ids.TaskID) (TaskState, bool) {
 		return TaskState{}, false
 	}
 	return TaskState{Name: tk.spec.Name, Attempt: tk.spec.Attempt, ActorCall: tk.actor != nil || tk.spec.Type == atollpb.TaskType_ACTOR_CREATION_TASK, Dispatched: tk.dispatched,
-		Cancelled: tk.cancelled, Unresolved: tk.unresolved}, true
+		Cancelled: tk.cancelled, Unresolved: tk.unresolved()}, true
 }

@@ -240,10 +240,10 @@ func (s *Submitter) push(e PushDirect, wait bool) {
 func (s *Submitter) spans(t *DirectTask, e PushDirect, i int) {
 	parent := telemetry.Extract(context.Background(), t.Spec.Trace)
 	reason := "none"
-	if t.Pushed.Sub(t.Queued) > 0 {
+	if t.pushed > t.queued {
 		reason = string(PendingWorker)
 	}
-	_, q := s.cfg.Tracer.Start(parent, "queue "+t.Spec.Name, trace.WithTimestamp(t.Queued),
+	_, q := s.cfg.Tracer.Start(parent, "queue "+t.Spec.Name, trace.WithTimestamp(t.Queued()),
 		trace.WithAttributes(attribute.String("atoll.task_id", t.ID.String()), attribute.Int("atoll.attempt", int(t.Spec.Attempt)),
 			attribute.String("atoll.pending_reason", reason), attribute.Bool("atoll.leased", true)))
 	q.End()
@@ -260,7 +260,7 @@ func (s *Submitter) endSpans(t *DirectTask, reason string) {
 	if t.Spec.Trace == nil {
 		return
 	}
-	_, q := s.cfg.Tracer.Start(telemetry.Extract(context.Background(), t.Spec.Trace), "queue "+t.Spec.Name, trace.WithTimestamp(t.Queued),
+	_, q := s.cfg.Tracer.Start(telemetry.Extract(context.Background(), t.Spec.Trace), "queue "+t.Spec.Name, trace.WithTimestamp(t.Queued()),
 		trace.WithAttributes(attribute.String("atoll.task_id", t.ID.String()), attribute.String("atoll.pending_reason", reason)))
 	q.End()
 }

@@ -1117,9 +1117,14 @@ func (*ListNodes) Descriptor() ([]byte, []int) {
 }
 
 type ListActors struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only the actors not DEAD whose node the GCS lists dead: what a node's
+	// death left behind when their writes failed (a head's reconciliation
+	// marks those nodes dead again). The reply stays small however many
+	// actors the table holds.
+	LeftOnDeadNodes bool `protobuf:"varint,1,opt,name=left_on_dead_nodes,json=leftOnDeadNodes,proto3" json:"left_on_dead_nodes,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ListActors) Reset() {
@@ -1150,6 +1155,13 @@ func (x *ListActors) ProtoReflect() protoreflect.Message {
 // Deprecated: Use ListActors.ProtoReflect.Descriptor instead.
 func (*ListActors) Descriptor() ([]byte, []int) {
 	return file_atollpb_gcs_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ListActors) GetLeftOnDeadNodes() bool {
+	if x != nil {
+		return x.LeftOnDeadNodes
+	}
+	return false
 }
 
 type ListJobs struct {
@@ -1409,9 +1421,10 @@ const file_atollpb_gcs_proto_rawDesc = "" +
 	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12\x12\n" +
 	"\x04left\x18\x02 \x01(\bR\x04left\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"\v\n" +
-	"\tListNodes\"\f\n" +
+	"\tListNodes\"9\n" +
 	"\n" +
-	"ListActors\"\n" +
+	"ListActors\x12+\n" +
+	"\x12left_on_dead_nodes\x18\x01 \x01(\bR\x0fleftOnDeadNodes\"\n" +
 	"\n" +
 	"\bListJobs\"A\n" +
 	"\rGetNamedActor\x12\x12\n" +

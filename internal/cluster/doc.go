@@ -288,10 +288,9 @@
 // with leaving and leaves the gossip. After a NATS reconnection a node
 // registers again (Gateway.Reregister; a GCS that lists it dead answers
 // NODE_DIED and the node stops), and a restarted head marks dead the nodes
-// its GCS lists alive but that it has not heard from (every grace), and
-// again the nodes it lists dead whose actors it still lists there (the
-// first round and every 30th), going on past a node it fails to mark
-// (ReconcileNodes): see internal/node.
+// its GCS lists alive but that it has not heard from, and again the nodes
+// it lists dead whose actors it still lists there, going on past a node
+// it fails to mark (ReconcileNodes, every grace): see internal/node.
 //
 // # Active Memory Manager
 //

@@ -63,18 +63,17 @@ const maxReconcileErrors = 8
 // that registered since is alive by definition, even if its first load
 // report has not arrived yet.
 //
-// With leftovers set it also marks dead again the nodes the GCS lists
-// dead that still host actors it lists live (a death whose actors' writes
-// failed, reported UNAVAILABLE while the head that would have reported it
-// again was down, or given up on): the GCS then updates the actors left
-// there (internal/gcs, mark_node_dead). Those are logged, not returned.
-// Finding them lists every actor, one request as large as the actor
-// table: the caller asks for it now and then, not every round.
+// It also marks dead again the nodes the GCS lists dead that still host
+// actors it lists live (a death whose actors' writes failed, reported
+// UNAVAILABLE while the head that would have reported it again was down,
+// or given up on): the GCS then updates the actors left there
+// (internal/gcs, mark_node_dead). Those are logged, not returned. The GCS
+// finds them (ListActorsLeftOnDeadNodes): the reply holds only them.
 //
 // A failure does not stop the others: the failures (the first
 // maxReconcileErrors logged and joined, the rest counted) come back
 // together with the nodes marked dead.
-func (g *Gateway) ReconcileNodes(ctx context.Context, listed []ids.NodeID, reason string, leftovers bool) ([]ids.NodeID, error) {
+func (g *Gateway) ReconcileNodes(ctx context.Context, listed []ids.NodeID, reason string) ([]ids.NodeID, error) {
 	var fails reconcileErrors
 	nodes, err := g.cfg.GCS.ListNodes(ctx)
 	if err != nil {
@@ -91,10 +90,10 @@ func (g *Gateway) ReconcileNodes(ctx context.Context, listed []ids.NodeID, reaso
 		}
 		gone = append(gone, id)
 	}
-	if !leftovers || len(deadNodes(nodes)) == 0 {
+	if len(deadNodes(nodes)) == 0 {
 		return gone, fails.err()
 	}
-	actors, err := g.cfg.GCS.ListActors(ctx)
+	actors, err := g.cfg.GCS.ListActorsLeftOnDeadNodes(ctx)
 	if err != nil {
 		fails.add(g.cfg.Logger, "cluster: listing the actors, to find those left on dead nodes, failed", ids.NodeID{}, err)
 		return gone, fails.err()

@@ -66,7 +66,7 @@ func TestReconcileNodesOnlyTheListed(t *testing.T) {
 	a.system.Root.Send(a.gw.pid, &atollpb.NodeLoad{NodeId: back.Bytes(), Total: map[string]float64{"CPU": 1}})
 	testutil.Eventually(t, "the head to hear the node that came back", func() bool { return a.gw.heard.has(back) })
 
-	gone, err := a.gw.ReconcileNodes(ctx, listed, "test", true)
+	gone, err := a.gw.ReconcileNodes(ctx, listed, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestReconcileNodesGoesPastFailuresAndRedoesDeaths(t *testing.T) {
 	// The GCS restarts taking smaller entries: marking failing dead
 	// writes its entry, then fails on its actor's.
 	startGCS(1024)
-	gone, err := a.gw.ReconcileNodes(ctx, []ids.NodeID{failing, after}, "test", true)
+	gone, err := a.gw.ReconcileNodes(ctx, []ids.NodeID{failing, after}, "test")
 	if !errors.Is(err, errs.ErrInvalidArgument) {
 		t.Errorf("reconciling past a failed write: %v, want the INVALID_ARGUMENT of the write", err)
 	}
@@ -176,11 +176,7 @@ func TestReconcileNodesGoesPastFailuresAndRedoesDeaths(t *testing.T) {
 	// Entries that large fit again: the next round, with no node listed
 	// alive, marks the dead node dead again, and its actor dies.
 	startGCS(0)
-	// A round that does not ask for the leftovers leaves them.
-	if gone, err = a.gw.ReconcileNodes(ctx, nil, "again", false); err != nil || len(gone) != 0 || actorState() != atollpb.ActorState_ACTOR_ALIVE {
-		t.Fatalf("a round without leftovers: %v %v, the actor %v; want nothing done", gone, err, actorState())
-	}
-	gone, err = a.gw.ReconcileNodes(ctx, nil, "again", true)
+	gone, err = a.gw.ReconcileNodes(ctx, nil, "again")
 	if err != nil || len(gone) != 0 {
 		t.Fatalf("reconciling a dead node's leftovers: %v %v, want no node newly dead, no error", gone, err)
 	}

@@ -129,6 +129,14 @@ func (c *Client) ListActors(ctx context.Context) ([]*atollpb.ActorInfo, error) {
 	return r.GetActors(), err
 }
 
+// ListActorsLeftOnDeadNodes returns the actors not DEAD whose node the
+// GCS lists dead (what a node's death left when their writes failed),
+// ordered by id: a reply as small as what it finds.
+func (c *Client) ListActorsLeftOnDeadNodes(ctx context.Context) ([]*atollpb.ActorInfo, error) {
+	r, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_ListActors{ListActors: &atollpb.ListActors{LeftOnDeadNodes: true}}})
+	return r.GetActors(), err
+}
+
 // AddJob records a job (start time defaults to now), replacing any entry
 // with the same id.
 func (c *Client) AddJob(ctx context.Context, j *atollpb.JobInfo) error {

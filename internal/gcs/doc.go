@@ -33,7 +33,11 @@
 //     UNAVAILABLE if a retry may succeed (else with the first failure), and
 //     marking the node dead again (its first end time and reason stand)
 //     updates the actors still live there. The head reports a death again
-//     while it gets UNAVAILABLE (internal/cluster, "Node failures").
+//     while it gets UNAVAILABLE (internal/cluster, "Node failures"), and
+//     its reconciliation asks for what deaths left
+//     (list_actors with left_on_dead_nodes: the actors not DEAD whose
+//     node is listed dead, and only those) and marks their nodes dead
+//     again.
 //     reregister_node is what a node sends when its NATS connection comes
 //     back (the head may have restarted, and lost or never had its
 //     entry): register_node, except that a node listed dead stays dead

@@ -113,7 +113,7 @@ func (s *server) dispatch(ctx context.Context, req *atollpb.GcsRequest) *atollpb
 		}
 		return &atollpb.GcsReply{Actors: []*atollpb.ActorInfo{a}}
 	case *atollpb.GcsRequest_ListActors:
-		return &atollpb.GcsReply{Actors: t.listActors()}
+		return &atollpb.GcsReply{Actors: t.listActors(op.ListActors)}
 	case *atollpb.GcsRequest_AddJob:
 		err = writeThrough(ctx, s, s.store.jobs, func() (string, *atollpb.JobInfo, error) { return t.checkAddJob(op.AddJob, now) }, t.putJob, "")
 	case *atollpb.GcsRequest_FinishJob:

@@ -83,6 +83,24 @@ func TestNodeDeathUpdatesEveryActorPastAFailedWrite(t *testing.T) {
 	check("the actor whose write failed", big, atollpb.ActorState_ACTOR_ALIVE)
 	check("an actor after it without restarts", small, atollpb.ActorState_ACTOR_DEAD)
 	check("an actor after it with restarts left", restarts, atollpb.ActorState_ACTOR_RESTARTING)
+	// What the death left is listed on its own (the RESTARTING actor has
+	// no node any more: it is not left there).
+	leftover := func(want ...*atollpb.ActorInfo) {
+		t.Helper()
+		got, err := c.ListActorsLeftOnDeadNodes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("left on dead nodes: %d actors, want %d", len(got), len(want))
+		}
+		for i := range want {
+			if !bytes.Equal(got[i].ActorId, want[i].ActorId) {
+				t.Errorf("left on dead nodes: actor %d is %x, want %x", i, got[i].ActorId, want[i].ActorId)
+			}
+		}
+	}
+	leftover(big)
 
 	// The write can succeed now: the same death, reported again, updates
 	// the actor left ALIVE and nothing else.
@@ -96,6 +114,7 @@ func TestNodeDeathUpdatesEveryActorPastAFailedWrite(t *testing.T) {
 		t.Errorf("the actor whose write failed, once marked again: cause %v, want NODE_DIED, whole", got.GetDeathCause())
 	}
 	check("an actor with restarts left, once marked again", restarts, atollpb.ActorState_ACTOR_RESTARTING)
+	leftover()
 	if got, _ := c.GetActor(ctx, restarts.ActorId); got.NumRestarts != 1 {
 		t.Errorf("a repeated death counted the restart again: %d restarts", got.NumRestarts)
 	}

@@ -306,7 +306,21 @@ func (t *tables) getNamedActor(namespace, name string) (*atollpb.ActorInfo, erro
 }
 
 // listActors returns every actor, dead ones included, ordered by id.
-func (t *tables) listActors() []*atollpb.ActorInfo { return sortedValues(t.actors) }
+func (t *tables) listActors(m *atollpb.ListActors) []*atollpb.ActorInfo {
+	if !m.GetLeftOnDeadNodes() {
+		return sortedValues(t.actors)
+	}
+	var out []*atollpb.ActorInfo
+	for _, a := range sortedValues(t.actors) {
+		if a.State == atollpb.ActorState_ACTOR_DEAD || len(a.NodeId) == 0 {
+			continue
+		}
+		if k, err := key("node", a.NodeId); err == nil && t.nodes[k].GetState() == atollpb.NodeState_NODE_DEAD {
+			out = append(out, a)
+		}
+	}
+	return out
+}
 
 // checkAddJob returns the entry that adds (or replaces) a job.
 func (t *tables) checkAddJob(j *atollpb.JobInfo, nowMs int64) (string, *atollpb.JobInfo, error) {

@@ -98,10 +98,10 @@
 //     that to reconnect is marked dead too, learns it when it registers
 //     again and exits. The head repeats the check every grace for as long
 //     as it runs: a registration never followed by a load report expires
-//     (marked dead, "registered but never heard from"). The first check,
-//     and every 30th after it, also marks dead again the nodes the GCS
-//     lists dead whose actors it still lists there (their writes failed
-//     when the node died), which lists every actor.
+//     (marked dead, "registered but never heard from"). Each check also
+//     marks dead again the nodes the GCS lists dead whose actors it still
+//     lists there (their writes failed when the node died); the GCS finds
+//     those actors itself, so the reply stays small.
 //
 // Not recovered: the jobs of drivers that died while the head was down
 // stay listed as running (a job records its driver's owner address, not

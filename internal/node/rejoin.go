@@ -109,11 +109,6 @@ func (n *Node) reregisterLoop(ctx context.Context, kick <-chan struct{}) {
 	}
 }
 
-// leftoverRounds is how often (in rounds of the grace, 10 s or more) the
-// head looks for actors left on dead nodes: that lists every actor, one
-// request as large as the actor table.
-const leftoverRounds = 30
-
 // reconcile notes the nodes the GCS lists alive as the head starts, waits
 // out the grace, then marks dead those of them the head has not heard
 // from; then it does the same again every grace, for as long as the head
@@ -121,15 +116,14 @@ const leftoverRounds = 30
 // that died at once, or an id registered by a secret holder that runs no
 // node) expires instead of staying alive in the GCS forever. A node that
 // registers during a round is a candidate only in the next, so every node
-// has at least the grace to be heard. The first round, and every
-// leftoverRounds-th after it, also marks dead again the dead nodes whose
-// actors the GCS still lists there (their writes failed when the node
-// died, and the head that reported it gave up or is gone).
+// has at least the grace to be heard. Each round also marks dead again
+// the dead nodes whose actors the GCS still lists there (their writes
+// failed when the node died, and the head that reported it gave up or is
+// gone).
 func (n *Node) reconcile(ctx context.Context) {
 	grace := n.rejoinGrace()
 	reason := "did not come back after the head restarted"
-	for round := 0; ; round++ {
-		first := round == 0
+	for first := true; ; first = false {
 		c, cancel := context.WithTimeout(ctx, reregisterTimeout)
 		listed, err := n.gateway.ListedAlive(c)
 		cancel()
@@ -147,7 +141,7 @@ func (n *Node) reconcile(ctx context.Context) {
 		case <-t.C:
 		}
 		c, cancel = context.WithTimeout(ctx, reregisterTimeout)
-		gone, err := n.gateway.ReconcileNodes(c, listed, reason, round%leftoverRounds == 0)
+		gone, err := n.gateway.ReconcileNodes(c, listed, reason)
 		cancel()
 		for _, id := range gone {
 			if first {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/nats-io/nats.go"
 
 	"github.com/atoll-runtime/atoll/internal/testutil"
 
@@ -23,6 +24,21 @@ import (
 // since, never one that registered after (in CI a driver's node that
 // registered a moment before the reconciliation, its first load report
 // not yet in, was declared dead and its job failed).
+// startNodeWithGCSClient starts NATS and a node whose GCS client is on
+// it, and returns the node, the client and a connection for the GCS the
+// test starts itself.
+func startNodeWithGCSClient(t *testing.T) (*testNode, *gcs.Client, *nats.Conn) {
+	t.Helper()
+	ns := startNATS(t)
+	nc, err := ns.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	client := gcs.NewClient(nc, gcs.ClientOptions{WaitForServer: true})
+	return startNode(t, ns, func(c *Config) { c.GCS = client }), client, nc
+}
+
 // registerAlive registers a new node id in the GCS, alive, with no node
 // behind it.
 func registerAlive(ctx context.Context, t *testing.T, client *gcs.Client) ids.NodeID {
@@ -35,14 +51,7 @@ func registerAlive(ctx context.Context, t *testing.T, client *gcs.Client) ids.No
 }
 
 func TestReconcileNodesOnlyTheListed(t *testing.T) {
-	ns := startNATS(t)
-	nc, err := ns.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	client := gcs.NewClient(nc, gcs.ClientOptions{WaitForServer: true})
-	a := startNode(t, ns, func(c *Config) { c.GCS = client })
+	a, client, nc := startNodeWithGCSClient(t)
 	props, err := gcs.NewProps(gcs.Config{Conn: nc})
 	if err != nil {
 		t.Fatal(err)
@@ -98,14 +107,7 @@ func TestReconcileNodesOnlyTheListed(t *testing.T) {
 // fits the largest the GCS takes after a restart; it fits again once the
 // GCS takes larger entries again.
 func TestReconcileNodesGoesPastFailuresAndRedoesDeaths(t *testing.T) {
-	ns := startNATS(t)
-	nc, err := ns.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	client := gcs.NewClient(nc, gcs.ClientOptions{WaitForServer: true})
-	a := startNode(t, ns, func(c *Config) { c.GCS = client })
+	a, client, nc := startNodeWithGCSClient(t)
 	var gcsPID *actor.PID
 	startGCS := func(maxEntry int) {
 		t.Helper()

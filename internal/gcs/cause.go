@@ -46,23 +46,9 @@ func fitCause(a *atollpb.ActorInfo, maxEntry int) {
 	}
 	steps := []func(){
 		func() { cutText(&c.RemoteStack, over()) },
-		func() {
-			if len(c.Registered) > 0 {
-				marked()
-			}
-			for len(c.Registered) > 0 && over() > 0 {
-				c.Registered = c.Registered[:len(c.Registered)-1]
-			}
-		},
+		func() { dropWhileOver(&c.Registered, over, marked) },
 		func() { cutText(&c.Message, over()) },
-		func() {
-			if len(c.Sentinels) > 0 {
-				marked()
-			}
-			for len(c.Sentinels) > 0 && over() > 0 {
-				c.Sentinels = c.Sentinels[:len(c.Sentinels)-1]
-			}
-		},
+		func() { dropWhileOver(&c.Sentinels, over, marked) },
 		func() { cutText(&c.TaskName, over()) },
 		func() { cutText(&c.ErrorType, over()) },
 		func() { cutText(&c.UnregisteredType, over()) },
@@ -96,4 +82,15 @@ func cutText(s *string, excess int) {
 		keep--
 	}
 	*s = (*s)[:keep] + truncatedMark
+}
+
+// dropWhileOver drops the last elements of s while the entry is over
+// its limit (over > 0), marking the cause truncated if s had any.
+func dropWhileOver[T any](s *[]T, over func() int, marked func()) {
+	if len(*s) > 0 {
+		marked()
+	}
+	for len(*s) > 0 && over() > 0 {
+		*s = (*s)[:len(*s)-1]
+	}
 }

@@ -228,7 +228,10 @@ func (n *Node) start(ctx context.Context) error {
 
 	n.activity = n.newActivity(tp)
 	storeCfg := objectstore.Config{Capacity: cfg.ObjectStoreMemory, CreateTimeout: cfg.StoreFullTimeout, Prefault: cfg.PrefaultStore, HugePages: cfg.StoreHugePages,
-		SpillFaults: n.spillFaults(), OnIO: n.activity.storeIO}
+		SpillFaults: n.spillFaults(), OnIO: n.activity.storeIO,
+		// With in-process workers no other process maps the arena, so it
+		// is this process's own memory, which reads faster than a memfd.
+		Private: n.hooks.InProcess != nil}
 	if !cfg.NoSpill {
 		storeCfg.SpillDirs = cfg.SpillDirs
 		if len(storeCfg.SpillDirs) == 0 {

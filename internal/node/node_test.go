@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,9 +108,16 @@ func TestHugePagesRefused(t *testing.T) {
 // The zero Config is an embedded single node: the GCS in process lists it
 // (head and driver), the store and raylet answer, a spawned actor and an
 // actor-event subscription work until Stop, and Stop removes the session
-// directory it created.
+// directory it created. Its workers run in its process, so its arena is
+// private memory.
 func TestEmbeddedNode(t *testing.T) {
-	n, err := node.StartWith(context.Background(), nodeconfig.Config{ObjectStoreMemory: 16 << 20, NumCPUs: 2}, node.Hooks{InProcess: idleWorkers})
+	var private atomic.Int32
+	n, err := node.StartWith(context.Background(), nodeconfig.Config{ObjectStoreMemory: 16 << 20, NumCPUs: 2}, node.Hooks{InProcess: func(w node.InProcessWorker) error {
+		if w.Arena.Private() && w.Arena.File() == nil {
+			private.Add(1)
+		}
+		return idleWorkers(w)
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +136,9 @@ func TestEmbeddedNode(t *testing.T) {
 	}
 	if st := rayletState(t, n); st.NodeID != n.ID() || st.Total["CPU"] != 2 || st.Workers != 2 {
 		t.Fatalf("raylet state: %+v", st)
+	}
+	if got := private.Load(); got != 2 {
+		t.Fatalf("%d of 2 in-process workers were given a private arena", got)
 	}
 
 	// The store, through a worker's client: a put is readable.

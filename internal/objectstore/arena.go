@@ -21,17 +21,25 @@ type ArenaOptions struct {
 	// HugePages says whether the arena is backed by 2 MiB pages (see
 	// HugePages): by default where the system allows them.
 	HugePages HugePages
+	// Private backs the arena with this process's own anonymous memory
+	// instead of a memfd, for a node whose workers all run in its process:
+	// no other process can map it (File returns nil), and it reads as fast
+	// as a Go slice, on huge pages where the system gives them to ordinary
+	// memory (transparent_hugepage/enabled, not shmem_enabled).
+	Private bool
 }
 
 // Arena is one shared-memory region: a memfd of a fixed size mapped
 // MAP_SHARED read-write. Every process of a node maps the same memfd, so
 // bytes written through one mapping are visible through all the others.
+// A private arena (ArenaOptions.Private) is anonymous memory of this
+// process alone, for nodes with no worker processes.
 //
 // Views returned by Bytes alias the mapping; they are invalid after Close.
 // Arena is safe for concurrent use; the store actor decides which ranges
 // belong to whom.
 type Arena struct {
-	file *os.File
+	file *os.File // nil for a private arena
 	mem  []byte
 	size uint64
 	// huge: the mapping asked for huge pages and the system gives them
@@ -54,9 +62,12 @@ func NewArena(name string, size uint64, opts ArenaOptions) (*Arena, error) {
 	if size == 0 {
 		return nil, errors.New("objectstore: arena size must be positive")
 	}
-	huge, err := hugePagesFor(opts.HugePages)
+	huge, err := hugePagesFor(opts.HugePages, opts.Private)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Private {
+		return newPrivateArena(size, huge, opts.Prefault)
 	}
 	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
 	if err != nil {
@@ -76,6 +87,30 @@ func NewArena(name string, size uint64, opts ArenaOptions) (*Arena, error) {
 	if opts.Prefault {
 		a.prefault()
 		a.setBacked(chunks(0, size))
+	}
+	return a, nil
+}
+
+// newPrivateArena maps size bytes of anonymous memory. MAP_NORESERVE: like
+// a memfd's, the memory is committed as Reserve backs it, not all at once.
+func newPrivateArena(size uint64, huge, prefault bool) (*Arena, error) {
+	if size > uint64(maxInt) {
+		return nil, fmt.Errorf("objectstore: arena size %d too large", size)
+	}
+	mem, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		return nil, fmt.Errorf("objectstore: mmap private arena of %d bytes: %w", size, err)
+	}
+	if huge {
+		_ = unix.Madvise(mem, unix.MADV_HUGEPAGE)
+	} else {
+		_ = unix.Madvise(mem, unix.MADV_NOHUGEPAGE)
+	}
+	chunks := (size + chunkSize - 1) / chunkSize
+	a := &Arena{mem: mem, size: size, huge: huge, backed: make([]atomic.Uint64, (chunks+63)/64)}
+	if prefault {
+		a.prefault()
+		a.setBacked(0, (size-1)/chunkSize)
 	}
 	return a, nil
 }
@@ -170,8 +205,13 @@ func (a *Arena) prefault() {
 	}
 }
 
-// File returns the memfd backing the arena, to pass to other processes.
+// File returns the memfd backing the arena, to pass to other processes,
+// or nil for a private arena.
 func (a *Arena) File() *os.File { return a.file }
+
+// Private reports whether the arena is this process's own memory
+// (ArenaOptions.Private), which no other process can map.
+func (a *Arena) Private() bool { return a.file == nil }
 
 // Size returns the size of the arena in bytes.
 func (a *Arena) Size() uint64 { return a.size }
@@ -204,6 +244,17 @@ func (a *Arena) Reserve(off, length uint64) error {
 		return nil
 	}
 	start, end := first*chunkSize, min((last+1)*chunkSize, a.size)
+	if a.Private() {
+		// Anonymous memory cannot raise SIGBUS; populating it makes the
+		// first writes as fast as a backed memfd's, and fails (ENOMEM)
+		// when the memory is not there. Kernels before 5.14 cannot
+		// populate: the pages are then faulted in as they are written.
+		if err := a.populate(start, end); err != nil && err != unix.EINVAL {
+			return fmt.Errorf("objectstore: reserve %d bytes at %d: %w", length, off, err)
+		}
+		a.setBacked(first, last)
+		return nil
+	}
 	if a.huge && a.populate(start, end) == nil {
 		a.setBacked(first, last)
 		return nil
@@ -244,6 +295,17 @@ func (a *Arena) Release(off, length uint64) error {
 	}
 	first, last := chunks(off, length)
 	a.clearBacked(first, last)
+	if a.Private() {
+		// Only whole pages can be dropped; the partial pages at the ends
+		// stay (a private arena's ranges are page-aligned by the store).
+		lo, hi := pageAlign(off, length)
+		if lo < hi {
+			if err := unix.Madvise(a.mem[lo:hi], unix.MADV_DONTNEED); err != nil {
+				return fmt.Errorf("objectstore: release %d bytes at %d: %w", length, off, err)
+			}
+		}
+		return nil
+	}
 	if err := fallocate(a.file, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, length); err != nil {
 		return fmt.Errorf("objectstore: release %d bytes at %d: %w", length, off, err)
 	}
@@ -255,6 +317,14 @@ func (a *Arena) checkRange(off, length uint64) error {
 		return fmt.Errorf("objectstore: range [%d, %d+%d) outside arena of %d bytes", off, off, length, a.size)
 	}
 	return nil
+}
+
+// pageAlign returns the whole pages inside [off, off+length).
+func pageAlign(off, length uint64) (lo, hi uint64) {
+	page := uint64(os.Getpagesize())
+	lo = (off + page - 1) / page * page
+	hi = (off + length) / page * page
+	return lo, max(lo, hi)
 }
 
 func fallocate(f *os.File, mode uint32, off, length uint64) error {
@@ -272,8 +342,10 @@ func (a *Arena) Close() error {
 	a.closeOnce.Do(func() {
 		err := unix.Munmap(a.mem)
 		a.mem = nil
-		if cerr := a.file.Close(); err == nil {
-			err = cerr
+		if a.file != nil {
+			if cerr := a.file.Close(); err == nil {
+				err = cerr
+			}
 		}
 		a.closeErr = err
 	})

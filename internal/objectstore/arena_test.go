@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -72,6 +73,62 @@ func TestArenaReleasePunchesHole(t *testing.T) {
 		t.Fatal(err)
 	}
 	view[0] = 1 // writable again
+}
+
+// resident reports how many of view's pages are in memory (mincore).
+func resident(t *testing.T, view []byte) int {
+	t.Helper()
+	page := os.Getpagesize()
+	vec := make([]byte, (len(view)+page-1)/page)
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&view[0])), uintptr(len(view)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatal(errno)
+	}
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n
+}
+
+// A private arena is this process's anonymous memory: no file to hand
+// on, Reserve backs the range, Release gives its whole pages back and
+// they read as zeros, and what lies outside a release is kept.
+func TestPrivateArena(t *testing.T) {
+	const mib = 1 << 20
+	a := newTestArena(t, 8*mib, ArenaOptions{Private: true, HugePages: HugePagesOff})
+	if !a.Private() || a.File() != nil {
+		t.Fatalf("Private() = %v, File() = %v; want true, nil", a.Private(), a.File())
+	}
+	view := a.Bytes(0, 4*mib)
+	if got := resident(t, view); got != 0 {
+		t.Fatalf("%d pages resident before anything was reserved", got)
+	}
+	if err := a.Reserve(mib, 2*mib); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := resident(t, a.Bytes(mib, 2*mib)), 2*mib/os.Getpagesize(); got != want {
+		t.Fatalf("%d of %d reserved pages resident", got, want)
+	}
+	for i := range view {
+		view[i] = 0xAB
+	}
+	page := uint64(os.Getpagesize())
+	if err := a.Release(mib+page/2, 2*mib); err != nil { // partial pages at both ends
+		t.Fatal(err)
+	}
+	released := a.Bytes(mib+page, 2*mib-page)
+	if resident(t, released) != 0 { // before reading maps the zero page
+		t.Fatal("released pages still resident")
+	}
+	if !bytes.Equal(released, make([]byte, len(released))) {
+		t.Fatal("released pages do not read as zeros")
+	}
+	if view[mib+page/2-1] != 0xAB || view[mib+page-1] != 0xAB || view[3*mib+page/2] != 0xAB {
+		t.Fatal("release dropped bytes outside its range")
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestArenaRemembersBackedChunks(t *testing.T) {

@@ -58,6 +58,13 @@ type Config struct {
 	// memory. Used by Config.NewArena.
 	HugePages HugePages
 
+	// Private backs the arena with this process's own memory instead of
+	// shared memory (ArenaOptions.Private): for a node whose workers all
+	// run in its process, where nothing else maps the arena. Reads are as
+	// fast as a Go slice's, and huge pages follow the system's setting for
+	// ordinary memory. Used by Config.NewArena.
+	Private bool
+
 	// SpillDirs turns spilling on: sealed objects nobody pins are written
 	// to files in these directories (one file per batch, the directories
 	// used in turn; a directory that fails a write is skipped for that
@@ -182,7 +189,7 @@ func (c Config) NewArena(name string) (*Arena, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	return NewArena(name, c.Capacity, ArenaOptions{Prefault: c.Prefault, HugePages: c.HugePages})
+	return NewArena(name, c.Capacity, ArenaOptions{Prefault: c.Prefault, HugePages: c.HugePages, Private: c.Private})
 }
 
 func physicalMemory() (uint64, error) {

@@ -76,6 +76,25 @@ func ShmemHugePages() (allowed bool, policy string, err error) {
 	return false, policy, nil
 }
 
+// AnonHugePages reports whether this system backs ordinary (anonymous)
+// memory with huge pages when a mapping asks for them, and the policy
+// that decides it (enabled in the same directory: "always", "madvise" or
+// "never"). A private arena's memory is anonymous.
+func AnonHugePages() (allowed bool, policy string, err error) {
+	policy, err = selected(thpDir + "/enabled")
+	if err != nil {
+		return false, "", err
+	}
+	if own, err := selected(thpDir + "/hugepages-2048kB/enabled"); err == nil && own != "inherit" {
+		policy = own
+	}
+	switch policy {
+	case "always", "madvise":
+		return true, policy, nil
+	}
+	return false, policy, nil
+}
+
 // selected returns the bracketed choice of a sysfs setting such as
 // "always within_size [advise] never deny force".
 func selected(path string) (string, error) {
@@ -91,8 +110,9 @@ func selected(path string) (string, error) {
 	return "", fmt.Errorf("objectstore: no setting selected in %s: %q", path, strings.TrimSpace(string(b)))
 }
 
-// hugePagesFor decides whether an arena created with mode gets huge pages.
-func hugePagesFor(mode HugePages) (bool, error) {
+// hugePagesFor decides whether an arena created with mode gets huge pages;
+// private says it is anonymous memory rather than shared memory.
+func hugePagesFor(mode HugePages, private bool) (bool, error) {
 	switch mode {
 	case HugePagesOff:
 		return false, nil
@@ -101,6 +121,11 @@ func hugePagesFor(mode HugePages) (bool, error) {
 		return false, errs.Invalidf("objectstore: huge pages mode %d", int(mode))
 	}
 	allowed, policy, err := ShmemHugePages()
+	setting, allow := "shmem_enabled", "advise"
+	if private {
+		allowed, policy, err = AnonHugePages()
+		setting, allow = "enabled", "madvise"
+	}
 	switch {
 	case mode == HugePagesAuto:
 		return allowed, nil
@@ -109,9 +134,13 @@ func hugePagesFor(mode HugePages) (bool, error) {
 	case err != nil:
 		return false, errs.Unavailablef("huge pages were asked for, and their setting cannot be read: %v", err)
 	case !allowed:
-		return false, errs.Unavailablef("huge pages were asked for, and this system does not give them to shared memory "+
-			"(their shmem_enabled setting in %s is %q); as root, allow them with `echo advise > %s/shmem_enabled`, or leave huge pages on auto or off",
-			thpDir, policy, thpDir)
+		kind := "shared memory"
+		if private {
+			kind = "this process's memory"
+		}
+		return false, errs.Unavailablef("huge pages were asked for, and this system does not give them to %s "+
+			"(their %s setting in %s is %q); as root, allow them with `echo %s > %s/%s`, or leave huge pages on auto or off",
+			kind, setting, thpDir, policy, allow, thpDir, setting)
 	}
 	return true, nil
 }

@@ -55,18 +55,18 @@ func TestShmemHugePagesPolicy(t *testing.T) {
 			if err != nil || allowed != c.allowed || policy != c.policy {
 				t.Fatalf("ShmemHugePages() = %v, %q, %v; want %v, %q", allowed, policy, err, c.allowed, c.policy)
 			}
-			huge, err := hugePagesFor(HugePagesAuto)
+			huge, err := hugePagesFor(HugePagesAuto, false)
 			if err != nil || huge != c.allowed {
 				t.Fatalf("auto: %v, %v; want %v", huge, err, c.allowed)
 			}
-			huge, err = hugePagesFor(HugePagesOn)
+			huge, err = hugePagesFor(HugePagesOn, false)
 			if c.allowed != (err == nil) || huge != c.allowed {
 				t.Fatalf("on: %v, %v", huge, err)
 			}
 			if err != nil && (!errors.Is(err, errs.ErrUnavailable) || !strings.Contains(err.Error(), "echo advise >") || !strings.Contains(err.Error(), strconv.Quote(c.policy))) {
 				t.Fatalf("on, refused: %v; want an Unavailable error naming the policy and how to allow huge pages", err)
 			}
-			if huge, err := hugePagesFor(HugePagesOff); huge || err != nil {
+			if huge, err := hugePagesFor(HugePagesOff, false); huge || err != nil {
 				t.Fatalf("off: %v, %v", huge, err)
 			}
 		})
@@ -75,16 +75,50 @@ func TestShmemHugePagesPolicy(t *testing.T) {
 		old := thpDir
 		thpDir = filepath.Join(t.TempDir(), "missing")
 		t.Cleanup(func() { thpDir = old })
-		if huge, err := hugePagesFor(HugePagesAuto); huge || err != nil {
+		if huge, err := hugePagesFor(HugePagesAuto, false); huge || err != nil {
 			t.Fatalf("auto: %v, %v", huge, err)
 		}
-		if _, err := hugePagesFor(HugePagesOn); !errors.Is(err, errs.ErrUnavailable) || !strings.Contains(err.Error(), "no transparent huge pages") {
+		if _, err := hugePagesFor(HugePagesOn, false); !errors.Is(err, errs.ErrUnavailable) || !strings.Contains(err.Error(), "no transparent huge pages") {
 			t.Fatalf("on: %v", err)
 		}
 		if _, err := NewArena("objectstore-test", 1<<20, ArenaOptions{HugePages: HugePagesOn}); !errors.Is(err, errs.ErrUnavailable) {
 			t.Fatalf("NewArena with huge pages on: %v", err)
 		}
 	})
+}
+
+// A private arena is anonymous memory: the setting that decides is
+// enabled, not shmem_enabled.
+func TestAnonHugePagesPolicy(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		files   map[string]string
+		allowed bool
+		policy  string
+	}{
+		{"madvise", map[string]string{"enabled": "always [madvise] never", "shmem_enabled": "always within_size advise [never] deny force"}, true, "madvise"},
+		{"always", map[string]string{"enabled": "[always] madvise never"}, true, "always"},
+		{"never", map[string]string{"enabled": "always madvise [never]", "shmem_enabled": "always within_size [advise] never deny force"}, false, "never"},
+		{"per-size refuses", map[string]string{"enabled": "always [madvise] never", "hugepages-2048kB/enabled": "always inherit madvise [never]"}, false, "never"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fakeTHP(t, c.files)
+			allowed, policy, err := AnonHugePages()
+			if err != nil || allowed != c.allowed || policy != c.policy {
+				t.Fatalf("AnonHugePages() = %v, %q, %v; want %v, %q", allowed, policy, err, c.allowed, c.policy)
+			}
+			if huge, err := hugePagesFor(HugePagesAuto, true); err != nil || huge != c.allowed {
+				t.Fatalf("auto: %v, %v; want %v", huge, err, c.allowed)
+			}
+			huge, err := hugePagesFor(HugePagesOn, true)
+			if c.allowed != (err == nil) || huge != c.allowed {
+				t.Fatalf("on: %v, %v", huge, err)
+			}
+			if err != nil && (!errors.Is(err, errs.ErrUnavailable) || !strings.Contains(err.Error(), "echo madvise >") || !strings.Contains(err.Error(), "/enabled")) {
+				t.Fatalf("on, refused: %v; want an Unavailable error saying how to allow huge pages for ordinary memory", err)
+			}
+		})
+	}
 }
 
 func TestParseHugePages(t *testing.T) {
@@ -99,7 +133,8 @@ func TestParseHugePages(t *testing.T) {
 }
 
 // pmdMapped returns how many bytes of a's mapping in this process are
-// mapped by huge page entries (smaps' ShmemPmdMapped).
+// mapped by huge page entries (smaps' ShmemPmdMapped, or AnonHugePages
+// for a private arena).
 func pmdMapped(t *testing.T, a *Arena) uint64 {
 	t.Helper()
 	f, err := os.Open("/proc/self/smaps")
@@ -108,6 +143,10 @@ func pmdMapped(t *testing.T, a *Arena) uint64 {
 	}
 	defer f.Close()
 	start := fmt.Sprintf("%x-", uintptr(unsafe.Pointer(&a.mem[0])))
+	field := "ShmemPmdMapped:"
+	if a.Private() {
+		field = "AnonHugePages:"
+	}
 	in := false
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -117,7 +156,7 @@ func pmdMapped(t *testing.T, a *Arena) uint64 {
 			in = strings.HasPrefix(line, start)
 			continue
 		}
-		if in && len(fields) >= 2 && fields[0] == "ShmemPmdMapped:" {
+		if in && len(fields) >= 2 && fields[0] == field {
 			kb, err := strconv.ParseUint(fields[1], 10, 64)
 			if err != nil {
 				t.Fatal(err)
@@ -125,7 +164,7 @@ func pmdMapped(t *testing.T, a *Arena) uint64 {
 			return kb << 10
 		}
 	}
-	t.Fatalf("no ShmemPmdMapped for the arena's mapping (%s...) in /proc/self/smaps", start)
+	t.Fatalf("no %s for the arena's mapping (%s...) in /proc/self/smaps", field, start)
 	return 0
 }
 
@@ -136,9 +175,23 @@ func TestArenaHugePages(t *testing.T) {
 	if allowed, policy, err := ShmemHugePages(); !allowed {
 		t.Skipf("this system gives shared memory no huge pages (shmem_enabled %q, %v)", policy, err)
 	}
+	testArenaHugePages(t, false)
+}
+
+// TestPrivateArenaHugePages is the same for a private arena, which runs
+// where the system gives ordinary memory huge pages (enabled madvise or
+// always, the common default).
+func TestPrivateArenaHugePages(t *testing.T) {
+	if allowed, policy, err := AnonHugePages(); !allowed {
+		t.Skipf("this system gives ordinary memory no huge pages (enabled %q, %v)", policy, err)
+	}
+	testArenaHugePages(t, true)
+}
+
+func testArenaHugePages(t *testing.T, private bool) {
 	const mib = 1 << 20
 	for _, mode := range []HugePages{HugePagesAuto, HugePagesOn, HugePagesOff} {
-		a := newTestArena(t, 64*mib, ArenaOptions{HugePages: mode})
+		a := newTestArena(t, 64*mib, ArenaOptions{HugePages: mode, Private: private})
 		if a.HugePages() != (mode != HugePagesOff) {
 			t.Fatalf("%v: HugePages() = %v", mode, a.HugePages())
 		}

@@ -169,7 +169,13 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	}
 	// The object was written through this process's mapping of the store
 	// (the node runs here): the share of it mapped by huge page entries.
-	storeShare := hugePageShare("ShmemPmdMapped:", int(opts.size))
+	// With in-process workers the store is this process's own memory
+	// (the baselines' slices are unmapped by now).
+	storeField := "ShmemPmdMapped:"
+	if mode == atoll.InProcessWorkers {
+		storeField = "AnonHugePages:"
+	}
+	storeShare := hugePageShare(storeField, int(opts.size))
 	base, wall, put := median(bases), median(walls), median(puts)
 	tasks, sums := wall-put, median(sumsOnly)
 	hugeBase, hugeSum := median(hugeBases), median(hugeSums)
@@ -255,9 +261,6 @@ func newBaselineBuffer(n int, huge bool) ([]float64, error) {
 	return unsafe.Slice((*float64)(unsafe.Pointer(&b[0])), n), nil
 }
 
-// hugePageShare is the share of this process's anonymous memory on huge
-// pages (AnonHugePages / Anonymous in /proc/self/smaps_rollup): with the
-// huge baseline's array mapped, how much of it the system gave huge pages.
 // hugePageShare is the share of size bytes that this process maps with
 // huge page entries, by field of /proc/self/smaps_rollup (AnonHugePages
 // for anonymous memory, ShmemPmdMapped for shared memory).

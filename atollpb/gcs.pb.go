@@ -1080,15 +1080,74 @@ func (x *MarkNodeDead) GetReason() string {
 	return ""
 }
 
+// ListPage asks for one page of a list ordered by id: the entries after
+// after_id (empty: from the first), at most limit of them (0: as many as
+// fit one reply). A reply that leaves entries out sets GcsReply.more; the
+// next page starts after the last id returned. Lists are paged so that a
+// reply never exceeds NATS's largest message (1 MiB by default), however
+// many entries the table holds.
+type ListPage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AfterId       []byte                 `protobuf:"bytes,1,opt,name=after_id,json=afterId,proto3" json:"after_id,omitempty"`
+	Limit         uint32                 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPage) Reset() {
+	*x = ListPage{}
+	mi := &file_atollpb_gcs_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPage) ProtoMessage() {}
+
+func (x *ListPage) ProtoReflect() protoreflect.Message {
+	mi := &file_atollpb_gcs_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPage.ProtoReflect.Descriptor instead.
+func (*ListPage) Descriptor() ([]byte, []int) {
+	return file_atollpb_gcs_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ListPage) GetAfterId() []byte {
+	if x != nil {
+		return x.AfterId
+	}
+	return nil
+}
+
+func (x *ListPage) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
 type ListNodes struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
+	Page          *ListPage              `protobuf:"bytes,1,opt,name=page,proto3" json:"page,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListNodes) Reset() {
 	*x = ListNodes{}
-	mi := &file_atollpb_gcs_proto_msgTypes[5]
+	mi := &file_atollpb_gcs_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1100,7 +1159,7 @@ func (x *ListNodes) String() string {
 func (*ListNodes) ProtoMessage() {}
 
 func (x *ListNodes) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_gcs_proto_msgTypes[5]
+	mi := &file_atollpb_gcs_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1113,23 +1172,30 @@ func (x *ListNodes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodes.ProtoReflect.Descriptor instead.
 func (*ListNodes) Descriptor() ([]byte, []int) {
-	return file_atollpb_gcs_proto_rawDescGZIP(), []int{5}
+	return file_atollpb_gcs_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ListNodes) GetPage() *ListPage {
+	if x != nil {
+		return x.Page
+	}
+	return nil
 }
 
 type ListActors struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Only the actors not DEAD whose node the GCS lists dead: what a node's
 	// death left behind when their writes failed (a head's reconciliation
-	// marks those nodes dead again). The reply stays small however many
-	// actors the table holds.
-	LeftOnDeadNodes bool `protobuf:"varint,1,opt,name=left_on_dead_nodes,json=leftOnDeadNodes,proto3" json:"left_on_dead_nodes,omitempty"`
+	// marks those nodes dead again).
+	LeftOnDeadNodes bool      `protobuf:"varint,1,opt,name=left_on_dead_nodes,json=leftOnDeadNodes,proto3" json:"left_on_dead_nodes,omitempty"`
+	Page            *ListPage `protobuf:"bytes,2,opt,name=page,proto3" json:"page,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ListActors) Reset() {
 	*x = ListActors{}
-	mi := &file_atollpb_gcs_proto_msgTypes[6]
+	mi := &file_atollpb_gcs_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1141,7 +1207,7 @@ func (x *ListActors) String() string {
 func (*ListActors) ProtoMessage() {}
 
 func (x *ListActors) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_gcs_proto_msgTypes[6]
+	mi := &file_atollpb_gcs_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1154,7 +1220,7 @@ func (x *ListActors) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListActors.ProtoReflect.Descriptor instead.
 func (*ListActors) Descriptor() ([]byte, []int) {
-	return file_atollpb_gcs_proto_rawDescGZIP(), []int{6}
+	return file_atollpb_gcs_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListActors) GetLeftOnDeadNodes() bool {
@@ -1164,15 +1230,23 @@ func (x *ListActors) GetLeftOnDeadNodes() bool {
 	return false
 }
 
+func (x *ListActors) GetPage() *ListPage {
+	if x != nil {
+		return x.Page
+	}
+	return nil
+}
+
 type ListJobs struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
+	Page          *ListPage              `protobuf:"bytes,1,opt,name=page,proto3" json:"page,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListJobs) Reset() {
 	*x = ListJobs{}
-	mi := &file_atollpb_gcs_proto_msgTypes[7]
+	mi := &file_atollpb_gcs_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1184,7 +1258,7 @@ func (x *ListJobs) String() string {
 func (*ListJobs) ProtoMessage() {}
 
 func (x *ListJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_gcs_proto_msgTypes[7]
+	mi := &file_atollpb_gcs_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1197,7 +1271,14 @@ func (x *ListJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobs.ProtoReflect.Descriptor instead.
 func (*ListJobs) Descriptor() ([]byte, []int) {
-	return file_atollpb_gcs_proto_rawDescGZIP(), []int{7}
+	return file_atollpb_gcs_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ListJobs) GetPage() *ListPage {
+	if x != nil {
+		return x.Page
+	}
+	return nil
 }
 
 type GetNamedActor struct {
@@ -1210,7 +1291,7 @@ type GetNamedActor struct {
 
 func (x *GetNamedActor) Reset() {
 	*x = GetNamedActor{}
-	mi := &file_atollpb_gcs_proto_msgTypes[8]
+	mi := &file_atollpb_gcs_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1222,7 +1303,7 @@ func (x *GetNamedActor) String() string {
 func (*GetNamedActor) ProtoMessage() {}
 
 func (x *GetNamedActor) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_gcs_proto_msgTypes[8]
+	mi := &file_atollpb_gcs_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1235,7 +1316,7 @@ func (x *GetNamedActor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNamedActor.ProtoReflect.Descriptor instead.
 func (*GetNamedActor) Descriptor() ([]byte, []int) {
-	return file_atollpb_gcs_proto_rawDescGZIP(), []int{8}
+	return file_atollpb_gcs_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetNamedActor) GetName() string {
@@ -1259,13 +1340,16 @@ type GcsReply struct {
 	Actors          []*ActorInfo           `protobuf:"bytes,3,rep,name=actors,proto3" json:"actors,omitempty"`
 	Jobs            []*JobInfo             `protobuf:"bytes,4,rep,name=jobs,proto3" json:"jobs,omitempty"`
 	PlacementGroups []*PlacementGroupInfo  `protobuf:"bytes,5,rep,name=placement_groups,json=placementGroups,proto3" json:"placement_groups,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// more: a list's reply left entries out (ListPage); ask again after the
+	// last one.
+	More          bool `protobuf:"varint,6,opt,name=more,proto3" json:"more,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GcsReply) Reset() {
 	*x = GcsReply{}
-	mi := &file_atollpb_gcs_proto_msgTypes[9]
+	mi := &file_atollpb_gcs_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1361,7 @@ func (x *GcsReply) String() string {
 func (*GcsReply) ProtoMessage() {}
 
 func (x *GcsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_atollpb_gcs_proto_msgTypes[9]
+	mi := &file_atollpb_gcs_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1374,7 @@ func (x *GcsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GcsReply.ProtoReflect.Descriptor instead.
 func (*GcsReply) Descriptor() ([]byte, []int) {
-	return file_atollpb_gcs_proto_rawDescGZIP(), []int{9}
+	return file_atollpb_gcs_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GcsReply) GetError() *ErrorInfo {
@@ -1326,6 +1410,13 @@ func (x *GcsReply) GetPlacementGroups() []*PlacementGroupInfo {
 		return x.PlacementGroups
 	}
 	return nil
+}
+
+func (x *GcsReply) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
 }
 
 var File_atollpb_gcs_proto protoreflect.FileDescriptor
@@ -1420,22 +1511,28 @@ const file_atollpb_gcs_proto_rawDesc = "" +
 	"\fMarkNodeDead\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\fR\x06nodeId\x12\x12\n" +
 	"\x04left\x18\x02 \x01(\bR\x04left\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\v\n" +
-	"\tListNodes\"9\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\";\n" +
+	"\bListPage\x12\x19\n" +
+	"\bafter_id\x18\x01 \x01(\fR\aafterId\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\rR\x05limit\"3\n" +
+	"\tListNodes\x12&\n" +
+	"\x04page\x18\x01 \x01(\v2\x12.atoll.v1.ListPageR\x04page\"a\n" +
 	"\n" +
 	"ListActors\x12+\n" +
-	"\x12left_on_dead_nodes\x18\x01 \x01(\bR\x0fleftOnDeadNodes\"\n" +
-	"\n" +
-	"\bListJobs\"A\n" +
+	"\x12left_on_dead_nodes\x18\x01 \x01(\bR\x0fleftOnDeadNodes\x12&\n" +
+	"\x04page\x18\x02 \x01(\v2\x12.atoll.v1.ListPageR\x04page\"2\n" +
+	"\bListJobs\x12&\n" +
+	"\x04page\x18\x01 \x01(\v2\x12.atoll.v1.ListPageR\x04page\"A\n" +
 	"\rGetNamedActor\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
-	"\tnamespace\x18\x02 \x01(\tR\tnamespace\"\xfc\x01\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\"\x90\x02\n" +
 	"\bGcsReply\x12)\n" +
 	"\x05error\x18\x01 \x01(\v2\x13.atoll.v1.ErrorInfoR\x05error\x12(\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x12.atoll.v1.NodeInfoR\x05nodes\x12+\n" +
 	"\x06actors\x18\x03 \x03(\v2\x13.atoll.v1.ActorInfoR\x06actors\x12%\n" +
 	"\x04jobs\x18\x04 \x03(\v2\x11.atoll.v1.JobInfoR\x04jobs\x12G\n" +
-	"\x10placement_groups\x18\x05 \x03(\v2\x1c.atoll.v1.PlacementGroupInfoR\x0fplacementGroups*F\n" +
+	"\x10placement_groups\x18\x05 \x03(\v2\x1c.atoll.v1.PlacementGroupInfoR\x0fplacementGroups\x12\x12\n" +
+	"\x04more\x18\x06 \x01(\bR\x04more*F\n" +
 	"\tNodeState\x12\x1a\n" +
 	"\x16NODE_STATE_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -1471,7 +1568,7 @@ func file_atollpb_gcs_proto_rawDescGZIP() []byte {
 }
 
 var file_atollpb_gcs_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_atollpb_gcs_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_atollpb_gcs_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_atollpb_gcs_proto_goTypes = []any{
 	(NodeState)(0),              // 0: atoll.v1.NodeState
 	(ActorState)(0),             // 1: atoll.v1.ActorState
@@ -1481,50 +1578,54 @@ var file_atollpb_gcs_proto_goTypes = []any{
 	(*JobInfo)(nil),             // 5: atoll.v1.JobInfo
 	(*GcsRequest)(nil),          // 6: atoll.v1.GcsRequest
 	(*MarkNodeDead)(nil),        // 7: atoll.v1.MarkNodeDead
-	(*ListNodes)(nil),           // 8: atoll.v1.ListNodes
-	(*ListActors)(nil),          // 9: atoll.v1.ListActors
-	(*ListJobs)(nil),            // 10: atoll.v1.ListJobs
-	(*GetNamedActor)(nil),       // 11: atoll.v1.GetNamedActor
-	(*GcsReply)(nil),            // 12: atoll.v1.GcsReply
-	nil,                         // 13: atoll.v1.NodeInfo.ResourcesEntry
-	(*ErrorInfo)(nil),           // 14: atoll.v1.ErrorInfo
-	(*PlacementGroupInfo)(nil),  // 15: atoll.v1.PlacementGroupInfo
-	(*GetPlacementGroup)(nil),   // 16: atoll.v1.GetPlacementGroup
-	(*ListPlacementGroups)(nil), // 17: atoll.v1.ListPlacementGroups
-	(*WaitPlacementGroup)(nil),  // 18: atoll.v1.WaitPlacementGroup
-	(*RequestResources)(nil),    // 19: atoll.v1.RequestResources
+	(*ListPage)(nil),            // 8: atoll.v1.ListPage
+	(*ListNodes)(nil),           // 9: atoll.v1.ListNodes
+	(*ListActors)(nil),          // 10: atoll.v1.ListActors
+	(*ListJobs)(nil),            // 11: atoll.v1.ListJobs
+	(*GetNamedActor)(nil),       // 12: atoll.v1.GetNamedActor
+	(*GcsReply)(nil),            // 13: atoll.v1.GcsReply
+	nil,                         // 14: atoll.v1.NodeInfo.ResourcesEntry
+	(*ErrorInfo)(nil),           // 15: atoll.v1.ErrorInfo
+	(*PlacementGroupInfo)(nil),  // 16: atoll.v1.PlacementGroupInfo
+	(*GetPlacementGroup)(nil),   // 17: atoll.v1.GetPlacementGroup
+	(*ListPlacementGroups)(nil), // 18: atoll.v1.ListPlacementGroups
+	(*WaitPlacementGroup)(nil),  // 19: atoll.v1.WaitPlacementGroup
+	(*RequestResources)(nil),    // 20: atoll.v1.RequestResources
 }
 var file_atollpb_gcs_proto_depIdxs = []int32{
-	13, // 0: atoll.v1.NodeInfo.resources:type_name -> atoll.v1.NodeInfo.ResourcesEntry
+	14, // 0: atoll.v1.NodeInfo.resources:type_name -> atoll.v1.NodeInfo.ResourcesEntry
 	0,  // 1: atoll.v1.NodeInfo.state:type_name -> atoll.v1.NodeState
 	1,  // 2: atoll.v1.ActorInfo.state:type_name -> atoll.v1.ActorState
-	14, // 3: atoll.v1.ActorInfo.death_cause:type_name -> atoll.v1.ErrorInfo
+	15, // 3: atoll.v1.ActorInfo.death_cause:type_name -> atoll.v1.ErrorInfo
 	2,  // 4: atoll.v1.JobInfo.state:type_name -> atoll.v1.JobState
 	3,  // 5: atoll.v1.GcsRequest.register_node:type_name -> atoll.v1.NodeInfo
 	7,  // 6: atoll.v1.GcsRequest.mark_node_dead:type_name -> atoll.v1.MarkNodeDead
-	8,  // 7: atoll.v1.GcsRequest.list_nodes:type_name -> atoll.v1.ListNodes
+	9,  // 7: atoll.v1.GcsRequest.list_nodes:type_name -> atoll.v1.ListNodes
 	4,  // 8: atoll.v1.GcsRequest.register_actor:type_name -> atoll.v1.ActorInfo
 	4,  // 9: atoll.v1.GcsRequest.update_actor:type_name -> atoll.v1.ActorInfo
-	11, // 10: atoll.v1.GcsRequest.get_named_actor:type_name -> atoll.v1.GetNamedActor
-	9,  // 11: atoll.v1.GcsRequest.list_actors:type_name -> atoll.v1.ListActors
+	12, // 10: atoll.v1.GcsRequest.get_named_actor:type_name -> atoll.v1.GetNamedActor
+	10, // 11: atoll.v1.GcsRequest.list_actors:type_name -> atoll.v1.ListActors
 	5,  // 12: atoll.v1.GcsRequest.add_job:type_name -> atoll.v1.JobInfo
-	10, // 13: atoll.v1.GcsRequest.list_jobs:type_name -> atoll.v1.ListJobs
+	11, // 13: atoll.v1.GcsRequest.list_jobs:type_name -> atoll.v1.ListJobs
 	3,  // 14: atoll.v1.GcsRequest.reregister_node:type_name -> atoll.v1.NodeInfo
-	15, // 15: atoll.v1.GcsRequest.create_placement_group:type_name -> atoll.v1.PlacementGroupInfo
-	16, // 16: atoll.v1.GcsRequest.get_placement_group:type_name -> atoll.v1.GetPlacementGroup
-	17, // 17: atoll.v1.GcsRequest.list_placement_groups:type_name -> atoll.v1.ListPlacementGroups
-	18, // 18: atoll.v1.GcsRequest.wait_placement_group:type_name -> atoll.v1.WaitPlacementGroup
-	19, // 19: atoll.v1.GcsRequest.request_resources:type_name -> atoll.v1.RequestResources
-	14, // 20: atoll.v1.GcsReply.error:type_name -> atoll.v1.ErrorInfo
-	3,  // 21: atoll.v1.GcsReply.nodes:type_name -> atoll.v1.NodeInfo
-	4,  // 22: atoll.v1.GcsReply.actors:type_name -> atoll.v1.ActorInfo
-	5,  // 23: atoll.v1.GcsReply.jobs:type_name -> atoll.v1.JobInfo
-	15, // 24: atoll.v1.GcsReply.placement_groups:type_name -> atoll.v1.PlacementGroupInfo
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	16, // 15: atoll.v1.GcsRequest.create_placement_group:type_name -> atoll.v1.PlacementGroupInfo
+	17, // 16: atoll.v1.GcsRequest.get_placement_group:type_name -> atoll.v1.GetPlacementGroup
+	18, // 17: atoll.v1.GcsRequest.list_placement_groups:type_name -> atoll.v1.ListPlacementGroups
+	19, // 18: atoll.v1.GcsRequest.wait_placement_group:type_name -> atoll.v1.WaitPlacementGroup
+	20, // 19: atoll.v1.GcsRequest.request_resources:type_name -> atoll.v1.RequestResources
+	8,  // 20: atoll.v1.ListNodes.page:type_name -> atoll.v1.ListPage
+	8,  // 21: atoll.v1.ListActors.page:type_name -> atoll.v1.ListPage
+	8,  // 22: atoll.v1.ListJobs.page:type_name -> atoll.v1.ListPage
+	15, // 23: atoll.v1.GcsReply.error:type_name -> atoll.v1.ErrorInfo
+	3,  // 24: atoll.v1.GcsReply.nodes:type_name -> atoll.v1.NodeInfo
+	4,  // 25: atoll.v1.GcsReply.actors:type_name -> atoll.v1.ActorInfo
+	5,  // 26: atoll.v1.GcsReply.jobs:type_name -> atoll.v1.JobInfo
+	16, // 27: atoll.v1.GcsReply.placement_groups:type_name -> atoll.v1.PlacementGroupInfo
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_atollpb_gcs_proto_init() }
@@ -1560,7 +1661,7 @@ func file_atollpb_gcs_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atollpb_gcs_proto_rawDesc), len(file_atollpb_gcs_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

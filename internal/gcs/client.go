@@ -87,10 +87,37 @@ func (c *Client) MarkNodeDead(ctx context.Context, nodeID []byte, left bool, rea
 	return err
 }
 
-// ListNodes returns every node, dead ones included, ordered by id.
+// ListNodes returns every node, dead ones included, ordered by id (in
+// as many requests as replies NATS can carry take).
 func (c *Client) ListNodes(ctx context.Context) ([]*atollpb.NodeInfo, error) {
-	r, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_ListNodes{ListNodes: &atollpb.ListNodes{}}})
-	return r.GetNodes(), err
+	return listAll(ctx, c, "list_nodes", func(p *atollpb.ListPage) *atollpb.GcsRequest {
+		return &atollpb.GcsRequest{Op: &atollpb.GcsRequest_ListNodes{ListNodes: &atollpb.ListNodes{Page: p}}}
+	}, (*atollpb.GcsReply).GetNodes, (*atollpb.NodeInfo).GetNodeId)
+}
+
+// listAll gathers a paged list (atollpb.ListPage): each request asks for
+// the entries after the last one the previous reply held, until a reply
+// says there are no more. A reply that says more but holds nothing (only
+// a broken server sends one) is an error rather than a loop.
+func listAll[V any](ctx context.Context, c *Client, op string, req func(*atollpb.ListPage) *atollpb.GcsRequest,
+	entries func(*atollpb.GcsReply) []V, id func(V) []byte) ([]V, error) {
+	var out []V
+	p := &atollpb.ListPage{}
+	for {
+		r, err := c.do(ctx, req(p))
+		if err != nil {
+			return nil, err
+		}
+		page := entries(r)
+		out = append(out, page...)
+		if !r.GetMore() {
+			return out, nil
+		}
+		if len(page) == 0 {
+			return nil, errs.Unavailablef("gcs %s: a reply says more entries follow and holds none", op)
+		}
+		p = &atollpb.ListPage{AfterId: id(page[len(page)-1])}
+	}
 }
 
 // RegisterActor registers an actor (state PENDING_CREATION unless given).
@@ -123,18 +150,23 @@ func (c *Client) GetNamedActor(ctx context.Context, namespace, name string) (*at
 	return first(r.GetActors(), err)
 }
 
-// ListActors returns every actor, dead ones included, ordered by id.
+// ListActors returns every actor, dead ones included, ordered by id (in
+// as many requests as replies NATS can carry take).
 func (c *Client) ListActors(ctx context.Context) ([]*atollpb.ActorInfo, error) {
-	r, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_ListActors{ListActors: &atollpb.ListActors{}}})
-	return r.GetActors(), err
+	return c.listActors(ctx, false)
 }
 
 // ListActorsLeftOnDeadNodes returns the actors not DEAD whose node the
 // GCS lists dead (what a node's death left when their writes failed),
-// ordered by id: a reply as small as what it finds.
+// ordered by id: replies as small as what it finds.
 func (c *Client) ListActorsLeftOnDeadNodes(ctx context.Context) ([]*atollpb.ActorInfo, error) {
-	r, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_ListActors{ListActors: &atollpb.ListActors{LeftOnDeadNodes: true}}})
-	return r.GetActors(), err
+	return c.listActors(ctx, true)
+}
+
+func (c *Client) listActors(ctx context.Context, leftOnDeadNodes bool) ([]*atollpb.ActorInfo, error) {
+	return listAll(ctx, c, "list_actors", func(p *atollpb.ListPage) *atollpb.GcsRequest {
+		return &atollpb.GcsRequest{Op: &atollpb.GcsRequest_ListActors{ListActors: &atollpb.ListActors{LeftOnDeadNodes: leftOnDeadNodes, Page: p}}}
+	}, (*atollpb.GcsReply).GetActors, (*atollpb.ActorInfo).GetActorId)
 }
 
 // AddJob records a job (start time defaults to now), replacing any entry
@@ -150,10 +182,12 @@ func (c *Client) FinishJob(ctx context.Context, jobID []byte) error {
 	return err
 }
 
-// ListJobs returns every job, ordered by id.
+// ListJobs returns every job, ordered by id (in as many requests as
+// replies NATS can carry take).
 func (c *Client) ListJobs(ctx context.Context) ([]*atollpb.JobInfo, error) {
-	r, err := c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_ListJobs{ListJobs: &atollpb.ListJobs{}}})
-	return r.GetJobs(), err
+	return listAll(ctx, c, "list_jobs", func(p *atollpb.ListPage) *atollpb.GcsRequest {
+		return &atollpb.GcsRequest{Op: &atollpb.GcsRequest_ListJobs{ListJobs: &atollpb.ListJobs{Page: p}}}
+	}, (*atollpb.GcsReply).GetJobs, (*atollpb.JobInfo).GetJobId)
 }
 
 // CreatePlacementGroup creates a placement group (info's id chosen by the

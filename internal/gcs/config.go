@@ -160,6 +160,9 @@ type Config struct {
 	JobsBucketBytes   int
 	MaxEntryBytes     int
 
+	// pageBytes is the most bytes of entries a list reply holds (0: NATS's
+	// largest message less replyHeadroom); tests make it small.
+	pageBytes int
 	// now is the clock for start and end times; tests may replace it.
 	now func() time.Time
 	// maxRetryBackoff caps the wait between start attempts.

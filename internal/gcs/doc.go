@@ -107,6 +107,13 @@
 //   - Unknown ids are NOT_FOUND; malformed ids (not 16 bytes) are
 //     INVALID_ARGUMENT. Errors travel as ErrorInfo and come back from the
 //     Client typed (errors.Is(err, errs.ErrNotFound)).
+//   - Lists (ListNodes, ListActors, ListJobs) are paged by id
+//     (atollpb.ListPage): a reply holds the entries after a given id that
+//     fit NATS's largest message less 64 KiB, and says whether more
+//     follow; the Client's List methods ask page after page and return the
+//     whole list. Any other reply too large for NATS is replaced by a
+//     RESOURCE_EXHAUSTED error, so a caller never waits out its deadline
+//     for a reply that could not be sent.
 //
 // # Subjects and roles
 //

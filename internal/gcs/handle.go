@@ -95,7 +95,11 @@ func (s *server) dispatch(ctx context.Context, req *atollpb.GcsRequest) *atollpb
 			err = s.actorsDied(ctx, op.MarkNodeDead.GetNodeId(), actorEvents)
 		}
 	case *atollpb.GcsRequest_ListNodes:
-		return &atollpb.GcsReply{Nodes: t.listNodes()}
+		nodes, more, err := t.listNodes(op.ListNodes.GetPage(), s.pageBytes())
+		if err != nil {
+			return errorReply(err)
+		}
+		return &atollpb.GcsReply{Nodes: nodes, More: more}
 	case *atollpb.GcsRequest_RegisterActor:
 		err = writeThrough(ctx, s, s.store.actors, func() (string, *atollpb.ActorInfo, error) { return t.checkRegisterActor(op.RegisterActor) }, t.putActor, actorEvents)
 	case *atollpb.GcsRequest_UpdateActor:
@@ -113,13 +117,21 @@ func (s *server) dispatch(ctx context.Context, req *atollpb.GcsRequest) *atollpb
 		}
 		return &atollpb.GcsReply{Actors: []*atollpb.ActorInfo{a}}
 	case *atollpb.GcsRequest_ListActors:
-		return &atollpb.GcsReply{Actors: t.listActors(op.ListActors)}
+		actors, more, err := t.listActors(op.ListActors, s.pageBytes())
+		if err != nil {
+			return errorReply(err)
+		}
+		return &atollpb.GcsReply{Actors: actors, More: more}
 	case *atollpb.GcsRequest_AddJob:
 		err = writeThrough(ctx, s, s.store.jobs, func() (string, *atollpb.JobInfo, error) { return t.checkAddJob(op.AddJob, now) }, t.putJob, "")
 	case *atollpb.GcsRequest_FinishJob:
 		err = writeThrough(ctx, s, s.store.jobs, func() (string, *atollpb.JobInfo, error) { return t.checkFinishJob(op.FinishJob, now) }, t.putJob, "")
 	case *atollpb.GcsRequest_ListJobs:
-		return &atollpb.GcsReply{Jobs: t.listJobs()}
+		jobs, more, err := t.listJobs(op.ListJobs.GetPage(), s.pageBytes())
+		if err != nil {
+			return errorReply(err)
+		}
+		return &atollpb.GcsReply{Jobs: jobs, More: more}
 	default:
 		err = errs.Invalidf("gcs: request has no known op")
 	}
@@ -262,12 +274,32 @@ func (s *server) publish(subject string, m proto.Message) {
 	}
 }
 
-// respond sends the reply, if the request asked for one.
+// pageBytes is the most bytes of entries one list reply holds: what
+// NATS carries in a message, less room for the rest of the reply.
+func (s *server) pageBytes() int {
+	if s.cfg.pageBytes > 0 {
+		return s.cfg.pageBytes
+	}
+	limit := int(s.cfg.Conn.MaxPayload())
+	return max(limit/2, limit-replyHeadroom)
+}
+
+// replyHeadroom is what a list reply keeps of NATS's largest message for
+// its envelope, the request's reply headers and an error.
+const replyHeadroom = 64 << 10
+
+// respond sends the reply, if the request asked for one. A reply larger
+// than NATS carries is replaced by an error saying so, which the caller
+// gets at once instead of waiting out its deadline.
 func (s *server) respond(to string, reply *atollpb.GcsReply) {
 	if to == "" {
 		return
 	}
 	b, err := proto.Marshal(reply)
+	if limit := s.cfg.Conn.MaxPayload(); err == nil && int64(len(b)) > limit {
+		s.cfg.Logger.Warn("gcs: reply too large for NATS", "bytes", len(b), "max_payload", limit)
+		b, err = proto.Marshal(errorReply(errs.Exhaustedf("gcs: the reply of %d bytes exceeds the largest message NATS carries (%d bytes)", len(b), limit)))
+	}
 	if err == nil {
 		err = s.cfg.Conn.Publish(to, b)
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"unicode/utf8"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
@@ -178,8 +179,10 @@ func (t *tables) putNode(k string, n *atollpb.NodeInfo) {
 	t.deadNodes.set(k, n.State == atollpb.NodeState_NODE_DEAD)
 }
 
-// listNodes returns every node, ordered by id.
-func (t *tables) listNodes() []*atollpb.NodeInfo { return sortedValues(t.nodes) }
+// listNodes returns a page of the nodes, dead ones included, ordered by id.
+func (t *tables) listNodes(p *atollpb.ListPage, budget int) ([]*atollpb.NodeInfo, bool, error) {
+	return page(t.nodes, "node", p, budget, nil)
+}
 
 // checkRegisterActor returns the entry that registers a. Registering the
 // same id again is an idempotent upsert; a name held by another live actor
@@ -305,21 +308,20 @@ func (t *tables) getNamedActor(namespace, name string) (*atollpb.ActorInfo, erro
 	return t.actors[k], nil
 }
 
-// listActors returns every actor, dead ones included, ordered by id.
-func (t *tables) listActors(m *atollpb.ListActors) []*atollpb.ActorInfo {
-	if !m.GetLeftOnDeadNodes() {
-		return sortedValues(t.actors)
-	}
-	var out []*atollpb.ActorInfo
-	for _, a := range sortedValues(t.actors) {
-		if a.State == atollpb.ActorState_ACTOR_DEAD || len(a.NodeId) == 0 {
-			continue
+// listActors returns a page of the actors, dead ones included, ordered by
+// id; with left_on_dead_nodes only those not DEAD on a node listed dead.
+func (t *tables) listActors(m *atollpb.ListActors, budget int) ([]*atollpb.ActorInfo, bool, error) {
+	var keep func(*atollpb.ActorInfo) bool
+	if m.GetLeftOnDeadNodes() {
+		keep = func(a *atollpb.ActorInfo) bool {
+			if a.State == atollpb.ActorState_ACTOR_DEAD || len(a.NodeId) == 0 {
+				return false
+			}
+			k, err := key("node", a.NodeId)
+			return err == nil && t.nodes[k].GetState() == atollpb.NodeState_NODE_DEAD
 		}
-		if k, err := key("node", a.NodeId); err == nil && t.nodes[k].GetState() == atollpb.NodeState_NODE_DEAD {
-			out = append(out, a)
-		}
 	}
-	return out
+	return page(t.actors, "actor", m.GetPage(), budget, keep)
 }
 
 // checkAddJob returns the entry that adds (or replaces) a job.
@@ -366,8 +368,10 @@ func (t *tables) putJob(k string, j *atollpb.JobInfo) {
 	t.finishedJobs.set(k, j.Finished)
 }
 
-// listJobs returns every job, ordered by id.
-func (t *tables) listJobs() []*atollpb.JobInfo { return sortedValues(t.jobs) }
+// listJobs returns a page of the jobs, ordered by id.
+func (t *tables) listJobs(p *atollpb.ListPage, budget int) ([]*atollpb.JobInfo, bool, error) {
+	return page(t.jobs, "job", p, budget, nil)
+}
 
 // limits are the caps on the dead entries the tables keep, and on the
 // live ones and the bytes they admit (bounds.go).
@@ -516,6 +520,34 @@ func (o *deathOrder) oldest(n int) []string {
 }
 
 func nameOf(a *atollpb.ActorInfo) actorName { return actorName{a.Namespace, a.Name} }
+
+// page returns one page of m's entries that keep accepts (all when keep is
+// nil), ordered by key: those after p's after_id, at most p's limit, and at
+// most budget bytes encoded (one entry at least, so paging always moves
+// on). more says entries were left out. Keys are ids' hex, whose order is
+// the ids' byte order.
+func page[V proto.Message](m map[string]V, kind string, p *atollpb.ListPage, budget int, keep func(V) bool) (out []V, more bool, err error) {
+	after := ""
+	if len(p.GetAfterId()) > 0 {
+		if after, err = key(kind, p.GetAfterId()); err != nil {
+			return nil, false, err
+		}
+	}
+	limit, size := int(p.GetLimit()), 0
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		v := m[k]
+		if k <= after || (keep != nil && !keep(v)) {
+			continue
+		}
+		n := proto.Size(v)
+		n += protowire.SizeTag(3) + protowire.SizeBytes(n) - n // the reply's field around it
+		if (limit > 0 && len(out) == limit) || (len(out) > 0 && size+n > budget) {
+			return out, true, nil
+		}
+		out, size = append(out, v), size+n
+	}
+	return out, false, nil
+}
 
 func sortedValues[V any](m map[string]V) []V {
 	out := make([]V, 0, len(m))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -288,23 +289,29 @@ func (s *server) pageBytes() int {
 // its envelope, the request's reply headers and an error.
 const replyHeadroom = 64 << 10
 
-// respond sends the reply, if the request asked for one. A reply larger
-// than NATS carries is replaced by an error saying so, which the caller
-// gets at once instead of waiting out its deadline.
+// respond sends the reply, if the request asked for one.
 func (s *server) respond(to string, reply *atollpb.GcsReply) {
+	respond(s.cfg.Conn, s.cfg.Logger, "gcs", to, reply)
+}
+
+// respond sends reply to to, if the request asked for one (the GCS's and
+// the placement server's replies). A reply larger than NATS carries is
+// replaced by an error saying so, which the caller gets at once instead
+// of waiting out its deadline.
+func respond(conn *nats.Conn, log *slog.Logger, who, to string, reply *atollpb.GcsReply) {
 	if to == "" {
 		return
 	}
 	b, err := proto.Marshal(reply)
-	if limit := s.cfg.Conn.MaxPayload(); err == nil && int64(len(b)) > limit {
-		s.cfg.Logger.Warn("gcs: reply too large for NATS", "bytes", len(b), "max_payload", limit)
-		b, err = proto.Marshal(errorReply(errs.Exhaustedf("gcs: the reply of %d bytes exceeds the largest message NATS carries (%d bytes)", len(b), limit)))
+	if limit := conn.MaxPayload(); err == nil && int64(len(b)) > limit {
+		log.Warn(who+": reply too large for NATS", "bytes", len(b), "max_payload", limit)
+		b, err = proto.Marshal(errorReply(errs.Exhaustedf("%s: the reply of %d bytes exceeds the largest message NATS carries (%d bytes)", who, len(b), limit)))
 	}
 	if err == nil {
-		err = s.cfg.Conn.Publish(to, b)
+		err = conn.Publish(to, b)
 	}
 	if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-		s.cfg.Logger.Warn("gcs: reply", "err", err)
+		log.Warn(who+": reply", "err", err)
 	}
 }
 

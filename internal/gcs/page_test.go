@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
@@ -134,5 +137,29 @@ func TestListPages(t *testing.T) {
 	_, err = c.do(ctx, &atollpb.GcsRequest{Op: &atollpb.GcsRequest_ListJobs{ListJobs: &atollpb.ListJobs{Page: &atollpb.ListPage{AfterId: []byte{1, 2, 3}}}}})
 	if !errors.Is(err, errs.ErrInvalidArgument) {
 		t.Fatalf("a page after a 3-byte id: %v, want INVALID_ARGUMENT", err)
+	}
+}
+
+// A reply NATS cannot carry reaches the caller as RESOURCE_EXHAUSTED.
+func TestReplyTooLargeIsAnError(t *testing.T) {
+	e := newEnv(t)
+	inbox := nats.NewInbox()
+	sub, err := e.nc.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	huge := &atollpb.GcsReply{Actors: []*atollpb.ActorInfo{{ActorType: strings.Repeat("x", int(e.nc.MaxPayload()))}}}
+	respond(e.nc, slog.New(slog.DiscardHandler), "gcs", inbox, huge)
+	m, err := sub.NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatalf("no reply: %v", err)
+	}
+	var r atollpb.GcsReply
+	if err := proto.Unmarshal(m.Data, &r); err != nil {
+		t.Fatal(err)
+	}
+	if err := errs.FromProto(r.Error); !errors.Is(err, errs.ErrResourceExhausted) || !strings.Contains(err.Error(), "exceeds the largest message NATS carries") {
+		t.Fatalf("reply: %v, want RESOURCE_EXHAUSTED saying why", err)
 	}
 }

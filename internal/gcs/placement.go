@@ -601,16 +601,7 @@ func (s *placementServer) expireWaiters(now time.Time) {
 }
 
 func (s *placementServer) respond(to string, reply *atollpb.GcsReply) {
-	if to == "" {
-		return
-	}
-	b, err := proto.Marshal(reply)
-	if err == nil {
-		err = s.cfg.Conn.Publish(to, b)
-	}
-	if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-		s.cfg.Logger.Warn("placement: reply", "err", err)
-	}
+	respond(s.cfg.Conn, s.cfg.Logger, "placement", to, reply)
 }
 
 // fifoSet is a bounded set, oldest forgotten first.

@@ -45,6 +45,15 @@
 // IterBatches yields views too, valid until the loop body returns;
 // ToArrow copies.
 //
+// The columns a task reads from Parquet and computes with expressions and
+// Arrow kernels come from a recycling allocator (Allocator): a buffer goes
+// back to it when its array is released and is reused by the next batch,
+// so a worker reading batch after batch reuses the same memory instead of
+// leaving gigabytes to its collector. A registered function therefore
+// keeps Arrow's rule that it must not use an array its caller released:
+// it may return its argument as it is, or new arrays over its columns
+// (which Retain them), but must not keep either after it returns.
+//
 // # Execution
 //
 // Operations build a logical plan and run nothing. Consuming a dataset

@@ -1,6 +1,7 @@
 package data_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -225,5 +226,35 @@ func TestParquetPushdown(t *testing.T) {
 	}
 	if st := over.Stats(); !strings.Contains(st, "row groups 4 read, 0 skipped") {
 		t.Errorf("stats:\n%s", st)
+	}
+}
+
+// identity returns its argument as it is, which BatchFunc allows.
+var identity = data.RegisterBatchFunc("test.identity", func(_ context.Context, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	return rec, nil
+})
+
+// Columns a task reads or computes come from the Arrow pool, which takes
+// a buffer back when its array is released and (in tests) poisons it: a
+// function returning its argument must not have it released under it,
+// and every value read back is the one written.
+func TestPooledColumnsSurviveTheirTask(t *testing.T) {
+	ctx := start(t)
+	path := filepath.Join(t.TempDir(), "t.parquet")
+	writeGroups(t, path, 4)
+	ds := data.ReadParquet(path).MapBatches(identity).WithColumn("k2", col("key").Mul(2)).MapBatches(identity)
+	rows, err := ds.TakeAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 400 {
+		t.Fatalf("%d rows, want 400", len(rows))
+	}
+	want := strings.Repeat("p", 200)
+	for i, r := range rows {
+		id := int64(i)
+		if r["id"] != id || r["k2"] != 2*(id/100) || r["name"] != fmt.Sprintf("n%04d", id) || r["payload"] != want {
+			t.Fatalf("row %d: id %v k2 %v name %v payload %.20q...", i, r["id"], r["k2"], r["name"], r["payload"])
+		}
 	}
 }

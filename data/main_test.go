@@ -2,13 +2,21 @@ package data_test
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/data"
 	"github.com/atoll-runtime/atoll/internal/testmain"
 )
 
-func TestMain(m *testing.M) { testmain.Run(m) }
+// TestMain runs every test with the Arrow pool's checks on, in this
+// process and the worker processes it starts: a buffer used after its
+// release reads as poison, and a double release panics.
+func TestMain(m *testing.M) {
+	os.Setenv(data.EnvCheckFreed, "1")
+	testmain.Run(m)
+}
 
 // start runs atoll for one test with worker processes (a dataset's tasks
 // run in them, reading blocks from shared memory) and a small store.

@@ -8,7 +8,8 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -266,12 +267,13 @@ func parquetUnits(files []parquetFile, p pushdown) ([]readUnit, *readInfo, error
 // columns (nil: every one); it returns the records and the bytes of the
 // column chunks read.
 func readParquetRowGroups(ctx context.Context, path string, rgs []int, columns []string) ([]arrow.RecordBatch, int64, error) {
-	pf, err := openWithFooter(path)
+	mem := compute.GetAllocator(ctx)
+	pf, err := openWithFooter(path, file.WithReadProps(parquet.NewReaderProperties(mem)))
 	if err != nil {
 		return nil, 0, err
 	}
 	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, mem)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -337,7 +339,7 @@ type footerKey struct {
 
 // openWithFooter opens the Parquet file at path, with its footer from
 // footers when the file has not changed since it was parsed.
-func openWithFooter(path string) (*file.Reader, error) {
+func openWithFooter(path string, opts ...file.ReadOption) (*file.Reader, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -347,9 +349,9 @@ func openWithFooter(path string) (*file.Reader, error) {
 	md := footers.m[k]
 	footers.Unlock()
 	if md != nil {
-		return file.OpenParquetFile(path, false, file.WithMetadata(md))
+		return file.OpenParquetFile(path, false, append(opts, file.WithMetadata(md))...)
 	}
-	pf, err := file.OpenParquetFile(path, false)
+	pf, err := file.OpenParquetFile(path, false, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -138,7 +138,9 @@ func applyClass(ctx context.Context, op opSpec, recs []arrow.RecordBatch) ([]arr
 			r, err = c.fn(ctx, s, b)
 			return err
 		})
-		b.Release()
+		if r != b { // it may return its argument (BatchFunc's rules)
+			b.Release()
+		}
 		if err != nil {
 			releaseAll(out)
 			return nil, err

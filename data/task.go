@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/atoll-runtime/atoll"
@@ -100,6 +101,9 @@ func execSpec(ctx context.Context, args []atoll.Raw) ([]atoll.Raw, error) {
 		return nil, err
 	}
 	start, cpu0 := time.Now(), cpuTime()
+	// The task's kernels and reads build their columns from the pool,
+	// which takes them back as they are released.
+	ctx = compute.WithAllocator(ctx, arrowPool)
 	meta, blocks, err := runTask(ctx, spec, args[1:])
 	if err != nil {
 		return nil, err
@@ -275,7 +279,9 @@ func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch, shared []
 				r, err = f.fn(ctx, b)
 				return err
 			})
-			b.Release()
+			if r != b { // a function may return its argument (BatchFunc)
+				b.Release()
+			}
 			if err != nil {
 				return fail(err)
 			}

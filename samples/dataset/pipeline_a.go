@@ -153,6 +153,7 @@ func parallelBaselineA(ctx context.Context, files []string, w int) (map[int64]ag
 // columns read, scored and filtered with the same expressions (the same
 // Arrow kernels), and summed per key in a Go loop.
 func baselineA(ctx context.Context, files []string) (map[int64]agg, error) {
+	ctx = compute.WithAllocator(ctx, data.Allocator()) // the memory atoll's tasks use
 	var totals [keys]agg
 	var scoreB, keepB *expr.Bound
 	err := eachRowGroup(ctx, files, usedColumns, func(rec arrow.RecordBatch) error {

@@ -10,7 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -92,7 +91,7 @@ func baselineB(ctx context.Context, files []string, out string) error {
 		for i, r := range recs {
 			parts[i] = r.Column(j)
 		}
-		c, err := array.Concatenate(parts, memory.DefaultAllocator)
+		c, err := array.Concatenate(parts, data.Allocator())
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -168,6 +169,7 @@ func pipelineJ(ctx context.Context, in, dimDir string) (map[string]joined, *data
 // dim_id, then each row group of the fact table's id and value columns
 // probed into it, the totals kept per category.
 func baselineJ(ctx context.Context, files []string, dimDir string) (map[string]joined, error) {
+	ctx = compute.WithAllocator(ctx, data.Allocator()) // the memory atoll's tasks use
 	type dimRow struct {
 		category int32
 		weight   int64

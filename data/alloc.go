@@ -1,0 +1,141 @@
+package data
+
+import (
+	"fmt"
+	"math/bits"
+	"os"
+	"sync"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// Allocator returns the Arrow allocator Datasets' tasks build their
+// columns with: it recycles freed buffers instead of leaving them to the
+// collector, so a worker that reads and transforms batch after batch
+// reuses the same memory rather than allocating (and collecting)
+// gigabytes of it. Buffers return to it when their arrays are released
+// (Arrow's reference counts), so code that uses it must keep Arrow's
+// rule: never touch an array after releasing it, and Retain what is kept.
+// A program of its own may use it too (the dataset sample's one-goroutine
+// baselines do, so both sides run the same kernels on the same memory).
+//
+// Setting ATOLL_DATA_CHECK_FREED=1 (EnvCheckFreed) in the environment of
+// the driver and its workers makes it fill freed
+// buffers with 0xDB and panic on a buffer freed twice, so that a use
+// after release shows as wrong values in tests rather than going unseen.
+func Allocator() memory.Allocator { return arrowPool }
+
+var arrowPool = &poolAllocator{}
+
+// EnvCheckFreed names the environment variable that turns the pool's
+// checks on ("1"); it is read when the pool is first used.
+const EnvCheckFreed = "ATOLL_DATA_CHECK_FREED"
+
+// poolAllocator keeps freed buffers of 4 KiB to 256 MiB in power-of-two
+// size classes, a sync.Pool each (which the collector empties over two
+// cycles when a class goes unused, so what it keeps is bounded by recent
+// use). Smaller and larger buffers come from Go's allocator and are left
+// to the collector.
+type poolAllocator struct {
+	classes [maxClass - minClass + 1]sync.Pool
+	// check: poison freed buffers and catch double frees (freed holds
+	// the address of every buffer in a pool); read from the environment
+	// on first use.
+	once  sync.Once
+	check bool
+	freed sync.Map
+}
+
+const (
+	minClass = 12 // 4 KiB
+	maxClass = 28 // 256 MiB
+	// poison fills freed buffers in check mode.
+	poison = 0xDB
+)
+
+var goAlloc = memory.NewGoAllocator()
+
+func (p *poolAllocator) checking() bool {
+	p.once.Do(func() { p.check = p.check || os.Getenv(EnvCheckFreed) == "1" })
+	return p.check
+}
+
+// classOf returns the size class (log2 of the buffer's capacity) of size.
+func classOf(size int) int {
+	if size <= 1<<minClass {
+		return minClass
+	}
+	return bits.Len(uint(size - 1))
+}
+
+// Allocate returns size zeroed bytes, 64-byte aligned as Arrow wants;
+// their capacity is the size class's, which Free reads back.
+func (p *poolAllocator) Allocate(size int) []byte {
+	c := classOf(size)
+	if size <= 0 || c > maxClass {
+		return goAlloc.Allocate(size)
+	}
+	if v := p.classes[c-minClass].Get(); v != nil {
+		ptr := v.(unsafe.Pointer)
+		if p.checking() {
+			p.freed.Delete(ptr)
+		}
+		b := unsafe.Slice((*byte)(ptr), 1<<c)[:size]
+		clear(b)
+		return b
+	}
+	// Go allocates objects of 4 KiB and more at least 4 KiB aligned (a
+	// size class of their own, or whole pages).
+	b := make([]byte, 1<<c)
+	ptr := unsafe.Pointer(&b[0])
+	if uintptr(ptr)%64 != 0 {
+		return goAlloc.Allocate(size)
+	}
+	if p.checking() {
+		// A buffer the pool dropped (sync.Pool may) and the collector
+		// took can leave its address in freed: this one is new.
+		p.freed.Delete(ptr)
+	}
+	return b[:size]
+}
+
+// Reallocate grows or shrinks b to size, in place when its class holds
+// size; else it copies b into a new buffer and frees b.
+func (p *poolAllocator) Reallocate(size int, b []byte) []byte {
+	if cap(b) >= size {
+		old := len(b)
+		b = b[:size]
+		if size > old {
+			clear(b[old:])
+		}
+		return b
+	}
+	nb := p.Allocate(size)
+	copy(nb, b)
+	p.Free(b)
+	return nb
+}
+
+// Free keeps b for reuse if it is one of the pool's (a power-of-two
+// capacity in its classes); anything else is left to the collector.
+func (p *poolAllocator) Free(b []byte) {
+	c := cap(b)
+	if c < 1<<minClass || c > 1<<maxClass || c&(c-1) != 0 {
+		return
+	}
+	b = b[:c]
+	ptr := unsafe.Pointer(&b[0])
+	if uintptr(ptr)%64 != 0 {
+		return
+	}
+	if p.checking() {
+		if _, twice := p.freed.LoadOrStore(ptr, true); twice {
+			panic(fmt.Sprintf("data: an Arrow buffer of %d bytes at %p freed twice", c, ptr))
+		}
+		for i := range b {
+			b[i] = poison
+		}
+	}
+	p.classes[bits.Len(uint(c))-1-minClass].Put(ptr)
+}

@@ -1,0 +1,65 @@
+package data
+
+import (
+	"bytes"
+	"testing"
+	"unsafe"
+)
+
+func TestPoolAllocatorReusesFreedBuffers(t *testing.T) {
+	p := &poolAllocator{}
+	p.once.Do(func() {}) // checks off whatever the environment says
+	b := p.Allocate(5000)
+	if len(b) != 5000 || cap(b) != 8192 || uintptr(unsafe.Pointer(&b[0]))%64 != 0 {
+		t.Fatalf("Allocate(5000): len %d cap %d at %p; want 5000, 8192, 64-byte aligned", len(b), cap(b), &b[0])
+	}
+	for i := range b {
+		b[i] = 7
+	}
+	p.Free(b)
+	c := p.Allocate(8000) // the same class: the freed buffer, zeroed
+	if !bytes.Equal(c, make([]byte, 8000)) {
+		t.Fatal("a reused buffer is not zeroed")
+	}
+	// Growing within the class keeps the buffer and zeroes what it adds.
+	c[0] = 1
+	d := p.Reallocate(8192, c)
+	if &d[0] != &c[0] || d[0] != 1 || d[8191] != 0 {
+		t.Fatal("Reallocate within the class did not grow in place")
+	}
+	// Past it: copied into a larger class, the old one freed.
+	e := p.Reallocate(10000, d)
+	if cap(e) != 16384 || e[0] != 1 || !bytes.Equal(e[8192:], make([]byte, 10000-8192)) {
+		t.Fatalf("Reallocate past the class: cap %d, first %d", cap(e), e[0])
+	}
+	// Too small or too large for the classes: Go's allocator, and Free
+	// leaves them alone.
+	for _, n := range []int{0, 100, 1<<maxClass + 1} {
+		b := p.Allocate(n)
+		if len(b) != n {
+			t.Fatalf("Allocate(%d): len %d", n, len(b))
+		}
+		p.Free(b)
+	}
+}
+
+func TestPoolAllocatorChecks(t *testing.T) {
+	p := &poolAllocator{check: true}
+	b := p.Allocate(4096)
+	b[0] = 1
+	p.Free(b)
+	if b[0] != poison || b[4095] != poison {
+		t.Fatal("a freed buffer is not poisoned")
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("a double free did not panic")
+			}
+		}()
+		p.Free(b)
+	}()
+	// Taken out of the pool, it may be freed again.
+	c := p.Allocate(4096)
+	p.Free(c)
+}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -159,7 +160,7 @@ func pipelineJ(ctx context.Context, in, dimDir string) (map[string]joined, *data
 			return nil, nil, err
 		}
 		for i := range cs.Len() {
-			out[cs.Value(i)] = joined{Count: ns.Value(i), Weight: ws.Value(i), IDs: is.Value(i)}
+			out[strings.Clone(cs.Value(i))] = joined{Count: ns.Value(i), Weight: ws.Value(i), IDs: is.Value(i)}
 		}
 	}
 	return out, ds, nil
@@ -197,8 +198,10 @@ func baselineJ(ctx context.Context, files []string, dimDir string) (map[string]j
 		for i := range ids.Len() {
 			c, ok := index[cs.Value(i)]
 			if !ok {
+				// Value is a view of the batch's buffer, which is
+				// reused once the batch is released: keep a copy.
 				c = int32(len(names))
-				names = append(names, cs.Value(i))
+				names = append(names, strings.Clone(cs.Value(i)))
 				index[names[c]] = c
 			}
 			dim[ids.Value(i)] = dimRow{category: c, weight: ws.Value(i)}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/gcfloor"
 )
 
 // heapGoal is the heap goal of the process that runs it, after a
@@ -20,7 +21,7 @@ var heapGoal = atoll.NewFunc0("proc.heapGoal", func(context.Context) (uint64, er
 })
 
 // TestWorkerHeapFloor: a worker process's heap goal is at least twice
-// its floor (64 MiB of ballast by default: 128 MiB, where a fresh
+// its floor (16 MiB of ballast by default: 32 MiB, where a fresh
 // worker's own heap makes a goal of a few MiB); a floor of one byte
 // leaves Go's default.
 func TestWorkerHeapFloor(t *testing.T) {
@@ -33,8 +34,8 @@ func TestWorkerHeapFloor(t *testing.T) {
 		check func(uint64) bool
 		want  string
 	}{
-		{"default", nil, func(g uint64) bool { return g >= 128<<20 }, "128 MiB at least"},
-		{"one byte", []atoll.Option{atoll.WithWorkerHeapFloor(1)}, func(g uint64) bool { return g < 64<<20 }, "under 64 MiB"},
+		{"default", nil, func(g uint64) bool { return g >= 2*gcfloor.DefaultFloor }, "twice the default floor at least"},
+		{"one byte", []atoll.Option{atoll.WithWorkerHeapFloor(1)}, func(g uint64) bool { return g < gcfloor.DefaultFloor }, "under the default floor"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := startProcesses(t, c.opts...)

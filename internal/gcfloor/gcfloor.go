@@ -36,9 +36,11 @@ import (
 )
 
 // DefaultFloor is a worker process's floor unless configured: with a
-// worker's live heap of a few tens of MiB, a collection every 100 MiB
-// or so of allocation.
-const DefaultFloor = 64 << 20
+// worker's live heap of a few tens of MiB, a collection every 50 MiB or
+// so of allocation. It was 64 MiB until data tasks recycled their Arrow
+// buffers; since then 16 MiB runs a Parquet pipeline as fast and an
+// out-of-core sort faster, with about 100 MB less garbage per worker.
+const DefaultFloor = 16 << 20
 
 // Idle release: a process that allocated less than quietBytes over a
 // quietPeriod is idle; it gives its free memory back once.

@@ -32,13 +32,20 @@ var arrowPool = &poolAllocator{}
 // checks on ("1"); it is read when the pool is first used.
 const EnvCheckFreed = "ATOLL_DATA_CHECK_FREED"
 
-// poolAllocator keeps freed buffers of 4 KiB to 256 MiB in power-of-two
-// size classes, a sync.Pool each (which the collector empties over two
-// cycles when a class goes unused, so what it keeps is bounded by recent
-// use). Smaller and larger buffers come from Go's allocator and are left
-// to the collector.
+// poolAllocator keeps freed buffers of 4 KiB to 4 MiB in power-of-two
+// size classes, at most poolBytes of them in all: a buffer freed past
+// that is left to the collector. Smaller and larger buffers come from
+// Go's allocator and are left to the collector too (a larger one would
+// waste up to half its class). The bound is what the pool can add to a
+// process's memory: about one task's buffers of a read-filter-aggregate
+// pipeline over 256K-row batches (2 MiB per int64 column), which the
+// next task reuses, while a join's one-off tables pass through.
 type poolAllocator struct {
-	classes [maxClass - minClass + 1]sync.Pool
+	mu   sync.Mutex
+	free [maxClass - minClass + 1][]unsafe.Pointer
+	held int // bytes in free
+	// limit bounds held (poolBytes; tests make it smaller).
+	limit int
 	// check: poison freed buffers and catch double frees (freed holds
 	// the address of every buffer in a pool); read from the environment
 	// on first use.
@@ -47,9 +54,12 @@ type poolAllocator struct {
 	freed sync.Map
 }
 
+// poolBytes bounds the freed buffers a process's pool keeps.
+const poolBytes = 64 << 20
+
 const (
 	minClass = 12 // 4 KiB
-	maxClass = 28 // 256 MiB
+	maxClass = 22 // 4 MiB
 	// poison fills freed buffers in check mode.
 	poison = 0xDB
 )
@@ -59,6 +69,37 @@ var goAlloc = memory.NewGoAllocator()
 func (p *poolAllocator) checking() bool {
 	p.once.Do(func() { p.check = p.check || os.Getenv(EnvCheckFreed) == "1" })
 	return p.check
+}
+
+// take pops a freed buffer of class c, or returns nil.
+func (p *poolAllocator) take(c int) unsafe.Pointer {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.free[c-minClass]
+	if len(l) == 0 {
+		return nil
+	}
+	ptr := l[len(l)-1]
+	l[len(l)-1] = nil
+	p.free[c-minClass] = l[:len(l)-1]
+	p.held -= 1 << c
+	return ptr
+}
+
+// keep pushes a freed buffer of class c, unless the pool is full.
+func (p *poolAllocator) keep(c int, ptr unsafe.Pointer) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	limit := p.limit
+	if limit == 0 {
+		limit = poolBytes
+	}
+	if p.held+1<<c > limit {
+		return false
+	}
+	p.free[c-minClass] = append(p.free[c-minClass], ptr)
+	p.held += 1 << c
+	return true
 }
 
 // classOf returns the size class (log2 of the buffer's capacity) of size.
@@ -76,8 +117,7 @@ func (p *poolAllocator) Allocate(size int) []byte {
 	if size <= 0 || c > maxClass {
 		return goAlloc.Allocate(size)
 	}
-	if v := p.classes[c-minClass].Get(); v != nil {
-		ptr := v.(unsafe.Pointer)
+	if ptr := p.take(c); ptr != nil {
 		if p.checking() {
 			p.freed.Delete(ptr)
 		}
@@ -88,14 +128,8 @@ func (p *poolAllocator) Allocate(size int) []byte {
 	// Go allocates objects of 4 KiB and more at least 4 KiB aligned (a
 	// size class of their own, or whole pages).
 	b := make([]byte, 1<<c)
-	ptr := unsafe.Pointer(&b[0])
-	if uintptr(ptr)%64 != 0 {
+	if uintptr(unsafe.Pointer(&b[0]))%64 != 0 {
 		return goAlloc.Allocate(size)
-	}
-	if p.checking() {
-		// A buffer the pool dropped (sync.Pool may) and the collector
-		// took can leave its address in freed: this one is new.
-		p.freed.Delete(ptr)
 	}
 	return b[:size]
 }
@@ -129,13 +163,16 @@ func (p *poolAllocator) Free(b []byte) {
 	if uintptr(ptr)%64 != 0 {
 		return
 	}
-	if p.checking() {
-		if _, twice := p.freed.LoadOrStore(ptr, true); twice {
+	check := p.checking()
+	if check {
+		if _, twice := p.freed.Load(ptr); twice {
 			panic(fmt.Sprintf("data: an Arrow buffer of %d bytes at %p freed twice", c, ptr))
 		}
 		for i := range b {
 			b[i] = poison
 		}
 	}
-	p.classes[bits.Len(uint(c))-1-minClass].Put(ptr)
+	if p.keep(bits.Len(uint(c))-1, ptr) && check {
+		p.freed.Store(ptr, true)
+	}
 }

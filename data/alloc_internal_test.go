@@ -63,3 +63,20 @@ func TestPoolAllocatorChecks(t *testing.T) {
 	c := p.Allocate(4096)
 	p.Free(c)
 }
+
+// The pool keeps at most its limit in freed buffers; past it a freed
+// buffer is left to the collector, and taking one makes room again.
+func TestPoolAllocatorIsBounded(t *testing.T) {
+	p := &poolAllocator{limit: 8192}
+	p.once.Do(func() {})
+	a, b, c := p.Allocate(4096), p.Allocate(4096), p.Allocate(4096)
+	p.Free(a)
+	p.Free(b)
+	p.Free(c) // over the limit: dropped
+	if p.held != 8192 || len(p.free[0]) != 2 {
+		t.Fatalf("held %d bytes in %d buffers; want 8192 in 2", p.held, len(p.free[0]))
+	}
+	if d := p.Allocate(100); &d[:1][0] != &b[0] || p.held != 4096 {
+		t.Fatalf("Allocate did not take the last buffer freed (held %d)", p.held)
+	}
+}

@@ -193,7 +193,10 @@ func (t *Table) ActorLocated(info *atollpb.ActorInfo) {
 // address a FORWARD_LOST made it forget (settle), and the calls waiting
 // go there, to complete or fail as calls there do (at once if that node
 // is known dead, NODE_DIED; past the forward lease if a call there is
-// lost again, FORWARD_LOST); a failure naming that node asks again. So
+// lost again, FORWARD_LOST); a failure naming that node asks again. An
+// entry with no address to fall back on (a handle this process received,
+// whose first lookup gave up: the GCS did not answer) asks again, and
+// its calls wait for that answer as they would for the GCS's event. So
 // no call waits for an answer that will not come.
 func (t *Table) LocateFailed(id ids.ActorID) {
 	a := t.actors[id]
@@ -202,6 +205,9 @@ func (t *Table) LocateFailed(id ids.ActorID) {
 	}
 	a.locating, a.relocate = false, false
 	t.settle(a)
+	if a.address == "" {
+		t.locate(a)
+	}
 }
 
 // callLost applies a failed call's word about its actor's host, whether

@@ -45,7 +45,8 @@
 //	                            handle's lookup                again (a call lost meanwhile);
 //	                                                           CallActor at the forgotten address
 //	LocateFailed                the shell's lookup gave up     CallActor of the waiting calls at
-//	                                                           the forgotten address
+//	                                                           the forgotten address; with none,
+//	                                                           LocateActor again
 //	DropActorHandle             a collected handle             the actor's entry goes once no
 //	                                                           handle or call needs it
 //	NodeDied, WorkerDied        a dead node or process         borrowed objects whose owner lived
@@ -142,7 +143,8 @@
 // the address it forgot and the waiting calls go there, to complete or
 // fail as calls there do (at once with NODE_DIED if its node is known
 // dead; past the forward lease with FORWARD_LOST), and a failure asks
-// again. Forgetting an address makes this process a new caller of the
+// again. An entry with no address to give back (a received handle whose
+// first lookup gave up) asks again, and its calls wait for the answer. Forgetting an address makes this process a new caller of the
 // actor (its calls numbered from 1 again), at the same address too.
 //
 // # Reference counting

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"sort"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -154,7 +155,8 @@ func (t *Table) ActorEvent(info *atollpb.ActorInfo) {
 // than that loss: it is ignored and the Table asks again. An answer
 // placing the actor on the node a call saw die (NODE_DIED) is older than
 // that death (the GCS has not heard of it yet) and is ignored too: the
-// GCS's event about that node's actors follows. If any other answer
+// GCS's event about that node's actors follows, and the Table asks again
+// RelocateAfter later in case that event is missed. If any other answer
 // leaves the entry without an address (the actor is being created, or
 // restarts where it was), it gets back the one it forgot (settle).
 func (t *Table) ActorLocated(info *atollpb.ActorInfo) {
@@ -179,6 +181,10 @@ func (t *Table) ActorLocated(info *atollpb.ActorInfo) {
 	case info.State == atollpb.ActorState_ACTOR_ALIVE && a.deadNode != "" && strings.HasPrefix(info.Address, a.deadNode):
 		// The GCS, reachable, has not heard of that death yet; it will
 		// (the head reports it until it lands) and its event follows.
+		// Events are best effort: ask again a little later, so that
+		// the calls waiting do not depend on that one event.
+		a.locating = true
+		t.emit(LocateActor{Actor: a.id, After: RelocateAfter})
 		return
 	case info.NumRestarts < a.heard:
 	default:
@@ -186,6 +192,10 @@ func (t *Table) ActorLocated(info *atollpb.ActorInfo) {
 	}
 	t.settle(a)
 }
+
+// RelocateAfter is how long the Table lets the GCS catch up with a node
+// death a call saw before asking it again where the actor is.
+const RelocateAfter = time.Second
 
 // LocateFailed tells the Table that the lookup LocateActor asked for
 // gave up (the shell tried the GCS a few times). Nothing else may place

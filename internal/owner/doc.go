@@ -42,7 +42,9 @@
 //	                                                           a dead actor's borrows end
 //	ActorLocated                the GCS's answer to            as ActorEvent, unless older than
 //	                            LocateActor or to a passed     what the entry knows; LocateActor
-//	                            handle's lookup                again (a call lost meanwhile);
+//	                            handle's lookup                again (a call lost meanwhile; a
+//	                                                           second later if it places the actor
+//	                                                           where a call saw its node die);
 //	                                                           CallActor at the forgotten address
 //	LocateFailed                the shell's lookup gave up     CallActor of the waiting calls at
 //	                                                           the forgotten address; with none,
@@ -134,7 +136,8 @@
 // entry has no address and if it names no fewer restarts than the events
 // did (an answer may overtake an event the GCS published after it; a
 // death always applies), and not if it places the actor on a node a call
-// saw die (the GCS has not heard of that death yet; its event follows).
+// saw die (the GCS has not heard of that death yet; its event follows,
+// and the Table asks again RelocateAfter later in case it is missed).
 // Meanwhile the retry and later calls wait in the queue, in call order,
 // and fail at once if the answer says DEAD. No call waits for an answer
 // that does not come: if the shell's lookup gives up (LocateFailed: the

@@ -3,6 +3,7 @@ package owner
 import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"time"
 )
 
 // Effect is one thing the shell must do. The concrete types are below.
@@ -69,8 +70,13 @@ type ActorRestartFailed struct {
 // failed naming its node (FORWARD_LOST, NODE_DIED) and the Table forgot
 // the address, which no event may replace if the actor did not move or
 // if this process missed the event. The answer comes back through
-// ActorLocated; a lookup that gives up, through LocateFailed.
-type LocateActor struct{ Actor ids.ActorID }
+// ActorLocated; a lookup that gives up, through LocateFailed. After, when
+// set, is how long the shell waits before asking: the GCS's last answer
+// was older than what this process saw (RelocateAfter).
+type LocateActor struct {
+	Actor ids.ActorID
+	After time.Duration
+}
 
 func (ActorRestartFailed) effect() {}
 func (LocateActor) effect()        {}

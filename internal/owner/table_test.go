@@ -584,7 +584,11 @@ func (e *env) effects() string {
 		case ActorRestartFailed:
 			lines = append(lines, fmt.Sprintf("actor-restart-failed %s: %s", e.actors[f.Actor], f.Err.Code))
 		case LocateActor:
-			lines = append(lines, "locate "+e.actors[f.Actor])
+			if f.After > 0 {
+				lines = append(lines, fmt.Sprintf("locate %s after=%v", e.actors[f.Actor], f.After))
+			} else {
+				lines = append(lines, "locate "+e.actors[f.Actor])
+			}
 		case Dispatched:
 			lines = append(lines, fmt.Sprintf("dispatched %s", f.Attach))
 		case Retried:

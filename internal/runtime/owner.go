@@ -94,7 +94,11 @@ func (rt *Runtime) applyOwnerEffect(e owner.Effect) {
 		// A call to the actor failed at its node: ask the GCS where it is
 		// (in the background; the answer comes back as ActorLocated, a
 		// lookup that gives up as LocateFailed).
-		rt.LocateActor(e.Actor)
+		if e.After > 0 {
+			rt.after(e.After, func() { rt.LocateActor(e.Actor) })
+		} else {
+			rt.LocateActor(e.Actor)
+		}
 	case owner.ActorRestartFailed:
 		// No host reports this death: the owner does (in the background:
 		// effects never wait on the GCS).

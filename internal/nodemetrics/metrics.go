@@ -110,17 +110,19 @@ type taskNames struct {
 }
 
 // nameOptions are one task name's measurement options: its counter's, by
-// outcome, and its duration's.
+// outcome, and its duration's, each as the slice Add and Record take (made
+// once: passing one option would make a slice per task).
 type nameOptions struct {
-	ok, failed, timed metric.MeasurementOption
+	ok, failed []metric.AddOption
+	timed      []metric.RecordOption
 }
 
 func newNameOptions(node attribute.KeyValue, label string) *nameOptions {
 	name := attrTaskName.String(label)
 	return &nameOptions{
-		ok:     metric.WithAttributeSet(attribute.NewSet(node, name, attrOutcome.String("ok"))),
-		failed: metric.WithAttributeSet(attribute.NewSet(node, name, attrOutcome.String("failed"))),
-		timed:  metric.WithAttributeSet(attribute.NewSet(node, name)),
+		ok:     []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(node, name, attrOutcome.String("ok")))},
+		failed: []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(node, name, attrOutcome.String("failed")))},
+		timed:  []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(node, name))},
 	}
 }
 
@@ -232,8 +234,8 @@ func (m *Metrics) TaskFinished(e raylet.TaskEvent) {
 	secs := e.End.Sub(e.Start).Seconds()
 	ctx := context.Background()
 	for _, ti := range m.tasks {
-		ti.finished.Add(ctx, 1, counted)
-		ti.duration.Record(ctx, secs, o.timed)
+		ti.finished.Add(ctx, 1, counted...)
+		ti.duration.Record(ctx, secs, o.timed...)
 	}
 }
 

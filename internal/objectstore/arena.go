@@ -66,51 +66,29 @@ func NewArena(name string, size uint64, opts ArenaOptions) (*Arena, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Private {
-		return newPrivateArena(size, huge, opts.Prefault)
-	}
-	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
-	if err != nil {
-		return nil, fmt.Errorf("objectstore: memfd_create %q: %w", name, err)
-	}
-	f := os.NewFile(uintptr(fd), name)
-	if err := unix.Ftruncate(fd, int64(size)); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("objectstore: ftruncate arena to %d bytes: %w", size, err)
+	var f *os.File // none for a private arena
+	if !opts.Private {
+		fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+		if err != nil {
+			return nil, fmt.Errorf("objectstore: memfd_create %q: %w", name, err)
+		}
+		f = os.NewFile(uintptr(fd), name)
+		if err := unix.Ftruncate(fd, int64(size)); err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("objectstore: ftruncate arena to %d bytes: %w", size, err)
+		}
 	}
 	a, err := mapArena(f, size, opts.HugePages != HugePagesOff)
 	if err != nil {
-		_ = f.Close()
+		if f != nil {
+			_ = f.Close()
+		}
 		return nil, err
 	}
 	a.huge = huge
 	if opts.Prefault {
 		a.prefault()
 		a.setBacked(chunks(0, size))
-	}
-	return a, nil
-}
-
-// newPrivateArena maps size bytes of anonymous memory. MAP_NORESERVE: like
-// a memfd's, the memory is committed as Reserve backs it, not all at once.
-func newPrivateArena(size uint64, huge, prefault bool) (*Arena, error) {
-	if size > uint64(maxInt) {
-		return nil, fmt.Errorf("objectstore: arena size %d too large", size)
-	}
-	mem, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
-	if err != nil {
-		return nil, fmt.Errorf("objectstore: mmap private arena of %d bytes: %w", size, err)
-	}
-	if huge {
-		_ = unix.Madvise(mem, unix.MADV_HUGEPAGE)
-	} else {
-		_ = unix.Madvise(mem, unix.MADV_NOHUGEPAGE)
-	}
-	chunks := (size + chunkSize - 1) / chunkSize
-	a := &Arena{mem: mem, size: size, huge: huge, backed: make([]atomic.Uint64, (chunks+63)/64)}
-	if prefault {
-		a.prefault()
-		a.setBacked(0, (size-1)/chunkSize)
 	}
 	return a, nil
 }
@@ -134,21 +112,28 @@ func OpenArena(f *os.File, size uint64) (*Arena, error) {
 	return mapArena(f, size, true)
 }
 
-// mapArena maps f; huge asks the kernel for huge pages where the
-// administrator allows them for shared memory (elsewhere the request is a
-// no-op), !huge keeps the mapping on 4 KiB pages.
+// mapArena maps f shared, or with f nil size bytes of this process's
+// anonymous memory (MAP_NORESERVE: as with a memfd, memory is committed as
+// Reserve backs it, not all at once). huge asks the kernel for huge pages
+// where the system allows them (elsewhere the request is a no-op), !huge
+// keeps the mapping on 4 KiB pages.
 func mapArena(f *os.File, size uint64, huge bool) (*Arena, error) {
 	if size > uint64(maxInt) {
 		return nil, fmt.Errorf("objectstore: arena size %d too large", size)
 	}
-	mem, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	fd, flags := -1, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE
+	if f != nil {
+		fd, flags = int(f.Fd()), unix.MAP_SHARED
+	}
+	mem, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, flags)
 	if err != nil {
 		return nil, fmt.Errorf("objectstore: mmap arena of %d bytes: %w", size, err)
 	}
 	// Huge pages make scans of large objects faster (fewer TLB misses).
 	// For shared memory the kernel grants them only where the
-	// administrator allows it (shmem_enabled=advise or always); elsewhere
-	// this is a no-op, so its error is ignored.
+	// administrator allows it (shmem_enabled=advise or always), for
+	// anonymous memory where enabled says so; elsewhere this is a no-op,
+	// so its error is ignored.
 	if huge {
 		_ = unix.Madvise(mem, unix.MADV_HUGEPAGE)
 	} else {

@@ -21,9 +21,9 @@ import (
 // baselines do, so both sides run the same kernels on the same memory).
 //
 // Setting ATOLL_DATA_CHECK_FREED=1 (EnvCheckFreed) in the environment of
-// the driver and its workers makes it fill freed
-// buffers with 0xDB and panic on a buffer freed twice, so that a use
-// after release shows as wrong values in tests rather than going unseen.
+// the driver and its workers makes it fill freed buffers with 0xDB and
+// panic on a buffer freed twice, so that a use after release shows as
+// wrong values in tests rather than going unseen.
 func Allocator() memory.Allocator { return arrowPool }
 
 var arrowPool = &poolAllocator{}

@@ -2,7 +2,9 @@ package data
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -267,35 +269,11 @@ func parquetUnits(files []parquetFile, p pushdown) ([]readUnit, *readInfo, error
 // columns (nil: every one); it returns the records and the bytes of the
 // column chunks read.
 func readParquetRowGroups(ctx context.Context, path string, rgs []int, columns []string) ([]arrow.RecordBatch, int64, error) {
-	mem := compute.GetAllocator(ctx)
-	pf, err := openWithFooter(path, file.WithReadProps(parquet.NewReaderProperties(mem)))
+	pf, fr, cols, read, err := openRowGroups(ctx, path, rgs, columns)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, mem)
-	if err != nil {
-		return nil, 0, err
-	}
-	f := parquetFile{path: path, md: pf.MetaData(), manifest: fr.Manifest}
-	if f.schema, err = fr.Schema(); err != nil {
-		return nil, 0, err
-	}
-	cols, err := f.leaves(columns)
-	if err != nil {
-		return nil, 0, err
-	}
-	var read int64
-	for _, rg := range rgs {
-		if rg < 0 || rg >= f.md.NumRowGroups() {
-			return nil, 0, fmt.Errorf("row group %d of %d", rg, f.md.NumRowGroups())
-		}
-		for _, j := range cols {
-			if cc, err := f.md.RowGroup(rg).ColumnChunk(j); err == nil {
-				read += cc.TotalCompressedSize()
-			}
-		}
-	}
 	tbl, err := fr.ReadRowGroups(ctx, cols, rgs)
 	if err != nil {
 		return nil, 0, err
@@ -303,6 +281,93 @@ func readParquetRowGroups(ctx context.Context, path string, rgs []int, columns [
 	defer tbl.Release()
 	recs, err := tableRecords(tbl)
 	return recs, read, err
+}
+
+// parquetBatchRows is the rows of a batch that eachParquetBatch reads at
+// a time (arrow-go's reader reads a row group whole otherwise).
+const parquetBatchRows = 1 << 16
+
+// eachParquetBatch reads row groups rgs of the file at path, only
+// columns (nil: every one), parquetBatchRows rows at a time, and calls
+// fn with each batch (released after fn returns: fn retains what it
+// keeps); it returns the bytes of the column chunks read, and fn's
+// error as is. Without a column to read, it reads the row groups whole.
+func eachParquetBatch(ctx context.Context, path string, rgs []int, columns []string, fn func(arrow.RecordBatch) error) (int64, error) {
+	pf, fr, cols, read, err := openRowGroups(ctx, path, rgs, columns)
+	if err != nil {
+		return 0, err
+	}
+	defer pf.Close()
+	if len(cols) == 0 {
+		recs, n, err := readParquetRowGroups(ctx, path, rgs, columns)
+		if err != nil {
+			return 0, err
+		}
+		defer func() { releaseAll(recs) }()
+		for i, rec := range recs {
+			recs[i] = nil
+			err := fn(rec)
+			rec.Release()
+			if err != nil {
+				return n, err
+			}
+		}
+		return n, nil
+	}
+	rr, err := fr.GetRecordReader(ctx, cols, rgs)
+	if err != nil {
+		return 0, err
+	}
+	defer rr.Release()
+	for rr.Next() {
+		if err := fn(rr.RecordBatch()); err != nil {
+			return read, err
+		}
+	}
+	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return read, err
+	}
+	return read, nil
+}
+
+// openRowGroups opens the file at path to read row groups rgs, only
+// columns (nil: every one): the file (the caller closes it), its Arrow
+// reader (batches of parquetBatchRows rows), the leaf columns to read
+// and the bytes of their column chunks.
+func openRowGroups(ctx context.Context, path string, rgs []int, columns []string) (*file.Reader, *pqarrow.FileReader, []int, int64, error) {
+	mem := compute.GetAllocator(ctx)
+	pf, err := openWithFooter(path, file.WithReadProps(parquet.NewReaderProperties(mem)))
+	if err != nil {
+		return nil, nil, nil, 0, err
+	}
+	fail := func(err error) (*file.Reader, *pqarrow.FileReader, []int, int64, error) {
+		pf.Close()
+		return nil, nil, nil, 0, err
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: parquetBatchRows}, mem)
+	if err != nil {
+		return fail(err)
+	}
+	f := parquetFile{path: path, md: pf.MetaData(), manifest: fr.Manifest}
+	if f.schema, err = fr.Schema(); err != nil {
+		return fail(err)
+	}
+	cols, err := f.leaves(columns)
+	if err != nil {
+		return fail(err)
+	}
+	var read int64
+	for _, rg := range rgs {
+		if rg < 0 || rg >= f.md.NumRowGroups() {
+			return fail(fmt.Errorf("row group %d of %d", rg, f.md.NumRowGroups()))
+		}
+		for _, j := range cols {
+			if cc, err := f.md.RowGroup(rg).ColumnChunk(j); err == nil {
+				read += cc.TotalCompressedSize()
+			}
+		}
+	}
+	return pf, fr, cols, read, nil
 }
 
 // parquetSource reads Parquet files: a task per row group.

@@ -76,6 +76,46 @@ func (r *readSpec) read(ctx context.Context) ([]arrow.RecordBatch, int64, error)
 	return recs, n, nil
 }
 
+// each calls fn with every record of r, in order, each released after
+// fn returns (fn retains what it keeps), and returns the bytes of files
+// read; an error of fn is returned as is. A Parquet read goes
+// parquetBatchRows rows at a time, so that what fn makes of a batch can
+// replace it before the next is read; other reads read r whole first.
+func (r *readSpec) each(ctx context.Context, fn func(arrow.RecordBatch) error) (int64, error) {
+	if r.Kind != "parquet" {
+		recs, n, err := r.read(ctx)
+		if err != nil {
+			return 0, err
+		}
+		defer func() { releaseAll(recs) }()
+		for i, rec := range recs {
+			recs[i] = nil
+			err := fn(rec)
+			rec.Release()
+			if err != nil {
+				return n, err
+			}
+		}
+		return n, nil
+	}
+	var fnErr error
+	n, err := eachParquetBatch(ctx, r.Path, r.RowGroups, r.Columns, func(rec arrow.RecordBatch) error {
+		fnErr = fn(rec)
+		return fnErr
+	})
+	switch {
+	case fnErr != nil:
+		return n, fnErr
+	case err != nil:
+		var ce *ColumnError
+		if errors.As(err, &ce) {
+			return 0, err
+		}
+		return 0, fileError("read", r.Path, err)
+	}
+	return n, nil
+}
+
 var rangeSchema = arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
 
 // rangeSource is Range's: parallelism tasks of ids.

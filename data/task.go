@@ -159,14 +159,34 @@ func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta
 		}
 	}
 	var readBytes int64
+	ops := spec.Ops
 	if spec.Read != nil {
-		rs, n, err := spec.Read.read(ctx)
-		readBytes = n
+		var err error
+		if streamed(spec, len(inputs)) {
+			// each batch read goes through the ops before the next is
+			// read: a task holds a batch's worth of intermediates, not a
+			// row group's
+			var opErr error
+			readBytes, err = spec.Read.each(ctx, func(rec arrow.RecordBatch) error {
+				out, err := applyOps(ctx, ops, rec, shared)
+				if err != nil {
+					opErr = err
+					return err
+				}
+				recs = append(recs, out...)
+				return nil
+			})
+			if opErr != nil {
+				return nil, nil, opErr
+			}
+			ops = nil
+		} else {
+			recs, readBytes, err = spec.Read.read(ctx)
+		}
 		if err != nil {
 			// the last attempt's error is the run's: say it was retried
 			return nil, nil, fmt.Errorf("%w (attempt %d of %d)", err, atoll.CurrentAttempt(ctx)+1, 1+readRetries)
 		}
-		recs = rs
 	}
 	if spec.Zip != nil {
 		rec, err := zipInputs(ctx, spec.Zip, inputs)
@@ -187,7 +207,7 @@ func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta
 		}
 		recs = append(recs, rec)
 	}
-	for _, op := range spec.Ops {
+	for _, op := range ops {
 		next, err := applyOp(ctx, op, recs, shared)
 		releaseAll(recs)
 		recs = next
@@ -249,6 +269,50 @@ func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta
 		meta.Bytes = append(meta.Bytes, int64(len(b)))
 	}
 	return meta, blocks, nil
+}
+
+// streamed says whether a task's ops run on its read batch by batch
+// (applyOps), as the read goes: a read with no other input whose ops
+// each take one record at a time (no op sees a batch's neighbours, nor
+// its size), and whose output is smaller than its input (a filter, or
+// an output kind other than blocks: aggregates, partitions) so that
+// joining the batches' outputs (splitBlocks) costs little.
+func streamed(spec *taskSpec, inputs int) bool {
+	if spec.Read == nil || spec.Join != nil || spec.Zip != nil || inputs > 0 || len(spec.Ops) == 0 {
+		return false
+	}
+	filters := false
+	for _, op := range spec.Ops {
+		switch op.Kind {
+		case "where", "filter":
+			filters = true
+		case "with_column", "project", "select", "drop", "map":
+		default:
+			return false
+		}
+	}
+	switch spec.Out.Kind {
+	case "blocks", "sort_sample", "merge_sort":
+		return filters
+	}
+	return true
+}
+
+// applyOps applies ops in turn to rec (which it does not release) and
+// returns the records of the last.
+func applyOps(ctx context.Context, ops []opSpec, rec arrow.RecordBatch, shared []atoll.Raw) ([]arrow.RecordBatch, error) {
+	rec.Retain()
+	recs := []arrow.RecordBatch{rec}
+	for _, op := range ops {
+		next, err := applyOp(ctx, op, recs, shared)
+		releaseAll(recs)
+		recs = next
+		if err != nil {
+			releaseAll(recs)
+			return nil, err
+		}
+	}
+	return recs, nil
 }
 
 func releaseAll(recs []arrow.RecordBatch) {

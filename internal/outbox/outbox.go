@@ -14,12 +14,37 @@ import "sync"
 // Outbox is a shell's queue of effects of type E. Its zero value is
 // empty; it is guarded by the shell's mutex.
 type Outbox[E any] struct {
-	queue    []E
+	queue []E
+	// spare is the array of the batch applied last, emptied, for the
+	// next queue: the drainer and the stepping goroutines take turns
+	// with two arrays instead of allocating one per step.
+	spare    []E
 	draining bool
 }
 
+// maxSpare bounds the array kept as spare: a flood's queue is let go.
+const maxSpare = 1024
+
 // Add queues effects. The shell's mutex is held.
-func (o *Outbox[E]) Add(effects ...E) { o.queue = append(o.queue, effects...) }
+func (o *Outbox[E]) Add(effects ...E) {
+	o.reuse()
+	o.queue = append(o.queue, effects...)
+}
+
+// AddFrom queues the effects take appends to the queue it is given (a
+// state machine's that hands its effects over without a slice of its
+// own, owner.Table.AppendEffects). The shell's mutex is held.
+func (o *Outbox[E]) AddFrom(take func([]E) []E) {
+	o.reuse()
+	o.queue = take(o.queue)
+}
+
+// reuse makes the spare array the queue's while the queue has none.
+func (o *Outbox[E]) reuse() {
+	if o.queue == nil {
+		o.queue, o.spare = o.spare, nil
+	}
+}
 
 // Drain is called with mu held, after the step's effects were added: it
 // applies the queue outside mu unless another goroutine is draining
@@ -32,14 +57,17 @@ func (o *Outbox[E]) Drain(mu *sync.Mutex, apply func(E)) {
 	o.draining = true
 	for len(o.queue) > 0 {
 		batch := o.queue
-		o.queue = nil
+		o.queue, o.spare = o.spare, nil
 		mu.Unlock()
 		var zero E
 		for i, e := range batch {
 			apply(e)
-			batch[i] = zero // the batch's array may be kept alive by a later append
+			batch[i] = zero // the batch's array is used again, or may be kept alive by a later append
 		}
 		mu.Lock()
+		if cap(batch) <= maxSpare {
+			o.spare = batch[:0] // the queue has the other array, or none
+		}
 	}
 	o.draining = false
 	mu.Unlock()

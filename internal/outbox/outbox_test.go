@@ -41,3 +41,24 @@ func TestDrainAppliesInOrderOneDrainerAtATime(t *testing.T) {
 		t.Fatalf("applied %v, want %v", applied, want)
 	}
 }
+
+// In steady state the queue and the batch being applied take turns with
+// two arrays: a step allocates nothing.
+func TestDrainReusesArrays(t *testing.T) {
+	var mu sync.Mutex
+	var o Outbox[int]
+	sum := 0
+	apply := func(e int) { sum += e }
+	step := func() {
+		mu.Lock()
+		o.AddFrom(func(q []int) []int { return append(q, 1, 2, 3) })
+		o.Drain(&mu, apply)
+	}
+	step()
+	if n := testing.AllocsPerRun(100, step); n != 0 {
+		t.Fatalf("%v allocations a step, want 0", n)
+	}
+	if sum != 6*101+6 {
+		t.Fatalf("applied a sum of %d, want %d", sum, 6*101+6)
+	}
+}

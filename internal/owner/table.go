@@ -88,6 +88,19 @@ func (t *Table) TakeEffects() []Effect {
 	return e
 }
 
+// AppendEffects appends the effects produced since the last call to dst,
+// in order, forgets them, and returns dst: TakeEffects for a shell that
+// queues them anyway, without a slice per step.
+func (t *Table) AppendEffects(dst []Effect) []Effect {
+	dst = append(dst, t.effects...)
+	clear(t.effects)
+	t.effects = t.effects[:0]
+	if cap(t.effects) > maxKeptEffects {
+		t.effects = nil // a flood's array is let go
+	}
+	return dst
+}
+
 // HasEffects reports whether effects are waiting to be taken.
 func (t *Table) HasEffects() bool { return len(t.effects) > 0 }
 
@@ -155,3 +168,7 @@ func (t *Table) Close(err *atollpb.ErrorInfo) {
 		t.finish(tk, err)
 	}
 }
+
+// maxKeptEffects bounds the array of effects AppendEffects keeps for the
+// next step.
+const maxKeptEffects = 1024

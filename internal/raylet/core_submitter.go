@@ -232,6 +232,19 @@ func (c *SubmitCore) Effects() []SubmitEffect {
 	return out
 }
 
+// AppendEffects appends the effects produced since the last call to dst,
+// in order, forgets them, and returns dst: Effects for a shell that
+// queues them anyway, without a slice per event.
+func (c *SubmitCore) AppendEffects(dst []SubmitEffect) []SubmitEffect {
+	dst = append(dst, c.effects...)
+	clear(c.effects)
+	c.effects = c.effects[:0]
+	if cap(c.effects) > maxKeptEffects {
+		c.effects = nil // a flood's array is let go
+	}
+	return dst
+}
+
 // Compact gives back the memory of a table of tasks that emptied out
 // (package compact). The shell calls it after each event, where nothing
 // ranges over the table.
@@ -622,3 +635,7 @@ func (c *SubmitCore) forgetClass(cl *submitClass) {
 		delete(c.classes, cl.key)
 	}
 }
+
+// maxKeptEffects bounds the array of effects AppendEffects keeps for the
+// next event.
+const maxKeptEffects = 1024

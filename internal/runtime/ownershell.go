@@ -52,11 +52,14 @@ func (s *ownerShell) do(f func(*owner.Table)) {
 func (s *ownerShell) drainLocked() {
 	s.table.Compact()
 	if s.table.HasEffects() {
-		eff := s.table.TakeEffects()
-		// Under mu: a Get woken by this step reads its value under mu
-		// too, so it finds its task's submit span ended.
-		endSubmitSpans(eff)
-		s.outbox.Add(eff...)
+		s.outbox.AddFrom(func(q []owner.Effect) []owner.Effect {
+			n := len(q)
+			q = s.table.AppendEffects(q)
+			// Under mu: a Get woken by this step reads its value under
+			// mu too, so it finds its task's submit span ended.
+			endSubmitSpans(q[n:])
+			return q
+		})
 	}
 	if s.dropsDue != nil && s.table.HasDropReports() {
 		s.dropsDue()

@@ -40,7 +40,8 @@ type Revive struct{ Objects []ids.ObjectID }
 type Notify struct{ C chan<- struct{} }
 
 // Dispatched says a task's arguments resolved and it left the owner (the
-// shell ends its submit span).
+// shell marks its submit span). Only tasks submitted with an Attach get
+// it.
 type Dispatched struct{ Attach any }
 
 // Retried says a task is being retried after a failed attempt.
@@ -51,7 +52,7 @@ type Retried struct {
 }
 
 // Finished says a task ended, with Err nil on success. Its returns are
-// resolved already.
+// resolved already. Only tasks submitted with an Attach get it.
 type Finished struct {
 	Attach any
 	Err    *atollpb.ErrorInfo

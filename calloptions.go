@@ -127,6 +127,9 @@ type callConfig struct {
 
 // taskConfig applies a task's bound options, then its call's.
 func taskConfig(bound, opts []TaskOption) callConfig {
+	if len(bound) == 0 && len(opts) == 0 {
+		return callConfig{maxRetries: DefaultMaxRetries} // no copy for the options to escape with
+	}
 	return applyAll(callConfig{maxRetries: DefaultMaxRetries}, TaskOption.AppliesToTasks, bound, opts)
 }
 

@@ -2,6 +2,7 @@ package raylet
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -50,6 +51,9 @@ type Submitter struct {
 	// enc encodes push frames (the drainer's); lastKey is keyOf's.
 	enc     PushEncoder
 	lastKey keyCache
+	// pushing is push's list of assignments (the drainer's), kept for
+	// the next push: a push of one task allocates none.
+	pushing []*Assignment
 
 	useMu sync.Mutex
 	use   leaseUse
@@ -153,7 +157,7 @@ func (s *Submitter) step(wait bool, f func(*SubmitCore)) {
 	f(s.core)
 	s.core.Compact()
 	if s.core.HasEffects() {
-		s.outbox.Add(s.core.Effects()...)
+		s.outbox.AddFrom(s.core.AppendEffects)
 	}
 	s.outbox.Drain(&s.mu, func(e SubmitEffect) { s.apply(e, wait) })
 }
@@ -207,7 +211,13 @@ func (s *Submitter) slotOf(lease uint64) *Slot {
 func (s *Submitter) push(e PushDirect, wait bool) {
 	slot := s.slotOf(e.Lease)
 	now := time.Now()
-	as := make([]*Assignment, len(e.Tasks))
+	as := slices.Grow(s.pushing[:0], len(e.Tasks))[:len(e.Tasks)]
+	defer func() {
+		clear(as)
+		if cap(as) <= 1024 {
+			s.pushing = as[:0]
+		}
+	}()
 	for i, t := range e.Tasks {
 		// Effects are applied by one drainer at a time, in order: the
 		// push that makes a task's Assignment comes before its recall.

@@ -74,6 +74,8 @@ func (p *proxy) handle(system *actor.ActorSystem, self *actor.PID, conn *workerc
 		root.Send(p.raylet, b.KillWorker)
 	case *atollpb.Frame_GcsRequest:
 		go p.gcs(conn, f.Id, b.GcsRequest)
+	case *atollpb.Frame_TaskResult:
+		return false // the owning actor's (or its submitter's), every task's
 	default:
 		// The object-store protocol: forwarded in order, with the worker
 		// as the client; grants nobody waits for are given back.

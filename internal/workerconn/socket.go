@@ -103,9 +103,12 @@ func readBuffered(r *bufio.Reader) (*atollpb.Frame, error) {
 		}
 		return nil, err
 	}
-	f := &atollpb.Frame{}
-	if err := proto.Unmarshal(b[4:], f); err != nil {
-		return nil, fmt.Errorf("%w: %d bytes are not a frame: %v", ErrBadFrame, n, err)
+	f, ok := decodeResult(b[4:])
+	if !ok {
+		f = &atollpb.Frame{}
+		if err := proto.Unmarshal(b[4:], f); err != nil {
+			return nil, fmt.Errorf("%w: %d bytes are not a frame: %v", ErrBadFrame, n, err)
+		}
 	}
 	_, _ = r.Discard(4 + n)
 	return f, nil

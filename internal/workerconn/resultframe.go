@@ -1,0 +1,205 @@
+package workerconn
+
+import (
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+)
+
+// The frame every task sends back, its result, is decoded here without
+// reflection and in two allocations (the messages in one block, their
+// bytes in another), where proto.Unmarshal takes about a dozen. Only the
+// common shape is decoded: a task's id, attempt, worker id, borrow report
+// flags and at most one return holding a codec and an inline value. A
+// frame with anything else (an error, a stored value, contained refs, a
+// trace context, unknown fields, a field twice where the two would
+// merge) is left to proto.Unmarshal, so the result is always the one
+// proto.Unmarshal gives (TestDecodeResultMatchesProto and
+// FuzzDecodeResult check it).
+
+// resultBlock holds the messages of a decoded result frame.
+type resultBlock struct {
+	frame  atollpb.Frame
+	body   atollpb.Frame_TaskResult
+	result atollpb.TaskResult
+	ret    atollpb.ReturnObject
+	rets   [1]*atollpb.ReturnObject
+	value  atollpb.Value
+	inline atollpb.Value_Inline
+}
+
+// Field numbers decoded here (atollpb's worker.proto, task.proto and
+// common.proto).
+const (
+	frameID         = 1
+	frameReplyTo    = 2
+	frameTaskResult = 12
+
+	resultTaskID          = 1
+	resultAttempt         = 2
+	resultReturns         = 3
+	resultWorkerID        = 5
+	resultBorrowsReported = 11
+	resultBorrowsSeq      = 12
+
+	returnObjectID = 1
+	returnValue    = 2
+
+	valueCodec  = 1
+	valueInline = 2
+)
+
+// decodeResult decodes b if it is a Frame of the common task-result
+// shape; ok false leaves it to proto.Unmarshal (another body, another
+// shape, or bytes proto.Unmarshal may reject).
+func decodeResult(b []byte) (f *atollpb.Frame, ok bool) {
+	var id, replyTo uint64
+	var body []byte
+	seen := false
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, false
+		}
+		b = b[n:]
+		switch {
+		case num == frameID && typ == protowire.VarintType:
+			id, n = protowire.ConsumeVarint(b)
+		case num == frameReplyTo && typ == protowire.VarintType:
+			replyTo, n = protowire.ConsumeVarint(b)
+		case num == frameTaskResult && typ == protowire.BytesType && !seen:
+			body, n = protowire.ConsumeBytes(b)
+			seen = true
+		default:
+			return nil, false
+		}
+		if n < 0 {
+			return nil, false
+		}
+		b = b[n:]
+	}
+	if !seen {
+		return nil, false
+	}
+	// The bytes fields point into one copy of the result's bytes.
+	body = append([]byte(nil), body...)
+	blk := &resultBlock{}
+	if !blk.decodeResult(body) {
+		return nil, false
+	}
+	blk.frame.Id, blk.frame.ReplyTo = id, replyTo
+	blk.body.TaskResult = &blk.result
+	blk.frame.Body = &blk.body
+	return &blk.frame, true
+}
+
+func (blk *resultBlock) decodeResult(b []byte) bool {
+	r := &blk.result
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+		var v uint64
+		var s []byte
+		switch {
+		case num == resultTaskID && typ == protowire.BytesType:
+			s, n = protowire.ConsumeBytes(b)
+			r.TaskId = nonEmpty(s)
+		case num == resultAttempt && typ == protowire.VarintType:
+			v, n = protowire.ConsumeVarint(b)
+			r.Attempt = int32(v)
+		case num == resultReturns && typ == protowire.BytesType && r.Returns == nil:
+			s, n = protowire.ConsumeBytes(b)
+			if n >= 0 && !blk.decodeReturn(s) {
+				return false
+			}
+			blk.rets[0] = &blk.ret
+			r.Returns = blk.rets[:]
+		case num == resultWorkerID && typ == protowire.BytesType:
+			s, n = protowire.ConsumeBytes(b)
+			r.WorkerId = nonEmpty(s)
+		case num == resultBorrowsReported && typ == protowire.VarintType:
+			v, n = protowire.ConsumeVarint(b)
+			r.BorrowsReported = v != 0
+		case num == resultBorrowsSeq && typ == protowire.VarintType:
+			r.BorrowsSeq, n = protowire.ConsumeVarint(b)
+		default:
+			return false
+		}
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
+}
+
+func (blk *resultBlock) decodeReturn(b []byte) bool {
+	ret := &blk.ret
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+		var s []byte
+		switch {
+		case num == returnObjectID && typ == protowire.BytesType:
+			s, n = protowire.ConsumeBytes(b)
+			ret.ObjectId = nonEmpty(s)
+		case num == returnValue && typ == protowire.BytesType && ret.Value == nil:
+			s, n = protowire.ConsumeBytes(b)
+			if n >= 0 && !blk.decodeValue(s) {
+				return false
+			}
+			ret.Value = &blk.value
+		default:
+			return false
+		}
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
+}
+
+func (blk *resultBlock) decodeValue(b []byte) bool {
+	val := &blk.value
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+		switch {
+		case num == valueCodec && typ == protowire.VarintType:
+			var v uint64
+			v, n = protowire.ConsumeVarint(b)
+			val.Codec = atollpb.Codec(int32(v))
+		case num == valueInline && typ == protowire.BytesType && val.Kind == nil:
+			var s []byte
+			s, n = protowire.ConsumeBytes(b)
+			blk.inline.Inline = s[:len(s):len(s)] // a oneof's bytes are set even when empty
+			val.Kind = &blk.inline
+		default:
+			return false
+		}
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
+}
+
+// nonEmpty is a proto3 bytes field as proto.Unmarshal sets it: nil when
+// empty.
+func nonEmpty(s []byte) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return s[:len(s):len(s)]
+}

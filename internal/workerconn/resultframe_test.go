@@ -1,0 +1,117 @@
+package workerconn
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+)
+
+// randomResult is a task-result frame of the shapes workers send: the
+// common one decodeResult takes and the rarer ones it leaves to
+// proto.Unmarshal.
+func randomResult(r *rand.Rand) *atollpb.Frame {
+	bs := func(max int) []byte {
+		if r.IntN(4) == 0 {
+			return nil
+		}
+		b := make([]byte, r.IntN(max))
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		return b
+	}
+	res := &atollpb.TaskResult{TaskId: bs(24), Attempt: r.Int32N(5) - 1, WorkerId: bs(17),
+		BorrowsReported: r.IntN(2) == 0, BorrowsSeq: r.Uint64N(1 << 40)}
+	for range r.IntN(3) {
+		ret := &atollpb.ReturnObject{ObjectId: bs(24)}
+		switch r.IntN(5) {
+		case 0:
+		case 1:
+			ret.Value = &atollpb.Value{Codec: atollpb.Codec(r.IntN(4))}
+		case 2:
+			ret.Value = &atollpb.Value{Kind: &atollpb.Value_Stored{Stored: &atollpb.ObjectLocation{Length: 9}}}
+		default:
+			ret.Value = &atollpb.Value{Codec: atollpb.Codec(r.IntN(4)), Kind: &atollpb.Value_Inline{Inline: bs(300)}}
+		}
+		res.Returns = append(res.Returns, ret)
+	}
+	switch r.IntN(10) {
+	case 0:
+		res.Error = &atollpb.ErrorInfo{Code: atollpb.ErrorCode_NOT_FOUND, Message: "m"}
+	case 1:
+		res.ExecuteSpan = &atollpb.TraceContext{Traceparent: "00-x"}
+	case 2:
+		res.Borrows = [][]byte{bs(16)}
+	}
+	return &atollpb.Frame{Id: r.Uint64N(3), ReplyTo: r.Uint64N(3), Body: &atollpb.Frame_TaskResult{TaskResult: res}}
+}
+
+// TestDecodeResultMatchesProto decodes random result frames both ways:
+// where decodeResult takes a frame, it gives what proto.Unmarshal gives,
+// and it takes the common shape.
+func TestDecodeResultMatchesProto(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	taken := 0
+	for i := range 5000 {
+		want := randomResult(r)
+		b, err := proto.Marshal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := decodeResult(b)
+		if !ok {
+			continue
+		}
+		taken++
+		if !proto.Equal(got, want) {
+			t.Fatalf("frame %d: decoded %v, want %v", i, got, want)
+		}
+		ref := &atollpb.Frame{}
+		if err := proto.Unmarshal(b, ref); err != nil {
+			t.Fatal(err)
+		}
+		if v := ref.GetTaskResult().GetReturns(); len(v) == 1 && v[0].GetValue().GetKind() != nil {
+			if got.GetTaskResult().GetReturns()[0].GetValue().GetInline() == nil {
+				t.Fatalf("frame %d: an empty inline value decoded as unset", i)
+			}
+		}
+	}
+	if taken < 1000 {
+		t.Fatalf("decodeResult took %d frames of 5000, want the common shape taken", taken)
+	}
+	one := &atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: &atollpb.TaskResult{TaskId: []byte("t"),
+		Returns: []*atollpb.ReturnObject{{ObjectId: []byte("o"), Value: &atollpb.Value{Kind: &atollpb.Value_Inline{Inline: []byte{1}}}}}}}}
+	b, _ := proto.Marshal(one)
+	if _, ok := decodeResult(b); !ok {
+		t.Fatal("a one-return inline result was left to proto.Unmarshal")
+	}
+	if n := testing.AllocsPerRun(100, func() { decodeResult(b) }); n > 2 {
+		t.Fatalf("decodeResult made %v allocations, want at most 2", n)
+	}
+}
+
+// FuzzDecodeResult: on any bytes, decodeResult either declines or gives
+// what proto.Unmarshal gives.
+func FuzzDecodeResult(f *testing.F) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 20 {
+		b, _ := proto.Marshal(randomResult(r))
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, ok := decodeResult(b)
+		if !ok {
+			return
+		}
+		want := &atollpb.Frame{}
+		if err := proto.Unmarshal(b, want); err != nil {
+			t.Fatalf("decodeResult took bytes proto.Unmarshal rejects (%v): %v", err, got)
+		}
+		if !proto.Equal(got, want) {
+			t.Fatalf("decoded %v, want %v", got, want)
+		}
+	})
+}

@@ -65,14 +65,19 @@ func (t *Table) recordLineage(tk *task) {
 	case tk.spec.MaxRetries == 0:
 		why = "its task was submitted without retries (MaxRetries(0))"
 	}
+	// The returns' records, looked up once (most tasks have one).
+	var buf [2]*object
+	objs := buf[:0]
 	for _, rid := range tk.returns {
-		if o := t.objects[rid]; o != nil && len(o.x().contained) > 0 && why == "" {
+		o := t.objects[rid]
+		objs = append(objs, o)
+		if o != nil && len(o.x().contained) > 0 && why == "" {
 			why = "its task's returns hold refs"
 		}
 	}
 	if why != "" {
-		for _, rid := range tk.returns {
-			if o := t.objects[rid]; o != nil {
+		for _, o := range objs {
+			if o != nil {
 				o.m().noLineage = why
 			}
 		}
@@ -80,7 +85,8 @@ func (t *Table) recordLineage(tk *task) {
 	}
 	e := &lineageEntry{spec: tk.spec, deps: tk.deps(), depArgIdx: tk.depArgIdx(), returns: tk.returns, size: specSize(tk.spec),
 		attach: tk.attach, recoveries: tk.recoveries()}
-	if prev := t.lineage[tk.id]; prev != nil {
+	// Only a task rebuilt from its lineage can have an entry already.
+	if prev := t.lineageOf(tk); prev != nil {
 		t.lineageBytes -= prev.size // rebuilt: it keeps its place in the order
 	} else {
 		t.lineageOrder = append(t.lineageOrder, tk.id)
@@ -92,12 +98,21 @@ func (t *Table) recordLineage(tk *task) {
 	}
 	t.lineage[tk.id] = e
 	t.lineageBytes += e.size
-	for _, rid := range tk.returns {
-		if o := t.objects[rid]; o != nil {
+	for _, o := range objs {
+		if o != nil {
 			o.producerTask = tk.id
 		}
 	}
 	t.evictLineage()
+}
+
+// lineageOf is the lineage entry kept for tk, if it is being rebuilt
+// from it (no map lookup for a first run).
+func (t *Table) lineageOf(tk *task) *lineageEntry {
+	if !tk.rebuilding() {
+		return nil
+	}
+	return t.lineage[tk.id]
 }
 
 // evictLineage forgets the oldest lineage past the budget.

@@ -336,7 +336,12 @@ func eachParquetBatch(ctx context.Context, path string, rgs []int, columns []str
 // and the bytes of their column chunks.
 func openRowGroups(ctx context.Context, path string, rgs []int, columns []string) (*file.Reader, *pqarrow.FileReader, []int, int64, error) {
 	mem := compute.GetAllocator(ctx)
-	pf, err := openWithFooter(path, file.WithReadProps(parquet.NewReaderProperties(mem)))
+	// Buffered, a column chunk's pages are read one at a time into the
+	// page reader's buffer (mem's); unbuffered, each column chunk read
+	// is a fresh Go slice of its whole compressed size, garbage after.
+	props := parquet.NewReaderProperties(mem)
+	props.BufferedStreamEnabled = true
+	pf, err := openWithFooter(path, file.WithReadProps(props))
 	if err != nil {
 		return nil, nil, nil, 0, err
 	}

@@ -71,6 +71,31 @@ func (p *poolAllocator) checking() bool {
 	return p.check
 }
 
+// ReleaseBuffers drops the freed buffers Allocator keeps for reuse in
+// this process (up to 64 MiB), leaving them to the collector: a program
+// that ran Datasets' kernels in its own process (a baseline, a one-off
+// computation with Allocator) and moves on to other work calls it, with
+// debug.FreeOSMemory after to give the memory back to the system at
+// once. Buffers freed afterwards are kept again.
+func ReleaseBuffers() { arrowPool.release() }
+
+// release empties the free lists.
+func (p *poolAllocator) release() {
+	check := p.checking()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.free {
+		if check {
+			for _, ptr := range p.free[c] {
+				p.freed.Delete(ptr)
+			}
+		}
+		clear(p.free[c])
+		p.free[c] = nil
+	}
+	p.held = 0
+}
+
 // take pops a freed buffer of class c, or returns nil.
 func (p *poolAllocator) take(c int) unsafe.Pointer {
 	p.mu.Lock()

@@ -80,3 +80,30 @@ func TestPoolAllocatorIsBounded(t *testing.T) {
 		t.Fatalf("Allocate did not take the last buffer freed (held %d)", p.held)
 	}
 }
+
+// release drops every freed buffer; buffers freed afterwards are kept
+// again, and a released buffer (checks on) is no more known as freed.
+func TestPoolAllocatorRelease(t *testing.T) {
+	p := &poolAllocator{check: true}
+	a, b := p.Allocate(4096), p.Allocate(1<<20)
+	p.Free(a)
+	p.Free(b)
+	if p.held != 4096+1<<20 {
+		t.Fatalf("held %d bytes", p.held)
+	}
+	p.release()
+	if p.held != 0 || len(p.free[0]) != 0 || len(p.free[20-minClass]) != 0 {
+		t.Fatalf("after release: held %d bytes", p.held)
+	}
+	if _, ok := p.freed.Load(unsafe.Pointer(&a[0])); ok {
+		t.Fatal("a released buffer is still known as freed")
+	}
+	c := p.Allocate(4096)
+	if &c[0] == &a[0] {
+		t.Fatal("a released buffer was handed out again")
+	}
+	p.Free(c)
+	if p.held != 4096 {
+		t.Fatalf("a buffer freed after release: held %d bytes", p.held)
+	}
+}

@@ -33,7 +33,9 @@
 // A and J run -turns times, alternating with their baselines, and report
 // the medians: the machine is shared, so only same-run ratios count.
 // atoll's peak PSS is that of all its processes (driver and workers), a
-// baseline's that of this process alone, where it runs.
+// baseline's that of this process alone, where it runs; each phase
+// starts with this process's garbage collected and the Arrow buffers
+// the phase before left in its pool dropped.
 // -worker-heap-floor sets the worker processes' heap floor (1B: Go's
 // default collector).
 package main
@@ -55,6 +57,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/data"
 	"github.com/atoll-runtime/atoll/internal/benchfmt"
 	"github.com/atoll-runtime/atoll/internal/pss"
 )
@@ -292,7 +295,12 @@ func measureBaseline(ctx context.Context, fn func() error) (phase, error) {
 }
 
 func measureIn(ctx context.Context, procs func() []int, fn func() error) (phase, error) {
-	debug.FreeOSMemory() // the phase before's garbage counts in no phase's PSS
+	// The phase before's garbage counts in no phase's PSS; nor do the
+	// Arrow buffers the baselines freed into this process's pool
+	// (data.Allocator keeps up to 64 MiB of them for reuse), which
+	// atoll's phase, whose kernels run in the workers, never uses.
+	data.ReleaseBuffers()
+	debug.FreeOSMemory()
 	before, err := atolltest.Memory(ctx)
 	if err != nil {
 		return phase{}, err

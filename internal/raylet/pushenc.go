@@ -39,11 +39,12 @@ const (
 )
 
 // Fields of a TaskSpec, by number, as PushEncoder splits them: a task's
-// own (perTaskFields) and its shape's (shapeFields). A field added to
-// TaskSpec must be added to one of the two (TestPushEncoderKnowsEveryField).
+// own (perTaskFields) and its shape's (shapeFields), the lists the
+// worker's reader splits them by. A field added to TaskSpec must be added
+// to one of the two (TestPushEncoderKnowsEveryField).
 var (
-	perTaskFields = []protowire.Number{1, 6, 11, 14, 16, 18, 19, 20}
-	shapeFields   = []protowire.Number{2, 3, 4, 5, 7, 8, 9, 10, 12, 13, 15, 17, 21, 22, 23, 24, 25, 40, 41}
+	perTaskFields = workerconn.SpecOwnFields
+	shapeFields   = workerconn.SpecShapeFields
 )
 
 // specShape is the fields a kind of task shares, and their bytes.

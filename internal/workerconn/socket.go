@@ -33,12 +33,15 @@ func (socket) spare() []byte { return nil }
 
 func (s socket) close() error { return s.c.Close() }
 
-func (s socket) reader() frameSource { return &socketReader{bufio.NewReaderSize(s.c, 64<<10)} }
+func (s socket) reader() frameSource { return &socketReader{r: bufio.NewReaderSize(s.c, 64<<10)} }
 
 // socketReader reads frames from a socket through a 64 KiB buffer.
-type socketReader struct{ r *bufio.Reader }
+type socketReader struct {
+	r    *bufio.Reader
+	push pushDecoder
+}
 
-func (r *socketReader) next() (*atollpb.Frame, error) { return readBuffered(r.r) }
+func (r *socketReader) next() (*atollpb.Frame, error) { return readBuffered(r.r, &r.push) }
 func (r *socketReader) more() bool                    { return r.r.Buffered() > 0 }
 
 // tryWrite writes with one write(2) on the socket's descriptor, which
@@ -84,7 +87,7 @@ func (s socket) tryWrite(buf []byte) (int, bool, error) {
 // readBuffered reads one frame from r, straight from r's buffer when the
 // frame fits in it (no copy of its bytes but the one proto.Unmarshal
 // makes of what it keeps), else as readFrame does.
-func readBuffered(r *bufio.Reader) (*atollpb.Frame, error) {
+func readBuffered(r *bufio.Reader, push *pushDecoder) (*atollpb.Frame, error) {
 	hdr, err := r.Peek(4)
 	if err != nil {
 		if len(hdr) > 0 && err == io.EOF {
@@ -104,6 +107,9 @@ func readBuffered(r *bufio.Reader) (*atollpb.Frame, error) {
 		return nil, err
 	}
 	f, ok := decodeResult(b[4:])
+	if !ok {
+		f, ok = push.decode(b[4:])
+	}
 	if !ok {
 		f = &atollpb.Frame{}
 		if err := proto.Unmarshal(b[4:], f); err != nil {

@@ -178,3 +178,35 @@ func BenchmarkProcessTasksAsync(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
 }
+
+type benchActor struct{}
+
+var (
+	benchActorType = atoll.NewActorType("bench.Actor", func(context.Context) (*benchActor, error) { return &benchActor{}, nil })
+	benchActorNoop = atoll.NewMethod0(benchActorType, "noop", func(*benchActor, context.Context) (int, error) { return 0, nil })
+)
+
+// BenchmarkProcessActorCallsAsync is Ray's 1_1_actor_calls_async with the
+// actor in a worker process, one call per op (batches of 1,000 waited
+// for across ops): -benchmem reports the caller's allocations per call.
+func BenchmarkProcessActorCallsAsync(b *testing.B) {
+	ctx := startBenchProcesses(b)
+	a, err := benchActorType.New(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	refs := make([]atoll.ObjectRef[int], 0, 1000)
+	for b.Loop() {
+		refs = append(refs, benchActorNoop.Remote(ctx, a))
+		if len(refs) == cap(refs) {
+			if _, err := atoll.GetAll(ctx, refs); err != nil {
+				b.Fatal(err)
+			}
+			refs = refs[:0]
+		}
+	}
+	if _, err := atoll.GetAll(ctx, refs); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+}

@@ -81,11 +81,10 @@ type NodeGone struct{ Node ids.NodeID }
 // into the node and the host's local address; a plain local address
 // yields a zero node.
 func SplitActorAddress(address string) (ids.NodeID, string) {
-	if i := strings.IndexByte(address, '/'); i > 0 {
-		if b, err := hex.DecodeString(address[:i]); err == nil {
-			if node, err := ids.FromBytes(b); err == nil {
-				return node, address[i+1:]
-			}
+	if i := strings.IndexByte(address, '/'); i > 0 && i == 2*ids.Len16 {
+		var node ids.NodeID // decoded in place: every actor call splits its address
+		if _, err := hex.Decode(node[:], []byte(address[:i])); err == nil {
+			return node, address[i+1:]
 		}
 	}
 	return ids.NodeID{}, address

@@ -253,6 +253,24 @@ func (c *Conn) Defer(fs ...*atollpb.Frame) error {
 	return nil
 }
 
+// DeferEncoded is Defer for the frames e appends (a push encoder's).
+func (c *Conn) DeferEncoded(e Encoder) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return c.werr
+	}
+	n := len(c.wbuf)
+	out, err := e.AppendFrames(c.wbuf)
+	if err != nil {
+		c.wbuf = out[:n]
+		return err
+	}
+	c.wbuf = out
+	c.frames.Add(uint64(countFrames(out[n:])))
+	return nil
+}
+
 // TryFlush writes what the buffer holds without waiting for the peer: as
 // much as the transport takes at once, the rest by the flusher goroutine.
 // Nothing to do if a writer is flushing already (it writes it).

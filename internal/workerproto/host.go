@@ -38,6 +38,8 @@ type hostState struct {
 	// events are the timeline's records of calls answered on the reader,
 	// sent to the raylet once per burst (flushEvents).
 	events []raylet.TaskEvent
+	// enc encodes the calls sendLocked writes (under mu).
+	enc raylet.PushEncoder
 
 	// Set once, when the host starts.
 	system *actor.ActorSystem
@@ -83,9 +85,17 @@ func (s *hostState) sendLocked(fx []HostEffect) (rest []HostEffect, flush *worke
 			killed = true
 			continue
 		}
-		if s.conn.Defer(&atollpb.Frame{Body: &atollpb.Frame_PushTask{PushTask: &atollpb.PushTask{Spec: send.Call.Spec}}}) == nil {
+		s.enc.Specs = append(s.enc.Specs, send.Call.Spec)
+	}
+	if len(s.enc.Specs) > 0 {
+		// Encoded as the submitter's pushes are: a call's shape (its
+		// actor, caller, method) marshalled once, only its own fields
+		// for each call.
+		if s.conn.DeferEncoded(&s.enc) == nil {
 			flush = s.conn
 		}
+		clear(s.enc.Specs)
+		s.enc.Specs = s.enc.Specs[:0]
 	}
 	return rest, flush
 }
@@ -310,7 +320,7 @@ func (h *actorHost) start(ctx actor.Context) {
 			switch e := e.(type) {
 			case Reply:
 				reply = e.Call
-				state.events = append(state.events, callEvent(e.Call, worker, res.GetError() != nil).Event)
+				state.events = append(state.events, callEvent(e.Call, worker, res.GetError() != nil))
 			case PumpDue:
 				state.sendLocked(state.core.Pump(time.Now()))
 			}
@@ -386,7 +396,7 @@ func (h *actorHost) apply(ctx actor.Context, effects []HostEffect) {
 		switch e := e.(type) {
 		case Reply:
 			h.deliver(e.Call.Caller.(*actor.PID), e.Result)
-			ctx.Send(h.raylet, callEvent(e.Call, h.worker.ID, e.Result.GetError() != nil || e.Result.ActorCrashed))
+			ctx.Send(h.raylet, &raylet.AddTimelineEvent{Event: callEvent(e.Call, h.worker.ID, e.Result.GetError() != nil || e.Result.ActorCrashed)})
 		case Fail:
 			died := &errs.ActorDiedError{ActorID: h.id.String(), Name: h.spec.GetActorCreation().GetName(), Message: e.Reason}
 			h.deliver(e.Call.Caller.(*actor.PID), &atollpb.TaskResult{TaskId: e.Call.Spec.TaskId, Attempt: e.Call.Spec.Attempt,
@@ -441,9 +451,9 @@ func taskIDOf(spec *atollpb.TaskSpec) ids.TaskID {
 }
 
 // callEvent is the timeline's record of an actor call that finished.
-func callEvent(c *Call, worker ids.WorkerID, failed bool) *raylet.AddTimelineEvent {
-	return &raylet.AddTimelineEvent{Event: raylet.TaskEvent{TaskID: taskIDOf(c.Spec), Name: c.Spec.Name, Worker: worker, Start: c.Sent, End: time.Now(),
-		Failed: failed, Kind: raylet.EventActorCall}}
+func callEvent(c *Call, worker ids.WorkerID, failed bool) raylet.TaskEvent {
+	return raylet.TaskEvent{TaskID: taskIDOf(c.Spec), Name: c.Spec.Name, Worker: worker, Start: c.Sent, End: time.Now(),
+		Failed: failed, Kind: raylet.EventActorCall}
 }
 
 func (h *Hosts) addHost(id string, s *hostState) {

@@ -112,6 +112,7 @@ func (c *Call) Group() string { return c.group }
 // callerOrder is where one caller's calls are: next is the sequence
 // number that starts next; held are later ones that arrived first.
 type callerOrder struct {
+	id   string // the caller's id, its key in HostCore.callers
 	next uint64
 	held map[uint64]*Call
 	// since is when the oldest gap began holding calls; last when a call
@@ -195,15 +196,15 @@ func (h *HostCore) Arrive(now time.Time, c *Call) []HostEffect {
 		h.queue(c)
 		return h.pump(now, out)
 	}
-	id := string(c.Spec.GetCallerId())
-	o := h.callers[id]
+	o := h.callers[string(c.Spec.GetCallerId())] // no string made for the lookup
 	if o == nil {
 		if len(h.callers) >= h.cfg.MaxCallers {
 			h.forgetIdle(now)
 		}
-		o = &callerOrder{next: 1, held: map[uint64]*Call{}}
-		h.callers[id] = o
+		o = &callerOrder{id: string(c.Spec.GetCallerId()), next: 1, held: map[uint64]*Call{}}
+		h.callers[o.id] = o
 	}
+	id := o.id
 	o.last = now
 	switch {
 	case seq < o.next || o.held[seq] != nil:

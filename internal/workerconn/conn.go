@@ -222,32 +222,18 @@ func (c *Conn) Defer(fs ...*atollpb.Frame) error {
 	for _, f := range fs {
 		f.Id = 0
 	}
-	var small [8]int
-	sizes := small[:0]
-	if len(fs) > len(small) {
-		sizes = make([]int, 0, len(fs))
-	}
-	for _, f := range fs {
-		n := proto.Size(f)
-		if n > MaxFrame {
-			return fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrBadFrame, n, MaxFrame)
-		}
-		sizes = append(sizes, n)
+	var small [8]frameSize
+	sizes, err := sizeFrames(fs, small[:0])
+	if err != nil {
+		return err
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if c.werr != nil {
 		return c.werr
 	}
-	start := len(c.wbuf)
-	for i, f := range fs {
-		c.wbuf = binary.BigEndian.AppendUint32(c.wbuf, uint32(sizes[i]))
-		b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(c.wbuf, f)
-		if err != nil {
-			c.wbuf = c.wbuf[:start]
-			return fmt.Errorf("workerconn: marshal: %w", err)
-		}
-		c.wbuf = b
+	if c.wbuf, err = appendFrames(c.wbuf, fs, sizes); err != nil {
+		return err
 	}
 	c.frames.Add(uint64(len(fs)))
 	return nil
@@ -405,30 +391,58 @@ const (
 )
 
 func (c *Conn) write(wait bool, fs ...*atollpb.Frame) error {
-	var small [8]int
-	sizes := small[:0]
-	if len(fs) > len(small) {
-		sizes = make([]int, 0, len(fs))
-	}
-	for _, f := range fs {
-		n := proto.Size(f)
-		if n > MaxFrame {
-			return fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrBadFrame, n, MaxFrame)
-		}
-		sizes = append(sizes, n)
+	var small [8]frameSize
+	sizes, err := sizeFrames(fs, small[:0])
+	if err != nil {
+		return err
 	}
 	return c.appendAndFlush(wait, func(buf []byte) ([]byte, int, error) {
-		start := len(buf)
-		for i, f := range fs {
-			buf = binary.BigEndian.AppendUint32(buf, uint32(sizes[i]))
-			b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(buf, f)
-			if err != nil {
-				return buf[:start], 0, fmt.Errorf("workerconn: marshal: %w", err)
-			}
-			buf = b
-		}
-		return buf, len(fs), nil
+		buf, err := appendFrames(buf, fs, sizes)
+		return buf, len(fs), err
 	})
+}
+
+// frameSize is a frame's encoded size, and whether appendResultFrame
+// encodes it (a task result of the common shape) rather than
+// proto.Marshal.
+type frameSize struct {
+	n      int
+	result bool
+}
+
+// sizeFrames appends the sizes of fs to sizes, checking each against
+// MaxFrame.
+func sizeFrames(fs []*atollpb.Frame, sizes []frameSize) ([]frameSize, error) {
+	for _, f := range fs {
+		s := frameSize{n: resultFrameSize(f), result: true}
+		if s.n < 0 {
+			s = frameSize{n: proto.Size(f)}
+		}
+		if s.n > MaxFrame {
+			return nil, fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrBadFrame, s.n, MaxFrame)
+		}
+		sizes = append(sizes, s)
+	}
+	return sizes, nil
+}
+
+// appendFrames appends fs, each its length and its bytes, to buf (which
+// it returns as it was on an error).
+func appendFrames(buf []byte, fs []*atollpb.Frame, sizes []frameSize) ([]byte, error) {
+	start := len(buf)
+	for i, f := range fs {
+		buf = binary.BigEndian.AppendUint32(buf, uint32(sizes[i].n))
+		if sizes[i].result {
+			buf = appendResultFrame(buf, f)
+			continue
+		}
+		b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(buf, f)
+		if err != nil {
+			return buf[:start], fmt.Errorf("workerconn: marshal: %w", err)
+		}
+		buf = b
+	}
+	return buf, nil
 }
 
 // appendAndFlush appends frames to the write buffer with fill (which

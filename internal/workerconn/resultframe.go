@@ -203,3 +203,135 @@ func nonEmpty(s []byte) []byte {
 	}
 	return s[:len(s):len(s)]
 }
+
+// resultFrameSize is the encoded size of f if it is a task-result frame
+// of the common shape (the one decodeResult takes), else -1; f is then
+// encoded by appendResultFrame, as proto.Marshal would encode it, without
+// reflection.
+func resultFrameSize(f *atollpb.Frame) int {
+	r := f.GetTaskResult()
+	if r == nil || !commonResult(r) {
+		return -1
+	}
+	n := resultSize(r)
+	return varintField(1, f.Id) + varintField(1, f.ReplyTo) + 1 + protowire.SizeBytes(n)
+}
+
+// commonResult reports whether r has the fields decodeResult decodes
+// only.
+func commonResult(r *atollpb.TaskResult) bool {
+	if r.Error != nil || r.ExecuteSpan != nil || r.ActorAddress != "" || r.ActorCrashed || r.GeneratorItem != nil ||
+		len(r.Transferred) > 0 || len(r.Borrows) > 0 || len(r.Returns) > 1 || len(r.ProtoReflect().GetUnknown()) > 0 {
+		return false
+	}
+	if len(r.Returns) == 0 {
+		return true
+	}
+	ret := r.Returns[0]
+	if ret == nil || len(ret.ProtoReflect().GetUnknown()) > 0 {
+		return false
+	}
+	v := ret.Value
+	if v == nil {
+		return true
+	}
+	if len(v.ContainedRefs) > 0 || len(v.ProtoReflect().GetUnknown()) > 0 {
+		return false
+	}
+	switch v.Kind.(type) {
+	case nil, *atollpb.Value_Inline:
+		return true
+	}
+	return false
+}
+
+func resultSize(r *atollpb.TaskResult) int {
+	n := bytesField(len(r.TaskId)) + varintField(1, uint64(int64(r.Attempt))) + bytesField(len(r.WorkerId))
+	if r.BorrowsReported {
+		n += 2
+	}
+	n += varintField(1, r.BorrowsSeq)
+	if len(r.Returns) == 1 {
+		n += 1 + protowire.SizeBytes(returnSize(r.Returns[0]))
+	}
+	return n
+}
+
+func returnSize(ret *atollpb.ReturnObject) int {
+	n := bytesField(len(ret.ObjectId))
+	if ret.Value != nil {
+		n += 1 + protowire.SizeBytes(valueSize(ret.Value))
+	}
+	return n
+}
+
+func valueSize(v *atollpb.Value) int {
+	n := varintField(1, uint64(int64(v.Codec)))
+	if in, ok := v.Kind.(*atollpb.Value_Inline); ok {
+		n += 1 + protowire.SizeBytes(len(in.Inline))
+	}
+	return n
+}
+
+// appendResultFrame appends f, which resultFrameSize took, in the field
+// order proto.Marshal writes.
+func appendResultFrame(b []byte, f *atollpb.Frame) []byte {
+	r := f.GetTaskResult()
+	b = appendVarintField(b, frameID, f.Id)
+	b = appendVarintField(b, frameReplyTo, f.ReplyTo)
+	b = protowire.AppendTag(b, frameTaskResult, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(resultSize(r)))
+	b = appendBytesField(b, resultTaskID, r.TaskId)
+	b = appendVarintField(b, resultAttempt, uint64(int64(r.Attempt)))
+	if len(r.Returns) == 1 {
+		ret := r.Returns[0]
+		b = protowire.AppendTag(b, resultReturns, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(returnSize(ret)))
+		b = appendBytesField(b, returnObjectID, ret.ObjectId)
+		if v := ret.Value; v != nil {
+			b = protowire.AppendTag(b, returnValue, protowire.BytesType)
+			b = protowire.AppendVarint(b, uint64(valueSize(v)))
+			b = appendVarintField(b, valueCodec, uint64(int64(v.Codec)))
+			if in, ok := v.Kind.(*atollpb.Value_Inline); ok {
+				b = protowire.AppendTag(b, valueInline, protowire.BytesType)
+				b = protowire.AppendBytes(b, in.Inline)
+			}
+		}
+	}
+	b = appendBytesField(b, resultWorkerID, r.WorkerId)
+	if r.BorrowsReported {
+		b = protowire.AppendTag(b, resultBorrowsReported, protowire.VarintType)
+		b = protowire.AppendVarint(b, 1)
+	}
+	return appendVarintField(b, resultBorrowsSeq, r.BorrowsSeq)
+}
+
+// The sizes of proto3 fields with one-byte tags (nothing for a zero
+// value), and their encodings.
+func bytesField(n int) int {
+	if n == 0 {
+		return 0
+	}
+	return 1 + protowire.SizeBytes(n)
+}
+
+func varintField(tag int, v uint64) int {
+	if v == 0 {
+		return 0
+	}
+	return tag + protowire.SizeVarint(v)
+}
+
+func appendBytesField(b []byte, num protowire.Number, v []byte) []byte {
+	if len(v) == 0 {
+		return b
+	}
+	return protowire.AppendBytes(protowire.AppendTag(b, num, protowire.BytesType), v)
+}
+
+func appendVarintField(b []byte, num protowire.Number, v uint64) []byte {
+	if v == 0 {
+		return b
+	}
+	return protowire.AppendVarint(protowire.AppendTag(b, num, protowire.VarintType), v)
+}

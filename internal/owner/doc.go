@@ -66,6 +66,11 @@
 //	TaskState (a query)         a Get that timed out,          -
 //	                            ForceCancel
 //
+// Dispatched and Finished go only to tasks submitted with an Attach (the
+// shell's data for the task: a span to end, a context watch to forget, a
+// pending call to free); the runtime gives none to a plain task, so that
+// one costs two effects fewer.
+//
 // The shell is internal/runtime's ownerShell: it applies every event under
 // one mutex, the only lock on the Table, and queues the effects; whoever
 // stepped the Table then drains the queue outside the lock unless another

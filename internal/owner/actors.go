@@ -409,14 +409,22 @@ func (t *Table) flush(a *actorEntry) {
 	for len(a.queue) > 0 && a.queue[0].dispatched {
 		tk := a.queue[0]
 		a.queue[0] = nil
-		a.queue = a.queue[1:]
+		if len(a.queue) == 1 {
+			a.queue = a.queue[:0] // its start kept: the next call reuses the array
+		} else {
+			a.queue = a.queue[1:]
+		}
 		a.inflight[tk.id] = tk
 		t.send(a, tk.spec)
 	}
-	if len(a.queue) == 0 {
+	if len(a.queue) == 0 && cap(a.queue) > maxKeptQueue {
 		a.queue = nil // the backing array goes with its calls
 	}
 }
+
+// maxKeptQueue bounds the array an actor's emptied queue of calls keeps
+// for the next.
+const maxKeptQueue = 64
 
 // unsent removes a call that has not been sent yet; it reports whether it
 // found one.

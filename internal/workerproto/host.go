@@ -314,16 +314,12 @@ func (h *actorHost) start(ctx actor.Context) {
 		// the burst's end (the reader never waits on a write); the
 		// timeline hears of the calls once per burst too.
 		state.mu.Lock()
-		fx := state.core.Finish(gen, res)
-		var reply *Call
-		for _, e := range fx {
-			switch e := e.(type) {
-			case Reply:
-				reply = e.Call
-				state.events = append(state.events, callEvent(e.Call, worker, res.GetError() != nil))
-			case PumpDue:
-				state.sendLocked(state.core.Pump(time.Now()))
-			}
+		reply, pumpDue := state.core.FinishCall(gen, res)
+		if reply != nil {
+			state.events = append(state.events, callEvent(reply, worker, res.GetError() != nil))
+		}
+		if pumpDue {
+			state.sendLocked(state.core.Pump(time.Now()))
 		}
 		state.mu.Unlock()
 		if reply != nil {

@@ -247,20 +247,31 @@ func (h *HostCore) Ready(now time.Time, gen uint64) []HostEffect {
 // on a write; they leave at the end of the reader's burst). A result for
 // no call in flight (late, of another incarnation) is ignored.
 func (h *HostCore) Finish(gen uint64, res *atollpb.TaskResult) []HostEffect {
-	if gen != h.gen {
+	c, pumpDue := h.FinishCall(gen, res)
+	switch {
+	case c == nil:
 		return nil
+	case pumpDue:
+		return []HostEffect{Reply{Call: c, Result: res}, PumpDue{}}
+	}
+	return []HostEffect{Reply{Call: c, Result: res}}
+}
+
+// FinishCall is Finish with its effects as values, for the host's
+// connection reader (no effect list per call): the call to reply to
+// (nil: none) and whether calls wait for its place (PumpDue).
+func (h *HostCore) FinishCall(gen uint64, res *atollpb.TaskResult) (reply *Call, pumpDue bool) {
+	if gen != h.gen {
+		return nil, false
 	}
 	for i, c := range h.inflight {
 		if c.gen == gen && string(c.Spec.GetTaskId()) == string(res.GetTaskId()) && c.Spec.GetAttempt() == res.GetAttempt() {
 			h.inflight = slices.Delete(h.inflight, i, i+1)
 			h.inGroup[c.group]--
-			if h.ready && len(h.queues[c.group]) > 0 {
-				return []HostEffect{Reply{Call: c, Result: res}, PumpDue{}}
-			}
-			return []HostEffect{Reply{Call: c, Result: res}}
+			return c, h.ready && len(h.queues[c.group]) > 0
 		}
 	}
-	return nil
+	return nil, false
 }
 
 // Peek returns the call in flight of incarnation gen that res answers,

@@ -303,16 +303,7 @@ func eachParquetBatch(ctx context.Context, path string, rgs []int, columns []str
 		if err != nil {
 			return 0, err
 		}
-		defer func() { releaseAll(recs) }()
-		for i, rec := range recs {
-			recs[i] = nil
-			err := fn(rec)
-			rec.Release()
-			if err != nil {
-				return n, err
-			}
-		}
-		return n, nil
+		return n, eachRecord(recs, fn)
 	}
 	rr, err := fr.GetRecordReader(ctx, cols, rgs)
 	if err != nil {

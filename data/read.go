@@ -87,16 +87,7 @@ func (r *readSpec) each(ctx context.Context, fn func(arrow.RecordBatch) error) (
 		if err != nil {
 			return 0, err
 		}
-		defer func() { releaseAll(recs) }()
-		for i, rec := range recs {
-			recs[i] = nil
-			err := fn(rec)
-			rec.Release()
-			if err != nil {
-				return n, err
-			}
-		}
-		return n, nil
+		return n, eachRecord(recs, fn)
 	}
 	var fnErr error
 	n, err := eachParquetBatch(ctx, r.Path, r.RowGroups, r.Columns, func(rec arrow.RecordBatch) error {
@@ -261,4 +252,19 @@ func writeParquet(_ context.Context, w io.Writer, recs []arrow.RecordBatch) erro
 		}
 	}
 	return fw.Close()
+}
+
+// eachRecord hands recs to fn one at a time, releasing each after fn
+// returns (fn retains what it keeps), and the rest if fn fails.
+func eachRecord(recs []arrow.RecordBatch, fn func(arrow.RecordBatch) error) error {
+	defer func() { releaseAll(recs) }()
+	for i, rec := range recs {
+		recs[i] = nil
+		err := fn(rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -7,8 +7,9 @@ import (
 )
 
 // The frame every task sends back, its result, is decoded here without
-// reflection and in two allocations (the messages in one block, their
-// bytes in another), where proto.Unmarshal takes about a dozen. Only the
+// reflection and in three allocations (the frame's messages in one
+// block, its bytes in another, the return's value in a third, which is
+// what its owner keeps), where proto.Unmarshal takes about a dozen. Only the
 // common shape is decoded: a task's id, attempt, worker id, borrow report
 // flags and at most one return holding a codec and an inline value. A
 // frame with anything else (an error, a stored value, contained refs, a
@@ -17,15 +18,25 @@ import (
 // proto.Unmarshal gives (TestDecodeResultMatchesProto and
 // FuzzDecodeResult check it).
 
-// resultBlock holds the messages of a decoded result frame.
+// resultBlock holds the messages of a decoded result frame but its
+// value, which its owner keeps for as long as the object lives: that is
+// a valueBlock of its own, so that the frame's other messages go once
+// the result is applied.
 type resultBlock struct {
 	frame  atollpb.Frame
 	body   atollpb.Frame_TaskResult
 	result atollpb.TaskResult
 	ret    atollpb.ReturnObject
 	rets   [1]*atollpb.ReturnObject
+}
+
+// valueBlock is a decoded return's value; an inline value of up to
+// len(small) bytes is copied into it, a longer one points into the
+// frame's bytes.
+type valueBlock struct {
 	value  atollpb.Value
 	inline atollpb.Value_Inline
+	small  [24]byte
 }
 
 // Field numbers decoded here (atollpb's worker.proto, task.proto and
@@ -151,10 +162,11 @@ func (blk *resultBlock) decodeReturn(b []byte) bool {
 			ret.ObjectId = nonEmpty(s)
 		case num == returnValue && typ == protowire.BytesType && ret.Value == nil:
 			s, n = protowire.ConsumeBytes(b)
-			if n >= 0 && !blk.decodeValue(s) {
+			vb := &valueBlock{}
+			if n >= 0 && !vb.decode(s) {
 				return false
 			}
-			ret.Value = &blk.value
+			ret.Value = &vb.value
 		default:
 			return false
 		}
@@ -166,8 +178,8 @@ func (blk *resultBlock) decodeReturn(b []byte) bool {
 	return true
 }
 
-func (blk *resultBlock) decodeValue(b []byte) bool {
-	val := &blk.value
+func (vb *valueBlock) decode(b []byte) bool {
+	val := &vb.value
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -182,8 +194,11 @@ func (blk *resultBlock) decodeValue(b []byte) bool {
 		case num == valueInline && typ == protowire.BytesType && val.Kind == nil:
 			var s []byte
 			s, n = protowire.ConsumeBytes(b)
-			blk.inline.Inline = s[:len(s):len(s)] // a oneof's bytes are set even when empty
-			val.Kind = &blk.inline
+			if len(s) <= len(vb.small) && s != nil {
+				s = vb.small[:copy(vb.small[:], s)] // not the frame's bytes kept with a small value
+			}
+			vb.inline.Inline = s[:len(s):len(s)] // a oneof's bytes are set even when empty
+			val.Kind = &vb.inline
 		default:
 			return false
 		}

@@ -80,12 +80,18 @@ func (o *object) ready() bool { return o.value != nil }
 // value may be nil: pending until Resolve (the shell resolves objects it
 // writes itself; task returns are resolved by Result).
 func (t *Table) Put(id ids.ObjectID, value *atollpb.Value, producer *atollpb.TraceContext, contained []ids.ObjectID) {
+	t.put(id, value, producer, contained)
+}
+
+// put is Put, returning the object's record.
+func (t *Table) put(id ids.ObjectID, value *atollpb.Value, producer *atollpb.TraceContext, contained []ids.ObjectID) *object {
 	o := &object{refs: 1, producer: producer}
 	t.objects[id] = o
 	t.created++
 	if value != nil {
 		t.setValue(o, value, producer, contained)
 	}
+	return o
 }
 
 // AddRef takes one more reference; it reports false for unknown (freed)

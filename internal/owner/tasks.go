@@ -146,8 +146,7 @@ func (t *Table) Submit(s Submission) []ids.ObjectID {
 	tk := &task{id: id, seq: t.seqNext, spec: s.Spec, retriesLeft: int(s.Spec.MaxRetries), attach: s.Attach}
 	for i := 0; i < int(s.Spec.NumReturns); i++ {
 		rid := ids.ReturnObjectID(id, i)
-		t.Put(rid, nil, nil, nil)
-		t.objects[rid].taskReturn = true
+		t.put(rid, nil, nil, nil).taskReturn = true
 		tk.returns = append(tk.returns, rid)
 	}
 	t.tasks[id] = tk

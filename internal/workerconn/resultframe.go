@@ -67,29 +67,19 @@ func decodeResult(b []byte) (f *atollpb.Frame, ok bool) {
 	var id, replyTo uint64
 	var body []byte
 	seen := false
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return nil, false
-		}
-		b = b[n:]
+	if !eachField(b, func(num protowire.Number, v uint64, s []byte, isBytes bool) bool {
 		switch {
-		case num == frameID && typ == protowire.VarintType:
-			id, n = protowire.ConsumeVarint(b)
-		case num == frameReplyTo && typ == protowire.VarintType:
-			replyTo, n = protowire.ConsumeVarint(b)
-		case num == frameTaskResult && typ == protowire.BytesType && !seen:
-			body, n = protowire.ConsumeBytes(b)
-			seen = true
+		case num == frameID && !isBytes:
+			id = v
+		case num == frameReplyTo && !isBytes:
+			replyTo = v
+		case num == frameTaskResult && isBytes && !seen:
+			body, seen = s, true
 		default:
-			return nil, false
+			return false
 		}
-		if n < 0 {
-			return nil, false
-		}
-		b = b[n:]
-	}
-	if !seen {
+		return true
+	}) || !seen {
 		return nil, false
 	}
 	// The bytes fields point into one copy of the result's bytes.
@@ -106,6 +96,74 @@ func decodeResult(b []byte) (f *atollpb.Frame, ok bool) {
 
 func (blk *resultBlock) decodeResult(b []byte) bool {
 	r := &blk.result
+	return eachField(b, func(num protowire.Number, v uint64, s []byte, isBytes bool) bool {
+		switch {
+		case num == resultTaskID && isBytes:
+			r.TaskId = nonEmpty(s)
+		case num == resultAttempt && !isBytes:
+			r.Attempt = int32(v)
+		case num == resultReturns && isBytes && r.Returns == nil:
+			if !blk.decodeReturn(s) {
+				return false
+			}
+			blk.rets[0] = &blk.ret
+			r.Returns = blk.rets[:]
+		case num == resultWorkerID && isBytes:
+			r.WorkerId = nonEmpty(s)
+		case num == resultBorrowsReported && !isBytes:
+			r.BorrowsReported = v != 0
+		case num == resultBorrowsSeq && !isBytes:
+			r.BorrowsSeq = v
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (blk *resultBlock) decodeReturn(b []byte) bool {
+	ret := &blk.ret
+	return eachField(b, func(num protowire.Number, _ uint64, s []byte, isBytes bool) bool {
+		switch {
+		case num == returnObjectID && isBytes:
+			ret.ObjectId = nonEmpty(s)
+		case num == returnValue && isBytes && ret.Value == nil:
+			vb := &valueBlock{}
+			if !vb.decode(s) {
+				return false
+			}
+			ret.Value = &vb.value
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (vb *valueBlock) decode(b []byte) bool {
+	val := &vb.value
+	return eachField(b, func(num protowire.Number, v uint64, s []byte, isBytes bool) bool {
+		switch {
+		case num == valueCodec && !isBytes:
+			val.Codec = atollpb.Codec(int32(v))
+		case num == valueInline && isBytes && val.Kind == nil:
+			if len(s) <= len(vb.small) {
+				s = vb.small[:copy(vb.small[:], s)] // not the frame's bytes kept with a small value
+			}
+			vb.inline.Inline = s[:len(s):len(s)] // a oneof's bytes are set even when empty
+			val.Kind = &vb.inline
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+// eachField walks the fields of a message's bytes, calling f with each
+// field's number and value: v for a varint, s for a length-delimited
+// field (isBytes). It reports false on bytes that are not fields, on a
+// field of another wire type, and on a field f does not take.
+func eachField(b []byte, f func(num protowire.Number, v uint64, s []byte, isBytes bool) bool) bool {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -114,95 +172,15 @@ func (blk *resultBlock) decodeResult(b []byte) bool {
 		b = b[n:]
 		var v uint64
 		var s []byte
-		switch {
-		case num == resultTaskID && typ == protowire.BytesType:
-			s, n = protowire.ConsumeBytes(b)
-			r.TaskId = nonEmpty(s)
-		case num == resultAttempt && typ == protowire.VarintType:
+		switch typ {
+		case protowire.VarintType:
 			v, n = protowire.ConsumeVarint(b)
-			r.Attempt = int32(v)
-		case num == resultReturns && typ == protowire.BytesType && r.Returns == nil:
+		case protowire.BytesType:
 			s, n = protowire.ConsumeBytes(b)
-			if n >= 0 && !blk.decodeReturn(s) {
-				return false
-			}
-			blk.rets[0] = &blk.ret
-			r.Returns = blk.rets[:]
-		case num == resultWorkerID && typ == protowire.BytesType:
-			s, n = protowire.ConsumeBytes(b)
-			r.WorkerId = nonEmpty(s)
-		case num == resultBorrowsReported && typ == protowire.VarintType:
-			v, n = protowire.ConsumeVarint(b)
-			r.BorrowsReported = v != 0
-		case num == resultBorrowsSeq && typ == protowire.VarintType:
-			r.BorrowsSeq, n = protowire.ConsumeVarint(b)
 		default:
 			return false
 		}
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
-	}
-	return true
-}
-
-func (blk *resultBlock) decodeReturn(b []byte) bool {
-	ret := &blk.ret
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
-		var s []byte
-		switch {
-		case num == returnObjectID && typ == protowire.BytesType:
-			s, n = protowire.ConsumeBytes(b)
-			ret.ObjectId = nonEmpty(s)
-		case num == returnValue && typ == protowire.BytesType && ret.Value == nil:
-			s, n = protowire.ConsumeBytes(b)
-			vb := &valueBlock{}
-			if n >= 0 && !vb.decode(s) {
-				return false
-			}
-			ret.Value = &vb.value
-		default:
-			return false
-		}
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
-	}
-	return true
-}
-
-func (vb *valueBlock) decode(b []byte) bool {
-	val := &vb.value
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
-		switch {
-		case num == valueCodec && typ == protowire.VarintType:
-			var v uint64
-			v, n = protowire.ConsumeVarint(b)
-			val.Codec = atollpb.Codec(int32(v))
-		case num == valueInline && typ == protowire.BytesType && val.Kind == nil:
-			var s []byte
-			s, n = protowire.ConsumeBytes(b)
-			if len(s) <= len(vb.small) && s != nil {
-				s = vb.small[:copy(vb.small[:], s)] // not the frame's bytes kept with a small value
-			}
-			vb.inline.Inline = s[:len(s):len(s)] // a oneof's bytes are set even when empty
-			val.Kind = &vb.inline
-		default:
-			return false
-		}
-		if n < 0 {
+		if n < 0 || !f(num, v, s, typ == protowire.BytesType) {
 			return false
 		}
 		b = b[n:]

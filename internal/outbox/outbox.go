@@ -22,7 +22,8 @@ type Outbox[E any] struct {
 	draining bool
 }
 
-// maxSpare bounds the array kept as spare: a flood's queue is let go.
+// maxSpare bounds the arrays kept for reuse (the spare, a state
+// machine's in Move): a flood's are let go.
 const maxSpare = 1024
 
 // Add queues effects. The shell's mutex is held.
@@ -37,6 +38,20 @@ func (o *Outbox[E]) Add(effects ...E) {
 func (o *Outbox[E]) AddFrom(take func([]E) []E) {
 	o.reuse()
 	o.queue = take(o.queue)
+}
+
+// Move appends *effects to dst, in order, empties *effects and returns
+// dst: how a state machine hands its effects to its shell's queue
+// (AddFrom) keeping its own array for the next step, unless a flood grew
+// it past what is worth keeping.
+func Move[E any](dst []E, effects *[]E) []E {
+	dst = append(dst, *effects...)
+	clear(*effects)
+	*effects = (*effects)[:0]
+	if cap(*effects) > maxSpare {
+		*effects = nil
+	}
+	return dst
 }
 
 // reuse makes the spare array the queue's while the queue has none.

@@ -62,3 +62,18 @@ func TestDrainReusesArrays(t *testing.T) {
 		t.Fatalf("applied a sum of %d, want %d", sum, 6*101+6)
 	}
 }
+
+// Move hands a machine's effects over in order and keeps its array for
+// the next step, but not a flood's.
+func TestMoveKeepsTheMachinesArray(t *testing.T) {
+	effects := []int{1, 2, 3}
+	q := Move([]int{0}, &effects)
+	if !slices.Equal(q, []int{0, 1, 2, 3}) || len(effects) != 0 || cap(effects) != 3 {
+		t.Fatalf("moved %v, left %v (cap %d)", q, effects, cap(effects))
+	}
+	flood := make([]int, maxSpare+1)
+	Move(nil, &flood)
+	if flood != nil {
+		t.Fatalf("a flood's array of %d kept", cap(flood))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/compact"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/outbox"
 )
 
 // Config identifies the owning process.
@@ -92,13 +93,7 @@ func (t *Table) TakeEffects() []Effect {
 // in order, forgets them, and returns dst: TakeEffects for a shell that
 // queues them anyway, without a slice per step.
 func (t *Table) AppendEffects(dst []Effect) []Effect {
-	dst = append(dst, t.effects...)
-	clear(t.effects)
-	t.effects = t.effects[:0]
-	if cap(t.effects) > maxKeptEffects {
-		t.effects = nil // a flood's array is let go
-	}
-	return dst
+	return outbox.Move(dst, &t.effects)
 }
 
 // HasEffects reports whether effects are waiting to be taken.
@@ -168,7 +163,3 @@ func (t *Table) Close(err *atollpb.ErrorInfo) {
 		t.finish(tk, err)
 	}
 }
-
-// maxKeptEffects bounds the array of effects AppendEffects keeps for the
-// next step.
-const maxKeptEffects = 1024

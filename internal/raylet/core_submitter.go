@@ -8,6 +8,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/compact"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/outbox"
 )
 
 // SubmitCore is the submitter's side of leases (direct submission, as
@@ -236,13 +237,7 @@ func (c *SubmitCore) Effects() []SubmitEffect {
 // in order, forgets them, and returns dst: Effects for a shell that
 // queues them anyway, without a slice per event.
 func (c *SubmitCore) AppendEffects(dst []SubmitEffect) []SubmitEffect {
-	dst = append(dst, c.effects...)
-	clear(c.effects)
-	c.effects = c.effects[:0]
-	if cap(c.effects) > maxKeptEffects {
-		c.effects = nil // a flood's array is let go
-	}
-	return dst
+	return outbox.Move(dst, &c.effects)
 }
 
 // Compact gives back the memory of a table of tasks that emptied out
@@ -635,7 +630,3 @@ func (c *SubmitCore) forgetClass(cl *submitClass) {
 		delete(c.classes, cl.key)
 	}
 }
-
-// maxKeptEffects bounds the array of effects AppendEffects keeps for the
-// next event.
-const maxKeptEffects = 1024

@@ -26,8 +26,10 @@ import (
 type incarnation struct {
 	conn  *workerconn.Conn
 	hello chan *atollpb.WorkerHello
-	// cmd is the process (nil for an in-process worker).
-	cmd *exec.Cmd
+	// cmd is the process (nil for an in-process worker); ended is closed
+	// once it was reaped and its end reported.
+	cmd   *exec.Cmd
+	ended chan struct{}
 }
 
 // procFrame is a frame from a worker, delivered to the actor that owns
@@ -136,11 +138,12 @@ func (p *incarnation) startProcess(system *actor.ActorSystem, self *actor.PID, g
 		p.conn.Close()
 		return fmt.Errorf("raylet: start worker %s: %w", cfg.Binary, err)
 	}
-	p.cmd = cmd
+	p.cmd, p.ended = cmd, make(chan struct{})
 	if out != nil {
 		out.Started(cmd.Process.Pid)
 	}
 	go func() {
+		defer close(p.ended)
 		err := cmd.Wait()
 		if out != nil {
 			out.Exited()
@@ -218,6 +221,16 @@ func (p *incarnation) stop() {
 		t.Stop()
 	}
 	p.kill()
+	if p.ended != nil {
+		// Reaped before the node's shutdown returns: no process, and no
+		// goroutine waiting on one, outlives it.
+		t := time.NewTimer(drainTimeout + time.Second)
+		select {
+		case <-p.ended:
+		case <-t.C:
+		}
+		t.Stop()
+	}
 }
 
 func exitReason(m *processExited) string {

@@ -260,6 +260,16 @@ func sortRecords(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch,
 		rec.Retain()
 		return rec, nil
 	}
+	if len(keys) == 1 {
+		j, err := keyColumn(s, keys[0].Column)
+		if err != nil {
+			return nil, err
+		}
+		if order := int64Order(rec.Column(j), keys[0].Descending, compute.GetAllocator(ctx)); order != nil {
+			defer order.Release()
+			return takeRecord(ctx, rec, order)
+		}
+	}
 	sks := make([]compute.SortKey, len(keys))
 	for i, k := range keys {
 		j, err := keyColumn(s, k.Column)

@@ -82,6 +82,7 @@ func TestDenseIDs(t *testing.T) {
 		{"one value", func(int) int64 { return 42 }},
 		{"wide", func(int) int64 { return rng.Int64() }},
 		{"many keys", func(i int) int64 { return int64(i) * 7919 }},
+		{"new, then repeated", func(i int) int64 { return int64(i%2000) * 7919 }}, // sized at once, then found
 		{"both ends", func(int) int64 { return []int64{math.MinInt64, math.MaxInt64, 0}[rng.IntN(3)] }},
 	}
 	for _, c := range cases {

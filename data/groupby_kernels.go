@@ -395,13 +395,19 @@ func hashIDs(vs []int64, nulls arrow.Array) ([]int32, int) {
 		size <<= 1
 	}
 	table := make([]idEntry, size)
-	for i := range table {
-		table[i].id = -1
-	}
 	mask := uint64(size - 1)
 	count := int32(0)
 	nullID := int32(-1)
 	for i, v := range vs {
+		if i == 1<<10 && int(count) > 9<<10/10 && n > 4<<10 {
+			// nearly every value of the first ones is new: size the table
+			// for all of them now rather than doubling it up to there
+			want := size
+			for want < 2*n {
+				want <<= 1
+			}
+			table, mask, size = rehash(table, want), uint64(want-1), want
+		}
 		if nulls != nil && nulls.IsNull(i) {
 			if nullID < 0 {
 				nullID, count = count, count+1
@@ -412,9 +418,9 @@ func hashIDs(vs []int64, nulls arrow.Array) ([]int32, int) {
 		s := mix64(uint64(v)) & mask
 		for {
 			e := &table[s]
-			if e.id < 0 {
-				e.key, e.id = v, count
+			if e.id1 == 0 {
 				count++
+				e.key, e.id1 = v, count
 				break
 			}
 			if e.key == v {
@@ -422,33 +428,31 @@ func hashIDs(vs []int64, nulls arrow.Array) ([]int32, int) {
 			}
 			s = (s + 1) & mask
 		}
-		ids[i] = table[s].id
+		ids[i] = table[s].id1 - 1
 		if int(count)*2 > size { // keep the table half empty
-			table, mask, size = grow(table, size), uint64(2*size-1), 2*size
+			table, mask, size = rehash(table, 2*size), uint64(2*size-1), 2*size
 		}
 	}
 	return ids, int(count)
 }
 
-// idEntry is a slot of denseIDs's table: a value and its id (-1: empty).
+// idEntry is a slot of denseIDs's table: a value and its id plus one (0:
+// empty, so a fresh table needs no filling).
 type idEntry struct {
 	key int64
-	id  int32
+	id1 int32
 }
 
-// grow rehashes table into one of twice its size.
-func grow(old []idEntry, size int) []idEntry {
-	table := make([]idEntry, 2*size)
-	for i := range table {
-		table[i].id = -1
-	}
-	mask := uint64(2*size - 1)
+// rehash moves table's entries into a new table of size slots.
+func rehash(old []idEntry, size int) []idEntry {
+	table := make([]idEntry, size)
+	mask := uint64(size - 1)
 	for _, o := range old {
-		if o.id < 0 {
+		if o.id1 == 0 {
 			continue
 		}
 		s := mix64(uint64(o.key)) & mask
-		for table[s].id >= 0 {
+		for table[s].id1 != 0 {
 			s = (s + 1) & mask
 		}
 		table[s] = o

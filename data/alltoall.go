@@ -39,6 +39,15 @@ func shapeOutput(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch,
 // Partitions: the number of input blocks when the stage reads them from
 // its source (read tasks or stored blocks), else Config.Parallelism.
 func (a *allToAll) defaultParts() int {
+	if n := a.mapCount(); n > 0 {
+		return n
+	}
+	return a.r.cfg.Parallelism
+}
+
+// mapCount is the number of the stage's map tasks when known before they
+// run (its source's read tasks or stored blocks; at least 1), else 0.
+func (a *allToAll) mapCount() int {
 	switch s := a.src.(type) {
 	case *listUnits:
 		return max(1, len(s.us))
@@ -47,7 +56,7 @@ func (a *allToAll) defaultParts() int {
 			return max(1, len(l.bs))
 		}
 	}
-	return a.r.cfg.Parallelism
+	return 0
 }
 
 // hashShuffle runs the map side of an aggregate or a random shuffle and
@@ -74,16 +83,27 @@ func (a *allToAll) hashShuffle(ctx context.Context) (blockStream, error) {
 	}
 	mapOut.Parts = parts
 	ms := a.mapStream(a.sub(a.op.name+"_map"), mapOut)
-	pieces, err := drain(ctx, ms, a.r)
-	if err != nil {
-		return nil, err
+	var units, cut []unit
+	var err error
+	if adaptive && !a.r.cfg.NoOverlap {
+		split := outSpec{Kind: "agg_split", GroupKeys: a.op.groupKeys, Aggs: a.op.aggs}
+		if units, cut, err = a.mapAndCut(ctx, ms, parts, a.mapCount(), a.partLimit(parts), split); err != nil {
+			return nil, err
+		}
+	} else {
+		pieces, err := drain(ctx, ms, a.r)
+		if err != nil {
+			return nil, err
+		}
+		units = byPart(pieces, parts)
 	}
-	units := byPart(pieces, parts)
 	if adaptive {
 		if units, err = a.splitLarge(ctx, units, parts); err != nil {
+			(&listUnits{us: cut}).close()
 			return nil, err
 		}
 	}
+	units = append(units, cut...)
 	return &taskStream{r: a.r, st: a.sub(a.op.name + "_reduce"), src: &listUnits{us: units}, out: reduceOut, opts: a.opts}, nil
 }
 
@@ -95,6 +115,13 @@ func (a *allToAll) nodeCPUs(ctx context.Context) int {
 		return math.MaxInt
 	}
 	return int(s.Total["CPU"])
+}
+
+// partLimit is the partials' bytes one reduce task of an aggregate in
+// parts parts should hold: the run's budget shared by two tasks per
+// part, at most a block and at least 1 MiB.
+func (a *allToAll) partLimit(parts int) int64 {
+	return max(1<<20, min(a.r.cfg.TargetMaxBlockSize, a.r.budget/int64(2*parts)))
 }
 
 // maxSubParts bounds the sub-parts one oversized part is cut into.
@@ -110,20 +137,16 @@ const maxSubParts = 4096
 // group pays one more pass over its partials, instead of a reduce task
 // whose input does not fit the store.
 func (a *allToAll) splitLarge(ctx context.Context, units []unit, parts int) ([]unit, error) {
-	limit := max(1<<20, min(a.r.cfg.TargetMaxBlockSize, a.r.budget/int64(2*parts)))
+	limit := a.partLimit(parts)
 	out := make([]unit, 0, len(units))
-	var st *subStats
 	for i, u := range units {
 		if u.estimate <= limit {
 			out = append(out, u)
 			continue
 		}
 		k := int(min(maxSubParts, (u.estimate+limit-1)/limit))
-		if st == nil {
-			st = a.sub(a.op.name + "_split")
-		}
 		split := outSpec{Kind: "agg_split", Parts: k, GroupKeys: a.op.groupKeys, Aggs: a.op.aggs}
-		ts := &taskStream{r: a.r, st: st, src: &listUnits{us: groupInputs(u.inputs, limit)}, out: split, opts: a.opts}
+		ts := &taskStream{r: a.r, st: a.splitStats(), src: &listUnits{us: groupInputs(u.inputs, limit)}, out: split, opts: a.opts}
 		pieces, err := drain(ctx, ts, a.r)
 		if err != nil {
 			(&listUnits{us: append(out, units[i+1:]...)}).close()
@@ -132,6 +155,15 @@ func (a *allToAll) splitLarge(ctx context.Context, units []unit, parts int) ([]u
 		out = append(out, byPart(pieces, k)...)
 	}
 	return out, nil
+}
+
+// splitStats is the stats of the stage's split tasks, made with the
+// first.
+func (a *allToAll) splitStats() *subStats {
+	if a.splitSt == nil {
+		a.splitSt = a.sub(a.op.name + "_split")
+	}
+	return a.splitSt
 }
 
 // groupInputs packs blocks, in order, into units of at most limit bytes

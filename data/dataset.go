@@ -56,6 +56,10 @@ type Config struct {
 	// NoPushdown makes a Parquet read take every column and row group,
 	// whatever the plan uses (to measure what the pushdown saves).
 	NoPushdown bool
+	// NoOverlap makes a GroupBy cut its oversized parts for their reduce
+	// tasks only after every map task has finished, instead of as each
+	// part fills while the maps run (to measure what the overlap saves).
+	NoOverlap bool
 	// BroadcastThreshold: a Join broadcasts its right side when the
 	// right is estimated below this many bytes (and at most half the
 	// run's budget) and the join keeps no unmatched right row. Default

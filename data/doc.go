@@ -95,9 +95,14 @@
 // the partials: counts and sums add, Mean from count and sum, Std from
 // count, mean and squared deviations combined pairwise; or permuting
 // again). Their map outputs stay in the store too. P is the option given
-// (NumPartitions, Partitions), else the number of input blocks when the
-// stage's source has them (read tasks, stored blocks), else
-// Config.Parallelism. Zip runs both inputs to the end first (blocks in
+// (NumPartitions, Partitions), else for GroupBy one part per CPU of the
+// driver's node (at most the input blocks), else the number of input
+// blocks when the stage's source has them (read tasks, stored blocks),
+// else Config.Parallelism. A GroupBy part that holds more than a reduce
+// task should (its share of the budget) is combined and cut again by a
+// second hash into sub-parts, each with a reduce task, as soon as it
+// holds that much, while the maps still run (Config.NoOverlap: after
+// the last map); Stats shows the overlap. Zip runs both inputs to the end first (blocks in
 // the store), then a task per left block takes the right rows lined up
 // with it. Split runs the dataset (Materialize) and cuts only the blocks
 // a boundary falls in.

@@ -44,6 +44,7 @@ type unit struct {
 	ops      []opSpec  // run before the stream's ops (a Split's slice)
 	inputs   []block
 	estimate int64 // bytes the task is expected to produce
+	parts    int   // the task's output parts, where not the stream's (a cut's)
 }
 
 type unitSource interface {
@@ -83,6 +84,30 @@ func (s *streamUnits) nextUnit(ctx context.Context) (unit, bool, error) {
 		return unit{}, ok, err
 	}
 	return unit{inputs: []block{b}, estimate: b.bytes}, true, nil
+}
+
+// queueUnits is a source its owner pushes units to as it makes them: it
+// runs dry without ending until closed (a stream over it ends only then).
+type queueUnits struct {
+	us     []unit
+	closed bool
+}
+
+func (q *queueUnits) push(u unit) { q.us = append(q.us, u) }
+
+func (q *queueUnits) nextUnit(context.Context) (unit, bool, error) {
+	if len(q.us) == 0 {
+		return unit{}, false, nil
+	}
+	u := q.us[0]
+	q.us = q.us[1:]
+	return u, true, nil
+}
+
+// close releases the inputs of the units not taken (as listUnits.close).
+func (q *queueUnits) close() {
+	(&listUnits{us: q.us}).close()
+	q.us, q.closed = nil, true
 }
 
 // run is one execution of a dataset: its memory budget and its stats.
@@ -221,6 +246,9 @@ func (t *taskStream) fill(ctx context.Context) error {
 				return err
 			}
 			if !ok {
+				if q, open := t.src.(*queueUnits); open && !q.closed {
+					return nil // more units may come
+				}
 				t.done = true
 				return nil
 			}
@@ -244,6 +272,9 @@ func inputBytes(u unit) int64 { return cost(u) - u.estimate }
 func (t *taskStream) submit(ctx context.Context, u unit) {
 	spec := taskSpec{Read: u.read, Zip: u.zip, Ops: t.ops, Out: t.out, Join: u.join, Shared: len(t.shared)}
 	spec.Out.TaskIndex = t.seq
+	if u.parts > 0 {
+		spec.Out.Parts = u.parts
+	}
 	if u.ops != nil {
 		spec.Ops = append(append([]opSpec(nil), u.ops...), t.ops...)
 	}
@@ -278,6 +309,31 @@ func (t *taskStream) submit(ctx context.Context, u unit) {
 	t.r.holdCPU(t.st.taskCPU)
 	t.st.submitted()
 	t.pending = append(t.pending, &pendingTask{refs: refs, inputs: u.inputs, charge: inputBytes(u) + exp, estimate: u.estimate})
+}
+
+// poll collects, without waiting, the oldest tasks that have finished,
+// and returns every block ready (the consumer's now, as from next).
+func (t *taskStream) poll(ctx context.Context) ([]block, error) {
+	for len(t.pending) > 0 {
+		now, cancel := context.WithDeadline(ctx, time.Time{}) // a poll
+		ready, _, err := atoll.Wait(now, t.pending[0].refs[:1], atoll.FetchLocal(false))
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		if len(ready) == 0 {
+			break
+		}
+		if err := t.collect(ctx); err != nil {
+			return nil, err
+		}
+	}
+	out := t.ready
+	t.ready = nil
+	for _, b := range out {
+		t.r.charge(-b.bytes)
+	}
+	return out, nil
 }
 
 // collect waits for the oldest task and queues its blocks.

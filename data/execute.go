@@ -241,6 +241,7 @@ type allToAll struct {
 	// broadcast runs the right sides of the broadcast joins among ops:
 	// the map side's first stream takes them as shared blocks (mapStream)
 	broadcast func(ctx context.Context) ([]block, error)
+	splitSt   *subStats // an aggregate's split tasks' (splitStats)
 }
 
 // mapStream is a stream of tasks of the stage's fused ops (src, a.ops)

@@ -15,7 +15,8 @@ import (
 // Std from count, mean and sum of squared deviations combined pairwise,
 // Chan et al.) and returns one row per group. With the default P, a part
 // too large for one reduce task is first combined and cut again by a
-// second hash (agg_split tasks, splitLarge). The kernels are in
+// second hash (agg_split tasks, splitLarge), as soon as it holds that
+// much while the maps still run (groupby_overlap.go). The kernels are in
 // groupby_kernels.go.
 
 // Agg is an aggregation of a group's rows (package data/expr's Agg):

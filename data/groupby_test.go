@@ -16,6 +16,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/data"
+	"github.com/atoll-runtime/atoll/data/expr"
 )
 
 // groupRecords builds n rows in blocks of per: group columns of every
@@ -338,4 +339,43 @@ func TestGroupByLargerThanStore(t *testing.T) {
 		t.Fatalf("no part was cut again:\n%s", st)
 	}
 	t.Logf("spilled %d bytes, restored %d\n%s", m.SpilledBytesTotal, m.RestoredBytesTotal, ds.Stats())
+}
+
+// TestGroupByCutsWhileMapping: a GroupBy whose parts are larger than a
+// reduce task should hold cuts them while the maps run (its split tasks
+// overlap the maps in the stats), and gives the same result when it cuts
+// them after the last map (NoOverlap).
+func TestGroupByCutsWhileMapping(t *testing.T) {
+	ctx := start(t, atoll.WithObjectStoreMemory(64<<20))
+	const rows, groups, blocks = 2_400_000, 50_000, 24
+	for _, fold := range []bool{true, false} {
+		cfg := withParallelism(blocks)
+		cfg.NoOverlap = !fold
+		cfg.MemoryBudget = 4 << 20 // 1 MiB a reduce task: the parts (~14 MB each) are cut
+		ds := data.Range(rows).WithConfig(cfg).WithColumn("g", expr.Col("id").Mod(groups)).
+			GroupBy("g").Aggregate(data.Count(), data.Sum("id"))
+		seen := 0
+		for rec, err := range ds.IterBatches(ctx, 0) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, n, sum := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64), rec.Column(2).(*array.Int64)
+			for i := range g.Len() {
+				// the ids k·groups + g for k < rows/groups
+				const per = rows / groups
+				if want := int64(per)*g.Value(i) + groups*int64(per*(per-1)/2); n.Value(i) != per || sum.Value(i) != want {
+					t.Fatalf("overlap %v: group %d: count %d, sum %d (want %d, %d)", fold, g.Value(i), n.Value(i), sum.Value(i), per, want)
+				}
+				seen++
+			}
+		}
+		if seen != groups {
+			t.Fatalf("overlap %v: %d groups, want %d", fold, seen, groups)
+		}
+		st := ds.Stats()
+		if !strings.Contains(st, "aggregate_split") || strings.Contains(st, "* Overlapped substage 0") != fold {
+			t.Fatalf("overlap %v, but the stats say otherwise:\n%s", fold, st)
+		}
+		t.Logf("overlap %v:\n%s", fold, st)
+	}
 }

@@ -119,6 +119,14 @@ func (s *subStats) format(b *strings.Builder, title string) {
 	}
 }
 
+// span is when the sub-stage's first task was submitted and its last
+// finished (zero: none yet).
+func (s *subStats) span() (start, end time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.start, s.end
+}
+
 func secs(d time.Duration) string { return fmt.Sprintf("%.3gs", d.Seconds()) }
 
 // format prints the stats of a run, a stage after another, as Ray
@@ -136,6 +144,12 @@ func formatStats(stages []*stageStats) string {
 		st.formatNotes(&b)
 		for j, sub := range st.subs {
 			sub.format(&b, fmt.Sprintf("Substage %d %s", j, sub.name))
+			if j > 0 {
+				start, _ := sub.span()
+				if _, prevEnd := st.subs[j-1].span(); !start.IsZero() && start.Before(prevEnd) {
+					fmt.Fprintf(&b, "* Overlapped substage %d by %s\n", j-1, secs(prevEnd.Sub(start)))
+				}
+			}
 		}
 	}
 	return b.String()

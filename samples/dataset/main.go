@@ -30,7 +30,12 @@
 // B (pipeline_b.go): ReadParquet → Sort("id") → WriteParquet; against an
 // in-memory sort with the same Arrow kernels (up to -baseline-max).
 //
-// A and J run -turns times, alternating with their baselines, and report
+// G (pipeline_g.go, not run by default): a GroupBy into about two
+// million groups met in every row group (id mod 1e6), its parts cut for
+// their reduce tasks while the maps run and again after the last map
+// (Config.NoOverlap); against one goroutine adding into a Go map.
+//
+// A, J and G run -turns times, alternating with their baselines, and report
 // the medians: the machine is shared, so only same-run ratios count.
 // atoll's peak PSS is that of all its processes (driver and workers), a
 // baseline's that of this process alone, where it runs; each phase
@@ -97,8 +102,8 @@ func main() {
 	flag.StringVar(&opts.dir, "dir", "", "directory for the generated input and the outputs (default: a temporary one, removed)")
 	flag.StringVar(&opts.spillDir, "spill-dir", "", "directory for spill files (default: under the session directory)")
 	flag.BoolVar(&opts.materialize, "materialize", false, "also run pipeline A with every stage materialized")
-	flag.StringVar(&opts.pipelines, "pipelines", opts.pipelines, "the pipelines to run, of a, j and b")
-	flag.IntVar(&opts.turns, "turns", opts.turns, "run pipelines A and J and their baselines this many times, in turns, and report the medians")
+	flag.StringVar(&opts.pipelines, "pipelines", opts.pipelines, "the pipelines to run, of a, j, b and g")
+	flag.IntVar(&opts.turns, "turns", opts.turns, "run pipelines A, J and G and their baselines this many times, in turns, and report the medians")
 	flag.IntVar(&opts.aggPartitions, "agg-partitions", 0, "pipeline A's GroupBy NumPartitions (0: the default, one per CPU, oversized parts cut again)")
 	flag.StringVar(&opts.cpuprofile, "cpuprofile", "", "write a CPU profile of this process over the pipelines (the baselines, and the driver's side of atoll; ATOLL_WORKER_CPUPROFILE profiles the worker processes)")
 	flag.BoolVar(&opts.json, "json", false, "print one JSON line per measurement (progress goes to stderr)")
@@ -144,8 +149,8 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	}
 	pipes := strings.Split(opts.pipelines, ",")
 	for _, p := range pipes {
-		if p != "a" && p != "b" && p != "j" {
-			return fmt.Errorf("dataset: -pipelines: %q is not a, b or j", p)
+		if p != "a" && p != "b" && p != "j" && p != "g" {
+			return fmt.Errorf("dataset: -pipelines: %q is not a, b, g or j", p)
 		}
 	}
 	dir := opts.dir
@@ -194,6 +199,8 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 			rs, err = runJ(ctx, e)
 		case "b":
 			rs, err = runB(ctx, e)
+		case "g":
+			rs, err = runG(ctx, e)
 		}
 		if err != nil {
 			return err

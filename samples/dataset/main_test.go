@@ -16,12 +16,13 @@ func TestMain(m *testing.M) { testmain.Run(m) }
 // an 8 MiB store, in worker processes, and checks the report: A's
 // per-key totals (streaming, without pushdown and materialized) and J's
 // per-category totals (a shuffled join: the dimension is over the
-// budget) equal the baselines', B's output is sorted and holds every
+// budget) and G's per-group totals, cut while mapping and after, equal the
+// baselines', B's output is sorted and holds every
 // row, and the sort spilled.
 func TestPipelinesAreVerified(t *testing.T) {
 	var out bytes.Buffer
 	opts := options{genSize: 24 << 20, store: 8 << 20, baselineMax: 24 << 20, files: 3, rowsPerGroup: 8192, seed: 7,
-		workers: 2, mode: "process", dir: t.TempDir(), materialize: true, pipelines: "a,j,b", turns: 1, json: true}
+		workers: 2, mode: "process", dir: t.TempDir(), materialize: true, pipelines: "a,j,b,g", turns: 1, json: true}
 	if err := run(context.Background(), opts, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +30,7 @@ func TestPipelinesAreVerified(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range []string{"a_wall_s", "a_wall_s_vs_parallel", "a_no_pushdown_wall_s", "a_materialized_wall_s", "j_wall_s", "b_wall_s"} {
+	for _, m := range []string{"a_wall_s", "a_wall_s_vs_parallel", "a_no_pushdown_wall_s", "a_materialized_wall_s", "j_wall_s", "b_wall_s", "g_wall_s", "g_no_overlap_wall_s"} {
 		if metrics[m]["verified"] != true {
 			t.Fatalf("%s not verified: %v", m, metrics[m])
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -203,18 +204,36 @@ func partialAccumulator(ctx context.Context, a Agg, rec arrow.RecordBatch, group
 	return nil, errs.Malformedf(specWhat, "aggregation %q", a.Func())
 }
 
+// int64Array and float64Array wrap an accumulator's values as an array
+// without a copy (the accumulator is done with them): the values buffer
+// is vs's memory, and valid (nil: all valid) becomes a bitmap.
 func int64Array(vs []int64, valid []bool) arrow.Array {
-	b := array.NewInt64Builder(memory.DefaultAllocator)
-	defer b.Release()
-	b.AppendValues(vs, valid)
-	return b.NewArray()
+	return wrapValues(arrow.PrimitiveTypes.Int64, len(vs), arrow.Int64Traits.CastToBytes(vs), valid)
 }
 
 func float64Array(vs []float64, valid []bool) arrow.Array {
-	b := array.NewFloat64Builder(memory.DefaultAllocator)
-	defer b.Release()
-	b.AppendValues(vs, valid)
-	return b.NewArray()
+	return wrapValues(arrow.PrimitiveTypes.Float64, len(vs), arrow.Float64Traits.CastToBytes(vs), valid)
+}
+
+func wrapValues(t arrow.DataType, n int, values []byte, valid []bool) arrow.Array {
+	var bitmap *memory.Buffer
+	nulls := 0
+	if valid != nil {
+		bits := make([]byte, bitutil.BytesForBits(int64(n)))
+		for i, ok := range valid[:n] {
+			if ok {
+				bitutil.SetBit(bits, i)
+			} else {
+				nulls++
+			}
+		}
+		if nulls > 0 {
+			bitmap = memory.NewBufferBytes(bits)
+		}
+	}
+	d := array.NewData(t, n, []*memory.Buffer{bitmap, memory.NewBufferBytes(values)}, nil, nulls, 0)
+	defer d.Release()
+	return array.MakeFromData(d)
 }
 
 func field(name string, t arrow.DataType) arrow.Field {

@@ -1,6 +1,8 @@
 package data
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -9,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/atoll-runtime/atoll/data/expr"
 )
 
 // TestKeyHasherSpreads: group keys spread over every one of 8 hash
@@ -158,5 +162,107 @@ func TestRemixSpreadsOnePart(t *testing.T) {
 	}
 	if used := len(slices.DeleteFunc(plain[:], func(c int) bool { return c == 0 })); used != 2 {
 		t.Fatalf("without the remix %d sub-parts used, want 2: the test no longer shows the remix matters", used)
+	}
+}
+
+// distinctRecord builds n rows whose key k takes d distinct values,
+// equally often (row i the i mod d-th; a null now and then), with random
+// int64, float64 and string values.
+func distinctRecord(n, d int, seed uint64) arrow.RecordBatch {
+	r := rand.New(rand.NewPCG(seed, 7))
+	s := arrow.NewSchema([]arrow.Field{
+		{Name: "k", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "x", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "y", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "name", Type: arrow.BinaryTypes.String},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, s)
+	defer b.Release()
+	for i := range n {
+		if i%997 == 0 {
+			b.Field(0).AppendNull()
+		} else {
+			b.Field(0).(*array.Int64Builder).Append(int64(i%d) * 7919)
+		}
+		b.Field(1).(*array.Int64Builder).Append(int64(r.IntN(1000)) - 500)
+		b.Field(2).(*array.Float64Builder).Append(float64(r.IntN(10000)) / 8)
+		b.Field(3).(*array.StringBuilder).Append(fmt.Sprintf("n%05d", r.IntN(20000)))
+	}
+	return b.NewRecordBatch()
+}
+
+// TestMostlyDistinct: batches of nearly all distinct keys are found so,
+// batches whose keys repeat (half as many as rows, or fewer) and small
+// batches are not.
+func TestMostlyDistinct(t *testing.T) {
+	for _, c := range []struct {
+		n, d int
+		want bool
+	}{
+		{65536, 65536, true},
+		{262144, 262144, true},
+		{65536, 65536 * 19 / 20, true}, // 95% distinct
+		{65536, 65536 * 7 / 10, false}, // 70%
+		{65536, 32768, false},
+		{262144, 131072, false},
+		{65536, 1000, false},
+		{4*distinctSample - 1, 1 << 20, false}, // too few rows to judge
+	} {
+		rec := distinctRecord(c.n, c.d, 1)
+		if got := mostlyDistinct(rec, []int{0}); got != c.want {
+			t.Errorf("%d rows, keys of %d values: mostly distinct %v, want %v", c.n, c.d, got, c.want)
+		}
+		if got := mostlyDistinct(rec, []int{0, 3}); got != c.want && c.d >= c.n {
+			t.Errorf("%d rows, two key columns: mostly distinct %v, want %v", c.n, got, c.want)
+		}
+		rec.Release()
+	}
+}
+
+// TestDistinctRowsPassUngrouped: a map task's partials of nearly
+// distinct keys, each row passed as a group of its own, reduce to the
+// same groups and aggregates as partials grouped by hashing.
+func TestDistinctRowsPassUngrouped(t *testing.T) {
+	ctx := context.Background()
+	aggs := []Agg{expr.Count(), expr.Col("x").Sum(), expr.Col("y").Mean(), expr.Col("y").Std(),
+		expr.Col("name").Min(), expr.Col("x").Max()}
+	keys := []string{"k"}
+	// two map tasks' batches: the second repeats some of the first's keys
+	a, b := distinctRecord(50000, 50000, 1), distinctRecord(50000, 50000, 2)
+	defer a.Release()
+	defer b.Release()
+	var reduced [2]arrow.RecordBatch
+	for i, pass := range []bool{true, false} {
+		var partials []arrow.RecordBatch
+		for _, rec := range []arrow.RecordBatch{a, b} {
+			p, err := aggregateRecord(ctx, rec, keys, aggs, false, false, pass)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pass && p.NumRows() != rec.NumRows() || !pass && p.NumRows() >= rec.NumRows() {
+				t.Fatalf("pass %v: %d partial rows of %d", pass, p.NumRows(), rec.NumRows())
+			}
+			partials = append(partials, p)
+		}
+		all, err := concatRecords(partials[0].Schema(), partials)
+		releaseAll(partials)
+		if err != nil {
+			t.Fatal(err)
+		}
+		final, err := aggregateRecord(ctx, all, keys, aggs, true, true, false)
+		all.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer final.Release()
+		if reduced[i], err = sortRecords(ctx, final.Schema(), []arrow.RecordBatch{final}, []SortKey{{Column: "k"}}); err != nil {
+			t.Fatal(err)
+		}
+		defer reduced[i].Release()
+	}
+	// the null group's rows are combined in another order: its mean and
+	// deviation may differ in the last bits
+	if !array.RecordApproxEqual(reduced[0], reduced[1], array.WithAbsTolerance(1e-6)) {
+		t.Fatalf("passed rows reduce to %d groups, hashed ones to %d, not the same", reduced[0].NumRows(), reduced[1].NumRows())
 	}
 }

@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // The kernels of GroupBy-Aggregate. Rows are grouped with Arrow's hash
@@ -40,7 +41,7 @@ func aggMap(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch, o *o
 		if r.NumRows() == 0 {
 			continue
 		}
-		p, err := aggregateRecord(ctx, r, o.GroupKeys, o.Aggs, false, false)
+		p, err := aggregateRecord(ctx, r, o.GroupKeys, o.Aggs, false, false, true)
 		if err != nil {
 			return nil, err
 		}
@@ -51,7 +52,7 @@ func aggMap(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch, o *o
 	switch len(parts) {
 	case 0: // the partial schema, from no row
 		empty := emptyRecord(s)
-		part, err = aggregateRecord(ctx, empty, o.GroupKeys, o.Aggs, false, false)
+		part, err = aggregateRecord(ctx, empty, o.GroupKeys, o.Aggs, false, false, false)
 		empty.Release()
 	case 1:
 		part = parts[0]
@@ -59,7 +60,7 @@ func aggMap(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch, o *o
 	default:
 		var all arrow.RecordBatch
 		if all, err = concatRecords(parts[0].Schema(), parts); err == nil {
-			part, err = aggregateRecord(ctx, all, o.GroupKeys, o.Aggs, true, false)
+			part, err = aggregateRecord(ctx, all, o.GroupKeys, o.Aggs, true, false, true)
 			all.Release()
 		}
 	}
@@ -95,7 +96,7 @@ func combinePartials(ctx context.Context, recs []arrow.RecordBatch, o *outSpec, 
 		return nil, err
 	}
 	defer rec.Release()
-	return aggregateRecord(ctx, rec, o.GroupKeys, o.Aggs, true, finalOut)
+	return aggregateRecord(ctx, rec, o.GroupKeys, o.Aggs, true, finalOut, false)
 }
 
 // cutGroups cuts partial rows (the group columns first) into parts by a
@@ -163,8 +164,12 @@ func emptyParts(s *arrow.Schema, n int) []arrow.RecordBatch {
 // aggregateRecord groups rec's rows by keys and folds aggs over each
 // group: rec holds raw rows, or partial aggregates (partialIn). It
 // returns the group columns (each group's first row) and the partial
-// states, or the final columns (finalOut).
-func aggregateRecord(ctx context.Context, rec arrow.RecordBatch, keys []string, aggs []Agg, partialIn, finalOut bool) (arrow.RecordBatch, error) {
+// states, or the final columns (finalOut). With passDistinct (a map
+// task's partials, which a reduce combines anyway), rows whose keys are
+// nearly all distinct are not grouped: each row is a group of its own
+// (Trino's adaptive partial aggregation), since hashing them would
+// hardly shrink them.
+func aggregateRecord(ctx context.Context, rec arrow.RecordBatch, keys []string, aggs []Agg, partialIn, finalOut, passDistinct bool) (arrow.RecordBatch, error) {
 	s := rec.Schema()
 	keyIdx := make([]int, len(keys))
 	for i, k := range keys {
@@ -179,8 +184,13 @@ func aggregateRecord(ctx context.Context, rec arrow.RecordBatch, keys []string, 
 		}
 		keyIdx[i] = j
 	}
-	ids, first, err := groupIDs(ctx, rec, keyIdx)
-	if err != nil {
+	var ids []int32
+	var first []int64
+	var err error
+	distinct := passDistinct && mostlyDistinct(rec, keyIdx)
+	if distinct {
+		ids, first = identityIDs(int(rec.NumRows()))
+	} else if ids, first, err = groupIDs(ctx, rec, keyIdx); err != nil {
 		return nil, err
 	}
 	groups := len(first)
@@ -204,17 +214,16 @@ func aggregateRecord(ctx context.Context, rec arrow.RecordBatch, keys []string, 
 		}
 		accs[i].addAll(ids)
 	}
-	fb := array.NewInt64Builder(memory.DefaultAllocator)
-	fb.AppendValues(first, nil)
-	firstIdx := fb.NewInt64Array()
-	fb.Release()
+	firstIdx := int64Array(first, nil)
 	defer firstIdx.Release()
 	var fields []arrow.Field
 	var cols []arrow.Array
 	defer func() { releaseArrays(cols) }()
 	for _, j := range keyIdx {
-		c, err := takeArray(ctx, rec.Column(j), firstIdx)
-		if err != nil {
+		c := rec.Column(j)
+		if distinct { // every row its own group, in order
+			c.Retain()
+		} else if c, err = takeArray(ctx, c, firstIdx); err != nil {
 			return nil, err
 		}
 		fields, cols = append(fields, s.Field(j)), append(cols, c)
@@ -234,6 +243,49 @@ func aggregateRecord(ctx context.Context, rec arrow.RecordBatch, keys []string, 
 		fields, cols = append(fields, fs...), append(cols, cs...)
 	}
 	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(groups)), nil
+}
+
+// mostlyDistinct samples distinctSample rows of rec at random (with
+// replacement, seeded by the row count: the same rows every time) and
+// says whether their keys (columns keyIdx, by hash) repeat no more than
+// they would if the rows held distinctShare·n equally common keys or
+// more. Aggregating such rows would shrink them by a fifth at most.
+// Batches of fewer than 4·distinctSample rows are always aggregated.
+func mostlyDistinct(rec arrow.RecordBatch, keyIdx []int) bool {
+	n := int(rec.NumRows())
+	if n < 4*distinctSample {
+		return false
+	}
+	cols := make([]arrow.Array, len(keyIdx))
+	for i, j := range keyIdx {
+		cols[i] = rec.Column(j)
+	}
+	hash := keyHasher(cols)
+	r := rand.New(rand.NewPCG(uint64(n), 0x9e3779b97f4a7c15))
+	seen := make(map[uint64]struct{}, distinctSample)
+	for range distinctSample {
+		seen[hash(r.IntN(n))] = struct{}{}
+	}
+	// m draws among d equally common keys find d·(1-(1-1/d)^m) of them
+	m, d := float64(distinctSample), distinctShare*float64(n)
+	repeats := m - d*(1-math.Exp(m*math.Log1p(-1/d)))
+	return float64(distinctSample-len(seen)) <= repeats
+}
+
+// distinctSample is how many rows mostlyDistinct draws; distinctShare the
+// share of distinct keys past which rows are not aggregated.
+const (
+	distinctSample = 1 << 13
+	distinctShare  = 0.8
+)
+
+// identityIDs numbers n rows as n groups of one row each.
+func identityIDs(n int) ([]int32, []int64) {
+	ids, first := make([]int32, n), make([]int64, n)
+	for i := range n {
+		ids[i], first[i] = int32(i), int64(i)
+	}
+	return ids, first
 }
 
 // groupIDs gives each row of rec a dense group id by the columns keyIdx,
@@ -394,7 +446,8 @@ func hashIDs(vs []int64, nulls arrow.Array) ([]int32, int) {
 	for size < 2*min(n, 1<<10) {
 		size <<= 1
 	}
-	table := make([]idEntry, size)
+	table := newIDTable(size)
+	defer func() { idTables.Put(&table) }()
 	mask := uint64(size - 1)
 	count := int32(0)
 	nullID := int32(-1)
@@ -443,9 +496,27 @@ type idEntry struct {
 	id1 int32
 }
 
-// rehash moves table's entries into a new table of size slots.
+// idTables keeps hash tables of group ids for the next batch: a table
+// of millions of slots is megabytes of fresh memory to fault in and zero
+// otherwise, for every task.
+var idTables sync.Pool // of *[]idEntry
+
+// newIDTable returns an empty table of size slots, a pooled one if one is
+// large enough.
+func newIDTable(size int) []idEntry {
+	if p, ok := idTables.Get().(*[]idEntry); ok && cap(*p) >= size {
+		t := (*p)[:size]
+		clear(t)
+		return t
+	}
+	return make([]idEntry, size)
+}
+
+// rehash moves table's entries into a new table of size slots (and
+// pools the old one).
 func rehash(old []idEntry, size int) []idEntry {
-	table := make([]idEntry, size)
+	table := newIDTable(size)
+	defer idTables.Put(&old)
 	mask := uint64(size - 1)
 	for _, o := range old {
 		if o.id1 == 0 {

@@ -16,8 +16,9 @@ import (
 // Chan et al.) and returns one row per group. With the default P, a part
 // too large for one reduce task is first combined and cut again by a
 // second hash (agg_split tasks, splitLarge), as soon as it holds that
-// much while the maps still run (groupby_overlap.go). The kernels are in
-// groupby_kernels.go.
+// much while the maps still run (groupby_overlap.go). A map task's batch
+// of nearly distinct keys is not grouped: its rows pass as groups of one
+// (mostlyDistinct). The kernels are in groupby_kernels.go.
 
 // Agg is an aggregation of a group's rows (package data/expr's Agg):
 // Count, Sum, Mean, Min, Max, Std of a column below, or of any

@@ -260,16 +260,19 @@ func mostlyDistinct(rec arrow.RecordBatch, keyIdx []int) bool {
 	for i, j := range keyIdx {
 		cols[i] = rec.Column(j)
 	}
-	hash := keyHasher(cols)
-	r := rand.New(rand.NewPCG(uint64(n), 0x9e3779b97f4a7c15))
-	seen := make(map[uint64]struct{}, distinctSample)
-	for range distinctSample {
-		seen[hash(r.IntN(n))] = struct{}{}
-	}
 	// m draws among d equally common keys find d·(1-(1-1/d)^m) of them
 	m, d := float64(distinctSample), distinctShare*float64(n)
-	repeats := m - d*(1-math.Exp(m*math.Log1p(-1/d)))
-	return float64(distinctSample-len(seen)) <= repeats
+	repeats := int(m - d*(1-math.Exp(m*math.Log1p(-1/d))))
+	hash := keyHasher(cols)
+	r := rand.New(rand.NewPCG(uint64(n), 0x9e3779b97f4a7c15))
+	seen := make(map[uint64]struct{}, 1024)
+	for i := range distinctSample {
+		seen[hash(r.IntN(n))] = struct{}{}
+		if i+1-len(seen) > repeats {
+			return false // keys repeat too often already
+		}
+	}
+	return true
 }
 
 // distinctSample is how many rows mostlyDistinct draws; distinctShare the

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -449,8 +448,7 @@ func hashIDs(vs []int64, nulls arrow.Array) ([]int32, int) {
 	for size < 2*min(n, 1<<10) {
 		size <<= 1
 	}
-	table := newIDTable(size)
-	defer func() { idTables.Put(&table) }()
+	table := make([]idEntry, size)
 	mask := uint64(size - 1)
 	count := int32(0)
 	nullID := int32(-1)
@@ -499,27 +497,9 @@ type idEntry struct {
 	id1 int32
 }
 
-// idTables keeps hash tables of group ids for the next batch: a table
-// of millions of slots is megabytes of fresh memory to fault in and zero
-// otherwise, for every task.
-var idTables sync.Pool // of *[]idEntry
-
-// newIDTable returns an empty table of size slots, a pooled one if one is
-// large enough.
-func newIDTable(size int) []idEntry {
-	if p, ok := idTables.Get().(*[]idEntry); ok && cap(*p) >= size {
-		t := (*p)[:size]
-		clear(t)
-		return t
-	}
-	return make([]idEntry, size)
-}
-
-// rehash moves table's entries into a new table of size slots (and
-// pools the old one).
+// rehash moves table's entries into a new table of size slots.
 func rehash(old []idEntry, size int) []idEntry {
-	table := newIDTable(size)
-	defer idTables.Put(&old)
+	table := make([]idEntry, size)
 	mask := uint64(size - 1)
 	for _, o := range old {
 		if o.id1 == 0 {

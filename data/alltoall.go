@@ -82,23 +82,36 @@ func (a *allToAll) hashShuffle(ctx context.Context) (blockStream, error) {
 		return nil, fmt.Errorf("data: %s is not a hash all-to-all", a.op.name)
 	}
 	mapOut.Parts = parts
-	ms := a.mapStream(a.sub(a.op.name+"_map"), mapOut)
-	var units, cut []unit
+	st := a.sub(a.op.name + "_map")
+	limit := a.partLimit(parts) // what a reduce task should hold, for the parts as planned
+	var first []block           // the first map task's pieces, when it ran alone
+	var ratio float64           // and its output's bytes per byte expected
+	maps := a.mapCount()
 	var err error
+	if adaptive {
+		if parts, first, ratio, err = a.refineParts(ctx, st, parts, limit, mapOut); err != nil {
+			return nil, err
+		}
+		mapOut.Parts = parts
+	}
+	ms := a.mapStream(st, mapOut)
+	ms.ratio = ratio // the map tasks need not run one at a time again
+	var units, cut []unit
 	if adaptive && !a.r.cfg.NoOverlap {
 		split := outSpec{Kind: "agg_split", GroupKeys: a.op.groupKeys, Aggs: a.op.aggs}
-		if units, cut, err = a.mapAndCut(ctx, ms, parts, a.mapCount(), a.partLimit(parts), split); err != nil {
+		if units, cut, err = a.mapAndCut(ctx, ms, first, parts, maps, limit, split); err != nil {
 			return nil, err
 		}
 	} else {
 		pieces, err := drain(ctx, ms, a.r)
 		if err != nil {
+			(&listUnits{us: []unit{{inputs: first}}}).close()
 			return nil, err
 		}
-		units = byPart(pieces, parts)
+		units = byPart(append(first, pieces...), parts)
 	}
 	if adaptive {
-		if units, err = a.splitLarge(ctx, units, parts); err != nil {
+		if units, err = a.splitLarge(ctx, units, limit); err != nil {
 			(&listUnits{us: cut}).close()
 			return nil, err
 		}
@@ -124,6 +137,50 @@ func (a *allToAll) partLimit(parts int) int64 {
 	return max(1<<20, min(a.r.cfg.TargetMaxBlockSize, a.r.budget/int64(2*parts)))
 }
 
+// refineParts plans the parts of an aggregate whose map tasks read their
+// input (a re-runnable task: a read, no stored block, no broadcast join)
+// and whose count is known. The first map task runs alone with parts
+// parts; its pieces, scaled by the map tasks in all, project each part's
+// total. When a part would be more than limit (one reduce task's share),
+// the parts become as many as the projected totals need, and the first
+// map task runs again with the others: every group then reaches its
+// reduce task through one cut, on the map side, instead of a second cut
+// of the part by split tasks. Otherwise the first task's pieces are kept
+// (first). It returns the first task's output ratio too (taskStream's),
+// so that the stream of the others need not learn it again. Any other
+// stage keeps parts, and runs no task here.
+func (a *allToAll) refineParts(ctx context.Context, st *subStats, parts int, limit int64, mapOut outSpec) (int, []block, float64, error) {
+	l, ok := a.src.(*listUnits)
+	if !ok || len(l.us) < 2 || a.broadcast != nil || a.r.cfg.NoOverlap {
+		return parts, nil, 0, nil
+	}
+	for _, u := range l.us {
+		if len(u.inputs) > 0 {
+			return parts, nil, 0, nil
+		}
+	}
+	maps := len(l.us)
+	one := &taskStream{r: a.r, st: st, src: &listUnits{us: l.us[:1]}, ops: a.ops, out: mapOut, opts: a.opts}
+	pieces, err := drain(ctx, one, a.r)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	var total, largest int64
+	for _, b := range pieces {
+		total += b.bytes
+		largest = max(largest, b.bytes)
+	}
+	if largest*int64(maps) <= limit {
+		l.us = l.us[1:]
+		return parts, pieces, one.ratio, nil
+	}
+	for _, b := range pieces {
+		b.release()
+	}
+	projected := float64(total) * float64(maps) * subPartMargin
+	return int(min(maxSubParts, max(int64(parts), int64(projected)/limit+1))), nil, one.ratio, nil
+}
+
 // maxSubParts bounds the sub-parts one oversized part is cut into.
 const maxSubParts = 4096
 
@@ -136,8 +193,7 @@ const maxSubParts = 4096
 // usual case) has small parts and skips this; one whose every row is a
 // group pays one more pass over its partials, instead of a reduce task
 // whose input does not fit the store.
-func (a *allToAll) splitLarge(ctx context.Context, units []unit, parts int) ([]unit, error) {
-	limit := a.partLimit(parts)
+func (a *allToAll) splitLarge(ctx context.Context, units []unit, limit int64) ([]unit, error) {
 	out := make([]unit, 0, len(units))
 	for i, u := range units {
 		if u.estimate <= limit {

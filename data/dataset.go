@@ -56,9 +56,11 @@ type Config struct {
 	// NoPushdown makes a Parquet read take every column and row group,
 	// whatever the plan uses (to measure what the pushdown saves).
 	NoPushdown bool
-	// NoOverlap makes a GroupBy cut its oversized parts for their reduce
-	// tasks only after every map task has finished, instead of as each
-	// part fills while the maps run (to measure what the overlap saves).
+	// NoOverlap makes a GroupBy plan its parts before any map task runs
+	// and cut its oversized parts for their reduce tasks only after every
+	// map task has finished, instead of sizing the parts by the first map
+	// task's output and cutting parts as they fill while the maps run (to
+	// measure what those save).
 	NoOverlap bool
 	// BroadcastThreshold: a Join broadcasts its right side when the
 	// right is estimated below this many bytes (and at most half the

@@ -98,11 +98,15 @@
 // (NumPartitions, Partitions), else for GroupBy one part per CPU of the
 // driver's node (at most the input blocks), else the number of input
 // blocks when the stage's source has them (read tasks, stored blocks),
-// else Config.Parallelism. A GroupBy part that holds more than a reduce
-// task should (its share of the budget) is combined and cut again by a
-// second hash into sub-parts, each with a reduce task, as soon as it
-// holds that much, while the maps still run (Config.NoOverlap: after
-// the last map); Stats shows the overlap. Zip runs both inputs to the end first (blocks in
+// else Config.Parallelism. When a GroupBy's map tasks read their input,
+// the first runs alone, and if its output says a part would hold more
+// than a reduce task should (its share of the budget), the parts become
+// as many as needed and that task runs again with the others. Otherwise
+// (stored blocks), a part that holds more than a reduce task should is
+// combined and cut again by a second hash into sub-parts, each with a
+// reduce task, as soon as it holds that much, while the maps still run;
+// Stats shows the overlap (Config.NoOverlap: neither, the parts are cut
+// after the last map). Zip runs both inputs to the end first (blocks in
 // the store), then a task per left block takes the right rows lined up
 // with it. Split runs the dataset (Materialize) and cuts only the blocks
 // a boundary falls in.

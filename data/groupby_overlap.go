@@ -125,15 +125,25 @@ func (c *cutter) release() {
 }
 
 // mapAndCut runs an aggregate's map stream ms (parts pieces per task,
-// maps tasks in all; 0: not known) and cuts each part past limit as its
+// maps tasks in all, 0: not known; first holds the first map task's
+// pieces when it ran already, alone) and cuts each part past limit as its
 // pieces come, through split tasks of spec split (its Parts set per
 // part). It returns, once every map and split task has finished, a
 // reduce unit per part not cut (for splitLarge to weigh) and one per
 // sub-part of the parts cut.
-func (a *allToAll) mapAndCut(ctx context.Context, ms *taskStream, parts, maps int, limit int64, split outSpec) (whole, cut []unit, err error) {
+func (a *allToAll) mapAndCut(ctx context.Context, ms *taskStream, first []block, parts, maps int, limit int64, split outSpec) (whole, cut []unit, err error) {
 	c := newCutter(parts, maps, limit)
 	// the split tasks' stats appear with the first cut
 	ss := &taskStream{r: a.r, src: c.queue, out: split, opts: a.opts}
+	add := func(b block) {
+		c.addPiece(b)
+		if ss.st == nil && len(c.queue.us) > 0 {
+			ss.st = a.splitStats()
+		}
+	}
+	for _, b := range first {
+		add(b)
+	}
 	fail := func(err error) ([]unit, []unit, error) {
 		ms.close()
 		ss.close()
@@ -148,10 +158,7 @@ func (a *allToAll) mapAndCut(ctx context.Context, ms *taskStream, parts, maps in
 		if !ok {
 			break
 		}
-		c.addPiece(b)
-		if ss.st == nil && len(c.queue.us) > 0 {
-			ss.st = a.splitStats()
-		}
+		add(b)
 		if err := ss.fill(ctx); err != nil {
 			return fail(err)
 		}

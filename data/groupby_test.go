@@ -299,8 +299,10 @@ var groupOf = data.RegisterColumnFunc("test.groupOf", func(_ context.Context, re
 // TestGroupByLargerThanStore: 24,000 groups of two rows over ~48 MiB
 // (1 KiB of padding a row, aggregated by Max) under a 16 MiB store: the
 // partial aggregates are as large as the input, the map side's parts
-// spill and are restored, the two parts (one per CPU) are each cut again
-// into sub-parts that fit a reduce task, and every group is right.
+// spill and are restored, the two parts planned (one per CPU) become as
+// many as fit a reduce task once the first map task shows how large they
+// get (that task runs again with the others), and every group is
+// right.
 func TestGroupByLargerThanStore(t *testing.T) {
 	ctx := start(t, atoll.WithObjectStoreMemory(16<<20))
 	cfg := withParallelism(24)
@@ -334,48 +336,61 @@ func TestGroupByLargerThanStore(t *testing.T) {
 	if m.SpilledBytesTotal == 0 {
 		t.Fatalf("nothing spilled: the test no longer exceeds the store")
 	}
-	// 2 parts of ~24 MiB each: each is cut again before its reduce
-	if st := ds.Stats(); !strings.Contains(st, "aggregate_split") {
-		t.Fatalf("no part was cut again:\n%s", st)
+	// 2 parts of ~24 MiB each planned: replanned, not cut again
+	if st := ds.Stats(); !strings.Contains(st, "aggregate_map: 25/25 blocks") || strings.Contains(st, "aggregate_split") ||
+		strings.Contains(st, "aggregate_reduce: 2/2") {
+		t.Fatalf("the parts were not replanned from the first map task:\n%s", st)
 	}
 	t.Logf("spilled %d bytes, restored %d\n%s", m.SpilledBytesTotal, m.RestoredBytesTotal, ds.Stats())
 }
 
 // TestGroupByCutsWhileMapping: a GroupBy whose parts are larger than a
-// reduce task should hold cuts them while the maps run (its split tasks
-// overlap the maps in the stats), and gives the same result when it cuts
-// them after the last map (NoOverlap).
+// reduce task should hold sizes its parts by its first map task's output
+// when its map tasks read their input (that task runs again), and cuts
+// them while the maps run when they take stored blocks (its split tasks
+// overlap the maps in the stats); with NoOverlap it cuts them after the
+// last map. The result is the same every way.
 func TestGroupByCutsWhileMapping(t *testing.T) {
 	ctx := start(t, atoll.WithObjectStoreMemory(64<<20))
 	const rows, groups, blocks = 2_400_000, 50_000, 24
-	for _, fold := range []bool{true, false} {
-		cfg := withParallelism(blocks)
-		cfg.NoOverlap = !fold
-		cfg.MemoryBudget = 4 << 20 // 1 MiB a reduce task: the parts (~14 MB each) are cut
-		ds := data.Range(rows).WithConfig(cfg).WithColumn("g", expr.Col("id").Mod(groups)).
-			GroupBy("g").Aggregate(data.Count(), data.Sum("id"))
-		seen := 0
-		for rec, err := range ds.IterBatches(ctx, 0) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, n, sum := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64), rec.Column(2).(*array.Int64)
-			for i := range g.Len() {
-				// the ids k·groups + g for k < rows/groups
-				const per = rows / groups
-				if want := int64(per)*g.Value(i) + groups*int64(per*(per-1)/2); n.Value(i) != per || sum.Value(i) != want {
-					t.Fatalf("overlap %v: group %d: count %d, sum %d (want %d, %d)", fold, g.Value(i), n.Value(i), sum.Value(i), per, want)
+	for _, stored := range []bool{false, true} {
+		for _, overlap := range []bool{true, false} {
+			cfg := withParallelism(blocks)
+			cfg.NoOverlap = !overlap
+			cfg.MemoryBudget = 4 << 20 // 1 MiB a reduce task: the parts (~14 MB each) are too large
+			in := data.Range(rows).WithConfig(cfg).WithColumn("g", expr.Col("id").Mod(groups))
+			if stored {
+				var err error
+				if in, err = in.Materialize(ctx); err != nil {
+					t.Fatal(err)
 				}
-				seen++
 			}
+			ds := in.GroupBy("g").Aggregate(data.Count(), data.Sum("id")).WithConfig(cfg)
+			seen := 0
+			for rec, err := range ds.IterBatches(ctx, 0) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				g, n, sum := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64), rec.Column(2).(*array.Int64)
+				for i := range g.Len() {
+					// the ids k·groups + g for k < rows/groups
+					const per = rows / groups
+					if want := int64(per)*g.Value(i) + groups*int64(per*(per-1)/2); n.Value(i) != per || sum.Value(i) != want {
+						t.Fatalf("stored %v, overlap %v: group %d: count %d, sum %d (want %d, %d)", stored, overlap, g.Value(i), n.Value(i), sum.Value(i), per, want)
+					}
+					seen++
+				}
+			}
+			if seen != groups {
+				t.Fatalf("stored %v, overlap %v: %d groups, want %d", stored, overlap, seen, groups)
+			}
+			st := ds.Stats()
+			replanned := !stored && overlap
+			if strings.Contains(st, "aggregate_map: 25/25 blocks") != replanned || strings.Contains(st, "aggregate_split") == replanned ||
+				strings.Contains(st, "* Overlapped substage 0") != (stored && overlap) {
+				t.Fatalf("stored %v, overlap %v, but the stats say otherwise:\n%s", stored, overlap, st)
+			}
+			t.Logf("stored %v, overlap %v:\n%s", stored, overlap, st)
 		}
-		if seen != groups {
-			t.Fatalf("overlap %v: %d groups, want %d", fold, seen, groups)
-		}
-		st := ds.Stats()
-		if !strings.Contains(st, "aggregate_split") || strings.Contains(st, "* Overlapped substage 0") != fold {
-			t.Fatalf("overlap %v, but the stats say otherwise:\n%s", fold, st)
-		}
-		t.Logf("overlap %v:\n%s", fold, st)
 	}
 }

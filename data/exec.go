@@ -86,28 +86,19 @@ func (s *streamUnits) nextUnit(ctx context.Context) (unit, bool, error) {
 	return unit{inputs: []block{b}, estimate: b.bytes}, true, nil
 }
 
-// queueUnits is a source its owner pushes units to as it makes them: it
+// queueUnits is a list its owner pushes units to as it makes them: it
 // runs dry without ending until closed (a stream over it ends only then).
 type queueUnits struct {
-	us     []unit
+	listUnits
 	closed bool
 }
 
 func (q *queueUnits) push(u unit) { q.us = append(q.us, u) }
 
-func (q *queueUnits) nextUnit(context.Context) (unit, bool, error) {
-	if len(q.us) == 0 {
-		return unit{}, false, nil
-	}
-	u := q.us[0]
-	q.us = q.us[1:]
-	return u, true, nil
-}
-
-// close releases the inputs of the units not taken (as listUnits.close).
+// close releases the inputs of the units not taken.
 func (q *queueUnits) close() {
-	(&listUnits{us: q.us}).close()
-	q.us, q.closed = nil, true
+	q.listUnits.close()
+	q.closed = true
 }
 
 // run is one execution of a dataset: its memory budget and its stats.

@@ -121,7 +121,9 @@ func NonRecursive() CancelOption { return func(c *cancelConfig) { c.nonRecursive
 // Cancel cancels the task that produces ref, as Ray's cancel does: a task
 // not yet running never runs; a running one sees its context cancelled
 // (or, with ForceCancel, its worker process killed). Get on its results
-// then fails with a CancelledError (errors.Is(err, ErrCancelled)).
+// then fails with a CancelledError (errors.Is(err, ErrCancelled)), also
+// when the task returns normally once its context is cancelled: what it
+// returns then is dropped.
 //
 // Cancelling is recursive, as Ray's default: the tasks a cancelled task
 // submitted with its context (or one derived from it) are cancelled too,

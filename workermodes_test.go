@@ -32,6 +32,7 @@ var workerModeCases = []modeCase{
 	{"ConcurrencyGroups", caseConcurrencyGroups},
 	{"CallerOrder", caseCallerOrder},
 	{"CancelRecursive", caseCancelRecursive},
+	{"CancelledReturnsNormally", caseCancelledReturnsNormally},
 	{"CancelNonRecursive", testCancelNonRecursive},
 	{"ForceCancel", caseForceCancel},
 	{"WorkerKilledTaskRetried", caseWorkerKilled},
@@ -262,6 +263,23 @@ func caseCancelRecursive(t *testing.T, ctx context.Context) {
 		t.Fatalf("the cancelled parent: %v, want ErrCancelled", err)
 	}
 	testutil.Eventually(t, "the child to see its context cancelled", func() bool { _, err := os.Stat(path + ".cancelled"); return err == nil })
+}
+
+// caseCancelledReturnsNormally: a task that returns a value, and no
+// error, once its context is cancelled still fails Get with
+// ErrCancelled (what the parent in caseCancelRecursive returns when its
+// child's value beats its own context to its Get).
+func caseCancelledReturnsNormally(t *testing.T, ctx context.Context) {
+	path := filepath.Join(t.TempDir(), "task")
+	ref := untilCancelled.Remote(ctx, atoll.Value(path))
+	testutil.Eventually(t, "the task to start", func() bool { _, err := os.Stat(path); return err == nil })
+	if err := atoll.Cancel(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := atoll.Get(ctx, ref); !errors.Is(err, atoll.ErrCancelled) {
+		t.Fatalf("a cancelled task that returned %d normally: %v, want ErrCancelled", v, err)
+	}
+	testutil.Eventually(t, "the task to see its context cancelled", func() bool { _, err := os.Stat(path + ".cancelled"); return err == nil })
 }
 
 // caseForceCancel: a task that ignores its context is stopped by killing

@@ -139,6 +139,12 @@ func (wk *Worker) execute(ctx context.Context, spec *atollpb.TaskSpec, fn regist
 	out, err, panicked := safeCall(ctx, fn, args)
 	release() // argument views are invalid from here on
 	wk.argsReleased()
+	if err == nil && ctx.Err() != nil && spec.Type != atollpb.TaskType_ACTOR_TASK && spec.Type != atollpb.TaskType_ACTOR_CREATION_TASK {
+		// cancelled while it ran (atoll.Cancel): Get fails with a
+		// CancelledError, as documented, whatever it returned after (a
+		// task that returns on cancellation, or whose child did)
+		err = context.Canceled
+	}
 	if err == nil && len(out) != int(spec.NumReturns) {
 		err = errs.Invalidf("task %s returned %d values, want %d", spec.Name, len(out), spec.NumReturns)
 	}

@@ -105,7 +105,7 @@ func (a *allToAll) hashShuffle(ctx context.Context) (blockStream, error) {
 	} else {
 		pieces, err := drain(ctx, ms, a.r)
 		if err != nil {
-			(&listUnits{us: []unit{{inputs: first}}}).close()
+			releaseBlocks(first)
 			return nil, err
 		}
 		units = byPart(append(first, pieces...), parts)
@@ -174,9 +174,7 @@ func (a *allToAll) refineParts(ctx context.Context, st *subStats, parts int, lim
 		l.us = l.us[1:]
 		return parts, pieces, one.ratio, nil
 	}
-	for _, b := range pieces {
-		b.release()
-	}
+	releaseBlocks(pieces)
 	projected := float64(total) * float64(maps) * subPartMargin
 	return int(min(maxSubParts, max(int64(parts), int64(projected)/limit+1))), nil, one.ratio, nil
 }

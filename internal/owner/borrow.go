@@ -99,7 +99,7 @@ func (t *Table) lentClosure(tk *task) (lent []ids.ObjectID, pending []ids.Object
 		}
 		lent = append(lent, id)
 		if len(lent) > MaxLent {
-			return nil, nil, errs.ToProto(errs.Invalidf("task %s: its arguments hold more than %d object refs (counting refs inside the objects they refer to); pass fewer refs, or put them in fewer objects", tk.spec.Name, MaxLent))
+			return nil, nil, errs.ToProto(errs.Invalidf("task %s: its arguments hold more than %d object refs (counting refs inside the objects they refer to); pass fewer refs, or put them in fewer objects", tk.common().Name, MaxLent))
 		}
 		stack = append(stack, o.x().contained...)
 	}
@@ -369,8 +369,8 @@ func sortIDs(l []ids.ObjectID) {
 // its borrows.
 func (t *Table) borrowerResult(tk *task, res *atollpb.TaskResult) {
 	key := borrowerKey{}
-	if tk.actor != nil || tk.spec.Type == atollpb.TaskType_ACTOR_CREATION_TASK {
-		key.actor = ids.MustFromBytes(tk.spec.ActorId)
+	if tk.actor != nil || tk.common().Type == atollpb.TaskType_ACTOR_CREATION_TASK {
+		key.actor = ids.MustFromBytes(tk.common().ActorId)
 		if tk.actor != nil {
 			key.actor = tk.actor.id
 		}

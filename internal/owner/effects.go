@@ -3,6 +3,7 @@ package owner
 import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/specpack"
 	"time"
 )
 
@@ -11,7 +12,12 @@ type Effect interface{ effect() }
 
 // SendTask submits a task attempt to the node's scheduler. The Table does
 // not touch Spec after emitting it (a retry sends a clone).
-type SendTask struct{ Spec *atollpb.TaskSpec }
+type SendTask struct {
+	Spec *atollpb.TaskSpec
+	// Packed is the spec, packed (Config.Pack), instead of Spec: a
+	// leasable task's (specpack.Leasable).
+	Packed *specpack.Spec
+}
 
 // CallActor sends an actor call attempt to the actor at Address.
 type CallActor struct {

@@ -130,7 +130,7 @@ func (t *Table) TakeGeneratorItem(id ids.TaskID) (item ids.ObjectID, ok bool, ch
 	g.items[g.taken] = ids.ObjectID{} // no longer the stream's
 	g.taken++
 	if tk := t.tasks[id]; tk != nil && tk.dispatched {
-		t.emit(GeneratorAck{Task: id, Attempt: tk.spec.Attempt, Consumed: int64(g.taken)})
+		t.emit(GeneratorAck{Task: id, Attempt: tk.attempt(), Consumed: int64(g.taken)})
 	}
 	return item, true, nil, true
 }
@@ -155,6 +155,6 @@ func (t *Table) DropGenerator(id ids.TaskID) {
 	delete(t.gens, id)
 	t.DropRef(g.items[g.taken:]...)
 	if tk := t.tasks[id]; tk != nil && tk.dispatched {
-		t.emit(GeneratorAck{Task: id, Attempt: tk.spec.Attempt, Consumed: consumedAll})
+		t.emit(GeneratorAck{Task: id, Attempt: tk.attempt(), Consumed: consumedAll})
 	}
 }

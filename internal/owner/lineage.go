@@ -7,6 +7,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/specpack"
 )
 
 // Lineage reconstruction (Ray's object reconstruction). When a task
@@ -40,7 +41,9 @@ const maxRecoveries = 3
 
 // lineageEntry is a finished task's spec, kept to run it again.
 type lineageEntry struct {
+	// spec is the task's spec, or nil and packed (Config.Pack).
 	spec      *atollpb.TaskSpec
+	packed    *specpack.Spec
 	deps      []ids.ObjectID
 	depArgIdx []int
 	returns   []ids.ObjectID
@@ -54,15 +57,15 @@ type lineageEntry struct {
 func (t *Table) recordLineage(tk *task) {
 	why := ""
 	switch {
-	case tk.actor != nil || tk.spec.Type == atollpb.TaskType_ACTOR_TASK:
+	case tk.actor != nil || tk.common().Type == atollpb.TaskType_ACTOR_TASK:
 		why = "it is an actor call's output"
-	case tk.spec.Type == atollpb.TaskType_ACTOR_CREATION_TASK:
+	case tk.common().Type == atollpb.TaskType_ACTOR_CREATION_TASK:
 		why = "it is an actor creation's output"
 	case len(tk.holds()) > 0:
 		why = "its task had refs inside its arguments"
-	case tk.spec.Generator:
+	case tk.common().Generator:
 		why = "it is a generator task's end"
-	case tk.spec.MaxRetries == 0:
+	case tk.common().MaxRetries == 0:
 		why = "its task was submitted without retries (MaxRetries(0))"
 	}
 	// The returns' records, looked up once (most tasks have one).
@@ -83,8 +86,13 @@ func (t *Table) recordLineage(tk *task) {
 		}
 		return
 	}
-	e := &lineageEntry{spec: tk.spec, deps: tk.deps(), depArgIdx: tk.depArgIdx(), returns: tk.returns, size: specSize(tk.spec),
+	e := &lineageEntry{spec: tk.spec, packed: tk.packed, deps: tk.deps(), depArgIdx: tk.depArgIdx(), returns: tk.returns,
 		attach: tk.attach, recoveries: tk.recoveries()}
+	if e.packed != nil {
+		e.size = e.packed.Size()
+	} else {
+		e.size = specSize(e.spec)
+	}
 	// Only a task rebuilt from its lineage can have an entry already.
 	if prev := t.lineageOf(tk); prev != nil {
 		t.lineageBytes -= prev.size // rebuilt: it keeps its place in the order
@@ -267,11 +275,16 @@ func (t *Table) rerun(id ids.ObjectID, o *object, cause string) *atollpb.ErrorIn
 	}
 	e.recoveries++
 	t.reconstructions++
-	spec := proto.CloneOf(e.spec)
+	var spec *atollpb.TaskSpec
+	if e.packed != nil {
+		spec = e.packed.Unpack()
+	} else {
+		spec = proto.CloneOf(e.spec)
+	}
 	spec.Attempt++
-	e.spec = spec
+	e.spec, e.packed = spec, nil
 	resetArgs(spec, e.deps, e.depArgIdx)
-	tk := &task{id: o.producerTask, seq: t.seqNext + 1, spec: spec, returns: e.returns, retriesLeft: int(spec.MaxRetries), attach: e.attach,
+	tk := &task{id: o.producerTask, seq: t.seqNext + 1, spec: spec, returns: e.returns, retriesLeft: spec.MaxRetries, attach: e.attach,
 		args: &taskArgs{deps: e.deps, depArgIdx: e.depArgIdx, refArgs: len(e.deps), recoveries: e.recoveries, rebuilding: true}}
 	t.seqNext++
 	for _, rid := range e.returns {
@@ -323,10 +336,10 @@ func (t *Table) recoverArgument(tk *task, res *atollpb.TaskResult) bool {
 		return false
 	}
 	tk.more().recoveries++
-	spec := proto.CloneOf(tk.spec)
+	spec := tk.cloneSpec()
 	spec.Attempt++
 	resetArgs(spec, tk.deps(), tk.depArgIdx())
-	tk.spec, tk.dispatched = spec, false
+	tk.spec, tk.packed, tk.dispatched = spec, nil, false
 	t.emit(Retried{Attach: tk.attach, Attempt: spec.Attempt, Cause: e})
 	t.awaitObjects(tk, tk.deps())
 	if tk.unresolved() == 0 {

@@ -5,6 +5,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/compact"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/outbox"
+	"github.com/atoll-runtime/atoll/internal/specpack"
 )
 
 // Config identifies the owning process.
@@ -20,6 +21,10 @@ type Config struct {
 	// actor entry, actors.go); default ids.NewWorkerID. A simulator
 	// counts instead, so that a run replays.
 	NewCallerID func() ids.WorkerID
+	// Pack keeps a leasable task's spec packed (specpack) from its
+	// dispatch on, in SendTask.Packed: a shell that submits them to a
+	// raylet.Submitter, which takes packed specs, sets it.
+	Pack bool
 }
 
 // Table is the ownership state of one process. See the package doc.
@@ -34,6 +39,8 @@ type Table struct {
 	// gens are the streams of generator tasks (generators.go).
 	gens    map[ids.TaskID]*generator
 	effects []Effect
+	// shapes are the recent kinds of task packed (Config.Pack).
+	shapes specpack.Shapes
 	// closed stops Free effects: the store is going away.
 	closed bool
 

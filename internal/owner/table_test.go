@@ -21,15 +21,33 @@ import (
 // put by this process, b* borrowed objects, t* tasks (t1.0 is t1's
 // first return), a* actors, n* nodes, w* waiters. See run for the
 // commands and their arguments.
+//
+// Every scenario runs twice: with specs kept whole, and packed
+// (Config.Pack: a leasable task's spec is packed from its dispatch on,
+// and its retries, cancellation, results and lineage go through the
+// packed form). The effects print the specs sent either way, so one
+// expectation covers both.
 func TestScenarios(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		env := newEnv()
-		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-			out := env.run(t, d)
-			env.checkLenders(t)
-			return out
+	for _, pack := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pack=%v", pack), func(t *testing.T) {
+			packed := 0
+			datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+				env := newEnv()
+				env.table.cfg.Pack = pack
+				datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+					out := env.run(t, d)
+					env.checkLenders(t)
+					packed += env.packed
+					env.packed = 0
+					return out
+				})
+			})
+			if pack && packed == 0 {
+				t.Fatal("no scenario sent a packed spec")
+			}
+			t.Logf("%d packed specs sent", packed)
 		})
-	})
+	}
 }
 
 type env struct {
@@ -43,6 +61,7 @@ type env struct {
 	waiters map[chan<- struct{}]string
 	byName  map[string]*Waiter
 	seq     byte
+	packed  int // packed specs sent
 }
 
 func newEnv() *env {
@@ -240,8 +259,8 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 		returns, retries := 1, 0
 		d.MaybeScanArgs(t, "returns", &returns)
 		d.MaybeScanArgs(t, "retries", &retries)
-		spec := &atollpb.TaskSpec{TaskId: task.Bytes(), Name: name, Function: "f", NumReturns: int32(returns), MaxRetries: int32(retries),
-			RetryExceptions: d.HasArg("retry-exceptions")}
+		spec := &atollpb.TaskSpec{TaskId: task.Bytes(), Type: atollpb.TaskType_NORMAL_TASK, Name: name, Function: "f", NumReturns: int32(returns),
+			MaxRetries: int32(retries), RetryExceptions: d.HasArg("retry-exceptions")}
 		s := Submission{Spec: spec, Attach: name}
 		for i := 0; i < returns; i++ {
 			e.object(t, fmt.Sprintf("%s.%d", name, i))
@@ -556,7 +575,15 @@ func (e *env) effects() string {
 	for _, eff := range e.table.TakeEffects() {
 		switch f := eff.(type) {
 		case SendTask:
-			lines = append(lines, "send "+e.spec(f.Spec))
+			spec := f.Spec
+			if f.Packed != nil {
+				if spec != nil || !e.table.cfg.Pack {
+					lines = append(lines, "error: a SendTask with both a spec and a packed one, or packed unasked")
+				}
+				spec = f.Packed.Unpack()
+				e.packed++
+			}
+			lines = append(lines, "send "+e.spec(spec))
 		case CallActor:
 			lines = append(lines, fmt.Sprintf("call %s: %s", f.Address, e.spec(f.Spec)))
 		case CancelTask:
@@ -639,12 +666,16 @@ func (e *env) state() string {
 	lines = append(lines, objs...)
 	var lin []string
 	for id, l := range tb.lineage {
-		lin = append(lin, fmt.Sprintf("lineage %s attempt=%d recoveries=%d", e.tasks[id], l.spec.Attempt, l.recoveries))
+		attempt := l.spec.GetAttempt()
+		if l.packed != nil {
+			attempt = l.packed.Attempt()
+		}
+		lin = append(lin, fmt.Sprintf("lineage %s attempt=%d recoveries=%d", e.tasks[id], attempt, l.recoveries))
 	}
 	sort.Strings(lin)
 	lines = append(lines, lin...)
 	for _, tk := range tb.sortedTasks() {
-		s := fmt.Sprintf("task %s attempt=%d", tk.attach, tk.spec.Attempt)
+		s := fmt.Sprintf("task %s attempt=%d", tk.attach, tk.attempt())
 		switch {
 		case tk.cancelled:
 			s += " cancelled"

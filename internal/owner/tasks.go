@@ -10,26 +10,29 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/specpack"
 )
 
 // task is a task this process owns that has not finished: its arguments
 // may be unresolved, it may be queued, running or retrying.
 type task struct {
-	id          ids.TaskID
-	seq         uint64 // submission order
-	spec        *atollpb.TaskSpec
-	returns     []ids.ObjectID
-	retriesLeft int // -1: forever
-	actor       *actorEntry
-	attach      any
+	id  ids.TaskID
+	seq uint64 // submission order
+	// spec is the task's spec; nil once packed (Config.Pack): then packed.
+	spec    *atollpb.TaskSpec
+	packed  *specpack.Spec
+	returns []ids.ObjectID
+	actor   *actorEntry
+	attach  any
 	// args is what few tasks need: object arguments, refs inside
 	// argument values, lineage's counts; nil for a plain task (most are),
 	// made on first use (more), so that a million tasks queued at once
 	// cost 112 bytes each here, not 208.
 	args *taskArgs
 
-	dispatched bool // arguments resolved; sent (or, for a call, ready to send)
-	cancelled  bool
+	retriesLeft int32 // -1: forever
+	dispatched  bool  // arguments resolved; sent (or, for a call, ready to send)
+	cancelled   bool
 }
 
 // taskArgs is a task's less used part.
@@ -47,6 +50,31 @@ type taskArgs struct {
 	// rebuilding: it runs again to rebuild its lost returns.
 	recoveries int
 	rebuilding bool
+}
+
+// common is the task's spec or, packed, its shape: the fields a kind of
+// task shares (name, type, retries, actor). Read-only.
+func (tk *task) common() *atollpb.TaskSpec {
+	if tk.packed != nil {
+		return tk.packed.Shape()
+	}
+	return tk.spec
+}
+
+// attempt is the current attempt's number.
+func (tk *task) attempt() int32 {
+	if tk.packed != nil {
+		return tk.packed.Attempt()
+	}
+	return tk.spec.Attempt
+}
+
+// cloneSpec returns a copy of the task's spec, of the caller's own.
+func (tk *task) cloneSpec() *atollpb.TaskSpec {
+	if tk.packed != nil {
+		return tk.packed.Unpack()
+	}
+	return proto.CloneOf(tk.spec)
 }
 
 // more returns the task's less used part, made on first use.
@@ -143,7 +171,7 @@ type Submission struct {
 func (t *Table) Submit(s Submission) []ids.ObjectID {
 	id := ids.MustFromBytes(s.Spec.TaskId)
 	t.seqNext++
-	tk := &task{id: id, seq: t.seqNext, spec: s.Spec, retriesLeft: int(s.Spec.MaxRetries), attach: s.Attach}
+	tk := &task{id: id, seq: t.seqNext, spec: s.Spec, retriesLeft: s.Spec.MaxRetries, attach: s.Attach}
 	for i := 0; i < int(s.Spec.NumReturns); i++ {
 		rid := ids.ReturnObjectID(id, i)
 		t.put(rid, nil, nil, nil).taskReturn = true
@@ -286,6 +314,20 @@ func (t *Table) dispatch(tk *task) {
 	if spec.Type == atollpb.TaskType_ACTOR_CREATION_TASK {
 		t.keepCreation(spec)
 	}
+	t.sendTask(tk, spec)
+}
+
+// sendTask sends tk's attempt spec to the node: packed (Config.Pack), if
+// it is a leasable one, kept packed and the spec dropped.
+func (t *Table) sendTask(tk *task, spec *atollpb.TaskSpec) {
+	if t.cfg.Pack && tk.actor == nil && specpack.Leasable(spec) {
+		if p := t.shapes.Pack(spec); p != nil {
+			tk.spec, tk.packed = nil, p
+			t.emit(SendTask{Packed: p})
+			return
+		}
+	}
+	tk.spec, tk.packed = spec, nil
 	t.emit(SendTask{Spec: spec})
 }
 
@@ -305,7 +347,7 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 	if tk == nil && t.restartResult(id, res) {
 		return // the creation sent again to restart an actor whose node died
 	}
-	if tk == nil || res.Attempt != tk.spec.Attempt || !tk.dispatched {
+	if tk == nil || res.Attempt != tk.attempt() || !tk.dispatched {
 		return // stale attempt, duplicate, or already finished
 	}
 	t.borrowerResult(tk, res)
@@ -318,7 +360,7 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 		switch {
 		case tk.cancelled:
 			// Whatever stopped it, the caller asked for it to stop.
-			t.finish(tk, errs.ToProto(&errs.CancelledError{TaskName: tk.spec.Name, TaskID: id.String()}))
+			t.finish(tk, errs.ToProto(&errs.CancelledError{TaskName: tk.common().Name, TaskID: id.String()}))
 		case t.recoverArgument(tk, res):
 			// An argument was lost: rebuilt, then the task runs again.
 		case !t.retry(tk, res):
@@ -326,13 +368,13 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 		}
 		return
 	}
-	if tk.spec.Type == atollpb.TaskType_ACTOR_CREATION_TASK {
-		t.actorCreated(ids.MustFromBytes(tk.spec.ActorId), res.ActorAddress)
+	if tk.common().Type == atollpb.TaskType_ACTOR_CREATION_TASK {
+		t.actorCreated(ids.MustFromBytes(tk.common().ActorId), res.ActorAddress)
 	}
 	adopted := t.adopt(res.Transferred)
 	for i, rid := range tk.returns {
 		if i >= len(res.Returns) {
-			t.Resolve(rid, errorValue(errs.Invalidf("task %s returned %d values, want %d", tk.spec.Name, len(res.Returns), len(tk.returns))), nil, nil)
+			t.Resolve(rid, errorValue(errs.Invalidf("task %s returned %d values, want %d", tk.common().Name, len(res.Returns), len(tk.returns))), nil, nil)
 			continue
 		}
 		v := res.Returns[i].GetValue()
@@ -386,15 +428,15 @@ func Retryable(spec *atollpb.TaskSpec, res *atollpb.TaskResult) bool {
 }
 
 func (t *Table) retry(tk *task, res *atollpb.TaskResult) bool {
-	if tk.cancelled || tk.retriesLeft == 0 || !Retryable(tk.spec, res) {
+	if tk.cancelled || tk.retriesLeft == 0 || !Retryable(tk.common(), res) {
 		return false
 	}
 	if tk.retriesLeft > 0 {
 		tk.retriesLeft--
 	}
-	spec := proto.Clone(tk.spec).(*atollpb.TaskSpec)
+	spec := tk.cloneSpec()
 	spec.Attempt++
-	tk.spec = spec
+	tk.spec, tk.packed = spec, nil
 	t.emit(Retried{Attach: tk.attach, Attempt: spec.Attempt, Cause: res.Error})
 	if a := tk.actor; a != nil {
 		// callLost has applied what the failure says of the actor's host.
@@ -412,7 +454,7 @@ func (t *Table) retry(tk *task, res *atollpb.TaskResult) bool {
 		}
 		return true
 	}
-	t.emit(SendTask{Spec: spec})
+	t.sendTask(tk, spec)
 	return true
 }
 
@@ -420,7 +462,7 @@ func (t *Table) retry(tk *task, res *atollpb.TaskResult) bool {
 func (t *Table) finish(tk *task, e *atollpb.ErrorInfo) {
 	if e.TaskName == "" && e.Code == atollpb.ErrorCode_TASK_ERROR {
 		e = proto.Clone(e).(*atollpb.ErrorInfo)
-		e.TaskName = tk.spec.Name
+		e.TaskName = tk.common().Name
 	}
 	v := &atollpb.Value{Codec: atollpb.Codec_CODEC_ERROR, Kind: &atollpb.Value_Error{Error: e}}
 	for _, rid := range tk.returns {
@@ -430,8 +472,8 @@ func (t *Table) finish(tk *task, e *atollpb.ErrorInfo) {
 		}
 		t.Resolve(rid, v, nil, nil)
 	}
-	if tk.spec.Type == atollpb.TaskType_ACTOR_CREATION_TASK {
-		t.actorDied(ids.MustFromBytes(tk.spec.ActorId), e)
+	if tk.common().Type == atollpb.TaskType_ACTOR_CREATION_TASK {
+		t.actorDied(ids.MustFromBytes(tk.common().ActorId), e)
 	}
 	t.complete(tk, e)
 }
@@ -464,7 +506,7 @@ func (t *Table) Cancel(id ids.TaskID, nonRecursive bool) {
 		return
 	}
 	tk.cancelled = true
-	cancelled := errs.ToProto(&errs.CancelledError{TaskName: tk.spec.Name, TaskID: id.String()})
+	cancelled := errs.ToProto(&errs.CancelledError{TaskName: tk.common().Name, TaskID: id.String()})
 	switch {
 	case !tk.dispatched:
 		t.finish(tk, cancelled)

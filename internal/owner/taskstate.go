@@ -43,6 +43,6 @@ func (t *Table) TaskState(id ids.TaskID) (TaskState, bool) {
 	if tk == nil {
 		return TaskState{}, false
 	}
-	return TaskState{Name: tk.spec.Name, Attempt: tk.spec.Attempt, ActorCall: tk.actor != nil || tk.spec.Type == atollpb.TaskType_ACTOR_CREATION_TASK, Dispatched: tk.dispatched,
+	return TaskState{Name: tk.common().Name, Attempt: tk.attempt(), ActorCall: tk.actor != nil || tk.common().Type == atollpb.TaskType_ACTOR_CREATION_TASK, Dispatched: tk.dispatched,
 		Cancelled: tk.cancelled, Unresolved: tk.unresolved()}, true
 }

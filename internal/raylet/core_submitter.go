@@ -9,6 +9,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/compact"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/outbox"
+	"github.com/atoll-runtime/atoll/internal/specpack"
 )
 
 // SubmitCore is the submitter's side of leases (direct submission, as
@@ -66,11 +67,14 @@ const (
 )
 
 // DirectTask is one attempt of a task a SubmitCore holds: queued, or
-// pushed to a leased worker. The core owns its fields but Spec and
-// Attach, the shell's.
+// pushed to a leased worker. The core owns its fields but Spec, Packed
+// and Attach, the shell's.
 type DirectTask struct {
-	Spec *atollpb.TaskSpec
-	ID   ids.TaskID
+	// Spec is the task's spec, or nil and Packed: packed by its owner
+	// (specpack), as most are, so that a million queued cost little.
+	Spec   *atollpb.TaskSpec
+	Packed *specpack.Spec
+	ID     ids.TaskID
 	// Key is the task's scheduling class as the submitter sees it
 	// (LeaseKey).
 	Key string
@@ -85,6 +89,31 @@ type DirectTask struct {
 	lease     *heldLease
 	cancelled bool
 	recalling bool
+}
+
+// Common is the task's spec or, packed, its shape: the fields a kind of
+// task shares (name, job, function, demand, binary). Read-only.
+func (t *DirectTask) Common() *atollpb.TaskSpec {
+	if t.Packed != nil {
+		return t.Packed.Shape()
+	}
+	return t.Spec
+}
+
+// Attempt is the attempt's number.
+func (t *DirectTask) Attempt() int32 {
+	if t.Packed != nil {
+		return t.Packed.Attempt()
+	}
+	return t.Spec.Attempt
+}
+
+// Trace is the task's trace context, nil if untraced.
+func (t *DirectTask) Trace() *atollpb.TraceContext {
+	if t.Packed != nil {
+		return t.Packed.Trace()
+	}
+	return t.Spec.GetTrace()
 }
 
 // Queued is when the task was submitted.
@@ -105,23 +134,9 @@ func LeaseKey(spec *atollpb.TaskSpec) string {
 	return ClassKey(Resources(spec.Resources), false, true) + "|" + spec.WorkerBinary
 }
 
-// Leasable reports whether spec may be submitted under a lease: a normal
-// task with no object argument (a root task: admission by argument bytes
-// has nothing to hold), no ref inside its arguments, not a generator (its
-// items and acks go through the raylet) and with the default placement.
-func Leasable(spec *atollpb.TaskSpec) bool {
-	return spec.Type == atollpb.TaskType_NORMAL_TASK && spec.NumDependencies == 0 && len(spec.Borrowed) == 0 && !spec.Generator &&
-		spec.GetScheduling().GetKind() == atollpb.SchedulingStrategy_DEFAULT && !hasRefArg(spec)
-}
-
-func hasRefArg(spec *atollpb.TaskSpec) bool {
-	for _, a := range spec.Args {
-		if a.GetRef() != nil {
-			return true
-		}
-	}
-	return false
-}
+// Leasable reports whether spec may be submitted under a lease
+// (specpack.Leasable).
+func Leasable(spec *atollpb.TaskSpec) bool { return specpack.Leasable(spec) }
 
 // submitClass is one class's queue and leases.
 type submitClass struct {
@@ -272,7 +287,7 @@ func (c *SubmitCore) Stats() SubmitStats {
 	return s
 }
 
-// Submit queues t (t.Spec Leasable, t.ID and t.Key set) and pushes it if
+// Submit queues t (its spec Leasable, t.ID and t.Key set) and pushes it if
 // a lease of its class has room.
 func (c *SubmitCore) Submit(now time.Time, t *DirectTask) {
 	cl := c.classes[t.Key]
@@ -339,7 +354,7 @@ func (c *SubmitCore) Refused(now time.Time, req uint64, err *atollpb.ErrorInfo) 
 // is the shell's to deliver.
 func (c *SubmitCore) Finished(now time.Time, id uint64, task ids.TaskID, attempt int32) {
 	t := c.byID[task]
-	if t == nil || t.Spec.Attempt != attempt || t.lease == nil || t.lease.id != id {
+	if t == nil || t.Attempt() != attempt || t.lease == nil || t.lease.id != id {
 		return // a lease lost meanwhile: the shell reported it
 	}
 	l := t.lease
@@ -411,7 +426,7 @@ func (c *SubmitCore) Lost(now time.Time, id uint64) {
 // was cancelled meanwhile); otherwise its result will come.
 func (c *SubmitCore) Recalled(now time.Time, id uint64, task ids.TaskID, attempt int32, ok bool) {
 	t := c.byID[task]
-	if t == nil || t.Spec.Attempt != attempt || t.lease == nil || t.lease.id != id {
+	if t == nil || t.Attempt() != attempt || t.lease == nil || t.lease.id != id {
 		return
 	}
 	t.recalling = false
@@ -550,11 +565,11 @@ func (c *SubmitCore) request(cl *submitClass) {
 // example is a task of cl to name its class to the raylet.
 func (c *SubmitCore) example(cl *submitClass) *atollpb.TaskSpec {
 	if len(cl.queue) > 0 {
-		return cl.queue[0].Spec
+		return cl.queue[0].Common()
 	}
 	for _, l := range cl.leases {
 		if len(l.inflight) > 0 {
-			return l.inflight[0].Spec
+			return l.inflight[0].Common()
 		}
 	}
 	return nil

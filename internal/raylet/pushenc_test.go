@@ -2,26 +2,13 @@ package raylet
 
 import (
 	"encoding/binary"
-	"slices"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/specpack"
 )
-
-// Every field of TaskSpec is either a task's own or its shape's: a field
-// added to TaskSpec must be classified, or PushEncoder would drop it.
-func TestPushEncoderKnowsEveryField(t *testing.T) {
-	fields := (&atollpb.TaskSpec{}).ProtoReflect().Descriptor().Fields()
-	for i := range fields.Len() {
-		n := fields.Get(i).Number()
-		own, shared := slices.Contains(perTaskFields, n), slices.Contains(shapeFields, n)
-		if own == shared {
-			t.Errorf("TaskSpec field %s (%d): own %v, shared %v: classify it in pushenc.go", fields.Get(i).Name(), n, own, shared)
-		}
-	}
-}
 
 func sampleSpec(i int) *atollpb.TaskSpec {
 	return &atollpb.TaskSpec{
@@ -68,7 +55,14 @@ func TestPushEncoderRoundTrip(t *testing.T) {
 		}
 		specs = append(specs, s)
 	}
-	e.Specs = specs
+	var shapes specpack.Shapes
+	for i, s := range specs {
+		if p := shapes.Pack(s); p != nil && i%3 == 0 {
+			e.AddPacked(p) // the owner's packed specs push as they are
+		} else {
+			e.Add(s)
+		}
+	}
 	buf, err := e.AppendFrames(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -82,16 +76,13 @@ func TestPushEncoderRoundTrip(t *testing.T) {
 			t.Fatalf("spec %d: got %v, want %v", i, got[i], specs[i])
 		}
 	}
-	if len(e.shapes) > maxShapes {
-		t.Fatalf("%d shapes kept", len(e.shapes))
-	}
 }
 
 // Encoding a task of a known shape allocates nothing.
 func TestPushEncoderDoesNotAllocate(t *testing.T) {
 	var e PushEncoder
 	spec := sampleSpec(1)
-	e.Specs = []*atollpb.TaskSpec{spec}
+	e.Add(spec)
 	buf := make([]byte, 0, 4096)
 	buf, _ = e.AppendFrames(buf[:0]) // the shape
 	allocs := testing.AllocsPerRun(100, func() {
@@ -106,7 +97,7 @@ func TestPushEncoderDoesNotAllocate(t *testing.T) {
 func BenchmarkPushEncoder(b *testing.B) {
 	var e PushEncoder
 	spec := sampleSpec(1)
-	e.Specs = []*atollpb.TaskSpec{spec}
+	e.Add(spec)
 	buf := make([]byte, 0, 4096)
 	b.ReportAllocs()
 	for b.Loop() {

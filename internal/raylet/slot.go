@@ -81,10 +81,11 @@ func (s *Slot) push(conn *workerconn.Conn, ts []*Assignment) {
 	frames := make([]*atollpb.Frame, 0, len(ts))
 	sent := ts[:0:0]
 	for _, t := range ts {
-		if s.killedAt(BeforeExecute, t.spec) {
+		spec := t.Spec()
+		if s.killedAt(BeforeExecute, spec) {
 			break // the process's death reports the attempts
 		}
-		frames = append(frames, &atollpb.Frame{Body: &atollpb.Frame_PushTask{PushTask: &atollpb.PushTask{Spec: t.spec}}})
+		frames = append(frames, &atollpb.Frame{Body: &atollpb.Frame_PushTask{PushTask: &atollpb.PushTask{Spec: spec}}})
 		sent = append(sent, t)
 	}
 	if len(frames) == 0 {
@@ -95,7 +96,7 @@ func (s *Slot) push(conn *workerconn.Conn, ts []*Assignment) {
 		if t.ctx == nil {
 			continue
 		}
-		id, tctx := t.spec.TaskId, t.ctx
+		id, tctx := t.task.Bytes(), t.ctx
 		stop := context.AfterFunc(tctx, func() {
 			nonRecursive := errors.Is(context.Cause(tctx), errs.ErrCancelNonRecursive)
 			_ = conn.Send(&atollpb.Frame{Body: &atollpb.Frame_CancelTask{CancelTask: &atollpb.CancelTask{TaskId: id, NonRecursive: nonRecursive}}})
@@ -152,17 +153,21 @@ func (s *Slot) pushDirect(lease uint64, ts []*Assignment, enc *PushEncoder, wait
 	if conn == nil {
 		return true // Registered sends them
 	}
-	enc.Specs = enc.Specs[:0]
+	enc.Reset()
 	for _, t := range ts {
-		if killAt && s.killedAt(BeforeExecute, t.spec) {
+		if killAt && s.killedAt(BeforeExecute, t.Spec()) {
 			break // the process's death reports the attempts
 		}
-		enc.Specs = append(enc.Specs, t.spec)
+		if t.packed != nil {
+			enc.AddPacked(t.packed)
+		} else {
+			enc.Add(t.spec)
+		}
 	}
-	if len(enc.Specs) > 0 {
+	if enc.Len() > 0 {
 		_ = conn.Encode(enc, wait)
 	}
-	clear(enc.Specs)
+	enc.Reset()
 	return true
 }
 
@@ -237,7 +242,7 @@ func (s *Slot) take(taskID []byte, attempt int32) (*Assignment, func() bool) {
 // attempt, or -1; s.mu is held.
 func (s *Slot) index(taskID []byte, attempt int32) int {
 	return slices.IndexFunc(s.inflight, func(t *Assignment) bool {
-		return string(t.spec.TaskId) == string(taskID) && t.spec.Attempt == attempt
+		return t.is(taskID, attempt)
 	})
 }
 
@@ -260,14 +265,14 @@ func (s *Slot) Finish(res *atollpb.TaskResult) *Assignment {
 	t := s.inflight[i]
 	if s.killAt != nil && s.kill != nil {
 		s.mu.Unlock()
-		if s.killedAt(AfterExecute, t.spec) {
+		if s.killedAt(AfterExecute, t.Spec()) {
 			return nil // the process's death reports the attempt
 		}
 		s.mu.Lock()
 	}
 	t, stop := s.take(res.GetTaskId(), res.GetAttempt())
 	if t != nil {
-		s.last = t.spec
+		s.last = t.common()
 	}
 	s.mu.Unlock()
 	stopWatch(stop)
@@ -293,11 +298,11 @@ func (s *Slot) recall(t *Assignment, done func(recalled bool)) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), recallTimeout)
 		defer cancel()
-		reply, err := conn.Call(ctx, &atollpb.Frame{Body: &atollpb.Frame_RecallTask{RecallTask: &atollpb.RecallTask{TaskId: t.spec.TaskId, Attempt: t.spec.Attempt}}})
+		reply, err := conn.Call(ctx, &atollpb.Frame{Body: &atollpb.Frame_RecallTask{RecallTask: &atollpb.RecallTask{TaskId: t.task.Bytes(), Attempt: t.attempt()}}})
 		recalled := err == nil && reply.GetRecallReply().GetRecalled()
 		if recalled {
 			s.mu.Lock()
-			taken, stop := s.take(t.spec.TaskId, t.spec.Attempt)
+			taken, stop := s.take(t.task.Bytes(), t.attempt())
 			s.mu.Unlock()
 			stopWatch(stop)
 			recalled = taken == t

@@ -35,7 +35,8 @@ func nextFrame(t *testing.T, got <-chan *atollpb.Frame) *atollpb.Frame {
 }
 
 func assignment(ctx context.Context, attempt int32) *Assignment {
-	return &Assignment{ctx: ctx, spec: &atollpb.TaskSpec{TaskId: ids.NewTaskID().Bytes(), Attempt: attempt}}
+	id := ids.NewTaskID()
+	return &Assignment{ctx: ctx, spec: &atollpb.TaskSpec{TaskId: id.Bytes(), Attempt: attempt}, task: id}
 }
 
 func resultFor(a *Assignment, attempt int32) *atollpb.TaskResult {

@@ -14,6 +14,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/outbox"
+	"github.com/atoll-runtime/atoll/internal/specpack"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
 )
 
@@ -95,6 +96,22 @@ func (s *Submitter) Submit(spec *atollpb.TaskSpec) bool {
 	t := &DirectTask{Spec: spec, ID: id} // its Assignment is made when it is pushed
 	s.step(true, func(c *SubmitCore) {
 		t.Key = s.keyOf(spec)
+		c.Submit(time.Now(), t)
+	})
+	return true
+}
+
+// SubmitPacked takes a packed spec (specpack.Leasable, as its owner
+// checked before packing it) and reports whether it did; the caller
+// submits it, unpacked, to the raylet otherwise.
+func (s *Submitter) SubmitPacked(p *specpack.Spec) bool {
+	id, err := ids.FromBytes(p.TaskID())
+	if err != nil {
+		return false
+	}
+	t := &DirectTask{Packed: p, ID: id}
+	s.step(true, func(c *SubmitCore) {
+		t.Key = s.keyOf(p.Shape())
 		c.Submit(time.Now(), t)
 	})
 	return true
@@ -187,15 +204,15 @@ func (s *Submitter) apply(e SubmitEffect, wait bool) {
 	case CancelDirect:
 		if slot := s.slotOf(e.Lease); slot != nil {
 			slot.queue(&atollpb.Frame{Body: &atollpb.Frame_CancelTask{CancelTask: &atollpb.CancelTask{
-				TaskId: e.Task.Spec.TaskId, NonRecursive: e.NonRecursive}}})
+				TaskId: e.Task.ID.Bytes(), NonRecursive: e.NonRecursive}}})
 		}
 	case FailDirect:
 		err := e.Err
 		if e.Cancelled {
-			err = errs.ToProto(&errs.CancelledError{TaskName: e.Task.Spec.Name, TaskID: e.Task.ID.String()})
+			err = errs.ToProto(&errs.CancelledError{TaskName: e.Task.Common().Name, TaskID: e.Task.ID.String()})
 		}
 		s.endSpans(e.Task, "cancelled")
-		s.cfg.Deliver(&atollpb.TaskResult{TaskId: e.Task.Spec.TaskId, Attempt: e.Task.Spec.Attempt, Error: err})
+		s.cfg.Deliver(&atollpb.TaskResult{TaskId: e.Task.ID.Bytes(), Attempt: e.Task.Attempt(), Error: err})
 	case ArmSubmitTimer:
 		time.AfterFunc(e.After, func() { s.step(false, func(c *SubmitCore) { c.Tick(time.Now()) }) })
 	}
@@ -223,12 +240,12 @@ func (s *Submitter) push(e PushDirect, wait bool) {
 		// push that makes a task's Assignment comes before its recall.
 		a, _ := t.Attach.(*Assignment)
 		if a == nil {
-			a = &Assignment{spec: t.Spec, task: t.ID, direct: s, dtask: t}
+			a = &Assignment{spec: t.Spec, packed: t.Packed, task: t.ID, direct: s, dtask: t}
 			t.Attach = a
 		}
 		a.worker, a.lease, a.started = e.Worker, e.Lease, now
 		as[i] = a
-		if t.Spec.Trace != nil {
+		if t.Trace() != nil {
 			s.spans(t, e, i)
 		}
 	}
@@ -248,16 +265,16 @@ func (s *Submitter) push(e PushDirect, wait bool) {
 // spans makes the queue and schedule spans of a traced task as it is
 // pushed: its wait here, then its hand-off to the worker.
 func (s *Submitter) spans(t *DirectTask, e PushDirect, i int) {
-	parent := telemetry.Extract(context.Background(), t.Spec.Trace)
+	parent := telemetry.Extract(context.Background(), t.Trace())
 	reason := "none"
 	if t.pushed > t.queued {
 		reason = string(PendingWorker)
 	}
-	_, q := s.cfg.Tracer.Start(parent, "queue "+t.Spec.Name, trace.WithTimestamp(t.Queued()),
-		trace.WithAttributes(attribute.String("atoll.task_id", t.ID.String()), attribute.Int("atoll.attempt", int(t.Spec.Attempt)),
+	_, q := s.cfg.Tracer.Start(parent, "queue "+t.Common().Name, trace.WithTimestamp(t.Queued()),
+		trace.WithAttributes(attribute.String("atoll.task_id", t.ID.String()), attribute.Int("atoll.attempt", int(t.Attempt())),
 			attribute.String("atoll.pending_reason", reason), attribute.Bool("atoll.leased", true)))
 	q.End()
-	_, sched := s.cfg.Tracer.Start(parent, "schedule "+t.Spec.Name,
+	_, sched := s.cfg.Tracer.Start(parent, "schedule "+t.Common().Name,
 		trace.WithAttributes(attribute.String("atoll.task_id", t.ID.String()),
 			attribute.String("atoll.worker_id", e.Worker.String()), attribute.String("atoll.node_id", s.cfg.NodeID.String()),
 			attribute.Int("atoll.pipelined", e.Before+i), attribute.Bool("atoll.leased", true)))
@@ -267,10 +284,10 @@ func (s *Submitter) spans(t *DirectTask, e PushDirect, i int) {
 // endSpans ends the queue span of a traced task that fails before it is
 // pushed.
 func (s *Submitter) endSpans(t *DirectTask, reason string) {
-	if t.Spec.Trace == nil {
+	if t.Trace() == nil {
 		return
 	}
-	_, q := s.cfg.Tracer.Start(telemetry.Extract(context.Background(), t.Spec.Trace), "queue "+t.Spec.Name, trace.WithTimestamp(t.Queued()),
+	_, q := s.cfg.Tracer.Start(telemetry.Extract(context.Background(), t.Trace()), "queue "+t.Common().Name, trace.WithTimestamp(t.Queued()),
 		trace.WithAttributes(attribute.String("atoll.task_id", t.ID.String()), attribute.String("atoll.pending_reason", reason)))
 	q.End()
 }
@@ -280,7 +297,7 @@ func (s *Submitter) endSpans(t *DirectTask, reason string) {
 func (s *Submitter) recall(e RecallDirect) {
 	slot := s.slotOf(e.Lease)
 	a := e.Task.Attach.(*Assignment)
-	id, attempt, lease := e.Task.ID, e.Task.Spec.Attempt, e.Lease
+	id, attempt, lease := e.Task.ID, e.Task.Attempt(), e.Lease
 	answer := func(ok bool) {
 		s.step(false, func(c *SubmitCore) { c.Recalled(time.Now(), lease, id, attempt, ok) })
 	}
@@ -297,7 +314,7 @@ func (s *Submitter) recall(e RecallDirect) {
 func (s *Submitter) finished(a *Assignment, res *atollpb.TaskResult) {
 	t := a.dtask
 	end := time.Now()
-	s.step(false, func(c *SubmitCore) { c.Finished(end, a.lease, t.ID, t.Spec.Attempt) })
+	s.step(false, func(c *SubmitCore) { c.Finished(end, a.lease, t.ID, t.Attempt()) })
 	s.useMu.Lock()
 	s.use.add(a.worker, a.lease, 0, 1)
 	s.use.events = append(s.use.events, directEvent(a, end, res.GetError()))
@@ -311,12 +328,12 @@ func (s *Submitter) finished(a *Assignment, res *atollpb.TaskResult) {
 
 // crashed reports an attempt whose worker died.
 func (s *Submitter) crashed(a *Assignment, reason string) {
-	crash := errs.ToProto(&errs.WorkerCrashedError{TaskName: a.spec.Name, TaskID: a.task.String(), Message: reason})
+	crash := errs.ToProto(&errs.WorkerCrashedError{TaskName: a.common().Name, TaskID: a.task.String(), Message: reason})
 	s.useMu.Lock()
 	s.use.add(a.worker, a.lease, 0, 1)
 	s.use.events = append(s.use.events, directEvent(a, time.Now(), crash))
 	s.useMu.Unlock()
-	s.cfg.Deliver(&atollpb.TaskResult{TaskId: a.spec.TaskId, Attempt: a.spec.Attempt, Error: crash, WorkerId: a.worker.Bytes()})
+	s.cfg.Deliver(&atollpb.TaskResult{TaskId: a.task.Bytes(), Attempt: a.attempt(), Error: crash, WorkerId: a.worker.Bytes()})
 }
 
 // The raylet's side: Grant, RecallLease, LeaseBlocked, LeaseLost and
@@ -405,12 +422,12 @@ func (s *Submitter) flushUse() {
 
 // directEvent is the timeline's entry of a submitter's attempt.
 func directEvent(a *Assignment, end time.Time, err *atollpb.ErrorInfo) TaskEvent {
-	e := TaskEvent{TaskID: a.task, Name: a.spec.Name, Worker: a.worker, Start: a.started, End: end, Failed: err != nil}
+	e := TaskEvent{TaskID: a.task, Name: a.common().Name, Worker: a.worker, Start: a.started, End: end, Failed: err != nil}
 	if err != nil {
 		e.Error, e.RemoteStack = cut(err.GetMessage(), maxEventError), cut(err.GetRemoteStack(), maxEventError)
 	}
-	e.JobID, _ = ids.FromBytes(a.spec.GetJobId())
-	if tc := a.spec.GetTrace(); tc != nil {
+	e.JobID, _ = ids.FromBytes(a.common().GetJobId())
+	if tc := a.trace(); tc != nil {
 		e.TraceID = traceID(tc.GetTraceparent())
 	}
 	return e

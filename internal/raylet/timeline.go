@@ -45,10 +45,10 @@ type TaskEvent struct {
 
 // finishedEvent is the timeline entry of an attempt that ended (Done).
 func finishedEvent(a *Assignment) TaskEvent {
-	e := TaskEvent{TaskID: a.task, Name: a.spec.Name, Worker: a.worker, Start: a.started, End: a.ended, Failed: a.failed,
+	e := TaskEvent{TaskID: a.task, Name: a.common().Name, Worker: a.worker, Start: a.started, End: a.ended, Failed: a.failed,
 		Error: cut(a.err.GetMessage(), maxEventError), RemoteStack: cut(a.err.GetRemoteStack(), maxEventError)}
-	e.JobID, _ = ids.FromBytes(a.spec.GetJobId())
-	e.TraceID = traceID(a.spec.GetTrace().GetTraceparent())
+	e.JobID, _ = ids.FromBytes(a.common().GetJobId())
+	e.TraceID = traceID(a.trace().GetTraceparent())
 	return e
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/specpack"
 )
 
 // Assignment is a task attempt assigned to a worker (see Slot). The Core
@@ -15,7 +16,10 @@ import (
 // and delivery when it applies the Push that carries it, and the Slot
 // owns unwatch.
 type Assignment struct {
+	// spec is the attempt's task; packed instead for a submitter's
+	// packed one (nil spec).
 	spec      *atollpb.TaskSpec
+	packed    *specpack.Spec
 	task      ids.TaskID
 	attemptID uint64 // unique on the node
 	worker    ids.WorkerID
@@ -44,8 +48,46 @@ type Assignment struct {
 	dtask  *DirectTask
 }
 
-// Spec is the attempt's task.
-func (a *Assignment) Spec() *atollpb.TaskSpec { return a.spec }
+// Spec is the attempt's task (unpacked, if it was packed).
+func (a *Assignment) Spec() *atollpb.TaskSpec {
+	if a.packed != nil {
+		return a.packed.Unpack()
+	}
+	return a.spec
+}
+
+// common is the attempt's task, or, packed, its shape: the fields a kind
+// of task shares (name, job, function, demand). Read-only.
+func (a *Assignment) common() *atollpb.TaskSpec {
+	if a.packed != nil {
+		return a.packed.Shape()
+	}
+	return a.spec
+}
+
+// attempt is the attempt's number.
+func (a *Assignment) attempt() int32 {
+	if a.packed != nil {
+		return a.packed.Attempt()
+	}
+	return a.spec.Attempt
+}
+
+// trace is the attempt's trace context, nil if untraced.
+func (a *Assignment) trace() *atollpb.TraceContext {
+	if a.packed != nil {
+		return a.packed.Trace()
+	}
+	return a.spec.GetTrace()
+}
+
+// is reports whether a is attempt of the task taskID names.
+func (a *Assignment) is(taskID []byte, attempt int32) bool {
+	if a.packed != nil {
+		return a.packed.Attempt() == attempt && string(a.task[:]) == string(taskID)
+	}
+	return a.spec.Attempt == attempt && string(a.spec.TaskId) == string(taskID)
+}
 
 // Worker is the worker the attempt was pushed to.
 func (a *Assignment) Worker() ids.WorkerID { return a.worker }

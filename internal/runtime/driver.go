@@ -167,17 +167,17 @@ func (d *Driver) start(ctx context.Context) error {
 	if d.gateway != nil {
 		rt.frees = gatewayFreer{d.gateway}
 	}
-	rt.startOwner(owner.Config{Worker: rt.workerID, Node: rt.nodeID, LineageBudget: cfg.LineageBudget})
+	// Direct submission (leases) on a single node. A cluster's driver
+	// places its tasks on other nodes through its raylet; a fault
+	// injector acts on messages, and its rules need each task to be one.
+	direct := d.gateway == nil && cfg.Faults == nil
+	rt.startOwner(owner.Config{Worker: rt.workerID, Node: rt.nodeID, LineageBudget: cfg.LineageBudget, Pack: direct})
 	if rt.ownerPID, err = n.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &ownerActor{rt: rt} }, actor.WithDispatcher(actors.HotDispatcher)), "owner"); err != nil {
 		return fmt.Errorf("atoll: start owner: %w", err)
 	}
 	d.localOwner.Store(rt.ownerPID) // results for it skip its mailbox from now on
 	link := &driverLink{system: rt.system, raylet: n.Raylet(), owner: rt.ownerPID, node: rt.nodeID, gateway: d.gateway}
-	if d.gateway == nil && cfg.Faults == nil {
-		// Direct submission (leases) on a single node. A cluster's
-		// driver places its tasks on other nodes through its raylet; a
-		// fault injector acts on messages, and its rules need each task
-		// to be one.
+	if direct {
 		link.sub = raylet.NewSubmitter(raylet.SubmitterConfig{System: rt.system, Raylet: n.Raylet(), Tracer: rt.tracer, NodeID: rt.nodeID,
 			Core:    raylet.SubmitConfig{PipelineDepth: cfg.Node.PipelineDepth},
 			Deliver: func(res *atollpb.TaskResult) { rt.owner.do(func(t *owner.Table) { t.Result(res) }) }})

@@ -11,6 +11,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/objectstore"
 	"github.com/atoll-runtime/atoll/internal/raylet"
+	"github.com/atoll-runtime/atoll/internal/specpack"
 	"github.com/atoll-runtime/atoll/internal/workerproto"
 )
 
@@ -21,6 +22,8 @@ import (
 // process sends frames to its raylet (workerLink).
 type nodeLink interface {
 	submitTask(spec *atollpb.TaskSpec)
+	// submitPacked submits a spec its owner packed (owner.Config.Pack).
+	submitPacked(p *specpack.Spec)
 	cancelTask(id ids.TaskID, nonRecursive bool)
 	setBlocked(id ids.TaskID, blocked bool)
 	callActor(address string, spec *atollpb.TaskSpec)
@@ -93,6 +96,13 @@ func (l *driverLink) submitTask(spec *atollpb.TaskSpec) {
 		return
 	}
 	l.system.Root.RequestWithCustomSender(l.raylet, &atollpb.SubmitTask{Spec: spec}, l.owner)
+}
+
+func (l *driverLink) submitPacked(p *specpack.Spec) {
+	if l.sub != nil && l.sub.SubmitPacked(p) {
+		return
+	}
+	l.submitTask(p.Unpack())
 }
 
 func (l *driverLink) cancelTask(id ids.TaskID, nonRecursive bool) {

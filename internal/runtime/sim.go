@@ -11,6 +11,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/owner"
+	"github.com/atoll-runtime/atoll/internal/specpack"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
 )
 
@@ -123,6 +124,7 @@ type simState struct {
 type simLink struct{ l SimLink }
 
 func (s simLink) submitTask(spec *atollpb.TaskSpec)           { s.l.SubmitTask(spec) }
+func (s simLink) submitPacked(p *specpack.Spec)               { s.l.SubmitTask(p.Unpack()) }
 func (s simLink) cancelTask(id ids.TaskID, nonRecursive bool) { s.l.CancelTask(id, nonRecursive) }
 func (s simLink) setBlocked(id ids.TaskID, blocked bool)      { s.l.SetBlocked(id, blocked) }
 func (s simLink) callActor(address string, spec *atollpb.TaskSpec) {

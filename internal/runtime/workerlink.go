@@ -6,6 +6,7 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/specpack"
 	"github.com/atoll-runtime/atoll/internal/workerproto"
 )
 
@@ -14,6 +15,7 @@ import (
 type workerLink struct{ workerproto.Client }
 
 func (l *workerLink) submitTask(spec *atollpb.TaskSpec)           { l.SubmitTask(spec) }
+func (l *workerLink) submitPacked(p *specpack.Spec)               { l.SubmitTask(p.Unpack()) }
 func (l *workerLink) cancelTask(id ids.TaskID, nonRecursive bool) { l.CancelTask(id, nonRecursive) }
 func (l *workerLink) setBlocked(id ids.TaskID, blocked bool)      { l.SetBlocked(id, blocked) }
 func (l *workerLink) callActor(address string, spec *atollpb.TaskSpec) {

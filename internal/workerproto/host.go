@@ -85,17 +85,16 @@ func (s *hostState) sendLocked(fx []HostEffect) (rest []HostEffect, flush *worke
 			killed = true
 			continue
 		}
-		s.enc.Specs = append(s.enc.Specs, send.Call.Spec)
+		s.enc.Add(send.Call.Spec)
 	}
-	if len(s.enc.Specs) > 0 {
+	if s.enc.Len() > 0 {
 		// Encoded as the submitter's pushes are: a call's shape (its
 		// actor, caller, method) marshalled once, only its own fields
 		// for each call.
 		if s.conn.DeferEncoded(&s.enc) == nil {
 			flush = s.conn
 		}
-		clear(s.enc.Specs)
-		s.enc.Specs = s.enc.Specs[:0]
+		s.enc.Reset()
 	}
 	return rest, flush
 }

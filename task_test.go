@@ -303,6 +303,15 @@ func TestCancellation(t *testing.T) {
 	if _, err := atoll.Get(ctx, viaCtx); !errors.Is(err, atoll.ErrCancelled) {
 		t.Fatalf("context-cancelled task: %v", err)
 	}
+	// A task submitted under a context done already is cancelled too
+	// (its context's watch fires before or after its owner knows it).
+	for range 20 {
+		done, stop := context.WithCancel(ctx)
+		stop()
+		if _, err := atoll.Get(ctx, waitStarted.Remote(done, atoll.Value(newChanKey(t)))); !errors.Is(err, atoll.ErrCancelled) {
+			t.Fatalf("a task submitted under a done context: %v", err)
+		}
+	}
 	// The node still works.
 	if v, err := atoll.Get(ctx, double.Remote(ctx, atoll.Value(4))); err != nil || v != 8 {
 		t.Fatalf("after cancellations: %v %v", v, err)

@@ -46,7 +46,7 @@ type lineageEntry struct {
 	packed    *specpack.Spec
 	deps      []ids.ObjectID
 	depArgIdx []int
-	returns   []ids.ObjectID
+	nReturns  int32 // its returns are ids.ReturnObjectID(task, i)
 	size      int
 	attach    any // the shell's data of the first run, handed back again
 	// recoveries counts its reconstructions.
@@ -71,8 +71,8 @@ func (t *Table) recordLineage(tk *task) {
 	// The returns' records, looked up once (most tasks have one).
 	var buf [2]*object
 	objs := buf[:0]
-	for _, rid := range tk.returns {
-		o := t.objects[rid]
+	for i := range int(tk.nReturns) {
+		o := t.objects[tk.returnID(i)]
 		objs = append(objs, o)
 		if o != nil && len(o.x().contained) > 0 && why == "" {
 			why = "its task's returns hold refs"
@@ -86,7 +86,7 @@ func (t *Table) recordLineage(tk *task) {
 		}
 		return
 	}
-	e := &lineageEntry{spec: tk.spec, packed: tk.packed, deps: tk.deps(), depArgIdx: tk.depArgIdx(), returns: tk.returns,
+	e := &lineageEntry{spec: tk.spec, packed: tk.packed, deps: tk.deps(), depArgIdx: tk.depArgIdx(), nReturns: tk.nReturns,
 		attach: tk.attach, recoveries: tk.recoveries()}
 	if e.packed != nil {
 		e.size = e.packed.Size()
@@ -172,8 +172,8 @@ func (t *Table) record(id ids.ObjectID) *object {
 func (t *Table) forgetLineage(id ids.TaskID, e *lineageEntry) {
 	delete(t.lineage, id)
 	t.lineageBytes -= e.size
-	for _, rid := range e.returns {
-		if o := t.record(rid); o != nil && o.producerTask == id {
+	for i := range int(e.nReturns) {
+		if o := t.record(ids.ReturnObjectID(id, i)); o != nil && o.producerTask == id {
 			o.producerTask, o.m().noLineage = ids.TaskID{}, "its lineage was evicted past the lineage budget"
 		}
 	}
@@ -201,8 +201,8 @@ func (t *Table) objectFreed(o *object) {
 	if e == nil {
 		return
 	}
-	for _, rid := range e.returns {
-		if t.record(rid) != nil {
+	for i := range int(e.nReturns) {
+		if t.record(ids.ReturnObjectID(o.producerTask, i)) != nil {
 			return
 		}
 	}
@@ -284,11 +284,11 @@ func (t *Table) rerun(id ids.ObjectID, o *object, cause string) *atollpb.ErrorIn
 	spec.Attempt++
 	e.spec, e.packed = spec, nil
 	resetArgs(spec, e.deps, e.depArgIdx)
-	tk := &task{id: o.producerTask, seq: t.seqNext + 1, spec: spec, returns: e.returns, retriesLeft: spec.MaxRetries, attach: e.attach,
+	tk := &task{id: o.producerTask, seq: t.seqNext + 1, spec: spec, nReturns: e.nReturns, retriesLeft: spec.MaxRetries, attach: e.attach,
 		args: &taskArgs{deps: e.deps, depArgIdx: e.depArgIdx, refArgs: len(e.deps), recoveries: e.recoveries, rebuilding: true}}
 	t.seqNext++
-	for _, rid := range e.returns {
-		if r := t.objects[rid]; r != nil && r.ready() {
+	for i := range int(e.nReturns) {
+		if r := t.objects[tk.returnID(i)]; r != nil && r.ready() {
 			r.value = nil
 		}
 	}

@@ -78,8 +78,9 @@ type DirectTask struct {
 	// Key is the task's scheduling class as the submitter sees it
 	// (LeaseKey).
 	Key string
-	// Attach is the shell's (the task's assignment, spans).
-	Attach any
+	// Attach is the shell's: the task's assignment, made when it is
+	// first pushed.
+	Attach *Assignment
 	// queued is when it was submitted (its queue span's start, Queued),
 	// pushed when it went to its worker, in Unix nanoseconds:
 	// half the size of two time.Times, for a million tasks held at once.

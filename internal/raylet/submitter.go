@@ -238,7 +238,7 @@ func (s *Submitter) push(e PushDirect, wait bool) {
 	for i, t := range e.Tasks {
 		// Effects are applied by one drainer at a time, in order: the
 		// push that makes a task's Assignment comes before its recall.
-		a, _ := t.Attach.(*Assignment)
+		a := t.Attach
 		if a == nil {
 			a = &Assignment{spec: t.Spec, packed: t.Packed, task: t.ID, direct: s, dtask: t}
 			t.Attach = a
@@ -296,7 +296,7 @@ func (s *Submitter) endSpans(t *DirectTask, reason string) {
 // its own); the answer steps the core.
 func (s *Submitter) recall(e RecallDirect) {
 	slot := s.slotOf(e.Lease)
-	a := e.Task.Attach.(*Assignment)
+	a := e.Task.Attach
 	id, attempt, lease := e.Task.ID, e.Task.Attempt(), e.Lease
 	answer := func(ok bool) {
 		s.step(false, func(c *SubmitCore) { c.Recalled(time.Now(), lease, id, attempt, ok) })

@@ -70,6 +70,15 @@ func (ws *contextWatches) add(host watchHost, ctx context.Context, task ids.Task
 	return w
 }
 
+// submitted cancels task if the watch fired before its owner knew it (a
+// watch made before the task's submission, as its attach): cancelling
+// a task the owner does not know yet does nothing.
+func (w *contextWatch) submitted(task ids.TaskID) {
+	if w.ctx.Err() != nil && !errors.Is(context.Cause(w.ctx), errs.ErrCancelNonRecursive) {
+		w.host.cancelTask(task, false)
+	}
+}
+
 // forget forgets a finished task; the context's watch stops once it has
 // no task left.
 func (w *contextWatch) forget(task ids.TaskID) {

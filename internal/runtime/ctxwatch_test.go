@@ -91,6 +91,45 @@ func TestContextWatchOnePerContext(t *testing.T) {
 	}
 }
 
+// TestContextWatchSubmitted: a watch made before its task reached its
+// owner (the task's attach) cancels the task again once it did if its
+// context is done by then (the watch may have fired while the owner did
+// not know the task, and cancelling an unknown task does nothing), unless
+// a non-recursive cancel ended the context; a live context cancels
+// nothing.
+func TestContextWatchSubmitted(t *testing.T) {
+	h := &fakeHost{fired: make(chan struct{}, 4)}
+	var ws contextWatches
+	live, stop := context.WithCancel(context.Background())
+	defer stop()
+	task := ids.NewTaskID()
+	ws.add(h, live, task).submitted(task)
+	if len(h.cancelled) != 0 {
+		t.Fatalf("a task of a live context cancelled: %v", h.cancelled)
+	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	w := ws.add(h, done, task)
+	<-h.fired
+	w.submitted(task)
+	h.mu.Lock()
+	got := slices.Clone(h.cancelled)
+	h.mu.Unlock()
+	if !slices.Equal(got, []ids.TaskID{task, task}) {
+		t.Fatalf("a task of a done context: cancelled %v, want it by the watch and again once submitted", got)
+	}
+	alone, cancelAlone := context.WithCancelCause(context.Background())
+	cancelAlone(errs.ErrCancelNonRecursive)
+	w = ws.add(h, alone, ids.NewTaskID())
+	<-h.fired
+	w.submitted(task)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.cancelled) != 2 {
+		t.Fatalf("a task of a context ended by a non-recursive cancel was cancelled: %v", h.cancelled)
+	}
+}
+
 // TestContextWatchNonRecursive: a context ended by a task's non-recursive
 // cancellation cancels nothing it submitted; a context done before the
 // task was watched still cancels it.

@@ -121,8 +121,11 @@ func (rt *Runtime) applyOwnerEffect(e owner.Effect) {
 			go report()
 		}
 	case owner.Finished:
-		if a, ok := e.Attach.(*taskAttach); ok {
+		switch a := e.Attach.(type) {
+		case *taskAttach:
 			a.finish() // its span ended with the batch (endSubmitSpans)
+		case *contextWatch:
+			a.forget(e.Task)
 		}
 	}
 }

@@ -40,11 +40,18 @@ func (rt *Runtime) Submit(ctx context.Context, spec *atollpb.TaskSpec, args []Ar
 	}
 	// A task with nothing to end, forget or free when it finishes has
 	// no taskAttach: the owner then sends no Dispatched or Finished for
-	// it. The simulator's checks count every task's Finished.
+	// it. The simulator's checks count every task's Finished. A task
+	// whose only such thing is its context's watch has the watch as
+	// its attach, made before the owner can finish it: no taskAttach
+	// for the many tasks a program submits under a cancellable context.
 	var att *taskAttach
+	var watchOnly *contextWatch
 	spanning := rt.spanning(ctx)
-	if spanning || release != nil || ctx.Done() != nil || rt.sim != nil {
+	switch {
+	case spanning || release != nil || rt.sim != nil:
 		att = &taskAttach{span: noSpan, task: task}
+	case ctx.Done() != nil:
+		watchOnly = rt.watchContext(ctx, task)
 	}
 	if spanning {
 		ctx, att.span = rt.tracer.Start(ctx, "submit "+spec.Name, trace.WithSpanKind(trace.SpanKindProducer),
@@ -57,6 +64,8 @@ func (rt *Runtime) Submit(ctx context.Context, spec *atollpb.TaskSpec, args []Ar
 	if att != nil {
 		sub.Attach = att
 		att.release = release
+	} else if watchOnly != nil {
+		sub.Attach = watchOnly // Finished forgets the task (applyOwnerEffect)
 	}
 	if as != nil {
 		sub.Actor = as.ID
@@ -83,6 +92,11 @@ func (rt *Runtime) Submit(ctx context.Context, spec *atollpb.TaskSpec, args []Ar
 		// Cancelling ctx cancels the task (recursively), unless ctx is
 		// the context of a task cancelled alone (Cancel with NonRecursive).
 		att.setWatch(rt.watchContext(ctx, task))
+	}
+	if watchOnly != nil {
+		// The watch was made before the owner knew the task: a context
+		// done since may have fired it while the task was unknown.
+		watchOnly.submitted(task)
 	}
 	return handles
 }

@@ -71,6 +71,12 @@
 // pending call to free); the runtime gives none to a plain task, so that
 // one costs two effects fewer.
 //
+// With Config.Pack, a leasable task's spec is packed when it is
+// dispatched (internal/specpack: its kind's shared fields kept once, its
+// own encoded) and sent as SendPacked instead of SendTask; the Table
+// keeps the packed form for its retries and lineage and unpacks it to
+// run the task again.
+//
 // The shell is internal/runtime's ownerShell: it applies every event under
 // one mutex, the only lock on the Table, and queues the effects; whoever
 // stepped the Table then drains the queue outside the lock unless another

@@ -12,12 +12,12 @@ type Effect interface{ effect() }
 
 // SendTask submits a task attempt to the node's scheduler. The Table does
 // not touch Spec after emitting it (a retry sends a clone).
-type SendTask struct {
-	Spec *atollpb.TaskSpec
-	// Packed is the spec, packed (Config.Pack), instead of Spec: a
-	// leasable task's (specpack.Leasable).
-	Packed *specpack.Spec
-}
+type SendTask struct{ Spec *atollpb.TaskSpec }
+
+// SendPacked is SendTask for a spec the Table packed (Config.Pack): a
+// leasable task's (specpack.Leasable). A type of its own, one pointer
+// wide, so that boxing it as an Effect allocates nothing.
+type SendPacked struct{ Spec *specpack.Spec }
 
 // CallActor sends an actor call attempt to the actor at Address.
 type CallActor struct {
@@ -89,6 +89,7 @@ type LocateActor struct {
 func (ActorRestartFailed) effect() {}
 func (LocateActor) effect()        {}
 func (SendTask) effect()           {}
+func (SendPacked) effect()         {}
 func (CallActor) effect()          {}
 func (CancelTask) effect()         {}
 func (Free) effect()               {}

@@ -575,15 +575,13 @@ func (e *env) effects() string {
 	for _, eff := range e.table.TakeEffects() {
 		switch f := eff.(type) {
 		case SendTask:
-			spec := f.Spec
-			if f.Packed != nil {
-				if spec != nil || !e.table.cfg.Pack {
-					lines = append(lines, "error: a SendTask with both a spec and a packed one, or packed unasked")
-				}
-				spec = f.Packed.Unpack()
-				e.packed++
+			lines = append(lines, "send "+e.spec(f.Spec))
+		case SendPacked:
+			if !e.table.cfg.Pack {
+				lines = append(lines, "error: a packed spec sent unasked")
 			}
-			lines = append(lines, "send "+e.spec(spec))
+			e.packed++
+			lines = append(lines, "send "+e.spec(f.Spec.Unpack()))
 		case CallActor:
 			lines = append(lines, fmt.Sprintf("call %s: %s", f.Address, e.spec(f.Spec)))
 		case CancelTask:

@@ -172,14 +172,18 @@ type Submission struct {
 // Submit registers a task with one reference to each of its returns,
 // takes references to its arguments, and sends it once they all have
 // values (at once if they do). It returns the return ids.
-func (t *Table) Submit(s Submission) []ids.ObjectID {
+func (t *Table) Submit(s Submission) []ids.ObjectID { return t.SubmitTo(nil, s) }
+
+// SubmitTo is Submit, appending the return ids to dst.
+func (t *Table) SubmitTo(dst []ids.ObjectID, s Submission) []ids.ObjectID {
 	id := ids.MustFromBytes(s.Spec.TaskId)
 	t.seqNext++
 	tk := &task{id: id, seq: t.seqNext, spec: s.Spec, retriesLeft: s.Spec.MaxRetries, nReturns: s.Spec.NumReturns, attach: s.Attach}
-	returns := make([]ids.ObjectID, tk.nReturns)
-	for i := range returns {
-		returns[i] = tk.returnID(i)
-		t.put(returns[i], nil, nil, nil).taskReturn = true
+	returns := dst
+	for i := range int(tk.nReturns) {
+		rid := tk.returnID(i)
+		t.put(rid, nil, nil, nil).taskReturn = true
+		returns = append(returns, rid)
 	}
 	t.tasks[id] = tk
 	for i, a := range s.Args {
@@ -327,7 +331,7 @@ func (t *Table) sendTask(tk *task, spec *atollpb.TaskSpec) {
 	if t.cfg.Pack && tk.actor == nil && specpack.Leasable(spec) {
 		if p := t.shapes.Pack(spec); p != nil {
 			tk.spec, tk.packed = nil, p
-			t.emit(SendTask{Packed: p})
+			t.emit(SendPacked{Spec: p})
 			return
 		}
 	}

@@ -61,11 +61,9 @@ func (rt *Runtime) post(m any) {
 func (rt *Runtime) applyOwnerEffect(e owner.Effect) {
 	switch e := e.(type) {
 	case owner.SendTask:
-		if e.Packed != nil {
-			rt.link.submitPacked(e.Packed)
-		} else {
-			rt.link.submitTask(e.Spec)
-		}
+		rt.link.submitTask(e.Spec)
+	case owner.SendPacked:
+		rt.link.submitPacked(e.Spec)
 	case owner.CallActor:
 		rt.link.callActor(e.Address, e.Spec)
 	case owner.CancelTask:

@@ -76,12 +76,13 @@ func (rt *Runtime) Submit(ctx context.Context, spec *atollpb.TaskSpec, args []Ar
 	} else if sub.Args, err = rt.buildArgs(args); err != nil {
 		sub.Err = errs.ToProto(err)
 	}
+	var buf [2]ids.ObjectID // most tasks have one or two returns
 	var returns []ids.ObjectID
 	rt.owner.do(func(t *owner.Table) {
 		if spec.Generator {
 			returns = t.SubmitGenerator(sub) // its items stream to the caller (stream.go)
 		} else {
-			returns = t.Submit(sub)
+			returns = t.SubmitTo(buf[:0], sub)
 		}
 	})
 	handles := make([]*Ref, len(returns))

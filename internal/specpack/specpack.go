@@ -165,23 +165,31 @@ func (s *Shapes) Pack(spec *atollpb.TaskSpec) *Spec {
 		return nil
 	}
 	s.scratch = AppendOwn(s.scratch[:0], spec)
-	own := bytes.Clone(s.scratch)
+	p := &Spec{shape: sh, attempt: spec.Attempt}
+	if n := len(s.scratch); n <= len(p.small) {
+		p.own = p.small[:n:n] // one allocation for a task with a small argument or two
+		copy(p.own, s.scratch)
+	} else {
+		p.own = bytes.Clone(s.scratch)
+	}
 	if cap(s.scratch) > 64<<10 {
 		s.scratch = nil // a spec with large inline arguments: keep no buffer its size
 	}
-	return &Spec{shape: sh, own: own, attempt: spec.Attempt, trace: spec.Trace}
+	return p
 }
 
 // Spec is a packed task spec: its shape and its own fields' encoding. It
 // is read-only.
 type Spec struct {
 	shape   *Shape
-	own     []byte
+	own     []byte // in small, if it fits
 	attempt int32
-	// trace is the spec's trace context, kept decoded (it is in own too)
-	// for the spans made while it waits: nil for an untraced task.
-	trace *atollpb.TraceContext
+	small   [ownInline]byte
 }
+
+// ownInline is the own fields' bytes a Spec holds in itself: a task id
+// and an argument of up to ~20 bytes, in the 80-byte size class.
+const ownInline = 44
 
 // Shape is the shared fields (do not modify).
 func (p *Spec) Shape() *atollpb.TaskSpec { return &p.shape.spec }
@@ -203,8 +211,30 @@ func (p *Spec) TaskID() []byte {
 // Attempt is the spec's attempt number.
 func (p *Spec) Attempt() int32 { return p.attempt }
 
-// Trace is the spec's trace context (nil if untraced; do not modify).
-func (p *Spec) Trace() *atollpb.TraceContext { return p.trace }
+// Trace returns the spec's trace context, decoded from its own fields
+// (a new one each call), or nil for an untraced task.
+func (p *Spec) Trace() *atollpb.TraceContext {
+	for b := p.own; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil
+		}
+		if num == 14 && typ == protowire.BytesType {
+			v, m := protowire.ConsumeBytes(b[n:])
+			tc := &atollpb.TraceContext{}
+			if m < 0 || proto.Unmarshal(v, tc) != nil {
+				return nil
+			}
+			return tc
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return nil
+		}
+		b = b[n+m:]
+	}
+	return nil
+}
 
 // Size is the spec's encoded size: proto.Size of the unpacked spec.
 func (p *Spec) Size() int { return len(p.shape.prefix) + len(p.own) }

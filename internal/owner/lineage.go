@@ -39,34 +39,90 @@ const DefaultLineageBudget = 64 << 20
 // re-dispatches of one attempt for lost arguments.
 const maxRecoveries = 3
 
+// lineageGap is why an object has no lineage.
+type lineageGap uint8
+
+const (
+	lineageKept lineageGap = iota // none known: kept, or not yet decided
+	gapActorCall
+	gapActorCreation
+	gapRefArguments
+	gapGenerator
+	gapNoRetries
+	gapRefReturns
+	gapEvicted
+)
+
+func (g lineageGap) String() string {
+	switch g {
+	case gapActorCall:
+		return "it is an actor call's output"
+	case gapActorCreation:
+		return "it is an actor creation's output"
+	case gapRefArguments:
+		return "its task had refs inside its arguments"
+	case gapGenerator:
+		return "it is a generator task's end"
+	case gapNoRetries:
+		return "its task was submitted without retries (MaxRetries(0))"
+	case gapRefReturns:
+		return "its task's returns hold refs"
+	case gapEvicted:
+		return "its lineage was evicted past the lineage budget"
+	}
+	return "its lineage is not kept"
+}
+
 // lineageEntry is a finished task's spec, kept to run it again.
 type lineageEntry struct {
 	// spec is the task's spec, or nil and packed (Config.Pack).
-	spec      *atollpb.TaskSpec
-	packed    *specpack.Spec
+	spec   *atollpb.TaskSpec
+	packed *specpack.Spec
+	// args are its object arguments, nil for a task with none (most).
+	args   *lineageArgs
+	attach any // the shell's data of the first run, handed back again
+	size   int32
+	// nReturns counts its returns, ids.ReturnObjectID(task, i).
+	nReturns int32
+	// recoveries counts its reconstructions.
+	recoveries int32
+}
+
+// lineageArgs are a lineage entry's object arguments: their ids and
+// their indexes in the spec's arguments.
+type lineageArgs struct {
 	deps      []ids.ObjectID
 	depArgIdx []int
-	nReturns  int32 // its returns are ids.ReturnObjectID(task, i)
-	size      int
-	attach    any // the shell's data of the first run, handed back again
-	// recoveries counts its reconstructions.
-	recoveries int
+}
+
+func (e *lineageEntry) deps() []ids.ObjectID {
+	if e.args == nil {
+		return nil
+	}
+	return e.args.deps
+}
+
+func (e *lineageEntry) depArgIdx() []int {
+	if e.args == nil {
+		return nil
+	}
+	return e.args.depArgIdx
 }
 
 // recordLineage keeps a finished task's lineage if it may be rebuilt.
 func (t *Table) recordLineage(tk *task) {
-	why := ""
+	why := lineageKept
 	switch {
 	case tk.actor != nil || tk.common().Type == atollpb.TaskType_ACTOR_TASK:
-		why = "it is an actor call's output"
+		why = gapActorCall
 	case tk.common().Type == atollpb.TaskType_ACTOR_CREATION_TASK:
-		why = "it is an actor creation's output"
+		why = gapActorCreation
 	case len(tk.holds()) > 0:
-		why = "its task had refs inside its arguments"
+		why = gapRefArguments
 	case tk.common().Generator:
-		why = "it is a generator task's end"
+		why = gapGenerator
 	case tk.common().MaxRetries == 0:
-		why = "its task was submitted without retries (MaxRetries(0))"
+		why = gapNoRetries
 	}
 	// The returns' records, looked up once (most tasks have one).
 	var buf [2]*object
@@ -74,38 +130,40 @@ func (t *Table) recordLineage(tk *task) {
 	for i := range int(tk.nReturns) {
 		o := t.objects[tk.returnID(i)]
 		objs = append(objs, o)
-		if o != nil && len(o.x().contained) > 0 && why == "" {
-			why = "its task's returns hold refs"
+		if o != nil && len(o.x().contained) > 0 && why == lineageKept {
+			why = gapRefReturns
 		}
 	}
-	if why != "" {
+	if why != lineageKept {
 		for _, o := range objs {
 			if o != nil {
-				o.m().noLineage = why
+				o.noLineage = why
 			}
 		}
 		return
 	}
-	e := &lineageEntry{spec: tk.spec, packed: tk.packed, deps: tk.deps(), depArgIdx: tk.depArgIdx(), nReturns: tk.nReturns,
-		attach: tk.attach, recoveries: tk.recoveries()}
+	e := &lineageEntry{spec: tk.spec, packed: tk.packed, nReturns: tk.nReturns, attach: tk.attach, recoveries: int32(tk.recoveries())}
+	if deps := tk.deps(); len(deps) > 0 {
+		e.args = &lineageArgs{deps: deps, depArgIdx: tk.depArgIdx()}
+	}
 	if e.packed != nil {
-		e.size = e.packed.Size()
+		e.size = int32(e.packed.Size())
 	} else {
-		e.size = specSize(e.spec)
+		e.size = int32(specSize(e.spec))
 	}
 	// Only a task rebuilt from its lineage can have an entry already.
 	if prev := t.lineageOf(tk); prev != nil {
-		t.lineageBytes -= prev.size // rebuilt: it keeps its place in the order
+		t.lineageBytes -= int(prev.size) // rebuilt: it keeps its place in the order
 	} else {
 		t.lineageOrder = append(t.lineageOrder, tk.id)
-		for _, dep := range e.deps {
+		for _, dep := range e.deps() {
 			if d := t.record(dep); d != nil {
 				d.m().lineageRefs++
 			}
 		}
 	}
 	t.lineage[tk.id] = e
-	t.lineageBytes += e.size
+	t.lineageBytes += int(e.size)
 	for _, o := range objs {
 		if o != nil {
 			o.producerTask = tk.id
@@ -171,13 +229,13 @@ func (t *Table) record(id ids.ObjectID) *object {
 // lineage names go, and with them, in turn, their own lineage.
 func (t *Table) forgetLineage(id ids.TaskID, e *lineageEntry) {
 	delete(t.lineage, id)
-	t.lineageBytes -= e.size
+	t.lineageBytes -= int(e.size)
 	for i := range int(e.nReturns) {
 		if o := t.record(ids.ReturnObjectID(id, i)); o != nil && o.producerTask == id {
-			o.producerTask, o.m().noLineage = ids.TaskID{}, "its lineage was evicted past the lineage budget"
+			o.producerTask, o.noLineage = ids.TaskID{}, gapEvicted
 		}
 	}
-	for _, dep := range e.deps {
+	for _, dep := range e.deps() {
 		d := t.record(dep)
 		if d == nil {
 			continue
@@ -240,11 +298,7 @@ func (t *Table) Reconstruct(id ids.ObjectID, cause string) *atollpb.ErrorInfo {
 func (t *Table) rerun(id ids.ObjectID, o *object, cause string) *atollpb.ErrorInfo {
 	e := t.lineage[o.producerTask]
 	if e == nil {
-		why := o.x().noLineage
-		if why == "" {
-			why = "its lineage is not kept"
-		}
-		return reconstructionFailed(id, why+": "+cause)
+		return reconstructionFailed(id, o.noLineage.String()+": "+cause)
 	}
 	if t.tasks[o.producerTask] != nil {
 		return nil // its task is running again
@@ -252,7 +306,7 @@ func (t *Table) rerun(id ids.ObjectID, o *object, cause string) *atollpb.ErrorIn
 	if e.recoveries >= maxRecoveries {
 		return reconstructionFailed(id, "rebuilt too often already: "+cause)
 	}
-	for _, dep := range e.deps {
+	for _, dep := range e.deps() {
 		if t.objects[dep] != nil {
 			continue
 		}
@@ -283,9 +337,9 @@ func (t *Table) rerun(id ids.ObjectID, o *object, cause string) *atollpb.ErrorIn
 	}
 	spec.Attempt++
 	e.spec, e.packed = spec, nil
-	resetArgs(spec, e.deps, e.depArgIdx)
+	resetArgs(spec, e.deps(), e.depArgIdx())
 	tk := &task{id: o.producerTask, seq: t.seqNext + 1, spec: spec, nReturns: e.nReturns, retriesLeft: spec.MaxRetries, attach: e.attach,
-		args: &taskArgs{deps: e.deps, depArgIdx: e.depArgIdx, refArgs: len(e.deps), recoveries: e.recoveries, rebuilding: true}}
+		args: &taskArgs{deps: e.deps(), depArgIdx: e.depArgIdx(), refArgs: len(e.deps()), recoveries: int(e.recoveries), rebuilding: true}}
 	t.seqNext++
 	for i := range int(e.nReturns) {
 		if r := t.objects[tk.returnID(i)]; r != nil && r.ready() {

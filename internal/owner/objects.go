@@ -29,7 +29,11 @@ type object struct {
 	borrowed bool
 	// taskReturn: a task's return (else a Put); producerTask: the task
 	// whose lineage can rebuild it (zero: none kept).
-	taskReturn   bool
+	taskReturn bool
+	// noLineage is why it has no lineage, once its task finished
+	// without keeping one (in the record's padding: evicting a million
+	// lineages allocates nothing).
+	noLineage    lineageGap
 	producerTask ids.TaskID
 }
 
@@ -47,8 +51,7 @@ type objectMore struct {
 	// lender is the process that lent a borrowed object to this one (the
 	// owner of the task it came with): the one to report holding it to.
 	// Zero for objects borrowed otherwise.
-	lender    ids.WorkerID
-	noLineage string // why it has none, when its task finished
+	lender ids.WorkerID
 	// lineageRefs counts the kept lineage entries that name this object
 	// as an argument: with no reference left, it moves to Table.released
 	// (its data is freed, its lineage kept) until they go.

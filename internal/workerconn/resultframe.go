@@ -1,6 +1,7 @@
 package workerconn
 
 import (
+	"bytes"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/atoll-runtime/atoll/atollpb"
@@ -30,13 +31,15 @@ type resultBlock struct {
 	rets   [1]*atollpb.ReturnObject
 }
 
-// valueBlock is a decoded return's value; an inline value of up to
-// len(small) bytes is copied into it, a longer one points into the
-// frame's bytes.
+// valueBlock is a decoded return's value, which its owner may keep for
+// long (a million of them, for a million results gathered): an inline
+// value of up to len(small) bytes is copied into it (the block is then
+// 128 bytes, a size class), a longer one into an allocation of its own,
+// so that no value keeps the frame's bytes.
 type valueBlock struct {
 	value  atollpb.Value
 	inline atollpb.Value_Inline
-	small  [24]byte
+	small  [16]byte
 }
 
 // Field numbers decoded here (atollpb's worker.proto, task.proto and
@@ -148,7 +151,9 @@ func (vb *valueBlock) decode(b []byte) bool {
 			val.Codec = atollpb.Codec(int32(v))
 		case num == valueInline && isBytes && val.Kind == nil:
 			if len(s) <= len(vb.small) {
-				s = vb.small[:copy(vb.small[:], s)] // not the frame's bytes kept with a small value
+				s = vb.small[:copy(vb.small[:], s)]
+			} else {
+				s = bytes.Clone(s)
 			}
 			vb.inline.Inline = s[:len(s):len(s)] // a oneof's bytes are set even when empty
 			val.Kind = &vb.inline

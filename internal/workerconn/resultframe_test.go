@@ -1,8 +1,10 @@
 package workerconn
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"google.golang.org/protobuf/proto"
 
@@ -90,6 +92,31 @@ func TestDecodeResultMatchesProto(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { decodeResult(b) }); n > 3 {
 		t.Fatalf("decodeResult made %v allocations, want at most 3", n)
+	}
+}
+
+// A decoded value, which its owner may keep for long (a million, for a
+// million results gathered), is a 128-byte block, a size class; values
+// on either side of what the block holds in itself decode whole.
+func TestDecodedValueBlock(t *testing.T) {
+	if n := unsafe.Sizeof(valueBlock{}); n > 128 {
+		t.Fatalf("valueBlock is %d bytes, want at most 128 (a size class)", n)
+	}
+	for _, size := range []int{1, 16, 17, 24, 200} {
+		val := make([]byte, size)
+		for i := range val {
+			val[i] = byte(i + 1)
+		}
+		f := &atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: &atollpb.TaskResult{TaskId: []byte("t"),
+			Returns: []*atollpb.ReturnObject{{ObjectId: []byte("o"), Value: &atollpb.Value{Kind: &atollpb.Value_Inline{Inline: val}}}}}}}
+		b, _ := proto.Marshal(f)
+		got, ok := decodeResult(b)
+		if !ok {
+			t.Fatalf("%d bytes: left to proto.Unmarshal", size)
+		}
+		if inline := got.GetTaskResult().GetReturns()[0].GetValue().GetInline(); !bytes.Equal(inline, val) {
+			t.Fatalf("%d bytes: decoded %v", size, inline)
+		}
 	}
 }
 

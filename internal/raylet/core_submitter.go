@@ -75,16 +75,15 @@ type DirectTask struct {
 	Spec   *atollpb.TaskSpec
 	Packed *specpack.Spec
 	ID     ids.TaskID
-	// Key is the task's scheduling class as the submitter sees it
-	// (LeaseKey).
-	Key string
+	// class is the task's scheduling class (Submit's key).
+	class *submitClass
 	// Attach is the shell's: the task's assignment, made when it is
 	// first pushed.
 	Attach *Assignment
 	// queued is when it was submitted (its queue span's start, Queued),
-	// pushed when it went to its worker, in Unix nanoseconds:
-	// half the size of two time.Times, for a million tasks held at once.
-	queued, pushed int64
+	// in Unix nanoseconds: a third of a time.Time's size, for a million
+	// tasks held at once (a DirectTask is 80 bytes, a size class).
+	queued int64
 
 	seq       uint64
 	lease     *heldLease
@@ -176,6 +175,9 @@ type (
 		Worker ids.WorkerID
 		Tasks  []*DirectTask
 		Before int
+		// At is when they were pushed (the core's clock, Unix
+		// nanoseconds): a task queued at At went out at once.
+		At int64
 	}
 	// AskLease asks the raylet for a worker for the class of Spec
 	// (RequestLease), as request Request.
@@ -288,14 +290,16 @@ func (c *SubmitCore) Stats() SubmitStats {
 	return s
 }
 
-// Submit queues t (its spec Leasable, t.ID and t.Key set) and pushes it if
-// a lease of its class has room.
-func (c *SubmitCore) Submit(now time.Time, t *DirectTask) {
-	cl := c.classes[t.Key]
+// Submit queues t (its spec Leasable, t.ID set) in the scheduling class
+// key (LeaseKey, as the shell sees it) and pushes it if a lease of its
+// class has room.
+func (c *SubmitCore) Submit(now time.Time, key string, t *DirectTask) {
+	cl := c.classes[key]
 	if cl == nil {
-		cl = &submitClass{key: t.Key}
-		c.classes[t.Key] = cl
+		cl = &submitClass{key: key}
+		c.classes[key] = cl
 	}
+	t.class = cl
 	c.seq++
 	t.seq, t.queued, t.lease, t.cancelled, t.recalling = c.seq, now.UnixNano(), nil, false, false
 	c.byID[t.ID] = t
@@ -458,8 +462,17 @@ func (c *SubmitCore) Cancel(now time.Time, id ids.TaskID, nonRecursive bool) boo
 		return false
 	}
 	if t.lease == nil {
-		cl := c.classes[t.Key]
-		cl.queue = slices.DeleteFunc(cl.queue, func(x *DirectTask) bool { return x == t })
+		// The queue is in submission order (seq): a context's tasks are
+		// cancelled in that order, each from the head of the queue.
+		cl := t.class
+		if at, ok := slices.BinarySearchFunc(cl.queue, t.seq, func(x *DirectTask, seq uint64) int { return cmp.Compare(x.seq, seq) }); ok {
+			if at == 0 {
+				cl.queue[0] = nil
+				cl.queue = cl.queue[1:]
+			} else {
+				cl.queue = slices.Delete(cl.queue, at, at+1)
+			}
+		}
 		delete(c.byID, id)
 		c.emit(FailDirect{Task: t, Cancelled: true})
 		c.pump(now, cl)
@@ -524,14 +537,14 @@ func (c *SubmitCore) pump(now time.Time, cl *submitClass) {
 		cl.queue = cl.queue[n:]
 		before := len(best.inflight)
 		for _, t := range batch {
-			t.lease, t.pushed = best, now.UnixNano()
+			t.lease = best
 		}
 		if before == 0 {
 			best.headSince = now
 		}
 		best.inflight = append(best.inflight, batch...)
 		best.idleSince = time.Time{}
-		c.emit(PushDirect{Lease: best.id, Worker: best.worker, Tasks: batch, Before: before})
+		c.emit(PushDirect{Lease: best.id, Worker: best.worker, Tasks: batch, Before: before, At: now.UnixNano()})
 	}
 	if len(cl.queue) == 0 {
 		cl.queue = nil // the backing array goes with its tasks

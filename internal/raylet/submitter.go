@@ -94,10 +94,7 @@ func (s *Submitter) Submit(spec *atollpb.TaskSpec) bool {
 		return false
 	}
 	t := &DirectTask{Spec: spec, ID: id} // its Assignment is made when it is pushed
-	s.step(true, func(c *SubmitCore) {
-		t.Key = s.keyOf(spec)
-		c.Submit(time.Now(), t)
-	})
+	s.step(true, func(c *SubmitCore) { c.Submit(time.Now(), s.keyOf(spec), t) })
 	return true
 }
 
@@ -110,10 +107,7 @@ func (s *Submitter) SubmitPacked(p *specpack.Spec) bool {
 		return false
 	}
 	t := &DirectTask{Packed: p, ID: id}
-	s.step(true, func(c *SubmitCore) {
-		t.Key = s.keyOf(p.Shape())
-		c.Submit(time.Now(), t)
-	})
+	s.step(true, func(c *SubmitCore) { c.Submit(time.Now(), s.keyOf(p.Shape()), t) })
 	return true
 }
 
@@ -267,7 +261,7 @@ func (s *Submitter) push(e PushDirect, wait bool) {
 func (s *Submitter) spans(t *DirectTask, e PushDirect, i int) {
 	parent := telemetry.Extract(context.Background(), t.Trace())
 	reason := "none"
-	if t.pushed > t.queued {
+	if e.At > t.queued {
 		reason = string(PendingWorker)
 	}
 	_, q := s.cfg.Tracer.Start(parent, "queue "+t.Common().Name, trace.WithTimestamp(t.Queued()),

@@ -61,7 +61,6 @@ type Retried struct {
 // resolved already. Only tasks submitted with an Attach get it.
 type Finished struct {
 	Attach any
-	Task   ids.TaskID
 	Err    *atollpb.ErrorInfo
 }
 

@@ -499,7 +499,7 @@ func (t *Table) complete(tk *task, e *atollpb.ErrorInfo) {
 		t.maybeForget(a)
 	}
 	if tk.attach != nil {
-		t.emit(Finished{Attach: tk.attach, Task: tk.id, Err: e})
+		t.emit(Finished{Attach: tk.attach, Err: e})
 	}
 	t.DropRef(tk.deps()...)
 	t.DropRef(tk.holds()...)
@@ -527,6 +527,18 @@ func (t *Table) Cancel(id ids.TaskID, nonRecursive bool) {
 	default:
 		t.emit(CancelTask{Task: id, NonRecursive: nonRecursive})
 	}
+}
+
+// PendingAttached lists the pending tasks whose Attach match accepts, in
+// submission order (a context's tasks, to cancel once it is done).
+func (t *Table) PendingAttached(match func(attach any) bool) []ids.TaskID {
+	var out []ids.TaskID
+	for _, tk := range t.sortedTasks() {
+		if tk.attach != nil && match(tk.attach) {
+			out = append(out, tk.id)
+		}
+	}
+	return out
 }
 
 // Pending reports whether a task is still pending.

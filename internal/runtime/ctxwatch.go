@@ -1,15 +1,13 @@
 package runtime
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"slices"
 	"sync"
 
-	"github.com/atoll-runtime/atoll/internal/compact"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/owner"
 )
 
 // contextWatches cancels the tasks submitted under a context once it is
@@ -18,41 +16,52 @@ import (
 // own table of children, which Go never shrinks, so a million tasks
 // submitted under one context kept tens of MiB after they finished.
 //
+// A watch keeps no table of its tasks either, only how many are pending:
+// each task names its watch in its owner's record (the watch is the
+// task's attach, or in its taskAttach), and a watch that fires asks the
+// owner for the pending tasks that name it. So a task submitted under a
+// cancellable context costs its watch nothing but a count.
+//
 // Contexts are keyed by their Done channel: contexts that share it (a
 // context.WithValue of another) are done, with the same cause, together.
 type contextWatches struct {
 	mu     sync.Mutex
 	byDone map[<-chan struct{}]*contextWatch
-	seq    uint64
 }
 
 // watchHost runs the watches' functions: the Runtime.
 type watchHost interface {
 	// afterFunc runs f once ctx is done, never on the calling goroutine.
 	afterFunc(ctx context.Context, f func()) (stop func() bool)
+	// cancelWatched cancels (recursively) the pending tasks watched by
+	// w, in the order they were submitted.
+	cancelWatched(w *contextWatch)
+	// cancelTask cancels one task (recursively).
 	cancelTask(id ids.TaskID, nonRecursive bool)
 }
 
-// contextWatch is one watched context and its tasks still pending, by
-// the order they were watched in.
+// contextWatch is one watched context and how many of its tasks are
+// pending.
 type contextWatch struct {
-	ws    *contextWatches
-	host  watchHost
-	ctx   context.Context
-	stop  func() bool
-	tasks map[ids.TaskID]uint64 // nil once fired or stopped
-	mark  compact.Mark
+	ws      *contextWatches
+	host    watchHost
+	ctx     context.Context
+	stop    func() bool
+	pending int  // tasks watched and not forgotten
+	ended   bool // fired, or stopped with no task left
 }
 
-// watchContext records that task is cancelled (recursively) when ctx is
+// watchContext records that a task is cancelled (recursively) when ctx is
 // done, unless ctx is the context of a task cancelled alone (Cancel with
-// NonRecursive). ctx.Done() must not be nil. The watch's forget is called
-// when the task finishes.
-func (rt *Runtime) watchContext(ctx context.Context, task ids.TaskID) *contextWatch {
-	return rt.watches.add(rt, ctx, task)
+// NonRecursive). ctx.Done() must not be nil. The task must name the
+// watch in its owner's record (its attach, or its taskAttach's watch)
+// before its owner can see ctx done, or call submitted once it does;
+// its forget is called when the task finishes.
+func (rt *Runtime) watchContext(ctx context.Context) *contextWatch {
+	return rt.watches.add(rt, ctx)
 }
 
-func (ws *contextWatches) add(host watchHost, ctx context.Context, task ids.TaskID) *contextWatch {
+func (ws *contextWatches) add(host watchHost, ctx context.Context) *contextWatch {
 	done := ctx.Done()
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
@@ -61,40 +70,34 @@ func (ws *contextWatches) add(host watchHost, ctx context.Context, task ids.Task
 		if ws.byDone == nil {
 			ws.byDone = map[<-chan struct{}]*contextWatch{}
 		}
-		w = &contextWatch{ws: ws, host: host, ctx: ctx, tasks: map[ids.TaskID]uint64{}}
+		w = &contextWatch{ws: ws, host: host, ctx: ctx}
 		ws.byDone[done] = w
 		w.stop = host.afterFunc(ctx, w.fire) // never runs here, under mu
 	}
-	ws.seq++
-	w.tasks[task] = ws.seq
+	w.pending++
 	return w
 }
 
-// submitted cancels task if the watch fired before its owner knew it (a
-// watch made before the task's submission, as its attach): cancelling
-// a task the owner does not know yet does nothing.
+// submitted cancels task if its context is done already: the watch may
+// have fired before the task named it in its owner's record (or before
+// the owner knew the task), and cancelling a task twice does nothing.
 func (w *contextWatch) submitted(task ids.TaskID) {
 	if w.ctx.Err() != nil && !errors.Is(context.Cause(w.ctx), errs.ErrCancelNonRecursive) {
 		w.host.cancelTask(task, false)
 	}
 }
 
-// forget forgets a finished task; the context's watch stops once it has
-// no task left.
-func (w *contextWatch) forget(task ids.TaskID) {
+// forget counts a watched task finished; the context's watch stops once
+// it has no task left.
+func (w *contextWatch) forget() {
 	ws := w.ws
 	ws.mu.Lock()
-	if w.tasks == nil {
+	w.pending--
+	if w.ended || w.pending > 0 {
 		ws.mu.Unlock()
 		return
 	}
-	delete(w.tasks, task)
-	if len(w.tasks) > 0 {
-		w.tasks = compact.Map(w.tasks, &w.mark)
-		ws.mu.Unlock()
-		return
-	}
-	w.tasks = nil
+	w.ended = true
 	delete(ws.byDone, w.ctx.Done())
 	ws.mu.Unlock()
 	w.stop()
@@ -105,23 +108,39 @@ func (w *contextWatch) forget(task ids.TaskID) {
 func (w *contextWatch) fire() {
 	ws := w.ws
 	ws.mu.Lock()
-	tasks := w.tasks
-	if tasks != nil {
-		w.tasks = nil
-		delete(ws.byDone, w.ctx.Done())
-	}
-	ws.mu.Unlock()
-	if len(tasks) == 0 || errors.Is(context.Cause(w.ctx), errs.ErrCancelNonRecursive) {
+	if w.ended {
+		ws.mu.Unlock()
 		return
 	}
-	order := make([]ids.TaskID, 0, len(tasks))
-	for id := range tasks {
-		order = append(order, id)
+	w.ended = true
+	delete(ws.byDone, w.ctx.Done())
+	pending := w.pending
+	ws.mu.Unlock()
+	if pending == 0 || errors.Is(context.Cause(w.ctx), errs.ErrCancelNonRecursive) {
+		return
 	}
-	slices.SortFunc(order, func(a, b ids.TaskID) int { return cmp.Compare(tasks[a], tasks[b]) })
-	for _, id := range order {
-		w.host.cancelTask(id, false)
+	w.host.cancelWatched(w)
+}
+
+// watches reports whether a task's attach names w as its context's
+// watch.
+func (w *contextWatch) watches(attach any) bool {
+	switch a := attach.(type) {
+	case *contextWatch:
+		return a == w
+	case *taskAttach:
+		return a.watchedBy(w)
 	}
+	return false
+}
+
+// cancelWatched cancels the pending tasks w watches, in submission order.
+func (rt *Runtime) cancelWatched(w *contextWatch) {
+	rt.owner.do(func(t *owner.Table) {
+		for _, id := range t.PendingAttached(w.watches) {
+			t.Cancel(id, false)
+		}
+	})
 }
 
 // watched is how many contexts have tasks watched.

@@ -123,7 +123,7 @@ func (rt *Runtime) applyOwnerEffect(e owner.Effect) {
 		case *taskAttach:
 			a.finish() // its span ended with the batch (endSubmitSpans)
 		case *contextWatch:
-			a.forget(e.Task)
+			a.forget()
 		}
 	}
 }

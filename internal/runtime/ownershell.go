@@ -178,7 +178,8 @@ type taskAttach struct {
 }
 
 // setWatch records the context watch; if the task finished already it is
-// forgotten at once.
+// forgotten at once, else cancelled if its context is done already (the
+// watch may have fired before the task named it).
 func (a *taskAttach) setWatch(w *contextWatch) {
 	a.mu.Lock()
 	done := a.finished
@@ -187,8 +188,17 @@ func (a *taskAttach) setWatch(w *contextWatch) {
 	}
 	a.mu.Unlock()
 	if done {
-		w.forget(a.task)
+		w.forget()
+		return
 	}
+	w.submitted(a.task)
+}
+
+// watchedBy reports whether w is the task's context watch.
+func (a *taskAttach) watchedBy(w *contextWatch) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.watch == w
 }
 
 func (a *taskAttach) finish() {
@@ -197,7 +207,7 @@ func (a *taskAttach) finish() {
 	a.finished, a.watch, a.release = true, nil, nil
 	a.mu.Unlock()
 	if w != nil {
-		w.forget(a.task)
+		w.forget()
 	}
 	if release != nil {
 		release()

@@ -51,7 +51,7 @@ func (rt *Runtime) Submit(ctx context.Context, spec *atollpb.TaskSpec, args []Ar
 	case spanning || release != nil || rt.sim != nil:
 		att = &taskAttach{span: noSpan, task: task}
 	case ctx.Done() != nil:
-		watchOnly = rt.watchContext(ctx, task)
+		watchOnly = rt.watchContext(ctx)
 	}
 	if spanning {
 		ctx, att.span = rt.tracer.Start(ctx, "submit "+spec.Name, trace.WithSpanKind(trace.SpanKindProducer),
@@ -92,7 +92,7 @@ func (rt *Runtime) Submit(ctx context.Context, spec *atollpb.TaskSpec, args []Ar
 	if att != nil && ctx.Done() != nil && err == nil {
 		// Cancelling ctx cancels the task (recursively), unless ctx is
 		// the context of a task cancelled alone (Cancel with NonRecursive).
-		att.setWatch(rt.watchContext(ctx, task))
+		att.setWatch(rt.watchContext(ctx))
 	}
 	if watchOnly != nil {
 		// The watch was made before the owner knew the task: a context

@@ -269,28 +269,29 @@ func AppendOwn(b []byte, spec *atollpb.TaskSpec) []byte {
 	for _, a := range spec.Args {
 		b = appendMessage(b, 6, a)
 	}
-	if spec.Attempt != 0 {
-		b = protowire.AppendTag(b, 11, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(int64(spec.Attempt)))
-	}
+	b = appendVarint(b, 11, uint64(int64(spec.Attempt)))
 	if spec.Trace != nil {
 		b = appendMessage(b, 14, spec.Trace)
 	}
-	if spec.SequenceNumber != 0 {
-		b = protowire.AppendTag(b, 16, protowire.VarintType)
-		b = protowire.AppendVarint(b, spec.SequenceNumber)
-	}
+	b = appendVarint(b, 16, spec.SequenceNumber)
 	for _, p := range spec.ArgProducers {
 		b = appendMessage(b, 18, p)
 	}
-	if spec.NumDependencies != 0 {
-		b = protowire.AppendTag(b, 19, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(int64(spec.NumDependencies)))
-	}
+	b = appendVarint(b, 19, uint64(int64(spec.NumDependencies)))
 	for _, r := range spec.Borrowed {
 		b = appendMessage(b, 20, r)
 	}
 	return b
+}
+
+// appendVarint appends v as varint field num, unless it is zero (proto3
+// writes no zero scalar).
+func appendVarint(b []byte, num protowire.Number, v uint64) []byte {
+	if v == 0 {
+		return b
+	}
+	b = protowire.AppendTag(b, num, protowire.VarintType)
+	return protowire.AppendVarint(b, v)
 }
 
 // appendMessage appends m as field num of its parent. A nil element of a

@@ -3,6 +3,7 @@ package owner
 import (
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -744,5 +745,26 @@ func TestTaskRecordSize(t *testing.T) {
 	tk := &task{}
 	if tk.deps() != nil || tk.holds() != nil || tk.unresolved() != 0 || tk.refArgs() != 0 || tk.recoveries() != 0 || tk.rebuilding() || tk.args != nil {
 		t.Errorf("a plain task's less used part: %+v", tk.args)
+	}
+}
+
+// PendingAttached lists the pending tasks with a matching attach, in
+// submission order, and no finished one.
+func TestPendingAttached(t *testing.T) {
+	tb := New(Config{})
+	var tasks []ids.TaskID
+	for i, attach := range []string{"a", "b", "a", "a"} {
+		id := ids.NewTaskID()
+		tasks = append(tasks, id)
+		tb.Submit(Submission{Spec: &atollpb.TaskSpec{TaskId: id.Bytes(), Type: atollpb.TaskType_NORMAL_TASK, Name: fmt.Sprint("t", i), NumReturns: 1},
+			Attach: attach})
+	}
+	isA := func(attach any) bool { return attach == "a" }
+	if got, want := tb.PendingAttached(isA), []ids.TaskID{tasks[0], tasks[2], tasks[3]}; !slices.Equal(got, want) {
+		t.Fatalf("pending with attach a: %v, want %v", got, want)
+	}
+	tb.Result(&atollpb.TaskResult{TaskId: tasks[2].Bytes(), Error: &atollpb.ErrorInfo{Code: atollpb.ErrorCode_TASK_ERROR, Message: "x"}})
+	if got, want := tb.PendingAttached(isA), []ids.TaskID{tasks[0], tasks[3]}; !slices.Equal(got, want) {
+		t.Fatalf("after one finished: %v, want %v", got, want)
 	}
 }

@@ -530,13 +530,19 @@ func (t *Table) Cancel(id ids.TaskID, nonRecursive bool) {
 }
 
 // PendingAttached lists the pending tasks whose Attach match accepts, in
-// submission order (a context's tasks, to cancel once it is done).
+// submission order (a context's tasks, to cancel once it is done). It
+// visits every pending task once and sorts only those it lists.
 func (t *Table) PendingAttached(match func(attach any) bool) []ids.TaskID {
-	var out []ids.TaskID
-	for _, tk := range t.sortedTasks() {
+	var found []*task
+	for _, tk := range t.tasks {
 		if tk.attach != nil && match(tk.attach) {
-			out = append(out, tk.id)
+			found = append(found, tk)
 		}
+	}
+	slices.SortFunc(found, func(a, b *task) int { return cmp.Compare(a.seq, b.seq) })
+	out := make([]ids.TaskID, len(found))
+	for i, tk := range found {
+		out[i] = tk.id
 	}
 	return out
 }

@@ -78,8 +78,9 @@ type lineageEntry struct {
 	// spec is the task's spec, or nil and packed (Config.Pack).
 	spec   *atollpb.TaskSpec
 	packed *specpack.Spec
-	// args are its object arguments, nil for a task with none (most).
-	args   *lineageArgs
+	// args are its task's less used part, kept for its object arguments
+	// (deps, depArgIdx); nil for a task with none (most).
+	args   *taskArgs
 	attach any // the shell's data of the first run, handed back again
 	size   int32
 	// nReturns counts its returns, ids.ReturnObjectID(task, i).
@@ -88,26 +89,9 @@ type lineageEntry struct {
 	recoveries int32
 }
 
-// lineageArgs are a lineage entry's object arguments: their ids and
-// their indexes in the spec's arguments.
-type lineageArgs struct {
-	deps      []ids.ObjectID
-	depArgIdx []int
-}
+func (e *lineageEntry) deps() []ids.ObjectID { return e.args.depIDs() }
 
-func (e *lineageEntry) deps() []ids.ObjectID {
-	if e.args == nil {
-		return nil
-	}
-	return e.args.deps
-}
-
-func (e *lineageEntry) depArgIdx() []int {
-	if e.args == nil {
-		return nil
-	}
-	return e.args.depArgIdx
-}
+func (e *lineageEntry) depArgIdx() []int { return e.args.depIndexes() }
 
 // recordLineage keeps a finished task's lineage if it may be rebuilt.
 func (t *Table) recordLineage(tk *task) {
@@ -143,8 +127,8 @@ func (t *Table) recordLineage(tk *task) {
 		return
 	}
 	e := &lineageEntry{spec: tk.spec, packed: tk.packed, nReturns: tk.nReturns, attach: tk.attach, recoveries: int32(tk.recoveries())}
-	if deps := tk.deps(); len(deps) > 0 {
-		e.args = &lineageArgs{deps: deps, depArgIdx: tk.depArgIdx()}
+	if len(tk.deps()) > 0 {
+		e.args = tk.args
 	}
 	if e.packed != nil {
 		e.size = int32(e.packed.Size())

@@ -53,22 +53,13 @@ type taskArgs struct {
 	rebuilding bool
 }
 
-// common is the task's spec or, packed, its shape: the fields a kind of
-// task shares (name, type, retries, actor). Read-only.
-func (tk *task) common() *atollpb.TaskSpec {
-	if tk.packed != nil {
-		return tk.packed.Shape()
-	}
-	return tk.spec
-}
+func (tk *task) held() specpack.Held { return specpack.Held{Whole: tk.spec, Packed: tk.packed} }
+
+// common is the task's spec or, packed, its shape (specpack.Held.Common).
+func (tk *task) common() *atollpb.TaskSpec { return tk.held().Common() }
 
 // attempt is the current attempt's number.
-func (tk *task) attempt() int32 {
-	if tk.packed != nil {
-		return tk.packed.Attempt()
-	}
-	return tk.spec.Attempt
-}
+func (tk *task) attempt() int32 { return tk.held().Attempt() }
 
 // returnID is the id of the task's i-th return.
 func (tk *task) returnID(i int) ids.ObjectID { return ids.ReturnObjectID(tk.id, i) }
@@ -91,18 +82,24 @@ func (tk *task) more() *taskArgs {
 
 // The less used part's fields, zero while it is not made.
 
-func (tk *task) deps() []ids.ObjectID {
-	if tk.args == nil {
+func (tk *task) deps() []ids.ObjectID { return tk.args.depIDs() }
+
+func (tk *task) depArgIdx() []int { return tk.args.depIndexes() }
+
+// depIDs and depIndexes read a task's object arguments (nil a: none),
+// for the task and for its lineage entry, which keeps its taskArgs.
+func (a *taskArgs) depIDs() []ids.ObjectID {
+	if a == nil {
 		return nil
 	}
-	return tk.args.deps
+	return a.deps
 }
 
-func (tk *task) depArgIdx() []int {
-	if tk.args == nil {
+func (a *taskArgs) depIndexes() []int {
+	if a == nil {
 		return nil
 	}
-	return tk.args.depArgIdx
+	return a.depArgIdx
 }
 
 func (tk *task) holds() []ids.ObjectID {

@@ -91,30 +91,16 @@ type DirectTask struct {
 	recalling bool
 }
 
-// Common is the task's spec or, packed, its shape: the fields a kind of
-// task shares (name, job, function, demand, binary). Read-only.
-func (t *DirectTask) Common() *atollpb.TaskSpec {
-	if t.Packed != nil {
-		return t.Packed.Shape()
-	}
-	return t.Spec
-}
+func (t *DirectTask) held() specpack.Held { return specpack.Held{Whole: t.Spec, Packed: t.Packed} }
+
+// Common is the task's spec or, packed, its shape (specpack.Held.Common).
+func (t *DirectTask) Common() *atollpb.TaskSpec { return t.held().Common() }
 
 // Attempt is the attempt's number.
-func (t *DirectTask) Attempt() int32 {
-	if t.Packed != nil {
-		return t.Packed.Attempt()
-	}
-	return t.Spec.Attempt
-}
+func (t *DirectTask) Attempt() int32 { return t.held().Attempt() }
 
 // Trace is the task's trace context, nil if untraced.
-func (t *DirectTask) Trace() *atollpb.TraceContext {
-	if t.Packed != nil {
-		return t.Packed.Trace()
-	}
-	return t.Spec.GetTrace()
-}
+func (t *DirectTask) Trace() *atollpb.TraceContext { return t.held().Trace() }
 
 // Queued is when the task was submitted.
 func (t *DirectTask) Queued() time.Time { return time.Unix(0, t.queued) }

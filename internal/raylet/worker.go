@@ -49,37 +49,18 @@ type Assignment struct {
 }
 
 // Spec is the attempt's task (unpacked, if it was packed).
-func (a *Assignment) Spec() *atollpb.TaskSpec {
-	if a.packed != nil {
-		return a.packed.Unpack()
-	}
-	return a.spec
-}
+func (a *Assignment) Spec() *atollpb.TaskSpec { return a.held().Spec() }
 
-// common is the attempt's task, or, packed, its shape: the fields a kind
-// of task shares (name, job, function, demand). Read-only.
-func (a *Assignment) common() *atollpb.TaskSpec {
-	if a.packed != nil {
-		return a.packed.Shape()
-	}
-	return a.spec
-}
+func (a *Assignment) held() specpack.Held { return specpack.Held{Whole: a.spec, Packed: a.packed} }
+
+// common is the attempt's task, or, packed, its shape (specpack.Held.Common).
+func (a *Assignment) common() *atollpb.TaskSpec { return a.held().Common() }
 
 // attempt is the attempt's number.
-func (a *Assignment) attempt() int32 {
-	if a.packed != nil {
-		return a.packed.Attempt()
-	}
-	return a.spec.Attempt
-}
+func (a *Assignment) attempt() int32 { return a.held().Attempt() }
 
 // trace is the attempt's trace context, nil if untraced.
-func (a *Assignment) trace() *atollpb.TraceContext {
-	if a.packed != nil {
-		return a.packed.Trace()
-	}
-	return a.spec.GetTrace()
-}
+func (a *Assignment) trace() *atollpb.TraceContext { return a.held().Trace() }
 
 // is reports whether a is attempt of the task taskID names.
 func (a *Assignment) is(taskID []byte, attempt int32) bool {

@@ -187,6 +187,49 @@ type Spec struct {
 	small   [ownInline]byte
 }
 
+// Held is a task's spec as its holders keep it (the owner's task, the
+// submitter's queued task, a pushed attempt): whole, or packed (Whole
+// nil). Its methods read either.
+type Held struct {
+	Whole  *atollpb.TaskSpec
+	Packed *Spec
+}
+
+// Common is the whole spec or, packed, its shape: the fields a kind of
+// task shares (name, type, job, function, demand, binary, retries, actor).
+// Read-only.
+func (h Held) Common() *atollpb.TaskSpec {
+	if h.Packed != nil {
+		return h.Packed.Shape()
+	}
+	return h.Whole
+}
+
+// Attempt is the attempt's number.
+func (h Held) Attempt() int32 {
+	if h.Packed != nil {
+		return h.Packed.Attempt()
+	}
+	return h.Whole.Attempt
+}
+
+// Trace is the spec's trace context, nil if untraced.
+func (h Held) Trace() *atollpb.TraceContext {
+	if h.Packed != nil {
+		return h.Packed.Trace()
+	}
+	return h.Whole.GetTrace()
+}
+
+// Spec returns the spec: the whole one, or the packed one unpacked (a
+// copy of the caller's own).
+func (h Held) Spec() *atollpb.TaskSpec {
+	if h.Packed != nil {
+		return h.Packed.Unpack()
+	}
+	return h.Whole
+}
+
 // ownInline is the own fields' bytes a Spec holds in itself: a task id
 // and an argument of up to ~20 bytes, in the 80-byte size class.
 const ownInline = 44

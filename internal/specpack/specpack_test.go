@@ -206,3 +206,18 @@ func TestPackAllocations(t *testing.T) {
 		t.Fatalf("%v allocations packing a task with a 100-byte argument, want 2", allocs)
 	}
 }
+
+// A Held spec reads the same whole or packed.
+func TestHeldReadsEitherForm(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	var shapes Shapes
+	for range 200 {
+		spec := randomSpec(r, 3)
+		whole, packed := Held{Whole: spec}, Held{Packed: shapes.Pack(spec)}
+		if whole.Common().Name != packed.Common().Name || whole.Common().Function != packed.Common().Function ||
+			whole.Attempt() != packed.Attempt() || !proto.Equal(whole.Trace(), packed.Trace()) ||
+			!proto.Equal(whole.Spec(), packed.Spec()) {
+			t.Fatalf("whole and packed read apart: %v / %v", whole.Spec(), packed.Spec())
+		}
+	}
+}

@@ -31,7 +31,7 @@ func (r ObjectRef[T]) ID() string {
 	if r.h == nil {
 		return ""
 	}
-	return r.h.ID.String()
+	return r.h.ID().String()
 }
 
 // String renders the reference for logs.

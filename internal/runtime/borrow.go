@@ -30,13 +30,12 @@ type decodedRefs struct {
 
 type decodedRef struct {
 	h  weak.Pointer[Ref]
-	id ids.ObjectID
-	st *handleState
+	st *refState
 }
 
 func (d *decodedRefs) add(h *Ref) {
 	d.mu.Lock()
-	d.list = append(d.list, decodedRef{h: weak.Make(h), id: h.ID, st: h.state})
+	d.list = append(d.list, decodedRef{h: weak.Make(h), st: h.state})
 	d.mu.Unlock()
 }
 
@@ -64,7 +63,7 @@ func (d *decodedRefs) sweep(rt *Runtime) {
 	var drops []ids.ObjectID
 	for _, r := range dead {
 		if r.st.released.CompareAndSwap(false, true) {
-			drops = append(drops, r.id)
+			drops = append(drops, r.st.id)
 		}
 	}
 	if len(drops) > 0 && !rt.closed.Load() {

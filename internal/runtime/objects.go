@@ -172,12 +172,12 @@ func Get(ctx context.Context, h *Ref, decode func(*atollpb.Value) error) (err er
 	if err := h.Check(); err != nil {
 		return err
 	}
-	rt := h.rt
+	rt := h.state.rt
 	if rt.closed.Load() {
 		return errs.ErrShutDown
 	}
 	for attempt := 0; ; attempt++ {
-		value, err := rt.await(ctx, h.ID)
+		value, err := rt.await(ctx, h.ID())
 		if err != nil {
 			return err
 		}
@@ -187,7 +187,7 @@ func Get(ctx context.Context, h *Ref, decode func(*atollpb.Value) error) (err er
 		}
 		// Every copy is gone: have its task run again (lineage), and
 		// wait for the new value.
-		if rerr := rt.owner.reconstruct(h.ID, err); rerr != nil {
+		if rerr := rt.owner.reconstruct(h.ID(), err); rerr != nil {
 			return rerr
 		}
 	}
@@ -224,13 +224,13 @@ func (rt *Runtime) GetMany(ctx context.Context, op string, hs []*Ref, decode fun
 		if err := rt.CheckRef(h, op, i); err != nil {
 			return err
 		}
-		v, err := rt.await(ctx, h.ID)
+		v, err := rt.await(ctx, h.ID())
 		if err != nil {
 			return err
 		}
 		values[i] = v
 		if v.GetStored() != nil && v.GetError() == nil {
-			stored = append(stored, h.ID)
+			stored = append(stored, h.ID())
 			storedValues = append(storedValues, v)
 		}
 	}
@@ -290,24 +290,24 @@ func (rt *Runtime) await(ctx context.Context, id ids.ObjectID) (*atollpb.Value, 
 // fetched from another node first, and returns it; the caller releases
 // the pin with Unpin.
 func (h *Ref) Pin(ctx context.Context, value *atollpb.Value) (objectstore.Object, error) {
-	rt := h.rt
+	rt := h.state.rt
 	if rt.isRemote(value) {
-		if err := rt.link.fetch(ctx, []*atollpb.ObjectRef{rt.ownedRef(h.ID, value)}); err != nil {
+		if err := rt.link.fetch(ctx, []*atollpb.ObjectRef{rt.ownedRef(h.ID(), value)}); err != nil {
 			return objectstore.Object{}, err
 		}
 	}
-	objs, err := rt.store.GetWithPriority(ctx, []ids.ObjectID{h.ID}, 0, objectstore.PriorityGet)
+	objs, err := rt.store.GetWithPriority(ctx, []ids.ObjectID{h.ID()}, 0, objectstore.PriorityGet)
 	if err != nil {
 		return objectstore.Object{}, err
 	}
 	if len(objs) == 0 || objs[0].Data == nil && objs[0].ID.IsZero() {
-		return objectstore.Object{}, &errs.ObjectLostError{ObjectID: h.ID.String(), Message: "not in the object store"}
+		return objectstore.Object{}, &errs.ObjectLostError{ObjectID: h.ID().String(), Message: "not in the object store"}
 	}
 	return objs[0], nil
 }
 
 // Unpin releases a pin Pin took.
-func (h *Ref) Unpin() { h.rt.store.Release(h.ID) }
+func (h *Ref) Unpin() { h.state.rt.store.Release(h.ID()) }
 
 // ctxError is the error of a wait for id that ctx ended: a timeout names
 // the task that makes id and where it is.
@@ -344,5 +344,5 @@ func (d *Driver) SetReplicas(ctx context.Context, h *Ref, n int) error {
 	if err != nil {
 		return err
 	}
-	return g.SetReplicas(ctx, h.ID, n)
+	return g.SetReplicas(ctx, h.ID(), n)
 }

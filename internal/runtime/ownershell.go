@@ -256,13 +256,13 @@ type drainCollected struct{}
 
 // add releases a handle and queues its drop, unless it was released
 // already; it reports whether the caller must post a drain.
-func (c *collected) add(id ids.ObjectID, st *handleState) (post bool) {
+func (c *collected) add(st *refState) (post bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !st.released.CompareAndSwap(false, true) {
 		return false
 	}
-	c.drops = append(c.drops, id)
+	c.drops = append(c.drops, st.id)
 	post, c.posted = !c.posted, true
 	return post
 }

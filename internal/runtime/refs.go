@@ -14,40 +14,39 @@ import (
 // ref share it; when it is released, or found unreachable by the garbage
 // collector, its runtime's owner table drops the reference.
 type Ref struct {
-	// ID is the object's id.
-	ID ids.ObjectID
-	rt *Runtime
+	// state is what the ref's cleanup is given: everything but err, so
+	// that the cleanup's argument is one pointer (a million live refs
+	// cost 64 bytes each with it, where they cost 128 with their id and
+	// runtime copied into the argument).
+	state *refState
 	// err is set on detached refs: a call that failed before it could
 	// register anything (atoll not initialised).
 	err error
-	// state is shared with the cleanup so it can see an explicit release.
-	state *handleState
 }
 
-type handleState struct {
+// refState is a ref's id, runtime and release, shared with its cleanup so
+// that the cleanup sees an explicit release. It must not point back at
+// the Ref, or the cleanup would never run.
+type refState struct {
+	id       ids.ObjectID
 	released atomic.Bool
-}
-
-type cleanupArg struct {
-	id    ids.ObjectID
-	rt    *Runtime
-	state *handleState
+	rt       *Runtime
 }
 
 // newRef wraps an already counted reference to id.
 func (rt *Runtime) newRef(id ids.ObjectID) *Ref {
-	h := &Ref{ID: id, rt: rt, state: &handleState{}}
+	h := &Ref{state: &refState{id: id, rt: rt}}
 	if rt.sim != nil {
 		rt.simTrack(h) // no cleanup: when it runs depends on the collector (sim.go)
 		return h
 	}
-	goruntime.AddCleanup(h, func(a cleanupArg) { a.rt.refCollected(a.id, a.state) }, cleanupArg{id, rt, h.state})
+	goruntime.AddCleanup(h, (*refState).collected, h.state)
 	return h
 }
 
 // FailedRef returns a detached ref that reports err: a call that could
 // not be submitted at all.
-func FailedRef(err error) *Ref { return &Ref{err: err, state: &handleState{}} }
+func FailedRef(err error) *Ref { return &Ref{err: err, state: &refState{}} }
 
 // FailedRefs returns n detached refs that report err.
 func FailedRefs(n int, err error) []*Ref {
@@ -59,7 +58,10 @@ func FailedRefs(n int, err error) []*Ref {
 }
 
 // Runtime is the runtime the ref belongs to (nil for a detached ref).
-func (h *Ref) Runtime() *Runtime { return h.rt }
+func (h *Ref) Runtime() *Runtime { return h.state.rt }
+
+// ID is the object's id (zero for a detached ref).
+func (h *Ref) ID() ids.ObjectID { return h.state.id }
 
 // Err is the error of a detached ref, else nil.
 func (h *Ref) Err() error { return h.err }
@@ -74,19 +76,20 @@ func (h *Ref) Check() error {
 		return h.err
 	}
 	if h.state.released.Load() {
-		return errs.Invalidf("ObjectRef %s used after Release", h.ID.Short())
+		return errs.Invalidf("ObjectRef %s used after Release", h.ID().Short())
 	}
 	return nil
 }
 
-// refCollected runs on the Go runtime's cleanup goroutine when a ref is
+// collected runs on the Go runtime's cleanup goroutine when a ref is
 // garbage: it only queues the drop and posts a message to the owner actor,
 // which drops the reference (see collected).
-func (rt *Runtime) refCollected(id ids.ObjectID, st *handleState) {
+func (st *refState) collected() {
+	rt := st.rt
 	if rt.closed.Load() {
 		return
 	}
-	if rt.collected.add(id, st) {
+	if rt.collected.add(st) {
 		rt.post(&drainCollected{})
 	}
 }
@@ -94,11 +97,11 @@ func (rt *Runtime) refCollected(id ids.ObjectID, st *handleState) {
 // Release drops the ref's reference now, exactly once (the SDK's
 // Release).
 func (h *Ref) Release() {
-	rt := h.rt
+	rt := h.state.rt
 	if rt == nil || !h.state.released.CompareAndSwap(false, true) || rt.closed.Load() {
 		return
 	}
-	rt.owner.dropRef(h.ID)
+	rt.owner.dropRef(h.ID())
 }
 
 // refMarker prefixes a serialised ref, so that the refs contained in an
@@ -109,13 +112,13 @@ var refMarker = []byte("\x00atoll-objectref\x00")
 // whatever holds the bytes (an object, a task's arguments) until it is
 // freed.
 func (h *Ref) Encode() ([]byte, error) {
-	if h.rt == nil {
+	if h.state.rt == nil {
 		return nil, errs.Invalidf("cannot encode a zero ObjectRef")
 	}
-	if !h.rt.owner.addRef(h.ID) {
-		return nil, &errs.ObjectLostError{ObjectID: h.ID.String(), Message: "encoding a reference to a freed object"}
+	if !h.state.rt.owner.addRef(h.ID()) {
+		return nil, &errs.ObjectLostError{ObjectID: h.ID().String(), Message: "encoding a reference to a freed object"}
 	}
-	return append(append([]byte(nil), refMarker...), h.ID[:]...), nil
+	return append(append([]byte(nil), refMarker...), h.state.id[:]...), nil
 }
 
 // DecodeRef restores a ref Encode made, in the runtime of the decode scope

@@ -331,7 +331,7 @@ func (rt *Runtime) simSweep() {
 	var drops []ids.ObjectID
 	for _, h := range rt.sim.handles {
 		if h.state.released.CompareAndSwap(false, true) {
-			drops = append(drops, h.ID)
+			drops = append(drops, h.ID())
 		}
 	}
 	rt.sim.handles = rt.sim.handles[:0]

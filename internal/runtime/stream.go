@@ -48,7 +48,7 @@ func (rt *Runtime) SubmitGenerator(ctx context.Context, spec *atollpb.TaskSpec, 
 		return FailedStream(errs.Invalidf("streaming generators are not simulated (package sim): call the function with its results as one return"))
 	}
 	end := rt.Submit(ctx, spec, args, release, nil)[0]
-	s := &Stream{rt: rt, task: end.ID.TaskID(), name: spec.Name, end: end, st: &streamState{}}
+	s := &Stream{rt: rt, task: end.ID().TaskID(), name: spec.Name, end: end, st: &streamState{}}
 	if rt.sim != nil {
 		return s // no cleanup under a simulator (sim.go)
 	}
@@ -82,7 +82,7 @@ func (s *Stream) Next(ctx context.Context) (*Ref, error) {
 			unblock()
 		}
 	}()
-	endID := s.end.ID
+	endID := s.end.ID()
 	for {
 		var item ids.ObjectID
 		var ok, known, endKnown bool

@@ -111,9 +111,9 @@ func (rt *Runtime) buildArgs(args []ArgSource) ([]owner.Arg, error) {
 	for i, a := range args {
 		if a.Ref != nil {
 			if a.Ref.state.released.Load() {
-				return out, errs.Invalidf("argument %d: ObjectRef %s used after Release", i, a.Ref.ID.Short())
+				return out, errs.Invalidf("argument %d: ObjectRef %s used after Release", i, a.Ref.ID().Short())
 			}
-			out = append(out, owner.Arg{Ref: a.Ref.ID})
+			out = append(out, owner.Arg{Ref: a.Ref.ID()})
 			continue
 		}
 		enc, err := codec.Encode(a.Val)

@@ -19,9 +19,9 @@ type ViewPin struct {
 // PinView makes the pin of a view of h's object, which Pin pinned, and
 // has it released when holder (the View's data) is garbage.
 func PinView[T any](holder *T, h *Ref) *ViewPin {
-	p := &ViewPin{rt: h.rt, id: h.ID}
-	h.rt.liveViews.Add(1)
-	if h.rt.sim != nil {
+	p := &ViewPin{rt: h.state.rt, id: h.ID()}
+	h.state.rt.liveViews.Add(1)
+	if h.state.rt.sim != nil {
 		return p // released by Release, or with its process (sim.go)
 	}
 	// The cleanup runs on the runtime's cleanup goroutine, which must

@@ -19,10 +19,10 @@ func (rt *Runtime) CheckRef(h *Ref, op string, i int) error {
 		return errs.ZeroRef(op, i)
 	case h.err != nil:
 		return h.err
-	case h.rt != rt:
-		return errs.Invalidf("%s: %s (%s) comes from an atoll runtime that was shut down; refs do not outlive Shutdown, make it again after Init", op, refName(i), h.ID.Short())
+	case h.state.rt != rt:
+		return errs.Invalidf("%s: %s (%s) comes from an atoll runtime that was shut down; refs do not outlive Shutdown, make it again after Init", op, refName(i), h.ID().Short())
 	case h.state.released.Load():
-		return errs.Invalidf("%s: %s (%s) was used after Release; keep a ref unreleased while you use it", op, refName(i), h.ID.Short())
+		return errs.Invalidf("%s: %s (%s) was used after Release; keep a ref unreleased while you use it", op, refName(i), h.ID().Short())
 	}
 	return nil
 }
@@ -45,7 +45,7 @@ func refName(i int) string {
 func (rt *Runtime) Wait(ctx context.Context, hs []*Ref, numReady int, fetchLocal bool) ([]bool, error) {
 	idl := make([]ids.ObjectID, len(hs))
 	for i, h := range hs {
-		idl[i] = h.ID
+		idl[i] = h.ID()
 	}
 	isReady := make([]bool, len(hs))
 	if err := rt.waitReady(ctx, idl, isReady, numReady); err != nil {
@@ -124,10 +124,10 @@ func (rt *Runtime) fetchReady(ctx context.Context, idl []ids.ObjectID) {
 // unless nonRecursive; with force, the worker process running it is
 // killed too (refused for an actor call).
 func (rt *Runtime) Cancel(h *Ref, force, nonRecursive bool) error {
-	if h.ID.IsPut() {
+	if h.ID().IsPut() {
 		return nil
 	}
-	task := h.ID.TaskID()
+	task := h.ID().TaskID()
 	if force {
 		state, ok := rt.owner.taskState(task)
 		if ok && state.ActorCall {

@@ -74,7 +74,6 @@ type DirectTask struct {
 	// (specpack), as most are, so that a million queued cost little.
 	Spec   *atollpb.TaskSpec
 	Packed *specpack.Spec
-	ID     ids.TaskID
 	// class is the task's scheduling class (Submit's key).
 	class *submitClass
 	// Attach is the shell's: the task's assignment, made when it is
@@ -82,7 +81,8 @@ type DirectTask struct {
 	Attach *Assignment
 	// queued is when it was submitted (its queue span's start, Queued),
 	// in Unix nanoseconds: a third of a time.Time's size, for a million
-	// tasks held at once (a DirectTask is 80 bytes, a size class).
+	// tasks held at once (a DirectTask is 64 bytes, a size class; its id
+	// is read from its spec, ID).
 	queued int64
 
 	seq       uint64
@@ -92,6 +92,9 @@ type DirectTask struct {
 }
 
 func (t *DirectTask) held() specpack.Held { return specpack.Held{Whole: t.Spec, Packed: t.Packed} }
+
+// ID is the task's id, read from its spec (Submit checked it is one).
+func (t *DirectTask) ID() ids.TaskID { return ids.MustFromBytes(t.held().TaskID()) }
 
 // Common is the task's spec or, packed, its shape (specpack.Held.Common).
 func (t *DirectTask) Common() *atollpb.TaskSpec { return t.held().Common() }
@@ -276,7 +279,7 @@ func (c *SubmitCore) Stats() SubmitStats {
 	return s
 }
 
-// Submit queues t (its spec Leasable, t.ID set) in the scheduling class
+// Submit queues t (its spec Leasable, with a valid task id) in the scheduling class
 // key (LeaseKey, as the shell sees it) and pushes it if a lease of its
 // class has room.
 func (c *SubmitCore) Submit(now time.Time, key string, t *DirectTask) {
@@ -288,7 +291,7 @@ func (c *SubmitCore) Submit(now time.Time, key string, t *DirectTask) {
 	t.class = cl
 	c.seq++
 	t.seq, t.queued, t.lease, t.cancelled, t.recalling = c.seq, now.UnixNano(), nil, false, false
-	c.byID[t.ID] = t
+	c.byID[t.ID()] = t
 	cl.queue = append(cl.queue, t)
 	c.pump(now, cl)
 }
@@ -331,7 +334,7 @@ func (c *SubmitCore) Refused(now time.Time, req uint64, err *atollpb.ErrorInfo) 
 		}
 		cl.requests = slices.Delete(cl.requests, i, i+1)
 		for _, t := range cl.queue {
-			delete(c.byID, t.ID)
+			delete(c.byID, t.ID())
 			c.emit(FailDirect{Task: t, Err: err})
 		}
 		clear(cl.queue)
@@ -402,7 +405,7 @@ func (c *SubmitCore) Lost(now time.Time, id uint64) {
 	delete(c.leases, id)
 	l.returned = true
 	for _, t := range l.inflight {
-		delete(c.byID, t.ID)
+		delete(c.byID, t.ID())
 		t.lease = nil
 	}
 	l.inflight = nil

@@ -70,7 +70,7 @@ func (e *submitEnv) label(id ids.ID16) string {
 }
 
 func (e *submitEnv) answer(t *testing.T, d *DirectTask, how string) {
-	key := fmt.Sprintf("%s/%d", e.label(d.ID), d.Spec.Attempt)
+	key := fmt.Sprintf("%s/%d", e.label(d.ID()), d.Spec.Attempt)
 	if e.answered[key] {
 		t.Fatalf("%s answered twice (%s)", key, how)
 	}
@@ -121,7 +121,7 @@ func (e *submitEnv) run(t *testing.T, d *datadriven.TestData) string {
 			if !Leasable(spec) {
 				t.Fatalf("%s is not leasable", name)
 			}
-			c.Submit(e.now, LeaseKey(spec), &DirectTask{Spec: spec, ID: e.id(name)})
+			c.Submit(e.now, LeaseKey(spec), &DirectTask{Spec: spec})
 		}
 	case "grant":
 		var w string
@@ -135,13 +135,13 @@ func (e *submitEnv) run(t *testing.T, d *datadriven.TestData) string {
 			return "error: not in flight\n"
 		}
 		e.answer(t, dt, "finished")
-		c.Finished(e.now, dt.lease.id, dt.ID, dt.Spec.Attempt)
+		c.Finished(e.now, dt.lease.id, dt.ID(), dt.Spec.Attempt)
 	case "recalled":
 		dt := c.Holds(e.id(d.CmdArgs[0].Key))
 		if dt == nil || dt.lease == nil || !dt.recalling {
 			return "error: no recall of it on its way\n"
 		}
-		c.Recalled(e.now, dt.lease.id, dt.ID, dt.Spec.Attempt, !d.HasArg("started"))
+		c.Recalled(e.now, dt.lease.id, dt.ID(), dt.Spec.Attempt, !d.HasArg("started"))
 	case "cancel":
 		if !c.Cancel(e.now, e.id(d.CmdArgs[0].Key), false) {
 			out.WriteString("not held\n")
@@ -155,7 +155,7 @@ func (e *submitEnv) run(t *testing.T, d *datadriven.TestData) string {
 		if l := c.leases[id]; l != nil {
 			for _, dt := range l.inflight { // the shell reports them crashed
 				e.answer(t, dt, "crashed")
-				fmt.Fprintf(&out, "crashed %s attempt=%d\n", e.label(dt.ID), dt.Spec.Attempt)
+				fmt.Fprintf(&out, "crashed %s attempt=%d\n", e.label(dt.ID()), dt.Spec.Attempt)
 			}
 		}
 		c.Lost(e.now, id)
@@ -192,7 +192,7 @@ func (e *submitEnv) run(t *testing.T, d *datadriven.TestData) string {
 func (e *submitEnv) tasks(ts []*DirectTask) string {
 	names := make([]string, len(ts))
 	for i, dt := range ts {
-		names[i] = e.label(dt.ID)
+		names[i] = e.label(dt.ID())
 		if dt.recalling {
 			names[i] += "(recalling)"
 		}
@@ -218,15 +218,15 @@ func (e *submitEnv) drain(t *testing.T, out *strings.Builder) {
 		case GiveBack:
 			fmt.Fprintf(out, "give-back lease %d (%s)", x.Lease, e.label(x.Worker))
 		case RecallDirect:
-			fmt.Fprintf(out, "recall %s from lease %d", e.label(x.Task.ID), x.Lease)
+			fmt.Fprintf(out, "recall %s from lease %d", e.label(x.Task.ID()), x.Lease)
 		case CancelDirect:
-			fmt.Fprintf(out, "cancel %s on lease %d", e.label(x.Task.ID), x.Lease)
+			fmt.Fprintf(out, "cancel %s on lease %d", e.label(x.Task.ID()), x.Lease)
 		case FailDirect:
 			e.answer(t, x.Task, "failed")
 			if x.Cancelled {
-				fmt.Fprintf(out, "fail %s: cancelled", e.label(x.Task.ID))
+				fmt.Fprintf(out, "fail %s: cancelled", e.label(x.Task.ID()))
 			} else {
-				fmt.Fprintf(out, "fail %s: %s", e.label(x.Task.ID), x.Err.GetCode())
+				fmt.Fprintf(out, "fail %s: %s", e.label(x.Task.ID()), x.Err.GetCode())
 			}
 		case ArmSubmitTimer:
 			e.timerAt = append(e.timerAt, e.now.Add(x.After))
@@ -279,8 +279,8 @@ func (e *submitEnv) check(t *testing.T) {
 			t.Fatalf("class %q filed under %q", cl.key, key)
 		}
 		for _, dt := range cl.queue {
-			if seen[dt] || dt.lease != nil || c.byID[dt.ID] != dt {
-				t.Fatalf("queued task %s: seen %v, lease %v, held %v", e.label(dt.ID), seen[dt], dt.lease != nil, c.byID[dt.ID] == dt)
+			if seen[dt] || dt.lease != nil || c.byID[dt.ID()] != dt {
+				t.Fatalf("queued task %s: seen %v, lease %v, held %v", e.label(dt.ID()), seen[dt], dt.lease != nil, c.byID[dt.ID()] == dt)
 			}
 			seen[dt] = true
 		}
@@ -292,8 +292,8 @@ func (e *submitEnv) check(t *testing.T) {
 				t.Fatalf("lease %d holds %d tasks, depth %d", l.id, len(l.inflight), c.cfg.PipelineDepth)
 			}
 			for _, dt := range l.inflight {
-				if seen[dt] || dt.lease != l || c.byID[dt.ID] != dt {
-					t.Fatalf("task %s in flight on lease %d: seen %v, lease %v", e.label(dt.ID), l.id, seen[dt], dt.lease)
+				if seen[dt] || dt.lease != l || c.byID[dt.ID()] != dt {
+					t.Fatalf("task %s in flight on lease %d: seen %v, lease %v", e.label(dt.ID()), l.id, seen[dt], dt.lease)
 				}
 				seen[dt] = true
 			}
@@ -311,10 +311,10 @@ func (e *submitEnv) check(t *testing.T) {
 	}
 }
 
-// A queued task's record stays in the 80-byte size class: a million are
+// A queued task's record stays in the 64-byte size class: a million are
 // held at once when a driver submits them in a burst.
 func TestDirectTaskSize(t *testing.T) {
-	if n := unsafe.Sizeof(DirectTask{}); n > 80 {
-		t.Fatalf("DirectTask is %d bytes, want at most 80", n)
+	if n := unsafe.Sizeof(DirectTask{}); n > 64 {
+		t.Fatalf("DirectTask is %d bytes, want at most 64", n)
 	}
 }

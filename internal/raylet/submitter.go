@@ -89,11 +89,10 @@ func (s *Submitter) Submit(spec *atollpb.TaskSpec) bool {
 	if !Leasable(spec) {
 		return false
 	}
-	id, err := ids.FromBytes(spec.TaskId)
-	if err != nil {
+	if _, err := ids.FromBytes(spec.TaskId); err != nil {
 		return false
 	}
-	t := &DirectTask{Spec: spec, ID: id} // its Assignment is made when it is pushed
+	t := &DirectTask{Spec: spec} // its Assignment is made when it is pushed
 	s.step(true, func(c *SubmitCore) { c.Submit(time.Now(), s.keyOf(spec), t) })
 	return true
 }
@@ -102,11 +101,10 @@ func (s *Submitter) Submit(spec *atollpb.TaskSpec) bool {
 // checked before packing it) and reports whether it did; the caller
 // submits it, unpacked, to the raylet otherwise.
 func (s *Submitter) SubmitPacked(p *specpack.Spec) bool {
-	id, err := ids.FromBytes(p.TaskID())
-	if err != nil {
+	if _, err := ids.FromBytes(p.TaskID()); err != nil {
 		return false
 	}
-	t := &DirectTask{Packed: p, ID: id}
+	t := &DirectTask{Packed: p}
 	s.step(true, func(c *SubmitCore) { c.Submit(time.Now(), s.keyOf(p.Shape()), t) })
 	return true
 }
@@ -198,15 +196,15 @@ func (s *Submitter) apply(e SubmitEffect, wait bool) {
 	case CancelDirect:
 		if slot := s.slotOf(e.Lease); slot != nil {
 			slot.queue(&atollpb.Frame{Body: &atollpb.Frame_CancelTask{CancelTask: &atollpb.CancelTask{
-				TaskId: e.Task.ID.Bytes(), NonRecursive: e.NonRecursive}}})
+				TaskId: e.Task.ID().Bytes(), NonRecursive: e.NonRecursive}}})
 		}
 	case FailDirect:
 		err := e.Err
 		if e.Cancelled {
-			err = errs.ToProto(&errs.CancelledError{TaskName: e.Task.Common().Name, TaskID: e.Task.ID.String()})
+			err = errs.ToProto(&errs.CancelledError{TaskName: e.Task.Common().Name, TaskID: e.Task.ID().String()})
 		}
 		s.endSpans(e.Task, "cancelled")
-		s.cfg.Deliver(&atollpb.TaskResult{TaskId: e.Task.ID.Bytes(), Attempt: e.Task.Attempt(), Error: err})
+		s.cfg.Deliver(&atollpb.TaskResult{TaskId: e.Task.ID().Bytes(), Attempt: e.Task.Attempt(), Error: err})
 	case ArmSubmitTimer:
 		time.AfterFunc(e.After, func() { s.step(false, func(c *SubmitCore) { c.Tick(time.Now()) }) })
 	}
@@ -234,7 +232,7 @@ func (s *Submitter) push(e PushDirect, wait bool) {
 		// push that makes a task's Assignment comes before its recall.
 		a := t.Attach
 		if a == nil {
-			a = &Assignment{spec: t.Spec, packed: t.Packed, task: t.ID, direct: s, dtask: t}
+			a = &Assignment{spec: t.Spec, packed: t.Packed, task: t.ID(), direct: s, dtask: t}
 			t.Attach = a
 		}
 		a.worker, a.lease, a.started = e.Worker, e.Lease, now
@@ -265,11 +263,11 @@ func (s *Submitter) spans(t *DirectTask, e PushDirect, i int) {
 		reason = string(PendingWorker)
 	}
 	_, q := s.cfg.Tracer.Start(parent, "queue "+t.Common().Name, trace.WithTimestamp(t.Queued()),
-		trace.WithAttributes(attribute.String("atoll.task_id", t.ID.String()), attribute.Int("atoll.attempt", int(t.Attempt())),
+		trace.WithAttributes(attribute.String("atoll.task_id", t.ID().String()), attribute.Int("atoll.attempt", int(t.Attempt())),
 			attribute.String("atoll.pending_reason", reason), attribute.Bool("atoll.leased", true)))
 	q.End()
 	_, sched := s.cfg.Tracer.Start(parent, "schedule "+t.Common().Name,
-		trace.WithAttributes(attribute.String("atoll.task_id", t.ID.String()),
+		trace.WithAttributes(attribute.String("atoll.task_id", t.ID().String()),
 			attribute.String("atoll.worker_id", e.Worker.String()), attribute.String("atoll.node_id", s.cfg.NodeID.String()),
 			attribute.Int("atoll.pipelined", e.Before+i), attribute.Bool("atoll.leased", true)))
 	sched.End()
@@ -282,7 +280,7 @@ func (s *Submitter) endSpans(t *DirectTask, reason string) {
 		return
 	}
 	_, q := s.cfg.Tracer.Start(telemetry.Extract(context.Background(), t.Trace()), "queue "+t.Common().Name, trace.WithTimestamp(t.Queued()),
-		trace.WithAttributes(attribute.String("atoll.task_id", t.ID.String()), attribute.String("atoll.pending_reason", reason)))
+		trace.WithAttributes(attribute.String("atoll.task_id", t.ID().String()), attribute.String("atoll.pending_reason", reason)))
 	q.End()
 }
 
@@ -291,7 +289,7 @@ func (s *Submitter) endSpans(t *DirectTask, reason string) {
 func (s *Submitter) recall(e RecallDirect) {
 	slot := s.slotOf(e.Lease)
 	a := e.Task.Attach
-	id, attempt, lease := e.Task.ID, e.Task.Attempt(), e.Lease
+	id, attempt, lease := e.Task.ID(), e.Task.Attempt(), e.Lease
 	answer := func(ok bool) {
 		s.step(false, func(c *SubmitCore) { c.Recalled(time.Now(), lease, id, attempt, ok) })
 	}
@@ -308,7 +306,7 @@ func (s *Submitter) recall(e RecallDirect) {
 func (s *Submitter) finished(a *Assignment, res *atollpb.TaskResult) {
 	t := a.dtask
 	end := time.Now()
-	s.step(false, func(c *SubmitCore) { c.Finished(end, a.lease, t.ID, t.Attempt()) })
+	s.step(false, func(c *SubmitCore) { c.Finished(end, a.lease, t.ID(), t.Attempt()) })
 	s.useMu.Lock()
 	s.use.add(a.worker, a.lease, 0, 1)
 	s.use.events = append(s.use.events, directEvent(a, end, res.GetError()))

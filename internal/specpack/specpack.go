@@ -213,6 +213,14 @@ func (h Held) Attempt() int32 {
 	return h.Whole.Attempt
 }
 
+// TaskID is the task id's bytes (do not modify).
+func (h Held) TaskID() []byte {
+	if h.Packed != nil {
+		return h.Packed.TaskID()
+	}
+	return h.Whole.GetTaskId()
+}
+
 // Trace is the spec's trace context, nil if untraced.
 func (h Held) Trace() *atollpb.TraceContext {
 	if h.Packed != nil {

@@ -414,7 +414,7 @@ func (t *Table) flush(a *actorEntry) {
 		} else {
 			a.queue = a.queue[1:]
 		}
-		a.inflight[tk.id] = tk
+		a.inflight[tk.id()] = tk
 		t.send(a, tk.spec)
 	}
 	if len(a.queue) == 0 && cap(a.queue) > maxKeptQueue {
@@ -441,7 +441,7 @@ func (a *actorEntry) unsent(tk *task) bool {
 // forget drops a finished call. Nothing ranges over inflight while a
 // call finishes (actorDied finishes a copy), so it is compacted here.
 func (a *actorEntry) forget(tk *task) {
-	delete(a.inflight, tk.id)
+	delete(a.inflight, tk.id())
 	a.inflight = compact.Map(a.inflight, &a.inflightMark)
 	a.unsent(tk)
 }

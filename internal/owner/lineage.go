@@ -139,18 +139,18 @@ func (t *Table) recordLineage(tk *task) {
 	if prev := t.lineageOf(tk); prev != nil {
 		t.lineageBytes -= int(prev.size) // rebuilt: it keeps its place in the order
 	} else {
-		t.lineageOrder = append(t.lineageOrder, tk.id)
+		t.lineageOrder = append(t.lineageOrder, tk.id())
 		for _, dep := range e.deps() {
 			if d := t.record(dep); d != nil {
 				d.m().lineageRefs++
 			}
 		}
 	}
-	t.lineage[tk.id] = e
+	t.lineage[tk.id()] = e
 	t.lineageBytes += int(e.size)
 	for _, o := range objs {
 		if o != nil {
-			o.producerTask = tk.id
+			o.producerTask = tk.id()
 		}
 	}
 	t.evictLineage()
@@ -162,7 +162,7 @@ func (t *Table) lineageOf(tk *task) *lineageEntry {
 	if !tk.rebuilding() {
 		return nil
 	}
-	return t.lineage[tk.id]
+	return t.lineage[tk.id()]
 }
 
 // evictLineage forgets the oldest lineage past the budget.
@@ -322,7 +322,7 @@ func (t *Table) rerun(id ids.ObjectID, o *object, cause string) *atollpb.ErrorIn
 	spec.Attempt++
 	e.spec, e.packed = spec, nil
 	resetArgs(spec, e.deps(), e.depArgIdx())
-	tk := &task{id: o.producerTask, seq: t.seqNext + 1, spec: spec, nReturns: e.nReturns, retriesLeft: spec.MaxRetries, attach: e.attach,
+	tk := &task{seq: t.seqNext + 1, spec: spec, nReturns: e.nReturns, retriesLeft: spec.MaxRetries, attach: e.attach,
 		args: &taskArgs{deps: e.deps(), depArgIdx: e.depArgIdx(), refArgs: len(e.deps()), recoveries: int(e.recoveries), rebuilding: true}}
 	t.seqNext++
 	for i := range int(e.nReturns) {
@@ -330,7 +330,7 @@ func (t *Table) rerun(id ids.ObjectID, o *object, cause string) *atollpb.ErrorIn
 			r.value = nil
 		}
 	}
-	t.tasks[tk.id] = tk
+	t.tasks[tk.id()] = tk
 	for _, dep := range tk.deps() {
 		t.AddRef(dep)
 	}

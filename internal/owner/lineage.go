@@ -111,8 +111,9 @@ func (t *Table) recordLineage(tk *task) {
 	// The returns' records, looked up once (most tasks have one).
 	var buf [2]*object
 	objs := buf[:0]
+	id := tk.id()
 	for i := range int(tk.nReturns) {
-		o := t.objects[tk.returnID(i)]
+		o := t.objects[ids.ReturnObjectID(id, i)]
 		objs = append(objs, o)
 		if o != nil && len(o.x().contained) > 0 && why == lineageKept {
 			why = gapRefReturns
@@ -139,18 +140,18 @@ func (t *Table) recordLineage(tk *task) {
 	if prev := t.lineageOf(tk); prev != nil {
 		t.lineageBytes -= int(prev.size) // rebuilt: it keeps its place in the order
 	} else {
-		t.lineageOrder = append(t.lineageOrder, tk.id())
+		t.lineageOrder = append(t.lineageOrder, id)
 		for _, dep := range e.deps() {
 			if d := t.record(dep); d != nil {
 				d.m().lineageRefs++
 			}
 		}
 	}
-	t.lineage[tk.id()] = e
+	t.lineage[id] = e
 	t.lineageBytes += int(e.size)
 	for _, o := range objs {
 		if o != nil {
-			o.producerTask = tk.id()
+			o.producerTask = id
 		}
 	}
 	t.evictLineage()

@@ -380,7 +380,7 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 	}
 	adopted := t.adopt(res.Transferred)
 	for i := range int(tk.nReturns) {
-		rid := tk.returnID(i)
+		rid := ids.ReturnObjectID(id, i)
 		if i >= len(res.Returns) {
 			t.Resolve(rid, errorValue(errs.Invalidf("task %s returned %d values, want %d", tk.common().Name, len(res.Returns), tk.nReturns)), nil, nil)
 			continue
@@ -489,10 +489,11 @@ func (t *Table) finish(tk *task, e *atollpb.ErrorInfo) {
 
 // complete forgets a finished task and drops its argument references.
 func (t *Table) complete(tk *task, e *atollpb.ErrorInfo) {
-	if t.tasks[tk.id()] != tk {
+	id := tk.id()
+	if t.tasks[id] != tk {
 		return
 	}
-	delete(t.tasks, tk.id())
+	delete(t.tasks, id)
 	if a := tk.actor; a != nil {
 		a.forget(tk)
 		t.maybeForget(a)

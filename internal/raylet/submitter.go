@@ -306,7 +306,7 @@ func (s *Submitter) recall(e RecallDirect) {
 func (s *Submitter) finished(a *Assignment, res *atollpb.TaskResult) {
 	t := a.dtask
 	end := time.Now()
-	s.step(false, func(c *SubmitCore) { c.Finished(end, a.lease, t.ID(), t.Attempt()) })
+	s.step(false, func(c *SubmitCore) { c.Finished(end, a.lease, a.task, t.Attempt()) })
 	s.useMu.Lock()
 	s.use.add(a.worker, a.lease, 0, 1)
 	s.use.events = append(s.use.events, directEvent(a, end, res.GetError()))

@@ -28,6 +28,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
 // Shape is the fields a kind of task shares, and their encoding. It is
@@ -238,6 +239,9 @@ func (h Held) Spec() *atollpb.TaskSpec {
 	return h.Whole
 }
 
+// taskIDTag is field 1's tag, a byte string: how an own encoding starts.
+const taskIDTag = 1<<3 | byte(protowire.BytesType)
+
 // ownInline is the own fields' bytes a Spec holds in itself: a task id
 // and an argument of up to ~20 bytes, in the 80-byte size class.
 const ownInline = 44
@@ -248,6 +252,9 @@ func (p *Spec) Shape() *atollpb.TaskSpec { return &p.shape.spec }
 // TaskID is the spec's task id (do not modify): its first own field, as
 // AppendOwn writes it; nil if it has none.
 func (p *Spec) TaskID() []byte {
+	if o := p.own; len(o) >= 2+ids.Len16 && o[0] == taskIDTag && o[1] == ids.Len16 {
+		return o[2 : 2+ids.Len16 : 2+ids.Len16] // the usual: a 16-byte id (read on every step of a task)
+	}
 	num, typ, n := protowire.ConsumeTag(p.own)
 	if n < 0 || num != 1 || typ != protowire.BytesType {
 		return nil

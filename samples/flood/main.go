@@ -63,6 +63,9 @@ type options struct {
 	// every task is submitted, .gathered once every result is gathered,
 	// .dropped after the drop.
 	memProfile string
+	// cpuProfile, when set, is where the driver's CPU profile of the
+	// flood (submit and gather) goes.
+	cpuProfile string
 }
 
 func main() {
@@ -80,6 +83,7 @@ func main() {
 	flag.BoolVar(&o.json, "json", false, "print one JSON line per figure")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long")
 	flag.StringVar(&o.memProfile, "memprofile", "", "write the driver's heap profiles to `PATH`.submitted (every task submitted), PATH.gathered (every result gathered) and PATH.dropped (after the drop)")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write the driver's CPU profile of the flood (submitting and gathering) to this file")
 	flag.Parse()
 	n, err := benchfmt.ParseSize(*store)
 	if err != nil {
@@ -177,6 +181,10 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 		return err
 	}
 	sampler.Start()
+	stopProfile, err := cpuProfile(o.cpuProfile)
+	if err != nil {
+		return err
+	}
 	var got result
 	t0 := time.Now()
 	refs := make([]atoll.ObjectRef[int], o.tasks)
@@ -195,6 +203,7 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 		return err
 	}
 	got.wall = time.Since(t0)
+	stopProfile()
 	got.peakPss = sampler.Stop()
 	if err := heapProfile(o.memProfile, "gathered"); err != nil {
 		return err
@@ -333,4 +342,24 @@ func baseline(o options) (result, error) {
 	}
 	r.peak = peak.Peak - min(before.RSS, peak.Peak)
 	return r, nil
+}
+
+// cpuProfile starts the driver's CPU profile into path (nothing if path
+// is empty) and returns what stops it.
+func cpuProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -168,10 +168,11 @@ func (s *Shapes) Pack(spec *atollpb.TaskSpec) *Spec {
 	s.scratch = AppendOwn(s.scratch[:0], spec)
 	p := &Spec{shape: sh, attempt: spec.Attempt}
 	if n := len(s.scratch); n <= len(p.small) {
-		p.own = p.small[:n:n] // one allocation for a task with a small argument or two
-		copy(p.own, s.scratch)
+		p.n = uint8(n) // one allocation for a task with a small argument or two
+		copy(p.small[:], s.scratch)
 	} else {
-		p.own = bytes.Clone(s.scratch)
+		long := bytes.Clone(s.scratch)
+		p.long = &long
 	}
 	if cap(s.scratch) > 64<<10 {
 		s.scratch = nil // a spec with large inline arguments: keep no buffer its size
@@ -182,10 +183,21 @@ func (s *Shapes) Pack(spec *atollpb.TaskSpec) *Spec {
 // Spec is a packed task spec: its shape and its own fields' encoding. It
 // is read-only.
 type Spec struct {
-	shape   *Shape
-	own     []byte // in small, if it fits
+	shape *Shape
+	// long is the own fields' encoding when it does not fit in small,
+	// else nil and small[:n] is.
+	long    *[]byte
 	attempt int32
+	n       uint8
 	small   [ownInline]byte
+}
+
+// own is the own fields' encoding (do not modify).
+func (p *Spec) own() []byte {
+	if p.long != nil {
+		return *p.long
+	}
+	return p.small[:p.n:p.n]
 }
 
 // Held is a task's spec as its holders keep it (the owner's task, the
@@ -243,8 +255,8 @@ func (h Held) Spec() *atollpb.TaskSpec {
 const taskIDTag = 1<<3 | byte(protowire.BytesType)
 
 // ownInline is the own fields' bytes a Spec holds in itself: a task id
-// and an argument of up to ~20 bytes, in the 80-byte size class.
-const ownInline = 44
+// and an argument of up to ~17 bytes, in the 64-byte size class.
+const ownInline = 43
 
 // Shape is the shared fields (do not modify).
 func (p *Spec) Shape() *atollpb.TaskSpec { return &p.shape.spec }
@@ -252,14 +264,15 @@ func (p *Spec) Shape() *atollpb.TaskSpec { return &p.shape.spec }
 // TaskID is the spec's task id (do not modify): its first own field, as
 // AppendOwn writes it; nil if it has none.
 func (p *Spec) TaskID() []byte {
-	if o := p.own; len(o) >= 2+ids.Len16 && o[0] == taskIDTag && o[1] == ids.Len16 {
+	if o := p.own(); len(o) >= 2+ids.Len16 && o[0] == taskIDTag && o[1] == ids.Len16 {
 		return o[2 : 2+ids.Len16 : 2+ids.Len16] // the usual: a 16-byte id (read on every step of a task)
 	}
-	num, typ, n := protowire.ConsumeTag(p.own)
+	own := p.own()
+	num, typ, n := protowire.ConsumeTag(own)
 	if n < 0 || num != 1 || typ != protowire.BytesType {
 		return nil
 	}
-	id, m := protowire.ConsumeBytes(p.own[n:])
+	id, m := protowire.ConsumeBytes(own[n:])
 	if m < 0 {
 		return nil
 	}
@@ -272,7 +285,7 @@ func (p *Spec) Attempt() int32 { return p.attempt }
 // Trace returns the spec's trace context, decoded from its own fields
 // (a new one each call), or nil for an untraced task.
 func (p *Spec) Trace() *atollpb.TraceContext {
-	for b := p.own; len(b) > 0; {
+	for b := p.own(); len(b) > 0; {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
 			return nil
@@ -295,16 +308,16 @@ func (p *Spec) Trace() *atollpb.TraceContext {
 }
 
 // Size is the spec's encoded size: proto.Size of the unpacked spec.
-func (p *Spec) Size() int { return len(p.shape.prefix) + len(p.own) }
+func (p *Spec) Size() int { return len(p.shape.prefix) + len(p.own()) }
 
 // Parts returns the spec's encoding in its two parts: its shape's bytes
 // and its own (do not modify either).
-func (p *Spec) Parts() (shape, own []byte) { return p.shape.prefix, p.own }
+func (p *Spec) Parts() (shape, own []byte) { return p.shape.prefix, p.own() }
 
 // AppendTo appends the spec's encoding: its shape's bytes, then its own.
 func (p *Spec) AppendTo(b []byte) []byte {
 	b = append(b, p.shape.prefix...)
-	return append(b, p.own...)
+	return append(b, p.own()...)
 }
 
 // Unpack returns the spec as a TaskSpec of the caller's own.

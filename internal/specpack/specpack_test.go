@@ -184,11 +184,11 @@ func TestLeasable(t *testing.T) {
 }
 
 // Packing a spec of a known kind with a small argument makes one
-// allocation, of 80 bytes: its own fields live in the Spec; larger own
-// fields make a second.
+// allocation, of 64 bytes: its own fields live in the Spec; larger own
+// fields make two more (their bytes and the slice that holds them).
 func TestPackAllocations(t *testing.T) {
-	if n := unsafe.Sizeof(Spec{}); n > 80 {
-		t.Fatalf("Spec is %d bytes, want at most 80 (a size class)", n)
+	if n := unsafe.Sizeof(Spec{}); n > 64 {
+		t.Fatalf("Spec is %d bytes, want at most 64 (a size class)", n)
 	}
 	r := rand.New(rand.NewPCG(11, 12))
 	var shapes Shapes
@@ -202,8 +202,8 @@ func TestPackAllocations(t *testing.T) {
 		t.Fatalf("%v allocations packing a task with a small argument, want 1", allocs)
 	}
 	spec.Args[0].GetValue().Kind = &atollpb.Value_Inline{Inline: make([]byte, 100)}
-	if allocs := testing.AllocsPerRun(100, func() { shapes.Pack(spec) }); allocs != 2 {
-		t.Fatalf("%v allocations packing a task with a 100-byte argument, want 2", allocs)
+	if allocs := testing.AllocsPerRun(100, func() { shapes.Pack(spec) }); allocs != 3 {
+		t.Fatalf("%v allocations packing a task with a 100-byte argument, want 3", allocs)
 	}
 }
 

@@ -57,6 +57,17 @@ var (
 			return "", ctx.Err()
 		}
 	})
+	// blockStarted signals that it is running, then blocks until its key
+	// is released or it is cancelled.
+	blockStarted = atoll.NewFunc1("test.blockStarted", func(ctx context.Context, key chanKey) (string, error) {
+		close(key.started())
+		select {
+		case <-key.ch():
+			return "released", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	})
 	// waitStarted signals that it is running (in-process workers share the
 	// test's process, so a channel can cross) and waits to be cancelled.
 	waitStarted = atoll.NewFunc1("test.waitStarted", func(ctx context.Context, key chanKey) (string, error) {
@@ -315,6 +326,47 @@ func TestCancellation(t *testing.T) {
 	// The node still works.
 	if v, err := atoll.Get(ctx, double.Remote(ctx, atoll.Value(4))); err != nil || v != 8 {
 		t.Fatalf("after cancellations: %v %v", v, err)
+	}
+}
+
+// Cancelling a context cancels its pending tasks and no other context's,
+// the first time (the owner indexes contexts' tasks then) and after (the
+// index is kept up), whether tasks carry trace spans or not.
+func TestContextCancelsOnlyItsTasks(t *testing.T) {
+	for _, traced := range []bool{false, true} {
+		t.Run(fmt.Sprint("traced=", traced), func(t *testing.T) {
+			opts := []atoll.Option{atoll.WithNumCPUs(1)}
+			if traced {
+				opts = append(opts, atoll.WithTracerProvider(sdktrace.NewTracerProvider()))
+			}
+			ctx := start(t, opts...)
+			key := newChanKey(t)
+			other, stopOther := context.WithCancel(ctx)
+			defer stopOther()
+			kept := blockStarted.Remote(other, atoll.Value(key)) // holds the one CPU
+			<-key.started()
+			alsoKept := double.Remote(other, atoll.Value(21))
+			for round := range 3 {
+				sub, cancel := context.WithCancel(ctx)
+				refs := make([]atoll.ObjectRef[int], 5)
+				for i := range refs {
+					refs[i] = double.Remote(sub, atoll.Value(i))
+				}
+				cancel()
+				for i, r := range refs {
+					if _, err := atoll.Get(ctx, r); !errors.Is(err, atoll.ErrCancelled) {
+						t.Fatalf("round %d, task %d of the cancelled context: %v", round, i, err)
+					}
+				}
+			}
+			close(key.ch())
+			if v, err := atoll.Get(ctx, kept); err != nil || v != "released" {
+				t.Fatalf("the other context's running task: %q %v", v, err)
+			}
+			if v, err := atoll.Get(ctx, alsoKept); err != nil || v != 42 {
+				t.Fatalf("the other context's queued task: %v %v", v, err)
+			}
+		})
 	}
 }
 

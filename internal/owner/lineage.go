@@ -332,6 +332,7 @@ func (t *Table) rerun(id ids.ObjectID, o *object, cause string) *atollpb.ErrorIn
 		}
 	}
 	t.tasks[tk.id()] = tk
+	t.group(tk)
 	for _, dep := range tk.deps() {
 		t.AddRef(dep)
 	}

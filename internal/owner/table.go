@@ -25,6 +25,10 @@ type Config struct {
 	// dispatch on, in SendTask.Packed: a shell that submits them to a
 	// raylet.Submitter, which takes packed specs, sets it.
 	Pack bool
+	// Group, when set, names the group a task's Attach puts it in (nil:
+	// none), for TakeGroup (groups.go). It must give the same answer for
+	// an attach every time.
+	Group func(attach any) any
 }
 
 // Table is the ownership state of one process. See the package doc.
@@ -46,6 +50,10 @@ type Table struct {
 
 	created, freed uint64
 	seqNext        uint64
+	// groups are the pending tasks by Config.Group, once TakeGroup was
+	// first asked (groups.go); groupEntries counts their entries.
+	groups       map[any][]*task
+	groupEntries int
 
 	// lineage of finished tasks whose returns live (lineage.go), in the
 	// order it was recorded (for eviction; entries forgotten since are

@@ -748,23 +748,54 @@ func TestTaskRecordSize(t *testing.T) {
 	}
 }
 
-// PendingAttached lists the pending tasks with a matching attach, in
-// submission order, and no finished one.
-func TestPendingAttached(t *testing.T) {
-	tb := New(Config{})
-	var tasks []ids.TaskID
-	for i, attach := range []string{"a", "b", "a", "a"} {
+// TakeGroup lists a group's pending tasks in submission order, none
+// finished, and forgets the group; the index it builds stays bounded by
+// the pending tasks while tasks come and go.
+func TestTakeGroup(t *testing.T) {
+	tb := New(Config{Group: func(attach any) any { return attach }})
+	submit := func(attach string) ids.TaskID {
 		id := ids.NewTaskID()
-		tasks = append(tasks, id)
-		tb.Submit(Submission{Spec: &atollpb.TaskSpec{TaskId: id.Bytes(), Type: atollpb.TaskType_NORMAL_TASK, Name: fmt.Sprint("t", i), NumReturns: 1},
+		tb.Submit(Submission{Spec: &atollpb.TaskSpec{TaskId: id.Bytes(), Type: atollpb.TaskType_NORMAL_TASK, Name: attach, NumReturns: 1},
 			Attach: attach})
+		return id
 	}
-	isA := func(attach any) bool { return attach == "a" }
-	if got, want := tb.PendingAttached(isA), []ids.TaskID{tasks[0], tasks[2], tasks[3]}; !slices.Equal(got, want) {
-		t.Fatalf("pending with attach a: %v, want %v", got, want)
+	fail := func(id ids.TaskID) {
+		tb.Result(&atollpb.TaskResult{TaskId: id.Bytes(), Error: &atollpb.ErrorInfo{Code: atollpb.ErrorCode_TASK_ERROR, Message: "x"}})
 	}
-	tb.Result(&atollpb.TaskResult{TaskId: tasks[2].Bytes(), Error: &atollpb.ErrorInfo{Code: atollpb.ErrorCode_TASK_ERROR, Message: "x"}})
-	if got, want := tb.PendingAttached(isA), []ids.TaskID{tasks[0], tasks[3]}; !slices.Equal(got, want) {
-		t.Fatalf("after one finished: %v, want %v", got, want)
+	var tasks []ids.TaskID
+	for _, attach := range []string{"a", "b", "a", "a"} {
+		tasks = append(tasks, submit(attach))
+	}
+	fail(tasks[2])
+	if got, want := tb.TakeGroup("a"), []ids.TaskID{tasks[0], tasks[3]}; !slices.Equal(got, want) {
+		t.Fatalf("group a: %v, want %v", got, want)
+	}
+	// Indexed now: a task submitted later joins its group at once.
+	later := submit("a")
+	fail(tasks[3])
+	if got, want := tb.TakeGroup("a"), []ids.TaskID{later}; !slices.Equal(got, want) {
+		t.Fatalf("group a again: %v, want %v", got, want)
+	}
+	if got := tb.TakeGroup("a"); len(got) != 0 {
+		t.Fatalf("group a taken twice: %v", got)
+	}
+	// Tasks that come and go in a group nobody takes: the index stays
+	// within twice the pending tasks (counted before the last one
+	// finished) and its slack.
+	for range 10 * groupSlack {
+		fail(submit("c"))
+		if tb.groupEntries > 2*(len(tb.tasks)+1)+groupSlack {
+			t.Fatalf("%d entries indexed for %d pending tasks", tb.groupEntries, len(tb.tasks))
+		}
+	}
+	keep := submit("c")
+	if got, want := tb.TakeGroup("b"), []ids.TaskID{tasks[1]}; !slices.Equal(got, want) {
+		t.Fatalf("group b: %v, want %v", got, want)
+	}
+	if got, want := tb.TakeGroup("c"), []ids.TaskID{keep}; !slices.Equal(got, want) {
+		t.Fatalf("group c: %v, want %v", got, want)
+	}
+	if got, want := tb.InSubmissionOrder([]ids.TaskID{later, tasks[0], tasks[1], tasks[0]}), []ids.TaskID{tasks[0], tasks[1], later}; !slices.Equal(got, want) {
+		t.Fatalf("in submission order: %v, want %v", got, want)
 	}
 }

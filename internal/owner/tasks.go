@@ -185,6 +185,7 @@ func (t *Table) SubmitTo(dst []ids.ObjectID, s Submission) []ids.ObjectID {
 		returns = append(returns, rid)
 	}
 	t.tasks[id] = tk
+	t.group(tk)
 	for i, a := range s.Args {
 		if len(a.Holds) > 0 {
 			m := tk.more()
@@ -527,24 +528,6 @@ func (t *Table) Cancel(id ids.TaskID, nonRecursive bool) {
 	default:
 		t.emit(CancelTask{Task: id, NonRecursive: nonRecursive})
 	}
-}
-
-// PendingAttached lists the pending tasks whose Attach match accepts, in
-// submission order (a context's tasks, to cancel once it is done). It
-// visits every pending task once and sorts only those it lists.
-func (t *Table) PendingAttached(match func(attach any) bool) []ids.TaskID {
-	var found []*task
-	for _, tk := range t.tasks {
-		if tk.attach != nil && match(tk.attach) {
-			found = append(found, tk)
-		}
-	}
-	slices.SortFunc(found, func(a, b *task) int { return cmp.Compare(a.seq, b.seq) })
-	out := make([]ids.TaskID, len(found))
-	for i, tk := range found {
-		out[i] = tk.id()
-	}
-	return out
 }
 
 // Pending reports whether a task is still pending.

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/atoll-runtime/atoll/internal/errs"
@@ -16,11 +17,13 @@ import (
 // own table of children, which Go never shrinks, so a million tasks
 // submitted under one context kept tens of MiB after they finished.
 //
-// A watch keeps no table of its tasks either, only how many are pending:
-// each task names its watch in its owner's record (the watch is the
-// task's attach, or in its taskAttach), and a watch that fires asks the
-// owner for the pending tasks that name it. So a task submitted under a
-// cancellable context costs its watch nothing but a count.
+// A watch keeps no table of most of its tasks either, only how many are
+// pending: a task whose attach is the watch itself is found, when the
+// watch fires, in its owner's groups of pending tasks (owner.Config.Group:
+// nothing is indexed before a watch first fires, so a task submitted
+// under a cancellable context costs its watch nothing but a count). A
+// task with a taskAttach names its watch after the owner has it; the
+// watch lists those (spanned), compacted against its count.
 //
 // Contexts are keyed by their Done channel: contexts that share it (a
 // context.WithValue of another) are done, with the same cause, together.
@@ -49,6 +52,9 @@ type contextWatch struct {
 	stop    func() bool
 	pending int  // tasks watched and not forgotten
 	ended   bool // fired, or stopped with no task left
+	// spanned are the taskAttaches that named the watch (finished ones
+	// among them until compacted: at most twice pending, and 64).
+	spanned []*taskAttach
 }
 
 // watchContext records that a task is cancelled (recursively) when ctx is
@@ -93,6 +99,9 @@ func (w *contextWatch) forget() {
 	ws := w.ws
 	ws.mu.Lock()
 	w.pending--
+	if len(w.spanned) > 2*w.pending+64 {
+		w.spanned = slices.DeleteFunc(w.spanned, (*taskAttach).isFinished)
+	}
 	if w.ended || w.pending > 0 {
 		ws.mu.Unlock()
 		return
@@ -122,22 +131,45 @@ func (w *contextWatch) fire() {
 	w.host.cancelWatched(w)
 }
 
-// watches reports whether a task's attach names w as its context's
-// watch.
-func (w *contextWatch) watches(attach any) bool {
-	switch a := attach.(type) {
-	case *contextWatch:
-		return a == w
-	case *taskAttach:
-		return a.watchedBy(w)
+// spannedTask records a taskAttach that named w (setWatch).
+func (w *contextWatch) spannedTask(a *taskAttach) {
+	w.ws.mu.Lock()
+	w.spanned = append(w.spanned, a)
+	w.ws.mu.Unlock()
+}
+
+// takeSpanned returns the taskAttaches that named w and forgets them.
+func (w *contextWatch) takeSpanned() []*taskAttach {
+	w.ws.mu.Lock()
+	defer w.ws.mu.Unlock()
+	s := w.spanned
+	w.spanned = nil
+	return s
+}
+
+// watchGroup is the owner's Config.Group: a task whose attach is a
+// context's watch is in that watch's group.
+func watchGroup(attach any) any {
+	if w, ok := attach.(*contextWatch); ok {
+		return w
 	}
-	return false
+	return nil
 }
 
 // cancelWatched cancels the pending tasks w watches, in submission order.
 func (rt *Runtime) cancelWatched(w *contextWatch) {
+	spanned := w.takeSpanned()
 	rt.owner.do(func(t *owner.Table) {
-		for _, id := range t.PendingAttached(w.watches) {
+		tasks := t.TakeGroup(w)
+		for _, a := range spanned {
+			if a.watchedBy(w) {
+				tasks = append(tasks, a.task)
+			}
+		}
+		if len(spanned) > 0 {
+			tasks = t.InSubmissionOrder(tasks)
+		}
+		for _, id := range tasks {
 			t.Cancel(id, false)
 		}
 	})

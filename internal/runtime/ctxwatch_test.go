@@ -39,7 +39,7 @@ func (h *fakeHost) cancelWatched(w *contextWatch) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, t := range h.tasks {
-		if !t.finished && w.watches(t.watch) {
+		if !t.finished && t.watch == w {
 			h.cancelled = append(h.cancelled, t.id)
 		}
 	}

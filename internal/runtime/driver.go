@@ -171,7 +171,7 @@ func (d *Driver) start(ctx context.Context) error {
 	// places its tasks on other nodes through its raylet; a fault
 	// injector acts on messages, and its rules need each task to be one.
 	direct := d.gateway == nil && cfg.Faults == nil
-	rt.startOwner(owner.Config{Worker: rt.workerID, Node: rt.nodeID, LineageBudget: cfg.LineageBudget, Pack: direct})
+	rt.startOwner(owner.Config{Worker: rt.workerID, Node: rt.nodeID, LineageBudget: cfg.LineageBudget, Pack: direct, Group: watchGroup})
 	if rt.ownerPID, err = n.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &ownerActor{rt: rt} }, actor.WithDispatcher(actors.HotDispatcher)), "owner"); err != nil {
 		return fmt.Errorf("atoll: start owner: %w", err)
 	}

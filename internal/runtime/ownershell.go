@@ -191,7 +191,15 @@ func (a *taskAttach) setWatch(w *contextWatch) {
 		w.forget()
 		return
 	}
+	w.spannedTask(a)
 	w.submitted(a.task)
+}
+
+// isFinished reports whether the task finished (its watch forgot it).
+func (a *taskAttach) isFinished() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.finished
 }
 
 // watchedBy reports whether w is the task's context watch.

@@ -194,7 +194,7 @@ func NewWorker(s Settings, wc WorkerConfig) (*Worker, error) {
 	}
 	rt.tracer, rt.traceAll = telemetry.Tracer(tp), telemetry.Records(tp)
 	rt.system = actors.NewSystem(rt.log)
-	rt.startOwner(owner.Config{Worker: wc.WorkerID, Node: wc.NodeID})
+	rt.startOwner(owner.Config{Worker: wc.WorkerID, Node: wc.NodeID, Group: watchGroup})
 	rt.owner.dropsDue = w.postBorrowFlush
 	var err error
 	if rt.ownerPID, err = rt.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {

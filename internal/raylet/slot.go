@@ -39,6 +39,10 @@ type Slot struct {
 	// conn is the worker process's connection once it registered (nil
 	// before the hello).
 	conn *workerconn.Conn
+	// early are frames queued before the worker registered (the cancels
+	// of tasks pushed to it meanwhile), sent after those tasks when it
+	// does; at most maxEarlyFrames.
+	early []*atollpb.Frame
 	// killAt (ProcessConfig.KillAt) and kill, which SIGKILLs the
 	// registered worker (or closes an in-process one's connection),
 	// inject kill-worker faults.
@@ -68,11 +72,21 @@ func (s *Slot) Registered(conn *workerconn.Conn, kill func()) {
 	s.mu.Lock()
 	s.conn, s.kill = conn, kill
 	waiting := append([]*Assignment(nil), s.inflight...)
+	early := s.early
+	s.early = nil
 	s.mu.Unlock()
 	if len(waiting) > 0 {
 		s.push(conn, waiting)
 	}
+	if len(early) > 0 {
+		_ = conn.Queue(early...)
+	}
 }
+
+// maxEarlyFrames bounds the frames a slot keeps for a worker that has not
+// registered: a submitter cancels each task it pushed at most once, and
+// pushes a lease's pipeline depth at a time.
+const maxEarlyFrames = 1024
 
 // push sends ts to the process, then forwards a cancellation of each one's
 // context as a cancel frame (after the task, so the worker knows it). A
@@ -193,11 +207,15 @@ func (s *Slot) takeLease(lease uint64) []*Assignment {
 	return out
 }
 
-// queue writes f to the process without waiting (Conn.Queue), if one
-// registered.
+// queue writes f to the process without waiting (Conn.Queue), or keeps it
+// until the process registers (after the tasks pushed to it meanwhile: a
+// cancel reaches the worker after the task it cancels).
 func (s *Slot) queue(f *atollpb.Frame) {
 	s.mu.Lock()
 	conn := s.conn
+	if conn == nil && len(s.early) < maxEarlyFrames {
+		s.early = append(s.early, f) // sent after the pushes once it registers
+	}
 	s.mu.Unlock()
 	if conn != nil {
 		_ = conn.Queue(f)
@@ -347,7 +365,7 @@ func (s *Slot) clear() []*Assignment {
 		stops = append(stops, t.unwatch)
 		t.unwatch = nil
 	}
-	s.inflight = nil
+	s.inflight, s.early = nil, nil
 	s.holder, s.lease = nil, 0
 	s.mu.Unlock()
 	for _, stop := range stops {

@@ -88,3 +88,21 @@ func TestSlotHandsOverOnce(t *testing.T) {
 		t.Fatal("the cancelled task's result did not take its assignment")
 	}
 }
+
+// A cancel queued for a task pushed before its worker registered is sent
+// after the task's push once the worker does, not dropped: the worker
+// answers it (it ran as if never cancelled before).
+func TestSlotKeepsEarlyCancels(t *testing.T) {
+	conn, got := slotPipe(t)
+	var s Slot
+	t1 := assignment(context.Background(), 0)
+	s.assign(t1)
+	s.queue(&atollpb.Frame{Body: &atollpb.Frame_CancelTask{CancelTask: &atollpb.CancelTask{TaskId: t1.spec.TaskId}}})
+	s.Registered(conn, nil)
+	if f := nextFrame(t, got); string(f.GetPushTask().GetSpec().GetTaskId()) != string(t1.spec.TaskId) {
+		t.Fatalf("worker got %v, want the push of the assigned task first", f)
+	}
+	if f := nextFrame(t, got); string(f.GetCancelTask().GetTaskId()) != string(t1.spec.TaskId) {
+		t.Fatalf("worker got %v, want the cancel queued before it registered", f)
+	}
+}

@@ -50,11 +50,12 @@ func (t *Table) TakeGroup(g any) []ids.TaskID {
 func (t *Table) InSubmissionOrder(tasks []ids.TaskID) []ids.TaskID {
 	found := make([]*task, 0, len(tasks))
 	for _, id := range tasks {
-		if tk := t.tasks[id]; tk != nil && !slices.Contains(found, tk) {
+		if tk := t.tasks[id]; tk != nil {
 			found = append(found, tk)
 		}
 	}
 	slices.SortFunc(found, func(a, b *task) int { return cmp.Compare(a.seq, b.seq) })
+	found = slices.Compact(found) // a task named twice
 	out := make([]ids.TaskID, len(found))
 	for i, tk := range found {
 		out[i] = tk.id()

@@ -55,7 +55,7 @@ type taskArgs struct {
 func (tk *task) held() specpack.Held { return specpack.Held{Whole: tk.spec, Packed: tk.packed} }
 
 // id is the task's id, read from its spec: the record keeps no copy.
-func (tk *task) id() ids.TaskID { return ids.MustFromBytes(tk.held().TaskID()) }
+func (tk *task) id() ids.TaskID { return tk.held().ID() }
 
 // common is the task's spec or, packed, its shape (specpack.Held.Common).
 func (tk *task) common() *atollpb.TaskSpec { return tk.held().Common() }

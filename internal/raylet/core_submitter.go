@@ -94,7 +94,7 @@ type DirectTask struct {
 func (t *DirectTask) held() specpack.Held { return specpack.Held{Whole: t.Spec, Packed: t.Packed} }
 
 // ID is the task's id, read from its spec (Submit checked it is one).
-func (t *DirectTask) ID() ids.TaskID { return ids.MustFromBytes(t.held().TaskID()) }
+func (t *DirectTask) ID() ids.TaskID { return t.held().ID() }
 
 // Common is the task's spec or, packed, its shape (specpack.Held.Common).
 func (t *DirectTask) Common() *atollpb.TaskSpec { return t.held().Common() }

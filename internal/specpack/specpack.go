@@ -226,12 +226,13 @@ func (h Held) Attempt() int32 {
 	return h.Whole.Attempt
 }
 
-// TaskID is the task id's bytes (do not modify).
-func (h Held) TaskID() []byte {
+// ID is the task's id (zero if the spec's is malformed: holders keep
+// only specs whose ids they checked).
+func (h Held) ID() ids.TaskID {
 	if h.Packed != nil {
-		return h.Packed.TaskID()
+		return ids.MustFromBytes(h.Packed.TaskID())
 	}
-	return h.Whole.GetTaskId()
+	return ids.MustFromBytes(h.Whole.GetTaskId())
 }
 
 // Trace is the spec's trace context, nil if untraced.

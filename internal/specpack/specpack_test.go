@@ -215,7 +215,7 @@ func TestHeldReadsEitherForm(t *testing.T) {
 		spec := randomSpec(r, 3)
 		whole, packed := Held{Whole: spec}, Held{Packed: shapes.Pack(spec)}
 		if whole.Common().Name != packed.Common().Name || whole.Common().Function != packed.Common().Function ||
-			whole.Attempt() != packed.Attempt() || !proto.Equal(whole.Trace(), packed.Trace()) ||
+			whole.ID() != packed.ID() || whole.Attempt() != packed.Attempt() || !proto.Equal(whole.Trace(), packed.Trace()) ||
 			!proto.Equal(whole.Spec(), packed.Spec()) {
 			t.Fatalf("whole and packed read apart: %v / %v", whole.Spec(), packed.Spec())
 		}

@@ -452,6 +452,9 @@ func (n *Node) stop(ctx context.Context) error {
 			}
 		}
 		n.system.Shutdown()
+		if k := n.workers.Reap(workerproto.ExitGrace); k > 0 {
+			n.log.Warn("workers were still running after their actors stopped; killed them", slog.String("node", n.id.String()), slog.Int("workers", k))
+		}
 	}
 	if n.nc != nil {
 		n.nc.Close()

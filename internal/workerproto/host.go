@@ -21,7 +21,7 @@ import (
 // core and the incarnation count, and what a caller in this process needs
 // to write its calls straight to the actor's worker (Hosts.Call).
 type hostState struct {
-	// mu guards core, gen, conn, kill and events: the host actor steps
+	// mu guards core, gen, conn, kill, events, stopped and refused: the host actor steps
 	// the core, and so do callers in this process (Arrive) and the
 	// connection's reader when a result arrives (Finish, Pump). The calls
 	// a step sends are appended to the connection's buffer under mu (so
@@ -40,6 +40,10 @@ type hostState struct {
 	events []raylet.TaskEvent
 	// enc encodes the calls sendLocked writes (under mu).
 	enc raylet.PushEncoder
+	// stopped is set when the host stops; a restart after it starts no
+	// worker, and counts in refused (see actorHost.start).
+	stopped bool
+	refused int
 
 	// Set once, when the host starts.
 	system *actor.ActorSystem
@@ -219,6 +223,7 @@ type actorHost struct {
 	deliver func(caller *actor.PID, res *atollpb.TaskResult)
 	// hosts registers the host for direct calls (nil: none).
 	hosts *Hosts
+	live  *live
 }
 
 func (h *actorHost) Receive(ctx actor.Context) {
@@ -253,11 +258,13 @@ func (h *actorHost) Receive(ctx actor.Context) {
 	case *actor.Stopped:
 		h.hosts.removeHost(ctx.Self().Id, h.state)
 	case *actor.Restarting, *actor.Stopping:
+		_, stopping := m.(*actor.Stopping)
 		h.state.mu.Lock()
 		h.state.conn, h.state.kill = nil, nil
+		h.state.stopped = h.state.stopped || stopping
 		h.state.mu.Unlock()
 		if h.p != nil {
-			if _, stopping := m.(*actor.Stopping); stopping {
+			if stopping {
 				h.p.stop() // exits on its own first: its spans are exported
 			} else {
 				h.p.kill()
@@ -276,8 +283,19 @@ func (h *actorHost) Receive(ctx actor.Context) {
 
 // start launches a new incarnation of the actor's worker; its hello and
 // then the constructor's answer come back as messages.
+//
+// An actor that stopped can still be restarted: protoactor acts on a
+// Restart its parent's supervisor sent after the Stop (the host crashed
+// while being stopped, or while its raylet stopped), and the actor runs
+// again with no parent to stop it. Such a host starts no worker.
 func (h *actorHost) start(ctx actor.Context) {
 	h.state.mu.Lock()
+	if h.state.stopped {
+		h.state.refused++
+		h.state.mu.Unlock()
+		ctx.Logger().Debug("actor host: not restarted: it stopped", "actor", h.id.Short())
+		return
+	}
 	h.state.gen++
 	h.gen = h.state.gen
 	h.state.conn, h.state.kill = nil, nil
@@ -332,7 +350,7 @@ func (h *actorHost) start(ctx actor.Context) {
 		state.flushEvents()
 	}
 	spec := h.spec
-	p, err := launch(system, self, gen, h.cfg, &h.proxy, h.worker.ID, h.worker.NodeID, onResult, burstEnd, func() *atollpb.TaskSpec { return spec })
+	p, err := launch(system, self, gen, h.cfg, &h.proxy, h.live, h.worker.ID, h.worker.NodeID, onResult, burstEnd, func() *atollpb.TaskSpec { return spec })
 	proc.Store(p)
 	if err != nil {
 		h.started(ctx, err)

@@ -57,8 +57,9 @@ type helloResult struct {
 // its end to self; task results go to onResult instead, on the
 // connection's reader goroutine, if it is set, and burstEnd (if set) is
 // called there after the last frame of each burst read. The proxy serves
-// the worker's own requests on that goroutine too.
-func launch(system *actor.ActorSystem, self *actor.PID, gen uint64, cfg *raylet.ProcessConfig, px *proxy, id ids.WorkerID, node ids.NodeID,
+// the worker's own requests on that goroutine too. The incarnation is in
+// lv from its start to its end.
+func launch(system *actor.ActorSystem, self *actor.PID, gen uint64, cfg *raylet.ProcessConfig, px *proxy, lv *live, id ids.WorkerID, node ids.NodeID,
 	onResult func(*atollpb.TaskResult), burstEnd func(), current func() *atollpb.TaskSpec) (*incarnation, error) {
 	p := &incarnation{hello: make(chan *atollpb.WorkerHello, 1)}
 	// Frames are handled once p is complete (onResult may kill it).
@@ -93,20 +94,22 @@ func launch(system *actor.ActorSystem, self *actor.PID, gen uint64, cfg *raylet.
 			p.conn.Close()
 			return nil, fmt.Errorf("raylet: start in-process worker: %w", err)
 		}
+		lv.add(p)
 		go func() {
 			// The worker is gone when its connection ends: it closed it
 			// (it exited), or this side did (it was stopped or killed).
 			// Everything it wrote before is read by then.
 			<-p.conn.Done()
+			lv.remove(p)
 			system.Root.Send(self, &processExited{gen: gen, err: p.conn.Err(), inProcess: true})
 		}()
 		return p, nil
 	}
-	return p, p.startProcess(system, self, gen, cfg, id, node, handler, opts, current)
+	return p, p.startProcess(system, self, gen, cfg, lv, id, node, handler, opts, current)
 }
 
 // startProcess starts the worker binary with its end of a socket pair.
-func (p *incarnation) startProcess(system *actor.ActorSystem, self *actor.PID, gen uint64, cfg *raylet.ProcessConfig, id ids.WorkerID, node ids.NodeID,
+func (p *incarnation) startProcess(system *actor.ActorSystem, self *actor.PID, gen uint64, cfg *raylet.ProcessConfig, lv *live, id ids.WorkerID, node ids.NodeID,
 	handler workerconn.Handler, opts []workerconn.Option, current func() *atollpb.TaskSpec) error {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -139,6 +142,7 @@ func (p *incarnation) startProcess(system *actor.ActorSystem, self *actor.PID, g
 		return fmt.Errorf("raylet: start worker %s: %w", cfg.Binary, err)
 	}
 	p.cmd, p.ended = cmd, make(chan struct{})
+	lv.add(p)
 	if out != nil {
 		out.Started(cmd.Process.Pid)
 	}
@@ -156,6 +160,7 @@ func (p *incarnation) startProcess(system *actor.ActorSystem, self *actor.PID, g
 		case <-time.After(drainTimeout):
 		}
 		p.conn.Close()
+		lv.remove(p)
 		system.Root.Send(self, &processExited{gen: gen, err: err})
 	}()
 	return nil
@@ -182,6 +187,15 @@ func (p *incarnation) waitHello(timeout time.Duration) error {
 // outcome to self.
 func (p *incarnation) awaitHello(system *actor.ActorSystem, self *actor.PID, gen uint64, timeout time.Duration) {
 	go func() { system.Root.Send(self, &helloResult{gen: gen, err: p.waitHello(timeout)}) }()
+}
+
+// gone is closed when the incarnation ended: its process was reaped, or
+// its in-process connection closed.
+func (p *incarnation) gone() <-chan struct{} {
+	if p.ended != nil {
+		return p.ended
+	}
+	return p.conn.Done()
 }
 
 // kill ends the worker at once: a process is sent SIGKILL; an in-process

@@ -1,6 +1,9 @@
 package workerproto
 
 import (
+	"sync/atomic"
+	"time"
+
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/atoll-runtime/atoll/atollpb"
@@ -12,21 +15,37 @@ import (
 // (raylet.Workers): the actors of its pool workers and actor hosts, and
 // the registry of the hosts (Hosts) through which callers in the raylet's
 // process call actors directly.
-type Workers struct{ hosts *Hosts }
+type Workers struct {
+	hosts *Hosts
+	live  *live
+}
 
 var _ raylet.Workers = Workers{}
 
 // New returns the workers a raylet runs: processes, or in-process worker
 // runtimes when its ProcessConfig.InProcess is set.
-func New() Workers { return Workers{hosts: NewHosts()} }
+func New() Workers { return Workers{hosts: NewHosts(), live: newLive()} }
+
+// Reap ends the workers still running once the raylet and its children
+// have stopped, and returns how many there were. A worker's actor stops
+// its worker when it stops, so this finds none unless an actor ended some
+// other way; the node logs any it finds. It waits up to timeout in all.
+func (w Workers) Reap(timeout time.Duration) int { return w.live.reap(timeout) }
+
+// Running is the number of workers started and not yet ended.
+func (w Workers) Running() int { return w.live.count() }
 
 // Hosts is the registry of the actor hosts these workers run.
 func (w Workers) Hosts() *Hosts { return w.hosts }
 
-// TaskWorker implements raylet.Workers.
-func (Workers) TaskWorker(w raylet.WorkerSpec) actor.Producer {
+// TaskWorker implements raylet.Workers. A pool worker is not restarted
+// in place (its process's end stops it), but should its actor restart
+// after a panic, the worker it started is killed first, and an actor
+// restarted after it stopped starts none.
+func (ws Workers) TaskWorker(w raylet.WorkerSpec) actor.Producer {
+	stopped := new(atomic.Bool)
 	return func() actor.Actor {
-		return &taskWorker{id: w.Worker.ID, node: w.Worker.NodeID, cfg: w.Config, raylet: w.Raylet, slot: w.Slot,
+		return &taskWorker{id: w.Worker.ID, node: w.Worker.NodeID, cfg: w.Config, raylet: w.Raylet, slot: w.Slot, live: ws.live, stopped: stopped,
 			proxy: proxy{id: w.Worker.ID, node: w.Worker.NodeID, cfg: w.Config, raylet: w.Raylet}}
 	}
 }
@@ -39,7 +58,7 @@ func (w Workers) ActorHost(h raylet.HostSpec) actor.Producer {
 	state := &hostState{core: NewHostCore(HostConfig{Actor: h.Spec.GetActorCreation(), PipelineDepth: h.PipelineDepth})}
 	return func() actor.Actor {
 		return &actorHost{id: h.Actor, spec: h.Spec, worker: h.Worker, cfg: h.Config, raylet: h.Raylet, deliver: h.Deliver,
-			proxy: proxy{id: h.Worker.ID, actor: h.Actor, node: h.Worker.NodeID, cfg: h.Config, raylet: h.Raylet}, state: state, hosts: w.hosts}
+			proxy: proxy{id: h.Worker.ID, actor: h.Actor, node: h.Worker.NodeID, cfg: h.Config, raylet: h.Raylet}, state: state, hosts: w.hosts, live: w.live}
 	}
 }
 
@@ -57,12 +76,19 @@ type taskWorker struct {
 	raylet *actor.PID
 	proxy  proxy
 	slot   *raylet.Slot
+	live   *live
 	p      *incarnation
+	// stopped outlives the actor's restarts: once the actor stopped, a
+	// restart that follows starts no worker (see actorHost.start).
+	stopped *atomic.Bool
 }
 
 func (w *taskWorker) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		if w.stopped.Load() {
+			return // restarted after it stopped (see actorHost.start)
+		}
 		system, rayletPID, sl := ctx.ActorSystem(), w.raylet, w.slot
 		onResult := func(res *atollpb.TaskResult) {
 			if res.GeneratorItem != nil {
@@ -73,7 +99,7 @@ func (w *taskWorker) Receive(ctx actor.Context) {
 				t.Report(system, rayletPID, res)
 			}
 		}
-		p, err := launch(system, ctx.Self(), 1, w.cfg, &w.proxy, w.id, w.node, onResult, sl.BurstEnd, sl.Current)
+		p, err := launch(system, ctx.Self(), 1, w.cfg, &w.proxy, w.live, w.id, w.node, onResult, sl.BurstEnd, sl.Current)
 		if err != nil {
 			ctx.Send(w.raylet, &raylet.WorkerExited{ID: w.id, Reason: err.Error()})
 			ctx.Stop(ctx.Self())
@@ -91,8 +117,14 @@ func (w *taskWorker) Receive(ctx actor.Context) {
 		ctx.Send(w.raylet, &raylet.WorkerExited{ID: w.id, Reason: exitReason(m)})
 		ctx.Stop(ctx.Self())
 	case *actor.Stopping:
+		w.stopped.Store(true)
 		if w.p != nil {
 			w.p.stop()
+			w.p.conn.Close()
+		}
+	case *actor.Restarting:
+		if w.p != nil {
+			w.p.kill()
 			w.p.conn.Close()
 		}
 	default:

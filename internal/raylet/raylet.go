@@ -158,13 +158,7 @@ func (r *raylet) Receive(ctx actor.Context) {
 	case *leaseReturn:
 		r.core.ReturnLease(time.Now(), m.worker, m.lease)
 	case *leaseUse:
-		now := time.Now()
-		for _, c := range m.counts {
-			r.core.LeaseUse(now, c.worker, c.lease, c.pushed, c.finished)
-		}
-		for _, e := range m.events {
-			r.timeline.add(e)
-		}
+		r.applyUse(time.Now(), m)
 	case *atollpb.KillWorker:
 		r.core.KillWorker(time.Now(), m)
 	case *WorkerExited:
@@ -206,8 +200,10 @@ func (r *raylet) Receive(ctx actor.Context) {
 	case *GroupRemoved:
 		r.core.PlacementGroupRemoved(time.Now(), m.ID, m.Reason)
 	case *GetState:
+		r.takeUse()
 		ctx.Respond(r.state())
 	case *GetTimeline:
+		r.takeUse()
 		ctx.Respond(r.timeline.snapshot())
 	case *AddTimelineEvent:
 		r.timeline.add(m.Event)
@@ -217,6 +213,31 @@ func (r *raylet) Receive(ctx actor.Context) {
 		}
 	}
 	r.perform(ctx)
+}
+
+// applyUse counts a submitter's lease use and records its events.
+func (r *raylet) applyUse(now time.Time, u *leaseUse) {
+	for _, c := range u.counts {
+		r.core.LeaseUse(now, c.worker, c.lease, c.pushed, c.finished)
+	}
+	for _, e := range u.events {
+		r.timeline.add(e)
+	}
+}
+
+// takeUse takes the lease use the submitters gathered since they last
+// reported it, and the actor calls the hosts answered, before the raylet
+// tells its state or timeline.
+func (r *raylet) takeUse() {
+	now := time.Now()
+	for h := range r.holders {
+		if u := h.takeUse(); u != nil {
+			r.applyUse(now, u)
+		}
+	}
+	for _, e := range r.cfg.Workers.TakeEvents() {
+		r.timeline.add(e)
+	}
 }
 
 // state is the Core's state with the submitters' tasks: those queued in

@@ -143,13 +143,6 @@ func (s *Slot) endLease(id uint64) {
 	s.mu.Unlock()
 }
 
-// leaseHolder is the submitter the worker is leased to, if any.
-func (s *Slot) leaseHolder() *Submitter {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.holder
-}
-
 // pushDirect hands a submitter's attempts of lease to the worker, in
 // order: enc (which encodes their push frames) is written with wait as
 // Conn.Encode does, or they are sent when the process registers. It
@@ -219,15 +212,6 @@ func (s *Slot) queue(f *atollpb.Frame) {
 	s.mu.Unlock()
 	if conn != nil {
 		_ = conn.Queue(f)
-	}
-}
-
-// BurstEnd is called by the worker connection's reader after the last
-// frame of a burst: the submitter the worker is leased to sends the
-// raylet what the burst's results did (one message per burst).
-func (s *Slot) BurstEnd() {
-	if h := s.leaseHolder(); h != nil {
-		h.flushUse()
 	}
 }
 

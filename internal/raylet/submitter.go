@@ -26,8 +26,10 @@ import (
 // the task's class, and the connection's reader hands the result back to
 // it (Slot.Finish, Assignment.Report), which delivers it to the owner on
 // that goroutine. The raylet's actor is told only of leases (requests,
-// returns) and, once per burst of results a connection reads, of their
-// use (counters and timeline events: leaseUse).
+// returns); their use (counters and timeline events: leaseUse) waits in
+// the submitter until the raylet reads its state or timeline (it takes
+// it then: takeUse), a lease ends, or maxUseBatch events are waiting. No
+// message per task or per burst: a synchronous task wakes no actor.
 //
 // Its core is stepped under mu by whoever has an event (the owner's
 // goroutine submitting, a connection's reader with a result, the raylet's
@@ -368,7 +370,8 @@ func (s *Submitter) refused(req uint64, err *atollpb.ErrorInfo) {
 	s.step(false, func(c *SubmitCore) { c.Refused(time.Now(), req, err) })
 }
 
-// maxUseBatch bounds the events a use report carries.
+// maxUseBatch bounds the events a submitter keeps waiting for the
+// raylet: that many are sent at once.
 const maxUseBatch = 256
 
 // leaseUse is what a submitter tells the raylet of its leases' use since
@@ -400,16 +403,23 @@ func (u *leaseUse) add(worker ids.WorkerID, lease uint64, pushed, finished int) 
 // flushUse sends the raylet the use gathered since the last report, if
 // any.
 func (s *Submitter) flushUse() {
+	if u := s.takeUse(); u != nil {
+		s.cfg.System.Root.Send(s.cfg.Raylet, u)
+	}
+}
+
+// takeUse takes the use gathered since the last report, or nil if there
+// is none.
+func (s *Submitter) takeUse() *leaseUse {
 	s.useMu.Lock()
+	defer s.useMu.Unlock()
 	if len(s.use.counts) == 0 && len(s.use.events) == 0 {
-		s.useMu.Unlock()
-		return
+		return nil
 	}
 	u := s.use
 	s.use = leaseUse{}
-	s.useMu.Unlock()
 	u.holder = s
-	s.cfg.System.Root.Send(s.cfg.Raylet, &u)
+	return &u
 }
 
 // directEvent is the timeline's entry of a submitter's attempt.

@@ -22,6 +22,11 @@ type Workers interface {
 	// ActorHost returns the actor that hosts one actor in a worker of its
 	// own.
 	ActorHost(h HostSpec) actor.Producer
+	// TakeEvents returns the timeline's events of the actor calls the
+	// hosts answered and have not sent the raylet yet (AddTimelineEvents),
+	// and forgets them: the raylet takes them before it tells its
+	// timeline. It is called on the raylet's goroutine.
+	TakeEvents() []TaskEvent
 }
 
 // WorkerSpec describes a pool worker to start.

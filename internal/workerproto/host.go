@@ -36,7 +36,8 @@ type hostState struct {
 	conn *workerconn.Conn
 	kill func()
 	// events are the timeline's records of calls answered on the reader,
-	// sent to the raylet once per burst (flushEvents).
+	// until the raylet takes them (Workers.TakeEvents) or enough wait to
+	// be sent (flushEvents).
 	events []raylet.TaskEvent
 	// enc encodes the calls sendLocked writes (under mu).
 	enc raylet.PushEncoder
@@ -122,15 +123,33 @@ func (s *hostState) call(spec *atollpb.TaskSpec, caller *actor.PID) {
 	}
 }
 
-// flushEvents sends the raylet the calls answered since the last burst.
-func (s *hostState) flushEvents() {
+// maxHostEvents bounds the answered calls' events a host keeps for the
+// raylet: that many are sent at once; fewer wait until the raylet takes
+// them (Workers.TakeEvents), so that a synchronous call wakes no actor.
+const maxHostEvents = 256
+
+// flushEvents sends the raylet the events of the calls answered if
+// maxHostEvents are waiting, or all are (the host stops).
+func (s *hostState) flushEvents(all bool) {
 	s.mu.Lock()
-	events := s.events
-	s.events = nil
+	var events []raylet.TaskEvent
+	if all || len(s.events) >= maxHostEvents {
+		events, s.events = s.events, nil
+	}
 	s.mu.Unlock()
 	if len(events) > 0 {
 		s.system.Root.Send(s.raylet, &raylet.AddTimelineEvents{Events: events})
 	}
+}
+
+// takeEvents returns the events of the calls answered and not sent yet,
+// and forgets them.
+func (s *hostState) takeEvents() []raylet.TaskEvent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	events := s.events
+	s.events = nil
+	return events
 }
 
 // Hosts finds the actor hosts of a node's raylet by their local
@@ -257,6 +276,9 @@ func (h *actorHost) Receive(ctx actor.Context) {
 		h.p.kill() // processExited follows and restarts the actor
 	case *actor.Stopped:
 		h.hosts.removeHost(ctx.Self().Id, h.state)
+		if h.state.system != nil {
+			h.state.flushEvents(true)
+		}
 	case *actor.Restarting, *actor.Stopping:
 		_, stopping := m.(*actor.Stopping)
 		h.state.mu.Lock()
@@ -347,7 +369,7 @@ func (h *actorHost) start(ctx actor.Context) {
 		if p := proc.Load(); p != nil {
 			p.conn.TryFlush()
 		}
-		state.flushEvents()
+		state.flushEvents(false)
 	}
 	spec := h.spec
 	p, err := launch(system, self, gen, h.cfg, &h.proxy, h.live, h.worker.ID, h.worker.NodeID, onResult, burstEnd, func() *atollpb.TaskSpec { return spec })

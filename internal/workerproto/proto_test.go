@@ -55,6 +55,7 @@ type env struct {
 	system  *actor.ActorSystem
 	raylet  *actor.PID
 	owner   *actor.PID
+	workers Workers
 	results chan *atollpb.TaskResult
 }
 
@@ -65,8 +66,9 @@ func overTransports(t *testing.T, depth int, test func(t *testing.T, e *env)) {
 		t.Run(tr.name, func(t *testing.T) {
 			system := actors.NewSystem(nil)
 			store := system.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {})) // the scripts use no store
+			ws := New()
 			props, err := raylet.NewProps(raylet.Config{Resources: raylet.Resources{raylet.CPU: 2}, NumWorkers: 2, PipelineDepth: depth,
-				Process: tr.config(t, store), Workers: New()})
+				Process: tr.config(t, store), Workers: ws})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,7 +76,7 @@ func overTransports(t *testing.T, depth int, test func(t *testing.T, e *env)) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			e := &env{t: t, system: system, raylet: pid, results: make(chan *atollpb.TaskResult, 1024)}
+			e := &env{t: t, system: system, raylet: pid, workers: ws, results: make(chan *atollpb.TaskResult, 1024)}
 			e.owner = system.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 				if r, ok := c.Message().(*atollpb.TaskResult); ok {
 					e.results <- r
@@ -304,6 +306,85 @@ func TestProtocolActorRestart(t *testing.T) {
 		}
 		if value(got["m1"]) != "m1" || !got["boom"].ActorCrashed || value(got["m3"]) != "m3" {
 			t.Fatalf("m1 %q, boom crashed %v, m3 %q (want m3 alone: a fresh instance)", value(got["m1"]), got["boom"].ActorCrashed, value(got["m3"]))
+		}
+	})
+}
+
+// An answered call sends the raylet nothing: its timeline event waits in
+// the host until the raylet tells its timeline, which then has every
+// call.
+func TestProtocolCallEventsWaitForTheRaylet(t *testing.T) {
+	overTransports(t, 4, func(t *testing.T, e *env) {
+		addr, r := e.createActor("A", 0, nil)
+		if r.Error != nil {
+			t.Fatalf("creation: %v", r.Error)
+		}
+		const calls = 20
+		for i := 1; i <= calls; i++ {
+			e.call(addr, "record", fmt.Sprintf("c%d", i), "caller", uint64(i))
+			e.recv("a call's result")
+		}
+		waiting := func() int {
+			e.workers.hosts.mu.RLock()
+			defer e.workers.hosts.mu.RUnlock()
+			n := 0
+			for _, s := range e.workers.hosts.m {
+				s.mu.Lock()
+				n += len(s.events)
+				s.mu.Unlock()
+			}
+			return n
+		}
+		if n := waiting(); n != calls {
+			t.Fatalf("%d events waiting in the host after %d calls, want all (none sent)", n, calls)
+		}
+		res, err := e.system.Root.RequestFuture(e.raylet, &raylet.GetTimeline{}, waitTimeout).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		for _, ev := range res.([]raylet.TaskEvent) {
+			if ev.Kind == raylet.EventActorCall {
+				got++
+			}
+		}
+		if got != calls || waiting() != 0 {
+			t.Fatalf("timeline has %d calls, %d still waiting; want %d and 0", got, waiting(), calls)
+		}
+	})
+}
+
+// Tasks submitted straight to leased workers (a Submitter) show in the
+// raylet's timeline when it is asked, though their results sent the
+// raylet nothing: it takes their use from the submitter then.
+func TestProtocolDirectTasksInTheTimeline(t *testing.T) {
+	overTransports(t, 4, func(t *testing.T, e *env) {
+		sub := raylet.NewSubmitter(raylet.SubmitterConfig{System: e.system, Raylet: e.raylet,
+			Deliver: func(r *atollpb.TaskResult) { e.results <- r }})
+		const tasks = 10
+		for i := range tasks {
+			id := ids.NewTaskID()
+			spec := &atollpb.TaskSpec{TaskId: id.Bytes(), Type: atollpb.TaskType_NORMAL_TASK, Name: fmt.Sprintf("direct%d", i), Function: "echo", NumReturns: 1,
+				Resources: map[string]float64{raylet.CPU: 1}}
+			if !sub.Submit(spec) {
+				t.Fatalf("task %d not leasable", i)
+			}
+			if r := e.recv("a direct task's result"); r.Error != nil {
+				t.Fatalf("direct task: %v", r.Error)
+			}
+		}
+		res, err := e.system.Root.RequestFuture(e.raylet, &raylet.GetTimeline{}, waitTimeout).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		for _, ev := range res.([]raylet.TaskEvent) {
+			if ev.Kind == raylet.EventTask && strings.HasPrefix(ev.Name, "direct") && !ev.Failed {
+				got++
+			}
+		}
+		if got != tasks {
+			t.Fatalf("timeline has %d of the %d direct tasks", got, tasks)
 		}
 	})
 }

@@ -32,6 +32,21 @@ func New() Workers { return Workers{hosts: NewHosts(), live: newLive()} }
 // other way; the node logs any it finds. It waits up to timeout in all.
 func (w Workers) Reap(timeout time.Duration) int { return w.live.reap(timeout) }
 
+// TakeEvents implements raylet.Workers: the events of the calls the
+// hosts answered, taken from each host.
+func (w Workers) TakeEvents() []raylet.TaskEvent {
+	if w.hosts == nil {
+		return nil
+	}
+	w.hosts.mu.RLock()
+	defer w.hosts.mu.RUnlock()
+	var events []raylet.TaskEvent
+	for _, s := range w.hosts.m {
+		events = append(events, s.takeEvents()...)
+	}
+	return events
+}
+
 // Running is the number of workers started and not yet ended.
 func (w Workers) Running() int { return w.live.count() }
 
@@ -99,7 +114,7 @@ func (w *taskWorker) Receive(ctx actor.Context) {
 				t.Report(system, rayletPID, res)
 			}
 		}
-		p, err := launch(system, ctx.Self(), 1, w.cfg, &w.proxy, w.live, w.id, w.node, onResult, sl.BurstEnd, sl.Current)
+		p, err := launch(system, ctx.Self(), 1, w.cfg, &w.proxy, w.live, w.id, w.node, onResult, nil, sl.Current)
 		if err != nil {
 			ctx.Send(w.raylet, &raylet.WorkerExited{ID: w.id, Reason: err.Error()})
 			ctx.Stop(ctx.Self())

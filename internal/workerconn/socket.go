@@ -33,7 +33,9 @@ func (socket) spare() []byte { return nil }
 
 func (s socket) close() error { return s.c.Close() }
 
-func (s socket) reader() frameSource { return &socketReader{r: bufio.NewReaderSize(s.c, 64<<10)} }
+func (s socket) reader() frameSource {
+	return &socketReader{r: bufio.NewReaderSize(newRawReader(s.c), 64<<10)}
+}
 
 // socketReader reads frames from a socket through a 64 KiB buffer.
 type socketReader struct {
@@ -60,9 +62,14 @@ func (s socket) tryWrite(buf []byte) (int, bool, error) {
 	var werr error
 	err = rc.Write(func(fd uintptr) bool {
 		for n < len(buf) {
-			m, e := syscall.Write(int(fd), buf[n:])
-			if m > 0 {
+			m, e := rawWrite(fd, buf[n:])
+			if e == 0 && m > 0 {
 				n += m
+				continue
+			}
+			if e == 0 { // took nothing: as if full
+				werr = errWouldBlock
+				return true
 			}
 			if e == syscall.EINTR {
 				continue
@@ -71,10 +78,8 @@ func (s socket) tryWrite(buf []byte) (int, bool, error) {
 				werr = errWouldBlock
 				return true
 			}
-			if e != nil {
-				werr = e
-				return true
-			}
+			werr = e
+			return true
 		}
 		return true
 	})

@@ -1,0 +1,81 @@
+package workerconn
+
+import (
+	"io"
+	"net"
+	"syscall"
+	"unsafe"
+)
+
+// A worker's socket is non-blocking (Go's netpoller waits for it), so a
+// read or write on it returns at once: EAGAIN when there is nothing to
+// read or no room. It is made with a raw system call, which skips what
+// the runtime does around one that may block (entersyscall: it wakes the
+// runtime's monitor thread when that sleeps, a futex wake-up per call on
+// an otherwise idle process, about a tenth of a worker's CPU per
+// synchronous task). Waiting is left to the netpoller (syscall.RawConn).
+
+// rawRead is read(2) on fd into p.
+func rawRead(fd uintptr, p []byte) (int, syscall.Errno) {
+	if len(p) == 0 {
+		return 0, 0
+	}
+	n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	return int(n), e
+}
+
+// rawWrite is write(2) of p on fd.
+func rawWrite(fd uintptr, p []byte) (int, syscall.Errno) {
+	if len(p) == 0 {
+		return 0, 0
+	}
+	n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	return int(n), e
+}
+
+// rawReader reads a socket with rawRead, waiting in the netpoller while
+// there is nothing to read; its deadlines are the connection's.
+type rawReader struct{ rc syscall.RawConn }
+
+// newRawReader is a rawReader of c, or c itself when it has no
+// descriptor (net.Pipe in tests).
+func newRawReader(c net.Conn) io.Reader {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return c
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return c
+	}
+	return rawReader{rc}
+}
+
+func (r rawReader) Read(p []byte) (int, error) {
+	var n int
+	var rerr error
+	err := r.rc.Read(func(fd uintptr) bool {
+		for {
+			m, e := rawRead(fd, p)
+			switch e {
+			case 0:
+				n = m
+				if m == 0 && len(p) > 0 {
+					rerr = io.EOF
+				}
+				return true
+			case syscall.EINTR:
+				continue
+			case syscall.EAGAIN:
+				return false // wait until readable
+			default:
+				rerr = e
+				return true
+			}
+		}
+	})
+	if err != nil {
+		return n, err
+	}
+	return n, rerr
+}

@@ -32,6 +32,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"syscall"
@@ -57,11 +58,11 @@ var (
 // GetAll (-batch; 1 measures the synchronous path: one op in flight).
 var batch = 1000
 
-// The -cpuprofile flag: where the driver's profile of the first
-// pipelined window goes.
+// The -cpuprofile and -trace flags: where the driver's CPU profile and
+// execution trace of the first pipelined window go.
 var (
-	cpuProfile  string
-	profileFile *os.File
+	cpuProfile, traceOut   string
+	profileFile, traceFile *os.File
 )
 
 // result is one measured window.
@@ -87,6 +88,7 @@ func main() {
 	jsonOut := flag.Bool("json", false, "print one JSON line per figure")
 	flag.IntVar(&batch, "batch", batch, "ops submitted before gathering them (1: synchronous, one op in flight)")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write the driver's CPU profile of the measured (pipelined) windows to this file")
+	flag.StringVar(&traceOut, "trace", "", "write the driver's execution trace of the first measured (pipelined) window to this file, each batch a region named \"op\" (go tool trace)")
 	floorOnly := flag.Bool("floor", false, "measure only the floor: -n synchronous round trips between two processes over a unix socket, no runtime")
 	flag.Parse()
 	if *floorOnly {
@@ -100,6 +102,14 @@ func main() {
 		}
 		defer f.Close()
 		profileFile = f
+	}
+	if traceOut != "" {
+		f, err := os.Create(traceOut)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer f.Close()
+		traceFile = f
 	}
 	if batch < 1 || *n < batch || *depth < 1 {
 		log.Fatalf("hotpath: -batch and -depth must be at least 1, and -n at least -batch (%d)", batch)
@@ -130,9 +140,14 @@ func measure(ctx context.Context, mode string, depth, n int, cpus float64) resul
 			log.Fatal(err)
 		}
 	}
+	traced := false
 	run := func(count int) {
 		refs := make([]atoll.ObjectRef[int], batch)
 		for done := 0; done < count; done += batch {
+			var region *trace.Region
+			if traced {
+				region = trace.StartRegion(ctx, "op")
+			}
 			for i := range refs {
 				if mode == "calls" {
 					refs[i] = inc.Remote(ctx, a)
@@ -143,6 +158,9 @@ func measure(ctx context.Context, mode string, depth, n int, cpus float64) resul
 			if _, err := atoll.GetAll(ctx, refs); err != nil {
 				log.Fatal(err)
 			}
+			if region != nil {
+				region.End()
+			}
 		}
 	}
 	run(5000 - 5000%batch)
@@ -152,12 +170,21 @@ func measure(ctx context.Context, mode string, depth, n int, cpus float64) resul
 			log.Fatal(err)
 		}
 	}
+	if traced = traceFile != nil && depth > 1; traced {
+		if err := trace.Start(traceFile); err != nil {
+			log.Fatal(err)
+		}
+	}
 	d0, w0, t0 := selfCPU(), childrenCPU(), time.Now()
 	run(n)
 	wall, driver, work := time.Since(t0), selfCPU()-d0, childrenCPU()-w0
 	if profiled {
 		pprof.StopCPUProfile()
 		profileFile = nil // one profile per file: the first pipelined mode
+	}
+	if traced {
+		trace.Stop()
+		traceFile = nil // likewise
 	}
 	return result{
 		rate: float64(n) / wall.Seconds(), driverUs: float64(driver.Microseconds()) / float64(n), workUs: float64(work.Microseconds()) / float64(n),

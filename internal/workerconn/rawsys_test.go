@@ -1,0 +1,84 @@
+package workerconn
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// socketPair is a connected pair of unix stream sockets, as between a
+// raylet and a worker process.
+func socketPair(t *testing.T) (net.Conn, net.Conn) {
+	t.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := func(fd int) net.Conn {
+		f := os.NewFile(uintptr(fd), "pair")
+		defer f.Close()
+		c, err := net.FileConn(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	return conn(fds[0]), conn(fds[1])
+}
+
+// A raw reader waits in the netpoller for data, reads what came, keeps
+// the connection's deadline, and reports the peer's close as io.EOF.
+func TestRawReaderWaitsReadsAndEnds(t *testing.T) {
+	a, b := socketPair(t)
+	r := newRawReader(a)
+	if _, ok := r.(rawReader); !ok {
+		t.Fatalf("a socket's reader is %T, want rawReader", r)
+	}
+	go func() { _, _ = b.Write([]byte("hello")) }() // the read may wait for it
+	buf := make([]byte, 16)
+	n, err := r.Read(buf)
+	if err != nil || string(buf[:n]) != "hello" {
+		t.Fatalf("read %q, %v; want hello", buf[:n], err)
+	}
+	if err := a.SetReadDeadline(time.Now().Add(20 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read past the deadline: %v, want os.ErrDeadlineExceeded", err)
+	}
+	if err := a.SetReadDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if n, err := r.Read(buf); n != 0 || err != io.EOF {
+		t.Fatalf("read after the peer closed: %d, %v; want 0, io.EOF", n, err)
+	}
+	if p := descriptorless(t); newRawReader(p) != io.Reader(p) {
+		t.Fatal("a connection without a descriptor is not read as it is")
+	}
+}
+
+// A tryWrite on a socket whose peer reads nothing writes what fits, then
+// would block.
+func TestTryWriteStopsWhenFull(t *testing.T) {
+	a, _ := socketPair(t)
+	s := socket{a}
+	big := make([]byte, 8<<20)
+	n, _, err := s.tryWrite(big)
+	if !errors.Is(err, errWouldBlock) || n <= 0 || n >= len(big) {
+		t.Fatalf("tryWrite of 8 MiB to a full socket: %d bytes, %v; want some, then errWouldBlock", n, err)
+	}
+}
+
+// descriptorless is one end of net.Pipe, which has no descriptor.
+func descriptorless(t *testing.T) net.Conn {
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a
+}

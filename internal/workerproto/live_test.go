@@ -11,17 +11,23 @@ import (
 	"github.com/atoll-runtime/atoll/internal/actors"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/raylet"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // stopThenRestart is a supervisor that answers a child's failure with a
 // Stop and then a Restart: the order protoactor sees when a host crashes
 // while it is being stopped (its raylet stopping, or the actor killed)
-// and the supervisor's restart comes after the stop.
+// and the supervisor's restart comes after the stop. The Restart is
+// posted to the child's mailbox itself: sent to its PID, it would go to
+// the dead letters whenever the child had finished stopping first.
 type stopThenRestart struct{}
 
-func (stopThenRestart) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, _ any, _ any) {
+func (stopThenRestart) HandleFailure(system *actor.ActorSystem, _ actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, _ any, _ any) {
+	proc, ok := system.ProcessRegistry.Get(child)
 	system.Root.Stop(child)
-	sup.RestartChildren(child)
+	if ok {
+		proc.SendSystemMessage(child, &actor.Restart{})
+	}
 }
 
 // An actor host restarted after it stopped starts no worker, and leaves
@@ -82,13 +88,8 @@ func TestStoppedHostStartsNoWorker(t *testing.T) {
 				defer state.mu.Unlock()
 				return state.refused
 			}
-			deadline := time.Now().Add(waitTimeout)
-			for refused() == 0 || ws.Running() != 0 {
-				if time.Now().After(deadline) {
-					t.Fatalf("after %v: %d restarts refused, %d workers running; want 1 and 0", waitTimeout, refused(), ws.Running())
-				}
-				time.Sleep(time.Millisecond)
-			}
+			testutil.EventuallyWithin(t, waitTimeout, "the restart after the stop refused, and no worker running",
+				func() bool { return refused() == 1 && ws.Running() == 0 })
 			if n := ws.Reap(time.Second); n != 0 {
 				t.Fatalf("Reap found %d workers running, want 0", n)
 			}

@@ -23,25 +23,24 @@ import (
 
 // rawRead is read(2) on fd into p.
 func rawRead(fd uintptr, p []byte) (int, syscall.Errno) {
-	if len(p) == 0 {
-		return 0, 0
-	}
-	if raceBuild {
-		return errno(syscall.Read(int(fd), p))
-	}
-	n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-	return int(n), e
+	return rawIO(syscall.SYS_READ, syscall.Read, fd, p)
 }
 
 // rawWrite is write(2) of p on fd.
 func rawWrite(fd uintptr, p []byte) (int, syscall.Errno) {
+	return rawIO(syscall.SYS_WRITE, syscall.Write, fd, p)
+}
+
+// rawIO makes system call trap (read or write) on fd and p raw, or
+// through call (its syscall package function) in a race build.
+func rawIO(trap uintptr, call func(int, []byte) (int, error), fd uintptr, p []byte) (int, syscall.Errno) {
 	if len(p) == 0 {
 		return 0, 0
 	}
 	if raceBuild {
-		return errno(syscall.Write(int(fd), p))
+		return errno(call(int(fd), p))
 	}
-	n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	n, _, e := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
 	return int(n), e
 }
 

@@ -359,7 +359,10 @@ func (c *SubmitCore) Finished(now time.Time, id uint64, task ids.TaskID, attempt
 		l.headSince = now
 	}
 	t.lease = nil
-	c.pump(now, l.class)
+	// Leases are refilled once half their depth has run, not as each
+	// task ends: a push then carries half a pipeline (one frame, one
+	// effect), and the worker has the other half to run meanwhile.
+	c.pumpAt(now, l.class, c.cfg.PipelineDepth/2)
 	if len(l.inflight) == 0 {
 		c.steal(now, l.class, l)
 	}
@@ -501,13 +504,16 @@ func (c *SubmitCore) leaseIDs() []uint64 {
 
 // pump pushes cl's queue to its leases with room, fewest in flight
 // first, then asks for leases for what is left.
-func (c *SubmitCore) pump(now time.Time, cl *submitClass) {
+func (c *SubmitCore) pump(now time.Time, cl *submitClass) { c.pumpAt(now, cl, c.cfg.PipelineDepth-1) }
+
+// pumpAt is pump for the leases with at most most tasks in flight.
+func (c *SubmitCore) pumpAt(now time.Time, cl *submitClass, most int) {
 	depth := c.cfg.PipelineDepth
 	for len(cl.queue) > 0 {
 		var best *heldLease
 		open := 0
 		for _, l := range cl.leases {
-			if l.recalled || l.blocked || len(l.inflight) >= depth {
+			if l.recalled || l.blocked || len(l.inflight) >= depth || len(l.inflight) > most {
 				continue
 			}
 			open++

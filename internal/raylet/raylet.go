@@ -200,10 +200,10 @@ func (r *raylet) Receive(ctx actor.Context) {
 	case *GroupRemoved:
 		r.core.PlacementGroupRemoved(time.Now(), m.ID, m.Reason)
 	case *GetState:
-		r.takeUse()
+		r.collectUse()
 		ctx.Respond(r.state())
 	case *GetTimeline:
-		r.takeUse()
+		r.collectUse()
 		ctx.Respond(r.timeline.snapshot())
 	case *AddTimelineEvent:
 		r.timeline.add(m.Event)
@@ -225,10 +225,10 @@ func (r *raylet) applyUse(now time.Time, u *leaseUse) {
 	}
 }
 
-// takeUse takes the lease use the submitters gathered since they last
+// collectUse takes the lease use the submitters gathered since they last
 // reported it, and the actor calls the hosts answered, before the raylet
 // tells its state or timeline.
-func (r *raylet) takeUse() {
+func (r *raylet) collectUse() {
 	now := time.Now()
 	for h := range r.holders {
 		if u := h.takeUse(); u != nil {

@@ -95,22 +95,9 @@ func main() {
 		floor(*jsonOut, *n)
 		return
 	}
-	if cpuProfile != "" {
-		f, err := os.Create(cpuProfile)
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer f.Close()
-		profileFile = f
-	}
-	if traceOut != "" {
-		f, err := os.Create(traceOut)
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer f.Close()
-		traceFile = f
-	}
+	profileFile, traceFile = createOutput(cpuProfile), createOutput(traceOut)
+	defer closeOutput(profileFile)
+	defer closeOutput(traceFile)
 	if batch < 1 || *n < batch || *depth < 1 {
 		log.Fatalf("hotpath: -batch and -depth must be at least 1, and -n at least -batch (%d)", batch)
 	}
@@ -121,6 +108,25 @@ func main() {
 		base := measure(ctx, mode, 1, *n, *cpus)
 		got := measure(ctx, mode, *depth, *n, *cpus)
 		report(*jsonOut, got, base)
+	}
+}
+
+// createOutput creates the file a flag names, or returns nil for none.
+func createOutput(path string) *os.File {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return f
+}
+
+// closeOutput closes a file createOutput made, if any.
+func closeOutput(f *os.File) {
+	if f != nil {
+		_ = f.Close()
 	}
 }
 

@@ -269,7 +269,7 @@ func (t *taskStream) submit(ctx context.Context, u unit) {
 	if u.ops != nil {
 		spec.Ops = append(append([]opSpec(nil), u.ops...), t.ops...)
 	}
-	if !t.out.partitioned() {
+	if !t.out.partitioned() && !t.out.metaOnly() {
 		tgt := t.r.cfg.TargetMaxBlockSize
 		spec.Out.TargetMaxBlockSize = tgt
 		spec.Out.MaxBlocks = int(min(256, max(8, 1+(2*max(t.expected(u), inputBytes(u))+tgt-1)/tgt)))

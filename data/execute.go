@@ -81,6 +81,7 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 		}
 		r.addStage(stats)
 		var src unitSource
+		var sampleCols []string // a sort's sample pass's read (sortread.go)
 		mapOps := st.ops
 		switch {
 		case i == 0 && rs != nil:
@@ -91,6 +92,9 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 			rus, info, err := rs.units(pd)
 			if err != nil {
 				return nil, nil, err
+			}
+			if a := st.allToAll; a != nil && a.name == "sort" && !d.cfg.NoPushdown {
+				sampleCols = sortSampleColumns(st.ops, schemas, a.keys, pd.columns)
 			}
 			stats.read = info
 			us := make([]unit, len(rus))
@@ -167,6 +171,7 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 		}
 		a := newAllToAll(r, stats, src, specs, opts, st.allToAll)
 		a.broadcast = broadcastSides(r, mapOps)
+		a.sampleColumns = sampleCols
 		in = a
 	}
 	r.startMonitor(ctx)
@@ -242,6 +247,9 @@ type allToAll struct {
 	// the map side's first stream takes them as shared blocks (mapStream)
 	broadcast func(ctx context.Context) ([]block, error)
 	splitSt   *subStats // an aggregate's split tasks' (splitStats)
+	// sampleColumns: a sort's columns its sample pass reads, fewer than
+	// its read's; nil: the same (sortread.go)
+	sampleColumns []string
 }
 
 // mapStream is a stream of tasks of the stage's fused ops (src, a.ops)
@@ -328,6 +336,12 @@ func (a *allToAll) mapSide(ctx context.Context) (blockStream, error) {
 	var bounds []byte
 	parts := a.op.parts
 	if name == "sort" {
+		if sample, split, blocks, ok := a.sortRereads(); ok {
+			if parts == 0 {
+				parts = max(1, blocks)
+			}
+			return a.sortByRereading(ctx, sample, split, parts)
+		}
 		var samples [][]byte
 		ss := a.mapStream(a.sub("sort_sample"), outSpec{Kind: "sort_sample", Keys: a.op.keys, Samples: 64})
 		ss.onMeta = func(m *taskMeta) { samples = append(samples, m.Samples) }
@@ -363,13 +377,10 @@ func (a *allToAll) mapSide(ctx context.Context) (blockStream, error) {
 		return nil, err
 	}
 	us := byPart(pieces, parts)
-	out = outSpec{Kind: "blocks"}
-	reduceName := "repartition_reduce"
 	if name == "sort" {
-		out = outSpec{Kind: "merge_sort", Keys: a.op.keys}
-		reduceName = "sort_reduce"
+		return a.mergeSorted(us), nil
 	}
-	return &taskStream{r: a.r, st: a.sub(reduceName), src: &listUnits{us: us}, out: out, opts: a.opts}, nil
+	return &taskStream{r: a.r, st: a.sub("repartition_reduce"), src: &listUnits{us: us}, out: outSpec{Kind: "blocks"}, opts: a.opts}, nil
 }
 
 // byPart gathers the map side's pieces into a reduce unit per part: every

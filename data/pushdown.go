@@ -36,13 +36,46 @@ func pushdownFor(ops []*logicalOp, schemas []*arrow.Schema) pushdown {
 	if src == nil {
 		return p
 	}
+	p.columns = columnsRead(ops, schemas, nil)
+	// conditions on the file's columns as they are read
+	redefined := map[string]bool{}
+	for _, o := range ops[1:] {
+		if o.kind != kindMap {
+			break
+		}
+		switch o.op.Kind {
+		case "where":
+			e := o.op.Exprs[0]
+			cols := e.Columns()
+			if !slices.ContainsFunc(cols, func(c string) bool { return redefined[c] || len(src.FieldIndices(c)) == 0 }) {
+				p.filters = append(p.filters, e)
+			}
+			continue
+		case "with_column":
+			redefined[o.op.Column] = true
+			continue
+		case "select", "drop", "filter":
+			continue
+		}
+		break
+	}
+	return p
+}
+
+// columnsRead is the columns of the read ops[0] (schemas[0] its schema)
+// that the operations after it need, in the source's order, for a
+// consumer that takes the columns last (nil: every column); nil: every
+// column.
+func columnsRead(ops []*logicalOp, schemas []*arrow.Schema, last []string) []string {
+	src := schemas[0]
 	need := map[string]bool{}
-	all := true
+	all := last == nil
 	add := func(cols ...string) {
 		for _, c := range cols {
 			need[c] = true
 		}
 	}
+	add(last...)
 	for i := len(ops) - 1; i >= 1; i-- {
 		o := ops[i]
 		if o.join != nil { // the left's keys, and its columns the rest uses
@@ -101,37 +134,17 @@ func pushdownFor(ops []*logicalOp, schemas []*arrow.Schema) pushdown {
 			need, all = map[string]bool{}, true
 		}
 	}
-	if !all {
-		for _, f := range src.Fields() {
-			if need[f.Name] {
-				p.columns = append(p.columns, f.Name)
-			}
-		}
-		if len(p.columns) == 0 && src.NumFields() > 0 {
-			p.columns = []string{src.Field(0).Name} // rows of no column: one still counts them
+	if all {
+		return nil
+	}
+	var columns []string
+	for _, f := range src.Fields() {
+		if need[f.Name] {
+			columns = append(columns, f.Name)
 		}
 	}
-	// conditions on the file's columns as they are read
-	redefined := map[string]bool{}
-	for _, o := range ops[1:] {
-		if o.kind != kindMap {
-			break
-		}
-		switch o.op.Kind {
-		case "where":
-			e := o.op.Exprs[0]
-			cols := e.Columns()
-			if !slices.ContainsFunc(cols, func(c string) bool { return redefined[c] || len(src.FieldIndices(c)) == 0 }) {
-				p.filters = append(p.filters, e)
-			}
-			continue
-		case "with_column":
-			redefined[o.op.Column] = true
-			continue
-		case "select", "drop", "filter":
-			continue
-		}
-		break
+	if len(columns) == 0 && src.NumFields() > 0 {
+		columns = []string{src.Field(0).Name} // rows of no column: one still counts them
 	}
-	return p
+	return columns
 }

@@ -56,7 +56,8 @@ type opSpec struct {
 type outSpec struct {
 	// Kind: "blocks" (split above TargetMaxBlockSize into at most
 	// MaxBlocks), "sort_sample" (blocks plus Samples rows of the Keys
-	// columns), "split" (Parts returns: sort ranges of Keys by Bounds, or
+	// columns), "key_sample" (no block: only the metadata, with Samples
+	// rows of the Keys columns), "split" (Parts returns: sort ranges of Keys by Bounds, or
 	// equal row ranges when Keys is empty), "merge_sort" (the inputs
 	// concatenated, sorted by Keys, then split as blocks); "agg_map",
 	// "agg_split", "agg_reduce" (groupby.go), "shuffle_map", "shuffle_reduce"
@@ -76,11 +77,17 @@ type outSpec struct {
 
 // numReturns is the task's return count: the metadata, then the blocks.
 func (o outSpec) numReturns() int {
+	if o.metaOnly() {
+		return 1
+	}
 	if o.partitioned() {
 		return 1 + o.Parts
 	}
 	return 1 + o.MaxBlocks
 }
+
+// metaOnly says whether the task returns its metadata and no block.
+func (o outSpec) metaOnly() bool { return o.Kind == "key_sample" }
 
 // partitioned says whether the task returns exactly Parts blocks (a map
 // side of an all-to-all), rather than at most MaxBlocks.
@@ -235,6 +242,12 @@ func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta
 			meta.Samples = s
 		}
 		parts = splitBlocks(recs, spec.Out.TargetMaxBlockSize, spec.Out.MaxBlocks)
+	case "key_sample":
+		s, err := sampleKeys(ctx, recs, spec.Out.Keys, spec.Out.Samples)
+		if err != nil {
+			return nil, nil, err
+		}
+		meta.Samples = s
 	case "split":
 		var err error
 		if parts, err = splitParts(ctx, schema, recs, &spec.Out); err != nil {
@@ -253,6 +266,11 @@ func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta
 			return nil, nil, err
 		}
 	}
+	// the parts hold what they need of the input (copies, or slices
+	// they retain): its columns go back to the pool before the parts are
+	// encoded, and each part's once it is
+	releaseAll(recs)
+	recs = nil
 	blocks := make([][]byte, len(parts))
 	for i, p := range parts {
 		if p.NumRows() == 0 && p.Schema().NumFields() == 0 {
@@ -267,6 +285,8 @@ func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta
 		blocks[i] = b
 		meta.Rows = append(meta.Rows, p.NumRows())
 		meta.Bytes = append(meta.Bytes, int64(len(b)))
+		p.Release()
+		parts[i] = nil
 	}
 	return meta, blocks, nil
 }

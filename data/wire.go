@@ -47,7 +47,7 @@ var (
 	opKinds = map[string]bool{"map": true, "map_batches": true, "map_batches_class": true, "flat_map": true, "filter": true,
 		"add_column": true, "select": false, "drop": false, "limit": false, "write_parquet": false, "write_csv": false,
 		"where": false, "with_column": false, "project": false, "join_probe": false}
-	outKinds = map[string]bool{"blocks": true, "sort_sample": true, "split": true, "merge_sort": true,
+	outKinds = map[string]bool{"blocks": true, "sort_sample": true, "key_sample": true, "split": true, "merge_sort": true,
 		"agg_map": true, "agg_reduce": true, "shuffle_map": true, "shuffle_reduce": true, "hash_split": true, "agg_split": true}
 	joinHows = map[string]bool{"inner": true, "left": true, "right": true, "full": true, "semi": true, "anti": true}
 	aggFuncs = map[string]bool{"count": true, "sum": true, "mean": true, "min": true, "max": true, "std": true}
@@ -206,10 +206,13 @@ func checkTask(m *atollpb.DataTask) error {
 		return bad("unknown output %q", clipName(o.GetKind()))
 	}
 	partitioned := (&outSpec{Kind: o.Kind}).partitioned()
+	metaOnly := (&outSpec{Kind: o.Kind}).metaOnly()
 	switch {
+	case metaOnly && (o.MaxBlocks != 0 || o.Parts != 0):
+		return bad("%s with %d blocks, %d parts", o.Kind, o.MaxBlocks, o.Parts)
 	case partitioned && (o.Parts < 1 || o.Parts > maxReturns):
 		return bad("%s into %d parts", o.Kind, o.Parts)
-	case !partitioned && (o.MaxBlocks < 1 || o.MaxBlocks > maxReturns):
+	case !partitioned && !metaOnly && (o.MaxBlocks < 1 || o.MaxBlocks > maxReturns):
 		return bad("%s of at most %d blocks", o.Kind, o.MaxBlocks)
 	case o.TargetMaxBlockSize < 0 || o.Samples < 0 || o.Samples > maxSamples || o.TaskIndex < 0:
 		return bad("%s: target block size %d, %d samples, task index %d", o.Kind, o.TargetMaxBlockSize, o.Samples, o.TaskIndex)

@@ -88,7 +88,15 @@
 // the fused maps and a sample of the key columns per block, bounds (rows
 // of the keys) from the samples, a split task per block with one return
 // per range, a merge task per range; its map outputs stay in the store,
-// which spills them. GroupBy-Aggregate and RandomShuffle are hash
+// which spills them. When its input is a read that can run again (Parquet
+// row groups or a Range, with only built-in operations before the sort),
+// the sample pass reads only the columns the keys need (what the
+// operations before the sort use to make them) and keeps nothing, and
+// the split tasks read the input again; so only the split's pieces pass
+// through the store. It does so when the sample reads fewer columns than
+// the split, or the input is a Range with nothing before the sort, or the
+// input is larger than the run's budget (kept, it would spill);
+// otherwise the sample pass keeps its blocks for the split. GroupBy-Aggregate and RandomShuffle are hash
 // all-to-alls: a map task per block (the fused maps, then a partial
 // aggregate or a seeded permutation, cut into P parts: by a hash of the
 // group key, or in equal ranges) and a reduce task per part (combining

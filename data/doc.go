@@ -88,7 +88,9 @@
 // the fused maps and a sample of the key columns per block, bounds (rows
 // of the keys) from the samples, a split task per block with one return
 // per range, a merge task per range; its map outputs stay in the store,
-// which spills them. When its input is a read that can run again (Parquet
+// which spills them. A key value common enough to take several bounds
+// (null included) has its rows dealt in turn to those bounds' ranges, so
+// no merge task gets every row of one frequent key. When its input is a read that can run again (Parquet
 // row groups or a Range, with only built-in operations before the sort),
 // the sample pass reads only the columns the keys need (what the
 // operations before the sort use to make them) and keeps nothing, and

@@ -327,7 +327,7 @@ func splitParts(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch, 
 		return nil, err
 	}
 	defer bounds.Release()
-	part, err := rangePartitioner(rec, bounds, o.Keys)
+	part, err := rangePartitioner(rec, bounds, o.Keys, o.TaskIndex)
 	if err != nil {
 		return nil, err
 	}
@@ -361,8 +361,10 @@ func takeParts(ctx context.Context, rec arrow.RecordBatch, idx [][]int64) ([]arr
 // rangePartitioner returns the partition of each row of rec: the number
 // of bounds (rows of the key columns) at or before the row in the order
 // of keys, the order the sort kernel gives (each key ascending or
-// descending, NaN after the numbers and nulls last in either direction).
-func rangePartitioner(rec, bounds arrow.RecordBatch, keys []SortKey) (func(int) int, error) {
+// descending, NaN after the numbers and nulls last in either direction);
+// a row equal to several bounds goes to one of their parts, in turn
+// (seed: where the turns start).
+func rangePartitioner(rec, bounds arrow.RecordBatch, keys []SortKey, seed int) (func(int) int, error) {
 	cmps := make([]func(i, b int) int, len(keys))
 	for n, k := range keys {
 		j, err := keyColumn(rec.Schema(), k.Column)
@@ -377,17 +379,28 @@ func rangePartitioner(rec, bounds arrow.RecordBatch, keys []SortKey) (func(int) 
 			return nil, err
 		}
 	}
-	nb := int(bounds.NumRows())
+	order := func(i, b int) int {
+		for _, c := range cmps {
+			if r := c(i, b); r != 0 {
+				return r
+			}
+		}
+		return 0
+	}
+	nb, ties := int(bounds.NumRows()), seed
 	return func(i int) int {
 		// the first bound the row sorts before
-		return sort.Search(nb, func(b int) bool {
-			for _, c := range cmps {
-				if r := c(i, b); r != 0 {
-					return r < 0
-				}
-			}
-			return false
-		})
+		hi := sort.Search(nb, func(b int) bool { return order(i, b) < 0 })
+		if hi == 0 || order(i, hi-1) != 0 {
+			return hi
+		}
+		// The row equals bounds lo to hi-1: a key that common took
+		// several bounds. Any part from lo+1 to hi keeps the order (those
+		// before hi hold only rows equal to it), so such rows go to each
+		// in turn: no part holds every row of a frequent key.
+		lo := sort.Search(hi, func(b int) bool { return order(i, b) <= 0 })
+		ties++
+		return lo + 1 + ties%(hi-lo)
 	}, nil
 }
 
@@ -480,9 +493,9 @@ func chooseBounds(ctx context.Context, samples [][]byte, parts int, keys []SortK
 		return nil, err
 	}
 	defer sorted.Release()
-	// nulls of the first key sort last: bounds come from the rows before
-	// them (a row with a null first key is after every bound)
-	nn := sorted.Column(0).Len() - sorted.Column(0).NullN()
+	// every sampled row, nulls (last) too: a key mostly null takes
+	// several bounds, and its rows spread over their parts
+	nn := int(sorted.NumRows())
 	b := array.NewInt64Builder(memory.DefaultAllocator)
 	for i := 1; i < parts && nn > 0; i++ {
 		b.Append(int64(min(nn-1, max(0, i*nn/parts))))

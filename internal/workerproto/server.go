@@ -103,6 +103,9 @@ type Server struct {
 	// in a new worker, and the calls pushed after it must not run on
 	// the broken instance (the host sends them again to the new one).
 	broken atomic.Bool
+	// deferred counts the results deferred since the last flush
+	// (flushEvery)
+	deferred atomic.Int32
 }
 
 // pushed is a frame for the task loop; a task comes with its context,
@@ -121,6 +124,9 @@ type pushed struct {
 const (
 	InlineFor  = time.Millisecond
 	flushAfter = 50 * time.Microsecond
+	// flushEvery is the results of short tasks a burst writes at once:
+	// half the default pipeline depth
+	flushEvery = 8
 )
 
 // NewServer opens the worker's end of its connection. Frames that arrive
@@ -130,7 +136,7 @@ func NewServer(end workerconn.Endpoint, cfg ServerConfig) *Server {
 	s.watchdog = time.AfterFunc(time.Hour, s.watch)
 	s.watchdog.Stop()
 	s.conn = workerconn.Open(end, func(f *atollpb.Frame) { <-s.ready; s.handle(f) },
-		workerconn.WithBurstEnd(func() { s.conn.TryFlush() }))
+		workerconn.WithBurstEnd(func() { s.deferred.Store(0); s.conn.TryFlush() }))
 	go func() {
 		<-s.conn.Done()
 		s.exit()
@@ -379,8 +385,18 @@ func (s *Server) inline(p pushed) bool {
 	done()
 	s.forget(p)
 	_ = s.conn.Defer(&atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: res}})
-	if time.Since(start) > flushAfter {
+	switch {
+	case time.Since(start) > flushAfter:
+		s.deferred.Store(0)
 		s.conn.TryFlush() // not a short task: its result does not wait for the burst's others
+	case s.deferred.Add(1) >= flushEvery:
+		// a long burst's results go back a part at a time, so that the
+		// driver refills the pipeline while this worker runs the rest
+		// (flushed at the burst's end only, the pipeline empties before
+		// the driver hears of any result, and each side waits for the
+		// other in turn)
+		s.deferred.Store(0)
+		s.conn.TryFlush()
 	}
 	s.runMu.Unlock()
 	s.mu.Lock()

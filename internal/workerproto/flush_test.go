@@ -1,0 +1,60 @@
+package workerproto
+
+import (
+	"testing"
+	"time"
+
+	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/workerconn"
+)
+
+// TestBurstResultsGoBackInParts: a worker sent 4*flushEvery short tasks
+// in one write runs them as one burst, and writes their results back
+// flushEvery at a time, not all at the burst's end: the node hears of the
+// first results, and can push more, while the worker runs the rest.
+func TestBurstResultsGoBackInParts(t *testing.T) {
+	near, far := workerconn.Pipe()
+	var srv *Server
+	srv = serveScripted(far, ids.NewWorkerID(), func() { srv.Conn().Close() })
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		srv.Serve(1)
+	}()
+	defer func() {
+		<-served
+		<-srv.Conn().Done()
+	}()
+	const n = 4 * flushEvery
+	results := make(chan *atollpb.TaskResult, n)
+	node := workerconn.Open(near, func(f *atollpb.Frame) {
+		if r := f.GetTaskResult(); r != nil {
+			results <- r
+		}
+	})
+	defer node.Close()
+	// the worker's hello and whatever else it writes first
+	before := srv.Conn().Stats().Writes
+	pushes := make([]*atollpb.Frame, n)
+	for i := range pushes {
+		pushes[i] = &atollpb.Frame{Body: &atollpb.Frame_PushTask{PushTask: &atollpb.PushTask{Spec: &atollpb.TaskSpec{
+			TaskId: ids.NewTaskID().Bytes(), Name: "echo", Function: "echo", NumReturns: 1}}}}
+	}
+	if err := node.Defer(pushes...); err != nil {
+		t.Fatal(err)
+	}
+	if err := node.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		select {
+		case <-results:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d results of %d", i, n)
+		}
+	}
+	if writes := srv.Conn().Stats().Writes - before; writes < n/flushEvery {
+		t.Fatalf("%d results came back in %d writes, want at least %d", n, writes, n/flushEvery)
+	}
+}

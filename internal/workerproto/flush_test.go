@@ -1,6 +1,7 @@
 package workerproto
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -9,10 +10,11 @@ import (
 	"github.com/atoll-runtime/atoll/internal/workerconn"
 )
 
-// TestBurstResultsGoBackInParts: a worker sent 4*flushEvery short tasks
-// in one write runs them as one burst, and writes their results back
-// flushEvery at a time, not all at the burst's end: the node hears of the
-// first results, and can push more, while the worker runs the rest.
+// TestBurstResultsGoBackInParts: an actor's worker sent 4*flushEvery
+// short calls in one write runs them as one burst, and writes their
+// results back flushEvery at a time, not all at the burst's end: the
+// caller hears of the first results, and can send more, while the worker
+// runs the rest.
 func TestBurstResultsGoBackInParts(t *testing.T) {
 	near, far := workerconn.Pipe()
 	var srv *Server
@@ -34,12 +36,18 @@ func TestBurstResultsGoBackInParts(t *testing.T) {
 		}
 	})
 	defer node.Close()
-	// the worker's hello and whatever else it writes first
-	before := srv.Conn().Stats().Writes
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	created, err := node.Call(ctx, &atollpb.Frame{Body: &atollpb.Frame_CreateActor{CreateActor: &atollpb.TaskSpec{
+		TaskId: ids.NewTaskID().Bytes(), ActorCreation: &atollpb.ActorCreationSpec{ActorType: "A"}}}})
+	if err != nil || created.GetStatus().GetCode() != 0 {
+		t.Fatalf("create the actor: %v, %v", created, err)
+	}
+	before := srv.Conn().Stats().Writes // the hello, the creation's reply
 	pushes := make([]*atollpb.Frame, n)
 	for i := range pushes {
 		pushes[i] = &atollpb.Frame{Body: &atollpb.Frame_PushTask{PushTask: &atollpb.PushTask{Spec: &atollpb.TaskSpec{
-			TaskId: ids.NewTaskID().Bytes(), Name: "echo", Function: "echo", NumReturns: 1}}}}
+			TaskId: ids.NewTaskID().Bytes(), Name: "c", Function: "A.record", Type: atollpb.TaskType_ACTOR_TASK, NumReturns: 1}}}}
 	}
 	if err := node.Defer(pushes...); err != nil {
 		t.Fatal(err)
@@ -49,7 +57,10 @@ func TestBurstResultsGoBackInParts(t *testing.T) {
 	}
 	for i := range n {
 		select {
-		case <-results:
+		case r := <-results:
+			if r.GetError() != nil {
+				t.Fatalf("call %d failed: %v", i, r.GetError())
+			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%d results of %d", i, n)
 		}

@@ -124,8 +124,8 @@ type pushed struct {
 const (
 	InlineFor  = time.Millisecond
 	flushAfter = 50 * time.Microsecond
-	// flushEvery is the results of short tasks a burst writes at once:
-	// half the default pipeline depth
+	// flushEvery is the results of short actor calls a burst writes at
+	// once: half the default pipeline depth
 	flushEvery = 8
 )
 
@@ -389,12 +389,14 @@ func (s *Server) inline(p pushed) bool {
 	case time.Since(start) > flushAfter:
 		s.deferred.Store(0)
 		s.conn.TryFlush() // not a short task: its result does not wait for the burst's others
-	case s.deferred.Add(1) >= flushEvery:
-		// a long burst's results go back a part at a time, so that the
-		// driver refills the pipeline while this worker runs the rest
-		// (flushed at the burst's end only, the pipeline empties before
-		// the driver hears of any result, and each side waits for the
-		// other in turn)
+	case call && s.deferred.Add(1) >= flushEvery:
+		// a long burst of calls' results go back a part at a time, so
+		// that the caller refills the actor's window while this worker
+		// runs the rest (flushed at the burst's end only, the window
+		// empties before the caller hears of any result, and each side
+		// waits for the other in turn). Tasks keep to the burst's end:
+		// they run on a lease per worker, and the driver's CPU, not a
+		// worker's idling, bounds them; more writes cost it.
 		s.deferred.Store(0)
 		s.conn.TryFlush()
 	}

@@ -181,9 +181,10 @@ func WithSaturation(saturation float64) Option {
 // (default 16): it starts the next as soon as one ends, with no round trip
 // to the raylet. Only tasks of one scheduling class are pipelined to a
 // worker, and those not started are taken back when the running one
-// blocks in Get or another worker is idle. 1 turns pipelining off; an
-// actor's process likewise holds this many calls beyond those it runs at
-// once.
+// blocks in Get or another worker is idle. 1 turns pipelining off. An
+// actor's process holds twice this many calls beyond those it runs at
+// once (its calls all run there, and the caller refills them while it
+// runs the rest).
 func WithPipelineDepth(n int) Option { return func(c *config) { c.node.PipelineDepth = n } }
 
 // WithWorkerOutput sets where worker processes' stdout and stderr go

@@ -128,7 +128,8 @@ type Config struct {
 	Saturation float64
 	// PipelineDepth is how many tasks a worker process may hold at once.
 	// Default raylet.DefaultPipelineDepth (16), enough to hide the round
-	// trip to the raylet between short tasks; 1 turns pipelining off.
+	// trip to the raylet between short tasks; 1 turns pipelining off. An
+	// actor's process holds twice this many calls beyond those it runs.
 	PipelineDepth int
 	// WorkerHeapFloor is the garbage a worker process may build up before
 	// its collector runs, at least, however little it holds (a ballast in

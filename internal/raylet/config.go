@@ -102,6 +102,19 @@ type Config struct {
 // DefaultPipelineDepth is Config.PipelineDepth's default.
 const DefaultPipelineDepth = 16
 
+// ActorPipelineDepth is how many calls an actor's host may have sent to
+// its worker beyond those it runs at once, for a pipeline depth of depth:
+// twice it (1 stays 1). A leased worker's tasks are refilled at half
+// depth while other workers run theirs; an actor's calls all run on its
+// one worker, which writes their results back eight at a time, and with
+// one depth of calls it ran out while its caller woke and sent the next.
+func ActorPipelineDepth(depth int) int {
+	if depth <= 1 {
+		return 1
+	}
+	return 2 * depth
+}
+
 func (c Config) withDefaults() (Config, error) {
 	if c.Process == nil || c.Workers == nil {
 		return c, errs.Invalidf("raylet: Config.Process and Config.Workers are required (workerproto.New())")

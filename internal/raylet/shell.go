@@ -179,7 +179,7 @@ func (r *raylet) spawnHost(ctx actor.Context, e SpawnHost) {
 	w := Worker{ID: e.Worker, NodeID: r.cfg.NodeID}
 	spec, id := e.Spec, e.Actor
 	props := actor.PropsFromProducer(r.cfg.Workers.ActorHost(HostSpec{Actor: id, Spec: spec, Worker: w,
-		Config: r.processConfig(e.Binary), Raylet: ctx.Self(), Deliver: r.deliver, PipelineDepth: r.cfg.PipelineDepth}))
+		Config: r.processConfig(e.Binary), Raylet: ctx.Self(), Deliver: r.deliver, PipelineDepth: ActorPipelineDepth(r.cfg.PipelineDepth)}))
 	pid := ctx.SpawnPrefix(r.withMiddleware(props.Configure(actor.WithDispatcher(actors.HotDispatcher))), "actor")
 	r.strategy.add(pid.Id, id, int(spec.GetActorCreation().GetMaxRestarts()), int(spec.GetActorCreation().GetNumRestarts()))
 	r.hosts[id] = &hostHandle{pid: pid, worker: e.Worker}

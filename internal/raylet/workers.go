@@ -50,7 +50,8 @@ type HostSpec struct {
 	// Deliver gives a call's result to its caller.
 	Deliver func(caller *actor.PID, res *atollpb.TaskResult)
 	// PipelineDepth is how many calls the host may have sent to the
-	// actor's process beyond those it runs at once (Config.PipelineDepth).
+	// actor's process beyond those it runs at once
+	// (ActorPipelineDepth(Config.PipelineDepth)).
 	PipelineDepth int
 }
 

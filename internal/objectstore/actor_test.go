@@ -241,8 +241,9 @@ func TestObjectStoreFullAfterTimeout(t *testing.T) {
 	if !errors.As(err, &full) || time.Since(start) < 50*time.Millisecond {
 		t.Fatalf("after %v: %v", time.Since(start), err)
 	}
-	// Through the client, bounded by the context's deadline.
-	ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
+	// Through the client, bounded by the context's deadline (long enough
+	// that a loaded machine does not pass it before the store is asked).
+	ctx, cancel := context.WithTimeout(bg, 500*time.Millisecond)
 	defer cancel()
 	if _, err := c.Create(ctx, newObjectID(), 1, atollpb.Codec_CODEC_BYTES); !errors.Is(err, errs.ErrObjectStoreFull) {
 		t.Fatalf("with deadline: %v", err)

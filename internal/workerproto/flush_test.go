@@ -16,14 +16,7 @@ import (
 // caller hears of the first results, and can send more, while the worker
 // runs the rest.
 func TestBurstResultsGoBackInParts(t *testing.T) {
-	near, far := workerconn.Pipe()
-	var srv *Server
-	srv = serveScripted(far, ids.NewWorkerID(), func() { srv.Conn().Close() })
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		srv.Serve(1)
-	}()
+	near, srv, served := servePipe()
 	defer func() {
 		<-served
 		<-srv.Conn().Done()

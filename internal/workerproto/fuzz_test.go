@@ -72,14 +72,7 @@ func FuzzServerFrames(f *testing.F) {
 	))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		near, far := workerconn.Pipe()
-		var srv *Server
-		srv = serveScripted(far, ids.NewWorkerID(), func() { srv.Conn().Close() })
-		served := make(chan struct{})
-		go func() {
-			defer close(served)
-			srv.Serve(1)
-		}()
+		near, srv, served := servePipe()
 		node := workerconn.Open(near, func(*atollpb.Frame) {})
 		_ = node.SendAll(framesOf(data)...)
 		node.Close()

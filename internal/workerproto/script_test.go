@@ -57,6 +57,20 @@ func serveScripted(end workerconn.Endpoint, id ids.WorkerID, exit func()) *Serve
 	return e.srv
 }
 
+// servePipe starts a scripted worker serving one end of a pipe and
+// returns the other end, the worker, and a channel closed when its Serve
+// returns (once the connection closes).
+func servePipe() (near workerconn.Endpoint, srv *Server, served chan struct{}) {
+	near, far := workerconn.Pipe()
+	srv = serveScripted(far, ids.NewWorkerID(), func() { srv.Conn().Close() })
+	served = make(chan struct{})
+	go func() {
+		defer close(served)
+		srv.Serve(1)
+	}()
+	return near, srv, served
+}
+
 // scriptExec runs tasks and actors by name:
 //
 //	task echo          returns its name

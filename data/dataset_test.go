@@ -510,6 +510,29 @@ var perm = data.RegisterColumnFunc("test.perm", func(_ context.Context, rec arro
 
 const sortRows = 48_000 // ~48 MiB with 1 KiB of padding a row
 
+// checkPermSorted reads ds, rows of an id (column 0) and its perm key
+// (column 1) sorted by key, and fails t unless the keys are 0 to rows-1
+// in order, each beside its id.
+func checkPermSorted(t *testing.T, ctx context.Context, ds *data.Dataset, rows int64) {
+	t.Helper()
+	var next int64
+	for rec, err := range ds.IterBatches(ctx, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, keys := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64)
+		for i := range keys.Len() {
+			if keys.Value(i) != next || ids.Value(i)*7919%sortRows != next {
+				t.Fatalf("row (id %d, key %d) at position %d", ids.Value(i), keys.Value(i), next)
+			}
+			next++
+		}
+	}
+	if next != rows {
+		t.Fatalf("%d rows sorted, want %d", next, rows)
+	}
+}
+
 // TestSortLargerThanStore: a sort of ~48 MiB under a 16 MiB store; the
 // map side's pieces spill and are restored for the reduces.
 func TestSortLargerThanStore(t *testing.T) {
@@ -517,22 +540,7 @@ func TestSortLargerThanStore(t *testing.T) {
 	cfg := withParallelism(24)
 	cfg.TargetMaxBlockSize = 4 << 20
 	ds := data.Range(sortRows).AddColumn("key", perm).AddColumn("pad", pad).Sort("key", data.Partitions(24)).WithConfig(cfg)
-	var next int64
-	for rec, err := range ds.IterBatches(ctx, 0) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys := rec.Column(1).(*array.Int64)
-		for i := range keys.Len() {
-			if keys.Value(i) != next {
-				t.Fatalf("key %d at position %d", keys.Value(i), next)
-			}
-			next++
-		}
-	}
-	if next != sortRows {
-		t.Fatalf("%d rows sorted, want %d", next, sortRows)
-	}
+	checkPermSorted(t, ctx, ds, sortRows)
 	m, err := atolltest.Memory(ctx)
 	if err != nil {
 		t.Fatal(err)

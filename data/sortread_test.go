@@ -76,22 +76,7 @@ func sortRereads(t *testing.T, ctx context.Context, ds *data.Dataset, rows int64
 	if err != nil {
 		t.Fatal(err)
 	}
-	var next int64
-	for rec, err := range ds.IterBatches(ctx, 0) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids, keys := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64)
-		for i := range keys.Len() {
-			if keys.Value(i) != next || ids.Value(i)*7919%sortRows != next {
-				t.Fatalf("row (id %d, key %d) at position %d", ids.Value(i), keys.Value(i), next)
-			}
-			next++
-		}
-	}
-	if next != rows {
-		t.Fatalf("%d rows sorted, want %d", next, rows)
-	}
+	checkPermSorted(t, ctx, ds, rows)
 	after, err := atolltest.Memory(ctx)
 	if err != nil {
 		t.Fatal(err)

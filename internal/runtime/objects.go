@@ -217,28 +217,19 @@ func (rt *Runtime) GetMany(ctx context.Context, op string, hs []*Ref, decode fun
 	if len(hs) == 0 {
 		return nil
 	}
+	values := make([]*atollpb.Value, len(hs))
+	var stored []ids.ObjectID
+	var storedValues []*atollpb.Value
 	for i, h := range hs {
 		if err := rt.CheckRef(h, op, i); err != nil {
 			return err
 		}
-	}
-	// Waited for last first: tasks and calls tend to finish in the order
-	// they were submitted, so by the time the last is done most of the
-	// others are too, and the caller sleeps and wakes about once, not
-	// once per burst of results (each wake-up of a sleeping goroutine
-	// costs tens of microseconds when the processor it lands on idles).
-	values := make([]*atollpb.Value, len(hs))
-	for i := len(hs) - 1; i >= 0; i-- {
-		v, err := rt.await(ctx, hs[i].ID())
+		v, err := rt.await(ctx, h.ID())
 		if err != nil {
 			return err
 		}
 		values[i] = v
-	}
-	var stored []ids.ObjectID
-	var storedValues []*atollpb.Value
-	for i, h := range hs {
-		if v := values[i]; v.GetStored() != nil && v.GetError() == nil {
+		if v.GetStored() != nil && v.GetError() == nil {
 			stored = append(stored, h.ID())
 			storedValues = append(storedValues, v)
 		}

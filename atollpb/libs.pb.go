@@ -509,7 +509,19 @@ type DataJoin struct {
 	UnmatchedOnly bool `protobuf:"varint,12,opt,name=unmatched_only,json=unmatchedOnly,proto3" json:"unmatched_only,omitempty"`
 	// The left side's schema (an Arrow IPC stream of no batch), for a task
 	// that may have no left piece to read it from.
-	LeftSchema    []byte `protobuf:"bytes,13,opt,name=left_schema,json=leftSchema,proto3" json:"left_schema,omitempty"`
+	LeftSchema []byte `protobuf:"bytes,13,opt,name=left_schema,json=leftSchema,proto3" json:"left_schema,omitempty"`
+	// A task over one chunk of a part's right rows (a part too large for
+	// one task): emit only the matched pairs (none for semi and anti) and
+	// report which left rows matched.
+	ReportLeftMatched bool `protobuf:"varint,14,opt,name=report_left_matched,json=reportLeftMatched,proto3" json:"report_left_matched,omitempty"`
+	// join_unmatched over left pieces only (inputs are all left): emit the
+	// left rows left_matched leaves unset (left, full and anti joins) or
+	// sets (semi joins).
+	LeftRest    bool   `protobuf:"varint,15,opt,name=left_rest,json=leftRest,proto3" json:"left_rest,omitempty"`
+	LeftMatched []byte `protobuf:"bytes,16,opt,name=left_matched,json=leftMatched,proto3" json:"left_matched,omitempty"`
+	// The right side's schema (an Arrow IPC stream of no batch), for the
+	// null right columns of a left_rest task's rows.
+	RightSchema   []byte `protobuf:"bytes,17,opt,name=right_schema,json=rightSchema,proto3" json:"right_schema,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -631,6 +643,34 @@ func (x *DataJoin) GetUnmatchedOnly() bool {
 func (x *DataJoin) GetLeftSchema() []byte {
 	if x != nil {
 		return x.LeftSchema
+	}
+	return nil
+}
+
+func (x *DataJoin) GetReportLeftMatched() bool {
+	if x != nil {
+		return x.ReportLeftMatched
+	}
+	return false
+}
+
+func (x *DataJoin) GetLeftRest() bool {
+	if x != nil {
+		return x.LeftRest
+	}
+	return false
+}
+
+func (x *DataJoin) GetLeftMatched() []byte {
+	if x != nil {
+		return x.LeftMatched
+	}
+	return nil
+}
+
+func (x *DataJoin) GetRightSchema() []byte {
+	if x != nil {
+		return x.RightSchema
 	}
 	return nil
 }
@@ -1404,7 +1444,10 @@ type DataTaskMeta struct {
 	// A read's bytes of files (Parquet: the column chunks read).
 	ReadBytes int64 `protobuf:"varint,8,opt,name=read_bytes,json=readBytes,proto3" json:"read_bytes,omitempty"`
 	// A join task's report_matched: the right rows it matched, a bitmap.
-	Matched       []byte `protobuf:"bytes,9,opt,name=matched,proto3" json:"matched,omitempty"`
+	Matched []byte `protobuf:"bytes,9,opt,name=matched,proto3" json:"matched,omitempty"`
+	// A join task's report_left_matched: the left rows it matched, a
+	// bitmap over its left pieces' rows in order.
+	LeftMatched   []byte `protobuf:"bytes,10,opt,name=left_matched,json=leftMatched,proto3" json:"left_matched,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1498,6 +1541,13 @@ func (x *DataTaskMeta) GetReadBytes() int64 {
 func (x *DataTaskMeta) GetMatched() []byte {
 	if x != nil {
 		return x.Matched
+	}
+	return nil
+}
+
+func (x *DataTaskMeta) GetLeftMatched() []byte {
+	if x != nil {
+		return x.LeftMatched
 	}
 	return nil
 }
@@ -1822,7 +1872,7 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\x03ops\x18\x03 \x03(\v2\x10.atoll.v1.DataOpR\x03ops\x12&\n" +
 	"\x03out\x18\x04 \x01(\v2\x14.atoll.v1.DataOutputR\x03out\x12&\n" +
 	"\x04join\x18\x05 \x01(\v2\x12.atoll.v1.DataJoinR\x04join\x12\x16\n" +
-	"\x06shared\x18\x06 \x01(\x03R\x06shared\"\x9a\x03\n" +
+	"\x06shared\x18\x06 \x01(\x03R\x06shared\"\xad\x04\n" +
 	"\bDataJoin\x12\x10\n" +
 	"\x03how\x18\x01 \x01(\tR\x03how\x12\x1b\n" +
 	"\tleft_keys\x18\x02 \x03(\tR\bleftKeys\x12\x1d\n" +
@@ -1840,7 +1890,11 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\amatched\x18\v \x01(\fR\amatched\x12%\n" +
 	"\x0eunmatched_only\x18\f \x01(\bR\runmatchedOnly\x12\x1f\n" +
 	"\vleft_schema\x18\r \x01(\fR\n" +
-	"leftSchema\"\x93\x01\n" +
+	"leftSchema\x12.\n" +
+	"\x13report_left_matched\x18\x0e \x01(\bR\x11reportLeftMatched\x12\x1b\n" +
+	"\tleft_rest\x18\x0f \x01(\bR\bleftRest\x12!\n" +
+	"\fleft_matched\x18\x10 \x01(\fR\vleftMatched\x12!\n" +
+	"\fright_schema\x18\x11 \x01(\fR\vrightSchema\"\x93\x01\n" +
 	"\bDataRead\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\x03R\x05start\x12\x10\n" +
@@ -1906,7 +1960,7 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\aDataAgg\x12\x12\n" +
 	"\x04func\x18\x01 \x01(\tR\x04func\x12(\n" +
 	"\x05input\x18\x03 \x01(\v2\x12.atoll.v1.DataExprR\x05input\x12\x12\n" +
-	"\x04name\x18\x04 \x01(\tR\x04nameJ\x04\b\x02\x10\x03\"\xed\x01\n" +
+	"\x04name\x18\x04 \x01(\tR\x04nameJ\x04\b\x02\x10\x03\"\x90\x02\n" +
 	"\fDataTaskMeta\x12\x12\n" +
 	"\x04rows\x18\x01 \x03(\x03R\x04rows\x12\x14\n" +
 	"\x05bytes\x18\x02 \x03(\x03R\x05bytes\x12\x16\n" +
@@ -1917,7 +1971,9 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\aattempt\x18\a \x01(\x05R\aattempt\x12\x1d\n" +
 	"\n" +
 	"read_bytes\x18\b \x01(\x03R\treadBytes\x12\x18\n" +
-	"\amatched\x18\t \x01(\fR\amatched\"$\n" +
+	"\amatched\x18\t \x01(\fR\amatched\x12!\n" +
+	"\fleft_matched\x18\n" +
+	" \x01(\fR\vleftMatched\"$\n" +
 	"\bDataPool\x12\x18\n" +
 	"\aclasses\x18\x01 \x03(\tR\aclasses\"Z\n" +
 	"\tQueueInfo\x12\x19\n" +

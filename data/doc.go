@@ -206,8 +206,12 @@
 //     building the right's hash table once; otherwise shuffled, both
 //     sides cut into JoinPartitions parts by a hash of the keys, the
 //     left's pieces joined as they come in groups within the budget (a
-//     part larger than the store streams through it). Null keys match
-//     nothing; keys of different types are a plan-time ColumnError.
+//     part larger than the store streams through it); a part whose right
+//     rows are more than half the budget (a key in most of them) is
+//     joined in chunks of them, each group of left pieces once per chunk,
+//     the left rows no chunk matched settled by one more task per group.
+//     Null keys match nothing; keys of different types are a plan-time
+//     ColumnError.
 //   - Combining: Union (inputs in order, one schema), Zip (row-aligned,
 //     repeated names get _1; different row counts are an
 //     ErrInvalidArgument), Split(ctx, n) (eager, like Ray's

@@ -435,6 +435,13 @@ func (l *blockList) close() {
 	l.bs = nil
 }
 
+// failedStream yields its error (a stream that cannot start).
+type failedStream struct{ err error }
+
+func (f *failedStream) next(context.Context) (block, bool, error) { return block{}, false, f.err }
+
+func (f *failedStream) close() {}
+
 // limitStream passes blocks until n rows, cutting the last with a task.
 type limitStream struct {
 	r    *run

@@ -31,7 +31,13 @@ import (
 //     the store streams through it, its pieces spilled and restored once.
 //     A right or full join's unmatched right rows come from the task that
 //     saw every left row of the part, or, when a part took several tasks,
-//     from one more task given the union of the rows they matched.
+//     from one more task given the union of the rows they matched. A
+//     part whose right rows are more than half the budget (a frequent
+//     key's rows all hash to one part) is joined in chunks of its right
+//     rows, each chunk with every left group of the part; a left group's
+//     rows that no chunk matched (left, full, anti) or some chunk matched
+//     (semi) come from one more task given the union of the left rows
+//     the chunks matched.
 //
 // Keys match when every key is equal; a key with a null matches nothing
 // (SQL's rule). The output is the left's columns, then the right's but
@@ -156,6 +162,11 @@ type joinSpec struct {
 	Matched             []byte
 	UnmatchedOnly       bool
 	LeftSchema          []byte
+	// a chunked part's tasks (join_exec.go)
+	ReportLeftMatched bool
+	LeftRest          bool
+	LeftMatched       []byte
+	RightSchema       []byte
 }
 
 func (js *joinSpec) isRightKey(name string) bool { return slices.Contains(js.RightKeys, name) }

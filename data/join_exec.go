@@ -191,16 +191,27 @@ func applyJoinProbe(ctx context.Context, op opSpec, recs []arrow.RecordBatch, sh
 	return out, nil
 }
 
+// joinMatches is what a shuffled join's task reports beside its rows:
+// the right rows it matched (report_matched) and the left rows it
+// matched (report_left_matched), as bitmaps.
+type joinMatches struct{ right, left []byte }
+
 // runJoinTask is a shuffled join's task: its inputs are one part's
-// left pieces (js.Left of them), then the right's. It returns the
-// joined records and, when asked, the right rows it matched.
-func runJoinTask(ctx context.Context, js *joinSpec, inputs []atoll.Raw) ([]arrow.RecordBatch, []byte, error) {
+// left pieces (js.Left of them), then the right's (or a chunk of the
+// right's). It returns the joined records and, when asked, the rows it
+// matched. A task of the left's rest (js.LeftRest) takes left pieces
+// only.
+func runJoinTask(ctx context.Context, js *joinSpec, inputs []atoll.Raw) ([]arrow.RecordBatch, joinMatches, error) {
 	if js.Left < 0 || js.Left > len(inputs) {
-		return nil, nil, errs.Malformedf(specWhat, "a join task of %d left inputs among %d", js.Left, len(inputs))
+		return nil, joinMatches{}, errs.Malformedf(specWhat, "a join task of %d left inputs among %d", js.Left, len(inputs))
+	}
+	if js.LeftRest {
+		out, err := leftRest(ctx, js, inputs)
+		return out, joinMatches{}, err
 	}
 	t, err := buildSide(js.BuildKey, inputs[js.Left:], js.RightKeys)
 	if err != nil {
-		return nil, nil, err
+		return nil, joinMatches{}, err
 	}
 	defer t.release()
 	var matchedBuild []bool
@@ -208,7 +219,7 @@ func runJoinTask(ctx context.Context, js *joinSpec, inputs []atoll.Raw) ([]arrow
 		matchedBuild = make([]bool, t.rec.NumRows())
 		if js.UnmatchedOnly {
 			if len(js.Matched) != int(bitutil.BytesForBits(t.rec.NumRows())) {
-				return nil, nil, errs.Malformedf(specWhat, "a bitmap of %d bytes for %d right rows", len(js.Matched), t.rec.NumRows())
+				return nil, joinMatches{}, errs.Malformedf(specWhat, "a bitmap of %d bytes for %d right rows", len(js.Matched), t.rec.NumRows())
 			}
 			for j := range matchedBuild {
 				matchedBuild[j] = bitutil.BitIsSet(js.Matched, j)
@@ -216,11 +227,12 @@ func runJoinTask(ctx context.Context, js *joinSpec, inputs []atoll.Raw) ([]arrow
 		}
 	}
 	var out []arrow.RecordBatch
-	fail := func(err error) ([]arrow.RecordBatch, []byte, error) {
+	fail := func(err error) ([]arrow.RecordBatch, joinMatches, error) {
 		releaseAll(out)
-		return nil, nil, err
+		return nil, joinMatches{}, err
 	}
 	var leftSchema *arrow.Schema
+	var leftMatched []bool // report_left_matched: over every left row
 	for _, in := range inputs[:js.Left] {
 		rec, err := decodeBlock(in.Data)
 		if err != nil {
@@ -231,14 +243,26 @@ func runJoinTask(ctx context.Context, js *joinSpec, inputs []atoll.Raw) ([]arrow
 			rec.Release()
 			continue
 		}
-		r, err := joinProbe(ctx, js, rec, t, matchedBuild)
+		var r arrow.RecordBatch
+		if js.ReportLeftMatched {
+			var m []bool
+			r, m, err = probePairs(ctx, js, rec, t, matchedBuild)
+			leftMatched = append(leftMatched, m...)
+		} else {
+			r, err = joinProbe(ctx, js, rec, t, matchedBuild)
+		}
 		rec.Release()
 		if err != nil {
 			return fail(err)
 		}
-		out = append(out, r)
+		if r != nil {
+			out = append(out, r)
+		}
 	}
-	var report []byte
+	var report joinMatches
+	if js.ReportLeftMatched {
+		report.left = bitmapOf(leftMatched)
+	}
 	switch {
 	case js.EmitUnmatchedBuild || js.UnmatchedOnly:
 		if leftSchema == nil && len(js.LeftSchema) > 0 {
@@ -255,9 +279,105 @@ func runJoinTask(ctx context.Context, js *joinSpec, inputs []atoll.Raw) ([]arrow
 		}
 		out = append(out, r)
 	case js.ReportMatched:
-		report = bitmapOf(matchedBuild)
+		report.right = bitmapOf(matchedBuild)
 	}
 	return out, report, nil
+}
+
+// probePairs joins rec with one chunk of a part's right rows: it
+// returns the pairs (nil for semi and anti joins, which keep left rows
+// only) and which of rec's rows matched; the rows no chunk matched are
+// the left's rest (leftRest).
+func probePairs(ctx context.Context, js *joinSpec, rec arrow.RecordBatch, t *joinTable, matchedBuild []bool) (arrow.RecordBatch, []bool, error) {
+	keys, err := probeKeys(rec, js.LeftKeys)
+	if err != nil {
+		return nil, nil, err
+	}
+	pi, bi, matched, err := t.probe(keys, false, matchedBuild)
+	if err != nil || js.How == "semi" || js.How == "anti" {
+		return nil, matched, err
+	}
+	r, err := joinOutput(ctx, js, rec, t, pi, bi)
+	return r, matched, err
+}
+
+// leftRest is a task over a group of left pieces joined in chunks: the
+// rows js.LeftMatched leaves unset (left, full and anti joins: with
+// nulls for the right's columns but in anti joins) or sets (semi joins).
+func leftRest(ctx context.Context, js *joinSpec, inputs []atoll.Raw) ([]arrow.RecordBatch, error) {
+	var recs, out []arrow.RecordBatch
+	defer func() { releaseAll(recs) }()
+	var rows int64
+	for _, in := range inputs {
+		rec, err := decodeBlock(in.Data)
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, rec)
+		rows += rec.NumRows()
+	}
+	if len(js.LeftMatched) != int(bitutil.BytesForBits(rows)) {
+		return nil, errs.Malformedf(specWhat, "a bitmap of %d bytes for %d left rows", len(js.LeftMatched), rows)
+	}
+	fail := func(err error) ([]arrow.RecordBatch, error) {
+		releaseAll(out)
+		return nil, err
+	}
+	var t *joinTable
+	if js.How == "left" || js.How == "full" {
+		rs, err := decodeSchema(js.RightSchema)
+		if err != nil {
+			return nil, err
+		}
+		if t, err = emptyTable(rs, js.RightKeys); err != nil {
+			return nil, err
+		}
+		defer t.release()
+	}
+	at := 0
+	for _, rec := range recs {
+		n := int(rec.NumRows())
+		keep := make([]bool, n)
+		for i := range keep {
+			keep[i] = bitutil.BitIsSet(js.LeftMatched, at+i) == (js.How == "semi")
+		}
+		at += n
+		var r arrow.RecordBatch
+		var err error
+		if t == nil {
+			mask := boolMask(keep, true)
+			r, err = filterByMask(ctx, rec, mask)
+			mask.Release()
+		} else {
+			var li, ri []int32
+			for i, k := range keep {
+				if k {
+					li, ri = append(li, int32(i)), append(ri, -1)
+				}
+			}
+			r, err = joinOutput(ctx, js, rec, t, li, ri)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// emptyTable is a table of no rows of schema s (the right's columns of
+// rows with no right row).
+func emptyTable(s *arrow.Schema, keys []string) (*joinTable, error) {
+	rec := emptyRecord(s)
+	defer rec.Release()
+	idx := make([]int, len(keys))
+	for i, k := range keys {
+		var err error
+		if idx[i], err = keyColumn(s, k); err != nil {
+			return nil, err
+		}
+	}
+	return buildTable(rec, idx)
 }
 
 // hashSplit cuts a task's rows into parts by a hash of the key columns
@@ -293,7 +413,12 @@ func hashSplit(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch, k
 
 // joinShuffle runs a shuffled join: the right side cut into parts, the
 // left's map tasks (the stage's fused maps, then the cut), and the join
-// tasks over both, as the left's pieces come.
+// tasks over both, as the left's pieces come. A part whose right rows
+// are more than a task should hold (a frequent key's rows all hash to
+// one part) is joined in chunks of them: each group of the part's left
+// pieces goes to one task per chunk, and the left rows no chunk matched
+// (left, full and anti joins; the matched ones for semi joins) come from
+// one more task per group at the end.
 func (a *allToAll) joinShuffle(ctx context.Context) (blockStream, error) {
 	p := a.op.join
 	parts := p.parts
@@ -311,27 +436,62 @@ func (a *allToAll) joinShuffle(ctx context.Context) (blockStream, error) {
 	if err != nil {
 		return nil, err
 	}
-	builds := byPart(pieces, parts)
-	for i := range builds {
-		for k := range builds[i].inputs {
-			builds[i].inputs[k].borrowed = true // shared by the part's tasks: released by the units
-		}
+	for i := range pieces {
+		pieces[i].borrowed = true // shared by the part's tasks: released by the units
 	}
 	ms := a.mapStream(a.sub("join_map"), outSpec{Kind: "hash_split", Parts: parts, GroupKeys: p.spec.LeftKeys})
-	ju := &joinUnits{r: a.r, left: ms, parts: parts, builds: builds, spec: p.spec, key: newBuildKey(),
+	ju := &joinUnits{r: a.r, left: ms, parts: parts, spec: p.spec, key: newBuildKey(),
 		pending: make([][]block, parts), pendingBytes: make([]int64, parts), emitted: make([]int, parts),
-		matched: make([][]byte, parts), split: make([]bool, parts), pieces: pieces, planned: p.leftSchema}
+		partBuilds: make([][]int, parts), partEst: make([]int64, parts), pieces: pieces,
+		planned: p.leftSchema, rightPlanned: p.rightSchema}
+	for part, u := range byPart(pieces, parts) {
+		ju.partEst[part] = u.estimate
+		chunks := chunkBuild(u, max(1, a.r.budget/4))
+		if len(chunks) > 1 {
+			a.stats.addNote(fmt.Sprintf("part %d of %d: %.1f MB of right rows, joined in %d chunks", part, parts, float64(u.estimate)/1e6, len(chunks)))
+		}
+		for _, c := range chunks {
+			ju.partBuilds[part] = append(ju.partBuilds[part], len(ju.builds))
+			ju.builds = append(ju.builds, c)
+		}
+	}
+	ju.matched, ju.split = make([][]byte, len(ju.builds)), make([]bool, len(ju.builds))
 	js := &taskStream{r: a.r, st: a.sub("join"), src: ju, out: outSpec{Kind: "blocks"}, opts: a.opts, onMeta: ju.meta}
 	return &chainStream{first: js, then: func() blockStream { return ju.finish(a) }, done: ju.close}, nil
 }
 
-// joinUnits yields a shuffled join's tasks: a part's right pieces with a
-// group of its left pieces, as the left's map tasks return them.
+// chunkBuild cuts a part's right pieces into chunks of at most limit
+// bytes (a larger piece alone) when they are more than twice that.
+func chunkBuild(u unit, limit int64) []unit {
+	if u.estimate <= 2*limit {
+		return []unit{u}
+	}
+	var out []unit
+	var cur unit
+	for _, b := range u.inputs {
+		if len(cur.inputs) > 0 && cur.estimate+b.bytes > limit {
+			out = append(out, cur)
+			cur = unit{}
+		}
+		cur.inputs = append(cur.inputs, b)
+		cur.estimate += b.bytes
+	}
+	if len(cur.inputs) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// joinUnits yields a shuffled join's tasks: a part's right pieces (or
+// each chunk of them) with a group of its left pieces, as the left's map
+// tasks return them.
 type joinUnits struct {
 	r            *run
 	left         blockStream // the left's map tasks: parts pieces each, in order
 	parts        int
-	builds       []unit // per part: the right's pieces
+	builds       []unit  // the right's pieces: a part's, or a chunk of a part's
+	partBuilds   [][]int // per part, its builds
+	partEst      []int64 // per part, its right bytes
 	pieces       []block
 	spec         joinSpec
 	key          string
@@ -341,22 +501,42 @@ type joinUnits struct {
 	emitted      []int
 	leftDone     bool
 	ready        []unit
-	order        []int // per unit handed out, its part (for meta)
-	matched      [][]byte
-	split        []bool
+	order        []joinReport // per unit handed out, what its metadata reports
+	matched      [][]byte     // per build: the right rows its tasks matched
+	split        []bool       // per build: its rows were joined by several tasks
+	groups       []leftGroup  // left pieces joined in chunks, kept for their rest
 	closed       bool
+	err          error
 	schema       *arrow.Schema // the left pieces'
 	planned      *arrow.Schema // the left's in the plan (nil: unknown)
+	rightPlanned *arrow.Schema // the right's in the plan (nil: unknown)
+}
+
+// joinReport is where a join task's metadata goes: the build whose
+// matched right rows it reports and the left group whose matched left
+// rows it reports (-1: none).
+type joinReport struct{ build, group int }
+
+// leftGroup is a group of left pieces joined with each chunk of a part's
+// right rows: the tasks report which of its rows matched, and the
+// group's rest is emitted at the end.
+type leftGroup struct {
+	pieces  []block
+	rows    int64
+	matched []byte
 }
 
 // target is the left bytes a join task of part p takes: enough to pay
 // for building the part's table, within a quarter of the budget.
 func (j *joinUnits) target(p int) int64 {
-	return max(1, min(j.r.budget/4, max(16<<20, 2*j.builds[p].estimate)))
+	return max(1, min(j.r.budget/4, max(16<<20, 2*j.partEst[p])))
 }
 
 func (j *joinUnits) nextUnit(ctx context.Context) (unit, bool, error) {
 	for len(j.ready) == 0 {
+		if j.err != nil {
+			return unit{}, false, j.err
+		}
 		if j.leftDone {
 			return unit{}, false, nil
 		}
@@ -368,7 +548,7 @@ func (j *joinUnits) nextUnit(ctx context.Context) (unit, bool, error) {
 			j.leftDone = true
 			for p := range j.parts {
 				if len(j.pending[p]) > 0 || j.emitted[p] == 0 {
-					j.ready = append(j.ready, j.unitFor(p, true))
+					j.ready = append(j.ready, j.unitsFor(p, true)...)
 				}
 			}
 			continue
@@ -381,7 +561,7 @@ func (j *joinUnits) nextUnit(ctx context.Context) (unit, bool, error) {
 		j.pending[p] = append(j.pending[p], b)
 		j.pendingBytes[p] += b.bytes
 		if j.pendingBytes[p] >= j.target(p) {
-			j.ready = append(j.ready, j.unitFor(p, false))
+			j.ready = append(j.ready, j.unitsFor(p, false)...)
 		}
 	}
 	u := j.ready[0]
@@ -389,61 +569,128 @@ func (j *joinUnits) nextUnit(ctx context.Context) (unit, bool, error) {
 	return u, true, nil
 }
 
-// unitFor makes the task of part p over its pending left pieces; last:
-// the left has no more.
-func (j *joinUnits) unitFor(p int, last bool) unit {
-	spec := j.spec
-	spec.Left = len(j.pending[p])
-	spec.BuildKey = fmt.Sprintf("%s/%d", j.key, p)
-	report := -1
-	if spec.keepsUnmatchedBuild() {
-		if last && j.emitted[p] == 0 {
-			spec.EmitUnmatchedBuild = true
-			spec.LeftSchema = j.leftSchema()
-		} else {
-			spec.ReportMatched = true
-			j.split[p] = true
-			report = p
+// unitsFor makes the tasks of part p over its pending left pieces, one
+// per build of the part; last: the left has no more.
+func (j *joinUnits) unitsFor(p int, last bool) []unit {
+	left := j.pending[p]
+	builds := j.partBuilds[p]
+	chunked := len(builds) > 1
+	group := -1
+	if chunked && j.spec.How != "inner" && j.spec.How != "right" {
+		// the left rows' outcome takes every chunk: the group is kept
+		// for its rest, and every task borrows it
+		var rows int64
+		for _, b := range left {
+			rows += b.rows
 		}
+		group = len(j.groups)
+		j.groups = append(j.groups, leftGroup{pieces: left, rows: rows})
 	}
-	j.order = append(j.order, report)
-	u := unit{join: &spec, inputs: append(append([]block(nil), j.pending[p]...), j.builds[p].inputs...),
-		estimate: j.pendingBytes[p] + j.builds[p].estimate}
+	var us []unit
+	for c, bi := range builds {
+		spec := j.spec
+		spec.Left = len(left)
+		spec.BuildKey = fmt.Sprintf("%s/%d", j.key, bi)
+		spec.ReportLeftMatched = group >= 0
+		report := joinReport{build: -1, group: group}
+		if spec.keepsUnmatchedBuild() {
+			if last && j.emitted[p] == 0 {
+				spec.EmitUnmatchedBuild = true
+				spec.LeftSchema = j.leftSchema()
+			} else {
+				spec.ReportMatched = true
+				j.split[bi] = true
+				report.build = bi
+			}
+		}
+		j.order = append(j.order, report)
+		// the last task of the group takes the left's pieces, unless a
+		// group keeps them; the others borrow them
+		pieces := left
+		if group >= 0 || c < len(builds)-1 {
+			pieces = borrowedCopy(left)
+		}
+		us = append(us, unit{join: &spec, inputs: append(append([]block(nil), pieces...), j.builds[bi].inputs...),
+			estimate: j.pendingBytes[p] + j.builds[bi].estimate})
+	}
 	j.emitted[p]++
 	j.pending[p], j.pendingBytes[p] = nil, 0
-	return u
+	return us
 }
 
-// meta collects the right rows a task matched (in the order tasks were
-// handed out: the stream collects in that order).
+// borrowedCopy is bs marked borrowed: given to a task, never released.
+func borrowedCopy(bs []block) []block {
+	out := append([]block(nil), bs...)
+	for i := range out {
+		out[i].borrowed = true
+	}
+	return out
+}
+
+// meta collects the right rows, and the left rows, a task matched (in
+// the order tasks were handed out: the stream collects in that order).
 func (j *joinUnits) meta(m *taskMeta) {
 	if len(j.order) == 0 {
 		return
 	}
-	p := j.order[0]
+	r := j.order[0]
 	j.order = j.order[1:]
-	if p < 0 {
-		return
+	if r.build >= 0 {
+		j.matched[r.build] = orBitmap(j.matched[r.build], m.Matched)
 	}
-	if j.matched[p] == nil {
-		j.matched[p] = make([]byte, len(m.Matched))
-	}
-	for i := range min(len(m.Matched), len(j.matched[p])) {
-		j.matched[p][i] |= m.Matched[i]
+	if r.group >= 0 {
+		g := &j.groups[r.group]
+		if want := int(bitutil.BytesForBits(g.rows)); len(m.LeftMatched) != want {
+			j.err = errs.Malformedf(metaWhat, "a bitmap of %d bytes for %d left rows", len(m.LeftMatched), g.rows)
+			return
+		}
+		g.matched = orBitmap(g.matched, m.LeftMatched)
 	}
 }
 
+// orBitmap sets in dst the bits set in src (dst made as long as src
+// when nil; bits past its end are dropped).
+func orBitmap(dst, src []byte) []byte {
+	if dst == nil {
+		dst = make([]byte, len(src))
+	}
+	for i := range min(len(src), len(dst)) {
+		dst[i] |= src[i]
+	}
+	return dst
+}
+
 // finish is the stream of the tasks that emit the right rows no task
-// matched, for the parts that took several tasks (right and full joins).
+// matched, for the builds that took several tasks (right and full
+// joins), and the rest of each left group joined in chunks.
 func (j *joinUnits) finish(a *allToAll) blockStream {
+	if j.err != nil {
+		return &failedStream{err: j.err}
+	}
 	var us []unit
-	for p := range j.parts {
-		if !j.split[p] {
+	for bi := range j.builds {
+		if !j.split[bi] {
 			continue
 		}
 		spec := j.spec
-		spec.UnmatchedOnly, spec.Matched, spec.Left, spec.LeftSchema = true, j.matched[p], 0, j.leftSchema()
-		us = append(us, unit{join: &spec, inputs: j.builds[p].inputs, estimate: j.builds[p].estimate})
+		spec.UnmatchedOnly, spec.Matched, spec.Left, spec.LeftSchema = true, j.matched[bi], 0, j.leftSchema()
+		us = append(us, unit{join: &spec, inputs: j.builds[bi].inputs, estimate: j.builds[bi].estimate})
+	}
+	for g := range j.groups {
+		grp := &j.groups[g]
+		spec := j.spec
+		spec.LeftRest, spec.Left, spec.RightSchema = true, len(grp.pieces), j.rightSchema()
+		spec.LeftMatched = grp.matched
+		if spec.LeftMatched == nil {
+			spec.LeftMatched = make([]byte, bitutil.BytesForBits(grp.rows))
+		}
+		var est int64
+		for _, b := range grp.pieces {
+			est += b.bytes
+		}
+		// the task takes the group's pieces (the stream releases them)
+		us = append(us, unit{join: &spec, inputs: grp.pieces, estimate: est})
+		grp.pieces = nil
 	}
 	if len(us) == 0 {
 		return &blockList{r: j.r}
@@ -463,6 +710,20 @@ func (j *joinUnits) leftSchema() []byte {
 	return nil
 }
 
+// rightSchema is the right side's schema, IPC-encoded: from its pieces,
+// else from the plan.
+func (j *joinUnits) rightSchema() []byte {
+	for _, b := range j.pieces {
+		if b.schema != nil && b.schema.NumFields() > 0 {
+			return encodeSchema(b.schema)
+		}
+	}
+	if j.rightPlanned != nil {
+		return encodeSchema(j.rightPlanned)
+	}
+	return nil
+}
+
 func (j *joinUnits) close() {
 	if j.closed {
 		return
@@ -474,6 +735,18 @@ func (j *joinUnits) close() {
 			b.release()
 		}
 		j.pending[p] = nil
+	}
+	for _, u := range j.ready { // units not handed out own their left pieces
+		for _, b := range u.inputs {
+			b.release()
+		}
+	}
+	j.ready = nil
+	for g := range j.groups {
+		for _, b := range j.groups[g].pieces {
+			b.release()
+		}
+		j.groups[g].pieces = nil
 	}
 	for _, b := range j.pieces {
 		b.borrowed = false

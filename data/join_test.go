@@ -151,8 +151,9 @@ func rowsText(rows []data.Row, how data.JoinType, keys []string) []string {
 	return out
 }
 
-// Every join type, broadcast and shuffled, on one key and on two, with
-// duplicate keys and nulls, against a join in plain Go.
+// Every join type, broadcast, shuffled and shuffled in chunks of the
+// right's rows, on one key and on two, with duplicate keys and nulls,
+// against a join in plain Go.
 func TestJoinsAgainstReference(t *testing.T) {
 	ctx := start(t)
 	r := rand.New(rand.NewPCG(3, 4))
@@ -165,14 +166,23 @@ func TestJoinsAgainstReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// chunked: the right's parts in pieces of a few rows, and a budget
+	// that takes a few of them a task, so that every part is joined in
+	// chunks of its right rows
+	chunkedCfg := data.DefaultConfig()
+	chunkedCfg.MemoryBudget = 2 << 10
+	rchunked := rd.Repartition(12)
 	for _, keys := range [][]string{{"k"}, {"k", "g"}} {
 		for how := data.InnerJoin; how <= data.AntiJoin; how++ {
-			for _, strategy := range []string{"broadcast", "shuffled"} {
+			for _, strategy := range []string{"broadcast", "shuffled", "chunked"} {
 				opts := []data.JoinOption{data.JoinPartitions(3)}
-				if strategy == "shuffled" {
+				if strategy != "broadcast" {
 					opts = append(opts, data.BroadcastBelow(0))
 				}
 				ds := ld.Join(rd, how, keys, opts...)
+				if strategy == "chunked" {
+					ds = ld.Join(rchunked, how, keys, opts...).WithConfig(chunkedCfg)
+				}
 				rows, err := ds.TakeAll(ctx)
 				if err != nil {
 					t.Fatalf("%v join on %v, %s: %v", how, keys, strategy, err)
@@ -186,6 +196,9 @@ func TestJoinsAgainstReference(t *testing.T) {
 				wantBroadcast := strategy == "broadcast" && how != data.RightJoin && how != data.FullJoin
 				if broadcast != wantBroadcast {
 					t.Errorf("%v join on %v, %s: broadcast %v, want %v:\n%s", how, keys, strategy, broadcast, wantBroadcast, st)
+				}
+				if chunked := strings.Contains(st, "of right rows, joined in"); chunked != (strategy == "chunked") {
+					t.Errorf("%v join on %v, %s: joined in chunks %v:\n%s", how, keys, strategy, chunked, st)
 				}
 			}
 		}

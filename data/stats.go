@@ -2,6 +2,7 @@ package data
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -161,11 +162,21 @@ func (s *subStats) addRead(n int64) {
 	s.mu.Unlock()
 }
 
+// addNote adds a line on how the stage's join runs, learnt as it runs.
+func (s *stageStats) addNote(n string) {
+	s.mu.Lock()
+	s.notes = append(s.notes, n)
+	s.mu.Unlock()
+}
+
 func (s *stageStats) formatNotes(b *strings.Builder) {
 	if s.read != nil {
 		s.read.format(b)
 	}
-	for _, n := range s.notes {
+	s.mu.Lock()
+	notes := slices.Clone(s.notes)
+	s.mu.Unlock()
+	for _, n := range notes {
 		fmt.Fprintf(b, "* Join: %s\n", n)
 	}
 }

@@ -153,7 +153,7 @@ func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta
 	}
 	shared := inputs[len(inputs)-spec.Shared:]
 	inputs = inputs[:len(inputs)-spec.Shared]
-	var matched []byte
+	var matched joinMatches
 	var inSchema *arrow.Schema
 	if spec.Join != nil {
 		out, m, err := runJoinTask(ctx, spec.Join, inputs)
@@ -229,7 +229,7 @@ func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta
 	if schema == nil {
 		schema = arrow.NewSchema(nil, nil)
 	}
-	meta := &taskMeta{Schema: encodeSchema(schema), ReadBytes: readBytes, Matched: matched}
+	meta := &taskMeta{Schema: encodeSchema(schema), ReadBytes: readBytes, Matched: matched.right, LeftMatched: matched.left}
 	var parts []arrow.RecordBatch
 	defer func() { releaseAll(parts) }()
 	switch spec.Out.Kind {

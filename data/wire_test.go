@@ -33,6 +33,10 @@ func sampleSpecs() map[string]taskSpec {
 			{Kind: "project", Exprs: []expr.Expr{expr.Col("y"), expr.Col("s").Contains("q").As("q")}}},
 			Out: outSpec{Kind: "blocks", MaxBlocks: 8}},
 		"shuffle": {Out: outSpec{Kind: "shuffle_reduce", MaxBlocks: 8, Seed: 42, TaskIndex: 7}},
+		"join chunk": {Join: &joinSpec{How: "left", LeftKeys: []string{"k"}, RightKeys: []string{"id"}, Suffix: "_right",
+			BuildKey: "join-1/7", Left: 2, ReportLeftMatched: true}, Out: outSpec{Kind: "blocks", MaxBlocks: 8}},
+		"join left rest": {Join: &joinSpec{How: "anti", LeftKeys: []string{"k"}, RightKeys: []string{"k"}, Suffix: "_right",
+			Left: 3, LeftRest: true, LeftMatched: []byte{0x5a, 0x01}, RightSchema: []byte{1, 2}}, Out: outSpec{Kind: "blocks", MaxBlocks: 8}},
 		"zip and write": {Zip: &zipSpec{Skip: 5, Rows: 10},
 			Ops: []opSpec{{Kind: "write_parquet", Path: "/out/part-00001.parquet"}}, Out: outSpec{Kind: "blocks", MaxBlocks: 8}},
 	}
@@ -77,6 +81,12 @@ func TestMalformedTaskSpecs(t *testing.T) {
 		"sort key of nothing":    func(m *atollpb.DataTask) { m.Out.Keys = []*atollpb.DataSortKey{{}} },
 		"too many samples":       func(m *atollpb.DataTask) { m.Out.Samples = maxSamples + 1 },
 		"write without a path":   func(m *atollpb.DataTask) { m.Ops = []*atollpb.DataOp{{Kind: "write_csv"}} },
+		"left rest of an inner join": func(m *atollpb.DataTask) {
+			m.Join = &atollpb.DataJoin{How: "inner", LeftKeys: []string{"k"}, RightKeys: []string{"k"}, LeftRest: true}
+		},
+		"left rest that also joins": func(m *atollpb.DataTask) {
+			m.Join = &atollpb.DataJoin{How: "left", LeftKeys: []string{"k"}, RightKeys: []string{"k"}, LeftRest: true, ReportLeftMatched: true}
+		},
 	} {
 		var m atollpb.DataTask
 		if err := proto.Unmarshal(encodeTask(&base), &m); err != nil {

@@ -1,8 +1,11 @@
 package atoll_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/gob"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -26,6 +29,26 @@ var (
 			return atoll.Raw{}, errors.New("want one argument")
 		}
 		return atoll.Raw{Codec: xs[0].Codec, Data: append([]byte(nil), xs[0].Data...)}, nil
+	})
+	// rawRefsSum decodes its Raw argument as refs (DecodeRaw) and sums
+	// what they hold.
+	rawRefsSum = atoll.NewFuncN("test.rawRefsSum", func(ctx context.Context, xs []atoll.Raw) (int, error) {
+		if len(xs) != 1 {
+			return 0, errors.New("want one argument")
+		}
+		rs, err := atoll.DecodeRaw[rawRefs](ctx, xs[0])
+		if err != nil {
+			return 0, err
+		}
+		parts, err := atoll.GetAll(ctx, rs.Parts)
+		total := 0
+		for i, p := range parts {
+			rs.Parts[i].Release()
+			for _, x := range p {
+				total += x
+			}
+		}
+		return total, err
 	})
 	splitN = atoll.NewMultiFuncN("test.splitN", func(_ context.Context, xs []int) ([]int, error) {
 		return xs, nil
@@ -126,6 +149,42 @@ func TestRawPassesValuesThrough(t *testing.T) {
 	_, err = atoll.Get(ctx, rawIdentity.Remote(ctx, []atoll.Arg[atoll.Raw]{atoll.Value(atoll.Raw{Data: []byte{1}})}))
 	if !errors.Is(err, atoll.ErrInvalidArgument) {
 		t.Fatalf("Raw without codec: %v, want ErrInvalid", err)
+	}
+}
+
+// rawRefs is refs inside a value, passed through a Raw argument.
+type rawRefs struct{ Parts []atoll.ObjectRef[[]int] }
+
+// A gob value holding refs, passed as a Raw argument, lends them to the
+// task as a typed argument would: DecodeRaw makes refs the task reads, in
+// worker processes and in-process workers alike.
+func TestDecodeRawLendsRefs(t *testing.T) {
+	for _, mode := range []atoll.WorkerMode{atoll.ProcessWorkers, atoll.InProcessWorkers} {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) { decodeRawLendsRefs(t, mode) })
+	}
+}
+
+func decodeRawLendsRefs(t *testing.T, mode atoll.WorkerMode) {
+	ctx := start(t, atoll.WithWorkerMode(mode))
+	var rs rawRefs
+	for i := range 3 {
+		ref, err := atoll.Put(ctx, []int{i, 10 * i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs.Parts = append(rs.Parts, ref)
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(rs); err != nil {
+		t.Fatal(err)
+	}
+	arg := atoll.Value(atoll.Raw{Codec: atollpb.Codec_CODEC_GOB, Data: buf.Bytes()})
+	for _, r := range rs.Parts {
+		r.Release() // the task's argument holds them now
+	}
+	got, err := atoll.Get(ctx, rawRefsSum.Remote(ctx, []atoll.Arg[atoll.Raw]{arg}))
+	if err != nil || got != 33 {
+		t.Fatalf("sum %d, %v; want 33", got, err)
 	}
 }
 

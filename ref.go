@@ -1,6 +1,7 @@
 package atoll
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/atoll-runtime/atoll/internal/codec"
@@ -102,4 +103,19 @@ func Retype[T any](r Ref) ObjectRef[T] {
 		return ObjectRef[T]{}
 	}
 	return ObjectRef[T]{h: r.handle()}
+}
+
+// DecodeRaw decodes r as a T, as a task's typed arguments are decoded:
+// refs and actor handles inside it register with the runtime running
+// ctx (the task's), and each ref is the caller's to Release. A function
+// taking Raw arguments uses it for an argument that carries refs (a gob
+// value); the refs inside are lent to the task as a typed argument's
+// would be.
+func DecodeRaw[T any](ctx context.Context, r Raw) (T, error) {
+	rt, err := runtime.Running(ctx)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return decodeCopy[T](rt, r.Codec, r.Data)
 }

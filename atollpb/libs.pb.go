@@ -521,7 +521,12 @@ type DataJoin struct {
 	LeftMatched []byte `protobuf:"bytes,16,opt,name=left_matched,json=leftMatched,proto3" json:"left_matched,omitempty"`
 	// The right side's schema (an Arrow IPC stream of no batch), for the
 	// null right columns of a left_rest task's rows.
-	RightSchema   []byte `protobuf:"bytes,17,opt,name=right_schema,json=rightSchema,proto3" json:"right_schema,omitempty"`
+	RightSchema []byte `protobuf:"bytes,17,opt,name=right_schema,json=rightSchema,proto3" json:"right_schema,omitempty"`
+	// The right's pieces come as one gob-encoded argument holding their
+	// refs (after the left pieces), read only when the worker has no table
+	// of them: a table a worker keeps serves the part's later tasks
+	// without the pieces restored into the store again.
+	LazyRight     bool `protobuf:"varint,18,opt,name=lazy_right,json=lazyRight,proto3" json:"lazy_right,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -673,6 +678,13 @@ func (x *DataJoin) GetRightSchema() []byte {
 		return x.RightSchema
 	}
 	return nil
+}
+
+func (x *DataJoin) GetLazyRight() bool {
+	if x != nil {
+		return x.LazyRight
+	}
+	return false
 }
 
 // DataRead is a read: kind range (ids start to end), parquet (row_groups
@@ -1872,7 +1884,7 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\x03ops\x18\x03 \x03(\v2\x10.atoll.v1.DataOpR\x03ops\x12&\n" +
 	"\x03out\x18\x04 \x01(\v2\x14.atoll.v1.DataOutputR\x03out\x12&\n" +
 	"\x04join\x18\x05 \x01(\v2\x12.atoll.v1.DataJoinR\x04join\x12\x16\n" +
-	"\x06shared\x18\x06 \x01(\x03R\x06shared\"\xad\x04\n" +
+	"\x06shared\x18\x06 \x01(\x03R\x06shared\"\xcc\x04\n" +
 	"\bDataJoin\x12\x10\n" +
 	"\x03how\x18\x01 \x01(\tR\x03how\x12\x1b\n" +
 	"\tleft_keys\x18\x02 \x03(\tR\bleftKeys\x12\x1d\n" +
@@ -1894,7 +1906,9 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\x13report_left_matched\x18\x0e \x01(\bR\x11reportLeftMatched\x12\x1b\n" +
 	"\tleft_rest\x18\x0f \x01(\bR\bleftRest\x12!\n" +
 	"\fleft_matched\x18\x10 \x01(\fR\vleftMatched\x12!\n" +
-	"\fright_schema\x18\x11 \x01(\fR\vrightSchema\"\x93\x01\n" +
+	"\fright_schema\x18\x11 \x01(\fR\vrightSchema\x12\x1d\n" +
+	"\n" +
+	"lazy_right\x18\x12 \x01(\bR\tlazyRight\"\x93\x01\n" +
 	"\bDataRead\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\x03R\x05start\x12\x10\n" +

@@ -3,6 +3,7 @@ package data
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -38,11 +39,15 @@ type blockStream interface {
 
 // unit is the input of one task: a read, or blocks.
 type unit struct {
-	read     *readSpec
-	zip      *zipSpec  // inputs are a left block then the right blocks it spans
-	join     *joinSpec // a shuffled join's task: inputs are left pieces, then right ones
-	ops      []opSpec  // run before the stream's ops (a Split's slice)
-	inputs   []block
+	read   *readSpec
+	zip    *zipSpec  // inputs are a left block then the right blocks it spans
+	join   *joinSpec // a shuffled join's task: inputs are left pieces; the right's are lazy
+	ops    []opSpec  // run before the stream's ops (a Split's slice)
+	inputs []block
+	// lazy: blocks the task reads itself when it needs them, passed as
+	// one argument of their refs after the inputs (a shuffled join's
+	// right pieces: joinSpec.LazyRight); the unit does not own them
+	lazy     []block
 	estimate int64 // bytes the task is expected to produce
 	parts    int   // the task's output parts, where not the stream's (a cut's)
 }
@@ -218,6 +223,9 @@ func cost(u unit) int64 {
 	for _, b := range u.inputs {
 		in += b.bytes
 	}
+	for _, b := range u.lazy {
+		in += b.bytes
+	}
 	return in + u.estimate
 }
 
@@ -245,9 +253,7 @@ func (t *taskStream) fill(ctx context.Context) error {
 			}
 			t.peeked = &u
 			// the input is the task's now: charge it as the task's
-			for _, b := range u.inputs {
-				t.r.charge(b.bytes)
-			}
+			t.r.charge(inputBytes(u))
 		}
 		if len(t.pending) > 0 && (t.ratio == 0 || !t.r.fits(t.expected(*t.peeked)) || !t.r.cpuFits(t.st.taskCPU)) {
 			return nil
@@ -261,6 +267,20 @@ func (t *taskStream) fill(ctx context.Context) error {
 func inputBytes(u unit) int64 { return cost(u) - u.estimate }
 
 func (t *taskStream) submit(ctx context.Context, u unit) {
+	var lazy atoll.Raw
+	if len(u.lazy) > 0 {
+		js := *u.join
+		var err error
+		if lazy, err = lazyArg(u.lazy); err == nil {
+			js.LazyRight = true
+		} else {
+			// a ref that cannot be encoded: the blocks go as arguments,
+			// and the task's own fetch reports what is wrong with them
+			u.inputs = append(slices.Clone(u.inputs), u.lazy...)
+			lazy.Data = nil
+		}
+		u.join = &js
+	}
 	spec := taskSpec{Read: u.read, Zip: u.zip, Ops: t.ops, Out: t.out, Join: u.join, Shared: len(t.shared)}
 	spec.Out.TaskIndex = t.seq
 	if u.parts > 0 {
@@ -286,6 +306,9 @@ func (t *taskStream) submit(ctx context.Context, u unit) {
 	args := []atoll.Arg[atoll.Raw]{atoll.Value(atoll.Raw{Codec: atollpb.Codec_CODEC_PROTO, Data: encodeTask(&spec)})}
 	for _, b := range u.inputs {
 		args = append(args, b.ref)
+	}
+	if lazy.Data != nil {
+		args = append(args, atoll.Value(lazy))
 	}
 	for _, b := range t.shared {
 		args = append(args, b.ref)

@@ -21,7 +21,7 @@ import (
 //     right side runs first, its blocks stay in the store, and every task
 //     of the left's stage takes them as shared arguments and probes a hash
 //     table of them; the join fuses with the maps around it, and a worker
-//     builds the table once for all its tasks (joinCache);
+//     builds the table once for all its tasks (joinTables);
 //   - shuffled, otherwise: both sides are cut into P parts by a hash of
 //     their keys (the right's map tasks first, then the left's, fused
 //     with the maps before the join), and a join task per part and group
@@ -37,7 +37,10 @@ import (
 //     rows, each chunk with every left group of the part; a left group's
 //     rows that no chunk matched (left, full, anti) or some chunk matched
 //     (semi) come from one more task given the union of the left rows
-//     the chunks matched.
+//     the chunks matched. A join task reads its part's right pieces
+//     itself, and only when its worker has no table of them: a worker
+//     builds a part's table once (joinTables) and its later tasks of the
+//     part leave the pieces where they are, spilled or not.
 //
 // Keys match when every key is equal; a key with a null matches nothing
 // (SQL's rule). The output is the left's columns, then the right's but
@@ -167,6 +170,9 @@ type joinSpec struct {
 	LeftRest          bool
 	LeftMatched       []byte
 	RightSchema       []byte
+	// LazyRight: the right's pieces are one argument of their refs
+	// (lazyRefs), read only when the worker has no table of them
+	LazyRight bool
 }
 
 func (js *joinSpec) isRightKey(name string) bool { return slices.Contains(js.RightKeys, name) }

@@ -1,7 +1,9 @@
 package data
 
 import (
+	"bytes"
 	"context"
+	"encoding/gob"
 	"fmt"
 	"sync"
 
@@ -9,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
@@ -119,6 +122,51 @@ func buildSide(key string, blocks []atoll.Raw, keys []string) (*joinTable, error
 	return t, nil
 }
 
+// lazyRefs is the argument of a task that reads blocks only when it
+// needs them (joinSpec.LazyRight): their refs, which the task borrows.
+type lazyRefs struct{ Refs []atoll.ObjectRef[atoll.Raw] }
+
+// lazyArg is bs's refs as a task's argument (gob, the encoding that
+// carries refs: the task holds them while it runs).
+func lazyArg(bs []block) (atoll.Raw, error) {
+	lr := lazyRefs{Refs: make([]atoll.ObjectRef[atoll.Raw], len(bs))}
+	for i, b := range bs {
+		lr.Refs[i] = b.ref
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(lr); err != nil {
+		return atoll.Raw{}, err
+	}
+	return atoll.Raw{Codec: atollpb.Codec_CODEC_GOB, Data: buf.Bytes()}, nil
+}
+
+// lazyBuildSide is buildSide over blocks lent as refs (lazyArg): the
+// worker's table of key when it has one, else the blocks read and built.
+func lazyBuildSide(ctx context.Context, key string, arg atoll.Raw, keys []string) (*joinTable, error) {
+	if key != "" {
+		if t := joinTables.get(key); t != nil {
+			return t, nil
+		}
+	}
+	if arg.Codec != atollpb.Codec_CODEC_GOB {
+		return nil, errs.Malformedf(specWhat, "a join's right side of codec %v", arg.Codec)
+	}
+	lr, err := atoll.DecodeRaw[lazyRefs](ctx, arg)
+	defer func() {
+		for _, r := range lr.Refs {
+			r.Release()
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	blocks, err := atoll.GetAll(ctx, lr.Refs)
+	if err != nil {
+		return nil, err
+	}
+	return buildSide(key, blocks, keys)
+}
+
 // probeKeys returns rec's key columns.
 func probeKeys(rec arrow.RecordBatch, keys []string) ([]arrow.Array, error) {
 	out := make([]arrow.Array, len(keys))
@@ -209,7 +257,16 @@ func runJoinTask(ctx context.Context, js *joinSpec, inputs []atoll.Raw) ([]arrow
 		out, err := leftRest(ctx, js, inputs)
 		return out, joinMatches{}, err
 	}
-	t, err := buildSide(js.BuildKey, inputs[js.Left:], js.RightKeys)
+	var t *joinTable
+	var err error
+	if right := inputs[js.Left:]; js.LazyRight {
+		if len(right) != 1 {
+			return nil, joinMatches{}, errs.Malformedf(specWhat, "a join's right side in %d arguments", len(right))
+		}
+		t, err = lazyBuildSide(ctx, js.BuildKey, right[0], js.RightKeys)
+	} else {
+		t, err = buildSide(js.BuildKey, right, js.RightKeys)
+	}
 	if err != nil {
 		return nil, joinMatches{}, err
 	}
@@ -610,7 +667,7 @@ func (j *joinUnits) unitsFor(p int, last bool) []unit {
 		if group >= 0 || c < len(builds)-1 {
 			pieces = borrowedCopy(left)
 		}
-		us = append(us, unit{join: &spec, inputs: append(append([]block(nil), pieces...), j.builds[bi].inputs...),
+		us = append(us, unit{join: &spec, inputs: pieces, lazy: j.builds[bi].inputs,
 			estimate: j.pendingBytes[p] + j.builds[bi].estimate})
 	}
 	j.emitted[p]++
@@ -674,7 +731,7 @@ func (j *joinUnits) finish(a *allToAll) blockStream {
 		}
 		spec := j.spec
 		spec.UnmatchedOnly, spec.Matched, spec.Left, spec.LeftSchema = true, j.matched[bi], 0, j.leftSchema()
-		us = append(us, unit{join: &spec, inputs: j.builds[bi].inputs, estimate: j.builds[bi].estimate})
+		us = append(us, unit{join: &spec, lazy: j.builds[bi].inputs, estimate: j.builds[bi].estimate})
 	}
 	for g := range j.groups {
 		grp := &j.groups[g]

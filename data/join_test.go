@@ -240,7 +240,9 @@ func TestJoinKeysAndPlan(t *testing.T) {
 // right side's pieces (24 MB) wait in the store, spilled as the left's
 // come, and each part (12 MB of right rows, 25 MB of left ones, more
 // than the 32 MiB store) streams through join tasks, in groups of left
-// pieces within the run's budget; the join completes with every row.
+// pieces within the run's budget (each part's right rows in chunks: they
+// are more than half the 8 MiB budget); the join completes with every
+// row, and the right pieces spilled are read back once per worker.
 func TestJoinPartLargerThanStore(t *testing.T) {
 	ctx := start(t, atoll.WithObjectStoreMemory(32<<20))
 	left := data.Range(50_000).WithColumn("k", expr.Col("id").Mod(24_000)).WithColumn("g", expr.Col("id").Mod(4)).AddColumn("pad", pad)
@@ -271,6 +273,11 @@ func TestJoinPartLargerThanStore(t *testing.T) {
 	}
 	if mem.SpilledBytesTotal == 0 {
 		t.Errorf("74 MB of pieces through a 32 MiB store spilled nothing")
+	}
+	// a worker reads a part's right pieces once for its table (restored
+	// once per worker), not once per task (6-8 times the spilled bytes)
+	if mem.RestoredBytesTotal > 4*mem.SpilledBytesTotal {
+		t.Errorf("spilled %d bytes, restored %d: pieces restored for every task", mem.SpilledBytesTotal, mem.RestoredBytesTotal)
 	}
 	st := ds.Stats()
 	if !strings.Contains(st, "Substage 1 join:") {

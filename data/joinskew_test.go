@@ -114,3 +114,42 @@ func frequentKeyJoin(how data.JoinType, nl, nr int64, lk, rk func(int64) int64) 
 	sort.Strings(out)
 	return out
 }
+
+// The same joins with in-process workers, where a task's lent refs
+// decode in the driver's process: the frequent key's part in chunks, its
+// right pieces read by the tasks themselves.
+func TestJoinOfAFrequentRightKeyInProcess(t *testing.T) {
+	ctx := start(t, atoll.WithObjectStoreMemory(16<<20), atoll.WithWorkerMode(atoll.InProcessWorkers))
+	const nl, nr = 1_000, 8_000
+	lk := func(id int64) int64 { return id % 500 }
+	rk := func(id int64) int64 {
+		if id%4 != 0 {
+			return 0
+		}
+		return id
+	}
+	left := data.Range(nl).WithColumn("k", expr.Col("id").Mod(500))
+	right := data.Range(nr).WithColumn("k", expr.When(expr.Col("id").Mod(4).Ne(0)).Then(int64(0)).Otherwise(expr.Col("id"))).
+		AddColumn("pad", pad)
+	for _, how := range []data.JoinType{data.InnerJoin, data.FullJoin, data.AntiJoin} {
+		ds := left.Join(right, how, []string{"k"}, data.BroadcastBelow(0)).Select("id", "k", "id_right")
+		if how == data.AntiJoin {
+			ds = left.Join(right, how, []string{"k"}, data.BroadcastBelow(0)).Select("id", "k")
+		}
+		rows, err := ds.TakeAll(ctx)
+		if err != nil {
+			t.Fatalf("%v: %v", how, err)
+		}
+		var got []string
+		for _, r := range rows {
+			got = append(got, fmt.Sprint(r["id"], r["k"], r["id_right"]))
+		}
+		sort.Strings(got)
+		if want := frequentKeyJoin(how, nl, nr, lk, rk); !slices.Equal(got, want) {
+			t.Fatalf("%v: %d rows, want %d\ngot  %v\nwant %v", how, len(got), len(want), head(got), head(want))
+		}
+		if st := ds.Stats(); !strings.Contains(st, "of right rows, joined in") {
+			t.Errorf("%v: no part joined in chunks:\n%s", how, st)
+		}
+	}
+}

@@ -280,7 +280,8 @@ func joinProto(j *joinSpec) *atollpb.DataJoin {
 	return &atollpb.DataJoin{How: j.How, LeftKeys: j.LeftKeys, RightKeys: j.RightKeys, Suffix: j.Suffix, BuildKey: j.BuildKey,
 		SharedFrom: int64(j.SharedFrom), SharedTo: int64(j.SharedTo), Left: int64(j.Left), EmitUnmatchedBuild: j.EmitUnmatchedBuild,
 		ReportMatched: j.ReportMatched, Matched: j.Matched, UnmatchedOnly: j.UnmatchedOnly, LeftSchema: j.LeftSchema,
-		ReportLeftMatched: j.ReportLeftMatched, LeftRest: j.LeftRest, LeftMatched: j.LeftMatched, RightSchema: j.RightSchema}
+		ReportLeftMatched: j.ReportLeftMatched, LeftRest: j.LeftRest, LeftMatched: j.LeftMatched, RightSchema: j.RightSchema,
+		LazyRight: j.LazyRight}
 }
 
 // joinFrom is a checked message's join (nil for none).
@@ -291,7 +292,8 @@ func joinFrom(m *atollpb.DataJoin) *joinSpec {
 	return &joinSpec{How: m.How, LeftKeys: m.LeftKeys, RightKeys: m.RightKeys, Suffix: m.Suffix, BuildKey: m.BuildKey,
 		SharedFrom: int(m.SharedFrom), SharedTo: int(m.SharedTo), Left: int(m.Left), EmitUnmatchedBuild: m.EmitUnmatchedBuild,
 		ReportMatched: m.ReportMatched, Matched: m.Matched, UnmatchedOnly: m.UnmatchedOnly, LeftSchema: m.LeftSchema,
-		ReportLeftMatched: m.ReportLeftMatched, LeftRest: m.LeftRest, LeftMatched: m.LeftMatched, RightSchema: m.RightSchema}
+		ReportLeftMatched: m.ReportLeftMatched, LeftRest: m.LeftRest, LeftMatched: m.LeftMatched, RightSchema: m.RightSchema,
+		LazyRight: m.LazyRight}
 }
 
 // checkJoin checks a join from the wire (nil: none).
@@ -309,7 +311,7 @@ func checkJoin(m *atollpb.DataJoin) error {
 		return bad("a join of shared arguments %d to %d, %d left inputs", m.SharedFrom, m.SharedTo, m.Left)
 	case len(m.Suffix) > maxString || len(m.BuildKey) > maxString:
 		return bad("a join's suffix or key of %d and %d bytes", len(m.Suffix), len(m.BuildKey))
-	case m.LeftRest && (m.UnmatchedOnly || m.ReportLeftMatched || m.ReportMatched || m.EmitUnmatchedBuild):
+	case m.LeftRest && (m.UnmatchedOnly || m.ReportLeftMatched || m.ReportMatched || m.EmitUnmatchedBuild || m.LazyRight):
 		return bad("a join task of the left's rest that also joins")
 	case m.LeftRest && (m.How == "inner" || m.How == "right"):
 		return bad("the left's rest of a %s join", m.How)

@@ -25,7 +25,8 @@
 // dimension table (a row per value in [0, 1e6): dim_id, a category of
 // 100, a weight; ~20 MiB) on value = dim_id, then grouped by category;
 // against one goroutine's hash join (a Go map of the dimension, the fact
-// table's row groups probed one at a time).
+// table's row groups probed one at a time). The dimension is broadcast;
+// with -join-shuffled both sides are cut into parts by the key instead.
 //
 // B (pipeline_b.go): ReadParquet → Sort("id") → WriteParquet; against an
 // in-memory sort with the same Arrow kernels (up to -baseline-max).
@@ -84,6 +85,7 @@ type options struct {
 	turns         int
 	cpuprofile    string
 	aggPartitions int
+	joinShuffled  bool
 	json          bool
 }
 
@@ -106,6 +108,7 @@ func main() {
 	flag.IntVar(&opts.turns, "turns", opts.turns, "run pipelines A, J and G and their baselines this many times, in turns, and report the medians")
 	flag.IntVar(&opts.aggPartitions, "agg-partitions", 0, "pipeline A's GroupBy NumPartitions (0: the default, one per CPU, oversized parts cut again)")
 	flag.StringVar(&opts.cpuprofile, "cpuprofile", "", "write a CPU profile of this process over the pipelines (the baselines, and the driver's side of atoll; ATOLL_WORKER_CPUPROFILE profiles the worker processes)")
+	flag.BoolVar(&opts.joinShuffled, "join-shuffled", false, "run pipeline J's join shuffled (both sides cut into parts by the key) rather than broadcast")
 	flag.BoolVar(&opts.json, "json", false, "print one JSON line per measurement (progress goes to stderr)")
 	flag.Parse()
 	if err := run(context.Background(), opts, os.Stdout, os.Stderr); err != nil {
@@ -176,7 +179,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "dataset: %d rows, %d bytes of Parquet\n", input.Rows, genBytes)
 	e.config = map[string]any{
 		"gen_size_bytes": int64(opts.genSize), "parquet_bytes": genBytes, "rows": input.Rows, "files": opts.files,
-		"rows_per_group": opts.rowsPerGroup, "object_store_bytes": int64(opts.store), "worker_heap_floor_bytes": int64(opts.heapFloor), "workers": opts.workers, "turns": opts.turns,
+		"rows_per_group": opts.rowsPerGroup, "object_store_bytes": int64(opts.store), "worker_heap_floor_bytes": int64(opts.heapFloor), "workers": opts.workers, "turns": opts.turns, "join_shuffled": opts.joinShuffled,
 		"worker_mode": mode.String(), "atoll_version": benchfmt.Version(), "cpus": runtime.NumCPU(), "go": runtime.Version(),
 		"agg_partitions": opts.aggPartitions,
 	}

@@ -112,7 +112,7 @@ func runJ(ctx context.Context, e *env) ([]benchfmt.Record, error) {
 	}}, contender{"atoll", func() (phase, error) {
 		p, err := measure(ctx, func() error {
 			var err error
-			got, ds, err = pipelineJ(ctx, e.in, dimDir)
+			got, ds, err = pipelineJ(ctx, e.in, dimDir, e.opts.joinShuffled)
 			return err
 		})
 		p.verified = err == nil && maps.Equal(got, want) && len(want) == categories
@@ -132,11 +132,15 @@ func runJ(ctx context.Context, e *env) ([]benchfmt.Record, error) {
 }
 
 // pipelineJ runs J on atoll: ReadParquet(fact) joined with
-// ReadParquet(dim) (broadcast: the dimension is under the threshold),
-// then GroupBy(category).
-func pipelineJ(ctx context.Context, in, dimDir string) (map[string]joined, *data.Dataset, error) {
+// ReadParquet(dim) (broadcast: the dimension is under the threshold;
+// shuffled if asked), then GroupBy(category).
+func pipelineJ(ctx context.Context, in, dimDir string, shuffled bool) (map[string]joined, *data.Dataset, error) {
+	opts := []data.JoinOption{data.RightOn("dim_id")}
+	if shuffled {
+		opts = append(opts, data.BroadcastBelow(0))
+	}
 	ds := data.ReadParquet(in).
-		Join(data.ReadParquet(dimDir), data.InnerJoin, []string{"value"}, data.RightOn("dim_id")).
+		Join(data.ReadParquet(dimDir), data.InnerJoin, []string{"value"}, opts...).
 		GroupBy("category").Aggregate(data.Count(), data.Sum("weight"), data.Sum("id"))
 	out := map[string]joined{}
 	for rec, err := range ds.IterBatches(ctx, 0) {

@@ -218,7 +218,10 @@
 //     split(n, equal=True): row counts within one of each other).
 //   - Consumers: Count, Schema, Show (columns in the schema's order),
 //     Take, TakeAll, Iter, IterBatches (Prefetch), ToArrow, WriteParquet,
-//     WriteCSV, Materialize; Stats.
+//     WriteCSV, Materialize; Stats. WriteParquet writes Snappy pages with
+//     Snappy's standard encoder (ParquetWriterProperties: the package
+//     registers arrow-go's Snappy codec again so that the level it asks
+//     for, 1, takes that encoder; other levels are as arrow-go made them).
 //   - Typed rows: IterAs, TakeAs and TakeAllAs read rows as Go structs
 //     (fields by their `arrow` tag or name, as FromItems writes them;
 //     pointer fields for nulls), the field types checked against the

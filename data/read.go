@@ -16,8 +16,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/csv"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/atoll-runtime/atoll"
@@ -237,11 +235,10 @@ func fileUnits(paths []string, kind string, exts ...string) ([]readUnit, error) 
 	return out, nil
 }
 
-// writeParquet writes recs as one Parquet file (snappy, a row group per
-// record).
+// writeParquet writes recs as one Parquet file (ParquetWriterProperties,
+// a row group per record).
 func writeParquet(_ context.Context, w io.Writer, recs []arrow.RecordBatch) error {
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy))
-	fw, err := pqarrow.NewFileWriter(recs[0].Schema(), w, props, pqarrow.DefaultWriterProps())
+	fw, err := pqarrow.NewFileWriter(recs[0].Schema(), w, ParquetWriterProperties(), pqarrow.DefaultWriterProps())
 	if err != nil {
 		return err
 	}

@@ -10,8 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/atoll-runtime/atoll/data"
@@ -130,8 +128,8 @@ func baselineB(ctx context.Context, files []string, out string) error {
 		return err
 	}
 	defer f.Close()
-	fw, err := pqarrow.NewFileWriter(inputSchema, struct{ io.Writer }{f},
-		parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy)), pqarrow.DefaultWriterProps())
+	// the properties WriteParquet writes with (the same encoder)
+	fw, err := pqarrow.NewFileWriter(inputSchema, struct{ io.Writer }{f}, data.ParquetWriterProperties(), pqarrow.DefaultWriterProps())
 	if err != nil {
 		return err
 	}

@@ -221,7 +221,9 @@
 //     WriteCSV, Materialize; Stats. WriteParquet writes Snappy pages with
 //     Snappy's standard encoder (ParquetWriterProperties: the package
 //     registers arrow-go's Snappy codec again so that the level it asks
-//     for, 1, takes that encoder; other levels are as arrow-go made them).
+//     for, 1, takes that encoder; other levels are as arrow-go made them),
+//     and without a dictionary for columns whose sampled values are nearly
+//     all distinct.
 //   - Typed rows: IterAs, TakeAs and TakeAllAs read rows as Go structs
 //     (fields by their `arrow` tag or name, as FromItems writes them;
 //     pointer fields for nulls), the field types checked against the

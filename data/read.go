@@ -236,9 +236,10 @@ func fileUnits(paths []string, kind string, exts ...string) ([]readUnit, error) 
 }
 
 // writeParquet writes recs as one Parquet file (ParquetWriterProperties,
-// a row group per record).
+// no dictionary for columns the first record shows nearly distinct, a
+// row group per record).
 func writeParquet(_ context.Context, w io.Writer, recs []arrow.RecordBatch) error {
-	fw, err := pqarrow.NewFileWriter(recs[0].Schema(), w, ParquetWriterProperties(), pqarrow.DefaultWriterProps())
+	fw, err := pqarrow.NewFileWriter(recs[0].Schema(), w, ParquetWriterProperties(dictionaryOff(recs[0])...), pqarrow.DefaultWriterProps())
 	if err != nil {
 		return err
 	}

@@ -523,20 +523,7 @@ func chunkBuild(u unit, limit int64) []unit {
 	if u.estimate <= 2*limit {
 		return []unit{u}
 	}
-	var out []unit
-	var cur unit
-	for _, b := range u.inputs {
-		if len(cur.inputs) > 0 && cur.estimate+b.bytes > limit {
-			out = append(out, cur)
-			cur = unit{}
-		}
-		cur.inputs = append(cur.inputs, b)
-		cur.estimate += b.bytes
-	}
-	if len(cur.inputs) > 0 {
-		out = append(out, cur)
-	}
-	return out
+	return groupInputs(u.inputs, limit)
 }
 
 // joinUnits yields a shuffled join's tasks: a part's right pieces (or

@@ -89,12 +89,13 @@ func startCluster(t *testing.T) (*testcluster.Cluster, context.Context) {
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	ctx := testmain.Init(t, 3*time.Minute, atoll.WithAddress(c.Address()), atoll.WithSecret(c.Secret()),
 		atoll.WithObjectStoreMemory(driverStore), atoll.WithTracerProvider(tp), atoll.WithFailureTimeout(failureTimeout))
-	runJob(ctx, t)
+	runJob(ctx, t, c)
 	return c, ctx
 }
 
-// runJob runs the job; the objects it keeps live until the test ends.
-func runJob(ctx context.Context, t *testing.T) {
+// runJob runs the job on c; the objects it keeps live until the test
+// ends.
+func runJob(ctx context.Context, t *testing.T, c *testcluster.Cluster) {
 	t.Helper()
 	var kept []atoll.ObjectRef[[]byte]
 	t.Cleanup(func() {
@@ -111,7 +112,9 @@ func runJob(ctx context.Context, t *testing.T) {
 	}
 	blobs := make([]atoll.Ref, numBlobs)
 	for i := range blobs {
-		r := blob.Remote(ctx, atoll.Value(blobBytes), atoll.Spread())
+		// one on each node (Spread is best effort: a loaded node may
+		// take two)
+		r := blob.Remote(ctx, atoll.Value(blobBytes), atoll.OnNode(c.Node(i).ID, false))
 		blobs[i] = r
 		kept = append(kept, r)
 	}

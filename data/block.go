@@ -33,7 +33,7 @@ import (
 // encodeBlock writes rec as an IPC stream.
 func encodeBlock(rec arrow.RecordBatch) ([]byte, error) {
 	var buf bytes.Buffer
-	buf.Grow(int(recordBytes(rec)+64*rec.NumCols()) + 1024) // once: growing copies
+	buf.Grow(int(sliceBytes(rec)+64*rec.NumCols()) + 1024) // once: growing copies
 	w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(memory.DefaultAllocator))
 	if err := w.Write(rec); err != nil {
 		return nil, fmt.Errorf("data: encode block: %w", err)
@@ -156,8 +156,40 @@ func (r *viewMessageReader) Release() {
 	}
 }
 
-// recordBytes is the size of rec's buffers: what a block of it holds,
-// give or take the IPC framing.
+// sliceBytes is what a block of rec holds, give or take the IPC
+// framing: of a slice, only its rows' share where the layout says which
+// bytes those are (fixed-width values, strings and binaries; validity
+// bitmaps), the whole buffers for other layouts. (A slice's buffers are
+// its parent's: counting them whole, encoding each of a record's n
+// slices reserved n times the record.)
+func sliceBytes(rec arrow.RecordBatch) int64 {
+	var n int64
+	for _, c := range rec.Columns() {
+		n += arraySliceBytes(c)
+	}
+	return n
+}
+
+func arraySliceBytes(a arrow.Array) int64 {
+	rows := int64(a.Len())
+	bitmap := (rows + 7) / 8
+	var offs []int32
+	switch c := a.(type) {
+	case *array.String:
+		offs = c.ValueOffsets()
+	case *array.Binary:
+		offs = c.ValueOffsets()
+	}
+	if len(offs) > 0 {
+		return bitmap + 4*int64(len(offs)) + int64(offs[len(offs)-1]-offs[0])
+	}
+	if fw, ok := a.DataType().(arrow.FixedWidthDataType); ok && fw.BitWidth() >= 8 {
+		return bitmap + rows*int64(fw.BitWidth()/8)
+	}
+	return dataBytes(a.Data())
+}
+
+// recordBytes is the size of rec's buffers (a slice's: its parent's).
 func recordBytes(rec arrow.RecordBatch) int64 {
 	var n int64
 	for _, c := range rec.Columns() {

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -86,5 +87,42 @@ func TestSplitBlocks(t *testing.T) {
 	defer releaseAll(capped)
 	if len(capped) != 3 {
 		t.Fatalf("%d blocks with MaxBlocks 3, want 3", len(capped))
+	}
+}
+
+// A block of a slice reserves about its rows' bytes, not its parent's:
+// a task cutting a record into n slices (Repartition's map side, blocks
+// past the target size) held n times the record in encoded blocks.
+func TestEncodeBlockOfASlice(t *testing.T) {
+	ib := array.NewInt64Builder(memory.DefaultAllocator)
+	sb := array.NewStringBuilder(memory.DefaultAllocator)
+	bb := array.NewBooleanBuilder(memory.DefaultAllocator)
+	for i := range 100_000 {
+		ib.Append(int64(i))
+		sb.Append(strings.Repeat("x", 1+i%200))
+		bb.Append(i%3 == 0)
+	}
+	ia, sa, ba := ib.NewArray(), sb.NewArray(), bb.NewArray()
+	s := arrow.NewSchema([]arrow.Field{{Name: "i", Type: arrow.PrimitiveTypes.Int64}, {Name: "s", Type: arrow.BinaryTypes.String},
+		{Name: "b", Type: arrow.FixedWidthTypes.Boolean}}, nil)
+	rec := array.NewRecordBatch(s, []arrow.Array{ia, sa, ba}, 100_000)
+	ia.Release()
+	sa.Release()
+	ba.Release()
+	defer rec.Release()
+	for _, r := range []arrow.RecordBatch{rec.NewSlice(0, 1000), rec.NewSlice(50_000, 51_000), rec.NewSlice(7, 7)} {
+		b, err := encodeBlock(r)
+		r.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cap(b) > 2*len(b)+64<<10 {
+			t.Errorf("a block of %d rows: %d bytes in a buffer of %d", r.NumRows(), len(b), cap(b))
+		}
+		got, err := decodeBlock(b)
+		if err != nil || got.NumRows() != r.NumRows() {
+			t.Fatalf("decoded %v, %v", got, err)
+		}
+		got.Release()
 	}
 }

@@ -190,14 +190,18 @@ func (p *poolAllocator) Free(b []byte) {
 	}
 	check := p.checking()
 	if check {
-		if _, twice := p.freed.Load(ptr); twice {
+		// marked freed before another goroutine can take it from the
+		// free list (take unmarks it): marked after, a buffer taken in
+		// between would stay marked while in use, and its next Free
+		// would look like a second one
+		if _, twice := p.freed.LoadOrStore(ptr, true); twice {
 			panic(fmt.Sprintf("data: an Arrow buffer of %d bytes at %p freed twice", c, ptr))
 		}
 		for i := range b {
 			b[i] = poison
 		}
 	}
-	if p.keep(bits.Len(uint(c))-1, ptr) && check {
-		p.freed.Store(ptr, true)
+	if !p.keep(bits.Len(uint(c))-1, ptr) && check {
+		p.freed.Delete(ptr) // left to the collector
 	}
 }

@@ -2,6 +2,7 @@ package data
 
 import (
 	"bytes"
+	"sync"
 	"testing"
 	"unsafe"
 )
@@ -62,6 +63,24 @@ func TestPoolAllocatorChecks(t *testing.T) {
 	// Taken out of the pool, it may be freed again.
 	c := p.Allocate(4096)
 	p.Free(c)
+}
+
+// Goroutines allocating and freeing at once (a worker's tasks, in-process
+// workers) never trip the double-free check: a buffer is marked freed
+// before another goroutine can take it.
+func TestPoolAllocatorChecksConcurrently(t *testing.T) {
+	p := &poolAllocator{check: true, limit: 1 << 16}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 20_000 {
+				b := p.Allocate(4096)
+				b[0] = 1
+				p.Free(b)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // The pool keeps at most its limit in freed buffers; past it a freed

@@ -277,7 +277,6 @@ func (t *taskStream) submit(ctx context.Context, u unit) {
 			// a ref that cannot be encoded: the blocks go as arguments,
 			// and the task's own fetch reports what is wrong with them
 			u.inputs = append(slices.Clone(u.inputs), u.lazy...)
-			lazy.Data = nil
 		}
 		u.join = &js
 	}

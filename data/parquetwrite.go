@@ -72,9 +72,11 @@ func dictionaryOff(rec arrow.RecordBatch) []parquet.WriterProperty {
 // Snappy's standard encoder and every other level as before.
 const snappyBestSpeed = 1
 
-// ParquetWriterProperties returns the properties WriteParquet writes
-// with (Snappy compression, at its fastest encoder), then opts: for a
-// program that writes Parquet beside a dataset and wants the same files.
+// ParquetWriterProperties returns the compression WriteParquet writes
+// with (Snappy, at its fastest encoder), then opts: for a program that
+// writes Parquet beside a dataset. (WriteParquet also turns a column's
+// dictionary off when a sample of its first record is nearly all
+// distinct.)
 func ParquetWriterProperties(opts ...parquet.WriterProperty) *parquet.WriterProperties {
 	return parquet.NewWriterProperties(append([]parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Snappy),
 		parquet.WithCompressionLevel(snappyBestSpeed)}, opts...)...)

@@ -70,9 +70,10 @@ func (c *tableCache) put(key string, t *joinTable) {
 }
 
 // buildSide returns the hash table of the build blocks (views of the
-// task's arguments) on keys: from the worker's cache when key names one,
-// else built (and cached, on copies of the rows). The caller releases it.
-func buildSide(key string, blocks []atoll.Raw, keys []string) (*joinTable, error) {
+// task's arguments, or the process's own bytes when owned) on keys: from
+// the worker's cache when key names one, else built (and cached, on
+// copies of the rows unless owned). The caller releases it.
+func buildSide(key string, blocks []atoll.Raw, keys []string, owned bool) (*joinTable, error) {
 	if key != "" {
 		if t := joinTables.get(key); t != nil {
 			return t, nil
@@ -97,7 +98,7 @@ func buildSide(key string, blocks []atoll.Raw, keys []string) (*joinTable, error
 		return nil, err
 	}
 	defer all.Release()
-	if key != "" && len(recs) == 1 { // a view of the store: copy it to keep it
+	if key != "" && len(recs) == 1 && !owned { // a view of the store: copy it to keep it
 		c, err := copyRecord(all)
 		if err != nil {
 			return nil, err
@@ -163,7 +164,7 @@ func lazyBuildSide(ctx context.Context, key string, arg atoll.Raw, keys []string
 	if err != nil {
 		return nil, err
 	}
-	return buildSide(key, blocks, keys)
+	return buildSide(key, blocks, keys, true) // Get's copies
 }
 
 // probeKeys returns rec's key columns.
@@ -221,7 +222,7 @@ func applyJoinProbe(ctx context.Context, op opSpec, recs []arrow.RecordBatch, sh
 	if js.SharedFrom < 0 || js.SharedTo > len(shared) || js.SharedFrom >= js.SharedTo {
 		return nil, errs.Malformedf(specWhat, "a join on shared arguments %d to %d of %d", js.SharedFrom, js.SharedTo, len(shared))
 	}
-	t, err := buildSide(js.BuildKey, shared[js.SharedFrom:js.SharedTo], js.RightKeys)
+	t, err := buildSide(js.BuildKey, shared[js.SharedFrom:js.SharedTo], js.RightKeys, false)
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +265,7 @@ func runJoinTask(ctx context.Context, js *joinSpec, inputs []atoll.Raw) ([]arrow
 		}
 		t, err = lazyBuildSide(ctx, js.BuildKey, right[0], js.RightKeys)
 	} else {
-		t, err = buildSide(js.BuildKey, right, js.RightKeys)
+		t, err = buildSide(js.BuildKey, right, js.RightKeys, false)
 	}
 	if err != nil {
 		return nil, joinMatches{}, err

@@ -116,6 +116,11 @@ func (a *allToAll) hashShuffle(ctx context.Context) (blockStream, error) {
 			return nil, err
 		}
 	}
+	if a.op.name == "random_shuffle" {
+		if units, err = a.shuffleLarge(ctx, units); err != nil {
+			return nil, err
+		}
+	}
 	units = append(units, cut...)
 	return &taskStream{r: a.r, st: a.sub(a.op.name + "_reduce"), src: &listUnits{us: units}, out: reduceOut, opts: a.opts}, nil
 }
@@ -192,21 +197,48 @@ const maxSubParts = 4096
 // group pays one more pass over its partials, instead of a reduce task
 // whose input does not fit the store.
 func (a *allToAll) splitLarge(ctx context.Context, units []unit, limit int64) ([]unit, error) {
+	return a.cutParts(ctx, units, limit, limit, func(_, k int) outSpec {
+		return outSpec{Kind: "agg_split", Parts: k, GroupKeys: a.op.groupKeys, Aggs: a.op.aggs}
+	})
+}
+
+// shuffleLarge cuts again each part of a random shuffle that is more than
+// twice reduceLimit: split tasks permute the part's pieces (up to
+// reduceLimit each) and cut them into sub-parts of about that size, as
+// the map side cut the input; a reduce task permutes each sub-part. The
+// rows of the part end as randomly ordered as the map side left them,
+// for one more pass over that part.
+func (a *allToAll) shuffleLarge(ctx context.Context, units []unit) ([]unit, error) {
+	limit := a.reduceLimit()
+	return a.cutParts(ctx, units, 2*limit, limit, func(part, k int) outSpec {
+		return outSpec{Kind: "shuffle_map", Parts: k, Seed: a.op.seed ^ (uint64(part+1) * 0xbf58476d1ce4e5b9)}
+	})
+}
+
+// cutParts replaces each unit of more than over bytes by the reduce units
+// of split tasks over its pieces (up to limit bytes each), whose outSpec
+// split gives for the part and its k sub-parts of about limit bytes.
+func (a *allToAll) cutParts(ctx context.Context, units []unit, over, limit int64, split func(part, k int) outSpec) ([]unit, error) {
 	out := make([]unit, 0, len(units))
+	cut, subs, largest := 0, 0, int64(0)
 	for i, u := range units {
-		if u.estimate <= limit {
+		if u.estimate <= over {
 			out = append(out, u)
 			continue
 		}
 		k := int(min(maxSubParts, (u.estimate+limit-1)/limit))
-		split := outSpec{Kind: "agg_split", Parts: k, GroupKeys: a.op.groupKeys, Aggs: a.op.aggs}
-		ts := &taskStream{r: a.r, st: a.splitStats(), src: &listUnits{us: groupInputs(u.inputs, limit)}, out: split, opts: a.opts}
+		ts := &taskStream{r: a.r, st: a.splitStats(), src: &listUnits{us: groupInputs(u.inputs, limit)}, out: split(i, k), opts: a.opts}
 		pieces, err := drain(ctx, ts, a.r)
 		if err != nil {
 			(&listUnits{us: append(out, units[i+1:]...)}).close()
 			return nil, err
 		}
+		cut, subs, largest = cut+1, subs+k, max(largest, u.estimate)
 		out = append(out, byPart(pieces, k)...)
+	}
+	if cut > 0 {
+		a.stats.addNote(a.op.title(), fmt.Sprintf("%d of %d parts cut again, into %d (the largest %.1f MB, at most %.1f MB a task)",
+			cut, len(units), subs, float64(largest)/1e6, float64(limit)/1e6))
 	}
 	return out, nil
 }
@@ -218,6 +250,36 @@ func (a *allToAll) splitStats() *subStats {
 		a.splitSt = a.sub(a.op.name + "_split")
 	}
 	return a.splitSt
+}
+
+// reduceLimit is the most input bytes one task on a shuffle's reduce
+// side should take when a part is cut: a quarter of the run's budget (a
+// task holds its input and its output, and two tasks may run at once).
+// A part up to twice that runs whole.
+func (a *allToAll) reduceLimit() int64 { return max(1, a.r.budget/4) }
+
+// chunkPart cuts a part's pieces into chunks of at most limit bytes (a
+// larger piece alone), in order, when they are more than twice that.
+func chunkPart(u unit, limit int64) []unit {
+	if u.estimate <= 2*limit {
+		return []unit{u}
+	}
+	return groupInputs(u.inputs, limit)
+}
+
+// fitParts is parts, raised where total bytes in parts even parts would
+// make a part more than twice reduceLimit: a sort's range or a shuffle's
+// part is sorted or permuted whole by one task, which must fit the
+// store. The stage's stats say so when it raises them.
+func (a *allToAll) fitParts(parts int, total int64) int {
+	limit := a.reduceLimit()
+	if total <= 2*limit*int64(parts) {
+		return parts
+	}
+	need := int(min(maxSubParts, (total+limit-1)/limit))
+	a.stats.addNote(a.op.title(), fmt.Sprintf("%d parts, not %d: %.1f MB of rows, at most %.1f MB a part (a quarter of the run's memory budget)",
+		need, parts, float64(total)/1e6, float64(limit)/1e6))
+	return need
 }
 
 // groupInputs packs blocks, in order, into units of at most limit bytes

@@ -330,9 +330,13 @@ func (d *Dataset) Limit(n int64) *Dataset {
 	return d.with(&logicalOp{name: "limit", kind: kindLimit, op: opSpec{Kind: "limit", Limit: n}})
 }
 
-// Repartition redistributes the rows into n blocks of (nearly) equal row
-// counts. Row order is not kept: block j holds the j-th n-th of every
-// input block.
+// Repartition redistributes the rows into n parts of (nearly) equal row
+// counts, each one block. Row order is not kept: part j holds the j-th
+// n-th of every input block, in the input's order. A part larger than
+// Config.TargetMaxBlockSize comes as several blocks, and one of more than
+// half the run's memory budget is concatenated by several tasks, each
+// taking the next of its pieces up to a quarter of the budget (Stats says
+// so), rather than by one task whose input would not fit the store.
 func (d *Dataset) Repartition(n int) *Dataset {
 	if n <= 0 {
 		return d.withErr(fmt.Errorf("%w: data: Repartition(%d)", atoll.ErrInvalidArgument, n))
@@ -347,7 +351,10 @@ type SortOption func(*logicalOp)
 func Descending() SortOption { return func(o *logicalOp) { o.descending = true } }
 
 // Partitions sets the number of sorted output blocks (default: as many
-// as the input has).
+// as the input has). A sort whose input is more than twice n times a
+// quarter of the run's memory budget takes more, so that each range is
+// sorted by a task that fits the store (Stats says so); the rows come
+// in the same order either way.
 func Partitions(n int) SortOption { return func(o *logicalOp) { o.parts = n } }
 
 // Sort sorts the rows by column (nulls last) with a distributed sample

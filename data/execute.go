@@ -76,7 +76,7 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 		stats := &stageStats{name: st.name(), cpu: st.cpu()}
 		for _, o := range append(slices.Clone(st.ops), st.allToAll) {
 			if o != nil && o.join != nil {
-				stats.notes = append(stats.notes, o.join.describe())
+				stats.addNote("Join", o.join.describe())
 			}
 		}
 		r.addStage(stats)
@@ -340,6 +340,11 @@ func (a *allToAll) mapSide(ctx context.Context) (blockStream, error) {
 			if parts == 0 {
 				parts = max(1, blocks)
 			}
+			var total int64
+			for _, u := range split {
+				total += u.estimate
+			}
+			parts = a.fitParts(parts, total)
 			return a.sortByRereading(ctx, sample, split, parts)
 		}
 		var samples [][]byte
@@ -352,6 +357,11 @@ func (a *allToAll) mapSide(ctx context.Context) (blockStream, error) {
 		if parts == 0 {
 			parts = max(1, len(sampled))
 		}
+		var total int64
+		for _, b := range sampled {
+			total += b.bytes
+		}
+		parts = a.fitParts(parts, total)
 		if bounds, err = chooseBounds(ctx, samples, parts, a.op.keys); err != nil {
 			return nil, err
 		}
@@ -380,7 +390,30 @@ func (a *allToAll) mapSide(ctx context.Context) (blockStream, error) {
 	if name == "sort" {
 		return a.mergeSorted(us), nil
 	}
-	return &taskStream{r: a.r, st: a.sub("repartition_reduce"), src: &listUnits{us: us}, out: outSpec{Kind: "blocks"}, opts: a.opts}, nil
+	return &taskStream{r: a.r, st: a.sub("repartition_reduce"), src: &listUnits{us: a.chunkParts(us)}, out: outSpec{Kind: "blocks"}, opts: a.opts}, nil
+}
+
+// chunkParts is a repartition's reduce units: a part of more than twice
+// reduceLimit is concatenated by several tasks, each taking the next of
+// its pieces up to reduceLimit, so that the part comes as consecutive
+// blocks in the same order instead of from one task whose input does
+// not fit the store. The stage's stats say how many parts were cut.
+func (a *allToAll) chunkParts(us []unit) []unit {
+	limit := a.reduceLimit()
+	out := make([]unit, 0, len(us))
+	cut, tasks, largest := 0, 0, int64(0)
+	for _, u := range us {
+		chunks := chunkPart(u, limit)
+		if len(chunks) > 1 {
+			cut, tasks, largest = cut+1, tasks+len(chunks), max(largest, u.estimate)
+		}
+		out = append(out, chunks...)
+	}
+	if cut > 0 {
+		a.stats.addNote(a.op.title(), fmt.Sprintf("%d of %d parts concatenated by %d tasks (the largest %.1f MB, at most %.1f MB a task)",
+			cut, len(us), tasks, float64(largest)/1e6, float64(limit)/1e6))
+	}
+	return out
 }
 
 // byPart gathers the map side's pieces into a reduce unit per part: every

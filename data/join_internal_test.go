@@ -26,10 +26,10 @@ func TestChunkBuild(t *testing.T) {
 		}
 		return u
 	}
-	if got := chunkBuild(part(5, 5, 10), 10); len(got) != 1 || len(got[0].inputs) != 3 {
+	if got := chunkPart(part(5, 5, 10), 10); len(got) != 1 || len(got[0].inputs) != 3 {
 		t.Errorf("20 bytes, limit 10: %d chunks, want one", len(got))
 	}
-	got := chunkBuild(part(4, 4, 4, 30, 2, 9, 1), 10)
+	got := chunkPart(part(4, 4, 4, 30, 2, 9, 1), 10)
 	var sizes [][]int64
 	var next int64
 	for _, c := range got {

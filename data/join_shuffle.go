@@ -50,9 +50,9 @@ func (a *allToAll) joinShuffle(ctx context.Context) (blockStream, error) {
 		planned: p.leftSchema, rightPlanned: p.rightSchema}
 	for part, u := range byPart(pieces, parts) {
 		ju.partEst[part] = u.estimate
-		chunks := chunkBuild(u, max(1, a.r.budget/4))
+		chunks := chunkPart(u, a.reduceLimit())
 		if len(chunks) > 1 {
-			a.stats.addNote(fmt.Sprintf("part %d of %d: %.1f MB of right rows, joined in %d chunks", part, parts, float64(u.estimate)/1e6, len(chunks)))
+			a.stats.addNote("Join", fmt.Sprintf("part %d of %d: %.1f MB of right rows, joined in %d chunks", part, parts, float64(u.estimate)/1e6, len(chunks)))
 		}
 		for _, c := range chunks {
 			ju.partBuilds[part] = append(ju.partBuilds[part], len(ju.builds))
@@ -62,15 +62,6 @@ func (a *allToAll) joinShuffle(ctx context.Context) (blockStream, error) {
 	ju.matched, ju.split = make([][]byte, len(ju.builds)), make([]bool, len(ju.builds))
 	js := &taskStream{r: a.r, st: a.sub("join"), src: ju, out: outSpec{Kind: "blocks"}, opts: a.opts, onMeta: ju.meta}
 	return &chainStream{first: js, then: func() blockStream { return ju.finish(a) }, done: ju.close}, nil
-}
-
-// chunkBuild cuts a part's right pieces into chunks of at most limit
-// bytes (a larger piece alone) when they are more than twice that.
-func chunkBuild(u unit, limit int64) []unit {
-	if u.estimate <= 2*limit {
-		return []unit{u}
-	}
-	return groupInputs(u.inputs, limit)
 }
 
 // joinUnits yields a shuffled join's tasks: a part's right pieces (or

@@ -62,6 +62,21 @@ func (o *logicalOp) resourceKey() string {
 	return strings.Join(parts, ",")
 }
 
+// title is the Dataset method that made an all-to-all op, for Stats.
+func (o *logicalOp) title() string {
+	switch o.name {
+	case "sort":
+		return "Sort"
+	case "random_shuffle":
+		return "RandomShuffle"
+	case "repartition":
+		return "Repartition"
+	case "aggregate":
+		return "GroupBy"
+	}
+	return o.name
+}
+
 func (o *logicalOp) strategy() string {
 	if o.compute == "" {
 		return "tasks"

@@ -21,6 +21,13 @@ import (
 // P (the output blocks) is Partitions(n) if given, else the number of
 // input blocks when the source is the stage's (read tasks or stored
 // blocks), else Config.Parallelism. Descending does not apply.
+//
+// A part of more than half the run's memory budget is not permuted by
+// one task, whose input would not fit the store: split tasks permute its
+// pieces and cut them again, as the map tasks did, into sub-parts of at
+// most a quarter of the budget, each permuted by its own reduce task
+// (Stats says so). The order is then also the same for a seed, a block
+// layout and a budget.
 func (d *Dataset) RandomShuffle(seed uint64, opts ...SortOption) *Dataset {
 	o := &logicalOp{name: "random_shuffle", kind: kindAllToAll, seed: seed}
 	for _, f := range opts {

@@ -162,10 +162,11 @@ func (s *subStats) addRead(n int64) {
 	s.mu.Unlock()
 }
 
-// addNote adds a line on how the stage's join runs, learnt as it runs.
-func (s *stageStats) addNote(n string) {
+// addNote adds a line on how the stage's operation (topic: Join, Sort,
+// ...) runs, learnt as it runs.
+func (s *stageStats) addNote(topic, n string) {
 	s.mu.Lock()
-	s.notes = append(s.notes, n)
+	s.notes = append(s.notes, topic+": "+n)
 	s.mu.Unlock()
 }
 
@@ -177,6 +178,6 @@ func (s *stageStats) formatNotes(b *strings.Builder) {
 	notes := slices.Clone(s.notes)
 	s.mu.Unlock()
 	for _, n := range notes {
-		fmt.Fprintf(b, "* Join: %s\n", n)
+		fmt.Fprintf(b, "* %s\n", n)
 	}
 }

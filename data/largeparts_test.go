@@ -1,0 +1,66 @@
+package data_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/data"
+)
+
+// TestPartsLargerThanTheStore: a Sort, a RandomShuffle and a Repartition
+// into one part, of rows about three times the store, complete. Each
+// used to give its one reduce task every row, which failed with "object
+// store full" after 40 s: a sort now takes more ranges, a shuffle cuts
+// the part again, a repartition concatenates it in several tasks.
+func TestPartsLargerThanTheStore(t *testing.T) {
+	ctx := start(t, atoll.WithObjectStoreMemory(16<<20))
+	cfg := withParallelism(24)
+	cfg.TargetMaxBlockSize = 4 << 20
+	in := data.Range(sortRows).AddColumn("pad", pad)
+	cases := []struct {
+		name string
+		ds   *data.Dataset
+		// ordered: the ids must come back as 0, 1, 2, ...; else each once
+		ordered bool
+		note    string
+	}{
+		{"sort", in.Sort("id", data.Partitions(1)), true, "* Sort: 48 parts, not 1: "},
+		{"repartition", in.Repartition(1), true, "* Repartition: 1 of 1 parts concatenated by 24 tasks"},
+		{"random shuffle", in.RandomShuffle(7, data.Partitions(1)), false, "* RandomShuffle: 1 of 1 parts cut again, into 48"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ds := c.ds.WithConfig(cfg)
+			var ids []int64
+			for rec, err := range ds.IterBatches(ctx, 0) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, rec.Column(0).(*array.Int64).Int64Values()...)
+			}
+			if len(ids) != sortRows {
+				t.Fatalf("%d rows, want %d", len(ids), sortRows)
+			}
+			inOrder := slices.IsSorted(ids)
+			if c.ordered && !inOrder {
+				t.Fatal("rows out of order")
+			}
+			if !c.ordered && inOrder {
+				t.Fatal("the shuffle left the rows in order")
+			}
+			slices.Sort(ids)
+			for i, id := range ids {
+				if id != int64(i) {
+					t.Fatalf("sorted ids: %d at %d (a row lost or doubled)", id, i)
+				}
+			}
+			if st := ds.Stats(); !strings.Contains(st, c.note) {
+				t.Fatalf("no %q in the stats:\n%s", c.note, st)
+			}
+		})
+	}
+}

@@ -110,11 +110,15 @@ func (a *allToAll) hashShuffle(ctx context.Context) (blockStream, error) {
 		}
 		units = byPart(append(first, pieces...), parts)
 	}
-	if adaptive {
-		if units, err = a.splitLarge(ctx, units, limit); err != nil {
-			(&listUnits{us: cut}).close()
-			return nil, err
-		}
+	switch {
+	case adaptive:
+		units, err = a.splitLarge(ctx, units, limit, limit)
+	case a.op.name == "aggregate": // NumPartitions(n): only a part that would not fit
+		units, err = a.splitLarge(ctx, units, 2*a.reduceLimit(), a.reduceLimit())
+	}
+	if err != nil {
+		(&listUnits{us: cut}).close()
+		return nil, err
 	}
 	if a.op.name == "random_shuffle" {
 		if units, err = a.shuffleLarge(ctx, units); err != nil {
@@ -195,9 +199,12 @@ const maxSubParts = 4096
 // a reduce task per sub-part follows. An aggregation into few groups (the
 // usual case) has small parts and skips this; one whose every row is a
 // group pays one more pass over its partials, instead of a reduce task
-// whose input does not fit the store.
-func (a *allToAll) splitLarge(ctx context.Context, units []unit, limit int64) ([]unit, error) {
-	return a.cutParts(ctx, units, limit, limit, func(_, k int) outSpec {
+// whose input does not fit the store. Parts of more than over bytes are
+// cut, into sub-parts of about limit; over is limit when the parts are
+// atoll's choice, and twice a quarter of the budget when NumPartitions
+// fixed them (only what would not fit is cut).
+func (a *allToAll) splitLarge(ctx context.Context, units []unit, over, limit int64) ([]unit, error) {
+	return a.cutParts(ctx, units, over, limit, func(_, k int) outSpec {
 		return outSpec{Kind: "agg_split", Parts: k, GroupKeys: a.op.groupKeys, Aggs: a.op.aggs}
 	})
 }

@@ -89,8 +89,10 @@ func (d *Dataset) GroupBy(columns ...string) *GroupedData {
 // parts) is cut again after the map side, by a second hash, into
 // sub-parts of that size with a reduce task each: few groups cost one
 // object per map task and CPU, and a grouping where every row is a
-// group still fits the store. Set it to fix the number of parts (no
-// second cut), e.g. to use the CPUs of several nodes.
+// group still fits the store. Set it to fix the number of parts, e.g.
+// to use the CPUs of several nodes: a part is then cut again only when
+// its partial aggregates are more than half the run's memory budget,
+// which one reduce task could not hold (Stats says so).
 func (g *GroupedData) NumPartitions(n int) *GroupedData {
 	ng := *g
 	ng.parts = n

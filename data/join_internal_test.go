@@ -17,7 +17,7 @@ import (
 // A part's right pieces are cut in chunks only when they are more than
 // twice the limit: each chunk at most the limit (a larger piece alone),
 // every piece once, in order.
-func TestChunkBuild(t *testing.T) {
+func TestChunkPart(t *testing.T) {
 	part := func(sizes ...int64) unit {
 		var u unit
 		for i, s := range sizes {

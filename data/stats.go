@@ -86,11 +86,11 @@ func (s *subStats) retried(attempt int) {
 func (s *subStats) format(b *strings.Builder, title string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	elapsed := s.end.Sub(s.start)
-	if s.submittedTasks == 0 {
-		elapsed = 0
+	if len(s.wall) == 0 { // none finished: no time to tell (a run that failed, or still going)
+		fmt.Fprintf(b, "%s: 0/%d blocks executed\n", title, s.submittedTasks)
+	} else {
+		fmt.Fprintf(b, "%s: %d/%d blocks executed in %s\n", title, len(s.wall), s.submittedTasks, secs(s.end.Sub(s.start)))
 	}
-	fmt.Fprintf(b, "%s: %d/%d blocks executed in %s\n", title, len(s.wall), s.submittedTasks, secs(elapsed))
 	s.cpuWait.format(b)
 	if s.pool != nil {
 		s.pool.format(b)

@@ -17,7 +17,9 @@ import (
 type Config struct {
 	// TargetMaxBlockSize: a task splits its output into blocks of at most
 	// this many bytes. Default 512 MiB (as Ray Datasets): blocks that large keep
-	// task counts low while a worker holds only a few in memory.
+	// task counts low while a worker holds only a few in memory. A run
+	// takes at most a quarter of the object store, whatever is set: a
+	// block is one object, which the store must hold whole.
 	TargetMaxBlockSize int64
 	// MemoryBudget bounds the bytes a run keeps in flight: the inputs and
 	// expected outputs of running tasks plus blocks produced and not yet

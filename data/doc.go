@@ -84,7 +84,8 @@
 // MemoryBudget, or BudgetFraction of the store, default a quarter). A
 // stream runs one task until it has seen how many bytes a task produces
 // per byte expected. Outputs are split into blocks of at most
-// Config.TargetMaxBlockSize (512 MiB by default). Sort is a sample sort:
+// Config.TargetMaxBlockSize (512 MiB by default, at most a quarter of the
+// store). Sort is a sample sort:
 // the fused maps and a sample of the key columns per block, bounds (rows
 // of the keys) from the samples, a split task per block with one return
 // per range, a merge task per range; its map outputs stay in the store,

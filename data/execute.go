@@ -179,18 +179,28 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 }
 
 // newRun makes a run of a dataset with settings cfg: its budget is
-// cfg.MemoryBudget, or cfg.BudgetFraction of the store.
+// cfg.MemoryBudget, or cfg.BudgetFraction of the store, and its blocks at
+// most cfg.TargetMaxBlockSize and a quarter of the store.
 func newRun(ctx context.Context, cfg Config) (*run, error) {
 	r := &run{cfg: cfg, budget: cfg.MemoryBudget}
-	if r.budget == 0 {
-		capacity, err := storeCapacity(ctx)
-		if err != nil {
+	capacity, err := storeCapacity(ctx)
+	if err != nil {
+		if r.budget == 0 {
 			return nil, err
 		}
+		return r, nil // the store cannot be asked: blocks as configured
+	}
+	if r.budget == 0 {
 		r.budget = int64(float64(capacity) * cfg.BudgetFraction)
 	}
+	// A block is one object, which the store must hold whole beside
+	// others; several smaller ones can be spilled in turn.
+	r.cfg.TargetMaxBlockSize = min(r.cfg.TargetMaxBlockSize, max(1, int64(capacity/maxBlockShare)))
 	return r, nil
 }
+
+// maxBlockShare: a block is at most 1/maxBlockShare of the store.
+const maxBlockShare = 4
 
 // taskOptions returns placement options as a task's options.
 func taskOptions(place []atoll.TaskOrActorOption) []atoll.TaskOption {

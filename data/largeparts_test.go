@@ -93,3 +93,29 @@ func TestPartsLargerThanTheStore(t *testing.T) {
 		}
 	})
 }
+
+// TestBlockLargerThanTheStore: one read task whose rows are three times
+// the store (a Range in one task, a column added) splits them into blocks
+// the store can hold, whatever TargetMaxBlockSize says: it used to make
+// one 48 MiB block, which no store of 16 MiB could take.
+func TestBlockLargerThanTheStore(t *testing.T) {
+	ctx := start(t, atoll.WithObjectStoreMemory(16<<20))
+	cfg := withParallelism(1)
+	cfg.TargetMaxBlockSize = 1 << 30
+	ds := data.Range(sortRows).AddColumn("pad", pad).WithConfig(cfg)
+	next := int64(0)
+	for rec, err := range ds.IterBatches(ctx, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range rec.Column(0).(*array.Int64).Int64Values() {
+			if id != next {
+				t.Fatalf("id %d, want %d", id, next)
+			}
+			next++
+		}
+	}
+	if next != sortRows {
+		t.Fatalf("%d rows, want %d", next, sortRows)
+	}
+}

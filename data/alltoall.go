@@ -70,6 +70,9 @@ func (a *allToAll) hashShuffle(ctx context.Context) (blockStream, error) {
 	if adaptive {
 		parts = min(parts, a.nodeCPUs(ctx))
 	}
+	if a.op.name == "random_shuffle" { // parts too large are cut again below, for one more pass
+		parts = a.fitParts(parts, a.inputEstimate())
+	}
 	var mapOut, reduceOut outSpec
 	switch a.op.name {
 	case "aggregate":
@@ -127,6 +130,26 @@ func (a *allToAll) hashShuffle(ctx context.Context) (blockStream, error) {
 	}
 	units = append(units, cut...)
 	return &taskStream{r: a.r, st: a.sub(a.op.name + "_reduce"), src: &listUnits{us: units}, out: reduceOut, opts: a.opts}, nil
+}
+
+// inputEstimate is the bytes the stage's map tasks are expected to take:
+// its read tasks' estimates or its stored blocks' sizes, 0 when the
+// source cannot tell before they run.
+func (a *allToAll) inputEstimate() int64 {
+	var n int64
+	switch s := a.src.(type) {
+	case *listUnits:
+		for _, u := range s.us {
+			n += u.estimate
+		}
+	case *streamUnits:
+		if l, ok := s.in.(*blockList); ok {
+			for _, b := range l.bs {
+				n += b.bytes
+			}
+		}
+	}
+	return n
 }
 
 // nodeCPUs is the number of CPUs of the driver's node, or a large number

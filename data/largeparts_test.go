@@ -16,12 +16,17 @@ import (
 // Each used to give its one reduce task everything, which failed with
 // "object store full" after 40 s: a sort now takes more ranges, a
 // shuffle or a grouping cuts the part again, a repartition concatenates
-// it in several tasks.
+// it in several tasks. A shuffle whose input's size is known before its
+// maps (stored blocks) takes more parts at once, as a sort does.
 func TestPartsLargerThanTheStore(t *testing.T) {
 	ctx := start(t, atoll.WithObjectStoreMemory(16<<20))
 	cfg := withParallelism(24)
 	cfg.TargetMaxBlockSize = 4 << 20
 	in := data.Range(sortRows).AddColumn("pad", pad)
+	stored, err := in.WithConfig(cfg).Materialize(ctx) // blocks whose sizes are known before the maps
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		ds   *data.Dataset
@@ -32,6 +37,7 @@ func TestPartsLargerThanTheStore(t *testing.T) {
 		{"sort", in.Sort("id", data.Partitions(1)), true, "* Sort: 48 parts, not 1: "},
 		{"repartition", in.Repartition(1), true, "* Repartition: 1 of 1 parts concatenated by 24 tasks"},
 		{"random shuffle", in.RandomShuffle(7, data.Partitions(1)), false, "* RandomShuffle: 1 of 1 parts cut again, into 48"},
+		{"random shuffle of stored blocks", stored.RandomShuffle(7, data.Partitions(1)), false, "* RandomShuffle: 48 parts, not 1: "},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -22,12 +22,14 @@ import (
 // input blocks when the source is the stage's (read tasks or stored
 // blocks), else Config.Parallelism. Descending does not apply.
 //
-// A part of more than half the run's memory budget is not permuted by
-// one task, whose input would not fit the store: split tasks permute its
-// pieces and cut them again, as the map tasks did, into sub-parts of at
-// most a quarter of the budget, each permuted by its own reduce task
-// (Stats says so). The order is then also the same for a seed, a block
-// layout and a budget.
+// No part is permuted whole by one task when it would be more than half
+// the run's memory budget (its input would not fit the store): when the
+// input's size is known before the maps run (stored blocks, or the
+// estimate of read tasks), P is raised so that no part is; a part that
+// still is, is cut again by split tasks that permute its pieces and cut
+// them, as the map tasks did, into sub-parts of at most a quarter of the
+// budget, each permuted by its own reduce task. Stats says which. The
+// order is then the same for a seed, a block layout and a budget.
 func (d *Dataset) RandomShuffle(seed uint64, opts ...SortOption) *Dataset {
 	o := &logicalOp{name: "random_shuffle", kind: kindAllToAll, seed: seed}
 	for _, f := range opts {

@@ -266,6 +266,9 @@ func (t *taskStream) fill(ctx context.Context) error {
 
 func inputBytes(u unit) int64 { return cost(u) - u.estimate }
 
+// maxTaskBlocks is the most blocks one task's output is cut into.
+const maxTaskBlocks = 256
+
 func (t *taskStream) submit(ctx context.Context, u unit) {
 	var lazy atoll.Raw
 	if len(u.lazy) > 0 {
@@ -291,7 +294,14 @@ func (t *taskStream) submit(ctx context.Context, u unit) {
 	if !t.out.partitioned() && !t.out.metaOnly() {
 		tgt := t.r.cfg.TargetMaxBlockSize
 		spec.Out.TargetMaxBlockSize = tgt
-		spec.Out.MaxBlocks = int(min(256, max(8, 1+(2*max(t.expected(u), inputBytes(u))+tgt-1)/tgt)))
+		blocks := 1 + (2*max(t.expected(u), inputBytes(u))+tgt-1)/tgt
+		if t.ratio == 0 {
+			// the stream's first task: what a task makes per byte is not
+			// known yet (a function may multiply its rows), so it may cut
+			// its output into as many blocks as any task
+			blocks = maxTaskBlocks
+		}
+		spec.Out.MaxBlocks = int(min(maxTaskBlocks, max(8, blocks)))
 	}
 	if t.writeDir != "" {
 		spec.Ops = append([]opSpec(nil), t.ops...)

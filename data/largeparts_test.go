@@ -1,11 +1,14 @@
 package data_test
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/data"
@@ -123,5 +126,47 @@ func TestBlockLargerThanTheStore(t *testing.T) {
 	}
 	if next != sortRows {
 		t.Fatalf("%d rows, want %d", next, sortRows)
+	}
+}
+
+// times60 repeats its batch's rows 60 times.
+var times60 = data.RegisterBatchFunc("test.times60", func(_ context.Context, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, rec.NumCols())
+	for c := range cols {
+		parts := make([]arrow.Array, 60)
+		for i := range parts {
+			parts[i] = rec.Column(c)
+		}
+		a, err := array.Concatenate(parts, memory.DefaultAllocator)
+		if err != nil {
+			return nil, err
+		}
+		defer a.Release()
+		cols[c] = a
+	}
+	return array.NewRecordBatch(rec.Schema(), cols, rec.NumRows()*60), nil
+})
+
+// TestFirstTaskThatMultipliesItsRows: a stream's first task, whose
+// output per input byte is not known yet, may cut its output into as many
+// blocks as any task. A batch function making 144 MB of 2.4 MB in one
+// task used to fill its eight blocks with 18 MB each, more than a 16 MiB
+// store holds.
+func TestFirstTaskThatMultipliesItsRows(t *testing.T) {
+	ctx := start(t, atoll.WithObjectStoreMemory(16<<20))
+	ds := data.Range(2400).AddColumn("pad", pad).WithConfig(withParallelism(1)).MapBatches(times60)
+	counts := make([]int, 2400)
+	for rec, err := range ds.IterBatches(ctx, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range rec.Column(0).(*array.Int64).Int64Values() {
+			counts[id]++
+		}
+	}
+	for id, n := range counts {
+		if n != 60 {
+			t.Fatalf("id %d came %d times, want 60", id, n)
+		}
 	}
 }

@@ -48,16 +48,21 @@ func (a *allToAll) joinShuffle(ctx context.Context) (blockStream, error) {
 		pending: make([][]block, parts), pendingBytes: make([]int64, parts), emitted: make([]int, parts),
 		partBuilds: make([][]int, parts), partEst: make([]int64, parts), pieces: pieces,
 		planned: p.leftSchema, rightPlanned: p.rightSchema}
+	cut, chunked, largest := 0, 0, int64(0)
 	for part, u := range byPart(pieces, parts) {
 		ju.partEst[part] = u.estimate
 		chunks := chunkPart(u, a.reduceLimit())
 		if len(chunks) > 1 {
-			a.stats.addNote("Join", fmt.Sprintf("part %d of %d: %.1f MB of right rows, joined in %d chunks", part, parts, float64(u.estimate)/1e6, len(chunks)))
+			cut, chunked, largest = cut+1, chunked+len(chunks), max(largest, u.estimate)
 		}
 		for _, c := range chunks {
 			ju.partBuilds[part] = append(ju.partBuilds[part], len(ju.builds))
 			ju.builds = append(ju.builds, c)
 		}
+	}
+	if cut > 0 {
+		a.stats.addNote("Join", fmt.Sprintf("%d of %d parts' right rows joined in chunks, %d in all (the largest part %.1f MB, at most %.1f MB a chunk)",
+			cut, parts, chunked, float64(largest)/1e6, float64(a.reduceLimit())/1e6))
 	}
 	ju.matched, ju.split = make([][]byte, len(ju.builds)), make([]bool, len(ju.builds))
 	js := &taskStream{r: a.r, st: a.sub("join"), src: ju, out: outSpec{Kind: "blocks"}, opts: a.opts, onMeta: ju.meta}

@@ -197,7 +197,7 @@ func TestJoinsAgainstReference(t *testing.T) {
 				if broadcast != wantBroadcast {
 					t.Errorf("%v join on %v, %s: broadcast %v, want %v:\n%s", how, keys, strategy, broadcast, wantBroadcast, st)
 				}
-				if chunked := strings.Contains(st, "of right rows, joined in"); chunked != (strategy == "chunked") {
+				if chunked := strings.Contains(st, "right rows joined in chunks"); chunked != (strategy == "chunked") {
 					t.Errorf("%v join on %v, %s: joined in chunks %v:\n%s", how, keys, strategy, chunked, st)
 				}
 			}

@@ -53,7 +53,7 @@ func (f frequentKey) join(ctx context.Context, t *testing.T, how data.JoinType) 
 		t.Fatalf("%v: %d rows, want %d\ngot  %v\nwant %v", how, len(got), len(want), head(got), head(want))
 	}
 	st := ds.Stats()
-	if !strings.Contains(st, "of right rows, joined in") {
+	if !strings.Contains(st, "right rows joined in chunks") {
 		t.Errorf("%v: no part joined in chunks:\n%s", how, st)
 	}
 	return st

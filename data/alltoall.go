@@ -70,7 +70,7 @@ func (a *allToAll) hashShuffle(ctx context.Context) (blockStream, error) {
 	if adaptive {
 		parts = min(parts, a.nodeCPUs(ctx))
 	}
-	if a.op.name == "random_shuffle" { // parts too large are cut again below, for one more pass
+	if a.op.name == "random_shuffle" && keepsRows(a.ops) { // parts still too large are cut again below, for one more pass
 		parts = a.fitParts(parts, a.inputEstimate())
 	}
 	var mapOut, reduceOut outSpec
@@ -130,6 +130,23 @@ func (a *allToAll) hashShuffle(ctx context.Context) (blockStream, error) {
 	}
 	units = append(units, cut...)
 	return &taskStream{r: a.r, st: a.sub(a.op.name + "_reduce"), src: &listUnits{us: units}, out: reduceOut, opts: a.opts}, nil
+}
+
+// keepsRows says whether ops make one row of each row, so that the
+// input's size foretells what reaches an all-to-all's parts. An op that
+// may drop rows (a filter, a function of a batch) may leave a little of
+// a large input: raising the parts for its input's size would make many
+// nearly empty parts, so the parts stay as asked and only what is too
+// large after the map side is cut.
+func keepsRows(ops []opSpec) bool {
+	for _, o := range ops {
+		switch o.Kind {
+		case "map", "add_column", "select", "drop", "with_column", "project":
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // inputEstimate is the bytes the stage's map tasks are expected to take:

@@ -356,7 +356,10 @@ func Descending() SortOption { return func(o *logicalOp) { o.descending = true }
 // as the input has). A sort whose input is more than twice n times a
 // quarter of the run's memory budget takes more, so that each range is
 // sorted by a task that fits the store (Stats says so); the rows come
-// in the same order either way.
+// in the same order either way. The input's size is known when it is
+// stored blocks, or reads with no operation before the sort that may
+// drop rows (a filter keeping a little of a large input would make many
+// nearly empty ranges): otherwise the ranges stay as asked.
 func Partitions(n int) SortOption { return func(o *logicalOp) { o.parts = n } }
 
 // Sort sorts the rows by column (nulls last) with a distributed sample

@@ -350,11 +350,13 @@ func (a *allToAll) mapSide(ctx context.Context) (blockStream, error) {
 			if parts == 0 {
 				parts = max(1, blocks)
 			}
-			var total int64
-			for _, u := range split {
-				total += u.estimate
+			if keepsRows(a.ops) { // the reads' estimates tell the ranges' size
+				var total int64
+				for _, u := range split {
+					total += u.estimate
+				}
+				parts = a.fitParts(parts, total)
 			}
-			parts = a.fitParts(parts, total)
 			return a.sortByRereading(ctx, sample, split, parts)
 		}
 		var samples [][]byte

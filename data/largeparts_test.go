@@ -170,3 +170,28 @@ func TestFirstTaskThatMultipliesItsRows(t *testing.T) {
 		}
 	}
 }
+
+// TestFilteredSortKeepsItsRanges: a sort that reads its input twice, with
+// a filter before it that keeps a little of a large input, keeps the
+// ranges asked: the input's size says nothing of what the filter keeps,
+// and raising the ranges for it would make thousands of nearly empty
+// blocks.
+func TestFilteredSortKeepsItsRanges(t *testing.T) {
+	ctx := start(t, atoll.WithObjectStoreMemory(16<<20))
+	ds := data.Range(4_000_000).WithConfig(withParallelism(8)).Filter(col("id").Lt(1000)).Sort("id", data.Partitions(1))
+	var ids []int64
+	blocks := 0
+	for rec, err := range ds.IterBatches(ctx, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, rec.Column(0).(*array.Int64).Int64Values()...)
+		blocks++
+	}
+	if len(ids) != 1000 || !slices.IsSorted(ids) || ids[0] != 0 || ids[999] != 999 {
+		t.Fatalf("%d ids, sorted %v", len(ids), slices.IsSorted(ids))
+	}
+	if st := ds.Stats(); strings.Contains(st, "* Sort: ") || !strings.Contains(st, "sort_reduce: 1/1 ") {
+		t.Fatalf("the ranges were raised, or not one merge task:\n%s", st)
+	}
+}

@@ -117,7 +117,7 @@ func (a *allToAll) hashShuffle(ctx context.Context) (blockStream, error) {
 	case adaptive:
 		units, err = a.splitLarge(ctx, units, limit, limit)
 	case a.op.name == "aggregate": // NumPartitions(n): only a part that would not fit
-		units, err = a.splitLarge(ctx, units, 2*a.reduceLimit(), a.reduceLimit())
+		units, err = a.splitLarge(ctx, units, a.cutOver(), a.reduceLimit())
 	}
 	if err != nil {
 		(&listUnits{us: cut}).close()
@@ -250,14 +250,14 @@ func (a *allToAll) splitLarge(ctx context.Context, units []unit, over, limit int
 }
 
 // shuffleLarge cuts again each part of a random shuffle that is more than
-// twice reduceLimit: split tasks permute the part's pieces (up to
+// cutOver: split tasks permute the part's pieces (up to
 // reduceLimit each) and cut them into sub-parts of about that size, as
 // the map side cut the input; a reduce task permutes each sub-part. The
 // rows of the part end as randomly ordered as the map side left them,
 // for one more pass over that part.
 func (a *allToAll) shuffleLarge(ctx context.Context, units []unit) ([]unit, error) {
 	limit := a.reduceLimit()
-	return a.cutParts(ctx, units, 2*limit, limit, func(part, k int) outSpec {
+	return a.cutParts(ctx, units, a.cutOver(), limit, func(part, k int) outSpec {
 		return outSpec{Kind: "shuffle_map", Parts: k, Seed: a.op.seed ^ (uint64(part+1) * 0xbf58476d1ce4e5b9)}
 	})
 }
@@ -304,6 +304,14 @@ func (a *allToAll) splitStats() *subStats {
 // task holds its input and its output, and two tasks may run at once).
 // A part up to twice that runs whole.
 func (a *allToAll) reduceLimit() int64 { return max(1, a.r.budget/4) }
+
+// cutOver is the size past which a part is cut again after the map side
+// by tasks that read it twice or once more (a sort's range, a shuffle's
+// or a fixed grouping's part): twice reduceLimit, and at least a quarter
+// of the store. A reduce task holds its input and its output, so a part
+// up to a quarter of the store still runs whole, beside others; cutting
+// it would cost more passes than it saves.
+func (a *allToAll) cutOver() int64 { return max(2*a.reduceLimit(), a.r.capacity/4) }
 
 // chunkPart cuts a part's pieces into chunks of at most limit bytes (a
 // larger piece alone), in order, when they are more than twice that.

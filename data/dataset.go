@@ -359,7 +359,9 @@ func Descending() SortOption { return func(o *logicalOp) { o.descending = true }
 // in the same order either way. The input's size is known when it is
 // stored blocks, or reads with no operation before the sort that may
 // drop rows (a filter keeping a little of a large input would make many
-// nearly empty ranges): otherwise the ranges stay as asked.
+// nearly empty ranges). Otherwise the ranges are as asked, and one that
+// comes out of the split larger than a quarter of the store (and than
+// half the budget) is cut again: a sample and a split of its own pieces.
 func Partitions(n int) SortOption { return func(o *logicalOp) { o.parts = n } }
 
 // Sort sorts the rows by column (nulls last) with a distributed sample

@@ -119,8 +119,10 @@
 // Stats shows the overlap (Config.NoOverlap: neither, the parts are cut
 // after the last map). Whatever P was asked, no reduce task takes more
 // than a quarter of the budget once a part passes half of it: a Sort
-// takes more ranges (from the input's size, before the split), a
-// RandomShuffle's or a GroupBy's part is cut again after the map side,
+// takes more ranges (from the input's size, before the split; a range
+// still larger than a quarter of the store after it is sampled and split
+// again), a RandomShuffle's or a GroupBy's part is cut again after the
+// map side,
 // and a Repartition's part is concatenated, in order, by several tasks;
 // Stats notes each. Zip runs both inputs to the end first (blocks in
 // the store), then a task per left block takes the right rows lined up

@@ -110,6 +110,9 @@ func (q *queueUnits) close() {
 type run struct {
 	cfg    Config
 	budget int64
+	// capacity is the object store's bytes (0: not known, a run inside a
+	// task)
+	capacity int64
 
 	mu      sync.Mutex
 	charged int64 // bytes of tasks in flight and of blocks not yet consumed

@@ -190,6 +190,7 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 		}
 		return r, nil // the store cannot be asked: blocks as configured
 	}
+	r.capacity = int64(capacity)
 	if r.budget == 0 {
 		r.budget = int64(float64(capacity) * cfg.BudgetFraction)
 	}
@@ -400,7 +401,7 @@ func (a *allToAll) mapSide(ctx context.Context) (blockStream, error) {
 	}
 	us := byPart(pieces, parts)
 	if name == "sort" {
-		return a.mergeSorted(us), nil
+		return a.mergeSorted(ctx, us)
 	}
 	return &taskStream{r: a.r, st: a.sub("repartition_reduce"), src: &listUnits{us: a.chunkParts(us)}, out: outSpec{Kind: "blocks"}, opts: a.opts}, nil
 }

@@ -112,10 +112,15 @@ func (a *allToAll) sortByRereading(ctx context.Context, sample, split []unit, pa
 	if err != nil {
 		return nil, err
 	}
-	return a.mergeSorted(byPart(pieces, parts)), nil
+	return a.mergeSorted(ctx, byPart(pieces, parts))
 }
 
-// mergeSorted is the stream of a sort's merge tasks, one per range.
-func (a *allToAll) mergeSorted(us []unit) blockStream {
-	return &taskStream{r: a.r, st: a.sub("sort_reduce"), src: &listUnits{us: us}, out: outSpec{Kind: "merge_sort", Keys: a.op.keys}, opts: a.opts}
+// mergeSorted is the stream of a sort's merge tasks, one per range (a
+// range too large for one cut again first: cutRanges).
+func (a *allToAll) mergeSorted(ctx context.Context, us []unit) (blockStream, error) {
+	us, err := a.cutRanges(ctx, us)
+	if err != nil {
+		return nil, err
+	}
+	return &taskStream{r: a.r, st: a.sub("sort_reduce"), src: &listUnits{us: us}, out: outSpec{Kind: "merge_sort", Keys: a.op.keys}, opts: a.opts}, nil
 }

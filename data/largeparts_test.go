@@ -45,13 +45,7 @@ func TestPartsLargerThanTheStore(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ds := c.ds.WithConfig(cfg)
-			var ids []int64
-			for rec, err := range ds.IterBatches(ctx, 0) {
-				if err != nil {
-					t.Fatal(err)
-				}
-				ids = append(ids, rec.Column(0).(*array.Int64).Int64Values()...)
-			}
+			ids := readIDs(t, ctx, ds)
 			if len(ids) != sortRows {
 				t.Fatalf("%d rows, want %d", len(ids), sortRows)
 			}
@@ -112,20 +106,14 @@ func TestBlockLargerThanTheStore(t *testing.T) {
 	cfg := withParallelism(1)
 	cfg.TargetMaxBlockSize = 1 << 30
 	ds := data.Range(sortRows).AddColumn("pad", pad).WithConfig(cfg)
-	next := int64(0)
-	for rec, err := range ds.IterBatches(ctx, 0) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, id := range rec.Column(0).(*array.Int64).Int64Values() {
-			if id != next {
-				t.Fatalf("id %d, want %d", id, next)
-			}
-			next++
+	ids := readIDs(t, ctx, ds)
+	for i, id := range ids {
+		if id != int64(i) {
+			t.Fatalf("id %d at %d", id, i)
 		}
 	}
-	if next != sortRows {
-		t.Fatalf("%d rows, want %d", next, sortRows)
+	if len(ids) != sortRows {
+		t.Fatalf("%d rows, want %d", len(ids), sortRows)
 	}
 }
 
@@ -179,15 +167,7 @@ func TestFirstTaskThatMultipliesItsRows(t *testing.T) {
 func TestFilteredSortKeepsItsRanges(t *testing.T) {
 	ctx := start(t, atoll.WithObjectStoreMemory(16<<20))
 	ds := data.Range(4_000_000).WithConfig(withParallelism(8)).Filter(col("id").Lt(1000)).Sort("id", data.Partitions(1))
-	var ids []int64
-	blocks := 0
-	for rec, err := range ds.IterBatches(ctx, 0) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, rec.Column(0).(*array.Int64).Int64Values()...)
-		blocks++
-	}
+	ids := readIDs(t, ctx, ds)
 	if len(ids) != 1000 || !slices.IsSorted(ids) || ids[0] != 0 || ids[999] != 999 {
 		t.Fatalf("%d ids, sorted %v", len(ids), slices.IsSorted(ids))
 	}
@@ -205,22 +185,30 @@ func TestFilteredSortCutsItsRange(t *testing.T) {
 	ctx := start(t, atoll.WithObjectStoreMemory(16<<20))
 	const kept = 3_500_000
 	ds := data.Range(4_000_000).WithConfig(withParallelism(8)).Filter(col("id").Lt(kept)).Sort("id", data.Partitions(1), data.Descending())
-	next := int64(kept - 1)
-	for rec, err := range ds.IterBatches(ctx, 0) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, id := range rec.Column(0).(*array.Int64).Int64Values() {
-			if id != next {
-				t.Fatalf("id %d, want %d", id, next)
-			}
-			next--
+	ids := readIDs(t, ctx, ds)
+	for i, id := range ids {
+		if id != kept-1-int64(i) {
+			t.Fatalf("id %d at %d", id, i)
 		}
 	}
-	if next != -1 {
-		t.Fatalf("ended before id %d", next)
+	if len(ids) != kept {
+		t.Fatalf("%d rows, want %d", len(ids), kept)
 	}
 	if st, note := ds.Stats(), "* Sort: 1 of 1 ranges cut again, into "; !strings.Contains(st, note) {
 		t.Fatalf("no %q in the stats:\n%s", note, st)
 	}
+}
+
+// readIDs reads ds to its end and returns its first column, the ids, in
+// the order they came.
+func readIDs(t *testing.T, ctx context.Context, ds *data.Dataset) []int64 {
+	t.Helper()
+	var ids []int64
+	for rec, err := range ds.IterBatches(ctx, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, rec.Column(0).(*array.Int64).Int64Values()...)
+	}
+	return ids
 }

@@ -241,8 +241,8 @@ const maxSubParts = 4096
 // group pays one more pass over its partials, instead of a reduce task
 // whose input does not fit the store. Parts of more than over bytes are
 // cut, into sub-parts of about limit; over is limit when the parts are
-// atoll's choice, and twice a quarter of the budget when NumPartitions
-// fixed them (only what would not fit is cut).
+// atoll's choice, and cutOver when NumPartitions fixed them (only what
+// would not fit is cut).
 func (a *allToAll) splitLarge(ctx context.Context, units []unit, over, limit int64) ([]unit, error) {
 	return a.cutParts(ctx, units, over, limit, func(_, k int) outSpec {
 		return outSpec{Kind: "agg_split", Parts: k, GroupKeys: a.op.groupKeys, Aggs: a.op.aggs}
@@ -302,7 +302,8 @@ func (a *allToAll) splitStats() *subStats {
 // reduceLimit is the most input bytes one task on a shuffle's reduce
 // side should take when a part is cut: a quarter of the run's budget (a
 // task holds its input and its output, and two tasks may run at once).
-// A part up to twice that runs whole.
+// A part up to twice that runs whole; one found larger only after the
+// map side runs whole up to cutOver.
 func (a *allToAll) reduceLimit() int64 { return max(1, a.r.budget/4) }
 
 // cutOver is the size past which a part is cut again after the map side

@@ -244,8 +244,8 @@ const maxSubParts = 4096
 // atoll's choice, and cutOver when NumPartitions fixed them (only what
 // would not fit is cut).
 func (a *allToAll) splitLarge(ctx context.Context, units []unit, over, limit int64) ([]unit, error) {
-	return a.cutParts(ctx, units, over, limit, func(_, k int) outSpec {
-		return outSpec{Kind: "agg_split", Parts: k, GroupKeys: a.op.groupKeys, Aggs: a.op.aggs}
+	return a.cutParts(ctx, units, over, limit, "parts", func(_ context.Context, _ int, _ unit, k int) (outSpec, bool, error) {
+		return outSpec{Kind: "agg_split", Parts: k, GroupKeys: a.op.groupKeys, Aggs: a.op.aggs}, true, nil
 	})
 }
 
@@ -257,15 +257,19 @@ func (a *allToAll) splitLarge(ctx context.Context, units []unit, over, limit int
 // for one more pass over that part.
 func (a *allToAll) shuffleLarge(ctx context.Context, units []unit) ([]unit, error) {
 	limit := a.reduceLimit()
-	return a.cutParts(ctx, units, a.cutOver(), limit, func(part, k int) outSpec {
-		return outSpec{Kind: "shuffle_map", Parts: k, Seed: a.op.seed ^ (uint64(part+1) * 0xbf58476d1ce4e5b9)}
+	return a.cutParts(ctx, units, a.cutOver(), limit, "parts", func(_ context.Context, part int, _ unit, k int) (outSpec, bool, error) {
+		return outSpec{Kind: "shuffle_map", Parts: k, Seed: a.op.seed ^ (uint64(part+1) * 0xbf58476d1ce4e5b9)}, true, nil
 	})
 }
 
 // cutParts replaces each unit of more than over bytes by the reduce units
-// of split tasks over its pieces (up to limit bytes each), whose outSpec
-// split gives for the part and its k sub-parts of about limit bytes.
-func (a *allToAll) cutParts(ctx context.Context, units []unit, over, limit int64, split func(part, k int) outSpec) ([]unit, error) {
+// of split tasks over its pieces (up to limit bytes each) into k
+// sub-parts of about limit bytes. split gives those tasks' output for
+// part i (u) and k; it may first run tasks of its own over u's pieces
+// (without taking them), and ok false leaves the part whole. Stats notes
+// how many parts (noun: "parts", "ranges") were cut.
+func (a *allToAll) cutParts(ctx context.Context, units []unit, over, limit int64, noun string,
+	split func(ctx context.Context, i int, u unit, k int) (out outSpec, ok bool, err error)) ([]unit, error) {
 	out := make([]unit, 0, len(units))
 	cut, subs, largest := 0, 0, int64(0)
 	for i, u := range units {
@@ -274,8 +278,18 @@ func (a *allToAll) cutParts(ctx context.Context, units []unit, over, limit int64
 			continue
 		}
 		k := int(min(maxSubParts, (u.estimate+limit-1)/limit))
-		ts := &taskStream{r: a.r, st: a.splitStats(), src: &listUnits{us: groupInputs(u.inputs, limit)}, out: split(i, k), opts: a.opts}
-		pieces, err := drain(ctx, ts, a.r)
+		spec, ok, err := split(ctx, i, u, k)
+		if err == nil && !ok {
+			out = append(out, u)
+			continue
+		}
+		var pieces []block
+		if err == nil {
+			ts := &taskStream{r: a.r, st: a.splitStats(), src: &listUnits{us: groupInputs(u.inputs, limit)}, out: spec, opts: a.opts}
+			pieces, err = drain(ctx, ts, a.r)
+		} else {
+			releaseBlocks(u.inputs)
+		}
 		if err != nil {
 			(&listUnits{us: append(out, units[i+1:]...)}).close()
 			return nil, err
@@ -284,8 +298,8 @@ func (a *allToAll) cutParts(ctx context.Context, units []unit, over, limit int64
 		out = append(out, byPart(pieces, k)...)
 	}
 	if cut > 0 {
-		a.stats.addNote(a.op.title(), fmt.Sprintf("%d of %d parts cut again, into %d (the largest %.1f MB, at most %.1f MB a task)",
-			cut, len(units), subs, float64(largest)/1e6, float64(limit)/1e6))
+		a.stats.addNote(a.op.title(), fmt.Sprintf("%d of %d %s cut again, into %d (the largest %.1f MB, at most %.1f MB a task)",
+			cut, len(units), noun, subs, float64(largest)/1e6, float64(limit)/1e6))
 	}
 	return out, nil
 }

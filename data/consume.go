@@ -49,7 +49,8 @@ func (d *Dataset) execute(ctx context.Context, each func(block) (bool, error), k
 
 // Stats describes the last run of this dataset, a (fused) stage after
 // another: the tasks executed, their wall and CPU time, the rows they
-// produced.
+// produced. A run of Show, Take or TakeAs counts as the dataset's (its
+// last stage is the limit).
 func (d *Dataset) Stats() string {
 	d.last.mu.Lock()
 	defer d.last.mu.Unlock()
@@ -224,7 +225,7 @@ func (d *Dataset) TakeAll(ctx context.Context) ([]Row, error) {
 
 // Take returns the first n rows.
 func (d *Dataset) Take(ctx context.Context, n int64) ([]Row, error) {
-	return d.Limit(n).TakeAll(ctx)
+	return d.head(n).TakeAll(ctx)
 }
 
 // ToArrow returns the dataset's blocks as records in Go memory (copied
@@ -257,10 +258,18 @@ func (d *Dataset) Schema(ctx context.Context) (*arrow.Schema, error) {
 	return s, err
 }
 
+// head is d.Limit(n) whose runs d.Stats describes: Show, Take and TakeAs
+// run it.
+func (d *Dataset) head(n int64) *Dataset {
+	h := d.Limit(n)
+	h.last = d.last
+	return h
+}
+
 // Show writes the first n rows to w, one a line, columns in the
 // schema's order.
 func (d *Dataset) Show(ctx context.Context, w io.Writer, n int64) error {
-	for rec, err := range d.Limit(n).IterBatches(ctx, 0) {
+	for rec, err := range d.head(n).IterBatches(ctx, 0) {
 		if err != nil {
 			return err
 		}

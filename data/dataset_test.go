@@ -550,3 +550,34 @@ func TestSortLargerThanStore(t *testing.T) {
 	}
 	t.Logf("spilled %d bytes, restored %d\n%s", m.SpilledBytesTotal, m.RestoredBytesTotal, ds.Stats())
 }
+
+// TestShowKeepsStats: Show, Take and TakeAs run the dataset with a limit;
+// its Stats describe that run (they were empty).
+func TestShowKeepsStats(t *testing.T) {
+	ctx := start(t)
+	ds := data.Range(100).GroupBy("id").Count()
+	var out strings.Builder
+	if err := ds.Show(ctx, &out, 3); err != nil {
+		t.Fatal(err)
+	}
+	if st := ds.Stats(); !strings.Contains(st, "limit") || !strings.Contains(st, "executed") {
+		t.Fatalf("Stats after Show:\n%s", st)
+	}
+	taken := data.Range(10)
+	if _, err := taken.Take(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if st := taken.Stats(); !strings.Contains(st, "limit") {
+		t.Fatalf("Stats after Take:\n%s", st)
+	}
+	typed := data.Range(10)
+	type row struct {
+		ID int64 `arrow:"id"`
+	}
+	if _, err := data.TakeAs[row](ctx, typed, 2); err != nil {
+		t.Fatal(err)
+	}
+	if st := typed.Stats(); !strings.Contains(st, "limit") {
+		t.Fatalf("Stats after TakeAs:\n%s", st)
+	}
+}

@@ -74,7 +74,7 @@ func IterAs[T any](ctx context.Context, d *Dataset, opts ...IterOption) iter.Seq
 
 // TakeAs returns the first n rows as values of the struct type T.
 func TakeAs[T any](ctx context.Context, d *Dataset, n int64) ([]T, error) {
-	return TakeAllAs[T](ctx, d.Limit(n))
+	return TakeAllAs[T](ctx, d.head(n))
 }
 
 // TakeAllAs returns every row as a value of the struct type T.

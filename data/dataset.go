@@ -179,12 +179,19 @@ func ReadParquet(paths ...string) *Dataset {
 }
 
 // ReadCSV reads CSV files with a header line (paths of files or of
-// directories, whose *.csv files are read), one task per file; column
-// types are inferred.
+// directories, whose *.csv files are read), one task per file. Every
+// file must have the same columns, in the same order. The columns' types
+// are inferred when the dataset runs, before any task, from the first
+// MiB of every file: each column is the narrowest of int64, float64,
+// bool, date32, timestamp[ns] and string that holds every value seen in
+// any file (an empty value is a null; a column of nulls only is a
+// string), so every block has the same schema and expressions are
+// checked against it before anything runs. A value further into a file
+// that its column's type does not hold fails the read with a FileError
+// naming the line, the column and the value.
 func ReadCSV(paths ...string) *Dataset {
 	return newDataset(&source{open: func(Config) (readSource, error) {
-		us, err := csvUnits(paths)
-		return &fileSource{kind: "csv", us: us}, err
+		return csvSource(paths)
 	}}, "read", nil)
 }
 

@@ -186,9 +186,10 @@
 //
 //   - Sources: Range, FromItems (structs or maps), FromArrow, ReadParquet
 //     (files or directories, a task per row group), ReadCSV (a task per
-//     file, types inferred), ReadJSON (newline-delimited, a task per
-//     file, the schema inferred from the file, decoded by arrow-go's JSON
-//     reader).
+//     file; the columns' types inferred by the driver from the first MiB
+//     of every file, one schema for the whole read), ReadJSON
+//     (newline-delimited, a task per file, the schema inferred from the
+//     file, decoded by arrow-go's JSON reader).
 //   - Expressions (data/expr): Filter, WithColumn, SelectExprs and the
 //     aggregations' inputs; columns, literals, arithmetic, comparisons,
 //     three-valued logic, nulls, casts, string predicates, IsIn,

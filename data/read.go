@@ -29,7 +29,8 @@ type readSpec struct {
 	Start, End int64
 	Path       string
 	RowGroups  []int
-	Columns    []string // parquet: the columns to read; nil: every one
+	Columns    []string   // parquet: the columns to read; nil: every one
+	CSV        []csvField // csv: the file's columns, as the driver inferred them
 }
 
 // read reads the records of r and the bytes of files it read.
@@ -53,7 +54,7 @@ func (r *readSpec) read(ctx context.Context) ([]arrow.RecordBatch, int64, error)
 	case "parquet":
 		recs, n, err = readParquetRowGroups(ctx, r.Path, r.RowGroups, r.Columns)
 	case "csv":
-		recs, err = readCSVFile(r.Path)
+		recs, err = readCSVFile(r.Path, r.CSV)
 	case "json":
 		recs, err = readJSONFile(r.Path)
 	default:
@@ -122,14 +123,21 @@ func (r *rangeSource) units(pushdown) ([]readUnit, *readInfo, error) {
 	return us, nil, nil
 }
 
-// fileSource reads CSV or JSON files, a task per file: their schema is
-// inferred in the task.
+// fileSource reads CSV or JSON files, a task per file. A CSV read's
+// schema is the driver's (csvschema.go); a JSON file's is inferred in
+// its task.
 type fileSource struct {
-	kind string
-	us   []readUnit
+	kind   string
+	us     []readUnit
+	fields []csvField // csv
 }
 
-func (f *fileSource) schema() *arrow.Schema { return nil }
+func (f *fileSource) schema() *arrow.Schema {
+	if f.kind != "csv" {
+		return nil
+	}
+	return csvArrowSchema(f.fields)
+}
 
 func (f *fileSource) units(pushdown) ([]readUnit, *readInfo, error) { return f.us, nil, nil }
 
@@ -138,16 +146,35 @@ func tableRecords(tbl arrow.Table) ([]arrow.RecordBatch, error) {
 	return readRecords(array.NewTableReader(tbl, 1<<62)) // chunk boundaries only
 }
 
-func readCSVFile(path string) ([]arrow.RecordBatch, error) {
+// readCSVFile reads the CSV file path with the columns the driver
+// inferred for the read.
+func readCSVFile(path string, fields []csvField) ([]arrow.RecordBatch, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	out, err := readRecords(csv.NewInferringReader(bytes.NewReader(b), csv.WithHeader(true), csv.WithChunk(1<<16), csv.WithNullReader(true, "")))
+	schema := csvArrowSchema(fields)
+	out, err := readRecords(csv.NewReader(bytes.NewReader(b), schema, csv.WithHeader(true), csv.WithChunk(1<<16), csv.WithNullReader(true, "")))
 	if err != nil {
+		if verr := csvValueError(b, fields); verr != nil {
+			return nil, verr
+		}
 		return nil, err
 	}
+	if len(out) > 0 && !out[0].Schema().Equal(schema) {
+		// The header changed since the driver read it.
+		releaseAll(out)
+		return nil, fmt.Errorf("its header is %s, where the read's columns are %s", schemaNames(out[0].Schema()), csvNames(fields))
+	}
 	return out, nil
+}
+
+func schemaNames(s *arrow.Schema) string {
+	names := make([]string, s.NumFields())
+	for i, f := range s.Fields() {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // readRecords drains r (then releases it): every record it yields,
@@ -215,7 +242,26 @@ type readUnit struct {
 	estimate int64
 }
 
-func csvUnits(paths []string) ([]readUnit, error) { return fileUnits(paths, "csv", ".csv") }
+// csvSource lists the CSV files under paths, a read task each, and
+// infers their columns.
+func csvSource(paths []string) (*fileSource, error) {
+	us, err := fileUnits(paths, "csv", ".csv")
+	if err != nil {
+		return nil, err
+	}
+	files := make([]string, len(us))
+	for i, u := range us {
+		files[i] = u.spec.Path
+	}
+	fields, err := csvSchema(files)
+	if err != nil {
+		return nil, err
+	}
+	for i := range us {
+		us[i].spec.CSV = fields
+	}
+	return &fileSource{kind: "csv", us: us, fields: fields}, nil
+}
 
 // fileUnits is a read task of kind per file with one of exts under paths,
 // each estimated at the file's size.

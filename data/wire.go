@@ -65,6 +65,9 @@ func encodeTask(s *taskSpec) []byte {
 		for i, g := range r.RowGroups {
 			m.Read.RowGroups[i] = int64(g)
 		}
+		if r.CSV != nil {
+			m.Read.CsvSchema = encodeSchema(csvArrowSchema(r.CSV))
+		}
 	}
 	if z := s.Zip; z != nil {
 		m.Zip = &atollpb.DataZip{Skip: z.Skip, Rows: z.Rows}
@@ -105,6 +108,13 @@ func decodeTask(b []byte) (*taskSpec, error) {
 		s.Read = &readSpec{Kind: r.Kind, Start: r.Start, End: r.End, Path: r.Path, Columns: r.Columns}
 		for _, g := range r.RowGroups {
 			s.Read.RowGroups = append(s.Read.RowGroups, int(g))
+		}
+		if r.Kind == "csv" {
+			fields, err := csvFieldsOf(r.CsvSchema)
+			if err != nil {
+				return nil, err
+			}
+			s.Read.CSV = fields
 		}
 	}
 	if z := m.Zip; z != nil {

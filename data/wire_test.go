@@ -21,6 +21,8 @@ func sampleSpecs() map[string]taskSpec {
 				{Kind: "select", Columns: []string{"key", "value"}}, {Kind: "limit", Limit: 10, Offset: 3}},
 			Out: outSpec{Kind: "blocks", MaxBlocks: 8, TargetMaxBlockSize: 512 << 20, TaskIndex: 3}},
 		"range": {Read: &readSpec{Kind: "range", Start: 100, End: 200}, Out: outSpec{Kind: "blocks", MaxBlocks: 8}},
+		"csv": {Read: &readSpec{Kind: "csv", Path: "/data/in/a.csv", CSV: []csvField{{"id", csvInt}, {"price", csvFloat}, {"ok", csvBool},
+			{"day", csvDate}, {"at", csvTimestamp}, {"utc", csvTimestampUTC}, {"note", csvString}}}, Out: outSpec{Kind: "blocks", MaxBlocks: 8}},
 		"sort split": {Out: outSpec{Kind: "split", Parts: 4, Keys: []SortKey{{Column: "k", Descending: true}, {Column: "v"}},
 			Bounds: []byte{1, 2, 3}}},
 		"sample": {Out: outSpec{Kind: "sort_sample", MaxBlocks: 8, Samples: 64, Keys: []SortKey{{Column: "k"}}}},
@@ -59,9 +61,21 @@ func TestTaskSpecRoundTrip(t *testing.T) {
 func TestMalformedTaskSpecs(t *testing.T) {
 	base := sampleSpecs()["read and maps"]
 	for name, mutate := range map[string]func(*atollpb.DataTask){
-		"unknown read":        func(m *atollpb.DataTask) { m.Read.Kind = "ftp" },
-		"backward range":      func(m *atollpb.DataTask) { m.Read = &atollpb.DataRead{Kind: "range", Start: 5, End: 2} },
-		"negative row group":  func(m *atollpb.DataTask) { m.Read.RowGroups = []int64{-1} },
+		"unknown read":       func(m *atollpb.DataTask) { m.Read.Kind = "ftp" },
+		"backward range":     func(m *atollpb.DataTask) { m.Read = &atollpb.DataRead{Kind: "range", Start: 5, End: 2} },
+		"negative row group": func(m *atollpb.DataTask) { m.Read.RowGroups = []int64{-1} },
+		"csv of no columns":  func(m *atollpb.DataTask) { m.Read = &atollpb.DataRead{Kind: "csv", Path: "a.csv"} },
+		"csv of a list": func(m *atollpb.DataTask) {
+			m.Read = &atollpb.DataRead{Kind: "csv", Path: "a.csv", CsvSchema: encodeSchema(arrow.NewSchema(
+				[]arrow.Field{{Name: "x", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)}}, nil))}
+		},
+		"csv column without a name": func(m *atollpb.DataTask) {
+			m.Read = &atollpb.DataRead{Kind: "csv", Path: "a.csv", CsvSchema: encodeSchema(arrow.NewSchema(
+				[]arrow.Field{{Type: arrow.PrimitiveTypes.Int64}}, nil))}
+		},
+		"csv columns that do not decode": func(m *atollpb.DataTask) {
+			m.Read = &atollpb.DataRead{Kind: "csv", Path: "a.csv", CsvSchema: []byte("not a schema")}
+		},
 		"unknown op":          func(m *atollpb.DataTask) { m.Ops[0].Kind = "explode" },
 		"op without function": func(m *atollpb.DataTask) { m.Ops[0].Func = "" },
 		"negative limit":      func(m *atollpb.DataTask) { m.Ops[3].Limit = -1 },

@@ -1,0 +1,129 @@
+package data_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/data"
+	"github.com/atoll-runtime/atoll/data/expr"
+)
+
+// writeFiles writes name → content into a new directory and returns it.
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestReadCSVTypesAcrossFiles: each column's type holds every file's
+// values, so every block has one schema. A price of 10 in one file and
+// 2.5 in another (or 10 then 2.5 in one file) is a float64 column, a
+// column empty in one file takes the others' type, and one empty in
+// every file is a string of nulls. A Sort across the files needs their
+// blocks to share a schema: it failed when each file's task inferred
+// its own ("blocks of different schemas"), and the file with 10 then
+// 2.5 did not read at all (the type came from its first row).
+func TestReadCSVTypesAcrossFiles(t *testing.T) {
+	ctx := start(t)
+	dir := writeFiles(t, map[string]string{
+		"a.csv": "id,price,day,ok,at,utc,note\n1,10,2026-01-02,true,2026-01-02 10:00:00,2026-01-02T10:00:00Z,\n2,2.5,2026-01-03,false,2026-01-02,,\n",
+		"b.csv": "id,price,day,ok,at,utc,note\n3,20,,,,,\n",
+		"c.csv": "id,price,day,ok,at,utc,note\n4,,2026-02-01,t,2026-01-02T11:30:00,2026-01-02T11:00:00+01:00,\n",
+	})
+	ds := data.ReadCSV(dir)
+	schema, err := ds.Schema(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]arrow.Type{"id": arrow.INT64, "price": arrow.FLOAT64, "day": arrow.DATE32, "ok": arrow.BOOL,
+		"at": arrow.TIMESTAMP, "utc": arrow.TIMESTAMP, "note": arrow.STRING}
+	for _, f := range schema.Fields() {
+		if f.Type.ID() != want[f.Name] {
+			t.Errorf("column %s is %s, want %s", f.Name, f.Type, want[f.Name])
+		}
+	}
+	rows, err := ds.Sort("price").TakeAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prices []any
+	for _, r := range rows {
+		prices = append(prices, r["price"])
+	}
+	if len(rows) != 4 || prices[0] != 2.5 || prices[1] != 10.0 || prices[2] != 20.0 || prices[3] != nil {
+		t.Fatalf("sorted prices %v", prices)
+	}
+	if rows[0]["note"] != nil || rows[0]["ok"] != false {
+		t.Fatalf("row %v", rows[0])
+	}
+	if tz := schema.Field(schema.FieldIndices("utc")[0]).Type.(*arrow.TimestampType).TimeZone; tz != "UTC" {
+		t.Fatalf("utc's time zone is %q", tz)
+	}
+}
+
+// TestReadCSVColumnCheckedBeforeAnyTask: a typo'd column in an
+// expression over a CSV read is the plan's *expr.Error, returned before
+// any task runs (not a failed task's error).
+func TestReadCSVColumnCheckedBeforeAnyTask(t *testing.T) {
+	ctx := start(t)
+	dir := writeFiles(t, map[string]string{"a.csv": "id,price\n1,2\n"})
+	ds := data.ReadCSV(dir).Filter(expr.Col("prize").Gt(1))
+	_, err := ds.Count(ctx)
+	var ee *expr.Error
+	var te *atoll.TaskError
+	if !errors.As(err, &ee) || errors.As(err, &te) || !strings.Contains(err.Error(), `no column "prize"`) {
+		t.Fatalf("Count: %v, want the plan's expression error", err)
+	}
+	if st := ds.Stats(); strings.Contains(st, "executed") {
+		t.Fatalf("tasks ran:\n%s", st)
+	}
+}
+
+// TestReadCSVValuePastTheHead: a value past the first MiB of a file that
+// its column's type does not hold fails the read with a FileError that
+// names the line, the column and the value.
+func TestReadCSVValuePastTheHead(t *testing.T) {
+	ctx := start(t)
+	var b strings.Builder
+	b.WriteString("id,v\n")
+	n := 0
+	for ; b.Len() <= 1<<20; n++ {
+		b.WriteString("12345,67890\n")
+	}
+	b.WriteString("1,2.5\n")
+	dir := writeFiles(t, map[string]string{"a.csv": b.String()})
+	_, err := data.ReadCSV(dir).Count(ctx)
+	var fe *data.FileError
+	if !errors.As(err, &fe) {
+		t.Fatalf("Count: %v, want a FileError", err)
+	}
+	for _, want := range []string{"line " + strconv.Itoa(n+2) + ":", `column "v" holds "2.5"`, "not int64"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %q does not say %q", err, want)
+		}
+	}
+}
+
+// TestReadCSVHeadersDiffer: files whose headers name other columns are
+// a SchemaError naming both, before any task runs.
+func TestReadCSVHeadersDiffer(t *testing.T) {
+	ctx := start(t)
+	dir := writeFiles(t, map[string]string{"a.csv": "id,price\n1,2\n", "b.csv": "id,cost\n1,2\n"})
+	_, err := data.ReadCSV(dir).Count(ctx)
+	var se *data.SchemaError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "a.csv: id, price") || !strings.Contains(err.Error(), "b.csv: id, cost") {
+		t.Fatalf("Count: %v, want a SchemaError naming both headers", err)
+	}
+}

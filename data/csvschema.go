@@ -1,0 +1,322 @@
+package data
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/atoll-runtime/atoll/internal/errs"
+)
+
+// A CSV read's schema is the driver's, made before any task runs: the
+// first csvSniffBytes of every file are parsed, each column takes the
+// narrowest type that holds every value seen in any file, and every read
+// task parses its file with that schema. A task inferring its own file's
+// types would give two files two schemas (an integer column in one, a
+// float column in the other), which no later operation could combine;
+// arrow-go's inferring reader also takes each column's type from the
+// first row alone, so "10" then "2.5" failed the read.
+
+// csvSniffBytes is how much of each CSV file the driver reads to infer
+// the schema.
+const csvSniffBytes = 1 << 20
+
+// csvKind is an inferred CSV column type, from narrowest to widest
+// where one holds another's values (csvInt in csvFloat, csvDate in
+// csvTimestamp); any two kinds that do not nest widen to csvString (a
+// timestamp with a zone offset and one without, too: Arrow's CSV parser
+// takes a zone offset only in a column with a time zone, and requires
+// it there).
+type csvKind uint8
+
+const (
+	csvNull csvKind = iota // only empty values so far
+	csvInt
+	csvFloat
+	csvBool
+	csvDate
+	csvTimestamp
+	csvTimestampUTC // a timestamp with a zone offset
+	csvString
+)
+
+// csvField is a column of a CSV read as a task's spec carries it.
+type csvField struct {
+	Name string
+	Kind csvKind
+}
+
+func (k csvKind) arrow() arrow.DataType {
+	switch k {
+	case csvInt:
+		return arrow.PrimitiveTypes.Int64
+	case csvFloat:
+		return arrow.PrimitiveTypes.Float64
+	case csvBool:
+		return arrow.FixedWidthTypes.Boolean
+	case csvDate:
+		return arrow.FixedWidthTypes.Date32
+	case csvTimestamp:
+		return &arrow.TimestampType{Unit: arrow.Nanosecond}
+	case csvTimestampUTC:
+		return &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}
+	}
+	return arrow.BinaryTypes.String // a column of nulls only, too
+}
+
+// classify returns the narrowest kind that holds v, a value that is not
+// empty. The order of the tries is arrow-go's CSV parsers' (an integer
+// before a bool, so "1" is an integer).
+func classify(v string) csvKind {
+	if _, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return csvInt
+	}
+	if _, err := strconv.ParseBool(v); err == nil {
+		return csvBool
+	}
+	if _, err := time.Parse("2006-01-02", v); err == nil {
+		return csvDate
+	}
+	if _, err := strconv.ParseFloat(v, 64); err == nil {
+		return csvFloat
+	}
+	if _, zoned, err := arrow.TimestampFromStringInLocation(v, arrow.Nanosecond, time.UTC); err == nil && looksLikeTime(v) {
+		if zoned {
+			return csvTimestampUTC
+		}
+		return csvTimestamp
+	}
+	return csvString
+}
+
+// fits reports whether a column of kind k holds v, a value that is not
+// empty (what Arrow's CSV parser of k's type accepts). Most values fit
+// their column's kind: checking it first keeps the sniff at one parse a
+// value.
+func fits(k csvKind, v string) bool {
+	switch k {
+	case csvNull:
+		return false
+	case csvInt:
+		_, err := strconv.ParseInt(v, 10, 64)
+		return err == nil
+	case csvFloat:
+		_, err := strconv.ParseFloat(v, 64)
+		return err == nil
+	case csvBool:
+		_, err := strconv.ParseBool(v)
+		return err == nil
+	case csvDate:
+		_, err := time.Parse("2006-01-02", v)
+		return err == nil
+	case csvTimestamp, csvTimestampUTC:
+		_, zoned, err := arrow.TimestampFromStringInLocation(v, arrow.Nanosecond, time.UTC)
+		return err == nil && zoned == (k == csvTimestampUTC)
+	}
+	return true // csvString
+}
+
+// looksLikeTime keeps the timestamp parser from claiming values that are
+// not dates with a time (it accepts a bare date too, which csvDate took).
+func looksLikeTime(v string) bool {
+	return len(v) >= len("2006-01-02T15") && v[4] == '-' && v[7] == '-' && (v[10] == 'T' || v[10] == ' ')
+}
+
+// widenKind is the narrowest kind holding the values of both a and b.
+func widenKind(a, b csvKind) csvKind {
+	switch {
+	case a == b || b == csvNull:
+		return a
+	case a == csvNull:
+		return b
+	case a == csvInt && b == csvFloat, a == csvFloat && b == csvInt:
+		return csvFloat
+	case a == csvDate && b == csvTimestamp, a == csvTimestamp && b == csvDate:
+		return csvTimestamp
+	}
+	return csvString
+}
+
+// sniffCSV reads the header of the CSV file path and the kinds of its
+// columns' values in its first csvSniffBytes.
+func sniffCSV(path string) ([]csvField, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	head, err := io.ReadAll(io.LimitReader(f, csvSniffBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(head) > csvSniffBytes {
+		// Keep whole lines only (a quoted field may hold a newline; the
+		// parser then reports the cut as an error, which ends the sniff).
+		head = head[:bytes.LastIndexByte(head[:csvSniffBytes], '\n')+1]
+	}
+	r := csv.NewReader(bytes.NewReader(head))
+	r.ReuseRecord = true
+	header, err := r.Read()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("no header line")
+		}
+		return nil, err
+	}
+	fields := make([]csvField, len(header))
+	seen := make(map[string]bool, len(header))
+	for i, name := range header {
+		if seen[name] {
+			return nil, fmt.Errorf("column %q twice in the header", name)
+		}
+		seen[name] = true
+		fields[i].Name = name
+	}
+	for {
+		rec, err := r.Read()
+		if err != nil {
+			break // io.EOF, or a line cut by the sniff's end
+		}
+		for i, v := range rec[:min(len(rec), len(fields))] {
+			if k := fields[i].Kind; v != "" && !fits(k, v) {
+				fields[i].Kind = widenKind(k, classify(v))
+			}
+		}
+	}
+	return fields, nil
+}
+
+// csvSchema infers the columns of the CSV files paths: every file's
+// header must name the same columns in the same order, and each column
+// takes the narrowest kind holding what every file's first rows hold.
+// The files are sniffed in parallel, a goroutine per CPU.
+func csvSchema(paths []string) ([]csvField, error) {
+	sniffed := make([][]csvField, len(paths))
+	errList := make([]error, len(paths))
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	for range min(len(paths), runtime.GOMAXPROCS(0)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(paths); i = int(next.Add(1) - 1) {
+				sniffed[i], errList[i] = sniffCSV(paths[i])
+			}
+		})
+	}
+	wg.Wait()
+	var out []csvField
+	for i, p := range paths {
+		fields, err := sniffed[i], errList[i]
+		if err != nil {
+			return nil, fileError("read", p, err)
+		}
+		if i == 0 {
+			out = fields
+			continue
+		}
+		if !sameNames(out, fields) {
+			return nil, &SchemaError{What: "CSV files", A: paths[0] + ": " + csvNames(out), B: p + ": " + csvNames(fields)}
+		}
+		for j := range out {
+			out[j].Kind = widenKind(out[j].Kind, fields[j].Kind)
+		}
+	}
+	return out, nil
+}
+
+func sameNames(a, b []csvField) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name {
+			return false
+		}
+	}
+	return true
+}
+
+func csvNames(fs []csvField) string {
+	names := make([]string, len(fs))
+	for i, f := range fs {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// csvFieldsOf decodes a CSV read's columns from a task's spec (an Arrow
+// IPC schema): a type that is not one of the kinds' is malformed (the
+// CSV parser panics on some).
+func csvFieldsOf(b []byte) ([]csvField, error) {
+	s, err := decodeSchema(b)
+	if err != nil {
+		return nil, errs.Malformedf(specWhat, "a CSV read's columns: %v", err)
+	}
+	if s.NumFields() == 0 || s.NumFields() > maxNames {
+		return nil, errs.Malformedf(specWhat, "a CSV read of %d columns", s.NumFields())
+	}
+	fs := make([]csvField, s.NumFields())
+	for i, f := range s.Fields() {
+		k := csvInt
+		for k < csvString && !arrow.TypeEqual(k.arrow(), f.Type) {
+			k++
+		}
+		if !arrow.TypeEqual(k.arrow(), f.Type) || f.Name == "" {
+			return nil, errs.Malformedf(specWhat, "CSV column %q of type %s", clipName(f.Name), f.Type)
+		}
+		fs[i] = csvField{Name: f.Name, Kind: k}
+	}
+	return fs, nil
+}
+
+// csvArrowSchema is the Arrow schema of a CSV read's columns.
+func csvArrowSchema(fs []csvField) *arrow.Schema {
+	fields := make([]arrow.Field, len(fs))
+	for i, f := range fs {
+		fields[i] = arrow.Field{Name: f.Name, Type: f.Kind.arrow(), Nullable: true}
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// csvValueError finds the first value of the CSV file b that the read's
+// columns do not hold (a row past the sniffed head), for an error that
+// names it; nil when every value fits (the parser failed for another
+// reason).
+func csvValueError(b []byte, fs []csvField) error {
+	r := csv.NewReader(bytes.NewReader(b))
+	r.ReuseRecord = true
+	if _, err := r.Read(); err != nil {
+		return nil
+	}
+	for {
+		rec, err := r.Read()
+		if err != nil {
+			return nil
+		}
+		for i, v := range rec[:min(len(rec), len(fs))] {
+			if v == "" || fits(fs[i].Kind, v) {
+				continue
+			}
+			line, _ := r.FieldPos(i)
+			return fmt.Errorf("line %d: column %q holds %q, which is not %s (each column's type is inferred from the first MiB of every file)",
+				line, fs[i].Name, clipValue(v), fs[i].Kind.arrow())
+		}
+	}
+}
+
+func clipValue(v string) string {
+	if len(v) > 64 {
+		return v[:64] + "..."
+	}
+	return v
+}

@@ -198,11 +198,11 @@ type readInfo struct {
 }
 
 func (ri *readInfo) format(b *strings.Builder) {
-	cols := "every column"
+	cols := fmt.Sprintf("all %d columns", ri.allColumns)
 	if ri.columns != nil {
-		cols = fmt.Sprintf("%s (%d of %d)", strings.Join(ri.columns, ", "), len(ri.columns), ri.allColumns)
+		cols = fmt.Sprintf("columns %s (%d of %d)", strings.Join(ri.columns, ", "), len(ri.columns), ri.allColumns)
 	}
-	fmt.Fprintf(b, "* Read: columns %s; row groups %d read, %d skipped by statistics; %s of %s of column chunks\n",
+	fmt.Fprintf(b, "* Read: %s; row groups %d read, %d skipped by statistics; %s of %s of column chunks\n",
 		cols, ri.groupsRead, ri.groupsSkipped, mb(ri.bytesRead), mb(ri.bytesAll))
 	if len(ri.filters) > 0 {
 		fmt.Fprintf(b, "* Pushed down: %s\n", strings.Join(ri.filters, " && "))

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/errs"
 )
@@ -87,6 +89,19 @@ func (e *SchemaError) Error() string {
 
 // Is matches atoll.ErrInvalidArgument.
 func (e *SchemaError) Is(target error) bool { return target == atoll.ErrInvalidArgument }
+
+// schemaLine is a schema on one line, for a SchemaError: "id int64, name
+// utf8" (a column that cannot be null says so).
+func schemaLine(s *arrow.Schema) string {
+	parts := make([]string, s.NumFields())
+	for i, f := range s.Fields() {
+		parts[i] = f.Name + " " + f.Type.String()
+		if !f.Nullable {
+			parts[i] += " not null"
+		}
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
 
 // FileError: a task could not read or write (Op) the file Path; Message
 // is the cause's text. It matches fs.ErrNotExist and fs.ErrPermission

@@ -34,7 +34,7 @@ func concatRecords(s *arrow.Schema, recs []arrow.RecordBatch) (arrow.RecordBatch
 	for _, r := range recs {
 		rows += r.NumRows()
 		if !r.Schema().Equal(s) {
-			return nil, &SchemaError{What: "blocks", A: s.String(), B: r.Schema().String()}
+			return nil, &SchemaError{What: "blocks", A: schemaLine(s), B: schemaLine(r.Schema())}
 		}
 	}
 	for j := range cols {

@@ -72,7 +72,7 @@ func (c *concatStream) next(ctx context.Context) (block, bool, error) {
 				c.schema = b.schema
 			} else if !c.schema.Equal(b.schema) {
 				b.release()
-				return block{}, false, &SchemaError{What: "Union of datasets", A: c.schema.String(), B: b.schema.String()}
+				return block{}, false, &SchemaError{What: "Union of datasets", A: schemaLine(c.schema), B: schemaLine(b.schema)}
 			}
 		}
 		return b, true, nil

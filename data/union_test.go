@@ -47,7 +47,7 @@ func TestUnion(t *testing.T) {
 		t.Fatalf("stats:\n%s", st)
 	}
 	_, err = data.Range(3).Union(data.Range(3).MapBatches(double)).TakeAll(ctx)
-	if !errors.Is(err, atoll.ErrInvalidArgument) || !strings.Contains(err.Error(), "different schemas") {
+	if !errors.Is(err, atoll.ErrInvalidArgument) || !strings.Contains(err.Error(), "different schemas: (id int64 not null) and (id int64 not null, x int64") {
 		t.Fatalf("union of different schemas: %v", err)
 	}
 }

@@ -699,11 +699,12 @@ type DataRead struct {
 	// parquet: the columns to read (the plan uses no other), in the file's
 	// order; empty: every column.
 	Columns []string `protobuf:"bytes,6,rep,name=columns,proto3" json:"columns,omitempty"`
-	// csv: the file's columns in its header's order, with the types the
-	// driver inferred for the whole read (an Arrow IPC schema; each type one
-	// of int64, float64, bool, date32, timestamp[ns], timestamp[ns, UTC]
-	// and string).
-	CsvSchema     []byte `protobuf:"bytes,7,opt,name=csv_schema,json=csvSchema,proto3" json:"csv_schema,omitempty"`
+	// csv, json: the read's schema, as the driver inferred it from every
+	// file's head (an Arrow IPC schema). CSV: the file's columns in its
+	// header's order, each of int64, float64, bool, date32, timestamp[ns],
+	// timestamp[ns, UTC] or string. JSON: bool, int64, float64, string,
+	// lists and structs of them.
+	Schema        []byte `protobuf:"bytes,7,opt,name=schema,proto3" json:"schema,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -780,9 +781,9 @@ func (x *DataRead) GetColumns() []string {
 	return nil
 }
 
-func (x *DataRead) GetCsvSchema() []byte {
+func (x *DataRead) GetSchema() []byte {
 	if x != nil {
-		return x.CsvSchema
+		return x.Schema
 	}
 	return nil
 }
@@ -1920,7 +1921,7 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\fleft_matched\x18\x10 \x01(\fR\vleftMatched\x12!\n" +
 	"\fright_schema\x18\x11 \x01(\fR\vrightSchema\x12\x1d\n" +
 	"\n" +
-	"lazy_right\x18\x12 \x01(\bR\tlazyRight\"\xb2\x01\n" +
+	"lazy_right\x18\x12 \x01(\bR\tlazyRight\"\xab\x01\n" +
 	"\bDataRead\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\x03R\x05start\x12\x10\n" +
@@ -1928,9 +1929,8 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\x04path\x18\x04 \x01(\tR\x04path\x12\x1d\n" +
 	"\n" +
 	"row_groups\x18\x05 \x03(\x03R\trowGroups\x12\x18\n" +
-	"\acolumns\x18\x06 \x03(\tR\acolumns\x12\x1d\n" +
-	"\n" +
-	"csv_schema\x18\a \x01(\fR\tcsvSchema\"1\n" +
+	"\acolumns\x18\x06 \x03(\tR\acolumns\x12\x16\n" +
+	"\x06schema\x18\a \x01(\fR\x06schema\"1\n" +
 	"\aDataZip\x12\x12\n" +
 	"\x04skip\x18\x01 \x01(\x03R\x04skip\x12\x12\n" +
 	"\x04rows\x18\x02 \x01(\x03R\x04rows\"\x95\x02\n" +

@@ -28,8 +28,8 @@ import (
 // arrow-go's inferring reader also takes each column's type from the
 // first row alone, so "10" then "2.5" failed the read.
 
-// csvSniffBytes is how much of each CSV file the driver reads to infer
-// the schema.
+// csvSniffBytes is how much of each CSV or JSON file the driver reads to
+// infer the schema.
 const csvSniffBytes = 1 << 20
 
 // csvKind is an inferred CSV column type, from narrowest to widest
@@ -151,19 +151,11 @@ func widenKind(a, b csvKind) csvKind {
 // sniffCSV reads the header of the CSV file path and the kinds of its
 // columns' values in its first csvSniffBytes.
 func sniffCSV(path string) ([]csvField, error) {
-	f, err := os.Open(path)
+	// Whole lines only: a quoted field may still hold a newline, and the
+	// parser then reports the cut as an error, which ends the sniff.
+	head, err := sniffHead(path)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	head, err := io.ReadAll(io.LimitReader(f, csvSniffBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(head) > csvSniffBytes {
-		// Keep whole lines only (a quoted field may hold a newline; the
-		// parser then reports the cut as an error, which ends the sniff).
-		head = head[:bytes.LastIndexByte(head[:csvSniffBytes], '\n')+1]
 	}
 	r := csv.NewReader(bytes.NewReader(head))
 	r.ReuseRecord = true
@@ -200,38 +192,62 @@ func sniffCSV(path string) ([]csvField, error) {
 // csvSchema infers the columns of the CSV files paths: every file's
 // header must name the same columns in the same order, and each column
 // takes the narrowest kind holding what every file's first rows hold.
-// The files are sniffed in parallel, a goroutine per CPU.
 func csvSchema(paths []string) ([]csvField, error) {
-	sniffed := make([][]csvField, len(paths))
-	errList := make([]error, len(paths))
-	next := atomic.Int64{}
-	var wg sync.WaitGroup
-	for range min(len(paths), runtime.GOMAXPROCS(0)) {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(paths); i = int(next.Add(1) - 1) {
-				sniffed[i], errList[i] = sniffCSV(paths[i])
-			}
-		})
+	sniffed, err := sniffFiles(paths, sniffCSV)
+	if err != nil {
+		return nil, err
 	}
-	wg.Wait()
-	var out []csvField
-	for i, p := range paths {
-		fields, err := sniffed[i], errList[i]
-		if err != nil {
-			return nil, fileError("read", p, err)
-		}
-		if i == 0 {
-			out = fields
-			continue
-		}
+	out := sniffed[0]
+	for i, fields := range sniffed[1:] {
 		if !sameNames(out, fields) {
-			return nil, &SchemaError{What: "CSV files", A: paths[0] + ": " + csvNames(out), B: p + ": " + csvNames(fields)}
+			return nil, &SchemaError{What: "CSV files", A: paths[0] + ": " + csvNames(out), B: paths[i+1] + ": " + csvNames(fields)}
 		}
 		for j := range out {
 			out[j].Kind = widenKind(out[j].Kind, fields[j].Kind)
 		}
 	}
 	return out, nil
+}
+
+// sniffFiles runs sniff on every path (a goroutine per CPU) and returns
+// the results in paths' order, or the first path's error as a FileError.
+func sniffFiles[T any](paths []string, sniff func(path string) (T, error)) ([]T, error) {
+	out := make([]T, len(paths))
+	errList := make([]error, len(paths))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(len(paths), runtime.GOMAXPROCS(0)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(paths); i = int(next.Add(1) - 1) {
+				out[i], errList[i] = sniff(paths[i])
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errList {
+		if err != nil {
+			return nil, fileError("read", paths[i], err)
+		}
+	}
+	return out, nil
+}
+
+// sniffHead reads the first csvSniffBytes of the file path, cut after its
+// last whole line when the file is longer.
+func sniffHead(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	head, err := io.ReadAll(io.LimitReader(f, csvSniffBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(head) > csvSniffBytes {
+		head = head[:bytes.LastIndexByte(head[:csvSniffBytes], '\n')+1]
+	}
+	return head, nil
 }
 
 func sameNames(a, b []csvField) bool {

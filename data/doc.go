@@ -188,8 +188,9 @@
 //     (files or directories, a task per row group), ReadCSV (a task per
 //     file; the columns' types inferred by the driver from the first MiB
 //     of every file, one schema for the whole read), ReadJSON
-//     (newline-delimited, a task per file, the schema inferred from the
-//     file, decoded by arrow-go's JSON reader).
+//     (newline-delimited, a task per file, one schema inferred by the
+//     driver from the first MiB of every file, decoded by arrow-go's JSON
+//     reader).
 //   - Expressions (data/expr): Filter, WithColumn, SelectExprs and the
 //     aggregations' inputs; columns, literals, arithmetic, comparisons,
 //     three-valued logic, nulls, casts, string predicates, IsIn,

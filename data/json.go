@@ -9,37 +9,71 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
 // ReadJSON reads newline-delimited JSON files, one object per line (paths
 // of files or of directories, whose *.json, *.jsonl and *.ndjson files
-// are read), one task per file. Each file's schema is inferred from all
-// of its lines (keys in order of first appearance; a key missing from a
+// are read), one task per file. The schema is inferred when the dataset
+// runs, before any task, from the first MiB of every file, one for the
+// whole read (keys in order of first appearance; a key missing from a
 // line is a null): integers are int64 (float64 if any value of the key
-// has a fraction or an exponent), strings, booleans, arrays are lists of
-// their elements' type, objects are structs of their keys; a key whose
-// values are only null is a string column. A key whose values have
-// different types (a string and a number, say) fails the read naming
-// the key. The rows are decoded by arrow-go's JSON reader.
+// has a fraction or an exponent, in any file), strings, booleans, arrays
+// are lists of their elements' type, objects are structs of their keys;
+// a key whose values are only null is a string column. A key whose
+// values have different types (a string and a number, say) fails the
+// read naming the key and the file, and so does a key or a value
+// further into a file that the schema does not hold. The rows are
+// decoded by arrow-go's JSON reader.
 func ReadJSON(paths ...string) *Dataset {
 	return newDataset(&source{open: func(Config) (readSource, error) {
-		us, err := jsonUnits(paths)
-		return &fileSource{kind: "json", us: us}, err
+		return jsonSource(paths)
 	}}, "read", nil)
 }
 
-func jsonUnits(paths []string) ([]readUnit, error) {
-	return fileUnits(paths, "json", ".json", ".jsonl", ".ndjson")
+// jsonSource lists the JSON files under paths, a read task each, and
+// infers their schema from their heads.
+func jsonSource(paths []string) (*fileSource, error) {
+	us, err := fileUnits(paths, "json", ".json", ".jsonl", ".ndjson")
+	if err != nil {
+		return nil, err
+	}
+	files := make([]string, len(us))
+	for i, u := range us {
+		files[i] = u.spec.Path
+	}
+	types, err := sniffFiles(files, func(path string) (*jsonType, error) {
+		head, err := sniffHead(path)
+		if err != nil {
+			return nil, err
+		}
+		return inferJSONType(head)
+	})
+	if err != nil {
+		return nil, err
+	}
+	top := types[0]
+	for i, t := range types[1:] {
+		if err := top.merge(t, ""); err != nil {
+			return nil, fileError("read", files[i+1], err)
+		}
+	}
+	return newFileSource(us, top.schema()), nil
 }
 
-// readJSONFile reads one newline-delimited JSON file.
-func readJSONFile(path string) ([]arrow.RecordBatch, error) {
+// readJSONFile reads one newline-delimited JSON file with the read's
+// schema, after checking that the schema holds every line of it.
+func readJSONFile(path string, schema *arrow.Schema) ([]arrow.RecordBatch, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	schema, err := inferJSONSchema(b)
+	t, err := inferJSONType(b)
 	if err != nil {
+		return nil, err
+	}
+	if err := covers(arrow.StructOf(schema.Fields()...), t, ""); err != nil {
 		return nil, err
 	}
 	if schema.NumFields() == 0 {
@@ -52,6 +86,98 @@ func readJSONFile(path string) ([]arrow.RecordBatch, error) {
 	return out, nil
 }
 
+// covers reports (an error naming the key) whether values of type dt
+// hold every value of t, the type of key path in a file.
+func covers(dt arrow.DataType, t *jsonType, path string) error {
+	if t.kind == "null" {
+		return nil
+	}
+	ok := false
+	switch dt := dt.(type) {
+	case *arrow.BooleanType:
+		ok = t.kind == "bool"
+	case *arrow.Int64Type:
+		ok = t.kind == "int"
+	case *arrow.Float64Type:
+		ok = t.kind == "float" || t.kind == "int"
+	case *arrow.StringType:
+		ok = t.kind == "string"
+	case *arrow.ListType:
+		if t.kind == "list" {
+			return covers(dt.Elem(), t.elem, path+"[]")
+		}
+	case *arrow.StructType:
+		if t.kind == "object" {
+			for _, n := range t.names {
+				f, found := dt.FieldByName(n)
+				if !found {
+					return fmt.Errorf("key %q is in no file's first MiB, so the read's schema has no column for it", childPath(path, n))
+				}
+				if err := covers(f.Type, t.fields[n], childPath(path, n)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	if ok {
+		return nil
+	}
+	what := "the read's top level"
+	if path != "" {
+		what = fmt.Sprintf("key %q", path)
+	}
+	return fmt.Errorf("%s holds %s values, which its type in the read's schema, %s, does not (the schema is inferred from the first MiB of every file)", what, t.kind, dt)
+}
+
+// childPath is the path of key k of the object at path.
+func childPath(path, k string) string {
+	switch {
+	case path != "":
+		return path + "." + k
+	case k == "":
+		return `""` // a top-level key "" is not the top level
+	}
+	return k
+}
+
+// jsonSchemaOf decodes a JSON read's schema from a task's spec (an Arrow
+// IPC schema) and checks it has only the types inference makes.
+func jsonSchemaOf(b []byte) (*arrow.Schema, error) {
+	s, err := decodeSchema(b)
+	if err != nil {
+		return nil, errs.Malformedf(specWhat, "a JSON read's schema: %v", err)
+	}
+	var check func(dt arrow.DataType, depth int) bool
+	check = func(dt arrow.DataType, depth int) bool {
+		if depth > maxJSONDepth {
+			return false
+		}
+		switch dt := dt.(type) {
+		case *arrow.BooleanType, *arrow.Int64Type, *arrow.Float64Type, *arrow.StringType:
+			return true
+		case *arrow.ListType:
+			return check(dt.Elem(), depth+1)
+		case *arrow.StructType:
+			for _, f := range dt.Fields() {
+				if !check(f.Type, depth+1) {
+					return false
+				}
+			}
+			return true
+		}
+		return false
+	}
+	if s.NumFields() > maxNames || !check(arrow.StructOf(s.Fields()...), 0) {
+		return nil, errs.Malformedf(specWhat, "a JSON read's schema %s", clipName(schemaLine(s)))
+	}
+	return s, nil
+}
+
+// maxJSONDepth bounds the nesting of a JSON read's schema in a task's
+// spec.
+const maxJSONDepth = 64
+
 // jsonType is an inferred type: a kind, and for lists the element, for
 // objects the fields in order of first appearance.
 type jsonType struct {
@@ -61,9 +187,9 @@ type jsonType struct {
 	fields map[string]*jsonType
 }
 
-// inferJSONSchema infers the schema of newline-delimited JSON objects,
+// inferJSONType infers the type of newline-delimited JSON objects,
 // reading tokens so that keys keep the order they appear in.
-func inferJSONSchema(b []byte) (*arrow.Schema, error) {
+func inferJSONType(b []byte) (*jsonType, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	top := &jsonType{kind: "object", fields: map[string]*jsonType{}}
@@ -72,11 +198,49 @@ func inferJSONSchema(b []byte) (*arrow.Schema, error) {
 			return nil, fmt.Errorf("object %d: %w", line, err)
 		}
 	}
-	fields := make([]arrow.Field, len(top.names))
-	for i, n := range top.names {
-		fields[i] = arrow.Field{Name: n, Type: top.fields[n].arrow(), Nullable: true}
+	return top, nil
+}
+
+// schema is the schema of rows of the top-level object type t.
+func (t *jsonType) schema() *arrow.Schema {
+	fields := make([]arrow.Field, len(t.names))
+	for i, n := range t.names {
+		fields[i] = arrow.Field{Name: n, Type: t.fields[n].arrow(), Nullable: true}
 	}
-	return arrow.NewSchema(fields, nil), nil
+	return arrow.NewSchema(fields, nil)
+}
+
+// merge widens t (the type of key path) to hold the values of o too.
+func (t *jsonType) merge(o *jsonType, path string) error {
+	switch {
+	case o.kind == "null":
+		return nil
+	case t.kind == "null":
+		*t = *o
+		return nil
+	case t.kind == "int" && o.kind == "float":
+		t.kind = "float"
+	case t.kind == "float" && o.kind == "int":
+	case t.kind != o.kind:
+		return fmt.Errorf("key %q holds both %s and %s values", path, t.kind, o.kind)
+	}
+	switch t.kind {
+	case "list":
+		return t.elem.merge(o.elem, path+"[]")
+	case "object":
+		for _, n := range o.names {
+			ft := t.fields[n]
+			if ft == nil {
+				ft = &jsonType{kind: "null"}
+				t.fields[n] = ft
+				t.names = append(t.names, n)
+			}
+			if err := ft.merge(o.fields[n], childPath(path, n)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // mergeNext reads the next value from dec and widens t (the type of key
@@ -140,13 +304,7 @@ func (t *jsonType) mergeNext(dec *json.Decoder, path string) error {
 				t.fields[k] = ft
 				t.names = append(t.names, k)
 			}
-			p := k
-			if path != "" {
-				p = path + "." + k
-			} else if k == "" {
-				p = `""` // a top-level key "" is not the top level
-			}
-			if err := ft.mergeNext(dec, p); err != nil {
+			if err := ft.mergeNext(dec, childPath(path, k)); err != nil {
 				return err
 			}
 		}

@@ -29,8 +29,8 @@ type readSpec struct {
 	Start, End int64
 	Path       string
 	RowGroups  []int
-	Columns    []string   // parquet: the columns to read; nil: every one
-	CSV        []csvField // csv: the file's columns, as the driver inferred them
+	Columns    []string // parquet: the columns to read; nil: every one
+	Schema     []byte   // csv, json: the read's schema, as the driver inferred it (Arrow IPC)
 }
 
 // read reads the records of r and the bytes of files it read.
@@ -54,9 +54,15 @@ func (r *readSpec) read(ctx context.Context) ([]arrow.RecordBatch, int64, error)
 	case "parquet":
 		recs, n, err = readParquetRowGroups(ctx, r.Path, r.RowGroups, r.Columns)
 	case "csv":
-		recs, err = readCSVFile(r.Path, r.CSV)
+		var fields []csvField
+		if fields, err = csvFieldsOf(r.Schema); err == nil {
+			recs, err = readCSVFile(r.Path, fields)
+		}
 	case "json":
-		recs, err = readJSONFile(r.Path)
+		var schema *arrow.Schema
+		if schema, err = jsonSchemaOf(r.Schema); err == nil {
+			recs, err = readJSONFile(r.Path, schema)
+		}
 	default:
 		return nil, 0, errs.Malformedf(specWhat, "unknown read %q", r.Kind)
 	}
@@ -123,21 +129,14 @@ func (r *rangeSource) units(pushdown) ([]readUnit, *readInfo, error) {
 	return us, nil, nil
 }
 
-// fileSource reads CSV or JSON files, a task per file. A CSV read's
-// schema is the driver's (csvschema.go); a JSON file's is inferred in
-// its task.
+// fileSource reads CSV or JSON files, a task per file, with the schema
+// the driver inferred from every file's head (csvschema.go, json.go).
 type fileSource struct {
-	kind   string
-	us     []readUnit
-	fields []csvField // csv
+	us []readUnit
+	s  *arrow.Schema
 }
 
-func (f *fileSource) schema() *arrow.Schema {
-	if f.kind != "csv" {
-		return nil
-	}
-	return csvArrowSchema(f.fields)
-}
+func (f *fileSource) schema() *arrow.Schema { return f.s }
 
 func (f *fileSource) units(pushdown) ([]readUnit, *readInfo, error) { return f.us, nil, nil }
 
@@ -242,6 +241,15 @@ type readUnit struct {
 	estimate int64
 }
 
+// newFileSource is the source of read tasks us, each given schema.
+func newFileSource(us []readUnit, schema *arrow.Schema) *fileSource {
+	b := encodeSchema(schema)
+	for i := range us {
+		us[i].spec.Schema = b
+	}
+	return &fileSource{us: us, s: schema}
+}
+
 // csvSource lists the CSV files under paths, a read task each, and
 // infers their columns.
 func csvSource(paths []string) (*fileSource, error) {
@@ -257,10 +265,7 @@ func csvSource(paths []string) (*fileSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i := range us {
-		us[i].spec.CSV = fields
-	}
-	return &fileSource{kind: "csv", us: us, fields: fields}, nil
+	return newFileSource(us, csvArrowSchema(fields)), nil
 }
 
 // fileUnits is a read task of kind per file with one of exts under paths,

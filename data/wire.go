@@ -65,9 +65,7 @@ func encodeTask(s *taskSpec) []byte {
 		for i, g := range r.RowGroups {
 			m.Read.RowGroups[i] = int64(g)
 		}
-		if r.CSV != nil {
-			m.Read.CsvSchema = encodeSchema(csvArrowSchema(r.CSV))
-		}
+		m.Read.Schema = r.Schema
 	}
 	if z := s.Zip; z != nil {
 		m.Zip = &atollpb.DataZip{Skip: z.Skip, Rows: z.Rows}
@@ -109,13 +107,7 @@ func decodeTask(b []byte) (*taskSpec, error) {
 		for _, g := range r.RowGroups {
 			s.Read.RowGroups = append(s.Read.RowGroups, int(g))
 		}
-		if r.Kind == "csv" {
-			fields, err := csvFieldsOf(r.CsvSchema)
-			if err != nil {
-				return nil, err
-			}
-			s.Read.CSV = fields
-		}
+		s.Read.Schema = r.Schema
 	}
 	if z := m.Zip; z != nil {
 		s.Zip = &zipSpec{Skip: z.Skip, Rows: z.Rows}
@@ -167,6 +159,16 @@ func checkTask(m *atollpb.DataTask) error {
 			return bad("range %d to %d", r.Start, r.End)
 		case len(r.Path) > maxString || len(r.RowGroups) > maxNames || len(r.Columns) > maxNames:
 			return bad("a read of %d bytes of path and %d row groups", len(r.Path), len(r.RowGroups))
+		}
+		switch r.Kind {
+		case "csv":
+			if _, err := csvFieldsOf(r.Schema); err != nil {
+				return err
+			}
+		case "json":
+			if _, err := jsonSchemaOf(r.Schema); err != nil {
+				return err
+			}
 		}
 		for _, g := range r.RowGroups {
 			if g < 0 || g > 1<<31 {

@@ -21,8 +21,13 @@ func sampleSpecs() map[string]taskSpec {
 				{Kind: "select", Columns: []string{"key", "value"}}, {Kind: "limit", Limit: 10, Offset: 3}},
 			Out: outSpec{Kind: "blocks", MaxBlocks: 8, TargetMaxBlockSize: 512 << 20, TaskIndex: 3}},
 		"range": {Read: &readSpec{Kind: "range", Start: 100, End: 200}, Out: outSpec{Kind: "blocks", MaxBlocks: 8}},
-		"csv": {Read: &readSpec{Kind: "csv", Path: "/data/in/a.csv", CSV: []csvField{{"id", csvInt}, {"price", csvFloat}, {"ok", csvBool},
-			{"day", csvDate}, {"at", csvTimestamp}, {"utc", csvTimestampUTC}, {"note", csvString}}}, Out: outSpec{Kind: "blocks", MaxBlocks: 8}},
+		"csv": {Read: &readSpec{Kind: "csv", Path: "/data/in/a.csv", Schema: encodeSchema(csvArrowSchema([]csvField{{"id", csvInt},
+			{"price", csvFloat}, {"ok", csvBool}, {"day", csvDate}, {"at", csvTimestamp}, {"utc", csvTimestampUTC}, {"note", csvString}}))},
+			Out: outSpec{Kind: "blocks", MaxBlocks: 8}},
+		"json": {Read: &readSpec{Kind: "json", Path: "/data/in/a.jsonl", Schema: encodeSchema(arrow.NewSchema([]arrow.Field{
+			{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String)},
+			{Name: "at", Type: arrow.StructOf(arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Float64})}}, nil))},
+			Out: outSpec{Kind: "blocks", MaxBlocks: 8}},
 		"sort split": {Out: outSpec{Kind: "split", Parts: 4, Keys: []SortKey{{Column: "k", Descending: true}, {Column: "v"}},
 			Bounds: []byte{1, 2, 3}}},
 		"sample": {Out: outSpec{Kind: "sort_sample", MaxBlocks: 8, Samples: 64, Keys: []SortKey{{Column: "k"}}}},
@@ -66,27 +71,32 @@ func TestMalformedTaskSpecs(t *testing.T) {
 		"negative row group": func(m *atollpb.DataTask) { m.Read.RowGroups = []int64{-1} },
 		"csv of no columns":  func(m *atollpb.DataTask) { m.Read = &atollpb.DataRead{Kind: "csv", Path: "a.csv"} },
 		"csv of a list": func(m *atollpb.DataTask) {
-			m.Read = &atollpb.DataRead{Kind: "csv", Path: "a.csv", CsvSchema: encodeSchema(arrow.NewSchema(
+			m.Read = &atollpb.DataRead{Kind: "csv", Path: "a.csv", Schema: encodeSchema(arrow.NewSchema(
 				[]arrow.Field{{Name: "x", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)}}, nil))}
 		},
 		"csv column without a name": func(m *atollpb.DataTask) {
-			m.Read = &atollpb.DataRead{Kind: "csv", Path: "a.csv", CsvSchema: encodeSchema(arrow.NewSchema(
+			m.Read = &atollpb.DataRead{Kind: "csv", Path: "a.csv", Schema: encodeSchema(arrow.NewSchema(
 				[]arrow.Field{{Type: arrow.PrimitiveTypes.Int64}}, nil))}
 		},
 		"csv columns that do not decode": func(m *atollpb.DataTask) {
-			m.Read = &atollpb.DataRead{Kind: "csv", Path: "a.csv", CsvSchema: []byte("not a schema")}
+			m.Read = &atollpb.DataRead{Kind: "csv", Path: "a.csv", Schema: []byte("not a schema")}
 		},
-		"unknown op":          func(m *atollpb.DataTask) { m.Ops[0].Kind = "explode" },
-		"op without function": func(m *atollpb.DataTask) { m.Ops[0].Func = "" },
-		"negative limit":      func(m *atollpb.DataTask) { m.Ops[3].Limit = -1 },
-		"select of nothing":   func(m *atollpb.DataTask) { m.Ops[2].Columns = nil },
-		"no output":           func(m *atollpb.DataTask) { m.Out = nil },
-		"unknown output":      func(m *atollpb.DataTask) { m.Out.Kind = "scatter" },
-		"no blocks":           func(m *atollpb.DataTask) { m.Out.MaxBlocks = 0 },
-		"too many blocks":     func(m *atollpb.DataTask) { m.Out.MaxBlocks = maxReturns + 1 },
-		"split of no parts":   func(m *atollpb.DataTask) { m.Out = &atollpb.DataOutput{Kind: "split"} },
-		"key sample's blocks": func(m *atollpb.DataTask) { m.Out = &atollpb.DataOutput{Kind: "key_sample", MaxBlocks: 8} },
-		"negative zip":        func(m *atollpb.DataTask) { m.Zip = &atollpb.DataZip{Skip: -1} },
+		"json of a date": func(m *atollpb.DataTask) {
+			m.Read = &atollpb.DataRead{Kind: "json", Path: "a.jsonl", Schema: encodeSchema(arrow.NewSchema(
+				[]arrow.Field{{Name: "d", Type: arrow.FixedWidthTypes.Date32}}, nil))}
+		},
+		"json without a schema": func(m *atollpb.DataTask) { m.Read = &atollpb.DataRead{Kind: "json", Path: "a.jsonl"} },
+		"unknown op":            func(m *atollpb.DataTask) { m.Ops[0].Kind = "explode" },
+		"op without function":   func(m *atollpb.DataTask) { m.Ops[0].Func = "" },
+		"negative limit":        func(m *atollpb.DataTask) { m.Ops[3].Limit = -1 },
+		"select of nothing":     func(m *atollpb.DataTask) { m.Ops[2].Columns = nil },
+		"no output":             func(m *atollpb.DataTask) { m.Out = nil },
+		"unknown output":        func(m *atollpb.DataTask) { m.Out.Kind = "scatter" },
+		"no blocks":             func(m *atollpb.DataTask) { m.Out.MaxBlocks = 0 },
+		"too many blocks":       func(m *atollpb.DataTask) { m.Out.MaxBlocks = maxReturns + 1 },
+		"split of no parts":     func(m *atollpb.DataTask) { m.Out = &atollpb.DataOutput{Kind: "split"} },
+		"key sample's blocks":   func(m *atollpb.DataTask) { m.Out = &atollpb.DataOutput{Kind: "key_sample", MaxBlocks: 8} },
+		"negative zip":          func(m *atollpb.DataTask) { m.Zip = &atollpb.DataZip{Skip: -1} },
 		"unknown aggregation": func(m *atollpb.DataTask) {
 			m.Out.Aggs = []*atollpb.DataAgg{{Func: "median", Input: expr.Col("x").Proto(), Name: "median(x)"}}
 		},

@@ -208,7 +208,8 @@
 //     expression (expr.Col("x").Mul(2).Sum()), columns named as Ray's
 //     (count(), sum(x), ...) or by As; one row per group, each block sorted by the
 //     group columns (not the whole output); GroupedData.Count, Sum...
-//     shorthands.
+//     shorthands. Dataset.Aggregate (or GroupBy with no column) folds
+//     every row into one.
 //   - Join (inner, left, right, full, semi, anti) on one or more keys
 //     (RightOn for other names; Suffix for clashing names): broadcast
 //     when the right side is estimated under Config.BroadcastThreshold
@@ -244,8 +245,7 @@
 //
 // # Not yet
 //
-// Aggregation of the whole dataset without groups (Dataset.Aggregate),
-// custom aggregations, Quantile, Unique; Split with locality hints,
+// Custom aggregations, Quantile, Unique; Split with locality hints,
 // streaming_split; backpressure between the stages of a run beyond the
 // shared budget (each stage pulls from the one before it on demand);
 // reserving CPUs for datasets in the scheduler (CPUShare is a cap the

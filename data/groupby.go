@@ -65,7 +65,9 @@ type GroupedData struct {
 
 // GroupBy groups the rows by the values of one or more columns (int64,
 // int32, float64, float32 or string; nulls form a group of their own).
-// Nothing runs until the aggregated dataset is consumed.
+// With no column, every row is in one group: Aggregate then computes over
+// the whole dataset (see Dataset.Aggregate). Nothing runs until the
+// aggregated dataset is consumed.
 func (d *Dataset) GroupBy(columns ...string) *GroupedData {
 	g := &GroupedData{d: d, keys: append([]string(nil), columns...)}
 	seen := map[string]bool{}
@@ -75,10 +77,17 @@ func (d *Dataset) GroupBy(columns ...string) *GroupedData {
 		}
 		seen[c] = true
 	}
-	if len(columns) == 0 {
-		g.err = fmt.Errorf("%w: data: GroupBy needs at least one column", atoll.ErrInvalidArgument)
-	}
 	return g
+}
+
+// Aggregate computes aggs over every row: a dataset of one row, a column
+// per aggregation (Agg.Name), and no row when the dataset has none (as a
+// GroupBy gives no group). It is GroupBy().NumPartitions(1).Aggregate:
+// each map task aggregates its blocks, and one task combines them.
+//
+//	totals, err := ds.Aggregate(data.Count(), expr.Col("price").Sum()).TakeAll(ctx)
+func (d *Dataset) Aggregate(aggs ...Agg) *Dataset {
+	return d.GroupBy().NumPartitions(1).Aggregate(aggs...)
 }
 
 // NumPartitions sets the number of reduce tasks, and of hash parts each

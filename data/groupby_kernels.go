@@ -140,6 +140,10 @@ func aggReduce(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch, o
 		return nil, err
 	}
 	defer final.Release()
+	if len(o.GroupKeys) == 0 {
+		// one group (Dataset.Aggregate): nothing to order
+		return splitBlocks([]arrow.RecordBatch{final}, o.TargetMaxBlockSize, o.MaxBlocks), nil
+	}
 	keys := make([]SortKey, len(o.GroupKeys))
 	for i, k := range o.GroupKeys {
 		keys[i] = SortKey{Column: k}
@@ -296,6 +300,14 @@ func identityIDs(n int) ([]int32, []int64) {
 // several columns are combined and made dense again. first holds each
 // group's first row.
 func groupIDs(_ context.Context, rec arrow.RecordBatch, keyIdx []int) ([]int32, []int64, error) {
+	if len(keyIdx) == 0 {
+		// no columns: every row is in the one group (Dataset.Aggregate)
+		n := int(rec.NumRows())
+		if n == 0 {
+			return nil, nil, nil
+		}
+		return make([]int32, n), []int64{0}, nil
+	}
 	var ids []int32
 	var card int
 	for k, j := range keyIdx {

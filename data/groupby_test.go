@@ -260,7 +260,6 @@ func TestGroupByErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, bad := range map[string]*data.Dataset{
-		"no column":         ds.GroupBy().Count(),
 		"repeated column":   ds.GroupBy("k", "k").Count(),
 		"no aggregation":    ds.GroupBy("k").Aggregate(),
 		"same twice":        ds.GroupBy("k").Aggregate(data.Sum("x"), data.Sum("x")),
@@ -392,5 +391,41 @@ func TestGroupByCutsWhileMapping(t *testing.T) {
 			}
 			t.Logf("stored %v, overlap %v:\n%s", stored, overlap, st)
 		}
+	}
+}
+
+// TestAggregateOverAllRows: Dataset.Aggregate (and GroupBy with no
+// column) folds every row into one, over many read tasks, over stored
+// blocks and with several parts asked for; an empty dataset gives no row.
+// GroupBy() was an error before, and a total needed a constant column.
+func TestAggregateOverAllRows(t *testing.T) {
+	ctx := start(t)
+	const n = 100_000
+	want := map[string]any{"count()": int64(n), "sum(id)": int64(n * (n - 1) / 2), "max(id)": int64(n - 1), `sum(col("id") * 2)`: int64(n * (n - 1))}
+	aggs := []data.Agg{data.Count(), data.Sum("id"), expr.Col("id").Max(), expr.Col("id").Mul(2).Sum()}
+	for name, ds := range map[string]*data.Dataset{
+		"read tasks":    data.Range(n).WithConfig(withParallelism(8)).Aggregate(aggs...),
+		"stored blocks": data.Range(n).Repartition(7).Aggregate(aggs...),
+		"three parts":   data.Range(n).WithConfig(withParallelism(8)).GroupBy().NumPartitions(3).Aggregate(aggs...),
+	} {
+		rows, err := ds.TakeAll(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(rows) != 1 {
+			t.Fatalf("%s: %d rows: %v", name, len(rows), rows)
+		}
+		for k, v := range want {
+			if rows[0][k] != v {
+				t.Errorf("%s: %s = %v, want %v (row %v)", name, k, rows[0][k], v, rows[0])
+			}
+		}
+	}
+	rows, err := data.Range(n).Filter(expr.Col("id").Lt(0)).Aggregate(data.Count()).TakeAll(ctx)
+	if err != nil || len(rows) != 0 {
+		t.Fatalf("empty: %v, %v", rows, err)
+	}
+	if _, err := data.Range(3).Aggregate().Count(ctx); !errors.Is(err, atoll.ErrInvalidArgument) {
+		t.Fatalf("no aggregation: %v", err)
 	}
 }

@@ -230,7 +230,7 @@ func checkTask(m *atollpb.DataTask) error {
 		return bad("%s: target block size %d, %d samples, task index %d", o.Kind, o.TargetMaxBlockSize, o.Samples, o.TaskIndex)
 	case len(o.Keys) > maxNames || len(o.GroupKeys) > maxNames || len(o.Aggs) > maxNames:
 		return bad("%s: %d keys, %d group keys, %d aggregations", o.Kind, len(o.Keys), len(o.GroupKeys), len(o.Aggs))
-	case (o.Kind == "hash_split" || o.Kind == "agg_split") && len(o.GroupKeys) == 0:
+	case o.Kind == "hash_split" && len(o.GroupKeys) == 0:
 		return bad("%s without keys", o.Kind)
 	}
 	for _, k := range o.Keys {

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/csv"
 	"errors"
@@ -20,7 +21,7 @@ import (
 )
 
 // A CSV read's schema is the driver's, made before any task runs: the
-// first csvSniffBytes of every file are parsed, each column takes the
+// first sniffBytes of every file are parsed, each column takes the
 // narrowest type that holds every value seen in any file, and every read
 // task parses its file with that schema. A task inferring its own file's
 // types would give two files two schemas (an integer column in one, a
@@ -28,9 +29,9 @@ import (
 // arrow-go's inferring reader also takes each column's type from the
 // first row alone, so "10" then "2.5" failed the read.
 
-// csvSniffBytes is how much of each CSV or JSON file the driver reads to
-// infer the schema.
-const csvSniffBytes = 1 << 20
+// sniffBytes is how much of each CSV or JSON file the driver reads to
+// infer a read's schema.
+const sniffBytes = 1 << 20
 
 // csvKind is an inferred CSV column type, from narrowest to widest
 // where one holds another's values (csvInt in csvFloat, csvDate in
@@ -51,7 +52,8 @@ const (
 	csvString
 )
 
-// csvField is a column of a CSV read as a task's spec carries it.
+// csvField is a column of a CSV read: its name and its inferred kind
+// (a task's spec carries them as an Arrow schema, csvArrowSchema).
 type csvField struct {
 	Name string
 	Kind csvKind
@@ -149,7 +151,7 @@ func widenKind(a, b csvKind) csvKind {
 }
 
 // sniffCSV reads the header of the CSV file path and the kinds of its
-// columns' values in its first csvSniffBytes.
+// columns' values in its first sniffBytes.
 func sniffCSV(path string) ([]csvField, error) {
 	// Whole lines only: a quoted field may still hold a newline, and the
 	// parser then reports the cut as an error, which ends the sniff.
@@ -232,23 +234,42 @@ func sniffFiles[T any](paths []string, sniff func(path string) (T, error)) ([]T,
 	return out, nil
 }
 
-// sniffHead reads the first csvSniffBytes of the file path, cut after its
-// last whole line when the file is longer.
+// sniffHead reads the first sniffBytes of the file path, cut after its
+// last whole line when the file is longer; a first line longer than
+// that (a large JSON object) is read whole, up to maxSniffLine.
 func sniffHead(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	head, err := io.ReadAll(io.LimitReader(f, csvSniffBytes+1))
+	r := bufio.NewReaderSize(f, 64<<10)
+	head, err := io.ReadAll(io.LimitReader(r, sniffBytes+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(head) > csvSniffBytes {
-		head = head[:bytes.LastIndexByte(head[:csvSniffBytes], '\n')+1]
+	if len(head) <= sniffBytes {
+		return head, nil // the whole file
 	}
-	return head, nil
+	if cut := bytes.LastIndexByte(head[:sniffBytes], '\n'); cut >= 0 {
+		return head[:cut+1], nil
+	}
+	// no line ends in the first sniffBytes: read on to the first end
+	for len(head) <= maxSniffLine {
+		line, err := r.ReadSlice('\n')
+		head = append(head, line...)
+		switch {
+		case err == nil || errors.Is(err, io.EOF):
+			return head, nil
+		case !errors.Is(err, bufio.ErrBufferFull):
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("its first line is longer than %d MiB", maxSniffLine>>20)
 }
+
+// maxSniffLine bounds the first line sniffHead reads whole.
+const maxSniffLine = 64 << 20
 
 func sameNames(a, b []csvField) bool {
 	if len(a) != len(b) {

@@ -99,3 +99,26 @@ func TestCSVFits(t *testing.T) {
 		}
 	}
 }
+
+// TestSniffHead: whole lines of the first MiB; a first line longer than
+// that is read whole.
+func TestSniffHead(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Repeat("x", sniffBytes+10) + "\nnext\n"
+	short := "a,b\n1,2\n"
+	many := strings.Repeat("0123456789\n", sniffBytes/11+100)
+	for name, c := range map[string]struct{ content, want string }{
+		"short":      {short, short},
+		"long line":  {long, long[:sniffBytes+11]},
+		"many lines": {many, many[:(sniffBytes/11)*11]},
+	} {
+		p := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
+		if err := os.WriteFile(p, []byte(c.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := sniffHead(p)
+		if err != nil || string(got) != c.want {
+			t.Errorf("%s: %d bytes, %v; want %d bytes", name, len(got), err, len(c.want))
+		}
+	}
+}

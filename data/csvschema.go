@@ -10,7 +10,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -202,7 +201,7 @@ func csvSchema(paths []string) ([]csvField, error) {
 	out := sniffed[0]
 	for i, fields := range sniffed[1:] {
 		if !sameNames(out, fields) {
-			return nil, &SchemaError{What: "CSV files", A: paths[0] + ": " + csvNames(out), B: paths[i+1] + ": " + csvNames(fields)}
+			return nil, &SchemaError{What: "CSV files", A: paths[0] + ": " + schemaNames(csvArrowSchema(out)), B: paths[i+1] + ": " + schemaNames(csvArrowSchema(fields))}
 		}
 		for j := range out {
 			out[j].Kind = widenKind(out[j].Kind, fields[j].Kind)
@@ -281,14 +280,6 @@ func sameNames(a, b []csvField) bool {
 		}
 	}
 	return true
-}
-
-func csvNames(fs []csvField) string {
-	names := make([]string, len(fs))
-	for i, f := range fs {
-		names[i] = f.Name
-	}
-	return strings.Join(names, ", ")
 }
 
 // csvFieldsOf decodes a CSV read's columns from a task's spec (an Arrow

@@ -39,10 +39,7 @@ func jsonSource(paths []string) (*fileSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	files := make([]string, len(us))
-	for i, u := range us {
-		files[i] = u.spec.Path
-	}
+	files := unitPaths(us)
 	types, err := sniffFiles(files, func(path string) (*jsonType, error) {
 		head, err := sniffHead(path)
 		if err != nil {

@@ -163,7 +163,7 @@ func readCSVFile(path string, fields []csvField) ([]arrow.RecordBatch, error) {
 	if len(out) > 0 && !out[0].Schema().Equal(schema) {
 		// The header changed since the driver read it.
 		releaseAll(out)
-		return nil, fmt.Errorf("its header is %s, where the read's columns are %s", schemaNames(out[0].Schema()), csvNames(fields))
+		return nil, fmt.Errorf("its header is %s, where the read's columns are %s", schemaNames(out[0].Schema()), schemaNames(schema))
 	}
 	return out, nil
 }
@@ -241,6 +241,15 @@ type readUnit struct {
 	estimate int64
 }
 
+// unitPaths is the files of read tasks us.
+func unitPaths(us []readUnit) []string {
+	files := make([]string, len(us))
+	for i, u := range us {
+		files[i] = u.spec.Path
+	}
+	return files
+}
+
 // newFileSource is the source of read tasks us, each given schema.
 func newFileSource(us []readUnit, schema *arrow.Schema) *fileSource {
 	b := encodeSchema(schema)
@@ -257,11 +266,7 @@ func csvSource(paths []string) (*fileSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	files := make([]string, len(us))
-	for i, u := range us {
-		files[i] = u.spec.Path
-	}
-	fields, err := csvSchema(files)
+	fields, err := csvSchema(unitPaths(us))
 	if err != nil {
 		return nil, err
 	}

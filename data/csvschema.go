@@ -80,26 +80,18 @@ func (k csvKind) arrow() arrow.DataType {
 // empty. The order of the tries is arrow-go's CSV parsers' (an integer
 // before a bool, so "1" is an integer).
 func classify(v string) csvKind {
-	if _, err := strconv.ParseInt(v, 10, 64); err == nil {
-		return csvInt
-	}
-	if _, err := strconv.ParseBool(v); err == nil {
-		return csvBool
-	}
-	if _, err := time.Parse("2006-01-02", v); err == nil {
-		return csvDate
-	}
-	if _, err := strconv.ParseFloat(v, 64); err == nil {
-		return csvFloat
-	}
-	if _, zoned, err := arrow.TimestampFromStringInLocation(v, arrow.Nanosecond, time.UTC); err == nil && looksLikeTime(v) {
-		if zoned {
-			return csvTimestampUTC
+	for _, k := range classifyOrder {
+		if fits(k, v) {
+			return k
 		}
-		return csvTimestamp
 	}
 	return csvString
 }
+
+// classifyOrder is the order classify tries the kinds in: arrow-go's
+// CSV inference's (a date before a timestamp, which also takes a bare
+// date).
+var classifyOrder = [...]csvKind{csvInt, csvBool, csvDate, csvFloat, csvTimestamp, csvTimestampUTC}
 
 // fits reports whether a column of kind k holds v, a value that is not
 // empty (what Arrow's CSV parser of k's type accepts). Most values fit
@@ -126,12 +118,6 @@ func fits(k csvKind, v string) bool {
 		return err == nil && zoned == (k == csvTimestampUTC)
 	}
 	return true // csvString
-}
-
-// looksLikeTime keeps the timestamp parser from claiming values that are
-// not dates with a time (it accepts a bare date too, which csvDate took).
-func looksLikeTime(v string) bool {
-	return len(v) >= len("2006-01-02T15") && v[4] == '-' && v[7] == '-' && (v[10] == 'T' || v[10] == ' ')
 }
 
 // widenKind is the narrowest kind holding the values of both a and b.

@@ -57,7 +57,7 @@ func decodeBlock(b []byte) (arrow.RecordBatch, error) {
 			return nil, errs.Malformedf(blockWhat, "%v", err)
 		}
 		// A block of no batch: an empty record of the schema.
-		return emptyRecord(r.Schema()), nil
+		return emptyBlockRecord(r.Schema())
 	}
 	rec := r.RecordBatch()
 	rec.Retain()
@@ -81,6 +81,17 @@ func encodeSchema(s *arrow.Schema) []byte {
 	w := ipc.NewWriter(&buf, ipc.WithSchema(s))
 	_ = w.Close() // writes the schema message and the end marker
 	return buf.Bytes()
+}
+
+// emptyBlockRecord is emptyRecord of a block's schema, which may have a
+// type arrow-go cannot make nulls of (it panics).
+func emptyBlockRecord(s *arrow.Schema) (rec arrow.RecordBatch, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			rec, err = nil, errs.Malformedf(blockWhat, "a schema of no rows: %v", p)
+		}
+	}()
+	return emptyRecord(s), nil
 }
 
 func emptyRecord(s *arrow.Schema) arrow.RecordBatch {
@@ -129,6 +140,9 @@ func (r *viewMessageReader) Message() (*ipc.Message, error) {
 	}
 	if int64(n) > int64(len(r.b)) || n < 4 {
 		return nil, errs.Malformedf(blockWhat, "message metadata of %d bytes, %d left", n, len(r.b))
+	}
+	if err := checkIPCMeta(r.b[:n]); err != nil {
+		return nil, errs.Malformedf(blockWhat, "message metadata: %v", err)
 	}
 	meta := memory.NewBufferBytes(r.b[:n])
 	r.b = r.b[n:]

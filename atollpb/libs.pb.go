@@ -704,7 +704,12 @@ type DataRead struct {
 	// header's order, each of int64, float64, bool, date32, timestamp[ns],
 	// timestamp[ns, UTC] or string. JSON: bool, int64, float64, string,
 	// lists and structs of them.
-	Schema        []byte `protobuf:"bytes,7,opt,name=schema,proto3" json:"schema,omitempty"`
+	Schema []byte `protobuf:"bytes,7,opt,name=schema,proto3" json:"schema,omitempty"`
+	// csv: the character between a line's values (a Unicode code point);
+	// 0: a comma.
+	Delimiter int32 `protobuf:"varint,8,opt,name=delimiter,proto3" json:"delimiter,omitempty"`
+	// csv: the values read as nulls; empty: the empty value alone.
+	Nulls         []string `protobuf:"bytes,9,rep,name=nulls,proto3" json:"nulls,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -784,6 +789,20 @@ func (x *DataRead) GetColumns() []string {
 func (x *DataRead) GetSchema() []byte {
 	if x != nil {
 		return x.Schema
+	}
+	return nil
+}
+
+func (x *DataRead) GetDelimiter() int32 {
+	if x != nil {
+		return x.Delimiter
+	}
+	return 0
+}
+
+func (x *DataRead) GetNulls() []string {
+	if x != nil {
+		return x.Nulls
 	}
 	return nil
 }
@@ -1921,7 +1940,7 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\fleft_matched\x18\x10 \x01(\fR\vleftMatched\x12!\n" +
 	"\fright_schema\x18\x11 \x01(\fR\vrightSchema\x12\x1d\n" +
 	"\n" +
-	"lazy_right\x18\x12 \x01(\bR\tlazyRight\"\xab\x01\n" +
+	"lazy_right\x18\x12 \x01(\bR\tlazyRight\"\xdf\x01\n" +
 	"\bDataRead\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\x03R\x05start\x12\x10\n" +
@@ -1930,7 +1949,9 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\n" +
 	"row_groups\x18\x05 \x03(\x03R\trowGroups\x12\x18\n" +
 	"\acolumns\x18\x06 \x03(\tR\acolumns\x12\x16\n" +
-	"\x06schema\x18\a \x01(\fR\x06schema\"1\n" +
+	"\x06schema\x18\a \x01(\fR\x06schema\x12\x1c\n" +
+	"\tdelimiter\x18\b \x01(\x05R\tdelimiter\x12\x14\n" +
+	"\x05nulls\x18\t \x03(\tR\x05nulls\"1\n" +
 	"\aDataZip\x12\x12\n" +
 	"\x04skip\x18\x01 \x01(\x03R\x04skip\x12\x12\n" +
 	"\x04rows\x18\x02 \x01(\x03R\x04rows\"\x95\x02\n" +

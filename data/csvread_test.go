@@ -127,3 +127,72 @@ func TestReadCSVHeadersDiffer(t *testing.T) {
 		t.Fatalf("Count: %v, want a SchemaError naming both headers", err)
 	}
 }
+
+// TestReadCSVWith: semicolon-separated files with "NA" for nulls read
+// with a zip code kept as text and a price given float64, whose first
+// MiB holds whole numbers only and whose last line holds a fraction
+// (inferred, it failed as int64). Options that cannot read fail before
+// any task runs: a column no header has, a type a CSV column cannot
+// have, a value in the first MiB that its given type does not hold, a
+// quote for a delimiter.
+func TestReadCSVWith(t *testing.T) {
+	ctx := start(t)
+	var b strings.Builder
+	b.WriteString("zip;price;note\n")
+	n := 0
+	for ; b.Len() <= 1<<20; n++ {
+		b.WriteString("02139;10;NA\n")
+	}
+	b.WriteString("NA;2.5;x\n")
+	dir := writeFiles(t, map[string]string{"a.csv": b.String(), "b.csv": "zip;price;note\n00501;NA;\n"})
+	opts := data.CSVOptions{Delimiter: ';', Nulls: []string{"", "NA"},
+		Types: map[string]arrow.DataType{"zip": arrow.BinaryTypes.String, "price": arrow.PrimitiveTypes.Float64}}
+	ds := data.ReadCSVWith(opts, dir)
+	schema, err := ds.Schema(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := schema.String(); !strings.Contains(got, "zip: type=utf8") || !strings.Contains(got, "price: type=float64") || !strings.Contains(got, "note: type=utf8") {
+		t.Fatalf("schema %s", got)
+	}
+	rows, err := ds.Sort("price").TakeAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != n+2 {
+		t.Fatalf("%d rows, want %d", len(rows), n+2)
+	}
+	first, last := rows[0], rows[len(rows)-1]
+	if first["price"] != 2.5 || first["zip"] != nil || first["note"] != "x" {
+		t.Fatalf("first row %v", first)
+	}
+	if last["price"] != nil || last["zip"] != "00501" || last["note"] != nil {
+		t.Fatalf("last row %v", last)
+	}
+	if rows[1]["zip"] != "02139" || rows[1]["price"] != 10.0 || rows[1]["note"] != nil {
+		t.Fatalf("row %v", rows[1])
+	}
+
+	small := writeFiles(t, map[string]string{"a.csv": "id,v\n1,x\n"})
+	for name, c := range map[string]struct {
+		opts data.CSVOptions
+		want string
+	}{
+		"no such column": {data.CSVOptions{Types: map[string]arrow.DataType{"w": arrow.PrimitiveTypes.Int64}}, `no column "w" (columns: id, v)`},
+		"int32":          {data.CSVOptions{Types: map[string]arrow.DataType{"id": arrow.PrimitiveTypes.Int32}}, `column "id" of type int32 is not supported`},
+		"head value":     {data.CSVOptions{Types: map[string]arrow.DataType{"v": arrow.PrimitiveTypes.Int64}}, `line 2: column "v" holds "x", which is not int64 (the type CSVOptions.Types gives it)`},
+		"quote":          {data.CSVOptions{Delimiter: '"'}, "the delimiter"},
+	} {
+		ds := data.ReadCSVWith(c.opts, small)
+		_, err := ds.Count(ctx)
+		if !errors.Is(err, atoll.ErrInvalidArgument) && !errors.As(err, new(*data.FileError)) {
+			t.Errorf("%s: %v, want an invalid argument or a FileError", name, err)
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want it to say %q", name, err, c.want)
+		}
+		if st := ds.Stats(); strings.Contains(st, "executed") {
+			t.Errorf("%s: tasks ran:\n%s", name, st)
+		}
+	}
+}

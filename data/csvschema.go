@@ -9,10 +9,13 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -54,8 +57,65 @@ const (
 // csvField is a column of a CSV read: its name and its inferred kind
 // (a task's spec carries them as an Arrow schema, csvArrowSchema).
 type csvField struct {
-	Name string
-	Kind csvKind
+	Name  string
+	Kind  csvKind
+	Given bool // the kind is CSVOptions.Types', not inferred (the driver's only)
+}
+
+// csvDialect is how a CSV read's files are written: what separates a
+// line's values and which values are nulls. Its zero value is a comma
+// and the empty value.
+type csvDialect struct {
+	Delimiter rune     // 0: a comma
+	Nulls     []string // none: the empty value alone
+}
+
+func (d csvDialect) comma() rune {
+	if d.Delimiter == 0 {
+		return ','
+	}
+	return d.Delimiter
+}
+
+func (d csvDialect) nulls() []string {
+	if len(d.Nulls) == 0 {
+		return []string{""}
+	}
+	return d.Nulls
+}
+
+// null reports whether v is read as a null.
+func (d csvDialect) null(v string) bool {
+	if len(d.Nulls) == 0 {
+		return v == ""
+	}
+	return slices.Contains(d.Nulls, v)
+}
+
+// reader is a reader of the CSV file b's records.
+func (d csvDialect) reader(b []byte) *csv.Reader {
+	r := csv.NewReader(bytes.NewReader(b))
+	r.Comma = d.comma()
+	r.ReuseRecord = true
+	return r
+}
+
+// check is nil when d is a dialect the readers take: a delimiter
+// encoding/csv takes (not a quote, a line end or an invalid rune), and
+// a bounded list of nulls.
+func (d csvDialect) check() error {
+	if c := d.comma(); c == '"' || c == '\r' || c == '\n' || c == utf8.RuneError || !utf8.ValidRune(c) {
+		return fmt.Errorf("the delimiter %q", c)
+	}
+	if len(d.Nulls) > maxNames {
+		return fmt.Errorf("%d null values", len(d.Nulls))
+	}
+	for _, v := range d.Nulls {
+		if len(v) > maxString {
+			return fmt.Errorf("a null value of %d bytes", len(v))
+		}
+	}
+	return nil
 }
 
 func (k csvKind) arrow() arrow.DataType {
@@ -136,16 +196,16 @@ func widenKind(a, b csvKind) csvKind {
 }
 
 // sniffCSV reads the header of the CSV file path and the kinds of its
-// columns' values in its first sniffBytes.
-func sniffCSV(path string) ([]csvField, error) {
+// columns' values in its first sniffBytes; a column that given names
+// keeps the given kind, and a value there it does not hold is an error.
+func sniffCSV(path string, d csvDialect, given map[string]csvKind) ([]csvField, error) {
 	// Whole lines only: a quoted field may still hold a newline, and the
 	// parser then reports the cut as an error, which ends the sniff.
 	head, err := sniffHead(path)
 	if err != nil {
 		return nil, err
 	}
-	r := csv.NewReader(bytes.NewReader(head))
-	r.ReuseRecord = true
+	r := d.reader(head)
 	header, err := r.Read()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
@@ -161,6 +221,7 @@ func sniffCSV(path string) ([]csvField, error) {
 		}
 		seen[name] = true
 		fields[i].Name = name
+		fields[i].Kind, fields[i].Given = given[name]
 	}
 	for {
 		rec, err := r.Read()
@@ -168,23 +229,44 @@ func sniffCSV(path string) ([]csvField, error) {
 			break // io.EOF, or a line cut by the sniff's end
 		}
 		for i, v := range rec[:min(len(rec), len(fields))] {
-			if k := fields[i].Kind; v != "" && !fits(k, v) {
-				fields[i].Kind = widenKind(k, classify(v))
+			f := &fields[i]
+			if fits(f.Kind, v) || d.null(v) {
+				continue
 			}
+			if f.Given {
+				line, _ := r.FieldPos(i)
+				return nil, valueError(line, f, v)
+			}
+			f.Kind = widenKind(f.Kind, classify(v))
 		}
 	}
 	return fields, nil
 }
 
+// valueError says that column f does not hold the value v on a line.
+func valueError(line int, f *csvField, v string) error {
+	why := "each column's type is inferred from the first MiB of every file, unless CSVOptions.Types gives it"
+	if f.Given {
+		why = "the type CSVOptions.Types gives it"
+	}
+	return fmt.Errorf("line %d: column %q holds %q, which is not %s (%s)", line, f.Name, clipValue(v), f.Kind.arrow(), why)
+}
+
 // csvSchema infers the columns of the CSV files paths: every file's
 // header must name the same columns in the same order, and each column
-// takes the narrowest kind holding what every file's first rows hold.
-func csvSchema(paths []string) ([]csvField, error) {
-	sniffed, err := sniffFiles(paths, sniffCSV)
+// takes the narrowest kind holding what every file's first rows hold,
+// or the kind given names for it.
+func csvSchema(paths []string, d csvDialect, given map[string]csvKind) ([]csvField, error) {
+	sniffed, err := sniffFiles(paths, func(path string) ([]csvField, error) { return sniffCSV(path, d, given) })
 	if err != nil {
 		return nil, err
 	}
 	out := sniffed[0]
+	for name := range given {
+		if !slices.ContainsFunc(out, func(f csvField) bool { return f.Name == name }) {
+			return nil, &ColumnError{Column: name, Columns: strings.Split(schemaNames(csvArrowSchema(out)), ", ")}
+		}
+	}
 	for i, fields := range sniffed[1:] {
 		if !sameNames(out, fields) {
 			return nil, &SchemaError{What: "CSV files", A: paths[0] + ": " + schemaNames(csvArrowSchema(out)), B: paths[i+1] + ": " + schemaNames(csvArrowSchema(fields))}
@@ -281,17 +363,27 @@ func csvFieldsOf(b []byte) ([]csvField, error) {
 	}
 	fs := make([]csvField, s.NumFields())
 	for i, f := range s.Fields() {
-		k := csvInt
-		for k < csvString && !arrow.TypeEqual(k.arrow(), f.Type) {
-			k++
-		}
-		if !arrow.TypeEqual(k.arrow(), f.Type) || f.Name == "" {
+		k, ok := csvKindOf(f.Type)
+		if !ok || f.Name == "" {
 			return nil, errs.Malformedf(specWhat, "CSV column %q of type %s", clipName(f.Name), f.Type)
 		}
 		fs[i] = csvField{Name: f.Name, Kind: k}
 	}
 	return fs, nil
 }
+
+// csvKindOf is the kind whose Arrow type is t, if any.
+func csvKindOf(t arrow.DataType) (csvKind, bool) {
+	for k := csvInt; k <= csvString; k++ {
+		if arrow.TypeEqual(k.arrow(), t) {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// csvTypes are the Arrow types a CSV column may have, for errors.
+const csvTypes = "a CSV column is int64, float64, bool, date32, timestamp[ns], timestamp[ns, tz=UTC] or string"
 
 // csvArrowSchema is the Arrow schema of a CSV read's columns.
 func csvArrowSchema(fs []csvField) *arrow.Schema {
@@ -306,9 +398,8 @@ func csvArrowSchema(fs []csvField) *arrow.Schema {
 // columns do not hold (a row past the sniffed head), for an error that
 // names it; nil when every value fits (the parser failed for another
 // reason).
-func csvValueError(b []byte, fs []csvField) error {
-	r := csv.NewReader(bytes.NewReader(b))
-	r.ReuseRecord = true
+func csvValueError(b []byte, d csvDialect, fs []csvField) error {
+	r := d.reader(b)
 	if _, err := r.Read(); err != nil {
 		return nil
 	}
@@ -318,12 +409,11 @@ func csvValueError(b []byte, fs []csvField) error {
 			return nil
 		}
 		for i, v := range rec[:min(len(rec), len(fs))] {
-			if v == "" || fits(fs[i].Kind, v) {
+			if fits(fs[i].Kind, v) || d.null(v) {
 				continue
 			}
 			line, _ := r.FieldPos(i)
-			return fmt.Errorf("line %d: column %q holds %q, which is not %s (each column's type is inferred from the first MiB of every file)",
-				line, fs[i].Name, clipValue(v), fs[i].Kind.arrow())
+			return valueError(line, &fs[i], v)
 		}
 	}
 }

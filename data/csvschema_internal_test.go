@@ -58,7 +58,7 @@ func BenchmarkCSVSchema(b *testing.B) {
 	start := time.Now()
 	for range b.N {
 		var err error
-		if fields, err = csvSchema(paths); err != nil {
+		if fields, err = csvSchema(paths, csvDialect{}, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -67,7 +67,7 @@ func BenchmarkCSVSchema(b *testing.B) {
 	start = time.Now()
 	for range b.N {
 		for _, p := range paths {
-			recs, err := readCSVFile(p, fields)
+			recs, err := readCSVFile(p, csvDialect{}, fields)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -188,10 +188,36 @@ func ReadParquet(paths ...string) *Dataset {
 // string), so every block has the same schema and expressions are
 // checked against it before anything runs. A value further into a file
 // that its column's type does not hold fails the read with a FileError
-// naming the line, the column and the value.
+// naming the line, the column and the value. ReadCSVWith reads files
+// with another delimiter or other nulls, or with given types.
 func ReadCSV(paths ...string) *Dataset {
+	return ReadCSVWith(CSVOptions{}, paths...)
+}
+
+// CSVOptions says how ReadCSVWith reads CSV files. Its zero value reads
+// them as ReadCSV does.
+type CSVOptions struct {
+	// Delimiter separates a line's values; 0 is a comma. A quote, a line
+	// end or an invalid rune fails the read before any task runs.
+	Delimiter rune
+	// Nulls are the values read as nulls, in every column; none: the empty
+	// value alone (give "" among them to keep empty values null).
+	Nulls []string
+	// Types gives the columns it names their types, which are then not
+	// inferred: a column whose values past the first MiB hold what its
+	// first values do not (fractions after whole numbers), or one to keep
+	// as text ("02139" as a string, not the integer 2139). Each type is
+	// int64, float64, bool, date32, timestamp[ns] (with no zone or UTC)
+	// or string. A name no header has, another type, or a value in the
+	// first MiB that its type does not hold fails the read before any
+	// task runs.
+	Types map[string]arrow.DataType
+}
+
+// ReadCSVWith reads CSV files as ReadCSV does, with opts.
+func ReadCSVWith(opts CSVOptions, paths ...string) *Dataset {
 	return newDataset(&source{open: func(Config) (readSource, error) {
-		return csvSource(paths)
+		return csvSource(paths, opts)
 	}}, "read", nil)
 }
 

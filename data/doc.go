@@ -190,7 +190,8 @@
 //     of every file, one schema for the whole read), ReadJSON
 //     (newline-delimited, a task per file, one schema inferred by the
 //     driver from the first MiB of every file, decoded by arrow-go's JSON
-//     reader).
+//     reader). ReadCSVWith and ReadJSONWith take a CSV file's delimiter
+//     and null values, and the types of the columns they name.
 //   - Expressions (data/expr): Filter, WithColumn, SelectExprs and the
 //     aggregations' inputs; columns, literals, arithmetic, comparisons,
 //     three-valued logic, nulls, casts, string predicates, IsIn,
@@ -253,8 +254,9 @@
 // cannot tell a stage's own long task from other work when the stage has
 // one task pending, nor see a pool actor that cannot start; a
 // BatchClass has no teardown; an actor that keeps dying fails the run
-// after a block was sent 4 times. ReadJSON takes no schema and reads a
-// file whole. A task returns at most max(8, 1 + 2 x expected
+// after a block was sent 4 times. A CSV or JSON read reads each file
+// whole in its task, and its given types cover only top-level columns of
+// the types inference makes. A task returns at most max(8, 1 + 2 x expected
 // bytes / target) blocks, fixed when it is submitted: a task whose output
 // grows past that makes blocks larger than the target. Row functions see
 // int64, int32, float64, float32, string and bool values; other Arrow

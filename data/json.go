@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/errs"
 )
 
@@ -26,15 +29,41 @@ import (
 // read naming the key and the file, and so does a key or a value
 // further into a file that the schema does not hold. The rows are
 // decoded by arrow-go's JSON reader.
+//
+// ReadJSONWith reads files with given types for some keys.
 func ReadJSON(paths ...string) *Dataset {
+	return ReadJSONWith(JSONOptions{}, paths...)
+}
+
+// JSONOptions says how ReadJSONWith reads JSON files. Its zero value
+// reads them as ReadJSON does.
+type JSONOptions struct {
+	// Types gives the top-level keys it names their column types, which
+	// are then not inferred: a key whose values past the first MiB hold
+	// what its first values do not (fractions after whole numbers), or
+	// one that first appears there (a key no file's first MiB has is a
+	// column after the inferred ones, in name order). Each type is bool,
+	// int64, float64, string, or a list or struct of them. Another type,
+	// or a value in the first MiB that its type does not hold, fails the
+	// read before any task runs.
+	Types map[string]arrow.DataType
+}
+
+// ReadJSONWith reads JSON files as ReadJSON does, with opts.
+func ReadJSONWith(opts JSONOptions, paths ...string) *Dataset {
 	return newDataset(&source{open: func(Config) (readSource, error) {
-		return jsonSource(paths)
+		return jsonSource(paths, opts)
 	}}, "read", nil)
 }
 
 // jsonSource lists the JSON files under paths, a read task each, and
-// infers their schema from their heads.
-func jsonSource(paths []string) (*fileSource, error) {
+// infers their schema from their heads where opts does not give it.
+func jsonSource(paths []string, opts JSONOptions) (*fileSource, error) {
+	for name, t := range opts.Types {
+		if !jsonTypeOK(t, 1) {
+			return nil, &ColumnError{Op: "JSONOptions.Types", Column: name, Type: fmt.Sprint(t), Supported: jsonTypes}
+		}
+	}
 	us, err := fileUnits(paths, "json", ".json", ".jsonl", ".ndjson")
 	if err != nil {
 		return nil, err
@@ -56,7 +85,37 @@ func jsonSource(paths []string) (*fileSource, error) {
 			return nil, fileError("read", files[i+1], err)
 		}
 	}
-	return newFileSource(us, top.schema()), nil
+	schema, err := top.schemaWith(opts.Types)
+	if err != nil {
+		return nil, err
+	}
+	return newFileSource(us, schema), nil
+}
+
+// schemaWith is the schema of rows of the top-level object type t, the
+// keys given names of the types it gives them (after t's keys, in name
+// order, those t has not), or an error naming a key whose given type
+// does not hold its values in t.
+func (t *jsonType) schemaWith(given map[string]arrow.DataType) (*arrow.Schema, error) {
+	s := t.schema()
+	if len(given) == 0 {
+		return s, nil
+	}
+	fields := s.Fields()
+	for i, f := range fields {
+		if dt, ok := given[f.Name]; ok {
+			if err := covers(dt, t.fields[f.Name], f.Name); err != nil {
+				return nil, fmt.Errorf("%w: data: JSONOptions.Types: %v", atoll.ErrInvalidArgument, err)
+			}
+			fields[i].Type = dt
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(given)) {
+		if _, ok := t.fields[name]; !ok {
+			fields = append(fields, arrow.Field{Name: name, Type: given[name], Nullable: true})
+		}
+	}
+	return arrow.NewSchema(fields, nil), nil
 }
 
 // readJSONFile reads one newline-delimited JSON file with the read's
@@ -108,7 +167,7 @@ func covers(dt arrow.DataType, t *jsonType, path string) error {
 			for _, n := range t.names {
 				f, found := dt.FieldByName(n)
 				if !found {
-					return fmt.Errorf("key %q is in no file's first MiB, so the read's schema has no column for it", childPath(path, n))
+					return fmt.Errorf("key %q is in no file's first MiB, so the read's schema has no column for it (JSONOptions.Types can give it one)", childPath(path, n))
 				}
 				if err := covers(f.Type, t.fields[n], childPath(path, n)); err != nil {
 					return err
@@ -124,7 +183,7 @@ func covers(dt arrow.DataType, t *jsonType, path string) error {
 	if path != "" {
 		what = fmt.Sprintf("key %q", path)
 	}
-	return fmt.Errorf("%s holds %s values, which its type in the read's schema, %s, does not (the schema is inferred from the first MiB of every file)", what, t.kind, dt)
+	return fmt.Errorf("%s holds %s values, which its type in the read's schema, %s, does not (the schema is inferred from the first MiB of every file, unless JSONOptions.Types gives a key's type)", what, t.kind, dt)
 }
 
 // childPath is the path of key k of the object at path.
@@ -145,31 +204,37 @@ func jsonSchemaOf(b []byte) (*arrow.Schema, error) {
 	if err != nil {
 		return nil, errs.Malformedf(specWhat, "a JSON read's schema: %v", err)
 	}
-	var check func(dt arrow.DataType, depth int) bool
-	check = func(dt arrow.DataType, depth int) bool {
-		if depth > maxJSONDepth {
-			return false
-		}
-		switch dt := dt.(type) {
-		case *arrow.BooleanType, *arrow.Int64Type, *arrow.Float64Type, *arrow.StringType:
-			return true
-		case *arrow.ListType:
-			return check(dt.Elem(), depth+1)
-		case *arrow.StructType:
-			for _, f := range dt.Fields() {
-				if !check(f.Type, depth+1) {
-					return false
-				}
-			}
-			return true
-		}
-		return false
-	}
-	if s.NumFields() > maxNames || !check(arrow.StructOf(s.Fields()...), 0) {
+	if s.NumFields() > maxNames || !jsonTypeOK(arrow.StructOf(s.Fields()...), 0) {
 		return nil, errs.Malformedf(specWhat, "a JSON read's schema %s", clipName(schemaLine(s)))
 	}
 	return s, nil
 }
+
+// jsonTypeOK reports whether dt, at depth in a JSON read's schema, is a
+// type the read takes: bool, int64, float64, string, and lists and
+// structs of them, nested at most maxJSONDepth deep.
+func jsonTypeOK(dt arrow.DataType, depth int) bool {
+	if depth > maxJSONDepth {
+		return false
+	}
+	switch dt := dt.(type) {
+	case *arrow.BooleanType, *arrow.Int64Type, *arrow.Float64Type, *arrow.StringType:
+		return true
+	case *arrow.ListType:
+		return jsonTypeOK(dt.Elem(), depth+1)
+	case *arrow.StructType:
+		for _, f := range dt.Fields() {
+			if !jsonTypeOK(f.Type, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// jsonTypes is what a JSON column's type may be, for errors.
+const jsonTypes = "a JSON column is bool, int64, float64, string, or a list or struct of them"
 
 // maxJSONDepth bounds the nesting of a JSON read's schema in a task's
 // spec.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/data"
 )
@@ -106,5 +108,57 @@ func TestReadJSONTypesAcrossFiles(t *testing.T) {
 			t.Fatalf("%s: %v, want a FileError about the first MiB", name, err)
 		}
 		t.Logf("%s: %v", name, err)
+	}
+}
+
+// TestReadJSONWith: a key given float64 whose first MiB holds whole
+// numbers and whose last line a fraction, and a key first seen past the
+// first MiB, given its type, read; both failed inferred. A given type
+// that does not hold a value in the first MiB, or that a JSON column
+// cannot have, fails before any task runs.
+func TestReadJSONWith(t *testing.T) {
+	ctx := start(t)
+	var head strings.Builder
+	n := 0
+	for ; head.Len() <= 1<<20; n++ {
+		head.WriteString(`{"id": 1, "v": 10}` + "\n")
+	}
+	dir := writeFiles(t, map[string]string{"a.jsonl": head.String() + `{"id": 2, "v": 2.5, "w": ["a"]}` + "\n"})
+	opts := data.JSONOptions{Types: map[string]arrow.DataType{"v": arrow.PrimitiveTypes.Float64, "w": arrow.ListOf(arrow.BinaryTypes.String)}}
+	ds := data.ReadJSONWith(opts, dir)
+	schema, err := ds.Schema(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if schema.NumFields() != 3 || schema.Field(2).Name != "w" {
+		t.Fatalf("schema %s", schema)
+	}
+	rows, err := ds.Sort("v").Limit(2).TakeAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0]["v"] != 2.5 || rows[0]["id"] != int64(2) || rows[1]["v"] != 10.0 || rows[1]["w"] != nil {
+		t.Fatalf("rows %v", rows)
+	}
+	if fmt.Sprintf("%s", rows[0]["w"]) != `["a"]` {
+		t.Fatalf("w is %s", rows[0]["w"])
+	}
+
+	small := writeFiles(t, map[string]string{"a.jsonl": `{"id": 1, "v": 2.5}` + "\n"})
+	for name, c := range map[string]struct {
+		types map[string]arrow.DataType
+		want  string
+	}{
+		"narrower": {map[string]arrow.DataType{"v": arrow.PrimitiveTypes.Int64}, `key "v" holds float values`},
+		"int32":    {map[string]arrow.DataType{"v": arrow.PrimitiveTypes.Int32}, `column "v" of type int32 is not supported`},
+	} {
+		ds := data.ReadJSONWith(data.JSONOptions{Types: c.types}, small)
+		_, err := ds.Count(ctx)
+		if !errors.Is(err, atoll.ErrInvalidArgument) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an invalid argument saying %q", name, err, c.want)
+		}
+		if st := ds.Stats(); strings.Contains(st, "executed") {
+			t.Errorf("%s: tasks ran:\n%s", name, st)
+		}
 	}
 }

@@ -31,6 +31,7 @@ type readSpec struct {
 	RowGroups  []int
 	Columns    []string // parquet: the columns to read; nil: every one
 	Schema     []byte   // csv, json: the read's schema, as the driver inferred it (Arrow IPC)
+	CSV        csvDialect
 }
 
 // read reads the records of r and the bytes of files it read.
@@ -56,7 +57,7 @@ func (r *readSpec) read(ctx context.Context) ([]arrow.RecordBatch, int64, error)
 	case "csv":
 		var fields []csvField
 		if fields, err = csvFieldsOf(r.Schema); err == nil {
-			recs, err = readCSVFile(r.Path, fields)
+			recs, err = readCSVFile(r.Path, r.CSV, fields)
 		}
 	case "json":
 		var schema *arrow.Schema
@@ -145,17 +146,18 @@ func tableRecords(tbl arrow.Table) ([]arrow.RecordBatch, error) {
 	return readRecords(array.NewTableReader(tbl, 1<<62)) // chunk boundaries only
 }
 
-// readCSVFile reads the CSV file path with the columns the driver
-// inferred for the read.
-func readCSVFile(path string, fields []csvField) ([]arrow.RecordBatch, error) {
+// readCSVFile reads the CSV file path, written in dialect d, with the
+// columns the driver inferred for the read.
+func readCSVFile(path string, d csvDialect, fields []csvField) ([]arrow.RecordBatch, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	schema := csvArrowSchema(fields)
-	out, err := readRecords(csv.NewReader(bytes.NewReader(b), schema, csv.WithHeader(true), csv.WithChunk(1<<16), csv.WithNullReader(true, "")))
+	out, err := readRecords(csv.NewReader(bytes.NewReader(b), schema, csv.WithHeader(true), csv.WithChunk(1<<16),
+		csv.WithComma(d.comma()), csv.WithNullReader(true, d.nulls()...)))
 	if err != nil {
-		if verr := csvValueError(b, fields); verr != nil {
+		if verr := csvValueError(b, d, fields); verr != nil {
 			return nil, verr
 		}
 		return nil, err
@@ -260,15 +262,30 @@ func newFileSource(us []readUnit, schema *arrow.Schema) *fileSource {
 }
 
 // csvSource lists the CSV files under paths, a read task each, and
-// infers their columns.
-func csvSource(paths []string) (*fileSource, error) {
+// infers their columns' types where opts does not give them.
+func csvSource(paths []string, opts CSVOptions) (*fileSource, error) {
+	d := csvDialect{Delimiter: opts.Delimiter, Nulls: opts.Nulls}
+	if err := d.check(); err != nil {
+		return nil, fmt.Errorf("%w: data: CSVOptions: %v", atoll.ErrInvalidArgument, err)
+	}
+	given := make(map[string]csvKind, len(opts.Types))
+	for name, t := range opts.Types {
+		k, ok := csvKindOf(t)
+		if !ok {
+			return nil, &ColumnError{Op: "CSVOptions.Types", Column: name, Type: fmt.Sprint(t), Supported: csvTypes}
+		}
+		given[name] = k
+	}
 	us, err := fileUnits(paths, "csv", ".csv")
 	if err != nil {
 		return nil, err
 	}
-	fields, err := csvSchema(unitPaths(us))
+	fields, err := csvSchema(unitPaths(us), d, given)
 	if err != nil {
 		return nil, err
+	}
+	for i := range us {
+		us[i].spec.CSV = d
 	}
 	return newFileSource(us, csvArrowSchema(fields)), nil
 }

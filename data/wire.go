@@ -65,7 +65,7 @@ func encodeTask(s *taskSpec) []byte {
 		for i, g := range r.RowGroups {
 			m.Read.RowGroups[i] = int64(g)
 		}
-		m.Read.Schema = r.Schema
+		m.Read.Schema, m.Read.Delimiter, m.Read.Nulls = r.Schema, r.CSV.Delimiter, r.CSV.Nulls
 	}
 	if z := s.Zip; z != nil {
 		m.Zip = &atollpb.DataZip{Skip: z.Skip, Rows: z.Rows}
@@ -107,7 +107,7 @@ func decodeTask(b []byte) (*taskSpec, error) {
 		for _, g := range r.RowGroups {
 			s.Read.RowGroups = append(s.Read.RowGroups, int(g))
 		}
-		s.Read.Schema = r.Schema
+		s.Read.Schema, s.Read.CSV = r.Schema, csvDialect{Delimiter: r.Delimiter, Nulls: r.Nulls}
 	}
 	if z := m.Zip; z != nil {
 		s.Zip = &zipSpec{Skip: z.Skip, Rows: z.Rows}
@@ -162,6 +162,9 @@ func checkTask(m *atollpb.DataTask) error {
 		}
 		switch r.Kind {
 		case "csv":
+			if err := (csvDialect{Delimiter: r.Delimiter, Nulls: r.Nulls}).check(); err != nil {
+				return bad("a CSV read with %v", err)
+			}
 			if _, err := csvFieldsOf(r.Schema); err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package data
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -21,8 +22,9 @@ func sampleSpecs() map[string]taskSpec {
 				{Kind: "select", Columns: []string{"key", "value"}}, {Kind: "limit", Limit: 10, Offset: 3}},
 			Out: outSpec{Kind: "blocks", MaxBlocks: 8, TargetMaxBlockSize: 512 << 20, TaskIndex: 3}},
 		"range": {Read: &readSpec{Kind: "range", Start: 100, End: 200}, Out: outSpec{Kind: "blocks", MaxBlocks: 8}},
-		"csv": {Read: &readSpec{Kind: "csv", Path: "/data/in/a.csv", Schema: encodeSchema(csvArrowSchema([]csvField{{"id", csvInt},
-			{"price", csvFloat}, {"ok", csvBool}, {"day", csvDate}, {"at", csvTimestamp}, {"utc", csvTimestampUTC}, {"note", csvString}}))},
+		"csv": {Read: &readSpec{Kind: "csv", Path: "/data/in/a.csv", Schema: encodeSchema(csvArrowSchema([]csvField{{Name: "id", Kind: csvInt},
+			{Name: "price", Kind: csvFloat}, {Name: "ok", Kind: csvBool}, {Name: "day", Kind: csvDate}, {Name: "at", Kind: csvTimestamp},
+			{Name: "utc", Kind: csvTimestampUTC}, {Name: "note", Kind: csvString}})), CSV: csvDialect{Delimiter: ';', Nulls: []string{"", "NA"}}},
 			Out: outSpec{Kind: "blocks", MaxBlocks: 8}},
 		"json": {Read: &readSpec{Kind: "json", Path: "/data/in/a.jsonl", Schema: encodeSchema(arrow.NewSchema([]arrow.Field{
 			{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String)},
@@ -77,6 +79,16 @@ func TestMalformedTaskSpecs(t *testing.T) {
 		"csv column without a name": func(m *atollpb.DataTask) {
 			m.Read = &atollpb.DataRead{Kind: "csv", Path: "a.csv", Schema: encodeSchema(arrow.NewSchema(
 				[]arrow.Field{{Type: arrow.PrimitiveTypes.Int64}}, nil))}
+		},
+		"csv delimited by a quote": func(m *atollpb.DataTask) {
+			m.Read = &atollpb.DataRead{Kind: "csv", Path: "a.csv", Delimiter: '"', Schema: encodeSchema(csvArrowSchema([]csvField{{Name: "id", Kind: csvInt}}))}
+		},
+		"csv delimited by no rune": func(m *atollpb.DataTask) {
+			m.Read = &atollpb.DataRead{Kind: "csv", Path: "a.csv", Delimiter: -5, Schema: encodeSchema(csvArrowSchema([]csvField{{Name: "id", Kind: csvInt}}))}
+		},
+		"csv of a huge null": func(m *atollpb.DataTask) {
+			m.Read = &atollpb.DataRead{Kind: "csv", Path: "a.csv", Nulls: []string{strings.Repeat("n", maxString+1)},
+				Schema: encodeSchema(csvArrowSchema([]csvField{{Name: "id", Kind: csvInt}}))}
 		},
 		"csv columns that do not decode": func(m *atollpb.DataTask) {
 			m.Read = &atollpb.DataRead{Kind: "csv", Path: "a.csv", Schema: []byte("not a schema")}

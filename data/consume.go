@@ -6,6 +6,7 @@ import (
 	"io"
 	"iter"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -276,7 +277,11 @@ func (d *Dataset) Show(ctx context.Context, w io.Writer, n int64) error {
 		for i := range int(rec.NumRows()) {
 			parts := make([]string, rec.NumCols())
 			for j, col := range rec.Columns() {
-				parts[j] = fmt.Sprintf("%s: %v", rec.ColumnName(j), cell(col, i))
+				v := cell(col, i)
+				if _, ok := v.(time.Time); ok {
+					v = col.GetOneForMarshal(i) // a date without its midnight, a time without "+0000 UTC"
+				}
+				parts[j] = fmt.Sprintf("%s: %v", rec.ColumnName(j), v)
 			}
 			if _, err := fmt.Fprintf(w, "{%s}\n", strings.Join(parts, ", ")); err != nil {
 				return err

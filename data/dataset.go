@@ -238,9 +238,11 @@ func FromArrow(ctx context.Context, recs ...arrow.RecordBatch) (*Dataset, error)
 }
 
 // FromItems builds a dataset of items: structs (a column per exported
-// field, named by its `arrow` tag or its name) or maps with string keys
-// (a column per key, sorted by name), values of the types Row lists. It
-// puts them in the store now, in blocks of at most Parallelism.
+// field, named by its `arrow` tag or its name, of the field's type; a
+// pointer field's nil is a null) or maps with string keys (a column per
+// key, sorted by name), values of the types Row lists (a time.Time is a
+// timestamp[us, UTC]). It puts them in the store now, in blocks of at
+// most Parallelism.
 func FromItems[T any](ctx context.Context, items []T) (*Dataset, error) {
 	rows, order, err := itemRows(items)
 	if err != nil {

@@ -259,6 +259,6 @@
 // the types inference makes. A task returns at most max(8, 1 + 2 x expected
 // bytes / target) blocks, fixed when it is submitted: a task whose output
 // grows past that makes blocks larger than the target. Row functions see
-// int64, int32, float64, float32, string and bool values; other Arrow
-// types pass through MapBatches only.
+// int64, int32, float64, float32, string, bool and time.Time (timestamps
+// and dates) values; other Arrow types pass through MapBatches only.
 package data

@@ -3,8 +3,10 @@ package data
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -14,9 +16,12 @@ import (
 )
 
 // Row is one row as Go values by column name: int64, int32, float64,
-// float32, string, bool or nil (a null). Other Arrow types come as the
-// value arrow-go gives for JSON (GetOneForMarshal) and cannot be built
-// back from rows yet.
+// float32, string, bool, time.Time (a timestamp column's value in the
+// column's zone, UTC without one, or a date's midnight UTC) or nil (a
+// null). A time.Time makes a timestamp[us, UTC] column, or takes the
+// type of the input's timestamp or date column of its name. Other Arrow
+// types come as the value arrow-go gives for JSON (GetOneForMarshal) and
+// cannot be built back from rows yet.
 type Row map[string]any
 
 // recordRows returns the rows of rec.
@@ -54,8 +59,30 @@ func cell(col arrow.Array, i int) any {
 		return strings.Clone(a.Value(i))
 	case *array.Boolean:
 		return a.Value(i)
+	case *array.Timestamp:
+		if toTime, err := a.DataType().(*arrow.TimestampType).GetToTimeFunc(); err == nil {
+			return toTime(a.Value(i))
+		}
+	case *array.Date32:
+		return a.Value(i).ToTime()
+	case *array.Date64:
+		return a.Value(i).ToTime()
 	}
 	return col.GetOneForMarshal(i)
+}
+
+// timeType is the column type of a time.Time a row or an item holds:
+// microseconds, so that every time.Time from year 1 on fits (nanoseconds
+// end in 2262 and begin in 1677, after the zero time.Time).
+var timeType = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+
+// isTimeType reports whether t is a type time.Time values are put in.
+func isTimeType(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.TIMESTAMP, arrow.DATE32, arrow.DATE64:
+		return true
+	}
+	return false
 }
 
 // arrowType is the Arrow type of a Go value of a row.
@@ -73,8 +100,10 @@ func arrowType(v any) (arrow.DataType, error) {
 		return arrow.BinaryTypes.String, nil
 	case bool:
 		return arrow.FixedWidthTypes.Boolean, nil
+	case time.Time:
+		return timeType, nil
 	}
-	return nil, fmt.Errorf("%w: data: a row value of type %T is not supported (int, int64, int32, float64, float32, string, bool)", atoll.ErrInvalidArgument, v)
+	return nil, fmt.Errorf("%w: data: a row value of type %T is not supported (int, int64, int32, float64, float32, string, bool, time.Time)", atoll.ErrInvalidArgument, v)
 }
 
 // rowSchema infers a schema from rows: the columns of prev (the input's
@@ -102,7 +131,7 @@ func rowSchema(rows []Row, prev *arrow.Schema) (*arrow.Schema, error) {
 	if prev != nil {
 		for _, f := range prev.Fields() {
 			if t, ok := types[f.Name]; ok {
-				if t == nil {
+				if t == nil || isTimeType(t) && isTimeType(f.Type) {
 					t = f.Type
 				}
 				fields = append(fields, arrow.Field{Name: f.Name, Type: t, Nullable: true})
@@ -182,6 +211,25 @@ func appendValue(b array.Builder, v any) error {
 		x, k := v.(bool)
 		bb.Append(x)
 		ok = k
+	case *array.TimestampBuilder:
+		x, k := v.(time.Time)
+		if !k {
+			ok = false
+			break
+		}
+		ts, err := arrow.TimestampFromTime(x, bb.Type().(*arrow.TimestampType).Unit)
+		if err != nil {
+			return fmt.Errorf("%w: data: %v does not fit a %s column", atoll.ErrInvalidArgument, x, bb.Type())
+		}
+		bb.Append(ts)
+	case *array.Date32Builder:
+		x, k := v.(time.Time)
+		bb.Append(arrow.Date32FromTime(x))
+		ok = k
+	case *array.Date64Builder:
+		x, k := v.(time.Time)
+		bb.Append(arrow.Date64FromTime(x))
+		ok = k
 	default:
 		return fmt.Errorf("%w: data: building a %s column from rows is not supported", atoll.ErrInvalidArgument, b.Type())
 	}
@@ -192,12 +240,14 @@ func appendValue(b array.Builder, v any) error {
 }
 
 // itemRows turns items (structs, pointers to structs, or maps with string
-// keys) into rows. A struct field's column is named by its `arrow` tag,
-// else by the field name; unexported fields and fields tagged "-" are
-// skipped.
-func itemRows[T any](items []T) ([]Row, []string, error) {
+// keys) into rows, and for structs names the columns in field order with
+// the types of the fields (nil where a field's type does not say). A
+// struct field's column is named by its `arrow` tag, else by the field
+// name; unexported fields and fields tagged "-" are skipped; a pointer
+// field holds its value, or a null when nil.
+func itemRows[T any](items []T) ([]Row, []arrow.Field, error) {
 	rows := make([]Row, len(items))
-	var order []string
+	var order []arrow.Field
 	for i, it := range items {
 		v := reflect.ValueOf(it)
 		for v.Kind() == reflect.Pointer && !v.IsNil() {
@@ -217,7 +267,7 @@ func itemRows[T any](items []T) ([]Row, []string, error) {
 		case reflect.Struct:
 			r := Row{}
 			t := v.Type()
-			var names []string
+			var fields []arrow.Field
 			for f := range t.NumField() {
 				sf := t.Field(f)
 				if !sf.IsExported() {
@@ -229,12 +279,25 @@ func itemRows[T any](items []T) ([]Row, []string, error) {
 				} else if tag != "" {
 					name = tag
 				}
-				r[name] = v.Field(f).Interface()
-				names = append(names, name)
+				fv := v.Field(f)
+				if fv.Kind() == reflect.Pointer {
+					if fv.IsNil() {
+						r[name] = nil
+					} else {
+						r[name] = fv.Elem().Interface()
+					}
+				} else {
+					r[name] = fv.Interface()
+				}
+				if order == nil {
+					ft := derefType(sf.Type)
+					at, _ := arrowType(reflect.Zero(ft).Interface())
+					fields = append(fields, arrow.Field{Name: name, Type: at, Nullable: true})
+				}
 			}
 			rows[i] = r
 			if order == nil {
-				order = names
+				order = fields
 			}
 		default:
 			return nil, nil, fmt.Errorf("%w: data: FromItems: an item must be a struct or a map, not %T", atoll.ErrInvalidArgument, it)
@@ -243,14 +306,17 @@ func itemRows[T any](items []T) ([]Row, []string, error) {
 	return rows, order, nil
 }
 
-// orderedSchema is rowSchema with the columns in order first (struct
-// field order).
-func orderedSchema(rows []Row, order []string) (*arrow.Schema, error) {
+// orderedSchema is rowSchema with the columns of order first (a
+// struct's fields, in order), a column of nulls only taking its field's
+// type (string where the field's type does not say).
+func orderedSchema(rows []Row, order []arrow.Field) (*arrow.Schema, error) {
 	var prev *arrow.Schema
 	if len(order) > 0 {
-		fields := make([]arrow.Field, len(order))
-		for i, n := range order {
-			fields[i] = arrow.Field{Name: n, Type: arrow.BinaryTypes.String, Nullable: true}
+		fields := slices.Clone(order)
+		for i := range fields {
+			if fields[i].Type == nil {
+				fields[i].Type = arrow.BinaryTypes.String
+			}
 		}
 		prev = arrow.NewSchema(fields, nil)
 	}

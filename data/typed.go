@@ -6,6 +6,7 @@ import (
 	"iter"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -28,6 +29,8 @@ import (
 //   - float64: a float64 or float32 column; float32: float32 only;
 //   - string: a string or large string column; []byte: a binary one;
 //   - bool: a boolean column;
+//   - time.Time: a timestamp column (in the column's zone, UTC without
+//     one), or a date32 or date64 column (midnight UTC);
 //   - a pointer to one of these: the same, with nil for a null.
 //
 // A null read into a field that is not a pointer is an error naming the
@@ -226,6 +229,9 @@ func columnSetter(ft reflect.Type, ct arrow.DataType) func(reflect.Value, arrow.
 		}
 		return false
 	}
+	if ft == reflect.TypeFor[time.Time]() {
+		return timeSetter(ct)
+	}
 	switch ct.ID() {
 	case arrow.INT64:
 		if signed(64) {
@@ -286,6 +292,31 @@ func columnSetter(ft reflect.Type, ct arrow.DataType) func(reflect.Value, arrow.
 	case arrow.BOOL:
 		if ft.Kind() == reflect.Bool {
 			return func(v reflect.Value, c arrow.Array, i int) { v.SetBool(c.(*array.Boolean).Value(i)) }
+		}
+	}
+	return nil
+}
+
+// timeSetter returns what sets a time.Time field from a timestamp or
+// date column of type ct, or nil for another type (or a time zone Go
+// does not know).
+func timeSetter(ct arrow.DataType) func(reflect.Value, arrow.Array, int) {
+	switch ct := ct.(type) {
+	case *arrow.TimestampType:
+		toTime, err := ct.GetToTimeFunc()
+		if err != nil {
+			return nil
+		}
+		return func(v reflect.Value, c arrow.Array, i int) {
+			v.Set(reflect.ValueOf(toTime(c.(*array.Timestamp).Value(i))))
+		}
+	case *arrow.Date32Type:
+		return func(v reflect.Value, c arrow.Array, i int) {
+			v.Set(reflect.ValueOf(c.(*array.Date32).Value(i).ToTime()))
+		}
+	case *arrow.Date64Type:
+		return func(v reflect.Value, c arrow.Array, i int) {
+			v.Set(reflect.ValueOf(c.(*array.Date64).Value(i).ToTime()))
 		}
 	}
 	return nil

@@ -1,10 +1,14 @@
 package data_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/data"
@@ -87,3 +91,64 @@ func TestTypedRows(t *testing.T) {
 		t.Fatalf("TakeAllAs[int]: %v, want ErrInvalidArgument", err)
 	}
 }
+
+// TestTimeRows: time.Time fields and pointer fields go through FromItems
+// and back through TakeAllAs unchanged (a nil pointer a null, in a
+// column of its field's type even when every value is nil; the zero
+// time.Time too, which nanoseconds cannot hold); a row function sees
+// timestamps and dates as time.Time and a time it returns keeps its
+// column's type; CSV dates and zoned timestamps read into time.Time
+// fields.
+func TestTimeRows(t *testing.T) {
+	ctx := start(t)
+	type event struct {
+		At    time.Time
+		Until *time.Time
+		Score *float64
+	}
+	until := time.Date(2026, 11, 27, 6, 30, 0, 123456000, time.UTC)
+	score := 2.5
+	items := []event{{At: time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC), Until: &until, Score: &score}, {}}
+	ds, err := data.FromItems(ctx, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := data.TakeAllAs[event](ctx, ds)
+	if err != nil || len(got) != 2 || !got[0].At.Equal(items[0].At) || !got[0].Until.Equal(until) || *got[0].Score != 2.5 ||
+		!got[1].At.IsZero() || got[1].Until != nil || got[1].Score != nil {
+		t.Fatalf("TakeAllAs = %+v, %v", got, err)
+	}
+	nulls, err := data.FromItems(ctx, []event{{}, {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := nulls.Schema(ctx)
+	if err != nil || s.Field(1).Type.ID() != arrow.TIMESTAMP || s.Field(2).Type.ID() != arrow.FLOAT64 {
+		t.Fatalf("schema of nil pointers: %v, %v", s, err)
+	}
+
+	dir := writeFiles(t, map[string]string{"a.csv": "day,at\n2026-01-02,2026-01-02T10:00:00+01:00\n"})
+	type dated struct {
+		Day time.Time `arrow:"day"`
+		At  time.Time `arrow:"at"`
+	}
+	rows, err := data.TakeAllAs[dated](ctx, data.ReadCSV(dir))
+	if err != nil || len(rows) != 1 || !rows[0].Day.Equal(time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)) ||
+		!rows[0].At.Equal(time.Date(2026, 1, 2, 9, 0, 0, 0, time.UTC)) {
+		t.Fatalf("CSV rows %+v, %v", rows, err)
+	}
+	later := data.ReadCSV(dir).Map(addDay)
+	s, err = later.Schema(ctx)
+	if err != nil || s.Field(0).Type.ID() != arrow.DATE32 {
+		t.Fatalf("a row function's schema: %v, %v", s, err)
+	}
+	rows, err = data.TakeAllAs[dated](ctx, later)
+	if err != nil || len(rows) != 1 || !rows[0].Day.Equal(time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("mapped rows %+v, %v", rows, err)
+	}
+}
+
+var addDay = data.RegisterRowFunc("test.add_day", func(_ context.Context, r data.Row) (data.Row, error) {
+	r["day"] = r["day"].(time.Time).AddDate(0, 0, 1)
+	return r, nil
+})

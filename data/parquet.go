@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/data/expr"
@@ -145,8 +147,13 @@ func (f *parquetFile) columnStats(rg int, name string) (expr.ColumnStats, bool) 
 		return out, true
 	}
 	unsigned := t.ID() == arrow.UINT8 || t.ID() == arrow.UINT16 || t.ID() == arrow.UINT32 || t.ID() == arrow.UINT64
+	logical := f.md.Schema.Column(sf.ColIndex).LogicalType()
 	switch s := st.(type) {
 	case *metadata.Int32Statistics:
+		if _, days := logical.(schema.DateLogicalType); days && t.ID() == arrow.DATE32 {
+			out.Min, out.Max = int64(s.Min()), int64(s.Max())
+			return out, true
+		}
 		if !isIntType(t) {
 			return out, true
 		}
@@ -156,6 +163,12 @@ func (f *parquetFile) columnStats(rg int, name string) (expr.ColumnStats, bool) 
 			out.Min, out.Max = int64(s.Min()), int64(s.Max())
 		}
 	case *metadata.Int64Statistics:
+		if ts, ok := t.(*arrow.TimestampType); ok {
+			if lt, ok := logical.(schema.TimestampLogicalType); ok {
+				out.Min, out.Max = timestampBounds(s.Min(), s.Max(), lt.TimeUnit(), ts.Unit)
+			}
+			return out, true
+		}
 		if !isIntType(t) {
 			return out, true
 		}
@@ -177,6 +190,46 @@ func (f *parquetFile) columnStats(rg int, name string) (expr.ColumnStats, bool) 
 		out.Min, out.Max = string(s.Min()), string(s.Max())
 	}
 	return out, true
+}
+
+// timestampBounds are a timestamp column's smallest and largest values
+// lo and hi, stored in the Parquet unit from, in the column's Arrow unit
+// to (the writer may store nanoseconds as microseconds): nil, nil when
+// they do not convert exactly or within range, so nothing is skipped.
+func timestampBounds(lo, hi int64, from schema.TimeUnitType, to arrow.TimeUnit) (any, any) {
+	var have arrow.TimeUnit
+	switch from {
+	case schema.TimeUnitMillis:
+		have = arrow.Millisecond
+	case schema.TimeUnitMicros:
+		have = arrow.Microsecond
+	case schema.TimeUnitNanos:
+		have = arrow.Nanosecond
+	default:
+		return nil, nil
+	}
+	if have == to {
+		return lo, hi
+	}
+	scale := int64(1)
+	for u := min(have, to); u < max(have, to); u++ {
+		scale *= 1000
+	}
+	if have > to { // finer stored: the bounds round outwards
+		return floorDiv(lo, scale), -floorDiv(-hi, scale)
+	}
+	if lo < math.MinInt64/scale || hi > math.MaxInt64/scale {
+		return nil, nil
+	}
+	return lo * scale, hi * scale
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
 }
 
 func isIntType(t arrow.DataType) bool {

@@ -283,7 +283,7 @@ func (b *binder) common(n *node, l, r *bnode) (arrow.DataType, error) {
 	}
 	for i, t := range []arrow.DataType{lt, rt} {
 		if !computable(t) {
-			return nil, b.typeFail(n, n.args[i], t, "numbers, strings or bools")
+			return nil, b.typeFail(n, n.args[i], t, "numbers, strings, bools or times")
 		}
 	}
 	switch {
@@ -291,8 +291,17 @@ func (b *binder) common(n *node, l, r *bnode) (arrow.DataType, error) {
 		return commonNumeric(lt, rt), nil
 	case arrow.TypeEqual(lt, rt):
 		return lt, nil
+	case isTemporal(lt) && isTemporal(rt):
+		if t, ok := commonTemporal(lt, rt); ok {
+			return t, nil
+		}
 	}
-	e := b.fail(n, "%s is %s and %s is %s: %s needs two numbers, two strings or two bools", Expr{n.args[0]}, typeName(lt), Expr{n.args[1]}, typeName(rt), n.op)
+	why := ""
+	if isTemporal(lt) && isTemporal(rt) {
+		why = " (a timestamp with a zone and one without do not compare: cast one)"
+	}
+	e := b.fail(n, "%s is %s and %s is %s: %s needs two numbers, two strings, two bools or two times%s",
+		Expr{n.args[0]}, typeName(lt), Expr{n.args[1]}, typeName(rt), n.op, why)
 	e.Type = typeName(lt) + ", " + typeName(rt)
 	if name, ok := (Expr{n.args[0]}).IsColumn(); ok {
 		e.Column = name

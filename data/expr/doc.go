@@ -28,6 +28,16 @@
 // take, is an *Error naming the expression, the part at fault and the
 // column or type; it matches atoll.ErrInvalidArgument.
 //
+// Timestamps and dates compare with each other and with a time.Time
+// literal, and go through FillNull, conditionals and Cast; they do no
+// arithmetic, and IsIn and the aggregations do not take them. A
+// time.Time takes its operand's type (its UTC instant in a timestamp's
+// unit, its UTC day in a date), else timestamp[us, UTC]; a date and a
+// timestamp compare as timestamps, two timestamps in the finer unit, and
+// a timestamp with a zone and one without do not compare (Cast one):
+//
+//	ds.Filter(expr.Col("at").Ge(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+//
 // # Nulls
 //
 // Arithmetic, comparisons, casts, string predicates and IsIn are null

@@ -191,6 +191,10 @@ func gather(mem memory.Allocator, t arrow.DataType, arrs []arrow.Array, src []in
 		return gatherFixed[float32](mem, t, arrs, src), nil
 	case arrow.FLOAT64:
 		return gatherFixed[float64](mem, t, arrs, src), nil
+	case arrow.TIMESTAMP, arrow.DATE64:
+		return gatherFixed[int64](mem, t, arrs, src), nil
+	case arrow.DATE32:
+		return gatherFixed[int32](mem, t, arrs, src), nil
 	case arrow.BOOL:
 		b := array.NewBooleanBuilder(mem)
 		defer b.Release()

@@ -13,7 +13,8 @@ import (
 // of its rows are null.
 type ColumnStats struct {
 	// Min and Max are int64, uint64, float64, string or bool values; nil
-	// when the chunk does not record them.
+	// when the chunk does not record them. A timestamp's are int64 in its
+	// type's unit, a date32's days and a date64's milliseconds, as int64.
 	Min, Max any
 	// Nulls is the count of null rows, -1 when unknown.
 	Nulls int64
@@ -213,6 +214,12 @@ func litValueIn(l literal, t arrow.DataType) any {
 		return float64(s.Value)
 	case *scalar.Float64:
 		return s.Value
+	case *scalar.Timestamp:
+		return int64(s.Value)
+	case *scalar.Date32:
+		return int64(s.Value)
+	case *scalar.Date64:
+		return int64(s.Value)
 	}
 	return litValue(l)
 }
@@ -226,6 +233,8 @@ func litValue(l literal) any {
 		return l.i
 	case litFloat:
 		return l.f
+	case litTime:
+		return l.t // compares with no statistics value: beside a time column, litValueIn gives its number
 	}
 	switch {
 	case isString(l.typ):

@@ -4,14 +4,18 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 )
 
-// The types expressions compute with: the integers, the floats, bool
-// and string (Arrow utf8). A column of another type can be selected,
-// renamed and tested for null, not computed with.
+// The types expressions compute with: the integers, the floats, bool,
+// string (Arrow utf8), and timestamps and dates, which compare (with
+// each other and with a time.Time) but do no arithmetic. A column of
+// another type can be selected, renamed and tested for null, not
+// computed with.
 
 // types are the types by the names expressions use (String, the wire).
 var types = map[string]arrow.DataType{
@@ -35,10 +39,62 @@ func typeName(t arrow.DataType) string {
 }
 
 // parseType is the type of a name typeName gives, among the types
-// expressions compute with.
+// expressions compute with: a timestamp as Arrow names it
+// (timestamp[us], timestamp[ns, tz=UTC]), with a zone Go knows.
 func parseType(name string) (arrow.DataType, bool) {
-	t, ok := types[name]
-	return t, ok
+	if t, ok := types[name]; ok {
+		return t, ok
+	}
+	rest, ok := strings.CutPrefix(name, "timestamp[")
+	if !ok || !strings.HasSuffix(rest, "]") {
+		return nil, false
+	}
+	unit, zone, zoned := strings.Cut(strings.TrimSuffix(rest, "]"), ", tz=")
+	for _, u := range []arrow.TimeUnit{arrow.Second, arrow.Millisecond, arrow.Microsecond, arrow.Nanosecond} {
+		if u.String() != unit {
+			continue
+		}
+		t := &arrow.TimestampType{Unit: u, TimeZone: zone}
+		if zoned && (zone == "" || len(zone) > 64) {
+			return nil, false
+		}
+		if _, err := t.GetZone(); err != nil {
+			return nil, false
+		}
+		return t, true
+	}
+	return nil, false
+}
+
+// isTemporal says whether t is a timestamp or a date.
+func isTemporal(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.TIMESTAMP, arrow.DATE32, arrow.DATE64:
+		return true
+	}
+	return false
+}
+
+// commonTemporal is the type two temporal operands compare in: a date's
+// and a timestamp's the timestamp's, two dates' date64 (unless both are
+// date32), two timestamps' the finer unit; false for timestamps with a
+// zone and without (an instant and a wall time: Cast one).
+func commonTemporal(a, b arrow.DataType) (arrow.DataType, bool) {
+	ta, aTS := a.(*arrow.TimestampType)
+	tb, bTS := b.(*arrow.TimestampType)
+	switch {
+	case arrow.TypeEqual(a, b):
+		return a, true
+	case !aTS && !bTS:
+		return arrow.FixedWidthTypes.Date64, true
+	case !aTS:
+		return b, true
+	case !bTS:
+		return a, true
+	case (ta.TimeZone == "") != (tb.TimeZone == ""):
+		return nil, false
+	}
+	return &arrow.TimestampType{Unit: max(ta.Unit, tb.Unit), TimeZone: ta.TimeZone}, true
 }
 
 func isInteger(t arrow.DataType) bool {
@@ -68,7 +124,9 @@ func isBool(t arrow.DataType) bool { return t.ID() == arrow.BOOL }
 func isNull(t arrow.DataType) bool { return t.ID() == arrow.NULL }
 
 // computable says whether expressions compute with t.
-func computable(t arrow.DataType) bool { return isNumeric(t) || isString(t) || isBool(t) || isNull(t) }
+func computable(t arrow.DataType) bool {
+	return isNumeric(t) || isString(t) || isBool(t) || isNull(t) || isTemporal(t)
+}
 
 func bits(t arrow.DataType) int { return t.(arrow.FixedWidthDataType).BitWidth() }
 
@@ -126,7 +184,12 @@ const (
 	litInt           // a Go int: takes its operand's numeric type
 	litFloat         // a float64: takes its operand's float type
 	litTyped         // typed (typ)
+	litTime          // a time.Time: takes its operand's timestamp or date type
 )
+
+// timeLitType is a time.Time literal's type on its own (microseconds
+// hold every time.Time from year 1 on).
+var timeLitType = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
 
 // literal is a value of an expression.
 type literal struct {
@@ -137,6 +200,7 @@ type literal struct {
 	f    float64        // floats, litFloat
 	s    string
 	b    bool
+	t    time.Time // litTime
 }
 
 func literalOf(v any) (literal, error) {
@@ -171,8 +235,13 @@ func literalOf(v any) (literal, error) {
 		return literal{kind: litTyped, typ: arrow.BinaryTypes.String, s: x}, nil
 	case bool:
 		return literal{kind: litTyped, typ: arrow.FixedWidthTypes.Boolean, b: x}, nil
+	case time.Time:
+		if y := x.UTC().Year(); y < 0 || y > 9999 {
+			return literal{}, fmt.Errorf("a time literal in year %d (years 0 to 9999 only)", y)
+		}
+		return literal{kind: litTime, t: x.UTC()}, nil
 	}
-	return literal{}, fmt.Errorf("a literal of Go type %T (use nil, bool, string, an integer or a float)", v)
+	return literal{}, fmt.Errorf("a literal of Go type %T (use nil, bool, string, an integer, a float or a time.Time)", v)
 }
 
 func (l literal) String() string {
@@ -183,6 +252,8 @@ func (l literal) String() string {
 		return strconv.FormatInt(l.i, 10)
 	case litFloat:
 		return strconv.FormatFloat(l.f, 'g', -1, 64)
+	case litTime:
+		return "time(" + l.t.Format(time.RFC3339Nano) + ")"
 	}
 	switch {
 	case isString(l.typ):
@@ -207,6 +278,8 @@ func (l literal) natural() arrow.DataType {
 		return arrow.PrimitiveTypes.Int64
 	case litFloat:
 		return arrow.PrimitiveTypes.Float64
+	case litTime:
+		return timeLitType
 	}
 	return l.typ
 }
@@ -228,6 +301,10 @@ func (l literal) adapt(t arrow.DataType) arrow.DataType {
 		}
 	case litFloat:
 		if isFloat(t) {
+			return t
+		}
+	case litTime:
+		if isTemporal(t) {
 			return t
 		}
 	}
@@ -252,6 +329,21 @@ func (l literal) scalarOf(t arrow.DataType) (scalar.Scalar, error) {
 	}
 	bad := func() (scalar.Scalar, error) {
 		return nil, fmt.Errorf("%s is not a %s", l, typeName(t))
+	}
+	if l.kind == litTime {
+		switch t := t.(type) {
+		case *arrow.TimestampType:
+			ts, err := arrow.TimestampFromTime(l.t, t.Unit)
+			if err != nil {
+				return nil, fmt.Errorf("%s does not fit a %s", l, typeName(t))
+			}
+			return scalar.NewTimestampScalar(ts, t), nil
+		case *arrow.Date32Type:
+			return scalar.NewDate32Scalar(arrow.Date32FromTime(l.t)), nil
+		case *arrow.Date64Type:
+			return scalar.NewDate64Scalar(arrow.Date64FromTime(l.t)), nil
+		}
+		return bad()
 	}
 	switch {
 	case isString(t):

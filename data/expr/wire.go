@@ -1,6 +1,8 @@
 package expr
 
 import (
+	"time"
+
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/atoll-runtime/atoll/atollpb"
@@ -56,6 +58,11 @@ func nodeProto(n *node) *atollpb.DataExpr {
 	return m
 }
 
+// timeLitWire is the type of a time.Time literal on the wire, which
+// holds it as RFC 3339 text (every time.Time from year 0 to 9999, to the
+// nanosecond).
+const timeLitWire = "time"
+
 func literalProto(l literal) *atollpb.DataLiteral {
 	m := &atollpb.DataLiteral{}
 	switch l.kind {
@@ -66,6 +73,9 @@ func literalProto(l literal) *atollpb.DataLiteral {
 		return m
 	case litFloat:
 		m.Value = &atollpb.DataLiteral_Float{Float: l.f}
+		return m
+	case litTime:
+		m.Type, m.Value = timeLitWire, &atollpb.DataLiteral_Str{Str: l.t.Format(time.RFC3339Nano)}
 		return m
 	}
 	m.Type = typeName(l.typ)
@@ -181,6 +191,17 @@ func literalFrom(m *atollpb.DataLiteral) (literal, error) {
 			return literal{kind: litFloat, f: v.Float}, nil
 		}
 		return bad("an untyped literal %v", m.Value)
+	}
+	if m.Type == timeLitWire {
+		v, ok := m.Value.(*atollpb.DataLiteral_Str)
+		if !ok || len(v.Str) > 64 {
+			return bad("a time literal %v", m.Value)
+		}
+		t, err := time.Parse(time.RFC3339Nano, v.Str)
+		if err != nil {
+			return bad("a time literal: %v", err)
+		}
+		return literal{kind: litTime, t: t.UTC()}, nil
 	}
 	t, ok := parseType(m.Type)
 	if !ok {

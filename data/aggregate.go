@@ -98,7 +98,7 @@ func newAccumulator(ctx context.Context, a Agg, in arrow.Array, rec arrow.Record
 		return &countAcc{name: name, raw: in, n: make([]int64, groups)}, nil
 	case "min", "max":
 		if !orderable(in.DataType()) {
-			return nil, &ColumnError{Op: a.Func(), Column: what, Type: in.DataType().String(), Supported: "numbers and strings"}
+			return nil, &ColumnError{Op: a.Func(), Column: what, Type: in.DataType().String(), Supported: "numbers, strings, timestamps and dates"}
 		}
 		return newMinMax(name, in, a.Func() == "max", groups), nil
 	}
@@ -454,7 +454,7 @@ func (a *stdAcc) final(context.Context) ([]arrow.Field, []arrow.Array, error) {
 func orderable(t arrow.DataType) bool {
 	switch t.ID() {
 	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
-		arrow.FLOAT32, arrow.FLOAT64, arrow.STRING:
+		arrow.FLOAT32, arrow.FLOAT64, arrow.STRING, arrow.TIMESTAMP, arrow.DATE32, arrow.DATE64:
 		return true
 	}
 	return false
@@ -478,7 +478,7 @@ func newMinMax(name string, col arrow.Array, isMax bool, groups int) *minMaxAcc 
 }
 
 func (a *minMaxAcc) addAll(ids []int32) {
-	switch c := a.col.(type) {
+	switch c := intKey(a.col).(type) {
 	case *array.String:
 		bestOf(a, ids, c.Value, never)
 	case *array.Float64:

@@ -200,11 +200,12 @@
 //     tasks, or a BatchFunc or stateful BatchClass on an ActorPool),
 //     FilterFunc, AddColumn, Select, Drop, Limit, Repartition, Sort (one
 //     column) and SortBy (several: Key(col) or Key(col, Descending())
-//     each; int64, int32, float64, float32, string; nulls last in either
-//     direction), RandomShuffle (seeded: the same order for a seed and a
+//     each; int64, int32, float64, float32, string, timestamp, date32,
+//     date64; nulls last in either direction), RandomShuffle (seeded: the same order for a seed and a
 //     block layout).
 //   - GroupBy(cols...).Aggregate(aggs...) on int64, int32, float64,
-//     float32 or string columns (nulls a group of their own) with Count,
+//     float32, string, timestamp or date columns (nulls a group of their
+//     own) with Count,
 //     Sum, Mean, Min, Max, Std (sample, ddof 1) of a column or of any
 //     expression (expr.Col("x").Mul(2).Sum()), columns named as Ray's
 //     (count(), sum(x), ...) or by As; one row per group, each block sorted by the
@@ -223,7 +224,8 @@
 //     joined in chunks of them, each group of left pieces once per chunk,
 //     the left rows no chunk matched settled by one more task per group.
 //     Null keys match nothing; keys of different types are a plan-time
-//     ColumnError.
+//     ColumnError. Keys are integers, floats, strings, bools, timestamps
+//     or dates.
 //   - Combining: Union (inputs in order, one schema), Zip (row-aligned,
 //     repeated names get _1; different row counts are an
 //     ErrInvalidArgument), Split(ctx, n) (eager, like Ray's

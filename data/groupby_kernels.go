@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -180,10 +181,8 @@ func aggregateRecord(ctx context.Context, rec arrow.RecordBatch, keys []string, 
 		if err != nil {
 			return nil, err
 		}
-		switch s.Field(j).Type.ID() {
-		case arrow.INT64, arrow.INT32, arrow.FLOAT64, arrow.FLOAT32, arrow.STRING:
-		default:
-			return nil, &ColumnError{Op: "GroupBy", Column: k, Type: s.Field(j).Type.String(), Supported: "int64, int32, float64, float32, string"}
+		if !sortable(s.Field(j).Type) {
+			return nil, &ColumnError{Op: "GroupBy", Column: k, Type: s.Field(j).Type.String(), Supported: sortableTypes}
 		}
 		keyIdx[i] = j
 	}
@@ -311,7 +310,7 @@ func groupIDs(_ context.Context, rec arrow.RecordBatch, keyIdx []int) ([]int32, 
 	var ids []int32
 	var card int
 	for k, j := range keyIdx {
-		cids, c, err := columnGroupIDs(rec.Column(j))
+		cids, c, err := columnGroupIDs(intKey(rec.Column(j)))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -531,6 +530,10 @@ func rehash(old []idEntry, size int) []idEntry {
 // so values a group may hold hash alike).
 func keyHasher(cols []arrow.Array) func(i int) uint64 {
 	const offset, prime = 14695981039346656037, 1099511628211
+	cols = slices.Clone(cols)
+	for i, c := range cols {
+		cols[i] = intKey(c)
+	}
 	return func(i int) uint64 {
 		h := uint64(offset)
 		word := func(v uint64) {

@@ -199,7 +199,7 @@ func (js *joinSpec) outSchema(l, r *arrow.Schema) (*arrow.Schema, error) {
 				Supported: "keys of one type on both sides: Cast one with WithColumn"}
 		}
 		if !joinKeyType(lt) {
-			return nil, &ColumnError{Op: "Join", Column: lk, Type: lt.String(), Supported: "integers, floats, strings, bools"}
+			return nil, &ColumnError{Op: "Join", Column: lk, Type: lt.String(), Supported: "integers, floats, strings, bools, timestamps, dates"}
 		}
 	}
 	if js.How == "semi" || js.How == "anti" {
@@ -249,7 +249,7 @@ func mapsKeys(m map[string]bool) func(func(string) bool) {
 func joinKeyType(t arrow.DataType) bool {
 	switch t.ID() {
 	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
-		arrow.FLOAT32, arrow.FLOAT64, arrow.STRING, arrow.BOOL:
+		arrow.FLOAT32, arrow.FLOAT64, arrow.STRING, arrow.BOOL, arrow.TIMESTAMP, arrow.DATE32, arrow.DATE64:
 		return true
 	}
 	return false

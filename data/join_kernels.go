@@ -46,7 +46,7 @@ func hashKeys(cols []arrow.Array) ([]uint64, []bool, error) {
 			}
 		}
 		seed := uint64(k+1) * 0x9e3779b97f4a7c15
-		switch a := c.(type) {
+		switch a := intKey(c).(type) {
 		case *array.Int64:
 			hashInts(h, a.Int64Values(), seed)
 		case *array.Int32:
@@ -127,6 +127,7 @@ func keyEqual(p, b arrow.Array) (func(i, j int) bool, error) {
 	if !arrow.TypeEqual(p.DataType(), b.DataType()) {
 		return nil, fmt.Errorf("data: join keys of types %s and %s", p.DataType(), b.DataType())
 	}
+	p, b = intKey(p), intKey(b)
 	switch x := p.(type) {
 	case *array.Int64:
 		return sliceEq(x.Int64Values(), b.(*array.Int64).Int64Values()), nil
@@ -204,7 +205,7 @@ type slot struct {
 // integerValues is an integer key column's values as int64 (nil for
 // another type).
 func integerValues(a arrow.Array) []int64 {
-	switch c := a.(type) {
+	switch c := intKey(a).(type) {
 	case *array.Int64:
 		return c.Int64Values()
 	case *array.Int32:

@@ -265,7 +265,7 @@ func sortRecords(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch,
 		if err != nil {
 			return nil, err
 		}
-		if order := int64Order(rec.Column(j), keys[0].Descending, compute.GetAllocator(ctx)); order != nil {
+		if order := int64Order(intKey(rec.Column(j)), keys[0].Descending, compute.GetAllocator(ctx)); order != nil {
 			defer order.Release()
 			return takeRecord(ctx, rec, order)
 		}
@@ -410,6 +410,7 @@ func rowComparer(name string, col, bounds arrow.Array, desc bool) (func(i, b int
 	if !arrow.TypeEqual(col.DataType(), bounds.DataType()) {
 		return nil, errs.Malformedf(specWhat, "sort bounds of type %s for the %s column %q", bounds.DataType(), col.DataType(), name)
 	}
+	col, bounds = intKey(col), intKey(bounds)
 	switch c := col.(type) {
 	case *array.Int64:
 		return comparer(c, bounds.(*array.Int64), desc), nil
@@ -422,7 +423,7 @@ func rowComparer(name string, col, bounds arrow.Array, desc bool) (func(i, b int
 	case *array.String:
 		return comparer(c, bounds.(*array.String), desc), nil
 	}
-	return nil, &ColumnError{Op: "Sort", Column: name, Type: col.DataType().String(), Supported: "int64, int32, float64, float32, string"}
+	return nil, &ColumnError{Op: "Sort", Column: name, Type: col.DataType().String(), Supported: sortableTypes}
 }
 
 type valueArray[T int64 | int32 | float64 | float32 | string] interface {

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/atoll-runtime/atoll/data/expr"
 )
@@ -127,7 +128,7 @@ func (o *logicalOp) allToAllSchema(in *arrow.Schema) (*arrow.Schema, error) {
 				return nil, err
 			}
 			if !sortable(in.Field(j).Type) {
-				return nil, &ColumnError{Op: "Sort", Column: k.Column, Type: in.Field(j).Type.String(), Supported: "int64, int32, float64, float32, string"}
+				return nil, &ColumnError{Op: "Sort", Column: k.Column, Type: in.Field(j).Type.String(), Supported: sortableTypes}
 			}
 		}
 		return in, nil
@@ -151,10 +152,34 @@ func (o *logicalOp) joinSchema(in *arrow.Schema) (*arrow.Schema, error) {
 
 func sortable(t arrow.DataType) bool {
 	switch t.ID() {
-	case arrow.INT64, arrow.INT32, arrow.FLOAT64, arrow.FLOAT32, arrow.STRING:
+	case arrow.INT64, arrow.INT32, arrow.FLOAT64, arrow.FLOAT32, arrow.STRING, arrow.TIMESTAMP, arrow.DATE32, arrow.DATE64:
 		return true
 	}
 	return false
+}
+
+// sortableTypes names the types sortable takes, for errors.
+const sortableTypes = "int64, int32, float64, float32, string, timestamp, date32, date64"
+
+// intKey is a's values as the integers they are stored as, when a is a
+// timestamp or a date (an Int64 of a timestamp's or a date64's, an Int32
+// of a date32's days): the key kernels (sort, group and join) compare,
+// hash and group those. It shares a's buffers and is never released (the
+// garbage collector frees it); another column is a itself.
+func intKey(a arrow.Array) arrow.Array {
+	var t arrow.DataType
+	switch a.DataType().ID() {
+	case arrow.TIMESTAMP, arrow.DATE64:
+		t = arrow.PrimitiveTypes.Int64
+	case arrow.DATE32:
+		t = arrow.PrimitiveTypes.Int32
+	default:
+		return a
+	}
+	d := a.Data()
+	v := array.NewData(t, d.Len(), d.Buffers(), nil, d.NullN(), d.Offset())
+	defer v.Release()
+	return array.MakeFromData(v)
 }
 
 // aggregateSchema is the schema of GroupBy(keys).Aggregate(aggs) over
@@ -167,7 +192,7 @@ func aggregateSchema(in *arrow.Schema, keys []string, aggs []Agg) (*arrow.Schema
 			return nil, err
 		}
 		if !sortable(in.Field(j).Type) {
-			return nil, &ColumnError{Op: "GroupBy", Column: k, Type: in.Field(j).Type.String(), Supported: "int64, int32, float64, float32, string"}
+			return nil, &ColumnError{Op: "GroupBy", Column: k, Type: in.Field(j).Type.String(), Supported: sortableTypes}
 		}
 		fields = append(fields, in.Field(j))
 	}
@@ -200,7 +225,7 @@ func aggType(in *arrow.Schema, a Agg) (arrow.DataType, error) {
 		return arrow.PrimitiveTypes.Int64, nil
 	case "min", "max":
 		if !orderable(t) {
-			return nil, &ColumnError{Op: a.Func(), Column: what, Type: t.String(), Supported: "numbers and strings"}
+			return nil, &ColumnError{Op: a.Func(), Column: what, Type: t.String(), Supported: "numbers, strings, timestamps and dates"}
 		}
 		return t, nil
 	}

@@ -23,6 +23,7 @@ var types = map[string]arrow.DataType{
 	"int8": arrow.PrimitiveTypes.Int8, "int16": arrow.PrimitiveTypes.Int16, "int32": arrow.PrimitiveTypes.Int32, "int64": arrow.PrimitiveTypes.Int64,
 	"uint8": arrow.PrimitiveTypes.Uint8, "uint16": arrow.PrimitiveTypes.Uint16, "uint32": arrow.PrimitiveTypes.Uint32, "uint64": arrow.PrimitiveTypes.Uint64,
 	"float32": arrow.PrimitiveTypes.Float32, "float64": arrow.PrimitiveTypes.Float64,
+	"date32": arrow.FixedWidthTypes.Date32, "date64": arrow.FixedWidthTypes.Date64,
 }
 
 // typeName is t's name in expressions: its Arrow name, "string" for utf8.

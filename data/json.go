@@ -43,7 +43,9 @@ type JSONOptions struct {
 	// what its first values do not (fractions after whole numbers), or
 	// one that first appears there (a key no file's first MiB has is a
 	// column after the inferred ones, in name order). Each type is bool,
-	// int64, float64, string, or a list or struct of them. Another type,
+	// int64, float64, string, a timestamp or date32 (read from RFC 3339
+	// text, 2026-01-02T10:00:00Z, and 2026-01-02), or a list or struct of
+	// them. Another type,
 	// or a value in the first MiB that its type does not hold, fails the
 	// read before any task runs.
 	Types map[string]arrow.DataType
@@ -156,8 +158,8 @@ func covers(dt arrow.DataType, t *jsonType, path string) error {
 		ok = t.kind == "int"
 	case *arrow.Float64Type:
 		ok = t.kind == "float" || t.kind == "int"
-	case *arrow.StringType:
-		ok = t.kind == "string"
+	case *arrow.StringType, *arrow.TimestampType, *arrow.Date32Type:
+		ok = t.kind == "string" // a time's text, which the reader parses
 	case *arrow.ListType:
 		if t.kind == "list" {
 			return covers(dt.Elem(), t.elem, path+"[]")
@@ -218,8 +220,11 @@ func jsonTypeOK(dt arrow.DataType, depth int) bool {
 		return false
 	}
 	switch dt := dt.(type) {
-	case *arrow.BooleanType, *arrow.Int64Type, *arrow.Float64Type, *arrow.StringType:
+	case *arrow.BooleanType, *arrow.Int64Type, *arrow.Float64Type, *arrow.StringType, *arrow.Date32Type:
 		return true
+	case *arrow.TimestampType:
+		_, err := dt.GetZone()
+		return err == nil
 	case *arrow.ListType:
 		return jsonTypeOK(dt.Elem(), depth+1)
 	case *arrow.StructType:
@@ -234,7 +239,7 @@ func jsonTypeOK(dt arrow.DataType, depth int) bool {
 }
 
 // jsonTypes is what a JSON column's type may be, for errors.
-const jsonTypes = "a JSON column is bool, int64, float64, string, or a list or struct of them"
+const jsonTypes = "a JSON column is bool, int64, float64, string, a timestamp or date32 (from text), or a list or struct of them"
 
 // maxJSONDepth bounds the nesting of a JSON read's schema in a task's
 // spec.

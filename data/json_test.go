@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -142,6 +143,21 @@ func TestReadJSONWith(t *testing.T) {
 	}
 	if fmt.Sprintf("%s", rows[0]["w"]) != `["a"]` {
 		t.Fatalf("w is %s", rows[0]["w"])
+	}
+
+	// Text read as times: RFC 3339 timestamps (an offset taken to UTC)
+	// and dates.
+	timed := writeFiles(t, map[string]string{"a.jsonl": `{"at": "2026-01-02T10:00:00Z", "day": "2026-01-02"}` + "\n" +
+		`{"at": "2026-01-02T11:30:00+01:00", "day": null}` + "\n"})
+	type when struct {
+		At  time.Time  `arrow:"at"`
+		Day *time.Time `arrow:"day"`
+	}
+	ws, err := data.TakeAllAs[when](ctx, data.ReadJSONWith(data.JSONOptions{Types: map[string]arrow.DataType{
+		"at": &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, "day": arrow.FixedWidthTypes.Date32}}, timed))
+	if err != nil || len(ws) != 2 || !ws[0].At.Equal(time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)) ||
+		!ws[1].At.Equal(time.Date(2026, 1, 2, 10, 30, 0, 0, time.UTC)) || ws[0].Day == nil || ws[0].Day.Day() != 2 || ws[1].Day != nil {
+		t.Fatalf("times read as %+v, %v", ws, err)
 	}
 
 	small := writeFiles(t, map[string]string{"a.jsonl": `{"id": 1, "v": 2.5}` + "\n"})

@@ -93,9 +93,13 @@ func TestMalformedTaskSpecs(t *testing.T) {
 		"csv columns that do not decode": func(m *atollpb.DataTask) {
 			m.Read = &atollpb.DataRead{Kind: "csv", Path: "a.csv", Schema: []byte("not a schema")}
 		},
-		"json of a date": func(m *atollpb.DataTask) {
+		"json of a date64": func(m *atollpb.DataTask) {
 			m.Read = &atollpb.DataRead{Kind: "json", Path: "a.jsonl", Schema: encodeSchema(arrow.NewSchema(
-				[]arrow.Field{{Name: "d", Type: arrow.FixedWidthTypes.Date32}}, nil))}
+				[]arrow.Field{{Name: "d", Type: arrow.FixedWidthTypes.Date64}}, nil))}
+		},
+		"json of a timestamp in no zone": func(m *atollpb.DataTask) {
+			m.Read = &atollpb.DataRead{Kind: "json", Path: "a.jsonl", Schema: encodeSchema(arrow.NewSchema(
+				[]arrow.Field{{Name: "t", Type: &arrow.TimestampType{Unit: arrow.Second, TimeZone: "../../etc/passwd"}}}, nil))}
 		},
 		"json without a schema": func(m *atollpb.DataTask) { m.Read = &atollpb.DataRead{Kind: "json", Path: "a.jsonl"} },
 		"unknown op":            func(m *atollpb.DataTask) { m.Ops[0].Kind = "explode" },

@@ -236,8 +236,8 @@ func (b *binder) bind(n *node, hint arrow.DataType) (*bnode, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !isNumeric(a.typ) && !isString(a.typ) && !isBool(a.typ) {
-			return nil, b.typeFail(n, n.args[0], a.typ, "a number, string or bool")
+		if !isNumeric(a.typ) && !isString(a.typ) && !isBool(a.typ) && !isTemporal(a.typ) {
+			return nil, b.typeFail(n, n.args[0], a.typ, "a number, string, bool or time")
 		}
 		set, err := b.valueSet(n, a.typ)
 		if err != nil {
@@ -380,6 +380,12 @@ func appendScalar(bld array.Builder, sc scalar.Scalar) error {
 		bld.(*array.StringBuilder).Append(string(s.Data()))
 	case *scalar.Boolean:
 		bld.(*array.BooleanBuilder).Append(s.Value)
+	case *scalar.Timestamp:
+		bld.(*array.TimestampBuilder).Append(s.Value)
+	case *scalar.Date32:
+		bld.(*array.Date32Builder).Append(s.Value)
+	case *scalar.Date64:
+		bld.(*array.Date64Builder).Append(s.Value)
 	default:
 		return fmt.Errorf("a %s value", typeName(sc.DataType()))
 	}

@@ -29,8 +29,8 @@
 // column or type; it matches atoll.ErrInvalidArgument.
 //
 // Timestamps and dates compare with each other and with a time.Time
-// literal, and go through FillNull, conditionals, Cast, Min and Max;
-// they do no arithmetic, and IsIn, Sum, Mean and Std do not take them. A
+// literal, and go through FillNull, conditionals, Cast, IsIn, Min and
+// Max; they do no arithmetic, and Sum, Mean and Std do not take them. A
 // time.Time takes its operand's type (its UTC instant in a timestamp's
 // unit, its UTC day in a date), else timestamp[us, UTC]; a date and a
 // timestamp compare as timestamps, two timestamps in the finer unit, and

@@ -62,6 +62,8 @@ func TestTimes(t *testing.T) {
 		{expr.Col("day").Lt(expr.Col("utc")), func(at time.Time) bool { return truncate(at, 24*time.Hour).Before(truncate(at, time.Millisecond)) }},
 		{expr.Col("utc_us").Gt(expr.Col("utc")), func(at time.Time) bool { return false }}, // no row has a fraction of a millisecond above a microsecond
 		{expr.Col("day").Cast(&arrow.TimestampType{Unit: arrow.Nanosecond}).Le(expr.Col("at")), func(time.Time) bool { return true }},
+		{expr.Col("day").IsIn(day(2), day(3)), func(at time.Time) bool { return !at.Before(day(2)) }},
+		{expr.Col("at").IsIn(day(2), day(3)), func(at time.Time) bool { return at.Equal(day(2)) }},
 	} {
 		for _, e := range []expr.Expr{c.e, viaWire(t, c.e)} {
 			bd, err := e.Bind(s)
@@ -147,6 +149,8 @@ func TestTimeStatistics(t *testing.T) {
 		{expr.Col("day").Gt(hi), false},
 		{expr.Col("day").Eq(lo.AddDate(0, 0, 3)), true},
 		{expr.Col("day").Lt(lo), false},
+		{expr.Col("day").IsIn(hi.AddDate(0, 0, 1), lo.AddDate(0, 0, -1)), false},
+		{expr.Col("at").IsIn(lo.AddDate(0, 0, 1)), true},
 		{expr.Lit(lo).Lt(hi), true}, // not judged: may
 	} {
 		if got := c.e.MayMatch(lookup); got != c.want {

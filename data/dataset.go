@@ -113,8 +113,9 @@ type source struct {
 	open   func(cfg Config) (readSource, error)
 	blocks []block
 	// inputs starts other datasets within a run: a union's stream of
-	// blocks, or a zip's units (union.go)
-	inputs func(ctx context.Context, r *run) (blockStream, unitSource, error)
+	// blocks, or a zip's units (union.go), and their schema if the plan
+	// knows it
+	inputs func(ctx context.Context, r *run) (blockStream, unitSource, *arrow.Schema, error)
 }
 
 func newDataset(src *source, name string, err error) *Dataset {

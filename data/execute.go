@@ -21,22 +21,33 @@ const readRetries = 3
 // start plans d and returns the stream of its output blocks. Nothing is
 // submitted until the stream is pulled.
 func (d *Dataset) start(ctx context.Context, extra ...*logicalOp) (blockStream, *run, error) {
-	return d.startIn(ctx, nil, extra...)
+	s, r, _, err := d.startIn(ctx, nil, extra...)
+	return s, r, err
+}
+
+// closeInputs closes what a union's or a zip's inputs started.
+func closeInputs(in blockStream, units unitSource) {
+	if in != nil {
+		in.close()
+	}
+	if c, ok := units.(interface{ close() }); ok {
+		c.close()
+	}
 }
 
 // startIn is start within run r (the inputs of a union or a zip share
 // their consumer's run: its budget and stats), or a new run if r is nil.
-func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blockStream, *run, error) {
+func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blockStream, *run, *arrow.Schema, error) {
 	if d.err != nil {
-		return nil, nil, d.err
+		return nil, nil, nil, d.err
 	}
 	if err := d.cfg.validate(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if r == nil {
 		var err error
 		if r, err = newRun(ctx, d.cfg); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	r.initCPU(ctx)
@@ -44,7 +55,7 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 	// joins broadcast or shuffle, by their right side's estimate
 	ops, err := planJoins(ctx, r, ops)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// the plan is checked against the source's schema before anything
 	// runs, and the read leaves out what the plan does not use
@@ -54,23 +65,26 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 	case d.source.open != nil:
 		var err error
 		if rs, err = d.source.open(d.cfg); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		srcSchema = rs.schema()
 	case d.source.inputs == nil && len(d.source.blocks) > 0:
 		srcSchema = d.source.blocks[0].schema
 	}
-	schemas, err := checkOps(srcSchema, ops)
-	if err != nil {
-		return nil, nil, err
-	}
 	var in blockStream
 	var src0 unitSource // a zip's units
 	if d.source.inputs != nil {
+		// a union's inputs' plans, checked (none of their tasks runs
+		// before the stream is pulled), give its schema when they agree
 		var err error
-		if in, src0, err = d.source.inputs(ctx, r); err != nil {
-			return nil, nil, err
+		if in, src0, srcSchema, err = d.source.inputs(ctx, r); err != nil {
+			return nil, nil, nil, err
 		}
+	}
+	schemas, err := checkOps(srcSchema, ops)
+	if err != nil {
+		closeInputs(in, src0)
+		return nil, nil, nil, err
 	}
 	for i, st := range plan(ops) {
 		stats := &stageStats{name: st.name(), cpu: st.cpu()}
@@ -91,7 +105,7 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 			}
 			rus, info, err := rs.units(pd)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			if a := st.allToAll; a != nil && a.name == "sort" && !d.cfg.NoPushdown {
 				sampleCols = sortSampleColumns(st.ops, schemas, a.keys, pd.columns)
@@ -175,7 +189,7 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 		in = a
 	}
 	r.startMonitor(ctx)
-	return in, r, nil
+	return in, r, schemas[len(schemas)-1], nil
 }
 
 // newRun makes a run of a dataset with settings cfg: its budget is
@@ -464,7 +478,7 @@ func broadcastSides(r *run, ops []*logicalOp) func(ctx context.Context) ([]block
 			return nil, err
 		}
 		for _, o := range joins {
-			rs, _, err := o.join.right.startIn(ctx, r)
+			rs, _, _, err := o.join.right.startIn(ctx, r)
 			if err != nil {
 				return fail(err)
 			}

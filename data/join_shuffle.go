@@ -32,7 +32,7 @@ func (a *allToAll) joinShuffle(ctx context.Context) (blockStream, error) {
 		parts = max(a.defaultParts(), int(min(4096, (4*max(p.rightEst, 0)+a.r.budget-1)/max(a.r.budget, 1))))
 	}
 	hp := &logicalOp{name: "hash_partition", kind: kindAllToAll, parts: parts, groupKeys: p.spec.RightKeys}
-	rs, _, err := p.right.startIn(ctx, a.r, hp)
+	rs, _, _, err := p.right.startIn(ctx, a.r, hp)
 	if err != nil {
 		return nil, err
 	}

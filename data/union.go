@@ -14,8 +14,11 @@ import (
 // Union is the rows of d, then those of each of others, in order (Ray's
 // union): lazy, each input runs its own plan within the union's run (its
 // budget, its stats), and the maps after the union fuse into tasks over
-// the inputs' blocks. The inputs must have the same schema: a block of
-// another schema is an ErrInvalidArgument.
+// the inputs' blocks. The inputs must have the same schema: inputs whose
+// plans give two schemas are a *SchemaError before any task runs (and
+// the operations after the union are checked against the schema they
+// share); where a plan cannot tell (after a registered function), a
+// block of another schema is a *SchemaError when it comes.
 func (d *Dataset) Union(others ...*Dataset) *Dataset {
 	all := append([]*Dataset{d}, others...)
 	for i, o := range all {
@@ -23,17 +26,31 @@ func (d *Dataset) Union(others ...*Dataset) *Dataset {
 			return d.withErr(fmt.Errorf("%w: data: Union: dataset %d is nil", atoll.ErrInvalidArgument, i))
 		}
 	}
-	src := &source{inputs: func(ctx context.Context, r *run) (blockStream, unitSource, error) {
+	src := &source{inputs: func(ctx context.Context, r *run) (blockStream, unitSource, *arrow.Schema, error) {
 		cs := &concatStream{}
+		var schema *arrow.Schema
+		known := true
 		for _, o := range all {
-			s, _, err := o.startIn(ctx, r)
+			s, _, os, err := o.startIn(ctx, r)
 			if err != nil {
 				cs.close()
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			cs.ss = append(cs.ss, s)
+			switch {
+			case os == nil:
+				known = false
+			case schema == nil:
+				schema = os
+			case !schema.Equal(os):
+				cs.close()
+				return nil, nil, nil, &SchemaError{What: "Union of datasets", A: schemaLine(schema), B: schemaLine(os)}
+			}
 		}
-		return cs, nil, nil
+		if !known {
+			schema = nil
+		}
+		return cs, nil, schema, nil
 	}}
 	nd := newDataset(src, "union", firstErr(all))
 	nd.cfg = d.cfg
@@ -99,17 +116,17 @@ func (d *Dataset) Zip(other *Dataset) *Dataset {
 	if other == nil {
 		return d.withErr(fmt.Errorf("%w: data: Zip(nil)", atoll.ErrInvalidArgument))
 	}
-	src := &source{inputs: func(ctx context.Context, r *run) (blockStream, unitSource, error) {
-		l, _, err := d.startIn(ctx, r)
+	src := &source{inputs: func(ctx context.Context, r *run) (blockStream, unitSource, *arrow.Schema, error) {
+		l, _, _, err := d.startIn(ctx, r)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		rs, _, err := other.startIn(ctx, r)
+		rs, _, _, err := other.startIn(ctx, r)
 		if err != nil {
 			l.close()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return nil, &zipUnits{r: r, left: l, right: rs}, nil
+		return nil, &zipUnits{r: r, left: l, right: rs}, nil, nil
 	}}
 	nd := newDataset(src, "zip", firstErr([]*Dataset{d, other}))
 	nd.cfg = d.cfg

@@ -10,6 +10,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/data"
+	"github.com/atoll-runtime/atoll/data/expr"
 )
 
 func seq(lo, hi int64) []int64 {
@@ -49,6 +50,23 @@ func TestUnion(t *testing.T) {
 	_, err = data.Range(3).Union(data.Range(3).MapBatches(double)).TakeAll(ctx)
 	if !errors.Is(err, atoll.ErrInvalidArgument) || !strings.Contains(err.Error(), "different schemas: (id int64 not null) and (id int64 not null, x int64") {
 		t.Fatalf("union of different schemas: %v", err)
+	}
+
+	// Plans that tell their schemas are compared, and the operations
+	// after the union checked against theirs, before any task runs.
+	for name, ds := range map[string]*data.Dataset{
+		"two schemas":  data.Range(3).Union(data.Range(3).WithColumn("x", expr.Col("id").Mul(2))),
+		"a typo after": data.Range(3).Union(data.Range(4)).Filter(expr.Col("idd").Gt(1)),
+	} {
+		_, err := ds.Count(ctx)
+		var se *data.SchemaError
+		var ee *expr.Error
+		if !errors.As(err, &se) && !errors.As(err, &ee) {
+			t.Fatalf("%s: %v, want a SchemaError or an expression's error", name, err)
+		}
+		if st := ds.Stats(); strings.Contains(st, "executed") {
+			t.Fatalf("%s: tasks ran (%v):\n%s", name, err, st)
+		}
 	}
 }
 

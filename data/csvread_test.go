@@ -27,6 +27,19 @@ func writeFiles(t *testing.T, files map[string]string) string {
 	return dir
 }
 
+// pastTheHead is header, then line as many times as it takes to pass
+// the first MiB the driver infers a read's schema from, and the count of
+// those lines.
+func pastTheHead(header, line string) (string, int) {
+	var b strings.Builder
+	b.WriteString(header)
+	n := 0
+	for ; b.Len() <= 1<<20; n++ {
+		b.WriteString(line)
+	}
+	return b.String(), n
+}
+
 // TestReadCSVTypesAcrossFiles: each column's type holds every file's
 // values, so every block has one schema. A price of 10 in one file and
 // 2.5 in another (or 10 then 2.5 in one file) is a float64 column, a
@@ -96,14 +109,8 @@ func TestReadCSVColumnCheckedBeforeAnyTask(t *testing.T) {
 // names the line, the column and the value.
 func TestReadCSVValuePastTheHead(t *testing.T) {
 	ctx := start(t)
-	var b strings.Builder
-	b.WriteString("id,v\n")
-	n := 0
-	for ; b.Len() <= 1<<20; n++ {
-		b.WriteString("12345,67890\n")
-	}
-	b.WriteString("1,2.5\n")
-	dir := writeFiles(t, map[string]string{"a.csv": b.String()})
+	head, n := pastTheHead("id,v\n", "12345,67890\n")
+	dir := writeFiles(t, map[string]string{"a.csv": head + "1,2.5\n"})
 	_, err := data.ReadCSV(dir).Count(ctx)
 	var fe *data.FileError
 	if !errors.As(err, &fe) {
@@ -137,14 +144,8 @@ func TestReadCSVHeadersDiffer(t *testing.T) {
 // quote for a delimiter.
 func TestReadCSVWith(t *testing.T) {
 	ctx := start(t)
-	var b strings.Builder
-	b.WriteString("zip;price;note\n")
-	n := 0
-	for ; b.Len() <= 1<<20; n++ {
-		b.WriteString("02139;10;NA\n")
-	}
-	b.WriteString("NA;2.5;x\n")
-	dir := writeFiles(t, map[string]string{"a.csv": b.String(), "b.csv": "zip;price;note\n00501;NA;\n"})
+	head, n := pastTheHead("zip;price;note\n", "02139;10;NA\n")
+	dir := writeFiles(t, map[string]string{"a.csv": head + "NA;2.5;x\n", "b.csv": "zip;price;note\n00501;NA;\n"})
 	opts := data.CSVOptions{Delimiter: ';', Nulls: []string{"", "NA"},
 		Types: map[string]arrow.DataType{"zip": arrow.BinaryTypes.String, "price": arrow.PrimitiveTypes.Float64}}
 	ds := data.ReadCSVWith(opts, dir)

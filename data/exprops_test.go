@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
@@ -152,16 +153,7 @@ func writeGroups(t *testing.T, path string, groups int) {
 	t.Helper()
 	s := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "key", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "name", Type: arrow.BinaryTypes.String}, {Name: "payload", Type: arrow.BinaryTypes.String}}, nil)
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fw, err := pqarrow.NewFileWriter(s, f, nil, pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for g := range groups {
-		b := array.NewRecordBuilder(memory.DefaultAllocator, s)
+	writeRowGroups(t, path, s, nil, pqarrow.DefaultWriterProps(), groups, func(b *array.RecordBuilder, g int) {
 		for i := range 100 {
 			id := int64(g*100 + i)
 			b.Field(0).(*array.Int64Builder).Append(id)
@@ -169,6 +161,26 @@ func writeGroups(t *testing.T, path string, groups int) {
 			b.Field(2).(*array.StringBuilder).Append(fmt.Sprintf("n%04d", id))
 			b.Field(3).(*array.StringBuilder).Append(strings.Repeat("p", 200))
 		}
+	})
+}
+
+// writeRowGroups writes a Parquet file of schema s with the writer
+// properties given, a row group for each of groups records that fill
+// makes, and checks that the file has that many row groups.
+func writeRowGroups(t *testing.T, path string, s *arrow.Schema, props *parquet.WriterProperties, arrowProps pqarrow.ArrowWriterProperties,
+	groups int, fill func(b *array.RecordBuilder, g int)) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, err := pqarrow.NewFileWriter(s, f, props, arrowProps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g := range groups {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, s)
+		fill(b, g)
 		rec := b.NewRecordBatch()
 		b.Release()
 		if err := fw.Write(rec); err != nil {

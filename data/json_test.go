@@ -97,12 +97,9 @@ func TestReadJSONTypesAcrossFiles(t *testing.T) {
 	if len(rows) != 4 || rows[0]["v"] != 2.5 || rows[1]["v"] != 10.0 || rows[3]["v"] != nil {
 		t.Fatalf("sorted rows %v", rows)
 	}
-	var head strings.Builder
-	for head.Len() <= 1<<20 {
-		head.WriteString(`{"id": 1, "v": 10}` + "\n")
-	}
+	head, _ := pastTheHead("", `{"id": 1, "v": 10}`+"\n")
 	for name, tail := range map[string]string{"new key": `{"id": 2, "w": 1}`, "wider value": `{"id": 2, "v": 2.5}`} {
-		dir := writeFiles(t, map[string]string{"a.jsonl": head.String() + tail + "\n"})
+		dir := writeFiles(t, map[string]string{"a.jsonl": head + tail + "\n"})
 		_, err := data.ReadJSON(dir).Count(ctx)
 		var fe *data.FileError
 		if !errors.As(err, &fe) || !strings.Contains(err.Error(), "first MiB") {
@@ -119,12 +116,8 @@ func TestReadJSONTypesAcrossFiles(t *testing.T) {
 // cannot have, fails before any task runs.
 func TestReadJSONWith(t *testing.T) {
 	ctx := start(t)
-	var head strings.Builder
-	n := 0
-	for ; head.Len() <= 1<<20; n++ {
-		head.WriteString(`{"id": 1, "v": 10}` + "\n")
-	}
-	dir := writeFiles(t, map[string]string{"a.jsonl": head.String() + `{"id": 2, "v": 2.5, "w": ["a"]}` + "\n"})
+	head, _ := pastTheHead("", `{"id": 1, "v": 10}`+"\n")
+	dir := writeFiles(t, map[string]string{"a.jsonl": head + `{"id": 2, "v": 2.5, "w": ["a"]}` + "\n"})
 	opts := data.JSONOptions{Types: map[string]arrow.DataType{"v": arrow.PrimitiveTypes.Float64, "w": arrow.ListOf(arrow.BinaryTypes.String)}}
 	ds := data.ReadJSONWith(opts, dir)
 	schema, err := ds.Schema(ctx)

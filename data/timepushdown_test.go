@@ -1,7 +1,6 @@
 package data_test
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -35,38 +33,21 @@ func TestParquetTimePushdown(t *testing.T) {
 	}, nil)
 	for _, version := range []parquet.Version{parquet.V2_6, parquet.V1_0} {
 		path := filepath.Join(t.TempDir(), "t.parquet")
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
 		arrowProps := pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema())
 		if version == parquet.V1_0 {
 			arrowProps = pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithCoerceTimestamps(arrow.Microsecond))
 		}
-		fw, err := pqarrow.NewFileWriter(s, f, parquet.NewWriterProperties(parquet.WithVersion(version)), arrowProps)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for g := 1; g <= 4; g++ { // a row group a day: 00:00, 00:01, ... 01:39
-			b := array.NewRecordBuilder(memory.DefaultAllocator, s)
+		// a row group a day: 00:00, 00:01, ... 01:39
+		writeRowGroups(t, path, s, parquet.NewWriterProperties(parquet.WithVersion(version)), arrowProps, 4, func(b *array.RecordBuilder, g int) {
 			for i := range 100 {
-				at := day(g).Add(time.Duration(i) * time.Minute)
+				at := day(g + 1).Add(time.Duration(i) * time.Minute)
 				ns, _ := arrow.TimestampFromTime(at, arrow.Nanosecond)
 				ms, _ := arrow.TimestampFromTime(at, arrow.Millisecond)
 				b.Field(0).(*array.TimestampBuilder).Append(ns)
 				b.Field(1).(*array.TimestampBuilder).Append(ms)
 				b.Field(2).(*array.Date32Builder).Append(arrow.Date32FromTime(at))
 			}
-			rec := b.NewRecordBatch()
-			b.Release()
-			if err := fw.Write(rec); err != nil {
-				t.Fatal(err)
-			}
-			rec.Release()
-		}
-		if err := fw.Close(); err != nil {
-			t.Fatal(err)
-		}
+		})
 		pf, err := file.OpenParquetFile(path, false)
 		if err != nil {
 			t.Fatal(err)

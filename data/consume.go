@@ -2,6 +2,7 @@ package data
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"iter"
@@ -278,8 +279,14 @@ func (d *Dataset) Show(ctx context.Context, w io.Writer, n int64) error {
 			parts := make([]string, rec.NumCols())
 			for j, col := range rec.Columns() {
 				v := cell(col, i)
-				if _, ok := v.(time.Time); ok {
-					v = col.GetOneForMarshal(i) // a date without its midnight, a time without "+0000 UTC"
+				switch v.(type) {
+				case time.Time, []any:
+					// a date without its midnight, a time without "+0000
+					// UTC", a list as JSON (["a b", "c"], not [a b c])
+					v = col.GetOneForMarshal(i)
+					if raw, ok := v.(json.RawMessage); ok {
+						v = string(raw) // printed as text, not as bytes
+					}
 				}
 				parts[j] = fmt.Sprintf("%s: %v", rec.ColumnName(j), v)
 			}

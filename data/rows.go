@@ -19,9 +19,13 @@ import (
 // float32, string, bool, time.Time (a timestamp column's value in the
 // column's zone, UTC without one, or a date's midnight UTC) or nil (a
 // null). A time.Time makes a timestamp[us, UTC] column, or takes the
-// type of the input's timestamp or date column of its name. Other Arrow
-// types come as the value arrow-go gives for JSON (GetOneForMarshal) and
-// cannot be built back from rows yet.
+// type of the input's timestamp or date column of its name. A list
+// column's value is a []any of its elements' values; a slice of those
+// types or of pointers to them makes a list column ([]any: of its first
+// non-nil element's type), a nil slice a null and a nil pointer a null
+// element. Other Arrow types come as the value arrow-go
+// gives for JSON (GetOneForMarshal: a struct's is a map) and cannot be
+// built back from rows yet.
 type Row map[string]any
 
 // recordRows returns the rows of rec.
@@ -67,6 +71,15 @@ func cell(col arrow.Array, i int) any {
 		return a.Value(i).ToTime()
 	case *array.Date64:
 		return a.Value(i).ToTime()
+	case *array.List, *array.LargeList:
+		l := a.(array.ListLike)
+		start, end := l.ValueOffsets(i)
+		vals := l.ListValues()
+		out := make([]any, end-start)
+		for k := range out {
+			out[k] = cell(vals, int(start)+k)
+		}
+		return out
 	}
 	return col.GetOneForMarshal(i)
 }
@@ -87,23 +100,52 @@ func isTimeType(t arrow.DataType) bool {
 
 // arrowType is the Arrow type of a Go value of a row.
 func arrowType(v any) (arrow.DataType, error) {
-	switch v.(type) {
-	case int, int64:
-		return arrow.PrimitiveTypes.Int64, nil
-	case int32:
-		return arrow.PrimitiveTypes.Int32, nil
-	case float64:
-		return arrow.PrimitiveTypes.Float64, nil
-	case float32:
-		return arrow.PrimitiveTypes.Float32, nil
-	case string:
-		return arrow.BinaryTypes.String, nil
-	case bool:
-		return arrow.FixedWidthTypes.Boolean, nil
-	case time.Time:
-		return timeType, nil
+	if t := arrowTypeOf(reflect.TypeOf(v)); t != nil {
+		return t, nil
 	}
-	return nil, fmt.Errorf("%w: data: a row value of type %T is not supported (int, int64, int32, float64, float32, string, bool, time.Time)", atoll.ErrInvalidArgument, v)
+	if xs, ok := v.([]any); ok {
+		for _, x := range xs {
+			if x != nil {
+				et, err := arrowType(x)
+				if err != nil {
+					return nil, err
+				}
+				return arrow.ListOf(et), nil
+			}
+		}
+		return arrow.ListOf(arrow.BinaryTypes.String), nil
+	}
+	return nil, fmt.Errorf("%w: data: a row value of type %T is not supported (int, int64, int32, float64, float32, string, bool, time.Time, and slices of them)", atoll.ErrInvalidArgument, v)
+}
+
+// arrowTypeOf is the Arrow type of Go values of type t, or nil when t's
+// values may be of several (an interface, []any) or of none.
+func arrowTypeOf(t reflect.Type) arrow.DataType {
+	if t == nil {
+		return nil
+	}
+	switch t {
+	case reflect.TypeFor[int](), reflect.TypeFor[int64]():
+		return arrow.PrimitiveTypes.Int64
+	case reflect.TypeFor[int32]():
+		return arrow.PrimitiveTypes.Int32
+	case reflect.TypeFor[float64]():
+		return arrow.PrimitiveTypes.Float64
+	case reflect.TypeFor[float32]():
+		return arrow.PrimitiveTypes.Float32
+	case reflect.TypeFor[string]():
+		return arrow.BinaryTypes.String
+	case reflect.TypeFor[bool]():
+		return arrow.FixedWidthTypes.Boolean
+	case reflect.TypeFor[time.Time]():
+		return timeType
+	}
+	if t.Kind() == reflect.Slice {
+		if et := arrowTypeOf(derefType(t.Elem())); et != nil {
+			return arrow.ListOf(et)
+		}
+	}
+	return nil
 }
 
 // rowSchema infers a schema from rows: the columns of prev (the input's
@@ -131,8 +173,8 @@ func rowSchema(rows []Row, prev *arrow.Schema) (*arrow.Schema, error) {
 	if prev != nil {
 		for _, f := range prev.Fields() {
 			if t, ok := types[f.Name]; ok {
-				if t == nil || isTimeType(t) && isTimeType(f.Type) {
-					t = f.Type
+				if t == nil || isTimeType(t) && isTimeType(f.Type) || t.ID() == arrow.LIST && f.Type.ID() == arrow.LIST {
+					t = f.Type // a time, a list ([]any{} says no element type): the input's
 				}
 				fields = append(fields, arrow.Field{Name: f.Name, Type: t, Nullable: true})
 				delete(types, f.Name)
@@ -230,6 +272,28 @@ func appendValue(b array.Builder, v any) error {
 		x, k := v.(time.Time)
 		bb.Append(arrow.Date64FromTime(x))
 		ok = k
+	case *array.ListBuilder:
+		rv := reflect.ValueOf(v)
+		if rv.Kind() != reflect.Slice {
+			ok = false
+			break
+		}
+		if rv.IsNil() {
+			bb.AppendNull()
+			break
+		}
+		bb.Append(true)
+		for k := range rv.Len() {
+			var x any // a nil pointer: a null
+			if e := rv.Index(k); e.Kind() != reflect.Pointer {
+				x = e.Interface()
+			} else if !e.IsNil() {
+				x = e.Elem().Interface()
+			}
+			if err := appendValue(bb.ValueBuilder(), x); err != nil {
+				return fmt.Errorf("element %d: %w", k, err)
+			}
+		}
 	default:
 		return fmt.Errorf("%w: data: building a %s column from rows is not supported", atoll.ErrInvalidArgument, b.Type())
 	}
@@ -290,9 +354,7 @@ func itemRows[T any](items []T) ([]Row, []arrow.Field, error) {
 					r[name] = fv.Interface()
 				}
 				if order == nil {
-					ft := derefType(sf.Type)
-					at, _ := arrowType(reflect.Zero(ft).Interface())
-					fields = append(fields, arrow.Field{Name: name, Type: at, Nullable: true})
+					fields = append(fields, arrow.Field{Name: name, Type: arrowTypeOf(derefType(sf.Type)), Nullable: true})
 				}
 			}
 			rows[i] = r

@@ -31,10 +31,13 @@ import (
 //   - bool: a boolean column;
 //   - time.Time: a timestamp column (in the column's zone, UTC without
 //     one), or a date32 or date64 column (midnight UTC);
-//   - a pointer to one of these: the same, with nil for a null.
+//   - a pointer to one of these: the same, with nil for a null;
+//   - a slice of one of these (or of pointers to them): a list column of
+//     elements the element type holds, with nil for a null list.
 //
-// A null read into a field that is not a pointer is an error naming the
-// column and the row. Values are copied out of the store: a struct stays
+// A null read into a field that is not a pointer or a slice, or a null
+// element into a slice of values rather than pointers, is an error
+// naming the column and the row. Values are copied out of the store: a struct stays
 // valid after the loop moves on.
 
 // IterAs yields the dataset's rows as values of the struct type T.
@@ -105,7 +108,10 @@ type fieldDecoder struct {
 	name   string
 	column string
 	ptr    bool // the field is a pointer: nulls are nil
-	set    func(dst reflect.Value, col arrow.Array, i int)
+	slice  bool // the field is a slice: null lists are nil
+	// elemsValued: a slice of values, which cannot hold a null element
+	elemsValued bool
+	set         func(dst reflect.Value, col arrow.Array, i int)
 }
 
 func newStructDecoder(t reflect.Type, s *arrow.Schema) (*structDecoder, error) {
@@ -138,7 +144,9 @@ func newStructDecoder(t reflect.Type, s *arrow.Schema) (*structDecoder, error) {
 			return nil, &ColumnError{Op: fmt.Sprintf("reading into field %s (%s) of %s", sf.Name, sf.Type, t), Column: column,
 				Type: ct.String(), Supported: "see data.IterAs for which column types each field type holds"}
 		}
-		dec.fields = append(dec.fields, fieldDecoder{index: f, name: sf.Name, column: column, ptr: ptr, set: set})
+		slice := ft.Kind() == reflect.Slice && ft.Elem().Kind() != reflect.Uint8
+		dec.fields = append(dec.fields, fieldDecoder{index: f, name: sf.Name, column: column, ptr: ptr, set: set,
+			slice: slice, elemsValued: slice && ft.Elem().Kind() != reflect.Pointer})
 	}
 	return dec, nil
 }
@@ -184,11 +192,21 @@ func (d *structDecoder) decode(dst reflect.Value, cols []arrow.Array, i int, row
 		col := cols[k]
 		fv := dst.Field(f.index)
 		if col.IsNull(i) {
-			if !f.ptr {
+			if !f.ptr && !f.slice {
 				return &ColumnError{Op: fmt.Sprintf("reading into field %s (%s) of %s: row %d is null; make the field a pointer to read nulls",
 					f.name, fv.Type(), d.typ, row), Column: f.column, Type: col.DataType().String(), Supported: "non-null values"}
 			}
 			continue
+		}
+		if f.elemsValued {
+			l := col.(array.ListLike)
+			start, end := l.ValueOffsets(i)
+			for k := start; k < end; k++ {
+				if l.ListValues().IsNull(int(k)) {
+					return &ColumnError{Op: fmt.Sprintf("reading into field %s (%s) of %s: element %d of row %d is null; make the elements pointers to read nulls",
+						f.name, fv.Type(), d.typ, k-start, row), Column: f.column, Type: col.DataType().String(), Supported: "non-null elements"}
+				}
+			}
 		}
 		if f.ptr {
 			p := reflect.New(fv.Type().Elem())
@@ -231,6 +249,9 @@ func columnSetter(ft reflect.Type, ct arrow.DataType) func(reflect.Value, arrow.
 	}
 	if ft == reflect.TypeFor[time.Time]() {
 		return timeSetter(ct)
+	}
+	if ft.Kind() == reflect.Slice && ft.Elem().Kind() != reflect.Uint8 {
+		return listSetter(ft, ct)
 	}
 	switch ct.ID() {
 	case arrow.INT64:
@@ -320,4 +341,50 @@ func timeSetter(ct arrow.DataType) func(reflect.Value, arrow.Array, int) {
 		}
 	}
 	return nil
+}
+
+// listSetter returns what sets a slice field of type ft from a list
+// column of type ct whose elements its element type holds (nil
+// elements, for pointers, where they are null), or nil.
+func listSetter(ft reflect.Type, ct arrow.DataType) func(reflect.Value, arrow.Array, int) {
+	var elem arrow.DataType
+	switch ct := ct.(type) {
+	case *arrow.ListType:
+		elem = ct.Elem()
+	case *arrow.LargeListType:
+		elem = ct.Elem()
+	default:
+		return nil
+	}
+	et, ptr := ft.Elem(), false
+	if et.Kind() == reflect.Pointer {
+		et, ptr = et.Elem(), true
+	}
+	if et.Kind() == reflect.Slice && et.Elem().Kind() != reflect.Uint8 {
+		return nil // lists of lists: not yet
+	}
+	set := columnSetter(et, elem)
+	if set == nil {
+		return nil
+	}
+	return func(v reflect.Value, c arrow.Array, i int) {
+		l := c.(array.ListLike)
+		start, end := l.ValueOffsets(i)
+		vals := l.ListValues()
+		s := reflect.MakeSlice(ft, int(end-start), int(end-start))
+		for k := range s.Len() {
+			j := int(start) + k
+			if vals.IsNull(j) {
+				continue // a nil pointer (decode refused nulls for values)
+			}
+			dst := s.Index(k)
+			if ptr {
+				p := reflect.New(et)
+				dst.Set(p)
+				dst = p.Elem()
+			}
+			set(dst, vals, j)
+		}
+		v.Set(s)
+	}
 }

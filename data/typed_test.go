@@ -152,3 +152,77 @@ var addDay = data.RegisterRowFunc("test.add_day", func(_ context.Context, r data
 	r["day"] = r["day"].(time.Time).AddDate(0, 0, 1)
 	return r, nil
 })
+
+// TestListRows: slice fields go through FromItems and back through
+// TakeAllAs (a nil slice a null list, nil elements of pointers nulls);
+// a row function sees a list as []any and returns a slice as a list;
+// a JSON read's list reads into a slice field; a null element into a
+// slice of values is an error naming the row.
+func TestListRows(t *testing.T) {
+	ctx := start(t)
+	type tagged struct {
+		Tags   []string
+		Scores []*int64
+		Days   []time.Time
+	}
+	one, two := int64(1), int64(2)
+	d := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+	items := []tagged{{Tags: []string{"a", "b"}, Scores: []*int64{&one, nil, &two}, Days: []time.Time{d}}, {Tags: []string{}}, {}}
+	ds, err := data.FromItems(ctx, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := data.TakeAllAs[tagged](ctx, ds)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("TakeAllAs = %+v, %v", got, err)
+	}
+	if !slices.Equal(got[0].Tags, []string{"a", "b"}) || len(got[0].Scores) != 3 || *got[0].Scores[0] != 1 || got[0].Scores[1] != nil ||
+		*got[0].Scores[2] != 2 || len(got[0].Days) != 1 || !got[0].Days[0].Equal(d) {
+		t.Fatalf("row 0: %+v", got[0])
+	}
+	if got[1].Tags == nil || len(got[1].Tags) != 0 || got[1].Scores != nil || got[2].Tags != nil {
+		t.Fatalf("rows 1 and 2: %+v %+v", got[1], got[2])
+	}
+
+	upper, err := data.TakeAllAs[tagged](ctx, ds.Map(upperTags))
+	if err != nil || len(upper) != 3 || !slices.Equal(upper[0].Tags, []string{"A", "B"}) || upper[2].Tags != nil {
+		t.Fatalf("mapped: %+v, %v", upper, err)
+	}
+
+	dir := writeFiles(t, map[string]string{"a.jsonl": `{"tags": ["x", "y"], "n": [1, null]}` + "\n"})
+	type fromJSON struct {
+		Tags []string `arrow:"tags"`
+		N    []int64  `arrow:"n"`
+	}
+	type tagsOnly struct {
+		Tags []string `arrow:"tags"`
+	}
+	js, err := data.TakeAllAs[tagsOnly](ctx, data.ReadJSON(dir))
+	if err != nil || len(js) != 1 || !slices.Equal(js[0].Tags, []string{"x", "y"}) {
+		t.Fatalf("JSON tags %+v, %v", js, err)
+	}
+	// Show prints a list as JSON (it printed its bytes: [91 34 120 ...])
+	var sb strings.Builder
+	if err := data.ReadJSON(dir).Show(ctx, &sb, 1); err != nil || sb.String() != "{tags: [\"x\",\"y\"], n: [1,null]}\n" {
+		t.Fatalf("Show: %q, %v", sb.String(), err)
+	}
+	_, err = data.TakeAllAs[fromJSON](ctx, data.ReadJSON(dir))
+	var ce *data.ColumnError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "element 1 of row 0 is null") {
+		t.Fatalf("a null element into []int64: %v", err)
+	}
+}
+
+var upperTags = data.RegisterRowFunc("test.upper_tags", func(_ context.Context, r data.Row) (data.Row, error) {
+	tags, _ := r["Tags"].([]any)
+	if tags == nil {
+		r["Tags"] = []string(nil)
+		return r, nil
+	}
+	out := make([]string, len(tags))
+	for i, x := range tags {
+		out[i] = strings.ToUpper(x.(string))
+	}
+	r["Tags"] = out
+	return r, nil
+})

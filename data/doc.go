@@ -195,7 +195,8 @@
 //   - Expressions (data/expr): Filter, WithColumn, SelectExprs and the
 //     aggregations' inputs; columns, literals, arithmetic, comparisons,
 //     three-valued logic, nulls, casts, string predicates, IsIn,
-//     When/Then/Otherwise.
+//     When/Then/Otherwise; timestamps and dates compared with time.Time
+//     values and cut by Truncate.
 //   - Transforms: Map, FlatMap, MapBatches (BatchSize; a BatchFunc in
 //     tasks, or a BatchFunc or stateful BatchClass on an ActorPool),
 //     FilterFunc, AddColumn, Select, Drop, Limit, Repartition, Sort (one

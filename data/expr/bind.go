@@ -30,7 +30,7 @@ type bnode struct {
 	sc      scalar.Scalar // lit
 	args    []*bnode
 	set     arrow.Array // is_in: the values, of args[0]'s type
-	pattern string      // contains, starts_with, ends_with
+	pattern string      // contains, starts_with, ends_with; truncate: the unit
 	hasElse bool        // case
 	exact   bool        // cast: the user's (Cast), which fails on a value that does not convert exactly
 }
@@ -222,6 +222,18 @@ func (b *binder) bind(n *node, hint arrow.DataType) (*bnode, error) {
 			c.exact = true
 		}
 		return c, nil
+	case opTruncate:
+		a, err := b.bind(n.args[0], nil)
+		if err != nil {
+			return nil, err
+		}
+		if !isTemporal(a.typ) {
+			return nil, b.typeFail(n, n.args[0], a.typ, "a timestamp or a date")
+		}
+		if _, ok := truncateUnits[TimeUnit(n.name)]; !ok {
+			return nil, b.fail(n, "truncate to %q: the units are year, quarter, month, week, day, hour, minute and second", n.name)
+		}
+		return &bnode{op: opTruncate, typ: a.typ, args: []*bnode{a}, pattern: n.name}, nil
 	case opContains, opStartsWith, opEndsWith:
 		a, err := b.bind(n.args[0], arrow.BinaryTypes.String)
 		if err != nil {

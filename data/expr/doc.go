@@ -30,13 +30,16 @@
 //
 // Timestamps and dates compare with each other and with a time.Time
 // literal, and go through FillNull, conditionals, Cast, IsIn, Min and
-// Max; they do no arithmetic, and Sum, Mean and Std do not take them. A
+// Max; Truncate cuts them to the start of their year, quarter, month,
+// week, day, hour, minute or second (in a timestamp's zone). They do no
+// arithmetic, and Sum, Mean and Std do not take them. A
 // time.Time takes its operand's type (its UTC instant in a timestamp's
 // unit, its UTC day in a date), else timestamp[us, UTC]; a date and a
 // timestamp compare as timestamps, two timestamps in the finer unit, and
 // a timestamp with a zone and one without do not compare (Cast one):
 //
 //	ds.Filter(expr.Col("at").Ge(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+//	ds.WithColumn("month", expr.Col("at").Truncate(expr.Month)).GroupBy("month").Count()
 //
 // # Nulls
 //

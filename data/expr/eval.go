@@ -126,6 +126,10 @@ func eval(ctx context.Context, n *bnode, rec arrow.RecordBatch) (compute.Datum, 
 	case opIsIn:
 		return compute.CallFunction(ctx, "is_in", &compute.SetOptions{ValueSet: compute.NewDatumWithoutOwning(n.set),
 			NullBehavior: compute.NullMatchingEmitNull}, args[0])
+	case opTruncate:
+		opts := compute.DefaultRoundTemporalOptions // a multiple of 1; weeks start on Monday
+		opts.Unit = truncateUnits[TimeUnit(n.pattern)]
+		return compute.CallFunction(ctx, "floor_temporal", &opts, args[0])
 	}
 	// this package's kernels take arrays
 	rows := int(rec.NumRows())
@@ -187,4 +191,12 @@ func unslicedBools(ctx context.Context, d compute.Datum) (compute.Datum, error) 
 	out := compute.NewDatum(c)
 	c.Release()
 	return out, nil
+}
+
+// truncateUnits are Truncate's units as Arrow's floor_temporal takes
+// them.
+var truncateUnits = map[TimeUnit]compute.RoundTemporalUnit{
+	Year: compute.RoundTemporalYear, Quarter: compute.RoundTemporalQuarter, Month: compute.RoundTemporalMonth,
+	Week: compute.RoundTemporalWeek, Day: compute.RoundTemporalDay, Hour: compute.RoundTemporalHour,
+	Minute: compute.RoundTemporalMinute, Second: compute.RoundTemporalSecond,
 }

@@ -41,6 +41,7 @@ const (
 	opStartsWith = "starts_with"
 	opEndsWith   = "ends_with"
 	opIsIn       = "is_in"
+	opTruncate   = "truncate"
 	opCase       = "case"
 	opAlias      = "alias"
 )
@@ -168,6 +169,28 @@ func (e Expr) FillNull(x any) Expr { return e.binary(opFillNull, x) }
 // integer into a float rounds as Go's conversion does.
 func (e Expr) Cast(t arrow.DataType) Expr {
 	return Expr{&node{op: opCast, args: []*node{e.node()}, to: t}}
+}
+
+// A TimeUnit is what Truncate cuts a time to.
+type TimeUnit string
+
+// The units of Truncate. A Week starts on Monday.
+const (
+	Year    TimeUnit = "year"
+	Quarter TimeUnit = "quarter"
+	Month   TimeUnit = "month"
+	Week    TimeUnit = "week"
+	Day     TimeUnit = "day"
+	Hour    TimeUnit = "hour"
+	Minute  TimeUnit = "minute"
+	Second  TimeUnit = "second"
+)
+
+// Truncate is the timestamp or date e cut down to the start of its unit
+// (its month, its week...), in e's type: in a timestamp's zone, UTC
+// without one. Grouping by it groups by month, week or hour.
+func (e Expr) Truncate(unit TimeUnit) Expr {
+	return Expr{&node{op: opTruncate, name: string(unit), args: []*node{e.node()}}}
 }
 
 // Contains is whether the string e contains s.
@@ -345,6 +368,9 @@ func writeNode(b *strings.Builder, n *node, top bool) {
 	case opContains, opStartsWith, opEndsWith:
 		writeNode(b, n.args[0], false)
 		fmt.Fprintf(b, ".%s(%s)", n.op, strconv.Quote(n.name))
+	case opTruncate:
+		writeNode(b, n.args[0], false)
+		fmt.Fprintf(b, ".truncate(%s)", n.name)
 	case opIsIn:
 		writeNode(b, n.args[0], false)
 		b.WriteString(".is_in([")

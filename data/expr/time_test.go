@@ -158,3 +158,100 @@ func TestTimeStatistics(t *testing.T) {
 		}
 	}
 }
+
+// TestTruncate: timestamps (in their zone) and dates cut to the start of
+// their year, quarter, month, week (from Monday), day and hour, each
+// against Go's own calendar arithmetic, also through the wire; a
+// Truncate of a number, or to a unit that is not one, is a bind error.
+func TestTruncate(t *testing.T) {
+	ctx := context.Background()
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Skip("no time zone data:", err)
+	}
+	ats := []time.Time{time.Date(2025, 12, 31, 23, 0, 0, 0, time.UTC), time.Date(2026, 2, 15, 10, 30, 0, 0, time.UTC),
+		time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 27, 7, 5, 9, 0, time.UTC)}
+	s := arrow.NewSchema([]arrow.Field{
+		{Name: "utc", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
+		{Name: "ny", Type: &arrow.TimestampType{Unit: arrow.Second, TimeZone: "America/New_York"}, Nullable: true},
+		{Name: "day", Type: arrow.FixedWidthTypes.Date32, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, s)
+	for _, at := range ats {
+		us, _ := arrow.TimestampFromTime(at, arrow.Microsecond)
+		b.Field(0).(*array.TimestampBuilder).Append(us)
+		b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(at.Unix()))
+		b.Field(2).(*array.Date32Builder).Append(arrow.Date32FromTime(at))
+	}
+	for j := range 3 {
+		b.Field(j).AppendNull()
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	defer rec.Release()
+
+	// the reference: t's unit's start in t's location
+	start := func(at time.Time, u expr.TimeUnit) time.Time {
+		y, m, d := at.Date()
+		switch u {
+		case expr.Year:
+			return time.Date(y, 1, 1, 0, 0, 0, 0, at.Location())
+		case expr.Quarter:
+			return time.Date(y, (m-1)/3*3+1, 1, 0, 0, 0, 0, at.Location())
+		case expr.Month:
+			return time.Date(y, m, 1, 0, 0, 0, 0, at.Location())
+		case expr.Week:
+			back := (int(at.Weekday()) + 6) % 7 // days since Monday
+			return time.Date(y, m, d-back, 0, 0, 0, 0, at.Location())
+		case expr.Day:
+			return time.Date(y, m, d, 0, 0, 0, 0, at.Location())
+		}
+		return time.Date(y, m, d, at.Hour(), 0, 0, 0, at.Location())
+	}
+	for _, u := range []expr.TimeUnit{expr.Year, expr.Quarter, expr.Month, expr.Week, expr.Day, expr.Hour} {
+		for _, c := range []struct {
+			col string
+			loc *time.Location
+			get func(arrow.Array, int) time.Time
+		}{
+			{"utc", time.UTC, func(a arrow.Array, i int) time.Time {
+				return a.(*array.Timestamp).Value(i).ToTime(arrow.Microsecond)
+			}},
+			{"ny", ny, func(a arrow.Array, i int) time.Time { return a.(*array.Timestamp).Value(i).ToTime(arrow.Second) }},
+			{"day", time.UTC, func(a arrow.Array, i int) time.Time { return a.(*array.Date32).Value(i).ToTime() }},
+		} {
+			if c.col == "day" && u == expr.Hour {
+				continue
+			}
+			e := expr.Col(c.col).Truncate(u)
+			for _, e := range []expr.Expr{e, viaWire(t, e)} {
+				bd, err := e.Bind(s)
+				if err != nil {
+					t.Fatalf("%s: %v", e, err)
+				}
+				out, err := bd.Eval(ctx, rec)
+				if err != nil {
+					t.Fatalf("%s: %v", e, err)
+				}
+				for i, at := range ats {
+					src := at.In(c.loc)
+					if c.col == "day" {
+						src = at.Truncate(24 * time.Hour)
+					}
+					if want := start(src, u); out.IsNull(i) || !c.get(out, i).Equal(want) {
+						t.Errorf("%s row %d (%v): %v, want %v", e, i, src, c.get(out, i), want)
+					}
+				}
+				if !out.IsNull(len(ats)) {
+					t.Errorf("%s of a null is not null", e)
+				}
+				out.Release()
+			}
+		}
+	}
+	for _, e := range []expr.Expr{expr.Col("utc").Truncate("fortnight"), expr.Lit(3).Truncate(expr.Day)} {
+		if _, err := e.Bind(s); !errors.Is(err, atoll.ErrInvalidArgument) {
+			t.Errorf("%s: %v, want an invalid argument", e, err)
+		}
+	}
+}

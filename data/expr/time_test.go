@@ -20,7 +20,6 @@ import (
 // agrees with Go's own comparison of the times. A timestamp with a zone
 // and one without, or arithmetic on a time, is a bind error.
 func TestTimes(t *testing.T) {
-	ctx := context.Background()
 	day := func(d int) time.Time { return time.Date(2026, 1, d, 0, 0, 0, 0, time.UTC) }
 	ats := []time.Time{day(1).Add(90 * time.Minute), day(2), {}, day(3).Add(time.Nanosecond)}
 	valid := []bool{true, true, false, true}
@@ -66,14 +65,7 @@ func TestTimes(t *testing.T) {
 		{expr.Col("at").IsIn(day(2), day(3)), func(at time.Time) bool { return at.Equal(day(2)) }},
 	} {
 		for _, e := range []expr.Expr{c.e, viaWire(t, c.e)} {
-			bd, err := e.Bind(s)
-			if err != nil {
-				t.Fatalf("%s: %v", e, err)
-			}
-			out, err := bd.Eval(ctx, rec)
-			if err != nil {
-				t.Fatalf("%s: %v", e, err)
-			}
+			out := evalOn(t, e, rec)
 			got := out.(*array.Boolean)
 			for i, at := range ats {
 				want := c.ref(at)
@@ -88,27 +80,13 @@ func TestTimes(t *testing.T) {
 		}
 	}
 
-	filled, err := expr.When(expr.Col("at").IsNull()).Then(day(9)).Otherwise(expr.Col("at")).Bind(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := filled.Eval(ctx, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := evalOn(t, expr.When(expr.Col("at").IsNull()).Then(day(9)).Otherwise(expr.Col("at")), rec)
 	ts := out.(*array.Timestamp)
 	if ts.NullN() != 0 || !ts.Value(2).ToTime(arrow.Nanosecond).Equal(day(9)) || !ts.Value(3).ToTime(arrow.Nanosecond).Equal(ats[3]) {
 		t.Fatalf("conditional: %v", ts)
 	}
 	out.Release()
-	fill, err := expr.Col("day").FillNull(day(7)).Bind(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err = fill.Eval(ctx, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out = evalOn(t, expr.Col("day").FillNull(day(7)), rec)
 	if d := out.(*array.Date32); d.NullN() != 0 || !d.Value(2).ToTime().Equal(day(7)) {
 		t.Fatalf("fill_null: %v", d)
 	}
@@ -164,7 +142,6 @@ func TestTimeStatistics(t *testing.T) {
 // against Go's own calendar arithmetic, also through the wire; a
 // Truncate of a number, or to a unit that is not one, is a bind error.
 func TestTruncate(t *testing.T) {
-	ctx := context.Background()
 	ny, err := time.LoadLocation("America/New_York")
 	if err != nil {
 		t.Skip("no time zone data:", err)
@@ -225,14 +202,7 @@ func TestTruncate(t *testing.T) {
 			}
 			e := expr.Col(c.col).Truncate(u)
 			for _, e := range []expr.Expr{e, viaWire(t, e)} {
-				bd, err := e.Bind(s)
-				if err != nil {
-					t.Fatalf("%s: %v", e, err)
-				}
-				out, err := bd.Eval(ctx, rec)
-				if err != nil {
-					t.Fatalf("%s: %v", e, err)
-				}
+				out := evalOn(t, e, rec)
 				for i, at := range ats {
 					src := at.In(c.loc)
 					if c.col == "day" {
@@ -254,4 +224,18 @@ func TestTruncate(t *testing.T) {
 			t.Errorf("%s: %v, want an invalid argument", e, err)
 		}
 	}
+}
+
+// evalOn binds e to rec's schema and evaluates it over rec.
+func evalOn(t *testing.T, e expr.Expr, rec arrow.RecordBatch) arrow.Array {
+	t.Helper()
+	bd, err := e.Bind(rec.Schema())
+	if err != nil {
+		t.Fatalf("%s: %v", e, err)
+	}
+	out, err := bd.Eval(context.Background(), rec)
+	if err != nil {
+		t.Fatalf("%s: %v", e, err)
+	}
+	return out
 }

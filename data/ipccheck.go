@@ -49,11 +49,7 @@ var errIPCBounds = errors.New("out of bounds")
 // checkIPCMeta checks the metadata flatbuffer b of an IPC message.
 func checkIPCMeta(b []byte) error {
 	c := &ipcChecker{b: b, budget: len(b)}
-	root, err := c.uoffset(0)
-	if err != nil {
-		return err
-	}
-	msg, err := c.table(root)
+	msg, err := c.tableAt(0)
 	if err != nil {
 		return err
 	}
@@ -185,11 +181,7 @@ func (c *ipcChecker) keyValues(t, slot int) error {
 		return err
 	}
 	for i := range n {
-		kv, err := c.uoffset(start + 4*i)
-		if err != nil {
-			return err
-		}
-		kt, err := c.table(kv)
+		kt, err := c.tableAt(start + 4*i)
 		if err != nil {
 			return err
 		}
@@ -282,12 +274,18 @@ func (c *ipcChecker) child(t, slot int) (int, bool, error) {
 	if p == 0 {
 		return 0, false, nil
 	}
-	to, err := c.uoffset(p)
-	if err != nil {
-		return 0, false, err
-	}
-	to, err = c.table(to)
+	to, err := c.tableAt(p)
 	return to, err == nil, err
+}
+
+// tableAt checks the table the offset at pos points at, and returns its
+// position.
+func (c *ipcChecker) tableAt(pos int) (int, error) {
+	to, err := c.uoffset(pos)
+	if err != nil {
+		return 0, err
+	}
+	return c.table(to)
 }
 
 // vector is the length and the first element's position of the vector

@@ -166,8 +166,9 @@
 // The process that creates a ref owns it. Its Table counts, per object,
 // live ObjectRef handles, uses by pending tasks (arguments) and containers
 // (objects whose value holds a serialised ref). A handle's count drops
-// when the SDK's runtime.AddCleanup finds it garbage (the cleanup only
-// posts a message to the owner actor) or at Release (idempotent). At zero
+// when the SDK finds it garbage after a collection (its weak pointer is
+// nil; the sweep only posts a message to the owner actor) or at Release
+// (idempotent). At zero
 // the entry goes and, if stored, a Free effect deletes it from the store;
 // the refs its value held are dropped in turn. Refs inside values are found
 // by a marker in their gob encoding; encoding one takes a reference that

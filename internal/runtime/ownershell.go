@@ -242,9 +242,9 @@ func endSubmitSpans(batch []owner.Effect) {
 }
 
 // collected queues the refs whose handles the garbage collector found
-// unreachable. The cleanup appends under a short mutex and posts one
-// drainCollected to the owner actor per batch: no I/O and no owner-table
-// lock on the Go runtime's cleanup goroutine, and one owner step for a
+// unreachable. The sweep that finds them (refwatch.go) appends under a
+// short mutex and posts one drainCollected to the owner actor per batch:
+// no I/O and no owner-table lock on the sweep, and one owner step for a
 // burst of drops (a slice of 10,000 refs going out of scope).
 //
 // A handle's release and its queuing are one step under mu, and a drain
@@ -262,19 +262,6 @@ type collected struct {
 // drainCollected tells the owner actor to drop the queued refs.
 type drainCollected struct{}
 
-// add releases a handle and queues its drop, unless it was released
-// already; it reports whether the caller must post a drain.
-func (c *collected) add(st *refState) (post bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !st.released.CompareAndSwap(false, true) {
-		return false
-	}
-	c.drops = append(c.drops, st.id)
-	post, c.posted = !c.posted, true
-	return post
-}
-
 // applyCollected drops the queued refs now.
 func (rt *Runtime) applyCollected() {
 	rt.collected.applyMu.Lock()
@@ -284,6 +271,24 @@ func (rt *Runtime) applyCollected() {
 		return
 	}
 	rt.owner.dropRef(drops...)
+}
+
+// addAll releases handles and queues their drops, but those released
+// already; it reports whether the caller must post a drain.
+func (c *collected) addAll(sts []*refState) (post bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(c.drops)
+	for _, st := range sts {
+		if st.released.CompareAndSwap(false, true) {
+			c.drops = append(c.drops, st.id)
+		}
+	}
+	if len(c.drops) == n {
+		return false
+	}
+	post, c.posted = !c.posted, true
+	return post
 }
 
 func (c *collected) take() []ids.ObjectID {

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"bytes"
-	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 
@@ -15,19 +14,16 @@ import (
 // ref share it; when it is released, or found unreachable by the garbage
 // collector, its runtime's owner table drops the reference.
 type Ref struct {
-	// state is what the ref's cleanup is given: everything but err, so
-	// that the cleanup's argument is one pointer (a million live refs
-	// cost 64 bytes each with it, where they cost 128 with their id and
-	// runtime copied into the argument).
+	// state is everything but err: what the sweep that finds the ref
+	// dead (refwatch.go) reads once the ref is gone.
 	state *refState
 	// err is set on detached refs: a call that failed before it could
 	// register anything (atoll not initialised).
 	err error
 }
 
-// refState is a ref's id, runtime and release, shared with its cleanup so
-// that the cleanup sees an explicit release. It must not point back at
-// the Ref, or the cleanup would never run.
+// refState is a ref's id, runtime and release, kept beside the ref's weak
+// pointer in refWatch so that the sweep sees an explicit release.
 type refState struct {
 	id       ids.ObjectID
 	released atomic.Bool
@@ -39,23 +35,24 @@ func (rt *Runtime) newRef(id ids.ObjectID) *Ref {
 	h := refRecords.get()
 	h.state = &refState{id: id, rt: rt}
 	if rt.sim != nil {
-		rt.simTrack(h) // no cleanup: when it runs depends on the collector (sim.go)
+		rt.simTrack(h) // not watched: when it dies depends on the collector (sim.go)
 		return h
 	}
-	goruntime.AddCleanup(h, (*refState).collected, h.state)
+	refWatch.add(h)
 	return h
 }
 
 // refRecords hands out the Ref records of newRef: allocated ahead in
 // batches, handed out last first.
 //
-// The Go runtime keeps an object's cleanup in a list per span of memory,
-// sorted by address, and finds a new cleanup's place by walking that list
-// from its start. Refs allocated one at a time take ascending addresses
-// in their span, so each AddCleanup walked past every ref already there
-// (up to ~340 of these 24-byte records in an 8 KiB span): 4% of a
-// driver's CPU per pipelined task. Handed out in descending address
-// order, each ref's place is at its list's start (TestRefRecordsDescend).
+// The Go runtime keeps an object's weak pointer record (as it does a
+// cleanup) in a list per span of memory, sorted by address, and finds a
+// new record's place by walking that list from its start. Refs allocated
+// one at a time take ascending addresses in their span, so each ref's
+// record walked past every ref already there (up to ~340 of these
+// 24-byte records in an 8 KiB span): 4% of a driver's CPU per pipelined
+// task. Handed out in descending address order, each ref's place is at
+// its list's start (TestRefRecordsDescend).
 var refRecords refAllocator
 
 type refAllocator struct {
@@ -120,19 +117,6 @@ func (h *Ref) Check() error {
 		return errs.Invalidf("ObjectRef %s used after Release", h.ID().Short())
 	}
 	return nil
-}
-
-// collected runs on the Go runtime's cleanup goroutine when a ref is
-// garbage: it only queues the drop and posts a message to the owner actor,
-// which drops the reference (see collected).
-func (st *refState) collected() {
-	rt := st.rt
-	if rt.closed.Load() {
-		return
-	}
-	if rt.collected.add(st) {
-		rt.post(&drainCollected{})
-	}
 }
 
 // Release drops the ref's reference now, exactly once (the SDK's

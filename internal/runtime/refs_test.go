@@ -4,6 +4,7 @@ import (
 	goruntime "runtime"
 	"testing"
 	"unsafe"
+	"weak"
 )
 
 // The records refRecords hands out come in descending address order (but
@@ -28,20 +29,43 @@ func TestRefRecordsDescend(t *testing.T) {
 	}
 }
 
-// BenchmarkRefCleanup is what registering a ref's cleanup costs with the
-// records made one at a time (ascending addresses) and from refRecords,
-// refBatch refs kept alive at once (a batch of submitted tasks).
-func BenchmarkRefCleanup(b *testing.B) {
-	run := func(b *testing.B, get func() *Ref) {
+// BenchmarkRefWatch is what watching a ref for the garbage collector
+// costs (refWatch.add, a weak pointer) against the runtime.AddCleanup it
+// replaced, with records from refRecords and refBatch refs kept alive at
+// once (a batch of submitted tasks); and one sweep's cost per live ref.
+func BenchmarkRefWatch(b *testing.B) {
+	rt := &Runtime{} // closed: a sweep forgets its refs as they die
+	rt.closed.Store(true)
+	var a refAllocator
+	run := func(b *testing.B, watch func(*Ref)) {
 		live := make([]*Ref, refBatch)
 		for i := 0; b.Loop(); i++ {
-			h := get()
-			h.state = &refState{}
-			goruntime.AddCleanup(h, func(*refState) {}, h.state)
+			h := a.get()
+			h.state = &refState{rt: rt}
+			watch(h)
 			live[i%refBatch] = h
 		}
 	}
-	b.Run("one_at_a_time", func(b *testing.B) { run(b, func() *Ref { return new(Ref) }) })
-	var a refAllocator
-	b.Run("descending", func(b *testing.B) { run(b, a.get) })
+	b.Run("cleanup", func(b *testing.B) {
+		run(b, func(h *Ref) { goruntime.AddCleanup(h, func(*refState) {}, h.state) })
+	})
+	var w refWatcher
+	b.Run("watch", func(b *testing.B) { run(b, w.add) })
+	b.Run("sweep_per_live_ref", func(b *testing.B) {
+		live := make([]*Ref, 64*watchChunk)
+		var chunks [][]watchedRef
+		open := &Runtime{}
+		for i := range live {
+			live[i] = &Ref{state: &refState{rt: open}}
+			if i%watchChunk == 0 {
+				chunks = append(chunks, make([]watchedRef, 0, watchChunk))
+			}
+			chunks[len(chunks)-1] = append(chunks[len(chunks)-1], watchedRef{weak.Make(live[i]), live[i].state})
+		}
+		b.ResetTimer()
+		for b.Loop() {
+			chunks, _ = sweepChunks(chunks)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(live)), "ns/ref")
+	})
 }

@@ -33,7 +33,9 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"time"
 
@@ -123,6 +125,27 @@ const floodSampling = 500 * time.Millisecond
 
 // resetPeak starts the driver's peak RSS again from its current RSS.
 func resetPeak() error { return pss.ResetPeak(os.Getpid()) }
+
+// runtimeClasses are the Go runtime's memory classes that a drained
+// flood leaves above idle: what the RSS after the drop is made of.
+func runtimeClasses() string {
+	classes := []struct{ name, what string }{
+		{"/memory/classes/heap/objects:bytes", "heap objects"},
+		{"/memory/classes/metadata/mspan/free:bytes", "span records kept free"},
+		{"/memory/classes/metadata/other:bytes", "other metadata"},
+		{"/memory/classes/other:bytes", "other"},
+	}
+	samples := make([]metrics.Sample, len(classes))
+	for i, c := range classes {
+		samples[i].Name = c.name
+	}
+	metrics.Read(samples)
+	parts := make([]string, len(classes))
+	for i, c := range classes {
+		parts[i] = c.what + " " + benchfmt.HumanSize(samples[i].Value.Uint64())
+	}
+	return strings.Join(parts, ", ")
+}
 
 // settle collects garbage and returns freed memory to the system.
 func settle() { runtime.GC(); debug.FreeOSMemory() }
@@ -252,6 +275,7 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(progress, "flood: after the drop (%v): RSS %s, heap %s\n", dropped.Round(time.Millisecond), benchfmt.HumanSize(after.RSS), benchfmt.HumanSize(after.heap))
+	fmt.Fprintf(progress, "flood: the Go runtime's memory after the drop: %s\n", runtimeClasses())
 
 	cfg := map[string]any{"tasks": o.tasks, "actor_calls": o.calls, "cpus": o.cpus, "object_store_memory": o.store, "worker_mode": "process",
 		"atoll_version": benchfmt.Version()}

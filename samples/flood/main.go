@@ -201,6 +201,7 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(progress, "flood: idle driver: RSS %s, heap %s\n", benchfmt.HumanSize(idle.RSS), benchfmt.HumanSize(idle.heap))
+	fmt.Fprintf(progress, "flood: the Go runtime's memory at idle: %s\n", runtimeClasses())
 
 	sampler := pss.NewSampler(floodSampling, func() []int {
 		pids, _ := pss.Tree(os.Getpid())

@@ -196,7 +196,8 @@
 //     aggregations' inputs; columns, literals, arithmetic, comparisons,
 //     three-valued logic, nulls, casts, string predicates, IsIn,
 //     When/Then/Otherwise; timestamps and dates compared with time.Time
-//     values and cut by Truncate.
+//     values, cut by Truncate and read in parts by Part (year, month,
+//     weekday...).
 //   - Transforms: Map, FlatMap, MapBatches (BatchSize; a BatchFunc in
 //     tasks, or a BatchFunc or stateful BatchClass on an ActorPool),
 //     FilterFunc, AddColumn, Select, Drop, Limit, Repartition, Sort (one

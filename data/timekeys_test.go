@@ -12,8 +12,9 @@ import (
 	"github.com/atoll-runtime/atoll/data/expr"
 )
 
-// TestTimeKeys: timestamps and dates are keys of Sort, GroupBy and Join
-// (they were refused as keys: "not supported (int64, int32, ...)"),
+// TestTimeKeys: timestamps and dates, and parts of them, are keys of
+// Sort, GroupBy and Join (they were refused as keys: "not supported
+// (int64, int32, ...)"),
 // each checked against a plain Go reference over the same rows, with
 // nulls, in several read tasks and through the shuffle (more parts than
 // one).
@@ -86,6 +87,36 @@ func TestTimeKeys(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(wantCount) {
 		t.Fatalf("counts per day %v, want %v", got, wantCount)
+	}
+
+	// A count per ISO weekday of the timestamp, a key Part makes (null
+	// where the timestamp is).
+	type perWeekday struct {
+		Weekday *int32 `arrow:"weekday"`
+		Count   int64  `arrow:"count()"`
+	}
+	weekdays, err := data.TakeAllAs[perWeekday](ctx, ds.WithColumn("weekday", expr.Col("At").Part(expr.Weekday)).GroupBy("weekday").NumPartitions(3).Count())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantWeekday := map[int32]int64{}
+	for _, e := range items {
+		wd := int32(-1) // null
+		if e.At != nil {
+			wd = int32((e.At.Weekday()+6)%7 + 1)
+		}
+		wantWeekday[wd]++
+	}
+	gotWeekday := map[int32]int64{}
+	for _, g := range weekdays {
+		wd := int32(-1)
+		if g.Weekday != nil {
+			wd = *g.Weekday
+		}
+		gotWeekday[wd] = g.Count
+	}
+	if fmt.Sprint(gotWeekday) != fmt.Sprint(wantWeekday) {
+		t.Fatalf("counts per weekday %v, want %v", gotWeekday, wantWeekday)
 	}
 
 	// The first and last event of each day (nulls left out).

@@ -30,7 +30,7 @@ type bnode struct {
 	sc      scalar.Scalar // lit
 	args    []*bnode
 	set     arrow.Array // is_in: the values, of args[0]'s type
-	pattern string      // contains, starts_with, ends_with; truncate: the unit
+	pattern string      // contains, starts_with, ends_with; truncate: the unit; part: the part
 	hasElse bool        // case
 	exact   bool        // cast: the user's (Cast), which fails on a value that does not convert exactly
 }
@@ -234,6 +234,18 @@ func (b *binder) bind(n *node, hint arrow.DataType) (*bnode, error) {
 			return nil, b.fail(n, "truncate to %q: the units are year, quarter, month, week, day, hour, minute and second", n.name)
 		}
 		return &bnode{op: opTruncate, typ: a.typ, args: []*bnode{a}, pattern: n.name}, nil
+	case opPart:
+		a, err := b.bind(n.args[0], nil)
+		if err != nil {
+			return nil, err
+		}
+		if !isTemporal(a.typ) {
+			return nil, b.typeFail(n, n.args[0], a.typ, "a timestamp or a date")
+		}
+		if !isPart(TimeUnit(n.name)) {
+			return nil, b.fail(n, "part %q: the parts are %s", n.name, partNames())
+		}
+		return &bnode{op: opPart, typ: arrow.PrimitiveTypes.Int32, args: []*bnode{a}, pattern: n.name}, nil
 	case opContains, opStartsWith, opEndsWith:
 		a, err := b.bind(n.args[0], arrow.BinaryTypes.String)
 		if err != nil {

@@ -31,8 +31,10 @@
 // Timestamps and dates compare with each other and with a time.Time
 // literal, and go through FillNull, conditionals, Cast, IsIn, Min and
 // Max; Truncate cuts them to the start of their year, quarter, month,
-// week, day, hour, minute or second (in a timestamp's zone). They do no
-// arithmetic, and Sum, Mean and Std do not take them. A
+// week, day, hour, minute or second (in a timestamp's zone), and Part
+// reads one part of them as an int32: the Year, Quarter, Month, ISO Week,
+// Day, Weekday (Monday 1 to Sunday 7), YearDay, Hour, Minute or Second.
+// They do no arithmetic, and Sum, Mean and Std do not take them. A
 // time.Time takes its operand's type (its UTC instant in a timestamp's
 // unit, its UTC day in a date), else timestamp[us, UTC]; a date and a
 // timestamp compare as timestamps, two timestamps in the finer unit, and
@@ -40,6 +42,7 @@
 //
 //	ds.Filter(expr.Col("at").Ge(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 //	ds.WithColumn("month", expr.Col("at").Truncate(expr.Month)).GroupBy("month").Count()
+//	ds.Filter(expr.Col("at").Part(expr.Weekday).Ge(6)) // weekends
 //
 // # Nulls
 //

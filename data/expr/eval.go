@@ -161,6 +161,8 @@ func eval(ctx context.Context, n *bnode, rec arrow.RecordBatch) (compute.Datum, 
 		out, err = matchStrings(mem, n.op, arrs[0], n.pattern)
 	case opCase:
 		out, err = caseWhen(mem, n.typ, arrs, n.hasElse)
+	case opPart:
+		out, err = timeParts(mem, arrs[0], TimeUnit(n.pattern))
 	default:
 		return nil, fmt.Errorf("expr: no kernel for %q", n.op)
 	}

@@ -42,6 +42,7 @@ const (
 	opEndsWith   = "ends_with"
 	opIsIn       = "is_in"
 	opTruncate   = "truncate"
+	opPart       = "part"
 	opCase       = "case"
 	opAlias      = "alias"
 )
@@ -171,10 +172,12 @@ func (e Expr) Cast(t arrow.DataType) Expr {
 	return Expr{&node{op: opCast, args: []*node{e.node()}, to: t}}
 }
 
-// A TimeUnit is what Truncate cuts a time to.
+// A TimeUnit is what Truncate cuts a time to, or the part of it Part
+// reads.
 type TimeUnit string
 
-// The units of Truncate. A Week starts on Monday.
+// The units of Truncate and the parts Part reads. A Week starts on
+// Monday; as a part it is the ISO 8601 week number.
 const (
 	Year    TimeUnit = "year"
 	Quarter TimeUnit = "quarter"
@@ -191,6 +194,17 @@ const (
 // without one. Grouping by it groups by month, week or hour.
 func (e Expr) Truncate(unit TimeUnit) Expr {
 	return Expr{&node{op: opTruncate, name: string(unit), args: []*node{e.node()}}}
+}
+
+// Part is one part of the timestamp or date e as an int32, read in a
+// timestamp's zone (UTC without one): its Year, Quarter (1-4), Month
+// (1-12), Week (the ISO 8601 week, 1-53, counted in the year of its
+// Thursday: 2026-01-01 is in week 1, 2027-01-01 in week 53 of 2026), Day
+// of the month, Weekday (ISO: Monday 1 to Sunday 7), YearDay (1-366),
+// Hour, Minute or Second (whole seconds). A date's time of day is
+// midnight.
+func (e Expr) Part(part TimeUnit) Expr {
+	return Expr{&node{op: opPart, name: string(part), args: []*node{e.node()}}}
 }
 
 // Contains is whether the string e contains s.
@@ -368,9 +382,9 @@ func writeNode(b *strings.Builder, n *node, top bool) {
 	case opContains, opStartsWith, opEndsWith:
 		writeNode(b, n.args[0], false)
 		fmt.Fprintf(b, ".%s(%s)", n.op, strconv.Quote(n.name))
-	case opTruncate:
+	case opTruncate, opPart:
 		writeNode(b, n.args[0], false)
-		fmt.Fprintf(b, ".truncate(%s)", n.name)
+		fmt.Fprintf(b, ".%s(%s)", n.op, n.name)
 	case opIsIn:
 		writeNode(b, n.args[0], false)
 		b.WriteString(".is_in([")

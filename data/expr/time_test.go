@@ -3,6 +3,9 @@ package expr_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -238,4 +241,198 @@ func evalOn(t *testing.T, e expr.Expr, rec arrow.RecordBatch) arrow.Array {
 		t.Fatalf("%s: %v", e, err)
 	}
 	return out
+}
+
+// TestParts: every part of timestamps of each unit (in UTC, with no zone,
+// in zones with daylight saving and half-hour offsets) and of dates, over
+// random times from year 1700 to 2250 and around the changes of daylight
+// saving time, agrees with Go's calendar; nulls stay null; through the
+// wire too. A part of a non-time, or one there is not, is a bind error.
+func TestParts(t *testing.T) {
+	var locs []*time.Location
+	for _, name := range []string{"America/New_York", "Asia/Kolkata", "Australia/Lord_Howe"} {
+		loc, err := time.LoadLocation(name)
+		if err != nil {
+			t.Skip("no time zone data:", err)
+		}
+		locs = append(locs, loc)
+	}
+	r := rand.New(rand.NewPCG(3, 9))
+	lo := time.Date(1700, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
+	hi := time.Date(2250, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
+	var ats []time.Time
+	for range 3000 {
+		ats = append(ats, time.Unix(lo+r.Int64N(hi-lo), r.Int64N(1e9)))
+	}
+	for _, c := range []string{"2026-03-08T06:59:59Z", "2026-03-08T07:00:00Z", "2026-11-01T05:59:59Z", "2026-11-01T06:00:00Z",
+		"2026-04-04T14:59:59Z", "2026-04-04T15:00:00Z", "2026-12-31T23:59:59Z", "2027-01-01T00:00:00Z", "1969-12-31T23:59:59.5Z"} {
+		at, err := time.Parse(time.RFC3339Nano, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ats = append(ats, at)
+	}
+
+	type column struct {
+		field arrow.Field
+		loc   *time.Location // where Go reads the reference
+		day   bool           // a date: the reference is the UTC day's midnight
+	}
+	cols := []column{
+		{arrow.Field{Name: "naive_ns", Type: &arrow.TimestampType{Unit: arrow.Nanosecond}}, time.UTC, false},
+		{arrow.Field{Name: "utc_s", Type: &arrow.TimestampType{Unit: arrow.Second, TimeZone: "UTC"}}, time.UTC, false},
+		{arrow.Field{Name: "day32", Type: arrow.FixedWidthTypes.Date32}, time.UTC, true},
+		{arrow.Field{Name: "day64", Type: arrow.FixedWidthTypes.Date64}, time.UTC, true},
+	}
+	for i, loc := range locs {
+		unit := []arrow.TimeUnit{arrow.Millisecond, arrow.Microsecond, arrow.Second}[i]
+		cols = append(cols, column{arrow.Field{Name: "zoned" + strconv.Itoa(i), Type: &arrow.TimestampType{Unit: unit, TimeZone: loc.String()}}, loc, false})
+	}
+	fields := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		fields[i] = c.field
+		fields[i].Nullable = true
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema(fields, nil))
+	defer b.Release()
+	for row, at := range ats {
+		for j, c := range cols {
+			if row%97 == 5 {
+				b.Field(j).AppendNull()
+				continue
+			}
+			switch fb := b.Field(j).(type) {
+			case *array.TimestampBuilder:
+				v, err := arrow.TimestampFromTime(at, c.field.Type.(*arrow.TimestampType).Unit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fb.Append(v)
+			case *array.Date32Builder:
+				fb.Append(arrow.Date32FromTime(at))
+			case *array.Date64Builder:
+				fb.Append(arrow.Date64FromTime(at))
+			}
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+
+	want := func(at time.Time, c column, part expr.TimeUnit) int {
+		unit := arrow.Nanosecond
+		if ts, ok := c.field.Type.(*arrow.TimestampType); ok {
+			unit = ts.Unit
+		}
+		at = at.Truncate(unit.Multiplier()).In(c.loc) // down, as the column stores it
+		if c.day {
+			y, m, d := at.UTC().Date()
+			at = time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+		}
+		_, week := at.ISOWeek()
+		return map[expr.TimeUnit]int{
+			expr.Year: at.Year(), expr.Quarter: (int(at.Month())-1)/3 + 1, expr.Month: int(at.Month()), expr.Week: week,
+			expr.Day: at.Day(), expr.Weekday: (int(at.Weekday())+6)%7 + 1, expr.YearDay: at.YearDay(),
+			expr.Hour: at.Hour(), expr.Minute: at.Minute(), expr.Second: at.Second(),
+		}[part]
+	}
+	for _, part := range []expr.TimeUnit{expr.Year, expr.Quarter, expr.Month, expr.Week, expr.Day, expr.Weekday,
+		expr.YearDay, expr.Hour, expr.Minute, expr.Second} {
+		for j, c := range cols {
+			e := expr.Col(c.field.Name).Part(part)
+			for _, e := range []expr.Expr{e, viaWire(t, e)} {
+				out := evalOn(t, e, rec).(*array.Int32)
+				bad := 0
+				for row, at := range ats {
+					if rec.Column(j).IsNull(row) {
+						if out.IsValid(row) {
+							t.Fatalf("%s, row %d: %d, want null", e, row, out.Value(row))
+						}
+						continue
+					}
+					if got, w := int(out.Value(row)), want(at, c, part); got != w && bad < 3 {
+						bad++
+						t.Errorf("%s of %s: %d, want %d", e, at.In(c.loc).Format(time.RFC3339Nano), got, w)
+					}
+				}
+				out.Release()
+			}
+		}
+	}
+
+	s := rec.Schema()
+	for _, c := range []struct {
+		e    expr.Expr
+		want string
+	}{
+		{expr.Col("day32").Part("fortnight"), `part "fortnight"`},
+		{expr.Lit(3).Part(expr.Year), "a timestamp or a date"},
+		{expr.Col("day32").Truncate(expr.Weekday), `truncate to "weekday"`},
+	} {
+		_, err := c.e.Bind(s)
+		var xe *expr.Error
+		if !errors.As(err, &xe) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an *expr.Error saying %q", c.e, err, c.want)
+		}
+	}
+}
+
+// BenchmarkPart is Part(Weekday) and Part(Year) over a batch of a
+// million New York timestamps against the loop a Go user would write
+// (time.Time's In and its accessors per value), and Truncate(Month)
+// (Arrow's floor_temporal) for scale.
+func BenchmarkPart(b *testing.B) {
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		b.Skip("no time zone data:", err)
+	}
+	const n = 1 << 20
+	typ := &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "America/New_York"}
+	tb := array.NewTimestampBuilder(memory.DefaultAllocator, typ)
+	r := rand.New(rand.NewPCG(1, 2))
+	base := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
+	for range n {
+		tb.Append(arrow.Timestamp(base + r.Int64N(10*365*86400e6)))
+	}
+	col := tb.NewArray()
+	tb.Release()
+	rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "at", Type: typ}}, nil), []arrow.Array{col}, n)
+	col.Release()
+	defer rec.Release()
+	for _, c := range []struct {
+		name string
+		e    expr.Expr
+	}{{"weekday", expr.Col("at").Part(expr.Weekday)}, {"year", expr.Col("at").Part(expr.Year)}, {"truncate_month", expr.Col("at").Truncate(expr.Month)}} {
+		bd, err := c.e.Bind(rec.Schema())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				out, err := bd.Eval(context.Background(), rec)
+				if err != nil {
+					b.Fatal(err)
+				}
+				out.Release()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/value")
+		})
+	}
+	vals := rec.Column(0).(*array.Timestamp).Values()
+	out := make([]int32, n)
+	b.Run("go_loop_weekday", func(b *testing.B) {
+		for b.Loop() {
+			for i, v := range vals {
+				out[i] = int32((time.UnixMicro(int64(v)).In(ny).Weekday()+6)%7 + 1)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/value")
+	})
+	b.Run("go_loop_year", func(b *testing.B) {
+		for b.Loop() {
+			for i, v := range vals {
+				out[i] = int32(time.UnixMicro(int64(v)).In(ny).Year())
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/value")
+	})
 }

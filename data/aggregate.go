@@ -454,7 +454,7 @@ func (a *stdAcc) final(context.Context) ([]arrow.Field, []arrow.Array, error) {
 func orderable(t arrow.DataType) bool {
 	switch t.ID() {
 	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
-		arrow.FLOAT32, arrow.FLOAT64, arrow.STRING, arrow.TIMESTAMP, arrow.DATE32, arrow.DATE64:
+		arrow.FLOAT32, arrow.FLOAT64, arrow.STRING, arrow.TIMESTAMP, arrow.DATE32, arrow.DATE64, arrow.DURATION:
 		return true
 	}
 	return false

@@ -203,7 +203,7 @@
 //     FilterFunc, AddColumn, Select, Drop, Limit, Repartition, Sort (one
 //     column) and SortBy (several: Key(col) or Key(col, Descending())
 //     each; int64, int32, float64, float32, string, timestamp, date32,
-//     date64; nulls last in either direction), RandomShuffle (seeded: the same order for a seed and a
+//     date64, duration; nulls last in either direction), RandomShuffle (seeded: the same order for a seed and a
 //     block layout).
 //   - GroupBy(cols...).Aggregate(aggs...) on int64, int32, float64,
 //     float32, string, timestamp or date columns (nulls a group of their
@@ -263,6 +263,7 @@
 // the types inference makes. A task returns at most max(8, 1 + 2 x expected
 // bytes / target) blocks, fixed when it is submitted: a task whose output
 // grows past that makes blocks larger than the target. Row functions see
-// int64, int32, float64, float32, string, bool and time.Time (timestamps
-// and dates) values; other Arrow types pass through MapBatches only.
+// int64, int32, float64, float32, string, bool, time.Time (timestamps
+// and dates), time.Duration (durations) and []any (lists) values; other
+// Arrow types pass through MapBatches only.
 package data

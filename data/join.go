@@ -249,7 +249,7 @@ func mapsKeys(m map[string]bool) func(func(string) bool) {
 func joinKeyType(t arrow.DataType) bool {
 	switch t.ID() {
 	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
-		arrow.FLOAT32, arrow.FLOAT64, arrow.STRING, arrow.BOOL, arrow.TIMESTAMP, arrow.DATE32, arrow.DATE64:
+		arrow.FLOAT32, arrow.FLOAT64, arrow.STRING, arrow.BOOL, arrow.TIMESTAMP, arrow.DATE32, arrow.DATE64, arrow.DURATION:
 		return true
 	}
 	return false

@@ -333,7 +333,40 @@ func readParquetRowGroups(ctx context.Context, path string, rgs []int, columns [
 	}
 	defer tbl.Release()
 	recs, err := tableRecords(tbl)
-	return recs, read, err
+	if err != nil {
+		return nil, 0, err
+	}
+	for i, rec := range recs {
+		recs[i] = durations(rec, fr.Manifest)
+		rec.Release()
+	}
+	return recs, read, nil
+}
+
+// durations is rec (retained) with the int64 columns that man's file
+// stores durations in turned back into durations (views of their
+// buffers).
+func durations(rec arrow.RecordBatch, man *pqarrow.SchemaManifest) arrow.RecordBatch {
+	var fields []arrow.Field
+	for i, f := range rec.Schema().Fields() {
+		if f.Type.ID() != arrow.INT64 || man.OriginSchema == nil {
+			continue
+		}
+		idx := man.OriginSchema.FieldIndices(f.Name)
+		if len(idx) != 1 || man.OriginSchema.Field(idx[0]).Type.ID() != arrow.DURATION {
+			continue
+		}
+		if fields == nil {
+			fields = rec.Schema().Fields()
+		}
+		fields[i].Type = man.OriginSchema.Field(idx[0]).Type
+	}
+	if fields == nil {
+		rec.Retain()
+		return rec
+	}
+	md := rec.Schema().Metadata()
+	return retype(rec, arrow.NewSchema(fields, &md))
 }
 
 // parquetBatchRows is the rows of a batch that eachParquetBatch reads at
@@ -364,7 +397,10 @@ func eachParquetBatch(ctx context.Context, path string, rgs []int, columns []str
 	}
 	defer rr.Release()
 	for rr.Next() {
-		if err := fn(rr.RecordBatch()); err != nil {
+		rec := durations(rr.RecordBatch(), fr.Manifest)
+		err := fn(rec)
+		rec.Release()
+		if err != nil {
 			return read, err
 		}
 	}
@@ -377,7 +413,9 @@ func eachParquetBatch(ctx context.Context, path string, rgs []int, columns []str
 // openRowGroups opens the file at path to read row groups rgs, only
 // columns (nil: every one): the file (the caller closes it), its Arrow
 // reader (batches of parquetBatchRows rows), the leaf columns to read
-// and the bytes of their column chunks.
+// and the bytes of their column chunks. arrow-go reads no durations: a
+// file that stores durations (as int64, named in its Arrow schema) is
+// read as int64, and durations turns the batches back.
 func openRowGroups(ctx context.Context, path string, rgs []int, columns []string) (*file.Reader, *pqarrow.FileReader, []int, int64, error) {
 	mem := compute.GetAllocator(ctx)
 	// Buffered, a column chunk's pages are read one at a time into the
@@ -400,6 +438,11 @@ func openRowGroups(ctx context.Context, path string, rgs []int, columns []string
 	f := parquetFile{path: path, md: pf.MetaData(), manifest: fr.Manifest}
 	if f.schema, err = fr.Schema(); err != nil {
 		return fail(err)
+	}
+	for _, sf := range fr.Manifest.Fields {
+		if sf.Field.Type.ID() == arrow.DURATION {
+			sf.Field.Type = arrow.PrimitiveTypes.Int64
+		}
 	}
 	cols, err := f.leaves(columns)
 	if err != nil {

@@ -3,6 +3,7 @@ package data
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/csv"
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
@@ -310,19 +312,73 @@ func fileUnits(paths []string, kind string, exts ...string) ([]readUnit, error) 
 
 // writeParquet writes recs as one Parquet file (ParquetWriterProperties,
 // no dictionary for columns the first record shows nearly distinct, a
-// row group per record).
+// row group per record). Parquet has no duration type and arrow-go's
+// writer takes none: a duration column is written as its int64 counts,
+// with the Arrow schema in the file's metadata ("ARROW:schema", as Arrow
+// C++ writes it), from which a read restores the durations.
 func writeParquet(_ context.Context, w io.Writer, recs []arrow.RecordBatch) error {
-	fw, err := pqarrow.NewFileWriter(recs[0].Schema(), w, ParquetWriterProperties(dictionaryOff(recs[0])...), pqarrow.DefaultWriterProps())
+	schema := recs[0].Schema()
+	stored := durationsAsInt64(schema)
+	fw, err := pqarrow.NewFileWriter(stored, w, ParquetWriterProperties(dictionaryOff(recs[0])...), pqarrow.DefaultWriterProps())
 	if err != nil {
 		return err
 	}
+	if stored != schema {
+		meta := base64.StdEncoding.EncodeToString(flight.SerializeSchema(schema, memory.DefaultAllocator))
+		if err := fw.AppendKeyValueMetadata("ARROW:schema", meta); err != nil {
+			_ = fw.Close()
+			return err
+		}
+	}
 	for _, r := range recs {
+		if stored != schema {
+			r = retype(r, stored)
+			defer r.Release()
+		}
 		if err := fw.Write(r); err != nil {
 			_ = fw.Close()
 			return err
 		}
 	}
 	return fw.Close()
+}
+
+// durationsAsInt64 is s with int64 in place of its top-level durations,
+// or s when it has none.
+func durationsAsInt64(s *arrow.Schema) *arrow.Schema {
+	fields := s.Fields()
+	changed := false
+	for i, f := range fields {
+		if f.Type.ID() == arrow.DURATION {
+			fields[i].Type, changed = arrow.PrimitiveTypes.Int64, true
+		}
+	}
+	if !changed {
+		return s
+	}
+	md := s.Metadata()
+	return arrow.NewSchema(fields, &md)
+}
+
+// retype is rec with the types of s, whose columns have the same layout
+// (an int64 for a duration): views of rec's buffers.
+func retype(rec arrow.RecordBatch, s *arrow.Schema) arrow.RecordBatch {
+	cols := make([]arrow.Array, rec.NumCols())
+	for i, c := range rec.Columns() {
+		if arrow.TypeEqual(c.DataType(), s.Field(i).Type) {
+			c.Retain()
+			cols[i] = c
+			continue
+		}
+		d := array.NewData(s.Field(i).Type, c.Len(), c.Data().Buffers(), nil, c.NullN(), c.Data().Offset())
+		cols[i] = array.MakeFromData(d)
+		d.Release()
+	}
+	out := array.NewRecordBatch(s, cols, rec.NumRows())
+	for _, c := range cols {
+		c.Release()
+	}
+	return out
 }
 
 // eachRecord hands recs to fn one at a time, releasing each after fn

@@ -71,6 +71,8 @@ func cell(col arrow.Array, i int) any {
 		return a.Value(i).ToTime()
 	case *array.Date64:
 		return a.Value(i).ToTime()
+	case *array.Duration:
+		return time.Duration(a.Value(i)) * a.DataType().(*arrow.DurationType).Unit.Multiplier()
 	case *array.List, *array.LargeList:
 		l := a.(array.ListLike)
 		start, end := l.ValueOffsets(i)
@@ -115,7 +117,7 @@ func arrowType(v any) (arrow.DataType, error) {
 		}
 		return arrow.ListOf(arrow.BinaryTypes.String), nil
 	}
-	return nil, fmt.Errorf("%w: data: a row value of type %T is not supported (int, int64, int32, float64, float32, string, bool, time.Time, and slices of them)", atoll.ErrInvalidArgument, v)
+	return nil, fmt.Errorf("%w: data: a row value of type %T is not supported (int, int64, int32, float64, float32, string, bool, time.Time, time.Duration, and slices of them)", atoll.ErrInvalidArgument, v)
 }
 
 // arrowTypeOf is the Arrow type of Go values of type t, or nil when t's
@@ -139,6 +141,8 @@ func arrowTypeOf(t reflect.Type) arrow.DataType {
 		return arrow.FixedWidthTypes.Boolean
 	case reflect.TypeFor[time.Time]():
 		return timeType
+	case reflect.TypeFor[time.Duration]():
+		return arrow.FixedWidthTypes.Duration_ns
 	}
 	if t.Kind() == reflect.Slice {
 		if et := arrowTypeOf(derefType(t.Elem())); et != nil {
@@ -271,6 +275,14 @@ func appendValue(b array.Builder, v any) error {
 	case *array.Date64Builder:
 		x, k := v.(time.Time)
 		bb.Append(arrow.Date64FromTime(x))
+		ok = k
+	case *array.DurationBuilder:
+		x, k := v.(time.Duration)
+		unit := bb.Type().(*arrow.DurationType).Unit.Multiplier()
+		if k && x%unit != 0 {
+			return fmt.Errorf("%w: data: %v is not a whole number of a %s column's units", atoll.ErrInvalidArgument, x, bb.Type())
+		}
+		bb.Append(arrow.Duration(x / unit))
 		ok = k
 	case *array.ListBuilder:
 		rv := reflect.ValueOf(v)

@@ -152,24 +152,24 @@ func (o *logicalOp) joinSchema(in *arrow.Schema) (*arrow.Schema, error) {
 
 func sortable(t arrow.DataType) bool {
 	switch t.ID() {
-	case arrow.INT64, arrow.INT32, arrow.FLOAT64, arrow.FLOAT32, arrow.STRING, arrow.TIMESTAMP, arrow.DATE32, arrow.DATE64:
+	case arrow.INT64, arrow.INT32, arrow.FLOAT64, arrow.FLOAT32, arrow.STRING, arrow.TIMESTAMP, arrow.DATE32, arrow.DATE64, arrow.DURATION:
 		return true
 	}
 	return false
 }
 
 // sortableTypes names the types sortable takes, for errors.
-const sortableTypes = "int64, int32, float64, float32, string, timestamp, date32, date64"
+const sortableTypes = "int64, int32, float64, float32, string, timestamp, date32, date64, duration"
 
 // intKey is a's values as the integers they are stored as, when a is a
-// timestamp or a date (an Int64 of a timestamp's or a date64's, an Int32
-// of a date32's days): the key kernels (sort, group and join) compare,
+// timestamp, a date or a duration (an Int64 of a timestamp's, a date64's
+// or a duration's, an Int32 of a date32's days): the key kernels (sort, group and join) compare,
 // hash and group those. It shares a's buffers and is never released (the
 // garbage collector frees it); another column is a itself.
 func intKey(a arrow.Array) arrow.Array {
 	var t arrow.DataType
 	switch a.DataType().ID() {
-	case arrow.TIMESTAMP, arrow.DATE64:
+	case arrow.TIMESTAMP, arrow.DATE64, arrow.DURATION:
 		t = arrow.PrimitiveTypes.Int64
 	case arrow.DATE32:
 		t = arrow.PrimitiveTypes.Int32

@@ -31,6 +31,8 @@ import (
 //   - bool: a boolean column;
 //   - time.Time: a timestamp column (in the column's zone, UTC without
 //     one), or a date32 or date64 column (midnight UTC);
+//   - time.Duration: a duration column (of any unit), or an int64 one
+//     (nanoseconds);
 //   - a pointer to one of these: the same, with nil for a null;
 //   - a slice of one of these (or of pointers to them): a list column of
 //     elements the element type holds, with nil for a null list.
@@ -249,6 +251,15 @@ func columnSetter(ft reflect.Type, ct arrow.DataType) func(reflect.Value, arrow.
 	}
 	if ft == reflect.TypeFor[time.Time]() {
 		return timeSetter(ct)
+	}
+	if d, ok := ct.(*arrow.DurationType); ok {
+		if ft != reflect.TypeFor[time.Duration]() {
+			return nil
+		}
+		unit := d.Unit.Multiplier()
+		return func(v reflect.Value, c arrow.Array, i int) {
+			v.SetInt(int64(time.Duration(c.(*array.Duration).Value(i)) * unit))
+		}
 	}
 	if ft.Kind() == reflect.Slice && ft.Elem().Kind() != reflect.Uint8 {
 		return listSetter(ft, ct)

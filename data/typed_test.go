@@ -12,6 +12,7 @@ import (
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/data"
+	"github.com/atoll-runtime/atoll/data/expr"
 )
 
 // TestTypedRows: rows read back as the structs FromItems wrote, fields
@@ -145,6 +146,145 @@ func TestTimeRows(t *testing.T) {
 	rows, err = data.TakeAllAs[dated](ctx, later)
 	if err != nil || len(rows) != 1 || !rows[0].Day.Equal(time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)) {
 		t.Fatalf("mapped rows %+v, %v", rows, err)
+	}
+}
+
+// TestDurationRows: a time.Duration field is a duration[ns] column
+// through FromItems and back; an expression's difference of two
+// timestamps reads into a time.Duration field and, in a row, is a
+// time.Duration; a filter on it keeps the rows Go's arithmetic keeps;
+// durations go through Parquet and back.
+func TestDurationRows(t *testing.T) {
+	ctx := start(t)
+	type job struct {
+		Start, End time.Time
+		Budget     time.Duration
+		Late       *time.Duration
+	}
+	base := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	late := 90 * time.Second
+	var items []job
+	for i := range 200 {
+		j := job{Start: base.Add(time.Duration(i) * time.Minute), Budget: time.Duration(i%7) * time.Minute}
+		j.End = j.Start.Add(time.Duration(i*7919%600) * time.Second)
+		if i%5 == 0 {
+			j.Late = &late
+		}
+		items = append(items, j)
+	}
+	ds, err := data.FromItems(ctx, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ds.Schema(ctx)
+	if err != nil || s.Field(2).Type.String() != "duration[ns]" || s.Field(3).Type.String() != "duration[ns]" {
+		t.Fatalf("schema %v, %v; want duration[ns] for the durations", s, err)
+	}
+	back, err := data.TakeAllAs[job](ctx, ds)
+	if err != nil || len(back) != len(items) {
+		t.Fatalf("TakeAllAs: %d rows, %v", len(back), err)
+	}
+	for i, j := range back {
+		w := items[i]
+		if j.Budget != w.Budget || (j.Late == nil) != (w.Late == nil) || j.Late != nil && *j.Late != *w.Late {
+			t.Fatalf("row %d: %+v, want %+v", i, j, w)
+		}
+	}
+
+	over := ds.WithColumn("took", expr.Col("End").Sub(expr.Col("Start"))).
+		Filter(expr.Col("took").Gt(expr.Col("Budget").Add(time.Minute)))
+	type took struct {
+		Start time.Time
+		Took  time.Duration `arrow:"took"`
+	}
+	got, err := data.TakeAllAs[took](ctx, over)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []took
+	for _, j := range items {
+		if d := j.End.Sub(j.Start); d > j.Budget+time.Minute {
+			want = append(want, took{Start: j.Start, Took: d})
+		}
+	}
+	if len(got) != len(want) || len(want) == 0 {
+		t.Fatalf("%d rows over budget, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !got[i].Start.Equal(want[i].Start) || got[i].Took != want[i].Took {
+			t.Fatalf("row %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	rows, err := over.Take(ctx, 1)
+	if err != nil || len(rows) != 1 || rows[0]["took"] != want[0].Took {
+		t.Fatalf("Take: %v, %v; want took %v as a time.Duration", rows, err, want[0].Took)
+	}
+
+	// A duration is a key of Sort and GroupBy, and Min and Max take it.
+	type perBudget struct {
+		Budget   time.Duration `arrow:"Budget"`
+		Count    int64         `arrow:"count"`
+		Shortest time.Duration `arrow:"shortest"`
+		Longest  time.Duration `arrow:"longest"`
+	}
+	tookCol := expr.Col("End").Sub(expr.Col("Start"))
+	groups, err := data.TakeAllAs[perBudget](ctx, ds.GroupBy("Budget").NumPartitions(3).
+		Aggregate(expr.Count().As("count"), tookCol.Min().As("shortest"), tookCol.Max().As("longest")).Sort("Budget"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantGroups := map[time.Duration]*perBudget{}
+	for _, j := range items {
+		d := j.End.Sub(j.Start)
+		g := wantGroups[j.Budget]
+		if g == nil {
+			g = &perBudget{Budget: j.Budget, Shortest: d, Longest: d}
+			wantGroups[j.Budget] = g
+		}
+		g.Count++
+		g.Shortest, g.Longest = min(g.Shortest, d), max(g.Longest, d)
+	}
+	if len(groups) != len(wantGroups) {
+		t.Fatalf("%d budgets, want %d", len(groups), len(wantGroups))
+	}
+	for i, g := range groups {
+		if i > 0 && groups[i-1].Budget >= g.Budget {
+			t.Fatalf("budgets not sorted: %v before %v", groups[i-1].Budget, g.Budget)
+		}
+		if w := wantGroups[g.Budget]; w == nil || *w != g {
+			t.Fatalf("budget %v: %+v, want %+v", g.Budget, g, w)
+		}
+	}
+
+	// Through Parquet, which has no duration type: written as int64 with
+	// the Arrow schema beside, read back as durations, filtered on.
+	dir := t.TempDir()
+	if err := ds.Repartition(3).WriteParquet(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	read := data.ReadParquet(dir)
+	if s, err = read.Schema(ctx); err != nil || s.Field(2).Type.String() != "duration[ns]" {
+		t.Fatalf("schema read back %v, %v; want duration[ns] for Budget", s, err)
+	}
+	reread, err := data.TakeAllAs[job](ctx, read.Filter(expr.Col("Budget").Ge(3*time.Minute)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantRead []job
+	for _, j := range items {
+		if j.Budget >= 3*time.Minute {
+			wantRead = append(wantRead, j)
+		}
+	}
+	if len(reread) != len(wantRead) || len(wantRead) == 0 {
+		t.Fatalf("%d rows read back with a budget of 3m or more, want %d", len(reread), len(wantRead))
+	}
+	slices.SortFunc(reread, func(a, b job) int { return a.Start.Compare(b.Start) }) // the parts' files in any order
+	for i, j := range reread {
+		w := wantRead[i]
+		if !j.Start.Equal(w.Start) || j.Budget != w.Budget || (j.Late == nil) != (w.Late == nil) || j.Late != nil && *j.Late != *w.Late {
+			t.Fatalf("row %d read back: %+v, want %+v", i, j, w)
+		}
 	}
 }
 

@@ -130,6 +130,9 @@ func (b *binder) bind(n *node, hint arrow.DataType) (*bnode, error) {
 		if err != nil {
 			return nil, err
 		}
+		if (n.op == opAdd || n.op == opSub) && (isTemporal(l.typ) || isDuration(l.typ) || isTemporal(r.typ) || isDuration(r.typ)) {
+			return b.timeArithmetic(n, l, r)
+		}
 		for i, x := range []*bnode{l, r} {
 			if !isNumeric(x.typ) && !isNull(x.typ) {
 				return nil, b.typeFail(n, n.args[i], x.typ, "numbers")
@@ -260,8 +263,8 @@ func (b *binder) bind(n *node, hint arrow.DataType) (*bnode, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !isNumeric(a.typ) && !isString(a.typ) && !isBool(a.typ) && !isTemporal(a.typ) {
-			return nil, b.typeFail(n, n.args[0], a.typ, "a number, string, bool or time")
+		if !isNumeric(a.typ) && !isString(a.typ) && !isBool(a.typ) && !isTemporal(a.typ) && !isDuration(a.typ) {
+			return nil, b.typeFail(n, n.args[0], a.typ, "a number, string, bool, time or duration")
 		}
 		set, err := b.valueSet(n, a.typ)
 		if err != nil {
@@ -319,12 +322,14 @@ func (b *binder) common(n *node, l, r *bnode) (arrow.DataType, error) {
 		if t, ok := commonTemporal(lt, rt); ok {
 			return t, nil
 		}
+	case isDuration(lt) && isDuration(rt):
+		return &arrow.DurationType{Unit: max(timeUnitOf(lt), timeUnitOf(rt))}, nil
 	}
 	why := ""
 	if isTemporal(lt) && isTemporal(rt) {
 		why = " (a timestamp with a zone and one without do not compare: cast one)"
 	}
-	e := b.fail(n, "%s is %s and %s is %s: %s needs two numbers, two strings, two bools or two times%s",
+	e := b.fail(n, "%s is %s and %s is %s: %s needs two numbers, two strings, two bools, two times or two durations%s",
 		Expr{n.args[0]}, typeName(lt), Expr{n.args[1]}, typeName(rt), n.op, why)
 	e.Type = typeName(lt) + ", " + typeName(rt)
 	if name, ok := (Expr{n.args[0]}).IsColumn(); ok {
@@ -332,6 +337,47 @@ func (b *binder) common(n *node, l, r *bnode) (arrow.DataType, error) {
 	} else if name, ok := (Expr{n.args[1]}).IsColumn(); ok {
 		e.Column = name
 	}
+	return nil, e
+}
+
+// timeArithmetic types a sum or a difference with a time or a duration:
+// a timestamp plus or less a duration is a timestamp (in the finer of
+// their units, in the timestamp's zone), a time less a time is a
+// duration (two dates' in seconds), and durations add and subtract.
+func (b *binder) timeArithmetic(n *node, l, r *bnode) (*bnode, error) {
+	lt, rt := l.typ, r.typ
+	out := func(t, lt, rt arrow.DataType) (*bnode, error) {
+		return &bnode{op: n.op, typ: t, args: []*bnode{castTo(l, lt), castTo(r, rt)}}, nil
+	}
+	stamp := func(t arrow.DataType, u arrow.TimeUnit) arrow.DataType {
+		return &arrow.TimestampType{Unit: u, TimeZone: t.(*arrow.TimestampType).TimeZone}
+	}
+	switch {
+	case isDuration(lt) && isDuration(rt):
+		t := &arrow.DurationType{Unit: max(timeUnitOf(lt), timeUnitOf(rt))}
+		return out(t, t, t)
+	case lt.ID() == arrow.TIMESTAMP && isDuration(rt):
+		u := max(timeUnitOf(lt), timeUnitOf(rt))
+		return out(stamp(lt, u), stamp(lt, u), &arrow.DurationType{Unit: u})
+	case isDuration(lt) && rt.ID() == arrow.TIMESTAMP && n.op == opAdd:
+		u := max(timeUnitOf(lt), timeUnitOf(rt))
+		return out(stamp(rt, u), &arrow.DurationType{Unit: u}, stamp(rt, u))
+	case isTemporal(lt) && isTemporal(rt) && n.op == opSub:
+		t, ok := commonTemporal(lt, rt)
+		if !ok {
+			break
+		}
+		switch t.ID() {
+		case arrow.DATE32:
+			return out(arrow.FixedWidthTypes.Duration_s, t, t)
+		case arrow.DATE64:
+			return out(arrow.FixedWidthTypes.Duration_ms, t, t)
+		}
+		return out(&arrow.DurationType{Unit: timeUnitOf(t)}, t, t)
+	}
+	e := b.fail(n, "%s is %s and %s is %s: %s takes a timestamp and a duration, two durations, or (to subtract) two times of one kind; a date is Cast to a timestamp to add a duration",
+		Expr{n.args[0]}, typeName(lt), Expr{n.args[1]}, typeName(rt), n.op)
+	e.Type = typeName(lt) + ", " + typeName(rt)
 	return nil, e
 }
 
@@ -410,6 +456,8 @@ func appendScalar(bld array.Builder, sc scalar.Scalar) error {
 		bld.(*array.Date32Builder).Append(s.Value)
 	case *scalar.Date64:
 		bld.(*array.Date64Builder).Append(s.Value)
+	case *scalar.Duration:
+		bld.(*array.DurationBuilder).Append(s.Value)
 	default:
 		return fmt.Errorf("a %s value", typeName(sc.DataType()))
 	}

@@ -34,8 +34,13 @@
 // week, day, hour, minute or second (in a timestamp's zone), and Part
 // reads one part of them as an int32: the Year, Quarter, Month, ISO Week,
 // Day, Weekday (Monday 1 to Sunday 7), YearDay, Hour, Minute or Second.
-// They do no arithmetic, and Sum, Mean and Std do not take them. A
-// time.Time takes its operand's type (its UTC instant in a timestamp's
+// A time less a time is a duration (two dates' in seconds), a timestamp
+// plus or less a duration a timestamp (in the finer of their units, in
+// the timestamp's zone), and durations add, subtract and compare with
+// each other and with a time.Duration literal (which takes its operand's
+// unit when it is a whole number of them); a date plus a duration is an
+// error (Cast the date to a timestamp). Sum, Mean and Std do not take
+// times. A time.Time takes its operand's type (its UTC instant in a timestamp's
 // unit, its UTC day in a date), else timestamp[us, UTC]; a date and a
 // timestamp compare as timestamps, two timestamps in the finer unit, and
 // a timestamp with a zone and one without do not compare (Cast one):

@@ -64,10 +64,12 @@ type node struct {
 func Col(name string) Expr { return Expr{&node{op: opCol, name: name}} }
 
 // Lit is a literal: nil (null), bool, string, an integer or a float of
-// a Go type. A Go int (an untyped constant such as 100) and a float64
+// a Go type, a time.Time or a time.Duration. A Go int (an untyped constant such as 100) and a float64
 // take the type of the operand they meet (100 compared with an int32
 // column is an int32; 1.5 added to an int64 column makes both float64);
-// the other sized types (int32, uint8, float32...) keep theirs.
+// the other sized types (int32, uint8, float32...) keep theirs. A
+// time.Time takes its operand's timestamp or date type, and a
+// time.Duration its operand's unit when it is a whole number of them.
 func Lit(v any) Expr {
 	l, err := literalOf(v)
 	if err != nil {

@@ -799,7 +799,7 @@ func TestBindErrors(t *testing.T) {
 	}{
 		{expr.Col("pricee").Mul(expr.Col("qty")), "pricee", "", `no column "pricee" (columns: price, qty, name)`},
 		{expr.Col("name").Add(1), "name", "string", `col("name") is string; add needs numbers`},
-		{expr.Col("price").Gt("cheap"), "price", "float64, string", "needs two numbers, two strings, two bools or two times"},
+		{expr.Col("price").Gt("cheap"), "price", "float64, string", "needs two numbers, two strings, two bools, two times or two durations"},
 		{expr.Col("qty").And(true), "qty", "int64", "and needs bools"},
 		{expr.Col("qty").Contains("x"), "qty", "int64", "contains needs a string"},
 		{expr.Col("qty").IsIn("a"), "", "", `the value "a"`},

@@ -3,6 +3,7 @@ package expr
 import (
 	"cmp"
 	"math"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
@@ -235,6 +236,8 @@ func litValue(l literal) any {
 		return l.f
 	case litTime:
 		return l.t // compares with no statistics value: beside a time column, litValueIn gives its number
+	case litDuration:
+		return time.Duration(l.i) // compares with no statistics value
 	}
 	switch {
 	case isString(l.typ):

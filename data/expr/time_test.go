@@ -436,3 +436,118 @@ func BenchmarkPart(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/value")
 	})
 }
+
+// TestDurations: a timestamp less a timestamp is a duration, a timestamp
+// plus or less a duration a timestamp, durations add, subtract, compare
+// with each other and with a time.Duration, go through IsIn and Cast to
+// int64; each row agrees with Go's time arithmetic, nulls stay null,
+// through the wire too. A date plus a duration, a zoned timestamp less a
+// naive one and a product of durations are bind errors.
+func TestDurations(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 8))
+	s := arrow.NewSchema([]arrow.Field{
+		{Name: "start", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}, Nullable: true},
+		{Name: "end", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
+		{Name: "naive", Type: &arrow.TimestampType{Unit: arrow.Microsecond}, Nullable: true},
+		{Name: "day", Type: arrow.FixedWidthTypes.Date32, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, s)
+	defer b.Release()
+	const n = 2000
+	starts, ends := make([]time.Time, n), make([]time.Time, n)
+	valid := make([]bool, n)
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range n {
+		starts[i] = base.Add(time.Duration(r.Int64N(int64(90*24*time.Hour))) / time.Millisecond * time.Millisecond)
+		ends[i] = starts[i].Add(time.Duration(r.Int64N(int64(3*time.Hour))-int64(time.Hour)) / time.Microsecond * time.Microsecond)
+		valid[i] = i%13 != 4
+		if !valid[i] {
+			for j := range 4 {
+				b.Field(j).AppendNull()
+			}
+			continue
+		}
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(starts[i].UnixMilli()))
+		b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(ends[i].UnixMicro()))
+		b.Field(2).(*array.TimestampBuilder).Append(arrow.Timestamp(ends[i].UnixMicro()))
+		b.Field(3).(*array.Date32Builder).Append(arrow.Date32FromTime(starts[i]))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+
+	took := expr.Col("end").Sub(expr.Col("start"))
+	day := func(at time.Time) time.Time { y, m, d := at.Date(); return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
+	for _, c := range []struct {
+		e    expr.Expr
+		typ  string
+		want func(i int) any
+	}{
+		{took, "duration[us]", func(i int) any { return ends[i].Sub(starts[i]) }},
+		{expr.Col("start").Add(90 * time.Minute), "timestamp[ms, tz=UTC]", func(i int) any { return starts[i].Add(90 * time.Minute) }},
+		{expr.Col("start").Sub(time.Nanosecond), "timestamp[ns, tz=UTC]", func(i int) any { return starts[i].Add(-time.Nanosecond) }},
+		{expr.Lit(time.Second).Add(expr.Col("end")), "timestamp[us, tz=UTC]", func(i int) any { return ends[i].Add(time.Second) }},
+		{took.Add(took), "duration[us]", func(i int) any { return 2 * ends[i].Sub(starts[i]) }},
+		{took.Gt(30 * time.Minute), "bool", func(i int) any { return ends[i].Sub(starts[i]) > 30*time.Minute }},
+		{took.Lt(expr.Lit(time.Duration(0))), "bool", func(i int) any { return ends[i].Sub(starts[i]) < 0 }},
+		{expr.Col("end").Sub(base), "duration[us]", func(i int) any { return ends[i].Sub(base) }},
+		{expr.Col("day").Sub(expr.Col("day").Cast(arrow.FixedWidthTypes.Date64)), "duration[ms]", func(i int) any { return time.Duration(0) }},
+		{expr.Col("end").Sub(expr.Col("day")), "duration[us]", func(i int) any { return ends[i].Sub(day(starts[i])) }},
+		{took.Cast(arrow.PrimitiveTypes.Int64), "int64", func(i int) any { return int64(ends[i].Sub(starts[i]) / time.Microsecond) }},
+		{took.IsIn(ends[0].Sub(starts[0]), ends[1].Sub(starts[1])), "bool", func(i int) any {
+			d := ends[i].Sub(starts[i])
+			return d == ends[0].Sub(starts[0]) || d == ends[1].Sub(starts[1])
+		}},
+	} {
+		for _, e := range []expr.Expr{c.e, viaWire(t, c.e)} {
+			out := evalOn(t, e, rec)
+			if got := out.DataType().String(); got != c.typ {
+				t.Fatalf("%s: %s, want %s", e, got, c.typ)
+			}
+			for i := range n {
+				if !valid[i] {
+					if out.IsValid(i) {
+						t.Fatalf("%s, row %d: a value, want null", e, i)
+					}
+					continue
+				}
+				var got any
+				switch a := out.(type) {
+				case *array.Duration:
+					got = time.Duration(a.Value(i)) * a.DataType().(*arrow.DurationType).Unit.Multiplier()
+				case *array.Timestamp:
+					got = a.Value(i).ToTime(a.DataType().(*arrow.TimestampType).Unit)
+				case *array.Boolean:
+					got = a.Value(i)
+				case *array.Int64:
+					got = a.Value(i)
+				}
+				w := c.want(i)
+				if wt, ok := w.(time.Time); ok {
+					if gt, ok := got.(time.Time); !ok || !gt.Equal(wt) {
+						t.Fatalf("%s, row %d: %v, want %v", e, i, got, wt)
+					}
+				} else if got != w {
+					t.Fatalf("%s, row %d: %v, want %v", e, i, got, w)
+				}
+			}
+			out.Release()
+		}
+	}
+
+	for _, c := range []struct {
+		e    expr.Expr
+		want string
+	}{
+		{expr.Col("day").Add(time.Hour), "a date is Cast to a timestamp"},
+		{expr.Col("end").Sub(expr.Col("naive")), "takes a timestamp and a duration"},
+		{took.Mul(2), "numbers"},
+		{took.Neg(), "a signed number"},
+		{expr.Lit(time.Hour).Sub(expr.Col("end")), "takes a timestamp and a duration"},
+	} {
+		_, err := c.e.Bind(s)
+		var xe *expr.Error
+		if !errors.As(err, &xe) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an *expr.Error saying %q", c.e, err, c.want)
+		}
+	}
+}

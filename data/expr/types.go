@@ -12,10 +12,11 @@ import (
 )
 
 // The types expressions compute with: the integers, the floats, bool,
-// string (Arrow utf8), and timestamps and dates, which compare (with
-// each other and with a time.Time) but do no arithmetic. A column of
-// another type can be selected, renamed and tested for null, not
-// computed with.
+// string (Arrow utf8), timestamps and dates, which compare (with each
+// other and with a time.Time), and durations (with a time.Duration); a
+// timestamp less a timestamp is a duration, a timestamp plus a duration
+// a timestamp. A column of another type can be selected, renamed and
+// tested for null, not computed with.
 
 // types are the types by the names expressions use (String, the wire).
 var types = map[string]arrow.DataType{
@@ -46,6 +47,14 @@ func parseType(name string) (arrow.DataType, bool) {
 	if t, ok := types[name]; ok {
 		return t, ok
 	}
+	if rest, ok := strings.CutPrefix(name, "duration["); ok {
+		for _, u := range []arrow.TimeUnit{arrow.Second, arrow.Millisecond, arrow.Microsecond, arrow.Nanosecond} {
+			if rest == u.String()+"]" {
+				return &arrow.DurationType{Unit: u}, true
+			}
+		}
+		return nil, false
+	}
 	rest, ok := strings.CutPrefix(name, "timestamp[")
 	if !ok || !strings.HasSuffix(rest, "]") {
 		return nil, false
@@ -74,6 +83,20 @@ func isTemporal(t arrow.DataType) bool {
 		return true
 	}
 	return false
+}
+
+// isDuration says whether t is a duration.
+func isDuration(t arrow.DataType) bool { return t.ID() == arrow.DURATION }
+
+// timeUnitOf is a timestamp's or a duration's unit.
+func timeUnitOf(t arrow.DataType) arrow.TimeUnit {
+	switch t := t.(type) {
+	case *arrow.TimestampType:
+		return t.Unit
+	case *arrow.DurationType:
+		return t.Unit
+	}
+	return arrow.Nanosecond
 }
 
 // commonTemporal is the type two temporal operands compare in: a date's
@@ -126,7 +149,7 @@ func isNull(t arrow.DataType) bool { return t.ID() == arrow.NULL }
 
 // computable says whether expressions compute with t.
 func computable(t arrow.DataType) bool {
-	return isNumeric(t) || isString(t) || isBool(t) || isNull(t) || isTemporal(t)
+	return isNumeric(t) || isString(t) || isBool(t) || isNull(t) || isTemporal(t) || isDuration(t)
 }
 
 func bits(t arrow.DataType) int { return t.(arrow.FixedWidthDataType).BitWidth() }
@@ -181,11 +204,12 @@ func commonNumeric(a, b arrow.DataType) arrow.DataType {
 type litKind uint8
 
 const (
-	litNull  litKind = iota
-	litInt           // a Go int: takes its operand's numeric type
-	litFloat         // a float64: takes its operand's float type
-	litTyped         // typed (typ)
-	litTime          // a time.Time: takes its operand's timestamp or date type
+	litNull     litKind = iota
+	litInt              // a Go int: takes its operand's numeric type
+	litFloat            // a float64: takes its operand's float type
+	litTyped            // typed (typ)
+	litTime             // a time.Time: takes its operand's timestamp or date type
+	litDuration         // a time.Duration (i): takes its operand's unit where it is a whole number of them
 )
 
 // timeLitType is a time.Time literal's type on its own (microseconds
@@ -236,13 +260,15 @@ func literalOf(v any) (literal, error) {
 		return literal{kind: litTyped, typ: arrow.BinaryTypes.String, s: x}, nil
 	case bool:
 		return literal{kind: litTyped, typ: arrow.FixedWidthTypes.Boolean, b: x}, nil
+	case time.Duration:
+		return literal{kind: litDuration, i: int64(x)}, nil
 	case time.Time:
 		if y := x.UTC().Year(); y < 0 || y > 9999 {
 			return literal{}, fmt.Errorf("a time literal in year %d (years 0 to 9999 only)", y)
 		}
 		return literal{kind: litTime, t: x.UTC()}, nil
 	}
-	return literal{}, fmt.Errorf("a literal of Go type %T (use nil, bool, string, an integer, a float or a time.Time)", v)
+	return literal{}, fmt.Errorf("a literal of Go type %T (use nil, bool, string, an integer, a float, a time.Time or a time.Duration)", v)
 }
 
 func (l literal) String() string {
@@ -255,6 +281,8 @@ func (l literal) String() string {
 		return strconv.FormatFloat(l.f, 'g', -1, 64)
 	case litTime:
 		return "time(" + l.t.Format(time.RFC3339Nano) + ")"
+	case litDuration:
+		return "duration(" + time.Duration(l.i).String() + ")"
 	}
 	switch {
 	case isString(l.typ):
@@ -281,6 +309,8 @@ func (l literal) natural() arrow.DataType {
 		return arrow.PrimitiveTypes.Float64
 	case litTime:
 		return timeLitType
+	case litDuration:
+		return arrow.FixedWidthTypes.Duration_ns
 	}
 	return l.typ
 }
@@ -307,6 +337,13 @@ func (l literal) adapt(t arrow.DataType) arrow.DataType {
 	case litTime:
 		if isTemporal(t) {
 			return t
+		}
+	case litDuration:
+		if isDuration(t) || t.ID() == arrow.TIMESTAMP {
+			u := timeUnitOf(t)
+			if l.i%int64(u.Multiplier()) == 0 {
+				return &arrow.DurationType{Unit: u}
+			}
 		}
 	}
 	return l.natural()
@@ -345,6 +382,13 @@ func (l literal) scalarOf(t arrow.DataType) (scalar.Scalar, error) {
 			return scalar.NewDate64Scalar(arrow.Date64FromTime(l.t)), nil
 		}
 		return bad()
+	}
+	if l.kind == litDuration {
+		d, ok := t.(*arrow.DurationType)
+		if !ok || l.i%int64(d.Unit.Multiplier()) != 0 {
+			return bad()
+		}
+		return scalar.NewDurationScalar(arrow.Duration(l.i/int64(d.Unit.Multiplier())), d), nil
 	}
 	switch {
 	case isString(t):

@@ -63,6 +63,10 @@ func nodeProto(n *node) *atollpb.DataExpr {
 // nanosecond).
 const timeLitWire = "time"
 
+// durationLitWire is the type of a time.Duration literal on the wire,
+// which holds its nanoseconds.
+const durationLitWire = "duration"
+
 func literalProto(l literal) *atollpb.DataLiteral {
 	m := &atollpb.DataLiteral{}
 	switch l.kind {
@@ -76,6 +80,9 @@ func literalProto(l literal) *atollpb.DataLiteral {
 		return m
 	case litTime:
 		m.Type, m.Value = timeLitWire, &atollpb.DataLiteral_Str{Str: l.t.Format(time.RFC3339Nano)}
+		return m
+	case litDuration:
+		m.Type, m.Value = durationLitWire, &atollpb.DataLiteral_Int{Int: l.i}
 		return m
 	}
 	m.Type = typeName(l.typ)
@@ -204,8 +211,15 @@ func literalFrom(m *atollpb.DataLiteral) (literal, error) {
 		}
 		return literal{kind: litTime, t: t.UTC()}, nil
 	}
+	if m.Type == durationLitWire {
+		v, ok := m.Value.(*atollpb.DataLiteral_Int)
+		if !ok {
+			return bad("a duration literal %v", m.Value)
+		}
+		return literal{kind: litDuration, i: v.Int}, nil
+	}
 	t, ok := parseType(m.Type)
-	if !ok {
+	if !ok || isDuration(t) {
 		return bad("a literal of type %q", m.Type)
 	}
 	l := literal{kind: litTyped, typ: t}

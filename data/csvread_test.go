@@ -2,11 +2,13 @@ package data_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -195,5 +197,46 @@ func TestReadCSVWith(t *testing.T) {
 		if st := ds.Stats(); strings.Contains(st, "executed") {
 			t.Errorf("%s: tasks ran:\n%s", name, st)
 		}
+	}
+}
+
+// TestReadCSVCustomDates: a CSV column of dates in another layout than
+// ISO 8601 reads as strings, and ParseTime makes them dates to group by;
+// a value not in the layout fails the run naming the value, the layout
+// and the expression.
+func TestReadCSVCustomDates(t *testing.T) {
+	ctx := start(t)
+	var b strings.Builder
+	b.WriteString("day,amount\n")
+	want := map[time.Time]int64{}
+	for i := range 300 {
+		d := time.Date(2026, 1, 1+i%40, 0, 0, 0, 0, time.UTC)
+		fmt.Fprintf(&b, "%s,%d\n", d.Format("01/02/2006"), i)
+		want[d]++
+	}
+	dir := writeFiles(t, map[string]string{"a.csv": b.String()})
+	days := data.ReadCSV(dir).WithColumn("day", expr.Col("day").ParseTime("01/02/2006").Cast(arrow.FixedWidthTypes.Date32))
+	type perDay struct {
+		Day   time.Time `arrow:"day"`
+		Count int64     `arrow:"count()"`
+	}
+	got, err := data.TakeAllAs[perDay](ctx, days.GroupBy("day").Count())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d days, want %d", len(got), len(want))
+	}
+	for _, g := range got {
+		if want[g.Day] != g.Count {
+			t.Fatalf("day %v: %d rows, want %d", g.Day, g.Count, want[g.Day])
+		}
+	}
+
+	bad := writeFiles(t, map[string]string{"a.csv": "day,amount\n11/27/2026,1\n2026-11-28,2\n"})
+	_, err = data.ReadCSV(bad).WithColumn("day", expr.Col("day").ParseTime("01/02/2006")).TakeAll(ctx)
+	if err == nil || !strings.Contains(err.Error(), `"2026-11-28" is not a time in the layout "01/02/2006"`) ||
+		!strings.Contains(err.Error(), `parse_time`) {
+		t.Fatalf("a date not in the layout: %v", err)
 	}
 }

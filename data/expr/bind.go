@@ -30,7 +30,7 @@ type bnode struct {
 	sc      scalar.Scalar // lit
 	args    []*bnode
 	set     arrow.Array // is_in: the values, of args[0]'s type
-	pattern string      // contains, starts_with, ends_with; truncate: the unit; part: the part
+	pattern string      // contains, starts_with, ends_with; truncate: the unit; part: the part; parse_time: the layout
 	hasElse bool        // case
 	exact   bool        // cast: the user's (Cast), which fails on a value that does not convert exactly
 }
@@ -249,6 +249,18 @@ func (b *binder) bind(n *node, hint arrow.DataType) (*bnode, error) {
 			return nil, b.fail(n, "part %q: the parts are %s", n.name, partNames())
 		}
 		return &bnode{op: opPart, typ: arrow.PrimitiveTypes.Int32, args: []*bnode{a}, pattern: n.name}, nil
+	case opParseTime:
+		a, err := b.bind(n.args[0], arrow.BinaryTypes.String)
+		if err != nil {
+			return nil, err
+		}
+		if !isString(a.typ) {
+			return nil, b.typeFail(n, n.args[0], a.typ, "a string")
+		}
+		if n.name == "" {
+			return nil, b.fail(n, "parse_time with an empty layout (Go's reference-time layout, such as \"2006-01-02\")")
+		}
+		return &bnode{op: opParseTime, typ: timeLitType, args: []*bnode{a}, pattern: n.name}, nil
 	case opContains, opStartsWith, opEndsWith:
 		a, err := b.bind(n.args[0], arrow.BinaryTypes.String)
 		if err != nil {

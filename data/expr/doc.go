@@ -28,6 +28,7 @@
 // take, is an *Error naming the expression, the part at fault and the
 // column or type; it matches atoll.ErrInvalidArgument.
 //
+// ParseTime reads strings in a Go layout ("01/02/2006") as timestamps.
 // Timestamps and dates compare with each other and with a time.Time
 // literal, and go through FillNull, conditionals, Cast, IsIn, Min and
 // Max; Truncate cuts them to the start of their year, quarter, month,

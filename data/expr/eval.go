@@ -163,6 +163,8 @@ func eval(ctx context.Context, n *bnode, rec arrow.RecordBatch) (compute.Datum, 
 		out, err = caseWhen(mem, n.typ, arrs, n.hasElse)
 	case opPart:
 		out, err = timeParts(mem, arrs[0], TimeUnit(n.pattern))
+	case opParseTime:
+		out, err = parseTimes(mem, arrs[0], n.pattern)
 	default:
 		return nil, fmt.Errorf("expr: no kernel for %q", n.op)
 	}

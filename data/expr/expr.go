@@ -43,6 +43,7 @@ const (
 	opIsIn       = "is_in"
 	opTruncate   = "truncate"
 	opPart       = "part"
+	opParseTime  = "parse_time"
 	opCase       = "case"
 	opAlias      = "alias"
 )
@@ -207,6 +208,16 @@ func (e Expr) Truncate(unit TimeUnit) Expr {
 // midnight.
 func (e Expr) Part(part TimeUnit) Expr {
 	return Expr{&node{op: opPart, name: string(part), args: []*node{e.node()}}}
+}
+
+// ParseTime reads the string e as a time in layout, Go's reference-time
+// layout ("2006-01-02", "01/02/2006 15:04", time.RFC1123...), into a
+// timestamp[us, UTC]: in UTC unless the layout reads a zone or an offset,
+// whose instant it keeps. A value that is not a time in the layout fails
+// the evaluation, naming the value and its row; a null stays null. Cast
+// the result to a date32 for a date.
+func (e Expr) ParseTime(layout string) Expr {
+	return Expr{&node{op: opParseTime, name: layout, args: []*node{e.node()}}}
 }
 
 // Contains is whether the string e contains s.
@@ -381,7 +392,7 @@ func writeNode(b *strings.Builder, n *node, top bool) {
 	case opCast:
 		writeNode(b, n.args[0], false)
 		fmt.Fprintf(b, ".cast(%s)", typeName(n.to))
-	case opContains, opStartsWith, opEndsWith:
+	case opContains, opStartsWith, opEndsWith, opParseTime:
 		writeNode(b, n.args[0], false)
 		fmt.Fprintf(b, ".%s(%s)", n.op, strconv.Quote(n.name))
 	case opTruncate, opPart:

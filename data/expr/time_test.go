@@ -551,3 +551,92 @@ func TestDurations(t *testing.T) {
 		}
 	}
 }
+
+// TestParseTime: strings in a Go layout become timestamp[us, UTC] (a
+// layout with an offset keeps the instant), runs of one string and nulls
+// included, through the wire too; a value not in the layout fails the
+// evaluation naming the value and its row; a non-string is a bind error.
+func TestParseTime(t *testing.T) {
+	for _, c := range []struct {
+		layout string
+		in     []string // "" is a null
+	}{
+		{"01/02/2006", []string{"11/27/2026", "11/27/2026", "", "02/29/2024", "12/31/1899"}},
+		{"2006-01-02 15:04:05 -0700", []string{"2026-11-27 10:00:00 +0100", "", "2026-11-27 10:00:00 -0530"}},
+		{time.RFC3339Nano, []string{"2026-11-27T10:00:00.123456Z", "1970-01-01T00:00:00Z"}},
+	} {
+		b := array.NewStringBuilder(memory.DefaultAllocator)
+		for _, v := range c.in {
+			if v == "" {
+				b.AppendNull()
+			} else {
+				b.Append(v)
+			}
+		}
+		col := b.NewArray()
+		b.Release()
+		rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}}, nil), []arrow.Array{col}, int64(col.Len()))
+		col.Release()
+		e := expr.Col("s").ParseTime(c.layout)
+		for _, e := range []expr.Expr{e, viaWire(t, e)} {
+			out := evalOn(t, e, rec).(*array.Timestamp)
+			if got := out.DataType().String(); got != "timestamp[us, tz=UTC]" {
+				t.Fatalf("%s: %s", e, got)
+			}
+			for i, v := range c.in {
+				if v == "" {
+					if out.IsValid(i) {
+						t.Fatalf("%s, row %d: a value, want null", e, i)
+					}
+					continue
+				}
+				want, err := time.Parse(c.layout, v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := out.Value(i).ToTime(arrow.Microsecond); !got.Equal(want) {
+					t.Fatalf("%s of %q: %v, want %v", e, v, got, want)
+				}
+			}
+			out.Release()
+		}
+		rec.Release()
+	}
+
+	b := array.NewStringBuilder(memory.DefaultAllocator)
+	b.AppendValues([]string{"11/27/2026", "2026-11-27"}, nil)
+	col := b.NewArray()
+	b.Release()
+	s := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String}, {Name: "n", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	nb := array.NewInt64Builder(memory.DefaultAllocator)
+	nb.AppendValues([]int64{1, 2}, nil)
+	ncol := nb.NewArray()
+	nb.Release()
+	rec := array.NewRecordBatch(s, []arrow.Array{col, ncol}, 2)
+	col.Release()
+	ncol.Release()
+	defer rec.Release()
+	bd, err := expr.Col("s").ParseTime("01/02/2006").Bind(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := bd.Eval(context.Background(), rec); err == nil || !strings.Contains(err.Error(), `row 1: "2026-11-27" is not a time in the layout "01/02/2006"`) {
+		if out != nil {
+			out.Release()
+		}
+		t.Fatalf("a value not in the layout: %v", err)
+	}
+	for _, c := range []struct {
+		e    expr.Expr
+		want string
+	}{
+		{expr.Col("n").ParseTime("2006"), "a string"},
+		{expr.Col("s").ParseTime(""), "empty layout"},
+	} {
+		_, err := c.e.Bind(s)
+		var xe *expr.Error
+		if !errors.As(err, &xe) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an *expr.Error saying %q", c.e, err, c.want)
+		}
+	}
+}

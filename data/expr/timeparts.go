@@ -7,7 +7,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -94,19 +93,7 @@ func timeParts(mem memory.Allocator, arr arrow.Array, part TimeUnit) (arrow.Arra
 			out[from+i] = partOf(sec, part)
 		}
 	}
-	var validity *memory.Buffer
-	if nulls := arr.NullN(); nulls > 0 {
-		validity = memory.NewResizableBuffer(mem)
-		validity.Resize(int(bitutil.BytesForBits(int64(n))))
-		bitutil.CopyBitmap(arr.NullBitmapBytes(), arr.Data().Offset(), n, validity.Bytes(), 0)
-	}
-	d := array.NewData(arrow.PrimitiveTypes.Int32, n, []*memory.Buffer{validity, values}, nil, arr.NullN(), 0)
-	values.Release()
-	if validity != nil {
-		validity.Release()
-	}
-	defer d.Release()
-	return array.MakeFromData(d), nil
+	return finish(arrow.PrimitiveTypes.Int32, n, validityOf(mem, arr), values), nil
 }
 
 // timestampSeconds converts blocks of vals, in unit, to seconds: one loop

@@ -39,7 +39,8 @@ type numbers struct {
 	flts  []float64
 	arr   arrow.Array // valid rows: arr.IsValid
 	nulls bool
-	owned arrow.Array // a converted copy to release
+	owned arrow.Array    // a converted copy to release
+	dur   arrow.DataType // a duration's type: ints are its counts
 }
 
 func numbersOf(ctx context.Context, a arrow.Array) (numbers, error) {
@@ -50,6 +51,9 @@ func numbersOf(ctx context.Context, a arrow.Array) (numbers, error) {
 		return n, nil
 	case arrow.FLOAT64:
 		n.flts = a.(*array.Float64).Float64Values()
+		return n, nil
+	case arrow.DURATION:
+		n.isInt, n.ints, n.dur = true, intKey(a).(*array.Int64).Int64Values(), a.DataType()
 		return n, nil
 	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
 		c, err := compute.CastArray(ctx, a, compute.UnsafeCastOptions(arrow.PrimitiveTypes.Int64))
@@ -106,9 +110,12 @@ func newAccumulator(ctx context.Context, a Agg, in arrow.Array, rec arrow.Record
 	if err != nil {
 		return nil, &ColumnError{Op: a.Func(), Column: what, Type: in.DataType().String(), Supported: "numbers"}
 	}
+	if v.dur != nil && a.Func() != "sum" {
+		return nil, &ColumnError{Op: a.Func(), Column: what, Type: in.DataType().String(), Supported: "numbers"}
+	}
 	switch a.Func() {
 	case "sum":
-		return &sumAcc{name: name, raw: v, isInt: v.isInt, n: make([]int64, groups), si: make([]int64, groups), sf: make([]float64, groups)}, nil
+		return &sumAcc{name: name, raw: v, isInt: v.isInt, dur: v.dur, n: make([]int64, groups), si: make([]int64, groups), sf: make([]float64, groups)}, nil
 	case "mean":
 		return &meanAcc{name: name, raw: &v, n: make([]int64, groups), sum: make([]float64, groups)}, nil
 	case "std":
@@ -183,7 +190,7 @@ func partialAccumulator(ctx context.Context, a Agg, rec arrow.RecordBatch, group
 			v.release()
 			return nil, errs.Malformedf(blockWhat, "partial aggregate %s is %s", name, c.DataType())
 		}
-		return &sumAcc{name: name, in: v, inN: n, isInt: v.isInt, n: make([]int64, groups), si: make([]int64, groups), sf: make([]float64, groups)}, nil
+		return &sumAcc{name: name, in: v, inN: n, isInt: v.isInt, dur: v.dur, n: make([]int64, groups), si: make([]int64, groups), sf: make([]float64, groups)}, nil
 	case "mean":
 		sum, err := float64Col(name + "#sum")
 		if err != nil {
@@ -289,6 +296,7 @@ type sumAcc struct {
 	in    numbers // partial sums
 	inN   []int64 // partial counts
 	isInt bool
+	dur   arrow.DataType // durations are summed as their counts, and the sums are durations
 	n     []int64
 	si    []int64
 	sf    []float64
@@ -335,6 +343,13 @@ func (a *sumAcc) addAll(ids []int32) {
 }
 
 func (a *sumAcc) sums(valid []bool) (arrow.Field, arrow.Array) {
+	if a.dur != nil {
+		c := int64Array(a.si, valid)
+		defer c.Release()
+		d := array.NewData(a.dur, c.Len(), c.Data().Buffers(), nil, c.NullN(), 0)
+		defer d.Release()
+		return field(a.name, a.dur), array.MakeFromData(d)
+	}
 	if a.isInt {
 		return field(a.name, arrow.PrimitiveTypes.Int64), int64Array(a.si, valid)
 	}

@@ -237,6 +237,10 @@ func aggType(in *arrow.Schema, a Agg) (arrow.DataType, error) {
 		return arrow.PrimitiveTypes.Float64, nil
 	case arrow.FLOAT32, arrow.FLOAT64:
 		return arrow.PrimitiveTypes.Float64, nil
+	case arrow.DURATION:
+		if a.Func() == "sum" {
+			return t, nil
+		}
 	}
 	return nil, &ColumnError{Op: a.Func(), Column: what, Type: t.String(), Supported: "numbers"}
 }

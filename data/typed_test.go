@@ -153,7 +153,8 @@ func TestTimeRows(t *testing.T) {
 // through FromItems and back; an expression's difference of two
 // timestamps reads into a time.Duration field and, in a row, is a
 // time.Duration; a filter on it keeps the rows Go's arithmetic keeps;
-// durations go through Parquet and back.
+// durations are keys of Sort and GroupBy and go through Sum, Min and Max
+// (not Mean); durations go through Parquet and back.
 func TestDurationRows(t *testing.T) {
 	ctx := start(t)
 	type job struct {
@@ -226,10 +227,11 @@ func TestDurationRows(t *testing.T) {
 		Count    int64         `arrow:"count"`
 		Shortest time.Duration `arrow:"shortest"`
 		Longest  time.Duration `arrow:"longest"`
+		Total    time.Duration `arrow:"total"`
 	}
 	tookCol := expr.Col("End").Sub(expr.Col("Start"))
-	groups, err := data.TakeAllAs[perBudget](ctx, ds.GroupBy("Budget").NumPartitions(3).
-		Aggregate(expr.Count().As("count"), tookCol.Min().As("shortest"), tookCol.Max().As("longest")).Sort("Budget"))
+	groups, err := data.TakeAllAs[perBudget](ctx, ds.Repartition(4).GroupBy("Budget").NumPartitions(3).
+		Aggregate(expr.Count().As("count"), tookCol.Min().As("shortest"), tookCol.Max().As("longest"), tookCol.Sum().As("total")).Sort("Budget"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +244,7 @@ func TestDurationRows(t *testing.T) {
 			wantGroups[j.Budget] = g
 		}
 		g.Count++
-		g.Shortest, g.Longest = min(g.Shortest, d), max(g.Longest, d)
+		g.Shortest, g.Longest, g.Total = min(g.Shortest, d), max(g.Longest, d), g.Total+d
 	}
 	if len(groups) != len(wantGroups) {
 		t.Fatalf("%d budgets, want %d", len(groups), len(wantGroups))
@@ -254,6 +256,10 @@ func TestDurationRows(t *testing.T) {
 		if w := wantGroups[g.Budget]; w == nil || *w != g {
 			t.Fatalf("budget %v: %+v, want %+v", g.Budget, g, w)
 		}
+	}
+
+	if _, err := ds.GroupBy("Budget").Aggregate(tookCol.Mean()).TakeAll(ctx); !errors.Is(err, atoll.ErrInvalidArgument) {
+		t.Fatalf("the mean of durations: %v, want an invalid argument (Sum, Min and Max take them)", err)
 	}
 
 	// Through Parquet, which has no duration type: written as int64 with

@@ -225,51 +225,39 @@ func (b *binder) bind(n *node, hint arrow.DataType) (*bnode, error) {
 			c.exact = true
 		}
 		return c, nil
-	case opTruncate:
+	case opTruncate, opPart:
 		a, err := b.bind(n.args[0], nil)
 		if err != nil {
 			return nil, err
 		}
 		if !isTemporal(a.typ) {
 			return nil, b.typeFail(n, n.args[0], a.typ, "a timestamp or a date")
+		}
+		if n.op == opPart {
+			if !isPart(TimeUnit(n.name)) {
+				return nil, b.fail(n, "part %q: the parts are %s", n.name, partNames())
+			}
+			return &bnode{op: opPart, typ: arrow.PrimitiveTypes.Int32, args: []*bnode{a}, pattern: n.name}, nil
 		}
 		if _, ok := truncateUnits[TimeUnit(n.name)]; !ok {
 			return nil, b.fail(n, "truncate to %q: the units are year, quarter, month, week, day, hour, minute and second", n.name)
 		}
 		return &bnode{op: opTruncate, typ: a.typ, args: []*bnode{a}, pattern: n.name}, nil
-	case opPart:
-		a, err := b.bind(n.args[0], nil)
-		if err != nil {
-			return nil, err
-		}
-		if !isTemporal(a.typ) {
-			return nil, b.typeFail(n, n.args[0], a.typ, "a timestamp or a date")
-		}
-		if !isPart(TimeUnit(n.name)) {
-			return nil, b.fail(n, "part %q: the parts are %s", n.name, partNames())
-		}
-		return &bnode{op: opPart, typ: arrow.PrimitiveTypes.Int32, args: []*bnode{a}, pattern: n.name}, nil
-	case opParseTime:
+	case opContains, opStartsWith, opEndsWith, opParseTime:
 		a, err := b.bind(n.args[0], arrow.BinaryTypes.String)
 		if err != nil {
 			return nil, err
 		}
 		if !isString(a.typ) {
 			return nil, b.typeFail(n, n.args[0], a.typ, "a string")
+		}
+		if n.op != opParseTime {
+			return &bnode{op: n.op, typ: arrow.FixedWidthTypes.Boolean, args: []*bnode{a}, pattern: n.name}, nil
 		}
 		if n.name == "" {
 			return nil, b.fail(n, "parse_time with an empty layout (Go's reference-time layout, such as \"2006-01-02\")")
 		}
 		return &bnode{op: opParseTime, typ: timeLitType, args: []*bnode{a}, pattern: n.name}, nil
-	case opContains, opStartsWith, opEndsWith:
-		a, err := b.bind(n.args[0], arrow.BinaryTypes.String)
-		if err != nil {
-			return nil, err
-		}
-		if !isString(a.typ) {
-			return nil, b.typeFail(n, n.args[0], a.typ, "a string")
-		}
-		return &bnode{op: n.op, typ: arrow.FixedWidthTypes.Boolean, args: []*bnode{a}, pattern: n.name}, nil
 	case opIsIn:
 		a, err := b.bind(n.args[0], nil)
 		if err != nil {

@@ -359,6 +359,35 @@ func TestParts(t *testing.T) {
 		}
 	}
 
+	// A column of seconds spanning 400,000 years in a zone with daylight
+	// saving: the zone's spans are walked only so far, the rest looked up
+	// one by one, all in agreement with Go.
+	ny := locs[0]
+	farType := &arrow.TimestampType{Unit: arrow.Second, TimeZone: ny.String()}
+	fb := array.NewTimestampBuilder(memory.DefaultAllocator, farType)
+	var fars []int64
+	for range 2000 {
+		v := r.Int64N(2*200_000*365*86400) - 200_000*365*86400
+		fars = append(fars, v)
+		fb.Append(arrow.Timestamp(v))
+	}
+	farCol := fb.NewArray()
+	fb.Release()
+	far := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "far", Type: farType}}, nil), []arrow.Array{farCol}, int64(len(fars)))
+	farCol.Release()
+	defer far.Release()
+	for _, part := range []expr.TimeUnit{expr.Year, expr.Hour, expr.Weekday} {
+		out := evalOn(t, expr.Col("far").Part(part), far).(*array.Int32)
+		for i, v := range fars {
+			at := time.Unix(v, 0).In(ny)
+			w := map[expr.TimeUnit]int{expr.Year: at.Year(), expr.Hour: at.Hour(), expr.Weekday: (int(at.Weekday())+6)%7 + 1}[part]
+			if int(out.Value(i)) != w {
+				t.Fatalf("%s of %d (%s): %d, want %d", part, v, at, out.Value(i), w)
+			}
+		}
+		out.Release()
+	}
+
 	s := rec.Schema()
 	for _, c := range []struct {
 		e    expr.Expr

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -229,29 +230,38 @@ func floorDiv(a, b int64) int64 {
 func floorMod(a, b int64) int64 { return a - floorDiv(a, b)*b }
 
 // zoneOffsets are a zone's offsets from UTC over a span of time: from
-// starts[i] (seconds since the epoch) until starts[i+1], offs[i]. None:
-// UTC. first indexes them by time: first[b] is the span that holds
-// second base + b<<shift.
+// starts[i] (seconds since the epoch) until starts[i+1], offs[i], up to
+// until; a time from until on is looked up on its own in loc. None: UTC.
+// first indexes the spans by time: first[b] is the span that holds second
+// base + b<<shift.
 type zoneOffsets struct {
 	starts, offs []int64
 	base         int64
 	shift        uint
 	first        []int32
+	loc          *time.Location
+	until        int64
 }
 
-// Bounds on what a batch looks up: the changes of offset (two a year over
-// the ±292 years of a nanosecond timestamp are ~1,200) and the index's
-// entries.
+// Bounds on what a batch walks and indexes of a zone: the steps from one
+// span to the next (two changes a year over the ±292 years of a
+// nanosecond timestamp are ~1,200; a span may also end at a year's end)
+// and the index's entries. Times past the steps' reach (a column of
+// seconds spanning millennia) are looked up one by one.
 const (
-	maxZoneSpans   = 1 << 14
+	maxZoneSteps   = 1 << 14
 	maxZoneBuckets = 1 << 14
 )
 
 // zoneOffsetsOf are loc's offsets from lo to hi (seconds since the
 // epoch), walked from one change of offset to the next.
 func zoneOffsetsOf(loc *time.Location, lo, hi int64) zoneOffsets {
-	z := zoneOffsets{base: lo, shift: 16}
-	for at := lo; len(z.starts) < maxZoneSpans; {
+	z := zoneOffsets{base: lo, shift: 16, loc: loc, until: math.MaxInt64}
+	for at, steps := lo, 0; ; steps++ {
+		if steps == maxZoneSteps {
+			z.until, hi = at, at
+			break
+		}
 		t := time.Unix(at, 0).In(loc)
 		_, off := t.Zone()
 		if n := len(z.offs); n == 0 || z.offs[n-1] != int64(off) {
@@ -307,10 +317,10 @@ func offsetAt(loc *time.Location, sec int64) int {
 
 // apply turns each UTC second of secs into the zone's wall-clock second.
 func (z *zoneOffsets) apply(secs []int64) {
-	switch len(z.starts) {
-	case 0:
+	switch {
+	case len(z.starts) == 0:
 		return
-	case 1:
+	case len(z.starts) == 1 && z.until == math.MaxInt64:
 		for i := range secs {
 			secs[i] += z.offs[0]
 		}
@@ -318,6 +328,10 @@ func (z *zoneOffsets) apply(secs []int64) {
 	}
 	last := int64(len(z.first) - 1)
 	for i, sec := range secs {
+		if sec >= z.until {
+			secs[i] = sec + int64(offsetAt(z.loc, sec))
+			continue
+		}
 		// a null's value may lie outside the batch's range: any offset
 		b := min(max((sec-z.base)>>z.shift, 0), last)
 		j := int(z.first[b])

@@ -3,6 +3,7 @@ package data_test
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -260,6 +261,18 @@ func TestDurationRows(t *testing.T) {
 
 	if _, err := ds.GroupBy("Budget").Aggregate(tookCol.Mean()).TakeAll(ctx); !errors.Is(err, atoll.ErrInvalidArgument) {
 		t.Fatalf("the mean of durations: %v, want an invalid argument (Sum, Min and Max take them)", err)
+	}
+	// The mean in minutes, through Total.
+	type meanMinutes struct {
+		Mean float64 `arrow:"mean"`
+	}
+	means, err := data.TakeAllAs[meanMinutes](ctx, ds.Repartition(4).GroupBy().Aggregate(tookCol.Total(expr.Minute).Mean().As("mean")))
+	var sum time.Duration
+	for _, j := range items {
+		sum += j.End.Sub(j.Start)
+	}
+	if w := sum.Minutes() / float64(len(items)); err != nil || len(means) != 1 || math.Abs(means[0].Mean-w) > 1e-9*w {
+		t.Fatalf("mean minutes %+v, %v; want %v", means, err, w)
 	}
 
 	// Through Parquet, which has no duration type: written as int64 with

@@ -225,24 +225,12 @@ func (b *binder) bind(n *node, hint arrow.DataType) (*bnode, error) {
 			c.exact = true
 		}
 		return c, nil
-	case opTruncate, opPart:
+	case opTruncate, opPart, opTotal:
 		a, err := b.bind(n.args[0], nil)
 		if err != nil {
 			return nil, err
 		}
-		if !isTemporal(a.typ) {
-			return nil, b.typeFail(n, n.args[0], a.typ, "a timestamp or a date")
-		}
-		if n.op == opPart {
-			if !isPart(TimeUnit(n.name)) {
-				return nil, b.fail(n, "part %q: the parts are %s", n.name, partNames())
-			}
-			return &bnode{op: opPart, typ: arrow.PrimitiveTypes.Int32, args: []*bnode{a}, pattern: n.name}, nil
-		}
-		if _, ok := truncateUnits[TimeUnit(n.name)]; !ok {
-			return nil, b.fail(n, "truncate to %q: the units are year, quarter, month, week, day, hour, minute and second", n.name)
-		}
-		return &bnode{op: opTruncate, typ: a.typ, args: []*bnode{a}, pattern: n.name}, nil
+		return b.bindTimeUnit(n, a)
 	case opContains, opStartsWith, opEndsWith, opParseTime:
 		a, err := b.bind(n.args[0], arrow.BinaryTypes.String)
 		if err != nil {
@@ -338,6 +326,35 @@ func (b *binder) common(n *node, l, r *bnode) (arrow.DataType, error) {
 		e.Column = name
 	}
 	return nil, e
+}
+
+// bindTimeUnit types the operations that take a time unit: Truncate and
+// Part of a timestamp or a date, Total of a duration.
+func (b *binder) bindTimeUnit(n *node, a *bnode) (*bnode, error) {
+	unit := TimeUnit(n.name)
+	switch n.op {
+	case opTotal:
+		if !isDuration(a.typ) {
+			return nil, b.typeFail(n, n.args[0], a.typ, "a duration")
+		}
+		if _, ok := totalUnits[unit]; !ok {
+			return nil, b.fail(n, "total in %q: the units are week, day, hour, minute and second", n.name)
+		}
+		return &bnode{op: opTotal, typ: arrow.PrimitiveTypes.Float64, args: []*bnode{a}, pattern: n.name}, nil
+	}
+	if !isTemporal(a.typ) {
+		return nil, b.typeFail(n, n.args[0], a.typ, "a timestamp or a date")
+	}
+	if n.op == opPart {
+		if !isPart(unit) {
+			return nil, b.fail(n, "part %q: the parts are %s", n.name, partNames())
+		}
+		return &bnode{op: opPart, typ: arrow.PrimitiveTypes.Int32, args: []*bnode{a}, pattern: n.name}, nil
+	}
+	if _, ok := truncateUnits[unit]; !ok {
+		return nil, b.fail(n, "truncate to %q: the units are year, quarter, month, week, day, hour, minute and second", n.name)
+	}
+	return &bnode{op: opTruncate, typ: a.typ, args: []*bnode{a}, pattern: n.name}, nil
 }
 
 // timeArithmetic types a sum or a difference with a time or a duration:

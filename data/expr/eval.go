@@ -165,6 +165,8 @@ func eval(ctx context.Context, n *bnode, rec arrow.RecordBatch) (compute.Datum, 
 		out, err = timeParts(mem, arrs[0], TimeUnit(n.pattern))
 	case opParseTime:
 		out, err = parseTimes(mem, arrs[0], n.pattern)
+	case opTotal:
+		out, err = totals(mem, arrs[0], totalUnits[TimeUnit(n.pattern)])
 	default:
 		return nil, fmt.Errorf("expr: no kernel for %q", n.op)
 	}

@@ -44,6 +44,7 @@ const (
 	opTruncate   = "truncate"
 	opPart       = "part"
 	opParseTime  = "parse_time"
+	opTotal      = "total"
 	opCase       = "case"
 	opAlias      = "alias"
 )
@@ -208,6 +209,13 @@ func (e Expr) Truncate(unit TimeUnit) Expr {
 // midnight.
 func (e Expr) Part(part TimeUnit) Expr {
 	return Expr{&node{op: opPart, name: string(part), args: []*node{e.node()}}}
+}
+
+// Total is the duration e as a float64 count of unit: Week, Day (24
+// hours), Hour, Minute or Second. The mean trip in minutes is
+// end.Sub(start).Total(expr.Minute).Mean().
+func (e Expr) Total(unit TimeUnit) Expr {
+	return Expr{&node{op: opTotal, name: string(unit), args: []*node{e.node()}}}
 }
 
 // ParseTime reads the string e as a time in layout, Go's reference-time
@@ -395,7 +403,7 @@ func writeNode(b *strings.Builder, n *node, top bool) {
 	case opContains, opStartsWith, opEndsWith, opParseTime:
 		writeNode(b, n.args[0], false)
 		fmt.Fprintf(b, ".%s(%s)", n.op, strconv.Quote(n.name))
-	case opTruncate, opPart:
+	case opTruncate, opPart, opTotal:
 		writeNode(b, n.args[0], false)
 		fmt.Fprintf(b, ".%s(%s)", n.op, n.name)
 	case opIsIn:

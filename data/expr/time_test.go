@@ -468,8 +468,8 @@ func BenchmarkPart(b *testing.B) {
 
 // TestDurations: a timestamp less a timestamp is a duration, a timestamp
 // plus or less a duration a timestamp, durations add, subtract, compare
-// with each other and with a time.Duration, go through IsIn and Cast to
-// int64; each row agrees with Go's time arithmetic, nulls stay null,
+// with each other and with a time.Duration, go through IsIn, Cast to
+// int64 and Total; each row agrees with Go's time arithmetic, nulls stay null,
 // through the wire too. A date plus a duration, a zoned timestamp less a
 // naive one and a product of durations are bind errors.
 func TestDurations(t *testing.T) {
@@ -522,6 +522,8 @@ func TestDurations(t *testing.T) {
 		{expr.Col("day").Sub(expr.Col("day").Cast(arrow.FixedWidthTypes.Date64)), "duration[ms]", func(i int) any { return time.Duration(0) }},
 		{expr.Col("end").Sub(expr.Col("day")), "duration[us]", func(i int) any { return ends[i].Sub(day(starts[i])) }},
 		{took.Cast(arrow.PrimitiveTypes.Int64), "int64", func(i int) any { return int64(ends[i].Sub(starts[i]) / time.Microsecond) }},
+		{took.Total(expr.Minute), "float64", func(i int) any { return ends[i].Sub(starts[i]).Minutes() }},
+		{expr.Col("day").Sub(expr.Col("day")).Add(48 * time.Hour).Total(expr.Day), "float64", func(i int) any { return 2.0 }},
 		{took.IsIn(ends[0].Sub(starts[0]), ends[1].Sub(starts[1])), "bool", func(i int) any {
 			d := ends[i].Sub(starts[i])
 			return d == ends[0].Sub(starts[0]) || d == ends[1].Sub(starts[1])
@@ -549,6 +551,8 @@ func TestDurations(t *testing.T) {
 					got = a.Value(i)
 				case *array.Int64:
 					got = a.Value(i)
+				case *array.Float64:
+					got = a.Value(i)
 				}
 				w := c.want(i)
 				if wt, ok := w.(time.Time); ok {
@@ -572,6 +576,8 @@ func TestDurations(t *testing.T) {
 		{took.Mul(2), "numbers"},
 		{took.Neg(), "a signed number"},
 		{expr.Lit(time.Hour).Sub(expr.Col("end")), "takes a timestamp and a duration"},
+		{took.Total(expr.Month), `total in "month"`},
+		{expr.Col("end").Total(expr.Hour), "a duration"},
 	} {
 		_, err := c.e.Bind(s)
 		var xe *expr.Error

@@ -19,9 +19,7 @@ func parseTimes(mem memory.Allocator, a arrow.Array, layout string) (arrow.Array
 		return nil, fmt.Errorf("expr: parse_time of %s", typeName(a.DataType()))
 	}
 	n := s.Len()
-	values := memory.NewResizableBuffer(mem)
-	values.Resize(arrow.TimestampTraits.BytesRequired(n))
-	out := arrow.TimestampTraits.CastFromBytes(values.Bytes())
+	values, out := fixedBuffer[arrow.Timestamp](mem, n)
 	var last string
 	var lastV arrow.Timestamp
 	parsed := false
@@ -48,4 +46,25 @@ func parseTimes(mem memory.Allocator, a arrow.Array, layout string) (arrow.Array
 		out[i], last, lastV, parsed = ts, v, ts, true
 	}
 	return finish(timeLitType, n, validityOf(mem, a), values), nil
+}
+
+// totalUnits are the units Total counts in, by their length.
+var totalUnits = map[TimeUnit]time.Duration{
+	Week: 7 * 24 * time.Hour, Day: 24 * time.Hour, Hour: time.Hour, Minute: time.Minute, Second: time.Second,
+}
+
+// totals is each duration of a as a float64 count of unit.
+func totals(mem memory.Allocator, a arrow.Array, unit time.Duration) (arrow.Array, error) {
+	d, ok := a.(*array.Duration)
+	if !ok {
+		return nil, fmt.Errorf("expr: total of %s", typeName(a.DataType()))
+	}
+	n := d.Len()
+	values, out := fixedBuffer[float64](mem, n)
+	// whole units and the rest apart, as time.Duration's Minutes() does
+	k := int64(unit / d.DataType().(*arrow.DurationType).Unit.Multiplier()) // the column's units in unit
+	for i, v := range d.DurationValues() {
+		out[i] = float64(int64(v)/k) + float64(int64(v)%k)/float64(k)
+	}
+	return finish(arrow.PrimitiveTypes.Float64, n, validityOf(mem, a), values), nil
 }

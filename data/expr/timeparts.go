@@ -83,9 +83,7 @@ func timeParts(mem memory.Allocator, arr arrow.Array, part TimeUnit) (arrow.Arra
 	default:
 		return nil, fmt.Errorf("expr: the parts of a %s", arr.DataType())
 	}
-	values := memory.NewResizableBuffer(mem)
-	values.Resize(arrow.Int32Traits.BytesRequired(n))
-	out := arrow.Int32Traits.CastFromBytes(values.Bytes())
+	values, out := fixedBuffer[int32](mem, n)
 	for from := 0; from < n; from += partBlock {
 		secs := block[:min(partBlock, n-from)]
 		fill(from, secs)

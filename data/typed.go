@@ -34,8 +34,9 @@ import (
 //   - time.Duration: a duration column (of any unit), or an int64 one
 //     (nanoseconds);
 //   - a pointer to one of these: the same, with nil for a null;
-//   - a slice of one of these (or of pointers to them): a list column of
-//     elements the element type holds, with nil for a null list.
+//   - a slice of one of these (or of pointers to them, or of slices: a
+//     list of lists): a list column of elements the element type holds,
+//     with nil for a null list.
 //
 // A null read into a field that is not a pointer or a slice, or a null
 // element into a slice of values rather than pointers, is an error
@@ -111,9 +112,9 @@ type fieldDecoder struct {
 	column string
 	ptr    bool // the field is a pointer: nulls are nil
 	slice  bool // the field is a slice: null lists are nil
-	// elemsValued: a slice of values, which cannot hold a null element
-	elemsValued bool
-	set         func(dst reflect.Value, col arrow.Array, i int)
+	// nulls finds a null element the slice cannot hold (nullCheck)
+	nulls func(col arrow.Array, i int) string
+	set   func(dst reflect.Value, col arrow.Array, i int)
 }
 
 func newStructDecoder(t reflect.Type, s *arrow.Schema) (*structDecoder, error) {
@@ -148,7 +149,7 @@ func newStructDecoder(t reflect.Type, s *arrow.Schema) (*structDecoder, error) {
 		}
 		slice := ft.Kind() == reflect.Slice && ft.Elem().Kind() != reflect.Uint8
 		dec.fields = append(dec.fields, fieldDecoder{index: f, name: sf.Name, column: column, ptr: ptr, set: set,
-			slice: slice, elemsValued: slice && ft.Elem().Kind() != reflect.Pointer})
+			slice: slice, nulls: nullCheck(ft)})
 	}
 	return dec, nil
 }
@@ -200,14 +201,10 @@ func (d *structDecoder) decode(dst reflect.Value, cols []arrow.Array, i int, row
 			}
 			continue
 		}
-		if f.elemsValued {
-			l := col.(array.ListLike)
-			start, end := l.ValueOffsets(i)
-			for k := start; k < end; k++ {
-				if l.ListValues().IsNull(int(k)) {
-					return &ColumnError{Op: fmt.Sprintf("reading into field %s (%s) of %s: element %d of row %d is null; make the elements pointers to read nulls",
-						f.name, fv.Type(), d.typ, k-start, row), Column: f.column, Type: col.DataType().String(), Supported: "non-null elements"}
-				}
+		if f.nulls != nil {
+			if at := f.nulls(col, i); at != "" {
+				return &ColumnError{Op: fmt.Sprintf("reading into field %s (%s) of %s: %s of row %d is null; make the elements pointers to read nulls",
+					f.name, fv.Type(), d.typ, at, row), Column: f.column, Type: col.DataType().String(), Supported: "non-null elements"}
 			}
 		}
 		if f.ptr {
@@ -354,6 +351,44 @@ func timeSetter(ct arrow.DataType) func(reflect.Value, arrow.Array, int) {
 	return nil
 }
 
+// nullCheck returns what finds, in row i of a list column read into a
+// slice of type ft, the first null element that ft cannot hold (in a
+// slice of values, at any depth: "element 1 of element 0"), or nil when
+// ft holds every null (elements that are pointers or slices).
+func nullCheck(ft reflect.Type) func(col arrow.Array, i int) string {
+	if ft.Kind() != reflect.Slice || ft.Elem().Kind() == reflect.Uint8 {
+		return nil
+	}
+	et := ft.Elem()
+	list := et.Kind() == reflect.Slice && et.Elem().Kind() != reflect.Uint8
+	valued := et.Kind() != reflect.Pointer && !list
+	var inner func(arrow.Array, int) string
+	if list {
+		inner = nullCheck(et)
+	}
+	if !valued && inner == nil {
+		return nil
+	}
+	return func(col arrow.Array, i int) string {
+		l := col.(array.ListLike)
+		start, end := l.ValueOffsets(i)
+		vals := l.ListValues()
+		for k := start; k < end; k++ {
+			switch {
+			case vals.IsNull(int(k)):
+				if valued {
+					return fmt.Sprintf("element %d", k-start)
+				}
+			case inner != nil:
+				if at := inner(vals, int(k)); at != "" {
+					return fmt.Sprintf("%s of element %d", at, k-start)
+				}
+			}
+		}
+		return ""
+	}
+}
+
 // listSetter returns what sets a slice field of type ft from a list
 // column of type ct whose elements its element type holds (nil
 // elements, for pointers, where they are null), or nil.
@@ -371,10 +406,7 @@ func listSetter(ft reflect.Type, ct arrow.DataType) func(reflect.Value, arrow.Ar
 	if et.Kind() == reflect.Pointer {
 		et, ptr = et.Elem(), true
 	}
-	if et.Kind() == reflect.Slice && et.Elem().Kind() != reflect.Uint8 {
-		return nil // lists of lists: not yet
-	}
-	set := columnSetter(et, elem)
+	set := columnSetter(et, elem) // a slice: a list of lists
 	if set == nil {
 		return nil
 	}

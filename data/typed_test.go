@@ -315,7 +315,8 @@ var addDay = data.RegisterRowFunc("test.add_day", func(_ context.Context, r data
 // TestListRows: slice fields go through FromItems and back through
 // TakeAllAs (a nil slice a null list, nil elements of pointers nulls);
 // a row function sees a list as []any and returns a slice as a list;
-// a JSON read's list reads into a slice field; a null element into a
+// a JSON read's list reads into a slice field; lists of lists read into
+// slices of slices; a null element into a
 // slice of values is an error naming the row.
 func TestListRows(t *testing.T) {
 	ctx := start(t)
@@ -369,6 +370,37 @@ func TestListRows(t *testing.T) {
 	var ce *data.ColumnError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "element 1 of row 0 is null") {
 		t.Fatalf("a null element into []int64: %v", err)
+	}
+
+	// Lists of lists both ways; a null inner list is a nil slice; a null
+	// value two levels down into a slice of values is an error naming
+	// where.
+	type nested struct {
+		Grid [][]int64
+		Tags [][]*string
+	}
+	x := "x"
+	deep := []nested{{Grid: [][]int64{{1, 2}, nil, {}}, Tags: [][]*string{{&x, nil}, nil}}, {}}
+	nds, err := data.FromItems(ctx, deep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := data.TakeAllAs[nested](ctx, nds)
+	if err != nil || len(back) != 2 {
+		t.Fatalf("nested TakeAllAs = %+v, %v", back, err)
+	}
+	g, tg := back[0].Grid, back[0].Tags
+	if len(g) != 3 || !slices.Equal(g[0], []int64{1, 2}) || g[1] != nil || g[2] == nil || len(g[2]) != 0 ||
+		len(tg) != 2 || len(tg[0]) != 2 || *tg[0][0] != "x" || tg[0][1] != nil || tg[1] != nil || back[1].Grid != nil {
+		t.Fatalf("nested rows: %+v", back)
+	}
+	dir = writeFiles(t, map[string]string{"b.jsonl": `{"grid": [[1], [2, null]]}` + "\n"})
+	type gridOnly struct {
+		Grid [][]int64 `arrow:"grid"`
+	}
+	_, err = data.TakeAllAs[gridOnly](ctx, data.ReadJSON(dir))
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "element 1 of element 1 of row 0 is null") {
+		t.Fatalf("a null two levels down into [][]int64: %v", err)
 	}
 }
 

@@ -203,11 +203,11 @@
 //     FilterFunc, AddColumn, Select, Drop, Limit, Repartition, Sort (one
 //     column) and SortBy (several: Key(col) or Key(col, Descending())
 //     each; int64, int32, float64, float32, string, timestamp, date32,
-//     date64, duration; nulls last in either direction), RandomShuffle (seeded: the same order for a seed and a
-//     block layout).
+//     date64, duration; nulls last in either direction), RandomShuffle
+//     (seeded: the same order for a seed and a block layout).
 //   - GroupBy(cols...).Aggregate(aggs...) on int64, int32, float64,
-//     float32, string, timestamp or date columns (nulls a group of their
-//     own) with Count,
+//     float32, string, timestamp, date or duration columns (nulls a group
+//     of their own) with Count,
 //     Sum, Mean, Min, Max, Std (sample, ddof 1) of a column or of any
 //     expression (expr.Col("x").Mul(2).Sum()), columns named as Ray's
 //     (count(), sum(x), ...) or by As; one row per group, each block sorted by the

@@ -42,7 +42,9 @@
 // unit when it is a whole number of them); a date plus a duration is an
 // error (Cast the date to a timestamp). Sum, Mean and Std do not take
 // times; Sum takes durations, and Total(unit) makes a duration a float64
-// count of weeks, days, hours, minutes or seconds (for Mean and Std). A time.Time takes its operand's type (its UTC instant in a timestamp's
+// count of weeks, days, hours, minutes or seconds (for Mean and Std).
+//
+// A time.Time takes its operand's type (its UTC instant in a timestamp's
 // unit, its UTC day in a date), else timestamp[us, UTC]; a date and a
 // timestamp compare as timestamps, two timestamps in the finer unit, and
 // a timestamp with a zone and one without do not compare (Cast one):

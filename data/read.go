@@ -333,9 +333,12 @@ func writeParquet(_ context.Context, w io.Writer, recs []arrow.RecordBatch) erro
 	for _, r := range recs {
 		if stored != schema {
 			r = retype(r, stored)
-			defer r.Release()
 		}
-		if err := fw.Write(r); err != nil {
+		err := fw.Write(r)
+		if stored != schema {
+			r.Release()
+		}
+		if err != nil {
 			_ = fw.Close()
 			return err
 		}

@@ -3,6 +3,7 @@ package expr
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,14 +24,7 @@ const (
 var partUnits = []TimeUnit{Year, Quarter, Month, Week, Day, Weekday, YearDay, Hour, Minute, Second}
 
 // isPart says whether u is a part Part reads.
-func isPart(u TimeUnit) bool {
-	for _, p := range partUnits {
-		if p == u {
-			return true
-		}
-	}
-	return false
-}
+func isPart(u TimeUnit) bool { return slices.Contains(partUnits, u) }
 
 // partNames lists the parts for an error: "year, quarter, ... and second".
 func partNames() string {
@@ -130,7 +124,7 @@ const partBlock = 512
 
 // timeRange is the least and the greatest of arr's valid values; false
 // when none is valid.
-func timeRange[T arrow.Timestamp | arrow.Date32 | arrow.Date64](arr arrow.Array, vals []T) (lo, hi T, ok bool) {
+func timeRange(arr arrow.Array, vals []arrow.Timestamp) (lo, hi arrow.Timestamp, ok bool) {
 	if arr.NullN() == 0 && len(vals) > 0 {
 		lo, hi = vals[0], vals[0]
 		for _, v := range vals[1:] {

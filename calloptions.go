@@ -161,6 +161,9 @@ func actorConfig(bound, opts []ActorOption) callConfig {
 
 // methodConfig applies a method's bound options, then its call's.
 func methodConfig(bound, opts []MethodOption) callConfig {
+	if len(bound) == 0 && len(opts) == 0 {
+		return callConfig{} // no copy for the options to escape with
+	}
 	return applyAll(callConfig{}, MethodOption.AppliesToMethods, bound, opts)
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/registry"
 	"github.com/atoll-runtime/atoll/internal/runtime"
+	"github.com/atoll-runtime/atoll/internal/specpack"
 )
 
 //go:generate go run ./internal/gen/funcs
@@ -85,10 +86,9 @@ func call(ctx context.Context, name string, numReturns int, bound, opts []TaskOp
 	if err := checkRetries(cc); err != nil {
 		return runtime.FailedRefs(numReturns, err)
 	}
-	spec := &atollpb.TaskSpec{
-		Type: atollpb.TaskType_NORMAL_TASK, Function: name, Name: cc.name, NumReturns: int32(numReturns),
-		MaxRetries: int32(cc.maxRetries), RetryExceptions: cc.retryExceptions,
-	}
+	spec := specpack.NewSpec() // Submit recycles it once the task is packed
+	spec.Type, spec.Function, spec.Name, spec.NumReturns = atollpb.TaskType_NORMAL_TASK, name, cc.name, int32(numReturns)
+	spec.MaxRetries, spec.RetryExceptions = int32(cc.maxRetries), cc.retryExceptions
 	spec.Scheduling = cc.scheduling
 	if cc.resources != nil {
 		spec.Resources = cc.resources.toMap()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/specpack"
 )
 
 // TestScenarios runs the scripted scenarios of testdata/*.txt
@@ -260,9 +261,13 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 		returns, retries := 1, 0
 		d.MaybeScanArgs(t, "returns", &returns)
 		d.MaybeScanArgs(t, "retries", &retries)
-		spec := &atollpb.TaskSpec{TaskId: task.Bytes(), Type: atollpb.TaskType_NORMAL_TASK, Name: name, Function: "f", NumReturns: int32(returns),
-			MaxRetries: int32(retries), RetryExceptions: d.HasArg("retry-exceptions")}
-		s := Submission{Spec: spec, Attach: name}
+		// Packed, a spec goes back to the pool the next submissions take
+		// theirs from: a record that read a spec after packing it would
+		// read another task's.
+		spec := specpack.NewSpec()
+		spec.TaskId, spec.Type, spec.Name, spec.Function = task.Bytes(), atollpb.TaskType_NORMAL_TASK, name, "f"
+		spec.NumReturns, spec.MaxRetries, spec.RetryExceptions = int32(returns), int32(retries), d.HasArg("retry-exceptions")
+		s := Submission{Spec: spec, Attach: name, Recycle: e.table.cfg.Pack}
 		for i := 0; i < returns; i++ {
 			e.object(t, fmt.Sprintf("%s.%d", name, i))
 		}

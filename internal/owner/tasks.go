@@ -33,6 +33,9 @@ type task struct {
 	nReturns   int32
 	dispatched bool // arguments resolved; sent (or, for a call, ready to send)
 	cancelled  bool
+	// recycle: spec is the table's alone (Submission.Recycle), given back
+	// to specpack's pool once packed.
+	recycle bool
 }
 
 // taskArgs is a task's less used part.
@@ -166,6 +169,11 @@ type Submission struct {
 	// Err fails the task at once (its arguments could not be built): its
 	// returns resolve to Err and the references Args carry are dropped.
 	Err *atollpb.ErrorInfo
+	// Recycle says the submitter keeps no reference to Spec (nor to its
+	// Args and TaskId slices): once the table has packed it, the spec
+	// goes back to specpack's pool (specpack.Recycle) for the next
+	// submission (specpack.NewSpec).
+	Recycle bool
 }
 
 // Submit registers a task with one reference to each of its returns,
@@ -177,7 +185,8 @@ func (t *Table) Submit(s Submission) []ids.ObjectID { return t.SubmitTo(nil, s) 
 func (t *Table) SubmitTo(dst []ids.ObjectID, s Submission) []ids.ObjectID {
 	id := ids.MustFromBytes(s.Spec.TaskId)
 	t.seqNext++
-	tk := &task{seq: t.seqNext, spec: s.Spec, retriesLeft: s.Spec.MaxRetries, nReturns: s.Spec.NumReturns, attach: s.Attach}
+	tk := &task{seq: t.seqNext, spec: s.Spec, retriesLeft: s.Spec.MaxRetries, nReturns: s.Spec.NumReturns, attach: s.Attach,
+		recycle: s.Recycle}
 	returns := dst
 	for i := range int(tk.nReturns) {
 		rid := ids.ReturnObjectID(id, i)
@@ -326,11 +335,17 @@ func (t *Table) dispatch(tk *task) {
 }
 
 // sendTask sends tk's attempt spec to the node: packed (Config.Pack), if
-// it is a leasable one, kept packed and the spec dropped.
+// it is a leasable one, kept packed and the spec dropped (recycled, if
+// the submitter gave it up).
 func (t *Table) sendTask(tk *task, spec *atollpb.TaskSpec) {
+	recycle := tk.recycle
+	tk.recycle = false // a sent spec is shared; a retry's is a copy
 	if t.cfg.Pack && tk.actor == nil && specpack.Leasable(spec) {
 		if p := t.shapes.Pack(spec); p != nil {
 			tk.spec, tk.packed = nil, p
+			if recycle {
+				specpack.Recycle(spec)
+			}
 			t.emit(SendPacked{Spec: p})
 			return
 		}

@@ -211,6 +211,9 @@ func (r *raylet) Receive(ctx actor.Context) {
 		for _, e := range m.Events {
 			r.timeline.add(e)
 		}
+		if m.Recycle != nil {
+			m.Recycle(m.Events)
+		}
 	}
 	r.perform(ctx)
 }
@@ -222,6 +225,9 @@ func (r *raylet) applyUse(now time.Time, u *leaseUse) {
 	}
 	for _, e := range u.events {
 		r.timeline.add(e)
+	}
+	if u.holder != nil {
+		u.holder.recycle(u.events)
 	}
 }
 

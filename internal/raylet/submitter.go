@@ -28,7 +28,7 @@ import (
 // that goroutine. The raylet's actor is told only of leases (requests,
 // returns); their use (counters and timeline events: leaseUse) waits in
 // the submitter until the raylet reads its state or timeline (it takes
-// it then: takeUse), a lease ends, or maxUseBatch events are waiting. No
+// it then: takeUse), a lease ends, or EventBatchSize events are waiting. No
 // message per task or per burst: a synchronous task wakes no actor.
 //
 // Its core is stepped under mu by whoever has an event (the owner's
@@ -58,8 +58,10 @@ type Submitter struct {
 	// the next push: a push of one task allocates none.
 	pushing []*Assignment
 
-	useMu sync.Mutex
-	use   leaseUse
+	// useMu guards use and events, the use not yet reported.
+	useMu  sync.Mutex
+	use    leaseUse
+	events EventBatch
 }
 
 // SubmitterConfig is what a Submitter submits for and with.
@@ -311,8 +313,7 @@ func (s *Submitter) finished(a *Assignment, res *atollpb.TaskResult) {
 	s.step(false, func(c *SubmitCore) { c.Finished(end, a.lease, a.task, t.Attempt()) })
 	s.useMu.Lock()
 	s.use.add(a.worker, a.lease, 0, 1)
-	s.use.events = append(s.use.events, directEvent(a, end, res.GetError()))
-	full := len(s.use.events) >= maxUseBatch
+	full := s.events.Add(directEvent(a, end, res.GetError()))
 	s.useMu.Unlock()
 	if full {
 		s.flushUse()
@@ -325,7 +326,7 @@ func (s *Submitter) crashed(a *Assignment, reason string) {
 	crash := errs.ToProto(&errs.WorkerCrashedError{TaskName: a.common().Name, TaskID: a.task.String(), Message: reason})
 	s.useMu.Lock()
 	s.use.add(a.worker, a.lease, 0, 1)
-	s.use.events = append(s.use.events, directEvent(a, time.Now(), crash))
+	s.events.Add(directEvent(a, time.Now(), crash))
 	s.useMu.Unlock()
 	s.cfg.Deliver(&atollpb.TaskResult{TaskId: a.task.Bytes(), Attempt: a.attempt(), Error: crash, WorkerId: a.worker.Bytes()})
 }
@@ -370,10 +371,6 @@ func (s *Submitter) refused(req uint64, err *atollpb.ErrorInfo) {
 	s.step(false, func(c *SubmitCore) { c.Refused(time.Now(), req, err) })
 }
 
-// maxUseBatch bounds the events a submitter keeps waiting for the
-// raylet: that many are sent at once.
-const maxUseBatch = 256
-
 // leaseUse is what a submitter tells the raylet of its leases' use since
 // its last report: per lease, tasks pushed and finished; the timeline's
 // events.
@@ -400,6 +397,13 @@ func (u *leaseUse) add(worker ids.WorkerID, lease uint64, pushed, finished int) 
 	u.counts = append(u.counts, leaseCount{worker: worker, lease: lease, pushed: pushed, finished: finished})
 }
 
+// recycle takes back the events of a report the raylet has applied.
+func (s *Submitter) recycle(events []TaskEvent) {
+	s.useMu.Lock()
+	s.events.Recycle(events)
+	s.useMu.Unlock()
+}
+
 // flushUse sends the raylet the use gathered since the last report, if
 // any.
 func (s *Submitter) flushUse() {
@@ -413,12 +417,12 @@ func (s *Submitter) flushUse() {
 func (s *Submitter) takeUse() *leaseUse {
 	s.useMu.Lock()
 	defer s.useMu.Unlock()
-	if len(s.use.counts) == 0 && len(s.use.events) == 0 {
+	if len(s.use.counts) == 0 && s.events.Len() == 0 {
 		return nil
 	}
 	u := s.use
 	s.use = leaseUse{}
-	u.holder = s
+	u.holder, u.events = s, s.events.Take()
 	return &u
 }
 

@@ -99,8 +99,55 @@ const (
 type AddTimelineEvent struct{ Event TaskEvent }
 
 // AddTimelineEvents adds a batch of events to the raylet's timeline (one
-// message for a burst of actor calls answered).
-type AddTimelineEvents struct{ Events []TaskEvent }
+// message for a burst of actor calls answered). Recycle, if set, takes
+// the batch back once the raylet has copied its events
+// (EventBatch.Recycle).
+type AddTimelineEvents struct {
+	Events  []TaskEvent
+	Recycle func([]TaskEvent)
+}
+
+// EventBatchSize is the number of timeline events a component gathers
+// before it sends them to the raylet in one message.
+const EventBatchSize = 256
+
+// EventBatch gathers a component's timeline events for the raylet: Add
+// reports when EventBatchSize wait, Take hands them over, and Recycle
+// takes back a batch the raylet has applied, cleared, for the next
+// batch to fill (a batch a task costs no slice growing). Its holder's
+// lock guards it.
+type EventBatch struct{ events, spare []TaskEvent }
+
+// Add adds e and reports whether EventBatchSize events wait.
+func (b *EventBatch) Add(e TaskEvent) (full bool) {
+	if b.events == nil {
+		if b.events, b.spare = b.spare, nil; b.events == nil {
+			b.events = make([]TaskEvent, 0, EventBatchSize)
+		}
+	}
+	b.events = append(b.events, e)
+	return len(b.events) >= EventBatchSize
+}
+
+// Len is the number of events waiting.
+func (b *EventBatch) Len() int { return len(b.events) }
+
+// Take returns the events waiting (nil if none) and forgets them.
+func (b *EventBatch) Take() []TaskEvent {
+	events := b.events
+	b.events = nil
+	return events
+}
+
+// Recycle takes back events, a batch Take returned whose events the
+// raylet has copied; no one may use it after.
+func (b *EventBatch) Recycle(events []TaskEvent) {
+	if cap(events) != EventBatchSize || b.spare != nil {
+		return // grown past the size (crashes add past it), or one kept
+	}
+	clear(events)
+	b.spare = events[:0]
+}
 
 // GetTimeline asks a raylet for the task attempts it ran recently, oldest
 // first (the reply is a []TaskEvent).

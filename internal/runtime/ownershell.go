@@ -255,6 +255,10 @@ type collected struct {
 	mu     sync.Mutex
 	drops  []ids.ObjectID
 	posted bool
+	// spare is the last list applied, emptied, for the next to fill
+	// (kept only up to maxSpareDrops: a drained flood keeps no list its
+	// size).
+	spare []ids.ObjectID
 
 	applyMu sync.Mutex
 }
@@ -270,14 +274,21 @@ func (rt *Runtime) applyCollected() {
 	if rt.closed.Load() {
 		return
 	}
-	rt.owner.dropRef(drops...)
+	rt.owner.dropRef(drops...) // the table keeps no part of the list
+	rt.collected.giveBack(drops)
 }
+
+// maxSpareDrops bounds the list of drops kept for reuse.
+const maxSpareDrops = 16384
 
 // addAll releases handles and queues their drops, but those released
 // already; it reports whether the caller must post a drain.
 func (c *collected) addAll(sts []*refState) (post bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.drops == nil {
+		c.drops, c.spare = c.spare, nil
+	}
 	n := len(c.drops)
 	for _, st := range sts {
 		if st.released.CompareAndSwap(false, true) {
@@ -297,6 +308,18 @@ func (c *collected) take() []ids.ObjectID {
 	drops := c.drops
 	c.drops, c.posted = nil, false
 	return drops
+}
+
+// giveBack keeps drops, a list taken and applied, for the next drops.
+func (c *collected) giveBack(drops []ids.ObjectID) {
+	if cap(drops) > maxSpareDrops {
+		return
+	}
+	c.mu.Lock()
+	if c.spare == nil {
+		c.spare = drops[:0]
+	}
+	c.mu.Unlock()
 }
 
 // cancelTask cancels a task this process owns.

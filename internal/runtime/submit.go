@@ -26,9 +26,13 @@ type ArgSource struct {
 // (bad arguments, shutdown) resolve the returns to that error. release, if
 // set, is called once the task finishes (MaxPendingCalls); as is the
 // actor of an actor call, nil for a task or an actor's creation.
+//
+// Submit owns spec from then on: the caller must not read, change or keep
+// it (a task's spec goes back to a pool once the owner has packed it;
+// specpack.NewSpec takes one from there).
 func (rt *Runtime) Submit(ctx context.Context, spec *atollpb.TaskSpec, args []ArgSource, release func(), as *Actor) []*Ref {
 	task := rt.newTaskID()
-	spec.TaskId = task.Bytes()
+	spec.TaskId = append(spec.TaskId[:0], task[:]...)
 	spec.JobId, spec.OwnerId, spec.OwnerAddress = rt.ownIDs()
 	spec.WorkerBinary, spec.WorkerBinarySha256 = rt.binary()
 	if spec.Name == "" {
@@ -60,7 +64,7 @@ func (rt *Runtime) Submit(ctx context.Context, spec *atollpb.TaskSpec, args []Ar
 		spec.Trace = telemetry.Inject(ctx)
 	}
 
-	sub := owner.Submission{Spec: spec}
+	sub := owner.Submission{Spec: spec, Recycle: true}
 	if att != nil {
 		sub.Attach = att
 		att.release = release

@@ -23,6 +23,7 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -155,6 +156,34 @@ func (s *Shapes) Of(spec *atollpb.TaskSpec) *Shape {
 	copy(s.list[1:], s.list)
 	s.list[0] = sh
 	return sh
+}
+
+// specs are TaskSpecs whose tasks were packed (Recycle), kept for the
+// next submissions to fill (NewSpec).
+var specs = sync.Pool{New: func() any { return new(atollpb.TaskSpec) }}
+
+// maxRecycledArgs bounds the argument list a recycled spec keeps room for.
+const maxRecycledArgs = 8
+
+// NewSpec returns an empty TaskSpec: one a packed task left (Recycle), if
+// there is one, with room for a task id and a few arguments.
+func NewSpec() *atollpb.TaskSpec { return specs.Get().(*atollpb.TaskSpec) }
+
+// Recycle empties spec and keeps it for NewSpec. The caller must hold the
+// only reference to spec and to its Args and TaskId slices (as a
+// submitter's owner does once it has packed the spec: Pack keeps none).
+// The argument messages themselves are not reused.
+func Recycle(spec *atollpb.TaskSpec) {
+	args, id := spec.Args, spec.TaskId
+	clear(args)
+	spec.Reset()
+	if cap(args) <= maxRecycledArgs {
+		spec.Args = args[:0]
+	}
+	if cap(id) == ids.Len16 {
+		spec.TaskId = id[:0]
+	}
+	specs.Put(spec)
 }
 
 // Pack returns spec packed: its shape (shared with the specs of its kind

@@ -207,6 +207,42 @@ func TestPackAllocations(t *testing.T) {
 	}
 }
 
+// A recycled spec comes back empty with room for an id and its
+// arguments kept; the messages it held are not touched, and a long
+// argument list is not kept.
+func TestRecycle(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	spec := randomSpec(r, 1)
+	spec.TaskId = make([]byte, 16)
+	spec.Args = spec.Args[:0]
+	arg := &atollpb.TaskArg{Kind: &atollpb.TaskArg_Value{Value: &atollpb.Value{Kind: &atollpb.Value_Inline{Inline: []byte{7}}}}}
+	spec.Args = append(spec.Args, arg, arg)
+	want := proto.CloneOf(arg)
+	args, id := spec.Args, spec.TaskId
+	Recycle(spec)
+	if !proto.Equal(spec, &atollpb.TaskSpec{}) {
+		t.Fatalf("recycled spec not empty: %v", spec)
+	}
+	if len(spec.Args) != 0 || cap(spec.Args) != cap(args) || len(spec.TaskId) != 0 || cap(spec.TaskId) != 16 {
+		t.Fatalf("recycled spec keeps args %d/%d (want 0/%d), id %d/%d (want 0/16)",
+			len(spec.Args), cap(spec.Args), cap(args), len(spec.TaskId), cap(spec.TaskId))
+	}
+	if args[0] != nil || args[1] != nil || &id[0] != &spec.TaskId[:1][0] {
+		t.Fatal("recycled args not cleared, or the id's room not kept")
+	}
+	if !proto.Equal(arg, want) {
+		t.Fatalf("an argument message was changed: %v, want %v", arg, want)
+	}
+	long := &atollpb.TaskSpec{Args: make([]*atollpb.TaskArg, maxRecycledArgs+1), TaskId: make([]byte, 20)}
+	Recycle(long)
+	if long.Args != nil || long.TaskId != nil {
+		t.Fatalf("a long argument list or an odd id kept: %d args, %d id bytes", cap(long.Args), cap(long.TaskId))
+	}
+	if got := NewSpec(); !proto.Equal(got, &atollpb.TaskSpec{}) {
+		t.Fatalf("NewSpec returned a spec with fields set: %v", got)
+	}
+}
+
 // A Held spec reads the same whole or packed.
 func TestHeldReadsEitherForm(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))

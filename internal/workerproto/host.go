@@ -38,7 +38,7 @@ type hostState struct {
 	// events are the timeline's records of calls answered on the reader,
 	// until the raylet takes them (Workers.TakeEvents) or enough wait to
 	// be sent (flushEvents).
-	events []raylet.TaskEvent
+	events raylet.EventBatch
 	// enc encodes the calls sendLocked writes (under mu).
 	enc raylet.PushEncoder
 	// stopped is set when the host stops; a restart after it starts no
@@ -123,33 +123,36 @@ func (s *hostState) call(spec *atollpb.TaskSpec, caller *actor.PID) {
 	}
 }
 
-// maxHostEvents bounds the answered calls' events a host keeps for the
-// raylet: that many are sent at once; fewer wait until the raylet takes
-// them (Workers.TakeEvents), so that a synchronous call wakes no actor.
-const maxHostEvents = 256
-
 // flushEvents sends the raylet the events of the calls answered if
-// maxHostEvents are waiting, or all are (the host stops).
+// raylet.EventBatchSize are waiting, or all are (the host stops). Fewer
+// wait until the raylet takes them (Workers.TakeEvents), so that a
+// synchronous call wakes no actor.
 func (s *hostState) flushEvents(all bool) {
 	s.mu.Lock()
 	var events []raylet.TaskEvent
-	if all || len(s.events) >= maxHostEvents {
-		events, s.events = s.events, nil
+	if all || s.events.Len() >= raylet.EventBatchSize {
+		events = s.events.Take()
 	}
 	s.mu.Unlock()
 	if len(events) > 0 {
-		s.system.Root.Send(s.raylet, &raylet.AddTimelineEvents{Events: events})
+		s.system.Root.Send(s.raylet, &raylet.AddTimelineEvents{Events: events, Recycle: s.recycleEvents})
 	}
 }
 
+// recycleEvents takes back a batch of events the raylet has copied.
+func (s *hostState) recycleEvents(events []raylet.TaskEvent) {
+	s.mu.Lock()
+	s.events.Recycle(events)
+	s.mu.Unlock()
+}
+
 // takeEvents returns the events of the calls answered and not sent yet,
-// and forgets them.
+// and forgets them; the caller gives the batch back (recycleEvents) once
+// it has copied them.
 func (s *hostState) takeEvents() []raylet.TaskEvent {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	events := s.events
-	s.events = nil
-	return events
+	return s.events.Take()
 }
 
 // Hosts finds the actor hosts of a node's raylet by their local
@@ -351,16 +354,20 @@ func (h *actorHost) start(ctx actor.Context) {
 		}
 		// The calls waiting for the place this one freed are sent with
 		// the burst's end (the reader never waits on a write); the
-		// timeline hears of the calls once per burst too.
+		// timeline hears of the calls once per burst, or per full batch.
 		state.mu.Lock()
 		reply, pumpDue := state.core.FinishCall(gen, res)
+		full := false
 		if reply != nil {
-			state.events = append(state.events, callEvent(reply, worker, res.GetError() != nil))
+			full = state.events.Add(callEvent(reply, worker, res.GetError() != nil))
 		}
 		if pumpDue {
 			state.sendLocked(state.core.Pump(time.Now()))
 		}
 		state.mu.Unlock()
+		if full {
+			state.flushEvents(false)
+		}
 		if reply != nil {
 			deliver(reply.Caller.(*actor.PID), res)
 		}

@@ -330,7 +330,7 @@ func TestProtocolCallEventsWaitForTheRaylet(t *testing.T) {
 			n := 0
 			for _, s := range e.workers.hosts.m {
 				s.mu.Lock()
-				n += len(s.events)
+				n += s.events.Len()
 				s.mu.Unlock()
 			}
 			return n

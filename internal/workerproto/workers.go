@@ -42,7 +42,9 @@ func (w Workers) TakeEvents() []raylet.TaskEvent {
 	defer w.hosts.mu.RUnlock()
 	var events []raylet.TaskEvent
 	for _, s := range w.hosts.m {
-		events = append(events, s.takeEvents()...)
+		taken := s.takeEvents()
+		events = append(events, taken...)
+		s.recycleEvents(taken)
 	}
 	return events
 }

@@ -110,16 +110,13 @@ func newAccumulator(ctx context.Context, a Agg, in arrow.Array, rec arrow.Record
 	if err != nil {
 		return nil, &ColumnError{Op: a.Func(), Column: what, Type: in.DataType().String(), Supported: "numbers"}
 	}
-	if v.dur != nil && a.Func() != "sum" {
-		return nil, &ColumnError{Op: a.Func(), Column: what, Type: in.DataType().String(), Supported: "numbers"}
-	}
 	switch a.Func() {
 	case "sum":
 		return &sumAcc{name: name, raw: v, isInt: v.isInt, dur: v.dur, n: make([]int64, groups), si: make([]int64, groups), sf: make([]float64, groups)}, nil
 	case "mean":
-		return &meanAcc{name: name, raw: &v, n: make([]int64, groups), sum: make([]float64, groups)}, nil
+		return &meanAcc{name: name, raw: &v, dur: v.dur, n: make([]int64, groups), sum: make([]float64, groups)}, nil
 	case "std":
-		return &stdAcc{name: name, raw: &v, n: make([]int64, groups), mean: make([]float64, groups), m2: make([]float64, groups)}, nil
+		return &stdAcc{name: name, raw: &v, dur: v.dur, n: make([]int64, groups), mean: make([]float64, groups), m2: make([]float64, groups)}, nil
 	}
 	v.release()
 	return nil, errs.Malformedf(specWhat, "aggregation %q", a.Func())
@@ -147,16 +144,20 @@ func partialAccumulator(ctx context.Context, a Agg, rec arrow.RecordBatch, group
 		}
 		return ic.Int64Values(), nil
 	}
-	float64Col := func(n string) ([]float64, error) {
+	// float64Col also returns the duration type its state is of, if its
+	// field says so (stateField).
+	float64Col := func(n string) ([]float64, arrow.DataType, error) {
 		c, err := col(n)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		fc, ok := c.(*array.Float64)
 		if !ok {
-			return nil, errs.Malformedf(blockWhat, "partial aggregate %s is %s", n, c.DataType())
+			return nil, nil, errs.Malformedf(blockWhat, "partial aggregate %s is %s", n, c.DataType())
 		}
-		return fc.Float64Values(), nil
+		j, _ := keyColumn(s, n)
+		dur, err := stateDuration(s.Field(j))
+		return fc.Float64Values(), dur, err
 	}
 	switch a.Func() {
 	case "count":
@@ -192,21 +193,21 @@ func partialAccumulator(ctx context.Context, a Agg, rec arrow.RecordBatch, group
 		}
 		return &sumAcc{name: name, in: v, inN: n, isInt: v.isInt, dur: v.dur, n: make([]int64, groups), si: make([]int64, groups), sf: make([]float64, groups)}, nil
 	case "mean":
-		sum, err := float64Col(name + "#sum")
+		sum, dur, err := float64Col(name + "#sum")
 		if err != nil {
 			return nil, err
 		}
-		return &meanAcc{name: name, inN: n, inSum: sum, n: make([]int64, groups), sum: make([]float64, groups)}, nil
+		return &meanAcc{name: name, inN: n, inSum: sum, dur: dur, n: make([]int64, groups), sum: make([]float64, groups)}, nil
 	case "std":
-		mean, err := float64Col(name + "#mean")
+		mean, dur, err := float64Col(name + "#mean")
 		if err != nil {
 			return nil, err
 		}
-		m2, err := float64Col(name + "#m2")
+		m2, _, err := float64Col(name + "#m2")
 		if err != nil {
 			return nil, err
 		}
-		return &stdAcc{name: name, inN: n, inMean: mean, inM2: m2, n: make([]int64, groups), mean: make([]float64, groups), m2: make([]float64, groups)}, nil
+		return &stdAcc{name: name, inN: n, inMean: mean, inM2: m2, dur: dur, n: make([]int64, groups), mean: make([]float64, groups), m2: make([]float64, groups)}, nil
 	}
 	return nil, errs.Malformedf(specWhat, "aggregation %q", a.Func())
 }
@@ -371,6 +372,7 @@ type meanAcc struct {
 	raw   *numbers
 	inN   []int64
 	inSum []float64
+	dur   arrow.DataType // the mean of durations (as their counts) is a duration
 	n     []int64
 	sum   []float64
 }
@@ -394,7 +396,7 @@ func (a *meanAcc) addAll(ids []int32) {
 }
 
 func (a *meanAcc) partial(context.Context) ([]arrow.Field, []arrow.Array, error) {
-	return []arrow.Field{field(a.name+"#n", arrow.PrimitiveTypes.Int64), field(a.name+"#sum", arrow.PrimitiveTypes.Float64)},
+	return []arrow.Field{field(a.name+"#n", arrow.PrimitiveTypes.Int64), stateField(a.name+"#sum", a.dur)},
 		[]arrow.Array{int64Array(a.n, nil), float64Array(a.sum, nil)}, nil
 }
 
@@ -405,7 +407,7 @@ func (a *meanAcc) final(context.Context) ([]arrow.Field, []arrow.Array, error) {
 			m[g] = a.sum[g] / float64(c)
 		}
 	}
-	return []arrow.Field{field(a.name, arrow.PrimitiveTypes.Float64)}, []arrow.Array{float64Array(m, nonZero(a.n, 0))}, nil
+	return finalFloats(a.name, m, nonZero(a.n, 0), a.dur)
 }
 
 // stdAcc keeps count, mean and the sum of squared deviations (M2):
@@ -415,6 +417,7 @@ type stdAcc struct {
 	raw          *numbers
 	inN          []int64
 	inMean, inM2 []float64
+	dur          arrow.DataType // of durations: a duration
 	n            []int64
 	mean, m2     []float64
 }
@@ -450,7 +453,7 @@ func (a *stdAcc) addAll(ids []int32) {
 }
 
 func (a *stdAcc) partial(context.Context) ([]arrow.Field, []arrow.Array, error) {
-	return []arrow.Field{field(a.name+"#n", arrow.PrimitiveTypes.Int64), field(a.name+"#mean", arrow.PrimitiveTypes.Float64),
+	return []arrow.Field{field(a.name+"#n", arrow.PrimitiveTypes.Int64), stateField(a.name+"#mean", a.dur),
 			field(a.name+"#m2", arrow.PrimitiveTypes.Float64)},
 		[]arrow.Array{int64Array(a.n, nil), float64Array(a.mean, nil), float64Array(a.m2, nil)}, nil
 }
@@ -462,7 +465,52 @@ func (a *stdAcc) final(context.Context) ([]arrow.Field, []arrow.Array, error) {
 			sd[g] = math.Sqrt(max(0, a.m2[g]) / float64(c-1))
 		}
 	}
-	return []arrow.Field{field(a.name, arrow.PrimitiveTypes.Float64)}, []arrow.Array{float64Array(sd, nonZero(a.n, 1))}, nil
+	return finalFloats(a.name, sd, nonZero(a.n, 1), a.dur)
+}
+
+// durationUnitKey marks the float64 state of a mean or std of durations
+// (their counts) with the durations' unit, so that the tasks that
+// combine the states make a duration of the result.
+const durationUnitKey = "atoll.duration_unit"
+
+// stateField is the field of a float64 state, of durations of type dur
+// (nil: of numbers).
+func stateField(name string, dur arrow.DataType) arrow.Field {
+	f := field(name, arrow.PrimitiveTypes.Float64)
+	if dur != nil {
+		f.Metadata = arrow.NewMetadata([]string{durationUnitKey}, []string{dur.(*arrow.DurationType).Unit.String()})
+	}
+	return f
+}
+
+// stateDuration is the duration type stateField marked f with; nil if
+// none.
+func stateDuration(f arrow.Field) (arrow.DataType, error) {
+	unit, ok := f.Metadata.GetValue(durationUnitKey)
+	if !ok {
+		return nil, nil
+	}
+	for _, u := range []arrow.TimeUnit{arrow.Second, arrow.Millisecond, arrow.Microsecond, arrow.Nanosecond} {
+		if u.String() == unit {
+			return &arrow.DurationType{Unit: u}, nil
+		}
+	}
+	return nil, errs.Malformedf(blockWhat, "partial aggregate %s: duration unit %q", f.Name, unit)
+}
+
+// finalFloats is a mean's or std's column: the float64s, or, of
+// durations of type dur, durations (rounded to their unit).
+func finalFloats(name string, vs []float64, valid []bool, dur arrow.DataType) ([]arrow.Field, []arrow.Array, error) {
+	if dur == nil {
+		return []arrow.Field{field(name, arrow.PrimitiveTypes.Float64)}, []arrow.Array{float64Array(vs, valid)}, nil
+	}
+	counts := make([]int64, len(vs))
+	for g, v := range vs {
+		if valid[g] {
+			counts[g] = int64(math.Round(v))
+		}
+	}
+	return []arrow.Field{field(name, dur)}, []arrow.Array{wrapValues(dur, len(counts), arrow.Int64Traits.CastToBytes(counts), valid)}, nil
 }
 
 // orderable says whether Min and Max take values of type t.

@@ -249,9 +249,17 @@ func (d *Dataset) ToArrow(ctx context.Context) ([]arrow.RecordBatch, error) {
 	return out, nil
 }
 
-// Schema returns the schema of the dataset's first block (running the
-// dataset up to its first block).
+// Schema returns the dataset's schema: the plan's, when the driver can
+// derive it from the source's (no task runs), else, after a registered
+// function whose output is unknown until it runs, its first block's
+// (running the dataset up to its first block).
 func (d *Dataset) Schema(ctx context.Context) (*arrow.Schema, error) {
+	if err := d.cfg.validate(); err != nil {
+		return nil, err
+	}
+	if s, _, err := d.planEstimate(); err != nil || s != nil {
+		return s, err
+	}
 	var s *arrow.Schema
 	err := d.execute(ctx, func(b block) (bool, error) { s = b.schema; return false, nil }, false)
 	if err == nil && s == nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/data"
+	"github.com/atoll-runtime/atoll/data/expr"
 )
 
 // Functions the tests' datasets apply, registered at init so the worker
@@ -168,6 +169,15 @@ func TestMapAddColumnDropLimitTake(t *testing.T) {
 	}
 	if got := fmt.Sprint(s.Field(0).Name, s.Field(1).Name, s.Field(2).Name); s.NumFields() != 3 || got != "idnamesq" {
 		t.Fatalf("schema %s", s)
+	}
+	// An aggregation's schema is its final columns, not the partial
+	// states its reduce tasks combine: planned (no task runs), and run
+	// (after Map, whose output the plan cannot know).
+	for _, d := range []*data.Dataset{data.Range(100), ds} {
+		s, err := d.GroupBy("id").NumPartitions(3).Aggregate(expr.Col("id").Mean().As("m")).Schema(ctx)
+		if err != nil || s.NumFields() != 2 || s.Field(1).Name != "m" || s.Field(1).Type.ID() != arrow.FLOAT64 {
+			t.Fatalf("an aggregation's schema: %v, %v; want id and m float64", s, err)
+		}
 	}
 	var sb strings.Builder
 	if err := ds.Show(ctx, &sb, 2); err != nil {

@@ -21,11 +21,15 @@ import (
 // sum(x)):
 //
 //	count  name int64
-//	sum    name int64|float64, name#n int64 (values summed)
+//	sum    name int64|float64|duration, name#n int64 (values summed)
 //	mean   name#n int64, name#sum float64
 //	min    name (the column's type; null: no value yet)
 //	max    name
 //	std    name#n int64, name#mean float64, name#m2 float64 (sum of squared deviations)
+//
+// The float64 state of a mean or std of durations (name#sum, name#mean)
+// says so in its field's metadata (the durations' unit), from which the
+// reduce makes its result a duration.
 
 // aggMap aggregates a map task's records partially and cuts the partial
 // rows into o.Parts records by a hash of their group columns.

@@ -238,9 +238,7 @@ func aggType(in *arrow.Schema, a Agg) (arrow.DataType, error) {
 	case arrow.FLOAT32, arrow.FLOAT64:
 		return arrow.PrimitiveTypes.Float64, nil
 	case arrow.DURATION:
-		if a.Func() == "sum" {
-			return t, nil
-		}
+		return t, nil // sum, mean and std of durations are durations
 	}
 	return nil, &ColumnError{Op: a.Func(), Column: what, Type: t.String(), Supported: "numbers"}
 }

@@ -271,6 +271,14 @@ func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta
 	// encoded, and each part's once it is
 	releaseAll(recs)
 	recs = nil
+	for _, p := range parts {
+		if p.Schema().NumFields() > 0 {
+			// the blocks' schema is the output's: an aggregate's reduce
+			// makes its final columns of partial states
+			meta.Schema = encodeSchema(p.Schema())
+			break
+		}
+	}
 	blocks := make([][]byte, len(parts))
 	for i, p := range parts {
 		if p.NumRows() == 0 && p.Schema().NumFields() == 0 {

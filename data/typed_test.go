@@ -259,8 +259,37 @@ func TestDurationRows(t *testing.T) {
 		}
 	}
 
-	if _, err := ds.GroupBy("Budget").Aggregate(tookCol.Mean()).TakeAll(ctx); !errors.Is(err, atoll.ErrInvalidArgument) {
-		t.Fatalf("the mean of durations: %v, want an invalid argument (Sum, Min and Max take them)", err)
+	// Mean and Std of durations are durations, combined from the map
+	// tasks' partial states.
+	type spread struct {
+		Mean time.Duration `arrow:"mean"`
+		Std  time.Duration `arrow:"std"`
+	}
+	spreads, err := data.TakeAllAs[spread](ctx, ds.Repartition(4).GroupBy().NumPartitions(2).
+		Aggregate(tookCol.Mean().As("mean"), tookCol.Std().As("std")))
+	if err != nil || len(spreads) != 1 {
+		t.Fatalf("mean and std of durations: %+v, %v", spreads, err)
+	}
+	var total, squares float64
+	for _, j := range items {
+		total += float64(j.End.Sub(j.Start))
+	}
+	mean := total / float64(len(items))
+	for _, j := range items {
+		d := float64(j.End.Sub(j.Start)) - mean
+		squares += d * d
+	}
+	std := math.Sqrt(squares / float64(len(items)-1))
+	// The end less the start of microsecond timestamps: microseconds,
+	// to which the results round.
+	near := func(got time.Duration, want float64) bool {
+		return math.Abs(float64(got)-want) <= float64(time.Microsecond)/2+1e-9*want
+	}
+	if g := spreads[0]; !near(g.Mean, mean) || !near(g.Std, std) {
+		t.Fatalf("mean %v and std %v of durations, want %v and %v", g.Mean, g.Std, time.Duration(mean), time.Duration(std))
+	}
+	if s, err := ds.GroupBy("Budget").Aggregate(tookCol.Mean().As("m")).Schema(ctx); err != nil || s.Field(1).Type.String() != "duration[us]" {
+		t.Fatalf("the planned type of a mean of durations: %v, %v; want duration[us]", s, err)
 	}
 	// The mean in minutes, through Total.
 	type meanMinutes struct {

@@ -15,11 +15,12 @@ func Count() Agg { return Agg{fn: "count"} }
 // Count counts e's values that are not null: count(name).
 func (e Expr) Count() Agg { return Agg{fn: "count", in: e} }
 
-// Sum adds e's values (numbers), skipping nulls: sum(name); null for no
-// value.
+// Sum adds e's values (numbers or durations), skipping nulls: sum(name);
+// null for no value.
 func (e Expr) Sum() Agg { return Agg{fn: "sum", in: e} }
 
-// Mean averages e's values (numbers), skipping nulls: mean(name).
+// Mean averages e's values (numbers, or durations: a duration rounded
+// to their unit), skipping nulls: mean(name).
 func (e Expr) Mean() Agg { return Agg{fn: "mean", in: e} }
 
 // Min is e's smallest value (a number or a string), skipping nulls and
@@ -29,8 +30,9 @@ func (e Expr) Min() Agg { return Agg{fn: "min", in: e} }
 // Max is e's largest value, as Min: max(name).
 func (e Expr) Max() Agg { return Agg{fn: "max", in: e} }
 
-// Std is the sample standard deviation of e's values (numbers; ddof 1),
-// skipping nulls: std(name); null for fewer than two values.
+// Std is the sample standard deviation of e's values (numbers, or
+// durations: a duration rounded to their unit; ddof 1), skipping nulls:
+// std(name); null for fewer than two values.
 func (e Expr) Std() Agg { return Agg{fn: "std", in: e} }
 
 // As names the aggregation's column.

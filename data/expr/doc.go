@@ -41,8 +41,9 @@
 // each other and with a time.Duration literal (which takes its operand's
 // unit when it is a whole number of them); a date plus a duration is an
 // error (Cast the date to a timestamp). Sum, Mean and Std do not take
-// times; Sum takes durations, and Total(unit) makes a duration a float64
-// count of weeks, days, hours, minutes or seconds (for Mean and Std).
+// times; of durations they are durations (Mean and Std rounded to the
+// durations' unit), and Total(unit) makes a duration a float64 count of
+// weeks, days, hours, minutes or seconds.
 //
 // A time.Time takes its operand's type (its UTC instant in a timestamp's
 // unit, its UTC day in a date), else timestamp[us, UTC]; a date and a

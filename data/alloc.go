@@ -34,9 +34,9 @@ const EnvCheckFreed = "ATOLL_DATA_CHECK_FREED"
 
 // poolAllocator keeps freed buffers of 4 KiB to 4 MiB in power-of-two
 // size classes, at most poolBytes of them in all: a buffer freed past
-// that is left to the collector. Smaller and larger buffers come from
-// Go's allocator and are left to the collector too (a larger one would
-// waste up to half its class). The bound is what the pool can add to a
+// that is left to the collector. A smaller buffer takes one of 4 KiB; a
+// larger one comes from Go's allocator and is left to the collector too
+// (it would waste up to half its class). The bound is what the pool can add to a
 // process's memory: about one task's buffers of a read-filter-aggregate
 // pipeline over 256K-row batches (2 MiB per int64 column), which the
 // next task reuses, while a join's one-off tables pass through.
@@ -135,8 +135,12 @@ func classOf(size int) int {
 	return bits.Len(uint(size - 1))
 }
 
-// Allocate returns size zeroed bytes, 64-byte aligned as Arrow wants;
-// their capacity is the size class's, which Free reads back.
+// Allocate returns size zeroed bytes, 64-byte aligned as Arrow wants.
+// Their capacity is their length, as Go's allocator gives them (some of
+// arrow-go's kernels take a new buffer's capacity as its usable size);
+// a buffer's capacity stays in its size class (Reallocate), and Free
+// and Reallocate read the class from it (classOf): a capacity of 1 byte
+// to 4 MiB is one of the pool's, backed by its whole class.
 func (p *poolAllocator) Allocate(size int) []byte {
 	c := classOf(size)
 	if size <= 0 || c > maxClass {
@@ -146,25 +150,40 @@ func (p *poolAllocator) Allocate(size int) []byte {
 		if p.checking() {
 			p.freed.Delete(ptr)
 		}
-		b := unsafe.Slice((*byte)(ptr), 1<<c)[:size]
+		b := unsafe.Slice((*byte)(ptr), size)
 		clear(b)
 		return b
 	}
 	// Go allocates objects of 4 KiB and more at least 4 KiB aligned (a
-	// size class of their own, or whole pages).
+	// size class of their own, or whole pages); should one not be, the
+	// class's bytes start at the first 64-byte boundary of a larger one.
 	b := make([]byte, 1<<c)
 	if uintptr(unsafe.Pointer(&b[0]))%64 != 0 {
-		return goAlloc.Allocate(size)
+		b = make([]byte, 1<<c+64)
+		b = b[64-uintptr(unsafe.Pointer(&b[0]))%64:]
 	}
-	return b[:size]
+	return b[:size:size]
 }
 
-// Reallocate grows or shrinks b to size, in place when its class holds
-// size; else it copies b into a new buffer and frees b.
+// whole is b, one of the pool's (ours), at its class's capacity.
+func whole(b []byte) []byte { return unsafe.Slice(unsafe.SliceData(b), 1<<classOf(cap(b))) }
+
+// ours reports whether b is one of the pool's buffers: Allocate gives
+// any other size from Go's allocator, at a capacity of 0 or past the
+// largest class.
+func ours(b []byte) bool { return cap(b) > 0 && cap(b) <= 1<<maxClass }
+
+// Reallocate grows or shrinks b to size, in place when b's class holds
+// size (a shrunk buffer keeps its capacity, so its class, as Go's
+// allocator's do); else it copies b into a new buffer and frees b.
 func (p *poolAllocator) Reallocate(size int, b []byte) []byte {
-	if cap(b) >= size {
+	if ours(b) && size > 0 && size <= 1<<classOf(cap(b)) {
 		old := len(b)
-		b = b[:size]
+		if size <= cap(b) {
+			b = b[:size]
+		} else {
+			b = whole(b)[:size:size] // past its capacity: the capacity grows with it
+		}
 		if size > old {
 			clear(b[old:])
 		}
@@ -176,14 +195,14 @@ func (p *poolAllocator) Reallocate(size int, b []byte) []byte {
 	return nb
 }
 
-// Free keeps b for reuse if it is one of the pool's (a power-of-two
-// capacity in its classes); anything else is left to the collector.
+// Free keeps b for reuse if it is one of the pool's; anything else is
+// left to the collector.
 func (p *poolAllocator) Free(b []byte) {
-	c := cap(b)
-	if c < 1<<minClass || c > 1<<maxClass || c&(c-1) != 0 {
+	if !ours(b) {
 		return
 	}
-	b = b[:c]
+	b = whole(b)
+	c := len(b)
 	ptr := unsafe.Pointer(&b[0])
 	if uintptr(ptr)%64 != 0 {
 		return

@@ -343,23 +343,27 @@ func readParquetRowGroups(ctx context.Context, path string, rgs []int, columns [
 	return recs, read, nil
 }
 
-// durations is rec (retained) with the int64 columns that man's file
-// stores durations in turned back into durations (views of their
-// buffers).
+// durations is rec (retained) with the int64s that man's file stores
+// durations in, at any depth, turned back into durations (views of
+// their buffers).
 func durations(rec arrow.RecordBatch, man *pqarrow.SchemaManifest) arrow.RecordBatch {
 	var fields []arrow.Field
 	for i, f := range rec.Schema().Fields() {
-		if f.Type.ID() != arrow.INT64 || man.OriginSchema == nil {
-			continue
+		if man.OriginSchema == nil {
+			break
 		}
 		idx := man.OriginSchema.FieldIndices(f.Name)
-		if len(idx) != 1 || man.OriginSchema.Field(idx[0]).Type.ID() != arrow.DURATION {
+		if len(idx) != 1 {
 			continue
+		}
+		orig := man.OriginSchema.Field(idx[0]).Type
+		if storedType(orig) == orig || !sameLayout(orig, f.Type) {
+			continue // no duration in it, or not what the file says
 		}
 		if fields == nil {
 			fields = rec.Schema().Fields()
 		}
-		fields[i].Type = man.OriginSchema.Field(idx[0]).Type
+		fields[i].Type = orig
 	}
 	if fields == nil {
 		rec.Retain()
@@ -367,6 +371,16 @@ func durations(rec arrow.RecordBatch, man *pqarrow.SchemaManifest) arrow.RecordB
 	}
 	md := rec.Schema().Metadata()
 	return retype(rec, arrow.NewSchema(fields, &md))
+}
+
+// storeDurations makes a read of sf (and of its children) read the
+// int64s a file stores durations in as int64s (durations turns them
+// back): arrow-go's reader takes no duration.
+func storeDurations(sf *pqarrow.SchemaField) {
+	sf.Field.Type = storedType(sf.Field.Type)
+	for i := range sf.Children {
+		storeDurations(&sf.Children[i])
+	}
 }
 
 // parquetBatchRows is the rows of a batch that eachParquetBatch reads at
@@ -439,10 +453,8 @@ func openRowGroups(ctx context.Context, path string, rgs []int, columns []string
 	if f.schema, err = fr.Schema(); err != nil {
 		return fail(err)
 	}
-	for _, sf := range fr.Manifest.Fields {
-		if sf.Field.Type.ID() == arrow.DURATION {
-			sf.Field.Type = arrow.PrimitiveTypes.Int64
-		}
+	for i := range fr.Manifest.Fields {
+		storeDurations(&fr.Manifest.Fields[i])
 	}
 	cols, err := f.leaves(columns)
 	if err != nil {

@@ -346,14 +346,14 @@ func writeParquet(_ context.Context, w io.Writer, recs []arrow.RecordBatch) erro
 	return fw.Close()
 }
 
-// durationsAsInt64 is s with int64 in place of its top-level durations,
-// or s when it has none.
+// durationsAsInt64 is s with int64 in place of its durations, at any
+// depth (storedType), or s when it has none.
 func durationsAsInt64(s *arrow.Schema) *arrow.Schema {
 	fields := s.Fields()
 	changed := false
 	for i, f := range fields {
-		if f.Type.ID() == arrow.DURATION {
-			fields[i].Type, changed = arrow.PrimitiveTypes.Int64, true
+		if t := storedType(f.Type); t != f.Type {
+			fields[i].Type, changed = t, true
 		}
 	}
 	if !changed {
@@ -363,17 +363,93 @@ func durationsAsInt64(s *arrow.Schema) *arrow.Schema {
 	return arrow.NewSchema(fields, &md)
 }
 
+// storedType is t with int64 in place of every duration in it, in lists
+// (of any kind) and structs at any depth, as a Parquet file stores it;
+// t itself when it holds none.
+func storedType(t arrow.DataType) arrow.DataType {
+	switch t := t.(type) {
+	case *arrow.DurationType:
+		return arrow.PrimitiveTypes.Int64
+	case *arrow.ListType:
+		if f, ok := storedField(t.ElemField()); ok {
+			return arrow.ListOfField(f)
+		}
+	case *arrow.LargeListType:
+		if f, ok := storedField(t.ElemField()); ok {
+			return arrow.LargeListOfField(f)
+		}
+	case *arrow.FixedSizeListType:
+		if f, ok := storedField(t.ElemField()); ok {
+			return arrow.FixedSizeListOfField(t.Len(), f)
+		}
+	case *arrow.StructType:
+		fields := t.Fields()
+		changed := false
+		for i := range fields {
+			if st := storedType(fields[i].Type); st != fields[i].Type {
+				fields[i].Type, changed = st, true
+			}
+		}
+		if changed {
+			return arrow.StructOf(fields...)
+		}
+	}
+	return t
+}
+
+func storedField(f arrow.Field) (arrow.Field, bool) {
+	t := storedType(f.Type)
+	changed := t != f.Type
+	f.Type = t
+	return f, changed
+}
+
+// sameLayout reports whether arrays of types a and b have the same
+// buffers and children, a duration and an int64 alike.
+func sameLayout(a, b arrow.DataType) bool {
+	a, b = storedType(a), storedType(b)
+	if a.ID() != b.ID() {
+		return false
+	}
+	ca, cb := childTypes(a), childTypes(b)
+	if len(ca) != len(cb) {
+		return false
+	}
+	for i := range ca {
+		if !sameLayout(ca[i], cb[i]) {
+			return false
+		}
+	}
+	if fa, ok := a.(*arrow.FixedSizeListType); ok && fa.Len() != b.(*arrow.FixedSizeListType).Len() {
+		return false
+	}
+	return arrow.IsPrimitive(a.ID()) == arrow.IsPrimitive(b.ID())
+}
+
+// childTypes is the types of the children of an array of type t (those
+// storedType walks into); nil for any other type.
+func childTypes(t arrow.DataType) []arrow.DataType {
+	switch t := t.(type) {
+	case arrow.ListLikeType:
+		if _, ok := t.(*arrow.MapType); !ok {
+			return []arrow.DataType{t.Elem()}
+		}
+	case *arrow.StructType:
+		out := make([]arrow.DataType, t.NumFields())
+		for i, f := range t.Fields() {
+			out[i] = f.Type
+		}
+		return out
+	}
+	return nil
+}
+
 // retype is rec with the types of s, whose columns have the same layout
-// (an int64 for a duration): views of rec's buffers.
+// (an int64 for a duration: sameLayout): views of rec's buffers.
 func retype(rec arrow.RecordBatch, s *arrow.Schema) arrow.RecordBatch {
 	cols := make([]arrow.Array, rec.NumCols())
 	for i, c := range rec.Columns() {
-		if arrow.TypeEqual(c.DataType(), s.Field(i).Type) {
-			c.Retain()
-			cols[i] = c
-			continue
-		}
-		d := array.NewData(s.Field(i).Type, c.Len(), c.Data().Buffers(), nil, c.NullN(), c.Data().Offset())
+		d := retypeData(c.Data(), s.Field(i).Type)
 		cols[i] = array.MakeFromData(d)
 		d.Release()
 	}
@@ -382,6 +458,26 @@ func retype(rec arrow.RecordBatch, s *arrow.Schema) arrow.RecordBatch {
 		c.Release()
 	}
 	return out
+}
+
+// retypeData is d (retained) as type t, of the same layout: d itself
+// where the types are equal, else a view of its buffers with its
+// children retyped.
+func retypeData(d arrow.ArrayData, t arrow.DataType) arrow.ArrayData {
+	if arrow.TypeEqual(d.DataType(), t) {
+		d.Retain()
+		return d
+	}
+	var kids []arrow.ArrayData
+	if children := d.Children(); len(children) > 0 {
+		types := childTypes(t)
+		kids = make([]arrow.ArrayData, len(children))
+		for i, c := range children {
+			kids[i] = retypeData(c, types[i])
+			defer kids[i].Release()
+		}
+	}
+	return array.NewData(t, d.Len(), d.Buffers(), kids, d.NullN(), d.Offset())
 }
 
 // eachRecord hands recs to fn one at a time, releasing each after fn

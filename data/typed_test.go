@@ -363,14 +363,7 @@ func TestNestedDurationsParquet(t *testing.T) {
 		}
 		items = append(items, r)
 	}
-	ds, err := data.FromItems(ctx, items)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := ds.Repartition(3).WriteParquet(ctx, dir); err != nil {
-		t.Fatal(err)
-	}
+	_, dir := itemsParquet(t, ctx, items)
 	read := data.ReadParquet(dir)
 	s, err := read.Schema(ctx)
 	listOf := func(ty arrow.DataType) arrow.DataType {
@@ -430,14 +423,7 @@ func TestSortListColumns(t *testing.T) {
 	}
 	want := slices.Clone(items)
 	slices.SortFunc(want, func(a, b row) int { return cmp.Compare(a.ID, b.ID) })
-	ds, err := data.FromItems(ctx, items)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := ds.Repartition(3).WriteParquet(ctx, dir); err != nil {
-		t.Fatal(err)
-	}
+	ds, dir := itemsParquet(t, ctx, items)
 	for name, d := range map[string]*data.Dataset{"blocks": ds.Repartition(4), "parquet": data.ReadParquet(dir)} {
 		got, err := data.TakeAllAs[row](ctx, d.Sort("id"))
 		if err != nil {
@@ -458,6 +444,21 @@ func TestSortListColumns(t *testing.T) {
 			}
 		}
 	}
+}
+
+// itemsParquet makes a dataset of items and writes it to a temporary
+// directory as three Parquet files: the dataset and the directory.
+func itemsParquet[T any](t *testing.T, ctx context.Context, items []T) (*data.Dataset, string) {
+	t.Helper()
+	ds, err := data.FromItems(ctx, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := ds.Repartition(3).WriteParquet(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	return ds, dir
 }
 
 var addDay = data.RegisterRowFunc("test.add_day", func(_ context.Context, r data.Row) (data.Row, error) {

@@ -350,7 +350,7 @@ func durations(rec arrow.RecordBatch, man *pqarrow.SchemaManifest) arrow.RecordB
 	var fields []arrow.Field
 	for i, f := range rec.Schema().Fields() {
 		if man.OriginSchema == nil {
-			break
+			break // a file with no Arrow schema stores no duration
 		}
 		idx := man.OriginSchema.FieldIndices(f.Name)
 		if len(idx) != 1 {

@@ -420,10 +420,8 @@ func sameLayout(a, b arrow.DataType) bool {
 			return false
 		}
 	}
-	if fa, ok := a.(*arrow.FixedSizeListType); ok && fa.Len() != b.(*arrow.FixedSizeListType).Len() {
-		return false
-	}
-	return arrow.IsPrimitive(a.ID()) == arrow.IsPrimitive(b.ID())
+	fa, ok := a.(*arrow.FixedSizeListType)
+	return !ok || fa.Len() == b.(*arrow.FixedSizeListType).Len()
 }
 
 // childTypes is the types of the children of an array of type t (those

@@ -30,12 +30,17 @@
 #     or none (the simulator, the pure state machines and their
 #     scripts): nothing in them waits on a clock.
 #
-# The side and quiet lanes run in the kernel's idle class (SCHED_IDLE,
-# `chrt --idle`; nice 19 where chrt is missing), below the builder: a
-# lane's processes at idle weight take little CPU from anything else that
-# wants it, and the builder, which the main lane waits on, needs most of
-# what the main lane leaves (at nice 19 beside an idle-class side lane it
-# took 1,020 s instead of about 450).
+# The side lane is two lanes side by side, each taking every other
+# package, and a package whose tests take most of the side lane's time
+# (`split`: the data package, about 600 s of the lane's 770 under CI)
+# has its tests shared between them: each lane takes the next test not
+# yet taken and runs it in a process of its own (a process's start
+# costs about a tenth of a second; halves fixed in advance came out
+# 115 s and 214 s, as a few tests take most of the time). A side
+# package's test process uses about one core (it waits on worker
+# processes and files between its bursts), so one side lane left the
+# second core idle once the builder was done, and the data package
+# alone set the run's length.
 #
 # Usage: scripts/test-race.sh [packages...]   (default ./...)
 # Environment: GO (default go), GORACE (default atexit_sleep_ms=100),
@@ -64,10 +69,13 @@ quiet='^github\.com/atoll-runtime/atoll/(sim|amm|faultplan|data/expr|internal/(c
 # processes or time out a process's start stays in the main lane.
 side='^github\.com/atoll-runtime/atoll/(data|graph|graph/array|graph/internal/graphbench|util|node|samples/(dataset|sort|arrays|broadcast|flood|quickstart|shmfloor)|internal/(objectstore|objectstore/spill|shmfloor|microbench|workerproto|workerconn|actors|jobs|natsembed|runtime|doccheck|pss|lockfile|clusterclient|telemetry|testutil|preauth|nodemetrics))$'
 
+# The packages whose tests the two side lanes share (see above).
+split='^github\.com/atoll-runtime/atoll/data$'
+
 bindir=$(mktemp -d "${TMPDIR:-/tmp}/atoll-test-bin.XXXXXX")
-builder= quiet_pid= side_pid=
+builder= quiet_pid= side_pid= side2_pid=
 cleanup() {
-	for pid in $builder $quiet_pid $side_pid; do
+	for pid in $builder $quiet_pid $side_pid $side2_pid; do
 		kill "$pid" 2>/dev/null
 	done
 	rm -rf "$bindir"
@@ -99,6 +107,27 @@ for i in "${!side_lane[@]}"; do
 	fi
 done
 side_lane=("${side_lane[@]}")
+# The two side lanes: a split package first in both (its tests are the
+# longest), then every other package each.
+side1=() side2=()
+for line in "${side_lane[@]}"; do
+	if [[ ${line%% *} =~ $split ]]; then
+		side1+=("${line%% *} shared ${line#* }")
+		side2+=("${line%% *} shared ${line#* }")
+	fi
+done
+n=0
+for line in "${side_lane[@]}"; do
+	[[ ${line%% *} =~ $split ]] && continue
+	if ((n++ % 2 == 0)); then
+		side1+=("${line%% *} - ${line#* }")
+	else
+		side2+=("${line%% *} - ${line#* }")
+	fi
+done
+main_entries=() quiet_entries=()
+for line in "${main_lane[@]}"; do main_entries+=("${line%% *} - ${line#* }"); done
+for line in "${quiet_lane[@]}"; do quiet_entries+=("${line%% *} - ${line#* }"); done
 # The builder's order: the main lane's and the side lane's in turn.
 build_order=()
 for ((i = 0; i < ${#main_lane[@]} || i < ${#side_lane[@]}; i++)); do
@@ -135,56 +164,108 @@ builder=$!
 # lane runs its packages in order, each once built, printing as `go
 # test` over several packages does: a passing package's output is left
 # out, a failing one's shown. It exits 1 if any failed.
+# An entry is "package how directory", how "-" for the whole package in
+# one process, or "shared" for a package whose tests both side lanes
+# take one at a time, each in a process of its own: a lane claims a
+# test by creating its claim directory (mkdir is atomic), so each test
+# runs once whichever lane gets to it first. When TESTFLAGS picks the
+# tests (-test.run) a shared package runs whole, in the first lane to
+# reach it.
 lane() {
-	local failed=0 line pkg dir bin start rc ms took
+	local failed=0 line pkg how dir bin start rc ms took i n name
+	local -a tests
 	for line in "$@"; do
 		pkg=${line%% *}
+		line=${line#* }
+		how=${line%% *}
 		dir=${line#* }
 		bin=$(binary "$pkg")
 		while [ ! -e "$bin.built" ]; do
 			sleep 0.2
 		done
 		if [ ! -x "$bin" ]; then
+			mkdir "$bin.claim" 2>/dev/null || continue
 			cat "$bin.log"
 			printf 'FAIL\t%s [build failed]\n' "$pkg"
 			failed=1
 			continue
 		fi
+		if [ "$how" = - ] || [[ $TESTFLAGS == *-test.run* ]]; then
+			[ "$how" = - ] || mkdir "$bin.claim" 2>/dev/null || continue
+			run_tests "$pkg" "$dir" "$bin" "$bin.out" || failed=1
+			# a shared package's binary stays for the other lane
+			[ "$how" = - ] && rm -f "$bin"
+			continue
+		fi
+		mapfile -t tests < <(cd "$dir" && "$bin" -test.list . | grep -v '^Benchmark')
 		start=${EPOCHREALTIME/./}
-		# shellcheck disable=SC2086 # TESTFLAGS is a list of flags
-		(cd "$dir" && "$bin" -test.count=1 -test.timeout=30m -test.paniconexit0 $TESTFLAGS) >"$bin.out" 2>&1
-		rc=$?
+		n=0 rc=0
+		for i in "${!tests[@]}"; do
+			mkdir "$bin.claim.$i" 2>/dev/null || continue
+			n=$((n + 1))
+			name="$pkg ${tests[i]}"
+			run_tests "$name" "$dir" "$bin" "$bin.out.$i" "-test.run=^${tests[i]}\$" >"$bin.res.$i" || {
+				cat "$bin.res.$i"
+				rc=1
+			}
+			rm -f "$bin.res.$i"
+		done
 		ms=$(((${EPOCHREALTIME/./} - start) / 1000))
-		took=$(printf '%d.%03ds' $((ms / 1000)) $((ms % 1000)))
+		name="$pkg ($n of its ${#tests[@]} tests, in this lane)"
 		if [ $rc -eq 0 ]; then
-			printf 'ok  \t%s\t%s\n' "$pkg" "$took"
+			printf 'ok  \t%s\t%d.%03ds\n' "$name" $((ms / 1000)) $((ms % 1000))
 		else
-			cat "$bin.out"
-			printf 'FAIL\t%s\t%s\n' "$pkg" "$took"
+			printf 'FAIL\t%s\t%d.%03ds\n' "$name" $((ms / 1000)) $((ms % 1000))
 			failed=1
 		fi
-		rm -f "$bin" "$bin.out"
 	done
 	return $failed
+}
+
+# run_tests runs a test binary in its package's directory, with flags
+# after the common ones, printing as `go test` does: a passing run's
+# output is left out, a failing one's shown. It fails if the run did.
+run_tests() {
+	local name=$1 dir=$2 bin=$3 out=$4 start rc ms took
+	shift 4
+	start=${EPOCHREALTIME/./}
+	# shellcheck disable=SC2086 # TESTFLAGS is a list of flags
+	(cd "$dir" && "$bin" -test.count=1 -test.timeout=30m -test.paniconexit0 "$@" $TESTFLAGS) >"$out" 2>&1
+	rc=$?
+	ms=$(((${EPOCHREALTIME/./} - start) / 1000))
+	took=$(printf '%d.%03ds' $((ms / 1000)) $((ms % 1000)))
+	if [ $rc -eq 0 ]; then
+		printf 'ok  \t%s\t%s\n' "$name" "$took"
+	else
+		cat "$out"
+		printf 'FAIL\t%s\t%s\n' "$name" "$took"
+	fi
+	rm -f "$out"
+	return $rc
 }
 
 # The side and quiet lanes print when the main lane is done, so the
 # lanes do not interleave.
 export bindir TESTFLAGS
-export -f lane binary
+export -f lane run_tests binary
 idle=(nice -n 19)
 if chrt --idle 0 true 2>/dev/null; then
 	idle=(chrt --idle 0)
 fi
-"${idle[@]}" bash -c 'lane "$@"' _ "${side_lane[@]}" >"$bindir/side.out" 2>&1 &
+"${idle[@]}" bash -c 'lane "$@"' _ "${side1[@]}" >"$bindir/side.out" 2>&1 &
 side_pid=$!
-"${idle[@]}" bash -c 'lane "$@"' _ "${quiet_lane[@]}" >"$bindir/quiet.out" 2>&1 &
+"${idle[@]}" bash -c 'lane "$@"' _ "${side2[@]}" >"$bindir/side2.out" 2>&1 &
+side2_pid=$!
+"${idle[@]}" bash -c 'lane "$@"' _ "${quiet_entries[@]}" >"$bindir/quiet.out" 2>&1 &
 quiet_pid=$!
 failed=0
-lane "${main_lane[@]}" || failed=1
+lane "${main_entries[@]}" || failed=1
 wait "$side_pid" || failed=1
 side_pid=
 cat "$bindir/side.out"
+wait "$side2_pid" || failed=1
+side2_pid=
+cat "$bindir/side2.out"
 wait "$quiet_pid" || failed=1
 quiet_pid=
 cat "$bindir/quiet.out"

@@ -195,7 +195,8 @@
 //   - Expressions (data/expr): Filter, WithColumn, SelectExprs and the
 //     aggregations' inputs; columns, literals, arithmetic, comparisons,
 //     three-valued logic, nulls, casts, string predicates, IsIn,
-//     When/Then/Otherwise; timestamps and dates compared with time.Time
+//     When/Then/Otherwise, numeric functions (Abs, Round, Floor, Ceil,
+//     Sqrt, Log, Pow) and string ones (Lower, Upper, Trim, Len); timestamps and dates compared with time.Time
 //     values, cut by Truncate and read in parts by Part (year, month,
 //     weekday...).
 //   - Transforms: Map, FlatMap, MapBatches (BatchSize; a BatchFunc in

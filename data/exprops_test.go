@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -81,6 +82,35 @@ func TestExpressionOperations(t *testing.T) {
 		if r["count()"] != int64(100) || r["s2"] != s2 || r["big"] != big || r["small"] != small || r["max(id)"] != 990+k {
 			t.Errorf("group %d: %v, want s2 %d big %d small %d", k, r, s2, big, small)
 		}
+	}
+}
+
+// The numeric and string functions, in worker processes, against Go's.
+func TestExpressionFunctions(t *testing.T) {
+	ctx := start(t)
+	ds := data.Range(300).
+		WithColumn("name", expr.When(col("id").Mod(3).Eq(0)).Then("  Bob ").Otherwise("ÉVE")).
+		SelectExprs(col("id"), col("id").Sub(100).Abs().As("abs"), col("id").Cast(arrow.PrimitiveTypes.Float64).Div(7).Round(2).As("r"),
+						col("id").Pow(0.5).Floor().As("root"), col("name").Trim().Lower().As("who"), col("name").Upper().Len().As("n")).
+		Filter(col("id").Log().Gt(1)) // ids from 3 (log 0 is -Inf)
+	rows, err := ds.TakeAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want []string
+	for _, r := range rows {
+		got = append(got, fmt.Sprintf("%v %v %v %v %v %v", r["id"], r["abs"], r["r"], r["root"], r["who"], r["n"]))
+	}
+	for id := int64(3); id < 300; id++ {
+		who, n := "éve", 3
+		if id%3 == 0 {
+			who, n = "bob", 6
+		}
+		want = append(want, fmt.Sprintf("%v %v %v %v %v %v", id, max(id-100, 100-id), math.Round(float64(id)/7*100)/100,
+			math.Floor(math.Sqrt(float64(id))), who, n))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %d rows %v..., want %d %v...", len(got), head(got), len(want), head(want))
 	}
 }
 

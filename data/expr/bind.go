@@ -2,6 +2,7 @@ package expr
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -261,6 +262,8 @@ func (b *binder) bind(n *node, hint arrow.DataType) (*bnode, error) {
 		return &bnode{op: opIsIn, typ: arrow.FixedWidthTypes.Boolean, args: []*bnode{a}, set: set}, nil
 	case opCase:
 		return b.bindCase(n)
+	case opAbs, opRound, opFloor, opCeil, opSqrt, opLog, opPow, opLower, opUpper, opTrim, opLen:
+		return b.bindFunction(n)
 	}
 	return nil, b.fail(n, "unknown operation %q", n.op)
 }
@@ -547,4 +550,70 @@ func (b *binder) bindCase(n *node) (*bnode, error) {
 	}
 	out.typ = t
 	return out, nil
+}
+
+// maxRoundDigits is the most decimal places Round takes: a float64
+// holds about 15 significant digits.
+const maxRoundDigits = 15
+
+// bindFunction types the numeric functions (Abs, Round, Floor, Ceil of
+// a number, of its type; Sqrt, Log and Pow as floats) and the string
+// ones (Lower, Upper, Trim; Len an int64).
+func (b *binder) bindFunction(n *node) (*bnode, error) {
+	switch n.op {
+	case opPow:
+		l, r, err := b.pair(n)
+		if err != nil {
+			return nil, err
+		}
+		for i, x := range []*bnode{l, r} {
+			if !isNumeric(x.typ) && !isNull(x.typ) {
+				return nil, b.typeFail(n, n.args[i], x.typ, "numbers")
+			}
+		}
+		t, err := b.common(n, l, r)
+		if err != nil {
+			return nil, err
+		}
+		if t.ID() != arrow.FLOAT32 {
+			t = arrow.PrimitiveTypes.Float64
+		}
+		return &bnode{op: opPow, typ: t, args: []*bnode{castTo(l, t), castTo(r, t)}}, nil
+	case opLower, opUpper, opTrim, opLen:
+		a, err := b.bind(n.args[0], arrow.BinaryTypes.String)
+		if err != nil {
+			return nil, err
+		}
+		if !isString(a.typ) {
+			return nil, b.typeFail(n, n.args[0], a.typ, "a string")
+		}
+		t := a.typ
+		if n.op == opLen {
+			t = arrow.PrimitiveTypes.Int64
+		}
+		return &bnode{op: n.op, typ: t, args: []*bnode{a}}, nil
+	}
+	a, err := b.bind(n.args[0], nil)
+	if err != nil {
+		return nil, err
+	}
+	if !isNumeric(a.typ) {
+		return nil, b.typeFail(n, n.args[0], a.typ, "a number")
+	}
+	switch n.op {
+	case opSqrt, opLog:
+		t := arrow.DataType(arrow.PrimitiveTypes.Float64)
+		if a.typ.ID() == arrow.FLOAT32 {
+			t = a.typ
+		}
+		return &bnode{op: n.op, typ: t, args: []*bnode{castTo(a, t)}}, nil
+	case opRound:
+		if d, err := strconv.Atoi(n.name); err != nil || d < 0 || d > maxRoundDigits {
+			return nil, b.fail(n, "round to %q decimal places: from 0 to %d", n.name, maxRoundDigits)
+		}
+	}
+	if isInteger(a.typ) && (n.op != opAbs || !isSigned(a.typ)) {
+		return a, nil // a whole number, or an unsigned one's Abs: itself
+	}
+	return &bnode{op: n.op, typ: a.typ, args: []*bnode{a}, pattern: n.name}, nil
 }

@@ -72,6 +72,8 @@ var kernels = map[string]string{
 	opAdd: "add_unchecked", opSub: "subtract_unchecked", opMul: "multiply_unchecked", opDiv: "divide_unchecked",
 	opNeg: "negate_unchecked", opEq: "equal", opNe: "not_equal", opLt: "less", opLe: "less_equal", opGt: "greater",
 	opGe: "greater_equal", opAnd: "and_kleene", opOr: "or_kleene", opNot: "not", opIsNull: "is_null",
+	opAbs: "abs_unchecked", opFloor: "floor", opCeil: "ceil", opSqrt: "sqrt_unchecked", opLog: "ln_unchecked",
+	opPow: "power_unchecked",
 }
 
 // eval computes n over rec; the caller releases the datum.
@@ -167,6 +169,12 @@ func eval(ctx context.Context, n *bnode, rec arrow.RecordBatch) (compute.Datum, 
 		out, err = parseTimes(mem, arrs[0], n.pattern)
 	case opTotal:
 		out, err = totals(mem, arrs[0], totalUnits[TimeUnit(n.pattern)])
+	case opRound:
+		out, err = roundFloats(mem, arrs[0], n.pattern)
+	case opLower, opUpper, opTrim:
+		out, err = mapStrings(mem, arrs[0], n.op)
+	case opLen:
+		out, err = runeCounts(mem, arrs[0])
 	default:
 		return nil, fmt.Errorf("expr: no kernel for %q", n.op)
 	}

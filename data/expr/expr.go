@@ -46,6 +46,17 @@ const (
 	opParseTime  = "parse_time"
 	opTotal      = "total"
 	opCase       = "case"
+	opAbs        = "abs"
+	opRound      = "round"
+	opFloor      = "floor"
+	opCeil       = "ceil"
+	opSqrt       = "sqrt"
+	opLog        = "log"
+	opPow        = "pow"
+	opLower      = "lower"
+	opUpper      = "upper"
+	opTrim       = "trim"
+	opLen        = "len"
 	opAlias      = "alias"
 )
 
@@ -129,6 +140,50 @@ func (e Expr) Mod(x any) Expr { return e.binary(opMod, x) }
 
 // Neg is -e (a signed number).
 func (e Expr) Neg() Expr { return e.unary(opNeg) }
+
+// Abs is |e|, of e's type; the most negative integer of its type stays
+// itself (Go's -x).
+func (e Expr) Abs() Expr { return e.unary(opAbs) }
+
+// Round is the float e rounded to digits decimal places (0 to 15),
+// halves away from zero (Go's math.Round), of e's type; an integer is
+// itself.
+func (e Expr) Round(digits int) Expr {
+	return Expr{&node{op: opRound, name: strconv.Itoa(digits), args: []*node{e.node()}}}
+}
+
+// Floor is the float e rounded down to a whole number, of e's type; an
+// integer is itself.
+func (e Expr) Floor() Expr { return e.unary(opFloor) }
+
+// Ceil is the float e rounded up to a whole number, of e's type; an
+// integer is itself.
+func (e Expr) Ceil() Expr { return e.unary(opCeil) }
+
+// Sqrt is the square root of e as a float64 (a float32 of a float32);
+// NaN for a negative number.
+func (e Expr) Sqrt() Expr { return e.unary(opSqrt) }
+
+// Log is the natural logarithm of e as a float64 (a float32 of a
+// float32); -Inf for 0, NaN for a negative number.
+func (e Expr) Log() Expr { return e.unary(opLog) }
+
+// Pow is e to the power x (Go's math.Pow) as a float64 (a float32 when
+// both are float32).
+func (e Expr) Pow(x any) Expr { return e.binary(opPow, x) }
+
+// Lower is the string e in lower case (Go's strings.ToLower).
+func (e Expr) Lower() Expr { return e.unary(opLower) }
+
+// Upper is the string e in upper case (Go's strings.ToUpper).
+func (e Expr) Upper() Expr { return e.unary(opUpper) }
+
+// Trim is the string e without the white space (Unicode's) at its ends.
+func (e Expr) Trim() Expr { return e.unary(opTrim) }
+
+// Len is the number of characters (Unicode code points) of the string e,
+// as an int64.
+func (e Expr) Len() Expr { return e.unary(opLen) }
 
 // Eq is e == x: a bool, null when either side is null.
 func (e Expr) Eq(x any) Expr { return e.binary(opEq, x) }
@@ -403,7 +458,7 @@ func writeNode(b *strings.Builder, n *node, top bool) {
 	case opContains, opStartsWith, opEndsWith, opParseTime:
 		writeNode(b, n.args[0], false)
 		fmt.Fprintf(b, ".%s(%s)", n.op, strconv.Quote(n.name))
-	case opTruncate, opPart, opTotal:
+	case opTruncate, opPart, opTotal, opRound:
 		writeNode(b, n.args[0], false)
 		fmt.Fprintf(b, ".%s(%s)", n.op, n.name)
 	case opIsIn:
@@ -437,7 +492,7 @@ func writeNode(b *strings.Builder, n *node, top bool) {
 			writeNode(b, n.args[len(n.args)-1], true)
 			b.WriteByte(')')
 		}
-	default: // is_null, is_not_null, fill_null
+	default: // is_null, is_not_null, fill_null, the functions
 		writeNode(b, n.args[0], false)
 		b.WriteString("." + n.op + "(")
 		for i, a := range n.args[1:] {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -85,6 +86,12 @@ func randomValue(r *rand.Rand, t string) any {
 	case "string":
 		n := r.IntN(5)
 		var b strings.Builder
+		if edge { // mixed case, spaces and letters beyond ASCII
+			for range n {
+				b.WriteString([]string{"a", "B", " ", "É", "ß", "\t", "z"}[r.IntN(7)])
+			}
+			return b.String()
+		}
 		for range n {
 			b.WriteByte("abc"[r.IntN(3)])
 		}
@@ -432,7 +439,7 @@ func (g *gen) term(t string, depth int) term {
 	numeric := t != "bool" && t != "string"
 	switch {
 	case numeric:
-		switch g.r.IntN(8) {
+		switch g.r.IntN(9) {
 		case 0, 1, 2: // add, sub, mul, mod
 			op := []string{"add", "sub", "mul", "mod"}[g.r.IntN(4)]
 			a, b := g.operands(t, d)
@@ -507,6 +514,10 @@ func (g *gen) term(t string, depth int) term {
 			}}
 		case 7:
 			return g.conditional(t, d)
+		case 8:
+			if f, ok := g.function(t, d); ok {
+				return f
+			}
 		}
 		return g.leaf(t)
 	case t == "bool":
@@ -600,7 +611,18 @@ func (g *gen) term(t string, depth int) term {
 		return g.leaf("bool")
 	}
 	// string
-	switch g.r.IntN(3) {
+	switch g.r.IntN(4) {
+	case 3: // lower, upper, trim
+		a := g.term("string", d)
+		which := g.r.IntN(3)
+		e := []func() expr.Expr{a.e.Lower, a.e.Upper, a.e.Trim}[which]()
+		f := []func(string) string{strings.ToLower, strings.ToUpper, strings.TrimSpace}[which]
+		return term{e: e, typ: t, ref: func(i int) any {
+			if v := a.ref(i); v != nil {
+				return f(v.(string))
+			}
+			return nil
+		}}
 	case 0:
 		a, b := g.term("string", d), g.term("string", d)
 		return term{e: a.e.FillNull(b.e), typ: t, ref: func(i int) any {
@@ -621,6 +643,110 @@ func (g *gen) term(t string, depth int) term {
 		}}
 	}
 	return g.leaf(t)
+}
+
+// function is one of the functions making a number of type t: Abs,
+// Round, Floor or Ceil of a t, Sqrt, Log or Pow making a float, Len of a
+// string making an int64 (ok false when none makes a t).
+func (g *gen) function(t string, d int) (term, bool) {
+	isF := t == "float64" || t == "float32"
+	switch g.r.IntN(4) {
+	case 0: // abs, floor, ceil of a t: integers but a signed one's abs are themselves
+		a := g.term(t, d)
+		which := g.r.IntN(3)
+		e := []func() expr.Expr{a.e.Abs, a.e.Floor, a.e.Ceil}[which]()
+		return term{e: e, typ: t, ref: func(i int) any {
+			switch v := a.ref(i).(type) {
+			case float64:
+				return []func(float64) float64{math.Abs, math.Floor, math.Ceil}[which](v)
+			case float32:
+				return float32([]func(float64) float64{math.Abs, math.Floor, math.Ceil}[which](float64(v)))
+			case int64:
+				return absIf(which == 0, v)
+			case int32:
+				return absIf(which == 0, v)
+			case uint8:
+				return v
+			}
+			return nil
+		}}, true
+	case 1: // round
+		a := g.term(t, d)
+		digits := g.r.IntN(4)
+		if g.r.IntN(5) == 0 {
+			digits = 15
+		}
+		scale := math.Pow10(digits)
+		return term{e: a.e.Round(digits), typ: t, ref: func(i int) any {
+			round := func(v float64) float64 {
+				if digits == 0 {
+					return math.Round(v)
+				}
+				if y := v * scale; !math.IsInf(y, 0) && !math.IsNaN(y) {
+					return math.Round(y) / scale
+				}
+				return v
+			}
+			switch v := a.ref(i).(type) {
+			case float64:
+				return round(v)
+			case float32:
+				return float32(round(float64(v)))
+			}
+			return a.ref(i)
+		}}, true
+	case 2: // sqrt, log, pow
+		if !isF {
+			return term{}, false
+		}
+		from := t
+		if t == "float64" {
+			from = []string{"float64", "int64", "int32", "uint8"}[g.r.IntN(4)]
+		}
+		fl := func(v float64) any {
+			if t == "float32" {
+				return float32(v)
+			}
+			return v
+		}
+		if g.r.IntN(3) == 0 {
+			a, b := g.operands(from, d)
+			return term{e: a.e.Pow(b.e), typ: t, ref: func(i int) any {
+				x, y := conv(a.ref(i), "float64"), conv(b.ref(i), "float64")
+				if x == nil || y == nil {
+					return nil
+				}
+				return fl(math.Pow(x.(float64), y.(float64)))
+			}}, true
+		}
+		a := g.term(from, d)
+		which := g.r.IntN(2)
+		e := []func() expr.Expr{a.e.Sqrt, a.e.Log}[which]()
+		return term{e: e, typ: t, ref: func(i int) any {
+			x := conv(a.ref(i), "float64")
+			if x == nil {
+				return nil
+			}
+			return fl([]func(float64) float64{math.Sqrt, math.Log}[which](x.(float64)))
+		}}, true
+	}
+	if t != "int64" {
+		return term{}, false
+	}
+	a := g.term("string", d) // len
+	return term{e: a.e.Len(), typ: t, ref: func(i int) any {
+		if v := a.ref(i); v != nil {
+			return int64(utf8.RuneCountInString(v.(string)))
+		}
+		return nil
+	}}, true
+}
+
+func absIf[T int64 | int32](abs bool, v T) T {
+	if abs && v < 0 {
+		return -v
+	}
+	return v
 }
 
 // conditional is When(c1).Then(v1)[.When(c2).Then(v2)][.Otherwise(v)] of
@@ -769,7 +895,8 @@ func TestAgainstRowByRowReference(t *testing.T) {
 	}
 	for _, op := range []string{" + ", " - ", " * ", " / ", " % ", "-", " == ", " != ", " < ", " <= ", " > ", " >= ", " && ", " || ", "!",
 		".is_null(", ".is_not_null(", ".fill_null(", ".cast(", ".contains(", ".starts_with(", ".ends_with(", ".is_in(",
-		"when(", ".otherwise(", ".as("} {
+		"when(", ".otherwise(", ".as(", ".abs(", ".round(", ".floor(", ".ceil(", ".sqrt(", ".log(", ".pow(", ".lower(",
+		".upper(", ".trim(", ".len("} {
 		if ops[op] == 0 {
 			t.Errorf("the generator never made %q", op)
 		}
@@ -780,7 +907,8 @@ func TestAgainstRowByRowReference(t *testing.T) {
 func countOps(ops map[string]int, s string) {
 	for _, op := range []string{" + ", " - ", " * ", " / ", " % ", "-", " == ", " != ", " < ", " <= ", " > ", " >= ", " && ", " || ", "!",
 		".is_null(", ".is_not_null(", ".fill_null(", ".cast(", ".contains(", ".starts_with(", ".ends_with(", ".is_in(",
-		"when(", ".otherwise(", ".as("} {
+		"when(", ".otherwise(", ".as(", ".abs(", ".round(", ".floor(", ".ceil(", ".sqrt(", ".log(", ".pow(", ".lower(",
+		".upper(", ".trim(", ".len("} {
 		if strings.Contains(s, op) {
 			ops[op]++
 		}
@@ -806,6 +934,11 @@ func TestBindErrors(t *testing.T) {
 		{expr.Col("qty").Gt(struct{}{}), "", "", "a literal of Go type struct {}"},
 		{expr.When(expr.Col("qty")).Then(1).End(), "qty", "int64", "bool conditions"},
 		{expr.When(expr.Col("qty").Gt(1)).Then("x").Otherwise(expr.Col("qty")), "", "string", `"x" is string; case needs values of one type (int64)`},
+		{expr.Col("name").Abs(), "name", "string", "abs needs a number"},
+		{expr.Col("qty").Pow("x"), "", "string", `"x" is string; pow needs numbers`},
+		{expr.Col("price").Lower(), "price", "float64", "lower needs a string"},
+		{expr.Col("price").Round(-1), "", "", `round to "-1" decimal places: from 0 to 15`},
+		{expr.Col("price").Round(16), "", "", `round to "16" decimal places`},
 		{expr.Expr{}, "", "", "an empty expression"},
 	} {
 		_, err := c.e.Bind(s)
@@ -919,6 +1052,10 @@ func TestString(t *testing.T) {
 	}
 	if got := expr.Col("x").Sum().Name(); got != "sum(x)" {
 		t.Errorf("agg name %q", got)
+	}
+	f := expr.Col("price").Pow(2).Sqrt().Round(2).Abs().Add(expr.Col("name").Trim().Lower().Len())
+	if want := `col("price").pow(2).sqrt().round(2).abs() + col("name").trim().lower().len()`; f.String() != want {
+		t.Errorf("got  %s\nwant %s", f, want)
 	}
 	if cols := e.Columns(); fmt.Sprint(cols) != "[price qty tag]" {
 		t.Errorf("columns %v", cols)

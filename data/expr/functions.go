@@ -37,27 +37,26 @@ func roundFloats(mem memory.Allocator, a arrow.Array, digits string) (arrow.Arra
 
 func roundAll[T float32 | float64](mem memory.Allocator, a arrow.Array, scale float64) arrow.Array {
 	n := a.Len()
-	x := arrow.GetValues[T](a.Data(), 1)
+	x := arrow.GetValues[T](a.Data(), 1)[:n]
 	valid := validityOf(mem, a)
 	vals, out := fixedBuffer[T](mem, n)
-	for i := range n {
-		out[i] = T(roundTo(float64(x[i]), scale))
+	if scale == 1 {
+		for i, v := range x {
+			out[i] = T(math.Round(float64(v)))
+		}
+		return finish(a.DataType(), n, valid, vals)
+	}
+	for i, v := range x {
+		// a value too large to scale is whole already, and itself; NaN
+		// stays NaN
+		y := float64(v) * scale
+		r := T(math.Round(y) / scale)
+		if math.IsInf(y, 0) {
+			r = v
+		}
+		out[i] = r
 	}
 	return finish(a.DataType(), n, valid, vals)
-}
-
-// roundTo is v rounded to a multiple of 1/scale (scale a power of ten,
-// 1 for a whole number), halves away from zero: what Round computes for
-// each value. A v too large to scale is whole already, and itself.
-func roundTo(v, scale float64) float64 {
-	if scale == 1 {
-		return math.Round(v)
-	}
-	y := v * scale
-	if math.IsInf(y, 0) {
-		return v
-	}
-	return math.Round(y) / scale // NaN stays NaN
 }
 
 // stringFuncs are the string-to-string functions' Go functions.

@@ -196,7 +196,8 @@
 //     aggregations' inputs; columns, literals, arithmetic, comparisons,
 //     three-valued logic, nulls, casts, string predicates, IsIn,
 //     When/Then/Otherwise, numeric functions (Abs, Round, Floor, Ceil,
-//     Sqrt, Log, Pow) and string ones (Lower, Upper, Trim, Len); timestamps and dates compared with time.Time
+//     Sqrt, Log, Pow) and string ones (Lower, Upper, Trim, Replace,
+//     Slice, Len, Concat); timestamps and dates compared with time.Time
 //     values, cut by Truncate and read in parts by Part (year, month,
 //     weekday...).
 //   - Transforms: Map, FlatMap, MapBatches (BatchSize; a BatchFunc in

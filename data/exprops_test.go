@@ -91,7 +91,8 @@ func TestExpressionFunctions(t *testing.T) {
 	ds := data.Range(300).
 		WithColumn("name", expr.When(col("id").Mod(3).Eq(0)).Then("  Bob ").Otherwise("ÉVE")).
 		SelectExprs(col("id"), col("id").Sub(100).Abs().As("abs"), col("id").Cast(arrow.PrimitiveTypes.Float64).Div(7).Round(2).As("r"),
-						col("id").Pow(0.5).Floor().As("root"), col("name").Trim().Lower().As("who"), col("name").Upper().Len().As("n")).
+						col("id").Pow(0.5).Floor().As("root"), col("name").Trim().Lower().As("who"), col("name").Upper().Len().As("n"),
+			col("name").Trim().Concat("#", col("name").Slice(-2, 1)).Replace("B", "b").As("tag")).
 		Filter(col("id").Log().Gt(1)) // ids from 3 (log 0 is -Inf)
 	rows, err := ds.TakeAll(ctx)
 	if err != nil {
@@ -99,15 +100,15 @@ func TestExpressionFunctions(t *testing.T) {
 	}
 	var got, want []string
 	for _, r := range rows {
-		got = append(got, fmt.Sprintf("%v %v %v %v %v %v", r["id"], r["abs"], r["r"], r["root"], r["who"], r["n"]))
+		got = append(got, fmt.Sprintf("%v %v %v %v %v %v %v", r["id"], r["abs"], r["r"], r["root"], r["who"], r["n"], r["tag"]))
 	}
 	for id := int64(3); id < 300; id++ {
-		who, n := "éve", 3
+		who, n, tag := "éve", 3, "ÉVE#V"
 		if id%3 == 0 {
-			who, n = "bob", 6
+			who, n, tag = "bob", 6, "bob#b"
 		}
-		want = append(want, fmt.Sprintf("%v %v %v %v %v %v", id, max(id-100, 100-id), math.Round(float64(id)/7*100)/100,
-			math.Floor(math.Sqrt(float64(id))), who, n))
+		want = append(want, fmt.Sprintf("%v %v %v %v %v %v %v", id, max(id-100, 100-id), math.Round(float64(id)/7*100)/100,
+			math.Floor(math.Sqrt(float64(id))), who, n, tag))
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %d rows %v..., want %d %v...", len(got), head(got), len(want), head(want))

@@ -34,6 +34,9 @@ type bnode struct {
 	pattern string      // contains, starts_with, ends_with; truncate: the unit; part: the part; parse_time: the layout
 	hasElse bool        // case
 	exact   bool        // cast: the user's (Cast), which fails on a value that does not convert exactly
+	with    string      // replace: what replaces pattern
+	start   int         // slice: the first character (negative: from the end)
+	length  int         // slice: how many (negative: the rest)
 }
 
 // Bind checks e against schema s: the columns it names exist, and the
@@ -262,7 +265,7 @@ func (b *binder) bind(n *node, hint arrow.DataType) (*bnode, error) {
 		return &bnode{op: opIsIn, typ: arrow.FixedWidthTypes.Boolean, args: []*bnode{a}, set: set}, nil
 	case opCase:
 		return b.bindCase(n)
-	case opAbs, opRound, opFloor, opCeil, opSqrt, opLog, opPow, opLower, opUpper, opTrim, opLen:
+	case opAbs, opRound, opFloor, opCeil, opSqrt, opLog, opPow, opLower, opUpper, opTrim, opLen, opReplace, opSlice, opConcat:
 		return b.bindFunction(n)
 	}
 	return nil, b.fail(n, "unknown operation %q", n.op)
@@ -558,7 +561,8 @@ const maxRoundDigits = 15
 
 // bindFunction types the numeric functions (Abs, Round, Floor, Ceil of
 // a number, of its type; Sqrt, Log and Pow as floats) and the string
-// ones (Lower, Upper, Trim; Len an int64).
+// ones (Lower, Upper, Trim, Replace, Slice and Concat strings; Len an
+// int64).
 func (b *binder) bindFunction(n *node) (*bnode, error) {
 	switch n.op {
 	case opPow:
@@ -579,6 +583,41 @@ func (b *binder) bindFunction(n *node) (*bnode, error) {
 			t = arrow.PrimitiveTypes.Float64
 		}
 		return &bnode{op: opPow, typ: t, args: []*bnode{castTo(l, t), castTo(r, t)}}, nil
+	case opConcat:
+		out := &bnode{op: opConcat, typ: arrow.BinaryTypes.String}
+		for _, x := range n.args {
+			a, err := b.bind(x, arrow.BinaryTypes.String)
+			if err != nil {
+				return nil, err
+			}
+			if !isString(a.typ) && !isNull(a.typ) {
+				return nil, b.typeFail(n, x, a.typ, "strings (Cast the others)")
+			}
+			out.args = append(out.args, castTo(a, arrow.BinaryTypes.String))
+		}
+		return out, nil
+	case opReplace, opSlice:
+		a, err := b.bind(n.args[0], arrow.BinaryTypes.String)
+		if err != nil {
+			return nil, err
+		}
+		if !isString(a.typ) {
+			return nil, b.typeFail(n, n.args[0], a.typ, "a string")
+		}
+		out := &bnode{op: n.op, typ: a.typ, args: []*bnode{a}}
+		x, y := n.args[1], n.args[2]
+		if n.op == opReplace {
+			if !isStringLit(x) || !isStringLit(y) {
+				return nil, b.fail(n, "replace takes two string literals, not %s and %s", Expr{x}, Expr{y})
+			}
+			out.pattern, out.with = x.lit.s, y.lit.s
+			return out, nil
+		}
+		if !isIntLit(x) || !isIntLit(y) {
+			return nil, b.fail(n, "slice takes two integer literals, not %s and %s", Expr{x}, Expr{y})
+		}
+		out.start, out.length = int(x.lit.i), int(y.lit.i)
+		return out, nil
 	case opLower, opUpper, opTrim, opLen:
 		a, err := b.bind(n.args[0], arrow.BinaryTypes.String)
 		if err != nil {
@@ -617,3 +656,11 @@ func (b *binder) bindFunction(n *node) (*bnode, error) {
 	}
 	return &bnode{op: n.op, typ: a.typ, args: []*bnode{a}, pattern: n.name}, nil
 }
+
+// isStringLit says whether n is a string literal (Replace's operands).
+func isStringLit(n *node) bool {
+	return n.op == opLit && n.err == nil && n.lit.kind == litTyped && isString(n.lit.typ)
+}
+
+// isIntLit says whether n is a Go int literal (Slice's operands).
+func isIntLit(n *node) bool { return n.op == opLit && n.err == nil && n.lit.kind == litInt }

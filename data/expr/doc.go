@@ -35,11 +35,15 @@
 // are itself); Sqrt, Log (natural) and Pow are float64, float32 of
 // float32s, with Go's math results (NaN for the square root or the
 // logarithm of a negative number, -Inf for the logarithm of 0). Lower,
-// Upper and Trim (white space at both ends) are Go's strings functions
-// of a string; Len is its number of characters, an int64:
+// Upper, Trim (white space at both ends) and Replace (every occurrence)
+// are Go's strings functions of a string; Slice(start, length) takes
+// characters (a negative start counts from the end, a negative length
+// takes the rest), Len counts them (an int64), and Concat joins strings
+// (null where one is null):
 //
 //	ds.WithColumn("tax", expr.Col("price").Mul(0.2).Round(2))
 //	ds.Filter(expr.Col("email").Trim().Lower().EndsWith("@example.com"))
+//	ds.WithColumn("key", expr.Col("country").Concat("-", expr.Col("zip").Slice(0, 2)))
 //
 // ParseTime reads strings in a Go layout ("01/02/2006") as timestamps.
 // Timestamps and dates compare with each other and with a time.Time
@@ -81,9 +85,9 @@
 // batch (add_unchecked, multiply_unchecked, less, and_kleene, is_in,
 // cast...) or, where arrow-go has none, a loop of this package over the
 // arrays' buffers (mod, fill_null, conditionals, contains, starts_with,
-// ends_with, round, len, and the case of ASCII text eight bytes at a
-// time): no Go call per row but Go's strings functions per value for
-// text beyond ASCII and Trim. A cast that does not convert exactly (a
+// ends_with, round, len, concat, and the case of ASCII text eight bytes
+// at a time): no Go call per row but Go's strings functions per value
+// for the case of text beyond ASCII, Trim, Replace and Slice. A cast that does not convert exactly (a
 // fraction into an integer, an overflow, a string that is no number)
 // fails the evaluation.
 //

@@ -175,6 +175,12 @@ func eval(ctx context.Context, n *bnode, rec arrow.RecordBatch) (compute.Datum, 
 		out, err = mapStrings(mem, arrs[0], n.op)
 	case opLen:
 		out, err = runeCounts(mem, arrs[0])
+	case opReplace:
+		out, err = replaceStrings(mem, arrs[0], n.pattern, n.with)
+	case opSlice:
+		out, err = sliceStrings(mem, arrs[0], n.start, n.length)
+	case opConcat:
+		out, err = concatStrings(mem, arrs)
 	default:
 		return nil, fmt.Errorf("expr: no kernel for %q", n.op)
 	}

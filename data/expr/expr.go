@@ -57,6 +57,9 @@ const (
 	opUpper      = "upper"
 	opTrim       = "trim"
 	opLen        = "len"
+	opReplace    = "replace"
+	opSlice      = "slice"
+	opConcat     = "concat"
 	opAlias      = "alias"
 )
 
@@ -184,6 +187,30 @@ func (e Expr) Trim() Expr { return e.unary(opTrim) }
 // Len is the number of characters (Unicode code points) of the string e,
 // as an int64.
 func (e Expr) Len() Expr { return e.unary(opLen) }
+
+// Replace is the string e with every old in it replaced by new (Go's
+// strings.ReplaceAll).
+func (e Expr) Replace(old, new string) Expr {
+	return Expr{&node{op: opReplace, args: []*node{e.node(), Lit(old).n, Lit(new).n}}}
+}
+
+// Slice is up to length characters of the string e from its start-th
+// (from 0); a negative start counts back from the end (-1 is the last
+// character), a negative length takes the rest. What lies outside the
+// string is cut: Slice(-5, 3) of "abc" is "a", Slice(4, 2) is "".
+func (e Expr) Slice(start, length int) Expr {
+	return Expr{&node{op: opSlice, args: []*node{e.node(), Lit(start).n, Lit(length).n}}}
+}
+
+// Concat is the strings e and xs (Exprs or literals) one after the
+// other; null where any of them is.
+func (e Expr) Concat(xs ...any) Expr {
+	n := &node{op: opConcat, args: []*node{e.node()}}
+	for _, x := range xs {
+		n.args = append(n.args, operand(x))
+	}
+	return Expr{n}
+}
 
 // Eq is e == x: a bool, null when either side is null.
 func (e Expr) Eq(x any) Expr { return e.binary(opEq, x) }

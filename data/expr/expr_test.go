@@ -611,7 +611,45 @@ func (g *gen) term(t string, depth int) term {
 		return g.leaf("bool")
 	}
 	// string
-	switch g.r.IntN(4) {
+	switch g.r.IntN(7) {
+	case 4: // replace
+		a := g.term("string", d)
+		old, with := []string{"a", "ab", "", "É", " "}[g.r.IntN(5)], []string{"x", "", "ÉÉ"}[g.r.IntN(3)]
+		return term{e: a.e.Replace(old, with), typ: t, ref: func(i int) any {
+			if v := a.ref(i); v != nil {
+				return strings.ReplaceAll(v.(string), old, with)
+			}
+			return nil
+		}}
+	case 5: // slice
+		a := g.term("string", d)
+		start, length := g.r.IntN(13)-6, g.r.IntN(8)-1
+		return term{e: a.e.Slice(start, length), typ: t, ref: func(i int) any {
+			if v := a.ref(i); v != nil {
+				return sliceRef(v.(string), start, length)
+			}
+			return nil
+		}}
+	case 6: // concat
+		parts := []term{g.term("string", d)}
+		for range 1 + g.r.IntN(2) {
+			parts = append(parts, g.term("string", d))
+		}
+		var rest []any
+		for _, p := range parts[1:] {
+			rest = append(rest, p.e)
+		}
+		return term{e: parts[0].e.Concat(rest...), typ: t, ref: func(i int) any {
+			var b strings.Builder
+			for _, p := range parts {
+				v := p.ref(i)
+				if v == nil {
+					return nil
+				}
+				b.WriteString(v.(string))
+			}
+			return b.String()
+		}}
 	case 3: // lower, upper, trim
 		a := g.term("string", d)
 		which := g.r.IntN(3)
@@ -740,6 +778,28 @@ func (g *gen) function(t string, d int) (term, bool) {
 		}
 		return nil
 	}}, true
+}
+
+// sliceRef is Slice(start, length) of v, as documented: the window of
+// characters [start, start+length) (start from the end when negative,
+// the rest when length is), cut to the string.
+func sliceRef(v string, start, length int) string {
+	rs := []rune(v)
+	from := start
+	if start < 0 {
+		from = len(rs) + start
+	}
+	to := len(rs)
+	if length >= 0 {
+		to = from + length
+	}
+	var out []rune
+	for i := from; i < to; i++ {
+		if i >= 0 && i < len(rs) {
+			out = append(out, rs[i])
+		}
+	}
+	return string(out)
 }
 
 func absIf[T int64 | int32](abs bool, v T) T {
@@ -896,7 +956,7 @@ func TestAgainstRowByRowReference(t *testing.T) {
 	for _, op := range []string{" + ", " - ", " * ", " / ", " % ", "-", " == ", " != ", " < ", " <= ", " > ", " >= ", " && ", " || ", "!",
 		".is_null(", ".is_not_null(", ".fill_null(", ".cast(", ".contains(", ".starts_with(", ".ends_with(", ".is_in(",
 		"when(", ".otherwise(", ".as(", ".abs(", ".round(", ".floor(", ".ceil(", ".sqrt(", ".log(", ".pow(", ".lower(",
-		".upper(", ".trim(", ".len("} {
+		".upper(", ".trim(", ".len(", ".replace(", ".slice(", ".concat("} {
 		if ops[op] == 0 {
 			t.Errorf("the generator never made %q", op)
 		}
@@ -908,7 +968,7 @@ func countOps(ops map[string]int, s string) {
 	for _, op := range []string{" + ", " - ", " * ", " / ", " % ", "-", " == ", " != ", " < ", " <= ", " > ", " >= ", " && ", " || ", "!",
 		".is_null(", ".is_not_null(", ".fill_null(", ".cast(", ".contains(", ".starts_with(", ".ends_with(", ".is_in(",
 		"when(", ".otherwise(", ".as(", ".abs(", ".round(", ".floor(", ".ceil(", ".sqrt(", ".log(", ".pow(", ".lower(",
-		".upper(", ".trim(", ".len("} {
+		".upper(", ".trim(", ".len(", ".replace(", ".slice(", ".concat("} {
 		if strings.Contains(s, op) {
 			ops[op]++
 		}
@@ -939,6 +999,8 @@ func TestBindErrors(t *testing.T) {
 		{expr.Col("price").Lower(), "price", "float64", "lower needs a string"},
 		{expr.Col("price").Round(-1), "", "", `round to "-1" decimal places: from 0 to 15`},
 		{expr.Col("price").Round(16), "", "", `round to "16" decimal places`},
+		{expr.Col("name").Concat(expr.Col("qty")), "qty", "int64", "concat needs strings (Cast the others)"},
+		{expr.Col("qty").Slice(0, 1), "qty", "int64", "slice needs a string"},
 		{expr.Expr{}, "", "", "an empty expression"},
 	} {
 		_, err := c.e.Bind(s)

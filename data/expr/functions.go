@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -73,18 +74,7 @@ func mapStrings(mem memory.Allocator, a arrow.Array, op string) (arrow.Array, er
 	if op != opTrim && s.Len() > 0 && isASCII(s.ValueBytes()) {
 		return asciiCase(mem, s, op == opUpper), nil
 	}
-	b := array.NewStringBuilder(mem)
-	defer b.Release()
-	b.Reserve(s.Len())
-	b.ReserveData(len(s.ValueBytes()))
-	for i := range s.Len() {
-		if s.IsNull(i) {
-			b.AppendNull()
-			continue
-		}
-		b.Append(f(s.Value(i)))
-	}
-	return b.NewArray(), nil
+	return eachString(mem, s, f), nil
 }
 
 // isASCII says whether b is ASCII text, eight bytes at a time.
@@ -165,3 +155,114 @@ func runeCounts(mem memory.Allocator, a arrow.Array) (arrow.Array, error) {
 	}
 	return finish(arrow.PrimitiveTypes.Int64, n, validityOf(mem, s), vals), nil
 }
+
+// replaceStrings is each string of a with every old replaced by new: a
+// itself when no string holds old.
+func replaceStrings(mem memory.Allocator, a arrow.Array, old, new string) (arrow.Array, error) {
+	s, ok := a.(*array.String)
+	if !ok {
+		return nil, fmt.Errorf("expr: replace of %s", typeName(a.DataType()))
+	}
+	if old != "" && !strings.Contains(unsafeString(s.ValueBytes()), old) {
+		a.Retain()
+		return a, nil
+	}
+	return eachString(mem, s, func(v string) string { return strings.ReplaceAll(v, old, new) }), nil
+}
+
+// sliceStrings is Slice(start, length) of each string of a: byte
+// offsets when a's text is ASCII, characters counted otherwise.
+func sliceStrings(mem memory.Allocator, a arrow.Array, start, length int) (arrow.Array, error) {
+	s, ok := a.(*array.String)
+	if !ok {
+		return nil, fmt.Errorf("expr: slice of %s", typeName(a.DataType()))
+	}
+	// window is the characters [from, to) of a string of n
+	window := func(n int) (int, int) {
+		from := start
+		if from < 0 {
+			from += n
+		}
+		to := n
+		if length >= 0 {
+			to = min(from+length, n)
+		}
+		from = min(max(from, 0), n)
+		return from, max(to, from)
+	}
+	if isASCII(s.ValueBytes()) {
+		return eachString(mem, s, func(v string) string {
+			from, to := window(len(v))
+			return v[from:to]
+		}), nil
+	}
+	return eachString(mem, s, func(v string) string {
+		from, to := window(utf8.RuneCountInString(v))
+		lo, hi := len(v), len(v)
+		i := 0
+		for at := range v {
+			if i == from {
+				lo = at
+			}
+			if i == to {
+				hi = at
+				break
+			}
+			i++
+		}
+		return v[min(lo, hi):hi]
+	}), nil
+}
+
+// concatStrings is each row's strings of arrs one after the other, null
+// where any is.
+func concatStrings(mem memory.Allocator, arrs []arrow.Array) (arrow.Array, error) {
+	ss := make([]*array.String, len(arrs))
+	size := 0
+	for i, a := range arrs {
+		s, ok := a.(*array.String)
+		if !ok {
+			return nil, fmt.Errorf("expr: concat of %s", typeName(a.DataType()))
+		}
+		ss[i] = s
+		size += len(s.ValueBytes())
+	}
+	n := ss[0].Len()
+	b := array.NewStringBuilder(mem)
+	defer b.Release()
+	b.Reserve(n)
+	b.ReserveData(size)
+	var buf []byte
+rows:
+	for i := range n {
+		buf = buf[:0]
+		for _, s := range ss {
+			if s.IsNull(i) {
+				b.AppendNull()
+				continue rows
+			}
+			buf = append(buf, s.Value(i)...)
+		}
+		b.BinaryBuilder.Append(buf)
+	}
+	return b.NewArray(), nil
+}
+
+// eachString is f of each string of s (nulls stay null).
+func eachString(mem memory.Allocator, s *array.String, f func(string) string) arrow.Array {
+	b := array.NewStringBuilder(mem)
+	defer b.Release()
+	b.Reserve(s.Len())
+	b.ReserveData(len(s.ValueBytes()))
+	for i := range s.Len() {
+		if s.IsNull(i) {
+			b.AppendNull()
+			continue
+		}
+		b.Append(f(s.Value(i)))
+	}
+	return b.NewArray()
+}
+
+// unsafeString is b as a string, without a copy (for reading only).
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

@@ -53,6 +53,11 @@ func TestStringFunctions(t *testing.T) {
 				{expr.Col("s").Upper(), func(s string) any { return strings.ToUpper(s) }},
 				{expr.Col("s").Trim(), func(s string) any { return strings.TrimSpace(s) }},
 				{expr.Col("s").Len(), func(s string) any { return int64(utf8.RuneCountInString(s)) }},
+				{expr.Col("s").Slice(2, 3), func(s string) any { return sliceRef(s, 2, 3) }},
+				{expr.Col("s").Slice(-4, 2), func(s string) any { return sliceRef(s, -4, 2) }},
+				{expr.Col("s").Slice(1, -1), func(s string) any { return sliceRef(s, 1, -1) }},
+				{expr.Col("s").Replace("a", "ÉÉ"), func(s string) any { return strings.ReplaceAll(s, "a", "ÉÉ") }},
+				{expr.Col("s").Concat("-", expr.Col("s")), func(s string) any { return s + "-" + s }},
 			} {
 				bd, err := c.e.Bind(rec.Schema())
 				if err != nil {

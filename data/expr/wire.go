@@ -107,7 +107,7 @@ var arity = map[string]int{
 	opGt: 2, opGe: 2, opAnd: 2, opOr: 2, opNot: 1, opIsNull: 1, opIsNotNull: 1, opFillNull: 2, opCast: 1, opContains: 1,
 	opStartsWith: 1, opEndsWith: 1, opIsIn: 1, opCase: -1, opAlias: 1, opTruncate: 1,
 	opPart: 1, opParseTime: 1, opTotal: 1, opAbs: 1, opRound: 1, opFloor: 1, opCeil: 1, opSqrt: 1, opLog: 1, opPow: 2,
-	opLower: 1, opUpper: 1, opTrim: 1, opLen: 1,
+	opLower: 1, opUpper: 1, opTrim: 1, opLen: 1, opReplace: 3, opSlice: 3, opConcat: -1,
 }
 
 // FromProto reads an expression from its message, checking its shape:
@@ -150,6 +150,8 @@ func nodeFrom(m *atollpb.DataExpr, depth int, budget *int) (*node, error) {
 		return bad("%s with %d operands", m.Op, len(m.Args))
 	case m.Op == opCase && (len(m.Args) < 2 || (len(m.Args)%2 == 1) != m.HasElse):
 		return bad("a conditional of %d operands (otherwise: %v)", len(m.Args), m.HasElse)
+	case m.Op == opConcat && len(m.Args) < 1:
+		return bad("concat of no operands")
 	}
 	n := &node{op: m.Op, name: m.Name, hasElse: m.HasElse}
 	if m.Op == opLit {

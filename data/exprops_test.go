@@ -89,10 +89,12 @@ func TestExpressionOperations(t *testing.T) {
 func TestExpressionFunctions(t *testing.T) {
 	ctx := start(t)
 	tag := col("name").Trim().Concat("#", col("name").Slice(-2, 1)).Replace("B", "b")
+	cols := []expr.Expr{col("id"), col("id").Sub(100).Abs().As("abs"),
+		col("id").Cast(arrow.PrimitiveTypes.Float64).Div(7).Round(2).As("r"), col("id").Pow(0.5).Floor().As("root"),
+		col("name").Trim().Lower().As("who"), col("name").Upper().Len().As("n"), tag.As("tag")}
 	ds := data.Range(300).
 		WithColumn("name", expr.When(col("id").Mod(3).Eq(0)).Then("  Bob ").Otherwise("ÉVE")).
-		SelectExprs(col("id"), col("id").Sub(100).Abs().As("abs"), col("id").Cast(arrow.PrimitiveTypes.Float64).Div(7).Round(2).As("r"),
-						col("id").Pow(0.5).Floor().As("root"), col("name").Trim().Lower().As("who"), col("name").Upper().Len().As("n"), tag.As("tag")).
+		SelectExprs(cols...).
 		Filter(col("id").Log().Gt(1)) // ids from 3 (log 0 is -Inf)
 	rows, err := ds.TakeAll(ctx)
 	if err != nil {

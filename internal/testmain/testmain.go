@@ -28,7 +28,14 @@ func Run(m *testing.M) {
 // the test ends. The context it returns ends after 3 minutes.
 func Start(t *testing.T, opts ...atoll.Option) context.Context {
 	t.Helper()
-	return Init(t, 3*time.Minute, append([]atoll.Option{atoll.WithObjectStoreMemory(256 << 20), atoll.WithNumCPUs(2),
+	return StartWithin(t, 3*time.Minute, opts...)
+}
+
+// StartWithin is Start for a test that may take longer than Start's 3
+// minutes on a loaded machine: its context ends after timeout.
+func StartWithin(t *testing.T, timeout time.Duration, opts ...atoll.Option) context.Context {
+	t.Helper()
+	return Init(t, timeout, append([]atoll.Option{atoll.WithObjectStoreMemory(256 << 20), atoll.WithNumCPUs(2),
 		atoll.WithWorkerMode(atoll.ProcessWorkers)}, opts...)...)
 }
 

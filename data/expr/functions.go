@@ -39,7 +39,7 @@ func roundFloats(mem memory.Allocator, a arrow.Array, digits string) (arrow.Arra
 func roundAll[T float32 | float64](mem memory.Allocator, a arrow.Array, scale float64) arrow.Array {
 	n := a.Len()
 	x := arrow.GetValues[T](a.Data(), 1)[:n]
-	valid := validityOf(mem, a)
+	valid := nullsOf(mem, a)
 	vals, out := fixedBuffer[T](mem, n)
 	if scale == 1 {
 		for i, v := range x {
@@ -133,7 +133,7 @@ func asciiCase(mem memory.Allocator, s *array.String, upper bool) arrow.Array {
 		}
 		out[i] = c
 	}
-	return finish(arrow.BinaryTypes.String, n, validityOf(mem, s), offBuf, dataBuf)
+	return finish(arrow.BinaryTypes.String, n, nullsOf(mem, s), offBuf, dataBuf)
 }
 
 // runeCounts is the number of characters of each string of a, as int64s.
@@ -145,7 +145,7 @@ func runeCounts(mem memory.Allocator, a arrow.Array) (arrow.Array, error) {
 	n := s.Len()
 	vals, out := fixedBuffer[int64](mem, n)
 	if n == 0 {
-		return finish(arrow.PrimitiveTypes.Int64, n, validityOf(mem, s), vals), nil
+		return finish(arrow.PrimitiveTypes.Int64, n, nullsOf(mem, s), vals), nil
 	}
 	offs := s.ValueOffsets()
 	data := s.ValueBytes()
@@ -153,7 +153,7 @@ func runeCounts(mem memory.Allocator, a arrow.Array) (arrow.Array, error) {
 	for i := range n {
 		out[i] = int64(utf8.RuneCount(data[offs[i]-base : offs[i+1]-base]))
 	}
-	return finish(arrow.PrimitiveTypes.Int64, n, validityOf(mem, s), vals), nil
+	return finish(arrow.PrimitiveTypes.Int64, n, nullsOf(mem, s), vals), nil
 }
 
 // replaceStrings is each string of a with every old replaced by new: a

@@ -48,10 +48,23 @@ func andValidity(out []byte, a arrow.Array) {
 	}
 }
 
-// finish makes an array of type t from values and a validity bitmap.
+// nullsOf is a copy of a's validity for a result of one value a row of
+// a, or nil when a has no nulls (finish takes nil for none).
+func nullsOf(mem memory.Allocator, a arrow.Array) *memory.Buffer {
+	if a.NullN() == 0 {
+		return nil
+	}
+	return validityOf(mem, a)
+}
+
+// finish makes an array of type t from values and a validity bitmap
+// (nil: no nulls).
 func finish(t arrow.DataType, n int, valid, values *memory.Buffer, extra ...*memory.Buffer) arrow.Array {
-	nulls := n - bitutil.CountSetBits(valid.Bytes(), 0, n)
-	if nulls == 0 {
+	nulls := 0
+	if valid != nil {
+		nulls = n - bitutil.CountSetBits(valid.Bytes(), 0, n)
+	}
+	if nulls == 0 && valid != nil {
 		valid.Release()
 		valid = nil
 	}

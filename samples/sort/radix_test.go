@@ -27,6 +27,20 @@ func TestRadixSortMatchesSlicesSort(t *testing.T) {
 			t.Fatalf("n=%d: radix sort differs from slices.Sort", n)
 		}
 	}
+	// keys in narrow ranges share their high digits: one pass (an odd
+	// number, the result then copied back), two, three
+	for _, span := range []int64{1000, 1 << 20, 1 << 40} {
+		xs := make([]int64, 100000)
+		for i := range xs {
+			xs[i] = 12345 + r.Int64N(span)
+		}
+		want := slices.Clone(xs)
+		slices.Sort(want)
+		radixSort(xs, make([]int64, len(xs)))
+		if !slices.Equal(xs, want) {
+			t.Fatalf("keys within %d: radix sort differs from slices.Sort", span)
+		}
+	}
 }
 
 func BenchmarkRadixSort(b *testing.B) {

@@ -9,9 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
@@ -211,7 +208,7 @@ func (f *fetcher) pullFrom(ctx context.Context, addr string, node ids.NodeID, id
 		}
 		buf, err := f.store.CreateCopy(ctx, id, size, codec, owner)
 		if err == nil && len(buf) >= 1<<20 {
-			_ = unix.Madvise(pageAligned(buf), unix.MADV_POPULATE_WRITE)
+			f.store.PrefaultView(buf)
 		}
 		return buf, err
 	})
@@ -271,11 +268,4 @@ func serve(store *objectstore.Client) remote.ObjectSource {
 		}
 		return objs[0].Data, func() { store.Release(id) }, nil
 	})
-}
-
-func pageAligned(b []byte) []byte {
-	p := uintptr(unsafe.Pointer(&b[0]))
-	off := (4096 - p%4096) % 4096
-	n := (uintptr(len(b)) - off) &^ 4095
-	return b[off : off+n]
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -49,6 +50,12 @@ type Arena struct {
 	// by memory (reserved and not released since), so that reserving again
 	// costs no system call.
 	backed []atomic.Uint64
+	// mapped has one bit per chunk this process has populated through
+	// its mapping (PrefaultView, or the whole arena at creation) and not
+	// released since: its pages are in this process's page tables.
+	mapped []atomic.Uint64
+	// populates counts PrefaultView's system calls (for tests).
+	populates atomic.Uint64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -89,6 +96,7 @@ func NewArena(name string, size uint64, opts ArenaOptions) (*Arena, error) {
 	if opts.Prefault {
 		a.prefault()
 		a.setBacked(chunks(0, size))
+		setBits(a.mapped, 0, (size-1)/chunkSize)
 	}
 	return a, nil
 }
@@ -140,7 +148,8 @@ func mapArena(f *os.File, size uint64, huge bool) (*Arena, error) {
 		_ = unix.Madvise(mem, unix.MADV_NOHUGEPAGE)
 	}
 	chunks := (size + chunkSize - 1) / chunkSize
-	return &Arena{file: f, mem: mem, size: size, backed: make([]atomic.Uint64, (chunks+63)/64)}, nil
+	return &Arena{file: f, mem: mem, size: size, backed: make([]atomic.Uint64, (chunks+63)/64),
+		mapped: make([]atomic.Uint64, (chunks+63)/64)}, nil
 }
 
 // chunkSize is the granularity at which the arena remembers which memory is
@@ -162,16 +171,63 @@ func (a *Arena) allBacked(first, last uint64) bool {
 	return true
 }
 
-func (a *Arena) setBacked(first, last uint64) {
+func (a *Arena) setBacked(first, last uint64) { setBits(a.backed, first, last) }
+
+func (a *Arena) clearBacked(first, last uint64) {
+	clearBits(a.backed, first, last)
+	clearBits(a.mapped, first, last) // released pages leave every page table
+}
+
+func setBits(bits []atomic.Uint64, first, last uint64) {
 	for c := first; c <= last; c++ {
-		a.backed[c/64].Or(1 << (c % 64))
+		bits[c/64].Or(1 << (c % 64))
 	}
 }
 
-func (a *Arena) clearBacked(first, last uint64) {
+func clearBits(bits []atomic.Uint64, first, last uint64) {
 	for c := first; c <= last; c++ {
-		a.backed[c/64].And(^uint64(1 << (c % 64)))
+		bits[c/64].And(^uint64(1 << (c % 64)))
 	}
+}
+
+func bitSet(bits []atomic.Uint64, c uint64) bool { return bits[c/64].Load()&(1<<(c%64)) != 0 }
+
+// PrefaultView maps the pages under b, a view of this arena, into this
+// process's page tables before they are written
+// (MADV_POPULATE_WRITE), so that the writes take no page faults: a pull
+// of 256 MiB into pages not mapped yet faults 65,536 times otherwise. It
+// populates whole chunks, and skips the chunks it populated before and
+// that were not released since: populating pages already mapped walks
+// their page tables all the same, 12–24 ms for 256 MiB on a 2-vCPU VM,
+// about a tenth of the pull. A b not of this arena is left alone. The
+// pages are the store's to back (Reserve): populating fails on memory
+// the system cannot give, and the writes then fault as they would have.
+func (a *Arena) PrefaultView(b []byte) error {
+	if len(b) == 0 || len(a.mem) == 0 {
+		return nil
+	}
+	base, at := uintptr(unsafe.Pointer(&a.mem[0])), uintptr(unsafe.Pointer(&b[0]))
+	if at < base || at-base > uintptr(a.size) || uint64(len(b)) > a.size-uint64(at-base) {
+		return nil
+	}
+	first, last := chunks(uint64(at-base), uint64(len(b)))
+	for c := first; c <= last; {
+		if bitSet(a.mapped, c) {
+			c++
+			continue
+		}
+		end := c // a run of chunks not mapped yet
+		for end < last && !bitSet(a.mapped, end+1) {
+			end++
+		}
+		a.populates.Add(1)
+		if err := unix.Madvise(a.mem[c*chunkSize:min((end+1)*chunkSize, a.size)], unix.MADV_POPULATE_WRITE); err != nil {
+			return fmt.Errorf("objectstore: populate %d chunks at %d: %w", end-c+1, c*chunkSize, err)
+		}
+		setBits(a.mapped, c, end)
+		c = end + 1
+	}
+	return nil
 }
 
 const maxInt = int(^uint(0) >> 1)
@@ -234,14 +290,19 @@ func (a *Arena) Reserve(off, length uint64) error {
 		// first writes as fast as a backed memfd's, and fails (ENOMEM)
 		// when the memory is not there. Kernels before 5.14 cannot
 		// populate: the pages are then faulted in as they are written.
-		if err := a.populate(start, end); err != nil && err != unix.EINVAL {
+		err := a.populate(start, end)
+		if err != nil && err != unix.EINVAL {
 			return fmt.Errorf("objectstore: reserve %d bytes at %d: %w", length, off, err)
 		}
 		a.setBacked(first, last)
+		if err == nil {
+			setBits(a.mapped, first, last) // populated through this mapping
+		}
 		return nil
 	}
 	if a.huge && a.populate(start, end) == nil {
 		a.setBacked(first, last)
+		setBits(a.mapped, first, last)
 		return nil
 	}
 	if err := fallocate(a.file, 0, start, end-start); err == nil {

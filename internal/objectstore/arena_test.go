@@ -233,3 +233,59 @@ func TestConfigDefaults(t *testing.T) {
 		t.Error("nil arena accepted")
 	}
 }
+
+// PrefaultView populates the chunks under a view once: again only after
+// they were released; a view of another slice is left alone.
+func TestArenaPrefaultViewOnce(t *testing.T) {
+	const mib = 1 << 20
+	a := newTestArena(t, 8*mib+100, ArenaOptions{})
+	if err := a.Reserve(0, 8*mib+100); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Madvise(a.Bytes(0, mib), unix.MADV_POPULATE_WRITE); err != nil {
+		t.Skipf("this kernel cannot populate (5.14 and later can): %v", err)
+	}
+	calls := func(want uint64, what string) {
+		t.Helper()
+		if got := a.populates.Load(); got != want {
+			t.Fatalf("%s: %d populates in all, want %d", what, got, want)
+		}
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(a.PrefaultView(a.Bytes(mib+10, 2*mib))) // chunks 1-3
+	calls(1, "a first view")
+	must(a.PrefaultView(a.Bytes(mib, 3*mib))) // chunks 1-3 again
+	calls(1, "the same chunks")
+	must(a.PrefaultView(a.Bytes(0, 6*mib))) // 0, then 4-5: two runs
+	calls(3, "chunks around mapped ones")
+	must(a.Release(2*mib, mib)) // chunk 2 leaves the page tables
+	must(a.Reserve(2*mib, mib))
+	must(a.PrefaultView(a.Bytes(0, 6*mib)))
+	calls(4, "a released chunk")
+	must(a.PrefaultView(a.Bytes(8*mib, 100))) // the short last chunk
+	calls(5, "the last chunk")
+	must(a.PrefaultView(make([]byte, mib))) // not the arena's
+	calls(5, "a slice of Go's")
+	must(a.PrefaultView(nil))
+	copy(a.Bytes(mib, 5), "hello")
+	if string(a.Bytes(mib, 5)) != "hello" {
+		t.Fatal("a prefaulted view does not hold what was written")
+	}
+	p := newTestArena(t, 2*mib, ArenaOptions{Prefault: true})
+	must(p.PrefaultView(p.Bytes(0, 2*mib)))
+	if p.populates.Load() != 0 {
+		t.Fatal("a prefaulted arena's view populated again")
+	}
+	// a private arena's Reserve populates through this mapping
+	v := newTestArena(t, 2*mib, ArenaOptions{Private: true})
+	must(v.Reserve(0, 2*mib))
+	must(v.PrefaultView(v.Bytes(0, 2*mib)))
+	if v.populates.Load() != 0 {
+		t.Fatal("a private arena's reserved view populated again")
+	}
+}

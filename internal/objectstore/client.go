@@ -283,6 +283,12 @@ func (c *Client) view(loc *atollpb.ObjectLocation, id ids.ObjectID) ([]byte, err
 	return c.arena.Bytes(loc.Offset, loc.Length), nil
 }
 
+// PrefaultView maps a created object's pages into this process's page
+// tables before it is written (Arena.PrefaultView): for a large object
+// written at once, such as a pull's. It is an optimization: a failure
+// leaves the pages to fault in as they are written.
+func (c *Client) PrefaultView(buf []byte) { _ = c.arena.PrefaultView(buf) }
+
 // Release drops one pin per id (fire and forget). Views of a released
 // object must not be used afterwards.
 func (c *Client) Release(idList ...ids.ObjectID) {

@@ -129,7 +129,7 @@ func (b *binder) bind(n *node, hint arrow.DataType) (*bnode, error) {
 			return nil, err
 		}
 		return a, nil
-	case opAdd, opSub, opMul, opDiv, opMod:
+	case opAdd, opSub, opMul, opDiv, opMod, opPow:
 		l, r, err := b.pair(n)
 		if err != nil {
 			return nil, err
@@ -146,7 +146,7 @@ func (b *binder) bind(n *node, hint arrow.DataType) (*bnode, error) {
 		if err != nil {
 			return nil, err
 		}
-		if n.op == opDiv && t.ID() != arrow.FLOAT32 {
+		if (n.op == opDiv || n.op == opPow) && t.ID() != arrow.FLOAT32 {
 			t = arrow.PrimitiveTypes.Float64
 		}
 		return &bnode{op: n.op, typ: t, args: []*bnode{castTo(l, t), castTo(r, t)}}, nil
@@ -265,7 +265,7 @@ func (b *binder) bind(n *node, hint arrow.DataType) (*bnode, error) {
 		return &bnode{op: opIsIn, typ: arrow.FixedWidthTypes.Boolean, args: []*bnode{a}, set: set}, nil
 	case opCase:
 		return b.bindCase(n)
-	case opAbs, opRound, opFloor, opCeil, opSqrt, opLog, opPow, opLower, opUpper, opTrim, opLen, opReplace, opSlice, opConcat:
+	case opAbs, opRound, opFloor, opCeil, opSqrt, opLog, opLower, opUpper, opTrim, opLen, opReplace, opSlice, opConcat:
 		return b.bindFunction(n)
 	}
 	return nil, b.fail(n, "unknown operation %q", n.op)
@@ -560,29 +560,12 @@ func (b *binder) bindCase(n *node) (*bnode, error) {
 const maxRoundDigits = 15
 
 // bindFunction types the numeric functions (Abs, Round, Floor, Ceil of
-// a number, of its type; Sqrt, Log and Pow as floats) and the string
+// a number, of its type; Sqrt and Log as floats; Pow is arithmetic's,
+// a float as Div is) and the string
 // ones (Lower, Upper, Trim, Replace, Slice and Concat strings; Len an
 // int64).
 func (b *binder) bindFunction(n *node) (*bnode, error) {
 	switch n.op {
-	case opPow:
-		l, r, err := b.pair(n)
-		if err != nil {
-			return nil, err
-		}
-		for i, x := range []*bnode{l, r} {
-			if !isNumeric(x.typ) && !isNull(x.typ) {
-				return nil, b.typeFail(n, n.args[i], x.typ, "numbers")
-			}
-		}
-		t, err := b.common(n, l, r)
-		if err != nil {
-			return nil, err
-		}
-		if t.ID() != arrow.FLOAT32 {
-			t = arrow.PrimitiveTypes.Float64
-		}
-		return &bnode{op: opPow, typ: t, args: []*bnode{castTo(l, t), castTo(r, t)}}, nil
 	case opConcat:
 		out := &bnode{op: opConcat, typ: arrow.BinaryTypes.String}
 		for _, x := range n.args {

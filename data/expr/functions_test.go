@@ -151,11 +151,53 @@ func BenchmarkFunctions(b *testing.B) {
 	names.Release()
 	vals.Release()
 	defer rec.Release()
-	perValue := func(b *testing.B) { b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/value") }
-	for _, c := range []struct {
-		name string
-		e    expr.Expr
-	}{{"lower", expr.Col("name").Lower()}, {"round", expr.Col("v").Round(2)}} {
+	benchEval(b, rec, namedExpr{"lower", expr.Col("name").Lower()}, namedExpr{"round", expr.Col("v").Round(2)})
+	strs := rec.Column(0).(*array.String)
+	b.Run("go_loop_lower", func(b *testing.B) {
+		for b.Loop() {
+			out := array.NewStringBuilder(memory.DefaultAllocator)
+			out.Reserve(n)
+			for i := range n {
+				out.Append(strings.ToLower(strs.Value(i)))
+			}
+			out.NewArray().Release()
+			out.Release()
+		}
+		perValue(b, n)
+	})
+	fs := rec.Column(1).(*array.Float64).Float64Values()
+	rounded := make([]float64, n)
+	b.Run("go_loop_round", func(b *testing.B) {
+		for b.Loop() {
+			for i, v := range fs {
+				rounded[i] = math.Round(v*100) / 100
+			}
+		}
+		perValue(b, n)
+	})
+	b.Run("go_loop_round_new_slice", func(b *testing.B) {
+		for b.Loop() {
+			out := make([]float64, n)
+			for i, v := range fs {
+				out[i] = math.Round(v*100) / 100
+			}
+			rounded = out
+		}
+		perValue(b, n)
+	})
+}
+
+// namedExpr is an expression a benchmark times, and its sub-benchmark's
+// name.
+type namedExpr struct {
+	name string
+	e    expr.Expr
+}
+
+// benchEval times each expression evaluated over rec, a sub-benchmark
+// each, reporting ns a value.
+func benchEval(b *testing.B, rec arrow.RecordBatch, es ...namedExpr) {
+	for _, c := range es {
 		bd, err := c.e.Bind(rec.Schema())
 		if err != nil {
 			b.Fatal(err)
@@ -168,40 +210,12 @@ func BenchmarkFunctions(b *testing.B) {
 				}
 				out.Release()
 			}
-			perValue(b)
+			perValue(b, int(rec.NumRows()))
 		})
 	}
-	strs := rec.Column(0).(*array.String)
-	b.Run("go_loop_lower", func(b *testing.B) {
-		for b.Loop() {
-			out := array.NewStringBuilder(memory.DefaultAllocator)
-			out.Reserve(n)
-			for i := range n {
-				out.Append(strings.ToLower(strs.Value(i)))
-			}
-			out.NewArray().Release()
-			out.Release()
-		}
-		perValue(b)
-	})
-	fs := rec.Column(1).(*array.Float64).Float64Values()
-	rounded := make([]float64, n)
-	b.Run("go_loop_round", func(b *testing.B) {
-		for b.Loop() {
-			for i, v := range fs {
-				rounded[i] = math.Round(v*100) / 100
-			}
-		}
-		perValue(b)
-	})
-	b.Run("go_loop_round_new_slice", func(b *testing.B) {
-		for b.Loop() {
-			out := make([]float64, n)
-			for i, v := range fs {
-				out[i] = math.Round(v*100) / 100
-			}
-			rounded = out
-		}
-		perValue(b)
-	})
+}
+
+// perValue reports a benchmark's time a value, n values a run.
+func perValue(b *testing.B, n int) {
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/value")
 }

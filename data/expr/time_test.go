@@ -427,25 +427,8 @@ func BenchmarkPart(b *testing.B) {
 	rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "at", Type: typ}}, nil), []arrow.Array{col}, n)
 	col.Release()
 	defer rec.Release()
-	for _, c := range []struct {
-		name string
-		e    expr.Expr
-	}{{"weekday", expr.Col("at").Part(expr.Weekday)}, {"year", expr.Col("at").Part(expr.Year)}, {"truncate_month", expr.Col("at").Truncate(expr.Month)}} {
-		bd, err := c.e.Bind(rec.Schema())
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run(c.name, func(b *testing.B) {
-			for b.Loop() {
-				out, err := bd.Eval(context.Background(), rec)
-				if err != nil {
-					b.Fatal(err)
-				}
-				out.Release()
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/value")
-		})
-	}
+	benchEval(b, rec, namedExpr{"weekday", expr.Col("at").Part(expr.Weekday)}, namedExpr{"year", expr.Col("at").Part(expr.Year)},
+		namedExpr{"truncate_month", expr.Col("at").Truncate(expr.Month)})
 	vals := rec.Column(0).(*array.Timestamp).Values()
 	out := make([]int32, n)
 	b.Run("go_loop_weekday", func(b *testing.B) {
@@ -454,7 +437,7 @@ func BenchmarkPart(b *testing.B) {
 				out[i] = int32((time.UnixMicro(int64(v)).In(ny).Weekday()+6)%7 + 1)
 			}
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/value")
+		perValue(b, n)
 	})
 	b.Run("go_loop_year", func(b *testing.B) {
 		for b.Loop() {
@@ -462,7 +445,7 @@ func BenchmarkPart(b *testing.B) {
 				out[i] = int32(time.UnixMicro(int64(v)).In(ny).Year())
 			}
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/value")
+		perValue(b, n)
 	})
 }
 

@@ -225,6 +225,22 @@ func (d *Dataset) TakeAll(ctx context.Context) ([]Row, error) {
 	return rows, nil
 }
 
+// Unique returns the distinct values of column in ascending order (a
+// null, as nil, last), as Ray Data's unique does: the column grouped
+// through the shuffle (GroupBy's key types), so the values need only
+// fit in the driver's memory.
+func (d *Dataset) Unique(ctx context.Context, column string) ([]any, error) {
+	rows, err := d.GroupBy(column).Count().Sort(column).Select(column).TakeAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, len(rows))
+	for i, r := range rows {
+		out[i] = r[column]
+	}
+	return out, nil
+}
+
 // Take returns the first n rows.
 func (d *Dataset) Take(ctx context.Context, n int64) ([]Row, error) {
 	return d.head(n).TakeAll(ctx)

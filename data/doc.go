@@ -235,7 +235,7 @@
 //     ErrInvalidArgument), Split(ctx, n) (eager, like Ray's
 //     split(n, equal=True): row counts within one of each other).
 //   - Consumers: Count, Schema, Show (columns in the schema's order),
-//     Take, TakeAll, Iter, IterBatches (Prefetch), ToArrow, WriteParquet,
+//     Unique (a column's distinct values), Take, TakeAll, Iter, IterBatches (Prefetch), ToArrow, WriteParquet,
 //     WriteCSV, Materialize; Stats. WriteParquet writes Snappy pages with
 //     Snappy's standard encoder (ParquetWriterProperties: the package
 //     registers arrow-go's Snappy codec again so that the level it asks

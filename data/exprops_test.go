@@ -303,3 +303,35 @@ func TestPooledColumnsSurviveTheirTask(t *testing.T) {
 		}
 	}
 }
+
+// Unique: the distinct values in order, a null last, through the
+// shuffle; a column that is not there is the plan's error.
+func TestUnique(t *testing.T) {
+	ctx := start(t)
+	type item struct {
+		City *string
+		N    int64
+	}
+	str := func(s string) *string { return &s }
+	var items []item
+	for i := range 500 {
+		c := []*string{str("paris"), str("lyon"), nil, str("berlin")}[i%4]
+		items = append(items, item{City: c, N: int64(i % 7)})
+	}
+	ds, err := data.FromItems(ctx, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds = ds.Repartition(3)
+	cities, err := ds.Unique(ctx, "City")
+	if err != nil || fmt.Sprint(cities) != "[berlin lyon paris <nil>]" {
+		t.Fatalf("unique cities %v, %v", cities, err)
+	}
+	ns, err := ds.Unique(ctx, "N")
+	if err != nil || fmt.Sprint(ns) != "[0 1 2 3 4 5 6]" {
+		t.Fatalf("unique numbers %v, %v", ns, err)
+	}
+	if _, err := ds.Unique(ctx, "country"); !errors.Is(err, atoll.ErrInvalidArgument) {
+		t.Fatalf("unique of no column: %v", err)
+	}
+}

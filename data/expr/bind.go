@@ -579,7 +579,7 @@ func (b *binder) bindFunction(n *node) (*bnode, error) {
 			out.args = append(out.args, castTo(a, arrow.BinaryTypes.String))
 		}
 		return out, nil
-	case opReplace, opSlice:
+	case opReplace, opSlice, opLower, opUpper, opTrim, opLen:
 		a, err := b.bind(n.args[0], arrow.BinaryTypes.String)
 		if err != nil {
 			return nil, err
@@ -588,32 +588,23 @@ func (b *binder) bindFunction(n *node) (*bnode, error) {
 			return nil, b.typeFail(n, n.args[0], a.typ, "a string")
 		}
 		out := &bnode{op: n.op, typ: a.typ, args: []*bnode{a}}
-		x, y := n.args[1], n.args[2]
-		if n.op == opReplace {
+		switch n.op {
+		case opLen:
+			out.typ = arrow.PrimitiveTypes.Int64
+		case opReplace:
+			x, y := n.args[1], n.args[2]
 			if !isStringLit(x) || !isStringLit(y) {
 				return nil, b.fail(n, "replace takes two string literals, not %s and %s", Expr{x}, Expr{y})
 			}
 			out.pattern, out.with = x.lit.s, y.lit.s
-			return out, nil
+		case opSlice:
+			x, y := n.args[1], n.args[2]
+			if !isIntLit(x) || !isIntLit(y) {
+				return nil, b.fail(n, "slice takes two integer literals, not %s and %s", Expr{x}, Expr{y})
+			}
+			out.start, out.length = int(x.lit.i), int(y.lit.i)
 		}
-		if !isIntLit(x) || !isIntLit(y) {
-			return nil, b.fail(n, "slice takes two integer literals, not %s and %s", Expr{x}, Expr{y})
-		}
-		out.start, out.length = int(x.lit.i), int(y.lit.i)
 		return out, nil
-	case opLower, opUpper, opTrim, opLen:
-		a, err := b.bind(n.args[0], arrow.BinaryTypes.String)
-		if err != nil {
-			return nil, err
-		}
-		if !isString(a.typ) {
-			return nil, b.typeFail(n, n.args[0], a.typ, "a string")
-		}
-		t := a.typ
-		if n.op == opLen {
-			t = arrow.PrimitiveTypes.Int64
-		}
-		return &bnode{op: n.op, typ: t, args: []*bnode{a}}, nil
 	}
 	a, err := b.bind(n.args[0], nil)
 	if err != nil {

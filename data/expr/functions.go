@@ -16,9 +16,10 @@ import (
 
 // The functions' kernels arrow-go lacks, or whose behaviour differs from
 // Go's: Round (arrow-go's round fails on a value whose scaled form
-// overflows, where Go has nothing to round), the case of strings,
-// trimming and character counts. Abs, Floor, Ceil, Sqrt, Log and Pow are
-// arrow-go's (eval's kernels).
+// overflows, where Go has nothing to round) and every string function
+// (case, trimming, replacement, slices, character counts,
+// concatenation). Abs, Floor, Ceil, Sqrt, Log and Pow are arrow-go's
+// (eval's kernels).
 
 // roundFloats is the floats of a rounded to digits decimal places,
 // halves away from zero.

@@ -515,14 +515,11 @@ func (b *binder) bindCase(n *node) (*bnode, error) {
 	for i, a := range n.args {
 		isVal := i%2 == 1 || n.hasElse && i == len(n.args)-1
 		if !isVal {
-			c, err := b.bind(a, arrow.FixedWidthTypes.Boolean)
+			c, err := b.bindAs(n, a, arrow.FixedWidthTypes.Boolean, "bool conditions")
 			if err != nil {
 				return nil, err
 			}
-			if !isBool(c.typ) && !isNull(c.typ) {
-				return nil, b.typeFail(n, a, c.typ, "bool conditions")
-			}
-			out.args = append(out.args, castTo(c, arrow.FixedWidthTypes.Boolean))
+			out.args = append(out.args, c)
 			continue
 		}
 		v, err := b.bind(a, t)
@@ -569,14 +566,11 @@ func (b *binder) bindFunction(n *node) (*bnode, error) {
 	case opConcat:
 		out := &bnode{op: opConcat, typ: arrow.BinaryTypes.String}
 		for _, x := range n.args {
-			a, err := b.bind(x, arrow.BinaryTypes.String)
+			a, err := b.bindAs(n, x, arrow.BinaryTypes.String, "strings (Cast the others)")
 			if err != nil {
 				return nil, err
 			}
-			if !isString(a.typ) && !isNull(a.typ) {
-				return nil, b.typeFail(n, x, a.typ, "strings (Cast the others)")
-			}
-			out.args = append(out.args, castTo(a, arrow.BinaryTypes.String))
+			out.args = append(out.args, a)
 		}
 		return out, nil
 	case opReplace, opSlice, opLower, opUpper, opTrim, opLen:
@@ -629,6 +623,19 @@ func (b *binder) bindFunction(n *node) (*bnode, error) {
 		return a, nil // a whole number, or an unsigned one's Abs: itself
 	}
 	return &bnode{op: n.op, typ: a.typ, args: []*bnode{a}, pattern: n.name}, nil
+}
+
+// bindAs binds x, an operand of n, as a value of type t (a null, cast to
+// t, too); what names what n takes, for the error on another type.
+func (b *binder) bindAs(n, x *node, t arrow.DataType, what string) (*bnode, error) {
+	a, err := b.bind(x, t)
+	if err != nil {
+		return nil, err
+	}
+	if !arrow.TypeEqual(a.typ, t) && !isNull(a.typ) {
+		return nil, b.typeFail(n, x, a.typ, what)
+	}
+	return castTo(a, t), nil
 }
 
 // isStringLit says whether n is a string literal (Replace's operands).

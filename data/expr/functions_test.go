@@ -19,7 +19,6 @@ import (
 // each byte lands at each position of a word) and over text beyond
 // ASCII, with nulls and arrays at an offset, against Go's.
 func TestStringFunctions(t *testing.T) {
-	ctx := context.Background()
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, alphabet := range []string{asciiBytes(), "aBcÉéßz İ\u212a"} {
 		chars := []rune(alphabet)
@@ -59,14 +58,7 @@ func TestStringFunctions(t *testing.T) {
 				{expr.Col("s").Replace("a", "ÉÉ"), func(s string) any { return strings.ReplaceAll(s, "a", "ÉÉ") }},
 				{expr.Col("s").Concat("-", expr.Col("s")), func(s string) any { return s + "-" + s }},
 			} {
-				bd, err := c.e.Bind(rec.Schema())
-				if err != nil {
-					t.Fatal(err)
-				}
-				out, err := bd.Eval(ctx, rec)
-				if err != nil {
-					t.Fatal(err)
-				}
+				out := evalOn(t, c.e, rec)
 				for i := range out.Len() {
 					want := any(nil)
 					if v := vals[off+i]; v != nil {
@@ -94,14 +86,7 @@ func TestStringCaseOfEachByte(t *testing.T) {
 		rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String}}, nil), []arrow.Array{col}, 1)
 		col.Release()
 		for _, e := range []expr.Expr{expr.Col("s").Lower(), expr.Col("s").Upper()} {
-			bd, err := e.Bind(rec.Schema())
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := bd.Eval(context.Background(), rec)
-			if err != nil {
-				t.Fatal(err)
-			}
+			out := evalOn(t, e, rec)
 			want := strings.ToLower(string(c))
 			if strings.Contains(e.String(), "upper") {
 				want = strings.ToUpper(string(c))

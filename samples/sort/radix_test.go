@@ -27,18 +27,36 @@ func TestRadixSortMatchesSlicesSort(t *testing.T) {
 			t.Fatalf("n=%d: radix sort differs from slices.Sort", n)
 		}
 	}
-	// keys in narrow ranges share their high digits: one pass (an odd
-	// number, the result then copied back), two, three
-	for _, span := range []int64{1000, 1 << 20, 1 << 40} {
-		xs := make([]int64, 100000)
-		for i := range xs {
-			xs[i] = 12345 + r.Int64N(span)
-		}
-		want := slices.Clone(xs)
-		slices.Sort(want)
-		radixSort(xs, make([]int64, len(xs)))
-		if !slices.Equal(xs, want) {
-			t.Fatalf("keys within %d: radix sort differs from slices.Sort", span)
+	// keys in narrow ranges share their high bits (a split's bits all
+	// shared, skipped); clustered keys make buckets of every size, past
+	// a split's fan-out and under the insertion sort's; equal keys end
+	// the recursion
+	cases := map[string]func() int64{
+		"within 1000":    func() int64 { return 12345 + r.Int64N(1000) },
+		"within 2^20":    func() int64 { return 12345 + r.Int64N(1<<20) },
+		"within 2^40":    func() int64 { return -12345 - r.Int64N(1<<40) },
+		"equal":          func() int64 { return -7 },
+		"two values":     func() int64 { return int64(r.IntN(2)) << 62 },
+		"exponential":    func() int64 { return int64(r.ExpFloat64() * 1e6) },
+		"powers of two":  func() int64 { return 1 << r.IntN(63) },
+		"one bit apart":  func() int64 { return 1<<40 | int64(r.IntN(2)) },
+		"sign and small": func() int64 { return int64(r.IntN(64)) - 32 },
+	}
+	for name, gen := range cases {
+		for _, n := range []int{31, 32, 33, 1000, 100000} {
+			xs := make([]int64, n)
+			for i := range xs {
+				xs[i] = gen()
+			}
+			if n > 32 {
+				xs[n/2] = 1<<63 - 1 // alone in the first split's top bucket
+			}
+			want := slices.Clone(xs)
+			slices.Sort(want)
+			radixSort(xs, make([]int64, len(xs)))
+			if !slices.Equal(xs, want) {
+				t.Fatalf("%s, %d keys: radix sort differs from slices.Sort", name, n)
+			}
 		}
 	}
 }
@@ -131,5 +149,21 @@ func BenchmarkPartitionChunk(b *testing.B) {
 	b.SetBytes(int64(len(chunk) * 8))
 	for b.Loop() {
 		partitionChunk(chunk, splitters)
+	}
+}
+
+// BenchmarkRadixSortPartition sorts what one of the sort's reduce tasks
+// sorts: 8M keys from a hundredth of the key range.
+func BenchmarkRadixSortPartition(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	src := make([]int64, 1<<23)
+	for i := range src {
+		src[i] = 1<<60 + r.Int64N(1<<63/50)
+	}
+	xs, buf := make([]int64, len(src)), make([]int64, len(src))
+	b.SetBytes(int64(len(src) * 8))
+	for b.Loop() {
+		copy(xs, src)
+		radixSort(xs, buf)
 	}
 }

@@ -878,7 +878,11 @@ type DataOp struct {
 	Path   string      `protobuf:"bytes,8,opt,name=path,proto3" json:"path,omitempty"`
 	Exprs  []*DataExpr `protobuf:"bytes,9,rep,name=exprs,proto3" json:"exprs,omitempty"`
 	// join_probe: a broadcast join.
-	Join          *DataJoin `protobuf:"bytes,10,opt,name=join,proto3" json:"join,omitempty"`
+	Join *DataJoin `protobuf:"bytes,10,opt,name=join,proto3" json:"join,omitempty"`
+	// rename: the plan checked it against the schema when it was built,
+	// so a column the read left out (nothing after it uses the column) is
+	// skipped, not an error.
+	Checked       bool `protobuf:"varint,11,opt,name=checked,proto3" json:"checked,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -981,6 +985,13 @@ func (x *DataOp) GetJoin() *DataJoin {
 		return x.Join
 	}
 	return nil
+}
+
+func (x *DataOp) GetChecked() bool {
+	if x != nil {
+		return x.Checked
+	}
+	return false
 }
 
 // DataExpr is an expression of package data/expr. op is what it does:
@@ -1954,7 +1965,7 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\x05nulls\x18\t \x03(\tR\x05nulls\"1\n" +
 	"\aDataZip\x12\x12\n" +
 	"\x04skip\x18\x01 \x01(\x03R\x04skip\x12\x12\n" +
-	"\x04rows\x18\x02 \x01(\x03R\x04rows\"\x95\x02\n" +
+	"\x04rows\x18\x02 \x01(\x03R\x04rows\"\xaf\x02\n" +
 	"\x06DataOp\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04func\x18\x02 \x01(\tR\x04func\x12\x1d\n" +
@@ -1967,7 +1978,8 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\x04path\x18\b \x01(\tR\x04path\x12(\n" +
 	"\x05exprs\x18\t \x03(\v2\x12.atoll.v1.DataExprR\x05exprs\x12&\n" +
 	"\x04join\x18\n" +
-	" \x01(\v2\x12.atoll.v1.DataJoinR\x04join\"\xd7\x01\n" +
+	" \x01(\v2\x12.atoll.v1.DataJoinR\x04join\x12\x18\n" +
+	"\achecked\x18\v \x01(\bR\achecked\"\xd7\x01\n" +
 	"\bDataExpr\x12\x0e\n" +
 	"\x02op\x18\x01 \x01(\tR\x02op\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12'\n" +

@@ -141,7 +141,7 @@ func (a *allToAll) hashShuffle(ctx context.Context) (blockStream, error) {
 func keepsRows(ops []opSpec) bool {
 	for _, o := range ops {
 		switch o.Kind {
-		case "map", "add_column", "select", "drop", "with_column", "project":
+		case "map", "add_column", "select", "drop", "rename", "with_column", "project":
 		default:
 			return false
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -358,6 +360,27 @@ func (d *Dataset) Select(cols ...string) *Dataset {
 // Drop removes the named columns.
 func (d *Dataset) Drop(cols ...string) *Dataset {
 	return d.mapOp("drop", opSpec{Kind: "drop", Columns: cols}, nil)
+}
+
+// RenameColumns renames columns, old name to new, keeping their order
+// and values (no copy), as Ray Data's rename_columns: a missing column,
+// or two columns of one name after it, is an error naming them when the
+// plan is built. Reads still read only the columns the rest of the plan
+// uses, by their names in the file.
+//
+//	ds.RenameColumns(map[string]string{"amt": "amount", "ts": "time"})
+func (d *Dataset) RenameColumns(names map[string]string) *Dataset {
+	if len(names) == 0 {
+		return d.withErr(fmt.Errorf("%w: data: RenameColumns of no column", atoll.ErrInvalidArgument))
+	}
+	pairs := make([]string, 0, 2*len(names))
+	for _, old := range slices.Sorted(maps.Keys(names)) {
+		pairs = append(pairs, old, names[old])
+	}
+	if err := checkRenames(pairs); err != nil {
+		return d.withErr(err)
+	}
+	return d.mapOp("rename", opSpec{Kind: "rename", Columns: pairs}, nil)
 }
 
 // Limit keeps the first n rows.

@@ -202,7 +202,9 @@
 //     weekday...).
 //   - Transforms: Map, FlatMap, MapBatches (BatchSize; a BatchFunc in
 //     tasks, or a BatchFunc or stateful BatchClass on an ActorPool),
-//     FilterFunc, AddColumn, Select, Drop, Limit, Repartition, Sort (one
+//     FilterFunc, AddColumn, Select, Drop, RenameColumns (old name to
+//     new, no copy; a read still reads only what the plan uses, by the
+//     file's names), Limit, Repartition, Sort (one
 //     column) and SortBy (several: Key(col) or Key(col, Descending())
 //     each; int64, int32, float64, float32, string, timestamp, date32,
 //     date64, duration; nulls last in either direction), RandomShuffle

@@ -82,6 +82,11 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 		}
 	}
 	schemas, err := checkOps(srcSchema, ops)
+	// the ops the plan checked against a known schema
+	checked := map[*logicalOp]bool{}
+	for i, o := range ops[1:] {
+		checked[o] = err == nil && schemas[i] != nil
+	}
 	if err != nil {
 		closeInputs(in, src0)
 		return nil, nil, nil, err
@@ -139,7 +144,9 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 				}
 				continue
 			}
-			specs = append(specs, o.op)
+			spec := o.op
+			spec.Checked = spec.Kind == "rename" && checked[o]
+			specs = append(specs, spec)
 			place = callOptions(o)
 		}
 		if len(place) == 0 {

@@ -335,3 +335,84 @@ func TestUnique(t *testing.T) {
 		t.Fatalf("unique of no column: %v", err)
 	}
 }
+
+// RenameColumns renames in place, without a copy; reads still leave out
+// what the plan does not use, by the file's names, and a filter on a
+// renamed column is not taken for the file's column of that name.
+func TestRenameColumns(t *testing.T) {
+	ctx := start(t)
+	path := filepath.Join(t.TempDir(), "t.parquet")
+	writeGroups(t, path, 4)
+	swap := map[string]string{"id": "key", "key": "id", "name": "label"}
+	ds := data.ReadParquet(path).RenameColumns(swap).Filter(col("key").Ge(250)).Select("label", "key")
+	rows, err := ds.TakeAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 150 || rows[0]["label"] != "n0250" || rows[0]["key"] != int64(250) || len(rows[0]) != 2 {
+		t.Fatalf("%d rows, first %v", len(rows), rows[0])
+	}
+	st := ds.Stats()
+	if !strings.Contains(st, "columns id, name (2 of 4)") || !strings.Contains(st, "row groups 4 read, 0 skipped") || strings.Contains(st, "Pushed down") {
+		t.Errorf("stats:\n%s", st)
+	}
+	// a filter before the rename is pushed down; the order of the
+	// columns is kept
+	before := data.ReadParquet(path).Filter(col("key").Ge(2)).RenameColumns(swap)
+	var show strings.Builder
+	if err := before.Show(ctx, &show, 1); err != nil {
+		t.Fatal(err)
+	}
+	if first, _, _ := strings.Cut(show.String(), "\n"); !strings.HasPrefix(first, "{key: 200, id: 2, label: n0200, payload: ") {
+		t.Errorf("Show: %q", first)
+	}
+	if n, err := before.Count(ctx); err != nil || n != 200 {
+		t.Fatalf("%d rows, %v", n, err)
+	}
+	if st := before.Stats(); !strings.Contains(st, "row groups 2 read, 2 skipped by statistics") {
+		t.Errorf("stats:\n%s", st)
+	}
+
+	// a sort's sample pass reads its key alone; a grouping by a renamed
+	// column
+	sorted := data.ReadParquet(path).RenameColumns(swap).Sort("key", data.Descending()).Select("label")
+	if rows, err := sorted.Take(ctx, 2); err != nil || len(rows) != 2 || rows[0]["label"] != "n0399" || rows[1]["label"] != "n0398" {
+		t.Fatalf("sorted: %v, %v", rows, err)
+	}
+	groups := data.ReadParquet(path).RenameColumns(swap).GroupBy("id").Count().Sort("id")
+	if rows, err := groups.TakeAll(ctx); err != nil || len(rows) != 4 || rows[3]["id"] != int64(3) || rows[3]["count()"] != int64(100) {
+		t.Fatalf("groups: %v, %v", rows, err)
+	}
+	if st := groups.Stats(); !strings.Contains(st, "columns key (1 of 4)") {
+		t.Errorf("stats:\n%s", st)
+	}
+
+	// errors when the plan is built: a missing column, two of one name
+	for name, c := range map[string]struct {
+		names  map[string]string
+		column string
+	}{
+		"missing":      {map[string]string{"nope": "x"}, "nope"},
+		"onto another": {map[string]string{"id": "payload"}, ""},
+		"two onto one": {map[string]string{"id": "x", "key": "x"}, ""},
+		"no name":      {map[string]string{"id": ""}, ""},
+		"none":         {nil, ""},
+	} {
+		ds := data.ReadParquet(path).RenameColumns(c.names)
+		_, err := ds.Count(ctx)
+		var ce *data.ColumnError
+		if !errors.Is(err, atoll.ErrInvalidArgument) || errors.Is(err, atoll.ErrTask) || (c.column != "") != errors.As(err, &ce) ||
+			(ce != nil && ce.Column != c.column) {
+			t.Errorf("%s: %v, want an ErrInvalidArgument from the plan naming column %q", name, err, c.column)
+		}
+		if st := ds.Stats(); st != "" {
+			t.Errorf("%s: stages ran:\n%s", name, st)
+		}
+	}
+	// after a registered function the schema is known in the task only
+	_, err = data.ReadParquet(path).MapBatches(identity).RenameColumns(map[string]string{"nope": "x"}).Count(ctx)
+	var ce *data.ColumnError
+	if !errors.As(err, &ce) || ce.Column != "nope" {
+		t.Errorf("in a task: %v, want a *data.ColumnError naming nope", err)
+	}
+}

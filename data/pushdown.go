@@ -54,6 +54,11 @@ func pushdownFor(ops []*logicalOp, schemas []*arrow.Schema) pushdown {
 		case "with_column":
 			redefined[o.op.Column] = true
 			continue
+		case "rename": // a condition after it names its columns anew
+			for _, c := range o.op.Columns {
+				redefined[c] = true
+			}
+			continue
 		case "select", "drop", "filter":
 			continue
 		}
@@ -125,6 +130,27 @@ func columnsRead(ops []*logicalOp, schemas []*arrow.Schema, last []string) []str
 			}
 		case "drop":
 			add(o.op.Columns...)
+		case "rename": // the columns used after it, by their names before it
+			if all || schemas[i-1] == nil {
+				// unchecked, it renames every column it names
+				for j := 0; j < len(o.op.Columns); j += 2 {
+					add(o.op.Columns[j])
+				}
+				continue
+			}
+			before := map[string]bool{}
+			renamed := map[string]string{} // new name -> old
+			for j := 0; j+1 < len(o.op.Columns); j += 2 {
+				renamed[o.op.Columns[j+1]] = o.op.Columns[j]
+			}
+			for c := range need {
+				if old, ok := renamed[c]; ok {
+					before[old] = true
+				} else {
+					before[c] = true
+				}
+			}
+			need = before
 		case "where":
 			add(o.op.Exprs[0].Columns()...)
 		case "with_column":

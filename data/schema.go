@@ -1,11 +1,13 @@
 package data
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/data/expr"
 )
 
@@ -77,6 +79,8 @@ func (o *logicalOp) outSchema(in *arrow.Schema) (*arrow.Schema, error) {
 			}
 		}
 		return arrow.NewSchema(fields, nil), nil
+	case "rename":
+		return renameSchema(in, o.op.Columns)
 	case "where":
 		t, err := o.op.Exprs[0].TypeOf(in)
 		if err != nil {
@@ -241,4 +245,62 @@ func aggType(in *arrow.Schema, a Agg) (arrow.DataType, error) {
 		return t, nil // sum, mean and std of durations are durations
 	}
 	return nil, &ColumnError{Op: a.Func(), Column: what, Type: t.String(), Supported: "numbers"}
+}
+
+// renameSchema is in with its columns renamed by pairs (old and new
+// names in turn), or the error of a missing column or of two columns of
+// one name after it.
+func renameSchema(in *arrow.Schema, pairs []string) (*arrow.Schema, error) {
+	fields := slices.Clone(in.Fields())
+	for i := 0; i+1 < len(pairs); i += 2 {
+		idx := in.FieldIndices(pairs[i])
+		if len(idx) == 0 {
+			return nil, unknownColumn(pairs[i], in)
+		}
+		for _, j := range idx {
+			fields[j].Name = pairs[i+1]
+		}
+	}
+	seen := make(map[string]bool, len(fields))
+	for _, f := range fields {
+		if seen[f.Name] {
+			return nil, fmt.Errorf("%w: data: RenameColumns makes two columns named %q", atoll.ErrInvalidArgument, f.Name)
+		}
+		seen[f.Name] = true
+	}
+	md := in.Metadata()
+	return arrow.NewSchema(fields, &md), nil
+}
+
+// presentRenames is the pairs of a rename whose old column is in s.
+func presentRenames(s *arrow.Schema, pairs []string) []string {
+	var kept []string
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if len(s.FieldIndices(pairs[i])) > 0 {
+			kept = append(kept, pairs[i], pairs[i+1])
+		}
+	}
+	return kept
+}
+
+// checkRenames checks a rename's pairs: old and new names in turn, none
+// empty, each old name and each new name once.
+func checkRenames(pairs []string) error {
+	if len(pairs) == 0 || len(pairs)%2 != 0 {
+		return fmt.Errorf("%w: data: RenameColumns of %d names (old and new in turn)", atoll.ErrInvalidArgument, len(pairs))
+	}
+	olds, news := map[string]bool{}, map[string]bool{}
+	for i := 0; i < len(pairs); i += 2 {
+		from, to := pairs[i], pairs[i+1]
+		switch {
+		case from == "" || to == "":
+			return fmt.Errorf("%w: data: RenameColumns %q to %q: a column needs a name", atoll.ErrInvalidArgument, from, to)
+		case olds[from]:
+			return fmt.Errorf("%w: data: RenameColumns renames %q twice", atoll.ErrInvalidArgument, from)
+		case news[to]:
+			return fmt.Errorf("%w: data: RenameColumns names two columns %q", atoll.ErrInvalidArgument, to)
+		}
+		olds[from], news[to] = true, true
+	}
+	return nil
 }

@@ -37,10 +37,10 @@ type taskSpec struct {
 
 // opSpec is one map-like operation as a task runs it.
 type opSpec struct {
-	Kind      string // map, map_batches, flat_map, filter, select, drop, add_column, limit, write_parquet, write_csv, where, with_column, project
+	Kind      string // map, map_batches, flat_map, filter, select, drop, rename, add_column, limit, write_parquet, write_csv, where, with_column, project
 	Fn        string // a registered function's name
 	BatchSize int
-	Columns   []string
+	Columns   []string // select, drop: the columns; rename: old and new names in turn
 	Column    string
 	Limit     int64  // limit: rows to keep from this task's input
 	Offset    int64  // limit: rows to skip first (Split's slices)
@@ -50,6 +50,9 @@ type opSpec struct {
 	Exprs []expr.Expr
 	// join_probe: a broadcast join
 	Join *joinSpec
+	// rename: checked against the plan's schema, so a column the read
+	// left out is skipped
+	Checked bool
 }
 
 // outSpec is how a task returns its rows.
@@ -314,7 +317,7 @@ func streamed(spec *taskSpec, inputs int) bool {
 		switch op.Kind {
 		case "where", "filter":
 			filters = true
-		case "with_column", "project", "select", "drop", "map":
+		case "with_column", "project", "select", "drop", "rename", "map":
 		default:
 			return false
 		}
@@ -444,6 +447,18 @@ func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch, shared []
 				return fail(err)
 			}
 			out = append(out, nr)
+		}
+	case "rename":
+		for _, rec := range recs {
+			pairs := op.Columns
+			if op.Checked { // a column the read left out: nothing after uses it
+				pairs = presentRenames(rec.Schema(), pairs)
+			}
+			s, err := renameSchema(rec.Schema(), pairs)
+			if err != nil {
+				return fail(err)
+			}
+			out = append(out, array.NewRecordBatch(s, rec.Columns(), rec.NumRows()))
 		}
 	case "add_column":
 		f, err := errs.Lookup(columnFuncs, op.Fn)

@@ -214,7 +214,10 @@
 //     of their own) with Count,
 //     Sum, Mean, Min, Max, Std (sample, ddof 1) of a column or of any
 //     expression (expr.Col("x").Mul(2).Sum()), columns named as Ray's
-//     (count(), sum(x), ...) or by As; one row per group, each block sorted by the
+//     (count(), sum(x), ...) or by As, and functions of aggregations
+//     (Add, Sub, Mul, Div, Round, Cast, FillNull, Then:
+//     expr.Col("x").Sum().Div(expr.Count()).Round(2)), each aggregation
+//     computed once; one row per group, each block sorted by the
 //     group columns (not the whole output); GroupedData.Count, Sum...
 //     shorthands. Dataset.Aggregate (or GroupBy with no column) folds
 //     every row into one.

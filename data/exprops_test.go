@@ -416,3 +416,84 @@ func TestRenameColumns(t *testing.T) {
 		t.Errorf("in a task: %v, want a *data.ColumnError naming nope", err)
 	}
 }
+
+// Functions of aggregations: each leaf aggregated once, the function
+// computed per group, against the same computed in Go.
+func TestAggregateFunctions(t *testing.T) {
+	ctx := start(t)
+	price, qty := col("id").Mod(7).Add(1).Cast(arrow.PrimitiveTypes.Float64), col("id").Mod(3)
+	ds := data.Range(1000).WithColumn("k", col("id").Mod(4)).WithColumn("price", price).WithColumn("qty", qty)
+	avg := col("price").Mul(col("qty")).Sum().Div(col("qty").Sum()).Round(2).As("avg_price")
+	variance := col("price").Std().Then(func(s expr.Expr) expr.Expr { return s.Pow(2) }).As("var")
+	out := ds.GroupBy("k").Aggregate(avg, col("qty").Sum(), variance, col("qty").Sum().Mul(2).Add(1).Cast(arrow.PrimitiveTypes.Int32),
+		col("qty").Max().Sub(col("qty").Min()).As("span")).Sort("k")
+	rows, err := out.TakeAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := out.Schema(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, s.NumFields())
+	for i, f := range s.Fields() {
+		names[i] = f.Name
+	}
+	odd := `((col("sum(qty)") * 2) + 1).cast(int32)` // as the expression reads
+	if want := []string{"k", "avg_price", "sum(qty)", "var", odd, "span"}; !slices.Equal(names, want) {
+		t.Fatalf("columns %q, want %q", names, want)
+	}
+	if len(rows) != 4 {
+		t.Fatalf("%d groups", len(rows))
+	}
+	for _, r := range rows {
+		k := r["k"].(int64)
+		var pq, q, n float64
+		var ps []float64
+		for id := k; id < 1000; id += 4 {
+			p, qq := float64(id%7+1), float64(id%3)
+			pq, q, n = pq+p*qq, q+qq, n+1
+			ps = append(ps, p)
+		}
+		mean := 0.0
+		for _, p := range ps {
+			mean += p / n
+		}
+		ss := 0.0
+		for _, p := range ps {
+			ss += (p - mean) * (p - mean)
+		}
+		want := fmt.Sprintf("%v %v %.6f %v %v", math.Round(pq/q*100)/100, int64(q), ss/(n-1), int32(2*q+1), int64(2))
+		got := fmt.Sprintf("%v %v %.6f %v %v", r["avg_price"], r["sum(qty)"], r["var"], r[odd], r["span"])
+		if got != want {
+			t.Errorf("group %d: %s, want %s", k, got, want)
+		}
+	}
+	// one row over every row; a FillNull of a sum of nothing
+	total, err := data.Range(10).Filter(col("id").Gt(100)).Aggregate(col("id").Sum().FillNull(0).As("s")).TakeAll(ctx)
+	if err != nil || len(total) != 0 {
+		t.Fatalf("aggregate of no row: %v, %v", total, err)
+	}
+	total, err = data.Range(10).Aggregate(data.Count(), col("id").Sum().Div(data.Count()).As("mean")).TakeAll(ctx)
+	if err != nil || len(total) != 1 || total[0]["mean"] != 4.5 || total[0]["count()"] != int64(10) {
+		t.Fatalf("aggregate: %v, %v", total, err)
+	}
+
+	// errors when the plan is built
+	for name, c := range map[string]struct {
+		agg  data.Agg
+		want string
+	}{
+		"round of text":   {col("qty").Cast(arrow.BinaryTypes.String).Min().Round(1), "round"},
+		"two of one name": {col("qty").Sum().As("x").Add(col("price").Sum().As("x")), `two aggregations named "x"`},
+		"row in a sum":    {col("qty").Sub(col("qty").Mean()).Sum(), "aggregate first"},
+	} {
+		_, err := ds.GroupBy("k").Aggregate(c.agg).Count(ctx)
+		if !errors.Is(err, atoll.ErrInvalidArgument) || errors.Is(err, atoll.ErrTask) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an ErrInvalidArgument from the plan naming %q", name, err, c.want)
+		}
+	}
+	if _, err := ds.GroupBy("k").Aggregate(col("qty").Sum(), col("qty").Sum().Round(0).As("sum(qty)")).Count(ctx); !errors.Is(err, atoll.ErrInvalidArgument) {
+		t.Errorf("a column twice: %v", err)
+	}
+}

@@ -114,7 +114,9 @@ func (g *GroupedData) NumPartitions(n int) *GroupedData {
 // Aggregate computes aggs per group: a dataset of one row per group, the
 // group columns then one column per aggregation (Agg.Name). Rows come
 // in blocks by hash part, each part sorted by the group columns; Sort
-// the result for one global order.
+// the result for one global order. A function of aggregations
+// (col("a").Sum().Div(col("b").Sum())) aggregates its leaves, each once
+// however many of aggs name it, then computes its value per group.
 func (g *GroupedData) Aggregate(aggs ...Agg) *Dataset {
 	if g.err != nil {
 		return g.d.withErr(g.err)
@@ -122,6 +124,66 @@ func (g *GroupedData) Aggregate(aggs ...Agg) *Dataset {
 	if len(aggs) == 0 {
 		return g.d.withErr(fmt.Errorf("%w: data: Aggregate needs at least one aggregation", atoll.ErrInvalidArgument))
 	}
+	leaves, after, err := aggLeaves(g.keys, aggs)
+	if err != nil {
+		return g.d.withErr(err)
+	}
+	ds := g.aggregate(leaves)
+	if after == nil || ds.err != nil {
+		return ds
+	}
+	return ds.SelectExprs(after...)
+}
+
+// aggLeaves is what aggs aggregate: each aggregation of rows once, by
+// name, and, when one of aggs is a function of aggregations, the columns
+// that make aggs' of them (nil: the leaves are aggs).
+func aggLeaves(keys []string, aggs []Agg) ([]Agg, []expr.Expr, error) {
+	composite := false
+	for _, a := range aggs {
+		composite = composite || a.Leaves() != nil
+	}
+	if !composite {
+		return aggs, nil, nil
+	}
+	var leaves []Agg
+	byName := map[string]string{} // a leaf's name -> its text
+	after := make([]expr.Expr, 0, len(keys)+len(aggs))
+	for _, k := range keys {
+		after = append(after, expr.Col(k))
+	}
+	outs := map[string]bool{}
+	for _, a := range aggs {
+		ls := a.Leaves()
+		if ls == nil {
+			ls = []Agg{a}
+		}
+		for _, l := range ls {
+			switch text, ok := byName[l.Name()]; {
+			case !ok:
+				byName[l.Name()] = l.String()
+				leaves = append(leaves, l)
+			case text != l.String():
+				return nil, nil, fmt.Errorf("%w: data: Aggregate: two aggregations named %q (%s and %s): name one with As",
+					atoll.ErrInvalidArgument, l.Name(), text, l.String())
+			}
+		}
+		if outs[a.Name()] {
+			return nil, nil, fmt.Errorf("%w: data: Aggregate: column %q twice (name one with As)", atoll.ErrInvalidArgument, a.Name())
+		}
+		outs[a.Name()] = true
+		if post, ok := a.Post(); ok {
+			after = append(after, post.As(a.Name()))
+		} else {
+			after = append(after, expr.Col(a.Name()))
+		}
+	}
+	return leaves, after, nil
+}
+
+// aggregate is the plan's aggregation of aggs, each an aggregation of
+// rows.
+func (g *GroupedData) aggregate(aggs []Agg) *Dataset {
 	names := map[string]bool{}
 	for _, k := range g.keys {
 		names[k] = true

@@ -71,6 +71,21 @@
 //	ds.WithColumn("month", expr.Col("at").Truncate(expr.Month)).GroupBy("month").Count()
 //	ds.Filter(expr.Col("at").Part(expr.Weekday).Ge(6)) // weekends
 //
+// # Aggregations
+//
+// Count, Sum, Mean, Min, Max and Std of an expression make an Agg, for
+// data's GroupBy(...).Aggregate. An Agg's value computes as a column's
+// does: Add, Sub, Mul and Div (of another Agg or a literal), Round, Cast,
+// FillNull, and Then for any other expression of it. Such a function of
+// aggregations is computed per group after its aggregations, each once
+// however many functions name it; its name is its expression's, over
+// columns named as its aggregations (set one with As). An Agg inside an
+// expression of a row (Col("x").Sub(Col("x").Mean())) is an error: a
+// group's value is not a row's.
+//
+//	expr.Col("price").Mul(expr.Col("qty")).Sum().Div(expr.Col("qty").Sum()).Round(2).As("avg_price")
+//	expr.Col("x").Std().Then(func(s expr.Expr) expr.Expr { return s.Pow(2) }).As("variance")
+//
 // # Nulls
 //
 // Arithmetic, comparisons, casts, string predicates and IsIn are null

@@ -107,6 +107,8 @@ func operand(x any) *node {
 			return &node{op: opLit, err: fmt.Errorf("an empty Expr")}
 		}
 		return v.n
+	case Agg:
+		return &node{op: opLit, err: fmt.Errorf("an aggregation (%s) in an expression of a row: aggregate first, then use its column", v)}
 	}
 	return Lit(x).n
 }

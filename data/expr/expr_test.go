@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -1121,6 +1122,41 @@ func TestString(t *testing.T) {
 	}
 	if cols := e.Columns(); fmt.Sprint(cols) != "[price qty tag]" {
 		t.Errorf("columns %v", cols)
+	}
+}
+
+// A function of aggregations: its leaves, each named as its column, and
+// its expression over them.
+func TestAggregationFunctions(t *testing.T) {
+	a := expr.Col("price").Sum().Div(expr.Col("qty").Sum().As("q")).Round(2)
+	if got, want := a.Name(), `(col("sum(price)") / col("q")).round(2)`; got != want {
+		t.Errorf("name %s, want %s", got, want)
+	}
+	if got := a.As("avg").Name(); got != "avg" {
+		t.Errorf("name %q", got)
+	}
+	var leaves []string
+	for _, l := range a.As("avg").Leaves() {
+		leaves = append(leaves, l.String())
+	}
+	if want := []string{`col("price").sum()`, `col("qty").sum().as(q)`}; !slices.Equal(leaves, want) {
+		t.Errorf("leaves %q, want %q", leaves, want)
+	}
+	if post, ok := a.Post(); !ok || fmt.Sprint(post.Columns()) != "[sum(price) q]" || a.Func() != "" {
+		t.Errorf("post %v %v, func %q", post, ok, a.Func())
+	}
+	// a named function's name is its own: composed again, it is its
+	// expression's
+	b := a.As("avg").Mul(expr.Count())
+	if post, _ := b.Post(); post.String() != `(col("sum(price)") / col("q")).round(2) * col("count()")` || len(b.Leaves()) != 3 {
+		t.Errorf("composed: %s, %d leaves", post, len(b.Leaves()))
+	}
+	if _, ok := expr.Col("x").Sum().Post(); ok || expr.Col("x").Sum().Leaves() != nil {
+		t.Error("an aggregation of rows has a function")
+	}
+	s := arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	if _, err := expr.Col("x").Sub(expr.Col("x").Mean()).TypeOf(s); err == nil || !strings.Contains(err.Error(), "aggregate first") {
+		t.Errorf("an aggregation in a row's expression: %v", err)
 	}
 }
 

@@ -365,8 +365,11 @@ func (b *binder) bindTimeUnit(n *node, a *bnode) (*bnode, error) {
 
 // timeArithmetic types a sum or a difference with a time or a duration:
 // a timestamp plus or less a duration is a timestamp (in the finer of
-// their units, in the timestamp's zone), a time less a time is a
-// duration (two dates' in seconds), and durations add and subtract.
+// their units, in the timestamp's zone), a date plus or less a duration
+// a timestamp in no zone (the date's midnight, in the finer of the
+// duration's unit and the date's: seconds, milliseconds for a date64), a
+// time less a time is a duration (two dates' in seconds), and durations
+// add and subtract.
 func (b *binder) timeArithmetic(n *node, l, r *bnode) (*bnode, error) {
 	lt, rt := l.typ, r.typ
 	out := func(t, lt, rt arrow.DataType) (*bnode, error) {
@@ -385,6 +388,12 @@ func (b *binder) timeArithmetic(n *node, l, r *bnode) (*bnode, error) {
 	case isDuration(lt) && rt.ID() == arrow.TIMESTAMP && n.op == opAdd:
 		u := max(timeUnitOf(lt), timeUnitOf(rt))
 		return out(stamp(rt, u), &arrow.DurationType{Unit: u}, stamp(rt, u))
+	case isDate(lt) && isDuration(rt):
+		t := &arrow.TimestampType{Unit: max(dateUnit(lt), timeUnitOf(rt))}
+		return out(t, t, &arrow.DurationType{Unit: t.Unit})
+	case isDuration(lt) && isDate(rt) && n.op == opAdd:
+		t := &arrow.TimestampType{Unit: max(dateUnit(rt), timeUnitOf(lt))}
+		return out(t, &arrow.DurationType{Unit: t.Unit}, t)
 	case isTemporal(lt) && isTemporal(rt) && n.op == opSub:
 		t, ok := commonTemporal(lt, rt)
 		if !ok {
@@ -398,7 +407,7 @@ func (b *binder) timeArithmetic(n *node, l, r *bnode) (*bnode, error) {
 		}
 		return out(&arrow.DurationType{Unit: timeUnitOf(t)}, t, t)
 	}
-	e := b.fail(n, "%s is %s and %s is %s: %s takes a timestamp and a duration, two durations, or (to subtract) two times of one kind; a date is Cast to a timestamp to add a duration",
+	e := b.fail(n, "%s is %s and %s is %s: %s takes a time and a duration, two durations, or (to subtract) two times of one kind",
 		Expr{n.args[0]}, typeName(lt), Expr{n.args[1]}, typeName(rt), n.op)
 	e.Type = typeName(lt) + ", " + typeName(rt)
 	return nil, e

@@ -54,10 +54,11 @@
 // Day, Weekday (Monday 1 to Sunday 7), YearDay, Hour, Minute or Second.
 // A time less a time is a duration (two dates' in seconds), a timestamp
 // plus or less a duration a timestamp (in the finer of their units, in
-// the timestamp's zone), and durations add, subtract and compare with
-// each other and with a time.Duration literal (which takes its operand's
-// unit when it is a whole number of them); a date plus a duration is an
-// error (Cast the date to a timestamp). Sum, Mean and Std do not take
+// the timestamp's zone), a date plus or less a duration a timestamp in
+// no zone (from the date's midnight: Col("day").Add(36*time.Hour) is the
+// next day's noon), and durations add, subtract and compare with each
+// other and with a time.Duration literal (which takes its operand's unit
+// when it is a whole number of them). Sum, Mean and Std do not take
 // times; of durations they are durations (Mean and Std rounded to the
 // durations' unit), and Total(unit) makes a duration a float64 count of
 // weeks, days, hours, minutes or seconds.

@@ -453,8 +453,9 @@ func BenchmarkPart(b *testing.B) {
 // plus or less a duration a timestamp, durations add, subtract, compare
 // with each other and with a time.Duration, go through IsIn, Cast to
 // int64 and Total; each row agrees with Go's time arithmetic, nulls stay null,
-// through the wire too. A date plus a duration, a zoned timestamp less a
-// naive one and a product of durations are bind errors.
+// through the wire too; a date plus or less a duration is a timestamp in
+// no zone. A zoned timestamp less a naive one and a product of durations
+// are bind errors.
 func TestDurations(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 8))
 	s := arrow.NewSchema([]arrow.Field{
@@ -507,6 +508,10 @@ func TestDurations(t *testing.T) {
 		{took.Cast(arrow.PrimitiveTypes.Int64), "int64", func(i int) any { return int64(ends[i].Sub(starts[i]) / time.Microsecond) }},
 		{took.Total(expr.Minute), "float64", func(i int) any { return ends[i].Sub(starts[i]).Minutes() }},
 		{expr.Col("day").Sub(expr.Col("day")).Add(48 * time.Hour).Total(expr.Day), "float64", func(i int) any { return 2.0 }},
+		{expr.Col("day").Add(36 * time.Hour), "timestamp[s]", func(i int) any { return day(starts[i]).Add(36 * time.Hour) }},
+		{expr.Lit(time.Millisecond).Add(expr.Col("day").Cast(arrow.FixedWidthTypes.Date64)), "timestamp[ms]",
+			func(i int) any { return day(starts[i]).Add(time.Millisecond) }},
+		{expr.Col("day").Sub(took), "timestamp[us]", func(i int) any { return day(starts[i]).Add(-ends[i].Sub(starts[i])) }},
 		{took.IsIn(ends[0].Sub(starts[0]), ends[1].Sub(starts[1])), "bool", func(i int) any {
 			d := ends[i].Sub(starts[i])
 			return d == ends[0].Sub(starts[0]) || d == ends[1].Sub(starts[1])
@@ -554,11 +559,11 @@ func TestDurations(t *testing.T) {
 		e    expr.Expr
 		want string
 	}{
-		{expr.Col("day").Add(time.Hour), "a date is Cast to a timestamp"},
-		{expr.Col("end").Sub(expr.Col("naive")), "takes a timestamp and a duration"},
+		{expr.Lit(time.Hour).Sub(expr.Col("day")), "takes a time and a duration"},
+		{expr.Col("end").Sub(expr.Col("naive")), "takes a time and a duration"},
 		{took.Mul(2), "numbers"},
 		{took.Neg(), "a signed number"},
-		{expr.Lit(time.Hour).Sub(expr.Col("end")), "takes a timestamp and a duration"},
+		{expr.Lit(time.Hour).Sub(expr.Col("end")), "takes a time and a duration"},
 		{took.Total(expr.Month), `total in "month"`},
 		{expr.Col("end").Total(expr.Hour), "a duration"},
 	} {

@@ -85,6 +85,18 @@ func isTemporal(t arrow.DataType) bool {
 	return false
 }
 
+// isDate says whether t is a date.
+func isDate(t arrow.DataType) bool { return t.ID() == arrow.DATE32 || t.ID() == arrow.DATE64 }
+
+// dateUnit is the unit a date is a timestamp in: seconds, milliseconds
+// for a date64 (its own unit).
+func dateUnit(t arrow.DataType) arrow.TimeUnit {
+	if t.ID() == arrow.DATE64 {
+		return arrow.Millisecond
+	}
+	return arrow.Second
+}
+
 // isDuration says whether t is a duration.
 func isDuration(t arrow.DataType) bool { return t.ID() == arrow.DURATION }
 
@@ -339,8 +351,11 @@ func (l literal) adapt(t arrow.DataType) arrow.DataType {
 			return t
 		}
 	case litDuration:
-		if isDuration(t) || t.ID() == arrow.TIMESTAMP {
+		if isDuration(t) || t.ID() == arrow.TIMESTAMP || isDate(t) {
 			u := timeUnitOf(t)
+			if isDate(t) {
+				u = dateUnit(t)
+			}
 			if l.i%int64(u.Multiplier()) == 0 {
 				return &arrow.DurationType{Unit: u}
 			}

@@ -32,6 +32,8 @@ func writeExt(kind string) string {
 		return ".parquet"
 	case "write_csv":
 		return ".csv"
+	case "write_json":
+		return ".json"
 	}
 	return ""
 }

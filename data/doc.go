@@ -241,7 +241,8 @@
 //     split(n, equal=True): row counts within one of each other).
 //   - Consumers: Count, Schema, Show (columns in the schema's order),
 //     Unique (a column's distinct values), Take, TakeAll, Iter, IterBatches (Prefetch), ToArrow, WriteParquet,
-//     WriteCSV, Materialize; Stats. WriteParquet writes Snappy pages with
+//     WriteCSV, WriteJSON (newline-delimited, a row an object with its
+//     columns in order, times as RFC 3339 text), Materialize; Stats. WriteParquet writes Snappy pages with
 //     Snappy's standard encoder (ParquetWriterProperties: the package
 //     registers arrow-go's Snappy codec again so that the level it asks
 //     for, 1, takes that encoder; other levels are as arrow-go made them),

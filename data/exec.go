@@ -174,7 +174,7 @@ type taskStream struct {
 	pending []*pendingTask
 	ready   []block
 	onMeta  func(*taskMeta)
-	// writeDir: a write op (write_parquet, write_csv) writes file
+	// writeDir: a write op (write_parquet, write_csv, write_json) writes file
 	// part-N.<ext> there, N the task's sequence number.
 	writeDir string
 	seq      int

@@ -37,14 +37,14 @@ type taskSpec struct {
 
 // opSpec is one map-like operation as a task runs it.
 type opSpec struct {
-	Kind      string // map, map_batches, flat_map, filter, select, drop, rename, add_column, limit, write_parquet, write_csv, where, with_column, project
+	Kind      string // map, map_batches, flat_map, filter, select, drop, rename, add_column, limit, write_parquet, write_csv, write_json, where, with_column, project
 	Fn        string // a registered function's name
 	BatchSize int
 	Columns   []string // select, drop: the columns; rename: old and new names in turn
 	Column    string
 	Limit     int64  // limit: rows to keep from this task's input
 	Offset    int64  // limit: rows to skip first (Split's slices)
-	Path      string // write_parquet, write_csv: the file to write
+	Path      string // write_parquet, write_csv, write_json: the file to write
 	// where: the condition; with_column: the column's values; project:
 	// the columns
 	Exprs []expr.Expr
@@ -501,6 +501,10 @@ func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch, shared []
 		}
 	case "write_csv":
 		if err := writeCSVFile(op.Path, recs); err != nil {
+			return nil, err
+		}
+	case "write_json":
+		if err := writeJSONFile(op.Path, recs); err != nil {
 			return nil, err
 		}
 	case "flat_map":

@@ -45,7 +45,7 @@ var (
 	readKinds = map[string]bool{"range": true, "parquet": true, "csv": true, "json": true}
 	// opKinds maps each op kind to whether it calls a registered function.
 	opKinds = map[string]bool{"map": true, "map_batches": true, "map_batches_class": true, "flat_map": true, "filter": true,
-		"add_column": true, "select": false, "drop": false, "rename": false, "limit": false, "write_parquet": false, "write_csv": false,
+		"add_column": true, "select": false, "drop": false, "rename": false, "limit": false, "write_parquet": false, "write_csv": false, "write_json": false,
 		"where": false, "with_column": false, "project": false, "join_probe": false}
 	outKinds = map[string]bool{"blocks": true, "sort_sample": true, "key_sample": true, "split": true, "merge_sort": true,
 		"agg_map": true, "agg_reduce": true, "shuffle_map": true, "shuffle_reduce": true, "hash_split": true, "agg_split": true}
@@ -198,7 +198,7 @@ func checkTask(m *atollpb.DataTask) error {
 			return bad("operation %d (%s): %d columns", i, o.Kind, len(o.Columns))
 		case (o.Kind == "select" || o.Kind == "drop") && len(o.Columns) == 0,
 			o.Kind == "add_column" && o.Column == "",
-			(o.Kind == "write_parquet" || o.Kind == "write_csv") && o.Path == "",
+			(o.Kind == "write_parquet" || o.Kind == "write_csv" || o.Kind == "write_json") && o.Path == "",
 			(o.Kind == "where" || o.Kind == "with_column") && len(o.Exprs) != 1,
 			o.Kind == "with_column" && o.Column == "",
 			o.Kind == "project" && len(o.Exprs) == 0,

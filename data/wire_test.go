@@ -125,6 +125,7 @@ func TestMalformedTaskSpecs(t *testing.T) {
 		"sort key of nothing":    func(m *atollpb.DataTask) { m.Out.Keys = []*atollpb.DataSortKey{{}} },
 		"too many samples":       func(m *atollpb.DataTask) { m.Out.Samples = maxSamples + 1 },
 		"write without a path":   func(m *atollpb.DataTask) { m.Ops = []*atollpb.DataOp{{Kind: "write_csv"}} },
+		"JSON without a path":    func(m *atollpb.DataTask) { m.Ops = []*atollpb.DataOp{{Kind: "write_json"}} },
 		"left rest of an inner join": func(m *atollpb.DataTask) {
 			m.Join = &atollpb.DataJoin{How: "inner", LeftKeys: []string{"k"}, RightKeys: []string{"k"}, LeftRest: true}
 		},

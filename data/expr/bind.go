@@ -235,6 +235,18 @@ func (b *binder) bind(n *node, hint arrow.DataType) (*bnode, error) {
 			return nil, err
 		}
 		return b.bindTimeUnit(n, a)
+	case opAddMonths:
+		a, err := b.bind(n.args[0], nil)
+		if err != nil {
+			return nil, err
+		}
+		if !isTemporal(a.typ) {
+			return nil, b.typeFail(n, n.args[0], a.typ, "a timestamp or a date")
+		}
+		if m, err := strconv.Atoi(n.name); err != nil || m < -maxMonths || m > maxMonths {
+			return nil, b.fail(n, "add %q months: from %d to %d", n.name, -maxMonths, maxMonths)
+		}
+		return &bnode{op: opAddMonths, typ: a.typ, args: []*bnode{a}, pattern: n.name}, nil
 	case opContains, opStartsWith, opEndsWith, opParseTime:
 		a, err := b.bind(n.args[0], arrow.BinaryTypes.String)
 		if err != nil {

@@ -51,7 +51,10 @@
 // Max; Truncate cuts them to the start of their year, quarter, month,
 // week, day, hour, minute or second (in a timestamp's zone), and Part
 // reads one part of them as an int32: the Year, Quarter, Month, ISO Week,
-// Day, Weekday (Monday 1 to Sunday 7), YearDay, Hour, Minute or Second.
+// Day, Weekday (Monday 1 to Sunday 7), YearDay, Hour, Minute or Second;
+// AddMonths(n) moves them n calendar months, the day clamped to the new
+// month's last (January 31 plus a month is February's last day), on a
+// timestamp's zone's wall clock.
 // A time less a time is a duration (two dates' in seconds), a timestamp
 // plus or less a duration a timestamp (in the finer of their units, in
 // the timestamp's zone), a date plus or less a duration a timestamp in

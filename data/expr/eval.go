@@ -171,6 +171,8 @@ func eval(ctx context.Context, n *bnode, rec arrow.RecordBatch) (compute.Datum, 
 		out, err = totals(mem, arrs[0], totalUnits[TimeUnit(n.pattern)])
 	case opRound:
 		out, err = roundFloats(mem, arrs[0], n.pattern)
+	case opAddMonths:
+		out, err = addMonths(mem, arrs[0], n.pattern)
 	case opLower, opUpper, opTrim:
 		out, err = mapStrings(mem, arrs[0], n.op)
 	case opLen:

@@ -48,6 +48,7 @@ const (
 	opCase       = "case"
 	opAbs        = "abs"
 	opRound      = "round"
+	opAddMonths  = "add_months"
 	opFloor      = "floor"
 	opCeil       = "ceil"
 	opSqrt       = "sqrt"
@@ -284,6 +285,15 @@ func (e Expr) Truncate(unit TimeUnit) Expr {
 	return Expr{&node{op: opTruncate, name: string(unit), args: []*node{e.node()}}}
 }
 
+// AddMonths is the timestamp or date e n calendar months later (earlier
+// for a negative n), in e's type, as Spark's add_months: the day of the
+// month clamped to the new month's last (January 31 plus one month is
+// February 28, or 29), a timestamp's time of day kept, on the wall clock
+// of its zone (UTC without one). n is at most 120,000 either way.
+func (e Expr) AddMonths(n int) Expr {
+	return Expr{&node{op: opAddMonths, name: strconv.Itoa(n), args: []*node{e.node()}}}
+}
+
 // Part is one part of the timestamp or date e as an int32, read in a
 // timestamp's zone (UTC without one): its Year, Quarter (1-4), Month
 // (1-12), Week (the ISO 8601 week, 1-53, counted in the year of its
@@ -487,7 +497,7 @@ func writeNode(b *strings.Builder, n *node, top bool) {
 	case opContains, opStartsWith, opEndsWith, opParseTime:
 		writeNode(b, n.args[0], false)
 		fmt.Fprintf(b, ".%s(%s)", n.op, strconv.Quote(n.name))
-	case opTruncate, opPart, opTotal, opRound:
+	case opTruncate, opPart, opTotal, opRound, opAddMonths:
 		writeNode(b, n.args[0], false)
 		fmt.Fprintf(b, ".%s(%s)", n.op, n.name)
 	case opIsIn:

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -167,6 +168,30 @@ func BenchmarkFunctions(b *testing.B) {
 				out[i] = math.Round(v*100) / 100
 			}
 			rounded = out
+		}
+		perValue(b, n)
+	})
+
+	// a month later: dates from 1970 to 2070
+	db := array.NewDate32Builder(memory.DefaultAllocator)
+	for range n {
+		db.Append(arrow.Date32(r.IntN(36525)))
+	}
+	days := db.NewArray()
+	db.Release()
+	drec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "d", Type: arrow.FixedWidthTypes.Date32}}, nil), []arrow.Array{days}, n)
+	days.Release()
+	defer drec.Release()
+	benchEval(b, drec, namedExpr{"add_months", expr.Col("d").AddMonths(1)})
+	dvals := days.(*array.Date32).Date32Values()
+	b.Run("go_loop_add_months", func(b *testing.B) {
+		for b.Loop() {
+			out := make([]arrow.Date32, n)
+			for i, v := range dvals {
+				y, m, d := v.ToTime().Date()
+				last := time.Date(y, m+2, 0, 0, 0, 0, 0, time.UTC).Day()
+				out[i] = arrow.Date32FromTime(time.Date(y, m+1, min(d, last), 0, 0, 0, 0, time.UTC))
+			}
 		}
 		perValue(b, n)
 	})

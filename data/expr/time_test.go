@@ -663,3 +663,133 @@ func TestParseTime(t *testing.T) {
 		}
 	}
 }
+
+// TestAddMonths: dates and timestamps (every unit; UTC, no zone, zones
+// with daylight saving and a half-hour offset) from 1900 to 2100 plus
+// months from -30 to 30, against Go's calendar with the day clamped to
+// the month's last; month ends and leap days; nulls stay null; through
+// the wire too.
+func TestAddMonths(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	const n = 3000
+	lo, hi := time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC).Unix(), time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
+	times := make([]time.Time, n)
+	for i := range times {
+		times[i] = time.Unix(lo+r.Int64N(hi-lo), r.Int64N(1e9)).UTC()
+		if i%7 == 0 { // a month's last day, a leap day
+			y, m, _ := times[i].Date()
+			times[i] = time.Date(y, m+1, 0, times[i].Hour(), 0, 0, 0, time.UTC)
+		}
+	}
+	times[0] = time.Date(2024, 2, 29, 23, 59, 59, 0, time.UTC)
+	times[1] = time.Date(1969, 12, 31, 12, 0, 0, 0, time.UTC) // before the epoch
+	ref := func(at time.Time, months int) time.Time {
+		y, m, d := at.Date()
+		first := time.Date(y, m+time.Month(months), 1, 0, 0, 0, 0, at.Location())
+		last := time.Date(first.Year(), first.Month()+1, 0, 0, 0, 0, 0, at.Location()).Day()
+		return time.Date(first.Year(), first.Month(), min(d, last), at.Hour(), at.Minute(), at.Second(), at.Nanosecond(), at.Location())
+	}
+	for _, c := range []struct {
+		typ arrow.DataType
+		loc *time.Location
+	}{
+		{arrow.FixedWidthTypes.Date32, time.UTC},
+		{arrow.FixedWidthTypes.Date64, time.UTC},
+		{&arrow.TimestampType{Unit: arrow.Second}, time.UTC},
+		{&arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}, time.UTC},
+		{&arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "America/New_York"}, mustZone(t, "America/New_York")},
+		{&arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "Asia/Kolkata"}, mustZone(t, "Asia/Kolkata")},
+	} {
+		s := arrow.NewSchema([]arrow.Field{{Name: "t", Type: c.typ, Nullable: true}}, nil)
+		b := array.NewRecordBuilder(memory.DefaultAllocator, s)
+		in := make([]time.Time, n)
+		for i, at := range times {
+			switch c.typ.ID() {
+			case arrow.DATE32, arrow.DATE64:
+				at = time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC)
+			case arrow.TIMESTAMP:
+				u := c.typ.(*arrow.TimestampType).Unit
+				at = at.Truncate(u.Multiplier())
+				if c.loc != time.UTC { // the same wall time in the zone
+					at = time.Date(at.Year(), at.Month(), at.Day(), at.Hour(), at.Minute(), at.Second(), at.Nanosecond(), c.loc)
+				}
+			}
+			in[i] = at
+			if i%11 == 5 {
+				b.Field(0).AppendNull()
+				continue
+			}
+			switch fb := b.Field(0).(type) {
+			case *array.Date32Builder:
+				fb.Append(arrow.Date32FromTime(at))
+			case *array.Date64Builder:
+				fb.Append(arrow.Date64FromTime(at))
+			case *array.TimestampBuilder:
+				ts, err := arrow.TimestampFromTime(at, c.typ.(*arrow.TimestampType).Unit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fb.Append(ts)
+			}
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		for _, months := range []int{0, 1, -1, 12, -13, 30, -30, r.IntN(61) - 30} {
+			e := expr.Col("t").AddMonths(months)
+			for _, e := range []expr.Expr{e, viaWire(t, e)} {
+				out := evalOn(t, e, rec)
+				if !arrow.TypeEqual(out.DataType(), c.typ) {
+					t.Fatalf("%s of %s: %s", e, c.typ, out.DataType())
+				}
+				for i := range n {
+					if i%11 == 5 {
+						if out.IsValid(i) {
+							t.Fatalf("%s of %s, row %d: a value, want null", e, c.typ, i)
+						}
+						continue
+					}
+					var got time.Time
+					switch a := out.(type) {
+					case *array.Date32:
+						got = a.Value(i).ToTime()
+					case *array.Date64:
+						got = a.Value(i).ToTime()
+					case *array.Timestamp:
+						got = a.Value(i).ToTime(c.typ.(*arrow.TimestampType).Unit)
+					}
+					if want := ref(in[i], months); !got.Equal(want) {
+						t.Fatalf("%s of %s, row %d (%s): %s, want %s", e, c.typ, i, in[i], got.In(c.loc), want)
+					}
+				}
+				out.Release()
+			}
+		}
+		rec.Release()
+	}
+	s := arrow.NewSchema([]arrow.Field{{Name: "n", Type: arrow.PrimitiveTypes.Int64}, {Name: "d", Type: arrow.FixedWidthTypes.Date32}}, nil)
+	for _, c := range []struct {
+		e    expr.Expr
+		want string
+	}{
+		{expr.Col("n").AddMonths(1), "a timestamp or a date"},
+		{expr.Col("d").AddMonths(120001), "from -120000 to 120000"},
+	} {
+		_, err := c.e.Bind(s)
+		var xe *expr.Error
+		if !errors.As(err, &xe) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an *expr.Error saying %q", c.e, err, c.want)
+		}
+	}
+	if got := expr.Col("d").AddMonths(-3).String(); got != `col("d").add_months(-3)` {
+		t.Errorf("String: %s", got)
+	}
+}
+
+func mustZone(t *testing.T, name string) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
+}

@@ -106,7 +106,7 @@ var arity = map[string]int{
 	opCol: 0, opLit: 0, opAdd: 2, opSub: 2, opMul: 2, opDiv: 2, opMod: 2, opNeg: 1, opEq: 2, opNe: 2, opLt: 2, opLe: 2,
 	opGt: 2, opGe: 2, opAnd: 2, opOr: 2, opNot: 1, opIsNull: 1, opIsNotNull: 1, opFillNull: 2, opCast: 1, opContains: 1,
 	opStartsWith: 1, opEndsWith: 1, opIsIn: 1, opCase: -1, opAlias: 1, opTruncate: 1,
-	opPart: 1, opParseTime: 1, opTotal: 1, opAbs: 1, opRound: 1, opFloor: 1, opCeil: 1, opSqrt: 1, opLog: 1, opPow: 2,
+	opPart: 1, opParseTime: 1, opTotal: 1, opAddMonths: 1, opAbs: 1, opRound: 1, opFloor: 1, opCeil: 1, opSqrt: 1, opLog: 1, opPow: 2,
 	opLower: 1, opUpper: 1, opTrim: 1, opLen: 1, opReplace: 3, opSlice: 3, opConcat: -1,
 }
 

@@ -882,7 +882,11 @@ type DataOp struct {
 	// rename: the plan checked it against the schema when it was built,
 	// so a column the read left out (nothing after it uses the column) is
 	// skipped, not an error.
-	Checked       bool `protobuf:"varint,11,opt,name=checked,proto3" json:"checked,omitempty"`
+	Checked bool `protobuf:"varint,11,opt,name=checked,proto3" json:"checked,omitempty"`
+	// sample: each row kept with probability fraction, drawn from a
+	// generator seeded by seed and the task's index.
+	Fraction      float64 `protobuf:"fixed64,12,opt,name=fraction,proto3" json:"fraction,omitempty"`
+	Seed          uint64  `protobuf:"varint,13,opt,name=seed,proto3" json:"seed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -992,6 +996,20 @@ func (x *DataOp) GetChecked() bool {
 		return x.Checked
 	}
 	return false
+}
+
+func (x *DataOp) GetFraction() float64 {
+	if x != nil {
+		return x.Fraction
+	}
+	return 0
+}
+
+func (x *DataOp) GetSeed() uint64 {
+	if x != nil {
+		return x.Seed
+	}
+	return 0
 }
 
 // DataExpr is an expression of package data/expr. op is what it does:
@@ -1965,7 +1983,7 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\x05nulls\x18\t \x03(\tR\x05nulls\"1\n" +
 	"\aDataZip\x12\x12\n" +
 	"\x04skip\x18\x01 \x01(\x03R\x04skip\x12\x12\n" +
-	"\x04rows\x18\x02 \x01(\x03R\x04rows\"\xaf\x02\n" +
+	"\x04rows\x18\x02 \x01(\x03R\x04rows\"\xdf\x02\n" +
 	"\x06DataOp\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04func\x18\x02 \x01(\tR\x04func\x12\x1d\n" +
@@ -1979,7 +1997,9 @@ const file_atollpb_libs_proto_rawDesc = "" +
 	"\x05exprs\x18\t \x03(\v2\x12.atoll.v1.DataExprR\x05exprs\x12&\n" +
 	"\x04join\x18\n" +
 	" \x01(\v2\x12.atoll.v1.DataJoinR\x04join\x12\x18\n" +
-	"\achecked\x18\v \x01(\bR\achecked\"\xd7\x01\n" +
+	"\achecked\x18\v \x01(\bR\achecked\x12\x1a\n" +
+	"\bfraction\x18\f \x01(\x01R\bfraction\x12\x12\n" +
+	"\x04seed\x18\r \x01(\x04R\x04seed\"\xd7\x01\n" +
 	"\bDataExpr\x12\x0e\n" +
 	"\x02op\x18\x01 \x01(\tR\x02op\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12'\n" +

@@ -383,6 +383,18 @@ func (d *Dataset) RenameColumns(names map[string]string) *Dataset {
 	return d.mapOp("rename", opSpec{Kind: "rename", Columns: pairs}, nil)
 }
 
+// RandomSample keeps each row with probability fraction (0 to 1), each
+// drawn on its own, as Ray Data's random_sample: about that fraction of
+// the rows, not exactly. The rows kept are the same for a seed and a
+// block layout (each task draws from a generator seeded by seed and its
+// place in the stage).
+func (d *Dataset) RandomSample(fraction float64, seed uint64) *Dataset {
+	if !(fraction >= 0 && fraction <= 1) {
+		return d.withErr(fmt.Errorf("%w: data: RandomSample(%v): a fraction from 0 to 1", atoll.ErrInvalidArgument, fraction))
+	}
+	return d.mapOp("sample", opSpec{Kind: "sample", Fraction: fraction, Seed: seed}, nil)
+}
+
 // Limit keeps the first n rows.
 func (d *Dataset) Limit(n int64) *Dataset {
 	if n < 0 {

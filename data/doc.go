@@ -204,7 +204,8 @@
 //     tasks, or a BatchFunc or stateful BatchClass on an ActorPool),
 //     FilterFunc, AddColumn, Select, Drop, RenameColumns (old name to
 //     new, no copy; a read still reads only what the plan uses, by the
-//     file's names), Limit, Repartition, Sort (one
+//     file's names), RandomSample (each row kept with a probability,
+//     seeded), Limit, Repartition, Sort (one
 //     column) and SortBy (several: Key(col) or Key(col, Descending())
 //     each; int64, int32, float64, float32, string, timestamp, date32,
 //     date64, duration; nulls last in either direction), RandomShuffle

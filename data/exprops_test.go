@@ -497,3 +497,61 @@ func TestAggregateFunctions(t *testing.T) {
 		t.Errorf("a column twice: %v", err)
 	}
 }
+
+// RandomSample keeps about its fraction of the rows, the same ones for a
+// seed and a block layout, and passes a read's pushdown through.
+func TestRandomSample(t *testing.T) {
+	ctx := start(t)
+	base := data.Range(100000).WithConfig(withParallelism(4))
+	sample := func(fraction float64, seed uint64) []int64 {
+		t.Helper()
+		rows, err := base.RandomSample(fraction, seed).TakeAll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids(t, rows, "id")
+	}
+	a, b, c := sample(0.1, 7), sample(0.1, 7), sample(0.1, 8)
+	// 10,000 expected, sigma 95: within 5 sigma
+	if len(a) < 9525 || len(a) > 10475 || !slices.Equal(a, b) || slices.Equal(a, c) || !slices.IsSorted(a) {
+		t.Fatalf("sampled %d, again %d (equal %v), another seed %d (equal %v)", len(a), len(b), slices.Equal(a, b), len(c), slices.Equal(a, c))
+	}
+	// each block draws its own rows: the first two blocks' rows at their
+	// offsets differ
+	var block0, block1 []int64
+	for _, id := range a {
+		if id < 25000 {
+			block0 = append(block0, id)
+		} else if id < 50000 {
+			block1 = append(block1, id-25000)
+		}
+	}
+	if slices.Equal(block0, block1) {
+		t.Fatal("two blocks sampled the same offsets")
+	}
+	if n := len(sample(0, 1)); n != 0 {
+		t.Fatalf("fraction 0: %d rows", n)
+	}
+	if n := len(sample(1, 1)); n != 100000 {
+		t.Fatalf("fraction 1: %d rows", n)
+	}
+	for _, f := range []float64{-0.1, 1.5, math.NaN()} {
+		if _, err := base.RandomSample(f, 1).Count(ctx); !errors.Is(err, atoll.ErrInvalidArgument) {
+			t.Errorf("fraction %v: %v", f, err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "t.parquet")
+	writeGroups(t, path, 4)
+	ds := data.ReadParquet(path).RandomSample(0.5, 3).Select("id")
+	first, err := ds.TakeAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := ds.Stats(); !strings.Contains(st, "columns id (1 of 4)") {
+		t.Errorf("stats:\n%s", st)
+	}
+	again, err := ds.TakeAll(ctx)
+	if err != nil || len(first) < 150 || len(first) > 250 || !slices.Equal(ids(t, first, "id"), ids(t, again, "id")) {
+		t.Fatalf("%d rows, then %d, %v", len(first), len(again), err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -104,6 +105,24 @@ func rebatch(recs []arrow.RecordBatch, size int) []arrow.RecordBatch {
 
 func filterRecord(ctx context.Context, rec arrow.RecordBatch, mask arrow.Array) (arrow.RecordBatch, error) {
 	return compute.FilterRecordBatch(ctx, rec, mask, compute.DefaultFilterOptions())
+}
+
+// sampleRecord keeps each row of rec with probability fraction, drawn
+// from rng.
+func sampleRecord(ctx context.Context, rec arrow.RecordBatch, fraction float64, rng *rand.Rand) (arrow.RecordBatch, error) {
+	if rng == nil {
+		return nil, errs.Malformedf(specWhat, "a sample without its generator")
+	}
+	n := int(rec.NumRows())
+	mask := array.NewBooleanBuilder(memory.DefaultAllocator)
+	defer mask.Release()
+	mask.Reserve(n)
+	for range n {
+		mask.UnsafeAppend(rng.Float64() < fraction)
+	}
+	m := mask.NewBooleanArray()
+	defer m.Release()
+	return filterRecord(ctx, rec, m)
 }
 
 // projectRecord keeps (or, with drop, removes) the named columns.

@@ -59,7 +59,7 @@ func pushdownFor(ops []*logicalOp, schemas []*arrow.Schema) pushdown {
 				redefined[c] = true
 			}
 			continue
-		case "select", "drop", "filter":
+		case "select", "drop", "filter", "sample":
 			continue
 		}
 		break
@@ -153,6 +153,7 @@ func columnsRead(ops []*logicalOp, schemas []*arrow.Schema, last []string) []str
 			need = before
 		case "where":
 			add(o.op.Exprs[0].Columns()...)
+		case "sample": // every row's columns pass or none
 		case "with_column":
 			delete(need, o.op.Column)
 			add(o.op.Exprs[0].Columns()...)

@@ -56,7 +56,7 @@ func (o *logicalOp) outSchema(in *arrow.Schema) (*arrow.Schema, error) {
 		return nil, nil
 	}
 	switch o.op.Kind {
-	case "filter", "write_parquet", "write_csv", "write_json":
+	case "filter", "sample", "write_parquet", "write_csv", "write_json":
 		return in, nil
 	case "join_probe":
 		return o.joinSchema(in)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -53,6 +54,11 @@ type opSpec struct {
 	// rename: checked against the plan's schema, so a column the read
 	// left out is skipped
 	Checked bool
+	// sample: each row kept with probability Fraction, drawn from rng
+	// (seeded by Seed and the task's index when the task starts)
+	Fraction float64
+	Seed     uint64
+	rng      *rand.Rand
 }
 
 // outSpec is how a task returns its rows.
@@ -156,6 +162,11 @@ func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta
 	}
 	shared := inputs[len(inputs)-spec.Shared:]
 	inputs = inputs[:len(inputs)-spec.Shared]
+	for i, op := range spec.Ops {
+		if op.Kind == "sample" { // one stream of draws for the task's rows
+			spec.Ops[i].rng = rand.New(rand.NewPCG(op.Seed, uint64(spec.Out.TaskIndex)))
+		}
+	}
 	var matched joinMatches
 	var inSchema *arrow.Schema
 	if spec.Join != nil {
@@ -315,7 +326,7 @@ func streamed(spec *taskSpec, inputs int) bool {
 	filters := false
 	for _, op := range spec.Ops {
 		switch op.Kind {
-		case "where", "filter":
+		case "where", "filter", "sample":
 			filters = true
 		case "with_column", "project", "select", "drop", "rename", "map":
 		default:
@@ -435,6 +446,14 @@ func applyOp(ctx context.Context, op opSpec, recs []arrow.RecordBatch, shared []
 			mask.Release()
 			nr, err := filterRecord(ctx, rec, m)
 			m.Release()
+			if err != nil {
+				return fail(err)
+			}
+			out = append(out, nr)
+		}
+	case "sample":
+		for _, rec := range recs {
+			nr, err := sampleRecord(ctx, rec, op.Fraction, op.rng)
 			if err != nil {
 				return fail(err)
 			}

@@ -45,7 +45,7 @@ var (
 	readKinds = map[string]bool{"range": true, "parquet": true, "csv": true, "json": true}
 	// opKinds maps each op kind to whether it calls a registered function.
 	opKinds = map[string]bool{"map": true, "map_batches": true, "map_batches_class": true, "flat_map": true, "filter": true,
-		"add_column": true, "select": false, "drop": false, "rename": false, "limit": false, "write_parquet": false, "write_csv": false, "write_json": false,
+		"add_column": true, "select": false, "drop": false, "rename": false, "sample": false, "limit": false, "write_parquet": false, "write_csv": false, "write_json": false,
 		"where": false, "with_column": false, "project": false, "join_probe": false}
 	outKinds = map[string]bool{"blocks": true, "sort_sample": true, "key_sample": true, "split": true, "merge_sort": true,
 		"agg_map": true, "agg_reduce": true, "shuffle_map": true, "shuffle_reduce": true, "hash_split": true, "agg_split": true}
@@ -72,7 +72,8 @@ func encodeTask(s *taskSpec) []byte {
 	}
 	for i, o := range s.Ops {
 		m.Ops[i] = &atollpb.DataOp{Kind: o.Kind, Func: o.Fn, BatchSize: int64(o.BatchSize), Columns: o.Columns, Column: o.Column,
-			Limit: o.Limit, Offset: o.Offset, Path: o.Path, Checked: o.Checked}
+			Limit: o.Limit, Offset: o.Offset, Path: o.Path, Checked: o.Checked,
+			Fraction: o.Fraction, Seed: o.Seed}
 		for _, e := range o.Exprs {
 			m.Ops[i].Exprs = append(m.Ops[i].Exprs, e.Proto())
 		}
@@ -117,7 +118,8 @@ func decodeTask(b []byte) (*taskSpec, error) {
 	}
 	for i, o := range m.Ops {
 		s.Ops[i] = opSpec{Kind: o.Kind, Fn: o.Func, BatchSize: int(o.BatchSize), Columns: o.Columns, Column: o.Column,
-			Limit: o.Limit, Offset: o.Offset, Path: o.Path, Checked: o.Checked}
+			Limit: o.Limit, Offset: o.Offset, Path: o.Path, Checked: o.Checked,
+			Fraction: o.Fraction, Seed: o.Seed}
 		for _, pe := range o.Exprs {
 			e, err := expr.FromProto(pe)
 			if err != nil {
@@ -205,6 +207,9 @@ func checkTask(m *atollpb.DataTask) error {
 			o.Kind == "join_probe" && o.Join == nil,
 			len(o.Exprs) > maxNames:
 			return bad("operation %d (%s) without its columns, path or expressions", i, o.Kind)
+		}
+		if f := o.Fraction; o.Kind == "sample" && !(f >= 0 && f <= 1) {
+			return bad("operation %d (sample): fraction %v", i, f)
 		}
 		if o.Kind == "rename" {
 			if err := checkRenames(o.Columns); err != nil {

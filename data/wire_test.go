@@ -2,6 +2,7 @@ package data
 
 import (
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ func sampleSpecs() map[string]taskSpec {
 		"read and maps": {Read: &readSpec{Kind: "parquet", Path: "/data/in/part-00003.parquet", RowGroups: []int{7, 8}},
 			Ops: []opSpec{{Kind: "map_batches", Fn: "bench.double", BatchSize: 4096}, {Kind: "filter", Fn: "bench.keep"},
 				{Kind: "select", Columns: []string{"key", "value"}}, {Kind: "limit", Limit: 10, Offset: 3},
-				{Kind: "rename", Columns: []string{"key", "k", "value", "v"}, Checked: true}},
+				{Kind: "rename", Columns: []string{"key", "k", "value", "v"}, Checked: true}, {Kind: "sample", Fraction: 0.25, Seed: 9}},
 			Out: outSpec{Kind: "blocks", MaxBlocks: 8, TargetMaxBlockSize: 512 << 20, TaskIndex: 3}},
 		"range": {Read: &readSpec{Kind: "range", Start: 100, End: 200}, Out: outSpec{Kind: "blocks", MaxBlocks: 8}},
 		"csv": {Read: &readSpec{Kind: "csv", Path: "/data/in/a.csv", Schema: encodeSchema(csvArrowSchema([]csvField{{Name: "id", Kind: csvInt},
@@ -102,21 +103,23 @@ func TestMalformedTaskSpecs(t *testing.T) {
 			m.Read = &atollpb.DataRead{Kind: "json", Path: "a.jsonl", Schema: encodeSchema(arrow.NewSchema(
 				[]arrow.Field{{Name: "t", Type: &arrow.TimestampType{Unit: arrow.Second, TimeZone: "../../etc/passwd"}}}, nil))}
 		},
-		"json without a schema": func(m *atollpb.DataTask) { m.Read = &atollpb.DataRead{Kind: "json", Path: "a.jsonl"} },
-		"unknown op":            func(m *atollpb.DataTask) { m.Ops[0].Kind = "explode" },
-		"op without function":   func(m *atollpb.DataTask) { m.Ops[0].Func = "" },
-		"negative limit":        func(m *atollpb.DataTask) { m.Ops[3].Limit = -1 },
-		"select of nothing":     func(m *atollpb.DataTask) { m.Ops[2].Columns = nil },
-		"no output":             func(m *atollpb.DataTask) { m.Out = nil },
-		"rename of an odd list": func(m *atollpb.DataTask) { m.Ops[4].Columns = m.Ops[4].Columns[:3] },
-		"rename onto one name":  func(m *atollpb.DataTask) { m.Ops[4].Columns[3] = "k" },
-		"rename to no name":     func(m *atollpb.DataTask) { m.Ops[4].Columns[1] = "" },
-		"unknown output":        func(m *atollpb.DataTask) { m.Out.Kind = "scatter" },
-		"no blocks":             func(m *atollpb.DataTask) { m.Out.MaxBlocks = 0 },
-		"too many blocks":       func(m *atollpb.DataTask) { m.Out.MaxBlocks = maxReturns + 1 },
-		"split of no parts":     func(m *atollpb.DataTask) { m.Out = &atollpb.DataOutput{Kind: "split"} },
-		"key sample's blocks":   func(m *atollpb.DataTask) { m.Out = &atollpb.DataOutput{Kind: "key_sample", MaxBlocks: 8} },
-		"negative zip":          func(m *atollpb.DataTask) { m.Zip = &atollpb.DataZip{Skip: -1} },
+		"json without a schema":   func(m *atollpb.DataTask) { m.Read = &atollpb.DataRead{Kind: "json", Path: "a.jsonl"} },
+		"unknown op":              func(m *atollpb.DataTask) { m.Ops[0].Kind = "explode" },
+		"op without function":     func(m *atollpb.DataTask) { m.Ops[0].Func = "" },
+		"negative limit":          func(m *atollpb.DataTask) { m.Ops[3].Limit = -1 },
+		"select of nothing":       func(m *atollpb.DataTask) { m.Ops[2].Columns = nil },
+		"no output":               func(m *atollpb.DataTask) { m.Out = nil },
+		"rename of an odd list":   func(m *atollpb.DataTask) { m.Ops[4].Columns = m.Ops[4].Columns[:3] },
+		"rename onto one name":    func(m *atollpb.DataTask) { m.Ops[4].Columns[3] = "k" },
+		"rename to no name":       func(m *atollpb.DataTask) { m.Ops[4].Columns[1] = "" },
+		"sample of more than all": func(m *atollpb.DataTask) { m.Ops[5].Fraction = 1.5 },
+		"sample of NaN":           func(m *atollpb.DataTask) { m.Ops[5].Fraction = math.NaN() },
+		"unknown output":          func(m *atollpb.DataTask) { m.Out.Kind = "scatter" },
+		"no blocks":               func(m *atollpb.DataTask) { m.Out.MaxBlocks = 0 },
+		"too many blocks":         func(m *atollpb.DataTask) { m.Out.MaxBlocks = maxReturns + 1 },
+		"split of no parts":       func(m *atollpb.DataTask) { m.Out = &atollpb.DataOutput{Kind: "split"} },
+		"key sample's blocks":     func(m *atollpb.DataTask) { m.Out = &atollpb.DataOutput{Kind: "key_sample", MaxBlocks: 8} },
+		"negative zip":            func(m *atollpb.DataTask) { m.Zip = &atollpb.DataZip{Skip: -1} },
 		"unknown aggregation": func(m *atollpb.DataTask) {
 			m.Out.Aggs = []*atollpb.DataAgg{{Func: "median", Input: expr.Col("x").Proto(), Name: "median(x)"}}
 		},

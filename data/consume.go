@@ -326,9 +326,5 @@ func (d *Dataset) Show(ctx context.Context, w io.Writer, n int64) error {
 // per task of the last stage, written by the tasks themselves (the write
 // fuses with the maps before it).
 func (d *Dataset) WriteParquet(ctx context.Context, dir string) error {
-	if dir == "" {
-		return fmt.Errorf("%w: data: WriteParquet needs a directory", atoll.ErrInvalidArgument)
-	}
-	w := &logicalOp{name: "write", kind: kindMap, op: opSpec{Kind: "write_parquet", Path: dir}}
-	return d.execute(ctx, func(block) (bool, error) { return true, nil }, false, w)
+	return d.writeFiles(ctx, "WriteParquet", "write_parquet", dir)
 }

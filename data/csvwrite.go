@@ -17,10 +17,17 @@ import (
 // does). Nulls are written as empty fields; a task with no rows writes no
 // file.
 func (d *Dataset) WriteCSV(ctx context.Context, dir string) error {
+	return d.writeFiles(ctx, "WriteCSV", "write_csv", dir)
+}
+
+// writeFiles runs the plan with a write op of kind last, each task of
+// the last stage writing its file in dir; method names the caller for
+// the error of no directory.
+func (d *Dataset) writeFiles(ctx context.Context, method, kind, dir string) error {
 	if dir == "" {
-		return fmt.Errorf("%w: data: WriteCSV needs a directory", atoll.ErrInvalidArgument)
+		return fmt.Errorf("%w: data: %s needs a directory", atoll.ErrInvalidArgument, method)
 	}
-	w := &logicalOp{name: "write", kind: kindMap, op: opSpec{Kind: "write_csv", Path: dir}}
+	w := &logicalOp{name: "write", kind: kindMap, op: opSpec{Kind: kind, Path: dir}}
 	return d.execute(ctx, func(block) (bool, error) { return true, nil }, false, w)
 }
 

@@ -13,8 +13,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-
-	"github.com/atoll-runtime/atoll"
 )
 
 // WriteJSON writes the dataset to dir as newline-delimited JSON files
@@ -27,11 +25,7 @@ import (
 // binary values base64, lists arrays and structs objects. ReadJSON reads
 // times back as text unless ReadJSONWith gives their columns' types.
 func (d *Dataset) WriteJSON(ctx context.Context, dir string) error {
-	if dir == "" {
-		return fmt.Errorf("%w: data: WriteJSON needs a directory", atoll.ErrInvalidArgument)
-	}
-	w := &logicalOp{name: "write", kind: kindMap, op: opSpec{Kind: "write_json", Path: dir}}
-	return d.execute(ctx, func(block) (bool, error) { return true, nil }, false, w)
+	return d.writeFiles(ctx, "WriteJSON", "write_json", dir)
 }
 
 // writeJSONFile writes recs to path as newline-delimited JSON (through a

@@ -107,20 +107,30 @@ func filterRecord(ctx context.Context, rec arrow.RecordBatch, mask arrow.Array) 
 	return compute.FilterRecordBatch(ctx, rec, mask, compute.DefaultFilterOptions())
 }
 
-// sampleRecord keeps each row of rec with probability fraction, drawn
-// from rng.
-func sampleRecord(ctx context.Context, rec arrow.RecordBatch, fraction float64, rng *rand.Rand) (arrow.RecordBatch, error) {
+// sampleRecord keeps each row of rec with probability fraction: a row is
+// kept when its draw from rng, a uint64, is under fraction's share of
+// 2^64 (every row at 1).
+func sampleRecord(ctx context.Context, rec arrow.RecordBatch, fraction float64, rng *rand.PCG) (arrow.RecordBatch, error) {
 	if rng == nil {
 		return nil, errs.Malformedf(specWhat, "a sample without its generator")
 	}
 	n := int(rec.NumRows())
-	mask := array.NewBooleanBuilder(memory.DefaultAllocator)
-	defer mask.Release()
-	mask.Reserve(n)
-	for range n {
-		mask.UnsafeAppend(rng.Float64() < fraction)
+	buf := memory.NewResizableBuffer(memory.DefaultAllocator)
+	buf.Resize(int(bitutil.BytesForBits(int64(n))))
+	bits := buf.Bytes()
+	clear(bits)
+	if fraction >= 1 {
+		bitutil.SetBitsTo(bits, 0, int64(n), true)
+	} else {
+		under := uint64(fraction * (1 << 64)) // below 2^64: fraction < 1
+		for i := range n {
+			if rng.Uint64() < under {
+				bits[i>>3] |= 1 << (i & 7)
+			}
+		}
 	}
-	m := mask.NewBooleanArray()
+	m := array.NewBoolean(n, buf, nil, 0)
+	buf.Release()
 	defer m.Release()
 	return filterRecord(ctx, rec, m)
 }

@@ -58,7 +58,7 @@ type opSpec struct {
 	// (seeded by Seed and the task's index when the task starts)
 	Fraction float64
 	Seed     uint64
-	rng      *rand.Rand
+	rng      *rand.PCG
 }
 
 // outSpec is how a task returns its rows.
@@ -164,7 +164,7 @@ func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta
 	inputs = inputs[:len(inputs)-spec.Shared]
 	for i, op := range spec.Ops {
 		if op.Kind == "sample" { // one stream of draws for the task's rows
-			spec.Ops[i].rng = rand.New(rand.NewPCG(op.Seed, uint64(spec.Out.TaskIndex)))
+			spec.Ops[i].rng = rand.NewPCG(op.Seed, uint64(spec.Out.TaskIndex))
 		}
 	}
 	var matched joinMatches

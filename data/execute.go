@@ -82,14 +82,14 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 		}
 	}
 	schemas, err := checkOps(srcSchema, ops)
-	// the ops the plan checked against a known schema
-	checked := map[*logicalOp]bool{}
-	for i, o := range ops[1:] {
-		checked[o] = err == nil && schemas[i] != nil
-	}
 	if err != nil {
 		closeInputs(in, src0)
 		return nil, nil, nil, err
+	}
+	// the ops the plan checked against a known schema
+	checked := map[*logicalOp]bool{}
+	for i, o := range ops[1:] {
+		checked[o] = schemas[i] != nil
 	}
 	for i, st := range plan(ops) {
 		stats := &stageStats{name: st.name(), cpu: st.cpu()}

@@ -136,8 +136,9 @@ func (g *GroupedData) Aggregate(aggs ...Agg) *Dataset {
 }
 
 // aggLeaves is what aggs aggregate: each aggregation of rows once, by
-// name, and, when one of aggs is a function of aggregations, the columns
-// that make aggs' of them (nil: the leaves are aggs).
+// name; and, when one of aggs is a function of aggregations, the
+// expressions that then make the output's columns (the keys, then one
+// per agg) from the leaves' (nil: the leaves are aggs themselves).
 func aggLeaves(keys []string, aggs []Agg) ([]Agg, []expr.Expr, error) {
 	composite := false
 	for _, a := range aggs {

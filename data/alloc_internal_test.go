@@ -2,9 +2,15 @@ package data
 
 import (
 	"bytes"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 func TestPoolAllocatorReusesFreedBuffers(t *testing.T) {
@@ -143,5 +149,36 @@ func TestPoolAllocatorRelease(t *testing.T) {
 	p.Free(c)
 	if p.held != 4096 {
 		t.Fatalf("a buffer freed after release: held %d bytes", p.held)
+	}
+}
+
+// A time column's integer view, which its users do not release, gives
+// its hold on the column's buffers back once it is unreachable: the
+// buffers are freed when the column is released too.
+func TestIntKeyViewLetsBuffersGo(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	b := array.NewTimestampBuilder(mem, &arrow.TimestampType{Unit: arrow.Microsecond})
+	for i := range 1000 {
+		if i%10 == 3 {
+			b.AppendNull()
+			continue
+		}
+		b.Append(arrow.Timestamp(i))
+	}
+	col := b.NewArray()
+	b.Release()
+	func() {
+		view := intKey(col).(*array.Int64)
+		if view.Len() != 1000 || view.Value(999) != 999 || view.IsValid(3) {
+			t.Fatalf("view: %d values, last %d", view.Len(), view.Value(999))
+		}
+	}()
+	col.Release()
+	for deadline := time.Now().Add(10 * time.Second); mem.CurrentAlloc() != 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes still allocated: the view kept the buffers", mem.CurrentAlloc())
+		}
+		runtime.GC()
+		runtime.Gosched()
 	}
 }

@@ -2,10 +2,12 @@ package data
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/data/expr"
@@ -167,9 +169,11 @@ const sortableTypes = "int64, int32, float64, float32, string, timestamp, date32
 
 // intKey is a's values as the integers they are stored as, when a is a
 // timestamp, a date or a duration (an Int64 of a timestamp's, a date64's
-// or a duration's, an Int32 of a date32's days): the key kernels (sort, group and join) compare,
-// hash and group those. It shares a's buffers and is never released (the
-// garbage collector frees it); another column is a itself.
+// or a duration's, an Int32 of a date32's days): the key kernels (sort,
+// group and join) compare, hash and group those. It shares a's buffers;
+// its callers do not release it: its hold on them is given back when the
+// collector finds it unreachable, so that they return to the Arrow pool
+// once a is released too. Another column is a itself.
 func intKey(a arrow.Array) arrow.Array {
 	var t arrow.DataType
 	switch a.DataType().ID() {
@@ -181,9 +185,18 @@ func intKey(a arrow.Array) arrow.Array {
 		return a
 	}
 	d := a.Data()
-	v := array.NewData(t, d.Len(), d.Buffers(), nil, d.NullN(), d.Offset())
-	defer v.Release()
+	v := array.NewData(t, d.Len(), d.Buffers(), nil, d.NullN(), d.Offset()) // retains the buffers
+	runtime.AddCleanup(v, releaseBuffers, slices.Clone(v.Buffers()))
 	return array.MakeFromData(v)
+}
+
+// releaseBuffers releases each of bufs.
+func releaseBuffers(bufs []*memory.Buffer) {
+	for _, b := range bufs {
+		if b != nil {
+			b.Release()
+		}
+	}
 }
 
 // aggregateSchema is the schema of GroupBy(keys).Aggregate(aggs) over

@@ -38,7 +38,7 @@ type taskSpec struct {
 
 // opSpec is one map-like operation as a task runs it.
 type opSpec struct {
-	Kind      string // map, map_batches, flat_map, filter, select, drop, rename, add_column, limit, write_parquet, write_csv, write_json, where, with_column, project
+	Kind      string // map, map_batches, flat_map, filter, select, drop, rename, sample, add_column, limit, write_parquet, write_csv, write_json, where, with_column, project
 	Fn        string // a registered function's name
 	BatchSize int
 	Columns   []string // select, drop: the columns; rename: old and new names in turn

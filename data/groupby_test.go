@@ -351,12 +351,15 @@ func TestGroupByLargerThanStore(t *testing.T) {
 // last map. The result is the same every way.
 func TestGroupByCutsWhileMapping(t *testing.T) {
 	ctx := start(t, atoll.WithObjectStoreMemory(64<<20))
-	const rows, groups, blocks = 2_400_000, 50_000, 24
+	// Sized to run in seconds: CI runs the data package's two shares
+	// beside the simulator on two cores, where a task takes ten times
+	// its CPU time.
+	const rows, groups, blocks = 600_000, 12_500, 24
 	for _, stored := range []bool{false, true} {
 		for _, overlap := range []bool{true, false} {
 			cfg := withParallelism(blocks)
 			cfg.NoOverlap = !overlap
-			cfg.MemoryBudget = 4 << 20 // 1 MiB a reduce task: the parts (~14 MB each) are too large
+			cfg.MemoryBudget = 1 << 20 // the parts (~5 MB each) are larger than a reduce task may take
 			in := data.Range(rows).WithConfig(cfg).WithColumn("g", expr.Col("id").Mod(groups))
 			if stored {
 				var err error

@@ -215,7 +215,7 @@ func callActor(ctx context.Context, st *runtime.Actor, method string, numReturns
 		return runtime.FailedRefs(numReturns, err)
 	}
 	cc := methodConfig(bound, opts)
-	if err := checkRetries(cc); err != nil {
+	if err := checkRetries(&cc); err != nil {
 		return runtime.FailedRefs(numReturns, err)
 	}
 	if cc.release, err = st.AcquireCall(ctx); err != nil {
@@ -227,7 +227,7 @@ func callActor(ctx context.Context, st *runtime.Actor, method string, numReturns
 	}
 	spec := &atollpb.TaskSpec{
 		Type: atollpb.TaskType_ACTOR_TASK, Function: registry.MethodName(st.TypeName, method), Name: cc.name, NumReturns: int32(numReturns),
-		MaxRetries: int32(retries), RetryExceptions: cc.retryExceptions, ActorId: st.ID.Bytes(), ConcurrencyGroup: cc.group,
+		MaxRetries: int32(retries), RetryExceptions: cc.retryExceptions, RetryErrors: cc.retryErrors, ActorId: st.ID.Bytes(), ConcurrencyGroup: cc.group,
 	}
 	return rt.Submit(ctx, spec, args, cc.release, st)
 }

@@ -102,11 +102,15 @@ type callConfig struct {
 	maxRetries      int
 	maxRetriesSet   bool // MaxRetries given: an actor call's own retries
 	retryExceptions bool
-	name            string
-	actorName       string
-	maxRestarts     int
-	maxTaskRetries  int
-	scheduling      *atollpb.SchedulingStrategy
+	// retryOnly: RetryExceptions' sentinels; retryErrors their names,
+	// set by checkRetries.
+	retryOnly      []error
+	retryErrors    []string
+	name           string
+	actorName      string
+	maxRestarts    int
+	maxTaskRetries int
+	scheduling     *atollpb.SchedulingStrategy
 	// InPlacementGroup: the group and bundle, or why the option is bad.
 	pgroup    *PlacementGroup
 	pbundle   int
@@ -146,10 +150,25 @@ func applyAll[O comparable](c callConfig, set func(O, *callConfig), bound, opts 
 	return c
 }
 
-// checkRetries validates a task's or actor call's MaxRetries.
-func checkRetries(c callConfig) error {
+// checkRetries validates a task's or actor call's MaxRetries and
+// RetryExceptions, and names the sentinels RetryExceptions gave.
+func checkRetries(c *callConfig) error {
 	if c.maxRetries < -1 {
 		return errs.Invalidf("MaxRetries(%d): use -1 to retry forever, 0 for never, or a positive count", c.maxRetries)
+	}
+	if len(c.retryOnly) == 0 {
+		return nil
+	}
+	if len(c.retryOnly) > errs.MaxSentinels {
+		return errs.Invalidf("RetryExceptions: %d errors, more than the %d an error can match on the wire", len(c.retryOnly), errs.MaxSentinels)
+	}
+	c.retryErrors = make([]string, len(c.retryOnly))
+	for i, e := range c.retryOnly {
+		name, ok := errs.SentinelName(e)
+		if !ok {
+			return errs.Invalidf("RetryExceptions: %v is not a registered sentinel error: register it with RegisterError(err) in every process, so that a task's error is known to match it", e)
+		}
+		c.retryErrors[i] = name
 	}
 	return nil
 }
@@ -212,9 +231,15 @@ func MaxRetries(n int) TaskOrMethodOption {
 }
 
 // RetryExceptions makes a task (or actor call) also retry, within its
-// retries, when its own code returns an error or panics.
-func RetryExceptions() TaskOrMethodOption {
-	return TaskOrMethodOption{func(c *callConfig) { c.retryExceptions = true }}
+// retries, when its own code returns an error or panics. Given sentinel
+// errors, it retries only an error that matches one of them (errors.Is,
+// in the process that ran the task; a panic matches none), as Ray's
+// retry_exceptions list: a read that may fail for a while, but not on
+// bad input. Each must be registered (RegisterError) in every process;
+// one that is not fails the call with ErrInvalidArgument.
+func RetryExceptions(only ...error) TaskOrMethodOption {
+	only = slices.Clone(only)
+	return TaskOrMethodOption{func(c *callConfig) { c.retryExceptions, c.retryOnly = true, only }}
 }
 
 // Name sets the task's (or actor call's) name in traces, logs and errors

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/atoll-runtime/atoll"
 )
@@ -63,4 +64,45 @@ func ExampleRegisterError() {
 	// short by 40 on alice
 	// failed task: example.withdraw
 	// closed: true
+}
+
+// ErrBusy is a sentinel of the program for a failure that passes.
+var ErrBusy = errors.New("ledger busy")
+
+func init() { atoll.RegisterError(ErrBusy) }
+
+// withdrawals counts transfer's attempts (the example's workers run in
+// this process).
+var withdrawals atomic.Int32
+
+var transfer = atoll.NewFunc1("example.transfer", func(_ context.Context, account string) (string, error) {
+	n := withdrawals.Add(1)
+	switch {
+	case account == "closed":
+		return "", fmt.Errorf("transfer from %s: %w", account, ErrAccountClosed)
+	case n == 1:
+		return "", fmt.Errorf("transfer from %s: %w", account, ErrBusy)
+	}
+	return fmt.Sprintf("done on attempt %d", n), nil
+})
+
+// RetryExceptions given sentinels retries only the errors that match one:
+// a busy ledger is tried again, a closed account fails at once.
+func ExampleRetryExceptions() {
+	ctx := context.Background()
+	if err := atoll.Init(ctx, atoll.WithObjectStoreMemory(64<<20), atoll.WithNumCPUs(1), atoll.WithWorkerMode(atoll.InProcessWorkers)); err != nil {
+		panic(err)
+	}
+	defer atoll.Shutdown(ctx)
+
+	retryBusy := transfer.Options(atoll.RetryExceptions(ErrBusy), atoll.MaxRetries(3))
+	v, err := atoll.Get(ctx, retryBusy.Remote(ctx, atoll.Value("alice")))
+	fmt.Println(v, err)
+
+	withdrawals.Store(0)
+	_, err = atoll.Get(ctx, retryBusy.Remote(ctx, atoll.Value("closed")))
+	fmt.Println("closed:", errors.Is(err, ErrAccountClosed), "attempts:", withdrawals.Load())
+	// Output:
+	// done on attempt 2 <nil>
+	// closed: true attempts: 1
 }

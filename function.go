@@ -83,12 +83,12 @@ func call(ctx context.Context, name string, numReturns int, bound, opts []TaskOp
 		return runtime.FailedRefs(numReturns, err)
 	}
 	cc := taskConfig(bound, opts)
-	if err := checkRetries(cc); err != nil {
+	if err := checkRetries(&cc); err != nil {
 		return runtime.FailedRefs(numReturns, err)
 	}
 	spec := specpack.NewSpec() // Submit recycles it once the task is packed
 	spec.Type, spec.Function, spec.Name, spec.NumReturns = atollpb.TaskType_NORMAL_TASK, name, cc.name, int32(numReturns)
-	spec.MaxRetries, spec.RetryExceptions = int32(cc.maxRetries), cc.retryExceptions
+	spec.MaxRetries, spec.RetryExceptions, spec.RetryErrors = int32(cc.maxRetries), cc.retryExceptions, cc.retryErrors
 	spec.Scheduling = cc.scheduling
 	if cc.resources != nil {
 		spec.Resources = cc.resources.toMap()

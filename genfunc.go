@@ -106,7 +106,7 @@ func callGenerator[R any](ctx context.Context, name string, bound, opts []TaskOp
 		return &ObjectRefGenerator[R]{s: runtime.FailedStream(err)}
 	}
 	cc := taskConfig(bound, opts)
-	if err := checkRetries(cc); err != nil {
+	if err := checkRetries(&cc); err != nil {
 		return &ObjectRefGenerator[R]{s: runtime.FailedStream(err)}
 	}
 	limit := cc.genBackpressure
@@ -118,7 +118,7 @@ func callGenerator[R any](ctx context.Context, name string, bound, opts []TaskOp
 	}
 	spec := &atollpb.TaskSpec{
 		Type: atollpb.TaskType_NORMAL_TASK, Function: name, Name: cc.name, NumReturns: 1,
-		MaxRetries: int32(cc.maxRetries), RetryExceptions: cc.retryExceptions,
+		MaxRetries: int32(cc.maxRetries), RetryExceptions: cc.retryExceptions, RetryErrors: cc.retryErrors,
 		Generator: true, GeneratorBackpressure: int32(limit),
 	}
 	// Placed like any task: on another node of a cluster, its items and

@@ -49,6 +49,19 @@ var (
 		}
 		return n, nil
 	})
+	// picky fails with errMayPass twice (wrapped), then succeeds, or
+	// always with errWontPass.
+	pickyCalls atomic.Int32
+	picky      = atoll.NewFunc1("test.picky", func(_ context.Context, mayPass bool) (int32, error) {
+		n := pickyCalls.Add(1)
+		switch {
+		case !mayPass:
+			return 0, fmt.Errorf("attempt %d: %w", n, errWontPass)
+		case n < 3:
+			return 0, fmt.Errorf("attempt %d: %w", n, errMayPass)
+		}
+		return n, nil
+	})
 	blockUntil = atoll.NewFunc1("test.block", func(ctx context.Context, key chanKey) (string, error) {
 		select {
 		case <-key.ch():
@@ -219,6 +232,45 @@ func TestRetriesOnApplicationErrorsAreOptIn(t *testing.T) {
 	}
 	if n := flakyCalls.Load(); n != 3 {
 		t.Fatalf("%d attempts, want 3 (1 + 2 retries)", n)
+	}
+}
+
+// Registered sentinels that picky fails with, and one never registered.
+var (
+	errMayPass   = errors.New("test: may pass if tried again")
+	errWontPass  = errors.New("test: will not pass")
+	errNotShared = errors.New("test: not registered")
+)
+
+func init() { atoll.RegisterError(errMayPass, errWontPass) }
+
+// TestRetryExceptionsOfSomeErrors: RetryExceptions given sentinels
+// retries an error that matches one (wrapped, in the worker), and fails
+// at once on one that matches none; a sentinel never registered cannot
+// be matched across processes, so the call fails with ErrInvalidArgument.
+func TestRetryExceptionsOfSomeErrors(t *testing.T) {
+	ctx := start(t)
+	only := []atoll.TaskOption{atoll.RetryExceptions(errMayPass), atoll.MaxRetries(3)}
+	pickyCalls.Store(0)
+	if v, err := atoll.Get(ctx, picky.Remote(ctx, atoll.Value(true), only...)); err != nil || v != 3 {
+		t.Fatalf("an error named: %v %v (want success on attempt 3)", v, err)
+	}
+	pickyCalls.Store(0)
+	_, err := atoll.Get(ctx, picky.Remote(ctx, atoll.Value(false), only...))
+	if !errors.Is(err, errWontPass) {
+		t.Fatalf("an error not named: %v", err)
+	}
+	if n := pickyCalls.Load(); n != 1 {
+		t.Fatalf("an error not named ran %d attempts, want 1", n)
+	}
+	pickyCalls.Store(0)
+	both := []atoll.TaskOption{atoll.RetryExceptions(errMayPass, errWontPass), atoll.MaxRetries(2)}
+	if _, err := atoll.Get(ctx, picky.Remote(ctx, atoll.Value(false), both...)); !errors.Is(err, errWontPass) || pickyCalls.Load() != 3 {
+		t.Fatalf("the second error named: %v after %d attempts, want 3", err, pickyCalls.Load())
+	}
+	_, err = atoll.Get(ctx, picky.Remote(ctx, atoll.Value(true), atoll.RetryExceptions(errNotShared)))
+	if !errors.Is(err, atoll.ErrInvalidArgument) || !strings.Contains(err.Error(), "RegisterError") {
+		t.Fatalf("an unregistered sentinel: %v", err)
 	}
 }
 

@@ -474,8 +474,12 @@ type TaskSpec struct {
 	// The most items a generator may have yielded that its caller has not
 	// consumed; yield blocks past it until GeneratorAck says more were.
 	GeneratorBackpressure int32 `protobuf:"varint,41,opt,name=generator_backpressure,json=generatorBackpressure,proto3" json:"generator_backpressure,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// With retry_exceptions, the registered sentinel errors (by name, as
+	// ErrorInfo.sentinels) an application error must match to be retried;
+	// empty: any application error is.
+	RetryErrors   []string `protobuf:"bytes,42,rep,name=retry_errors,json=retryErrors,proto3" json:"retry_errors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskSpec) Reset() {
@@ -695,6 +699,13 @@ func (x *TaskSpec) GetGeneratorBackpressure() int32 {
 		return x.GeneratorBackpressure
 	}
 	return 0
+}
+
+func (x *TaskSpec) GetRetryErrors() []string {
+	if x != nil {
+		return x.RetryErrors
+	}
+	return nil
 }
 
 // SchedulingStrategy places a task or actor in a cluster.
@@ -1630,7 +1641,7 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\x10ConcurrencyGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
 	"\x0fmax_concurrency\x18\x02 \x01(\x05R\x0emaxConcurrency\x12\x18\n" +
-	"\amethods\x18\x03 \x03(\tR\amethods\"\x85\t\n" +
+	"\amethods\x18\x03 \x03(\tR\amethods\"\xa8\t\n" +
 	"\bTaskSpec\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\fR\x05jobId\x12&\n" +
@@ -1663,7 +1674,8 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\x11concurrency_group\x18\x18 \x01(\tR\x10concurrencyGroup\x12\x1b\n" +
 	"\tcaller_id\x18\x19 \x01(\fR\bcallerId\x12\x1c\n" +
 	"\tgenerator\x18( \x01(\bR\tgenerator\x125\n" +
-	"\x16generator_backpressure\x18) \x01(\x05R\x15generatorBackpressure\x1a<\n" +
+	"\x16generator_backpressure\x18) \x01(\x05R\x15generatorBackpressure\x12!\n" +
+	"\fretry_errors\x18* \x03(\tR\vretryErrors\x1a<\n" +
 	"\x0eResourcesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\x92\x02\n" +

@@ -76,8 +76,9 @@
 // before it, not after; a limit ends its stage; a Union or a Zip is the
 // source of its stage (the maps after it fuse into its tasks). Each
 // stage submits one task per input block (SPREAD; a read task is retried
-// up to 3 times on its own errors, a file unreadable for a while, and its
-// last error says which attempt it was; Stats count the retried tasks),
+// up to 3 times on a file error that may pass, ErrTransient, and its last
+// error says which attempt it was; Stats count the retried tasks; its
+// other errors are final at once),
 // yields output blocks in order, and keeps the bytes
 // in flight — inputs and expected outputs of running tasks, plus blocks
 // produced and not yet consumed — under a memory budget (Config:

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"reflect"
 	"strings"
+	"syscall"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -105,15 +107,39 @@ func schemaLine(s *arrow.Schema) string {
 
 // FileError: a task could not read or write (Op) the file Path; Message
 // is the cause's text. It matches fs.ErrNotExist and fs.ErrPermission
-// when its cause did, in the caller too; in the process that failed,
-// Unwrap returns the cause.
+// when its cause did, and ErrTransient when Transient, in the caller too;
+// in the process that failed, Unwrap returns the cause.
 type FileError struct {
 	Op         string
 	Path       string
 	Message    string
 	NotExist   bool
 	Permission bool
-	err        error
+	// Transient: the cause may pass if the file is tried again (see
+	// ErrTransient).
+	Transient bool
+	err       error
+}
+
+// ErrTransient matches a FileError whose cause may pass if the file is
+// tried again: an I/O error (EIO), a timeout, an interrupted or refused
+// call (EINTR, EAGAIN, EBUSY), a stale network file handle (ESTALE), a
+// dropped connection. A read task is retried on these (three times), and
+// on nothing else its own code returns: a file that does not parse, or
+// does not fit the read's schema, fails the dataset at once.
+var ErrTransient = errors.New("data: the file may read if tried again")
+
+// transientCauses are the system errors ErrTransient stands for.
+var transientCauses = []error{syscall.EIO, syscall.EINTR, syscall.EAGAIN, syscall.EBUSY, syscall.ETIMEDOUT, syscall.ESTALE,
+	syscall.ECONNRESET, syscall.ECONNABORTED, syscall.ENETDOWN, syscall.ENETUNREACH, syscall.EHOSTUNREACH, os.ErrDeadlineExceeded}
+
+func transient(err error) bool {
+	for _, c := range transientCauses {
+		if errors.Is(err, c) {
+			return true
+		}
+	}
+	return false
 }
 
 // maxFileMessage bounds a FileError's message, so that it travels whole.
@@ -125,14 +151,16 @@ func fileError(op, path string, err error) *FileError {
 		msg = msg[:maxFileMessage] + "..."
 	}
 	return &FileError{Op: op, Path: path, Message: msg, NotExist: errors.Is(err, fs.ErrNotExist),
-		Permission: errors.Is(err, fs.ErrPermission), err: err}
+		Permission: errors.Is(err, fs.ErrPermission), Transient: transient(err), err: err}
 }
 
 func (e *FileError) Error() string { return "data: " + e.Op + " " + e.Path + ": " + e.Message }
 
-// Is matches fs.ErrNotExist and fs.ErrPermission when the cause did.
+// Is matches fs.ErrNotExist and fs.ErrPermission when the cause did, and
+// ErrTransient when Transient.
 func (e *FileError) Is(target error) bool {
-	return target == fs.ErrNotExist && e.NotExist || target == fs.ErrPermission && e.Permission
+	return target == fs.ErrNotExist && e.NotExist || target == fs.ErrPermission && e.Permission ||
+		target == ErrTransient && e.Transient
 }
 
 // Unwrap returns the cause, in the process that failed.
@@ -144,5 +172,8 @@ func init() {
 		if err := errs.RegisterType(t); err != nil {
 			panic(err)
 		}
+	}
+	if err := errs.RegisterSentinel(ErrTransient); err != nil {
+		panic(err)
 	}
 }

@@ -13,9 +13,11 @@ import (
 
 const codecBytes = atollpb.Codec_CODEC_BYTES
 
-// readRetries is how many times a read task is retried after an error of
-// its own (a file unreadable for a while, read while being written): a
-// read is tried 1 + readRetries times.
+// readRetries is how many times a read task is retried after a file
+// error that may pass (ErrTransient: a file system unreadable for a
+// while): a read is tried 1 + readRetries times. Its other errors (a file
+// that does not parse, an expression or function that fails on its rows)
+// are final at once.
 const readRetries = 3
 
 // start plans d and returns the stream of its output blocks. Nothing is
@@ -154,8 +156,8 @@ func (d *Dataset) startIn(ctx context.Context, r *run, extra ...*logicalOp) (blo
 		}
 		opts := taskOptions(place)
 		if i == 0 && rs != nil {
-			// reads retry application errors (a flaky file system)
-			opts = append(opts, atoll.RetryExceptions(), atoll.MaxRetries(readRetries))
+			// reads retry a flaky file system's errors
+			opts = append(opts, atoll.RetryExceptions(ErrTransient), atoll.MaxRetries(readRetries))
 		}
 		if len(mapOps) > 0 && mapOps[0].strategy() == "actors" {
 			// an actor stage holds map-like ops only (plan.go)

@@ -123,7 +123,8 @@ func csvRows(lo, n int) string {
 var halfWritten = csvRows(3, 3)[:len("id,name\n3,n3\n4")]
 
 // TestReadRetried: a read task whose file is half written on its first
-// attempt is retried (reads retry their own errors) and reads it whole:
+// attempt is retried (reads retry a file error that may pass, which this
+// test binary takes a half-written CSV line for) and reads it whole:
 // the dataset has every row once, in order, and Stats counts the retry.
 // (The driver reads the file's head first, to infer the columns: it is
 // served the whole file.)
@@ -176,6 +177,39 @@ func TestReadFailsAfterRetries(t *testing.T) {
 	}
 	if n := f.served.Load(); n != 5 {
 		t.Fatalf("b.csv was read %d times, want 5 (its head, a try and three retries)", n)
+	}
+	t.Log(err)
+}
+
+// TestReadStageErrorsAreFinal: a read task's error that cannot pass by
+// trying again fails the run at its first attempt: a registered function
+// failing on the rows read (it ran four times before), and a file whose
+// rows do not fit the read's schema. b.csv is served afresh to each
+// open, which counts the attempts.
+func TestReadStageErrorsAreFinal(t *testing.T) {
+	ctx := start(t)
+	only := t.TempDir() // b.csv alone: the function fails on every file's rows
+	f := serveFlaky(t, filepath.Join(only, "b.csv"), csvRows(3, 3))
+	_, err := data.ReadCSV(only).Map(failing).Count(ctx)
+	var fe *data.FunctionError
+	if !errors.As(err, &fe) || fe.Func != "test.fail" || errors.Is(err, data.ErrTransient) || strings.Contains(err.Error(), "attempt") {
+		t.Fatalf("a failing function: %v", err)
+	}
+	if n := f.served.Load(); n != 2 {
+		t.Fatalf("with a failing function, b.csv was read %d times, want 2 (its head, one try)", n)
+	}
+	// the driver infers int64 from the files' first MiB; past it, b.csv
+	// has an id that does not parse
+	dir, b := csvDir(t)
+	head, _ := pastTheHead("id,name\n", "3,n3\n")
+	f = serveFlaky(t, b, head+"three,n3\n")
+	_, err = data.ReadCSV(dir).Count(ctx)
+	var fileErr *data.FileError
+	if !errors.As(err, &fileErr) || fileErr.Path != b || fileErr.Transient || strings.Contains(err.Error(), "attempt") {
+		t.Fatalf("a file that does not fit the schema: %v", err)
+	}
+	if n := f.served.Load(); n != 2 {
+		t.Fatalf("a file that does not fit the schema was read %d times, want 2 (its head, one try)", n)
 	}
 	t.Log(err)
 }

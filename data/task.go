@@ -2,6 +2,7 @@ package data
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -204,9 +205,12 @@ func runTask(ctx context.Context, spec *taskSpec, inputs []atoll.Raw) (*taskMeta
 		} else {
 			recs, readBytes, err = spec.Read.read(ctx)
 		}
-		if err != nil {
+		if err != nil && errors.Is(err, ErrTransient) {
 			// the last attempt's error is the run's: say it was retried
 			return nil, nil, fmt.Errorf("%w (attempt %d of %d)", err, atoll.CurrentAttempt(ctx)+1, 1+readRetries)
+		}
+		if err != nil {
+			return nil, nil, err
 		}
 	}
 	if spec.Zip != nil {

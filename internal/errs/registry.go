@@ -240,8 +240,19 @@ func encodeCause(cause error, info *atollpb.ErrorInfo) {
 
 // isSentinel reports whether e is a registered sentinel value.
 func isSentinel(e error) bool {
-	s, ok := registry.Sentinels.Lookup(e.Error())
-	return ok && same(s, e)
+	_, ok := SentinelName(e)
+	return ok
+}
+
+// SentinelName returns the name e is registered under as a sentinel (its
+// message), and whether it is one.
+func SentinelName(e error) (string, bool) {
+	if e == nil {
+		return "", false
+	}
+	name := e.Error()
+	s, ok := registry.Sentinels.Lookup(name)
+	return name, ok && same(s, e)
 }
 
 // decodeCause rebuilds a task's own error from info: its registered

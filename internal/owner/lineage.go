@@ -401,6 +401,9 @@ func specSize(s *atollpb.TaskSpec) int {
 		varintField(2, s.SequenceNumber) + int32Field(2, s.NumDependencies) + bytesField(2, len(s.WorkerBinary)) +
 		bytesField(2, len(s.WorkerBinarySha256)) + bytesField(2, len(s.ConcurrencyGroup)) + bytesField(2, len(s.CallerId)) +
 		boolField(2, s.Generator) + int32Field(2, s.GeneratorBackpressure)
+	for _, e := range s.RetryErrors {
+		n += 2 + protowire.SizeBytes(len(e))
+	}
 	for k := range s.Resources {
 		entry := 1 + protowire.SizeBytes(len(k)) + 1 + 8 // key, then a double
 		n += 1 + protowire.SizeBytes(entry)

@@ -16,8 +16,8 @@ import (
 func TestSpecSizeIsProtoSize(t *testing.T) {
 	// specSize counts TaskSpec's fields one by one: a new field needs
 	// counting there (and setting below).
-	if n := (&atollpb.TaskSpec{}).ProtoReflect().Descriptor().Fields().Len(); n != 27 {
-		t.Fatalf("TaskSpec has %d fields, specSize counts 27", n)
+	if n := (&atollpb.TaskSpec{}).ProtoReflect().Descriptor().Fields().Len(); n != 28 {
+		t.Fatalf("TaskSpec has %d fields, specSize counts 28", n)
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	str := func(n int) string { return strings.Repeat("x", r.IntN(n)) }
@@ -44,6 +44,7 @@ func TestSpecSizeIsProtoSize(t *testing.T) {
 			s.RetryExceptions, s.Generator, s.GeneratorBackpressure = true, true, r.Int32N(300)
 			s.NumDependencies, s.WorkerBinary, s.WorkerBinarySha256 = r.Int32N(200), str(40), id()
 			s.ConcurrencyGroup, s.CallerId, s.MaxRetries = str(8), id(), -1
+			s.RetryErrors = []string{str(30), str(200)}
 			s.Borrowed = []*atollpb.ReturnObject{{ObjectId: id()}}
 			s.Scheduling = &atollpb.SchedulingStrategy{NodeId: id()}
 		}

@@ -429,7 +429,9 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 // task is retried when its worker or node died or its forwarded attempt
 // was lost (FORWARD_LOST: the node running it stopped confirming it), or
 // on an application error if it asked for that; an actor call when its actor crashed (it
-// restarts) or on an application error if it asked for that. A task
+// restarts) or on an application error if it asked for that. An
+// application error is retried only if it matched one of the sentinel
+// errors the task named, when it named some (RetryErrors). A task
 // whose node's store could not take its output or an argument before
 // the store's create timeout (OBJECT_STORE_FULL: the store was full of
 // objects that running tasks pinned, or its spill disk was) is retried
@@ -439,7 +441,7 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 // retried: it would be refused again until that node's queue drains.
 func Retryable(spec *atollpb.TaskSpec, res *atollpb.TaskResult) bool {
 	code := res.GetError().GetCode()
-	appErr := spec.RetryExceptions && code == atollpb.ErrorCode_TASK_ERROR
+	appErr := spec.RetryExceptions && code == atollpb.ErrorCode_TASK_ERROR && matchesRetryErrors(spec.RetryErrors, res.GetError().GetSentinels())
 	if spec.Type == atollpb.TaskType_ACTOR_TASK {
 		return res.ActorCrashed || appErr
 	}
@@ -449,6 +451,23 @@ func Retryable(spec *atollpb.TaskSpec, res *atollpb.TaskResult) bool {
 		return true
 	}
 	return appErr
+}
+
+// matchesRetryErrors reports whether an application error that matched
+// the registered sentinels got is one a task that retries only want
+// (RetryExceptions with sentinels) retries: any, when want is empty. Both
+// lists are read to errs.MaxSentinels, the most an error names.
+func matchesRetryErrors(want, got []string) bool {
+	if len(want) == 0 {
+		return true
+	}
+	want, got = want[:min(len(want), errs.MaxSentinels)], got[:min(len(got), errs.MaxSentinels)]
+	for _, w := range want {
+		if slices.Contains(got, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *Table) retry(tk *task, res *atollpb.TaskResult) bool {

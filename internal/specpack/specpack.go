@@ -23,6 +23,7 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -62,7 +63,7 @@ func NewShape(spec *atollpb.TaskSpec) *Shape {
 	}
 	t.WorkerBinary, t.WorkerBinarySha256 = spec.WorkerBinary, bytes.Clone(spec.WorkerBinarySha256)
 	t.ConcurrencyGroup, t.CallerId = spec.ConcurrencyGroup, bytes.Clone(spec.CallerId)
-	t.Generator, t.GeneratorBackpressure = spec.Generator, spec.GeneratorBackpressure
+	t.Generator, t.GeneratorBackpressure, t.RetryErrors = spec.Generator, spec.GeneratorBackpressure, slices.Clone(spec.RetryErrors)
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(t)
 	if err != nil {
 		return nil
@@ -85,7 +86,7 @@ func (sh *Shape) Matches(spec *atollpb.TaskSpec) bool {
 		t.Generator != spec.Generator || t.GeneratorBackpressure != spec.GeneratorBackpressure ||
 		!bytes.Equal(t.JobId, spec.JobId) || !bytes.Equal(t.OwnerId, spec.OwnerId) || !bytes.Equal(t.ActorId, spec.ActorId) ||
 		!bytes.Equal(t.CallerId, spec.CallerId) || !bytes.Equal(t.WorkerBinarySha256, spec.WorkerBinarySha256) ||
-		len(t.Resources) != len(spec.Resources) {
+		len(t.Resources) != len(spec.Resources) || !slices.Equal(t.RetryErrors, spec.RetryErrors) {
 		return false
 	}
 	for k, v := range spec.Resources {

@@ -45,6 +45,9 @@ func randomSpec(r *rand.Rand, kinds int) *atollpb.TaskSpec {
 	if k%4 == 3 {
 		s.Scheduling = &atollpb.SchedulingStrategy{Kind: atollpb.SchedulingStrategy_SPREAD}
 	}
+	if k%3 == 0 && k%2 == 1 {
+		s.RetryErrors = []string{"pkg: a read may pass", fmt.Sprint(k)}
+	}
 	for range r.IntN(4) {
 		v := make([]byte, r.IntN(40))
 		for i := range v {
@@ -116,6 +119,21 @@ func TestPackSharesShapes(t *testing.T) {
 	c.MaxRetries = 9
 	if shapes.Pack(c).shape == pb.shape {
 		t.Fatal("a spec of another kind shares a shape")
+	}
+	d := proto.CloneOf(b)
+	d.RetryExceptions, d.RetryErrors = true, []string{"pkg: one error"}
+	pd := shapes.Pack(d)
+	d.RetryErrors[0] = "pkg: another"
+	if pd.shape == pb.shape {
+		t.Fatal("a spec retrying only some errors shares a shape with one retrying all")
+	}
+	if got := pd.Unpack().RetryErrors[0]; got != "pkg: one error" {
+		t.Fatalf("the packed spec's retried error changed with its source: %q", got)
+	}
+	e := proto.CloneOf(b)
+	e.RetryExceptions, e.RetryErrors = true, []string{"pkg: another"}
+	if shapes.Pack(e).shape == pd.shape {
+		t.Fatal("specs retrying different errors share a shape")
 	}
 }
 

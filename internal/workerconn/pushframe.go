@@ -20,7 +20,7 @@ import (
 // TestPushEncoderKnowsEveryField).
 var (
 	SpecOwnFields   = []protowire.Number{1, 6, 11, 14, 16, 18, 19, 20}
-	SpecShapeFields = []protowire.Number{2, 3, 4, 5, 7, 8, 9, 10, 12, 13, 15, 17, 21, 22, 23, 24, 25, 40, 41}
+	SpecShapeFields = []protowire.Number{2, 3, 4, 5, 7, 8, 9, 10, 12, 13, 15, 17, 21, 22, 23, 24, 25, 40, 41, 42}
 )
 
 // Field numbers of Frame.push_task and PushTask.spec, and the shape
@@ -151,5 +151,5 @@ func copyShape(dst, shape *atollpb.TaskSpec) {
 	dst.OwnerId, dst.OwnerAddress, dst.ActorId = shape.OwnerId, shape.OwnerAddress, shape.ActorId
 	dst.WorkerBinary, dst.WorkerBinarySha256 = shape.WorkerBinary, shape.WorkerBinarySha256
 	dst.ConcurrencyGroup, dst.CallerId = shape.ConcurrencyGroup, shape.CallerId
-	dst.Generator, dst.GeneratorBackpressure = shape.Generator, shape.GeneratorBackpressure
+	dst.Generator, dst.GeneratorBackpressure, dst.RetryErrors = shape.Generator, shape.GeneratorBackpressure, shape.RetryErrors
 }

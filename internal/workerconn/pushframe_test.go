@@ -36,6 +36,9 @@ func randomSpec(r *rand.Rand, shape int) *atollpb.TaskSpec {
 	if sr.IntN(2) == 0 {
 		s.Resources["memory"] = 1 << 20
 	}
+	if sr.IntN(3) == 0 {
+		s.RetryErrors = []string{sstr(20) + "e", "io"}
+	}
 	s.TaskId, s.Attempt, s.SequenceNumber, s.NumDependencies = id(), r.Int32N(3), r.Uint64N(1<<40), r.Int32N(4)
 	for range r.IntN(3) {
 		s.Args = append(s.Args, &atollpb.TaskArg{Kind: &atollpb.TaskArg_Value{Value: &atollpb.Value{Kind: &atollpb.Value_Inline{Inline: []byte(str(40))}}}})

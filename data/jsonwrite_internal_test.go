@@ -2,9 +2,7 @@ package data
 
 import (
 	"bufio"
-	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -64,53 +62,4 @@ func BenchmarkWriteJSON(b *testing.B) {
 	b.ReportMetric(float64(ours.Nanoseconds())/float64(b.N*n), "ns/row")
 	b.ReportMetric(float64(theirs.Nanoseconds())/float64(b.N*n), "record_to_json_ns/row")
 	b.ReportMetric(float64(ours)/float64(theirs), "ratio")
-}
-
-// BenchmarkRandomSample: a sample task's tenth of a million rows (int64,
-// float64, string), against the loop a program without atoll writes:
-// draw for each row and append the rows kept to new Arrow builders.
-func BenchmarkRandomSample(b *testing.B) {
-	s := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "price", Type: arrow.PrimitiveTypes.Float64},
-		{Name: "name", Type: arrow.BinaryTypes.String}}, nil)
-	bld := array.NewRecordBuilder(memory.DefaultAllocator, s)
-	defer bld.Release()
-	const n = 1 << 20
-	for i := range n {
-		bld.Field(0).(*array.Int64Builder).Append(int64(i))
-		bld.Field(1).(*array.Float64Builder).Append(float64(i) / 100)
-		bld.Field(2).(*array.StringBuilder).Append(fmt.Sprintf("item %d", i%5000))
-	}
-	rec := bld.NewRecordBatch()
-	defer rec.Release()
-	ctx := context.Background()
-	start := time.Now()
-	for i := range b.N {
-		out, err := sampleRecord(ctx, rec, 0.1, rand.NewPCG(uint64(i), 1))
-		if err != nil {
-			b.Fatal(err)
-		}
-		out.Release()
-	}
-	ours := time.Since(start)
-	b.StopTimer()
-	ids, prices, names := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Float64), rec.Column(2).(*array.String)
-	start = time.Now()
-	for i := range b.N {
-		rng := rand.New(rand.NewPCG(uint64(i), 1))
-		out := array.NewRecordBuilder(memory.DefaultAllocator, s)
-		ib, fb, sb := out.Field(0).(*array.Int64Builder), out.Field(1).(*array.Float64Builder), out.Field(2).(*array.StringBuilder)
-		for j := range n {
-			if rng.Float64() < 0.1 {
-				ib.Append(ids.Value(j))
-				fb.Append(prices.Value(j))
-				sb.Append(names.Value(j))
-			}
-		}
-		out.NewRecordBatch().Release()
-		out.Release()
-	}
-	loop := time.Since(start)
-	b.ReportMetric(float64(ours.Nanoseconds())/float64(b.N*n), "ns/row")
-	b.ReportMetric(float64(loop.Nanoseconds())/float64(b.N*n), "go_loop_ns/row")
-	b.ReportMetric(float64(ours)/float64(loop), "ratio")
 }

@@ -107,9 +107,13 @@ func filterRecord(ctx context.Context, rec arrow.RecordBatch, mask arrow.Array) 
 	return compute.FilterRecordBatch(ctx, rec, mask, compute.DefaultFilterOptions())
 }
 
-// sampleRecord keeps each row of rec with probability fraction: a row is
-// kept when its draw from rng, a uint64, is under fraction's share of
-// 2^64 (every row at 1).
+// sampleRecord keeps each row of rec with probability fraction (every
+// row at 1). Above skipBelow, a row is kept when its draw from rng, a
+// uint64, is under fraction's share of 2^64. At or below it, the rows
+// skipped before each kept one are drawn instead: their count is
+// geometric, floor(ln U / ln(1-fraction)) for U uniform in (0, 1], so a
+// draw and a logarithm cost a kept row rather than a draw every row.
+// Either way each row is kept with probability fraction, independently.
 func sampleRecord(ctx context.Context, rec arrow.RecordBatch, fraction float64, rng *rand.PCG) (arrow.RecordBatch, error) {
 	if rng == nil {
 		return nil, errs.Malformedf(specWhat, "a sample without its generator")
@@ -119,20 +123,42 @@ func sampleRecord(ctx context.Context, rec arrow.RecordBatch, fraction float64, 
 	buf.Resize(int(bitutil.BytesForBits(int64(n))))
 	bits := buf.Bytes()
 	clear(bits)
-	if fraction >= 1 {
+	switch {
+	case fraction >= 1:
 		bitutil.SetBitsTo(bits, 0, int64(n), true)
-	} else {
+	case fraction > skipBelow:
 		under := uint64(fraction * (1 << 64)) // below 2^64: fraction < 1
 		for i := range n {
 			if rng.Uint64() < under {
 				bits[i>>3] |= 1 << (i & 7)
 			}
 		}
+	case fraction > 0:
+		lnq := math.Log1p(-fraction) // ln(1-fraction) < 0
+		for i := skipped(rng, lnq, n); i < n; i += 1 + skipped(rng, lnq, n-i-1) {
+			bits[i>>3] |= 1 << (i & 7)
+		}
 	}
 	m := array.NewBoolean(n, buf, nil, 0)
 	buf.Release()
 	defer m.Release()
 	return filterRecord(ctx, rec, m)
+}
+
+// skipBelow is the fraction at and below which sampleRecord draws the
+// rows skipped rather than a draw a row: a logarithm costs about as much
+// as a few draws.
+const skipBelow = 0.25
+
+// skipped draws the rows skipped before the next one kept, with lnq
+// ln(1-fraction): geometric, capped at most (the rows left).
+func skipped(rng *rand.PCG, lnq float64, most int) int {
+	u := float64(rng.Uint64()>>11+1) / (1 << 53) // (0, 1]
+	k := math.Log(u) / lnq
+	if k >= float64(most) { // and +Inf
+		return most
+	}
+	return int(k)
 }
 
 // projectRecord keeps (or, with drop, removes) the named columns.

@@ -164,9 +164,9 @@ func checkRetries(c *callConfig) error {
 	}
 	c.retryErrors = make([]string, len(c.retryOnly))
 	for i, e := range c.retryOnly {
-		name, ok := errs.SentinelName(e)
+		name, ok := errs.RetryName(e)
 		if !ok {
-			return errs.Invalidf("RetryExceptions: %v is not a registered sentinel error: register it with RegisterError(err) in every process, so that a task's error is known to match it", e)
+			return errs.Invalidf("RetryExceptions: %v (%T) is neither a registered sentinel error nor of a registered error type: register it with RegisterError in every process, so that a task's error is known to match it", e, e)
 		}
 		c.retryErrors[i] = name
 	}
@@ -231,12 +231,13 @@ func MaxRetries(n int) TaskOrMethodOption {
 }
 
 // RetryExceptions makes a task (or actor call) also retry, within its
-// retries, when its own code returns an error or panics. Given sentinel
-// errors, it retries only an error that matches one of them (errors.Is,
-// in the process that ran the task; a panic matches none), as Ray's
-// retry_exceptions list: a read that may fail for a while, but not on
-// bad input. Each must be registered (RegisterError) in every process;
-// one that is not fails the call with ErrInvalidArgument.
+// retries, when its own code returns an error or panics. Given errors, it
+// retries only an error that matches one of them, in the process that ran
+// the task, as Ray's retry_exceptions list does: a registered sentinel
+// matches by errors.Is, and a value of a registered error type stands for
+// its type (errors.As finds one); a panic matches none. Each must be
+// registered (RegisterError) in every process; one that is not fails the
+// call with ErrInvalidArgument.
 func RetryExceptions(only ...error) TaskOrMethodOption {
 	only = slices.Clone(only)
 	return TaskOrMethodOption{func(c *callConfig) { c.retryExceptions, c.retryOnly = true, only }}

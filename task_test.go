@@ -50,17 +50,14 @@ var (
 		return n, nil
 	})
 	// picky fails with errMayPass twice (wrapped), then succeeds, or
-	// always with errWontPass.
+	// always with errWontPass; pickyTyped the same with a *chargeError
+	// for errMayPass.
 	pickyCalls atomic.Int32
 	picky      = atoll.NewFunc1("test.picky", func(_ context.Context, mayPass bool) (int32, error) {
-		n := pickyCalls.Add(1)
-		switch {
-		case !mayPass:
-			return 0, fmt.Errorf("attempt %d: %w", n, errWontPass)
-		case n < 3:
-			return 0, fmt.Errorf("attempt %d: %w", n, errMayPass)
-		}
-		return n, nil
+		return pickyFails(mayPass, errMayPass)
+	})
+	pickyTyped = atoll.NewFunc1("test.pickyTyped", func(_ context.Context, mayPass bool) (int32, error) {
+		return pickyFails(mayPass, &chargeError{User: "u", Cents: 1})
 	})
 	blockUntil = atoll.NewFunc1("test.block", func(ctx context.Context, key chanKey) (string, error) {
 		select {
@@ -244,10 +241,23 @@ var (
 
 func init() { atoll.RegisterError(errMayPass, errWontPass) }
 
+func pickyFails(mayPass bool, passing error) (int32, error) {
+	n := pickyCalls.Add(1)
+	switch {
+	case !mayPass:
+		return 0, fmt.Errorf("attempt %d: %w", n, errWontPass)
+	case n < 3:
+		return 0, fmt.Errorf("attempt %d: %w", n, passing)
+	}
+	return n, nil
+}
+
 // TestRetryExceptionsOfSomeErrors: RetryExceptions given sentinels
 // retries an error that matches one (wrapped, in the worker), and fails
-// at once on one that matches none; a sentinel never registered cannot
-// be matched across processes, so the call fails with ErrInvalidArgument.
+// at once on one that matches none; given a value of a registered error
+// type, an error holding one of that type; a sentinel or type never
+// registered cannot be matched across processes, so the call fails with
+// ErrInvalidArgument.
 func TestRetryExceptionsOfSomeErrors(t *testing.T) {
 	ctx := start(t)
 	only := []atoll.TaskOption{atoll.RetryExceptions(errMayPass), atoll.MaxRetries(3)}
@@ -268,9 +278,20 @@ func TestRetryExceptionsOfSomeErrors(t *testing.T) {
 	if _, err := atoll.Get(ctx, picky.Remote(ctx, atoll.Value(false), both...)); !errors.Is(err, errWontPass) || pickyCalls.Load() != 3 {
 		t.Fatalf("the second error named: %v after %d attempts, want 3", err, pickyCalls.Load())
 	}
-	_, err = atoll.Get(ctx, picky.Remote(ctx, atoll.Value(true), atoll.RetryExceptions(errNotShared)))
-	if !errors.Is(err, atoll.ErrInvalidArgument) || !strings.Contains(err.Error(), "RegisterError") {
-		t.Fatalf("an unregistered sentinel: %v", err)
+	pickyCalls.Store(0)
+	byType := []atoll.TaskOption{atoll.RetryExceptions(&chargeError{}), atoll.MaxRetries(3)}
+	if v, err := atoll.Get(ctx, pickyTyped.Remote(ctx, atoll.Value(true), byType...)); err != nil || v != 3 {
+		t.Fatalf("an error of the type named: %v %v (want success on attempt 3)", v, err)
+	}
+	pickyCalls.Store(0)
+	if _, err := atoll.Get(ctx, pickyTyped.Remote(ctx, atoll.Value(false), byType...)); !errors.Is(err, errWontPass) || pickyCalls.Load() != 1 {
+		t.Fatalf("an error of no type named: %v after %d attempts, want 1", err, pickyCalls.Load())
+	}
+	for _, bad := range []error{errNotShared, &hiddenError{}, nil} {
+		_, err = atoll.Get(ctx, picky.Remote(ctx, atoll.Value(true), atoll.RetryExceptions(bad)))
+		if !errors.Is(err, atoll.ErrInvalidArgument) || !strings.Contains(err.Error(), "RegisterError") {
+			t.Fatalf("RetryExceptions(%v): %v", bad, err)
+		}
 	}
 }
 

@@ -474,9 +474,10 @@ type TaskSpec struct {
 	// The most items a generator may have yielded that its caller has not
 	// consumed; yield blocks past it until GeneratorAck says more were.
 	GeneratorBackpressure int32 `protobuf:"varint,41,opt,name=generator_backpressure,json=generatorBackpressure,proto3" json:"generator_backpressure,omitempty"`
-	// With retry_exceptions, the registered sentinel errors (by name, as
-	// ErrorInfo.sentinels) an application error must match to be retried;
-	// empty: any application error is.
+	// With retry_exceptions, the registered sentinel errors and error types
+	// (by name, as ErrorInfo.sentinels and RegisteredError.type) an
+	// application error must match one of to be retried; empty: any
+	// application error is.
 	RetryErrors   []string `protobuf:"bytes,42,rep,name=retry_errors,json=retryErrors,proto3" json:"retry_errors,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -244,6 +244,21 @@ func isSentinel(e error) bool {
 	return ok
 }
 
+// RetryName is the name e travels under for RetryExceptions: a
+// registered sentinel's (its message), or, for a value of a registered
+// error type, the type's (TypeName), which stands for every error of
+// that type; false for anything else.
+func RetryName(e error) (string, bool) {
+	if name, ok := SentinelName(e); ok {
+		return name, true
+	}
+	if e == nil {
+		return "", false
+	}
+	name, et := registeredType(reflect.TypeOf(e))
+	return name, et != nil
+}
+
 // SentinelName returns the name e is registered under as a sentinel (its
 // message), and whether it is one.
 func SentinelName(e error) (string, bool) {

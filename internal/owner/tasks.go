@@ -441,7 +441,7 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 // retried: it would be refused again until that node's queue drains.
 func Retryable(spec *atollpb.TaskSpec, res *atollpb.TaskResult) bool {
 	code := res.GetError().GetCode()
-	appErr := spec.RetryExceptions && code == atollpb.ErrorCode_TASK_ERROR && matchesRetryErrors(spec.RetryErrors, res.GetError().GetSentinels())
+	appErr := spec.RetryExceptions && code == atollpb.ErrorCode_TASK_ERROR && matchesRetryErrors(spec.RetryErrors, res.GetError())
 	if spec.Type == atollpb.TaskType_ACTOR_TASK {
 		return res.ActorCrashed || appErr
 	}
@@ -453,17 +453,19 @@ func Retryable(spec *atollpb.TaskSpec, res *atollpb.TaskResult) bool {
 	return appErr
 }
 
-// matchesRetryErrors reports whether an application error that matched
-// the registered sentinels got is one a task that retries only want
-// (RetryExceptions with sentinels) retries: any, when want is empty. Both
-// lists are read to errs.MaxSentinels, the most an error names.
-func matchesRetryErrors(want, got []string) bool {
+// matchesRetryErrors reports whether an application error e is one a
+// task that retries only want (RetryExceptions given errors: registered
+// sentinels' and error types' names) retries: any, when want is empty.
+// e matches a name among the sentinels it matched or the types of its
+// registered values. Each list is read to the most an error names.
+func matchesRetryErrors(want []string, e *atollpb.ErrorInfo) bool {
 	if len(want) == 0 {
 		return true
 	}
-	want, got = want[:min(len(want), errs.MaxSentinels)], got[:min(len(got), errs.MaxSentinels)]
-	for _, w := range want {
-		if slices.Contains(got, w) {
+	sentinels, values := e.GetSentinels(), e.GetRegistered()
+	sentinels, values = sentinels[:min(len(sentinels), errs.MaxSentinels)], values[:min(len(values), errs.MaxRegisteredValues)]
+	for _, w := range want[:min(len(want), errs.MaxSentinels)] {
+		if slices.Contains(sentinels, w) || slices.ContainsFunc(values, func(v *atollpb.RegisteredError) bool { return v.GetType() == w }) {
 			return true
 		}
 	}

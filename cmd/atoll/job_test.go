@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +22,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/clusterkey"
+	"github.com/atoll-runtime/atoll/internal/jobs"
 	"github.com/atoll-runtime/atoll/internal/testutil"
 
 	"github.com/atoll-runtime/atoll"
@@ -447,5 +451,56 @@ func listObjectOfDriver(t *testing.T, addr string) {
 	stdout, _, err = execute("list", "objects", "--address", addr, "--node", l.Objects[0].NodeID[:8])
 	if err != nil || !regexp.MustCompile(`(?m)^`+ref.ID()[:8]+` +3MiB +`+l.Objects[0].NodeID[:8]+` \(driver\) +- `).MatchString(stdout) {
 		t.Errorf("list objects --node: %v\n%s", err, stdout)
+	}
+}
+
+// TestJobBinariesBounded: a node started with --job-binaries-max 1 byte
+// removes, once it installs a new binary, the binaries of ended jobs
+// last used over an hour ago, and keeps one whose job still runs however
+// old, and the one it just installed. The binaries are shell scripts:
+// each is its own content, so its own entry in the machine's directory.
+func TestJobBinariesBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a node process")
+	}
+	isolate(t)
+	c := testcluster.Start(t, testcluster.Options{Nodes: 1, Node: nodeconfig.Config{ObjectStoreMemory: 64 << 20, JobBinariesMaxBytes: 1}})
+	t.Setenv(nodeconfig.EnvSecret, c.Secret())
+	addr := c.Address()
+	dir := t.TempDir()
+	script := func(name, body string) (path, stored string) {
+		path = filepath.Join(dir, name)
+		text := "#!/bin/sh\n" + body + "\n"
+		if err := os.WriteFile(path, []byte(text), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256([]byte(text))
+		return path, filepath.Join(jobs.BinariesDir(), hex.EncodeToString(sum[:]))
+	}
+	ended, endedDir := script("ended", "echo ended")
+	running, runningDir := script("running", "echo running; exec sleep 300")
+	next, nextDir := script("next", "echo next")
+	waitState(t, addr, submit(t, addr, ended), "SUCCEEDED", time.Minute)
+	long := submit(t, addr, running)
+	waitState(t, addr, long, "RUNNING", time.Minute)
+	// both last used two hours ago
+	for _, d := range []string{endedDir, runningDir} {
+		old := time.Now().Add(-2 * time.Hour)
+		if err := os.Chtimes(d, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitState(t, addr, submit(t, addr, next), "SUCCEEDED", time.Minute)
+	testutil.EventuallyWithin(t, time.Minute, "the ended job's binary removed", func() bool {
+		_, err := os.Stat(endedDir)
+		return errors.Is(err, fs.ErrNotExist)
+	})
+	for _, d := range []string{runningDir, nextDir} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s: %v, want it kept", filepath.Base(d), err)
+		}
+	}
+	if stdout, stderr, err := execute("job", "stop", "--address", addr, long); err != nil {
+		t.Errorf("job stop: %v\n%s%s", err, stdout, stderr)
 	}
 }

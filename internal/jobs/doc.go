@@ -34,7 +34,12 @@
 // file (a temp file, then a rename) only if the hash is the one announced.
 // The same path on every node matters: the driver runs from it, so its
 // tasks' TaskSpec.worker_binary names it and each node's raylet runs (and
-// hash-checks) its own copy. A working directory is a tar.gz (at most
+// hash-checks) its own copy. The directory is bounded (Config.
+// MaxBinaryBytes, default 8 GiB; binaries.go): after installing a
+// binary, a node removes the least recently used others past the bound,
+// in a goroutine, except those of jobs the GCS lists as not finished and
+// those used (installed, or found by an upload or a submission) within
+// the last hour; without the GCS's list it removes none. A working directory is a tar.gz (at most
 // MaxWorkingDirBytes, 64 MiB, packed and unpacked, 10,000 entries, files
 // and directories only, no path leaving the directory) sent to the target
 // alone and unpacked into <session>/jobs/<job id>/work. The upload table

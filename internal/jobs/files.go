@@ -122,6 +122,9 @@ func (s *jobService) installedFile(kind atollpb.JobFileKind, sum []byte, name st
 		return ""
 	}
 	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+		if kind == atollpb.JobFileKind_JOB_FILE_BINARY {
+			touchBinary(path, time.Now())
+		}
 		return path
 	}
 	return ""
@@ -191,6 +194,10 @@ func (s *jobService) receive(req *atollpb.JobUpload, now time.Time) *atollpb.Job
 		u.abort()
 		s.log.Warn("job upload refused", "kind", u.kind.String(), "err", err)
 		return &atollpb.JobUploadReply{Error: errs.ToProto(err)}
+	}
+	if u.kind == atollpb.JobFileKind_JOB_FILE_BINARY {
+		touchBinary(jobBinaryPath(u.sum, u.name), now)
+		s.pruneAfterInstall()
 	}
 	return &atollpb.JobUploadReply{Complete: true, Received: u.received}
 }

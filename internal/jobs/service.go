@@ -109,6 +109,10 @@ type Config struct {
 	Secret      string
 	Credentials nodeconfig.Credentials
 	Logger      *slog.Logger
+	// MaxBinaryBytes bounds the bytes of binaries the machine keeps for
+	// jobs that ended (binaries.go; nodeconfig's JobBinariesMaxBytes);
+	// 0: DefaultMaxBinaryBytes.
+	MaxBinaryBytes int64
 }
 
 // jobService is a node's job service: its actor's state (the struct

@@ -20,6 +20,6 @@ func (n *Node) startJobs() error {
 		System: n.system, Spawn: n.SpawnNamed, Head: n.cfg.Head,
 		NodeLog: n.cfg.LogFile, WorkerLog: workerLog,
 		Address: n.Address(), Secret: n.Secret(), Credentials: n.cfg.Credentials,
-		Logger: n.log,
+		Logger: n.log, MaxBinaryBytes: int64(min(n.cfg.JobBinariesMaxBytes, 1<<62)),
 	})
 }

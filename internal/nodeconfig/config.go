@@ -152,6 +152,11 @@ type Config struct {
 	// driver's node, default this program (os.Executable()) with its
 	// arguments.
 	WorkerBinary string
+	// JobBinariesMaxBytes bounds the bytes of submitted jobs' binaries
+	// the machine keeps once their jobs end (content-addressed, so that
+	// the same build submitted again uploads nothing): installing one
+	// removes the least recently used others past it. Default 8 GiB.
+	JobBinariesMaxBytes uint64
 	// WorkerOutput receives worker processes' stdout and stderr; default
 	// os.Stderr, where a program's own output goes.
 	WorkerOutput io.Writer `json:"-"`

@@ -94,6 +94,8 @@ func BindFlags(fs *pflag.FlagSet, c *Config) *Flags {
 		{field: "NoSpill", name: "no-spill", value: boolValue(&c.NoSpill)},
 		{field: "WorkerBinary", name: "worker-binary", value: executableValue(&c.WorkerBinary, "--worker-binary"),
 			note: "default: each job's driver binary"},
+		{field: "JobBinariesMaxBytes", name: "job-binaries-max", value: sizeValue(&c.JobBinariesMaxBytes, "--job-binaries-max"),
+			note: "e.g. 20GiB; default 8GiB"},
 		{field: "Saturation", name: "saturation", value: floatValue(&c.Saturation)},
 		{field: "PipelineDepth", name: "pipeline-depth", value: intValue(&c.PipelineDepth)},
 		{field: "WorkerHeapFloor", name: "worker-heap-floor", value: sizeValue(&c.WorkerHeapFloor, "--worker-heap-floor"),

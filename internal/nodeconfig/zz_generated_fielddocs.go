@@ -30,6 +30,7 @@ var fieldDocs = map[string]string{
 	"Head":                    "starts a new cluster: this node runs the control plane (a NATS server with JetStream, and the GCS)",
 	"IdleWorkerTimeout":       "how long a surplus idle worker process lives",
 	"InstanceID":              "the id the autoscaler's provider gave the instance the node runs on (a process, a pod), reported to the GCS: how the autoscaler knows its node",
+	"JobBinariesMaxBytes":     "bounds the bytes of submitted jobs' binaries the machine keeps once their jobs end (content-addressed, so that the same build submitted again uploads nothing): installing one removes the least recently used others past it",
 	"LogFile":                 "the file the node's output goes to, served to the dashboard and 'atoll logs' ('atoll start' sets it for the nodes it runs in the background)",
 	"Logger":                  "receives the node's logs; default slog.Default()",
 	"MeterProvider":           "receives the node's metrics (store bytes, spilling, queued and running tasks, workers); default the global provider",

@@ -102,8 +102,9 @@ type callConfig struct {
 	maxRetries      int
 	maxRetriesSet   bool // MaxRetries given: an actor call's own retries
 	retryExceptions bool
-	// retryOnly: RetryExceptions' sentinels; retryErrors their names,
-	// set by checkRetries.
+	// retryOnly: the errors RetryExceptions was given (registered
+	// sentinels, values of registered error types); retryErrors their
+	// names, set by checkRetries.
 	retryOnly      []error
 	retryErrors    []string
 	name           string
@@ -151,7 +152,7 @@ func applyAll[O comparable](c callConfig, set func(O, *callConfig), bound, opts 
 }
 
 // checkRetries validates a task's or actor call's MaxRetries and
-// RetryExceptions, and names the sentinels RetryExceptions gave.
+// RetryExceptions, and names the errors RetryExceptions was given.
 func checkRetries(c *callConfig) error {
 	if c.maxRetries < -1 {
 		return errs.Invalidf("MaxRetries(%d): use -1 to retry forever, 0 for never, or a positive count", c.maxRetries)

@@ -527,9 +527,17 @@ func (c *SubmitCore) pumpAt(now time.Time, cl *submitClass, most int) {
 		// Its room, or its even share of the queue among the leases
 		// with room.
 		n := min(depth-len(best.inflight), (len(cl.queue)+open-1)/open)
-		batch := slices.Clone(cl.queue[:n])
-		clear(cl.queue[:n])
-		cl.queue = cl.queue[n:]
+		var batch []*DirectTask
+		if n == len(cl.queue) {
+			// The whole queue: the batch takes its backing array (a
+			// task submitted while others run is a queue of one, pushed
+			// at once: no copy of it).
+			batch, cl.queue = cl.queue[:n:n], nil
+		} else {
+			batch = slices.Clone(cl.queue[:n])
+			clear(cl.queue[:n])
+			cl.queue = cl.queue[n:]
+		}
 		before := len(best.inflight)
 		for _, t := range batch {
 			t.lease = best

@@ -1,6 +1,7 @@
 package workerconn
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -37,7 +38,7 @@ func socketPair(t *testing.T) (net.Conn, net.Conn) {
 func TestRawReaderWaitsReadsAndEnds(t *testing.T) {
 	a, b := socketPair(t)
 	r := newRawReader(a)
-	if _, ok := r.(rawReader); !ok {
+	if _, ok := r.(*rawReader); !ok {
 		t.Fatalf("a socket's reader is %T, want rawReader", r)
 	}
 	go func() { _, _ = b.Write([]byte("hello")) }() // the read may wait for it
@@ -61,6 +62,27 @@ func TestRawReaderWaitsReadsAndEnds(t *testing.T) {
 	}
 	if p := descriptorless(t); newRawReader(p) != io.Reader(p) {
 		t.Fatal("a connection without a descriptor is not read as it is")
+	}
+}
+
+// A raw reader's read of what is there allocates nothing: it runs once a
+// frame or burst on every worker connection.
+func TestRawReaderReadsWithoutAllocating(t *testing.T) {
+	a, b := socketPair(t)
+	r := newRawReader(a)
+	const runs = 100
+	msg := []byte("hello")
+	if _, err := b.Write(bytes.Repeat(msg, runs+1)); err != nil { // AllocsPerRun runs once more first
+		t.Fatal(err)
+	}
+	buf := make([]byte, len(msg))
+	allocs := testing.AllocsPerRun(runs, func() {
+		if n, err := r.Read(buf); n != len(msg) || err != nil {
+			t.Fatalf("read %d, %v; want %d bytes", n, err, len(msg))
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("a read allocates %.1f times, want 0", allocs)
 	}
 }
 

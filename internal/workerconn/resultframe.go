@@ -8,9 +8,10 @@ import (
 )
 
 // The frame every task sends back, its result, is decoded here without
-// reflection and in three allocations (the frame's messages in one
-// block, its bytes in another, the return's value in a third, which is
-// what its owner keeps), where proto.Unmarshal takes about a dozen. Only the
+// reflection and in two allocations (the frame's messages and, up to
+// len(resultBlock.bytes), its bytes in one block, the return's value in
+// a second, which is what its owner keeps), where proto.Unmarshal takes
+// about a dozen. Only the
 // common shape is decoded: a task's id, attempt, worker id, borrow report
 // flags and at most one return holding a codec and an inline value. A
 // frame with anything else (an error, a stored value, contained refs, a
@@ -29,6 +30,10 @@ type resultBlock struct {
 	result atollpb.TaskResult
 	ret    atollpb.ReturnObject
 	rets   [1]*atollpb.ReturnObject
+	// bytes holds a copy of the result's bytes, which the ids decoded
+	// point into, when they fit (a no-op task's are about 80 bytes); a
+	// longer result's are an allocation of their own.
+	bytes [128]byte
 }
 
 // valueBlock is a decoded return's value, which its owner may keep for
@@ -86,8 +91,12 @@ func decodeResult(b []byte) (f *atollpb.Frame, ok bool) {
 		return nil, false
 	}
 	// The bytes fields point into one copy of the result's bytes.
-	body = append([]byte(nil), body...)
 	blk := &resultBlock{}
+	if len(body) <= len(blk.bytes) {
+		body = blk.bytes[:copy(blk.bytes[:], body):len(body)]
+	} else {
+		body = append([]byte(nil), body...)
+	}
 	if !blk.decodeResult(body) {
 		return nil, false
 	}

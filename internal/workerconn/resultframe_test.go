@@ -90,8 +90,8 @@ func TestDecodeResultMatchesProto(t *testing.T) {
 	if _, ok := decodeResult(b); !ok {
 		t.Fatal("a one-return inline result was left to proto.Unmarshal")
 	}
-	if n := testing.AllocsPerRun(100, func() { decodeResult(b) }); n > 3 {
-		t.Fatalf("decodeResult made %v allocations, want at most 3", n)
+	if n := testing.AllocsPerRun(100, func() { decodeResult(b) }); n > 2 {
+		t.Fatalf("decodeResult made %v allocations, want at most 2", n)
 	}
 }
 

@@ -118,3 +118,73 @@ func (r *rawReader) once(fd uintptr) bool {
 		}
 	}
 }
+
+// rawWriter writes a socket with rawWrite: write waits in the netpoller
+// while the socket has no room, tryWrite does not. One goroutine writes a
+// connection at a time (the one that set Conn.flushing), so the call's
+// buffer and results are fields and the function the netpoller calls is
+// made once: a write allocates nothing. Written through net.Conn.Write,
+// each write entered the scheduler's system-call path, whose wake-up of
+// the sleeping monitor thread cost a driver a futex call per pushed
+// batch.
+type rawWriter struct {
+	rc   syscall.RawConn
+	fn   func(fd uintptr) bool // w.once, made once
+	buf  []byte
+	n    int
+	wait bool
+	werr error
+}
+
+// newRawWriter is a rawWriter of c, or nil when c has no descriptor
+// (net.Pipe in tests).
+func newRawWriter(c net.Conn) *rawWriter {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	w := &rawWriter{rc: rc}
+	w.fn = w.once
+	return w
+}
+
+// write writes buf, all of it when wait is set (waiting for room in the
+// netpoller), else what the socket takes now (errWouldBlock for the
+// rest). n is what was written.
+func (w *rawWriter) write(buf []byte, wait bool) (n int, err error) {
+	w.buf, w.n, w.wait, w.werr = buf, 0, wait, nil
+	err = w.rc.Write(w.fn)
+	n, werr := w.n, w.werr
+	w.buf, w.werr = nil, nil
+	if err != nil {
+		return n, err
+	}
+	return n, werr
+}
+
+// once writes what it can of w.buf past w.n: true when done (all of it,
+// or w.werr set), false to wait until the socket has room.
+func (w *rawWriter) once(fd uintptr) bool {
+	for w.n < len(w.buf) {
+		m, e := rawWrite(fd, w.buf[w.n:])
+		switch {
+		case e == 0 && m > 0:
+			w.n += m
+		case e == syscall.EINTR:
+		case e == 0 || e == syscall.EAGAIN: // no room (a write taking nothing, as if full)
+			if w.wait {
+				return false
+			}
+			w.werr = errWouldBlock
+			return true
+		default:
+			w.werr = e
+			return true
+		}
+	}
+	return true
+}

@@ -90,11 +90,65 @@ func TestRawReaderReadsWithoutAllocating(t *testing.T) {
 // would block.
 func TestTryWriteStopsWhenFull(t *testing.T) {
 	a, _ := socketPair(t)
-	s := socket{a}
+	s := Socket(a).(socket)
 	big := make([]byte, 8<<20)
 	n, _, err := s.tryWrite(big)
 	if !errors.Is(err, errWouldBlock) || n <= 0 || n >= len(big) {
 		t.Fatalf("tryWrite of 8 MiB to a full socket: %d bytes, %v; want some, then errWouldBlock", n, err)
+	}
+}
+
+// A socket's write waits for room: 8 MiB to a peer that reads it a
+// piece at a time arrive whole and in order. A write allocates nothing,
+// and one to a peer gone fails.
+func TestSocketWriteWaitsForRoom(t *testing.T) {
+	a, b := socketPair(t)
+	s := Socket(a).(socket)
+	big := make([]byte, 8<<20)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		var all []byte
+		buf := make([]byte, 64<<10)
+		for len(all) < len(big) {
+			n, err := b.Read(buf)
+			if err != nil {
+				break
+			}
+			all = append(all, buf[:n]...)
+		}
+		got <- all
+	}()
+	if _, err := s.write(big); err != nil {
+		t.Fatalf("write of 8 MiB: %v", err)
+	}
+	if all := <-got; !bytes.Equal(all, big) {
+		t.Fatalf("the peer read %d bytes, not the %d written", len(all), len(big))
+	}
+	small := []byte("ping")
+	var sink [4]byte
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := s.write(small); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(b, sink[:]); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("a write and its read allocate %.1f times, want 0", allocs)
+	}
+	b.Close()
+	var err error
+	for range 3 { // the first write after the close may still be taken
+		if _, err = s.write(small); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		t.Fatal("writes to a closed peer succeed")
 	}
 }
 

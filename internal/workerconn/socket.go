@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"slices"
-	"syscall"
 
 	"google.golang.org/protobuf/proto"
 
@@ -18,14 +17,23 @@ import (
 // raylet and a worker process. Frames are written as a 4-byte big-endian
 // length and the frame's protobuf bytes; the reader reads 64 KiB at a
 // time.
-func Socket(c net.Conn) Endpoint { return socket{c} }
+func Socket(c net.Conn) Endpoint { return socket{c: c, w: newRawWriter(c)} }
 
-type socket struct{ c net.Conn }
+// socket is a stream socket and, when it has a descriptor, its raw
+// writer (nil for net.Pipe in tests).
+type socket struct {
+	c net.Conn
+	w *rawWriter
+}
 
 func (s socket) wire() wire { return s }
 
 func (s socket) write(buf []byte) (bool, error) {
-	_, err := s.c.Write(buf)
+	if s.w == nil {
+		_, err := s.c.Write(buf)
+		return false, err
+	}
+	_, err := s.w.write(buf, true)
 	return false, err
 }
 
@@ -46,47 +54,14 @@ type socketReader struct {
 func (r *socketReader) next() (*atollpb.Frame, error) { return readBuffered(r.r, &r.push) }
 func (r *socketReader) more() bool                    { return r.r.Buffered() > 0 }
 
-// tryWrite writes with one write(2) on the socket's descriptor, which
-// does not wait: what the kernel takes now (a socket without a
-// descriptor, net.Pipe in tests, takes nothing this way).
+// tryWrite writes what the socket takes now, without waiting (a socket
+// without a descriptor, net.Pipe in tests, takes nothing this way).
 func (s socket) tryWrite(buf []byte) (int, bool, error) {
-	sc, ok := s.c.(syscall.Conn)
-	if !ok {
+	if s.w == nil {
 		return 0, false, errWouldBlock
 	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return 0, false, errWouldBlock
-	}
-	var n int
-	var werr error
-	err = rc.Write(func(fd uintptr) bool {
-		for n < len(buf) {
-			m, e := rawWrite(fd, buf[n:])
-			if e == 0 && m > 0 {
-				n += m
-				continue
-			}
-			if e == 0 { // took nothing: as if full
-				werr = errWouldBlock
-				return true
-			}
-			if e == syscall.EINTR {
-				continue
-			}
-			if e == syscall.EAGAIN {
-				werr = errWouldBlock
-				return true
-			}
-			werr = e
-			return true
-		}
-		return true
-	})
-	if err != nil {
-		return n, false, err
-	}
-	return n, false, werr
+	n, err := s.w.write(buf, false)
+	return n, false, err
 }
 
 // readBuffered reads one frame from r, straight from r's buffer when the

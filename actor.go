@@ -153,7 +153,8 @@ func newActor[T any](ctx context.Context, e *registry.ActorType, args []runtime.
 	if cc.resources != nil {
 		spec.Resources = cc.resources.toMap()
 	}
-	rt.Submit(ctx, spec, args, cc.release, nil)
+	var one [1]*runtime.Ref
+	rt.Submit(ctx, one[:0], spec, args, cc.release, nil)
 	return ActorHandle[T]{st: st}, nil
 }
 
@@ -207,6 +208,17 @@ func Kill[T any](ctx context.Context, h ActorHandle[T]) error {
 // callActor submits a method call: bound are the method's options
 // (Options), opts the call's.
 func callActor(ctx context.Context, st *runtime.Actor, method string, numReturns int, bound, opts []MethodOption, args ...runtime.ArgSource) []*runtime.Ref {
+	return callActorInto(nil, ctx, st, method, numReturns, bound, opts, args...)
+}
+
+// callActor1 is callActor of a method with one return, without a slice.
+func callActor1(ctx context.Context, st *runtime.Actor, method string, bound, opts []MethodOption, args ...runtime.ArgSource) *runtime.Ref {
+	var one [1]*runtime.Ref
+	return callActorInto(one[:0], ctx, st, method, 1, bound, opts, args...)[0]
+}
+
+// callActorInto is callActor, its refs appended to dst.
+func callActorInto(dst []*runtime.Ref, ctx context.Context, st *runtime.Actor, method string, numReturns int, bound, opts []MethodOption, args ...runtime.ArgSource) []*runtime.Ref {
 	rt, err := runtime.Running(ctx)
 	if err == nil && st == nil {
 		err = errs.Invalidf("call on a zero ActorHandle")
@@ -229,7 +241,7 @@ func callActor(ctx context.Context, st *runtime.Actor, method string, numReturns
 		Type: atollpb.TaskType_ACTOR_TASK, Function: registry.MethodName(st.TypeName, method), Name: cc.name, NumReturns: int32(numReturns),
 		MaxRetries: int32(retries), RetryExceptions: cc.retryExceptions, RetryErrors: cc.retryErrors, ActorId: st.ID.Bytes(), ConcurrencyGroup: cc.group,
 	}
-	return rt.Submit(ctx, spec, args, cc.release, st)
+	return rt.Submit(ctx, dst, spec, args, cc.release, st)
 }
 
 // getIfExistsAttempts bounds the create-or-get rounds of GetIfExists: a

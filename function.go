@@ -78,6 +78,17 @@ func checkArgs(args []registry.Arg, n int) error {
 // call submits a normal task and returns its return handles: bound are
 // the function's options (Options), opts the call's.
 func call(ctx context.Context, name string, numReturns int, bound, opts []TaskOption, args ...runtime.ArgSource) []*runtime.Ref {
+	return callInto(nil, ctx, name, numReturns, bound, opts, args...)
+}
+
+// call1 is call of a function with one return, without a slice.
+func call1(ctx context.Context, name string, bound, opts []TaskOption, args ...runtime.ArgSource) *runtime.Ref {
+	var one [1]*runtime.Ref
+	return callInto(one[:0], ctx, name, 1, bound, opts, args...)[0]
+}
+
+// callInto is call, its refs appended to dst.
+func callInto(dst []*runtime.Ref, ctx context.Context, name string, numReturns int, bound, opts []TaskOption, args ...runtime.ArgSource) []*runtime.Ref {
 	rt, err := runtime.Running(ctx)
 	if err != nil {
 		return runtime.FailedRefs(numReturns, err)
@@ -98,7 +109,7 @@ func call(ctx context.Context, name string, numReturns int, bound, opts []TaskOp
 	if err := cc.checkGroup(spec.Resources); err != nil {
 		return runtime.FailedRefs(numReturns, err)
 	}
-	return rt.Submit(ctx, spec, args, cc.release, nil)
+	return rt.Submit(ctx, dst, spec, args, cc.release, nil)
 }
 
 func anySlice[R any](rs []R) []any {
@@ -143,7 +154,7 @@ func (f *FuncN[A, R]) Remote(ctx context.Context, args []Arg[A], opts ...TaskOpt
 	if err != nil {
 		return ObjectRef[R]{h: runtime.FailedRef(err)}
 	}
-	return ObjectRef[R]{h: call(ctx, f.name, 1, f.opts, opts, srcs...)[0]}
+	return ObjectRef[R]{h: call1(ctx, f.name, f.opts, opts, srcs...)}
 }
 
 // Options returns the function with opts bound (see Func1.Options).

@@ -34,7 +34,7 @@ func NewFunc0[R any](name string, fn func(context.Context) (R, error)) *Func0[R]
 // Each argument is atoll.Value(x) or an ObjectRef of its type. opts
 // apply after those bound with Options.
 func (fn *Func0[R]) Remote(ctx context.Context, opts ...TaskOption) ObjectRef[R] {
-	return ObjectRef[R]{h: call(ctx, fn.name, 1, fn.opts, opts)[0]}
+	return ObjectRef[R]{h: call1(ctx, fn.name, fn.opts, opts)}
 }
 
 // Options returns the function with opts bound as defaults for each of
@@ -107,7 +107,7 @@ func NewFunc1[A, R any](name string, fn func(context.Context, A) (R, error)) *Fu
 // Each argument is atoll.Value(x) or an ObjectRef of its type. opts
 // apply after those bound with Options.
 func (fn *Func1[A, R]) Remote(ctx context.Context, a Arg[A], opts ...TaskOption) ObjectRef[R] {
-	return ObjectRef[R]{h: call(ctx, fn.name, 1, fn.opts, opts, a.taskArg())[0]}
+	return ObjectRef[R]{h: call1(ctx, fn.name, fn.opts, opts, a.taskArg())}
 }
 
 // Options returns the function with opts bound as defaults for each of
@@ -188,7 +188,7 @@ func NewFunc2[A, B, R any](name string, fn func(context.Context, A, B) (R, error
 // Each argument is atoll.Value(x) or an ObjectRef of its type. opts
 // apply after those bound with Options.
 func (fn *Func2[A, B, R]) Remote(ctx context.Context, a Arg[A], b Arg[B], opts ...TaskOption) ObjectRef[R] {
-	return ObjectRef[R]{h: call(ctx, fn.name, 1, fn.opts, opts, a.taskArg(), b.taskArg())[0]}
+	return ObjectRef[R]{h: call1(ctx, fn.name, fn.opts, opts, a.taskArg(), b.taskArg())}
 }
 
 // Options returns the function with opts bound as defaults for each of
@@ -277,7 +277,7 @@ func NewFunc3[A, B, C, R any](name string, fn func(context.Context, A, B, C) (R,
 // Each argument is atoll.Value(x) or an ObjectRef of its type. opts
 // apply after those bound with Options.
 func (fn *Func3[A, B, C, R]) Remote(ctx context.Context, a Arg[A], b Arg[B], c Arg[C], opts ...TaskOption) ObjectRef[R] {
-	return ObjectRef[R]{h: call(ctx, fn.name, 1, fn.opts, opts, a.taskArg(), b.taskArg(), c.taskArg())[0]}
+	return ObjectRef[R]{h: call1(ctx, fn.name, fn.opts, opts, a.taskArg(), b.taskArg(), c.taskArg())}
 }
 
 // Options returns the function with opts bound as defaults for each of
@@ -374,7 +374,7 @@ func NewFunc4[A, B, C, D, R any](name string, fn func(context.Context, A, B, C, 
 // Each argument is atoll.Value(x) or an ObjectRef of its type. opts
 // apply after those bound with Options.
 func (fn *Func4[A, B, C, D, R]) Remote(ctx context.Context, a Arg[A], b Arg[B], c Arg[C], d Arg[D], opts ...TaskOption) ObjectRef[R] {
-	return ObjectRef[R]{h: call(ctx, fn.name, 1, fn.opts, opts, a.taskArg(), b.taskArg(), c.taskArg(), d.taskArg())[0]}
+	return ObjectRef[R]{h: call1(ctx, fn.name, fn.opts, opts, a.taskArg(), b.taskArg(), c.taskArg(), d.taskArg())}
 }
 
 // Options returns the function with opts bound as defaults for each of
@@ -479,7 +479,7 @@ func NewFunc5[A, B, C, D, E, R any](name string, fn func(context.Context, A, B, 
 // Each argument is atoll.Value(x) or an ObjectRef of its type. opts
 // apply after those bound with Options.
 func (fn *Func5[A, B, C, D, E, R]) Remote(ctx context.Context, a Arg[A], b Arg[B], c Arg[C], d Arg[D], e Arg[E], opts ...TaskOption) ObjectRef[R] {
-	return ObjectRef[R]{h: call(ctx, fn.name, 1, fn.opts, opts, a.taskArg(), b.taskArg(), c.taskArg(), d.taskArg(), e.taskArg())[0]}
+	return ObjectRef[R]{h: call1(ctx, fn.name, fn.opts, opts, a.taskArg(), b.taskArg(), c.taskArg(), d.taskArg(), e.taskArg())}
 }
 
 // Options returns the function with opts bound as defaults for each of
@@ -592,7 +592,7 @@ func NewFunc6[A, B, C, D, E, F, R any](name string, fn func(context.Context, A, 
 // Each argument is atoll.Value(x) or an ObjectRef of its type. opts
 // apply after those bound with Options.
 func (fn *Func6[A, B, C, D, E, F, R]) Remote(ctx context.Context, a Arg[A], b Arg[B], c Arg[C], d Arg[D], e Arg[E], f Arg[F], opts ...TaskOption) ObjectRef[R] {
-	return ObjectRef[R]{h: call(ctx, fn.name, 1, fn.opts, opts, a.taskArg(), b.taskArg(), c.taskArg(), d.taskArg(), e.taskArg(), f.taskArg())[0]}
+	return ObjectRef[R]{h: call1(ctx, fn.name, fn.opts, opts, a.taskArg(), b.taskArg(), c.taskArg(), d.taskArg(), e.taskArg(), f.taskArg())}
 }
 
 // Options returns the function with opts bound as defaults for each of

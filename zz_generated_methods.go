@@ -38,7 +38,7 @@ func NewMethod0[T, R any](t ActorClass[T], name string, fn func(T, context.Conte
 // result at once. Calls from one caller run in the order they were made.
 // opts apply after those bound with Options.
 func (m *Method0[T, R]) Remote(ctx context.Context, h ActorHandle[T], opts ...MethodOption) ObjectRef[R] {
-	return ObjectRef[R]{h: callActor(ctx, h.st, m.name, 1, m.opts, opts)[0]}
+	return ObjectRef[R]{h: callActor1(ctx, h.st, m.name, m.opts, opts)}
 }
 
 // Options returns the method with opts bound as defaults for each of its
@@ -115,7 +115,7 @@ func NewMethod1[T, A, R any](t ActorClass[T], name string, fn func(T, context.Co
 // result at once. Calls from one caller run in the order they were made.
 // opts apply after those bound with Options.
 func (m *Method1[T, A, R]) Remote(ctx context.Context, h ActorHandle[T], a Arg[A], opts ...MethodOption) ObjectRef[R] {
-	return ObjectRef[R]{h: callActor(ctx, h.st, m.name, 1, m.opts, opts, a.taskArg())[0]}
+	return ObjectRef[R]{h: callActor1(ctx, h.st, m.name, m.opts, opts, a.taskArg())}
 }
 
 // Options returns the method with opts bound as defaults for each of its
@@ -200,7 +200,7 @@ func NewMethod2[T, A, B, R any](t ActorClass[T], name string, fn func(T, context
 // result at once. Calls from one caller run in the order they were made.
 // opts apply after those bound with Options.
 func (m *Method2[T, A, B, R]) Remote(ctx context.Context, h ActorHandle[T], a Arg[A], b Arg[B], opts ...MethodOption) ObjectRef[R] {
-	return ObjectRef[R]{h: callActor(ctx, h.st, m.name, 1, m.opts, opts, a.taskArg(), b.taskArg())[0]}
+	return ObjectRef[R]{h: callActor1(ctx, h.st, m.name, m.opts, opts, a.taskArg(), b.taskArg())}
 }
 
 // Options returns the method with opts bound as defaults for each of its
@@ -293,7 +293,7 @@ func NewMethod3[T, A, B, C, R any](t ActorClass[T], name string, fn func(T, cont
 // result at once. Calls from one caller run in the order they were made.
 // opts apply after those bound with Options.
 func (m *Method3[T, A, B, C, R]) Remote(ctx context.Context, h ActorHandle[T], a Arg[A], b Arg[B], c Arg[C], opts ...MethodOption) ObjectRef[R] {
-	return ObjectRef[R]{h: callActor(ctx, h.st, m.name, 1, m.opts, opts, a.taskArg(), b.taskArg(), c.taskArg())[0]}
+	return ObjectRef[R]{h: callActor1(ctx, h.st, m.name, m.opts, opts, a.taskArg(), b.taskArg(), c.taskArg())}
 }
 
 // Options returns the method with opts bound as defaults for each of its
@@ -394,7 +394,7 @@ func NewMethod4[T, A, B, C, D, R any](t ActorClass[T], name string, fn func(T, c
 // result at once. Calls from one caller run in the order they were made.
 // opts apply after those bound with Options.
 func (m *Method4[T, A, B, C, D, R]) Remote(ctx context.Context, h ActorHandle[T], a Arg[A], b Arg[B], c Arg[C], d Arg[D], opts ...MethodOption) ObjectRef[R] {
-	return ObjectRef[R]{h: callActor(ctx, h.st, m.name, 1, m.opts, opts, a.taskArg(), b.taskArg(), c.taskArg(), d.taskArg())[0]}
+	return ObjectRef[R]{h: callActor1(ctx, h.st, m.name, m.opts, opts, a.taskArg(), b.taskArg(), c.taskArg(), d.taskArg())}
 }
 
 // Options returns the method with opts bound as defaults for each of its
@@ -503,7 +503,7 @@ func NewMethod5[T, A, B, C, D, E, R any](t ActorClass[T], name string, fn func(T
 // result at once. Calls from one caller run in the order they were made.
 // opts apply after those bound with Options.
 func (m *Method5[T, A, B, C, D, E, R]) Remote(ctx context.Context, h ActorHandle[T], a Arg[A], b Arg[B], c Arg[C], d Arg[D], e Arg[E], opts ...MethodOption) ObjectRef[R] {
-	return ObjectRef[R]{h: callActor(ctx, h.st, m.name, 1, m.opts, opts, a.taskArg(), b.taskArg(), c.taskArg(), d.taskArg(), e.taskArg())[0]}
+	return ObjectRef[R]{h: callActor1(ctx, h.st, m.name, m.opts, opts, a.taskArg(), b.taskArg(), c.taskArg(), d.taskArg(), e.taskArg())}
 }
 
 // Options returns the method with opts bound as defaults for each of its
@@ -620,7 +620,7 @@ func NewMethod6[T, A, B, C, D, E, F, R any](t ActorClass[T], name string, fn fun
 // result at once. Calls from one caller run in the order they were made.
 // opts apply after those bound with Options.
 func (m *Method6[T, A, B, C, D, E, F, R]) Remote(ctx context.Context, h ActorHandle[T], a Arg[A], b Arg[B], c Arg[C], d Arg[D], e Arg[E], f Arg[F], opts ...MethodOption) ObjectRef[R] {
-	return ObjectRef[R]{h: callActor(ctx, h.st, m.name, 1, m.opts, opts, a.taskArg(), b.taskArg(), c.taskArg(), d.taskArg(), e.taskArg(), f.taskArg())[0]}
+	return ObjectRef[R]{h: callActor1(ctx, h.st, m.name, m.opts, opts, a.taskArg(), b.taskArg(), c.taskArg(), d.taskArg(), e.taskArg(), f.taskArg())}
 }
 
 // Options returns the method with opts bound as defaults for each of its

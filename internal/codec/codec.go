@@ -159,10 +159,14 @@ func decodeOther[T any](c atollpb.Codec, data []byte) (T, error) {
 		if t := reflect.TypeFor[T](); t.Kind() == reflect.Interface {
 			return zero, errs.Invalidf("cannot decode a gob object into interface type %v: use the concrete type", t)
 		}
-		var v T
-		if decodeGobBasic(data, &v) {
-			return v, nil
+		// A basic value decodes into a variable of its own: v escapes
+		// to the heap (gob's Decode takes it as an interface), b does
+		// not, so a task's int result decodes without an allocation.
+		var b T
+		if decodeGobBasic(data, &b) {
+			return b, nil
 		}
+		var v T
 		if err := checkGob(data); err != nil {
 			return zero, errs.Invalidf("decode %v with gob: %v", reflect.TypeFor[T](), err)
 		}

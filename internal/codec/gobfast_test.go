@@ -127,3 +127,20 @@ func FuzzGobBasic(f *testing.F) {
 		}
 	})
 }
+
+// A basic value decodes without an allocation (a task's int result is
+// decoded once per Get): the fast path's variable stays on the stack.
+func TestGobBasicDecodesWithoutAllocating(t *testing.T) {
+	enc, err := Encode(12345)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if v, err := Decode[int](enc.Codec, enc.Data); v != 12345 || err != nil {
+			t.Fatalf("decoded %d, %v; want 12345", v, err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("Decode[int] allocates %.1f times, want 0", allocs)
+	}
+}

@@ -47,7 +47,8 @@ func (rt *Runtime) SubmitGenerator(ctx context.Context, spec *atollpb.TaskSpec, 
 		}
 		return FailedStream(errs.Invalidf("streaming generators are not simulated (package sim): call the function with its results as one return"))
 	}
-	end := rt.Submit(ctx, spec, args, release, nil)[0]
+	var one [1]*Ref
+	end := rt.Submit(ctx, one[:0], spec, args, release, nil)[0]
 	s := &Stream{rt: rt, task: end.ID().TaskID(), name: spec.Name, end: end, st: &streamState{}}
 	if rt.sim != nil {
 		return s // no cleanup under a simulator (sim.go)

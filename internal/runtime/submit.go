@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"slices"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -22,7 +23,8 @@ type ArgSource struct {
 
 // Submit builds a task's arguments (large values go to the store as
 // objects the task holds) and hands it to the owner, which sends it once
-// its arguments are ready. It returns one ref per return value. Errors
+// its arguments are ready. It returns one ref per return value, appended
+// to dst (a caller's array for one return saves a slice a task). Errors
 // (bad arguments, shutdown) resolve the returns to that error. release, if
 // set, is called once the task finishes (MaxPendingCalls); as is the
 // actor of an actor call, nil for a task or an actor's creation.
@@ -30,7 +32,7 @@ type ArgSource struct {
 // Submit owns spec from then on: the caller must not read, change or keep
 // it (a task's spec goes back to a pool once the owner has packed it;
 // specpack.NewSpec takes one from there).
-func (rt *Runtime) Submit(ctx context.Context, spec *atollpb.TaskSpec, args []ArgSource, release func(), as *Actor) []*Ref {
+func (rt *Runtime) Submit(ctx context.Context, dst []*Ref, spec *atollpb.TaskSpec, args []ArgSource, release func(), as *Actor) []*Ref {
 	task := rt.newTaskID()
 	spec.TaskId = append(spec.TaskId[:0], task[:]...)
 	spec.JobId, spec.OwnerId, spec.OwnerAddress = rt.ownIDs()
@@ -89,9 +91,9 @@ func (rt *Runtime) Submit(ctx context.Context, spec *atollpb.TaskSpec, args []Ar
 			returns = t.SubmitTo(buf[:0], sub)
 		}
 	})
-	handles := make([]*Ref, len(returns))
-	for i, id := range returns {
-		handles[i] = rt.newRef(id)
+	handles := slices.Grow(dst, len(returns))
+	for _, id := range returns {
+		handles = append(handles, rt.newRef(id))
 	}
 	if att != nil && ctx.Done() != nil && err == nil {
 		// Cancelling ctx cancels the task (recursively), unless ctx is

@@ -261,7 +261,7 @@ func NewFunc{{.N}}[{{range .Types}}{{.}}, {{end}}R any](name string, fn func(con
 // Each argument is atoll.Value(x) or an ObjectRef of its type. opts
 // apply after those bound with Options.
 func (fn *Func{{.N}}[{{range .Types}}{{.}}, {{end}}R]) Remote(ctx context.Context{{.Params}}, opts ...TaskOption) ObjectRef[R] {
-	return ObjectRef[R]{h: call(ctx, fn.name, 1, fn.opts, opts{{.Sources}})[0]}
+	return ObjectRef[R]{h: call1(ctx, fn.name, fn.opts, opts{{.Sources}})}
 }
 
 // Options returns the function with opts bound as defaults for each of
@@ -331,7 +331,7 @@ func NewMethod{{.N}}[T{{.TP}}, R any](t ActorClass[T], name string, fn func(T, c
 // result at once. Calls from one caller run in the order they were made.
 // opts apply after those bound with Options.
 func (m *Method{{.N}}[T{{.TP}}, R]) Remote(ctx context.Context, h ActorHandle[T]{{.Params}}, opts ...MethodOption) ObjectRef[R] {
-	return ObjectRef[R]{h: callActor(ctx, h.st, m.name, 1, m.opts, opts{{.Sources}})[0]}
+	return ObjectRef[R]{h: callActor1(ctx, h.st, m.name, m.opts, opts{{.Sources}})}
 }
 
 // Options returns the method with opts bound as defaults for each of its

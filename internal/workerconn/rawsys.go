@@ -55,6 +55,19 @@ func errno(n int, err error) (int, syscall.Errno) {
 	return max(n, 0), syscall.EIO
 }
 
+// rawConnOf is c's descriptor for raw calls, nil if it has none.
+func rawConnOf(c net.Conn) syscall.RawConn {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
+}
+
 // rawReader reads a socket with rawRead, waiting in the netpoller while
 // there is nothing to read; its deadlines are the connection's. One
 // goroutine reads it at a time (the connection's reader): the call's
@@ -72,12 +85,8 @@ type rawReader struct {
 // newRawReader is a rawReader of c, or c itself when it has no
 // descriptor (net.Pipe in tests).
 func newRawReader(c net.Conn) io.Reader {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return c
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
+	rc := rawConnOf(c)
+	if rc == nil {
 		return c
 	}
 	r := &rawReader{rc: rc}
@@ -139,12 +148,8 @@ type rawWriter struct {
 // newRawWriter is a rawWriter of c, or nil when c has no descriptor
 // (net.Pipe in tests).
 func newRawWriter(c net.Conn) *rawWriter {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return nil
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
+	rc := rawConnOf(c)
+	if rc == nil {
 		return nil
 	}
 	w := &rawWriter{rc: rc}

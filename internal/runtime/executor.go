@@ -116,7 +116,7 @@ func (wk *Worker) execute(ctx context.Context, spec *atollpb.TaskSpec, fn regist
 	}
 	ctx = context.WithValue(ctx, taskKey{}, &taskInfo{rt: rt, id: taskID, worker: w.ID, actor: spec.Type == atollpb.TaskType_ACTOR_TASK,
 		attempt: int(spec.Attempt)})
-	ctx = telemetry.WithTaskID(ctx, taskID.String())
+	ctx = telemetry.WithTaskID(ctx, taskID)
 	store := wk.store
 	// Refs inside the arguments are lent by the task's owner for the
 	// task; at its end the result reports those still held

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"go.opentelemetry.io/otel/trace"
@@ -9,15 +10,19 @@ import (
 
 type taskIDKey struct{}
 
-// WithTaskID records the id of the task running under ctx.
-func WithTaskID(ctx context.Context, taskID string) context.Context {
+// WithTaskID records the id of the task running under ctx. It is kept
+// as given and made a string only when a record is logged: every task
+// runs under one, few log.
+func WithTaskID(ctx context.Context, taskID fmt.Stringer) context.Context {
 	return context.WithValue(ctx, taskIDKey{}, taskID)
 }
 
 // TaskID returns the id of the task running under ctx, or "".
 func TaskID(ctx context.Context) string {
-	s, _ := ctx.Value(taskIDKey{}).(string)
-	return s
+	if id, ok := ctx.Value(taskIDKey{}).(fmt.Stringer); ok {
+		return id.String()
+	}
+	return ""
 }
 
 // LogHandler wraps an slog.Handler so every record logged with a context

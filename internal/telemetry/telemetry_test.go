@@ -41,13 +41,18 @@ func TestInjectExtractRoundTrip(t *testing.T) {
 	}
 }
 
+// taskName is a task id as a Stringer.
+type taskName string
+
+func (n taskName) String() string { return string(n) }
+
 func TestLogHandlerStampsIDs(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(NewLogHandler(slog.NewTextHandler(&buf, nil)))
 	tp := sdktrace.NewTracerProvider()
 	ctx, span := Tracer(tp).Start(context.Background(), "s")
 	defer span.End()
-	ctx = WithTaskID(ctx, "t123")
+	ctx = WithTaskID(ctx, taskName("t123"))
 	log.InfoContext(ctx, "hello")
 	out := buf.String()
 	for _, want := range []string{"trace_id=" + span.SpanContext().TraceID().String(), "span_id=", "task_id=t123"} {

@@ -39,6 +39,9 @@ type taskInfo struct {
 	attempt int
 }
 
+// String is the task's id (telemetry.TaskID).
+func (ti *taskInfo) String() string { return ti.id.String() }
+
 // TaskOf describes the task running under ctx: its worker's id and which
 // attempt it is; ok is false outside a task.
 func TaskOf(ctx context.Context) (worker ids.WorkerID, attempt int, ok bool) {
@@ -114,9 +117,9 @@ func (wk *Worker) execute(ctx context.Context, spec *atollpb.TaskSpec, fn regist
 				attribute.String("atoll.worker_id", w.ID.String()), attribute.String("atoll.node_id", w.NodeID.String())))
 		defer span.End()
 	}
-	ctx = context.WithValue(ctx, taskKey{}, &taskInfo{rt: rt, id: taskID, worker: w.ID, actor: spec.Type == atollpb.TaskType_ACTOR_TASK,
-		attempt: int(spec.Attempt)})
-	ctx = telemetry.WithTaskID(ctx, taskID)
+	info := &taskInfo{rt: rt, id: taskID, worker: w.ID, actor: spec.Type == atollpb.TaskType_ACTOR_TASK, attempt: int(spec.Attempt)}
+	ctx = context.WithValue(ctx, taskKey{}, info)
+	ctx = telemetry.WithTaskID(ctx, info) // its id as a string when a line is logged
 	store := wk.store
 	// Refs inside the arguments are lent by the task's owner for the
 	// task; at its end the result reports those still held

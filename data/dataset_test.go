@@ -518,7 +518,7 @@ var perm = data.RegisterColumnFunc("test.perm", func(_ context.Context, rec arro
 	return b.NewArray(), nil
 })
 
-const sortRows = 48_000 // ~48 MiB with 1 KiB of padding a row
+const sortRows = 24_000 // ~24 MiB with 1 KiB of padding a row
 
 // checkPermSorted reads ds, rows of an id (column 0) and its perm key
 // (column 1) sorted by key, and fails t unless the keys are 0 to rows-1
@@ -543,12 +543,12 @@ func checkPermSorted(t *testing.T, ctx context.Context, ds *data.Dataset, rows i
 	}
 }
 
-// TestSortLargerThanStore: a sort of ~48 MiB under a 16 MiB store; the
+// TestSortLargerThanStore: a sort of ~24 MiB under an 8 MiB store; the
 // map side's pieces spill and are restored for the reduces.
 func TestSortLargerThanStore(t *testing.T) {
-	ctx := start(t, atoll.WithObjectStoreMemory(16<<20))
+	ctx := start(t, atoll.WithObjectStoreMemory(8<<20))
 	cfg := withParallelism(24)
-	cfg.TargetMaxBlockSize = 4 << 20
+	cfg.TargetMaxBlockSize = 2 << 20
 	ds := data.Range(sortRows).AddColumn("key", perm).AddColumn("pad", pad).Sort("key", data.Partitions(24)).WithConfig(cfg)
 	checkPermSorted(t, ctx, ds, sortRows)
 	m, err := atolltest.Memory(ctx)

@@ -295,17 +295,17 @@ var groupOf = data.RegisterColumnFunc("test.groupOf", func(_ context.Context, re
 	return b.NewArray(), nil
 })
 
-// TestGroupByLargerThanStore: 24,000 groups of two rows over ~48 MiB
-// (1 KiB of padding a row, aggregated by Max) under a 16 MiB store: the
+// TestGroupByLargerThanStore: 12,000 groups of two rows over ~24 MiB
+// (1 KiB of padding a row, aggregated by Max) under an 8 MiB store: the
 // partial aggregates are as large as the input, the map side's parts
 // spill and are restored, the two parts planned (one per CPU) become as
 // many as fit a reduce task once the first map task shows how large they
 // get (that task runs again with the others), and every group is
 // right.
 func TestGroupByLargerThanStore(t *testing.T) {
-	ctx := start(t, atoll.WithObjectStoreMemory(16<<20))
+	ctx := start(t, atoll.WithObjectStoreMemory(8<<20))
 	cfg := withParallelism(24)
-	cfg.TargetMaxBlockSize = 4 << 20
+	cfg.TargetMaxBlockSize = 2 << 20
 	ds := data.Range(sortRows).AddColumn("g", groupOf).AddColumn("pad", pad).
 		GroupBy("g").Aggregate(data.Count(), data.Sum("id"), data.Max("pad")).WithConfig(cfg)
 	want := make([]int64, sortRows/2)
@@ -335,7 +335,7 @@ func TestGroupByLargerThanStore(t *testing.T) {
 	if m.SpilledBytesTotal == 0 {
 		t.Fatalf("nothing spilled: the test no longer exceeds the store")
 	}
-	// 2 parts of ~24 MiB each planned: replanned, not cut again
+	// 2 parts of ~12 MiB each planned: replanned, not cut again
 	if st := ds.Stats(); !strings.Contains(st, "aggregate_map: 25/25 blocks") || strings.Contains(st, "aggregate_split") ||
 		strings.Contains(st, "aggregate_reduce: 2/2") {
 		t.Fatalf("the parts were not replanned from the first map task:\n%s", st)

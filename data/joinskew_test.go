@@ -106,13 +106,13 @@ func (f frequentKey) want(how data.JoinType) []string {
 }
 
 // A shuffled join whose right side has one key in three rows of four:
-// those rows (18 MB with their 1 KiB pads) all hash to one part, more
-// than the 16 MiB store, so the part is joined in chunks of its right
+// those rows (9 MB with their 1 KiB pads) all hash to one part, more
+// than the 8 MiB store, so the part is joined in chunks of its right
 // rows and the left rows' outcome is settled at the end. Every join
 // type against a join in plain Go.
 func TestJoinOfAFrequentRightKey(t *testing.T) {
-	ctx := start(t, atoll.WithObjectStoreMemory(16<<20))
-	f := frequentKey{nl: 3_000, nr: 24_000, mod: 1_000}
+	ctx := start(t, atoll.WithObjectStoreMemory(8<<20))
+	f := frequentKey{nl: 1_500, nr: 12_000, mod: 500}
 	for how := data.InnerJoin; how <= data.AntiJoin; how++ {
 		t.Run(how.String(), func(t *testing.T) {
 			st := f.join(ctx, t, how)

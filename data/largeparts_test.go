@@ -22,9 +22,9 @@ import (
 // it in several tasks. A shuffle whose input's size is known before its
 // maps (stored blocks) takes more parts at once, as a sort does.
 func TestPartsLargerThanTheStore(t *testing.T) {
-	ctx := start(t, atoll.WithObjectStoreMemory(16<<20))
+	ctx := start(t, atoll.WithObjectStoreMemory(8<<20))
 	cfg := withParallelism(24)
-	cfg.TargetMaxBlockSize = 4 << 20
+	cfg.TargetMaxBlockSize = 2 << 20
 	in := data.Range(sortRows).AddColumn("pad", pad)
 	stored, err := in.WithConfig(cfg).Materialize(ctx) // blocks whose sizes are known before the maps
 	if err != nil {
@@ -107,9 +107,9 @@ func TestGroupIntoOnePartLargerThanTheStore(t *testing.T) {
 // TestBlockLargerThanTheStore: one read task whose rows are three times
 // the store (a Range in one task, a column added) splits them into blocks
 // the store can hold, whatever TargetMaxBlockSize says: it used to make
-// one 48 MiB block, which no store of 16 MiB could take.
+// one 24 MiB block, which no store of 8 MiB could take.
 func TestBlockLargerThanTheStore(t *testing.T) {
-	ctx := start(t, atoll.WithObjectStoreMemory(16<<20))
+	ctx := start(t, atoll.WithObjectStoreMemory(8<<20))
 	cfg := withParallelism(1)
 	cfg.TargetMaxBlockSize = 1 << 30
 	ds := data.Range(sortRows).AddColumn("pad", pad).WithConfig(cfg)
@@ -184,14 +184,14 @@ func TestFilteredSortKeepsItsRanges(t *testing.T) {
 }
 
 // TestFilteredSortCutsItsRange: the same sort with a filter that keeps
-// most rows (3.5 M of 4 M, 28 MB under a 16 MiB store): its one range,
+// most rows (1.75 M of 2 M, 14 MB under an 8 MiB store): its one range,
 // chosen before the split, is more than a merge task can hold, and is
 // cut again after the split by a sample and a split of its own pieces.
 // It used to fail with "object store full".
 func TestFilteredSortCutsItsRange(t *testing.T) {
-	ctx := start(t, atoll.WithObjectStoreMemory(16<<20))
-	const kept = 3_500_000
-	ds := data.Range(4_000_000).WithConfig(withParallelism(8)).Filter(col("id").Lt(kept)).Sort("id", data.Partitions(1), data.Descending())
+	ctx := start(t, atoll.WithObjectStoreMemory(8<<20))
+	const kept = 1_750_000
+	ds := data.Range(2_000_000).WithConfig(withParallelism(8)).Filter(col("id").Lt(kept)).Sort("id", data.Partitions(1), data.Descending())
 	ids := readIDs(t, ctx, ds)
 	for i, id := range ids {
 		if id != kept-1-int64(i) {

@@ -46,9 +46,9 @@ var (
 // rows equal to several bounds spread over their ranges, where they
 // used to make one merge task whose input did not fit the store.
 func TestSortOfFrequentKeys(t *testing.T) {
-	ctx := start(t, atoll.WithObjectStoreMemory(16<<20))
+	ctx := start(t, atoll.WithObjectStoreMemory(8<<20))
 	cfg := withParallelism(24)
-	cfg.TargetMaxBlockSize = 4 << 20
+	cfg.TargetMaxBlockSize = 2 << 20
 	for name, key := range map[string]*data.ColumnFunc{"one key": oneKey, "mostly null": mostlyNull} {
 		t.Run(name, func(t *testing.T) {
 			ds := data.Range(sortRows).AddColumn("key", key).AddColumn("pad", pad).Sort("key", data.Partitions(24)).WithConfig(cfg)

@@ -248,7 +248,7 @@ func (t *Table) Export(refs []ids.ObjectID, to ids.WorkerID, toNode ids.NodeID) 
 		// Ours no more: freeing it here must not delete it from the store.
 		o.borrowed, o.m().ownerNode = true, toNode
 		t.setLender(o, to)
-		o.producerTask = ids.TaskID{}
+		o.lineage = nil
 	}
 	sort.Slice(out, func(i, j int) bool { return string(out[i].ObjectId) < string(out[j].ObjectId) })
 	return out, nil

@@ -87,6 +87,14 @@ type lineageEntry struct {
 	nReturns int32
 	// recoveries counts its reconstructions.
 	recoveries int32
+	// forgotten: dropped (its returns freed, or evicted); the eviction
+	// order skips it.
+	forgotten bool
+}
+
+// id is its task's id, read from its spec.
+func (e *lineageEntry) id() ids.TaskID {
+	return specpack.Held{Whole: e.spec, Packed: e.packed}.ID()
 }
 
 func (e *lineageEntry) deps() []ids.ObjectID { return e.args.depIDs() }
@@ -94,7 +102,9 @@ func (e *lineageEntry) deps() []ids.ObjectID { return e.args.depIDs() }
 func (e *lineageEntry) depArgIdx() []int { return e.args.depIndexes() }
 
 // recordLineage keeps a finished task's lineage if it may be rebuilt.
-func (t *Table) recordLineage(tk *task) {
+// rets are its returns' records, in order, if the caller looked them up
+// (nil: looked up here).
+func (t *Table) recordLineage(tk *task, rets []*object) {
 	why := lineageKept
 	switch {
 	case tk.actor != nil || tk.common().Type == atollpb.TaskType_ACTOR_TASK:
@@ -108,13 +118,16 @@ func (t *Table) recordLineage(tk *task) {
 	case tk.common().MaxRetries == 0:
 		why = gapNoRetries
 	}
-	// The returns' records, looked up once (most tasks have one).
-	var buf [2]*object
-	objs := buf[:0]
-	id := tk.id()
-	for i := range int(tk.nReturns) {
-		o := t.objects[ids.ReturnObjectID(id, i)]
-		objs = append(objs, o)
+	objs := rets
+	if objs == nil {
+		var buf [2]*object
+		objs = buf[:0]
+		id := tk.id()
+		for i := range int(tk.nReturns) {
+			objs = append(objs, t.objects[ids.ReturnObjectID(id, i)])
+		}
+	}
+	for _, o := range objs {
 		if o != nil && len(o.x().contained) > 0 && why == lineageKept {
 			why = gapRefReturns
 		}
@@ -127,7 +140,22 @@ func (t *Table) recordLineage(tk *task) {
 		}
 		return
 	}
-	e := &lineageEntry{spec: tk.spec, packed: tk.packed, nReturns: tk.nReturns, attach: tk.attach, recoveries: int32(tk.recoveries())}
+	e := t.lineageOf(tk)
+	if e != nil {
+		// Rebuilt from it: the entry takes the new run's spec and keeps
+		// its place in the order.
+		t.lineageBytes -= int(e.size)
+	} else {
+		e = &lineageEntry{nReturns: tk.nReturns}
+		t.lineageOrder = append(t.lineageOrder, e)
+		t.lineageN++
+		for _, dep := range tk.deps() {
+			if d := t.record(dep); d != nil {
+				d.m().lineageRefs++
+			}
+		}
+	}
+	e.spec, e.packed, e.attach, e.recoveries, e.args = tk.spec, tk.packed, tk.attach, int32(tk.recoveries()), nil
 	if len(tk.deps()) > 0 {
 		e.args = tk.args
 	}
@@ -136,43 +164,32 @@ func (t *Table) recordLineage(tk *task) {
 	} else {
 		e.size = int32(specSize(e.spec))
 	}
-	// Only a task rebuilt from its lineage can have an entry already.
-	if prev := t.lineageOf(tk); prev != nil {
-		t.lineageBytes -= int(prev.size) // rebuilt: it keeps its place in the order
-	} else {
-		t.lineageOrder = append(t.lineageOrder, id)
-		for _, dep := range e.deps() {
-			if d := t.record(dep); d != nil {
-				d.m().lineageRefs++
-			}
-		}
-	}
-	t.lineage[id] = e
 	t.lineageBytes += int(e.size)
 	for _, o := range objs {
 		if o != nil {
-			o.producerTask = id
+			o.lineage = e
 		}
 	}
 	t.evictLineage()
 }
 
 // lineageOf is the lineage entry kept for tk, if it is being rebuilt
-// from it (no map lookup for a first run).
+// from it and the entry was not forgotten since.
 func (t *Table) lineageOf(tk *task) *lineageEntry {
-	if !tk.rebuilding() {
+	if tk.args == nil || tk.args.rebuiltFrom == nil || tk.args.rebuiltFrom.forgotten {
 		return nil
 	}
-	return t.lineage[tk.id()]
+	return tk.args.rebuiltFrom
 }
 
 // evictLineage forgets the oldest lineage past the budget.
 func (t *Table) evictLineage() {
 	for t.lineageBytes > t.lineageBudget() && len(t.lineageOrder) > 0 {
-		id := t.lineageOrder[0]
+		e := t.lineageOrder[0]
+		t.lineageOrder[0] = nil
 		t.lineageOrder = t.lineageOrder[1:]
-		if e := t.lineage[id]; e != nil {
-			t.forgetLineage(id, e)
+		if !e.forgotten {
+			t.forgetLineage(e, nil)
 			t.lineageEvicted++
 		}
 	}
@@ -183,13 +200,13 @@ func (t *Table) evictLineage() {
 // are most of it, into a slice sized for the rest (the old one may have
 // held a million ids).
 func (t *Table) compactLineageOrder() {
-	if len(t.lineageOrder) <= 64 || len(t.lineageOrder) <= 2*len(t.lineage) {
+	if len(t.lineageOrder) <= 64 || len(t.lineageOrder) <= 2*t.lineageN {
 		return
 	}
-	live := make([]ids.TaskID, 0, len(t.lineage))
-	for _, id := range t.lineageOrder {
-		if t.lineage[id] != nil {
-			live = append(live, id)
+	live := make([]*lineageEntry, 0, t.lineageN)
+	for _, e := range t.lineageOrder {
+		if !e.forgotten {
+			live = append(live, e)
 		}
 	}
 	t.lineageOrder = live
@@ -211,14 +228,23 @@ func (t *Table) record(id ids.ObjectID) *object {
 }
 
 // forgetLineage drops a lineage entry; the released arguments no other
-// lineage names go, and with them, in turn, their own lineage.
-func (t *Table) forgetLineage(id ids.TaskID, e *lineageEntry) {
-	delete(t.lineage, id)
+// lineage names go, and with them, in turn, their own lineage. freed, if
+// not nil, is a return of its task just freed (in neither table), so
+// that a task of one return needs no lookup for it.
+func (t *Table) forgetLineage(e *lineageEntry, freed *object) {
+	e.forgotten = true
+	t.lineageN--
 	t.lineageBytes -= int(e.size)
-	for i := range int(e.nReturns) {
-		if o := t.record(ids.ReturnObjectID(id, i)); o != nil && o.producerTask == id {
-			o.producerTask, o.noLineage = ids.TaskID{}, gapEvicted
+	if freed == nil || e.nReturns != 1 {
+		id := e.id()
+		for i := range int(e.nReturns) {
+			if o := t.record(ids.ReturnObjectID(id, i)); o != nil && o.lineage == e {
+				o.lineage, o.noLineage = nil, gapEvicted
+			}
 		}
+	}
+	if freed != nil && freed.lineage == e {
+		freed.lineage, freed.noLineage = nil, gapEvicted
 	}
 	for _, dep := range e.deps() {
 		d := t.record(dep)
@@ -230,26 +256,32 @@ func (t *Table) forgetLineage(id ids.TaskID, e *lineageEntry) {
 		}
 		if d.more.lineageRefs == 0 && t.released[dep] == d {
 			delete(t.released, dep)
-			if !d.producerTask.IsZero() {
+			if d.lineage != nil {
 				t.objectFreed(d)
 			}
 		}
 	}
+	// The order may hold it a while yet: it keeps nothing of its task.
+	e.spec, e.packed, e.args, e.attach = nil, nil, nil, nil
 }
 
 // objectFreed forgets the lineage of o's producer once none of its returns
-// is referenced or released for a lineage.
+// is referenced or released for a lineage. o was just freed: it is in
+// neither table.
 func (t *Table) objectFreed(o *object) {
-	e := t.lineage[o.producerTask]
+	e := o.lineage
 	if e == nil {
 		return
 	}
-	for i := range int(e.nReturns) {
-		if t.record(ids.ReturnObjectID(o.producerTask, i)) != nil {
-			return
+	if e.nReturns != 1 {
+		id := e.id()
+		for i := range int(e.nReturns) {
+			if t.record(ids.ReturnObjectID(id, i)) != nil {
+				return
+			}
 		}
 	}
-	t.forgetLineage(o.producerTask, e)
+	t.forgetLineage(e, o)
 }
 
 // reconstructionFailed is the error of an object that cannot be rebuilt.
@@ -281,11 +313,11 @@ func (t *Table) Reconstruct(id ids.ObjectID, cause string) *atollpb.ErrorInfo {
 // rerun runs again the task of o's lineage, reviving the released
 // arguments it needs (and rebuilding them first, recursively).
 func (t *Table) rerun(id ids.ObjectID, o *object, cause string) *atollpb.ErrorInfo {
-	e := t.lineage[o.producerTask]
+	e := o.lineage
 	if e == nil {
 		return reconstructionFailed(id, o.noLineage.String()+": "+cause)
 	}
-	if t.tasks[o.producerTask] != nil {
+	if t.tasks[e.id()] != nil {
 		return nil // its task is running again
 	}
 	if e.recoveries >= maxRecoveries {
@@ -324,7 +356,7 @@ func (t *Table) rerun(id ids.ObjectID, o *object, cause string) *atollpb.ErrorIn
 	e.spec, e.packed = spec, nil
 	resetArgs(spec, e.deps(), e.depArgIdx())
 	tk := &task{seq: t.seqNext + 1, spec: spec, nReturns: e.nReturns, retriesLeft: spec.MaxRetries, attach: e.attach,
-		args: &taskArgs{deps: e.deps(), depArgIdx: e.depArgIdx(), refArgs: len(e.deps()), recoveries: int(e.recoveries), rebuilding: true}}
+		args: &taskArgs{deps: e.deps(), depArgIdx: e.depArgIdx(), refArgs: len(e.deps()), recoveries: int(e.recoveries), rebuiltFrom: e}}
 	t.seqNext++
 	for i := range int(e.nReturns) {
 		if r := t.objects[tk.returnID(i)]; r != nil && r.ready() {

@@ -27,14 +27,14 @@ type object struct {
 	// borrowed: another process owns the object; freeing the entry does
 	// not free it in the store (more.ownerNode is where that owner runs).
 	borrowed bool
-	// taskReturn: a task's return (else a Put); producerTask: the task
-	// whose lineage can rebuild it (zero: none kept).
+	// taskReturn: a task's return (else a Put); lineage: its task's
+	// kept lineage, which can rebuild it (nil: none kept).
 	taskReturn bool
 	// noLineage is why it has no lineage, once its task finished
 	// without keeping one (in the record's padding: evicting a million
 	// lineages allocates nothing).
-	noLineage    lineageGap
-	producerTask ids.TaskID
+	noLineage lineageGap
+	lineage   *lineageEntry
 }
 
 // objectMore is the part of an object's record few objects need.
@@ -112,48 +112,59 @@ func (t *Table) AddRef(id ids.ObjectID) bool {
 // zero, recursively through contained refs. Objects this process owns
 // that live in a store leave in one Free effect.
 func (t *Table) DropRef(idl ...ids.ObjectID) {
+	var stored, stack []ids.ObjectID
 	if len(idl) == 1 {
-		if o := t.objects[idl[0]]; o == nil || o.refs > 1 {
-			if o != nil {
-				o.refs-- // the common case: one of several references
-			}
+		// The common case: one reference, looked up once.
+		o := t.objects[idl[0]]
+		switch {
+		case o == nil:
+			return
+		case o.refs > 1:
+			o.refs-- // one of several references
 			return
 		}
+		stored, stack = t.unref(idl[0], o, stored, stack)
+	} else {
+		stack = append(stack, idl...)
 	}
-	var stored []ids.ObjectID
-	stack := append([]ids.ObjectID(nil), idl...)
 	for len(stack) > 0 {
 		id := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		o := t.objects[id]
-		if o == nil {
-			continue
-		}
-		o.refs--
-		if o.refs > 0 {
-			continue
-		}
-		delete(t.objects, id)
-		if lender := o.x().lender; !lender.IsZero() {
-			t.lentFreed(lender)
-		}
-		t.setLender(o, ids.WorkerID{})
-		t.freed++
-		if o.value.GetStored() != nil && !o.borrowed {
-			stored = append(stored, id)
-		}
-		stack = append(stack, o.x().contained...)
-		if o.x().lineageRefs > 0 && !o.borrowed {
-			// A kept lineage may need it rebuilt: its data goes, its
-			// record stays.
-			o.value = nil
-			o.more.waiting, o.more.watchers, o.more.contained = nil, nil, nil
-			t.released[id] = o
-		} else if !o.producerTask.IsZero() {
-			t.objectFreed(o)
+		if o := t.objects[id]; o != nil {
+			stored, stack = t.unref(id, o, stored, stack)
 		}
 	}
 	t.free(stored)
+}
+
+// unref drops one reference of o (id's record) and frees it if that was
+// the last: it appends to stored the id if it lives in a store, and to
+// stack the refs its value held, for DropRef to drop in turn.
+func (t *Table) unref(id ids.ObjectID, o *object, stored, stack []ids.ObjectID) ([]ids.ObjectID, []ids.ObjectID) {
+	o.refs--
+	if o.refs > 0 {
+		return stored, stack
+	}
+	delete(t.objects, id)
+	if lender := o.x().lender; !lender.IsZero() {
+		t.lentFreed(lender)
+	}
+	t.setLender(o, ids.WorkerID{})
+	t.freed++
+	if o.value.GetStored() != nil && !o.borrowed {
+		stored = append(stored, id)
+	}
+	stack = append(stack, o.x().contained...)
+	if o.x().lineageRefs > 0 && !o.borrowed {
+		// A kept lineage may need it rebuilt: its data goes, its
+		// record stays.
+		o.value = nil
+		o.more.waiting, o.more.watchers, o.more.contained = nil, nil, nil
+		t.released[id] = o
+	} else if o.lineage != nil {
+		t.objectFreed(o)
+	}
+	return stored, stack
 }
 
 func (t *Table) free(stored []ids.ObjectID) {
@@ -167,6 +178,11 @@ func (t *Table) free(stored []ids.ObjectID) {
 // same object (a duplicate result) is ignored, as is a resolve of an
 // object whose references are all gone (what it stored is freed).
 func (t *Table) Resolve(id ids.ObjectID, value *atollpb.Value, producer *atollpb.TraceContext, contained []ids.ObjectID) {
+	t.resolve(id, value, producer, contained)
+}
+
+// resolve is Resolve, returning id's record (nil: freed).
+func (t *Table) resolve(id ids.ObjectID, value *atollpb.Value, producer *atollpb.TraceContext, contained []ids.ObjectID) *object {
 	o := t.objects[id]
 	switch {
 	case o == nil:
@@ -176,12 +192,12 @@ func (t *Table) Resolve(id ids.ObjectID, value *atollpb.Value, producer *atollpb
 			t.free([]ids.ObjectID{id})
 		}
 		t.DropRef(contained...)
-		return
 	case o.ready():
 		t.DropRef(contained...)
-		return
+	default:
+		t.setValue(o, value, producer, contained)
 	}
-	t.setValue(o, value, producer, contained)
+	return o
 }
 
 func (t *Table) setValue(o *object, value *atollpb.Value, producer *atollpb.TraceContext, contained []ids.ObjectID) {

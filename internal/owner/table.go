@@ -55,11 +55,13 @@ type Table struct {
 	groups       map[any][]*task
 	groupEntries int
 
-	// lineage of finished tasks whose returns live (lineage.go), in the
-	// order it was recorded (for eviction; entries forgotten since are
-	// skipped).
-	lineage      map[ids.TaskID]*lineageEntry
-	lineageOrder []ids.TaskID
+	// lineageOrder is the lineage of finished tasks whose returns live
+	// (lineage.go), in the order it was recorded (for eviction; entries
+	// forgotten since are skipped), and lineageN how many are not
+	// forgotten. A return's record points at its task's entry: no table
+	// by task id.
+	lineageOrder []*lineageEntry
+	lineageN     int
 	// released are freed objects a kept lineage names as arguments.
 	released                        map[ids.ObjectID]*object
 	lineageBytes                    int
@@ -85,13 +87,13 @@ type Table struct {
 	earlyOrder []borrowerKey
 
 	// marks are the high-water marks of the tables Compact copies.
-	marks struct{ objects, tasks, lineage, released compact.Mark }
+	marks struct{ objects, tasks, released compact.Mark }
 }
 
 // New returns an empty Table.
 func New(cfg Config) *Table {
 	return &Table{cfg: cfg, objects: map[ids.ObjectID]*object{}, tasks: map[ids.TaskID]*task{}, actors: map[ids.ActorID]*actorEntry{},
-		gens: map[ids.TaskID]*generator{}, lineage: map[ids.TaskID]*lineageEntry{}, released: map[ids.ObjectID]*object{},
+		gens: map[ids.TaskID]*generator{}, released: map[ids.ObjectID]*object{},
 		borrowers: map[borrowerKey]*borrowerRecord{}, fromLender: map[ids.WorkerID]int{}, reportedTo: map[ids.WorkerID]*lenderReport{},
 		early: map[borrowerKey]*earlyReport{}}
 }
@@ -123,7 +125,6 @@ func (t *Table) emit(e Effect) { t.effects = append(t.effects, e) }
 func (t *Table) Compact() {
 	t.objects = compact.Map(t.objects, &t.marks.objects)
 	t.tasks = compact.Map(t.tasks, &t.marks.tasks)
-	t.lineage = compact.Map(t.lineage, &t.marks.lineage)
 	t.released = compact.Map(t.released, &t.marks.released)
 	t.compactLineageOrder()
 }
@@ -150,7 +151,7 @@ type Stats struct {
 // Stats reports the Table's sizes.
 func (t *Table) Stats() Stats {
 	return Stats{Objects: len(t.objects), Tasks: len(t.tasks), Actors: len(t.actors), Generators: len(t.gens), Created: t.created, Freed: t.freed,
-		Lineage: len(t.lineage), LineageBytes: t.lineageBytes, LineageEvicted: t.lineageEvicted, Reconstructions: t.reconstructions,
+		Lineage: t.lineageN, LineageBytes: t.lineageBytes, LineageEvicted: t.lineageEvicted, Reconstructions: t.reconstructions,
 		Released: len(t.released), Borrowers: len(t.borrowers), BorrowedObjects: t.borrowedObjects(), BorrowsRefused: t.borrowsRefused}
 }
 

@@ -352,7 +352,7 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 		if err := tb.Reconstruct(e.object(t, name), "node died"); err != nil {
 			return fmt.Sprintf("error %s: %s\n%s", err.Code, err.Message, e.effects())
 		}
-	case "result": // result t1 [attempt=N] [error=CODE [lost=t0.0] [node=n1]] [crashed] [stored] [contains=p1] [addr=host|@n1/host]
+	case "result": // result t1 [attempt=N] [error=CODE [lost=t0.0] [node=n1]] [crashed] [stored] [returns=N] [contains=p1] [addr=host|@n1/host]
 		// [worker=w5] [reported [seq=N] [borrows=b1,...]] [transfer=x1,... [transfer-edges=x1>x2,...]]
 		task := ids.TaskID(e.id16(name))
 		var attempt, seq int
@@ -399,7 +399,11 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 			for _, c := range list(d, "contains") {
 				v.ContainedRefs = append(v.ContainedRefs, &atollpb.ObjectRef{ObjectId: e.object(t, c).Bytes()})
 			}
-			res.Returns = []*atollpb.ReturnObject{{ObjectId: ids.ReturnObjectID(task, 0).Bytes(), Value: v}}
+			returns := 1
+			d.MaybeScanArgs(t, "returns", &returns)
+			for i := range returns {
+				res.Returns = append(res.Returns, &atollpb.ReturnObject{ObjectId: ids.ReturnObjectID(task, i).Bytes(), Value: v})
+			}
 		}
 		tb.Result(res)
 	case "worker-died": // worker-died w5: a pool worker process died
@@ -669,7 +673,11 @@ func (e *env) state() string {
 	sort.Strings(objs)
 	lines = append(lines, objs...)
 	var lin []string
-	for id, l := range tb.lineage {
+	for _, l := range tb.lineageOrder {
+		if l.forgotten {
+			continue
+		}
+		id := l.id()
 		attempt := l.spec.GetAttempt()
 		if l.packed != nil {
 			attempt = l.packed.Attempt()

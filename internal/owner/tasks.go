@@ -50,9 +50,10 @@ type taskArgs struct {
 	refArgs    int // arguments the caller gave as ObjectRefs (0: a root task)
 	unresolved int // deps, holds and lent objects without a value yet
 	// recoveries counts the lost arguments rebuilt for it (lineage.go);
-	// rebuilding: it runs again to rebuild its lost returns.
-	recoveries int
-	rebuilding bool
+	// rebuiltFrom, when set, is the lineage it runs again from to rebuild
+	// its lost returns.
+	recoveries  int
+	rebuiltFrom *lineageEntry
 }
 
 func (tk *task) held() specpack.Held { return specpack.Held{Whole: tk.spec, Packed: tk.packed} }
@@ -135,7 +136,7 @@ func (tk *task) recoveries() int {
 	return tk.args.recoveries
 }
 
-func (tk *task) rebuilding() bool { return tk.args != nil && tk.args.rebuilding }
+func (tk *task) rebuilding() bool { return tk.args != nil && tk.args.rebuiltFrom != nil }
 
 // Arg is one argument of a Submission: an object, or an inline value.
 type Arg struct {
@@ -241,7 +242,7 @@ func (t *Table) SubmitTo(dst []ids.ObjectID, s Submission) []ids.ObjectID {
 	// Refs inside argument values must have values too, to be lent.
 	t.awaitObjects(tk, tk.holds())
 	if tk.unresolved() == 0 {
-		t.dispatch(tk)
+		t.dispatchHeld(tk) // in the table since it was put there above
 	}
 	return returns
 }
@@ -269,7 +270,14 @@ func (t *Table) depReady(tk *task) {
 // dispatch runs once every argument has a value: it inlines small values,
 // fails the task if an argument failed, and sends it.
 func (t *Table) dispatch(tk *task) {
-	if tk.cancelled || tk.dispatched || t.tasks[tk.id()] != tk {
+	if t.tasks[tk.id()] == tk {
+		t.dispatchHeld(tk)
+	}
+}
+
+// dispatchHeld is dispatch for a task known to be in the table.
+func (t *Table) dispatchHeld(tk *task) {
+	if tk.cancelled || tk.dispatched {
 		return
 	}
 	// An argument ready when the task counted it may be pending again:
@@ -395,10 +403,13 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 		t.actorCreated(ids.MustFromBytes(tk.common().ActorId), res.ActorAddress)
 	}
 	adopted := t.adopt(res.Transferred)
+	// The returns' records, looked up once (most tasks have one).
+	var buf [2]*object
+	rets := buf[:0]
 	for i := range int(tk.nReturns) {
 		rid := ids.ReturnObjectID(id, i)
 		if i >= len(res.Returns) {
-			t.Resolve(rid, errorValue(errs.Invalidf("task %s returned %d values, want %d", tk.common().Name, len(res.Returns), tk.nReturns)), nil, nil)
+			rets = append(rets, t.resolve(rid, errorValue(errs.Invalidf("task %s returned %d values, want %d", tk.common().Name, len(res.Returns), tk.nReturns)), nil, nil))
 			continue
 		}
 		v := res.Returns[i].GetValue()
@@ -415,13 +426,16 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 				}
 			}
 		}
-		t.Resolve(rid, v, res.ExecuteSpan, contained)
+		rets = append(rets, t.resolve(rid, v, res.ExecuteSpan, contained))
 	}
-	// Handed-over objects no return holds (none, unless a peer lies)
-	// go at once.
-	t.DropUnreferenced(adopted)
-	t.recordLineage(tk)
-	t.complete(tk, nil)
+	if len(adopted) > 0 {
+		// Handed-over objects no return holds (none, unless a peer lies)
+		// go at once; the returns are looked up again after.
+		t.DropUnreferenced(adopted)
+		rets = nil
+	}
+	t.recordLineage(tk, rets)
+	t.forget(tk, nil) // Result found it in the table
 }
 
 // Retryable reports whether a failed attempt may run again: the retry
@@ -526,11 +540,15 @@ func (t *Table) finish(tk *task, e *atollpb.ErrorInfo) {
 
 // complete forgets a finished task and drops its argument references.
 func (t *Table) complete(tk *task, e *atollpb.ErrorInfo) {
-	id := tk.id()
-	if t.tasks[id] != tk {
+	if t.tasks[tk.id()] != tk {
 		return
 	}
-	delete(t.tasks, id)
+	t.forget(tk, e)
+}
+
+// forget is complete for a task known to be in the table.
+func (t *Table) forget(tk *task, e *atollpb.ErrorInfo) {
+	delete(t.tasks, tk.id())
 	if a := tk.actor; a != nil {
 		a.forget(tk)
 		t.maybeForget(a)

@@ -164,9 +164,19 @@ func MustObjectID(b []byte) ObjectID {
 
 // FromHex parses a 16-byte id from its hex form (String).
 func FromHex(s string) (ID16, error) {
-	b, err := hex.DecodeString(s)
-	if err != nil {
+	var id ID16
+	if len(s) != 2*Len16 {
+		// Decoded for its error: an odd length or a bad byte first,
+		// as hex.DecodeString finds them.
+		b, err := hex.DecodeString(s)
+		if err != nil {
+			return id, fmt.Errorf("ids: %w", err)
+		}
+		return id16From(b)
+	}
+	// Into the id itself: it is decoded on every task a worker runs.
+	if _, err := hex.Decode(id[:], []byte(s)); err != nil {
 		return ID16{}, fmt.Errorf("ids: %w", err)
 	}
-	return id16From(b)
+	return id, nil
 }

@@ -35,3 +35,23 @@ func TestRoundTripBytes(t *testing.T) {
 		t.Fatal("empty id accepted")
 	}
 }
+
+// TestFromHex: an id's hex string decodes back to it without an
+// allocation (a worker decodes its caller's node on every task), and a
+// string of another length or with a byte that is not hex is refused.
+func TestFromHex(t *testing.T) {
+	id := NewWorkerID()
+	s := id.String()
+	got, err := FromHex(s)
+	if err != nil || got != id {
+		t.Fatalf("FromHex(%q) = %v, %v", s, got, err)
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = FromHex(s) }); n != 0 {
+		t.Errorf("FromHex allocates %v times", n)
+	}
+	for _, bad := range []string{"", s[:30], s + "00", s[:31], s[:31] + "g", "zz" + s[2:]} {
+		if _, err := FromHex(bad); err == nil {
+			t.Errorf("FromHex(%q) accepted", bad)
+		}
+	}
+}

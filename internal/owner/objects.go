@@ -232,7 +232,23 @@ func (t *Table) setValue(o *object, value *atollpb.Value, producer *atollpb.Trac
 // Lookup returns an object's value (nil while pending), its producer's
 // trace context and a channel closed once it has a value.
 func (t *Table) Lookup(id ids.ObjectID) (value *atollpb.Value, producer *atollpb.TraceContext, done <-chan struct{}, ok bool) {
-	o := t.objects[id]
+	return t.LookupRecord(id, Record{})
+}
+
+// Record is the record of an object its holder references: a ref made
+// for a task's return keeps its record (SubmitRecords), so that reading
+// the object needs no lookup by id. The zero Record is none.
+type Record struct{ o *object }
+
+// LookupRecord is Lookup of an object whose record r was handed out
+// with the reference the caller holds. A record without references is
+// no longer the object's (it was freed, or kept only for lineage): the
+// object is then looked up by id, as it is for the zero Record.
+func (t *Table) LookupRecord(id ids.ObjectID, r Record) (value *atollpb.Value, producer *atollpb.TraceContext, done <-chan struct{}, ok bool) {
+	o := r.o
+	if o == nil || o.refs <= 0 {
+		o = t.objects[id]
+	}
 	if o == nil {
 		return nil, nil, nil, false
 	}

@@ -812,3 +812,36 @@ func TestTakeGroup(t *testing.T) {
 		t.Fatalf("in submission order: %v, want %v", got, want)
 	}
 }
+
+// A task's return looked up by the record its ref came with reads what
+// a lookup by id reads, pending and then resolved; once every reference
+// is dropped the record is no longer the object's, and a lookup with it
+// finds what the table holds under the id now (nothing, or an object
+// borrowed under the same id since), never the freed record.
+func TestLookupRecord(t *testing.T) {
+	tb := New(Config{})
+	id := ids.NewTaskID()
+	spec := &atollpb.TaskSpec{TaskId: id.Bytes(), Type: atollpb.TaskType_NORMAL_TASK, Name: "f", NumReturns: 1, MaxRetries: 3}
+	returns, recs := tb.SubmitRecords(nil, []Record{}, Submission{Spec: spec})
+	if len(returns) != 1 || len(recs) != 1 || recs[0].o == nil {
+		t.Fatalf("SubmitRecords: %v, %v", returns, recs)
+	}
+	rid, rec := returns[0], recs[0]
+	if v, _, done, ok := tb.LookupRecord(rid, rec); !ok || v != nil || done == nil {
+		t.Fatalf("pending return: value %v, done %v, ok %v", v, done, ok)
+	}
+	value := inlineValue("result")
+	tb.Result(&atollpb.TaskResult{TaskId: id.Bytes(), Returns: []*atollpb.ReturnObject{{ObjectId: rid.Bytes(), Value: value}}})
+	if v, _, _, ok := tb.LookupRecord(rid, rec); !ok || v != value {
+		t.Fatalf("resolved return: value %v, ok %v; want %v", v, ok, value)
+	}
+	tb.DropRef(rid)
+	if v, _, _, ok := tb.LookupRecord(rid, rec); ok {
+		t.Fatalf("freed return found by its old record: %v", v)
+	}
+	borrowed := inlineValue("borrowed")
+	tb.Borrow(rid, borrowed, ids.NodeID{})
+	if v, _, _, ok := tb.LookupRecord(rid, rec); !ok || v != borrowed {
+		t.Fatalf("an object under the freed return's id since: value %v, ok %v; want %v", v, ok, borrowed)
+	}
+}

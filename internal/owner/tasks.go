@@ -184,6 +184,14 @@ func (t *Table) Submit(s Submission) []ids.ObjectID { return t.SubmitTo(nil, s) 
 
 // SubmitTo is Submit, appending the return ids to dst.
 func (t *Table) SubmitTo(dst []ids.ObjectID, s Submission) []ids.ObjectID {
+	dst, _ = t.SubmitRecords(dst, nil, s)
+	return dst
+}
+
+// SubmitRecords is SubmitTo, appending also each return's record to
+// recs (for LookupRecord by the holder of the reference the return comes
+// with).
+func (t *Table) SubmitRecords(dst []ids.ObjectID, recs []Record, s Submission) ([]ids.ObjectID, []Record) {
 	id := ids.MustFromBytes(s.Spec.TaskId)
 	t.seqNext++
 	tk := &task{seq: t.seqNext, spec: s.Spec, retriesLeft: s.Spec.MaxRetries, nReturns: s.Spec.NumReturns, attach: s.Attach,
@@ -191,8 +199,12 @@ func (t *Table) SubmitTo(dst []ids.ObjectID, s Submission) []ids.ObjectID {
 	returns := dst
 	for i := range int(tk.nReturns) {
 		rid := ids.ReturnObjectID(id, i)
-		t.put(rid, nil, nil, nil).taskReturn = true
+		o := t.put(rid, nil, nil, nil)
+		o.taskReturn = true
 		returns = append(returns, rid)
+		if recs != nil {
+			recs = append(recs, Record{o})
+		}
 	}
 	t.tasks[id] = tk
 	t.group(tk)
@@ -221,7 +233,7 @@ func (t *Table) SubmitTo(dst []ids.ObjectID, s Submission) []ids.ObjectID {
 	}
 	if s.Err != nil {
 		t.finish(tk, s.Err)
-		return returns
+		return returns, recs
 	}
 	if !s.Actor.IsZero() {
 		a := t.actors[s.Actor]
@@ -229,11 +241,11 @@ func (t *Table) SubmitTo(dst []ids.ObjectID, s Submission) []ids.ObjectID {
 			// Calls hold no handle of their own: a call through a handle
 			// the table forgot cannot happen (the handle is reachable).
 			t.finish(tk, errs.ToProto(errs.Invalidf("call to actor %s: no handle registered", s.Actor.Short())))
-			return returns
+			return returns, recs
 		}
 		if a.dead != nil {
 			t.finish(tk, a.dead)
-			return returns
+			return returns, recs
 		}
 		tk.actor = a
 		a.queue = append(a.queue, tk)
@@ -244,7 +256,7 @@ func (t *Table) SubmitTo(dst []ids.ObjectID, s Submission) []ids.ObjectID {
 	if tk.unresolved() == 0 {
 		t.dispatchHeld(tk) // in the table since it was put there above
 	}
-	return returns
+	return returns, recs
 }
 
 // awaitObjects makes tk wait for those of idl that have no value yet

@@ -177,7 +177,7 @@ func Get(ctx context.Context, h *Ref, decode func(*atollpb.Value) error) (err er
 		return errs.ErrShutDown
 	}
 	for attempt := 0; ; attempt++ {
-		value, err := rt.await(ctx, h.ID())
+		value, err := rt.await(ctx, h)
 		if err != nil {
 			return err
 		}
@@ -224,7 +224,7 @@ func (rt *Runtime) GetMany(ctx context.Context, op string, hs []*Ref, decode fun
 		if err := rt.CheckRef(h, op, i); err != nil {
 			return err
 		}
-		v, err := rt.await(ctx, h.ID())
+		v, err := rt.await(ctx, h)
 		if err != nil {
 			return err
 		}
@@ -263,9 +263,10 @@ func (rt *Runtime) GetMany(ctx context.Context, op string, hs []*Ref, decode fun
 	return nil
 }
 
-// await waits until id has a value.
-func (rt *Runtime) await(ctx context.Context, id ids.ObjectID) (*atollpb.Value, error) {
-	value, _, done, ok := rt.owner.lookup(id)
+// await waits until h's object has a value.
+func (rt *Runtime) await(ctx context.Context, h *Ref) (*atollpb.Value, error) {
+	id, rec := h.state.id, h.state.rec
+	value, _, done, ok := rt.owner.lookupRecord(id, rec)
 	if !ok {
 		return nil, &errs.ObjectLostError{ObjectID: id.String(), Message: "no such object (freed?)"}
 	}
@@ -279,7 +280,7 @@ func (rt *Runtime) await(ctx context.Context, id ids.ObjectID) (*atollpb.Value, 
 	case <-ctx.Done():
 		return nil, rt.ctxError(ctx, id)
 	}
-	value, _, _, ok = rt.owner.lookup(id)
+	value, _, _, ok = rt.owner.lookupRecord(id, rec)
 	if !ok || value == nil {
 		return nil, &errs.ObjectLostError{ObjectID: id.String(), Message: "object freed while waiting"}
 	}

@@ -70,9 +70,15 @@ func (s *ownerShell) drainLocked() {
 // lookup returns an object's value (nil while pending), producer and a
 // channel closed once it has a value.
 func (s *ownerShell) lookup(id ids.ObjectID) (value *atollpb.Value, producer *atollpb.TraceContext, done <-chan struct{}, ok bool) {
+	return s.lookupRecord(id, owner.Record{})
+}
+
+// lookupRecord is lookup of an object whose record the caller's
+// reference came with (owner.Table.LookupRecord).
+func (s *ownerShell) lookupRecord(id ids.ObjectID, rec owner.Record) (value *atollpb.Value, producer *atollpb.TraceContext, done <-chan struct{}, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.table.Lookup(id)
+	return s.table.LookupRecord(id, rec)
 }
 
 // taskState is the owner's view of a pending task it owns.

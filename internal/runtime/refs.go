@@ -7,6 +7,7 @@ import (
 
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/owner"
 )
 
 // Ref is one reference to an object, the heap object behind an SDK ref
@@ -28,12 +29,18 @@ type refState struct {
 	id       ids.ObjectID
 	released atomic.Bool
 	rt       *Runtime
+	// rec is id's record in rt's owner table when the ref was made with
+	// it (a task's return): Get reads it without a lookup by id.
+	rec owner.Record
 }
 
 // newRef wraps an already counted reference to id.
-func (rt *Runtime) newRef(id ids.ObjectID) *Ref {
+func (rt *Runtime) newRef(id ids.ObjectID) *Ref { return rt.newRefAt(id, owner.Record{}) }
+
+// newRefAt is newRef of a reference that came with id's record.
+func (rt *Runtime) newRefAt(id ids.ObjectID, rec owner.Record) *Ref {
 	h := refRecords.get()
-	h.state = &refState{id: id, rt: rt}
+	h.state = &refState{id: id, rt: rt, rec: rec}
 	if rt.sim != nil {
 		rt.simTrack(h) // not watched: when it dies depends on the collector (sim.go)
 		return h

@@ -83,17 +83,23 @@ func (rt *Runtime) Submit(ctx context.Context, dst []*Ref, spec *atollpb.TaskSpe
 		sub.Err = errs.ToProto(err)
 	}
 	var buf [2]ids.ObjectID // most tasks have one or two returns
+	var recBuf [2]owner.Record
 	var returns []ids.ObjectID
+	var recs []owner.Record
 	rt.owner.do(func(t *owner.Table) {
 		if spec.Generator {
 			returns = t.SubmitGenerator(sub) // its items stream to the caller (stream.go)
 		} else {
-			returns = t.SubmitTo(buf[:0], sub)
+			returns, recs = t.SubmitRecords(buf[:0], recBuf[:0], sub)
 		}
 	})
 	handles := slices.Grow(dst, len(returns))
-	for _, id := range returns {
-		handles = append(handles, rt.newRef(id))
+	for i, id := range returns {
+		var rec owner.Record
+		if i < len(recs) {
+			rec = recs[i]
+		}
+		handles = append(handles, rt.newRefAt(id, rec))
 	}
 	if att != nil && ctx.Done() != nil && err == nil {
 		// Cancelling ctx cancels the task (recursively), unless ctx is

@@ -86,6 +86,12 @@ func (t *Table) Put(id ids.ObjectID, value *atollpb.Value, producer *atollpb.Tra
 	t.put(id, value, producer, contained)
 }
 
+// PutRecord is Put, returning the object's record (for LookupRecord by
+// the holder of the reference Put takes).
+func (t *Table) PutRecord(id ids.ObjectID, value *atollpb.Value, producer *atollpb.TraceContext, contained []ids.ObjectID) Record {
+	return Record{t.put(id, value, producer, contained)}
+}
+
 // put is Put, returning the object's record.
 func (t *Table) put(id ids.ObjectID, value *atollpb.Value, producer *atollpb.TraceContext, contained []ids.ObjectID) *object {
 	o := &object{refs: 1, producer: producer}

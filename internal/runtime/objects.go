@@ -12,6 +12,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/objectstore"
+	"github.com/atoll-runtime/atoll/internal/owner"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
 )
 
@@ -27,12 +28,12 @@ func (rt *Runtime) Put(ctx context.Context, v any) (*Ref, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, err := rt.putEncoded(ctx, enc, true)
+	id, rec, err := rt.putEncoded(ctx, enc, true)
 	if err != nil {
 		return nil, err
 	}
 	span.SetAttributes(attribute.String("atoll.object_id", id.String()), attribute.Int("atoll.size_bytes", len(enc.Data)))
-	return rt.newRef(id), nil
+	return rt.newRefAt(id, rec), nil
 }
 
 // Creation is an object being written in place (atoll.PutWith): Data is
@@ -80,14 +81,14 @@ func (c *Creation) Abort() {
 func (c *Creation) Seal() (*Ref, error) {
 	rt := c.rt
 	if !c.stored {
-		rt.owner.put(c.id, &atollpb.Value{Codec: c.codec, Kind: &atollpb.Value_Inline{Inline: c.Data}}, telemetry.Inject(c.ctx), nil)
-		return rt.newRef(c.id), nil
+		rec := rt.owner.put(c.id, &atollpb.Value{Codec: c.codec, Kind: &atollpb.Value_Inline{Inline: c.Data}}, telemetry.Inject(c.ctx), nil)
+		return rt.newRefAt(c.id, rec), nil
 	}
 	if err := rt.store.Seal(c.ctx, c.id); err != nil {
 		return nil, err
 	}
-	rt.owner.put(c.id, rt.storedValue(c.id, c.codec, len(c.Data)), telemetry.Inject(c.ctx), nil)
-	return rt.newRef(c.id), nil
+	rec := rt.owner.put(c.id, rt.storedValue(c.id, c.codec, len(c.Data)), telemetry.Inject(c.ctx), nil)
+	return rt.newRefAt(c.id, rec), nil
 }
 
 func (rt *Runtime) newPutID() ids.ObjectID { return ids.PutObjectID(rt.putTask, rt.putSeq.Add(1)) }
@@ -136,8 +137,9 @@ func (rt *Runtime) fetchRemote(ctx context.Context, idList []ids.ObjectID, value
 
 // putEncoded stores an encoded value as a new object with one reference:
 // in the owner's memory if it is small enough to inline and inline
-// allows it, else in the object store.
-func (rt *Runtime) putEncoded(ctx context.Context, enc codec.Encoded, inline bool) (ids.ObjectID, error) {
+// allows it, else in the object store. It returns the object's id and its
+// record in the owner table, for the ref made with that reference.
+func (rt *Runtime) putEncoded(ctx context.Context, enc codec.Encoded, inline bool) (ids.ObjectID, owner.Record, error) {
 	id := rt.newPutID()
 	var contained []ids.ObjectID
 	if enc.Codec == atollpb.Codec_CODEC_GOB {
@@ -149,15 +151,15 @@ func (rt *Runtime) putEncoded(ctx context.Context, enc codec.Encoded, inline boo
 		if codec.ElemSize(enc.Codec) != 0 {
 			data = append([]byte(nil), data...)
 		}
-		rt.owner.put(id, &atollpb.Value{Codec: enc.Codec, Kind: &atollpb.Value_Inline{Inline: data}}, producer, contained)
-		return id, nil
+		rec := rt.owner.put(id, &atollpb.Value{Codec: enc.Codec, Kind: &atollpb.Value_Inline{Inline: data}}, producer, contained)
+		return id, rec, nil
 	}
 	if err := rt.store.PutOwned(ctx, id, enc.Codec, enc.Data, rt.workerID); err != nil {
 		rt.owner.dropRef(contained...)
-		return id, err
+		return id, owner.Record{}, err
 	}
-	rt.owner.put(id, rt.storedValue(id, enc.Codec, len(enc.Data)), producer, contained)
-	return id, nil
+	rec := rt.owner.put(id, rt.storedValue(id, enc.Codec, len(enc.Data)), producer, contained)
+	return id, rec, nil
 }
 
 // Get waits for h's object and calls decode with its value, having the

@@ -140,10 +140,11 @@ func (s *ownerShell) dropRef(idl ...ids.ObjectID) {
 	}
 }
 
-func (s *ownerShell) put(id ids.ObjectID, value *atollpb.Value, producer *atollpb.TraceContext, contained []ids.ObjectID) {
+func (s *ownerShell) put(id ids.ObjectID, value *atollpb.Value, producer *atollpb.TraceContext, contained []ids.ObjectID) owner.Record {
 	s.mu.Lock()
-	s.table.Put(id, value, producer, contained)
+	rec := s.table.PutRecord(id, value, producer, contained)
 	s.drainLocked()
+	return rec
 }
 
 // ownerNode is the node of id's owner to name in a fetch: this process's

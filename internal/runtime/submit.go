@@ -147,7 +147,7 @@ func (rt *Runtime) buildArgs(args []ArgSource) ([]owner.Arg, error) {
 		}
 		// Past the inline total even a small value goes to the store:
 		// kept inline by the owner, it would be inlined into the spec.
-		id, err := rt.putEncoded(context.Background(), enc, false)
+		id, _, err := rt.putEncoded(context.Background(), enc, false)
 		if err != nil {
 			return out, err
 		}

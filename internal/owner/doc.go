@@ -175,6 +175,13 @@
 // the container holds until it is freed. A pin, not a reference, keeps a
 // store block (see package objectstore), so a View outlives its refs.
 //
+// A handle made for a task's return (SubmitRecords) or a Put (PutRecord)
+// keeps the object's Record, and LookupRecord reads the object through it
+// with no lookup by id: in a table of many objects a map lookup is mostly
+// cache misses. A Record is trusted only while its object has references
+// (the handle holds one); one without is no longer the object's, and the
+// id is looked up instead.
+//
 // # Borrowing
 //
 // Refs inside values cross processes with Ray's borrower protocol. The
@@ -277,7 +284,9 @@
 // creation; no refs inside its arguments or returns) finishes, the Table
 // keeps its spec as its lineage while one of its returns lives, within a
 // budget (WithLineageBudget, DefaultLineageBudget 64 MiB of encoded specs;
-// the oldest is evicted first). A lineage pins its arguments' records, not
+// the oldest is evicted first). A return's record points at its task's
+// lineage entry (there is no table of lineage by task id), and a list in
+// recording order serves eviction. A lineage pins its arguments' records, not
 // their data: an argument whose every ref is dropped is freed from the
 // stores, but its record moves to released until the last lineage naming
 // it goes.

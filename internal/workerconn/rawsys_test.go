@@ -9,34 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
-
-// socketPair is a connected pair of unix stream sockets, as between a
-// raylet and a worker process.
-func socketPair(t *testing.T) (net.Conn, net.Conn) {
-	t.Helper()
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := func(fd int) net.Conn {
-		f := os.NewFile(uintptr(fd), "pair")
-		defer f.Close()
-		c, err := net.FileConn(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	return conn(fds[0]), conn(fds[1])
-}
 
 // A raw reader waits in the netpoller for data, reads what came, keeps
 // the connection's deadline, and reports the peer's close as io.EOF.
 func TestRawReaderWaitsReadsAndEnds(t *testing.T) {
-	a, b := socketPair(t)
+	a, b := testutil.SocketPair(t)
 	r := newRawReader(a)
 	if _, ok := r.(*rawReader); !ok {
 		t.Fatalf("a socket's reader is %T, want rawReader", r)
@@ -68,7 +47,7 @@ func TestRawReaderWaitsReadsAndEnds(t *testing.T) {
 // A raw reader's read of what is there allocates nothing: it runs once a
 // frame or burst on every worker connection.
 func TestRawReaderReadsWithoutAllocating(t *testing.T) {
-	a, b := socketPair(t)
+	a, b := testutil.SocketPair(t)
 	r := newRawReader(a)
 	const runs = 100
 	msg := []byte("hello")
@@ -89,7 +68,7 @@ func TestRawReaderReadsWithoutAllocating(t *testing.T) {
 // A tryWrite on a socket whose peer reads nothing writes what fits, then
 // would block.
 func TestTryWriteStopsWhenFull(t *testing.T) {
-	a, _ := socketPair(t)
+	a, _ := testutil.SocketPair(t)
 	s := Socket(a).(socket)
 	big := make([]byte, 8<<20)
 	n, _, err := s.tryWrite(big)
@@ -102,7 +81,7 @@ func TestTryWriteStopsWhenFull(t *testing.T) {
 // piece at a time arrive whole and in order. A write allocates nothing,
 // and one to a peer gone fails.
 func TestSocketWriteWaitsForRoom(t *testing.T) {
-	a, b := socketPair(t)
+	a, b := testutil.SocketPair(t)
 	s := Socket(a).(socket)
 	big := make([]byte, 8<<20)
 	for i := range big {

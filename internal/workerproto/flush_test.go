@@ -7,6 +7,7 @@ import (
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 	"github.com/atoll-runtime/atoll/internal/workerconn"
 )
 
@@ -14,9 +15,13 @@ import (
 // short calls in one write runs them as one burst, and writes their
 // results back flushEvery at a time, not all at the burst's end: the
 // caller hears of the first results, and can send more, while the worker
-// runs the rest.
+// runs the rest. The worker is served on a socket pair, as a worker
+// process is: each part is then one write at once, where on an in-memory
+// pipe the parts wait for the flusher goroutine, which writes what it
+// finds when it runs (as few as one write on a busy machine).
 func TestBurstResultsGoBackInParts(t *testing.T) {
-	near, srv, served := servePipe()
+	a, b := testutil.SocketPair(t)
+	near, srv, served := serveEnds(workerconn.Socket(a), workerconn.Socket(b))
 	defer func() {
 		<-served
 		<-srv.Conn().Done()

@@ -61,9 +61,15 @@ func serveScripted(end workerconn.Endpoint, id ids.WorkerID, exit func()) *Serve
 // returns the other end, the worker, and a channel closed when its Serve
 // returns (once the connection closes).
 func servePipe() (near workerconn.Endpoint, srv *Server, served chan struct{}) {
-	near, far := workerconn.Pipe()
+	return serveEnds(workerconn.Pipe())
+}
+
+// serveEnds is servePipe on the ends of another transport: far served,
+// near returned.
+func serveEnds(near, far workerconn.Endpoint) (workerconn.Endpoint, *Server, chan struct{}) {
+	var srv *Server
 	srv = serveScripted(far, ids.NewWorkerID(), func() { srv.Conn().Close() })
-	served = make(chan struct{})
+	served := make(chan struct{})
 	go func() {
 		defer close(served)
 		srv.Serve(1)

@@ -374,8 +374,8 @@ func (t *Table) borrowerResult(tk *task, res *atollpb.TaskResult) {
 		if tk.actor != nil {
 			key.actor = tk.actor.id
 		}
-	} else if w, err := ids.FromBytes(res.GetWorkerId()); err == nil {
-		key.worker = w
+	} else if w := res.GetWorkerId(); len(w) == ids.Len16 {
+		key.worker = ids.ID16(w) // no error made for a result without one
 	} else {
 		return
 	}

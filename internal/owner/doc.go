@@ -284,9 +284,10 @@
 // creation; no refs inside its arguments or returns) finishes, the Table
 // keeps its spec as its lineage while one of its returns lives, within a
 // budget (WithLineageBudget, DefaultLineageBudget 64 MiB of encoded specs;
-// the oldest is evicted first). A return's record points at its task's
-// lineage entry (there is no table of lineage by task id), and a list in
-// recording order serves eviction. A lineage pins its arguments' records, not
+// the oldest is evicted first). The finished task's record is its
+// lineage entry; a return's record points at it (there is no table of
+// lineage by task id), and a list in recording order serves eviction. A
+// lineage pins its arguments' records, not
 // their data: an argument whose every ref is dropped is freed from the
 // stores, but its record moves to released until the last lineage naming
 // it goes.

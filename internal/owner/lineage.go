@@ -7,7 +7,6 @@ import (
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
-	"github.com/atoll-runtime/atoll/internal/specpack"
 )
 
 // Lineage reconstruction (Ray's object reconstruction). When a task
@@ -73,33 +72,14 @@ func (g lineageGap) String() string {
 	return "its lineage is not kept"
 }
 
-// lineageEntry is a finished task's spec, kept to run it again.
-type lineageEntry struct {
-	// spec is the task's spec, or nil and packed (Config.Pack).
-	spec   *atollpb.TaskSpec
-	packed *specpack.Spec
-	// args are its task's less used part, kept for its object arguments
-	// (deps, depArgIdx); nil for a task with none (most).
-	args   *taskArgs
-	attach any // the shell's data of the first run, handed back again
-	size   int32
-	// nReturns counts its returns, ids.ReturnObjectID(task, i).
-	nReturns int32
-	// recoveries counts its reconstructions.
-	recoveries int32
-	// forgotten: dropped (its returns freed, or evicted); the eviction
-	// order skips it.
-	forgotten bool
-}
-
-// id is its task's id, read from its spec.
-func (e *lineageEntry) id() ids.TaskID {
-	return specpack.Held{Whole: e.spec, Packed: e.packed}.ID()
-}
-
-func (e *lineageEntry) deps() []ids.ObjectID { return e.args.depIDs() }
-
-func (e *lineageEntry) depArgIdx() []int { return e.args.depIndexes() }
+// lineageEntry is a finished task's record, kept to run it again: its
+// spec (or packed spec), its object arguments (args: deps, depArgIdx),
+// its returns' count, the shell's data of the first run (attach, handed
+// back again), its reconstructions (args' recoveries) and, in linSize
+// and forgotten, the entry's own bookkeeping. A task's record outlives
+// the task as its lineage rather than being copied into a record of its
+// own: one allocation a task fewer.
+type lineageEntry = task
 
 // recordLineage keeps a finished task's lineage if it may be rebuilt.
 // rets are its returns' records, in order, if the caller looked them up
@@ -142,11 +122,12 @@ func (t *Table) recordLineage(tk *task, rets []*object) {
 	}
 	e := t.lineageOf(tk)
 	if e != nil {
-		// Rebuilt from it: the entry takes the new run's spec and keeps
-		// its place in the order.
-		t.lineageBytes -= int(e.size)
+		// Rebuilt from it: the entry takes the new run's spec, arguments
+		// and count of recoveries, and keeps its place in the order.
+		t.lineageBytes -= int(e.linSize)
+		e.spec, e.packed, e.attach, e.args = tk.spec, tk.packed, tk.attach, tk.args
 	} else {
-		e = &lineageEntry{nReturns: tk.nReturns}
+		e = tk // the finished task's record is its lineage
 		t.lineageOrder = append(t.lineageOrder, e)
 		t.lineageN++
 		for _, dep := range tk.deps() {
@@ -155,16 +136,12 @@ func (t *Table) recordLineage(tk *task, rets []*object) {
 			}
 		}
 	}
-	e.spec, e.packed, e.attach, e.recoveries, e.args = tk.spec, tk.packed, tk.attach, int32(tk.recoveries()), nil
-	if len(tk.deps()) > 0 {
-		e.args = tk.args
-	}
 	if e.packed != nil {
-		e.size = int32(e.packed.Size())
+		e.linSize = int32(e.packed.Size())
 	} else {
-		e.size = int32(specSize(e.spec))
+		e.linSize = int32(specSize(e.spec))
 	}
-	t.lineageBytes += int(e.size)
+	t.lineageBytes += int(e.linSize)
 	for _, o := range objs {
 		if o != nil {
 			o.lineage = e
@@ -234,7 +211,7 @@ func (t *Table) record(id ids.ObjectID) *object {
 func (t *Table) forgetLineage(e *lineageEntry, freed *object) {
 	e.forgotten = true
 	t.lineageN--
-	t.lineageBytes -= int(e.size)
+	t.lineageBytes -= int(e.linSize)
 	if freed == nil || e.nReturns != 1 {
 		id := e.id()
 		for i := range int(e.nReturns) {
@@ -261,8 +238,6 @@ func (t *Table) forgetLineage(e *lineageEntry, freed *object) {
 			}
 		}
 	}
-	// The order may hold it a while yet: it keeps nothing of its task.
-	e.spec, e.packed, e.args, e.attach = nil, nil, nil, nil
 }
 
 // objectFreed forgets the lineage of o's producer once none of its returns
@@ -320,7 +295,7 @@ func (t *Table) rerun(id ids.ObjectID, o *object, cause string) *atollpb.ErrorIn
 	if t.tasks[e.id()] != nil {
 		return nil // its task is running again
 	}
-	if e.recoveries >= maxRecoveries {
+	if e.recoveries() >= maxRecoveries {
 		return reconstructionFailed(id, "rebuilt too often already: "+cause)
 	}
 	for _, dep := range e.deps() {
@@ -344,7 +319,7 @@ func (t *Table) rerun(id ids.ObjectID, o *object, cause string) *atollpb.ErrorIn
 			return reconstructionFailed(id, "its task's argument "+dep.String()+" cannot be rebuilt: "+errs.FromProto(err).Error())
 		}
 	}
-	e.recoveries++
+	e.more().recoveries++
 	t.reconstructions++
 	var spec *atollpb.TaskSpec
 	if e.packed != nil {
@@ -356,7 +331,7 @@ func (t *Table) rerun(id ids.ObjectID, o *object, cause string) *atollpb.ErrorIn
 	e.spec, e.packed = spec, nil
 	resetArgs(spec, e.deps(), e.depArgIdx())
 	tk := &task{seq: t.seqNext + 1, spec: spec, nReturns: e.nReturns, retriesLeft: spec.MaxRetries, attach: e.attach,
-		args: &taskArgs{deps: e.deps(), depArgIdx: e.depArgIdx(), refArgs: len(e.deps()), recoveries: int(e.recoveries), rebuiltFrom: e}}
+		args: &taskArgs{deps: e.deps(), depArgIdx: e.depArgIdx(), refArgs: len(e.deps()), recoveries: e.recoveries(), rebuiltFrom: e}}
 	t.seqNext++
 	for i := range int(e.nReturns) {
 		if r := t.objects[tk.returnID(i)]; r != nil && r.ready() {

@@ -682,7 +682,7 @@ func (e *env) state() string {
 		if l.packed != nil {
 			attempt = l.packed.Attempt()
 		}
-		lin = append(lin, fmt.Sprintf("lineage %s attempt=%d recoveries=%d", e.tasks[id], attempt, l.recoveries))
+		lin = append(lin, fmt.Sprintf("lineage %s attempt=%d recoveries=%d", e.tasks[id], attempt, l.recoveries()))
 	}
 	sort.Strings(lin)
 	lines = append(lines, lin...)
@@ -843,5 +843,51 @@ func TestLookupRecord(t *testing.T) {
 	tb.Borrow(rid, borrowed, ids.NodeID{})
 	if v, _, _, ok := tb.LookupRecord(rid, rec); !ok || v != borrowed {
 		t.Fatalf("an object under the freed return's id since: value %v, ok %v; want %v", v, ok, borrowed)
+	}
+}
+
+// A task the table owns costs it two allocations from submission to
+// its return's drop, whether it keeps a lineage or not: the task's
+// record (which becomes its lineage when it finishes) and its return's
+// record; a third when it packs specs (Config.Pack), the packed spec.
+// The specs, results and effects' list are the caller's.
+func TestTaskAllocations(t *testing.T) {
+	for _, c := range []struct {
+		retries int32 // 0: no lineage kept
+		pack    bool
+		want    float64
+	}{{0, false, 2}, {3, false, 2}, {3, true, 3}} {
+		retries := c.retries
+		tb := New(Config{Pack: c.pack})
+		const n = 1000
+		specs := make([]*atollpb.TaskSpec, 0, n+100)
+		results := make([]*atollpb.TaskResult, 0, n+100)
+		value := inlineValue("result")
+		worker := ids.NewWorkerID()
+		for range n + 100 {
+			id := ids.NewTaskID()
+			specs = append(specs, &atollpb.TaskSpec{TaskId: id.Bytes(), Type: atollpb.TaskType_NORMAL_TASK, Name: "f", NumReturns: 1, MaxRetries: retries})
+			results = append(results, &atollpb.TaskResult{TaskId: id.Bytes(), WorkerId: worker.Bytes(),
+				Returns: []*atollpb.ReturnObject{{ObjectId: ids.ReturnObjectID(id, 0).Bytes(), Value: value}}})
+		}
+		var effects []Effect
+		var rids [1]ids.ObjectID
+		i := 0
+		task := func() {
+			tb.SubmitTo(rids[:0], Submission{Spec: specs[i]})
+			tb.Result(results[i])
+			tb.DropRef(rids[0])
+			effects = tb.AppendEffects(effects[:0])
+			i++
+		}
+		for range 100 { // the tables and the effects' list grow first
+			task()
+		}
+		if got := testing.AllocsPerRun(n-1, task); got != c.want {
+			t.Errorf("MaxRetries(%d), pack %v: %v allocations a task, want %v", retries, c.pack, got, c.want)
+		}
+		if st := tb.Stats(); st.Tasks != 0 || st.Objects != 0 || st.Lineage != 0 {
+			t.Errorf("MaxRetries(%d): %+v left after every task finished and its return was dropped", retries, st)
+		}
 	}
 }

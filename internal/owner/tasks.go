@@ -36,6 +36,12 @@ type task struct {
 	// recycle: spec is the table's alone (Submission.Recycle), given back
 	// to specpack's pool once packed.
 	recycle bool
+	// linSize and forgotten are its lineage's, once it finished and its
+	// record became its lineage (lineage.go): the bytes counted against
+	// the budget, and whether the lineage was dropped since (its returns
+	// freed, or evicted; the eviction order skips it).
+	linSize   int32
+	forgotten bool
 }
 
 // taskArgs is a task's less used part.

@@ -5,18 +5,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
-	"os"
 	"testing"
 	"time"
-
-	"github.com/atoll-runtime/atoll/internal/testutil"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 	"github.com/atoll-runtime/atoll/internal/workerconn"
 )
 
@@ -33,36 +28,22 @@ type workerLink struct {
 	server *FrameServer
 }
 
-func fileConn(t *testing.T, fd int, name string) net.Conn {
-	t.Helper()
-	f := os.NewFile(uintptr(fd), name)
-	defer f.Close()
-	c, err := net.FileConn(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // linkWorker connects a new worker to the store through a socket pair and
 // a FrameServer.
 func linkWorker(t *testing.T, ts *testStore) *workerLink {
 	t.Helper()
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raylet, worker := testutil.SocketPair(t)
 	wl := &workerLink{id: ids.NewWorkerID()}
 	wl.server = &FrameServer{Root: ts.system.Root, Store: ts.pid, Client: wl.id, Log: slog.New(slog.DiscardHandler)}
 	ready := make(chan struct{})
-	wl.raylet = workerconn.New(fileConn(t, fds[0], "raylet"), func(f *atollpb.Frame) {
+	wl.raylet = workerconn.New(raylet, func(f *atollpb.Frame) {
 		<-ready
 		if !wl.server.Serve(wl.raylet, f) {
 			t.Errorf("raylet end got a frame that is not for the store: %v", f)
 		}
 	})
 	close(ready)
-	wl.worker = workerconn.New(fileConn(t, fds[1], "worker"), func(f *atollpb.Frame) {
+	wl.worker = workerconn.New(worker, func(f *atollpb.Frame) {
 		t.Errorf("worker end got a frame that is not a reply: %v", f)
 	})
 	t.Cleanup(func() {

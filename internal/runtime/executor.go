@@ -42,6 +42,22 @@ type taskInfo struct {
 // String is the task's id (telemetry.TaskID).
 func (ti *taskInfo) String() string { return ti.id.String() }
 
+// taskCtx is the context a task runs under: its taskInfo, answered for
+// taskKey and telemetry.TaskIDKey, in one allocation with the context
+// (where two context.WithValue and the info took three).
+type taskCtx struct {
+	context.Context
+	info taskInfo
+}
+
+func (c *taskCtx) Value(key any) any {
+	switch key.(type) {
+	case taskKey, telemetry.TaskIDKey:
+		return &c.info
+	}
+	return c.Context.Value(key)
+}
+
 // TaskOf describes the task running under ctx: its worker's id and which
 // attempt it is; ok is false outside a task.
 func TaskOf(ctx context.Context) (worker ids.WorkerID, attempt int, ok bool) {
@@ -117,15 +133,15 @@ func (wk *Worker) execute(ctx context.Context, spec *atollpb.TaskSpec, fn regist
 				attribute.String("atoll.worker_id", w.ID.String()), attribute.String("atoll.node_id", w.NodeID.String())))
 		defer span.End()
 	}
-	info := &taskInfo{rt: rt, id: taskID, worker: w.ID, actor: spec.Type == atollpb.TaskType_ACTOR_TASK, attempt: int(spec.Attempt)}
-	ctx = context.WithValue(ctx, taskKey{}, info)
-	ctx = telemetry.WithTaskID(ctx, info) // its id as a string when a line is logged
+	// The task's info, for FromContext and for its id in each line it
+	// logs (telemetry.TaskID).
+	ctx = &taskCtx{Context: ctx, info: taskInfo{rt: rt, id: taskID, worker: w.ID, actor: spec.Type == atollpb.TaskType_ACTOR_TASK, attempt: int(spec.Attempt)}}
 	store := wk.store
 	// Refs inside the arguments are lent by the task's owner for the
 	// task; at its end the result reports those still held
-	// (taskStarted).
-	ended := wk.taskStarted(spec)
-	defer func() { ended(res) }()
+	// (taskStarted, reportBorrows).
+	lent := wk.taskStarted(spec)
+	defer func() { wk.reportBorrows(spec, lent, res) }()
 
 	if spec.Generator {
 		// A streaming generator: its items are reported as it yields
@@ -169,14 +185,14 @@ func (wk *Worker) execute(ctx context.Context, spec *atollpb.TaskSpec, fn regist
 		res.ExecuteSpan = rt.inject(ctx)
 		return res, panicked
 	}
-	returns, transferred, err := wk.storeOutputs(ctx, spec, out)
+	res, err = wk.storeOutputs(ctx, spec, out)
 	out = nil // what the task returned is encoded: its refs are no longer held here
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		return failed(spec, w, err), false
 	}
-	return &atollpb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Returns: returns, WorkerId: w.ID.Bytes(),
-		ExecuteSpan: rt.inject(ctx), Transferred: transferred}, false
+	res.ExecuteSpan = rt.inject(ctx)
+	return res, false
 }
 
 // inject is telemetry.Inject(ctx) when a span could be there.
@@ -290,27 +306,37 @@ func (rt *Runtime) fetchArgs(ctx context.Context, store storeAPI, spec *atollpb.
 	return args, func() { store.Release(pinned...) }, nil
 }
 
-// storeOutputs encodes a task's return values: small ones inline in the
-// result, large ones written into the object store.
+// storeOutputs encodes a task's return values, small ones inline in its
+// result, large ones written into the object store, and returns the
+// result (its ExecuteSpan left to the caller).
 //
 // Refs inside the values: the objects this worker created are handed
 // over to the task's owner (transferred) and the references the encoding
 // took are dropped (handOver).
-func (wk *Worker) storeOutputs(ctx context.Context, spec *atollpb.TaskSpec, out []any) (returns, transferred []*atollpb.ReturnObject, err error) {
+//
+// The result and its returns' messages are one allocation (a
+// resultBlock), each return's value another (a valueBlock: an owner in
+// this process keeps the value as long as its object, and nothing else).
+func (wk *Worker) storeOutputs(ctx context.Context, spec *atollpb.TaskSpec, out []any) (res *atollpb.TaskResult, err error) {
 	rt, store := wk.Runtime, wk.store
 	if rt.spanning(ctx) {
 		_, span := rt.tracer.Start(ctx, "store_outputs "+spec.Name, trace.WithAttributes(attribute.Int("atoll.objects", len(out))))
 		defer span.End()
 	}
 	task := ids.MustFromBytes(spec.TaskId)
-	returns = make([]*atollpb.ReturnObject, len(out))
+	blk := newResultBlock(len(out))
+	_, workerID, _ := rt.ownIDs()
+	res = &blk.res
+	res.TaskId, res.Attempt, res.WorkerId = spec.TaskId, spec.Attempt, workerID
 	inlined := 0
 	var encRefs []ids.ObjectID
 	defer func() {
-		var herr error
-		if transferred, herr = wk.handOver(spec, encRefs, err != nil); herr != nil && err == nil {
-			returns, transferred = nil, nil
-			err = fmt.Errorf("task %s: %w", spec.Name, herr)
+		transferred, herr := wk.handOver(spec, encRefs, err != nil)
+		if herr != nil && err == nil {
+			res, err = nil, fmt.Errorf("task %s: %w", spec.Name, herr)
+		}
+		if err == nil {
+			res.Transferred = transferred
 		}
 	}()
 	for i, v := range out {
@@ -318,29 +344,75 @@ func (wk *Worker) storeOutputs(ctx context.Context, spec *atollpb.TaskSpec, out 
 		enc, value, refs, err := encodeOutput(v)
 		encRefs = append(encRefs, refs...)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if err := rt.placeOutput(ctx, store, spec, id, enc, value, &inlined); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		returns[i] = &atollpb.ReturnObject{ObjectId: id.Bytes(), Value: value}
+		blk.set(i, id, &value.val)
 	}
-	return returns, nil, nil
+	return res, nil
+}
+
+// resultBlock is a task's result and its returns' messages, allocated
+// together: one return's in the block itself, more in a slice of their own.
+type resultBlock struct {
+	res  atollpb.TaskResult
+	one  [1]*atollpb.ReturnObject
+	ret  returnBlock
+	more []returnBlock
+}
+
+// returnBlock is one return's message and the bytes of its id.
+type returnBlock struct {
+	ret atollpb.ReturnObject
+	id  ids.ObjectID
+}
+
+func newResultBlock(n int) *resultBlock {
+	b := &resultBlock{}
+	switch n {
+	case 0:
+	case 1:
+		b.res.Returns = b.one[:]
+	default:
+		b.res.Returns = make([]*atollpb.ReturnObject, n)
+		b.more = make([]returnBlock, n)
+	}
+	return b
+}
+
+// set makes return i the object id with value.
+func (b *resultBlock) set(i int, id ids.ObjectID, value *atollpb.Value) {
+	r := &b.ret
+	if b.more != nil {
+		r = &b.more[i]
+	}
+	r.id = id
+	r.ret.ObjectId, r.ret.Value = r.id[:], value
+	b.res.Returns[i] = &r.ret
+}
+
+// valueBlock is an output's value and its inline kind, allocated
+// together.
+type valueBlock struct {
+	val atollpb.Value
+	inl atollpb.Value_Inline
 }
 
 // encodeOutput encodes v, a value a task produces (a return or a
 // generator's item), listing the refs it holds: the encoding took a
 // reference to each.
-func encodeOutput(v any) (enc codec.Encoded, value *atollpb.Value, refs []ids.ObjectID, err error) {
+func encodeOutput(v any) (enc codec.Encoded, value *valueBlock, refs []ids.ObjectID, err error) {
 	enc, err = codec.Encode(v)
 	if err != nil {
 		return enc, nil, nil, err
 	}
-	value = &atollpb.Value{Codec: enc.Codec}
+	value = &valueBlock{val: atollpb.Value{Codec: enc.Codec}}
 	if enc.Codec == atollpb.Codec_CODEC_GOB {
 		refs = containedRefs(enc.Data)
 		for _, c := range refs {
-			value.ContainedRefs = append(value.ContainedRefs, &atollpb.ObjectRef{ObjectId: c.Bytes()})
+			value.val.ContainedRefs = append(value.val.ContainedRefs, &atollpb.ObjectRef{ObjectId: c.Bytes()})
 		}
 	}
 	return enc, value, refs, nil
@@ -351,20 +423,21 @@ func encodeOutput(v any) (enc codec.Encoded, value *atollpb.Value, refs []ids.Ob
 // MaxInlineTotal, else stored as object id, owned by the task's owner. A
 // retry produces its values again under the same ids: one still stored
 // from the attempt before is the same value.
-func (rt *Runtime) placeOutput(ctx context.Context, store storeAPI, spec *atollpb.TaskSpec, id ids.ObjectID, enc codec.Encoded, value *atollpb.Value, inlined *int) error {
+func (rt *Runtime) placeOutput(ctx context.Context, store storeAPI, spec *atollpb.TaskSpec, id ids.ObjectID, enc codec.Encoded, value *valueBlock, inlined *int) error {
 	if rt.inline(len(enc.Data)) && *inlined+len(enc.Data) <= MaxInlineTotal {
 		*inlined += len(enc.Data)
 		data := enc.Data
 		if codec.ElemSize(enc.Codec) != 0 {
 			data = append([]byte(nil), data...) // may alias an argument view
 		}
-		value.Kind = &atollpb.Value_Inline{Inline: data}
+		value.inl.Inline = data
+		value.val.Kind = &value.inl
 		return nil
 	}
 	ownerID, _ := ids.FromBytes(spec.OwnerId)
 	if err := store.PutOwned(ctx, id, enc.Codec, enc.Data, ownerID); err != nil && !errors.Is(err, objectstore.ErrObjectExists) {
 		return err
 	}
-	value.Kind = rt.storedValue(id, enc.Codec, len(enc.Data)).Kind
+	value.val.Kind = rt.storedValue(id, enc.Codec, len(enc.Data)).Kind
 	return nil
 }

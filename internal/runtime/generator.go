@@ -179,7 +179,7 @@ func (w *Worker) storeItem(ctx context.Context, spec *atollpb.TaskSpec, index in
 	if err := w.placeOutput(ctx, w.store, spec, id, enc, value, &inlined); err != nil {
 		return nil, nil, err
 	}
-	return &atollpb.ReturnObject{ObjectId: id.Bytes(), Value: value}, transferred, nil
+	return &atollpb.ReturnObject{ObjectId: id.Bytes(), Value: &value.val}, transferred, nil
 }
 
 // sendGeneratorAck passes an owner's GeneratorAck to the attempt it

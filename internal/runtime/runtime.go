@@ -187,7 +187,6 @@ func (rt *Runtime) inline(n int) bool {
 	return rt.settings.InlineThreshold >= 0 && n <= rt.settings.InlineThreshold
 }
 
-// binary returns the worker binary and its hash for a task spec.
 // ownIDs returns the job id, owner id and owner address a task spec this
 // process submits carries, encoded on first use.
 func (rt *Runtime) ownIDs() (job, owner []byte, address string) {
@@ -197,6 +196,7 @@ func (rt *Runtime) ownIDs() (job, owner []byte, address string) {
 	return rt.specIDs.job, rt.specIDs.owner, rt.specIDs.address
 }
 
+// binary returns the worker binary and its hash for a task spec.
 func (rt *Runtime) binary() (string, []byte) {
 	rt.binaryOnce.Do(func() {
 		if rt.hashBinary != nil {

@@ -247,12 +247,11 @@ func (a *workerOwnerActor) Receive(ctx actor.Context) {
 
 // taskStarted is called as the worker starts running spec: the refs the
 // task's owner lent with it are registered as borrowed; at the task's end
-// (the function it returns) its result reports those still held
+// reportBorrows is given them, and its result reports those still held
 // (borrow.go).
-func (w *Worker) taskStarted(spec *atollpb.TaskSpec) func(*atollpb.TaskResult) {
+func (w *Worker) taskStarted(spec *atollpb.TaskSpec) (lent []ids.ObjectID) {
 	w.tasksRunning.Add(1) // until reportBorrows
-	lent := w.lend(spec)
-	return func(res *atollpb.TaskResult) { w.reportBorrows(spec, lent, res) }
+	return w.lend(spec)
 }
 
 // argsReleased is called once a task's argument views are released:

@@ -8,18 +8,21 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-type taskIDKey struct{}
+// TaskIDKey is the key WithTaskID records a task's id under, for a
+// context type of a task runner's own that answers it (a fmt.Stringer)
+// without a context.WithValue of its own.
+type TaskIDKey struct{}
 
 // WithTaskID records the id of the task running under ctx. It is kept
 // as given and made a string only when a record is logged: every task
 // runs under one, few log.
 func WithTaskID(ctx context.Context, taskID fmt.Stringer) context.Context {
-	return context.WithValue(ctx, taskIDKey{}, taskID)
+	return context.WithValue(ctx, TaskIDKey{}, taskID)
 }
 
 // TaskID returns the id of the task running under ctx, or "".
 func TaskID(ctx context.Context) string {
-	if id, ok := ctx.Value(taskIDKey{}).(fmt.Stringer); ok {
+	if id, ok := ctx.Value(TaskIDKey{}).(fmt.Stringer); ok {
 		return id.String()
 	}
 	return ""

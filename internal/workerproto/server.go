@@ -85,6 +85,10 @@ type Server struct {
 	// runMu is held while a task or call runs on the task loop or
 	// inline, so that they run one at a time and in order.
 	runMu sync.Mutex
+	// inlineFrame wraps an inline task's result for Defer, which encodes
+	// it before it returns: one frame for them all (runMu).
+	inlineFrame atollpb.Frame
+	inlineBody  atollpb.Frame_TaskResult
 	// watchdog hands the reading over when an inline task runs past
 	// InlineFor: armed when one starts and none is armed (not once per
 	// task), it looks at inlineSince (when the inline task running
@@ -384,7 +388,10 @@ func (s *Server) inline(p pushed) bool {
 	s.inlineSince.Store(0)
 	done()
 	s.forget(p)
-	_ = s.conn.Defer(&atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: res}})
+	s.inlineBody.TaskResult = res
+	s.inlineFrame.Body = &s.inlineBody
+	_ = s.conn.Defer(&s.inlineFrame)
+	s.inlineBody.TaskResult = nil
 	switch {
 	case time.Since(start) > flushAfter:
 		s.deferred.Store(0)

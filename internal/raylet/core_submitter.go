@@ -57,6 +57,13 @@ type SubmitConfig struct {
 	// MaxRequests bounds a class's lease requests on their way; default
 	// DefaultMaxRequests.
 	MaxRequests int
+	// ShortTask is how quickly each of a class's last PipelineDepth tasks
+	// must have run, since the raylet last recalled one of its leases,
+	// for its leases to hold twice PipelineDepth: tasks that short go to
+	// a worker in bigger pushes, each a system call and a wake-up fewer
+	// a task, and none waits long behind another. Default
+	// DefaultShortTask; negative: never.
+	ShortTask time.Duration
 }
 
 // The defaults of SubmitConfig.
@@ -64,6 +71,7 @@ const (
 	DefaultLinger      = 20 * time.Millisecond
 	DefaultStealAfter  = 2 * time.Millisecond
 	DefaultMaxRequests = 4
+	DefaultShortTask   = time.Millisecond
 )
 
 // DirectTask is one attempt of a task a SubmitCore holds: queued, or
@@ -135,6 +143,9 @@ type submitClass struct {
 	// requests its lease requests on their way (by number).
 	leases   []*heldLease
 	requests []uint64
+	// short counts the class's tasks in a row that ran under ShortTask,
+	// up to PipelineDepth (depth).
+	short int
 }
 
 // heldLease is a worker leased to the submitter.
@@ -228,6 +239,9 @@ func NewSubmitCore(cfg SubmitConfig) *SubmitCore {
 	}
 	if cfg.MaxRequests <= 0 {
 		cfg.MaxRequests = DefaultMaxRequests
+	}
+	if cfg.ShortTask == 0 {
+		cfg.ShortTask = DefaultShortTask
 	}
 	return &SubmitCore{cfg: cfg, classes: map[string]*submitClass{}, byID: map[ids.TaskID]*DirectTask{}, leases: map[uint64]*heldLease{}}
 }
@@ -356,13 +370,14 @@ func (c *SubmitCore) Finished(now time.Time, id uint64, task ids.TaskID, attempt
 	i := slices.Index(l.inflight, t)
 	l.inflight = slices.Delete(l.inflight, i, i+1)
 	if i == 0 {
+		c.ran(l.class, now.Sub(l.headSince))
 		l.headSince = now
 	}
 	t.lease = nil
 	// Leases are refilled once half their depth has run, not as each
 	// task ends: a push then carries half a pipeline (one frame, one
 	// effect), and the worker has the other half to run meanwhile.
-	c.pumpAt(now, l.class, c.cfg.PipelineDepth/2)
+	c.pumpAt(now, l.class, c.depth(l.class)/2)
 	if len(l.inflight) == 0 {
 		c.steal(now, l.class, l)
 	}
@@ -377,6 +392,11 @@ func (c *SubmitCore) Recall(now time.Time, id uint64) {
 		return
 	}
 	l.recalled = true
+	// The raylet wants a worker of the class back (another holder's
+	// tasks wait for one): its leases hold no more than the depth until
+	// its tasks ran short again, as fewer tasks are then taken back at
+	// each recall.
+	l.class.short = 0
 	c.recallFollowers(l)
 	c.settle(now, l)
 	c.pump(now, l.class) // its queue may want another lease
@@ -504,11 +524,11 @@ func (c *SubmitCore) leaseIDs() []uint64 {
 
 // pump pushes cl's queue to its leases with room, fewest in flight
 // first, then asks for leases for what is left.
-func (c *SubmitCore) pump(now time.Time, cl *submitClass) { c.pumpAt(now, cl, c.cfg.PipelineDepth-1) }
+func (c *SubmitCore) pump(now time.Time, cl *submitClass) { c.pumpAt(now, cl, c.depth(cl)-1) }
 
 // pumpAt is pump for the leases with at most most tasks in flight.
 func (c *SubmitCore) pumpAt(now time.Time, cl *submitClass, most int) {
-	depth := c.cfg.PipelineDepth
+	depth := c.depth(cl)
 	for len(cl.queue) > 0 {
 		var best *heldLease
 		open := 0
@@ -553,6 +573,29 @@ func (c *SubmitCore) pumpAt(now time.Time, cl *submitClass, most int) {
 		cl.queue = nil // the backing array goes with its tasks
 	}
 	c.request(cl)
+}
+
+// depth is how many tasks each of cl's leases holds: PipelineDepth, or
+// twice it while the class's tasks run short (each of the last
+// PipelineDepth under ShortTask, none of its leases recalled since).
+func (c *SubmitCore) depth(cl *submitClass) int {
+	d := c.cfg.PipelineDepth
+	if d > 1 && c.cfg.ShortTask > 0 && cl.short >= d {
+		return 2 * d
+	}
+	return d
+}
+
+// ran records that a task of cl ran for d: from the end of the task
+// before it on its worker (or from its push, if none ran before it) to
+// its result.
+func (c *SubmitCore) ran(cl *submitClass, d time.Duration) {
+	switch {
+	case d >= c.cfg.ShortTask:
+		cl.short = 0
+	case cl.short < c.cfg.PipelineDepth:
+		cl.short++
+	}
 }
 
 // request asks for leases while cl has tasks no lease can take now, one

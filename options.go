@@ -182,9 +182,10 @@ func WithSaturation(saturation float64) Option {
 // to the raylet. Only tasks of one scheduling class are pipelined to a
 // worker, and those not started are taken back when the running one
 // blocks in Get or another worker is idle. 1 turns pipelining off.
-// Tasks that run short (each of the last n of a kind under a
-// millisecond) are held twice as deep, in half as many writes, until one
-// runs longer or the node wants the worker back for another caller. An
+// A driver's tasks that take no objects as arguments and run short (each
+// of the last n of a kind under a millisecond) are held twice as deep,
+// in half as many writes, until one runs longer or the node wants the
+// worker back for another caller. An
 // actor's process holds twice this many calls beyond those it runs at
 // once (its calls all run there, and the caller refills them while it
 // runs the rest).

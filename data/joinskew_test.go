@@ -7,11 +7,13 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/data"
 	"github.com/atoll-runtime/atoll/data/expr"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 )
 
 // frequentKey is a join whose right side has one key in three rows of
@@ -111,7 +113,9 @@ func (f frequentKey) want(how data.JoinType) []string {
 // rows and the left rows' outcome is settled at the end. Every join
 // type against a join in plain Go.
 func TestJoinOfAFrequentRightKey(t *testing.T) {
-	ctx := start(t, atoll.WithObjectStoreMemory(8<<20))
+	// Six joins through an 8 MiB store, each spilling: about 20 s alone,
+	// past Start's 3 minutes in a loaded test lane (twice in CI runs).
+	ctx := testmain.StartWithin(t, 10*time.Minute, atoll.WithObjectStoreMemory(8<<20))
 	f := frequentKey{nl: 1_500, nr: 12_000, mod: 500}
 	for how := data.InnerJoin; how <= data.AntiJoin; how++ {
 		t.Run(how.String(), func(t *testing.T) {

@@ -56,9 +56,41 @@ func NewClient(nc *nats.Conn, opts ClientOptions) *Client {
 // RegisterNode registers a node as alive, or re-registers it. It goes to
 // the node's own subject (NodeRequestSubject): on a head's NATS only the
 // node's own connection (or the head's) may register it.
+//
+// A registration is idempotent, so one the GCS could not take
+// (UNAVAILABLE: no GCS serving yet, or its store's write timed out under
+// load) is sent again, backing off from 50 ms to 1 s, until it succeeds,
+// fails otherwise, or ctx ends (RegisterRetryFor when ctx has no
+// deadline); the last attempt's error is returned then.
 func (c *Client) RegisterNode(ctx context.Context, n *atollpb.NodeInfo) error {
-	return c.register(ctx, n.GetNodeId(), &atollpb.GcsRequest{Op: &atollpb.GcsRequest_RegisterNode{RegisterNode: n}})
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, RegisterRetryFor)
+		defer cancel()
+	}
+	req := &atollpb.GcsRequest{Op: &atollpb.GcsRequest_RegisterNode{RegisterNode: n}}
+	var last error
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
+		err := c.register(ctx, n.GetNodeId(), req)
+		if err != nil && !errors.Is(err, errs.ErrUnavailable) {
+			return struct{}{}, backoff.Permanent(err)
+		}
+		if err != nil {
+			last = err
+		}
+		return struct{}{}, err
+	}, backoff.WithBackOff(&backoff.ExponentialBackOff{
+		InitialInterval: 50 * time.Millisecond, RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: time.Second,
+	}), backoff.WithMaxElapsedTime(0))
+	if err != nil && last != nil && ctx.Err() != nil {
+		return last
+	}
+	return err
 }
+
+// RegisterRetryFor bounds RegisterNode's retries when its context has no
+// deadline.
+const RegisterRetryFor = 30 * time.Second
 
 // register sends a registration of node id on its NodeRequestSubject.
 func (c *Client) register(ctx context.Context, id []byte, req *atollpb.GcsRequest) error {

@@ -1,6 +1,7 @@
 package gcs
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"testing"
@@ -10,7 +11,11 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
+	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
 // A GCS started before JetStream is available keeps retrying (no panic,
@@ -47,5 +52,63 @@ func TestStartRetriesUntilJetStreamIsAvailable(t *testing.T) {
 	}
 	if _, err := NewClient(nc, ClientOptions{WaitForServer: true}).ListNodes(ctx); err != nil {
 		t.Fatalf("GCS did not come up once JetStream did: %v", err)
+	}
+}
+
+// A node registration the GCS cannot take (its store's write timed out:
+// UNAVAILABLE), then one that finds no GCS serving, is sent again until
+// the GCS takes it. A script stands in for the GCS at first: it answers
+// the first registration with UNAVAILABLE and leaves; the real GCS
+// starts after that answer.
+func TestRegisterNodeRetriesWhileTheGCSIsUnavailable(t *testing.T) {
+	e, ctx := newEnv(t), ctxT(t)
+	e.stopGCS()
+	n := node("n1:1")
+	id, err := ids.FromBytes(n.NodeId)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered := make(chan struct{})
+	sub, err := e.nc.Subscribe(NodeRequestSubject(DefaultPrefix, id), func(m *nats.Msg) {
+		data, _ := proto.Marshal(errorReply(errs.Unavailablef("gcs: store nodes/%s: context deadline exceeded", id)))
+		_ = m.Respond(data)
+		close(answered)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.AutoUnsubscribe(1); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- e.client.RegisterNode(ctx, n) }()
+	<-answered
+	e.startGCS(Config{})
+	if err := <-done; err != nil {
+		t.Fatalf("RegisterNode: %v, want it registered once the GCS serves", err)
+	}
+	nodes, err := e.client.ListNodes(ctx)
+	if err != nil || len(nodes) != 1 || nodes[0].State != atollpb.NodeState_NODE_ALIVE {
+		t.Fatalf("ListNodes: %v %v, want the node alive", nodes, err)
+	}
+
+	// A refusal that is not UNAVAILABLE is returned at once.
+	bad := node("n2:1")
+	bad.NodeId = []byte{1, 2}
+	if err := e.client.RegisterNode(ctx, bad); !errors.Is(err, errs.ErrInvalidArgument) {
+		t.Fatalf("RegisterNode with a bad id: %v, want INVALID_ARGUMENT", err)
+	}
+}
+
+// With nobody serving, RegisterNode gives up at its context's deadline
+// with the last attempt's error (UNAVAILABLE), not the context's alone.
+func TestRegisterNodeGivesUpAtTheDeadline(t *testing.T) {
+	e := newEnv(t)
+	e.stopGCS()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err := e.client.RegisterNode(ctx, node("n1:1"))
+	if !errors.Is(err, errs.ErrUnavailable) {
+		t.Fatalf("RegisterNode with nobody serving: %v, want UNAVAILABLE", err)
 	}
 }

@@ -56,8 +56,21 @@ func percentiles(trips []time.Duration) latency {
 	return latency{p50: us(trips[len(trips)/2]), p99: us(trips[len(trips)*99/100])}
 }
 
-// socketFloor times n round trips with a child process.
-func socketFloor(n int) latency {
+// trips is what a floor measured: the round trips' latency, their rate,
+// and the CPU each took in the driver's process and in the child's
+// (kernel accounting; the child's includes its warm-up trips).
+type trips struct {
+	latency
+	perS                float64
+	driverCPU, childCPU float64 // µs a round trip
+}
+
+// socketFloor times n round trips with a child process. With viaReader
+// the replies are read by a reader goroutine, which hands each to the
+// goroutine waiting for it over a channel, as a connection's reader hands
+// a result to the goroutine in Get; without, the goroutine that wrote
+// reads its reply itself.
+func socketFloor(n int, viaReader bool) trips {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		log.Fatal(err)
@@ -81,16 +94,7 @@ func socketFloor(n int) latency {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer func() {
-		_ = c.Close()
-		_ = cmd.Wait()
-	}()
-	buf := make([]byte, 64)
-	trip := func() time.Duration {
-		t := time.Now()
-		if _, err := c.Write(buf); err != nil {
-			log.Fatal(err)
-		}
+	readReply := func(buf []byte) {
 		for got := 0; got < len(buf); {
 			m, err := c.Read(buf[got:])
 			if err != nil {
@@ -98,9 +102,55 @@ func socketFloor(n int) latency {
 			}
 			got += m
 		}
+	}
+	buf := make([]byte, 64)
+	replies := make(chan struct{})
+	if viaReader {
+		go func() {
+			rbuf := make([]byte, 64)
+			for {
+				for got := 0; got < len(rbuf); {
+					m, err := c.Read(rbuf[got:])
+					if err != nil {
+						close(replies)
+						return
+					}
+					got += m
+				}
+				replies <- struct{}{}
+			}
+		}()
+	}
+	trip := func() time.Duration {
+		t := time.Now()
+		if _, err := c.Write(buf); err != nil {
+			log.Fatal(err)
+		}
+		if viaReader {
+			if _, ok := <-replies; !ok {
+				log.Fatal("hotpath: the floor's child closed its socket")
+			}
+		} else {
+			readReply(buf)
+		}
 		return time.Since(t)
 	}
-	return timeTrips(n, trip)
+	before := selfCPU()
+	start := time.Now()
+	lat := timeTrips(n, trip)
+	elapsed := time.Since(start)
+	driver := selfCPU() - before
+	_ = c.Close()
+	if err := cmd.Wait(); err != nil {
+		log.Fatal(err)
+	}
+	var childCPU time.Duration
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		childCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	all := float64(n + warmTrips)
+	return trips{latency: lat, perS: all / elapsed.Seconds(),
+		driverCPU: float64(driver.Microseconds()) / all, childCPU: float64(childCPU.Microseconds()) / all}
 }
 
 // channelFloor times n round trips between two goroutines.
@@ -121,9 +171,12 @@ func channelFloor(n int) latency {
 	})
 }
 
-// timeTrips runs 1,000 trips to warm up, then times n.
+// warmTrips is how many round trips run before the timed ones.
+const warmTrips = 1000
+
+// timeTrips runs warmTrips trips to warm up, then times n.
 func timeTrips(n int, trip func() time.Duration) latency {
-	for range 1000 {
+	for range warmTrips {
 		trip()
 	}
 	trips := make([]time.Duration, n)
@@ -133,13 +186,24 @@ func timeTrips(n int, trip func() time.Duration) latency {
 	return percentiles(trips)
 }
 
-// floor measures and reports the socket floor against the channel one.
+// floor measures and reports the socket floor against the channel one,
+// and the same round trip with its reply read by a reader goroutine
+// against the socket floor.
 func floor(asJSON bool, n int) {
-	sock, ch := socketFloor(n), channelFloor(n)
+	sock, ch := socketFloor(n, false), channelFloor(n)
+	hop := socketFloor(n, true)
 	cfg := map[string]any{"round_trips": n, "bytes": 64, "transport": "unix socket pair, two processes", "atoll_version": benchfmt.Version()}
+	rec := func(metric string, v float64, unit, base string, bv float64) benchfmt.Record {
+		return benchfmt.NewRecord("hotpath", metric, v, unit, base, bv, cfg)
+	}
 	recs := []benchfmt.Record{
-		benchfmt.NewRecord("hotpath", "socket_round_trip_p50_us", sock.p50, "us", "goroutine_channel_round_trip_p50_us", ch.p50, cfg),
-		benchfmt.NewRecord("hotpath", "socket_round_trip_p99_us", sock.p99, "us", "goroutine_channel_round_trip_p99_us", ch.p99, cfg),
+		rec("socket_round_trip_p50_us", sock.p50, "us", "goroutine_channel_round_trip_p50_us", ch.p50),
+		rec("socket_round_trip_p99_us", sock.p99, "us", "goroutine_channel_round_trip_p99_us", ch.p99),
+		rec("via_reader_round_trip_p50_us", hop.p50, "us", "socket_round_trip_p50_us", sock.p50),
+		rec("via_reader_round_trip_p99_us", hop.p99, "us", "socket_round_trip_p99_us", sock.p99),
+		rec("via_reader_round_trips_per_s", hop.perS, "1/s", "socket_round_trips_per_s", sock.perS),
+		rec("via_reader_driver_cpu_us_per_trip", hop.driverCPU, "us", "socket_driver_cpu_us_per_trip", sock.driverCPU),
+		rec("via_reader_child_cpu_us_per_trip", hop.childCPU, "us", "socket_child_cpu_us_per_trip", sock.childCPU),
 	}
 	emit(asJSON, recs)
 }

@@ -226,6 +226,7 @@ func emit(asJSON bool, recs []benchfmt.Record) {
 	}
 }
 
+// selfCPU is the CPU this process has used (user and system).
 func selfCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {

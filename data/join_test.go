@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/data"
 	"github.com/atoll-runtime/atoll/data/expr"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 )
 
 // joinRow is a row of the join tests' tables: keys k (with nulls and
@@ -277,7 +279,9 @@ func TestJoinKeysAndPlan(t *testing.T) {
 // are more than half the 8 MiB budget); the join completes with every
 // row, and the right pieces spilled are read back once per worker.
 func TestJoinPartLargerThanStore(t *testing.T) {
-	ctx := start(t, atoll.WithObjectStoreMemory(32<<20))
+	// 16 s alone; past 3 minutes once in a loaded CI lane, where the
+	// spills of the lanes' other tests share the disk.
+	ctx := testmain.StartWithin(t, 10*time.Minute, atoll.WithObjectStoreMemory(32<<20))
 	left := data.Range(50_000).WithColumn("k", expr.Col("id").Mod(24_000)).WithColumn("g", expr.Col("id").Mod(4)).AddColumn("pad", pad)
 	right := data.Range(24_000).WithColumn("k", expr.Col("id")).AddColumn("pad", pad).Select("k", "pad")
 	joined := left.Join(right, data.InnerJoin, []string{"k"}, data.JoinPartitions(2), data.BroadcastBelow(0))

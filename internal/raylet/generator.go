@@ -39,5 +39,6 @@ func (s *Slot) send(f *atollpb.Frame) {
 	s.mu.Unlock()
 	if conn != nil {
 		_ = conn.Send(f)
+		conn.Wake()
 	}
 }

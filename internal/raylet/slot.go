@@ -52,12 +52,16 @@ type Slot struct {
 	// lease (zero: none): only that lease's direct pushes are taken.
 	holder *Submitter
 	lease  uint64
+	// lone: the last push to the worker was a lone task (pushDirect)
+	// whose pusher may read its result (lazy reading, quietNow).
+	lone bool
 }
 
 // assign hands ts to the worker, in order; a registered process gets them
 // at once, in one write.
 func (s *Slot) assign(ts ...*Assignment) {
 	s.mu.Lock()
+	s.lone = false
 	s.inflight = append(s.inflight, ts...)
 	conn := s.conn
 	s.mu.Unlock()
@@ -71,6 +75,7 @@ func (s *Slot) assign(ts ...*Assignment) {
 func (s *Slot) Registered(conn *workerconn.Conn, kill func()) {
 	s.mu.Lock()
 	s.conn, s.kill = conn, kill
+	conn.SetQuiet(s.quietNow)
 	waiting := append([]*Assignment(nil), s.inflight...)
 	early := s.early
 	s.early = nil
@@ -106,6 +111,7 @@ func (s *Slot) push(conn *workerconn.Conn, ts []*Assignment) {
 		return
 	}
 	_ = conn.SendAll(frames...)
+	conn.Wake()
 	for _, t := range sent {
 		if t.ctx == nil {
 			continue
@@ -131,7 +137,31 @@ func (s *Slot) push(conn *workerconn.Conn, ts []*Assignment) {
 func (s *Slot) leaseTo(holder *Submitter, id uint64) {
 	s.mu.Lock()
 	s.holder, s.lease = holder, id
+	conn := s.conn
 	s.mu.Unlock()
+	if conn != nil && id == 0 {
+		conn.Wake()
+	}
+}
+
+// quietNow reports whether the connection's reader may pause (lazy
+// reading): the worker is leased, holds no attempt, and the last push
+// was a lone task, as a goroutine running tasks one at a time pushes
+// them. After pipelined pushes the reader keeps reading.
+func (s *Slot) quietNow() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lease != 0 && len(s.inflight) == 0 && s.lone
+}
+
+// connOf returns the slot's connection if it is leased as lease.
+func (s *Slot) connOf(lease uint64) *workerconn.Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lease != lease {
+		return nil
+	}
+	return s.conn
 }
 
 // endLease ends lease id if it is the slot's.
@@ -140,7 +170,11 @@ func (s *Slot) endLease(id uint64) {
 	if s.lease == id {
 		s.holder, s.lease = nil, 0
 	}
+	conn := s.conn
 	s.mu.Unlock()
+	if conn != nil {
+		conn.Wake()
+	}
 }
 
 // pushDirect hands a submitter's attempts of lease to the worker, in
@@ -154,8 +188,10 @@ func (s *Slot) pushDirect(lease uint64, ts []*Assignment, enc *PushEncoder, wait
 		s.mu.Unlock()
 		return false
 	}
+	lone := wait && len(ts) == 1 && len(s.inflight) == 0
+	s.lone = lone
 	s.inflight = append(s.inflight, ts...)
-	conn, killAt := s.conn, s.killAt != nil && s.kill != nil
+	conn, killAt, holder := s.conn, s.killAt != nil && s.kill != nil, s.holder
 	s.mu.Unlock()
 	if conn == nil {
 		return true // Registered sends them
@@ -175,6 +211,14 @@ func (s *Slot) pushDirect(lease uint64, ts []*Assignment, enc *PushEncoder, wait
 		_ = conn.Encode(enc, wait)
 	}
 	enc.Reset()
+	if lone && holder != nil {
+		// A lone task pushed by a goroutine that may wait for it: it
+		// reads the result itself if it does (Submitter.Await); anything
+		// else its submitter does next wakes the reader (wakeLone).
+		holder.lone.Store(conn)
+	} else {
+		conn.Wake()
+	}
 	return true
 }
 
@@ -212,6 +256,7 @@ func (s *Slot) queue(f *atollpb.Frame) {
 	s.mu.Unlock()
 	if conn != nil {
 		_ = conn.Queue(f)
+		conn.Wake()
 	}
 }
 

@@ -91,6 +91,15 @@ type driverLink struct {
 	hosts *workerproto.Hosts
 }
 
+// wakeLone has the reader of a connection to which this driver pushed a
+// lone task without waking it (raylet.Submitter.WakeLone) read again:
+// the driver goes on to something other than a Get of that task.
+func (rt *Runtime) wakeLone() {
+	if dl, ok := rt.link.(*driverLink); ok && dl.sub != nil {
+		dl.sub.WakeLone()
+	}
+}
+
 func (l *driverLink) submitTask(spec *atollpb.TaskSpec) {
 	if l.sub != nil && l.sub.Submit(spec) {
 		return

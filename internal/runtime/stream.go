@@ -41,6 +41,7 @@ type generatorDropped struct{ task ids.TaskID }
 // SubmitGenerator submits a generator task (spec.Generator set) and
 // returns its stream; release is as for Submit.
 func (rt *Runtime) SubmitGenerator(ctx context.Context, spec *atollpb.TaskSpec, args []ArgSource, release func()) *Stream {
+	rt.wakeLone()
 	if rt.sim != nil {
 		if release != nil {
 			release()

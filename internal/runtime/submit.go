@@ -33,6 +33,7 @@ type ArgSource struct {
 // it (a task's spec goes back to a pool once the owner has packed it;
 // specpack.NewSpec takes one from there).
 func (rt *Runtime) Submit(ctx context.Context, dst []*Ref, spec *atollpb.TaskSpec, args []ArgSource, release func(), as *Actor) []*Ref {
+	rt.wakeLone() // this task may wait for the result of the one before
 	task := rt.newTaskID()
 	spec.TaskId = append(spec.TaskId[:0], task[:]...)
 	spec.JobId, spec.OwnerId, spec.OwnerAddress = rt.ownIDs()

@@ -75,6 +75,7 @@ func (rt *Runtime) waitReady(ctx context.Context, idl []ids.ObjectID, isReady []
 	if count() >= numReady {
 		return nil
 	}
+	rt.wakeLone() // the results come through the connections' readers
 	signal := make(chan struct{}, len(idl))
 	w := &owner.Waiter{C: signal}
 	rt.owner.do(func(t *owner.Table) {

@@ -46,6 +46,7 @@ func (c *Conn) CallLate(ctx context.Context, f *atollpb.Frame, late Late) (*atol
 		c.forget(id)
 		return nil, err
 	}
+	c.Wake()
 	// The reply comes through the reader: if this goroutine is the reader
 	// (a handler running a task inline), another must read.
 	c.Handoff()

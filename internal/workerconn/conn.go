@@ -25,6 +25,11 @@
 // WithBurstEnd hook after the last frame of each burst it read, so that
 // what a burst of frames produced can leave in one message or one write.
 //
+// A socket connection whose user says nothing is expected from the peer
+// (SetQuiet) reads lazily: its reader pauses, and a goroutine waiting for
+// a frame it expects reads it itself (Borrow), with no hand-off from the
+// reader (lazy.go).
+//
 // Both carry the same frames with the same bounds and the same ordering,
 // so the protocol above them cannot tell them apart. The reader trusts
 // nothing from the peer: a frame it cannot read ends the connection with
@@ -39,6 +44,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -94,6 +100,13 @@ type Conn struct {
 	// yield is the reader state of a handler that runs user code on the
 	// reader and may be replaced (Yielding), zero otherwise.
 	yield atomic.Uint64
+	// quiet, rmode, resume and pauseTimer are lazy reading's (lazy.go).
+	quiet      atomic.Pointer[func() bool]
+	rmode      atomic.Int32
+	resume     chan struct{}
+	pauseTimer *time.Timer
+	borrowMu   sync.Mutex
+	borrowing  bool
 
 	// Writes are group-committed: a writer appends its frame to wbuf
 	// and, unless another writer is flushing already, flushes wbuf
@@ -130,7 +143,7 @@ func New(c net.Conn, h Handler) *Conn { return Open(Socket(c), h) }
 // Open starts a connection over e and starts reading. Frames that are not
 // replies go to h.
 func Open(e Endpoint, h Handler, opts ...Option) *Conn {
-	conn := &Conn{c: e.wire(), handler: h, pending: map[uint64]*call{}, done: make(chan struct{})}
+	conn := &Conn{c: e.wire(), handler: h, pending: map[uint64]*call{}, done: make(chan struct{}), resume: make(chan struct{}, 1)}
 	conn.wcond = sync.NewCond(&conn.wmu)
 	for _, o := range opts {
 		o(conn)

@@ -28,6 +28,15 @@ func (c *Conn) read(gen uint64) {
 		if c.burstEnd != nil && !c.src.more() {
 			c.burstEnd()
 		}
+		if c.isQuiet() && c.rmode.CompareAndSwap(modeReading, modePaused) {
+			// A push between the check and the pause wakes nobody: look again.
+			if !c.peerQuiet() {
+				c.rmode.CompareAndSwap(modePaused, modeReading)
+			}
+			if c.rmode.Load() != modeReading && !c.pause() {
+				return
+			}
+		}
 	}
 }
 

@@ -54,6 +54,19 @@ type socketReader struct {
 func (r *socketReader) next() (*atollpb.Frame, error) { return readBuffered(r.r, &r.push) }
 func (r *socketReader) more() bool                    { return r.r.Buffered() > 0 }
 
+// large waits for the next frame's length and reports whether the frame
+// is larger than the read buffer (read a part at a time by readFrame).
+func (r *socketReader) large() (bool, error) {
+	hdr, err := r.r.Peek(4)
+	if err != nil {
+		if len(hdr) > 0 && err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return false, err
+	}
+	return int(binary.BigEndian.Uint32(hdr))+4 > r.r.Size(), nil
+}
+
 // tryWrite writes what the socket takes now, without waiting (a socket
 // without a descriptor, net.Pipe in tests, takes nothing this way).
 func (s socket) tryWrite(buf []byte) (int, bool, error) {

@@ -12,9 +12,13 @@ var (
 	lazyInc = atoll.NewFunc1("lazy.inc", func(_ context.Context, n int) (int, error) { return n + 1, nil })
 	lazyRun = atoll.NewFunc0("lazy.run", func(context.Context) (int, error) { return 1, nil })
 	// lazySleep stands for a task that runs longer than its caller waits.
-	lazySleep = atoll.NewFunc1("lazy.sleep", func(_ context.Context, d time.Duration) (int, error) {
-		time.Sleep(d)
-		return 1, nil
+	lazySleep = atoll.NewFunc1("lazy.sleep", func(ctx context.Context, d time.Duration) (int, error) {
+		select {
+		case <-time.After(d):
+			return 1, nil
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
 	})
 )
 

@@ -29,6 +29,8 @@ const (
 	// accept connections; JetStream recovery of a large store can take a
 	// few seconds.
 	DefaultReadyTimeout = 10 * time.Second
+	// ConnectTimeout bounds Connect's handshake with the server.
+	ConnectTimeout = 10 * time.Second
 	// DefaultMaxStore is the JetStream file storage the server lets its
 	// streams reserve. The GCS's three buckets reserve 192 MiB by default
 	// and hold kilobytes; nats-server's own default, 75% of the disk's free

@@ -117,7 +117,10 @@ func (s *Server) InProcessConn() (net.Conn, error) {
 // Connect opens an in-process client connection (no TCP, no TLS) that
 // presents the server's token. Options are applied after the defaults.
 func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
-	def := []nats.Option{nats.InProcessServer(s)}
+	// The handshake goes through an in-process pipe: nats.go's default
+	// 2 s ran out twice in a loaded test lane (the server's goroutines
+	// waited for a CPU); a caller's Timeout option still wins.
+	def := []nats.Option{nats.InProcessServer(s), nats.Timeout(ConnectTimeout)}
 	if s.cfg.Token != "" {
 		def = append(def, nats.Token(s.cfg.Token))
 	}

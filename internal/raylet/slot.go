@@ -154,16 +154,6 @@ func (s *Slot) quietNow() bool {
 	return s.lease != 0 && len(s.inflight) == 0 && s.lone
 }
 
-// connOf returns the slot's connection if it is leased as lease.
-func (s *Slot) connOf(lease uint64) *workerconn.Conn {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.lease != lease {
-		return nil
-	}
-	return s.conn
-}
-
 // endLease ends lease id if it is the slot's.
 func (s *Slot) endLease(id uint64) {
 	s.mu.Lock()
@@ -188,10 +178,11 @@ func (s *Slot) pushDirect(lease uint64, ts []*Assignment, enc *PushEncoder, wait
 		s.mu.Unlock()
 		return false
 	}
-	lone := wait && len(ts) == 1 && len(s.inflight) == 0
+	holder := s.holder
+	lone := wait && len(ts) == 1 && len(s.inflight) == 0 && holder != nil && holder.cfg.Lone != nil
 	s.lone = lone
 	s.inflight = append(s.inflight, ts...)
-	conn, killAt, holder := s.conn, s.killAt != nil && s.kill != nil, s.holder
+	conn, killAt := s.conn, s.killAt != nil && s.kill != nil
 	s.mu.Unlock()
 	if conn == nil {
 		return true // Registered sends them
@@ -211,11 +202,11 @@ func (s *Slot) pushDirect(lease uint64, ts []*Assignment, enc *PushEncoder, wait
 		_ = conn.Encode(enc, wait)
 	}
 	enc.Reset()
-	if lone && holder != nil {
+	if lone {
 		// A lone task pushed by a goroutine that may wait for it: it
-		// reads the result itself if it does (Submitter.Await); anything
-		// else its submitter does next wakes the reader (wakeLone).
-		holder.lone.Store(conn)
+		// reads the result itself if it does (Lone.Await); anything else
+		// its owner does next wakes the reader (Lone.Wake).
+		holder.cfg.Lone.Hold(conn, ts[0].task)
 	} else {
 		conn.Wake()
 	}

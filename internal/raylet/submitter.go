@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -60,11 +59,6 @@ type Submitter struct {
 	// the next push: a push of one task allocates none.
 	pushing []*Assignment
 
-	// lone is the connection of the last lone task pushed without waking
-	// its reader (Slot.pushDirect), until a Get of it reads it (Await)
-	// or the submitter's next act wakes it (wakeLone).
-	lone atomic.Pointer[workerconn.Conn]
-
 	// useMu guards use and events, the use not yet reported.
 	useMu  sync.Mutex
 	use    leaseUse
@@ -87,6 +81,11 @@ type SubmitterConfig struct {
 	NodeID ids.NodeID
 	// Core configures the SubmitCore (pipeline depth, linger).
 	Core SubmitConfig
+	// Lone, if set, is the owner's claim on a paused connection (lazy
+	// reading): a task pushed alone to an idle lease leaves the worker's
+	// connection reader paused and is held there for the owner's Get to
+	// read its result (Slot.pushDirect). Nil: readers never pause.
+	Lone *workerconn.Lone
 }
 
 // NewSubmitter returns a submitter for one owner of the raylet cfg.Raylet.
@@ -103,7 +102,6 @@ func (s *Submitter) Submit(spec *atollpb.TaskSpec) bool {
 	if _, err := ids.FromBytes(spec.TaskId); err != nil {
 		return false
 	}
-	s.wakeLone()
 	t := &DirectTask{Spec: spec} // its Assignment is made when it is pushed
 	s.step(true, func(c *SubmitCore) { c.Submit(time.Now(), s.keyOf(spec), t) })
 	return true
@@ -116,7 +114,6 @@ func (s *Submitter) SubmitPacked(p *specpack.Spec) bool {
 	if _, err := ids.FromBytes(p.TaskID()); err != nil {
 		return false
 	}
-	s.wakeLone()
 	t := &DirectTask{Packed: p}
 	s.step(true, func(c *SubmitCore) { c.Submit(time.Now(), s.keyOf(p.Shape()), t) })
 	return true
@@ -162,58 +159,6 @@ func (s *Submitter) WorkerOf(id ids.TaskID) (ids.WorkerID, bool) {
 		return ids.WorkerID{}, false
 	}
 	return t.lease.worker, true
-}
-
-// Await reads the result of the task with id on the calling goroutine
-// until done is closed or ctx ends, if it is the lone task the submitter
-// pushed last without waking its connection's reader (Slot.pushDirect)
-// and that reader is still paused; it reports whether it did. A Get of
-// anything else wakes that reader (WakeLone): the caller waits for
-// something else. Pipelined tasks are read by the reader: this is one
-// atomic load for them.
-func (s *Submitter) Await(ctx context.Context, id ids.TaskID, done <-chan struct{}) bool {
-	lone := s.lone.Load()
-	if lone == nil {
-		return false
-	}
-	s.mu.Lock()
-	t := s.core.Holds(id)
-	var slot *Slot
-	var lease uint64
-	if t != nil && t.lease != nil {
-		lease = t.lease.id
-		slot = s.slots[lease]
-	}
-	s.mu.Unlock()
-	var conn *workerconn.Conn
-	if slot != nil {
-		conn = slot.connOf(lease)
-	}
-	if conn != lone || !s.lone.CompareAndSwap(lone, nil) {
-		s.wakeLone()
-		return false
-	}
-	return conn.Borrow(ctx, func() bool {
-		select {
-		case <-done:
-			return true
-		default:
-			return false
-		}
-	})
-}
-
-// WakeLone wakes the reader of the connection of the lone task pushed
-// last without waking it (Slot.pushDirect), if no Get read its result:
-// the submitting goroutine went on to something else, which may wait for
-// that result through the owner (a task that takes it as an argument, a
-// Wait).
-func (s *Submitter) WakeLone() { s.wakeLone() }
-
-func (s *Submitter) wakeLone() {
-	if c := s.lone.Load(); c != nil && s.lone.CompareAndSwap(c, nil) {
-		c.Wake()
-	}
 }
 
 // Stats counts what the submitter holds.

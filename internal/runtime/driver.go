@@ -25,6 +25,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/owner"
 	"github.com/atoll-runtime/atoll/internal/raylet"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
+	"github.com/atoll-runtime/atoll/internal/workerconn"
 )
 
 // DriverConfig is what a driver is started with (atoll.Init's options,
@@ -176,10 +177,11 @@ func (d *Driver) start(ctx context.Context) error {
 		return fmt.Errorf("atoll: start owner: %w", err)
 	}
 	d.localOwner.Store(rt.ownerPID) // results for it skip its mailbox from now on
-	link := &driverLink{system: rt.system, raylet: n.Raylet(), owner: rt.ownerPID, node: rt.nodeID, gateway: d.gateway}
+	link := &driverLink{system: rt.system, raylet: n.Raylet(), owner: rt.ownerPID, node: rt.nodeID, gateway: d.gateway,
+		lone: new(workerconn.Lone)}
 	if direct {
 		link.sub = raylet.NewSubmitter(raylet.SubmitterConfig{System: rt.system, Raylet: n.Raylet(), Tracer: rt.tracer, NodeID: rt.nodeID,
-			Core:    raylet.SubmitConfig{PipelineDepth: cfg.Node.PipelineDepth},
+			Core: raylet.SubmitConfig{PipelineDepth: cfg.Node.PipelineDepth}, Lone: link.lone,
 			Deliver: func(res *atollpb.TaskResult) { rt.owner.do(func(t *owner.Table) { t.Result(res) }) }})
 	}
 	if cfg.Faults == nil {

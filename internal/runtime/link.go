@@ -12,6 +12,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/objectstore"
 	"github.com/atoll-runtime/atoll/internal/raylet"
 	"github.com/atoll-runtime/atoll/internal/specpack"
+	"github.com/atoll-runtime/atoll/internal/workerconn"
 	"github.com/atoll-runtime/atoll/internal/workerproto"
 )
 
@@ -89,14 +90,27 @@ type driverLink struct {
 	// hosts takes calls of actors hosted in this process straight to
 	// their workers' connections (nil: through the hosts' mailboxes).
 	hosts *workerproto.Hosts
+	// lone is this driver's claim on a paused worker connection: the
+	// last task or actor call written alone to an idle worker, whose
+	// result a Get reads on its own goroutine (nil: none is claimed).
+	lone *workerconn.Lone
 }
 
-// wakeLone has the reader of a connection to which this driver pushed a
-// lone task without waking it (raylet.Submitter.WakeLone) read again:
-// the driver goes on to something other than a Get of that task.
+// loneOf returns the driver's claim on a paused connection (nil: none,
+// a worker process or a simulator).
+func (rt *Runtime) loneOf() *workerconn.Lone {
+	if dl, ok := rt.link.(*driverLink); ok && rt.sim == nil {
+		return dl.lone
+	}
+	return nil
+}
+
+// wakeLone has the reader of a connection to which this driver wrote a
+// lone task or call without waking it (workerconn.Lone) read again: the
+// driver goes on to something other than a Get of its result.
 func (rt *Runtime) wakeLone() {
-	if dl, ok := rt.link.(*driverLink); ok && dl.sub != nil {
-		dl.sub.WakeLone()
+	if l := rt.loneOf(); l != nil {
+		l.Wake()
 	}
 }
 
@@ -135,7 +149,7 @@ func (l *driverLink) callActor(address string, spec *atollpb.TaskSpec) {
 		l.gateway.CallActor(node, local, spec, l.owner)
 		return
 	}
-	if l.hosts.Call(local, spec, l.owner) {
+	if l.hosts.Call(local, spec, l.owner, l.lone) {
 		return
 	}
 	l.system.Root.RequestWithCustomSender(l.system.NewLocalPID(local), &atollpb.PushTask{Spec: spec}, l.owner)

@@ -276,12 +276,15 @@ func (rt *Runtime) await(ctx context.Context, h *Ref) (*atollpb.Value, error) {
 		return value, nil
 	}
 	defer rt.blocked(ctx)()
-	if dl, ok := rt.link.(*driverLink); ok && dl.sub != nil && rt.sim == nil && !id.IsPut() {
-		// A task pushed to a leased worker: its result is read by this
-		// goroutine if the connection's reader paused (no hand-off).
-		dl.sub.Await(ctx, id.TaskID(), done)
-	} else {
-		rt.wakeLone()
+	if lone := rt.loneOf(); lone != nil {
+		// A task or actor call written alone to an idle worker: its
+		// result is read by this goroutine if the connection's reader
+		// paused (no hand-off). Waiting otherwise, this goroutine has
+		// any connection claimed meanwhile woken.
+		if id.IsPut() || !lone.Await(ctx, id.TaskID(), done) || !isDone(done) {
+			lone.Park()
+			defer lone.Unpark()
+		}
 	}
 	rt.park(func() bool { return isDone(done) || ctx.Err() != nil })
 	select {

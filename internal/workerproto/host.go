@@ -45,6 +45,10 @@ type hostState struct {
 	// worker, and counts in refused (see actorHost.start).
 	stopped bool
 	refused int
+	// lone: the last call written was a lone one (call): its caller may
+	// read its result, so the connection's reader may pause once nothing
+	// is in flight (quietNow).
+	lone bool
 
 	// Set once, when the host starts.
 	system *actor.ActorSystem
@@ -64,8 +68,18 @@ func (s *hostState) step(f func(*HostCore) []HostEffect) []HostEffect {
 	s.mu.Unlock()
 	if conn != nil {
 		_ = conn.Flush()
+		conn.Wake() // a paused reader reads the answers
 	}
 	return rest
+}
+
+// quietNow reports whether the connection's reader may pause (lazy
+// reading): nothing is in flight, and the last call written was a lone
+// one, as a caller making calls one at a time writes them.
+func (s *hostState) quietNow() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lone && s.core.InFlight() == 0 && s.conn != nil
 }
 
 // sendLocked appends the Send effects' calls to the ready incarnation's
@@ -93,6 +107,7 @@ func (s *hostState) sendLocked(fx []HostEffect) (rest []HostEffect, flush *worke
 		s.enc.Add(send.Call.Spec)
 	}
 	if s.enc.Len() > 0 {
+		s.lone = false // call sets it again for a lone call
 		// Encoded as the submitter's pushes are: a call's shape (its
 		// actor, caller, method) marshalled once, only its own fields
 		// for each call.
@@ -107,8 +122,33 @@ func (s *hostState) sendLocked(fx []HostEffect) (rest []HostEffect, flush *worke
 // call takes a call from caller in this process straight into the core
 // (no mailbox hop) and writes what it sends; the rare other effects (a
 // duplicate dropped, a gap skipped, the gap timer) are applied here too.
-func (s *hostState) call(spec *atollpb.TaskSpec, caller *actor.PID) {
-	for _, e := range s.step(func(c *HostCore) []HostEffect { return c.Arrive(time.Now(), &Call{Spec: spec, Caller: caller}) }) {
+//
+// A lone call — the only one sent, to an actor with nothing in flight —
+// leaves the connection's reader paused and is held in lone (if set) for
+// the caller's Get to read its result (workerconn.Lone); any other send
+// wakes the reader.
+func (s *hostState) call(spec *atollpb.TaskSpec, caller *actor.PID, lone *workerconn.Lone) {
+	s.mu.Lock()
+	idle := s.core.InFlight() == 0
+	rest, conn := s.sendLocked(s.core.Arrive(time.Now(), &Call{Spec: spec, Caller: caller}))
+	held := false
+	var task ids.TaskID
+	if lone != nil && conn != nil && idle && s.core.InFlight() == 1 {
+		if id, err := ids.FromBytes(spec.TaskId); err == nil {
+			held, task = true, id
+		}
+	}
+	s.lone = held
+	s.mu.Unlock()
+	if conn != nil {
+		_ = conn.Flush()
+		if held {
+			lone.Hold(conn, task)
+		} else {
+			conn.Wake()
+		}
+	}
+	for _, e := range rest {
 		switch e := e.(type) {
 		case Drop:
 			s.log.Warn("actor host: dropped a call delivered twice", "actor", s.actor.Short(), "task", e.Call.Spec.GetName(),
@@ -187,7 +227,7 @@ func (h *Hosts) remove(id string, s *hostState) {
 // Call hands spec, a call from caller, to the host at local address
 // local, and reports whether it did (false: no such host here; send it
 // to the host's mailbox).
-func (h *Hosts) Call(local string, spec *atollpb.TaskSpec, caller *actor.PID) bool {
+func (h *Hosts) Call(local string, spec *atollpb.TaskSpec, caller *actor.PID, lone *workerconn.Lone) bool {
 	if h == nil {
 		return false
 	}
@@ -197,7 +237,7 @@ func (h *Hosts) Call(local string, spec *atollpb.TaskSpec, caller *actor.PID) bo
 	if s == nil {
 		return false
 	}
-	s.call(spec, caller)
+	s.call(spec, caller, lone)
 	return true
 }
 
@@ -420,8 +460,9 @@ func (h *actorHost) constructed(ctx actor.Context, err error) {
 	}
 	gen := h.gen
 	h.state.mu.Lock()
-	h.state.conn, h.state.kill = h.p.conn, h.p.kill
+	h.state.conn, h.state.kill, h.state.lone = h.p.conn, h.p.kill, false
 	h.state.mu.Unlock()
+	h.p.conn.SetQuiet(h.state.quietNow)
 	h.apply(ctx, h.state.step(func(c *HostCore) []HostEffect { return c.Ready(time.Now(), gen) }))
 }
 

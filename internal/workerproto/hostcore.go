@@ -288,6 +288,9 @@ func (h *HostCore) Peek(gen uint64, res *atollpb.TaskResult) *Call {
 	return nil
 }
 
+// InFlight counts the calls sent to the worker and not answered.
+func (h *HostCore) InFlight() int { return len(h.inflight) }
+
 // Pump sends the queued calls that fit their groups' windows.
 func (h *HostCore) Pump(now time.Time) []HostEffect { return h.pump(now, nil) }
 

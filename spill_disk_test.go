@@ -12,15 +12,15 @@ import (
 	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
-// TestPutsFillASmallSpillDisk: a driver with a 128 MiB store spilling to a
-// 64 MiB file system. Puts succeed until the disk is really full, the put
+// TestPutsFillASmallSpillDisk: a driver with a 64 MiB store spilling to a
+// 32 MiB file system. Puts succeed until the disk is really full, the put
 // that finds no room fails ObjectStoreFull saying the disk ran out, every
 // object held stays readable, and after objects are released as many new
 // puts fit.
 func TestPutsFillASmallSpillDisk(t *testing.T) {
 	const size = 2 << 20
-	dir := testutil.SmallDisk(t, 64<<20)
-	ctx := start(t, atoll.WithObjectStoreMemory(128<<20), atoll.WithSpillDirs(dir))
+	dir := testutil.SmallDisk(t, 32<<20)
+	ctx := start(t, atoll.WithObjectStoreMemory(64<<20), atoll.WithSpillDirs(dir))
 	value := func(i int) []byte { return bytes.Repeat([]byte{byte(i), byte(i >> 8), 0x5a, 0xa5}, size/4) }
 	// A put waits for space as long as its context allows.
 	put := func(i int) (atoll.ObjectRef[[]byte], error) {
@@ -39,8 +39,8 @@ func TestPutsFillASmallSpillDisk(t *testing.T) {
 			break
 		}
 		refs = append(refs, ref)
-		if len(refs) > (128+64)<<20/size {
-			t.Fatalf("%d puts of %d bytes fit in 128 MiB of memory and 64 MiB of disk", len(refs), size)
+		if len(refs) > (64+32)<<20/size {
+			t.Fatalf("%d puts of %d bytes fit in 64 MiB of memory and 32 MiB of disk", len(refs), size)
 		}
 	}
 	mem, err := atolltest.Memory(ctx)
@@ -48,8 +48,8 @@ func TestPutsFillASmallSpillDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d objects held, %d MiB spilled", len(refs), mem.SpilledBytesCurrent>>20)
-	if mem.SpilledBytesCurrent < 56<<20 {
-		t.Fatalf("puts failed with %d MiB spilled to a 64 MiB disk", mem.SpilledBytesCurrent>>20)
+	if mem.SpilledBytesCurrent < 26<<20 {
+		t.Fatalf("puts failed with %d MiB spilled to a 32 MiB disk", mem.SpilledBytesCurrent>>20)
 	}
 	for i, ref := range refs {
 		got, err := atoll.Get(ctx, ref)

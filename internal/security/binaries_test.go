@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,22 +19,62 @@ import (
 	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
-// buildVersionDriver builds testdata/versiondriver at bin, its tasks
-// reporting version.
+// buildVersionDriver puts a build of testdata/versiondriver at bin, its
+// tasks reporting version: a new file renamed over bin, as go build
+// does. Each version is built once a test run (builtDrivers) and copied:
+// a link of the driver is most of a test's CPU under the race detector.
 func buildVersionDriver(t *testing.T, bin, version string) {
 	t.Helper()
+	built := builtDrivers.get(t, version)
+	tmp := bin + ".build"
+	copyFile(t, built, tmp, "")
+	if err := os.Rename(tmp, bin); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// builtDrivers are the builds of testdata/versiondriver made so far, by
+// version, in a directory TestMain removes.
+var builtDrivers = driverBuilds{paths: map[string]string{}}
+
+type driverBuilds struct {
+	mu    sync.Mutex
+	dir   string
+	paths map[string]string
+}
+
+// get is the path of the build of version, made now if it was not yet.
+func (b *driverBuilds) get(t *testing.T, version string) string {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p, ok := b.paths[version]; ok {
+		return p
+	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command to build the test driver")
 	}
-	tmp := bin + ".build"
-	out, err := exec.Command(goTool, "build", "-ldflags", "-X main.version="+version, "-o", tmp, "./testdata/versiondriver").CombinedOutput()
+	if b.dir == "" {
+		if b.dir, err = os.MkdirTemp("", "atoll-security-drivers-"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := filepath.Join(b.dir, "driver-"+version)
+	out, err := exec.Command(goTool, "build", "-ldflags", "-X main.version="+version, "-o", p, "./testdata/versiondriver").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build testdata/versiondriver: %v\n%s", err, out)
 	}
-	// A rebuild replaces the file, as go build does.
-	if err := os.Rename(tmp, bin); err != nil {
-		t.Fatal(err)
+	b.paths[version] = p
+	return p
+}
+
+// remove deletes the builds.
+func (b *driverBuilds) remove() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.dir != "" {
+		_ = os.RemoveAll(b.dir)
 	}
 }
 

@@ -6,4 +6,4 @@ import (
 	"github.com/atoll-runtime/atoll/internal/testmain"
 )
 
-func TestMain(m *testing.M) { testmain.Run(m) }
+func TestMain(m *testing.M) { testmain.RunThen(m, builtDrivers.remove) }

@@ -6,8 +6,11 @@ package testmain
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/testutil"
@@ -21,6 +24,18 @@ func Run(m *testing.M) {
 		_ = atoll.Init(context.Background())
 	}
 	testutil.VerifyNoLeaks(m)
+}
+
+// RunThen is Run, and calls after once the tests ran and the leak check
+// is done, before the process exits (with the tests' exit code).
+func RunThen(m *testing.M, after func()) {
+	if atoll.IsWorker() {
+		_ = atoll.Init(context.Background())
+	}
+	testutil.VerifyNoLeaks(m, goleak.Cleanup(func(code int) {
+		after()
+		os.Exit(code)
+	}))
 }
 
 // Start runs atoll for one test, with worker processes, 2 CPUs and a

@@ -33,10 +33,11 @@
 # The side lane is two lanes side by side, each taking every other
 # package, and a package whose tests take most of the side lane's time
 # (`split`: the data package, about 600 s of the lane's 770 under CI)
-# has its tests shared between them: each lane takes the next test not
-# yet taken and runs it in a process of its own (a process's start
-# costs about a tenth of a second; halves fixed in advance came out
-# 115 s and 214 s, as a few tests take most of the time). A side
+# has its tests shared between them: each lane takes the next four
+# tests not yet taken and runs them in a process of their own (halves
+# fixed in advance came out 115 s and 214 s, as a few tests take most of
+# the time; a process a test cost ~0.2 s of CPU each under the race
+# detector, about 25 s of the data package's ~380). A side
 # package's test process uses about one core (it waits on worker
 # processes and files between its bursts), so one side lane left the
 # second core idle once the builder was done, and the data package
@@ -69,8 +70,10 @@ quiet='^github\.com/atoll-runtime/atoll/(sim|amm|faultplan|data/expr|internal/(c
 # processes or time out a process's start stays in the main lane.
 side='^github\.com/atoll-runtime/atoll/(data|graph|graph/array|graph/internal/graphbench|util|node|samples/(dataset|sort|arrays|broadcast|flood|quickstart|shmfloor)|internal/(objectstore|objectstore/spill|shmfloor|microbench|workerproto|workerconn|actors|jobs|natsembed|runtime|doccheck|pss|lockfile|clusterclient|telemetry|testutil|preauth|nodemetrics))$'
 
-# The packages whose tests the two side lanes share (see above).
+# The packages whose tests the two side lanes share (see above), and how
+# many of their tests a process runs.
 split='^github\.com/atoll-runtime/atoll/data$'
+per_process=4
 
 bindir=$(mktemp -d "${TMPDIR:-/tmp}/atoll-test-bin.XXXXXX")
 builder= quiet_pid= side_pid= side2_pid=
@@ -166,9 +169,9 @@ builder=$!
 # out, a failing one's shown. It exits 1 if any failed.
 # An entry is "package how directory", how "-" for the whole package in
 # one process, or "shared" for a package whose tests both side lanes
-# take one at a time, each in a process of its own: a lane claims a
-# test by creating its claim directory (mkdir is atomic), so each test
-# runs once whichever lane gets to it first. When TESTFLAGS picks the
+# take per_process at a time, each batch in a process of its own: a lane
+# claims a test by creating its claim directory (mkdir is atomic), so
+# each test runs once whichever lane gets to it first. When TESTFLAGS picks the
 # tests (-test.run) a shared package runs whole, in the first lane to
 # reach it.
 lane() {
@@ -199,16 +202,22 @@ lane() {
 		fi
 		mapfile -t tests < <(cd "$dir" && "$bin" -test.list . | grep -v '^Benchmark')
 		start=${EPOCHREALTIME/./}
-		n=0 rc=0
-		for i in "${!tests[@]}"; do
-			mkdir "$bin.claim.$i" 2>/dev/null || continue
-			n=$((n + 1))
-			name="$pkg ${tests[i]}"
-			run_tests "$name" "$dir" "$bin" "$bin.out.$i" "-test.run=^${tests[i]}\$" >"$bin.res.$i" || {
+		n=0 rc=0 batch=()
+		for i in "${!tests[@]}" end; do
+			if [ "$i" != end ]; then
+				mkdir "$bin.claim.$i" 2>/dev/null || continue
+				batch+=("${tests[i]}")
+				[ ${#batch[@]} -lt "$per_process" ] && continue
+			fi
+			[ ${#batch[@]} -eq 0 ] && continue
+			n=$((n + ${#batch[@]}))
+			name="$pkg ${batch[*]}"
+			run_tests "$name" "$dir" "$bin" "$bin.out.$i" "-test.run=^($(IFS='|'; echo "${batch[*]}"))\$" >"$bin.res.$i" || {
 				cat "$bin.res.$i"
 				rc=1
 			}
 			rm -f "$bin.res.$i"
+			batch=()
 		done
 		ms=$(((${EPOCHREALTIME/./} - start) / 1000))
 		name="$pkg ($n of its ${#tests[@]} tests, in this lane)"
@@ -246,7 +255,7 @@ run_tests() {
 
 # The side and quiet lanes print when the main lane is done, so the
 # lanes do not interleave.
-export bindir TESTFLAGS
+export bindir TESTFLAGS per_process
 export -f lane run_tests binary
 idle=(nice -n 19)
 if chrt --idle 0 true 2>/dev/null; then

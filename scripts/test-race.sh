@@ -36,8 +36,8 @@
 # has its tests shared between them: each lane takes the next four
 # tests not yet taken and runs them in a process of their own (halves
 # fixed in advance came out 115 s and 214 s, as a few tests take most of
-# the time; a process a test cost ~0.2 s of CPU each under the race
-# detector, about 25 s of the data package's ~380). A side
+# the time; one process a test cost ~0.2 s of CPU a process under the
+# race detector, about 25 s of the data package's ~380). A side
 # package's test process uses about one core (it waits on worker
 # processes and files between its bursts), so one side lane left the
 # second core idle once the builder was done, and the data package
@@ -176,7 +176,7 @@ builder=$!
 # reach it.
 lane() {
 	local failed=0 line pkg how dir bin start rc ms took i n name
-	local -a tests
+	local -a tests batch
 	for line in "$@"; do
 		pkg=${line%% *}
 		line=${line#* }

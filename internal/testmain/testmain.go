@@ -19,12 +19,7 @@ import (
 // Run serves as a worker or node process if this binary was started as
 // one (atoll.Init never returns then), else runs the tests and checks for
 // leaked goroutines (testutil.VerifyNoLeaks).
-func Run(m *testing.M) {
-	if atoll.IsWorker() {
-		_ = atoll.Init(context.Background())
-	}
-	testutil.VerifyNoLeaks(m)
-}
+func Run(m *testing.M) { RunThen(m, func() {}) }
 
 // RunThen is Run, and calls after once the tests ran and the leak check
 // is done, before the process exits (with the tests' exit code).

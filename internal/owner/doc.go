@@ -170,7 +170,12 @@
 // nil; the sweep only posts a message to the owner actor) or at Release
 // (idempotent). At zero
 // the entry goes and, if stored, a Free effect deletes it from the store;
-// the refs its value held are dropped in turn. Refs inside values are found
+// the refs its value held are dropped in turn. A return is freed in the
+// stores whatever value it ended with when copies the record does not
+// know of may be there: an attempt of its task ended without its result
+// (lost on the way, or failed after storing some returns), or its stored
+// value was dropped to rebuild it (the copy a reader could not reach may
+// live on). Refs inside values are found
 // by a marker in their gob encoding; encoding one takes a reference that
 // the container holds until it is freed. A pin, not a reference, keeps a
 // store block (see package objectstore), so a View outlives its refs.

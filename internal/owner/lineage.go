@@ -335,6 +335,7 @@ func (t *Table) rerun(id ids.ObjectID, o *object, cause string) *atollpb.ErrorIn
 	t.seqNext++
 	for i := range int(e.nReturns) {
 		if r := t.objects[tk.returnID(i)]; r != nil && r.ready() {
+			r.strays = r.strays || r.value.GetStored() != nil
 			r.value = nil
 		}
 	}

@@ -27,6 +27,12 @@ type object struct {
 	// borrowed: another process owns the object; freeing the entry does
 	// not free it in the store (more.ownerNode is where that owner runs).
 	borrowed bool
+	// strays: copies of the object this record does not know of may be
+	// in stores, so freeing it frees it there whatever its value: a value
+	// in a store was dropped to rebuild it (a node a reader could not
+	// reach still holds the copy), or an attempt of its task ended without
+	// its result (lost on the way, or failed after storing some returns).
+	strays bool
 	// taskReturn: a task's return (else a Put); lineage: its task's
 	// kept lineage, which can rebuild it (nil: none kept).
 	taskReturn bool
@@ -78,6 +84,10 @@ func (o *object) m() *objectMore {
 }
 
 func (o *object) ready() bool { return o.value != nil }
+
+// inStores reports whether copies of o, which this process owns, may be
+// in object stores: freeing it must free them.
+func (o *object) inStores() bool { return !o.borrowed && (o.value.GetStored() != nil || o.strays) }
 
 // Put registers a new object this process owns, with one reference.
 // value may be nil: pending until Resolve (the shell resolves objects it
@@ -157,7 +167,7 @@ func (t *Table) unref(id ids.ObjectID, o *object, stored, stack []ids.ObjectID) 
 	}
 	t.setLender(o, ids.WorkerID{})
 	t.freed++
-	if o.value.GetStored() != nil && !o.borrowed {
+	if o.inStores() {
 		stored = append(stored, id)
 	}
 	stack = append(stack, o.x().contained...)
@@ -324,12 +334,12 @@ func (t *Table) OwnerNode(id ids.ObjectID) ids.NodeID {
 	return t.cfg.Node
 }
 
-// StoredIDs lists the objects this process owns that live in a store, in
-// id order.
+// StoredIDs lists the objects this process owns that live in a store (or
+// may, after a rebuild that failed), in id order.
 func (t *Table) StoredIDs() []ids.ObjectID {
 	var out []ids.ObjectID
 	for id, o := range t.objects {
-		if !o.borrowed && o.value.GetStored() != nil {
+		if o.inStores() {
 			out = append(out, id)
 		}
 	}

@@ -401,6 +401,7 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 	}
 	t.borrowerResult(tk, res)
 	if res.Error != nil {
+		t.strayed(tk, res.Error.Code)
 		if tk.actor != nil {
 			// Whether or not the call is retried, later calls must not go
 			// where this one was lost.
@@ -454,6 +455,31 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 	}
 	t.recordLineage(tk, rets)
 	t.forget(tk, nil) // Result found it in the table
+}
+
+// strayed records that an attempt of tk failed in a way that may have
+// left copies of its returns in stores: its result was lost on the way
+// (FORWARD_LOST: the node running it stopped confirming it, and may have
+// finished it), or it stored some returns before it failed (a worker
+// that crashed, a later return the store could not take). Freeing the
+// returns frees those copies too; returns nobody references any more
+// are freed now.
+func (t *Table) strayed(tk *task, code atollpb.ErrorCode) {
+	switch code {
+	case atollpb.ErrorCode_FORWARD_LOST, atollpb.ErrorCode_WORKER_CRASHED, atollpb.ErrorCode_OBJECT_STORE_FULL:
+	default:
+		return
+	}
+	var gone []ids.ObjectID
+	for i := range int(tk.nReturns) {
+		rid := tk.returnID(i)
+		if o := t.objects[rid]; o != nil {
+			o.strays = true
+		} else {
+			gone = append(gone, rid)
+		}
+	}
+	t.free(gone)
 }
 
 // Retryable reports whether a failed attempt may run again: the retry

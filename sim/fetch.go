@@ -64,6 +64,9 @@ func (n *node) present(id ids.ObjectID) bool {
 
 func (n *node) fetchOne(ctx context.Context, ref *atollpb.ObjectRef) error {
 	id := ids.MustObjectID(ref.ObjectId)
+	if err := ctx.Err(); err != nil {
+		return err // its reader is gone: the object may be freed already
+	}
 	if n.present(id) {
 		return nil
 	}
@@ -82,6 +85,9 @@ func (n *node) fetchOne(ctx context.Context, ref *atollpb.ObjectRef) error {
 				continue
 			}
 			tried[node] = true
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			if !n.peers[node] {
 				lastErr = &errs.ObjectLostError{ObjectID: id.String(), Message: "held on node " + node.Short() + ", which is not (or no longer) in the cluster"}
 				continue

@@ -224,7 +224,9 @@ func (l *procLink) KillWorker(m *atollpb.KillWorker) {
 
 // Fetch asks the node to pull objects held elsewhere. The node's fetcher
 // does it on a thread of its own (as the raylet's process does for its
-// workers): a pull outlives a worker that dies waiting for it.
+// workers), which ends when the worker dies (as the node's does when the
+// worker's connection ends): the owner may free what a dead worker asked
+// for.
 func (l *procLink) Fetch(ctx context.Context, refs []*atollpb.ObjectRef) error {
 	p := l.p
 	if !p.alive {
@@ -233,7 +235,7 @@ func (l *procLink) Fetch(ctx context.Context, refs []*atollpb.ObjectRef) error {
 	n := p.node
 	var done bool
 	var err error
-	p.w.spawn(nil, n.name+".fetch for "+p.name, func(fctx context.Context) {
+	p.w.spawn(p, n.name+".fetch for "+p.name, func(fctx context.Context) {
 		err = n.fetch(fctx, p, refs)
 		done = true
 	})

@@ -109,6 +109,9 @@ func (f *fetcher) Fetch(ctx context.Context, refs []*atollpb.ObjectRef) error {
 // pulled a copy tells the owner's node.
 func (f *fetcher) fetchOne(ctx context.Context, ref *atollpb.ObjectRef) error {
 	id := ids.MustObjectID(ref.ObjectId)
+	if err := ctx.Err(); err != nil {
+		return err // its reader is gone: the object may be freed already
+	}
 	if f.present(ctx, id, 0) {
 		return nil
 	}
@@ -136,6 +139,9 @@ func (f *fetcher) fetchOne(ctx context.Context, ref *atollpb.ObjectRef) error {
 				continue
 			}
 			tried[node] = true
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			addr := f.addr(node)
 			if addr == "" {
 				lastErr = &errs.ObjectLostError{ObjectID: id.String(), Message: "held on node " + node.Short() + ", which is not (or no longer) in the cluster"}

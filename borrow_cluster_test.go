@@ -10,6 +10,7 @@ import (
 	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
@@ -46,7 +47,7 @@ func init() {
 // owner table and every node's store are empty.
 func TestBorrowCluster(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 1, FailureTimeout: 4 * time.Second}})
-	ctx := joinCluster(t, c)
+	ctx := testmain.JoinCluster(t, c)
 	nodes := []string{c.Node(0).ID, c.Node(1).ID, c.Node(2).ID}
 	want := blobSum(blob(11))
 

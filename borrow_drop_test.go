@@ -12,6 +12,7 @@ import (
 	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
@@ -137,7 +138,7 @@ func TestBorrowDropReportedToOwner(t *testing.T) {
 // driver's node through the cluster.
 func TestBorrowDropReportedAcrossNodes(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 1, FailureTimeout: 4 * time.Second}})
-	ctx := joinCluster(t, c)
+	ctx := testmain.JoinCluster(t, c)
 	nodes := []string{c.Node(0).ID, c.Node(1).ID, c.Node(2).ID}
 	for _, release := range []bool{true, false} {
 		k, err := keeperType.New(ctx, atoll.OnNode(nodes[2], false))

@@ -28,9 +28,11 @@ type sumOn struct {
 }
 
 var (
-	nodeOf    = atoll.NewFunc1("cl.nodeOf", func(_ context.Context, _ int) (string, error) { return atoll.CurrentNodeID(), nil })
-	sumBytes  = atoll.NewFunc1("cl.sumBytes", func(_ context.Context, b []byte) (sumOn, error) { return sumOn{byteSum(b), atoll.CurrentNodeID()}, nil })
-	makeBytes = atoll.NewFunc1("cl.makeBytes", func(_ context.Context, n int) ([]byte, error) { return pattern(n), nil })
+	nodeOf   = atoll.NewFunc1("cl.nodeOf", func(_ context.Context, _ int) (string, error) { return atoll.CurrentNodeID(), nil })
+	sumBytes = atoll.NewFunc1("cl.sumBytes", func(_ context.Context, b []byte) (sumOn, error) {
+		return sumOn{testutil.ByteSum(b), atoll.CurrentNodeID()}, nil
+	})
+	makeBytes = atoll.NewFunc1("cl.makeBytes", func(_ context.Context, n int) ([]byte, error) { return testutil.Pattern(n), nil })
 	// holdFor runs for d (or until cancelled) and says where it ran.
 	holdFor = atoll.NewFunc1("cl.holdFor", func(ctx context.Context, d time.Duration) (string, error) {
 		t := time.NewTimer(d)
@@ -60,7 +62,7 @@ var (
 		if err != nil {
 			return sumOn{}, err
 		}
-		return sumOn{byteSum(b), atoll.CurrentNodeID()}, nil
+		return sumOn{testutil.ByteSum(b), atoll.CurrentNodeID()}, nil
 	})
 	// addToNamed runs in a worker process: it calls a named actor,
 	// wherever it lives.
@@ -80,50 +82,6 @@ var (
 )
 
 type tally struct{ n int }
-
-func pattern(n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(i*7 + i>>11)
-	}
-	return b
-}
-
-func byteSum(b []byte) uint64 {
-	var s uint64
-	for _, x := range b {
-		s += uint64(x)
-	}
-	return s
-}
-
-// joinCluster connects this test's driver to c.
-func joinCluster(t *testing.T, c *testcluster.Cluster, opts ...atoll.Option) context.Context {
-	t.Helper()
-	ctx := testmain.Init(t, 3*time.Minute, append([]atoll.Option{atoll.WithAddress(c.Address()), atoll.WithSecret(c.Secret()),
-		atoll.WithObjectStoreMemory(512 << 20)}, opts...)...)
-	// Wait until the driver's node sees every node of the cluster: tasks
-	// submitted before would all go to the first node it heard of.
-	testutil.Eventually(t, "the driver to see the cluster's nodes", func() bool {
-		return len(spreadNodes(ctx, t, 3*c.Len())) == c.Len()
-	})
-	return ctx
-}
-
-// spreadNodes runs n SPREAD tasks and returns the distinct nodes they ran on.
-func spreadNodes(ctx context.Context, t *testing.T, n int) []string {
-	t.Helper()
-	refs := make([]atoll.ObjectRef[string], n)
-	for i := range refs {
-		refs[i] = nodeOf.Remote(ctx, atoll.Value(i), atoll.Spread())
-	}
-	got, err := atoll.GetAll(ctx, refs)
-	if err != nil {
-		t.Fatalf("spread tasks: %v", err)
-	}
-	slices.Sort(got)
-	return slices.Compact(got)
-}
 
 func pullsByNode(t *testing.T, c *testcluster.Cluster) map[string]uint64 {
 	t.Helper()
@@ -146,11 +104,11 @@ func TestCluster(t *testing.T) {
 	// cores, the race detector) the driver filling 256 MiB once missed a
 	// 2 s one and was declared dead mid-test.
 	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 1, ObjectStoreMemory: 768 << 20, FailureTimeout: 4 * time.Second}})
-	ctx := joinCluster(t, c)
+	ctx := testmain.JoinCluster(t, c)
 	nodes := []string{c.Node(0).ID, c.Node(1).ID, c.Node(2).ID}
 
 	t.Run("SpreadUsesEveryNode", func(t *testing.T) {
-		if got := spreadNodes(ctx, t, 9); !slices.Equal(got, sorted(nodes)) {
+		if got := testmain.SpreadNodes(ctx, t, 9); !slices.Equal(got, sorted(nodes)) {
 			t.Fatalf("SPREAD tasks ran on %v, want every node %v", got, sorted(nodes))
 		}
 		// Every node's timeline has the attempts it ran.
@@ -160,13 +118,13 @@ func TestCluster(t *testing.T) {
 		}
 		ran := map[string]int{}
 		for _, e := range events {
-			if e.Name == "cl.nodeOf" && !e.Failed && !e.End.Before(e.Start) {
+			if e.Name == "testmain.nodeOf" && !e.Failed && !e.End.Before(e.Start) {
 				ran[e.NodeID]++
 			}
 		}
 		for _, id := range nodes {
 			if ran[id] == 0 {
-				t.Errorf("node %s's timeline has no cl.nodeOf attempt: %v", id[:8], ran)
+				t.Errorf("node %s's timeline has no testmain.nodeOf attempt: %v", id[:8], ran)
 			}
 		}
 	})
@@ -180,12 +138,12 @@ func TestCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := byteSum(pattern(n)); got.Sum != want || got.Node != nodes[2] {
+		if want := testutil.ByteSum(testutil.Pattern(n)); got.Sum != want || got.Node != nodes[2] {
 			t.Fatalf("sum %d on node %s, want %d on %s", got.Sum, got.Node, want, nodes[2])
 		}
 		// The driver reads it too (pulled into the driver's node).
 		b, err := atoll.Get(ctx, made)
-		if err != nil || byteSum(b) != byteSum(pattern(n)) {
+		if err != nil || testutil.ByteSum(b) != testutil.ByteSum(testutil.Pattern(n)) {
 			t.Fatalf("driver Get of a remote object: %v", err)
 		}
 	})
@@ -218,7 +176,7 @@ func TestCluster(t *testing.T) {
 		// A task on node 1 reads an object a nested task made on node 2.
 		const n = 2 << 20
 		got, err := atoll.Get(ctx, sumRemote.Remote(ctx, atoll.Value(nodes[2]), atoll.Value(n), atoll.OnNode(nodes[1], false)))
-		if err != nil || got.Sum != byteSum(pattern(n)) || got.Node != nodes[1] {
+		if err != nil || got.Sum != testutil.ByteSum(testutil.Pattern(n)) || got.Node != nodes[1] {
 			t.Fatalf("nested remote object read in a worker: %+v, %v", got, err)
 		}
 		// A task on node 0 calls an actor on node 2.
@@ -238,7 +196,7 @@ func TestCluster(t *testing.T) {
 
 	t.Run("LargeObjectTransferredOncePerNode", func(t *testing.T) {
 		const n = 64 << 20 // many transfer chunks; larger only costs time under -race
-		ref, err := atoll.PutWith(ctx, n, func(b []byte) { copy(b, pattern(n)) })
+		ref, err := atoll.PutWith(ctx, n, func(b []byte) { copy(b, testutil.Pattern(n)) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -251,7 +209,7 @@ func TestCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := byteSum(pattern(n))
+		want := testutil.ByteSum(testutil.Pattern(n))
 		ran := map[string]int{}
 		for _, r := range res {
 			if r.Sum != want {
@@ -408,7 +366,7 @@ func TestClusterGCSRestart(t *testing.T) {
 	}
 	t.Cleanup(ns.Shutdown)
 	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1, NATSURL: ns.ClientURL()}})
-	ctx := joinCluster(t, c)
+	ctx := testmain.JoinCluster(t, c)
 	worker := c.Node(1).ID
 	h, err := tallyType.New(ctx, atoll.ActorName("survivor"), atoll.OnNode(worker, false))
 	if err != nil {
@@ -444,10 +402,10 @@ func TestClusterGCSRestart(t *testing.T) {
 // copy another node pulled earlier.
 func TestClusterObjectCopies(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 1, FailureTimeout: 2 * time.Second}})
-	ctx := joinCluster(t, c)
+	ctx := testmain.JoinCluster(t, c)
 	nodes := []string{c.Node(0).ID, c.Node(1).ID, c.Node(2).ID}
 	const n = 3 << 20
-	want := byteSum(pattern(n))
+	want := testutil.ByteSum(testutil.Pattern(n))
 
 	made := makeBytes.Remote(ctx, atoll.Value(n), atoll.OnNode(nodes[1], false)) // primary on node 1
 	if got, err := atoll.Get(ctx, sumBytes.Remote(ctx, made, atoll.OnNode(nodes[2], false))); err != nil || got.Sum != want {
@@ -478,7 +436,7 @@ func TestClusterObjectCopies(t *testing.T) {
 		t.Fatalf("read on node 0 after the primary's node died: %+v, %v; want the sum from node 2's copy", got, err)
 	}
 	b, err := atoll.Get(ctx, made)
-	if err != nil || byteSum(b) != want {
+	if err != nil || testutil.ByteSum(b) != want {
 		t.Fatalf("driver Get after the primary's node died: %v", err)
 	}
 

@@ -12,6 +12,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/gcs"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
@@ -21,7 +22,7 @@ import (
 // forever, and so does every later submission.
 func TestDriverDeclaredDead(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1}})
-	ctx := joinCluster(t, c)
+	ctx := testmain.JoinCluster(t, c)
 	pending := holdFor.Remote(ctx, atoll.Value(time.Minute))
 	testutil.Eventually(t, "the long task to run", func() bool {
 		for i := range c.Len() {

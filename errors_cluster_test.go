@@ -8,6 +8,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 )
 
 // TestClusterErrorsAndHandlesTravel runs on three node processes: task
@@ -16,7 +17,7 @@ import (
 // the actor in each caller's order.
 func TestClusterErrorsAndHandlesTravel(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 1, ObjectStoreMemory: 256 << 20, FailureTimeout: 4 * time.Second}})
-	ctx := joinCluster(t, c, atoll.WithObjectStoreMemory(128<<20))
+	ctx := testmain.JoinCluster(t, c, atoll.WithObjectStoreMemory(128<<20))
 	nodes := []string{c.Node(0).ID, c.Node(1).ID, c.Node(2).ID}
 
 	t.Run("FromEveryNode", func(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 )
 
 // The sizes of TestForwardedWorkIsBounded.
@@ -162,7 +163,7 @@ func TestForwardedWorkIsBounded(t *testing.T) {
 
 	// A real driver's tasks, which only the flooded node can run: it takes
 	// them up to its overall quota and refuses the others.
-	ctx := joinCluster(t, c)
+	ctx := testmain.JoinCluster(t, c)
 	refs := make([]atoll.Ref, fqDriverTasks)
 	typed := make([]atoll.ObjectRef[string], fqDriverTasks)
 	for i := range refs {

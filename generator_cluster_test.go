@@ -11,6 +11,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 )
 
 // Generator tasks on a cluster: the items of an attempt running on
@@ -89,7 +90,7 @@ func readNodeItem(t *testing.T, ctx context.Context, g *atoll.ObjectRefGenerator
 // retry.
 func TestGeneratorCluster(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 2, FailureTimeout: 4 * time.Second}})
-	ctx := joinCluster(t, c)
+	ctx := testmain.JoinCluster(t, c)
 	nodes := []string{c.Node(0).ID, c.Node(1).ID, c.Node(2).ID}
 
 	t.Run("DriverReadsAnotherNode", func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 )
 
 // piece is value i of the inline tests: 64 KiB, under the inline
@@ -40,7 +41,7 @@ var (
 // of 64 KiB, and one with 16 such arguments, run on another node.
 func TestManySmallValuesAcrossNodes(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1, ObjectStoreMemory: 64 << 20}})
-	ctx := joinCluster(t, c)
+	ctx := testmain.JoinCluster(t, c)
 	const n = 16
 	refs := manyPieces.Remote(ctx, n, atoll.Value(n))
 	for i, ref := range refs {

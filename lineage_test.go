@@ -10,6 +10,7 @@ import (
 	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
@@ -30,7 +31,7 @@ var incBytes = atoll.NewFunc1("cl.incBytes", func(_ context.Context, b []byte) (
 // rebuilt: its loss fails with ObjectReconstructionFailedError.
 func TestLineageReconstruction(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 2, FailureTimeout: 2 * time.Second}})
-	ctx := joinCluster(t, c)
+	ctx := testmain.JoinCluster(t, c)
 	victim := c.Node(2)
 	const n = 1 << 20
 	// Soft affinity: the first run is on the victim, a rerun anywhere.
@@ -60,18 +61,18 @@ func TestLineageReconstruction(t *testing.T) {
 	})
 
 	got, err := atoll.Get(ctx, lone)
-	if err != nil || byteSum(got) != byteSum(pattern(n)) {
+	if err != nil || testutil.ByteSum(got) != testutil.ByteSum(testutil.Pattern(n)) {
 		t.Fatalf("Get of the lost object: %v", err)
 	}
 	end, err := atoll.Get(ctx, cEnd)
 	if err != nil {
 		t.Fatalf("Get of the chain's end: %v", err)
 	}
-	want := pattern(n)
+	want := testutil.Pattern(n)
 	for i := range want {
 		want[i] += 2
 	}
-	if byteSum(end) != byteSum(want) {
+	if testutil.ByteSum(end) != testutil.ByteSum(want) {
 		t.Fatal("the rebuilt chain's bytes are wrong")
 	}
 	m, err := atolltest.Memory(ctx)
@@ -89,7 +90,7 @@ func TestLineageReconstruction(t *testing.T) {
 // ObjectReconstructionFailedError, which is also an ErrObjectLost.
 func TestLineageNotKept(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 2, FailureTimeout: 2 * time.Second}})
-	ctx := joinCluster(t, c)
+	ctx := testmain.JoinCluster(t, c)
 	victim := c.Node(1)
 	ref := makeBytes.Remote(ctx, atoll.Value(1<<20), atoll.OnNode(victim.ID, true), atoll.MaxRetries(0))
 	if _, _, err := atoll.Wait(ctx, []atoll.Ref{ref}, atoll.FetchLocal(false)); err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 )
 
 // metricsHold waits until the file release exists, then returns n bytes
@@ -141,7 +142,7 @@ func metricOf(ms map[string]map[string]float64, name, nodeID string, extra ...st
 func TestPrometheusMetricsMoveDuringAJob(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 2, FailureTimeout: 10 * time.Second},
 		Config: func(_ int, cfg *nodeconfig.Config) { cfg.MetricsPort = nodeconfig.MetricsAnyPort }})
-	ctx := joinCluster(t, c)
+	ctx := testmain.JoinCluster(t, c)
 	const perNode, size = 2, 3 << 20
 	type nodeAt struct{ id, addr string }
 	var nodes []nodeAt
@@ -316,7 +317,7 @@ func lintMetrics(t *testing.T, addr string, body []byte) []string {
 func TestPrometheusMetricsFollowNaming(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 2, ObjectStoreMemory: 64 << 20, FailureTimeout: 10 * time.Second},
 		Config: func(_ int, cfg *nodeconfig.Config) { cfg.MetricsPort = nodeconfig.MetricsAnyPort }})
-	ctx := joinCluster(t, c)
+	ctx := testmain.JoinCluster(t, c)
 	n0, n1 := c.Node(0), c.Node(1)
 
 	// An actor on node 1, called, then killed: the GCS counts it dead.

@@ -10,6 +10,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/raylet"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 )
 
 // TestTimelineShowsActorsTransfersAndSpills: besides task attempts, a
@@ -17,7 +18,7 @@ import (
 // pulled from other nodes, and its store's spills and restores.
 func TestTimelineShowsActorsTransfersAndSpills(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 2, ObjectStoreMemory: 64 << 20, FailureTimeout: 10 * time.Second}})
-	ctx := joinCluster(t, c)
+	ctx := testmain.JoinCluster(t, c)
 	n0, n1 := c.Node(0).ID, c.Node(1).ID
 
 	// An actor on node 1, called once.

@@ -7,6 +7,7 @@ import (
 	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 )
 
 // TestWaitFetchLocal: on a cluster, Wait with FetchLocal(false) only
@@ -15,7 +16,7 @@ import (
 // fetch_local does.
 func TestWaitFetchLocal(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 2}})
-	ctx := joinCluster(t, c)
+	ctx := testmain.JoinCluster(t, c)
 	far := atoll.OnNode(c.Node(1).ID, false)
 	storeObjects := func() uint64 {
 		m, err := atolltest.Memory(ctx) // the driver's node

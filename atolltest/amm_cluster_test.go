@@ -12,6 +12,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
@@ -25,7 +26,7 @@ var holdArg = atoll.NewFunc2("cl.holdArg", func(ctx context.Context, b []byte, d
 	defer tick.Stop()
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "release")); err == nil {
-			return sumOn{byteSum(b), atoll.CurrentNodeID()}, nil
+			return sumOn{testutil.ByteSum(b), atoll.CurrentNodeID()}, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -43,10 +44,10 @@ var holdArg = atoll.NewFunc2("cl.holdArg", func(ctx context.Context, b []byte, d
 func TestAMMReduceReplicas(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 2, FailureTimeout: 2 * time.Second},
 		Env: []string{cluster.EnvAMM + "=1", cluster.EnvAMMInterval + "=200ms"}})
-	ctx := joinCluster(t, c)
+	ctx := testmain.JoinCluster(t, c)
 	const n = 3 << 20
-	want := byteSum(pattern(n))
-	obj, err := atoll.Put(ctx, pattern(n))
+	want := testutil.ByteSum(testutil.Pattern(n))
+	obj, err := atoll.Put(ctx, testutil.Pattern(n))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func TestAMMReduceReplicas(t *testing.T) {
 		t.Fatalf("the primary on the driver's node was dropped (store use %d)", u)
 	}
 	b, err := atoll.Get(ctx, obj)
-	if err != nil || byteSum(b) != want {
+	if err != nil || testutil.ByteSum(b) != want {
 		t.Fatalf("driver Get at the end: %v", err)
 	}
 }
@@ -131,10 +132,10 @@ func TestAMMReduceReplicas(t *testing.T) {
 func TestAMMReplicate(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 2, FailureTimeout: 2 * time.Second},
 		Env: []string{cluster.EnvAMM + "=1", cluster.EnvAMMInterval + "=200ms"}})
-	ctx := joinCluster(t, c)
+	ctx := testmain.JoinCluster(t, c)
 	const n = 3 << 20
-	want := byteSum(pattern(n))
-	obj, err := atoll.Put(ctx, pattern(n))
+	want := testutil.ByteSum(testutil.Pattern(n))
+	obj, err := atoll.Put(ctx, testutil.Pattern(n))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ func TestAMMReplicate(t *testing.T) {
 		t.Fatalf("the primary on the driver's node was dropped (%+v, %v)", x, ok)
 	}
 	b, err := atoll.Get(ctx, obj)
-	if err != nil || byteSum(b) != want {
+	if err != nil || testutil.ByteSum(b) != want {
 		t.Fatalf("driver Get at the end: %v", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
@@ -94,7 +95,7 @@ var (
 func TestDrainNodeMidSort(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 2, FailureTimeout: 2 * time.Second},
 		Env: []string{cluster.EnvAMMInterval + "=200ms"}})
-	ctx := joinCluster(t, c)
+	ctx := testmain.JoinCluster(t, c)
 	drained := c.Node(2)
 
 	// The map stage, spread over the nodes.
@@ -246,9 +247,9 @@ func TestDrainNodeMidSort(t *testing.T) {
 func TestAMMStartStop(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 2, FailureTimeout: 2 * time.Second},
 		Env: []string{cluster.EnvAMMInterval + "=200ms"}})
-	ctx := joinCluster(t, c)
+	ctx := testmain.JoinCluster(t, c)
 	const n = 3 << 20
-	obj, err := atoll.Put(ctx, pattern(n))
+	obj, err := atoll.Put(ctx, testutil.Pattern(n))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +262,7 @@ func TestAMMStartStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, g := range got {
-		if g.Sum != byteSum(pattern(n)) {
+		if g.Sum != testutil.ByteSum(testutil.Pattern(n)) {
 			t.Fatalf("read on node %s: sum %d", g.Node, g.Sum)
 		}
 	}
@@ -299,7 +300,7 @@ func TestAMMStartStop(t *testing.T) {
 		t.Fatalf("StopAMM: %+v, %v (want stopped, at least %d copies dropped)", st, err, c.Len())
 	}
 	// obj lives to here (a collected ref frees its object, copies and all).
-	if b, err := atoll.Get(ctx, obj); err != nil || byteSum(b) != byteSum(pattern(n)) {
+	if b, err := atoll.Get(ctx, obj); err != nil || testutil.ByteSum(b) != testutil.ByteSum(testutil.Pattern(n)) {
 		t.Fatalf("driver Get at the end: %v", err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
@@ -43,7 +44,7 @@ func TestAMMRebalance(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 2, ObjectStoreMemory: storeSize, FailureTimeout: 2 * time.Second},
 		Env: []string{cluster.EnvAMM + "=1", cluster.EnvAMMInterval + "=200ms",
 			cluster.EnvAMMPolicies + "=Replicate,Rebalance"}})
-	ctx := joinCluster(t, c)
+	ctx := testmain.JoinCluster(t, c)
 	workers := make([]string, c.Len())
 	for i := range workers {
 		workers[i] = c.Node(i).ID
@@ -80,9 +81,9 @@ func TestAMMRebalance(t *testing.T) {
 	objs := make([]atoll.ObjectRef[[]byte], k)
 	want := make([]uint64, k)
 	for i := range objs {
-		b := pattern(size)
+		b := testutil.Pattern(size)
 		b[0] = byte(i) // distinct objects
-		want[i] = byteSum(b)
+		want[i] = testutil.ByteSum(b)
 		var err error
 		if objs[i], err = atoll.Put(ctx, b); err != nil {
 			t.Fatal(err)
@@ -189,7 +190,7 @@ func TestAMMRebalance(t *testing.T) {
 	}
 	for i, obj := range objs {
 		b, err := atoll.Get(ctx, obj)
-		if err != nil || byteSum(b) != want[i] {
+		if err != nil || testutil.ByteSum(b) != want[i] {
 			t.Fatalf("driver Get of object %d at the end: %v", i, err)
 		}
 	}
@@ -217,7 +218,7 @@ var holdAll = atoll.NewFuncN("cl.holdAll", func(ctx context.Context, args [][]by
 	}
 	out := make([]sumOn, len(args)-1)
 	for i, b := range args[1:] {
-		out[i] = sumOn{byteSum(b), atoll.CurrentNodeID()}
+		out[i] = sumOn{testutil.ByteSum(b), atoll.CurrentNodeID()}
 	}
 	return out, nil
 })

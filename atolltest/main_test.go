@@ -2,7 +2,6 @@ package atolltest_test
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
@@ -41,8 +40,9 @@ type sumOn struct {
 type counter struct{ n int }
 
 var (
-	nodeOf   = atoll.NewFunc1("ops.nodeOf", func(_ context.Context, _ int) (string, error) { return atoll.CurrentNodeID(), nil })
-	sumBytes = atoll.NewFunc1("ops.sumBytes", func(_ context.Context, b []byte) (sumOn, error) { return sumOn{byteSum(b), atoll.CurrentNodeID()}, nil })
+	sumBytes = atoll.NewFunc1("ops.sumBytes", func(_ context.Context, b []byte) (sumOn, error) {
+		return sumOn{testutil.ByteSum(b), atoll.CurrentNodeID()}, nil
+	})
 	// holdFor runs for d (or until cancelled) and says where it ran.
 	holdFor = atoll.NewFunc1("ops.holdFor", func(ctx context.Context, d time.Duration) (string, error) {
 		t := time.NewTimer(d)
@@ -55,50 +55,6 @@ var (
 		return atoll.CurrentNodeID(), nil
 	})
 )
-
-func pattern(n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(i*7 + i>>11)
-	}
-	return b
-}
-
-func byteSum(b []byte) uint64 {
-	var s uint64
-	for _, x := range b {
-		s += uint64(x)
-	}
-	return s
-}
-
-// joinCluster connects this test's driver to c.
-func joinCluster(t *testing.T, c *testcluster.Cluster, opts ...atoll.Option) context.Context {
-	t.Helper()
-	ctx := testmain.Init(t, 3*time.Minute, append([]atoll.Option{atoll.WithAddress(c.Address()), atoll.WithSecret(c.Secret()),
-		atoll.WithObjectStoreMemory(512 << 20)}, opts...)...)
-	// Wait until the driver's node sees every node of the cluster: tasks
-	// submitted before would all go to the first node it heard of.
-	testutil.Eventually(t, "the driver to see the cluster's nodes", func() bool {
-		return len(spreadNodes(ctx, t, 3*c.Len())) == c.Len()
-	})
-	return ctx
-}
-
-// spreadNodes runs n SPREAD tasks and returns the distinct nodes they ran on.
-func spreadNodes(ctx context.Context, t *testing.T, n int) []string {
-	t.Helper()
-	refs := make([]atoll.ObjectRef[string], n)
-	for i := range refs {
-		refs[i] = nodeOf.Remote(ctx, atoll.Value(i), atoll.Spread())
-	}
-	got, err := atoll.GetAll(ctx, refs)
-	if err != nil {
-		t.Fatalf("spread tasks: %v", err)
-	}
-	slices.Sort(got)
-	return slices.Compact(got)
-}
 
 // nodeStatus is node id's entry in the cluster's current status, once
 // its load report arrived (a status taken on a busy machine may lack it,

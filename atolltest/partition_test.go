@@ -14,6 +14,7 @@ import (
 	"github.com/atoll-runtime/atoll/faultplan"
 	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
@@ -44,7 +45,7 @@ var ptWhere = atoll.NewFunc1("pt.where", func(ctx context.Context, d time.Durati
 func TestPartitionHeals(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 3})
 	ft := c.Options().Node.FailureTimeout
-	ctx := joinCluster(t, c, atoll.WithFailureTimeout(ft))
+	ctx := testmain.JoinCluster(t, c, atoll.WithFailureTimeout(ft))
 	head, other, victim := c.Node(0), c.Node(1), c.Node(2)
 	driver := atoll.CurrentNodeID()
 
@@ -120,7 +121,7 @@ func TestPartitionHeals(t *testing.T) {
 			return s != nil && s.Peers == uint64(len(alive)-1)
 		})
 	}
-	if got := spreadNodes(ctx, t, 12); !slices.Equal(got, []string{min(head.ID, other.ID), max(head.ID, other.ID)}) {
+	if got := testmain.SpreadNodes(ctx, t, 12); !slices.Equal(got, []string{min(head.ID, other.ID), max(head.ID, other.ID)}) {
 		t.Errorf("after the heal, tasks ran on %v, want the two survivors", got)
 	}
 }
@@ -128,7 +129,7 @@ func TestPartitionHeals(t *testing.T) {
 // The partition call refuses the head and bad arguments with typed errors.
 func TestPartitionNodeRefusals(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 2})
-	ctx := joinCluster(t, c)
+	ctx := testmain.JoinCluster(t, c)
 	for _, tc := range []struct {
 		name string
 		id   string

@@ -10,6 +10,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
+	"github.com/atoll-runtime/atoll/internal/testmain"
 	"github.com/atoll-runtime/atoll/internal/testutil"
 	"github.com/atoll-runtime/atoll/memsample"
 )
@@ -35,7 +36,7 @@ func TestSampleMemoryLocal(t *testing.T) {
 	}
 	base := first.Total[0]
 	const size = 4 << 20
-	ref, err := atoll.Put(ctx, pattern(size))
+	ref, err := atoll.Put(ctx, testutil.Pattern(size))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestSampleMemoryLocal(t *testing.T) {
 // and raises the total again.
 func TestSampleMemoryCluster(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 2})
-	ctx := joinCluster(t, c)
+	ctx := testmain.JoinCluster(t, c)
 	s, err := atolltest.SampleMemory(ctx, 20*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +85,7 @@ func TestSampleMemoryCluster(t *testing.T) {
 	base := first.Total[len(first.Total)-1]
 
 	const size = 4 << 20
-	obj, err := atoll.Put(ctx, pattern(size))
+	obj, err := atoll.Put(ctx, testutil.Pattern(size))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,14 @@
 // Package testmain is the TestMain of the packages whose tests run atoll
 // with worker processes: the test binary is re-executed as a worker (or a
 // node) and must serve instead of running the tests, and the tests must
-// leave no goroutine behind.
+// leave no goroutine behind. It also starts a driver for one test (Start,
+// Init) or joins one to a test cluster (JoinCluster).
 package testmain
 
 import (
 	"context"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -65,4 +67,45 @@ func Init(t testing.TB, timeout time.Duration, opts ...atoll.Option) context.Con
 		}
 	})
 	return ctx
+}
+
+// Cluster is what JoinCluster needs of a test cluster (a
+// testcluster.Cluster).
+type Cluster interface {
+	Address() string
+	Secret() string
+	Len() int
+}
+
+// JoinCluster connects this test's driver to c (a 512 MiB object store
+// unless opts say otherwise) until the test ends, and waits until its node
+// sees every node of c: tasks submitted before would all go to the first
+// node it heard of. The context it returns ends after 3 minutes.
+func JoinCluster(t testing.TB, c Cluster, opts ...atoll.Option) context.Context {
+	t.Helper()
+	ctx := Init(t, 3*time.Minute, append([]atoll.Option{atoll.WithAddress(c.Address()), atoll.WithSecret(c.Secret()),
+		atoll.WithObjectStoreMemory(512 << 20)}, opts...)...)
+	testutil.Eventually(t, "the driver to see the cluster's nodes", func() bool {
+		return len(SpreadNodes(ctx, t, 3*c.Len())) == c.Len()
+	})
+	return ctx
+}
+
+// nodeOf says which node it ran on.
+var nodeOf = atoll.NewFunc1("testmain.nodeOf", func(_ context.Context, _ int) (string, error) { return atoll.CurrentNodeID(), nil })
+
+// SpreadNodes runs n tasks with the SPREAD strategy and returns the
+// distinct nodes they ran on, sorted.
+func SpreadNodes(ctx context.Context, t testing.TB, n int) []string {
+	t.Helper()
+	refs := make([]atoll.ObjectRef[string], n)
+	for i := range refs {
+		refs[i] = nodeOf.Remote(ctx, atoll.Value(i), atoll.Spread())
+	}
+	got, err := atoll.GetAll(ctx, refs)
+	if err != nil {
+		t.Fatalf("spread tasks: %v", err)
+	}
+	slices.Sort(got)
+	return slices.Compact(got)
 }

@@ -2,8 +2,9 @@
 // one per need: waiting for a condition (Eventually, EventuallyWithin),
 // checking that a test binary leaves no goroutine behind (VerifyNoLeaks),
 // capturing what a logger writes (NewLogBuffer), a connected pair of unix
-// sockets (SocketPair), and a small real file system that fills up
-// (SmallDisk, a tmpfs; root only).
+// sockets (SocketPair), a small real file system that fills up
+// (SmallDisk, a tmpfs; root only), and test data whose misplaced bytes
+// show (Pattern, with its checksum ByteSum).
 //
 // It imports nothing of atoll's, so every package's own tests may use it,
 // including those of packages the SDK is built on.

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -32,6 +33,9 @@ type proc struct {
 	// alive until it dies (a kill, its node's death) or stops.
 	alive   bool
 	threads []*thread
+	// fetches are the node's threads pulling objects for it: their
+	// contexts end when it dies.
+	fetches []*thread
 	env     *procEnv
 	client  *storeClient
 }
@@ -79,6 +83,10 @@ func (p *proc) die(why string) {
 	p.rt.SimKill()
 	p.w.log.add("proc %s died: %s", p.name, why)
 	p.w.killThreads(p)
+	for _, t := range p.fetches {
+		t.cancel(errThreadKilled)
+	}
+	p.fetches = nil
 }
 
 // procEnv is runtime.SimEnv for one process.
@@ -224,9 +232,11 @@ func (l *procLink) KillWorker(m *atollpb.KillWorker) {
 
 // Fetch asks the node to pull objects held elsewhere. The node's fetcher
 // does it on a thread of its own (as the raylet's process does for its
-// workers), which ends when the worker dies (as the node's does when the
-// worker's connection ends): the owner may free what a dead worker asked
-// for.
+// workers), whose context ends when the worker dies (as the node's does
+// when the worker's connection ends): it starts nothing more, since the
+// owner may free what a dead worker asked for, and a pull under way ends
+// as it would have (the node's transfer seals or gives back its copy
+// itself, whoever still waits on it).
 func (l *procLink) Fetch(ctx context.Context, refs []*atollpb.ObjectRef) error {
 	p := l.p
 	if !p.alive {
@@ -235,10 +245,11 @@ func (l *procLink) Fetch(ctx context.Context, refs []*atollpb.ObjectRef) error {
 	n := p.node
 	var done bool
 	var err error
-	p.w.spawn(p, n.name+".fetch for "+p.name, func(fctx context.Context) {
+	t := p.w.spawn(nil, n.name+".fetch for "+p.name, func(fctx context.Context) {
 		err = n.fetch(fctx, p, refs)
 		done = true
 	})
+	p.fetches = append(slices.DeleteFunc(p.fetches, func(t *thread) bool { return t.state == threadDone }), t)
 	p.w.park(func() bool { return done || ctx.Err() != nil })
 	if !done {
 		return ctx.Err()

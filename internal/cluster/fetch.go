@@ -217,14 +217,26 @@ func (f *fetcher) pullFrom(ctx context.Context, addr string, node ids.NodeID, id
 			f.store.PrefaultView(buf)
 		}
 		return buf, err
-	})
-	switch {
-	case err == nil && !shared:
-		if err := f.store.Seal(ctx, id); err != nil {
+	}, func(n uint64, err error) error {
+		// The transfer ended and writes no more into the copy (whoever
+		// waits on it, this reader or no longer): seal it, or give it
+		// back. The store's calls outlive the reader's context.
+		bg := context.WithoutCancel(ctx)
+		if err != nil {
+			if !errors.Is(err, objectstore.ErrObjectExists) {
+				_ = f.store.Abort(bg, id) // a no-op unless this pull created it
+			}
+			return err
+		}
+		if err := f.store.Seal(bg, id); err != nil {
 			return err
 		}
 		f.pulls.Add(1)
 		f.pulledBytes.Add(n)
+		return nil
+	})
+	switch {
+	case err == nil && !shared:
 		return nil
 	case err == nil || errors.Is(err, objectstore.ErrObjectExists):
 		// Another reader's transfer (or creation) of the object: wait
@@ -233,12 +245,9 @@ func (f *fetcher) pullFrom(ctx context.Context, addr string, node ids.NodeID, id
 			return nil
 		}
 		return &errs.ObjectLostError{ObjectID: id.String(), Message: "a concurrent pull of the object did not complete"}
-	}
-	_ = f.store.Abort(context.WithoutCancel(ctx), id) // a no-op unless this pull created it
-	if ctx.Err() != nil {
+	case ctx.Err() != nil:
 		return ctx.Err()
-	}
-	if errors.Is(err, errs.ErrObjectStoreFull) {
+	case errors.Is(err, errs.ErrObjectStoreFull):
 		return err
 	}
 	return &errs.ObjectLostError{ObjectID: id.String(), Message: "pull from node " + node.Short() + " failed: " + err.Error()}

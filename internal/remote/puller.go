@@ -74,12 +74,24 @@ func NewPuller(client *Client, cfg PullerConfig) (*Puller, error) {
 	return &Puller{client: client, max: cfg.MaxInFlight, active: make(map[ids.ObjectID]*transfer)}, nil
 }
 
+// FinishFunc ends a transfer: it runs once, on the transfer's goroutine,
+// after the last byte was written into the buffer alloc gave (or the
+// transfer failed, err non-nil, and writes nothing more), and what it
+// returns is the transfer's result. It is where the buffer is sealed or
+// given back: not in a caller of Pull, who may have left before the
+// transfer ended while others wait on it.
+type FinishFunc func(n uint64, err error) error
+
 // Pull fetches id from addr into the buffer alloc returns, as
 // Client.Pull, unless a pull of id is already in flight through p: then
 // it waits for that transfer and returns its result without calling
 // alloc (the bytes land in the first caller's buffer, which in atoll is
 // the one local copy of the object). shared reports which case occurred.
-func (p *Puller) Pull(ctx context.Context, addr string, id ids.ObjectID, alloc AllocFunc) (n uint64, shared bool, err error) {
+// finish (nil: none) ends the transfer (FinishFunc); a joining caller's
+// finish is not called. A caller whose ctx ends returns at once; the
+// transfer goes on while any caller waits, and is cancelled, then
+// finished, when none does.
+func (p *Puller) Pull(ctx context.Context, addr string, id ids.ObjectID, alloc AllocFunc, finish FinishFunc) (n uint64, shared bool, err error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -94,7 +106,7 @@ func (p *Puller) Pull(ctx context.Context, addr string, id ids.ObjectID, alloc A
 		p.active[id] = t
 		p.stats.Transfers++
 		p.running.Add(1)
-		go p.run(tctx, t, addr, id, alloc)
+		go p.run(tctx, t, addr, id, alloc, finish)
 	}
 	t.waiters++
 	p.mu.Unlock()
@@ -133,7 +145,7 @@ func (p *Puller) Close() {
 	p.running.Wait()
 }
 
-func (p *Puller) run(ctx context.Context, t *transfer, addr string, id ids.ObjectID, alloc AllocFunc) {
+func (p *Puller) run(ctx context.Context, t *transfer, addr string, id ids.ObjectID, alloc AllocFunc, finish FinishFunc) {
 	defer p.running.Done()
 	var admitted uint64
 	t.n, t.err = p.client.Pull(ctx, addr, id, func(size uint64) ([]byte, error) {
@@ -143,6 +155,9 @@ func (p *Puller) run(ctx context.Context, t *transfer, addr string, id ids.Objec
 		admitted = size
 		return alloc(size)
 	})
+	if finish != nil {
+		t.err = finish(t.n, t.err)
+	}
 	p.mu.Lock()
 	p.release(admitted)
 	delete(p.active, id)

@@ -44,7 +44,7 @@ func TestPullerDeduplicatesConcurrentPulls(t *testing.T) {
 	var sharedCount atomic.Int64
 	for range readers {
 		wg.Go(func() {
-			n, shared, err := p.Pull(context.Background(), srv.Addr(), id, alloc)
+			n, shared, err := p.Pull(context.Background(), srv.Addr(), id, alloc, nil)
 			if shared {
 				sharedCount.Add(1)
 			}
@@ -72,7 +72,7 @@ func TestPullerDeduplicatesConcurrentPulls(t *testing.T) {
 		t.Fatal("bytes differ")
 	}
 	// Once finished, a new pull of the same id transfers again.
-	if _, shared, err := p.Pull(context.Background(), srv.Addr(), id, alloc); err != nil || shared {
+	if _, shared, err := p.Pull(context.Background(), srv.Addr(), id, alloc, nil); err != nil || shared {
 		t.Fatalf("second pull: shared=%v err=%v", shared, err)
 	}
 	if st := p.Stats(); st.Transfers != 2 {
@@ -104,7 +104,7 @@ func TestPullerRespectsMaxInFlight(t *testing.T) {
 		id := objID(uint32(i))
 		src.add(id, pattern(size, byte(i)))
 		wg.Go(func() {
-			_, _, err := p.Pull(context.Background(), srv.Addr(), id, alloc)
+			_, _, err := p.Pull(context.Background(), srv.Addr(), id, alloc, nil)
 			errc <- err
 		})
 	}
@@ -141,13 +141,13 @@ func TestPullerCancelledWaiterDoesNotFailOthers(t *testing.T) {
 	first := make(chan error, 1)
 	var dst []byte
 	go func() {
-		_, _, err := p.Pull(ctx, srv.Addr(), id, bufAlloc(&dst))
+		_, _, err := p.Pull(ctx, srv.Addr(), id, bufAlloc(&dst), nil)
 		first <- err
 	}()
 	testutil.Eventually(t, "transfer to start", func() bool { return p.Stats().Transfers == 1 })
 	second := make(chan error, 1)
 	go func() {
-		_, _, err := p.Pull(context.Background(), srv.Addr(), id, bufAlloc(new([]byte)))
+		_, _, err := p.Pull(context.Background(), srv.Addr(), id, bufAlloc(new([]byte)), nil)
 		second <- err
 	}()
 	testutil.Eventually(t, "second reader to join", func() bool { return p.Stats().Joined == 1 })
@@ -167,7 +167,7 @@ func TestPullerCancelledWaiterDoesNotFailOthers(t *testing.T) {
 func TestPullerNotFound(t *testing.T) {
 	srv := startServer(t, newMemSource())
 	p := newTestPuller(t, 1<<20)
-	_, _, err := p.Pull(context.Background(), srv.Addr(), objID(9), bufAlloc(new([]byte)))
+	_, _, err := p.Pull(context.Background(), srv.Addr(), objID(9), bufAlloc(new([]byte)), nil)
 	if !errors.Is(err, errs.ErrNotFound) {
 		t.Fatalf("err = %v, want ErrNotFound", err)
 	}
@@ -211,7 +211,7 @@ func TestPullerCloseWaitsForTransfers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	pulled := make(chan error, 1)
 	go func() {
-		_, _, err := p.Pull(ctx, srv.Addr(), id, alloc)
+		_, _, err := p.Pull(ctx, srv.Addr(), id, alloc, nil)
 		pulled <- err
 	}()
 	<-inAlloc
@@ -228,7 +228,85 @@ func TestPullerCloseWaitsForTransfers(t *testing.T) {
 	if !<-closed {
 		t.Fatal("Close returned while a transfer was still in its alloc")
 	}
-	if _, _, err := p.Pull(context.Background(), srv.Addr(), id, func(n uint64) ([]byte, error) { return make([]byte, n), nil }); !errors.Is(err, errs.ErrUnavailable) {
+	if _, _, err := p.Pull(context.Background(), srv.Addr(), id, func(n uint64) ([]byte, error) { return make([]byte, n), nil }, nil); !errors.Is(err, errs.ErrUnavailable) {
 		t.Fatalf("a pull after Close: %v, want UNAVAILABLE", err)
+	}
+}
+
+// TestPullerFinishRunsOnceAfterTheTransfer: the transfer, not a caller,
+// ends the buffer's life. A creator that leaves while another reader
+// waits gets its error at once, and finish runs once, when the last byte
+// is in its buffer; a transfer every caller left is cancelled and
+// finished with the error.
+func TestPullerFinishRunsOnceAfterTheTransfer(t *testing.T) {
+	src := newMemSource()
+	src.gate = make(chan struct{})
+	srv := startServer(t, src)
+	id := objID(1)
+	src.add(id, []byte("shared"))
+	p := newTestPuller(t, 1<<20)
+
+	type end struct {
+		n   uint64
+		err error
+	}
+	finished := make(chan end, 2)
+	finish := func(n uint64, err error) error {
+		finished <- end{n, err}
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	var dst []byte
+	go func() {
+		_, _, err := p.Pull(ctx, srv.Addr(), id, bufAlloc(&dst), finish)
+		first <- err
+	}()
+	testutil.Eventually(t, "transfer to start", func() bool { return p.Stats().Transfers == 1 })
+	second := make(chan error, 1)
+	go func() {
+		_, _, err := p.Pull(context.Background(), srv.Addr(), id, bufAlloc(new([]byte)), finish)
+		second <- err
+	}()
+	testutil.Eventually(t, "second reader to join", func() bool { return p.Stats().Joined == 1 })
+	cancel()
+	if err := <-first; !errors.Is(err, context.Canceled) {
+		t.Fatalf("first: %v, want context.Canceled", err)
+	}
+	select {
+	case e := <-finished:
+		t.Fatalf("finished (%d bytes, %v) while the transfer was held", e.n, e.err)
+	default:
+	}
+	close(src.gate)
+	if err := <-second; err != nil {
+		t.Fatalf("second: %v", err)
+	}
+	if e := <-finished; e.err != nil || e.n != 6 || string(dst) != "shared" {
+		t.Fatalf("finished with %d bytes, %v; buffer %q", e.n, e.err, dst)
+	}
+
+	// A transfer whose only reader leaves.
+	src.gate = make(chan struct{})
+	id2 := objID(2)
+	src.add(id2, []byte("alone"))
+	ctx, cancel = context.WithCancel(context.Background())
+	go func() {
+		_, _, err := p.Pull(ctx, srv.Addr(), id2, bufAlloc(new([]byte)), finish)
+		first <- err
+	}()
+	testutil.Eventually(t, "second transfer to start", func() bool { return p.Stats().Transfers == 2 })
+	cancel()
+	if err := <-first; !errors.Is(err, context.Canceled) {
+		t.Fatalf("lone reader: %v, want context.Canceled", err)
+	}
+	if e := <-finished; e.err == nil {
+		t.Fatalf("a transfer nobody waits for finished with %d bytes and no error", e.n)
+	}
+	close(src.gate)
+	select {
+	case e := <-finished:
+		t.Fatalf("finished twice (%d bytes, %v)", e.n, e.err)
+	default:
 	}
 }

@@ -129,6 +129,9 @@ func TestPullerRespectsMaxInFlight(t *testing.T) {
 	}
 }
 
+// TestPullerCancelledWaiterDoesNotFailOthers: a creator that leaves
+// while another reader waits gets its error at once, the transfer goes
+// on into its buffer, and finish runs once, when the last byte is in.
 func TestPullerCancelledWaiterDoesNotFailOthers(t *testing.T) {
 	src := newMemSource()
 	src.gate = make(chan struct{})
@@ -137,17 +140,18 @@ func TestPullerCancelledWaiterDoesNotFailOthers(t *testing.T) {
 	src.add(id, []byte("shared"))
 	p := newTestPuller(t, 1<<20)
 
+	finished := make(chan finishCall, 2)
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan error, 1)
 	var dst []byte
 	go func() {
-		_, _, err := p.Pull(ctx, srv.Addr(), id, bufAlloc(&dst), nil)
+		_, _, err := p.Pull(ctx, srv.Addr(), id, bufAlloc(&dst), recordFinish(finished))
 		first <- err
 	}()
 	testutil.Eventually(t, "transfer to start", func() bool { return p.Stats().Transfers == 1 })
 	second := make(chan error, 1)
 	go func() {
-		_, _, err := p.Pull(context.Background(), srv.Addr(), id, bufAlloc(new([]byte)), nil)
+		_, _, err := p.Pull(context.Background(), srv.Addr(), id, bufAlloc(new([]byte)), recordFinish(finished))
 		second <- err
 	}()
 	testutil.Eventually(t, "second reader to join", func() bool { return p.Stats().Joined == 1 })
@@ -155,12 +159,68 @@ func TestPullerCancelledWaiterDoesNotFailOthers(t *testing.T) {
 	if err := <-first; !errors.Is(err, context.Canceled) {
 		t.Fatalf("first: %v, want context.Canceled", err)
 	}
+	select {
+	case f := <-finished:
+		t.Fatalf("finished (%d bytes, %v) while the transfer was held", f.n, f.err)
+	default:
+	}
 	close(src.gate)
 	if err := <-second; err != nil {
 		t.Fatalf("second: %v", err)
 	}
 	if string(dst) != "shared" {
 		t.Fatalf("dst = %q", dst)
+	}
+	if f := <-finished; f.err != nil || f.n != 6 {
+		t.Fatalf("finished with %d bytes, %v; want 6, nil", f.n, f.err)
+	}
+	if len(finished) != 0 {
+		t.Fatal("finished twice")
+	}
+}
+
+// finishCall is one call of a FinishFunc.
+type finishCall struct {
+	n   uint64
+	err error
+}
+
+// recordFinish is a FinishFunc that sends its calls to c.
+func recordFinish(c chan<- finishCall) FinishFunc {
+	return func(n uint64, err error) error {
+		c <- finishCall{n, err}
+		return err
+	}
+}
+
+// TestPullerFinishAfterEveryReaderLeft: a transfer its only reader left
+// is cancelled and finished with the error, once.
+func TestPullerFinishAfterEveryReaderLeft(t *testing.T) {
+	src := newMemSource()
+	src.gate = make(chan struct{})
+	srv := startServer(t, src)
+	id := objID(2)
+	src.add(id, []byte("alone"))
+	p := newTestPuller(t, 1<<20)
+
+	finished := make(chan finishCall, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := p.Pull(ctx, srv.Addr(), id, bufAlloc(new([]byte)), recordFinish(finished))
+		done <- err
+	}()
+	testutil.Eventually(t, "transfer to start", func() bool { return p.Stats().Transfers == 1 })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("reader: %v, want context.Canceled", err)
+	}
+	if f := <-finished; f.err == nil {
+		t.Fatalf("a transfer nobody waits for finished with %d bytes and no error", f.n)
+	}
+	close(src.gate)
+	if len(finished) != 0 {
+		t.Fatal("finished twice")
 	}
 }
 
@@ -230,83 +290,5 @@ func TestPullerCloseWaitsForTransfers(t *testing.T) {
 	}
 	if _, _, err := p.Pull(context.Background(), srv.Addr(), id, func(n uint64) ([]byte, error) { return make([]byte, n), nil }, nil); !errors.Is(err, errs.ErrUnavailable) {
 		t.Fatalf("a pull after Close: %v, want UNAVAILABLE", err)
-	}
-}
-
-// TestPullerFinishRunsOnceAfterTheTransfer: the transfer, not a caller,
-// ends the buffer's life. A creator that leaves while another reader
-// waits gets its error at once, and finish runs once, when the last byte
-// is in its buffer; a transfer every caller left is cancelled and
-// finished with the error.
-func TestPullerFinishRunsOnceAfterTheTransfer(t *testing.T) {
-	src := newMemSource()
-	src.gate = make(chan struct{})
-	srv := startServer(t, src)
-	id := objID(1)
-	src.add(id, []byte("shared"))
-	p := newTestPuller(t, 1<<20)
-
-	type end struct {
-		n   uint64
-		err error
-	}
-	finished := make(chan end, 2)
-	finish := func(n uint64, err error) error {
-		finished <- end{n, err}
-		return err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	first := make(chan error, 1)
-	var dst []byte
-	go func() {
-		_, _, err := p.Pull(ctx, srv.Addr(), id, bufAlloc(&dst), finish)
-		first <- err
-	}()
-	testutil.Eventually(t, "transfer to start", func() bool { return p.Stats().Transfers == 1 })
-	second := make(chan error, 1)
-	go func() {
-		_, _, err := p.Pull(context.Background(), srv.Addr(), id, bufAlloc(new([]byte)), finish)
-		second <- err
-	}()
-	testutil.Eventually(t, "second reader to join", func() bool { return p.Stats().Joined == 1 })
-	cancel()
-	if err := <-first; !errors.Is(err, context.Canceled) {
-		t.Fatalf("first: %v, want context.Canceled", err)
-	}
-	select {
-	case e := <-finished:
-		t.Fatalf("finished (%d bytes, %v) while the transfer was held", e.n, e.err)
-	default:
-	}
-	close(src.gate)
-	if err := <-second; err != nil {
-		t.Fatalf("second: %v", err)
-	}
-	if e := <-finished; e.err != nil || e.n != 6 || string(dst) != "shared" {
-		t.Fatalf("finished with %d bytes, %v; buffer %q", e.n, e.err, dst)
-	}
-
-	// A transfer whose only reader leaves.
-	src.gate = make(chan struct{})
-	id2 := objID(2)
-	src.add(id2, []byte("alone"))
-	ctx, cancel = context.WithCancel(context.Background())
-	go func() {
-		_, _, err := p.Pull(ctx, srv.Addr(), id2, bufAlloc(new([]byte)), finish)
-		first <- err
-	}()
-	testutil.Eventually(t, "second transfer to start", func() bool { return p.Stats().Transfers == 2 })
-	cancel()
-	if err := <-first; !errors.Is(err, context.Canceled) {
-		t.Fatalf("lone reader: %v, want context.Canceled", err)
-	}
-	if e := <-finished; e.err == nil {
-		t.Fatalf("a transfer nobody waits for finished with %d bytes and no error", e.n)
-	}
-	close(src.gate)
-	select {
-	case e := <-finished:
-		t.Fatalf("finished twice (%d bytes, %v)", e.n, e.err)
-	default:
 	}
 }

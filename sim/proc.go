@@ -249,7 +249,7 @@ func (l *procLink) Fetch(ctx context.Context, refs []*atollpb.ObjectRef) error {
 		err = n.fetch(fctx, p, refs)
 		done = true
 	})
-	p.fetches = append(slices.DeleteFunc(p.fetches, func(t *thread) bool { return t.state == threadDone }), t)
+	p.fetches = append(slices.DeleteFunc(p.fetches, func(f *thread) bool { return f.state == threadDone }), t)
 	p.w.park(func() bool { return done || ctx.Err() != nil })
 	if !done {
 		return ctx.Err()

@@ -120,11 +120,12 @@ func forwardDown(conn *workerconn.Conn, msg any) bool {
 }
 
 // fetch pulls objects held on other nodes into the node's store for the
-// worker (cluster mode) and answers with a status. The pull ends with the
-// worker's connection: a worker that died wants nothing, and the owner of
-// what it asked for may free it meanwhile (a call that fails with its
-// actor drops its arguments), so reading on would read freed objects.
-// Other readers of the same object keep its transfer going.
+// worker (cluster mode) and answers with a status. The fetch's context
+// ends with the worker's connection: a worker that died wants nothing, and
+// the owner of what it asked for may free it meanwhile (a call that fails
+// with its actor drops its arguments), so the fetch starts nothing more.
+// A transfer under way ends on its own (remote.FinishFunc): other readers
+// of the same object may wait on it.
 func (p *proxy) fetch(conn *workerconn.Conn, id uint64, req *atollpb.FetchObjects) {
 	var err error
 	if p.cfg.Fetch != nil {

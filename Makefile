@@ -31,11 +31,13 @@ test: ## run every test with the race detector
 	GO=$(GO) scripts/test-race.sh $(PKGS)
 
 # Long runs that `make test` (and CI) leave out: a node serving 2000
-# driver jobs in a row must not grow (about 45 minutes), and the chaos
-# sample's fault plan over a longer run.
+# driver jobs in a row must not grow (about 45 minutes), the chaos
+# sample's fault plan over a longer run, and the simulator over 10,000
+# seeds past CI's (about 10 minutes on 2 cores).
 soak: ## run the long soaks (not in CI; about an hour)
 	ATOLL_LONG_JOBS=2000 $(GO) test -race -count=1 -timeout 90m -run '^TestLongLivedNode$$' -v .
 	$(GO) run ./samples/chaos -duration 5m -max-duration 10m
+	$(MAKE) sim SIM_SEEDS=10000 SIM_FLAGS='-first 10000'
 
 lint: ## gofmt, go vet and staticcheck
 	@unformatted=$$(for d in $$($(GO) list -e -f '{{.Dir}}' ./...); do gofmt -l $$d/*.go; done); \

@@ -157,6 +157,13 @@ func (n *node) pullFrom(ctx context.Context, node ids.NodeID, id ids.ObjectID, c
 	if err != nil {
 		return err
 	}
+	if ctx.Err() != nil {
+		// Its only reader left before it asked the source: the node's
+		// transfer is cancelled and gives its copy back.
+		_ = s.store.Abort(id, n.xfer(), n.now())
+		s.flush()
+		return ctx.Err()
+	}
 	// The transfer: the source pins the object while it serves it.
 	var data []byte
 	var pullErr error

@@ -87,6 +87,12 @@ type Model struct {
 	Equal func(a, b any) bool
 	// Describe renders an operation for a report (optional).
 	Describe func(input, output any) string
+	// Key, if set, names the part of the state an operation reads or
+	// writes (a key of a map): operations of different keys never affect
+	// each other, so each key's history is checked on its own. Without
+	// it, a few operations of unknown outcome spread over many keys can
+	// make the check search for longer than its time limit allows.
+	Key func(input any) string
 }
 
 // A Checker judges a run from its history once the workload returned.
@@ -132,6 +138,24 @@ func (h *History) linearizable(m Model) error {
 	}
 	if m.Describe != nil {
 		pm.DescribeOperation = func(input, output any) string { return m.Describe(input, output) }
+	}
+	if m.Key != nil {
+		pm.Partition = func(history []porcupine.Operation) [][]porcupine.Operation {
+			var keys []string
+			byKey := map[string][]porcupine.Operation{}
+			for _, op := range history {
+				k := m.Key(op.Input)
+				if _, ok := byKey[k]; !ok {
+					keys = append(keys, k)
+				}
+				byKey[k] = append(byKey[k], op)
+			}
+			out := make([][]porcupine.Operation, len(keys))
+			for i, k := range keys {
+				out[i] = byKey[k]
+			}
+			return out
+		}
 	}
 	switch porcupine.CheckOperationsTimeout(pm, ops, 30*time.Second) {
 	case porcupine.Ok:

@@ -330,7 +330,15 @@ func (s *storeParty) create(ctx context.Context, id ids.ObjectID, size uint64, c
 	s.creates[token] = cw
 	s.flush()
 	w.log.add("%s.store creation of %s (%d bytes) waits for space", n.name, id.Short(), size)
-	w.park(func() bool { return cw.done })
+	w.park(func() bool { return cw.done || ctx.Err() != nil })
+	if !cw.done {
+		// Its caller gave up (a fetch whose worker died): the request
+		// leaves the queue, as the store client's does.
+		delete(s.creates, token)
+		_ = s.store.Abort(id, client, n.now())
+		s.flush()
+		return nil, ctx.Err()
+	}
 	if cw.err != nil {
 		return nil, wireErr(cw.err)
 	}

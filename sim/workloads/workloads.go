@@ -436,6 +436,7 @@ var KVModel = sim.Model{
 		next[op.Key] = op.Value
 		return next, op.Value
 	},
+	Key: func(input any) string { return input.(KVOp).Key },
 	Describe: func(input, output any) string {
 		op := input.(KVOp)
 		if op.Put {

@@ -334,8 +334,9 @@ func (t *Table) OwnerNode(id ids.ObjectID) ids.NodeID {
 	return t.cfg.Node
 }
 
-// StoredIDs lists the objects this process owns that live in a store (or
-// may, after a rebuild that failed), in id order.
+// StoredIDs lists the objects this process owns that live in a store, or
+// may have copies in one its record does not know of (object.strays), in
+// id order.
 func (t *Table) StoredIDs() []ids.ObjectID {
 	var out []ids.ObjectID
 	for id, o := range t.objects {

@@ -231,6 +231,9 @@ func (e *Env) checkStores() {
 		}
 		for _, id := range p.table.StoredIDs() {
 			v, _, _, _ := p.table.Lookup(id)
+			if v.GetStored() == nil {
+				continue // copies its record does not know of (strays): none to check
+			}
 			at := e.nodeByID(ids.MustFromBytes(v.GetStored().GetNodeId()))
 			if at == nil {
 				continue

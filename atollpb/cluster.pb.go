@@ -627,7 +627,14 @@ type FreeObjects struct {
 	// exited_owners are owner processes (worker or actor processes) of the
 	// origin node that exited: every node frees the objects they owned
 	// there and forgets them (as OwnersExited, now numbered).
-	ExitedOwners  [][]byte `protobuf:"bytes,6,rep,name=exited_owners,json=exitedOwners,proto3" json:"exited_owners,omitempty"`
+	ExitedOwners [][]byte `protobuf:"bytes,6,rep,name=exited_owners,json=exitedOwners,proto3" json:"exited_owners,omitempty"`
+	// owed_from answers an ask for every notice owed (FreeRepair first 0):
+	// the number of the first notice the asker must apply. The notices
+	// before it were sent before the origin heard of the asker (less a
+	// margin for gossip), so they freed nothing the asker holds. A message
+	// with owed_from set carries no notice of its own; the owed ones follow
+	// it, numbered as usual.
+	OwedFrom      uint64 `protobuf:"varint,7,opt,name=owed_from,json=owedFrom,proto3" json:"owed_from,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -704,9 +711,19 @@ func (x *FreeObjects) GetExitedOwners() [][]byte {
 	return nil
 }
 
+func (x *FreeObjects) GetOwedFrom() uint64 {
+	if x != nil {
+		return x.OwedFrom
+	}
+	return 0
+}
+
 // FreeRepair asks a node, on atoll.node.<node>.freerepair, to send its
 // numbered notices first..last (FreeObjects) again to from_node, which
-// missed them.
+// missed them. first 0 asks for every notice owed up to last: a node that
+// hears of an origin for the first time cannot tell which of its earlier
+// notices it missed (it may have been cut off from the NATS server since
+// it joined); the origin answers with owed_from, then those notices.
 type FreeRepair struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	FromNode      []byte                 `protobuf:"bytes,1,opt,name=from_node,json=fromNode,proto3" json:"from_node,omitempty"`
@@ -2898,7 +2915,7 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\rnon_recursive\x18\x02 \x01(\bR\fnonRecursive\"S\n" +
 	"\x13ForwardGeneratorAck\x12(\n" +
 	"\x03ack\x18\x01 \x01(\v2\x16.atoll.v1.GeneratorAckR\x03ack\x12\x12\n" +
-	"\x04hops\x18\x02 \x01(\x05R\x04hops\"\xb8\x01\n" +
+	"\x04hops\x18\x02 \x01(\x05R\x04hops\"\xd5\x01\n" +
 	"\vFreeObjects\x12\x1d\n" +
 	"\n" +
 	"object_ids\x18\x01 \x03(\fR\tobjectIds\x12\x18\n" +
@@ -2907,7 +2924,8 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"originNode\x12\x10\n" +
 	"\x03seq\x18\x04 \x01(\x04R\x03seq\x12\x18\n" +
 	"\amissing\x18\x05 \x01(\bR\amissing\x12#\n" +
-	"\rexited_owners\x18\x06 \x03(\fR\fexitedOwners\"S\n" +
+	"\rexited_owners\x18\x06 \x03(\fR\fexitedOwners\x12\x1b\n" +
+	"\towed_from\x18\a \x01(\x04R\bowedFrom\"S\n" +
 	"\n" +
 	"FreeRepair\x12\x1b\n" +
 	"\tfrom_node\x18\x01 \x01(\fR\bfromNode\x12\x14\n" +

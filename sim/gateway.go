@@ -138,6 +138,9 @@ func wire(m proto.Message) string {
 		}
 		return s
 	case *atollpb.FreeObjects:
+		if m.OwedFrom != 0 {
+			return fmt.Sprintf("owed from #%d", m.OwedFrom)
+		}
 		s := fmt.Sprintf("#%d %d objects", m.Seq, len(m.ObjectIds))
 		if m.Revived {
 			s += " revived"

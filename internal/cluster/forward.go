@@ -72,8 +72,11 @@ type Forwarder struct {
 	// keeps the last of them, notices what it applied of each other
 	// node's.
 	freeSeq uint64
-	freeLog []*atollpb.FreeObjects
+	freeLog []loggedNotice
 	notices map[ids.NodeID]*noticeStream
+	// knownSince is when this node first heard of each live node (its
+	// join, its first load report): the notices owed to it start there.
+	knownSince map[ids.NodeID]time.Time
 	// reports: the deaths told to the GCS and not yet accepted, by node
 	// (the head's only; forward_report.go).
 	reports map[ids.NodeID]*deathReport
@@ -142,7 +145,7 @@ func newForwarder(cfg ForwarderConfig, own *owners) *Forwarder {
 		itemFailed: map[taskKey]*atollpb.ErrorInfo{}, peers: map[ids.NodeID]*atollpb.NodeLoad{}, dead: newFIFOSet[ids.NodeID](),
 		copies: map[ids.ObjectID][]ids.NodeID{}, owners: own,
 		members: map[ids.NodeID]bool{cfg.Self: true}, strangers: map[ids.NodeID]time.Time{}, outsiders: newFIFOSet[ids.NodeID](),
-		refusedStrangers: map[ids.NodeID]int{}, notices: map[ids.NodeID]*noticeStream{}, reports: map[ids.NodeID]*deathReport{}}
+		refusedStrangers: map[ids.NodeID]int{}, notices: map[ids.NodeID]*noticeStream{}, knownSince: map[ids.NodeID]time.Time{}, reports: map[ids.NodeID]*deathReport{}}
 	f.quota = newQuota(&f.cfg)
 	return f
 }
@@ -184,14 +187,15 @@ func (f *Forwarder) Step(now time.Time, ev Event) {
 		f.expire(now)
 		f.sweeps++
 	case PeerJoined:
+		f.heardOf(now, e.Node)
 		f.joined(e.Node)
 	case PeerGone:
 		f.nodeGone(now, e.Node, e.Died)
 	case OwnerExited:
 		// Tell every node, numbered (this one forgets the owner at once).
-		f.sendFree(&atollpb.FreeObjects{ExitedOwners: [][]byte{e.Worker.Bytes()}})
+		f.sendFree(now, &atollpb.FreeObjects{ExitedOwners: [][]byte{e.Worker.Bytes()}})
 	case Free:
-		f.sendFree(&atollpb.FreeObjects{ObjectIds: e.Objects, Revived: e.Revived})
+		f.sendFree(now, &atollpb.FreeObjects{ObjectIds: e.Objects, Revived: e.Revived})
 	case PublishFailed:
 		f.publishFailed(e)
 	case ReportAnswered:
@@ -236,7 +240,7 @@ func (f *Forwarder) received(now time.Time, msg proto.Message) {
 	case *atollpb.FreeObjects:
 		f.freed(now, m)
 	case *atollpb.FreeRepair:
-		f.repair(m)
+		f.repair(now, m)
 	}
 }
 

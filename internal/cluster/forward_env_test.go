@@ -251,6 +251,9 @@ func (e *fwdEnv) message(m proto.Message) string {
 		}
 		return fmt.Sprintf("node=%s owners=[%s]", e.name(m.NodeId), strings.Join(ws, " "))
 	case *atollpb.FreeObjects:
+		if m.OwedFrom != 0 {
+			return fmt.Sprintf("%s owed from #%d", e.name(m.OriginNode), m.OwedFrom)
+		}
 		s := "unnumbered"
 		if m.Seq != 0 {
 			s = fmt.Sprintf("%s#%d", e.name(m.OriginNode), m.Seq)

@@ -26,6 +26,17 @@ import (
 // between two asks for the same notices. A notice the origin no longer
 // has comes back marked missing and is skipped. A node applies its own
 // notices as it sends them.
+//
+// Where a node's stream of an origin's notices starts: a node can hold
+// objects of an origin's owners from the moment the origin (or, a gossip
+// round earlier, any node) heard of it, and it may be cut off from the
+// NATS server since then, so the first notice it hears is no start. A
+// node that hears of an origin first at notice #1 (or by a load report
+// saying none was sent) starts there; otherwise it holds what comes and
+// asks the origin for every notice owed (FreeRepair first 0). The origin
+// answers with owed_from: its first notice sent at most StrangerGrace
+// before it heard of the asker (knownSince) — or before the ask, if it
+// never did — then those notices.
 
 // maxNoticeLog bounds the notices a node keeps to send again; maxHeld the
 // notices of one origin held while an earlier one is missing.
@@ -54,10 +65,16 @@ type Free struct {
 
 func (Free) event() {}
 
+// loggedNotice is a notice this node sent, kept to send again, and when.
+type loggedNotice struct {
+	msg  *atollpb.FreeObjects
+	sent time.Time
+}
+
 // noticeStream is what a node applied of one origin's notices.
 type noticeStream struct {
-	// next is the number of the next notice to apply; held are later ones
-	// that arrived first.
+	// next is the number of the next notice to apply (0: not known yet,
+	// asked for); held are later ones that arrived first.
 	next uint64
 	held map[uint64]*atollpb.FreeObjects
 	// asked is the last number asked for again, at askedAt.
@@ -71,10 +88,10 @@ func (f *Forwarder) FreeSeq() uint64 { return f.freeSeq }
 
 // sendFree numbers a notice, applies it here and publishes it to every
 // other node.
-func (f *Forwarder) sendFree(m *atollpb.FreeObjects) {
+func (f *Forwarder) sendFree(now time.Time, m *atollpb.FreeObjects) {
 	f.freeSeq++
 	m.OriginNode, m.Seq = f.cfg.Self.Bytes(), f.freeSeq
-	f.freeLog = append(f.freeLog, m)
+	f.freeLog = append(f.freeLog, loggedNotice{m, now})
 	if len(f.freeLog) > maxNoticeLog {
 		f.freeLog = slices.Delete(f.freeLog, 0, len(f.freeLog)-maxNoticeLog)
 	}
@@ -86,6 +103,10 @@ func (f *Forwarder) sendFree(m *atollpb.FreeObjects) {
 // looped back by the broadcast).
 func (f *Forwarder) freed(now time.Time, m *atollpb.FreeObjects) {
 	origin, err := ids.FromBytes(m.OriginNode)
+	if err == nil && m.OwedFrom != 0 {
+		f.owedFrom(now, origin, m.OwedFrom)
+		return
+	}
 	if err != nil || m.Seq == 0 {
 		f.applyNotice(ids.NodeID{}, m) // not numbered: as it comes
 		return
@@ -98,22 +119,57 @@ func (f *Forwarder) freed(now time.Time, m *atollpb.FreeObjects) {
 	}
 	s := f.notices[origin]
 	if s == nil {
-		// The first notice heard of it: nothing earlier is owed.
-		s = &noticeStream{next: m.Seq, held: map[uint64]*atollpb.FreeObjects{}}
-		f.notices[origin] = s
+		// The first notice heard of it: #1 starts the stream; after it,
+		// the origin says which earlier ones are owed.
+		s = f.newStream(origin, m.Seq == 1, 1)
 	}
 	switch {
-	case m.Seq < s.next:
-		return // applied already (a duplicate, an answer to an ask)
-	case m.Seq > s.next:
+	case s.next == 0 || m.Seq > s.next:
 		if len(s.held) < maxHeld {
 			s.held[m.Seq] = m
 		}
 		f.askAgain(now, origin, s, m.Seq-1)
+		if s.next == 0 && len(s.held) >= maxHeld {
+			f.skipToHeld(now, origin, s)
+		}
 		return
+	case m.Seq < s.next:
+		return // applied already (a duplicate, an answer to an ask)
 	}
 	f.applyNotice(origin, m)
 	s.next++
+	f.applyHeld(now, origin, s)
+}
+
+// newStream starts what this node applies of origin's notices: at next
+// if known, else (next 0) once the origin answers an ask for them.
+func (f *Forwarder) newStream(origin ids.NodeID, known bool, next uint64) *noticeStream {
+	s := &noticeStream{held: map[uint64]*atollpb.FreeObjects{}}
+	if known {
+		s.next = next
+	}
+	f.notices[origin] = s
+	return s
+}
+
+// owedFrom: origin answered an ask for every notice owed; they start at
+// first.
+func (f *Forwarder) owedFrom(now time.Time, origin ids.NodeID, first uint64) {
+	s := f.notices[origin]
+	if s == nil || s.next != 0 || origin == f.cfg.Self || f.dead.has(origin) {
+		return // not asked, or answered already
+	}
+	s.next = first
+	for seq := range s.held {
+		if seq < first {
+			delete(s.held, seq) // sent before the origin knew of this node
+		}
+	}
+	f.applyHeld(now, origin, s)
+}
+
+// applyHeld applies the held notices that follow the last applied.
+func (f *Forwarder) applyHeld(now time.Time, origin ids.NodeID, s *noticeStream) {
 	for {
 		n := s.held[s.next]
 		if n == nil {
@@ -124,14 +180,16 @@ func (f *Forwarder) freed(now time.Time, m *atollpb.FreeObjects) {
 		s.next++
 	}
 	if len(s.held) >= maxHeld {
-		// Too many held behind a gap: skip to them rather than hold more.
-		f.log(slog.LevelWarn, "cluster: notices from a node missing, skipped", "node", origin.Short(), "from", s.next)
-		first := slices.Min(heldSeqs(s))
-		n := s.held[first]
-		delete(s.held, first)
-		s.next = first
-		f.freed(now, n)
+		f.skipToHeld(now, origin, s)
 	}
+}
+
+// skipToHeld: too many notices held behind a gap (or while waiting to
+// learn where the stream starts): skip to them rather than hold more.
+func (f *Forwarder) skipToHeld(now time.Time, origin ids.NodeID, s *noticeStream) {
+	f.log(slog.LevelWarn, "cluster: notices from a node missing, skipped", "node", origin.Short(), "from", s.next)
+	s.next = slices.Min(heldSeqs(s))
+	f.applyHeld(now, origin, s)
 }
 
 func heldSeqs(s *noticeStream) []uint64 {
@@ -190,24 +248,60 @@ func (f *Forwarder) noticesSent(now time.Time, origin ids.NodeID, seq uint64) {
 	}
 	s := f.notices[origin]
 	if s == nil {
-		// Heard of before any of its notices: none earlier is owed.
-		f.notices[origin] = &noticeStream{next: seq + 1, held: map[uint64]*atollpb.FreeObjects{}}
-		return
+		// Heard of before any of its notices: if it sent none, every one
+		// is owed; else it says which.
+		s = f.newStream(origin, seq == 0, 1)
 	}
 	f.askAgain(now, origin, s, seq)
 }
 
-// repair sends a node the notices it asks for again.
-func (f *Forwarder) repair(m *atollpb.FreeRepair) {
-	to, err := ids.FromBytes(m.FromNode)
-	if err != nil || m.Last < m.First || m.Last > f.freeSeq {
+// heardOf records when this node first heard of node (its join, its
+// first load report): the notices owed to node start there.
+func (f *Forwarder) heardOf(now time.Time, node ids.NodeID) {
+	if node == f.cfg.Self || f.dead.has(node) {
 		return
 	}
+	if _, ok := f.knownSince[node]; !ok {
+		f.knownSince[node] = now
+	}
+}
+
+// firstOwed is the number of the first notice owed to node: the first
+// sent at most StrangerGrace before this node heard of it (or before
+// now, if it never did) — another node may have given it work of this
+// node's owners a gossip round earlier. Notices older than the log are
+// lost to it.
+func (f *Forwarder) firstOwed(now time.Time, node ids.NodeID) uint64 {
+	since, ok := f.knownSince[node]
+	if !ok {
+		since = now
+	}
+	since = since.Add(-f.cfg.StrangerGrace)
 	oldest := f.freeSeq + 1 - uint64(len(f.freeLog))
-	for seq := m.First; seq <= m.Last; seq++ {
+	i, _ := slices.BinarySearchFunc(f.freeLog, since, func(n loggedNotice, t time.Time) int { return n.sent.Compare(t) })
+	return oldest + uint64(i)
+}
+
+// repair sends a node the notices it asks for again.
+func (f *Forwarder) repair(now time.Time, m *atollpb.FreeRepair) {
+	to, err := ids.FromBytes(m.FromNode)
+	if err != nil || m.Last < m.First || m.Last > f.freeSeq || to == f.cfg.Self {
+		return
+	}
+	first := m.First
+	if first == 0 {
+		// Every notice owed: say where they start, then send them.
+		first = f.firstOwed(now, to)
+		f.emit(Publish{To: to, Kind: KindFree, Msg: &atollpb.FreeObjects{OriginNode: f.cfg.Self.Bytes(), OwedFrom: first},
+			Unsent: UnsentIgnored})
+	}
+	// At most a log's worth an ask: the asker asks again for the rest.
+	last := min(m.Last, first+maxNoticeLog-1)
+	oldest := f.freeSeq + 1 - uint64(len(f.freeLog))
+	for seq := first; seq <= last; seq++ {
 		var n *atollpb.FreeObjects
 		if seq >= oldest {
-			n = f.freeLog[seq-oldest]
+			n = f.freeLog[seq-oldest].msg
 		} else {
 			n = &atollpb.FreeObjects{OriginNode: f.cfg.Self.Bytes(), Seq: seq, Missing: true}
 		}

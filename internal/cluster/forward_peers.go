@@ -25,6 +25,7 @@ func (f *Forwarder) load(now time.Time, m *atollpb.NodeLoad) {
 		return
 	}
 	if old := f.peers[node]; old == nil {
+		f.heardOf(now, node)
 		f.emit(PeerHeard{Node: node, TransferAddress: m.TransferAddress})
 		f.log(slog.LevelDebug, "cluster: node joined the view", "node", node.Short())
 	}
@@ -55,6 +56,7 @@ func (f *Forwarder) nodeGone(now time.Time, node ids.NodeID, died bool) {
 	}
 	f.markDead(node)
 	delete(f.notices, node)
+	delete(f.knownSince, node)
 	delete(f.peers, node)
 	delete(f.members, node)
 	delete(f.strangers, node)

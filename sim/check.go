@@ -162,7 +162,8 @@ func (c *checks) freed(_ *proc, idl []ids.ObjectID) { c.freedObjects += uint64(l
 func (c *checks) readsAfterFree(s *storeParty) {
 	if raf := s.store.ReadsAfterFree(); raf > s.rafSeen {
 		s.rafSeen = raf
-		c.w.fail("no-read-after-free", "%s's store was asked for an object its owner had freed (%d reads after free)", s.n.name, raf)
+		c.w.fail("no-read-after-free", "%s's store was asked for an object its owner had freed (%d reads after free; the latest of %s)",
+			s.n.name, raf, s.store.LastReadAfterFree().Short())
 	}
 }
 

@@ -145,11 +145,21 @@ func (n *node) pullFrom(ctx context.Context, node ids.NodeID, id ids.ObjectID, c
 	s := n.store
 	buf, err := s.create(ctx, id, size, codec, owner, n.xfer(), true)
 	if errors.Is(err, objectstore.ErrObjectExists) {
-		// Another reader's pull: wait until it is sealed.
+		// Another reader's pull: wait until it is sealed, as the real
+		// fetcher's one Get with a timeout does (its reader's context
+		// ends the wait; a Get asked once counts one read). The other
+		// pull given up ends it too: in the real fetcher the readers of
+		// one object share its transfer, and its error.
 		deadline := w.now.Add(sealWait)
 		w.after(sealWait, func() {})
-		w.park(func() bool { return !n.up || n.present(id) || !w.now.Before(deadline) })
-		if n.up && n.present(id) {
+		w.park(func() bool {
+			created, sealed := s.store.Holds(id)
+			return !n.up || s != n.store || ctx.Err() != nil || !created || sealed || !w.now.Before(deadline)
+		})
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if n.up && s == n.store && n.present(id) {
 			return nil
 		}
 		return &errs.ObjectLostError{ObjectID: id.String(), Message: "a concurrent pull of the object did not complete"}

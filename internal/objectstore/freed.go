@@ -15,8 +15,9 @@ type freedIDs struct {
 	added uint64 // ids ever added; ring[(k-1) % Max] is the k-th
 	// latest maps each remembered id to the number of its latest entry.
 	latest map[ids.ObjectID]uint64
-	// reads counts the Gets of freed ids, ever.
-	reads uint64
+	// reads counts the Gets of freed ids, ever; lastRead is the latest.
+	reads    uint64
+	lastRead ids.ObjectID
 }
 
 func (f *freedIDs) add(id ids.ObjectID) {

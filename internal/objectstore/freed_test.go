@@ -28,6 +28,9 @@ func TestStoreCountsReadsAfterFree(t *testing.T) {
 	a, b, never := ids.PutObjectID(ids.NewTaskID(), 1), ids.PutObjectID(ids.NewTaskID(), 1), ids.PutObjectID(ids.NewTaskID(), 1)
 	put(a)
 	put(b)
+	if created, sealed := s.Holds(a); !created || !sealed {
+		t.Fatalf("Holds of a sealed object: %v %v", created, sealed)
+	}
 	if res := get(a); len(res.Missing) != 0 || s.ReadsAfterFree() != 0 {
 		t.Fatalf("a live read: %+v, %d reads after free", res, s.ReadsAfterFree())
 	}
@@ -35,10 +38,14 @@ func TestStoreCountsReadsAfterFree(t *testing.T) {
 	if s.ReadsAfterFree() != 0 {
 		t.Fatal("a Get of an id never created counted as a read after free")
 	}
-	// b freed, then read: the violation.
+	// b freed: Holds says so and counts nothing; a read is the violation,
+	// and the latest one read is named.
 	s.Delete([]ids.ObjectID{b}, now)
-	if res := get(b); len(res.Missing) != 1 || s.ReadsAfterFree() != 1 {
-		t.Fatalf("read after free: %+v, %d counted", res, s.ReadsAfterFree())
+	if created, sealed := s.Holds(b); created || sealed || s.ReadsAfterFree() != 0 {
+		t.Fatalf("Holds of a freed id: %v %v, %d reads after free", created, sealed, s.ReadsAfterFree())
+	}
+	if res := get(b); len(res.Missing) != 1 || s.ReadsAfterFree() != 1 || s.LastReadAfterFree() != b {
+		t.Fatalf("read after free: %+v, %d counted, latest %s", res, s.ReadsAfterFree(), s.LastReadAfterFree().Short())
 	}
 	// a freed while c2 pins it: hidden from new Gets, and counted.
 	s.Delete([]ids.ObjectID{a}, now)

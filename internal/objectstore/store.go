@@ -106,6 +106,10 @@ func NewStore(capacity uint64) *Store {
 // correct runtime never reads an object its owner freed.
 func (s *Store) ReadsAfterFree() uint64 { return s.freed.reads }
 
+// LastReadAfterFree is the id of the latest read after free (zero if
+// none).
+func (s *Store) LastReadAfterFree() ids.ObjectID { return s.freed.lastRead }
+
 // Capacity returns the usable bytes of the store.
 func (s *Store) Capacity() uint64 { return s.alloc.Capacity() }
 
@@ -242,6 +246,7 @@ func (s *Store) Get(idList []ids.ObjectID, client ids.WorkerID, now time.Time) G
 	for i, id := range idList {
 		if s.freed.has(id) {
 			s.freed.reads++
+			s.freed.lastRead = id
 		}
 		o, ok := s.objects[id]
 		if !ok || !o.sealed || o.deleted {
@@ -258,6 +263,17 @@ func (s *Store) Get(idList []ids.ObjectID, client ids.WorkerID, now time.Time) G
 		res.Locations[i] = o.loc
 	}
 	return res
+}
+
+// Holds reports whether the store holds id (created and not freed) and
+// whether it is sealed, without reading it: unlike Get, it takes no pin
+// and counts no read after free.
+func (s *Store) Holds(id ids.ObjectID) (created, sealed bool) {
+	o, ok := s.objects[id]
+	if !ok || o.deleted {
+		return false, false
+	}
+	return true, o.sealed
 }
 
 // Release drops one of the client's pins on each id. An object that was

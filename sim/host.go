@@ -82,7 +82,9 @@ func (h *host) start() {
 
 // arrive takes a call from its caller.
 func (h *host) arrive(spec *atollpb.TaskSpec, caller *actor.PID) {
-	h.apply(h.core.Arrive(h.n.now(), &workerproto.Call{Spec: spec, Caller: caller}))
+	// Lossy as a real host's mailbox's calls (the direct path of a
+	// caller in the host's own process is not simulated apart).
+	h.apply(h.core.Arrive(h.n.now(), &workerproto.Call{Spec: spec, Caller: caller, Lossy: true}))
 }
 
 // apply performs the core's effects.
@@ -98,7 +100,14 @@ func (h *host) apply(effects []workerproto.HostEffect) {
 			died := &errs.ActorDiedError{ActorID: h.actor.String(), Name: h.spec.GetActorCreation().GetName(), Message: e.Reason}
 			n.deliverTo(e.Call.Caller.(*actor.PID), &atollpb.TaskResult{TaskId: e.Call.Spec.TaskId, Attempt: e.Call.Spec.Attempt,
 				Error: errs.ToProto(died), ActorCrashed: true}, h.address)
+		case workerproto.AlreadyRan:
+			w.log.add("%s answered %s without running it: it ran already", h.address, attempt(e.Call.Spec))
+			n.deliverTo(e.Call.Caller.(*actor.PID), workerproto.AlreadyRanResult(e.Call.Spec), h.address)
 		case workerproto.Drop:
+			if e.Running {
+				w.log.add("%s dropped %s: an earlier attempt runs", h.address, attempt(e.Call.Spec))
+				break
+			}
 			w.log.add("%s dropped %s: seq %d delivered twice", h.address, attempt(e.Call.Spec), e.Call.Spec.SequenceNumber)
 		case workerproto.SkipGap:
 			w.log.add("%s skips a gap in a caller's calls", h.address)

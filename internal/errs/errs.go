@@ -383,6 +383,9 @@ type ForwardLostError struct {
 }
 
 func (e *ForwardLostError) Error() string {
+	if e.NodeID == "" {
+		return fmt.Sprintf("atoll: the result of task %s was lost: %s", e.TaskName, e.Message)
+	}
 	return fmt.Sprintf("atoll: task %s forwarded to node %s was lost: %s", e.TaskName, e.NodeID, e.Message)
 }
 

@@ -116,7 +116,9 @@
 // RetryExceptions; never
 // RESOURCE_EXHAUSTED (a node refused it past its quota); an actor call when
 // its actor crashed (so marked also when its node died or the call was
-// lost on its way), within its MaxTaskRetries. A stale attempt's result
+// lost on its way), within its MaxTaskRetries. (A lost call may have run:
+// its actor's host answers a retry of a call it ran FORWARD_LOST, not
+// marked crashed, so it is not run twice; package workerproto.) A stale attempt's result
 // or a duplicate is ignored. A task cancelled by its caller is never
 // retried and fails with CancelledError whatever its last attempt reported
 // (a success that raced the cancel stands).

@@ -301,7 +301,7 @@ func (h *actorHost) Receive(ctx actor.Context) {
 			h.constructed(ctx, m.err)
 		}
 	case *atollpb.PushTask:
-		call := &Call{Spec: m.Spec, Caller: ctx.Sender()}
+		call := &Call{Spec: m.Spec, Caller: ctx.Sender(), Lossy: true}
 		h.apply(ctx, h.state.step(func(c *HostCore) []HostEffect { return c.Arrive(time.Now(), call) }))
 	case *gapTick:
 		h.apply(ctx, h.state.step(func(c *HostCore) []HostEffect { return c.Tick(time.Now()) }))
@@ -485,8 +485,17 @@ func (h *actorHost) apply(ctx actor.Context, effects []HostEffect) {
 			h.deliver(e.Call.Caller.(*actor.PID), &atollpb.TaskResult{TaskId: e.Call.Spec.TaskId, Attempt: e.Call.Spec.Attempt,
 				Error: errs.ToProto(died), ActorCrashed: true})
 		case Drop:
+			if e.Running {
+				ctx.Logger().Warn("actor host: dropped a retry of a call that still runs", "actor", h.id.Short(), "task", e.Call.Spec.GetName(),
+					"attempt", e.Call.Spec.GetAttempt())
+				break
+			}
 			ctx.Logger().Warn("actor host: dropped a call delivered twice", "actor", h.id.Short(), "task", e.Call.Spec.GetName(),
 				"seq", e.Call.Spec.GetSequenceNumber())
+		case AlreadyRan:
+			ctx.Logger().Warn("actor host: a retry of a call that ran already answered without running it again (its result was lost)",
+				"actor", h.id.Short(), "task", e.Call.Spec.GetName(), "attempt", e.Call.Spec.GetAttempt())
+			h.deliver(e.Call.Caller.(*actor.PID), AlreadyRanResult(e.Call.Spec))
 		case SkipGap:
 			ctx.Logger().Warn("actor host: calls missing from a caller's sequence; starting the later ones", "actor", h.id.Short(),
 				"missing_from", e.From, "missing_to", e.To)

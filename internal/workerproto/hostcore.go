@@ -1,10 +1,12 @@
 package workerproto
 
 import (
+	"encoding/hex"
 	"slices"
 	"time"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/registry"
 	"github.com/atoll-runtime/atoll/internal/simbugs"
 )
@@ -29,6 +31,17 @@ import (
 //     lost (SkipGap: its calls were dropped on the way; their callers time
 //     out) after GapTimeout, or at once when a caller has MaxHeld calls
 //     held. A call without a number is queued as it comes.
+//   - A retry of a call that ran. A caller whose call's answer was lost
+//     between nodes (FORWARD_LOST) sends it again as a new attempt, as a
+//     new caller: it cannot tell a call lost on its way in from an
+//     answer lost on its way back. The host remembers the last
+//     MaxRemembered calls (Call.Lossy: their answers cross the network)
+//     its incarnation answered; a later attempt of one of them is not run
+//     again (AlreadyRan), nor one of a call still in flight (Drop), so a
+//     call runs at most once on an incarnation. (A retry that finds an
+//     earlier attempt still queued, not sent, is not caught: both run.
+//     The earlier attempt's node confirms it holds it while it is
+//     queued, so its caller does not take it for lost then.)
 //   - Windows. Calls ready to run wait in a queue per concurrency group
 //     ("" the default); a group has at most its window of calls sent to
 //     the worker and not answered — the calls it runs at once plus
@@ -60,6 +73,9 @@ type HostCore struct {
 	inGroup  map[string]int
 	// callers orders each caller's calls by sequence number.
 	callers map[string]*callerOrder
+	// ran holds the lossy calls this incarnation answered, the latest
+	// MaxRemembered.
+	ran ranCalls
 	// timer: a gap timer is armed (ArmTimer).
 	timer bool
 }
@@ -84,6 +100,9 @@ type HostConfig struct {
 	// 1 after a gap timeout); default 4096 and a minute.
 	MaxCallers int
 	CallerIdle time.Duration
+	// MaxRemembered is how many answered calls (Call.Lossy) the host
+	// remembers to refuse running again; default 4096.
+	MaxRemembered int
 }
 
 // The defaults of HostConfig.
@@ -92,6 +111,7 @@ const (
 	DefaultGapTimeout = 5 * time.Second
 	DefaultMaxCallers = 1 << 12
 	DefaultCallerIdle = time.Minute
+	DefaultRemembered = 1 << 12
 )
 
 // Call is one actor call as the host sees it.
@@ -101,7 +121,11 @@ type Call struct {
 	// shell's *actor.PID).
 	Caller any
 	// Sent is when the call went to the worker (the timeline's start).
-	Sent  time.Time
+	Sent time.Time
+	// Lossy: the call's answer crosses the network (it came through the
+	// host's mailbox, from another node's gateway or a caller elsewhere),
+	// so its caller may send it again after it ran (HostCore.ran).
+	Lossy bool
 	group string
 	gen   uint64
 }
@@ -138,8 +162,17 @@ type (
 		Reason string
 	}
 	// Drop: the call is a duplicate delivery of one the host took
-	// already; it is not answered.
-	Drop struct{ Call *Call }
+	// already (Running: a later attempt of a call in flight, whose
+	// answer its caller will take for lost); it is not answered.
+	Drop struct {
+		Call    *Call
+		Running bool
+	}
+	// AlreadyRan: the call is a later attempt of one this incarnation
+	// ran and answered (the answer was lost on its way back): it is not
+	// run again, and its caller gets an error saying so (FORWARD_LOST,
+	// not retried).
+	AlreadyRan struct{ Call *Call }
 	// SkipGap: the calls From..To of Caller did not arrive in time; the
 	// later ones start.
 	SkipGap struct {
@@ -153,13 +186,14 @@ type (
 	PumpDue struct{}
 )
 
-func (Send) hostEffect()     {}
-func (Reply) hostEffect()    {}
-func (Fail) hostEffect()     {}
-func (Drop) hostEffect()     {}
-func (SkipGap) hostEffect()  {}
-func (ArmTimer) hostEffect() {}
-func (PumpDue) hostEffect()  {}
+func (Send) hostEffect()       {}
+func (Reply) hostEffect()      {}
+func (Fail) hostEffect()       {}
+func (Drop) hostEffect()       {}
+func (AlreadyRan) hostEffect() {}
+func (SkipGap) hostEffect()    {}
+func (ArmTimer) hostEffect()   {}
+func (PumpDue) hostEffect()    {}
 
 // NewHostCore returns the core of a host for an actor; no incarnation is
 // ready yet.
@@ -179,6 +213,9 @@ func NewHostCore(cfg HostConfig) *HostCore {
 	if cfg.CallerIdle <= 0 {
 		cfg.CallerIdle = DefaultCallerIdle
 	}
+	if cfg.MaxRemembered <= 0 {
+		cfg.MaxRemembered = DefaultRemembered
+	}
 	groups, concurrent := newHostGroups(cfg.Actor, cfg.PipelineDepth)
 	return &HostCore{cfg: cfg, groups: groups, concurrent: concurrent, queues: map[string][]*Call{},
 		inGroup: map[string]int{}, callers: map[string]*callerOrder{}}
@@ -193,7 +230,7 @@ func (h *HostCore) Arrive(now time.Time, c *Call) []HostEffect {
 	var out []HostEffect
 	seq := c.Spec.GetSequenceNumber()
 	if seq == 0 || simbugs.On(simbugs.HostIgnoresCallerOrder) { // the second: a bug put in on purpose, for the simulator's tests
-		h.queue(c)
+		out = h.take(c, out)
 		return h.pump(now, out)
 	}
 	o := h.callers[string(c.Spec.GetCallerId())] // no string made for the lookup
@@ -220,10 +257,23 @@ func (h *HostCore) Arrive(now time.Time, c *Call) []HostEffect {
 		}
 		return h.armTimer(now, out)
 	}
-	h.queue(c)
+	out = h.take(c, out)
 	o.next++
-	h.release(now, o)
+	out = h.release(now, o, out)
 	return h.pump(now, out)
+}
+
+// take queues a call whose turn came, unless it is a later attempt of a
+// call this incarnation ran or runs (retryOfCall): that one is answered
+// or dropped instead, and the caller's next calls go on.
+func (h *HostCore) take(c *Call, out []HostEffect) []HostEffect {
+	if c.Spec.GetAttempt() > 0 && c.Lossy {
+		if e := h.retryOfCall(c); e != nil {
+			return append(out, e)
+		}
+	}
+	h.queue(c)
+	return out
 }
 
 // Ready reports that incarnation gen of the actor's worker runs its
@@ -235,8 +285,29 @@ func (h *HostCore) Ready(now time.Time, gen uint64) []HostEffect {
 	if gen != h.gen && len(h.inflight) > 0 {
 		out = h.Crash("the actor restarted", true)
 	}
+	if gen != h.gen {
+		h.ran.reset() // a new incarnation: a retry runs on it
+	}
 	h.ready, h.gen = true, gen
 	return h.pump(now, out)
+}
+
+// retryOfCall answers a later attempt of a call this incarnation ran
+// (AlreadyRan) or runs (Drop: the one in flight answers), or returns nil.
+func (h *HostCore) retryOfCall(c *Call) HostEffect {
+	id, ok := taskKey(c.Spec.GetTaskId())
+	if !ok {
+		return nil
+	}
+	if h.ran.has(id) {
+		return AlreadyRan{Call: c}
+	}
+	for _, f := range h.inflight {
+		if f.gen == h.gen && string(f.Spec.GetTaskId()) == string(c.Spec.GetTaskId()) {
+			return Drop{Call: c, Running: true}
+		}
+	}
+	return nil
 }
 
 // Finish takes the result of a call in flight of incarnation gen, freeing
@@ -268,6 +339,11 @@ func (h *HostCore) FinishCall(gen uint64, res *atollpb.TaskResult) (reply *Call,
 		if c.gen == gen && string(c.Spec.GetTaskId()) == string(res.GetTaskId()) && c.Spec.GetAttempt() == res.GetAttempt() {
 			h.inflight = slices.Delete(h.inflight, i, i+1)
 			h.inGroup[c.group]--
+			if c.Lossy {
+				if id, ok := taskKey(c.Spec.GetTaskId()); ok {
+					h.ran.add(id, h.cfg.MaxRemembered)
+				}
+			}
 			return c, h.ready && len(h.queues[c.group]) > 0
 		}
 	}
@@ -355,19 +431,20 @@ func (h *HostCore) callerIDs() []string {
 func (h *HostCore) queue(c *Call) { h.queues[c.group] = append(h.queues[c.group], c) }
 
 // release queues the held calls of o that now come next.
-func (h *HostCore) release(now time.Time, o *callerOrder) {
+func (h *HostCore) release(now time.Time, o *callerOrder, out []HostEffect) []HostEffect {
 	for {
 		c := o.held[o.next]
 		if c == nil {
 			break
 		}
 		delete(o.held, o.next)
-		h.queue(c)
+		out = h.take(c, out)
 		o.next++
 	}
 	if len(o.held) > 0 {
 		o.since = now // a later gap: its wait starts now
 	}
+	return out
 }
 
 // skipGap gives up on the calls missing before o's held ones.
@@ -380,8 +457,7 @@ func (h *HostCore) skipGap(now time.Time, id string, o *callerOrder, out []HostE
 	}
 	out = append(out, SkipGap{Caller: id, From: o.next, To: first - 1})
 	o.next = first
-	h.release(now, o)
-	return out
+	return h.release(now, o, out)
 }
 
 // armTimer arms the gap timer, if a gap holds calls and none is armed,
@@ -475,3 +551,55 @@ func (g *hostGroups) of(spec *atollpb.TaskSpec) string {
 	_, method := registry.SplitMethod(spec.GetFunction())
 	return g.byMethod[method]
 }
+
+// AlreadyRanResult is the answer to a call AlreadyRan refused: FORWARD_LOST,
+// not marked crashed, so its caller does not retry it.
+func AlreadyRanResult(spec *atollpb.TaskSpec) *atollpb.TaskResult {
+	err := &errs.ForwardLostError{TaskName: spec.GetName(), TaskID: hex.EncodeToString(spec.GetTaskId()),
+		Message: "the call ran on the actor and its result was lost on the way back; a call runs at most once on an actor, so this retry did not run it again"}
+	return &atollpb.TaskResult{TaskId: spec.GetTaskId(), Attempt: spec.GetAttempt(), Error: errs.ToProto(err)}
+}
+
+// taskKey is a task id (16 bytes; shorter in tests) as a map key, with
+// no allocation.
+func taskKey(b []byte) ([16]byte, bool) {
+	var k [16]byte
+	if len(b) == 0 || len(b) > len(k) {
+		return k, false
+	}
+	copy(k[:], b)
+	return k, true
+}
+
+// ranCalls is a bounded set of task ids: the latest added, up to a cap,
+// oldest out first. Its ring grows with use, so a host whose calls are
+// all local keeps none.
+type ranCalls struct {
+	ring []([16]byte)
+	next int // where the next id goes once the ring is full
+	set  map[[16]byte]struct{}
+}
+
+func (r *ranCalls) add(id [16]byte, max int) {
+	if _, ok := r.set[id]; ok {
+		return
+	}
+	if r.set == nil {
+		r.set = map[[16]byte]struct{}{}
+	}
+	if len(r.ring) < max {
+		r.ring = append(r.ring, id)
+	} else {
+		delete(r.set, r.ring[r.next])
+		r.ring[r.next] = id
+		r.next = (r.next + 1) % len(r.ring)
+	}
+	r.set[id] = struct{}{}
+}
+
+func (r *ranCalls) has(id [16]byte) bool {
+	_, ok := r.set[id]
+	return ok
+}
+
+func (r *ranCalls) reset() { *r = ranCalls{} }

@@ -19,7 +19,8 @@ import (
 //
 //	actor [max-concurrency=N] [depth=N] [groups=name:limit:m1+m2,...]
 //	      [max-held=N] [gap=DUR] [max-callers=N] [idle=DUR]   a new core
-//	arrive t1 [caller=c1 seq=N] [method=m] [group=g] [attempt=N]
+//	arrive t1 [caller=c1 seq=N] [method=m] [group=g] [attempt=N] [lossy]
+//	                          (lossy: its answer crosses the network)
 //	ready                     the next incarnation runs its instance
 //	finish t1 [attempt=N] [gen=N] [panicked]
 //	                          its result comes back (then Pump if the
@@ -124,7 +125,7 @@ func (e *hostEnv) run(t *testing.T, d *datadriven.TestData) string {
 			spec.Attempt = int32(attempt)
 		}
 		e.specs[first] = spec
-		fx = e.core.Arrive(e.now, &Call{Spec: spec, Caller: caller})
+		fx = e.core.Arrive(e.now, &Call{Spec: spec, Caller: caller, Lossy: d.HasArg("lossy")})
 	case "ready":
 		e.gen++
 		fx = e.core.Ready(e.now, e.gen)
@@ -183,7 +184,13 @@ func printEffects(fx []HostEffect) string {
 		case Fail:
 			lines = append(lines, fmt.Sprintf("fail %s to %v: %s", callName(f.Call), f.Call.Caller, f.Reason))
 		case Drop:
+			if f.Running {
+				lines = append(lines, fmt.Sprintf("drop %s (an earlier attempt runs)", callName(f.Call)))
+				break
+			}
 			lines = append(lines, fmt.Sprintf("drop %s (%s seq %d delivered twice)", callName(f.Call), name(f.Call.Spec.CallerId), f.Call.Spec.SequenceNumber))
+		case AlreadyRan:
+			lines = append(lines, fmt.Sprintf("already-ran %s: answered %s, not run", callName(f.Call), AlreadyRanResult(f.Call.Spec).Error.GetCode()))
 		case SkipGap:
 			lines = append(lines, fmt.Sprintf("skip %s seq %d..%d", f.Caller, f.From, f.To))
 		case ArmTimer:

@@ -1,6 +1,7 @@
 package sim_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/atoll-runtime/atoll/sim"
@@ -77,5 +78,38 @@ func TestDeterminism(t *testing.T) {
 		if a.Hash != b.Hash || a.Events != b.Events {
 			t.Errorf("seed %d: %v then %v", seed, a, b)
 		}
+	}
+}
+
+// TestFoundSchedules replays the shrunk schedules of bugs that sweeps of
+// many seeds found, each of which failed before its fix.
+func TestFoundSchedules(t *testing.T) {
+	w := mustWorkload(t, "mixed")
+	for _, c := range []struct {
+		seed     uint64
+		schedule string
+		bug      string
+	}{
+		{51107, "82ms crash nodes=n3; 2.832s partition groups=n4,n5|n2,n3|n1 for=10.097s; 5.349s crash nodes=n5 for=4.728s keep-disk; 10.461s partition groups=n3,n5|n1,n2|n4 for=403ms",
+			"a node that joined while cut off from NATS missed the frees sent meanwhile"},
+		{62797, "224ms cut nodes=n4,n1 for=6.209s; 5.277s cut nodes=n1,n2 for=1.59s; 7.019s kill-worker nodes=n1; 16.012s cut nodes=n2,n1 for=2.976s; 18.22s kill-worker nodes=n1",
+			"a fetch for a dead worker, waiting on another reader's pull, read the object after its owner freed it"},
+		{62456, "4.915s crash nodes=n5 for=6.713s; 7.244s crash nodes=n3 for=2.589s keep-disk; 13.201s cut nodes=n2,n1 for=11.847s",
+			"an actor call whose result was lost between nodes ran again on the same actor when its caller retried it"},
+	} {
+		t.Run(fmt.Sprint(c.seed), func(t *testing.T) {
+			s, err := sim.ParseSchedule(c.schedule)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := config(c.seed, w)
+			cfg.Schedule = s
+			res := sim.Run(cfg, w.Run)
+			t.Log(res)
+			if res.Failure != nil {
+				t.Errorf("the bug this schedule found is back: %s", c.bug)
+			}
+			report(t, res)
+		})
 	}
 }

@@ -9,6 +9,7 @@ package workloads
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"time"
@@ -281,6 +282,9 @@ func mixedRound(ctx context.Context, round int, note func(error) error) error {
 	} else if t != 15 {
 		return fmt.Errorf("round %d: tree(3) = %d, want 15", round, t)
 	}
+	if err := cancelTree(ctx, round, note); err != nil {
+		return err
+	}
 	h, err := logType.New(ctx, atoll.MaxRestarts(2), atoll.MaxTaskRetries(2))
 	if err != nil {
 		return note(err)
@@ -313,6 +317,31 @@ func mixedRound(ctx context.Context, round int, note func(error) error) error {
 			}
 			seen[x] = true
 		}
+	}
+	return nil
+}
+
+// cancelTree cancels a tree of nested tasks at a point of its run that
+// moves with the round: queued, running, its children running, or done.
+// It ends with its value or cancelled (errors.Is ErrCancelled), and
+// nothing it made may be left behind (the simulator's checks at the end).
+func cancelTree(ctx context.Context, round int, note func(error) error) error {
+	ct := tree.Remote(ctx, atoll.Value(2), atoll.MaxRetries(3))
+	defer ct.Release()
+	if err := sim.Sleep(ctx, time.Duration(round%5)*25*time.Millisecond); err != nil {
+		return err
+	}
+	if err := atoll.Cancel(ctx, ct); err != nil {
+		return fmt.Errorf("round %d: Cancel: %w", round, err)
+	}
+	v, err := atoll.Get(ctx, ct)
+	switch {
+	case errors.Is(err, atoll.ErrCancelled):
+		return nil
+	case err != nil:
+		return note(err)
+	case v != 7:
+		return fmt.Errorf("round %d: cancelled tree(2) = %d, want 7", round, v)
 	}
 	return nil
 }

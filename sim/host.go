@@ -96,6 +96,9 @@ func (h *host) apply(effects []workerproto.HostEffect) {
 			h.queue = append(h.queue, e.Call)
 		case workerproto.Reply:
 			n.deliverTo(e.Call.Caller.(*actor.PID), e.Result, h.address)
+			for _, a := range e.Call.Also() {
+				n.deliverTo(a.Caller.(*actor.PID), workerproto.AnswerFor(a, e.Result), h.address)
+			}
 		case workerproto.Fail:
 			died := &errs.ActorDiedError{ActorID: h.actor.String(), Name: h.spec.GetActorCreation().GetName(), Message: e.Reason}
 			n.deliverTo(e.Call.Caller.(*actor.PID), &atollpb.TaskResult{TaskId: e.Call.Spec.TaskId, Attempt: e.Call.Spec.Attempt,
@@ -104,8 +107,8 @@ func (h *host) apply(effects []workerproto.HostEffect) {
 			w.log.add("%s answered %s without running it: it ran already", h.address, attempt(e.Call.Spec))
 			n.deliverTo(e.Call.Caller.(*actor.PID), workerproto.AlreadyRanResult(e.Call.Spec), h.address)
 		case workerproto.Drop:
-			if e.Running {
-				w.log.add("%s dropped %s: an earlier attempt runs", h.address, attempt(e.Call.Spec))
+			if e.Why != workerproto.DropDuplicate {
+				w.log.add("%s dropped %s: another attempt of the call runs or waits", h.address, attempt(e.Call.Spec))
 				break
 			}
 			w.log.add("%s dropped %s: seq %d delivered twice", h.address, attempt(e.Call.Spec), e.Call.Spec.SequenceNumber)
@@ -156,6 +159,9 @@ func (h *host) pump() {
 			switch e := e.(type) {
 			case workerproto.Reply:
 				n.deliverTo(e.Call.Caller.(*actor.PID), res, h.address)
+				for _, a := range e.Call.Also() {
+					n.deliverTo(a.Caller.(*actor.PID), workerproto.AnswerFor(a, res), h.address)
+				}
 			case workerproto.PumpDue:
 				again = true
 			}

@@ -96,6 +96,8 @@ func TestFoundSchedules(t *testing.T) {
 			"a fetch for a dead worker, waiting on another reader's pull, read the object after its owner freed it"},
 		{62456, "4.915s crash nodes=n5 for=6.713s; 7.244s crash nodes=n3 for=2.589s keep-disk; 13.201s cut nodes=n2,n1 for=11.847s",
 			"an actor call whose result was lost between nodes ran again on the same actor when its caller retried it"},
+		{13193, "3.247s delay for=14.518s msg=ForwardActorCall@gateway p=0.086 count=13 delay=1.947s; 7.821s skew nodes=n1 delay=12.933s",
+			"an actor call's first attempt, delayed on its way, ran after its retry had run"},
 	} {
 		t.Run(fmt.Sprint(c.seed), func(t *testing.T) {
 			s, err := sim.ParseSchedule(c.schedule)

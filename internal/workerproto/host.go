@@ -410,6 +410,9 @@ func (h *actorHost) start(ctx actor.Context) {
 		}
 		if reply != nil {
 			deliver(reply.Caller.(*actor.PID), res)
+			for _, a := range reply.Also() {
+				deliver(a.Caller.(*actor.PID), AnswerFor(a, res))
+			}
 		}
 	}
 	burstEnd := func() {
@@ -479,14 +482,17 @@ func (h *actorHost) apply(ctx actor.Context, effects []HostEffect) {
 		switch e := e.(type) {
 		case Reply:
 			h.deliver(e.Call.Caller.(*actor.PID), e.Result)
+			for _, a := range e.Call.Also() {
+				h.deliver(a.Caller.(*actor.PID), AnswerFor(a, e.Result))
+			}
 			ctx.Send(h.raylet, &raylet.AddTimelineEvent{Event: callEvent(e.Call, h.worker.ID, e.Result.GetError() != nil || e.Result.ActorCrashed)})
 		case Fail:
 			died := &errs.ActorDiedError{ActorID: h.id.String(), Name: h.spec.GetActorCreation().GetName(), Message: e.Reason}
 			h.deliver(e.Call.Caller.(*actor.PID), &atollpb.TaskResult{TaskId: e.Call.Spec.TaskId, Attempt: e.Call.Spec.Attempt,
 				Error: errs.ToProto(died), ActorCrashed: true})
 		case Drop:
-			if e.Running {
-				ctx.Logger().Warn("actor host: dropped a retry of a call that still runs", "actor", h.id.Short(), "task", e.Call.Spec.GetName(),
+			if e.Why != DropDuplicate {
+				ctx.Logger().Warn("actor host: dropped an attempt of a call retried while it ran or waited", "actor", h.id.Short(), "task", e.Call.Spec.GetName(),
 					"attempt", e.Call.Spec.GetAttempt())
 				break
 			}

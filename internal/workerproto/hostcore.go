@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/registry"
@@ -36,12 +38,11 @@ import (
 //     new caller: it cannot tell a call lost on its way in from an
 //     answer lost on its way back. The host remembers the last
 //     MaxRemembered calls (Call.Lossy: their answers cross the network)
-//     its incarnation answered; a later attempt of one of them is not run
+//     its incarnation answered; another attempt of one of them — the
+//     retry, or a delayed first attempt arriving after it — is not run
 //     again (AlreadyRan), nor one of a call still in flight (Drop), so a
-//     call runs at most once on an incarnation. (A retry that finds an
-//     earlier attempt still queued, not sent, is not caught: both run.
-//     The earlier attempt's node confirms it holds it while it is
-//     queued, so its caller does not take it for lost then.)
+//     call runs at most once on an incarnation; a retry whose earlier
+//     attempt is still queued takes its place in the queue.
 //   - Windows. Calls ready to run wait in a queue per concurrency group
 //     ("" the default); a group has at most its window of calls sent to
 //     the worker and not answered — the calls it runs at once plus
@@ -126,8 +127,34 @@ type Call struct {
 	// host's mailbox, from another node's gateway or a caller elsewhere),
 	// so its caller may send it again after it ran (HostCore.ran).
 	Lossy bool
+	// also are other attempts of the call that arrived while it was in
+	// flight: its answer answers them too (AnswerFor).
+	also  []*Call
 	group string
 	gen   uint64
+}
+
+// DropReason says why a call is dropped (Drop).
+type DropReason int
+
+// The reasons of Drop.
+const (
+	DropDuplicate  DropReason = iota // a number already passed, or held
+	DropRetryRuns                    // another attempt is in flight; its answer is this one's (Call.Also)
+	DropSuperseded                   // a queued attempt a later one replaced; answered with its answer (Call.Also)
+)
+
+// Also lists the other attempts of the call that arrived while it was in
+// flight: the shell gives each the call's answer (AnswerFor), or its
+// failure.
+func (c *Call) Also() []*Call { return c.also }
+
+// AnswerFor is res, the answer of another attempt of a's call, as the
+// answer of attempt a.
+func AnswerFor(a *Call, res *atollpb.TaskResult) *atollpb.TaskResult {
+	out := proto.CloneOf(res)
+	out.Attempt = a.Spec.GetAttempt()
+	return out
 }
 
 // Group is the concurrency group the call runs in ("" the default).
@@ -161,12 +188,14 @@ type (
 		Call   *Call
 		Reason string
 	}
-	// Drop: the call is a duplicate delivery of one the host took
-	// already (Running: a later attempt of a call in flight, whose
-	// answer its caller will take for lost); it is not answered.
+	// Drop: the call does not run. Why says why: a duplicate delivery
+	// of one the host took already (not answered); an attempt of a call
+	// with another attempt in flight (answered with that one's answer,
+	// Call.Also); or an earlier attempt, queued, that a later one took
+	// the place of (answered with the later one's).
 	Drop struct {
-		Call    *Call
-		Running bool
+		Call *Call
+		Why  DropReason
 	}
 	// AlreadyRan: the call is a later attempt of one this incarnation
 	// ran and answered (the answer was lost on its way back): it is not
@@ -245,7 +274,7 @@ func (h *HostCore) Arrive(now time.Time, c *Call) []HostEffect {
 	o.last = now
 	switch {
 	case seq < o.next || o.held[seq] != nil:
-		return append(out, Drop{Call: c})
+		return append(out, Drop{Call: c, Why: DropDuplicate})
 	case seq > o.next:
 		if len(o.held) == 0 {
 			o.since = now
@@ -267,8 +296,8 @@ func (h *HostCore) Arrive(now time.Time, c *Call) []HostEffect {
 // call this incarnation ran or runs (retryOfCall): that one is answered
 // or dropped instead, and the caller's next calls go on.
 func (h *HostCore) take(c *Call, out []HostEffect) []HostEffect {
-	if c.Spec.GetAttempt() > 0 && c.Lossy {
-		if e := h.retryOfCall(c); e != nil {
+	if c.Lossy {
+		if e, taken := h.otherAttempt(c); taken {
 			return append(out, e)
 		}
 	}
@@ -292,22 +321,39 @@ func (h *HostCore) Ready(now time.Time, gen uint64) []HostEffect {
 	return h.pump(now, out)
 }
 
-// retryOfCall answers a later attempt of a call this incarnation ran
-// (AlreadyRan) or runs (Drop: the one in flight answers), or returns nil.
-func (h *HostCore) retryOfCall(c *Call) HostEffect {
+// otherAttempt answers an attempt of a call this incarnation ran
+// (AlreadyRan) or runs (Drop: the one in flight answers), whichever
+// attempt came first: a delayed first attempt can arrive after its
+// retry. A retry whose call's earlier attempt is still queued takes its
+// place (the earlier one is dropped); queues are searched for retries
+// only, which are rare. Otherwise it returns false and takes nothing.
+func (h *HostCore) otherAttempt(c *Call) (e HostEffect, taken bool) {
 	id, ok := taskKey(c.Spec.GetTaskId())
 	if !ok {
-		return nil
+		return nil, false
 	}
 	if h.ran.has(id) {
-		return AlreadyRan{Call: c}
+		return AlreadyRan{Call: c}, true
 	}
 	for _, f := range h.inflight {
 		if f.gen == h.gen && string(f.Spec.GetTaskId()) == string(c.Spec.GetTaskId()) {
-			return Drop{Call: c, Running: true}
+			f.also = append(f.also, c)
+			return Drop{Call: c, Why: DropRetryRuns}, true
 		}
 	}
-	return nil
+	if c.Spec.GetAttempt() == 0 {
+		return nil, false
+	}
+	q := h.queues[c.group]
+	for i, f := range q {
+		if string(f.Spec.GetTaskId()) == string(c.Spec.GetTaskId()) && f.Spec.GetAttempt() < c.Spec.GetAttempt() {
+			q[i] = c
+			c.also = append(append(c.also, f.also...), f)
+			f.also = nil
+			return Drop{Call: f, Why: DropSuperseded}, true
+		}
+	}
+	return nil, false
 }
 
 // Finish takes the result of a call in flight of incarnation gen, freeing
@@ -399,6 +445,10 @@ func (h *HostCore) Crash(reason string, running bool) []HostEffect {
 	out := make([]HostEffect, 0, len(failed))
 	for _, c := range failed {
 		out = append(out, Fail{Call: c, Reason: reason})
+		for _, a := range c.also {
+			out = append(out, Fail{Call: a, Reason: reason})
+		}
+		c.also = nil
 	}
 	return out
 }

@@ -181,12 +181,19 @@ func printEffects(fx []HostEffect) string {
 			lines = append(lines, fmt.Sprintf("%s gen=%d", line, f.Call.gen))
 		case Reply:
 			lines = append(lines, fmt.Sprintf("reply %s to %v", callName(f.Call), f.Call.Caller))
+			for _, a := range f.Call.Also() {
+				lines = append(lines, fmt.Sprintf("  and %s to %v", callName(a), a.Caller))
+			}
 		case Fail:
 			lines = append(lines, fmt.Sprintf("fail %s to %v: %s", callName(f.Call), f.Call.Caller, f.Reason))
 		case Drop:
-			if f.Running {
-				lines = append(lines, fmt.Sprintf("drop %s (an earlier attempt runs)", callName(f.Call)))
-				break
+			switch f.Why {
+			case DropRetryRuns:
+				lines = append(lines, fmt.Sprintf("drop %s (another attempt runs; its answer answers this one)", callName(f.Call)))
+				continue
+			case DropSuperseded:
+				lines = append(lines, fmt.Sprintf("drop %s (a later attempt took its place; its answer answers this one)", callName(f.Call)))
+				continue
 			}
 			lines = append(lines, fmt.Sprintf("drop %s (%s seq %d delivered twice)", callName(f.Call), name(f.Call.Spec.CallerId), f.Call.Spec.SequenceNumber))
 		case AlreadyRan:

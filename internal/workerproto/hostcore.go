@@ -197,8 +197,8 @@ type (
 		Call *Call
 		Why  DropReason
 	}
-	// AlreadyRan: the call is a later attempt of one this incarnation
-	// ran and answered (the answer was lost on its way back): it is not
+	// AlreadyRan: the call is another attempt (a retry, or a delayed
+	// first attempt) of one this incarnation ran and answered: it is not
 	// run again, and its caller gets an error saying so (FORWARD_LOST,
 	// not retried).
 	AlreadyRan struct{ Call *Call }

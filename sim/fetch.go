@@ -24,8 +24,14 @@ import (
 // that nothing answers).
 const rpcTimeout = 2 * time.Second
 
-// sealWait bounds a wait for another reader's pull of the same object.
-const sealWait = 2 * time.Minute
+// sealWait bounds a wait for another creation of the same object, cut in
+// slices from otherCreationSlice to maxOtherCreationSlice where another
+// client creates it (internal/cluster's fetch.go).
+const (
+	sealWait              = 2 * time.Minute
+	otherCreationSlice    = 10 * time.Millisecond
+	maxOtherCreationSlice = time.Second
+)
 
 // xfer is the store client id of the node's transfers.
 func (n *node) xfer() ids.WorkerID {
@@ -143,18 +149,32 @@ func (n *node) pullFrom(ctx context.Context, node ids.NodeID, id ids.ObjectID, c
 		return &errs.ObjectLostError{ObjectID: id.String(), Message: "no node " + node.Short()}
 	}
 	s := n.store
-	buf, err := s.create(ctx, id, size, codec, owner, n.xfer(), true)
-	if errors.Is(err, objectstore.ErrObjectExists) {
-		// Another reader's pull: wait until it is sealed, as the real
-		// fetcher's one Get with a timeout does (its reader's context
-		// ends the wait; a Get asked once counts one read). The other
-		// pull given up ends it too: in the real fetcher the readers of
-		// one object share its transfer, and its error.
-		deadline := w.now.Add(sealWait)
-		w.after(sealWait, func() {})
+	deadline := w.now.Add(sealWait)
+	var buf []byte
+	var err error
+	for slice := otherCreationSlice; ; slice = min(2*slice, maxOtherCreationSlice) {
+		buf, err = s.create(ctx, id, size, codec, owner, n.xfer(), true)
+		if !errors.Is(err, objectstore.ErrObjectExists) {
+			break
+		}
+		// Another creation of the object in this store. Another reader's
+		// pull: wait until it is sealed, as the real fetcher's readers of
+		// one object share its transfer and its error (a Get asked once
+		// counts one read; its reader's context ends the wait). Another
+		// client's (a worker writing it as its result): wait a slice at a
+		// time and try again, taking the object over once that creation
+		// is given up.
+		creator, _ := s.store.CreatedBy(id)
+		byPull := creator == n.xfer()
+		end := deadline
+		if !byPull && w.now.Add(slice).Before(end) {
+			end = w.now.Add(slice)
+		}
+		w.after(end.Sub(w.now), func() {})
 		w.park(func() bool {
 			created, sealed := s.store.Holds(id)
-			return !n.up || s != n.store || ctx.Err() != nil || !created || sealed || !w.now.Before(deadline)
+			gone := byPull && !created // the real Get notices a seal only
+			return !n.up || s != n.store || ctx.Err() != nil || gone || sealed || !w.now.Before(end)
 		})
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -162,7 +182,9 @@ func (n *node) pullFrom(ctx context.Context, node ids.NodeID, id ids.ObjectID, c
 		if n.up && s == n.store && n.present(id) {
 			return nil
 		}
-		return &errs.ObjectLostError{ObjectID: id.String(), Message: "a concurrent pull of the object did not complete"}
+		if byPull || !n.up || s != n.store || !w.now.Before(deadline) {
+			return &errs.ObjectLostError{ObjectID: id.String(), Message: "a concurrent creation of the object did not complete"}
+		}
 	}
 	if err != nil {
 		return err

@@ -24,9 +24,17 @@ import (
 // holding the object instead of pulling from the primary's node first.
 const spreadPullMin = 16 << 20
 
-// sealWait bounds how long a reader waits for another reader's transfer
-// of the same object to be sealed.
+// sealWait bounds how long a reader waits for another creation of the
+// same object in the local store to be sealed.
 const sealWait = 2 * time.Minute
+
+// otherCreationSlice and maxOtherCreationSlice bound the slices of that
+// wait: after each, the pull is tried again, in case the other creation
+// was given up (pullFrom).
+const (
+	otherCreationSlice    = 10 * time.Millisecond
+	maxOtherCreationSlice = time.Second
+)
 
 // fetcher pulls objects held on other nodes into the local store. It is
 // safe for concurrent use: callers are worker proxies and the driver's Get.
@@ -47,6 +55,10 @@ type fetcher struct {
 	pulledBytes atomic.Uint64
 
 	onPull func(TransferEvent) // nil: nobody listens
+
+	// onOtherCreation, if set (tests), is called each time a pull found
+	// another creation of its object unsealed after a slice of its wait.
+	onOtherCreation func(ids.ObjectID)
 }
 
 // TransferEvent is one pull of an object from another node
@@ -197,13 +209,56 @@ func (f *fetcher) announce(owner ids.NodeID, id ids.ObjectID) {
 // store and seals it. want is the object's size as its ref says (0:
 // unknown): a peer declaring another size is refused before anything is
 // allocated.
-func (f *fetcher) pullFrom(ctx context.Context, addr string, node ids.NodeID, id ids.ObjectID, codec atollpb.Codec, owner ids.WorkerID, want uint64) (err error) {
+//
+// The object may already be in the store, not sealed yet: another
+// reader's transfer through this fetcher (which it joins, sharing its
+// outcome) or a creation by another client of the store (a task's worker
+// writing the object as its result again). It then waits, up to sealWait,
+// for the object to be sealed; but a creation can also be given up (its
+// worker dies, or it fails) and never sealed, so the wait is cut in
+// slices, after each of which the pull is tried again: it takes the
+// object over once the other creation is gone.
+func (f *fetcher) pullFrom(ctx context.Context, addr string, node ids.NodeID, id ids.ObjectID, codec atollpb.Codec, owner ids.WorkerID, want uint64) error {
+	deadline := time.Now().Add(sealWait)
+	for slice := otherCreationSlice; ; slice = min(2*slice, maxOtherCreationSlice) {
+		shared, err := f.pullOnce(ctx, addr, node, id, codec, owner, want)
+		switch {
+		case err == nil && !shared:
+			return nil
+		case err == nil || errors.Is(err, objectstore.ErrObjectExists):
+			// Another reader's transfer (sealed already) or another
+			// client's creation: wait until it is sealed.
+			if f.present(ctx, id, max(0, min(slice, time.Until(deadline)))) {
+				return nil
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if f.onOtherCreation != nil {
+				f.onOtherCreation(id)
+			}
+			if time.Now().Before(deadline) {
+				continue
+			}
+			return &errs.ObjectLostError{ObjectID: id.String(), Message: "another creation of the object in this node's store was not sealed within " + sealWait.String()}
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, errs.ErrObjectStoreFull):
+			return err
+		}
+		return &errs.ObjectLostError{ObjectID: id.String(), Message: "pull from node " + node.Short() + " failed: " + err.Error()}
+	}
+}
+
+// pullOnce is one try of pullFrom: shared reports that the bytes came
+// from another reader's transfer; an error matching ErrObjectExists, that
+// another client of the store is creating the object.
+func (f *fetcher) pullOnce(ctx context.Context, addr string, node ids.NodeID, id ids.ObjectID, codec atollpb.Codec, owner ids.WorkerID, want uint64) (shared bool, err error) {
 	start := time.Now()
 	var n uint64
-	var shared bool
 	if f.onPull != nil {
 		defer func() {
-			if (!shared && n > 0) || err != nil { // not another reader's pull
+			if (!shared && n > 0) || (err != nil && !errors.Is(err, objectstore.ErrObjectExists)) { // not another reader's pull
 				f.onPull(TransferEvent{Object: id, From: node, Bytes: n, Start: start, End: time.Now(), Err: err})
 			}
 		}()
@@ -235,22 +290,7 @@ func (f *fetcher) pullFrom(ctx context.Context, addr string, node ids.NodeID, id
 		f.pulledBytes.Add(n)
 		return nil
 	})
-	switch {
-	case err == nil && !shared:
-		return nil
-	case err == nil || errors.Is(err, objectstore.ErrObjectExists):
-		// Another reader's transfer (or creation) of the object: wait
-		// until it is sealed.
-		if f.present(ctx, id, sealWait) {
-			return nil
-		}
-		return &errs.ObjectLostError{ObjectID: id.String(), Message: "a concurrent pull of the object did not complete"}
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case errors.Is(err, errs.ErrObjectStoreFull):
-		return err
-	}
-	return &errs.ObjectLostError{ObjectID: id.String(), Message: "pull from node " + node.Short() + " failed: " + err.Error()}
+	return shared, err
 }
 
 // checkPullSize refuses a pull whose peer declares a size other than the

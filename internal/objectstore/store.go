@@ -276,6 +276,15 @@ func (s *Store) Holds(id ids.ObjectID) (created, sealed bool) {
 	return true, o.sealed
 }
 
+// CreatedBy returns the client that created id, if the store holds it.
+func (s *Store) CreatedBy(id ids.ObjectID) (ids.WorkerID, bool) {
+	o, ok := s.objects[id]
+	if !ok || o.deleted {
+		return ids.WorkerID{}, false
+	}
+	return o.creator, true
+}
+
 // Release drops one of the client's pins on each id. An object that was
 // deleted while pinned is freed with its last pin. Releasing a pin the
 // client does not hold is an error (a panic in invariants builds); the

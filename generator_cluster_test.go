@@ -9,6 +9,10 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/faultplan"
+	"github.com/atoll-runtime/atoll/internal/actors"
+	"github.com/atoll-runtime/atoll/internal/clusterclient"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 	"github.com/atoll-runtime/atoll/internal/testmain"
@@ -184,4 +188,68 @@ func wantNodeEnd(t *testing.T, ctx context.Context, g *atoll.ObjectRefGenerator[
 	if ref, err := g.Next(ctx); !errors.Is(err, atoll.ErrEndOfStream) {
 		t.Fatalf("after the last item: %v, %v; want ErrEndOfStream", ref, err)
 	}
+}
+
+// TestGeneratorLostAndLateItems: a fault plan on the driver's node (where
+// its results arrive) drops the first item a generator on another
+// node reports and delays the second past the ones after it. The stream
+// still gives every item, in order: the late one is held for, the lost
+// one is sent again by the producer, held back by backpressure; and once
+// it is released nothing stays in any node's store.
+func TestGeneratorLostAndLateItems(t *testing.T) {
+	plan := `
+seed: 1
+rules:
+  - name: lose-item
+    action: drop
+    message: ForwardedResult
+    actor: gateway
+    node: driver
+    probability: 1
+    count: 1
+  - name: late-item
+    action: delay
+    message: ForwardedResult
+    actor: gateway
+    node: driver
+    delay: 300ms
+    probability: 1
+    count: 1
+`
+	p, err := faultplan.Parse([]byte(plan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 2}})
+	fi := actors.NewFaultInjector()
+	ctx := testmain.JoinCluster(t, c, atoll.WithFaultInjector(fi))
+	p.Install(fi, faultplan.Driver) // after joining: the generator's reports are the first results forwarded
+	producer := c.Node(1).ID
+
+	const n, limit = 9, 3
+	gen := genOnNode.Remote(ctx, atoll.Value(n), atoll.OnNode(producer, false), atoll.GeneratorBackpressure(limit))
+	for i := range n {
+		readNodeItem(t, ctx, gen, i, producer)
+	}
+	wantNodeEnd(t, ctx, gen)
+	gen.Release()
+	log, err := atolltest.GetFaultLog(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fired := map[string]int{}
+	for _, e := range log.Messages {
+		fired[e.Rule]++
+	}
+	if fired["lose-item"] != 1 || fired["late-item"] != 1 {
+		t.Fatalf("rules fired: %v; want lose-item and late-item once each", fired)
+	}
+	c.WaitStatus(time.Minute, func(st *clusterclient.Status) bool {
+		for _, node := range st.Nodes {
+			if node.Objects != 0 {
+				return false
+			}
+		}
+		return true
+	})
 }

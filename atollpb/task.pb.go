@@ -861,6 +861,11 @@ type TaskResult struct {
 	// returns holds the one item, whose object id is
 	// ReturnObjectID(task_id, 1+index). The attempt goes on.
 	GeneratorItem *GeneratorItem `protobuf:"bytes,20,opt,name=generator_item,json=generatorItem,proto3" json:"generator_item,omitempty"`
+	// On the end of a generator task's attempt (success or failure): how
+	// many items it reported. Once the task ends for good, the owner frees
+	// the items it never received (their reports lost on the way), so what
+	// they stored does not stay in the stores.
+	GeneratorYielded int64 `protobuf:"varint,21,opt,name=generator_yielded,json=generatorYielded,proto3" json:"generator_yielded,omitempty"`
 	// Borrower protocol (see ARCHITECTURE "Borrowing"). transferred are
 	// objects the worker process created and returned refs to inside its
 	// values: the task's owner owns them from now on (each value's
@@ -971,6 +976,13 @@ func (x *TaskResult) GetGeneratorItem() *GeneratorItem {
 		return x.GeneratorItem
 	}
 	return nil
+}
+
+func (x *TaskResult) GetGeneratorYielded() int64 {
+	if x != nil {
+		return x.GeneratorYielded
+	}
+	return 0
 }
 
 func (x *TaskResult) GetTransferred() []*ReturnObject {
@@ -1158,10 +1170,14 @@ func (x *GeneratorItem) GetFromBorrower() bool {
 // task `task_id` how many of its items the caller has consumed, so a
 // yield held back by the backpressure limit may go on.
 type GeneratorAck struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        []byte                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Attempt       int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	Consumed      int64                  `protobuf:"varint,3,opt,name=consumed,proto3" json:"consumed,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TaskId   []byte                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Attempt  int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Consumed int64                  `protobuf:"varint,3,opt,name=consumed,proto3" json:"consumed,omitempty"`
+	// How many items the owner holds in order: every index below it
+	// reached it. A worker held back by backpressure sends again the
+	// reports of items from here on (one was lost, or is late).
+	Received      int64 `protobuf:"varint,4,opt,name=received,proto3" json:"received,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1213,6 +1229,13 @@ func (x *GeneratorAck) GetAttempt() int32 {
 func (x *GeneratorAck) GetConsumed() int64 {
 	if x != nil {
 		return x.Consumed
+	}
+	return 0
+}
+
+func (x *GeneratorAck) GetReceived() int64 {
+	if x != nil {
+		return x.Received
 	}
 	return 0
 }
@@ -1694,7 +1717,7 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\x0fPLACEMENT_GROUP\x10\x03\"R\n" +
 	"\fReturnObject\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12%\n" +
-	"\x05value\x18\x02 \x01(\v2\x0f.atoll.v1.ValueR\x05value\"\x9e\x04\n" +
+	"\x05value\x18\x02 \x01(\v2\x0f.atoll.v1.ValueR\x05value\"\xcb\x04\n" +
 	"\n" +
 	"TaskResult\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x18\n" +
@@ -1705,7 +1728,8 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"\fexecute_span\x18\x06 \x01(\v2\x16.atoll.v1.TraceContextR\vexecuteSpan\x12#\n" +
 	"\ractor_address\x18\a \x01(\tR\factorAddress\x12#\n" +
 	"\ractor_crashed\x18\b \x01(\bR\factorCrashed\x12>\n" +
-	"\x0egenerator_item\x18\x14 \x01(\v2\x17.atoll.v1.GeneratorItemR\rgeneratorItem\x128\n" +
+	"\x0egenerator_item\x18\x14 \x01(\v2\x17.atoll.v1.GeneratorItemR\rgeneratorItem\x12+\n" +
+	"\x11generator_yielded\x18\x15 \x01(\x03R\x10generatorYielded\x128\n" +
 	"\vtransferred\x18\t \x03(\v2\x16.atoll.v1.ReturnObjectR\vtransferred\x12\x18\n" +
 	"\aborrows\x18\n" +
 	" \x03(\fR\aborrows\x12)\n" +
@@ -1723,11 +1747,12 @@ const file_atollpb_task_proto_rawDesc = "" +
 	"borrowsSeq\"J\n" +
 	"\rGeneratorItem\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x03R\x05index\x12#\n" +
-	"\rfrom_borrower\x18\x02 \x01(\bR\ffromBorrower\"]\n" +
+	"\rfrom_borrower\x18\x02 \x01(\bR\ffromBorrower\"y\n" +
 	"\fGeneratorAck\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x1a\n" +
-	"\bconsumed\x18\x03 \x01(\x03R\bconsumed\"f\n" +
+	"\bconsumed\x18\x03 \x01(\x03R\bconsumed\x12\x1a\n" +
+	"\breceived\x18\x04 \x01(\x03R\breceived\"f\n" +
 	"\n" +
 	"SubmitTask\x12&\n" +
 	"\x04spec\x18\x01 \x01(\v2\x12.atoll.v1.TaskSpecR\x04spec\x12\x1c\n" +

@@ -72,7 +72,6 @@
 // # Limits
 //
 // Not simulated: SDK calls from goroutines the program starts, real time
-// and real I/O in tasks; streaming generators are refused; an actor's
-// calls run one at a time; refs are dropped by Release (a pool worker's
+// and real I/O in tasks; an actor's calls run one at a time; refs are dropped by Release (a pool worker's
 // also at the end of each task), not by the garbage collector.
 package sim

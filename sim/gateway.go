@@ -72,6 +72,11 @@ func (n *node) applyGW(eff cluster.Effect) {
 				n.raylet.NodeGone(n.now(), m.Node)
 				n.rayletEffects()
 			})
+		case *atollpb.ForwardGeneratorAck:
+			n.rayletSend(n.name, "ForwardGeneratorAck", "raylet", ids.MustFromBytes(m.Ack.TaskId).Short(), func() {
+				n.raylet.GeneratorAck(n.now(), m.Ack, m.Hops)
+				n.rayletEffects()
+			})
 		case *atollpb.CancelTask:
 			n.rayletSend(n.name, "CancelTask", "raylet", ids.MustFromBytes(m.TaskId).Short(), func() {
 				n.raylet.Cancel(n.now(), m)

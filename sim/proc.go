@@ -261,7 +261,39 @@ func (l *procLink) SendBorrows(m *atollpb.BorrowReport) {
 	l.toRaylet("BorrowReport", "", func(n *node) { n.routeBorrowReport(m) })
 }
 
-func (l *procLink) GeneratorAck(*atollpb.GeneratorAck) {}
+// GeneratorAck passes an owner's ack to its node's raylet, which writes
+// it to the worker running the attempt or passes it on (rayletEffect).
+func (l *procLink) GeneratorAck(m *atollpb.GeneratorAck) {
+	l.toRaylet("GeneratorAck", fmt.Sprintf("%s#%d consumed=%d", ids.MustFromBytes(m.TaskId).Short(), m.Attempt, m.Consumed), func(n *node) {
+		n.raylet.GeneratorAck(n.now(), m, 0)
+	})
+}
+
+// ReportItem sends an item a generator attempt of this worker yielded to
+// its raylet, which hands it to the attempt's owner
+// (raylet.Slot.DeliverItem).
+func (l *procLink) ReportItem(res *atollpb.TaskResult) error {
+	p := l.p
+	if !p.alive {
+		return errs.Unavailablef("the worker process is stopping")
+	}
+	n := p.node
+	s := n.workers[p.id]
+	if s == nil || s.running == nil || !s.running.Is(res.TaskId, res.Attempt) {
+		return errs.Invalidf("no generator attempt %s#%d runs here", ids.MustFromBytes(res.TaskId).Short(), res.Attempt)
+	}
+	a := s.running
+	// On the link the attempt's result takes after it (the worker's
+	// connection): the raylet reads the item before the attempt ends
+	// there, as long as it still has the worker.
+	p.w.send(&msg{from: n, to: n, fromName: p.name, toName: n.name, path: pathLocal, kind: "TaskResult", actor: "raylet",
+		desc: fmt.Sprintf("item %d of %s", res.GeneratorItem.GetIndex(), result(res)), deliver: func() {
+			if n.up && n.workers[p.id] == s {
+				n.deliverTo(a.Owner(), res, n.name)
+			}
+		}})
+	return nil
+}
 
 func (l *procLink) Free(idl []ids.ObjectID)   { l.p.node.broadcastFree(l.p, idl, false) }
 func (l *procLink) Revive(idl []ids.ObjectID) { l.p.node.broadcastFree(l.p, idl, true) }

@@ -122,7 +122,22 @@ func (n *node) applyRaylet(eff raylet.Effect) {
 		n.workerGone(x.Worker)
 	case raylet.ReportActor:
 		w.gcsReport(n, x.Info)
-	case raylet.ReleaseBinary, raylet.AckGenerator, raylet.ForwardGeneratorAck:
+	case raylet.AckGenerator:
+		s := n.workers[x.Worker]
+		if s == nil {
+			w.log.add("%s raylet ack for worker %s: no such pool worker", n.name, x.Worker.Short())
+			return
+		}
+		ack := x.Ack
+		n.w.send(&msg{from: n, to: n, fromName: n.name, toName: s.p.name, path: pathLocal, kind: "GeneratorAck", actor: "worker",
+			desc: fmt.Sprintf("%s#%d consumed=%d", ids.MustFromBytes(ack.TaskId).Short(), ack.Attempt, ack.Consumed), deliver: func() {
+				if s.p.alive {
+					s.p.rt.SimGeneratorAck(ack)
+				}
+			}})
+	case raylet.ForwardGeneratorAck:
+		n.stepGW(cluster.PassAck{Ack: x.Ack, Hops: x.Hops})
+	case raylet.ReleaseBinary:
 	default:
 		w.log.add("%s raylet effect %T not simulated", n.name, eff)
 	}

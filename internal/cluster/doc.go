@@ -90,6 +90,8 @@
 //	            the link's hops; bounded per origin and in all (quota)
 //	itemFailed  generator attempts running here one of whose items could not
 //	            be sent back: the error their result is replaced with
+//	endedGens   generator attempts sent from here whose result came back:
+//	            where their late items go; the newest 1024
 //	peers       every live peer's latest NodeLoad, turned into a
 //	            raylet.PeerView on every report
 //	dead        nodes that died or left, oldest first, at most MaxDeadNodes
@@ -209,9 +211,12 @@
 // Items share the result's path (the same gateway actor, subject and
 // publisher at every hop), so the owner sees them in order and before the
 // end; an item leaves every entry in place and renews the lease of the
-// entry it passes. An item nobody waits for and an ack with no next link
-// are dropped: the worker learns the count again from the ack to its next
-// item. Links are checked to lie in [1, 64]. An item larger than the
+// entry it passes. Only a delay (a fault plan's) lets a result overtake an
+// item: the late item goes where the result went (endedGens), and the
+// owner frees what it stored. Any other item nobody waits for and an ack
+// with no next link are dropped: the worker learns the count again from
+// the ack to its next item, and a worker held back by backpressure sends
+// the items the owner lacks again. Links are checked to lie in [1, 64]. An item larger than the
 // server's max payload cannot go back: the running node's gateway cancels
 // the attempt, drops its later items and answers its result with
 // INVALID_ARGUMENT naming the item (itemFailed); relays resend the same

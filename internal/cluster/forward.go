@@ -43,6 +43,13 @@ type Forwarder struct {
 	// could not be sent back (too large); their result carries the error
 	// (generators.go). An entry lives while the attempt's inbound does.
 	itemFailed map[taskKey]*atollpb.ErrorInfo
+	// endedGens are the generator attempts sent from here whose result
+	// came back, by the link they went on, with where their items went;
+	// the newest maxEndedGenerators, oldest first in endedOrder. An item
+	// the result overtook on the way (a delay) still reaches its owner,
+	// which frees what the item stored if it no longer wants it.
+	endedGens  map[endedLink]*forward
+	endedOrder *fifoSet[endedLink]
 	peers      map[ids.NodeID]*atollpb.NodeLoad
 	// members are the nodes membership has as live (PeerJoined), this
 	// one included. Work forwarded from a node that is not one is held
@@ -142,7 +149,7 @@ func NewForwarder(cfg ForwarderConfig) *Forwarder {
 func newForwarder(cfg ForwarderConfig, own *owners) *Forwarder {
 	cfg.withDefaults()
 	f := &Forwarder{cfg: cfg, pending: map[taskKey][]*forward{}, inbound: map[taskKey][]arrival{},
-		itemFailed: map[taskKey]*atollpb.ErrorInfo{}, peers: map[ids.NodeID]*atollpb.NodeLoad{}, dead: newFIFOSet[ids.NodeID](),
+		itemFailed: map[taskKey]*atollpb.ErrorInfo{}, endedGens: map[endedLink]*forward{}, endedOrder: newFIFOSet[endedLink](), peers: map[ids.NodeID]*atollpb.NodeLoad{}, dead: newFIFOSet[ids.NodeID](),
 		copies: map[ids.ObjectID][]ids.NodeID{}, owners: own,
 		members: map[ids.NodeID]bool{cfg.Self: true}, strangers: map[ids.NodeID]time.Time{}, outsiders: newFIFOSet[ids.NodeID](),
 		refusedStrangers: map[ids.NodeID]int{}, notices: map[ids.NodeID]*noticeStream{}, knownSince: map[ids.NodeID]time.Time{}, reports: map[ids.NodeID]*deathReport{}}
@@ -344,6 +351,9 @@ type forward struct {
 	relay  bool
 	name   string
 	isCall bool
+	// generator: a streaming generator's attempt (its items come back
+	// before its result).
+	generator bool
 	// renewed is when node last confirmed that it holds the attempt (at
 	// first, when it was sent): past the lease, the attempt is lost.
 	renewed time.Time

@@ -20,7 +20,8 @@ import (
 // sendTask records a task attempt sent to another node and publishes it.
 func (f *Forwarder) sendTask(now time.Time, e SendTask) {
 	k := keyOf(e.Spec.TaskId, e.Spec.Attempt)
-	f.pending[k] = append(f.pending[k], &forward{node: e.Node, owner: e.Owner, relay: e.Relay, name: e.Spec.Name, renewed: now, hops: e.Hops})
+	f.pending[k] = append(f.pending[k], &forward{node: e.Node, owner: e.Owner, relay: e.Relay, name: e.Spec.Name, renewed: now, hops: e.Hops,
+		generator: e.Spec.GetGenerator()})
 	f.publishForward(k, e.Node, KindTask, &atollpb.ForwardTask{Spec: e.Spec, OriginNode: f.cfg.Self.Bytes(), Hops: e.Hops})
 	f.failIfDead(e.Node)
 }
@@ -98,6 +99,9 @@ func (f *Forwarder) route(k taskKey, i int, res *atollpb.TaskResult) {
 		delete(f.pending, k)
 	} else {
 		f.pending[k] = stack
+	}
+	if fw.generator {
+		f.generatorEnded(k, fw)
 	}
 	switch {
 	case fw.relay:

@@ -27,7 +27,7 @@ import (
 //
 //	nodes n1 n2 [lease=10s] [max-per-origin=N] [max=N] [max-bytes-per-origin=N]
 //	      [max-bytes=N] [max-dead=N] [max-payload=N] [head=n1]
-//	forward n1 t1 to=n2 [attempt=N] [hops=N] [owner=o1 | relay] [size=N] [owner-worker=w1 [owner-node=n1]]
+//	forward n1 t1 to=n2 [attempt=N] [hops=N] [owner=o1 | relay] [size=N] [owner-worker=w1 [owner-node=n1]] [generator]
 //	call n1 c1 to=n2 addr=h1 [attempt=N] [owner=o1]
 //	cancel n1 t1 [non-recursive]
 //	result n2 t1 [attempt=N] [error=CODE] [crashed] [size=N]   the raylet's (or host's) result
@@ -349,6 +349,7 @@ func (e *fwdEnv) spec(t *testing.T, d *datadriven.TestData, name string) *atollp
 	if size > 0 {
 		spec.Args = []*atollpb.TaskArg{{Kind: &atollpb.TaskArg_Value{Value: &atollpb.Value{Kind: &atollpb.Value_Inline{Inline: make([]byte, size)}}}}}
 	}
+	spec.Generator = d.HasArg("generator")
 	return spec
 }
 

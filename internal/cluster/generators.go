@@ -39,6 +39,31 @@ import (
 // bounded by the raylets' spillback limit, far below it).
 const maxAckHops = 64
 
+// maxEndedGenerators bounds the ended generator attempts remembered for
+// their late items (Forwarder.endedGens).
+const maxEndedGenerators = 1024
+
+// endedLink names the link a generator attempt went on from here.
+type endedLink struct {
+	k    taskKey
+	node ids.NodeID
+	hops int32
+}
+
+// generatorEnded remembers where the items of a generator attempt whose
+// result came back went, for an item the result overtook.
+func (f *Forwarder) generatorEnded(k taskKey, fw *forward) {
+	l := endedLink{k: k, node: fw.node, hops: fw.hops}
+	if !f.endedOrder.add(l) {
+		return
+	}
+	f.endedGens[l] = fw
+	for f.endedOrder.len() > maxEndedGenerators {
+		old, _ := f.endedOrder.popOldest()
+		delete(f.endedGens, old)
+	}
+}
+
 // itemFromRaylet sends an item of a generator attempt running here back on
 // the link the attempt arrived on. An item that cannot be sent (larger
 // than the NATS server's max payload) fails the attempt: it is cancelled
@@ -75,8 +100,10 @@ func (f *Forwarder) failItem(res *atollpb.TaskResult, origin ids.NodeID, err err
 
 // itemFromPeer hands an item that came back on link m.Hops to the owner of
 // this node's pending entry for that link, or relays it on the link
-// before (the attempt went through here). An item no entry is waiting for
-// (the attempt was failed here, or its node died) is dropped.
+// before (the attempt went through here); an item its attempt's result
+// overtook goes where the entry sent the result. An item no entry is
+// waiting for (the attempt was failed here, or its node died) is
+// dropped.
 func (f *Forwarder) itemFromPeer(now time.Time, m *atollpb.ForwardedResult) {
 	from, err := ids.FromBytes(m.FromNode)
 	if err != nil {
@@ -91,15 +118,27 @@ func (f *Forwarder) itemFromPeer(now time.Time, m *atollpb.ForwardedResult) {
 			continue
 		}
 		fw.renewed = now // the node evidently holds it
-		switch {
-		case fw.relay:
-			f.relayItem(res, m.Hops-1)
-		case fw.owner != nil:
-			f.emit(Deliver{To: fw.owner, Result: res})
-		}
+		f.passItem(fw, res, m.Hops)
+		return
+	}
+	if fw := f.endedGens[endedLink{k: k, node: from, hops: m.Hops}]; fw != nil {
+		// Overtaken by its attempt's result: the owner decides (it frees
+		// what the item stored, unless its stream still wants it).
+		f.passItem(fw, res, m.Hops)
 		return
 	}
 	f.log(slog.LevelDebug, "cluster: a generator item nobody waits for dropped", "task", k.task.Short(), "attempt", k.attempt, "link", m.Hops)
+}
+
+// passItem hands an item that came back on link hops to fw's owner, or
+// relays it on the link before.
+func (f *Forwarder) passItem(fw *forward, res *atollpb.TaskResult, hops int32) {
+	switch {
+	case fw.relay:
+		f.relayItem(res, hops-1)
+	case fw.owner != nil:
+		f.emit(Deliver{To: fw.owner, Result: res})
+	}
 }
 
 // relayItem sends an item on back over link hops, which brought the

@@ -327,10 +327,15 @@
 // return 0 is the task's end, the number of items or its error). The
 // stream (generators.go) holds the items reported in index order, how many
 // the caller took and the backpressure limit, until the caller drops it.
-// An item whose index is the next one is added to the stream; any other is
-// ignored, and what it stored freed if the stream does not hold it. Every
-// report and every item taken emits GeneratorAck{consumed}, which the
-// shell sends to the worker running the attempt. A retry's items already
+// An item whose index is the next one is added to the stream, with those
+// held early that follow it; one further on (its report overtook one
+// before it, or that one was lost) is held early, under the limit past
+// the items taken (maxEarlyItems without a limit); any other is ignored,
+// and what it stored freed if the stream does not hold it. Every report
+// and every item taken emits GeneratorAck{consumed, received}, which the
+// shell sends to the worker running the attempt: received, the items
+// held in order, tells a worker held back which reports to send again. A
+// retry's items already
 // in the stream are ignored. A worker that ignores its acks has its items
 // past taken+limit dropped (the stream ends short with ObjectLostError);
 // an index is bounded by MaxGeneratorItems. A stream dropped while its task

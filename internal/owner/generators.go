@@ -1,6 +1,9 @@
 package owner
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
@@ -12,6 +15,13 @@ const MaxGeneratorItems = 1<<31 - 2
 // consumedAll is the consumed count sent to a generator whose caller
 // dropped its stream: nothing holds it back any more.
 const consumedAll = 1 << 62
+
+// maxEarlyItems bounds the items a stream holds ahead of a missing one.
+const maxEarlyItems = 1024
+
+// maxLostItems bounds the items never received that a generator's end
+// frees.
+const maxLostItems = 4096
 
 // generator is the caller's side of a streaming generator task
 // (TaskSpec.generator): the items it has reported so far, in index order,
@@ -26,8 +36,23 @@ type generator struct {
 	limit int64
 	items []ids.ObjectID
 	taken int
+	// early holds, by index, the items that arrived ahead of one still
+	// missing (reports reordered on their way, or one lost), until the
+	// missing ones arrive: fewer than the backpressure limit (the worker
+	// reports no further), or maxEarlyItems without one. A worker held
+	// back sends again what the acks say is missing (received); a report
+	// lost for good by a worker never held back leaves its stream short,
+	// and its end says so (ObjectLostError), unless a retry of the task
+	// fills the gap.
+	early map[int64]ids.ObjectID
 	// changed is closed, and replaced, whenever an item arrives.
 	changed chan struct{}
+}
+
+// ack is the stream's GeneratorAck for attempt: the items taken, and
+// those held in order.
+func (g *generator) ack(attempt int32) GeneratorAck {
+	return GeneratorAck{Task: g.task, Attempt: attempt, Consumed: int64(g.taken), Received: int64(len(g.items))}
 }
 
 // GeneratorAck tells the worker running a generator task how many of its
@@ -37,6 +62,10 @@ type GeneratorAck struct {
 	Task     ids.TaskID
 	Attempt  int32
 	Consumed int64
+	// Received is how many items the owner holds in order (every index
+	// below it arrived): a worker held back sends the reports from there
+	// on again.
+	Received int64
 }
 
 func (GeneratorAck) effect() {}
@@ -88,7 +117,10 @@ func (t *Table) generatorItem(res *atollpb.TaskResult) {
 		}
 	}
 	tk, g := t.tasks[id], t.gens[id]
-	if tk == nil || !tk.dispatched || g == nil || index != int64(len(g.items)) || g.limit > 0 && index >= int64(g.taken)+g.limit {
+	if n, ok := t.droppedGens[id]; ok && index == n {
+		t.droppedGens[id] = n + 1
+	}
+	if tk == nil || !tk.dispatched || g == nil || !g.accepts(index) {
 		// Stale, a duplicate, nobody reads it, or past the backpressure
 		// limit (a worker that ignores it must not grow the stream
 		// without bound; its stream ends short): keep nothing of it.
@@ -97,20 +129,47 @@ func (t *Table) generatorItem(res *atollpb.TaskResult) {
 		}
 		t.DropRef(contained...)
 		if tk != nil && tk.dispatched {
-			consumed := int64(consumedAll)
 			if g != nil {
-				consumed = int64(g.taken)
+				t.emit(g.ack(res.Attempt))
+			} else {
+				t.emit(GeneratorAck{Task: id, Attempt: res.Attempt, Consumed: consumedAll, Received: consumedAll})
 			}
-			t.emit(GeneratorAck{Task: id, Attempt: res.Attempt, Consumed: consumed})
 		}
 		return
 	}
 	t.Put(rid, value, res.ExecuteSpan, contained)
 	t.objects[rid].taskReturn = true
-	g.items = append(g.items, rid)
-	close(g.changed)
-	g.changed = make(chan struct{})
-	t.emit(GeneratorAck{Task: id, Attempt: res.Attempt, Consumed: int64(g.taken)})
+	if index > int64(len(g.items)) {
+		if g.early == nil {
+			g.early = map[int64]ids.ObjectID{}
+		}
+		g.early[index] = rid
+	} else {
+		g.items = append(g.items, rid)
+		for next, ok := g.early[int64(len(g.items))]; ok; next, ok = g.early[int64(len(g.items))] {
+			delete(g.early, int64(len(g.items)))
+			g.items = append(g.items, next)
+		}
+		close(g.changed)
+		g.changed = make(chan struct{})
+	}
+	t.emit(g.ack(res.Attempt))
+}
+
+// accepts reports whether item index is new to the stream and within
+// its bounds: not reported yet, under the backpressure limit past the
+// items taken, and, ahead of a missing item, within maxEarlyItems.
+func (g *generator) accepts(index int64) bool {
+	switch {
+	case index < int64(len(g.items)):
+		return false
+	case g.limit > 0 && index >= int64(g.taken)+g.limit:
+		return false
+	case index == int64(len(g.items)):
+		return true
+	}
+	_, dup := g.early[index]
+	return !dup && len(g.early) < maxEarlyItems
 }
 
 // TakeGeneratorItem hands the caller the next item of the stream of task
@@ -130,7 +189,7 @@ func (t *Table) TakeGeneratorItem(id ids.TaskID) (item ids.ObjectID, ok bool, ch
 	g.items[g.taken] = ids.ObjectID{} // no longer the stream's
 	g.taken++
 	if tk := t.tasks[id]; tk != nil && tk.dispatched {
-		t.emit(GeneratorAck{Task: id, Attempt: tk.attempt(), Consumed: int64(g.taken)})
+		t.emit(g.ack(tk.attempt()))
 	}
 	return item, true, nil, true
 }
@@ -153,8 +212,45 @@ func (t *Table) DropGenerator(id ids.TaskID) {
 		return
 	}
 	delete(t.gens, id)
-	t.DropRef(g.items[g.taken:]...)
-	if tk := t.tasks[id]; tk != nil && tk.dispatched {
-		t.emit(GeneratorAck{Task: id, Attempt: tk.attempt(), Consumed: consumedAll})
+	if tk := t.tasks[id]; tk != nil {
+		t.droppedGens[id] = int64(len(g.items))
 	}
+	t.DropRef(g.items[g.taken:]...)
+	for _, index := range slices.Sorted(maps.Keys(g.early)) { // in order: the effects are deterministic
+		t.DropRef(g.early[index])
+	}
+	if tk := t.tasks[id]; tk != nil && tk.dispatched {
+		t.emit(GeneratorAck{Task: id, Attempt: tk.attempt(), Consumed: consumedAll, Received: consumedAll})
+	}
+}
+
+// generatorEnded frees, once generator task id ended for good, the items
+// its last attempt reported that never reached the stream: their reports
+// were lost on the way, and what they stored would otherwise stay in the
+// stores. res is the attempt's last result: from its worker, it counts
+// the items reported (generator_yielded); made up on the way (its answer
+// lost, its worker crashed) it does not, and a worker held back by
+// backpressure reported none past the items taken plus the limit. dropped
+// is the stream's count of items that arrived in order if it was dropped
+// while the task ran (later items arrive stale and are freed as they
+// come). At most maxLostItems.
+func (t *Table) generatorEnded(id ids.TaskID, res *atollpb.TaskResult, dropped int64, wasDropped bool) {
+	from, upto, held := dropped, res.GeneratorYielded, map[int64]ids.ObjectID(nil)
+	g := t.gens[id]
+	switch {
+	case g != nil:
+		from, held = int64(len(g.items)), g.early
+		if strayedCode(res.GetError().GetCode()) && g.limit > 0 {
+			upto = max(upto, int64(g.taken)+g.limit)
+		}
+	case !wasDropped:
+		return
+	}
+	var lost []ids.ObjectID
+	for i := from; i < min(upto, from+maxLostItems); i++ {
+		if _, ok := held[i]; !ok {
+			lost = append(lost, GeneratorItemID(id, i))
+		}
+	}
+	t.free(lost)
 }

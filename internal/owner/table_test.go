@@ -3,6 +3,7 @@ package owner
 import (
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -311,6 +312,9 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		if d.HasArg("generator") {
 			spec.Generator = true
+			for i := 1; i <= 8; i++ { // its first items' objects, named for the effects
+				e.object(t, fmt.Sprintf("%s.%d", name, i))
+			}
 			var limit int
 			d.MaybeScanArgs(t, "backpressure", &limit)
 			spec.GeneratorBackpressure = int32(limit)
@@ -352,7 +356,7 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 		if err := tb.Reconstruct(e.object(t, name), "node died"); err != nil {
 			return fmt.Sprintf("error %s: %s\n%s", err.Code, err.Message, e.effects())
 		}
-	case "result": // result t1 [attempt=N] [error=CODE [lost=t0.0] [node=n1]] [crashed] [stored] [returns=N] [contains=p1] [addr=host|@n1/host]
+	case "result": // result t1 [attempt=N] [error=CODE [lost=t0.0] [node=n1]] [crashed] [stored] [returns=N] [contains=p1] [addr=host|@n1/host] [yielded=N]
 		// [worker=w5] [reported [seq=N] [borrows=b1,...]] [transfer=x1,... [transfer-edges=x1>x2,...]]
 		task := ids.TaskID(e.id16(name))
 		var attempt, seq int
@@ -362,8 +366,10 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 		d.MaybeScanArgs(t, "addr", &addr)
 		d.MaybeScanArgs(t, "worker", &worker)
 		d.MaybeScanArgs(t, "seq", &seq)
+		var yielded int
+		d.MaybeScanArgs(t, "yielded", &yielded)
 		res := &atollpb.TaskResult{TaskId: task.Bytes(), Attempt: int32(attempt), ActorCrashed: d.HasArg("crashed"), ActorAddress: e.address(addr),
-			BorrowsReported: d.HasArg("reported"), BorrowsSeq: uint64(seq)}
+			BorrowsReported: d.HasArg("reported"), BorrowsSeq: uint64(seq), GeneratorYielded: int64(yielded)}
 		if worker != "" {
 			w := e.id16(worker)
 			res.WorkerId = w[:]
@@ -629,11 +635,13 @@ func (e *env) effects() string {
 		case Retried:
 			lines = append(lines, fmt.Sprintf("retried %s attempt=%d cause=%s", f.Attach, f.Attempt, f.Cause.Code))
 		case GeneratorAck:
-			consumed := fmt.Sprint(f.Consumed)
-			if f.Consumed == consumedAll {
-				consumed = "all"
+			count := func(n int64) string {
+				if n == consumedAll {
+					return "all"
+				}
+				return fmt.Sprint(n)
 			}
-			lines = append(lines, fmt.Sprintf("ack %s attempt=%d consumed=%s", e.tasks[f.Task], f.Attempt, consumed))
+			lines = append(lines, fmt.Sprintf("ack %s attempt=%d consumed=%s received=%s", e.tasks[f.Task], f.Attempt, count(f.Consumed), count(f.Received)))
 		case Finished:
 			if f.Err == nil {
 				lines = append(lines, fmt.Sprintf("finished %s", f.Attach))
@@ -700,7 +708,11 @@ func (e *env) state() string {
 	}
 	var gens []string
 	for id, g := range tb.gens {
-		gens = append(gens, fmt.Sprintf("generator %s reported=%d taken=%d", e.tasks[id], len(g.items), g.taken))
+		s := fmt.Sprintf("generator %s reported=%d taken=%d", e.tasks[id], len(g.items), g.taken)
+		if len(g.early) > 0 {
+			s += fmt.Sprintf(" early=%v", slices.Sorted(maps.Keys(g.early)))
+		}
+		gens = append(gens, s)
 	}
 	sort.Strings(gens)
 	lines = append(lines, gens...)

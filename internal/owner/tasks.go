@@ -399,6 +399,14 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 	if tk == nil || res.Attempt != tk.attempt() || !tk.dispatched {
 		return // stale attempt, duplicate, or already finished
 	}
+	if tk.common().Generator {
+		dropped, wasDropped := t.droppedGens[id]
+		defer func() {
+			if t.tasks[id] == nil { // ended for good, not retried
+				t.generatorEnded(id, res, dropped, wasDropped)
+			}
+		}()
+	}
 	t.borrowerResult(tk, res)
 	if res.Error != nil {
 		t.strayed(tk, res.Error.Code)
@@ -457,6 +465,16 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 	t.forget(tk, nil) // Result found it in the table
 }
 
+// strayedCode reports whether an attempt that failed with code may have
+// left objects in stores its owner was not told of (strayed).
+func strayedCode(code atollpb.ErrorCode) bool {
+	switch code {
+	case atollpb.ErrorCode_FORWARD_LOST, atollpb.ErrorCode_WORKER_CRASHED, atollpb.ErrorCode_OBJECT_STORE_FULL:
+		return true
+	}
+	return false
+}
+
 // strayed records that an attempt of tk failed in a way that may have
 // left copies of its returns in stores: its result was lost on the way
 // (FORWARD_LOST: the node running it stopped confirming it, and may have
@@ -465,9 +483,7 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 // returns frees those copies too; returns nobody references any more
 // are freed now.
 func (t *Table) strayed(tk *task, code atollpb.ErrorCode) {
-	switch code {
-	case atollpb.ErrorCode_FORWARD_LOST, atollpb.ErrorCode_WORKER_CRASHED, atollpb.ErrorCode_OBJECT_STORE_FULL:
-	default:
+	if !strayedCode(code) {
 		return
 	}
 	var gone []ids.ObjectID
@@ -593,6 +609,9 @@ func (t *Table) complete(tk *task, e *atollpb.ErrorInfo) {
 // forget is complete for a task known to be in the table.
 func (t *Table) forget(tk *task, e *atollpb.ErrorInfo) {
 	delete(t.tasks, tk.id())
+	if tk.common().Generator {
+		delete(t.droppedGens, tk.id())
+	}
 	if a := tk.actor; a != nil {
 		a.forget(tk)
 		t.maybeForget(a)

@@ -62,6 +62,9 @@ func (a *Assignment) attempt() int32 { return a.held().Attempt() }
 // trace is the attempt's trace context, nil if untraced.
 func (a *Assignment) trace() *atollpb.TraceContext { return a.held().Trace() }
 
+// Is reports whether a is attempt of the task taskID names.
+func (a *Assignment) Is(taskID []byte, attempt int32) bool { return a.is(taskID, attempt) }
+
 // is reports whether a is attempt of the task taskID names.
 func (a *Assignment) is(taskID []byte, attempt int32) bool {
 	if a.packed != nil {
@@ -72,6 +75,10 @@ func (a *Assignment) is(taskID []byte, attempt int32) bool {
 
 // Worker is the worker the attempt was pushed to.
 func (a *Assignment) Worker() ids.WorkerID { return a.worker }
+
+// Owner is the actor the attempt's result (and a generator's items) go
+// to: its caller's owner, or the node's gateway for a forwarded attempt.
+func (a *Assignment) Owner() *actor.PID { return a.owner }
 
 // ID numbers the attempt on its node (Core.Finished, Core.Recalled).
 func (a *Assignment) ID() uint64 { return a.attemptID }

@@ -143,12 +143,18 @@ func (wk *Worker) execute(ctx context.Context, spec *atollpb.TaskSpec, fn regist
 	lent := wk.taskStarted(spec)
 	defer func() { wk.reportBorrows(spec, lent, res) }()
 
+	var sink *Sink
 	if spec.Generator {
 		// A streaming generator: its items are reported as it yields
 		// them (generator.go); its one return is their count.
 		var done func()
-		ctx, _, done = wk.startGenerator(ctx, spec)
+		ctx, sink, done = wk.startGenerator(ctx, spec)
 		defer done()
+		defer func() {
+			if res != nil {
+				res.GeneratorYielded = sink.Count() // the owner frees what never reached it
+			}
+		}()
 	}
 	args, release, err := rt.fetchArgs(ctx, store, spec)
 	if err != nil {
@@ -156,6 +162,9 @@ func (wk *Worker) execute(ctx context.Context, spec *atollpb.TaskSpec, fn regist
 		return failed(spec, w, err), false
 	}
 	out, err, panicked := safeCall(ctx, fn, args)
+	if sink != nil && err == nil {
+		sink.awaitReceived(ctx) // its result goes once the owner holds every item
+	}
 	release() // argument views are invalid from here on
 	wk.argsReleased()
 	if err == nil && ctx.Err() != nil && spec.Type != atollpb.TaskType_ACTOR_TASK && spec.Type != atollpb.TaskType_ACTOR_CREATION_TASK {

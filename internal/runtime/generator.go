@@ -3,7 +3,9 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
@@ -19,8 +21,10 @@ import (
 // with generator_item set (the raylet's connection reader hands it to
 // the owner, see raylet/generator.go). The owner
 // answers every report, and every item its caller takes, with a
-// GeneratorAck: how many items were consumed. A yield returns once fewer
-// than the task's backpressure limit are unconsumed.
+// GeneratorAck: how many items were consumed, and how many it holds in
+// order. A yield returns once fewer than the task's backpressure limit
+// are unconsumed; held back, it sends again the reports the owner has not
+// said it holds (resendAfter), since one may have been lost between nodes.
 
 type sinkKey struct{}
 
@@ -36,8 +40,23 @@ type Sink struct {
 	ended    bool          // the function returned: yield is refused
 	next     int64         // items yielded so far
 	consumed int64         // items the caller consumed, as the owner last said
-	wake     chan struct{} // closed, and replaced, when consumed grows
+	wake     chan struct{} // closed, and replaced, when consumed or received grows
+	// received is how many items the owner holds in order, as it last
+	// said; unreceived are the reports of the items from there on (with
+	// a backpressure limit only: at most the limit), sent again while
+	// the yield is held back (resendAfter).
+	received   int64
+	unreceived []*atollpb.TaskResult
 }
+
+// resendAfter is how long a yield held back by backpressure waits for
+// the owner to say it received every item reported before it sends the
+// missing ones' reports again (a report lost between nodes, or late),
+// doubling up to maxResendAfter while nothing arrives.
+const (
+	resendAfter    = time.Second
+	maxResendAfter = 30 * time.Second
+)
 
 // sinks are the generator attempts a runtime executes, by task: acks
 // reach them here.
@@ -65,7 +84,7 @@ func (s *sinks) remove(g *Sink) {
 
 // ack applies a GeneratorAck to the attempt it names, if it runs in this
 // process; it reports whether it does.
-func (s *sinks) ack(task ids.TaskID, attempt int32, consumed int64) bool {
+func (s *sinks) ack(task ids.TaskID, attempt int32, consumed, received int64) bool {
 	s.mu.Lock()
 	g := s.m[task]
 	s.mu.Unlock()
@@ -73,8 +92,18 @@ func (s *sinks) ack(task ids.TaskID, attempt int32, consumed int64) bool {
 		return false
 	}
 	g.mu.Lock()
+	changed := false
+	if received > g.received {
+		g.received, changed = received, true
+		for len(g.unreceived) > 0 && g.unreceived[0].GeneratorItem.GetIndex() < received {
+			g.unreceived[0] = nil
+			g.unreceived = g.unreceived[1:]
+		}
+	}
 	if consumed > g.consumed {
-		g.consumed = consumed
+		g.consumed, changed = consumed, true
+	}
+	if changed {
 		close(g.wake)
 		g.wake = make(chan struct{})
 	}
@@ -137,25 +166,124 @@ func (g *Sink) Yield(ctx context.Context, v any) error {
 		GeneratorItem: &atollpb.GeneratorItem{Index: index}}
 	g.mu.Lock()
 	g.next++
+	if g.limit > 0 {
+		g.unreceived = append(g.unreceived, res)
+	}
 	g.mu.Unlock()
-	if err := g.w.client.ReportItem(res); err != nil {
+	if err := g.w.reportItem(res); err != nil {
 		return err
 	}
+	wait := resendAfter
 	for {
 		g.mu.Lock()
 		if g.limit == 0 || g.next-g.consumed < g.limit {
 			g.mu.Unlock()
 			return nil
 		}
-		wake := g.wake
+		wake, received := g.wake, g.received
 		g.mu.Unlock()
-		g.w.srv.Conn().Handoff() // the acks come through the reader: if it runs this task, another must read
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return ctx.Err()
+		timedOut, err := g.waitAck(ctx, wake, wait)
+		switch {
+		case err != nil:
+			return err
+		case timedOut:
+			if err := g.resend(received); err != nil {
+				return err
+			}
+			wait = min(2*wait, maxResendAfter)
+		default:
+			wait = resendAfter
 		}
 	}
+}
+
+// waitAck waits until wake is closed (an ack said more were consumed),
+// wait passes (timedOut), or ctx ends.
+func (g *Sink) waitAck(ctx context.Context, wake <-chan struct{}, wait time.Duration) (timedOut bool, err error) {
+	if rt := g.w.Runtime; rt.sim != nil {
+		timeout := make(chan struct{})
+		rt.after(wait, func() { close(timeout) })
+		rt.park(func() bool { return isDone(wake) || isDone(timeout) || ctx.Err() != nil })
+		select {
+		case <-wake:
+			return false, nil
+		case <-timeout:
+			return true, nil
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+	g.w.srv.Conn().Handoff() // the acks come through the reader: if it runs this task, another must read
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-wake:
+		return false, nil
+	case <-t.C:
+		return true, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+// maxAwaitReceived bounds how long a generator attempt that returned
+// waits for its owner to hold every item it reported (awaitReceived).
+const maxAwaitReceived = 2 * time.Minute
+
+// awaitReceived waits, once the generator's function returned, until the
+// owner says it holds every item reported, sending again those it lacks
+// (resendAfter, doubling): a report lost between nodes is not lost for
+// good, and what its item stored does not outlive the stream. Only with a
+// backpressure limit (without one nothing is kept to send again); it gives
+// up after maxAwaitReceived, or when ctx ends.
+func (g *Sink) awaitReceived(ctx context.Context) {
+	wait := resendAfter
+	deadline := g.w.Runtime.now().Add(maxAwaitReceived)
+	for g.w.Runtime.now().Before(deadline) {
+		g.mu.Lock()
+		if g.limit == 0 || g.received >= g.next {
+			g.mu.Unlock()
+			return
+		}
+		wake, received := g.wake, g.received
+		g.mu.Unlock()
+		timedOut, err := g.waitAck(ctx, wake, wait)
+		switch {
+		case err != nil:
+			return
+		case timedOut:
+			if g.resend(received) != nil {
+				return
+			}
+			wait = min(2*wait, maxResendAfter)
+		}
+	}
+}
+
+// resend sends again the reports of the items the owner has not said it
+// received, if it said nothing more since received.
+func (g *Sink) resend(received int64) error {
+	g.mu.Lock()
+	var again []*atollpb.TaskResult
+	if g.received == received {
+		again = slices.Clone(g.unreceived)
+	}
+	g.mu.Unlock()
+	for _, res := range again {
+		if err := g.w.reportItem(res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reportItem sends an item's report to the raylet: on the worker's
+// connection, or through a simulator's link.
+func (w *Worker) reportItem(res *atollpb.TaskResult) error {
+	if w.sim != nil {
+		return w.sim.link.ReportItem(res)
+	}
+	return w.client.ReportItem(res)
 }
 
 // storeItem encodes item index of a generator: inline if small, else in
@@ -186,8 +314,8 @@ func (w *Worker) storeItem(ctx context.Context, spec *atollpb.TaskSpec, index in
 // names: in this runtime, else through the raylet to the worker running
 // it.
 func (rt *Runtime) sendGeneratorAck(e owner.GeneratorAck) {
-	if rt.gens.ack(e.Task, e.Attempt, e.Consumed) || rt.closed.Load() {
+	if rt.gens.ack(e.Task, e.Attempt, e.Consumed, e.Received) || rt.closed.Load() {
 		return
 	}
-	rt.link.generatorAck(&atollpb.GeneratorAck{TaskId: e.Task.Bytes(), Attempt: e.Attempt, Consumed: e.Consumed})
+	rt.link.generatorAck(&atollpb.GeneratorAck{TaskId: e.Task.Bytes(), Attempt: e.Attempt, Consumed: e.Consumed, Received: e.Received})
 }

@@ -76,6 +76,9 @@ type SimLink interface {
 	Fetch(ctx context.Context, refs []*atollpb.ObjectRef) error
 	SendBorrows(m *atollpb.BorrowReport)
 	GeneratorAck(m *atollpb.GeneratorAck)
+	// ReportItem reports an item a generator attempt running in this
+	// (worker) process yielded, as workerproto.Client.ReportItem.
+	ReportItem(res *atollpb.TaskResult) error
 	// Free and Revive are the owner's frees, on every node.
 	Free(idl []ids.ObjectID)
 	Revive(idl []ids.ObjectID)
@@ -113,7 +116,8 @@ type SimProcess struct {
 
 // simState is a simulated runtime's side of the simulation.
 type simState struct {
-	env SimEnv
+	env  SimEnv
+	link SimLink
 	// handles are the refs this runtime made or decoded since the last
 	// sweep, for SimSweep (pool workers only).
 	handles []*Ref
@@ -143,7 +147,7 @@ func (s simLink) revive(idl []ids.ObjectID)            { s.l.Revive(idl) }
 // newSimRuntime builds the Runtime of a simulated process.
 func newSimRuntime(p SimProcess) *Runtime {
 	rt := newRuntime(p.Settings, p.NodeID, p.WorkerID)
-	rt.sim = &simState{env: p.Env}
+	rt.sim = &simState{env: p.Env, link: p.Link}
 	rt.jobID, rt.putTask = p.Env.NewID(), p.Env.NewID()
 	rt.log = p.Settings.Logger
 	if rt.log == nil {
@@ -233,6 +237,15 @@ type runtimeKey struct{}
 // SimDeliver applies a message to the process's owner, as its owner
 // actor does: a task result, an actor event, a borrower's report.
 func (rt *Runtime) SimDeliver(m any) { rt.receiveOwner(m) }
+
+// SimGeneratorAck applies an owner's GeneratorAck to the generator
+// attempt it names, if it runs in this process (the raylet's ack, as a
+// worker process's reader applies it).
+func (rt *Runtime) SimGeneratorAck(m *atollpb.GeneratorAck) {
+	if task, err := ids.FromBytes(m.TaskId); err == nil {
+		rt.gens.ack(task, m.Attempt, m.Consumed, m.Received)
+	}
+}
 
 // SimHostsActor records that the worker hosts actor id (its standalone
 // borrow reports name it).

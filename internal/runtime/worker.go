@@ -208,7 +208,7 @@ func NewWorker(s Settings, wc WorkerConfig) (*Worker, error) {
 		Deliver:  func(m proto.Message) { rt.post(m) },
 		GeneratorAck: func(m *atollpb.GeneratorAck) {
 			if id, err := ids.FromBytes(m.GetTaskId()); err == nil {
-				rt.gens.ack(id, m.GetAttempt(), m.GetConsumed())
+				rt.gens.ack(id, m.GetAttempt(), m.GetConsumed(), m.GetReceived())
 			}
 		},
 		HostsActor: func(id ids.ActorID) { w.hostedActor.Store(&id) },

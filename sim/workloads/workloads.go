@@ -1,7 +1,8 @@
 // Package workloads holds the simulator's stock workloads (package sim):
 // Mixed, the cluster workload `atoll sim` and `make sim` run (objects
 // that spill, tasks reading them, a task borrowing refs inside its
-// argument, nested tasks, an actor's ordered calls, in rounds), and KV, a
+// argument, nested tasks, an actor's ordered calls, in rounds), Streams
+// (streaming generators read whole, dropped and cancelled), and KV, a
 // replicated-state workload whose history is checked for
 // linearizability. They are written against the public SDK, as a user's
 // workload is; ByName finds one.
@@ -35,6 +36,7 @@ func ByName(name string) (Workload, bool) {
 func All() []Workload {
 	return []Workload{
 		{Name: "mixed", Run: func(ctx context.Context) error { return Mixed(ctx, 10) }, Released: true},
+		{Name: "streams", Run: func(ctx context.Context) error { return Streams(ctx, 6) }, Released: true},
 		{Name: "kv", Run: func(ctx context.Context) error { return KV(ctx, 4, 12) }, Checkers: []sim.Checker{sim.Linearizable("kv-linearizable", KVModel)}},
 	}
 }

@@ -162,9 +162,6 @@ func (wk *Worker) execute(ctx context.Context, spec *atollpb.TaskSpec, fn regist
 		return failed(spec, w, err), false
 	}
 	out, err, panicked := safeCall(ctx, fn, args)
-	if sink != nil && err == nil {
-		sink.awaitReceived(ctx) // its result goes once the owner holds every item
-	}
 	release() // argument views are invalid from here on
 	wk.argsReleased()
 	if err == nil && ctx.Err() != nil && spec.Type != atollpb.TaskType_ACTOR_TASK && spec.Type != atollpb.TaskType_ACTOR_CREATION_TASK {

@@ -226,40 +226,6 @@ func (g *Sink) waitAck(ctx context.Context, wake <-chan struct{}, wait time.Dura
 	}
 }
 
-// maxAwaitReceived bounds how long a generator attempt that returned
-// waits for its owner to hold every item it reported (awaitReceived).
-const maxAwaitReceived = 2 * time.Minute
-
-// awaitReceived waits, once the generator's function returned, until the
-// owner says it holds every item reported, sending again those it lacks
-// (resendAfter, doubling): a report lost between nodes is not lost for
-// good, and what its item stored does not outlive the stream. Only with a
-// backpressure limit (without one nothing is kept to send again); it gives
-// up after maxAwaitReceived, or when ctx ends.
-func (g *Sink) awaitReceived(ctx context.Context) {
-	wait := resendAfter
-	deadline := g.w.Runtime.now().Add(maxAwaitReceived)
-	for g.w.Runtime.now().Before(deadline) {
-		g.mu.Lock()
-		if g.limit == 0 || g.received >= g.next {
-			g.mu.Unlock()
-			return
-		}
-		wake, received := g.wake, g.received
-		g.mu.Unlock()
-		timedOut, err := g.waitAck(ctx, wake, wait)
-		switch {
-		case err != nil:
-			return
-		case timedOut:
-			if g.resend(received) != nil {
-				return
-			}
-			wait = min(2*wait, maxResendAfter)
-		}
-	}
-}
-
 // resend sends again the reports of the items the owner has not said it
 // received, if it said nothing more since received.
 func (g *Sink) resend(received int64) error {

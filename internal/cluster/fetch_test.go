@@ -76,6 +76,25 @@ func (n *fetchNode) fetcher(t *testing.T, peers ...*fetchNode) *fetcher {
 	return f
 }
 
+// fetchBehindCreation starts a fetch of id (size bytes, held on node
+// from) and returns once it found another creation of id in its store
+// and waits on it; the fetch's error comes on the channel returned.
+func fetchBehindCreation(t *testing.T, ctx context.Context, f *fetcher, from *fetchNode, id ids.ObjectID, size int) <-chan error {
+	t.Helper()
+	waiting := make(chan struct{}, 1)
+	f.onOtherCreation = func(ids.ObjectID) {
+		select {
+		case waiting <- struct{}{}:
+		default:
+		}
+	}
+	done := make(chan error, 1)
+	ref := &atollpb.ObjectRef{ObjectId: id.Bytes(), NodeId: from.id.Bytes(), Codec: atollpb.Codec_CODEC_BYTES, Size: uint64(size)}
+	go func() { done <- f.Fetch(ctx, []*atollpb.ObjectRef{ref}) }()
+	recv(t, waiting, "the fetch never found the worker's creation")
+	return done
+}
+
 // A reader pulling an object that a worker of its node is creating in the
 // store at the same time (a task run again, writing it as its result)
 // waits for that creation; when the worker gives it up, the reader pulls
@@ -92,19 +111,9 @@ func TestFetchTakesOverAnAbandonedCreation(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := a.fetcher(t, b)
-	waiting := make(chan struct{}, 1)
-	f.onOtherCreation = func(ids.ObjectID) {
-		select {
-		case waiting <- struct{}{}:
-		default:
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	done := make(chan error, 1)
-	ref := &atollpb.ObjectRef{ObjectId: id.Bytes(), NodeId: b.id.Bytes(), Codec: atollpb.Codec_CODEC_BYTES, Size: uint64(len(want))}
-	go func() { done <- f.Fetch(ctx, []*atollpb.ObjectRef{ref}) }()
-	recv(t, waiting, "the fetch never found the worker's creation")
+	done := fetchBehindCreation(t, ctx, f, b, id, len(want))
 	select {
 	case err := <-done:
 		t.Fatalf("the fetch returned while the worker's creation was unsealed: %v", err)
@@ -141,19 +150,9 @@ func TestFetchWaitsForAnotherCreation(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := a.fetcher(t, b)
-	waiting := make(chan struct{}, 1)
-	f.onOtherCreation = func(ids.ObjectID) {
-		select {
-		case waiting <- struct{}{}:
-		default:
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	done := make(chan error, 1)
-	ref := &atollpb.ObjectRef{ObjectId: id.Bytes(), NodeId: b.id.Bytes(), Codec: atollpb.Codec_CODEC_BYTES, Size: uint64(len(want))}
-	go func() { done <- f.Fetch(ctx, []*atollpb.ObjectRef{ref}) }()
-	recv(t, waiting, "the fetch never found the worker's creation")
+	done := fetchBehindCreation(t, ctx, f, b, id, len(want))
 	copy(buf, want)
 	if err := worker.Seal(ctx, id); err != nil {
 		t.Fatal(err)

@@ -51,15 +51,7 @@ func chunkOf(seed, n int) []float64 {
 // once every round ran.
 func Streams(ctx context.Context, rounds int) error {
 	var firstErr error
-	note := func(err error) error {
-		if !sim.Typed(err) {
-			return err
-		}
-		if firstErr == nil {
-			firstErr = err
-		}
-		return nil
-	}
+	note := typedErrors(&firstErr)
 	for round := 0; round < rounds; round++ {
 		if err := readStream(ctx, round, note); err != nil {
 			return err

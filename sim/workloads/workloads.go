@@ -119,6 +119,21 @@ var (
 	})
 )
 
+// typedErrors returns a workload's note: a typed error (a fault may cause
+// one) is kept in *first if it is the first and does not fail the run
+// (nil); any other error is returned, and fails it.
+func typedErrors(first *error) func(error) error {
+	return func(err error) error {
+		if !sim.Typed(err) {
+			return err
+		}
+		if *first == nil {
+			*first = err
+		}
+		return nil
+	}
+}
+
 // blobWant is the sum of the bytes of round's blob.
 func blobWant(round int) int {
 	s := 0
@@ -174,15 +189,7 @@ const blobBytes = 384 << 10
 // ran.
 func Mixed(ctx context.Context, rounds int) error {
 	var firstErr error
-	note := func(err error) error {
-		if !sim.Typed(err) {
-			return err
-		}
-		if firstErr == nil {
-			firstErr = err
-		}
-		return nil
-	}
+	note := typedErrors(&firstErr)
 	var kept []atoll.ObjectRef[[]byte]
 	defer func() {
 		for _, r := range kept {

@@ -106,6 +106,8 @@ func TestFoundSchedules(t *testing.T) {
 			"a generator's item lost between nodes left what it stored in the store after its stream ended", "streams"},
 		{44079, "3.108s drop for=8.773s msg=ForwardedResult@gateway p=0.168 count=7",
 			"a generator's item lost between nodes, then its cancelled attempt's result too, left what the item stored", "streams"},
+		{508075, "3.301s delay for=2.731s msg=TaskResult@owner p=0.097 count=17 delay=1.271s; 3.495s kill-worker nodes=n1 p=0.196658204552407 count=1 point=after-execute; 3.837s store-full nodes=n1 count=1",
+			"a generator's attempt killed after storing its last item, whose retry failed before reaching it, left that item stored", "streams"},
 	} {
 		name := c.workload
 		if name == "" {

@@ -47,7 +47,14 @@ type generator struct {
 	early map[int64]ids.ObjectID
 	// changed is closed, and replaced, whenever an item arrives.
 	changed chan struct{}
+	// upto bounds the items the task's attempts reported so far (ended
+	// attempts: lostItems), for freeing those never received at its end.
+	upto int64
 }
+
+// droppedGen is what remains of a stream dropped while its task runs:
+// how many items arrived in order, and upto as in generator.
+type droppedGen struct{ received, upto int64 }
 
 // ack is the stream's GeneratorAck for attempt: the items taken, and
 // those held in order.
@@ -117,8 +124,8 @@ func (t *Table) generatorItem(res *atollpb.TaskResult) {
 		}
 	}
 	tk, g := t.tasks[id], t.gens[id]
-	if n, ok := t.droppedGens[id]; ok && index == n {
-		t.droppedGens[id] = n + 1
+	if d := t.droppedGens[id]; d != nil && index == d.received {
+		d.received++
 	}
 	if tk == nil || !tk.dispatched || g == nil || !g.accepts(index) {
 		// Stale, a duplicate, nobody reads it, or past the backpressure
@@ -213,7 +220,7 @@ func (t *Table) DropGenerator(id ids.TaskID) {
 	}
 	delete(t.gens, id)
 	if tk := t.tasks[id]; tk != nil {
-		t.droppedGens[id] = int64(len(g.items))
+		t.droppedGens[id] = &droppedGen{received: int64(len(g.items)), upto: g.upto}
 	}
 	t.DropRef(g.items[g.taken:]...)
 	for _, index := range slices.Sorted(maps.Keys(g.early)) { // in order: the effects are deterministic
@@ -224,26 +231,39 @@ func (t *Table) DropGenerator(id ids.TaskID) {
 	}
 }
 
-// generatorEnded frees, once generator task id ended for good, the items
-// its last attempt reported that never reached the stream: their reports
-// were lost on the way, and what they stored would otherwise stay in the
-// stores. res is the attempt's last result: from its worker, it counts
-// the items reported (generator_yielded); made up on the way (its answer
-// lost, its worker crashed) it does not, and a worker held back by
-// backpressure reported none past the items taken plus the limit. dropped
-// is the stream's count of items that arrived in order if it was dropped
-// while the task ran (later items arrive stale and are freed as they
-// come). At most maxLostItems.
-func (t *Table) generatorEnded(id ids.TaskID, res *atollpb.TaskResult, dropped int64, wasDropped bool) {
-	from, upto, held := dropped, res.GeneratorYielded, map[int64]ids.ObjectID(nil)
-	g := t.gens[id]
-	switch {
-	case g != nil:
-		from, held = int64(len(g.items)), g.early
+// attemptEnded records how far an ended attempt of generator task id may
+// have reported items (res, its result): from its worker, the result
+// counts them (generator_yielded); made up on the way (its answer lost,
+// its worker crashed) it does not, and a worker held back by backpressure
+// reported none past the items taken plus the limit (a dropped stream
+// holds none back: only counts are known).
+func (t *Table) attemptEnded(id ids.TaskID, res *atollpb.TaskResult) {
+	upto := res.GeneratorYielded
+	if g := t.gens[id]; g != nil {
 		if strayedCode(res.GetError().GetCode()) && g.limit > 0 {
 			upto = max(upto, int64(g.taken)+g.limit)
 		}
-	case !wasDropped:
+		g.upto = max(g.upto, upto)
+	} else if d := t.droppedGens[id]; d != nil {
+		d.upto = max(d.upto, upto)
+	}
+}
+
+// generatorEnded frees, once generator task id ended for good, the items
+// its attempts reported (up to what attemptEnded recorded) that never
+// reached the stream: their reports were lost on the way, or an attempt
+// that died stored them, and what they stored would otherwise stay in the
+// stores. d is the stream if it was dropped while the task ran (later
+// items arrived stale and were freed as they came). At most maxLostItems.
+func (t *Table) generatorEnded(id ids.TaskID, d *droppedGen) {
+	var from, upto int64
+	var held map[int64]ids.ObjectID
+	switch g := t.gens[id]; {
+	case g != nil:
+		from, upto, held = int64(len(g.items)), g.upto, g.early
+	case d != nil:
+		from, upto = d.received, d.upto
+	default:
 		return
 	}
 	var lost []ids.ObjectID

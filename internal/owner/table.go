@@ -42,9 +42,9 @@ type Table struct {
 	restarts map[ids.TaskID]ids.ActorID
 	// gens are the streams of generator tasks (generators.go).
 	gens map[ids.TaskID]*generator
-	// droppedGens: streams dropped while their task runs, by task: how
-	// many items arrived in order (the ones after are freed at the end).
-	droppedGens map[ids.TaskID]int64
+	// droppedGens: streams dropped while their task runs, by task (the
+	// items after those that arrived in order are freed at its end).
+	droppedGens map[ids.TaskID]*droppedGen
 	effects     []Effect
 	// shapes are the recent kinds of task packed (Config.Pack).
 	shapes specpack.Shapes
@@ -96,7 +96,7 @@ type Table struct {
 // New returns an empty Table.
 func New(cfg Config) *Table {
 	return &Table{cfg: cfg, objects: map[ids.ObjectID]*object{}, tasks: map[ids.TaskID]*task{}, actors: map[ids.ActorID]*actorEntry{},
-		gens: map[ids.TaskID]*generator{}, droppedGens: map[ids.TaskID]int64{}, released: map[ids.ObjectID]*object{},
+		gens: map[ids.TaskID]*generator{}, droppedGens: map[ids.TaskID]*droppedGen{}, released: map[ids.ObjectID]*object{},
 		borrowers: map[borrowerKey]*borrowerRecord{}, fromLender: map[ids.WorkerID]int{}, reportedTo: map[ids.WorkerID]*lenderReport{},
 		early: map[borrowerKey]*earlyReport{}}
 }

@@ -400,10 +400,11 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 		return // stale attempt, duplicate, or already finished
 	}
 	if tk.common().Generator {
-		dropped, wasDropped := t.droppedGens[id]
+		t.attemptEnded(id, res)
+		dropped := t.droppedGens[id]
 		defer func() {
 			if t.tasks[id] == nil { // ended for good, not retried
-				t.generatorEnded(id, res, dropped, wasDropped)
+				t.generatorEnded(id, dropped)
 			}
 		}()
 	}

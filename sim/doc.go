@@ -51,7 +51,8 @@
 //
 // # Checkers
 //
-// Continuously: no attempt runs twice; each task finishes at its owner
+// Continuously: no attempt runs twice; no loop runs away (a thread that
+// never waits, or a run past two million events); each task finishes at its owner
 // once per run of it (a lineage rebuild is another); each caller's calls
 // start on an actor in sequence order; no store serves an object its
 // owner freed. At the end, once every fault healed and the cluster went

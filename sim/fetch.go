@@ -179,7 +179,14 @@ func (n *node) pullFrom(ctx context.Context, node ids.NodeID, id ids.ObjectID, c
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if n.up && s == n.store && n.present(id) {
+		if _, sealed := s.store.Holds(id); n.up && s == n.store && sealed {
+			// As the real fetcher's Get: a copy spilled meanwhile is
+			// read back.
+			if _, err := s.get(ctx, []ids.ObjectID{id}, n.xfer(), objectstore.PriorityGet); err != nil {
+				return &errs.ObjectLostError{ObjectID: id.String(), Message: "a concurrent creation of the object could not be read: " + err.Error()}
+			}
+			_ = s.store.Release([]ids.ObjectID{id}, n.xfer(), n.now())
+			s.flush()
 			return nil
 		}
 		if byPull || !n.up || s != n.store || !w.now.Before(deadline) {

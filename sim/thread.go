@@ -42,7 +42,14 @@ type thread struct {
 	cancel context.CancelCauseFunc
 	// since is when it parked.
 	since time.Time
+	// spins counts its parks in a row that did not wait (maxSpins).
+	spins int
 }
+
+// maxSpins bounds the parks in a row whose condition already held: a
+// thread that never waits is a loop that never ends, and fails the run
+// instead of holding the simulator's loop for good.
+const maxSpins = 1_000_000
 
 type threadKey struct{}
 
@@ -150,8 +157,13 @@ func (w *World) park(ready func() bool) {
 		goruntime.Goexit()
 	}
 	if ready() {
+		if t.spins++; t.spins > maxSpins {
+			w.fail("runaway", "thread %s went on %d times in a row without waiting: a loop that never ends", t.name, maxSpins)
+			goruntime.Goexit()
+		}
 		return
 	}
+	t.spins = 0
 	t.ready, t.state, t.since = ready, threadParked, w.now
 	w.yield <- struct{}{}
 	<-t.wake

@@ -98,6 +98,8 @@ func TestFoundSchedules(t *testing.T) {
 			"an actor call whose result was lost between nodes ran again on the same actor when its caller retried it", ""},
 		{13193, "3.247s delay for=14.518s msg=ForwardActorCall@gateway p=0.086 count=13 delay=1.947s; 7.821s skew nodes=n1 delay=12.933s",
 			"an actor call's first attempt, delayed on its way, ran after its retry had run", ""},
+		{1101372, "8.616s partition groups=n1,n2,n3|n4,n5 for=2.027s; 11.8s partition groups=n2,n4|n1,n3|n5 for=8.372s; 12.265s partition groups=n1,n2,n3|n4,n5 for=7.238s; 15.507s skew nodes=n1 delay=-18.486s",
+			"the simulator's fetcher, behind another creation of its object that was sealed then spilled, looped without waiting", ""},
 		{470, "2.93s delay for=12.361s msg=TaskResult@owner p=0.26 count=10 delay=212ms",
 			"a generator's item overtaken by the next one was dropped, and the stream hung held back by backpressure", "streams"},
 		{11456, "5.531s delay for=4.91s msg=ForwardedResult@gateway p=0.218 count=10 delay=1.171s",

@@ -24,6 +24,8 @@ type World struct {
 
 	events eventHeap
 	seq    uint64
+	// steps counts the events run (maxSteps bounds them).
+	steps uint64
 	// rng streams, each seeded from (seed, stream): scheduling choices,
 	// the network, the disks, task durations. Faults have their own
 	// (faults.go) so that a schedule is drawn before the run.
@@ -144,9 +146,19 @@ func stream(seed uint64, n uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15*n+1))
 }
 
+// maxSteps bounds the events of a run: a run of the stock workloads takes
+// a few thousand to a hundred thousand; far more is a loop in the code
+// under test (or the simulator's) that never ends, and it fails the run
+// rather than grow until the machine runs out of memory.
+const maxSteps = 2_000_000
+
 // step runs the next event; false when there is none or the run stopped.
 func (w *World) step() bool {
 	if w.stopped || w.failure != nil || len(w.events) == 0 {
+		return false
+	}
+	if w.steps++; w.steps > maxSteps {
+		w.fail("runaway", "more than %d events ran (%d pending): a loop that never ends, each turn waiting a little", maxSteps, len(w.events))
 		return false
 	}
 	e := heap.Pop(&w.events).(*event)

@@ -197,8 +197,8 @@ func (g *Sink) Yield(ctx context.Context, v any) error {
 	}
 }
 
-// waitAck waits until wake is closed (an ack said more were consumed),
-// wait passes (timedOut), or ctx ends.
+// waitAck waits until wake is closed (an ack said more were consumed or
+// received), wait passes (timedOut), or ctx ends.
 func (g *Sink) waitAck(ctx context.Context, wake <-chan struct{}, wait time.Duration) (timedOut bool, err error) {
 	if rt := g.w.Runtime; rt.sim != nil {
 		timeout := make(chan struct{})

@@ -127,7 +127,17 @@ type node struct {
 	reportedAt time.Time
 	held       map[bundleKey]bool // in the last report (committed: true)
 	inflight   map[bundleKey]raylet.Resources
-	unreleased map[bundleKey]raylet.Resources // releases sent, not seen gone from a report yet
+	unreleased map[bundleKey]release // releases sent, not seen gone from a report yet
+}
+
+// release is a RELEASE sent to a node: the bundle's resources (nil when
+// not known here) and when it was sent. A node's reports that still list
+// the bundle past ReportGrace after it was sent have it sent again: a
+// RELEASE lost on its way (NATS delivers at most once) would otherwise
+// leave the bundle held for good.
+type release struct {
+	resources raylet.Resources
+	sent      time.Time
 }
 
 // bundleKey names one bundle.
@@ -384,9 +394,9 @@ func (m *Manager) release(g *group, n ids.NodeID, indices []int, reason string) 
 			k := bundleKey{pg: g.id(), index: int32(i)}
 			delete(nd.inflight, k)
 			if nd.unreleased == nil {
-				nd.unreleased = map[bundleKey]raylet.Resources{}
+				nd.unreleased = map[bundleKey]release{}
 			}
-			nd.unreleased[k] = g.bundles[i]
+			nd.unreleased[k] = release{resources: g.bundles[i], sent: m.now}
 		}
 	}
 	m.emit(Send{Node: n, Op: op})
@@ -501,7 +511,12 @@ func (m *Manager) try(g *group) {
 			if nd.inflight == nil {
 				nd.inflight = map[bundleKey]raylet.Resources{}
 			}
-			nd.inflight[bundleKey{pg: g.id(), index: int32(i)}] = g.bundles[i]
+			k := bundleKey{pg: g.id(), index: int32(i)}
+			nd.inflight[k] = g.bundles[i]
+			// A release of the same bundle sent before (an aborted
+			// transaction's) is behind this prepare: the node's reports
+			// that list the bundle from now on count this one.
+			delete(nd.unreleased, k)
 		}
 		m.emit(Send{Node: n, Op: op})
 	}
@@ -538,7 +553,7 @@ func (m *Manager) views() []NodeView {
 			// taken) are free again.
 			for k, r := range n.unreleased {
 				if _, held := n.held[k]; held {
-					avail.Add(r)
+					avail.Add(r.resources)
 				}
 			}
 		}

@@ -88,8 +88,8 @@ func (m *Manager) reconcile(n *node, held []*atollpb.BundleHeld) {
 				continue
 			}
 		}
-		if _, ok := n.unreleased[k]; ok {
-			continue // released already; the node has not answered yet
+		if r, ok := n.unreleased[k]; ok && m.now.Sub(r.sent) < m.cfg.ReportGrace {
+			continue // released lately; the node's reports may not show it yet
 		}
 		stray[k.pg] = append(stray[k.pg], int(k.index))
 	}
@@ -100,9 +100,12 @@ func (m *Manager) reconcile(n *node, held []*atollpb.BundleHeld) {
 		for _, i := range indices {
 			op.Bundles = append(op.Bundles, &atollpb.BundleRef{PlacementGroupId: pg.Bytes(), Index: int32(i)})
 			if n.unreleased == nil {
-				n.unreleased = map[bundleKey]raylet.Resources{}
+				n.unreleased = map[bundleKey]release{}
 			}
-			n.unreleased[bundleKey{pg: pg, index: int32(i)}] = nil // its resources are not known here
+			k := bundleKey{pg: pg, index: int32(i)}
+			r := n.unreleased[k] // resources known if a removal released it before
+			r.sent = m.now
+			n.unreleased[k] = r
 		}
 		m.cfg.Logger.Info("placement: releasing bundles a node holds for no group", "node", n.id.Short(), "group", pg.Short(), "bundles", indices)
 		m.emit(Send{Node: n.id, Op: op})

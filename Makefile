@@ -49,12 +49,12 @@ fuzz: ## run every fuzz target for FUZZTIME (10s)
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZFLAGS='$(FUZZFLAGS)' scripts/fuzz.sh
 
 # The deterministic simulator (package sim): SIM_SEEDS seeds of each of
-# SIM_WORKLOADS (the mixed workload, and streaming generators) on a
-# simulated 5-node cluster under seeded faults, in parallel; a failing
-# seed prints the command that replays it.
+# SIM_WORKLOADS (the mixed workload, streaming generators, placement
+# groups) on a simulated 5-node cluster under seeded faults, in
+# parallel; a failing seed prints the command that replays it.
 SIM_SEEDS ?= 100
 SIM_FLAGS ?=
-SIM_WORKLOADS ?= mixed streams
+SIM_WORKLOADS ?= mixed streams groups
 sim: ## run SIM_SEEDS (100) seeds of each of the simulator's stock workloads
 	$(GO) build -o $(BIN)/atoll ./cmd/atoll
 	for w in $(SIM_WORKLOADS); do $(BIN)/atoll sim -workload $$w -seeds $(SIM_SEEDS) $(SIM_FLAGS) || exit 1; done

@@ -30,7 +30,10 @@ import (
 //   - resolution: the workload returns within the simulated deadline,
 //     every error it met typed (an atoll error code);
 //   - quiescence: every live store holds nothing, every live process's
-//     owner table owns nothing, every raylet is idle.
+//     owner table owns nothing, every raylet is idle;
+//   - placement: every placement-group bundle a live raylet holds is
+//     committed there by a live group the GCS placed there, and every
+//     bundle of a created group is held where the GCS placed it.
 
 // Failure is a checker's verdict against a run.
 type Failure struct {
@@ -269,6 +272,7 @@ func (c *checks) final() {
 			return
 		}
 	}
+	w.checkPlacement()
 }
 
 func first(s []string, n int) []string {

@@ -73,6 +73,9 @@
 // # Limits
 //
 // Not simulated: SDK calls from goroutines the program starts, real time
-// and real I/O in tasks; an actor's calls run one at a time; refs are dropped by Release (a pool worker's
-// also at the end of each task), not by the garbage collector.
+// and real I/O in tasks; an actor's calls run one at a time; refs are
+// dropped by Release (a pool worker's also at the end of each task), not
+// by the garbage collector; the autoscaler (resource requests fail), and
+// the GCS's store: placement groups live in the head's memory, and a
+// crashed head takes them with it.
 package sim

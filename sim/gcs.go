@@ -10,6 +10,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/cluster"
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
+	"github.com/atoll-runtime/atoll/internal/placement"
 )
 
 // The GCS, on the head: the actor table (states the raylets report,
@@ -25,10 +26,18 @@ type gcs struct {
 	actors map[ids.ActorID]*atollpb.ActorInfo
 	names  map[string]ids.ActorID
 	nodes  map[ids.NodeID]string // "dead" or "left"
+
+	// Placement groups (placement.go): the manager, the nodes it
+	// believes live, the waits it holds.
+	pg        *placement.Manager
+	pgAlive   map[ids.NodeID]bool
+	pgWaiters map[ids.ID16][]*pgWaiter
 }
 
 func newGCS(w *World, n *node) *gcs {
-	return &gcs{w: w, node: n, actors: map[ids.ActorID]*atollpb.ActorInfo{}, names: map[string]ids.ActorID{}, nodes: map[ids.NodeID]string{}}
+	g := &gcs{w: w, node: n, actors: map[ids.ActorID]*atollpb.ActorInfo{}, names: map[string]ids.ActorID{}, nodes: map[ids.NodeID]string{}}
+	g.pgStart()
+	return g
 }
 
 func nameKey(namespace, name string) string { return namespace + "\x00" + name }
@@ -107,6 +116,7 @@ func (w *World) gcsNodeDead(from *node, node ids.NodeID, left bool) {
 				}
 				g.nodes[node] = state
 				w.log.add("gcs: node %s %s", node.Short(), state)
+				g.pgNodeDown(node, left)
 			}
 			for _, id := range sortedActorIDs(g.actors) {
 				a := g.actors[id]
@@ -200,9 +210,9 @@ func (c *gcsClient) GetActor(_ context.Context, actorID []byte) (*atollpb.ActorI
 }
 
 // Do serves the requests a runtime sends by op: an actor's new state
-// (an owner reporting the death of an actor whose restart failed). The
-// simulated GCS has no placement groups and no resource requests: those
-// fail with INVALID_ARGUMENT.
+// (an owner reporting the death of an actor whose restart failed) and
+// the placement groups' (placement.go). The simulated GCS has no
+// autoscaler: resource requests fail with INVALID_ARGUMENT.
 func (c *gcsClient) Do(_ context.Context, req *atollpb.GcsRequest) (*atollpb.GcsReply, error) {
 	switch op := req.Op.(type) {
 	case *atollpb.GcsRequest_UpdateActor:
@@ -215,6 +225,9 @@ func (c *gcsClient) Do(_ context.Context, req *atollpb.GcsRequest) (*atollpb.Gcs
 			return nil, err
 		}
 		return &atollpb.GcsReply{}, nil
+	case *atollpb.GcsRequest_CreatePlacementGroup, *atollpb.GcsRequest_RemovePlacementGroup, *atollpb.GcsRequest_GetPlacementGroup,
+		*atollpb.GcsRequest_ListPlacementGroups, *atollpb.GcsRequest_WaitPlacementGroup:
+		return c.placementGCS(req)
 	}
-	return nil, errs.Invalidf("the simulator does not serve the GCS request %T (placement groups and resource requests are not simulated)", req.Op)
+	return nil, errs.Invalidf("the simulator does not serve the GCS request %T (resource requests are not simulated)", req.Op)
 }

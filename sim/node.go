@@ -90,6 +90,9 @@ func (w *World) addNode(d *disk) *node {
 	w.log.add("node %s up%s", name, role)
 	n.raylet.Start(n.now())
 	n.rayletEffects()
+	if w.gcs != nil {
+		w.gcs.pgNodeUp(n)
+	}
 	// Gossip: the new node and the others learn each other as members.
 	for _, m := range w.liveNodes() {
 		m.stepGW(cluster.PeerJoined{Node: n.id})
@@ -193,10 +196,15 @@ func (n *node) publishLoad() {
 		}
 		load := &atollpb.NodeLoad{NodeId: n.id.Bytes(), Total: st.Total, Available: st.Available, Queued: int32(st.Queued),
 			Running: int32(st.Running), QueuedCpu: st.QueuedCPU, TransferAddress: n.name, IsHead: n.head, Draining: n.draining,
-			StoreUsed: ss.UsedBytes, StoreCapacity: ss.CapacityBytes, Seq: n.loadSeq, FreeSeq: n.gw.FreeSeq()}
+			StoreUsed: ss.UsedBytes, StoreCapacity: ss.CapacityBytes, Seq: n.loadSeq, FreeSeq: n.gw.FreeSeq(), Bundles: st.Bundles}
 		to := to
 		n.w.send(&msg{from: n, to: to, fromName: n.name + ".gw", toName: to.name + ".gw", path: pathNATS, kind: "NodeLoad", actor: "gateway",
-			desc: n.name, deliver: func() { to.stepGW(cluster.Received{Msg: load}) }})
+			desc: n.name, deliver: func() {
+				to.stepGW(cluster.Received{Msg: load})
+				if g := n.w.gcs; g != nil && g.node == to {
+					g.pgLoad(load) // the placement manager follows the reports too
+				}
+			}})
 	}
 }
 

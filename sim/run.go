@@ -262,6 +262,11 @@ func (w *World) boot(schedule []Fault) {
 		}
 	})
 	w.every(250*time.Millisecond, w.membershipTick)
+	w.every(pgTick, func() {
+		if g := w.gcs; g != nil {
+			g.pgTickNow()
+		}
+	})
 	if w.cfg.AMMInterval > 0 {
 		w.every(w.cfg.AMMInterval, w.ammRound)
 	}

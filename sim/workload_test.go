@@ -110,6 +110,10 @@ func TestFoundSchedules(t *testing.T) {
 			"a generator's item lost between nodes, then its cancelled attempt's result too, left what the item stored", "streams"},
 		{508075, "3.301s delay for=2.731s msg=TaskResult@owner p=0.097 count=17 delay=1.271s; 3.495s kill-worker nodes=n1 p=0.196658204552407 count=1 point=after-execute; 3.837s store-full nodes=n1 count=1",
 			"a generator's attempt killed after storing its last item, whose retry failed before reaching it, left that item stored", "streams"},
+		{19, "11.358s partition groups=n2,n4,n5|n1,n3 for=212ms",
+			"a placement group's RELEASE lost in a partition was never sent again: the node held the removed group's bundle for good", "groups"},
+		{10204, "954ms partition groups=n2,n3|n1,n4|n5 for=3.784s; 3.713s crash nodes=n2 for=8.303s keep-disk; 6.29s partition groups=n1,n4,n5|n2,n3 for=7.881s",
+			"a bundle released by an aborted transaction and prepared again on the same node counted as free room: its group's lost bundle was sent there, refused, for ever", "groups"},
 	} {
 		name := c.workload
 		if name == "" {
@@ -130,6 +134,27 @@ func TestFoundSchedules(t *testing.T) {
 			}
 			report(t, res)
 		})
+	}
+}
+
+// TestGroupsSeeds runs the placement-group workload without faults and
+// then ten seeds twice each (the same hash).
+func TestGroupsSeeds(t *testing.T) {
+	w := mustWorkload(t, "groups")
+	cfg := config(1, w)
+	cfg.NoFaults = true
+	res := sim.Run(cfg, w.Run)
+	report(t, res)
+	if res.WorkloadErr != nil {
+		t.Fatalf("workload: %v", res.WorkloadErr)
+	}
+	for seed := uint64(1); seed <= 10; seed++ {
+		a := sim.Run(config(seed, w), w.Run)
+		report(t, a)
+		b := sim.Run(config(seed, w), w.Run)
+		if a.Hash != b.Hash || a.Events != b.Events {
+			t.Errorf("seed %d: %v then %v", seed, a, b)
+		}
 	}
 }
 

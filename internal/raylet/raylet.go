@@ -196,7 +196,7 @@ func (r *raylet) Receive(ctx actor.Context) {
 	case *timerFired:
 		r.core.TimerFired(time.Now(), m.timer)
 	case *BundleRequest:
-		m.Reply(r.bundleOp(m.Op))
+		m.Reply(ApplyBundleOp(r.core, time.Now(), m.Op))
 	case *GroupRemoved:
 		r.core.PlacementGroupRemoved(time.Now(), m.ID, m.Reason)
 	case *GetState:
@@ -315,21 +315,23 @@ type GroupRemoved struct {
 	Reason string
 }
 
-// bundleOp applies a BundleOp to the Core.
-func (r *raylet) bundleOp(op *atollpb.BundleOp) *atollpb.BundleOpReply {
+// ApplyBundleOp applies a step of a placement group's two-phase commit
+// (atollpb.BundleOp) to c and returns the answer for the placement
+// manager: a PREPARE that asks to commit at once (a transaction on one
+// node) commits too.
+func ApplyBundleOp(c *Core, now time.Time, op *atollpb.BundleOp) *atollpb.BundleOpReply {
 	reply := &atollpb.BundleOpReply{Txn: op.GetTxn()}
-	now := time.Now()
 	var err error
 	switch op.GetKind() {
 	case atollpb.BundleOp_PREPARE:
-		reply.Refused, err = r.core.PrepareBundles(now, op.GetBundles())
+		reply.Refused, err = c.PrepareBundles(now, op.GetBundles())
 		if reply.Refused == "" && err == nil && op.GetCommit() {
-			reply.Refused, err = r.core.CommitBundles(now, op.GetBundles())
+			reply.Refused, err = c.CommitBundles(now, op.GetBundles())
 		}
 	case atollpb.BundleOp_COMMIT:
-		reply.Refused, err = r.core.CommitBundles(now, op.GetBundles())
+		reply.Refused, err = c.CommitBundles(now, op.GetBundles())
 	case atollpb.BundleOp_RELEASE:
-		err = r.core.ReleaseBundles(now, op.GetBundles(), op.GetReason())
+		err = c.ReleaseBundles(now, op.GetBundles(), op.GetReason())
 	default:
 		err = errs.Invalidf("bundles: unknown operation %d", op.GetKind())
 	}

@@ -20,7 +20,7 @@ const waitChunk = 10 * time.Second
 // job and namespace are this runtime's.
 func (rt *Runtime) CreatePlacementGroup(ctx context.Context, name string, strategy atollpb.PlacementStrategy, bundles []map[string]float64,
 	detached bool) (*atollpb.PlacementGroupInfo, error) {
-	info := &atollpb.PlacementGroupInfo{PlacementGroupId: ids.NewPlacementGroupID().Bytes(), Name: name, Namespace: rt.settings.Namespace,
+	info := &atollpb.PlacementGroupInfo{PlacementGroupId: rt.newPlacementGroupID().Bytes(), Name: name, Namespace: rt.settings.Namespace,
 		Strategy: strategy, CreatorNodeId: rt.nodeID.Bytes(), JobId: rt.jobID.Bytes(), Detached: detached}
 	for _, b := range bundles {
 		info.Bundles = append(info.Bundles, &atollpb.Bundle{Resources: b})

@@ -296,6 +296,15 @@ func (rt *Runtime) newTaskID() ids.TaskID {
 	return ids.NewTaskID()
 }
 
+// newPlacementGroupID returns a fresh placement group id: a simulator's,
+// else a random one.
+func (rt *Runtime) newPlacementGroupID() ids.PlacementGroupID {
+	if rt.sim != nil {
+		return rt.sim.env.NewID()
+	}
+	return ids.NewPlacementGroupID()
+}
+
 // now is the process's clock.
 func (rt *Runtime) now() time.Time {
 	if rt.sim != nil {

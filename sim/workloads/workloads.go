@@ -2,7 +2,8 @@
 // Mixed, the cluster workload `atoll sim` and `make sim` run (objects
 // that spill, tasks reading them, a task borrowing refs inside its
 // argument, nested tasks, an actor's ordered calls, in rounds), Streams
-// (streaming generators read whole, dropped and cancelled), and KV, a
+// (streaming generators read whole, dropped and cancelled), Groups
+// (placement groups reserved, used and removed), and KV, a
 // replicated-state workload whose history is checked for
 // linearizability. They are written against the public SDK, as a user's
 // workload is; ByName finds one.
@@ -37,6 +38,7 @@ func All() []Workload {
 	return []Workload{
 		{Name: "mixed", Run: func(ctx context.Context) error { return Mixed(ctx, 10) }, Released: true},
 		{Name: "streams", Run: func(ctx context.Context) error { return Streams(ctx, 6) }, Released: true},
+		{Name: "groups", Run: func(ctx context.Context) error { return Groups(ctx, 6) }, Released: true},
 		{Name: "kv", Run: func(ctx context.Context) error { return KV(ctx, 4, 12) }, Checkers: []sim.Checker{sim.Linearizable("kv-linearizable", KVModel)}},
 	}
 }

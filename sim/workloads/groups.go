@@ -22,7 +22,8 @@ const (
 )
 
 // Groups runs rounds of placement groups, half a second apart. Each round
-// reserves one-CPU bundles (three by PACK, SPREAD and STRICT_SPREAD, two
+// reserves one-CPU bundles in a named group (found by its name while it
+// lives, not after) (three by PACK, SPREAD and STRICT_SPREAD, two
 // by STRICT_PACK, by turns), makes a chunk with a task in each bundle and
 // sums each with a task in any bundle, calls an actor placed in bundle 0
 // (MaxRestarts 2) six times, then removes the group: a task placed in it
@@ -57,9 +58,19 @@ func groupRound(ctx context.Context, round int, note func(error) error) error {
 	for i := range bundles {
 		bundles[i] = atoll.Resources{CPU: 1}
 	}
-	pg, err := atoll.NewPlacementGroup(ctx, bundles, strategy)
+	name := fmt.Sprintf("group-%d", round)
+	pg, err := atoll.NewPlacementGroup(ctx, bundles, strategy, atoll.PlacementGroupName(name))
 	if err != nil {
 		return note(err)
+	}
+	// Its name finds it while it lives.
+	switch byName, err := atoll.GetPlacementGroup(ctx, name); {
+	case err != nil:
+		if err := note(err); err != nil {
+			return err
+		}
+	case byName.ID() != pg.ID():
+		return fmt.Errorf("round %d: the group named %q is %s, want %s", round, name, byName.ID()[:8], pg.ID()[:8])
 	}
 	removed := false
 	defer func() {
@@ -114,6 +125,17 @@ func groupRound(ctx context.Context, round int, note func(error) error) error {
 			return note(err)
 		}
 		removed = true
+	}
+	// A removed group's name finds nothing.
+	if removed {
+		switch byName, err := atoll.GetPlacementGroup(ctx, name); {
+		case err == nil:
+			return fmt.Errorf("round %d: the removed group's name %q still finds %s", round, name, byName.ID()[:8])
+		case !errors.Is(err, atoll.ErrNotFound):
+			if err := note(err); err != nil {
+				return err
+			}
+		}
 	}
 	// Nothing runs in a removed group.
 	late := makeChunk.Remote(ctx, atoll.Value(round), atoll.Value(1), atoll.InPlacementGroup(pg, 0))

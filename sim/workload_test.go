@@ -114,6 +114,8 @@ func TestFoundSchedules(t *testing.T) {
 			"a placement group's RELEASE lost in a partition was never sent again: the node held the removed group's bundle for good", "groups"},
 		{10204, "954ms partition groups=n2,n3|n1,n4|n5 for=3.784s; 3.713s crash nodes=n2 for=8.303s keep-disk; 6.29s partition groups=n1,n4,n5|n2,n3 for=7.881s",
 			"a bundle released by an aborted transaction and prepared again on the same node counted as free room: its group's lost bundle was sent there, refused, for ever", "groups"},
+		{119767, "338ms partition groups=n2,n4|n3,n5|n1 for=2.452s; 6.455s delay for=6.689s msg=PushTask@actor p=0.194 count=1 delay=1.299s; 17.138s partition groups=n1,n4,n5|n2,n3 for=6.698s",
+			"a node that died after answering its commit, while another's answer was still to come, kept its bundle: the group was created with a bundle on a dead node, and the work placed there waited for ever", "groups"},
 	} {
 		name := c.workload
 		if name == "" {

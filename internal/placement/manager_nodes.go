@@ -147,11 +147,15 @@ func (m *Manager) NodeDown(now time.Time, id ids.NodeID, left bool) {
 			continue
 		}
 		if t.commit {
+			// Its bundles die with it, committed or not: the commit
+			// places them again when it ends, never on this node.
+			t.lostOn(id)
 			if _, waiting := t.waiting[id]; waiting {
 				delete(t.waiting, id)
-				t.lostOn(id)
 				t.refused = fmt.Sprintf("node %s died while it committed bundles", id.Short())
 				m.progress(t)
+			} else if t.refused == "" {
+				t.refused = fmt.Sprintf("node %s died after it committed bundles", id.Short())
 			}
 			continue
 		}

@@ -45,9 +45,10 @@
 //
 // # Failures and reconciliation
 //
-// A node that dies (NodeDown) loses its bundles: their groups go
-// RESCHEDULING and only the lost bundles are placed again, next to the
-// others by the strategy (STRICT_SPREAD avoids the nodes holding the
+// A node that dies (NodeDown) loses its bundles (those of a commit in
+// flight too, answered or not: they are placed again when it ends): their
+// groups go RESCHEDULING and only the lost bundles are placed again, next
+// to the others by the strategy (STRICT_SPREAD avoids the nodes holding the
 // group's other bundles); the actors that ran in them restart elsewhere by
 // their own restart policy (their owner resubmits them, placed in the same
 // bundle). A group that is not detached is removed when the node of the

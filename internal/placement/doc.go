@@ -56,7 +56,8 @@
 // lists the bundles its node holds: one the Manager did not place there
 // and is not preparing is released (a leftover of an aborted or removed
 // group), and released again while the reports still list it past
-// ReportGrace after the release was sent (a RELEASE lost on its way); one it committed there that the node's reports stop listing past
+// ReportGrace after the release was sent (a RELEASE lost on its way);
+// one it committed there that the node's reports stop listing past
 // ReportGrace is placed again. That is also how a restarted head, which
 // reloads its groups with their placement (Restore), catches up with
 // what changed while it was down.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/atolltest"
+	"github.com/atoll-runtime/atoll/faultplan"
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 	"github.com/atoll-runtime/atoll/internal/testmain"
@@ -105,4 +107,56 @@ func TestPlacementGroupsInACluster(t *testing.T) {
 			t.Fatalf("actor %d after its restart: %d %v, want a new instance's 1", i, n, err)
 		}
 	}
+}
+
+// TestPlacementGroupRemovedAcrossAPartition: a group is removed while the
+// node holding its bundle is cut off from inbound messages, so the
+// removal's RELEASE never reaches it; healed, the node's load reports
+// still list the bundle, and the head sends the release again. A second
+// group needing the same (only) resource is then placed there. (On a
+// build without the resend, the bundle stayed held for good and the
+// second group never became ready.)
+func TestPlacementGroupRemovedAcrossAPartition(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Node: nodeconfig.Config{NumCPUs: 2, FailureTimeout: 10 * time.Second},
+		Config: func(i int, cfg *nodeconfig.Config) {
+			if i == 2 {
+				cfg.Resources = map[string]float64{"pg.victim": 1}
+			}
+		}})
+	ctx := testmain.JoinCluster(t, c, atoll.WithFailureTimeout(10*time.Second))
+	victim := c.Node(2)
+	only := []atoll.Resources{{Custom: map[string]float64{"pg.victim": 1}}}
+	ready := func(pg *atoll.PlacementGroup, within time.Duration) error {
+		rctx, cancel := context.WithTimeout(ctx, within)
+		defer cancel()
+		return pg.Ready(rctx)
+	}
+
+	first, err := atoll.NewPlacementGroup(ctx, only, atoll.PlacementPack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ready(first, time.Minute); err != nil {
+		t.Fatalf("the first group: %v", err)
+	}
+	if st, err := first.State(ctx); err != nil || st.BundleNodes[0] != victim.ID {
+		t.Fatalf("the first group: %+v %v, want its bundle on %s", st, err, victim.ID[:8])
+	}
+	// Cut for well under the failure timeout: the node stays alive.
+	if err := atolltest.PartitionNode(ctx, victim.ID, faultplan.Inbound, 2*time.Second); err != nil {
+		t.Fatalf("PartitionNode: %v", err)
+	}
+	if err := first.Remove(ctx); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	second, err := atoll.NewPlacementGroup(ctx, only, atoll.PlacementPack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := ready(second, time.Minute); err != nil {
+		st, _ := second.State(ctx)
+		t.Fatalf("the second group after the partition healed: %v (%+v)", err, st)
+	}
+	t.Logf("the second group was ready %v after the removal", time.Since(start).Round(time.Millisecond))
 }

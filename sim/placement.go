@@ -137,17 +137,9 @@ func (g *gcs) servePG(req *atollpb.GcsRequest, answer func(*atollpb.GcsReply, er
 			one(g.pg.Group(id))
 		}
 	case *atollpb.GcsRequest_GetPlacementGroup:
-		r := op.GetPlacementGroup
-		var info *atollpb.PlacementGroupInfo
-		if len(r.GetPlacementGroupId()) > 0 {
-			if id, err := ids.FromBytes(r.GetPlacementGroupId()); err == nil {
-				info = g.pg.Group(id)
-			}
-		} else {
-			info = g.pg.Named(r.GetNamespace(), r.GetName())
-		}
-		if info == nil {
-			answer(nil, errs.NotFoundf("placement group %x%s not found", r.GetPlacementGroupId(), r.GetName()))
+		info, err := g.pg.Lookup(op.GetPlacementGroup)
+		if err != nil {
+			answer(nil, err)
 			return
 		}
 		one(info)
@@ -155,17 +147,14 @@ func (g *gcs) servePG(req *atollpb.GcsRequest, answer func(*atollpb.GcsReply, er
 		answer(&atollpb.GcsReply{PlacementGroups: g.pg.List()}, nil)
 	case *atollpb.GcsRequest_WaitPlacementGroup:
 		r := op.WaitPlacementGroup
-		id, err := ids.FromBytes(r.GetPlacementGroupId())
-		var info *atollpb.PlacementGroupInfo
-		if err == nil {
-			info = g.pg.Group(id)
-		}
+		info, err := g.pg.ByID(r.GetPlacementGroupId())
 		switch {
-		case info == nil:
-			answer(nil, errs.NotFoundf("placement group %x not found", r.GetPlacementGroupId()))
-		case pgSettled(info) || r.GetTimeoutMs() <= 0:
+		case err != nil:
+			answer(nil, err)
+		case placement.Settled(info) || r.GetTimeoutMs() <= 0:
 			one(info)
 		default:
+			id := ids.MustFromBytes(info.PlacementGroupId)
 			wt := &pgWaiter{answer: answer}
 			g.pgWaiters[id] = append(g.pgWaiters[id], wt)
 			wait := min(time.Duration(r.GetTimeoutMs())*time.Millisecond, pgMaxWait)
@@ -190,11 +179,6 @@ func (g *gcs) servePG(req *atollpb.GcsRequest, answer func(*atollpb.GcsReply, er
 	}
 }
 
-// pgSettled: a waiter has its answer (created or removed).
-func pgSettled(info *atollpb.PlacementGroupInfo) bool {
-	return info.State == atollpb.PlacementGroupState_PLACEMENT_GROUP_CREATED || info.State == atollpb.PlacementGroupState_PLACEMENT_GROUP_REMOVED
-}
-
 // applyPG carries out the manager's effects.
 func (g *gcs) applyPG() {
 	w := g.w
@@ -211,7 +195,7 @@ func (g *gcs) applyPG() {
 			if info.State == atollpb.PlacementGroupState_PLACEMENT_GROUP_REMOVED {
 				g.publishRemoved(id, info.Reason)
 			}
-			if pgSettled(info) {
+			if placement.Settled(info) {
 				for _, wt := range g.pgWaiters[id] {
 					wt.done = true
 					wt.answer(&atollpb.GcsReply{PlacementGroups: []*atollpb.PlacementGroupInfo{proto.CloneOf(info)}}, nil)

@@ -488,17 +488,9 @@ func (s *placementServer) handle(now time.Time, r *pgRequest) {
 			})
 		}
 	case *atollpb.GcsRequest_GetPlacementGroup:
-		g := op.GetPlacementGroup
-		var info *atollpb.PlacementGroupInfo
-		if len(g.GetPlacementGroupId()) > 0 {
-			if id, err := ids.FromBytes(g.GetPlacementGroupId()); err == nil {
-				info = s.m.Group(id)
-			}
-		} else {
-			info = s.m.Named(g.GetNamespace(), g.GetName())
-		}
-		if info == nil {
-			s.respond(r.reply, errorReply(errs.NotFoundf("placement group %x%s not found", g.GetPlacementGroupId(), g.GetName())))
+		info, err := s.m.Lookup(op.GetPlacementGroup)
+		if err != nil {
+			s.respond(r.reply, errorReply(err))
 			return
 		}
 		reply(info)
@@ -506,29 +498,21 @@ func (s *placementServer) handle(now time.Time, r *pgRequest) {
 		reply(s.m.List()...)
 	case *atollpb.GcsRequest_WaitPlacementGroup:
 		w := op.WaitPlacementGroup
-		id, err := ids.FromBytes(w.GetPlacementGroupId())
-		var info *atollpb.PlacementGroupInfo
-		if err == nil {
-			info = s.m.Group(id)
-		}
+		info, err := s.m.ByID(w.GetPlacementGroupId())
 		switch {
-		case info == nil:
-			s.respond(r.reply, errorReply(errs.NotFoundf("placement group %x not found", w.GetPlacementGroupId())))
-		case settled(info) || w.GetTimeoutMs() <= 0 || r.reply == "":
+		case err != nil:
+			s.respond(r.reply, errorReply(err))
+		case placement.Settled(info) || w.GetTimeoutMs() <= 0 || r.reply == "":
 			reply(info)
 		case s.nwait >= maxWaiters:
 			reply(info) // the client asks again
 		default:
 			wait := min(time.Duration(w.GetTimeoutMs())*time.Millisecond, maxWait)
+			id := ids.MustFromBytes(info.PlacementGroupId)
 			s.waiters[id] = append(s.waiters[id], waiter{reply: r.reply, deadline: now.Add(wait)})
 			s.nwait++
 		}
 	}
-}
-
-// settled: a waiter has its answer (created or removed).
-func settled(info *atollpb.PlacementGroupInfo) bool {
-	return info.State == atollpb.PlacementGroupState_PLACEMENT_GROUP_CREATED || info.State == atollpb.PlacementGroupState_PLACEMENT_GROUP_REMOVED
 }
 
 // apply carries out the Manager's effects.
@@ -563,7 +547,7 @@ func (s *placementServer) apply() {
 					_ = s.cfg.Conn.Publish(PlacementEventsSubject(s.cfg.Prefix), b)
 				}
 			}
-			if settled(e.Info) {
+			if placement.Settled(e.Info) {
 				id := ids.MustFromBytes(e.Info.PlacementGroupId)
 				for _, w := range s.waiters[id] {
 					s.respond(w.reply, &atollpb.GcsReply{PlacementGroups: []*atollpb.PlacementGroupInfo{e.Info}})

@@ -6,6 +6,7 @@ package placement
 
 import (
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 )
 
@@ -23,6 +24,35 @@ func (m *Manager) Named(namespace, name string) *atollpb.PlacementGroupInfo {
 		return m.Group(id)
 	}
 	return nil
+}
+
+// Lookup answers a GetPlacementGroup request: the group by id, or else
+// the live one by namespace and name; ErrNotFound if there is none.
+func (m *Manager) Lookup(r *atollpb.GetPlacementGroup) (*atollpb.PlacementGroupInfo, error) {
+	if len(r.GetPlacementGroupId()) > 0 {
+		return m.ByID(r.GetPlacementGroupId())
+	}
+	if info := m.Named(r.GetNamespace(), r.GetName()); info != nil {
+		return info, nil
+	}
+	return nil, errs.NotFoundf("placement group %q not found in namespace %q", r.GetName(), r.GetNamespace())
+}
+
+// ByID returns the group whose id is id's bytes (a wait's, a read's);
+// ErrNotFound if there is none or the bytes are not an id.
+func (m *Manager) ByID(id []byte) (*atollpb.PlacementGroupInfo, error) {
+	if pg, err := ids.FromBytes(id); err == nil {
+		if info := m.Group(pg); info != nil {
+			return info, nil
+		}
+	}
+	return nil, errs.NotFoundf("placement group %x not found", id)
+}
+
+// Settled reports whether a waiter for the group has its answer: it is
+// created or removed.
+func Settled(info *atollpb.PlacementGroupInfo) bool {
+	return info.State == atollpb.PlacementGroupState_PLACEMENT_GROUP_CREATED || info.State == atollpb.PlacementGroupState_PLACEMENT_GROUP_REMOVED
 }
 
 // List returns every group the Manager knows, removed ones included,

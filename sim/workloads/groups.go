@@ -35,17 +35,7 @@ const (
 // error (a fault may cause one) does not, and the first is returned once
 // every round ran.
 func Groups(ctx context.Context, rounds int) error {
-	var firstErr error
-	note := typedErrors(&firstErr)
-	for round := 0; round < rounds; round++ {
-		if err := groupRound(ctx, round, note); err != nil {
-			return err
-		}
-		if err := sim.Sleep(ctx, 500*time.Millisecond); err != nil {
-			return err
-		}
-	}
-	return firstErr
+	return inRounds(ctx, rounds, groupRound)
 }
 
 func groupRound(ctx context.Context, round int, note func(error) error) error {

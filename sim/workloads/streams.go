@@ -50,23 +50,15 @@ func chunkOf(seed, n int) []float64 {
 // ends a stream early without failing the run, and the first is returned
 // once every round ran.
 func Streams(ctx context.Context, rounds int) error {
-	var firstErr error
-	note := typedErrors(&firstErr)
-	for round := 0; round < rounds; round++ {
+	return inRounds(ctx, rounds, func(ctx context.Context, round int, note func(error) error) error {
 		if err := readStream(ctx, round, note); err != nil {
 			return err
 		}
 		if err := dropStream(ctx, round, note); err != nil {
 			return err
 		}
-		if err := cancelStream(ctx, round, note); err != nil {
-			return err
-		}
-		if err := sim.Sleep(ctx, 500*time.Millisecond); err != nil {
-			return err
-		}
-	}
-	return firstErr
+		return cancelStream(ctx, round, note)
+	})
 }
 
 // readStream reads a whole stream and checks every item.

@@ -136,6 +136,23 @@ func typedErrors(first *error) func(error) error {
 	}
 }
 
+// inRounds runs round 0 to rounds-1 half a second apart (simulated), each
+// given the note of typedErrors: a wrong result a round returns ends the
+// run; the first typed error noted is returned once every round ran.
+func inRounds(ctx context.Context, rounds int, round func(ctx context.Context, round int, note func(error) error) error) error {
+	var firstErr error
+	note := typedErrors(&firstErr)
+	for r := 0; r < rounds; r++ {
+		if err := round(ctx, r, note); err != nil {
+			return err
+		}
+		if err := sim.Sleep(ctx, 500*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return firstErr
+}
+
 // blobWant is the sum of the bytes of round's blob.
 func blobWant(round int) int {
 	s := 0

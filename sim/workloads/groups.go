@@ -116,15 +116,13 @@ func groupRound(ctx context.Context, round int, note func(error) error) error {
 		}
 		removed = true
 	}
-	// A removed group's name finds nothing.
-	if removed {
-		switch byName, err := atoll.GetPlacementGroup(ctx, name); {
-		case err == nil:
-			return fmt.Errorf("round %d: the removed group's name %q still finds %s", round, name, byName.ID()[:8])
-		case !errors.Is(err, atoll.ErrNotFound):
-			if err := note(err); err != nil {
-				return err
-			}
+	// Removed: its name finds nothing.
+	switch byName, err := atoll.GetPlacementGroup(ctx, name); {
+	case err == nil:
+		return fmt.Errorf("round %d: the removed group's name %q still finds %s", round, name, byName.ID()[:8])
+	case !errors.Is(err, atoll.ErrNotFound):
+		if err := note(err); err != nil {
+			return err
 		}
 	}
 	// Nothing runs in a removed group.

@@ -196,7 +196,7 @@ func (n *node) publishLoad() {
 		}
 		load := &atollpb.NodeLoad{NodeId: n.id.Bytes(), Total: st.Total, Available: st.Available, Queued: int32(st.Queued),
 			Running: int32(st.Running), QueuedCpu: st.QueuedCPU, TransferAddress: n.name, IsHead: n.head, Draining: n.draining,
-			StoreUsed: ss.UsedBytes, StoreCapacity: ss.CapacityBytes, Seq: n.loadSeq, FreeSeq: n.gw.FreeSeq(), Bundles: st.Bundles}
+			StoreUsed: ss.UsedBytes, StoreCapacity: ss.CapacityBytes, Seq: n.loadSeq, FreeSeq: n.gw.FreeSeq(), Bundles: st.Bundles, Demands: st.Demands}
 		to := to
 		n.w.send(&msg{from: n, to: to, fromName: n.name + ".gw", toName: to.name + ".gw", path: pathNATS, kind: "NodeLoad", actor: "gateway",
 			desc: n.name, deliver: func() {

@@ -89,6 +89,15 @@ func (g *gcs) pgLoad(l *atollpb.NodeLoad) {
 		held = []*atollpb.BundleHeld{}
 	}
 	g.pg.NodeUp(g.node.now(), id, raylet.Resources(l.Total), raylet.Resources(l.Available), l.Draining, held)
+	var waiting []ids.ID16
+	for _, d := range l.Demands {
+		for _, pg := range raylet.GroupsIn(d.GetResources()) {
+			if !slices.Contains(waiting, pg) {
+				waiting = append(waiting, pg)
+			}
+		}
+	}
+	g.pg.Waiting(g.node.now(), id, waiting)
 	g.applyPG()
 }
 
@@ -188,6 +197,10 @@ func (g *gcs) applyPG() {
 			g.sendBundleOp(e.Node, e.Op)
 		case placement.Persist, placement.Forget:
 			// The simulated GCS keeps its entries in memory only.
+		case placement.Notify:
+			if to := w.byNode[e.Node]; to != nil && to.up {
+				g.tellRemoved(to, ids.MustFromBytes(e.Info.PlacementGroupId), e.Info.Reason)
+			}
 		case placement.Changed:
 			info := e.Info
 			id := ids.MustFromBytes(info.PlacementGroupId)
@@ -249,15 +262,19 @@ func (g *gcs) sendBundleOp(node ids.NodeID, op *atollpb.BundleOp) {
 // publishRemoved tells every node a group was removed: its raylet fails
 // the group's waiting tasks.
 func (g *gcs) publishRemoved(id ids.ID16, reason string) {
-	w := g.w
-	for _, to := range w.liveNodes() {
-		to := to
-		w.send(&msg{from: g.node, to: to, fromName: "gcs", toName: to.name, path: pathNATS, kind: "PlacementGroupInfo", actor: "raylet",
-			desc: id.Short() + " removed", deliver: func() {
-				to.raylet.PlacementGroupRemoved(to.now(), id, reason)
-				to.rayletEffects()
-			}})
+	for _, to := range g.w.liveNodes() {
+		g.tellRemoved(to, id, reason)
 	}
+}
+
+// tellRemoved tells one node's raylet a group was removed (a Notify: the
+// node missed the publication).
+func (g *gcs) tellRemoved(to *node, id ids.ID16, reason string) {
+	g.w.send(&msg{from: g.node, to: to, fromName: "gcs", toName: to.name, path: pathNATS, kind: "PlacementGroupInfo", actor: "raylet",
+		desc: id.Short() + " removed", deliver: func() {
+			to.raylet.PlacementGroupRemoved(to.now(), id, reason)
+			to.rayletEffects()
+		}})
 }
 
 // placementGCS is the process's placement-group requests: served by the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -423,6 +424,20 @@ func (s *placementServer) load(now time.Time, l *atollpb.NodeLoad) {
 		held = []*atollpb.BundleHeld{}
 	}
 	s.m.NodeUp(now, id, raylet.Resources(l.Total), raylet.Resources(l.Available), l.Draining, held)
+	s.m.Waiting(now, id, waitingGroups(l.Demands))
+}
+
+// waitingGroups are the placement groups a node's demands wait for.
+func waitingGroups(demands []*atollpb.ResourceDemand) []ids.ID16 {
+	var out []ids.ID16
+	for _, d := range demands {
+		for _, pg := range raylet.GroupsIn(d.GetResources()) {
+			if !slices.Contains(out, pg) {
+				out = append(out, pg)
+			}
+		}
+	}
+	return out
 }
 
 // handle serves one request.
@@ -541,6 +556,12 @@ func (s *placementServer) apply() {
 					s.cfg.Logger.Warn("placement: purging a forgotten group failed; purged again at the next start", "err", err)
 				}
 			}(e.ID)
+		case placement.Notify:
+			// Published to every node, as the removal was: the others
+			// know it already and change nothing.
+			if b, err := proto.Marshal(e.Info); err == nil {
+				_ = s.cfg.Conn.Publish(PlacementEventsSubject(s.cfg.Prefix), b)
+			}
 		case placement.Changed:
 			if e.Info.State == atollpb.PlacementGroupState_PLACEMENT_GROUP_REMOVED {
 				if b, err := proto.Marshal(e.Info); err == nil {

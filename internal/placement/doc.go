@@ -11,12 +11,14 @@
 // answers once it is stored), CheckRemove and Remove (likewise: the
 // removed entry stays, for listing, until it is forgotten), NodeUp
 // (a node's totals from the GCS, or a load report with what it has
-// available and the bundles it holds), NodeDown, Reply (a node's answer
-// to a step), Tick and, on a restarted head, Restore and Synced. Effects
-// come out of Effects in order: Send (a BundleOp to a node), Persist and
-// Forget (the store: a change, a removed entry forgotten past MaxRemoved),
-// Changed (answer the group's waiters, publish the change; a
-// removal reaches every node, whose waiting tasks of the group fail). The
+// available and the bundles it holds), Waiting (the groups a load
+// report's demands wait for), NodeDown, Reply (a node's answer to a
+// step), Tick and, on a restarted head, Restore and Synced. Effects come
+// out of Effects in order: Send (a BundleOp to a node), Persist and
+// Forget (the store: a change, a removed entry forgotten past
+// MaxRemoved), Changed (answer the group's waiters, publish the change; a
+// removal reaches every node, whose waiting tasks of the group fail) and
+// Notify (tell a node again of a removal it missed). The
 // Manager does no I/O, reads no clock and starts no goroutine
 // (internal/lint checks); testdata/*.txt script it (manager_test.go).
 //
@@ -58,7 +60,10 @@
 // group), and released again while the reports still list it past
 // ReportGrace after the release was sent (a RELEASE lost on its way);
 // one it committed there that the node's reports stop listing past
-// ReportGrace is placed again. That is also how a restarted head, which
+// ReportGrace is placed again; and where its demands show work waiting
+// for a group the Manager removed (the node missed the removal's notice),
+// the node is told of the removal again (Waiting, Notify), at most once a
+// ReportGrace. That is also how a restarted head, which
 // reloads its groups with their placement (Restore), catches up with
 // what changed while it was down.
 //

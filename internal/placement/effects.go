@@ -28,9 +28,18 @@ type (
 	// are answered and the change published (a removal tells every node,
 	// whose waiting tasks of the group fail).
 	Changed struct{ Info *atollpb.PlacementGroupInfo }
+	// Notify tells Node of a group's removal again: its load report shows
+	// work waiting there for a group the Manager removed, so the node
+	// missed the removal's notice (NATS delivers at most once), and the
+	// work would wait for ever.
+	Notify struct {
+		Node ids.NodeID
+		Info *atollpb.PlacementGroupInfo
+	}
 )
 
 func (Send) effect()    {}
 func (Persist) effect() {}
 func (Changed) effect() {}
 func (Forget) effect()  {}
+func (Notify) effect()  {}

@@ -128,6 +128,9 @@ type node struct {
 	held       map[bundleKey]bool // in the last report (committed: true)
 	inflight   map[bundleKey]raylet.Resources
 	unreleased map[bundleKey]release // releases sent, not seen gone from a report yet
+	// notified: removed groups the node's reports show work waiting
+	// for, and when the node was last told of the removal (Waiting).
+	notified map[ids.ID16]time.Time
 }
 
 // release is a RELEASE sent to a node: the bundle's resources (nil when

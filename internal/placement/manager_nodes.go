@@ -136,6 +136,39 @@ func (m *Manager) reconcile(n *node, held []*atollpb.BundleHeld) {
 	}
 }
 
+// Waiting takes the groups a node's load report shows work waiting for
+// (raylet.GroupsIn of its demands): for each one the Manager removed, it
+// tells the node again (Notify), at most once a ReportGrace while the
+// reports show it: the node missed the removal's notice, and what waits
+// there for the group would wait for ever.
+func (m *Manager) Waiting(now time.Time, id ids.NodeID, groups []ids.ID16) {
+	m.now = now
+	n := m.nodes[id]
+	if n == nil {
+		return
+	}
+	var next map[ids.ID16]time.Time
+	groups = slices.Clone(groups)
+	slices.SortFunc(groups, func(a, b ids.ID16) int { return bytes.Compare(a[:], b[:]) })
+	for _, pg := range groups {
+		g := m.groups[pg]
+		if g == nil || g.info.State != atollpb.PlacementGroupState_PLACEMENT_GROUP_REMOVED {
+			continue
+		}
+		if next == nil {
+			next = map[ids.ID16]time.Time{}
+		}
+		if at, ok := n.notified[pg]; ok && now.Sub(at) < m.cfg.ReportGrace {
+			next[pg] = at // told lately: the report may predate it
+			continue
+		}
+		next[pg] = now
+		m.cfg.Logger.Info("placement: telling a node again of a removal it missed", "node", id.Short(), "group", pg.Short())
+		m.emit(Notify{Node: id, Info: g.snapshot()})
+	}
+	n.notified = next
+}
+
 // NodeDown forgets a node that died or left: the bundles it held are
 // placed again (the groups go RESCHEDULING), a commit in flight with it
 // fails, and the groups it created (not detached) are removed.

@@ -136,6 +136,12 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 			t.Fatalf("report from unknown node %s", d.CmdArgs[0].Key)
 		}
 		e.m.NodeUp(e.now, id, n.total, parseRes(t, arg("avail")), d.HasArg("draining"), held)
+	case "waiting": // waiting n1 pg1 [pg2 ...]: n1's report shows work waiting for these groups
+		var groups []ids.ID16
+		for _, a := range d.CmdArgs[1:] {
+			groups = append(groups, e.id(a.Key))
+		}
+		e.m.Waiting(e.now, e.id(d.CmdArgs[0].Key), groups)
 	case "down":
 		id := e.id(d.CmdArgs[0].Key)
 		delete(e.alive, id)
@@ -278,6 +284,8 @@ func (e *env) drain(out *strings.Builder) {
 			out.WriteString("forget " + e.label(x.ID.Bytes()))
 		case Changed:
 			out.WriteString("changed " + e.describe(x.Info))
+		case Notify:
+			out.WriteString("notify " + e.label(x.Node.Bytes()) + " " + e.describe(x.Info))
 		}
 		out.WriteByte('\n')
 	}

@@ -58,6 +58,26 @@ func GroupResource(name string, pg ids.ID16, index int32) string {
 // (GroupResource), which only a group's bundles provide.
 func IsGroupResource(name string) bool { return strings.Contains(name, groupInfix) }
 
+// GroupsIn returns the placement groups whose resources demand names
+// (GroupResource), each once, in no particular order.
+func GroupsIn(demand map[string]float64) []ids.ID16 {
+	var out []ids.ID16
+	for k := range demand {
+		i := strings.LastIndex(k, groupInfix)
+		if i < 0 {
+			continue
+		}
+		hex := k[i+len(groupInfix):]
+		if j := strings.LastIndexByte(hex, '_'); j >= 0 {
+			hex = hex[j+1:] // past a bundle's index
+		}
+		if pg, err := ids.FromHex(hex); err == nil && !slices.Contains(out, pg) {
+			out = append(out, pg)
+		}
+	}
+	return out
+}
+
 // PlainResources is r without the placement groups' resources: what a node
 // offers outside its bundles (nil stays nil).
 func PlainResources(r Resources) Resources {

@@ -25,7 +25,7 @@ func TestSimCommand(t *testing.T) {
 		}
 	}
 	stdout, _, err = execute("sim", "-h")
-	if err != nil || !strings.Contains(stdout, "-schedule TEXT") || !strings.Contains(stdout, "mixed, streams, kv") {
+	if err != nil || !strings.Contains(stdout, "-schedule TEXT") || !strings.Contains(stdout, "mixed, streams, groups, kv") {
 		t.Errorf("sim -h: %v\n%s", err, stdout)
 	}
 	_, stderr, err = execute("sim", "-workload", "nope")

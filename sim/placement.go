@@ -89,15 +89,7 @@ func (g *gcs) pgLoad(l *atollpb.NodeLoad) {
 		held = []*atollpb.BundleHeld{}
 	}
 	g.pg.NodeUp(g.node.now(), id, raylet.Resources(l.Total), raylet.Resources(l.Available), l.Draining, held)
-	var waiting []ids.ID16
-	for _, d := range l.Demands {
-		for _, pg := range raylet.GroupsIn(d.GetResources()) {
-			if !slices.Contains(waiting, pg) {
-				waiting = append(waiting, pg)
-			}
-		}
-	}
-	g.pg.Waiting(g.node.now(), id, waiting)
+	g.pg.Waiting(g.node.now(), id, raylet.GroupsWaiting(l.Demands))
 	g.applyPG()
 }
 

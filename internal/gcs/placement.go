@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
@@ -424,20 +423,7 @@ func (s *placementServer) load(now time.Time, l *atollpb.NodeLoad) {
 		held = []*atollpb.BundleHeld{}
 	}
 	s.m.NodeUp(now, id, raylet.Resources(l.Total), raylet.Resources(l.Available), l.Draining, held)
-	s.m.Waiting(now, id, waitingGroups(l.Demands))
-}
-
-// waitingGroups are the placement groups a node's demands wait for.
-func waitingGroups(demands []*atollpb.ResourceDemand) []ids.ID16 {
-	var out []ids.ID16
-	for _, d := range demands {
-		for _, pg := range raylet.GroupsIn(d.GetResources()) {
-			if !slices.Contains(out, pg) {
-				out = append(out, pg)
-			}
-		}
-	}
-	return out
+	s.m.Waiting(now, id, raylet.GroupsWaiting(l.Demands))
 }
 
 // handle serves one request.

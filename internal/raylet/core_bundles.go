@@ -78,6 +78,20 @@ func GroupsIn(demand map[string]float64) []ids.ID16 {
 	return out
 }
 
+// GroupsWaiting returns the placement groups a node's demands (its load
+// report's: work queued or waiting there) name, each once.
+func GroupsWaiting(demands []*atollpb.ResourceDemand) []ids.ID16 {
+	var out []ids.ID16
+	for _, d := range demands {
+		for _, pg := range GroupsIn(d.GetResources()) {
+			if !slices.Contains(out, pg) {
+				out = append(out, pg)
+			}
+		}
+	}
+	return out
+}
+
 // PlainResources is r without the placement groups' resources: what a node
 // offers outside its bundles (nil stays nil).
 func PlainResources(r Resources) Resources {

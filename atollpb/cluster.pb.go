@@ -634,7 +634,12 @@ type FreeObjects struct {
 	// margin for gossip), so they freed nothing the asker holds. A message
 	// with owed_from set carries no notice of its own; the owed ones follow
 	// it, numbered as usual.
-	OwedFrom      uint64 `protobuf:"varint,7,opt,name=owed_from,json=owedFrom,proto3" json:"owed_from,omitempty"`
+	OwedFrom uint64 `protobuf:"varint,7,opt,name=owed_from,json=owedFrom,proto3" json:"owed_from,omitempty"`
+	// stray_node: the objects are not freed; only the copies on this node
+	// go, which a late attempt stored there after its owner moved on
+	// (DeleteObjectsRequest.stray_node). Other nodes delete nothing; the
+	// origin's directory of copies forgets that node's.
+	StrayNode     []byte `protobuf:"bytes,8,opt,name=stray_node,json=strayNode,proto3" json:"stray_node,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -716,6 +721,13 @@ func (x *FreeObjects) GetOwedFrom() uint64 {
 		return x.OwedFrom
 	}
 	return 0
+}
+
+func (x *FreeObjects) GetStrayNode() []byte {
+	if x != nil {
+		return x.StrayNode
+	}
+	return nil
 }
 
 // FreeRepair asks a node, on atoll.node.<node>.freerepair, to send its
@@ -2915,7 +2927,7 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\rnon_recursive\x18\x02 \x01(\bR\fnonRecursive\"S\n" +
 	"\x13ForwardGeneratorAck\x12(\n" +
 	"\x03ack\x18\x01 \x01(\v2\x16.atoll.v1.GeneratorAckR\x03ack\x12\x12\n" +
-	"\x04hops\x18\x02 \x01(\x05R\x04hops\"\xd5\x01\n" +
+	"\x04hops\x18\x02 \x01(\x05R\x04hops\"\xf4\x01\n" +
 	"\vFreeObjects\x12\x1d\n" +
 	"\n" +
 	"object_ids\x18\x01 \x03(\fR\tobjectIds\x12\x18\n" +
@@ -2925,7 +2937,9 @@ const file_atollpb_cluster_proto_rawDesc = "" +
 	"\x03seq\x18\x04 \x01(\x04R\x03seq\x12\x18\n" +
 	"\amissing\x18\x05 \x01(\bR\amissing\x12#\n" +
 	"\rexited_owners\x18\x06 \x03(\fR\fexitedOwners\x12\x1b\n" +
-	"\towed_from\x18\a \x01(\x04R\bowedFrom\"S\n" +
+	"\towed_from\x18\a \x01(\x04R\bowedFrom\x12\x1d\n" +
+	"\n" +
+	"stray_node\x18\b \x01(\fR\tstrayNode\"S\n" +
 	"\n" +
 	"FreeRepair\x12\x1b\n" +
 	"\tfrom_node\x18\x01 \x01(\fR\bfromNode\x12\x14\n" +

@@ -512,7 +512,14 @@ type DeleteObjectsRequest struct {
 	ObjectIds [][]byte               `protobuf:"bytes,1,rep,name=object_ids,json=objectIds,proto3" json:"object_ids,omitempty"`
 	// revived: not a delete; the owner rebuilds these freed objects, so a
 	// Get of them is no read after free (FreeObjects.revived).
-	Revived       bool `protobuf:"varint,2,opt,name=revived,proto3" json:"revived,omitempty"`
+	Revived bool `protobuf:"varint,2,opt,name=revived,proto3" json:"revived,omitempty"`
+	// stray_node: not the owner's free; delete the copies on this node
+	// only, which a late attempt stored there after its owner moved on (the
+	// objects live on elsewhere, so a Get of them is no read after free). A
+	// store deletes its own copies whatever node this names; the raylet of a
+	// cluster node passes it to its gateway, which tells that node
+	// (FreeObjects.stray_node).
+	StrayNode     []byte `protobuf:"bytes,3,opt,name=stray_node,json=strayNode,proto3" json:"stray_node,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -559,6 +566,13 @@ func (x *DeleteObjectsRequest) GetRevived() bool {
 		return x.Revived
 	}
 	return false
+}
+
+func (x *DeleteObjectsRequest) GetStrayNode() []byte {
+	if x != nil {
+		return x.StrayNode
+	}
+	return nil
 }
 
 // ClientDisconnected releases every pin and aborts every unsealed creation
@@ -1265,11 +1279,13 @@ const file_atollpb_store_proto_rawDesc = "" +
 	"\x15ReleaseObjectsRequest\x12\x1d\n" +
 	"\n" +
 	"object_ids\x18\x01 \x03(\fR\tobjectIds\x12\x1b\n" +
-	"\tclient_id\x18\x02 \x01(\fR\bclientId\"O\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\"n\n" +
 	"\x14DeleteObjectsRequest\x12\x1d\n" +
 	"\n" +
 	"object_ids\x18\x01 \x03(\fR\tobjectIds\x12\x18\n" +
-	"\arevived\x18\x02 \x01(\bR\arevived\"1\n" +
+	"\arevived\x18\x02 \x01(\bR\arevived\x12\x1d\n" +
+	"\n" +
+	"stray_node\x18\x03 \x01(\fR\tstrayNode\"1\n" +
 	"\x12ClientDisconnected\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\fR\bclientId\"\x13\n" +
 	"\x11StoreStatsRequest\"\xd3\b\n" +

@@ -94,9 +94,12 @@ func (n *node) applyGW(eff cluster.Effect) {
 			for _, b := range m.ObjectIds {
 				idl = append(idl, ids.MustObjectID(b))
 			}
-			if m.Revived {
+			switch {
+			case m.Revived:
 				n.store.store.Revive(idl)
-			} else {
+			case len(m.StrayNode) > 0:
+				n.store.deleteStrays(idl)
+			default:
 				n.store.delete(idl)
 			}
 		}

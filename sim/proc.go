@@ -297,6 +297,9 @@ func (l *procLink) ReportItem(res *atollpb.TaskResult) error {
 
 func (l *procLink) Free(idl []ids.ObjectID)   { l.p.node.broadcastFree(l.p, idl, false) }
 func (l *procLink) Revive(idl []ids.ObjectID) { l.p.node.broadcastFree(l.p, idl, true) }
+func (l *procLink) FreeStrays(node ids.NodeID, idl []ids.ObjectID) {
+	l.p.node.freeStrays(l.p, node, idl)
+}
 
 // broadcastFree hands an owner's free (or revive) to its node's gateway,
 // which numbers it, applies it here and publishes it to every node: each
@@ -313,6 +316,19 @@ func (n *node) broadcastFree(p *proc, idl []ids.ObjectID, revived bool) {
 		b[i] = id.Bytes()
 	}
 	n.stepGW(cluster.Free{Objects: b, Revived: revived})
+}
+
+// freeStrays hands an owner's free of the stray copies on one node to
+// its node's gateway, which tells every node (only that one deletes).
+func (n *node) freeStrays(p *proc, node ids.NodeID, idl []ids.ObjectID) {
+	if !p.alive || len(idl) == 0 {
+		return
+	}
+	b := make([][]byte, len(idl))
+	for i, id := range idl {
+		b[i] = id.Bytes()
+	}
+	n.stepGW(cluster.Free{Objects: b, StrayOn: node})
 }
 
 // routeBorrowReport takes a borrower's standalone report to its owner

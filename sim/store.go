@@ -253,6 +253,13 @@ func (s *storeParty) delete(idl []ids.ObjectID) {
 	s.flush()
 }
 
+// deleteStrays deletes the copies here of objects that live on elsewhere
+// (objectstore.Store.DeleteStrays).
+func (s *storeParty) deleteStrays(idl []ids.ObjectID) {
+	s.store.DeleteStrays(idl, s.n.now())
+	s.flush()
+}
+
 // clientDisconnected drops a gone client's pins and unsealed objects,
 // and frees what it owned.
 func (s *storeParty) clientDisconnected(id ids.WorkerID) {
@@ -479,6 +486,9 @@ func (c *storeClient) Release(idList ...ids.ObjectID) {
 
 func (c *storeClient) Delete(idList ...ids.ObjectID) { c.p.node.broadcastFree(c.p, idList, false) }
 func (c *storeClient) Revive(idList ...ids.ObjectID) { c.p.node.broadcastFree(c.p, idList, true) }
+func (c *storeClient) DeleteStrays(node ids.NodeID, idList ...ids.ObjectID) {
+	c.p.node.freeStrays(c.p, node, idList)
+}
 
 func (c *storeClient) Stats(context.Context) (*atollpb.StoreStats, error) {
 	s, err := c.party()

@@ -116,6 +116,8 @@ func TestFoundSchedules(t *testing.T) {
 			"a bundle released by an aborted transaction and prepared again on the same node counted as free room: its group's lost bundle was sent there, refused, for ever", "groups"},
 		{119767, "338ms partition groups=n2,n4|n3,n5|n1 for=2.452s; 6.455s delay for=6.689s msg=PushTask@actor p=0.194 count=1 delay=1.299s; 17.138s partition groups=n1,n4,n5|n2,n3 for=6.698s",
 			"a node that died after answering its commit, while another's answer was still to come, kept its bundle: the group was created with a bundle on a dead node, and the work placed there waited for ever", "groups"},
+		{1100772, "2.213s delay for=5.155s msg=ForwardTask@gateway p=0.159 count=13 delay=1.903s; 3.299s skew nodes=n1 delay=11.128s",
+			"a forwarded attempt failed as lost ran late on its node and stored its return there after the retry's: the gateway dropped its result, and the copy stayed", ""},
 		// Written, not drawn from a seed: every notice of the first removal lost.
 		{1, "2s drop for=3s msg=PlacementGroupInfo@raylet p=1 count=100",
 			"a node that missed a group's removal notice kept a task placed in the removed group waiting for ever", "groups"},

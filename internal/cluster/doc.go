@@ -90,8 +90,10 @@
 //	            the link's hops; bounded per origin and in all (quota)
 //	itemFailed  generator attempts running here one of whose items could not
 //	            be sent back: the error their result is replaced with
-//	endedGens   generator attempts sent from here whose result came back:
-//	            where their late items go; the newest 1024
+//	ended       attempts sent from here that ended while they may run on:
+//	            generators whose result came back (where late items go),
+//	            attempts failed FORWARD_LOST (where a late result goes);
+//	            the newest 1024
 //	peers       every live peer's latest NodeLoad, turned into a
 //	            raylet.PeerView on every report
 //	dead        nodes that died or left, oldest first, at most MaxDeadNodes
@@ -184,8 +186,15 @@
 // lease only catches messages lost between live nodes: a task that never
 // arrived, a result lost on its way back (the executing node stops
 // confirming once it answered), a relay in a spillback chain (its own
-// pending entry expires and the failure retraces the chain). A late result
-// of an expired attempt is ignored. A call forwarded to a host address
+// pending entry expires and the failure retraces the chain). An expired
+// attempt may still have been only slow, and then runs on its node after
+// its owner retried it, storing its returns there under the ids the
+// retry's have: each gateway on the chain remembers the link it failed as
+// lost (ended, the newest 1024), and a late result that stored something
+// retraces the chain to the owner, whose record says which copy is a
+// stray (it places the object elsewhere, or freed it); the owner frees
+// that node's copy only, with a numbered notice naming the node
+// (FreeObjects.stray_node). Other late results are dropped. A call forwarded to a host address
 // with no actor behind it comes back as a protoactor dead letter (NoHost)
 // and is answered with ActorDiedError at once. Not covered: a raylet that
 // loses a task it accepted (its gateway keeps confirming it).
@@ -212,7 +221,7 @@
 // publisher at every hop), so the owner sees them in order and before the
 // end; an item leaves every entry in place and renews the lease of the
 // entry it passes. Only a delay (a fault plan's) lets a result overtake an
-// item: the late item goes where the result went (endedGens), and the
+// item: the late item goes where the result went (ended), and the
 // owner frees what it stored. Any other item nobody waits for and an ack
 // with no next link are dropped: the worker learns the count again from
 // the ack to its next item, and a worker held back by backpressure sends

@@ -43,12 +43,14 @@ type Forwarder struct {
 	// could not be sent back (too large); their result carries the error
 	// (generators.go). An entry lives while the attempt's inbound does.
 	itemFailed map[taskKey]*atollpb.ErrorInfo
-	// endedGens are the generator attempts sent from here whose result
-	// came back, by the link they went on, with where their items went;
-	// the newest maxEndedGenerators, oldest first in endedOrder. An item
-	// the result overtook on the way (a delay) still reaches its owner,
-	// which frees what the item stored if it no longer wants it.
-	endedGens  map[endedLink]*forward
+	// ended are the attempts sent from here that ended while they may
+	// still run on: generator attempts whose result came back (their
+	// items may still come), and attempts failed as lost in transit
+	// (FORWARD_LOST: their result may still come). By the link they went
+	// on, with where their result went; the newest maxEnded, oldest first
+	// in endedOrder. What comes late still reaches the owner, which frees
+	// what it stored if it no longer wants it (late.go).
+	ended      map[endedLink]endedAttempt
 	endedOrder *fifoSet[endedLink]
 	peers      map[ids.NodeID]*atollpb.NodeLoad
 	// members are the nodes membership has as live (PeerJoined), this
@@ -149,7 +151,7 @@ func NewForwarder(cfg ForwarderConfig) *Forwarder {
 func newForwarder(cfg ForwarderConfig, own *owners) *Forwarder {
 	cfg.withDefaults()
 	f := &Forwarder{cfg: cfg, pending: map[taskKey][]*forward{}, inbound: map[taskKey][]arrival{},
-		itemFailed: map[taskKey]*atollpb.ErrorInfo{}, endedGens: map[endedLink]*forward{}, endedOrder: newFIFOSet[endedLink](), peers: map[ids.NodeID]*atollpb.NodeLoad{}, dead: newFIFOSet[ids.NodeID](),
+		itemFailed: map[taskKey]*atollpb.ErrorInfo{}, ended: map[endedLink]endedAttempt{}, endedOrder: newFIFOSet[endedLink](), peers: map[ids.NodeID]*atollpb.NodeLoad{}, dead: newFIFOSet[ids.NodeID](),
 		copies: map[ids.ObjectID][]ids.NodeID{}, owners: own,
 		members: map[ids.NodeID]bool{cfg.Self: true}, strangers: map[ids.NodeID]time.Time{}, outsiders: newFIFOSet[ids.NodeID](),
 		refusedStrangers: map[ids.NodeID]int{}, notices: map[ids.NodeID]*noticeStream{}, knownSince: map[ids.NodeID]time.Time{}, reports: map[ids.NodeID]*deathReport{}}
@@ -202,7 +204,11 @@ func (f *Forwarder) Step(now time.Time, ev Event) {
 		// Tell every node, numbered (this one forgets the owner at once).
 		f.sendFree(now, &atollpb.FreeObjects{ExitedOwners: [][]byte{e.Worker.Bytes()}})
 	case Free:
-		f.sendFree(now, &atollpb.FreeObjects{ObjectIds: e.Objects, Revived: e.Revived})
+		m := &atollpb.FreeObjects{ObjectIds: e.Objects, Revived: e.Revived}
+		if !e.StrayOn.IsZero() {
+			m.StrayNode = e.StrayOn.Bytes()
+		}
+		f.sendFree(now, m)
 	case PublishFailed:
 		f.publishFailed(e)
 	case ReportAnswered:
@@ -230,7 +236,7 @@ func (f *Forwarder) received(now time.Time, msg proto.Message) {
 			f.itemFromPeer(now, m)
 			return
 		}
-		f.deliver(m.Result)
+		f.resultFromPeer(m)
 	case *atollpb.ForwardGeneratorAck:
 		f.emit(ToRaylet{m}) // its raylet writes it to the worker, or relays it
 	case *atollpb.HeldWork:

@@ -168,8 +168,11 @@ func (e *fwdEnv) effect(eff Effect) string {
 		}
 		if m, ok := x.Msg.(*atollpb.DeleteObjectsRequest); ok {
 			verb := "delete"
-			if m.Revived {
+			switch {
+			case m.Revived:
 				verb = "revive"
+			case len(m.StrayNode) > 0:
+				verb = "delete the stray copies"
 			}
 			return fmt.Sprintf("store: %s %s", verb, e.objects(m.ObjectIds))
 		}
@@ -264,6 +267,9 @@ func (e *fwdEnv) message(m proto.Message) string {
 		if m.Revived {
 			s += " revived"
 		}
+		if len(m.StrayNode) > 0 {
+			s += " strays on " + e.name(m.StrayNode)
+		}
 		if len(m.ExitedOwners) > 0 {
 			var ws []string
 			for _, w := range m.ExitedOwners {
@@ -305,6 +311,11 @@ func (e *fwdEnv) result(r *atollpb.TaskResult) string {
 		s += fmt.Sprintf(" item=%d", r.GeneratorItem.Index)
 	default:
 		s += " ok"
+		if len(r.Returns) > 0 {
+			if st := r.Returns[0].GetValue().GetStored(); st != nil {
+				s += " stored@" + e.name(st.NodeId)
+			}
+		}
 	}
 	if r.ActorCrashed {
 		s += " crashed"

@@ -57,10 +57,14 @@ const (
 
 // Free is a local owner's free (or revive, Revived) of objects: the
 // Forwarder numbers it, applies it to the local store, and tells every
-// other node.
+// other node. With StrayOn set it frees nothing: only the copies on that
+// node go, which a late attempt stored there after their owner moved on
+// (late.go); it travels as the other notices do, so a node cut off for a
+// while still hears it.
 type Free struct {
 	Objects [][]byte
 	Revived bool
+	StrayOn ids.NodeID
 }
 
 func (Free) event() {}
@@ -207,6 +211,10 @@ func (f *Forwarder) applyNotice(origin ids.NodeID, m *atollpb.FreeObjects) {
 	if m.Missing {
 		return
 	}
+	if len(m.StrayNode) > 0 {
+		f.applyStrays(m)
+		return
+	}
 	if len(m.ObjectIds) > 0 {
 		f.emit(ToStore{&atollpb.DeleteObjectsRequest{ObjectIds: m.ObjectIds, Revived: m.Revived}})
 		if !m.Revived {
@@ -223,6 +231,32 @@ func (f *Forwarder) applyNotice(origin ids.NodeID, m *atollpb.FreeObjects) {
 		// On the owner's own node the raylet reclaimed them already.
 		if f.owners.exited(origin, w) && origin != f.cfg.Self {
 			f.emit(ToStore{&atollpb.ClientDisconnected{ClientId: w.Bytes()}})
+		}
+	}
+}
+
+// applyStrays carries out a notice of stray copies: their node's store
+// deletes them; the directory of copies, on the objects' owners' node,
+// forgets that node's.
+func (f *Forwarder) applyStrays(m *atollpb.FreeObjects) {
+	node, err := ids.FromBytes(m.StrayNode)
+	if err != nil {
+		return
+	}
+	if node == f.cfg.Self {
+		f.emit(ToStore{&atollpb.DeleteObjectsRequest{ObjectIds: m.ObjectIds, StrayNode: m.StrayNode}})
+	}
+	for _, b := range m.ObjectIds {
+		id, err := ids.ObjectIDFromBytes(b)
+		if err != nil {
+			continue
+		}
+		if cs, ok := f.copies[id]; ok {
+			if cs = slices.DeleteFunc(cs, func(n ids.NodeID) bool { return n == node }); len(cs) == 0 {
+				delete(f.copies, id)
+			} else {
+				f.copies[id] = cs
+			}
 		}
 	}
 }

@@ -129,7 +129,7 @@ func (f *Forwarder) answer(res *atollpb.TaskResult) {
 	} else {
 		f.inbound[k] = stack[:len(stack)-1]
 	}
-	m := &atollpb.ForwardedResult{Result: res, FromNode: f.cfg.Self.Bytes()}
+	m := &atollpb.ForwardedResult{Result: res, FromNode: f.cfg.Self.Bytes(), Hops: top.hops}
 	if err := f.fits(m); err != nil {
 		// Too large: the origin must still learn that the attempt ended.
 		f.emit(Publish{To: origin, Kind: KindResult, Msg: f.failedAnswer(res, origin, err)})

@@ -100,8 +100,8 @@ func (f *Forwarder) route(k taskKey, i int, res *atollpb.TaskResult) {
 	} else {
 		f.pending[k] = stack
 	}
-	if fw.generator {
-		f.generatorEnded(k, fw)
+	if fw.generator || res.GetError().GetCode() == atollpb.ErrorCode_FORWARD_LOST {
+		f.remember(k, fw) // its items or its result may still come (late.go)
 	}
 	switch {
 	case fw.relay:

@@ -148,6 +148,9 @@ func (e *fwdEnv) run(t *testing.T, d *datadriven.TestData) string {
 		var size int
 		d.MaybeScanArgs(t, "size", &size)
 		value := &atollpb.Value{Kind: &atollpb.Value_Inline{Inline: make([]byte, size)}}
+		if d.HasArg("stored") { // stored in this node's store
+			value = &atollpb.Value{Kind: &atollpb.Value_Stored{Stored: &atollpb.ObjectLocation{Length: 1 << 20, NodeId: n.id.Bytes()}}}
+		}
 		if d.Cmd == "item" {
 			var index int
 			d.ScanArgs(t, "index", &index)
@@ -208,8 +211,13 @@ func (e *fwdEnv) run(t *testing.T, d *datadriven.TestData) string {
 		ev = Received{Msg: m}
 	case "free":
 		ev = Received{Msg: &atollpb.FreeObjects{ObjectIds: [][]byte{e.object(arg).Bytes()}}}
-	case "send-free": // send-free n1 x1 [revived]: an owner of n1 frees x1
-		ev = Free{Objects: [][]byte{e.object(arg).Bytes()}, Revived: d.HasArg("revived")}
+	case "send-free": // send-free n1 x1 [revived] [strays=n2]: an owner of n1 frees x1 (strays: n2's copy only)
+		fr := Free{Objects: [][]byte{e.object(arg).Bytes()}, Revived: d.HasArg("revived")}
+		var on string
+		if d.MaybeScanArgs(t, "strays", &on); on != "" {
+			fr.StrayOn = e.node(t, on).id
+		}
+		ev = fr
 	case "locate":
 		var nodes []string
 		for _, id := range n.core.Copies(e.object(arg)) {

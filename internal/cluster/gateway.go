@@ -255,17 +255,34 @@ func (g *Gateway) Free(idList [][]byte) { g.free(idList, false) }
 // by their owner (FreeObjects.revived).
 func (g *Gateway) Revive(idList [][]byte) { g.free(idList, true) }
 
+// FreeStrays drops the copies on node only of objects that live on
+// elsewhere: copies a late attempt stored there after their owner moved
+// on (FreeObjects.stray_node).
+func (g *Gateway) FreeStrays(node ids.NodeID, idList [][]byte) {
+	g.send(Free{Objects: idList, StrayOn: node})
+}
+
 // The gateway actor numbers the free, applies it to the local store and
 // tells every node (forward_free.go).
 func (g *Gateway) free(idList [][]byte, revived bool) {
-	if len(idList) == 0 {
+	g.send(Free{Objects: idList, Revived: revived})
+}
+
+func (g *Gateway) send(ev Free) {
+	if len(ev.Objects) == 0 {
 		return
 	}
 	if !g.spawned {
-		g.cfg.System.Root.Send(g.cfg.Store, &atollpb.DeleteObjectsRequest{ObjectIds: idList, Revived: revived})
+		if ev.StrayOn.IsZero() || ev.StrayOn == g.cfg.NodeID {
+			req := &atollpb.DeleteObjectsRequest{ObjectIds: ev.Objects, Revived: ev.Revived}
+			if !ev.StrayOn.IsZero() {
+				req.StrayNode = ev.StrayOn.Bytes()
+			}
+			g.cfg.System.Root.Send(g.cfg.Store, req)
+		}
 		return
 	}
-	g.cfg.System.Root.Send(g.pid, &freeRequest{ev: Free{Objects: idList, Revived: revived}})
+	g.cfg.System.Root.Send(g.pid, &freeRequest{ev: ev})
 }
 
 // Pulls reports the objects and bytes this node pulled from others.

@@ -39,31 +39,6 @@ import (
 // bounded by the raylets' spillback limit, far below it).
 const maxAckHops = 64
 
-// maxEndedGenerators bounds the ended generator attempts remembered for
-// their late items (Forwarder.endedGens).
-const maxEndedGenerators = 1024
-
-// endedLink names the link a generator attempt went on from here.
-type endedLink struct {
-	k    taskKey
-	node ids.NodeID
-	hops int32
-}
-
-// generatorEnded remembers where the items of a generator attempt whose
-// result came back went, for an item the result overtook.
-func (f *Forwarder) generatorEnded(k taskKey, fw *forward) {
-	l := endedLink{k: k, node: fw.node, hops: fw.hops}
-	if !f.endedOrder.add(l) {
-		return
-	}
-	f.endedGens[l] = fw
-	for f.endedOrder.len() > maxEndedGenerators {
-		old, _ := f.endedOrder.popOldest()
-		delete(f.endedGens, old)
-	}
-}
-
 // itemFromRaylet sends an item of a generator attempt running here back on
 // the link the attempt arrived on. An item that cannot be sent (larger
 // than the NATS server's max payload) fails the attempt: it is cancelled
@@ -121,10 +96,10 @@ func (f *Forwarder) itemFromPeer(now time.Time, m *atollpb.ForwardedResult) {
 		f.passItem(fw, res, m.Hops)
 		return
 	}
-	if fw := f.endedGens[endedLink{k: k, node: from, hops: m.Hops}]; fw != nil {
+	if e, ok := f.ended[endedLink{k: k, node: from, hops: m.Hops}]; ok {
 		// Overtaken by its attempt's result: the owner decides (it frees
 		// what the item stored, unless its stream still wants it).
-		f.passItem(fw, res, m.Hops)
+		f.passItem(e.fw, res, m.Hops)
 		return
 	}
 	f.log(slog.LevelDebug, "cluster: a generator item nobody waits for dropped", "task", k.task.Short(), "attempt", k.attempt, "link", m.Hops)

@@ -139,6 +139,13 @@ func (e *Env) applyGW(n *node, eff cluster.Effect) {
 					here = append(here, id)
 				}
 			}
+			if len(m.StrayNode) > 0 {
+				n.store.DeleteStrays(idl, e.now)
+				if len(here) > 0 {
+					e.printf("%s: deletes the stray copies %s", n.store_(), e.onameList(here))
+				}
+				return
+			}
 			n.store.Delete(idl, e.now)
 			if len(here) > 0 {
 				e.printf("%s: deletes %s", n.store_(), e.onameList(here))
@@ -242,6 +249,9 @@ func (e *Env) wire(m proto.Message) string {
 		s := fmt.Sprintf("%s#%d [%s]", e.name(m.OriginNode), m.Seq, strings.Join(os, " "))
 		if m.Revived {
 			s += " revived"
+		}
+		if len(m.StrayNode) > 0 {
+			s += " strays on " + e.name(m.StrayNode)
 		}
 		if len(m.ExitedOwners) > 0 {
 			var ws []string

@@ -14,8 +14,10 @@ import (
 //
 //   - at most once: no attempt of a task or call runs twice (on any
 //     worker or host); no owner hears two results of one attempt (a
-//     message the script duplicated aside) or sees a task finish twice;
-//     no raylet ends an attempt twice;
+//     message the script duplicated aside, and the late result of an
+//     attempt its gateway failed as lost in transit, which may still
+//     have run: one more) or sees a task finish twice; no raylet ends an
+//     attempt twice;
 //   - nothing lost: every attempt an owner still waits for is held by
 //     exactly one live raylet, or an actor host, or a gateway that
 //     forwarded it (it fails it when its node dies or its lease runs
@@ -30,8 +32,10 @@ import (
 //     drained, in another live store (a drain loses nothing).
 
 type ledger struct {
-	ran      map[attemptKey][]string
-	results  map[string]int
+	ran     map[attemptKey][]string
+	results map[string]int
+	// lost: the owner's first result of the attempt was FORWARD_LOST.
+	lost     map[string]bool
 	finishes map[string]int
 	ends     map[*raylet.Assignment]int
 	sent     map[attemptKey]bool
@@ -39,7 +43,7 @@ type ledger struct {
 }
 
 func (l *ledger) init() {
-	l.ran, l.results, l.finishes = map[attemptKey][]string{}, map[string]int{}, map[string]int{}
+	l.ran, l.results, l.finishes, l.lost = map[attemptKey][]string{}, map[string]int{}, map[string]int{}, map[string]bool{}
 	l.ends, l.sent, l.rafSeen = map[*raylet.Assignment]int{}, map[attemptKey]bool{}, map[*node]uint64{}
 }
 
@@ -59,7 +63,15 @@ func (l *ledger) delivered(e *Env, m *message) {
 	}
 	if r, ok := m.body.(*atollpb.TaskResult); ok && r.GeneratorItem == nil {
 		k := m.to.name + " " + e.attemptKey(resultKey(r))
-		if l.results[k]++; l.results[k] > 1 {
+		l.results[k]++
+		if l.results[k] == 1 && r.GetError().GetCode() == atollpb.ErrorCode_FORWARD_LOST {
+			l.lost[k] = true
+		}
+		allowed := 1
+		if l.lost[k] && r.GetError() == nil {
+			allowed = 2 // a late result: the attempt ran after all
+		}
+		if l.results[k] > allowed {
 			e.violate("%s received a second result of %s", m.to.name, e.attemptKey(resultKey(r)))
 		}
 	}

@@ -57,9 +57,14 @@ func (n *Node) processConfig() *raylet.ProcessConfig {
 	if g := n.gateway; g != nil {
 		pc.Fetch = g.Fetch
 		pc.Delete = func(req *atollpb.DeleteObjectsRequest) {
-			if req.Revived {
+			switch {
+			case req.Revived:
 				g.Revive(req.ObjectIds)
-			} else {
+			case len(req.StrayNode) > 0:
+				if node, err := ids.FromBytes(req.StrayNode); err == nil {
+					g.FreeStrays(node, req.ObjectIds)
+				}
+			default:
 				g.Free(req.ObjectIds)
 			}
 		}

@@ -175,6 +175,8 @@ func (a *storeActor) Receive(ctx actor.Context) {
 			ctx.Logger().Warn("objectstore: bad delete", slog.Any("err", err))
 		} else if m.Revived {
 			st.store.Revive(idList)
+		} else if len(m.StrayNode) > 0 {
+			st.store.DeleteStrays(idList, st.now())
 		} else {
 			st.store.Delete(idList, st.now())
 		}

@@ -304,6 +304,16 @@ func (c *Client) Delete(idList ...ids.ObjectID) {
 	}
 }
 
+// DeleteStrays asks for the copies on node of objects that live on
+// elsewhere to be deleted (fire and forget): copies a late attempt stored
+// there after their owner moved on. The store deletes its own; a cluster
+// node's raylet passes the request to its gateway, which tells node.
+func (c *Client) DeleteStrays(node ids.NodeID, idList ...ids.ObjectID) {
+	if len(idList) > 0 {
+		_ = c.t.Send(&atollpb.DeleteObjectsRequest{ObjectIds: idBytes(idList), StrayNode: node.Bytes()})
+	}
+}
+
 // Revive tells the store that objects it was told to delete are being
 // rebuilt by their owner (fire and forget): a Get of them is no longer a
 // read after free.

@@ -64,7 +64,9 @@
 //	ReleaseObjectsRequest  drop one pin per id
 //	DeleteObjectsRequest   the owner's last reference is gone: free now, or
 //	                       at the last unpin (revived: the id is live again,
-//	                       a lineage rebuild makes it anew)
+//	                       a lineage rebuild makes it anew; stray_node: not
+//	                       freed, only this store's copy goes, one a late
+//	                       attempt stored after its owner moved on)
 //	ClientDisconnected     a process died: drop its pins, abort its unsealed
 //	                       objects, free the objects it owned once unpinned
 //	StoreStatsRequest      capacity, used, pinned, pending creations,

@@ -70,6 +70,18 @@ func TestStoreCountsReadsAfterFree(t *testing.T) {
 	if get(never); s.ReadsAfterFree() != 2 {
 		t.Fatalf("a Get of a revived id counted: %d", s.ReadsAfterFree())
 	}
+	// A stray copy deleted (a late attempt stored it here after its owner
+	// moved on): gone, but not freed, so a Get of it (waiting for a pull
+	// of the owner's copy) is no read after free.
+	stray := ids.PutObjectID(ids.NewTaskID(), 1)
+	put(stray)
+	s.DeleteStrays([]ids.ObjectID{stray}, now)
+	if created, sealed := s.Holds(stray); created || sealed {
+		t.Fatalf("Holds of a deleted stray: %v %v", created, sealed)
+	}
+	if res := get(stray); len(res.Missing) != 1 || s.ReadsAfterFree() != 2 {
+		t.Fatalf("a Get of a deleted stray: %+v, %d reads after free", res, s.ReadsAfterFree())
+	}
 }
 
 // The freed ids remembered are bounded: the oldest are forgotten, an id

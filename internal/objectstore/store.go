@@ -322,10 +322,20 @@ func (s *Store) Revive(idList []ids.ObjectID) {
 // is released (unsealed ones: when sealed or aborted). Unknown ids are
 // ignored, and so are creations still waiting for space; every id is
 // remembered as freed (Get counts the reads after free).
-func (s *Store) Delete(idList []ids.ObjectID, now time.Time) {
+func (s *Store) Delete(idList []ids.ObjectID, now time.Time) { s.delete(idList, now, true) }
+
+// DeleteStrays deletes this store's copies of objects that live on
+// elsewhere: copies a late attempt stored here after its owner moved on.
+// As Delete, but the ids are not freed: a Get of them waits for them
+// again (a pull of the owner's copy).
+func (s *Store) DeleteStrays(idList []ids.ObjectID, now time.Time) { s.delete(idList, now, false) }
+
+func (s *Store) delete(idList []ids.ObjectID, now time.Time, freed bool) {
 	defer s.checkInvariants()
 	for _, id := range idList {
-		s.freed.add(id)
+		if freed {
+			s.freed.add(id)
+		}
 		o, ok := s.objects[id]
 		if !ok {
 			continue

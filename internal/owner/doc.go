@@ -31,7 +31,9 @@
 //	                                                           (Retryable: Retried, SendTask,
 //	                                                           CallActor), LocateActor (a call
 //	                                                           failed at its actor's node),
-//	                                                           Finished, Free
+//	                                                           Finished, Free; a stale attempt's
+//	                                                           result: FreeStrays of the copies it
+//	                                                           stored where the record has none
 //	Cancel                      Cancel, a cancelled context    Finished (not dispatched, or an
 //	                                                           unsent call), else CancelTask
 //	DropRef                     Release, a collected handle    Free of stored objects whose count
@@ -90,7 +92,9 @@
 // Scenario tests in testdata/*.txt (cockroachdb/datadriven; go test
 // ./internal/owner -rewrite) script the protocol: retry racing cancel, a
 // result after cancel, duplicated results, a lost forwarded result
-// (FORWARD_LOST past the lease; the retry ignores the stale attempt), node
+// (FORWARD_LOST past the lease; the retry ignores the stale attempt, and
+// late_result.txt: the lost attempt finished after all, and its copy
+// goes), node
 // death with borrowed refs, an actor restart with queued calls, an actor
 // call lost on its way to its actor's node (actor_forward_lost.txt: the
 // actor moved, the event missed, or it did not move; answers older than
@@ -119,7 +123,14 @@
 // lost on its way), within its MaxTaskRetries. (A lost call may have run:
 // its actor's host answers a retry of a call it ran FORWARD_LOST, not
 // marked crashed, so it is not run twice; package workerproto.) A stale attempt's result
-// or a duplicate is ignored. A task cancelled by its caller is never
+// or a duplicate settles nothing. An attempt failed FORWARD_LOST may still
+// finish on its node and store its returns there under the retry's ids
+// (its gateway passes the late result on): each such copy the record does
+// not hold — the record places the object on another node, holds it
+// inline or as an error, or has freed it — goes with FreeStrays (that
+// node's copy only: the object is not freed); a return still pending (a
+// retry or rebuild that may store on that node) is marked strays instead,
+// so freeing it frees every copy. A task cancelled by its caller is never
 // retried and fails with CancelledError whatever its last attempt reported
 // (a success that raced the cancel stands).
 //

@@ -36,6 +36,15 @@ type CancelTask struct {
 // a cluster, their copies on other nodes).
 type Free struct{ Objects []ids.ObjectID }
 
+// FreeStrays deletes copies of objects this process owns from the store
+// of one node only: copies a late attempt stored there after its owner
+// had moved on (its record places the objects elsewhere, or freed them).
+// Unlike Free it frees no object: the copies the record knows of stay.
+type FreeStrays struct {
+	Node    ids.NodeID
+	Objects []ids.ObjectID
+}
+
 // Revive tells the stores that objects this process freed are being
 // rebuilt (lineage reconstruction of a released argument): their ids are
 // live again, and reading them is no read after free.
@@ -92,6 +101,7 @@ func (SendPacked) effect()         {}
 func (CallActor) effect()          {}
 func (CancelTask) effect()         {}
 func (Free) effect()               {}
+func (FreeStrays) effect()         {}
 func (Revive) effect()             {}
 func (Notify) effect()             {}
 func (Dispatched) effect()         {}

@@ -356,7 +356,7 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 		if err := tb.Reconstruct(e.object(t, name), "node died"); err != nil {
 			return fmt.Sprintf("error %s: %s\n%s", err.Code, err.Message, e.effects())
 		}
-	case "result": // result t1 [attempt=N] [error=CODE [lost=t0.0] [node=n1]] [crashed] [stored] [returns=N] [contains=p1] [addr=host|@n1/host] [yielded=N]
+	case "result": // result t1 [attempt=N] [error=CODE [lost=t0.0] [node=n1]] [crashed] [stored[=n2]] [returns=N] [contains=p1] [addr=host|@n1/host] [yielded=N]
 		// [worker=w5] [reported [seq=N] [borrows=b1,...]] [transfer=x1,... [transfer-edges=x1>x2,...]]
 		task := ids.TaskID(e.id16(name))
 		var attempt, seq int
@@ -399,8 +399,10 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 			}
 		} else {
 			v := inlineValue("result")
-			if d.HasArg("stored") {
-				v = e.storedValue("")
+			for _, a := range d.CmdArgs {
+				if a.Key == "stored" { // stored, or stored=n2: on that node
+					v = e.storedValue(strings.Join(a.Vals, ""))
+				}
 			}
 			for _, c := range list(d, "contains") {
 				v.ContainedRefs = append(v.ContainedRefs, &atollpb.ObjectRef{ObjectId: e.object(t, c).Bytes()})
@@ -613,6 +615,13 @@ func (e *env) effects() string {
 			}
 			sort.Strings(n)
 			lines = append(lines, "free "+strings.Join(n, " "))
+		case FreeStrays:
+			var n []string
+			for _, id := range f.Objects {
+				n = append(n, e.label[id])
+			}
+			sort.Strings(n)
+			lines = append(lines, "free-strays@"+e.nodeName(f.Node.Bytes())+" "+strings.Join(n, " "))
 		case Revive:
 			var n []string
 			for _, id := range f.Objects {

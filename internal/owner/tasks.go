@@ -397,7 +397,8 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 		return // the creation sent again to restart an actor whose node died
 	}
 	if tk == nil || res.Attempt != tk.attempt() || !tk.dispatched {
-		return // stale attempt, duplicate, or already finished
+		t.lateResult(id, res) // stale attempt, duplicate, or already finished
+		return
 	}
 	if tk.common().Generator {
 		t.attemptEnded(id, res)
@@ -464,6 +465,74 @@ func (t *Table) Result(res *atollpb.TaskResult) {
 	}
 	t.recordLineage(tk, rets)
 	t.forget(tk, nil) // Result found it in the table
+}
+
+// lateResult looks at the result of an attempt the Table no longer
+// waits for (failed already, the task retried or finished, its returns
+// maybe freed) for returns it stored: an attempt whose result was lost
+// on its way (FORWARD_LOST past its lease) may still finish on the node
+// it ran on, and store there under the ids the retry's returns have. A
+// return the record places elsewhere, or no longer has, leaves that copy
+// behind, so it goes (FreeStrays on that node only); one whose record is
+// pending (a retry or rebuild under way, which may run on that same
+// node) is marked strays instead, and freeing it frees every copy. A
+// duplicate of the result the record holds names the record's own node,
+// and frees nothing.
+func (t *Table) lateResult(id ids.TaskID, res *atollpb.TaskResult) {
+	if res.Error != nil || len(res.Returns) == 0 {
+		return
+	}
+	var strays []ids.ObjectID
+	var on ids.NodeID
+	for i, r := range res.Returns {
+		st := r.GetValue().GetStored()
+		if st == nil {
+			continue
+		}
+		at := t.cfg.Node
+		if len(st.NodeId) > 0 {
+			n, err := ids.FromBytes(st.NodeId)
+			if err != nil {
+				continue
+			}
+			at = n
+		}
+		rid := ids.ReturnObjectID(id, i)
+		if o := t.objects[rid]; o != nil {
+			switch {
+			case o.borrowed:
+				continue
+			case !o.ready():
+				o.strays = true
+				continue
+			case t.storedOn(o.value) == at:
+				continue // the copy the record holds
+			}
+		}
+		if len(strays) > 0 && at != on {
+			t.emit(FreeStrays{Node: on, Objects: strays})
+			strays = nil
+		}
+		on = at
+		strays = append(strays, rid)
+	}
+	if len(strays) > 0 {
+		t.emit(FreeStrays{Node: on, Objects: strays})
+	}
+}
+
+// storedOn is the node whose store holds v's primary copy (zero: v is
+// not stored).
+func (t *Table) storedOn(v *atollpb.Value) ids.NodeID {
+	st := v.GetStored()
+	switch {
+	case st == nil:
+		return ids.NodeID{}
+	case len(st.NodeId) == 0:
+		return t.cfg.Node
+	}
+	n, _ := ids.FromBytes(st.NodeId)
+	return n
 }
 
 // strayedCode reports whether an attempt that failed with code may have

@@ -59,6 +59,9 @@ type storeAPI interface {
 	Delete(idList ...ids.ObjectID)
 	// Revive: freed objects are being rebuilt (objectstore.Client.Revive).
 	Revive(idList ...ids.ObjectID)
+	// DeleteStrays: node's copies of objects that live on elsewhere go
+	// (objectstore.Client.DeleteStrays).
+	DeleteStrays(node ids.NodeID, idList ...ids.ObjectID)
 	Stats(ctx context.Context) (*atollpb.StoreStats, error)
 }
 

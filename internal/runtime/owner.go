@@ -70,6 +70,10 @@ func (rt *Runtime) applyOwnerEffect(e owner.Effect) {
 		rt.link.cancelTask(e.Task, e.NonRecursive)
 	case owner.Free:
 		rt.freeStored(e.Objects)
+	case owner.FreeStrays:
+		if !rt.closed.Load() {
+			rt.frees.freeStrays(e.Node, e.Objects)
+		}
 	case owner.Revive:
 		if !rt.closed.Load() {
 			rt.frees.revive(e.Objects)
@@ -141,6 +145,8 @@ func (rt *Runtime) freeStored(stored []ids.ObjectID) {
 type freer interface {
 	free(idl []ids.ObjectID)
 	revive(idl []ids.ObjectID)
+	// freeStrays deletes the copies on node only (owner.FreeStrays).
+	freeStrays(node ids.NodeID, idl []ids.ObjectID)
 }
 
 // storeFreer frees in the node's store: a single node's driver, a worker
@@ -150,6 +156,9 @@ type storeFreer struct{ store storeAPI }
 
 func (f storeFreer) free(idl []ids.ObjectID)   { f.store.Delete(idl...) }
 func (f storeFreer) revive(idl []ids.ObjectID) { f.store.Revive(idl...) }
+func (f storeFreer) freeStrays(node ids.NodeID, idl []ids.ObjectID) {
+	f.store.DeleteStrays(node, idl...)
+}
 
 // gatewayFreer frees on every node of a cluster, through the gateway of
 // the driver's node.
@@ -157,6 +166,9 @@ type gatewayFreer struct{ g *cluster.Gateway }
 
 func (f gatewayFreer) free(idl []ids.ObjectID)   { f.g.Free(idsBytes(idl)) }
 func (f gatewayFreer) revive(idl []ids.ObjectID) { f.g.Revive(idsBytes(idl)) }
+func (f gatewayFreer) freeStrays(node ids.NodeID, idl []ids.ObjectID) {
+	f.g.FreeStrays(node, idsBytes(idl))
+}
 
 func idsBytes(idList []ids.ObjectID) [][]byte {
 	out := make([][]byte, len(idList))

@@ -82,6 +82,8 @@ type SimLink interface {
 	// Free and Revive are the owner's frees, on every node.
 	Free(idl []ids.ObjectID)
 	Revive(idl []ids.ObjectID)
+	// FreeStrays deletes the copies on node only (owner.FreeStrays).
+	FreeStrays(node ids.NodeID, idl []ids.ObjectID)
 }
 
 // SimStore is the simulated store client (the methods of
@@ -143,6 +145,9 @@ func (s simLink) sendBorrows(m *atollpb.BorrowReport)  { s.l.SendBorrows(m) }
 func (s simLink) generatorAck(m *atollpb.GeneratorAck) { s.l.GeneratorAck(m) }
 func (s simLink) free(idl []ids.ObjectID)              { s.l.Free(idl) }
 func (s simLink) revive(idl []ids.ObjectID)            { s.l.Revive(idl) }
+func (s simLink) freeStrays(node ids.NodeID, idl []ids.ObjectID) {
+	s.l.FreeStrays(node, idl)
+}
 
 // newSimRuntime builds the Runtime of a simulated process.
 func newSimRuntime(p SimProcess) *Runtime {

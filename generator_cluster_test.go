@@ -244,6 +244,11 @@ rules:
 	if fired["lose-item"] != 1 || fired["late-item"] != 1 {
 		t.Fatalf("rules fired: %v; want lose-item and late-item once each", fired)
 	}
+	waitStoresEmpty(c)
+}
+
+// waitStoresEmpty waits for every node's store to hold no object.
+func waitStoresEmpty(c *testcluster.Cluster) {
 	c.WaitStatus(time.Minute, func(st *clusterclient.Status) bool {
 		for _, node := range st.Nodes {
 			if node.Objects != 0 {

@@ -150,12 +150,5 @@ rules:
 		t.Fatal(err)
 	}
 	ref.Release()
-	c.WaitStatus(time.Minute, func(st *clusterclient.Status) bool {
-		for _, node := range st.Nodes {
-			if node.Objects != 0 {
-				return false
-			}
-		}
-		return true
-	})
+	waitStoresEmpty(c)
 }

@@ -115,9 +115,13 @@ func (h *host) apply(effects []workerproto.HostEffect) {
 		case workerproto.SkipGap:
 			w.log.add("%s skips a gap in a caller's calls", h.address)
 		case workerproto.ArmTimer:
-			gen := h.gen
+			// The core's gap timer, which outlives incarnations (as the
+			// real host's does: its tick goes to the host, not to a
+			// worker); dropped with an incarnation, the core would
+			// think it armed, and calls held behind a gap would wait for
+			// ever.
 			w.after(e.After, func() {
-				if !h.gone && gen == h.gen && n.up {
+				if !h.gone && n.up {
 					h.apply(h.core.Tick(n.now()))
 				}
 			})

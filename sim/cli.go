@@ -41,6 +41,7 @@ Flags:
   -seed S          run seed S alone
   -parallel P      runs at once (default the CPUs: %d)
   -nodes N         nodes in the cluster (default 5)
+  -driver-node K   the node the driver runs on (default 1, the head; never crashed)
   -max-faults N    the most faults a seed draws (default 8); -no-faults: none
   -actions LIST    the fault actions a seed draws from (comma-separated; default all:
                    %s)
@@ -72,6 +73,7 @@ func Main(prog string, args []string, stdout, stderr io.Writer, workloads []Name
 	seed := fs.Int64("seed", -1, "")
 	parallel := fs.Int("parallel", runtime.NumCPU(), "")
 	nodes := fs.Int("nodes", 5, "")
+	driverNode := fs.Int("driver-node", 1, "")
 	maxFaults := fs.Int("max-faults", 8, "")
 	noFaults := fs.Bool("no-faults", false, "")
 	actions := fs.String("actions", "", "")
@@ -101,7 +103,11 @@ func Main(prog string, args []string, stdout, stderr io.Writer, workloads []Name
 		fmt.Fprintf(stderr, "%s: no workload %q (want one of %s)\n", prog, *name, strings.Join(names, ", "))
 		return 2
 	}
-	cfg := Config{Nodes: *nodes, Checkers: w.Checkers, Released: w.Released, NoFaults: *noFaults,
+	if *driverNode < 1 || *driverNode > *nodes {
+		fmt.Fprintf(stderr, "%s: -driver-node %d: want 1 to %d (the nodes)\n", prog, *driverNode, *nodes)
+		return 2
+	}
+	cfg := Config{Nodes: *nodes, DriverNode: *driverNode - 1, Checkers: w.Checkers, Released: w.Released, NoFaults: *noFaults,
 		Faults: FaultConfig{Max: *maxFaults}}
 	if *actions != "" {
 		cfg.Faults.Actions = strings.Split(*actions, ",")
@@ -138,6 +144,9 @@ func Main(prog string, args []string, stdout, stderr io.Writer, workloads []Name
 		cfg.Schedule, given = s, true
 	}
 	replay := fmt.Sprintf("%s -workload %s -nodes %d", prog, w.Name, cfg.Nodes)
+	if cfg.DriverNode > 0 {
+		replay += fmt.Sprintf(" -driver-node %d", cfg.DriverNode+1)
+	}
 	if *noFaults {
 		replay += " -no-faults"
 	} else if *maxFaults != 8 || *actions != "" {

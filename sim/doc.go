@@ -57,7 +57,10 @@
 // start on an actor in sequence order; no store serves an object its
 // owner freed. At the end, once every fault healed and the cluster went
 // quiet: the workload returned within Config.Deadline with typed errors
-// only; with Config.Released, the driver owns nothing; then, the driver
+// only (a driver off the head whose node was declared dead and exited
+// with it fails as driver-lost, at once: draws keep its node with the
+// head's side of a partition and its cuts from the head under the
+// failure budget); with Config.Released, the driver owns nothing; then, the driver
 // gone, every store is empty, every owner owns nothing, every raylet is
 // idle; then the Config.Checkers judge the History the workload recorded
 // (Linearizable: porcupine against a sequential Model).
@@ -77,5 +80,6 @@
 // dropped by Release (a pool worker's also at the end of each task), not
 // by the garbage collector; the autoscaler (resource requests fail), and
 // the GCS's store: placement groups live in the head's memory, and a
-// crashed head takes them with it.
+// crashed head takes them with it. The head and the driver's node
+// (Config.DriverNode: the head unless set) never crash.
 package sim

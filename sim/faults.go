@@ -110,6 +110,9 @@ type FaultConfig struct {
 	// Actions are the kinds drawn from (default all of them); each seed
 	// uses a random subset (swarm testing).
 	Actions []string
+	// DriverNode: the driver's node's index, no crash is drawn on it
+	// (Config.DriverNode sets it).
+	DriverNode int
 }
 
 // AllActions lists every fault action.
@@ -162,7 +165,7 @@ func Generate(seed uint64, nodes int, fc FaultConfig) []Fault {
 	k := r.IntN(fc.Max + 1)
 	out := make([]Fault, 0, k)
 	for i := 0; i < k; i++ {
-		f := drawFault(r, use[r.IntN(len(use))], nodes, fc.Horizon)
+		f := drawFault(r, use[r.IntN(len(use))], nodes, fc.DriverNode, fc.Horizon)
 		if f.Action != "" {
 			out = append(out, f)
 		}
@@ -173,18 +176,28 @@ func Generate(seed uint64, nodes int, fc FaultConfig) []Fault {
 
 func nodeName(i int) string { return fmt.Sprintf("n%d", i+1) }
 
-func drawFault(r *rand.Rand, action string, nodes int, horizon time.Duration) Fault {
+func drawFault(r *rand.Rand, action string, nodes, driver int, horizon time.Duration) Fault {
 	f := Fault{Action: action, At: time.Duration(r.Int64N(int64(horizon))).Truncate(time.Millisecond)}
 	dur := func(lo, hi time.Duration) time.Duration {
 		return (lo + time.Duration(r.Int64N(int64(hi-lo)))).Truncate(time.Millisecond)
 	}
-	// worker: a node other than the head (which the simulator never
-	// crashes: it holds the GCS and the driver).
+	// worker: a node other than the head and the driver's (which the
+	// simulator never crashes: they hold the GCS and the driver).
 	worker := func() string {
-		if nodes < 2 {
+		if driver <= 0 {
+			if nodes < 2 {
+				return ""
+			}
+			return nodeName(1 + r.IntN(nodes-1))
+		}
+		if nodes < 3 {
 			return ""
 		}
-		return nodeName(1 + r.IntN(nodes-1))
+		i := 1 + r.IntN(nodes-2)
+		if i >= driver {
+			i++
+		}
+		return nodeName(i)
 	}
 	switch action {
 	case actPartition:
@@ -198,7 +211,20 @@ func drawFault(r *rand.Rand, action string, nodes int, horizon time.Duration) Fa
 		}
 		groups := make([][]string, g)
 		for i, n := range perm {
+			if driver > 0 && n == driver {
+				continue // it goes with the head (below)
+			}
 			groups[i%g] = append(groups[i%g], nodeName(n))
+		}
+		if driver > 0 {
+			// A driver's node cut off from the head past the failure
+			// budget is declared dead and exits with the driver: the job
+			// ends. The head's side keeps it.
+			for i, grp := range groups {
+				if slices.Contains(grp, nodeName(0)) {
+					groups[i] = append(grp, nodeName(driver))
+				}
+			}
 		}
 		for _, grp := range groups {
 			sort.Strings(grp)
@@ -211,6 +237,9 @@ func drawFault(r *rand.Rand, action string, nodes int, horizon time.Duration) Fa
 		a := r.IntN(nodes)
 		b := (a + 1 + r.IntN(nodes-1)) % nodes
 		f.Nodes, f.For = []string{nodeName(a), nodeName(b)}, dur(500*time.Millisecond, 12*time.Second)
+		if driver > 0 && min(a, b) == 0 && max(a, b) == driver {
+			f.For = min(f.For, 2*time.Second) // the driver's node and the head: under the failure budget
+		}
 	case actCrash:
 		v := worker()
 		if v == "" {
@@ -353,8 +382,8 @@ func (fr *faultRun) apply(name string, f Fault) {
 	case actCrash:
 		for _, nm := range f.Nodes {
 			n := w.nodeNamed(nm)
-			if n == nil || n.head {
-				continue
+			if n == nil || n.head || w.driver != nil && n == w.driver.node {
+				continue // the GCS and the driver stay up
 			}
 			n.crash("fault " + name)
 			if f.For > 0 {

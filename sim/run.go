@@ -22,8 +22,13 @@ type Config struct {
 	// running times.
 	Seed uint64
 	// Nodes in the cluster (default 3); n1 is the head (GCS, and the
-	// driver's process).
+	// driver's process unless DriverNode says otherwise).
 	Nodes int
+	// DriverNode is the index of the node the driver's process runs on
+	// (0, the default: the head, n1; 1: n2, ...). Neither the head nor
+	// the driver's node is ever crashed; the driver's node is cut off,
+	// partitioned and skewed like any other.
+	DriverNode int
 	// CPUs per node (default 2), the pool's workers.
 	CPUs float64
 	// StoreBytes per node's object store (default 1 MiB: small, so that
@@ -87,6 +92,10 @@ func (c Config) withDefaults() Config {
 	if c.Nodes <= 0 {
 		c.Nodes = 3
 	}
+	if c.DriverNode < 0 || c.DriverNode >= c.Nodes {
+		c.DriverNode = 0
+	}
+	c.Faults.DriverNode = c.DriverNode
 	if c.CPUs <= 0 {
 		c.CPUs = 2
 	}
@@ -197,7 +206,12 @@ func Run(cfg Config, workload Workload) *Result {
 		})
 	})
 	limit := Epoch.Add(cfg.Boot + cfg.Deadline)
-	if !w.runUntil(limit, func() bool { return done }) && w.failure == nil {
+	switch ended := w.runUntil(limit, func() bool { return done || !driver.alive }); {
+	case w.failure != nil:
+	case ended && !done:
+		// Only off the head: its node, declared dead, exited with it.
+		w.fail("driver-lost", "the driver's node %s was declared dead and exited with the driver: the job ended before the workload returned", driver.node.name)
+	case !ended:
 		w.fail("hang", "the workload did not return within %v of simulated time; parked threads:%s", cfg.Deadline, w.parkedReport())
 	}
 	res.WorkloadErr = werr
@@ -249,8 +263,7 @@ func (w *World) boot(schedule []Fault) {
 			w.gcs = newGCS(w, n)
 		}
 	}
-	head := w.nodes[0]
-	w.driver = w.newProc(head, "driver", "driver", w.newID())
+	w.driver = w.newProc(w.nodes[w.cfg.DriverNode], "driver", "driver", w.newID())
 	w.every(w.cfg.ReportInterval, func() {
 		for _, n := range w.liveNodes() {
 			n.publishLoad()

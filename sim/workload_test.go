@@ -3,6 +3,7 @@ package sim_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/atoll-runtime/atoll/sim"
 	"github.com/atoll-runtime/atoll/sim/workloads"
@@ -180,5 +181,38 @@ func passesAndReplays(t *testing.T, name string) {
 		if a.Hash != b.Hash || a.Events != b.Events {
 			t.Errorf("seed %d: %v then %v", seed, a, b)
 		}
+	}
+}
+
+// TestDriverOffHead runs every workload with the driver on n2 (its
+// node partitioned and cut like the others, never crashed), on seeds 1
+// to 10: each must pass.
+func TestDriverOffHead(t *testing.T) {
+	for _, name := range []string{"mixed", "streams", "groups", "kv"} {
+		w := mustWorkload(t, name)
+		t.Run(name, func(t *testing.T) {
+			for seed := uint64(1); seed <= 10; seed++ {
+				cfg := config(seed, w)
+				cfg.DriverNode = 1
+				report(t, sim.Run(cfg, w.Run))
+			}
+		})
+	}
+}
+
+// A driver's node cut off from the head past the failure budget is
+// declared dead and exits with the driver: the run ends there, a
+// driver-lost verdict, not a hang ten simulated minutes later.
+func TestDriverLost(t *testing.T) {
+	w := mustWorkload(t, "mixed")
+	s, err := sim.ParseSchedule("3s partition groups=n1,n3,n4,n5|n2 for=12s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config(5, w)
+	cfg.DriverNode, cfg.Schedule = 1, s
+	res := sim.Run(cfg, w.Run)
+	if res.Failure == nil || res.Failure.Checker != "driver-lost" || res.SimTime > time.Minute {
+		t.Fatalf("got %v after %v; want driver-lost within a minute", res.Failure, res.SimTime)
 	}
 }

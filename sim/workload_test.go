@@ -124,6 +124,8 @@ func TestFoundSchedules(t *testing.T) {
 			"a forwarded attempt failed as lost ran late on its node and stored its return there after the retry's: the gateway dropped its result, and the copy stayed", ""},
 		{1300444, "364ms drop for=11.236s msg=ForwardActorCall@gateway p=0.224 count=19; 2.717s crash nodes=n2 for=5.459s; 13.414s kill-worker nodes=n3",
 			"the simulated actor host dropped its gap timer when the actor restarted: calls held behind a lost one waited for ever (the real host's timer outlives restarts)", ""},
+		{1502050, "884ms delay for=10.458s msg=SubmitTask@raylet p=0.235 count=6 delay=876ms; 1.059s partition groups=n4|n1,n2,n5|n3 for=254ms",
+			"a task calling an actor still being created missed the event saying it started (its node cut off from NATS for 254 ms): its calls waited for ever", "kv"},
 		// Written, not drawn from a seed: every notice of the first removal lost.
 		{1, "2s drop for=3s msg=PlacementGroupInfo@raylet p=1 count=100",
 			"a node that missed a group's removal notice kept a task placed in the removed group waiting for ever", "groups"},

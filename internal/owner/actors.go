@@ -57,6 +57,12 @@ type actorEntry struct {
 	// relocate: a call was lost again meanwhile, so its answer may be
 	// older than that loss and the Table asks again (see callLost).
 	locating, relocate bool
+	// askEvery is the wait before the next lookup of an actor whose
+	// calls wait for an address no event may bring (askAgain): it doubles
+	// up to MaxAskEvery, and starts over once the entry has an address;
+	// asking: an AskActor is due.
+	askEvery time.Duration
+	asking   bool
 	// forgot is the address a lost call (callLost) made the entry
 	// forget, given back if the lookup ends without placing the actor
 	// (settle); empty once an event or an answer did.
@@ -191,6 +197,42 @@ func (t *Table) ActorLocated(info *atollpb.ActorInfo) {
 		t.ActorEvent(info)
 	}
 	t.settle(a)
+	t.askAgain(a)
+}
+
+// MaxAskEvery bounds the wait between two lookups of an actor whose
+// calls wait for its address (askAgain).
+const MaxAskEvery = 30 * time.Second
+
+// askAgain asks the GCS again, later, where an actor is whose calls wait
+// for an address that only an event would bring: the actor is being
+// created, or restarts, and the event saying it started may be missed
+// (events are best effort; a node cut off from the NATS server for a
+// moment misses what was published meanwhile). The wait doubles from
+// RelocateAfter up to MaxAskEvery while the answers leave the entry
+// without an address. An owned actor's address comes with its
+// creation's result, not from an event: it is not asked for.
+func (t *Table) askAgain(a *actorEntry) {
+	if a.address != "" || a.dead != nil || a.locating || a.asking || a.owned || len(a.queue) == 0 {
+		return
+	}
+	a.askEvery = min(max(2*a.askEvery, RelocateAfter), MaxAskEvery)
+	a.asking = true
+	t.emit(AskActor{Actor: a.id, After: a.askEvery})
+}
+
+// AskDue tells the Table that the wait of an AskActor is over: it asks
+// the GCS where the actor is (LocateActor) if its calls still wait for
+// an address; otherwise (an event brought it meanwhile) nothing.
+func (t *Table) AskDue(id ids.ActorID) {
+	a := t.actors[id]
+	if a == nil {
+		return
+	}
+	a.asking = false
+	if a.address == "" && a.dead == nil && len(a.queue) > 0 {
+		t.locate(a)
+	}
 }
 
 // RelocateAfter is how long the Table lets the GCS catch up with a node
@@ -368,7 +410,7 @@ func (t *Table) actorCreated(id ids.ActorID, address string) {
 		return
 	}
 	if a.address == "" {
-		a.address, a.forgot = address, ""
+		a.address, a.forgot, a.askEvery = address, "", 0
 	}
 	t.flush(a)
 }

@@ -51,6 +51,10 @@
 //	LocateFailed                the shell's lookup gave up     CallActor of the waiting calls at
 //	                                                           the forgotten address; with none,
 //	                                                           LocateActor again
+//	AskDue                      an AskActor's wait ended       LocateActor if calls still wait
+//	                                                           for the actor's address (AskActor
+//	                                                           when an answer or a call leaves
+//	                                                           them waiting for an event only)
 //	DropActorHandle             a collected handle             the actor's entry goes once no
 //	                                                           handle or call needs it
 //	NodeDied, WorkerDied        a dead node or process         borrowed objects whose owner lived

@@ -94,6 +94,15 @@ type LocateActor struct {
 	After time.Duration
 }
 
+// AskActor asks for AskDue after After: calls wait for an actor's
+// address, which only an event would bring, and the event may be missed
+// (Table.askAgain).
+type AskActor struct {
+	Actor ids.ActorID
+	After time.Duration
+}
+
+func (AskActor) effect()           {}
 func (ActorRestartFailed) effect() {}
 func (LocateActor) effect()        {}
 func (SendTask) effect()           {}

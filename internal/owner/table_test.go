@@ -459,6 +459,8 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) string {
 		tb.ActorEvent(info)
 	case "locate-failed": // locate-failed a1: the shell's lookup of a1 gave up
 		tb.LocateFailed(ids.ActorID(e.id16(name)))
+	case "ask-due": // ask-due a1: an AskActor's wait is over
+		tb.AskDue(ids.ActorID(e.id16(name)))
 	case "drop-handle":
 		tb.DropActorHandle(ids.ActorID(e.id16(name)))
 	case "kill-actor":
@@ -633,6 +635,8 @@ func (e *env) effects() string {
 			lines = append(lines, "notify "+e.waiters[f.C])
 		case ActorRestartFailed:
 			lines = append(lines, fmt.Sprintf("actor-restart-failed %s: %s", e.actors[f.Actor], f.Err.Code))
+		case AskActor:
+			lines = append(lines, fmt.Sprintf("ask %s after=%v", e.actors[f.Actor], f.After))
 		case LocateActor:
 			if f.After > 0 {
 				lines = append(lines, fmt.Sprintf("locate %s after=%v", e.actors[f.Actor], f.After))

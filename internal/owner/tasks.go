@@ -255,6 +255,7 @@ func (t *Table) SubmitRecords(dst []ids.ObjectID, recs []Record, s Submission) (
 		}
 		tk.actor = a
 		a.queue = append(a.queue, tk)
+		t.askAgain(a) // an entry waiting for its address may wait for a missed event
 	}
 	t.awaitObjects(tk, tk.deps())
 	// Refs inside argument values must have values too, to be lent.

@@ -105,6 +105,8 @@ func (rt *Runtime) applyOwnerEffect(e owner.Effect) {
 		} else {
 			rt.LocateActor(e.Actor)
 		}
+	case owner.AskActor:
+		rt.after(e.After, func() { rt.owner.do(func(t *owner.Table) { t.AskDue(e.Actor) }) })
 	case owner.ActorRestartFailed:
 		// No host reports this death: the owner does (in the background:
 		// effects never wait on the GCS).

@@ -58,26 +58,10 @@ var (
 		if err := yield(0); err != nil {
 			return err
 		}
-		g, err := atoll.GetActor[*gate](ctx, gateName)
-		if err != nil {
+		if err := waitGateActor(ctx, gateName, 5*time.Millisecond); err != nil {
 			return err
 		}
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			open, err := atoll.Get(ctx, gateIsOpen.Remote(ctx, g))
-			if err != nil {
-				return err
-			}
-			if open {
-				return yield(1)
-			}
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
+		return yield(1)
 	})
 	genFailAfter = atoll.NewGenFunc1("gen.failAfter", func(ctx context.Context, k int, yield func(genItem) error) error {
 		for i := range k {
@@ -153,6 +137,27 @@ var (
 		return true, nil
 	})
 )
+
+// waitGateActor waits for the gate actor named gateName to open, asking it
+// every so often.
+func waitGateActor(ctx context.Context, gateName string, every time.Duration) error {
+	g, err := atoll.GetActor[*gate](ctx, gateName)
+	if err != nil {
+		return err
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		if open, err := atoll.Get(ctx, gateIsOpen.Remote(ctx, g)); err != nil || open {
+			return err
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
 
 // readItem is Next then Get, checking the item's index and content.
 func readItem(t *testing.T, ctx context.Context, g *atoll.ObjectRefGenerator[genItem], want int) {

@@ -259,16 +259,19 @@ func (g *Gateway) Revive(idList [][]byte) { g.free(idList, true) }
 // elsewhere: copies a late attempt stored there after their owner moved
 // on (FreeObjects.stray_node).
 func (g *Gateway) FreeStrays(node ids.NodeID, idList [][]byte) {
-	g.send(Free{Objects: idList, StrayOn: node})
+	g.stepFree(Free{Objects: idList, StrayOn: node})
 }
 
 // The gateway actor numbers the free, applies it to the local store and
 // tells every node (forward_free.go).
 func (g *Gateway) free(idList [][]byte, revived bool) {
-	g.send(Free{Objects: idList, Revived: revived})
+	g.stepFree(Free{Objects: idList, Revived: revived})
 }
 
-func (g *Gateway) send(ev Free) {
+// stepFree hands a free to the gateway actor, or, before the actor runs,
+// deletes in the local store (a free of strays on another node is then
+// dropped: before this gateway runs, no other node ran work from here).
+func (g *Gateway) stepFree(ev Free) {
 	if len(ev.Objects) == 0 {
 		return
 	}

@@ -311,11 +311,7 @@ func (n *node) broadcastFree(p *proc, idl []ids.ObjectID, revived bool) {
 	if !revived {
 		n.w.check.freed(p, idl)
 	}
-	b := make([][]byte, len(idl))
-	for i, id := range idl {
-		b[i] = id.Bytes()
-	}
-	n.stepGW(cluster.Free{Objects: b, Revived: revived})
+	n.stepGW(cluster.Free{Objects: ids.ObjectIDsBytes(idl), Revived: revived})
 }
 
 // freeStrays hands an owner's free of the stray copies on one node to
@@ -324,11 +320,7 @@ func (n *node) freeStrays(p *proc, node ids.NodeID, idl []ids.ObjectID) {
 	if !p.alive || len(idl) == 0 {
 		return
 	}
-	b := make([][]byte, len(idl))
-	for i, id := range idl {
-		b[i] = id.Bytes()
-	}
-	n.stepGW(cluster.Free{Objects: b, StrayOn: node})
+	n.stepGW(cluster.Free{Objects: ids.ObjectIDsBytes(idl), StrayOn: node})
 }
 
 // routeBorrowReport takes a borrower's standalone report to its owner

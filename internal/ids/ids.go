@@ -145,6 +145,16 @@ func (o ObjectID) IsZero() bool { return o == ObjectID{} }
 // Bytes returns a copy of the id's bytes.
 func (o ObjectID) Bytes() []byte { b := o; return b[:] }
 
+// ObjectIDsBytes returns the bytes of each id (a copy each), as
+// protobuf messages carry id lists.
+func ObjectIDsBytes(idList []ObjectID) [][]byte {
+	out := make([][]byte, len(idList))
+	for i, id := range idList {
+		out[i] = id.Bytes()
+	}
+	return out
+}
+
 // ObjectIDFromBytes parses an ObjectID.
 func ObjectIDFromBytes(b []byte) (ObjectID, error) {
 	var o ObjectID

@@ -217,7 +217,7 @@ func (e *Env) ownerEffects(p *process) {
 			e.broadcastFree(p, x.Objects, true)
 		case owner.FreeStrays:
 			e.printf("%s: frees the stray copies on %s of %s", p.name, e.name(x.Node.Bytes()), e.onameList(x.Objects))
-			e.stepGW(p.node, cluster.Free{Objects: idBytes(x.Objects), StrayOn: x.Node})
+			e.stepGW(p.node, cluster.Free{Objects: ids.ObjectIDsBytes(x.Objects), StrayOn: x.Node})
 		case owner.Retried:
 			e.printf("%s: %s retried: attempt %d after %s", p.name, x.Attach, x.Attempt, e.errorInfo(x.Cause))
 		case owner.ActorRestartFailed:
@@ -238,15 +238,7 @@ func (e *Env) ownerEffects(p *process) {
 // (the free subject): each store deletes its copy, each gateway its
 // directory entry.
 func (e *Env) broadcastFree(p *process, idl []ids.ObjectID, revived bool) {
-	e.stepGW(p.node, cluster.Free{Objects: idBytes(idl), Revived: revived})
-}
-
-func idBytes(idl []ids.ObjectID) [][]byte {
-	b := make([][]byte, len(idl))
-	for i, id := range idl {
-		b[i] = id.Bytes()
-	}
-	return b
+	e.stepGW(p.node, cluster.Free{Objects: ids.ObjectIDsBytes(idl), Revived: revived})
 }
 
 func (e *Env) errorInfo(err *atollpb.ErrorInfo) string {

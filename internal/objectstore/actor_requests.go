@@ -174,5 +174,5 @@ func (st *storeState) dropCopies(ctx actor.Context, m *atollpb.DropCopiesRequest
 		return
 	}
 	dropped, refused := st.store.DropCopies(idList, st.now(), time.Duration(m.GraceMs)*time.Millisecond)
-	respond(ctx, ctx.Sender(), &atollpb.DropCopiesReply{Dropped: idBytes(dropped), Refused: idBytes(refused)})
+	respond(ctx, ctx.Sender(), &atollpb.DropCopiesReply{Dropped: ids.ObjectIDsBytes(dropped), Refused: ids.ObjectIDsBytes(refused)})
 }

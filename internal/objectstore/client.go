@@ -225,10 +225,7 @@ func (c *Client) GetWithPriority(ctx context.Context, idList []ids.ObjectID, tim
 			timeout = max(until-until/20, time.Millisecond)
 		}
 	}
-	req := &atollpb.GetObjectsRequest{ObjectIds: make([][]byte, len(idList)), ClientId: c.idb, TimeoutMs: ceilMS(timeout), Priority: priority}
-	for i, id := range idList {
-		req.ObjectIds[i] = id.Bytes()
-	}
+	req := &atollpb.GetObjectsRequest{ObjectIds: ids.ObjectIDsBytes(idList), ClientId: c.idb, TimeoutMs: ceilMS(timeout), Priority: priority}
 	// Restores are bounded by the store's creation timeout, which the
 	// client does not know, and by the disk: without a deadline of its
 	// own, wait as long as for a creation.
@@ -293,14 +290,14 @@ func (c *Client) PrefaultView(buf []byte) { _ = c.arena.PrefaultView(buf) }
 // object must not be used afterwards.
 func (c *Client) Release(idList ...ids.ObjectID) {
 	if len(idList) > 0 {
-		_ = c.t.Send(&atollpb.ReleaseObjectsRequest{ObjectIds: idBytes(idList), ClientId: c.idb})
+		_ = c.t.Send(&atollpb.ReleaseObjectsRequest{ObjectIds: ids.ObjectIDsBytes(idList), ClientId: c.idb})
 	}
 }
 
 // Delete frees the objects once nothing pins them (fire and forget).
 func (c *Client) Delete(idList ...ids.ObjectID) {
 	if len(idList) > 0 {
-		_ = c.t.Send(&atollpb.DeleteObjectsRequest{ObjectIds: idBytes(idList)})
+		_ = c.t.Send(&atollpb.DeleteObjectsRequest{ObjectIds: ids.ObjectIDsBytes(idList)})
 	}
 }
 
@@ -310,7 +307,7 @@ func (c *Client) Delete(idList ...ids.ObjectID) {
 // node's raylet passes the request to its gateway, which tells node.
 func (c *Client) DeleteStrays(node ids.NodeID, idList ...ids.ObjectID) {
 	if len(idList) > 0 {
-		_ = c.t.Send(&atollpb.DeleteObjectsRequest{ObjectIds: idBytes(idList), StrayNode: node.Bytes()})
+		_ = c.t.Send(&atollpb.DeleteObjectsRequest{ObjectIds: ids.ObjectIDsBytes(idList), StrayNode: node.Bytes()})
 	}
 }
 
@@ -319,7 +316,7 @@ func (c *Client) DeleteStrays(node ids.NodeID, idList ...ids.ObjectID) {
 // read after free.
 func (c *Client) Revive(idList ...ids.ObjectID) {
 	if len(idList) > 0 {
-		_ = c.t.Send(&atollpb.DeleteObjectsRequest{ObjectIds: idBytes(idList), Revived: true})
+		_ = c.t.Send(&atollpb.DeleteObjectsRequest{ObjectIds: ids.ObjectIDsBytes(idList), Revived: true})
 	}
 }
 
@@ -469,14 +466,6 @@ func fromProto(info *atollpb.ErrorInfo) error {
 
 func unexpected(v any) error {
 	return errs.Unavailablef("object store: unexpected reply %T", v)
-}
-
-func idBytes(idList []ids.ObjectID) [][]byte {
-	out := make([][]byte, len(idList))
-	for i, id := range idList {
-		out[i] = id.Bytes()
-	}
-	return out
 }
 
 func firstID(idList []ids.ObjectID) string {

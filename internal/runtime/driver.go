@@ -232,7 +232,7 @@ func (d *Driver) stop(ctx context.Context) error {
 	if g := d.gateway; g != nil {
 		// The job ends: its objects go from every node (a single node's
 		// store simply closes).
-		g.Free(idsBytes(stored))
+		g.Free(ids.ObjectIDsBytes(stored))
 		for _, id := range actorIDs {
 			g.KillActor(&atollpb.KillActor{ActorId: id.Bytes(), NoRestart: true, Reason: "its job ended"})
 		}

@@ -166,16 +166,8 @@ func (f storeFreer) freeStrays(node ids.NodeID, idl []ids.ObjectID) {
 // the driver's node.
 type gatewayFreer struct{ g *cluster.Gateway }
 
-func (f gatewayFreer) free(idl []ids.ObjectID)   { f.g.Free(idsBytes(idl)) }
-func (f gatewayFreer) revive(idl []ids.ObjectID) { f.g.Revive(idsBytes(idl)) }
+func (f gatewayFreer) free(idl []ids.ObjectID)   { f.g.Free(ids.ObjectIDsBytes(idl)) }
+func (f gatewayFreer) revive(idl []ids.ObjectID) { f.g.Revive(ids.ObjectIDsBytes(idl)) }
 func (f gatewayFreer) freeStrays(node ids.NodeID, idl []ids.ObjectID) {
-	f.g.FreeStrays(node, idsBytes(idl))
-}
-
-func idsBytes(idList []ids.ObjectID) [][]byte {
-	out := make([][]byte, len(idList))
-	for i, id := range idList {
-		out[i] = id.Bytes()
-	}
-	return out
+	f.g.FreeStrays(node, ids.ObjectIDsBytes(idl))
 }

@@ -53,12 +53,18 @@ type GenArgs struct {
 // Generate makes the chunk a names (PCG seeded (Seed, 0x5eed)): the same
 // arguments give the same chunk, on any node and at any attempt.
 func Generate(a GenArgs) []int64 {
-	r := rand.New(rand.NewPCG(a.Seed, 0x5eed))
 	xs := make([]int64, a.N)
-	for i := range xs {
+	GenerateInto(a, xs)
+	return xs
+}
+
+// GenerateInto makes the chunk a names in xs, which must hold a.N values:
+// a chunk read again into a reused buffer.
+func GenerateInto(a GenArgs, xs []int64) {
+	r := rand.New(rand.NewPCG(a.Seed, 0x5eed))
+	for i := range xs[:a.N] {
 		xs[i] = int64(r.Uint64())
 	}
-	return xs
 }
 
 // SampleResult is what Sample returns: values of a chunk picked at

@@ -10,6 +10,13 @@ func TestGenerateAndSample(t *testing.T) {
 	if b := Generate(GenArgs{Seed: 1, N: 1000}); len(a) != 1000 || !slices.Equal(a, b) {
 		t.Fatal("the same arguments gave different chunks")
 	}
+	into := make([]int64, 1000)
+	for i := range into {
+		into[i] = -1 // a reused buffer's old values
+	}
+	if GenerateInto(GenArgs{Seed: 1, N: 1000}, into); !slices.Equal(a, into) {
+		t.Fatal("GenerateInto made a different chunk from Generate")
+	}
 	if c := Generate(GenArgs{Seed: 2, N: 1000}); slices.Equal(a, c) {
 		t.Fatal("two seeds gave the same chunk")
 	}

@@ -5,11 +5,16 @@
 //
 //	go run ./samples/sort -size 8GiB -store 1GiB -partitions 100 -json
 //
-// The column is generated inside P root tasks (the dataset exists before
-// sorting starts). Then: sample each chunk (and take a checksum of its
-// multiset), choose P-1 splitters, partition every chunk into P buckets
-// (one task, P returns), and for each output partition concatenate its P
-// buckets and radix-sort them. Every sorted partition is read back by a
+// The column is P chunks, each made from its own seed: a source read
+// twice, as a sort of files reads them twice (Dask's set_index reads its
+// input once for the divisions and again for the shuffle). First each
+// chunk is read and sampled (with a checksum of its multiset), P-1
+// splitters are chosen, then each chunk is read again and partitioned
+// into P buckets (one task, P returns), and for each output partition its
+// P buckets are concatenated and radix-sorted. With -input store the
+// column is generated into the object store first, by P root tasks, and
+// sampled and partitioned from there (the whole input exists in the store
+// before the sort starts, and spills with it). Every sorted partition is read back by a
 // separate task that checks it is sorted and recomputes its count and
 // checksum (at most twice as many partitions as workers are sorted or
 // checked at once, each released once checked); "verified" is reported
@@ -50,7 +55,25 @@ import (
 const samplesPerChunk = 64
 
 var (
-	// gen makes one chunk of the column.
+	// readSample reads one chunk from the source and samples it, keeping
+	// nothing: the chunk is read again when it is partitioned.
+	readSample = atoll.NewFunc2("sort.readSample", func(_ context.Context, a sortcheck.GenArgs, k int) (sortcheck.SampleResult, error) {
+		buf := scratch.get(a.N)
+		defer scratch.put(buf)
+		sortcheck.GenerateInto(a, buf)
+		out := sortcheck.Sample(buf, k)
+		out.Input.Sorted = false
+		return out, nil
+	})
+	// readPartition reads one chunk from the source again and splits it
+	// into one bucket per output partition.
+	readPartition = atoll.NewMultiFunc2("sort.readPartition", func(_ context.Context, a sortcheck.GenArgs, splitters []int64) ([][]int64, error) {
+		buf := scratch.get(a.N)
+		defer scratch.put(buf)
+		sortcheck.GenerateInto(a, buf)
+		return partitionChunk(buf, splitters), nil
+	})
+	// gen makes one chunk of the column in the store (-input store).
 	gen = atoll.NewFunc1("sort.gen", func(_ context.Context, a sortcheck.GenArgs) ([]int64, error) {
 		return sortcheck.Generate(a), nil
 	})
@@ -183,11 +206,18 @@ type options struct {
 	spillDir   string
 	baseline   benchfmt.Size
 	cpuprofile string
+	input      string
 	json       bool
 }
 
+// The -input values.
+const (
+	inputSource = "source" // read each chunk twice from its seed
+	inputStore  = "store"  // generate the column into the store, then sort it
+)
+
 func main() {
-	opts := options{size: 1 << 30, store: 1 << 30, partitions: 100, workers: runtime.NumCPU(), baseline: 4 << 30}
+	opts := options{size: 1 << 30, store: 1 << 30, partitions: 100, workers: runtime.NumCPU(), baseline: 4 << 30, input: inputSource}
 	flag.Var(&opts.size, "size", "bytes of int64 data to sort (e.g. 1GiB, 8GiB)")
 	flag.Var(&opts.store, "store", "object store memory; smaller than -size to sort out of core")
 	flag.IntVar(&opts.partitions, "partitions", opts.partitions, "input chunks and output partitions")
@@ -196,6 +226,7 @@ func main() {
 	flag.StringVar(&opts.spillDir, "spill-dir", "", "directory for spill files (default: under the session directory)")
 	flag.Var(&opts.baseline, "baseline-max", "largest size also sorted in this process, in memory, as the baselines (in parallel and by one goroutine)")
 	flag.StringVar(&opts.cpuprofile, "cpuprofile", "", "write a CPU profile of this process (with -mode inprocess it covers the tasks too)")
+	flag.StringVar(&opts.input, "input", opts.input, "source: read each chunk from its seed twice, to sample it and to partition it; store: generate the column into the object store first and sort it from there")
 	flag.BoolVar(&opts.json, "json", false, "print one JSON line per measurement (progress goes to stderr)")
 	flag.Parse()
 	if err := run(context.Background(), opts, os.Stdout, os.Stderr); err != nil {
@@ -207,6 +238,9 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	mode, err := atoll.ParseWorkerMode(opts.mode)
 	if err != nil {
 		return fmt.Errorf("sort: -mode: %w", err)
+	}
+	if opts.input != inputSource && opts.input != inputStore {
+		return fmt.Errorf("sort: -input %q: want %q or %q", opts.input, inputSource, inputStore)
 	}
 	initOpts := []atoll.Option{atoll.WithWorkerMode(mode), atoll.WithNumCPUs(float64(opts.workers)),
 		atoll.WithObjectStoreMemory(uint64(opts.store))}
@@ -263,7 +297,7 @@ func run(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	config := map[string]any{
 		"size_bytes": int64(opts.size), "partitions": opts.partitions, "object_store_bytes": int64(opts.store),
 		"workers": opts.workers, "worker_mode": mode.String(), "atoll_version": benchfmt.Version(), "cpus": runtime.NumCPU(),
-		"go": runtime.Version(), "sort": "sample sort, radix sort per partition",
+		"go": runtime.Version(), "sort": "sample sort, radix sort per partition", "input": opts.input,
 	}
 	verified := res.verified == nil
 	records := []benchfmt.Record{
@@ -307,13 +341,24 @@ type sortResult struct {
 
 func sortColumn(ctx context.Context, opts options, n int, progress *benchfmt.Progress) (sortResult, error) {
 	p := opts.partitions
-	chunks := make([]atoll.ObjectRef[[]int64], p)
+	args := make([]sortcheck.GenArgs, p)
+	for i := range args {
+		args[i] = sortcheck.GenArgs{Seed: uint64(i) + 1, N: n/p + boolInt(i < n%p)}
+	}
+	var chunks []atoll.ObjectRef[[]int64] // -input store: the column in the store
 	samples := make([]atoll.ObjectRef[sortcheck.SampleResult], p)
-	progress.Phase(fmt.Sprintf("generate and sample %d chunks", p))
-	for i := range chunks {
-		size := n/p + boolInt(i < n%p)
-		chunks[i] = gen.Remote(ctx, atoll.Value(sortcheck.GenArgs{Seed: uint64(i) + 1, N: size}))
-		samples[i] = sample.Remote(ctx, chunks[i], atoll.Value(samplesPerChunk))
+	if opts.input == inputStore {
+		progress.Phase(fmt.Sprintf("generate and sample %d chunks", p))
+		chunks = make([]atoll.ObjectRef[[]int64], p)
+		for i, a := range args {
+			chunks[i] = gen.Remote(ctx, atoll.Value(a))
+			samples[i] = sample.Remote(ctx, chunks[i], atoll.Value(samplesPerChunk))
+		}
+	} else {
+		progress.Phase(fmt.Sprintf("read and sample %d chunks", p))
+		for i, a := range args {
+			samples[i] = readSample.Remote(ctx, atoll.Value(a), atoll.Value(samplesPerChunk))
+		}
 	}
 	got := make([]sortcheck.SampleResult, p)
 	for i, ref := range samples {
@@ -322,6 +367,7 @@ func sortColumn(ctx context.Context, opts options, n int, progress *benchfmt.Pro
 			return sortResult{}, err
 		}
 		got[i] = s
+		ref.Release()
 		progress.Step(i+1, p)
 	}
 	input, splitters := sortcheck.Splitters(got, p)
@@ -329,10 +375,14 @@ func sortColumn(ctx context.Context, opts options, n int, progress *benchfmt.Pro
 	progress.Phase(fmt.Sprintf("partition %d chunks into %d buckets each", p, p))
 	buckets := make([][]atoll.ObjectRef[[]int64], p)
 	firsts := make([]atoll.ObjectRef[[]int64], p)
-	for i, chunk := range chunks {
-		buckets[i] = partition.Remote(ctx, p, chunk, atoll.Value(splitters))
+	for i := range buckets {
+		if chunks != nil {
+			buckets[i] = partition.Remote(ctx, p, chunks[i], atoll.Value(splitters))
+			chunks[i].Release() // the partition task holds it now
+		} else {
+			buckets[i] = readPartition.Remote(ctx, p, atoll.Value(args[i]), atoll.Value(splitters))
+		}
 		firsts[i] = buckets[i][0]
-		chunk.Release() // the partition task holds it now
 	}
 	// Every sort task needs a bucket of every chunk: waiting for the
 	// partition tasks (to show their progress) delays none of them.

@@ -20,10 +20,23 @@ import (
 func TestMain(m *testing.M) { testmain.Run(m) }
 
 // TestOutOfCoreSortIsVerified sorts four times more data than the object
-// store holds, in worker processes, and checks the report.
+// store holds, in worker processes, and checks the report: with the input
+// read from its source twice, and generated into the store first.
 func TestOutOfCoreSortIsVerified(t *testing.T) {
+	for _, tc := range []struct {
+		input  string
+		phases []string
+	}{
+		{inputSource, []string{"read and sample 8 chunks", "partition 8 chunks into 8 buckets each", "sort and verify 8 partitions"}},
+		{inputStore, []string{"generate and sample 8 chunks", "partition 8 chunks into 8 buckets each", "sort and verify 8 partitions"}},
+	} {
+		t.Run(tc.input, func(t *testing.T) { testOutOfCoreSort(t, tc.input, tc.phases) })
+	}
+}
+
+func testOutOfCoreSort(t *testing.T, input string, phases []string) {
 	var out, progress bytes.Buffer
-	opts := options{size: 32 << 20, store: 8 << 20, partitions: 8, workers: 2, mode: "process", baseline: 32 << 20, json: true}
+	opts := options{size: 32 << 20, store: 8 << 20, partitions: 8, workers: 2, mode: "process", baseline: 32 << 20, input: input, json: true}
 	if err := run(context.Background(), opts, &out, &progress); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +51,7 @@ func TestOutOfCoreSortIsVerified(t *testing.T) {
 			phase = what
 		}
 	}
-	for _, p := range []string{"generate and sample 8 chunks", "partition 8 chunks into 8 buckets each", "sort and verify 8 partitions"} {
+	for _, p := range phases {
 		if steps[p] != "8/8" {
 			t.Errorf("phase %q ended at step %q, want 8/8; progress:\n%s", p, steps[p], progress.String())
 		}
@@ -66,6 +79,13 @@ func TestOutOfCoreSortIsVerified(t *testing.T) {
 	}
 }
 
+func TestUnknownInputIsAnError(t *testing.T) {
+	opts := options{size: 1 << 20, store: 1 << 20, partitions: 2, workers: 1, mode: "process", input: "disk"}
+	if err := run(context.Background(), opts, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "-input") {
+		t.Fatalf("run with -input disk: %v, want an error naming -input", err)
+	}
+}
+
 func TestSummaryDetectsDisorderAndLoss(t *testing.T) {
 	a := sortcheck.Summarize([]int64{1, 2, 3})
 	b := sortcheck.Summarize([]int64{1, 3, 2})
@@ -82,7 +102,7 @@ func TestSummaryDetectsDisorderAndLoss(t *testing.T) {
 func TestWorkerKilledMidSortLosesNothing(t *testing.T) {
 	ctx := context.Background()
 	done := make(chan error, 1)
-	opts := options{size: 32 << 20, store: 8 << 20, partitions: 8, workers: 2, mode: "process", json: true}
+	opts := options{size: 32 << 20, store: 8 << 20, partitions: 8, workers: 2, mode: "process", input: inputSource, json: true}
 	killed := make(chan int, 1)
 	go func() {
 		// Wait for the sort to be spilling, then kill one worker process.

@@ -87,7 +87,7 @@ func (a *allToAll) hashShuffle(ctx context.Context) (blockStream, error) {
 	mapOut.Parts = parts
 	st := a.sub(a.op.name + "_map")
 	limit := a.partLimit(parts) // what a reduce task should hold, for the parts as planned
-	var first []block           // the first map task's pieces, when it ran alone
+	var first []block           // the first map tasks' pieces, when they ran first
 	var ratio float64           // and its output's bytes per byte expected
 	maps := a.mapCount()
 	var err error
@@ -188,16 +188,17 @@ func (a *allToAll) partLimit(parts int) int64 {
 
 // refineParts plans the parts of an aggregate whose map tasks read their
 // input (a re-runnable task: a read, no stored block, no broadcast join)
-// and whose count is known. The first map task runs alone with parts
-// parts; its pieces, scaled by the map tasks in all, project each part's
-// total. When a part would be more than limit (one reduce task's share),
-// the parts become as many as the projected totals need, and the first
-// map task runs again with the others: every group then reaches its
+// and whose count is known. The first map tasks, the run's first wave
+// (one per free CPU), run with parts parts before the others; their
+// pieces, scaled by the map tasks in all, project each part's total.
+// When a part would be more than limit (one reduce task's share), the
+// parts become as many as the projected totals need, and those first
+// map tasks run again with the others: every group then reaches its
 // reduce task through one cut, on the map side, instead of a second cut
-// of the part by split tasks. Otherwise the first task's pieces are kept
-// (first). It returns the first task's output ratio too (taskStream's),
-// so that the stream of the others need not learn it again. Any other
-// stage keeps parts, and runs no task here.
+// of the part by split tasks. Otherwise the first tasks' pieces are kept
+// (first). It returns their output ratio too (taskStream's), so that
+// the stream of the others need not learn it again. Any other stage
+// keeps parts, and runs no task here.
 func (a *allToAll) refineParts(ctx context.Context, st *subStats, parts int, limit int64, mapOut outSpec) (int, []block, float64, error) {
 	l, ok := a.src.(*listUnits)
 	if !ok || len(l.us) < 2 || a.broadcast != nil || a.r.cfg.NoOverlap {
@@ -208,8 +209,8 @@ func (a *allToAll) refineParts(ctx context.Context, st *subStats, parts int, lim
 			return parts, nil, 0, nil
 		}
 	}
-	maps := len(l.us)
-	one := &taskStream{r: a.r, st: st, src: &listUnits{us: l.us[:1]}, ops: a.ops, out: mapOut, opts: a.opts}
+	maps, wave := len(l.us), min(a.r.firstWave(), len(l.us))
+	one := &taskStream{r: a.r, st: st, src: &listUnits{us: l.us[:wave]}, ops: a.ops, out: mapOut, opts: a.opts}
 	pieces, err := drain(ctx, one, a.r)
 	if err != nil {
 		return 0, nil, 0, err
@@ -220,11 +221,11 @@ func (a *allToAll) refineParts(ctx context.Context, st *subStats, parts int, lim
 		largest = max(largest, b.bytes)
 	}
 	if largest*int64(maps) <= limit {
-		l.us = l.us[1:]
+		l.us = l.us[wave:]
 		return parts, pieces, one.ratio, nil
 	}
 	releaseBlocks(pieces)
-	projected := float64(total) * float64(maps) * subPartMargin
+	projected := float64(total) * float64(maps) / float64(wave) * subPartMargin
 	return int(min(maxSubParts, max(int64(parts), int64(projected)/limit+1))), nil, one.ratio, nil
 }
 

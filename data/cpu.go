@@ -30,15 +30,33 @@ func (s *stage) cpu() float64 {
 }
 
 // initCPU sets the run's CPU cap from Config.CPUShare and this node's
-// CPUs (left unset where the node cannot be asked: a worker process).
+// CPUs, and its first wave (firstWave) from the CPUs it may use; both
+// are left unset where the node cannot be asked (a run inside a task).
 func (r *run) initCPU(ctx context.Context) {
-	if r.cfg.CPUShare <= 0 {
+	s, err := nodeStatus(ctx)
+	if err != nil {
 		return
 	}
-	if s, err := nodeStatus(ctx); err == nil {
+	free := s.Available["CPU"]
+	if r.cfg.CPUShare > 0 {
 		r.cpuCap = r.cfg.CPUShare * s.Total["CPU"]
+		free = min(free, r.cpuCap)
 	}
+	r.wave = max(1, min(maxFirstWave, int(free)))
 }
+
+// firstWave is how many tasks a stream runs before the first of them
+// has finished (and so before it knows what a task makes per byte of
+// input): one per CPU free when the run started (within its share), at
+// most maxFirstWave, and one where the node cannot be asked. Each one
+// past the first starts only if firstWaveGrowth times its estimate fits
+// the budget.
+func (r *run) firstWave() int { return max(1, r.wave) }
+
+const (
+	maxFirstWave    = 16
+	firstWaveGrowth = 4
+)
 
 // cpuFits says whether a task holding cpu more keeps the run within its
 // share. Streams ask only when they already have a task running: each

@@ -21,6 +21,7 @@ import (
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atolltest"
 	"github.com/atoll-runtime/atoll/data"
+	"github.com/atoll-runtime/atoll/data/expr"
 )
 
 var (
@@ -145,5 +146,62 @@ func TestCPUShare(t *testing.T) {
 	bad.CPUShare = 1.5
 	if _, err := data.Range(3).WithConfig(bad).Count(ctx); !errors.Is(err, atoll.ErrInvalidArgument) {
 		t.Fatalf("CPUShare 1.5: %v", err)
+	}
+}
+
+// meet waits, in the task computing the batch, until as many tasks as
+// the file named "want" in the marker directory says have started, or a
+// few seconds pass; it returns whether they all met.
+var meet = data.RegisterColumnFunc("test.meet", func(ctx context.Context, rec arrow.RecordBatch) (arrow.Array, error) {
+	dir := os.Getenv(markEnv)
+	first := rec.Column(0).(*array.Int64).Value(0)
+	if err := os.WriteFile(filepath.Join(dir, fmt.Sprint("started-", first)), nil, 0o644); err != nil {
+		return nil, err
+	}
+	want, err := os.ReadFile(filepath.Join(dir, "want"))
+	if err != nil {
+		return nil, err
+	}
+	met := false
+	for deadline := time.Now().Add(3 * time.Second); !met && time.Now().Before(deadline); {
+		ms, _ := filepath.Glob(filepath.Join(dir, "started-*"))
+		if met = fmt.Sprint(len(ms)) == string(want); !met {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}
+	b := array.NewBooleanBuilder(memory.DefaultAllocator)
+	defer b.Release()
+	for range rec.NumRows() {
+		b.Append(met)
+	}
+	return b.NewArray(), nil
+})
+
+// TestFirstWaveRunsTogether: a stage's first tasks, before any has
+// finished, run one per free CPU (two here), not one at a time: each
+// waits for the other to start. With half the CPUs (CPUShare 0.5) the
+// first wave is one task: it waits alone, and only the second task,
+// started after it, finds both started.
+func TestFirstWaveRunsTogether(t *testing.T) {
+	dir := markDir(t)
+	ctx := start(t)
+	for _, tc := range []struct {
+		share float64
+		met   int64 // rows whose task met the other
+	}{{0, 20}, {0.5, 10}} {
+		clearDir(t, dir)
+		if err := os.WriteFile(filepath.Join(dir, "want"), []byte("2"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg := withParallelism(2)
+		cfg.CPUShare = tc.share
+		n, err := data.Range(20).WithConfig(cfg).AddColumn("met", meet).Filter(expr.Col("met")).Count(ctx)
+		if err != nil || n != tc.met {
+			t.Fatalf("CPU share %v: %d rows of 20 computed by tasks that met, %v; want %d", tc.share, n, err, tc.met)
+		}
 	}
 }

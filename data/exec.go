@@ -121,7 +121,9 @@ type run struct {
 	// cpuCap is Config.CPUShare of the node's CPUs (0: none); cpuHeld the
 	// CPU of the run's tasks in flight and actors (cpu.go).
 	cpuCap, cpuHeld float64
-	mon             *monitor
+	// wave is the run's first wave (firstWave, cpu.go); 0 until set
+	wave int
+	mon  *monitor
 }
 
 // addStage records a stage's stats (the progress monitor reads the list
@@ -181,7 +183,8 @@ type taskStream struct {
 	// ratio is the largest output bytes / estimate seen in this stream's
 	// tasks (0 until one finished): a read or map that grows its rows
 	// (a decompressing read, a column added) is charged what it really
-	// produces. Until the first task finishes, one task runs at a time.
+	// produces. Until the first task finishes, at most the run's first
+	// wave runs (one per CPU, each with room for four times its estimate).
 	ratio float64
 	// prepare runs before the first task is submitted (a broadcast
 	// join's right side, run to the end: shared); shared blocks go to
@@ -258,7 +261,7 @@ func (t *taskStream) fill(ctx context.Context) error {
 			// the input is the task's now: charge it as the task's
 			t.r.charge(inputBytes(u))
 		}
-		if len(t.pending) > 0 && (t.ratio == 0 || !t.r.fits(t.expected(*t.peeked)) || !t.r.cpuFits(t.st.taskCPU)) {
+		if len(t.pending) > 0 && (!t.mayAdd(*t.peeked) || !t.r.cpuFits(t.st.taskCPU)) {
 			return nil
 		}
 		t.submit(ctx, *t.peeked)
@@ -268,6 +271,17 @@ func (t *taskStream) fill(ctx context.Context) error {
 }
 
 func inputBytes(u unit) int64 { return cost(u) - u.estimate }
+
+// mayAdd says whether a task of u may start beside those in flight, by
+// the budget: what it is expected to make must fit, and before any task
+// has finished (ratio unknown) only a first wave of tasks runs, each
+// with room for firstWaveGrowth times its estimate.
+func (t *taskStream) mayAdd(u unit) bool {
+	if t.ratio == 0 {
+		return len(t.pending) < t.r.firstWave() && t.r.fits(firstWaveGrowth*max(u.estimate, 1))
+	}
+	return t.r.fits(t.expected(u))
+}
 
 // maxTaskBlocks is the most blocks one task's output is cut into.
 const maxTaskBlocks = 256

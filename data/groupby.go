@@ -18,7 +18,7 @@ import (
 // second hash (agg_split tasks, splitLarge), as soon as it holds that
 // much while the maps still run (groupby_overlap.go); map tasks that read
 // their input are given enough parts from the start instead, sized by
-// the first one's output (refineParts). A map task's batch
+// the first ones' output (refineParts: one per free CPU). A map task's batch
 // of nearly distinct keys is not grouped: its rows pass as groups of one
 // (mostlyDistinct). The kernels are in groupby_kernels.go.
 

@@ -129,7 +129,10 @@ func (n *node) crash(why string) {
 // directly or through another node (memberlist's indirect probes), and
 // declares one dead that it could not reach for the failure budget.
 // Only the head's verdicts reach the GCS; a node that reaches the head
-// again and finds itself dead there exits, as a node process does.
+// again and finds itself dead there exits, as a node process does. A
+// node declared dead by another that the GCS does not list dead answers
+// again once they reach each other (memberlist's refutation), and that
+// node has it as a member again.
 
 // reachable reports whether o's membership reaches s.
 func (w *World) reachable(o, s *node) bool {
@@ -151,7 +154,15 @@ func (w *World) reachable(o, s *node) bool {
 func (w *World) membershipTick() {
 	for _, o := range w.liveNodes() {
 		for _, s := range w.nodes {
-			if s == o || o.declared[s] {
+			if s == o {
+				continue
+			}
+			if o.declared[s] {
+				if s.up && (w.gcs == nil || w.gcs.nodes[s.id] != "dead") && w.reachable(o, s) {
+					delete(o.declared, s)
+					w.log.add("membership %s: %s alive again", o.name, s.name)
+					o.stepGW(cluster.PeerJoined{Node: s.id})
+				}
 				continue
 			}
 			if w.reachable(o, s) {

@@ -84,8 +84,13 @@ func TestDeterminism(t *testing.T) {
 
 // TestFoundSchedules replays the shrunk schedules of bugs that sweeps of
 // many seeds found, each of which failed before its fix.
-// foundOnNodes: the schedules found on other than 5 nodes, by seed.
-var foundOnNodes = map[uint64]int{1300444: 3}
+// foundOnNodes: the schedules found on other than 5 nodes, by seed;
+// foundDriverNode: those found with the driver off the head (the node's
+// index, from 0).
+var (
+	foundOnNodes    = map[uint64]int{1300444: 3, 1700947: 4}
+	foundDriverNode = map[uint64]int{1700947: 2}
+)
 
 func TestFoundSchedules(t *testing.T) {
 	for _, c := range []struct {
@@ -126,6 +131,8 @@ func TestFoundSchedules(t *testing.T) {
 			"the simulated actor host dropped its gap timer when the actor restarted: calls held behind a lost one waited for ever (the real host's timer outlives restarts)", ""},
 		{1502050, "884ms delay for=10.458s msg=SubmitTask@raylet p=0.235 count=6 delay=876ms; 1.059s partition groups=n4|n1,n2,n5|n3 for=254ms",
 			"a task calling an actor still being created missed the event saying it started (its node cut off from NATS for 254 ms): its calls waited for ever", "kv"},
+		{1700947, "237ms partition groups=n4|n1,n2,n3 for=4.189s; 2.755s partition groups=n1,n3|n4|n2 for=8.546s; 5.369s delay for=12.828s msg=ForwardTask@gateway p=0.183 count=9 delay=343ms; 8.613s delay for=11.145s msg=ForwardTask@gateway p=0.231 count=9 delay=1.093s; 9.131s partition groups=n2|n1,n3,n4 for=10.453s; 10.821s partition groups=n2|n4|n1,n3 for=2.004s; 15.129s partition groups=n1,n3,n4|n2| for=9.661s; 16.87s cut nodes=n4,n3 for=4.879s; 19.773s partition groups=n4|n2|n1,n3 for=5.239s",
+			"two nodes that declared each other dead while the head reached both kept each other dead after the heal: one ignored the frees of the driver's node, and kept a copy another node's work brought it", ""},
 		// Written, not drawn from a seed: every notice of the first removal lost.
 		{1, "2s drop for=3s msg=PlacementGroupInfo@raylet p=1 count=100",
 			"a node that missed a group's removal notice kept a task placed in the removed group waiting for ever", "groups"},
@@ -145,6 +152,7 @@ func TestFoundSchedules(t *testing.T) {
 			if n, ok := foundOnNodes[c.seed]; ok {
 				cfg.Nodes = n
 			}
+			cfg.DriverNode = foundDriverNode[c.seed]
 			res := sim.Run(cfg, w.Run)
 			t.Log(res)
 			if res.Failure != nil {

@@ -162,8 +162,10 @@
 // (64) origins at once. If it has not joined by then, its work is
 // dropped (tasks cancelled in the raylet) and each attempt refused with
 // PERMISSION_DENIED, and later work from it is refused at once until it
-// joins; a node declared dead stays refused (forward_members.go,
-// testdata/strangers.txt). Measured
+// joins; a node declared dead stays refused, unless gossip has it alive
+// again and this node is not the head: a verdict of a node other than
+// the head never reached the GCS, and the accused, alive, answers again
+// (forward_members.go, testdata/strangers.txt, testdata/revive.txt). Measured
 // (the root's forward_quota_test.go, TestForwardedWorkIsBounded: 10,000
 // forwarded tasks no node can run, 8 KiB argument each, quotas 1,000 per
 // origin and 1,500 in all): 1,000 held, 9,000 refused with the typed error,

@@ -196,6 +196,7 @@ func (f *Forwarder) Step(now time.Time, ev Event) {
 		f.expire(now)
 		f.sweeps++
 	case PeerJoined:
+		f.revive(e.Node)
 		f.heardOf(now, e.Node)
 		f.joined(e.Node)
 	case PeerGone:

@@ -3,7 +3,6 @@ package data
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -68,7 +67,7 @@ func (a *allToAll) hashShuffle(ctx context.Context) (blockStream, error) {
 		parts = a.defaultParts()
 	}
 	if adaptive {
-		parts = min(parts, a.nodeCPUs(ctx))
+		parts = min(parts, a.r.nodeCPUs())
 	}
 	if a.op.name == "random_shuffle" && keepsRows(a.ops) { // parts still too large are cut again below, for one more pass
 		parts = a.fitParts(parts, a.inputEstimate())
@@ -167,16 +166,6 @@ func (a *allToAll) inputEstimate() int64 {
 		}
 	}
 	return n
-}
-
-// nodeCPUs is the number of CPUs of the driver's node, or a large number
-// where the node cannot be asked (a dataset run inside a task).
-func (a *allToAll) nodeCPUs(ctx context.Context) int {
-	s, err := nodeStatus(ctx)
-	if err != nil || s.Total["CPU"] < 1 {
-		return math.MaxInt
-	}
-	return int(s.Total["CPU"])
 }
 
 // partLimit is the partials' bytes one reduce task of an aggregate in

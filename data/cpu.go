@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"time"
 )
@@ -29,20 +30,31 @@ func (s *stage) cpu() float64 {
 	return o.resources["CPU"]
 }
 
-// initCPU sets the run's CPU cap from Config.CPUShare and this node's
-// CPUs, and its first wave (firstWave) from the CPUs it may use; both
-// are left unset where the node cannot be asked (a run inside a task).
+// initCPU records this node's CPUs (nodeCPUs), and sets the run's CPU
+// cap from Config.CPUShare and its first wave (firstWave) from the CPUs
+// it may use; all are left unset where the node cannot be asked (a run
+// inside a task).
 func (r *run) initCPU(ctx context.Context) {
 	s, err := nodeStatus(ctx)
 	if err != nil {
 		return
 	}
+	r.cpus = int(s.Total["CPU"])
 	free := s.Available["CPU"]
 	if r.cfg.CPUShare > 0 {
 		r.cpuCap = r.cfg.CPUShare * s.Total["CPU"]
 		free = min(free, r.cpuCap)
 	}
 	r.wave = max(1, min(maxFirstWave, int(free)))
+}
+
+// nodeCPUs is the number of CPUs of the driver's node, or a large number
+// where the node cannot be asked (a dataset run inside a task).
+func (r *run) nodeCPUs() int {
+	if r.cpus < 1 {
+		return math.MaxInt
+	}
+	return r.cpus
 }
 
 // firstWave is how many tasks a stream runs before the first of them

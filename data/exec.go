@@ -121,9 +121,10 @@ type run struct {
 	// cpuCap is Config.CPUShare of the node's CPUs (0: none); cpuHeld the
 	// CPU of the run's tasks in flight and actors (cpu.go).
 	cpuCap, cpuHeld float64
-	// wave is the run's first wave (firstWave, cpu.go); 0 until set
-	wave int
-	mon  *monitor
+	// cpus is this node's CPUs (nodeCPUs), wave the run's first wave
+	// (firstWave); 0 until initCPU sets them (cpu.go)
+	cpus, wave int
+	mon        *monitor
 }
 
 // addStage records a stage's stats (the progress monitor reads the list

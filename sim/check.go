@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/errs"
@@ -26,7 +27,9 @@ import (
 //     they were made (strictly increasing sequence numbers across the
 //     actor's restarts), each at most once;
 //   - no read after free: no store is asked for an object its owner freed
-//     (objectstore.Store.ReadsAfterFree);
+//     (objectstore.Store.ReadsAfterFree), unless the ask was a pull sent
+//     before the owner freed it (the reader died with the pull on its
+//     way; the source answers that the object is gone);
 //   - resolution: the workload returns within the simulated deadline,
 //     every error it met typed (an atoll error code);
 //   - quiescence: every live store holds nothing, every live process's
@@ -73,11 +76,15 @@ type checks struct {
 	attempts, retries, calls, faultsHit, results uint64
 	freedObjects                                 uint64
 	deadActors                                   int
+	// freedAt is when each owner last freed each object (simulated
+	// time): a pull sent before then asked for a live object.
+	freedAt map[ids.ObjectID]time.Time
 }
 
 func newChecks(w *World) *checks {
 	return &checks{w: w, ran: map[attemptKey]string{}, ends: map[*raylet.Assignment]int{},
-		finished: map[*proc]map[ids.TaskID]bool{}, submitted: map[*proc]map[ids.TaskID]string{}, lastSeq: map[callerKey]uint64{}}
+		finished: map[*proc]map[ids.TaskID]bool{}, submitted: map[*proc]map[ids.TaskID]string{}, lastSeq: map[callerKey]uint64{},
+		freedAt: map[ids.ObjectID]time.Time{}}
 }
 
 func keyOf(spec *atollpb.TaskSpec) attemptKey {
@@ -157,14 +164,25 @@ func (c *checks) sent(p *proc, spec *atollpb.TaskSpec) {
 // resultDelivered counts the results reaching owners.
 func (c *checks) resultDelivered(*proc, *atollpb.TaskResult) { c.results++ }
 
-// freed counts an owner's frees.
-func (c *checks) freed(_ *proc, idl []ids.ObjectID) { c.freedObjects += uint64(len(idl)) }
+// freed counts an owner's frees and remembers when they were made.
+func (c *checks) freed(_ *proc, idl []ids.ObjectID) {
+	c.freedObjects += uint64(len(idl))
+	for _, id := range idl {
+		c.freedAt[id] = c.w.now
+	}
+}
 
 // readsAfterFree fails the run if a store served a read of a freed
-// object.
+// object, unless the read serves a pull sent before its owner freed it
+// (storeParty.pull).
 func (c *checks) readsAfterFree(s *storeParty) {
 	if raf := s.store.ReadsAfterFree(); raf > s.rafSeen {
 		s.rafSeen = raf
+		id := s.store.LastReadAfterFree()
+		if at, ok := c.freedAt[id]; ok && s.pull.id == id && s.pull.sent.Before(at) {
+			c.w.log.add("%s.store was asked for %s, freed since its pull was sent: the source answers it is gone", s.n.name, id.Short())
+			return
+		}
 		c.w.fail("no-read-after-free", "%s's store was asked for an object its owner had freed (%d reads after free; the latest of %s)",
 			s.n.name, raf, s.store.LastReadAfterFree().Short())
 	}

@@ -206,8 +206,11 @@ func (n *node) pullFrom(ctx context.Context, node ids.NodeID, id ids.ObjectID, c
 	// The transfer: the source pins the object while it serves it.
 	var data []byte
 	var pullErr error
+	sent := w.now
 	ok := w.rpc(n, src, pathDirect, n.name+".fetch", src.name+".xfer", "PullRequest", "objectstore", id.Short(), func(reply func(any)) {
+		src.store.pull = pullAsk{id: id, sent: sent}
 		objs, err := src.store.get(context.Background(), []ids.ObjectID{id}, src.xfer(), objectstore.PriorityGet)
+		src.store.pull = pullAsk{}
 		if err != nil {
 			reply(err)
 			return

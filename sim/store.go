@@ -44,7 +44,16 @@ type storeParty struct {
 	wakeAt      time.Time
 	// rafSeen is the store's reads-after-free count the checks saw.
 	rafSeen uint64
-	spills  map[uint64]bool
+	// pull, while the store serves a pull, is the object and when
+	// (simulated time) the puller sent it.
+	pull   pullAsk
+	spills map[uint64]bool
+}
+
+// pullAsk is a pull a store serves: a read of id asked at sent.
+type pullAsk struct {
+	id   ids.ObjectID
+	sent time.Time
 }
 
 type createWait struct {

@@ -137,7 +137,7 @@ func WithIdleWorkerTimeout(d time.Duration) Option {
 
 // WithWorkerHeapFloor sets the garbage a worker process may build up
 // before its collector runs, at least, however little it holds (default
-// 16 MiB; one byte gives Go's default behaviour): a task that computes
+// 8 MiB; one byte gives Go's default behaviour): a task that computes
 // over tens of MiB of fresh buffers then costs about one collection
 // instead of several, at the cost of up to that much more garbage held by
 // each busy worker (an idle one gives it back after a second). GOGC or

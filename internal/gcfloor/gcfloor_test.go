@@ -12,8 +12,9 @@ import (
 
 // TestFloorCutsCollections: 512 MiB of short-lived 1 MiB buffers cost
 // dozens of collections with a small live heap and plain GOGC, and a
-// handful with 128 MiB of ballast; the goal is at least twice the
-// ballast, and after Stop it falls back.
+// handful with a floor of 128 MiB; the goal is at least three times the
+// floor (1.5 times its ballast of twice the floor), and after Stop it
+// falls back.
 func TestFloorCutsCollections(t *testing.T) {
 	before := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(before)
@@ -21,8 +22,8 @@ func TestFloorCutsCollections(t *testing.T) {
 	f := Start(128 << 20)
 	floored := cycles(churn)
 	runtime.GC()
-	if goal := read("/gc/heap/goal:bytes"); goal < 256<<20 {
-		t.Fatalf("heap goal %d with 128 MiB of ballast, want 256 MiB at least", goal)
+	if goal := read("/gc/heap/goal:bytes"); goal < 384<<20 {
+		t.Fatalf("heap goal %d with a floor of 128 MiB, want 384 MiB at least", goal)
 	}
 	f.Stop()
 	runtime.GC()
@@ -67,6 +68,30 @@ func TestStartLeavesGOGCOff(t *testing.T) {
 		t.Fatal("the idle watch runs with the collector off")
 	}
 	f.Stop()
+}
+
+// TestStartSetsGOGC: a Floor runs the collector at Percent and gives
+// the setting before it back at Stop; a floor of one byte changes
+// nothing.
+func TestStartSetsGOGC(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+	f := Start(8 << 20)
+	if got := debug.SetGCPercent(Percent); got != Percent {
+		t.Fatalf("GOGC %d under a floor, want %d", got, Percent)
+	}
+	if len(f.ballast) != 16<<20 {
+		t.Fatalf("%d bytes of ballast for a floor of 8 MiB, want twice the floor", len(f.ballast))
+	}
+	f.Stop()
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Fatalf("GOGC %d after Stop, want 100 back", got)
+	}
+	one := Start(1)
+	if got := debug.SetGCPercent(100); got != 100 || one.ballast != nil {
+		t.Fatalf("a floor of one byte: GOGC %d, %d bytes of ballast; want Go's default", got, len(one.ballast))
+	}
+	one.Stop()
 }
 
 var sink []byte

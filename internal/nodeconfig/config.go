@@ -133,8 +133,9 @@ type Config struct {
 	PipelineDepth int
 	// WorkerHeapFloor is the garbage a worker process may build up before
 	// its collector runs, at least, however little it holds (a ballast in
-	// its heap). Default 16 MiB: a task that computes over tens of MiB of
-	// fresh buffers then costs about one collection instead of several.
+	// its heap, and GOGC 50). Default 8 MiB: a task that computes over
+	// tens of MiB of fresh buffers then costs about one collection instead
+	// of several.
 	// Setting GOGC or GOMEMLIMIT in the environment turns it off.
 	WorkerHeapFloor uint64
 	// IdleWorkerTimeout is how long a surplus idle worker process lives.

@@ -99,7 +99,7 @@ func BindFlags(fs *pflag.FlagSet, c *Config) *Flags {
 		{field: "Saturation", name: "saturation", value: floatValue(&c.Saturation)},
 		{field: "PipelineDepth", name: "pipeline-depth", value: intValue(&c.PipelineDepth)},
 		{field: "WorkerHeapFloor", name: "worker-heap-floor", value: sizeValue(&c.WorkerHeapFloor, "--worker-heap-floor"),
-			note: "e.g. 64MiB; default 16MiB; GOGC or GOMEMLIMIT set turns it off"},
+			note: "e.g. 64MiB; default 8MiB; GOGC or GOMEMLIMIT set turns it off"},
 		{field: "IdleWorkerTimeout", name: "idle-worker-timeout", value: durationValue(&c.IdleWorkerTimeout)},
 		{field: "TimelineCap", name: "timeline-cap", value: intValue(&c.TimelineCap)},
 		{field: "FailureTimeout", name: "failure-timeout", value: positiveDurationValue(&c.FailureTimeout, "--failure-timeout")},

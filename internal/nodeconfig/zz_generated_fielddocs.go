@@ -57,6 +57,6 @@ var fieldDocs = map[string]string{
 	"TracerProvider":          "receives the GCS's and raylet's spans; default an OTLP exporter when OTEL_EXPORTER_OTLP_* is set (shut down on Stop), else the global provider",
 	"TransferPort":            "the port the node serves its objects to other nodes on",
 	"WorkerBinary":            "the program the node's worker processes run",
-	"WorkerHeapFloor":         "the garbage a worker process may build up before its collector runs, at least, however little it holds (a ballast in its heap)",
+	"WorkerHeapFloor":         "the garbage a worker process may build up before its collector runs, at least, however little it holds (a ballast in its heap, and GOGC 50)",
 	"WorkerOutput":            "receives worker processes' stdout and stderr; default os.Stderr, where a program's own output goes",
 }

@@ -94,7 +94,7 @@ func main() {
 		workers: runtime.NumCPU(), pipelines: "a,j,b", turns: 1}
 	flag.Var(&opts.genSize, "gen-size", "bytes of Parquet to generate (e.g. 1GiB, 4GiB), to the nearest whole row group per file")
 	flag.Var(&opts.store, "store", "object store memory; smaller than -gen-size to run out of core")
-	flag.Var(&opts.heapFloor, "worker-heap-floor", "heap a worker process lets grow before collecting (0: atoll's default, 16MiB; 1B: Go's default GC)")
+	flag.Var(&opts.heapFloor, "worker-heap-floor", "heap a worker process lets grow before collecting (0: atoll's default, 8MiB; 1B: Go's default GC)")
 	flag.Var(&opts.baselineMax, "baseline-max", "largest -gen-size also sorted in memory in this process as pipeline B's baseline")
 	flag.IntVar(&opts.files, "files", opts.files, "Parquet files to generate")
 	flag.IntVar(&opts.rowsPerGroup, "rows-per-group", opts.rowsPerGroup, "rows per Parquet row group (a read task each)")

@@ -126,7 +126,11 @@ func TestRestoreErrorsAreTyped(t *testing.T) {
 
 func TestSpillWritesFailAndRecoverUnderLoad(t *testing.T) {
 	// Writes fail now and then while objects come and go: no object is
-	// ever lost or damaged, and the accounting stays exact.
+	// ever lost or damaged, and the accounting stays exact. Faults wait in
+	// the FaultyFS until writes consume them, so new ones are scripted only
+	// once the last have fired: else, on a loaded machine where the first
+	// spill comes late, they queue up and fail eight writes in a row, and
+	// the store's back-off (doubling to 6.4 s) outlasts a creation's wait.
 	dir := t.TempDir()
 	fs, tgt := faultyTarget(t, dir)
 	ts := startStore(t, 4<<20, Config{SpillTarget: tgt, SpillBatchBytes: 512 << 10})
@@ -134,12 +138,17 @@ func TestSpillWritesFailAndRecoverUnderLoad(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 8))
 	sums := map[ids.ObjectID]uint32{}
 	alive := map[ids.ObjectID]uint64{}
+	scripted := 0
 	for i := range 120 {
-		switch i % 20 {
-		case 3:
-			fs.Inject(spill.DiskFull(2))
-		case 11:
-			fs.Inject(spill.ShortWrite(1), spill.ReadError(1))
+		if fs.Fired(spill.OpWrite) == scripted {
+			switch i % 20 {
+			case 3:
+				fs.Inject(spill.DiskFull(2))
+				scripted += 2
+			case 11:
+				fs.Inject(spill.ShortWrite(1))
+				scripted++
+			}
 		}
 		size := rng.IntN(200 << 10)
 		id, sum := putObject(t, c, rng, size)
@@ -154,6 +163,9 @@ func TestSpillWritesFailAndRecoverUnderLoad(t *testing.T) {
 		}
 	}
 	fs.Clear()
+	if st := ts.stats(); fs.Fired(spill.OpWrite) == 0 || st.SpillErrorsTotal == 0 {
+		t.Fatalf("%d writes failed, %d scripted; stats %v", fs.Fired(spill.OpWrite), scripted, st)
+	}
 	checkObjects(t, c, sums, rng)
 	checkAccounting(t, ts, alive, dir)
 	for id := range sums {

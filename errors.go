@@ -68,7 +68,8 @@ const (
 	// spilled (pinned, being written, or spilling is off).
 	StoreMemory = errs.StoreMemory
 	// StoreDisk: the spill directories' disk, while objects in memory
-	// wait to be spilled there.
+	// wait to be spilled there: full, or failing the writes (the error's
+	// message then gives the latest write's error).
 	StoreDisk = errs.StoreDisk
 )
 

@@ -202,7 +202,8 @@ const (
 	// to disk (pinned, being written, or spilling is off).
 	StoreMemory StoreResource = "memory"
 	// StoreDisk: the spill directories, while objects in memory wait to
-	// be spilled there.
+	// be spilled there: full, or failing the writes (the message then
+	// gives the latest write's error).
 	StoreDisk StoreResource = "disk"
 )
 

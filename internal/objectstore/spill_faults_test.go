@@ -37,8 +37,12 @@ func TestSpillToFullDiskLosesNothing(t *testing.T) {
 	sums, alive := putObjects(t, c, rng, 6, 256<<10)
 	testutil.Eventually(t, "a failed spill", func() bool { return ts.stats().SpillErrorsTotal > 0 })
 	// Nothing can be spilled: a creation that does not fit fails at its
-	// deadline, and every object is still there, intact.
-	if _, err := c.Create(bg, newObjectID(), 768<<10, atollpb.Codec_CODEC_BYTES); !errors.Is(err, errs.ErrObjectStoreFull) {
+	// deadline, its error blaming the disk and giving the write's error,
+	// and every object is still there, intact.
+	_, err := c.Create(bg, newObjectID(), 768<<10, atollpb.Codec_CODEC_BYTES)
+	var full *errs.ObjectStoreFullError
+	if !errors.Is(err, errs.ErrObjectStoreFull) || !errors.As(err, &full) || full.Resource != errs.StoreDisk ||
+		!strings.Contains(err.Error(), "spill writes failed") || !strings.Contains(err.Error(), "no space left on device") {
 		t.Fatalf("creation with the disk full: %v", err)
 	}
 	checkObjects(t, c, sums, rng)

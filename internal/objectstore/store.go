@@ -152,13 +152,19 @@ func (s *Store) Create(req CreateRequest, now time.Time) (loc Location, queued b
 }
 
 func (s *Store) fullError(req CreateRequest) error {
-	return &errs.ObjectStoreFullError{
+	e := &errs.ObjectStoreFullError{
 		ObjectID:  req.ID.String(),
 		Requested: req.Size,
 		Capacity:  s.Capacity(),
 		Used:      s.Used(),
 		Resource:  s.fullResource(),
 	}
+	if sp := s.spill; sp != nil && sp.failures > 0 {
+		// Say why nothing moved to disk: the writes fail.
+		e.Message = fmt.Sprintf("%d bytes requested, %d of %d used; the last %d spill writes failed, the latest: %v",
+			e.Requested, e.Used, e.Capacity, sp.failures, sp.lastErr)
+	}
+	return e
 }
 
 // place allocates and records the object if it fits.

@@ -75,6 +75,7 @@ type spillState struct {
 
 	retryAt  time.Time // no spill writes before
 	failures int       // consecutive failed writes
+	lastErr  error     // the latest of them (nil after a write succeeds)
 	// paused: no spiller runs (between abandonIO and resumeIO), so no
 	// write or read starts; evictions go on.
 	paused bool
@@ -287,6 +288,7 @@ func (s *Store) SpillDone(batch uint64, w spill.Written, err error, now time.Tim
 	if err != nil {
 		sp.spillErrors++
 		sp.failures++
+		sp.lastErr = err
 		sp.retryAt = now.Add(min(spillBackoffMin<<min(sp.failures-1, 16), spillBackoffMax))
 		s.newCandidate()
 		for _, o := range objs {
@@ -295,7 +297,7 @@ func (s *Store) SpillDone(batch uint64, w spill.Written, err error, now time.Tim
 		s.settleAndExpire(now)
 		return nil
 	}
-	sp.failures, sp.retryAt = 0, time.Time{}
+	sp.failures, sp.lastErr, sp.retryAt = 0, nil, time.Time{}
 	f := &spillFile{name: w.File, size: w.Size}
 	sp.files[f.name] = f
 	sp.fileBytes += f.size
@@ -407,9 +409,10 @@ func (s *Store) noteDiskSpace(free, total uint64) {
 }
 
 // fullResource says what a full store ran out of: the disk if the last
-// spill pick passed objects over for lack of it, else memory.
+// spill pick passed objects over for lack of it or the last spill write
+// failed, else memory.
 func (s *Store) fullResource() errs.StoreResource {
-	if s.spill != nil && s.spill.diskShort {
+	if s.spill != nil && (s.spill.diskShort || s.spill.failures > 0) {
 		return errs.StoreDisk
 	}
 	return errs.StoreMemory

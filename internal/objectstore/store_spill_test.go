@@ -196,10 +196,10 @@ func TestSpillScenarios(t *testing.T) {
 			{"get c2 o1 o2 o3", "o1@0 o2@128 o3@256"},
 			{"create o6 200 c2 wait=50", "queued | spill b1 o4"},
 			{"tick 60", ""}, // past its deadline, but o4 is being written
-			{"spilled 1 error", "failed o6 OBJECT_STORE_FULL/memory"},
+			{"spilled 1 error", "failed o6 OBJECT_STORE_FULL/disk"}, // the write failed
 			{"counters", "spilled=0/0 restored=0/0 errors=1/0 fallback=0/0"},
 			{"create o7 64 c2 wait=50", "queued"}, // backing off: no write
-			{"tick 50", "failed o7 OBJECT_STORE_FULL/memory"},
+			{"tick 50", "failed o7 OBJECT_STORE_FULL/disk"},
 			{"create o8 64 c2 wait=100", "queued"},
 			{"tick 49", ""},
 			{"tick 1", "spill b2 o4"}, // the back-off (100 ms from the error) is over

@@ -7,7 +7,9 @@
 // dataset decodes and computes over tens of MiB of fresh buffers: it ran
 // a collection or two per task, and the returned spans were zeroed again
 // for the next. On two cores that made a Parquet pipeline's tasks 20–25%
-// slower than the same kernels in a goroutine of a larger process.
+// slower than the same kernels in a goroutine of a larger process (before
+// those tasks recycled their Arrow buffers; since, the floor's gain is in
+// short tasks: a seventh of a worker's CPU per no-op task).
 //
 // A Floor holds a ballast: one allocation of twice floor bytes that
 // nothing writes, so the system never backs it with memory (a fresh span

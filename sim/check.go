@@ -184,7 +184,7 @@ func (c *checks) readsAfterFree(s *storeParty) {
 			return
 		}
 		c.w.fail("no-read-after-free", "%s's store was asked for an object its owner had freed (%d reads after free; the latest of %s)",
-			s.n.name, raf, s.store.LastReadAfterFree().Short())
+			s.n.name, raf, id.Short())
 	}
 }
 

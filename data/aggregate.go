@@ -112,7 +112,9 @@ func newAccumulator(ctx context.Context, a Agg, in arrow.Array, rec arrow.Record
 	}
 	switch a.Func() {
 	case "sum":
-		return &sumAcc{name: name, raw: v, isInt: v.isInt, dur: v.dur, n: make([]int64, groups), si: make([]int64, groups), sf: make([]float64, groups)}, nil
+		a := newSumAcc(name, v.isInt, v.dur, groups)
+		a.raw = v
+		return a, nil
 	case "mean":
 		return &meanAcc{name: name, raw: &v, dur: v.dur, n: make([]int64, groups), sum: make([]float64, groups)}, nil
 	case "std":
@@ -191,7 +193,9 @@ func partialAccumulator(ctx context.Context, a Agg, rec arrow.RecordBatch, group
 			v.release()
 			return nil, errs.Malformedf(blockWhat, "partial aggregate %s is %s", name, c.DataType())
 		}
-		return &sumAcc{name: name, in: v, inN: n, isInt: v.isInt, dur: v.dur, n: make([]int64, groups), si: make([]int64, groups), sf: make([]float64, groups)}, nil
+		a := newSumAcc(name, v.isInt, v.dur, groups)
+		a.in, a.inN = v, n
+		return a, nil
 	case "mean":
 		sum, dur, err := float64Col(name + "#sum")
 		if err != nil {
@@ -301,6 +305,18 @@ type sumAcc struct {
 	n     []int64
 	si    []int64
 	sf    []float64
+}
+
+// newSumAcc is a sum over groups groups: of integers in si (durations
+// are integers, their counts), else of floats in sf.
+func newSumAcc(name string, isInt bool, dur arrow.DataType, groups int) *sumAcc {
+	a := &sumAcc{name: name, isInt: isInt, dur: dur, n: make([]int64, groups)}
+	if isInt {
+		a.si = make([]int64, groups)
+	} else {
+		a.sf = make([]float64, groups)
+	}
+	return a
 }
 
 func (a *sumAcc) addAll(ids []int32) {

@@ -244,7 +244,7 @@ func TestDistinctRowsPassUngrouped(t *testing.T) {
 			}
 			partials = append(partials, p)
 		}
-		all, err := concatRecords(partials[0].Schema(), partials)
+		all, err := concatRecords(memory.DefaultAllocator, partials[0].Schema(), partials)
 		releaseAll(partials)
 		if err != nil {
 			t.Fatal(err)

@@ -6,9 +6,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 )
 
 // The kernels of GroupBy-Aggregate. Rows are grouped with Arrow's hash
@@ -63,7 +65,7 @@ func aggMap(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch, o *o
 		part.Retain()
 	default:
 		var all arrow.RecordBatch
-		if all, err = concatRecords(parts[0].Schema(), parts); err == nil {
+		if all, err = concatRecords(compute.GetAllocator(ctx), parts[0].Schema(), parts); err == nil {
 			part, err = aggregateRecord(ctx, all, o.GroupKeys, o.Aggs, true, false, true)
 			all.Release()
 		}
@@ -95,7 +97,7 @@ func aggSplit(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch, o 
 // combinePartials folds partial aggregates (at least one record) into
 // one row per group: partial states, or the final columns (finalOut).
 func combinePartials(ctx context.Context, recs []arrow.RecordBatch, o *outSpec, finalOut bool) (arrow.RecordBatch, error) {
-	rec, err := concatRecords(recs[0].Schema(), recs)
+	rec, err := concatRecords(compute.GetAllocator(ctx), recs[0].Schema(), recs)
 	if err != nil {
 		return nil, err
 	}
@@ -199,6 +201,7 @@ func aggregateRecord(ctx context.Context, rec arrow.RecordBatch, keys []string, 
 	} else if ids, first, err = groupIDs(ctx, rec, keyIdx); err != nil {
 		return nil, err
 	}
+	defer recycleIDs(ids) // the accumulators take what they need of them
 	groups := len(first)
 	accs := make([]accumulator, len(aggs))
 	var inputs []arrow.Array // the aggregations' inputs, evaluated: the accumulators read them to the end
@@ -290,7 +293,7 @@ const (
 
 // identityIDs numbers n rows as n groups of one row each.
 func identityIDs(n int) ([]int32, []int64) {
-	ids, first := make([]int32, n), make([]int64, n)
+	ids, first := scratchIDs(n), make([]int64, n)
 	for i := range n {
 		ids[i], first[i] = int32(i), int64(i)
 	}
@@ -309,7 +312,9 @@ func groupIDs(_ context.Context, rec arrow.RecordBatch, keyIdx []int) ([]int32, 
 		if n == 0 {
 			return nil, nil, nil
 		}
-		return make([]int32, n), []int64{0}, nil
+		ids := scratchIDs(n)
+		clear(ids)
+		return ids, []int64{0}, nil
 	}
 	var ids []int32
 	var card int
@@ -326,6 +331,8 @@ func groupIDs(_ context.Context, rec arrow.RecordBatch, keyIdx []int) ([]int32, 
 		for i := range ids {
 			combined[i] = int64(ids[i])*int64(c) + int64(cids[i])
 		}
+		recycleIDs(ids)
+		recycleIDs(cids)
 		ids, card = denseIDs(combined, nil)
 	}
 	first := make([]int64, card)
@@ -372,7 +379,7 @@ func columnGroupIDs(col arrow.Array) ([]int32, int, error) {
 		ids, n := denseIDs(vs, nulls)
 		return ids, n, nil
 	case *array.String:
-		ids := make([]int32, c.Len())
+		ids := scratchIDs(c.Len())
 		seen := map[string]int32{}
 		count, nullID := int32(0), int32(-1)
 		for i := range ids {
@@ -422,11 +429,12 @@ const denseRange = 1 << 20
 // directIDs is denseIDs for values in [lo, lo+span): each value's id is
 // kept at its offset from lo.
 func directIDs(vs []int64, nulls arrow.Array, lo int64, span int) ([]int32, int) {
-	slot := make([]int32, span)
+	slot := scratchIDs(span)
+	defer recycleIDs(slot)
 	for i := range slot {
 		slot[i] = -1
 	}
-	ids := make([]int32, len(vs))
+	ids := scratchIDs(len(vs))
 	count, nullID := int32(0), int32(-1)
 	if nulls == nil {
 		for i, v := range vs {
@@ -458,7 +466,7 @@ func directIDs(vs []int64, nulls arrow.Array, lo int64, span int) ([]int32, int)
 // hashIDs is denseIDs with an open-addressing table.
 func hashIDs(vs []int64, nulls arrow.Array) ([]int32, int) {
 	n := len(vs)
-	ids := make([]int32, n)
+	ids := scratchIDs(n)
 	size := 16
 	for size < 2*min(n, 1<<10) {
 		size <<= 1
@@ -503,6 +511,28 @@ func hashIDs(vs []int64, nulls arrow.Array) ([]int32, int) {
 		}
 	}
 	return ids, int(count)
+}
+
+// idScratch recycles the []int32 slices rows are numbered in (a group id
+// per row, and directIDs's table): a map task numbers every batch it
+// reads, and a batch's ids are dead once its accumulators have added
+// them up (aggregateRecord), so the next batch takes the same memory
+// rather than leaving the collector a slice per batch.
+var idScratch sync.Pool // of *[]int32
+
+// scratchIDs returns n int32s, not cleared: their caller writes each.
+func scratchIDs(n int) []int32 {
+	if p, ok := idScratch.Get().(*[]int32); ok && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]int32, n)
+}
+
+// recycleIDs gives ids, from scratchIDs and no longer used, back.
+func recycleIDs(ids []int32) {
+	if cap(ids) > 0 {
+		idScratch.Put(&ids)
+	}
 }
 
 // idEntry is a slot of denseIDs's table: a value and its id plus one (0:

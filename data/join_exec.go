@@ -8,6 +8,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/atollpb"
@@ -93,7 +95,7 @@ func buildSide(key string, blocks []atoll.Raw, keys []string, owned bool) (*join
 	if schema == nil {
 		return nil, errs.Malformedf(specWhat, "a join without its right side")
 	}
-	all, err := concatRecords(schema, recs)
+	all, err := concatRecords(memory.DefaultAllocator, schema, recs)
 	if err != nil {
 		return nil, err
 	}
@@ -441,7 +443,7 @@ func emptyTable(s *arrow.Schema, keys []string) (*joinTable, error) {
 // (the same in every process): a shuffled join's map side. A row with a
 // null key goes to part 0 (it matches nothing).
 func hashSplit(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch, keys []string, parts int) ([]arrow.RecordBatch, error) {
-	rec, err := concatRecords(s, recs)
+	rec, err := concatRecords(compute.GetAllocator(ctx), s, recs)
 	if err != nil {
 		return nil, err
 	}

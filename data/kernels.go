@@ -21,8 +21,10 @@ import (
 // projecting, splitting, sampling, sorting. Every function leaves its
 // arguments' ownership alone and returns records the caller releases.
 
-// concatRecords concatenates recs (of one schema) into one record.
-func concatRecords(s *arrow.Schema, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
+// concatRecords concatenates recs (of one schema) into one record, its
+// columns from mem (a task's: compute.GetAllocator of its context, the
+// pool).
+func concatRecords(mem memory.Allocator, s *arrow.Schema, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
 	if len(recs) == 1 {
 		recs[0].Retain()
 		return recs[0], nil
@@ -43,7 +45,7 @@ func concatRecords(s *arrow.Schema, recs []arrow.RecordBatch) (arrow.RecordBatch
 		for i, r := range recs {
 			parts[i] = r.Column(j)
 		}
-		c, err := array.Concatenate(parts, memory.DefaultAllocator)
+		c, err := array.Concatenate(parts, mem)
 		if err != nil {
 			releaseArrays(cols)
 			return nil, err
@@ -81,7 +83,7 @@ func rebatch(recs []arrow.RecordBatch, size int) []arrow.RecordBatch {
 		if len(pending) == 0 {
 			return
 		}
-		rec, err := concatRecords(pending[0].Schema(), pending)
+		rec, err := concatRecords(memory.DefaultAllocator, pending[0].Schema(), pending)
 		if err == nil {
 			out = append(out, rec)
 		}
@@ -226,7 +228,7 @@ func splitBlocks(recs []arrow.RecordBatch, target int64, maxBlocks int) []arrow.
 	if len(recs) == 0 {
 		return nil
 	}
-	rec, err := concatRecords(recs[0].Schema(), recs)
+	rec, err := concatRecords(memory.DefaultAllocator, recs[0].Schema(), recs)
 	if err != nil {
 		return nil
 	}
@@ -296,7 +298,7 @@ func sampleKeys(ctx context.Context, recs []arrow.RecordBatch, keys []SortKey, n
 	if len(parts) == 0 {
 		return nil, nil
 	}
-	rec, err := concatRecords(parts[0].Schema(), parts)
+	rec, err := concatRecords(compute.GetAllocator(ctx), parts[0].Schema(), parts)
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +308,7 @@ func sampleKeys(ctx context.Context, recs []arrow.RecordBatch, keys []SortKey, n
 
 // sortRecords concatenates recs and sorts them by keys (nulls last).
 func sortRecords(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch, keys []SortKey) (arrow.RecordBatch, error) {
-	rec, err := concatRecords(s, recs)
+	rec, err := concatRecords(compute.GetAllocator(ctx), s, recs)
 	if err != nil {
 		return nil, err
 	}
@@ -364,7 +366,7 @@ func takeRecord(ctx context.Context, rec arrow.RecordBatch, idx arrow.Array) (ar
 // the o.Keys columns against o.Bounds (a sort's map side), or, with no
 // keys, into equal row ranges (a repartition's map side).
 func splitParts(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch, o *outSpec) ([]arrow.RecordBatch, error) {
-	rec, err := concatRecords(s, recs)
+	rec, err := concatRecords(compute.GetAllocator(ctx), s, recs)
 	if err != nil {
 		return nil, err
 	}

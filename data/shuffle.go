@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/atoll-runtime/atoll"
@@ -72,7 +73,7 @@ func shuffleReduce(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatc
 
 // permuted concatenates recs and takes their rows in a random order.
 func permuted(ctx context.Context, s *arrow.Schema, recs []arrow.RecordBatch, src rand.Source) (arrow.RecordBatch, error) {
-	rec, err := concatRecords(s, recs)
+	rec, err := concatRecords(compute.GetAllocator(ctx), s, recs)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 
 	"github.com/atoll-runtime/atoll"
 	"github.com/atoll-runtime/atoll/internal/errs"
@@ -248,7 +249,7 @@ func releaseBlocks(bs []block) {
 
 // zipInputs builds a zip task's record: the left block's columns, then
 // the right rows lined up with them (renamed where a name repeats).
-func zipInputs(_ context.Context, z *zipSpec, inputs []atoll.Raw) (arrow.RecordBatch, error) {
+func zipInputs(ctx context.Context, z *zipSpec, inputs []atoll.Raw) (arrow.RecordBatch, error) {
 	if len(inputs) < 2 {
 		return nil, errs.Malformedf(specWhat, "a zip task of %d input blocks", len(inputs))
 	}
@@ -262,7 +263,7 @@ func zipInputs(_ context.Context, z *zipSpec, inputs []atoll.Raw) (arrow.RecordB
 		recs = append(recs, rec)
 	}
 	left := recs[0]
-	right, err := concatRecords(recs[1].Schema(), recs[1:])
+	right, err := concatRecords(compute.GetAllocator(ctx), recs[1].Schema(), recs[1:])
 	if err != nil {
 		return nil, err
 	}

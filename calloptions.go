@@ -200,6 +200,11 @@ const DefaultMaxRetries = 3
 // WithTaskResources sets the resources a task or actor needs. Tasks
 // default to {CPU: 1}; actors to nothing (an actor holds its resources for
 // its whole life).
+//
+// In a worker process, a task's goroutines run on as many cores as its
+// CPU resource, rounded up (GOMAXPROCS; at least one), and an actor's
+// calls on as many as the actor's; GOMAXPROCS set in the workers'
+// environment is kept instead.
 func WithTaskResources(r Resources) TaskOrActorOption {
 	return TaskOrActorOption{func(c *callConfig) { c.resources = &r }}
 }

@@ -67,6 +67,9 @@ type Worker struct {
 	tasksRunning atomic.Int32
 
 	exitOnce sync.Once
+	// procs sizes a worker process's Go scheduler to the CPUs its task
+	// or actor holds (procs.go); nil in an in-process worker.
+	procs *procs
 	// profileStop ends the CPU profile EnvWorkerCPUProfile started, if
 	// any: exit calls it so that a worker asked to exit still writes its
 	// profile.
@@ -94,6 +97,7 @@ func serveWorker(s Settings) {
 	process.mu.Unlock()
 	w.profileStop = profileWorker(w.log)
 	startHeapFloor(w.log)
+	w.procs = newProcs()
 	w.Serve()
 	w.exit()
 }

@@ -201,10 +201,10 @@ const DefaultMaxRetries = 3
 // default to {CPU: 1}; actors to nothing (an actor holds its resources for
 // its whole life).
 //
-// In a worker process, a task's goroutines run on as many cores as its
-// CPU resource, rounded up (GOMAXPROCS; at least one), and an actor's
-// calls on as many as the actor's; GOMAXPROCS set in the workers'
-// environment is kept instead.
+// A worker process busy with tasks of a millisecond or more runs them on
+// as many cores as their CPU resource, rounded up (GOMAXPROCS; at least
+// one), and an actor's calls on as many as the actor's; shorter ones run
+// on Go's default, and GOMAXPROCS set in the workers' environment is kept.
 func WithTaskResources(r Resources) TaskOrActorOption {
 	return TaskOrActorOption{func(c *callConfig) { c.resources = &r }}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -124,8 +125,8 @@ func (wk *Worker) ids() raylet.Worker { return raylet.Worker{ID: wk.workerID, No
 func (wk *Worker) execute(ctx context.Context, spec *atollpb.TaskSpec, fn registry.Invoker) (res *atollpb.TaskResult, panicked bool) {
 	rt, w := wk.Runtime, wk.ids()
 	taskID := ids.MustFromBytes(spec.TaskId)
-	if spec.Type != atollpb.TaskType_ACTOR_TASK { // an actor's calls share what its creation holds
-		wk.procs.hold(spec.Resources["CPU"])
+	if wk.procs != nil {
+		defer wk.ran(spec, time.Now())
 	}
 	ctx = telemetry.Extract(ctx, spec.Trace)
 	span := noSpan

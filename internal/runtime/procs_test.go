@@ -4,6 +4,7 @@ import (
 	"math"
 	goruntime "runtime"
 	"testing"
+	"time"
 )
 
 func TestProcsFor(t *testing.T) {
@@ -28,28 +29,36 @@ func TestProcsKeepsTheEnvironments(t *testing.T) {
 	t.Cleanup(func() { goruntime.GOMAXPROCS(before) })
 	t.Setenv("GOMAXPROCS", "3")
 	p := newProcs()
-	p.hold(1)
-	p.hold(64)
+	p.ran(1, time.Second)
+	p.ran(64, time.Second)
 	var none *procs
-	none.hold(1)
+	none.ran(1, time.Second)
 	if got := goruntime.GOMAXPROCS(0); got != before {
 		t.Fatalf("GOMAXPROCS is %d, want %d left as it was", got, before)
 	}
 }
 
-// TestProcsHold: hold sets GOMAXPROCS to the CPUs held, and back.
-func TestProcsHold(t *testing.T) {
-	if goruntime.NumCPU() < 2 {
-		t.Skip("one CPU")
-	}
+// TestProcsFollowTheTasks: after a long task GOMAXPROCS is the CPUs it
+// held; after a short one, Go's default again.
+func TestProcsFollowTheTasks(t *testing.T) {
 	before := goruntime.GOMAXPROCS(0)
 	t.Cleanup(func() { goruntime.GOMAXPROCS(before) })
 	t.Setenv("GOMAXPROCS", "")
 	p := newProcs()
-	for _, cpu := range []float64{1, 2, 0, 2} {
-		p.hold(cpu)
-		if got, want := goruntime.GOMAXPROCS(0), procsFor(cpu, goruntime.NumCPU()); got != want {
-			t.Fatalf("after hold(%v): GOMAXPROCS %d, want %d", cpu, got, want)
+	for _, c := range []struct {
+		cpu  float64
+		d    time.Duration
+		want int
+	}{
+		{1, longTask, 1},
+		{1, longTask - 1, before},
+		{0.5, time.Second, 1},
+		{2, time.Second, min(2, before)},
+		{0, 0, before},
+	} {
+		p.ran(c.cpu, c.d)
+		if got := goruntime.GOMAXPROCS(0); got != c.want {
+			t.Fatalf("after a task of %v CPUs that ran %v: GOMAXPROCS %d, want %d", c.cpu, c.d, got, c.want)
 		}
 	}
 }

@@ -68,8 +68,10 @@ type Worker struct {
 
 	exitOnce sync.Once
 	// procs sizes a worker process's Go scheduler to the CPUs its task
-	// or actor holds (procs.go); nil in an in-process worker.
-	procs *procs
+	// or actor holds (procs.go); nil in an in-process worker. actorCPU
+	// is the CPUs of the actor it hosts (math.Float64bits).
+	procs    *procs
+	actorCPU atomic.Uint64
 	// profileStop ends the CPU profile EnvWorkerCPUProfile started, if
 	// any: exit calls it so that a worker asked to exit still writes its
 	// profile.

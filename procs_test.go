@@ -10,13 +10,19 @@ import (
 	"github.com/atoll-runtime/atoll"
 )
 
-// gomaxprocs is the GOMAXPROCS of the process that runs it, after it ran
-// for least.
+// gomaxprocs is the GOMAXPROCS of the process that runs it, as it
+// starts; then it computes for least (a long task is busy).
 var gomaxprocs = atoll.NewFunc1("proc.gomaxprocs", func(_ context.Context, least time.Duration) (int, error) {
 	n := goruntime.GOMAXPROCS(0)
-	time.Sleep(least)
+	busy(least)
 	return n, nil
 })
+
+// busy keeps a core busy for d.
+func busy(d time.Duration) {
+	for start := time.Now(); time.Since(start) < d; {
+	}
+}
 
 type procsActor struct{}
 
@@ -24,7 +30,7 @@ var (
 	procsActorType = atoll.NewActorType("proc.actor", func(context.Context) (*procsActor, error) { return &procsActor{}, nil })
 	actorProcs     = atoll.NewMethod1(procsActorType, "Procs", func(_ *procsActor, _ context.Context, least time.Duration) (int, error) {
 		n := goruntime.GOMAXPROCS(0)
-		time.Sleep(least)
+		busy(least)
 		return n, nil
 	})
 )

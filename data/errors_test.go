@@ -46,6 +46,15 @@ var lateRowFunc = sync.OnceValue(func() *data.RowFunc {
 // The errors of tasks that ran in worker processes are typed in the
 // driver: errors.As and errors.Is see through the TaskError.
 func TestErrorsFromWorkers(t *testing.T) {
+	// A file where the last case writes a directory. Made before start,
+	// so that its removal comes after Shutdown: the write's other tasks
+	// may still run when the first one's error returns, and one that
+	// starts after the file is gone makes the directory (and writes
+	// into it) while the removal runs.
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ctx := start(t)
 	count := func(name string, ds *data.Dataset) error {
 		t.Helper()
@@ -95,10 +104,6 @@ func TestErrorsFromWorkers(t *testing.T) {
 	}
 
 	// A write into a directory that cannot be made.
-	file := filepath.Join(t.TempDir(), "file")
-	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	err = data.Range(4).WriteParquet(ctx, filepath.Join(file, "out"))
 	var fle *data.FileError
 	if !errors.As(err, &fle) || fle.Op != "write" || !strings.HasPrefix(fle.Path, filepath.Join(file, "out")) || !errors.Is(err, atoll.ErrTask) {

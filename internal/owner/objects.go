@@ -104,7 +104,13 @@ func (t *Table) PutRecord(id ids.ObjectID, value *atollpb.Value, producer *atoll
 
 // put is Put, returning the object's record.
 func (t *Table) put(id ids.ObjectID, value *atollpb.Value, producer *atollpb.TraceContext, contained []ids.ObjectID) *object {
-	o := &object{refs: 1, producer: producer}
+	return t.putRecord(new(object), id, value, producer, contained)
+}
+
+// putRecord is put into o, a zero record of the caller's (one made with
+// its task's, taskWithReturn).
+func (t *Table) putRecord(o *object, id ids.ObjectID, value *atollpb.Value, producer *atollpb.TraceContext, contained []ids.ObjectID) *object {
+	o.refs, o.producer = 1, producer
 	t.objects[id] = o
 	t.created++
 	if value != nil {

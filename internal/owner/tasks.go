@@ -42,6 +42,40 @@ type task struct {
 	// freed, or evicted; the eviction order skips it).
 	linSize   int32
 	forgotten bool
+	// packedOnce: packedSpace holds the first attempt's packed spec (or
+	// held it: a retry's is an allocation of its own, so that nothing a
+	// submitter still reads is written over).
+	packedOnce bool
+	// packedSpace is where the task's spec is packed the first time
+	// (sendTask): kept in the record, it is no allocation of its own.
+	packedSpace specpack.Spec
+}
+
+// taskWithReturn is a task's record with its first return's: what most
+// tasks are, in one allocation (208 bytes, a size class) rather than two.
+// The two records' lifetimes are near one: a finished task's record is
+// its return's lineage, kept while the return is referenced, and its
+// return is referenced by the caller from submission on. So it is used
+// for tasks that keep lineage (retried plain tasks, the default), not for
+// actor calls or tasks submitted without retries, whose records part at
+// the task's end.
+type taskWithReturn struct {
+	task task
+	ret  object
+}
+
+// TaskSpace is room for a task's records (its own and its first
+// return's) inside an allocation of the caller's: a submitter that keeps
+// a record of its own for the task's return ref, for as long as the
+// return's record lives, saves an allocation a task by holding both in
+// one. Only a submission InSpace reports true for goes there.
+type TaskSpace struct{ b taskWithReturn }
+
+// InSpace reports whether s's records go in one allocation: a TaskSpace
+// given to SubmitRecordsIn, else one of the table's.
+func InSpace(s Submission) bool {
+	return s.Spec.NumReturns > 0 && s.Spec.MaxRetries != 0 && s.Actor.IsZero() && !s.Spec.Generator &&
+		s.Spec.Type == atollpb.TaskType_NORMAL_TASK
 }
 
 // taskArgs is a task's less used part.
@@ -198,14 +232,36 @@ func (t *Table) SubmitTo(dst []ids.ObjectID, s Submission) []ids.ObjectID {
 // recs (for LookupRecord by the holder of the reference the return comes
 // with).
 func (t *Table) SubmitRecords(dst []ids.ObjectID, recs []Record, s Submission) ([]ids.ObjectID, []Record) {
+	return t.SubmitRecordsIn(nil, dst, recs, s)
+}
+
+// SubmitRecordsIn is SubmitRecords with the task's records in space when
+// InSpace(s) (nil space: an allocation of the table's). space must be
+// zero, and is the table's from then on.
+func (t *Table) SubmitRecordsIn(space *TaskSpace, dst []ids.ObjectID, recs []Record, s Submission) ([]ids.ObjectID, []Record) {
 	id := ids.MustFromBytes(s.Spec.TaskId)
 	t.seqNext++
-	tk := &task{seq: t.seqNext, spec: s.Spec, retriesLeft: s.Spec.MaxRetries, nReturns: s.Spec.NumReturns, attach: s.Attach,
-		recycle: s.Recycle}
+	var tk *task
+	var first *object // the first return's record, if made with the task's
+	switch {
+	case !InSpace(s):
+		tk = new(task)
+	case space != nil:
+		tk, first = &space.b.task, &space.b.ret
+	default:
+		b := new(taskWithReturn)
+		tk, first = &b.task, &b.ret
+	}
+	tk.seq, tk.spec, tk.retriesLeft, tk.nReturns, tk.attach, tk.recycle = t.seqNext, s.Spec, s.Spec.MaxRetries, s.Spec.NumReturns, s.Attach, s.Recycle
 	returns := dst
 	for i := range int(tk.nReturns) {
 		rid := ids.ReturnObjectID(id, i)
-		o := t.put(rid, nil, nil, nil)
+		var o *object
+		if i == 0 && first != nil {
+			o = t.putRecord(first, rid, nil, nil, nil)
+		} else {
+			o = t.put(rid, nil, nil, nil)
+		}
 		o.taskReturn = true
 		returns = append(returns, rid)
 		if recs != nil {
@@ -368,8 +424,13 @@ func (t *Table) sendTask(tk *task, spec *atollpb.TaskSpec) {
 	recycle := tk.recycle
 	tk.recycle = false // a sent spec is shared; a retry's is a copy
 	if t.cfg.Pack && tk.actor == nil && specpack.Leasable(spec) {
-		if p := t.shapes.Pack(spec); p != nil {
+		var space *specpack.Spec
+		if !tk.packedOnce {
+			space = &tk.packedSpace
+		}
+		if p := t.shapes.PackInto(space, spec); p != nil {
 			tk.spec, tk.packed = nil, p
+			tk.packedOnce = true
 			if recycle {
 				specpack.Recycle(spec)
 			}

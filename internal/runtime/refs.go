@@ -39,8 +39,15 @@ func (rt *Runtime) newRef(id ids.ObjectID) *Ref { return rt.newRefAt(id, owner.R
 
 // newRefAt is newRef of a reference that came with id's record.
 func (rt *Runtime) newRefAt(id ids.ObjectID, rec owner.Record) *Ref {
+	return rt.newRefIn(new(refState), id, rec)
+}
+
+// newRefIn is newRefAt with the ref's state in st, zero storage of the
+// caller's (a submitted task's, submitBlock).
+func (rt *Runtime) newRefIn(st *refState, id ids.ObjectID, rec owner.Record) *Ref {
+	st.id, st.rt, st.rec = id, rt, rec
 	h := refRecords.get()
-	h.state = &refState{id: id, rt: rt, rec: rec}
+	h.state = st
 	if rt.sim != nil {
 		rt.simTrack(h) // not watched: when it dies depends on the collector (sim.go)
 		return h

@@ -87,10 +87,17 @@ func (rt *Runtime) Submit(ctx context.Context, dst []*Ref, spec *atollpb.TaskSpe
 	var recBuf [2]owner.Record
 	var returns []ids.ObjectID
 	var recs []owner.Record
+	var block *submitBlock
+	if !spec.Generator && owner.InSpace(sub) {
+		block = new(submitBlock)
+	}
 	rt.owner.do(func(t *owner.Table) {
-		if spec.Generator {
+		switch {
+		case spec.Generator:
 			returns = t.SubmitGenerator(sub) // its items stream to the caller (stream.go)
-		} else {
+		case block != nil:
+			returns, recs = t.SubmitRecordsIn(&block.records, buf[:0], recBuf[:0], sub)
+		default:
 			returns, recs = t.SubmitRecords(buf[:0], recBuf[:0], sub)
 		}
 	})
@@ -100,7 +107,13 @@ func (rt *Runtime) Submit(ctx context.Context, dst []*Ref, spec *atollpb.TaskSpe
 		if i < len(recs) {
 			rec = recs[i]
 		}
-		handles = append(handles, rt.newRefAt(id, rec))
+		var st *refState
+		if i == 0 && block != nil {
+			st = &block.ref
+		} else {
+			st = new(refState)
+		}
+		handles = append(handles, rt.newRefIn(st, id, rec))
 	}
 	if att != nil && ctx.Done() != nil && err == nil {
 		// Cancelling ctx cancels the task (recursively), unless ctx is
@@ -113,6 +126,17 @@ func (rt *Runtime) Submit(ctx context.Context, dst []*Ref, spec *atollpb.TaskSpe
 		watchOnly.submitted(task)
 	}
 	return handles
+}
+
+// submitBlock is a task's records, the owner table's and its first
+// return ref's state, in one allocation (256 bytes, a size class) where
+// they were three: they live about as long as one another, the ref's
+// state pointing at the return's record (refState.rec), and the task's
+// record kept as the return's lineage while it is referenced
+// (owner.InSpace says which tasks).
+type submitBlock struct {
+	ref     refState
+	records owner.TaskSpace
 }
 
 // buildArgs encodes value arguments: small ones inline, large ones put in

@@ -190,13 +190,21 @@ func Recycle(spec *atollpb.TaskSpec) {
 // Pack returns spec packed: its shape (shared with the specs of its kind
 // packed before) and its own fields encoded. It returns nil if spec
 // cannot be split. spec is not kept: the caller may reuse or drop it.
-func (s *Shapes) Pack(spec *atollpb.TaskSpec) *Spec {
+func (s *Shapes) Pack(spec *atollpb.TaskSpec) *Spec { return s.PackInto(nil, spec) }
+
+// PackInto is Pack into p, storage of the caller's that no reader holds
+// (a record the spec is kept beside, to save an allocation a task); nil
+// p allocates one. It returns nil, p untouched, if spec cannot be split.
+func (s *Shapes) PackInto(p *Spec, spec *atollpb.TaskSpec) *Spec {
 	sh := s.Of(spec)
 	if sh == nil {
 		return nil
 	}
 	s.scratch = AppendOwn(s.scratch[:0], spec)
-	p := &Spec{shape: sh, attempt: spec.Attempt}
+	if p == nil {
+		p = new(Spec)
+	}
+	*p = Spec{shape: sh, attempt: spec.Attempt}
 	if n := len(s.scratch); n <= len(p.small) {
 		p.n = uint8(n) // one allocation for a task with a small argument or two
 		copy(p.small[:], s.scratch)

@@ -11,6 +11,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/registry"
 	"github.com/atoll-runtime/atoll/internal/runtime"
+	"github.com/atoll-runtime/atoll/internal/specpack"
 )
 
 // Actor methods of zero to six arguments (Method0.., MultiMethod0..) and
@@ -237,10 +238,9 @@ func callActorInto(dst []*runtime.Ref, ctx context.Context, st *runtime.Actor, m
 	if cc.maxRetriesSet {
 		retries = cc.maxRetries
 	}
-	spec := &atollpb.TaskSpec{
-		Type: atollpb.TaskType_ACTOR_TASK, Function: registry.MethodName(st.TypeName, method), Name: cc.name, NumReturns: int32(numReturns),
-		MaxRetries: int32(retries), RetryExceptions: cc.retryExceptions, RetryErrors: cc.retryErrors, ActorId: st.ID.Bytes(), ConcurrencyGroup: cc.group,
-	}
+	spec := specpack.NewSpec()
+	spec.Type, spec.Function, spec.Name, spec.NumReturns = atollpb.TaskType_ACTOR_TASK, st.Function(method), cc.name, int32(numReturns)
+	spec.MaxRetries, spec.RetryExceptions, spec.RetryErrors, spec.ActorId, spec.ConcurrencyGroup = int32(retries), cc.retryExceptions, cc.retryErrors, st.IDBytes(), cc.group
 	return rt.Submit(ctx, dst, spec, args, cc.release, st)
 }
 

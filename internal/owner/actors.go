@@ -41,6 +41,9 @@ type actorEntry struct {
 	// caller, numbered from 1.
 	sent   uint64
 	caller ids.WorkerID
+	// callerBytes is caller's bytes, shared read-only by the specs of
+	// its calls (as their owner's ids are).
+	callerBytes []byte
 	// creation is the owned actor's creation as last sent, kept to send
 	// it again when the actor's node dies (restarted: the restarts the
 	// GCS counted when it last sent it).
@@ -81,7 +84,7 @@ const maxCreationResends = 8
 // send emits a call to the actor with the next sequence number.
 func (t *Table) send(a *actorEntry, spec *atollpb.TaskSpec) {
 	a.sent++
-	spec.SequenceNumber, spec.CallerId = a.sent, a.caller.Bytes()
+	spec.SequenceNumber, spec.CallerId = a.sent, a.callerBytes
 	t.emit(CallActor{Address: a.address, Spec: spec})
 }
 
@@ -99,7 +102,8 @@ func (t *Table) newCallerID() ids.WorkerID {
 func (t *Table) AddActor(id ids.ActorID, name string, owned bool) {
 	a := t.actors[id]
 	if a == nil {
-		a = &actorEntry{id: id, name: name, inflight: map[ids.TaskID]*task{}, caller: t.newCallerID()}
+		a = &actorEntry{id: id, name: name, inflight: map[ids.TaskID]*task{}}
+		a.setCaller(t.newCallerID())
 		t.actors[id] = a
 	}
 	a.handles++
@@ -340,8 +344,12 @@ func (t *Table) actorLost(id ids.ActorID, restarts int32) {
 // the next one, to which this process is a new caller (the calls it sends
 // are numbered from 1 again, as the new host expects).
 func (a *actorEntry) lostHost() {
-	a.address, a.sent, a.caller = "", 0, ids.NewWorkerID()
+	a.address, a.sent = "", 0
+	a.setCaller(ids.NewWorkerID())
 }
+
+// setCaller makes id the entry's caller id.
+func (a *actorEntry) setCaller(id ids.WorkerID) { a.caller, a.callerBytes = id, id.Bytes() }
 
 // hostOn reports whether the actor's address is on node (an error's
 // node_id): a cluster address is "<node hex>/<host>".

@@ -921,3 +921,58 @@ func TestTaskAllocations(t *testing.T) {
 		}
 	}
 }
+
+// SubmitRecordsIn puts a task's records in the caller's space: a plain
+// task's with its first return's in a TaskSpace; an actor call's or a
+// task's without retries first return's alone in an ObjectSpace (its
+// task's record goes when it ends). Either way the records read as
+// ones of the table's own.
+func TestSubmitRecordsInSpace(t *testing.T) {
+	tb := New(Config{Pack: true})
+	actor := ids.NewActorID()
+	tb.AddActor(actor, "a", true)
+	for _, c := range []struct {
+		name    string
+		retries int32
+		actor   bool
+		inTask  bool // the records go in a TaskSpace
+	}{{"plain task", 3, false, true}, {"no retries", 0, false, false}, {"actor call", 3, true, false}} {
+		id := ids.NewTaskID()
+		typ := atollpb.TaskType_NORMAL_TASK
+		s := Submission{Spec: &atollpb.TaskSpec{TaskId: id.Bytes(), Type: typ, Name: "f", NumReturns: 2, MaxRetries: c.retries}}
+		if c.actor {
+			s.Spec.Type, s.Spec.ActorId, s.Actor = atollpb.TaskType_ACTOR_TASK, actor.Bytes(), actor
+		}
+		if InSpace(s) != c.inTask {
+			t.Fatalf("%s: InSpace %v, want %v", c.name, InSpace(s), c.inTask)
+		}
+		var ts TaskSpace
+		var os ObjectSpace
+		rids, recs := tb.SubmitRecordsIn(&ts, &os, nil, make([]Record, 0, 2), s)
+		if len(rids) != 2 || len(recs) != 2 {
+			t.Fatalf("%s: %d returns, %d records", c.name, len(rids), len(recs))
+		}
+		want := &os.o
+		if c.inTask {
+			want = &ts.b.ret
+			if tb.tasks[id] != &ts.b.task {
+				t.Errorf("%s: the task's record is not the space's", c.name)
+			}
+		}
+		if recs[0].o != want || recs[1].o == want {
+			t.Errorf("%s: the first return's record is not the space's, or the second's is", c.name)
+		}
+		if c.actor {
+			continue // no address: the call waits
+		}
+		tb.Result(&atollpb.TaskResult{TaskId: id.Bytes(), WorkerId: ids.NewWorkerID().Bytes(), Returns: []*atollpb.ReturnObject{
+			{ObjectId: rids[0].Bytes(), Value: inlineValue("a")}, {ObjectId: rids[1].Bytes(), Value: inlineValue("b")}}})
+		if v, _, _, ok := tb.LookupRecord(rids[0], recs[0]); !ok || string(v.GetInline()) != "a" {
+			t.Errorf("%s: the first return reads %v, %v", c.name, v, ok)
+		}
+		tb.DropRef(rids...)
+		if st := tb.Stats(); st.Tasks != 0 || st.Objects != 0 {
+			t.Errorf("%s: %+v left after the task finished and its returns were dropped", c.name, st)
+		}
+	}
+}

@@ -232,13 +232,18 @@ func (t *Table) SubmitTo(dst []ids.ObjectID, s Submission) []ids.ObjectID {
 // recs (for LookupRecord by the holder of the reference the return comes
 // with).
 func (t *Table) SubmitRecords(dst []ids.ObjectID, recs []Record, s Submission) ([]ids.ObjectID, []Record) {
-	return t.SubmitRecordsIn(nil, dst, recs, s)
+	return t.SubmitRecordsIn(nil, nil, dst, recs, s)
 }
 
-// SubmitRecordsIn is SubmitRecords with the task's records in space when
-// InSpace(s) (nil space: an allocation of the table's). space must be
-// zero, and is the table's from then on.
-func (t *Table) SubmitRecordsIn(space *TaskSpace, dst []ids.ObjectID, recs []Record, s Submission) ([]ids.ObjectID, []Record) {
+// ObjectSpace is room for an object's record inside an allocation of the
+// caller's: the state of the caller's reference to the object, which
+// points at the record for as long as it lives anyway.
+type ObjectSpace struct{ o object }
+
+// SubmitRecordsIn is SubmitRecords with the task's records in ts when
+// InSpace(s), else its first return's in os (nil: allocations of the
+// table's). The space used must be zero, and is the table's from then on.
+func (t *Table) SubmitRecordsIn(ts *TaskSpace, os *ObjectSpace, dst []ids.ObjectID, recs []Record, s Submission) ([]ids.ObjectID, []Record) {
 	id := ids.MustFromBytes(s.Spec.TaskId)
 	t.seqNext++
 	var tk *task
@@ -246,8 +251,11 @@ func (t *Table) SubmitRecordsIn(space *TaskSpace, dst []ids.ObjectID, recs []Rec
 	switch {
 	case !InSpace(s):
 		tk = new(task)
-	case space != nil:
-		tk, first = &space.b.task, &space.b.ret
+		if os != nil {
+			first = &os.o
+		}
+	case ts != nil:
+		tk, first = &ts.b.task, &ts.b.ret
 	default:
 		b := new(taskWithReturn)
 		tk, first = &b.task, &b.ret

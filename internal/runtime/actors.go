@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	goruntime "runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -13,6 +14,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/owner"
+	"github.com/atoll-runtime/atoll/internal/registry"
 )
 
 // Actor is what a process's handles to an actor know of it (the heap
@@ -28,6 +30,28 @@ type Actor struct {
 	pending pendingCalls
 	// park is its runtime's (sim.go).
 	park func(ready func() bool)
+	// idBytes is ID's bytes, shared read-only by the specs of its calls.
+	idBytes []byte
+	// function is the spec function of the method last called
+	// (Function): most handles call one method, or a few in turn.
+	function atomic.Pointer[methodFunction]
+}
+
+// methodFunction is a method's name and its spec function.
+type methodFunction struct{ method, function string }
+
+// IDBytes is the actor's id as a call's spec holds it (shared: read-only).
+func (a *Actor) IDBytes() []byte { return a.idBytes }
+
+// Function is the spec function of a call of method
+// (registry.MethodName), made once for a run of calls of one method.
+func (a *Actor) Function(method string) string {
+	if f := a.function.Load(); f != nil && f.method == method {
+		return f.function
+	}
+	f := &methodFunction{method: method, function: registry.MethodName(a.TypeName, method)}
+	a.function.Store(f)
+	return f.function
 }
 
 // NewActor registers a handle to actor id with the owner table (owned:
@@ -36,7 +60,7 @@ type Actor struct {
 // cleanup only posts a message). maxPending > 0 bounds the calls this
 // process has pending on it (MaxPendingCalls).
 func (rt *Runtime) NewActor(id ids.ActorID, name, typeName string, maxTaskRetries, maxPending int, owned bool) *Actor {
-	a := &Actor{ID: id, Name: name, TypeName: typeName, MaxTaskRetries: maxTaskRetries, park: rt.park}
+	a := &Actor{ID: id, Name: name, TypeName: typeName, MaxTaskRetries: maxTaskRetries, park: rt.park, idBytes: id.Bytes()}
 	if maxPending > 0 {
 		a.pending = make(pendingCalls, maxPending)
 	}

@@ -286,7 +286,9 @@ func (rt *Runtime) await(ctx context.Context, h *Ref) (*atollpb.Value, error) {
 			defer lone.Unpark()
 		}
 	}
-	rt.park(func() bool { return isDone(done) || ctx.Err() != nil })
+	if rt.sim != nil { // the closure only where it is used
+		rt.park(func() bool { return isDone(done) || ctx.Err() != nil })
+	}
 	select {
 	case <-done:
 	case <-ctx.Done():

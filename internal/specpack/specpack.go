@@ -161,7 +161,18 @@ func (s *Shapes) Of(spec *atollpb.TaskSpec) *Shape {
 
 // specs are TaskSpecs whose tasks were packed (Recycle), kept for the
 // next submissions to fill (NewSpec).
-var specs = sync.Pool{New: func() any { return new(atollpb.TaskSpec) }}
+var specs = sync.Pool{New: func() any {
+	s := new(specWithID)
+	s.spec.TaskId = s.id[:0]
+	return &s.spec
+}}
+
+// specWithID is a new spec with room for its task id: one allocation,
+// for a spec never recycled (an actor call's) as for one that will be.
+type specWithID struct {
+	spec atollpb.TaskSpec
+	id   [ids.Len16]byte
+}
 
 // maxRecycledArgs bounds the argument list a recycled spec keeps room for.
 const maxRecycledArgs = 8

@@ -41,6 +41,9 @@ type hostState struct {
 	events raylet.EventBatch
 	// enc encodes the calls sendLocked writes (under mu).
 	enc raylet.PushEncoder
+	// fx holds the effects of a call's arrival, or of a pump after a
+	// result, while they are applied (under mu; empty between).
+	fx []HostEffect
 	// stopped is set when the host stops; a restart after it starts no
 	// worker, and counts in refused (see actorHost.start).
 	stopped bool
@@ -130,7 +133,10 @@ func (s *hostState) sendLocked(fx []HostEffect) (rest []HostEffect, flush *worke
 func (s *hostState) call(spec *atollpb.TaskSpec, caller *actor.PID, lone *workerconn.Lone) {
 	s.mu.Lock()
 	idle := s.core.InFlight() == 0
-	rest, conn := s.sendLocked(s.core.Arrive(time.Now(), &Call{Spec: spec, Caller: caller}))
+	fx := s.core.ArriveTo(s.fx[:0], time.Now(), &Call{Spec: spec, Caller: caller})
+	rest, conn := s.sendLocked(fx) // rest is a slice of its own
+	clear(fx)
+	s.fx = fx[:0]
 	held := false
 	var task ids.TaskID
 	if lone != nil && conn != nil && idle && s.core.InFlight() == 1 {
@@ -402,7 +408,10 @@ func (h *actorHost) start(ctx actor.Context) {
 			full = state.events.Add(callEvent(reply, worker, res.GetError() != nil))
 		}
 		if pumpDue {
-			state.sendLocked(state.core.Pump(time.Now()))
+			fx := state.core.PumpTo(state.fx[:0], time.Now()) // sends only
+			state.sendLocked(fx)
+			clear(fx)
+			state.fx = fx[:0]
 		}
 		state.mu.Unlock()
 		if full {

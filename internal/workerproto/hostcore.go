@@ -254,9 +254,12 @@ func NewHostCore(cfg HostConfig) *HostCore {
 func (h *HostCore) Concurrent() bool { return h.concurrent }
 
 // Arrive takes a call from its caller, in the caller's order.
-func (h *HostCore) Arrive(now time.Time, c *Call) []HostEffect {
+func (h *HostCore) Arrive(now time.Time, c *Call) []HostEffect { return h.ArriveTo(nil, now, c) }
+
+// ArriveTo is Arrive appending its effects to out (a shell's buffer,
+// reused from call to call).
+func (h *HostCore) ArriveTo(out []HostEffect, now time.Time, c *Call) []HostEffect {
 	c.group = h.groups.of(c.Spec)
-	var out []HostEffect
 	seq := c.Spec.GetSequenceNumber()
 	if seq == 0 || simbugs.On(simbugs.HostIgnoresCallerOrder) { // the second: a bug put in on purpose, for the simulator's tests
 		out = h.take(c, out)
@@ -415,6 +418,9 @@ func (h *HostCore) InFlight() int { return len(h.inflight) }
 
 // Pump sends the queued calls that fit their groups' windows.
 func (h *HostCore) Pump(now time.Time) []HostEffect { return h.pump(now, nil) }
+
+// PumpTo is Pump appending its effects to out (a shell's buffer, reused).
+func (h *HostCore) PumpTo(out []HostEffect, now time.Time) []HostEffect { return h.pump(now, out) }
 
 // Crash reports that the actor's incarnation is gone: its worker died
 // (running: the call it ran first may have been running) or a method

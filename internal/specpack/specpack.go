@@ -161,14 +161,19 @@ func (s *Shapes) Of(spec *atollpb.TaskSpec) *Shape {
 
 // specs are TaskSpecs whose tasks were packed (Recycle), kept for the
 // next submissions to fill (NewSpec).
-var specs = sync.Pool{New: func() any {
+var specs = sync.Pool{New: func() any { return FreshSpec() }}
+
+// FreshSpec returns a new empty TaskSpec with room for a task id, in one
+// allocation, not taken from NewSpec's pool: for a spec that will not be
+// recycled (an actor call's), which would find that pool empty each time
+// and pay for looking.
+func FreshSpec() *atollpb.TaskSpec {
 	s := new(specWithID)
 	s.spec.TaskId = s.id[:0]
 	return &s.spec
-}}
+}
 
-// specWithID is a new spec with room for its task id: one allocation,
-// for a spec never recycled (an actor call's) as for one that will be.
+// specWithID is a spec with room for its task id.
 type specWithID struct {
 	spec atollpb.TaskSpec
 	id   [ids.Len16]byte

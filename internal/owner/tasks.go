@@ -51,33 +51,6 @@ type task struct {
 	packedSpace specpack.Spec
 }
 
-// taskWithReturn is a task's record with its first return's: what most
-// tasks are, in one allocation (208 bytes, a size class) rather than two.
-// The two records' lifetimes are near one: a finished task's record is
-// its return's lineage, kept while the return is referenced, and its
-// return is referenced by the caller from submission on. So it is used
-// for tasks that keep lineage (retried plain tasks, the default), not for
-// actor calls or tasks submitted without retries, whose records part at
-// the task's end.
-type taskWithReturn struct {
-	task task
-	ret  object
-}
-
-// TaskSpace is room for a task's records (its own and its first
-// return's) inside an allocation of the caller's: a submitter that keeps
-// a record of its own for the task's return ref, for as long as the
-// return's record lives, saves an allocation a task by holding both in
-// one. Only a submission InSpace reports true for goes there.
-type TaskSpace struct{ b taskWithReturn }
-
-// InSpace reports whether s's records go in one allocation: a TaskSpace
-// given to SubmitRecordsIn, else one of the table's.
-func InSpace(s Submission) bool {
-	return s.Spec.NumReturns > 0 && s.Spec.MaxRetries != 0 && s.Actor.IsZero() && !s.Spec.Generator &&
-		s.Spec.Type == atollpb.TaskType_NORMAL_TASK
-}
-
 // taskArgs is a task's less used part.
 type taskArgs struct {
 	// deps are the objects given as arguments (referenced while the task
@@ -234,11 +207,6 @@ func (t *Table) SubmitTo(dst []ids.ObjectID, s Submission) []ids.ObjectID {
 func (t *Table) SubmitRecords(dst []ids.ObjectID, recs []Record, s Submission) ([]ids.ObjectID, []Record) {
 	return t.SubmitRecordsIn(nil, nil, dst, recs, s)
 }
-
-// ObjectSpace is room for an object's record inside an allocation of the
-// caller's: the state of the caller's reference to the object, which
-// points at the record for as long as it lives anyway.
-type ObjectSpace struct{ o object }
 
 // SubmitRecordsIn is SubmitRecords with the task's records in ts when
 // InSpace(s), else its first return's in os (nil: allocations of the

@@ -946,16 +946,16 @@ func TestSubmitRecordsInSpace(t *testing.T) {
 		if InSpace(s) != c.inTask {
 			t.Fatalf("%s: InSpace %v, want %v", c.name, InSpace(s), c.inTask)
 		}
-		var ts TaskSpace
-		var os ObjectSpace
-		rids, recs := tb.SubmitRecordsIn(&ts, &os, nil, make([]Record, 0, 2), s)
+		var taskSpace TaskSpace
+		var objectSpace ObjectSpace
+		rids, recs := tb.SubmitRecordsIn(&taskSpace, &objectSpace, nil, make([]Record, 0, 2), s)
 		if len(rids) != 2 || len(recs) != 2 {
 			t.Fatalf("%s: %d returns, %d records", c.name, len(rids), len(recs))
 		}
-		want := &os.o
+		want := &objectSpace.o
 		if c.inTask {
-			want = &ts.b.ret
-			if tb.tasks[id] != &ts.b.task {
+			want = &taskSpace.b.ret
+			if tb.tasks[id] != &taskSpace.b.task {
 				t.Errorf("%s: the task's record is not the space's", c.name)
 			}
 		}

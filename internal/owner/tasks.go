@@ -208,10 +208,11 @@ func (t *Table) SubmitRecords(dst []ids.ObjectID, recs []Record, s Submission) (
 	return t.SubmitRecordsIn(nil, nil, dst, recs, s)
 }
 
-// SubmitRecordsIn is SubmitRecords with the task's records in ts when
-// InSpace(s), else its first return's in os (nil: allocations of the
-// table's). The space used must be zero, and is the table's from then on.
-func (t *Table) SubmitRecordsIn(ts *TaskSpace, os *ObjectSpace, dst []ids.ObjectID, recs []Record, s Submission) ([]ids.ObjectID, []Record) {
+// SubmitRecordsIn is SubmitRecords with the task's records in taskSpace
+// when InSpace(s), else its first return's in objectSpace (nil:
+// allocations of the table's). The space used must be zero, and is the
+// table's from then on.
+func (t *Table) SubmitRecordsIn(taskSpace *TaskSpace, objectSpace *ObjectSpace, dst []ids.ObjectID, recs []Record, s Submission) ([]ids.ObjectID, []Record) {
 	id := ids.MustFromBytes(s.Spec.TaskId)
 	t.seqNext++
 	var tk *task
@@ -219,11 +220,11 @@ func (t *Table) SubmitRecordsIn(ts *TaskSpace, os *ObjectSpace, dst []ids.Object
 	switch {
 	case !InSpace(s):
 		tk = new(task)
-		if os != nil {
-			first = &os.o
+		if objectSpace != nil {
+			first = &objectSpace.o
 		}
-	case ts != nil:
-		tk, first = &ts.b.task, &ts.b.ret
+	case taskSpace != nil:
+		tk, first = &taskSpace.b.task, &taskSpace.b.ret
 	default:
 		b := new(taskWithReturn)
 		tk, first = &b.task, &b.ret

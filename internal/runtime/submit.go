@@ -91,22 +91,22 @@ func (rt *Runtime) Submit(ctx context.Context, dst []*Ref, spec *atollpb.TaskSpe
 	// owner's records: the task's and its return's (submitBlock) or the
 	// return's alone (returnRecords).
 	var first *refState
-	var ts *owner.TaskSpace
-	var os *owner.ObjectSpace
+	var taskSpace *owner.TaskSpace
+	var objectSpace *owner.ObjectSpace
 	switch {
 	case spec.Generator || spec.NumReturns == 0:
 	case owner.InSpace(sub):
 		b := new(submitBlock)
-		first, ts = &b.ref, &b.records
+		first, taskSpace = &b.ref, &b.records
 	default:
 		b := new(returnRecords)
-		first, os = &b.ref, &b.record
+		first, objectSpace = &b.ref, &b.record
 	}
 	rt.owner.do(func(t *owner.Table) {
 		if spec.Generator {
 			returns = t.SubmitGenerator(sub) // its items stream to the caller (stream.go)
 		} else {
-			returns, recs = t.SubmitRecordsIn(ts, os, buf[:0], recBuf[:0], sub)
+			returns, recs = t.SubmitRecordsIn(taskSpace, objectSpace, buf[:0], recBuf[:0], sub)
 		}
 	})
 	handles := slices.Grow(dst, len(returns))
@@ -138,7 +138,8 @@ func (rt *Runtime) Submit(ctx context.Context, dst []*Ref, spec *atollpb.TaskSpe
 
 // submitBlock is a task's records, the owner table's and its first
 // return ref's state, in one allocation (256 bytes, a size class) where
-// they were three: they live about as long as one another, the ref's
+// they were four (the task's, its packed spec's, its return's and the
+// ref state): they live about as long as one another, the ref's
 // state pointing at the return's record (refState.rec), and the task's
 // record kept as the return's lineage while it is referenced
 // (owner.InSpace says which tasks).

@@ -38,13 +38,14 @@ type refState struct {
 func (rt *Runtime) newRef(id ids.ObjectID) *Ref { return rt.newRefAt(id, owner.Record{}) }
 
 // newRefAt is newRef of a reference that came with id's record.
-func (rt *Runtime) newRefAt(id ids.ObjectID, rec owner.Record) *Ref {
-	return rt.newRefIn(new(refState), id, rec)
-}
+func (rt *Runtime) newRefAt(id ids.ObjectID, rec owner.Record) *Ref { return rt.newRefIn(nil, id, rec) }
 
 // newRefIn is newRefAt with the ref's state in st, zero storage of the
-// caller's (a submitted task's, submitBlock).
+// caller's (a submitted task's, submitBlock); nil st makes one.
 func (rt *Runtime) newRefIn(st *refState, id ids.ObjectID, rec owner.Record) *Ref {
+	if st == nil {
+		st = new(refState)
+	}
 	st.id, st.rt, st.rec = id, rt, rec
 	h := refRecords.get()
 	h.state = st

@@ -115,11 +115,9 @@ func (rt *Runtime) Submit(ctx context.Context, dst []*Ref, spec *atollpb.TaskSpe
 		if i < len(recs) {
 			rec = recs[i]
 		}
-		var st *refState
-		if i == 0 && first != nil {
+		var st *refState // nil: newRefIn makes one
+		if i == 0 {
 			st = first
-		} else {
-			st = new(refState)
 		}
 		handles = append(handles, rt.newRefIn(st, id, rec))
 	}

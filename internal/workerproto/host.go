@@ -122,6 +122,15 @@ func (s *hostState) sendLocked(fx []HostEffect) (rest []HostEffect, flush *worke
 	return rest, flush
 }
 
+// sendKept is sendLocked of effects appended to s.fx, whose array it
+// keeps for the next step (rest is a slice of its own); mu is held.
+func (s *hostState) sendKept(fx []HostEffect) (rest []HostEffect, flush *workerconn.Conn) {
+	rest, flush = s.sendLocked(fx)
+	clear(fx)
+	s.fx = fx[:0]
+	return rest, flush
+}
+
 // call takes a call from caller in this process straight into the core
 // (no mailbox hop) and writes what it sends; the rare other effects (a
 // duplicate dropped, a gap skipped, the gap timer) are applied here too.
@@ -133,10 +142,7 @@ func (s *hostState) sendLocked(fx []HostEffect) (rest []HostEffect, flush *worke
 func (s *hostState) call(spec *atollpb.TaskSpec, caller *actor.PID, lone *workerconn.Lone) {
 	s.mu.Lock()
 	idle := s.core.InFlight() == 0
-	fx := s.core.ArriveTo(s.fx[:0], time.Now(), &Call{Spec: spec, Caller: caller})
-	rest, conn := s.sendLocked(fx) // rest is a slice of its own
-	clear(fx)
-	s.fx = fx[:0]
+	rest, conn := s.sendKept(s.core.ArriveTo(s.fx[:0], time.Now(), &Call{Spec: spec, Caller: caller}))
 	held := false
 	var task ids.TaskID
 	if lone != nil && conn != nil && idle && s.core.InFlight() == 1 {
@@ -408,10 +414,7 @@ func (h *actorHost) start(ctx actor.Context) {
 			full = state.events.Add(callEvent(reply, worker, res.GetError() != nil))
 		}
 		if pumpDue {
-			fx := state.core.PumpTo(state.fx[:0], time.Now()) // sends only
-			state.sendLocked(fx)
-			clear(fx)
-			state.fx = fx[:0]
+			state.sendKept(state.core.PumpTo(state.fx[:0], time.Now())) // sends only
 		}
 		state.mu.Unlock()
 		if full {

@@ -9,6 +9,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/compact"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/outbox"
+	"github.com/atoll-runtime/atoll/internal/slab"
 	"github.com/atoll-runtime/atoll/internal/specpack"
 )
 
@@ -40,6 +41,8 @@ type SubmitCore struct {
 	timer   bool
 	timerAt time.Time
 	effects []SubmitEffect
+	// pushes makes the PushDirect effects.
+	pushes slab.Of[PushDirect]
 }
 
 // SubmitConfig configures a SubmitCore. Zero fields take the defaults.
@@ -89,14 +92,16 @@ type DirectTask struct {
 	Attach *Assignment
 	// queued is when it was submitted (its queue span's start, Queued),
 	// in Unix nanoseconds: a third of a time.Time's size, for a million
-	// tasks held at once (a DirectTask is 64 bytes, a size class; its id
-	// is read from its spec, ID).
+	// tasks held at once (a DirectTask is 72 bytes, 56 to a run of the
+	// shell's slab; its id is read from its spec, ID).
 	queued int64
 
 	seq       uint64
 	lease     *heldLease
 	cancelled bool
 	recalling bool
+	// one is the array of a queue of this task alone (Submit).
+	one [1]*DirectTask
 }
 
 func (t *DirectTask) held() specpack.Held { return specpack.Held{Whole: t.Spec, Packed: t.Packed} }
@@ -169,7 +174,9 @@ type (
 	// SubmitEffect is one thing the Submitter must do.
 	SubmitEffect interface{ submitEffect() }
 	// PushDirect writes Tasks to Lease's worker, in order; Before is how
-	// many it held already.
+	// many it held already. It is the one effect made for every push,
+	// often for every task, so the core emits it by pointer, from runs of
+	// them (package slab), where a value would be an allocation boxed.
 	PushDirect struct {
 		Lease  uint64
 		Worker ids.WorkerID
@@ -217,7 +224,7 @@ type (
 	ArmSubmitTimer struct{ After time.Duration }
 )
 
-func (PushDirect) submitEffect()       {}
+func (*PushDirect) submitEffect()      {}
 func (AskLease) submitEffect()         {}
 func (DropLeaseRequest) submitEffect() {}
 func (GiveBack) submitEffect()         {}
@@ -306,7 +313,14 @@ func (c *SubmitCore) Submit(now time.Time, key string, t *DirectTask) {
 	c.seq++
 	t.seq, t.queued, t.lease, t.cancelled, t.recalling = c.seq, now.UnixNano(), nil, false, false
 	c.byID[t.ID()] = t
-	cl.queue = append(cl.queue, t)
+	if cl.queue == nil {
+		// A queue of one (a task submitted while none waits) is the
+		// task's own array, pushed as it is.
+		t.one[0] = t
+		cl.queue = t.one[:1:1]
+	} else {
+		cl.queue = append(cl.queue, t)
+	}
 	c.pump(now, cl)
 }
 

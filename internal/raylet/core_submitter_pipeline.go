@@ -53,7 +53,9 @@ func (c *SubmitCore) pumpAt(now time.Time, cl *submitClass, most int) {
 		}
 		best.inflight = append(best.inflight, batch...)
 		best.idleSince = time.Time{}
-		c.emit(PushDirect{Lease: best.id, Worker: best.worker, Tasks: batch, Before: before, At: now.UnixNano()})
+		push := c.pushes.New()
+		*push = PushDirect{Lease: best.id, Worker: best.worker, Tasks: batch, Before: before, At: now.UnixNano()}
+		c.emit(push)
 	}
 	if len(cl.queue) == 0 {
 		cl.queue = nil // the backing array goes with its tasks

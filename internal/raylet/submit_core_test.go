@@ -208,7 +208,7 @@ func (e *submitEnv) tasks(ts []*DirectTask) string {
 func (e *submitEnv) drain(t *testing.T, out *strings.Builder) {
 	for _, eff := range e.core.Effects() {
 		switch x := eff.(type) {
-		case PushDirect:
+		case *PushDirect:
 			fmt.Fprintf(out, "push %s (lease %d): %s", e.label(x.Worker), x.Lease, e.tasks(x.Tasks))
 			if x.Before > 0 {
 				fmt.Fprintf(out, " (behind %d)", x.Before)
@@ -317,10 +317,10 @@ func (e *submitEnv) check(t *testing.T) {
 	}
 }
 
-// A queued task's record stays in the 64-byte size class: a million are
-// held at once when a driver submits them in a burst.
+// A queued task's record stays at 72 bytes (made 56 to a 4 KiB run): a
+// million are held at once when a driver submits them in a burst.
 func TestDirectTaskSize(t *testing.T) {
-	if n := unsafe.Sizeof(DirectTask{}); n > 64 {
-		t.Fatalf("DirectTask is %d bytes, want at most 64", n)
+	if n := unsafe.Sizeof(DirectTask{}); n > 72 {
+		t.Fatalf("DirectTask is %d bytes, want at most 72", n)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/outbox"
+	"github.com/atoll-runtime/atoll/internal/slab"
 	"github.com/atoll-runtime/atoll/internal/specpack"
 	"github.com/atoll-runtime/atoll/internal/telemetry"
 	"github.com/atoll-runtime/atoll/internal/workerconn"
@@ -58,6 +59,11 @@ type Submitter struct {
 	// pushing is push's list of assignments (the drainer's), kept for
 	// the next push: a push of one task allocates none.
 	pushing []*Assignment
+	// tasks (under mu) and assignments (the drainer's) make the queued
+	// tasks and their assignments a run at a time: each lives from its
+	// submission or push to its result, close to its run-mates'.
+	tasks       slab.Of[DirectTask]
+	assignments slab.Of[Assignment]
 
 	// useMu guards use and events, the use not yet reported.
 	useMu  sync.Mutex
@@ -102,8 +108,11 @@ func (s *Submitter) Submit(spec *atollpb.TaskSpec) bool {
 	if _, err := ids.FromBytes(spec.TaskId); err != nil {
 		return false
 	}
-	t := &DirectTask{Spec: spec} // its Assignment is made when it is pushed
-	s.step(true, func(c *SubmitCore) { c.Submit(time.Now(), s.keyOf(spec), t) })
+	s.step(true, func(c *SubmitCore) {
+		t := s.tasks.New()
+		t.Spec = spec // its Assignment is made when it is pushed
+		c.Submit(time.Now(), s.keyOf(spec), t)
+	})
 	return true
 }
 
@@ -114,8 +123,11 @@ func (s *Submitter) SubmitPacked(p *specpack.Spec) bool {
 	if _, err := ids.FromBytes(p.TaskID()); err != nil {
 		return false
 	}
-	t := &DirectTask{Packed: p}
-	s.step(true, func(c *SubmitCore) { c.Submit(time.Now(), s.keyOf(p.Shape()), t) })
+	s.step(true, func(c *SubmitCore) {
+		t := s.tasks.New()
+		t.Packed = p
+		c.Submit(time.Now(), s.keyOf(p.Shape()), t)
+	})
 	return true
 }
 
@@ -185,7 +197,7 @@ func (s *Submitter) step(wait bool, f func(*SubmitCore)) {
 func (s *Submitter) apply(e SubmitEffect, wait bool) {
 	root := s.cfg.System.Root
 	switch e := e.(type) {
-	case PushDirect:
+	case *PushDirect:
 		s.push(e, wait)
 	case AskLease:
 		root.Send(s.cfg.Raylet, &leaseRequest{holder: s, req: e.Request, spec: e.Spec})
@@ -227,7 +239,7 @@ func (s *Submitter) slotOf(lease uint64) *Slot {
 }
 
 // push writes a PushDirect's tasks to its lease's worker.
-func (s *Submitter) push(e PushDirect, wait bool) {
+func (s *Submitter) push(e *PushDirect, wait bool) {
 	slot := s.slotOf(e.Lease)
 	now := time.Now()
 	as := slices.Grow(s.pushing[:0], len(e.Tasks))[:len(e.Tasks)]
@@ -242,7 +254,8 @@ func (s *Submitter) push(e PushDirect, wait bool) {
 		// push that makes a task's Assignment comes before its recall.
 		a := t.Attach
 		if a == nil {
-			a = &Assignment{spec: t.Spec, packed: t.Packed, task: t.ID(), direct: s, dtask: t}
+			a = s.assignments.New()
+			*a = Assignment{spec: t.Spec, packed: t.Packed, task: t.ID(), direct: s, dtask: t}
 			t.Attach = a
 		}
 		a.worker, a.lease, a.started = e.Worker, e.Lease, now
@@ -266,7 +279,7 @@ func (s *Submitter) push(e PushDirect, wait bool) {
 
 // spans makes the queue and schedule spans of a traced task as it is
 // pushed: its wait here, then its hand-off to the worker.
-func (s *Submitter) spans(t *DirectTask, e PushDirect, i int) {
+func (s *Submitter) spans(t *DirectTask, e *PushDirect, i int) {
 	parent := telemetry.Extract(context.Background(), t.Trace())
 	reason := "none"
 	if e.At > t.queued {

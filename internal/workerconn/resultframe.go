@@ -5,13 +5,15 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/slab"
 )
 
 // The frame every task sends back, its result, is decoded here without
-// reflection and in two allocations (the frame's messages and, up to
-// len(resultBlock.bytes), its bytes in one block, the return's value in
-// a second, which is what its owner keeps), where proto.Unmarshal takes
-// about a dozen. Only the
+// reflection and in little more than one allocation (the frame's
+// messages and, up to len(resultBlock.bytes), its bytes in one block, a
+// share of a run of them; the return's value in an allocation of its
+// own, which is what its owner keeps), where proto.Unmarshal takes about
+// a dozen. Only the
 // common shape is decoded: a task's id, attempt, worker id, borrow report
 // flags and at most one return holding a codec and an inline value. A
 // frame with anything else (an error, a stored value, contained refs, a
@@ -23,7 +25,9 @@ import (
 // resultBlock holds the messages of a decoded result frame but its
 // value, which its owner keeps for as long as the object lives: that is
 // a valueBlock of its own, so that the frame's other messages go once
-// the result is applied.
+// the result is applied. Blocks come a run at a time (resultDecoder):
+// a result lives from its frame's read to its owner's applying it, as
+// its run-mates do.
 type resultBlock struct {
 	frame  atollpb.Frame
 	body   atollpb.Frame_TaskResult
@@ -68,10 +72,16 @@ const (
 	valueInline = 2
 )
 
-// decodeResult decodes b if it is a Frame of the common task-result
-// shape; ok false leaves it to proto.Unmarshal (another body, another
-// shape, or bytes proto.Unmarshal may reject).
-func decodeResult(b []byte) (f *atollpb.Frame, ok bool) {
+// resultDecoder decodes a connection's result frames, on its reader's
+// goroutine.
+type resultDecoder struct {
+	blocks slab.Of[resultBlock]
+}
+
+// decode decodes b if it is a Frame of the common task-result shape; ok
+// false leaves it to proto.Unmarshal (another body, another shape, or
+// bytes proto.Unmarshal may reject).
+func (d *resultDecoder) decode(b []byte) (f *atollpb.Frame, ok bool) {
 	var id, replyTo uint64
 	var body []byte
 	seen := false
@@ -91,7 +101,7 @@ func decodeResult(b []byte) (f *atollpb.Frame, ok bool) {
 		return nil, false
 	}
 	// The bytes fields point into one copy of the result's bytes.
-	blk := &resultBlock{}
+	blk := d.blocks.New()
 	if len(body) <= len(blk.bytes) {
 		body = blk.bytes[:copy(blk.bytes[:], body):len(body)]
 	} else {

@@ -9,10 +9,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/slab"
 )
 
 // randomResult is a task-result frame of the shapes workers send: the
-// common one decodeResult takes and the rarer ones it leaves to
+// common one resultDecoder takes and the rarer ones it leaves to
 // proto.Unmarshal.
 func randomResult(r *rand.Rand) *atollpb.Frame {
 	bs := func(max int) []byte {
@@ -52,10 +53,11 @@ func randomResult(r *rand.Rand) *atollpb.Frame {
 }
 
 // TestDecodeResultMatchesProto decodes random result frames both ways:
-// where decodeResult takes a frame, it gives what proto.Unmarshal gives,
+// where a resultDecoder takes a frame, it gives what proto.Unmarshal gives,
 // and it takes the common shape.
 func TestDecodeResultMatchesProto(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
+	var results resultDecoder
 	taken := 0
 	for i := range 5000 {
 		want := randomResult(r)
@@ -63,7 +65,7 @@ func TestDecodeResultMatchesProto(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, ok := decodeResult(b)
+		got, ok := results.decode(b)
 		if !ok {
 			continue
 		}
@@ -82,16 +84,17 @@ func TestDecodeResultMatchesProto(t *testing.T) {
 		}
 	}
 	if taken < 1000 {
-		t.Fatalf("decodeResult took %d frames of 5000, want the common shape taken", taken)
+		t.Fatalf("the decoder took %d frames of 5000, want the common shape taken", taken)
 	}
 	one := &atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: &atollpb.TaskResult{TaskId: []byte("t"),
 		Returns: []*atollpb.ReturnObject{{ObjectId: []byte("o"), Value: &atollpb.Value{Kind: &atollpb.Value_Inline{Inline: []byte{1}}}}}}}}
 	b, _ := proto.Marshal(one)
-	if _, ok := decodeResult(b); !ok {
+	if _, ok := results.decode(b); !ok {
 		t.Fatal("a one-return inline result was left to proto.Unmarshal")
 	}
-	if n := testing.AllocsPerRun(100, func() { decodeResult(b) }); n > 2 {
-		t.Fatalf("decodeResult made %v allocations, want at most 2", n)
+	// The value's allocation, and a share of a run of result blocks.
+	if n := testing.AllocsPerRun(10*slab.PerRun[resultBlock](), func() { results.decode(b) }); n > 1 {
+		t.Fatalf("decoding a result made %v allocations, want at most 1", n)
 	}
 }
 
@@ -102,6 +105,7 @@ func TestDecodedValueBlock(t *testing.T) {
 	if n := unsafe.Sizeof(valueBlock{}); n > 128 {
 		t.Fatalf("valueBlock is %d bytes, want at most 128 (a size class)", n)
 	}
+	var results resultDecoder
 	for _, size := range []int{1, 16, 17, 24, 200} {
 		val := make([]byte, size)
 		for i := range val {
@@ -110,7 +114,7 @@ func TestDecodedValueBlock(t *testing.T) {
 		f := &atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: &atollpb.TaskResult{TaskId: []byte("t"),
 			Returns: []*atollpb.ReturnObject{{ObjectId: []byte("o"), Value: &atollpb.Value{Kind: &atollpb.Value_Inline{Inline: val}}}}}}}
 		b, _ := proto.Marshal(f)
-		got, ok := decodeResult(b)
+		got, ok := results.decode(b)
 		if !ok {
 			t.Fatalf("%d bytes: left to proto.Unmarshal", size)
 		}
@@ -120,7 +124,34 @@ func TestDecodedValueBlock(t *testing.T) {
 	}
 }
 
-// FuzzDecodeResult: on any bytes, decodeResult either declines or gives
+// TestDecodedResultsKeepTheirOwn: results decoded one after another
+// share runs of blocks, not blocks: every result decoded still reads as
+// its frame after more than a run's worth of later ones, however long
+// its holder keeps it.
+func TestDecodedResultsKeepTheirOwn(t *testing.T) {
+	var results resultDecoder
+	n := 3*slab.PerRun[resultBlock]() + 1
+	frames := make([]*atollpb.Frame, n)
+	got := make([]*atollpb.Frame, n)
+	for i := range n {
+		frames[i] = &atollpb.Frame{Id: uint64(i), Body: &atollpb.Frame_TaskResult{TaskResult: &atollpb.TaskResult{
+			TaskId: []byte{byte(i), 't'}, Attempt: int32(i),
+			Returns: []*atollpb.ReturnObject{{ObjectId: []byte{byte(i), 'o'}, Value: &atollpb.Value{Kind: &atollpb.Value_Inline{Inline: []byte{byte(i)}}}}}}}}
+		b, _ := proto.Marshal(frames[i])
+		f, ok := results.decode(b)
+		if !ok {
+			t.Fatalf("result %d: left to proto.Unmarshal", i)
+		}
+		got[i] = f
+	}
+	for i := range n {
+		if !proto.Equal(got[i], frames[i]) {
+			t.Fatalf("result %d reads %v after later decodes, want %v", i, got[i], frames[i])
+		}
+	}
+}
+
+// FuzzDecodeResult: on any bytes, a resultDecoder either declines or gives
 // what proto.Unmarshal gives.
 func FuzzDecodeResult(f *testing.F) {
 	r := rand.New(rand.NewPCG(5, 6))
@@ -129,13 +160,13 @@ func FuzzDecodeResult(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got, ok := decodeResult(b)
+		got, ok := new(resultDecoder).decode(b)
 		if !ok {
 			return
 		}
 		want := &atollpb.Frame{}
 		if err := proto.Unmarshal(b, want); err != nil {
-			t.Fatalf("decodeResult took bytes proto.Unmarshal rejects (%v): %v", err, got)
+			t.Fatalf("the decoder took bytes proto.Unmarshal rejects (%v): %v", err, got)
 		}
 		if !proto.Equal(got, want) {
 			t.Fatalf("decoded %v, want %v", got, want)
@@ -148,6 +179,7 @@ func FuzzDecodeResult(f *testing.F) {
 // left to proto.Marshal.
 func TestResultFrameEncodingIsProtos(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
+	var results resultDecoder
 	taken := 0
 	for i := range 5000 {
 		f := randomResult(r)
@@ -156,7 +188,7 @@ func TestResultFrameEncodingIsProtos(t *testing.T) {
 			t.Fatal(err)
 		}
 		n := resultFrameSize(f)
-		_, common := decodeResult(want)
+		_, common := results.decode(want)
 		if (n >= 0) != common {
 			t.Fatalf("frame %d: encoded by hand %v, decoded by hand %v: %v", i, n >= 0, common, f)
 		}

@@ -47,11 +47,12 @@ func (s socket) reader() frameSource {
 
 // socketReader reads frames from a socket through a 64 KiB buffer.
 type socketReader struct {
-	r    *bufio.Reader
-	push pushDecoder
+	r       *bufio.Reader
+	push    pushDecoder
+	results resultDecoder
 }
 
-func (r *socketReader) next() (*atollpb.Frame, error) { return readBuffered(r.r, &r.push) }
+func (r *socketReader) next() (*atollpb.Frame, error) { return readBuffered(r.r, &r.push, &r.results) }
 func (r *socketReader) more() bool                    { return r.r.Buffered() > 0 }
 
 // large waits for the next frame's length and reports whether the frame
@@ -80,7 +81,7 @@ func (s socket) tryWrite(buf []byte) (int, bool, error) {
 // readBuffered reads one frame from r, straight from r's buffer when the
 // frame fits in it (no copy of its bytes but the one proto.Unmarshal
 // makes of what it keeps), else as readFrame does.
-func readBuffered(r *bufio.Reader, push *pushDecoder) (*atollpb.Frame, error) {
+func readBuffered(r *bufio.Reader, push *pushDecoder, results *resultDecoder) (*atollpb.Frame, error) {
 	hdr, err := r.Peek(4)
 	if err != nil {
 		if len(hdr) > 0 && err == io.EOF {
@@ -99,7 +100,7 @@ func readBuffered(r *bufio.Reader, push *pushDecoder) (*atollpb.Frame, error) {
 		}
 		return nil, err
 	}
-	f, ok := decodeResult(b[4:])
+	f, ok := results.decode(b[4:])
 	if !ok {
 		f, ok = push.decode(b[4:])
 	}

@@ -1,0 +1,92 @@
+package slab
+
+import (
+	"runtime"
+	"testing"
+	"unsafe"
+	"weak"
+)
+
+type record struct {
+	a, b uint64
+	p    *int
+}
+
+// TestNewHandsOutZeroDistinctRecords: every record is zero and its own,
+// a run holds PerRun of them, and a record written does not show in the
+// next.
+func TestNewHandsOutZeroDistinctRecords(t *testing.T) {
+	var s Of[record]
+	n := PerRun[record]()
+	if want := RunBytes / int(unsafe.Sizeof(record{})); n != want {
+		t.Fatalf("PerRun = %d, want %d", n, want)
+	}
+	seen := map[*record]bool{}
+	for i := range 3*n + 1 {
+		r := s.New()
+		if *r != (record{}) {
+			t.Fatalf("record %d is not zero: %+v", i, *r)
+		}
+		if seen[r] {
+			t.Fatalf("record %d handed out twice", i)
+		}
+		seen[r] = true
+		r.a, r.b = uint64(i), ^uint64(i)
+	}
+}
+
+// TestPerRunOfLargeRecords: a record larger than a run is one per run.
+func TestPerRunOfLargeRecords(t *testing.T) {
+	if n := PerRun[[2 * RunBytes]byte](); n != 1 {
+		t.Fatalf("PerRun of a record twice a run's size = %d, want 1", n)
+	}
+	if n := PerRun[struct{}](); n != RunBytes {
+		t.Fatalf("PerRun of an empty record = %d, want %d", n, RunBytes)
+	}
+}
+
+// TestNewAllocatesOncePerRun: handing out a run's records costs one
+// allocation.
+func TestNewAllocatesOncePerRun(t *testing.T) {
+	var s Of[record]
+	n := PerRun[record]()
+	allocs := testing.AllocsPerRun(10, func() {
+		for range n {
+			s.New()
+		}
+	})
+	if allocs > 1 {
+		t.Fatalf("%d records took %.1f allocations, want at most 1", n, allocs)
+	}
+}
+
+// TestRunFreedWithItsLastRecord: a run is kept while any one record of
+// it is reachable, and collected once none is.
+func TestRunFreedWithItsLastRecord(t *testing.T) {
+	rs := oneRun()
+	first := weak.Make(rs[0])
+	last := rs[len(rs)-1]
+	clear(rs)
+	runtime.GC()
+	if first.Value() == nil {
+		t.Fatal("the run was collected while one of its records was reachable")
+	}
+	runtime.KeepAlive(last)
+	for range 5 {
+		runtime.GC()
+		if first.Value() == nil {
+			return
+		}
+	}
+	t.Fatal("the run was kept after none of its records was reachable")
+}
+
+// oneRun hands out one run's records from a slab that is gone after.
+func oneRun() []*record {
+	var s Of[record]
+	rs := make([]*record, PerRun[record]())
+	for i := range rs {
+		rs[i] = s.New()
+	}
+	return rs
+}

@@ -11,7 +11,6 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/registry"
 	"github.com/atoll-runtime/atoll/internal/runtime"
-	"github.com/atoll-runtime/atoll/internal/specpack"
 )
 
 // Actor methods of zero to six arguments (Method0.., MultiMethod0..) and
@@ -238,7 +237,7 @@ func callActorInto(dst []*runtime.Ref, ctx context.Context, st *runtime.Actor, m
 	if cc.maxRetriesSet {
 		retries = cc.maxRetries
 	}
-	spec := specpack.FreshSpec() // never recycled: an actor call is not packed
+	spec := st.CallSpec() // never recycled: an actor call is not packed
 	spec.Type, spec.Function, spec.Name, spec.NumReturns = atollpb.TaskType_ACTOR_TASK, st.Function(method), cc.name, int32(numReturns)
 	spec.MaxRetries, spec.RetryExceptions, spec.RetryErrors, spec.ActorId, spec.ConcurrencyGroup = int32(retries), cc.retryExceptions, cc.retryErrors, st.IDBytes(), cc.group
 	return rt.Submit(ctx, dst, spec, args, cc.release, st)

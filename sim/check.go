@@ -129,7 +129,7 @@ func (c *checks) observe(p *proc, e owner.Effect) {
 	switch x := e.(type) {
 	case owner.SendTask:
 		c.sent(p, x.Spec)
-	case owner.CallActor:
+	case *owner.CallActor:
 		c.sent(p, x.Spec)
 	case owner.Retried:
 		c.retries++

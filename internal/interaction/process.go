@@ -205,7 +205,7 @@ func (e *Env) ownerEffects(p *process) {
 		case owner.SendTask:
 			e.ledger.sent[key(x.Spec)] = true
 			e.send(p.party(), p.node.rayletParty(), "submit", e.attempt(x.Spec), &submitBody{m: &atollpb.SubmitTask{Spec: x.Spec}, owner: p.pid}, key(x.Spec))
-		case owner.CallActor:
+		case *owner.CallActor:
 			e.ledger.sent[key(x.Spec)] = true
 			to := e.hostByAddress(x.Address)
 			e.send(p.party(), to, "call", fmt.Sprintf("%s seq=%d", e.attempt(x.Spec), x.Spec.SequenceNumber), &callBody{spec: x.Spec, caller: p.pid}, key(x.Spec))

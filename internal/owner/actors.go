@@ -85,7 +85,9 @@ const maxCreationResends = 8
 func (t *Table) send(a *actorEntry, spec *atollpb.TaskSpec) {
 	a.sent++
 	spec.SequenceNumber, spec.CallerId = a.sent, a.callerBytes
-	t.emit(CallActor{Address: a.address, Spec: spec})
+	e := t.callEffects.New()
+	e.Address, e.Spec = a.address, spec
+	t.emit(e)
 }
 
 // newCallerID names a new caller entry (Config.NewCallerID).

@@ -19,7 +19,9 @@ type SendTask struct{ Spec *atollpb.TaskSpec }
 // wide, so that boxing it as an Effect allocates nothing.
 type SendPacked struct{ Spec *specpack.Spec }
 
-// CallActor sends an actor call attempt to the actor at Address.
+// CallActor sends an actor call attempt to the actor at Address. The
+// Table emits it by pointer, from runs of them (package slab): made for
+// every call, a value would be an allocation when boxed as an Effect.
 type CallActor struct {
 	Address string
 	Spec    *atollpb.TaskSpec
@@ -107,7 +109,7 @@ func (ActorRestartFailed) effect() {}
 func (LocateActor) effect()        {}
 func (SendTask) effect()           {}
 func (SendPacked) effect()         {}
-func (CallActor) effect()          {}
+func (*CallActor) effect()         {}
 func (CancelTask) effect()         {}
 func (Free) effect()               {}
 func (FreeStrays) effect()         {}

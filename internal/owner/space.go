@@ -39,3 +39,16 @@ func InSpace(s Submission) bool {
 // caller's: the state of the caller's reference to the object, which
 // points at the record for as long as it lives anyway.
 type ObjectSpace struct{ o object }
+
+// newTask makes the record of a task submitted with s that InSpace
+// leaves out. An actor call's, or a plain task's without retries, keeps
+// no lineage and goes when its task ends (recordLineage), as the calls
+// and tasks submitted about when it was do: those come from runs of
+// records (package slab). A generator's lives as long as its stream and
+// an actor creation's until its actor is up, so each is its own.
+func (t *Table) newTask(s Submission) *task {
+	if s.Spec.Generator || (s.Spec.Type != atollpb.TaskType_ACTOR_TASK && s.Spec.Type != atollpb.TaskType_NORMAL_TASK) {
+		return new(task)
+	}
+	return t.briefTasks.New()
+}

@@ -5,6 +5,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/compact"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/outbox"
+	"github.com/atoll-runtime/atoll/internal/slab"
 	"github.com/atoll-runtime/atoll/internal/specpack"
 )
 
@@ -53,6 +54,11 @@ type Table struct {
 
 	created, freed uint64
 	seqNext        uint64
+	// briefTasks makes the records of tasks that keep no lineage and end
+	// soon (briefTask), a run at a time.
+	briefTasks slab.Of[task]
+	// callEffects makes the CallActor effects.
+	callEffects slab.Of[CallActor]
 	// groups are the pending tasks by Config.Group, once TakeGroup was
 	// first asked (groups.go); groupEntries counts their entries.
 	groups       map[any][]*task

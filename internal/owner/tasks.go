@@ -219,7 +219,7 @@ func (t *Table) SubmitRecordsIn(taskSpace *TaskSpace, objectSpace *ObjectSpace, 
 	var first *object // the first return's record, if made with the task's
 	switch {
 	case !InSpace(s):
-		tk = new(task)
+		tk = t.newTask(s)
 		if objectSpace != nil {
 			first = &objectSpace.o
 		}

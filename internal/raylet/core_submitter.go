@@ -92,8 +92,8 @@ type DirectTask struct {
 	Attach *Assignment
 	// queued is when it was submitted (its queue span's start, Queued),
 	// in Unix nanoseconds: a third of a time.Time's size, for a million
-	// tasks held at once (a DirectTask is 72 bytes, 56 to a run of the
-	// shell's slab; its id is read from its spec, ID).
+	// tasks held at once (a DirectTask is 72 bytes, made 16 to a run by
+	// the shell; its id is read from its spec, ID).
 	queued int64
 
 	seq       uint64

@@ -317,7 +317,7 @@ func (e *submitEnv) check(t *testing.T) {
 	}
 }
 
-// A queued task's record stays at 72 bytes (made 56 to a 4 KiB run): a
+// A queued task's record stays at 72 bytes (made 16 to a run, package slab): a
 // million are held at once when a driver submits them in a burst.
 func TestDirectTaskSize(t *testing.T) {
 	if n := unsafe.Sizeof(DirectTask{}); n > 72 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	goruntime "runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +16,8 @@ import (
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/owner"
 	"github.com/atoll-runtime/atoll/internal/registry"
+	"github.com/atoll-runtime/atoll/internal/slab"
+	"github.com/atoll-runtime/atoll/internal/specpack"
 )
 
 // Actor is what a process's handles to an actor know of it (the heap
@@ -35,6 +38,19 @@ type Actor struct {
 	// function is the spec function of the method last called
 	// (Function): most handles call one method, or a few in turn.
 	function atomic.Pointer[methodFunction]
+	// specs makes its calls' specs (CallSpec), under specMu.
+	specMu sync.Mutex
+	specs  slab.Of[specpack.SpecWithID]
+}
+
+// CallSpec returns an empty spec for a call, with room for its task id.
+// A call's spec lives from its submission to its answer, as the calls'
+// made about when it was do: they come a run at a time (package slab).
+func (a *Actor) CallSpec() *atollpb.TaskSpec {
+	a.specMu.Lock()
+	s := a.specs.New()
+	a.specMu.Unlock()
+	return s.Spec()
 }
 
 // methodFunction is a method's name and its spec function.

@@ -64,7 +64,7 @@ func (rt *Runtime) applyOwnerEffect(e owner.Effect) {
 		rt.link.submitTask(e.Spec)
 	case owner.SendPacked:
 		rt.link.submitPacked(e.Spec)
-	case owner.CallActor:
+	case *owner.CallActor:
 		rt.link.callActor(e.Address, e.Spec)
 	case owner.CancelTask:
 		rt.link.cancelTask(e.Task, e.NonRecursive)

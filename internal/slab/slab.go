@@ -1,6 +1,7 @@
-// Package slab makes small records in runs: one allocation of about
-// RunBytes holds many records of one type, handed out one at a time, so
-// that a record made for every task costs a fraction of an allocation.
+// Package slab makes small records in runs: one allocation holds up to
+// MaxPerRun records of one type (and at most about RunBytes), handed out
+// one at a time, so that a record made for every task costs a fraction
+// of an allocation.
 //
 // The Go collector frees a run only once none of its records is
 // reachable, and while a run is reachable it keeps alive everything any
@@ -10,8 +11,9 @@
 // task and its push, the decoded result), never a record a caller may
 // hold for as long as it likes (a ref, an object's value). A record that
 // lives long, a task running for hours among short ones, keeps its run
-// and what the run's other records point to: at most RunBytes and their
-// referents for each such record.
+// and what the run's other records point to (their tasks' specs, with
+// their inline arguments): that is why a run is small, so that each such
+// record keeps at most MaxPerRun-1 others.
 //
 // A record is zero when handed out and never handed out twice: the slab
 // makes fresh runs and reuses nothing, so a record may be read by anyone
@@ -20,9 +22,12 @@ package slab
 
 import "unsafe"
 
-// RunBytes is about the size of one run: 4 KiB, a size class of the Go
-// allocator, so that a run wastes at most one record's size.
-const RunBytes = 4096
+// RunBytes bounds the size of one run of small records: 4 KiB, a size
+// class of the Go allocator. MaxPerRun bounds the records in one run.
+const (
+	RunBytes  = 4096
+	MaxPerRun = 16
+)
 
 // Of hands out records of type T. Its zero value is ready to use; it is
 // not safe for concurrent use (its owner's mutex, or one goroutine,
@@ -31,11 +36,11 @@ type Of[T any] struct {
 	run []T
 }
 
-// PerRun is how many records of type T one run holds: as many as fit in
-// RunBytes, at least one.
+// PerRun is how many records of type T one run holds: MaxPerRun, or as
+// many as fit in RunBytes if fewer, at least one.
 func PerRun[T any]() int {
 	var zero T
-	return max(1, RunBytes/max(1, int(unsafe.Sizeof(zero))))
+	return min(MaxPerRun, max(1, RunBytes/max(1, int(unsafe.Sizeof(zero)))))
 }
 
 // New returns a zero record of type T, from the current run or a fresh

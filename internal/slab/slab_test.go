@@ -18,7 +18,7 @@ type record struct {
 func TestNewHandsOutZeroDistinctRecords(t *testing.T) {
 	var s Of[record]
 	n := PerRun[record]()
-	if want := RunBytes / int(unsafe.Sizeof(record{})); n != want {
+	if want := min(MaxPerRun, RunBytes/int(unsafe.Sizeof(record{}))); n != want {
 		t.Fatalf("PerRun = %d, want %d", n, want)
 	}
 	seen := map[*record]bool{}
@@ -35,13 +35,21 @@ func TestNewHandsOutZeroDistinctRecords(t *testing.T) {
 	}
 }
 
-// TestPerRunOfLargeRecords: a record larger than a run is one per run.
-func TestPerRunOfLargeRecords(t *testing.T) {
-	if n := PerRun[[2 * RunBytes]byte](); n != 1 {
-		t.Fatalf("PerRun of a record twice a run's size = %d, want 1", n)
-	}
-	if n := PerRun[struct{}](); n != RunBytes {
-		t.Fatalf("PerRun of an empty record = %d, want %d", n, RunBytes)
+// TestPerRun: small records come MaxPerRun to a run; larger ones as
+// many as fit in RunBytes; a record larger than a run one per run.
+func TestPerRun(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		got, want int
+	}{
+		{"an empty record", PerRun[struct{}](), MaxPerRun},
+		{"a 64-byte record", PerRun[[64]byte](), MaxPerRun},
+		{"a 528-byte record", PerRun[[528]byte](), RunBytes / 528},
+		{"a record twice a run's size", PerRun[[2 * RunBytes]byte](), 1},
+	} {
+		if c.got != c.want {
+			t.Errorf("PerRun of %s = %d, want %d", c.name, c.got, c.want)
+		}
 	}
 }
 

@@ -161,22 +161,23 @@ func (s *Shapes) Of(spec *atollpb.TaskSpec) *Shape {
 
 // specs are TaskSpecs whose tasks were packed (Recycle), kept for the
 // next submissions to fill (NewSpec).
-var specs = sync.Pool{New: func() any { return FreshSpec() }}
+var specs = sync.Pool{New: func() any { return new(SpecWithID).Spec() }}
 
-// FreshSpec returns a new empty TaskSpec with room for a task id, in one
-// allocation, not taken from NewSpec's pool: for a spec that will not be
-// recycled (an actor call's), which would find that pool empty each time
-// and pay for looking.
-func FreshSpec() *atollpb.TaskSpec {
-	s := new(specWithID)
-	s.spec.TaskId = s.id[:0]
-	return &s.spec
-}
-
-// specWithID is a spec with room for its task id.
-type specWithID struct {
+// SpecWithID is a spec with room for its task id, in one allocation. A
+// spec that will not be recycled (an actor call's) is made as one rather
+// than taken from NewSpec's pool, which would be empty each time and
+// cost a look through every P's share; an actor handle makes its calls'
+// a run at a time (package slab).
+type SpecWithID struct {
 	spec atollpb.TaskSpec
 	id   [ids.Len16]byte
+}
+
+// Spec returns s's spec, empty, with s's room for a task id as its
+// TaskId's array: s must be zero (new).
+func (s *SpecWithID) Spec() *atollpb.TaskSpec {
+	s.spec.TaskId = s.id[:0]
+	return &s.spec
 }
 
 // maxRecycledArgs bounds the argument list a recycled spec keeps room for.

@@ -14,6 +14,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/errs"
 	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/raylet"
+	"github.com/atoll-runtime/atoll/internal/slab"
 	"github.com/atoll-runtime/atoll/internal/workerconn"
 )
 
@@ -44,6 +45,9 @@ type hostState struct {
 	// fx holds the effects of a call's arrival, or of a pump after a
 	// result, while they are applied (under mu; empty between).
 	fx []HostEffect
+	// calls makes the records of the calls made in this process (under
+	// mu), a run at a time: each lives from its arrival to its answer.
+	calls slab.Of[Call]
 	// stopped is set when the host stops; a restart after it starts no
 	// worker, and counts in refused (see actorHost.start).
 	stopped bool
@@ -142,7 +146,9 @@ func (s *hostState) sendKept(fx []HostEffect) (rest []HostEffect, flush *workerc
 func (s *hostState) call(spec *atollpb.TaskSpec, caller *actor.PID, lone *workerconn.Lone) {
 	s.mu.Lock()
 	idle := s.core.InFlight() == 0
-	rest, conn := s.sendKept(s.core.ArriveTo(s.fx[:0], time.Now(), &Call{Spec: spec, Caller: caller}))
+	c := s.calls.New()
+	c.Spec, c.Caller = spec, caller
+	rest, conn := s.sendKept(s.core.ArriveTo(s.fx[:0], time.Now(), c))
 	held := false
 	var task ids.TaskID
 	if lone != nil && conn != nil && idle && s.core.InFlight() == 1 {

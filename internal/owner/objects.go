@@ -267,10 +267,7 @@ type Record struct{ o *object }
 // no longer the object's (it was freed, or kept only for lineage): the
 // object is then looked up by id, as it is for the zero Record.
 func (t *Table) LookupRecord(id ids.ObjectID, r Record) (value *atollpb.Value, producer *atollpb.TraceContext, done <-chan struct{}, ok bool) {
-	o := r.o
-	if o == nil || o.refs <= 0 {
-		o = t.objects[id]
-	}
+	o := t.recordOf(id, r)
 	if o == nil {
 		return nil, nil, nil, false
 	}
@@ -281,6 +278,26 @@ func (t *Table) LookupRecord(id ids.ObjectID, r Record) (value *atollpb.Value, p
 		o.done = make(chan struct{})
 	}
 	return o.value, o.producer, o.done, true
+}
+
+// ValueOf is LookupRecord's value alone, nil while the object has none:
+// a look that makes no done channel, for a caller that reads the
+// object's result itself and needs a channel only if it must then wait.
+func (t *Table) ValueOf(id ids.ObjectID, r Record) (value *atollpb.Value, ok bool) {
+	o := t.recordOf(id, r)
+	if o == nil {
+		return nil, false
+	}
+	return o.value, true
+}
+
+// recordOf is the record of id: r's if it is still the object's, else
+// the one under id (nil: none).
+func (t *Table) recordOf(id ids.ObjectID, r Record) *object {
+	if o := r.o; o != nil && o.refs > 0 {
+		return o
+	}
+	return t.objects[id]
 }
 
 // closedChan is the done channel of every object that has its value.

@@ -846,7 +846,8 @@ func TestTakeGroup(t *testing.T) {
 // a lookup by id reads, pending and then resolved; once every reference
 // is dropped the record is no longer the object's, and a lookup with it
 // finds what the table holds under the id now (nothing, or an object
-// borrowed under the same id since), never the freed record.
+// borrowed under the same id since), never the freed record. ValueOf
+// reads the same values, and makes no done channel.
 func TestLookupRecord(t *testing.T) {
 	tb := New(Config{})
 	id := ids.NewTaskID()
@@ -856,22 +857,40 @@ func TestLookupRecord(t *testing.T) {
 		t.Fatalf("SubmitRecords: %v, %v", returns, recs)
 	}
 	rid, rec := returns[0], recs[0]
-	if v, _, done, ok := tb.LookupRecord(rid, rec); !ok || v != nil || done == nil {
+	if v, ok := tb.ValueOf(rid, rec); !ok || v != nil || rec.o.done != nil {
+		t.Fatalf("pending return: ValueOf %v, ok %v, done channel %v; want nil, true, none made", v, ok, rec.o.done)
+	}
+	v, _, done, ok := tb.LookupRecord(rid, rec)
+	if !ok || v != nil || done == nil {
 		t.Fatalf("pending return: value %v, done %v, ok %v", v, done, ok)
 	}
 	value := inlineValue("result")
 	tb.Result(&atollpb.TaskResult{TaskId: id.Bytes(), Returns: []*atollpb.ReturnObject{{ObjectId: rid.Bytes(), Value: value}}})
+	select {
+	case <-done:
+	default:
+		t.Fatal("the done channel of a resolved return is open")
+	}
 	if v, _, _, ok := tb.LookupRecord(rid, rec); !ok || v != value {
 		t.Fatalf("resolved return: value %v, ok %v; want %v", v, ok, value)
+	}
+	if v, ok := tb.ValueOf(rid, rec); !ok || v != value {
+		t.Fatalf("resolved return: ValueOf %v, ok %v; want %v", v, ok, value)
 	}
 	tb.DropRef(rid)
 	if v, _, _, ok := tb.LookupRecord(rid, rec); ok {
 		t.Fatalf("freed return found by its old record: %v", v)
 	}
+	if v, ok := tb.ValueOf(rid, rec); ok {
+		t.Fatalf("freed return's value found by its old record: %v", v)
+	}
 	borrowed := inlineValue("borrowed")
 	tb.Borrow(rid, borrowed, ids.NodeID{})
 	if v, _, _, ok := tb.LookupRecord(rid, rec); !ok || v != borrowed {
 		t.Fatalf("an object under the freed return's id since: value %v, ok %v; want %v", v, ok, borrowed)
+	}
+	if v, ok := tb.ValueOf(rid, rec); !ok || v != borrowed {
+		t.Fatalf("an object under the freed return's id since: ValueOf %v, ok %v; want %v", v, ok, borrowed)
 	}
 }
 

@@ -268,7 +268,7 @@ func (rt *Runtime) GetMany(ctx context.Context, op string, hs []*Ref, decode fun
 // await waits until h's object has a value.
 func (rt *Runtime) await(ctx context.Context, h *Ref) (*atollpb.Value, error) {
 	id, rec := h.state.id, h.state.rec
-	value, _, done, ok := rt.owner.lookupRecord(id, rec)
+	value, ok := rt.owner.valueOf(id, rec)
 	if !ok {
 		return nil, &errs.ObjectLostError{ObjectID: id.String(), Message: "no such object (freed?)"}
 	}
@@ -279,12 +279,24 @@ func (rt *Runtime) await(ctx context.Context, h *Ref) (*atollpb.Value, error) {
 	if lone := rt.loneOf(); lone != nil {
 		// A task or actor call written alone to an idle worker: its
 		// result is read by this goroutine if the connection's reader
-		// paused (no hand-off). Waiting otherwise, this goroutine has
-		// any connection claimed meanwhile woken.
-		if id.IsPut() || !lone.Await(ctx, id.TaskID(), done) || !isDone(done) {
-			lone.Park()
-			defer lone.Unpark()
+		// paused (no hand-off), and then no done channel is made. Waiting
+		// otherwise, this goroutine has any connection claimed meanwhile
+		// woken.
+		has := func() bool { v, _ := rt.owner.valueOf(id, rec); return v != nil }
+		if !id.IsPut() && lone.Await(ctx, id.TaskID(), has) {
+			if value, ok = rt.owner.valueOf(id, rec); ok && value != nil {
+				return value, nil
+			}
 		}
+		lone.Park()
+		defer lone.Unpark()
+	}
+	value, _, done, ok := rt.owner.lookupRecord(id, rec)
+	if !ok {
+		return nil, &errs.ObjectLostError{ObjectID: id.String(), Message: "object freed while waiting"}
+	}
+	if value != nil {
+		return value, nil
 	}
 	if rt.sim != nil { // the closure only where it is used
 		rt.park(func() bool { return isDone(done) || ctx.Err() != nil })

@@ -81,6 +81,14 @@ func (s *ownerShell) lookupRecord(id ids.ObjectID, rec owner.Record) (value *ato
 	return s.table.LookupRecord(id, rec)
 }
 
+// valueOf is lookupRecord's value alone, without the done channel
+// (owner.Table.ValueOf).
+func (s *ownerShell) valueOf(id ids.ObjectID, rec owner.Record) (*atollpb.Value, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.table.ValueOf(id, rec)
+}
+
 // taskState is the owner's view of a pending task it owns.
 func (s *ownerShell) taskState(id ids.TaskID) (owner.TaskState, bool) {
 	s.mu.Lock()

@@ -64,11 +64,11 @@ func (l *Lone) Wake() {
 	}
 }
 
-// Await reads task's result on the calling goroutine until done is closed
-// or ctx ends, if task is the one held and its connection's reader is
-// still paused (Conn.Borrow), and reports whether it did. A claim on
+// Await reads task's result on the calling goroutine until done reports
+// true or ctx ends, if task is the one held and its connection's reader
+// is still paused (Conn.Borrow), and reports whether it did. A claim on
 // anything else is woken: the caller waits for something else.
-func (l *Lone) Await(ctx context.Context, task ids.TaskID, done <-chan struct{}) bool {
+func (l *Lone) Await(ctx context.Context, task ids.TaskID, done func() bool) bool {
 	if !l.held.Load() {
 		return false
 	}
@@ -82,14 +82,7 @@ func (l *Lone) Await(ctx context.Context, task ids.TaskID, done <-chan struct{})
 	l.conn = nil
 	l.held.Store(false)
 	l.mu.Unlock()
-	return c.Borrow(ctx, func() bool {
-		select {
-		case <-done:
-			return true
-		default:
-			return false
-		}
-	})
+	return c.Borrow(ctx, done)
 }
 
 // Park marks a goroutine of the caller that waits without reading, until

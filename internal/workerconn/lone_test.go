@@ -55,7 +55,7 @@ func TestLoneHoldsOneClaim(t *testing.T) {
 	t1, t2 := ids.NewTaskID(), ids.NewTaskID()
 
 	// Nothing held: Await declines.
-	if l.Await(context.Background(), t1, done) {
+	if l.Await(context.Background(), t1, closed(done)) {
 		t.Fatal("Await of nothing held borrowed a connection")
 	}
 
@@ -64,7 +64,7 @@ func TestLoneHoldsOneClaim(t *testing.T) {
 	if err := farA.Send(exitFrame("result")); err != nil {
 		t.Fatal(err)
 	}
-	if !l.Await(context.Background(), t1, done) {
+	if !l.Await(context.Background(), t1, closed(done)) {
 		t.Fatal("Await of the task held did not borrow its connection")
 	}
 	if gotA.Load() != 2 || a.rmode.Load() != modePaused {
@@ -73,7 +73,7 @@ func TestLoneHoldsOneClaim(t *testing.T) {
 
 	// A Get of another task wakes the reader held.
 	l.Hold(a, t1)
-	if l.Await(context.Background(), t2, make(chan struct{})) {
+	if l.Await(context.Background(), t2, closed(make(chan struct{}))) {
 		t.Fatal("Await of a task not held borrowed a connection")
 	}
 	if a.rmode.Load() != modeReading {
@@ -105,5 +105,17 @@ func TestLoneHoldsOneClaim(t *testing.T) {
 	l.Hold(a, t1)
 	if a.rmode.Load() != modePaused {
 		t.Fatal("a claim after Unpark woke the reader")
+	}
+}
+
+// closed is Await's done for a channel: whether c is closed.
+func closed(c <-chan struct{}) func() bool {
+	return func() bool {
+		select {
+		case <-c:
+			return true
+		default:
+			return false
+		}
 	}
 }

@@ -270,7 +270,9 @@ func (s *Slot) take(taskID []byte, attempt int32) (*Assignment, func() bool) {
 		return nil, nil
 	}
 	t := s.inflight[i]
-	s.inflight = append(s.inflight[:i], s.inflight[i+1:]...)
+	// Delete clears the slot the tail left: a stale pointer there would
+	// keep the assignment's run (package slab) and what it points to.
+	s.inflight = slices.Delete(s.inflight, i, i+1)
 	stop := t.unwatch
 	t.unwatch = nil
 	return t, stop

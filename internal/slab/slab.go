@@ -15,12 +15,20 @@
 // their inline arguments): that is why a run is small, so that each such
 // record keeps at most MaxPerRun-1 others.
 //
+// The slab itself holds its current run only weakly: a slab that makes
+// no more records keeps nothing alive once the records it made are dead.
+// A run costs two allocations (its records, and its weak pointer's
+// handle).
+//
 // A record is zero when handed out and never handed out twice: the slab
 // makes fresh runs and reuses nothing, so a record may be read by anyone
 // still holding it, however late (unlike a pool's).
 package slab
 
-import "unsafe"
+import (
+	"unsafe"
+	"weak"
+)
 
 // RunBytes bounds the size of one run of small records: 4 KiB, a size
 // class of the Go allocator. MaxPerRun bounds the records in one run.
@@ -32,8 +40,17 @@ const (
 // Of hands out records of type T. Its zero value is ready to use; it is
 // not safe for concurrent use (its owner's mutex, or one goroutine,
 // guards it).
+//
+// It holds its current run by a weak pointer, so that the run goes once
+// every record handed out from it is unreachable, even if records of it
+// remain to be handed out: a slab that makes no more records (a quiet
+// connection, an actor no longer called) keeps none of the dead ones'
+// referents alive.
 type Of[T any] struct {
-	run []T
+	run weak.Pointer[T] // the current run's first record
+	// next is the index in the run of the record New hands out next, n
+	// the run's length.
+	next, n int
 }
 
 // PerRun is how many records of type T one run holds: MaxPerRun, or as
@@ -43,13 +60,21 @@ func PerRun[T any]() int {
 	return min(MaxPerRun, max(1, RunBytes/max(1, int(unsafe.Sizeof(zero)))))
 }
 
-// New returns a zero record of type T, from the current run or a fresh
-// one.
+// New returns a zero record of type T, from the current run if it is
+// still in use, or from a fresh one.
 func (s *Of[T]) New() *T {
-	if len(s.run) == 0 {
-		s.run = make([]T, PerRun[T]())
+	size := unsafe.Sizeof(*new(T))
+	if size == 0 {
+		return new(T)
 	}
-	p := &s.run[0]
-	s.run = s.run[1:]
-	return p
+	if s.next < s.n {
+		if first := s.run.Value(); first != nil {
+			p := (*T)(unsafe.Add(unsafe.Pointer(first), uintptr(s.next)*size))
+			s.next++
+			return p
+		}
+	}
+	run := make([]T, PerRun[T]())
+	s.run, s.next, s.n = weak.Make(&run[0]), 1, len(run)
+	return &run[0]
 }

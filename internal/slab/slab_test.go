@@ -9,7 +9,9 @@ import (
 
 type record struct {
 	a, b uint64
-	p    *int
+	// p points at 64 bytes: not a tiny allocation, which shares its
+	// block (and so its lifetime) with others.
+	p *[8]int
 }
 
 // TestNewHandsOutZeroDistinctRecords: every record is zero and its own,
@@ -53,19 +55,50 @@ func TestPerRun(t *testing.T) {
 	}
 }
 
-// TestNewAllocatesOncePerRun: handing out a run's records costs one
-// allocation.
-func TestNewAllocatesOncePerRun(t *testing.T) {
+// TestNewAllocatesTwicePerRun: handing out a run's records costs two
+// allocations, the run and its weak pointer's handle.
+func TestNewAllocatesTwicePerRun(t *testing.T) {
 	var s Of[record]
 	n := PerRun[record]()
+	keep := make([]*record, n) // the run stays in use
 	allocs := testing.AllocsPerRun(10, func() {
-		for range n {
-			s.New()
+		for i := range n {
+			keep[i] = s.New()
 		}
 	})
-	if allocs > 1 {
-		t.Fatalf("%d records took %.1f allocations, want at most 1", n, allocs)
+	if allocs > 2 {
+		t.Fatalf("%d records took %.1f allocations, want at most 2", n, allocs)
 	}
+}
+
+// TestQuietSlabKeepsNothing: once every record handed out is
+// unreachable, their run goes, and what they pointed to, although the
+// slab is still in use and its run had records left to hand out; the
+// slab then hands out records from a fresh run.
+func TestQuietSlabKeepsNothing(t *testing.T) {
+	var s Of[record]
+	referent := weak.Make(pointAtNew(&s))
+	for range 5 {
+		runtime.GC()
+		if referent.Value() == nil {
+			break
+		}
+	}
+	if referent.Value() != nil {
+		t.Fatal("a dead record's referent was kept by the slab's current run")
+	}
+	r := s.New()
+	if *r != (record{}) {
+		t.Fatalf("a record after the run went is not zero: %+v", *r)
+	}
+}
+
+// pointAtNew hands out one record of s, points it at new memory, and
+// returns that; the record is then unreachable.
+func pointAtNew(s *Of[record]) *[8]int {
+	r := s.New()
+	r.p = new([8]int)
+	return r.p
 }
 
 // TestRunFreedWithItsLastRecord: a run is kept while any one record of

@@ -2,7 +2,9 @@ package atoll_test
 
 import (
 	"context"
+	goruntime "runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/atoll-runtime/atoll"
@@ -150,12 +152,27 @@ func startBenchProcesses(b *testing.B) context.Context {
 // (the driver's side: -benchmem counts the driver's allocations per task).
 func BenchmarkProcessTasksSync(b *testing.B) {
 	ctx := startBenchProcesses(b)
+	defer allocsPer(b, "allocs/task")()
 	for b.Loop() {
 		if _, err := atoll.Get(ctx, noop.Remote(ctx)); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
+}
+
+// allocsPer returns what reports the process's allocations per op since
+// it was called, as unit, to a hundredth: -benchmem's allocs/op rounds
+// down to a whole number, and records made a run at a time (package
+// slab) count as a share of an allocation each.
+func allocsPer(b *testing.B, unit string) func() {
+	var m goruntime.MemStats
+	goruntime.ReadMemStats(&m)
+	start := m.Mallocs
+	return func() {
+		goruntime.ReadMemStats(&m)
+		b.ReportMetric(float64(m.Mallocs-start)/float64(b.N), unit)
+	}
 }
 
 // BenchmarkProcessTasksAsync is BenchmarkTasksAsync with worker
@@ -170,6 +187,7 @@ func BenchmarkProcessTasksAsync(b *testing.B) {
 // a time, and reports the rate as unit.
 func pipelined(b *testing.B, ctx context.Context, unit string, submit func() atoll.ObjectRef[int]) {
 	refs := make([]atoll.ObjectRef[int], 0, 1000)
+	defer allocsPer(b, "allocs/"+strings.TrimSuffix(unit, "s/s"))()
 	for b.Loop() {
 		refs = append(refs, submit())
 		if len(refs) == cap(refs) {

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/slab"
 )
 
 // A TaskSpec's fields as a push frame carries them: its shape's (what a
@@ -63,9 +64,13 @@ var (
 type pushDecoder struct {
 	key   []byte            // the last shape's bytes
 	shape *atollpb.TaskSpec // and its fields, decoded
+	// blocks makes the decoded pushes a run at a time: a push lives from
+	// its read to its task's end, close to the pushes read beside it.
+	blocks slab.Of[pushBlock]
 }
 
-// pushBlock holds the messages of a decoded push frame.
+// pushBlock holds the messages of a decoded push frame (576 bytes, 7 to
+// a run of pushDecoder.blocks).
 type pushBlock struct {
 	frame atollpb.Frame
 	body  atollpb.Frame_PushTask
@@ -103,7 +108,7 @@ func (d *pushDecoder) decode(b []byte) (f *atollpb.Frame, ok bool) {
 		}
 		d.key, d.shape = append(d.key[:0], spec[:shapeLen]...), shape
 	}
-	blk := &pushBlock{}
+	blk := d.blocks.New()
 	if proto.Unmarshal(spec[shapeLen:], &blk.spec) != nil || len(blk.spec.ProtoReflect().GetUnknown()) > 0 {
 		return nil, false
 	}

@@ -16,6 +16,8 @@ func TestConstantsMatchTheRuntime(t *testing.T) {
 	}{
 		{"EnvWorkerCPUProfile", atoll.EnvWorkerCPUProfile, runtime.EnvWorkerCPUProfile},
 		{"EnvWorkerCPUProfileSeconds", atoll.EnvWorkerCPUProfileSeconds, runtime.EnvWorkerCPUProfileSeconds},
+		{"EnvWorkerMemProfile", atoll.EnvWorkerMemProfile, runtime.EnvWorkerMemProfile},
+		{"EnvWorkerMemProfileRate", atoll.EnvWorkerMemProfileRate, runtime.EnvWorkerMemProfileRate},
 		{"EnvLogToDriver", atoll.EnvLogToDriver, runtime.EnvLogToDriver},
 		{"MaxInlineTotal", atoll.MaxInlineTotal, runtime.MaxInlineTotal},
 	} {

@@ -110,6 +110,18 @@ const (
 	EnvWorkerCPUProfileSeconds = "ATOLL_WORKER_CPUPROFILE_SECONDS"
 )
 
+// EnvWorkerMemProfile names a directory: each worker process writes its
+// allocation profile there (worker-PID.allocs) when it exits, for
+// finding what a worker allocates (`go tool pprof -sample_index
+// alloc_objects BINARY FILE`). EnvWorkerMemProfileRate sets how many
+// bytes allocated a sample stands for (runtime.MemProfileRate; Go's
+// default, 512 KiB, when unset; 1 records every allocation, and slows the
+// worker). A worker killed, rather than told to exit, writes nothing.
+const (
+	EnvWorkerMemProfile     = "ATOLL_WORKER_MEMPROFILE"
+	EnvWorkerMemProfileRate = "ATOLL_WORKER_MEMPROFILE_RATE"
+)
+
 // EnvLogToDriver set to "0" keeps a driver from printing its tasks'
 // output (as WithoutLogToDriver).
 const EnvLogToDriver = "ATOLL_LOG_TO_DRIVER"

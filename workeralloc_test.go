@@ -1,11 +1,17 @@
 package atoll_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 
 	"github.com/atoll-runtime/atoll"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // allocCounter is an actor that reads its own process's allocation count.
@@ -65,5 +71,56 @@ func TestWorkerAllocationsPerCall(t *testing.T) {
 	// detector's, well below the 19 of before.
 	if perCall > 12 {
 		t.Errorf("%.2f allocations a call in the actor's process, want at most 12", perCall)
+	}
+}
+
+// TestWorkerAllocationProfile: with EnvWorkerMemProfile set, each worker
+// process that exits writes its allocation profile, and the profile
+// holds the allocations of the calls it ran.
+func TestWorkerAllocationProfile(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(atoll.EnvWorkerMemProfile, dir)
+	t.Setenv(atoll.EnvWorkerMemProfileRate, "1")
+	ctx := startProcesses(t)
+	a, err := allocCounterType.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := make([]atoll.ObjectRef[int], 200)
+	for i := range refs {
+		refs[i] = allocNoop.Remote(ctx, a)
+	}
+	if _, err := atoll.GetAll(ctx, refs); err != nil {
+		t.Fatal(err)
+	}
+	if err := atoll.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	testutil.Eventually(t, "a worker's allocation profile", func() bool {
+		files, _ = filepath.Glob(filepath.Join(dir, "worker-*.allocs"))
+		return len(files) > 0
+	})
+	// The process writes the file and then exits: read it once it is
+	// whole (a pprof profile is a gzipped protobuf message; its string
+	// table names the sample types and the functions that allocated).
+	var table []byte
+	testutil.Eventually(t, "the allocation profile written whole", func() bool {
+		f, err := os.Open(files[0])
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		z, err := gzip.NewReader(f)
+		if err != nil {
+			return false
+		}
+		table, err = io.ReadAll(z)
+		return err == nil
+	})
+	for _, want := range []string{"alloc_objects", "alloc_space", "internal/workerproto.(*Server).handle"} {
+		if !bytes.Contains(table, []byte(want)) {
+			t.Errorf("the worker's allocation profile does not name %q", want)
+		}
 	}
 }

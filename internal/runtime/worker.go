@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"runtime/pprof"
 	"strconv"
 	"sync"
@@ -327,15 +328,61 @@ func (w *Worker) exit() {
 
 // EnvWorkerCPUProfile names a directory: each worker process writes a CPU
 // profile there (atoll.EnvWorkerCPUProfile); EnvWorkerCPUProfileSeconds
-// is how many seconds it covers (default 10).
+// is how many seconds it covers (default 10). EnvWorkerMemProfile names a
+// directory each worker process writes its allocation profile to when it
+// exits (atoll.EnvWorkerMemProfile), sampled every
+// EnvWorkerMemProfileRate bytes allocated.
 const (
 	EnvWorkerCPUProfile        = "ATOLL_WORKER_CPUPROFILE"
 	EnvWorkerCPUProfileSeconds = "ATOLL_WORKER_CPUPROFILE_SECONDS"
+	EnvWorkerMemProfile        = "ATOLL_WORKER_MEMPROFILE"
+	EnvWorkerMemProfileRate    = "ATOLL_WORKER_MEMPROFILE_RATE"
 )
 
-// profileWorker starts the CPU profile EnvWorkerCPUProfile asks for and
-// returns what stops it.
+// profileWorker starts the profiles EnvWorkerCPUProfile and
+// EnvWorkerMemProfile ask for and returns what ends them: the CPU
+// profile stops (if its seconds have not passed) and the allocation
+// profile is written.
 func profileWorker(log *slog.Logger) (stop func()) {
+	cpu := profileWorkerCPU(log)
+	mem := profileWorkerMem(log)
+	return func() {
+		cpu()
+		mem()
+	}
+}
+
+// profileWorkerMem sets the allocation profile's rate EnvWorkerMemProfile
+// asks for and returns what writes the profile (worker-PID.allocs).
+func profileWorkerMem(log *slog.Logger) (write func()) {
+	dir := os.Getenv(EnvWorkerMemProfile)
+	if dir == "" {
+		return func() {}
+	}
+	if rate, err := strconv.Atoi(os.Getenv(EnvWorkerMemProfileRate)); err == nil && rate > 0 {
+		goruntime.MemProfileRate = rate
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			goruntime.GC() // the profile counts what the last cycle saw
+			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("worker-%d.allocs", os.Getpid())))
+			if err == nil {
+				err = pprof.Lookup("allocs").WriteTo(f, 0)
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+			}
+			if err != nil {
+				log.Warn("worker allocation profile not written", "err", err)
+			}
+		})
+	}
+}
+
+// profileWorkerCPU starts the CPU profile EnvWorkerCPUProfile asks for
+// and returns what stops it.
+func profileWorkerCPU(log *slog.Logger) (stop func()) {
 	dir := os.Getenv(EnvWorkerCPUProfile)
 	if dir == "" {
 		return func() {}

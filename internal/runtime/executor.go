@@ -26,7 +26,10 @@ import (
 // constructors and methods the registry names (workerproto.Executor: its
 // connection's server calls it).
 
-var _ workerproto.Executor = (*Worker)(nil)
+var (
+	_ workerproto.Executor     = (*Worker)(nil)
+	_ workerproto.ContextMaker = (*Worker)(nil)
+)
 
 type taskKey struct{}
 
@@ -45,10 +48,32 @@ func (ti *taskInfo) String() string { return ti.id.String() }
 
 // taskCtx is the context a task runs under: its taskInfo, answered for
 // taskKey and telemetry.TaskIDKey, in one allocation with the context
-// (where two context.WithValue and the info took three).
+// (where two context.WithValue and the info took three). A task pushed to
+// a worker gets one as it is pushed (TaskContext): its cancellation is in
+// the same allocation (cancel, which stands for the context.WithCancelCause
+// it makes only if the task looks at it; two allocations a task fewer).
+// Anything else execute runs (a simulated worker's task) gets one there,
+// around the context it was given.
 type taskCtx struct {
-	context.Context
-	info taskInfo
+	context.Context // &cancel, or the context execute was given
+	info            taskInfo
+	cancel          workerproto.Cancellable
+}
+
+// TaskContext implements workerproto.ContextMaker.
+func (wk *Worker) TaskContext(spec *atollpb.TaskSpec) workerproto.TaskContext {
+	c := &taskCtx{info: wk.taskInfo(spec)}
+	c.Context = &c.cancel
+	return c
+}
+
+// Cancel implements workerproto.TaskContext.
+func (c *taskCtx) Cancel(cause error) { c.cancel.Cancel(cause) }
+
+// taskInfo is the info of a task of spec run by wk.
+func (wk *Worker) taskInfo(spec *atollpb.TaskSpec) taskInfo {
+	id, _ := ids.FromBytes(spec.TaskId) // the worker's server takes only tasks with an id
+	return taskInfo{rt: wk.Runtime, id: id, worker: wk.workerID, actor: spec.Type == atollpb.TaskType_ACTOR_TASK, attempt: int(spec.Attempt)}
 }
 
 func (c *taskCtx) Value(key any) any {
@@ -128,6 +153,7 @@ func (wk *Worker) execute(ctx context.Context, spec *atollpb.TaskSpec, fn regist
 	if wk.procs != nil {
 		defer wk.ran(spec, time.Now())
 	}
+	_, pushed := ctx.(*taskCtx) // made as it was pushed (TaskContext)
 	ctx = telemetry.Extract(ctx, spec.Trace)
 	span := noSpan
 	if rt.spanning(ctx) {
@@ -139,7 +165,9 @@ func (wk *Worker) execute(ctx context.Context, spec *atollpb.TaskSpec, fn regist
 	}
 	// The task's info, for FromContext and for its id in each line it
 	// logs (telemetry.TaskID).
-	ctx = &taskCtx{Context: ctx, info: taskInfo{rt: rt, id: taskID, worker: w.ID, actor: spec.Type == atollpb.TaskType_ACTOR_TASK, attempt: int(spec.Attempt)}}
+	if !pushed {
+		ctx = &taskCtx{Context: ctx, info: wk.taskInfo(spec)}
+	}
 	store := wk.store
 	// Refs inside the arguments are lent by the task's owner for the
 	// task; at its end the result reports those still held

@@ -100,7 +100,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	queue    []pushed // pushed and not started, in arrival order
-	running  map[ids.TaskID]context.CancelCauseFunc
+	running  map[ids.TaskID]TaskContext
 	instance any         // the actor this worker hosts, if any (set under mu)
 	groups   *callGroups // its concurrency groups, if it runs calls concurrently (set under mu)
 	// broken is set once a method panicked: the host restarts the actor
@@ -116,10 +116,9 @@ type Server struct {
 // whose cancel is registered in running as the frame arrives (a cancel
 // frame may follow it before the loop takes it).
 type pushed struct {
-	f      *atollpb.Frame
-	spec   *atollpb.TaskSpec
-	ctx    context.Context
-	cancel context.CancelCauseFunc
+	f    *atollpb.Frame
+	spec *atollpb.TaskSpec
+	ctx  TaskContext
 }
 
 // InlineFor is how long a task runs on the connection's reader before
@@ -136,7 +135,7 @@ const (
 // NewServer opens the worker's end of its connection. Frames that arrive
 // wait until Serve.
 func NewServer(end workerconn.Endpoint, cfg ServerConfig) *Server {
-	s := &Server{cfg: cfg, ready: make(chan struct{}), wake: make(chan struct{}, 1), running: map[ids.TaskID]context.CancelCauseFunc{}}
+	s := &Server{cfg: cfg, ready: make(chan struct{}), wake: make(chan struct{}, 1), running: map[ids.TaskID]TaskContext{}}
 	s.watchdog = time.AfterFunc(time.Hour, s.watch)
 	s.watchdog.Stop()
 	s.conn = workerconn.Open(end, func(f *atollpb.Frame) { <-s.ready; s.handle(f) },
@@ -175,13 +174,13 @@ func (s *Server) Serve(pid int) {
 func (s *Server) exit() {
 	s.exited.Do(func() {
 		s.mu.Lock()
-		cancels := make([]context.CancelCauseFunc, 0, len(s.running))
-		for _, cancel := range s.running {
-			cancels = append(cancels, cancel)
+		running := make([]TaskContext, 0, len(s.running))
+		for _, ctx := range s.running {
+			running = append(running, ctx)
 		}
 		s.mu.Unlock()
-		for _, cancel := range cancels {
-			cancel(ErrWorkerStopped)
+		for _, ctx := range running {
+			ctx.Cancel(ErrWorkerStopped)
 		}
 		if s.cfg.Exit != nil {
 			s.cfg.Exit()
@@ -204,18 +203,18 @@ func (s *Server) handle(f *atollpb.Frame) {
 		if err != nil {
 			return // not a task: nobody waits for its result
 		}
-		ctx, cancel := context.WithCancelCause(context.Background())
+		ctx := s.taskContext(spec)
 		s.mu.Lock()
-		s.running[id] = cancel
+		s.running[id] = ctx
 		s.mu.Unlock()
-		p := pushed{f: f, spec: spec, ctx: ctx, cancel: cancel}
+		p := pushed{f: f, spec: spec, ctx: ctx}
 		if !s.inline(p) {
 			s.enqueue(p)
 		}
 	case *atollpb.Frame_RecallTask:
 		p, ok := s.unqueue(b.RecallTask.GetTaskId(), b.RecallTask.GetAttempt(), true)
 		if ok {
-			p.cancel(nil)
+			p.ctx.Cancel(nil)
 		}
 		_ = s.conn.Reply(f.Id, &atollpb.Frame{Body: &atollpb.Frame_RecallReply{RecallReply: &atollpb.RecallReply{Recalled: ok}}})
 	case *atollpb.Frame_TaskResult:
@@ -230,7 +229,7 @@ func (s *Server) handle(f *atollpb.Frame) {
 		// A task that has not started is answered at once; a running
 		// one sees its context cancelled.
 		if p, ok := s.unqueue(b.CancelTask.GetTaskId(), 0, false); ok {
-			p.cancel(nil)
+			p.ctx.Cancel(nil)
 			err := &errs.CancelledError{TaskName: p.spec.GetName(), TaskID: hex.EncodeToString(p.spec.GetTaskId())}
 			_ = s.conn.Send(&atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: &atollpb.TaskResult{
 				TaskId: p.spec.GetTaskId(), Attempt: p.spec.GetAttempt(), Error: errs.ToProto(err), WorkerId: s.cfg.WorkerID.Bytes()}}})
@@ -241,10 +240,10 @@ func (s *Server) handle(f *atollpb.Frame) {
 			return
 		}
 		s.mu.Lock()
-		cancel := s.running[id]
+		ctx := s.running[id]
 		s.mu.Unlock()
-		if cancel != nil {
-			cancel(errs.CancelCause(b.CancelTask.GetNonRecursive()))
+		if ctx != nil {
+			ctx.Cancel(errs.CancelCause(b.CancelTask.GetNonRecursive()))
 		}
 	case *atollpb.Frame_GeneratorAck:
 		if s.cfg.GeneratorAck != nil {
@@ -446,7 +445,7 @@ func (s *Server) forget(p pushed) {
 		delete(s.running, id)
 	}
 	s.mu.Unlock()
-	p.cancel(nil)
+	p.ctx.Cancel(nil)
 }
 
 // construct runs the actor's constructor and answers the host. A worker
@@ -462,10 +461,10 @@ func (s *Server) construct(req uint64, spec *atollpb.TaskSpec) {
 	if id, err := ids.FromBytes(spec.GetActorId()); err == nil && s.cfg.HostsActor != nil {
 		s.cfg.HostsActor(id)
 	}
-	ctx, cancel := context.WithCancelCause(context.Background())
+	ctx := s.taskContext(spec)
 	if id, err := ids.FromBytes(spec.GetTaskId()); err == nil {
 		s.mu.Lock()
-		s.running[id] = cancel
+		s.running[id] = ctx
 		s.mu.Unlock()
 		defer func() {
 			s.mu.Lock()
@@ -474,7 +473,7 @@ func (s *Server) construct(req uint64, spec *atollpb.TaskSpec) {
 		}()
 	}
 	inst, err := s.cfg.Executor.NewActor(ctx, spec)
-	cancel(nil)
+	ctx.Cancel(nil)
 	var groups *callGroups
 	if err == nil {
 		groups = newCallGroups(spec.GetActorCreation(), s.runCall)
@@ -488,7 +487,7 @@ func (s *Server) construct(req uint64, spec *atollpb.TaskSpec) {
 // runCall runs one actor call, unless an earlier one panicked.
 func (s *Server) runCall(p pushed) {
 	if s.broken.Load() {
-		p.cancel(nil)
+		p.ctx.Cancel(nil)
 		return
 	}
 	s.mu.Lock()
@@ -512,7 +511,7 @@ func (s *Server) finish(p pushed, res *atollpb.TaskResult) {
 	}
 	more := len(s.queue) > 0
 	s.mu.Unlock()
-	p.cancel(nil)
+	p.ctx.Cancel(nil)
 	f := &atollpb.Frame{Body: &atollpb.Frame_TaskResult{TaskResult: res}}
 	if more {
 		_ = s.conn.Queue(f)

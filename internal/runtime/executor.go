@@ -379,7 +379,7 @@ func (wk *Worker) storeOutputs(ctx context.Context, spec *atollpb.TaskSpec, out 
 	}()
 	for i, v := range out {
 		id := ids.ReturnObjectID(task, i)
-		enc, value, refs, err := encodeOutput(v)
+		enc, value, refs, err := encodeOutput(v, blk.value(i))
 		encRefs = append(encRefs, refs...)
 		if err != nil {
 			return nil, err
@@ -393,11 +393,16 @@ func (wk *Worker) storeOutputs(ctx context.Context, spec *atollpb.TaskSpec, out 
 }
 
 // resultBlock is a task's result and its returns' messages, allocated
-// together: one return's in the block itself, more in a slice of their own.
+// together: one return's, with its value, in the block itself, more in a
+// slice of their own. A worker's result is encoded into a frame
+// (in-process workers' too), so nothing keeps the value, and with it the
+// block, once it is sent; the simulator hands results over as they are,
+// and its owners keep the block for as long as they keep the value.
 type resultBlock struct {
 	res  atollpb.TaskResult
 	one  [1]*atollpb.ReturnObject
 	ret  returnBlock
+	val  valueBlock
 	more []returnBlock
 }
 
@@ -420,6 +425,14 @@ func newResultBlock(n int) *resultBlock {
 	return b
 }
 
+// value is room for return i's value in the block (nil: none there).
+func (b *resultBlock) value(i int) *valueBlock {
+	if i == 0 && b.more == nil {
+		return &b.val
+	}
+	return nil
+}
+
 // set makes return i the object id with value.
 func (b *resultBlock) set(i int, id ids.ObjectID, value *atollpb.Value) {
 	r := &b.ret
@@ -439,14 +452,17 @@ type valueBlock struct {
 }
 
 // encodeOutput encodes v, a value a task produces (a return or a
-// generator's item), listing the refs it holds: the encoding took a
-// reference to each.
-func encodeOutput(v any) (enc codec.Encoded, value *valueBlock, refs []ids.ObjectID, err error) {
+// generator's item), into value (nil: a new one), listing the refs it
+// holds: the encoding took a reference to each.
+func encodeOutput(v any, value *valueBlock) (enc codec.Encoded, _ *valueBlock, refs []ids.ObjectID, err error) {
 	enc, err = codec.Encode(v)
 	if err != nil {
 		return enc, nil, nil, err
 	}
-	value = &valueBlock{val: atollpb.Value{Codec: enc.Codec}}
+	if value == nil {
+		value = new(valueBlock)
+	}
+	value.val.Codec = enc.Codec
 	if enc.Codec == atollpb.Codec_CODEC_GOB {
 		refs = containedRefs(enc.Data)
 		for _, c := range refs {

@@ -260,7 +260,7 @@ func (w *Worker) reportItem(res *atollpb.TaskResult) error {
 // return values (handOver).
 func (w *Worker) storeItem(ctx context.Context, spec *atollpb.TaskSpec, index int64, v any) (item *atollpb.ReturnObject, transferred []*atollpb.ReturnObject, err error) {
 	id := owner.GeneratorItemID(ids.MustFromBytes(spec.TaskId), index)
-	enc, value, refs, err := encodeOutput(v)
+	enc, value, refs, err := encodeOutput(v, nil)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/atoll-runtime/atoll/atollpb"
+	"github.com/atoll-runtime/atoll/internal/ids"
 	"github.com/atoll-runtime/atoll/internal/slab"
 )
 
@@ -33,6 +34,15 @@ const (
 	specActorCreation  = 17
 	specScheduling     = 21
 	specFieldsInBitmap = 64
+)
+
+// The own fields a task without arguments, trace or borrowed refs has,
+// which decodeScalars decodes.
+const (
+	specTaskID          = 1
+	specAttempt         = 11
+	specSequenceNumber  = 16
+	specNumDependencies = 19
 )
 
 // fieldSet is a set of field numbers below specFieldsInBitmap.
@@ -69,13 +79,14 @@ type pushDecoder struct {
 	blocks slab.Of[pushBlock]
 }
 
-// pushBlock holds the messages of a decoded push frame (576 bytes, 7 to
-// a run of pushDecoder.blocks).
+// pushBlock holds the messages of a decoded push frame and its task id's
+// bytes (592 bytes, 6 to a run of pushDecoder.blocks).
 type pushBlock struct {
 	frame atollpb.Frame
 	body  atollpb.Frame_PushTask
 	push  atollpb.PushTask
 	spec  atollpb.TaskSpec
+	id    [ids.Len16]byte
 }
 
 // decode decodes b if it is a push frame of the shape-then-own layout;
@@ -109,7 +120,8 @@ func (d *pushDecoder) decode(b []byte) (f *atollpb.Frame, ok bool) {
 		d.key, d.shape = append(d.key[:0], spec[:shapeLen]...), shape
 	}
 	blk := d.blocks.New()
-	if proto.Unmarshal(spec[shapeLen:], &blk.spec) != nil || len(blk.spec.ProtoReflect().GetUnknown()) > 0 {
+	if !blk.decodeScalars(spec[shapeLen:]) &&
+		(proto.Unmarshal(spec[shapeLen:], &blk.spec) != nil || len(blk.spec.ProtoReflect().GetUnknown()) > 0) {
 		return nil, false
 	}
 	copyShape(&blk.spec, d.shape)
@@ -117,6 +129,56 @@ func (d *pushDecoder) decode(b []byte) (f *atollpb.Frame, ok bool) {
 	blk.body.PushTask = &blk.push
 	blk.frame.Body = &blk.body
 	return &blk.frame, true
+}
+
+// decodeScalars decodes own, a spec's own fields, into b if they are
+// only its id and numbers (no arguments, trace or borrowed refs: a task
+// of no arguments), as proto.Unmarshal would: the last of a field
+// repeated wins, a number is its varint cut to the field's width, an
+// empty id is none. The id's bytes go in the block, where proto.Unmarshal
+// would copy them into an allocation of their own. False: own holds
+// anything else, and b is untouched.
+func (b *pushBlock) decodeScalars(own []byte) bool {
+	var id []byte
+	var attempt, deps int32
+	var seq uint64
+	for len(own) > 0 {
+		num, typ, n := protowire.ConsumeTag(own)
+		if n < 0 {
+			return false
+		}
+		own = own[n:]
+		var v uint64
+		switch {
+		case num == specTaskID && typ == protowire.BytesType:
+			id, n = protowire.ConsumeBytes(own)
+		case typ == protowire.VarintType && (num == specAttempt || num == specSequenceNumber || num == specNumDependencies):
+			v, n = protowire.ConsumeVarint(own)
+		default:
+			return false
+		}
+		if n < 0 {
+			return false
+		}
+		own = own[n:]
+		switch num {
+		case specAttempt:
+			attempt = int32(v)
+		case specSequenceNumber:
+			seq = v
+		case specNumDependencies:
+			deps = int32(v)
+		}
+	}
+	switch {
+	case len(id) == 0:
+	case len(id) <= len(b.id):
+		b.spec.TaskId = b.id[:copy(b.id[:], id):len(id)]
+	default:
+		b.spec.TaskId = append([]byte(nil), id...)
+	}
+	b.spec.Attempt, b.spec.SequenceNumber, b.spec.NumDependencies = attempt, seq, deps
+	return true
 }
 
 // splitSpec returns the length of spec's leading shape fields, checking

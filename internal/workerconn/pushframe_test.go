@@ -148,6 +148,74 @@ func FuzzPushDecoder(f *testing.F) {
 	})
 }
 
+// TestPushDecoderScalars: a task's own fields written by hand, as no
+// marshaller writes them but proto.Unmarshal takes them (a field twice, a
+// negative number, an id longer or shorter than a task's, none, a number
+// of the wrong wire type), decode as proto.Unmarshal decodes them; a
+// decoded id is the push's own, not the reader's buffer.
+func TestPushDecoderScalars(t *testing.T) {
+	shape := pushBytes(t, &atollpb.TaskSpec{Function: "f", Name: "f", NumReturns: 1, OwnerId: []byte("owner")})
+	frame := func(own []byte) []byte {
+		// the shape's spec bytes, then own
+		var spec []byte
+		_, _, n := protowire.ConsumeTag(shape)
+		push, _ := protowire.ConsumeBytes(shape[n:])
+		_, _, n = protowire.ConsumeTag(push)
+		spec, _ = protowire.ConsumeBytes(push[n:])
+		spec = append(append([]byte(nil), spec...), own...)
+		p := protowire.AppendBytes(protowire.AppendTag(nil, pushTaskSpec, protowire.BytesType), spec)
+		return protowire.AppendBytes(protowire.AppendTag(nil, framePushTask, protowire.BytesType), p)
+	}
+	tag := func(b []byte, num protowire.Number, typ protowire.Type) []byte {
+		return protowire.AppendTag(b, num, typ)
+	}
+	id := func(b []byte, n int) []byte {
+		return protowire.AppendBytes(tag(b, specTaskID, protowire.BytesType), []byte(strings.Repeat("i", n)))
+	}
+	num := func(b []byte, f protowire.Number, v uint64) []byte {
+		return protowire.AppendVarint(tag(b, f, protowire.VarintType), v)
+	}
+	neg := uint64(1<<64 - 1) // -1 as an int32's varint
+	for name, own := range map[string][]byte{
+		"id and numbers":       num(num(num(id(nil, 16), specAttempt, 2), specSequenceNumber, 1<<40), specNumDependencies, 3),
+		"id twice":             id(id(nil, 16), 16),
+		"a short id":           id(nil, 3),
+		"a long id":            id(nil, 40),
+		"an empty id":          id(nil, 0),
+		"no id":                num(nil, specAttempt, 1),
+		"negative":             num(num(id(nil, 16), specAttempt, neg), specNumDependencies, neg),
+		"a wide attempt":       num(id(nil, 16), specAttempt, 1<<40),
+		"nothing":              nil,
+		"numbers out of order": num(num(id(num(nil, specSequenceNumber, 9), 16), specAttempt, 1), specSequenceNumber, 10),
+	} {
+		t.Run(name, func(t *testing.T) {
+			var d pushDecoder
+			b := frame(own)
+			got, ok := d.decode(b)
+			if !ok {
+				t.Fatal("left to proto.Unmarshal")
+			}
+			want := &atollpb.Frame{}
+			if err := proto.Unmarshal(b, want); err != nil {
+				t.Fatal(err)
+			}
+			if !proto.Equal(got, want) {
+				t.Fatalf("decoded %v\nwant %v", got, want)
+			}
+			clear(b) // the reader's buffer, read over by the next frame
+			if !proto.Equal(got, want) {
+				t.Fatalf("the decoded push changed with the reader's buffer: %v", got)
+			}
+		})
+	}
+	// A number of the wrong wire type is an unknown field to
+	// proto.Unmarshal: not taken.
+	var d pushDecoder
+	if _, ok := d.decode(frame(protowire.AppendBytes(tag(id(nil, 16), specAttempt, protowire.BytesType), []byte{1}))); ok {
+		t.Fatal("an attempt of the bytes wire type was taken")
+	}
+}
+
 // BenchmarkPushDecoder decodes the push frame of a no-argument task of
 // a shape already decoded, as a worker's reader does for each task of a
 // pipelined burst, against proto.Unmarshal of the same frame.

@@ -19,7 +19,7 @@ import (
 
 // registerMethod registers m as method name of actor type t; a
 // duplicate panics.
-func registerMethod[T any](t ActorClass[T], name string, m func(ctx context.Context, instance any, args []registry.Arg) ([]any, error)) {
+func registerMethod[T any](t ActorClass[T], name string, m func(ctx context.Context, instance any, args []registry.Arg, out []any) ([]any, error)) {
 	registry.Methods.MustAdd(registry.MethodName(t.actorType().entry.Name, name), &registry.Method{Invoke: m})
 }
 

@@ -2,6 +2,7 @@ package atoll
 
 import (
 	"context"
+	"slices"
 
 	"github.com/atoll-runtime/atoll/atollpb"
 	"github.com/atoll-runtime/atoll/internal/codec"
@@ -112,10 +113,11 @@ func callInto(dst []*runtime.Ref, ctx context.Context, name string, numReturns i
 	return rt.Submit(ctx, dst, spec, args, cc.release, nil)
 }
 
-func anySlice[R any](rs []R) []any {
-	out := make([]any, len(rs))
-	for i, r := range rs {
-		out[i] = r
+// appendAll appends rs to out.
+func appendAll[R any](out []any, rs []R) []any {
+	out = slices.Grow(out, len(rs))
+	for _, r := range rs {
+		out = append(out, r)
 	}
 	return out
 }
@@ -137,13 +139,13 @@ type FuncN[A, R any] struct {
 
 // NewFuncN registers fn under name (see NewFunc0).
 func NewFuncN[A, R any](name string, fn func(context.Context, []A) (R, error)) *FuncN[A, R] {
-	register(name, -1, func(ctx context.Context, args []registry.Arg) ([]any, error) {
+	register(name, -1, func(ctx context.Context, args []registry.Arg, out []any) ([]any, error) {
 		as, err := argsOf[A](args)
 		if err != nil {
 			return nil, err
 		}
 		r, err := fn(ctx, as)
-		return []any{r}, err
+		return append(out, r), err
 	})
 	return &FuncN[A, R]{name: name}
 }
@@ -171,13 +173,13 @@ type MultiFuncN[A, R any] struct {
 
 // NewMultiFuncN registers fn under name (see NewMultiFunc1).
 func NewMultiFuncN[A, R any](name string, fn func(context.Context, []A) ([]R, error)) *MultiFuncN[A, R] {
-	register(name, -1, func(ctx context.Context, args []registry.Arg) ([]any, error) {
+	register(name, -1, func(ctx context.Context, args []registry.Arg, out []any) ([]any, error) {
 		as, err := argsOf[A](args)
 		if err != nil {
 			return nil, err
 		}
 		rs, err := fn(ctx, as)
-		return anySlice(rs), err
+		return appendAll(out, rs), err
 	})
 	return &MultiFuncN[A, R]{name: name}
 }
@@ -206,7 +208,7 @@ type MultiMethodN[T, A, R any] struct {
 
 // NewMultiMethodN registers fn as method name of actor type t.
 func NewMultiMethodN[T, A, R any](t ActorClass[T], name string, fn func(T, context.Context, []A) ([]R, error)) *MultiMethodN[T, A, R] {
-	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg, out []any) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -216,7 +218,7 @@ func NewMultiMethodN[T, A, R any](t ActorClass[T], name string, fn func(T, conte
 			return nil, err
 		}
 		rs, err := fn(self, ctx, as)
-		return anySlice(rs), err
+		return appendAll(out, rs), err
 	})
 	return &MultiMethodN[T, A, R]{name: name}
 }

@@ -138,12 +138,12 @@ func callGenerator[R any](ctx context.Context, name string, bound, opts []TaskOp
 // genInvoker is the invoker of a generator function: run calls it with
 // the attempt's yield; the task's return is the number of items.
 func genInvoker[R any](name string, run func(ctx context.Context, args []registry.Arg, yield func(R) error) error) registry.Invoker {
-	return func(ctx context.Context, args []registry.Arg) ([]any, error) {
+	return func(ctx context.Context, args []registry.Arg, out []any) ([]any, error) {
 		g := runtime.SinkOf(ctx)
 		if g == nil {
 			return nil, errs.Invalidf("%s is a generator function: call it with its GenFunc's Remote", name)
 		}
 		err := run(ctx, args, func(r R) error { return g.Yield(ctx, r) })
-		return []any{g.Count()}, err
+		return append(out, g.Count()), err
 	}
 }

@@ -20,12 +20,12 @@ type Func0[R any] struct {
 // program. Register at package init (in a var declaration) so that every
 // process of the binary, worker processes included, knows it by name.
 func NewFunc0[R any](name string, fn func(context.Context) (R, error)) *Func0[R] {
-	register(name, 0, func(ctx context.Context, args []registry.Arg) ([]any, error) {
+	register(name, 0, func(ctx context.Context, args []registry.Arg, out []any) ([]any, error) {
 		if err := checkArgs(args, 0); err != nil {
 			return nil, err
 		}
 		r, err := fn(ctx)
-		return []any{r}, err
+		return append(out, r), err
 	})
 	return &Func0[R]{name: name}
 }
@@ -57,12 +57,12 @@ type MultiFunc0[R any] struct {
 
 // NewMultiFunc0 registers fn under name (see NewFunc0).
 func NewMultiFunc0[R any](name string, fn func(context.Context) ([]R, error)) *MultiFunc0[R] {
-	register(name, 0, func(ctx context.Context, args []registry.Arg) ([]any, error) {
+	register(name, 0, func(ctx context.Context, args []registry.Arg, out []any) ([]any, error) {
 		if err := checkArgs(args, 0); err != nil {
 			return nil, err
 		}
 		rs, err := fn(ctx)
-		return anySlice(rs), err
+		return appendAll(out, rs), err
 	})
 	return &MultiFunc0[R]{name: name}
 }
@@ -89,7 +89,7 @@ type Func1[A, R any] struct {
 // program. Register at package init (in a var declaration) so that every
 // process of the binary, worker processes included, knows it by name.
 func NewFunc1[A, R any](name string, fn func(context.Context, A) (R, error)) *Func1[A, R] {
-	register(name, 1, func(ctx context.Context, args []registry.Arg) ([]any, error) {
+	register(name, 1, func(ctx context.Context, args []registry.Arg, out []any) ([]any, error) {
 		if err := checkArgs(args, 1); err != nil {
 			return nil, err
 		}
@@ -98,7 +98,7 @@ func NewFunc1[A, R any](name string, fn func(context.Context, A) (R, error)) *Fu
 			return nil, err
 		}
 		r, err := fn(ctx, a)
-		return []any{r}, err
+		return append(out, r), err
 	})
 	return &Func1[A, R]{name: name}
 }
@@ -130,7 +130,7 @@ type MultiFunc1[A, R any] struct {
 
 // NewMultiFunc1 registers fn under name (see NewFunc1).
 func NewMultiFunc1[A, R any](name string, fn func(context.Context, A) ([]R, error)) *MultiFunc1[A, R] {
-	register(name, 1, func(ctx context.Context, args []registry.Arg) ([]any, error) {
+	register(name, 1, func(ctx context.Context, args []registry.Arg, out []any) ([]any, error) {
 		if err := checkArgs(args, 1); err != nil {
 			return nil, err
 		}
@@ -139,7 +139,7 @@ func NewMultiFunc1[A, R any](name string, fn func(context.Context, A) ([]R, erro
 			return nil, err
 		}
 		rs, err := fn(ctx, a)
-		return anySlice(rs), err
+		return appendAll(out, rs), err
 	})
 	return &MultiFunc1[A, R]{name: name}
 }
@@ -166,7 +166,7 @@ type Func2[A, B, R any] struct {
 // program. Register at package init (in a var declaration) so that every
 // process of the binary, worker processes included, knows it by name.
 func NewFunc2[A, B, R any](name string, fn func(context.Context, A, B) (R, error)) *Func2[A, B, R] {
-	register(name, 2, func(ctx context.Context, args []registry.Arg) ([]any, error) {
+	register(name, 2, func(ctx context.Context, args []registry.Arg, out []any) ([]any, error) {
 		if err := checkArgs(args, 2); err != nil {
 			return nil, err
 		}
@@ -179,7 +179,7 @@ func NewFunc2[A, B, R any](name string, fn func(context.Context, A, B) (R, error
 			return nil, err
 		}
 		r, err := fn(ctx, a, b)
-		return []any{r}, err
+		return append(out, r), err
 	})
 	return &Func2[A, B, R]{name: name}
 }
@@ -211,7 +211,7 @@ type MultiFunc2[A, B, R any] struct {
 
 // NewMultiFunc2 registers fn under name (see NewFunc2).
 func NewMultiFunc2[A, B, R any](name string, fn func(context.Context, A, B) ([]R, error)) *MultiFunc2[A, B, R] {
-	register(name, 2, func(ctx context.Context, args []registry.Arg) ([]any, error) {
+	register(name, 2, func(ctx context.Context, args []registry.Arg, out []any) ([]any, error) {
 		if err := checkArgs(args, 2); err != nil {
 			return nil, err
 		}
@@ -224,7 +224,7 @@ func NewMultiFunc2[A, B, R any](name string, fn func(context.Context, A, B) ([]R
 			return nil, err
 		}
 		rs, err := fn(ctx, a, b)
-		return anySlice(rs), err
+		return appendAll(out, rs), err
 	})
 	return &MultiFunc2[A, B, R]{name: name}
 }
@@ -251,7 +251,7 @@ type Func3[A, B, C, R any] struct {
 // program. Register at package init (in a var declaration) so that every
 // process of the binary, worker processes included, knows it by name.
 func NewFunc3[A, B, C, R any](name string, fn func(context.Context, A, B, C) (R, error)) *Func3[A, B, C, R] {
-	register(name, 3, func(ctx context.Context, args []registry.Arg) ([]any, error) {
+	register(name, 3, func(ctx context.Context, args []registry.Arg, out []any) ([]any, error) {
 		if err := checkArgs(args, 3); err != nil {
 			return nil, err
 		}
@@ -268,7 +268,7 @@ func NewFunc3[A, B, C, R any](name string, fn func(context.Context, A, B, C) (R,
 			return nil, err
 		}
 		r, err := fn(ctx, a, b, c)
-		return []any{r}, err
+		return append(out, r), err
 	})
 	return &Func3[A, B, C, R]{name: name}
 }
@@ -300,7 +300,7 @@ type MultiFunc3[A, B, C, R any] struct {
 
 // NewMultiFunc3 registers fn under name (see NewFunc3).
 func NewMultiFunc3[A, B, C, R any](name string, fn func(context.Context, A, B, C) ([]R, error)) *MultiFunc3[A, B, C, R] {
-	register(name, 3, func(ctx context.Context, args []registry.Arg) ([]any, error) {
+	register(name, 3, func(ctx context.Context, args []registry.Arg, out []any) ([]any, error) {
 		if err := checkArgs(args, 3); err != nil {
 			return nil, err
 		}
@@ -317,7 +317,7 @@ func NewMultiFunc3[A, B, C, R any](name string, fn func(context.Context, A, B, C
 			return nil, err
 		}
 		rs, err := fn(ctx, a, b, c)
-		return anySlice(rs), err
+		return appendAll(out, rs), err
 	})
 	return &MultiFunc3[A, B, C, R]{name: name}
 }
@@ -344,7 +344,7 @@ type Func4[A, B, C, D, R any] struct {
 // program. Register at package init (in a var declaration) so that every
 // process of the binary, worker processes included, knows it by name.
 func NewFunc4[A, B, C, D, R any](name string, fn func(context.Context, A, B, C, D) (R, error)) *Func4[A, B, C, D, R] {
-	register(name, 4, func(ctx context.Context, args []registry.Arg) ([]any, error) {
+	register(name, 4, func(ctx context.Context, args []registry.Arg, out []any) ([]any, error) {
 		if err := checkArgs(args, 4); err != nil {
 			return nil, err
 		}
@@ -365,7 +365,7 @@ func NewFunc4[A, B, C, D, R any](name string, fn func(context.Context, A, B, C, 
 			return nil, err
 		}
 		r, err := fn(ctx, a, b, c, d)
-		return []any{r}, err
+		return append(out, r), err
 	})
 	return &Func4[A, B, C, D, R]{name: name}
 }
@@ -397,7 +397,7 @@ type MultiFunc4[A, B, C, D, R any] struct {
 
 // NewMultiFunc4 registers fn under name (see NewFunc4).
 func NewMultiFunc4[A, B, C, D, R any](name string, fn func(context.Context, A, B, C, D) ([]R, error)) *MultiFunc4[A, B, C, D, R] {
-	register(name, 4, func(ctx context.Context, args []registry.Arg) ([]any, error) {
+	register(name, 4, func(ctx context.Context, args []registry.Arg, out []any) ([]any, error) {
 		if err := checkArgs(args, 4); err != nil {
 			return nil, err
 		}
@@ -418,7 +418,7 @@ func NewMultiFunc4[A, B, C, D, R any](name string, fn func(context.Context, A, B
 			return nil, err
 		}
 		rs, err := fn(ctx, a, b, c, d)
-		return anySlice(rs), err
+		return appendAll(out, rs), err
 	})
 	return &MultiFunc4[A, B, C, D, R]{name: name}
 }
@@ -445,7 +445,7 @@ type Func5[A, B, C, D, E, R any] struct {
 // program. Register at package init (in a var declaration) so that every
 // process of the binary, worker processes included, knows it by name.
 func NewFunc5[A, B, C, D, E, R any](name string, fn func(context.Context, A, B, C, D, E) (R, error)) *Func5[A, B, C, D, E, R] {
-	register(name, 5, func(ctx context.Context, args []registry.Arg) ([]any, error) {
+	register(name, 5, func(ctx context.Context, args []registry.Arg, out []any) ([]any, error) {
 		if err := checkArgs(args, 5); err != nil {
 			return nil, err
 		}
@@ -470,7 +470,7 @@ func NewFunc5[A, B, C, D, E, R any](name string, fn func(context.Context, A, B, 
 			return nil, err
 		}
 		r, err := fn(ctx, a, b, c, d, e)
-		return []any{r}, err
+		return append(out, r), err
 	})
 	return &Func5[A, B, C, D, E, R]{name: name}
 }
@@ -502,7 +502,7 @@ type MultiFunc5[A, B, C, D, E, R any] struct {
 
 // NewMultiFunc5 registers fn under name (see NewFunc5).
 func NewMultiFunc5[A, B, C, D, E, R any](name string, fn func(context.Context, A, B, C, D, E) ([]R, error)) *MultiFunc5[A, B, C, D, E, R] {
-	register(name, 5, func(ctx context.Context, args []registry.Arg) ([]any, error) {
+	register(name, 5, func(ctx context.Context, args []registry.Arg, out []any) ([]any, error) {
 		if err := checkArgs(args, 5); err != nil {
 			return nil, err
 		}
@@ -527,7 +527,7 @@ func NewMultiFunc5[A, B, C, D, E, R any](name string, fn func(context.Context, A
 			return nil, err
 		}
 		rs, err := fn(ctx, a, b, c, d, e)
-		return anySlice(rs), err
+		return appendAll(out, rs), err
 	})
 	return &MultiFunc5[A, B, C, D, E, R]{name: name}
 }
@@ -554,7 +554,7 @@ type Func6[A, B, C, D, E, F, R any] struct {
 // program. Register at package init (in a var declaration) so that every
 // process of the binary, worker processes included, knows it by name.
 func NewFunc6[A, B, C, D, E, F, R any](name string, fn func(context.Context, A, B, C, D, E, F) (R, error)) *Func6[A, B, C, D, E, F, R] {
-	register(name, 6, func(ctx context.Context, args []registry.Arg) ([]any, error) {
+	register(name, 6, func(ctx context.Context, args []registry.Arg, out []any) ([]any, error) {
 		if err := checkArgs(args, 6); err != nil {
 			return nil, err
 		}
@@ -583,7 +583,7 @@ func NewFunc6[A, B, C, D, E, F, R any](name string, fn func(context.Context, A, 
 			return nil, err
 		}
 		r, err := fn(ctx, a, b, c, d, e, f)
-		return []any{r}, err
+		return append(out, r), err
 	})
 	return &Func6[A, B, C, D, E, F, R]{name: name}
 }
@@ -615,7 +615,7 @@ type MultiFunc6[A, B, C, D, E, F, R any] struct {
 
 // NewMultiFunc6 registers fn under name (see NewFunc6).
 func NewMultiFunc6[A, B, C, D, E, F, R any](name string, fn func(context.Context, A, B, C, D, E, F) ([]R, error)) *MultiFunc6[A, B, C, D, E, F, R] {
-	register(name, 6, func(ctx context.Context, args []registry.Arg) ([]any, error) {
+	register(name, 6, func(ctx context.Context, args []registry.Arg, out []any) ([]any, error) {
 		if err := checkArgs(args, 6); err != nil {
 			return nil, err
 		}
@@ -644,7 +644,7 @@ func NewMultiFunc6[A, B, C, D, E, F, R any](name string, fn func(context.Context
 			return nil, err
 		}
 		rs, err := fn(ctx, a, b, c, d, e, f)
-		return anySlice(rs), err
+		return appendAll(out, rs), err
 	})
 	return &MultiFunc6[A, B, C, D, E, F, R]{name: name}
 }

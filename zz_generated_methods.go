@@ -20,7 +20,7 @@ type Method0[T, R any] struct {
 // package init. A method expression fits: NewMethod0(CounterType, "Get",
 // (*Counter).Get).
 func NewMethod0[T, R any](t ActorClass[T], name string, fn func(T, context.Context) (R, error)) *Method0[T, R] {
-	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg, out []any) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -29,7 +29,7 @@ func NewMethod0[T, R any](t ActorClass[T], name string, fn func(T, context.Conte
 			return nil, err
 		}
 		r, err := fn(self, ctx)
-		return []any{r}, err
+		return append(out, r), err
 	})
 	return &Method0[T, R]{name: name}
 }
@@ -57,7 +57,7 @@ type MultiMethod0[T, R any] struct {
 // NewMultiMethod0 registers fn as method name of actor type t (see
 // NewMethod0).
 func NewMultiMethod0[T, R any](t ActorClass[T], name string, fn func(T, context.Context) ([]R, error)) *MultiMethod0[T, R] {
-	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg, out []any) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -66,7 +66,7 @@ func NewMultiMethod0[T, R any](t ActorClass[T], name string, fn func(T, context.
 			return nil, err
 		}
 		rs, err := fn(self, ctx)
-		return anySlice(rs), err
+		return appendAll(out, rs), err
 	})
 	return &MultiMethod0[T, R]{name: name}
 }
@@ -93,7 +93,7 @@ type Method1[T, A, R any] struct {
 // package init. A method expression fits: NewMethod0(CounterType, "Get",
 // (*Counter).Get).
 func NewMethod1[T, A, R any](t ActorClass[T], name string, fn func(T, context.Context, A) (R, error)) *Method1[T, A, R] {
-	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg, out []any) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -106,7 +106,7 @@ func NewMethod1[T, A, R any](t ActorClass[T], name string, fn func(T, context.Co
 			return nil, err
 		}
 		r, err := fn(self, ctx, a)
-		return []any{r}, err
+		return append(out, r), err
 	})
 	return &Method1[T, A, R]{name: name}
 }
@@ -134,7 +134,7 @@ type MultiMethod1[T, A, R any] struct {
 // NewMultiMethod1 registers fn as method name of actor type t (see
 // NewMethod1).
 func NewMultiMethod1[T, A, R any](t ActorClass[T], name string, fn func(T, context.Context, A) ([]R, error)) *MultiMethod1[T, A, R] {
-	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg, out []any) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -147,7 +147,7 @@ func NewMultiMethod1[T, A, R any](t ActorClass[T], name string, fn func(T, conte
 			return nil, err
 		}
 		rs, err := fn(self, ctx, a)
-		return anySlice(rs), err
+		return appendAll(out, rs), err
 	})
 	return &MultiMethod1[T, A, R]{name: name}
 }
@@ -174,7 +174,7 @@ type Method2[T, A, B, R any] struct {
 // package init. A method expression fits: NewMethod0(CounterType, "Get",
 // (*Counter).Get).
 func NewMethod2[T, A, B, R any](t ActorClass[T], name string, fn func(T, context.Context, A, B) (R, error)) *Method2[T, A, B, R] {
-	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg, out []any) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -191,7 +191,7 @@ func NewMethod2[T, A, B, R any](t ActorClass[T], name string, fn func(T, context
 			return nil, err
 		}
 		r, err := fn(self, ctx, a, b)
-		return []any{r}, err
+		return append(out, r), err
 	})
 	return &Method2[T, A, B, R]{name: name}
 }
@@ -219,7 +219,7 @@ type MultiMethod2[T, A, B, R any] struct {
 // NewMultiMethod2 registers fn as method name of actor type t (see
 // NewMethod2).
 func NewMultiMethod2[T, A, B, R any](t ActorClass[T], name string, fn func(T, context.Context, A, B) ([]R, error)) *MultiMethod2[T, A, B, R] {
-	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg, out []any) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -236,7 +236,7 @@ func NewMultiMethod2[T, A, B, R any](t ActorClass[T], name string, fn func(T, co
 			return nil, err
 		}
 		rs, err := fn(self, ctx, a, b)
-		return anySlice(rs), err
+		return appendAll(out, rs), err
 	})
 	return &MultiMethod2[T, A, B, R]{name: name}
 }
@@ -263,7 +263,7 @@ type Method3[T, A, B, C, R any] struct {
 // package init. A method expression fits: NewMethod0(CounterType, "Get",
 // (*Counter).Get).
 func NewMethod3[T, A, B, C, R any](t ActorClass[T], name string, fn func(T, context.Context, A, B, C) (R, error)) *Method3[T, A, B, C, R] {
-	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg, out []any) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -284,7 +284,7 @@ func NewMethod3[T, A, B, C, R any](t ActorClass[T], name string, fn func(T, cont
 			return nil, err
 		}
 		r, err := fn(self, ctx, a, b, c)
-		return []any{r}, err
+		return append(out, r), err
 	})
 	return &Method3[T, A, B, C, R]{name: name}
 }
@@ -312,7 +312,7 @@ type MultiMethod3[T, A, B, C, R any] struct {
 // NewMultiMethod3 registers fn as method name of actor type t (see
 // NewMethod3).
 func NewMultiMethod3[T, A, B, C, R any](t ActorClass[T], name string, fn func(T, context.Context, A, B, C) ([]R, error)) *MultiMethod3[T, A, B, C, R] {
-	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg, out []any) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -333,7 +333,7 @@ func NewMultiMethod3[T, A, B, C, R any](t ActorClass[T], name string, fn func(T,
 			return nil, err
 		}
 		rs, err := fn(self, ctx, a, b, c)
-		return anySlice(rs), err
+		return appendAll(out, rs), err
 	})
 	return &MultiMethod3[T, A, B, C, R]{name: name}
 }
@@ -360,7 +360,7 @@ type Method4[T, A, B, C, D, R any] struct {
 // package init. A method expression fits: NewMethod0(CounterType, "Get",
 // (*Counter).Get).
 func NewMethod4[T, A, B, C, D, R any](t ActorClass[T], name string, fn func(T, context.Context, A, B, C, D) (R, error)) *Method4[T, A, B, C, D, R] {
-	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg, out []any) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -385,7 +385,7 @@ func NewMethod4[T, A, B, C, D, R any](t ActorClass[T], name string, fn func(T, c
 			return nil, err
 		}
 		r, err := fn(self, ctx, a, b, c, d)
-		return []any{r}, err
+		return append(out, r), err
 	})
 	return &Method4[T, A, B, C, D, R]{name: name}
 }
@@ -413,7 +413,7 @@ type MultiMethod4[T, A, B, C, D, R any] struct {
 // NewMultiMethod4 registers fn as method name of actor type t (see
 // NewMethod4).
 func NewMultiMethod4[T, A, B, C, D, R any](t ActorClass[T], name string, fn func(T, context.Context, A, B, C, D) ([]R, error)) *MultiMethod4[T, A, B, C, D, R] {
-	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg, out []any) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -438,7 +438,7 @@ func NewMultiMethod4[T, A, B, C, D, R any](t ActorClass[T], name string, fn func
 			return nil, err
 		}
 		rs, err := fn(self, ctx, a, b, c, d)
-		return anySlice(rs), err
+		return appendAll(out, rs), err
 	})
 	return &MultiMethod4[T, A, B, C, D, R]{name: name}
 }
@@ -465,7 +465,7 @@ type Method5[T, A, B, C, D, E, R any] struct {
 // package init. A method expression fits: NewMethod0(CounterType, "Get",
 // (*Counter).Get).
 func NewMethod5[T, A, B, C, D, E, R any](t ActorClass[T], name string, fn func(T, context.Context, A, B, C, D, E) (R, error)) *Method5[T, A, B, C, D, E, R] {
-	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg, out []any) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -494,7 +494,7 @@ func NewMethod5[T, A, B, C, D, E, R any](t ActorClass[T], name string, fn func(T
 			return nil, err
 		}
 		r, err := fn(self, ctx, a, b, c, d, e)
-		return []any{r}, err
+		return append(out, r), err
 	})
 	return &Method5[T, A, B, C, D, E, R]{name: name}
 }
@@ -522,7 +522,7 @@ type MultiMethod5[T, A, B, C, D, E, R any] struct {
 // NewMultiMethod5 registers fn as method name of actor type t (see
 // NewMethod5).
 func NewMultiMethod5[T, A, B, C, D, E, R any](t ActorClass[T], name string, fn func(T, context.Context, A, B, C, D, E) ([]R, error)) *MultiMethod5[T, A, B, C, D, E, R] {
-	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg, out []any) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -551,7 +551,7 @@ func NewMultiMethod5[T, A, B, C, D, E, R any](t ActorClass[T], name string, fn f
 			return nil, err
 		}
 		rs, err := fn(self, ctx, a, b, c, d, e)
-		return anySlice(rs), err
+		return appendAll(out, rs), err
 	})
 	return &MultiMethod5[T, A, B, C, D, E, R]{name: name}
 }
@@ -578,7 +578,7 @@ type Method6[T, A, B, C, D, E, F, R any] struct {
 // package init. A method expression fits: NewMethod0(CounterType, "Get",
 // (*Counter).Get).
 func NewMethod6[T, A, B, C, D, E, F, R any](t ActorClass[T], name string, fn func(T, context.Context, A, B, C, D, E, F) (R, error)) *Method6[T, A, B, C, D, E, F, R] {
-	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg, out []any) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -611,7 +611,7 @@ func NewMethod6[T, A, B, C, D, E, F, R any](t ActorClass[T], name string, fn fun
 			return nil, err
 		}
 		r, err := fn(self, ctx, a, b, c, d, e, f)
-		return []any{r}, err
+		return append(out, r), err
 	})
 	return &Method6[T, A, B, C, D, E, F, R]{name: name}
 }
@@ -639,7 +639,7 @@ type MultiMethod6[T, A, B, C, D, E, F, R any] struct {
 // NewMultiMethod6 registers fn as method name of actor type t (see
 // NewMethod6).
 func NewMultiMethod6[T, A, B, C, D, E, F, R any](t ActorClass[T], name string, fn func(T, context.Context, A, B, C, D, E, F) ([]R, error)) *MultiMethod6[T, A, B, C, D, E, F, R] {
-	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg, out []any) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
@@ -672,7 +672,7 @@ func NewMultiMethod6[T, A, B, C, D, E, F, R any](t ActorClass[T], name string, f
 			return nil, err
 		}
 		rs, err := fn(self, ctx, a, b, c, d, e, f)
-		return anySlice(rs), err
+		return appendAll(out, rs), err
 	})
 	return &MultiMethod6[T, A, B, C, D, E, F, R]{name: name}
 }

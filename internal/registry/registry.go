@@ -177,8 +177,9 @@ type Arg struct {
 }
 
 // Invoker calls a registered function with its arguments and returns its
-// results.
-type Invoker func(ctx context.Context, args []Arg) ([]any, error)
+// results appended to out (room its caller keeps, so that a call of one
+// result needs no slice of its own).
+type Invoker func(ctx context.Context, args []Arg, out []any) ([]any, error)
 
 // Func is a remote function (atoll.NewFunc0..6, MultiFunc, FuncN,
 // GenFunc).
@@ -198,7 +199,7 @@ type ActorType struct {
 // Method is a method of an actor type, registered under the name
 // "Type.Method" (MethodName).
 type Method struct {
-	Invoke func(ctx context.Context, instance any, args []Arg) ([]any, error)
+	Invoke func(ctx context.Context, instance any, args []Arg, out []any) ([]any, error)
 }
 
 // MethodName is the name a method is registered under, and the function

@@ -51,13 +51,16 @@ func (ti *taskInfo) String() string { return ti.id.String() }
 // (where two context.WithValue and the info took three). A task pushed to
 // a worker gets one as it is pushed (TaskContext): its cancellation is in
 // the same allocation (cancel, which stands for the context.WithCancelCause
-// it makes only if the task looks at it; two allocations a task fewer).
-// Anything else execute runs (a simulated worker's task) gets one there,
-// around the context it was given.
+// it makes only if the task looks at it; two allocations a task fewer),
+// and so is the room for its one result (out, which the registered
+// function appends to, where it made a slice). Anything else execute runs
+// (a simulated worker's task) gets one there, around the context it was
+// given.
 type taskCtx struct {
 	context.Context // &cancel, or the context execute was given
 	info            taskInfo
 	cancel          workerproto.Cancellable
+	out             [1]any // room for what the task returns (a pushed one's)
 }
 
 // TaskContext implements workerproto.ContextMaker.
@@ -117,7 +120,7 @@ func (wk *Worker) NewActor(ctx context.Context, spec *atollpb.TaskSpec) (any, er
 		return nil, notRegistered(registry.ActorTypes.Name(), name)
 	}
 	var instance any
-	res, _ := wk.execute(ctx, spec, func(ctx context.Context, args []registry.Arg) ([]any, error) {
+	res, _ := wk.execute(ctx, spec, func(ctx context.Context, args []registry.Arg, _ []any) ([]any, error) {
 		v, err := e.New(ctx, args)
 		instance = v
 		return nil, err
@@ -135,8 +138,8 @@ func (wk *Worker) RunActorTask(ctx context.Context, instance any, spec *atollpb.
 		typeName, method := registry.SplitMethod(spec.Function)
 		return failed(spec, wk.ids(), notRegistered("method of actor type "+typeName, method)), false
 	}
-	res, panicked := wk.execute(ctx, spec, func(ctx context.Context, args []registry.Arg) ([]any, error) {
-		return m.Invoke(ctx, instance, args)
+	res, panicked := wk.execute(ctx, spec, func(ctx context.Context, args []registry.Arg, out []any) ([]any, error) {
+		return m.Invoke(ctx, instance, args, out)
 	})
 	res.ActorCrashed = panicked
 	return res, panicked
@@ -153,7 +156,12 @@ func (wk *Worker) execute(ctx context.Context, spec *atollpb.TaskSpec, fn regist
 	if wk.procs != nil {
 		defer wk.ran(spec, time.Now())
 	}
-	_, pushed := ctx.(*taskCtx) // made as it was pushed (TaskContext)
+	own, pushed := ctx.(*taskCtx) // made as it was pushed (TaskContext)
+	var room []any                // for what the task returns
+	if pushed {
+		room = own.out[:0]
+		defer clear(own.out[:])
+	}
 	ctx = telemetry.Extract(ctx, spec.Trace)
 	span := noSpan
 	if rt.spanning(ctx) {
@@ -193,7 +201,7 @@ func (wk *Worker) execute(ctx context.Context, spec *atollpb.TaskSpec, fn regist
 		span.SetStatus(codes.Error, err.Error())
 		return failed(spec, w, err), false
 	}
-	out, err, panicked := safeCall(ctx, fn, args)
+	out, err, panicked := safeCall(ctx, fn, args, room)
 	release() // argument views are invalid from here on
 	wk.argsReleased()
 	if err == nil && ctx.Err() != nil && spec.Type != atollpb.TaskType_ACTOR_TASK && spec.Type != atollpb.TaskType_ACTOR_CREATION_TASK {
@@ -272,13 +280,13 @@ type panicError struct {
 
 func (p *panicError) Error() string { return fmt.Sprintf("panic: %v", p.value) }
 
-func safeCall(ctx context.Context, fn registry.Invoker, args []registry.Arg) (out []any, err error, panicked bool) {
+func safeCall(ctx context.Context, fn registry.Invoker, args []registry.Arg, room []any) (out []any, err error, panicked bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			out, err, panicked = nil, &panicError{value: r, stack: string(debug.Stack())}, true
 		}
 	}()
-	out, err = fn(ctx, args)
+	out, err = fn(ctx, args, room)
 	return out, err, false
 }
 

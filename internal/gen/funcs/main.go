@@ -250,9 +250,9 @@ type Func{{.N}}[{{range .Types}}{{.}}, {{end}}R any] struct {
 // program. Register at package init (in a var declaration) so that every
 // process of the binary, worker processes included, knows it by name.
 func NewFunc{{.N}}[{{range .Types}}{{.}}, {{end}}R any](name string, fn func(context.Context{{.FnTypes}}) (R, error)) *Func{{.N}}[{{range .Types}}{{.}}, {{end}}R] {
-	register(name, {{.N}}, func(ctx context.Context, args []registry.Arg) ([]any, error) {` + decode + `
+	register(name, {{.N}}, func(ctx context.Context, args []registry.Arg, out []any) ([]any, error) {` + decode + `
 		r, err := fn(ctx{{.FnVars}})
-		return []any{r}, err
+		return append(out, r), err
 	})
 	return &Func{{.N}}[{{range .Types}}{{.}}, {{end}}R]{name: name}
 }
@@ -284,9 +284,9 @@ type MultiFunc{{.N}}[{{range .Types}}{{.}}, {{end}}R any] struct {
 
 // NewMultiFunc{{.N}} registers fn under name (see NewFunc{{.N}}).
 func NewMultiFunc{{.N}}[{{range .Types}}{{.}}, {{end}}R any](name string, fn func(context.Context{{.FnTypes}}) ([]R, error)) *MultiFunc{{.N}}[{{range .Types}}{{.}}, {{end}}R] {
-	register(name, {{.N}}, func(ctx context.Context, args []registry.Arg) ([]any, error) {` + decode + `
+	register(name, {{.N}}, func(ctx context.Context, args []registry.Arg, out []any) ([]any, error) {` + decode + `
 		rs, err := fn(ctx{{.FnVars}})
-		return anySlice(rs), err
+		return appendAll(out, rs), err
 	})
 	return &MultiFunc{{.N}}[{{range .Types}}{{.}}, {{end}}R]{name: name}
 }
@@ -316,13 +316,13 @@ type Method{{.N}}[T{{.TP}}, R any] struct {
 // package init. A method expression fits: NewMethod0(CounterType, "Get",
 // (*Counter).Get).
 func NewMethod{{.N}}[T{{.TP}}, R any](t ActorClass[T], name string, fn func(T, context.Context{{.FnTypes}}) (R, error)) *Method{{.N}}[T{{.TP}}, R] {
-	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg, out []any) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
 		}` + decode + `
 		r, err := fn(self, ctx{{.FnVars}})
-		return []any{r}, err
+		return append(out, r), err
 	})
 	return &Method{{.N}}[T{{.TP}}, R]{name: name}
 }
@@ -350,13 +350,13 @@ type MultiMethod{{.N}}[T{{.TP}}, R any] struct {
 // NewMultiMethod{{.N}} registers fn as method name of actor type t (see
 // NewMethod{{.N}}).
 func NewMultiMethod{{.N}}[T{{.TP}}, R any](t ActorClass[T], name string, fn func(T, context.Context{{.FnTypes}}) ([]R, error)) *MultiMethod{{.N}}[T{{.TP}}, R] {
-	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg) ([]any, error) {
+	registerMethod(t, name, func(ctx context.Context, instance any, args []registry.Arg, out []any) ([]any, error) {
 		self, err := instanceOf[T](instance)
 		if err != nil {
 			return nil, err
 		}` + decode + `
 		rs, err := fn(self, ctx{{.FnVars}})
-		return anySlice(rs), err
+		return appendAll(out, rs), err
 	})
 	return &MultiMethod{{.N}}[T{{.TP}}, R]{name: name}
 }

@@ -142,33 +142,22 @@ func (b *pushBlock) decodeScalars(own []byte) bool {
 	var id []byte
 	var attempt, deps int32
 	var seq uint64
-	for len(own) > 0 {
-		num, typ, n := protowire.ConsumeTag(own)
-		if n < 0 {
-			return false
-		}
-		own = own[n:]
-		var v uint64
+	if !eachField(own, func(num protowire.Number, v uint64, s []byte, isBytes bool) bool {
 		switch {
-		case num == specTaskID && typ == protowire.BytesType:
-			id, n = protowire.ConsumeBytes(own)
-		case typ == protowire.VarintType && (num == specAttempt || num == specSequenceNumber || num == specNumDependencies):
-			v, n = protowire.ConsumeVarint(own)
+		case num == specTaskID && isBytes:
+			id = s
+		case num == specAttempt && !isBytes:
+			attempt = int32(v)
+		case num == specSequenceNumber && !isBytes:
+			seq = v
+		case num == specNumDependencies && !isBytes:
+			deps = int32(v)
 		default:
 			return false
 		}
-		if n < 0 {
-			return false
-		}
-		own = own[n:]
-		switch num {
-		case specAttempt:
-			attempt = int32(v)
-		case specSequenceNumber:
-			seq = v
-		case specNumDependencies:
-			deps = int32(v)
-		}
+		return true
+	}) {
+		return false
 	}
 	switch {
 	case len(id) == 0:

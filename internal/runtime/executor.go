@@ -52,15 +52,18 @@ func (ti *taskInfo) String() string { return ti.id.String() }
 // a worker gets one as it is pushed (TaskContext): its cancellation is in
 // the same allocation (cancel, which stands for the context.WithCancelCause
 // it makes only if the task looks at it; two allocations a task fewer),
-// and so is the room for its one result (out, which the registered
-// function appends to, where it made a slice). Anything else execute runs
-// (a simulated worker's task) gets one there, around the context it was
-// given.
+// and so are the room for its one result (out, which the registered
+// function appends to, where it made a slice) and its result's block
+// (result: the result lives until it is encoded, as the context does).
+// Anything else execute runs (a simulated worker's task) gets one there,
+// around the context it was given, and its result's block apart.
 type taskCtx struct {
 	context.Context // &cancel, or the context execute was given
 	info            taskInfo
 	cancel          workerproto.Cancellable
-	out             [1]any // room for what the task returns (a pushed one's)
+	// out and result: room for what a pushed task returns, and its result.
+	out    [1]any
+	result resultBlock
 }
 
 // TaskContext implements workerproto.ContextMaker.
@@ -158,8 +161,9 @@ func (wk *Worker) execute(ctx context.Context, spec *atollpb.TaskSpec, fn regist
 	}
 	own, pushed := ctx.(*taskCtx) // made as it was pushed (TaskContext)
 	var room []any                // for what the task returns
+	var blk *resultBlock          // and its result (nil: storeOutputs makes one)
 	if pushed {
-		room = own.out[:0]
+		room, blk = own.out[:0], &own.result
 		defer clear(own.out[:])
 	}
 	ctx = telemetry.Extract(ctx, spec.Trace)
@@ -231,7 +235,7 @@ func (wk *Worker) execute(ctx context.Context, spec *atollpb.TaskSpec, fn regist
 		res.ExecuteSpan = rt.inject(ctx)
 		return res, panicked
 	}
-	res, err = wk.storeOutputs(ctx, spec, out)
+	res, err = wk.storeOutputs(ctx, spec, out, blk)
 	out = nil // what the task returned is encoded: its refs are no longer held here
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
@@ -360,17 +364,21 @@ func (rt *Runtime) fetchArgs(ctx context.Context, store storeAPI, spec *atollpb.
 // over to the task's owner (transferred) and the references the encoding
 // took are dropped (handOver).
 //
-// The result and its returns' messages are one allocation (a
-// resultBlock), each return's value another (a valueBlock: an owner in
-// this process keeps the value as long as its object, and nothing else).
-func (wk *Worker) storeOutputs(ctx context.Context, spec *atollpb.TaskSpec, out []any) (res *atollpb.TaskResult, err error) {
+// The result, its returns' messages and the value of its only return are
+// blk (a resultBlock: a pushed task's is in its context's allocation;
+// nil, one of its own); a task of several returns has each return's value
+// in an allocation of its own (a valueBlock).
+func (wk *Worker) storeOutputs(ctx context.Context, spec *atollpb.TaskSpec, out []any, blk *resultBlock) (res *atollpb.TaskResult, err error) {
 	rt, store := wk.Runtime, wk.store
 	if rt.spanning(ctx) {
 		_, span := rt.tracer.Start(ctx, "store_outputs "+spec.Name, trace.WithAttributes(attribute.Int("atoll.objects", len(out))))
 		defer span.End()
 	}
 	task := ids.MustFromBytes(spec.TaskId)
-	blk := newResultBlock(len(out))
+	if blk == nil {
+		blk = new(resultBlock)
+	}
+	blk.init(len(out))
 	_, workerID, _ := rt.ownIDs()
 	res = &blk.res
 	res.TaskId, res.Attempt, res.WorkerId = spec.TaskId, spec.Attempt, workerID
@@ -420,8 +428,8 @@ type returnBlock struct {
 	id  ids.ObjectID
 }
 
-func newResultBlock(n int) *resultBlock {
-	b := &resultBlock{}
+// init readies a block no result was built in for one of n returns.
+func (b *resultBlock) init(n int) {
 	switch n {
 	case 0:
 	case 1:
@@ -430,7 +438,6 @@ func newResultBlock(n int) *resultBlock {
 		b.res.Returns = make([]*atollpb.ReturnObject, n)
 		b.more = make([]returnBlock, n)
 	}
-	return b
 }
 
 // value is room for return i's value in the block (nil: none there).

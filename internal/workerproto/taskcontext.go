@@ -27,13 +27,14 @@ type ContextMaker interface {
 }
 
 // Cancellable is a TaskContext that costs nothing until it is looked at:
-// it makes its cancellable context (context.WithCancelCause, two
-// allocations) only when someone asks for its Done channel, a value
-// (context.Cause), a context under it or its cancellation before its end.
-// A short task that never looks at its context, and is not cancelled
-// while it runs, ends without one. Its Deadline is none and it holds no
-// values; its Err is that of the context it stands for. The zero value is
-// ready to use; a Cancellable must not be copied after first use.
+// it makes the cancellable context it stands for (context.WithCancelCause,
+// two allocations) only when someone asks for its Done channel or a value
+// of a key of type *int (context.Cause does, and so does making a context
+// under it). A cancel before that is kept, and the context made later is
+// cancelled with its cause as it is made; a task that never looks at its
+// context ends without one, cancelled or not. Its Deadline is none and it
+// holds no values; its Err is that of the context it stands for. The zero
+// value is ready to use; a Cancellable must not be copied after first use.
 type Cancellable struct {
 	state atomic.Uint32 // ctxFresh, ctxMade or ctxEnded
 	mu    sync.Mutex    // making ctx; cause while ended

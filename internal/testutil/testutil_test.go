@@ -54,3 +54,14 @@ func TestLogBuffer(t *testing.T) {
 		t.Fatal("Reset kept the log")
 	}
 }
+
+func TestClosed(t *testing.T) {
+	c := make(chan struct{})
+	if Closed(c) {
+		t.Fatal("an open channel reads as closed")
+	}
+	close(c)
+	if !Closed(c) {
+		t.Fatal("a closed channel reads as open")
+	}
+}

@@ -39,3 +39,13 @@ func EventuallyWithin(t testing.TB, timeout time.Duration, what string, cond fun
 		}
 	}
 }
+
+// Closed reports whether c is closed, without waiting.
+func Closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}

@@ -110,12 +110,5 @@ func TestLoneHoldsOneClaim(t *testing.T) {
 
 // closed is Await's done for a channel: whether c is closed.
 func closed(c <-chan struct{}) func() bool {
-	return func() bool {
-		select {
-		case <-c:
-			return true
-		default:
-			return false
-		}
-	}
+	return func() bool { return testutil.Closed(c) }
 }

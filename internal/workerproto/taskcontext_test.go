@@ -11,16 +11,6 @@ import (
 
 var errCause = errors.New("the cause")
 
-// closed reports whether done is closed.
-func closed(done <-chan struct{}) bool {
-	select {
-	case <-done:
-		return true
-	default:
-		return false
-	}
-}
-
 // TestCancellableMakesNothingUnlessLookedAt: a context no one looks at
 // and that ends is never made; its Err is what the made one's would be.
 func TestCancellableMakesNothingUnlessLookedAt(t *testing.T) {
@@ -61,16 +51,16 @@ func TestCancellableLikeWithCancelCause(t *testing.T) {
 	look := map[string]func(ctx context.Context) (done func() bool, cause func() error){
 		"Done": func(ctx context.Context) (func() bool, func() error) {
 			d := ctx.Done()
-			return func() bool { return closed(d) }, func() error { return context.Cause(ctx) }
+			return func() bool { return testutil.Closed(d) }, func() error { return context.Cause(ctx) }
 		},
 		"a child": func(ctx context.Context) (func() bool, func() error) {
 			child, cancel := context.WithCancel(ctx)
 			t.Cleanup(cancel)
-			return func() bool { return closed(child.Done()) }, func() error { return context.Cause(child) }
+			return func() bool { return testutil.Closed(child.Done()) }, func() error { return context.Cause(child) }
 		},
 		"a child with a value": func(ctx context.Context) (func() bool, func() error) {
 			child := context.WithValue(ctx, errCause, 1)
-			return func() bool { return closed(child.Done()) }, func() error { return context.Cause(child) }
+			return func() bool { return testutil.Closed(child.Done()) }, func() error { return context.Cause(child) }
 		},
 		"AfterFunc": func(ctx context.Context) (func() bool, func() error) {
 			var mu sync.Mutex
@@ -127,7 +117,7 @@ func TestCancellableConcurrently(t *testing.T) {
 		wg.Go(func() { _ = c.Err() })
 		wg.Wait()
 		for _, d := range dones {
-			if d != dones[0] || !closed(d) {
+			if d != dones[0] || !testutil.Closed(d) {
 				t.Fatal("looks made more than one context, or missed its cancel")
 			}
 		}

@@ -488,3 +488,117 @@ func TestDirectCallsFromEightCallersKeepEachCallersOrder(t *testing.T) {
 		}
 	}
 }
+
+// callLog is an actor that appends each call it runs to a file, which
+// outlives its incarnations: "start" for each incarnation, then "CALLER
+// SEQ" for each call.
+type callLog struct{ f *os.File }
+
+type callLogArgs struct {
+	Caller, Seq           int
+	CrashCaller, CrashSeq int // the call that crashes the actor
+}
+
+var (
+	callLogType = atoll.NewActorType1("pipe.callLog", func(_ context.Context, dir string) (*callLog, error) {
+		f, err := os.OpenFile(filepath.Join(dir, "log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := fmt.Fprintln(f, "start"); err != nil {
+			return nil, err
+		}
+		return &callLog{f: f}, nil
+	})
+	callLogAppend = atoll.NewMethod1(callLogType, "Append", func(l *callLog, _ context.Context, a callLogArgs) (int, error) {
+		if a.Caller == a.CrashCaller && a.Seq == a.CrashSeq {
+			panic(fmt.Sprintf("crash on call %d of caller %d", a.Seq, a.Caller))
+		}
+		_, err := fmt.Fprintln(l.f, a.Caller, a.Seq)
+		return a.Seq, err
+	})
+)
+
+// 10,000 calls from 8 goroutines of the driver to one actor in a worker
+// process, all in flight at once, across one restart of the actor: the
+// call that crashes it fails with its panic, and every other call runs
+// exactly once, on the first incarnation or the second, in its caller's
+// order.
+func TestDirectCallsFromEightCallersKeepOrderAcrossRestart(t *testing.T) {
+	ctx := startProcesses(t)
+	dir := t.TempDir()
+	a, err := callLogType.New(ctx, atoll.Value(dir), atoll.MaxRestarts(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const callers, each = 8, 1250
+	const crashCaller, crashSeq = 3, each / 2
+	refs := make([][]atoll.ObjectRef[int], callers)
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Go(func() {
+			for seq := 1; seq <= each; seq++ {
+				args := callLogArgs{Caller: c, Seq: seq, CrashCaller: crashCaller, CrashSeq: crashSeq}
+				refs[c] = append(refs[c], callLogAppend.Remote(ctx, a, atoll.Value(args)))
+			}
+		})
+	}
+	wg.Wait()
+	want := make([][]int, callers) // each caller's calls that must have run, in order
+	for c := range callers {
+		for i, ref := range refs[c] {
+			seq := i + 1
+			v, err := atoll.Get(ctx, ref)
+			if c == crashCaller && seq == crashSeq {
+				var crashed *atoll.TaskError
+				if !errors.As(err, &crashed) {
+					t.Fatalf("caller %d, call %d: want the method's panic as a TaskError, got %v, %v", c, seq, v, err)
+				}
+				continue
+			}
+			if err != nil || v != seq {
+				t.Fatalf("caller %d, call %d: %v, %v", c, seq, v, err)
+			}
+			want[c] = append(want[c], seq)
+		}
+	}
+	log, err := os.ReadFile(filepath.Join(dir, "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([][]int, callers)
+	starts, afterRestart := 0, 0
+	for _, line := range strings.Split(strings.TrimSpace(string(log)), "\n") {
+		if line == "start" {
+			starts++
+			continue
+		}
+		var c, seq int
+		if _, err := fmt.Sscan(line, &c, &seq); err != nil || c < 0 || c >= callers {
+			t.Fatalf("log line %q", line)
+		}
+		got[c] = append(got[c], seq)
+		if starts == 2 {
+			afterRestart++
+		}
+	}
+	if starts != 2 || afterRestart == 0 {
+		t.Fatalf("%d incarnations, %d calls run on the second: want 2, and calls on both", starts, afterRestart)
+	}
+	t.Logf("%d calls ran on the actor's second incarnation", afterRestart)
+	for c := range callers {
+		if !slices.Equal(got[c], want[c]) {
+			t.Fatalf("caller %d: %d calls ran, want %d; the first difference at %d", c, len(got[c]), len(want[c]), firstDiff(got[c], want[c]))
+		}
+	}
+}
+
+// firstDiff is the index at which a and b first differ.
+func firstDiff(a, b []int) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}

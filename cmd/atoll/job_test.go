@@ -464,7 +464,9 @@ func TestJobBinariesBounded(t *testing.T) {
 		t.Skip("starts a node process")
 	}
 	isolate(t)
-	c := testcluster.Start(t, testcluster.Options{Nodes: 1, Node: nodeconfig.Config{ObjectStoreMemory: 64 << 20, JobBinariesMaxBytes: 1}})
+	// The node's TMPDIR is the test's, whose state directory it reads.
+	c := testcluster.Start(t, testcluster.Options{Nodes: 1, Node: nodeconfig.Config{ObjectStoreMemory: 64 << 20, JobBinariesMaxBytes: 1},
+		Env: []string{"TMPDIR=" + os.TempDir()}})
 	t.Setenv(nodeconfig.EnvSecret, c.Secret())
 	addr := c.Address()
 	dir := t.TempDir()

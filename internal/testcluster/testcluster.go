@@ -106,6 +106,9 @@ type Options struct {
 	// Env is added to every node process's environment ("KEY=value"),
 	// e.g. the caps of the GCS (gcs.EnvMaxDeadActors, ...) and of the
 	// gateways (cluster.EnvMaxDeadNodes, cluster.EnvForwardLease, ...).
+	// TMPDIR is the cluster's own directory unless Env sets it: what a
+	// node keeps under the state directory (job binaries, among others)
+	// goes with the test, not into the machine's.
 	Env []string
 }
 
@@ -219,6 +222,9 @@ func Start(t testing.TB, opts Options) *Cluster {
 		t.Fatalf("testcluster: %v", err)
 	}
 	c := &Cluster{t: t, opts: opts, dir: t.TempDir(), exe: exe, secret: secret}
+	if err := os.Mkdir(c.tmpDir(), 0o700); err != nil {
+		t.Fatalf("testcluster: %v", err)
+	}
 	// Registered after t.TempDir, so it runs before the directory is
 	// removed.
 	t.Cleanup(c.cleanup)
@@ -482,6 +488,9 @@ func (c *Cluster) sessionDir(i int) string {
 	return dir
 }
 
+// tmpDir is the node processes' TMPDIR (made by Start).
+func (c *Cluster) tmpDir() string { return filepath.Join(c.dir, "tmp") }
+
 // launch starts node i's process with cfg and waits until it is ready.
 func (c *Cluster) launch(i int, cfg nodeconfig.Config) (*Node, error) {
 	c.mu.Lock()
@@ -494,8 +503,8 @@ func (c *Cluster) launch(i int, cfg nodeconfig.Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := append(localcluster.FilterEnv(os.Environ(), nodeconfig.EnvNode), c.opts.Env...)
-	env = append(env, nodeEnv)
+	env := append(localcluster.FilterEnv(os.Environ(), nodeconfig.EnvNode), "TMPDIR="+c.tmpDir())
+	env = append(append(env, c.opts.Env...), nodeEnv)
 	// -test.run=^$: should TestMain not hand the process to atoll.Init,
 	// it runs no tests (and exits) rather than starting clusters itself.
 	p, ready, err := localcluster.StartProcess(c.exe, []string{"-test.run=^$"}, env, logFile, ReadyTimeout)

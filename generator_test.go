@@ -41,7 +41,12 @@ type killGenArgs struct {
 	KillAt  int    // the first attempt waits to be killed after this many
 }
 
-type gate struct{ open bool }
+// gate is an actor tests wait on: open once told so; asks counts the
+// IsOpen calls it answered (a task waiting on it asks every few ms).
+type gate struct {
+	open bool
+	asks int
+}
 
 var (
 	genCount = atoll.NewGenFunc1("gen.count", func(ctx context.Context, n int, yield func(genItem) error) error {
@@ -131,8 +136,12 @@ var (
 	gateType = atoll.NewActorType("gen.gate", func(context.Context) (*gate, error) {
 		return &gate{}, nil
 	})
-	gateIsOpen = atoll.NewMethod0(gateType, "IsOpen", func(g *gate, _ context.Context) (bool, error) { return g.open, nil })
-	gateOpen   = atoll.NewMethod0(gateType, "Open", func(g *gate, _ context.Context) (bool, error) {
+	gateIsOpen = atoll.NewMethod0(gateType, "IsOpen", func(g *gate, _ context.Context) (bool, error) {
+		g.asks++
+		return g.open, nil
+	})
+	gateAsks = atoll.NewMethod0(gateType, "Asks", func(g *gate, _ context.Context) (int, error) { return g.asks, nil })
+	gateOpen = atoll.NewMethod0(gateType, "Open", func(g *gate, _ context.Context) (bool, error) {
 		g.open = true
 		return true, nil
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/atoll-runtime/atoll/internal/nodeconfig"
 	"github.com/atoll-runtime/atoll/internal/testcluster"
 	"github.com/atoll-runtime/atoll/internal/testmain"
+	"github.com/atoll-runtime/atoll/internal/testutil"
 )
 
 // placedBlob says where it was made; its padding keeps it out of line, in
@@ -45,11 +46,11 @@ var (
 // the retry (SPREAD, over the nodes with room) goes to the other node.
 func TestLateResultOfALostAttemptFreesItsCopy(t *testing.T) {
 	// The driver's gateway fails the attempt once this lease runs out;
-	// its result comes 12 s late. The rule matches that result alone (the
+	// its result comes 18 s late. The rule matches that result alone (the
 	// first with a return of a MiB stored): other results may still come
 	// back once it is set (an actor creation's, after the event that let
 	// its first call go).
-	t.Setenv(cluster.EnvForwardLease, "8s")
+	t.Setenv(cluster.EnvForwardLease, "12s")
 	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Node: nodeconfig.Config{NumCPUs: 1}})
 	fi := actors.NewFaultInjector()
 	ctx := testmain.JoinCluster(t, c, atoll.WithFaultInjector(fi))
@@ -64,7 +65,7 @@ func TestLateResultOfALostAttemptFreesItsCopy(t *testing.T) {
 	fi.Delay(func(msg any) bool {
 		m, ok := msg.(*atollpb.ForwardedResult)
 		return ok && len(m.GetResult().GetReturns()) == 1 && m.GetResult().GetReturns()[0].GetValue().GetStored().GetLength() >= 1<<20
-	}, 12*time.Second, 1)
+	}, 18*time.Second, 1)
 	start := time.Now()
 	ref := blobHere.Remote(ctx, atoll.Value(1<<20), atoll.Spread(), atoll.MaxRetries(1))
 	// The first attempt stored its return: on which node?
@@ -78,16 +79,20 @@ func TestLateResultOfALostAttemptFreesItsCopy(t *testing.T) {
 		}
 		return false
 	})
+	asked, err := atoll.Get(ctx, gateAsks.Remote(ctx, g))
+	if err != nil {
+		t.Fatal(err)
+	}
 	hold := holdCPU.Remote(ctx, atoll.Value("late-gate"), atoll.OnNode(first, false))
-	c.WaitStatus(time.Minute, func(st *clusterclient.Status) bool {
-		for _, node := range st.Nodes {
-			if node.NodeID == first {
-				return node.Running > 0 && node.Available["CPU"] == 0
-			}
-		}
-		return false
+	// The hold runs once it asks the gate. (The node's status said so
+	// before: a CPU taken and a task running, which a status from while
+	// the first attempt itself ran says too; in one loaded run the retry
+	// then went to the first node, whose CPU the hold did not hold yet.)
+	testutil.EventuallyWithin(t, time.Minute, "the hold task running", func() bool {
+		n, err := atoll.Get(ctx, gateAsks.Remote(ctx, g))
+		return err == nil && n > asked
 	})
-	if held := time.Since(start); held > 7*time.Second {
+	if held := time.Since(start); held > 10*time.Second {
 		t.Fatalf("the first attempt's node was held only %v after the submit, near the lease: the retry may have gone there", held)
 	}
 

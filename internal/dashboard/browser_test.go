@@ -70,7 +70,8 @@ func checkBrowser(jobCtx context.Context, t *testing.T, c *testcluster.Cluster) 
 		shots = "testdata"
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox,
-		chromedp.DisableGPU, chromedp.WindowSize(viewW, viewH), chromedp.UserDataDir(t.TempDir()))
+		chromedp.DisableGPU, chromedp.WindowSize(viewW, viewH), chromedp.UserDataDir(t.TempDir()),
+		chromedp.Env("TMPDIR="+t.TempDir())) // Chromium leaves a directory of its own in TMPDIR
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancelAlloc()
 	ctx, cancel := chromedp.NewContext(actx)

@@ -30,9 +30,9 @@ import (
 // process over one connection kept open from copy to copy (rawSender),
 // as a pull's bytes come from a node's process over a connection its
 // puller keeps; its ratio is ratio_procs, and the pull is held to the
-// lower of ratio and ratio_procs. get_copy_GB/s is what a Get of the same object, now
-// local, adds: the copy of its bytes into a new slice of the caller's (Get
-// copies, GetView does not).
+// lower of ratio and ratio_procs. get_copy_GB/s is what a Get of the
+// same object, now local, adds: the copy of its bytes into a new slice
+// of the caller's (Get copies, GetView does not).
 //
 // The timed pulls come after one pull that is not timed, as the
 // baselines' buffers are touched before they are timed: the first pull
